@@ -1,0 +1,291 @@
+/* base.c: allocation, growth, arena, hash map, interning, strings, errors, whole-file I/O.
+ * The hash map uses linear probing over a power-of-two table kept at most 3/4 full (tombstones
+ * included); removal leaves a tombstone (key != NULL, val == NULL). */
+#include "base.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fl_panic(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "fluidc: internal error at %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+static void *check(void *p) {
+    if (!p) fl_panic(__FILE__, __LINE__, "out of memory");
+    return p;
+}
+
+void *fl_xmalloc(size_t n) { return check(malloc(n ? n : 1)); }
+void *fl_xcalloc(size_t c, size_t s) { return check(calloc(c ? c : 1, s ? s : 1)); }
+void *fl_xrealloc(void *p, size_t n) { return check(realloc(p, n ? n : 1)); }
+char *fl_xstrdup(const char *s) { return fl_xstrndup(s, strlen(s)); }
+char *fl_xstrndup(const char *s, size_t n) {
+    char *d = fl_xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+size_t fl_mul_size(size_t count, size_t size) {
+    if (size && count > SIZE_MAX / size) fl_panic(__FILE__, __LINE__, "size overflow");
+    return count * size;
+}
+
+void fl_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return;
+    size_t c = *cap ? *cap : 4;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) fl_panic(__FILE__, __LINE__, "vector too large");
+        c *= 2;
+    }
+    *p = fl_xrealloc(*p, fl_mul_size(c, elem));
+    *cap = c;
+}
+
+/* ---- arena ---- */
+struct FlArenaChunk {
+    FlArenaChunk *next;
+    size_t size, used;
+    _Alignas(16) unsigned char mem[];
+};
+
+void fl_arena_init(FlArena *a) { memset(a, 0, sizeof *a); }
+
+void fl_arena_fini(FlArena *a) {
+    FlArenaChunk *c = a->head;
+    while (c) {
+        FlArenaChunk *n = c->next;
+        free(c);
+        c = n;
+    }
+    memset(a, 0, sizeof *a);
+}
+
+void *fl_arena_alloc(FlArena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (!n) n = 16;
+    FlArenaChunk *c = a->head;
+    if (!c || c->size - c->used < n) {
+        size_t sz = n > 64 * 1024 ? n : 64 * 1024;
+        c = fl_xmalloc(sizeof *c + sz);
+        c->size = sz;
+        c->used = 0;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->mem + c->used;
+    c->used += n;
+    a->used_total += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *fl_arena_strndup(FlArena *a, const char *s, size_t n) {
+    char *d = fl_arena_alloc(a, n + 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+char *fl_arena_strdup(FlArena *a, const char *s) { return fl_arena_strndup(a, s, strlen(s)); }
+
+char *fl_arena_printf(FlArena *a, const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    FL_ASSERT(n >= 0);
+    char *d = fl_arena_alloc(a, (size_t)n + 1);
+    vsnprintf(d, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return d;
+}
+
+/* ---- hash map ---- */
+uint64_t fl_hash_bytes(const void *p, size_t n) {
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
+
+void fl_map_init(FlMap *m) { memset(m, 0, sizeof *m); }
+void fl_map_fini(FlMap *m) {
+    free(m->buckets);
+    memset(m, 0, sizeof *m);
+}
+
+bool fl_map_slot_live(const FlMap *m, size_t i) { return m->buckets[i].key && m->buckets[i].val; }
+
+static FlMapEntry *lookup(const FlMap *m, const char *key, size_t klen, uint64_t h) {
+    if (!m->cap) return NULL;
+    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        FlMapEntry *e = &m->buckets[i];
+        if (!e->key) return NULL;
+        if (e->val && e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0) return e;
+    }
+}
+
+void *fl_map_find(const FlMap *m, const char *key, size_t klen) {
+    FlMapEntry *e = lookup(m, key, klen, fl_hash_bytes(key, klen));
+    return e ? e->val : NULL;
+}
+void *fl_map_find_str(const FlMap *m, const char *key) { return fl_map_find(m, key, strlen(key)); }
+
+static void rehash(FlMap *m, size_t cap) {
+    FlMapEntry *old = m->buckets;
+    size_t oldcap = m->cap;
+    m->buckets = fl_xcalloc(cap, sizeof *m->buckets);
+    m->cap = cap;
+    m->len = m->used = 0;
+    for (size_t i = 0; i < oldcap; i++) {
+        FlMapEntry *e = &old[i];
+        if (!e->key || !e->val) continue;
+        size_t j = e->hash & (cap - 1);
+        while (m->buckets[j].key) j = (j + 1) & (cap - 1);
+        m->buckets[j] = *e;
+        m->len++;
+        m->used++;
+    }
+    free(old);
+}
+
+void fl_map_put(FlMap *m, const char *key, size_t klen, void *val) {
+    FL_ASSERT(val != NULL);
+    uint64_t h = fl_hash_bytes(key, klen);
+    FlMapEntry *e = lookup(m, key, klen, h);
+    if (e) {
+        e->val = val;
+        return;
+    }
+    if ((m->used + 1) * 4 >= m->cap * 3) {
+        size_t cap = m->cap ? m->cap : 16;
+        while ((m->len + 1) * 4 >= cap * 2) cap *= 2; /* leave room after dropping tombstones */
+        rehash(m, cap);
+    }
+    size_t i = h & (m->cap - 1);
+    while (m->buckets[i].key) i = (i + 1) & (m->cap - 1);
+    m->buckets[i] = (FlMapEntry){key, klen, h, val};
+    m->len++;
+    m->used++;
+}
+void fl_map_put_str(FlMap *m, const char *key, void *val) { fl_map_put(m, key, strlen(key), val); }
+
+bool fl_map_remove(FlMap *m, const char *key, size_t klen) {
+    FlMapEntry *e = lookup(m, key, klen, fl_hash_bytes(key, klen));
+    if (!e) return false;
+    e->val = NULL; /* tombstone */
+    m->len--;
+    return true;
+}
+
+/* ---- interning ---- */
+void fl_intern_init(FlInterner *in) {
+    fl_arena_init(&in->arena);
+    fl_map_init(&in->map);
+}
+void fl_intern_fini(FlInterner *in) {
+    fl_map_fini(&in->map);
+    fl_arena_fini(&in->arena);
+}
+const char *fl_intern(FlInterner *in, const char *s, size_t n) {
+    const char *p = fl_map_find(&in->map, s, n);
+    if (p) return p;
+    char *d = fl_arena_strndup(&in->arena, s, n);
+    fl_map_put(&in->map, d, n, d);
+    return d;
+}
+const char *fl_intern_str(FlInterner *in, const char *s) { return fl_intern(in, s, strlen(s)); }
+
+/* ---- strings ---- */
+void fl_buf_append(FlBuf *b, const char *s, size_t n) {
+    fl_grow((void **)&b->data, &b->cap, b->len + n + 1, 1);
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+void fl_buf_puts(FlBuf *b, const char *s) { fl_buf_append(b, s, strlen(s)); }
+void fl_buf_putc(FlBuf *b, char c) { fl_buf_append(b, &c, 1); }
+void fl_buf_vprintf(FlBuf *b, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    FL_ASSERT(n >= 0);
+    fl_grow((void **)&b->data, &b->cap, b->len + (size_t)n + 1, 1);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->len += (size_t)n;
+}
+void fl_buf_printf(FlBuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fl_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+const char *fl_buf_str(const FlBuf *b) { return b->data ? b->data : ""; }
+void fl_buf_free(FlBuf *b) {
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+FlStatus fl_err(FlErr *e, const char *fmt, ...) {
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+    }
+    return FL_ERROR;
+}
+
+char *fl_read_file(const char *path, size_t *len, FlErr *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fl_err(e, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    FlBuf b = {0};
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) fl_buf_append(&b, tmp, n);
+    if (ferror(f)) {
+        fl_err(e, "cannot read '%s': %s", path, strerror(errno));
+        fclose(f);
+        fl_buf_free(&b);
+        return NULL;
+    }
+    fclose(f);
+    if (!b.data) fl_buf_append(&b, "", 0);
+    *len = b.len;
+    return b.data;
+}
+
+FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e) {
+    FlBuf tmp = {0};
+    fl_buf_printf(&tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp.data, "wb");
+    if (!f) {
+        fl_err(e, "cannot write '%s': %s", path, strerror(errno));
+        fl_buf_free(&tmp);
+        return FL_ERROR;
+    }
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp.data, path) != 0) {
+        fl_err(e, "cannot write '%s': %s", path, strerror(errno));
+        remove(tmp.data);
+        fl_buf_free(&tmp);
+        return FL_ERROR;
+    }
+    fl_buf_free(&tmp);
+    return FL_OK;
+}
