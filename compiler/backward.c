@@ -1,0 +1,382 @@
+/* backward.c: append_backward (see backward.h for what it produces).
+ *
+ * Three linear passes over block 0 up to the last op that writes the loss:
+ *   1. forward: a var "needs" a gradient if it is a chosen parameter or an output of an op with
+ *      an input that needs one (FL_GRAD_STOP ops and stop_gradient vars break the chain);
+ *   2. backward from the loss: an op is "relevant" if an input needs a gradient and an output
+ *      reaches the loss; its inputs that need a gradient then reach the loss too. A relevant
+ *      FL_GRAD_NONE op is the user's error, found before anything is appended;
+ *   3. emission in reverse order. Each var first gets its number of partial gradients (one per
+ *      use by a relevant op whose gradient op makes one), so the k-th partial gradient can be
+ *      named at once (x@GRAD when there is one, x@GRAD@RENAME@k otherwise) and the `sum` is
+ *      appended right after the last. Because the ops of block 0 are in dependency order, every
+ *      use of x is differentiated before x's producer, which reads x@GRAD.
+ * All per-var state lives in one map from var name to VarState (keys borrowed from the
+ * program, whose strings do not move while ops are only appended).
+ */
+#include "compiler/backward.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/infer.h"
+#include "compiler/ops.h"
+
+typedef struct VarState {
+    FlVarDesc *v; /* the block-0 var, NULL if undeclared */
+    bool need;    /* depends on a parameter */
+    bool reach;   /* the loss depends on it through relevant ops */
+    bool zeroed;  /* x@GRAD made by fill_zeros_like */
+    int total;    /* partial gradients to come */
+    int done;     /* partial gradients made so far */
+} VarState;
+
+typedef struct Bw {
+    FlProgram *p;
+    FlBlock *b0;
+    FlErr *e;
+    FlLoc *where;
+    FlArena arena;
+    FlMap vars; /* name -> VarState */
+    FlBuf tmp;
+} Bw;
+
+static VarState *state(Bw *w, const char *name) {
+    VarState *s = fl_map_find_str(&w->vars, name);
+    if (!s) {
+        s = fl_arena_alloc(&w->arena, sizeof *s);
+        s->v = fl_ir_var_find(w->b0, name);
+        fl_map_put_str(&w->vars, name, s);
+    }
+    return s;
+}
+
+static bool is_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+
+/* Whether input var `name` gets a gradient. */
+static bool wanted(Bw *w, const char *name) {
+    VarState *s = fl_map_find_str(&w->vars, name);
+    return s && s->need && s->v && is_float(s->v->dtype) && !s->v->stop_gradient;
+}
+
+static const FlOpInfo *grad_info(const FlOpDesc *op) {
+    char name[128];
+    snprintf(name, sizeof name, "%s_grad", op->type);
+    return fl_ops_find(name);
+}
+
+static const char *strip_grad(char *buf, size_t cap, const char *slot) {
+    size_t len = strlen(slot), sl = strlen(FL_GRAD_SUFFIX);
+    if (len <= sl || strcmp(slot + len - sl, FL_GRAD_SUFFIX) != 0) return NULL;
+    snprintf(buf, cap, "%.*s", (int)(len - sl), slot);
+    return buf;
+}
+
+static FlStatus infer(Bw *w, FlOpDesc *op) {
+    if (fl_infer_op(w->p, w->b0, op, w->e)) {
+        if (w->where) *w->where = op->loc;
+        return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+static FlVarDesc *grad_var(Bw *w, const char *name, const FlVarDesc *fwd) {
+    FlVarDesc *g = fl_ir_var_find(w->b0, name);
+    if (!g) g = fl_ir_var_add(w->b0, name);
+    fl_ir_var_copy(g, fwd);
+    g->kind = FL_VAR_DENSE;
+    g->persistable = g->trainable = g->stop_gradient = false;
+    return g;
+}
+
+/* The name of the next partial gradient of var `name` (creating the var). */
+static const char *next_grad(Bw *w, const char *name) {
+    VarState *s = state(w, name);
+    FL_ASSERT(s->v && s->done < s->total);
+    char *g = s->total == 1 ? fl_arena_printf(&w->arena, "%s" FL_GRAD_SUFFIX, name)
+                            : fl_arena_printf(&w->arena, "%s" FL_GRAD_SUFFIX "@RENAME@%d", name,
+                                              s->done);
+    s->done++;
+    grad_var(w, g, s->v);
+    return g;
+}
+
+/* After an op made partial gradients: the `sum` of every var whose last one it made. */
+static FlStatus sum_finished(Bw *w, const FlOpDesc *gop, FlLoc loc) {
+    for (size_t i = 0; i < gop->outs.len; i++) {
+        const FlSlot *sl = &gop->outs.data[i];
+        for (size_t k = 0; k < sl->nargs; k++) {
+            const char *g = sl->args[k];
+            const char *r = strstr(g, FL_GRAD_SUFFIX "@RENAME@");
+            if (!r) continue;
+            char *name = fl_arena_strndup(&w->arena, g, (size_t)(r - g));
+            VarState *s = state(w, name);
+            int idx = atoi(r + strlen(FL_GRAD_SUFFIX "@RENAME@"));
+            if (idx != s->total - 1) continue; /* not the last part */
+            FlOpDesc *sum = fl_ir_op_append(w->b0, "sum");
+            sum->loc = loc;
+            for (int j = 0; j < s->total; j++) {
+                w->tmp.len = 0;
+                fl_buf_printf(&w->tmp, "%s" FL_GRAD_SUFFIX "@RENAME@%d", name, j);
+                fl_ir_op_add_input(sum, "X", fl_buf_str(&w->tmp));
+            }
+            w->tmp.len = 0;
+            fl_buf_printf(&w->tmp, "%s" FL_GRAD_SUFFIX, name);
+            grad_var(w, fl_buf_str(&w->tmp), s->v);
+            fl_ir_op_add_output(sum, "Out", fl_buf_str(&w->tmp));
+            if (infer(w, sum)) return FL_ERROR;
+        }
+    }
+    return FL_OK;
+}
+
+static void copy_attr(FlOpDesc *dst, const FlAttr *a) {
+    switch (a->type) {
+    case FL_ATTR_INT: fl_ir_op_set_int(dst, a->name, a->i); break;
+    case FL_ATTR_FLOAT: fl_ir_op_set_float(dst, a->name, a->f); break;
+    case FL_ATTR_STRING: fl_ir_op_set_string(dst, a->name, a->s); break;
+    case FL_ATTR_BOOL: fl_ir_op_set_bool(dst, a->name, a->i != 0); break;
+    case FL_ATTR_INTS: fl_ir_op_set_ints(dst, a->name, a->ints, a->n); break;
+    case FL_ATTR_FLOATS: fl_ir_op_set_floats(dst, a->name, a->floats, a->n); break;
+    case FL_ATTR_STRINGS:
+        fl_ir_op_set_strings(dst, a->name, (const char *const *)a->strs, a->n);
+        break;
+    case FL_ATTR_BLOCK: fl_ir_op_set_block(dst, a->name, (int)a->i); break;
+    case FL_ATTR_BLOCKS: fl_ir_op_set_blocks(dst, a->name, a->ints, a->n); break;
+    case FL_ATTR_TYPE_COUNT: FL_UNREACHABLE();
+    }
+}
+
+/* The gradient of each forward output in `fs`: its x@GRAD, made by fill_zeros_like when nothing
+ * produced one. */
+static FlStatus out_grads(Bw *w, const FlOpDesc *op, const FlSlot *fs, FlOpDesc **gop,
+                          const char *slot) {
+    for (size_t k = 0; k < fs->nargs; k++) {
+        const char *x = fs->args[k];
+        VarState *s = state(w, x);
+        if (!s->v)
+            return fl_err(w->e, "backward: %s writes undeclared var '%s'", op->type, x);
+        if (s->total > 0 && s->done < s->total) {
+            if (w->where) *w->where = op->loc;
+            return fl_err(w->e, "backward: var '%s' is written by '%s' after it is used; "
+                          "gradients need each var written once", x, op->type);
+        }
+        w->tmp.len = 0;
+        fl_buf_printf(&w->tmp, "%s" FL_GRAD_SUFFIX, x);
+        if (s->total == 0 && !s->zeroed) {
+            s->zeroed = true;
+            /* appended before the gradient op, which is moved after it below */
+            FlOpDesc *z = fl_ir_op_insert(w->b0, w->b0->ops.len - 1, "fill_zeros_like");
+            z->loc = op->loc;
+            fl_ir_op_add_input(z, "X", x);
+            grad_var(w, fl_buf_str(&w->tmp), s->v);
+            fl_ir_op_add_output(z, "Out", fl_buf_str(&w->tmp));
+            if (infer(w, z)) return FL_ERROR;
+        }
+        fl_ir_op_add_input(*gop, slot, fl_buf_str(&w->tmp));
+    }
+    return FL_OK;
+}
+
+static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
+    FlOpDesc *gop = fl_ir_op_append(w->b0, gi->name);
+    gop->loc = op->loc;
+    char base[128];
+    for (int i = 0; i < gi->nins; i++) {
+        const char *slot = gi->ins[i].name;
+        if (strip_grad(base, sizeof base, slot)) {
+            const FlSlot *fs = fl_ir_op_output(op, base);
+            if (fs && fs->nargs && out_grads(w, op, fs, &gop, slot)) return FL_ERROR;
+            continue;
+        }
+        const FlSlot *fs = fl_ir_op_input(op, slot);
+        if (!fs) fs = fl_ir_op_output(op, slot);
+        if (!fs) continue;
+        fl_ir_op_add_input_slot(gop, slot);
+        for (size_t k = 0; k < fs->nargs; k++) fl_ir_op_add_input(gop, slot, fs->args[k]);
+    }
+    for (int i = 0; i < gi->nouts; i++) {
+        const char *slot = gi->outs[i].name;
+        FL_ASSERT(strip_grad(base, sizeof base, slot));
+        const FlSlot *fs = fl_ir_op_input(op, base);
+        if (!fs) continue;
+        bool any = false;
+        for (size_t k = 0; k < fs->nargs; k++) any |= wanted(w, fs->args[k]);
+        if (!any) continue;
+        for (size_t k = 0; k < fs->nargs; k++) {
+            if (wanted(w, fs->args[k])) fl_ir_op_add_output(gop, slot, next_grad(w, fs->args[k]));
+            else if (gi->outs[i].list) fl_ir_op_add_output(gop, slot, FL_BACKWARD_EMPTY);
+        }
+    }
+    for (size_t i = 0; i < op->attrs.len; i++) copy_attr(gop, &op->attrs.data[i]);
+    if (infer(w, gop)) return FL_ERROR;
+    return sum_finished(w, gop, op->loc);
+}
+
+/* Counts the partial gradients the gradient op of op will make. */
+static void count_grads(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
+    char base[128];
+    for (int i = 0; i < gi->nouts; i++) {
+        if (!strip_grad(base, sizeof base, gi->outs[i].name)) continue;
+        const FlSlot *fs = fl_ir_op_input(op, base);
+        for (size_t k = 0; fs && k < fs->nargs; k++)
+            if (wanted(w, fs->args[k])) state(w, fs->args[k])->total++;
+    }
+}
+
+static bool any_arg(Bw *w, const FlSlot *slots, size_t n, bool reach) {
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < slots[i].nargs; k++) {
+            VarState *s = fl_map_find_str(&w->vars, slots[i].args[k]);
+            if (s && (reach ? s->reach : s->need)) return true;
+        }
+    return false;
+}
+
+static FlStatus check_loss(Bw *w, const char *loss, FlVarDesc **lv) {
+    FlVarDesc *v = *lv = fl_ir_var_find(w->b0, loss);
+    if (!v) return fl_err(w->e, "backward: no var named '%s'", loss);
+    if (!is_float(v->dtype) && w->where) *w->where = v->loc;
+    if (!is_float(v->dtype))
+        return fl_err(w->e, "backward from a non-float var '%s' (%s)", loss,
+                      fl_dtype_name(v->dtype));
+    for (int i = 0; i < v->ndim; i++) {
+        if (v->shape[i] != 1) {
+            FlBuf s = {0};
+            fl_ir_shape_str(v->ndim, v->shape, &s);
+            fl_err(w->e, "backward from '%s' of shape %s: the loss must have one element "
+                   "(take its mean)", loss, fl_buf_str(&s));
+            fl_buf_free(&s);
+            if (w->where) *w->where = v->loc;
+            return FL_ERROR;
+        }
+    }
+    return FL_OK;
+}
+
+static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t nparams,
+                    FlBackwardResult *r) {
+    FlBlock *b0 = w->b0;
+    FlVarDesc *lv;
+    if (check_loss(w, loss, &lv)) return FL_ERROR;
+    size_t end = 0; /* one past the last op writing the loss */
+    for (size_t i = 0; i < b0->ops.len; i++) {
+        const FlOpDesc *op = b0->ops.data[i];
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t k = 0; k < op->outs.data[s].nargs; k++)
+                if (strcmp(op->outs.data[s].args[k], loss) == 0) end = i + 1;
+    }
+    if (end == 0) return fl_err(w->e, "backward: no op computes the loss '%s'", loss);
+
+    /* the parameters, in creation order */
+    FL_VEC(FlVarDesc *) ps = {0};
+    for (size_t i = 0; i < nparams; i++)
+        if (!fl_ir_var_find(b0, params[i])) {
+            FL_VEC_FREE(&ps);
+            return fl_err(w->e, "backward: no parameter named '%s'", params[i]);
+        }
+    FlMap chosen;
+    fl_map_init(&chosen);
+    for (size_t i = 0; i < nparams; i++) fl_map_put_str(&chosen, params[i], (void *)params[i]);
+    for (size_t i = 0; i < b0->vars.len; i++) {
+        FlVarDesc *v = b0->vars.data[i];
+        if (nparams ? fl_map_find_str(&chosen, v->name) != NULL : v->trainable) {
+            FL_VEC_PUSH(&ps, v);
+            state(w, v->name)->need = true;
+        }
+    }
+    fl_map_fini(&chosen);
+
+    /* 1. forward: what depends on a parameter */
+    bool *need_in = fl_xcalloc(end, sizeof(bool));
+    FL_VEC(size_t) rel = {0};
+    FlStatus st = FL_ERROR;
+    for (size_t i = 0; i < end; i++) {
+        const FlOpDesc *op = b0->ops.data[i];
+        const FlOpInfo *info = fl_ops_find(op->type);
+        need_in[i] = any_arg(w, op->ins.data, op->ins.len, false);
+        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t k = 0; k < op->outs.data[s].nargs; k++) {
+                VarState *vs = state(w, op->outs.data[s].args[k]);
+                if (!vs->v || !vs->v->stop_gradient) vs->need = true;
+            }
+    }
+    /* 2. backward from the loss: the relevant ops, last first */
+    state(w, loss)->reach = true;
+    for (size_t i = end; i-- > 0;) {
+        const FlOpDesc *op = b0->ops.data[i];
+        const FlOpInfo *info = fl_ops_find(op->type);
+        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
+        if (!any_arg(w, op->outs.data, op->outs.len, true)) continue;
+        if (!info || info->grad == FL_GRAD_NONE) {
+            if (w->where) *w->where = op->loc;
+            fl_err(w->e, "cannot differentiate through '%s' (%s)", op->type,
+                   info ? "it has no gradient" : "unknown op");
+            goto fail;
+        }
+        FL_VEC_PUSH(&rel, i);
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                VarState *vs = fl_map_find_str(&w->vars, op->ins.data[s].args[k]);
+                if (vs && vs->need) vs->reach = true;
+            }
+    }
+    /* 3. emission */
+    state(w, loss)->total = 1; /* the fill_constant */
+    for (size_t j = 0; j < rel.len; j++) {
+        const FlOpDesc *op = b0->ops.data[rel.data[j]];
+        count_grads(w, op, grad_info(op));
+    }
+    FlOpDesc *fill = fl_ir_op_append(b0, "fill_constant");
+    fill->loc = lv->loc;
+    fl_ir_op_set_ints(fill, "shape", lv->shape, (size_t)lv->ndim);
+    fl_ir_op_set_float(fill, "value", 1.0);
+    fl_ir_op_set_int(fill, "dtype", lv->dtype);
+    fl_ir_op_add_output(fill, "Out", next_grad(w, loss));
+    if (lv->ndim == 0) {
+        int64_t one = 1;
+        fl_ir_op_set_ints(fill, "shape", &one, 1);
+    }
+    if (infer(w, fill) || sum_finished(w, fill, lv->loc)) goto fail;
+    for (size_t j = 0; j < rel.len; j++) {
+        const FlOpDesc *op = b0->ops.data[rel.data[j]];
+        if (emit_grad_op(w, op, grad_info(op))) goto fail;
+    }
+    for (size_t i = 0; i < ps.len; i++) {
+        VarState *vs = state(w, ps.data[i]->name);
+        if (vs->total == 0) continue;
+        FlParamGrad pg = {fl_xstrdup(ps.data[i]->name), NULL};
+        w->tmp.len = 0;
+        fl_buf_printf(&w->tmp, "%s" FL_GRAD_SUFFIX, pg.param);
+        pg.grad = fl_xstrdup(fl_buf_str(&w->tmp));
+        FL_VEC_PUSH(&r->pairs, pg);
+    }
+    st = FL_OK;
+fail:
+    free(need_in);
+    FL_VEC_FREE(&rel);
+    FL_VEC_FREE(&ps);
+    return st;
+}
+
+FlStatus fl_backward_append(FlProgram *p, const char *loss, const char *const *params,
+                            size_t nparams, FlBackwardResult *r, FlErr *e, FlLoc *where) {
+    Bw w = {.p = p, .b0 = fl_ir_block(p, 0), .e = e, .where = where};
+    fl_arena_init(&w.arena);
+    fl_map_init(&w.vars);
+    FlStatus st = run(&w, loss, params, nparams, r);
+    fl_map_fini(&w.vars);
+    fl_arena_fini(&w.arena);
+    fl_buf_free(&w.tmp);
+    return st;
+}
+
+void fl_backward_result_fini(FlBackwardResult *r) {
+    for (size_t i = 0; i < r->pairs.len; i++) {
+        free(r->pairs.data[i].param);
+        free(r->pairs.data[i].grad);
+    }
+    FL_VEC_FREE(&r->pairs);
+}

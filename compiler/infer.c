@@ -1,0 +1,1036 @@
+/* infer.c: shape and dtype inference, one function per op family.
+ *
+ * Each rule reads its inputs through in1()/ins(), computes an FlShape and sets the outputs with
+ * set_out(). A dim < 0 is unknown (the batch dimension): dims_agree() lets it match anything and
+ * merge() keeps the known side, so -1 propagates and no check fails on an unknown dim. The
+ * dispatch in fl_infer_op switches over every FlOpId without a default, so a new op in ops.def
+ * fails to compile (-Wswitch) until it has a rule.
+ */
+#include "compiler/infer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+
+typedef struct Shape {
+    int nd;
+    int64_t d[FL_IR_MAX_DIMS];
+} Shape;
+
+typedef struct Ctx {
+    FlProgram *p;
+    FlBlock *b;
+    FlOpDesc *op;
+    const FlOpInfo *info;
+    FlErr *e;
+    const char *t; /* op type, for messages */
+    char sbuf[4][128];
+    int nsbuf;
+} Ctx;
+
+/* ---- shapes ---- */
+
+static Shape shape_of(const FlVarDesc *v) {
+    Shape s = {.nd = v->ndim};
+    for (int i = 0; i < v->ndim; i++) s.d[i] = v->shape[i];
+    return s;
+}
+
+static Shape shape1(int64_t n) { return (Shape){.nd = 1, .d = {n}}; }
+
+/* "[-1, 13]" in one of a few rotating buffers of the context (enough for one message). */
+static const char *sstr(Ctx *c, const Shape *s) {
+    char *buf = c->sbuf[c->nsbuf++ % 4];
+    size_t n = 0, cap = sizeof c->sbuf[0];
+    n += (size_t)snprintf(buf + n, cap - n, "[");
+    for (int i = 0; i < s->nd && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)s->d[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+static bool dims_agree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+static int64_t merge(int64_t a, int64_t b) { return a >= 0 ? a : b; }
+
+static bool shapes_agree(const Shape *a, const Shape *b) {
+    if (a->nd != b->nd) return false;
+    for (int i = 0; i < a->nd; i++)
+        if (!dims_agree(a->d[i], b->d[i])) return false;
+    return true;
+}
+
+/* Product of dims [from, to); -1 if any is unknown. */
+static int64_t prod(const Shape *s, int from, int to) {
+    int64_t n = 1;
+    for (int i = from; i < to; i++) {
+        if (s->d[i] < 0) return -1;
+        n *= s->d[i];
+    }
+    return n;
+}
+
+static bool is_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+static const char *dt(FlDType t) { return fl_dtype_name(t); }
+
+/* ---- inputs and outputs ---- */
+
+static FlStatus lookup(Ctx *c, const char *dir, const char *slot, const char *name,
+                       FlVarDesc **v) {
+    *v = fl_ir_var_lookup(c->p, c->b, name);
+    if (!*v) return fl_err(c->e, "%s: %s %s names undeclared var '%s'", c->t, dir, slot, name);
+    return FL_OK;
+}
+
+static FlStatus in1(Ctx *c, const char *slot, FlVarDesc **v) {
+    const char *name = fl_ir_op_input1(c->op, slot);
+    if (!name) return fl_err(c->e, "%s: missing input %s", c->t, slot);
+    return lookup(c, "input", slot, name, v);
+}
+
+/* An optional input: *v = NULL when absent. */
+static FlStatus in_opt(Ctx *c, const char *slot, FlVarDesc **v) {
+    *v = NULL;
+    const char *name = fl_ir_op_input1(c->op, slot);
+    return name ? lookup(c, "input", slot, name, v) : FL_OK;
+}
+
+static bool skip_arg(const char *name) { return !*name || strcmp(name, "@EMPTY@") == 0; }
+
+/* Sets every var of output slot `slot` (absent slot: nothing to do). */
+static FlStatus set_out(Ctx *c, const char *slot, FlDType t, const Shape *s) {
+    FlSlot *sl = fl_ir_op_output(c->op, slot);
+    if (!sl) return FL_OK;
+    for (size_t i = 0; i < sl->nargs; i++) {
+        if (skip_arg(sl->args[i])) continue;
+        FlVarDesc *v;
+        if (lookup(c, "output", slot, sl->args[i], &v)) return FL_ERROR;
+        v->dtype = t;
+        fl_ir_var_set_shape(v, s->nd, s->d);
+    }
+    return FL_OK;
+}
+
+static FlStatus set_like(Ctx *c, const char *slot, const FlVarDesc *src) {
+    Shape s = shape_of(src);
+    return set_out(c, slot, src->dtype, &s);
+}
+
+static FlStatus pass_through(Ctx *c, const char *in, const char *out) {
+    FlVarDesc *x;
+    if (in1(c, in, &x)) return FL_ERROR;
+    return set_like(c, out, x);
+}
+
+static int64_t iattr(Ctx *c, const char *name) {
+    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
+    FlAttr *a = fl_ir_op_attr(c->op, name);
+    if (a && a->type == FL_ATTR_INT) return a->i;
+    if (a && a->type == FL_ATTR_BOOL) return a->i;
+    return ai ? ai->dflt.i : 0;
+}
+
+static const char *sattr(Ctx *c, const char *name) {
+    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
+    FlAttr *a = fl_ir_op_attr(c->op, name);
+    if (a && a->type == FL_ATTR_STRING) return a->s;
+    return ai && ai->dflt.s ? ai->dflt.s : "";
+}
+
+/* An ints attribute: *n values (the default when absent). Returns NULL if required and absent
+ * after setting the error. */
+static const int64_t *intsattr(Ctx *c, const char *name, size_t *n, bool *ok) {
+    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
+    FlAttr *a = fl_ir_op_attr(c->op, name);
+    *ok = true;
+    if (a && (a->type == FL_ATTR_INTS || a->type == FL_ATTR_BLOCKS)) {
+        *n = a->n;
+        return a->ints;
+    }
+    if (a) {
+        *ok = false;
+        fl_err(c->e, "%s: attribute '%s' must be a list of ints", c->t, name);
+        return NULL;
+    }
+    if (!ai || ai->required) {
+        *ok = false;
+        fl_err(c->e, "%s: missing attribute '%s'", c->t, name);
+        return NULL;
+    }
+    *n = ai->dflt.n;
+    return ai->dflt.ints;
+}
+
+static FlStatus check_dtype(Ctx *c, FlDType t) {
+    if ((unsigned)t >= FL_DT_COUNT) return fl_err(c->e, "%s: unknown dtype %d", c->t, (int)t);
+    return FL_OK;
+}
+
+/* Normalises a possibly negative axis into [0, nd). */
+static FlStatus norm_axis(Ctx *c, int64_t axis, int nd, const Shape *s, int *out) {
+    int64_t a = axis < 0 ? axis + nd : axis;
+    if (a < 0 || a >= nd)
+        return fl_err(c->e, "%s: axis %lld is out of range for %s", c->t, (long long)axis,
+                      sstr(c, s));
+    *out = (int)a;
+    return FL_OK;
+}
+
+/* ---- constants and copies ---- */
+
+static FlStatus infer_fill(Ctx *c) {
+    size_t n;
+    bool ok;
+    const int64_t *dims = intsattr(c, "shape", &n, &ok);
+    if (!ok) return FL_ERROR;
+    if (n > FL_IR_MAX_DIMS)
+        return fl_err(c->e, "%s: shape has %zu dims (at most %d)", c->t, n, FL_IR_MAX_DIMS);
+    Shape s = {.nd = (int)n};
+    for (size_t i = 0; i < n; i++) {
+        if (dims[i] < -1 || dims[i] == 0)
+            return fl_err(c->e, "%s: shape dim %zu is %lld (expected a positive size or -1)", c->t,
+                          i, (long long)dims[i]);
+        s.d[i] = dims[i];
+    }
+    FlDType t = (FlDType)iattr(c, "dtype");
+    if (check_dtype(c, t)) return FL_ERROR;
+    return set_out(c, "Out", t, &s);
+}
+
+static FlStatus infer_cast(Ctx *c) {
+    FlVarDesc *x;
+    if (in1(c, "X", &x)) return FL_ERROR;
+    FlDType t = (FlDType)iattr(c, "out_dtype");
+    if (check_dtype(c, t)) return FL_ERROR;
+    Shape s = shape_of(x);
+    return set_out(c, "Out", t, &s);
+}
+
+/* ---- linear algebra ---- */
+
+static FlStatus infer_mul(Ctx *c) {
+    FlVarDesc *xv, *yv;
+    if (in1(c, "X", &xv) || in1(c, "Y", &yv)) return FL_ERROR;
+    Shape x = shape_of(xv), y = shape_of(yv);
+    int64_t xn = iattr(c, "x_num_col_dims"), yn = iattr(c, "y_num_col_dims");
+    if (xn < 1 || xn >= x.nd)
+        return fl_err(c->e, "%s: x_num_col_dims is %lld but the input X %s needs it in 1..%d",
+                      c->t, (long long)xn, sstr(c, &x), x.nd - 1);
+    if (yn < 1 || yn >= y.nd)
+        return fl_err(c->e, "%s: y_num_col_dims is %lld but the weight Y %s needs it in 1..%d",
+                      c->t, (long long)yn, sstr(c, &y), y.nd - 1);
+    if (xv->dtype != yv->dtype)
+        return fl_err(c->e, "%s: the input is %s but the weight is %s", c->t, dt(xv->dtype),
+                      dt(yv->dtype));
+    int64_t cols = prod(&x, (int)xn, x.nd), rows = prod(&y, 0, (int)yn);
+    if (!dims_agree(cols, rows))
+        return fl_err(c->e, "%s: the input has %lld columns but the weight has %lld rows (X %s, Y %s)",
+                      c->t, (long long)cols, (long long)rows, sstr(c, &x), sstr(c, &y));
+    Shape out = {0};
+    for (int i = 0; i < xn; i++) out.d[out.nd++] = x.d[i];
+    for (int i = (int)yn; i < y.nd; i++) {
+        if (out.nd == FL_IR_MAX_DIMS) return fl_err(c->e, "%s: the result has too many dims", c->t);
+        out.d[out.nd++] = y.d[i];
+    }
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+static FlStatus infer_lookup_table(Ctx *c) {
+    FlVarDesc *wv, *iv;
+    if (in1(c, "W", &wv) || in1(c, "Ids", &iv)) return FL_ERROR;
+    Shape w = shape_of(wv), ids = shape_of(iv);
+    if (w.nd != 2)
+        return fl_err(c->e, "%s: the table must be 2-D (rows, width), found %s", c->t, sstr(c, &w));
+    if (iv->dtype != FL_DT_INT64)
+        return fl_err(c->e, "%s: the ids must be int64, found %s", c->t, dt(iv->dtype));
+    if (ids.nd == 0) return fl_err(c->e, "%s: the ids have no dims", c->t);
+    /* [N, 1] -> [N, width]; [N] -> [N, width] */
+    Shape out = ids;
+    if (ids.d[ids.nd - 1] == 1 && ids.nd > 1) out.d[out.nd - 1] = w.d[1];
+    else if (out.nd < FL_IR_MAX_DIMS) out.d[out.nd++] = w.d[1];
+    else return fl_err(c->e, "%s: the result has too many dims", c->t);
+    int64_t pad = iattr(c, "padding_idx");
+    if (pad < -1 || (w.d[0] >= 0 && pad >= w.d[0]))
+        return fl_err(c->e, "%s: padding_idx %lld is not a row of the table %s", c->t,
+                      (long long)pad, sstr(c, &w));
+    return set_out(c, "Out", wv->dtype, &out);
+}
+
+/* numpy broadcasting of a and b into out; false if they cannot be broadcast. */
+static bool broadcast(const Shape *a, const Shape *b, Shape *out) {
+    int nd = a->nd > b->nd ? a->nd : b->nd;
+    out->nd = nd;
+    for (int i = 0; i < nd; i++) {
+        int ia = a->nd - nd + i, ib = b->nd - nd + i;
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da == 1) out->d[i] = db;
+        else if (db == 1) out->d[i] = da;
+        else if (da < 0) out->d[i] = db; /* unknown vs n > 1: it can only be n (or 1) */
+        else if (db < 0) out->d[i] = da;
+        else if (da == db) out->d[i] = da;
+        else return false;
+    }
+    return true;
+}
+
+static FlStatus infer_matmul(Ctx *c) {
+    FlVarDesc *xv, *yv;
+    if (in1(c, "X", &xv) || in1(c, "Y", &yv)) return FL_ERROR;
+    Shape x = shape_of(xv), y = shape_of(yv);
+    if (x.nd == 0 || y.nd == 0)
+        return fl_err(c->e, "%s: operands must have at least one dim (X %s, Y %s)", c->t,
+                      sstr(c, &x), sstr(c, &y));
+    if (xv->dtype != yv->dtype)
+        return fl_err(c->e, "%s: dtype mismatch: %s and %s", c->t, dt(xv->dtype), dt(yv->dtype));
+    bool tx = iattr(c, "transpose_X") != 0, ty = iattr(c, "transpose_Y") != 0;
+    int64_t m = 1, kx, ky, n = 1;
+    if (x.nd == 1) kx = x.d[0];
+    else {
+        m = x.d[x.nd - 2], kx = x.d[x.nd - 1];
+        if (tx) m = x.d[x.nd - 1], kx = x.d[x.nd - 2];
+    }
+    if (y.nd == 1) ky = y.d[0];
+    else {
+        ky = y.d[y.nd - 2], n = y.d[y.nd - 1];
+        if (ty) ky = y.d[y.nd - 1], n = y.d[y.nd - 2];
+    }
+    if (!dims_agree(kx, ky))
+        return fl_err(c->e, "%s: the left operand has %lld columns but the right one has %lld rows "
+                      "(X %s%s, Y %s%s)", c->t, (long long)kx, (long long)ky, sstr(c, &x),
+                      tx ? " transposed" : "", sstr(c, &y), ty ? " transposed" : "");
+    Shape bx = {.nd = x.nd > 2 ? x.nd - 2 : 0}, by = {.nd = y.nd > 2 ? y.nd - 2 : 0}, out;
+    memcpy(bx.d, x.d, sizeof(int64_t) * (size_t)bx.nd);
+    memcpy(by.d, y.d, sizeof(int64_t) * (size_t)by.nd);
+    if (!broadcast(&bx, &by, &out))
+        return fl_err(c->e, "%s: batch dims of X %s and Y %s cannot be broadcast", c->t,
+                      sstr(c, &x), sstr(c, &y));
+    if (x.nd >= 2) out.d[out.nd++] = m;
+    if (y.nd >= 2) out.d[out.nd++] = n;
+    if (out.nd == 0) out = shape1(1);
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+/* ---- elementwise ---- */
+
+static FlStatus broadcast_xy(Ctx *c, const FlVarDesc *xv, const FlVarDesc *yv, Shape *out) {
+    Shape x = shape_of(xv), y = shape_of(yv);
+    int64_t axis = fl_ir_op_attr(c->op, "axis") ? iattr(c, "axis") : -1;
+    if (axis == -1) {
+        if (!broadcast(&x, &y, out))
+            return fl_err(c->e, "%s: shapes %s and %s cannot be broadcast", c->t, sstr(c, &x),
+                          sstr(c, &y));
+        return FL_OK;
+    }
+    /* Paddle's rule: Y (without trailing 1s) matches the dims of X starting at axis. */
+    int ny = y.nd;
+    while (ny > 0 && y.d[ny - 1] == 1) ny--;
+    if (axis < 0 || axis + ny > x.nd)
+        return fl_err(c->e, "%s: axis %lld is out of range for shapes %s and %s", c->t,
+                      (long long)axis, sstr(c, &x), sstr(c, &y));
+    for (int i = 0; i < ny; i++)
+        if (y.d[i] != 1 && !dims_agree(x.d[axis + i], y.d[i]))
+            return fl_err(c->e, "%s: shapes %s and %s cannot be broadcast at axis %lld", c->t,
+                          sstr(c, &x), sstr(c, &y), (long long)axis);
+    *out = x;
+    return FL_OK;
+}
+
+static FlStatus infer_binary(Ctx *c, bool logical_out) {
+    FlVarDesc *xv, *yv;
+    if (in1(c, "X", &xv) || in1(c, "Y", &yv)) return FL_ERROR;
+    if (xv->dtype != yv->dtype)
+        return fl_err(c->e, "dtype mismatch: %s and %s", dt(xv->dtype), dt(yv->dtype));
+    Shape out;
+    if (broadcast_xy(c, xv, yv, &out)) return FL_ERROR;
+    return set_out(c, "Out", logical_out ? FL_DT_BOOL : xv->dtype, &out);
+}
+
+static FlStatus infer_logical(Ctx *c, bool unary) {
+    FlVarDesc *xv, *yv = NULL;
+    if (in1(c, "X", &xv) || (!unary && in1(c, "Y", &yv))) return FL_ERROR;
+    if (xv->dtype != FL_DT_BOOL || (yv && yv->dtype != FL_DT_BOOL))
+        return fl_err(c->e, "%s: operands must be bool, found %s", c->t,
+                      dt(xv->dtype != FL_DT_BOOL ? xv->dtype : yv->dtype));
+    if (unary) {
+        Shape s = shape_of(xv);
+        return set_out(c, "Out", FL_DT_BOOL, &s);
+    }
+    Shape x = shape_of(xv), y = shape_of(yv), out;
+    if (!broadcast(&x, &y, &out))
+        return fl_err(c->e, "%s: shapes %s and %s cannot be broadcast", c->t, sstr(c, &x),
+                      sstr(c, &y));
+    return set_out(c, "Out", FL_DT_BOOL, &out);
+}
+
+/* ---- reductions and losses ---- */
+
+static FlStatus infer_softmax(Ctx *c) {
+    FlVarDesc *x;
+    if (in1(c, "X", &x)) return FL_ERROR;
+    Shape s = shape_of(x);
+    int axis = 0;
+    if (s.nd > 0 && norm_axis(c, iattr(c, "axis"), s.nd, &s, &axis)) return FL_ERROR;
+    return set_out(c, "Out", x->dtype, &s);
+}
+
+static FlStatus infer_cross_entropy(Ctx *c) {
+    FlVarDesc *xv, *lv;
+    if (in1(c, "X", &xv) || in1(c, "Label", &lv)) return FL_ERROR;
+    Shape x = shape_of(xv), l = shape_of(lv);
+    if (x.nd < 1) return fl_err(c->e, "%s: the input must have at least one dim", c->t);
+    if (!is_float(xv->dtype))
+        return fl_err(c->e, "%s: the input must be float32 or float64, found %s", c->t,
+                      dt(xv->dtype));
+    bool soft = iattr(c, "soft_label") != 0;
+    if (soft) {
+        if (lv->dtype != xv->dtype)
+            return fl_err(c->e, "%s: a soft label must be %s like the input, found %s", c->t,
+                          dt(xv->dtype), dt(lv->dtype));
+        if (!shapes_agree(&x, &l))
+            return fl_err(c->e, "%s: a soft label must have the input's shape (X %s, Label %s)",
+                          c->t, sstr(c, &x), sstr(c, &l));
+    } else {
+        if (lv->dtype != FL_DT_INT64)
+            return fl_err(c->e, "%s: the label must be int64, found %s", c->t, dt(lv->dtype));
+        /* [N, 1] (or [N]) against X [N, D] */
+        bool shape_ok = (l.nd == x.nd && l.d[l.nd - 1] == 1) || l.nd == x.nd - 1 ||
+                        (l.nd == x.nd && l.d[l.nd - 1] < 0);
+        if (!shape_ok)
+            return fl_err(c->e, "%s: the label must have shape [N, 1] for the input X %s, found %s",
+                          c->t, sstr(c, &x), sstr(c, &l));
+        for (int i = 0; i < x.nd - 1; i++)
+            if (!dims_agree(x.d[i], l.d[i]))
+                return fl_err(c->e, "%s: the input has %lld rows but the label has %lld (X %s, Label %s)",
+                              c->t, (long long)x.d[i], (long long)l.d[i], sstr(c, &x), sstr(c, &l));
+    }
+    Shape y = x;
+    for (int i = 0; i < x.nd - 1; i++) y.d[i] = merge(x.d[i], l.d[i]);
+    y.d[y.nd - 1] = 1;
+    return set_out(c, "Y", xv->dtype, &y);
+}
+
+static FlStatus infer_reduce(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    size_t n;
+    bool ok;
+    const int64_t *dims = intsattr(c, "dim", &n, &ok);
+    if (!ok) return FL_ERROR;
+    bool keep = iattr(c, "keep_dim") != 0, all = iattr(c, "reduce_all") != 0;
+    bool reduced[FL_IR_MAX_DIMS] = {0};
+    if (all || x.nd == 0) {
+        for (int i = 0; i < x.nd; i++) reduced[i] = true;
+    } else {
+        for (size_t k = 0; k < n; k++) {
+            int a = 0;
+            if (norm_axis(c, dims[k], x.nd, &x, &a)) return FL_ERROR;
+            reduced[a] = true;
+        }
+    }
+    Shape out = {0};
+    for (int i = 0; i < x.nd; i++) {
+        if (!reduced[i]) out.d[out.nd++] = x.d[i];
+        else if (keep) out.d[out.nd++] = 1;
+    }
+    if (out.nd == 0) out = shape1(1);
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+static FlStatus infer_sum(Ctx *c) {
+    FlSlot *xs = fl_ir_op_input(c->op, "X");
+    if (!xs || xs->nargs == 0) return fl_err(c->e, "%s: no inputs to add", c->t);
+    FlVarDesc *first;
+    if (lookup(c, "input", "X", xs->args[0], &first)) return FL_ERROR;
+    Shape out = shape_of(first);
+    for (size_t i = 1; i < xs->nargs; i++) {
+        FlVarDesc *v;
+        if (lookup(c, "input", "X", xs->args[i], &v)) return FL_ERROR;
+        if (v->dtype != first->dtype)
+            return fl_err(c->e, "%s: dtype mismatch: %s and %s", c->t, dt(first->dtype),
+                          dt(v->dtype));
+        Shape s = shape_of(v);
+        if (!shapes_agree(&out, &s))
+            return fl_err(c->e, "%s: inputs differ in shape (%s and %s)", c->t, sstr(c, &out),
+                          sstr(c, &s));
+        for (int k = 0; k < out.nd; k++) out.d[k] = merge(out.d[k], s.d[k]);
+    }
+    return set_out(c, "Out", first->dtype, &out);
+}
+
+/* ---- shape ops ---- */
+
+static FlStatus infer_concat(Ctx *c) {
+    FlSlot *xs = fl_ir_op_input(c->op, "X");
+    if (!xs || xs->nargs == 0) return fl_err(c->e, "%s: no inputs to join", c->t);
+    FlVarDesc *first;
+    if (lookup(c, "input", "X", xs->args[0], &first)) return FL_ERROR;
+    Shape out = shape_of(first);
+    int axis = 0;
+    if (norm_axis(c, iattr(c, "axis"), out.nd, &out, &axis)) return FL_ERROR;
+    for (size_t i = 1; i < xs->nargs; i++) {
+        FlVarDesc *v;
+        if (lookup(c, "input", "X", xs->args[i], &v)) return FL_ERROR;
+        Shape s = shape_of(v);
+        if (v->dtype != first->dtype)
+            return fl_err(c->e, "%s: dtype mismatch: %s and %s", c->t, dt(first->dtype),
+                          dt(v->dtype));
+        if (s.nd != out.nd)
+            return fl_err(c->e, "%s: inputs differ in rank (%s and %s)", c->t, sstr(c, &out),
+                          sstr(c, &s));
+        for (int k = 0; k < s.nd; k++) {
+            if (k == axis) {
+                out.d[k] = out.d[k] < 0 || s.d[k] < 0 ? -1 : out.d[k] + s.d[k];
+            } else if (!dims_agree(out.d[k], s.d[k])) {
+                Shape f = shape_of(first);
+                return fl_err(c->e, "%s: inputs differ in dim %d (%s and %s)", c->t, k,
+                              sstr(c, &f), sstr(c, &s));
+            } else {
+                out.d[k] = merge(out.d[k], s.d[k]);
+            }
+        }
+    }
+    return set_out(c, "Out", first->dtype, &out);
+}
+
+static FlStatus infer_split(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    int axis = 0;
+    if (norm_axis(c, iattr(c, "axis"), x.nd, &x, &axis)) return FL_ERROR;
+    FlSlot *outs = fl_ir_op_output(c->op, "Out");
+    size_t nout = outs ? outs->nargs : 0;
+    size_t nsec;
+    bool ok;
+    const int64_t *sec = intsattr(c, "sections", &nsec, &ok);
+    if (!ok) return FL_ERROR;
+    int64_t num = iattr(c, "num"), dim = x.d[axis];
+    if (nsec == 0) {
+        if (num <= 0) num = (int64_t)nout;
+        if (num <= 0) return fl_err(c->e, "%s: nothing to split into (no outputs)", c->t);
+        if ((size_t)num != nout)
+            return fl_err(c->e, "%s: num is %lld but there are %zu outputs", c->t, (long long)num,
+                          nout);
+        if (dim >= 0 && dim % num != 0)
+            return fl_err(c->e, "%s: dim %d of size %lld cannot be split into %lld equal parts (X %s)",
+                          c->t, axis, (long long)dim, (long long)num, sstr(c, &x));
+        Shape s = x;
+        s.d[axis] = dim < 0 ? -1 : dim / num;
+        return set_out(c, "Out", xv->dtype, &s);
+    }
+    if (nsec != nout)
+        return fl_err(c->e, "%s: %zu sections but %zu outputs", c->t, nsec, nout);
+    int64_t known = 0;
+    int unknown = -1;
+    for (size_t k = 0; k < nsec; k++) {
+        if (sec[k] < 0) {
+            if (unknown >= 0 || sec[k] != -1)
+                return fl_err(c->e, "%s: sections may hold one -1, found %lld at %zu", c->t,
+                              (long long)sec[k], k);
+            unknown = (int)k;
+        } else {
+            known += sec[k];
+        }
+    }
+    int64_t inferred = -1;
+    if (dim >= 0) {
+        if (unknown < 0 && known != dim)
+            return fl_err(c->e, "%s: sections add up to %lld but dim %d has size %lld (X %s)", c->t,
+                          (long long)known, axis, (long long)dim, sstr(c, &x));
+        if (unknown >= 0 && known > dim)
+            return fl_err(c->e, "%s: sections add up to %lld, more than dim %d's size %lld (X %s)",
+                          c->t, (long long)known, axis, (long long)dim, sstr(c, &x));
+        inferred = dim - known;
+    }
+    for (size_t k = 0; k < nsec; k++) {
+        if (skip_arg(outs->args[k])) continue;
+        FlVarDesc *v;
+        if (lookup(c, "output", "Out", outs->args[k], &v)) return FL_ERROR;
+        Shape s = x;
+        s.d[axis] = (int)k == unknown ? inferred : sec[k];
+        v->dtype = xv->dtype;
+        fl_ir_var_set_shape(v, s.nd, s.d);
+    }
+    return FL_OK;
+}
+
+static FlStatus infer_reshape(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    size_t n;
+    bool ok;
+    const int64_t *dims = intsattr(c, "shape", &n, &ok);
+    if (!ok) return FL_ERROR;
+    if (n == 0 || n > FL_IR_MAX_DIMS)
+        return fl_err(c->e, "%s: the new shape must have 1 to %d dims, found %zu", c->t,
+                      FL_IR_MAX_DIMS, n);
+    Shape out = {.nd = (int)n};
+    int infer_at = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (dims[i] == 0) {
+            if ((int)i >= x.nd)
+                return fl_err(c->e, "%s: shape[%zu] is 0 (copy) but X %s has only %d dims", c->t,
+                              i, sstr(c, &x), x.nd);
+            out.d[i] = x.d[i];
+        } else if (dims[i] == -1) {
+            if (infer_at >= 0)
+                return fl_err(c->e, "%s: the new shape may hold one -1, found two", c->t);
+            infer_at = (int)i;
+            out.d[i] = -1;
+        } else if (dims[i] < 0) {
+            return fl_err(c->e, "%s: shape[%zu] is %lld", c->t, i, (long long)dims[i]);
+        } else {
+            out.d[i] = dims[i];
+        }
+    }
+    /* Known parts and unknown counts; an unknown dim of the result (other than infer_at) can
+     * only be a copy of one of X's, so when the counts agree every unknown is accounted for. */
+    int64_t xk = 1, ok_ = 1;
+    int xu = 0, ou = 0;
+    for (int i = 0; i < x.nd; i++) {
+        if (x.d[i] < 0) xu++;
+        else xk *= x.d[i];
+    }
+    for (int i = 0; i < out.nd; i++) {
+        if (i == infer_at) continue;
+        if (out.d[i] < 0) ou++;
+        else ok_ *= out.d[i];
+    }
+    if (xu == ou) {
+        if (infer_at >= 0) {
+            if (ok_ == 0 || xk % ok_ != 0)
+                return fl_err(c->e, "%s: cannot reshape X %s into %s", c->t, sstr(c, &x),
+                              sstr(c, &out));
+            out.d[infer_at] = xk / ok_;
+        } else if (xk != ok_) {
+            return fl_err(c->e, "%s: cannot reshape X %s (%lld%s elements) into %s (%lld%s)", c->t,
+                          sstr(c, &x), (long long)xk, xu ? " x batch" : "", sstr(c, &out),
+                          (long long)ok_, ou ? " x batch" : "");
+        }
+    }
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+static FlStatus infer_transpose(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    size_t n;
+    bool ok;
+    const int64_t *perm = intsattr(c, "axis", &n, &ok);
+    if (!ok) return FL_ERROR;
+    bool seen[FL_IR_MAX_DIMS] = {0};
+    bool good = n == (size_t)x.nd;
+    for (size_t i = 0; good && i < n; i++) {
+        if (perm[i] < 0 || perm[i] >= x.nd || seen[perm[i]]) good = false;
+        else seen[perm[i]] = true;
+    }
+    if (!good) {
+        Shape p = {.nd = n <= FL_IR_MAX_DIMS ? (int)n : FL_IR_MAX_DIMS};
+        for (int i = 0; i < p.nd; i++) p.d[i] = perm[i];
+        return fl_err(c->e, "%s: axis %s is not a permutation of the %d dims of X %s", c->t,
+                      sstr(c, &p), x.nd, sstr(c, &x));
+    }
+    Shape out = {.nd = x.nd};
+    for (int i = 0; i < x.nd; i++) out.d[i] = x.d[perm[i]];
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+/* ---- classification helpers ---- */
+
+static FlStatus infer_argmax(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv), out = {0};
+    int axis = 0;
+    if (x.nd == 0) return fl_err(c->e, "%s: the input has no dims", c->t);
+    if (norm_axis(c, iattr(c, "axis"), x.nd, &x, &axis)) return FL_ERROR;
+    for (int i = 0; i < x.nd; i++)
+        if (i != axis) out.d[out.nd++] = x.d[i];
+    if (out.nd == 0) out = shape1(1);
+    return set_out(c, "Out", FL_DT_INT64, &out);
+}
+
+static FlStatus infer_top_k(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    int64_t k = iattr(c, "k");
+    if (x.nd == 0) return fl_err(c->e, "%s: the input has no dims", c->t);
+    if (k < 1) return fl_err(c->e, "%s: k must be at least 1, found %lld", c->t, (long long)k);
+    int64_t last = x.d[x.nd - 1];
+    if (last >= 0 && k > last)
+        return fl_err(c->e, "%s: k is %lld but the input's last dim has size %lld (X %s)", c->t,
+                      (long long)k, (long long)last, sstr(c, &x));
+    Shape out = x;
+    out.d[out.nd - 1] = k;
+    if (set_out(c, "Out", xv->dtype, &out)) return FL_ERROR;
+    return set_out(c, "Indices", FL_DT_INT64, &out);
+}
+
+static FlStatus infer_accuracy(Ctx *c) {
+    FlVarDesc *ov, *iv, *lv;
+    if (in1(c, "Out", &ov) || in1(c, "Indices", &iv) || in1(c, "Label", &lv)) return FL_ERROR;
+    if (iv->dtype != FL_DT_INT64)
+        return fl_err(c->e, "%s: the indices must be int64, found %s", c->t, dt(iv->dtype));
+    if (lv->dtype != FL_DT_INT64)
+        return fl_err(c->e, "%s: the label must be int64, found %s", c->t, dt(lv->dtype));
+    Shape i = shape_of(iv), l = shape_of(lv);
+    if (i.nd > 0 && l.nd > 0 && !dims_agree(i.d[0], l.d[0]))
+        return fl_err(c->e, "%s: the prediction has %lld rows but the label has %lld (Indices %s, Label %s)",
+                      c->t, (long long)i.d[0], (long long)l.d[0], sstr(c, &i), sstr(c, &l));
+    Shape one = shape1(1);
+    if (set_out(c, "Accuracy", FL_DT_FLOAT32, &one) || set_out(c, "Correct", FL_DT_INT64, &one) ||
+        set_out(c, "Total", FL_DT_INT64, &one))
+        return FL_ERROR;
+    return FL_OK;
+}
+
+/* ---- convolution and pooling ---- */
+
+/* A 2-int attribute (strides, paddings, dilations, ksize). */
+static FlStatus pair_attr(Ctx *c, const char *name, int64_t v[2]) {
+    size_t n;
+    bool ok;
+    const int64_t *a = intsattr(c, name, &n, &ok);
+    if (!ok) return FL_ERROR;
+    if (n != 2)
+        return fl_err(c->e, "%s: %s must hold 2 values (height, width), found %zu", c->t, name, n);
+    v[0] = a[0], v[1] = a[1];
+    return FL_OK;
+}
+
+/* Output size of a sliding window; -1 if in is unknown; sets *empty if it would be < 1. */
+static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool *empty) {
+    if (in < 0 || k < 0) return -1;
+    int64_t span = d * (k - 1) + 1, o = (in + 2 * p - span) / s + 1;
+    if (in + 2 * p < span || o < 1) *empty = true;
+    return o;
+}
+
+static FlStatus infer_conv2d(Ctx *c) {
+    FlVarDesc *iv, *fv;
+    if (in1(c, "Input", &iv) || in1(c, "Filter", &fv)) return FL_ERROR;
+    Shape in = shape_of(iv), f = shape_of(fv);
+    if (in.nd != 4)
+        return fl_err(c->e, "%s: the input must be 4-D (N, C, H, W), found %s", c->t, sstr(c, &in));
+    if (f.nd != 4)
+        return fl_err(c->e, "%s: the filter must be 4-D (M, C/groups, kh, kw), found %s", c->t,
+                      sstr(c, &f));
+    if (iv->dtype != fv->dtype)
+        return fl_err(c->e, "%s: the input is %s but the filter is %s", c->t, dt(iv->dtype),
+                      dt(fv->dtype));
+    int64_t st[2], pd[2], dl[2], g = iattr(c, "groups");
+    if (pair_attr(c, "strides", st) || pair_attr(c, "paddings", pd) ||
+        pair_attr(c, "dilations", dl))
+        return FL_ERROR;
+    for (int i = 0; i < 2; i++)
+        if (st[i] < 1 || dl[i] < 1 || pd[i] < 0)
+            return fl_err(c->e, "%s: strides and dilations must be positive and paddings "
+                          "non-negative", c->t);
+    if (g < 1) return fl_err(c->e, "%s: groups must be at least 1, found %lld", c->t, (long long)g);
+    if (in.d[1] >= 0 && f.d[1] >= 0 && in.d[1] != f.d[1] * g)
+        return fl_err(c->e, "%s: the input has %lld channels but the filter expects %lld (groups %lld) "
+                      "(Input %s, Filter %s)", c->t, (long long)in.d[1], (long long)(f.d[1] * g),
+                      (long long)g, sstr(c, &in), sstr(c, &f));
+    if (f.d[0] >= 0 && f.d[0] % g != 0)
+        return fl_err(c->e, "%s: %lld filters cannot be divided into %lld groups", c->t,
+                      (long long)f.d[0], (long long)g);
+    Shape out = {.nd = 4, .d = {in.d[0], f.d[0]}};
+    for (int i = 0; i < 2; i++) {
+        bool empty = false;
+        out.d[2 + i] = window_out(in.d[2 + i], f.d[2 + i], st[i], pd[i], dl[i], &empty);
+        if (empty)
+            return fl_err(c->e, "%s: the output would be empty: input %s, filter %s, stride %lld, "
+                          "padding %lld, dilation %lld", c->t, sstr(c, &in), sstr(c, &f),
+                          (long long)st[i], (long long)pd[i], (long long)dl[i]);
+    }
+    return set_out(c, "Output", iv->dtype, &out);
+}
+
+static FlStatus infer_pool2d(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    if (x.nd != 4)
+        return fl_err(c->e, "%s: the input must be 4-D (N, C, H, W), found %s", c->t, sstr(c, &x));
+    const char *type = sattr(c, "pooling_type");
+    if (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0)
+        return fl_err(c->e, "%s: pooling_type must be 'max' or 'avg', found '%s'", c->t, type);
+    Shape out = x;
+    if (iattr(c, "global_pooling")) {
+        out.d[2] = out.d[3] = 1;
+        return set_out(c, "Out", xv->dtype, &out);
+    }
+    int64_t k[2], st[2], pd[2];
+    if (pair_attr(c, "ksize", k) || pair_attr(c, "strides", st) || pair_attr(c, "paddings", pd))
+        return FL_ERROR;
+    for (int i = 0; i < 2; i++) {
+        if (k[i] < 1 || st[i] < 1 || pd[i] < 0)
+            return fl_err(c->e, "%s: ksize and strides must be positive and paddings non-negative",
+                          c->t);
+        bool empty = false;
+        out.d[2 + i] = window_out(x.d[2 + i], k[i], st[i], pd[i], 1, &empty);
+        if (empty)
+            return fl_err(c->e, "%s: the output would be empty: input %s, ksize %lld, stride %lld, "
+                          "padding %lld", c->t, sstr(c, &x), (long long)k[i], (long long)st[i],
+                          (long long)pd[i]);
+    }
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+static FlStatus infer_batch_norm(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    if (x.nd < 2 || x.nd > 5)
+        return fl_err(c->e, "%s: the input must have 2 to 5 dims (N, C, ...), found %s", c->t,
+                      sstr(c, &x));
+    int64_t ch = x.d[1];
+    static const char *const params[] = {"Scale", "Bias", "Mean", "Variance"};
+    for (size_t i = 0; i < FL_ARRAY_LEN(params); i++) {
+        FlVarDesc *v;
+        if (in1(c, params[i], &v)) return FL_ERROR;
+        Shape s = shape_of(v);
+        if (s.nd != 1 || !dims_agree(s.d[0], ch))
+            return fl_err(c->e, "%s: the input has %lld channels but %s has shape %s", c->t,
+                          (long long)ch, params[i], sstr(c, &s));
+    }
+    Shape cs = shape1(ch);
+    if (set_like(c, "Y", xv) || set_out(c, "MeanOut", xv->dtype, &cs) ||
+        set_out(c, "VarianceOut", xv->dtype, &cs) || set_out(c, "SavedMean", xv->dtype, &cs) ||
+        set_out(c, "SavedVariance", xv->dtype, &cs))
+        return FL_ERROR;
+    return FL_OK;
+}
+
+/* ---- misc ---- */
+
+static FlStatus infer_increment(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    int64_t n = prod(&x, 0, x.nd);
+    if (n > 1)
+        return fl_err(c->e, "%s: X must have one element, found shape %s", c->t, sstr(c, &x));
+    return set_like(c, "Out", xv);
+}
+
+/* Optimizer: each "<State>Out" is shaped like "<State>"; Grad agrees with Param. */
+static FlStatus infer_optimizer(Ctx *c) {
+    FlVarDesc *pv, *gv;
+    if (in1(c, "Param", &pv) || in1(c, "Grad", &gv)) return FL_ERROR;
+    Shape ps = shape_of(pv), gs = shape_of(gv);
+    if (!shapes_agree(&ps, &gs))
+        return fl_err(c->e, "%s: the gradient %s of '%s' does not match the parameter's shape %s",
+                      c->t, sstr(c, &gs), pv->name, sstr(c, &ps));
+    for (int i = 0; i < c->info->nouts; i++) {
+        const char *out = c->info->outs[i].name;
+        size_t len = strlen(out);
+        FL_ASSERT(len > 3 && strcmp(out + len - 3, "Out") == 0);
+        char in[64];
+        snprintf(in, sizeof in, "%.*s", (int)(len - 3), out);
+        FlVarDesc *v;
+        if (in_opt(c, in, &v)) return FL_ERROR;
+        if (v && set_like(c, out, v)) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+static FlStatus infer_list_index(Ctx *c) {
+    FlSlot *xs = fl_ir_op_input(c->op, "X");
+    if (!xs || xs->nargs == 0) return fl_err(c->e, "%s: the list is empty", c->t);
+    FlVarDesc *first;
+    if (lookup(c, "input", "X", xs->args[0], &first)) return FL_ERROR;
+    Shape f = shape_of(first);
+    for (size_t i = 1; i < xs->nargs; i++) {
+        FlVarDesc *v;
+        if (lookup(c, "input", "X", xs->args[i], &v)) return FL_ERROR;
+        Shape s = shape_of(v);
+        if (v->kind != first->kind || v->dtype != first->dtype || !shapes_agree(&f, &s))
+            return fl_err(c->e, "%s: list elements differ (%s %s and %s %s)", c->t, sstr(c, &f),
+                          dt(first->dtype), sstr(c, &s), dt(v->dtype));
+    }
+    const char *out = fl_ir_op_output1(c->op, "Out");
+    if (!out) return FL_OK;
+    FlVarDesc *ov;
+    if (lookup(c, "output", "Out", out, &ov)) return FL_ERROR;
+    ov->kind = first->kind;
+    ov->dtype = first->dtype;
+    ov->capacity = first->capacity;
+    fl_ir_var_set_shape(ov, f.nd, f.d);
+    return FL_OK;
+}
+
+/* A gradient op: "<X>@GRAD" takes the forward var in input slot X (else the first gradient
+ * input: dropout_grad's X@GRAD is shaped like Out@GRAD). */
+static FlStatus infer_grad(Ctx *c) {
+    for (size_t i = 0; i < c->op->outs.len; i++) {
+        FlSlot *gs = &c->op->outs.data[i];
+        size_t len = strlen(gs->name);
+        if (len <= 5 || strcmp(gs->name + len - 5, "@GRAD") != 0)
+            return fl_err(c->e, "%s: output slot '%s' is not a gradient", c->t, gs->name);
+        char fwd[64];
+        snprintf(fwd, sizeof fwd, "%.*s", (int)(len - 5), gs->name);
+        FlSlot *fs = fl_ir_op_input(c->op, fwd);
+        if (!fs) {
+            for (size_t k = 0; k < c->op->ins.len && !fs; k++) {
+                size_t l = strlen(c->op->ins.data[k].name);
+                if (l > 5 && strcmp(c->op->ins.data[k].name + l - 5, "@GRAD") == 0)
+                    fs = &c->op->ins.data[k];
+            }
+        }
+        if (!fs) return fl_err(c->e, "%s: no forward var for output %s", c->t, gs->name);
+        for (size_t k = 0; k < gs->nargs; k++) {
+            if (skip_arg(gs->args[k])) continue;
+            size_t src = k;
+            if (src >= fs->nargs)
+                return fl_err(c->e, "%s: output %s has %zu vars but input %s has %zu", c->t,
+                              gs->name, gs->nargs, fs->name, fs->nargs);
+            FlVarDesc *fv, *gv;
+            if (lookup(c, "input", fs->name, fs->args[src], &fv) ||
+                lookup(c, "output", gs->name, gs->args[k], &gv))
+                return FL_ERROR;
+            gv->dtype = fv->dtype;
+            fl_ir_var_set_shape(gv, fv->ndim, fv->shape);
+        }
+    }
+    return FL_OK;
+}
+
+FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
+    Ctx c = {.p = p, .b = b, .op = op, .e = e, .t = op->type};
+    c.info = fl_ops_find(op->type);
+    if (!c.info) return fl_err(e, "unknown op '%s'", op->type);
+    if (c.info->is_grad) return infer_grad(&c);
+    switch (c.info->id) {
+    case FL_OPID_fill_constant:
+    case FL_OPID_uniform_random:
+    case FL_OPID_gaussian_random: return infer_fill(&c);
+    case FL_OPID_fill_zeros_like:
+    case FL_OPID_assign: return pass_through(&c, "X", "Out");
+    case FL_OPID_cast: return infer_cast(&c);
+    case FL_OPID_lookup_table: return infer_lookup_table(&c);
+    case FL_OPID_mul: return infer_mul(&c);
+    case FL_OPID_matmul: return infer_matmul(&c);
+    case FL_OPID_elementwise_add:
+    case FL_OPID_elementwise_sub:
+    case FL_OPID_elementwise_mul:
+    case FL_OPID_elementwise_div:
+    case FL_OPID_elementwise_max:
+    case FL_OPID_elementwise_min:
+    case FL_OPID_elementwise_pow:
+    case FL_OPID_elementwise_floordiv:
+    case FL_OPID_elementwise_mod: return infer_binary(&c, false);
+    case FL_OPID_relu:
+    case FL_OPID_sigmoid:
+    case FL_OPID_tanh:
+    case FL_OPID_exp:
+    case FL_OPID_log:
+    case FL_OPID_sqrt:
+    case FL_OPID_square:
+    case FL_OPID_abs:
+    case FL_OPID_scale: return pass_through(&c, "X", "Out");
+    case FL_OPID_softmax: return infer_softmax(&c);
+    case FL_OPID_cross_entropy: return infer_cross_entropy(&c);
+    case FL_OPID_mean: {
+        FlVarDesc *x;
+        if (in1(&c, "X", &x)) return FL_ERROR;
+        Shape one = shape1(1);
+        return set_out(&c, "Out", x->dtype, &one);
+    }
+    case FL_OPID_reduce_sum:
+    case FL_OPID_reduce_mean: return infer_reduce(&c);
+    case FL_OPID_sum: return infer_sum(&c);
+    case FL_OPID_concat: return infer_concat(&c);
+    case FL_OPID_split: return infer_split(&c);
+    case FL_OPID_reshape: return infer_reshape(&c);
+    case FL_OPID_transpose: return infer_transpose(&c);
+    case FL_OPID_argmax: return infer_argmax(&c);
+    case FL_OPID_top_k: return infer_top_k(&c);
+    case FL_OPID_accuracy: return infer_accuracy(&c);
+    case FL_OPID_conv2d: return infer_conv2d(&c);
+    case FL_OPID_pool2d: return infer_pool2d(&c);
+    case FL_OPID_batch_norm: return infer_batch_norm(&c);
+    case FL_OPID_dropout: {
+        FlVarDesc *x;
+        if (in1(&c, "X", &x)) return FL_ERROR;
+        return set_like(&c, "Out", x) || set_like(&c, "Mask", x) ? FL_ERROR : FL_OK;
+    }
+    case FL_OPID_less_than:
+    case FL_OPID_less_equal:
+    case FL_OPID_greater_than:
+    case FL_OPID_greater_equal:
+    case FL_OPID_equal:
+    case FL_OPID_not_equal: return infer_binary(&c, true);
+    case FL_OPID_logical_and:
+    case FL_OPID_logical_or: return infer_logical(&c, false);
+    case FL_OPID_logical_not: return infer_logical(&c, true);
+    case FL_OPID_increment: return infer_increment(&c);
+    case FL_OPID_Print: {
+        FlVarDesc *x;
+        if (in1(&c, "In", &x)) return FL_ERROR;
+        return set_like(&c, "Out", x);
+    }
+    case FL_OPID_sgd:
+    case FL_OPID_momentum:
+    case FL_OPID_adam: return infer_optimizer(&c);
+    case FL_OPID_list_index: return infer_list_index(&c);
+    /* control, channels, distribution: nothing to infer, never an error */
+    case FL_OPID_conditional_block:
+    case FL_OPID_while:
+    case FL_OPID_parallel_for:
+    case FL_OPID_go:
+    case FL_OPID_channel_create:
+    case FL_OPID_channel_send:
+    case FL_OPID_channel_recv:
+    case FL_OPID_channel_close:
+    case FL_OPID_select:
+    case FL_OPID_split_to_chan:
+    case FL_OPID_chan_concat:
+    case FL_OPID_send:
+    case FL_OPID_recv:
+    case FL_OPID_send_barrier:
+    case FL_OPID_fetch_barrier:
+    case FL_OPID_listen_and_serv: return FL_OK;
+    case FL_OPID_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* ---- whole programs ---- */
+
+static FlStatus infer_block(FlProgram *p, int idx, bool *done, FlErr *e, FlLoc *where,
+                            int depth) {
+    if (idx < 0 || (size_t)idx >= p->blocks.len || done[idx]) return FL_OK;
+    done[idx] = true;
+    FlBlock *b = p->blocks.data[idx];
+    for (size_t i = 0; i < b->ops.len; i++) {
+        FlOpDesc *op = b->ops.data[i];
+        for (size_t k = 0; k < op->attrs.len && depth < 64; k++) {
+            const FlAttr *a = &op->attrs.data[k];
+            if (a->type == FL_ATTR_BLOCK && infer_block(p, (int)a->i, done, e, where, depth + 1))
+                return FL_ERROR;
+            if (a->type == FL_ATTR_BLOCKS)
+                for (size_t j = 0; j < a->n; j++)
+                    if (infer_block(p, (int)a->ints[j], done, e, where, depth + 1)) return FL_ERROR;
+        }
+        if (fl_infer_op(p, b, op, e)) {
+            if (where) *where = op->loc;
+            return FL_ERROR;
+        }
+    }
+    return FL_OK;
+}
+
+FlStatus fl_infer_program(FlProgram *p, FlErr *e, FlLoc *where) {
+    bool *done = fl_xcalloc(p->blocks.len + 1, sizeof(bool));
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < p->blocks.len && st == FL_OK; i++)
+        st = infer_block(p, (int)i, done, e, where, 0);
+    free(done);
+    return st;
+}

@@ -1,0 +1,594 @@
+/* ops.c: the op table of compiler/ops.def as data.
+ *
+ * On first use (pthread_once) every FL_OP line's spec strings are parsed into an FlOpInfo, and
+ * the gradient ops are derived: for an FL_GRAD_DEFAULT op <id>, <id>_grad takes every forward
+ * input, every forward output and "<Out>@GRAD" for each output, and makes "<X>@GRAD" for each
+ * input (all optional); an FL_GRAD_CUSTOM op's gradient slots come from custom_grads[] below.
+ * A gradient op has its forward op's attributes. Forward op i sits at table[i] (i == its
+ * FlOpId); gradient ops follow in the order of their forward ops. Names map to entries through
+ * one FlMap.
+ *
+ * Invariant: after init the table, the strings and the map are never written again, so any
+ * thread may read them. Everything lives in one static arena for the life of the process.
+ */
+#include "compiler/ops.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Spec {
+    const char *name, *ins, *outs, *attrs;
+    FlGradKind grad;
+    unsigned flags;
+} Spec;
+
+static const Spec specs[] = {
+#define FL_OP(id, ins, outs, attrs, grad, flags) {#id, ins, outs, attrs, grad, flags},
+#include "compiler/ops.def"
+#undef FL_OP
+};
+static_assert(FL_ARRAY_LEN(specs) == FL_OPID_COUNT, "one spec per op");
+
+/* One line per op for the reference (docs/ops.md). */
+static const char *const descs[FL_OPID_COUNT] = {
+    [FL_OPID_fill_constant] = "Out = a tensor of the given shape and dtype filled with value.",
+    [FL_OPID_fill_zeros_like] = "Out = zeros with the shape and dtype of X.",
+    [FL_OPID_uniform_random] = "Out = uniform random numbers in [min, max) (seed 0: from the "
+                               "program's seed).",
+    [FL_OPID_gaussian_random] = "Out = normal random numbers with the given mean and std.",
+    [FL_OPID_assign] = "Out = a copy of X.",
+    [FL_OPID_cast] = "Out = X converted to out_dtype.",
+    [FL_OPID_lookup_table] = "Out = the rows of the table W picked by Ids (int64 [N, 1]); "
+                             "rows equal to padding_idx give zeros (the embedding layer).",
+    [FL_OPID_mul] = "Matrix product of X flattened to 2-D at x_num_col_dims and Y flattened at "
+                    "y_num_col_dims (the fully-connected layer's product).",
+    [FL_OPID_matmul] = "alpha * X @ Y with optional transposes; batched over leading dims, 1-D "
+                       "operands as vectors.",
+    [FL_OPID_elementwise_add] = "Out = X + Y with broadcasting.",
+    [FL_OPID_elementwise_sub] = "Out = X - Y with broadcasting.",
+    [FL_OPID_elementwise_mul] = "Out = X * Y with broadcasting.",
+    [FL_OPID_elementwise_div] = "Out = X / Y with broadcasting.",
+    [FL_OPID_elementwise_max] = "Out = max(X, Y) with broadcasting.",
+    [FL_OPID_elementwise_min] = "Out = min(X, Y) with broadcasting.",
+    [FL_OPID_elementwise_pow] = "Out = X ** Y with broadcasting.",
+    [FL_OPID_elementwise_floordiv] = "Out = X // Y with broadcasting.",
+    [FL_OPID_elementwise_mod] = "Out = X % Y with broadcasting.",
+    [FL_OPID_relu] = "Out = max(X, 0).",
+    [FL_OPID_sigmoid] = "Out = 1 / (1 + exp(-X)).",
+    [FL_OPID_tanh] = "Out = tanh(X).",
+    [FL_OPID_exp] = "Out = exp(X).",
+    [FL_OPID_log] = "Out = natural log of X.",
+    [FL_OPID_sqrt] = "Out = square root of X.",
+    [FL_OPID_square] = "Out = X * X.",
+    [FL_OPID_abs] = "Out = |X|.",
+    [FL_OPID_scale] = "Out = scale * X + bias (or scale * (X + bias) when !bias_after_scale).",
+    [FL_OPID_softmax] = "Out = softmax of X along axis.",
+    [FL_OPID_cross_entropy] = "Y [N, 1] = -log of X's probability of Label (int64 class indices "
+                              "[N, 1]; soft_label: a distribution like X).",
+    [FL_OPID_mean] = "Out [1] = the mean of every element of X.",
+    [FL_OPID_reduce_sum] = "Out = the sum of X over dims (every dim when reduce_all).",
+    [FL_OPID_reduce_mean] = "Out = the mean of X over dims (every dim when reduce_all).",
+    [FL_OPID_sum] = "Out = the sum of the X (all of one shape).",
+    [FL_OPID_concat] = "Out = the X joined along axis.",
+    [FL_OPID_split] = "Splits X along axis into num equal parts or parts of the given sections.",
+    [FL_OPID_reshape] = "Out = X with a new shape (0 copies X's dim, one -1 is inferred).",
+    [FL_OPID_transpose] = "Out = X with its dims permuted by axis.",
+    [FL_OPID_argmax] = "Out (int64) = the index of the largest element along axis (the axis "
+                       "is removed).",
+    [FL_OPID_top_k] = "Out, Indices (int64) = the k largest elements of the last dim and their "
+                      "indices.",
+    [FL_OPID_accuracy] = "Accuracy [1] = the fraction of rows whose Label is among the top-k "
+                         "Indices; Correct and Total are the counts.",
+    [FL_OPID_conv2d] = "2-D convolution of Input (NCHW) with Filter (M, C/groups, kh, kw).",
+    [FL_OPID_pool2d] = "Max or average pooling of X (NCHW); global_pooling pools the whole "
+                       "image.",
+    [FL_OPID_batch_norm] = "Batch normalisation over the channel dim 1, updating the running "
+                           "Mean and Variance.",
+    [FL_OPID_dropout] = "Out = X with elements zeroed with probability dropout_prob (Mask "
+                        "records which); identity scaled when is_test.",
+    [FL_OPID_less_than] = "Out (bool) = X < Y with broadcasting.",
+    [FL_OPID_less_equal] = "Out (bool) = X <= Y with broadcasting.",
+    [FL_OPID_greater_than] = "Out (bool) = X > Y with broadcasting.",
+    [FL_OPID_greater_equal] = "Out (bool) = X >= Y with broadcasting.",
+    [FL_OPID_equal] = "Out (bool) = X == Y with broadcasting.",
+    [FL_OPID_not_equal] = "Out (bool) = X != Y with broadcasting.",
+    [FL_OPID_logical_and] = "Out = X and Y (bool).",
+    [FL_OPID_logical_or] = "Out = X or Y (bool).",
+    [FL_OPID_logical_not] = "Out = not X (bool).",
+    [FL_OPID_increment] = "Out = X + step (X has one element).",
+    [FL_OPID_Print] = "Prints In (with message, at most summarize elements, the first first_n "
+                      "times); Out = In.",
+    [FL_OPID_sgd] = "ParamOut = Param - LearningRate * Grad.",
+    [FL_OPID_momentum] = "Momentum update (Nesterov when use_nesterov).",
+    [FL_OPID_adam] = "Adam update of Param and its moments.",
+    [FL_OPID_conditional_block] = "Runs sub_block when Cond (a bool [1]) is true.",
+    [FL_OPID_while] = "Runs sub_block while Condition (recomputed by the block) is true.",
+    [FL_OPID_parallel_for] = "Runs n iterations of sub_block concurrently, index_var holding "
+                             "each one's index.",
+    [FL_OPID_go] = "Starts sub_block on its own goroutine in a child scope.",
+    [FL_OPID_list_index] = "Out = X[Index] of a compile-time list of vars.",
+    [FL_OPID_channel_create] = "Out = a new channel of dtype with capacity (0: unbuffered).",
+    [FL_OPID_channel_send] = "Sends X into Channel (blocks until received or buffered).",
+    [FL_OPID_channel_recv] = "Out = the next value received from Channel; Status false once it "
+                             "is closed and drained.",
+    [FL_OPID_channel_close] = "Closes Channel.",
+    [FL_OPID_select] = "Go's select over send, receive and default cases.",
+    [FL_OPID_split_to_chan] = "Splits each X into blocks, sends them into Channel, then closes "
+                              "it.",
+    [FL_OPID_chan_concat] = "Receives blocks from Channel until it is closed and concatenates "
+                            "them into Out.",
+    [FL_OPID_send] = "Sends each X to its parameter server.",
+    [FL_OPID_recv] = "Receives each Out from its parameter server.",
+    [FL_OPID_send_barrier] = "Waits until every trainer has sent this step's gradients.",
+    [FL_OPID_fetch_barrier] = "Waits until every trainer has fetched this step's parameters.",
+    [FL_OPID_listen_and_serv] = "The parameter server's loop: receives gradient blocks, runs "
+                                "the optimize blocks, serves parameter blocks.",
+};
+
+/* The sections of ops.def, by their first op. */
+static const struct {
+    FlOpId first;
+    const char *title;
+} groups[] = {
+    {FL_OPID_fill_constant, "Constants, random, copies"},
+    {FL_OPID_lookup_table, "Linear algebra"},
+    {FL_OPID_elementwise_add,
+     "Elementwise binary (broadcasting: numpy rules when axis == -1, Paddle's otherwise)"},
+    {FL_OPID_relu, "Elementwise unary"},
+    {FL_OPID_softmax, "Reductions, losses, activations over an axis"},
+    {FL_OPID_concat, "Shape"},
+    {FL_OPID_argmax, "Classification helpers"},
+    {FL_OPID_conv2d, "Convolution, pooling, normalisation, dropout"},
+    {FL_OPID_less_than, "Comparisons and logic (bool outputs)"},
+    {FL_OPID_sgd, "Optimizers (not differentiable; they update persistable state in place)"},
+    {FL_OPID_conditional_block, "Control flow: sub-blocks"},
+    {FL_OPID_channel_create, "Channels"},
+    {FL_OPID_send, "Distributed (parameter server)"},
+};
+
+/* The gradient slots of the FL_GRAD_CUSTOM ops ("S@GRAD" = the gradient of forward slot S). */
+static const struct {
+    FlOpId fwd;
+    const char *ins, *outs;
+} custom_grads[] = {
+    {FL_OPID_batch_norm, "X Scale Bias SavedMean SavedVariance Y@GRAD",
+     "X@GRAD? Scale@GRAD? Bias@GRAD?"},
+    {FL_OPID_dropout, "Mask Out@GRAD", "X@GRAD?"},
+};
+
+const char *fl_ops_describe(FlOpId id) {
+    FL_ASSERT((unsigned)id < FL_OPID_COUNT);
+    return descs[id] ? descs[id] : "(no description yet: add one to descs[] in compiler/ops.c)";
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static FlArena arena;
+static FlOpInfo table[2 * FL_OPID_COUNT];
+static size_t ntable;
+static FlMap by_name;
+
+static int parse_slots(const char *spec, FlSlotInfo *out) {
+    int n = 0;
+    const char *s = spec;
+    for (;;) {
+        while (*s == ' ') s++;
+        if (!*s) break;
+        const char *start = s;
+        while (*s && *s != ' ') s++;
+        size_t len = (size_t)(s - start);
+        FL_ASSERT(n < FL_OPS_MAX_SLOTS);
+        FlSlotInfo *si = &out[n++];
+        memset(si, 0, sizeof *si);
+        if (start[len - 1] == '*') si->list = true, len--;
+        else if (start[len - 1] == '?') si->optional = true, len--;
+        FL_ASSERT(len > 0);
+        si->name = fl_arena_strndup(&arena, start, len);
+    }
+    return n;
+}
+
+static FlAttrType attr_type_of(const char *t, size_t n) {
+    static const struct {
+        const char *code;
+        FlAttrType type;
+    } codes[] = {{"i", FL_ATTR_INT},     {"f", FL_ATTR_FLOAT},   {"s", FL_ATTR_STRING},
+                 {"b", FL_ATTR_BOOL},    {"I", FL_ATTR_INTS},    {"F", FL_ATTR_FLOATS},
+                 {"S", FL_ATTR_STRINGS}, {"B", FL_ATTR_BLOCK},   {"Bs", FL_ATTR_BLOCKS}};
+    for (size_t i = 0; i < FL_ARRAY_LEN(codes); i++)
+        if (strlen(codes[i].code) == n && memcmp(codes[i].code, t, n) == 0) return codes[i].type;
+    fl_panic(__FILE__, __LINE__, "ops.def: bad attribute type '%.*s'", (int)n, t);
+}
+
+/* Number of comma-separated items in v (0 for ""). */
+static size_t count_items(const char *v) {
+    if (!*v) return 0;
+    size_t n = 1;
+    for (const char *s = v; *s; s++) n += *s == ',';
+    return n;
+}
+
+static void parse_default(FlAttr *a, const char *v) {
+    char *end;
+    switch (a->type) {
+    case FL_ATTR_INT:
+    case FL_ATTR_BLOCK:
+        a->i = strtoll(v, &end, 10);
+        FL_ASSERT(*end == 0 && end != v);
+        break;
+    case FL_ATTR_BOOL:
+        FL_ASSERT(strcmp(v, "0") == 0 || strcmp(v, "1") == 0);
+        a->i = v[0] == '1';
+        break;
+    case FL_ATTR_FLOAT:
+        a->f = strtod(v, &end);
+        FL_ASSERT(*end == 0 && end != v);
+        break;
+    case FL_ATTR_STRING: a->s = fl_arena_strdup(&arena, v); break;
+    case FL_ATTR_INTS:
+    case FL_ATTR_BLOCKS:
+    case FL_ATTR_FLOATS:
+    case FL_ATTR_STRINGS: {
+        a->n = count_items(v);
+        if (a->type == FL_ATTR_FLOATS)
+            a->floats = fl_arena_alloc(&arena, (a->n + 1) * sizeof(double));
+        else if (a->type == FL_ATTR_STRINGS)
+            a->strs = fl_arena_alloc(&arena, (a->n + 1) * sizeof(char *));
+        else
+            a->ints = fl_arena_alloc(&arena, (a->n + 1) * sizeof(int64_t));
+        const char *s = v;
+        for (size_t k = 0; k < a->n; k++) {
+            const char *comma = strchr(s, ',');
+            size_t len = comma ? (size_t)(comma - s) : strlen(s);
+            char *item = fl_arena_strndup(&arena, s, len);
+            if (a->type == FL_ATTR_STRINGS) {
+                a->strs[k] = item;
+            } else if (a->type == FL_ATTR_FLOATS) {
+                a->floats[k] = strtod(item, &end);
+                FL_ASSERT(*end == 0 && end != item);
+            } else {
+                a->ints[k] = strtoll(item, &end, 10);
+                FL_ASSERT(*end == 0 && end != item);
+            }
+            s += len + (comma != NULL);
+        }
+        break;
+    }
+    case FL_ATTR_TYPE_COUNT: FL_UNREACHABLE();
+    }
+}
+
+static int parse_attrs(const char *spec, FlAttrInfo *out) {
+    int n = 0;
+    const char *s = spec;
+    for (;;) {
+        while (*s == ' ') s++;
+        if (!*s) break;
+        const char *start = s;
+        while (*s && *s != ' ') s++;
+        char *item = fl_arena_strndup(&arena, start, (size_t)(s - start));
+        char *colon = strchr(item, ':');
+        FL_ASSERT(colon && n < FL_OPS_MAX_ATTRS);
+        *colon = 0;
+        char *type = colon + 1, *eq = strchr(type, '=');
+        FlAttrInfo *ai = &out[n++];
+        memset(ai, 0, sizeof *ai);
+        ai->name = item;
+        ai->type = attr_type_of(type, eq ? (size_t)(eq - type) : strlen(type));
+        ai->required = eq == NULL;
+        ai->dflt.name = item;
+        ai->dflt.type = ai->type;
+        if (eq) parse_default(&ai->dflt, eq + 1);
+    }
+    return n;
+}
+
+static void add_slot(FlSlotInfo *slots, int *n, const char *name, bool list, bool optional) {
+    FL_ASSERT(*n < FL_OPS_MAX_SLOTS);
+    slots[*n] = (FlSlotInfo){name, list, optional};
+    (*n)++;
+}
+
+static const char *grad_name(const char *slot) {
+    return fl_arena_printf(&arena, "%s@GRAD", slot);
+}
+
+static void derive_grad(const FlOpInfo *fwd) {
+    FlOpInfo *g = &table[ntable++];
+    memset(g, 0, sizeof *g);
+    g->name = fl_arena_printf(&arena, "%s_grad", fwd->name);
+    g->id = fwd->id;
+    g->is_grad = true;
+    g->grad = FL_GRAD_NONE;
+    g->flags = 0;
+    memcpy(g->attrs, fwd->attrs, sizeof g->attrs);
+    g->nattrs = fwd->nattrs;
+    if (fwd->grad == FL_GRAD_DEFAULT) {
+        for (int i = 0; i < fwd->nins; i++) g->ins[g->nins++] = fwd->ins[i];
+        for (int i = 0; i < fwd->nouts; i++)
+            add_slot(g->ins, &g->nins, fwd->outs[i].name, fwd->outs[i].list, true);
+        for (int i = 0; i < fwd->nouts; i++)
+            add_slot(g->ins, &g->nins, grad_name(fwd->outs[i].name), fwd->outs[i].list, true);
+        for (int i = 0; i < fwd->nins; i++)
+            add_slot(g->outs, &g->nouts, grad_name(fwd->ins[i].name), fwd->ins[i].list, true);
+        return;
+    }
+    for (size_t k = 0; k < FL_ARRAY_LEN(custom_grads); k++) {
+        if (custom_grads[k].fwd != fwd->id) continue;
+        g->nins = parse_slots(custom_grads[k].ins, g->ins);
+        g->nouts = parse_slots(custom_grads[k].outs, g->outs);
+        /* a slot keeps the list flag of the forward slot it comes from */
+        for (int i = 0; i < g->nins; i++) {
+            const char *nm = g->ins[i].name;
+            size_t len = strcspn(nm, "@");
+            for (int j = 0; j < fwd->nins; j++)
+                if (strlen(fwd->ins[j].name) == len && !memcmp(nm, fwd->ins[j].name, len))
+                    g->ins[i].list = fwd->ins[j].list;
+            for (int j = 0; j < fwd->nouts; j++)
+                if (strlen(fwd->outs[j].name) == len && !memcmp(nm, fwd->outs[j].name, len))
+                    g->ins[i].list = fwd->outs[j].list;
+        }
+        return;
+    }
+    fl_panic(__FILE__, __LINE__, "op '%s' is FL_GRAD_CUSTOM but has no custom gradient slots",
+             fwd->name);
+}
+
+static void init(void) {
+    fl_arena_init(&arena);
+    fl_map_init(&by_name);
+    for (size_t i = 0; i < FL_OPID_COUNT; i++) {
+        FlOpInfo *o = &table[i];
+        memset(o, 0, sizeof *o);
+        o->name = specs[i].name;
+        o->id = (FlOpId)i;
+        o->grad = specs[i].grad;
+        o->flags = specs[i].flags;
+        o->nins = parse_slots(specs[i].ins, o->ins);
+        o->nouts = parse_slots(specs[i].outs, o->outs);
+        o->nattrs = parse_attrs(specs[i].attrs, o->attrs);
+    }
+    ntable = FL_OPID_COUNT;
+    for (size_t i = 0; i < FL_OPID_COUNT; i++)
+        if (table[i].grad == FL_GRAD_DEFAULT || table[i].grad == FL_GRAD_CUSTOM)
+            derive_grad(&table[i]);
+    for (size_t i = 0; i < ntable; i++) {
+        FL_ASSERT(fl_map_find_str(&by_name, table[i].name) == NULL);
+        fl_map_put_str(&by_name, table[i].name, &table[i]);
+    }
+}
+
+static void ensure(void) { FL_ASSERT(pthread_once(&once, init) == 0); }
+
+const FlOpInfo *fl_ops_find(const char *name) {
+    ensure();
+    return fl_map_find_str(&by_name, name);
+}
+
+const FlOpInfo *fl_ops_get(FlOpId id) {
+    FL_ASSERT((unsigned)id < FL_OPID_COUNT);
+    ensure();
+    return &table[id];
+}
+
+size_t fl_ops_count(void) {
+    ensure();
+    return ntable;
+}
+
+const FlOpInfo *fl_ops_at(size_t i) {
+    ensure();
+    FL_ASSERT(i < ntable);
+    return &table[i];
+}
+
+static const FlSlotInfo *find_slot(const FlSlotInfo *slots, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(slots[i].name, name) == 0) return &slots[i];
+    return NULL;
+}
+
+const FlSlotInfo *fl_ops_in_slot(const FlOpInfo *info, const char *slot) {
+    return find_slot(info->ins, info->nins, slot);
+}
+
+const FlSlotInfo *fl_ops_out_slot(const FlOpInfo *info, const char *slot) {
+    return find_slot(info->outs, info->nouts, slot);
+}
+
+const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr) {
+    for (int i = 0; i < info->nattrs; i++)
+        if (strcmp(info->attrs[i].name, attr) == 0) return &info->attrs[i];
+    return NULL;
+}
+
+static const char *type_name(FlAttrType t) {
+    switch (t) {
+    case FL_ATTR_INT: return "int";
+    case FL_ATTR_FLOAT: return "float";
+    case FL_ATTR_STRING: return "string";
+    case FL_ATTR_BOOL: return "bool";
+    case FL_ATTR_INTS: return "ints";
+    case FL_ATTR_FLOATS: return "floats";
+    case FL_ATTR_STRINGS: return "strings";
+    case FL_ATTR_BLOCK: return "block";
+    case FL_ATTR_BLOCKS: return "blocks";
+    case FL_ATTR_TYPE_COUNT: break;
+    }
+    return "?";
+}
+
+static FlStatus check_slots(const FlOpDesc *op, const char *what, const FlSlot *slots,
+                            size_t nslots, const FlSlotInfo *infos, int ninfos, FlErr *e) {
+    for (size_t i = 0; i < nslots; i++) {
+        const FlSlotInfo *si = find_slot(infos, ninfos, slots[i].name);
+        if (!si) return fl_err(e, "%s: unknown %s slot '%s'", op->type, what, slots[i].name);
+        if (!si->list && slots[i].nargs > 1)
+            return fl_err(e, "%s: %s '%s' takes one var, found %zu", op->type, what,
+                          slots[i].name, slots[i].nargs);
+    }
+    for (int k = 0; k < ninfos; k++) {
+        if (infos[k].optional || infos[k].list) continue; /* a list may hold zero vars */
+        const FlSlot *s = NULL;
+        for (size_t i = 0; i < nslots; i++)
+            if (strcmp(slots[i].name, infos[k].name) == 0) s = &slots[i];
+        if (!s || s->nargs == 0)
+            return fl_err(e, "%s: missing %s '%s'", op->type, what, infos[k].name);
+    }
+    return FL_OK;
+}
+
+FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
+    const FlOpInfo *info = fl_ops_find(op->type);
+    if (!info) return fl_err(e, "unknown op '%s'", op->type);
+    if (check_slots(op, "input", op->ins.data, op->ins.len, info->ins, info->nins, e) ||
+        check_slots(op, "output", op->outs.data, op->outs.len, info->outs, info->nouts, e))
+        return FL_ERROR;
+    for (size_t i = 0; i < op->attrs.len; i++) {
+        const FlAttr *a = &op->attrs.data[i];
+        const FlAttrInfo *ai = fl_ops_attr(info, a->name);
+        if (!ai) return fl_err(e, "%s: unknown attribute '%s'", op->type, a->name);
+        if (ai->type != a->type)
+            return fl_err(e, "%s: attribute '%s' must be %s, found %s", op->type, a->name,
+                          type_name(ai->type), type_name(a->type));
+    }
+    for (int k = 0; k < info->nattrs; k++)
+        if (info->attrs[k].required && !fl_ir_op_attr(op, info->attrs[k].name))
+            return fl_err(e, "%s: missing attribute '%s'", op->type, info->attrs[k].name);
+    return FL_OK;
+}
+
+void fl_ops_fill_defaults(FlOpDesc *op) {
+    const FlOpInfo *info = fl_ops_find(op->type);
+    if (!info) return;
+    for (int k = 0; k < info->nattrs; k++) {
+        const FlAttrInfo *ai = &info->attrs[k];
+        if (ai->required || fl_ir_op_attr(op, ai->name)) continue;
+        const FlAttr *d = &ai->dflt;
+        switch (d->type) {
+        case FL_ATTR_INT: fl_ir_op_set_int(op, ai->name, d->i); break;
+        case FL_ATTR_FLOAT: fl_ir_op_set_float(op, ai->name, d->f); break;
+        case FL_ATTR_STRING: fl_ir_op_set_string(op, ai->name, d->s); break;
+        case FL_ATTR_BOOL: fl_ir_op_set_bool(op, ai->name, d->i != 0); break;
+        case FL_ATTR_INTS: fl_ir_op_set_ints(op, ai->name, d->ints, d->n); break;
+        case FL_ATTR_FLOATS: fl_ir_op_set_floats(op, ai->name, d->floats, d->n); break;
+        case FL_ATTR_STRINGS:
+            fl_ir_op_set_strings(op, ai->name, (const char *const *)d->strs, d->n);
+            break;
+        case FL_ATTR_BLOCK: fl_ir_op_set_block(op, ai->name, (int)d->i); break;
+        case FL_ATTR_BLOCKS: fl_ir_op_set_blocks(op, ai->name, d->ints, d->n); break;
+        case FL_ATTR_TYPE_COUNT: FL_UNREACHABLE();
+        }
+    }
+}
+
+/* ---- Markdown ---- */
+
+static void md_default(FlBuf *out, const FlAttr *d) {
+    switch (d->type) {
+    case FL_ATTR_INT:
+    case FL_ATTR_BLOCK: fl_buf_printf(out, "`%lld`", (long long)d->i); break;
+    case FL_ATTR_FLOAT: fl_buf_printf(out, "`%g`", d->f); break;
+    case FL_ATTR_STRING: fl_buf_printf(out, "`\"%s\"`", d->s); break;
+    case FL_ATTR_BOOL: fl_buf_puts(out, d->i ? "`true`" : "`false`"); break;
+    case FL_ATTR_INTS:
+    case FL_ATTR_BLOCKS:
+    case FL_ATTR_FLOATS:
+    case FL_ATTR_STRINGS:
+        fl_buf_puts(out, "`[");
+        for (size_t k = 0; k < d->n; k++) {
+            if (k) fl_buf_puts(out, ", ");
+            if (d->type == FL_ATTR_FLOATS) fl_buf_printf(out, "%g", d->floats[k]);
+            else if (d->type == FL_ATTR_STRINGS) fl_buf_printf(out, "\"%s\"", d->strs[k]);
+            else fl_buf_printf(out, "%lld", (long long)d->ints[k]);
+        }
+        fl_buf_puts(out, "]`");
+        break;
+    case FL_ATTR_TYPE_COUNT: FL_UNREACHABLE();
+    }
+}
+
+static void md_slots(FlBuf *out, const char *title, const FlSlotInfo *s, int n) {
+    fl_buf_printf(out, "- %s:", title);
+    if (n == 0) fl_buf_puts(out, " none");
+    for (int i = 0; i < n; i++) {
+        fl_buf_printf(out, "%s `%s`", i ? "," : "", s[i].name);
+        if (s[i].list) fl_buf_puts(out, " (list)");
+        if (s[i].optional) fl_buf_puts(out, " (optional)");
+    }
+    fl_buf_putc(out, '\n');
+}
+
+static void md_attrs(FlBuf *out, const FlOpInfo *o) {
+    if (o->nattrs == 0) {
+        fl_buf_puts(out, "- Attributes: none\n");
+        return;
+    }
+    fl_buf_puts(out, "- Attributes:\n");
+    for (int k = 0; k < o->nattrs; k++) {
+        const FlAttrInfo *a = &o->attrs[k];
+        fl_buf_printf(out, "  - `%s` (%s): ", a->name, type_name(a->type));
+        if (a->required) fl_buf_puts(out, "required");
+        else fl_buf_puts(out, "default "), md_default(out, &a->dflt);
+        fl_buf_putc(out, '\n');
+    }
+}
+
+static void md_grad(FlBuf *out, const FlOpInfo *o) {
+    fl_buf_puts(out, "- Gradient: ");
+    switch (o->grad) {
+    case FL_GRAD_NONE: fl_buf_puts(out, "none (append_backward reports a path through it)"); break;
+    case FL_GRAD_DEFAULT: fl_buf_printf(out, "`%s_grad` (default)", o->name); break;
+    case FL_GRAD_CUSTOM: fl_buf_printf(out, "`%s_grad` (custom)", o->name); break;
+    case FL_GRAD_STOP: fl_buf_puts(out, "none; stops gradients (no error)"); break;
+    }
+    fl_buf_putc(out, '\n');
+}
+
+void fl_ops_markdown(FlBuf *out) {
+    ensure();
+    fl_buf_puts(out,
+                "# Op reference\n\n"
+                "Generated from `compiler/ops.def` by `fl_ops_markdown` (compiler/ops.c); do not "
+                "edit by hand\n(`FL_UPDATE_DOCS=1 build/tests/compiler/test_ops` rewrites it).\n\n"
+                "Slots marked (list) hold any number of vars, (optional) may be absent. Shapes use "
+                "-1 for the\nunknown batch dimension. A `dtype` attribute is 0 float32, 1 float64, "
+                "2 int32, 3 int64 or\n4 bool. Gradient ops (`<op>_grad`) are listed at the "
+                "end.\n");
+    size_t g = 0;
+    for (size_t i = 0; i < FL_OPID_COUNT; i++) {
+        const FlOpInfo *o = &table[i];
+        if (g < FL_ARRAY_LEN(groups) && groups[g].first == o->id)
+            fl_buf_printf(out, "\n## %s\n", groups[g++].title);
+        fl_buf_printf(out, "\n### %s\n\n%s\n\n", o->name, fl_ops_describe(o->id));
+        md_slots(out, "Inputs", o->ins, o->nins);
+        md_slots(out, "Outputs", o->outs, o->nouts);
+        md_attrs(out, o);
+        md_grad(out, o);
+        if (o->flags) {
+            fl_buf_puts(out, "- Flags:");
+            if (o->flags & FL_OPF_SIDE_EFFECT) fl_buf_puts(out, " side effect (never pruned);");
+            if (o->flags & FL_OPF_CONTROL) fl_buf_puts(out, " control (runs sub-blocks);");
+            if (o->flags & FL_OPF_OPTIMIZE) fl_buf_puts(out, " optimizer update;");
+            if (o->flags & FL_OPF_DIST) fl_buf_puts(out, " distributed;");
+            out->data[--out->len] = '\n';
+        }
+    }
+    fl_buf_puts(out, "\n## Gradient ops\n\nEach has the attributes of its forward op. `S@GRAD` "
+                     "is the gradient of the forward\nslot `S`; unneeded gradient outputs are "
+                     "absent or `@EMPTY@`.\n\n");
+    fl_buf_puts(out, "| op | inputs (`*`: list) | outputs |\n|---|---|---|\n");
+    for (size_t i = FL_OPID_COUNT; i < ntable; i++) {
+        const FlOpInfo *o = &table[i];
+        fl_buf_printf(out, "| %s |", o->name);
+        for (int k = 0; k < o->nins; k++)
+            fl_buf_printf(out, "%s`%s%s`", k ? ", " : " ", o->ins[k].name,
+                          o->ins[k].list ? "*" : "");
+        fl_buf_puts(out, " |");
+        for (int k = 0; k < o->nouts; k++)
+            fl_buf_printf(out, "%s`%s%s`", k ? ", " : " ", o->outs[k].name,
+                          o->outs[k].list ? "*" : "");
+        fl_buf_puts(out, " |\n");
+    }
+}

@@ -1,0 +1,82 @@
+/* ops.h: the op table (compiler/ops.def) as data: every primitive op and every derived gradient
+ * op with its slots, attributes (types, defaults) and gradient kind.
+ *
+ * The table is built once (pthread_once) on first use and is immutable afterwards, so it may be
+ * read by any number of threads. The runtime links this module too (it reads the table, not the
+ * passes).
+ */
+#ifndef FL_OPS_H
+#define FL_OPS_H
+
+#include "base/base.h"
+#include "compiler/ir/ir.h"
+
+typedef enum FlGradKind { FL_GRAD_NONE, FL_GRAD_DEFAULT, FL_GRAD_CUSTOM, FL_GRAD_STOP } FlGradKind;
+
+enum {
+    FL_OPF_SIDE_EFFECT = 1 << 0, /* never removed, even when its outputs are unused */
+    FL_OPF_CONTROL = 1 << 1,     /* runs sub-blocks */
+    FL_OPF_OPTIMIZE = 1 << 2,    /* an optimizer update (removed from trainers by the transpiler) */
+    FL_OPF_DIST = 1 << 3,        /* talks to other ranks */
+};
+
+typedef enum FlOpId {
+#define FL_OP(id, ins, outs, attrs, grad, flags) FL_OPID_##id,
+#include "compiler/ops.def"
+#undef FL_OP
+    FL_OPID_COUNT
+} FlOpId;
+
+#define FL_OPS_MAX_SLOTS 12
+#define FL_OPS_MAX_ATTRS 12
+
+typedef struct FlSlotInfo {
+    const char *name;
+    bool list;     /* "X*" */
+    bool optional; /* "X?" */
+} FlSlotInfo;
+
+typedef struct FlAttrInfo {
+    const char *name;
+    FlAttrType type;
+    bool required;
+    FlAttr dflt; /* the default value (name == the attr's name) when !required */
+} FlAttrInfo;
+
+typedef struct FlOpInfo {
+    const char *name;
+    FlOpId id;          /* for a gradient op: the id of its forward op */
+    bool is_grad;       /* "<fwd>_grad" */
+    FlGradKind grad;    /* forward ops only */
+    unsigned flags;
+    FlSlotInfo ins[FL_OPS_MAX_SLOTS];
+    int nins;
+    FlSlotInfo outs[FL_OPS_MAX_SLOTS];
+    int nouts;
+    FlAttrInfo attrs[FL_OPS_MAX_ATTRS];
+    int nattrs;
+} FlOpInfo;
+
+/* By name ("mul", "mul_grad"); NULL if no such op. */
+const FlOpInfo *fl_ops_find(const char *name);
+/* The forward op with that id. */
+const FlOpInfo *fl_ops_get(FlOpId id);
+const FlSlotInfo *fl_ops_in_slot(const FlOpInfo *info, const char *slot);
+const FlSlotInfo *fl_ops_out_slot(const FlOpInfo *info, const char *slot);
+const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr);
+/* Checks an op against the table: known type, every slot known and required ones present
+ * (single slots hold at most one var), attributes known with the right types, required ones
+ * present. The message names the op and what is wrong. */
+FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) FL_WARN_UNUSED;
+/* Adds every absent attribute that has a default. */
+void fl_ops_fill_defaults(FlOpDesc *op);
+/* A one-line description of the op (for docs and `flc` listings). */
+const char *fl_ops_describe(FlOpId id);
+/* The op list as Markdown (docs/ops.md is this text; a test keeps them equal). */
+void fl_ops_markdown(FlBuf *out);
+
+/* Number of ops (forward and gradient) and the i-th, for listings (docs, tests). */
+size_t fl_ops_count(void);
+const FlOpInfo *fl_ops_at(size_t i);
+
+#endif

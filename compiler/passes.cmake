@@ -1,0 +1,15 @@
+# The op table (runtime links it too) and the passes.
+add_library(fl_ops STATIC ${CMAKE_CURRENT_SOURCE_DIR}/ops.c)
+fl_target(fl_ops)
+target_link_libraries(fl_ops PUBLIC fl_ir fl_base Threads::Threads)
+
+set(FL_PASSES_SRC infer.c backward.c verify.c transpile.c)
+set(_srcs)
+foreach(f ${FL_PASSES_SRC})
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${f})
+    list(APPEND _srcs ${CMAKE_CURRENT_SOURCE_DIR}/${f})
+  endif()
+endforeach()
+add_library(fl_passes STATIC ${_srcs})
+fl_target(fl_passes)
+target_link_libraries(fl_passes PUBLIC fl_ops fl_ir fl_base m)
