@@ -1,0 +1,211 @@
+/* eval_impl.h: the compile-time interpreter's internals, shared by eval.c (statements,
+ * expressions, calls, lowering of runtime control flow) and builtins.c (Python builtins, the
+ * native `_core` module the stdlib is written against). Not included outside lang/.
+ *
+ * Values live in the compilation's arena and are never freed one by one. An evaluation that
+ * fails reports a diagnostic and yields the ERROR value, which every operation propagates
+ * silently, so one mistake gives one message and evaluation goes on to find the next.
+ */
+#ifndef FL_EVAL_IMPL_H
+#define FL_EVAL_IMPL_H
+
+#include "compiler/ir/ir.h"
+#include "lang/ast.h"
+#include "lang/eval.h"
+#include "lang/source.h"
+
+typedef struct FlValue FlValue;
+typedef struct Env Env;
+typedef struct Module Module;
+typedef struct Ctx Ctx;
+typedef struct CallArgs CallArgs;
+
+typedef FlValue *(*BuiltinFn)(Ctx *c, FlValue *self, CallArgs *a);
+
+typedef enum ValKind {
+    VK_NONE, VK_BOOL, VK_INT, VK_FLOAT, VK_STR, VK_LIST, VK_TUPLE, VK_DICT, VK_FUNC, VK_BUILTIN,
+    VK_MODULE, VK_VAR, VK_RECORD, VK_GUARD, VK_PROGRAM, VK_READER, VK_ERROR,
+    VK_COUNT
+} ValKind;
+
+typedef enum GuardKind {
+    GK_PROGRAM, GK_UNIQUE_NAME, GK_NAME_SCOPE, GK_SERVER_DO, GK_GO, GK_PARALLEL_FOR,
+    GK_COUNT
+} GuardKind;
+
+struct FlValue {
+    ValKind kind;
+    union {
+        bool b;
+        int64_t i;
+        double f;
+        struct { const char *s; size_t n; } str;
+        struct { FlValue **items; size_t len, cap; } list; /* LIST, TUPLE */
+        struct { FlValue **keys, **vals; size_t len, cap; } dict;
+        struct { FlAst *def; Env *closure; Module *mod; } func;
+        struct { const char *name; BuiltinFn fn; FlValue *self; } builtin;
+        Module *mod;
+        struct { const char *name; FlProgram *prog; } var;
+        struct { const char *type; Env *attrs; } rec;
+        struct { GuardKind kind; FlValue *a, *b; int64_t n; } guard;
+        FlProgram *prog;
+        FlReaderSpec *reader;
+    };
+};
+
+/* A name -> value map with a parent (function scopes: locals -> closure -> module). */
+struct Env {
+    FlMap map;
+    Env *parent;
+};
+
+struct Module {
+    const char *name;  /* dotted */
+    const char *path;  /* file, or "<native>" */
+    const char *dir;   /* directory of the file (user modules import from there) */
+    bool is_stdlib;
+    bool loading;
+    Env *globals;
+};
+
+struct CallArgs {
+    FlValue **pos;
+    size_t npos;
+    const char **kwnames;
+    FlValue **kwvals;
+    size_t nkw;
+    FlSpan span;      /* the whole call */
+    FlSpan *pos_spans; /* each positional arg's span (may be NULL) */
+};
+
+/* Flow control of statements. */
+typedef enum Flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERROR } Flow;
+
+/* A runtime loop being built (while, for over a channel): break/continue lower to flag vars. */
+typedef struct RtLoop {
+    const char *cond;  /* the loop's condition var (bool [1]) */
+    const char *alive; /* cleared by break and continue: the rest of the body is skipped */
+    bool has_break, has_continue;
+} RtLoop;
+
+/* Where ops currently go. */
+typedef struct BuildState {
+    FlProgram *main, *startup;
+    FlBlock *block; /* current block of main */
+} BuildState;
+
+typedef struct Frame {
+    Module *mod;
+    FlSpan call_span; /* where the user called into stdlib code (valid when user_call) */
+    bool user_call;
+} Frame;
+
+struct Ctx {
+    FlArena arena;
+    FlInterner in;
+    FlSources sources;
+    FlDiag diag;
+    const FlCompileOptions *opt;
+    const char *stdlib_dir;
+
+    FlBundle *bundle;
+    BuildState b;
+    FlMap modules;          /* dotted name or path -> Module* */
+    Env *builtins;
+    FlMap unique;           /* prefix -> counter (int64 stored as pointer-to-arena int) */
+    FL_VEC(FlMap *) unique_stack;
+    int64_t random_seed;    /* counter for the seeds of random init ops */
+    FL_VEC(const char *) name_scopes;
+    FL_VEC(RtLoop *) rtloops;
+    int loop_depth;         /* compile-time loops, for break/continue checks */
+    int func_depth;
+    int depth;              /* recursion guard */
+    FlSpan err_span;        /* the user-level span errors and op locations use */
+    bool have_err_span;
+    FlValue *ret;           /* value of the last `return` */
+    FL_VEC(int32_t) src_map; /* FlSources file id -> bundle source index (or -1) */
+    FlMap block_of_var;     /* param-block var name -> base param name (split/concat) */
+    bool in_server_do;
+    FlBlock *server_block;
+    Module *cur_mod;        /* the module whose code is running */
+    FL_VEC(Env *) envs;     /* every Env made, so their maps can be freed at the end */
+    FL_VEC(FlProgram *) programs;   /* made by fluid.Program(); NULL once the bundle adopts one */
+    FL_VEC(FlReaderSpec *) readers; /* made by io.csv/io.split; the bundle keeps clones */
+    FlValue *none, *vtrue, *vfalse, *error;
+};
+
+/* ---- values ---- */
+FlValue *fl_v_new(Ctx *c, ValKind k);
+FlValue *fl_v_int(Ctx *c, int64_t i);
+FlValue *fl_v_float(Ctx *c, double f);
+FlValue *fl_v_bool(Ctx *c, bool b);
+FlValue *fl_v_str(Ctx *c, const char *s, size_t n);
+FlValue *fl_v_cstr(Ctx *c, const char *s);
+FlValue *fl_v_list(Ctx *c, ValKind k); /* VK_LIST or VK_TUPLE */
+void fl_v_list_push(Ctx *c, FlValue *l, FlValue *v);
+FlValue *fl_v_dict(Ctx *c);
+void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v);
+FlValue *fl_v_dict_get(FlValue *d, FlValue *k); /* NULL if absent */
+FlValue *fl_v_var(Ctx *c, const char *name);
+FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
+FlValue *fl_v_record(Ctx *c, const char *type);
+void fl_v_rec_set(Ctx *c, FlValue *rec, const char *name, FlValue *v);
+bool fl_v_equal(FlValue *a, FlValue *b);
+bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok);
+const char *fl_v_type_name(const FlValue *v);
+void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out);
+bool fl_v_is_seq(const FlValue *v);
+
+/* ---- environments ---- */
+Env *fl_env_new(Ctx *c, Env *parent);
+FlValue *fl_env_find(Env *e, const char *name); /* walks parents */
+void fl_env_set(Env *e, const char *name, FlValue *v);
+
+/* ---- errors ---- */
+/* Reports at the user-level span (the node's own span in user code; in stdlib code the user's
+ * call site, with a note at the stdlib line). Returns the ERROR value. */
+FlValue *fl_ev_error(Ctx *c, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
+FlSpan fl_ev_user_span(Ctx *c, FlSpan sp);
+FlLoc fl_ev_loc(Ctx *c, FlSpan sp);
+const char *fl_ev_suggest(Ctx *c, const char *name, Env *e);
+
+/* ---- calls and ops (eval.c) ---- */
+FlValue *fl_ev_call(Ctx *c, FlValue *fn, CallArgs *a);
+FlValue *fl_ev_call_simple(Ctx *c, FlValue *fn, FlSpan sp, FlValue **pos, size_t npos);
+/* Binds a builtin's arguments to its parameter spec "a b c=" (names; '=' marks optional;
+ * "*rest" takes extra positionals, "**kw" extra keywords into out as a dict). Missing optional
+ * arguments are NULL in out. Returns false after reporting an error. */
+bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValue **out);
+FlVarDesc *fl_ev_var_desc(Ctx *c, FlValue *v); /* the desc of a VK_VAR visible from the block */
+const char *fl_ev_unique(Ctx *c, const char *prefix); /* "fc" -> "fc_0", "fc_1", ... */
+FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp);
+/* Appends an op of `type` to the current block: inputs/outputs from keyword-named slots, attrs
+ * from the rest; creates missing outputs; runs shape inference, reporting its errors at the
+ * user's span. Returns the single output Var, a tuple of them, or ERROR. */
+FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp);
+/* Appends a bare op (slots and attrs set by the caller) located at the user's span. */
+FlOpDesc *fl_ev_op_raw(Ctx *c, FlBlock *b, const char *type, FlSpan sp);
+bool fl_ev_infer(Ctx *c, FlBlock *b, FlOpDesc *op, FlSpan sp);
+FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);
+FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp);
+FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
+
+/* ---- modules and builtins (builtins.c) ---- */
+void fl_builtins_install(Ctx *c);
+Module *fl_ev_native_module(Ctx *c, const char *name);
+FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);
+FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp);
+FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
+Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body);
+FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n);
+/* Runs `body` into a new sub-block of the current block; returns the sub-block. Names rebound to
+ * Vars inside it are carried out by assign ops (see eval.c, "runtime control flow"). */
+FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry_out, FlSpan sp, Flow *flow);
+void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot,
+                      const char *out_slot);
+/* Appends backward ops for loss; returns (params, grads) lists or ERROR. */
+FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp);
+bool fl_ev_is_var(const FlValue *v);
+bool fl_ev_is_channel(Ctx *c, FlValue *v);
+
+#endif
