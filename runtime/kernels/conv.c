@@ -1,0 +1,219 @@
+/* conv.c: conv2d (reference: direct loops; fast: im2col + GEMM, cblas_sgemm for float32) and
+ * pool2d, forward and backward, NCHW. The typed loops are in conv_t.inc. */
+#include "runtime/kernels/kernels_impl.h"
+
+#include <stdlib.h>
+
+typedef struct ConvDims {
+    int64_t N, C, H, W, M, kh, kw, Ho, Wo, groups, Cg, Mg;
+    int64_t sh, sw, ph, pw, dh, dw;
+} ConvDims;
+
+typedef struct PoolDims {
+    int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw;
+    FlPoolType type;
+    bool exclusive;
+} PoolDims;
+
+/* The window of output cell (oh, ow), clipped to the image: rows [h0, h1), cols [w0, w1). */
+static void pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1,
+                        int64_t *w0, int64_t *w1) {
+    int64_t hs = oh * p->sh - p->ph, ws = ow * p->sw - p->pw;
+    int64_t he = hs + p->kh, we = ws + p->kw;
+    *h0 = hs < 0 ? 0 : hs;
+    *w0 = ws < 0 ? 0 : ws;
+    *h1 = he > p->H ? p->H : he;
+    *w1 = we > p->W ? p->W : we;
+}
+
+static double pool_count(const PoolDims *p, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+    if (!p->exclusive) return (double)(p->kh * p->kw);
+    int64_t n = (h1 - h0) * (w1 - w0);
+    return n > 0 ? (double)n : 1;
+}
+
+#define FL_TMPL "conv_t.inc"
+#include "runtime/kernels/tmpl.h"
+
+static FlStatus conv_dims(FlErr *e, const char *op, const FlTensor *in, const FlTensor *f,
+                          const FlConv2dAttrs *a, ConvDims *d) {
+    if (kneed_float(e, op, "Input", in) || ksame_dtype(e, op, "Input", in, "Filter", f))
+        return FL_ERROR;
+    if (in->ndim != 4 || f->ndim != 4)
+        return fl_err(e, "%s: Input %s must be [N, C, H, W] and Filter %s [M, C/groups, kh, kw]",
+                      op, fl_tensor_shape(in).s, fl_tensor_shape(f).s);
+    if (a->groups < 1 || a->strides[0] < 1 || a->strides[1] < 1 || a->dilations[0] < 1 ||
+        a->dilations[1] < 1 || a->paddings[0] < 0 || a->paddings[1] < 0)
+        return fl_err(e, "%s: bad attributes: strides (%d, %d), paddings (%d, %d), dilations "
+                         "(%d, %d), groups %d", op, a->strides[0], a->strides[1], a->paddings[0],
+                      a->paddings[1], a->dilations[0], a->dilations[1], a->groups);
+    *d = (ConvDims){.N = in->ne[0], .C = in->ne[1], .H = in->ne[2], .W = in->ne[3],
+                    .M = f->ne[0], .kh = f->ne[2], .kw = f->ne[3], .groups = a->groups,
+                    .sh = a->strides[0], .sw = a->strides[1], .ph = a->paddings[0],
+                    .pw = a->paddings[1], .dh = a->dilations[0], .dw = a->dilations[1]};
+    if (d->C % d->groups || d->M % d->groups || f->ne[1] * d->groups != d->C)
+        return fl_err(e, "%s: Input %s and Filter %s with groups %d: Filter's dim 1 (%lld) times "
+                         "groups must equal Input's channels (%lld), and both channel counts must "
+                         "divide by groups", op, fl_tensor_shape(in).s, fl_tensor_shape(f).s,
+                      a->groups, (long long)f->ne[1], (long long)d->C);
+    d->Cg = d->C / d->groups;
+    d->Mg = d->M / d->groups;
+    d->Ho = (d->H + 2 * d->ph - (d->dh * (d->kh - 1) + 1)) / d->sh + 1;
+    d->Wo = (d->W + 2 * d->pw - (d->dw * (d->kw - 1) + 1)) / d->sw + 1;
+    if (d->H + 2 * d->ph < d->dh * (d->kh - 1) + 1 || d->W + 2 * d->pw < d->dw * (d->kw - 1) + 1 ||
+        d->Ho < 1 || d->Wo < 1)
+        return fl_err(e, "%s: Input %s and Filter %s: the output would be empty (the padded image "
+                         "is smaller than the dilated filter)", op, fl_tensor_shape(in).s,
+                      fl_tensor_shape(f).s);
+    return FL_OK;
+}
+
+static FlStatus conv(FlErr *e, const FlTensor *in, const FlTensor *f, const FlConv2dAttrs *a,
+                     FlTensor *output, bool fast) {
+    ConvDims d;
+    if (conv_dims(e, "conv2d", in, f, a, &d)) return FL_ERROR;
+    int64_t ne[4] = {d.N, d.M, d.Ho, d.Wo};
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, "conv2d", &r, in->dtype, 4, ne)) return FL_ERROR;
+    bool f32 = in->dtype == FL_DT_FLOAT32;
+    if (!fast) {
+        if (f32) conv_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
+        else conv_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
+    } else {
+        size_t es = fl_dtype_size(in->dtype);
+        void *col = malloc((size_t)(d.Cg * d.kh * d.kw * d.Ho * d.Wo) * es + 1);
+        if (!col) {
+            fl_tensor_fini(&r);
+            return fl_err(e, "conv2d: out of memory for the im2col buffer");
+        }
+        if (f32) conv_gemm_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), col, &d);
+        else conv_gemm_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), col, &d);
+        free(col);
+    }
+    kout(output, &r);
+    return FL_OK;
+}
+
+static FlStatus conv_grad(FlErr *e, const FlTensor *in, const FlTensor *f, const FlTensor *dout,
+                          const FlConv2dAttrs *a, FlTensor *din, FlTensor *dfilter, bool fast) {
+    const char *op = "conv2d_grad";
+    ConvDims d;
+    if (conv_dims(e, op, in, f, a, &d) || ksame_dtype(e, op, "Input", in, "Output@GRAD", dout))
+        return FL_ERROR;
+    if (dout->ndim != 4 || dout->ne[0] != d.N || dout->ne[1] != d.M || dout->ne[2] != d.Ho ||
+        dout->ne[3] != d.Wo) {
+        int64_t ne[4] = {d.N, d.M, d.Ho, d.Wo};
+        return fl_err(e, "%s: Output@GRAD %s differs from the output shape %s", op,
+                      fl_tensor_shape(dout).s, fl_shape_str(4, ne).s);
+    }
+    FlTensor ri = FL_TENSOR_INIT, rf = FL_TENSOR_INIT;
+    if (din && kalloc_like(e, op, &ri, in)) return FL_ERROR;
+    if (dfilter && kalloc_like(e, op, &rf, f)) {
+        fl_tensor_fini(&ri);
+        return FL_ERROR;
+    }
+    bool f32 = in->dtype == FL_DT_FLOAT32;
+    void *pi = din ? fl_tensor_data(&ri) : NULL, *pf = dfilter ? fl_tensor_data(&rf) : NULL;
+    if (!fast) {
+        if (f32) conv_grad_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, &d);
+        else conv_grad_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, &d);
+    } else {
+        size_t es = fl_dtype_size(in->dtype);
+        void *col = malloc((size_t)(d.Cg * d.kh * d.kw * d.Ho * d.Wo) * es + 1);
+        if (!col) {
+            fl_tensor_fini(&ri);
+            fl_tensor_fini(&rf);
+            return fl_err(e, "%s: out of memory for the im2col buffer", op);
+        }
+        if (f32) conv_gemm_grad_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, col, &d);
+        else conv_gemm_grad_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, col, &d);
+        free(col);
+    }
+    if (din) kout(din, &ri);
+    if (dfilter) kout(dfilter, &rf);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_conv2d(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                          const FlConv2dAttrs *a, FlTensor *output) {
+    return conv(e, input, filter, a, output, true);
+}
+FlStatus fl_kernel_conv2d_ref(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                              const FlConv2dAttrs *a, FlTensor *output) {
+    return conv(e, input, filter, a, output, false);
+}
+FlStatus fl_kernel_conv2d_grad(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                               const FlTensor *doutput, const FlConv2dAttrs *a, FlTensor *dinput,
+                               FlTensor *dfilter) {
+    return conv_grad(e, input, filter, doutput, a, dinput, dfilter, true);
+}
+FlStatus fl_kernel_conv2d_grad_ref(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                                   const FlTensor *doutput, const FlConv2dAttrs *a,
+                                   FlTensor *dinput, FlTensor *dfilter) {
+    return conv_grad(e, input, filter, doutput, a, dinput, dfilter, false);
+}
+
+/* ---- pool2d ---- */
+
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, bool ceil_mode) {
+    int64_t span = in + 2 * p - k;
+    return (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+}
+
+static FlStatus pool_dims(FlErr *e, const char *op, const FlTensor *x, const FlPool2dAttrs *a,
+                          PoolDims *p) {
+    if (kneed_float(e, op, "X", x)) return FL_ERROR;
+    if (x->ndim != 4) return fl_err(e, "%s: X %s must be [N, C, H, W]", op, fl_tensor_shape(x).s);
+    if (a->type != FL_POOL_MAX && a->type != FL_POOL_AVG)
+        return fl_err(e, "%s: unknown pooling type %d", op, (int)a->type);
+    *p = (PoolDims){.NC = x->ne[0] * x->ne[1], .H = x->ne[2], .W = x->ne[3], .kh = a->ksize[0],
+                    .kw = a->ksize[1], .sh = a->strides[0], .sw = a->strides[1],
+                    .ph = a->paddings[0], .pw = a->paddings[1], .type = a->type,
+                    .exclusive = a->exclusive};
+    if (a->global_pooling) {
+        p->kh = p->H, p->kw = p->W, p->ph = p->pw = 0, p->sh = p->sw = 1;
+    }
+    if (p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->ph < 0 || p->pw < 0 ||
+        p->ph >= p->kh || p->pw >= p->kw)
+        return fl_err(e, "%s: bad attributes for X %s: ksize (%lld, %lld), strides (%lld, %lld), "
+                         "paddings (%lld, %lld) (padding must be smaller than the window)", op,
+                      fl_tensor_shape(x).s, (long long)p->kh, (long long)p->kw, (long long)p->sh,
+                      (long long)p->sw, (long long)p->ph, (long long)p->pw);
+    if (p->H + 2 * p->ph < p->kh || p->W + 2 * p->pw < p->kw)
+        return fl_err(e, "%s: X %s is smaller than the window (%lld, %lld) even with padding", op,
+                      fl_tensor_shape(x).s, (long long)p->kh, (long long)p->kw);
+    p->Ho = pool_out(p->H, p->kh, p->sh, p->ph, a->ceil_mode);
+    p->Wo = pool_out(p->W, p->kw, p->sw, p->pw, a->ceil_mode);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+    PoolDims p;
+    if (pool_dims(e, "pool2d", x, a, &p)) return FL_ERROR;
+    int64_t ne[4] = {x->ne[0], x->ne[1], p.Ho, p.Wo};
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, "pool2d", &r, x->dtype, 4, ne)) return FL_ERROR;
+    if (x->dtype == FL_DT_FLOAT32) pool_f32(fl_tensor_data(x), fl_tensor_data(&r), &p);
+    else pool_f64(fl_tensor_data(x), fl_tensor_data(&r), &p);
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                               const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+    const char *op = "pool2d_grad";
+    (void)out; /* the max cell is found again in X: the same cell the forward pass chose */
+    PoolDims p;
+    if (pool_dims(e, op, x, a, &p) || ksame_dtype(e, op, "X", x, "Out@GRAD", dout)) return FL_ERROR;
+    int64_t ne[4] = {x->ne[0], x->ne[1], p.Ho, p.Wo};
+    if (dout->ndim != 4 || memcmp(dout->ne, ne, sizeof ne))
+        return fl_err(e, "%s: Out@GRAD %s differs from the output shape %s", op,
+                      fl_tensor_shape(dout).s, fl_shape_str(4, ne).s);
+    if (!dx) return FL_OK;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &r, x)) return FL_ERROR;
+    if (x->dtype == FL_DT_FLOAT32) pool_grad_f32(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
+    else pool_grad_f64(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
+    kout(dx, &r);
+    return FL_OK;
+}

@@ -1,0 +1,337 @@
+/* elementwise.c: binary elementwise ops with broadcasting, their gradients, comparisons and
+ * logical ops.
+ *
+ * Broadcasting is planned once per call (kbcast_plan): both operands are padded to the output's
+ * rank, a broadcast dim gets stride 0, and dims that are contiguous in X, Y and Out alike are
+ * merged. The op then runs over innermost runs (kbcast_run) with one typed loop per op and
+ * dtype. Gradients walk the same plan and accumulate into dX / dY at the operand's offsets, so a
+ * broadcast operand's gradient is summed over the dims it was broadcast along. */
+#include "runtime/kernels/kernels_impl.h"
+
+#include <tgmath.h>
+
+/* ---- broadcasting plan ---- */
+
+FlStatus kbcast_plan(FlErr *e, const char *op, const FlTensor *x, const FlTensor *y, int axis,
+                     KBcast *b) {
+    int nx = x->ndim, ny = y->ndim, nd;
+    int64_t px[FL_MAX_DIMS], py[FL_MAX_DIMS], po[FL_MAX_DIMS];
+    if (axis == -1) {
+        nd = nx > ny ? nx : ny;
+        for (int i = 0; i < nd; i++) {
+            int ix = i - (nd - nx), iy = i - (nd - ny);
+            px[i] = ix >= 0 ? x->ne[ix] : 1;
+            py[i] = iy >= 0 ? y->ne[iy] : 1;
+            if (px[i] != py[i] && px[i] != 1 && py[i] != 1)
+                return fl_err(e, "%s: X %s and Y %s cannot be broadcast together: dim %d of the "
+                                 "result would be both %lld and %lld",
+                              op, fl_tensor_shape(x).s, fl_tensor_shape(y).s, i,
+                              (long long)px[i], (long long)py[i]);
+            po[i] = px[i] == 1 ? py[i] : px[i];
+        }
+    } else {
+        int nyt = ny;
+        while (nyt > 0 && y->ne[nyt - 1] == 1) nyt--; /* Paddle trims Y's trailing 1s */
+        if (axis < 0 || axis + nyt > nx)
+            return fl_err(e, "%s: X %s and Y %s: axis %d is out of range (Y's dims must fit in "
+                             "X's starting at axis)",
+                          op, fl_tensor_shape(x).s, fl_tensor_shape(y).s, axis);
+        nd = nx;
+        for (int i = 0; i < nd; i++) {
+            px[i] = po[i] = x->ne[i];
+            py[i] = (i >= axis && i < axis + nyt) ? y->ne[i - axis] : 1;
+            if (py[i] != px[i] && py[i] != 1)
+                return fl_err(e, "%s: X %s and Y %s with axis %d: Y's dim %d (%lld) differs "
+                                 "from X's dim %d (%lld)",
+                              op, fl_tensor_shape(x).s, fl_tensor_shape(y).s, axis, i - axis,
+                              (long long)py[i], i, (long long)px[i]);
+        }
+    }
+    b->ondim = nd;
+    for (int i = 0; i < FL_MAX_DIMS; i++) b->one[i] = i < nd ? po[i] : 1;
+    /* contiguous strides of the padded operands, 0 where broadcast; dims of size 1 dropped */
+    int64_t sx = 1, sy = 1, ne[FL_MAX_DIMS], ax[FL_MAX_DIMS], ay[FL_MAX_DIMS];
+    int m = 0;
+    for (int i = nd - 1; i >= 0; i--) { /* collected innermost first */
+        if (po[i] != 1) {
+            ne[m] = po[i];
+            ax[m] = px[i] == 1 ? 0 : sx;
+            ay[m] = py[i] == 1 ? 0 : sy;
+            m++;
+        }
+        sx *= px[i];
+        sy *= py[i];
+    }
+    /* merge dim k+1 (outer) into dim k (inner) when contiguous for both operands */
+    int64_t mne[FL_MAX_DIMS], msx[FL_MAX_DIMS], msy[FL_MAX_DIMS];
+    int k = -1;
+    for (int i = 0; i < m; i++) {
+        if (k >= 0 && ax[i] == msx[k] * mne[k] && ay[i] == msy[k] * mne[k]) {
+            mne[k] *= ne[i];
+            continue;
+        }
+        k++;
+        mne[k] = ne[i], msx[k] = ax[i], msy[k] = ay[i];
+    }
+    b->nd = k + 1;
+    for (int i = 0; i < b->nd; i++) { /* back to outermost first */
+        b->ne[i] = mne[k - i];
+        b->sx[i] = msx[k - i];
+        b->sy[i] = msy[k - i];
+    }
+    return FL_OK;
+}
+
+void kbcast_run(const KBcast *b, KRunFn fn, void *ctx) {
+    int nd = b->nd;
+    if (nd == 0) {
+        fn(ctx, 0, 0, 0, 1, 0, 0);
+        return;
+    }
+    for (int i = 0; i < nd; i++)
+        if (b->ne[i] == 0) return;
+    int last = nd - 1;
+    int64_t n = b->ne[last], idx[FL_MAX_DIMS] = {0}, xo = 0, yo = 0, oo = 0;
+    for (;;) {
+        fn(ctx, xo, yo, oo, n, b->sx[last], b->sy[last]);
+        oo += n;
+        int d = last - 1;
+        for (; d >= 0; d--) {
+            idx[d]++;
+            xo += b->sx[d];
+            yo += b->sy[d];
+            if (idx[d] < b->ne[d]) break;
+            xo -= b->sx[d] * b->ne[d];
+            yo -= b->sy[d] * b->ne[d];
+            idx[d] = 0;
+        }
+        if (d < 0) return;
+    }
+}
+
+/* ---- typed loops ---- */
+
+typedef struct Ctx {
+    const void *x, *y, *g;
+    void *o, *dx, *dy;
+} Ctx;
+
+#define FWD_LOOP(name, T, TO, expr)                                                          \
+    static void name(void *c, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t sx,      \
+                     int64_t sy) {                                                           \
+        Ctx *k = c;                                                                          \
+        const T *x = (const T *)k->x + xo, *y = (const T *)k->y + yo;                        \
+        TO *o = (TO *)k->o + oo;                                                             \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            T a = x[i * sx], b = y[i * sy];                                                  \
+            (void)a, (void)b;                                                                \
+            o[i] = (TO)(expr);                                                               \
+        }                                                                                    \
+    }
+
+static inline int64_t ifloordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t imod(int64_t a, int64_t b) {
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+#define FMOD_PY(a, b) (fmod(a, b) != 0 && ((fmod(a, b) < 0) != ((b) < 0)) ? fmod(a, b) + (b) : fmod(a, b))
+
+/* op name, float expression, integer expression (NONE: float only) */
+#define ARITH_OPS(X)                                                                         \
+    X(add, a + b, a + b)                                                                     \
+    X(sub, a - b, a - b)                                                                     \
+    X(mul, a * b, a * b)                                                                     \
+    X(div, a / b, a / b)                                                                     \
+    X(max, a > b ? a : b, a > b ? a : b)                                                     \
+    X(min, a < b ? a : b, a < b ? a : b)                                                     \
+    X(pow, pow(a, b), 0)                                                                     \
+    X(floordiv, floor(a / b), ifloordiv(a, b))                                               \
+    X(mod, FMOD_PY(a, b), imod(a, b))
+
+#define DEF_ARITH(op, ef, ei)                                                                \
+    FWD_LOOP(op##_f32, float, float, ef)                                                     \
+    FWD_LOOP(op##_f64, double, double, ef)                                                   \
+    FWD_LOOP(op##_i32, int32_t, int32_t, ei)                                                 \
+    FWD_LOOP(op##_i64, int64_t, int64_t, ei)
+ARITH_OPS(DEF_ARITH)
+
+#define ENUM_ARITH(op, ef, ei) OP_##op,
+typedef enum { ARITH_OPS(ENUM_ARITH) OP_COUNT } ArithOp;
+#define TAB_ARITH(op, ef, ei) {op##_f32, op##_f64, op##_i32, op##_i64},
+static const KRunFn arith_tab[OP_COUNT][4] = {ARITH_OPS(TAB_ARITH)};
+#define NAME_ARITH(op, ef, ei) "elementwise_" #op,
+static const char *const arith_name[OP_COUNT] = {ARITH_OPS(NAME_ARITH)};
+
+#define CMP_OPS(X)                                                                           \
+    X(less_than, a < b) X(less_equal, a <= b) X(greater_than, a > b)                         \
+    X(greater_equal, a >= b) X(equal, a == b) X(not_equal, a != b)
+#define DEF_CMP(op, ex)                                                                      \
+    FWD_LOOP(op##_f32, float, uint8_t, ex)                                                   \
+    FWD_LOOP(op##_f64, double, uint8_t, ex)                                                  \
+    FWD_LOOP(op##_i32, int32_t, uint8_t, ex)                                                 \
+    FWD_LOOP(op##_i64, int64_t, uint8_t, ex)
+CMP_OPS(DEF_CMP)
+FWD_LOOP(and_u8, uint8_t, uint8_t, a && b)
+FWD_LOOP(or_u8, uint8_t, uint8_t, a || b)
+
+static int type_index(FlDType t) {
+    switch (t) {
+    case FL_DT_FLOAT32: return 0;
+    case FL_DT_FLOAT64: return 1;
+    case FL_DT_INT32: return 2;
+    case FL_DT_INT64: return 3;
+    case FL_DT_BOOL:
+    case FL_DT_COUNT: break;
+    }
+    return -1;
+}
+
+static bool has_int_zero(const FlTensor *t) {
+    int64_t n = fl_tensor_numel(t);
+    const void *p = fl_tensor_data(t);
+    for (int64_t i = 0; i < n; i++)
+        if (t->dtype == FL_DT_INT32 ? ((const int32_t *)p)[i] == 0 : ((const int64_t *)p)[i] == 0)
+            return true;
+    return false;
+}
+
+/* Runs fn over the broadcast of x and y into a new tensor of dtype odt. */
+static FlStatus run_binary(FlErr *e, const char *op, const FlTensor *x, const FlTensor *y,
+                           int axis, FlDType odt, KRunFn fn, FlTensor *out) {
+    KBcast b;
+    if (kbcast_plan(e, op, x, y, axis, &b)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, op, &r, odt, b.ondim, b.one)) return FL_ERROR;
+    Ctx c = {.x = fl_tensor_data(x), .y = fl_tensor_data(y), .o = fl_tensor_data(&r)};
+    kbcast_run(&b, fn, &c);
+    kout(out, &r);
+    return FL_OK;
+}
+
+static FlStatus arith(FlErr *e, ArithOp op, const FlTensor *x, const FlTensor *y, int axis,
+                      FlTensor *out) {
+    const char *name = arith_name[op];
+    if (kneed_num(e, name, "X", x) || kneed_num(e, name, "Y", y) ||
+        ksame_dtype(e, name, "X", x, "Y", y))
+        return FL_ERROR;
+    if (op == OP_pow && kneed_float(e, name, "X", x)) return FL_ERROR;
+    if ((op == OP_div || op == OP_floordiv || op == OP_mod) && kis_int(y->dtype) && has_int_zero(y))
+        return fl_err(e, "%s: integer division by zero (Y %s holds a 0)", name,
+                      fl_tensor_shape(y).s);
+    return run_binary(e, name, x, y, axis, x->dtype, arith_tab[op][type_index(x->dtype)], out);
+}
+
+#define DEF_ARITH_API(op, ef, ei)                                                            \
+    FlStatus fl_kernel_elementwise_##op(FlErr *e, const FlTensor *x, const FlTensor *y,      \
+                                        int axis, FlTensor *out) {                           \
+        return arith(e, OP_##op, x, y, axis, out);                                           \
+    }
+ARITH_OPS(DEF_ARITH_API)
+
+#define DEF_CMP_API(op, ex)                                                                  \
+    FlStatus fl_kernel_##op(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,        \
+                            FlTensor *out) {                                                 \
+        static const KRunFn tab[4] = {op##_f32, op##_f64, op##_i32, op##_i64};               \
+        if (kneed_num(e, #op, "X", x) || kneed_num(e, #op, "Y", y) ||                        \
+            ksame_dtype(e, #op, "X", x, "Y", y))                                             \
+            return FL_ERROR;                                                                 \
+        return run_binary(e, #op, x, y, axis, FL_DT_BOOL, tab[type_index(x->dtype)], out);   \
+    }
+CMP_OPS(DEF_CMP_API)
+
+static FlStatus logical(FlErr *e, const char *op, const FlTensor *x, const FlTensor *y,
+                        KRunFn fn, FlTensor *out) {
+    FlTensor bx = FL_TENSOR_INIT, by = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (fl_kernel_cast(e, x, FL_DT_BOOL, &bx)) goto fail;
+    if (y && fl_kernel_cast(e, y, FL_DT_BOOL, &by)) goto fail;
+    if (y) {
+        st = run_binary(e, op, &bx, &by, -1, FL_DT_BOOL, fn, out);
+    } else {
+        uint8_t *p = fl_tensor_data(&bx);
+        for (int64_t i = 0, n = fl_tensor_numel(&bx); i < n; i++) p[i] = !p[i];
+        kout(out, &bx);
+        st = FL_OK;
+    }
+fail:
+    fl_tensor_fini(&bx);
+    fl_tensor_fini(&by);
+    return st;
+}
+
+FlStatus fl_kernel_logical_and(FlErr *e, const FlTensor *x, const FlTensor *y, FlTensor *out) {
+    return logical(e, "logical_and", x, y, and_u8, out);
+}
+FlStatus fl_kernel_logical_or(FlErr *e, const FlTensor *x, const FlTensor *y, FlTensor *out) {
+    return logical(e, "logical_or", x, y, or_u8, out);
+}
+FlStatus fl_kernel_logical_not(FlErr *e, const FlTensor *x, FlTensor *out) {
+    return logical(e, "logical_not", x, NULL, NULL, out);
+}
+
+/* ---- gradients ---- */
+
+#define GRAD_LOOP(name, T, DX, DY)                                                           \
+    static void name(void *c, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t sx,      \
+                     int64_t sy) {                                                           \
+        Ctx *k = c;                                                                          \
+        const T *x = (const T *)k->x + xo, *y = (const T *)k->y + yo, *g = (const T *)k->g + oo; \
+        T *dx = k->dx ? (T *)k->dx + xo : NULL, *dy = k->dy ? (T *)k->dy + yo : NULL;        \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            T a = x[i * sx], b = y[i * sy], go = g[i];                                       \
+            (void)a, (void)b;                                                                \
+            if (dx) dx[i * sx] += (DX);                                                      \
+            if (dy) dy[i * sy] += (DY);                                                      \
+        }                                                                                    \
+    }
+
+#define GRAD_OPS(X)                                                                          \
+    X(add, go, go)                                                                           \
+    X(sub, go, -go)                                                                          \
+    X(mul, go * b, go * a)                                                                   \
+    X(div, go / b, -go * a / (b * b))                                                        \
+    X(max, a > b ? go : 0, a > b ? 0 : go)                                                   \
+    X(min, a < b ? go : 0, a < b ? 0 : go)                                                   \
+    X(pow, go * b * pow(a, b - 1), a > 0 ? go * pow(a, b) * log(a) : 0)
+#define DEF_GRAD(op, DX, DY)                                                                 \
+    GRAD_LOOP(op##_grad_f32, float, DX, DY)                                                  \
+    GRAD_LOOP(op##_grad_f64, double, DX, DY)
+GRAD_OPS(DEF_GRAD)
+
+static FlStatus arith_grad(FlErr *e, const char *op, KRunFn f32, KRunFn f64, const FlTensor *x,
+                           const FlTensor *y, const FlTensor *dout, int axis, FlTensor *dx,
+                           FlTensor *dy) {
+    if (kneed_float(e, op, "X", x) || ksame_dtype(e, op, "X", x, "Y", y) ||
+        ksame_dtype(e, op, "X", x, "Out@GRAD", dout))
+        return FL_ERROR;
+    KBcast b;
+    if (kbcast_plan(e, op, x, y, axis, &b)) return FL_ERROR;
+    if (dout->ndim != b.ondim || memcmp(dout->ne, b.one, sizeof(int64_t) * (size_t)b.ondim))
+        return fl_err(e, "%s: Out@GRAD %s differs from the output shape %s of X %s and Y %s", op,
+                      fl_tensor_shape(dout).s, fl_shape_str(b.ondim, b.one).s,
+                      fl_tensor_shape(x).s, fl_tensor_shape(y).s);
+    FlTensor rx = FL_TENSOR_INIT, ry = FL_TENSOR_INIT;
+    if (dx && kalloc_like(e, op, &rx, x)) return FL_ERROR;
+    if (dy && kalloc_like(e, op, &ry, y)) {
+        fl_tensor_fini(&rx);
+        return FL_ERROR;
+    }
+    Ctx c = {.x = fl_tensor_data(x), .y = fl_tensor_data(y), .g = fl_tensor_data(dout),
+             .dx = dx ? fl_tensor_data(&rx) : NULL, .dy = dy ? fl_tensor_data(&ry) : NULL};
+    kbcast_run(&b, x->dtype == FL_DT_FLOAT32 ? f32 : f64, &c);
+    if (dx) kout(dx, &rx);
+    if (dy) kout(dy, &ry);
+    return FL_OK;
+}
+
+#define DEF_GRAD_API(op, DX, DY)                                                             \
+    FlStatus fl_kernel_elementwise_##op##_grad(FlErr *e, const FlTensor *x, const FlTensor *y, \
+                                               const FlTensor *dout, int axis, FlTensor *dx, \
+                                               FlTensor *dy) {                               \
+        return arith_grad(e, "elementwise_" #op "_grad", op##_grad_f32, op##_grad_f64, x, y, \
+                          dout, axis, dx, dy);                                               \
+    }
+GRAD_OPS(DEF_GRAD_API)

@@ -1,0 +1,113 @@
+/* fill.c: fill_constant, uniform_random, gaussian_random, assign, cast. The random fills draw
+ * element i as the i-th value of one FlRng stream, so the result depends only on the seed and
+ * the attributes (never on threads or timing). */
+#include "runtime/kernels/kernels_impl.h"
+#include "runtime/rng.h"
+
+FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value,
+                                 FlDType dtype, FlTensor *out) {
+    FlTensor r = FL_TENSOR_INIT;
+    FlErr sub;
+    if (fl_tensor_alloc(&sub, &r, dtype, ndim, shape))
+        return fl_err(e, "fill_constant: %s", sub.msg);
+    int64_t n = fl_tensor_numel(&r);
+    void *p = fl_tensor_data(&r);
+    switch (dtype) {
+    case FL_DT_FLOAT32: for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)value; break;
+    case FL_DT_FLOAT64: for (int64_t i = 0; i < n; i++) ((double *)p)[i] = value; break;
+    case FL_DT_INT32: for (int64_t i = 0; i < n; i++) ((int32_t *)p)[i] = (int32_t)value; break;
+    case FL_DT_INT64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = (int64_t)value; break;
+    case FL_DT_BOOL: memset(p, value != 0, (size_t)n); break;
+    case FL_DT_COUNT: FL_UNREACHABLE();
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
+static FlStatus random_fill(FlErr *e, const char *op, int ndim, const int64_t *shape, double a,
+                            double b, bool gauss, uint64_t seed, FlDType dtype, FlTensor *out) {
+    if (!kis_float(dtype))
+        return fl_err(e, "%s: dtype %s is not supported; float32 or float64 expected", op,
+                      fl_dtype_name(dtype));
+    FlTensor r = FL_TENSOR_INIT;
+    FlErr sub;
+    if (fl_tensor_alloc(&sub, &r, dtype, ndim, shape)) return fl_err(e, "%s: %s", op, sub.msg);
+    FlRng rng;
+    fl_rng_init(&rng, seed);
+    int64_t n = fl_tensor_numel(&r);
+    void *p = fl_tensor_data(&r);
+    for (int64_t i = 0; i < n; i++) {
+        double v = gauss ? a + b * fl_rng_gaussian(&rng) : a + (b - a) * fl_rng_uniform(&rng);
+        if (dtype == FL_DT_FLOAT32) ((float *)p)[i] = (float)v;
+        else ((double *)p)[i] = v;
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_uniform_random(FlErr *e, int ndim, const int64_t *shape, double min, double max,
+                                  uint64_t seed, FlDType dtype, FlTensor *out) {
+    if (!(min <= max)) return fl_err(e, "uniform_random: min (%g) is greater than max (%g)", min, max);
+    return random_fill(e, "uniform_random", ndim, shape, min, max, false, seed, dtype, out);
+}
+
+FlStatus fl_kernel_gaussian_random(FlErr *e, int ndim, const int64_t *shape, double mean,
+                                   double std, uint64_t seed, FlDType dtype, FlTensor *out) {
+    if (!(std >= 0)) return fl_err(e, "gaussian_random: std (%g) is negative", std);
+    return random_fill(e, "gaussian_random", ndim, shape, mean, std, true, seed, dtype, out);
+}
+
+FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) {
+    FL_ASSERT(x && x->buf);
+    FlTensor r = FL_TENSOR_INIT;
+    FlErr sub;
+    if (fl_tensor_copy(&sub, &r, x)) return fl_err(e, "assign: %s", sub.msg);
+    kout(out, &r);
+    return FL_OK;
+}
+
+#define CAST_LOOP(TO, conv)                                                                 \
+    do {                                                                                    \
+        TO *o = fl_tensor_data(&r);                                                         \
+        switch (x->dtype) {                                                                 \
+        case FL_DT_FLOAT32: { const float *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_FLOAT64: { const double *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_INT32: { const int32_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_INT64: { const int64_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_BOOL: { const uint8_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_COUNT: FL_UNREACHABLE();                                                 \
+        }                                                                                   \
+    } while (0)
+#define CONV_F32(v) ((float)(v))
+#define CONV_F64(v) ((double)(v))
+#define CONV_I32(v) ((int32_t)(v))
+#define CONV_I64(v) ((int64_t)(v))
+#define CONV_BOOL(v) ((uint8_t)((v) != 0))
+
+FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype, FlTensor *out) {
+    FL_ASSERT(x && x->buf);
+    FlTensor r = FL_TENSOR_INIT;
+    FlErr sub;
+    if (fl_tensor_alloc_like(&sub, &r, x, out_dtype)) return fl_err(e, "cast: %s", sub.msg);
+    const void *p = fl_tensor_data(x);
+    int64_t n = fl_tensor_numel(x);
+    switch (out_dtype) {
+    case FL_DT_FLOAT32: CAST_LOOP(float, CONV_F32); break;
+    case FL_DT_FLOAT64: CAST_LOOP(double, CONV_F64); break;
+    case FL_DT_INT32: CAST_LOOP(int32_t, CONV_I32); break;
+    case FL_DT_INT64: CAST_LOOP(int64_t, CONV_I64); break;
+    case FL_DT_BOOL: CAST_LOOP(uint8_t, CONV_BOOL); break;
+    case FL_DT_COUNT: FL_UNREACHABLE();
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_cast_grad(FlErr *e, const FlTensor *x, const FlTensor *dout, FlTensor *dx) {
+    FL_ASSERT(x && dout && dout->buf);
+    if (!fl_tensor_same_shape(x, dout))
+        return fl_err(e, "cast_grad: X %s and Out@GRAD %s must have the same shape",
+                      fl_tensor_shape(x).s, fl_tensor_shape(dout).s);
+    if (!dx) return FL_OK;
+    return fl_kernel_cast(e, dout, x->dtype, dx);
+}

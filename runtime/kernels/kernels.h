@@ -1,0 +1,463 @@
+/* kernels.h: the compute kernels of fluidc, forward and backward, one function per op.
+ *
+ * Op names, slots and attributes follow Paddle Fluid; docs/kernels.md describes each op for
+ * users. This header is the contract for the executor, which calls these functions by name.
+ *
+ * Conventions (they hold for every function below unless its comment says otherwise):
+ *
+ *  - Form: FlStatus fl_kernel_<op>(FlErr *e, <inputs>, <attributes>, <outputs>). Inputs are
+ *    `const FlTensor *` and are only read. Outputs are `FlTensor *`: on success each output is
+ *    REPLACED WHOLE by a newly allocated tensor of the right dtype and shape; whatever the output
+ *    held before is released after the computation, so an output may be the very struct that
+ *    was passed as an input. On error (FL_ERROR, message in *e) no output is touched.
+ *  - Gradient kernels fl_kernel_<op>_grad take the forward inputs and/or outputs they need and
+ *    the gradient of each forward output (dOut; "d" prefix), and produce the gradient of each
+ *    forward input. A NULL gradient output pointer means that gradient is not needed and is not
+ *    computed. Gradients have the shape and dtype of the forward input they belong to.
+ *  - Dtypes: "F" means float32 or float64 (float32 is the main type; float64 exists for
+ *    gradient checks). All float inputs of one op must share one dtype; the outputs take it.
+ *    "N" means any numeric dtype (float32, float64, int32, int64).
+ *  - Errors: a shape or dtype mismatch returns FL_ERROR with a message that starts with the op
+ *    name and names the input shapes, e.g.
+ *      "mul: X [128, 784] and Y [10, 512]: X's columns (784) differ from Y's rows (10)".
+ *    Allocation failure of an output is an error too (never an abort). Passing an empty tensor
+ *    (no buffer) as an input is a bug in the caller (asserted).
+ *  - Thread-safety: kernels are pure functions of their arguments with no global state; any
+ *    number of threads may call any kernels at once, on shared inputs (inputs are only read).
+ *    The optimizer kernels' in-place mode is the one exception; see there.
+ *  - Fast paths: GEMM-shaped ops (mul, matmul, conv2d and their gradients) use OpenBLAS
+ *    (cblas_sgemm) for float32. Each also has a _ref twin with the same signature: the plain C
+ *    reference kernel (used for float64 and by the tests that check fast == reference).
+ *  - Negative axes count from the end (axis -1 = last dimension) wherever an axis is taken,
+ *    except elementwise ops' `axis`, whose -1 means numpy broadcasting (see there).
+ */
+#ifndef FL_KERNELS_H
+#define FL_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "runtime/tensor.h"
+
+/* ======================================================================================
+ * Creation and conversion (fill.c)
+ * ====================================================================================== */
+
+/* fill_constant: Out = a tensor of `shape` (ndim dims, each >= 0) and `dtype`, every element
+ * `value` (converted: truncated for ints, != 0 for bool). */
+FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value,
+                                 FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
+/* uniform_random: Out[shape] (dtype F) uniform in [min, max). The values are a deterministic
+ * function of (seed, shape, dtype, min, max): element i is the i-th draw of FlRng seeded with
+ * `seed` (the executor maps Paddle's "seed 0 = random" to a program seed before calling).
+ * Errors: min > max, a non-float dtype. */
+FlStatus fl_kernel_uniform_random(FlErr *e, int ndim, const int64_t *shape, double min, double max,
+                                  uint64_t seed, FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
+/* gaussian_random: Out[shape] (dtype F) ~ N(mean, std^2), deterministic given seed (as above).
+ * Errors: std < 0, a non-float dtype. */
+FlStatus fl_kernel_gaussian_random(FlErr *e, int ndim, const int64_t *shape, double mean,
+                                   double std, uint64_t seed, FlDType dtype,
+                                   FlTensor *out) FL_WARN_UNUSED;
+/* assign: Out = a copy of X (any dtype), in a new buffer. Its gradient is assign(dOut). */
+FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+/* cast: Out = X converted to out_dtype (any to any; to bool: != 0; float to int truncates).
+ * cast_grad: dX = dOut cast back to X's dtype. */
+FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype,
+                        FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_cast_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
+                             FlTensor *dx) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Matrix products (linalg.c)
+ * ====================================================================================== */
+
+/* mul: X (F, rank >= 2 or as flattened) is viewed as a matrix [prod(X.dims[:x_num_col_dims]),
+ * prod(X.dims[x_num_col_dims:])], Y likewise at y_num_col_dims; Out = X_mat @ Y_mat with shape
+ * X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:]. Errors: num_col_dims outside [1, rank),
+ * X's columns != Y's rows, dtypes differ. */
+FlStatus fl_kernel_mul(FlErr *e, const FlTensor *x, const FlTensor *y, int x_num_col_dims,
+                       int y_num_col_dims, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_mul_ref(FlErr *e, const FlTensor *x, const FlTensor *y, int x_num_col_dims,
+                           int y_num_col_dims, FlTensor *out) FL_WARN_UNUSED;
+/* mul_grad: dX = dOut_mat @ Y_mat^T, dY = X_mat^T @ dOut_mat (reshaped to X's / Y's shapes). */
+FlStatus fl_kernel_mul_grad(FlErr *e, const FlTensor *x, const FlTensor *y, const FlTensor *dout,
+                            int x_num_col_dims, int y_num_col_dims, FlTensor *dx,
+                            FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_mul_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                const FlTensor *dout, int x_num_col_dims, int y_num_col_dims,
+                                FlTensor *dx, FlTensor *dy) FL_WARN_UNUSED;
+
+/* matmul: Out = alpha * op(X) @ op(Y), op = transpose of the last two dims when transpose_x /
+ * transpose_y. X and Y (F) have rank >= 2; the dims before the last two are batch dims: equal
+ * in X and Y, or one operand is 2-D and is used for every batch. Out: batch dims + [M, N].
+ * Errors: rank < 2, inner sizes differ, batch dims differ. */
+FlStatus fl_kernel_matmul(FlErr *e, const FlTensor *x, const FlTensor *y, bool transpose_x,
+                          bool transpose_y, double alpha, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_matmul_ref(FlErr *e, const FlTensor *x, const FlTensor *y, bool transpose_x,
+                              bool transpose_y, double alpha, FlTensor *out) FL_WARN_UNUSED;
+/* matmul_grad: dX, dY (a 2-D operand broadcast over batches gets the sum over batches). */
+FlStatus fl_kernel_matmul_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                               const FlTensor *dout, bool transpose_x, bool transpose_y,
+                               double alpha, FlTensor *dx, FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_matmul_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                   const FlTensor *dout, bool transpose_x, bool transpose_y,
+                                   double alpha, FlTensor *dx, FlTensor *dy) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Elementwise binary ops with broadcasting (elementwise.c)
+ *
+ * Broadcasting: with axis == -1, numpy's rule: shapes are aligned on the right and each pair
+ * of dims must be equal or one of them 1; Out has the larger of each pair (either operand may
+ * be broadcast). With axis >= 0, Paddle's rule: Y's dims (after dropping trailing 1s) match
+ * X's dims starting at `axis` (each equal, or 1 in Y); Out has X's shape. Errors name both
+ * shapes. X and Y share one dtype.
+ * Gradient kernels take X, Y, dOut and the same axis and give dX, dY; a broadcast operand's
+ * gradient is summed over the dims it was broadcast along.
+ * ====================================================================================== */
+
+/* add, sub, mul, div: dtype N (integer div truncates toward zero; division by integer zero is
+ * an error). max, min: N. pow: F, Out = X^Y. Gradients (F only):
+ *   add: dX = dOut, dY = dOut;            sub: dX = dOut, dY = -dOut
+ *   mul: dX = dOut*Y, dY = dOut*X;        div: dX = dOut/Y, dY = -dOut*X/Y^2
+ *   max: dX = dOut*(X > Y), dY = dOut*(X <= Y);   min: dX = dOut*(X < Y), dY = dOut*(X >= Y)
+ *   pow: dX = dOut*Y*X^(Y-1), dY = dOut*X^Y*log(X) */
+FlStatus fl_kernel_elementwise_add(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_sub(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_mul(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_div(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_max(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_min(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_pow(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+/* floordiv: floor(X / Y); mod: X - floor(X / Y) * Y (the result has Y's sign, as in Python and
+ * Paddle). Dtype N; integer division by zero is an error. No gradients. */
+FlStatus fl_kernel_elementwise_floordiv(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                        FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_mod(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                   FlTensor *out) FL_WARN_UNUSED;
+
+FlStatus fl_kernel_elementwise_add_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_sub_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_mul_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_div_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_max_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_min_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_pow_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) FL_WARN_UNUSED;
+
+/* Comparisons: Out (bool) = X op Y elementwise, broadcasting as above; X, Y dtype N. */
+FlStatus fl_kernel_less_than(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                             FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_less_equal(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                              FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_greater_than(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_greater_equal(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                 FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_equal(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                         FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_not_equal(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                             FlTensor *out) FL_WARN_UNUSED;
+/* Logical ops: Out (bool); inputs of any dtype, nonzero = true; and/or broadcast (axis -1). */
+FlStatus fl_kernel_logical_and(FlErr *e, const FlTensor *x, const FlTensor *y,
+                               FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_logical_or(FlErr *e, const FlTensor *x, const FlTensor *y,
+                              FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_logical_not(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Activations and unary math (activation.c). X: F. Out: X's shape and dtype.
+ * Gradients take (X, Out, dOut); only the one named is read and the other may be NULL:
+ *   relu (Out):    Out = max(X, 0);   dX = dOut * (Out > 0)
+ *   sigmoid (Out): Out = 1/(1+e^-X);  dX = dOut * Out * (1 - Out)
+ *   tanh (Out):    dX = dOut * (1 - Out^2)
+ *   exp (Out):     dX = dOut * Out
+ *   sqrt (Out):    dX = dOut / (2 Out)
+ *   log (X):       dX = dOut / X
+ *   square (X):    Out = X^2;  dX = dOut * 2X
+ *   abs (X):       dX = dOut * sign(X)   (0 at 0)
+ * ====================================================================================== */
+FlStatus fl_kernel_relu(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_sigmoid(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_tanh(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_exp(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_log(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_sqrt(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_square(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_abs(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_relu_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                             const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_sigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                                const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_tanh_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                             const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_exp_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                            const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_log_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                            const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_sqrt_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                             const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_square_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                               const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_abs_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                            const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+
+/* scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias); X: N.
+ * scale_grad: dX = scale * dOut. */
+FlStatus fl_kernel_scale(FlErr *e, const FlTensor *x, double scale, double bias,
+                         bool bias_after_scale, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_scale_grad(FlErr *e, const FlTensor *dout, double scale,
+                              FlTensor *dx) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Softmax, losses and reductions (reduce.c)
+ * ====================================================================================== */
+
+/* softmax over the last axis, numerically stable (the row max is subtracted). X: F, rank >= 1.
+ * softmax_grad: dX = Out * (dOut - sum(dOut * Out, last axis)). */
+FlStatus fl_kernel_softmax(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_softmax_grad(FlErr *e, const FlTensor *out, const FlTensor *dout,
+                                FlTensor *dx) FL_WARN_UNUSED;
+
+/* cross_entropy: X (F) holds probabilities [.., D] (rows = all dims but the last).
+ * Hard labels (soft_label false): Label int64 (or int32) [.., 1] with values in [0, D);
+ *   Y[i] = -log(X[i, Label[i]]), or 0 where Label[i] == ignore_index (Paddle default -100).
+ * Soft labels: Label (F) [.., D]; Y[i] = -sum_j Label[i,j] * log(X[i,j]).
+ * Y: X's shape with the last dim 1. Errors: shapes, a label out of range (names row and value).
+ * cross_entropy_grad: dX = -dY * Label / X (hard: only at the label's column). */
+FlStatus fl_kernel_cross_entropy(FlErr *e, const FlTensor *x, const FlTensor *label,
+                                 bool soft_label, int64_t ignore_index,
+                                 FlTensor *y) FL_WARN_UNUSED;
+FlStatus fl_kernel_cross_entropy_grad(FlErr *e, const FlTensor *x, const FlTensor *label,
+                                      const FlTensor *dy, bool soft_label, int64_t ignore_index,
+                                      FlTensor *dx) FL_WARN_UNUSED;
+
+/* mean: Out [1] = the mean of all elements of X (F). mean_grad: dX = dOut[0] / numel(X). */
+FlStatus fl_kernel_mean(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_mean_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
+                             FlTensor *dx) FL_WARN_UNUSED;
+
+/* reduce_sum / reduce_mean over the dims listed in `dims` (ndims of them; negative counts from
+ * the end; duplicates are errors), or over every dim when reduce_all (or ndims == 0). Out keeps
+ * reduced dims as 1 when keep_dim, else drops them; a result with no dims left is [1].
+ * X: F (reduce_sum also int32/int64). Gradients broadcast dOut back over the reduced dims
+ * (divided by the reduced count for the mean). */
+FlStatus fl_kernel_reduce_sum(FlErr *e, const FlTensor *x, const int *dims, int ndims,
+                              bool keep_dim, bool reduce_all, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_reduce_mean(FlErr *e, const FlTensor *x, const int *dims, int ndims,
+                               bool keep_dim, bool reduce_all, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_reduce_sum_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
+                                   const int *dims, int ndims, bool keep_dim, bool reduce_all,
+                                   FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_reduce_mean_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
+                                    const int *dims, int ndims, bool keep_dim, bool reduce_all,
+                                    FlTensor *dx) FL_WARN_UNUSED;
+
+/* sum: Out = xs[0] + ... + xs[n-1], all of one shape and dtype N (n >= 1).
+ * sum_grad: dxs[i] = a copy of dOut for each i < n whose dxs[i] is not NULL. */
+FlStatus fl_kernel_sum(FlErr *e, const FlTensor *const *xs, int n, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_sum_grad(FlErr *e, const FlTensor *dout, int n,
+                            FlTensor *const *dxs) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Shape manipulation and indexing (shape.c). Any dtype unless said.
+ * ====================================================================================== */
+
+/* concat: Out = xs[0..n) joined along `axis`; all other dims and the dtype must agree.
+ * concat_grad: dxs[i] = the slice of dOut that came from xs[i] (dxs[i] may be NULL). */
+FlStatus fl_kernel_concat(FlErr *e, const FlTensor *const *xs, int n, int axis,
+                          FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_concat_grad(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *dout,
+                               int axis, FlTensor *const *dxs) FL_WARN_UNUSED;
+
+/* split: X cut along `axis` into nouts parts: with nsections == 0, `num` (== nouts) equal parts
+ * (X.dims[axis] must divide evenly); otherwise sections[0..nsections) (== nouts) sizes, one of
+ * which may be -1 (the rest). outs[i] may not be NULL.
+ * split_grad: dX = concat(douts) where a NULL douts[i] counts as zeros; xs gives the shape. */
+FlStatus fl_kernel_split(FlErr *e, const FlTensor *x, int axis, int num, const int64_t *sections,
+                         int nsections, FlTensor *const *outs, int nouts) FL_WARN_UNUSED;
+FlStatus fl_kernel_split_grad(FlErr *e, const FlTensor *x, const FlTensor *const *douts,
+                              int nouts, int axis, const int64_t *sections, int nsections,
+                              FlTensor *dx) FL_WARN_UNUSED;
+
+/* reshape: Out shares X's buffer (a view; no copy) with `shape` (ndim entries): 0 copies X's
+ * dim at that index, one -1 is inferred. Errors: element counts differ, two -1s, 0 past X's
+ * rank. reshape_grad: dX = dOut viewed with X's shape. */
+FlStatus fl_kernel_reshape(FlErr *e, const FlTensor *x, const int64_t *shape, int ndim,
+                           FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_reshape_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
+                                FlTensor *dx) FL_WARN_UNUSED;
+
+/* transpose: Out.dims[i] = X.dims[perm[i]]; perm (ndim entries) a permutation of X's dims.
+ * transpose_grad: dX = dOut transposed by the inverse permutation. */
+FlStatus fl_kernel_transpose(FlErr *e, const FlTensor *x, const int *perm, int ndim,
+                             FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_transpose_grad(FlErr *e, const FlTensor *dout, const int *perm, int ndim,
+                                  FlTensor *dx) FL_WARN_UNUSED;
+
+/* argmax: Out (int64) = the index of the largest element along `axis` (the first on ties);
+ * Out has X's dims without `axis` ([1] when none is left). X: N. */
+FlStatus fl_kernel_argmax(FlErr *e, const FlTensor *x, int axis, FlTensor *out) FL_WARN_UNUSED;
+
+/* top_k over the last axis: Out (X's dtype, N) = the k largest values of each row in
+ * descending order (ties: lower index first), Indices (int64) their positions. Both have X's
+ * shape with the last dim k. Errors: k < 1 or k > last dim. indices may not be NULL.
+ * top_k_grad: dX = zeros with dOut scattered to Indices. */
+FlStatus fl_kernel_top_k(FlErr *e, const FlTensor *x, int k, FlTensor *out,
+                         FlTensor *indices) FL_WARN_UNUSED;
+FlStatus fl_kernel_top_k_grad(FlErr *e, const FlTensor *x, const FlTensor *indices,
+                              const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
+
+/* accuracy: Indices (int64/int32) [N, k] from top_k, Label (int64/int32) [N, 1]. A row is
+ * correct when any of its k indices equals its label. Accuracy [1] float32 = correct / N (0
+ * when N == 0), Correct [1] int64, Total [1] int64 = N. `out` (top_k's values) is only checked
+ * for its shape and may be NULL. Any output may be NULL. */
+FlStatus fl_kernel_accuracy(FlErr *e, const FlTensor *out, const FlTensor *indices,
+                            const FlTensor *label, FlTensor *accuracy, FlTensor *correct,
+                            FlTensor *total) FL_WARN_UNUSED;
+
+/* increment: Out = X + step; X has exactly one element, dtype N. */
+FlStatus fl_kernel_increment(FlErr *e, const FlTensor *x, double step,
+                             FlTensor *out) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Convolution and pooling (conv.c). NCHW layout.
+ * ====================================================================================== */
+
+typedef struct FlConv2dAttrs {
+    int strides[2]; /* (h, w), >= 1 */
+    int paddings[2]; /* (h, w) zero padding on both sides, >= 0 */
+    int dilations[2]; /* (h, w), >= 1 */
+    int groups; /* >= 1; C and M divisible by it */
+} FlConv2dAttrs;
+#define FL_CONV2D_ATTRS_DEFAULT {{1, 1}, {0, 0}, {1, 1}, 1}
+
+/* conv2d: Input [N, C, H, W], Filter [M, C/groups, kh, kw] (F). Output [N, M, Ho, Wo] with
+ * Ho = (H + 2*ph - (dh*(kh-1) + 1)) / sh + 1 (likewise Wo). Fast path (float32): im2col + sgemm
+ * per image and group; reference: direct loops. Errors: ranks, channel/group mismatch, an
+ * output size < 1, bad attributes. */
+FlStatus fl_kernel_conv2d(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                          const FlConv2dAttrs *a, FlTensor *output) FL_WARN_UNUSED;
+FlStatus fl_kernel_conv2d_ref(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                              const FlConv2dAttrs *a, FlTensor *output) FL_WARN_UNUSED;
+/* conv2d_grad: dInput, dFilter from dOutput. */
+FlStatus fl_kernel_conv2d_grad(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                               const FlTensor *doutput, const FlConv2dAttrs *a,
+                               FlTensor *dinput, FlTensor *dfilter) FL_WARN_UNUSED;
+FlStatus fl_kernel_conv2d_grad_ref(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                                   const FlTensor *doutput, const FlConv2dAttrs *a,
+                                   FlTensor *dinput, FlTensor *dfilter) FL_WARN_UNUSED;
+
+typedef enum FlPoolType { FL_POOL_MAX, FL_POOL_AVG, FL_POOL_COUNT } FlPoolType;
+typedef struct FlPool2dAttrs {
+    FlPoolType type; /* Paddle's pooling_type "max" / "avg" */
+    int ksize[2]; /* (h, w) */
+    int strides[2];
+    int paddings[2];
+    bool global_pooling; /* ksize = (H, W), paddings 0 */
+    bool exclusive; /* avg: divide by the count of non-padding cells (Paddle default true) */
+    bool ceil_mode; /* output size rounds up (Paddle default false) */
+} FlPool2dAttrs;
+
+/* pool2d: X [N, C, H, W] (F); Out [N, C, Ho, Wo], Ho = (H + 2*ph - kh) / sh + 1 (rounded up
+ * with ceil_mode). max: the largest non-padding cell (the first on ties); avg: the mean over
+ * the window (exclusive: of its non-padding cells; else divided by kh*kw).
+ * pool2d_grad: dX from X, Out, dOut (max: to the argmax cell; avg: spread evenly). */
+FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a,
+                          FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                               const FlTensor *dout, const FlPool2dAttrs *a,
+                               FlTensor *dx) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Normalisation and dropout (norm.c)
+ * ====================================================================================== */
+
+/* batch_norm: X [N, C] or [N, C, ...] (F) normalised per channel C; Scale, Bias, Mean, Variance
+ * [C]. Training (is_test false): batch mean and (biased) variance over all dims but C;
+ *   Y = (X - mean_b) / sqrt(var_b + epsilon) * Scale + Bias;
+ *   MeanOut = Mean * momentum + mean_b * (1 - momentum); VarianceOut likewise with var_b;
+ *   SavedMean = mean_b; SavedVariance = 1 / sqrt(var_b + epsilon) (the inverse std, as Paddle).
+ * Test: Y uses Mean and Variance; MeanOut/VarianceOut are copies of them; SavedMean/Variance
+ * are the running mean and inverse std. Any output other than y may be NULL. */
+FlStatus fl_kernel_batch_norm(FlErr *e, const FlTensor *x, const FlTensor *scale,
+                              const FlTensor *bias, const FlTensor *mean,
+                              const FlTensor *variance, double momentum, double epsilon,
+                              bool is_test, FlTensor *y, FlTensor *mean_out,
+                              FlTensor *variance_out, FlTensor *saved_mean,
+                              FlTensor *saved_variance) FL_WARN_UNUSED;
+/* batch_norm_grad (training mode: the batch statistics depend on X): from X, Scale, SavedMean,
+ * SavedVariance (inverse std) and dY, gives dX, dScale, dBias. With is_test the statistics are
+ * constants and dX = dY * Scale * inv_std. */
+FlStatus fl_kernel_batch_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *scale,
+                                   const FlTensor *saved_mean, const FlTensor *saved_variance,
+                                   const FlTensor *dy, bool is_test, FlTensor *dx,
+                                   FlTensor *dscale, FlTensor *dbias) FL_WARN_UNUSED;
+
+/* dropout (Paddle's "downgrade_in_infer"): training: Mask[i] = 1 with probability 1-p else 0,
+ * Out = X * Mask; test: Out = X * (1 - p), Mask not written (may be NULL). X: F; Mask has X's
+ * shape and dtype. The mask is a deterministic function of (seed, step, shape): the executor
+ * passes the op's seed and a step counter so that each step draws a new mask.
+ * Errors: p outside [0, 1]. dropout_grad: dX = dOut * Mask (training) or dOut * (1-p) (test;
+ * mask may then be NULL). */
+FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double dropout_prob, bool is_test,
+                           uint64_t seed, uint64_t step, FlTensor *out,
+                           FlTensor *mask) FL_WARN_UNUSED;
+FlStatus fl_kernel_dropout_grad(FlErr *e, const FlTensor *mask, const FlTensor *dout,
+                                double dropout_prob, bool is_test, FlTensor *dx) FL_WARN_UNUSED;
+
+/* ======================================================================================
+ * Optimizers (optim.c). Param, Grad and the state tensors share one shape and dtype F;
+ * LearningRate, Beta1Pow, Beta2Pow hold one element (any float dtype).
+ *
+ * In-place mode: an output may be the same FlTensor struct as its input (ParamOut == Param,
+ * as Paddle's programs have it). If that input's buffer has no other holder (reference count
+ * 1), it is updated in place without allocating; otherwise a new buffer replaces it as usual.
+ * The caller must ensure no other thread reads that tensor struct during the call.
+ * ====================================================================================== */
+
+/* sgd: ParamOut = Param - lr * Grad. */
+FlStatus fl_kernel_sgd(FlErr *e, const FlTensor *param, const FlTensor *grad,
+                       const FlTensor *learning_rate, FlTensor *param_out) FL_WARN_UNUSED;
+/* momentum: VelocityOut = mu * Velocity + Grad;
+ *   ParamOut = Param - (Grad + mu * VelocityOut) * lr   (use_nesterov)
+ *   ParamOut = Param - lr * VelocityOut                 (otherwise) */
+FlStatus fl_kernel_momentum(FlErr *e, const FlTensor *param, const FlTensor *grad,
+                            const FlTensor *velocity, const FlTensor *learning_rate, double mu,
+                            bool use_nesterov, FlTensor *param_out,
+                            FlTensor *velocity_out) FL_WARN_UNUSED;
+/* adam (Paddle's formulas):
+ *   Moment1Out = beta1 * Moment1 + (1 - beta1) * Grad
+ *   Moment2Out = beta2 * Moment2 + (1 - beta2) * Grad^2
+ *   lr_t = lr * sqrt(1 - Beta2Pow) / (1 - Beta1Pow)
+ *   ParamOut = Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow))
+ *   Beta1PowOut = Beta1Pow * beta1, Beta2PowOut = Beta2Pow * beta2
+ * beta1_pow_out / beta2_pow_out may be NULL (when separate scale ops update them). */
+FlStatus fl_kernel_adam(FlErr *e, const FlTensor *param, const FlTensor *grad,
+                        const FlTensor *learning_rate, const FlTensor *moment1,
+                        const FlTensor *moment2, const FlTensor *beta1_pow,
+                        const FlTensor *beta2_pow, double beta1, double beta2, double epsilon,
+                        FlTensor *param_out, FlTensor *moment1_out, FlTensor *moment2_out,
+                        FlTensor *beta1_pow_out, FlTensor *beta2_pow_out) FL_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,130 @@
+/* kernels_impl.h: helpers shared by the kernel sources of runtime/kernels/. Never included
+ * from outside this folder.
+ *
+ * Typed code: a kernel family writes its per-dtype loops once in a template file (*_t.inc) in
+ * terms of T (the element type) and S(name) (name suffixed _f32 / _f64), and instantiates it
+ * for float and double with:
+ *     #define FL_TMPL "family_t.inc"
+ *     #include "tmpl.h"
+ * Short elementwise loops use macros instead (elementwise.c, activation.c).
+ */
+#ifndef FL_KERNELS_IMPL_H
+#define FL_KERNELS_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/tensor.h"
+
+/* Puts a finished result into an output: the output's previous tensor is released, then the
+ * result moves in (tmp becomes empty). out NULL: the result is dropped. */
+static inline void kout(FlTensor *out, FlTensor *tmp) {
+    if (out) {
+        fl_tensor_fini(out);
+        *out = *tmp;
+        fl_tensor_init(tmp);
+    } else {
+        fl_tensor_fini(tmp);
+    }
+}
+
+static inline bool kis_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+static inline bool kis_int(FlDType t) { return t == FL_DT_INT32 || t == FL_DT_INT64; }
+static inline bool kis_num(FlDType t) { return kis_float(t) || kis_int(t); }
+
+/* The input must hold data (a caller bug otherwise) and be float. */
+static inline FlStatus kneed_float(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
+    FL_ASSERT(t && t->buf);
+    if (!kis_float(t->dtype))
+        return fl_err(e, "%s: %s %s has dtype %s; float32 or float64 expected", op, slot,
+                      fl_tensor_shape(t).s, fl_dtype_name(t->dtype));
+    return FL_OK;
+}
+static inline FlStatus kneed_num(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
+    FL_ASSERT(t && t->buf);
+    if (!kis_num(t->dtype))
+        return fl_err(e, "%s: %s %s has dtype %s; a numeric dtype expected", op, slot,
+                      fl_tensor_shape(t).s, fl_dtype_name(t->dtype));
+    return FL_OK;
+}
+/* b must have a's dtype. */
+static inline FlStatus ksame_dtype(FlErr *e, const char *op, const char *an, const FlTensor *a,
+                                   const char *bn, const FlTensor *b) {
+    FL_ASSERT(b && b->buf);
+    if (a->dtype != b->dtype)
+        return fl_err(e, "%s: %s %s is %s but %s %s is %s", op, an, fl_tensor_shape(a).s,
+                      fl_dtype_name(a->dtype), bn, fl_tensor_shape(b).s, fl_dtype_name(b->dtype));
+    return FL_OK;
+}
+/* b must have a's shape (and dtype). */
+static inline FlStatus ksame(FlErr *e, const char *op, const char *an, const FlTensor *a,
+                             const char *bn, const FlTensor *b) {
+    if (ksame_dtype(e, op, an, a, bn, b)) return FL_ERROR;
+    if (!fl_tensor_same_shape(a, b))
+        return fl_err(e, "%s: %s %s and %s %s must have the same shape", op, an,
+                      fl_tensor_shape(a).s, bn, fl_tensor_shape(b).s);
+    return FL_OK;
+}
+/* fl_tensor_alloc with the op's name in front of a failure's message. */
+static inline FlStatus kalloc(FlErr *e, const char *op, FlTensor *t, FlDType dtype, int ndim,
+                              const int64_t *ne) {
+    FlErr sub;
+    if (fl_tensor_alloc(&sub, t, dtype, ndim, ne)) return fl_err(e, "%s: %s", op, sub.msg);
+    return FL_OK;
+}
+static inline FlStatus kalloc_like(FlErr *e, const char *op, FlTensor *t, const FlTensor *like) {
+    return kalloc(e, op, t, like->dtype, like->ndim, like->ne);
+}
+/* Normalises an axis in [-ndim, ndim) to [0, ndim); -1 (as an int) when out of range. */
+static inline int kaxis(int axis, int ndim) {
+    if (axis < -ndim || axis >= ndim) return -1;
+    return axis < 0 ? axis + ndim : axis;
+}
+static inline int64_t kprod(const int64_t *ne, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= ne[i];
+    return p;
+}
+/* A scalar input (exactly one element) read as double. */
+static inline FlStatus kscalar(FlErr *e, const char *op, const char *slot, const FlTensor *t,
+                               double *v) {
+    FL_ASSERT(t && t->buf);
+    if (fl_tensor_numel(t) != 1)
+        return fl_err(e, "%s: %s %s must hold exactly one element", op, slot, fl_tensor_shape(t).s);
+    *v = fl_tensor_get(t, 0);
+    return FL_OK;
+}
+
+/* ---- GEMM (gemm.c) ----
+ * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when ta / tb; lda etc.
+ * are the row strides of the matrices as stored. beta == 0 ignores C's old contents. `fast`
+ * selects cblas (float32) instead of the plain loops. */
+void kgemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+               int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+               bool fast);
+void kgemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+               int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc,
+               bool fast);
+
+/* ---- broadcasting (elementwise.c) ----
+ * The output shape of an elementwise op and, per output dim, the element stride into X and Y
+ * (0 where that operand is broadcast). Adjacent dims that are contiguous in all three are
+ * merged, so the innermost run is as long as possible. */
+typedef struct KBcast {
+    int ondim; /* the output's rank and shape, as the op reports it */
+    int64_t one[FL_MAX_DIMS];
+    int nd; /* the merged iteration space */
+    int64_t ne[FL_MAX_DIMS], sx[FL_MAX_DIMS], sy[FL_MAX_DIMS];
+} KBcast;
+FlStatus kbcast_plan(FlErr *e, const char *op, const FlTensor *x, const FlTensor *y, int axis,
+                     KBcast *b) FL_WARN_UNUSED;
+/* Calls fn once per innermost run: offsets (in elements) into X, Y and Out, the run length and
+ * the X/Y strides within the run (Out's is 1). */
+typedef void (*KRunFn)(void *ctx, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t sx,
+                       int64_t sy);
+void kbcast_run(const KBcast *b, KRunFn fn, void *ctx);
+
+#endif

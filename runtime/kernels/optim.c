@@ -1,0 +1,136 @@
+/* optim.c: sgd, momentum and adam updates (Paddle's formulas). Outputs are either new tensors
+ * or, in place, the input's own buffer when the output struct is the input struct and nobody
+ * else holds that buffer (see kernels.h). */
+#include "runtime/kernels/kernels_impl.h"
+
+#include <tgmath.h>
+
+#define FL_TMPL "optim_t.inc"
+#include "runtime/kernels/tmpl.h"
+
+/* Where the result for `out` (from input `in`) is written: in place, or a new tensor in *tmp. */
+static FlStatus dest(FlErr *e, const char *op, FlTensor *out, const FlTensor *in, FlTensor *tmp,
+                     void **p) {
+    FL_ASSERT(out);
+    if (out == in && fl_buffer_refs(in->buf) == 1) {
+        *p = fl_tensor_data(in);
+        return FL_OK;
+    }
+    if (kalloc_like(e, op, tmp, in)) return FL_ERROR;
+    *p = fl_tensor_data(tmp);
+    return FL_OK;
+}
+
+static void commit(FlTensor *out, FlTensor *tmp) {
+    if (tmp->buf) kout(out, tmp);
+}
+
+static FlStatus check_state(FlErr *e, const char *op, const FlTensor *param, const char *slot,
+                            const FlTensor *t) {
+    return ksame(e, op, "Param", param, slot, t);
+}
+
+FlStatus fl_kernel_sgd(FlErr *e, const FlTensor *param, const FlTensor *grad,
+                       const FlTensor *learning_rate, FlTensor *param_out) {
+    const char *op = "sgd";
+    double lr = 0;
+    if (kneed_float(e, op, "Param", param) || check_state(e, op, param, "Grad", grad) ||
+        kscalar(e, op, "LearningRate", learning_rate, &lr))
+        return FL_ERROR;
+    FlTensor t = FL_TENSOR_INIT;
+    void *po;
+    if (dest(e, op, param_out, param, &t, &po)) return FL_ERROR;
+    int64_t n = fl_tensor_numel(param);
+    if (param->dtype == FL_DT_FLOAT32) sgd_f32(fl_tensor_data(param), fl_tensor_data(grad), (float)lr, po, n);
+    else sgd_f64(fl_tensor_data(param), fl_tensor_data(grad), lr, po, n);
+    commit(param_out, &t);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_momentum(FlErr *e, const FlTensor *param, const FlTensor *grad,
+                            const FlTensor *velocity, const FlTensor *learning_rate, double mu,
+                            bool use_nesterov, FlTensor *param_out, FlTensor *velocity_out) {
+    const char *op = "momentum";
+    double lr = 0;
+    if (kneed_float(e, op, "Param", param) || check_state(e, op, param, "Grad", grad) ||
+        check_state(e, op, param, "Velocity", velocity) ||
+        kscalar(e, op, "LearningRate", learning_rate, &lr))
+        return FL_ERROR;
+    FlTensor tp = FL_TENSOR_INIT, tv = FL_TENSOR_INIT;
+    void *po, *vo;
+    if (dest(e, op, param_out, param, &tp, &po)) return FL_ERROR;
+    if (dest(e, op, velocity_out, velocity, &tv, &vo)) {
+        fl_tensor_fini(&tp);
+        return FL_ERROR;
+    }
+    int64_t n = fl_tensor_numel(param);
+    if (param->dtype == FL_DT_FLOAT32)
+        momentum_f32(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(velocity),
+                     (float)lr, (float)mu, use_nesterov, po, vo, n);
+    else
+        momentum_f64(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(velocity), lr,
+                     mu, use_nesterov, po, vo, n);
+    commit(param_out, &tp);
+    commit(velocity_out, &tv);
+    return FL_OK;
+}
+
+static FlStatus scalar_out(FlErr *e, const char *op, const FlTensor *in, double v, FlTensor *out) {
+    if (!out) return FL_OK;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &r, in)) return FL_ERROR;
+    fl_tensor_set(&r, 0, v);
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_adam(FlErr *e, const FlTensor *param, const FlTensor *grad,
+                        const FlTensor *learning_rate, const FlTensor *moment1,
+                        const FlTensor *moment2, const FlTensor *beta1_pow,
+                        const FlTensor *beta2_pow, double beta1, double beta2, double epsilon,
+                        FlTensor *param_out, FlTensor *moment1_out, FlTensor *moment2_out,
+                        FlTensor *beta1_pow_out, FlTensor *beta2_pow_out) {
+    const char *op = "adam";
+    double lr = 0, b1p = 0, b2p = 0;
+    if (kneed_float(e, op, "Param", param) || check_state(e, op, param, "Grad", grad) ||
+        check_state(e, op, param, "Moment1", moment1) ||
+        check_state(e, op, param, "Moment2", moment2) ||
+        kscalar(e, op, "LearningRate", learning_rate, &lr) ||
+        kscalar(e, op, "Beta1Pow", beta1_pow, &b1p) || kscalar(e, op, "Beta2Pow", beta2_pow, &b2p))
+        return FL_ERROR;
+    if (b1p == 1) return fl_err(e, "%s: Beta1Pow is 1, so 1 - Beta1Pow divides by zero", op);
+    FlTensor tp = FL_TENSOR_INIT, t1 = FL_TENSOR_INIT, t2 = FL_TENSOR_INIT;
+    void *po, *m1o, *m2o;
+    if (dest(e, op, param_out, param, &tp, &po) || dest(e, op, moment1_out, moment1, &t1, &m1o) ||
+        dest(e, op, moment2_out, moment2, &t2, &m2o)) {
+        fl_tensor_fini(&tp);
+        fl_tensor_fini(&t1);
+        fl_tensor_fini(&t2);
+        return FL_ERROR;
+    }
+    /* the scalar outputs are computed before anything is committed (they may alias inputs) */
+    FlTensor s1 = FL_TENSOR_INIT, s2 = FL_TENSOR_INIT;
+    if (scalar_out(e, op, beta1_pow, b1p * beta1, beta1_pow_out ? &s1 : NULL) ||
+        scalar_out(e, op, beta2_pow, b2p * beta2, beta2_pow_out ? &s2 : NULL)) {
+        fl_tensor_fini(&tp);
+        fl_tensor_fini(&t1);
+        fl_tensor_fini(&t2);
+        fl_tensor_fini(&s1);
+        return FL_ERROR;
+    }
+    double lr_t = lr * sqrt(1 - b2p) / (1 - b1p), eps_hat = epsilon * sqrt(1 - b2p);
+    int64_t n = fl_tensor_numel(param);
+    if (param->dtype == FL_DT_FLOAT32)
+        adam_f32(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(moment1),
+                 fl_tensor_data(moment2), (float)lr_t, (float)beta1, (float)beta2, (float)eps_hat,
+                 po, m1o, m2o, n);
+    else
+        adam_f64(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(moment1),
+                 fl_tensor_data(moment2), lr_t, beta1, beta2, eps_hat, po, m1o, m2o, n);
+    commit(param_out, &tp);
+    commit(moment1_out, &t1);
+    commit(moment2_out, &t2);
+    if (beta1_pow_out) kout(beta1_pow_out, &s1);
+    if (beta2_pow_out) kout(beta2_pow_out, &s2);
+    return FL_OK;
+}

@@ -1,0 +1,114 @@
+/* tensor.h: dense tensors over reference-counted buffers.
+ *
+ * An FlBuffer is a block of bytes, 64-byte aligned, with an atomic reference count: it may be
+ * retained and released from any thread, and it is freed by its last release. An FlTensor is a
+ * small value (dtype, shape, buffer, byte offset) that holds ONE reference to its buffer. Tensors
+ * are always contiguous (row-major); a view is a tensor that shares another's buffer at an offset
+ * ("views hold their base and an offset, never own data": the buffer owns the data).
+ *
+ *     FlTensor t = FL_TENSOR_INIT;                       // empty: no buffer
+ *     int64_t ne[2] = {128, 784};
+ *     if (fl_tensor_alloc(&err, &t, FL_DT_FLOAT32, 2, ne)) return FL_ERROR;  // zero-filled
+ *     float *p = fl_tensor_data(&t);
+ *     ...
+ *     fl_tensor_fini(&t);                                // releases the buffer reference
+ *
+ * Ownership: an FlTensor owns one reference to its buffer; fl_tensor_fini drops it. Copying the
+ * struct by assignment does NOT retain: use fl_tensor_ref to share. Functions that fill a tensor
+ * (alloc, copy, ref, view) release whatever the destination held before, after reading the
+ * source, so the destination may be the source itself. Arguments are otherwise borrowed.
+ *
+ * Thread-safety: buffer reference counts are atomic. Tensor contents are immutable once
+ * published (handed to a scope, a channel, another thread): a writer allocates a new buffer and
+ * replaces the tensor whole, so readers see the old or the new tensor, never a torn one. Only
+ * the code that allocated a buffer and has not published it yet may write into it. Distinct
+ * FlTensor structs may be used from different threads freely; one struct is not locked.
+ *
+ * Errors: allocation of a user-sized tensor never aborts: an overflowing shape, a negative
+ * dimension or a failed allocation returns FL_ERROR with a message naming the shape.
+ */
+#ifndef FL_TENSOR_H
+#define FL_TENSOR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "compiler/ir/dtype.h"
+
+#define FL_MAX_DIMS 8
+#define FL_TENSOR_ALIGN 64
+
+/* A reference-counted block of bytes. `data` is 64-byte aligned; `size` is its length in bytes. */
+typedef struct FlBuffer {
+    atomic_long refs;
+    size_t size;
+    unsigned char *data;
+} FlBuffer;
+
+/* A new buffer of `size` bytes, zero-filled, with one reference; NULL with a message in e when
+ * the allocation fails. */
+FlBuffer *fl_buffer_new(FlErr *e, size_t size) FL_WARN_UNUSED;
+void fl_buffer_retain(FlBuffer *b); /* b may be NULL */
+void fl_buffer_release(FlBuffer *b); /* b may be NULL; frees on the last release */
+long fl_buffer_refs(const FlBuffer *b); /* the current count (a snapshot) */
+
+/* A dense tensor. ndim 0 is a scalar (numel 1). ne[i] for i >= ndim are 1. */
+typedef struct FlTensor {
+    FlDType dtype;
+    int ndim;
+    int64_t ne[FL_MAX_DIMS]; /* elements per dimension, outermost first */
+    FlBuffer *buf; /* NULL: the tensor is empty (holds no data) */
+    size_t offset; /* byte offset of element 0 in buf->data */
+} FlTensor;
+
+#define FL_TENSOR_INIT {.dtype = FL_DT_FLOAT32, .ndim = 0, .ne = {1, 1, 1, 1, 1, 1, 1, 1}}
+
+/* A shape printed as "[128, 784]", returned by value so it can be used inside one printf call:
+ * fl_err(e, "bad %s", fl_tensor_shape(t).s). */
+typedef struct FlShapeStr {
+    char s[8 * 22 + 4];
+} FlShapeStr;
+
+void fl_tensor_init(FlTensor *t); /* empty */
+void fl_tensor_fini(FlTensor *t); /* drops the buffer reference; t becomes empty; NULL is a no-op */
+bool fl_tensor_has_data(const FlTensor *t);
+
+/* Allocates a zero-filled tensor of the given dtype and shape into *t (releasing what t held).
+ * Errors: ndim outside [0, FL_MAX_DIMS], a negative dimension, a byte size that overflows, or a
+ * failed allocation; *t is then unchanged. */
+FlStatus fl_tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne)
+    FL_WARN_UNUSED;
+/* Like fl_tensor_alloc with the shape of `like` (which may be t itself). */
+FlStatus fl_tensor_alloc_like(FlErr *e, FlTensor *t, const FlTensor *like, FlDType dtype)
+    FL_WARN_UNUSED;
+/* Allocates and fills from `vals` (numel values, converted to dtype). For constants and tests. */
+FlStatus fl_tensor_from(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne,
+                        const double *vals) FL_WARN_UNUSED;
+/* A deep copy of src into a new buffer. */
+FlStatus fl_tensor_copy(FlErr *e, FlTensor *dst, const FlTensor *src) FL_WARN_UNUSED;
+/* dst shares src's buffer (retained): same dtype, shape and offset. */
+void fl_tensor_ref(FlTensor *dst, const FlTensor *src);
+/* dst becomes a view of src: `ndim`/`ne` elements starting `elem_offset` elements into src,
+ * sharing its buffer. Errors when the view does not fit inside src. */
+FlStatus fl_tensor_view(FlErr *e, FlTensor *dst, const FlTensor *src, int64_t elem_offset,
+                        int ndim, const int64_t *ne) FL_WARN_UNUSED;
+
+int64_t fl_tensor_numel(const FlTensor *t); /* product of ne[0..ndim) (1 for ndim 0) */
+size_t fl_tensor_nbytes(const FlTensor *t);
+void *fl_tensor_data(const FlTensor *t); /* NULL when empty */
+bool fl_tensor_same_shape(const FlTensor *a, const FlTensor *b); /* ndim and ne equal */
+FlShapeStr fl_tensor_shape(const FlTensor *t);
+FlShapeStr fl_shape_str(int ndim, const int64_t *ne);
+/* The checked element count of a shape: FL_ERROR with a message on a negative dimension or an
+ * overflow. */
+FlStatus fl_shape_numel(FlErr *e, int ndim, const int64_t *ne, int64_t *numel) FL_WARN_UNUSED;
+
+/* Slow element access by linear index, converting to and from double (bool: 0/1). For tests,
+ * scalars (learning rates, counters) and printing; kernels use typed pointers. */
+double fl_tensor_get(const FlTensor *t, int64_t i);
+void fl_tensor_set(FlTensor *t, int64_t i, double v);
+
+#endif
