@@ -1,0 +1,771 @@
+/* data.c: CSV readers, split, normalisation, shuffling, batching and trainer shares (see data.h).
+ *
+ * How: a file is read line by line through zlib (gzopen reads plain files too), each line cut at
+ * the separator and the fields that feeds use parsed strictly into the source's raw arrays: double
+ * for float feeds, int64 for int64 feeds, [rows, cols] row-major per feed. A dataset is a list of
+ * source rows materialised once in each feed's dtype, normalised and scaled, so that filling a
+ * batch is one memcpy per row. An epoch is a row order over a dataset.
+ *
+ * Invariants: sources, datasets and epochs never change after their constructor returns (so they
+ * may be shared by threads); every permutation comes from perm() with an explicit seed, never from
+ * global state; arrays whose size depends on the data are allocated with malloc and a failure is
+ * an error, not an abort.
+ */
+#define _GNU_SOURCE /* strtod_l: parse numbers in the C locale whatever the process's locale */
+#include "runtime/data/data.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* An owned copy of an FlDataFeed. */
+typedef struct Feed {
+    char *name;
+    size_t *cols;
+    size_t ncols;
+    FlDType dtype;
+    bool label, normalize, has_scale;
+    double scale;
+} Feed;
+
+struct FlDataSource {
+    Feed *feeds;
+    size_t nfeeds;
+    size_t nrows, cap; /* cap: rows the raw arrays have room for */
+    void **raw;        /* per feed: double or int64_t [rows, ncols] */
+};
+
+struct FlDataset {
+    Feed *feeds;
+    size_t nfeeds;
+    size_t nrows;
+    size_t *origin;       /* per row: its source row */
+    double **mean, **std; /* per feed: [ncols], NULL unless the feed is normalised */
+    unsigned char **data; /* per feed: [nrows, ncols] in the feed's dtype */
+};
+
+struct FlDataEpoch {
+    const FlDataset *ds;
+    size_t batch, trainers, global, nbatches;
+    size_t *order;
+};
+
+/* ---- feeds ---- */
+
+static bool is_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+
+static void feeds_free(Feed *f, size_t n) {
+    if (!f) return;
+    for (size_t i = 0; i < n; i++) {
+        free(f[i].name);
+        free(f[i].cols);
+    }
+    free(f);
+}
+
+static Feed feed_copy(const char *name, const size_t *cols, size_t ncols) {
+    Feed f = {.name = fl_xstrdup(name), .ncols = ncols};
+    f.cols = fl_xmalloc(fl_mul_size(ncols, sizeof *cols));
+    memcpy(f.cols, cols, ncols * sizeof *cols);
+    return f;
+}
+
+static FlStatus check_spec(const FlDataSpec *spec, FlErr *e) {
+    if (!spec->path || !spec->path[0]) return fl_err(e, "io.csv: the path is empty");
+    if (spec->sep == '\n' || spec->sep == '\r')
+        return fl_err(e, "io.csv: the separator cannot be a line break");
+    if (spec->nfeeds == 0) return fl_err(e, "io.csv: no columns given");
+    for (size_t i = 0; i < spec->nfeeds; i++) {
+        const FlDataFeed *f = &spec->feeds[i];
+        if (!f->name || !f->name[0]) return fl_err(e, "io.csv: a feed has an empty name");
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(spec->feeds[j].name, f->name) == 0)
+                return fl_err(e, "io.csv: feed '%s' is given twice", f->name);
+        if (f->ncols == 0) return fl_err(e, "io.csv: feed '%s' has no columns", f->name);
+        if (!is_float(f->dtype) && f->dtype != FL_DT_INT64)
+            return fl_err(e, "io.csv: feed '%s' has dtype %s; expected float32, float64 or int64",
+                          f->name, fl_dtype_name(f->dtype));
+        if (f->normalize && !is_float(f->dtype))
+            return fl_err(e, "io.csv: feed '%s' is %s and cannot be normalised", f->name,
+                          fl_dtype_name(f->dtype));
+        if (f->has_scale && !is_float(f->dtype))
+            return fl_err(e, "io.csv: feed '%s' is %s and cannot be scaled", f->name,
+                          fl_dtype_name(f->dtype));
+        if (f->has_scale && !isfinite(f->scale))
+            return fl_err(e, "io.csv: feed '%s' has a scale that is not a finite number", f->name);
+    }
+    return FL_OK;
+}
+
+/* ---- the PRNG: splitmix64, Fisher-Yates with rejection sampling ---- */
+
+enum { STREAM_SPLIT = 1, STREAM_SHUFFLE = 2 };
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static uint64_t next64(uint64_t *s) {
+    *s += 0x9E3779B97F4A7C15u;
+    return mix64(*s);
+}
+
+/* Uniform in [0, n), n > 0: rejecting the 2^64 mod n lowest values removes the modulo bias. */
+static uint64_t below(uint64_t *s, uint64_t n) {
+    uint64_t lim = (0 - n) % n;
+    for (;;) {
+        uint64_t r = next64(s);
+        if (r >= lim) return r % n;
+    }
+}
+
+/* order[0..n) = a permutation of 0..n-1 determined by (seed, stream, index) alone. */
+static void perm(size_t *order, size_t n, uint64_t seed, uint64_t stream, uint64_t index) {
+    uint64_t s = mix64(mix64(seed + stream * 0xD1B54A32D192ED03u) ^ index);
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)below(&s, i);
+        size_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
+/* ---- reading lines ---- */
+
+typedef struct Reader {
+    gzFile f;
+    const char *path;
+    char *buf;
+    size_t cap, len;
+    size_t line; /* 1-based number of the line in buf */
+} Reader;
+
+static FlStatus read_error(Reader *r, FlErr *e) {
+    int errnum = Z_OK;
+    const char *msg = gzerror(r->f, &errnum);
+    if (errnum == Z_ERRNO) return fl_err(e, "cannot read '%s': %s", r->path, strerror(errno));
+    size_t n = strlen(r->path); /* zlib puts "path: " in front of its message */
+    if (strncmp(msg, r->path, n) == 0 && strncmp(msg + n, ": ", 2) == 0) msg += n + 2;
+    return fl_err(e, "cannot read '%s': %s", r->path, msg);
+}
+
+/* Reads the next line into r->buf without its line break. *got is false at the end of file. */
+static FlStatus read_line(Reader *r, bool *got, FlErr *e) {
+    r->len = 0;
+    *got = false;
+    for (;;) {
+        if (r->cap - r->len < 2) {
+            r->cap = r->cap ? r->cap * 2 : 4096;
+            r->buf = fl_xrealloc(r->buf, r->cap);
+        }
+        size_t room = r->cap - r->len;
+        if (room > INT_MAX) room = INT_MAX;
+        if (!gzgets(r->f, r->buf + r->len, (int)room)) {
+            int errnum = Z_OK;
+            gzerror(r->f, &errnum);
+            if (errnum != Z_OK) return read_error(r, e);
+            if (r->len == 0) return FL_OK; /* end of file */
+            break;                           /* a last line without a line break */
+        }
+        size_t k = strlen(r->buf + r->len);
+        r->len += k;
+        if (r->len > 0 && r->buf[r->len - 1] == '\n') break;
+        /* Short of a full buffer without a line break: the end of the file (or a NUL byte in
+         * the line); either way the line is complete. A full buffer: grow and read on. */
+        if (k + 1 < room) {
+            int errnum = Z_OK;
+            gzerror(r->f, &errnum); /* a stream cut short ends its last line early */
+            if (errnum != Z_OK) return read_error(r, e);
+            break;
+        }
+    }
+    while (r->len > 0 && (r->buf[r->len - 1] == '\n' || r->buf[r->len - 1] == '\r')) r->len--;
+    r->buf[r->len] = 0;
+    r->line++;
+    *got = true;
+    return FL_OK;
+}
+
+/* ---- parsing ---- */
+
+static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+typedef struct Field {
+    size_t start, end; /* byte offsets in the line */
+} Field;
+
+static void quote(char *dst, size_t cap, const char *s, size_t n) {
+    if (n + 1 <= cap) {
+        memcpy(dst, s, n);
+        dst[n] = 0;
+    } else {
+        memcpy(dst, s, cap - 4);
+        memcpy(dst + cap - 4, "...", 4);
+    }
+}
+
+/* Parses the field text s (NUL-terminated, trimmed, not empty) for feed f. */
+static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t c, char *s,
+                            locale_t loc, double *dv, int64_t *iv, FlErr *e) {
+    char text[64];
+    size_t n = strlen(s);
+    quote(text, sizeof text, s, n);
+    if (f->dtype == FL_DT_INT64) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s + n && errno == 0) {
+            *iv = v;
+            return FL_OK;
+        }
+    }
+    char *end;
+    double v = strtod_l(s, &end, loc);
+    if (end != s + n || isnan(v))
+        return fl_err(e, "%s:%zu:%zu: '%s' is not a number (column %zu, feed '%s')", r->path,
+                      r->line, col0 + 1, text, f->cols[c], f->name);
+    if (!isfinite(v))
+        return fl_err(e, "%s:%zu:%zu: '%s' is out of range (column %zu, feed '%s')", r->path,
+                      r->line, col0 + 1, text, f->cols[c], f->name);
+    if (f->dtype == FL_DT_INT64) {
+        if (v != floor(v))
+            return fl_err(e, "%s:%zu:%zu: '%s' is not an integer (column %zu, feed '%s' is int64)",
+                          r->path, r->line, col0 + 1, text, f->cols[c], f->name);
+        if (v < -9223372036854775808.0 || v >= 9223372036854775808.0)
+            return fl_err(e, "%s:%zu:%zu: '%s' is out of range (column %zu, feed '%s' is int64)",
+                          r->path, r->line, col0 + 1, text, f->cols[c], f->name);
+        *iv = (int64_t)v;
+    } else {
+        *dv = v;
+    }
+    return FL_OK;
+}
+
+/* Makes room for one more row in every raw array. */
+static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
+    if (src->nrows < src->cap) return FL_OK;
+    size_t cap = src->cap ? src->cap * 2 : 256;
+    for (size_t i = 0; i < src->nfeeds; i++) {
+        size_t per = src->feeds[i].ncols * 8; /* double and int64_t are both 8 bytes */
+        if (cap > SIZE_MAX / 2 / per) return fl_err(e, "%s: too many rows", path);
+        void *p = realloc(src->raw[i], cap * per);
+        if (!p) return fl_err(e, "%s: out of memory after %zu rows", path, src->nrows);
+        src->raw[i] = p;
+    }
+    src->cap = cap;
+    return FL_OK;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Reads `path` into src, whose feeds are set and raw arrays empty. */
+static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char sep, FlErr *e) {
+    FlStatus st = FL_ERROR;
+    Reader r = {.path = path};
+    FL_VEC(Field) fields = {0};
+    size_t want = 0; /* the column count of the first data row */
+    if (!sep) sep = ',';
+    locale_t loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (loc == (locale_t)0) {
+        fl_err(e, "%s: cannot create the C locale: %s", path, strerror(errno));
+        goto fail;
+    }
+    errno = 0;
+    r.f = gzopen(path, "rb");
+    if (!r.f) {
+        fl_err(e, "cannot open '%s': %s", path, errno ? strerror(errno) : "out of memory");
+        goto fail;
+    }
+    gzbuffer(r.f, 1 << 16);
+    if (has_suffix(path, ".gz") && gzdirect(r.f)) {
+        fl_err(e, "%s: not a gzip file (the name ends in .gz)", path);
+        goto fail;
+    }
+    bool got;
+    for (size_t i = 0; i < skip_rows; i++) {
+        if (read_line(&r, &got, e) != FL_OK) goto fail;
+        if (!got) break;
+    }
+    for (;;) {
+        if (read_line(&r, &got, e) != FL_OK) goto fail;
+        if (!got) break;
+        char *line = r.buf;
+        size_t k = 0;
+        while (k < r.len && is_blank(line[k])) k++;
+        if (k == r.len) continue; /* a blank line */
+        fields.len = 0;
+        for (size_t s = 0;;) {
+            char *p = memchr(line + s, sep, r.len - s);
+            size_t end = p ? (size_t)(p - line) : r.len;
+            FL_VEC_PUSH(&fields, ((Field){s, end}));
+            if (!p) break;
+            s = end + 1;
+        }
+        if (src->nrows == 0) {
+            want = fields.len;
+            for (size_t i = 0; i < src->nfeeds; i++)
+                for (size_t c = 0; c < src->feeds[i].ncols; c++)
+                    if (src->feeds[i].cols[c] >= want) {
+                        fl_err(e,
+                               "%s:%zu: feed '%s' uses column %zu, but the rows have %zu columns",
+                               path, r.line, src->feeds[i].name, src->feeds[i].cols[c], want);
+                        goto fail;
+                    }
+        } else if (fields.len != want) {
+            fl_err(e, "%s:%zu: expected %zu columns, found %zu", path, r.line, want, fields.len);
+            goto fail;
+        }
+        if (grow_rows(src, path, e) != FL_OK) goto fail;
+        for (size_t i = 0; i < src->nfeeds; i++) {
+            const Feed *f = &src->feeds[i];
+            for (size_t c = 0; c < f->ncols; c++) {
+                Field fd = fields.data[f->cols[c]];
+                size_t s = fd.start, t = fd.end;
+                while (s < t && is_blank(line[s])) s++;
+                while (t > s && is_blank(line[t - 1])) t--;
+                if (s == t) {
+                    fl_err(e, "%s:%zu:%zu: empty field (column %zu, feed '%s')", path, r.line,
+                           fd.start + 1, f->cols[c], f->name);
+                    goto fail;
+                }
+                char saved = line[t];
+                line[t] = 0;
+                size_t at = src->nrows * f->ncols + c;
+                double dv = 0;
+                int64_t iv = 0;
+                FlStatus ps = parse_value(&r, s, f, c, line + s, loc, &dv, &iv, e);
+                line[t] = saved;
+                if (ps != FL_OK) goto fail;
+                if (f->dtype == FL_DT_INT64)
+                    ((int64_t *)src->raw[i])[at] = iv;
+                else
+                    ((double *)src->raw[i])[at] = dv;
+            }
+        }
+        src->nrows++;
+    }
+    if (src->nrows == 0) {
+        if (skip_rows)
+            fl_err(e, "%s: no data rows after the %zu skipped rows", path, skip_rows);
+        else
+            fl_err(e, "%s: no data rows", path);
+        goto fail;
+    }
+    st = FL_OK;
+fail:
+    if (r.f) gzclose(r.f);
+    if (loc != (locale_t)0) freelocale(loc);
+    free(r.buf);
+    FL_VEC_FREE(&fields);
+    return st;
+}
+
+static FlDataSource *source_new(Feed *feeds_take, size_t nfeeds) {
+    FlDataSource *src = fl_xcalloc(1, sizeof *src);
+    src->feeds = feeds_take;
+    src->nfeeds = nfeeds;
+    src->raw = fl_xcalloc(nfeeds, sizeof *src->raw);
+    return src;
+}
+
+void fl_data_source_free(FlDataSource *src) {
+    if (!src) return;
+    for (size_t i = 0; i < src->nfeeds; i++) free(src->raw[i]);
+    free(src->raw);
+    feeds_free(src->feeds, src->nfeeds);
+    free(src);
+}
+
+static char *resolve(const char *base_dir, const char *path) {
+    if (!base_dir || !base_dir[0] || path[0] == '/') return fl_xstrdup(path);
+    size_t n = strlen(base_dir);
+    bool slash = base_dir[n - 1] == '/';
+    size_t len = n + !slash + strlen(path) + 1;
+    char *s = fl_xmalloc(len);
+    snprintf(s, len, "%s%s%s", base_dir, slash ? "" : "/", path);
+    return s;
+}
+
+FlStatus fl_data_source_load(const FlDataSpec *spec, const char *base_dir, FlDataSource **out,
+                             FlErr *e) {
+    *out = NULL;
+    if (check_spec(spec, e) != FL_OK) return FL_ERROR;
+    Feed *feeds = fl_xcalloc(spec->nfeeds, sizeof *feeds);
+    for (size_t i = 0; i < spec->nfeeds; i++) {
+        const FlDataFeed *sf = &spec->feeds[i];
+        feeds[i] = feed_copy(sf->name, sf->cols, sf->ncols);
+        feeds[i].dtype = sf->dtype;
+        feeds[i].label = sf->label;
+        feeds[i].normalize = sf->normalize;
+        feeds[i].has_scale = sf->has_scale;
+        feeds[i].scale = sf->scale;
+    }
+    FlDataSource *src = source_new(feeds, spec->nfeeds);
+    char *path = resolve(base_dir, spec->path);
+    FlStatus st = load(src, path, spec->skip_rows, spec->sep, e);
+    free(path);
+    if (st != FL_OK) {
+        fl_data_source_free(src);
+        return FL_ERROR;
+    }
+    *out = src;
+    return FL_OK;
+}
+
+size_t fl_data_source_rows(const FlDataSource *src) { return src->nrows; }
+
+/* ---- datasets ---- */
+
+void fl_data_free(FlDataset *ds) {
+    if (!ds) return;
+    for (size_t i = 0; i < ds->nfeeds; i++) {
+        free(ds->mean[i]);
+        free(ds->std[i]);
+        free(ds->data[i]);
+    }
+    free(ds->mean);
+    free(ds->std);
+    free(ds->data);
+    free(ds->origin);
+    feeds_free(ds->feeds, ds->nfeeds);
+    free(ds);
+}
+
+/* Mean and population std of each column of feed i over the given source rows. A column whose
+ * std is zero or lost in the rounding of its mean gets std 0 (it is then only centred). */
+static void stats(const FlDataSource *src, size_t i, const size_t *rows, size_t n, double *mean,
+                  double *std) {
+    size_t nc = src->feeds[i].ncols;
+    const double *raw = src->raw[i];
+    for (size_t c = 0; c < nc; c++) {
+        double sum = 0, sq = 0;
+        for (size_t k = 0; k < n; k++) sum += raw[rows[k] * nc + c];
+        double m = n ? sum / (double)n : 0;
+        for (size_t k = 0; k < n; k++) {
+            double d = raw[rows[k] * nc + c] - m;
+            sq += d * d;
+        }
+        double sd = n ? sqrt(sq / (double)n) : 0;
+        if (sd <= 1e-12 * fabs(m)) sd = 0;
+        mean[c] = m;
+        std[c] = sd;
+    }
+}
+
+/* A dataset of the given source rows. mean/std: per source feed, the statistics to normalise
+ * with (NULL entries for feeds not normalised); they are copied. */
+static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t n,
+                            double *const *mean, double *const *std, FlDataset **out, FlErr *e) {
+    FlDataset *ds = fl_xcalloc(1, sizeof *ds);
+    ds->nfeeds = src->nfeeds;
+    ds->nrows = n;
+    ds->feeds = fl_xcalloc(src->nfeeds, sizeof *ds->feeds);
+    ds->mean = fl_xcalloc(src->nfeeds, sizeof *ds->mean);
+    ds->std = fl_xcalloc(src->nfeeds, sizeof *ds->std);
+    ds->data = fl_xcalloc(src->nfeeds, sizeof *ds->data);
+    for (size_t i = 0; i < src->nfeeds; i++) {
+        const Feed *sf = &src->feeds[i];
+        Feed f = feed_copy(sf->name, sf->cols, sf->ncols);
+        f.dtype = sf->dtype;
+        f.label = sf->label;
+        f.normalize = sf->normalize;
+        f.has_scale = sf->has_scale;
+        f.scale = sf->scale;
+        ds->feeds[i] = f;
+    }
+    ds->origin = malloc(n ? n * sizeof *ds->origin : 1);
+    if (!ds->origin) goto oom;
+    memcpy(ds->origin, rows, n * sizeof *rows);
+    for (size_t i = 0; i < src->nfeeds; i++) {
+        const Feed *f = &ds->feeds[i];
+        size_t nc = f->ncols, es = fl_dtype_size(f->dtype);
+        if (f->normalize) {
+            FL_ASSERT(mean[i] && std[i]);
+            ds->mean[i] = fl_xmalloc(nc * sizeof(double));
+            ds->std[i] = fl_xmalloc(nc * sizeof(double));
+            memcpy(ds->mean[i], mean[i], nc * sizeof(double));
+            memcpy(ds->std[i], std[i], nc * sizeof(double));
+        }
+        ds->data[i] = malloc(n ? n * nc * es : 1);
+        if (!ds->data[i]) goto oom;
+        if (f->dtype == FL_DT_INT64) {
+            const int64_t *raw = src->raw[i];
+            int64_t *d = (int64_t *)ds->data[i];
+            for (size_t k = 0; k < n; k++) memcpy(d + k * nc, raw + rows[k] * nc, nc * sizeof *d);
+            continue;
+        }
+        const double *raw = src->raw[i];
+        for (size_t k = 0; k < n; k++)
+            for (size_t c = 0; c < nc; c++) {
+                double v = raw[rows[k] * nc + c];
+                if (f->normalize) {
+                    v -= ds->mean[i][c];
+                    if (ds->std[i][c] > 0) v /= ds->std[i][c];
+                }
+                if (f->has_scale) v *= f->scale;
+                if (f->dtype == FL_DT_FLOAT32)
+                    ((float *)ds->data[i])[k * nc + c] = (float)v;
+                else
+                    ((double *)ds->data[i])[k * nc + c] = v;
+            }
+    }
+    *out = ds;
+    return FL_OK;
+oom:
+    fl_data_free(ds);
+    return fl_err(e, "out of memory for a dataset of %zu rows", n);
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Statistics of the normalised feeds over rows[0..n), then the datasets of each row list. */
+static FlStatus make_parts(const FlDataSource *src, const size_t *stat_rows, size_t nstat,
+                           const size_t *rows[2], const size_t nrows[2], FlDataset **outs[2],
+                           FlErr *e) {
+    double **mean = fl_xcalloc(src->nfeeds, sizeof *mean);
+    double **std = fl_xcalloc(src->nfeeds, sizeof *std);
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < src->nfeeds; i++) {
+        if (!src->feeds[i].normalize) continue;
+        mean[i] = fl_xmalloc(src->feeds[i].ncols * sizeof(double));
+        std[i] = fl_xmalloc(src->feeds[i].ncols * sizeof(double));
+        stats(src, i, stat_rows, nstat, mean[i], std[i]);
+    }
+    for (int p = 0; p < 2 && st == FL_OK; p++)
+        if (outs[p]) st = materialize(src, rows[p], nrows[p], mean, std, outs[p], e);
+    if (st != FL_OK)
+        for (int p = 0; p < 2; p++)
+            if (outs[p]) {
+                fl_data_free(*outs[p]);
+                *outs[p] = NULL;
+            }
+    for (size_t i = 0; i < src->nfeeds; i++) {
+        free(mean[i]);
+        free(std[i]);
+    }
+    free(mean);
+    free(std);
+    return st;
+}
+
+FlStatus fl_data_split(const FlDataSource *src, double fraction, uint64_t seed, FlDataset **train,
+                       FlDataset **test, FlErr *e) {
+    if (train) *train = NULL;
+    if (test) *test = NULL;
+    if (!(fraction > 0 && fraction < 1))
+        return fl_err(e, "io.split: the fraction must be between 0 and 1 (exclusive), not %g",
+                      fraction);
+    size_t n = src->nrows;
+    double kk = floor(fraction * (double)n + 0.5);
+    size_t k = kk >= (double)n ? n : (size_t)kk;
+    if (k == 0)
+        return fl_err(e, "io.split: a fraction of %g of %zu rows leaves the training part empty",
+                      fraction, n);
+    size_t *order = fl_xmalloc(fl_mul_size(n, sizeof *order));
+    perm(order, n, seed, STREAM_SPLIT, 0);
+    qsort(order, k, sizeof *order, cmp_size);
+    qsort(order + k, n - k, sizeof *order, cmp_size);
+    const size_t *rows[2] = {order, order + k};
+    const size_t nrows[2] = {k, n - k};
+    FlDataset **outs[2] = {train, test};
+    FlStatus st = make_parts(src, order, k, rows, nrows, outs, e);
+    free(order);
+    return st;
+}
+
+FlStatus fl_data_whole(const FlDataSource *src, FlDataset **out, FlErr *e) {
+    *out = NULL;
+    size_t n = src->nrows;
+    size_t *order = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof *order));
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    const size_t *rows[2] = {order, NULL};
+    const size_t nrows[2] = {n, 0};
+    FlDataset **outs[2] = {out, NULL};
+    FlStatus st = make_parts(src, order, n, rows, nrows, outs, e);
+    free(order);
+    return st;
+}
+
+FlStatus fl_data_open(const FlDataSpec *spec, const char *base_dir, FlDataset **out, FlErr *e) {
+    *out = NULL;
+    FlDataSource *src;
+    if (fl_data_source_load(spec, base_dir, &src, e) != FL_OK) return FL_ERROR;
+    FlStatus st = FL_ERROR;
+    switch (spec->part) {
+    case FL_DATA_ALL: st = fl_data_whole(src, out, e); break;
+    case FL_DATA_TRAIN:
+        st = fl_data_split(src, spec->split_fraction, spec->split_seed, out, NULL, e);
+        break;
+    case FL_DATA_TEST:
+        st = fl_data_split(src, spec->split_fraction, spec->split_seed, NULL, out, e);
+        break;
+    case FL_DATA_PART_COUNT: st = fl_err(e, "io.split: unknown part %d", (int)spec->part); break;
+    }
+    fl_data_source_free(src);
+    return st;
+}
+
+FlStatus fl_data_predict_load(const FlDataset *train, const char *path, size_t skip_rows, char sep,
+                              FlDataset **out, FlErr *e) {
+    *out = NULL;
+    if (sep == '\n' || sep == '\r')
+        return fl_err(e, "%s: the separator cannot be a line break", path);
+    size_t n = 0;
+    for (size_t i = 0; i < train->nfeeds; i++) n += !train->feeds[i].label;
+    if (n == 0)
+        return fl_err(e, "%s: the reader has no feeds besides labels to predict from", path);
+    Feed *feeds = fl_xcalloc(n, sizeof *feeds);
+    double **mean = fl_xcalloc(n, sizeof *mean), **std = fl_xcalloc(n, sizeof *std);
+    for (size_t i = 0, j = 0; i < train->nfeeds; i++) {
+        const Feed *tf = &train->feeds[i];
+        if (tf->label) continue;
+        feeds[j] = feed_copy(tf->name, tf->cols, tf->ncols);
+        feeds[j].dtype = tf->dtype;
+        feeds[j].normalize = tf->normalize;
+        feeds[j].has_scale = tf->has_scale;
+        feeds[j].scale = tf->scale;
+        mean[j] = train->mean[i]; /* borrowed: materialize copies them */
+        std[j] = train->std[i];
+        j++;
+    }
+    FlDataSource *src = source_new(feeds, n);
+    FlStatus st = load(src, path, skip_rows, sep, e);
+    if (st == FL_OK) {
+        size_t *order = fl_xmalloc(fl_mul_size(src->nrows, sizeof *order));
+        for (size_t i = 0; i < src->nrows; i++) order[i] = i;
+        st = materialize(src, order, src->nrows, mean, std, out, e);
+        free(order);
+    }
+    fl_data_source_free(src);
+    free(mean);
+    free(std);
+    return st;
+}
+
+/* ---- dataset queries ---- */
+
+size_t fl_data_rows(const FlDataset *ds) { return ds->nrows; }
+size_t fl_data_feed_count(const FlDataset *ds) { return ds->nfeeds; }
+
+ptrdiff_t fl_data_feed_find(const FlDataset *ds, const char *name) {
+    for (size_t i = 0; i < ds->nfeeds; i++)
+        if (strcmp(ds->feeds[i].name, name) == 0) return (ptrdiff_t)i;
+    return -1;
+}
+
+const char *fl_data_feed_name(const FlDataset *ds, size_t feed) {
+    FL_ASSERT(feed < ds->nfeeds);
+    return ds->feeds[feed].name;
+}
+
+size_t fl_data_feed_cols(const FlDataset *ds, size_t feed) {
+    FL_ASSERT(feed < ds->nfeeds);
+    return ds->feeds[feed].ncols;
+}
+
+FlDType fl_data_feed_dtype(const FlDataset *ds, size_t feed) {
+    FL_ASSERT(feed < ds->nfeeds);
+    return ds->feeds[feed].dtype;
+}
+
+bool fl_data_feed_is_label(const FlDataset *ds, size_t feed) {
+    FL_ASSERT(feed < ds->nfeeds);
+    return ds->feeds[feed].label;
+}
+
+bool fl_data_feed_stats(const FlDataset *ds, size_t feed, const double **mean, const double **std) {
+    FL_ASSERT(feed < ds->nfeeds);
+    if (!ds->mean[feed]) return false;
+    *mean = ds->mean[feed];
+    *std = ds->std[feed];
+    return true;
+}
+
+size_t fl_data_row_origin(const FlDataset *ds, size_t row) {
+    FL_ASSERT(row < ds->nrows);
+    return ds->origin[row];
+}
+
+void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *buf,
+                       size_t bufsize) {
+    FL_ASSERT(feed < ds->nfeeds);
+    size_t stride = ds->feeds[feed].ncols * fl_dtype_size(ds->feeds[feed].dtype);
+    FL_ASSERT(n <= bufsize / stride);
+    unsigned char *dst = buf;
+    const unsigned char *data = ds->data[feed];
+    for (size_t k = 0; k < n; k++) {
+        FL_ASSERT(rows[k] < ds->nrows);
+        memcpy(dst + k * stride, data + rows[k] * stride, stride);
+    }
+}
+
+/* ---- epochs ---- */
+
+FlStatus fl_data_epoch_new(const FlDataset *ds, size_t batch_size, size_t trainers, bool shuffle,
+                           uint64_t seed, uint64_t epoch, FlDataEpoch **out, FlErr *e) {
+    *out = NULL;
+    if (batch_size == 0) return fl_err(e, "the batch size must be at least 1");
+    if (trainers == 0) return fl_err(e, "the number of trainers must be at least 1");
+    if (batch_size > SIZE_MAX / trainers)
+        return fl_err(e, "a global batch of %zu trainers x %zu rows is too large", trainers,
+                      batch_size);
+    FlDataEpoch *ep = fl_xcalloc(1, sizeof *ep);
+    ep->ds = ds;
+    ep->batch = batch_size;
+    ep->trainers = trainers;
+    ep->global = batch_size * trainers;
+    ep->nbatches = ds->nrows / ep->global + (ds->nrows % ep->global != 0);
+    ep->order = fl_xmalloc(fl_mul_size(ds->nrows ? ds->nrows : 1, sizeof *ep->order));
+    if (shuffle) {
+        perm(ep->order, ds->nrows, seed, STREAM_SHUFFLE, epoch);
+    } else {
+        for (size_t i = 0; i < ds->nrows; i++) ep->order[i] = i;
+    }
+    *out = ep;
+    return FL_OK;
+}
+
+void fl_data_epoch_free(FlDataEpoch *ep) {
+    if (!ep) return;
+    free(ep->order);
+    free(ep);
+}
+
+size_t fl_data_epoch_batches(const FlDataEpoch *ep) { return ep->nbatches; }
+
+size_t fl_data_epoch_batch_rows(const FlDataEpoch *ep, size_t batch) {
+    FL_ASSERT(batch < ep->nbatches);
+    size_t left = ep->ds->nrows - batch * ep->global;
+    return left < ep->global ? left : ep->global;
+}
+
+size_t fl_data_epoch_share_rows(const FlDataEpoch *ep, size_t batch, size_t trainer) {
+    FL_ASSERT(trainer < ep->trainers);
+    size_t rows = fl_data_epoch_batch_rows(ep, batch), first = trainer * ep->batch;
+    if (rows <= first) return 0;
+    return rows - first < ep->batch ? rows - first : ep->batch;
+}
+
+const size_t *fl_data_epoch_order(const FlDataEpoch *ep) { return ep->order; }
+
+void fl_data_epoch_fill(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t feed, void *buf,
+                        size_t bufsize) {
+    size_t n = fl_data_epoch_share_rows(ep, batch, trainer);
+    if (n == 0) return;
+    const size_t *rows = ep->order + batch * ep->global + trainer * ep->batch;
+    fl_data_fill_rows(ep->ds, feed, rows, n, buf, bufsize);
+}

@@ -1,0 +1,877 @@
+/* test_data.c: the data module (runtime/data/data.h) on the real example files and on small
+ * temporary files: loading (plain, gzip, skip_rows), split, normalisation, scaling, shuffling,
+ * batching, trainer shares, prediction input, and every data error with its exact message.
+ * Runs from the repository root (ctest's working directory). */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "runtime/data/data.h"
+
+#define BOSTON "examples/data/boston_house_prices.csv"
+#define DIGITS "examples/data/digits.csv.gz"
+
+static char tmpdir[] = "/tmp/fl_data_test_XXXXXX";
+static char tmpfiles[64][512];
+static int ntmp;
+
+/* Writes a file in the temporary directory; returns its path (static storage). */
+static const char *tmp_write(const char *name, const char *text) {
+    CU_ASSERT_FATAL(ntmp < 64);
+    char *path = tmpfiles[ntmp++];
+    snprintf(path, sizeof tmpfiles[0], "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static int suite_init(void) { return mkdtemp(tmpdir) ? 0 : -1; }
+
+static int suite_fini(void) {
+    for (int i = 0; i < ntmp; i++) remove(tmpfiles[i]);
+    rmdir(tmpdir);
+    return 0;
+}
+
+/* ---- specs ---- */
+
+static const size_t BOSTON_X[13] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+static const size_t BOSTON_Y[1] = {13};
+static size_t DIGITS_IMG[64];
+static const size_t DIGITS_LABEL[1] = {64};
+
+typedef struct Spec {
+    FlDataFeed feeds[2];
+    FlDataSpec spec;
+} Spec;
+
+static void boston(Spec *s, FlDType dt, bool normalize) {
+    memset(s, 0, sizeof *s);
+    s->feeds[0] = (FlDataFeed){.name = "x", .cols = BOSTON_X, .ncols = 13, .dtype = dt,
+                               .normalize = normalize};
+    s->feeds[1] = (FlDataFeed){.name = "y", .cols = BOSTON_Y, .ncols = 1, .dtype = dt,
+                               .label = true};
+    s->spec = (FlDataSpec){.path = BOSTON, .skip_rows = 2, .feeds = s->feeds, .nfeeds = 2};
+}
+
+static void digits(Spec *s, bool scale) {
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < 64; i++) DIGITS_IMG[i] = i;
+    s->feeds[0] = (FlDataFeed){.name = "img", .cols = DIGITS_IMG, .ncols = 64,
+                               .dtype = FL_DT_FLOAT32, .has_scale = scale, .scale = 1.0 / 16};
+    s->feeds[1] = (FlDataFeed){.name = "label", .cols = DIGITS_LABEL, .ncols = 1,
+                               .dtype = FL_DT_INT64, .label = true};
+    s->spec = (FlDataSpec){.path = DIGITS, .feeds = s->feeds, .nfeeds = 2};
+}
+
+static FlDataset *open_ok(const FlDataSpec *spec) {
+    FlErr e = {{0}};
+    FlDataset *ds = NULL;
+    FlStatus st = fl_data_open(spec, NULL, &ds, &e);
+    if (st != FL_OK) fprintf(stderr, "\nunexpected error: %s\n", e.msg);
+    CU_ASSERT_FATAL(st == FL_OK);
+    return ds;
+}
+
+/* Expects spec to fail to load with exactly `want`. */
+static void open_fails(const FlDataSpec *spec, const char *base, const char *want) {
+    FlErr e = {{0}};
+    FlDataset *ds = (FlDataset *)1;
+    CU_ASSERT_EQUAL(fl_data_open(spec, base, &ds, &e), FL_ERROR);
+    CU_ASSERT_PTR_NULL(ds);
+    if (strcmp(e.msg, want) != 0) fprintf(stderr, "\nwant: %s\ngot:  %s\n", want, e.msg);
+    CU_ASSERT_STRING_EQUAL(e.msg, want);
+}
+
+/* All of feed `feed` as doubles (float32, float64 or int64), [rows, cols]; caller frees. */
+static double *all_values(const FlDataset *ds, size_t feed) {
+    size_t n = fl_data_rows(ds), nc = fl_data_feed_cols(ds, feed);
+    FlDType dt = fl_data_feed_dtype(ds, feed);
+    size_t bytes = n * nc * fl_dtype_size(dt);
+    void *buf = malloc(bytes ? bytes : 1);
+    size_t *rows = malloc((n ? n : 1) * sizeof *rows);
+    for (size_t i = 0; i < n; i++) rows[i] = i;
+    fl_data_fill_rows(ds, feed, rows, n, buf, bytes);
+    double *out = malloc((n * nc > 0 ? n * nc : 1) * sizeof *out);
+    for (size_t i = 0; i < n * nc; i++)
+        out[i] = dt == FL_DT_FLOAT32   ? ((float *)buf)[i]
+                 : dt == FL_DT_FLOAT64 ? ((double *)buf)[i]
+                                       : (double)((int64_t *)buf)[i];
+    free(buf);
+    free(rows);
+    return out;
+}
+
+/* ---- loading ---- */
+
+static void test_boston_load(void) {
+    Spec s;
+    boston(&s, FL_DT_FLOAT32, false);
+    FlErr e = {{0}};
+    FlDataSource *src;
+    CU_ASSERT_FATAL(fl_data_source_load(&s.spec, NULL, &src, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_source_rows(src), 506);
+    FlDataset *ds;
+    CU_ASSERT_FATAL(fl_data_whole(src, &ds, &e) == FL_OK);
+    fl_data_source_free(src);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 506);
+    CU_ASSERT_EQUAL(fl_data_feed_count(ds), 2);
+    CU_ASSERT_EQUAL(fl_data_feed_find(ds, "x"), 0);
+    CU_ASSERT_EQUAL(fl_data_feed_find(ds, "y"), 1);
+    CU_ASSERT_EQUAL(fl_data_feed_find(ds, "z"), -1);
+    CU_ASSERT_STRING_EQUAL(fl_data_feed_name(ds, 1), "y");
+    CU_ASSERT_EQUAL(fl_data_feed_cols(ds, 0), 13);
+    CU_ASSERT_EQUAL(fl_data_feed_cols(ds, 1), 1);
+    CU_ASSERT_EQUAL(fl_data_feed_dtype(ds, 0), FL_DT_FLOAT32);
+    CU_ASSERT_FALSE(fl_data_feed_is_label(ds, 0));
+    CU_ASSERT_TRUE(fl_data_feed_is_label(ds, 1));
+    const double *m, *sd;
+    CU_ASSERT_FALSE(fl_data_feed_stats(ds, 0, &m, &sd));
+    float x[2 * 13], y[2];
+    size_t rows[2] = {0, 505};
+    fl_data_fill_rows(ds, 0, rows, 2, x, sizeof x);
+    fl_data_fill_rows(ds, 1, rows, 2, y, sizeof y);
+    /* 0.00632,18,2.31,0,0.538,6.575,65.2,4.09,1,296,15.3,396.9,4.98,24 */
+    const float first[13] = {0.00632f, 18, 2.31f, 0, 0.538f, 6.575f, 65.2f,
+                             4.09f,    1,  296,   15.3f, 396.9f, 4.98f};
+    for (int c = 0; c < 13; c++) CU_ASSERT_EQUAL(x[c], first[c]);
+    CU_ASSERT_EQUAL(y[0], 24.0f);
+    CU_ASSERT_EQUAL(x[13], 0.04741f); /* the last row: 0.04741,0,11.93,...,7.88,11.9 */
+    CU_ASSERT_EQUAL(x[25], 7.88f);
+    CU_ASSERT_EQUAL(y[1], 11.9f);
+    CU_ASSERT_EQUAL(fl_data_row_origin(ds, 505), 505);
+    fl_data_free(ds);
+}
+
+static void test_digits_load(void) {
+    Spec s;
+    digits(&s, false);
+    FlDataset *ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 1797);
+    CU_ASSERT_EQUAL(fl_data_feed_cols(ds, 0), 64);
+    CU_ASSERT_EQUAL(fl_data_feed_dtype(ds, 1), FL_DT_INT64);
+    int64_t label[3];
+    float img[3 * 64];
+    size_t rows[3] = {0, 1, 1796};
+    fl_data_fill_rows(ds, 1, rows, 3, label, sizeof label);
+    fl_data_fill_rows(ds, 0, rows, 3, img, sizeof img);
+    CU_ASSERT_EQUAL(label[0], 0);
+    CU_ASSERT_EQUAL(label[1], 1);
+    CU_ASSERT_EQUAL(label[2], 8);
+    CU_ASSERT_EQUAL(img[2], 5.0f); /* 0,0,5,13,9,1,... */
+    CU_ASSERT_EQUAL(img[3], 13.0f);
+    CU_ASSERT_EQUAL(img[64 + 3], 12.0f); /* 0,0,0,12,13,5,... */
+    fl_data_free(ds);
+}
+
+static void test_skip_rows(void) {
+    Spec s;
+    boston(&s, FL_DT_FLOAT32, false);
+    s.spec.skip_rows = 3;
+    FlDataset *ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 505);
+    float x[13], y;
+    size_t row = 0;
+    fl_data_fill_rows(ds, 0, &row, 1, x, sizeof x);
+    fl_data_fill_rows(ds, 1, &row, 1, &y, sizeof y);
+    CU_ASSERT_EQUAL(x[0], 0.02731f); /* the second data row */
+    CU_ASSERT_EQUAL(y, 21.6f);
+    fl_data_free(ds);
+    /* Not skipping the header: line numbers count from the top of the file. */
+    s.spec.skip_rows = 0;
+    open_fails(&s.spec, NULL, BOSTON ":1:8: empty field (column 2, feed 'x')");
+    s.spec.skip_rows = 1;
+    open_fails(&s.spec, NULL, BOSTON ":2:1: '\"CRIM\"' is not a number (column 0, feed 'x')");
+    s.spec.skip_rows = 600;
+    open_fails(&s.spec, NULL, BOSTON ": no data rows after the 600 skipped rows");
+    /* A base directory (the .fl file's) resolves relative paths. */
+    s.spec.skip_rows = 2;
+    s.spec.path = "data/boston_house_prices.csv";
+    FlErr e;
+    CU_ASSERT_FATAL(fl_data_open(&s.spec, "examples/", &ds, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 506);
+    fl_data_free(ds);
+}
+
+static void test_gz_vs_plain(void) {
+    /* A plain copy of digits' first 40 rows against the gzip original. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/digits40.csv", tmpdir);
+    gzFile in = gzopen(DIGITS, "rb");
+    CU_ASSERT_FATAL(in != NULL);
+    FILE *out = fopen(path, "wb");
+    char line[4096];
+    for (int i = 0; i < 40 && gzgets(in, line, sizeof line); i++) fputs(line, out);
+    fclose(out);
+    gzclose(in);
+    CU_ASSERT_FATAL(ntmp < 64);
+    strcpy(tmpfiles[ntmp++], path);
+
+    Spec s;
+    digits(&s, true);
+    FlDataset *gz = open_ok(&s.spec);
+    s.spec.path = path;
+    FlDataset *plain = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(plain), 40);
+    for (size_t f = 0; f < 2; f++) {
+        double *a = all_values(gz, f), *b = all_values(plain, f);
+        CU_ASSERT_EQUAL(memcmp(a, b, 40 * fl_data_feed_cols(gz, f) * sizeof *a), 0);
+        free(a);
+        free(b);
+    }
+    fl_data_free(gz);
+    fl_data_free(plain);
+
+    /* And the other way: a gzip copy of the housing file (header included) against the plain. */
+    snprintf(path, sizeof path, "%s/boston.csv.gz", tmpdir);
+    char *text;
+    size_t len;
+    FlErr e;
+    text = fl_read_file(BOSTON, &len, &e);
+    CU_ASSERT_FATAL(text != NULL);
+    gzFile z = gzopen(path, "wb");
+    CU_ASSERT_FATAL(z != NULL);
+    CU_ASSERT_EQUAL(gzwrite(z, text, (unsigned)len), (int)len);
+    gzclose(z);
+    free(text);
+    strcpy(tmpfiles[ntmp++], path);
+    Spec b;
+    boston(&b, FL_DT_FLOAT64, true);
+    FlDataset *p1 = open_ok(&b.spec);
+    b.spec.path = path;
+    FlDataset *p2 = open_ok(&b.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(p2), 506);
+    double *a = all_values(p1, 0), *c = all_values(p2, 0);
+    CU_ASSERT_EQUAL(memcmp(a, c, 506 * 13 * sizeof *a), 0);
+    free(a);
+    free(c);
+    fl_data_free(p1);
+    fl_data_free(p2);
+}
+
+/* ---- split ---- */
+
+static void origins(const FlDataset *ds, size_t *out) {
+    for (size_t i = 0; i < fl_data_rows(ds); i++) out[i] = fl_data_row_origin(ds, i);
+}
+
+static void test_split(void) {
+    Spec s;
+    boston(&s, FL_DT_FLOAT32, false);
+    FlErr e;
+    FlDataSource *src;
+    CU_ASSERT_FATAL(fl_data_source_load(&s.spec, NULL, &src, &e) == FL_OK);
+    FlDataset *tr, *te, *tr2, *te2, *tr3;
+    CU_ASSERT_FATAL(fl_data_split(src, 0.8, 1, &tr, &te, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_rows(tr), 405); /* round(404.8) */
+    CU_ASSERT_EQUAL(fl_data_rows(te), 101);
+    /* Disjoint, together every row, each part in file order. */
+    int seen[506] = {0};
+    size_t a[506], b[506], c[506];
+    origins(tr, a);
+    origins(te, b);
+    for (size_t i = 0; i < 405; i++) seen[a[i]]++;
+    for (size_t i = 0; i < 101; i++) seen[b[i]]++;
+    for (size_t i = 0; i < 506; i++) CU_ASSERT_EQUAL(seen[i], 1);
+    for (size_t i = 1; i < 405; i++) CU_ASSERT(a[i - 1] < a[i]);
+    for (size_t i = 1; i < 101; i++) CU_ASSERT(b[i - 1] < b[i]);
+    /* Pinned: io.split(data, 0.8, seed=1) on the housing file, on every machine. */
+    CU_ASSERT_EQUAL(b[0], 2);
+    CU_ASSERT_EQUAL(b[1], 15);
+    CU_ASSERT_EQUAL(b[2], 18);
+    /* The same seed gives the same split; another seed another. */
+    CU_ASSERT_FATAL(fl_data_split(src, 0.8, 1, &tr2, &te2, &e) == FL_OK);
+    origins(tr2, c);
+    CU_ASSERT_EQUAL(memcmp(a, c, sizeof a[0] * 405), 0);
+    CU_ASSERT_FATAL(fl_data_split(src, 0.8, 2, &tr3, NULL, &e) == FL_OK);
+    origins(tr3, c);
+    CU_ASSERT_NOT_EQUAL(memcmp(a, c, sizeof a[0] * 405), 0);
+    /* fl_data_open picks the same parts. */
+    s.spec.part = FL_DATA_TEST;
+    s.spec.split_fraction = 0.8;
+    s.spec.split_seed = 1;
+    FlDataset *te3 = open_ok(&s.spec);
+    origins(te3, c);
+    CU_ASSERT_EQUAL(fl_data_rows(te3), 101);
+    CU_ASSERT_EQUAL(memcmp(b, c, sizeof b[0] * 101), 0);
+    /* Bad fractions. */
+    FlDataset *x = NULL;
+    CU_ASSERT_EQUAL(fl_data_split(src, 1.0, 1, &x, NULL, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "io.split: the fraction must be between 0 and 1 (exclusive), not 1");
+    CU_ASSERT_EQUAL(fl_data_split(src, 0.0001, 1, &x, NULL, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg,
+                           "io.split: a fraction of 0.0001 of 506 rows leaves the training part empty");
+    CU_ASSERT_PTR_NULL(x);
+    fl_data_free(tr);
+    fl_data_free(te);
+    fl_data_free(tr2);
+    fl_data_free(te2);
+    fl_data_free(tr3);
+    fl_data_free(te3);
+    fl_data_source_free(src);
+
+    Spec d;
+    digits(&d, false);
+    d.spec.part = FL_DATA_TRAIN;
+    d.spec.split_fraction = 0.8;
+    d.spec.split_seed = 1;
+    FlDataset *dtr = open_ok(&d.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(dtr), 1438); /* round(1437.6) */
+    fl_data_free(dtr);
+    d.spec.part = FL_DATA_TEST;
+    FlDataset *dte = open_ok(&d.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(dte), 359);
+    fl_data_free(dte);
+}
+
+/* ---- normalisation and scaling ---- */
+
+static void test_normalize(void) {
+    Spec raw, nrm;
+    boston(&raw, FL_DT_FLOAT64, false);
+    boston(&nrm, FL_DT_FLOAT64, true);
+    FlErr e;
+    FlDataset *all = open_ok(&raw.spec); /* raw values; origin i is row i */
+    FlDataSource *src;
+    CU_ASSERT_FATAL(fl_data_source_load(&nrm.spec, NULL, &src, &e) == FL_OK);
+    FlDataset *tr, *te;
+    CU_ASSERT_FATAL(fl_data_split(src, 0.8, 1, &tr, &te, &e) == FL_OK);
+    fl_data_source_free(src);
+    double *rx = all_values(all, 0), *ry = all_values(all, 1);
+    double *tx = all_values(tr, 0), *ex = all_values(te, 0), *ey = all_values(te, 1);
+    size_t ntr = fl_data_rows(tr), nte = fl_data_rows(te);
+    const double *m, *sd;
+    CU_ASSERT_FATAL(fl_data_feed_stats(tr, 0, &m, &sd));
+    CU_ASSERT_FALSE(fl_data_feed_stats(tr, 1, &m, &sd));
+    CU_ASSERT_FATAL(fl_data_feed_stats(te, 0, &m, &sd));
+    for (size_t c = 0; c < 13; c++) {
+        /* The training part's columns: mean 0, (population) std 1. */
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < ntr; i++) sum += tx[i * 13 + c];
+        for (size_t i = 0; i < ntr; i++) sq += tx[i * 13 + c] * tx[i * 13 + c];
+        CU_ASSERT_DOUBLE_EQUAL(sum / ntr, 0.0, 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(sqrt(sq / ntr), 1.0, 1e-9);
+        /* The training part's statistics from the raw values ... */
+        double rm = 0, rs = 0;
+        for (size_t i = 0; i < ntr; i++) rm += rx[fl_data_row_origin(tr, i) * 13 + c];
+        rm /= ntr;
+        for (size_t i = 0; i < ntr; i++) {
+            double d = rx[fl_data_row_origin(tr, i) * 13 + c] - rm;
+            rs += d * d;
+        }
+        rs = sqrt(rs / ntr);
+        CU_ASSERT_DOUBLE_EQUAL(m[c], rm, 1e-9 * fabs(rm) + 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(sd[c], rs, 1e-9 * rs);
+        /* ... are what the test part uses. */
+        for (size_t i = 0; i < nte; i++) {
+            double want = (rx[fl_data_row_origin(te, i) * 13 + c] - rm) / rs;
+            CU_ASSERT_DOUBLE_EQUAL(ex[i * 13 + c], want, 1e-9);
+        }
+    }
+    for (size_t i = 0; i < nte; i++) CU_ASSERT_EQUAL(ey[i], ry[fl_data_row_origin(te, i)]);
+    free(rx);
+    free(ry);
+    free(tx);
+    free(ex);
+    free(ey);
+    fl_data_free(all);
+    fl_data_free(tr);
+    fl_data_free(te);
+
+    /* float32 output is the same values rounded. */
+    boston(&nrm, FL_DT_FLOAT32, true);
+    nrm.spec.part = FL_DATA_TRAIN;
+    nrm.spec.split_fraction = 0.8;
+    nrm.spec.split_seed = 1;
+    FlDataset *t32 = open_ok(&nrm.spec);
+    double *v = all_values(t32, 0);
+    for (size_t c = 0; c < 13; c++) {
+        double sum = 0;
+        for (size_t i = 0; i < 405; i++) sum += v[i * 13 + c];
+        CU_ASSERT_DOUBLE_EQUAL(sum / 405, 0.0, 1e-6);
+    }
+    free(v);
+    fl_data_free(t32);
+
+    /* A constant column (std 0) is only centred. */
+    static const size_t cols[2] = {0, 1};
+    FlDataFeed f = {.name = "a", .cols = cols, .ncols = 2, .dtype = FL_DT_FLOAT64, .normalize = true};
+    FlDataSpec spec = {.path = tmp_write("const.csv", "0.1,1\n0.1,2\n0.1,3\n"), .feeds = &f, .nfeeds = 1};
+    FlDataset *ds = open_ok(&spec);
+    double *w = all_values(ds, 0);
+    for (int i = 0; i < 3; i++) CU_ASSERT_DOUBLE_EQUAL(w[i * 2], 0.0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(w[1], -sqrt(1.5), 1e-12);
+    CU_ASSERT_FATAL(fl_data_feed_stats(ds, 0, &m, &sd));
+    CU_ASSERT_EQUAL(sd[0], 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(m[1], 2.0, 1e-15);
+    free(w);
+    fl_data_free(ds);
+}
+
+static void test_scale(void) {
+    Spec s;
+    digits(&s, false);
+    FlDataset *raw = open_ok(&s.spec);
+    digits(&s, true);
+    FlDataset *sc = open_ok(&s.spec);
+    double *a = all_values(raw, 0), *b = all_values(sc, 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < 1797 * 64; i++) bad += b[i] != (double)(float)(a[i] / 16);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(a);
+    free(b);
+    fl_data_free(raw);
+    fl_data_free(sc);
+
+    /* Normalising then scaling: twice the normalised value. */
+    Spec n1, n2;
+    boston(&n1, FL_DT_FLOAT64, true);
+    boston(&n2, FL_DT_FLOAT64, true);
+    n2.feeds[0].has_scale = true;
+    n2.feeds[0].scale = 2;
+    FlDataset *d1 = open_ok(&n1.spec), *d2 = open_ok(&n2.spec);
+    double *x1 = all_values(d1, 0), *x2 = all_values(d2, 0);
+    for (size_t i = 0; i < 506 * 13; i++) CU_ASSERT_DOUBLE_EQUAL(x2[i], 2 * x1[i], 1e-12);
+    free(x1);
+    free(x2);
+    fl_data_free(d1);
+    fl_data_free(d2);
+}
+
+/* ---- epochs ---- */
+
+static bool is_permutation(const size_t *order, size_t n) {
+    char *seen = calloc(n ? n : 1, 1);
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        if (order[i] >= n || seen[order[i]]) ok = false;
+        else seen[order[i]] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+static void test_shuffle(void) {
+    Spec s;
+    digits(&s, true);
+    FlDataset *ds = open_ok(&s.spec);
+    size_t n = fl_data_rows(ds);
+    FlErr e;
+    FlDataEpoch *a, *b, *c, *d, *id;
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 64, 1, true, 7, 0, &a, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 64, 1, true, 7, 0, &b, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 64, 1, true, 7, 1, &c, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 64, 1, true, 8, 0, &d, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 64, 1, false, 7, 0, &id, &e) == FL_OK);
+    const size_t *oa = fl_data_epoch_order(a), *ob = fl_data_epoch_order(b);
+    const size_t *oc = fl_data_epoch_order(c), *od = fl_data_epoch_order(d);
+    CU_ASSERT_EQUAL(memcmp(oa, ob, n * sizeof *oa), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(oa, oc, n * sizeof *oa), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(oa, od, n * sizeof *oa), 0);
+    CU_ASSERT_TRUE(is_permutation(oa, n));
+    CU_ASSERT_TRUE(is_permutation(oc, n));
+    CU_ASSERT_TRUE(is_permutation(od, n));
+    size_t fixed = 0;
+    for (size_t i = 0; i < n; i++) fixed += oa[i] == i;
+    CU_ASSERT(fixed < 20); /* a shuffle, not the identity (about 1 fixed point expected) */
+    for (size_t i = 0; i < n; i++) CU_ASSERT_EQUAL(fl_data_epoch_order(id)[i], i);
+    /* Pinned: splitmix64 + Fisher-Yates of (seed 7, epoch 0) must give these on every machine
+     * (a change here changes every user's training run). */
+    CU_ASSERT_EQUAL(oa[0], 1676);
+    CU_ASSERT_EQUAL(oa[1], 1284);
+    CU_ASSERT_EQUAL(oa[2], 555);
+    fl_data_epoch_free(a);
+    fl_data_epoch_free(b);
+    fl_data_epoch_free(c);
+    fl_data_epoch_free(d);
+    fl_data_epoch_free(id);
+    fl_data_epoch_free(NULL);
+    FlDataEpoch *x = (FlDataEpoch *)1;
+    CU_ASSERT_EQUAL(fl_data_epoch_new(ds, 0, 1, true, 7, 0, &x, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "the batch size must be at least 1");
+    CU_ASSERT_PTR_NULL(x);
+    CU_ASSERT_EQUAL(fl_data_epoch_new(ds, 4, 0, true, 7, 0, &x, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "the number of trainers must be at least 1");
+    fl_data_free(ds);
+}
+
+static void test_batching(void) {
+    Spec s;
+    boston(&s, FL_DT_FLOAT32, true);
+    FlDataset *ds = open_ok(&s.spec);
+    FlErr e;
+    FlDataEpoch *ep;
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 20, 1, true, 3, 2, &ep, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_epoch_batches(ep), 26);
+    const size_t *order = fl_data_epoch_order(ep);
+    size_t total = 0;
+    for (size_t i = 0; i < 26; i++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, i);
+        CU_ASSERT_EQUAL(rows, i < 25 ? 20 : 6);
+        CU_ASSERT_EQUAL(fl_data_epoch_share_rows(ep, i, 0), rows);
+        float x[20 * 13], want[20 * 13], y[20], wy[20];
+        fl_data_epoch_fill(ep, i, 0, 0, x, sizeof x);
+        fl_data_epoch_fill(ep, i, 0, 1, y, sizeof y);
+        fl_data_fill_rows(ds, 0, order + total, rows, want, sizeof want);
+        fl_data_fill_rows(ds, 1, order + total, rows, wy, sizeof wy);
+        CU_ASSERT_EQUAL(memcmp(x, want, rows * 13 * sizeof *x), 0);
+        CU_ASSERT_EQUAL(memcmp(y, wy, rows * sizeof *y), 0);
+        total += rows;
+    }
+    CU_ASSERT_EQUAL(total, 506);
+    fl_data_epoch_free(ep);
+    /* A batch larger than the dataset: one partial batch. */
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 1000, 1, false, 0, 0, &ep, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_epoch_batches(ep), 1);
+    CU_ASSERT_EQUAL(fl_data_epoch_batch_rows(ep, 0), 506);
+    fl_data_epoch_free(ep);
+    fl_data_free(ds);
+}
+
+/* Trainer shares of (b, T) against plain batching with batch T*b: the same rows, shares summing
+ * to the global batch; `last` is the expected shares of the last global batch. */
+static void check_shares(const FlDataset *ds, size_t b, size_t T, size_t nbatches,
+                         const size_t *last) {
+    FlErr e;
+    FlDataEpoch *ep, *g;
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, b, T, true, 11, 4, &ep, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, T * b, 1, true, 11, 4, &g, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_epoch_batches(ep), nbatches);
+    CU_ASSERT_EQUAL(fl_data_epoch_batches(g), nbatches);
+    size_t nc = fl_data_feed_cols(ds, 0);
+    float *want = calloc(T * b * nc, sizeof *want), *got = calloc(T * b * nc, sizeof *got);
+    float *share = calloc(b * nc, sizeof *share);
+    size_t total = 0;
+    for (size_t i = 0; i < nbatches; i++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, i), sum = 0;
+        CU_ASSERT_EQUAL(rows, fl_data_epoch_batch_rows(g, i));
+        fl_data_epoch_fill(g, i, 0, 0, want, T * b * nc * sizeof *want);
+        for (size_t t = 0; t < T; t++) {
+            size_t n = fl_data_epoch_share_rows(ep, i, t);
+            if (i == nbatches - 1) CU_ASSERT_EQUAL(n, last[t]);
+            if (i < nbatches - 1) CU_ASSERT_EQUAL(n, b);
+            memset(share, 0xff, b * nc * sizeof *share);
+            fl_data_epoch_fill(ep, i, t, 0, share, b * nc * sizeof *share);
+            memcpy(got + sum * nc, share, n * nc * sizeof *share);
+            sum += n;
+        }
+        CU_ASSERT_EQUAL(sum, rows);
+        CU_ASSERT_EQUAL(memcmp(got, want, rows * nc * sizeof *got), 0);
+        total += rows;
+    }
+    CU_ASSERT_EQUAL(total, fl_data_rows(ds));
+    free(want);
+    free(got);
+    free(share);
+    fl_data_epoch_free(ep);
+    fl_data_epoch_free(g);
+}
+
+static void test_trainer_shares(void) {
+    Spec s;
+    boston(&s, FL_DT_FLOAT32, true);
+    s.spec.part = FL_DATA_TRAIN;
+    s.spec.split_fraction = 0.8;
+    s.spec.split_seed = 1;
+    FlDataset *ds = open_ok(&s.spec); /* 405 rows */
+    check_shares(ds, 20, 1, 21, (const size_t[]){5});
+    check_shares(ds, 20, 2, 11, (const size_t[]){5, 0});         /* 10 x 40, then 5 */
+    check_shares(ds, 20, 3, 7, (const size_t[]){20, 20, 5});     /* 6 x 60, then 45 */
+    check_shares(ds, 64, 3, 3, (const size_t[]){21, 0, 0});      /* 2 x 192, then 21 */
+    check_shares(ds, 45, 3, 3, (const size_t[]){45, 45, 45});    /* 405 = 3 x 135 exactly */
+    check_shares(ds, 100, 3, 2, (const size_t[]){100, 5, 0});    /* 300, then 105 */
+    fl_data_free(ds);
+}
+
+/* ---- prediction input ---- */
+
+static void test_predict(void) {
+    Spec s;
+    boston(&s, FL_DT_FLOAT32, true);
+    s.spec.part = FL_DATA_TRAIN;
+    s.spec.split_fraction = 0.8;
+    s.spec.split_seed = 1;
+    FlDataset *tr = open_ok(&s.spec);
+    Spec r;
+    boston(&r, FL_DT_FLOAT64, false);
+    FlDataset *raw = open_ok(&r.spec);
+    double *rx = all_values(raw, 0);
+    const double *m, *sd;
+    CU_ASSERT_FATAL(fl_data_feed_stats(tr, 0, &m, &sd));
+    /* Features only (13 columns), and the full rows with the label column (ignored). */
+    const char *feat = tmp_write("predict.csv",
+                                 "0.00632,18,2.31,0,0.538,6.575,65.2,4.09,1,296,15.3,396.9,4.98\n"
+                                 "0.02731,0,7.07,0,0.469,6.421,78.9,4.9671,2,242,17.8,396.9,9.14\n");
+    const char *full = tmp_write("predict_full.csv",
+                                 "h1\nh2\n"
+                                 "0.00632,18,2.31,0,0.538,6.575,65.2,4.09,1,296,15.3,396.9,4.98,24\n"
+                                 "0.02731,0,7.07,0,0.469,6.421,78.9,4.9671,2,242,17.8,396.9,9.14,21.6\n");
+    FlErr e;
+    FlDataset *p1, *p2;
+    CU_ASSERT_FATAL(fl_data_predict_load(tr, feat, 0, 0, &p1, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_predict_load(tr, full, 2, ',', &p2, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_feed_count(p1), 1);
+    CU_ASSERT_EQUAL(fl_data_feed_find(p1, "y"), -1);
+    CU_ASSERT_EQUAL(fl_data_feed_find(p1, "x"), 0);
+    CU_ASSERT_EQUAL(fl_data_rows(p1), 2);
+    double *a = all_values(p1, 0), *b = all_values(p2, 0);
+    for (size_t i = 0; i < 2; i++)
+        for (size_t c = 0; c < 13; c++) {
+            double want = (float)((rx[i * 13 + c] - m[c]) / sd[c]);
+            CU_ASSERT_DOUBLE_EQUAL(a[i * 13 + c], want, 1e-6);
+            CU_ASSERT_EQUAL(a[i * 13 + c], b[i * 13 + c]);
+        }
+    const double *pm, *psd;
+    CU_ASSERT_FATAL(fl_data_feed_stats(p1, 0, &pm, &psd));
+    CU_ASSERT_EQUAL(memcmp(pm, m, 13 * sizeof *m), 0);
+    free(a);
+    free(b);
+    fl_data_free(p1);
+    fl_data_free(p2);
+    /* Errors name the prediction file. */
+    const char *bad = tmp_write("predict_bad.csv", "1,2,3\n");
+    char want[1024];
+    snprintf(want, sizeof want, "%s:1: feed 'x' uses column 3, but the rows have 3 columns", bad);
+    FlDataset *p3 = (FlDataset *)1;
+    CU_ASSERT_EQUAL(fl_data_predict_load(tr, bad, 0, 0, &p3, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, want);
+    CU_ASSERT_PTR_NULL(p3);
+    free(rx);
+    fl_data_free(raw);
+    fl_data_free(tr);
+}
+
+/* ---- errors ---- */
+
+static const size_t COLS3[3] = {0, 1, 2};
+static const size_t COL2[1] = {2};
+
+/* A spec over a temporary file: feed 'a' = columns 0..2 float32 (or 0..1 with a label 'label' =
+ * column 2 int64). */
+static void tmp_spec(Spec *s, const char *name, const char *text, bool with_label) {
+    memset(s, 0, sizeof *s);
+    s->feeds[0] = (FlDataFeed){.name = "a", .cols = COLS3, .ncols = with_label ? 2 : 3,
+                               .dtype = FL_DT_FLOAT32};
+    s->feeds[1] = (FlDataFeed){.name = "label", .cols = COL2, .ncols = 1, .dtype = FL_DT_INT64,
+                               .label = true};
+    s->spec = (FlDataSpec){.path = tmp_write(name, text), .feeds = s->feeds,
+                           .nfeeds = with_label ? 2 : 1};
+}
+
+static void expect_error(const Spec *s, const char *fmt_after_path) {
+    char want[1024];
+    snprintf(want, sizeof want, "%s%s", s->spec.path, fmt_after_path);
+    open_fails(&s->spec, NULL, want);
+}
+
+static void test_errors(void) {
+    Spec s;
+    tmp_spec(&s, "short.csv", "1,2,3\n4,5\n", false);
+    expect_error(&s, ":2: expected 3 columns, found 2");
+    tmp_spec(&s, "long.csv", "1,2,3\n4,5,6\n7,8,9,10\n", false);
+    expect_error(&s, ":3: expected 3 columns, found 4");
+    tmp_spec(&s, "abc.csv", "1,2,3\n4,abc,6\n", false);
+    expect_error(&s, ":2:3: 'abc' is not a number (column 1, feed 'a')");
+    tmp_spec(&s, "trail.csv", "1,2,3\n4,5x,6\n", false);
+    expect_error(&s, ":2:3: '5x' is not a number (column 1, feed 'a')");
+    tmp_spec(&s, "empty.csv", "1,2,3\n4,,6\n", false);
+    expect_error(&s, ":2:3: empty field (column 1, feed 'a')");
+    tmp_spec(&s, "blank.csv", "1,2,3\n4,  ,6\n", false);
+    expect_error(&s, ":2:3: empty field (column 1, feed 'a')");
+    tmp_spec(&s, "nan.csv", "1,2,nan\n", false);
+    expect_error(&s, ":1:5: 'nan' is not a number (column 2, feed 'a')");
+    tmp_spec(&s, "inf.csv", "1,2,1e999\n", false);
+    expect_error(&s, ":1:5: '1e999' is out of range (column 2, feed 'a')");
+    tmp_spec(&s, "label.csv", "1,2,0\n1,2,3.5\n", true);
+    expect_error(&s, ":2:5: '3.5' is not an integer (column 2, feed 'label' is int64)");
+    tmp_spec(&s, "label2.csv", "1,2,1e30\n", true);
+    expect_error(&s, ":1:5: '1e30' is out of range (column 2, feed 'label' is int64)");
+    /* Skipped rows count in line numbers. */
+    tmp_spec(&s, "skip.csv", "a,b,c\n\n1,2,3\n4,x,6\n", false);
+    s.spec.skip_rows = 1;
+    expect_error(&s, ":4:3: 'x' is not a number (column 1, feed 'a')");
+    tmp_spec(&s, "nodata.csv", "", false);
+    expect_error(&s, ": no data rows");
+    tmp_spec(&s, "fake.csv.gz", "1,2,3\n", false);
+    expect_error(&s, ": not a gzip file (the name ends in .gz)");
+
+    /* Missing files name the path (resolved against the base directory) and strerror. */
+    Spec b;
+    boston(&b, FL_DT_FLOAT32, false);
+    b.spec.path = "data/nope.csv";
+    open_fails(&b.spec, "examples", "cannot open 'examples/data/nope.csv': No such file or directory");
+    b.spec.path = "examples/data/nope.csv.gz";
+    open_fails(&b.spec, NULL, "cannot open 'examples/data/nope.csv.gz': No such file or directory");
+    b.spec.path = "examples/data";
+    open_fails(&b.spec, NULL, "cannot read 'examples/data': Is a directory");
+    /* A column past the row's end. */
+    boston(&b, FL_DT_FLOAT32, false);
+    static const size_t c20[1] = {20};
+    b.feeds[1].cols = c20;
+    open_fails(&b.spec, NULL, BOSTON ":3: feed 'y' uses column 20, but the rows have 14 columns");
+    /* Descriptions that make no sense. */
+    boston(&b, FL_DT_FLOAT32, false);
+    b.feeds[1].name = "x";
+    open_fails(&b.spec, NULL, "io.csv: feed 'x' is given twice");
+    digits(&b, false);
+    b.feeds[1].normalize = true;
+    open_fails(&b.spec, NULL, "io.csv: feed 'label' is int64 and cannot be normalised");
+    digits(&b, false);
+    b.feeds[1].dtype = FL_DT_INT32;
+    open_fails(&b.spec, NULL, "io.csv: feed 'label' has dtype int32; expected float32, float64 or int64");
+    digits(&b, false);
+    b.feeds[0].ncols = 0;
+    open_fails(&b.spec, NULL, "io.csv: feed 'img' has no columns");
+}
+
+static void test_lenient_syntax(void) {
+    /* CRLF line ends, blanks around fields, blank lines, no final line break, other separators,
+     * exact int64 beyond 2^53, integral floats for int64. */
+    Spec s;
+    tmp_spec(&s, "crlf.csv", "1, 2 ,\t7\r\n\r\n  \n3;4,4 , 9007199254740993\r\n-5,6e1,1e3", true);
+    s.spec.part = FL_DATA_ALL;
+    FlErr e;
+    FlDataset *ds = NULL;
+    CU_ASSERT_EQUAL(fl_data_open(&s.spec, NULL, &ds, &e), FL_ERROR); /* '3;4' */
+    tmp_spec(&s, "crlf2.csv", "1, 2 ,\t7\r\n\r\n  \n3.5,4 , 9007199254740993\r\n-5,6e1,1e3", true);
+    ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 3);
+    float a[6];
+    int64_t l[3];
+    size_t rows[3] = {0, 1, 2};
+    fl_data_fill_rows(ds, 0, rows, 3, a, sizeof a);
+    fl_data_fill_rows(ds, 1, rows, 3, l, sizeof l);
+    CU_ASSERT_EQUAL(a[0], 1.0f);
+    CU_ASSERT_EQUAL(a[1], 2.0f);
+    CU_ASSERT_EQUAL(a[2], 3.5f);
+    CU_ASSERT_EQUAL(a[4], -5.0f);
+    CU_ASSERT_EQUAL(a[5], 60.0f);
+    CU_ASSERT_EQUAL(l[0], 7);
+    CU_ASSERT_EQUAL(l[1], INT64_C(9007199254740993));
+    CU_ASSERT_EQUAL(l[2], 1000);
+    fl_data_free(ds);
+    tmp_spec(&s, "semi.csv", "1;2;3\n4;5;6\n", false);
+    s.spec.sep = ';';
+    ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 2);
+    fl_data_free(ds);
+}
+
+static void test_long_lines_and_truncated_gz(void) {
+    /* Lines far longer than the reader's first buffer (4096 bytes). */
+    enum { NC = 3000 };
+    static size_t cols[NC];
+    for (size_t i = 0; i < NC; i++) cols[i] = i;
+    FlBuf text = {0};
+    for (int r = 0; r < 3; r++)
+        for (size_t c = 0; c < NC; c++) fl_buf_printf(&text, "%d.25%c", r, c + 1 < NC ? ',' : '\n');
+    FlDataFeed f = {.name = "wide", .cols = cols, .ncols = NC, .dtype = FL_DT_FLOAT64};
+    FlDataSpec spec = {.path = tmp_write("wide.csv", fl_buf_str(&text)), .feeds = &f, .nfeeds = 1};
+    FlDataset *ds = open_ok(&spec);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 3);
+    double *v = all_values(ds, 0);
+    CU_ASSERT_EQUAL(v[0], 0.25);
+    CU_ASSERT_EQUAL(v[NC - 1], 0.25);
+    CU_ASSERT_EQUAL(v[2 * NC + NC - 1], 2.25);
+    free(v);
+    fl_data_free(ds);
+
+    /* A gzip file cut short is a read error, not a short dataset. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/cut.csv.gz", tmpdir);
+    gzFile z = gzopen(path, "wb");
+    CU_ASSERT_FATAL(z != NULL);
+    gzwrite(z, text.data, (unsigned)text.len);
+    gzclose(z);
+    strcpy(tmpfiles[ntmp++], path);
+    size_t len;
+    FlErr e;
+    char *bytes = fl_read_file(path, &len, &e);
+    CU_ASSERT_FATAL(bytes != NULL);
+    CU_ASSERT_EQUAL(fl_write_file(path, bytes, len / 2, &e), FL_OK);
+    free(bytes);
+    fl_buf_free(&text);
+    spec.path = path;
+    char want[1024];
+    snprintf(want, sizeof want, "cannot read '%s': unexpected end of file", path);
+    open_fails(&spec, NULL, want);
+}
+
+/* ---- sharing between threads ---- */
+
+typedef struct Job {
+    const FlDataEpoch *ep;
+    size_t trainer;
+    uint64_t sum;
+} Job;
+
+static void *fill_all(void *arg) {
+    Job *j = arg;
+    float buf[8 * 64];
+    for (int rep = 0; rep < 4; rep++)
+        for (size_t i = 0; i < fl_data_epoch_batches(j->ep); i++) {
+            size_t n = fl_data_epoch_share_rows(j->ep, i, j->trainer);
+            fl_data_epoch_fill(j->ep, i, j->trainer, 0, buf, sizeof buf);
+            for (size_t k = 0; k < n * 64; k++) j->sum += (uint64_t)(buf[k] * 16);
+        }
+    return NULL;
+}
+
+static void test_threads(void) {
+    Spec s;
+    digits(&s, true);
+    FlDataset *ds = open_ok(&s.spec);
+    FlErr e;
+    FlDataEpoch *ep;
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, 8, 4, true, 5, 0, &ep, &e) == FL_OK);
+    pthread_t th[4];
+    Job jobs[4];
+    for (size_t t = 0; t < 4; t++) {
+        jobs[t] = (Job){ep, t, 0};
+        CU_ASSERT_FATAL(pthread_create(&th[t], NULL, fill_all, &jobs[t]) == 0);
+    }
+    uint64_t total = 0;
+    for (size_t t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        total += jobs[t].sum;
+    }
+    double *v = all_values(ds, 0);
+    uint64_t want = 0;
+    for (size_t i = 0; i < 1797 * 64; i++) want += (uint64_t)(v[i] * 16);
+    CU_ASSERT_EQUAL(total, 4 * want);
+    free(v);
+    fl_data_epoch_free(ep);
+    fl_data_free(ds);
+}
+
+int main(void) {
+    if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+    CU_pSuite s = CU_add_suite("data", suite_init, suite_fini);
+    CU_add_test(s, "boston load", test_boston_load);
+    CU_add_test(s, "digits load", test_digits_load);
+    CU_add_test(s, "skip_rows", test_skip_rows);
+    CU_add_test(s, "gz vs plain", test_gz_vs_plain);
+    CU_add_test(s, "split", test_split);
+    CU_add_test(s, "normalize", test_normalize);
+    CU_add_test(s, "scale", test_scale);
+    CU_add_test(s, "shuffle", test_shuffle);
+    CU_add_test(s, "batching", test_batching);
+    CU_add_test(s, "trainer shares", test_trainer_shares);
+    CU_add_test(s, "predict", test_predict);
+    CU_add_test(s, "errors", test_errors);
+    CU_add_test(s, "lenient syntax", test_lenient_syntax);
+    CU_add_test(s, "long lines, truncated gzip", test_long_lines_and_truncated_gz);
+    CU_add_test(s, "threads", test_threads);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
