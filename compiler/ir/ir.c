@@ -1,0 +1,817 @@
+/* ir.c: the in-memory IR: programs, blocks, vars, ops, attributes, run specs, bundles, plans,
+ * and their structural validation.
+ *
+ * Invariants: every FlBlock's var_index maps exactly the names of its vars (keys are the vars'
+ * own name strings, so a var's name never changes while it is in a block); blocks[i]->idx == i.
+ * Slot arg arrays have an implicit capacity: the smallest power of two >= nargs (see grow_args),
+ * so that appending is amortised O(1) without a capacity field in FlSlot.
+ * File conversion lives in ir_file.c, printing in ir_show.c.
+ */
+#include "compiler/ir/ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ir/ir_impl.h"
+
+/* ---- slots ---- */
+
+size_t fl_ir_args_cap(size_t n) {
+    size_t c = 1;
+    while (c < n) c = fl_mul_size(c, 2);
+    return c;
+}
+
+static void grow_args(FlSlot *s) {
+    size_t cap = fl_ir_args_cap(s->nargs);
+    if (s->args && s->nargs < cap) return;
+    size_t ncap = s->args ? fl_mul_size(cap, 2) : cap;
+    s->args = fl_xrealloc(s->args, fl_mul_size(ncap, sizeof(char *)));
+}
+
+static void slot_fini(FlSlot *s) {
+    free(s->name);
+    for (size_t i = 0; i < s->nargs; i++) free(s->args[i]);
+    free(s->args);
+}
+
+static void slot_copy(FlSlot *dst, const FlSlot *src) {
+    dst->name = fl_xstrdup(src->name);
+    dst->nargs = src->nargs;
+    dst->args = fl_xmalloc(fl_mul_size(fl_ir_args_cap(src->nargs), sizeof(char *)));
+    for (size_t i = 0; i < src->nargs; i++) dst->args[i] = fl_xstrdup(src->args[i]);
+}
+
+static FlSlot *slot_find(FlSlot *slots, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(slots[i].name, name) == 0) return &slots[i];
+    return NULL;
+}
+
+void fl_ir_slot_set_arg(FlSlot *s, size_t i, const char *arg) {
+    FL_ASSERT(i < s->nargs);
+    char *a = fl_xstrdup(arg);
+    free(s->args[i]);
+    s->args[i] = a;
+}
+
+void fl_ir_slot_clear(FlSlot *s) {
+    for (size_t i = 0; i < s->nargs; i++) free(s->args[i]);
+    free(s->args);
+    s->args = NULL;
+    s->nargs = 0;
+}
+
+#define SLOT_GET_OR_ADD(vec, slot_name, out)                                              \
+    do {                                                                                  \
+        (out) = slot_find((vec)->data, (vec)->len, (slot_name));                          \
+        if (!(out)) {                                                                     \
+            FL_VEC_PUSH((vec), ((FlSlot){fl_xstrdup(slot_name), NULL, 0}));                \
+            (out) = &(vec)->data[(vec)->len - 1];                                         \
+        }                                                                                 \
+    } while (0)
+
+static void slot_push(FlSlot *s, const char *arg) {
+    grow_args(s);
+    s->args[s->nargs++] = fl_xstrdup(arg);
+}
+
+void fl_ir_op_add_input(FlOpDesc *op, const char *slot, const char *arg) {
+    FlSlot *s;
+    SLOT_GET_OR_ADD(&op->ins, slot, s);
+    slot_push(s, arg);
+}
+
+void fl_ir_op_add_output(FlOpDesc *op, const char *slot, const char *arg) {
+    FlSlot *s;
+    SLOT_GET_OR_ADD(&op->outs, slot, s);
+    slot_push(s, arg);
+}
+
+void fl_ir_op_add_input_slot(FlOpDesc *op, const char *slot) {
+    FlSlot *s;
+    SLOT_GET_OR_ADD(&op->ins, slot, s);
+    (void)s;
+}
+
+void fl_ir_op_add_output_slot(FlOpDesc *op, const char *slot) {
+    FlSlot *s;
+    SLOT_GET_OR_ADD(&op->outs, slot, s);
+    (void)s;
+}
+
+FlSlot *fl_ir_op_input(const FlOpDesc *op, const char *slot) {
+    return slot_find(op->ins.data, op->ins.len, slot);
+}
+
+FlSlot *fl_ir_op_output(const FlOpDesc *op, const char *slot) {
+    return slot_find(op->outs.data, op->outs.len, slot);
+}
+
+const char *fl_ir_op_input1(const FlOpDesc *op, const char *slot) {
+    FlSlot *s = fl_ir_op_input(op, slot);
+    return s && s->nargs ? s->args[0] : NULL;
+}
+
+const char *fl_ir_op_output1(const FlOpDesc *op, const char *slot) {
+    FlSlot *s = fl_ir_op_output(op, slot);
+    return s && s->nargs ? s->args[0] : NULL;
+}
+
+/* ---- attributes ---- */
+
+void fl_ir_attr_fini(FlAttr *a) {
+    free(a->name);
+    free(a->s);
+    free(a->ints);
+    free(a->floats);
+    if (a->strs)
+        for (size_t i = 0; i < a->n; i++) free(a->strs[i]);
+    free(a->strs);
+    memset(a, 0, sizeof *a);
+}
+
+static void attr_copy(FlAttr *dst, const FlAttr *src) {
+    *dst = *src;
+    dst->name = fl_xstrdup(src->name);
+    dst->s = src->s ? fl_xstrdup(src->s) : NULL;
+    dst->ints = NULL;
+    dst->floats = NULL;
+    dst->strs = NULL;
+    if (src->ints) {
+        dst->ints = fl_xmalloc(fl_mul_size(src->n ? src->n : 1, sizeof(int64_t)));
+        if (src->n) memcpy(dst->ints, src->ints, src->n * sizeof(int64_t));
+    }
+    if (src->floats) {
+        dst->floats = fl_xmalloc(fl_mul_size(src->n ? src->n : 1, sizeof(double)));
+        if (src->n) memcpy(dst->floats, src->floats, src->n * sizeof(double));
+    }
+    if (src->strs) {
+        dst->strs = fl_xmalloc(fl_mul_size(src->n ? src->n : 1, sizeof(char *)));
+        for (size_t i = 0; i < src->n; i++) dst->strs[i] = fl_xstrdup(src->strs[i]);
+    }
+}
+
+FlAttr *fl_ir_op_attr(const FlOpDesc *op, const char *name) {
+    for (size_t i = 0; i < op->attrs.len; i++)
+        if (strcmp(op->attrs.data[i].name, name) == 0) return &op->attrs.data[i];
+    return NULL;
+}
+
+/* The attribute `name`, emptied and typed `t` (an existing one is reused in place, so that the
+ * attribute keeps its position). */
+static FlAttr *attr_reset(FlOpDesc *op, const char *name, FlAttrType t) {
+    FlAttr *a = fl_ir_op_attr(op, name);
+    if (a) {
+        char *keep = a->name;
+        a->name = NULL;
+        fl_ir_attr_fini(a);
+        a->name = keep;
+    } else {
+        FL_VEC_PUSH(&op->attrs, ((FlAttr){.name = fl_xstrdup(name)}));
+        a = &op->attrs.data[op->attrs.len - 1];
+    }
+    a->type = t;
+    return a;
+}
+
+void fl_ir_op_set_int(FlOpDesc *op, const char *name, int64_t v) {
+    attr_reset(op, name, FL_ATTR_INT)->i = v;
+}
+
+void fl_ir_op_set_float(FlOpDesc *op, const char *name, double v) {
+    attr_reset(op, name, FL_ATTR_FLOAT)->f = v;
+}
+
+void fl_ir_op_set_string(FlOpDesc *op, const char *name, const char *v) {
+    char *s = fl_xstrdup(v); /* before the reset: v may be the old value */
+    attr_reset(op, name, FL_ATTR_STRING)->s = s;
+}
+
+void fl_ir_op_set_bool(FlOpDesc *op, const char *name, bool v) {
+    attr_reset(op, name, FL_ATTR_BOOL)->i = v ? 1 : 0;
+}
+
+static int64_t *dup_ints(const int64_t *v, size_t n) {
+    int64_t *r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(int64_t)));
+    if (n) memcpy(r, v, n * sizeof(int64_t));
+    return r;
+}
+
+void fl_ir_op_set_ints(FlOpDesc *op, const char *name, const int64_t *v, size_t n) {
+    int64_t *c = dup_ints(v, n);
+    FlAttr *a = attr_reset(op, name, FL_ATTR_INTS);
+    a->ints = c;
+    a->n = n;
+}
+
+void fl_ir_op_set_floats(FlOpDesc *op, const char *name, const double *v, size_t n) {
+    double *c = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(double)));
+    if (n) memcpy(c, v, n * sizeof(double));
+    FlAttr *a = attr_reset(op, name, FL_ATTR_FLOATS);
+    a->floats = c;
+    a->n = n;
+}
+
+void fl_ir_op_set_strings(FlOpDesc *op, const char *name, const char *const *v, size_t n) {
+    char **c = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(char *)));
+    for (size_t i = 0; i < n; i++) c[i] = fl_xstrdup(v[i]);
+    FlAttr *a = attr_reset(op, name, FL_ATTR_STRINGS);
+    a->strs = c;
+    a->n = n;
+}
+
+void fl_ir_op_set_block(FlOpDesc *op, const char *name, int block) {
+    attr_reset(op, name, FL_ATTR_BLOCK)->i = block;
+}
+
+void fl_ir_op_set_blocks(FlOpDesc *op, const char *name, const int64_t *blocks, size_t n) {
+    int64_t *c = dup_ints(blocks, n);
+    FlAttr *a = attr_reset(op, name, FL_ATTR_BLOCKS);
+    a->ints = c;
+    a->n = n;
+}
+
+int64_t fl_ir_op_get_int(const FlOpDesc *op, const char *name, int64_t dflt) {
+    FlAttr *a = fl_ir_op_attr(op, name);
+    if (!a) return dflt;
+    FL_ASSERT(a->type == FL_ATTR_INT || a->type == FL_ATTR_BLOCK);
+    return a->i;
+}
+
+double fl_ir_op_get_float(const FlOpDesc *op, const char *name, double dflt) {
+    FlAttr *a = fl_ir_op_attr(op, name);
+    if (!a) return dflt;
+    FL_ASSERT(a->type == FL_ATTR_FLOAT || a->type == FL_ATTR_INT);
+    return a->type == FL_ATTR_FLOAT ? a->f : (double)a->i;
+}
+
+const char *fl_ir_op_get_string(const FlOpDesc *op, const char *name, const char *dflt) {
+    FlAttr *a = fl_ir_op_attr(op, name);
+    if (!a) return dflt;
+    FL_ASSERT(a->type == FL_ATTR_STRING);
+    return a->s;
+}
+
+bool fl_ir_op_get_bool(const FlOpDesc *op, const char *name, bool dflt) {
+    FlAttr *a = fl_ir_op_attr(op, name);
+    if (!a) return dflt;
+    FL_ASSERT(a->type == FL_ATTR_BOOL);
+    return a->i != 0;
+}
+
+/* ---- ops ---- */
+
+static FlOpDesc *op_new(const char *type) {
+    FlOpDesc *op = fl_xcalloc(1, sizeof *op);
+    op->type = fl_xstrdup(type);
+    op->loc = FL_LOC_NONE;
+    return op;
+}
+
+void fl_ir_op_free(FlOpDesc *op) {
+    if (!op) return;
+    free(op->type);
+    for (size_t i = 0; i < op->ins.len; i++) slot_fini(&op->ins.data[i]);
+    for (size_t i = 0; i < op->outs.len; i++) slot_fini(&op->outs.data[i]);
+    for (size_t i = 0; i < op->attrs.len; i++) fl_ir_attr_fini(&op->attrs.data[i]);
+    FL_VEC_FREE(&op->ins);
+    FL_VEC_FREE(&op->outs);
+    FL_VEC_FREE(&op->attrs);
+    free(op);
+}
+
+FlOpDesc *fl_ir_op_clone(const FlOpDesc *op) {
+    FlOpDesc *c = op_new(op->type);
+    c->loc = op->loc;
+    FL_VEC_RESERVE(&c->ins, op->ins.len);
+    for (size_t i = 0; i < op->ins.len; i++)
+        slot_copy(&c->ins.data[c->ins.len++], &op->ins.data[i]);
+    FL_VEC_RESERVE(&c->outs, op->outs.len);
+    for (size_t i = 0; i < op->outs.len; i++)
+        slot_copy(&c->outs.data[c->outs.len++], &op->outs.data[i]);
+    FL_VEC_RESERVE(&c->attrs, op->attrs.len);
+    for (size_t i = 0; i < op->attrs.len; i++)
+        attr_copy(&c->attrs.data[c->attrs.len++], &op->attrs.data[i]);
+    return c;
+}
+
+FlOpDesc *fl_ir_op_append(FlBlock *b, const char *type) {
+    FlOpDesc *op = op_new(type);
+    FL_VEC_PUSH(&b->ops, op);
+    return op;
+}
+
+FlOpDesc *fl_ir_op_insert(FlBlock *b, size_t pos, const char *type) {
+    FL_ASSERT(pos <= b->ops.len);
+    FlOpDesc *op = op_new(type);
+    FL_VEC_RESERVE(&b->ops, b->ops.len + 1);
+    memmove(&b->ops.data[pos + 1], &b->ops.data[pos], (b->ops.len - pos) * sizeof(FlOpDesc *));
+    b->ops.data[pos] = op;
+    b->ops.len++;
+    return op;
+}
+
+void fl_ir_op_remove(FlBlock *b, size_t pos) {
+    FL_ASSERT(pos < b->ops.len);
+    fl_ir_op_free(b->ops.data[pos]);
+    memmove(&b->ops.data[pos], &b->ops.data[pos + 1],
+            (b->ops.len - pos - 1) * sizeof(FlOpDesc *));
+    b->ops.len--;
+}
+
+/* ---- vars ---- */
+
+static void var_free(FlVarDesc *v) {
+    if (!v) return;
+    free(v->name);
+    free(v);
+}
+
+FlVarDesc *fl_ir_var_add(FlBlock *b, const char *name) {
+    if (fl_map_find_str(&b->var_index, name)) return NULL;
+    FlVarDesc *v = fl_xcalloc(1, sizeof *v);
+    v->name = fl_xstrdup(name);
+    v->kind = FL_VAR_DENSE;
+    v->dtype = FL_DT_FLOAT32;
+    v->loc = FL_LOC_NONE;
+    FL_VEC_PUSH(&b->vars, v);
+    fl_map_put_str(&b->var_index, v->name, v);
+    return v;
+}
+
+FlVarDesc *fl_ir_var_find(const FlBlock *b, const char *name) {
+    return fl_map_find_str(&b->var_index, name);
+}
+
+FlVarDesc *fl_ir_var_lookup(const FlProgram *p, const FlBlock *b, const char *name) {
+    /* At most one step per block: a malformed parent chain cannot loop. */
+    for (size_t steps = 0; b && steps <= p->blocks.len; steps++) {
+        FlVarDesc *v = fl_ir_var_find(b, name);
+        if (v) return v;
+        if (b->parent < 0 || (size_t)b->parent >= p->blocks.len) return NULL;
+        b = p->blocks.data[b->parent];
+    }
+    return NULL;
+}
+
+bool fl_ir_var_remove(FlBlock *b, const char *name) {
+    FlVarDesc *v = fl_map_find_str(&b->var_index, name);
+    if (!v) return false;
+    fl_map_remove(&b->var_index, v->name, strlen(v->name));
+    for (size_t i = 0; i < b->vars.len; i++) {
+        if (b->vars.data[i] == v) {
+            memmove(&b->vars.data[i], &b->vars.data[i + 1],
+                    (b->vars.len - i - 1) * sizeof(FlVarDesc *));
+            b->vars.len--;
+            break;
+        }
+    }
+    var_free(v);
+    return true;
+}
+
+void fl_ir_var_set_shape(FlVarDesc *v, int ndim, const int64_t *shape) {
+    FL_ASSERT(ndim >= 0 && ndim <= FL_IR_MAX_DIMS);
+    v->ndim = ndim;
+    for (int i = 0; i < FL_IR_MAX_DIMS; i++) v->shape[i] = i < ndim ? shape[i] : 0;
+}
+
+void fl_ir_var_copy(FlVarDesc *dst, const FlVarDesc *src) {
+    char *name = dst->name;
+    *dst = *src;
+    dst->name = name;
+}
+
+/* ---- blocks and programs ---- */
+
+static FlBlock *block_alloc(int idx, int parent) {
+    FlBlock *b = fl_xcalloc(1, sizeof *b);
+    b->idx = idx;
+    b->parent = parent;
+    fl_map_init(&b->var_index);
+    return b;
+}
+
+static void block_free(FlBlock *b) {
+    if (!b) return;
+    for (size_t i = 0; i < b->vars.len; i++) var_free(b->vars.data[i]);
+    for (size_t i = 0; i < b->ops.len; i++) fl_ir_op_free(b->ops.data[i]);
+    FL_VEC_FREE(&b->vars);
+    FL_VEC_FREE(&b->ops);
+    fl_map_fini(&b->var_index);
+    free(b);
+}
+
+FlProgram *fl_ir_program_empty(void) {
+    return fl_xcalloc(1, sizeof(FlProgram));
+}
+
+FlBlock *fl_ir_block_push(FlProgram *p, int parent) {
+    FL_ASSERT(p->blocks.len < INT32_MAX);
+    FlBlock *b = block_alloc((int)p->blocks.len, parent);
+    FL_VEC_PUSH(&p->blocks, b);
+    return b;
+}
+
+FlProgram *fl_ir_program_new(void) {
+    FlProgram *p = fl_ir_program_empty();
+    fl_ir_block_push(p, -1);
+    return p;
+}
+
+void fl_ir_program_free(FlProgram *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->blocks.len; i++) block_free(p->blocks.data[i]);
+    FL_VEC_FREE(&p->blocks);
+    free(p);
+}
+
+FlBlock *fl_ir_block_new(FlProgram *p, int parent) {
+    FL_ASSERT(parent >= 0 && (size_t)parent < p->blocks.len);
+    return fl_ir_block_push(p, parent);
+}
+
+FlBlock *fl_ir_block(const FlProgram *p, int idx) {
+    FL_ASSERT(idx >= 0 && (size_t)idx < p->blocks.len);
+    return p->blocks.data[idx];
+}
+
+FlProgram *fl_ir_program_clone(const FlProgram *p) {
+    FlProgram *c = fl_ir_program_empty();
+    FL_VEC_RESERVE(&c->blocks, p->blocks.len);
+    for (size_t i = 0; i < p->blocks.len; i++) {
+        const FlBlock *src = p->blocks.data[i];
+        FlBlock *b = block_alloc(src->idx, src->parent);
+        c->blocks.data[c->blocks.len++] = b;
+        FL_VEC_RESERVE(&b->vars, src->vars.len);
+        for (size_t j = 0; j < src->vars.len; j++) {
+            FlVarDesc *v = fl_xmalloc(sizeof *v);
+            *v = *src->vars.data[j];
+            v->name = fl_xstrdup(v->name);
+            b->vars.data[b->vars.len++] = v;
+            fl_map_put_str(&b->var_index, v->name, v);
+        }
+        FL_VEC_RESERVE(&b->ops, src->ops.len);
+        for (size_t j = 0; j < src->ops.len; j++)
+            b->ops.data[b->ops.len++] = fl_ir_op_clone(src->ops.data[j]);
+    }
+    return c;
+}
+
+/* ---- run spec, readers ---- */
+
+static void free_strvec(char **v, size_t n) {
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+void fl_ir_reader_free(FlReaderSpec *r) {
+    if (!r) return;
+    free(r->path);
+    free(r->base_dir);
+    for (size_t i = 0; i < r->feeds.len; i++) {
+        free(r->feeds.data[i].feed);
+        free(r->feeds.data[i].cols);
+    }
+    FL_VEC_FREE(&r->feeds);
+    free_strvec(r->normalize.data, r->normalize.len);
+    free_strvec(r->scale_feeds.data, r->scale_feeds.len);
+    free(r->scale_factors.data);
+    free(r);
+}
+
+static char *dup_or_null(const char *s) {
+    return s ? fl_xstrdup(s) : NULL;
+}
+
+FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r) {
+    if (!r) return NULL;
+    FlReaderSpec *c = fl_xcalloc(1, sizeof *c);
+    c->path = dup_or_null(r->path);
+    c->base_dir = dup_or_null(r->base_dir);
+    c->skip_rows = r->skip_rows;
+    c->sep = r->sep;
+    for (size_t i = 0; i < r->feeds.len; i++) {
+        const FlFeedCols *f = &r->feeds.data[i];
+        FlFeedCols fc = {dup_or_null(f->feed), f->dtype, dup_ints(f->cols, f->ncols), f->ncols};
+        FL_VEC_PUSH(&c->feeds, fc);
+    }
+    for (size_t i = 0; i < r->normalize.len; i++)
+        FL_VEC_PUSH(&c->normalize, fl_xstrdup(r->normalize.data[i]));
+    for (size_t i = 0; i < r->scale_feeds.len; i++)
+        FL_VEC_PUSH(&c->scale_feeds, fl_xstrdup(r->scale_feeds.data[i]));
+    for (size_t i = 0; i < r->scale_factors.len; i++)
+        FL_VEC_PUSH(&c->scale_factors, r->scale_factors.data[i]);
+    c->has_split = r->has_split;
+    c->split_fraction = r->split_fraction;
+    c->split_seed = r->split_seed;
+    c->part = r->part;
+    return c;
+}
+
+void fl_ir_run_fini(FlRunSpec *r) {
+    fl_ir_reader_free(r->reader);
+    fl_ir_reader_free(r->test_reader);
+    free_strvec(r->fetch_names.data, r->fetch_names.len);
+    free_strvec(r->fetch_vars.data, r->fetch_vars.len);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- bundles and plans ---- */
+
+FlBundle *fl_ir_bundle_new(void) {
+    FlBundle *b = fl_xcalloc(1, sizeof *b);
+    b->startup = fl_ir_program_new();
+    b->main = fl_ir_program_new();
+    b->role = fl_xstrdup("local");
+    return b;
+}
+
+void fl_ir_bundle_free(FlBundle *b) {
+    if (!b) return;
+    fl_ir_program_free(b->startup);
+    fl_ir_program_free(b->main);
+    fl_ir_run_fini(&b->run);
+    free_strvec(b->source_paths.data, b->source_paths.len);
+    free(b->role);
+    free(b);
+}
+
+FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
+    FlBundle *c = fl_xcalloc(1, sizeof *c);
+    c->startup = b->startup ? fl_ir_program_clone(b->startup) : NULL;
+    c->main = b->main ? fl_ir_program_clone(b->main) : NULL;
+    c->run.present = b->run.present;
+    c->run.reader = fl_ir_reader_clone(b->run.reader);
+    c->run.test_reader = fl_ir_reader_clone(b->run.test_reader);
+    c->run.batch_size = b->run.batch_size;
+    c->run.epochs = b->run.epochs;
+    c->run.seed = b->run.seed;
+    for (size_t i = 0; i < b->run.fetch_names.len; i++)
+        FL_VEC_PUSH(&c->run.fetch_names, fl_xstrdup(b->run.fetch_names.data[i]));
+    for (size_t i = 0; i < b->run.fetch_vars.len; i++)
+        FL_VEC_PUSH(&c->run.fetch_vars, fl_xstrdup(b->run.fetch_vars.data[i]));
+    for (size_t i = 0; i < b->source_paths.len; i++)
+        FL_VEC_PUSH(&c->source_paths, fl_xstrdup(b->source_paths.data[i]));
+    c->role = dup_or_null(b->role);
+    c->role_index = b->role_index;
+    return c;
+}
+
+FlPlan *fl_ir_plan_new(void) {
+    FlPlan *p = fl_xcalloc(1, sizeof *p);
+    p->mode = fl_xstrdup("sync");
+    return p;
+}
+
+void fl_ir_plan_free(FlPlan *p) {
+    if (!p) return;
+    free(p->mode);
+    for (size_t i = 0; i < p->roles.len; i++) fl_ir_bundle_free(p->roles.data[i]);
+    FL_VEC_FREE(&p->roles);
+    FL_VEC_FREE(&p->rank_role);
+    free(p);
+}
+
+/* ---- validation ----
+ * Messages say where (program, block, var or op) and what is wrong; callers prefix the file. */
+
+static bool empty(const char *s) {
+    return !s || !*s;
+}
+
+static FlStatus check_loc(FlLoc l, size_t nsources, FlErr *e, const char *what) {
+    if (l.file < -1 || (l.file >= 0 && (size_t)l.file >= nsources))
+        return fl_err(e, "%s: location names source file %d, but there are %zu", what, (int)l.file,
+                      nsources);
+    if (l.line < 0 || l.col < 0 || l.len < 0)
+        return fl_err(e, "%s: negative location %d:%d (length %d)", what, (int)l.line, (int)l.col,
+                      (int)l.len);
+    return FL_OK;
+}
+
+static FlStatus check_block_ref(int64_t ref, const FlProgram *p, const FlBlock *b,
+                                const FlOpDesc *op, const FlAttr *a, FlErr *e) {
+    if (ref <= 0 || (uint64_t)ref >= p->blocks.len)
+        return fl_err(e, "block %d, op '%s': attribute '%s' names block %lld, which does not exist "
+                      "(sub-blocks are 1..%zu)", b->idx, op->type, a->name, (long long)ref,
+                      p->blocks.len - 1);
+    if (ref <= b->idx)
+        return fl_err(e, "block %d, op '%s': attribute '%s' names block %lld, which does not come "
+                      "after the op's own block", b->idx, op->type, a->name, (long long)ref);
+    return FL_OK;
+}
+
+static FlStatus check_slots(const FlSlot *s, size_t n, const FlBlock *b, const FlOpDesc *op,
+                            const char *dir, FlErr *e) {
+    for (size_t i = 0; i < n; i++) {
+        if (empty(s[i].name))
+            return fl_err(e, "block %d, op '%s': %s slot %zu has no name", b->idx, op->type, dir,
+                          i);
+        if (s[i].nargs && !s[i].args)
+            return fl_err(e, "block %d, op '%s': %s slot '%s' has no args array", b->idx, op->type,
+                          dir, s[i].name);
+        for (size_t j = 0; j < s[i].nargs; j++)
+            if (empty(s[i].args[j]))
+                return fl_err(e, "block %d, op '%s': %s slot '%s' has an empty var name", b->idx,
+                              op->type, dir, s[i].name);
+    }
+    return FL_OK;
+}
+
+static FlStatus check_op(const FlProgram *p, const FlBlock *b, const FlOpDesc *op,
+                         size_t nsources, FlErr *e) {
+    if (empty(op->type)) return fl_err(e, "block %d: an op has no type", b->idx);
+    if (check_slots(op->ins.data, op->ins.len, b, op, "input", e)) return FL_ERROR;
+    if (check_slots(op->outs.data, op->outs.len, b, op, "output", e)) return FL_ERROR;
+    for (size_t i = 0; i < op->attrs.len; i++) {
+        const FlAttr *a = &op->attrs.data[i];
+        if (empty(a->name))
+            return fl_err(e, "block %d, op '%s': attribute %zu has no name", b->idx, op->type, i);
+        if ((int)a->type < 0 || a->type >= FL_ATTR_TYPE_COUNT)
+            return fl_err(e, "block %d, op '%s': attribute '%s' has an unknown type %d", b->idx,
+                          op->type, a->name, (int)a->type);
+        switch (a->type) {
+        case FL_ATTR_INT:
+        case FL_ATTR_FLOAT: break;
+        case FL_ATTR_STRING:
+            if (!a->s)
+                return fl_err(e, "block %d, op '%s': string attribute '%s' has no value", b->idx,
+                              op->type, a->name);
+            break;
+        case FL_ATTR_BOOL:
+            if (a->i != 0 && a->i != 1)
+                return fl_err(e, "block %d, op '%s': bool attribute '%s' is %lld, not 0 or 1",
+                              b->idx, op->type, a->name, (long long)a->i);
+            break;
+        case FL_ATTR_INTS:
+        case FL_ATTR_BLOCKS:
+            if (a->n && !a->ints)
+                return fl_err(e, "block %d, op '%s': attribute '%s' has no values", b->idx,
+                              op->type, a->name);
+            if (a->type == FL_ATTR_BLOCKS)
+                for (size_t j = 0; j < a->n; j++)
+                    if (check_block_ref(a->ints[j], p, b, op, a, e)) return FL_ERROR;
+            break;
+        case FL_ATTR_FLOATS:
+            if (a->n && !a->floats)
+                return fl_err(e, "block %d, op '%s': attribute '%s' has no values", b->idx,
+                              op->type, a->name);
+            break;
+        case FL_ATTR_STRINGS:
+            if (a->n && !a->strs)
+                return fl_err(e, "block %d, op '%s': attribute '%s' has no values", b->idx,
+                              op->type, a->name);
+            for (size_t j = 0; j < a->n; j++)
+                if (!a->strs[j])
+                    return fl_err(e, "block %d, op '%s': attribute '%s' has a missing string",
+                                  b->idx, op->type, a->name);
+            break;
+        case FL_ATTR_BLOCK:
+            if (check_block_ref(a->i, p, b, op, a, e)) return FL_ERROR;
+            break;
+        case FL_ATTR_TYPE_COUNT: break;
+        }
+    }
+    char what[160];
+    snprintf(what, sizeof what, "block %d, op '%.100s'", b->idx, op->type);
+    return check_loc(op->loc, nsources, e, what);
+}
+
+static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources, FlErr *e) {
+    if (empty(v->name)) return fl_err(e, "block %d: a var has no name", b->idx);
+    if ((int)v->kind < 0 || v->kind >= FL_VAR_KIND_COUNT)
+        return fl_err(e, "block %d, var '%s': unknown var kind %d", b->idx, v->name, (int)v->kind);
+    if ((int)v->dtype < 0 || v->dtype >= FL_DT_COUNT)
+        return fl_err(e, "block %d, var '%s': unknown dtype %d", b->idx, v->name, (int)v->dtype);
+    if (v->ndim < 0 || v->ndim > FL_IR_MAX_DIMS)
+        return fl_err(e, "block %d, var '%s': rank %d is not in 0..%d", b->idx, v->name, v->ndim,
+                      FL_IR_MAX_DIMS);
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] < -1)
+            return fl_err(e, "block %d, var '%s': dimension %d is %lld (must be >= -1)", b->idx,
+                          v->name, i, (long long)v->shape[i]);
+    if (v->capacity < 0)
+        return fl_err(e, "block %d, var '%s': negative channel capacity %lld", b->idx, v->name,
+                      (long long)v->capacity);
+    char what[160];
+    snprintf(what, sizeof what, "block %d, var '%.100s'", b->idx, v->name);
+    return check_loc(v->loc, nsources, e, what);
+}
+
+FlStatus fl_ir_validate_program(const FlProgram *p, size_t nsources, FlErr *e) {
+    if (!p) return fl_err(e, "missing program");
+    if (p->blocks.len == 0) return fl_err(e, "the program has no blocks (block 0 is required)");
+    if (p->blocks.len > INT32_MAX) return fl_err(e, "too many blocks (%zu)", p->blocks.len);
+    for (size_t i = 0; i < p->blocks.len; i++) {
+        const FlBlock *b = p->blocks.data[i];
+        if (!b) return fl_err(e, "block %zu is missing", i);
+        if (b->idx < 0 || (size_t)b->idx != i)
+            return fl_err(e, "block %zu says it is block %d", i, b->idx);
+        if (i == 0 && b->parent != -1)
+            return fl_err(e, "block 0 has parent %d (block 0 has none: -1)", b->parent);
+        if (i > 0 && (b->parent < 0 || (size_t)b->parent >= i))
+            return fl_err(e, "block %zu has parent %d, which is not an earlier block", i,
+                          b->parent);
+        if (b->var_index.len != b->vars.len)
+            return fl_err(e, "block %zu: the var index is out of step with its vars", i);
+        for (size_t j = 0; j < b->vars.len; j++)
+            if (check_var(b, b->vars.data[j], nsources, e)) return FL_ERROR;
+        for (size_t j = 0; j < b->ops.len; j++)
+            if (check_op(p, b, b->ops.data[j], nsources, e)) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+static FlStatus check_names(char *const *names, size_t n, const char *what, FlErr *e) {
+    for (size_t i = 0; i < n; i++)
+        if (empty(names[i])) return fl_err(e, "%s %zu is empty", what, i);
+    return FL_OK;
+}
+
+static FlStatus check_reader(const FlReaderSpec *r, const char *which, FlErr *e) {
+    if (empty(r->path)) return fl_err(e, "%s: no data file path", which);
+    if (!r->base_dir) return fl_err(e, "%s: no base directory", which);
+    if (r->skip_rows < 0)
+        return fl_err(e, "%s: negative skip_rows %lld", which, (long long)r->skip_rows);
+    for (size_t i = 0; i < r->feeds.len; i++) {
+        const FlFeedCols *f = &r->feeds.data[i];
+        if (empty(f->feed)) return fl_err(e, "%s: feed %zu has no name", which, i);
+        if ((int)f->dtype < 0 || f->dtype >= FL_DT_COUNT)
+            return fl_err(e, "%s: feed '%s' has an unknown dtype %d", which, f->feed,
+                          (int)f->dtype);
+        if (f->ncols && !f->cols) return fl_err(e, "%s: feed '%s' has no columns", which, f->feed);
+        for (size_t j = 0; j < f->ncols; j++)
+            if (f->cols[j] < 0)
+                return fl_err(e, "%s: feed '%s' has a negative column %lld", which, f->feed,
+                              (long long)f->cols[j]);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s: normalized feed", which);
+    if (check_names(r->normalize.data, r->normalize.len, what, e)) return FL_ERROR;
+    snprintf(what, sizeof what, "%s: scaled feed", which);
+    if (check_names(r->scale_feeds.data, r->scale_feeds.len, what, e)) return FL_ERROR;
+    if (r->scale_feeds.len != r->scale_factors.len)
+        return fl_err(e, "%s: %zu scaled feeds but %zu scale factors", which, r->scale_feeds.len,
+                      r->scale_factors.len);
+    if (r->has_split && !(r->split_fraction >= 0 && r->split_fraction <= 1))
+        return fl_err(e, "%s: split fraction %g is not in [0, 1]", which, r->split_fraction);
+    if ((int)r->part < FL_PART_ALL || (int)r->part > FL_PART_TEST)
+        return fl_err(e, "%s: unknown reader part %d", which, (int)r->part);
+    return FL_OK;
+}
+
+FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
+    FlErr sub;
+    if (!b) return fl_err(e, "missing bundle");
+    if (check_names(b->source_paths.data, b->source_paths.len, "source path", e)) return FL_ERROR;
+    if (!b->startup) return fl_err(e, "the bundle has no startup program");
+    if (!b->main) return fl_err(e, "the bundle has no main program");
+    if (fl_ir_validate_program(b->startup, b->source_paths.len, &sub))
+        return fl_err(e, "startup program: %s", sub.msg);
+    if (fl_ir_validate_program(b->main, b->source_paths.len, &sub))
+        return fl_err(e, "main program: %s", sub.msg);
+    if (empty(b->role)) return fl_err(e, "the bundle has no role");
+    if (b->role_index < 0)
+        return fl_err(e, "negative role index %lld", (long long)b->role_index);
+    const FlRunSpec *r = &b->run;
+    if (r->reader && check_reader(r->reader, "run spec reader", e)) return FL_ERROR;
+    if (r->test_reader && check_reader(r->test_reader, "run spec test reader", e)) return FL_ERROR;
+    if (r->batch_size < 0)
+        return fl_err(e, "run spec: negative batch size %lld", (long long)r->batch_size);
+    if (r->epochs < 0) return fl_err(e, "run spec: negative epochs %lld", (long long)r->epochs);
+    if (r->fetch_names.len != r->fetch_vars.len)
+        return fl_err(e, "run spec: %zu fetch names but %zu fetch vars", r->fetch_names.len,
+                      r->fetch_vars.len);
+    if (check_names(r->fetch_names.data, r->fetch_names.len, "run spec: fetch name", e))
+        return FL_ERROR;
+    if (check_names(r->fetch_vars.data, r->fetch_vars.len, "run spec: fetch var", e))
+        return FL_ERROR;
+    return FL_OK;
+}
+
+FlStatus fl_ir_validate_plan(const FlPlan *p, FlErr *e) {
+    FlErr sub;
+    if (!p) return fl_err(e, "missing plan");
+    if (empty(p->mode)) return fl_err(e, "the plan has no mode");
+    if (p->pservers < 0) return fl_err(e, "negative pserver count %lld", (long long)p->pservers);
+    if (p->trainers < 1)
+        return fl_err(e, "the plan has %lld trainers (at least 1 is needed)",
+                      (long long)p->trainers);
+    if (p->roles.len == 0) return fl_err(e, "the plan has no roles");
+    if ((uint64_t)p->pservers + (uint64_t)p->trainers != p->roles.len)
+        return fl_err(e, "the plan has %zu roles for %lld trainers and %lld pservers",
+                      p->roles.len, (long long)p->trainers, (long long)p->pservers);
+    for (size_t i = 0; i < p->roles.len; i++)
+        if (fl_ir_validate_bundle(p->roles.data[i], &sub))
+            return fl_err(e, "role %zu: %s", i, sub.msg);
+    if (p->rank_role.len == 0) return fl_err(e, "the plan has an empty rank map");
+    for (size_t i = 0; i < p->rank_role.len; i++)
+        if (p->rank_role.data[i] < 0 || (uint64_t)p->rank_role.data[i] >= p->roles.len)
+            return fl_err(e, "rank %zu maps to role %lld, but the plan has roles 0..%zu", i,
+                          (long long)p->rank_role.data[i], p->roles.len - 1);
+    return FL_OK;
+}
