@@ -2519,6 +2519,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     c->b.main = c->bundle->main;
     c->b.startup = c->bundle->startup;
     c->b.block = fl_ir_block(c->b.main, 0);
+    free(c->bundle->role);
     c->bundle->role = fl_xstrdup("local");
     fl_builtins_install(c);
 
