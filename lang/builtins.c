@@ -128,7 +128,7 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
     if (st == 0) return fl_ev_error(c, a->span, "range() step must not be zero");
     FlValue *l = fl_v_list(c, VK_LIST);
     int64_t n = st > 0 ? (hi > lo ? (hi - lo + st - 1) / st : 0) : (lo > hi ? (lo - hi - st - 1) / -st : 0);
-    if (n > 10000000) return fl_ev_error(c, a->span, "range() of %lld elements is too large for compile time", (long long)n);
+    if (n > 1000000) return fl_ev_error(c, a->span, "range() of %lld elements is too large for compile time (at most 1,000,000)", (long long)n);
     for (int64_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_int(c, lo + i * st));
     return l;
 }

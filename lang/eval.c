@@ -1548,8 +1548,16 @@ static bool assign_to(Ctx *c, Env *e, FlAst *t, FlValue *v) {
 
 static Flow eval_stmt(Ctx *c, Env *e, FlAst *s);
 
+#define MEMORY_LIMIT ((size_t)512 << 20)
+
 Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body) {
     for (size_t i = 0; i < body->len; i++) {
+        if (c->aborted) return FLOW_ERROR;
+        if (c->arena.used_total > MEMORY_LIMIT) {
+            fl_ev_error(c, body->items[i]->span, "the program needs more than 512 MiB of memory at compile time");
+            c->aborted = true;
+            return FLOW_ERROR;
+        }
         Flow f = eval_stmt(c, e, body->items[i]);
         if (f != FLOW_NORMAL && f != FLOW_ERROR) return f;
         if (f == FLOW_ERROR && c->diag.nerrors > 200) return FLOW_ERROR;
@@ -2147,8 +2155,8 @@ static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
             break;
         }
         if (!tv) break;
-        if (iter > 10000000) {
-            fl_ev_error(c, s->span, "this compile-time loop ran 10,000,000 times; is it infinite?");
+        if (iter >= 1000000) {
+            fl_ev_error(c, s->span, "this compile-time loop ran 1,000,000 times; is it infinite?");
             res = FLOW_ERROR;
             break;
         }

@@ -126,6 +126,7 @@ struct Ctx {
     FL_VEC(int32_t) src_map; /* FlSources file id -> bundle source index (or -1) */
     FlMap block_of_var;     /* param-block var name -> base param name (split/concat) */
     bool in_server_do;
+    bool aborted;           /* a limit was hit: stop evaluating */
     FlBlock *server_block;
     Module *cur_mod;        /* the module whose code is running */
     FL_VEC(Env *) envs;     /* every Env made, so their maps can be freed at the end */

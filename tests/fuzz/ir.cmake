@@ -1,8 +1,11 @@
 # The IR reader's libFuzzer target. Include it from tests/fuzz/CMakeLists.txt:
 #   include(${CMAKE_CURRENT_SOURCE_DIR}/ir.cmake)
 # It only does something when FL_FUZZ is on (configure with CC=clang -DFL_FUZZ=ON). Run:
-#   build/tests/fuzz/fuzz_ir tests/fuzz/corpus/ir -max_total_time=300
-# and keep any crasher in tests/fuzz/crashes/ir/ (test_fuzz_ir_corpus replays both folders).
+#   mkdir -p build-fuzz/corpus-ir
+#   build-fuzz/tests/fuzz/fuzz_ir build-fuzz/corpus-ir tests/fuzz/corpus/ir -max_total_time=300 \
+#       -artifact_prefix=tests/fuzz/crashes/ir/
+# (libFuzzer adds new inputs to the FIRST folder: keep that one out of git). A crasher lands in
+# tests/fuzz/crashes/ir/; keep it there once fixed (test_fuzz_ir_corpus replays both folders).
 # The IR module and base are compiled into the target from their sources, so that they carry
 # the fuzzer's coverage instrumentation (the ordinary fl_ir library does not).
 if(FL_FUZZ)
