@@ -29,12 +29,12 @@
     X(FL_AST_TUPLE, "tuple")         /* list.items */                                    \
     X(FL_AST_DICT, "dict")           /* dict.keys, dict.vals (same length) */            \
     X(FL_AST_BINOP, "binary operation") /* binop.op, binop.l, binop.r */                 \
-    X(FL_AST_UNOP, "unary operation")   /* unop.op ('-', '+', FL_TOK_NOT), unop.e */     \
+    X(FL_AST_UNOP, "unary operation")   /* unop.op (an FlUnOp), unop.e */     \
     X(FL_AST_AND, "and")             /* binop.l, binop.r */                              \
     X(FL_AST_OR, "or")               /* binop.l, binop.r */                              \
     X(FL_AST_COMPARE, "comparison")  /* binop.op (FlCmpOp), binop.l, binop.r */          \
     X(FL_AST_COND, "conditional expression") /* cond.test, cond.then, cond.other */      \
-    X(FL_AST_LAMBDA, "lambda")       /* def.params, def.body (one FL_AST_RETURN) */      \
+    X(FL_AST_LAMBDA, "lambda")       /* def.params, def.body (one FL_AST_RETURN), def.name "<lambda>" */      \
     /* statements */                                                                      \
     X(FL_AST_EXPR_STMT, "expression statement") /* expr.e */                            \
     X(FL_AST_ASSIGN, "assignment")   /* assign.target, assign.value */                   \

@@ -54,6 +54,7 @@ static FlAst *int_lit(FlParser *p, int64_t v, FlLoc loc);
 static FlAst *float_lit(FlParser *p, double v, FlLoc loc);
 static FlAst *str_lit(FlParser *p, FlStrVec *parts, FlLoc loc);
 static FlAst *leaf(FlParser *p, FlAstKind k, FlLoc loc);
+static FlAst *bad(FlParser *p, FlLoc loc);
 static FlAst *attr(FlParser *p, FlAst *obj, const char *s, FlLoc name_loc, FlLoc loc);
 static FlAst *call(FlParser *p, FlAst *fn, FlArgVec *args, FlLoc loc);
 static FlAst *subscript(FlParser *p, FlAst *obj, FlAst *index, FlLoc loc);
@@ -292,7 +293,7 @@ cases:
 /* `case` and `default` are names, not keywords: the clause starts with any name and the
  * builder checks which. */
 case_clause:
-    NAME ':' block              { $$ = case_clause(p, $1, @1, NULL, NULL, $3, @$); }
+    NAME ':' block              { $$ = case_clause(p, $1, @1, NULL, NULL, $3, join(@1, @2)); }
   | NAME expr ':' block         { $$ = case_clause(p, $1, @1, NULL, $2, $4, join(@1, @3)); }
   | NAME target_list '=' expr ':' block { $$ = case_clause(p, $1, @1, $2, $4, $6, join(@1, @5)); }
   | recover                     { $$ = NULL; }
@@ -387,6 +388,8 @@ primary:
   | primary '(' args ')'        { $$ = call(p, $1, $3, @$); }
   | primary '(' args ',' ')'    { $$ = call(p, $1, $3, @$); }
   | primary '[' subscripts ']'  { $$ = subscript(p, $1, $3, @$); }
+  | primary '(' error ')'       { $$ = bad(p, @$); }
+  | primary '[' error ']'       { $$ = bad(p, @$); }
   ;
 
 args:
@@ -439,6 +442,9 @@ atom:
   | '{' '}'                     { $$ = dict(p, NULL, @$); }
   | '{' dict_items '}'          { $$ = dict(p, $2, @$); }
   | '{' dict_items ',' '}'      { $$ = dict(p, $2, @$); }
+  | '(' error ')'               { $$ = bad(p, @$); }
+  | '[' error ']'               { $$ = bad(p, @$); }
+  | '{' error '}'               { $$ = bad(p, @$); }
   ;
 
 strings:
@@ -580,6 +586,10 @@ static FlAst *str_lit(FlParser *p, FlStrVec *parts, FlLoc loc) {
 }
 
 static FlAst *leaf(FlParser *p, FlAstKind k, FlLoc loc) { return node(p, k, loc); }
+
+/* What a bracket pair with a syntax error inside becomes: a name no program can write, so
+ * that later checks (assignment targets...) stay quiet. The tree is not evaluated anyway. */
+static FlAst *bad(FlParser *p, FlLoc loc) { return name(p, fl_intern_str(p->in, "<error>"), loc); }
 
 static FlAst *attr(FlParser *p, FlAst *obj, const char *s, FlLoc name_loc, FlLoc loc) {
     FlAst *n = node(p, FL_AST_ATTR, loc);

@@ -189,6 +189,8 @@ static void test_layout(void) {
     check_ast("x = 1", "(assign (name x) (int 1))\n");
     check_ast("", "");
     check_ast("\n\n  \n# only a comment\n   # indented comment", "");
+    check_ast("x = 1\n   \r", "(assign (name x) (int 1))\n");
+    check_ast("x = 1\n\t  ", "(assign (name x) (int 1))\n");
     /* tabs-only indentation, CRLF line ends, blank lines with odd indentation inside blocks */
     check_ast("if x:\n\ty = 1\n\tif z:\n\t\tw = 2\n",
               "(if (name x) (body (assign (name y) (int 1)) (if (name z) (body (assign (name w) (int 2))))))\n");
@@ -291,6 +293,30 @@ static void test_spans(void) {
     SPAN_IS(&r, top[3]->import.name_spans[0], "n as o");
     SPAN_IS(&r, top[4]->assign.value->span, "'ab' \"cd\"");
     CU_ASSERT_EQUAL(as->depth, 5); /* assign > + > - > ** > b */
+    parsed_fini(&r);
+
+    src = "select:\n    case v = ch.recv():\n        pass\n    default:\n        pass\n"
+          "for a, b in c:\n    pass\nwhile x:\n    pass\nif a:\n    pass\nelif b:\n    pass\n"
+          "go:\n    pass\nparallel_for i in r:\n    pass\nwith g() as h:\n    pass\nimport a.b as c, d\n";
+    parse_text(&r, "t.fl", src, strlen(src));
+    CU_ASSERT_EQUAL_FATAL(r.nerrors, 0);
+    top = r.m.body.items;
+    CU_ASSERT_EQUAL_FATAL(r.m.body.len, 9);
+    SPAN_IS(&r, top[0]->span, "select:");
+    SPAN_IS(&r, top[0]->select.cases.items[0]->span, "case v = ch.recv():");
+    SPAN_IS(&r, top[0]->select.cases.items[0]->case_.op->span, "ch.recv()");
+    SPAN_IS(&r, top[0]->select.cases.items[1]->span, "default:");
+    SPAN_IS(&r, top[1]->span, "for a, b in c:");
+    SPAN_IS(&r, top[1]->loop.target->span, "a, b");
+    SPAN_IS(&r, top[2]->span, "while x:");
+    SPAN_IS(&r, top[3]->span, "if a:");
+    SPAN_IS(&r, top[3]->cond.else_body.items[0]->span, "elif b:");
+    SPAN_IS(&r, top[4]->span, "go:");
+    SPAN_IS(&r, top[5]->span, "parallel_for i in r:");
+    SPAN_IS(&r, top[5]->loop.target->span, "i");
+    SPAN_IS(&r, top[6]->span, "with g() as h:");
+    SPAN_IS(&r, top[7]->span, "a.b as c");
+    SPAN_IS(&r, top[8]->span, "d");
     parsed_fini(&r);
 }
 
@@ -434,6 +460,12 @@ static void test_recovery(void) {
                "t.fl:4:9: error: unmatched ')'\n    w = )\n        ^\n"
                "t.fl:5:8: error: unclosed '[' at end of file\nv = [1,\n       ^\n"
                "t.fl:5:5: note: '[' opened here\nv = [1,\n    ^\n");
+    /* recovery inside brackets: several errors on one line */
+    check_diag("x = f(1 2) + g(3 4) + [5 6]\n", 3,
+               "t.fl:1:9: error: expected ',' or ')', found '2'\nx = f(1 2) + g(3 4) + [5 6]\n        ^\n"
+               "t.fl:1:18: error: expected ',' or ')', found '4'\nx = f(1 2) + g(3 4) + [5 6]\n                 ^\n"
+               "t.fl:1:26: error: expected ',' or ']', found '6'\nx = f(1 2) + g(3 4) + [5 6]\n"
+               "                         ^\n");
     /* an error inside a block does not hide the next statements */
     check_diag("def f():\n    x = (1 2)\n    return x\ny = ]\n", 2,
                "t.fl:2:12: error: expected ',' or ')', found '2'\n    x = (1 2)\n           ^\n"
