@@ -1,0 +1,152 @@
+/* api.c: the embedding API (runtime/api.h) over the IR reader, the executor and scopes. A loaded
+ * program owns its bundle; an executor holds one prepared FlExec per program (startup, main). */
+#include "runtime/api.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ir/ir.h"
+#include "runtime/core/exec.h"
+#include "runtime/core/scope.h"
+
+struct FlLoadedProgram {
+    FlBundle *bundle;
+};
+
+struct FlExecutor {
+    FlExec *startup, *main;
+};
+
+FlStatus fl_program_load(const char *path, FlLoadedProgram **out, FlErr *err) {
+    *out = NULL;
+    FlBundle *b = NULL;
+    FlPlan *plan = NULL;
+    if (fl_ir_read(path, &b, &plan, err) != FL_OK) return FL_ERROR;
+    if (plan) {
+        fl_ir_plan_free(plan);
+        return fl_err(err, "%s: a distributed plan, not a program: run it with flrun under mpirun",
+                      path);
+    }
+    *out = fl_program_from_bundle_take(b);
+    return FL_OK;
+}
+
+FlLoadedProgram *fl_program_from_bundle_take(FlBundle *bundle) {
+    FlLoadedProgram *p = fl_xcalloc(1, sizeof *p);
+    p->bundle = bundle;
+    return p;
+}
+
+void fl_program_free(FlLoadedProgram *p) {
+    if (!p) return;
+    fl_ir_bundle_free(p->bundle);
+    free(p);
+}
+
+const FlBundle *fl_program_bundle(const FlLoadedProgram *p) { return p->bundle; }
+
+FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt, FlExecutor **out,
+                         FlErr *err) {
+    *out = NULL;
+    FlExecOptions o = {.seed = opt ? opt->seed : 0};
+    const FlBundle *b = p->bundle;
+    const char *const *src = (const char *const *)b->source_paths.data;
+    size_t ns = b->source_paths.len;
+    FlExecutor *ex = fl_xcalloc(1, sizeof *ex);
+    FlErr e2;
+    if (fl_exec_new(b->startup, src, ns, &o, &ex->startup, &e2) != FL_OK) {
+        fl_err(err, "startup %s", e2.msg);
+        goto fail;
+    }
+    if (fl_exec_new(b->main, src, ns, &o, &ex->main, &e2) != FL_OK) {
+        fl_err(err, "main %s", e2.msg);
+        goto fail;
+    }
+    *out = ex;
+    return FL_OK;
+fail:
+    fl_executor_free(ex);
+    return FL_ERROR;
+}
+
+void fl_executor_free(FlExecutor *ex) {
+    if (!ex) return;
+    fl_exec_free(ex->startup);
+    fl_exec_free(ex->main);
+    free(ex);
+}
+
+FlStatus fl_executor_run_startup(FlExecutor *ex, FlScope *scope, FlErr *err) {
+    return fl_exec_run(ex->startup, scope, NULL, 0, NULL, NULL, 0, 0, err);
+}
+
+#define STACK_N 16
+
+static FlStatus run(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, size_t nfeeds,
+                    FlFetch *fetches, size_t nfetches, unsigned flags, FlErr *err) {
+    FlExecFeed fst[STACK_N];
+    const char *nst[STACK_N];
+    FlTensor tst[STACK_N];
+    FlExecFeed *f = nfeeds > STACK_N ? fl_xcalloc(nfeeds, sizeof *f) : fst;
+    const char **names = nfetches > STACK_N ? fl_xcalloc(nfetches, sizeof *names) : nst;
+    FlTensor *ts = nfetches > STACK_N ? fl_xcalloc(nfetches, sizeof *ts) : tst;
+    for (size_t i = 0; i < nfeeds; i++) f[i] = (FlExecFeed){feeds[i].name, feeds[i].tensor};
+    for (size_t i = 0; i < nfetches; i++) {
+        names[i] = fetches[i].name;
+        fl_tensor_init(&ts[i]);
+    }
+    FlStatus st = fl_exec_run(ex->main, scope, f, nfeeds, names, ts, nfetches, flags, err);
+    if (st == FL_OK)
+        for (size_t i = 0; i < nfetches; i++) {
+            fl_tensor_fini(&fetches[i].tensor);
+            fetches[i].tensor = ts[i]; /* moves the reference */
+        }
+    if (f != fst) free(f);
+    if (names != nst) free(names);
+    if (ts != tst) free(ts);
+    return st;
+}
+
+FlStatus fl_executor_run(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, size_t nfeeds,
+                         FlFetch *fetches, size_t nfetches, FlErr *err) {
+    return run(ex, scope, feeds, nfeeds, fetches, nfetches, 0, err);
+}
+
+FlStatus fl_executor_predict(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, size_t nfeeds,
+                             FlFetch *fetches, size_t nfetches, FlErr *err) {
+    return run(ex, scope, feeds, nfeeds, fetches, nfetches, FL_EXEC_PREDICT, err);
+}
+
+FlStatus fl_tensor_from_floats(FlErr *err, FlTensor *t, int ndim, const int64_t *ne,
+                               const float *data) {
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_alloc(err, &r, FL_DT_FLOAT32, ndim, ne) != FL_OK) return FL_ERROR;
+    memcpy(fl_tensor_data(&r), data, fl_tensor_nbytes(&r));
+    fl_tensor_fini(t);
+    *t = r;
+    return FL_OK;
+}
+
+FlStatus fl_tensor_from_int64s(FlErr *err, FlTensor *t, int ndim, const int64_t *ne,
+                               const int64_t *data) {
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_alloc(err, &r, FL_DT_INT64, ndim, ne) != FL_OK) return FL_ERROR;
+    memcpy(fl_tensor_data(&r), data, fl_tensor_nbytes(&r));
+    fl_tensor_fini(t);
+    *t = r;
+    return FL_OK;
+}
+
+FlStatus fl_tensor_to_floats(FlErr *err, const FlTensor *t, float *dst, size_t n) {
+    if (!fl_tensor_has_data(t)) return fl_err(err, "the tensor is empty");
+    int64_t m = fl_tensor_numel(t);
+    if ((size_t)m > n)
+        return fl_err(err, "the tensor %s has %lld elements, more than the %zu given",
+                      fl_tensor_shape(t).s, (long long)m, n);
+    if (t->dtype == FL_DT_FLOAT32) memcpy(dst, fl_tensor_data(t), (size_t)m * sizeof(float));
+    else
+        for (int64_t i = 0; i < m; i++) dst[i] = (float)fl_tensor_get(t, i);
+    return FL_OK;
+}
+
+const char *fl_error_message(const FlErr *err) { return err ? err->msg : ""; }

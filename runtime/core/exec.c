@@ -1,0 +1,619 @@
+/* exec.c: preparing a program (adapters, attributes, argument resolution) and running blocks.
+ *
+ * Scopes mirror blocks: the call scope has block 0's layout and each sub-block run gets a child
+ * scope with that block's layout, whose parent is the scope of the block holding the control op
+ * (prepare checks that a sub-block's parent is its op's block). So an argument declared `up`
+ * blocks out is `up` scope parents away, at a slot fixed at prepare time.
+ *
+ * Var homes: a var declared in block k lives in the scope running block k; a persistable var of
+ * block 0 lives in the caller's scope (its call-scope slot only caches the var once found, or
+ * holds a per-call feed override); a name no block declares lives in the scope of the block using
+ * it. Reading a var that is not in its home slot falls back to a name lookup in the home scope's
+ * ancestors (the caller's scope tree), so vars put there by the embedder are visible.
+ */
+#include "runtime/core/exec_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rng.h"
+
+/* ---------------------------------------------------------------- adapter tables */
+
+static const FlAdapter *const fwd_adapters[FL_OPID_COUNT] = {
+#define FL_OP(id, ins, outs, attrs, grad, flags) [FL_OPID_##id] = &fl_adapter_##id,
+#include "compiler/ops.def"
+#undef FL_OP
+};
+
+#define FL_GRAD_ADAPTER_REF_FL_GRAD_DEFAULT(id) &fl_adapter_##id##_grad
+#define FL_GRAD_ADAPTER_REF_FL_GRAD_CUSTOM(id) &fl_adapter_##id##_grad
+#define FL_GRAD_ADAPTER_REF_FL_GRAD_NONE(id) NULL
+#define FL_GRAD_ADAPTER_REF_FL_GRAD_STOP(id) NULL
+static const FlAdapter *const grad_adapters[FL_OPID_COUNT] = {
+#define FL_OP(id, ins, outs, attrs, grad, flags) [FL_OPID_##id] = FL_GRAD_ADAPTER_REF_##grad(id),
+#include "compiler/ops.def"
+#undef FL_OP
+};
+
+/* Startup check (once per prepare; cheap): every op of the table has its adapter, with a run or
+ * control function, under the op's own name. */
+static void check_tables(void) {
+    for (size_t i = 0; i < fl_ops_count(); i++) {
+        const FlOpInfo *info = fl_ops_at(i);
+        const FlAdapter *ad = info->is_grad ? grad_adapters[info->id] : fwd_adapters[info->id];
+        if (!ad) fl_panic(__FILE__, __LINE__, "op '%s' has no adapter", info->name);
+        FL_ASSERT(strcmp(ad->name, info->name) == 0);
+        FL_ASSERT((ad->run != NULL) != (ad->control != NULL));
+    }
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+static const FlAttr *attr_or_default(const ExecOp *op, const char *name) {
+    const FlAttr *a = fl_ir_op_attr(op->desc, name);
+    if (a) return a;
+    const FlAttrInfo *ai = fl_ops_attr(op->info, name);
+    FL_ASSERT(ai); /* adapters only ask for attributes of their op */
+    return ai->required ? NULL : &ai->dflt;
+}
+
+int64_t fl_exec_attr_int(const ExecOp *op, const char *name) {
+    const FlAttr *a = attr_or_default(op, name);
+    return a ? a->i : 0;
+}
+
+double fl_exec_attr_float(const ExecOp *op, const char *name) {
+    const FlAttr *a = attr_or_default(op, name);
+    if (!a) return 0;
+    return a->type == FL_ATTR_FLOAT ? a->f : (double)a->i;
+}
+
+bool fl_exec_attr_bool(const ExecOp *op, const char *name) {
+    const FlAttr *a = attr_or_default(op, name);
+    return a && a->i != 0;
+}
+
+const char *fl_exec_attr_string(const ExecOp *op, const char *name) {
+    const FlAttr *a = attr_or_default(op, name);
+    return a && a->s ? a->s : "";
+}
+
+const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n) {
+    const FlAttr *a = attr_or_default(op, name);
+    *n = a ? a->n : 0;
+    return a ? a->ints : NULL;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+void fl_exec_loc_str(const FlExec *ex, FlLoc loc, char *buf, size_t n) {
+    buf[0] = 0;
+    if (loc.line <= 0) return;
+    const char *path = loc.file >= 0 && (size_t)loc.file < ex->nsources ? ex->sources[loc.file]
+                                                                          : "?";
+    const char *base = strrchr(path, '/');
+    snprintf(buf, n, "%s:%d:%d", base ? base + 1 : path, loc.line, loc.col);
+}
+
+static void op_prefix(const FlExec *ex, const ExecOp *op, FlBuf *b) {
+    char loc[512];
+    fl_exec_loc_str(ex, op->desc->loc, loc, sizeof loc);
+    fl_buf_printf(b, "runtime error in op '%s'", op->desc->type);
+    if (loc[0]) fl_buf_printf(b, " (%s)", loc);
+    fl_buf_puts(b, ": ");
+}
+
+FlStatus fl_exec_op_error(RunCtx *rc, const ExecOp *op, const char *fmt, ...) {
+    FlBuf b = {0};
+    op_prefix(rc->ex, op, &b);
+    va_list ap;
+    va_start(ap, fmt);
+    fl_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    fl_err(rc->e, "%s", fl_buf_str(&b));
+    fl_buf_free(&b);
+    return FL_ERROR;
+}
+
+/* The kernel's message ("mul: X [32, 12] and Y [13, 1]: ...") in the runtime's form: the op
+ * prefix and location, and each input slot's var name after the slot's name ("X 'x' [32, 12]").
+ * When the message shows no input shape, the inputs are listed after it. */
+static void wrap_kernel_error(RunCtx *rc, const ExecOp *op, const FlTensor *const *in) {
+    const char *msg = rc->e->msg;
+    size_t tl = strlen(op->desc->type);
+    if (strncmp(msg, op->desc->type, tl) == 0 && msg[tl] == ':' && msg[tl + 1] == ' ') msg += tl + 2;
+    FlBuf out = {0}, pat = {0};
+    op_prefix(rc->ex, op, &out);
+    const char *p = msg;
+    bool named = false;
+    while (*p) {
+        /* at a slot name followed by a shape of that slot's first input? */
+        bool hit = false;
+        for (int s = 0; s < op->info->nins && !hit; s++) {
+            if (op->in_off[s + 1] == op->in_off[s]) continue;
+            const FlTensor *t = in[op->in_off[s]];
+            if (!t) continue;
+            const char *sn = op->info->ins[s].name;
+            if (p != msg && (p[-1] != ' ' && p[-1] != '(')) continue;
+            pat.len = 0;
+            fl_buf_printf(&pat, "%s %s", sn, fl_tensor_shape(t).s);
+            if (strncmp(p, pat.data, pat.len) != 0) continue;
+            fl_buf_printf(&out, "%s '%s' %s", sn, op->args[op->in_off[s]].name,
+                          fl_tensor_shape(t).s);
+            p += pat.len;
+            hit = named = true;
+        }
+        if (!hit) fl_buf_putc(&out, *p++);
+    }
+    if (!named && op->nin > 0) {
+        fl_buf_puts(&out, " (inputs:");
+        bool first = true;
+        for (int s = 0; s < op->info->nins; s++)
+            for (int k = op->in_off[s]; k < op->in_off[s + 1]; k++) {
+                if (!in[k]) continue;
+                fl_buf_printf(&out, "%s %s '%s' %s", first ? "" : ",", op->info->ins[s].name,
+                              op->args[k].name, fl_tensor_shape(in[k]).s);
+                first = false;
+            }
+        fl_buf_putc(&out, ')');
+    }
+    fl_err(rc->e, "%s", fl_buf_str(&out));
+    fl_buf_free(&out);
+    fl_buf_free(&pat);
+}
+
+/* ---------------------------------------------------------------- vars of arguments */
+
+FlScope *fl_exec_scope_up(FlScope *s, int up) {
+    while (up-- > 0) s = fl_scope_parent(s);
+    return s;
+}
+
+FlVar *fl_exec_var_read(FlScope *s, const ArgRef *a) {
+    FlScope *home = fl_exec_scope_up(s, a->up);
+    FlVar *v = fl_scope_slot(home, (size_t)a->idx);
+    if (v) return v;
+    FlScope *outer = fl_scope_parent(home);
+    v = outer ? fl_scope_find(outer, a->name) : NULL;
+    if (v && a->shared) v = fl_scope_slot_set(home, (size_t)a->idx, v); /* cache */
+    return v;
+}
+
+FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a) {
+    FlScope *home = fl_exec_scope_up(s, a->up);
+    FlVar *v = fl_scope_slot(home, (size_t)a->idx);
+    if (v) return v;
+    if (a->shared) {
+        FlScope *outer = fl_scope_parent(home);
+        FL_ASSERT(outer); /* call scopes always have the caller's scope above them */
+        v = fl_scope_find(outer, a->name);
+        if (!v) v = fl_scope_var(outer, a->name);
+        return fl_scope_slot_set(home, (size_t)a->idx, v);
+    }
+    return fl_scope_slot_var(home, (size_t)a->idx);
+}
+
+/* ---------------------------------------------------------------- running */
+
+#define STACK_ARGS 8
+
+static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlTensor in_st[STACK_ARGS], out_st[STACK_ARGS];
+    const FlTensor *inp_st[STACK_ARGS];
+    FlTensor *outp_st[STACK_ARGS];
+    bool heap = op->nin > STACK_ARGS || op->nout > STACK_ARGS;
+    FlTensor *in = heap ? fl_xcalloc((size_t)op->nin + 1, sizeof *in) : in_st;
+    FlTensor *out = heap ? fl_xcalloc((size_t)op->nout + 1, sizeof *out) : out_st;
+    const FlTensor **inp = heap ? fl_xcalloc((size_t)op->nin + 1, sizeof *inp) : inp_st;
+    FlTensor **outp = heap ? fl_xcalloc((size_t)op->nout + 1, sizeof *outp) : outp_st;
+    FlStatus st = FL_OK;
+    int loaded = 0;
+    for (int k = 0; k < op->nout; k++) {
+        fl_tensor_init(&out[k]);
+        outp[k] = op->args[op->nin + k].idx >= 0 ? &out[k] : NULL;
+    }
+    for (; loaded < op->nin; loaded++) {
+        const ArgRef *a = &op->args[loaded];
+        fl_tensor_init(&in[loaded]);
+        inp[loaded] = NULL;
+        if (a->idx < 0) continue;
+        FlVar *v = fl_exec_var_read(s, a);
+        if (!v || !fl_var_get_tensor(v, &in[loaded])) {
+            int slot = 0;
+            while (op->in_off[slot + 1] <= loaded) slot++;
+            st = fl_exec_op_error(rc, op, "input %s '%s' has no value%s", op->info->ins[slot].name,
+                                  a->name,
+                                  a->shared ? " (a persistable var: was the startup program run "
+                                              "on this scope?)"
+                                            : "");
+            loaded++;
+            goto done;
+        }
+        inp[loaded] = &in[loaded];
+    }
+    OpCall c = {.rc = rc, .op = op, .e = rc->e, .in = inp, .out = outp};
+    if (op->ad->run(&c) != FL_OK) {
+        wrap_kernel_error(rc, op, inp);
+        st = FL_ERROR;
+        goto done;
+    }
+    for (int k = 0; k < op->nout; k++) {
+        if (!outp[k] || !fl_tensor_has_data(&out[k])) continue;
+        if (rc->read_only && op->args[op->nin + k].shared) continue;
+        fl_var_take_tensor(fl_exec_var_write(s, &op->args[op->nin + k]), &out[k]);
+    }
+done:
+    for (int k = 0; k < loaded; k++) fl_tensor_fini(&in[k]);
+    for (int k = 0; k < op->nout; k++) fl_tensor_fini(&out[k]);
+    if (heap) {
+        free(in);
+        free(out);
+        free(inp);
+        free(outp);
+    }
+    return st;
+}
+
+static FlStatus run_masked(RunCtx *rc, const PBlock *pb, FlScope *s, const bool *mask) {
+    for (size_t i = 0; i < pb->nops; i++) {
+        if (mask && !mask[i]) continue;
+        const ExecOp *op = &pb->ops[i];
+        FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
+        if (st != FL_OK) return st;
+    }
+    return FL_OK;
+}
+
+FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) {
+    for (size_t i = 0; i < pb->nops; i++) {
+        const ExecOp *op = &pb->ops[i];
+        FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
+        if (st != FL_OK) return st;
+    }
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- prepare */
+
+
+static int block_depth(const FlProgram *p, int idx) {
+    int d = 0;
+    for (const FlBlock *b = fl_ir_block(p, idx); b->parent >= 0; b = fl_ir_block(p, b->parent)) d++;
+    return d;
+}
+
+static FlStatus resolve_arg(FlExec *ex, PBlock *pb, const char *name, ArgRef *a) {
+    a->name = name;
+    a->up = 0;
+    a->idx = -1;
+    a->shared = false;
+    if (strcmp(name, FL_EMPTY_ARG) == 0) return FL_OK;
+    for (PBlock *d = pb; d; d = (PBlock *)d->parent) {
+        long i = fl_scope_layout_find(&d->layout, name);
+        if (i >= 0 && d->slots.data[i].desc) {
+            a->up = pb->depth - d->depth;
+            a->idx = (int)i;
+            a->shared = d->slots.data[i].shared;
+            return FL_OK;
+        }
+    }
+    /* declared nowhere: a var of the block using it */
+    size_t i = fl_scope_layout_add(&pb->layout, name);
+    if (i >= pb->slots.len) FL_VEC_PUSH(&pb->slots, ((SlotInfo){NULL, false}));
+    a->idx = (int)i;
+    return FL_OK;
+}
+
+static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
+    const FlOpDesc *d = pb->b->ops.data[k];
+    ExecOp *op = &pb->ops[k];
+    op->desc = d;
+    op->block = pb;
+    op->index = (int)k;
+    atomic_init(&op->count, 0);
+    char where[600];
+    char loc[512];
+    fl_exec_loc_str(ex, d->loc, loc, sizeof loc);
+    snprintf(where, sizeof where, "%s: block %d, op %zu '%s'%s%s%s", "program", pb->b->idx, k,
+             d->type, loc[0] ? " (" : "", loc, loc[0] ? ")" : "");
+    FlErr ce;
+    if (fl_ops_check(d, &ce) != FL_OK) return fl_err(e, "%s: %s", where, ce.msg);
+    op->info = fl_ops_find(d->type);
+    op->ad = op->info->is_grad ? grad_adapters[op->info->id] : fwd_adapters[op->info->id];
+    FL_ASSERT(op->ad);
+
+    /* arguments, in the table's slot order */
+    int nin = 0, nout = 0;
+    for (int s = 0; s < op->info->nins; s++) {
+        const FlSlot *sl = fl_ir_op_input(d, op->info->ins[s].name);
+        nin += sl ? (int)sl->nargs : 0;
+    }
+    for (int s = 0; s < op->info->nouts; s++) {
+        const FlSlot *sl = fl_ir_op_output(d, op->info->outs[s].name);
+        nout += sl ? (int)sl->nargs : 0;
+    }
+    op->nin = nin;
+    op->nout = nout;
+    op->args = fl_xcalloc((size_t)(nin + nout) + 1, sizeof *op->args);
+    int n = 0;
+    for (int s = 0; s < op->info->nins; s++) {
+        op->in_off[s] = n;
+        const FlSlot *sl = fl_ir_op_input(d, op->info->ins[s].name);
+        for (size_t j = 0; sl && j < sl->nargs; j++)
+            if (resolve_arg(ex, pb, sl->args[j], &op->args[n++])) return FL_ERROR;
+    }
+    op->in_off[op->info->nins] = n;
+    for (int s = 0; s < op->info->nouts; s++) {
+        op->out_off[s] = n - nin;
+        const FlSlot *sl = fl_ir_op_output(d, op->info->outs[s].name);
+        for (size_t j = 0; sl && j < sl->nargs; j++)
+            if (resolve_arg(ex, pb, sl->args[j], &op->args[n++])) return FL_ERROR;
+    }
+    op->out_off[op->info->nouts] = n - nin;
+
+    /* sub-block */
+    for (size_t i = 0; i < d->attrs.len; i++) {
+        const FlAttr *at = &d->attrs.data[i];
+        if (at->type == FL_ATTR_BLOCK) {
+            if (at->i <= 0 || (size_t)at->i >= ex->nblocks)
+                return fl_err(e, "%s: attribute '%s' names block %lld, which does not exist", where,
+                              at->name, (long long)at->i);
+            const PBlock *sub = &ex->blocks[at->i];
+            if (sub->b->parent != pb->b->idx)
+                return fl_err(e, "%s: its sub-block %lld is not a child of block %d", where,
+                              (long long)at->i, pb->b->idx);
+            op->sub = sub;
+        }
+    }
+    /* random ops: the effective seed */
+    if (fl_ops_attr(op->info, "seed")) {
+        uint64_t seed = (uint64_t)fl_exec_attr_int(op, "seed");
+        if (seed == 0) {
+            uint64_t x = ex->opt.seed ^ ((uint64_t)pb->b->idx << 32) ^ (uint64_t)k;
+            x += 0x9e3779b97f4a7c15ULL;
+            seed = fl_rng_splitmix64(&x);
+            if (seed == 0) seed = 1;
+        }
+        op->seed = seed;
+    }
+    if (op->ad->prepare && op->ad->prepare(op, &ce) != FL_OK)
+        return fl_err(e, "%s: %s", where, ce.msg);
+    return FL_OK;
+}
+
+/* Block-0 vars (non-persistable, declared) that an op reads before any op writes them. */
+static void compute_needs(FlExec *ex) {
+    PBlock *pb = &ex->blocks[0];
+    bool *written = fl_xcalloc(pb->layout.n + 1, 1);
+    bool *needed = fl_xcalloc(pb->layout.n + 1, 1);
+    for (size_t k = 0; k < pb->nops; k++) {
+        const ExecOp *op = &pb->ops[k];
+        for (int j = 0; j < op->nin; j++) {
+            const ArgRef *a = &op->args[j];
+            if (a->idx < 0 || a->up != 0 || a->shared || !pb->slots.data[a->idx].desc) continue;
+            if (!written[a->idx] && !needed[a->idx]) {
+                needed[a->idx] = true;
+                FL_VEC_PUSH(&ex->needs, (size_t)a->idx);
+            }
+        }
+        for (int j = 0; j < op->nout; j++) {
+            const ArgRef *a = &op->args[op->nin + j];
+            if (a->idx >= 0 && a->up == 0) written[a->idx] = true;
+        }
+    }
+    free(written);
+    free(needed);
+}
+
+FlStatus fl_exec_new(const FlProgram *p, const char *const *sources, size_t nsources,
+                     const FlExecOptions *opt, FlExec **out, FlErr *e) {
+    *out = NULL;
+    check_tables();
+    FlExec *ex = fl_xcalloc(1, sizeof *ex);
+    ex->prog = p;
+    ex->sources = sources;
+    ex->nsources = sources ? nsources : 0;
+    if (opt) ex->opt = *opt;
+    atomic_init(&ex->runs, 0);
+    ex->nblocks = p->blocks.len;
+    ex->blocks = fl_xcalloc(ex->nblocks + 1, sizeof *ex->blocks);
+    for (size_t i = 0; i < ex->nblocks; i++) {
+        PBlock *pb = &ex->blocks[i];
+        pb->b = p->blocks.data[i];
+        fl_scope_layout_init(&pb->layout);
+        if (pb->b->idx != (int)i || (i > 0 && (pb->b->parent < 0 || (size_t)pb->b->parent >= i))) {
+            fl_err(e, "%s: block %zu has a bad index or parent", "program", i);
+            goto fail;
+        }
+        pb->parent = i > 0 ? &ex->blocks[pb->b->parent] : NULL;
+        pb->depth = block_depth(p, (int)i);
+        for (size_t v = 0; v < pb->b->vars.len; v++) {
+            const FlVarDesc *vd = pb->b->vars.data[v];
+            size_t slot = fl_scope_layout_add(&pb->layout, vd->name);
+            if (slot >= pb->slots.len) FL_VEC_PUSH(&pb->slots, ((SlotInfo){NULL, false}));
+            pb->slots.data[slot] = (SlotInfo){vd, i == 0 && vd->persistable};
+        }
+    }
+    for (size_t i = 0; i < ex->nblocks; i++) {
+        PBlock *pb = &ex->blocks[i];
+        pb->nops = pb->b->ops.len;
+        pb->ops = fl_xcalloc(pb->nops + 1, sizeof *pb->ops);
+        for (size_t k = 0; k < pb->nops; k++)
+            if (prepare_op(ex, pb, k, e) != FL_OK) goto fail;
+    }
+    compute_needs(ex);
+    ex->pool = fl_pool_new();
+    *out = ex;
+    return FL_OK;
+fail:
+    fl_exec_free(ex);
+    return FL_ERROR;
+}
+
+void fl_exec_free(FlExec *ex) {
+    if (!ex) return;
+    for (size_t i = 0; i < ex->nblocks; i++) {
+        PBlock *pb = &ex->blocks[i];
+        for (size_t k = 0; pb->ops && k < pb->nops; k++) {
+            free(pb->ops[k].args);
+            free(pb->ops[k].a.list);
+            free(pb->ops[k].a.extra);
+        }
+        free(pb->ops);
+        fl_scope_layout_fini(&pb->layout);
+        FL_VEC_FREE(&pb->slots);
+    }
+    free(ex->blocks);
+    FL_VEC_FREE(&ex->needs);
+    fl_pool_free(ex->pool);
+    free(ex);
+}
+
+size_t fl_exec_op_count(const FlExec *ex) {
+    size_t n = 0;
+    for (size_t i = 0; i < ex->nblocks; i++) n += ex->blocks[i].nops;
+    return n;
+}
+
+/* ---------------------------------------------------------------- feeds, fetches, runs */
+
+static FlStatus check_feed(const FlVarDesc *vd, const FlExecFeed *f, FlTensor *t, FlErr *e) {
+    const FlTensor *x = f->tensor;
+    if (!x || !fl_tensor_has_data(x)) return fl_err(e, "feed '%s': the tensor is empty", f->name);
+    if (x->dtype != vd->dtype)
+        return fl_err(e, "feed '%s': expected dtype %s, found %s", f->name,
+                      fl_dtype_name(vd->dtype), fl_dtype_name(x->dtype));
+    bool ok = x->ndim == vd->ndim;
+    for (int i = 0; ok && i < vd->ndim; i++)
+        if (vd->shape[i] >= 0 && vd->shape[i] != x->ne[i]) ok = false;
+    if (ok) {
+        fl_tensor_ref(t, x);
+        return FL_OK;
+    }
+    /* flat rows: [N, k] (or any [N, ...]) into [-1, d1, ..., dm] with the same count per row */
+    if (vd->ndim >= 1 && vd->shape[0] < 0 && x->ndim >= 1) {
+        int64_t want = 1, have = 1;
+        bool known = true;
+        for (int i = 1; i < vd->ndim; i++) {
+            if (vd->shape[i] < 0) known = false;
+            want *= vd->shape[i];
+        }
+        for (int i = 1; i < x->ndim; i++) have *= x->ne[i];
+        if (known && want == have) {
+            int64_t ne[FL_MAX_DIMS];
+            ne[0] = x->ne[0];
+            for (int i = 1; i < vd->ndim; i++) ne[i] = vd->shape[i];
+            FlErr ve;
+            if (fl_tensor_view(&ve, t, x, 0, vd->ndim, ne) == FL_OK) return FL_OK;
+        }
+    }
+    return fl_err(e, "feed '%s': expected shape %s, found %s", f->name,
+                  fl_shape_str(vd->ndim, vd->shape).s, fl_tensor_shape(x).s);
+}
+
+/* Predict mode: mask[k] says whether block-0 op k is needed for the fetches (a backward
+ * liveness pass in which writes to persistable vars are ignored); the slots still live at the
+ * start (read before written) are pushed to *needs. */
+static bool *prune(const FlExec *ex, const char *const *names, size_t n, SizeVec *needs) {
+    const PBlock *pb = &ex->blocks[0];
+    bool *live = fl_xcalloc(pb->layout.n + 1, 1);
+    bool *mask = fl_xcalloc(pb->nops + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        long s = fl_scope_layout_find(&pb->layout, names[i]);
+        if (s >= 0) live[s] = true;
+    }
+    for (size_t k = pb->nops; k-- > 0;) {
+        const ExecOp *op = &pb->ops[k];
+        bool need = false;
+        for (int j = 0; j < op->nout && !need; j++) {
+            const ArgRef *a = &op->args[op->nin + j];
+            need = a->idx >= 0 && a->up == 0 && !a->shared && live[a->idx];
+        }
+        if (!need) continue;
+        mask[k] = true;
+        for (int j = 0; j < op->nout; j++) {
+            const ArgRef *a = &op->args[op->nin + j];
+            if (a->idx >= 0 && a->up == 0) live[a->idx] = false;
+        }
+        for (int j = 0; j < op->nin; j++) {
+            const ArgRef *a = &op->args[j];
+            if (a->idx >= 0 && a->up == 0) live[a->idx] = true;
+        }
+    }
+    for (size_t s = 0; s < pb->layout.n; s++)
+        if (live[s] && !pb->slots.data[s].shared && pb->slots.data[s].desc) FL_VEC_PUSH(needs, s);
+    free(live);
+    return mask;
+}
+
+FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t nfeeds,
+                     const char *const *fetch_names, FlTensor *fetches, size_t nfetches,
+                     unsigned flags, FlErr *e) {
+    FL_ASSERT(scope);
+    PBlock *pb = &ex->blocks[0];
+    FlScope *call = fl_scope_new_layout(scope, &pb->layout);
+    FlStatus st = FL_ERROR;
+    FlTensor t = FL_TENSOR_INIT;
+    SizeVec pneeds = {0};
+    bool *mask = NULL;
+    const size_t *needs = ex->needs.data;
+    size_t nneeds = ex->needs.len;
+    if (flags & FL_EXEC_PREDICT) {
+        mask = prune(ex, fetch_names, nfetches, &pneeds);
+        needs = pneeds.data;
+        nneeds = pneeds.len;
+    }
+    for (size_t i = 0; i < nfeeds; i++) {
+        const FlExecFeed *f = &feeds[i];
+        long slot = fl_scope_layout_find(&pb->layout, f->name);
+        if (slot < 0 || !pb->slots.data[slot].desc) {
+            fl_err(e, "feed '%s': the program has no var of that name in its global block",
+                   f->name);
+            goto done;
+        }
+        if (check_feed(pb->slots.data[slot].desc, f, &t, e) != FL_OK) goto done;
+        FlVar *v = fl_var_new();
+        fl_var_take_tensor(v, &t);
+        FlVar *got = fl_scope_slot_set(call, (size_t)slot, v);
+        fl_var_release(v);
+        if (got != v) {
+            fl_err(e, "feed '%s' is given twice", f->name);
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < nneeds; i++) {
+        size_t slot = needs[i];
+        if (fl_scope_slot(call, slot) || fl_scope_find(scope, pb->layout.names[slot])) continue;
+        const FlVarDesc *vd = pb->slots.data[slot].desc;
+        fl_err(e, "missing feed '%s' (%s %s): the program reads it and no feed or scope var gives it",
+               vd->name, fl_dtype_name(vd->dtype), fl_shape_str(vd->ndim, vd->shape).s);
+        goto done;
+    }
+    RunCtx rc = {.ex = ex, .step = atomic_fetch_add(&ex->runs, 1), .e = e,
+                 .read_only = (flags & FL_EXEC_PREDICT) != 0};
+    if (run_masked(&rc, pb, call, mask) != FL_OK) goto done;
+    for (size_t i = 0; i < nfetches; i++) {
+        FlVar *v = fl_scope_find(call, fetch_names[i]);
+        if (!v) {
+            fl_err(e, "fetch '%s': no var of that name", fetch_names[i]);
+            goto undo;
+        }
+        if (!fl_var_get_tensor(v, &fetches[i])) {
+            fl_err(e, "fetch '%s': the var has no value after the run", fetch_names[i]);
+            goto undo;
+        }
+    }
+    st = FL_OK;
+    goto done;
+undo:
+    for (size_t i = 0; i < nfetches; i++) fl_tensor_fini(&fetches[i]);
+done:
+    fl_tensor_fini(&t);
+    fl_scope_release(call);
+    free(mask);
+    FL_VEC_FREE(&pneeds);
+    return st;
+}

@@ -1,0 +1,195 @@
+/* exec_impl.h: the executor's internals shared with the op adapters (runtime/core only).
+ *
+ * A prepared op (ExecOp) holds its adapter, its arguments resolved to ArgRefs (inputs then
+ * outputs, flat, grouped by the op table's slot order: slot s of the table owns args
+ * [in_off[s], in_off[s+1])), its parsed attributes and its sub-blocks.
+ *
+ * Adapters come in two kinds:
+ *  - compute adapters (`run`): the executor loads every input into a tensor, passes empty output
+ *    tensors, and after `run` stores every output that received data into its var (replacing it
+ *    whole). An output the program does not want (absent slot, FL_EMPTY_ARG) is passed as NULL.
+ *  - control adapters (`control`): they get the scope and do everything themselves (sub-blocks,
+ *    aliases); they report their own errors with fl_exec_op_error.
+ *
+ * Every op of ops.def has a forward adapter `fl_adapter_<op>` and every differentiable one a
+ * gradient adapter `fl_adapter_<op>_grad`; the tables in exec.c name them through the ops.def
+ * X-macro, so a missing adapter fails the build (link error).
+ */
+#ifndef FL_EXEC_IMPL_H
+#define FL_EXEC_IMPL_H
+
+#include <stdatomic.h>
+
+#include "compiler/ops.h"
+#include "runtime/core/exec.h"
+#include "runtime/core/pool.h"
+#include "runtime/kernels/kernels.h"
+
+#define FL_EMPTY_ARG "@EMPTY@" /* compiler/backward.h's FL_BACKWARD_EMPTY */
+
+typedef struct PBlock PBlock;
+typedef struct ExecOp ExecOp;
+
+typedef struct ArgRef {
+    const char *name; /* borrowed from the program */
+    int up;           /* scopes to walk up from the running block's scope to the declaring one */
+    int idx;          /* slot in that scope's layout; -1: no var (FL_EMPTY_ARG) */
+    bool shared;      /* a persistable var of block 0: lives in the caller's scope */
+} ArgRef;
+
+/* Parsed attributes; each adapter's prepare says which fields it uses. */
+typedef struct PAttrs {
+    int64_t i[4];
+    double f[4];
+    bool b[4];
+    int dims[FL_MAX_DIMS];        /* an int list (perm, dims, axis lists) */
+    int ndims;
+    int64_t shape[FL_MAX_DIMS];   /* a shape */
+    int nshape;
+    int64_t *list;                /* a longer int list (sections), owned */
+    int nlist;
+    void *extra;                  /* adapter-owned struct (conv/pool attrs), freed with free() */
+} PAttrs;
+
+typedef struct RunCtx RunCtx;
+typedef struct OpCall OpCall;
+
+typedef struct FlAdapter {
+    const char *name;
+    /* Parses attributes into op->a; may be NULL. Errors name the attribute. */
+    FlStatus (*prepare)(ExecOp *op, FlErr *e);
+    FlStatus (*run)(OpCall *c);                                    /* compute ops */
+    FlStatus (*control)(RunCtx *rc, const ExecOp *op, FlScope *s); /* control ops */
+} FlAdapter;
+
+struct ExecOp {
+    const FlOpDesc *desc;
+    const FlOpInfo *info;
+    const FlAdapter *ad;
+    const PBlock *block;
+    int index;             /* in its block */
+    ArgRef *args;          /* nin inputs, then nout outputs */
+    int nin, nout;
+    int in_off[FL_OPS_MAX_SLOTS + 1];  /* per table input slot */
+    int out_off[FL_OPS_MAX_SLOTS + 1]; /* per table output slot (offsets from args + nin) */
+    PAttrs a;
+    uint64_t seed;         /* random ops: the effective seed */
+    const PBlock *sub;     /* the BLOCK attribute's block, if any */
+    atomic_long count;     /* Print's first_n counter */
+};
+
+typedef struct SlotInfo {
+    const FlVarDesc *desc; /* NULL for a name no block declares */
+    bool shared;
+} SlotInfo;
+
+struct PBlock {
+    const FlBlock *b;
+    const PBlock *parent;
+    int depth;
+    FlScopeLayout layout;
+    FL_VEC(SlotInfo) slots;
+    ExecOp *ops;
+    size_t nops;
+};
+
+typedef FL_VEC(size_t) SizeVec;
+
+struct FlExec {
+    const FlProgram *prog;
+    const char *const *sources;
+    size_t nsources;
+    FlExecOptions opt;
+    PBlock *blocks;
+    size_t nblocks;
+    SizeVec needs;        /* block-0 slots read before written (feeds) */
+    atomic_ullong runs;   /* run counter (dropout streams) */
+    FlPool *pool;
+};
+
+struct RunCtx {
+    FlExec *ex;
+    uint64_t step;  /* this call's run number */
+    bool read_only; /* FL_EXEC_PREDICT: writes to persistable vars are dropped */
+    FlErr *e;
+};
+
+struct OpCall {
+    RunCtx *rc;
+    const ExecOp *op;
+    FlErr *e;
+    const FlTensor *const *in; /* per input arg; NULL for FL_EMPTY_ARG */
+    FlTensor *const *out;      /* per output arg; NULL when not wanted */
+};
+
+/* ---- slot access for compute adapters (s = the slot's position in the op table) ---- */
+static inline int fl_call_nin(const OpCall *c, int s) { return c->op->in_off[s + 1] - c->op->in_off[s]; }
+static inline int fl_call_nout(const OpCall *c, int s) { return c->op->out_off[s + 1] - c->op->out_off[s]; }
+/* The first tensor of input slot s; NULL when the slot is absent, empty or FL_EMPTY_ARG. */
+static inline const FlTensor *fl_call_in(const OpCall *c, int s) {
+    return fl_call_nin(c, s) ? c->in[c->op->in_off[s]] : NULL;
+}
+static inline const FlTensor *const *fl_call_ins(const OpCall *c, int s) { return c->in + c->op->in_off[s]; }
+/* The first output of slot s; NULL when not wanted. */
+static inline FlTensor *fl_call_out(const OpCall *c, int s) {
+    return fl_call_nout(c, s) ? c->out[c->op->out_off[s]] : NULL;
+}
+static inline FlTensor *const *fl_call_outs(const OpCall *c, int s) { return c->out + c->op->out_off[s]; }
+
+/* ---- for control adapters ---- */
+/* Runs pb's ops in order in scope s (whose layout is pb's). */
+FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) FL_WARN_UNUSED;
+/* The var an argument names, for reading (NULL when none exists) or writing (created in the
+ * declaring block's scope when absent; shared vars in the caller's scope). */
+FlVar *fl_exec_var_read(FlScope *s, const ArgRef *a);
+FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a);
+/* The scope holding args declared `up` blocks out. */
+FlScope *fl_exec_scope_up(FlScope *s, int up);
+/* Sets rc->e to "runtime error in op 'T' (file:line:col): <fmt...>" and returns FL_ERROR. */
+FlStatus fl_exec_op_error(RunCtx *rc, const ExecOp *op, const char *fmt, ...) FL_PRINTF(3, 4);
+/* "file:line:col" of a location, or "" when it has none. */
+void fl_exec_loc_str(const FlExec *ex, FlLoc loc, char *buf, size_t n);
+
+/* ---- attribute helpers for prepare (defaults come from the op table) ---- */
+int64_t fl_exec_attr_int(const ExecOp *op, const char *name);
+double fl_exec_attr_float(const ExecOp *op, const char *name);
+bool fl_exec_attr_bool(const ExecOp *op, const char *name);
+const char *fl_exec_attr_string(const ExecOp *op, const char *name);
+/* An INTS attribute: its values and count (the default when absent). */
+const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n);
+
+/* ---- the adapter tables ---- */
+#define FL_OP(id, ins, outs, attrs, grad, flags) extern const FlAdapter fl_adapter_##id;
+#include "compiler/ops.def"
+#undef FL_OP
+#define FL_GRAD_ADAPTER_DECL_FL_GRAD_DEFAULT(id) extern const FlAdapter fl_adapter_##id##_grad;
+#define FL_GRAD_ADAPTER_DECL_FL_GRAD_CUSTOM(id) extern const FlAdapter fl_adapter_##id##_grad;
+#define FL_GRAD_ADAPTER_DECL_FL_GRAD_NONE(id)
+#define FL_GRAD_ADAPTER_DECL_FL_GRAD_STOP(id)
+#define FL_OP(id, ins, outs, attrs, grad, flags) FL_GRAD_ADAPTER_DECL_##grad(id)
+#include "compiler/ops.def"
+#undef FL_OP
+
+/* Adapter definition helpers. */
+#define FL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, fn, NULL}
+#define FL_CONTROL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, NULL, fn}
+
+/* Extra kernels the kernel library lacks (runtime/core/kernels_extra.c). */
+/* fill_zeros_like: Out = zeros of X's shape and dtype. */
+FlStatus fl_kernel_fill_zeros_like(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
+/* lookup_table: W (F) [V, D], Ids (int64/int32) [N, 1] or [N] -> Out [N, D]; rows whose id equals
+ * padding_idx (>= 0; -1 none) are zeros. Errors: ranks, an id outside [0, V) (names the row). */
+FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                int64_t padding_idx, FlTensor *out) FL_WARN_UNUSED;
+/* lookup_table_grad: dW [V, D] = zeros with each dOut row added to row Ids[i] (padding rows
+ * skipped). */
+FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                     const FlTensor *dout, int64_t padding_idx,
+                                     FlTensor *dw) FL_WARN_UNUSED;
+/* softmax over any axis (negative counts from the end): the last-axis kernel between two
+ * transposes when axis is not the last. */
+FlStatus fl_kernel_softmax_axis(FlErr *e, const FlTensor *x, int axis, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_softmax_axis_grad(FlErr *e, const FlTensor *out, const FlTensor *dout, int axis,
+                                     FlTensor *dx) FL_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,174 @@
+/* ops_control.c: the control ops. Each runs its sub-block in a new child scope of the scope
+ * running the op, made with the sub-block's layout (so the sub-block's own vars live and die
+ * there, and writes to outer vars reach the outer scopes through their ArgRefs):
+ *   conditional_block  once, when Cond is true;
+ *   while              again and again while Condition (an outer var the body re-assigns) is
+ *                      true, a fresh scope per iteration;
+ *   parallel_for       n iterations at once on the executor's pool, each scope holding its
+ *                      int64 [1] index var; the first failing iteration's error is reported;
+ *   list_index         binds Out, in the scope of Out's block, to the very var X[Index] names
+ *                      (an alias, not a copy): later writes to Out land in the picked var.
+ * The ops of later issues (go, channels, select, MPI) fail cleanly when run; their adapters are
+ * in ops_pending.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/exec_impl.h"
+
+static FlStatus read_bool(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, bool scalar,
+                          bool *out) {
+    FlTensor t = FL_TENSOR_INIT;
+    FlVar *v = fl_exec_var_read(s, a);
+    if (!v || !fl_var_get_tensor(v, &t))
+        return fl_exec_op_error(rc, op, "condition '%s' has no value", a->name);
+    int64_t n = fl_tensor_numel(&t);
+    if (scalar && n != 1) {
+        FlShapeStr sh = fl_tensor_shape(&t);
+        fl_tensor_fini(&t);
+        return fl_exec_op_error(rc, op, "condition '%s' must hold one element, found %s", a->name, sh.s);
+    }
+    *out = n > 0;
+    for (int64_t i = 0; i < n; i++)
+        if (fl_tensor_get(&t, i) == 0) *out = false;
+    fl_tensor_fini(&t);
+    return FL_OK;
+}
+
+static FlStatus run_sub(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlScope *child = fl_scope_new_layout(s, &op->sub->layout);
+    FlStatus st = fl_exec_block(rc, op->sub, child);
+    fl_scope_release(child);
+    return st;
+}
+
+static FlStatus need_sub(ExecOp *op, FlErr *e) {
+    if (!op->sub) return fl_err(e, "attribute 'sub_block' is missing");
+    return FL_OK;
+}
+
+/* ---- conditional_block: Cond X* -> Out* ---- */
+static FlStatus prep_cond(ExecOp *op, FlErr *e) {
+    if (need_sub(op, e)) return FL_ERROR;
+    if (op->in_off[1] - op->in_off[0] != 1) return fl_err(e, "slot 'Cond' must hold one var");
+    op->a.b[0] = fl_exec_attr_bool(op, "is_scalar_condition");
+    return FL_OK;
+}
+static FlStatus run_cond(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    bool yes;
+    if (read_bool(rc, op, s, &op->args[op->in_off[0]], op->a.b[0], &yes)) return FL_ERROR;
+    return yes ? run_sub(rc, op, s) : FL_OK;
+}
+FL_CONTROL_ADAPTER(conditional_block, prep_cond, run_cond);
+
+/* ---- while: X* Condition -> Out* ---- */
+static FlStatus prep_while(ExecOp *op, FlErr *e) {
+    if (need_sub(op, e)) return FL_ERROR;
+    if (op->in_off[2] - op->in_off[1] != 1) return fl_err(e, "slot 'Condition' must hold one var");
+    return FL_OK;
+}
+static FlStatus run_while(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const ArgRef *cond = &op->args[op->in_off[1]];
+    for (;;) {
+        bool yes;
+        if (read_bool(rc, op, s, cond, true, &yes)) return FL_ERROR;
+        if (!yes) return FL_OK;
+        if (run_sub(rc, op, s)) return FL_ERROR;
+    }
+}
+FL_CONTROL_ADAPTER(while, prep_while, run_while);
+
+/* ---- parallel_for: X* -> Out*, n iterations ---- */
+static FlStatus prep_pfor(ExecOp *op, FlErr *e) {
+    if (need_sub(op, e)) return FL_ERROR;
+    op->a.i[0] = fl_exec_attr_int(op, "n");
+    if (op->a.i[0] < 0 || op->a.i[0] > 1 << 20)
+        return fl_err(e, "attribute 'n' must be in [0, %d], found %lld", 1 << 20, (long long)op->a.i[0]);
+    const char *iv = fl_exec_attr_string(op, "index_var");
+    long slot = fl_scope_layout_find(&op->sub->layout, iv);
+    if (slot < 0) return fl_err(e, "index_var '%s' is not a var of its sub-block", iv);
+    op->a.i[1] = slot;
+    return FL_OK;
+}
+
+typedef struct PFor {
+    RunCtx *rc;
+    const ExecOp *op;
+    FlScope *s;
+    FlErr *errs;
+    FlStatus *st;
+} PFor;
+
+static void pfor_iter(void *arg, int i) {
+    PFor *p = arg;
+    const ExecOp *op = p->op;
+    FlScope *child = fl_scope_new_layout(p->s, &op->sub->layout);
+    FlTensor t = FL_TENSOR_INIT;
+    int64_t one = 1;
+    double v = i;
+    p->st[i] = fl_tensor_from(&p->errs[i], &t, FL_DT_INT64, 1, &one, &v);
+    if (p->st[i] == FL_OK) {
+        fl_var_take_tensor(fl_scope_slot_var(child, (size_t)op->a.i[1]), &t);
+        RunCtx rc = *p->rc;
+        rc.e = &p->errs[i];
+        p->st[i] = fl_exec_block(&rc, op->sub, child);
+    }
+    fl_scope_release(child);
+}
+
+static FlStatus run_pfor(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    int n = (int)op->a.i[0];
+    if (n == 0) return FL_OK;
+    PFor p = {.rc = rc, .op = op, .s = s, .errs = fl_xcalloc((size_t)n, sizeof(FlErr)),
+              .st = fl_xcalloc((size_t)n, sizeof(FlStatus))};
+    fl_pool_run(rc->ex->pool, n, pfor_iter, &p);
+    FlStatus st = FL_OK;
+    for (int i = 0; i < n && st == FL_OK; i++)
+        if (p.st[i] != FL_OK) {
+            fl_err(rc->e, "%s", p.errs[i].msg);
+            st = FL_ERROR;
+        }
+    free(p.errs);
+    free(p.st);
+    return st;
+}
+FL_CONTROL_ADAPTER(parallel_for, prep_pfor, run_pfor);
+
+/* ---- list_index: X* Index -> Out (an alias of X[Index]) ---- */
+static FlStatus prep_list_index(ExecOp *op, FlErr *e) {
+    if (op->in_off[2] - op->in_off[1] != 1) return fl_err(e, "slot 'Index' must hold one var");
+    if (op->out_off[1] - op->out_off[0] != 1) return fl_err(e, "slot 'Out' must hold one var");
+    if (op->in_off[1] == op->in_off[0]) return fl_err(e, "slot 'X' is empty");
+    const ArgRef *out = &op->args[op->nin];
+    if (out->idx < 0 || out->shared) return fl_err(e, "Out '%s' cannot be an alias", out->name);
+    return FL_OK;
+}
+static FlStatus run_list_index(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const ArgRef *ia = &op->args[op->in_off[1]];
+    FlTensor t = FL_TENSOR_INIT;
+    FlVar *iv = fl_exec_var_read(s, ia);
+    if (!iv || !fl_var_get_tensor(iv, &t))
+        return fl_exec_op_error(rc, op, "input Index '%s' has no value", ia->name);
+    bool isint = t.dtype == FL_DT_INT64 || t.dtype == FL_DT_INT32;
+    int64_t n = fl_tensor_numel(&t);
+    double d = n == 1 ? fl_tensor_get(&t, 0) : 0;
+    FlShapeStr sh = fl_tensor_shape(&t);
+    FlDType dt = t.dtype;
+    fl_tensor_fini(&t);
+    if (!isint || n != 1)
+        return fl_exec_op_error(rc, op, "Index '%s' must be one int32/int64 element, found %s %s",
+                                ia->name, fl_dtype_name(dt), sh.s);
+    int nx = op->in_off[1] - op->in_off[0];
+    int64_t i = (int64_t)d;
+    if (i < 0 || i >= nx)
+        return fl_exec_op_error(rc, op, "Index '%s' is %lld, outside the list's [0, %d)", ia->name,
+                                (long long)i, nx);
+    const ArgRef *xa = &op->args[op->in_off[0] + i];
+    if (xa->idx < 0) return fl_exec_op_error(rc, op, "list element %lld is empty", (long long)i);
+    FlVar *picked = fl_exec_var_write(s, xa); /* made at its home when it has no value yet */
+    const ArgRef *oa = &op->args[op->nin];
+    FlScope *home = fl_exec_scope_up(s, oa->up);
+    if (fl_scope_slot_set(home, (size_t)oa->idx, picked) != picked)
+        return fl_exec_op_error(rc, op, "Out '%s' already names another var in this scope", oa->name);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(list_index, prep_list_index, run_list_index);

@@ -1,0 +1,185 @@
+/* ops_math.c: adapters of the creation, copy, elementwise, comparison, logic, activation and
+ * scale ops and their gradients: each binds the op table's slots (by position: a default
+ * gradient op <op>_grad takes the forward inputs, then the forward outputs, then each output's
+ * gradient, and makes each input's gradient) and pre-parsed attributes to one kernel call. */
+#include "runtime/core/exec_impl.h"
+
+#define IN(s) fl_call_in(c, (s))
+#define OUT(s) fl_call_out(c, (s))
+
+static FlStatus dtype_attr(ExecOp *op, const char *name, FlErr *e) {
+    int64_t dt = fl_exec_attr_int(op, name);
+    if (dt < 0 || dt >= FL_DT_COUNT) return fl_err(e, "attribute '%s' is not a dtype (%lld)", name, (long long)dt);
+    op->a.i[1] = dt;
+    return FL_OK;
+}
+
+static FlStatus shape_attr(ExecOp *op, const char *name, FlErr *e) {
+    size_t n;
+    const int64_t *v = fl_exec_attr_ints(op, name, &n);
+    if (n > FL_MAX_DIMS) return fl_err(e, "attribute '%s' has %zu dims (at most %d)", name, n, FL_MAX_DIMS);
+    for (size_t i = 0; i < n; i++) op->a.shape[i] = v[i];
+    op->a.nshape = (int)n;
+    return FL_OK;
+}
+
+/* ---- creation ---- */
+
+static FlStatus prep_fill_constant(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "value");
+    if (dtype_attr(op, "dtype", e)) return FL_ERROR;
+    return shape_attr(op, "shape", e);
+}
+static FlStatus run_fill_constant(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_fill_constant(c->e, a->nshape, a->shape, a->f[0], (FlDType)a->i[1], OUT(0));
+}
+FL_ADAPTER(fill_constant, prep_fill_constant, run_fill_constant);
+
+static FlStatus run_fill_zeros_like(OpCall *c) { return fl_kernel_fill_zeros_like(c->e, IN(0), OUT(0)); }
+FL_ADAPTER(fill_zeros_like, NULL, run_fill_zeros_like);
+
+static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "min");
+    op->a.f[1] = fl_exec_attr_float(op, "max");
+    if (dtype_attr(op, "dtype", e)) return FL_ERROR;
+    return shape_attr(op, "shape", e);
+}
+static FlStatus run_uniform_random(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_uniform_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
+                                    (FlDType)a->i[1], OUT(0));
+}
+FL_ADAPTER(uniform_random, prep_uniform_random, run_uniform_random);
+
+static FlStatus prep_gaussian_random(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "mean");
+    op->a.f[1] = fl_exec_attr_float(op, "std");
+    if (dtype_attr(op, "dtype", e)) return FL_ERROR;
+    return shape_attr(op, "shape", e);
+}
+static FlStatus run_gaussian_random(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
+                                     (FlDType)a->i[1], OUT(0));
+}
+FL_ADAPTER(gaussian_random, prep_gaussian_random, run_gaussian_random);
+
+/* assign shares the buffer: tensors are immutable once published, so a copy buys nothing. */
+static FlStatus run_assign(OpCall *c) {
+    if (OUT(0)) fl_tensor_ref(OUT(0), IN(0));
+    return FL_OK;
+}
+FL_ADAPTER(assign, NULL, run_assign);
+/* assign_grad: X, Out, Out@GRAD -> X@GRAD */
+static FlStatus run_assign_grad(OpCall *c) {
+    if (OUT(0)) fl_tensor_ref(OUT(0), IN(2));
+    return FL_OK;
+}
+FL_ADAPTER(assign_grad, NULL, run_assign_grad);
+
+static FlStatus prep_cast(ExecOp *op, FlErr *e) { return dtype_attr(op, "out_dtype", e); }
+static FlStatus run_cast(OpCall *c) { return fl_kernel_cast(c->e, IN(0), (FlDType)c->op->a.i[1], OUT(0)); }
+FL_ADAPTER(cast, prep_cast, run_cast);
+static FlStatus run_cast_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_cast_grad(c->e, IN(0), IN(2), OUT(0));
+}
+FL_ADAPTER(cast_grad, NULL, run_cast_grad);
+
+/* ---- elementwise binary ---- */
+
+static FlStatus prep_axis(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "axis");
+    return FL_OK;
+}
+
+#define BINARY(name)                                                                              \
+    static FlStatus run_##name(OpCall *c) {                                                       \
+        return fl_kernel_##name(c->e, IN(0), IN(1), (int)c->op->a.i[0], OUT(0));                  \
+    }                                                                                             \
+    FL_ADAPTER(name, prep_axis, run_##name);
+/* <op>_grad: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD */
+#define BINARY_GRAD(name)                                                                         \
+    static FlStatus run_##name##_grad(OpCall *c) {                                                \
+        if (!OUT(0) && !OUT(1)) return FL_OK;                                                     \
+        return fl_kernel_##name##_grad(c->e, IN(0), IN(1), IN(3), (int)c->op->a.i[0], OUT(0),     \
+                                       OUT(1));                                                   \
+    }                                                                                             \
+    FL_ADAPTER(name##_grad, prep_axis, run_##name##_grad);
+
+BINARY(elementwise_add)
+BINARY(elementwise_sub)
+BINARY(elementwise_mul)
+BINARY(elementwise_div)
+BINARY(elementwise_max)
+BINARY(elementwise_min)
+BINARY(elementwise_pow)
+BINARY(elementwise_floordiv)
+BINARY(elementwise_mod)
+BINARY_GRAD(elementwise_add)
+BINARY_GRAD(elementwise_sub)
+BINARY_GRAD(elementwise_mul)
+BINARY_GRAD(elementwise_div)
+BINARY_GRAD(elementwise_max)
+BINARY_GRAD(elementwise_min)
+BINARY_GRAD(elementwise_pow)
+
+BINARY(less_than)
+BINARY(less_equal)
+BINARY(greater_than)
+BINARY(greater_equal)
+BINARY(equal)
+BINARY(not_equal)
+
+static FlStatus run_logical_and(OpCall *c) { return fl_kernel_logical_and(c->e, IN(0), IN(1), OUT(0)); }
+FL_ADAPTER(logical_and, NULL, run_logical_and);
+static FlStatus run_logical_or(OpCall *c) { return fl_kernel_logical_or(c->e, IN(0), IN(1), OUT(0)); }
+FL_ADAPTER(logical_or, NULL, run_logical_or);
+static FlStatus run_logical_not(OpCall *c) { return fl_kernel_logical_not(c->e, IN(0), OUT(0)); }
+FL_ADAPTER(logical_not, NULL, run_logical_not);
+
+/* ---- unary ---- */
+
+#define UNARY(name)                                                                               \
+    static FlStatus run_##name(OpCall *c) { return fl_kernel_##name(c->e, IN(0), OUT(0)); }       \
+    FL_ADAPTER(name, NULL, run_##name);                                                           \
+    /* <op>_grad: X, Out, Out@GRAD -> X@GRAD */                                                   \
+    static FlStatus run_##name##_grad(OpCall *c) {                                                \
+        if (!OUT(0)) return FL_OK;                                                                \
+        return fl_kernel_##name##_grad(c->e, IN(0), IN(1), IN(2), OUT(0));                        \
+    }                                                                                             \
+    FL_ADAPTER(name##_grad, NULL, run_##name##_grad);
+
+UNARY(relu)
+UNARY(sigmoid)
+UNARY(tanh)
+UNARY(exp)
+UNARY(log)
+UNARY(sqrt)
+UNARY(square)
+UNARY(abs)
+
+static FlStatus prep_scale(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "scale");
+    op->a.f[1] = fl_exec_attr_float(op, "bias");
+    op->a.b[0] = fl_exec_attr_bool(op, "bias_after_scale");
+    return FL_OK;
+}
+static FlStatus run_scale(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_scale(c->e, IN(0), a->f[0], a->f[1], a->b[0], OUT(0));
+}
+FL_ADAPTER(scale, prep_scale, run_scale);
+static FlStatus run_scale_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_scale_grad(c->e, IN(2), c->op->a.f[0], OUT(0));
+}
+FL_ADAPTER(scale_grad, prep_scale, run_scale_grad);
+
+static FlStatus prep_increment(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "step");
+    return FL_OK;
+}
+static FlStatus run_increment(OpCall *c) { return fl_kernel_increment(c->e, IN(0), c->op->a.f[0], OUT(0)); }
+FL_ADAPTER(increment, prep_increment, run_increment);

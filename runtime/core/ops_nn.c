@@ -1,0 +1,228 @@
+/* ops_nn.c: adapters of the matrix products, embeddings, softmax and losses, reductions,
+ * convolution, pooling, batch norm and dropout, and their gradients (slot positions as in
+ * ops_math.c; the custom gradients' slots are compiler/ops.c's custom_grads). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/exec_impl.h"
+
+#define IN(s) fl_call_in(c, (s))
+#define OUT(s) fl_call_out(c, (s))
+
+/* ---- products ---- */
+
+static FlStatus prep_mul(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "x_num_col_dims");
+    op->a.i[1] = fl_exec_attr_int(op, "y_num_col_dims");
+    return FL_OK;
+}
+static FlStatus run_mul(OpCall *c) {
+    return fl_kernel_mul(c->e, IN(0), IN(1), (int)c->op->a.i[0], (int)c->op->a.i[1], OUT(0));
+}
+FL_ADAPTER(mul, prep_mul, run_mul);
+/* mul_grad: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD */
+static FlStatus run_mul_grad(OpCall *c) {
+    if (!OUT(0) && !OUT(1)) return FL_OK;
+    return fl_kernel_mul_grad(c->e, IN(0), IN(1), IN(3), (int)c->op->a.i[0], (int)c->op->a.i[1],
+                              OUT(0), OUT(1));
+}
+FL_ADAPTER(mul_grad, prep_mul, run_mul_grad);
+
+static FlStatus prep_matmul(ExecOp *op, FlErr *e) {
+    op->a.b[0] = fl_exec_attr_bool(op, "transpose_X");
+    op->a.b[1] = fl_exec_attr_bool(op, "transpose_Y");
+    op->a.f[0] = fl_exec_attr_float(op, "alpha");
+    return FL_OK;
+}
+static FlStatus run_matmul(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_matmul(c->e, IN(0), IN(1), a->b[0], a->b[1], a->f[0], OUT(0));
+}
+FL_ADAPTER(matmul, prep_matmul, run_matmul);
+static FlStatus run_matmul_grad(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    if (!OUT(0) && !OUT(1)) return FL_OK;
+    return fl_kernel_matmul_grad(c->e, IN(0), IN(1), IN(3), a->b[0], a->b[1], a->f[0], OUT(0), OUT(1));
+}
+FL_ADAPTER(matmul_grad, prep_matmul, run_matmul_grad);
+
+static FlStatus prep_lookup_table(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "padding_idx");
+    return FL_OK;
+}
+static FlStatus run_lookup_table(OpCall *c) {
+    return fl_kernel_lookup_table(c->e, IN(0), IN(1), c->op->a.i[0], OUT(0));
+}
+FL_ADAPTER(lookup_table, prep_lookup_table, run_lookup_table);
+/* lookup_table_grad: W, Ids, Out, Out@GRAD -> W@GRAD, Ids@GRAD (never made) */
+static FlStatus run_lookup_table_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_lookup_table_grad(c->e, IN(0), IN(1), IN(3), c->op->a.i[0], OUT(0));
+}
+FL_ADAPTER(lookup_table_grad, prep_lookup_table, run_lookup_table_grad);
+
+/* ---- softmax, losses, reductions ---- */
+
+static FlStatus prep_axis1(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "axis");
+    return FL_OK;
+}
+static FlStatus run_softmax(OpCall *c) {
+    return fl_kernel_softmax_axis(c->e, IN(0), (int)c->op->a.i[0], OUT(0));
+}
+FL_ADAPTER(softmax, prep_axis1, run_softmax);
+/* softmax_grad: X, Out, Out@GRAD -> X@GRAD */
+static FlStatus run_softmax_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_softmax_axis_grad(c->e, IN(1), IN(2), (int)c->op->a.i[0], OUT(0));
+}
+FL_ADAPTER(softmax_grad, prep_axis1, run_softmax_grad);
+
+#define IGNORE_INDEX (-100) /* Paddle's default; the op has no attribute for it */
+static FlStatus prep_xent(ExecOp *op, FlErr *e) {
+    op->a.b[0] = fl_exec_attr_bool(op, "soft_label");
+    return FL_OK;
+}
+static FlStatus run_cross_entropy(OpCall *c) {
+    return fl_kernel_cross_entropy(c->e, IN(0), IN(1), c->op->a.b[0], IGNORE_INDEX, OUT(0));
+}
+FL_ADAPTER(cross_entropy, prep_xent, run_cross_entropy);
+/* cross_entropy_grad: X, Label, Y, Y@GRAD -> X@GRAD, Label@GRAD (never made) */
+static FlStatus run_cross_entropy_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_cross_entropy_grad(c->e, IN(0), IN(1), IN(3), c->op->a.b[0], IGNORE_INDEX,
+                                        OUT(0));
+}
+FL_ADAPTER(cross_entropy_grad, prep_xent, run_cross_entropy_grad);
+
+static FlStatus run_mean(OpCall *c) { return fl_kernel_mean(c->e, IN(0), OUT(0)); }
+FL_ADAPTER(mean, NULL, run_mean);
+static FlStatus run_mean_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_mean_grad(c->e, IN(0), IN(2), OUT(0));
+}
+FL_ADAPTER(mean_grad, NULL, run_mean_grad);
+
+static FlStatus prep_reduce(ExecOp *op, FlErr *e) {
+    size_t n;
+    const int64_t *d = fl_exec_attr_ints(op, "dim", &n);
+    if (n > FL_MAX_DIMS) return fl_err(e, "attribute 'dim' lists %zu dims (at most %d)", n, FL_MAX_DIMS);
+    for (size_t i = 0; i < n; i++) op->a.dims[i] = (int)d[i];
+    op->a.ndims = (int)n;
+    op->a.b[0] = fl_exec_attr_bool(op, "keep_dim");
+    op->a.b[1] = fl_exec_attr_bool(op, "reduce_all");
+    return FL_OK;
+}
+#define REDUCE(name)                                                                              \
+    static FlStatus run_##name(OpCall *c) {                                                       \
+        const PAttrs *a = &c->op->a;                                                              \
+        return fl_kernel_##name(c->e, IN(0), a->dims, a->ndims, a->b[0], a->b[1], OUT(0));        \
+    }                                                                                             \
+    FL_ADAPTER(name, prep_reduce, run_##name);                                                    \
+    static FlStatus run_##name##_grad(OpCall *c) {                                                \
+        const PAttrs *a = &c->op->a;                                                              \
+        if (!OUT(0)) return FL_OK;                                                                \
+        return fl_kernel_##name##_grad(c->e, IN(0), IN(2), a->dims, a->ndims, a->b[0], a->b[1],   \
+                                       OUT(0));                                                   \
+    }                                                                                             \
+    FL_ADAPTER(name##_grad, prep_reduce, run_##name##_grad);
+REDUCE(reduce_sum)
+REDUCE(reduce_mean)
+
+/* ---- convolution, pooling ---- */
+
+static FlStatus pair(ExecOp *op, const char *name, int *out, FlErr *e) {
+    size_t n;
+    const int64_t *v = fl_exec_attr_ints(op, name, &n);
+    if (n != 2) return fl_err(e, "attribute '%s' must hold 2 ints, found %zu", name, n);
+    out[0] = (int)v[0];
+    out[1] = (int)v[1];
+    return FL_OK;
+}
+
+static FlStatus prep_conv2d(ExecOp *op, FlErr *e) {
+    FlConv2dAttrs *ca = fl_xcalloc(1, sizeof *ca);
+    op->a.extra = ca;
+    if (pair(op, "strides", ca->strides, e) || pair(op, "paddings", ca->paddings, e) ||
+        pair(op, "dilations", ca->dilations, e))
+        return FL_ERROR;
+    ca->groups = (int)fl_exec_attr_int(op, "groups");
+    return FL_OK;
+}
+static FlStatus run_conv2d(OpCall *c) {
+    return fl_kernel_conv2d(c->e, IN(0), IN(1), c->op->a.extra, OUT(0));
+}
+FL_ADAPTER(conv2d, prep_conv2d, run_conv2d);
+/* conv2d_grad: Input, Filter, Output, Output@GRAD -> Input@GRAD, Filter@GRAD */
+static FlStatus run_conv2d_grad(OpCall *c) {
+    if (!OUT(0) && !OUT(1)) return FL_OK;
+    return fl_kernel_conv2d_grad(c->e, IN(0), IN(1), IN(3), c->op->a.extra, OUT(0), OUT(1));
+}
+FL_ADAPTER(conv2d_grad, prep_conv2d, run_conv2d_grad);
+
+static FlStatus prep_pool2d(ExecOp *op, FlErr *e) {
+    FlPool2dAttrs *pa = fl_xcalloc(1, sizeof *pa);
+    op->a.extra = pa;
+    const char *t = fl_exec_attr_string(op, "pooling_type");
+    if (strcmp(t, "max") == 0) pa->type = FL_POOL_MAX;
+    else if (strcmp(t, "avg") == 0) pa->type = FL_POOL_AVG;
+    else return fl_err(e, "attribute 'pooling_type' must be 'max' or 'avg', found '%s'", t);
+    if (pair(op, "ksize", pa->ksize, e) || pair(op, "strides", pa->strides, e) ||
+        pair(op, "paddings", pa->paddings, e))
+        return FL_ERROR;
+    pa->global_pooling = fl_exec_attr_bool(op, "global_pooling");
+    pa->exclusive = fl_exec_attr_bool(op, "exclusive");
+    pa->ceil_mode = false;
+    return FL_OK;
+}
+static FlStatus run_pool2d(OpCall *c) { return fl_kernel_pool2d(c->e, IN(0), c->op->a.extra, OUT(0)); }
+FL_ADAPTER(pool2d, prep_pool2d, run_pool2d);
+/* pool2d_grad: X, Out, Out@GRAD -> X@GRAD */
+static FlStatus run_pool2d_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_pool2d_grad(c->e, IN(0), IN(1), IN(2), c->op->a.extra, OUT(0));
+}
+FL_ADAPTER(pool2d_grad, prep_pool2d, run_pool2d_grad);
+
+/* ---- batch norm, dropout ---- */
+
+static FlStatus prep_batch_norm(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "momentum");
+    op->a.f[1] = fl_exec_attr_float(op, "epsilon");
+    op->a.b[0] = fl_exec_attr_bool(op, "is_test");
+    return FL_OK;
+}
+/* X Scale Bias Mean Variance -> Y MeanOut VarianceOut SavedMean SavedVariance */
+static FlStatus run_batch_norm(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_batch_norm(c->e, IN(0), IN(1), IN(2), IN(3), IN(4), a->f[0], a->f[1], a->b[0],
+                                OUT(0), OUT(1), OUT(2), OUT(3), OUT(4));
+}
+FL_ADAPTER(batch_norm, prep_batch_norm, run_batch_norm);
+/* batch_norm_grad: X Scale Bias SavedMean SavedVariance Y@GRAD -> X@GRAD Scale@GRAD Bias@GRAD */
+static FlStatus run_batch_norm_grad(OpCall *c) {
+    if (!OUT(0) && !OUT(1) && !OUT(2)) return FL_OK;
+    return fl_kernel_batch_norm_grad(c->e, IN(0), IN(1), IN(3), IN(4), IN(5), c->op->a.b[0],
+                                     OUT(0), OUT(1), OUT(2));
+}
+FL_ADAPTER(batch_norm_grad, prep_batch_norm, run_batch_norm_grad);
+
+static FlStatus prep_dropout(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "dropout_prob");
+    op->a.b[0] = fl_exec_attr_bool(op, "is_test");
+    return FL_OK;
+}
+/* X -> Out Mask; each run draws a new mask from (seed, run number) */
+static FlStatus run_dropout(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_dropout(c->e, IN(0), a->f[0], a->b[0], c->op->seed, c->rc->step, OUT(0),
+                             a->b[0] ? NULL : OUT(1));
+}
+FL_ADAPTER(dropout, prep_dropout, run_dropout);
+/* dropout_grad: Mask Out@GRAD -> X@GRAD */
+static FlStatus run_dropout_grad(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_dropout_grad(c->e, IN(0), IN(1), a->f[0], a->b[0], OUT(0));
+}
+FL_ADAPTER(dropout_grad, prep_dropout, run_dropout_grad);

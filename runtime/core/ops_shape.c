@@ -1,0 +1,231 @@
+/* ops_shape.c: adapters of sum, concat, split, reshape, transpose, argmax, top_k, accuracy,
+ * Print and the optimizers, and the gradients among them. List slots ("X*") come as arrays;
+ * an unneeded gradient in a list is a NULL entry. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/exec_impl.h"
+
+#define IN(s) fl_call_in(c, (s))
+#define OUT(s) fl_call_out(c, (s))
+
+/* ---- sum ---- */
+
+static FlStatus run_sum(OpCall *c) {
+    int n = fl_call_nin(c, 0);
+    const FlTensor *const *xs = fl_call_ins(c, 0);
+    for (int i = 0; i < n; i++)
+        if (!xs[i]) return fl_err(c->e, "sum: input %d is empty", i);
+    if (n == 0) return fl_err(c->e, "sum: no inputs");
+    return fl_kernel_sum(c->e, xs, n, OUT(0));
+}
+FL_ADAPTER(sum, NULL, run_sum);
+/* sum_grad: X*, Out, Out@GRAD -> X@GRAD* */
+static FlStatus run_sum_grad(OpCall *c) {
+    return fl_kernel_sum_grad(c->e, IN(2), fl_call_nout(c, 0), fl_call_outs(c, 0));
+}
+FL_ADAPTER(sum_grad, NULL, run_sum_grad);
+
+/* ---- concat, split ---- */
+
+static FlStatus prep_axis(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "axis");
+    return FL_OK;
+}
+static FlStatus run_concat(OpCall *c) {
+    int n = fl_call_nin(c, 0);
+    const FlTensor *const *xs = fl_call_ins(c, 0);
+    for (int i = 0; i < n; i++)
+        if (!xs[i]) return fl_err(c->e, "concat: input %d is empty", i);
+    if (n == 0) return fl_err(c->e, "concat: no inputs");
+    return fl_kernel_concat(c->e, xs, n, (int)c->op->a.i[0], OUT(0));
+}
+FL_ADAPTER(concat, prep_axis, run_concat);
+/* concat_grad: X*, Out, Out@GRAD -> X@GRAD* (as many as X, or none) */
+static FlStatus run_concat_grad(OpCall *c) {
+    int n = fl_call_nin(c, 0);
+    if (fl_call_nout(c, 0) == 0) return FL_OK;
+    if (fl_call_nout(c, 0) != n)
+        return fl_err(c->e, "concat_grad: %d inputs but %d input gradients", n, fl_call_nout(c, 0));
+    return fl_kernel_concat_grad(c->e, fl_call_ins(c, 0), n, IN(2), (int)c->op->a.i[0],
+                                 fl_call_outs(c, 0));
+}
+FL_ADAPTER(concat_grad, prep_axis, run_concat_grad);
+
+static FlStatus prep_split(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "axis");
+    op->a.i[1] = fl_exec_attr_int(op, "num");
+    size_t n;
+    const int64_t *s = fl_exec_attr_ints(op, "sections", &n);
+    op->a.nlist = (int)n;
+    if (n) {
+        op->a.list = fl_xmalloc(n * sizeof *op->a.list);
+        memcpy(op->a.list, s, n * sizeof *s);
+    }
+    return FL_OK;
+}
+static FlStatus run_split(OpCall *c) {
+    int n = fl_call_nout(c, 0);
+    FlTensor *const *outs = fl_call_outs(c, 0);
+    /* the kernel fills every part: stand-ins for the parts nobody wants */
+    FlTensor st[8];
+    FlTensor **all = fl_xcalloc((size_t)n + 1, sizeof *all);
+    FlTensor *dummy = n > 8 ? fl_xcalloc((size_t)n, sizeof *dummy) : st;
+    for (int i = 0; i < n; i++) {
+        fl_tensor_init(&dummy[i]);
+        all[i] = outs[i] ? outs[i] : &dummy[i];
+    }
+    const PAttrs *a = &c->op->a;
+    FlStatus s = fl_kernel_split(c->e, IN(0), (int)a->i[0], (int)a->i[1], a->list, a->nlist, all, n);
+    for (int i = 0; i < n; i++) fl_tensor_fini(&dummy[i]);
+    if (dummy != st) free(dummy);
+    free(all);
+    return s;
+}
+FL_ADAPTER(split, prep_split, run_split);
+/* split_grad: X, Out*, Out@GRAD* -> X@GRAD */
+static FlStatus run_split_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_split_grad(c->e, IN(0), fl_call_ins(c, 2), fl_call_nin(c, 2), (int)a->i[0],
+                                a->list, a->nlist, OUT(0));
+}
+FL_ADAPTER(split_grad, prep_split, run_split_grad);
+
+/* ---- reshape, transpose ---- */
+
+static FlStatus prep_reshape(ExecOp *op, FlErr *e) {
+    size_t n;
+    const int64_t *v = fl_exec_attr_ints(op, "shape", &n);
+    if (n > FL_MAX_DIMS) return fl_err(e, "attribute 'shape' has %zu dims (at most %d)", n, FL_MAX_DIMS);
+    for (size_t i = 0; i < n; i++) op->a.shape[i] = v[i];
+    op->a.nshape = (int)n;
+    return FL_OK;
+}
+static FlStatus run_reshape(OpCall *c) {
+    return fl_kernel_reshape(c->e, IN(0), c->op->a.shape, c->op->a.nshape, OUT(0));
+}
+FL_ADAPTER(reshape, prep_reshape, run_reshape);
+static FlStatus run_reshape_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_reshape_grad(c->e, IN(0), IN(2), OUT(0));
+}
+FL_ADAPTER(reshape_grad, prep_reshape, run_reshape_grad);
+
+static FlStatus prep_transpose(ExecOp *op, FlErr *e) {
+    size_t n;
+    const int64_t *v = fl_exec_attr_ints(op, "axis", &n);
+    if (n > FL_MAX_DIMS) return fl_err(e, "attribute 'axis' has %zu entries (at most %d)", n, FL_MAX_DIMS);
+    for (size_t i = 0; i < n; i++) op->a.dims[i] = (int)v[i];
+    op->a.ndims = (int)n;
+    return FL_OK;
+}
+static FlStatus run_transpose(OpCall *c) {
+    return fl_kernel_transpose(c->e, IN(0), c->op->a.dims, c->op->a.ndims, OUT(0));
+}
+FL_ADAPTER(transpose, prep_transpose, run_transpose);
+static FlStatus run_transpose_grad(OpCall *c) {
+    if (!OUT(0)) return FL_OK;
+    return fl_kernel_transpose_grad(c->e, IN(2), c->op->a.dims, c->op->a.ndims, OUT(0));
+}
+FL_ADAPTER(transpose_grad, prep_transpose, run_transpose_grad);
+
+/* ---- classification helpers ---- */
+
+static FlStatus run_argmax(OpCall *c) { return fl_kernel_argmax(c->e, IN(0), (int)c->op->a.i[0], OUT(0)); }
+FL_ADAPTER(argmax, prep_axis, run_argmax);
+
+static FlStatus prep_top_k(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "k");
+    return FL_OK;
+}
+static FlStatus run_top_k(OpCall *c) {
+    FlTensor idx = FL_TENSOR_INIT;
+    FlTensor *ip = OUT(1) ? OUT(1) : &idx; /* the kernel always makes the indices */
+    FlStatus s = fl_kernel_top_k(c->e, IN(0), (int)c->op->a.i[0], OUT(0), ip);
+    fl_tensor_fini(&idx);
+    return s;
+}
+FL_ADAPTER(top_k, prep_top_k, run_top_k);
+
+static FlStatus run_accuracy(OpCall *c) {
+    return fl_kernel_accuracy(c->e, IN(0), IN(1), IN(2), OUT(0), OUT(1), OUT(2));
+}
+FL_ADAPTER(accuracy, NULL, run_accuracy);
+
+/* ---- Print: Out shares In; prints "message var [shape] dtype: v0 v1 ..." to stdout ---- */
+
+static FlStatus prep_print(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "summarize");
+    op->a.i[1] = fl_exec_attr_int(op, "first_n");
+    return FL_OK;
+}
+static FlStatus run_print(OpCall *c) {
+    const FlTensor *x = IN(0);
+    const ExecOp *op = c->op;
+    long k = atomic_fetch_add(&((ExecOp *)op)->count, 1);
+    if (op->a.i[1] < 0 || k < op->a.i[1]) {
+        FlBuf b = {0};
+        const char *msg = fl_exec_attr_string(op, "message");
+        if (msg[0]) fl_buf_printf(&b, "%s ", msg);
+        fl_buf_printf(&b, "%s %s %s:", op->args[0].name, fl_tensor_shape(x).s, fl_dtype_name(x->dtype));
+        int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
+        for (int64_t i = 0; i < n && i < lim; i++) fl_buf_printf(&b, " %g", fl_tensor_get(x, i));
+        if (lim < n) fl_buf_puts(&b, " ...");
+        fl_buf_putc(&b, '\n');
+        fputs(fl_buf_str(&b), stdout);
+        fflush(stdout);
+        fl_buf_free(&b);
+    }
+    if (OUT(0)) fl_tensor_ref(OUT(0), x);
+    return FL_OK;
+}
+FL_ADAPTER(Print, prep_print, run_print);
+/* Print_grad: In, Out, Out@GRAD -> In@GRAD (the gradient passes through) */
+static FlStatus run_print_grad(OpCall *c) {
+    if (OUT(0)) fl_tensor_ref(OUT(0), IN(2));
+    return FL_OK;
+}
+FL_ADAPTER(Print_grad, NULL, run_print_grad);
+
+/* ---- optimizers: the inputs are the executor's own references, so the kernels never update a
+ * published buffer in place: every update is a new tensor replacing the old one whole ---- */
+
+static FlStatus run_sgd(OpCall *c) { return fl_kernel_sgd(c->e, IN(0), IN(1), IN(2), OUT(0)); }
+FL_ADAPTER(sgd, NULL, run_sgd);
+
+static FlStatus prep_momentum(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "mu");
+    op->a.b[0] = fl_exec_attr_bool(op, "use_nesterov");
+    return FL_OK;
+}
+/* Param Grad Velocity LearningRate -> ParamOut VelocityOut */
+static FlStatus run_momentum(OpCall *c) {
+    FlTensor v = FL_TENSOR_INIT;
+    FlStatus s = fl_kernel_momentum(c->e, IN(0), IN(1), IN(2), IN(3), c->op->a.f[0], c->op->a.b[0],
+                                    OUT(0), OUT(1) ? OUT(1) : &v);
+    fl_tensor_fini(&v);
+    return s;
+}
+FL_ADAPTER(momentum, prep_momentum, run_momentum);
+
+static FlStatus prep_adam(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "beta1");
+    op->a.f[1] = fl_exec_attr_float(op, "beta2");
+    op->a.f[2] = fl_exec_attr_float(op, "epsilon");
+    return FL_OK;
+}
+/* Param Grad LearningRate Moment1 Moment2 Beta1Pow Beta2Pow
+ *   -> ParamOut Moment1Out Moment2Out Beta1PowOut Beta2PowOut */
+static FlStatus run_adam(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    FlTensor m1 = FL_TENSOR_INIT, m2 = FL_TENSOR_INIT;
+    FlStatus s = fl_kernel_adam(c->e, IN(0), IN(1), IN(2), IN(3), IN(4), IN(5), IN(6), a->f[0],
+                                a->f[1], a->f[2], OUT(0), OUT(1) ? OUT(1) : &m1,
+                                OUT(2) ? OUT(2) : &m2, OUT(3), OUT(4));
+    fl_tensor_fini(&m1);
+    fl_tensor_fini(&m2);
+    return s;
+}
+FL_ADAPTER(adam, prep_adam, run_adam);

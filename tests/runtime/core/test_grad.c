@@ -1,0 +1,241 @@
+/* test_grad.c: every gradient op adapter, through append_backward on compiled programs: each case
+ * builds `out` from parameters through the op under test, the harness adds
+ * loss = mean(out * R) (R a random parameter, so no gradient is trivially zero), appends the
+ * backward pass, runs forward + backward once, and compares each parameter's gradient with central
+ * finite differences of the loss (re-running only the forward ops, in predict mode). */
+#include "tests/runtime/core/ct.h"
+
+#include "compiler/backward.h"
+#include "compiler/ops.h"
+
+#define HEAD                                                                                  \
+    "from fluid import layers\n"                                                              \
+    "def param(name, shape):\n"                                                               \
+    "    return layers.create_parameter(shape=shape, dtype=\"float32\", name=name)\n"
+
+typedef struct GradCase {
+    const char *name;
+    const char *body;  /* defines `out` */
+    const char *shape; /* out's shape, as .fl text */
+} GradCase;
+
+/* Every gradient op type the cases ran (the coverage check below wants all of them). */
+static char seen[256][48];
+static int nseen;
+static void note_ops(const FlBlock *b0) {
+    for (size_t i = 0; i < b0->ops.len; i++) {
+        const char *t = b0->ops.data[i]->type;
+        bool have = false;
+        for (int k = 0; k < nseen && !have; k++) have = strcmp(seen[k], t) == 0;
+        if (!have && nseen < 256) snprintf(seen[nseen++], sizeof seen[0], "%s", t);
+    }
+}
+
+static double loss_of(FlExecutor *ex, FlScope *s, const char *loss) {
+    FlErr e = {{0}};
+    FlFetch f = {loss, FL_TENSOR_INIT};
+    CT_OK(fl_executor_predict(ex, s, NULL, 0, &f, 1, &e), &e);
+    double v = fl_tensor_get(&f.tensor, 0);
+    fl_tensor_fini(&f.tensor);
+    return v;
+}
+
+static void check_case(const GradCase *gc) {
+    char src[4096];
+    snprintf(src, sizeof src,
+             HEAD "%s"
+                  "R = param(\"R\", %s)\n"
+                  "loss = layers.mean(layers.elementwise_mul(out, R))\n",
+             gc->body, gc->shape);
+    FlBundle *b = ct_compile(gc->name, src);
+    FlBlock *b0 = fl_ir_block(b->main, 0);
+    const char *loss = fl_ir_op_output1(b0->ops.data[b0->ops.len - 1], "Out");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
+    char *lossname = fl_xstrdup(loss);
+    FlBackwardResult r = {0};
+    FlErr e = {{0}};
+    CT_OK(fl_backward_append(b->main, lossname, NULL, 0, &r, &e, NULL), &e);
+    note_ops(b0);
+    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
+    FlExecutor *ex;
+    CT_OK(fl_executor_new(prog, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    CT_OK(fl_executor_run_startup(ex, s, &e), &e);
+    /* analytic gradients: one full run */
+    size_t np = r.pairs.len;
+    FlFetch *g = fl_xcalloc(np + 1, sizeof *g);
+    for (size_t i = 0; i < np; i++) g[i] = (FlFetch){r.pairs.data[i].grad, FL_TENSOR_INIT};
+    FlStatus st = fl_executor_run(ex, s, NULL, 0, g, np, &e);
+    if (st) fprintf(stderr, "\n%s: %s\n", gc->name, e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+    int bad = 0, checked = 0;
+    for (size_t i = 0; i < np; i++) {
+        const char *pn = r.pairs.data[i].param;
+        FlTensor p = FL_TENSOR_INIT, q = FL_TENSOR_INIT;
+        CT_OK(fl_scope_get_tensor(s, pn, &p, &e), &e);
+        CU_ASSERT_TRUE(fl_tensor_same_shape(&p, &g[i].tensor));
+        int64_t n = fl_tensor_numel(&p), step = n > 6 ? n / 6 : 1;
+        for (int64_t k = 0; k < n; k += step) {
+            const double eps = 1e-3;
+            double v = fl_tensor_get(&p, k), lp, lm;
+            CT_OK(fl_tensor_copy(&e, &q, &p), &e);
+            fl_tensor_set(&q, k, v + eps);
+            fl_scope_set_tensor(s, pn, &q);
+            lp = loss_of(ex, s, lossname);
+            CT_OK(fl_tensor_copy(&e, &q, &p), &e);
+            fl_tensor_set(&q, k, v - eps);
+            fl_scope_set_tensor(s, pn, &q);
+            lm = loss_of(ex, s, lossname);
+            fl_scope_set_tensor(s, pn, &p);
+            double num = (lp - lm) / (2 * eps), ana = fl_tensor_get(&g[i].tensor, k);
+            checked++;
+            if (fabs(num - ana) > 2e-3 + 2e-2 * fabs(num)) {
+                bad++;
+                fprintf(stderr, "\n%s: d loss / d %s[%lld]: analytic %g, numeric %g\n", gc->name,
+                        pn, (long long)k, ana, num);
+            }
+        }
+        fl_tensor_fini(&p);
+        fl_tensor_fini(&q);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(checked > 0);
+    for (size_t i = 0; i < np; i++) fl_tensor_fini(&g[i].tensor);
+    free(g);
+    free(lossname);
+    fl_backward_result_fini(&r);
+    fl_scope_free(s);
+    fl_executor_free(ex);
+    fl_program_free(prog);
+}
+
+static const GradCase cases[] = {
+    {"mul.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [4, 2])\nout = layers.mul(P, Q)\n", "[3, 2]"},
+    {"matmul.fl",
+     "P = param(\"P\", [2, 3])\nQ = param(\"Q\", [2, 3])\nout = layers.matmul(P, Q, transpose_y=True, alpha=0.5)\n",
+     "[2, 2]"},
+    {"add.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [4])\nout = layers.elementwise_add(P, Q)\n", "[3, 4]"},
+    {"sub.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [4])\nout = layers.elementwise_sub(P, Q)\n", "[3, 4]"},
+    {"emul.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [3, 1])\nout = layers.elementwise_mul(P, Q)\n", "[3, 4]"},
+    {"div.fl",
+     "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [4])\nout = layers.elementwise_div(P, layers.exp(Q))\n", "[3, 4]"},
+    {"max.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [3, 4])\nout = layers.elementwise_max(P, Q)\n", "[3, 4]"},
+    {"min.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [3, 4])\nout = layers.elementwise_min(P, Q)\n", "[3, 4]"},
+    {"pow.fl",
+     "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [3, 4])\nout = layers.elementwise_pow(layers.exp(P), Q)\n", "[3, 4]"},
+    {"relu.fl", "P = param(\"P\", [3, 4])\nout = layers.relu(P)\n", "[3, 4]"},
+    {"sigmoid.fl", "P = param(\"P\", [3, 4])\nout = layers.sigmoid(P)\n", "[3, 4]"},
+    {"tanh.fl", "P = param(\"P\", [3, 4])\nout = layers.tanh(P)\n", "[3, 4]"},
+    {"log_sqrt.fl",
+     "P = param(\"P\", [3, 4])\nu = layers.scale(layers.square(P), bias=1.0)\nout = layers.elementwise_add(layers.log(u), layers.sqrt(u))\n",
+     "[3, 4]"},
+    {"abs.fl", "P = param(\"P\", [3, 4])\nout = layers.abs(P)\n", "[3, 4]"},
+    {"softmax.fl", "P = param(\"P\", [3, 4])\nout = layers.softmax(P)\n", "[3, 4]"},
+    {"softmax_axis0.fl", "P = param(\"P\", [3, 4])\nout = layers.softmax(P, axis=0)\n", "[3, 4]"},
+    {"xent.fl",
+     "P = param(\"P\", [3, 4])\nlab = layers.fill_constant(shape=[3, 1], dtype=\"int64\", value=2)\n"
+     "out = layers.cross_entropy(layers.softmax(P), lab)\n",
+     "[3, 1]"},
+    {"reduce.fl",
+     "P = param(\"P\", [3, 4])\nout = layers.elementwise_add(layers.reduce_sum(P, dim=[1], keep_dim=True), layers.reduce_mean(P, dim=[1], keep_dim=True))\n",
+     "[3, 1]"},
+    {"mean.fl", "P = param(\"P\", [3, 4])\nout = layers.scale(layers.mean(P), scale=3.0)\n", "[1]"},
+    {"sums.fl", "P = param(\"P\", [3, 4])\nQ = param(\"Q\", [3, 4])\nout = layers.sums([P, Q, P])\n", "[3, 4]"},
+    {"concat.fl", "P = param(\"P\", [3, 2])\nQ = param(\"Q\", [3, 3])\nout = layers.concat([P, Q], axis=1)\n", "[3, 5]"},
+    {"split.fl",
+     "P = param(\"P\", [3, 4])\nparts = layers.split(P, 2, dim=1)\nout = layers.elementwise_mul(parts[0], parts[1])\n",
+     "[3, 2]"},
+    {"reshape.fl", "P = param(\"P\", [3, 4])\nout = layers.reshape(P, [2, 6])\n", "[2, 6]"},
+    {"transpose.fl", "P = param(\"P\", [3, 4])\nout = layers.transpose(P, [1, 0])\n", "[4, 3]"},
+    {"cast_assign_print.fl",
+     "P = param(\"P\", [3, 4])\nc = layers.cast(layers.cast(P, \"float64\"), \"float32\")\nout = layers.Print(layers.assign(c), first_n=0)\n",
+     "[3, 4]"},
+    {"embedding.fl",
+     "ids = layers.fill_constant(shape=[4, 1], dtype=\"int64\", value=2)\nout = layers.embedding(ids, size=[5, 3])\n",
+     "[4, 3]"},
+    {"conv2d.fl",
+     "P = param(\"P\", [1, 2, 5, 5])\nout = layers.conv2d(P, num_filters=3, filter_size=3, padding=1)\n",
+     "[1, 3, 5, 5]"},
+    {"pool_max.fl", "P = param(\"P\", [1, 2, 4, 4])\nout = layers.pool2d(P, pool_size=2, pool_type=\"max\", pool_stride=2)\n",
+     "[1, 2, 2, 2]"},
+    {"pool_avg.fl", "P = param(\"P\", [1, 2, 4, 4])\nout = layers.pool2d(P, pool_size=2, pool_type=\"avg\", pool_stride=2)\n",
+     "[1, 2, 2, 2]"},
+    {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
+    {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
+};
+
+static void test_grad_ops(void) {
+    for (size_t i = 0; i < FL_ARRAY_LEN(cases); i++) check_case(&cases[i]);
+}
+
+/* dropout's mask is drawn per run, so no finite differences: dX must be dOut * Mask exactly. */
+static void test_dropout_grad(void) {
+    FlBundle *b = ct_compile("dropout.fl", HEAD
+                             "P = param(\"P\", [4, 8])\n"
+                             "d = layers.dropout(P, dropout_prob=0.5)\n"
+                             "loss = layers.mean(d)\n");
+    FlBackwardResult r = {0};
+    FlErr e = {{0}};
+    CT_OK(fl_backward_append(b->main, "mean_0.tmp_0", NULL, 0, &r, &e, NULL), &e);
+    FlBlock *b0 = fl_ir_block(b->main, 0);
+    note_ops(b0);
+    const char *mask = NULL;
+    for (size_t i = 0; i < b0->ops.len; i++)
+        if (strcmp(b0->ops.data[i]->type, "dropout") == 0) mask = fl_ir_op_output1(b0->ops.data[i], "Mask");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mask);
+    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
+    FlExecutor *ex;
+    CT_OK(fl_executor_new(prog, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    CT_OK(fl_executor_run_startup(ex, s, &e), &e);
+    FlFetch f[2] = {{"P@GRAD", FL_TENSOR_INIT}, {mask, FL_TENSOR_INIT}};
+    double first = -1;
+    bool differs = false;
+    for (int rep = 0; rep < 3; rep++) {
+        CT_OK(fl_executor_run(ex, s, NULL, 0, f, 2, &e), &e);
+        int ones = 0;
+        for (int k = 0; k < 32; k++) {
+            double m = fl_tensor_get(&f[1].tensor, k);
+            ones += m != 0;
+            CT_NEAR(fl_tensor_get(&f[0].tensor, k), m / 32.0, 1e-7);
+        }
+        CU_ASSERT_TRUE(ones > 4 && ones < 28);
+        if (rep == 0) first = fl_tensor_get(&f[1].tensor, 0) + 2 * fl_tensor_get(&f[1].tensor, 1) +
+                              4 * fl_tensor_get(&f[1].tensor, 2) + 8 * fl_tensor_get(&f[1].tensor, 3);
+        else if (first != fl_tensor_get(&f[1].tensor, 0) + 2 * fl_tensor_get(&f[1].tensor, 1) +
+                              4 * fl_tensor_get(&f[1].tensor, 2) + 8 * fl_tensor_get(&f[1].tensor, 3))
+            differs = true;
+    }
+    CU_ASSERT_TRUE(differs); /* a new mask per run (with overwhelming probability) */
+    fl_tensor_fini(&f[0].tensor);
+    fl_tensor_fini(&f[1].tensor);
+    fl_backward_result_fini(&r);
+    fl_scope_free(s);
+    fl_executor_free(ex);
+    fl_program_free(prog);
+}
+
+/* Runs last: every gradient op of the op table was exercised by a case above. */
+static void test_grad_coverage(void) {
+    int missing = 0;
+    for (size_t i = 0; i < fl_ops_count(); i++) {
+        const FlOpInfo *info = fl_ops_at(i);
+        if (!info->is_grad) continue;
+        bool have = false;
+        for (int k = 0; k < nseen && !have; k++) have = strcmp(seen[k], info->name) == 0;
+        if (!have) {
+            fprintf(stderr, "\nno case runs '%s'", info->name);
+            missing++;
+        }
+    }
+    CU_ASSERT_EQUAL(missing, 0);
+}
+
+int main(void) {
+    static const CtCase tc[] = {
+        CT_TEST(test_grad_ops),
+        CT_TEST(test_dropout_grad),
+        CT_TEST(test_grad_coverage),
+    };
+    return ct_run("gradient adapters", tc, (int)FL_ARRAY_LEN(tc));
+}
