@@ -861,13 +861,10 @@ static int block_rows(const FlVarDesc *d, int64_t pservers, int64_t min_block, i
     if (pieces > pservers) pieces = pservers;
     if (pieces > dim0) pieces = dim0;
     if (pieces < 1) pieces = 1;
-    int64_t per = (dim0 + pieces - 1) / pieces, left = dim0;
-    int n = 0;
-    while (left > 0 && n < 64) {
-        rows[n] = left < per ? left : per;
-        left -= rows[n++];
-    }
-    return n;
+    if (pieces > 64) pieces = 64;
+    /* as even as possible, earlier blocks taking the extra row (the transpiler's rule) */
+    for (int64_t k = 0; k < pieces; k++) rows[k] = dim0 / pieces + (k < dim0 % pieces ? 1 : 0);
+    return (int)pieces;
 }
 
 static FlValue *c_dist_split(Ctx *c, FlValue *self, CallArgs *a) {

@@ -4,17 +4,21 @@
  *   flc check FILE.fl [-D name=value]...                diagnostics only
  *   flc show  FILE.{fl,flp,plan} [-D name=value]...     readable listing of every block, var, op
  *   flc dot   FILE.{fl,flp,plan} [-D name=value]...     Graphviz DOT on stdout
+ *   flc transpile FILE.{fl,flp} --pservers P --trainers T [--mode sync|async]
+ *                 [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan
  *   flc ops                                             the op reference (Markdown)
  *
  * Exit codes: 0 success, 1 a user error (bad program, unreadable file), 2 bad usage.
  * The tool sits on top of every layer (lang, compiler); nothing includes it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
+#include "compiler/transpile.h"
 #include "lang/eval.h"
 
 #define FLC_VERSION "0.1.0"
@@ -29,10 +33,19 @@ static const char *usage_text =
     "  check FILE.fl [-D name=value]...                report diagnostics only\n"
     "  show  FILE.{fl,flp,plan} [-D name=value]...     readable listing of every block, var and op\n"
     "  dot   FILE.{fl,flp,plan} [-D name=value]...     Graphviz DOT on stdout (dot -Tsvg)\n"
+    "  transpile FILE.{fl,flp} --pservers P --trainers T [--mode sync|async]\n"
+    "            [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan\n"
+    "                                                  split a training program into trainer and\n"
+    "                                                  pserver programs (run: mpirun -np P+T flrun OUT.plan)\n"
     "  ops                                             the op reference, as Markdown\n"
     "\n"
     "options:\n"
-    "  -o FILE          output file (build)\n"
+    "  -o FILE          output file (build, transpile)\n"
+    "  --pservers P     transpile: number of parameter servers (>= 1)\n"
+    "  --trainers T     transpile: number of trainers (>= 1)\n"
+    "  --mode M         transpile: sync (default) or async\n"
+    "  --min-block-size N  transpile: a parameter is cut into blocks of at least N elements (8192)\n"
+    "  --dispatch D     transpile: round_robin (default) or hash (deterministic) placement\n"
     "  -D name=value    set the compile-time flag read by fluid.flag(name, default)\n"
     "  -h, --help       show this help\n"
     "  --version        show the version\n"
@@ -55,7 +68,76 @@ static bool ends_with(const char *s, const char *suf) {
 typedef struct Args {
     const char *cmd, *file, *out;
     FL_VEC(const char *) defines;
+    const char *pservers, *trainers, *mode, *min_block, *dispatch; /* transpile's options */
 } Args;
+
+/* The value of a transpile option: the next argument. NULL when there is none. */
+static const char **transpile_opt(Args *a, const char *s) {
+    if (!strcmp(s, "--pservers")) return &a->pservers;
+    if (!strcmp(s, "--trainers")) return &a->trainers;
+    if (!strcmp(s, "--mode")) return &a->mode;
+    if (!strcmp(s, "--min-block-size")) return &a->min_block;
+    if (!strcmp(s, "--dispatch")) return &a->dispatch;
+    return NULL;
+}
+
+/* A whole decimal number in [lo, hi], or an exit code 2 after a usage message. */
+static int parse_count(const char *opt, const char *v, long long lo, long long hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < lo || n > hi) {
+        if (hi == INT64_MAX)
+            fprintf(stderr, "flc: %s needs a whole number of at least %lld, found '%s'\n", opt,
+                    lo, v);
+        else
+            fprintf(stderr, "flc: %s needs a whole number from %lld to %lld, found '%s'\n", opt,
+                    lo, hi, v);
+        fprintf(stderr, "Try 'flc --help'.\n");
+        return 2;
+    }
+    *out = n;
+    return 0;
+}
+
+/* flc transpile: reads the options, transpiles the bundle and writes the plan. */
+static int transpile(const Args *a, const FlBundle *bundle) {
+    FlTranspileOptions o = {0};
+    FlErr e;
+    int rc;
+    if ((rc = parse_count("--pservers", a->pservers, 1, 4096, &o.pservers)) ||
+        (rc = parse_count("--trainers", a->trainers, 1, 4096, &o.trainers)) ||
+        (a->min_block &&
+         (rc = parse_count("--min-block-size", a->min_block, 1, INT64_MAX, &o.min_block_size))))
+        return rc;
+    if (a->mode && fl_transpile_parse_mode(a->mode, &o.mode, &e) != FL_OK)
+        return usage_error("%s", e.msg);
+    if (a->dispatch && fl_transpile_parse_dispatch(a->dispatch, &o.dispatch, &e) != FL_OK)
+        return usage_error("%s", e.msg);
+    FlPlan *plan;
+    if (fl_transpile(bundle, &o, &plan, &e) != FL_OK) {
+        fprintf(stderr, "flc: error: %s\n", e.msg);
+        return 1;
+    }
+    rc = 0;
+    if (fl_ir_plan_write(plan, a->out, &e) != FL_OK) {
+        fprintf(stderr, "flc: error: %s\n", e.msg);
+        rc = 1;
+    } else {
+        FlBuf b = {0};
+        fl_buf_printf(&b, "%s: %s mode, %lld trainers (ranks 0-%lld), %lld pservers (ranks "
+                      "%lld-%lld); run: mpirun -np %lld flrun %s\n", a->out, plan->mode,
+                      (long long)plan->trainers, (long long)plan->trainers - 1,
+                      (long long)plan->pservers, (long long)plan->trainers,
+                      (long long)(plan->trainers + plan->pservers - 1),
+                      (long long)(plan->trainers + plan->pservers), a->out);
+        fl_transpile_show_placement(plan, &b);
+        fputs(fl_buf_str(&b), stdout);
+        fl_buf_free(&b);
+    }
+    fl_ir_plan_free(plan);
+    return rc;
+}
 
 /* Loads FILE as a bundle or plan: .fl files are compiled. Returns 0, or the exit code. */
 static int load(const Args *a, FlBundle **bundle, FlPlan **plan) {
@@ -112,6 +194,12 @@ int main(int argc, char **argv) {
                 goto done;
             }
             FL_VEC_PUSH(&a.defines, d);
+        } else if (transpile_opt(&a, s)) {
+            if (++i >= argc) {
+                rc = usage_error("%s needs a value", s);
+                goto done;
+            }
+            *transpile_opt(&a, s) = argv[i];
         } else if (s[0] == '-' && s[1]) {
             rc = usage_error("unknown option '%s'", s);
             goto done;
@@ -136,7 +224,7 @@ int main(int argc, char **argv) {
         fl_buf_free(&b);
         goto done;
     }
-    bool known = !strcmp(a.cmd, "build") || !strcmp(a.cmd, "check") || !strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot");
+    bool known = !strcmp(a.cmd, "build") || !strcmp(a.cmd, "check") || !strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot") || !strcmp(a.cmd, "transpile");
     if (!known) {
         rc = usage_error("unknown command '%s'", a.cmd);
         goto done;
@@ -149,15 +237,37 @@ int main(int argc, char **argv) {
         rc = usage_error("'%s' compiles .fl files; use show or dot for a .flp or .plan", a.cmd);
         goto done;
     }
-    if (a.out && strcmp(a.cmd, "build") != 0) {
-        rc = usage_error("-o is only for build (%s writes to stdout)", a.cmd);
+    if (a.out && strcmp(a.cmd, "build") != 0 && strcmp(a.cmd, "transpile") != 0) {
+        rc = usage_error("-o is only for build and transpile (%s writes to stdout)", a.cmd);
+        goto done;
+    }
+    bool is_tp = !strcmp(a.cmd, "transpile");
+    if (!is_tp && (a.pservers || a.trainers || a.mode || a.min_block || a.dispatch)) {
+        rc = usage_error("--pservers, --trainers, --mode, --min-block-size and --dispatch are "
+                         "only for transpile, not %s", a.cmd);
+        goto done;
+    }
+    if (is_tp && (!a.pservers || !a.trainers || !a.out)) {
+        rc = usage_error("transpile needs %s", !a.pservers && !a.trainers
+                                                   ? "--pservers P and --trainers T"
+                                               : !a.pservers ? "--pservers P"
+                                               : !a.trainers ? "--trainers T"
+                                                             : "-o OUT.plan");
+        goto done;
+    }
+    if (is_tp && ends_with(a.file, ".plan")) {
+        rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);
         goto done;
     }
     FlBundle *bundle;
     FlPlan *plan;
     rc = load(&a, &bundle, &plan);
     if (rc) goto done;
-    if (!strcmp(a.cmd, "build")) {
+    if (is_tp && plan) {
+        rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);
+    } else if (is_tp) {
+        rc = transpile(&a, bundle);
+    } else if (!strcmp(a.cmd, "build")) {
         char *out = a.out ? NULL : default_out(a.file);
         FlErr e;
         if (fl_ir_bundle_write(bundle, a.out ? a.out : out, &e) != FL_OK) {
@@ -168,6 +278,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot")) {
         FlBuf b = {0};
         bool show = !strcmp(a.cmd, "show");
+        if (plan && show) fl_transpile_show_placement(plan, &b);
         if (plan) show ? fl_ir_show_plan(plan, &b) : fl_ir_dot_plan(plan, &b);
         else show ? fl_ir_show_bundle(bundle, &b) : fl_ir_dot_bundle(bundle, &b);
         fputs(fl_buf_str(&b), stdout);

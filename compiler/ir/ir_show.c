@@ -512,7 +512,7 @@ static void dot_program(FlBuf *out, const FlProgram *p, const char *prefix, cons
 }
 
 static void dot_begin(FlBuf *out) {
-    fl_buf_puts(out, "digraph fluidc {\n  compound=true;\n  node [fontname=\"Helvetica\", "
+    fl_buf_puts(out, "digraph fluidc {\n  compound=true;\n  newrank=true;\n  node [fontname=\"Helvetica\", "
                      "fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8];\n");
 }
 

@@ -1,0 +1,1182 @@
+/* transpile.c: the distribute transpiler (see transpile.h for what the plan holds).
+ *
+ * How: one pass over the local main program collects the parameters (one per optimizer op of
+ * block 0, in program order) with their gradient and optimizer state, and marks the
+ * learning-rate ops; then the blocks are cut and placed; then each role is built from those
+ * tables: the trainer program is a clone of the local main with ops removed and the send/recv
+ * section inserted where the first optimizer op stood; a pserver program is built from
+ * nothing (block 0: vars and listen_and_serv; sub-blocks: the lr block, then one optimize block
+ * per parameter block); a pserver startup program is the slice of the local startup that
+ * initialises what the server holds, followed by the split / assign ops that cut it to blocks.
+ * Finally every program is inferred and verified.
+ *
+ * Invariants: a Piece's names are the names used on every role (trainers send and receive
+ * them, servers hold them); a parameter with one piece keeps its own names. All strings made
+ * here live in the Tp arena until the end of fl_transpile; the IR copies what it keeps.
+ */
+#include "compiler/transpile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/infer.h"
+#include "compiler/ops.h"
+#include "compiler/verify.h"
+
+#define MAX_ROLES 4096 /* P and T each: far beyond what an MPI job on these machines holds */
+#define EMPTY_ARG "@EMPTY@"
+
+typedef enum StateKind {
+    ST_SLICE,     /* the parameter's shape: cut like it */
+    ST_PER_BLOCK, /* other state the optimizer writes: one whole copy per block */
+    ST_SHARED,    /* read only (LearningRate): one whole copy per server, own name */
+} StateKind;
+
+typedef struct State {
+    const char *name; /* in the local program */
+    StateKind kind;
+    const FlVarDesc *var; /* local main block 0 */
+} State;
+
+typedef struct Piece {
+    const char *param, *grad; /* names on every role */
+    int64_t row0, rows;
+    int64_t server;
+} Piece;
+
+typedef struct Param {
+    const FlOpDesc *opt; /* the optimizer op in local main block 0 */
+    const char *name, *grad;
+    const FlVarDesc *var, *gvar;
+    bool sliced;
+    FL_VEC(State) states;
+    FL_VEC(Piece) pieces;
+} Param;
+
+typedef FL_VEC(int64_t) I64Vec;
+typedef FL_VEC(const char *) StrVec;
+
+static const char mark_;
+#define MARK_PTR ((void *)&mark_)
+
+typedef struct Tp {
+    const FlBundle *local;
+    const FlBlock *lb;        /* local main block 0 */
+    int64_t P, T, minb;
+    FlTranspileMode mode;
+    FlTranspileDispatch dispatch;
+    FlErr *e;
+    FlArena arena;
+    FL_VEC(Param) params;
+    FlMap param_index;        /* parameter name -> Param index + 1 */
+    bool *lr_op;              /* per op of lb */
+    size_t nlr;               /* how many are set */
+    FlMap lr_writes;          /* names that learning-rate ops write -> MARK_PTR */
+    FlLoc first_loc;          /* the first optimizer op's loc */
+} Tp;
+
+/* ---- names and messages ---- */
+
+static const char *block_name(Tp *tp, const char *base, bool sliced, size_t k) {
+    return sliced ? fl_arena_printf(&tp->arena, "%s.block%zu", base, k) : base;
+}
+
+static const char *trainer_name(Tp *tp, const char *grad, int64_t t) {
+    return fl_arena_printf(&tp->arena, "%s.trainer_%lld", grad, (long long)t);
+}
+
+/* "path:line:col: " for an op's loc, or "" when it has none. */
+static const char *where(Tp *tp, FlLoc l) {
+    if (l.file < 0 || (size_t)l.file >= tp->local->source_paths.len || l.line <= 0) return "";
+    return fl_arena_printf(&tp->arena, "%s:%d:%d: ", tp->local->source_paths.data[l.file],
+                           l.line, l.col);
+}
+
+static bool skip_arg(const char *n) { return !n || !*n || strcmp(n, EMPTY_ARG) == 0; }
+
+static unsigned op_flags(const FlOpDesc *op) {
+    const FlOpInfo *info = fl_ops_find(op->type);
+    return info ? info->flags : 0;
+}
+
+static bool is_optimize(const FlOpDesc *op) { return (op_flags(op) & FL_OPF_OPTIMIZE) != 0; }
+
+static bool slot_has(const FlSlot *s, const char *name) {
+    for (size_t k = 0; k < s->nargs; k++)
+        if (strcmp(s->args[k], name) == 0) return true;
+    return false;
+}
+
+static bool op_writes(const FlOpDesc *op, const char *name) {
+    for (size_t s = 0; s < op->outs.len; s++)
+        if (slot_has(&op->outs.data[s], name)) return true;
+    return false;
+}
+
+/* Does op read name through its LearningRate slot only? */
+static bool reads_only_lr(const FlOpDesc *op, const char *name) {
+    for (size_t s = 0; s < op->ins.len; s++)
+        if (strcmp(op->ins.data[s].name, "LearningRate") != 0 && slot_has(&op->ins.data[s], name))
+            return false;
+    return true;
+}
+
+static bool same_shape(const FlVarDesc *a, const FlVarDesc *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+static const char *shape_str(Tp *tp, const FlVarDesc *v) {
+    FlBuf b = {0};
+    fl_ir_shape_str(v->ndim, v->shape, &b);
+    const char *s = fl_arena_strdup(&tp->arena, fl_buf_str(&b));
+    fl_buf_free(&b);
+    return s;
+}
+
+/* ---- analysis of the local program ---- */
+
+static FlStatus check_ops(Tp *tp) {
+    const FlProgram *m = tp->local->main;
+    for (size_t bi = 0; bi < m->blocks.len; bi++) {
+        const FlBlock *b = m->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            const FlOpDesc *op = b->ops.data[i];
+            if (!fl_ops_find(op->type))
+                return fl_err(tp->e, "%sunknown op '%s'", where(tp, op->loc), op->type);
+            unsigned f = op_flags(op);
+            if (f & FL_OPF_DIST)
+                return fl_err(tp->e,
+                              "%sthe program already has distributed ops ('%s'); transpile "
+                              "takes a single-machine program (a hand-written distributed "
+                              "program runs as it is under mpirun)",
+                              where(tp, op->loc), op->type);
+            if ((f & FL_OPF_OPTIMIZE) && bi != 0)
+                return fl_err(tp->e,
+                              "%sthe optimizer op '%s' is inside a sub-block (block %zu); the "
+                              "transpiler moves only optimizer ops of block 0",
+                              where(tp, op->loc), op->type, bi);
+        }
+    }
+    return FL_OK;
+}
+
+static Param *param_find(Tp *tp, const char *name) {
+    uintptr_t i = (uintptr_t)fl_map_find_str(&tp->param_index, name);
+    return i ? &tp->params.data[i - 1] : NULL;
+}
+
+static FlStatus add_states(Tp *tp, Param *pr, FlMap *owner) {
+    const FlOpDesc *op = pr->opt;
+    for (size_t s = 0; s < op->ins.len; s++) {
+        const FlSlot *sl = &op->ins.data[s];
+        if (!strcmp(sl->name, "Param") || !strcmp(sl->name, "Grad")) continue;
+        for (size_t k = 0; k < sl->nargs; k++) {
+            const char *n = sl->args[k];
+            if (skip_arg(n)) continue;
+            const FlVarDesc *v = fl_ir_var_find(tp->lb, n);
+            if (!v)
+                return fl_err(tp->e, "%s%s: var '%s' (input %s) is not declared in block 0",
+                              where(tp, op->loc), op->type, n, sl->name);
+            bool written = op_writes(op, n);
+            StateKind kind = ST_SHARED;
+            if (strcmp(sl->name, "LearningRate") != 0) {
+                if (same_shape(v, pr->var)) kind = ST_SLICE;
+                else if (written) kind = ST_PER_BLOCK;
+            }
+            if (written) {
+                const char *other = fl_map_find_str(owner, n);
+                if (other && strcmp(other, pr->name) != 0)
+                    return fl_err(tp->e,
+                                  "%sthe optimizer state '%s' is updated for parameters '%s' "
+                                  "and '%s'; the transpiler needs state of its own per "
+                                  "parameter", where(tp, op->loc), n, other, pr->name);
+                fl_map_put_str(owner, n, (void *)pr->name);
+            }
+            State st = {n, kind, v};
+            FL_VEC_PUSH(&pr->states, st);
+        }
+    }
+    return FL_OK;
+}
+
+/* One Param per optimizer op of block 0, in program order. */
+static FlStatus collect_params(Tp *tp) {
+    FlMap owner;
+    fl_map_init(&owner);
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < tp->lb->ops.len && st == FL_OK; i++) {
+        const FlOpDesc *op = tp->lb->ops.data[i];
+        if (!is_optimize(op)) continue;
+        if (tp->params.len == 0) tp->first_loc = op->loc;
+        const char *pn = fl_ir_op_input1(op, "Param"), *gn = fl_ir_op_input1(op, "Grad");
+        if (!pn || !gn) {
+            st = fl_err(tp->e, "%s%s: the op has no %s", where(tp, op->loc), op->type,
+                        pn ? "Grad" : "Param");
+            break;
+        }
+        Param *dup = param_find(tp, pn);
+        if (dup) {
+            st = fl_err(tp->e, "%sthe parameter '%s' is updated by two optimizer ops ('%s' and "
+                        "'%s')", where(tp, op->loc), pn, dup->opt->type, op->type);
+            break;
+        }
+        const FlVarDesc *pv = fl_ir_var_find(tp->lb, pn), *gv = fl_ir_var_find(tp->lb, gn);
+        if (!pv || !gv) {
+            st = fl_err(tp->e, "%s%s: var '%s' is not declared in block 0", where(tp, op->loc),
+                        op->type, pv ? gn : pn);
+            break;
+        }
+        bool known = pv->ndim >= 1;
+        for (int d = 0; d < pv->ndim; d++) known = known && pv->shape[d] > 0;
+        if (!known) {
+            st = fl_err(tp->e, "%sthe parameter '%s' has shape %s; the transpiler slices "
+                        "parameters of known, non-empty shape", where(tp, op->loc), pn,
+                        shape_str(tp, pv));
+            break;
+        }
+        Param pr = {.opt = op, .name = pn, .grad = gn, .var = pv, .gvar = gv};
+        FL_VEC_PUSH(&tp->params, pr);
+        fl_map_put_str(&tp->param_index, pn, (void *)(uintptr_t)tp->params.len);
+        st = add_states(tp, &tp->params.data[tp->params.len - 1], &owner);
+    }
+    fl_map_fini(&owner);
+    if (st == FL_OK && tp->params.len == 0)
+        st = fl_err(tp->e, "the program has no optimizer ops, so the pservers would have "
+                    "nothing to update (call an optimizer's minimize(loss))");
+    return st;
+}
+
+static bool is_fetched(Tp *tp, const char *name) {
+    const FlRunSpec *r = &tp->local->run;
+    for (size_t i = 0; i < r->fetch_vars.len; i++)
+        if (strcmp(r->fetch_vars.data[i], name) == 0) return true;
+    return false;
+}
+
+static void put_args(FlMap *m, const FlSlot *ss, size_t ns) {
+    for (size_t s = 0; s < ns; s++)
+        for (size_t k = 0; k < ss[s].nargs; k++)
+            if (!skip_arg(ss[s].args[k])) fl_map_put_str(m, ss[s].args[k], MARK_PTR);
+}
+
+/* Who reads what in block 0: for var id v (names are numbered by `ids`, value = id + 1), the
+ * readers are ops[start[v] .. start[v + 1]) (an op once per slot that reads it). */
+typedef struct Readers {
+    FlMap ids;
+    size_t *start, *ops;
+} Readers;
+
+static void readers_init(Readers *r, const FlBlock *b) {
+    fl_map_init(&r->ids);
+    size_t nids = 0, npairs = 0;
+    for (size_t i = 0; i < b->ops.len; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                const char *n = op->ins.data[s].args[k];
+                if (skip_arg(n)) continue;
+                if (!fl_map_find_str(&r->ids, n))
+                    fl_map_put_str(&r->ids, n, (void *)(uintptr_t)++nids);
+                npairs++;
+            }
+    }
+    r->start = fl_xcalloc(nids + 2, sizeof *r->start);
+    r->ops = fl_xcalloc(npairs + 1, sizeof *r->ops);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < b->ops.len; i++) {
+            const FlOpDesc *op = b->ops.data[i];
+            for (size_t s = 0; s < op->ins.len; s++)
+                for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                    const char *n = op->ins.data[s].args[k];
+                    if (skip_arg(n)) continue;
+                    size_t id = (uintptr_t)fl_map_find_str(&r->ids, n) - 1;
+                    if (pass == 0) r->start[id + 2]++;          /* counts, shifted */
+                    else r->ops[r->start[id + 1]++] = i;        /* fill, then start[id] */
+                }
+        }
+        if (pass == 0)
+            for (size_t v = 2; v < nids + 2; v++) r->start[v] += r->start[v - 1];
+    }
+}
+
+static void readers_fini(Readers *r) {
+    fl_map_fini(&r->ids);
+    free(r->start);
+    free(r->ops);
+}
+
+/* An op of block 0 is a learning-rate op when each of its outputs is read, and read only by
+ * optimizer ops (through LearningRate) and other learning-rate ops. The greatest such set is
+ * found by starting from every candidate and dropping ops until nothing changes (an op that
+ * reads its own output, like increment, stays if nothing else disqualifies it). Passes go from
+ * the last op back, so that a program in order settles in one pass; each check walks the
+ * readers of the op's outputs only. */
+static FlStatus find_lr_ops(Tp *tp) {
+    const FlBlock *b = tp->lb;
+    const FlProgram *m = tp->local->main;
+    size_t n = b->ops.len;
+    FlMap outside; /* names read outside block 0 or fetched: the trainers need them */
+    fl_map_init(&outside);
+    for (size_t bi = 1; bi < m->blocks.len; bi++)
+        for (size_t i = 0; i < m->blocks.data[bi]->ops.len; i++)
+            put_args(&outside, m->blocks.data[bi]->ops.data[i]->ins.data,
+                     m->blocks.data[bi]->ops.data[i]->ins.len);
+    for (size_t i = 0; i < tp->local->run.fetch_vars.len; i++)
+        fl_map_put_str(&outside, tp->local->run.fetch_vars.data[i], MARK_PTR);
+    Readers rd;
+    readers_init(&rd, b);
+    tp->lr_op = fl_xcalloc(n ? n : 1, sizeof *tp->lr_op);
+    for (size_t i = 0; i < n; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        unsigned f = op_flags(op);
+        bool cand = !(f & (FL_OPF_OPTIMIZE | FL_OPF_SIDE_EFFECT | FL_OPF_CONTROL | FL_OPF_DIST));
+        size_t nout = 0;
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t k = 0; k < op->outs.data[s].nargs; k++) {
+                const char *v = op->outs.data[s].args[k];
+                if (skip_arg(v)) continue;
+                nout++;
+                if (fl_map_find_str(&outside, v)) cand = false;
+            }
+        tp->lr_op[i] = cand && nout > 0;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = n; i-- > 0;) {
+            if (!tp->lr_op[i]) continue;
+            const FlOpDesc *op = b->ops.data[i];
+            bool ok = true;
+            for (size_t s = 0; s < op->outs.len && ok; s++)
+                for (size_t k = 0; k < op->outs.data[s].nargs && ok; k++) {
+                    const char *v = op->outs.data[s].args[k];
+                    if (skip_arg(v)) continue;
+                    uintptr_t id = (uintptr_t)fl_map_find_str(&rd.ids, v);
+                    bool used = false;
+                    for (size_t r = id ? rd.start[id - 1] : 0; id && r < rd.start[id] && ok;
+                         r++) {
+                        size_t j = rd.ops[r];
+                        if (j == i) continue;
+                        used = true;
+                        const FlOpDesc *c = b->ops.data[j];
+                        ok = is_optimize(c) ? reads_only_lr(c, v) : tp->lr_op[j];
+                    }
+                    ok = ok && used;
+                }
+            if (!ok) {
+                tp->lr_op[i] = false;
+                changed = true;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (tp->lr_op[i]) {
+            tp->nlr++;
+            put_args(&tp->lr_writes, b->ops.data[i]->outs.data, b->ops.data[i]->outs.len);
+        }
+    readers_fini(&rd);
+    fl_map_fini(&outside);
+    return FL_OK;
+}
+
+/* Is name written by a learning-rate op (which the servers run)? */
+static bool lr_written(Tp *tp, const char *name) {
+    return fl_map_find_str(&tp->lr_writes, name) != NULL;
+}
+
+/* The servers can compute a var when the startup program initialises it (persistable) or a
+ * learning-rate op writes it. */
+static bool server_has(Tp *tp, const char *name) {
+    const FlVarDesc *v = fl_ir_var_find(tp->lb, name);
+    return (v && v->persistable) || lr_written(tp, name);
+}
+
+static FlStatus check_lr_inputs(Tp *tp) {
+    for (size_t i = 0; i < tp->lb->ops.len; i++) {
+        if (!tp->lr_op[i]) continue;
+        const FlOpDesc *op = tp->lb->ops.data[i];
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                const char *n = op->ins.data[s].args[k];
+                if (!skip_arg(n) && !server_has(tp, n))
+                    return fl_err(tp->e,
+                                  "%sthe learning-rate op '%s' reads '%s', which the trainers "
+                                  "compute; the pservers cannot run it", where(tp, op->loc),
+                                  op->type, n);
+            }
+    }
+    for (size_t i = 0; i < tp->params.len; i++) {
+        const Param *pr = &tp->params.data[i];
+        for (size_t k = 0; k < pr->states.len; k++) {
+            const State *st = &pr->states.data[k];
+            if (!server_has(tp, st->name))
+                return fl_err(tp->e,
+                              "%s%s: '%s' is computed by the trainers' ops, but the pservers "
+                              "need it to update '%s' (make it a persistable var or a "
+                              "learning-rate computation)", where(tp, pr->opt->loc),
+                              pr->opt->type, st->name, pr->name);
+        }
+    }
+    return FL_OK;
+}
+
+/* ---- slicing and placement ---- */
+
+static FlStatus cut(Tp *tp) {
+    int64_t next = 0; /* global block index */
+    for (size_t i = 0; i < tp->params.len; i++) {
+        Param *pr = &tp->params.data[i];
+        int64_t dim0 = pr->var->shape[0], numel = 1;
+        for (int d = 0; d < pr->var->ndim; d++)
+            if (__builtin_mul_overflow(numel, pr->var->shape[d], &numel))
+                return fl_err(tp->e, "%sthe parameter '%s' is too large (shape %s)",
+                              where(tp, pr->opt->loc), pr->name, shape_str(tp, pr->var));
+        int64_t pieces = numel / tp->minb;
+        if (pieces > tp->P) pieces = tp->P;
+        if (pieces > dim0) pieces = dim0;
+        if (pieces < 1) pieces = 1;
+        pr->sliced = pieces > 1;
+        int64_t base = dim0 / pieces, extra = dim0 % pieces, row0 = 0;
+        for (int64_t k = 0; k < pieces; k++) {
+            Piece pc = {.param = block_name(tp, pr->name, pr->sliced, (size_t)k),
+                        .grad = block_name(tp, pr->grad, pr->sliced, (size_t)k),
+                        .row0 = row0,
+                        .rows = base + (k < extra)};
+            row0 += pc.rows;
+            if (tp->dispatch == FL_TRANSPILE_HASH)
+                pc.server = (int64_t)(fl_hash_bytes(pc.param, strlen(pc.param)) %
+                                      (uint64_t)tp->P);
+            else pc.server = next % tp->P;
+            next++;
+            FL_VEC_PUSH(&pr->pieces, pc);
+        }
+    }
+    return FL_OK;
+}
+
+/* The name a var of the optimizer op has on block k of pr. */
+static const char *state_block_name(Tp *tp, const Param *pr, const State *st, size_t k) {
+    return st->kind == ST_SHARED ? st->name : block_name(tp, st->name, pr->sliced, k);
+}
+
+/* ---- building blocks ---- */
+
+/* Declares name in b like `like` (shape[0] = rows when rows >= 0). NULL + e when the name is
+ * taken. */
+static FlVarDesc *declare(Tp *tp, FlBlock *b, const char *name, const FlVarDesc *like,
+                          int64_t rows) {
+    FlVarDesc *v = fl_ir_var_add(b, name);
+    if (!v) {
+        fl_err(tp->e, "the program already has a var named '%s', a name the transpiler needs",
+               name);
+        return NULL;
+    }
+    if (like) fl_ir_var_copy(v, like);
+    if (rows >= 0) v->shape[0] = rows;
+    return v;
+}
+
+/* Declares name in b like `like` unless b already has it. */
+static FlVarDesc *ensure(FlBlock *b, const char *name, const FlVarDesc *like) {
+    FlVarDesc *v = fl_ir_var_find(b, name);
+    if (v) return v;
+    v = fl_ir_var_add(b, name);
+    if (like) fl_ir_var_copy(v, like);
+    return v;
+}
+
+static void push_op(FlBlock *b, FlOpDesc *op) { FL_VEC_PUSH(&b->ops, op); }
+
+/* A split of X along dim 0 into the given pieces; outputs not wanted are EMPTY_ARG. */
+static FlOpDesc *split_op(FlBlock *b, size_t *pos, const char *x, const Param *pr,
+                          const char *const *outs, FlLoc loc) {
+    FlOpDesc *op = pos ? fl_ir_op_insert(b, (*pos)++, "split") : fl_ir_op_append(b, "split");
+    op->loc = loc;
+    fl_ir_op_add_input(op, "X", x);
+    fl_ir_op_add_output_slot(op, "Out");
+    int64_t *sec = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *sec));
+    for (size_t k = 0; k < pr->pieces.len; k++) {
+        sec[k] = pr->pieces.data[k].rows;
+        fl_ir_op_add_output(op, "Out", outs[k]);
+    }
+    fl_ir_op_set_int(op, "axis", 0);
+    fl_ir_op_set_int(op, "num", 0);
+    fl_ir_op_set_ints(op, "sections", sec, pr->pieces.len);
+    free(sec);
+    return op;
+}
+
+/* ---- trainer ---- */
+
+static void note_names(FlMap *m, const FlOpDesc *op) {
+    for (size_t s = 0; s < op->ins.len; s++)
+        for (size_t k = 0; k < op->ins.data[s].nargs; k++)
+            fl_map_put_str(m, op->ins.data[s].args[k], (void *)op->ins.data[s].args[k]);
+    for (size_t s = 0; s < op->outs.len; s++)
+        for (size_t k = 0; k < op->outs.data[s].nargs; k++)
+            fl_map_put_str(m, op->outs.data[s].args[k], (void *)op->outs.data[s].args[k]);
+}
+
+/* Removes from block 0 the vars that only removed ops used (names borrowed from `removed`,
+ * which must stay alive: the strings belong to the local program). */
+static void prune_vars(Tp *tp, FlProgram *p, const FlMap *removed) {
+    FlBlock *b0 = fl_ir_block(p, 0);
+    FlMap used; /* keys borrowed from p's ops, which outlive the map */
+    fl_map_init(&used);
+    for (size_t bi = 0; bi < p->blocks.len; bi++)
+        for (size_t i = 0; i < p->blocks.data[bi]->ops.len; i++) {
+            const FlOpDesc *op = p->blocks.data[bi]->ops.data[i];
+            put_args(&used, op->ins.data, op->ins.len);
+            put_args(&used, op->outs.data, op->outs.len);
+        }
+    for (size_t i = 0; i < removed->cap; i++) {
+        if (!fl_map_slot_live(removed, i)) continue;
+        const char *n = removed->buckets[i].key;
+        if (!fl_ir_var_find(b0, n) || fl_map_find_str(&used, n) || is_fetched(tp, n)) continue;
+        fl_ir_var_remove(b0, n);
+    }
+    fl_map_fini(&used);
+}
+
+static FlProgram *build_trainer(Tp *tp) {
+    FlProgram *p = fl_ir_program_clone(tp->local->main);
+    FlBlock *b0 = fl_ir_block(p, 0);
+    FlMap removed;
+    fl_map_init(&removed);
+    /* the send/recv section goes where the first optimizer op stood, counted without the
+     * ops removed before it (learning-rate ops may stand anywhere) */
+    size_t pos = 0;
+    for (size_t i = 0; i < tp->lb->ops.len && !is_optimize(tp->lb->ops.data[i]); i++)
+        pos += !tp->lr_op[i];
+    for (size_t i = tp->lb->ops.len; i-- > 0;) {
+        const FlOpDesc *op = tp->lb->ops.data[i];
+        if (!is_optimize(op) && !tp->lr_op[i]) continue;
+        note_names(&removed, op);
+        fl_ir_op_remove(b0, i);
+    }
+    bool sync = tp->mode == FL_TRANSPILE_SYNC;
+    for (size_t i = 0; i < tp->params.len; i++) {
+        const Param *pr = &tp->params.data[i];
+        if (pr->sliced) {
+            const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
+            for (size_t k = 0; k < pr->pieces.len; k++) {
+                outs[k] = pr->pieces.data[k].grad;
+                FlVarDesc *v = declare(tp, b0, outs[k], pr->gvar, pr->pieces.data[k].rows);
+                if (!v) {
+                    free(outs);
+                    goto fail;
+                }
+                v->persistable = v->trainable = false;
+            }
+            split_op(b0, &pos, pr->grad, pr, outs, pr->opt->loc);
+            free(outs);
+        }
+        for (size_t k = 0; k < pr->pieces.len; k++) {
+            FlOpDesc *op = fl_ir_op_insert(b0, pos++, "send");
+            op->loc = pr->opt->loc;
+            fl_ir_op_add_input(op, "X", pr->pieces.data[k].grad);
+            fl_ir_op_set_ints(op, "epmap", &pr->pieces.data[k].server, 1);
+            fl_ir_op_set_bool(op, "sync", sync);
+        }
+    }
+    if (sync) fl_ir_op_insert(b0, pos++, "send_barrier")->loc = tp->first_loc;
+    for (size_t i = 0; i < tp->params.len; i++) {
+        const Param *pr = &tp->params.data[i];
+        for (size_t k = 0; k < pr->pieces.len; k++) {
+            const Piece *pc = &pr->pieces.data[k];
+            if (pr->sliced) {
+                FlVarDesc *v = declare(tp, b0, pc->param, pr->var, pc->rows);
+                if (!v) goto fail;
+                v->persistable = v->trainable = false;
+                v->stop_gradient = true;
+            }
+            FlOpDesc *op = fl_ir_op_insert(b0, pos++, "recv");
+            op->loc = pr->opt->loc;
+            fl_ir_op_add_input_slot(op, "X");
+            fl_ir_op_add_output(op, "Out", pc->param);
+            fl_ir_op_set_ints(op, "epmap", &pc->server, 1);
+        }
+    }
+    if (sync) fl_ir_op_insert(b0, pos++, "fetch_barrier")->loc = tp->first_loc;
+    for (size_t i = 0; i < tp->params.len; i++) {
+        const Param *pr = &tp->params.data[i];
+        if (!pr->sliced) continue;
+        FlOpDesc *op = fl_ir_op_insert(b0, pos++, "concat");
+        op->loc = pr->opt->loc;
+        for (size_t k = 0; k < pr->pieces.len; k++)
+            fl_ir_op_add_input(op, "X", pr->pieces.data[k].param);
+        fl_ir_op_add_output(op, "Out", pr->name);
+        fl_ir_op_set_int(op, "axis", 0);
+    }
+    prune_vars(tp, p, &removed);
+    fl_map_fini(&removed);
+    return p;
+fail:
+    fl_map_fini(&removed);
+    fl_ir_program_free(p);
+    return NULL;
+}
+
+/* ---- pserver main ---- */
+
+/* A var a pserver's startup must produce: `name` on the server, made from the local startup's
+ * var `src` by keeping rows [row0, row0 + rows) (rows < 0: the whole var). */
+typedef struct Need {
+    const char *name, *src;
+    const Param *pr; /* for a slice: whose pieces give the sections */
+    size_t piece;
+    bool slice;
+} Need;
+typedef struct Needs {
+    FL_VEC(Need) v;
+    FlMap names; /* Need.name -> MARK_PTR */
+} Needs;
+
+static void need(Needs *nd, const char *name, const char *src, const Param *pr, size_t piece,
+                 bool slice) {
+    if (fl_map_find_str(&nd->names, name)) return;
+    fl_map_put_str(&nd->names, name, MARK_PTR);
+    Need n = {name, src, pr, piece, slice};
+    FL_VEC_PUSH(&nd->v, n);
+}
+
+static FlOpDesc *clone_into(FlBlock *b, const FlOpDesc *op) {
+    FlOpDesc *c = fl_ir_op_clone(op);
+    push_op(b, c);
+    return c;
+}
+
+/* Declares in b every var op uses, like the local var of block lb (if it has one). */
+static void declare_op_vars(FlBlock *b, const FlBlock *lb, const FlOpDesc *op) {
+    for (int io = 0; io < 2; io++) {
+        const FlSlot *ss = io ? op->outs.data : op->ins.data;
+        size_t ns = io ? op->outs.len : op->ins.len;
+        for (size_t s = 0; s < ns; s++)
+            for (size_t k = 0; k < ss[s].nargs; k++) {
+                const char *n = ss[s].args[k];
+                if (skip_arg(n)) continue;
+                ensure(b, n, fl_ir_var_find(lb, n));
+            }
+    }
+}
+
+static void rename_args(FlSlot *ss, size_t ns, const char *from, const char *to) {
+    for (size_t s = 0; s < ns; s++)
+        for (size_t k = 0; k < ss[s].nargs; k++)
+            if (strcmp(ss[s].args[k], from) == 0) fl_ir_slot_set_arg(&ss[s], k, to);
+}
+
+static FlStatus build_optimize_block(Tp *tp, FlProgram *p, const Param *pr, size_t k,
+                                     Needs *nd, FlOpDesc *ls, I64Vec *blocks, StrVec *g2b) {
+    FlBlock *b0 = fl_ir_block(p, 0);
+    const Piece *pc = &pr->pieces.data[k];
+    bool sync = tp->mode == FL_TRANSPILE_SYNC;
+    FlVarDesc *v = declare(tp, b0, pc->param, pr->var, pr->sliced ? pc->rows : -1);
+    if (!v) return FL_ERROR;
+    need(nd, pc->param, pr->name, pr, k, pr->sliced);
+    v = declare(tp, b0, pc->grad, pr->gvar, pr->sliced ? pc->rows : -1);
+    if (!v) return FL_ERROR;
+    v->persistable = false;
+    for (size_t i = 0; i < pr->states.len; i++) {
+        const State *st = &pr->states.data[i];
+        const char *n = state_block_name(tp, pr, st, k);
+        if (st->kind == ST_SHARED) {
+            ensure(b0, n, st->var);
+            if (st->var->persistable) need(nd, n, st->name, NULL, 0, false);
+            continue;
+        }
+        if (!declare(tp, b0, n, st->var, pr->sliced && st->kind == ST_SLICE ? pc->rows : -1))
+            return FL_ERROR;
+        need(nd, n, st->name, pr, k, pr->sliced && st->kind == ST_SLICE);
+    }
+    FlBlock *ob = fl_ir_block_new(p, 0);
+    if (sync) {
+        FlOpDesc *sum = fl_ir_op_append(ob, "sum");
+        sum->loc = pr->opt->loc;
+        for (int64_t t = 0; t < tp->T; t++) {
+            const char *tn = trainer_name(tp, pc->grad, t);
+            FlVarDesc *tv = declare(tp, b0, tn, pr->gvar, pr->sliced ? pc->rows : -1);
+            if (!tv) return FL_ERROR;
+            tv->persistable = false;
+            fl_ir_op_add_input(sum, "X", tn);
+            fl_ir_op_add_input(ls, "X", tn);
+        }
+        fl_ir_op_add_output(sum, "Out", pc->grad);
+        FlOpDesc *sc = fl_ir_op_append(ob, "scale");
+        sc->loc = pr->opt->loc;
+        fl_ir_op_add_input(sc, "X", pc->grad);
+        fl_ir_op_add_output(sc, "Out", pc->grad);
+        fl_ir_op_set_float(sc, "scale", 1.0 / (double)tp->T);
+        fl_ops_fill_defaults(sc);
+    } else {
+        fl_ir_op_add_input(ls, "X", pc->grad);
+    }
+    FlOpDesc *op = clone_into(ob, pr->opt);
+    /* rename every name of the op to its block's (in and out slots alike) */
+    const char *from[2 + FL_OPS_MAX_SLOTS * 4], *to[2 + FL_OPS_MAX_SLOTS * 4];
+    size_t nr = 0;
+    from[nr] = pr->name, to[nr++] = pc->param;
+    from[nr] = pr->grad, to[nr++] = pc->grad;
+    for (size_t i = 0; i < pr->states.len && nr < FL_ARRAY_LEN(from); i++)
+        from[nr] = pr->states.data[i].name,
+        to[nr++] = state_block_name(tp, pr, &pr->states.data[i], k);
+    for (size_t i = 0; i < nr; i++) {
+        if (strcmp(from[i], to[i]) == 0) continue;
+        rename_args(op->ins.data, op->ins.len, from[i], to[i]);
+        rename_args(op->outs.data, op->outs.len, from[i], to[i]);
+    }
+    FL_VEC_PUSH(blocks, ob->idx);
+    FL_VEC_PUSH(g2b, fl_arena_printf(&tp->arena, "%s:%d", pc->grad, ob->idx));
+    return FL_OK;
+}
+
+static FlProgram *build_pserver(Tp *tp, int64_t s, Needs *nd) {
+    FlProgram *p = fl_ir_program_new();
+    FlBlock *b0 = fl_ir_block(p, 0);
+    I64Vec blocks = {0};
+    StrVec g2b = {0};
+    bool any = false;
+    for (size_t i = 0; i < tp->params.len && !any; i++)
+        for (size_t k = 0; k < tp->params.data[i].pieces.len; k++)
+            any = any || tp->params.data[i].pieces.data[k].server == s;
+    FlOpDesc *ls = fl_ir_op_append(b0, "listen_and_serv");
+    ls->loc = tp->first_loc;
+    fl_ir_op_add_input_slot(ls, "X");
+    int64_t lr_block = -1;
+    if (any && tp->nlr) {
+        FlBlock *lb = fl_ir_block_new(p, 0);
+        lr_block = lb->idx;
+        for (size_t i = 0; i < tp->lb->ops.len; i++) {
+            if (!tp->lr_op[i]) continue;
+            const FlOpDesc *op = clone_into(lb, tp->lb->ops.data[i]);
+            declare_op_vars(b0, tp->lb, op);
+            for (size_t sl = 0; sl < op->ins.len; sl++)
+                for (size_t k = 0; k < op->ins.data[sl].nargs; k++) {
+                    const char *n = op->ins.data[sl].args[k];
+                    const FlVarDesc *v = fl_ir_var_find(tp->lb, n);
+                    if (!skip_arg(n) && v && v->persistable)
+                        need(nd, fl_arena_strdup(&tp->arena, n),
+                             fl_arena_strdup(&tp->arena, n), NULL, 0, false);
+                }
+        }
+    }
+    /* lr_block first: the verifier walks sub-blocks in attribute order, as the server runs
+     * them */
+    fl_ir_op_set_int(ls, "lr_block", lr_block);
+    for (size_t i = 0; i < tp->params.len; i++) {
+        const Param *pr = &tp->params.data[i];
+        for (size_t k = 0; k < pr->pieces.len; k++)
+            if (pr->pieces.data[k].server == s &&
+                build_optimize_block(tp, p, pr, k, nd, ls, &blocks, &g2b))
+                goto fail;
+    }
+    fl_ir_op_set_blocks(ls, "optimize_blocks", blocks.data, blocks.len);
+    fl_ir_op_set_strings(ls, "grad_to_block", g2b.data, g2b.len);
+    fl_ir_op_set_int(ls, "fanin", tp->T);
+    fl_ir_op_set_bool(ls, "sync_mode", tp->mode == FL_TRANSPILE_SYNC);
+    FL_VEC_FREE(&blocks);
+    FL_VEC_FREE(&g2b);
+    return p;
+fail:
+    FL_VEC_FREE(&blocks);
+    FL_VEC_FREE(&g2b);
+    fl_ir_program_free(p);
+    return NULL;
+}
+
+/* ---- pserver startup ---- */
+
+static bool is_random_seed0(const FlOpDesc *op) {
+    const FlOpInfo *info = fl_ops_find(op->type);
+    return info && fl_ops_attr(info, "seed") && fl_ir_op_get_int(op, "seed", 0) == 0;
+}
+
+static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
+                                        const FlProgram *pmain) {
+    const FlBlock *ls = fl_ir_block(tp->local->startup, 0);
+    const FlBlock *pm0 = fl_ir_block(pmain, 0);
+    size_t n = ls->ops.len;
+    bool *keep = fl_xcalloc(n ? n : 1, sizeof *keep);
+    FlMap want, made, cut; /* keys borrowed from the local startup and the arena */
+    fl_map_init(&want);
+    fl_map_init(&made);
+    fl_map_init(&cut);
+    FlProgram *p = NULL;
+    for (size_t i = 0; i < nds->v.len; i++) fl_map_put_str(&want, nds->v.data[i].src, MARK_PTR);
+    /* the backward slice: the ops that write a wanted var, and what they read */
+    for (size_t i = n; i-- > 0;) {
+        const FlOpDesc *op = ls->ops.data[i];
+        bool hit = false;
+        for (size_t sl = 0; sl < op->outs.len && !hit; sl++)
+            for (size_t k = 0; k < op->outs.data[sl].nargs && !hit; k++)
+                hit = fl_map_find_str(&want, op->outs.data[sl].args[k]) != NULL;
+        if (!hit) continue;
+        keep[i] = true;
+        put_args(&want, op->ins.data, op->ins.len);
+    }
+    /* a seed-0 random op draws its seed from its position: keep everything before it */
+    size_t last0 = SIZE_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i] && is_random_seed0(ls->ops.data[i])) last0 = i;
+    for (size_t i = 0; last0 != SIZE_MAX && i <= last0; i++) keep[i] = true;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i]) put_args(&made, ls->ops.data[i]->outs.data, ls->ops.data[i]->outs.len);
+    for (size_t i = 0; i < nds->v.len; i++)
+        if (!fl_map_find_str(&made, nds->v.data[i].src)) {
+            fl_err(tp->e, "the startup program does not initialise '%s', which pserver %lld "
+                   "needs", nds->v.data[i].src, (long long)s);
+            goto fail;
+        }
+
+    p = fl_ir_program_new();
+    FlBlock *b0 = fl_ir_block(p, 0);
+    for (size_t i = 0; i < n; i++) {
+        if (!keep[i]) continue;
+        const FlOpDesc *op = clone_into(b0, ls->ops.data[i]);
+        declare_op_vars(b0, ls, op);
+    }
+    /* the vars the server holds under their own names stay persistable; the full vars that
+     * are cut or copied into blocks are temporaries */
+    for (size_t i = 0; i < b0->vars.len; i++) {
+        FlVarDesc *v = b0->vars.data[i];
+        if (!fl_map_find_str(&nds->names, v->name)) v->persistable = v->trainable = false;
+    }
+    /* cut or copy into the server's blocks: one split per cut source, one assign per copy */
+    for (size_t i = 0; i < nds->v.len; i++) {
+        const Need *ne = &nds->v.data[i];
+        if (strcmp(ne->name, ne->src) == 0) continue;
+        const FlVarDesc *src = fl_ir_var_find(b0, ne->src);
+        FL_ASSERT(src);
+        if (!ne->slice) {
+            const FlVarDesc *like = fl_ir_var_find(pm0, ne->name);
+            FL_ASSERT(like);
+            if (!declare(tp, b0, ne->name, like, -1)) goto fail;
+            FlOpDesc *op = fl_ir_op_append(b0, "assign");
+            op->loc = src->loc;
+            fl_ir_op_add_input(op, "X", ne->src);
+            fl_ir_op_add_output(op, "Out", ne->name);
+            continue;
+        }
+        if (fl_map_find_str(&cut, ne->src)) continue; /* one split serves every block */
+        fl_map_put_str(&cut, ne->src, MARK_PTR);
+        const Param *pr = ne->pr;
+        const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
+        for (size_t k = 0; k < pr->pieces.len; k++) {
+            outs[k] = EMPTY_ARG;
+            if (pr->pieces.data[k].server != s) continue;
+            outs[k] = block_name(tp, ne->src, true, k);
+            const FlVarDesc *bl = fl_ir_var_find(pm0, outs[k]);
+            FL_ASSERT(bl);
+            if (!declare(tp, b0, outs[k], bl, -1)) {
+                free(outs);
+                goto fail;
+            }
+        }
+        split_op(b0, NULL, ne->src, pr, outs, src->loc);
+        free(outs);
+    }
+    free(keep);
+    fl_map_fini(&want);
+    fl_map_fini(&made);
+    fl_map_fini(&cut);
+    return p;
+fail:
+    free(keep);
+    fl_map_fini(&want);
+    fl_map_fini(&made);
+    fl_map_fini(&cut);
+    fl_ir_program_free(p);
+    return NULL;
+}
+
+/* ---- checks of the result ---- */
+
+static FlStatus check_program(Tp *tp, FlProgram *main, FlProgram *startup, const char *role,
+                              int64_t idx) {
+    FlErr sub;
+    FlLoc at;
+    if (fl_infer_program(startup, &sub, &at) != FL_OK)
+        return fl_err(tp->e, "internal error: the startup program of %s %lld: %s", role,
+                      (long long)idx, sub.msg);
+    if (fl_infer_program(main, &sub, &at) != FL_OK)
+        return fl_err(tp->e, "internal error: the main program of %s %lld: %s", role,
+                      (long long)idx, sub.msg);
+    FlVerifyIssues vi = {0};
+    int n = fl_verify_program(startup, NULL, &vi);
+    const char *what = "startup";
+    if (n == 0) {
+        n = fl_verify_program(main, startup, &vi);
+        what = "main";
+    }
+    if (n) {
+        fl_err(tp->e, "internal error: the %s program of %s %lld does not verify: %s", what,
+               role, (long long)idx, vi.items.data[0].msg);
+        fl_verify_issues_fini(&vi);
+        return FL_ERROR;
+    }
+    fl_verify_issues_fini(&vi);
+    return FL_OK;
+}
+
+/* A bundle for a role: the local one's source table, the given programs (taken). */
+static FlBundle *role_bundle(Tp *tp, const char *role, int64_t idx, FlProgram *startup,
+                             FlProgram *main, bool with_run) {
+    FlBundle *b;
+    if (with_run) {
+        b = fl_ir_bundle_clone(tp->local);
+        fl_ir_program_free(b->startup);
+        fl_ir_program_free(b->main);
+    } else {
+        b = fl_ir_bundle_new();
+        fl_ir_program_free(b->startup);
+        fl_ir_program_free(b->main);
+        for (size_t i = 0; i < tp->local->source_paths.len; i++)
+            FL_VEC_PUSH(&b->source_paths, fl_xstrdup(tp->local->source_paths.data[i]));
+    }
+    b->startup = startup;
+    b->main = main;
+    free(b->role);
+    b->role = fl_xstrdup(role);
+    b->role_index = idx;
+    return b;
+}
+
+static FlStatus check_options(const FlTranspileOptions *o, FlErr *e) {
+    if (o->pservers < 1 || o->pservers > MAX_ROLES)
+        return fl_err(e, "the number of pservers must be between 1 and %d, found %lld",
+                      MAX_ROLES, (long long)o->pservers);
+    if (o->trainers < 1 || o->trainers > MAX_ROLES)
+        return fl_err(e, "the number of trainers must be between 1 and %d, found %lld",
+                      MAX_ROLES, (long long)o->trainers);
+    if (o->min_block_size < 0)
+        return fl_err(e, "the minimum block size must be at least 1 element, found %lld",
+                      (long long)o->min_block_size);
+    if ((unsigned)o->mode >= FL_TRANSPILE_MODE_COUNT)
+        return fl_err(e, "unknown transpile mode %d (expected sync or async)", (int)o->mode);
+    if ((unsigned)o->dispatch >= FL_TRANSPILE_DISPATCH_COUNT)
+        return fl_err(e, "unknown dispatch %d (expected round_robin or hash)", (int)o->dispatch);
+    return FL_OK;
+}
+
+FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPlan **out,
+                      FlErr *e) {
+    *out = NULL;
+    if (check_options(opt, e)) return FL_ERROR;
+    FL_ASSERT(local && local->main && local->startup);
+    Tp tp = {.local = local,
+             .lb = fl_ir_block(local->main, 0),
+             .P = opt->pservers,
+             .T = opt->trainers,
+             .minb = opt->min_block_size ? opt->min_block_size : FL_TRANSPILE_MIN_BLOCK_SIZE,
+             .mode = opt->mode,
+             .dispatch = opt->dispatch,
+             .e = e};
+    fl_arena_init(&tp.arena);
+    fl_map_init(&tp.param_index);
+    fl_map_init(&tp.lr_writes);
+    FlPlan *plan = NULL;
+    FlProgram *tmain = NULL;
+    Needs nd = {0};
+    fl_map_init(&nd.names);
+    if (check_ops(&tp) || collect_params(&tp) || find_lr_ops(&tp) || check_lr_inputs(&tp) ||
+        cut(&tp))
+        goto fail;
+    tmain = build_trainer(&tp);
+    if (!tmain) goto fail;
+    FlProgram *tstart = fl_ir_program_clone(local->startup);
+    if (check_program(&tp, tmain, tstart, "trainer", 0)) {
+        fl_ir_program_free(tstart);
+        goto fail;
+    }
+    plan = fl_ir_plan_new();
+    free(plan->mode);
+    plan->mode = fl_xstrdup(fl_transpile_mode_name(tp.mode));
+    plan->pservers = tp.P;
+    plan->trainers = tp.T;
+    for (int64_t t = 0; t < tp.T; t++) {
+        FlProgram *m = t + 1 < tp.T ? fl_ir_program_clone(tmain) : tmain;
+        FlProgram *s = t + 1 < tp.T ? fl_ir_program_clone(tstart) : tstart;
+        FL_VEC_PUSH(&plan->roles, role_bundle(&tp, "trainer", t, s, m, true));
+    }
+    tmain = NULL;
+    for (int64_t s = 0; s < tp.P; s++) {
+        nd.v.len = 0;
+        fl_map_fini(&nd.names);
+        fl_map_init(&nd.names);
+        FlProgram *m = build_pserver(&tp, s, &nd);
+        if (!m) goto fail;
+        FlProgram *st = build_pserver_startup(&tp, s, &nd, m);
+        if (!st) {
+            fl_ir_program_free(m);
+            goto fail;
+        }
+        FL_VEC_PUSH(&plan->roles, role_bundle(&tp, "pserver", s, st, m, false));
+        if (check_program(&tp, m, st, "pserver", s)) goto fail;
+    }
+    for (int64_t r = 0; r < tp.T + tp.P; r++) FL_VEC_PUSH(&plan->rank_role, r);
+    FlErr sub;
+    if (fl_ir_validate_plan(plan, &sub) != FL_OK) {
+        fl_err(e, "internal error: the plan does not validate: %s", sub.msg);
+        goto fail;
+    }
+    *out = plan;
+    plan = NULL;
+fail:
+    fl_ir_plan_free(plan);
+    fl_ir_program_free(tmain);
+    for (size_t i = 0; i < tp.params.len; i++) {
+        FL_VEC_FREE(&tp.params.data[i].states);
+        FL_VEC_FREE(&tp.params.data[i].pieces);
+    }
+    FL_VEC_FREE(&tp.params);
+    FL_VEC_FREE(&nd.v);
+    fl_map_fini(&nd.names);
+    fl_map_fini(&tp.param_index);
+    fl_map_fini(&tp.lr_writes);
+    free(tp.lr_op);
+    fl_arena_fini(&tp.arena);
+    return *out ? FL_OK : FL_ERROR;
+}
+
+/* ---- names of the options ---- */
+
+const char *fl_transpile_mode_name(FlTranspileMode m) {
+    switch (m) {
+    case FL_TRANSPILE_SYNC: return "sync";
+    case FL_TRANSPILE_ASYNC: return "async";
+    case FL_TRANSPILE_MODE_COUNT: break;
+    }
+    return "?";
+}
+
+const char *fl_transpile_dispatch_name(FlTranspileDispatch d) {
+    switch (d) {
+    case FL_TRANSPILE_ROUND_ROBIN: return "round_robin";
+    case FL_TRANSPILE_HASH: return "hash";
+    case FL_TRANSPILE_DISPATCH_COUNT: break;
+    }
+    return "?";
+}
+
+FlStatus fl_transpile_parse_mode(const char *s, FlTranspileMode *out, FlErr *e) {
+    for (int m = 0; m < FL_TRANSPILE_MODE_COUNT; m++)
+        if (strcmp(s, fl_transpile_mode_name((FlTranspileMode)m)) == 0) {
+            *out = (FlTranspileMode)m;
+            return FL_OK;
+        }
+    return fl_err(e, "unknown mode '%s' (expected sync or async)", s);
+}
+
+FlStatus fl_transpile_parse_dispatch(const char *s, FlTranspileDispatch *out, FlErr *e) {
+    for (int d = 0; d < FL_TRANSPILE_DISPATCH_COUNT; d++)
+        if (strcmp(s, fl_transpile_dispatch_name((FlTranspileDispatch)d)) == 0) {
+            *out = (FlTranspileDispatch)d;
+            return FL_OK;
+        }
+    return fl_err(e, "unknown dispatch '%s' (expected round_robin or hash)", s);
+}
+
+/* ---- placement table ---- */
+
+typedef struct Row {
+    const char *param;  /* the parameter */
+    const char *block;  /* the block's name (== param when whole) */
+    int64_t row0, rows, row_elems, server;
+    const FlVarDesc *pvar;
+} Row;
+
+static int64_t row_elems(const FlVarDesc *v) {
+    int64_t n = 1;
+    for (int d = 1; d < v->ndim; d++) n *= v->shape[d] > 0 ? v->shape[d] : 0;
+    return n;
+}
+
+void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
+    const FlBundle *tr = NULL;
+    for (size_t i = 0; i < plan->roles.len && !tr; i++)
+        if (plan->roles.data[i]->role && !strcmp(plan->roles.data[i]->role, "trainer") &&
+            plan->roles.data[i]->role_index == 0)
+            tr = plan->roles.data[i];
+    fl_buf_puts(out, "placement:\n");
+    if (!tr || !tr->main || tr->main->blocks.len == 0) {
+        fl_buf_puts(out, "  (no trainer 0 in this plan)\n");
+        return;
+    }
+    const FlBlock *b = fl_ir_block(tr->main, 0);
+    FL_VEC(Row) rows = {0};
+    /* block name -> its concat op, whose Out is the parameter */
+    FlMap whole;
+    fl_map_init(&whole);
+    for (size_t i = 0; i < b->ops.len; i++) {
+        FlOpDesc *c = b->ops.data[i];
+        const FlSlot *xs = fl_ir_op_input(c, "X");
+        if (strcmp(c->type, "concat") != 0 || !xs || !fl_ir_op_output1(c, "Out")) continue;
+        for (size_t x = 0; x < xs->nargs; x++) fl_map_put_str(&whole, xs->args[x], c);
+    }
+    for (size_t i = 0; i < b->ops.len; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        if (strcmp(op->type, "recv") != 0) continue;
+        const FlSlot *o = fl_ir_op_output(op, "Out");
+        const FlAttr *ep = fl_ir_op_attr(op, "epmap");
+        for (size_t k = 0; o && k < o->nargs; k++) {
+            Row r = {.param = o->args[k], .block = o->args[k], .row0 = 0, .server = -1};
+            if (ep && ep->type == FL_ATTR_INTS && k < ep->n) r.server = ep->ints[k];
+            /* a block concatenated back into its parameter */
+            const FlOpDesc *c = fl_map_find_str(&whole, r.block);
+            if (c) {
+                const FlSlot *xs = fl_ir_op_input(c, "X");
+                int64_t off = 0;
+                for (size_t x = 0; x < xs->nargs; x++) {
+                    if (strcmp(xs->args[x], r.block) == 0) {
+                        r.param = fl_ir_op_output1(c, "Out");
+                        r.row0 = off;
+                        break;
+                    }
+                    const FlVarDesc *xv = fl_ir_var_find(b, xs->args[x]);
+                    off += xv && xv->ndim ? xv->shape[0] : 0;
+                }
+            }
+            const FlVarDesc *bv = fl_ir_var_find(b, r.block);
+            r.pvar = fl_ir_var_find(b, r.param);
+            r.rows = bv && bv->ndim ? bv->shape[0] : 1;
+            r.row_elems = bv ? row_elems(bv) : 1;
+            FL_VEC_PUSH(&rows, r);
+        }
+    }
+    /* one line per parameter, in the order of its first block */
+    for (size_t i = 0; i < rows.len; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(rows.data[j].param, rows.data[i].param);
+        if (seen) continue;
+        const Row *r = &rows.data[i];
+        fl_buf_printf(out, "  %s ", r->param);
+        if (r->pvar) fl_ir_shape_str(r->pvar->ndim, r->pvar->shape, out);
+        if (!strcmp(r->param, r->block)) {
+            fl_buf_printf(out, ": whole -> pserver %lld\n", (long long)r->server);
+            continue;
+        }
+        fl_buf_puts(out, ":");
+        for (size_t j = i, first = 1; j < rows.len; j++) {
+            const Row *q = &rows.data[j];
+            if (strcmp(q->param, r->param) != 0) continue;
+            const char *suffix = q->block + strlen(q->param);
+            fl_buf_printf(out, "%s %s rows [%lld, %lld) -> pserver %lld", first ? "" : ",",
+                          suffix[0] == '.' ? suffix + 1 : q->block, (long long)q->row0,
+                          (long long)(q->row0 + q->rows), (long long)q->server);
+            first = 0;
+        }
+        fl_buf_putc(out, '\n');
+    }
+    /* the load of each server */
+    for (int64_t s = 0; s < plan->pservers; s++) {
+        int64_t nb = 0, ne = 0;
+        for (size_t i = 0; i < rows.len; i++)
+            if (rows.data[i].server == s) nb++, ne += rows.data[i].rows * rows.data[i].row_elems;
+        fl_buf_printf(out, "  pserver %lld: %lld block%s, %lld elements\n", (long long)s,
+                      (long long)nb, nb == 1 ? "" : "s", (long long)ne);
+    }
+    FL_VEC_FREE(&rows);
+    fl_map_fini(&whole);
+}

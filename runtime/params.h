@@ -1,0 +1,24 @@
+/* params.h: saving and loading a program's persistable vars (parameters, optimizer state,
+ * learning rates) — `flrun --save DIR` / `--load DIR`, and for embedders.
+ *
+ * Format: DIR holds one file per var, named after the var, and a MANIFEST listing the names.
+ * Each var's file is
+ *     "FLTENSOR"            8 bytes, magic
+ *     u32 version (1), u32 dtype (FlDType), u32 ndim, u32 reserved (0)
+ *     i64 dims[ndim]
+ *     the elements, little-endian, row-major
+ * Saving writes the whole directory next to DIR first and renames it into place, so an
+ * interrupted save never leaves DIR half-written. Loading checks every persistable var of the
+ * program before it sets any: a missing file, a different dtype or shape is an error naming the
+ * var, and the scope is left untouched.
+ */
+#ifndef FL_PARAMS_H
+#define FL_PARAMS_H
+
+#include "base/base.h"
+#include "runtime/api.h"
+
+FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
+FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
+
+#endif

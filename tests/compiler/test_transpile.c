@@ -1,0 +1,838 @@
+/* test_transpile.c: the distribute transpiler (compiler/transpile.c) and `flc transpile`.
+ *
+ *   - goldens: the placement table and `flc show` of the plans of fit_a_line and of the digits
+ *     MLP for P in {1, 2, 3}, T in {1, 2}, read back from the written .plan files
+ *     (tests/compiler/plans/; FL_UPDATE_GOLDEN=1 rewrites them), and `dot -Tsvg` on their DOT;
+ *   - slicing (whole rows, even split, small parameters whole), round-robin and hash placement
+ *     (deterministic: the same bytes twice), the op order of every role, the optimize blocks
+ *     (sum, scale 1/T, the optimizer on the block and its sliced state), the pserver startup
+ *     programs (the local init ops with their seeds and shapes, then the slicing), async mode,
+ *     learning-rate ops in lr_block, seed-0 random ops kept in place;
+ *   - errors with their exact messages, and the command line's usage errors (argv[1]: flc).
+ * Runs from the repository root (ctest sets the working directory).
+ */
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compiler/ops.h"
+#include "compiler/transpile.h"
+#include "lang/eval.h"
+
+#define FIT "examples/fit_a_line.fl"
+#define DIGITS "examples/recognize_digits.fl"
+#define GOLDEN_DIR "tests/compiler/plans"
+#define DIGITS_BLOCK 1024 /* goldens: fc_0.w_0 and fc_1.w_0 (8192) are cut, the rest is whole */
+
+static const char *flc_path; /* argv[1] */
+
+#define CHECK_STR(actual, expected)                                                       \
+    do {                                                                                  \
+        const char *a_ = (actual), *x_ = (expected);                                      \
+        bool eq_ = a_ && x_ && strcmp(a_, x_) == 0;                                       \
+        if (!eq_)                                                                         \
+            fprintf(stderr, "\n%s:%d: got:\n%s\n--- expected:\n%s\n---\n", __FILE__, __LINE__, \
+                    a_ ? a_ : "(null)", x_ ? x_ : "(null)");                              \
+        CU_ASSERT(eq_);                                                                   \
+    } while (0)
+
+/* ---- helpers ---- */
+
+static FlBundle *compile(const char *path) {
+    FlCompileOptions opt = {0};
+    FlBundle *b = NULL;
+    FlBuf diag = {0};
+    int n = fl_compile_file(path, &opt, &b, &diag);
+    if (n) fprintf(stderr, "%s", fl_buf_str(&diag));
+    fl_buf_free(&diag);
+    CU_ASSERT_EQUAL_FATAL(n, 0);
+    return b;
+}
+
+static FlBundle *compile_text(const char *path, const char *text) {
+    FlCompileOptions opt = {0};
+    FlBundle *b = NULL;
+    FlBuf diag = {0};
+    int n = fl_compile_source(path, text, strlen(text), &opt, &b, &diag);
+    if (n) fprintf(stderr, "%s", fl_buf_str(&diag));
+    fl_buf_free(&diag);
+    CU_ASSERT_EQUAL_FATAL(n, 0);
+    return b;
+}
+
+static FlPlan *transpile(const FlBundle *b, int64_t P, int64_t T, FlTranspileMode mode,
+                         int64_t minb, FlTranspileDispatch d) {
+    FlTranspileOptions o = {.pservers = P, .trainers = T, .mode = mode, .min_block_size = minb,
+                            .dispatch = d};
+    FlPlan *plan = NULL;
+    FlErr e;
+    FlStatus s = fl_transpile(b, &o, &plan, &e);
+    if (s != FL_OK) fprintf(stderr, "transpile: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(s, FL_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    return plan;
+}
+
+static const char *err_of(const FlBundle *b, int64_t P, int64_t T, int mode, int64_t minb,
+                          int d) {
+    static FlErr e;
+    FlTranspileOptions o = {.pservers = P, .trainers = T, .mode = (FlTranspileMode)mode,
+                            .min_block_size = minb, .dispatch = (FlTranspileDispatch)d};
+    FlPlan *plan = (FlPlan *)1;
+    CU_ASSERT_EQUAL(fl_transpile(b, &o, &plan, &e), FL_ERROR);
+    CU_ASSERT_PTR_NULL(plan);
+    return e.msg;
+}
+
+static const FlBundle *role(const FlPlan *p, const char *r, int64_t idx) {
+    for (size_t i = 0; i < p->roles.len; i++)
+        if (!strcmp(p->roles.data[i]->role, r) && p->roles.data[i]->role_index == idx)
+            return p->roles.data[i];
+    CU_FAIL_FATAL("no such role");
+    return NULL;
+}
+
+static const FlBlock *b0(const FlProgram *p) { return fl_ir_block(p, 0); }
+
+static int count_ops(const FlBlock *b, const char *type) {
+    int n = 0;
+    for (size_t i = 0; i < b->ops.len; i++) n += strcmp(b->ops.data[i]->type, type) == 0;
+    return n;
+}
+
+static int64_t epmap0(const FlOpDesc *op) {
+    const FlAttr *a = fl_ir_op_attr(op, "epmap");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL_FATAL(a->n, 1);
+    return a->ints[0];
+}
+
+static const FlVarDesc *var(const FlProgram *p, const char *name) {
+    const FlVarDesc *v = fl_ir_var_find(b0(p), name);
+    if (!v) fprintf(stderr, "no var '%s'\n", name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    return v;
+}
+
+static bool has_var(const FlProgram *p, const char *name) {
+    return fl_ir_var_find(b0(p), name) != NULL;
+}
+
+/* Replaces every occurrence of `what` in s (in place; the text only shrinks). */
+static void strip(char *s, const char *what) {
+    size_t n = strlen(what);
+    if (!n) return;
+    char *w = s;
+    for (char *r = s; *r;) {
+        if (!strncmp(r, what, n)) r += n;
+        else *w++ = *r++;
+    }
+    *w = 0;
+}
+
+/* The golden text of a plan: the placement table, then `flc show` of it. Absolute paths of
+ * this checkout (the run spec's base_dir) become relative. */
+static char *golden_text(const FlPlan *p) {
+    FlBuf b = {0};
+    fl_transpile_show_placement(p, &b);
+    fl_ir_show_plan(p, &b);
+    char *s = fl_xstrdup(fl_buf_str(&b));
+    fl_buf_free(&b);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd - 1)) {
+        strcat(cwd, "/");
+        strip(s, cwd);
+    }
+    return s;
+}
+
+static char *tmp_path(const char *name) {
+    char *p = fl_xmalloc(512);
+    snprintf(p, 512, "%s/fl_tp_%d_%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (int)getpid(), name);
+    return p;
+}
+
+/* Writes p, reads it back (the round trip of fl_ir_plan_write / fl_ir_read). */
+static FlPlan *round_trip(const FlPlan *p) {
+    char *path = tmp_path("rt.plan");
+    FlErr e;
+    FlStatus s = fl_ir_plan_write(p, path, &e);
+    if (s) fprintf(stderr, "write: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(s, FL_OK);
+    FlBundle *bundle = NULL;
+    FlPlan *back = NULL;
+    s = fl_ir_read(path, &bundle, &back, &e);
+    if (s) fprintf(stderr, "read: %s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(s, FL_OK);
+    CU_ASSERT_PTR_NULL(bundle);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    unlink(path);
+    free(path);
+    return back;
+}
+
+static bool have_dot(void) { return system("dot -V >/dev/null 2>&1") == 0; }
+
+/* Runs `dot [extra] -Tsvg` on the plan's DOT; true when it succeeds. */
+static bool dot_accepts(const FlPlan *p, const char *extra) {
+    FlBuf d = {0};
+    fl_ir_dot_plan(p, &d);
+    char *path = tmp_path("plan.dot");
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(fl_buf_str(&d), f);
+    fclose(f);
+    fl_buf_free(&d);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "dot %s -Tsvg '%s' >/dev/null 2>&1", extra, path);
+    bool ok = system(cmd) == 0;
+    unlink(path);
+    free(path);
+    return ok;
+}
+
+/* ---- goldens ---- */
+
+static void check_golden(const char *model, const FlBundle *b, int64_t P, int64_t T,
+                         int64_t minb) {
+    FlPlan *p = transpile(b, P, T, FL_TRANSPILE_SYNC, minb, FL_TRANSPILE_ROUND_ROBIN);
+    FlPlan *back = round_trip(p);
+    char *text = golden_text(back), *direct = golden_text(p);
+    CHECK_STR(text, direct); /* nothing lost in the file */
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s_p%lld_t%lld.txt", GOLDEN_DIR, model, (long long)P,
+             (long long)T);
+    const char *upd = getenv("FL_UPDATE_GOLDEN");
+    if (upd && *upd && strcmp(upd, "0") != 0) {
+        FlErr e;
+        CU_ASSERT_EQUAL(fl_write_file(path, text, strlen(text), &e), FL_OK);
+    } else {
+        FlErr e;
+        size_t len;
+        char *want = fl_read_file(path, &len, &e);
+        if (!want) fprintf(stderr, "%s (regenerate with FL_UPDATE_GOLDEN=1)\n", e.msg);
+        CU_ASSERT_PTR_NOT_NULL(want);
+        if (want && strcmp(want, text) != 0) {
+            fprintf(stderr, "\n%s differs (FL_UPDATE_GOLDEN=1 rewrites it); got:\n%s\n", path,
+                    text);
+            CU_FAIL("golden mismatch");
+        }
+        free(want);
+    }
+    if (have_dot()) {
+        /* Graphviz 2.43 fails with "trouble in init_rank" on large plans unless newrank is
+         * set; small plans must pass as they are */
+        if (P * T <= 2) CU_ASSERT(dot_accepts(back, ""));
+        CU_ASSERT(dot_accepts(back, "-Gnewrank=true"));
+    }
+    free(text);
+    free(direct);
+    fl_ir_plan_free(back);
+    fl_ir_plan_free(p);
+}
+
+static void test_goldens(void) {
+    FlBundle *fit = compile(FIT), *digits = compile(DIGITS);
+    for (int64_t P = 1; P <= 3; P++)
+        for (int64_t T = 1; T <= 2; T++) {
+            check_golden("fit_a_line", fit, P, T, 0);
+            check_golden("recognize_digits_mlp_b1024", digits, P, T, DIGITS_BLOCK);
+        }
+    fl_ir_bundle_free(fit);
+    fl_ir_bundle_free(digits);
+}
+
+/* ---- slicing and placement ---- */
+
+static void test_slicing(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 3, 2, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
+    CU_ASSERT_EQUAL(p->roles.len, 5);
+    const FlProgram *tm = role(p, "trainer", 0)->main;
+    /* fc_0.w_0 [64, 128]: 3 blocks of whole rows, 22 + 21 + 21 */
+    const int64_t rows[3] = {22, 21, 21};
+    for (int k = 0; k < 3; k++) {
+        char n[64];
+        snprintf(n, sizeof n, "fc_0.w_0.block%d", k);
+        const FlVarDesc *v = var(tm, n);
+        CU_ASSERT_EQUAL(v->ndim, 2);
+        CU_ASSERT_EQUAL(v->shape[0], rows[k]);
+        CU_ASSERT_EQUAL(v->shape[1], 128);
+        /* the block lives on server k (round robin from block 0) with the same shape */
+        const FlProgram *sm = role(p, "pserver", k)->main;
+        CU_ASSERT_EQUAL(var(sm, n)->shape[0], rows[k]);
+        CU_ASSERT(var(sm, n)->persistable);
+        snprintf(n, sizeof n, "fc_0.w_0_moment1_0.block%d", k);
+        CU_ASSERT_EQUAL(var(sm, n)->shape[0], rows[k]);
+        snprintf(n, sizeof n, "fc_0.w_0_beta1_pow_acc_0.block%d", k);
+        CU_ASSERT_EQUAL(var(sm, n)->shape[0], 1);
+        for (int other = 0; other < 3; other++) {
+            snprintf(n, sizeof n, "fc_0.w_0.block%d", k);
+            if (other != k) CU_ASSERT(!has_var(role(p, "pserver", other)->main, n));
+        }
+    }
+    CU_ASSERT(!has_var(tm, "fc_0.w_0.block3"));
+    /* fc_1.b_0 [64] = 64 elements: one piece, whole, under its own name */
+    CU_ASSERT(!has_var(tm, "fc_1.b_0.block0"));
+    int holders = 0;
+    for (int s = 0; s < 3; s++) {
+        const FlProgram *sm = role(p, "pserver", s)->main;
+        if (!has_var(sm, "fc_1.b_0")) continue;
+        holders++;
+        CU_ASSERT_EQUAL(var(sm, "fc_1.b_0")->shape[0], 64);
+        CU_ASSERT(has_var(sm, "fc_1.b_0_moment1_0"));
+    }
+    CU_ASSERT_EQUAL(holders, 1);
+    fl_ir_plan_free(p);
+    /* more servers than rows: fit_a_line's [13, 1] in 3 blocks (5, 4, 4), [1] whole */
+    FlBundle *fit = compile(FIT);
+    p = transpile(fit, 3, 1, FL_TRANSPILE_SYNC, 1, FL_TRANSPILE_ROUND_ROBIN);
+    tm = role(p, "trainer", 0)->main;
+    CU_ASSERT_EQUAL(var(tm, "fc_0.w_0.block0")->shape[0], 5);
+    CU_ASSERT_EQUAL(var(tm, "fc_0.w_0.block1")->shape[0], 4);
+    CU_ASSERT_EQUAL(var(tm, "fc_0.w_0.block2")->shape[0], 4);
+    CU_ASSERT(!has_var(tm, "fc_0.b_0.block0"));
+    fl_ir_plan_free(p);
+    /* with the default block size nothing of fit_a_line is cut */
+    p = transpile(fit, 3, 1, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+    CU_ASSERT_EQUAL(count_ops(b0(role(p, "trainer", 0)->main), "split"), 0);
+    CU_ASSERT_EQUAL(count_ops(b0(role(p, "trainer", 0)->main), "concat"), 0);
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(fit);
+    fl_ir_bundle_free(b);
+}
+
+static void test_round_robin(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 3, 1, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
+    const FlBlock *t = b0(role(p, "trainer", 0)->main);
+    int64_t i = 0;
+    for (size_t k = 0; k < t->ops.len; k++) {
+        if (strcmp(t->ops.data[k]->type, "send") != 0) continue;
+        CU_ASSERT_EQUAL(epmap0(t->ops.data[k]), i % 3);
+        i++;
+    }
+    CU_ASSERT_EQUAL(i, 3 + 2 + 3 + 1 + 3 + 1); /* blocks of the six parameters */
+    /* recv order = send order, same servers */
+    int64_t j = 0;
+    for (size_t k = 0; k < t->ops.len; k++)
+        if (!strcmp(t->ops.data[k]->type, "recv")) CU_ASSERT_EQUAL(epmap0(t->ops.data[k]), j++ % 3);
+    CU_ASSERT_EQUAL(j, i);
+    /* the table */
+    FlBuf s = {0};
+    fl_transpile_show_placement(p, &s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&s),
+                                  "  fc_0.w_0 [64, 128]: block0 rows [0, 22) -> pserver 0, "
+                                  "block1 rows [22, 43) -> pserver 1, block2 rows [43, 64) -> "
+                                  "pserver 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&s), "  fc_1.b_0 [64]: whole -> pserver 2\n"));
+    fl_buf_free(&s);
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+static void test_hash(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 3, 2, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_HASH);
+    FlPlan *q = transpile(b, 3, 2, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_HASH);
+    size_t n1, n2;
+    uint8_t *e1 = fl_ir_encode_plan(p, &n1), *e2 = fl_ir_encode_plan(q, &n2);
+    CU_ASSERT(n1 == n2 && memcmp(e1, e2, n1) == 0);
+    free(e1);
+    free(e2);
+    /* every block on fl_hash_bytes(name) mod P, the grad block with its param block */
+    const FlBlock *t = b0(role(p, "trainer", 0)->main);
+    int nrecv = 0;
+    for (size_t k = 0; k < t->ops.len; k++) {
+        const FlOpDesc *op = t->ops.data[k];
+        if (strcmp(op->type, "recv") != 0) continue;
+        const char *n = fl_ir_op_output1(op, "Out");
+        int64_t s = (int64_t)(fl_hash_bytes(n, strlen(n)) % 3);
+        CU_ASSERT_EQUAL(epmap0(op), s);
+        CU_ASSERT(has_var(role(p, "pserver", s)->main, n));
+        char g[128];
+        const char *dot = strstr(n, ".block");
+        if (dot) snprintf(g, sizeof g, "%.*s@GRAD%s", (int)(dot - n), n, dot);
+        else snprintf(g, sizeof g, "%s@GRAD", n);
+        CU_ASSERT(has_var(role(p, "pserver", s)->main, g));
+        nrecv++;
+    }
+    CU_ASSERT_EQUAL(nrecv, 13);
+    fl_ir_plan_free(p);
+    fl_ir_plan_free(q);
+    fl_ir_bundle_free(b);
+}
+
+/* ---- roles ---- */
+
+static void test_trainer_order(void) {
+    FlBundle *b = compile(DIGITS);
+    for (int mode = 0; mode < 2; mode++) {
+        FlPlan *p = transpile(b, 2, 2, (FlTranspileMode)mode, 64, FL_TRANSPILE_ROUND_ROBIN);
+        CU_ASSERT_EQUAL(p->rank_role.len, 4);
+        for (size_t r = 0; r < 4; r++) CU_ASSERT_EQUAL(p->rank_role.data[r], (int64_t)r);
+        CU_ASSERT_STRING_EQUAL(p->roles.data[0]->role, "trainer");
+        CU_ASSERT_STRING_EQUAL(p->roles.data[2]->role, "pserver");
+        CU_ASSERT_EQUAL(p->roles.data[3]->role_index, 1);
+        CHECK_STR(p->mode, mode ? "async" : "sync");
+        for (int64_t tr = 0; tr < 2; tr++) {
+            const FlBundle *tb = role(p, "trainer", tr);
+            const FlBlock *t = b0(tb->main), *l = b0(b->main);
+            CU_ASSERT(tb->run.present);
+            CU_ASSERT_EQUAL(tb->run.batch_size, b->run.batch_size);
+            /* the local ops up to the first optimizer op, unchanged */
+            size_t n = 0;
+            while (n < l->ops.len && strcmp(l->ops.data[n]->type, "adam") != 0) n++;
+            CU_ASSERT_FATAL(t->ops.len > n);
+            for (size_t i = 0; i < n; i++)
+                CU_ASSERT_STRING_EQUAL(t->ops.data[i]->type, l->ops.data[i]->type);
+            /* then: (split, send+)*, [send_barrier], recv+, [fetch_barrier], concat* */
+            const char *phase[] = {"split|send", "send_barrier", "recv", "fetch_barrier",
+                                   "concat"};
+            int ph = 0, nsend = 0, nrecv = 0, nconcat = 0;
+            for (size_t i = n; i < t->ops.len; i++) {
+                const char *ty = t->ops.data[i]->type;
+                while (ph < 5 && !strstr(phase[ph], ty)) ph++;
+                if (ph == 5) fprintf(stderr, "unexpected op '%s' at %zu\n", ty, i);
+                CU_ASSERT_FATAL(ph < 5);
+                nsend += !strcmp(ty, "send");
+                nrecv += !strcmp(ty, "recv");
+                nconcat += !strcmp(ty, "concat");
+                CU_ASSERT(!(fl_ops_find(ty)->flags & FL_OPF_OPTIMIZE));
+            }
+            CU_ASSERT_EQUAL(nsend, 10); /* w0: 2, b0: 2, w1: 2, b1: 1, w2: 2, b2: 1 */
+            CU_ASSERT_EQUAL(nrecv, 10);
+            CU_ASSERT_EQUAL(nconcat, 4);
+            CU_ASSERT_EQUAL(count_ops(t, "send_barrier"), mode ? 0 : 1);
+            CU_ASSERT_EQUAL(count_ops(t, "fetch_barrier"), mode ? 0 : 1);
+            CU_ASSERT_EQUAL(count_ops(t, "adam"), 0);
+            /* the optimizer's state is gone from the trainer's main program */
+            CU_ASSERT(!has_var(tb->main, "fc_0.w_0_moment1_0"));
+            CU_ASSERT(!has_var(tb->main, "learning_rate_0"));
+            /* the startup program is the local one */
+            CU_ASSERT_EQUAL(b0(tb->startup)->ops.len, b0(b->startup)->ops.len);
+        }
+        fl_ir_plan_free(p);
+    }
+    fl_ir_bundle_free(b);
+}
+
+/* The optimize block of the grad block g on a pserver's main program. */
+static const FlBlock *optimize_block(const FlProgram *m, const char *g) {
+    const FlOpDesc *ls = b0(m)->ops.data[0];
+    CU_ASSERT_STRING_EQUAL_FATAL(ls->type, "listen_and_serv");
+    const FlAttr *g2b = fl_ir_op_attr(ls, "grad_to_block");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g2b);
+    size_t n = strlen(g);
+    for (size_t i = 0; i < g2b->n; i++)
+        if (!strncmp(g2b->strs[i], g, n) && g2b->strs[i][n] == ':')
+            return fl_ir_block(m, atoi(g2b->strs[i] + n + 1));
+    CU_FAIL_FATAL("no such gradient block");
+    return NULL;
+}
+
+static void test_pserver_sync(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 2, 2, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
+    const FlProgram *m = role(p, "pserver", 1)->main;
+    CU_ASSERT_EQUAL(b0(m)->ops.len, 1);
+    const FlOpDesc *ls = b0(m)->ops.data[0];
+    CU_ASSERT_EQUAL(fl_ir_op_get_int(ls, "fanin", 0), 2);
+    CU_ASSERT_EQUAL(fl_ir_op_get_bool(ls, "sync_mode", false), true);
+    CU_ASSERT_EQUAL(fl_ir_op_get_int(ls, "lr_block", 0), -1);
+    /* pserver 1 holds block1 of fc_0.w_0 (round robin: block 1 of the global sequence) */
+    const FlBlock *ob = optimize_block(m, "fc_0.w_0@GRAD.block1");
+    CU_ASSERT_EQUAL_FATAL(ob->ops.len, 3);
+    const FlOpDesc *sum = ob->ops.data[0], *sc = ob->ops.data[1], *opt = ob->ops.data[2];
+    CU_ASSERT_STRING_EQUAL(sum->type, "sum");
+    const FlSlot *xs = fl_ir_op_input(sum, "X");
+    CU_ASSERT_EQUAL_FATAL(xs->nargs, 2);
+    CU_ASSERT_STRING_EQUAL(xs->args[0], "fc_0.w_0@GRAD.block1.trainer_0");
+    CU_ASSERT_STRING_EQUAL(xs->args[1], "fc_0.w_0@GRAD.block1.trainer_1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(sum, "Out"), "fc_0.w_0@GRAD.block1");
+    CU_ASSERT_STRING_EQUAL(sc->type, "scale");
+    CU_ASSERT_DOUBLE_EQUAL(fl_ir_op_get_float(sc, "scale", 0), 0.5, 1e-12);
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(sc, "X"), "fc_0.w_0@GRAD.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(sc, "Out"), "fc_0.w_0@GRAD.block1");
+    CU_ASSERT_STRING_EQUAL(opt->type, "adam");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(opt, "Param"), "fc_0.w_0.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(opt, "ParamOut"), "fc_0.w_0.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(opt, "Grad"), "fc_0.w_0@GRAD.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(opt, "Moment1"), "fc_0.w_0_moment1_0.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(opt, "Moment2Out"), "fc_0.w_0_moment2_0.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(opt, "Beta1Pow"), "fc_0.w_0_beta1_pow_acc_0.block1");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(opt, "LearningRate"), "learning_rate_0");
+    CU_ASSERT_DOUBLE_EQUAL(fl_ir_op_get_float(opt, "beta2", 0), 0.999, 1e-12);
+    CU_ASSERT_EQUAL(var(m, "fc_0.w_0_moment1_0.block1")->shape[0], 32);
+    CU_ASSERT(var(m, "learning_rate_0")->persistable);
+    CU_ASSERT(!var(m, "fc_0.w_0@GRAD.block1.trainer_0")->persistable);
+    /* X lists exactly what the server receives */
+    CU_ASSERT_EQUAL(fl_ir_op_input(ls, "X")->nargs, 2 * 5); /* 5 blocks, 2 trainers */
+    /* a whole parameter keeps its names */
+    ob = optimize_block(m, "fc_2.b_0@GRAD"); /* block 9 of the sequence */
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(ob->ops.data[2], "Param"), "fc_2.b_0");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(ob->ops.data[2], "Moment1"), "fc_2.b_0_moment1_0");
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+static void test_async(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 2, 2, FL_TRANSPILE_ASYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
+    CHECK_STR(p->mode, "async");
+    for (int64_t s = 0; s < 2; s++) {
+        const FlProgram *m = role(p, "pserver", s)->main;
+        const FlOpDesc *ls = b0(m)->ops.data[0];
+        CU_ASSERT_EQUAL(fl_ir_op_get_bool(ls, "sync_mode", true), false);
+        CU_ASSERT_EQUAL(fl_ir_op_get_int(ls, "fanin", 0), 2);
+        for (size_t k = 1; k < m->blocks.len; k++) {
+            const FlBlock *ob = fl_ir_block(m, (int)k);
+            CU_ASSERT_EQUAL(ob->ops.len, 1);
+            CU_ASSERT_STRING_EQUAL(ob->ops.data[0]->type, "adam");
+            CU_ASSERT_EQUAL(count_ops(ob, "sum"), 0);
+        }
+        for (size_t k = 0; k < b0(m)->vars.len; k++)
+            CU_ASSERT_PTR_NULL(strstr(b0(m)->vars.data[k]->name, ".trainer_"));
+        const FlSlot *xs = fl_ir_op_input(ls, "X");
+        const FlAttr *g2b = fl_ir_op_attr(ls, "grad_to_block");
+        CU_ASSERT_EQUAL(xs->nargs, g2b->n);
+    }
+    const FlBlock *t = b0(role(p, "trainer", 1)->main);
+    CU_ASSERT_EQUAL(count_ops(t, "send_barrier") + count_ops(t, "fetch_barrier"), 0);
+    for (size_t i = 0; i < t->ops.len; i++)
+        if (!strcmp(t->ops.data[i]->type, "send"))
+            CU_ASSERT_EQUAL(fl_ir_op_get_bool(t->ops.data[i], "sync", true), false);
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+/* The index of the op of startup block 0 that writes name, or -1. */
+static int writer(const FlProgram *p, const char *name) {
+    const FlBlock *b = b0(p);
+    for (size_t i = 0; i < b->ops.len; i++)
+        for (size_t s = 0; s < b->ops.data[i]->outs.len; s++)
+            for (size_t k = 0; k < b->ops.data[i]->outs.data[s].nargs; k++)
+                if (!strcmp(b->ops.data[i]->outs.data[s].args[k], name)) return (int)i;
+    return -1;
+}
+
+static void same_attrs(const FlOpDesc *a, const FlOpDesc *b) {
+    CU_ASSERT_STRING_EQUAL(a->type, b->type);
+    CU_ASSERT_EQUAL_FATAL(a->attrs.len, b->attrs.len);
+    FlBuf x = {0}, y = {0};
+    FlProgram *pa = fl_ir_program_new(), *pb = fl_ir_program_new();
+    FL_VEC_PUSH(&fl_ir_block(pa, 0)->ops, fl_ir_op_clone(a));
+    FL_VEC_PUSH(&fl_ir_block(pb, 0)->ops, fl_ir_op_clone(b));
+    fl_ir_show_program(pa, "", NULL, &x);
+    fl_ir_show_program(pb, "", NULL, &y);
+    CHECK_STR(fl_buf_str(&x), fl_buf_str(&y));
+    fl_buf_free(&x);
+    fl_buf_free(&y);
+    fl_ir_program_free(pa);
+    fl_ir_program_free(pb);
+}
+
+static void test_pserver_startup(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 3, 2, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
+    const FlProgram *ls = b->startup;
+    for (int64_t s = 0; s < 3; s++) {
+        const FlProgram *st = role(p, "pserver", s)->startup;
+        const FlProgram *m = role(p, "pserver", s)->main;
+        /* pserver s holds block s of fc_0.w_0 (rows 22, 21, 21) */
+        char blk[64];
+        snprintf(blk, sizeof blk, "fc_0.w_0.block%lld", (long long)s);
+        int w = writer(st, "fc_0.w_0"), cut = writer(st, blk);
+        CU_ASSERT_FATAL(w >= 0 && cut > w);
+        /* the same init op as the local startup: type, seed, full shape, range */
+        same_attrs(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "fc_0.w_0")]);
+        CU_ASSERT_EQUAL(fl_ir_op_get_int(b0(st)->ops.data[w], "seed", 0), 1);
+        CU_ASSERT(!var(st, "fc_0.w_0")->persistable); /* a temporary */
+        const FlOpDesc *sp = b0(st)->ops.data[cut];
+        CU_ASSERT_STRING_EQUAL(sp->type, "split");
+        CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(sp, "X"), "fc_0.w_0");
+        const FlAttr *sec = fl_ir_op_attr(sp, "sections");
+        CU_ASSERT_EQUAL_FATAL(sec->n, 3);
+        CU_ASSERT(sec->ints[0] == 22 && sec->ints[1] == 21 && sec->ints[2] == 21);
+        const FlSlot *outs = fl_ir_op_output(sp, "Out");
+        for (int64_t k = 0; k < 3; k++)
+            CU_ASSERT_STRING_EQUAL(outs->args[k], k == s ? blk : "@EMPTY@");
+        CU_ASSERT(var(st, blk)->persistable);
+        CU_ASSERT_EQUAL(var(st, blk)->shape[0], var(m, blk)->shape[0]);
+        /* moments: fill_constant of the full shape, then the same cut */
+        snprintf(blk, sizeof blk, "fc_0.w_0_moment1_0.block%lld", (long long)s);
+        w = writer(st, "fc_0.w_0_moment1_0");
+        CU_ASSERT_FATAL(w >= 0 && writer(st, blk) > w);
+        same_attrs(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "fc_0.w_0_moment1_0")]);
+        /* beta pow: copied whole per block */
+        snprintf(blk, sizeof blk, "fc_0.w_0_beta1_pow_acc_0.block%lld", (long long)s);
+        const FlOpDesc *as = b0(st)->ops.data[writer(st, blk)];
+        CU_ASSERT_STRING_EQUAL(as->type, "assign");
+        CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(as, "X"), "fc_0.w_0_beta1_pow_acc_0");
+        /* the learning rate, whole, under its own name */
+        w = writer(st, "learning_rate_0");
+        CU_ASSERT_FATAL(w >= 0);
+        same_attrs(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "learning_rate_0")]);
+        CU_ASSERT(var(st, "learning_rate_0")->persistable);
+        /* every persistable var of the server's main program is written by its startup */
+        for (size_t i = 0; i < b0(m)->vars.len; i++)
+            if (b0(m)->vars.data[i]->persistable)
+                CU_ASSERT(writer(st, b0(m)->vars.data[i]->name) >= 0);
+    }
+    /* every random init op the servers run carries the local seed and shape */
+    for (int64_t s = 0; s < 3; s++) {
+        const FlBlock *st = b0(role(p, "pserver", s)->startup);
+        for (size_t i = 0; i < st->ops.len; i++) {
+            const FlOpDesc *op = st->ops.data[i];
+            if (strcmp(op->type, "uniform_random") != 0) continue;
+            const char *out = fl_ir_op_output1(op, "Out");
+            same_attrs(op, b0(ls)->ops.data[writer(ls, out)]);
+        }
+    }
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+/* A random op with seed 0 draws its seed from its position: the servers keep it in place. */
+static void test_seed0_in_place(void) {
+    FlBundle *b = compile(DIGITS);
+    int k = writer(b->startup, "fc_1.w_0");
+    CU_ASSERT_FATAL(k > 0);
+    fl_ir_op_set_int(fl_ir_block(b->startup, 0)->ops.data[k], "seed", 0);
+    FlPlan *p = transpile(b, 2, 1, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
+    for (int64_t s = 0; s < 2; s++) {
+        const FlProgram *st = role(p, "pserver", s)->startup;
+        CU_ASSERT_EQUAL(writer(st, "fc_1.w_0"), k);
+        for (int i = 0; i < k; i++)
+            CU_ASSERT_STRING_EQUAL(b0(st)->ops.data[i]->type, b0(b->startup)->ops.data[i]->type);
+    }
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+static const char *lr_program =
+    "import fluid\n"
+    "from fluid import layers, optimizer\n"
+    "x = layers.data(name=\"x\", shape=[13], dtype=\"float32\")\n"
+    "y = layers.data(name=\"y\", shape=[1], dtype=\"float32\")\n"
+    "pred = layers.fc(x, size=1)\n"
+    "loss = layers.mean(layers.square_error_cost(pred, y))\n"
+    "base = layers.fill_constant(shape=[1], value=0.1, dtype=\"float32\")\n"
+    "lr = layers.scale(base, scale=0.5)\n"
+    "optimizer.SGD(learning_rate=lr).minimize(loss)\n";
+
+static void test_lr_block(void) {
+    FlBundle *b = compile_text("tests/compiler/lr_decay.fl", lr_program);
+    FlPlan *p = transpile(b, 2, 2, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+    const FlBlock *t = b0(role(p, "trainer", 0)->main);
+    CU_ASSERT_EQUAL(count_ops(t, "fill_constant"), 1); /* loss@GRAD only */
+    CU_ASSERT_EQUAL(count_ops(t, "scale"), 0);
+    CU_ASSERT_EQUAL(count_ops(t, "sgd"), 0);
+    /* the send section stands where sgd stood: after the backward ops */
+    CU_ASSERT_STRING_EQUAL(t->ops.data[t->ops.len - 5]->type, "send");
+    for (int64_t s = 0; s < 2; s++) {
+        const FlProgram *m = role(p, "pserver", s)->main;
+        const FlOpDesc *ls = b0(m)->ops.data[0];
+        int64_t lrb = fl_ir_op_get_int(ls, "lr_block", -1);
+        CU_ASSERT_FATAL(lrb > 0);
+        const FlBlock *lb = fl_ir_block(m, (int)lrb);
+        CU_ASSERT_EQUAL(lb->parent, 0);
+        CU_ASSERT_EQUAL_FATAL(lb->ops.len, 2);
+        CU_ASSERT_STRING_EQUAL(lb->ops.data[0]->type, "fill_constant");
+        CU_ASSERT_STRING_EQUAL(lb->ops.data[1]->type, "scale");
+        const FlBlock *ob = fl_ir_block(m, (int)lrb + 1);
+        CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(ob->ops.data[2], "LearningRate"),
+                               fl_ir_op_output1(lb->ops.data[1], "Out"));
+    }
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+static void test_round_trip(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 2, 2, FL_TRANSPILE_ASYNC, 64, FL_TRANSPILE_HASH);
+    FlPlan *q = round_trip(p);
+    size_t n1, n2;
+    uint8_t *e1 = fl_ir_encode_plan(p, &n1), *e2 = fl_ir_encode_plan(q, &n2);
+    CU_ASSERT(n1 == n2 && memcmp(e1, e2, n1) == 0);
+    free(e1);
+    free(e2);
+    FlErr e;
+    CU_ASSERT_EQUAL(fl_ir_validate_plan(q, &e), FL_OK);
+    fl_ir_plan_free(q);
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
+/* ---- errors ---- */
+
+static void test_errors(void) {
+    FlBundle *b = compile(FIT);
+    CHECK_STR(err_of(b, 0, 1, 0, 0, 0), "the number of pservers must be between 1 and 4096, found 0");
+    CHECK_STR(err_of(b, 1, 0, 0, 0, 0), "the number of trainers must be between 1 and 4096, found 0");
+    CHECK_STR(err_of(b, 1, 1, 0, -5, 0),
+              "the minimum block size must be at least 1 element, found -5");
+    CHECK_STR(err_of(b, 1, 1, 7, 0, 0), "unknown transpile mode 7 (expected sync or async)");
+    CHECK_STR(err_of(b, 1, 1, 0, 0, 9), "unknown dispatch 9 (expected round_robin or hash)");
+    FlTranspileMode m;
+    FlTranspileDispatch d;
+    FlErr e;
+    CU_ASSERT_EQUAL(fl_transpile_parse_mode("allreduce", &m, &e), FL_ERROR);
+    CHECK_STR(e.msg, "unknown mode 'allreduce' (expected sync or async)");
+    CU_ASSERT_EQUAL(fl_transpile_parse_dispatch("random", &d, &e), FL_ERROR);
+    CHECK_STR(e.msg, "unknown dispatch 'random' (expected round_robin or hash)");
+    CU_ASSERT_EQUAL(fl_transpile_parse_mode("async", &m, &e), FL_OK);
+    CU_ASSERT_EQUAL(m, FL_TRANSPILE_ASYNC);
+    CU_ASSERT_EQUAL(fl_transpile_parse_dispatch("hash", &d, &e), FL_OK);
+    CU_ASSERT_EQUAL(d, FL_TRANSPILE_HASH);
+    fl_ir_bundle_free(b);
+
+    /* nothing to serve */
+    b = compile_text("tests/compiler/no_opt.fl",
+                     "import fluid\nfrom fluid import layers\n"
+                     "x = layers.data(name=\"x\", shape=[13], dtype=\"float32\")\n"
+                     "pred = layers.fc(x, size=1)\n");
+    CHECK_STR(err_of(b, 2, 2, 0, 0, 0),
+              "the program has no optimizer ops, so the pservers would have nothing to update "
+              "(call an optimizer's minimize(loss))");
+    fl_ir_bundle_free(b);
+
+    /* hand-written distributed programs are refused */
+    b = compile("examples/seed_worker.fl");
+    CHECK_STR(err_of(b, 2, 2, 0, 0, 0),
+              "examples/seed_worker.fl:11:5: the program already has distributed ops ('send'); "
+              "transpile takes a single-machine program (a hand-written distributed program "
+              "runs as it is under mpirun)");
+    fl_ir_bundle_free(b);
+
+    /* a parameter updated twice */
+    b = compile(FIT);
+    FlBlock *mb = fl_ir_block(b->main, 0);
+    FlOpDesc *again = fl_ir_op_clone(mb->ops.data[mb->ops.len - 1]);
+    FL_VEC_PUSH(&mb->ops, again);
+    CHECK_STR(err_of(b, 2, 1, 0, 0, 0),
+              "examples/fit_a_line.fl:12:1: the parameter 'fc_0.b_0' is updated by two "
+              "optimizer ops ('sgd' and 'sgd')");
+    fl_ir_bundle_free(b);
+
+    /* a var name the transpiler needs is taken */
+    b = compile(FIT);
+    FlVarDesc *v = fl_ir_var_add(fl_ir_block(b->main, 0), "fc_0.w_0.block1");
+    fl_ir_var_set_shape(v, 1, (int64_t[]){1});
+    CHECK_STR(err_of(b, 2, 1, 0, 1, 0),
+              "the program already has a var named 'fc_0.w_0.block1', a name the transpiler "
+              "needs");
+    fl_ir_bundle_free(b);
+}
+
+/* ---- the command line ---- */
+
+/* Runs flc with args (a shell fragment); returns the exit code, *err the stderr text. */
+static int run_flc(const char *args, char **err) {
+    char *ep = tmp_path("stderr");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", flc_path, args, ep);
+    int st = system(cmd);
+    FlErr e;
+    size_t len;
+    *err = fl_read_file(ep, &len, &e);
+    unlink(ep);
+    free(ep);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void) {
+    if (!flc_path) {
+        fprintf(stderr, "(no flc path given: skipped)\n");
+        return;
+    }
+    char *err, *out = tmp_path("cli.plan");
+    char args[1024];
+    struct {
+        const char *args, *msg;
+        int rc;
+    } cases[] = {
+        {"transpile " FIT " --trainers 2 -o x.plan", "flc: transpile needs --pservers P\n", 2},
+        {"transpile " FIT " --pservers 2 -o x.plan", "flc: transpile needs --trainers T\n", 2},
+        {"transpile " FIT " -o x.plan", "flc: transpile needs --pservers P and --trainers T\n", 2},
+        {"transpile " FIT " --pservers 2 --trainers 2", "flc: transpile needs -o OUT.plan\n", 2},
+        {"transpile " FIT " --pservers 0 --trainers 2 -o x.plan",
+         "flc: --pservers needs a whole number from 1 to 4096, found '0'\n", 2},
+        {"transpile " FIT " --pservers 2 --trainers two -o x.plan",
+         "flc: --trainers needs a whole number from 1 to 4096, found 'two'\n", 2},
+        {"transpile " FIT " --pservers 2 --trainers 2 --mode fast -o x.plan",
+         "flc: unknown mode 'fast' (expected sync or async)\n", 2},
+        {"transpile " FIT " --pservers 2 --trainers 2 --dispatch random -o x.plan",
+         "flc: unknown dispatch 'random' (expected round_robin or hash)\n", 2},
+        {"transpile " FIT " --pservers 2 --trainers 2 --min-block-size 0 -o x.plan",
+         "flc: --min-block-size needs a whole number of at least 1, found '0'\n", 2},
+        {"transpile " FIT " --pservers", "flc: --pservers needs a value\n", 2},
+        {"show " FIT " --pservers 2",
+         "flc: --pservers, --trainers, --mode, --min-block-size and --dispatch are only for "
+         "transpile, not show\n", 2},
+        {"transpile examples/seed_worker.fl --pservers 2 --trainers 2 -o x.plan",
+         "flc: error: examples/seed_worker.fl:11:5: the program already has distributed ops "
+         "('send'); transpile takes a single-machine program (a hand-written distributed "
+         "program runs as it is under mpirun)\n", 1},
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(cases); i++) {
+        int rc = run_flc(cases[i].args, &err);
+        if (rc != cases[i].rc) fprintf(stderr, "flc %s: exit %d\n", cases[i].args, rc);
+        CU_ASSERT_EQUAL(rc, cases[i].rc);
+        const char *e = err ? err : "";
+        /* usage errors add a hint line */
+        CU_ASSERT(!strncmp(e, cases[i].msg, strlen(cases[i].msg)));
+        if (strncmp(e, cases[i].msg, strlen(cases[i].msg)) != 0)
+            fprintf(stderr, "flc %s:\n%s--- expected:\n%s", cases[i].args, e, cases[i].msg);
+        free(err);
+    }
+    /* success: the plan is written and reads back; show prints it */
+    snprintf(args, sizeof args,
+             "transpile " FIT " --pservers 2 --trainers 2 --mode async --dispatch hash "
+             "--min-block-size 4 -o '%s'", out);
+    CU_ASSERT_EQUAL(run_flc(args, &err), 0);
+    free(err);
+    FlBundle *bundle = NULL;
+    FlPlan *plan = NULL;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(out, &bundle, &plan, &e), FL_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    CHECK_STR(plan->mode, "async");
+    CU_ASSERT_EQUAL(plan->roles.len, 4);
+    fl_ir_plan_free(plan);
+    snprintf(args, sizeof args, "transpile '%s' --pservers 1 --trainers 1 -o '%s'", out, out);
+    CU_ASSERT_EQUAL(run_flc(args, &err), 2); /* a plan is not transpiled again */
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "transpile takes a .fl or .flp file, not a plan"));
+    free(err);
+    unlink(out);
+    free(out);
+}
+
+int main(int argc, char **argv) {
+    flc_path = argc > 1 ? argv[1] : NULL;
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("transpile", NULL, NULL);
+    CU_add_test(s, "goldens: fit_a_line and digits MLP, P 1-3, T 1-2", test_goldens);
+    CU_add_test(s, "slicing: whole rows, even split, small stays whole", test_slicing);
+    CU_add_test(s, "round-robin placement", test_round_robin);
+    CU_add_test(s, "hash placement is deterministic", test_hash);
+    CU_add_test(s, "trainer op order, rank map", test_trainer_order);
+    CU_add_test(s, "pserver optimize blocks (sync)", test_pserver_sync);
+    CU_add_test(s, "async mode", test_async);
+    CU_add_test(s, "pserver startup: local init ops, then the cut", test_pserver_startup);
+    CU_add_test(s, "seed-0 random ops stay in place", test_seed0_in_place);
+    CU_add_test(s, "learning-rate ops in lr_block", test_lr_block);
+    CU_add_test(s, "plan file round trip", test_round_trip);
+    CU_add_test(s, "errors", test_errors);
+    CU_add_test(s, "flc transpile", test_cli);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,587 @@
+/* flrun: runs a compiled fluidc program.
+ *
+ *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--log FILE.csv]
+ *         [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME] [-D name=value]...
+ *
+ * With a run spec (fluid.train in the program): runs the startup program once (or loads the
+ * parameters), then the main program once per batch for every epoch, evaluates the test reader
+ * after each epoch, prints one progress line per epoch (and a progress bar on a terminal), and
+ * writes every step's figures with --log. Without a run spec: startup, then main once.
+ * Exit codes: 0 success, 1 a user error (bad program, bad data, a runtime error), 2 bad usage.
+ * The tool sits on top of every layer; nothing includes it.
+ */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compiler/ir/ir.h"
+#include "lang/eval.h"
+#include "runtime/api.h"
+#include "runtime/data/data.h"
+#include "runtime/params.h"
+
+#define FLRUN_VERSION "0.1.0"
+
+static const char *usage_text =
+    "usage: flrun FILE.{fl,flp} [options]\n"
+    "\n"
+    "Run a fluidc program: train it as its fluid.train(...) run spec says, or run it once.\n"
+    "\n"
+    "options:\n"
+    "  --epochs N          epochs to train (overrides the run spec)\n"
+    "  --batch-size B      rows per batch (per trainer; overrides the run spec)\n"
+    "  --seed S            shuffling seed (overrides the run spec)\n"
+    "  --threads N         BLAS threads (default: OPENBLAS_NUM_THREADS, else 1)\n"
+    "  --log FILE.csv      write one row per training step and per evaluation:\n"
+    "                      phase,rank,epoch,step,loss,<each other fetch>\n"
+    "  --save DIR          save the persistable vars (parameters, optimizer state) after training\n"
+    "  --load DIR          load them instead of running the startup program\n"
+    "  --predict DATA      after training (or --load), print the model's predictions for the\n"
+    "                      feature rows of the CSV file DATA (same columns as the training data)\n"
+    "  --predict-var NAME  the var to print (default: the model's output, the input of the first\n"
+    "                      op that reads the label)\n"
+    "  -D name=value       compile-time flag for fluid.flag (when FILE is a .fl)\n"
+    "  -q, --quiet         no progress output\n"
+    "  -h, --help          show this help\n"
+    "  --version           show the version\n"
+    "\n"
+    "Distributed plans (.plan, from flc transpile) run under mpirun:\n"
+    "  mpirun --allow-run-as-root --oversubscribe -np P+T flrun FILE.plan\n"
+    "\n"
+    "exit status: 0 success, 1 error in the program, its data or at run time, 2 bad usage\n";
+
+typedef struct Opts {
+    const char *file, *log, *save, *load, *predict, *predict_var;
+    int64_t epochs, batch, seed, threads;
+    bool quiet;
+    FL_VEC(const char *) defines;
+} Opts;
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "flrun: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'flrun --help'.\n");
+    return 2;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static bool parse_int(const char *s, int64_t min, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min) return false;
+    *out = v;
+    return true;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- data */
+
+typedef struct Data {
+    FlDataSource *src;    /* when train and test come from one split */
+    FlDataset *train, *test;
+    FlDataFeed *feeds;
+    size_t nfeeds;
+} Data;
+
+static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t *nfeeds) {
+    FlDataFeed *feeds = fl_xcalloc(r->feeds.len + 1, sizeof *feeds);
+    for (size_t i = 0; i < r->feeds.len; i++) {
+        const FlFeedCols *fc = &r->feeds.data[i];
+        feeds[i].name = fc->feed;
+        size_t *cols = fl_xcalloc(fc->ncols + 1, sizeof *cols);
+        for (size_t k = 0; k < fc->ncols; k++) cols[k] = (size_t)fc->cols[k];
+        feeds[i].cols = cols;
+        feeds[i].ncols = fc->ncols;
+        feeds[i].dtype = fc->dtype;
+        feeds[i].label = i + 1 == r->feeds.len && r->feeds.len > 1; /* the last feed is the label */
+        for (size_t k = 0; k < r->normalize.len; k++)
+            if (!strcmp(r->normalize.data[k], fc->feed)) feeds[i].normalize = true;
+        for (size_t k = 0; k < r->scale_feeds.len; k++)
+            if (!strcmp(r->scale_feeds.data[k], fc->feed)) {
+                feeds[i].has_scale = true;
+                feeds[i].scale = r->scale_factors.data[k];
+            }
+    }
+    FlDataSpec s = {0};
+    s.path = r->path;
+    s.skip_rows = (size_t)r->skip_rows;
+    s.sep = r->sep;
+    s.feeds = feeds;
+    s.nfeeds = r->feeds.len;
+    s.part = r->part == FL_PART_TRAIN ? FL_DATA_TRAIN : r->part == FL_PART_TEST ? FL_DATA_TEST : FL_DATA_ALL;
+    s.split_fraction = r->split_fraction;
+    s.split_seed = (uint64_t)r->split_seed;
+    *feeds_out = feeds;
+    *nfeeds = r->feeds.len;
+    return s;
+}
+
+static void free_feeds(FlDataFeed *feeds, size_t n) {
+    for (size_t i = 0; feeds && i < n; i++) free((void *)feeds[i].cols);
+    free(feeds);
+}
+
+static bool same_source(const FlReaderSpec *a, const FlReaderSpec *b) {
+    return a && b && !strcmp(a->path, b->path) && !strcmp(a->base_dir, b->base_dir) && a->skip_rows == b->skip_rows &&
+           a->sep == b->sep && a->has_split && b->has_split && a->split_fraction == b->split_fraction &&
+           a->split_seed == b->split_seed && a->part != b->part;
+}
+
+static FlStatus open_data(const FlRunSpec *rs, Data *d, FlErr *e) {
+    memset(d, 0, sizeof *d);
+    if (!rs->reader) return FL_OK;
+    FlDataSpec s = spec_of(rs->reader, &d->feeds, &d->nfeeds);
+    if (same_source(rs->reader, rs->test_reader)) {
+        /* one load, one split: the test part is normalised with the training part's statistics */
+        if (fl_data_source_load(&s, rs->reader->base_dir, &d->src, e) != FL_OK) return FL_ERROR;
+        FlDataset *a, *b;
+        if (fl_data_split(d->src, s.split_fraction, s.split_seed, &a, &b, e) != FL_OK) return FL_ERROR;
+        d->train = rs->reader->part == FL_PART_TEST ? b : a;
+        d->test = rs->reader->part == FL_PART_TEST ? a : b;
+        return FL_OK;
+    }
+    if (fl_data_open(&s, rs->reader->base_dir, &d->train, e) != FL_OK) return FL_ERROR;
+    if (rs->test_reader) {
+        FlDataFeed *tf;
+        size_t ntf;
+        FlDataSpec ts = spec_of(rs->test_reader, &tf, &ntf);
+        FlStatus st = fl_data_open(&ts, rs->test_reader->base_dir, &d->test, e);
+        free_feeds(tf, ntf);
+        if (st != FL_OK) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+static void close_data(Data *d) {
+    fl_data_free(d->train);
+    fl_data_free(d->test);
+    fl_data_source_free(d->src);
+    free_feeds(d->feeds, d->nfeeds);
+}
+
+/* The feeds of one batch (or one trainer's share) of an epoch. */
+static FlStatus make_feeds(const FlDataset *ds, const FlDataEpoch *ep, size_t batch, size_t rows, FlTensor *tensors,
+                           FlFeed *feeds, FlErr *e) {
+    size_t nf = fl_data_feed_count(ds);
+    for (size_t f = 0; f < nf; f++) {
+        int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
+        if (fl_tensor_alloc(e, &tensors[f], fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
+        fl_data_epoch_fill(ep, batch, 0, f, fl_tensor_data(&tensors[f]), fl_tensor_nbytes(&tensors[f]));
+        feeds[f].name = fl_data_feed_name(ds, f);
+        feeds[f].tensor = &tensors[f];
+    }
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- figures */
+
+static double mean_of(const FlTensor *t) {
+    int64_t n = fl_tensor_numel(t);
+    if (n <= 0 || !fl_tensor_has_data(t)) return NAN;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += fl_tensor_get(t, i);
+    return s / (double)n;
+}
+
+typedef struct Figures {
+    size_t n;       /* fetches */
+    double *sum;    /* row-weighted sums */
+    double rows;
+} Figures;
+
+static void fig_reset(Figures *f) {
+    memset(f->sum, 0, f->n * sizeof *f->sum);
+    f->rows = 0;
+}
+static double fig_mean(const Figures *f, size_t i) { return f->rows > 0 ? f->sum[i] / f->rows : NAN; }
+
+/* ---------------------------------------------------------------- run */
+
+typedef struct Run {
+    Opts *o;
+    FlLoadedProgram *prog;
+    const FlBundle *bundle;
+    FlExecutor *ex;
+    FlScope *scope;
+    FILE *log;
+    size_t nfetch;
+    FlFetch *fetches;
+    size_t loss_idx; /* which fetch is the loss column of the log */
+    bool tty;
+} Run;
+
+static void log_row(Run *r, const char *phase, int64_t epoch, int64_t step, const double *v) {
+    if (!r->log) return;
+    fprintf(r->log, "%s,0,%lld,%lld,%.9g", phase, (long long)epoch, (long long)step, v[r->loss_idx]);
+    for (size_t i = 0; i < r->nfetch; i++)
+        if (i != r->loss_idx) fprintf(r->log, ",%.9g", v[i]);
+    fputc('\n', r->log);
+}
+
+static void progress_bar(Run *r, int64_t epoch, int64_t epochs, size_t b, size_t nb, double loss) {
+    if (!r->tty || r->o->quiet) return;
+    int width = 30, done = nb ? (int)((double)(b + 1) * width / (double)nb) : width;
+    fprintf(stdout, "\repoch %lld/%lld [", (long long)epoch, (long long)epochs);
+    for (int i = 0; i < width; i++) fputc(i < done ? '=' : ' ', stdout);
+    fprintf(stdout, "] %zu/%zu loss %.5g", b + 1, nb, loss);
+    fflush(stdout);
+}
+
+static FlStatus evaluate(Run *r, const FlDataset *ds, size_t batch, Figures *fig, FlErr *e) {
+    fig_reset(fig);
+    FlDataEpoch *ep;
+    if (fl_data_epoch_new(ds, batch, 1, false, 0, 0, &ep, e) != FL_OK) return FL_ERROR;
+    size_t nf = fl_data_feed_count(ds);
+    FlTensor *tens = fl_xcalloc(nf, sizeof *tens);
+    FlFeed *feeds = fl_xcalloc(nf, sizeof *feeds);
+    FlStatus st = FL_OK;
+    for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, b);
+        for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
+        st = make_feeds(ds, ep, b, rows, tens, feeds, e);
+        if (st == FL_OK) st = fl_executor_predict(r->ex, r->scope, feeds, nf, r->fetches, r->nfetch, e);
+        if (st == FL_OK) {
+            for (size_t i = 0; i < r->nfetch; i++) fig->sum[i] += mean_of(&r->fetches[i].tensor) * (double)rows;
+            fig->rows += (double)rows;
+        }
+        for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+    }
+    free(tens);
+    free(feeds);
+    fl_data_epoch_free(ep);
+    return st;
+}
+
+static FlStatus train(Run *r, Data *d, FlErr *e) {
+    const FlRunSpec *rs = &r->bundle->run;
+    int64_t epochs = r->o->epochs >= 0 ? r->o->epochs : rs->epochs;
+    int64_t batch = r->o->batch > 0 ? r->o->batch : rs->batch_size;
+    uint64_t seed = (uint64_t)(r->o->seed >= 0 ? r->o->seed : rs->seed);
+    if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
+    size_t nf = fl_data_feed_count(d->train);
+    FlTensor *tens = fl_xcalloc(nf, sizeof *tens);
+    FlFeed *feeds = fl_xcalloc(nf, sizeof *feeds);
+    Figures tr = {r->nfetch, fl_xcalloc(r->nfetch + 1, sizeof(double)), 0};
+    Figures te = {r->nfetch, fl_xcalloc(r->nfetch + 1, sizeof(double)), 0};
+    double *vals = fl_xcalloc(r->nfetch + 1, sizeof(double));
+    FlStatus st = FL_OK;
+    int64_t step = 0;
+    for (int64_t epoch = 1; epoch <= epochs && st == FL_OK; epoch++) {
+        double t0 = now();
+        FlDataEpoch *ep;
+        if (fl_data_epoch_new(d->train, (size_t)batch, 1, true, seed, (uint64_t)epoch - 1, &ep, e) != FL_OK) {
+            st = FL_ERROR;
+            break;
+        }
+        fig_reset(&tr);
+        size_t nb = fl_data_epoch_batches(ep);
+        for (size_t b = 0; b < nb && st == FL_OK; b++) {
+            size_t rows = fl_data_epoch_batch_rows(ep, b);
+            for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
+            st = make_feeds(d->train, ep, b, rows, tens, feeds, e);
+            if (st == FL_OK) st = fl_executor_run(r->ex, r->scope, feeds, nf, r->fetches, r->nfetch, e);
+            for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+            if (st != FL_OK) break;
+            step++;
+            for (size_t i = 0; i < r->nfetch; i++) {
+                vals[i] = mean_of(&r->fetches[i].tensor);
+                tr.sum[i] += vals[i] * (double)rows;
+            }
+            tr.rows += (double)rows;
+            log_row(r, "train", epoch, step, vals);
+            if (r->nfetch && !isfinite(vals[r->loss_idx])) {
+                st = fl_err(e, "epoch %lld, step %lld: the loss is %g; training diverged (try a smaller learning rate)",
+                            (long long)epoch, (long long)step, vals[r->loss_idx]);
+                break;
+            }
+            progress_bar(r, epoch, epochs, b, nb, r->nfetch ? vals[r->loss_idx] : 0);
+        }
+        fl_data_epoch_free(ep);
+        if (st != FL_OK) break;
+        double secs = now() - t0;
+        bool has_test = d->test && fl_data_rows(d->test) > 0;
+        if (has_test) {
+            st = evaluate(r, d->test, (size_t)batch, &te, e);
+            if (st != FL_OK) break;
+            for (size_t i = 0; i < r->nfetch; i++) vals[i] = fig_mean(&te, i);
+            log_row(r, "test", epoch, step, vals);
+        }
+        if (!r->o->quiet) {
+            if (r->tty) fputs("\r\033[K", stdout);
+            printf("epoch %*lld/%lld", epochs >= 100 ? 3 : epochs >= 10 ? 2 : 1, (long long)epoch, (long long)epochs);
+            for (size_t i = 0; i < r->nfetch; i++)
+                printf("  %s %.5g", r->bundle->run.fetch_names.data[i], fig_mean(&tr, i));
+            if (has_test) {
+                printf("  |  test");
+                for (size_t i = 0; i < r->nfetch; i++) printf(" %s %.5g", r->bundle->run.fetch_names.data[i], fig_mean(&te, i));
+            }
+            printf("  |  %.0f samples/s\n", secs > 0 ? tr.rows / secs : 0.0);
+            fflush(stdout);
+        }
+    }
+    free(tens);
+    free(feeds);
+    free(tr.sum);
+    free(te.sum);
+    free(vals);
+    return st;
+}
+
+/* The var --predict prints: --predict-var, else the input of the first op reading the label. */
+static const char *prediction_var(Run *r, const Data *d, FlErr *e) {
+    if (r->o->predict_var) return r->o->predict_var;
+    const FlBlock *b = fl_ir_block(r->bundle->main, 0);
+    const char *label = NULL;
+    for (size_t f = 0; f < d->nfeeds; f++)
+        if (d->feeds[f].label) label = d->feeds[f].name;
+    if (!label) {
+        fl_err(e, "--predict: cannot tell the model's output (the reader has no label feed); name it with --predict-var");
+        return NULL;
+    }
+    for (size_t i = 0; i < b->ops.len; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        bool reads_label = false;
+        const char *other = NULL;
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                if (!strcmp(op->ins.data[s].args[k], label)) reads_label = true;
+                else if (!other) other = op->ins.data[s].args[k];
+            }
+        if (reads_label && other) return other;
+    }
+    fl_err(e, "--predict: no op reads the label '%s'; name the output with --predict-var", label);
+    return NULL;
+}
+
+static FlStatus predict(Run *r, const Data *d, FlErr *e) {
+    if (!d->train) return fl_err(e, "--predict needs the program's reader (for the columns and the normalisation)");
+    const char *var = prediction_var(r, d, e);
+    if (!var) return FL_ERROR;
+    const FlReaderSpec *rd = r->bundle->run.reader;
+    FlDataset *ds;
+    if (fl_data_predict_load(d->train, r->o->predict, (size_t)rd->skip_rows, rd->sep, &ds, e) != FL_OK) return FL_ERROR;
+    size_t nf = fl_data_feed_count(ds);
+    FlDataEpoch *ep;
+    if (fl_data_epoch_new(ds, 256, 1, false, 0, 0, &ep, e) != FL_OK) {
+        fl_data_free(ds);
+        return FL_ERROR;
+    }
+    bool classes = false;
+    for (size_t f = 0; f < d->nfeeds; f++)
+        if (d->feeds[f].label && d->feeds[f].dtype == FL_DT_INT64) classes = true;
+    FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
+    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
+    FlFetch out = {var, FL_TENSOR_INIT};
+    FlStatus st = FL_OK;
+    for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, b);
+        for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
+        st = make_feeds(ds, ep, b, rows, tens, feeds, e);
+        if (st == FL_OK) st = fl_executor_predict(r->ex, r->scope, feeds, nf, &out, 1, e);
+        if (st == FL_OK) {
+            int64_t n = fl_tensor_numel(&out.tensor), per = rows ? n / (int64_t)rows : 0;
+            for (size_t i = 0; i < rows; i++) {
+                int64_t best = 0;
+                for (int64_t k = 0; k < per; k++) {
+                    double v = fl_tensor_get(&out.tensor, (int64_t)i * per + k);
+                    if (v > fl_tensor_get(&out.tensor, (int64_t)i * per + best)) best = k;
+                    if (!classes) printf(k ? " %.6g" : "%.6g", v);
+                }
+                if (classes) printf("%lld", (long long)best);
+                putchar('\n');
+            }
+        }
+        for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+    }
+    fl_tensor_fini(&out.tensor);
+    free(tens);
+    free(feeds);
+    fl_data_epoch_free(ep);
+    fl_data_free(ds);
+    return st;
+}
+
+static int run_program(Opts *o) {
+    FlErr e = {{0}};
+    FlBundle *bundle = NULL;
+    FlPlan *plan = NULL;
+    if (ends_with(o->file, ".fl")) {
+        FlCompileOptions copt = {.defines = o->defines.data, .ndefines = o->defines.len};
+        FlBuf diag = {0};
+        int nerr = fl_compile_file(o->file, &copt, &bundle, &diag);
+        fputs(fl_buf_str(&diag), stderr);
+        fl_buf_free(&diag);
+        if (nerr) return 1;
+    } else {
+        if (o->defines.len) return usage_error("-D is for .fl files; '%s' is compiled already", o->file);
+        if (fl_ir_read(o->file, &bundle, &plan, &e) != FL_OK) {
+            fprintf(stderr, "flrun: error: %s\n", e.msg);
+            return 1;
+        }
+        if (plan) {
+            fl_ir_plan_free(plan);
+            fprintf(stderr, "flrun: error: '%s' is a distributed plan; this flrun was built without the MPI runtime\n", o->file);
+            return 1;
+        }
+    }
+    Run r = {0};
+    r.o = o;
+    r.prog = fl_program_from_bundle_take(bundle);
+    r.bundle = fl_program_bundle(r.prog);
+    r.tty = isatty(STDOUT_FILENO);
+    int rc = 1;
+    Data d = {0};
+    FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : r.bundle->run.seed)};
+    if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
+    r.scope = fl_scope_new(NULL);
+    if (o->load) {
+        if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail; /* state not saved */
+        if (fl_params_load(r.prog, r.scope, o->load, &e) != FL_OK) goto fail;
+    } else if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) {
+        goto fail;
+    }
+    const FlRunSpec *rs = &r.bundle->run;
+    r.nfetch = rs->fetch_vars.len;
+    r.fetches = fl_xcalloc(r.nfetch + 1, sizeof *r.fetches);
+    for (size_t i = 0; i < r.nfetch; i++) {
+        r.fetches[i].name = rs->fetch_vars.data[i];
+        r.fetches[i].tensor = (FlTensor)FL_TENSOR_INIT;
+        if (!strcmp(rs->fetch_names.data[i], "loss")) r.loss_idx = i;
+    }
+    if (rs->present && open_data(rs, &d, &e) != FL_OK) goto fail;
+    if (o->log) {
+        r.log = fopen(o->log, "w");
+        if (!r.log) {
+            fl_err(&e, "cannot write '%s': %s", o->log, strerror(errno));
+            goto fail;
+        }
+        fprintf(r.log, "phase,rank,epoch,step,loss");
+        for (size_t i = 0; i < r.nfetch; i++)
+            if (i != r.loss_idx) fprintf(r.log, ",%s", rs->fetch_names.data[i]);
+        fputc('\n', r.log);
+    }
+    bool do_train = rs->present && !(o->predict && o->load && o->epochs < 0);
+    if (!rs->present) {
+        if (fl_executor_run(r.ex, r.scope, NULL, 0, r.fetches, r.nfetch, &e) != FL_OK) goto fail;
+    } else if (do_train) {
+        if (train(&r, &d, &e) != FL_OK) goto fail;
+    }
+    if (r.log) {
+        if (fclose(r.log) != 0) {
+            r.log = NULL;
+            fl_err(&e, "cannot write '%s': %s", o->log, strerror(errno));
+            goto fail;
+        }
+        r.log = NULL;
+    }
+    if (o->save && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
+    if (o->predict && predict(&r, &d, &e) != FL_OK) goto fail;
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
+    if (r.log) fclose(r.log);
+    for (size_t i = 0; i < r.nfetch; i++) fl_tensor_fini(&r.fetches[i].tensor);
+    free(r.fetches);
+    close_data(&d);
+    fl_scope_free(r.scope);
+    fl_executor_free(r.ex);
+    fl_program_free(r.prog);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    Opts o = {0};
+    o.epochs = o.batch = o.seed = o.threads = -1;
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VAL()                                                                                   \
+    do {                                                                                             \
+        if (!val) {                                                                                  \
+            rc = usage_error("%s needs a value", s);                                                 \
+            goto done;                                                                               \
+        }                                                                                            \
+        i++;                                                                                         \
+    } while (0)
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            fputs(usage_text, stdout);
+            goto done;
+        } else if (!strcmp(s, "--version")) {
+            printf("flrun (fluidc) %s, IR format %d\n", FLRUN_VERSION, FL_IR_FORMAT_VERSION);
+            goto done;
+        } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+            o.quiet = true;
+        } else if (!strcmp(s, "--epochs") || !strcmp(s, "--batch-size") || !strcmp(s, "--seed") || !strcmp(s, "--threads")) {
+            NEED_VAL();
+            int64_t v;
+            bool epochs = !strcmp(s, "--epochs"), seed = !strcmp(s, "--seed");
+            if (!parse_int(val, epochs || seed ? 0 : 1, &v)) {
+                rc = usage_error(epochs || seed ? "%s needs a non-negative integer" : "%s needs a positive integer", s);
+                goto done;
+            }
+            if (epochs) o.epochs = v;
+            else if (seed) o.seed = v;
+            else if (!strcmp(s, "--batch-size")) o.batch = v;
+            else o.threads = v;
+        } else if (!strcmp(s, "--log")) {
+            NEED_VAL();
+            o.log = val;
+        } else if (!strcmp(s, "--save")) {
+            NEED_VAL();
+            o.save = val;
+        } else if (!strcmp(s, "--load")) {
+            NEED_VAL();
+            o.load = val;
+        } else if (!strcmp(s, "--predict")) {
+            NEED_VAL();
+            o.predict = val;
+        } else if (!strcmp(s, "--predict-var")) {
+            NEED_VAL();
+            o.predict_var = val;
+        } else if (!strncmp(s, "-D", 2)) {
+            const char *dv = s[2] ? s + 2 : (++i < argc ? argv[i] : NULL);
+            if (!dv || !strchr(dv, '=') || dv[0] == '=') {
+                rc = usage_error("-D needs name=value, found '%s'", dv ? dv : "");
+                goto done;
+            }
+            FL_VEC_PUSH(&o.defines, dv);
+        } else if (s[0] == '-' && s[1]) {
+            rc = usage_error("unknown option '%s'", s);
+            goto done;
+        } else if (!o.file) {
+            o.file = s;
+        } else {
+            rc = usage_error("unexpected argument '%s'", s);
+            goto done;
+        }
+#undef NEED_VAL
+    }
+    if (!o.file) {
+        fputs(usage_text, stderr);
+        rc = 2;
+        goto done;
+    }
+    if (o.threads > 0) openblas_set_num_threads((int)o.threads);
+    else if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    rc = run_program(&o);
+done:
+    FL_VEC_FREE(&o.defines);
+    return rc;
+}
