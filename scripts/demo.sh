@@ -14,3 +14,5 @@ echo "== flrun build/fit_a_line.flp   (UCI housing, 50 epochs of SGD)"
 $flrun build/fit_a_line.flp
 echo "== flc transpile build/fit_a_line.flp --pservers 2 --trainers 2 -o build/fit_a_line.plan"
 $flc transpile build/fit_a_line.flp --pservers 2 --trainers 2 -o build/fit_a_line.plan
+echo "== mpirun -np 4 flrun build/fit_a_line.plan   (2 trainers, 2 parameter servers)"
+mpirun --allow-run-as-root --oversubscribe -np 4 $flrun build/fit_a_line.plan

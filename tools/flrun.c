@@ -1,13 +1,26 @@
-/* flrun: runs a compiled fluidc program.
+/* flrun: runs a compiled fluidc program, locally or as one rank of an MPI job.
  *
  *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--log FILE.csv]
  *         [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME] [-D name=value]...
+ *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--stats]
+ *   mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp      (hand-written MPMD programs)
  *
  * With a run spec (fluid.train in the program): runs the startup program once (or loads the
  * parameters), then the main program once per batch for every epoch, evaluates the test reader
  * after each epoch, prints one progress line per epoch (and a progress bar on a terminal), and
  * writes every step's figures with --log. Without a run spec: startup, then main once.
  * Exit codes: 0 success, 1 a user error (bad program, bad data, a runtime error), 2 bad usage.
+ *
+ * Distributed (a .plan, or a program holding distributed ops): MPI starts, each rank takes its
+ * role (runtime/mpi/mpi.h) and attaches the MPI transport to its root scope. A trainer reads its
+ * share of every global batch (T trainers, batch b each: rows [t*b, (t+1)*b) of the global batch
+ * of T*b rows) and tells the transport its rows and the global rows before each step; a share
+ * that is empty (a partial last batch) still runs the step, on one borrowed row, and sends zero
+ * gradients with rows 0. At each epoch's end trainer 0 gathers every trainer's per-step figures
+ * and writes the log with each step's figures averaged over the trainers, weighted by rows (the
+ * local run's figures on the global batch), evaluates the test set alone and prints progress;
+ * --save and --predict run on trainer 0. A pserver runs its startup program and its main program
+ * (listen_and_serv) once. Any error on any rank ends the whole job (fl_mpi_fail).
  * The tool sits on top of every layer; nothing includes it.
  */
 #define _GNU_SOURCE
@@ -21,9 +34,13 @@
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ops.h"
 #include "lang/eval.h"
 #include "runtime/api.h"
+#include "runtime/core/dist.h"
+#include "runtime/core/scope.h"
 #include "runtime/data/data.h"
+#include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
 
 #define FLRUN_VERSION "0.1.0"
@@ -48,18 +65,26 @@ static const char *usage_text =
     "                      op that reads the label)\n"
     "  -D name=value       compile-time flag for fluid.flag (when FILE is a .fl)\n"
     "  -q, --quiet         no progress output\n"
+    "  --timeout SECONDS   MPI jobs: how long a rank waits on a silent peer before it fails\n"
+    "                      the job, naming the peer (default 60)\n"
+    "  --stats             MPI jobs: print each rank's bytes and messages sent (in total and\n"
+    "                      per step) and its time in communication vs compute at the end\n"
     "  -h, --help          show this help\n"
     "  --version           show the version\n"
     "\n"
-    "Distributed plans (.plan, from flc transpile) run under mpirun:\n"
-    "  mpirun --allow-run-as-root --oversubscribe -np P+T flrun FILE.plan\n"
+    "Distributed plans (.plan, from flc transpile) run under mpirun, one rank per role:\n"
+    "  mpirun -np P+T flrun FILE.plan [options]\n"
+    "Hand-written server and worker programs run as one MPMD job:\n"
+    "  mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp\n"
+    "(as root add --allow-run-as-root; more ranks than cores need --oversubscribe)\n"
     "\n"
     "exit status: 0 success, 1 error in the program, its data or at run time, 2 bad usage\n";
 
 typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var;
     int64_t epochs, batch, seed, threads;
-    bool quiet;
+    double timeout;
+    bool quiet, stats;
     FL_VEC(const char *) defines;
 } Opts;
 
@@ -224,11 +249,14 @@ typedef struct Run {
     FlFetch *fetches;
     size_t loss_idx; /* which fetch is the loss column of the log */
     bool tty;
+    FlMpi *mpi;      /* NULL: a local run */
+    int T, t;        /* trainers and this trainer's index (1, 0 locally) */
 } Run;
 
 static void log_row(Run *r, const char *phase, int64_t epoch, int64_t step, const double *v) {
     if (!r->log) return;
-    fprintf(r->log, "%s,0,%lld,%lld,%.9g", phase, (long long)epoch, (long long)step, v[r->loss_idx]);
+    fprintf(r->log, "%s,%d,%lld,%lld,%.9g", phase, r->mpi ? fl_mpi_rank(r->mpi) : 0, (long long)epoch, (long long)step,
+            v[r->loss_idx]);
     for (size_t i = 0; i < r->nfetch; i++)
         if (i != r->loss_idx) fprintf(r->log, ",%.9g", v[i]);
     fputc('\n', r->log);
@@ -268,52 +296,127 @@ static FlStatus evaluate(Run *r, const FlDataset *ds, size_t batch, Figures *fig
     return st;
 }
 
+/* The feeds of trainer `tr`'s share of global batch b. An empty share (a partial last batch)
+ * borrows the first row of trainer 0's share, so the step runs on valid shapes; its figures and
+ * gradients then count with weight 0 (the transport sends zero gradients with rows 0). */
+static FlStatus share_feeds(const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr, FlTensor *tensors,
+                            FlFeed *feeds, FlErr *e) {
+    size_t rows = fl_data_epoch_share_rows(ep, b, tr), src = tr;
+    if (rows == 0) {
+        src = 0;
+        rows = fl_data_epoch_share_rows(ep, b, 0);
+    }
+    size_t nf = fl_data_feed_count(ds);
+    for (size_t f = 0; f < nf; f++) {
+        int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
+        if (fl_tensor_alloc(e, &tensors[f], fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
+        fl_data_epoch_fill(ep, b, src, f, fl_tensor_data(&tensors[f]), fl_tensor_nbytes(&tensors[f]));
+        if (src != tr) tensors[f].ne[0] = 1; /* the first row only */
+        feeds[f].name = fl_data_feed_name(ds, f);
+        feeds[f].tensor = &tensors[f];
+    }
+    return FL_OK;
+}
+
+static FlStatus check_finite(const Run *r, int64_t epoch, int64_t step, const double *vals, FlErr *e) {
+    if (r->nfetch && !isfinite(vals[r->loss_idx]))
+        return fl_err(e, "epoch %lld, step %lld: the loss is %g; training diverged (try a smaller learning rate)",
+                      (long long)epoch, (long long)step, vals[r->loss_idx]);
+    return FL_OK;
+}
+
+/* MPI: trainer 0 turns every trainer's per-step records (rows, then the fetches' means) into the
+ * log's rows and the epoch's figures: each step's figures averaged over the trainers, weighted
+ * by rows. */
+static FlStatus merge_epoch(Run *r, const double *all, size_t nb, int64_t epoch, int64_t step0, Figures *tr,
+                            double *vals, FlErr *e) {
+    size_t w = 1 + r->nfetch;
+    for (size_t b = 0; b < nb; b++) {
+        double rows = 0;
+        for (size_t i = 0; i < r->nfetch; i++) vals[i] = 0;
+        for (int t = 0; t < r->T; t++) {
+            const double *rec = all + ((size_t)t * nb + b) * w;
+            if (rec[0] <= 0) continue;
+            rows += rec[0];
+            for (size_t i = 0; i < r->nfetch; i++) vals[i] += rec[0] * rec[1 + i];
+        }
+        for (size_t i = 0; i < r->nfetch; i++) {
+            tr->sum[i] += vals[i];
+            vals[i] = rows > 0 ? vals[i] / rows : NAN;
+        }
+        tr->rows += rows;
+        int64_t step = step0 + (int64_t)b + 1;
+        log_row(r, "train", epoch, step, vals);
+        if (check_finite(r, epoch, step, vals, e) != FL_OK) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
 static FlStatus train(Run *r, Data *d, FlErr *e) {
     const FlRunSpec *rs = &r->bundle->run;
     int64_t epochs = r->o->epochs >= 0 ? r->o->epochs : rs->epochs;
     int64_t batch = r->o->batch > 0 ? r->o->batch : rs->batch_size;
     uint64_t seed = (uint64_t)(r->o->seed >= 0 ? r->o->seed : rs->seed);
     if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
+    bool lead = r->t == 0; /* writes the log, evaluates, prints */
     size_t nf = fl_data_feed_count(d->train);
     FlTensor *tens = fl_xcalloc(nf, sizeof *tens);
     FlFeed *feeds = fl_xcalloc(nf, sizeof *feeds);
     Figures tr = {r->nfetch, fl_xcalloc(r->nfetch + 1, sizeof(double)), 0};
     Figures te = {r->nfetch, fl_xcalloc(r->nfetch + 1, sizeof(double)), 0};
     double *vals = fl_xcalloc(r->nfetch + 1, sizeof(double));
+    double *rec = NULL, *all = NULL; /* MPI: this epoch's per-step records, and everyone's */
+    size_t w = 1 + r->nfetch;
     FlStatus st = FL_OK;
     int64_t step = 0;
     for (int64_t epoch = 1; epoch <= epochs && st == FL_OK; epoch++) {
         double t0 = now();
         FlDataEpoch *ep;
-        if (fl_data_epoch_new(d->train, (size_t)batch, 1, true, seed, (uint64_t)epoch - 1, &ep, e) != FL_OK) {
+        if (fl_data_epoch_new(d->train, (size_t)batch, (size_t)r->T, true, seed, (uint64_t)epoch - 1, &ep, e) != FL_OK) {
             st = FL_ERROR;
             break;
         }
         fig_reset(&tr);
         size_t nb = fl_data_epoch_batches(ep);
+        int64_t step0 = step;
+        if (r->mpi) {
+            free(rec);
+            free(all);
+            rec = fl_xcalloc(nb * w + 1, sizeof *rec);
+            all = lead ? fl_xcalloc((size_t)r->T * nb * w + 1, sizeof *all) : NULL;
+        }
         for (size_t b = 0; b < nb && st == FL_OK; b++) {
-            size_t rows = fl_data_epoch_batch_rows(ep, b);
+            size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)r->t);
             for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-            st = make_feeds(d->train, ep, b, rows, tens, feeds, e);
+            st = share_feeds(d->train, ep, b, (size_t)r->t, tens, feeds, e);
+            if (st == FL_OK && r->mpi) fl_mpi_step_begin(r->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
+            double ts = now();
             if (st == FL_OK) st = fl_executor_run(r->ex, r->scope, feeds, nf, r->fetches, r->nfetch, e);
+            if (st == FL_OK && r->mpi) {
+                st = fl_mpi_step_end(r->mpi, e);
+                fl_mpi_add_compute(r->mpi, now() - ts);
+            }
             for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
             if (st != FL_OK) break;
             step++;
-            for (size_t i = 0; i < r->nfetch; i++) {
-                vals[i] = mean_of(&r->fetches[i].tensor);
-                tr.sum[i] += vals[i] * (double)rows;
+            for (size_t i = 0; i < r->nfetch; i++) vals[i] = mean_of(&r->fetches[i].tensor);
+            if (r->mpi) {
+                rec[b * w] = (double)rows;
+                for (size_t i = 0; i < r->nfetch; i++) rec[b * w + 1 + i] = vals[i];
+            } else {
+                for (size_t i = 0; i < r->nfetch; i++) tr.sum[i] += vals[i] * (double)rows;
+                tr.rows += (double)rows;
+                log_row(r, "train", epoch, step, vals);
             }
-            tr.rows += (double)rows;
-            log_row(r, "train", epoch, step, vals);
-            if (r->nfetch && !isfinite(vals[r->loss_idx])) {
-                st = fl_err(e, "epoch %lld, step %lld: the loss is %g; training diverged (try a smaller learning rate)",
-                            (long long)epoch, (long long)step, vals[r->loss_idx]);
-                break;
-            }
-            progress_bar(r, epoch, epochs, b, nb, r->nfetch ? vals[r->loss_idx] : 0);
+            if (rows > 0 && (st = check_finite(r, epoch, step, vals, e)) != FL_OK) break;
+            if (lead) progress_bar(r, epoch, epochs, b, nb, r->nfetch ? vals[r->loss_idx] : 0);
         }
         fl_data_epoch_free(ep);
-        if (st != FL_OK) break;
+        if (st == FL_OK && r->mpi) {
+            st = fl_mpi_gather_trainers(r->mpi, rec, nb * w, all, e);
+            if (st == FL_OK && lead) st = merge_epoch(r, all, nb, epoch, step0, &tr, vals, e);
+        }
+        if (st != FL_OK || !lead) continue;
         double secs = now() - t0;
         bool has_test = d->test && fl_data_rows(d->test) > 0;
         if (has_test) {
@@ -335,6 +438,8 @@ static FlStatus train(Run *r, Data *d, FlErr *e) {
             fflush(stdout);
         }
     }
+    free(rec);
+    free(all);
     free(tens);
     free(feeds);
     free(tr.sum);
@@ -417,39 +522,104 @@ static FlStatus predict(Run *r, const Data *d, FlErr *e) {
     return st;
 }
 
-static int run_program(Opts *o) {
+/* Does the program hold distributed ops (send, recv, listen_and_serv, ...) in any block? */
+static bool has_op_flag(const FlProgram *p, unsigned flag, const char *type) {
+    for (size_t k = 0; k < p->blocks.len; k++) {
+        const FlBlock *b = p->blocks.data[k];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            const FlOpInfo *info = fl_ops_find(b->ops.data[i]->type);
+            if (type ? !strcmp(b->ops.data[i]->type, type) : info && (info->flags & flag)) return true;
+        }
+    }
+    return false;
+}
+
+/* Loads FILE (compiling a .fl): a bundle, or a plan. Returns the exit code on failure, else -1. */
+static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
     FlErr e = {{0}};
-    FlBundle *bundle = NULL;
-    FlPlan *plan = NULL;
+    *bundle = NULL;
+    *plan = NULL;
     if (ends_with(o->file, ".fl")) {
         FlCompileOptions copt = {.defines = o->defines.data, .ndefines = o->defines.len};
         FlBuf diag = {0};
-        int nerr = fl_compile_file(o->file, &copt, &bundle, &diag);
+        int nerr = fl_compile_file(o->file, &copt, bundle, &diag);
         fputs(fl_buf_str(&diag), stderr);
         fl_buf_free(&diag);
-        if (nerr) return 1;
-    } else {
-        if (o->defines.len) return usage_error("-D is for .fl files; '%s' is compiled already", o->file);
-        if (fl_ir_read(o->file, &bundle, &plan, &e) != FL_OK) {
-            fprintf(stderr, "flrun: error: %s\n", e.msg);
+        return nerr ? 1 : -1;
+    }
+    if (o->defines.len) return usage_error("-D is for .fl files; '%s' is compiled already", o->file);
+    if (fl_ir_read(o->file, bundle, plan, &e) != FL_OK) {
+        fprintf(stderr, "flrun: error: %s\n", e.msg);
+        return 1;
+    }
+    return -1;
+}
+
+/* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). Returns
+ * the exit code when the job cannot start, else -1. */
+static int start_mpi(Opts *o, FlPlan *plan, FlBundle **bundle, int64_t *seed, FlMpi **out) {
+    FlErr e = {{0}};
+    FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats};
+    FlMpi *m;
+    if (fl_mpi_init(&mo, &m, &e) != FL_OK) {
+        fprintf(stderr, "flrun: error: %s\n", e.msg);
+        return 1;
+    }
+    *out = m;
+    if (plan) {
+        if (fl_mpi_assign_plan(m, plan, &e) != FL_OK) {
+            /* every rank knows; rank 0 says it, all leave at once */
+            if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s flrun %s\n", e.msg, o->file);
+            fl_mpi_free(m);
+            *out = NULL;
             return 1;
         }
-        if (plan) {
-            fl_ir_plan_free(plan);
-            fprintf(stderr, "flrun: error: '%s' is a distributed plan; this flrun was built without the MPI runtime\n", o->file);
-            return 1;
+        int64_t k = plan->rank_role.data[fl_mpi_rank(m)];
+        *bundle = plan->roles.data[k];
+        plan->roles.data[k] = NULL;
+        /* seed-0 random ops take their seed from the run seed: the trainers' run spec's, so that
+         * pservers initialise exactly what the local program would */
+        if (*seed < 0) *seed = plan->roles.data[0] ? plan->roles.data[0]->run.seed : (*bundle)->run.seed;
+        return -1;
+    }
+    bool server = !strcmp((*bundle)->role, "pserver") || has_op_flag((*bundle)->main, 0, "listen_and_serv");
+    if (fl_mpi_assign_announce(m, server ? FL_MPI_PSERVER : FL_MPI_TRAINER, &e) != FL_OK) fl_mpi_fail(m, e.msg);
+    return -1;
+}
+
+static int run_program(Opts *o) {
+    FlErr e = {{0}};
+    FlBundle *bundle;
+    FlPlan *plan;
+    int code = load(o, &bundle, &plan);
+    if (code >= 0) return code;
+    FlMpi *mpi = NULL;
+    int64_t seed = o->seed;
+    if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
+        code = start_mpi(o, plan, &bundle, &seed, &mpi);
+        fl_ir_plan_free(plan);
+        if (code >= 0) {
+            fl_ir_bundle_free(bundle);
+            return code;
         }
+        if (o->load) fl_mpi_fail(mpi, "error: --load is not supported in MPI jobs yet");
     }
     Run r = {0};
     r.o = o;
+    r.mpi = mpi;
+    r.T = mpi && fl_mpi_role(mpi) == FL_MPI_TRAINER ? fl_mpi_trainers(mpi) : 1;
+    r.t = mpi && fl_mpi_role(mpi) == FL_MPI_TRAINER ? fl_mpi_index(mpi) : 0;
+    bool server = mpi && fl_mpi_role(mpi) == FL_MPI_PSERVER;
+    bool lead = !server && r.t == 0;
     r.prog = fl_program_from_bundle_take(bundle);
     r.bundle = fl_program_bundle(r.prog);
-    r.tty = isatty(STDOUT_FILENO);
+    r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
     int rc = 1;
     Data d = {0};
-    FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : r.bundle->run.seed)};
+    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed)};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     r.scope = fl_scope_new(NULL);
+    if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
     if (o->load) {
         if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail; /* state not saved */
         if (fl_params_load(r.prog, r.scope, o->load, &e) != FL_OK) goto fail;
@@ -464,8 +634,13 @@ static int run_program(Opts *o) {
         r.fetches[i].tensor = (FlTensor)FL_TENSOR_INIT;
         if (!strcmp(rs->fetch_names.data[i], "loss")) r.loss_idx = i;
     }
+    if (server) { /* startup, then listen_and_serv until every trainer is done */
+        if (fl_executor_run(r.ex, r.scope, NULL, 0, NULL, 0, &e) != FL_OK) goto fail;
+        rc = 0;
+        goto fail;
+    }
     if (rs->present && open_data(rs, &d, &e) != FL_OK) goto fail;
-    if (o->log) {
+    if (o->log && lead) {
         r.log = fopen(o->log, "w");
         if (!r.log) {
             fl_err(&e, "cannot write '%s': %s", o->log, strerror(errno));
@@ -478,10 +653,13 @@ static int run_program(Opts *o) {
     }
     bool do_train = rs->present && !(o->predict && o->load && o->epochs < 0);
     if (!rs->present) {
+        if (mpi) fl_mpi_step_begin(mpi, 0, 0, 0);
         if (fl_executor_run(r.ex, r.scope, NULL, 0, r.fetches, r.nfetch, &e) != FL_OK) goto fail;
+        if (mpi && fl_mpi_step_end(mpi, &e) != FL_OK) goto fail;
     } else if (do_train) {
         if (train(&r, &d, &e) != FL_OK) goto fail;
     }
+    if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
     if (r.log) {
         if (fclose(r.log) != 0) {
             r.log = NULL;
@@ -490,10 +668,15 @@ static int run_program(Opts *o) {
         }
         r.log = NULL;
     }
-    if (o->save && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
-    if (o->predict && predict(&r, &d, &e) != FL_OK) goto fail;
+    if (o->save && lead && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
+    if (o->predict && lead && predict(&r, &d, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
+    if (rc && mpi) {
+        char msg[sizeof e.msg + 16];
+        snprintf(msg, sizeof msg, "error: %s", e.msg);
+        fl_mpi_fail(mpi, msg);
+    }
     if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
     if (r.log) fclose(r.log);
     for (size_t i = 0; i < r.nfetch; i++) fl_tensor_fini(&r.fetches[i].tensor);
@@ -502,6 +685,10 @@ fail:
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);
     fl_program_free(r.prog);
+    if (mpi) {
+        fl_mpi_print_stats(mpi, stderr);
+        fl_mpi_free(mpi);
+    }
     return rc;
 }
 
@@ -540,6 +727,17 @@ int main(int argc, char **argv) {
             else if (seed) o.seed = v;
             else if (!strcmp(s, "--batch-size")) o.batch = v;
             else o.threads = v;
+        } else if (!strcmp(s, "--stats")) {
+            o.stats = true;
+        } else if (!strcmp(s, "--timeout")) {
+            NEED_VAL();
+            char *end;
+            errno = 0;
+            o.timeout = strtod(val, &end);
+            if (errno || end == val || *end || !(o.timeout > 0) || o.timeout > 1e6) {
+                rc = usage_error("%s needs a positive number of seconds", s);
+                goto done;
+            }
         } else if (!strcmp(s, "--log")) {
             NEED_VAL();
             o.log = val;

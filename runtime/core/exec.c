@@ -384,14 +384,16 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     return FL_OK;
 }
 
-/* Block-0 vars (non-persistable, declared) that an op reads before any op writes them. */
+/* Block-0 vars (non-persistable, declared) that an op reads before any op writes them. The
+ * inputs of distributed ops are not feeds: listen_and_serv's X are the vars it receives, recv's
+ * X is informational, and send reports a missing value itself (ops_dist.c). */
 static void compute_needs(FlExec *ex) {
     PBlock *pb = &ex->blocks[0];
     bool *written = fl_xcalloc(pb->layout.n + 1, 1);
     bool *needed = fl_xcalloc(pb->layout.n + 1, 1);
     for (size_t k = 0; k < pb->nops; k++) {
         const ExecOp *op = &pb->ops[k];
-        for (int j = 0; j < op->nin; j++) {
+        for (int j = 0; j < op->nin && !(op->info->flags & FL_OPF_DIST); j++) {
             const ArgRef *a = &op->args[j];
             if (a->idx < 0 || a->up != 0 || a->shared || !pb->slots.data[a->idx].desc) continue;
             if (!written[a->idx] && !needed[a->idx]) {

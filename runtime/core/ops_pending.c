@@ -1,4 +1,5 @@
-/* ops_pending.c: the ops of later issues (goroutines, channels, select, the parameter server).
+/* ops_pending.c: the ops of later issues (goroutines, channels, select; the parameter-server ops
+ * are in ops_dist.c).
  * They are prepared like every op (so a program using them loads and the rest of it can be
  * inspected) and fail when run with "op 'go' is not supported by this runtime yet". The hook for
  * an implementation: delete the op's line here and define fl_adapter_<op> (a compute or control
@@ -19,8 +20,3 @@ PENDING(channel_close);
 PENDING(select);
 PENDING(split_to_chan);
 PENDING(chan_concat);
-PENDING(send);
-PENDING(recv);
-PENDING(send_barrier);
-PENDING(fetch_barrier);
-PENDING(listen_and_serv);

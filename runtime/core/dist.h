@@ -1,0 +1,80 @@
+/* dist.h: the hook between the distributed ops and a transport.
+ *
+ * The ops send, recv, send_barrier, fetch_barrier and listen_and_serv (adapters in ops_dist.c)
+ * do not talk MPI themselves: they call an FlDist, a table of functions that a transport fills
+ * (runtime/mpi/mpi.c is the one transport). The embedder (flrun) attaches the transport to the
+ * ROOT scope it runs programs on with fl_dist_attach: it becomes the object var FL_DIST_VAR of
+ * that scope, and the adapters find it from the scope running them (fl_dist_find), so neither
+ * the executor nor the embedding API knows about distribution. Without a transport the dist ops
+ * fail with "op 'send' needs the distributed runtime: run the program with flrun under mpirun".
+ *
+ * Trainer side: send(pserver, name, tensor), recv(pserver, name) -> tensor, barrier(kind).
+ * `pserver` is the op's epmap entry, -1 when the op has none (the transport then picks the
+ * server). `name` is the var's REAL name: when the op's argument is a list_index alias (the
+ * hand-written seed_worker.fl sends `splited["grad"][i]`), the adapter passes the name of the
+ * var the alias picked ("fc_0.w_0@GRAD.block0"), never the alias's own name.
+ *
+ * Pserver side: the listen_and_serv adapter hands the transport an FlDistServer (the running
+ * op: its scope, its optimize blocks, grad_to_block, sync_mode) and the transport's serve()
+ * runs the whole receive / optimize / answer loop with the functions below, returning when every
+ * trainer is done.
+ *
+ * Errors: every function returns FL_OK or FL_ERROR with a message in e; the adapters wrap the
+ * message with the op and its .fl line. Thread-safety: send and recv may be called from several
+ * threads of one process at once (parallel_for in hand-written workers); fl_dist_server_run may
+ * run different blocks on several threads at once.
+ */
+#ifndef FL_DIST_H
+#define FL_DIST_H
+
+#include <stddef.h>
+
+#include "base/base.h"
+#include "runtime/core/scope.h"
+#include "runtime/tensor.h"
+
+#define FL_DIST_VAR "@DIST@" /* the root scope's object var holding the FlDist */
+
+typedef struct FlDistServer FlDistServer; /* a running listen_and_serv op (ops_dist.c) */
+
+typedef enum FlDistBarrier { FL_DIST_SEND_BARRIER, FL_DIST_FETCH_BARRIER, FL_DIST_BARRIER_COUNT } FlDistBarrier;
+
+typedef struct FlDist FlDist;
+struct FlDist {
+    /* Sends t (borrowed; the transport keeps its own buffer reference while the bytes are in
+     * flight, so the caller may drop t at once) to pserver `pserver` (-1: the transport picks). */
+    FlStatus (*send)(FlDist *d, int pserver, const char *name, const FlTensor *t, FlErr *e);
+    /* Receives var `name` from pserver `pserver` into *out (a new tensor; *out is released). */
+    FlStatus (*recv)(FlDist *d, int pserver, const char *name, FlTensor *out, FlErr *e);
+    FlStatus (*barrier)(FlDist *d, FlDistBarrier kind, FlErr *e);
+    /* The pserver loop; returns when every trainer has finished. */
+    FlStatus (*serve)(FlDist *d, FlDistServer *srv, FlErr *e);
+};
+
+/* Makes d the transport of every program run on `root` and its child scopes (d is borrowed: it
+ * must outlive those runs). */
+void fl_dist_attach(FlScope *root, FlDist *d);
+/* The transport attached to s or an ancestor; NULL when none. */
+FlDist *fl_dist_find(FlScope *s);
+
+/* ---- the running listen_and_serv op, for the transport's serve() ---- */
+
+bool fl_dist_server_sync(const FlDistServer *s);       /* sync_mode */
+size_t fl_dist_server_nblocks(const FlDistServer *s);  /* optimize blocks */
+bool fl_dist_server_has_lr(const FlDistServer *s);     /* an lr_block */
+/* grad_to_block: entry i's gradient name (as the trainers send it) and optimize block index
+ * (0-based in optimize_blocks). */
+size_t fl_dist_server_ngrads(const FlDistServer *s);
+const char *fl_dist_server_grad(const FlDistServer *s, size_t i, size_t *block);
+/* Optimize block k's ops write var `name` (a parameter the block updates). */
+bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *name);
+/* The var `name` of the server program's global block (created empty when declared but unset;
+ * persistable vars live in the root scope); NULL when the program has no such var. Borrowed. */
+FlVar *fl_dist_server_var(FlDistServer *s, const char *name);
+/* Runs optimize block k (k == fl_dist_server_nblocks(): the lr_block) in a child scope of the
+ * server's scope. Different blocks may run on different threads at once. */
+FlStatus fl_dist_server_run(FlDistServer *s, size_t k, FlErr *e) FL_WARN_UNUSED;
+/* "file:line:col" of the listen_and_serv op ("" when unknown), for messages. */
+const char *fl_dist_server_where(const FlDistServer *s);
+
+#endif

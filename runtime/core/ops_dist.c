@@ -1,0 +1,246 @@
+/* ops_dist.c: the parameter-server ops' adapters: send, recv, send_barrier, fetch_barrier and
+ * listen_and_serv. They are control adapters (they need the scope: to find the transport, to
+ * resolve list_index aliases to the picked var's real name, and to run optimize sub-blocks) and
+ * delegate every byte of communication to the FlDist attached to the root scope (dist.h).
+ *
+ *   send     X*            each X's tensor to pserver epmap[i] (no epmap: the transport picks)
+ *   recv     X* -> Out*    each Out from pserver epmap[i], written whole into its var
+ *   send_barrier / fetch_barrier   the transport's barriers
+ *   listen_and_serv        hands the transport an FlDistServer and lets it serve
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/dist.h"
+#include "runtime/core/exec_impl.h"
+
+void fl_dist_attach(FlScope *root, FlDist *d) { fl_var_set_object(fl_scope_var(root, FL_DIST_VAR), d, NULL); }
+
+FlDist *fl_dist_find(FlScope *s) {
+    FlVar *v = fl_scope_find(s, FL_DIST_VAR);
+    return v ? fl_var_get_object(v) : NULL;
+}
+
+static FlDist *need_dist(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlDist *d = fl_dist_find(s);
+    if (!d)
+        fl_exec_op_error(rc, op, "op '%s' needs the distributed runtime: run the program with flrun under mpirun",
+                         op->desc->type);
+    return d;
+}
+
+/* The transport's message, wrapped with the op and its line. */
+static FlStatus wrap(RunCtx *rc, const ExecOp *op, FlErr *inner) {
+    return fl_exec_op_error(rc, op, "%s", inner->msg);
+}
+
+/* The real name of argument a: when a list_index op of this block made `a` an alias of one of
+ * its list's vars, that var's name (compared by identity of the FlVar), else a's own name. */
+static const char *real_name(const ExecOp *op, FlScope *s, const ArgRef *a) {
+    const PBlock *pb = op->block;
+    FlVar *v = NULL;
+    for (size_t i = 0; i < pb->nops; i++) {
+        const ExecOp *li = &pb->ops[i];
+        if (strcmp(li->desc->type, "list_index") != 0 || li->nout != 1) continue;
+        if (strcmp(li->args[li->nin].name, a->name) != 0) continue;
+        if (!v) v = fl_exec_var_read(s, a);
+        if (!v) break;
+        for (int k = li->in_off[0]; k < li->in_off[1]; k++)
+            if (li->args[k].idx >= 0 && fl_exec_var_read(s, &li->args[k]) == v) return li->args[k].name;
+    }
+    return a->name;
+}
+
+static FlStatus check_epmap(ExecOp *op, int nargs, FlErr *e) {
+    size_t n;
+    const int64_t *ep = fl_exec_attr_ints(op, "epmap", &n);
+    if (n != 0 && n != (size_t)nargs)
+        return fl_err(e, "attribute 'epmap' has %zu entries for %d vars (one per var, or none)", n, nargs);
+    for (size_t i = 0; i < n; i++)
+        if (ep[i] < -1 || ep[i] > 1 << 20) return fl_err(e, "attribute 'epmap' holds %lld, not a pserver", (long long)ep[i]);
+    return FL_OK;
+}
+
+static int epmap_at(const ExecOp *op, int i) {
+    size_t n;
+    const int64_t *ep = fl_exec_attr_ints(op, "epmap", &n);
+    return n ? (int)ep[i] : -1;
+}
+
+/* ---- send: X* ---- */
+static FlStatus prep_send(ExecOp *op, FlErr *e) { return check_epmap(op, op->in_off[1] - op->in_off[0], e); }
+
+static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlDist *d = need_dist(rc, op, s);
+    if (!d) return FL_ERROR;
+    for (int i = op->in_off[0]; i < op->in_off[1]; i++) {
+        const ArgRef *a = &op->args[i];
+        FlTensor t = FL_TENSOR_INIT;
+        FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
+        if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+        FlErr inner;
+        FlStatus st = d->send(d, epmap_at(op, i - op->in_off[0]), real_name(op, s, a), &t, &inner);
+        fl_tensor_fini(&t);
+        if (st != FL_OK) return wrap(rc, op, &inner);
+    }
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(send, prep_send, run_send);
+
+/* ---- recv: X* -> Out* (X is informational: Fluid's form) ---- */
+static FlStatus prep_recv(ExecOp *op, FlErr *e) { return check_epmap(op, op->out_off[1] - op->out_off[0], e); }
+
+static FlStatus run_recv(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlDist *d = need_dist(rc, op, s);
+    if (!d) return FL_ERROR;
+    for (int i = op->out_off[0]; i < op->out_off[1]; i++) {
+        const ArgRef *a = &op->args[op->nin + i];
+        if (a->idx < 0) continue;
+        FlTensor t = FL_TENSOR_INIT;
+        FlErr inner;
+        if (d->recv(d, epmap_at(op, i - op->out_off[0]), real_name(op, s, a), &t, &inner) != FL_OK)
+            return wrap(rc, op, &inner);
+        if (rc->read_only && a->shared) fl_tensor_fini(&t);
+        else fl_var_take_tensor(fl_exec_var_write(s, a), &t);
+    }
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(recv, prep_recv, run_recv);
+
+/* ---- barriers ---- */
+static FlStatus run_barrier(RunCtx *rc, const ExecOp *op, FlScope *s, FlDistBarrier kind) {
+    FlDist *d = need_dist(rc, op, s);
+    if (!d) return FL_ERROR;
+    FlErr inner;
+    return d->barrier(d, kind, &inner) == FL_OK ? FL_OK : wrap(rc, op, &inner);
+}
+static FlStatus run_send_barrier(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    return run_barrier(rc, op, s, FL_DIST_SEND_BARRIER);
+}
+static FlStatus run_fetch_barrier(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    return run_barrier(rc, op, s, FL_DIST_FETCH_BARRIER);
+}
+FL_CONTROL_ADAPTER(send_barrier, NULL, run_send_barrier);
+FL_CONTROL_ADAPTER(fetch_barrier, NULL, run_fetch_barrier);
+
+/* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block} ---- */
+typedef struct GradEntry {
+    char *name;
+    size_t block;
+} GradEntry;
+
+struct FlDistServer {
+    RunCtx *rc;
+    const ExecOp *op;
+    FlScope *s;
+    const PBlock **blocks; /* nblocks optimize blocks, then the lr block (or NULL) */
+    size_t nblocks;
+    GradEntry *grads;
+    size_t ngrads;
+    bool sync;
+    char where[256];
+};
+
+static FlStatus block_of(RunCtx *rc, const ExecOp *op, int64_t idx, const PBlock **out) {
+    if (idx < 0 || (size_t)idx >= rc->ex->nblocks)
+        return fl_exec_op_error(rc, op, "sub-block %lld does not exist", (long long)idx);
+    const PBlock *pb = &rc->ex->blocks[idx];
+    if (pb->b->parent != op->block->b->idx)
+        return fl_exec_op_error(rc, op, "sub-block %lld is not a child of block %d", (long long)idx, op->block->b->idx);
+    *out = pb;
+    return FL_OK;
+}
+
+static void server_free(FlDistServer *srv) {
+    for (size_t i = 0; i < srv->ngrads; i++) free(srv->grads[i].name);
+    free(srv->grads);
+    free(srv->blocks);
+}
+
+static FlStatus run_listen(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlDist *d = need_dist(rc, op, s);
+    if (!d) return FL_ERROR;
+    FlDistServer srv = {.rc = rc, .op = op, .s = s, .sync = fl_exec_attr_bool(op, "sync_mode")};
+    fl_exec_loc_str(rc->ex, op->desc->loc, srv.where, sizeof srv.where);
+    size_t nb;
+    const int64_t *bl = fl_exec_attr_ints(op, "optimize_blocks", &nb);
+    srv.nblocks = nb;
+    srv.blocks = fl_xcalloc(nb + 1, sizeof *srv.blocks);
+    FlStatus st = FL_OK;
+    for (size_t k = 0; k < nb && st == FL_OK; k++) st = block_of(rc, op, bl[k], &srv.blocks[k]);
+    int64_t lr = fl_exec_attr_int(op, "lr_block");
+    if (st == FL_OK && lr >= 0) st = block_of(rc, op, lr, &srv.blocks[nb]);
+    const FlAttr *g2b = fl_ir_op_attr(op->desc, "grad_to_block");
+    size_t ng = g2b ? g2b->n : 0;
+    srv.grads = fl_xcalloc(ng + 1, sizeof *srv.grads);
+    for (size_t i = 0; i < ng && st == FL_OK; i++) {
+        const char *entry = g2b->strs[i], *colon = strrchr(entry, ':');
+        char *end = NULL;
+        long k = colon ? strtol(colon + 1, &end, 10) : -1;
+        if (!colon || colon == entry || !end || *end || end == colon + 1) {
+            st = fl_exec_op_error(rc, op, "grad_to_block entry '%s' is not 'gradient:block'", entry);
+            break;
+        }
+        /* the block is a program block index; find its position in optimize_blocks */
+        size_t pos = nb;
+        for (size_t j = 0; j < nb; j++)
+            if (bl[j] == k) pos = j;
+        if (pos == nb) {
+            st = fl_exec_op_error(rc, op, "grad_to_block entry '%s' names block %ld, not one of optimize_blocks", entry, k);
+            break;
+        }
+        srv.grads[i].name = fl_xstrndup(entry, (size_t)(colon - entry));
+        srv.grads[i].block = pos;
+        srv.ngrads++;
+    }
+    if (st == FL_OK) {
+        FlErr inner;
+        if (d->serve(d, &srv, &inner) != FL_OK) st = wrap(rc, op, &inner);
+    }
+    server_free(&srv);
+    return st;
+}
+FL_CONTROL_ADAPTER(listen_and_serv, NULL, run_listen);
+
+bool fl_dist_server_sync(const FlDistServer *s) { return s->sync; }
+size_t fl_dist_server_nblocks(const FlDistServer *s) { return s->nblocks; }
+bool fl_dist_server_has_lr(const FlDistServer *s) { return s->blocks[s->nblocks] != NULL; }
+size_t fl_dist_server_ngrads(const FlDistServer *s) { return s->ngrads; }
+const char *fl_dist_server_where(const FlDistServer *s) { return s->where; }
+
+const char *fl_dist_server_grad(const FlDistServer *s, size_t i, size_t *block) {
+    FL_ASSERT(i < s->ngrads);
+    if (block) *block = s->grads[i].block;
+    return s->grads[i].name;
+}
+
+bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *name) {
+    FL_ASSERT(k < s->nblocks);
+    const PBlock *pb = s->blocks[k];
+    for (size_t i = 0; i < pb->nops; i++) {
+        const ExecOp *op = &pb->ops[i];
+        for (int j = 0; j < op->nout; j++)
+            if (!strcmp(op->args[op->nin + j].name, name)) return true;
+    }
+    return false;
+}
+
+FlVar *fl_dist_server_var(FlDistServer *s, const char *name) {
+    const PBlock *pb = s->op->block;
+    long slot = fl_scope_layout_find(&pb->layout, name);
+    if (slot < 0 || !pb->slots.data[slot].desc) return NULL;
+    ArgRef a = {.name = pb->layout.names[slot], .up = 0, .idx = (int)slot, .shared = pb->slots.data[slot].shared};
+    return fl_exec_var_write(s->s, &a);
+}
+
+FlStatus fl_dist_server_run(FlDistServer *s, size_t k, FlErr *e) {
+    FL_ASSERT(k <= s->nblocks && s->blocks[k]);
+    const PBlock *pb = s->blocks[k];
+    FlScope *child = fl_scope_new_layout(s->s, &pb->layout);
+    RunCtx rc = *s->rc;
+    rc.e = e;
+    FlStatus st = fl_exec_block(&rc, pb, child);
+    fl_scope_release(child);
+    return st;
+}

@@ -1,0 +1,914 @@
+/* mpi.c: the MPI transport (mpi.h): roles, the message protocol, the trainer's send/recv, the
+ * pserver loop, waiting with timeouts, aborts and statistics.
+ *
+ * Invariants:
+ *  - a message is a Hdr, the var's name, and (F_INLINE) the payload; a payload that is not
+ *    inline follows as the next message of the same sender on the data tag of the header's tag
+ *    pair. Both are posted under m->mu, so per (sender, tag) order pairs them (MPI's
+ *    non-overtaking rule) whatever threads send;
+ *  - a posted send keeps its header buffer or a reference to the tensor it sends from in
+ *    m->pend until MPI reports it complete (so tensors are sent without copies and may be
+ *    replaced in their vars meanwhile: tensors are immutable once in a var);
+ *  - no rank waits in a blocking MPI call: every wait polls (wait_req) and gives up after
+ *    m->timeout seconds, naming the peer.
+ * The pserver loop is single-threaded: it receives (any source), stores and weights gradients,
+ * runs optimize blocks when a step's gradients are complete (sync) or at once (async), answers
+ * GETs (deferring those of a trainer whose gradient is part of an unfinished step), and returns
+ * when every trainer sent DONE.
+ */
+#define _GNU_SOURCE
+#include "runtime/mpi/mpi.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { TAG_HDR = 1, TAG_DATA = 2, TAG_REPLY0 = 16 };
+enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
+enum { F_INLINE = 1, F_ZERO = 2 };
+#define MAGIC 0x314d4c46u /* "FLM1" */
+#define NAME_MAX_LEN 1024
+
+typedef struct Hdr {
+    uint32_t magic;
+    uint16_t kind, flags;
+    int64_t step, rows, rows_global;
+    int32_t dtype, ndim;
+    int64_t ne[FL_MAX_DIMS];
+    uint64_t nbytes;    /* the payload's bytes (0 for ZERO) */
+    int32_t reply_tag;  /* GET: the tag pair the answer comes on */
+    uint32_t name_len;  /* bytes of name after the header (no NUL); then inline payload */
+} Hdr;
+
+#define MSG_MAX (sizeof(Hdr) + NAME_MAX_LEN + FL_MPI_INLINE)
+
+typedef struct Pending {
+    MPI_Request req;
+    void *buf;     /* header buffer, freed on completion */
+    FlTensor ref;  /* the tensor a payload is sent from, released on completion */
+    int peer;
+} Pending;
+
+struct FlMpi {
+    FlDist dist; /* first: the FlDist the adapters call is the FlMpi */
+    int rank, size;
+    double timeout;
+    bool stats, assigned;
+    int tag_pairs;          /* reply tag pairs available */
+    int *role_of, *index_of; /* per rank */
+    int *trainer_rank, *pserver_rank;
+    int T, P;
+    FlMpiRole role;
+    int index;
+    MPI_Comm role_comm;
+    char who[64];
+    int64_t step, rows, rows_global;
+    atomic_uint reqs;
+    pthread_mutex_t mu; /* pend, posting order, stats */
+    FL_VEC(Pending) pend;
+    /* stats */
+    uint64_t bytes, msgs;
+    int64_t steps;
+    double comm, compute;
+};
+
+static FlStatus t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e);
+static FlStatus t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
+static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
+static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e);
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static FlStatus mpi_err(FlErr *e, int rc, const char *what) {
+    char s[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    MPI_Error_string(rc, s, &n);
+    return fl_err(e, "%s: MPI error: %s", what, s);
+}
+#define MPI_TRY(call, what)                                \
+    do {                                                   \
+        int rc_ = (call);                                  \
+        if (rc_ != MPI_SUCCESS) return mpi_err(e, rc_, what); \
+    } while (0)
+
+static const char *role_name(int r) { return r == FL_MPI_PSERVER ? "pserver" : "trainer"; }
+
+/* "rank 2 (pserver 0)" of any rank, into buf. */
+static const char *peer_name(const FlMpi *m, int rank, char *buf, size_t n) {
+    if (m->assigned && rank >= 0 && rank < m->size)
+        snprintf(buf, n, "rank %d (%s %d)", rank, role_name(m->role_of[rank]), m->index_of[rank]);
+    else snprintf(buf, n, "rank %d", rank);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- life */
+
+FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
+    *out = NULL;
+    int provided = 0, inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+        return fl_err(e, "MPI_Init_thread failed");
+    if (inited) MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+        MPI_Finalize();
+        return fl_err(e, "this MPI provides thread level %d, fluidc needs MPI_THREAD_MULTIPLE (%d)", provided,
+                      MPI_THREAD_MULTIPLE);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    FlMpi *m = fl_xcalloc(1, sizeof *m);
+    MPI_Comm_rank(MPI_COMM_WORLD, &m->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &m->size);
+    m->timeout = opt && opt->timeout > 0 ? opt->timeout : FL_MPI_DEFAULT_TIMEOUT;
+    m->stats = opt && opt->stats;
+    m->role_comm = MPI_COMM_NULL;
+    int *ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    int tag_ub = flag && ub ? *ub : 32767;
+    m->tag_pairs = (tag_ub - TAG_REPLY0) / 2;
+    if (m->tag_pairs > 1 << 20) m->tag_pairs = 1 << 20;
+    pthread_mutex_init(&m->mu, NULL);
+    snprintf(m->who, sizeof m->who, "rank %d", m->rank);
+    m->dist = (FlDist){.send = t_send, .recv = t_recv, .barrier = t_barrier, .serve = p_serve};
+    *out = m;
+    return FL_OK;
+}
+
+void fl_mpi_free(FlMpi *m) {
+    if (!m) return;
+    for (size_t i = 0; i < m->pend.len; i++) {
+        free(m->pend.data[i].buf);
+        fl_tensor_fini(&m->pend.data[i].ref);
+    }
+    FL_VEC_FREE(&m->pend);
+    if (m->role_comm != MPI_COMM_NULL) MPI_Comm_free(&m->role_comm);
+    free(m->role_of);
+    free(m->index_of);
+    free(m->trainer_rank);
+    free(m->pserver_rank);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+    MPI_Finalize();
+}
+
+int fl_mpi_rank(const FlMpi *m) { return m->rank; }
+int fl_mpi_size(const FlMpi *m) { return m->size; }
+FlMpiRole fl_mpi_role(const FlMpi *m) { return m->role; }
+int fl_mpi_index(const FlMpi *m) { return m->index; }
+int fl_mpi_trainers(const FlMpi *m) { return m->T; }
+int fl_mpi_pservers(const FlMpi *m) { return m->P; }
+const char *fl_mpi_who(const FlMpi *m) { return m->who; }
+FlDist *fl_mpi_dist(FlMpi *m) { return &m->dist; }
+
+/* Numbers trainers and pservers by rank order once role_of is set. */
+static FlStatus finish_roles(FlMpi *m, FlErr *e) {
+    m->index_of = fl_xcalloc((size_t)m->size, sizeof *m->index_of);
+    m->trainer_rank = fl_xcalloc((size_t)m->size, sizeof *m->trainer_rank);
+    m->pserver_rank = fl_xcalloc((size_t)m->size, sizeof *m->pserver_rank);
+    m->T = m->P = 0;
+    for (int r = 0; r < m->size; r++) {
+        if (m->role_of[r] == FL_MPI_PSERVER) {
+            m->index_of[r] = m->P;
+            m->pserver_rank[m->P++] = r;
+        } else {
+            m->index_of[r] = m->T;
+            m->trainer_rank[m->T++] = r;
+        }
+    }
+    m->role = (FlMpiRole)m->role_of[m->rank];
+    m->index = m->index_of[m->rank];
+    m->assigned = true;
+    snprintf(m->who, sizeof m->who, "rank %d (%s %d)", m->rank, role_name(m->role), m->index);
+    if (m->T == 0) return fl_err(e, "the job has no trainer (every rank runs a listen_and_serv program)");
+    MPI_TRY(MPI_Comm_split(MPI_COMM_WORLD, (int)m->role, m->rank, &m->role_comm), "splitting the roles");
+    return FL_OK;
+}
+
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, FlErr *e) {
+    size_t nr = plan->rank_role.len;
+    if ((size_t)m->size != nr)
+        return fl_err(e, "the plan needs %zu ranks (%lld trainers + %lld pservers) but the job has %d: run mpirun -np %zu",
+                      nr, (long long)plan->trainers, (long long)plan->pservers, m->size, nr);
+    m->role_of = fl_xcalloc(nr, sizeof *m->role_of);
+    for (size_t r = 0; r < nr; r++) {
+        int64_t k = plan->rank_role.data[r];
+        if (k < 0 || (size_t)k >= plan->roles.len) return fl_err(e, "the plan's rank map is corrupt (rank %zu)", r);
+        m->role_of[r] = !strcmp(plan->roles.data[k]->role, "pserver") ? FL_MPI_PSERVER : FL_MPI_TRAINER;
+    }
+    if (finish_roles(m, e) != FL_OK) return FL_ERROR;
+    int64_t k = plan->rank_role.data[m->rank];
+    if (plan->roles.data[k]->role_index != m->index)
+        return fl_err(e, "the plan's rank map does not number its %ss in rank order", role_name(m->role));
+    return FL_OK;
+}
+
+FlStatus fl_mpi_assign_announce(FlMpi *m, FlMpiRole mine, FlErr *e) {
+    m->role_of = fl_xcalloc((size_t)m->size, sizeof *m->role_of);
+    int r = (int)mine;
+    MPI_TRY(MPI_Allgather(&r, 1, MPI_INT, m->role_of, 1, MPI_INT, MPI_COMM_WORLD), "announcing the roles");
+    return finish_roles(m, e);
+}
+
+FL_NORETURN void fl_mpi_fail(FlMpi *m, const char *msg) {
+    fprintf(stderr, "flrun: %s: %s\n", m ? m->who : "rank ?", msg);
+    fflush(stderr);
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+typedef struct Backoff {
+    unsigned n;
+} Backoff;
+
+/* Spin a little, then yield, then sleep 50 us: latency stays low when the peer answers fast
+ * and an idle rank does not steal the CPU of oversubscribed neighbours. */
+static void backoff(Backoff *b) {
+    if (b->n < 100) {
+        b->n++;
+    } else if (b->n < 3000) {
+        b->n++;
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static FlStatus wait_req(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, const char *what, FlErr *e) {
+    double t0 = now();
+    Backoff b = {0};
+    for (;;) {
+        int done = 0;
+        MPI_TRY(MPI_Test(req, &done, st ? st : MPI_STATUS_IGNORE), what);
+        if (done) return FL_OK;
+        if (now() - t0 > m->timeout) {
+            char pn[64];
+            return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)", what,
+                          peer >= 0 ? peer_name(m, peer, pn, sizeof pn) : "the other trainers", m->timeout);
+        }
+        backoff(&b);
+    }
+}
+
+/* Completes what has completed of the posted sends; with `all`, waits for every one. */
+static FlStatus progress(FlMpi *m, bool all, FlErr *e) {
+    double t0 = now();
+    Backoff b = {0};
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        size_t keep = 0;
+        int err = MPI_SUCCESS, peer = -1;
+        for (size_t i = 0; i < m->pend.len; i++) {
+            Pending *p = &m->pend.data[i];
+            int done = 0;
+            int rc = MPI_Test(&p->req, &done, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) err = rc;
+            if (done) {
+                free(p->buf);
+                fl_tensor_fini(&p->ref);
+            } else {
+                if (peer < 0) peer = p->peer;
+                m->pend.data[keep++] = *p;
+            }
+        }
+        m->pend.len = keep;
+        pthread_mutex_unlock(&m->mu);
+        if (err != MPI_SUCCESS) return mpi_err(e, err, "sending");
+        if (!all || keep == 0) return FL_OK;
+        if (now() - t0 > m->timeout) {
+            char pn[64];
+            return fl_err(e, "sending to %s: no answer for %.0f s (the peer timeout, flrun --timeout)",
+                          peer_name(m, peer, pn, sizeof pn), m->timeout);
+        }
+        backoff(&b);
+    }
+}
+
+/* ---------------------------------------------------------------- messages */
+
+/* Posts one message (and its payload) to dest. t: the tensor to send (NULL: none); text: an
+ * inline text payload (ERROR replies). */
+static FlStatus post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name, const FlTensor *t,
+                     const char *text, int32_t reply_tag, FlErr *e) {
+    size_t nl = strlen(name);
+    if (nl > NAME_MAX_LEN) return fl_err(e, "var name '%.40s...' is longer than %d bytes", name, NAME_MAX_LEN);
+    Hdr h = {.magic = MAGIC, .kind = kind, .flags = flags, .step = m->step, .rows = m->rows,
+             .rows_global = m->rows_global, .reply_tag = reply_tag, .name_len = (uint32_t)nl};
+    size_t nbytes = 0;
+    if (t) {
+        h.dtype = (int32_t)t->dtype;
+        h.ndim = t->ndim;
+        for (int i = 0; i < t->ndim; i++) h.ne[i] = t->ne[i];
+        nbytes = (flags & F_ZERO) ? 0 : fl_tensor_nbytes(t);
+        if (nbytes > (size_t)INT32_MAX) return fl_err(e, "'%s' is %zu bytes, more than one message carries", name, nbytes);
+    } else if (text) {
+        nbytes = strlen(text);
+        if (nbytes > FL_MPI_INLINE) nbytes = FL_MPI_INLINE;
+    }
+    h.nbytes = nbytes;
+    bool inl = nbytes <= FL_MPI_INLINE;
+    if (inl && nbytes) h.flags |= F_INLINE;
+    size_t len = sizeof h + nl + (inl ? nbytes : 0);
+    char *buf = fl_xmalloc(len);
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, name, nl);
+    if (inl && nbytes) memcpy(buf + sizeof h + nl, t ? fl_tensor_data(t) : text, nbytes);
+    pthread_mutex_lock(&m->mu);
+    Pending p = {.buf = buf, .ref = FL_TENSOR_INIT, .peer = dest};
+    int rc = MPI_Isend(buf, (int)len, MPI_BYTE, dest, tag, MPI_COMM_WORLD, &p.req);
+    bool pushed = rc == MPI_SUCCESS;
+    if (pushed) {
+        FL_VEC_PUSH(&m->pend, p);
+        m->bytes += len;
+        m->msgs++;
+    }
+    if (rc == MPI_SUCCESS && !inl) {
+        Pending q = {.buf = NULL, .ref = FL_TENSOR_INIT, .peer = dest};
+        rc = MPI_Isend(fl_tensor_data(t), (int)nbytes, MPI_BYTE, dest, tag + 1, MPI_COMM_WORLD, &q.req);
+        if (rc == MPI_SUCCESS) {
+            fl_tensor_ref(&q.ref, t);
+            FL_VEC_PUSH(&m->pend, q);
+            m->bytes += nbytes;
+            m->msgs++;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (rc != MPI_SUCCESS) {
+        if (!pushed) free(buf);
+        return mpi_err(e, rc, "posting a send");
+    }
+    return FL_OK;
+}
+
+/* Checks a received message: its header, name and inline payload. */
+static FlStatus parse(const char *buf, int count, Hdr *h, char *name, const char **payload, FlErr *e) {
+    if (count < (int)sizeof *h) return fl_err(e, "a message of %d bytes is too short for a header", count);
+    memcpy(h, buf, sizeof *h);
+    if (h->magic != MAGIC) return fl_err(e, "a message with a bad header (not from this fluidc version)");
+    size_t inl = (h->flags & F_INLINE) ? h->nbytes : 0;
+    if (h->name_len > NAME_MAX_LEN || sizeof *h + h->name_len + inl != (size_t)count || h->ndim < 0 ||
+        h->ndim > FL_MAX_DIMS)
+        return fl_err(e, "a malformed message (%d bytes)", count);
+    memcpy(name, buf + sizeof *h, h->name_len);
+    name[h->name_len] = 0;
+    *payload = buf + sizeof *h + h->name_len;
+    return FL_OK;
+}
+
+/* A new tensor of the header's dtype and shape, filled from the payload (inline, or the next
+ * data message from src on data_tag), or zeros for F_ZERO. */
+static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, int data_tag,
+                             FlTensor *out, FlErr *e) {
+    if (h->dtype < 0 || h->dtype >= FL_DT_COUNT) return fl_err(e, "'%s' arrived with a bad dtype %d", name, h->dtype);
+    if (fl_tensor_alloc(e, out, (FlDType)h->dtype, h->ndim, h->ne) != FL_OK) return FL_ERROR;
+    size_t nb = fl_tensor_nbytes(out);
+    if (h->flags & F_ZERO) {
+        memset(fl_tensor_data(out), 0, nb);
+        return FL_OK;
+    }
+    if (h->nbytes != nb) {
+        fl_tensor_fini(out);
+        return fl_err(e, "'%s' arrived with %llu bytes for its shape's %zu", name, (unsigned long long)h->nbytes, nb);
+    }
+    if (h->flags & F_INLINE) {
+        memcpy(fl_tensor_data(out), payload, nb);
+        return FL_OK;
+    }
+    if (nb == 0) return FL_OK;
+    MPI_Request r;
+    MPI_TRY(MPI_Irecv(fl_tensor_data(out), (int)nb, MPI_BYTE, src, data_tag, MPI_COMM_WORLD, &r), "receiving");
+    char what[NAME_MAX_LEN + 32];
+    snprintf(what, sizeof what, "receiving '%s'", name);
+    if (wait_req(m, &r, NULL, src, what, e) != FL_OK) {
+        fl_tensor_fini(out);
+        return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- trainer side */
+
+static FlStatus pserver_rank(FlMpi *m, int ps, const char *name, const char *op, int *rank, FlErr *e) {
+    if (!m->assigned || m->role != FL_MPI_TRAINER)
+        return fl_err(e, "%s '%s': only trainers send and receive (this is %s)", op, name, m->who);
+    if (m->P == 0) return fl_err(e, "%s '%s': the job has no pserver", op, name);
+    if (ps < 0) {
+        if (m->P != 1)
+            return fl_err(e, "%s '%s': the op names no pserver (epmap) and the job has %d pservers", op, name, m->P);
+        ps = 0;
+    }
+    if (ps >= m->P) return fl_err(e, "%s '%s' to pserver %d: the job has %d pservers", op, name, ps, m->P);
+    *rank = m->pserver_rank[ps];
+    return FL_OK;
+}
+
+static void add_comm(FlMpi *m, double t0) {
+    pthread_mutex_lock(&m->mu);
+    m->comm += now() - t0;
+    pthread_mutex_unlock(&m->mu);
+}
+
+static FlStatus t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    double t0 = now();
+    int dest;
+    if (pserver_rank(m, ps, name, "sending", &dest, e) != FL_OK) return FL_ERROR;
+    uint16_t flags = m->rows == 0 && m->rows_global > 0 ? F_ZERO : 0;
+    FlStatus st = post(m, dest, TAG_HDR, K_GRAD, flags, name, t, NULL, 0, e);
+    if (st == FL_OK) st = progress(m, false, e);
+    add_comm(m, t0);
+    return st;
+}
+
+static FlStatus t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    double t0 = now();
+    int src;
+    if (pserver_rank(m, ps, name, "receiving", &src, e) != FL_OK) return FL_ERROR;
+    unsigned id = atomic_fetch_add(&m->reqs, 1u);
+    int tag = TAG_REPLY0 + 2 * (int)(id % (unsigned)m->tag_pairs);
+    char *buf = fl_xmalloc(MSG_MAX);
+    MPI_Request r;
+    MPI_Status st;
+    FlStatus rc = FL_ERROR;
+    char what[NAME_MAX_LEN + 64], name2[NAME_MAX_LEN + 1];
+    snprintf(what, sizeof what, "receiving '%s'", name);
+    int mrc = MPI_Irecv(buf, (int)MSG_MAX, MPI_BYTE, src, tag, MPI_COMM_WORLD, &r);
+    if (mrc != MPI_SUCCESS) {
+        mpi_err(e, mrc, what);
+        goto done;
+    }
+    if (post(m, src, TAG_HDR, K_GET, 0, name, NULL, NULL, tag, e) != FL_OK) goto done;
+    if (wait_req(m, &r, &st, src, what, e) != FL_OK) goto done;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    Hdr h;
+    const char *payload;
+    if (parse(buf, count, &h, name2, &payload, e) != FL_OK) goto done;
+    if (h.kind == K_ERROR) {
+        char pn[64];
+        fl_err(e, "%s: %.*s", peer_name(m, src, pn, sizeof pn), (int)h.nbytes, payload);
+        goto done;
+    }
+    if (h.kind != K_PARAM || strcmp(name2, name) != 0) {
+        fl_err(e, "%s: the answer names '%s' (kind %d)", what, name2, h.kind);
+        goto done;
+    }
+    FlTensor t = FL_TENSOR_INIT;
+    if (take_payload(m, &h, name, payload, src, tag + 1, &t, e) != FL_OK) goto done;
+    fl_tensor_fini(out);
+    *out = t;
+    rc = progress(m, false, e);
+done:
+    free(buf);
+    add_comm(m, t0);
+    return rc;
+}
+
+static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    if (kind == FL_DIST_FETCH_BARRIER) return FL_OK; /* every recv has completed already */
+    double t0 = now();
+    FlStatus st = progress(m, true, e);
+    add_comm(m, t0);
+    return st;
+}
+
+void fl_mpi_step_begin(FlMpi *m, int64_t step, size_t rows, size_t rows_global) {
+    m->step = step;
+    m->rows = (int64_t)rows;
+    m->rows_global = (int64_t)rows_global;
+    if (step + 1 > m->steps) m->steps = step + 1;
+}
+
+FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
+    double t0 = now();
+    FlStatus st = progress(m, true, e);
+    add_comm(m, t0);
+    return st;
+}
+
+void fl_mpi_add_compute(FlMpi *m, double seconds) {
+    pthread_mutex_lock(&m->mu);
+    m->compute += seconds;
+    pthread_mutex_unlock(&m->mu);
+}
+
+FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) {
+    FL_ASSERT(m->assigned && m->role == FL_MPI_TRAINER);
+    double t0 = now();
+    MPI_Request r;
+    MPI_TRY(MPI_Igather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, m->role_comm, &r), "gathering figures");
+    FlStatus st = wait_req(m, &r, NULL, -1, "gathering the trainers' figures", e);
+    add_comm(m, t0);
+    return st;
+}
+
+FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) {
+    if (!m->assigned || m->role != FL_MPI_TRAINER) return FL_OK;
+    for (int p = 0; p < m->P; p++)
+        if (post(m, m->pserver_rank[p], TAG_HDR, K_DONE, 0, "", NULL, NULL, 0, e) != FL_OK) return FL_ERROR;
+    return progress(m, true, e);
+}
+
+/* ---------------------------------------------------------------- pserver side */
+
+typedef struct SGrad {
+    const char *name;   /* as grad_to_block names it */
+    size_t block;
+    FlVar **per_trainer; /* "<name>.trainer_t" vars (transpiled sync), else NULL */
+    FlVar *var;          /* "<name>" itself */
+    bool *have;          /* per trainer, this step */
+    FlTensor acc;        /* hand-written sync: the row-weighted mean so far */
+} SGrad;
+
+typedef struct SBlock {
+    size_t need, have;  /* gradient messages per step (grads x T), received */
+    int64_t step;       /* the step being collected; -1: none */
+    double since;
+    bool *contrib;      /* per trainer */
+} SBlock;
+
+typedef struct SGet {
+    int src, tag;
+    char *name;
+    FlVar *var;
+} SGet;
+
+typedef struct Server {
+    FlMpi *m;
+    FlDistServer *srv;
+    SGrad *g;
+    size_t ng;
+    SBlock *b;
+    size_t nb;
+    int64_t lr_step;
+    FL_VEC(SGet) gets;
+    size_t *get_block; /* parallel to gets */
+} Server;
+
+/* "W@GRAD.block3" -> length of "W@GRAD", or 0 when the name has no .blockK suffix. */
+static size_t strip_block(const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot || strncmp(dot, ".block", 6) != 0 || !dot[6]) return 0;
+    for (const char *p = dot + 6; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return (size_t)(dot - name);
+}
+
+static long find_grad(Server *s, const char *name) {
+    for (size_t i = 0; i < s->ng; i++)
+        if (!strcmp(s->g[i].name, name)) return (long)i;
+    size_t n = strip_block(name);
+    if (n)
+        for (size_t i = 0; i < s->ng; i++)
+            if (strlen(s->g[i].name) == n && !strncmp(s->g[i].name, name, n)) return (long)i;
+    return -1;
+}
+
+/* The server's var for `name`, or for name minus ".blockK" when the server holds it whole. */
+static FlVar *find_var(Server *s, const char *name, const char **resolved, char *tmp, size_t ntmp) {
+    FlVar *v = fl_dist_server_var(s->srv, name);
+    *resolved = name;
+    if (v) return v;
+    size_t n = strip_block(name);
+    if (!n || n >= ntmp) return NULL;
+    memcpy(tmp, name, n);
+    tmp[n] = 0;
+    *resolved = tmp;
+    return fl_dist_server_var(s->srv, tmp);
+}
+
+static FlStatus scale_add(FlErr *e, FlTensor *acc, const FlTensor *x, double w, const char *name) {
+    int64_t n = fl_tensor_numel(x);
+    if (x->dtype != FL_DT_FLOAT32 && x->dtype != FL_DT_FLOAT64)
+        return fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", name, fl_dtype_name(x->dtype));
+    if (!fl_tensor_has_data(acc)) {
+        if (fl_tensor_alloc_like(e, acc, x, x->dtype) != FL_OK) return FL_ERROR;
+        memset(fl_tensor_data(acc), 0, fl_tensor_nbytes(acc));
+    }
+    if (!fl_tensor_same_shape(acc, x) || acc->dtype != x->dtype)
+        return fl_err(e, "gradient '%s': %s %s from one trainer, %s %s from another", name, fl_dtype_name(x->dtype),
+                      fl_tensor_shape(x).s, fl_dtype_name(acc->dtype), fl_tensor_shape(acc).s);
+    if (x->dtype == FL_DT_FLOAT32) {
+        float *a = fl_tensor_data(acc);
+        const float *b = fl_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) a[i] += (float)w * b[i];
+    } else {
+        double *a = fl_tensor_data(acc);
+        const double *b = fl_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) a[i] += w * b[i];
+    }
+    return FL_OK;
+}
+
+static FlStatus scale_in_place(FlErr *e, FlTensor *x, double w, const char *name) {
+    if (w == 1.0) return FL_OK;
+    int64_t n = fl_tensor_numel(x);
+    if (x->dtype == FL_DT_FLOAT32) {
+        float *a = fl_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) a[i] *= (float)w;
+    } else if (x->dtype == FL_DT_FLOAT64) {
+        double *a = fl_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) a[i] *= w;
+    } else {
+        return fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", name, fl_dtype_name(x->dtype));
+    }
+    return FL_OK;
+}
+
+static FlStatus reply(Server *s, int src, int tag, const char *name, FlVar *v, FlErr *e) {
+    FlTensor t = FL_TENSOR_INIT;
+    if (!v || !fl_var_get_tensor(v, &t)) {
+        char msg[NAME_MAX_LEN + 128];
+        snprintf(msg, sizeof msg, "pserver %d holds no value for '%s'", s->m->index, name);
+        return post(s->m, src, tag, K_ERROR, 0, name, NULL, msg, 0, e);
+    }
+    FlStatus st = post(s->m, src, tag, K_PARAM, 0, name, &t, NULL, 0, e);
+    fl_tensor_fini(&t);
+    return st;
+}
+
+static long block_writing(Server *s, const char *name) {
+    for (size_t k = 0; k < s->nb; k++)
+        if (fl_dist_server_block_writes(s->srv, k, name)) return (long)k;
+    return -1;
+}
+
+static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
+    double t0 = now();
+    FlStatus st = FL_OK;
+    if (fl_dist_server_has_lr(s->srv) && step > s->lr_step) {
+        st = fl_dist_server_run(s->srv, s->nb, e);
+        s->lr_step = step;
+    }
+    if (st == FL_OK) st = fl_dist_server_run(s->srv, k, e);
+    s->m->compute += now() - t0;
+    if (step + 1 > s->m->steps) s->m->steps = step + 1;
+    return st;
+}
+
+/* Sync: block k has every gradient of its step: store hand-written means, run, answer. */
+static FlStatus complete(Server *s, size_t k, FlErr *e) {
+    SBlock *b = &s->b[k];
+    for (size_t i = 0; i < s->ng; i++) {
+        SGrad *g = &s->g[i];
+        if (g->block != k) continue;
+        if (!g->per_trainer) fl_var_take_tensor(g->var, &g->acc);
+        memset(g->have, 0, (size_t)s->m->T * sizeof *g->have);
+    }
+    if (run_block(s, k, b->step, e) != FL_OK) return FL_ERROR;
+    b->step = -1;
+    b->have = 0;
+    memset(b->contrib, 0, (size_t)s->m->T * sizeof *b->contrib);
+    size_t keep = 0;
+    for (size_t i = 0; i < s->gets.len; i++) {
+        SGet *q = &s->gets.data[i];
+        if (s->get_block[i] == k) {
+            FlStatus st = reply(s, q->src, q->tag, q->name, q->var, e);
+            free(q->name);
+            if (st != FL_OK) return FL_ERROR;
+        } else {
+            s->get_block[keep] = s->get_block[i];
+            s->gets.data[keep++] = *q;
+        }
+    }
+    s->gets.len = keep;
+    return FL_OK;
+}
+
+static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *name, const char *payload, FlErr *e) {
+    FlMpi *m = s->m;
+    long gi = find_grad(s, name);
+    if (gi < 0) return fl_err(e, "got gradient '%s' from trainer %d, which no optimize block of this pserver takes", name, t);
+    SGrad *g = &s->g[gi];
+    FlTensor x = FL_TENSOR_INIT;
+    if (take_payload(m, h, name, payload, src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
+    FlStatus st = FL_OK;
+    if (!fl_dist_server_sync(s->srv)) { /* async: apply at once (a zero gradient: nothing to apply) */
+        if (h->flags & F_ZERO) {
+            fl_tensor_fini(&x);
+            return FL_OK;
+        }
+        fl_var_take_tensor(g->var, &x);
+        return run_block(s, g->block, h->step, e);
+    }
+    SBlock *b = &s->b[g->block];
+    if (b->step < 0) {
+        b->step = h->step;
+        b->since = now();
+    } else if (h->step != b->step) {
+        st = fl_err(e, "got trainer %d's gradient '%s' of step %lld while step %lld is incomplete", t, name,
+                    (long long)h->step, (long long)b->step);
+    }
+    if (st == FL_OK && g->have[t]) st = fl_err(e, "got gradient '%s' twice from trainer %d in step %lld", name, t, (long long)h->step);
+    if (st == FL_OK) {
+        double rows = (double)h->rows, global = (double)h->rows_global;
+        if (g->per_trainer) { /* G.trainer_t = T * rows_t / rows_global * G_t; the block sums and scales by 1/T */
+            st = scale_in_place(e, &x, global > 0 ? (double)m->T * rows / global : 1.0, name);
+            if (st == FL_OK) fl_var_take_tensor(g->per_trainer[t], &x);
+        } else { /* G = sum_t rows_t / rows_global * G_t */
+            st = scale_add(e, &g->acc, &x, global > 0 ? rows / global : 1.0 / m->T, name);
+        }
+    }
+    fl_tensor_fini(&x);
+    if (st != FL_OK) return FL_ERROR;
+    g->have[t] = true;
+    b->contrib[t] = true;
+    if (++b->have == b->need) return complete(s, g->block, e);
+    return FL_OK;
+}
+
+static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name, FlErr *e) {
+    char tmp[NAME_MAX_LEN + 1];
+    const char *res;
+    FlVar *v = find_var(s, name, &res, tmp, sizeof tmp);
+    if (!v) {
+        char msg[NAME_MAX_LEN + 128];
+        snprintf(msg, sizeof msg, "pserver %d has no var '%s'", s->m->index, name);
+        return post(s->m, src, h->reply_tag, K_ERROR, 0, name, NULL, msg, 0, e);
+    }
+    long k = block_writing(s, res);
+    if (fl_dist_server_sync(s->srv) && k >= 0 && s->b[k].step >= 0 && s->b[k].contrib[t]) {
+        SGet q = {.src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v};
+        FL_VEC_PUSH(&s->gets, q);
+        s->get_block = fl_xrealloc(s->get_block, s->gets.cap * sizeof *s->get_block);
+        s->get_block[s->gets.len - 1] = (size_t)k;
+        return FL_OK;
+    }
+    return reply(s, src, h->reply_tag, name, v, e);
+}
+
+/* A block that waits longer than the timeout for some trainers' gradients: name them. */
+static FlStatus check_stalls(Server *s, FlErr *e) {
+    double t = now();
+    for (size_t k = 0; k < s->nb; k++) {
+        SBlock *b = &s->b[k];
+        if (b->step < 0 || t - b->since <= s->m->timeout) continue;
+        for (int i = 0; i < s->m->T; i++)
+            if (!b->contrib[i]) {
+                char pn[64];
+                return fl_err(e, "step %lld: no gradient from %s for %.0f s (the peer timeout, flrun --timeout)",
+                              (long long)b->step, peer_name(s->m, s->m->trainer_rank[i], pn, sizeof pn), s->m->timeout);
+            }
+    }
+    return FL_OK;
+}
+
+static FlStatus serve_loop(Server *s, FlErr *e) {
+    FlMpi *m = s->m;
+    bool *done = fl_xcalloc((size_t)m->T, sizeof *done);
+    int ndone = 0;
+    char *buf = fl_xmalloc(MSG_MAX);
+    char name[NAME_MAX_LEN + 1];
+    Backoff bo = {0};
+    FlStatus st = FL_OK;
+    while (st == FL_OK && ndone < m->T) {
+        if ((st = progress(m, false, e)) != FL_OK) break;
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status ms;
+        int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &msg, &ms);
+        if (rc != MPI_SUCCESS) {
+            st = mpi_err(e, rc, "waiting for messages");
+            break;
+        }
+        if (!flag) {
+            st = check_stalls(s, e);
+            backoff(&bo);
+            continue;
+        }
+        bo.n = 0;
+        int count = 0;
+        MPI_Get_count(&ms, MPI_BYTE, &count);
+        if (count < 0 || (size_t)count > MSG_MAX) {
+            st = fl_err(e, "a message of %d bytes from rank %d is too long", count, ms.MPI_SOURCE);
+            break;
+        }
+        if ((rc = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+            st = mpi_err(e, rc, "receiving");
+            break;
+        }
+        int src = ms.MPI_SOURCE;
+        Hdr h;
+        const char *payload;
+        if ((st = parse(buf, count, &h, name, &payload, e)) != FL_OK) break;
+        if (m->role_of[src] != FL_MPI_TRAINER) {
+            st = fl_err(e, "a message from rank %d, which is not a trainer", src);
+            break;
+        }
+        int t = m->index_of[src];
+        switch (h.kind) {
+        case K_GRAD: st = on_grad(s, t, src, &h, name, payload, e); break;
+        case K_GET: st = on_get(s, t, src, &h, name, e); break;
+        case K_DONE:
+            if (!done[t]) ndone++;
+            done[t] = true;
+            break;
+        default: st = fl_err(e, "a message of unknown kind %d from rank %d", h.kind, src); break;
+        }
+    }
+    if (st == FL_OK)
+        for (size_t k = 0; k < s->nb; k++)
+            if (s->b[k].step >= 0) {
+                st = fl_err(e, "the trainers finished while step %lld of optimize block %zu was incomplete",
+                            (long long)s->b[k].step, k);
+                break;
+            }
+    if (st == FL_OK) st = progress(m, true, e);
+    free(buf);
+    free(done);
+    return st;
+}
+
+static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    if (!m->assigned || m->role != FL_MPI_PSERVER)
+        return fl_err(e, "listen_and_serv runs on pservers only (this is %s)", m->who);
+    double t0 = now();
+    Server s = {.m = m, .srv = srv, .lr_step = -1};
+    s.ng = fl_dist_server_ngrads(srv);
+    s.nb = fl_dist_server_nblocks(srv);
+    s.g = fl_xcalloc(s.ng + 1, sizeof *s.g);
+    s.b = fl_xcalloc(s.nb + 1, sizeof *s.b);
+    FlStatus st = FL_OK;
+    for (size_t k = 0; k < s.nb; k++) {
+        s.b[k].step = -1;
+        s.b[k].contrib = fl_xcalloc((size_t)m->T, sizeof(bool));
+    }
+    char vn[NAME_MAX_LEN + 32];
+    for (size_t i = 0; i < s.ng && st == FL_OK; i++) {
+        SGrad *g = &s.g[i];
+        g->name = fl_dist_server_grad(srv, i, &g->block);
+        g->acc = (FlTensor)FL_TENSOR_INIT;
+        g->have = fl_xcalloc((size_t)m->T, sizeof(bool));
+        s.b[g->block].need += (size_t)m->T;
+        snprintf(vn, sizeof vn, "%s.trainer_0", g->name);
+        if (fl_dist_server_sync(srv) && fl_dist_server_var(srv, vn)) {
+            g->per_trainer = fl_xcalloc((size_t)m->T, sizeof *g->per_trainer);
+            for (int t = 0; t < m->T && st == FL_OK; t++) {
+                snprintf(vn, sizeof vn, "%s.trainer_%d", g->name, t);
+                g->per_trainer[t] = fl_dist_server_var(srv, vn);
+                if (!g->per_trainer[t])
+                    st = fl_err(e, "the pserver program has no '%s': it was transpiled for fewer trainers than the job's %d", vn, m->T);
+            }
+        }
+        g->var = fl_dist_server_var(srv, g->name);
+        if (!g->per_trainer && !g->var && st == FL_OK)
+            st = fl_err(e, "grad_to_block names '%s', which the pserver program does not declare", g->name);
+    }
+    if (st == FL_OK) st = serve_loop(&s, e);
+    for (size_t i = 0; i < s.ng; i++) {
+        free(s.g[i].per_trainer);
+        free(s.g[i].have);
+        fl_tensor_fini(&s.g[i].acc);
+    }
+    for (size_t k = 0; k < s.nb; k++) free(s.b[k].contrib);
+    for (size_t i = 0; i < s.gets.len; i++) free(s.gets.data[i].name);
+    FL_VEC_FREE(&s.gets);
+    free(s.get_block);
+    free(s.g);
+    free(s.b);
+    m->comm += now() - t0; /* the loop's time; compute is subtracted when printed */
+    return st;
+}
+
+
+/* ---------------------------------------------------------------- stats */
+
+void fl_mpi_get_stats(const FlMpi *m, FlMpiStats *out) {
+    /* a pserver's loop time includes its optimize blocks; a trainer's run time its communication */
+    bool server = m->assigned && m->role == FL_MPI_PSERVER;
+    double comm = server ? m->comm - m->compute : m->comm;
+    double compute = server ? m->compute : m->compute - m->comm;
+    *out = (FlMpiStats){.bytes = m->bytes, .msgs = m->msgs, .steps = m->steps,
+                        .comm = comm > 0 ? comm : 0, .compute = compute > 0 ? compute : 0};
+}
+
+void fl_mpi_print_stats(FlMpi *m, FILE *out) {
+    if (!m->stats) return;
+    FlMpiStats s;
+    fl_mpi_get_stats(m, &s);
+    double comm = s.comm, compute = s.compute;
+    int64_t steps = m->steps > 0 ? m->steps : 1;
+    double tot = comm + compute;
+    fprintf(out,
+            "flrun: stats %s: %lld steps, sent %llu bytes in %llu messages (%.0f bytes, %.1f messages per step), "
+            "communication %.3f s, compute %.3f s (%.0f%% communication)\n",
+            m->who, (long long)m->steps, (unsigned long long)m->bytes, (unsigned long long)m->msgs,
+            (double)m->bytes / (double)steps, (double)m->msgs / (double)steps, comm, compute,
+            tot > 0 ? 100.0 * comm / tot : 0.0);
+    fflush(out);
+}

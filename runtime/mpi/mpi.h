@@ -1,0 +1,107 @@
+/* mpi.h: the MPI transport of the parameter-server runtime: roles, messages, the pserver loop,
+ * failure handling and statistics (docs/distributed.md, "Launching" and "Failures").
+ *
+ * A job is T trainers and P pservers, one MPI rank each. Roles come from a plan's rank map
+ * (fl_mpi_assign_plan: every rank reads the same .plan) or, for MPMD jobs of hand-written
+ * programs (`mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp`), from each rank
+ * announcing the role its program has (fl_mpi_assign_announce: an allgather); trainers and
+ * pservers are numbered in rank order.
+ *
+ * Protocol (all on MPI_COMM_WORLD; trainer -> pserver on FL_MPI_TAG_HDR/FL_MPI_TAG_DATA,
+ * replies on a per-request tag pair). Every message starts with a fixed header (kind, flags,
+ * step, the trainer's rows for the step and the global batch's rows, dtype, shape, payload bytes,
+ * reply tag) followed by the var's name; a payload of at most FL_MPI_INLINE bytes rides in the
+ * same message (one small copy), a larger one follows as a second message sent straight from
+ * the tensor's buffer and received straight into the new tensor's buffer (no copies).
+ *   GRAD   trainer -> pserver: a gradient (flag ZERO: rows_t = 0, no payload, a zero gradient)
+ *   GET    trainer -> pserver: a recv request; the pserver answers with a PARAM message on the
+ *          request's tag once the block's update for the step is done (sync) or at once (async)
+ *   PARAM  pserver -> trainer: the reply (ERROR: the reply carries a message instead)
+ *   DONE   trainer -> pserver: the trainer has finished; a pserver returns when all T have
+ * Messages of one sender are posted under one lock, so MPI's non-overtaking rule pairs every
+ * header with its payload even when several threads of a trainer send at once.
+ *
+ * Waiting: every wait is a non-blocking request polled with a short spin, then yields and short
+ * sleeps, so no rank sits forever in a blocking MPI call; a peer that stays silent for the
+ * timeout (FlMpiOptions.timeout, flrun --timeout) is an error naming its rank and role. A rank
+ * that fails calls fl_mpi_fail, which prints "flrun: rank R (trainer t): message" and ends the
+ * whole job with MPI_Abort; a rank killed by a signal makes mpirun end the job.
+ *
+ * Thread-safety: send/recv (the FlDist) may be called from several threads at once; the rest is
+ * for the one thread that drives flrun. MPI is initialised with MPI_THREAD_MULTIPLE.
+ * Ownership: fl_mpi_init's FlMpi belongs to the caller; fl_mpi_free finalises MPI.
+ */
+#ifndef FL_MPI_H
+#define FL_MPI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/base.h"
+#include "compiler/ir/ir.h"
+#include "runtime/core/dist.h"
+
+#define FL_MPI_INLINE 8192         /* payloads up to this many bytes travel inside the header */
+#define FL_MPI_DEFAULT_TIMEOUT 60.0 /* seconds */
+
+typedef enum FlMpiRole { FL_MPI_TRAINER, FL_MPI_PSERVER, FL_MPI_ROLE_COUNT } FlMpiRole;
+
+typedef struct FlMpiOptions {
+    double timeout; /* seconds a peer may stay silent while this rank waits on it; <= 0: default */
+    bool stats;     /* count bytes, messages and time (fl_mpi_print_stats) */
+} FlMpiOptions;
+
+typedef struct FlMpi FlMpi;
+
+/* MPI_Init_thread(MPI_THREAD_MULTIPLE). Errors: MPI provides a lower thread level. */
+FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) FL_WARN_UNUSED;
+/* Finalises MPI and frees m (NULL is a no-op). */
+void fl_mpi_free(FlMpi *m);
+
+int fl_mpi_rank(const FlMpi *m);
+int fl_mpi_size(const FlMpi *m);
+
+/* Roles from a plan's rank map. Errors: the job's size differs from the plan's ranks (the
+ * message names both numbers and the command to run); a bad rank map. */
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, FlErr *e) FL_WARN_UNUSED;
+/* Roles by announcement (collective over all ranks). Errors: no trainer or no pserver. */
+FlStatus fl_mpi_assign_announce(FlMpi *m, FlMpiRole mine, FlErr *e) FL_WARN_UNUSED;
+
+FlMpiRole fl_mpi_role(const FlMpi *m);
+int fl_mpi_index(const FlMpi *m); /* trainer or pserver number */
+int fl_mpi_trainers(const FlMpi *m);
+int fl_mpi_pservers(const FlMpi *m);
+/* "rank 2 (pserver 0)"; "rank 2" before roles are known. Owned by m. */
+const char *fl_mpi_who(const FlMpi *m);
+
+/* The transport to attach to the root scope (dist.h); owned by m. */
+FlDist *fl_mpi_dist(FlMpi *m);
+
+/* Trainers: the step about to run (0-based, counted over the whole run), the trainer's rows in
+ * it and the global batch's rows (0, 0 when unknown: equal weights). */
+void fl_mpi_step_begin(FlMpi *m, int64_t step, size_t rows, size_t rows_global);
+/* Trainers: completes the step's outstanding sends. */
+FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
+/* Trainers: gathers n doubles from every trainer to trainer 0, into all[t * n + i] (all may be
+ * NULL on the other trainers). Collective over the trainers. */
+FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) FL_WARN_UNUSED;
+/* Trainers: tells every pserver that this trainer is done. */
+FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
+
+/* Prints "flrun: rank R (role i): msg" on stderr and ends the whole job (MPI_Abort, exit 1). */
+FL_NORETURN void fl_mpi_fail(FlMpi *m, const char *msg);
+
+/* With FlMpiOptions.stats: one line for this rank (steps, bytes and messages sent in total and
+ * per step, time in communication and in compute). */
+void fl_mpi_print_stats(FlMpi *m, FILE *out);
+/* The numbers fl_mpi_print_stats prints (for benchmarks). */
+typedef struct FlMpiStats {
+    uint64_t bytes, msgs; /* sent by this rank, headers included */
+    int64_t steps;
+    double comm, compute; /* seconds */
+} FlMpiStats;
+void fl_mpi_get_stats(const FlMpi *m, FlMpiStats *out);
+/* Compute time measured by the caller (trainers: a step's run minus its communication). */
+void fl_mpi_add_compute(FlMpi *m, double seconds);
+
+#endif

@@ -1,0 +1,206 @@
+/* mpi_check: the comparisons behind the MPI acceptance tests (tests/mpi/mpi_test.sh).
+ *
+ *   mpi_check logs A.csv B.csv TOL      every row of two flrun logs: same phase, epoch and step,
+ *                                       every figure within TOL relative
+ *   mpi_check params DIRA DIRB TOL      every var saved in DIRA (--save) equals DIRB's within TOL
+ *                                       relative (to the larger magnitude, floor 1e-3)
+ *   mpi_check min LOG COLUMN MIN        the last test row's COLUMN is at least MIN
+ *   mpi_check falls LOG                 the last train row's loss is below the first's
+ *
+ * Prints what it compared and the worst difference; exit 0 when the check holds, 1 otherwise.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXCOL 16
+#define MAXROW 100000
+
+typedef struct Row {
+    char phase[8];
+    long epoch, step;
+    double v[MAXCOL]; /* loss, then the other figures */
+    int nv;
+} Row;
+
+typedef struct Log {
+    char header[512];
+    Row *rows;
+    int n;
+} Log;
+
+static int read_log(const char *path, Log *l) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "mpi_check: cannot open '%s'\n", path);
+        return -1;
+    }
+    l->rows = calloc(MAXROW, sizeof *l->rows);
+    l->n = 0;
+    char line[4096];
+    if (!fgets(l->header, sizeof l->header, f)) l->header[0] = 0;
+    while (fgets(line, sizeof line, f) && l->n < MAXROW) {
+        Row *r = &l->rows[l->n];
+        char *save = NULL, *tok = strtok_r(line, ",\n", &save);
+        int col = 0;
+        for (; tok; tok = strtok_r(NULL, ",\n", &save), col++) {
+            if (col == 0) snprintf(r->phase, sizeof r->phase, "%s", tok);
+            else if (col == 2) r->epoch = atol(tok);
+            else if (col == 3) r->step = atol(tok);
+            else if (col >= 4 && r->nv < MAXCOL) r->v[r->nv++] = strtod(tok, NULL);
+        }
+        if (col >= 5) l->n++;
+    }
+    fclose(f);
+    return 0;
+}
+
+static double rel(double a, double b, double floor) {
+    double m = fmax(fmax(fabs(a), fabs(b)), floor);
+    return fabs(a - b) / m;
+}
+
+static int check_logs(const char *a, const char *b, double tol) {
+    Log la, lb;
+    if (read_log(a, &la) || read_log(b, &lb)) return 1;
+    int bad = 0;
+    if (la.n != lb.n) {
+        printf("logs: %s has %d rows, %s has %d\n", a, la.n, b, lb.n);
+        return 1;
+    }
+    double worst = 0;
+    int worst_row = -1;
+    for (int i = 0; i < la.n; i++) {
+        Row *x = &la.rows[i], *y = &lb.rows[i];
+        if (strcmp(x->phase, y->phase) || x->epoch != y->epoch || x->step != y->step || x->nv != y->nv) {
+            printf("logs: row %d differs: %s %ld %ld vs %s %ld %ld\n", i + 2, x->phase, x->epoch, x->step, y->phase,
+                   y->epoch, y->step);
+            return 1;
+        }
+        for (int k = 0; k < x->nv; k++) {
+            double d = rel(x->v[k], y->v[k], 1e-12);
+            if (!(d <= tol)) bad++;
+            if (!(d <= worst)) {
+                worst = d;
+                worst_row = i;
+            }
+        }
+    }
+    printf("logs: %d rows compared, worst relative difference %.3g (row %d), tolerance %g\n", la.n, worst,
+           worst_row + 2, tol);
+    free(la.rows);
+    free(lb.rows);
+    return bad ? 1 : 0;
+}
+
+/* One saved var: FLTENSOR, u32 version, dtype, ndim, reserved, i64 dims, float32 data. */
+static float *read_var(const char *dir, const char *name, int64_t *n) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char magic[8];
+    uint32_t h[4];
+    float *data = NULL;
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "FLTENSOR", 8) || fread(h, 4, 4, f) != 4 || h[1] != 0 ||
+        h[2] > 8)
+        goto out;
+    int64_t dims[8], numel = 1;
+    if (fread(dims, 8, h[2], f) != h[2]) goto out;
+    for (uint32_t i = 0; i < h[2]; i++) numel *= dims[i];
+    data = malloc((size_t)numel * sizeof *data + 1);
+    if (fread(data, sizeof *data, (size_t)numel, f) != (size_t)numel) {
+        free(data);
+        data = NULL;
+        goto out;
+    }
+    *n = numel;
+out:
+    fclose(f);
+    return data;
+}
+
+static int check_params(const char *a, const char *b, double tol) {
+    char path[2048], name[1024];
+    snprintf(path, sizeof path, "%s/MANIFEST", a);
+    FILE *m = fopen(path, "r");
+    if (!m) {
+        printf("params: no %s\n", path);
+        return 1;
+    }
+    int bad = 0, nvars = 0;
+    double worst = 0;
+    while (fgets(name, sizeof name, m)) {
+        name[strcspn(name, "\n")] = 0;
+        if (!name[0]) continue;
+        int64_t na = 0, nb = 0;
+        float *x = read_var(a, name, &na), *y = read_var(b, name, &nb);
+        if (!x || !y || na != nb) {
+            printf("params: '%s' is missing or differs in size (%lld vs %lld elements)\n", name, (long long)na,
+                   (long long)nb);
+            bad++;
+        } else {
+            double w = 0;
+            for (int64_t i = 0; i < na; i++) w = fmax(w, rel(x[i], y[i], 1e-3));
+            printf("params: %-16s %6lld elements, worst relative difference %.3g\n", name, (long long)na, w);
+            if (!(w <= tol)) bad++;
+            worst = fmax(worst, w);
+        }
+        nvars++;
+        free(x);
+        free(y);
+    }
+    fclose(m);
+    printf("params: %d vars compared, worst %.3g, tolerance %g\n", nvars, worst, tol);
+    return bad || nvars == 0 ? 1 : 0;
+}
+
+static int column_of(const Log *l, const char *col) {
+    /* header: phase,rank,epoch,step,loss,... -> value index = column - 4 */
+    char h[512];
+    snprintf(h, sizeof h, "%s", l->header);
+    char *save = NULL;
+    int c = 0;
+    for (char *tok = strtok_r(h, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save), c++)
+        if (!strcmp(tok, col)) return c - 4;
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "logs")) return check_logs(argv[2], argv[3], atof(argv[4]));
+    if (argc == 5 && !strcmp(argv[1], "params")) return check_params(argv[2], argv[3], atof(argv[4]));
+    if (argc == 5 && !strcmp(argv[1], "min")) {
+        Log l;
+        if (read_log(argv[2], &l)) return 1;
+        int k = column_of(&l, argv[3]);
+        for (int i = l.n - 1; i >= 0 && k >= 0; i--)
+            if (!strcmp(l.rows[i].phase, "test")) {
+                double v = l.rows[i].v[k];
+                printf("min: last test %s = %g (at least %s)\n", argv[3], v, argv[4]);
+                return v >= atof(argv[4]) ? 0 : 1;
+            }
+        printf("min: no test row with column '%s'\n", argv[3]);
+        return 1;
+    }
+    if (argc == 3 && !strcmp(argv[1], "falls")) {
+        Log l;
+        if (read_log(argv[2], &l)) return 1;
+        int first = -1, last = -1;
+        for (int i = 0; i < l.n; i++)
+            if (!strcmp(l.rows[i].phase, "train")) {
+                if (first < 0) first = i;
+                last = i;
+            }
+        if (first < 0) {
+            printf("falls: no train rows\n");
+            return 1;
+        }
+        printf("falls: loss %g at step %ld, %g at step %ld\n", l.rows[first].v[0], l.rows[first].step,
+               l.rows[last].v[0], l.rows[last].step);
+        return l.rows[last].v[0] < l.rows[first].v[0] ? 0 : 1;
+    }
+    fprintf(stderr, "usage: mpi_check logs A B TOL | params DIRA DIRB TOL | min LOG COLUMN MIN | falls LOG\n");
+    return 2;
+}

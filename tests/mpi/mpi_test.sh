@@ -1,0 +1,102 @@
+#!/bin/sh
+# mpi_test.sh CASE FLC FLRUN MPI_CHECK: one MPI acceptance test (registered by CMakeLists.txt,
+# label mpi; run from the project root). Every job goes through run_mpi, which adds what mpirun
+# needs here: --allow-run-as-root (root in containers) and --oversubscribe (more ranks than cores).
+#   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
+#                                 every logged step and the saved parameters within 1e-4 relative
+#   async                         P=2 T=2 async reaches test accuracy >= 0.93
+#   seed                          the hand-written MPMD job (seed_server + 2 seed_workers) trains
+#   kill                          SIGKILL of a trainer ends the job non-zero within 10 s, naming it
+#   stall                         a stopped pserver is reported by the peer timeout, naming it
+#   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
+set -u
+CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+MODEL=tests/mpi/digits_mlp.fl
+
+run_mpi() { timeout 120 mpirun --allow-run-as-root --oversubscribe "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+now() { date +%s.%N; }
+# The pid of the flrun process that is MPI rank $1 of the running job.
+rank_pid() {
+    for p in $(pgrep -x flrun); do
+        if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then echo $p; return; fi
+    done
+}
+
+build() { "$FLC" build $MODEL -o "$TMP/d.flp" || fail "flc build"; }
+
+equality() { # P T: local run with batch T*50 vs mpirun on the plan
+    P=$1 T=$2
+    build
+    "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * 50)) --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
+    "$FLC" transpile "$TMP/d.flp" --pservers $P --trainers $T --min-block-size 512 -o "$TMP/x.plan" >/dev/null ||
+        fail "transpile"
+    run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q --log "$TMP/dist.csv" --save "$TMP/dist" || fail "mpirun"
+    "$CHECK" logs "$TMP/dist.csv" "$TMP/local.csv" 1e-4 || fail "the logs differ"
+    "$CHECK" params "$TMP/dist" "$TMP/local" 1e-4 || fail "the parameters differ"
+}
+
+# Starts a long job in the background; $1: what to do to rank $2 after 1.5 s (kill -9, kill -STOP).
+disturb() {
+    SIG=$1 RANK=$2
+    shift 2
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 "$@" >"$TMP/out" 2>&1 &
+    JOB=$!
+    sleep 1.5
+    PID=$(rank_pid $RANK)
+    [ -n "$PID" ] || fail "no rank $RANK found"
+    T0=$(now)
+    kill $SIG $PID
+    wait $JOB
+    RC=$?
+    T1=$(now)
+    cat "$TMP/out"
+    SECS=$(echo "$T1 - $T0" | bc)
+    echo "job ended with status $RC, $SECS s after kill $SIG of rank $RANK"
+    [ $RC -ne 0 ] || fail "the job exited 0"
+    [ "$(echo "$SECS <= 10" | bc)" = 1 ] || fail "the job took $SECS s to end"
+    sleep 0.5
+    [ -z "$(rank_pid 0)$(rank_pid 1)$(rank_pid 2)$(rank_pid 3)" ] || fail "ranks left running"
+}
+
+case $CASE in
+equality_p2t2) equality 2 2 ;;
+equality_p1t3) equality 1 3 ;;
+async)
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async --min-block-size 512 -o "$TMP/a.plan" >/dev/null ||
+        fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 10 --log "$TMP/a.csv" || fail "mpirun"
+    "$CHECK" min "$TMP/a.csv" acc 0.93 || fail "accuracy below 0.93"
+    ;;
+seed)
+    "$FLC" build examples/seed_server.fl -o "$TMP/ss.flp" && "$FLC" build examples/seed_worker.fl -o "$TMP/sw.flp" ||
+        fail "flc build"
+    run_mpi -np 1 "$FLRUN" "$TMP/ss.flp" : -np 2 "$FLRUN" "$TMP/sw.flp" -q --log "$TMP/seed.csv" || fail "mpirun"
+    "$CHECK" falls "$TMP/seed.csv" || fail "the loss did not fall"
+    ;;
+kill)
+    disturb -9 1
+    grep -q "rank 1" "$TMP/out" || fail "the message does not name rank 1"
+    ;;
+stall)
+    disturb -STOP 3 --timeout 2
+    grep -q "rank 3 (pserver 1)" "$TMP/out" || fail "the message does not name rank 3 (pserver 1)"
+    grep -q "peer timeout" "$TMP/out" || fail "no timeout message"
+    ;;
+wrong_np)
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    run_mpi -np 3 "$FLRUN" "$TMP/x.plan" -q >"$TMP/out" 2>&1
+    RC=$?
+    cat "$TMP/out"
+    [ $RC -ne 0 ] || fail "exit status 0"
+    grep -q "needs 4 ranks.*has 3" "$TMP/out" || fail "the message does not name 4 and 3"
+    ;;
+*) fail "unknown case '$CASE'" ;;
+esac
+echo "PASS: $CASE"
