@@ -50,7 +50,7 @@ static FlStatus unary(FlErr *e, const char *op, const FlTensor *x,
                       void (*f64)(const double *, double *, int64_t), FlTensor *out) {
     if (kneed_float(e, op, "X", x)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, op, &r, x)) return FL_ERROR;
+    if (kalloc_raw_like(e, op, &r, x)) return FL_ERROR; /* the loops write every element */
     if (x->dtype == FL_DT_FLOAT32) f32(fl_tensor_data(x), fl_tensor_data(&r), fl_tensor_numel(x));
     else f64(fl_tensor_data(x), fl_tensor_data(&r), fl_tensor_numel(x));
     kout(out, &r);
@@ -67,7 +67,7 @@ static FlStatus unary_grad(FlErr *e, const char *op, const char *sname, const Fl
         return FL_ERROR;
     if (!dx) return FL_OK;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, op, &r, src)) return FL_ERROR;
+    if (kalloc_raw_like(e, op, &r, src)) return FL_ERROR;
     int64_t n = fl_tensor_numel(src);
     if (src->dtype == FL_DT_FLOAT32) f32(fl_tensor_data(src), fl_tensor_data(dout), fl_tensor_data(&r), n);
     else f64(fl_tensor_data(src), fl_tensor_data(dout), fl_tensor_data(&r), n);
@@ -104,7 +104,7 @@ FlStatus fl_kernel_scale(FlErr *e, const FlTensor *x, double scale, double bias,
                          bool bias_after_scale, FlTensor *out) {
     if (kneed_num(e, "scale", "X", x)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, "scale", &r, x)) return FL_ERROR;
+    if (kalloc_raw_like(e, "scale", &r, x)) return FL_ERROR;
     int64_t n = fl_tensor_numel(x);
     switch (x->dtype) {
     case FL_DT_FLOAT32: {

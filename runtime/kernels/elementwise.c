@@ -204,15 +204,43 @@ static FlStatus run_binary(FlErr *e, const char *op, const FlTensor *x, const Fl
     KBcast b;
     if (kbcast_plan(e, op, x, y, axis, &b)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, op, &r, odt, b.ondim, b.one)) return FL_ERROR;
+    if (kalloc_raw(e, op, &r, odt, b.ondim, b.one)) return FL_ERROR; /* every element is written */
     Ctx c = {.x = fl_tensor_data(x), .y = fl_tensor_data(y), .o = fl_tensor_data(&r)};
     kbcast_run(&b, fn, &c);
     kout(out, &r);
     return FL_OK;
 }
 
+/* elementwise_add's fast path (float32 and every other dtype): the same sum per element as
+ * add_*, with the runs that broadcasting makes common written as plain loops the compiler
+ * vectorises: both operands contiguous (same shapes; and the rows of a bias add, whose merged
+ * plan is [rows, cols] with Y's row stride 0), or one operand a single broadcast value. */
+#define ADD_FAST_LOOP(name, T)                                                               \
+    static void name(void *c, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t sx,      \
+                     int64_t sy) {                                                           \
+        Ctx *k = c;                                                                          \
+        const T *x = (const T *)k->x + xo, *y = (const T *)k->y + yo;                        \
+        T *restrict o = (T *)k->o + oo;                                                      \
+        if (sx == 1 && sy == 1) {                                                            \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i] + y[i]);                         \
+        } else if (sx == 1 && sy == 0) {                                                     \
+            T b = y[0];                                                                      \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i] + b);                            \
+        } else if (sx == 0 && sy == 1) {                                                     \
+            T a = x[0];                                                                      \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)(a + y[i]);                            \
+        } else {                                                                             \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i * sx] + y[i * sy]);               \
+        }                                                                                    \
+    }
+ADD_FAST_LOOP(add_fast_f32, float)
+ADD_FAST_LOOP(add_fast_f64, double)
+ADD_FAST_LOOP(add_fast_i32, int32_t)
+ADD_FAST_LOOP(add_fast_i64, int64_t)
+static const KRunFn add_fast_tab[4] = {add_fast_f32, add_fast_f64, add_fast_i32, add_fast_i64};
+
 static FlStatus arith(FlErr *e, ArithOp op, const FlTensor *x, const FlTensor *y, int axis,
-                      FlTensor *out) {
+                      FlTensor *out, bool fast) {
     const char *name = arith_name[op];
     if (kneed_num(e, name, "X", x) || kneed_num(e, name, "Y", y) ||
         ksame_dtype(e, name, "X", x, "Y", y))
@@ -221,15 +249,20 @@ static FlStatus arith(FlErr *e, ArithOp op, const FlTensor *x, const FlTensor *y
     if ((op == OP_div || op == OP_floordiv || op == OP_mod) && kis_int(y->dtype) && has_int_zero(y))
         return fl_err(e, "%s: integer division by zero (Y %s holds a 0)", name,
                       fl_tensor_shape(y).s);
-    return run_binary(e, name, x, y, axis, x->dtype, arith_tab[op][type_index(x->dtype)], out);
+    const KRunFn *tab = fast && op == OP_add ? add_fast_tab : arith_tab[op];
+    return run_binary(e, name, x, y, axis, x->dtype, tab[type_index(x->dtype)], out);
 }
 
 #define DEF_ARITH_API(op, ef, ei)                                                            \
     FlStatus fl_kernel_elementwise_##op(FlErr *e, const FlTensor *x, const FlTensor *y,      \
                                         int axis, FlTensor *out) {                           \
-        return arith(e, OP_##op, x, y, axis, out);                                           \
+        return arith(e, OP_##op, x, y, axis, out, true);                                     \
     }
 ARITH_OPS(DEF_ARITH_API)
+FlStatus fl_kernel_elementwise_add_ref(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                       FlTensor *out) {
+    return arith(e, OP_add, x, y, axis, out, false);
+}
 
 #define DEF_CMP_API(op, ex)                                                                  \
     FlStatus fl_kernel_##op(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,        \
@@ -288,8 +321,8 @@ FlStatus fl_kernel_logical_not(FlErr *e, const FlTensor *x, FlTensor *out) {
         }                                                                                    \
     }
 
-#define GRAD_OPS(X)                                                                          \
-    X(add, go, go)                                                                           \
+#define GRAD_OPS(X) X(add, go, go) GRAD_OPS_BUT_ADD(X)
+#define GRAD_OPS_BUT_ADD(X)                                                                  \
     X(sub, go, -go)                                                                          \
     X(mul, go * b, go * a)                                                                   \
     X(div, go / b, -go * a / (b * b))                                                        \
@@ -334,4 +367,79 @@ static FlStatus arith_grad(FlErr *e, const char *op, KRunFn f32, KRunFn f64, con
         return arith_grad(e, "elementwise_" #op "_grad", op##_grad_f32, op##_grad_f64, x, y, \
                           dout, axis, dx, dy);                                               \
     }
-GRAD_OPS(DEF_GRAD_API)
+GRAD_OPS_BUT_ADD(DEF_GRAD_API) /* add's is below */
+
+/* elementwise_add_grad's fast path. dX = dOut where X is not broadcast (its shape is Out's):
+ * then dX shares dOut's buffer (tensors are immutable, as reshape's views are), with no copy.
+ * A broadcast operand's gradient is dOut summed over the broadcast dims, accumulated in the
+ * same order as the reference loop (add_grad_*), so the results are the same; the common runs
+ * (a contiguous row added into a bias' gradient, or a run summed into one element) are plain
+ * loops the compiler vectorises. */
+#define ADD_ACC_LOOP(name, T, OFF, STRIDE, D)                                                \
+    static void name(void *c, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t sx,      \
+                     int64_t sy) {                                                           \
+        Ctx *k = c;                                                                          \
+        (void)xo, (void)yo, (void)sx, (void)sy;                                              \
+        const T *g = (const T *)k->g + oo;                                                   \
+        T *restrict d = (T *)k->D + (OFF);                                                   \
+        int64_t s = (STRIDE);                                                                \
+        if (s == 1) {                                                                        \
+            for (int64_t i = 0; i < n; i++) d[i] += g[i];                                    \
+        } else if (s == 0) {                                                                 \
+            T acc = d[0];                                                                    \
+            for (int64_t i = 0; i < n; i++) acc += g[i];                                     \
+            d[0] = acc;                                                                      \
+        } else {                                                                             \
+            for (int64_t i = 0; i < n; i++) d[i * s] += g[i];                                \
+        }                                                                                    \
+    }
+ADD_ACC_LOOP(add_acc_x_f32, float, xo, sx, dx)
+ADD_ACC_LOOP(add_acc_y_f32, float, yo, sy, dy)
+ADD_ACC_LOOP(add_acc_x_f64, double, xo, sx, dx)
+ADD_ACC_LOOP(add_acc_y_f64, double, yo, sy, dy)
+
+static bool is_out_shape(const FlTensor *t, const KBcast *b) {
+    return t->ndim == b->ondim && memcmp(t->ne, b->one, sizeof(int64_t) * (size_t)b->ondim) == 0;
+}
+
+FlStatus fl_kernel_elementwise_add_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                        const FlTensor *dout, int axis, FlTensor *dx,
+                                        FlTensor *dy) {
+    const char *op = "elementwise_add_grad";
+    if (kneed_float(e, op, "X", x) || ksame_dtype(e, op, "X", x, "Y", y) ||
+        ksame_dtype(e, op, "X", x, "Out@GRAD", dout))
+        return FL_ERROR;
+    KBcast b;
+    if (kbcast_plan(e, op, x, y, axis, &b)) return FL_ERROR;
+    if (!is_out_shape(dout, &b))
+        return fl_err(e, "%s: Out@GRAD %s differs from the output shape %s of X %s and Y %s", op,
+                      fl_tensor_shape(dout).s, fl_shape_str(b.ondim, b.one).s,
+                      fl_tensor_shape(x).s, fl_tensor_shape(y).s);
+    bool f32 = x->dtype == FL_DT_FLOAT32;
+    const FlTensor *in[2] = {x, y};
+    FlTensor *want[2] = {dx, dy}, r[2] = {FL_TENSOR_INIT, FL_TENSOR_INIT};
+    for (int k = 0; k < 2; k++) {
+        if (!want[k]) continue;
+        if (is_out_shape(in[k], &b)) {
+            fl_tensor_ref(&r[k], dout);
+            continue;
+        }
+        if (kalloc_like(e, op, &r[k], in[k])) { /* zero-filled: the sums start at 0 */
+            fl_tensor_fini(&r[0]);
+            return FL_ERROR;
+        }
+        Ctx c = {.g = fl_tensor_data(dout), .dx = k == 0 ? fl_tensor_data(&r[k]) : NULL,
+                 .dy = k == 1 ? fl_tensor_data(&r[k]) : NULL};
+        kbcast_run(&b, k == 0 ? (f32 ? add_acc_x_f32 : add_acc_x_f64)
+                              : (f32 ? add_acc_y_f32 : add_acc_y_f64), &c);
+    }
+    if (dx) kout(dx, &r[0]);
+    if (dy) kout(dy, &r[1]);
+    return FL_OK;
+}
+FlStatus fl_kernel_elementwise_add_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                            const FlTensor *dout, int axis, FlTensor *dx,
+                                            FlTensor *dy) {
+    return arith_grad(e, "elementwise_add_grad", add_grad_f32, add_grad_f64, x, y, dout, axis,
+                      dx, dy);
+}

@@ -28,6 +28,7 @@
  *  - Fast paths: GEMM-shaped ops (mul, matmul, conv2d and their gradients) use OpenBLAS
  *    (cblas_sgemm) for float32. Each also has a _ref twin with the same signature: the plain C
  *    reference kernel (used for float64 and by the tests that check fast == reference).
+ *    elementwise_add and its gradient (a layer's bias) have a fast path and a _ref twin too.
  *  - Negative axes count from the end (axis -1 = last dimension) wherever an axis is taken,
  *    except elementwise ops' `axis`, whose -1 means numpy broadcasting (see there).
  */
@@ -146,6 +147,14 @@ FlStatus fl_kernel_elementwise_mod(FlErr *e, const FlTensor *x, const FlTensor *
 FlStatus fl_kernel_elementwise_add_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
                                         const FlTensor *dout, int axis, FlTensor *dx,
                                         FlTensor *dy) FL_WARN_UNUSED;
+/* elementwise_add and its gradient have a fast path too (any dtype; float for the gradient):
+ * vectorised loops for contiguous and single-value runs, and dX / dY sharing dOut's buffer when
+ * that operand is not broadcast. The _ref twins run the generic loops; tests check both agree. */
+FlStatus fl_kernel_elementwise_add_ref(FlErr *e, const FlTensor *x, const FlTensor *y, int axis,
+                                       FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_elementwise_add_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *y,
+                                            const FlTensor *dout, int axis, FlTensor *dx,
+                                            FlTensor *dy) FL_WARN_UNUSED;
 FlStatus fl_kernel_elementwise_sub_grad(FlErr *e, const FlTensor *x, const FlTensor *y,
                                         const FlTensor *dout, int axis, FlTensor *dx,
                                         FlTensor *dy) FL_WARN_UNUSED;

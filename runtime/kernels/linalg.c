@@ -50,7 +50,7 @@ static FlStatus mul(FlErr *e, const FlTensor *x, const FlTensor *y, int xnc, int
     MulDims d;
     if (mul_dims(e, "mul", x, y, xnc, ync, &d)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, "mul", &r, x->dtype, d.ondim, d.one)) return FL_ERROR;
+    if (kalloc_raw(e, "mul", &r, x->dtype, d.ondim, d.one)) return FL_ERROR; /* GEMM fills it */
     gemm(x->dtype, false, false, d.M, d.N, d.K, 1, fl_tensor_data(x), d.K, fl_tensor_data(y), d.N,
          0, fl_tensor_data(&r), d.N, fast);
     kout(out, &r);
@@ -68,8 +68,8 @@ static FlStatus mul_grad(FlErr *e, const FlTensor *x, const FlTensor *y, const F
                       fl_tensor_shape(dout).s, fl_shape_str(d.ondim, d.one).s,
                       fl_tensor_shape(x).s, fl_tensor_shape(y).s);
     FlTensor rx = FL_TENSOR_INIT, ry = FL_TENSOR_INIT;
-    if (dx && kalloc_like(e, op, &rx, x)) return FL_ERROR;
-    if (dy && kalloc_like(e, op, &ry, y)) {
+    if (dx && kalloc_raw_like(e, op, &rx, x)) return FL_ERROR;
+    if (dy && kalloc_raw_like(e, op, &ry, y)) {
         fl_tensor_fini(&rx);
         return FL_ERROR;
     }
@@ -150,7 +150,7 @@ static FlStatus matmul(FlErr *e, const FlTensor *x, const FlTensor *y, bool tx, 
     MatDims d;
     if (mat_dims(e, "matmul", x, y, tx, ty, &d)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, "matmul", &r, x->dtype, d.ondim, d.one)) return FL_ERROR;
+    if (kalloc_raw(e, "matmul", &r, x->dtype, d.ondim, d.one)) return FL_ERROR;
     size_t es = fl_dtype_size(x->dtype);
     const char *xp = fl_tensor_data(x), *yp = fl_tensor_data(y);
     char *op = fl_tensor_data(&r);
@@ -173,12 +173,16 @@ static FlStatus matmul_grad(FlErr *e, const FlTensor *x, const FlTensor *y, cons
                       fl_tensor_shape(dout).s, fl_shape_str(d.ondim, d.one).s,
                       fl_tensor_shape(x).s, fl_tensor_shape(y).s);
     FlTensor rx = FL_TENSOR_INIT, ry = FL_TENSOR_INIT;
-    if (dx && kalloc_like(e, opn, &rx, x)) return FL_ERROR;
-    if (dy && kalloc_like(e, opn, &ry, y)) {
+    if (dx && kalloc_raw_like(e, opn, &rx, x)) return FL_ERROR;
+    if (dy && kalloc_raw_like(e, opn, &ry, y)) {
         fl_tensor_fini(&rx);
         return FL_ERROR;
     }
     size_t es = fl_dtype_size(x->dtype);
+    if (d.batch == 0) { /* no batch writes them: a broadcast operand's gradient is an empty sum */
+        if (dx) memset(fl_tensor_data(&rx), 0, fl_tensor_nbytes(&rx));
+        if (dy) memset(fl_tensor_data(&ry), 0, fl_tensor_nbytes(&ry));
+    }
     const char *xb = fl_tensor_data(x), *yb = fl_tensor_data(y), *gb = fl_tensor_data(dout);
     char *dxb = dx ? fl_tensor_data(&rx) : NULL, *dyb = dy ? fl_tensor_data(&ry) : NULL;
     int64_t M = d.M, N = d.N, K = d.K;

@@ -16,7 +16,7 @@ static FlStatus dest(FlErr *e, const char *op, FlTensor *out, const FlTensor *in
         *p = fl_tensor_data(in);
         return FL_OK;
     }
-    if (kalloc_like(e, op, tmp, in)) return FL_ERROR;
+    if (kalloc_raw_like(e, op, tmp, in)) return FL_ERROR; /* the update writes every element */
     *p = fl_tensor_data(tmp);
     return FL_OK;
 }

@@ -22,7 +22,7 @@ FlStatus fl_kernel_softmax(FlErr *e, const FlTensor *x, FlTensor *out) {
     if (kneed_float(e, "softmax", "X", x)) return FL_ERROR;
     if (x->ndim < 1) return fl_err(e, "softmax: X %s must have rank 1 or more", fl_tensor_shape(x).s);
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, "softmax", &r, x)) return FL_ERROR;
+    if (kalloc_raw_like(e, "softmax", &r, x)) return FL_ERROR;
     int64_t d = x->ne[x->ndim - 1], rows = d ? fl_tensor_numel(x) / d : 0;
     if (x->dtype == FL_DT_FLOAT32) softmax_f32(fl_tensor_data(x), fl_tensor_data(&r), rows, d);
     else softmax_f64(fl_tensor_data(x), fl_tensor_data(&r), rows, d);
@@ -36,7 +36,7 @@ FlStatus fl_kernel_softmax_grad(FlErr *e, const FlTensor *out, const FlTensor *d
     if (out->ndim < 1) return fl_err(e, "%s: Out %s must have rank 1 or more", op, fl_tensor_shape(out).s);
     if (!dx) return FL_OK;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, op, &r, out)) return FL_ERROR;
+    if (kalloc_raw_like(e, op, &r, out)) return FL_ERROR;
     int64_t d = out->ne[out->ndim - 1], rows = d ? fl_tensor_numel(out) / d : 0;
     if (out->dtype == FL_DT_FLOAT32)
         softmax_grad_f32(fl_tensor_data(out), fl_tensor_data(dout), fl_tensor_data(&r), rows, d);
@@ -141,7 +141,7 @@ FlStatus fl_kernel_mean_grad(FlErr *e, const FlTensor *x, const FlTensor *dout, 
         return FL_ERROR;
     if (!dx) return FL_OK;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, "mean_grad", &r, x)) return FL_ERROR;
+    if (kalloc_raw_like(e, "mean_grad", &r, x)) return FL_ERROR;
     int64_t n = fl_tensor_numel(x);
     double v = g / (double)(n ? n : 1);
     for (int64_t i = 0; i < n; i++) {

@@ -1,5 +1,6 @@
 /* test_fast.c: the OpenBLAS fast paths (mul, matmul, conv2d and their gradients, float32) give
- * the reference kernels' results on random shapes, within float32 rounding. */
+ * the reference kernels' results on random shapes, within float32 rounding; elementwise_add's
+ * fast path (and its gradient's) gives exactly the generic loops' results. */
 #include "tests/runtime/kernels/kt.h"
 
 #define F FL_DT_FLOAT32
@@ -85,6 +86,73 @@ static void test_fast_conv2d(void) {
     }
 }
 
+/* elementwise_add's fast path (contiguous and single-value runs, dX / dY sharing dOut) against
+ * the generic loops: random shapes under both broadcasting rules, float32 and float64 (and the
+ * forward for ints). The per-element sums are the same operations, so the results are equal. */
+static void test_fast_elementwise_add(void) {
+    for (int it = 0; it < 48; it++) {
+        FlDType dt = it % 3 == 2 ? FL_DT_FLOAT64 : F;
+        int nd = (int)rnd(1, 4), axis = -1;
+        int64_t xs[4], ys[4];
+        int ny = nd;
+        for (int i = 0; i < nd; i++) xs[i] = ys[i] = rnd(1, 9);
+        switch (it % 4) {
+        case 0: break; /* same shapes */
+        case 1: /* numpy: Y broadcast along some dims, or X along others */
+            for (int i = 0; i < nd; i++) {
+                int r = (int)rnd(0, 3);
+                if (r == 0) ys[i] = 1;
+                else if (r == 1) xs[i] = 1;
+            }
+            break;
+        case 2: /* numpy: Y of lower rank (a bias row) */
+            ny = (int)rnd(1, nd);
+            for (int i = 0; i < ny; i++) ys[i] = xs[nd - ny + i];
+            break;
+        case 3: /* Paddle's axis: Y's dims match X's from `axis` */
+            axis = (int)rnd(0, nd - 1);
+            ny = (int)rnd(1, nd - axis);
+            for (int i = 0; i < ny; i++) ys[i] = xs[axis + i];
+            break;
+        }
+        FlTensor x = kt_rand(&rng, dt, nd, xs, -1, 1), y = kt_rand(&rng, dt, ny, ys, -1, 1);
+        FlTensor o1 = FL_TENSOR_INIT, o2 = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
+        FlTensor dx1 = FL_TENSOR_INIT, dy1 = FL_TENSOR_INIT, dx2 = FL_TENSOR_INIT, dy2 = FL_TENSOR_INIT;
+        KT_OK(fl_kernel_elementwise_add(KE, &x, &y, axis, &o1));
+        KT_OK(fl_kernel_elementwise_add_ref(KE, &x, &y, axis, &o2));
+        CU_ASSERT(fl_tensor_same_shape(&o1, &o2));
+        CU_ASSERT(kt_rel_diff(&o1, &o2) == 0);
+        g = kt_rand(&rng, dt, o1.ndim, o1.ne, -1, 1);
+        KT_OK(fl_kernel_elementwise_add_grad(KE, &x, &y, &g, axis, &dx1, &dy1));
+        KT_OK(fl_kernel_elementwise_add_grad_ref(KE, &x, &y, &g, axis, &dx2, &dy2));
+        CU_ASSERT(fl_tensor_same_shape(&dx1, &x) && fl_tensor_same_shape(&dy1, &y));
+        CU_ASSERT(kt_rel_diff(&dx1, &dx2) == 0);
+        CU_ASSERT(kt_rel_diff(&dy1, &dy2) == 0);
+        /* one gradient alone, and the output struct being the input struct */
+        FlTensor dy3 = FL_TENSOR_INIT, g2 = FL_TENSOR_INIT;
+        fl_tensor_ref(&g2, &g);
+        KT_OK(fl_kernel_elementwise_add_grad(KE, &x, &y, &g2, axis, NULL, &dy3));
+        CU_ASSERT(kt_rel_diff(&dy3, &dy2) == 0);
+        KT_OK(fl_kernel_elementwise_add_grad(KE, &x, &y, &g2, axis, &g2, NULL));
+        CU_ASSERT(kt_rel_diff(&g2, &dx2) == 0);
+        FlTensor all[] = {x, y, o1, o2, g, dx1, dy1, dx2, dy2, dy3, g2};
+        kt_fini((int)FL_ARRAY_LEN(all), all);
+    }
+    /* integers: the forward only */
+    for (int it = 0; it < 8; it++) {
+        FlDType dt = it & 1 ? FL_DT_INT64 : FL_DT_INT32;
+        int64_t r = rnd(1, 6), c = rnd(1, 6);
+        FlTensor x = kt_rand(&rng, dt, 2, (int64_t[]){r, c}, -50, 50);
+        FlTensor y = kt_rand(&rng, dt, 1, (int64_t[]){it & 2 ? 1 : c}, -50, 50);
+        FlTensor o1 = FL_TENSOR_INIT, o2 = FL_TENSOR_INIT;
+        KT_OK(fl_kernel_elementwise_add(KE, &x, &y, -1, &o1));
+        KT_OK(fl_kernel_elementwise_add_ref(KE, &x, &y, -1, &o2));
+        CU_ASSERT(kt_rel_diff(&o1, &o2) == 0);
+        FlTensor all[] = {x, y, o1, o2};
+        kt_fini(4, all);
+    }
+}
+
 /* A realistic size once: the MNIST fc layer's GEMM. */
 static void test_fast_mul_large(void) {
     FlTensor x = kt_rand(&rng, F, 2, (int64_t[]){64, 784}, -1, 1);
@@ -101,7 +169,7 @@ int main(void) {
     fl_rng_init(&rng, 99);
     static const KtCase cases[] = {
         KT_TEST(test_fast_mul), KT_TEST(test_fast_matmul), KT_TEST(test_fast_conv2d),
-        KT_TEST(test_fast_mul_large),
+        KT_TEST(test_fast_mul_large), KT_TEST(test_fast_elementwise_add),
     };
     return kt_run("fast == reference", cases, (int)FL_ARRAY_LEN(cases));
 }

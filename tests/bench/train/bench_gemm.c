@@ -1,0 +1,119 @@
+/* bench_gemm.c: the GEMM floor of one training step of the benchmark MLP: the step's sgemm calls
+ * alone, with the shapes and transposes fluidc's mul / mul_grad kernels use
+ * (runtime/kernels/linalg.c; row-major cblas_sgemm), on buffers allocated once:
+ *   forward   Out = X W            NN  [B, K] x [K, N]           x 3 layers
+ *   backward  dW  = X^T dOut       TN  [B, K]^T x [B, N] -> [K, N]   x 3 layers
+ *             dX  = dOut W^T       NT  [B, N] x [K, N]^T -> [B, K]   layers 2 and 3 (the first
+ *                                  layer's input is data: no gradient)
+ * with (K, N) = (784, 512), (512, 512), (512, 10). ROUNDS rounds of STEPS steps; the best round
+ * is reported as one line of `key=value` figures (bench_train.sh parses it):
+ *   ms_per_step, gflops, mflop_per_step, openblas_core (OpenBLAS's kernel for this CPU), and
+ * each call's time on stderr (with -v).
+ * Never fails on time.
+ *
+ *   usage: bench_gemm [-v] [BATCH=128] [STEPS=40] [ROUNDS=5]
+ */
+#include <cblas.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { LAYERS = 3, CALLS = 8 };
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct Call {
+    const char *what;
+    bool ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    const float *A, *B;
+    float *C;
+} Call;
+
+static float *buf(size_t n) {
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    return p;
+}
+
+static void run(const Call *c) {
+    cblas_sgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans,
+                c->M, c->N, c->K, 1.0f, c->A, c->lda, c->B, c->ldb, 0.0f, c->C, c->ldc);
+}
+
+int main(int argc, char **argv) {
+    int a = 1;
+    bool verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    if (verbose) a++;
+    int B = argc > a ? atoi(argv[a]) : 128;
+    int steps = argc > a + 1 ? atoi(argv[a + 1]) : 40;
+    int rounds = argc > a + 2 ? atoi(argv[a + 2]) : 5;
+    if (B < 1 || steps < 1 || rounds < 1) {
+        fprintf(stderr, "bench_gemm: BATCH, STEPS and ROUNDS must be positive\n");
+        return 2;
+    }
+    static const int dims[LAYERS][2] = {{784, 512}, {512, 512}, {512, 10}};
+    float *X[LAYERS], *W[LAYERS], *Out[LAYERS], *dOut[LAYERS], *dW[LAYERS], *dX[LAYERS];
+    Call calls[CALLS];
+    int n = 0;
+    for (int l = 0; l < LAYERS; l++) {
+        int K = dims[l][0], N = dims[l][1];
+        X[l] = buf((size_t)B * K);
+        W[l] = buf((size_t)K * N);
+        Out[l] = buf((size_t)B * N);
+        dOut[l] = buf((size_t)B * N);
+        dW[l] = buf((size_t)K * N);
+        dX[l] = buf((size_t)B * K);
+        calls[n++] = (Call){"fwd  X W", false, false, B, N, K, K, N, N, X[l], W[l], Out[l]};
+    }
+    for (int l = LAYERS - 1; l >= 0; l--) {
+        int K = dims[l][0], N = dims[l][1];
+        if (l > 0)
+            calls[n++] = (Call){"bwd  dOut W^T", false, true, B, K, N, N, N, K, dOut[l], W[l], dX[l]};
+        calls[n++] = (Call){"bwd  X^T dOut", true, false, K, N, B, K, N, N, X[l], dOut[l], dW[l]};
+    }
+    double flop = 0, per[CALLS] = {0};
+    for (int i = 0; i < n; i++) flop += 2.0 * calls[i].M * calls[i].N * calls[i].K;
+    for (int i = 0; i < n; i++) per[i] = 1e30;
+    for (int w = 0; w < 3; w++)
+        for (int i = 0; i < n; i++) run(&calls[i]);
+    double best = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (int s = 0; s < steps; s++)
+            for (int i = 0; i < n; i++) run(&calls[i]);
+        double t = now() - t0;
+        if (t < best) best = t;
+    }
+    if (verbose) { /* each call alone, best of its runs */
+        for (int i = 0; i < n; i++) {
+            for (int r = 0; r < rounds * steps; r++) {
+                double t0 = now();
+                run(&calls[i]);
+                double t = now() - t0;
+                if (t < per[i]) per[i] = t;
+            }
+            const Call *c = &calls[i];
+            fprintf(stderr, "  %-14s %c%c M=%-4d N=%-4d K=%-4d %7.3f ms %6.2f GFLOP/s\n", c->what,
+                    c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->M, c->N, c->K, per[i] * 1e3,
+                    2.0 * c->M * c->N * c->K / per[i] * 1e-9);
+        }
+    }
+    printf("ms_per_step=%.4f gflops=%.2f mflop_per_step=%.1f calls=%d batch=%d openblas_core=%s\n",
+           best / steps * 1e3, flop * steps / best * 1e-9, flop * 1e-6, n, B,
+           openblas_get_corename());
+    for (int l = 0; l < LAYERS; l++) {
+        free(X[l]), free(W[l]), free(Out[l]), free(dOut[l]), free(dW[l]), free(dX[l]);
+    }
+    return 0;
+}
