@@ -11,7 +11,7 @@
 
 _Static_assert(sizeof(FlBuffer) <= FL_TENSOR_ALIGN, "buffer header must fit its padding");
 
-FlBuffer *fl_buffer_new(FlErr *e, size_t size) {
+static FlBuffer *buffer_new(FlErr *e, size_t size, bool zero) {
     size_t total = size + 2 * FL_TENSOR_ALIGN - 1;
     if (size > SIZE_MAX - 2 * FL_TENSOR_ALIGN) {
         fl_err(e, "cannot allocate a buffer of %zu bytes: too large", size);
@@ -27,9 +27,12 @@ FlBuffer *fl_buffer_new(FlErr *e, size_t size) {
     atomic_init(&b->refs, 1);
     b->size = size;
     b->data = mem + FL_TENSOR_ALIGN;
-    memset(b->data, 0, size);
+    if (zero) memset(b->data, 0, size);
     return b;
 }
+
+FlBuffer *fl_buffer_new(FlErr *e, size_t size) { return buffer_new(e, size, true); }
+FlBuffer *fl_buffer_new_uninit(FlErr *e, size_t size) { return buffer_new(e, size, false); }
 
 void fl_buffer_retain(FlBuffer *b) {
     if (b) atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
@@ -85,7 +88,7 @@ FlStatus fl_shape_numel(FlErr *e, int ndim, const int64_t *ne, int64_t *numel) {
     return FL_OK;
 }
 
-FlStatus fl_tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne) {
+static FlStatus tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne, bool zero) {
     int64_t n;
     if (fl_shape_numel(e, ndim, ne, &n)) return FL_ERROR;
     size_t es = fl_dtype_size(dtype);
@@ -93,7 +96,7 @@ FlStatus fl_tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const i
     if ((uint64_t)n > SIZE_MAX / es)
         return fl_err(e, "shape %s is too large to allocate", fl_shape_str(ndim, ne).s);
     FlErr sub;
-    FlBuffer *b = fl_buffer_new(&sub, (size_t)n * es);
+    FlBuffer *b = buffer_new(&sub, (size_t)n * es, zero);
     if (!b)
         return fl_err(e, "cannot allocate a %s tensor of shape %s: %s", fl_dtype_name(dtype),
                       fl_shape_str(ndim, ne).s, sub.msg);
@@ -106,6 +109,14 @@ FlStatus fl_tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const i
     fl_tensor_fini(t);
     *t = r;
     return FL_OK;
+}
+
+FlStatus fl_tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne) {
+    return tensor_alloc(e, t, dtype, ndim, ne, true);
+}
+
+FlStatus fl_tensor_alloc_uninit(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne) {
+    return tensor_alloc(e, t, dtype, ndim, ne, false);
 }
 
 FlStatus fl_tensor_alloc_like(FlErr *e, FlTensor *t, const FlTensor *like, FlDType dtype) {

@@ -51,6 +51,9 @@ typedef struct FlBuffer {
 /* A new buffer of `size` bytes, zero-filled, with one reference; NULL with a message in e when
  * the allocation fails. */
 FlBuffer *fl_buffer_new(FlErr *e, size_t size) FL_WARN_UNUSED;
+/* Like fl_buffer_new without the zero fill: the bytes are undefined until written. For a buffer
+ * its allocator then fills in full before publishing it (a received message's payload). */
+FlBuffer *fl_buffer_new_uninit(FlErr *e, size_t size) FL_WARN_UNUSED;
 void fl_buffer_retain(FlBuffer *b); /* b may be NULL */
 void fl_buffer_release(FlBuffer *b); /* b may be NULL; frees on the last release */
 long fl_buffer_refs(const FlBuffer *b); /* the current count (a snapshot) */
@@ -80,6 +83,10 @@ bool fl_tensor_has_data(const FlTensor *t);
  * Errors: ndim outside [0, FL_MAX_DIMS], a negative dimension, a byte size that overflows, or a
  * failed allocation; *t is then unchanged. */
 FlStatus fl_tensor_alloc(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne)
+    FL_WARN_UNUSED;
+/* Like fl_tensor_alloc without the zero fill (fl_buffer_new_uninit): the caller must write
+ * every element before the tensor is read or published. */
+FlStatus fl_tensor_alloc_uninit(FlErr *e, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne)
     FL_WARN_UNUSED;
 /* Like fl_tensor_alloc with the shape of `like` (which may be t itself). */
 FlStatus fl_tensor_alloc_like(FlErr *e, FlTensor *t, const FlTensor *like, FlDType dtype)

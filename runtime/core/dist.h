@@ -47,6 +47,11 @@ struct FlDist {
     /* Receives var `name` from pserver `pserver` into *out (a new tensor; *out is released). */
     FlStatus (*recv)(FlDist *d, int pserver, const char *name, FlTensor *out, FlErr *e);
     FlStatus (*barrier)(FlDist *d, FlDistBarrier kind, FlErr *e);
+    /* May be NULL. Announces that this thread's next recv ops will receive `name` from pserver
+     * `pserver`, so the transport may ask for it at once; the recv that follows claims it. The
+     * recv adapter announces a whole run of consecutive recv ops at the first, so a plan's
+     * parameters are requested together instead of one round trip after another. */
+    FlStatus (*prefetch)(FlDist *d, int pserver, const char *name, FlErr *e);
     /* The pserver loop; returns when every trainer has finished. */
     FlStatus (*serve)(FlDist *d, FlDistServer *srv, FlErr *e);
 };
@@ -74,6 +79,22 @@ FlVar *fl_dist_server_var(FlDistServer *s, const char *name);
 /* Runs optimize block k (k == fl_dist_server_nblocks(): the lr_block) in a child scope of the
  * server's scope. Different blocks may run on different threads at once. */
 FlStatus fl_dist_server_run(FlDistServer *s, size_t k, FlErr *e) FL_WARN_UNUSED;
+/* Optimize block k's head when it is the transpiled sync mean of gradient `grad` over n
+ * trainers (docs/distributed.md, "Pserver programs"):
+ *     sum X=[grad.trainer_0 .. grad.trainer_{n-1}] -> Out=[grad]
+ *     scale X=[grad] -> Out=[grad] {scale, bias, bias_after_scale}
+ * and no later op of the block reads a grad.trainer_t. Then the transport may compute the
+ * scaled sum itself, in one pass as the gradients arrive, set it into `out`, and run the block
+ * from op `skip` (fl_dist_server_run_from) instead of storing the per-trainer vars. */
+typedef struct FlDistMean {
+    FlVar *out;       /* the var `grad` (borrowed) */
+    double scale, bias;
+    bool bias_after_scale;
+    size_t skip;      /* ops the transport has done (2) */
+} FlDistMean;
+bool fl_dist_server_find_mean(FlDistServer *s, size_t k, const char *grad, int n, FlDistMean *out);
+/* fl_dist_server_run from op `first` of block k (first <= the block's op count). */
+FlStatus fl_dist_server_run_from(FlDistServer *s, size_t k, size_t first, FlErr *e) FL_WARN_UNUSED;
 /* "file:line:col" of the listen_and_serv op ("" when unknown), for messages. */
 const char *fl_dist_server_where(const FlDistServer *s);
 

@@ -91,9 +91,33 @@ FL_CONTROL_ADAPTER(send, prep_send, run_send);
 /* ---- recv: X* -> Out* (X is informational: Fluid's form) ---- */
 static FlStatus prep_recv(ExecOp *op, FlErr *e) { return check_epmap(op, op->out_off[1] - op->out_off[0], e); }
 
+/* At the first op of a run of consecutive recv ops, announces every var the run receives, so
+ * the transport can request them all at once. Only recv ops lie between the announcement and
+ * the receipt, so nothing the program sends meanwhile could change the answers. */
+static FlStatus prefetch_run(RunCtx *rc, const ExecOp *op, FlScope *s, FlDist *d) {
+    const PBlock *pb = op->block;
+    if (!d->prefetch || (op->index > 0 && !strcmp(pb->ops[op->index - 1].desc->type, "recv"))) return FL_OK;
+    for (size_t j = (size_t)op->index; j < pb->nops && !strcmp(pb->ops[j].desc->type, "recv"); j++) {
+        const ExecOp *r = &pb->ops[j];
+        if (r->out_off[1] - r->out_off[0] < 1) continue;
+        size_t n;
+        fl_exec_attr_ints(r, "epmap", &n);
+        if (n != 0 && n != (size_t)(r->out_off[1] - r->out_off[0])) return FL_OK; /* prepare rejects it */
+        for (int i = r->out_off[0]; i < r->out_off[1]; i++) {
+            const ArgRef *a = &r->args[r->nin + i];
+            if (a->idx < 0) continue;
+            FlErr inner;
+            if (d->prefetch(d, epmap_at(r, i - r->out_off[0]), real_name(r, s, a), &inner) != FL_OK)
+                return wrap(rc, r, &inner);
+        }
+    }
+    return FL_OK;
+}
+
 static FlStatus run_recv(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
+    if (prefetch_run(rc, op, s, d) != FL_OK) return FL_ERROR;
     for (int i = op->out_off[0]; i < op->out_off[1]; i++) {
         const ArgRef *a = &op->args[op->nin + i];
         if (a->idx < 0) continue;
@@ -234,13 +258,50 @@ FlVar *fl_dist_server_var(FlDistServer *s, const char *name) {
     return fl_exec_var_write(s->s, &a);
 }
 
-FlStatus fl_dist_server_run(FlDistServer *s, size_t k, FlErr *e) {
-    FL_ASSERT(k <= s->nblocks && s->blocks[k]);
+/* "G.trainer_t" */
+static bool is_trainer_copy(const char *arg, const char *grad, size_t gl, int t) {
+    char suf[32];
+    snprintf(suf, sizeof suf, ".trainer_%d", t);
+    return !strncmp(arg, grad, gl) && !strcmp(arg + gl, suf);
+}
+
+bool fl_dist_server_find_mean(FlDistServer *s, size_t k, const char *grad, int n, FlDistMean *out) {
+    FL_ASSERT(k < s->nblocks);
     const PBlock *pb = s->blocks[k];
+    if (pb->nops < 2 || n < 1) return false;
+    const ExecOp *sum = &pb->ops[0], *sc = &pb->ops[1];
+    size_t gl = strlen(grad);
+    if (strcmp(sum->desc->type, "sum") != 0 || sum->nin != n || sum->nout != 1 || strcmp(sc->desc->type, "scale") != 0 ||
+        sc->nin != 1 || sc->nout != 1)
+        return false;
+    for (int t = 0; t < n; t++)
+        if (!is_trainer_copy(sum->args[t].name, grad, gl, t)) return false;
+    if (strcmp(sum->args[sum->nin].name, grad) != 0 || strcmp(sc->args[0].name, grad) != 0 ||
+        strcmp(sc->args[1].name, grad) != 0)
+        return false;
+    for (size_t j = 2; j < pb->nops; j++) { /* nobody else reads the per-trainer copies */
+        const ExecOp *o = &pb->ops[j];
+        for (int i = 0; i < o->nin + o->nout; i++)
+            if (!strncmp(o->args[i].name, grad, gl) && !strncmp(o->args[i].name + gl, ".trainer_", 9)) return false;
+    }
+    FlVar *v = fl_dist_server_var(s, grad);
+    if (!v) return false;
+    *out = (FlDistMean){.out = v, .scale = sc->a.f[0], .bias = sc->a.f[1], .bias_after_scale = sc->a.b[0], .skip = 2};
+    return true;
+}
+
+FlStatus fl_dist_server_run(FlDistServer *s, size_t k, FlErr *e) { return fl_dist_server_run_from(s, k, 0, e); }
+
+FlStatus fl_dist_server_run_from(FlDistServer *s, size_t k, size_t first, FlErr *e) {
+    FL_ASSERT(k <= s->nblocks && s->blocks[k] && first <= s->blocks[k]->nops);
+    const PBlock *pb = s->blocks[k];
+    PBlock tail = *pb; /* the same block from op `first` (ops keep their block and index) */
+    tail.ops = pb->ops + first;
+    tail.nops = pb->nops - first;
     FlScope *child = fl_scope_new_layout(s->s, &pb->layout);
     RunCtx rc = *s->rc;
     rc.e = e;
-    FlStatus st = fl_exec_block(&rc, pb, child);
+    FlStatus st = fl_exec_block(&rc, &tail, child);
     fl_scope_release(child);
     return st;
 }

@@ -14,7 +14,11 @@
  * The pserver loop is single-threaded: it receives (any source), stores and weights gradients,
  * runs optimize blocks when a step's gradients are complete (sync) or at once (async), answers
  * GETs (deferring those of a trainer whose gradient is part of an unfinished step), and returns
- * when every trainer sent DONE.
+ * when every trainer sent DONE. In sync mode it reads every waiting header before it receives
+ * the next payload (Server.pulls, in order), so GETs are seen, and answered as their blocks
+ * complete, while later gradients are still arriving. Received payloads land in recycled,
+ * uninitialised buffers (Spare); a block headed by the transpiled sum + scale has them done on
+ * receipt (fused_mean) and runs from its optimizer op.
  */
 #define _GNU_SOURCE
 #include "runtime/mpi/mpi.h"
@@ -22,6 +26,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +52,24 @@ typedef struct Hdr {
 
 #define MSG_MAX (sizeof(Hdr) + NAME_MAX_LEN + FL_MPI_INLINE)
 
+/* Receive buffers of payloads that do not ride inline, recycled per (source rank, var name):
+ * a buffer whose only reference is the pool's belongs to nobody else any more (its var has
+ * moved on) and may be received into again, which saves the allocation, its page faults and a
+ * zero fill per message. Two per key, because a var still holds the last one while the next
+ * arrives; so the pool costs at most one spare copy of what a rank receives. */
+typedef struct Spare {
+    FlBuffer *b[2];
+    char key[]; /* "src:name", the map's key */
+} Spare;
+
+/* A recv announced by prefetch (FlDist.prefetch): its GET is posted, its answer's header awaited. */
+typedef struct Fetch {
+    char *name;
+    int src, tag;
+    char *buf; /* MSG_MAX bytes for the answer's header */
+    MPI_Request req;
+} Fetch;
+
 typedef struct Pending {
     MPI_Request req;
     void *buf;     /* header buffer, freed on completion */
@@ -71,6 +94,8 @@ struct FlMpi {
     atomic_uint reqs;
     pthread_mutex_t mu; /* pend, posting order, stats */
     FL_VEC(Pending) pend;
+    FlMap spares;          /* "src:name" -> Spare, under mu */
+    FL_VEC(Fetch) fetches; /* prefetched recvs not yet claimed, under mu */
     /* stats */
     uint64_t bytes, msgs;
     int64_t steps;
@@ -80,6 +105,7 @@ struct FlMpi {
 static FlStatus t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e);
 static FlStatus t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
 static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
+static FlStatus t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
 static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e);
 
 static double now(void) {
@@ -137,8 +163,12 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     m->tag_pairs = (tag_ub - TAG_REPLY0) / 2;
     if (m->tag_pairs > 1 << 20) m->tag_pairs = 1 << 20;
     pthread_mutex_init(&m->mu, NULL);
+    /* backoff's 50 us sleeps would last 100 us with the default 50 us timer slack: a pserver
+     * idle between steps then answers a step's first message that much later */
+    prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
     snprintf(m->who, sizeof m->who, "rank %d", m->rank);
-    m->dist = (FlDist){.send = t_send, .recv = t_recv, .barrier = t_barrier, .serve = p_serve};
+    fl_map_init(&m->spares);
+    m->dist = (FlDist){.send = t_send, .recv = t_recv, .barrier = t_barrier, .prefetch = t_prefetch, .serve = p_serve};
     *out = m;
     return FL_OK;
 }
@@ -150,6 +180,22 @@ void fl_mpi_free(FlMpi *m) {
         fl_tensor_fini(&m->pend.data[i].ref);
     }
     FL_VEC_FREE(&m->pend);
+    for (size_t i = 0; i < m->fetches.len; i++) { /* unclaimed (after an error): drop them */
+        Fetch *f = &m->fetches.data[i];
+        MPI_Cancel(&f->req);
+        MPI_Request_free(&f->req);
+        free(f->buf);
+        free(f->name);
+    }
+    FL_VEC_FREE(&m->fetches);
+    for (size_t i = 0; i < m->spares.cap; i++)
+        if (fl_map_slot_live(&m->spares, i)) {
+            Spare *sp = m->spares.buckets[i].val;
+            fl_buffer_release(sp->b[0]);
+            fl_buffer_release(sp->b[1]);
+            free(sp);
+        }
+    fl_map_fini(&m->spares);
     if (m->role_comm != MPI_COMM_NULL) MPI_Comm_free(&m->role_comm);
     free(m->role_of);
     free(m->index_of);
@@ -367,28 +413,81 @@ static FlStatus parse(const char *buf, int count, Hdr *h, char *name, const char
     return FL_OK;
 }
 
+/* An uninitialised tensor of the given dtype and shape (nb bytes) for a payload or a result
+ * that fills it in full: a recycled buffer of key (src, name) when one is free (Spare), else a
+ * new one, which the pool then keeps too. */
+static FlStatus spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, int ndim, const int64_t *ne, size_t nb,
+                             FlTensor *out, FlErr *e) {
+    char key[NAME_MAX_LEN + 32];
+    int kl = snprintf(key, sizeof key, "%d:%s", src, name);
+    if (kl < 0 || (size_t)kl >= sizeof key) return fl_tensor_alloc_uninit(e, out, dt, ndim, ne);
+    FlTensor r = FL_TENSOR_INIT;
+    pthread_mutex_lock(&m->mu);
+    Spare *sp = fl_map_find(&m->spares, key, (size_t)kl);
+    for (int i = 0; sp && i < 2 && !r.buf; i++)
+        if (sp->b[i] && sp->b[i]->size == nb && fl_buffer_refs(sp->b[i]) == 1) {
+            fl_buffer_retain(sp->b[i]);
+            r.buf = sp->b[i];
+        }
+    pthread_mutex_unlock(&m->mu);
+    if (r.buf) {
+        r.dtype = dt;
+        r.ndim = ndim;
+        for (int i = 0; i < ndim; i++) r.ne[i] = ne[i];
+        fl_tensor_fini(out);
+        *out = r;
+        return FL_OK;
+    }
+    if (fl_tensor_alloc_uninit(e, &r, dt, ndim, ne) != FL_OK) return FL_ERROR;
+    pthread_mutex_lock(&m->mu);
+    sp = fl_map_find(&m->spares, key, (size_t)kl);
+    if (!sp) {
+        sp = fl_xcalloc(1, sizeof *sp + (size_t)kl + 1);
+        memcpy(sp->key, key, (size_t)kl + 1);
+        fl_map_put(&m->spares, sp->key, (size_t)kl, sp);
+    }
+    /* replace an empty slot, else one nobody uses (a stale size), else the older one (whose
+     * holder keeps it alive) */
+    int slot = !sp->b[0] ? 0 : !sp->b[1] ? 1 : fl_buffer_refs(sp->b[0]) == 1 ? 0 : fl_buffer_refs(sp->b[1]) == 1 ? 1 : 0;
+    fl_buffer_release(sp->b[slot]);
+    if (slot == 0) { /* keep the newest second: the older one frees up first */
+        sp->b[0] = sp->b[1];
+        slot = 1;
+    }
+    sp->b[slot] = r.buf;
+    fl_buffer_retain(r.buf);
+    pthread_mutex_unlock(&m->mu);
+    fl_tensor_fini(out);
+    *out = r;
+    return FL_OK;
+}
+
 /* A new tensor of the header's dtype and shape, filled from the payload (inline, or the next
- * data message from src on data_tag), or zeros for F_ZERO. */
+ * data message from src on data_tag, received straight into a recycled buffer), or zeros for
+ * F_ZERO. */
 static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, int data_tag,
                              FlTensor *out, FlErr *e) {
     if (h->dtype < 0 || h->dtype >= FL_DT_COUNT) return fl_err(e, "'%s' arrived with a bad dtype %d", name, h->dtype);
-    if (fl_tensor_alloc(e, out, (FlDType)h->dtype, h->ndim, h->ne) != FL_OK) return FL_ERROR;
-    size_t nb = fl_tensor_nbytes(out);
-    if (h->flags & F_ZERO) {
-        memset(fl_tensor_data(out), 0, nb);
-        return FL_OK;
-    }
-    if (h->nbytes != nb) {
-        fl_tensor_fini(out);
+    FlDType dt = (FlDType)h->dtype;
+    if (h->flags & F_ZERO) return fl_tensor_alloc(e, out, dt, h->ndim, h->ne);
+    int64_t n;
+    if (fl_shape_numel(e, h->ndim, h->ne, &n) != FL_OK) return FL_ERROR;
+    size_t es = fl_dtype_size(dt);
+    size_t nb = (uint64_t)n > SIZE_MAX / es ? SIZE_MAX : (size_t)n * es;
+    if (h->nbytes != nb)
         return fl_err(e, "'%s' arrived with %llu bytes for its shape's %zu", name, (unsigned long long)h->nbytes, nb);
-    }
-    if (h->flags & F_INLINE) {
-        memcpy(fl_tensor_data(out), payload, nb);
+    if ((h->flags & F_INLINE) || nb == 0) {
+        if (fl_tensor_alloc_uninit(e, out, dt, h->ndim, h->ne) != FL_OK) return FL_ERROR;
+        if (nb) memcpy(fl_tensor_data(out), payload, nb);
         return FL_OK;
     }
-    if (nb == 0) return FL_OK;
+    if (spare_tensor(m, src, name, dt, h->ndim, h->ne, nb, out, e) != FL_OK) return FL_ERROR;
     MPI_Request r;
-    MPI_TRY(MPI_Irecv(fl_tensor_data(out), (int)nb, MPI_BYTE, src, data_tag, MPI_COMM_WORLD, &r), "receiving");
+    int rc = MPI_Irecv(fl_tensor_data(out), (int)nb, MPI_BYTE, src, data_tag, MPI_COMM_WORLD, &r);
+    if (rc != MPI_SUCCESS) {
+        fl_tensor_fini(out);
+        return mpi_err(e, rc, "receiving");
+    }
     char what[NAME_MAX_LEN + 32];
     snprintf(what, sizeof what, "receiving '%s'", name);
     if (wait_req(m, &r, NULL, src, what, e) != FL_OK) {
@@ -432,56 +531,124 @@ static FlStatus t_send(FlDist *d, int ps, const char *name, const FlTensor *t, F
     return st;
 }
 
+/* Posts the receive of the answer, then the GET for var `name` from rank src, into f. */
+static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *e) {
+    unsigned id = atomic_fetch_add(&m->reqs, 1u);
+    *f = (Fetch){.src = src, .tag = TAG_REPLY0 + 2 * (int)(id % (unsigned)m->tag_pairs), .buf = fl_xmalloc(MSG_MAX)};
+    int rc = MPI_Irecv(f->buf, (int)MSG_MAX, MPI_BYTE, src, f->tag, MPI_COMM_WORLD, &f->req);
+    if (rc != MPI_SUCCESS) {
+        free(f->buf);
+        return mpi_err(e, rc, "posting a receive");
+    }
+    if (post(m, src, TAG_HDR, K_GET, 0, name, NULL, NULL, f->tag, e) != FL_OK) {
+        MPI_Cancel(&f->req);
+        MPI_Request_free(&f->req);
+        free(f->buf);
+        return FL_ERROR;
+    }
+    f->name = fl_xstrdup(name);
+    return FL_OK;
+}
+
+/* Waits for f's answer and takes its tensor into *out; frees f's buffers. */
+static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
+    MPI_Status st;
+    FlStatus rc = FL_ERROR;
+    char what[NAME_MAX_LEN + 64], name2[NAME_MAX_LEN + 1];
+    snprintf(what, sizeof what, "receiving '%s'", f->name);
+    if (wait_req(m, &f->req, &st, f->src, what, e) != FL_OK) goto done;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    Hdr h;
+    const char *payload;
+    if (parse(f->buf, count, &h, name2, &payload, e) != FL_OK) goto done;
+    if (h.kind == K_ERROR) {
+        char pn[64];
+        fl_err(e, "%s: %.*s", peer_name(m, f->src, pn, sizeof pn), (int)h.nbytes, payload);
+        goto done;
+    }
+    if (h.kind != K_PARAM || strcmp(name2, f->name) != 0) {
+        fl_err(e, "%s: the answer names '%s' (kind %d)", what, name2, h.kind);
+        goto done;
+    }
+    FlTensor t = FL_TENSOR_INIT;
+    if (take_payload(m, &h, f->name, payload, f->src, f->tag + 1, &t, e) != FL_OK) goto done;
+    fl_tensor_fini(out);
+    *out = t;
+    rc = FL_OK;
+done:
+    free(f->buf);
+    free(f->name);
+    return rc;
+}
+
+static FlStatus t_prefetch(FlDist *d, int ps, const char *name, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    double t0 = now();
+    int src;
+    Fetch f;
+    FlStatus st = pserver_rank(m, ps, name, "receiving", &src, e);
+    if (st == FL_OK) st = start_get(m, src, name, &f, e);
+    if (st == FL_OK) {
+        pthread_mutex_lock(&m->mu);
+        FL_VEC_PUSH(&m->fetches, f);
+        pthread_mutex_unlock(&m->mu);
+    }
+    add_comm(m, t0);
+    return st;
+}
+
 static FlStatus t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = now();
     int src;
     if (pserver_rank(m, ps, name, "receiving", &src, e) != FL_OK) return FL_ERROR;
-    unsigned id = atomic_fetch_add(&m->reqs, 1u);
-    int tag = TAG_REPLY0 + 2 * (int)(id % (unsigned)m->tag_pairs);
-    char *buf = fl_xmalloc(MSG_MAX);
-    MPI_Request r;
-    MPI_Status st;
-    FlStatus rc = FL_ERROR;
-    char what[NAME_MAX_LEN + 64], name2[NAME_MAX_LEN + 1];
-    snprintf(what, sizeof what, "receiving '%s'", name);
-    int mrc = MPI_Irecv(buf, (int)MSG_MAX, MPI_BYTE, src, tag, MPI_COMM_WORLD, &r);
-    if (mrc != MPI_SUCCESS) {
-        mpi_err(e, mrc, what);
-        goto done;
-    }
-    if (post(m, src, TAG_HDR, K_GET, 0, name, NULL, NULL, tag, e) != FL_OK) goto done;
-    if (wait_req(m, &r, &st, src, what, e) != FL_OK) goto done;
-    int count = 0;
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    Hdr h;
-    const char *payload;
-    if (parse(buf, count, &h, name2, &payload, e) != FL_OK) goto done;
-    if (h.kind == K_ERROR) {
-        char pn[64];
-        fl_err(e, "%s: %.*s", peer_name(m, src, pn, sizeof pn), (int)h.nbytes, payload);
-        goto done;
-    }
-    if (h.kind != K_PARAM || strcmp(name2, name) != 0) {
-        fl_err(e, "%s: the answer names '%s' (kind %d)", what, name2, h.kind);
-        goto done;
-    }
-    FlTensor t = FL_TENSOR_INIT;
-    if (take_payload(m, &h, name, payload, src, tag + 1, &t, e) != FL_OK) goto done;
-    fl_tensor_fini(out);
-    *out = t;
-    rc = progress(m, false, e);
-done:
-    free(buf);
+    Fetch f;
+    bool found = false;
+    pthread_mutex_lock(&m->mu); /* claim the oldest prefetch of (src, name), if any */
+    for (size_t i = 0; i < m->fetches.len && !found; i++)
+        if (m->fetches.data[i].src == src && !strcmp(m->fetches.data[i].name, name)) {
+            f = m->fetches.data[i];
+            memmove(&m->fetches.data[i], &m->fetches.data[i + 1], (m->fetches.len - i - 1) * sizeof f);
+            m->fetches.len--;
+            found = true;
+        }
+    pthread_mutex_unlock(&m->mu);
+    FlStatus rc = found ? FL_OK : start_get(m, src, name, &f, e);
+    if (rc == FL_OK) rc = finish_get(m, &f, out, e);
+    if (rc == FL_OK) rc = progress(m, false, e);
     add_comm(m, t0);
     return rc;
 }
 
+/* Receives and drops the answers of prefetched recvs nobody claimed (a program whose recv ops
+ * stopped early), so that no answer is left in flight. */
+static FlStatus drain_fetches(FlMpi *m, FlErr *e) {
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        Fetch f;
+        bool any = m->fetches.len > 0;
+        if (any) f = m->fetches.data[--m->fetches.len];
+        pthread_mutex_unlock(&m->mu);
+        if (!any) return FL_OK;
+        FlTensor t = FL_TENSOR_INIT;
+        FlStatus st = finish_get(m, &f, &t, e);
+        fl_tensor_fini(&t);
+        if (st != FL_OK) return FL_ERROR;
+    }
+}
+
+/* fetch_barrier: every recv has completed already. send_barrier: every gradient is posted, and
+ * a pserver reads a trainer's messages in order, so its GETs after the barrier wait for the
+ * block updates the gradients take part in; waiting here for the payloads to be received would
+ * only keep the GETs back (and the parameters that are ready from coming back while the server
+ * still receives the others). So it completes what has completed; fl_mpi_step_end waits for
+ * the rest. */
 static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
-    if (kind == FL_DIST_FETCH_BARRIER) return FL_OK; /* every recv has completed already */
+    if (kind == FL_DIST_FETCH_BARRIER) return FL_OK;
     double t0 = now();
-    FlStatus st = progress(m, true, e);
+    FlStatus st = progress(m, false, e);
     add_comm(m, t0);
     return st;
 }
@@ -495,7 +662,8 @@ void fl_mpi_step_begin(FlMpi *m, int64_t step, size_t rows, size_t rows_global) 
 
 FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
     double t0 = now();
-    FlStatus st = progress(m, true, e);
+    FlStatus st = drain_fetches(m, e);
+    if (st == FL_OK) st = progress(m, true, e);
     add_comm(m, t0);
     return st;
 }
@@ -518,6 +686,7 @@ FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *
 
 FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) {
     if (!m->assigned || m->role != FL_MPI_TRAINER) return FL_OK;
+    if (drain_fetches(m, e) != FL_OK) return FL_ERROR;
     for (int p = 0; p < m->P; p++)
         if (post(m, m->pserver_rank[p], TAG_HDR, K_DONE, 0, "", NULL, NULL, 0, e) != FL_OK) return FL_ERROR;
     return progress(m, true, e);
@@ -532,6 +701,10 @@ typedef struct SGrad {
     FlVar *var;          /* "<name>" itself */
     bool *have;          /* per trainer, this step */
     FlTensor acc;        /* hand-written sync: the row-weighted mean so far */
+    bool fused;          /* transpiled sync with the block's sum + scale done here (FlDistMean) */
+    FlDistMean mean;
+    FlTensor *got;       /* fused: per trainer, the gradient as received */
+    double *w;           /* fused: per trainer, its weight T * rows_t / rows_global */
 } SGrad;
 
 typedef struct SBlock {
@@ -539,6 +712,7 @@ typedef struct SBlock {
     int64_t step;       /* the step being collected; -1: none */
     double since;
     bool *contrib;      /* per trainer */
+    size_t skip;        /* leading ops the server did itself (a fused mean) */
 } SBlock;
 
 typedef struct SGet {
@@ -546,6 +720,16 @@ typedef struct SGet {
     char *name;
     FlVar *var;
 } SGet;
+
+/* A gradient of a sync step whose header has been read and whose payload (a data message) has
+ * not: the loop reads every header waiting before it pulls the next payload, so a trainer's
+ * GETs behind its gradients are seen early and answered as soon as their block is done, while
+ * the later payloads are still coming (the trainer receives parameters meanwhile). */
+typedef struct SPull {
+    Hdr h;
+    int t, src;
+    long gi;
+} SPull;
 
 typedef struct Server {
     FlMpi *m;
@@ -557,6 +741,8 @@ typedef struct Server {
     int64_t lr_step;
     FL_VEC(SGet) gets;
     size_t *get_block; /* parallel to gets */
+    FL_VEC(SPull) pulls; /* sync: gradients whose header is in and whose payload is not yet */
+    size_t pull0;        /* the first of pulls not yet done */
 } Server;
 
 /* "W@GRAD.block3" -> length of "W@GRAD", or 0 when the name has no .blockK suffix. */
@@ -654,18 +840,76 @@ static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
         st = fl_dist_server_run(s->srv, s->nb, e);
         s->lr_step = step;
     }
-    if (st == FL_OK) st = fl_dist_server_run(s->srv, k, e);
+    if (st == FL_OK) st = fl_dist_server_run_from(s->srv, k, s->b[k].skip, e);
     s->m->compute += now() - t0;
     if (step + 1 > s->m->steps) s->m->steps = step + 1;
     return st;
 }
 
-/* Sync: block k has every gradient of its step: store hand-written means, run, answer. */
+/* A fused block's gradient: scale * sum_t w_t * G_t + bias, the transpiled block's
+ * sum(G.trainer_t) and scale with the same float operations in the same order, in one pass
+ * (none when one trainer's gradient is the answer as it is). */
+static FlStatus fused_mean(Server *s, SGrad *g, FlErr *e) {
+    int T = s->m->T;
+    const FlTensor *x0 = &g->got[0];
+    for (int t = 1; t < T; t++)
+        if (!fl_tensor_same_shape(&g->got[t], x0) || g->got[t].dtype != x0->dtype)
+            return fl_err(e, "gradient '%s': %s %s from one trainer, %s %s from another", g->name,
+                          fl_dtype_name(x0->dtype), fl_tensor_shape(x0).s, fl_dtype_name(g->got[t].dtype),
+                          fl_tensor_shape(&g->got[t]).s);
+    const FlDistMean *mn = &g->mean;
+    bool plain = T == 1 && g->w[0] == 1.0 && mn->scale == 1.0 && mn->bias == 0.0;
+    FlTensor r = FL_TENSOR_INIT;
+    if (plain) {
+        r = g->got[0];
+        g->got[0] = (FlTensor)FL_TENSOR_INIT;
+    } else {
+        if (spare_tensor(s->m, -1, g->name, x0->dtype, x0->ndim, x0->ne, fl_tensor_nbytes(x0), &r, e) != FL_OK)
+            return FL_ERROR;
+        int64_t n = fl_tensor_numel(x0);
+        if (x0->dtype == FL_DT_FLOAT32) {
+            const float *xs[64];
+            float w[64];
+            float sc = (float)mn->scale, bi = (float)mn->bias;
+            float *o = fl_tensor_data(&r);
+            for (int64_t i0 = 0; i0 < n; i0 += 4096) { /* trainers in chunks of 64 per pass */
+                int64_t i1 = i0 + 4096 < n ? i0 + 4096 : n;
+                for (int t0 = 0; t0 < T; t0 += 64) {
+                    int nt = T - t0 < 64 ? T - t0 : 64;
+                    for (int t = 0; t < nt; t++) {
+                        xs[t] = fl_tensor_data(&g->got[t0 + t]);
+                        w[t] = (float)g->w[t0 + t];
+                    }
+                    for (int64_t i = i0; i < i1; i++) {
+                        float a = t0 ? o[i] : w[0] * xs[0][i];
+                        for (int t = t0 ? 0 : 1; t < nt; t++) a += w[t] * xs[t][i];
+                        o[i] = a;
+                    }
+                }
+                for (int64_t i = i0; i < i1; i++) o[i] = mn->bias_after_scale ? sc * o[i] + bi : sc * (o[i] + bi);
+            }
+        } else {
+            double *o = fl_tensor_data(&r);
+            for (int64_t i = 0; i < n; i++) {
+                double a = g->w[0] * ((const double *)fl_tensor_data(&g->got[0]))[i];
+                for (int t = 1; t < T; t++) a += g->w[t] * ((const double *)fl_tensor_data(&g->got[t]))[i];
+                o[i] = mn->bias_after_scale ? mn->scale * a + mn->bias : mn->scale * (a + mn->bias);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) fl_tensor_fini(&g->got[t]);
+    fl_var_take_tensor(mn->out, &r);
+    return FL_OK;
+}
+
+/* Sync: block k has every gradient of its step: store hand-written and fused means, run,
+ * answer. */
 static FlStatus complete(Server *s, size_t k, FlErr *e) {
     SBlock *b = &s->b[k];
     for (size_t i = 0; i < s->ng; i++) {
         SGrad *g = &s->g[i];
         if (g->block != k) continue;
+        if (g->fused && fused_mean(s, g, e) != FL_OK) return FL_ERROR;
         if (!g->per_trainer) fl_var_take_tensor(g->var, &g->acc);
         memset(g->have, 0, (size_t)s->m->T * sizeof *g->have);
     }
@@ -689,15 +933,44 @@ static FlStatus complete(Server *s, size_t k, FlErr *e) {
     return FL_OK;
 }
 
+/* Sync: trainer t's gradient x (taken) of gradient entry g is in: weigh and store it, and run
+ * the block when its step is complete. */
+static FlStatus grad_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, FlErr *e) {
+    FlMpi *m = s->m;
+    SBlock *b = &s->b[g->block];
+    FlStatus st = FL_OK;
+    double rows = (double)h->rows, global = (double)h->rows_global;
+    double wt = global > 0 ? (double)m->T * rows / global : 1.0;
+    if (g->fused) { /* kept as received; fused_mean weighs, sums and scales in one pass */
+        if (x->dtype != FL_DT_FLOAT32 && x->dtype != FL_DT_FLOAT64)
+            st = fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", g->name, fl_dtype_name(x->dtype));
+        g->w[t] = wt;
+        fl_tensor_fini(&g->got[t]);
+        g->got[t] = *x;
+        *x = (FlTensor)FL_TENSOR_INIT;
+    } else if (g->per_trainer) { /* G.trainer_t = T * rows_t / rows_global * G_t; the block sums and scales by 1/T */
+        st = scale_in_place(e, x, wt, g->name);
+        if (st == FL_OK) fl_var_take_tensor(g->per_trainer[t], x);
+    } else { /* G = sum_t rows_t / rows_global * G_t */
+        st = scale_add(e, &g->acc, x, global > 0 ? rows / global : 1.0 / m->T, g->name);
+    }
+    fl_tensor_fini(x);
+    if (st != FL_OK) return FL_ERROR;
+    if (++b->have == b->need) return complete(s, g->block, e);
+    return FL_OK;
+}
+
+/* A gradient's header. Async: received and applied at once. Sync: the step's bookkeeping now
+ * (so that the trainer's GETs of the block wait for it); the payload now when it came inline,
+ * else later, in order, from s->pulls. */
 static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *name, const char *payload, FlErr *e) {
     FlMpi *m = s->m;
     long gi = find_grad(s, name);
     if (gi < 0) return fl_err(e, "got gradient '%s' from trainer %d, which no optimize block of this pserver takes", name, t);
     SGrad *g = &s->g[gi];
     FlTensor x = FL_TENSOR_INIT;
-    if (take_payload(m, h, name, payload, src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
-    FlStatus st = FL_OK;
     if (!fl_dist_server_sync(s->srv)) { /* async: apply at once (a zero gradient: nothing to apply) */
+        if (take_payload(m, h, name, payload, src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
         if (h->flags & F_ZERO) {
             fl_tensor_fini(&x);
             return FL_OK;
@@ -710,25 +983,29 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
         b->step = h->step;
         b->since = now();
     } else if (h->step != b->step) {
-        st = fl_err(e, "got trainer %d's gradient '%s' of step %lld while step %lld is incomplete", t, name,
-                    (long long)h->step, (long long)b->step);
+        return fl_err(e, "got trainer %d's gradient '%s' of step %lld while step %lld is incomplete", t, name,
+                      (long long)h->step, (long long)b->step);
     }
-    if (st == FL_OK && g->have[t]) st = fl_err(e, "got gradient '%s' twice from trainer %d in step %lld", name, t, (long long)h->step);
-    if (st == FL_OK) {
-        double rows = (double)h->rows, global = (double)h->rows_global;
-        if (g->per_trainer) { /* G.trainer_t = T * rows_t / rows_global * G_t; the block sums and scales by 1/T */
-            st = scale_in_place(e, &x, global > 0 ? (double)m->T * rows / global : 1.0, name);
-            if (st == FL_OK) fl_var_take_tensor(g->per_trainer[t], &x);
-        } else { /* G = sum_t rows_t / rows_global * G_t */
-            st = scale_add(e, &g->acc, &x, global > 0 ? rows / global : 1.0 / m->T, name);
-        }
-    }
-    fl_tensor_fini(&x);
-    if (st != FL_OK) return FL_ERROR;
+    if (g->have[t]) return fl_err(e, "got gradient '%s' twice from trainer %d in step %lld", name, t, (long long)h->step);
     g->have[t] = true;
     b->contrib[t] = true;
-    if (++b->have == b->need) return complete(s, g->block, e);
-    return FL_OK;
+    if (!(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > 0) {
+        SPull p = {.h = *h, .t = t, .src = src, .gi = gi};
+        FL_VEC_PUSH(&s->pulls, p);
+        return FL_OK;
+    }
+    if (take_payload(m, h, name, payload, src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
+    return grad_in(s, g, t, h, &x, e);
+}
+
+/* Receives the oldest pending payload (they come in order per trainer) and stores it. */
+static FlStatus pull_one(Server *s, FlErr *e) {
+    SPull p = s->pulls.data[s->pull0++];
+    if (s->pull0 == s->pulls.len) s->pull0 = s->pulls.len = 0;
+    SGrad *g = &s->g[p.gi];
+    FlTensor x = FL_TENSOR_INIT;
+    if (take_payload(s->m, &p.h, g->name, NULL, p.src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
+    return grad_in(s, g, p.t, &p.h, &x, e);
 }
 
 static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name, FlErr *e) {
@@ -775,7 +1052,8 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
     char name[NAME_MAX_LEN + 1];
     Backoff bo = {0};
     FlStatus st = FL_OK;
-    while (st == FL_OK && ndone < m->T) {
+    int sweep = 0; /* headers read since the last payload */
+    while (st == FL_OK && (ndone < m->T || s->pull0 < s->pulls.len)) {
         if ((st = progress(m, false, e)) != FL_OK) break;
         int flag = 0;
         MPI_Message msg;
@@ -785,11 +1063,19 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
             st = mpi_err(e, rc, "waiting for messages");
             break;
         }
-        if (!flag) {
+        if (!flag || sweep >= 256) { /* every waiting header read: pull a payload, or wait */
+            sweep = 0;
+            if (s->pull0 < s->pulls.len) {
+                st = pull_one(s, e);
+                bo.n = 0;
+                continue;
+            }
+            if (flag) continue;
             st = check_stalls(s, e);
             backoff(&bo);
             continue;
         }
+        sweep++;
         bo.n = 0;
         int count = 0;
         MPI_Get_count(&ms, MPI_BYTE, &count);
@@ -869,16 +1155,32 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         if (!g->per_trainer && !g->var && st == FL_OK)
             st = fl_err(e, "grad_to_block names '%s', which the pserver program does not declare", g->name);
     }
+    /* a block taking one transpiled gradient whose head is its mean: do the mean on receipt */
+    for (size_t i = 0; i < s.ng && st == FL_OK; i++) {
+        SGrad *g = &s.g[i];
+        size_t same = 0;
+        for (size_t j = 0; j < s.ng; j++) same += s.g[j].block == g->block;
+        if (!g->per_trainer || same != 1 || !fl_dist_server_find_mean(srv, g->block, g->name, m->T, &g->mean)) continue;
+        g->fused = true;
+        g->got = fl_xcalloc((size_t)m->T, sizeof *g->got);
+        for (int t = 0; t < m->T; t++) g->got[t] = (FlTensor)FL_TENSOR_INIT;
+        g->w = fl_xcalloc((size_t)m->T, sizeof *g->w);
+        s.b[g->block].skip = g->mean.skip;
+    }
     if (st == FL_OK) st = serve_loop(&s, e);
     for (size_t i = 0; i < s.ng; i++) {
         free(s.g[i].per_trainer);
         free(s.g[i].have);
+        for (int t = 0; s.g[i].got && t < m->T; t++) fl_tensor_fini(&s.g[i].got[t]);
+        free(s.g[i].got);
+        free(s.g[i].w);
         fl_tensor_fini(&s.g[i].acc);
     }
     for (size_t k = 0; k < s.nb; k++) free(s.b[k].contrib);
     for (size_t i = 0; i < s.gets.len; i++) free(s.gets.data[i].name);
     FL_VEC_FREE(&s.gets);
     free(s.get_block);
+    FL_VEC_FREE(&s.pulls);
     free(s.g);
     free(s.b);
     m->comm += now() - t0; /* the loop's time; compute is subtracted when printed */
