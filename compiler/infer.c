@@ -979,6 +979,18 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_momentum:
     case FL_OPID_adam: return infer_optimizer(&c);
     case FL_OPID_list_index: return infer_list_index(&c);
+    case FL_OPID_channel_recv: {
+        /* the received value has the channel's element dtype and shape (a channel var's shape is
+         * its elements' shape; rank 0 when unknown); Status is a bool [1] */
+        const char *ch = fl_ir_op_input1(op, "Channel"), *out = fl_ir_op_output1(op, "Out");
+        FlVarDesc *cd = ch ? fl_ir_var_lookup(p, b, ch) : NULL;
+        FlVarDesc *od = out ? fl_ir_var_lookup(p, b, out) : NULL;
+        if (cd && od && od != cd) {
+            od->dtype = cd->dtype;
+            fl_ir_var_set_shape(od, cd->ndim, cd->shape);
+        }
+        return FL_OK;
+    }
     /* control, channels, distribution: nothing to infer, never an error */
     case FL_OPID_conditional_block:
     case FL_OPID_while:
@@ -986,7 +998,6 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_go:
     case FL_OPID_channel_create:
     case FL_OPID_channel_send:
-    case FL_OPID_channel_recv:
     case FL_OPID_channel_close:
     case FL_OPID_select:
     case FL_OPID_split_to_chan:

@@ -809,16 +809,20 @@ static FlValue *c_listen_and_serv(Ctx *c, FlValue *self, CallArgs *a) {
 }
 
 static FlValue *c_make_chan(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("make_chan", "dtype= capacity=", 2);
+    ARGS("make_chan", "dtype= capacity= shape=", 3);
     FlDType dt = FL_DT_FLOAT32;
     if (v[0] && !want_dtype(c, v[0], a->span, &dt)) return c->error;
     int64_t cap = 0;
     if (v[1] && !want_int(c, v[1], "capacity", a->span, &cap)) return c->error;
+    int nd = 0;
+    int64_t shape[FL_IR_MAX_DIMS];
+    if (v[2] && !want_shape(c, v[2], "shape", a->span, &nd, shape)) return c->error;
     if (cap < 0) return fl_ev_error(c, a->span, "a channel's capacity cannot be negative (%lld)", (long long)cap);
     const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel"));
     FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
     d->kind = FL_VAR_CHANNEL;
     d->dtype = dt;
+    fl_ir_var_set_shape(d, nd, shape); /* the elements' shape (rank 0: unknown) */
     d->capacity = cap;
     d->stop_gradient = true;
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "channel_create", a->span);

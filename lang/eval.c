@@ -1836,6 +1836,7 @@ static Flow runtime_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel_recv"));
     FlVarDesc *vd = fl_ev_new_var(c, sub, vname, s->loop.target->span);
     vd->dtype = chd->dtype;
+    fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
     FlOpDesc *rv = fl_ev_op_raw(c, sub, "channel_recv", s->span);
     fl_ir_op_add_input(rv, "Channel", ch->var.name);
     fl_ir_op_add_output(rv, "Out", vname);
@@ -1847,7 +1848,7 @@ static Flow runtime_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     RtLoop loop = {ok->var.name, NULL, false, false};
     FL_VEC_PUSH(&c->rtloops, &loop);
     Flow f = FLOW_NORMAL;
-    FlBlock *body = fl_ev_sub_block(c, e, &s->loop.body, false, s->span, &f);
+    FlBlock *body = fl_ev_sub_block(c, e, &s->loop.body, true, s->span, &f);
     c->rtloops.len--;
     FlOpDesc *cb = control_op(c, "conditional_block", body, s->span);
     fl_ir_op_add_input(cb, "Cond", ok->var.name);
@@ -2013,6 +2014,7 @@ static Flow stmt_select(Ctx *c, Env *e, FlAst *s) {
                 vn = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "select_recv"));
                 FlVarDesc *vd = fl_ev_new_var(c, parent, vn, cs->span);
                 vd->dtype = chd->dtype;
+                fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
                 if (cs->case_.target) {
                     if (cs->case_.target->kind != FL_AST_NAME) {
                         fl_ev_error(c, cs->case_.target->span, "a select case binds one name");
@@ -2024,8 +2026,14 @@ static Flow stmt_select(Ctx *c, Env *e, FlAst *s) {
             }
         }
         Flow f;
-        FlBlock *sub = fl_ev_sub_block(c, e, &cs->case_.body, false, cs->span, &f);
-        snap_restore(e, &snap);
+        FlBlock *sub = fl_ev_sub_block(c, e, &cs->case_.body, true, cs->span, &f);
+        /* names the case rebinds stay rebound (carried out); the received name does not leak */
+        if (cs->case_.target && cs->case_.target->kind == FL_AST_NAME) {
+            const char *tn = cs->case_.target->name;
+            FlValue *prev = fl_map_find_str(&snap.map, tn);
+            if (prev) fl_env_set(e, tn, prev);
+            else fl_map_remove(&e->map, tn, strlen(tn));
+        }
         fl_map_fini(&snap.map);
         if (f == FLOW_BREAK || f == FLOW_CONTINUE || f == FLOW_RETURN) {
             fl_ev_error(c, cs->span, "'break', 'continue' and 'return' inside a select case are not supported yet");

@@ -37,6 +37,7 @@
 #include "compiler/ops.h"
 #include "lang/eval.h"
 #include "runtime/api.h"
+#include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
 #include "runtime/core/scope.h"
 #include "runtime/data/data.h"
@@ -616,10 +617,17 @@ static int run_program(Opts *o) {
     r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
     int rc = 1;
     Data d = {0};
+    FlSched *sched = NULL; /* goroutines (see below) */
     FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed)};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
+    /* goroutines: one scheduler for the process; runs attach their thread to it (conc.h) */
+    if (has_op_flag(r.bundle->main, 0, "go") || has_op_flag(r.bundle->main, 0, "channel_create")) {
+        FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE};
+        if (!(sched = fl_sched_new(&sc, &e))) goto fail;
+        fl_conc_attach(r.scope, sched);
+    }
     if (o->load) {
         if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail; /* state not saved */
         if (fl_params_load(r.prog, r.scope, o->load, &e) != FL_OK) goto fail;
@@ -677,7 +685,39 @@ fail:
         snprintf(msg, sizeof msg, "error: %s", e.msg);
         fl_mpi_fail(mpi, msg);
     }
-    if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
+    /* Go's endings: a deadlock prints the scheduler's report (one line per goroutine); when the
+     * main program ends, goroutines still alive are dropped with a warning naming their lines */
+    const char *deadlock = sched ? fl_sched_deadlock_report(sched) : NULL;
+    if (rc && deadlock && strstr(e.msg, "deadlock: all goroutines are blocked")) fputs(deadlock, stderr);
+    else if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
+    FlBuf live = {0}, leaked = {0};
+    size_t nleaked = 0;
+    /* the blocked ones; goroutines still running get up to 100 ms to block or finish first */
+    for (int tries = 0; sched && !rc && tries < 100; tries++) {
+        live.len = leaked.len = nleaked = 0;
+        bool busy = false;
+        if (fl_sched_list(sched, &live))
+            for (const char *l = fl_buf_str(&live), *nl; *l; l = nl + 1) {
+                nl = strchr(l, '\n');
+                const char *st = strstr(l, "): ");
+                if (!nl || !st) break;
+                if (!strncmp(st, "): running", 10) || !strncmp(st, "): runnable", 11) ||
+                    !strncmp(st, "): in blocking", 14)) {
+                    busy = true;
+                    continue;
+                }
+                fl_buf_append(&leaked, l, (size_t)(nl - l + 1));
+                nleaked++;
+            }
+        if (!busy) break;
+        usleep(1000);
+    }
+    if (nleaked)
+        fprintf(stderr, "flrun: warning: the main program ended with %zu goroutine%s still blocked (dropped, "
+                "as Go does):\n%s", nleaked, nleaked == 1 ? "" : "s", fl_buf_str(&leaked));
+    fl_buf_free(&live);
+    fl_buf_free(&leaked);
+    fl_sched_free(sched); /* wakes leaked goroutines and waits until they have unwound */
     if (r.log) fclose(r.log);
     for (size_t i = 0; i < r.nfetch; i++) fl_tensor_fini(&r.fetches[i].tensor);
     free(r.fetches);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "runtime/rng.h"
+#include "runtime/sched/sched.h"
 
 /* ---------------------------------------------------------------- adapter tables */
 
@@ -257,11 +258,21 @@ done:
     return st;
 }
 
+/* One op. Ops that may hold their thread for long (MPI, GEMM-shaped kernels) run inside a
+ * blocking region: on a goroutine the worker's processor goes to another worker meanwhile, and
+ * a goroutine waiting in MPI is never taken for deadlocked (runtime/sched/sched.h). Outside
+ * goroutines and attached threads the region calls are no-ops. */
+static FlStatus run_op(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    if (op->region && rc->sched) fl_sched_block_begin();
+    FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
+    if (op->region && rc->sched) fl_sched_block_end();
+    return st;
+}
+
 static FlStatus run_masked(RunCtx *rc, const PBlock *pb, FlScope *s, const bool *mask) {
     for (size_t i = 0; i < pb->nops; i++) {
         if (mask && !mask[i]) continue;
-        const ExecOp *op = &pb->ops[i];
-        FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
+        FlStatus st = run_op(rc, &pb->ops[i], s);
         if (st != FL_OK) return st;
     }
     return FL_OK;
@@ -269,8 +280,7 @@ static FlStatus run_masked(RunCtx *rc, const PBlock *pb, FlScope *s, const bool 
 
 FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) {
     for (size_t i = 0; i < pb->nops; i++) {
-        const ExecOp *op = &pb->ops[i];
-        FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
+        FlStatus st = run_op(rc, &pb->ops[i], s);
         if (st != FL_OK) return st;
     }
     return FL_OK;
@@ -366,6 +376,15 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
                 return fl_err(e, "%s: its sub-block %lld is not a child of block %d", where,
                               (long long)at->i, pb->b->idx);
             op->sub = sub;
+        } else if (at->type == FL_ATTR_BLOCKS) { /* select's sub_blocks */
+            for (size_t j = 0; j < at->n; j++) {
+                if (at->ints[j] <= 0 || (size_t)at->ints[j] >= ex->nblocks)
+                    return fl_err(e, "%s: attribute '%s' names block %lld, which does not exist", where,
+                                  at->name, (long long)at->ints[j]);
+                if (ex->blocks[at->ints[j]].b->parent != pb->b->idx)
+                    return fl_err(e, "%s: its sub-block %lld is not a child of block %d", where,
+                                  (long long)at->ints[j], pb->b->idx);
+            }
         }
     }
     /* random ops: the effective seed */
@@ -381,6 +400,16 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     }
     if (op->ad->prepare && op->ad->prepare(op, &ce) != FL_OK)
         return fl_err(e, "%s: %s", where, ce.msg);
+    /* concurrency: goroutine state, and the ops that run inside a blocking region */
+    static const char *const conc_ops[] = {"go", "channel_create", "channel_send", "channel_recv",
+                                           "channel_close", "select", "split_to_chan", "chan_concat"};
+    static const char *const long_ops[] = {"mul", "matmul", "conv2d", "mul_grad", "matmul_grad",
+                                           "conv2d_grad"};
+    for (size_t i = 0; i < sizeof conc_ops / sizeof *conc_ops; i++)
+        if (!strcmp(d->type, conc_ops[i])) fl_conc_prepare(ex);
+    op->region = (op->info->flags & FL_OPF_DIST) != 0;
+    for (size_t i = 0; i < sizeof long_ops / sizeof *long_ops; i++)
+        if (!strcmp(d->type, long_ops[i])) op->region = true;
     return FL_OK;
 }
 
@@ -457,6 +486,7 @@ fail:
 
 void fl_exec_free(FlExec *ex) {
     if (!ex) return;
+    fl_conc_free(ex); /* its goroutines use the blocks below */
     for (size_t i = 0; i < ex->nblocks; i++) {
         PBlock *pb = &ex->blocks[i];
         for (size_t k = 0; pb->ops && k < pb->nops; k++) {
@@ -596,7 +626,11 @@ FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t
     }
     RunCtx rc = {.ex = ex, .step = atomic_fetch_add(&ex->runs, 1), .e = e,
                  .read_only = (flags & FL_EXEC_PREDICT) != 0};
-    if (run_masked(&rc, pb, call, mask) != FL_OK) goto done;
+    ConcRun cr = {0};
+    if (ex->conc) fl_conc_run_begin(ex, scope, &rc, &cr);
+    FlStatus rst = run_masked(&rc, pb, call, mask);
+    if (ex->conc) rst = fl_conc_run_end(ex, &rc, &cr, rst);
+    if (rst != FL_OK) goto done;
     for (size_t i = 0; i < nfetches; i++) {
         FlVar *v = fl_scope_find(call, fetch_names[i]);
         if (!v) {

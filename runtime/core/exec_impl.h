@@ -29,6 +29,9 @@
 
 typedef struct PBlock PBlock;
 typedef struct ExecOp ExecOp;
+typedef struct FlExecConc FlExecConc;
+typedef struct FlSched FlSched;
+typedef struct ConcLabel ConcLabel;
 
 typedef struct ArgRef {
     const char *name; /* borrowed from the program */
@@ -76,6 +79,8 @@ struct ExecOp {
     uint64_t seed;         /* random ops: the effective seed */
     const PBlock *sub;     /* the BLOCK attribute's block, if any */
     atomic_long count;     /* Print's first_n counter */
+    bool region;           /* may block its thread for long (MPI, GEMM): run inside
+                            * fl_sched_block_begin/end so goroutines keep running (exec.c) */
 };
 
 typedef struct SlotInfo {
@@ -105,6 +110,8 @@ struct FlExec {
     SizeVec needs;        /* block-0 slots read before written (feeds) */
     atomic_ullong runs;   /* run counter (dropout streams) */
     FlPool *pool;
+    FlExecConc *conc;     /* goroutine state (ops_chan.c); NULL when the program has no
+                           * go / channel / select op */
 };
 
 struct RunCtx {
@@ -112,6 +119,8 @@ struct RunCtx {
     uint64_t step;  /* this call's run number */
     bool read_only; /* FL_EXEC_PREDICT: writes to persistable vars are dropped */
     FlErr *e;
+    FlSched *sched;    /* the run's scheduler when the program uses concurrency ops */
+    ConcLabel *label;  /* the running goroutine's (or attached thread's) report label */
 };
 
 struct OpCall {
@@ -149,6 +158,27 @@ FlScope *fl_exec_scope_up(FlScope *s, int up);
 FlStatus fl_exec_op_error(RunCtx *rc, const ExecOp *op, const char *fmt, ...) FL_PRINTF(3, 4);
 /* "file:line:col" of a location, or "" when it has none. */
 void fl_exec_loc_str(const FlExec *ex, FlLoc loc, char *buf, size_t n);
+
+/* ---- concurrency hooks (ops_chan.c), called by exec.c ---- */
+/* At prepare: notes that the program uses concurrency ops (creates ex->conc). */
+void fl_conc_prepare(FlExec *ex);
+void fl_conc_free(FlExec *ex); /* frees the executor's own scheduler first (waits for goroutines) */
+/* Around a run of block 0 when ex->conc: picks the scheduler (the one attached to the caller's
+ * scope with fl_conc_attach, else the executor's own, made on first use), attaches the calling
+ * thread when it is neither a goroutine nor attached, and at the end detaches it and returns the
+ * first error of a goroutine of this executor when one failed (Go's panic in a goroutine ends
+ * the program), replacing st. */
+struct ConcLabel {
+    int64_t owner;  /* fl_go_id() of the goroutine or thread that may write s */
+    const void *op; /* the op s names */
+    char s[160];    /* "file:line:col" of its last blocking op: its label in reports */
+};
+typedef struct ConcRun {
+    bool attached;
+    ConcLabel label;
+} ConcRun;
+void fl_conc_run_begin(FlExec *ex, FlScope *scope, RunCtx *rc, ConcRun *cr);
+FlStatus fl_conc_run_end(FlExec *ex, RunCtx *rc, ConcRun *cr, FlStatus st);
 
 /* ---- attribute helpers for prepare (defaults come from the op table) ---- */
 int64_t fl_exec_attr_int(const ExecOp *op, const char *name);

@@ -38,6 +38,9 @@ static FlStatus wrap(RunCtx *rc, const ExecOp *op, FlErr *inner) {
 /* The real name of argument a: when a list_index op of this block made `a` an alias of one of
  * its list's vars, that var's name (compared by identity of the FlVar), else a's own name. */
 static const char *real_name(const ExecOp *op, FlScope *s, const ArgRef *a) {
+    FlVar *lv = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
+    const char *label = lv ? fl_var_label(lv) : NULL;
+    if (label) return label; /* a parameter block received from a channel (ops_chan.c) */
     const PBlock *pb = op->block;
     FlVar *v = NULL;
     for (size_t i = 0; i < pb->nops; i++) {

@@ -16,6 +16,7 @@ struct FlVar {
     FlTensor t;                   /* FL_VAR_TAG_TENSOR */
     void *obj;                    /* FL_VAR_TAG_OBJECT */
     void (*obj_release)(void *);
+    char *label;                  /* fl_var_set_label; independent of the content */
 };
 
 struct FlScope {
@@ -69,6 +70,7 @@ void fl_var_release(FlVar *v) {
     if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
     Old o = take_content(v);
     drop_old(&o);
+    free(v->label);
     pthread_mutex_destroy(&v->mu);
     free(v);
 }
@@ -119,6 +121,37 @@ void fl_var_set_object(FlVar *v, void *obj, void (*release)(void *)) {
     v->tag = FL_VAR_TAG_OBJECT;
     pthread_mutex_unlock(&v->mu);
     drop_old(&o);
+}
+
+void *fl_var_retain_object(FlVar *v, void (*retain)(void *)) {
+    pthread_mutex_lock(&v->mu);
+    void *obj = v->tag == FL_VAR_TAG_OBJECT ? v->obj : NULL;
+    if (obj) retain(obj);
+    pthread_mutex_unlock(&v->mu);
+    return obj;
+}
+
+void fl_var_set_label(FlVar *v, const char *label) {
+    char *l = label ? fl_xstrdup(label) : NULL;
+    pthread_mutex_lock(&v->mu);
+    char *old = v->label;
+    v->label = l;
+    pthread_mutex_unlock(&v->mu);
+    free(old);
+}
+
+char *fl_var_label_dup(FlVar *v) {
+    pthread_mutex_lock(&v->mu);
+    char *l = v->label ? fl_xstrdup(v->label) : NULL;
+    pthread_mutex_unlock(&v->mu);
+    return l;
+}
+
+const char *fl_var_label(FlVar *v) {
+    pthread_mutex_lock(&v->mu);
+    const char *l = v->label;
+    pthread_mutex_unlock(&v->mu);
+    return l;
 }
 
 void *fl_var_get_object(FlVar *v) {

@@ -54,6 +54,20 @@ void fl_var_take_tensor(FlVar *v, FlTensor *t);
  * NULL unless the var holds an object (borrowed; valid while the var holds it). */
 void fl_var_set_object(FlVar *v, void *obj, void (*release)(void *));
 void *fl_var_get_object(FlVar *v);
+/* Concurrency hook (runtime/core/ops_chan.c): the object, with retain(obj) called under the var's
+ * lock, so the caller holds its own reference even if another thread replaces the object at once;
+ * NULL (nothing retained) unless the var holds an object. */
+void *fl_var_retain_object(FlVar *v, void (*retain)(void *));
+/* Labels (concurrency hook): a var may carry a short string naming what its tensor is, e.g. the
+ * parameter block "fc_0.w_0@GRAD.block0" that split_to_chan put on a channel; channel_recv sets
+ * it on the receiving var, channel_send carries it along, and the distributed ops send under
+ * that name. A label is independent of the content: writing a tensor keeps it. set copies label
+ * (NULL clears); label_dup returns a malloc'd copy or NULL; fl_var_label returns the var's own
+ * string (NULL when none), valid until the label is next set or the var is freed: use it only
+ * where one thread owns the var (a goroutine's loop variable). */
+void fl_var_set_label(FlVar *v, const char *label);
+char *fl_var_label_dup(FlVar *v);
+const char *fl_var_label(FlVar *v);
 
 /* ---- layouts (built by the executor) ---- */
 typedef struct FlScopeLayout {

@@ -710,12 +710,14 @@ typedef struct SGrad {
 typedef struct SBlock {
     size_t need, have;  /* gradient messages per step (grads x T), received */
     int64_t step;       /* the step being collected; -1: none */
+    int64_t done;       /* the last step whose update is done; -1: none yet */
     double since;
     bool *contrib;      /* per trainer */
     size_t skip;        /* leading ops the server did itself (a fused mean) */
 } SBlock;
 
 typedef struct SGet {
+    int64_t step; /* the requesting trainer's step */
     int src, tag;
     char *name;
     FlVar *var;
@@ -914,13 +916,14 @@ static FlStatus complete(Server *s, size_t k, FlErr *e) {
         memset(g->have, 0, (size_t)s->m->T * sizeof *g->have);
     }
     if (run_block(s, k, b->step, e) != FL_OK) return FL_ERROR;
+    b->done = b->step;
     b->step = -1;
     b->have = 0;
     memset(b->contrib, 0, (size_t)s->m->T * sizeof *b->contrib);
     size_t keep = 0;
     for (size_t i = 0; i < s->gets.len; i++) {
         SGet *q = &s->gets.data[i];
-        if (s->get_block[i] == k) {
+        if (s->get_block[i] == k && q->step <= b->done) {
             FlStatus st = reply(s, q->src, q->tag, q->name, q->var, e);
             free(q->name);
             if (st != FL_OK) return FL_ERROR;
@@ -1018,8 +1021,12 @@ static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name
         return post(s->m, src, h->reply_tag, K_ERROR, 0, name, NULL, msg, 0, e);
     }
     long k = block_writing(s, res);
-    if (fl_dist_server_sync(s->srv) && k >= 0 && s->b[k].step >= 0 && s->b[k].contrib[t]) {
-        SGet q = {.src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v};
+    /* Sync: a trainer's request in step s gets the block as updated by step s. It is held while
+     * that update is not done: while the trainer's gradient is part of an unfinished step, and
+     * also when the request overtook the gradient (a goroutine may recv while another sends). */
+    if (fl_dist_server_sync(s->srv) && k >= 0 &&
+        ((s->b[k].step >= 0 && s->b[k].contrib[t]) || s->b[k].done < h->step)) {
+        SGet q = {.step = h->step, .src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v};
         FL_VEC_PUSH(&s->gets, q);
         s->get_block = fl_xrealloc(s->get_block, s->gets.cap * sizeof *s->get_block);
         s->get_block[s->gets.len - 1] = (size_t)k;
@@ -1132,6 +1139,7 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
     FlStatus st = FL_OK;
     for (size_t k = 0; k < s.nb; k++) {
         s.b[k].step = -1;
+        s.b[k].done = -1;
         s.b[k].contrib = fl_xcalloc((size_t)m->T, sizeof(bool));
     }
     char vn[NAME_MAX_LEN + 32];
