@@ -588,6 +588,31 @@ static int start_mpi(Opts *o, FlPlan *plan, FlBundle **bundle, int64_t *seed, Fl
     return -1;
 }
 
+/* Groups a goroutine listing ("  goroutine N (file:line:col): op" per line): consecutive lines
+ * that differ only in N become one line and "  ... and K more at the same place". */
+static void group_goroutines(const char *list, FlBuf *out) {
+    const char *prev_tail = NULL;
+    size_t prev_len = 0, more = 0;
+    for (const char *line = list; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *tail = memchr(line, '(', len);
+        size_t tail_len = tail ? len - (size_t)(tail - line) : 0;
+        if (tail && prev_tail && tail_len == prev_len && memcmp(tail, prev_tail, tail_len) == 0) {
+            more++;
+        } else {
+            if (more) fl_buf_printf(out, "  ... and %zu more at the same place\n", more);
+            more = 0;
+            fl_buf_append(out, line, len);
+            fl_buf_putc(out, '\n');
+            prev_tail = tail;
+            prev_len = tail_len;
+        }
+        line += len + (end ? 1 : 0);
+    }
+    if (more) fl_buf_printf(out, "  ... and %zu more at the same place\n", more);
+}
+
 static int run_program(Opts *o) {
     FlErr e = {{0}};
     FlBundle *bundle;
@@ -712,9 +737,13 @@ fail:
         if (!busy) break;
         usleep(1000);
     }
-    if (nleaked)
+    if (nleaked) {
+        FlBuf grouped = {0};
+        group_goroutines(fl_buf_str(&leaked), &grouped);
         fprintf(stderr, "flrun: warning: the main program ended with %zu goroutine%s still blocked (dropped, "
-                "as Go does):\n%s", nleaked, nleaked == 1 ? "" : "s", fl_buf_str(&leaked));
+                "as Go does):\n%s", nleaked, nleaked == 1 ? "" : "s", fl_buf_str(&grouped));
+        fl_buf_free(&grouped);
+    }
     fl_buf_free(&live);
     fl_buf_free(&leaked);
     fl_sched_free(sched); /* wakes leaked goroutines and waits until they have unwound */
