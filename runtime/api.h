@@ -142,7 +142,8 @@ FlStatus fl_executor_run(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, si
  * scope: writes to persistable vars are dropped, and ops that only update them (optimizers) do
  * not run. So a training program predicts with the current parameters, without labels, while
  * other threads train it (Fluid's program.clone(for_test=True) plus pruning, per call). Layers
- * with a test mode (dropout, batch_norm) still run as the program says. */
+ * with a test mode run in it: dropout scales by (1 - p) without a mask, batch_norm uses the
+ * running statistics. */
 FlStatus fl_executor_predict(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, size_t nfeeds,
                              FlFetch *fetches, size_t nfetches, FlErr *err) FL_WARN_UNUSED;
 

@@ -195,7 +195,10 @@ static FlStatus prep_batch_norm(ExecOp *op, FlErr *e) {
 /* X Scale Bias Mean Variance -> Y MeanOut VarianceOut SavedMean SavedVariance */
 static FlStatus run_batch_norm(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_batch_norm(c->e, IN(0), IN(1), IN(2), IN(3), IN(4), a->f[0], a->f[1], a->b[0],
+    /* a predicting run (fl_executor_predict) is inference: running statistics, as Fluid's
+     * program.clone(for_test=True) */
+    bool is_test = a->b[0] || c->rc->read_only;
+    return fl_kernel_batch_norm(c->e, IN(0), IN(1), IN(2), IN(3), IN(4), a->f[0], a->f[1], is_test,
                                 OUT(0), OUT(1), OUT(2), OUT(3), OUT(4));
 }
 FL_ADAPTER(batch_norm, prep_batch_norm, run_batch_norm);
@@ -212,11 +215,13 @@ static FlStatus prep_dropout(ExecOp *op, FlErr *e) {
     op->a.b[0] = fl_exec_attr_bool(op, "is_test");
     return FL_OK;
 }
-/* X -> Out Mask; each run draws a new mask from (seed, run number) */
+/* X -> Out Mask; each run draws a new mask from (seed, run number); a predicting run is
+ * inference (no mask, Out = X * (1 - p)) */
 static FlStatus run_dropout(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_dropout(c->e, IN(0), a->f[0], a->b[0], c->op->seed, c->rc->step, OUT(0),
-                             a->b[0] ? NULL : OUT(1));
+    bool is_test = a->b[0] || c->rc->read_only;
+    return fl_kernel_dropout(c->e, IN(0), a->f[0], is_test, c->op->seed, c->rc->step, OUT(0),
+                             is_test ? NULL : OUT(1));
 }
 FL_ADAPTER(dropout, prep_dropout, run_dropout);
 /* dropout_grad: Mask Out@GRAD -> X@GRAD */

@@ -423,6 +423,34 @@ static void test_predict_mode(void) {
     ct_close(&c);
 }
 
+/* ---- a predicting run is inference: dropout without a mask, scaled by (1 - p) ---- */
+static void test_predict_inference_mode(void) {
+    Ct c = ct_open("drop.fl", "import fluid\nfrom fluid import layers\n"
+                              "x = layers.data(name='x', shape=[64])\n"
+                              "y = layers.dropout(x, dropout_prob=0.5)\n");
+    const FlBlock *b0 = fl_ir_block(fl_program_bundle(c.prog)->main, 0);
+    const char *out = NULL;
+    for (size_t i = 0; i < b0->ops.len; i++)
+        if (!strcmp(b0->ops.data[i]->type, "dropout")) out = fl_ir_op_output1(b0->ops.data[i], "Out");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    double ones[64];
+    for (int i = 0; i < 64; i++) ones[i] = 1.0;
+    int64_t ne[2] = {1, 64};
+    FlTensor x = ct_tensor(FL_DT_FLOAT32, 2, ne, ones);
+    FlFeed feed = {"x", &x};
+    FlFetch f = {out, FL_TENSOR_INIT};
+    FlErr e = {{0}};
+    CT_OK(fl_executor_predict(c.ex, c.scope, &feed, 1, &f, 1, &e), &e);
+    for (int i = 0; i < 64; i++) CT_NEAR(fl_tensor_get(&f.tensor, i), 0.5, 1e-7);
+    CT_OK(fl_executor_run(c.ex, c.scope, &feed, 1, &f, 1, &e), &e); /* training: a 0/1 mask */
+    int zeros = 0;
+    for (int i = 0; i < 64; i++) zeros += fl_tensor_get(&f.tensor, i) == 0.0;
+    CU_ASSERT(zeros > 0 && zeros < 64);
+    fl_tensor_fini(&f.tensor);
+    fl_tensor_fini(&x);
+    ct_close(&c);
+}
+
 int main(void) {
     static const CtCase cases[] = {
         CT_TEST(test_mlp_forward),          CT_TEST(test_sgd_step),
@@ -432,6 +460,7 @@ int main(void) {
         CT_TEST(test_runtime_error_compiled), CT_TEST(test_unsupported_op),
         CT_TEST(test_seeds),                CT_TEST(test_seed_zero),
         CT_TEST(test_scope_var_as_input),   CT_TEST(test_predict_mode),
+        CT_TEST(test_predict_inference_mode),
     };
     return ct_run("executor", cases, (int)FL_ARRAY_LEN(cases));
 }

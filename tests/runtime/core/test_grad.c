@@ -2,7 +2,8 @@
  * builds `out` from parameters through the op under test, the harness adds
  * loss = mean(out * R) (R a random parameter, so no gradient is trivially zero), appends the
  * backward pass, runs forward + backward once, and compares each parameter's gradient with central
- * finite differences of the loss (re-running only the forward ops, in predict mode). */
+ * finite differences of the loss (re-running the program in training mode: a predicting run is
+ * inference, where batch_norm and dropout behave differently). */
 #include "tests/runtime/core/ct.h"
 
 #include "compiler/backward.h"
@@ -34,7 +35,7 @@ static void note_ops(const FlBlock *b0) {
 static double loss_of(FlExecutor *ex, FlScope *s, const char *loss) {
     FlErr e = {{0}};
     FlFetch f = {loss, FL_TENSOR_INIT};
-    CT_OK(fl_executor_predict(ex, s, NULL, 0, &f, 1, &e), &e);
+    CT_OK(fl_executor_run(ex, s, NULL, 0, &f, 1, &e), &e);
     double v = fl_tensor_get(&f.tensor, 0);
     fl_tensor_fini(&f.tensor);
     return v;
