@@ -3,6 +3,7 @@
  * the user's errors with their locs, gradient shapes, and a 4,000-layer chain in linear time.
  */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,19 +412,15 @@ static void test_deep_chain(void) {
 }
 
 int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("backward", NULL, NULL);
-    CU_add_test(s, "MLP gradient ops", test_mlp);
-    CU_add_test(s, "a subset of the parameters", test_params_subset);
-    CU_add_test(s, "a var used twice is summed", test_used_twice);
-    CU_add_test(s, "zero gradients, stop ops", test_zero_grads_and_stop);
-    CU_add_test(s, "list slots keep positions", test_list_slots);
-    CU_add_test(s, "errors and their locs", test_errors);
-    CU_add_test(s, "stop_gradient var", test_stop_gradient_var);
-    CU_add_test(s, "4,000-layer chain", test_deep_chain);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    static const FlTestCase cases[] = {
+        {"MLP gradient ops", test_mlp},
+        {"a subset of the parameters", test_params_subset},
+        {"a var used twice is summed", test_used_twice},
+        {"zero gradients, stop ops", test_zero_grads_and_stop},
+        {"list slots keep positions", test_list_slots},
+        {"errors and their locs", test_errors},
+        {"stop_gradient var", test_stop_gradient_var},
+        {"4,000-layer chain", test_deep_chain},
+    };
+    return fl_test_run("backward", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

@@ -3,6 +3,7 @@
  * and fl_infer_program's error location.
  */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,28 +702,24 @@ static void test_program(void) {
 }
 
 int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("infer", setup, teardown);
-    CU_add_test(s, "fill, random, copies", test_fill);
-    CU_add_test(s, "mul", test_mul);
-    CU_add_test(s, "lookup_table", test_lookup_table);
-    CU_add_test(s, "matmul", test_matmul);
-    CU_add_test(s, "elementwise broadcasting", test_elementwise);
-    CU_add_test(s, "unary, softmax", test_unary);
-    CU_add_test(s, "losses and reductions", test_losses);
-    CU_add_test(s, "concat, split, reshape, transpose", test_shape_ops);
-    CU_add_test(s, "argmax, top_k, accuracy", test_classification);
-    CU_add_test(s, "conv2d, pool2d", test_conv_pool);
-    CU_add_test(s, "batch_norm, dropout", test_norm_dropout);
-    CU_add_test(s, "comparisons, logic, increment, Print", test_compare_logic);
-    CU_add_test(s, "optimizers", test_optimizers);
-    CU_add_test(s, "control, channels, dist, list_index", test_control_dist);
-    CU_add_test(s, "gradient ops", test_grad_ops);
-    CU_add_test(s, "every op has a rule", test_every_op_has_rule);
-    CU_add_test(s, "fl_infer_program", test_program);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    static const FlTestCase cases[] = {
+        {"fill, random, copies", test_fill},
+        {"mul", test_mul},
+        {"lookup_table", test_lookup_table},
+        {"matmul", test_matmul},
+        {"elementwise broadcasting", test_elementwise},
+        {"unary, softmax", test_unary},
+        {"losses and reductions", test_losses},
+        {"concat, split, reshape, transpose", test_shape_ops},
+        {"argmax, top_k, accuracy", test_classification},
+        {"conv2d, pool2d", test_conv_pool},
+        {"batch_norm, dropout", test_norm_dropout},
+        {"comparisons, logic, increment, Print", test_compare_logic},
+        {"optimizers", test_optimizers},
+        {"control, channels, dist, list_index", test_control_dist},
+        {"gradient ops", test_grad_ops},
+        {"every op has a rule", test_every_op_has_rule},
+        {"fl_infer_program", test_program},
+    };
+    return fl_test_run("infer", setup, teardown, cases, sizeof cases / sizeof cases[0]);
 }

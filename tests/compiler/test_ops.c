@@ -6,6 +6,7 @@
  * repository root, as ctest does).
  */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <CUnit/CUnit.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -318,18 +319,14 @@ static void test_markdown(void) {
 }
 
 int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("ops", NULL, NULL);
-    CU_add_test(s, "first use from threads", test_first_use_threads);
-    CU_add_test(s, "every ops.def line", test_every_line);
-    CU_add_test(s, "slots and derived gradient ops", test_slots);
-    CU_add_test(s, "attributes and defaults", test_attrs);
-    CU_add_test(s, "fl_ops_check", test_check);
-    CU_add_test(s, "fl_ops_fill_defaults", test_fill_defaults);
-    CU_add_test(s, "docs/ops.md", test_markdown);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    static const FlTestCase cases[] = {
+        {"first use from threads", test_first_use_threads},
+        {"every ops.def line", test_every_line},
+        {"slots and derived gradient ops", test_slots},
+        {"attributes and defaults", test_attrs},
+        {"fl_ops_check", test_check},
+        {"fl_ops_fill_defaults", test_fill_defaults},
+        {"docs/ops.md", test_markdown},
+    };
+    return fl_test_run("ops", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

@@ -3,6 +3,7 @@
  * each reported once with the op's loc.
  */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,17 +262,13 @@ static void test_races(void) {
 }
 
 int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("verify", NULL, NULL);
-    CU_add_test(s, "a clean program", test_clean);
-    CU_add_test(s, "use before definition", test_use_before_def);
-    CU_add_test(s, "ops against the table", test_ops_checked);
-    CU_add_test(s, "sub-block references", test_blocks);
-    CU_add_test(s, "defs inside sub-blocks", test_sub_block_defs);
-    CU_add_test(s, "goroutine races", test_races);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    static const FlTestCase cases[] = {
+        {"a clean program", test_clean},
+        {"use before definition", test_use_before_def},
+        {"ops against the table", test_ops_checked},
+        {"sub-block references", test_blocks},
+        {"defs inside sub-blocks", test_sub_block_defs},
+        {"goroutine races", test_races},
+    };
+    return fl_test_run("verify", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

@@ -2,6 +2,7 @@
  * checks the IR it builds. Compile-time results are observed through the shape of a data var:
  * `layers.data(name="r", shape=[VALUE])`. */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,24 +374,20 @@ static void test_backward_sum(void) {
 }
 
 int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("eval", NULL, NULL);
-    CU_add_test(s, "functions", test_functions);
-    CU_add_test(s, "control_flow", test_control_flow);
-    CU_add_test(s, "values", test_values);
-    CU_add_test(s, "flags", test_flags);
-    CU_add_test(s, "user_module", test_user_module);
-    CU_add_test(s, "var_operators", test_var_operators);
-    CU_add_test(s, "fc_and_params", test_fc_and_params);
-    CU_add_test(s, "runtime_while", test_runtime_while);
-    CU_add_test(s, "runtime_if", test_runtime_if);
-    CU_add_test(s, "channels_go_select", test_channels_go_select);
-    CU_add_test(s, "parallel_for", test_parallel_for);
-    CU_add_test(s, "programs_and_guards", test_programs_and_guards);
-    CU_add_test(s, "backward_sum", test_backward_sum);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    static const FlTestCase cases[] = {
+        {"functions", test_functions},
+        {"control_flow", test_control_flow},
+        {"values", test_values},
+        {"flags", test_flags},
+        {"user_module", test_user_module},
+        {"var_operators", test_var_operators},
+        {"fc_and_params", test_fc_and_params},
+        {"runtime_while", test_runtime_while},
+        {"runtime_if", test_runtime_if},
+        {"channels_go_select", test_channels_go_select},
+        {"parallel_for", test_parallel_for},
+        {"programs_and_guards", test_programs_and_guards},
+        {"backward_sum", test_backward_sum},
+    };
+    return fl_test_run("eval", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

@@ -2,6 +2,7 @@
  * structure the program describes (checked on the IR itself and on `flc show`'s text); `flc dot`
  * output is accepted by Graphviz. Runs from the repository root. */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,17 +197,13 @@ static void test_model_module(void) {
 }
 
 int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("examples", NULL, NULL);
-    CU_add_test(s, "fit_a_line", test_fit_a_line);
-    CU_add_test(s, "seed_server", test_seed_server);
-    CU_add_test(s, "seed_worker", test_seed_worker);
-    CU_add_test(s, "seed_csp_worker", test_seed_csp_worker);
-    CU_add_test(s, "recognize_digits", test_recognize_digits);
-    CU_add_test(s, "model_module", test_model_module);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    static const FlTestCase cases[] = {
+        {"fit_a_line", test_fit_a_line},
+        {"seed_server", test_seed_server},
+        {"seed_worker", test_seed_worker},
+        {"seed_csp_worker", test_seed_csp_worker},
+        {"recognize_digits", test_recognize_digits},
+        {"model_module", test_model_module},
+    };
+    return fl_test_run("examples", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

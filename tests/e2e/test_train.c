@@ -14,6 +14,7 @@
 #include "compiler/ir/ir_test.h"
 #include "lang/eval.h"
 #include "runtime/data/data.h"
+#include "tests/cunit.h"
 
 static const char *flrun, *flc;
 static char tmp[256];
@@ -246,16 +247,13 @@ int main(int argc, char **argv) {
     flc = argv[2];
     snprintf(tmp, sizeof tmp, "%s/fl_test_train.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmp)) return 1;
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite("train", NULL, NULL);
-    CU_add_test(s, "fit_a_line", test_fit_a_line);
-    CU_add_test(s, "digits", test_digits);
-    CU_add_test(s, "save_load_predict", test_save_load_predict);
-    CU_add_test(s, "bad_input", test_bad_input);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
-    CU_cleanup_registry();
+    static const FlTestCase cases[] = {
+        {"fit_a_line", test_fit_a_line},
+        {"digits", test_digits},
+        {"save_load_predict", test_save_load_predict},
+        {"bad_input", test_bad_input},
+    };
+    int rc = fl_test_run("train", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
     sh(NULL, "rm -rf %s", tmp);
-    return fails ? 1 : 0;
+    return rc;
 }

@@ -15,22 +15,13 @@
 #include "runtime/api.h"
 #include "runtime/core/exec.h"
 #include "runtime/core/scope.h"
+#include "tests/cunit.h"
 
-typedef struct CtCase {
-    const char *name;
-    void (*fn)(void);
-} CtCase;
+typedef FlTestCase CtCase;
 #define CT_TEST(f) {#f, f}
 
 static inline int ct_run(const char *suite, const CtCase *cases, int n) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
-    for (int i = 0; i < n; i++) CU_add_test(s, cases[i].name, cases[i].fn);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return fl_test_run(suite, NULL, NULL, cases, (size_t)n);
 }
 
 /* Compiles `src` (as if it were the file `path`) into a bundle; fails the test on diagnostics. */
