@@ -4,6 +4,7 @@
 #define FL_KT_H
 
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,21 +179,11 @@ done:
     return ok;
 }
 
-typedef struct KtCase {
-    const char *name;
-    void (*fn)(void);
-} KtCase;
+typedef FlTestCase KtCase;
 #define KT_TEST(f) {#f, f}
 
 static inline int kt_run(const char *suite, const KtCase *cases, int n) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
-    for (int i = 0; i < n; i++) CU_add_test(s, cases[i].name, cases[i].fn);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return fails ? 1 : 0;
+    return fl_test_run(suite, NULL, NULL, cases, (size_t)n);
 }
 
 #endif

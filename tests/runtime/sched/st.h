@@ -8,6 +8,7 @@
 
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,22 +97,11 @@ static inline void st_go(FlSched *s, void (*fn)(void *), void *arg, const char *
 }
 
 /* A test's table entry and runner. */
-typedef struct StCase {
-    const char *name;
-    void (*fn)(void);
-} StCase;
+typedef FlTestCase StCase;
 #define ST_TEST(f) {#f, f}
 
 static inline int st_run(const char *suite_name, const StCase *cases, int n) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    CU_pSuite suite = CU_add_suite(suite_name, NULL, NULL);
-    for (int i = 0; i < n; i++) CU_add_test(suite, cases[i].name, cases[i].fn);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned fails = CU_get_number_of_failures();
-    unsigned errs = CU_get_error();
-    CU_cleanup_registry();
-    return fails || errs ? 1 : 0;
+    return fl_test_run(suite_name, NULL, NULL, cases, (size_t)n);
 }
 
 #endif
