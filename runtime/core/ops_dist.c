@@ -65,11 +65,8 @@ static FlStatus check_epmap(ExecOp *op, int nargs, FlErr *e) {
     return FL_OK;
 }
 
-static int epmap_at(const ExecOp *op, int i) {
-    size_t n;
-    const int64_t *ep = fl_exec_attr_ints(op, "epmap", &n);
-    return n ? (int)ep[i] : -1;
-}
+/* Entry i of an epmap of n entries (checked by check_epmap), -1 when there is none. */
+static int epmap_at(const int64_t *ep, size_t n, int i) { return n ? (int)ep[i] : -1; }
 
 /* ---- send: X* ---- */
 static FlStatus prep_send(ExecOp *op, FlErr *e) { return check_epmap(op, op->in_off[1] - op->in_off[0], e); }
@@ -77,13 +74,15 @@ static FlStatus prep_send(ExecOp *op, FlErr *e) { return check_epmap(op, op->in_
 static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
+    size_t nep;
+    const int64_t *ep = fl_exec_attr_ints(op, "epmap", &nep);
     for (int i = op->in_off[0]; i < op->in_off[1]; i++) {
         const ArgRef *a = &op->args[i];
         FlTensor t = FL_TENSOR_INIT;
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
         if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
         FlErr inner;
-        FlStatus st = d->send(d, epmap_at(op, i - op->in_off[0]), real_name(op, s, a), &t, &inner);
+        FlStatus st = d->send(d, epmap_at(ep, nep, i - op->in_off[0]), real_name(op, s, a), &t, &inner);
         fl_tensor_fini(&t);
         if (st != FL_OK) return wrap(rc, op, &inner);
     }
@@ -104,13 +103,13 @@ static FlStatus prefetch_run(RunCtx *rc, const ExecOp *op, FlScope *s, FlDist *d
         const ExecOp *r = &pb->ops[j];
         if (r->out_off[1] - r->out_off[0] < 1) continue;
         size_t n;
-        fl_exec_attr_ints(r, "epmap", &n);
+        const int64_t *ep = fl_exec_attr_ints(r, "epmap", &n);
         if (n != 0 && n != (size_t)(r->out_off[1] - r->out_off[0])) return FL_OK; /* prepare rejects it */
         for (int i = r->out_off[0]; i < r->out_off[1]; i++) {
             const ArgRef *a = &r->args[r->nin + i];
             if (a->idx < 0) continue;
             FlErr inner;
-            if (d->prefetch(d, epmap_at(r, i - r->out_off[0]), real_name(r, s, a), &inner) != FL_OK)
+            if (d->prefetch(d, epmap_at(ep, n, i - r->out_off[0]), real_name(r, s, a), &inner) != FL_OK)
                 return wrap(rc, r, &inner);
         }
     }
@@ -121,12 +120,14 @@ static FlStatus run_recv(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
     if (prefetch_run(rc, op, s, d) != FL_OK) return FL_ERROR;
+    size_t nep;
+    const int64_t *ep = fl_exec_attr_ints(op, "epmap", &nep);
     for (int i = op->out_off[0]; i < op->out_off[1]; i++) {
         const ArgRef *a = &op->args[op->nin + i];
         if (a->idx < 0) continue;
         FlTensor t = FL_TENSOR_INIT;
         FlErr inner;
-        if (d->recv(d, epmap_at(op, i - op->out_off[0]), real_name(op, s, a), &t, &inner) != FL_OK)
+        if (d->recv(d, epmap_at(ep, nep, i - op->out_off[0]), real_name(op, s, a), &t, &inner) != FL_OK)
             return wrap(rc, op, &inner);
         if (rc->read_only && a->shared) fl_tensor_fini(&t);
         else fl_var_take_tensor(fl_exec_var_write(s, a), &t);

@@ -398,15 +398,19 @@ static FlStatus post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags,
     return FL_OK;
 }
 
-/* Checks a received message: its header, name and inline payload. */
-static FlStatus parse(const char *buf, int count, Hdr *h, char *name, const char **payload, FlErr *e) {
-    if (count < (int)sizeof *h) return fl_err(e, "a message of %d bytes is too short for a header", count);
+/* Checks a received message from rank src: its header, name and inline payload. */
+static FlStatus parse(const FlMpi *m, int src, const char *buf, int count, Hdr *h, char *name, const char **payload,
+                      FlErr *e) {
+    char pn[64];
+    if (count < (int)sizeof *h)
+        return fl_err(e, "a message of %d bytes from %s is too short for a header", count, peer_name(m, src, pn, sizeof pn));
     memcpy(h, buf, sizeof *h);
-    if (h->magic != MAGIC) return fl_err(e, "a message with a bad header (not from this fluidc version)");
+    if (h->magic != MAGIC)
+        return fl_err(e, "a message with a bad header from %s (not from this fluidc version)", peer_name(m, src, pn, sizeof pn));
     size_t inl = (h->flags & F_INLINE) ? h->nbytes : 0;
-    if (h->name_len > NAME_MAX_LEN || sizeof *h + h->name_len + inl != (size_t)count || h->ndim < 0 ||
-        h->ndim > FL_MAX_DIMS)
-        return fl_err(e, "a malformed message (%d bytes)", count);
+    if (h->name_len > NAME_MAX_LEN || inl > FL_MPI_INLINE || sizeof *h + h->name_len + inl != (size_t)count ||
+        h->ndim < 0 || h->ndim > FL_MAX_DIMS)
+        return fl_err(e, "a malformed message (%d bytes) from %s", count, peer_name(m, src, pn, sizeof pn));
     memcpy(name, buf + sizeof *h, h->name_len);
     name[h->name_len] = 0;
     *payload = buf + sizeof *h + h->name_len;
@@ -561,7 +565,7 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
     MPI_Get_count(&st, MPI_BYTE, &count);
     Hdr h;
     const char *payload;
-    if (parse(f->buf, count, &h, name2, &payload, e) != FL_OK) goto done;
+    if (parse(m, f->src, f->buf, count, &h, name2, &payload, e) != FL_OK) goto done;
     if (h.kind == K_ERROR) {
         char pn[64];
         fl_err(e, "%s: %.*s", peer_name(m, f->src, pn, sizeof pn), (int)h.nbytes, payload);
@@ -721,7 +725,14 @@ typedef struct SGet {
     int src, tag;
     char *name;
     FlVar *var;
+    size_t block; /* the block writing var */
 } SGet;
+
+/* A var's writing block, cached per var (Server.writers, keyed by the FlVar pointer's bytes). */
+typedef struct SWriter {
+    FlVar *v;
+    long k; /* -1: no optimize block writes it */
+} SWriter;
 
 /* A gradient of a sync step whose header has been read and whose payload (a data message) has
  * not: the loop reads every header waiting before it pulls the next payload, so a trainer's
@@ -742,7 +753,8 @@ typedef struct Server {
     size_t nb;
     int64_t lr_step;
     FL_VEC(SGet) gets;
-    size_t *get_block; /* parallel to gets */
+    FlMap grads;   /* SGrad.name -> SGrad */
+    FlMap writers; /* FlVar * -> SWriter */
     FL_VEC(SPull) pulls; /* sync: gradients whose header is in and whose payload is not yet */
     size_t pull0;        /* the first of pulls not yet done */
 } Server;
@@ -757,13 +769,10 @@ static size_t strip_block(const char *name) {
 }
 
 static long find_grad(Server *s, const char *name) {
-    for (size_t i = 0; i < s->ng; i++)
-        if (!strcmp(s->g[i].name, name)) return (long)i;
-    size_t n = strip_block(name);
-    if (n)
-        for (size_t i = 0; i < s->ng; i++)
-            if (strlen(s->g[i].name) == n && !strncmp(s->g[i].name, name, n)) return (long)i;
-    return -1;
+    SGrad *g = fl_map_find_str(&s->grads, name);
+    size_t n;
+    if (!g && (n = strip_block(name))) g = fl_map_find(&s->grads, name, n);
+    return g ? (long)(g - s->g) : -1;
 }
 
 /* The server's var for `name`, or for name minus ".blockK" when the server holds it whole. */
@@ -779,10 +788,14 @@ static FlVar *find_var(Server *s, const char *name, const char **resolved, char 
     return fl_dist_server_var(s->srv, tmp);
 }
 
+static FlStatus check_float(FlErr *e, const FlTensor *x, const char *name) {
+    if (x->dtype == FL_DT_FLOAT32 || x->dtype == FL_DT_FLOAT64) return FL_OK;
+    return fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", name, fl_dtype_name(x->dtype));
+}
+
 static FlStatus scale_add(FlErr *e, FlTensor *acc, const FlTensor *x, double w, const char *name) {
     int64_t n = fl_tensor_numel(x);
-    if (x->dtype != FL_DT_FLOAT32 && x->dtype != FL_DT_FLOAT64)
-        return fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", name, fl_dtype_name(x->dtype));
+    if (check_float(e, x, name) != FL_OK) return FL_ERROR;
     if (!fl_tensor_has_data(acc)) {
         if (fl_tensor_alloc_like(e, acc, x, x->dtype) != FL_OK) return FL_ERROR;
         memset(fl_tensor_data(acc), 0, fl_tensor_nbytes(acc));
@@ -804,15 +817,14 @@ static FlStatus scale_add(FlErr *e, FlTensor *acc, const FlTensor *x, double w, 
 
 static FlStatus scale_in_place(FlErr *e, FlTensor *x, double w, const char *name) {
     if (w == 1.0) return FL_OK;
+    if (check_float(e, x, name) != FL_OK) return FL_ERROR;
     int64_t n = fl_tensor_numel(x);
     if (x->dtype == FL_DT_FLOAT32) {
         float *a = fl_tensor_data(x);
         for (int64_t i = 0; i < n; i++) a[i] *= (float)w;
-    } else if (x->dtype == FL_DT_FLOAT64) {
+    } else {
         double *a = fl_tensor_data(x);
         for (int64_t i = 0; i < n; i++) a[i] *= w;
-    } else {
-        return fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", name, fl_dtype_name(x->dtype));
     }
     return FL_OK;
 }
@@ -829,10 +841,17 @@ static FlStatus reply(Server *s, int src, int tag, const char *name, FlVar *v, F
     return st;
 }
 
-static long block_writing(Server *s, const char *name) {
-    for (size_t k = 0; k < s->nb; k++)
-        if (fl_dist_server_block_writes(s->srv, k, name)) return (long)k;
-    return -1;
+/* The optimize block writing var v (named name), -1 when none; searched once per var. */
+static long block_writing(Server *s, FlVar *v, const char *name) {
+    SWriter *w = fl_map_find(&s->writers, (const char *)&v, sizeof v);
+    if (w) return w->k;
+    w = fl_xcalloc(1, sizeof *w);
+    w->v = v;
+    w->k = -1;
+    for (size_t k = 0; k < s->nb && w->k < 0; k++)
+        if (fl_dist_server_block_writes(s->srv, k, name)) w->k = (long)k;
+    fl_map_put(&s->writers, (const char *)&w->v, sizeof w->v, w);
+    return w->k;
 }
 
 static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
@@ -923,12 +942,11 @@ static FlStatus complete(Server *s, size_t k, FlErr *e) {
     size_t keep = 0;
     for (size_t i = 0; i < s->gets.len; i++) {
         SGet *q = &s->gets.data[i];
-        if (s->get_block[i] == k && q->step <= b->done) {
+        if (q->block == k && q->step <= b->done) {
             FlStatus st = reply(s, q->src, q->tag, q->name, q->var, e);
             free(q->name);
             if (st != FL_OK) return FL_ERROR;
         } else {
-            s->get_block[keep] = s->get_block[i];
             s->gets.data[keep++] = *q;
         }
     }
@@ -945,8 +963,7 @@ static FlStatus grad_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, F
     double rows = (double)h->rows, global = (double)h->rows_global;
     double wt = global > 0 ? (double)m->T * rows / global : 1.0;
     if (g->fused) { /* kept as received; fused_mean weighs, sums and scales in one pass */
-        if (x->dtype != FL_DT_FLOAT32 && x->dtype != FL_DT_FLOAT64)
-            st = fl_err(e, "gradient '%s' is %s; gradients must be float32 or float64", g->name, fl_dtype_name(x->dtype));
+        st = check_float(e, x, g->name);
         g->w[t] = wt;
         fl_tensor_fini(&g->got[t]);
         g->got[t] = *x;
@@ -968,8 +985,11 @@ static FlStatus grad_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, F
  * else later, in order, from s->pulls. */
 static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *name, const char *payload, FlErr *e) {
     FlMpi *m = s->m;
+    char pn[64];
     long gi = find_grad(s, name);
-    if (gi < 0) return fl_err(e, "got gradient '%s' from trainer %d, which no optimize block of this pserver takes", name, t);
+    if (gi < 0)
+        return fl_err(e, "got gradient '%s' from %s, which no optimize block of this pserver takes", name,
+                      peer_name(m, src, pn, sizeof pn));
     SGrad *g = &s->g[gi];
     FlTensor x = FL_TENSOR_INIT;
     if (!fl_dist_server_sync(s->srv)) { /* async: apply at once (a zero gradient: nothing to apply) */
@@ -986,10 +1006,12 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
         b->step = h->step;
         b->since = now();
     } else if (h->step != b->step) {
-        return fl_err(e, "got trainer %d's gradient '%s' of step %lld while step %lld is incomplete", t, name,
+        return fl_err(e, "got %s's gradient '%s' of step %lld while step %lld is incomplete", peer_name(m, src, pn, sizeof pn), name,
                       (long long)h->step, (long long)b->step);
     }
-    if (g->have[t]) return fl_err(e, "got gradient '%s' twice from trainer %d in step %lld", name, t, (long long)h->step);
+    if (g->have[t])
+        return fl_err(e, "got gradient '%s' twice from %s in step %lld", name, peer_name(m, src, pn, sizeof pn),
+                      (long long)h->step);
     g->have[t] = true;
     b->contrib[t] = true;
     if (!(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > 0) {
@@ -1020,16 +1042,14 @@ static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name
         snprintf(msg, sizeof msg, "pserver %d has no var '%s'", s->m->index, name);
         return post(s->m, src, h->reply_tag, K_ERROR, 0, name, NULL, msg, 0, e);
     }
-    long k = block_writing(s, res);
+    long k = block_writing(s, v, res);
     /* Sync: a trainer's request in step s gets the block as updated by step s. It is held while
      * that update is not done: while the trainer's gradient is part of an unfinished step, and
      * also when the request overtook the gradient (a goroutine may recv while another sends). */
     if (fl_dist_server_sync(s->srv) && k >= 0 &&
         ((s->b[k].step >= 0 && s->b[k].contrib[t]) || s->b[k].done < h->step)) {
-        SGet q = {.step = h->step, .src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v};
+        SGet q = {.step = h->step, .src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v, .block = (size_t)k};
         FL_VEC_PUSH(&s->gets, q);
-        s->get_block = fl_xrealloc(s->get_block, s->gets.cap * sizeof *s->get_block);
-        s->get_block[s->gets.len - 1] = (size_t)k;
         return FL_OK;
     }
     return reply(s, src, h->reply_tag, name, v, e);
@@ -1086,20 +1106,21 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
         bo.n = 0;
         int count = 0;
         MPI_Get_count(&ms, MPI_BYTE, &count);
+        int src = ms.MPI_SOURCE;
+        char pn[64];
         if (count < 0 || (size_t)count > MSG_MAX) {
-            st = fl_err(e, "a message of %d bytes from rank %d is too long", count, ms.MPI_SOURCE);
+            st = fl_err(e, "a message of %d bytes from %s is too long", count, peer_name(m, src, pn, sizeof pn));
             break;
         }
         if ((rc = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
             st = mpi_err(e, rc, "receiving");
             break;
         }
-        int src = ms.MPI_SOURCE;
         Hdr h;
         const char *payload;
-        if ((st = parse(buf, count, &h, name, &payload, e)) != FL_OK) break;
+        if ((st = parse(m, src, buf, count, &h, name, &payload, e)) != FL_OK) break;
         if (m->role_of[src] != FL_MPI_TRAINER) {
-            st = fl_err(e, "a message from rank %d, which is not a trainer", src);
+            st = fl_err(e, "a message from %s, which is not a trainer", peer_name(m, src, pn, sizeof pn));
             break;
         }
         int t = m->index_of[src];
@@ -1110,7 +1131,7 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
             if (!done[t]) ndone++;
             done[t] = true;
             break;
-        default: st = fl_err(e, "a message of unknown kind %d from rank %d", h.kind, src); break;
+        default: st = fl_err(e, "a message of unknown kind %d from %s", h.kind, peer_name(m, src, pn, sizeof pn)); break;
         }
     }
     if (st == FL_OK)
@@ -1136,6 +1157,8 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
     s.nb = fl_dist_server_nblocks(srv);
     s.g = fl_xcalloc(s.ng + 1, sizeof *s.g);
     s.b = fl_xcalloc(s.nb + 1, sizeof *s.b);
+    fl_map_init(&s.grads);
+    fl_map_init(&s.writers);
     FlStatus st = FL_OK;
     for (size_t k = 0; k < s.nb; k++) {
         s.b[k].step = -1;
@@ -1146,6 +1169,7 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
     for (size_t i = 0; i < s.ng && st == FL_OK; i++) {
         SGrad *g = &s.g[i];
         g->name = fl_dist_server_grad(srv, i, &g->block);
+        if (!fl_map_find_str(&s.grads, g->name)) fl_map_put_str(&s.grads, g->name, g); /* the first entry wins */
         g->acc = (FlTensor)FL_TENSOR_INIT;
         g->have = fl_xcalloc((size_t)m->T, sizeof(bool));
         s.b[g->block].need += (size_t)m->T;
@@ -1187,7 +1211,10 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
     for (size_t k = 0; k < s.nb; k++) free(s.b[k].contrib);
     for (size_t i = 0; i < s.gets.len; i++) free(s.gets.data[i].name);
     FL_VEC_FREE(&s.gets);
-    free(s.get_block);
+    fl_map_fini(&s.grads);
+    for (size_t i = 0; i < s.writers.cap; i++)
+        if (fl_map_slot_live(&s.writers, i)) free(s.writers.buckets[i].val);
+    fl_map_fini(&s.writers);
     FL_VEC_FREE(&s.pulls);
     free(s.g);
     free(s.b);
