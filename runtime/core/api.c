@@ -117,24 +117,25 @@ FlStatus fl_executor_predict(FlExecutor *ex, FlScope *scope, const FlFeed *feeds
     return run(ex, scope, feeds, nfeeds, fetches, nfetches, FL_EXEC_PREDICT, err);
 }
 
-FlStatus fl_tensor_from_floats(FlErr *err, FlTensor *t, int ndim, const int64_t *ne,
-                               const float *data) {
+/* t = a new tensor holding a copy of data (dtype's element type, numel(ne) elements). */
+static FlStatus from_raw(FlErr *err, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne,
+                         const void *data) {
     FlTensor r = FL_TENSOR_INIT;
-    if (fl_tensor_alloc(err, &r, FL_DT_FLOAT32, ndim, ne) != FL_OK) return FL_ERROR;
+    if (fl_tensor_alloc(err, &r, dtype, ndim, ne) != FL_OK) return FL_ERROR;
     memcpy(fl_tensor_data(&r), data, fl_tensor_nbytes(&r));
     fl_tensor_fini(t);
     *t = r;
     return FL_OK;
 }
 
+FlStatus fl_tensor_from_floats(FlErr *err, FlTensor *t, int ndim, const int64_t *ne,
+                               const float *data) {
+    return from_raw(err, t, FL_DT_FLOAT32, ndim, ne, data);
+}
+
 FlStatus fl_tensor_from_int64s(FlErr *err, FlTensor *t, int ndim, const int64_t *ne,
                                const int64_t *data) {
-    FlTensor r = FL_TENSOR_INIT;
-    if (fl_tensor_alloc(err, &r, FL_DT_INT64, ndim, ne) != FL_OK) return FL_ERROR;
-    memcpy(fl_tensor_data(&r), data, fl_tensor_nbytes(&r));
-    fl_tensor_fini(t);
-    *t = r;
-    return FL_OK;
+    return from_raw(err, t, FL_DT_INT64, ndim, ne, data);
 }
 
 FlStatus fl_tensor_to_floats(FlErr *err, const FlTensor *t, float *dst, size_t n) {

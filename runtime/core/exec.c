@@ -88,6 +88,39 @@ const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n) 
     return a ? a->ints : NULL;
 }
 
+/* The INTS attribute `name`, checked to hold at most FL_MAX_DIMS values. */
+static FlStatus attr_dims(const ExecOp *op, const char *name, const int64_t **v, size_t *n,
+                          FlErr *e) {
+    *v = fl_exec_attr_ints(op, name, n);
+    if (*n > FL_MAX_DIMS)
+        return fl_err(e, "attribute '%s' has %zu entries (at most %d)", name, *n, FL_MAX_DIMS);
+    return FL_OK;
+}
+
+FlStatus fl_exec_attr_dims(ExecOp *op, const char *name, FlErr *e) {
+    const int64_t *v;
+    size_t n;
+    if (attr_dims(op, name, &v, &n, e) != FL_OK) return FL_ERROR;
+    for (size_t i = 0; i < n; i++) op->a.dims[i] = (int)v[i];
+    op->a.ndims = (int)n;
+    return FL_OK;
+}
+
+FlStatus fl_exec_attr_shape(ExecOp *op, const char *name, FlErr *e) {
+    const int64_t *v;
+    size_t n;
+    if (attr_dims(op, name, &v, &n, e) != FL_OK) return FL_ERROR;
+    for (size_t i = 0; i < n; i++) op->a.shape[i] = v[i];
+    op->a.nshape = (int)n;
+    return FL_OK;
+}
+
+FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.i[0] = fl_exec_attr_int(op, "axis");
+    return FL_OK;
+}
+
 /* ---------------------------------------------------------------- messages */
 
 void fl_exec_loc_str(const FlExec *ex, FlLoc loc, char *buf, size_t n) {
@@ -278,13 +311,7 @@ static FlStatus run_masked(RunCtx *rc, const PBlock *pb, FlScope *s, const bool 
     return FL_OK;
 }
 
-FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) {
-    for (size_t i = 0; i < pb->nops; i++) {
-        FlStatus st = run_op(rc, &pb->ops[i], s);
-        if (st != FL_OK) return st;
-    }
-    return FL_OK;
-}
+FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) { return run_masked(rc, pb, s, NULL); }
 
 /* ---------------------------------------------------------------- prepare */
 
@@ -295,26 +322,25 @@ static int block_depth(const FlProgram *p, int idx) {
     return d;
 }
 
-static FlStatus resolve_arg(FlExec *ex, PBlock *pb, const char *name, ArgRef *a) {
+static void resolve_arg(PBlock *pb, const char *name, ArgRef *a) {
     a->name = name;
     a->up = 0;
     a->idx = -1;
     a->shared = false;
-    if (strcmp(name, FL_EMPTY_ARG) == 0) return FL_OK;
-    for (PBlock *d = pb; d; d = (PBlock *)d->parent) {
+    if (strcmp(name, FL_EMPTY_ARG) == 0) return;
+    for (const PBlock *d = pb; d; d = d->parent) {
         long i = fl_scope_layout_find(&d->layout, name);
         if (i >= 0 && d->slots.data[i].desc) {
             a->up = pb->depth - d->depth;
             a->idx = (int)i;
             a->shared = d->slots.data[i].shared;
-            return FL_OK;
+            return;
         }
     }
     /* declared nowhere: a var of the block using it */
     size_t i = fl_scope_layout_add(&pb->layout, name);
     if (i >= pb->slots.len) FL_VEC_PUSH(&pb->slots, ((SlotInfo){NULL, false}));
     a->idx = (int)i;
-    return FL_OK;
 }
 
 static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
@@ -352,15 +378,13 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     for (int s = 0; s < op->info->nins; s++) {
         op->in_off[s] = n;
         const FlSlot *sl = fl_ir_op_input(d, op->info->ins[s].name);
-        for (size_t j = 0; sl && j < sl->nargs; j++)
-            if (resolve_arg(ex, pb, sl->args[j], &op->args[n++])) return FL_ERROR;
+        for (size_t j = 0; sl && j < sl->nargs; j++) resolve_arg(pb, sl->args[j], &op->args[n++]);
     }
     op->in_off[op->info->nins] = n;
     for (int s = 0; s < op->info->nouts; s++) {
         op->out_off[s] = n - nin;
         const FlSlot *sl = fl_ir_op_output(d, op->info->outs[s].name);
-        for (size_t j = 0; sl && j < sl->nargs; j++)
-            if (resolve_arg(ex, pb, sl->args[j], &op->args[n++])) return FL_ERROR;
+        for (size_t j = 0; sl && j < sl->nargs; j++) resolve_arg(pb, sl->args[j], &op->args[n++]);
     }
     op->out_off[op->info->nouts] = n - nin;
 
@@ -401,15 +425,8 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     if (op->ad->prepare && op->ad->prepare(op, &ce) != FL_OK)
         return fl_err(e, "%s: %s", where, ce.msg);
     /* concurrency: goroutine state, and the ops that run inside a blocking region */
-    static const char *const conc_ops[] = {"go", "channel_create", "channel_send", "channel_recv",
-                                           "channel_close", "select", "split_to_chan", "chan_concat"};
-    static const char *const long_ops[] = {"mul", "matmul", "conv2d", "mul_grad", "matmul_grad",
-                                           "conv2d_grad"};
-    for (size_t i = 0; i < sizeof conc_ops / sizeof *conc_ops; i++)
-        if (!strcmp(d->type, conc_ops[i])) fl_conc_prepare(ex);
-    op->region = (op->info->flags & FL_OPF_DIST) != 0;
-    for (size_t i = 0; i < sizeof long_ops / sizeof *long_ops; i++)
-        if (!strcmp(d->type, long_ops[i])) op->region = true;
+    if (op->info->flags & FL_OPF_CHAN) fl_conc_prepare(ex);
+    op->region = (op->info->flags & (FL_OPF_DIST | FL_OPF_LONG)) != 0;
     return FL_OK;
 }
 

@@ -50,6 +50,7 @@ typedef struct PAttrs {
     int64_t shape[FL_MAX_DIMS];   /* a shape */
     int nshape;
     int64_t *list;                /* a longer int list (sections), owned */
+    const char *str;              /* a string attribute, borrowed from the program */
     int nlist;
     void *extra;                  /* adapter-owned struct (conv/pool attrs), freed with free() */
 } PAttrs;
@@ -187,6 +188,12 @@ bool fl_exec_attr_bool(const ExecOp *op, const char *name);
 const char *fl_exec_attr_string(const ExecOp *op, const char *name);
 /* An INTS attribute: its values and count (the default when absent). */
 const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n);
+/* An INTS attribute of at most FL_MAX_DIMS values into op->a.dims/ndims (axis lists) or
+ * op->a.shape/nshape (shapes); the error names the attribute. */
+FlStatus fl_exec_attr_dims(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_exec_attr_shape(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSED;
+/* The prepare of ops whose only attribute is "axis": op->a.i[0]. */
+FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
 
 /* ---- the adapter tables ---- */
 #define FL_OP(id, ins, outs, attrs, grad, flags) extern const FlAdapter fl_adapter_##id;

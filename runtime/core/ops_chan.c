@@ -681,7 +681,7 @@ static FlStatus run_concat(RunCtx *rc, const ExecOp *op, FlScope *s) {
         fl_tensor_fini(&bl.data[i].t);
         free(bl.data[i].base);
     }
-    free(bl.data);
+    FL_VEC_FREE(&bl);
     return st;
 }
 FL_CONTROL_ADAPTER(chan_concat, NULL, run_concat);

@@ -14,21 +14,12 @@ static FlStatus dtype_attr(ExecOp *op, const char *name, FlErr *e) {
     return FL_OK;
 }
 
-static FlStatus shape_attr(ExecOp *op, const char *name, FlErr *e) {
-    size_t n;
-    const int64_t *v = fl_exec_attr_ints(op, name, &n);
-    if (n > FL_MAX_DIMS) return fl_err(e, "attribute '%s' has %zu dims (at most %d)", name, n, FL_MAX_DIMS);
-    for (size_t i = 0; i < n; i++) op->a.shape[i] = v[i];
-    op->a.nshape = (int)n;
-    return FL_OK;
-}
-
 /* ---- creation ---- */
 
 static FlStatus prep_fill_constant(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "value");
     if (dtype_attr(op, "dtype", e)) return FL_ERROR;
-    return shape_attr(op, "shape", e);
+    return fl_exec_attr_shape(op, "shape", e);
 }
 static FlStatus run_fill_constant(OpCall *c) {
     const PAttrs *a = &c->op->a;
@@ -43,7 +34,7 @@ static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "min");
     op->a.f[1] = fl_exec_attr_float(op, "max");
     if (dtype_attr(op, "dtype", e)) return FL_ERROR;
-    return shape_attr(op, "shape", e);
+    return fl_exec_attr_shape(op, "shape", e);
 }
 static FlStatus run_uniform_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
@@ -56,7 +47,7 @@ static FlStatus prep_gaussian_random(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "mean");
     op->a.f[1] = fl_exec_attr_float(op, "std");
     if (dtype_attr(op, "dtype", e)) return FL_ERROR;
-    return shape_attr(op, "shape", e);
+    return fl_exec_attr_shape(op, "shape", e);
 }
 static FlStatus run_gaussian_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
@@ -89,16 +80,11 @@ FL_ADAPTER(cast_grad, NULL, run_cast_grad);
 
 /* ---- elementwise binary ---- */
 
-static FlStatus prep_axis(ExecOp *op, FlErr *e) {
-    op->a.i[0] = fl_exec_attr_int(op, "axis");
-    return FL_OK;
-}
-
 #define BINARY(name)                                                                              \
     static FlStatus run_##name(OpCall *c) {                                                       \
         return fl_kernel_##name(c->e, IN(0), IN(1), (int)c->op->a.i[0], OUT(0));                  \
     }                                                                                             \
-    FL_ADAPTER(name, prep_axis, run_##name);
+    FL_ADAPTER(name, fl_exec_prep_axis, run_##name);
 /* <op>_grad: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD */
 #define BINARY_GRAD(name)                                                                         \
     static FlStatus run_##name##_grad(OpCall *c) {                                                \
@@ -106,7 +92,7 @@ static FlStatus prep_axis(ExecOp *op, FlErr *e) {
         return fl_kernel_##name##_grad(c->e, IN(0), IN(1), IN(3), (int)c->op->a.i[0], OUT(0),     \
                                        OUT(1));                                                   \
     }                                                                                             \
-    FL_ADAPTER(name##_grad, prep_axis, run_##name##_grad);
+    FL_ADAPTER(name##_grad, fl_exec_prep_axis, run_##name##_grad);
 
 BINARY(elementwise_add)
 BINARY(elementwise_sub)

@@ -63,20 +63,16 @@ FL_ADAPTER(lookup_table_grad, prep_lookup_table, run_lookup_table_grad);
 
 /* ---- softmax, losses, reductions ---- */
 
-static FlStatus prep_axis1(ExecOp *op, FlErr *e) {
-    op->a.i[0] = fl_exec_attr_int(op, "axis");
-    return FL_OK;
-}
 static FlStatus run_softmax(OpCall *c) {
     return fl_kernel_softmax_axis(c->e, IN(0), (int)c->op->a.i[0], OUT(0));
 }
-FL_ADAPTER(softmax, prep_axis1, run_softmax);
+FL_ADAPTER(softmax, fl_exec_prep_axis, run_softmax);
 /* softmax_grad: X, Out, Out@GRAD -> X@GRAD */
 static FlStatus run_softmax_grad(OpCall *c) {
     if (!OUT(0)) return FL_OK;
     return fl_kernel_softmax_axis_grad(c->e, IN(1), IN(2), (int)c->op->a.i[0], OUT(0));
 }
-FL_ADAPTER(softmax_grad, prep_axis1, run_softmax_grad);
+FL_ADAPTER(softmax_grad, fl_exec_prep_axis, run_softmax_grad);
 
 #define IGNORE_INDEX (-100) /* Paddle's default; the op has no attribute for it */
 static FlStatus prep_xent(ExecOp *op, FlErr *e) {
@@ -104,11 +100,7 @@ static FlStatus run_mean_grad(OpCall *c) {
 FL_ADAPTER(mean_grad, NULL, run_mean_grad);
 
 static FlStatus prep_reduce(ExecOp *op, FlErr *e) {
-    size_t n;
-    const int64_t *d = fl_exec_attr_ints(op, "dim", &n);
-    if (n > FL_MAX_DIMS) return fl_err(e, "attribute 'dim' lists %zu dims (at most %d)", n, FL_MAX_DIMS);
-    for (size_t i = 0; i < n; i++) op->a.dims[i] = (int)d[i];
-    op->a.ndims = (int)n;
+    if (fl_exec_attr_dims(op, "dim", e) != FL_OK) return FL_ERROR;
     op->a.b[0] = fl_exec_attr_bool(op, "keep_dim");
     op->a.b[1] = fl_exec_attr_bool(op, "reduce_all");
     return FL_OK;

@@ -29,10 +29,6 @@ FL_ADAPTER(sum_grad, NULL, run_sum_grad);
 
 /* ---- concat, split ---- */
 
-static FlStatus prep_axis(ExecOp *op, FlErr *e) {
-    op->a.i[0] = fl_exec_attr_int(op, "axis");
-    return FL_OK;
-}
 static FlStatus run_concat(OpCall *c) {
     int n = fl_call_nin(c, 0);
     const FlTensor *const *xs = fl_call_ins(c, 0);
@@ -41,7 +37,7 @@ static FlStatus run_concat(OpCall *c) {
     if (n == 0) return fl_err(c->e, "concat: no inputs");
     return fl_kernel_concat(c->e, xs, n, (int)c->op->a.i[0], OUT(0));
 }
-FL_ADAPTER(concat, prep_axis, run_concat);
+FL_ADAPTER(concat, fl_exec_prep_axis, run_concat);
 /* concat_grad: X*, Out, Out@GRAD -> X@GRAD* (as many as X, or none) */
 static FlStatus run_concat_grad(OpCall *c) {
     int n = fl_call_nin(c, 0);
@@ -51,7 +47,7 @@ static FlStatus run_concat_grad(OpCall *c) {
     return fl_kernel_concat_grad(c->e, fl_call_ins(c, 0), n, IN(2), (int)c->op->a.i[0],
                                  fl_call_outs(c, 0));
 }
-FL_ADAPTER(concat_grad, prep_axis, run_concat_grad);
+FL_ADAPTER(concat_grad, fl_exec_prep_axis, run_concat_grad);
 
 static FlStatus prep_split(ExecOp *op, FlErr *e) {
     op->a.i[0] = fl_exec_attr_int(op, "axis");
@@ -69,8 +65,8 @@ static FlStatus run_split(OpCall *c) {
     int n = fl_call_nout(c, 0);
     FlTensor *const *outs = fl_call_outs(c, 0);
     /* the kernel fills every part: stand-ins for the parts nobody wants */
-    FlTensor st[8];
-    FlTensor **all = fl_xcalloc((size_t)n + 1, sizeof *all);
+    FlTensor st[8], *all_st[8];
+    FlTensor **all = n > 8 ? fl_xcalloc((size_t)n, sizeof *all) : all_st;
     FlTensor *dummy = n > 8 ? fl_xcalloc((size_t)n, sizeof *dummy) : st;
     for (int i = 0; i < n; i++) {
         fl_tensor_init(&dummy[i]);
@@ -79,8 +75,10 @@ static FlStatus run_split(OpCall *c) {
     const PAttrs *a = &c->op->a;
     FlStatus s = fl_kernel_split(c->e, IN(0), (int)a->i[0], (int)a->i[1], a->list, a->nlist, all, n);
     for (int i = 0; i < n; i++) fl_tensor_fini(&dummy[i]);
-    if (dummy != st) free(dummy);
-    free(all);
+    if (dummy != st) {
+        free(dummy);
+        free(all);
+    }
     return s;
 }
 FL_ADAPTER(split, prep_split, run_split);
@@ -95,14 +93,7 @@ FL_ADAPTER(split_grad, prep_split, run_split_grad);
 
 /* ---- reshape, transpose ---- */
 
-static FlStatus prep_reshape(ExecOp *op, FlErr *e) {
-    size_t n;
-    const int64_t *v = fl_exec_attr_ints(op, "shape", &n);
-    if (n > FL_MAX_DIMS) return fl_err(e, "attribute 'shape' has %zu dims (at most %d)", n, FL_MAX_DIMS);
-    for (size_t i = 0; i < n; i++) op->a.shape[i] = v[i];
-    op->a.nshape = (int)n;
-    return FL_OK;
-}
+static FlStatus prep_reshape(ExecOp *op, FlErr *e) { return fl_exec_attr_shape(op, "shape", e); }
 static FlStatus run_reshape(OpCall *c) {
     return fl_kernel_reshape(c->e, IN(0), c->op->a.shape, c->op->a.nshape, OUT(0));
 }
@@ -113,14 +104,7 @@ static FlStatus run_reshape_grad(OpCall *c) {
 }
 FL_ADAPTER(reshape_grad, prep_reshape, run_reshape_grad);
 
-static FlStatus prep_transpose(ExecOp *op, FlErr *e) {
-    size_t n;
-    const int64_t *v = fl_exec_attr_ints(op, "axis", &n);
-    if (n > FL_MAX_DIMS) return fl_err(e, "attribute 'axis' has %zu entries (at most %d)", n, FL_MAX_DIMS);
-    for (size_t i = 0; i < n; i++) op->a.dims[i] = (int)v[i];
-    op->a.ndims = (int)n;
-    return FL_OK;
-}
+static FlStatus prep_transpose(ExecOp *op, FlErr *e) { return fl_exec_attr_dims(op, "axis", e); }
 static FlStatus run_transpose(OpCall *c) {
     return fl_kernel_transpose(c->e, IN(0), c->op->a.dims, c->op->a.ndims, OUT(0));
 }
@@ -134,7 +118,7 @@ FL_ADAPTER(transpose_grad, prep_transpose, run_transpose_grad);
 /* ---- classification helpers ---- */
 
 static FlStatus run_argmax(OpCall *c) { return fl_kernel_argmax(c->e, IN(0), (int)c->op->a.i[0], OUT(0)); }
-FL_ADAPTER(argmax, prep_axis, run_argmax);
+FL_ADAPTER(argmax, fl_exec_prep_axis, run_argmax);
 
 static FlStatus prep_top_k(ExecOp *op, FlErr *e) {
     op->a.i[0] = fl_exec_attr_int(op, "k");
@@ -159,6 +143,7 @@ FL_ADAPTER(accuracy, NULL, run_accuracy);
 static FlStatus prep_print(ExecOp *op, FlErr *e) {
     op->a.i[0] = fl_exec_attr_int(op, "summarize");
     op->a.i[1] = fl_exec_attr_int(op, "first_n");
+    op->a.str = fl_exec_attr_string(op, "message");
     return FL_OK;
 }
 static FlStatus run_print(OpCall *c) {
@@ -167,8 +152,7 @@ static FlStatus run_print(OpCall *c) {
     long k = atomic_fetch_add(&((ExecOp *)op)->count, 1);
     if (op->a.i[1] < 0 || k < op->a.i[1]) {
         FlBuf b = {0};
-        const char *msg = fl_exec_attr_string(op, "message");
-        if (msg[0]) fl_buf_printf(&b, "%s ", msg);
+        if (op->a.str[0]) fl_buf_printf(&b, "%s ", op->a.str);
         fl_buf_printf(&b, "%s %s %s:", op->args[0].name, fl_tensor_shape(x).s, fl_dtype_name(x->dtype));
         int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
         for (int64_t i = 0; i < n && i < lim; i++) fl_buf_printf(&b, " %g", fl_tensor_get(x, i));
