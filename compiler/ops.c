@@ -32,6 +32,7 @@ static const Spec specs[] = {
 static_assert(FL_ARRAY_LEN(specs) == FL_OPID_COUNT, "one spec per op");
 
 /* One line per op for the reference (docs/ops.md). */
+#define BROADCAST(out, expr) out " = " expr " with broadcasting."
 static const char *const descs[FL_OPID_COUNT] = {
     [FL_OPID_fill_constant] = "Out = a tensor of the given shape and dtype filled with value.",
     [FL_OPID_fill_zeros_like] = "Out = zeros with the shape and dtype of X.",
@@ -46,15 +47,15 @@ static const char *const descs[FL_OPID_COUNT] = {
                     "y_num_col_dims (the fully-connected layer's product).",
     [FL_OPID_matmul] = "alpha * X @ Y with optional transposes; batched over leading dims, 1-D "
                        "operands as vectors.",
-    [FL_OPID_elementwise_add] = "Out = X + Y with broadcasting.",
-    [FL_OPID_elementwise_sub] = "Out = X - Y with broadcasting.",
-    [FL_OPID_elementwise_mul] = "Out = X * Y with broadcasting.",
-    [FL_OPID_elementwise_div] = "Out = X / Y with broadcasting.",
-    [FL_OPID_elementwise_max] = "Out = max(X, Y) with broadcasting.",
-    [FL_OPID_elementwise_min] = "Out = min(X, Y) with broadcasting.",
-    [FL_OPID_elementwise_pow] = "Out = X ** Y with broadcasting.",
-    [FL_OPID_elementwise_floordiv] = "Out = X // Y with broadcasting.",
-    [FL_OPID_elementwise_mod] = "Out = X % Y with broadcasting.",
+    [FL_OPID_elementwise_add] = BROADCAST("Out", "X + Y"),
+    [FL_OPID_elementwise_sub] = BROADCAST("Out", "X - Y"),
+    [FL_OPID_elementwise_mul] = BROADCAST("Out", "X * Y"),
+    [FL_OPID_elementwise_div] = BROADCAST("Out", "X / Y"),
+    [FL_OPID_elementwise_max] = BROADCAST("Out", "max(X, Y)"),
+    [FL_OPID_elementwise_min] = BROADCAST("Out", "min(X, Y)"),
+    [FL_OPID_elementwise_pow] = BROADCAST("Out", "X ** Y"),
+    [FL_OPID_elementwise_floordiv] = BROADCAST("Out", "X // Y"),
+    [FL_OPID_elementwise_mod] = BROADCAST("Out", "X % Y"),
     [FL_OPID_relu] = "Out = max(X, 0).",
     [FL_OPID_sigmoid] = "Out = 1 / (1 + exp(-X)).",
     [FL_OPID_tanh] = "Out = tanh(X).",
@@ -88,12 +89,12 @@ static const char *const descs[FL_OPID_COUNT] = {
                            "Mean and Variance.",
     [FL_OPID_dropout] = "Out = X with elements zeroed with probability dropout_prob (Mask "
                         "records which); identity scaled when is_test.",
-    [FL_OPID_less_than] = "Out (bool) = X < Y with broadcasting.",
-    [FL_OPID_less_equal] = "Out (bool) = X <= Y with broadcasting.",
-    [FL_OPID_greater_than] = "Out (bool) = X > Y with broadcasting.",
-    [FL_OPID_greater_equal] = "Out (bool) = X >= Y with broadcasting.",
-    [FL_OPID_equal] = "Out (bool) = X == Y with broadcasting.",
-    [FL_OPID_not_equal] = "Out (bool) = X != Y with broadcasting.",
+    [FL_OPID_less_than] = BROADCAST("Out (bool)", "X < Y"),
+    [FL_OPID_less_equal] = BROADCAST("Out (bool)", "X <= Y"),
+    [FL_OPID_greater_than] = BROADCAST("Out (bool)", "X > Y"),
+    [FL_OPID_greater_equal] = BROADCAST("Out (bool)", "X >= Y"),
+    [FL_OPID_equal] = BROADCAST("Out (bool)", "X == Y"),
+    [FL_OPID_not_equal] = BROADCAST("Out (bool)", "X != Y"),
     [FL_OPID_logical_and] = "Out = X and Y (bool).",
     [FL_OPID_logical_or] = "Out = X or Y (bool).",
     [FL_OPID_logical_not] = "Out = not X (bool).",
@@ -126,6 +127,7 @@ static const char *const descs[FL_OPID_COUNT] = {
     [FL_OPID_listen_and_serv] = "The parameter server's loop: receives gradient blocks, runs "
                                 "the optimize blocks, serves parameter blocks.",
 };
+#undef BROADCAST
 
 /* The sections of ops.def, by their first op. */
 static const struct {
@@ -169,15 +171,21 @@ static FlOpInfo table[2 * FL_OPID_COUNT];
 static size_t ntable;
 static FlMap by_name;
 
+/* The next space-separated word of *s (its length in *len), advancing *s past it; NULL at the
+ * end. */
+static const char *next_word(const char **s, size_t *len) {
+    while (**s == ' ') (*s)++;
+    if (!**s) return NULL;
+    const char *start = *s;
+    while (**s && **s != ' ') (*s)++;
+    *len = (size_t)(*s - start);
+    return start;
+}
+
 static int parse_slots(const char *spec, FlSlotInfo *out) {
     int n = 0;
-    const char *s = spec;
-    for (;;) {
-        while (*s == ' ') s++;
-        if (!*s) break;
-        const char *start = s;
-        while (*s && *s != ' ') s++;
-        size_t len = (size_t)(s - start);
+    size_t len;
+    for (const char *start; (start = next_word(&spec, &len));) {
         FL_ASSERT(n < FL_OPS_MAX_SLOTS);
         FlSlotInfo *si = &out[n++];
         memset(si, 0, sizeof *si);
@@ -261,13 +269,9 @@ static void parse_default(FlAttr *a, const char *v) {
 
 static int parse_attrs(const char *spec, FlAttrInfo *out) {
     int n = 0;
-    const char *s = spec;
-    for (;;) {
-        while (*s == ' ') s++;
-        if (!*s) break;
-        const char *start = s;
-        while (*s && *s != ' ') s++;
-        char *item = fl_arena_strndup(&arena, start, (size_t)(s - start));
+    size_t len;
+    for (const char *start; (start = next_word(&spec, &len));) {
+        char *item = fl_arena_strndup(&arena, start, len);
         char *colon = strchr(item, ':');
         FL_ASSERT(colon && n < FL_OPS_MAX_ATTRS);
         *colon = 0;
@@ -294,6 +298,13 @@ static const char *grad_name(const char *slot) {
     return fl_arena_printf(&arena, "%s@GRAD", slot);
 }
 
+/* Gives gs the list flag of the slot among fwd[0..n) named name[0..len), if there is one. */
+static void inherit_list(FlSlotInfo *gs, const char *name, size_t len, const FlSlotInfo *fwd,
+                         int n) {
+    for (int j = 0; j < n; j++)
+        if (strlen(fwd[j].name) == len && !memcmp(name, fwd[j].name, len)) gs->list = fwd[j].list;
+}
+
 static void derive_grad(const FlOpInfo *fwd) {
     FlOpInfo *g = &table[ntable++];
     memset(g, 0, sizeof *g);
@@ -301,7 +312,7 @@ static void derive_grad(const FlOpInfo *fwd) {
     g->id = fwd->id;
     g->is_grad = true;
     g->grad = FL_GRAD_NONE;
-    g->flags = 0;
+    g->flags = fwd->flags & FL_OPF_LONG;
     memcpy(g->attrs, fwd->attrs, sizeof g->attrs);
     g->nattrs = fwd->nattrs;
     if (fwd->grad == FL_GRAD_DEFAULT) {
@@ -322,12 +333,8 @@ static void derive_grad(const FlOpInfo *fwd) {
         for (int i = 0; i < g->nins; i++) {
             const char *nm = g->ins[i].name;
             size_t len = strcspn(nm, "@");
-            for (int j = 0; j < fwd->nins; j++)
-                if (strlen(fwd->ins[j].name) == len && !memcmp(nm, fwd->ins[j].name, len))
-                    g->ins[i].list = fwd->ins[j].list;
-            for (int j = 0; j < fwd->nouts; j++)
-                if (strlen(fwd->outs[j].name) == len && !memcmp(nm, fwd->outs[j].name, len))
-                    g->ins[i].list = fwd->outs[j].list;
+            inherit_list(&g->ins[i], nm, len, fwd->ins, fwd->nins);
+            inherit_list(&g->ins[i], nm, len, fwd->outs, fwd->nouts);
         }
         return;
     }
@@ -572,6 +579,8 @@ void fl_ops_markdown(FlBuf *out) {
             if (o->flags & FL_OPF_CONTROL) fl_buf_puts(out, " control (runs sub-blocks);");
             if (o->flags & FL_OPF_OPTIMIZE) fl_buf_puts(out, " optimizer update;");
             if (o->flags & FL_OPF_DIST) fl_buf_puts(out, " distributed;");
+            if (o->flags & FL_OPF_LONG) fl_buf_puts(out, " long-running (runs in a scheduler blocking region);");
+            if (o->flags & FL_OPF_CHAN) fl_buf_puts(out, " concurrency (goroutines, channels);");
             out->data[--out->len] = '\n';
         }
     }

@@ -18,6 +18,9 @@ enum {
     FL_OPF_CONTROL = 1 << 1,     /* runs sub-blocks */
     FL_OPF_OPTIMIZE = 1 << 2,    /* an optimizer update (removed from trainers by the transpiler) */
     FL_OPF_DIST = 1 << 3,        /* talks to other ranks */
+    FL_OPF_LONG = 1 << 4,        /* may run long (GEMM): executed in a scheduler blocking region;
+                                    gradient ops inherit it */
+    FL_OPF_CHAN = 1 << 5,        /* uses goroutines or channels: the executor sets up a scheduler */
 };
 
 typedef enum FlOpId {
