@@ -601,8 +601,9 @@ static FlAst *attr(FlParser *p, FlAst *obj, const char *s, FlLoc name_loc, FlLoc
 
 /* Does `name` appear among the names seen so far? (records it) */
 static bool repeated(FlMap *seen, const char *name) {
-    if (fl_map_find(seen, name, strlen(name))) return true;
-    fl_map_put(seen, name, strlen(name), (void *)name);
+    size_t n = strlen(name);
+    if (fl_map_find(seen, name, n)) return true;
+    fl_map_put(seen, name, n, (void *)name);
     return false;
 }
 

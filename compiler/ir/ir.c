@@ -133,25 +133,32 @@ void fl_ir_attr_fini(FlAttr *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* Heap copies of n values (at least one element is allocated, so n == 0 gives a non-NULL). */
+static int64_t *dup_ints(const int64_t *v, size_t n) {
+    int64_t *r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(int64_t)));
+    if (n) memcpy(r, v, n * sizeof(int64_t));
+    return r;
+}
+
+static double *dup_floats(const double *v, size_t n) {
+    double *r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(double)));
+    if (n) memcpy(r, v, n * sizeof(double));
+    return r;
+}
+
+static char **dup_strs(const char *const *v, size_t n) {
+    char **r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(char *)));
+    for (size_t i = 0; i < n; i++) r[i] = fl_xstrdup(v[i]);
+    return r;
+}
+
 static void attr_copy(FlAttr *dst, const FlAttr *src) {
     *dst = *src;
     dst->name = fl_xstrdup(src->name);
     dst->s = src->s ? fl_xstrdup(src->s) : NULL;
-    dst->ints = NULL;
-    dst->floats = NULL;
-    dst->strs = NULL;
-    if (src->ints) {
-        dst->ints = fl_xmalloc(fl_mul_size(src->n ? src->n : 1, sizeof(int64_t)));
-        if (src->n) memcpy(dst->ints, src->ints, src->n * sizeof(int64_t));
-    }
-    if (src->floats) {
-        dst->floats = fl_xmalloc(fl_mul_size(src->n ? src->n : 1, sizeof(double)));
-        if (src->n) memcpy(dst->floats, src->floats, src->n * sizeof(double));
-    }
-    if (src->strs) {
-        dst->strs = fl_xmalloc(fl_mul_size(src->n ? src->n : 1, sizeof(char *)));
-        for (size_t i = 0; i < src->n; i++) dst->strs[i] = fl_xstrdup(src->strs[i]);
-    }
+    dst->ints = src->ints ? dup_ints(src->ints, src->n) : NULL;
+    dst->floats = src->floats ? dup_floats(src->floats, src->n) : NULL;
+    dst->strs = src->strs ? dup_strs((const char *const *)src->strs, src->n) : NULL;
 }
 
 FlAttr *fl_ir_op_attr(const FlOpDesc *op, const char *name) {
@@ -194,12 +201,6 @@ void fl_ir_op_set_bool(FlOpDesc *op, const char *name, bool v) {
     attr_reset(op, name, FL_ATTR_BOOL)->i = v ? 1 : 0;
 }
 
-static int64_t *dup_ints(const int64_t *v, size_t n) {
-    int64_t *r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(int64_t)));
-    if (n) memcpy(r, v, n * sizeof(int64_t));
-    return r;
-}
-
 void fl_ir_op_set_ints(FlOpDesc *op, const char *name, const int64_t *v, size_t n) {
     int64_t *c = dup_ints(v, n);
     FlAttr *a = attr_reset(op, name, FL_ATTR_INTS);
@@ -208,16 +209,14 @@ void fl_ir_op_set_ints(FlOpDesc *op, const char *name, const int64_t *v, size_t 
 }
 
 void fl_ir_op_set_floats(FlOpDesc *op, const char *name, const double *v, size_t n) {
-    double *c = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(double)));
-    if (n) memcpy(c, v, n * sizeof(double));
+    double *c = dup_floats(v, n);
     FlAttr *a = attr_reset(op, name, FL_ATTR_FLOATS);
     a->floats = c;
     a->n = n;
 }
 
 void fl_ir_op_set_strings(FlOpDesc *op, const char *name, const char *const *v, size_t n) {
-    char **c = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(char *)));
-    for (size_t i = 0; i < n; i++) c[i] = fl_xstrdup(v[i]);
+    char **c = dup_strs(v, n);
     FlAttr *a = attr_reset(op, name, FL_ATTR_STRINGS);
     a->strs = c;
     a->n = n;
@@ -483,6 +482,13 @@ void fl_ir_reader_free(FlReaderSpec *r) {
     free(r);
 }
 
+/* Appends copies of the strings of the FL_VEC(char *) *src to *dst. */
+#define STRVEC_COPY(dst, src)                                                             \
+    do {                                                                                  \
+        for (size_t i_ = 0; i_ < (src)->len; i_++)                                        \
+            FL_VEC_PUSH((dst), fl_xstrdup((src)->data[i_]));                              \
+    } while (0)
+
 static char *dup_or_null(const char *s) {
     return s ? fl_xstrdup(s) : NULL;
 }
@@ -499,10 +505,8 @@ FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r) {
         FlFeedCols fc = {dup_or_null(f->feed), f->dtype, dup_ints(f->cols, f->ncols), f->ncols};
         FL_VEC_PUSH(&c->feeds, fc);
     }
-    for (size_t i = 0; i < r->normalize.len; i++)
-        FL_VEC_PUSH(&c->normalize, fl_xstrdup(r->normalize.data[i]));
-    for (size_t i = 0; i < r->scale_feeds.len; i++)
-        FL_VEC_PUSH(&c->scale_feeds, fl_xstrdup(r->scale_feeds.data[i]));
+    STRVEC_COPY(&c->normalize, &r->normalize);
+    STRVEC_COPY(&c->scale_feeds, &r->scale_feeds);
     for (size_t i = 0; i < r->scale_factors.len; i++)
         FL_VEC_PUSH(&c->scale_factors, r->scale_factors.data[i]);
     c->has_split = r->has_split;
@@ -550,12 +554,9 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     c->run.batch_size = b->run.batch_size;
     c->run.epochs = b->run.epochs;
     c->run.seed = b->run.seed;
-    for (size_t i = 0; i < b->run.fetch_names.len; i++)
-        FL_VEC_PUSH(&c->run.fetch_names, fl_xstrdup(b->run.fetch_names.data[i]));
-    for (size_t i = 0; i < b->run.fetch_vars.len; i++)
-        FL_VEC_PUSH(&c->run.fetch_vars, fl_xstrdup(b->run.fetch_vars.data[i]));
-    for (size_t i = 0; i < b->source_paths.len; i++)
-        FL_VEC_PUSH(&c->source_paths, fl_xstrdup(b->source_paths.data[i]));
+    STRVEC_COPY(&c->run.fetch_names, &b->run.fetch_names);
+    STRVEC_COPY(&c->run.fetch_vars, &b->run.fetch_vars);
+    STRVEC_COPY(&c->source_paths, &b->source_paths);
     c->role = dup_or_null(b->role);
     c->role_index = b->role_index;
     return c;

@@ -307,13 +307,19 @@ static char **dec_strs(char *const *v, size_t n) {
 /* Appends copies of the n strings v to the FL_VEC(char *) *vec. */
 #define DEC_STRVEC(vec, v, n)                                                             \
     do {                                                                                  \
-        FL_VEC_RESERVE((vec), (n));                                                       \
+        FL_VEC_RESERVE((vec), (vec)->len + (n));                                          \
         for (size_t i_ = 0; i_ < (n); i_++) (vec)->data[(vec)->len++] = dec_str((v)[i_]); \
     } while (0)
 
 static int64_t *dec_ints(const int64_t *v, size_t n) {
     int64_t *r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(int64_t)));
     if (n) memcpy(r, v, n * sizeof(int64_t));
+    return r;
+}
+
+static double *dec_floats(const double *v, size_t n) {
+    double *r = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof(double)));
+    if (n) memcpy(r, v, n * sizeof(double));
     return r;
 }
 
@@ -364,8 +370,7 @@ static void dec_attr(FlAttr *a, const Fluidc__Attr *m) {
         a->n = m->n_ints;
         break;
     case FL_ATTR_FLOATS:
-        a->floats = fl_xmalloc(fl_mul_size(m->n_floats ? m->n_floats : 1, sizeof(double)));
-        if (m->n_floats) memcpy(a->floats, m->floats, m->n_floats * sizeof(double));
+        a->floats = dec_floats(m->floats, m->n_floats);
         a->n = m->n_floats;
         break;
     case FL_ATTR_STRINGS:
