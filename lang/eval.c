@@ -81,11 +81,11 @@ void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v) {
             d->dict.vals[i] = v;
             return;
         }
-    size_t cap = d->dict.cap;
-    arena_grow(c, (void **)&d->dict.keys, &cap, d->dict.len + 1, sizeof(FlValue *));
-    cap = d->dict.cap;
-    arena_grow(c, (void **)&d->dict.vals, &d->dict.cap, d->dict.len + 1, sizeof(FlValue *));
-    (void)cap;
+    if (d->dict.len == d->dict.cap) { /* keys and vals grow together */
+        size_t cap = d->dict.cap;
+        arena_grow(c, (void **)&d->dict.keys, &cap, d->dict.len + 1, sizeof(FlValue *));
+        arena_grow(c, (void **)&d->dict.vals, &d->dict.cap, d->dict.len + 1, sizeof(FlValue *));
+    }
     d->dict.keys[d->dict.len] = k;
     d->dict.vals[d->dict.len++] = v;
 }
@@ -1240,9 +1240,8 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     Env *le = fl_env_new(c, fn->func.closure);
     size_t np = def->def.nparams;
     FlAstParam *ps = def->def.params;
-    FlValue **bound = fl_arena_alloc(&c->arena, (np + 1) * sizeof *bound);
     int star = -1, dstar = -1;
-    size_t nfixed = 0;
+    size_t nfixed = 0; /* the positional parameters: the ones before *args (the parser keeps order) */
     for (size_t i = 0; i < np; i++) {
         if (ps[i].star == 1) star = (int)i;
         else if (ps[i].star == 2) dstar = (int)i;
@@ -1252,20 +1251,12 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     if (a->npos > nfixed && star < 0)
         return fl_ev_error(c, sp, "%s() takes %zu positional argument%s but %zu %s given", fname,
                            nfixed, nfixed == 1 ? "" : "s", a->npos, a->npos == 1 ? "was" : "were");
-    size_t pi = 0;
+    FlValue **vals = fl_arena_alloc(&c->arena, (np + 1) * sizeof *vals);
     FlValue *rest = star >= 0 ? fl_v_list(c, VK_TUPLE) : NULL;
     for (size_t i = 0; i < a->npos; i++) {
-        while (pi < np && ps[pi].star) pi++;
-        if (i < nfixed) bound[i < nfixed ? i : 0] = a->pos[i];
+        if (i < nfixed) vals[i] = a->pos[i];
         else fl_v_list_push(c, rest, a->pos[i]);
     }
-    /* positional params are the first nfixed non-star params in order */
-    size_t fixed_idx[256];
-    size_t nf = 0;
-    for (size_t i = 0; i < np && nf < 256; i++)
-        if (!ps[i].star) fixed_idx[nf++] = i;
-    FlValue **vals = fl_arena_alloc(&c->arena, (np + 1) * sizeof *vals);
-    for (size_t i = 0; i < a->npos && i < nfixed; i++) vals[fixed_idx[i]] = bound[i];
     FlValue *kwrest = dstar >= 0 ? fl_v_dict(c) : NULL;
     for (size_t k = 0; k < a->nkw; k++) {
         size_t i;
@@ -2430,7 +2421,6 @@ FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpa
         fl_backward_result_fini(&r);
         return fl_ev_error(c, sp, "%s", err.msg);
     }
-    /* grad ops carry the loss's location when they came from a stdlib layer */
     FlValue *ps = fl_v_list(c, VK_LIST), *gs = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < r.pairs.len; i++) {
         fl_v_list_push(c, ps, fl_v_var(c, r.pairs.data[i].param));
