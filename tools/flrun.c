@@ -717,8 +717,13 @@ fail:
     else if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
     FlBuf live = {0}, leaked = {0};
     size_t nleaked = 0;
-    /* the blocked ones; goroutines still running get up to 100 ms to block or finish first */
+    /* the blocked ones; goroutines still running get up to 100 ms to block or finish first. A
+     * goroutine whose channel operation just completed may still be listed as blocked for an
+     * instant, so a listing counts only when two of them 1 ms apart agree. */
+    FlBuf prev = {0};
     for (int tries = 0; sched && !rc && tries < 100; tries++) {
+        prev.len = 0;
+        fl_buf_append(&prev, fl_buf_str(&leaked), leaked.len);
         live.len = leaked.len = nleaked = 0;
         bool busy = false;
         if (fl_sched_list(sched, &live))
@@ -734,9 +739,10 @@ fail:
                 fl_buf_append(&leaked, l, (size_t)(nl - l + 1));
                 nleaked++;
             }
-        if (!busy) break;
+        if (!busy && tries > 0 && leaked.len == prev.len && !strcmp(fl_buf_str(&leaked), fl_buf_str(&prev))) break;
         usleep(1000);
     }
+    fl_buf_free(&prev);
     if (nleaked) {
         FlBuf grouped = {0};
         group_goroutines(fl_buf_str(&leaked), &grouped);
