@@ -4,7 +4,21 @@
 #define FL_TESTS_CUNIT_H
 
 #include <CUnit/Basic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Like CU_ASSERT_STRING_EQUAL, but shows both strings when they differ. */
+#define CHECK_STR(actual, expected)                                                                \
+    do {                                                                                           \
+        const char *a_ = (actual), *x_ = (expected);                                               \
+        bool eq_ = a_ && x_ && strcmp(a_, x_) == 0;                                                \
+        if (!eq_)                                                                                  \
+            fprintf(stderr, "\n%s:%d: got:\n%s\n--- expected:\n%s\n---\n", __FILE__, __LINE__,      \
+                    a_ ? a_ : "(null)", x_ ? x_ : "(null)");                                       \
+        CU_ASSERT(eq_);                                                                            \
+    } while (0)
 
 typedef struct FlTestCase {
     const char *name;

@@ -14,15 +14,6 @@
 #include "compiler/infer.h"
 #include "compiler/verify.h"
 
-#define CHECK_STR(actual, expected)                                                       \
-    do {                                                                                  \
-        const char *a_ = (actual), *x_ = (expected);                                      \
-        bool eq_ = a_ && x_ && strcmp(a_, x_) == 0;                                       \
-        if (!eq_)                                                                         \
-            fprintf(stderr, "\n%s:%d: got:\n%s\n--- expected:\n%s\n---\n", __FILE__, __LINE__, \
-                    a_ ? a_ : "(null)", x_ ? x_ : "(null)");                              \
-        CU_ASSERT(eq_);                                                                   \
-    } while (0)
 
 static FlProgram *P;
 static FlBlock *B;

@@ -6,6 +6,7 @@
  * tests/fuzz/corpus/ir/ (run from the repository root, as ctest does).
  */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +28,6 @@ static const char *tmp_path(const char *name) {
     return buf[k];
 }
 
-/* Like CU_ASSERT_STRING_EQUAL, but shows both strings when they differ. */
-#define CHECK_STR(actual, expected)                                                       \
-    do {                                                                                  \
-        const char *a_ = (actual), *x_ = (expected);                                     \
-        bool eq_ = a_ && x_ && strcmp(a_, x_) == 0;                                       \
-        if (!eq_)                                                                         \
-            fprintf(stderr, "\n%s:%d: got:\n%s\n--- expected:\n%s\n---\n", __FILE__, __LINE__, \
-                    a_ ? a_ : "(null)", x_ ? x_ : "(null)");                               \
-        CU_ASSERT(eq_);                                                                   \
-    } while (0)
 
 /* ---- a hand-built bundle using every feature ---- */
 

@@ -12,6 +12,7 @@
  * Runs from the repository root (ctest sets the working directory).
  */
 #include <CUnit/Basic.h>
+#include "tests/cunit.h"
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,15 +31,6 @@
 
 static const char *flc_path; /* argv[1] */
 
-#define CHECK_STR(actual, expected)                                                       \
-    do {                                                                                  \
-        const char *a_ = (actual), *x_ = (expected);                                      \
-        bool eq_ = a_ && x_ && strcmp(a_, x_) == 0;                                       \
-        if (!eq_)                                                                         \
-            fprintf(stderr, "\n%s:%d: got:\n%s\n--- expected:\n%s\n---\n", __FILE__, __LINE__, \
-                    a_ ? a_ : "(null)", x_ ? x_ : "(null)");                              \
-        CU_ASSERT(eq_);                                                                   \
-    } while (0)
 
 /* ---- helpers ---- */
 

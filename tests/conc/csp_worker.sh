@@ -3,11 +3,10 @@
 #   mpirun -np 1 flrun seed_server.flp : -np 2 flrun seed_csp_worker.flp
 # trains and logs the same per-step losses as the plain worker job (seed_worker.flp) with the
 # same server, within 1e-5 relative. Run from the project root.
-# The distributed ops must send a block received from a channel under its tag: ops_dist.c's
-# real_name consults fl_var_label (scope.h). Until that hook is in, the test is skipped (77).
+# The distributed ops send a block received from a channel under its tag (ops_dist.c's
+# real_name consults fl_var_label, scope.h).
 set -u
 FLC=$1 FLRUN=$2 CHECK=$3
-grep -q fl_var_label runtime/core/ops_dist.c || { echo "SKIP: ops_dist.c does not send labelled blocks under their tag yet"; exit 77; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

@@ -1,6 +1,6 @@
 /* test_train: flrun trains the acceptance programs on real data to the figures they should reach,
  * deterministically, saves/loads/predicts, and fails cleanly on bad input.
- *   test_train FLRUN FLC     (run from the repository root) */
+ *   test_train FLRUN     (run from the repository root) */
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -16,7 +16,7 @@
 #include "runtime/data/data.h"
 #include "tests/cunit.h"
 
-static const char *flrun, *flc;
+static const char *flrun;
 static char tmp[256];
 
 /* Runs a shell command; returns its exit status and, if out != NULL, its stdout+stderr. */
@@ -239,12 +239,11 @@ static void test_bad_input(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: test_train FLRUN FLC\n");
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_train FLRUN\n");
         return 2;
     }
     flrun = argv[1];
-    flc = argv[2];
     snprintf(tmp, sizeof tmp, "%s/fl_test_train.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmp)) return 1;
     static const FlTestCase cases[] = {
