@@ -3,8 +3,9 @@
  * How: one pass over the local main program collects the parameters (one per optimizer op of
  * block 0, in program order) with their gradient and optimizer state, and marks the
  * learning-rate ops; then the blocks are cut and placed; then each role is built from those
- * tables: the trainer program is a clone of the local main with ops removed and the send/recv
- * section inserted where the first optimizer op stood; a pserver program is built from
+ * tables: the trainer program is a clone of the local main with ops removed, each gradient's
+ * split/send ops inserted right after the last op that writes the gradient, and the barrier
+ * and recv section inserted where the first optimizer op stood; a pserver program is built from
  * nothing (block 0: vars and listen_and_serv; sub-blocks: the lr block, then one optimize block
  * per parameter block); a pserver startup program is the slice of the local startup that
  * initialises what the server holds, followed by the split / assign ops that cut it to blocks.
@@ -256,11 +257,14 @@ static bool is_fetched(Tp *tp, const char *name) {
     return false;
 }
 
-static void put_args(FlMap *m, const FlSlot *ss, size_t ns) {
+/* Maps every arg of the slots to val (keys borrowed from the slots). */
+static void put_args_as(FlMap *m, const FlSlot *ss, size_t ns, void *val) {
     for (size_t s = 0; s < ns; s++)
         for (size_t k = 0; k < ss[s].nargs; k++)
-            if (!skip_arg(ss[s].args[k])) fl_map_put_str(m, ss[s].args[k], MARK_PTR);
+            if (!skip_arg(ss[s].args[k])) fl_map_put_str(m, ss[s].args[k], val);
 }
+
+static void put_args(FlMap *m, const FlSlot *ss, size_t ns) { put_args_as(m, ss, ns, MARK_PTR); }
 
 /* Who reads what in block 0: for var id v (names are numbered by `ids`, value = id + 1), the
  * readers are ops[start[v] .. start[v + 1]) (an op once per slot that reads it). */
@@ -540,13 +544,75 @@ static void prune_vars(Tp *tp, FlProgram *p, const FlMap *removed) {
     fl_map_fini(&used);
 }
 
+/* Where a gradient's split/send group goes: before op `at` of the trainer's block 0 as it is
+ * before any group is inserted. */
+typedef struct SendAt {
+    size_t at, param; /* param: index in tp->params */
+} SendAt;
+
+static int send_at_cmp(const void *a, const void *b) {
+    const SendAt *x = a, *y = b;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    return (x->param > y->param) - (x->param < y->param);
+}
+
+/* The place of each parameter's group: right after the last of ops[0, end) that writes its
+ * gradient (end when none does), sorted by place, then by parameter order. The caller frees. */
+static SendAt *send_places(Tp *tp, const FlBlock *b, size_t end) {
+    FlMap last; /* var -> index + 1 of its last writer; keys borrowed from b's ops */
+    fl_map_init(&last);
+    for (size_t i = 0; i < end; i++)
+        put_args_as(&last, b->ops.data[i]->outs.data, b->ops.data[i]->outs.len,
+                    (void *)(uintptr_t)(i + 1));
+    SendAt *sa = fl_xmalloc(fl_mul_size(tp->params.len, sizeof *sa));
+    for (size_t i = 0; i < tp->params.len; i++) {
+        uintptr_t w = (uintptr_t)fl_map_find_str(&last, tp->params.data[i].grad);
+        sa[i] = (SendAt){.at = w ? (size_t)w : end, .param = i};
+    }
+    fl_map_fini(&last);
+    qsort(sa, tp->params.len, sizeof *sa, send_at_cmp);
+    return sa;
+}
+
+/* Declares the gradient blocks of the sliced parameters, in parameter order. */
+static FlStatus declare_grad_blocks(Tp *tp, FlBlock *b0) {
+    for (size_t i = 0; i < tp->params.len; i++) {
+        const Param *pr = &tp->params.data[i];
+        for (size_t k = 0; pr->sliced && k < pr->pieces.len; k++) {
+            FlVarDesc *v = declare(tp, b0, pr->pieces.data[k].grad, pr->gvar,
+                                   pr->pieces.data[k].rows);
+            if (!v) return FL_ERROR;
+            v->persistable = v->trainable = false;
+        }
+    }
+    return FL_OK;
+}
+
+/* Inserts at *at the gradient's split into its blocks (sliced parameters only) and one send
+ * per block; *at moves past them. */
+static void send_grad(FlBlock *b0, size_t *at, const Param *pr, bool sync) {
+    if (pr->sliced) {
+        const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
+        for (size_t k = 0; k < pr->pieces.len; k++) outs[k] = pr->pieces.data[k].grad;
+        split_op(b0, at, pr->grad, pr, outs, pr->opt->loc);
+        free(outs);
+    }
+    for (size_t k = 0; k < pr->pieces.len; k++) {
+        FlOpDesc *op = fl_ir_op_insert(b0, (*at)++, "send");
+        op->loc = pr->opt->loc;
+        fl_ir_op_add_input(op, "X", pr->pieces.data[k].grad);
+        fl_ir_op_set_ints(op, "epmap", &pr->pieces.data[k].server, 1);
+        fl_ir_op_set_bool(op, "sync", sync);
+    }
+}
+
 static FlProgram *build_trainer(Tp *tp) {
     FlProgram *p = fl_ir_program_clone(tp->local->main);
     FlBlock *b0 = fl_ir_block(p, 0);
     FlMap removed;
     fl_map_init(&removed);
-    /* the send/recv section goes where the first optimizer op stood, counted without the
-     * ops removed before it (learning-rate ops may stand anywhere) */
+    /* send_barrier and the recv section go where the first optimizer op stood, counted
+     * without the ops removed before it (learning-rate ops may stand anywhere) */
     size_t pos = 0;
     for (size_t i = 0; i < tp->lb->ops.len && !is_optimize(tp->lb->ops.data[i]); i++)
         pos += !tp->lr_op[i];
@@ -557,30 +623,21 @@ static FlProgram *build_trainer(Tp *tp) {
         fl_ir_op_remove(b0, i);
     }
     bool sync = tp->mode == FL_TRANSPILE_SYNC;
-    for (size_t i = 0; i < tp->params.len; i++) {
-        const Param *pr = &tp->params.data[i];
-        if (pr->sliced) {
-            const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
-            for (size_t k = 0; k < pr->pieces.len; k++) {
-                outs[k] = pr->pieces.data[k].grad;
-                FlVarDesc *v = declare(tp, b0, outs[k], pr->gvar, pr->pieces.data[k].rows);
-                if (!v) {
-                    free(outs);
-                    goto fail;
-                }
-                v->persistable = v->trainable = false;
-            }
-            split_op(b0, &pos, pr->grad, pr, outs, pr->opt->loc);
-            free(outs);
-        }
-        for (size_t k = 0; k < pr->pieces.len; k++) {
-            FlOpDesc *op = fl_ir_op_insert(b0, pos++, "send");
-            op->loc = pr->opt->loc;
-            fl_ir_op_add_input(op, "X", pr->pieces.data[k].grad);
-            fl_ir_op_set_ints(op, "epmap", &pr->pieces.data[k].server, 1);
-            fl_ir_op_set_bool(op, "sync", sync);
-        }
+    /* each gradient is sent right after the op before pos that finishes it (Fluid's
+     * find_op_by_output_arg(reverse=True)), so the last layers' gradients travel while the
+     * backward of the first ones still runs. The places are found first and the groups
+     * inserted in increasing order of place: each group shifts every later place, and pos,
+     * by its size. */
+    if (declare_grad_blocks(tp, b0) != FL_OK) goto fail;
+    SendAt *sa = send_places(tp, b0, pos);
+    size_t shift = 0;
+    for (size_t j = 0; j < tp->params.len; j++) {
+        size_t at = sa[j].at + shift;
+        send_grad(b0, &at, &tp->params.data[sa[j].param], sync);
+        shift = at - sa[j].at;
     }
+    free(sa);
+    pos += shift;
     if (sync) fl_ir_op_insert(b0, pos++, "send_barrier")->loc = tp->first_loc;
     for (size_t i = 0; i < tp->params.len; i++) {
         const Param *pr = &tp->params.data[i];

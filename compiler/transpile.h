@@ -24,13 +24,17 @@
  * log), ranks T..T+P-1 the pservers.
  *
  * Trainer t: the local main program without its optimizer ops and learning-rate ops (ops whose
- * results feed only optimizers' LearningRate inputs); where the first optimizer op stood: per
- * gradient a `split` into its blocks (sliced parameters only) and one `send` per block (epmap:
- * its server), then (sync) `send_barrier`, one `recv` per parameter block, (sync)
- * `fetch_barrier`, and a `concat` of the blocks back into each sliced parameter. Its startup
- * program is the local one unchanged (same seeds: the same initial values as the servers), its
- * run spec the local one (each trainer reads its share of every global batch: the runtime's
- * job).
+ * results feed only optimizers' LearningRate inputs). Right after the last op before the first
+ * optimizer op that writes a gradient (as Fluid's find_op_by_output_arg(reverse=True) finds
+ * it; where the first optimizer op stood if none does): a `split` of the gradient into its
+ * blocks (sliced parameters only) and one `send` per block (epmap: its server), so that the
+ * gradients of the last layers are sent while the backward of the first ones still runs;
+ * groups after the same op come in parameter order. Where the first optimizer op stood, after
+ * every backward op: (sync) `send_barrier`, one `recv` per parameter block in parameter order,
+ * (sync) `fetch_barrier`, and a `concat` of the blocks back into each sliced parameter. Its
+ * startup program is the local one unchanged (same seeds: the same initial values as the
+ * servers), its run spec the local one (each trainer reads its share of every global batch:
+ * the runtime's job).
  *
  * Pserver p: its parameter blocks and their state (persistable), its gradient blocks, and one
  * `listen_and_serv` op (fanin = T) with one optimize sub-block per parameter block:

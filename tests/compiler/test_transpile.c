@@ -4,7 +4,8 @@
  *     MLP for P in {1, 2, 3}, T in {1, 2}, read back from the written .plan files
  *     (tests/compiler/plans/; FL_UPDATE_GOLDEN=1 rewrites them), and `dot -Tsvg` on their DOT;
  *   - slicing (whole rows, even split, small parameters whole), round-robin and hash placement
- *     (deterministic: the same bytes twice), the op order of every role, the optimize blocks
+ *     (deterministic: the same bytes twice), the op order of every role (each gradient sent
+ *     right after its last writer, then the barriers and recv ops), the optimize blocks
  *     (sum, scale 1/T, the optimizer on the block and its sliced state), the pserver startup
  *     programs (the local init ops with their seeds and shapes, then the slicing), async mode,
  *     learning-rate ops in lr_block, seed-0 random ops kept in place;
@@ -112,6 +113,80 @@ static const FlVarDesc *var(const FlProgram *p, const char *name) {
 
 static bool has_var(const FlProgram *p, const char *name) {
     return fl_ir_var_find(b0(p), name) != NULL;
+}
+
+static bool is_op(const FlOpDesc *op, const char *type) { return strcmp(op->type, type) == 0; }
+
+static bool op_writes(const FlOpDesc *op, const char *name) {
+    for (size_t s = 0; s < op->outs.len; s++)
+        for (size_t k = 0; k < op->outs.data[s].nargs; k++)
+            if (!strcmp(op->outs.data[s].args[k], name)) return true;
+    return false;
+}
+
+/* The index of the last op of b that writes name, or -1. */
+static int last_writer(const FlBlock *b, const char *name) {
+    for (size_t i = b->ops.len; i-- > 0;)
+        if (op_writes(b->ops.data[i], name)) return (int)i;
+    return -1;
+}
+
+/* The gradient block a trainer sends for the parameter block it receives as n
+ * ("W.block1" -> "W@GRAD.block1", "b" -> "b@GRAD"). */
+static void grad_of(const char *n, char *g, size_t cap) {
+    const char *dot = strstr(n, ".block");
+    if (dot) snprintf(g, cap, "%.*s@GRAD%s", (int)(dot - n), n, dot);
+    else snprintf(g, cap, "%s@GRAD", n);
+}
+
+/* The places of a trainer's split and send ops (trainer block t). Each gradient goes out right
+ * after the last op that writes it: the ops before a send, back to the first op that is not a
+ * split or a send (the gradient's producer, whose groups stand together), are split/send ops
+ * only; the producer writes the gradient the send reads (for a block: the gradient that the
+ * split of its group cuts) and no later op writes it again. Every send stands before the
+ * section that starts at send_barrier (sync) or at the first recv (async), which holds only
+ * the barriers, recv and concat ops: all backward ops come first. Returns the number of sends
+ * and *splits that of splits. */
+static int check_send_places(const FlBlock *t, int *splits) {
+    size_t sec = 0;
+    while (sec < t->ops.len && !is_op(t->ops.data[sec], "send_barrier") &&
+           !is_op(t->ops.data[sec], "recv"))
+        sec++;
+    CU_ASSERT_FATAL(sec < t->ops.len);
+    for (size_t i = sec; i < t->ops.len; i++) {
+        const FlOpDesc *op = t->ops.data[i];
+        bool ok = is_op(op, "send_barrier") || is_op(op, "recv") ||
+                  is_op(op, "fetch_barrier") || is_op(op, "concat");
+        if (!ok) fprintf(stderr, "op '%s' at %zu after the send section\n", op->type, i);
+        CU_ASSERT(ok);
+        CU_ASSERT(!is_op(op, "send_barrier") || i == sec); /* recv after send_barrier */
+    }
+    int nsend = 0;
+    *splits = 0;
+    for (size_t i = 0; i < sec; i++) {
+        const FlOpDesc *op = t->ops.data[i];
+        *splits += is_op(op, "split");
+        if (!is_op(op, "send")) continue;
+        nsend++;
+        const char *g = fl_ir_op_input1(op, "X"), *grad = g;
+        int cut = -1; /* the split of g's group, if g is a block */
+        size_t w = i;
+        while (w > 0 && (is_op(t->ops.data[w - 1], "send") || is_op(t->ops.data[w - 1], "split"))) {
+            w--;
+            if (is_op(t->ops.data[w], "split") && op_writes(t->ops.data[w], g)) {
+                cut = (int)w;
+                grad = fl_ir_op_input1(t->ops.data[w], "X");
+            }
+        }
+        CU_ASSERT_FATAL(w > 0);
+        w--;
+        if (last_writer(t, grad) != (int)w)
+            fprintf(stderr, "send of '%s' at %zu: '%s' last written at %d, not by the op before "
+                    "the group (%zu)\n", g, i, grad, last_writer(t, grad), w);
+        CU_ASSERT_EQUAL(last_writer(t, grad), (int)w);
+        if (grad != g) CU_ASSERT_EQUAL(last_writer(t, g), cut);
+    }
+    return nsend;
 }
 
 /* Replaces every occurrence of `what` in s (in place; the text only shrinks). */
@@ -303,18 +378,25 @@ static void test_round_robin(void) {
     FlBundle *b = compile(DIGITS);
     FlPlan *p = transpile(b, 3, 1, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
     const FlBlock *t = b0(role(p, "trainer", 0)->main);
-    int64_t i = 0;
-    for (size_t k = 0; k < t->ops.len; k++) {
-        if (strcmp(t->ops.data[k]->type, "send") != 0) continue;
-        CU_ASSERT_EQUAL(epmap0(t->ops.data[k]), i % 3);
-        i++;
-    }
-    CU_ASSERT_EQUAL(i, 3 + 2 + 3 + 1 + 3 + 1); /* blocks of the six parameters */
-    /* recv order = send order, same servers */
+    /* recv ops come in block order; each gradient block is sent to its parameter block's
+     * server (sends follow the backward pass, in another order) */
     int64_t j = 0;
-    for (size_t k = 0; k < t->ops.len; k++)
-        if (!strcmp(t->ops.data[k]->type, "recv")) CU_ASSERT_EQUAL(epmap0(t->ops.data[k]), j++ % 3);
-    CU_ASSERT_EQUAL(j, i);
+    for (size_t k = 0; k < t->ops.len; k++) {
+        if (!is_op(t->ops.data[k], "recv")) continue;
+        CU_ASSERT_EQUAL(epmap0(t->ops.data[k]), j % 3);
+        char g[128];
+        grad_of(fl_ir_op_output1(t->ops.data[k], "Out"), g, sizeof g);
+        int sends = 0;
+        for (size_t i = 0; i < t->ops.len; i++)
+            if (is_op(t->ops.data[i], "send") && !strcmp(fl_ir_op_input1(t->ops.data[i], "X"), g)) {
+                CU_ASSERT_EQUAL(epmap0(t->ops.data[i]), j % 3);
+                sends++;
+            }
+        CU_ASSERT_EQUAL(sends, 1);
+        j++;
+    }
+    CU_ASSERT_EQUAL(j, 3 + 2 + 3 + 1 + 3 + 1); /* blocks of the six parameters */
+    CU_ASSERT_EQUAL(count_ops(t, "send"), j);
     /* the table */
     FlBuf s = {0};
     fl_transpile_show_placement(p, &s);
@@ -348,9 +430,7 @@ static void test_hash(void) {
         CU_ASSERT_EQUAL(epmap0(op), s);
         CU_ASSERT(has_var(role(p, "pserver", s)->main, n));
         char g[128];
-        const char *dot = strstr(n, ".block");
-        if (dot) snprintf(g, sizeof g, "%.*s@GRAD%s", (int)(dot - n), n, dot);
-        else snprintf(g, sizeof g, "%s@GRAD", n);
+        grad_of(n, g, sizeof g);
         CU_ASSERT(has_var(role(p, "pserver", s)->main, g));
         nrecv++;
     }
@@ -377,29 +457,40 @@ static void test_trainer_order(void) {
             const FlBlock *t = b0(tb->main), *l = b0(b->main);
             CU_ASSERT(tb->run.present);
             CU_ASSERT_EQUAL(tb->run.batch_size, b->run.batch_size);
-            /* the local ops up to the first optimizer op, unchanged */
-            size_t n = 0;
-            while (n < l->ops.len && strcmp(l->ops.data[n]->type, "adam") != 0) n++;
-            CU_ASSERT_FATAL(t->ops.len > n);
-            for (size_t i = 0; i < n; i++)
-                CU_ASSERT_STRING_EQUAL(t->ops.data[i]->type, l->ops.data[i]->type);
-            /* then: (split, send+)*, [send_barrier], recv+, [fetch_barrier], concat* */
-            const char *phase[] = {"split|send", "send_barrier", "recv", "fetch_barrier",
-                                   "concat"};
-            int ph = 0, nsend = 0, nrecv = 0, nconcat = 0;
-            for (size_t i = n; i < t->ops.len; i++) {
-                const char *ty = t->ops.data[i]->type;
-                while (ph < 5 && !strstr(phase[ph], ty)) ph++;
-                if (ph == 5) fprintf(stderr, "unexpected op '%s' at %zu\n", ty, i);
-                CU_ASSERT_FATAL(ph < 5);
-                nsend += !strcmp(ty, "send");
-                nrecv += !strcmp(ty, "recv");
-                nconcat += !strcmp(ty, "concat");
-                CU_ASSERT(!(fl_ops_find(ty)->flags & FL_OPF_OPTIMIZE));
+            /* the local ops up to the first optimizer op, unchanged, with split/send ops
+             * among them */
+            size_t i = 0;
+            for (size_t n = 0;; n++, i++) {
+                while (i < t->ops.len &&
+                       (is_op(t->ops.data[i], "split") || is_op(t->ops.data[i], "send")))
+                    i++;
+                if (n == l->ops.len || is_op(l->ops.data[n], "adam")) break;
+                CU_ASSERT_FATAL(i < t->ops.len);
+                CU_ASSERT_STRING_EQUAL(t->ops.data[i]->type, l->ops.data[n]->type);
             }
-            CU_ASSERT_EQUAL(nsend, 10); /* w0: 2, b0: 2, w1: 2, b1: 1, w2: 2, b2: 1 */
-            CU_ASSERT_EQUAL(nrecv, 10);
-            CU_ASSERT_EQUAL(nconcat, 4);
+            CU_ASSERT_FATAL(i > 0 && i < t->ops.len);
+            /* each gradient sent right after its last writer (the backward pass: later
+             * layers first), then [send_barrier], recv+, [fetch_barrier], concat* */
+            CU_ASSERT(is_op(t->ops.data[i - 1], "send"));
+            int nsplit;
+            CU_ASSERT_EQUAL(check_send_places(t, &nsplit), 10); /* w0: 2, b0: 2, w1: 2, b1: 1,
+                                                                   w2: 2, b2: 1 */
+            CU_ASSERT_EQUAL(nsplit, 4);
+            CU_ASSERT_STRING_EQUAL(t->ops.data[i]->type, mode ? "recv" : "send_barrier");
+            /* the last layer's bias gradient leaves first, the first layer's weights last */
+            int first = -1, last = -1;
+            for (size_t k = 0; k < t->ops.len; k++)
+                if (is_op(t->ops.data[k], "send")) {
+                    if (first < 0) first = (int)k;
+                    last = (int)k;
+                }
+            CU_ASSERT_FATAL(first >= 0);
+            CHECK_STR(fl_ir_op_input1(t->ops.data[first], "X"), "fc_2.b_0@GRAD");
+            CHECK_STR(fl_ir_op_input1(t->ops.data[last], "X"), "fc_0.w_0@GRAD.block1");
+            CU_ASSERT_EQUAL(count_ops(t, "recv"), 10);
+            CU_ASSERT_EQUAL(count_ops(t, "concat"), 4);
+            for (size_t k = 0; k < t->ops.len; k++)
+                CU_ASSERT(!(fl_ops_find(t->ops.data[k]->type)->flags & FL_OPF_OPTIMIZE));
             CU_ASSERT_EQUAL(count_ops(t, "send_barrier"), mode ? 0 : 1);
             CU_ASSERT_EQUAL(count_ops(t, "fetch_barrier"), mode ? 0 : 1);
             CU_ASSERT_EQUAL(count_ops(t, "adam"), 0);
@@ -408,6 +499,42 @@ static void test_trainer_order(void) {
             CU_ASSERT(!has_var(tb->main, "learning_rate_0"));
             /* the startup program is the local one */
             CU_ASSERT_EQUAL(b0(tb->startup)->ops.len, b0(b->startup)->ops.len);
+        }
+        fl_ir_plan_free(p);
+    }
+    fl_ir_bundle_free(b);
+}
+
+/* The gradients of a and b come from one elementwise_add_grad, b's first in its slots: their
+ * groups (a split, two sends) follow it in parameter order, a then b; c's group, inserted
+ * after an earlier op, shifts theirs. */
+static void test_shared_producer(void) {
+    FlBundle *b = compile_text("tests/compiler/shared_producer.fl",
+                               "import fluid\n"
+                               "from fluid import layers, optimizer\n"
+                               "a = layers.create_parameter(shape=[4], name=\"a\")\n"
+                               "c = layers.create_parameter(shape=[6], name=\"c\")\n"
+                               "w = layers.create_parameter(shape=[4], name=\"b\")\n"
+                               "s = layers.elementwise_add(w, a)\n"
+                               "loss = layers.mean(layers.elementwise_add(layers.mean(c), "
+                               "layers.mean(layers.square(s))))\n"
+                               "optimizer.SGD(learning_rate=0.1).minimize(loss)\n");
+    for (int mode = 0; mode < 2; mode++) {
+        FlPlan *p = transpile(b, 2, 1, (FlTranspileMode)mode, 1, FL_TRANSPILE_ROUND_ROBIN);
+        const FlBlock *t = b0(role(p, "trainer", 0)->main);
+        int nsplit;
+        CU_ASSERT_EQUAL(check_send_places(t, &nsplit), 6); /* a, c, b: 2 blocks each */
+        CU_ASSERT_EQUAL(nsplit, 3);
+        int add = last_writer(t, "a@GRAD");
+        CU_ASSERT_FATAL(add >= 0 && (size_t)add + 6 < t->ops.len);
+        CHECK_STR(t->ops.data[add]->type, "elementwise_add_grad");
+        CU_ASSERT_EQUAL(last_writer(t, "b@GRAD"), add);
+        const char *want[] = {"split", "a@GRAD", "send", "a@GRAD.block0", "send", "a@GRAD.block1",
+                              "split", "b@GRAD", "send", "b@GRAD.block0", "send", "b@GRAD.block1"};
+        for (size_t k = 0; k < 6; k++) {
+            const FlOpDesc *op = t->ops.data[add + 1 + (int)k];
+            CHECK_STR(op->type, want[2 * k]);
+            CHECK_STR(fl_ir_op_input1(op, "X"), want[2 * k + 1]);
         }
         fl_ir_plan_free(p);
     }
@@ -507,9 +634,7 @@ static void test_async(void) {
 static int writer(const FlProgram *p, const char *name) {
     const FlBlock *b = b0(p);
     for (size_t i = 0; i < b->ops.len; i++)
-        for (size_t s = 0; s < b->ops.data[i]->outs.len; s++)
-            for (size_t k = 0; k < b->ops.data[i]->outs.data[s].nargs; k++)
-                if (!strcmp(b->ops.data[i]->outs.data[s].args[k], name)) return (int)i;
+        if (op_writes(b->ops.data[i], name)) return (int)i;
     return -1;
 }
 
@@ -625,8 +750,13 @@ static void test_lr_block(void) {
     CU_ASSERT_EQUAL(count_ops(t, "fill_constant"), 1); /* loss@GRAD only */
     CU_ASSERT_EQUAL(count_ops(t, "scale"), 0);
     CU_ASSERT_EQUAL(count_ops(t, "sgd"), 0);
-    /* the send section stands where sgd stood: after the backward ops */
+    /* the learning-rate ops stood before the backward ops: each send still follows its
+     * gradient's writer, and the barriers and recv ops stand where sgd stood */
+    int nsplit;
+    CU_ASSERT_EQUAL(check_send_places(t, &nsplit), 2);
+    CU_ASSERT_EQUAL(nsplit, 0);
     CU_ASSERT_STRING_EQUAL(t->ops.data[t->ops.len - 5]->type, "send");
+    CU_ASSERT_STRING_EQUAL(t->ops.data[t->ops.len - 4]->type, "send_barrier");
     for (int64_t s = 0; s < 2; s++) {
         const FlProgram *m = role(p, "pserver", s)->main;
         const FlOpDesc *ls = b0(m)->ops.data[0];
@@ -814,6 +944,7 @@ int main(int argc, char **argv) {
     CU_add_test(s, "round-robin placement", test_round_robin);
     CU_add_test(s, "hash placement is deterministic", test_hash);
     CU_add_test(s, "trainer op order, rank map", test_trainer_order);
+    CU_add_test(s, "gradients of one op: sent in parameter order", test_shared_producer);
     CU_add_test(s, "pserver optimize blocks (sync)", test_pserver_sync);
     CU_add_test(s, "async mode", test_async);
     CU_add_test(s, "pserver startup: local init ops, then the cut", test_pserver_startup);
