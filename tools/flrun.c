@@ -68,6 +68,9 @@ static const char *usage_text =
     "  -q, --quiet         no progress output\n"
     "  --timeout SECONDS   MPI jobs: how long a rank waits on a silent peer before it fails\n"
     "                      the job, naming the peer (default 60)\n"
+    "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
+    "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
+    "                      and returns a large parameter piece by piece as it arrives\n"
     "  --stats             MPI jobs: print each rank's bytes and messages sent (in total and\n"
     "                      per step) and its time in communication vs compute at the end\n"
     "  -h, --help          show this help\n"
@@ -85,6 +88,7 @@ typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var;
     int64_t epochs, batch, seed, threads;
     double timeout;
+    uint32_t piece;
     bool quiet, stats;
     FL_VEC(const char *) defines;
 } Opts;
@@ -560,7 +564,7 @@ static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
  * the exit code when the job cannot start, else -1. */
 static int start_mpi(Opts *o, FlPlan *plan, FlBundle **bundle, int64_t *seed, FlMpi **out) {
     FlErr e = {{0}};
-    FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats};
+    FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats, .piece = o->piece};
     FlMpi *m;
     if (fl_mpi_init(&mo, &m, &e) != FL_OK) {
         fprintf(stderr, "flrun: error: %s\n", e.msg);
@@ -802,6 +806,14 @@ int main(int argc, char **argv) {
             else if (seed) o.seed = v;
             else if (!strcmp(s, "--batch-size")) o.batch = v;
             else o.threads = v;
+        } else if (!strcmp(s, "--piece")) {
+            NEED_VAL();
+            int64_t v;
+            if (!parse_int(val, 8, &v) || v % 8 || v > FL_MPI_PIECE_MAX) {
+                rc = usage_error("%s needs a multiple of 8 between 8 and 1073741824 (bytes)", s);
+                goto done;
+            }
+            o.piece = (uint32_t)v;
         } else if (!strcmp(s, "--stats")) {
             o.stats = true;
         } else if (!strcmp(s, "--timeout")) {

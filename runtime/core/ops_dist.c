@@ -309,3 +309,165 @@ FlStatus fl_dist_server_run_from(FlDistServer *s, size_t k, size_t first, FlErr 
     fl_scope_release(child);
     return st;
 }
+
+/* ---- element-wise updates in pieces (dist.h) ---- */
+
+#define UPD_MAX 16 /* arguments per side of an updatable op */
+
+struct FlDistUpdate {
+    RunCtx rc;
+    const ExecOp *op;
+    FlScope *child;
+    int64_t n;
+    FlTensor in[UPD_MAX]; /* the inputs, read at begin; an updated one is the buffer written */
+    FlVar *var[UPD_MAX];  /* per input, its var */
+    bool wide[UPD_MAX];   /* per input: n elements (else one, or absent) */
+    int upd[UPD_MAX];     /* per output: the wide input it updates in place; -1: a one-element
+                           * output; -2: not wanted */
+    FlTensor small[UPD_MAX]; /* one-element outputs, from the first run */
+    bool ran;
+};
+
+void fl_dist_update_free(FlDistUpdate *u) {
+    if (!u) return;
+    for (int j = 0; j < UPD_MAX; j++) {
+        fl_tensor_fini(&u->in[j]);
+        fl_tensor_fini(&u->small[j]);
+    }
+    fl_scope_release(u->child);
+    free(u);
+}
+
+FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n, FlDistUpdate **out, FlErr *e) {
+    FL_ASSERT(k < s->nblocks);
+    *out = NULL;
+    const PBlock *pb = s->blocks[k];
+    if (first + 1 != pb->nops || n <= 0) return FL_OK;
+    const ExecOp *op = &pb->ops[first];
+    if (!op->ad->run || !(op->info->flags & FL_OPF_OPTIMIZE) || op->nin > UPD_MAX || op->nout > UPD_MAX) return FL_OK;
+    FlDistUpdate *u = fl_xcalloc(1, sizeof *u);
+    u->rc = *s->rc;
+    u->op = op;
+    u->n = n;
+    u->child = fl_scope_new_layout(s->s, &pb->layout);
+    for (int j = 0; j < UPD_MAX; j++) u->in[j] = u->small[j] = (FlTensor)FL_TENSOR_INIT;
+    bool ok = true;
+    for (int j = 0; j < op->nin && ok; j++) {
+        if (op->args[j].idx < 0) continue;
+        u->var[j] = fl_exec_var_read(u->child, &op->args[j]);
+        if (!u->var[j] || !fl_var_get_tensor(u->var[j], &u->in[j])) { /* the whole run names it */
+            ok = false;
+            break;
+        }
+        int64_t m = fl_tensor_numel(&u->in[j]);
+        FlDType dt = u->in[j].dtype;
+        u->wide[j] = m == n && (dt == FL_DT_FLOAT32 || dt == FL_DT_FLOAT64);
+        ok = u->wide[j] || m == 1;
+    }
+    for (int o = 0; o < op->nout && ok; o++) {
+        const ArgRef *a = &op->args[op->nin + o];
+        u->upd[o] = -2;
+        if (a->idx < 0) continue;
+        FlVar *v = fl_exec_var_write(u->child, a);
+        int j = 0;
+        while (j < op->nin && u->var[j] != v) j++;
+        if (j == op->nin) ok = false; /* an output of unknown size */
+        else u->upd[o] = u->wide[j] ? j : -1;
+    }
+    /* an updated buffer that anybody but its var and u holds (a send in flight, another var)
+     * is updated in a copy */
+    for (int o = 0; o < op->nout && ok; o++) {
+        int j = u->upd[o];
+        if (j < 0 || fl_buffer_refs(u->in[j].buf) <= 2) continue;
+        if (fl_tensor_copy(e, &u->in[j], &u->in[j]) != FL_OK) {
+            fl_dist_update_free(u);
+            return FL_ERROR;
+        }
+    }
+    if (!ok) {
+        fl_dist_update_free(u);
+        return FL_OK;
+    }
+    *out = u;
+    return FL_OK;
+}
+
+/* t: elements [i0, i1) of whole, 1-D, through the header hb, which counts one reference and is
+ * never released: a kernel sees a buffer nobody else holds, so an output given as the same
+ * struct as its input is written in place (kernels.h, "In-place mode"). */
+static void piece(FlBuffer *hb, FlTensor *t, const FlTensor *whole, int64_t i0, int64_t i1) {
+    size_t es = fl_dtype_size(whole->dtype);
+    atomic_init(&hb->refs, 1);
+    hb->size = (size_t)(i1 - i0) * es;
+    hb->data = (unsigned char *)fl_tensor_data(whole) + (size_t)i0 * es;
+    *t = (FlTensor)FL_TENSOR_INIT;
+    t->dtype = whole->dtype;
+    t->ndim = 1;
+    t->ne[0] = i1 - i0;
+    t->buf = hb;
+}
+
+FlStatus fl_dist_update_run(FlDistUpdate *u, int64_t i0, int64_t i1, FlErr *e) {
+    FL_ASSERT(0 <= i0 && i0 < i1 && i1 <= u->n);
+    const ExecOp *op = u->op;
+    FlBuffer hb[UPD_MAX];
+    FlTensor pc[UPD_MAX], so[UPD_MAX];
+    const FlTensor *inp[UPD_MAX];
+    FlTensor *outp[UPD_MAX];
+    for (int j = 0; j < op->nin; j++) {
+        inp[j] = u->in[j].buf ? &u->in[j] : NULL;
+        if (u->wide[j]) {
+            piece(&hb[j], &pc[j], &u->in[j], i0, i1);
+            inp[j] = &pc[j];
+        }
+    }
+    for (int o = 0; o < op->nout; o++) {
+        so[o] = (FlTensor)FL_TENSOR_INIT;
+        outp[o] = u->upd[o] >= 0 ? &pc[u->upd[o]] : u->upd[o] == -1 ? &so[o] : NULL;
+    }
+    RunCtx rc = u->rc;
+    rc.e = e;
+    OpCall c = {.rc = &rc, .op = op, .e = e, .in = inp, .out = outp};
+    FlStatus st = op->ad->run(&c);
+    for (int o = 0; o < op->nout; o++) {
+        int j = u->upd[o];
+        if (st == FL_OK && j >= 0 && pc[j].buf != &hb[j]) /* the kernel did not write in place */
+            st = fl_err(e, "internal error: '%s' did not update '%s' in place", op->desc->type, op->args[op->nin + o].name);
+        if (j == -1 && st == FL_OK && !u->ran) {
+            u->small[o] = so[o];
+            so[o] = (FlTensor)FL_TENSOR_INIT;
+        }
+        fl_tensor_fini(&so[o]);
+    }
+    if (st != FL_OK) {
+        FlErr inner = *e;
+        return fl_exec_op_error(&rc, op, "%s", inner.msg);
+    }
+    u->ran = true;
+    return FL_OK;
+}
+
+bool fl_dist_update_tensor(FlDistUpdate *u, FlVar *v, FlTensor *out) {
+    for (int o = 0; o < u->op->nout; o++) {
+        int j = u->upd[o];
+        if (j >= 0 && u->var[j] == v) {
+            fl_tensor_ref(out, &u->in[j]);
+            return true;
+        }
+    }
+    return false;
+}
+
+FlStatus fl_dist_update_end(FlDistUpdate *u, FlErr *e) {
+    (void)e;
+    const ExecOp *op = u->op;
+    for (int o = 0; o < op->nout; o++) {
+        int j = u->upd[o];
+        if (j == -2) continue;
+        FlVar *v = fl_exec_var_write(u->child, &op->args[op->nin + o]);
+        if (j >= 0) fl_var_set_tensor(v, &u->in[j]);
+        else if (fl_tensor_has_data(&u->small[o])) fl_var_take_tensor(v, &u->small[o]);
+    }
+    fl_dist_update_free(u);
+    return FL_OK;
+}

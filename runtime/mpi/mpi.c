@@ -3,22 +3,28 @@
  *
  * Invariants:
  *  - a message is a Hdr, the var's name, and (F_INLINE) the payload; a payload that is not
- *    inline follows as the next message of the same sender on the data tag of the header's tag
- *    pair. Both are posted under m->mu, so per (sender, tag) order pairs them (MPI's
- *    non-overtaking rule) whatever threads send;
+ *    inline follows as the next messages of the same sender on the data tag of the header's
+ *    tag pair, in pieces of Hdr.piece bytes. They are posted under m->mu, so per (sender, tag)
+ *    order pairs them (MPI's non-overtaking rule) whatever threads send; a streamed answer's
+ *    pieces follow its header later, on the GET's own tag pair;
  *  - a posted send keeps its header buffer or a reference to the tensor it sends from in
  *    m->pend until MPI reports it complete (so tensors are sent without copies and may be
- *    replaced in their vars meanwhile: tensors are immutable once in a var);
+ *    replaced in their vars meanwhile: tensors are immutable once in a var, except that a
+ *    streamed update writes a buffer in place when nobody else holds it, FlDistUpdate);
  *  - no rank waits in a blocking MPI call: every wait polls (wait_req) and gives up after
  *    m->timeout seconds, naming the peer.
- * The pserver loop is single-threaded: it receives (any source), stores and weights gradients,
- * runs optimize blocks when a step's gradients are complete (sync) or at once (async), answers
- * GETs (deferring those of a trainer whose gradient is part of an unfinished step), and returns
- * when every trainer sent DONE. In sync mode it reads every waiting header before it receives
- * the next payload (Server.pulls, in order), so GETs are seen, and answered as their blocks
+ * The pserver loop is single-threaded: it reads every waiting header (any source), stores and
+ * weights gradients, runs optimize blocks when a step's gradients are complete (sync) or at once
+ * (async), answers GETs (deferring those of a trainer whose gradient is part of an unfinished
+ * step), and returns when every trainer sent DONE. In sync mode a payload's receives are posted
+ * when its header is read (SRecv: a few pieces at a time, a trainer's payloads in header order)
+ * and completed between reads of headers, so GETs are seen, and answered as their blocks
  * complete, while later gradients are still arriving. Received payloads land in recycled,
  * uninitialised buffers (Spare); a block headed by the transpiled sum + scale has them done on
- * receipt (fused_mean) and runs from its optimizer op.
+ * receipt (fused mean) and runs from its optimizer op; when that op is element-wise
+ * (FlDistUpdate) and the gradient comes in pieces, the block is streamed: each piece is
+ * averaged, applied (in place) and sent back to the waiting GETs as soon as every trainer's
+ * piece is in.
  */
 #define _GNU_SOURCE
 #include "runtime/mpi/mpi.h"
@@ -36,7 +42,7 @@
 enum { TAG_HDR = 1, TAG_DATA = 2, TAG_REPLY0 = 16 };
 enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
 enum { F_INLINE = 1, F_ZERO = 2 };
-#define MAGIC 0x314d4c46u /* "FLM1" */
+#define MAGIC 0x324d4c46u /* "FLM2" */
 #define NAME_MAX_LEN 1024
 
 typedef struct Hdr {
@@ -48,6 +54,9 @@ typedef struct Hdr {
     uint64_t nbytes;    /* the payload's bytes (0 for ZERO) */
     int32_t reply_tag;  /* GET: the tag pair the answer comes on */
     uint32_t name_len;  /* bytes of name after the header (no NUL); then inline payload */
+    uint32_t piece;     /* a payload that is not inline: the bytes of each data message but
+                         * the last (a multiple of 8) */
+    uint32_t pad;
 } Hdr;
 
 #define MSG_MAX (sizeof(Hdr) + NAME_MAX_LEN + FL_MPI_INLINE)
@@ -81,6 +90,7 @@ struct FlMpi {
     FlDist dist; /* first: the FlDist the adapters call is the FlMpi */
     int rank, size;
     double timeout;
+    uint32_t piece; /* bytes per data message of a payload that is not inline */
     bool stats, assigned;
     int tag_pairs;          /* reply tag pairs available */
     int *role_of, *index_of; /* per rank */
@@ -140,6 +150,9 @@ static const char *peer_name(const FlMpi *m, int rank, char *buf, size_t n) {
 
 FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     *out = NULL;
+    uint32_t piece = opt && opt->piece ? opt->piece : FL_MPI_PIECE;
+    if (piece < 8 || piece % 8 || piece > FL_MPI_PIECE_MAX)
+        return fl_err(e, "the piece size must be a multiple of 8 between 8 and %u bytes, not %u", FL_MPI_PIECE_MAX, piece);
     int provided = 0, inited = 0;
     MPI_Initialized(&inited);
     if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
@@ -156,6 +169,7 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     MPI_Comm_size(MPI_COMM_WORLD, &m->size);
     m->timeout = opt && opt->timeout > 0 ? opt->timeout : FL_MPI_DEFAULT_TIMEOUT;
     m->stats = opt && opt->stats;
+    m->piece = piece;
     m->role_comm = MPI_COMM_NULL;
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
@@ -344,10 +358,35 @@ static FlStatus progress(FlMpi *m, bool all, FlErr *e) {
 
 /* ---------------------------------------------------------------- messages */
 
-/* Posts one message (and its payload) to dest. t: the tensor to send (NULL: none); text: an
- * inline text payload (ERROR replies). */
-static FlStatus post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name, const FlTensor *t,
-                     const char *text, int32_t reply_tag, FlErr *e) {
+/* The data messages of a payload of nbytes that is not inline: pieces of `piece` bytes. */
+static int64_t npieces(uint64_t nbytes, uint32_t piece) { return nbytes ? (int64_t)((nbytes + piece - 1) / piece) : 0; }
+static size_t piece_len(uint64_t nbytes, uint32_t piece, int64_t c) {
+    uint64_t off = (uint64_t)c * piece;
+    return (size_t)(nbytes - off < piece ? nbytes - off : piece);
+}
+
+/* Posts piece c of t to dest on the data tag `tag`, keeping a reference to t until it is sent.
+ * Caller holds m->mu. */
+static int post_piece_locked(FlMpi *m, int dest, int tag, const FlTensor *t, int64_t c) {
+    size_t nb = fl_tensor_nbytes(t), len = piece_len(nb, m->piece, c);
+    Pending q = {.buf = NULL, .ref = FL_TENSOR_INIT, .peer = dest};
+    int rc = MPI_Isend((char *)fl_tensor_data(t) + (size_t)c * m->piece, (int)len, MPI_BYTE, dest, tag, MPI_COMM_WORLD,
+                       &q.req);
+    if (rc == MPI_SUCCESS) {
+        fl_tensor_ref(&q.ref, t);
+        FL_VEC_PUSH(&m->pend, q);
+        m->bytes += len;
+        m->msgs++;
+    }
+    return rc;
+}
+
+/* Posts one message to dest: the header on `tag` and, for a payload that is not inline, its
+ * pieces on tag + 1, all of them unless `later` (the caller then posts each with post_piece as
+ * its bytes become final, in order). t: the tensor to send (NULL: none); text: an inline text
+ * payload (ERROR replies). */
+static FlStatus post_msg(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name,
+                         const FlTensor *t, const char *text, int32_t reply_tag, bool later, FlErr *e) {
     size_t nl = strlen(name);
     if (nl > NAME_MAX_LEN) return fl_err(e, "var name '%.40s...' is longer than %d bytes", name, NAME_MAX_LEN);
     Hdr h = {.magic = MAGIC, .kind = kind, .flags = flags, .step = m->step, .rows = m->rows,
@@ -358,14 +397,14 @@ static FlStatus post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags,
         h.ndim = t->ndim;
         for (int i = 0; i < t->ndim; i++) h.ne[i] = t->ne[i];
         nbytes = (flags & F_ZERO) ? 0 : fl_tensor_nbytes(t);
-        if (nbytes > (size_t)INT32_MAX) return fl_err(e, "'%s' is %zu bytes, more than one message carries", name, nbytes);
     } else if (text) {
         nbytes = strlen(text);
         if (nbytes > FL_MPI_INLINE) nbytes = FL_MPI_INLINE;
     }
     h.nbytes = nbytes;
-    bool inl = nbytes <= FL_MPI_INLINE;
+    bool inl = nbytes <= FL_MPI_INLINE && nbytes <= m->piece;
     if (inl && nbytes) h.flags |= F_INLINE;
+    if (!inl) h.piece = m->piece;
     size_t len = sizeof h + nl + (inl ? nbytes : 0);
     char *buf = fl_xmalloc(len);
     memcpy(buf, &h, sizeof h);
@@ -380,22 +419,27 @@ static FlStatus post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags,
         m->bytes += len;
         m->msgs++;
     }
-    if (rc == MPI_SUCCESS && !inl) {
-        Pending q = {.buf = NULL, .ref = FL_TENSOR_INIT, .peer = dest};
-        rc = MPI_Isend(fl_tensor_data(t), (int)nbytes, MPI_BYTE, dest, tag + 1, MPI_COMM_WORLD, &q.req);
-        if (rc == MPI_SUCCESS) {
-            fl_tensor_ref(&q.ref, t);
-            FL_VEC_PUSH(&m->pend, q);
-            m->bytes += nbytes;
-            m->msgs++;
-        }
-    }
+    for (int64_t c = 0, n = npieces(nbytes, m->piece); rc == MPI_SUCCESS && !inl && !later && c < n; c++)
+        rc = post_piece_locked(m, dest, tag + 1, t, c);
     pthread_mutex_unlock(&m->mu);
     if (rc != MPI_SUCCESS) {
         if (!pushed) free(buf);
         return mpi_err(e, rc, "posting a send");
     }
     return FL_OK;
+}
+
+static FlStatus post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name, const FlTensor *t,
+                     const char *text, int32_t reply_tag, FlErr *e) {
+    return post_msg(m, dest, tag, kind, flags, name, t, text, reply_tag, false, e);
+}
+
+/* Piece c of a message whose header post_msg posted with `later`. */
+static FlStatus post_piece(FlMpi *m, int dest, int tag, const FlTensor *t, int64_t c, FlErr *e) {
+    pthread_mutex_lock(&m->mu);
+    int rc = post_piece_locked(m, dest, tag + 1, t, c);
+    pthread_mutex_unlock(&m->mu);
+    return rc == MPI_SUCCESS ? FL_OK : mpi_err(e, rc, "posting a send");
 }
 
 /* Checks a received message from rank src: its header, name and inline payload. */
@@ -408,8 +452,9 @@ static FlStatus parse(const FlMpi *m, int src, const char *buf, int count, Hdr *
     if (h->magic != MAGIC)
         return fl_err(e, "a message with a bad header from %s (not from this fluidc version)", peer_name(m, src, pn, sizeof pn));
     size_t inl = (h->flags & F_INLINE) ? h->nbytes : 0;
+    bool pieces = !(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > 0;
     if (h->name_len > NAME_MAX_LEN || inl > FL_MPI_INLINE || sizeof *h + h->name_len + inl != (size_t)count ||
-        h->ndim < 0 || h->ndim > FL_MAX_DIMS)
+        h->ndim < 0 || h->ndim > FL_MAX_DIMS || (pieces && (h->piece < 8 || h->piece % 8 || h->piece > FL_MPI_PIECE_MAX)))
         return fl_err(e, "a malformed message (%d bytes) from %s", count, peer_name(m, src, pn, sizeof pn));
     memcpy(name, buf + sizeof *h, h->name_len);
     name[h->name_len] = 0;
@@ -466,11 +511,12 @@ static FlStatus spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, in
     return FL_OK;
 }
 
-/* A new tensor of the header's dtype and shape, filled from the payload (inline, or the next
- * data message from src on data_tag, received straight into a recycled buffer), or zeros for
- * F_ZERO. */
-static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, int data_tag,
-                             FlTensor *out, FlErr *e) {
+/* A new tensor of the header's dtype and shape for its payload: filled from an inline payload,
+ * zeros for F_ZERO, else a recycled buffer for the pieces to come (*pieces of them; 0 for the
+ * others). */
+static FlStatus payload_tensor(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, FlTensor *out,
+                               int64_t *pieces, FlErr *e) {
+    *pieces = 0;
     if (h->dtype < 0 || h->dtype >= FL_DT_COUNT) return fl_err(e, "'%s' arrived with a bad dtype %d", name, h->dtype);
     FlDType dt = (FlDType)h->dtype;
     if (h->flags & F_ZERO) return fl_tensor_alloc(e, out, dt, h->ndim, h->ne);
@@ -486,19 +532,43 @@ static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const cha
         return FL_OK;
     }
     if (spare_tensor(m, src, name, dt, h->ndim, h->ne, nb, out, e) != FL_OK) return FL_ERROR;
-    MPI_Request r;
-    int rc = MPI_Irecv(fl_tensor_data(out), (int)nb, MPI_BYTE, src, data_tag, MPI_COMM_WORLD, &r);
-    if (rc != MPI_SUCCESS) {
-        fl_tensor_fini(out);
-        return mpi_err(e, rc, "receiving");
-    }
+    *pieces = npieces(nb, h->piece);
+    return FL_OK;
+}
+
+/* Posts the receive of piece c of h's payload from src on data_tag into t. */
+static int recv_piece(const Hdr *h, FlTensor *t, int64_t c, int src, int data_tag, MPI_Request *r) {
+    char *at = (char *)fl_tensor_data(t) + (size_t)c * h->piece;
+    return MPI_Irecv(at, (int)piece_len(h->nbytes, h->piece, c), MPI_BYTE, src, data_tag, MPI_COMM_WORLD, r);
+}
+
+/* payload_tensor, then every piece received (all posted at once, so they arrive back to back). */
+static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, int data_tag,
+                             FlTensor *out, FlErr *e) {
+    int64_t np;
+    if (payload_tensor(m, h, name, payload, src, out, &np, e) != FL_OK) return FL_ERROR;
+    if (np == 0) return FL_OK;
+    MPI_Request *rq = fl_xmalloc((size_t)np * sizeof *rq);
     char what[NAME_MAX_LEN + 32];
     snprintf(what, sizeof what, "receiving '%s'", name);
-    if (wait_req(m, &r, NULL, src, what, e) != FL_OK) {
-        fl_tensor_fini(out);
-        return FL_ERROR;
+    FlStatus st = FL_OK;
+    int64_t posted = 0;
+    for (; posted < np; posted++) {
+        int rc = recv_piece(h, out, posted, src, data_tag, &rq[posted]);
+        if (rc != MPI_SUCCESS) {
+            st = mpi_err(e, rc, what);
+            break;
+        }
     }
-    return FL_OK;
+    int64_t c = 0;
+    for (; st == FL_OK && c < posted; c++) st = wait_req(m, &rq[c], NULL, src, what, e);
+    for (; c < posted; c++) { /* after an error: drop the rest */
+        MPI_Cancel(&rq[c]);
+        MPI_Request_free(&rq[c]);
+    }
+    free(rq);
+    if (st != FL_OK) fl_tensor_fini(out);
+    return st;
 }
 
 /* ---------------------------------------------------------------- trainer side */
@@ -698,26 +768,54 @@ FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) {
 
 /* ---------------------------------------------------------------- pserver side */
 
+#define RECV_WINDOW 2 /* pieces of one payload the sync server receives at once */
+
+/* A gradient payload of a sync step that travels in pieces, received piece by piece: its
+ * receives are posted as soon as its header is read (so a trainer's later headers, its GETs
+ * among them, are read meanwhile), at most RECV_WINDOW at a time, and a trainer's payloads in
+ * the order of their headers (MPI pairs a sender's data messages with receives in order). */
+typedef struct SRecv {
+    Hdr h;
+    int t, src;
+    long gi;
+    FlTensor x; /* the payload, filled piece by piece */
+    int64_t pieces, posted, done;
+    MPI_Request req[RECV_WINDOW]; /* pieces [done, posted); piece c at c % RECV_WINDOW */
+    double since;                 /* its last progress */
+} SRecv;
+
 typedef struct SGrad {
     const char *name;   /* as grad_to_block names it */
     size_t block;
     FlVar **per_trainer; /* "<name>.trainer_t" vars (transpiled sync), else NULL */
     FlVar *var;          /* "<name>" itself */
-    bool *have;          /* per trainer, this step */
+    bool *have;          /* per trainer, this step: its header is in */
     FlTensor acc;        /* hand-written sync: the row-weighted mean so far */
     bool fused;          /* transpiled sync with the block's sum + scale done here (FlDistMean) */
     FlDistMean mean;
-    FlTensor *got;       /* fused: per trainer, the gradient as received */
+    FlTensor *got;       /* fused: per trainer, the gradient (filled as its pieces arrive) */
     double *w;           /* fused: per trainer, its weight T * rows_t / rows_global */
+    SRecv **rin;         /* fused: per trainer, the receive still filling got[t], or NULL */
 } SGrad;
 
 typedef struct SBlock {
-    size_t need, have;  /* gradient messages per step (grads x T), received */
+    size_t need;        /* gradient messages per step (grads x T) */
+    size_t hdrs, have;  /* of them, this step: headers read, payloads complete */
     int64_t step;       /* the step being collected; -1: none */
     int64_t done;       /* the last step whose update is done; -1: none yet */
     double since;
     bool *contrib;      /* per trainer */
-    size_t skip;        /* leading ops the server did itself (a fused mean) */
+    size_t skip;        /* leading ops the server does itself (a fused mean) */
+    /* A streamed update: a block of one fused gradient whose update is element-wise
+     * (FlDistUpdate) takes the pieces of the step's gradient as they arrive from all trainers:
+     * averages them, applies them and sends the parameter's updated piece to the trainers
+     * waiting for it, while the next pieces are still being received. */
+    SGrad *g;           /* the block's one fused gradient, or NULL: never streamed */
+    int streaming;      /* this step: 0 undecided, 1 streamed, -1 done whole */
+    FlDistUpdate *upd;
+    FlTensor mean;      /* the averaged gradient, filled piece by piece */
+    bool plain;         /* mean is trainer 0's gradient as received (T = 1, weight 1, no scale) */
+    int64_t pieces, applied;
 } SBlock;
 
 typedef struct SGet {
@@ -725,7 +823,9 @@ typedef struct SGet {
     int src, tag;
     char *name;
     FlVar *var;
-    size_t block; /* the block writing var */
+    size_t block;   /* the block writing var */
+    int64_t sent;   /* a streamed answer: pieces posted; -1: none (answered whole) */
+    FlTensor t;     /* a streamed answer: the tensor its pieces come from */
 } SGet;
 
 /* A var's writing block, cached per var (Server.writers, keyed by the FlVar pointer's bytes). */
@@ -733,16 +833,6 @@ typedef struct SWriter {
     FlVar *v;
     long k; /* -1: no optimize block writes it */
 } SWriter;
-
-/* A gradient of a sync step whose header has been read and whose payload (a data message) has
- * not: the loop reads every header waiting before it pulls the next payload, so a trainer's
- * GETs behind its gradients are seen early and answered as soon as their block is done, while
- * the later payloads are still coming (the trainer receives parameters meanwhile). */
-typedef struct SPull {
-    Hdr h;
-    int t, src;
-    long gi;
-} SPull;
 
 typedef struct Server {
     FlMpi *m;
@@ -755,8 +845,8 @@ typedef struct Server {
     FL_VEC(SGet) gets;
     FlMap grads;   /* SGrad.name -> SGrad */
     FlMap writers; /* FlVar * -> SWriter */
-    FL_VEC(SPull) pulls; /* sync: gradients whose header is in and whose payload is not yet */
-    size_t pull0;        /* the first of pulls not yet done */
+    FL_VEC(SRecv *) recvs; /* sync: payloads being received, in header order */
+    bool *blocked;         /* per trainer, scratch of advance() */
 } Server;
 
 /* "W@GRAD.block3" -> length of "W@GRAD", or 0 when the name has no .blockK suffix. */
@@ -854,120 +944,239 @@ static long block_writing(Server *s, FlVar *v, const char *name) {
     return w->k;
 }
 
+/* The lr_block, once per step, before the step's first update. */
+static FlStatus run_lr(Server *s, int64_t step, FlErr *e) {
+    if (!fl_dist_server_has_lr(s->srv) || step <= s->lr_step) return FL_OK;
+    s->lr_step = step;
+    return fl_dist_server_run(s->srv, s->nb, e);
+}
+
 static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
     double t0 = now();
-    FlStatus st = FL_OK;
-    if (fl_dist_server_has_lr(s->srv) && step > s->lr_step) {
-        st = fl_dist_server_run(s->srv, s->nb, e);
-        s->lr_step = step;
-    }
+    FlStatus st = run_lr(s, step, e);
     if (st == FL_OK) st = fl_dist_server_run_from(s->srv, k, s->b[k].skip, e);
     s->m->compute += now() - t0;
     if (step + 1 > s->m->steps) s->m->steps = step + 1;
     return st;
 }
 
-/* A fused block's gradient: scale * sum_t w_t * G_t + bias, the transpiled block's
- * sum(G.trainer_t) and scale with the same float operations in the same order, in one pass
- * (none when one trainer's gradient is the answer as it is). */
-static FlStatus fused_mean(Server *s, SGrad *g, FlErr *e) {
+/* Elements [i0, i1) of a fused block's gradient into o: scale * sum_t w_t * G_t + bias, the
+ * transpiled block's sum(G.trainer_t) and scale with the same float operations in the same
+ * order. */
+static void mean_range(Server *s, const SGrad *g, FlTensor *out, int64_t i0, int64_t i1) {
     int T = s->m->T;
-    const FlTensor *x0 = &g->got[0];
-    for (int t = 1; t < T; t++)
-        if (!fl_tensor_same_shape(&g->got[t], x0) || g->got[t].dtype != x0->dtype)
-            return fl_err(e, "gradient '%s': %s %s from one trainer, %s %s from another", g->name,
-                          fl_dtype_name(x0->dtype), fl_tensor_shape(x0).s, fl_dtype_name(g->got[t].dtype),
-                          fl_tensor_shape(&g->got[t]).s);
     const FlDistMean *mn = &g->mean;
-    bool plain = T == 1 && g->w[0] == 1.0 && mn->scale == 1.0 && mn->bias == 0.0;
-    FlTensor r = FL_TENSOR_INIT;
-    if (plain) {
-        r = g->got[0];
-        g->got[0] = (FlTensor)FL_TENSOR_INIT;
-    } else {
-        if (spare_tensor(s->m, -1, g->name, x0->dtype, x0->ndim, x0->ne, fl_tensor_nbytes(x0), &r, e) != FL_OK)
-            return FL_ERROR;
-        int64_t n = fl_tensor_numel(x0);
-        if (x0->dtype == FL_DT_FLOAT32) {
-            const float *xs[64];
-            float w[64];
-            float sc = (float)mn->scale, bi = (float)mn->bias;
-            float *o = fl_tensor_data(&r);
-            for (int64_t i0 = 0; i0 < n; i0 += 4096) { /* trainers in chunks of 64 per pass */
-                int64_t i1 = i0 + 4096 < n ? i0 + 4096 : n;
-                for (int t0 = 0; t0 < T; t0 += 64) {
-                    int nt = T - t0 < 64 ? T - t0 : 64;
-                    for (int t = 0; t < nt; t++) {
-                        xs[t] = fl_tensor_data(&g->got[t0 + t]);
-                        w[t] = (float)g->w[t0 + t];
-                    }
-                    for (int64_t i = i0; i < i1; i++) {
-                        float a = t0 ? o[i] : w[0] * xs[0][i];
-                        for (int t = t0 ? 0 : 1; t < nt; t++) a += w[t] * xs[t][i];
-                        o[i] = a;
-                    }
+    if (out->dtype == FL_DT_FLOAT32) {
+        const float *xs[64];
+        float w[64];
+        float sc = (float)mn->scale, bi = (float)mn->bias;
+        float *o = fl_tensor_data(out);
+        for (int64_t j0 = i0; j0 < i1; j0 += 4096) { /* trainers in chunks of 64 per pass */
+            int64_t j1 = j0 + 4096 < i1 ? j0 + 4096 : i1;
+            for (int t0 = 0; t0 < T; t0 += 64) {
+                int nt = T - t0 < 64 ? T - t0 : 64;
+                for (int t = 0; t < nt; t++) {
+                    xs[t] = fl_tensor_data(&g->got[t0 + t]);
+                    w[t] = (float)g->w[t0 + t];
                 }
-                for (int64_t i = i0; i < i1; i++) o[i] = mn->bias_after_scale ? sc * o[i] + bi : sc * (o[i] + bi);
+                for (int64_t i = j0; i < j1; i++) {
+                    float a = t0 ? o[i] : w[0] * xs[0][i];
+                    for (int t = t0 ? 0 : 1; t < nt; t++) a += w[t] * xs[t][i];
+                    o[i] = a;
+                }
             }
-        } else {
-            double *o = fl_tensor_data(&r);
-            for (int64_t i = 0; i < n; i++) {
-                double a = g->w[0] * ((const double *)fl_tensor_data(&g->got[0]))[i];
-                for (int t = 1; t < T; t++) a += g->w[t] * ((const double *)fl_tensor_data(&g->got[t]))[i];
-                o[i] = mn->bias_after_scale ? mn->scale * a + mn->bias : mn->scale * (a + mn->bias);
-            }
+            for (int64_t i = j0; i < j1; i++) o[i] = mn->bias_after_scale ? sc * o[i] + bi : sc * (o[i] + bi);
+        }
+    } else {
+        double *o = fl_tensor_data(out);
+        for (int64_t i = i0; i < i1; i++) {
+            double a = g->w[0] * ((const double *)fl_tensor_data(&g->got[0]))[i];
+            for (int t = 1; t < T; t++) a += g->w[t] * ((const double *)fl_tensor_data(&g->got[t]))[i];
+            o[i] = mn->bias_after_scale ? mn->scale * a + mn->bias : mn->scale * (a + mn->bias);
         }
     }
-    for (int t = 0; t < T; t++) fl_tensor_fini(&g->got[t]);
-    fl_var_take_tensor(mn->out, &r);
+}
+
+/* A fused block's trainers sent gradients of one float dtype and shape. */
+static FlStatus check_same(Server *s, const SGrad *g, FlErr *e) {
+    const FlTensor *x0 = &g->got[0];
+    for (int t = 0; t < s->m->T; t++) {
+        const FlTensor *x = &g->got[t];
+        if (check_float(e, x, g->name) != FL_OK) return FL_ERROR;
+        if (t && (!fl_tensor_same_shape(x, x0) || x->dtype != x0->dtype))
+            return fl_err(e, "gradient '%s': %s %s from one trainer, %s %s from another", g->name, fl_dtype_name(x0->dtype),
+                          fl_tensor_shape(x0).s, fl_dtype_name(x->dtype), fl_tensor_shape(x).s);
+    }
     return FL_OK;
 }
 
-/* Sync: block k has every gradient of its step: store hand-written and fused means, run,
- * answer. */
-static FlStatus complete(Server *s, size_t k, FlErr *e) {
+/* The mean is trainer 0's gradient as it came. */
+static bool mean_is_plain(const Server *s, const SGrad *g) {
+    return s->m->T == 1 && g->w[0] == 1.0 && g->mean.scale == 1.0 && g->mean.bias == 0.0;
+}
+
+/* A fused block's whole gradient, into its var. */
+static FlStatus fused_mean(Server *s, SGrad *g, FlErr *e) {
+    if (check_same(s, g, e) != FL_OK) return FL_ERROR;
+    const FlTensor *x0 = &g->got[0];
+    FlTensor r = FL_TENSOR_INIT;
+    if (mean_is_plain(s, g)) {
+        fl_tensor_ref(&r, x0);
+    } else {
+        if (spare_tensor(s->m, -1, g->name, x0->dtype, x0->ndim, x0->ne, fl_tensor_nbytes(x0), &r, e) != FL_OK)
+            return FL_ERROR;
+        mean_range(s, g, &r, 0, fl_tensor_numel(x0));
+    }
+    for (int t = 0; t < s->m->T; t++) fl_tensor_fini(&g->got[t]);
+    fl_var_take_tensor(g->mean.out, &r);
+    return FL_OK;
+}
+
+/* Block k's step is done (its update ran): reset it and answer the GETs that waited for it. */
+static FlStatus finish_step(Server *s, size_t k, FlErr *e) {
     SBlock *b = &s->b[k];
     for (size_t i = 0; i < s->ng; i++) {
         SGrad *g = &s->g[i];
         if (g->block != k) continue;
-        if (g->fused && fused_mean(s, g, e) != FL_OK) return FL_ERROR;
-        if (!g->per_trainer) fl_var_take_tensor(g->var, &g->acc);
         memset(g->have, 0, (size_t)s->m->T * sizeof *g->have);
+        for (int t = 0; g->got && t < s->m->T; t++) fl_tensor_fini(&g->got[t]);
     }
-    if (run_block(s, k, b->step, e) != FL_OK) return FL_ERROR;
     b->done = b->step;
     b->step = -1;
-    b->have = 0;
+    b->hdrs = b->have = 0;
+    b->streaming = 0;
     memset(b->contrib, 0, (size_t)s->m->T * sizeof *b->contrib);
     size_t keep = 0;
+    FlStatus st = FL_OK;
     for (size_t i = 0; i < s->gets.len; i++) {
         SGet *q = &s->gets.data[i];
         if (q->block == k && q->step <= b->done) {
-            FlStatus st = reply(s, q->src, q->tag, q->name, q->var, e);
+            if (q->sent < 0 && st == FL_OK) st = reply(s, q->src, q->tag, q->name, q->var, e);
+            fl_tensor_fini(&q->t);
             free(q->name);
-            if (st != FL_OK) return FL_ERROR;
         } else {
             s->gets.data[keep++] = *q;
         }
     }
     s->gets.len = keep;
+    return st;
+}
+
+/* Sync: block k has every gradient of its step: store hand-written and fused means, run. */
+static FlStatus complete(Server *s, size_t k, FlErr *e) {
+    for (size_t i = 0; i < s->ng; i++) {
+        SGrad *g = &s->g[i];
+        if (g->block != k) continue;
+        if (g->fused && fused_mean(s, g, e) != FL_OK) return FL_ERROR;
+        if (!g->per_trainer) fl_var_take_tensor(g->var, &g->acc);
+    }
+    if (run_block(s, k, s->b[k].step, e) != FL_OK) return FL_ERROR;
+    return finish_step(s, k, e);
+}
+
+/* A streamed block's GETs of this step: headers, then every piece applied so far. A GET of a
+ * var the update does not write in pieces is answered whole when the step is done. */
+static FlStatus stream_replies(Server *s, size_t k, FlErr *e) {
+    SBlock *b = &s->b[k];
+    for (size_t i = 0; i < s->gets.len; i++) {
+        SGet *q = &s->gets.data[i];
+        if (q->block != k || q->step > b->step) continue;
+        if (q->sent < 0) {
+            if (!fl_dist_update_tensor(b->upd, q->var, &q->t)) continue;
+            if (fl_tensor_nbytes(&q->t) != fl_tensor_nbytes(&b->mean)) { /* not the pieces applied */
+                fl_tensor_fini(&q->t);
+                continue;
+            }
+            if (post_msg(s->m, q->src, q->tag, K_PARAM, 0, q->name, &q->t, NULL, 0, true, e) != FL_OK) return FL_ERROR;
+            q->sent = 0;
+        }
+        for (; q->sent < b->applied; q->sent++)
+            if (post_piece(s->m, q->src, q->tag, &q->t, q->sent, e) != FL_OK) return FL_ERROR;
+    }
     return FL_OK;
 }
 
-/* Sync: trainer t's gradient x (taken) of gradient entry g is in: weigh and store it, and run
- * the block when its step is complete. */
-static FlStatus grad_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, FlErr *e) {
+/* Block k has every header of its step: stream the update when the block allows (else it runs
+ * whole once every payload is in). */
+static FlStatus stream_begin(Server *s, size_t k, FlErr *e) {
+    SBlock *b = &s->b[k];
+    SGrad *g = b->g;
+    b->streaming = -1;
+    int64_t pieces = 0;
+    for (int t = 0; t < s->m->T; t++) {
+        if (!g->rin[t]) continue;
+        if (g->rin[t]->h.piece != s->m->piece) return FL_OK; /* answers go in this rank's pieces */
+        pieces = g->rin[t]->pieces;
+    }
+    if (pieces < 2 || check_same(s, g, e) != FL_OK) return FL_OK; /* a mismatch: the whole run names it */
+    b->plain = mean_is_plain(s, g);
+    const FlTensor *x0 = &g->got[0];
+    if (b->plain) fl_tensor_ref(&b->mean, x0);
+    else if (spare_tensor(s->m, -1, g->name, x0->dtype, x0->ndim, x0->ne, fl_tensor_nbytes(x0), &b->mean, e) != FL_OK)
+        return FL_ERROR;
+    fl_var_set_tensor(g->mean.out, &b->mean);
+    double t0 = now();
+    FlStatus st = run_lr(s, b->step, e);
+    if (st == FL_OK) st = fl_dist_update_begin(s->srv, k, b->skip, fl_tensor_numel(x0), &b->upd, e);
+    s->m->compute += now() - t0;
+    if (st != FL_OK || !b->upd) {
+        fl_tensor_fini(&b->mean);
+        return st;
+    }
+    b->streaming = 1;
+    b->pieces = pieces;
+    b->applied = 0;
+    return FL_OK;
+}
+
+/* A streamed block: applies the pieces every trainer's gradient has, answers, and ends the step
+ * after the last piece, once every payload is in (payload_in). */
+static FlStatus stream(Server *s, size_t k, FlErr *e) {
+    SBlock *b = &s->b[k];
+    SGrad *g = b->g;
+    int64_t avail = b->pieces;
+    for (int t = 0; t < s->m->T; t++)
+        if (g->rin[t] && g->rin[t]->done < avail) avail = g->rin[t]->done;
+    size_t es = fl_dtype_size(b->mean.dtype);
+    int64_t n = fl_tensor_numel(&b->mean), per = s->m->piece / (int64_t)es;
+    double t0 = now();
+    FlStatus st = FL_OK;
+    for (; st == FL_OK && b->applied < avail; b->applied++) {
+        int64_t i0 = b->applied * per, i1 = i0 + per < n ? i0 + per : n;
+        if (!b->plain) mean_range(s, g, &b->mean, i0, i1);
+        st = fl_dist_update_run(b->upd, i0, i1, e);
+    }
+    s->m->compute += now() - t0;
+    if (st == FL_OK) st = stream_replies(s, k, e);
+    if (st != FL_OK || b->applied < b->pieces || b->have < b->need) return st;
+    st = fl_dist_update_end(b->upd, e);
+    b->upd = NULL;
+    fl_tensor_fini(&b->mean);
+    if (b->step + 1 > s->m->steps) s->m->steps = b->step + 1;
+    return st == FL_OK ? finish_step(s, k, e) : st;
+}
+
+/* Something of block k's step came in: stream, or run it whole when complete. */
+static FlStatus block_progress(Server *s, size_t k, FlErr *e) {
+    SBlock *b = &s->b[k];
+    if (b->step < 0) return FL_OK;
+    if (b->streaming == 0 && b->g && b->hdrs == b->need && stream_begin(s, k, e) != FL_OK) return FL_ERROR;
+    if (b->streaming > 0) return stream(s, k, e);
+    return b->have == b->need ? complete(s, k, e) : FL_OK;
+}
+
+/* Sync: trainer t's whole gradient x (taken) of entry g is in: weigh and store it. */
+static FlStatus payload_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, FlErr *e) {
     FlMpi *m = s->m;
-    SBlock *b = &s->b[g->block];
     FlStatus st = FL_OK;
     double rows = (double)h->rows, global = (double)h->rows_global;
     double wt = global > 0 ? (double)m->T * rows / global : 1.0;
-    if (g->fused) { /* kept as received; fused_mean weighs, sums and scales in one pass */
+    if (g->fused) { /* kept as received; the mean weighs, sums and scales in one pass */
         st = check_float(e, x, g->name);
-        g->w[t] = wt;
         fl_tensor_fini(&g->got[t]);
         g->got[t] = *x;
         *x = (FlTensor)FL_TENSOR_INIT;
+        g->rin[t] = NULL;
     } else if (g->per_trainer) { /* G.trainer_t = T * rows_t / rows_global * G_t; the block sums and scales by 1/T */
         st = scale_in_place(e, x, wt, g->name);
         if (st == FL_OK) fl_var_take_tensor(g->per_trainer[t], x);
@@ -976,13 +1185,13 @@ static FlStatus grad_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, F
     }
     fl_tensor_fini(x);
     if (st != FL_OK) return FL_ERROR;
-    if (++b->have == b->need) return complete(s, g->block, e);
-    return FL_OK;
+    s->b[g->block].have++;
+    return block_progress(s, g->block, e);
 }
 
 /* A gradient's header. Async: received and applied at once. Sync: the step's bookkeeping now
  * (so that the trainer's GETs of the block wait for it); the payload now when it came inline,
- * else later, in order, from s->pulls. */
+ * else its receive starts (SRecv). */
 static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *name, const char *payload, FlErr *e) {
     FlMpi *m = s->m;
     char pn[64];
@@ -1014,23 +1223,70 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
                       (long long)h->step);
     g->have[t] = true;
     b->contrib[t] = true;
-    if (!(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > 0) {
-        SPull p = {.h = *h, .t = t, .src = src, .gi = gi};
-        FL_VEC_PUSH(&s->pulls, p);
-        return FL_OK;
+    b->hdrs++;
+    if (g->fused) {
+        double rows = (double)h->rows, global = (double)h->rows_global;
+        g->w[t] = global > 0 ? (double)m->T * rows / global : 1.0;
     }
-    if (take_payload(m, h, name, payload, src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
-    return grad_in(s, g, t, h, &x, e);
+    int64_t pieces;
+    if (payload_tensor(m, h, name, payload, src, &x, &pieces, e) != FL_OK) return FL_ERROR;
+    if (pieces == 0) return payload_in(s, g, t, h, &x, e);
+    SRecv *r = fl_xcalloc(1, sizeof *r);
+    *r = (SRecv){.h = *h, .t = t, .src = src, .gi = gi, .x = x, .pieces = pieces, .since = now()};
+    FL_VEC_PUSH(&s->recvs, r);
+    if (g->fused) {
+        fl_tensor_ref(&g->got[t], &r->x);
+        g->rin[t] = r;
+    }
+    return block_progress(s, g->block, e);
 }
 
-/* Receives the oldest pending payload (they come in order per trainer) and stores it. */
-static FlStatus pull_one(Server *s, FlErr *e) {
-    SPull p = s->pulls.data[s->pull0++];
-    if (s->pull0 == s->pulls.len) s->pull0 = s->pulls.len = 0;
-    SGrad *g = &s->g[p.gi];
-    FlTensor x = FL_TENSOR_INIT;
-    if (take_payload(s->m, &p.h, g->name, NULL, p.src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
-    return grad_in(s, g, p.t, &p.h, &x, e);
+/* Sync: moves the payloads being received on: completes what arrived, posts the next pieces'
+ * receives, and hands on what progressed; *moved tells whether anything did. A payload that
+ * makes no progress for the timeout is an error naming its sender. */
+static FlStatus advance(Server *s, bool *moved, FlErr *e) {
+    FlMpi *m = s->m;
+    double tn = now();
+    memset(s->blocked, 0, (size_t)m->T * sizeof *s->blocked);
+    for (size_t i = 0; i < s->recvs.len; i++) {
+        SRecv *r = s->recvs.data[i];
+        int64_t before = r->done;
+        while (r->done < r->posted) {
+            int flag = 0;
+            MPI_TRY(MPI_Test(&r->req[r->done % RECV_WINDOW], &flag, MPI_STATUS_IGNORE), "receiving");
+            if (!flag) break;
+            r->done++;
+        }
+        while (!s->blocked[r->t] && r->posted < r->pieces && r->posted - r->done < RECV_WINDOW) {
+            MPI_TRY(recv_piece(&r->h, &r->x, r->posted, r->src, TAG_DATA, &r->req[r->posted % RECV_WINDOW]),
+                    "posting a receive");
+            r->posted++;
+        }
+        if (r->posted < r->pieces) s->blocked[r->t] = true; /* its later payloads wait their turn */
+        if (r->done > before) {
+            *moved = true;
+            r->since = tn;
+        } else if (tn - r->since > m->timeout) {
+            char pn[64];
+            return fl_err(e, "receiving '%s': no data from %s for %.0f s (the peer timeout, flrun --timeout)",
+                          s->g[r->gi].name, peer_name(m, r->src, pn, sizeof pn), m->timeout);
+        }
+    }
+    size_t keep = 0;
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < s->recvs.len; i++) {
+        SRecv *r = s->recvs.data[i];
+        SGrad *g = &s->g[r->gi];
+        if (st != FL_OK || r->done < r->pieces) {
+            s->recvs.data[keep++] = r;
+            if (st == FL_OK && r->done > 0 && s->b[g->block].streaming > 0) st = stream(s, g->block, e);
+            continue;
+        }
+        st = payload_in(s, g, r->t, &r->h, &r->x, e);
+        free(r);
+    }
+    s->recvs.len = keep;
+    return st;
 }
 
 static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name, FlErr *e) {
@@ -1045,12 +1301,14 @@ static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name
     long k = block_writing(s, v, res);
     /* Sync: a trainer's request in step s gets the block as updated by step s. It is held while
      * that update is not done: while the trainer's gradient is part of an unfinished step, and
-     * also when the request overtook the gradient (a goroutine may recv while another sends). */
+     * also when the request overtook the gradient (a goroutine may recv while another sends),
+     * and always while the block's update is streaming (its vars are half updated). */
     if (fl_dist_server_sync(s->srv) && k >= 0 &&
-        ((s->b[k].step >= 0 && s->b[k].contrib[t]) || s->b[k].done < h->step)) {
-        SGet q = {.step = h->step, .src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v, .block = (size_t)k};
+        ((s->b[k].step >= 0 && s->b[k].contrib[t]) || s->b[k].done < h->step || s->b[k].streaming > 0)) {
+        SGet q = {.step = h->step, .src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v,
+                  .block = (size_t)k, .sent = -1, .t = FL_TENSOR_INIT};
         FL_VEC_PUSH(&s->gets, q);
-        return FL_OK;
+        return s->b[k].streaming > 0 ? stream_replies(s, (size_t)k, e) : FL_OK;
     }
     return reply(s, src, h->reply_tag, name, v, e);
 }
@@ -1071,67 +1329,59 @@ static FlStatus check_stalls(Server *s, FlErr *e) {
     return FL_OK;
 }
 
+/* Reads one waiting header (*got: whether one was waiting) and acts on it. */
+static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr *e) {
+    FlMpi *m = s->m;
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status ms;
+    MPI_TRY(MPI_Improbe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &msg, &ms), "waiting for messages");
+    *got = flag;
+    if (!flag) return FL_OK;
+    int count = 0;
+    MPI_Get_count(&ms, MPI_BYTE, &count);
+    int src = ms.MPI_SOURCE;
+    char pn[64], buf[MSG_MAX], name[NAME_MAX_LEN + 1];
+    if (count < 0 || (size_t)count > MSG_MAX)
+        return fl_err(e, "a message of %d bytes from %s is too long", count, peer_name(m, src, pn, sizeof pn));
+    MPI_TRY(MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "receiving");
+    Hdr h;
+    const char *payload;
+    if (parse(m, src, buf, count, &h, name, &payload, e) != FL_OK) return FL_ERROR;
+    if (m->role_of[src] != FL_MPI_TRAINER)
+        return fl_err(e, "a message from %s, which is not a trainer", peer_name(m, src, pn, sizeof pn));
+    int t = m->index_of[src];
+    switch (h.kind) {
+    case K_GRAD: return on_grad(s, t, src, &h, name, payload, e);
+    case K_GET: return on_get(s, t, src, &h, name, e);
+    case K_DONE:
+        if (!done[t]) ++*ndone;
+        done[t] = true;
+        return FL_OK;
+    default: return fl_err(e, "a message of unknown kind %d from %s", h.kind, peer_name(m, src, pn, sizeof pn));
+    }
+}
+
 static FlStatus serve_loop(Server *s, FlErr *e) {
     FlMpi *m = s->m;
     bool *done = fl_xcalloc((size_t)m->T, sizeof *done);
     int ndone = 0;
-    char *buf = fl_xmalloc(MSG_MAX);
-    char name[NAME_MAX_LEN + 1];
     Backoff bo = {0};
     FlStatus st = FL_OK;
-    int sweep = 0; /* headers read since the last payload */
-    while (st == FL_OK && (ndone < m->T || s->pull0 < s->pulls.len)) {
+    while (st == FL_OK && (ndone < m->T || s->recvs.len > 0)) {
         if ((st = progress(m, false, e)) != FL_OK) break;
-        int flag = 0;
-        MPI_Message msg;
-        MPI_Status ms;
-        int rc = MPI_Improbe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &msg, &ms);
-        if (rc != MPI_SUCCESS) {
-            st = mpi_err(e, rc, "waiting for messages");
-            break;
+        bool moved = false, got = true;
+        for (int n = 0; n < 256 && got && st == FL_OK; n++) { /* every header waiting, then the payloads */
+            st = read_header(s, done, &ndone, &got, e);
+            moved |= got;
         }
-        if (!flag || sweep >= 256) { /* every waiting header read: pull a payload, or wait */
-            sweep = 0;
-            if (s->pull0 < s->pulls.len) {
-                st = pull_one(s, e);
-                bo.n = 0;
-                continue;
-            }
-            if (flag) continue;
+        if (st == FL_OK) st = advance(s, &moved, e);
+        if (st != FL_OK) break;
+        if (moved) {
+            bo.n = 0;
+        } else {
             st = check_stalls(s, e);
             backoff(&bo);
-            continue;
-        }
-        sweep++;
-        bo.n = 0;
-        int count = 0;
-        MPI_Get_count(&ms, MPI_BYTE, &count);
-        int src = ms.MPI_SOURCE;
-        char pn[64];
-        if (count < 0 || (size_t)count > MSG_MAX) {
-            st = fl_err(e, "a message of %d bytes from %s is too long", count, peer_name(m, src, pn, sizeof pn));
-            break;
-        }
-        if ((rc = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
-            st = mpi_err(e, rc, "receiving");
-            break;
-        }
-        Hdr h;
-        const char *payload;
-        if ((st = parse(m, src, buf, count, &h, name, &payload, e)) != FL_OK) break;
-        if (m->role_of[src] != FL_MPI_TRAINER) {
-            st = fl_err(e, "a message from %s, which is not a trainer", peer_name(m, src, pn, sizeof pn));
-            break;
-        }
-        int t = m->index_of[src];
-        switch (h.kind) {
-        case K_GRAD: st = on_grad(s, t, src, &h, name, payload, e); break;
-        case K_GET: st = on_get(s, t, src, &h, name, e); break;
-        case K_DONE:
-            if (!done[t]) ndone++;
-            done[t] = true;
-            break;
-        default: st = fl_err(e, "a message of unknown kind %d from %s", h.kind, peer_name(m, src, pn, sizeof pn)); break;
         }
     }
     if (st == FL_OK)
@@ -1142,7 +1392,6 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
                 break;
             }
     if (st == FL_OK) st = progress(m, true, e);
-    free(buf);
     free(done);
     return st;
 }
@@ -1197,8 +1446,12 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         g->got = fl_xcalloc((size_t)m->T, sizeof *g->got);
         for (int t = 0; t < m->T; t++) g->got[t] = (FlTensor)FL_TENSOR_INIT;
         g->w = fl_xcalloc((size_t)m->T, sizeof *g->w);
+        g->rin = fl_xcalloc((size_t)m->T, sizeof *g->rin);
         s.b[g->block].skip = g->mean.skip;
+        s.b[g->block].g = g;
+        s.b[g->block].mean = (FlTensor)FL_TENSOR_INIT;
     }
+    s.blocked = fl_xcalloc((size_t)m->T, sizeof *s.blocked);
     if (st == FL_OK) st = serve_loop(&s, e);
     for (size_t i = 0; i < s.ng; i++) {
         free(s.g[i].per_trainer);
@@ -1206,16 +1459,34 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         for (int t = 0; s.g[i].got && t < m->T; t++) fl_tensor_fini(&s.g[i].got[t]);
         free(s.g[i].got);
         free(s.g[i].w);
+        free(s.g[i].rin);
         fl_tensor_fini(&s.g[i].acc);
     }
-    for (size_t k = 0; k < s.nb; k++) free(s.b[k].contrib);
-    for (size_t i = 0; i < s.gets.len; i++) free(s.gets.data[i].name);
+    for (size_t k = 0; k < s.nb; k++) {
+        free(s.b[k].contrib);
+        fl_dist_update_free(s.b[k].upd);
+        fl_tensor_fini(&s.b[k].mean);
+    }
+    for (size_t i = 0; i < s.recvs.len; i++) { /* after an error: drop what is still coming */
+        SRecv *r = s.recvs.data[i];
+        for (int64_t c = r->done; c < r->posted; c++) {
+            MPI_Cancel(&r->req[c % RECV_WINDOW]);
+            MPI_Request_free(&r->req[c % RECV_WINDOW]);
+        }
+        fl_tensor_fini(&r->x);
+        free(r);
+    }
+    FL_VEC_FREE(&s.recvs);
+    free(s.blocked);
+    for (size_t i = 0; i < s.gets.len; i++) {
+        free(s.gets.data[i].name);
+        fl_tensor_fini(&s.gets.data[i].t);
+    }
     FL_VEC_FREE(&s.gets);
     fl_map_fini(&s.grads);
     for (size_t i = 0; i < s.writers.cap; i++)
         if (fl_map_slot_live(&s.writers, i)) free(s.writers.buckets[i].val);
     fl_map_fini(&s.writers);
-    FL_VEC_FREE(&s.pulls);
     free(s.g);
     free(s.b);
     m->comm += now() - t0; /* the loop's time; compute is subtracted when printed */

@@ -10,12 +10,16 @@
  * Protocol (all on MPI_COMM_WORLD; trainer -> pserver on FL_MPI_TAG_HDR/FL_MPI_TAG_DATA,
  * replies on a per-request tag pair). Every message starts with a fixed header (kind, flags,
  * step, the trainer's rows for the step and the global batch's rows, dtype, shape, payload bytes,
- * reply tag) followed by the var's name; a payload of at most FL_MPI_INLINE bytes rides in the
- * same message (one small copy), a larger one follows as a second message sent straight from
+ * reply tag, piece size) followed by the var's name; a payload of at most FL_MPI_INLINE bytes
+ * rides in the same message (one small copy), a larger one follows in data messages of
+ * FlMpiOptions.piece bytes (FL_MPI_PIECE, 1 MiB; the last may be shorter), sent straight from
  * the tensor's buffer and received straight into the new tensor's buffer (no copies).
  *   GRAD   trainer -> pserver: a gradient (flag ZERO: rows_t = 0, no payload, a zero gradient)
  *   GET    trainer -> pserver: a recv request; the pserver answers with a PARAM message on the
- *          request's tag once the block's update for the step is done (sync) or at once (async)
+ *          request's tag once the block's update for the step is done (sync) or at once (async);
+ *          a sync update of one large gradient with an element-wise optimizer is streamed: the
+ *          pserver averages and applies each piece as it has it from every trainer and sends
+ *          that piece of the parameter at once, so receiving, updating and answering overlap
  *   PARAM  pserver -> trainer: the reply (ERROR: the reply carries a message instead)
  *   DONE   trainer -> pserver: the trainer has finished; a pserver returns when all T have
  * Messages of one sender are posted under one lock, so MPI's non-overtaking rule pairs every
@@ -42,6 +46,8 @@
 #include "runtime/core/dist.h"
 
 #define FL_MPI_INLINE 8192         /* payloads up to this many bytes travel inside the header */
+#define FL_MPI_PIECE (1u << 20)    /* a larger payload travels in data messages of this many bytes */
+#define FL_MPI_PIECE_MAX (1u << 30)
 #define FL_MPI_DEFAULT_TIMEOUT 60.0 /* seconds */
 
 typedef enum FlMpiRole { FL_MPI_TRAINER, FL_MPI_PSERVER, FL_MPI_ROLE_COUNT } FlMpiRole;
@@ -49,6 +55,7 @@ typedef enum FlMpiRole { FL_MPI_TRAINER, FL_MPI_PSERVER, FL_MPI_ROLE_COUNT } FlM
 typedef struct FlMpiOptions {
     double timeout; /* seconds a peer may stay silent while this rank waits on it; <= 0: default */
     bool stats;     /* count bytes, messages and time (fl_mpi_print_stats) */
+    uint32_t piece; /* bytes per data message of a large payload (a multiple of 8); 0: FL_MPI_PIECE */
 } FlMpiOptions;
 
 typedef struct FlMpi FlMpi;

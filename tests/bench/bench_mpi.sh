@@ -3,9 +3,10 @@
 # (rank 0 trainer, rank 1 pserver), figures side by side:
 #   1. a 16 MiB parameter through the pserver path (send the gradient, send_barrier, recv the
 #      parameter: tests/bench/big_param.fl, P=1 T=1) vs a raw MPI_Send/MPI_Recv ping-pong of
-#      16 MiB in the same job; goal: path throughput >= 0.9x raw (the path's time also holds the
-#      server's SGD on 4M floats, shown separately, and the throughput without it: the mean step
-#      minus the server's mean SGD time);
+#      16 MiB in the same job; goal: path throughput >= 0.9x raw. The path's time also holds the
+#      server's SGD on 4M floats (its time per step is shown): the pserver averages, applies and
+#      returns the parameter piece by piece (1 MiB) as the gradient's pieces arrive, so the update
+#      and the two directions of the transfer overlap;
 #   2. bytes on the wire per step (trainer + pserver) vs the minimum 2 x parameter bytes;
 #      goal: <= 1% above the minimum;
 #   3. the step time of the MLP 784-512-512-10 (batch 128, synthetic data) as trainer 0 of a
@@ -33,10 +34,9 @@ END {
     mib = 16 * 1048576
     raw = 2 * mib / (v["raw_ms"] / 1e3) / 1e9
     path = 2 * mib / (v["path_ms"] / 1e3) / 1e9
-    net = 2 * mib / ((v["path_mean_ms"] - v["server_opt_ms"]) / 1e3) / 1e9 # means of the same steps
     printf "%-58s %12s %12s %8s %s\n", "figure", "fluidc", "reference", "ratio", "goal"
     printf "%-58s %9.2f GB/s %7.2f GB/s %7.2fx %s\n", "16 MiB send+recv through the pserver path vs raw ping-pong", path, raw, path / raw, ">= 0.9x"
-    printf "%-58s %9.2f GB/s %7.2f GB/s %7.2fx %s\n", "  the same without the server SGD (" v["server_opt_ms"] " ms/step)", net, raw, net / raw, ">= 0.9x"
+    printf "%-58s %9.3f ms\n", "  of which the server SGD (overlapped with the transfers)", v["server_opt_ms"]
     printf "%-58s %12.0f %12.0f %7.4f%% %s\n", "bytes on the wire per step vs 2 x parameter bytes", v["wire_bytes"], v["min_bytes"], 100 * (v["wire_bytes"] / v["min_bytes"] - 1), "<= 1% over"
     printf "%-58s %9.2f ms %9.2f ms %7.2fx %s\n", "MLP step, trainer of P=1 T=1 vs local", v["dist_step_ms"], v["local_step_ms"], v["dist_step_ms"] / v["local_step_ms"], "<= 1.15x"
 }' "$tmp/out"

@@ -27,13 +27,17 @@ rank_pid() {
 
 build() { "$FLC" build $MODEL -o "$TMP/d.flp" || fail "flc build"; }
 
-equality() { # P T: local run with batch T*50 vs mpirun on the plan
-    P=$1 T=$2
+# P T PIECE: local run with batch T*50 vs mpirun on the plan, large tensors in PIECE-byte
+# messages: with pieces this small, the pservers stream the weights' Momentum updates (average,
+# apply in place and answer piece by piece as they arrive) and update the biases whole
+equality() {
+    P=$1 T=$2 PIECE=$3
     build
     "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * 50)) --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
     "$FLC" transpile "$TMP/d.flp" --pservers $P --trainers $T --min-block-size 512 -o "$TMP/x.plan" >/dev/null ||
         fail "transpile"
-    run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q --log "$TMP/dist.csv" --save "$TMP/dist" || fail "mpirun"
+    run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q --piece $PIECE --log "$TMP/dist.csv" --save "$TMP/dist" ||
+        fail "mpirun"
     "$CHECK" logs "$TMP/dist.csv" "$TMP/local.csv" 1e-4 || fail "the logs differ"
     "$CHECK" params "$TMP/dist" "$TMP/local" 1e-4 || fail "the parameters differ"
 }
@@ -64,8 +68,8 @@ disturb() {
 }
 
 case $CASE in
-equality_p2t2) equality 2 2 ;;
-equality_p1t3) equality 1 3 ;;
+equality_p2t2) equality 2 2 1024 ;;
+equality_p1t3) equality 1 3 2048 ;;
 async)
     build
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async --min-block-size 512 -o "$TMP/a.plan" >/dev/null ||
