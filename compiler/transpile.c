@@ -1237,3 +1237,35 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
     FL_VEC_FREE(&rows);
     fl_map_fini(&whole);
 }
+
+/* ---- what a pserver holds (checkpoints) ---- */
+
+size_t fl_transpile_pserver_vars(const FlBundle *pserver, FlPlanVar **out) {
+    *out = NULL;
+    const FlBlock *m0 = fl_ir_block(pserver->main, 0), *s0 = fl_ir_block(pserver->startup, 0);
+    FL_VEC(FlPlanVar) r = {0};
+    for (size_t i = 0; i < m0->vars.len; i++) {
+        const FlVarDesc *v = m0->vars.data[i];
+        if (!v->persistable || v->kind != FL_VAR_DENSE) continue;
+        FlPlanVar pv = {.var = v->name, .full = NULL, .row0 = 0, .rows = -1};
+        for (size_t j = s0->ops.len; j-- > 0 && !pv.full;) { /* its last writer */
+            const FlOpDesc *op = s0->ops.data[j];
+            const FlSlot *o = op->outs.len ? &op->outs.data[0] : NULL;
+            for (size_t k = 0; o && k < o->nargs && !pv.full; k++) {
+                if (strcmp(o->args[k], v->name) != 0) continue;
+                bool split = !strcmp(op->type, "split"), assign = !strcmp(op->type, "assign");
+                const char *src = (split || assign) && op->ins.len && op->ins.data[0].nargs ? op->ins.data[0].args[0] : NULL;
+                const FlAttr *sec = split ? fl_ir_op_attr(op, "sections") : NULL;
+                if (split && (!sec || sec->n != o->nargs)) src = NULL; /* not the transpiler's split */
+                pv.full = fl_ir_var_find(s0, src ? src : v->name);
+                if (sec && src) {
+                    for (size_t q = 0; q < k; q++) pv.row0 += sec->ints[q];
+                    pv.rows = sec->ints[k];
+                }
+            }
+        }
+        if (pv.full) FL_VEC_PUSH(&r, pv);
+    }
+    *out = r.data;
+    return r.len;
+}

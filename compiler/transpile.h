@@ -114,4 +114,18 @@ const char *fl_transpile_dispatch_name(FlTranspileDispatch d);
  * this transpiler wrote; on another plan it prints what it can find. */
 void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out);
 
+/* What a pserver role of a plan holds, for checkpoints (flrun --save / --load of MPI jobs): each
+ * persistable var of its main program and the local program's var it is part of, read from
+ * the role's startup program: a `split` output is rows [row0, row0 + rows) of the split's input,
+ * an `assign` output a whole copy of its input, a var the startup initialises itself is the
+ * local var under its own name (rows = -1 for both). `full` describes the local var (dtype and
+ * full shape). Vars no startup op writes are left out. Names and descs are borrowed from the
+ * bundle; *out is malloc'd (NULL when none). */
+typedef struct FlPlanVar {
+    const char *var;
+    const FlVarDesc *full;
+    int64_t row0, rows;
+} FlPlanVar;
+size_t fl_transpile_pserver_vars(const FlBundle *pserver, FlPlanVar **out);
+
 #endif

@@ -43,9 +43,7 @@ static void rm_dir(const char *dir) {
     fl_buf_free(&path);
 }
 
-FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
-    VarList vars = {0};
-    persistables(p, &vars);
+FlStatus fl_params_write(const char *dir, const char *const *names, const FlTensor *ts, size_t n, FlErr *err) {
     FlBuf tmp = {0}, path = {0}, manifest = {0}, file = {0};
     FlStatus st = FL_ERROR;
     fl_buf_printf(&tmp, "%s.tmp.%d", dir, (int)getpid());
@@ -54,21 +52,19 @@ FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *di
         fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&tmp), strerror(errno));
         goto fail;
     }
-    for (size_t i = 0; i < vars.len; i++) {
-        const char *name = vars.data[i]->name;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = names[i];
+        const FlTensor *t = &ts[i];
         if (!safe_name(name)) {
             fl_err(err, "--save: var name '%s' cannot be a file name", name);
             goto fail;
         }
-        FlTensor t = FL_TENSOR_INIT;
-        if (fl_scope_get_tensor(scope, name, &t, err) != FL_OK) goto fail;
         file.len = 0;
         fl_buf_append(&file, MAGIC, 8);
-        uint32_t hdr[4] = {1, (uint32_t)t.dtype, (uint32_t)t.ndim, 0};
+        uint32_t hdr[4] = {1, (uint32_t)t->dtype, (uint32_t)t->ndim, 0};
         fl_buf_append(&file, (const char *)hdr, sizeof hdr);
-        fl_buf_append(&file, (const char *)t.ne, sizeof(int64_t) * (size_t)t.ndim);
-        fl_buf_append(&file, fl_tensor_data(&t), fl_tensor_nbytes(&t));
-        fl_tensor_fini(&t);
+        fl_buf_append(&file, (const char *)t->ne, sizeof(int64_t) * (size_t)t->ndim);
+        fl_buf_append(&file, fl_tensor_data(t), fl_tensor_nbytes(t));
         path.len = 0;
         fl_buf_printf(&path, "%s/%s", fl_buf_str(&tmp), name);
         if (fl_write_file(fl_buf_str(&path), file.data, file.len, err) != FL_OK) goto fail;
@@ -95,7 +91,6 @@ FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *di
     st = FL_OK;
 fail:
     if (st != FL_OK) rm_dir(fl_buf_str(&tmp));
-    FL_VEC_FREE(&vars);
     fl_buf_free(&tmp);
     fl_buf_free(&path);
     fl_buf_free(&manifest);
@@ -103,11 +98,82 @@ fail:
     return st;
 }
 
+FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
+    VarList vars = {0};
+    persistables(p, &vars);
+    const char **names = fl_xcalloc(vars.len + 1, sizeof *names);
+    FlTensor *ts = fl_xcalloc(vars.len + 1, sizeof *ts);
+    FlStatus st = FL_OK;
+    size_t n = 0;
+    for (; n < vars.len && st == FL_OK; n++) {
+        names[n] = vars.data[n]->name;
+        ts[n] = (FlTensor)FL_TENSOR_INIT;
+        st = fl_scope_get_tensor(scope, names[n], &ts[n], err);
+    }
+    if (st == FL_OK) st = fl_params_write(dir, names, ts, n, err);
+    for (size_t i = 0; i < n; i++) fl_tensor_fini(&ts[i]);
+    free(ts);
+    free(names);
+    FL_VEC_FREE(&vars);
+    return st;
+}
+
+FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/%s", dir, v->name);
+    size_t len;
+    FlErr e2;
+    char *data = safe_name(v->name) ? fl_read_file(fl_buf_str(&path), &len, &e2) : NULL;
+    fl_buf_free(&path);
+    if (!data) return fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+    FlStatus st = FL_ERROR;
+    uint32_t hdr[4];
+    bool ok = len >= 8 + sizeof hdr && memcmp(data, MAGIC, 8) == 0;
+    if (ok) memcpy(hdr, data + 8, sizeof hdr);
+    ok = ok && hdr[0] == 1 && hdr[1] < FL_DT_COUNT && hdr[2] <= FL_MAX_DIMS;
+    int64_t ne[FL_MAX_DIMS];
+    size_t off = 8 + sizeof hdr;
+    if (ok) {
+        ok = len >= off + hdr[2] * sizeof(int64_t);
+        if (ok) memcpy(ne, data + off, hdr[2] * sizeof(int64_t));
+        off += hdr[2] * sizeof(int64_t);
+    }
+    if (!ok) {
+        fl_err(err, "--load %s: '%s' is not a saved tensor (bad header)", dir, v->name);
+        goto done;
+    }
+    bool same = (int)hdr[2] == v->ndim && (FlDType)hdr[1] == v->dtype;
+    for (int k = 0; same && k < v->ndim; k++) same = ne[k] == v->shape[k];
+    if (!same) {
+        FlBuf want = {0}, got = {0};
+        fl_ir_shape_str(v->ndim, v->shape, &want);
+        fl_ir_shape_str((int)hdr[2], ne, &got);
+        fl_err(err, "--load %s: '%s' is %s %s in the file but %s %s in the program", dir, v->name,
+               fl_dtype_name((FlDType)hdr[1]), fl_buf_str(&got), fl_dtype_name(v->dtype), fl_buf_str(&want));
+        fl_buf_free(&want);
+        fl_buf_free(&got);
+        goto done;
+    }
+    FlTensor t = FL_TENSOR_INIT;
+    if (fl_tensor_alloc_uninit(err, &t, v->dtype, v->ndim, ne) != FL_OK) goto done;
+    if (len != off + fl_tensor_nbytes(&t)) {
+        fl_err(err, "--load %s: '%s' holds %zu bytes of data, expected %zu", dir, v->name, len - off, fl_tensor_nbytes(&t));
+        fl_tensor_fini(&t);
+        goto done;
+    }
+    memcpy(fl_tensor_data(&t), data + off, fl_tensor_nbytes(&t));
+    fl_tensor_fini(out);
+    *out = t;
+    st = FL_OK;
+done:
+    free(data);
+    return st;
+}
+
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
     VarList vars = {0};
     persistables(p, &vars);
     FlTensor *loaded = fl_xcalloc(vars.len + 1, sizeof *loaded);
-    FlBuf path = {0};
     FlStatus st = FL_ERROR;
     size_t n = 0;
     struct stat sb;
@@ -116,59 +182,8 @@ FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *di
         goto fail;
     }
     for (; n < vars.len; n++) {
-        const FlVarDesc *v = vars.data[n];
         loaded[n] = (FlTensor)FL_TENSOR_INIT;
-        path.len = 0;
-        fl_buf_printf(&path, "%s/%s", dir, v->name);
-        size_t len;
-        FlErr e2;
-        char *data = safe_name(v->name) ? fl_read_file(fl_buf_str(&path), &len, &e2) : NULL;
-        if (!data) {
-            fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
-            goto fail;
-        }
-        uint32_t hdr[4];
-        bool ok = len >= 8 + sizeof hdr && memcmp(data, MAGIC, 8) == 0;
-        if (ok) memcpy(hdr, data + 8, sizeof hdr);
-        ok = ok && hdr[0] == 1 && hdr[1] < FL_DT_COUNT && hdr[2] <= FL_MAX_DIMS;
-        int64_t ne[FL_MAX_DIMS];
-        size_t off = 8 + sizeof hdr;
-        if (ok) {
-            ok = len >= off + hdr[2] * sizeof(int64_t);
-            if (ok) memcpy(ne, data + off, hdr[2] * sizeof(int64_t));
-            off += hdr[2] * sizeof(int64_t);
-        }
-        if (!ok) {
-            free(data);
-            fl_err(err, "--load %s: '%s' is not a saved tensor (bad header)", dir, v->name);
-            goto fail;
-        }
-        bool same = (int)hdr[2] == v->ndim && (FlDType)hdr[1] == v->dtype;
-        for (int k = 0; same && k < v->ndim; k++) same = ne[k] == v->shape[k];
-        if (!same) {
-            FlBuf want = {0}, got = {0};
-            fl_ir_shape_str(v->ndim, v->shape, &want);
-            fl_ir_shape_str((int)hdr[2], ne, &got);
-            fl_err(err, "--load %s: '%s' is %s %s in the file but %s %s in the program", dir, v->name,
-                   fl_dtype_name((FlDType)hdr[1]), fl_buf_str(&got), fl_dtype_name(v->dtype), fl_buf_str(&want));
-            fl_buf_free(&want);
-            fl_buf_free(&got);
-            free(data);
-            goto fail;
-        }
-        if (fl_tensor_alloc(err, &loaded[n], v->dtype, v->ndim, ne) != FL_OK) {
-            free(data);
-            goto fail;
-        }
-        if (len != off + fl_tensor_nbytes(&loaded[n])) {
-            fl_err(err, "--load %s: '%s' holds %zu bytes of data, expected %zu", dir, v->name, len - off,
-                   fl_tensor_nbytes(&loaded[n]));
-            free(data);
-            n++;
-            goto fail;
-        }
-        memcpy(fl_tensor_data(&loaded[n]), data + off, fl_tensor_nbytes(&loaded[n]));
-        free(data);
+        if (fl_params_read(dir, vars.data[n], &loaded[n], err) != FL_OK) goto fail;
     }
     /* every var checked: now set them all */
     for (size_t i = 0; i < vars.len; i++) fl_scope_set_tensor(scope, vars.data[i]->name, &loaded[i]);
@@ -177,6 +192,5 @@ fail:
     for (size_t i = 0; i < n && i < vars.len; i++) fl_tensor_fini(&loaded[i]);
     free(loaded);
     FL_VEC_FREE(&vars);
-    fl_buf_free(&path);
     return st;
 }

@@ -16,9 +16,16 @@
 #define FL_PARAMS_H
 
 #include "base/base.h"
+#include "compiler/ir/ir.h"
 #include "runtime/api.h"
 
 FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
+
+/* The pieces of both, for jobs whose saved vars are spread over processes (flrun's MPI jobs):
+ * writes n named tensors as a saved directory (atomically, as fl_params_save does); reads one
+ * var's saved value into *out (released first), checked against v's dtype and shape. */
+FlStatus fl_params_write(const char *dir, const char *const *names, const FlTensor *ts, size_t n, FlErr *err) FL_WARN_UNUSED;
+FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;
 
 #endif

@@ -35,6 +35,7 @@
 
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
+#include "compiler/transpile.h"
 #include "lang/eval.h"
 #include "runtime/api.h"
 #include "runtime/core/conc.h"
@@ -255,6 +256,7 @@ typedef struct Run {
     size_t loss_idx; /* which fetch is the loss column of the log */
     bool tty;
     FlMpi *mpi;      /* NULL: a local run */
+    const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
     int T, t;        /* trainers and this trainer's index (1, 0 locally) */
 } Run;
 
@@ -617,6 +619,118 @@ static void group_goroutines(const char *list, FlBuf *out) {
     if (more) fl_buf_printf(out, "  ... and %zu more at the same place\n", more);
 }
 
+/* ---- checkpoints of a plan's job: the local program's persistable vars, whole ---- */
+
+/* A var of a checkpoint being assembled. */
+typedef struct Ckpt {
+    const char *name;
+    FlTensor t;
+} Ckpt;
+typedef FL_VEC(Ckpt) CkptVec;
+
+static Ckpt *ckpt_find(CkptVec *v, const char *name) {
+    for (size_t i = 0; i < v->len; i++)
+        if (!strcmp(v->data[i].name, name)) return &v->data[i];
+    return NULL;
+}
+
+/* Copies x, the rows [row0, row0 + rows) of `full` (rows < 0: all of it), into *dst. */
+static FlStatus put_rows(FlTensor *dst, const FlTensor *x, int64_t row0, int64_t rows, const char *name, FlErr *e) {
+    size_t nb = fl_tensor_nbytes(x);
+    size_t row = dst->ndim ? fl_tensor_nbytes(dst) / (size_t)(dst->ne[0] ? dst->ne[0] : 1) : 0;
+    bool fits = rows < 0 ? nb == fl_tensor_nbytes(dst) : dst->ndim && row0 + rows <= dst->ne[0] && nb == (size_t)rows * row;
+    if (!fits || x->dtype != dst->dtype)
+        return fl_err(e, "--save: a pserver's '%s' (%s %s) does not fit its var's rows", name, fl_dtype_name(x->dtype),
+                      fl_tensor_shape(x).s);
+    memcpy((char *)fl_tensor_data(dst) + (rows < 0 ? 0 : (size_t)row0 * row), fl_tensor_data(x), nb);
+    return FL_OK;
+}
+
+/* Trainer 0 of a plan's job: the trainer's persistable vars (the parameters) and every pserver's
+ * state, asked for by name (a recv from each pserver) and put together into the local program's
+ * vars, written as one directory that a local run loads as well as a job of any P and T. */
+static FlStatus save_plan(Run *r, FlErr *e) {
+    CkptVec v = {0};
+    FlDist *d = fl_mpi_dist(r->mpi);
+    FlStatus st = FL_OK;
+    const FlBlock *b0 = fl_ir_block(r->bundle->main, 0);
+    for (size_t i = 0; i < b0->vars.len && st == FL_OK; i++) {
+        const FlVarDesc *vd = b0->vars.data[i];
+        if (!vd->persistable || vd->kind != FL_VAR_DENSE) continue;
+        Ckpt c = {vd->name, FL_TENSOR_INIT};
+        st = fl_scope_get_tensor(r->scope, vd->name, &c.t, e);
+        FL_VEC_PUSH(&v, c);
+    }
+    size_t own = v.len; /* the trainer's own: not asked for */
+    for (size_t k = 0; k < r->plan->roles.len && st == FL_OK; k++) {
+        const FlBundle *ps = r->plan->roles.data[k];
+        if (!ps || strcmp(ps->role, "pserver") != 0) continue;
+        FlPlanVar *pv;
+        size_t n = fl_transpile_pserver_vars(ps, &pv);
+        for (size_t i = 0; i < n && st == FL_OK; i++) {
+            Ckpt *c = ckpt_find(&v, pv[i].full->name);
+            if (c && c < v.data + own) continue;
+            if (!c) {
+                Ckpt nc = {pv[i].full->name, FL_TENSOR_INIT};
+                st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
+                FL_VEC_PUSH(&v, nc);
+                c = &v.data[v.len - 1];
+            }
+            FlTensor x = FL_TENSOR_INIT;
+            if (st == FL_OK) st = d->recv(d, (int)ps->role_index, pv[i].var, &x, e);
+            if (st == FL_OK) st = put_rows(&c->t, &x, pv[i].row0, pv[i].rows, pv[i].var, e);
+            fl_tensor_fini(&x);
+        }
+        free(pv);
+    }
+    const char **names = fl_xcalloc(v.len + 1, sizeof *names);
+    FlTensor *ts = fl_xcalloc(v.len + 1, sizeof *ts);
+    for (size_t i = 0; i < v.len; i++) {
+        names[i] = v.data[i].name;
+        ts[i] = v.data[i].t;
+    }
+    if (st == FL_OK) st = fl_params_write(r->o->save, names, ts, v.len, e);
+    for (size_t i = 0; i < v.len; i++) fl_tensor_fini(&v.data[i].t);
+    free(names);
+    free(ts);
+    FL_VEC_FREE(&v);
+    return st;
+}
+
+/* A pserver of a plan's job with --load: its vars cut from the saved local vars, as its
+ * startup program cuts them from their initial values. */
+static FlStatus load_server(Run *r, FlErr *e) {
+    FlPlanVar *pv;
+    size_t n = fl_transpile_pserver_vars(r->bundle, &pv);
+    FlTensor *got = fl_xcalloc(n + 1, sizeof *got);
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < n && st == FL_OK; i++) {
+        FlTensor full = FL_TENSOR_INIT;
+        got[i] = (FlTensor)FL_TENSOR_INIT;
+        st = fl_params_read(r->o->load, pv[i].full, &full, e);
+        if (st == FL_OK && pv[i].rows < 0) {
+            got[i] = full;
+            continue;
+        }
+        if (st == FL_OK) {
+            int64_t ne[FL_MAX_DIMS];
+            for (int k = 0; k < full.ndim; k++) ne[k] = full.ne[k];
+            ne[0] = pv[i].rows;
+            int64_t per = fl_tensor_numel(&full) / (full.ne[0] ? full.ne[0] : 1);
+            st = fl_tensor_view(e, &got[i], &full, pv[i].row0 * per, full.ndim, ne);
+            if (st == FL_OK) st = fl_tensor_copy(e, &got[i], &got[i]); /* its own buffer, not the whole var's */
+        }
+        fl_tensor_fini(&full);
+    }
+    for (size_t i = 0; i < n; i++) { /* every var read: set them all */
+        if (st == FL_OK) fl_scope_set_tensor(r->scope, pv[i].var, &got[i]);
+        fl_tensor_fini(&got[i]);
+    }
+    free(got);
+    free(pv);
+    return st;
+}
+
 static int run_program(Opts *o) {
     FlErr e = {{0}};
     FlBundle *bundle;
@@ -627,16 +741,16 @@ static int run_program(Opts *o) {
     int64_t seed = o->seed;
     if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
         code = start_mpi(o, plan, &bundle, &seed, &mpi);
-        fl_ir_plan_free(plan);
         if (code >= 0) {
+            fl_ir_plan_free(plan);
             fl_ir_bundle_free(bundle);
             return code;
         }
-        if (o->load) fl_mpi_fail(mpi, "error: --load is not supported in MPI jobs yet");
     }
     Run r = {0};
     r.o = o;
     r.mpi = mpi;
+    r.plan = plan;
     r.T = mpi && fl_mpi_role(mpi) == FL_MPI_TRAINER ? fl_mpi_trainers(mpi) : 1;
     r.t = mpi && fl_mpi_role(mpi) == FL_MPI_TRAINER ? fl_mpi_index(mpi) : 0;
     bool server = mpi && fl_mpi_role(mpi) == FL_MPI_PSERVER;
@@ -657,12 +771,9 @@ static int run_program(Opts *o) {
         if (!(sched = fl_sched_new(&sc, &e))) goto fail;
         fl_conc_attach(r.scope, sched);
     }
-    if (o->load) {
-        if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail; /* state not saved */
-        if (fl_params_load(r.prog, r.scope, o->load, &e) != FL_OK) goto fail;
-    } else if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) {
+    if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail;
+    if (o->load && (server && plan ? load_server(&r, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)
         goto fail;
-    }
     const FlRunSpec *rs = &r.bundle->run;
     r.nfetch = rs->fetch_vars.len;
     r.fetches = fl_xcalloc(r.nfetch + 1, sizeof *r.fetches);
@@ -696,6 +807,7 @@ static int run_program(Opts *o) {
     } else if (do_train) {
         if (train(&r, &d, &e) != FL_OK) goto fail;
     }
+    if (o->save && lead && plan && save_plan(&r, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
     if (r.log) {
         if (fclose(r.log) != 0) {
@@ -705,7 +817,7 @@ static int run_program(Opts *o) {
         }
         r.log = NULL;
     }
-    if (o->save && lead && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
+    if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && predict(&r, &d, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
@@ -764,6 +876,7 @@ fail:
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);
     fl_program_free(r.prog);
+    fl_ir_plan_free(plan);
     if (mpi) {
         fl_mpi_print_stats(mpi, stderr);
         fl_mpi_free(mpi);

@@ -3,7 +3,8 @@
 # label mpi; run from the project root). Every job goes through run_mpi, which adds what mpirun
 # needs here: --allow-run-as-root (root in containers) and --oversubscribe (more ranks than cores).
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
-#                                 every logged step and the saved parameters within 1e-4 relative
+#                                 every logged step and the saved parameters and optimizer state
+#                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
 #   async                         P=2 T=2 async reaches test accuracy >= 0.93
 #   seed                          the hand-written MPMD job (seed_server + 2 seed_workers) trains
 #   kill                          SIGKILL of a trainer ends the job non-zero within 10 s, naming it
@@ -40,6 +41,20 @@ equality() {
         fail "mpirun"
     "$CHECK" logs "$TMP/dist.csv" "$TMP/local.csv" 1e-4 || fail "the logs differ"
     "$CHECK" params "$TMP/dist" "$TMP/local" 1e-4 || fail "the parameters differ"
+    grep -q velocity "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the pservers' optimizer state"
+}
+
+# After equality: both checkpoints resumed for one more epoch, the job's by the job (each pserver
+# cuts its blocks and their state from the saved whole vars) and the local one locally: the same
+# losses and parameters again.
+resume() {
+    P=$1 T=$2 PIECE=$3
+    "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * 50)) --load "$TMP/local" --epochs 1 --log "$TMP/local2.csv" \
+        --save "$TMP/local2" || fail "local resumed run"
+    run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q --piece $PIECE --load "$TMP/dist" --epochs 1 \
+        --log "$TMP/dist2.csv" --save "$TMP/dist2" || fail "mpirun --load"
+    "$CHECK" logs "$TMP/dist2.csv" "$TMP/local2.csv" 1e-4 || fail "the resumed logs differ"
+    "$CHECK" params "$TMP/dist2" "$TMP/local2" 1e-4 || fail "the resumed parameters differ"
 }
 
 # Starts a long job in the background; $1: what to do to rank $2 after 1.5 s (kill -9, kill -STOP).
@@ -68,7 +83,10 @@ disturb() {
 }
 
 case $CASE in
-equality_p2t2) equality 2 2 1024 ;;
+equality_p2t2)
+    equality 2 2 1024
+    resume 2 2 1024
+    ;;
 equality_p1t3) equality 1 3 2048 ;;
 async)
     build
