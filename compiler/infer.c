@@ -438,6 +438,23 @@ static FlStatus infer_reduce(Ctx *c) {
     return set_out(c, "Out", xv->dtype, &out);
 }
 
+/* allreduce: Out[i] is like X[i], a float tensor. */
+static FlStatus infer_allreduce(Ctx *c) {
+    FlSlot *xs = fl_ir_op_input(c->op, "X"), *os = fl_ir_op_output(c->op, "Out");
+    size_t nx = xs ? xs->nargs : 0, no = os ? os->nargs : 0;
+    if (nx != no) return fl_err(c->e, "%s: %zu inputs X but %zu outputs Out (one per input)", c->t, nx, no);
+    for (size_t i = 0; i < nx; i++) {
+        FlVarDesc *x, *o;
+        if (lookup(c, "input", "X", xs->args[i], &x) || lookup(c, "output", "Out", os->args[i], &o)) return FL_ERROR;
+        if (!is_float(x->dtype))
+            return fl_err(c->e, "%s: X '%s' is %s; only float tensors are reduced", c->t, x->name, dt(x->dtype));
+        if (o == x) continue;
+        o->dtype = x->dtype;
+        fl_ir_var_set_shape(o, x->ndim, x->shape);
+    }
+    return FL_OK;
+}
+
 static FlStatus infer_sum(Ctx *c) {
     FlSlot *xs = fl_ir_op_input(c->op, "X");
     if (!xs || xs->nargs == 0) return fl_err(c->e, "%s: no inputs to add", c->t);
@@ -1007,6 +1024,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_send_barrier:
     case FL_OPID_fetch_barrier:
     case FL_OPID_listen_and_serv: return FL_OK;
+    case FL_OPID_allreduce: return infer_allreduce(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

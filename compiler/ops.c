@@ -126,6 +126,8 @@ static const char *const descs[FL_OPID_COUNT] = {
     [FL_OPID_fetch_barrier] = "Waits until every trainer has fetched this step's parameters.",
     [FL_OPID_listen_and_serv] = "The parameter server's loop: receives gradient blocks, runs "
                                 "the optimize blocks, serves parameter blocks.",
+    [FL_OPID_allreduce] = "Each Out = the row-weighted sum of X over the trainers (allreduce "
+                          "jobs).",
 };
 #undef BROADCAST
 

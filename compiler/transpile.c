@@ -676,6 +676,22 @@ fail:
     return NULL;
 }
 
+/* Allreduce mode: the local main program plus one allreduce of every gradient where the first
+ * optimizer op stands (transpile.h). */
+static FlProgram *build_allreduce_trainer(Tp *tp) {
+    FlProgram *p = fl_ir_program_clone(tp->local->main);
+    FlBlock *b0 = fl_ir_block(p, 0);
+    size_t pos = 0;
+    while (pos < b0->ops.len && !is_optimize(b0->ops.data[pos])) pos++;
+    FlOpDesc *op = fl_ir_op_insert(b0, pos, "allreduce");
+    op->loc = tp->first_loc;
+    for (size_t i = 0; i < tp->params.len; i++) {
+        fl_ir_op_add_input(op, "X", tp->params.data[i].grad);
+        fl_ir_op_add_output(op, "Out", tp->params.data[i].grad);
+    }
+    return p;
+}
+
 /* ---- pserver main ---- */
 
 /* A var a pserver's startup must produce: `name` on the server, made from the local startup's
@@ -1001,7 +1017,11 @@ static FlBundle *role_bundle(Tp *tp, const char *role, int64_t idx, FlProgram *s
 }
 
 static FlStatus check_options(const FlTranspileOptions *o, FlErr *e) {
-    if (o->pservers < 1 || o->pservers > MAX_ROLES)
+    if (o->mode == FL_TRANSPILE_ALLREDUCE) {
+        if (o->pservers != 0)
+            return fl_err(e, "allreduce jobs have no pservers (found %lld): the trainers sum their gradients "
+                          "themselves", (long long)o->pservers);
+    } else if (o->pservers < 1 || o->pservers > MAX_ROLES)
         return fl_err(e, "the number of pservers must be between 1 and %d, found %lld",
                       MAX_ROLES, (long long)o->pservers);
     if (o->trainers < 1 || o->trainers > MAX_ROLES)
@@ -1011,7 +1031,7 @@ static FlStatus check_options(const FlTranspileOptions *o, FlErr *e) {
         return fl_err(e, "the minimum block size must be at least 1 element, found %lld",
                       (long long)o->min_block_size);
     if ((unsigned)o->mode >= FL_TRANSPILE_MODE_COUNT)
-        return fl_err(e, "unknown transpile mode %d (expected sync or async)", (int)o->mode);
+        return fl_err(e, "unknown transpile mode %d (expected sync, async or allreduce)", (int)o->mode);
     if ((unsigned)o->dispatch >= FL_TRANSPILE_DISPATCH_COUNT)
         return fl_err(e, "unknown dispatch %d (expected round_robin or hash)", (int)o->dispatch);
     return FL_OK;
@@ -1037,10 +1057,11 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     FlProgram *tmain = NULL;
     Needs nd = {0};
     fl_map_init(&nd.names);
-    if (check_ops(&tp) || collect_params(&tp) || find_lr_ops(&tp) || check_lr_inputs(&tp) ||
-        cut(&tp))
+    bool allreduce = tp.mode == FL_TRANSPILE_ALLREDUCE;
+    if (check_ops(&tp) || collect_params(&tp) ||
+        (!allreduce && (find_lr_ops(&tp) || check_lr_inputs(&tp) || cut(&tp))))
         goto fail;
-    tmain = build_trainer(&tp);
+    tmain = allreduce ? build_allreduce_trainer(&tp) : build_trainer(&tp);
     if (!tmain) goto fail;
     FlProgram *tstart = fl_ir_program_clone(local->startup);
     if (check_program(&tp, tmain, tstart, "trainer", 0)) {
@@ -1103,6 +1124,7 @@ const char *fl_transpile_mode_name(FlTranspileMode m) {
     switch (m) {
     case FL_TRANSPILE_SYNC: return "sync";
     case FL_TRANSPILE_ASYNC: return "async";
+    case FL_TRANSPILE_ALLREDUCE: return "allreduce";
     case FL_TRANSPILE_MODE_COUNT: break;
     }
     return "?";
@@ -1123,7 +1145,7 @@ FlStatus fl_transpile_parse_mode(const char *s, FlTranspileMode *out, FlErr *e) 
             *out = (FlTranspileMode)m;
             return FL_OK;
         }
-    return fl_err(e, "unknown mode '%s' (expected sync or async)", s);
+    return fl_err(e, "unknown mode '%s' (expected sync, async or allreduce)", s);
 }
 
 FlStatus fl_transpile_parse_dispatch(const char *s, FlTranspileDispatch *out, FlErr *e) {
@@ -1157,6 +1179,10 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
             plan->roles.data[i]->role_index == 0)
             tr = plan->roles.data[i];
     fl_buf_puts(out, "placement:\n");
+    if (plan->pservers == 0) {
+        fl_buf_puts(out, "  none (allreduce: every trainer holds every parameter and sums the gradients with the others)\n");
+        return;
+    }
     if (!tr || !tr->main || tr->main->blocks.len == 0) {
         fl_buf_puts(out, "  (no trainer 0 in this plan)\n");
         return;

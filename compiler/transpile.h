@@ -56,6 +56,13 @@
  * its position in the program at run time, so the startup ops before the last such op that a
  * server needs are all kept in place.
  *
+ * Allreduce mode: no pservers. Each trainer runs the local main program with one `allreduce` op
+ * where the first optimizer op stood (after every backward op): X = Out = every parameter's
+ * gradient, in parameter order; the runtime sums them over the trainers, each weighted by its
+ * share of the global batch's rows, so every trainer holds the gradient of the whole global
+ * batch and applies the same optimizer and learning-rate ops to the same parameters (they stay
+ * equal without being sent anywhere). The startup program is the local one.
+ *
  * Every program of the plan passes fl_infer_program and fl_verify_program, and the plan
  * fl_ir_validate_plan; a failure there is reported as an internal error.
  *
@@ -80,6 +87,7 @@
 typedef enum FlTranspileMode {
     FL_TRANSPILE_SYNC = 0,
     FL_TRANSPILE_ASYNC = 1,
+    FL_TRANSPILE_ALLREDUCE = 2, /* no pservers: trainers sum their gradients (Horovod's way) */
     FL_TRANSPILE_MODE_COUNT
 } FlTranspileMode;
 
@@ -92,7 +100,7 @@ typedef enum FlTranspileDispatch {
 /* Zero-initialised options mean: sync, round robin, block size 8192 (pservers and trainers
  * must still be set). */
 typedef struct FlTranspileOptions {
-    int64_t pservers, trainers;   /* P >= 1, T >= 1 */
+    int64_t pservers, trainers;   /* P >= 1 (P = 0 for allreduce), T >= 1 */
     FlTranspileMode mode;
     int64_t min_block_size;       /* elements; 0: FL_TRANSPILE_MIN_BLOCK_SIZE */
     FlTranspileDispatch dispatch;
@@ -101,7 +109,8 @@ typedef struct FlTranspileOptions {
 FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPlan **out,
                       FlErr *e) FL_WARN_UNUSED;
 
-/* "sync" / "async" and "round_robin" / "hash"; anything else is an error naming the choices. */
+/* "sync" / "async" / "allreduce" and "round_robin" / "hash"; anything else is an error naming
+ * the choices. */
 FlStatus fl_transpile_parse_mode(const char *s, FlTranspileMode *out, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_transpile_parse_dispatch(const char *s, FlTranspileDispatch *out,
                                      FlErr *e) FL_WARN_UNUSED;

@@ -5,6 +5,7 @@
  *   flc show  FILE.{fl,flp,plan} [-D name=value]...     readable listing of every block, var, op
  *   flc dot   FILE.{fl,flp,plan} [-D name=value]...     Graphviz DOT on stdout
  *   flc transpile FILE.{fl,flp} --pservers P --trainers T [--mode sync|async]
+ *   flc transpile FILE.{fl,flp} --mode allreduce --trainers T
  *                 [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan
  *   flc ops                                             the op reference (Markdown)
  *
@@ -37,13 +38,16 @@ static const char *usage_text =
     "            [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan\n"
     "                                                  split a training program into trainer and\n"
     "                                                  pserver programs (run: mpirun -np P+T flrun OUT.plan)\n"
+    "  transpile FILE.{fl,flp} --mode allreduce --trainers T [-D name=value]... -o OUT.plan\n"
+    "                                                  trainers that sum their gradients, no pservers\n"
+    "                                                  (run: mpirun -np T flrun OUT.plan)\n"
     "  ops                                             the op reference, as Markdown\n"
     "\n"
     "options:\n"
     "  -o FILE          output file (build, transpile)\n"
-    "  --pservers P     transpile: number of parameter servers (>= 1)\n"
+    "  --pservers P     transpile: number of parameter servers (>= 1; none for allreduce)\n"
     "  --trainers T     transpile: number of trainers (>= 1)\n"
-    "  --mode M         transpile: sync (default) or async\n"
+    "  --mode M         transpile: sync (default), async or allreduce\n"
     "  --min-block-size N  transpile: a parameter is cut into blocks of at least N elements (8192)\n"
     "  --dispatch D     transpile: round_robin (default) or hash (deterministic) placement\n"
     "  -D name=value    set the compile-time flag read by fluid.flag(name, default)\n"
@@ -105,13 +109,17 @@ static int transpile(const Args *a, const FlBundle *bundle) {
     FlTranspileOptions o = {0};
     FlErr e;
     int rc;
-    if ((rc = parse_count("--pservers", a->pservers, 1, 4096, &o.pservers)) ||
+    if (a->mode && fl_transpile_parse_mode(a->mode, &o.mode, &e) != FL_OK)
+        return usage_error("%s", e.msg);
+    bool allreduce = o.mode == FL_TRANSPILE_ALLREDUCE;
+    if (allreduce && (a->pservers || a->min_block || a->dispatch))
+        return usage_error("--mode allreduce has no pservers: %s does not apply",
+                           a->pservers ? "--pservers" : a->min_block ? "--min-block-size" : "--dispatch");
+    if ((!allreduce && (rc = parse_count("--pservers", a->pservers, 1, 4096, &o.pservers))) ||
         (rc = parse_count("--trainers", a->trainers, 1, 4096, &o.trainers)) ||
         (a->min_block &&
          (rc = parse_count("--min-block-size", a->min_block, 1, INT64_MAX, &o.min_block_size))))
         return rc;
-    if (a->mode && fl_transpile_parse_mode(a->mode, &o.mode, &e) != FL_OK)
-        return usage_error("%s", e.msg);
     if (a->dispatch && fl_transpile_parse_dispatch(a->dispatch, &o.dispatch, &e) != FL_OK)
         return usage_error("%s", e.msg);
     FlPlan *plan;
@@ -125,13 +133,18 @@ static int transpile(const Args *a, const FlBundle *bundle) {
         rc = 1;
     } else {
         FlBuf b = {0};
-        fl_buf_printf(&b, "%s: %s mode, %lld trainers (ranks 0-%lld), %lld pservers (ranks "
-                      "%lld-%lld); run: mpirun -np %lld flrun %s\n", a->out, plan->mode,
-                      (long long)plan->trainers, (long long)plan->trainers - 1,
-                      (long long)plan->pservers, (long long)plan->trainers,
-                      (long long)(plan->trainers + plan->pservers - 1),
-                      (long long)(plan->trainers + plan->pservers), a->out);
-        fl_transpile_show_placement(plan, &b);
+        if (allreduce)
+            fl_buf_printf(&b, "%s: allreduce mode, %lld trainers (ranks 0-%lld), no pservers; run: mpirun -np %lld flrun %s\n",
+                          a->out, (long long)plan->trainers, (long long)plan->trainers - 1,
+                          (long long)plan->trainers, a->out);
+        else
+            fl_buf_printf(&b, "%s: %s mode, %lld trainers (ranks 0-%lld), %lld pservers (ranks "
+                          "%lld-%lld); run: mpirun -np %lld flrun %s\n", a->out, plan->mode,
+                          (long long)plan->trainers, (long long)plan->trainers - 1,
+                          (long long)plan->pservers, (long long)plan->trainers,
+                          (long long)(plan->trainers + plan->pservers - 1),
+                          (long long)(plan->trainers + plan->pservers), a->out);
+        if (!allreduce) fl_transpile_show_placement(plan, &b);
         fputs(fl_buf_str(&b), stdout);
         fl_buf_free(&b);
     }
@@ -247,10 +260,11 @@ int main(int argc, char **argv) {
                          "only for transpile, not %s", a.cmd);
         goto done;
     }
-    if (is_tp && (!a.pservers || !a.trainers || !a.out)) {
-        rc = usage_error("transpile needs %s", !a.pservers && !a.trainers
+    bool tp_ar = a.mode && !strcmp(a.mode, "allreduce");
+    if (is_tp && ((!a.pservers && !tp_ar) || !a.trainers || !a.out)) {
+        rc = usage_error("transpile needs %s", !a.pservers && !tp_ar && !a.trainers
                                                    ? "--pservers P and --trainers T"
-                                               : !a.pservers ? "--pservers P"
+                                               : !a.pservers && !tp_ar ? "--pservers P"
                                                : !a.trainers ? "--trainers T"
                                                              : "-o OUT.plan");
         goto done;

@@ -54,6 +54,12 @@ struct FlDist {
     FlStatus (*prefetch)(FlDist *d, int pserver, const char *name, FlErr *e);
     /* The pserver loop; returns when every trainer has finished. */
     FlStatus (*serve)(FlDist *d, FlDistServer *srv, FlErr *e);
+    /* Allreduce jobs (no pservers): out[i] (a new tensor; released first) = the sum over the
+     * trainers of w_t * in[i] of trainer t, w_t = the trainer's rows / the step's global rows,
+     * the same values on every trainer. Every trainer calls it with the same names, dtypes and
+     * shapes in the same order; names are for messages. May be NULL. */
+    FlStatus (*allreduce)(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
+                          FlErr *e);
 };
 
 /* Makes d the transport of every program run on `root` and its child scopes (d is borrowed: it

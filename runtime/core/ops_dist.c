@@ -7,6 +7,7 @@
  *   recv     X* -> Out*    each Out from pserver epmap[i], written whole into its var
  *   send_barrier / fetch_barrier   the transport's barriers
  *   listen_and_serv        hands the transport an FlDistServer and lets it serve
+ *   allreduce X* -> Out*   each Out the row-weighted sum of X over the trainers
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,40 @@ static FlStatus run_fetch_barrier(RunCtx *rc, const ExecOp *op, FlScope *s) {
 }
 FL_CONTROL_ADAPTER(send_barrier, NULL, run_send_barrier);
 FL_CONTROL_ADAPTER(fetch_barrier, NULL, run_fetch_barrier);
+
+/* ---- allreduce: X* -> Out* ---- */
+static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlDist *d = need_dist(rc, op, s);
+    if (!d) return FL_ERROR;
+    if (!d->allreduce) return fl_exec_op_error(rc, op, "this transport has no allreduce");
+    int n = op->in_off[1] - op->in_off[0];
+    if (n != op->out_off[1] - op->out_off[0])
+        return fl_exec_op_error(rc, op, "%d inputs X but %d outputs Out (one per input)", n, op->out_off[1] - op->out_off[0]);
+    const char **names = fl_xcalloc((size_t)n + 1, sizeof *names);
+    FlTensor *in = fl_xcalloc((size_t)n + 1, sizeof *in), *out = fl_xcalloc((size_t)n + 1, sizeof *out);
+    FlStatus st = FL_OK;
+    int loaded = 0;
+    for (; loaded < n && st == FL_OK; loaded++) {
+        const ArgRef *a = &op->args[op->in_off[0] + loaded];
+        in[loaded] = out[loaded] = (FlTensor)FL_TENSOR_INIT;
+        names[loaded] = a->name;
+        FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
+        if (!v || !fl_var_get_tensor(v, &in[loaded])) st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+    }
+    FlErr inner;
+    if (st == FL_OK && d->allreduce(d, (size_t)n, names, in, out, &inner) != FL_OK) st = wrap(rc, op, &inner);
+    for (int i = 0; i < loaded; i++) {
+        const ArgRef *a = &op->args[op->nin + op->out_off[0] + i];
+        if (st == FL_OK && a->idx >= 0 && !(rc->read_only && a->shared)) fl_var_take_tensor(fl_exec_var_write(s, a), &out[i]);
+        fl_tensor_fini(&in[i]);
+        fl_tensor_fini(&out[i]);
+    }
+    free(names);
+    free(in);
+    free(out);
+    return st;
+}
+FL_CONTROL_ADAPTER(allreduce, NULL, run_allreduce);
 
 /* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block} ---- */
 typedef struct GradEntry {

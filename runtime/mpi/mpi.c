@@ -106,6 +106,9 @@ struct FlMpi {
     FL_VEC(Pending) pend;
     FlMap spares;          /* "src:name" -> Spare, under mu */
     FL_VEC(Fetch) fetches; /* prefetched recvs not yet claimed, under mu */
+    pthread_mutex_t red_mu; /* allreduce: one at a time per process; its packing buffer */
+    char *red;
+    size_t red_cap;
     /* stats */
     uint64_t bytes, msgs;
     int64_t steps;
@@ -117,6 +120,7 @@ static FlStatus t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr
 static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
 static FlStatus t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
 static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e);
+static FlStatus t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out, FlErr *e);
 
 static double now(void) {
     struct timespec ts;
@@ -177,12 +181,14 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     m->tag_pairs = (tag_ub - TAG_REPLY0) / 2;
     if (m->tag_pairs > 1 << 20) m->tag_pairs = 1 << 20;
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->red_mu, NULL);
     /* backoff's 50 us sleeps would last 100 us with the default 50 us timer slack: a pserver
      * idle between steps then answers a step's first message that much later */
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
     snprintf(m->who, sizeof m->who, "rank %d", m->rank);
     fl_map_init(&m->spares);
-    m->dist = (FlDist){.send = t_send, .recv = t_recv, .barrier = t_barrier, .prefetch = t_prefetch, .serve = p_serve};
+    m->dist = (FlDist){.send = t_send, .recv = t_recv, .barrier = t_barrier, .prefetch = t_prefetch, .serve = p_serve,
+                       .allreduce = t_allreduce};
     *out = m;
     return FL_OK;
 }
@@ -216,6 +222,8 @@ void fl_mpi_free(FlMpi *m) {
     free(m->trainer_rank);
     free(m->pserver_rank);
     pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->red_mu);
+    free(m->red);
     free(m);
     MPI_Finalize();
 }
@@ -723,6 +731,72 @@ static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e) {
     if (kind == FL_DIST_FETCH_BARRIER) return FL_OK;
     double t0 = now();
     FlStatus st = progress(m, false, e);
+    add_comm(m, t0);
+    return st;
+}
+
+/* ---------------------------------------------------------------- allreduce */
+
+#define RED_MAX (1 << 28) /* elements per MPI call (counts are ints) */
+
+/* Per float dtype: every input of that dtype scaled by this trainer's weight into one buffer,
+ * summed over the trainers in place, and cut back into new tensors. */
+static FlStatus t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    if (!m->assigned || m->role != FL_MPI_TRAINER)
+        return fl_err(e, "allreduce: only trainers reduce gradients (this is %s)", m->who);
+    for (size_t i = 0; i < n; i++)
+        if (in[i].dtype != FL_DT_FLOAT32 && in[i].dtype != FL_DT_FLOAT64)
+            return fl_err(e, "allreduce: '%s' is %s; only float tensors are reduced", names[i], fl_dtype_name(in[i].dtype));
+    double t0 = now(), w = m->rows_global > 0 ? (double)m->rows / (double)m->rows_global : 1.0 / m->T;
+    FlStatus st = FL_OK;
+    pthread_mutex_lock(&m->red_mu);
+    for (int pass = 0; pass < 2 && st == FL_OK; pass++) {
+        FlDType dt = pass ? FL_DT_FLOAT64 : FL_DT_FLOAT32;
+        size_t es = fl_dtype_size(dt), total = 0;
+        for (size_t i = 0; i < n; i++)
+            if (in[i].dtype == dt) total += (size_t)fl_tensor_numel(&in[i]);
+        if (!total) continue;
+        if (total * es > m->red_cap) {
+            free(m->red);
+            m->red_cap = total * es;
+            m->red = fl_xmalloc(m->red_cap);
+        }
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (in[i].dtype != dt) continue;
+            int64_t k = fl_tensor_numel(&in[i]);
+            if (dt == FL_DT_FLOAT32) {
+                const float *x = fl_tensor_data(&in[i]);
+                float *o = (float *)m->red + at, wf = (float)w;
+                for (int64_t j = 0; j < k; j++) o[j] = wf * x[j];
+            } else {
+                const double *x = fl_tensor_data(&in[i]);
+                double *o = (double *)m->red + at;
+                for (int64_t j = 0; j < k; j++) o[j] = w * x[j];
+            }
+            at += (size_t)k;
+        }
+        for (size_t off = 0; off < total && st == FL_OK; off += RED_MAX) {
+            size_t cnt = total - off < RED_MAX ? total - off : RED_MAX;
+            MPI_Request r;
+            int rc = MPI_Iallreduce(MPI_IN_PLACE, m->red + off * es, (int)cnt, dt == FL_DT_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE,
+                                    MPI_SUM, m->role_comm, &r);
+            st = rc == MPI_SUCCESS ? wait_req(m, &r, NULL, -1, "reducing the gradients", e) : mpi_err(e, rc, "allreduce");
+        }
+        at = 0;
+        for (size_t i = 0; i < n && st == FL_OK; i++) {
+            if (in[i].dtype != dt) continue;
+            st = fl_tensor_alloc_uninit(e, &out[i], dt, in[i].ndim, in[i].ne);
+            if (st == FL_OK) memcpy(fl_tensor_data(&out[i]), m->red + at * es, fl_tensor_nbytes(&in[i]));
+            at += (size_t)fl_tensor_numel(&in[i]);
+        }
+        pthread_mutex_lock(&m->mu);
+        m->bytes += total * es;
+        m->msgs++;
+        pthread_mutex_unlock(&m->mu);
+    }
+    pthread_mutex_unlock(&m->red_mu);
     add_comm(m, t0);
     return st;
 }

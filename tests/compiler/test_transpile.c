@@ -265,15 +265,17 @@ static bool dot_accepts(const FlPlan *p, const char *extra) {
 
 /* ---- goldens ---- */
 
-static void check_golden(const char *model, const FlBundle *b, int64_t P, int64_t T,
-                         int64_t minb) {
-    FlPlan *p = transpile(b, P, T, FL_TRANSPILE_SYNC, minb, FL_TRANSPILE_ROUND_ROBIN);
+static void check_golden(const char *model, const FlBundle *b, int64_t P, int64_t T, int64_t minb,
+                         FlTranspileMode mode) {
+    FlPlan *p = transpile(b, P, T, mode, minb, FL_TRANSPILE_ROUND_ROBIN);
     FlPlan *back = round_trip(p);
     char *text = golden_text(back), *direct = golden_text(p);
     CHECK_STR(text, direct); /* nothing lost in the file */
     char path[512];
-    snprintf(path, sizeof path, "%s/%s_p%lld_t%lld.txt", GOLDEN_DIR, model, (long long)P,
-             (long long)T);
+    if (mode == FL_TRANSPILE_ALLREDUCE)
+        snprintf(path, sizeof path, "%s/%s_allreduce_t%lld.txt", GOLDEN_DIR, model, (long long)T);
+    else
+        snprintf(path, sizeof path, "%s/%s_p%lld_t%lld.txt", GOLDEN_DIR, model, (long long)P, (long long)T);
     const char *upd = getenv("FL_UPDATE_GOLDEN");
     if (upd && *upd && strcmp(upd, "0") != 0) {
         FlErr e;
@@ -307,9 +309,10 @@ static void test_goldens(void) {
     FlBundle *fit = compile(FIT), *digits = compile(DIGITS);
     for (int64_t P = 1; P <= 3; P++)
         for (int64_t T = 1; T <= 2; T++) {
-            check_golden("fit_a_line", fit, P, T, 0);
-            check_golden("recognize_digits_mlp_b1024", digits, P, T, DIGITS_BLOCK);
+            check_golden("fit_a_line", fit, P, T, 0, FL_TRANSPILE_SYNC);
+            check_golden("recognize_digits_mlp_b1024", digits, P, T, DIGITS_BLOCK, FL_TRANSPILE_SYNC);
         }
+    check_golden("fit_a_line", fit, 0, 2, 0, FL_TRANSPILE_ALLREDUCE);
     fl_ir_bundle_free(fit);
     fl_ir_bundle_free(digits);
 }
@@ -630,6 +633,45 @@ static void test_async(void) {
     fl_ir_bundle_free(b);
 }
 
+/* Allreduce: T trainers, no pservers; each trainer is the local program plus one allreduce of
+ * every gradient, in parameter order, right before the optimizer ops, which stay. */
+static void test_allreduce(void) {
+    FlBundle *b = compile(DIGITS);
+    FlPlan *p = transpile(b, 0, 3, FL_TRANSPILE_ALLREDUCE, 0, FL_TRANSPILE_ROUND_ROBIN);
+    CHECK_STR(p->mode, "allreduce");
+    CU_ASSERT_EQUAL(p->pservers, 0);
+    CU_ASSERT_EQUAL(p->roles.len, 3);
+    CU_ASSERT_EQUAL(p->rank_role.len, 3);
+    const FlBlock *l = b0(b->main);
+    for (int64_t t = 0; t < 3; t++) {
+        const FlBundle *r = role(p, "trainer", t);
+        const FlBlock *m = b0(r->main);
+        CU_ASSERT_EQUAL(m->ops.len, l->ops.len + 1);
+        CU_ASSERT_EQUAL(count_ops(m, "allreduce"), 1);
+        CU_ASSERT_EQUAL(count_ops(m, "adam"), count_ops(l, "adam"));
+        CU_ASSERT_EQUAL(count_ops(m, "send") + count_ops(m, "recv") + count_ops(m, "listen_and_serv"), 0);
+        size_t at = 0;
+        while (at < m->ops.len && strcmp(m->ops.data[at]->type, "allreduce") != 0) at++;
+        CU_ASSERT_FATAL(at < m->ops.len);
+        for (size_t i = 0; i < m->ops.len; i++) /* the same ops around it, in the same order */
+            CHECK_STR(m->ops.data[i]->type, i < at ? l->ops.data[i]->type : i > at ? l->ops.data[i - 1]->type : "allreduce");
+        CU_ASSERT(fl_ops_find(m->ops.data[at + 1]->type)->flags & FL_OPF_OPTIMIZE);
+        for (size_t i = 0; i < at; i++) CU_ASSERT(!(fl_ops_find(m->ops.data[i]->type)->flags & FL_OPF_OPTIMIZE));
+        const FlSlot *xs = fl_ir_op_input(m->ops.data[at], "X"), *os = fl_ir_op_output(m->ops.data[at], "Out");
+        CU_ASSERT_EQUAL_FATAL(xs->nargs, (size_t)count_ops(l, "adam"));
+        size_t k = 0;
+        for (size_t i = at + 1; i < m->ops.len; i++) { /* X = Out = the optimizers' Grad, in their order */
+            if (strcmp(m->ops.data[i]->type, "adam") != 0) continue;
+            CHECK_STR(xs->args[k], fl_ir_op_input1(m->ops.data[i], "Grad"));
+            CHECK_STR(os->args[k], xs->args[k]);
+            k++;
+        }
+        CU_ASSERT_EQUAL(b0(r->startup)->ops.len, b0(b->startup)->ops.len);
+    }
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
 /* The index of the op of startup block 0 that writes name, or -1. */
 static int writer(const FlProgram *p, const char *name) {
     const FlBlock *b = b0(p);
@@ -799,13 +841,17 @@ static void test_errors(void) {
     CHECK_STR(err_of(b, 1, 0, 0, 0, 0), "the number of trainers must be between 1 and 4096, found 0");
     CHECK_STR(err_of(b, 1, 1, 0, -5, 0),
               "the minimum block size must be at least 1 element, found -5");
-    CHECK_STR(err_of(b, 1, 1, 7, 0, 0), "unknown transpile mode 7 (expected sync or async)");
+    CHECK_STR(err_of(b, 1, 1, 7, 0, 0), "unknown transpile mode 7 (expected sync, async or allreduce)");
+    CHECK_STR(err_of(b, 2, 1, FL_TRANSPILE_ALLREDUCE, 0, 0),
+              "allreduce jobs have no pservers (found 2): the trainers sum their gradients themselves");
     CHECK_STR(err_of(b, 1, 1, 0, 0, 9), "unknown dispatch 9 (expected round_robin or hash)");
     FlTranspileMode m;
     FlTranspileDispatch d;
     FlErr e;
-    CU_ASSERT_EQUAL(fl_transpile_parse_mode("allreduce", &m, &e), FL_ERROR);
-    CHECK_STR(e.msg, "unknown mode 'allreduce' (expected sync or async)");
+    CU_ASSERT_EQUAL(fl_transpile_parse_mode("ring", &m, &e), FL_ERROR);
+    CHECK_STR(e.msg, "unknown mode 'ring' (expected sync, async or allreduce)");
+    CU_ASSERT_EQUAL(fl_transpile_parse_mode("allreduce", &m, &e), FL_OK);
+    CU_ASSERT_EQUAL(m, FL_TRANSPILE_ALLREDUCE);
     CU_ASSERT_EQUAL(fl_transpile_parse_dispatch("random", &d, &e), FL_ERROR);
     CHECK_STR(e.msg, "unknown dispatch 'random' (expected round_robin or hash)");
     CU_ASSERT_EQUAL(fl_transpile_parse_mode("async", &m, &e), FL_OK);
@@ -888,7 +934,9 @@ static void test_cli(void) {
         {"transpile " FIT " --pservers 2 --trainers two -o x.plan",
          "flc: --trainers needs a whole number from 1 to 4096, found 'two'\n", 2},
         {"transpile " FIT " --pservers 2 --trainers 2 --mode fast -o x.plan",
-         "flc: unknown mode 'fast' (expected sync or async)\n", 2},
+         "flc: unknown mode 'fast' (expected sync, async or allreduce)\n", 2},
+        {"transpile " FIT " --mode allreduce --pservers 1 --trainers 2 -o x.plan",
+         "flc: --mode allreduce has no pservers: --pservers does not apply\n", 2},
         {"transpile " FIT " --pservers 2 --trainers 2 --dispatch random -o x.plan",
          "flc: unknown dispatch 'random' (expected round_robin or hash)\n", 2},
         {"transpile " FIT " --pservers 2 --trainers 2 --min-block-size 0 -o x.plan",
@@ -947,6 +995,7 @@ int main(int argc, char **argv) {
     CU_add_test(s, "gradients of one op: sent in parameter order", test_shared_producer);
     CU_add_test(s, "pserver optimize blocks (sync)", test_pserver_sync);
     CU_add_test(s, "async mode", test_async);
+    CU_add_test(s, "allreduce mode", test_allreduce);
     CU_add_test(s, "pserver startup: local init ops, then the cut", test_pserver_startup);
     CU_add_test(s, "seed-0 random ops stay in place", test_seed0_in_place);
     CU_add_test(s, "learning-rate ops in lr_block", test_lr_block);

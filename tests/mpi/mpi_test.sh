@@ -5,6 +5,8 @@
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
+#   allreduce_t3                  the same for an allreduce plan of 3 trainers (no pservers),
+#                                 its checkpoint resumed too
 #   async                         P=2 T=2 async reaches test accuracy >= 0.93
 #   seed                          the hand-written MPMD job (seed_server + 2 seed_workers) trains
 #   kill                          SIGKILL of a trainer ends the job non-zero within 10 s, naming it
@@ -31,17 +33,22 @@ build() { "$FLC" build $MODEL -o "$TMP/d.flp" || fail "flc build"; }
 # P T PIECE: local run with batch T*50 vs mpirun on the plan, large tensors in PIECE-byte
 # messages: with pieces this small, the pservers stream the weights' Momentum updates (average,
 # apply in place and answer piece by piece as they arrive) and update the biases whole
+# (P = 0: an allreduce plan of T trainers.)
 equality() {
     P=$1 T=$2 PIECE=$3
     build
     "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * 50)) --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
-    "$FLC" transpile "$TMP/d.flp" --pservers $P --trainers $T --min-block-size 512 -o "$TMP/x.plan" >/dev/null ||
-        fail "transpile"
+    if [ $P = 0 ]; then
+        "$FLC" transpile "$TMP/d.flp" --mode allreduce --trainers $T -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    else
+        "$FLC" transpile "$TMP/d.flp" --pservers $P --trainers $T --min-block-size 512 -o "$TMP/x.plan" >/dev/null ||
+            fail "transpile"
+    fi
     run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q --piece $PIECE --log "$TMP/dist.csv" --save "$TMP/dist" ||
         fail "mpirun"
     "$CHECK" logs "$TMP/dist.csv" "$TMP/local.csv" 1e-4 || fail "the logs differ"
     "$CHECK" params "$TMP/dist" "$TMP/local" 1e-4 || fail "the parameters differ"
-    grep -q velocity "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the pservers' optimizer state"
+    grep -q velocity "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the optimizer state"
 }
 
 # After equality: both checkpoints resumed for one more epoch, the job's by the job (each pserver
@@ -88,6 +95,10 @@ equality_p2t2)
     resume 2 2 1024
     ;;
 equality_p1t3) equality 1 3 2048 ;;
+allreduce_t3)
+    equality 0 3 1024
+    resume 0 3 1024
+    ;;
 async)
     build
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async --min-block-size 512 -o "$TMP/a.plan" >/dev/null ||
