@@ -15,6 +15,7 @@ run_mpi() { timeout 120 mpirun --allow-run-as-root --oversubscribe "$@"; }
     "$FLC" build examples/seed_csp_worker.fl -o "$TMP/sc.flp" || fail "flc build"
 run_mpi -np 1 "$FLRUN" "$TMP/ss.flp" : -np 2 "$FLRUN" "$TMP/sw.flp" -q --epochs 3 --log "$TMP/plain.csv" ||
     fail "mpirun (plain workers)"
-run_mpi -np 1 "$FLRUN" "$TMP/ss.flp" : -np 2 "$FLRUN" "$TMP/sc.flp" -q --epochs 3 --log "$TMP/csp.csv" ||
+# the CSP job with 16-byte pieces: goroutines send and receive many-piece messages at once
+run_mpi -np 1 "$FLRUN" "$TMP/ss.flp" --piece 16 : -np 2 "$FLRUN" "$TMP/sc.flp" -q --piece 16 --epochs 3 --log "$TMP/csp.csv" ||
     fail "mpirun (CSP workers)"
 "$CHECK" logs "$TMP/csp.csv" "$TMP/plain.csv" 1e-5 || fail "the losses differ"

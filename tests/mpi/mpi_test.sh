@@ -109,7 +109,9 @@ async)
 seed)
     "$FLC" build examples/seed_server.fl -o "$TMP/ss.flp" && "$FLC" build examples/seed_worker.fl -o "$TMP/sw.flp" ||
         fail "flc build"
-    run_mpi -np 1 "$FLRUN" "$TMP/ss.flp" : -np 2 "$FLRUN" "$TMP/sw.flp" -q --log "$TMP/seed.csv" || fail "mpirun"
+    # 16-byte pieces: the hand-written server's payloads (and its answers) in many messages each
+    run_mpi -np 1 "$FLRUN" "$TMP/ss.flp" --piece 16 : -np 2 "$FLRUN" "$TMP/sw.flp" -q --piece 16 --log "$TMP/seed.csv" ||
+        fail "mpirun"
     "$CHECK" falls "$TMP/seed.csv" || fail "the loss did not fall"
     ;;
 kill)
