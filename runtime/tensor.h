@@ -1,10 +1,11 @@
 /* tensor.h: dense tensors over reference-counted buffers.
  *
  * An FlBuffer is a block of bytes, 64-byte aligned, with an atomic reference count: it may be
- * retained and released from any thread, and it is freed by its last release. An FlTensor is a
- * small value (dtype, shape, buffer, byte offset) that holds ONE reference to its buffer. Tensors
- * are always contiguous (row-major); a view is a tensor that shares another's buffer at an offset
- * ("views hold their base and an offset, never own data": the buffer owns the data).
+ * retained and released from any thread, and it is freed (or recycled, see below) by its last
+ * release. An FlTensor is a small value (dtype, shape, buffer, byte offset) that holds ONE
+ * reference to its buffer. Tensors are always contiguous (row-major); a view is a tensor that
+ * shares another's buffer at an offset ("views hold their base and an offset, never own data":
+ * the buffer owns the data).
  *
  *     FlTensor t = FL_TENSOR_INIT;                       // empty: no buffer
  *     int64_t ne[2] = {128, 784};
@@ -26,6 +27,16 @@
  *
  * Errors: allocation of a user-sized tensor never aborts: an overflowing shape, a negative
  * dimension or a failed allocation returns FL_ERROR with a message naming the shape.
+ *
+ * Recycling: a buffer of at least FL_BUFFER_CACHE_MIN bytes is not freed by its last release but
+ * kept in a process-wide cache, and the next allocation of exactly its size takes it back (the
+ * most recently released first), so a training loop's per-step buffers stop going back to the
+ * system and faulting in again. The cache holds at most its limit in bytes (FL_BUFFER_CACHE_LIMIT,
+ * or FLUIDC_BUFFER_CACHE_MB from the environment, read on first use; 0 turns it off), oldest out
+ * first, and frees a buffer no allocation has taken for FL_BUFFER_CACHE_AGE allocations. It is
+ * thread-safe (one mutex). Every buffer whose last release may come must have been made by
+ * fl_buffer_new or fl_buffer_new_uninit: a header built elsewhere (ops_dist.c's pieces) keeps
+ * its one reference for good.
  */
 #ifndef FL_TENSOR_H
 #define FL_TENSOR_H
@@ -55,8 +66,27 @@ FlBuffer *fl_buffer_new(FlErr *e, size_t size) FL_WARN_UNUSED;
  * its allocator then fills in full before publishing it (a received message's payload). */
 FlBuffer *fl_buffer_new_uninit(FlErr *e, size_t size) FL_WARN_UNUSED;
 void fl_buffer_retain(FlBuffer *b); /* b may be NULL */
-void fl_buffer_release(FlBuffer *b); /* b may be NULL; frees on the last release */
+void fl_buffer_release(FlBuffer *b); /* b may be NULL; frees or caches on the last release */
 long fl_buffer_refs(const FlBuffer *b); /* the current count (a snapshot) */
+
+#define FL_BUFFER_CACHE_MIN (16 << 10)           /* smaller buffers go straight back to malloc */
+#define FL_BUFFER_CACHE_LIMIT ((size_t)64 << 20) /* the default limit of the cache, in bytes */
+#define FL_BUFFER_CACHE_AGE 4096 /* allocations (of cacheable size) a cached buffer outlives */
+
+/* The cache's state (a snapshot): its limit, the bytes of data and the buffers it holds, the
+ * allocations of cacheable size it served (hits) and did not (misses), and the buffers it
+ * gave back to malloc for its limit or their age (evicted). */
+typedef struct FlBufferCacheStats {
+    size_t limit, bytes, count;
+    uint64_t hits, misses, evicted;
+} FlBufferCacheStats;
+
+FlBufferCacheStats fl_buffer_cache_stats(void);
+/* Sets the cache's limit in bytes (0 turns it off), freeing the oldest buffers past it;
+ * returns the previous limit. */
+size_t fl_buffer_cache_set_limit(size_t bytes);
+/* Frees every cached buffer (the limit stays). */
+void fl_buffer_cache_trim(void);
 
 /* A dense tensor. ndim 0 is a scalar (numel 1). ne[i] for i >= ndim are 1. */
 typedef struct FlTensor {

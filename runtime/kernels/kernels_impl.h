@@ -80,42 +80,15 @@ static inline FlStatus kalloc(FlErr *e, const char *op, FlTensor *t, FlDType dty
 static inline FlStatus kalloc_like(FlErr *e, const char *op, FlTensor *t, const FlTensor *like) {
     return kalloc(e, op, t, like->dtype, like->ndim, like->ne);
 }
-/* kalloc without the zero fill, for an output the kernel then writes in full (GEMM results,
- * elementwise and unary outputs, optimizer updates): a [128, 512] activation or a [784, 512]
- * weight gradient per op and step, whose memset was measurable (tests/bench/bench_train.sh).
- * It also uses malloc rather than aligned_alloc, whose memalign path doubled the cost of a tiny
- * op's allocation: the FlBuffer header sits at the start of the malloc block (which
- * fl_buffer_release frees) and the data at the first FL_TENSOR_ALIGN boundary after it, so
- * the data is aligned as fl_buffer_new aligns it (runtime/tensor.h). A failure (bad shape, no
- * memory) falls back to kalloc, which reports it with the usual message. */
+/* kalloc without the zero fill (fl_tensor_alloc_uninit), for an output the kernel then writes
+ * in full (GEMM results, elementwise and unary outputs, optimizer updates): a [128, 512]
+ * activation or a [784, 512] weight gradient per op and step, whose memset was measurable
+ * (tests/bench/bench_train.sh). */
 static inline FlStatus kalloc_raw(FlErr *e, const char *op, FlTensor *t, FlDType dtype, int ndim,
                                   const int64_t *ne) {
-    enum { PAD = sizeof(FlBuffer) + FL_TENSOR_ALIGN - 1 };
     FlErr sub;
-    int64_t n;
-    size_t es = fl_dtype_size(dtype);
-    if (es > 0 && fl_shape_numel(&sub, ndim, ne, &n) == FL_OK &&
-        (uint64_t)n <= (SIZE_MAX - PAD) / es) {
-        size_t size = (size_t)n * es;
-        unsigned char *mem = malloc(size + PAD);
-        if (mem) {
-            FlBuffer *b = (FlBuffer *)mem;
-            atomic_init(&b->refs, 1);
-            b->size = size;
-            uintptr_t d = ((uintptr_t)mem + sizeof(FlBuffer) + FL_TENSOR_ALIGN - 1) &
-                          ~(uintptr_t)(FL_TENSOR_ALIGN - 1);
-            b->data = mem + (d - (uintptr_t)mem);
-            FlTensor r = FL_TENSOR_INIT;
-            r.dtype = dtype;
-            r.ndim = ndim;
-            for (int i = 0; i < ndim; i++) r.ne[i] = ne[i];
-            r.buf = b;
-            fl_tensor_fini(t);
-            *t = r;
-            return FL_OK;
-        }
-    }
-    return kalloc(e, op, t, dtype, ndim, ne);
+    if (fl_tensor_alloc_uninit(&sub, t, dtype, ndim, ne)) return fl_err(e, "%s: %s", op, sub.msg);
+    return FL_OK;
 }
 static inline FlStatus kalloc_raw_like(FlErr *e, const char *op, FlTensor *t,
                                        const FlTensor *like) {

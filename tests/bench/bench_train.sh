@@ -13,8 +13,10 @@
 # Goals: >= 1.0x PyTorch, >= 0.95 of the GEMM floor, <= 0.2 us per tiny op, RSS <= PyTorch's.
 # Each side keeps its best of TRIALS alternating runs (each itself the best of 5 rounds of 40
 # steps after 5 warm-up steps), since other jobs on a shared machine only ever slow a run down.
-# Details follow the table: each side's raw figures, PyTorch's own share of the GEMM floor, and
-# fluidc once more with glibc malloc's heap trimming off (what the allocator's page faults cost).
+# Details follow the table: each side's raw figures (fluidc's include page faults and buffer
+# cache misses per timed step), PyTorch's own share of the GEMM floor, and fluidc once more with
+# its buffer cache off (FLUIDC_BUFFER_CACHE_MB=0: each step's buffers go back to malloc, whose
+# heap trimming makes the next step fault them in again; runtime/tensor.h).
 # Without python3-torch the PyTorch columns read n/a.
 # usage: tests/bench/bench_train.sh [BUILD_DIR]    (env: TRIALS=3, PYTHON=/usr/bin/python3)
 set -eu
@@ -45,13 +47,11 @@ if [ -x "$py" ] && "$py" -c "import torch" 2>/dev/null; then have_torch=1; fi
 
 : > "$tmp/fl" ; : > "$tmp/pt"; : > "$tmp/gm"
 i=0
-# diagnostic: bench_mlp again with glibc malloc's trim and mmap thresholds raised, so the step's
-# freed buffers are not handed back to the kernel and faulted in again every step
-tun=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432
+# diagnostic: bench_mlp again without the buffer cache (what recycling buffers saves)
 : > "$tmp/flt"
 while [ $i -lt "$trials" ]; do
     "$mlp" "$flp" >> "$tmp/fl" || { echo "bench_train: bench_mlp failed"; exit 1; }
-    GLIBC_TUNABLES=$tun "$mlp" "$flp" >> "$tmp/flt" 2>/dev/null || :
+    FLUIDC_BUFFER_CACHE_MB=0 "$mlp" "$flp" >> "$tmp/flt" 2>/dev/null || :
     "$gemm" >> "$tmp/gm"
     if [ $have_torch = 1 ]; then "$py" "$here/train/bench_torch.py" >> "$tmp/pt" || have_torch=0; fi
     i=$((i + 1))
@@ -74,6 +74,7 @@ gm_ms=$(get ms_per_step "$tmp/gm1")
 pt_op=$(get ns_per_op "$tmp/pd")
 
 flt_ms=$(best "$tmp/flt" ms_per_step min > "$tmp/flt1"; get ms_per_step "$tmp/flt1")
+flt_pf=$(get faults_per_step "$tmp/flt1")
 
 awk -v fs="$fl_sps" -v ps="$pt_sps" -v fm="$fl_ms" -v pm="$pt_ms" -v gm="$gm_ms" \
     -v fr="$fl_rss" -v pr="$pt_rss" -v de="${d_exec:-n/a}" -v pd="$pt_op" 'BEGIN {
@@ -103,11 +104,11 @@ echo "details:"
 echo "  fluidc:  $(cat "$tmp/fl1")"
 echo "  pytorch: $( [ -s "$tmp/pt1" ] && cat "$tmp/pt1" || echo "n/a (no $py with torch)")"
 echo "  floor:   $(cat "$tmp/gm1")"
-awk -v pm="$pt_ms" -v gm="$gm_ms" -v tm="$flt_ms" 'BEGIN {
+awk -v pm="$pt_ms" -v gm="$gm_ms" -v tm="$flt_ms" -v tf="$flt_pf" 'BEGIN {
     if (pm != "n/a" && pm > 0)
         printf "  PyTorch: %.3f ms/step, its share of the GEMM floor %.2f\n", pm, gm / pm
     if (tm != "n/a" && tm > 0)
-        printf "  fluidc with malloc trimming off (GLIBC_TUNABLES): %.3f ms/step, floor share %.2f\n",
-               tm, gm / tm }'
+        printf "  fluidc with its buffer cache off: %.3f ms/step, floor share %.2f, %s page faults/step\n",
+               tm, gm / tm, tf }'
 echo "  tiny ops: ${d_exec:-n/a} ns/op through the executor = ${d_kern:-n/a} kernel alone +" \
      "${d_over:-n/a} dispatch; PyTorch eager torch.add on [1]: $pt_op ns/op"

@@ -5,7 +5,9 @@
  * Synthetic data: BATCHES pre-made batches of random features in [0, 1) and random int64 labels
  * in [0, 10), fed in turn. After WARMUP steps, ROUNDS rounds of `steps` steps are timed; the best
  * round gives steps/s. Prints one line of `key=value` figures (bench_train.sh parses it):
- *   steps_per_s, ms_per_step, first_loss, last_loss, peak_rss_kib
+ *   steps_per_s, ms_per_step, first_loss, last_loss, peak_rss_kib, and over the timed steps the
+ *   page faults per step and the buffer cache's misses per step (allocations of a large buffer
+ *   that went to malloc; runtime/tensor.h)
  * Never fails on time (benchmarks are not tests); exits 1 only when the program fails to run.
  *
  *   usage: bench_mlp MODEL.flp [BATCH=128] [STEPS=40] [ROUNDS=5]
@@ -88,6 +90,9 @@ int main(int argc, char **argv) {
         if (i == 0) first = loss;
     }
     double best = 1e30;
+    struct rusage ru0;
+    getrusage(RUSAGE_SELF, &ru0);
+    FlBufferCacheStats c0 = fl_buffer_cache_stats();
     for (int r = 0; r < rounds; r++) {
         double t0 = now();
         for (int i = 0; i < steps; i++, k++)
@@ -97,9 +102,13 @@ int main(int argc, char **argv) {
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    FlBufferCacheStats c1 = fl_buffer_cache_stats();
+    double timed = (double)steps * rounds;
     printf("steps_per_s=%.3f ms_per_step=%.4f first_loss=%.5f last_loss=%.5f peak_rss_kib=%ld "
-           "batch=%d steps=%d rounds=%d\n",
-           steps / best, best / steps * 1e3, first, loss, ru.ru_maxrss, batch, steps, rounds);
+           "faults_per_step=%.1f cache_misses_per_step=%.1f batch=%d steps=%d rounds=%d\n",
+           steps / best, best / steps * 1e3, first, loss, ru.ru_maxrss,
+           (double)(ru.ru_minflt + ru.ru_majflt - ru0.ru_minflt - ru0.ru_majflt) / timed,
+           (double)(c1.misses - c0.misses) / timed, batch, steps, rounds);
     for (int b = 0; b < BATCHES; b++) {
         fl_tensor_fini(&xs[b]);
         fl_tensor_fini(&ys[b]);
