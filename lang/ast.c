@@ -196,6 +196,25 @@ static void dump(const FlAst *n, FlBuf *b) {
                                                                                 : NULL, b);
         fl_buf_putc(b, ')');
         return;
+    case FL_AST_LISTCOMP:
+    case FL_AST_DICTCOMP:
+        fl_buf_puts(b, n->kind == FL_AST_LISTCOMP ? "(listcomp" : "(dictcomp");
+        sp(n->comp.elt, b);
+        if (n->kind == FL_AST_DICTCOMP) sp(n->comp.val, b);
+        for (size_t i = 0; i < n->comp.clauses.len; i++) sp(n->comp.clauses.items[i], b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_COMP_FOR:
+        fl_buf_puts(b, "(for");
+        sp(n->loop.target, b);
+        sp(n->loop.iter, b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_COMP_IF:
+        fl_buf_puts(b, "(if");
+        sp(n->cond.test, b);
+        fl_buf_putc(b, ')');
+        return;
     case FL_AST_EXPR_STMT:
         fl_buf_puts(b, "(expr");
         sp(n->expr.e, b);
@@ -206,6 +225,7 @@ static void dump(const FlAst *n, FlBuf *b) {
         if (n->kind == FL_AST_ASSIGN) fl_buf_puts(b, "(assign");
         else fl_buf_printf(b, "(augassign %s=", op_name(binop_names, FL_BINOP_COUNT, n->assign.op));
         sp(n->assign.target, b);
+        for (size_t i = 0; i < n->assign.more.len; i++) sp(n->assign.more.items[i], b);
         sp(n->assign.value, b);
         fl_buf_putc(b, ')');
         return;
@@ -247,6 +267,7 @@ static void dump(const FlAst *n, FlBuf *b) {
         return;
     case FL_AST_FROM_IMPORT:
         fl_buf_printf(b, "(from %s import", n->import.module);
+        if (n->import.star) fl_buf_puts(b, " *");
         for (size_t i = 0; i < n->import.nnames; i++) {
             if (n->import.aliases[i]) fl_buf_printf(b, " (%s as %s)", n->import.names[i], n->import.aliases[i]);
             else fl_buf_printf(b, " %s", n->import.names[i]);

@@ -35,9 +35,13 @@
     X(FL_AST_COMPARE, "comparison")  /* binop.op (FlCmpOp), binop.l, binop.r */          \
     X(FL_AST_COND, "conditional expression") /* cond.test, cond.then, cond.other */      \
     X(FL_AST_LAMBDA, "lambda")       /* def.params, def.body (one FL_AST_RETURN), def.name "<lambda>" */      \
+    X(FL_AST_LISTCOMP, "list comprehension") /* comp.elt, comp.clauses */                \
+    X(FL_AST_DICTCOMP, "dict comprehension") /* comp.elt (the key), comp.val, comp.clauses */ \
+    X(FL_AST_COMP_FOR, "comprehension 'for'") /* loop.target, loop.iter (a clause only) */ \
+    X(FL_AST_COMP_IF, "comprehension 'if'")   /* cond.test (a clause only) */          \
     /* statements */                                                                      \
     X(FL_AST_EXPR_STMT, "expression statement") /* expr.e */                            \
-    X(FL_AST_ASSIGN, "assignment")   /* assign.target, assign.value */                   \
+    X(FL_AST_ASSIGN, "assignment")   /* assign.target, assign.more, assign.value */      \
     X(FL_AST_AUGASSIGN, "augmented assignment") /* assign.op, assign.target, assign.value */ \
     X(FL_AST_DEF, "def")             /* def.name, def.params, def.body */                \
     X(FL_AST_RETURN, "return")       /* expr.e (may be NULL) */                          \
@@ -49,7 +53,8 @@
     X(FL_AST_CONTINUE, "continue")   /* - */                                             \
     X(FL_AST_PASS, "pass")           /* - */                                             \
     X(FL_AST_IMPORT, "import")       /* import.module (dotted), import.alias (may be NULL) */ \
-    X(FL_AST_FROM_IMPORT, "from-import") /* import.module, import.names, import.aliases */ \
+    X(FL_AST_FROM_IMPORT, "from-import") /* import.module, import.names, import.aliases, \
+                                            import.star */                               \
     X(FL_AST_WITH, "with")           /* with.expr, with.as_name (may be NULL), with.body */ \
     X(FL_AST_GO, "go")               /* with.body */                                     \
     X(FL_AST_PARALLEL_FOR, "parallel_for") /* loop.target (a NAME), loop.iter, loop.body */ \
@@ -128,7 +133,9 @@ struct FlAst {
         struct { int op; FlAst *e; } unop;
         struct { FlAst *test, *then, *other; FlAstList then_body, else_body; } cond;
         struct { FlAst *e; } expr;
-        struct { int op; FlAst *target, *value; } assign;
+        /* assign.more: the further targets of a chained assignment `a = b = v` (after
+         * target, left to right); empty otherwise and for augmented assignment */
+        struct { int op; FlAst *target, *value; FlAstList more; } assign;
         struct { const char *name; FlAstParam *params; size_t nparams; FlAstList body; } def;
         struct { FlAst *target, *iter; FlAstList body; FlAstList else_body; } loop;
         struct {
@@ -137,8 +144,12 @@ struct FlAst {
             const char **names, **aliases; /* from-import: names[i] as aliases[i] (NULL = same) */
             FlSpan *name_spans;
             size_t nnames;
+            bool star;          /* from a import *: no names */
         } import;
         struct { FlAst *expr; const char *as_name; FlAstList body; } with;
+        /* comprehensions: clauses are FL_AST_COMP_FOR / FL_AST_COMP_IF nodes in source order,
+         * the first one a 'for' */
+        struct { FlAst *elt, *val; FlAstList clauses; } comp;
         struct { FlAstList cases; } select;
         struct { FlAst *target, *op; FlAstList body; } case_;
     };

@@ -133,7 +133,7 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
     return l;
 }
 
-static FlValue *as_list(Ctx *c, FlValue *o, FlSpan sp) {
+FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp) {
     if (fl_v_is_seq(o)) return o;
     FlValue *l = fl_v_list(c, VK_LIST);
     if (o->kind == VK_DICT) {
@@ -153,7 +153,7 @@ static FlValue *b_zip(Ctx *c, FlValue *self, CallArgs *a) {
     size_t n = SIZE_MAX;
     FlValue **ls = fl_arena_alloc(&c->arena, (seqs->list.len + 1) * sizeof *ls);
     for (size_t i = 0; i < seqs->list.len; i++) {
-        ls[i] = as_list(c, seqs->list.items[i], a->span);
+        ls[i] = fl_ev_as_list(c, seqs->list.items[i], a->span);
         if (ls[i]->kind == VK_ERROR) return c->error;
         if (ls[i]->list.len < n) n = ls[i]->list.len;
     }
@@ -169,7 +169,7 @@ static FlValue *b_zip(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("enumerate", "seq start=", 2);
-    FlValue *l = as_list(c, v[0], a->span);
+    FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     int64_t st = 0;
     if (v[1] && !want_int(c, v[1], "start", a->span, &st)) return c->error;
@@ -248,7 +248,7 @@ static FlValue *b_list(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("list", "x=", 1);
     FlValue *out = fl_v_list(c, VK_LIST);
     if (!v[0]) return out;
-    FlValue *l = as_list(c, v[0], a->span);
+    FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     for (size_t i = 0; i < l->list.len; i++) fl_v_list_push(c, out, l->list.items[i]);
     return out;
@@ -267,7 +267,7 @@ static FlValue *b_dict(Ctx *c, FlValue *self, CallArgs *a) {
         if (v[0]->kind == VK_DICT) {
             for (size_t i = 0; i < v[0]->dict.len; i++) fl_v_dict_set(c, d, v[0]->dict.keys[i], v[0]->dict.vals[i]);
         } else {
-            FlValue *l = as_list(c, v[0], a->span);
+            FlValue *l = fl_ev_as_list(c, v[0], a->span);
             if (l->kind == VK_ERROR) return l;
             for (size_t i = 0; i < l->list.len; i++) {
                 FlValue *p = l->list.items[i];
@@ -282,7 +282,7 @@ static FlValue *b_dict(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *minmax(Ctx *c, CallArgs *a, bool is_max) {
     FlValue *l;
-    if (a->npos == 1) l = as_list(c, a->pos[0], a->span);
+    if (a->npos == 1) l = fl_ev_as_list(c, a->pos[0], a->span);
     else {
         l = fl_v_list(c, VK_LIST);
         for (size_t i = 0; i < a->npos; i++) fl_v_list_push(c, l, a->pos[i]);
@@ -309,7 +309,7 @@ static FlValue *b_abs(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("sum", "seq start=", 2);
-    FlValue *l = as_list(c, v[0], a->span);
+    FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     bool isf = v[1] && v[1]->kind == VK_FLOAT;
     double f = v[1] ? num(v[1]) : 0;
@@ -326,7 +326,7 @@ static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *b_reversed(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("reversed", "seq", 1);
-    FlValue *l = as_list(c, v[0], a->span);
+    FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     FlValue *out = fl_v_list(c, VK_LIST);
     for (size_t i = l->list.len; i-- > 0;) fl_v_list_push(c, out, l->list.items[i]);
@@ -367,7 +367,7 @@ static FlValue *m_append(Ctx *c, FlValue *self, CallArgs *a) {
 }
 static FlValue *m_extend(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("extend", "seq", 1);
-    FlValue *l = as_list(c, v[0], a->span);
+    FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     for (size_t i = 0; i < l->list.len; i++) fl_v_list_push(c, self, l->list.items[i]);
     return c->none;
@@ -408,7 +408,7 @@ static FlValue *m_values(Ctx *c, FlValue *self, CallArgs *a) { return dict_view(
 static FlValue *m_items(Ctx *c, FlValue *self, CallArgs *a) { return dict_view(c, self, 2); }
 static FlValue *m_join(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("join", "seq", 1);
-    FlValue *l = as_list(c, v[0], a->span);
+    FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     FlBuf b = {0};
     for (size_t i = 0; i < l->list.len; i++) {

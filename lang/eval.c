@@ -8,10 +8,11 @@
  *
  * Runtime control flow: a body that becomes a sub-block is evaluated with the current block set
  * to the sub-block. Names that the body rebinds to Vars are carried out: an `assign` at the end
- * of the sub-block writes the new value into the var the name had before (or into a fresh var of
- * the parent block for a new name), and the name is bound to that outer var again. That is what
- * makes `i = i + 1` in a `while` body a loop-carried variable that the condition and the code
- * after the loop see.
+ * of the sub-block writes the new value into the var the name had before (or, for a new name,
+ * into a fresh var of the home block: the block around the outermost runtime if or loop), and
+ * the name is bound to that outer var again. That is what makes `i = i + 1` in a `while` body a
+ * loop-carried variable that the condition and the code after the loop see. break and continue
+ * of a runtime loop lower to flag vars (RtLoop in eval_impl.h).
  */
 #define _GNU_SOURCE /* memmem */
 #include "lang/eval_impl.h"
@@ -895,9 +896,9 @@ const char *fl_ev_suggest(Ctx *c, const char *name, Env *e) {
 
 /* ------------------------------------------------------------------ static checks */
 
-/* break/continue outside a loop are errors where they are written, whether or not the code
- * runs (as in Python). */
-static void check_loops(Ctx *c, FlAstList *body, bool in_loop) {
+/* break/continue outside a loop and 'import *' inside a function are errors where they are
+ * written, whether or not the code runs (as in Python). */
+static void check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
     for (size_t i = 0; i < body->len; i++) {
         FlAst *s = body->items[i];
         switch (s->kind) {
@@ -905,21 +906,25 @@ static void check_loops(Ctx *c, FlAstList *body, bool in_loop) {
         case FL_AST_CONTINUE:
             if (!in_loop) fl_diag_error(&c->diag, s->span, "'%s' outside a loop", s->kind == FL_AST_BREAK ? "break" : "continue");
             break;
-        case FL_AST_DEF: check_loops(c, &s->def.body, false); break;
+        case FL_AST_FROM_IMPORT:
+            if (s->import.star && in_def) fl_diag_error(&c->diag, s->span, "'import *' is only allowed at module level");
+            break;
+        case FL_AST_DEF: check_placement(c, &s->def.body, false, true); break;
         case FL_AST_IF:
-            check_loops(c, &s->cond.then_body, in_loop);
-            check_loops(c, &s->cond.else_body, in_loop);
+            check_placement(c, &s->cond.then_body, in_loop, in_def);
+            check_placement(c, &s->cond.else_body, in_loop, in_def);
             break;
         case FL_AST_FOR:
         case FL_AST_WHILE:
-            check_loops(c, &s->loop.body, true);
-            check_loops(c, &s->loop.else_body, in_loop);
+            check_placement(c, &s->loop.body, true, in_def);
+            check_placement(c, &s->loop.else_body, in_loop, in_def);
             break;
-        case FL_AST_PARALLEL_FOR: check_loops(c, &s->loop.body, false); break;
-        case FL_AST_GO: check_loops(c, &s->with.body, false); break;
-        case FL_AST_WITH: check_loops(c, &s->with.body, in_loop); break;
+        case FL_AST_PARALLEL_FOR: check_placement(c, &s->loop.body, false, in_def); break;
+        case FL_AST_GO: check_placement(c, &s->with.body, false, in_def); break;
+        case FL_AST_WITH: check_placement(c, &s->with.body, in_loop, in_def); break;
         case FL_AST_SELECT:
-            for (size_t k = 0; k < s->select.cases.len; k++) check_loops(c, &s->select.cases.items[k]->case_.body, in_loop);
+            for (size_t k = 0; k < s->select.cases.len; k++)
+                check_placement(c, &s->select.cases.items[k]->case_.body, in_loop, in_def);
             break;
         default: break;
         }
@@ -1063,6 +1068,86 @@ FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
 
 static FlValue *make_func(Ctx *c, Env *e, FlAst *n);
 static Module *cur_module(Ctx *c);
+static bool assign_to(Ctx *c, Env *e, FlAst *t, FlValue *v);
+
+/* Dict keys are the immutable values; reports others. */
+static bool check_key(Ctx *c, FlValue *k, FlSpan sp) {
+    if (k->kind == VK_STR || k->kind == VK_INT || k->kind == VK_BOOL || k->kind == VK_FLOAT ||
+        k->kind == VK_TUPLE || k->kind == VK_NONE)
+        return true;
+    fl_ev_error(c, sp, "a %s cannot be a dict key", fl_v_type_name(k));
+    return false;
+}
+
+#define COMP_MAX_ITERATIONS 1000000
+#define MEMORY_LIMIT ((size_t)512 << 20)
+
+typedef struct Comp {
+    FlAst *n;       /* the LISTCOMP or DICTCOMP */
+    Env *outer;     /* where the comprehension is written */
+    Env *scope;     /* its own: the targets of its 'for' clauses */
+    FlValue *out;   /* the list or dict being built */
+    int64_t budget; /* iterations left */
+} Comp;
+
+/* Clause k of a comprehension and, for each item it lets through, the clauses after it; past
+ * the last clause, the element. False after an error. */
+static bool comp_clause(Ctx *c, Comp *q, size_t k) {
+    FlAst *n = q->n;
+    if (k == n->comp.clauses.len) {
+        FlValue *x = fl_ev_expr(c, q->scope, n->comp.elt);
+        if (x->kind == VK_ERROR) return false;
+        if (n->kind == FL_AST_LISTCOMP) {
+            fl_v_list_push(c, q->out, x);
+            return true;
+        }
+        if (!check_key(c, x, n->comp.elt->span)) return false;
+        FlValue *v = fl_ev_expr(c, q->scope, n->comp.val);
+        if (v->kind == VK_ERROR) return false;
+        fl_v_dict_set(c, q->out, x, v);
+        return true;
+    }
+    FlAst *cl = n->comp.clauses.items[k];
+    if (cl->kind == FL_AST_COMP_IF) {
+        FlValue *t = fl_ev_expr(c, q->scope, cl->cond.test);
+        if (t->kind == VK_ERROR) return false;
+        bool ok, tv = fl_v_truthy(c, t, cl->cond.test->span, &ok);
+        return ok && (!tv || comp_clause(c, q, k + 1));
+    }
+    /* as in Python, the first iterable is evaluated in the enclosing scope */
+    FlValue *it = fl_ev_expr(c, k == 0 ? q->outer : q->scope, cl->loop.iter);
+    if (it->kind == VK_ERROR) return false;
+    if (it->kind == VK_VAR) {
+        if (fl_ev_is_channel(c, it))
+            fl_ev_error(c, cl->loop.iter->span, "a comprehension cannot iterate over a channel: it runs at compile "
+                                                "time; receive in a 'for' statement instead");
+        else
+            fl_ev_error(c, cl->loop.iter->span, "a comprehension cannot iterate over a tensor Var: it runs at "
+                                                "compile time; iterate over a list or range(n)");
+        return false;
+    }
+    FlValue *seq = fl_ev_as_list(c, it, cl->loop.iter->span);
+    if (seq->kind == VK_ERROR) return false;
+    for (size_t i = 0; i < seq->list.len; i++) {
+        if (--q->budget < 0 || c->arena.used_total > MEMORY_LIMIT) {
+            fl_ev_error(c, n->span, "this comprehension is too large to run at compile time (more than %s)",
+                        q->budget < 0 ? "1,000,000 iterations" : "512 MiB");
+            c->aborted = true;
+            return false;
+        }
+        if (!assign_to(c, q->scope, cl->loop.target, seq->list.items[i]) || !comp_clause(c, q, k + 1))
+            return false;
+    }
+    return true;
+}
+
+/* [elt for ... if ...] and {key: val for ...}: the clauses nest left to right, as in Python, and
+ * their targets are bound in a scope of the comprehension's own (Python 3): they do not leak. */
+static FlValue *eval_comp(Ctx *c, Env *e, FlAst *n) {
+    Comp q = {n, e, fl_env_new(c, e), n->kind == FL_AST_LISTCOMP ? fl_v_list(c, VK_LIST) : fl_v_dict(c),
+              COMP_MAX_ITERATIONS};
+    return comp_clause(c, &q, 0) ? q.out : c->error;
+}
 
 FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     if (++c->depth > MAX_DEPTH) {
@@ -1133,8 +1218,7 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
                 bad = true;
                 continue;
             }
-            if (k->kind != VK_STR && k->kind != VK_INT && k->kind != VK_BOOL && k->kind != VK_FLOAT && k->kind != VK_TUPLE && k->kind != VK_NONE) {
-                fl_ev_error(c, n->dict.keys.items[i]->span, "a %s cannot be a dict key", fl_v_type_name(k));
+            if (!check_key(c, k, n->dict.keys.items[i]->span)) {
                 bad = true;
                 continue;
             }
@@ -1215,6 +1299,8 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
         break;
     }
     case FL_AST_LAMBDA: res = make_func(c, e, n); break;
+    case FL_AST_LISTCOMP:
+    case FL_AST_DICTCOMP: res = eval_comp(c, e, n); break;
     default: res = fl_ev_error(c, n->span, "a %s is not an expression", fl_ast_kind_name(n->kind)); break;
     }
     c->depth--;
@@ -1290,6 +1376,7 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     set_cur_module(c, fn->func.mod);
     int saved_loop = c->loop_depth;
     c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL); /* break and continue cannot leave a function */
     c->func_depth++;
     FlValue *saved_ret = c->ret;
     c->ret = c->none;
@@ -1303,6 +1390,7 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     FlValue *r = fl == FLOW_ERROR ? c->error : c->ret;
     c->ret = saved_ret;
     c->func_depth--;
+    c->rtloops.len--;
     c->loop_depth = saved_loop;
     set_cur_module(c, saved);
     return r;
@@ -1469,8 +1557,6 @@ bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValu
 
 /* ------------------------------------------------------------------ statements */
 
-static bool assign_to(Ctx *c, Env *e, FlAst *t, FlValue *v);
-
 static bool unpack(Ctx *c, Env *e, FlAst *t, FlValue *v) {
     FlAstList *items = &t->list.items;
     if (v->kind == VK_ERROR) {
@@ -1538,22 +1624,45 @@ static bool assign_to(Ctx *c, Env *e, FlAst *t, FlValue *v) {
 }
 
 static Flow eval_stmt(Ctx *c, Env *e, FlAst *s);
+static Flow guard_rest(Ctx *c, Env *e, FlAstList *body, size_t from);
 
-#define MEMORY_LIMIT ((size_t)512 << 20)
+/* The runtime loop that a break or continue here would leave, or NULL (none, or a compile-time
+ * loop is nearer). */
+static RtLoop *rt_loop(Ctx *c) {
+    return c->rtloops.len && c->loop_depth == 0 ? c->rtloops.data[c->rtloops.len - 1] : NULL;
+}
 
-Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body) {
-    for (size_t i = 0; i < body->len; i++) {
+/* Runs body->items[from..] in order, up to one that lowers a break or continue of the runtime
+ * loop around inside a runtime block (RtLoop) while more statements follow: *next is then the
+ * index after it, else body->len. */
+static Flow run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next) {
+    RtLoop *l = rt_loop(c);
+    *next = body->len;
+    for (size_t i = from; i < body->len; i++) {
         if (c->aborted) return FLOW_ERROR;
         if (c->arena.used_total > MEMORY_LIMIT) {
             fl_ev_error(c, body->items[i]->span, "the program needs more than 512 MiB of memory at compile time");
             c->aborted = true;
             return FLOW_ERROR;
         }
+        int exits = l ? l->exits : 0;
         Flow f = eval_stmt(c, e, body->items[i]);
         if (f != FLOW_NORMAL && f != FLOW_ERROR) return f;
         if (f == FLOW_ERROR && c->diag.nerrors > 200) return FLOW_ERROR;
+        if (l && l->exits != exits && i + 1 < body->len) {
+            *next = i + 1;
+            return FLOW_NORMAL;
+        }
     }
     return FLOW_NORMAL;
+}
+
+/* Runs the statements in order. Once one has lowered a break or continue of the runtime loop
+ * around (inside a runtime block), the rest run only while that iteration is alive. */
+Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body) {
+    size_t next;
+    Flow f = run_stmts(c, e, body, 0, &next);
+    return next < body->len ? guard_rest(c, e, body, next) : f;
 }
 
 /* ---- runtime control flow ---- */
@@ -1578,6 +1687,15 @@ static void snap_restore(Env *e, Snapshot *s) {
     FL_VEC_FREE(&drop);
     for (size_t i = 0; i < s->map.cap; i++)
         if (fl_map_slot_live(&s->map, i)) fl_map_put(&e->map, s->map.buckets[i].key, s->map.buckets[i].klen, s->map.buckets[i].val);
+}
+
+/* Where a name first bound inside a runtime block gets its var: the home block (see Ctx) when it
+ * encloses parent, so that the var outlives every runtime if and loop iteration around it (as a
+ * Python name does) and no enclosing block has to copy it out; else parent. */
+static FlBlock *home_block(Ctx *c, FlBlock *parent) {
+    for (FlBlock *x = parent; x; x = x->parent >= 0 ? fl_ir_block(c->b.main, x->parent) : NULL)
+        if (x == c->home) return x;
+    return parent;
 }
 
 /* Carries names rebound to Vars in the sub-block out to the parent (see the file comment). */
@@ -1616,7 +1734,7 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
             target = before->var.name;
         } else {
             target = fl_ev_unique(c, name);
-            FlVarDesc *td = fl_ev_new_var(c, parent, target, sp);
+            FlVarDesc *td = fl_ev_new_var(c, home_block(c, parent), target, sp);
             fl_ir_var_copy(td, nd);
             td->loc = fl_ev_loc(c, sp);
             td->persistable = false;
@@ -1705,17 +1823,30 @@ void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const
     fl_map_fini(&out);
 }
 
-FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry, FlSpan sp, Flow *flow) {
-    FlBlock *parent = c->b.block;
-    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+/* Runs body into sub, a new block of the current one; carries names out or restores them. A body
+ * whose names do not carry out (a goroutine's) is the home of the names bound in it. With next,
+ * only body->items[from..] up to one that lowers a loop exit (run_stmts). */
+static Flow run_in(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
+                   FlSpan sp) {
+    FlBlock *parent = c->b.block, *home = c->home;
     Snapshot s;
     snap_take(e, &s);
     c->b.block = sub;
-    Flow f = fl_ev_block(c, e, body);
+    if (!carry) c->home = sub;
+    c->rt_depth++;
+    Flow f = next ? run_stmts(c, e, body, from, next) : fl_ev_block(c, e, body);
+    c->rt_depth--;
+    c->home = home;
     if (carry) carry_out(c, e, &s, parent, sub, sp);
     else snap_restore(e, &s);
     c->b.block = parent;
     fl_map_fini(&s.map);
+    return f;
+}
+
+FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry, FlSpan sp, Flow *flow) {
+    FlBlock *sub = fl_ir_block_new(c->b.main, c->b.block->idx);
+    Flow f = run_in(c, e, body, 0, NULL, sub, carry, sp);
     if (flow) *flow = f;
     return sub;
 }
@@ -1743,76 +1874,210 @@ static FlOpDesc *control_op(Ctx *c, const char *type, FlBlock *sub, FlSpan sp) {
     return op;
 }
 
+/* Runs body into a conditional_block on the bool var `cond` (appended to the current block);
+ * names it rebinds to Vars are carried out. Returns the body's flow. With next, only
+ * body->items[from..] up to one that lowers a loop exit (run_stmts). */
+static Flow cond_block(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, const char *cond, FlSpan sp) {
+    FlBlock *parent = c->b.block;
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+    Flow f = run_in(c, e, body, from, next, sub, true, sp);
+    FlOpDesc *op = control_op(c, "conditional_block", sub, sp);
+    fl_ir_op_add_input(op, "Cond", cond);
+    fl_ev_control_io(c, parent, sub, op, "X", "Out");
+    fl_ev_infer(c, parent, op, sp);
+    return f;
+}
+
+/* The flow of a statement whose body ran in a runtime block (`where`: an if's branch, the rest
+ * of a loop body after an exit, a loop's else clause). A break or continue that reached it has
+ * been lowered onto the innermost runtime loop's flags (rt_exit), so the statement completes
+ * normally; one meant for a compile-time loop cannot be, nor can a return. */
+static Flow branch_flow(Ctx *c, Flow f, FlSpan sp, const char *where) {
+    switch (f) {
+    case FLOW_NORMAL:
+    case FLOW_ERROR: return f;
+    case FLOW_BREAK:
+    case FLOW_CONTINUE:
+        if (rt_loop(c)) return FLOW_NORMAL;
+        /* one for a compile-time loop was reported where it is written (and ends the unrolling) */
+        return f;
+    case FLOW_RETURN:
+        fl_ev_error(c, sp, "'return' inside %s cannot be compiled (the branch is taken at run time)", where);
+        return FLOW_ERROR;
+    }
+    return FLOW_ERROR;
+}
+
+/* The flow that says more of two branches' (an exit over a normal end, a return over an exit). */
+static Flow worse(Flow a, Flow b) {
+    int ra = a == FLOW_RETURN ? 2 : a == FLOW_BREAK || a == FLOW_CONTINUE;
+    int rb = b == FLOW_RETURN ? 2 : b == FLOW_BREAK || b == FLOW_CONTINUE;
+    return rb > ra ? b : a;
+}
+
 static Flow runtime_if(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     if (!check_cond_var(c, cond, s->cond.test->span, "if")) return FLOW_ERROR;
-    Flow f1 = FLOW_NORMAL, f2 = FLOW_NORMAL;
-    FlBlock *parent = c->b.block;
-    FlBlock *sub = fl_ev_sub_block(c, e, &s->cond.then_body, true, s->span, &f1);
-    FlOpDesc *op = control_op(c, "conditional_block", sub, s->span);
-    fl_ir_op_add_input(op, "Cond", cond->var.name);
-    fl_ev_control_io(c, parent, sub, op, "X", "Out");
-    fl_ev_infer(c, parent, op, s->span);
+    /* the else branch's condition is taken before the then branch may rebind the condition */
+    FlValue *nc = NULL;
     if (s->cond.else_body.len) {
-        FlValue *nc = op2(c, "logical_not", cond, NULL, s->span);
+        nc = op2(c, "logical_not", cond, NULL, s->span);
         if (nc->kind == VK_ERROR) return FLOW_ERROR;
-        FlBlock *sub2 = fl_ev_sub_block(c, e, &s->cond.else_body, true, s->span, &f2);
-        FlOpDesc *op2d = control_op(c, "conditional_block", sub2, s->span);
-        fl_ir_op_add_input(op2d, "Cond", nc->var.name);
-        fl_ev_control_io(c, parent, sub2, op2d, "X", "Out");
-        fl_ev_infer(c, parent, op2d, s->span);
     }
-    if (f1 == FLOW_BREAK || f1 == FLOW_CONTINUE || f2 == FLOW_BREAK || f2 == FLOW_CONTINUE) {
-        fl_ev_error(c, s->span, "'break' and 'continue' inside a runtime 'if' are not supported yet; "
-                                "restructure the loop condition");
-        return FLOW_ERROR;
+    Flow f1 = cond_block(c, e, &s->cond.then_body, 0, NULL, cond->var.name, s->span);
+    Flow f2 = nc ? cond_block(c, e, &s->cond.else_body, 0, NULL, nc->var.name, s->span) : FLOW_NORMAL;
+    Flow f = branch_flow(c, worse(f1, f2), s->span, "a runtime 'if'");
+    return f1 == FLOW_ERROR || f2 == FLOW_ERROR ? FLOW_ERROR : f;
+}
+
+/* Makes op (a fill_constant of block b) set the bool [1] var `name` to `value`. */
+static void fill_flag(Ctx *c, FlBlock *b, FlOpDesc *op, const char *name, bool value, FlSpan sp) {
+    int64_t one = 1;
+    op->loc = fl_ev_loc(c, sp);
+    fl_ir_op_add_output(op, "Out", name);
+    fl_ir_op_set_ints(op, "shape", &one, 1);
+    fl_ir_op_set_float(op, "value", value);
+    fl_ir_op_set_int(op, "dtype", FL_DT_BOOL);
+    fl_ev_infer(c, b, op, sp);
+}
+
+/* A new bool [1] var of block b, set to `value` by a fill_constant inserted at ops[pos]. */
+static const char *new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, bool value, FlSpan sp) {
+    const char *name = fl_ev_unique(c, prefix);
+    FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
+    int64_t one = 1;
+    d->dtype = FL_DT_BOOL;
+    fl_ir_var_set_shape(d, 1, &one);
+    d->stop_gradient = true;
+    fill_flag(c, b, fl_ir_op_insert(b, pos, "fill_constant"), name, value, sp);
+    return name;
+}
+
+/* Sets the bool [1] var `name` to `value` in the current block. */
+static void set_flag(Ctx *c, const char *name, bool value, FlSpan sp) {
+    fill_flag(c, c->b.block, fl_ir_op_append(c->b.block, "fill_constant"), name, value, sp);
+}
+
+/* break or continue of the runtime loop l, lowered as RtLoop describes. Returns the flow that
+ * ends the evaluation of the enclosing statements. */
+static Flow rt_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp) {
+    bool nested = c->rt_depth != l->depth;
+    if (is_break && (nested || l->has_else)) {
+        if (!l->broke) l->broke = new_flag(c, l->outer, "loop_broke", l->outer->ops.len, false, sp);
+        set_flag(c, l->broke, true, sp);
     }
-    if (f1 == FLOW_RETURN || f2 == FLOW_RETURN) {
-        fl_ev_error(c, s->span, "'return' inside a runtime 'if' cannot be compiled (the branch is "
-                                "taken at run time)");
-        return FLOW_ERROR;
+    l->has_break |= is_break;
+    if (nested) {
+        if (!l->alive) l->alive = new_flag(c, l->body, "loop_alive", 0, true, sp);
+        set_flag(c, l->alive, false, sp);
+        l->exits++;
+    }
+    return is_break ? FLOW_BREAK : FLOW_CONTINUE;
+}
+
+/* After a statement of a runtime loop's body (or of a block within it) that lowered a break or
+ * continue, the rest of the statement list runs only while the iteration is alive: in
+ * conditional_blocks on `alive`, one after the other (not one inside the other: `alive` is never
+ * set again in the iteration), each up to the next statement that lowers an exit. */
+static Flow guard_rest(Ctx *c, Env *e, FlAstList *body, size_t from) {
+    const char *alive = rt_loop(c)->alive;
+    while (from < body->len) {
+        FlSpan sp = body->items[from]->span;
+        Flow f = branch_flow(c, cond_block(c, e, body, from, &from, alive, sp), sp, "a runtime loop");
+        if (f != FLOW_NORMAL) return f;
     }
     return FLOW_NORMAL;
+}
+
+/* Evaluates a runtime loop's body into l->body (a new block of the current one) with l as the
+ * innermost runtime loop and no compile-time loop around; names rebound to Vars are carried out
+ * to the current block. */
+static Flow loop_body(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp) {
+    int depth = c->loop_depth;
+    c->loop_depth = 0;
+    l->depth = c->rt_depth + 1;
+    FL_VEC_PUSH(&c->rtloops, l);
+    Flow f = run_in(c, e, body, 0, NULL, l->body, true, sp);
+    c->rtloops.len--;
+    c->loop_depth = depth;
+    return f;
+}
+
+/* The end of an iteration, after the carry-out (RtLoop): a while's condition is evaluated again
+ * into the condition var (recompute) unless a break ran, and a break clears it. f is the flow
+ * of the body. */
+static void loop_end(Ctx *c, Env *e, FlAst *s, RtLoop *l, Flow f, bool recompute) {
+    FlBlock *saved = c->b.block, *b = l->body;
+    c->b.block = b;
+    FlValue *nb = NULL;
+    if (f == FLOW_BREAK) { /* a break directly in the body: every iteration that gets here broke */
+        set_flag(c, l->cond, false, s->span);
+        goto done;
+    }
+    if (l->broke) {
+        nb = op2(c, "logical_not", fl_v_var(c, l->broke), NULL, s->span);
+        if (nb->kind == VK_ERROR) goto done;
+    }
+    if (recompute) {
+        FlBlock *guard = nb ? fl_ir_block_new(c->b.main, b->idx) : NULL;
+        c->b.block = guard ? guard : b;
+        FlValue *c2 = fl_ev_expr(c, e, s->loop.iter);
+        if (c2->kind == VK_VAR && c2->var.name != l->cond) {
+            FlOpDesc *as = fl_ev_op_raw(c, c->b.block, "assign", s->span);
+            fl_ir_op_add_input(as, "X", c2->var.name);
+            fl_ir_op_add_output(as, "Out", l->cond);
+            fl_ev_infer(c, c->b.block, as, s->span);
+        } else if (c2->kind != VK_VAR && c2->kind != VK_ERROR) {
+            fl_ev_error(c, s->loop.iter->span, "the loop condition stopped being a Var inside the body");
+        }
+        c->b.block = b;
+        if (guard) {
+            FlOpDesc *op = control_op(c, "conditional_block", guard, s->span);
+            fl_ir_op_add_input(op, "Cond", nb->var.name);
+            fl_ev_control_io(c, b, guard, op, "X", "Out");
+            fl_ev_infer(c, b, op, s->span);
+        }
+    }
+    if (nb) {
+        const char *names[3] = {"X", "Y", "Out"};
+        FlValue *vals[3] = {fl_v_var(c, l->cond), nb, fl_v_var(c, l->cond)};
+        CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = s->span};
+        fl_ev_op(c, "logical_and", &a, s->span);
+    }
+done:
+    c->b.block = saved;
+}
+
+/* The else clause of a runtime loop (after its op): it runs unless a break left the loop. */
+static Flow loop_else(Ctx *c, Env *e, FlAst *s, RtLoop *l) {
+    FlAstList *body = &s->loop.else_body;
+    if (!body->len) return FLOW_NORMAL;
+    if (!l->has_break) return fl_ev_block(c, e, body);
+    FlValue *nb = op2(c, "logical_not", fl_v_var(c, l->broke), NULL, s->span);
+    if (nb->kind == VK_ERROR) return FLOW_ERROR;
+    return branch_flow(c, cond_block(c, e, body, 0, NULL, nb->var.name, s->span), s->span,
+                       "a runtime loop's 'else'");
 }
 
 /* while on a Var: the body and the re-evaluated condition become the sub-block. */
 static Flow runtime_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     if (!check_cond_var(c, cond, s->loop.iter->span, "while")) return FLOW_ERROR;
     FlBlock *parent = c->b.block;
-    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
-    Snapshot snap;
-    snap_take(e, &snap);
-    c->b.block = sub;
-    RtLoop loop = {cond->var.name, NULL, false, false};
-    FL_VEC_PUSH(&c->rtloops, &loop);
-    Flow f = fl_ev_block(c, e, &s->loop.body);
-    c->rtloops.len--;
-    carry_out(c, e, &snap, parent, sub, s->span);
-    c->b.block = sub;
-    if (f != FLOW_BREAK) {
-        FlValue *c2 = fl_ev_expr(c, e, s->loop.iter);
-        if (c2->kind == VK_VAR && c2->var.name != cond->var.name) {
-            FlOpDesc *as = fl_ev_op_raw(c, sub, "assign", s->span);
-            fl_ir_op_add_input(as, "X", c2->var.name);
-            fl_ir_op_add_output(as, "Out", cond->var.name);
-            fl_ev_infer(c, sub, as, s->span);
-        } else if (c2->kind != VK_VAR && c2->kind != VK_ERROR) {
-            fl_ev_error(c, s->loop.iter->span, "the loop condition stopped being a Var inside the body");
-        }
-    }
-    c->b.block = parent;
-    fl_map_fini(&snap.map);
-    FlOpDesc *op = control_op(c, "while", sub, s->span);
-    fl_ev_control_io(c, parent, sub, op, "X", "Out");
+    RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
+    loop_end(c, e, s, &loop, f, true);
+    FlOpDesc *op = control_op(c, "while", loop.body, s->span);
+    fl_ev_control_io(c, parent, loop.body, op, "X", "Out");
     fl_ir_op_add_input(op, "Condition", cond->var.name);
     fl_ev_infer(c, parent, op, s->span);
     if (f == FLOW_RETURN) {
         fl_ev_error(c, s->span, "'return' inside a runtime loop cannot be compiled");
         return FLOW_ERROR;
     }
-    return FLOW_NORMAL;
+    return loop_else(c, e, s, &loop);
 }
 
-/* `for v in ch`: ok = true; while ok: v, ok = recv(ch); if ok: body */
+/* `for v in ch`: ok = true; while ok: v, ok = recv(ch); if ok: body. break clears ok. */
 static Flow runtime_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     FlBlock *parent = c->b.block;
     FlVarDesc *chd = fl_ev_var_desc(c, ch);
@@ -1836,14 +2101,13 @@ static Flow runtime_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     Snapshot snap;
     snap_take(e, &snap);
     fl_env_set(e, s->loop.target->name, fl_v_var(c, vname));
-    RtLoop loop = {ok->var.name, NULL, false, false};
-    FL_VEC_PUSH(&c->rtloops, &loop);
-    Flow f = FLOW_NORMAL;
-    FlBlock *body = fl_ev_sub_block(c, e, &s->loop.body, true, s->span, &f);
-    c->rtloops.len--;
-    FlOpDesc *cb = control_op(c, "conditional_block", body, s->span);
+    RtLoop loop = {.cond = ok->var.name, .body = fl_ir_block_new(c->b.main, sub->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
+    loop_end(c, e, s, &loop, f, false);
+    FlOpDesc *cb = control_op(c, "conditional_block", loop.body, s->span);
     fl_ir_op_add_input(cb, "Cond", ok->var.name);
-    fl_ev_control_io(c, sub, body, cb, "X", "Out");
+    fl_ev_control_io(c, sub, loop.body, cb, "X", "Out");
     fl_ev_infer(c, sub, cb, s->span);
     snap_restore(e, &snap);
     fl_map_fini(&snap.map);
@@ -1852,11 +2116,11 @@ static Flow runtime_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     fl_ev_control_io(c, parent, sub, op, "X", "Out");
     fl_ir_op_add_input(op, "Condition", ok->var.name);
     fl_ev_infer(c, parent, op, s->span);
-    if (f == FLOW_BREAK || f == FLOW_CONTINUE || f == FLOW_RETURN) {
-        fl_ev_error(c, s->span, "'break', 'continue' and 'return' in a loop over a channel are not supported yet");
+    if (f == FLOW_RETURN) {
+        fl_ev_error(c, s->span, "'return' inside a runtime loop cannot be compiled");
         return FLOW_ERROR;
     }
-    return FLOW_NORMAL;
+    return loop_else(c, e, s, &loop);
 }
 
 /* go: the body on its own goroutine */
@@ -1865,7 +2129,9 @@ static Flow stmt_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp) {
     Flow f;
     int saved_loop = c->loop_depth;
     c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
     FlBlock *sub = fl_ev_sub_block(c, e, body, false, sp, &f);
+    c->rtloops.len--;
     c->loop_depth = saved_loop;
     FlOpDesc *op = control_op(c, "go", sub, sp);
     fl_ev_control_io(c, parent, sub, op, "X", NULL);
@@ -1908,7 +2174,12 @@ static Flow stmt_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool 
     }
     int saved_loop = c->loop_depth;
     c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
+    FlBlock *home = c->home;
+    c->home = sub;
     Flow f = fl_ev_block(c, e, body);
+    c->home = home;
+    c->rtloops.len--;
     c->loop_depth = saved_loop;
     snap_restore(e, &snap);
     fl_map_fini(&snap.map);
@@ -1945,7 +2216,7 @@ static Flow stmt_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC(const char *) chans = {0};
     FL_VEC(const char *) vars = {0};
     FL_VEC(int64_t) blocks = {0};
-    bool bad = false, has_default = false;
+    bool bad = false, has_default = false, reported_exit = false;
     for (size_t i = 0; i < s->select.cases.len; i++) {
         FlAst *cs = s->select.cases.items[i];
         FlAst *opn = cs->case_.op;
@@ -2026,16 +2297,24 @@ static Flow stmt_select(Ctx *c, Env *e, FlAst *s) {
             else fl_map_remove(&e->map, tn, strlen(tn));
         }
         fl_map_fini(&snap.map);
-        if (f == FLOW_BREAK || f == FLOW_CONTINUE || f == FLOW_RETURN) {
-            fl_ev_error(c, cs->span, "'break', 'continue' and 'return' inside a select case are not supported yet");
+        if (f == FLOW_RETURN) {
+            fl_ev_error(c, cs->span, "'return' inside a select case cannot be compiled (the case is chosen at run time)");
             bad = true;
+        } else if ((f == FLOW_BREAK || f == FLOW_CONTINUE) && c->loop_depth == 0) {
+            /* lowering it as in an if would be easy; saying which loop it leaves is not */
+            fl_ev_error(c, cs->span, "'break' and 'continue' inside a select case are ambiguous (in Go they "
+                                     "leave the select, in Python the loop); set a flag in the case and test it "
+                                     "after the select");
+            bad = true;
+        } else if (f == FLOW_BREAK || f == FLOW_CONTINUE) {
+            reported_exit = true; /* one for a compile-time loop was reported where it is written */
         }
         FL_VEC_PUSH(&kinds, kind);
         FL_VEC_PUSH(&chans, chn);
         FL_VEC_PUSH(&vars, vn);
         FL_VEC_PUSH(&blocks, (int64_t)sub->idx);
     }
-    if (!bad && kinds.len) {
+    if (!bad && !reported_exit && kinds.len) {
         FlOpDesc *op = fl_ev_op_raw(c, parent, "select", s->span);
         fl_ir_op_set_ints(op, "case_kinds", kinds.data, kinds.len);
         fl_ir_op_set_strings(op, "case_channels", chans.data, chans.len);
@@ -2080,7 +2359,7 @@ static Flow stmt_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC_FREE(&chans);
     FL_VEC_FREE(&vars);
     FL_VEC_FREE(&blocks);
-    return bad ? FLOW_ERROR : FLOW_NORMAL;
+    return reported_exit ? FLOW_BREAK : bad ? FLOW_ERROR : FLOW_NORMAL;
 }
 
 static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
@@ -2094,17 +2373,10 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
         fl_ev_error(c, s->loop.iter->span, "cannot iterate over a tensor Var; iterate over a channel, a list or range(n)");
         return FLOW_ERROR;
     }
-    FlValue *seq = it;
-    if (it->kind == VK_DICT) {
-        seq = fl_v_list(c, VK_LIST);
-        for (size_t i = 0; i < it->dict.len; i++) fl_v_list_push(c, seq, it->dict.keys[i]);
-    } else if (it->kind == VK_STR) {
-        seq = fl_v_list(c, VK_LIST);
-        for (size_t i = 0; i < it->str.n; i++) fl_v_list_push(c, seq, fl_v_str(c, it->str.s + i, 1));
-    } else if (!fl_v_is_seq(it)) {
-        fl_ev_error(c, s->loop.iter->span, "'%s' object is not iterable", fl_v_type_name(it));
-        return FLOW_ERROR;
-    }
+    FlValue *seq = fl_ev_as_list(c, it, s->loop.iter->span);
+    if (seq->kind == VK_ERROR) return FLOW_ERROR;
+    int loop_rt_depth = c->loop_rt_depth;
+    c->loop_rt_depth = c->rt_depth;
     c->loop_depth++;
     Flow res = FLOW_NORMAL;
     bool broke = false;
@@ -2124,11 +2396,14 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
         }
     }
     c->loop_depth--;
+    c->loop_rt_depth = loop_rt_depth;
     if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
     return res;
 }
 
 static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
+    int loop_rt_depth = c->loop_rt_depth;
+    c->loop_rt_depth = c->rt_depth;
     c->loop_depth++;
     Flow res = FLOW_NORMAL;
     bool broke = false;
@@ -2145,6 +2420,7 @@ static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
                 break;
             }
             c->loop_depth--;
+            c->loop_rt_depth = loop_rt_depth;
             return runtime_while(c, e, s, t);
         }
         bool ok;
@@ -2170,8 +2446,46 @@ static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
         }
     }
     c->loop_depth--;
+    c->loop_rt_depth = loop_rt_depth;
     if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
     return res;
+}
+
+/* from m import *: the names m's __all__ lists when it has one (a submodule among them is
+ * imported), else every global of m whose name does not start with '_'. */
+static Flow import_star(Ctx *c, Env *e, FlValue *m, FlAst *s, const char *dir) {
+    Env *g = m->mod->globals;
+    FlValue *all = fl_map_find_str(&g->map, "__all__");
+    StrVec names = {0};
+    bool ok = true;
+    if (!all) {
+        for (size_t i = 0; i < g->map.cap; i++)
+            if (fl_map_slot_live(&g->map, i) && g->map.buckets[i].key[0] != '_') FL_VEC_PUSH(&names, g->map.buckets[i].key);
+    } else if (!fl_v_is_seq(all)) {
+        fl_ev_error(c, s->span, "__all__ of module '%s' must be a list or tuple of names, found %s", m->mod->name,
+                    fl_v_type_name(all));
+        ok = false;
+    } else {
+        for (size_t i = 0; i < all->list.len; i++) {
+            FlValue *x = all->list.items[i];
+            if (x->kind == VK_STR) {
+                FL_VEC_PUSH(&names, fl_intern_str(&c->in, x->str.s));
+                continue;
+            }
+            fl_ev_error(c, s->span, "__all__ of module '%s' must hold names (strings), found %s", m->mod->name,
+                        fl_v_type_name(x));
+            ok = false;
+        }
+    }
+    for (size_t i = 0; i < names.len; i++) {
+        const char *nm = names.data[i];
+        FlValue *v = fl_map_find_str(&g->map, nm);
+        if (!v) v = fl_ev_import(c, fl_arena_printf(&c->arena, "%s.%s", m->mod->name, nm), s->span, dir);
+        ok = ok && v->kind != VK_ERROR;
+        fl_env_set(e, nm, v);
+    }
+    FL_VEC_FREE(&names);
+    return ok ? FLOW_NORMAL : FLOW_ERROR;
 }
 
 static Flow stmt_import(Ctx *c, Env *e, FlAst *s) {
@@ -2199,6 +2513,7 @@ static Flow stmt_import(Ctx *c, Env *e, FlAst *s) {
     }
     FlValue *m = fl_ev_import(c, s->import.module, s->span, dir);
     bool bad = m->kind == VK_ERROR;
+    if (s->import.star) return bad ? FLOW_ERROR : import_star(c, e, m, s, dir);
     for (size_t i = 0; i < s->import.nnames; i++) {
         const char *nm = s->import.names[i];
         const char *as = s->import.aliases && s->import.aliases[i] ? s->import.aliases[i] : nm;
@@ -2239,12 +2554,14 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         return stmt_parallel_for(c, e, g->guard.n, s->with.as_name, true, &s->with.body, s->span);
     case GK_PROGRAM: {
         BuildState saved = c->b;
+        FlBlock *home = c->home;
         c->b.main = g->guard.a->prog;
         c->b.startup = g->guard.b ? g->guard.b->prog : saved.startup;
-        c->b.block = fl_ir_block(c->b.main, 0);
+        c->b.block = c->home = fl_ir_block(c->b.main, 0);
         if (s->with.as_name) fl_env_set(e, s->with.as_name, g->guard.a);
         Flow f = fl_ev_block(c, e, &s->with.body);
         c->b = saved;
+        c->home = home;
         return f;
     }
     case GK_UNIQUE_NAME: {
@@ -2273,11 +2590,13 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
             return FLOW_ERROR;
         }
         FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+        FlBlock *home = c->home;
         c->in_server_do = true;
         c->server_block = sub;
-        c->b.block = sub;
+        c->b.block = c->home = sub;
         Flow f = fl_ev_block(c, e, &s->with.body);
         c->b.block = parent;
+        c->home = home;
         c->in_server_do = false;
         /* The server runs only listen_and_serv: the forward and backward ops that built the
          * model belong to the trainers. */
@@ -2313,8 +2632,15 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
         return v->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
     }
     case FL_AST_ASSIGN: {
+        /* a = b = v: v once, then the targets left to right; after a failed one the rest are
+         * bound to the error value (quietly), as Python would not reach them */
         FlValue *v = fl_ev_expr(c, e, s->assign.value);
         bool ok = assign_to(c, e, s->assign.target, v);
+        for (size_t i = 0; i < s->assign.more.len; i++) {
+            FlAst *t = s->assign.more.items[i];
+            if (ok) ok = assign_to(c, e, t, v);
+            else if (t->kind == FL_AST_NAME || t->kind == FL_AST_TUPLE || t->kind == FL_AST_LIST) assign_to(c, e, t, c->error);
+        }
         return ok && v->kind != VK_ERROR ? FLOW_NORMAL : FLOW_ERROR;
     }
     case FL_AST_AUGASSIGN: {
@@ -2350,23 +2676,15 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
     case FL_AST_BREAK:
     case FL_AST_CONTINUE: {
         bool is_break = s->kind == FL_AST_BREAK;
-        if (c->loop_depth > 0) return is_break ? FLOW_BREAK : FLOW_CONTINUE;
-        if (c->rtloops.len) {
-            RtLoop *l = c->rtloops.data[c->rtloops.len - 1];
-            if (!is_break) {
-                fl_ev_error(c, s->span, "'continue' in a runtime loop is not supported yet");
-                return FLOW_ERROR;
-            }
-            /* break directly in a runtime loop body: clear the condition, skip the rest */
-            FlValue *f = fl_ev_const_var(c, 0, FL_DT_BOOL, s->span);
-            if (f->kind == VK_ERROR) return FLOW_ERROR;
-            FlOpDesc *as = fl_ev_op_raw(c, c->b.block, "assign", s->span);
-            fl_ir_op_add_input(as, "X", f->var.name);
-            fl_ir_op_add_output(as, "Out", l->cond);
-            fl_ev_infer(c, c->b.block, as, s->span);
-            l->has_break = true;
-            return FLOW_BREAK;
+        if (c->loop_depth > 0) {
+            if (c->rt_depth == c->loop_rt_depth) return is_break ? FLOW_BREAK : FLOW_CONTINUE;
+            fl_ev_error(c, s->span, "'%s' under a runtime 'if' or 'select' cannot leave a compile-time loop: that "
+                                    "loop is unrolled when the program is built, so when it stops cannot depend on "
+                                    "run-time values", is_break ? "break" : "continue");
+            return FLOW_BREAK; /* ends the unrolling: said once */
         }
+        RtLoop *l = rt_loop(c);
+        if (l) return rt_exit(c, l, is_break, s->span);
         fl_ev_error(c, s->span, "'%s' outside a loop", is_break ? "break" : "continue");
         return FLOW_ERROR;
     }
@@ -2463,7 +2781,7 @@ Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, s
     fl_map_put_str(&c->modules, m->name, mv);
     if (nerr) return NULL;
     int before = c->diag.nerrors;
-    check_loops(c, &am.body, false);
+    check_placement(c, &am.body, false, false);
     if (c->diag.nerrors > before) return NULL;
     fl_env_set(m->globals, fl_intern_str(&c->in, "__name__"), fl_v_cstr(c, name));
     Module *saved = cur_module(c);
@@ -2471,7 +2789,12 @@ Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, s
     m->loading = true;
     bool saved_have = c->have_err_span;
     if (!is_stdlib) c->have_err_span = false;
+    int saved_loop = c->loop_depth;
+    c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
     fl_ev_block(c, m->globals, &am.body);
+    c->rtloops.len--;
+    c->loop_depth = saved_loop;
     c->have_err_span = saved_have;
     m->loading = false;
     set_cur_module(c, saved);
@@ -2524,7 +2847,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     c->bundle = fl_ir_bundle_new();
     c->b.main = c->bundle->main;
     c->b.startup = c->bundle->startup;
-    c->b.block = fl_ir_block(c->b.main, 0);
+    c->b.block = c->home = fl_ir_block(c->b.main, 0);
     free(c->bundle->role);
     c->bundle->role = fl_xstrdup("local");
     fl_builtins_install(c);

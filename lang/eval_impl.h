@@ -81,11 +81,30 @@ struct CallArgs {
 /* Flow control of statements. */
 typedef enum Flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERROR } Flow;
 
-/* A runtime loop being built (while, for over a channel): break/continue lower to flag vars. */
+/* A runtime loop being built (a while on a Var, a for over a channel). Its break and continue
+ * lower to bool [1] flag vars, as TensorFlow's autograph lowers them:
+ * - directly in the body (`body`, not inside a runtime block within it), continue ends the
+ *   evaluation of the body and so does break, after which every iteration ends by clearing
+ *   `cond`;
+ * - inside a runtime block within the body (an if, or a guarded rest as below), break sets
+ *   `broke`, break and continue clear `alive`, and `exits` counts them. `alive` is a var of
+ *   `body`, set at the start of every iteration; once a statement has lowered an exit, the
+ *   statements after it (in its own list and in every enclosing list up to the body) run in a
+ *   conditional_block on `alive`. The iteration ends with the carry-out of the names the body
+ *   rebinds, then `cond` is recomputed (a while) only if not `broke`, then cleared if `broke`
+ *   (the carry-out may have written it: `while c: ...; c = x < n`);
+ * - `broke` is a var of `outer` set before the loop op; with an else clause, a break directly in
+ *   the body sets it too, and the else clause runs in a conditional_block on its negation. */
 typedef struct RtLoop {
-    const char *cond;  /* the loop's condition var (bool [1]) */
-    const char *alive; /* cleared by break and continue: the rest of the body is skipped */
-    bool has_break, has_continue;
+    const char *cond;   /* the loop's condition var */
+    FlBlock *body;      /* the block of one iteration */
+    int depth;          /* the rt_depth of the code directly in the body */
+    FlBlock *outer;     /* the block holding the loop op */
+    const char *alive;  /* NULL until an exit inside a runtime block needs it */
+    const char *broke;  /* NULL until a break needs it */
+    bool has_else;
+    bool has_break;
+    int exits;          /* break and continue lowered inside runtime blocks so far */
 } RtLoop;
 
 /* Where ops currently go. */
@@ -116,8 +135,17 @@ struct Ctx {
     FL_VEC(FlMap *) unique_stack;
     int64_t random_seed;    /* counter for the seeds of random init ops */
     FL_VEC(const char *) name_scopes;
-    FL_VEC(RtLoop *) rtloops;
-    int loop_depth;         /* compile-time loops, for break/continue checks */
+    FL_VEC(RtLoop *) rtloops; /* runtime loops being built, innermost last; a NULL hides the
+                                 ones below it (a function body, a goroutine, a parallel_for) */
+    int loop_depth;         /* compile-time loops around the code being evaluated (within the
+                               innermost function, goroutine or runtime loop body), for break
+                               and continue */
+    int rt_depth;           /* runtime blocks (if branches, loop bodies, select cases, goroutine
+                               bodies) around the code being evaluated */
+    int loop_rt_depth;      /* rt_depth where the innermost compile-time loop runs (valid when
+                               loop_depth > 0): a break deeper than that is under a runtime if */
+    FlBlock *home;          /* the block where names first bound inside runtime ifs and loops
+                               get their vars: the innermost block that is not such a body */
     int func_depth;
     int depth;              /* recursion guard */
     FlSpan err_span;        /* the user-level span errors and op locations use */
@@ -197,6 +225,9 @@ Module *fl_ev_native_module(Ctx *c, const char *name);
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp);
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
+/* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,
+ * a dict's keys, a string's characters; ERROR (reported) for anything else. */
+FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp);
 Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body);
 FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n);
 /* Runs `body` into a new sub-block of the current block; returns the sub-block. Names rebound to

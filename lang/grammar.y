@@ -67,9 +67,12 @@ static FlAst *unop(FlParser *p, int op, FlAst *e, FlLoc loc);
 static FlAst *chained(FlParser *p, FlAst *l, int op, FlAst *r, FlLoc loc);
 static FlAst *cond_expr(FlParser *p, FlAst *then, FlAst *test, FlAst *other, FlLoc loc);
 static FlAst *lambda(FlParser *p, FlParamVec *params, FlAst *body, FlLoc loc);
+static FlAst *comp(FlParser *p, FlAstKind k, FlAst *elt, FlAst *val, FlNodeVec *clauses, FlLoc loc);
+static FlAst *comp_for(FlParser *p, FlAst *target, FlAst *iter, FlLoc loc);
+static FlAst *comp_if(FlParser *p, FlAst *test, FlLoc loc);
 
 static FlAst *expr_stmt(FlParser *p, FlAst *e, FlLoc loc);
-static FlAst *assign(FlParser *p, FlAst *target, FlAst *value, FlLoc loc);
+static FlAst *assign(FlParser *p, FlNodeVec *targets, FlAst *value, FlLoc loc);
 static FlAst *augassign(FlParser *p, int op, FlAst *target, FlAst *value, FlLoc loc);
 static FlAst *ret(FlParser *p, FlAst *e, FlLoc loc);
 static FlNodeVec *imports(FlParser *p, FlNodeVec *v, FlNameVec *dotted, const char *alias, FlLoc loc);
@@ -128,7 +131,7 @@ static FlAst *case_clause(FlParser *p, const char *kw, FlLoc kwl, FlAst *target,
 %right POW
 
 %type <vec> stmts stmt recover simple_stmts small_list block else_part else_opt cases
-%type <vec> exprs target_items subscript_items dict_items import_list
+%type <vec> exprs target_items subscript_items dict_items import_list assign_lhs comp_clauses
 %type <node> small_stmt compound if_stmt for_stmt while_stmt def_stmt with_stmt go_stmt pfor_stmt
 %type <node> select_stmt case_clause from_stmt
 %type <node> testlist expr expr_opt or_test and_test not_test comparison cmp_chain arith primary
@@ -179,7 +182,7 @@ small_list:
 
 small_stmt:
     testlist                    { $$ = expr_stmt(p, $1, @$); }
-  | testlist '=' testlist       { $$ = assign(p, $1, $3, @$); }
+  | assign_lhs testlist         { $$ = assign(p, $1, $2, @$); }
   | testlist AUGASSIGN testlist { $$ = augassign(p, $2, $1, $3, @$); }
   | PASS                        { $$ = leaf(p, FL_AST_PASS, @$); }
   | BREAK                       { $$ = leaf(p, FL_AST_BREAK, @$); }
@@ -187,6 +190,12 @@ small_stmt:
   | RETURN                      { $$ = ret(p, NULL, @$); }
   | RETURN testlist             { $$ = ret(p, $2, @$); }
   | from_stmt
+  ;
+
+/* The targets of `a = b = v`, left to right. */
+assign_lhs:
+    testlist '='                { $$ = nv_push(p, nv_new(p), $1); }
+  | assign_lhs testlist '='     { $$ = nv_push(p, $1, $2); }
   ;
 
 import_list:
@@ -203,6 +212,7 @@ dotted:
 
 from_stmt:
     FROM dotted IMPORT from_names                 { $$ = from_import(p, $2, $4, @$); }
+  | FROM dotted IMPORT '*'                        { $$ = from_import(p, $2, NULL, @$); }
   | FROM dotted IMPORT '(' from_names ')'         { $$ = from_import(p, $2, $5, @$); }
   | FROM dotted IMPORT '(' from_names ',' ')'     { $$ = from_import(p, $2, $5, @$); }
   ;
@@ -439,9 +449,11 @@ atom:
   | '[' ']'                     { $$ = seq(p, FL_AST_LIST, NULL, @$); }
   | '[' exprs ']'               { $$ = seq(p, FL_AST_LIST, $2, @$); }
   | '[' exprs ',' ']'           { $$ = seq(p, FL_AST_LIST, $2, @$); }
+  | '[' expr comp_clauses ']'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); }
   | '{' '}'                     { $$ = dict(p, NULL, @$); }
   | '{' dict_items '}'          { $$ = dict(p, $2, @$); }
   | '{' dict_items ',' '}'      { $$ = dict(p, $2, @$); }
+  | '{' expr ':' expr comp_clauses '}' { $$ = comp(p, FL_AST_DICTCOMP, $2, $4, $5, @$); }
   | '(' error ')'               { $$ = bad(p, @$); }
   | '[' error ']'               { $$ = bad(p, @$); }
   | '{' error '}'               { $$ = bad(p, @$); }
@@ -450,6 +462,14 @@ atom:
 strings:
     STRING                      { $$ = sv_push(p, NULL, $1); }
   | strings STRING              { $$ = sv_push(p, $1, $2); }
+  ;
+
+/* The clauses of a comprehension, as Python's: a 'for', then any mix of 'for' and 'if'. The
+ * iterables and conditions are or_tests (a conditional expression there needs parentheses). */
+comp_clauses:
+    FOR target_list IN or_test  { $$ = nv_push(p, nv_new(p), comp_for(p, $2, $4, @$)); }
+  | comp_clauses FOR target_list IN or_test { $$ = nv_push(p, $1, comp_for(p, $3, $5, join(@2, @5))); }
+  | comp_clauses IF or_test     { $$ = nv_push(p, $1, comp_if(p, $3, join(@2, @3))); }
   ;
 
 dict_items:
@@ -761,6 +781,32 @@ static FlAst *lambda(FlParser *p, FlParamVec *params, FlAst *body, FlLoc loc) {
     return nest(p, n, deeper(check_params(p, params), r));
 }
 
+static void check_target(FlParser *p, const FlAst *t, bool aug);
+
+/* [elt for ...] and {elt: val for ...}: the targets of the 'for' clauses are checked as those
+ * of a for statement. */
+static FlAst *comp(FlParser *p, FlAstKind k, FlAst *elt, FlAst *val, FlNodeVec *clauses, FlLoc loc) {
+    FlAst *n = node(p, k, loc);
+    n->comp.elt = elt;
+    n->comp.val = val;
+    n->comp.clauses = list_of(clauses);
+    return nest(p, n, deeper(deeper(vec_depth(clauses), elt), val));
+}
+
+static FlAst *comp_for(FlParser *p, FlAst *target, FlAst *iter, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_COMP_FOR, loc);
+    check_target(p, target, false);
+    n->loop.target = target;
+    n->loop.iter = iter;
+    return nest(p, n, deeper(target->depth, iter));
+}
+
+static FlAst *comp_if(FlParser *p, FlAst *test, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_COMP_IF, loc);
+    n->cond.test = test;
+    return nest(p, n, test->depth);
+}
+
 /* ---- statements ---- */
 
 static FlAst *expr_stmt(FlParser *p, FlAst *e, FlLoc loc) {
@@ -793,12 +839,15 @@ static void check_target(FlParser *p, const FlAst *t, bool aug) {
                       k == FL_AST_TUPLE ? "tuple" : "list");
 }
 
-static FlAst *assign(FlParser *p, FlAst *target, FlAst *value, FlLoc loc) {
+/* targets: those of `a = b = v`, left to right (one for a plain assignment). */
+static FlAst *assign(FlParser *p, FlNodeVec *targets, FlAst *value, FlLoc loc) {
     FlAst *n = node(p, FL_AST_ASSIGN, loc);
-    check_target(p, target, false);
-    n->assign.target = target;
+    for (size_t i = 0; i < targets->len; i++) check_target(p, targets->data[i], false);
+    n->assign.target = targets->data[0];
+    n->assign.more.items = targets->data + 1;
+    n->assign.more.len = targets->len - 1;
     n->assign.value = value;
-    return nest(p, n, deeper(target->depth, value));
+    return nest(p, n, deeper(vec_depth(targets), value));
 }
 
 static FlAst *augassign(FlParser *p, int op, FlAst *target, FlAst *value, FlLoc loc) {
@@ -835,9 +884,11 @@ static FlNodeVec *imports(FlParser *p, FlNodeVec *v, FlNameVec *dotted, const ch
     return nv_push(p, v, n);
 }
 
+/* names == NULL: from a import * */
 static FlAst *from_import(FlParser *p, FlNameVec *dotted, FlNameVec *names, FlLoc loc) {
     FlAst *n = node(p, FL_AST_FROM_IMPORT, loc);
-    size_t m = names->len;
+    size_t m = names ? names->len : 0;
+    n->import.star = names == NULL;
     n->import.module = dotted_name(p, dotted);
     n->import.names = fl_arena_alloc(p->arena, fl_mul_size(m, sizeof(char *)));
     n->import.aliases = fl_arena_alloc(p->arena, fl_mul_size(m, sizeof(char *)));
@@ -945,7 +996,7 @@ static const char *const binary_op[] = {"'*'", "'/'", "'%'", "'@'", "'//'", "'**
                                         "'!='", "'<='", "'>='", NULL};
 static const char *const continuation[] = {"'+'", "'-'", "'*'", "'/'", "'%'", "'@'", "'//'", "'**'", "'<'",
                                            "'>'", "'=='", "'!='", "'<='", "'>='", "'in'", "'not'", "'is'",
-                                           "'and'", "'or'", "'if'", "'.'", "'('", "'['", "'='",
+                                           "'and'", "'or'", "'if'", "'for'", "'.'", "'('", "'['", "'='",
                                            "augmented assignment", NULL};
 static const char *const noise[] = {"error", "invalid character", "invalid token", "$undefined", NULL};
 

@@ -1,6 +1,7 @@
 /* test_eval: the language's semantics, construct by construct. Each case compiles a snippet and
  * checks the IR it builds. Compile-time results are observed through the shape of a data var:
- * `layers.data(name="r", shape=[VALUE])`. */
+ * `layers.data(name="r", shape=[VALUE])`; run-time results (runtime control flow) by running the
+ * program and reading what its `layers.Print(x, message="NAME")` ops would print. */
 #include <CUnit/Basic.h>
 #include "tests/cunit.h"
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "compiler/ir/ir.h"
 #include "lang/eval.h"
+#include "runtime/api.h"
 
 #define HDR "import fluid\nfrom fluid import layers\n"
 
@@ -37,6 +39,14 @@ static char *errors_of(const char *src) {
     return s;
 }
 
+/* A snippet that must fail with (among others) a diagnostic holding `want`. */
+static void check_error(const char *src, const char *want) {
+    char *e = errors_of(src);
+    if (!strstr(e, want)) fprintf(stderr, "expected '%s' in:\n%s\n", want, e);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e, want));
+    free(e);
+}
+
 static int64_t result(const FlBundle *b) {
     if (!b) return -999;
     FlVarDesc *d = fl_ir_var_find(fl_ir_block(b->main, 0), "r");
@@ -50,6 +60,52 @@ static void check_result(const char *src, int64_t want) {
     if (got != want) fprintf(stderr, "snippet gave %lld, expected %lld:\n%s\n", (long long)got, (long long)want, src);
     CU_ASSERT_EQUAL(got, want);
     fl_ir_bundle_free(b);
+}
+
+/* Runs a snippet (its startup program, then its main program once) and checks the values its
+ * `layers.Print(X, message="NAME")` ops would print: `want` is "NAME=VALUE ..." (one element
+ * each). The Print ops are dropped and their inputs fetched instead. */
+static void check_run(const char *src, const char *want) {
+    FlBundle *b = compile(src);
+    if (!b) return;
+    FlBlock *main = fl_ir_block(b->main, 0);
+    char names[8][32], vars[8][128];
+    double values[8];
+    int n = 0, used = 0;
+    for (const char *p = want; n < 8 && sscanf(p, " %31[^=]=%lf%n", names[n], &values[n], &used) == 2; p += used) n++;
+    CU_ASSERT_FATAL(n > 0);
+    FlFetch fetch[8];
+    for (int k = 0; k < n; k++) {
+        vars[k][0] = 0;
+        for (size_t i = 0; i < main->ops.len; i++) {
+            FlOpDesc *op = main->ops.data[i];
+            if (strcmp(op->type, "Print") != 0 || strcmp(fl_ir_op_get_string(op, "message", ""), names[k]) != 0)
+                continue;
+            snprintf(vars[k], sizeof vars[k], "%s", fl_ir_op_input1(op, "In"));
+            fl_ir_op_remove(main, i);
+            break;
+        }
+        if (!vars[k][0]) fprintf(stderr, "no Print with message '%s' in:\n%s\n", names[k], src);
+        CU_ASSERT_FATAL(vars[k][0] != 0);
+        fetch[k] = (FlFetch){vars[k], FL_TENSOR_INIT};
+    }
+    FlErr err = {{0}};
+    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
+    FlExecutor *ex = NULL;
+    FlScope *scope = fl_scope_new(NULL);
+    bool ok = fl_executor_new(prog, NULL, &ex, &err) == FL_OK && fl_executor_run_startup(ex, scope, &err) == FL_OK &&
+              fl_executor_run(ex, scope, NULL, 0, fetch, (size_t)n, &err) == FL_OK;
+    if (!ok) fprintf(stderr, "run failed: %s\n%s\n", fl_error_message(&err), src);
+    CU_ASSERT(ok);
+    for (int k = 0; ok && k < n; k++) {
+        double got = fl_tensor_get(&fetch[k].tensor, 0);
+        if (got != values[k]) fprintf(stderr, "%s = %g, expected %g, in:\n%s\n", names[k], got, values[k], src);
+        CU_ASSERT_EQUAL(got, values[k]);
+    }
+    for (int k = 0; k < n; k++) fl_tensor_fini(&fetch[k].tensor);
+    fl_scope_free(scope);
+    fl_executor_free(ex);
+    fl_program_free(prog);
 }
 
 static const FlOpDesc *op_at(const FlBundle *b, int block, const char *type, int nth) {
@@ -144,6 +200,92 @@ static void test_values(void) {
                  87);
     check_result(HDR "r = layers.data(name='r', shape=[7 // 2 * 10 + -7 % 3 + 2 ** 3])\n", 40);
     check_result(HDR "r = layers.data(name='r', shape=[int(7 / 2 * 2) + (1 if 'b' in {'a': 1, 'b': 2} else 0)])\n", 8);
+}
+
+static void test_comprehensions(void) {
+    check_result(HDR "x = 100\n"
+                     "l = [x * 2 for x in range(5) if x % 2 == 0]\n" /* [0, 4, 8]; x does not leak */
+                     "r = layers.data(name='r', shape=[sum(l) + x])\n",
+                 112);
+    check_result(HDR "pairs = [(i, j) for i in range(4) for j in range(i) if (i + j) % 2 == 1]\n" /* 10 21 30 32 */
+                     "r = layers.data(name='r', shape=[len(pairs) * 100 + sum([i * 10 + j for i, j in pairs])])\n",
+                 493);
+    check_result(HDR "d = {k: len(k) for k in ['a', 'bb', 'ccc'] if k != 'bb'}\n"
+                     "sq = {i: i * i for i in range(4)}\n"
+                     "r = layers.data(name='r', shape=[d['ccc'] * 100 + len(d) * 10 + sq[3]])\n",
+                 329);
+    check_result(HDR "grid = [[i * 3 + j for j in range(3)] for i in range(2)]\n"
+                     "flat = [v for row in grid for v in row if v > 1]\n" /* the first iterable is outer */
+                     "rows = [row for row in [row for row in grid]]\n"
+                     "r = layers.data(name='r', shape=[sum(flat) * 10 + len(rows)])\n",
+                 142);
+    check_result(HDR "fs = [lambda: i for i in range(3)]\n" /* one scope: late binding, as in Python */
+                     "def scaled(k):\n"
+                     "    return [k * v for v in [1, 2] + [c for c in [3]]]\n"
+                     "r = layers.data(name='r', shape=[fs[0]() * 100 + sum(scaled(2)) + len([c for c in 'abc'])])\n",
+                 215);
+    /* Vars: layers built in a comprehension */
+    FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[8])\n"
+                              "hs = [layers.fc(x, size=s) for s in [4, 3, 2]]\n"
+                              "total = {h.name: h for h in hs}\n"
+                              "r = layers.data(name='r', shape=[len(total) + hs[2].shape[1] * 10])\n");
+    CU_ASSERT_EQUAL(result(b), 23);
+    CU_ASSERT_EQUAL(count(b, 0, "mul"), 3);
+    fl_ir_bundle_free(b);
+    check_error(HDR "x = layers.data(name='x', shape=[4])\nl = [v for v in x]\n",
+                "snippet.fl:4:17: error: a comprehension cannot iterate over a tensor Var");
+    check_error(HDR "ch = fluid.make_chan()\nl = [v for v in ch]\n", "a comprehension cannot iterate over a channel");
+    check_error("l = [i for i in range(3)]\nprint(i)\n", "2:7: error: unknown name 'i'");
+    check_error("d = {[k]: 1 for k in range(2)}\n", "1:6: error: a list cannot be a dict key");
+    check_error("l = [1 for x in 5]\n", "1:17: error: 'int' object is not iterable");
+    check_error("l = [0 for a in range(2000) for b in range(2000) if False]\n",
+                "1:5: error: this comprehension is too large to run at compile time (more than 1,000,000 iterations)");
+}
+
+static void test_chained_assignment(void) {
+    check_result(HDR "a = b = 3\n"
+                     "x, y = z = (1, 2)\n"
+                     "r = layers.data(name='r', shape=[a + b + x * 10 + y * 100 + len(z) * 1000])\n",
+                 2216);
+    /* one value, the targets bound left to right: i first, then l[i] with the new i */
+    check_result(HDR "p = q = []\n"
+                     "q.append(1)\n"
+                     "i = 0\n"
+                     "l = [0, 0]\n"
+                     "i = l[i] = 1\n"
+                     "r = layers.data(name='r', shape=[len(p) * 100 + l[1] * 10 + l[0]])\n",
+                 110);
+    FlBundle *b = compile(HDR "x = y = layers.data(name='x', shape=[4])\n"
+                              "r = layers.data(name='r', shape=[1 if x is y else 0])\n");
+    CU_ASSERT_EQUAL(result(b), 1);
+    fl_ir_bundle_free(b);
+    /* after a failed target the rest are bound quietly: no "unknown name 'c'" */
+    char *e = errors_of("a, b = c = [1, 2, 3]\nprint(c)\n");
+    CU_ASSERT_PTR_NOT_NULL(strstr(e, "cannot unpack 3 values into 2 names"));
+    CU_ASSERT_PTR_NULL(strstr(e, "unknown name 'c'"));
+    free(e);
+}
+
+static void test_import_star(void) {
+    /* no __all__: every name not starting with '_' */
+    check_result(HDR "from helper_mod import *\n"
+                     "r = layers.data(name='r', shape=[triple(2) + K])\n",
+                 106);
+    check_error("from helper_mod import *\nprint(_PRIVATE)\n", "unknown name '_PRIVATE'");
+    /* __all__ says which */
+    check_result(HDR "from helper_all import *\n"
+                     "r = layers.data(name='r', shape=[shown + len(_listed)])\n",
+                 9);
+    check_error("from helper_all import *\nprint(unlisted)\n", "unknown name 'unlisted'");
+    /* the stdlib */
+    FlBundle *b = compile("from fluid.layers import *\n"
+                          "x = data(name='x', shape=[3])\n"
+                          "y = fc(x, size=2, act='relu')\n");
+    CU_ASSERT_EQUAL(count(b, 0, "relu"), 1);
+    fl_ir_bundle_free(b);
+    check_error("from fluid.layers import *\n_op('relu')\n", "unknown name '_op'");
+    check_error("from helper_bad_all import *\n", "module 'helper_bad_all' has no attribute or submodule 'missing'");
+    check_error("def f():\n    from helper_mod import *\n", "2:5: error: 'import *' is only allowed at module level");
 }
 
 static void test_flags(void) {
@@ -283,6 +425,184 @@ static void test_runtime_if(void) {
     fl_ir_bundle_free(b);
 }
 
+#define I64(name, v) name " = layers.fill_constant(shape=[1], dtype='int64', value=" #v ")\n"
+
+/* break and continue of runtime loops, run; every figure is what Python gives for the same
+ * code on plain ints */
+static void test_runtime_break_continue(void) {
+    /* continue directly in the body, and in a runtime if */
+    check_run(HDR I64("i", 0) I64("n", 10) I64("s", 0)
+                  "while i < n:\n"
+                  "    i = i + 1\n"
+                  "    if i % 2 == 0:\n"
+                  "        continue\n"
+                  "    s = s + i\n"
+                  "while i > 0:\n"
+                  "    i = i - 1\n"
+                  "    continue\n"
+                  "    s = s + 1000\n"
+                  "layers.Print(s, message='s')\nlayers.Print(i, message='i')\n",
+              "s=25 i=0");
+    /* break in a runtime if; the else clause runs only without a break */
+    check_run(HDR I64("i", 0) I64("n", 100) I64("s", 0) I64("t", 0)
+                  "while i < n:\n"
+                  "    i = i + 1\n"
+                  "    if s > 20:\n"
+                  "        break\n"
+                  "    s = s + i\n"
+                  "else:\n"
+                  "    s = s + 1000\n"
+                  "while t < 3:\n"
+                  "    t = t + 1\n"
+                  "    if t > 5:\n"
+                  "        break\n"
+                  "else:\n"
+                  "    t = t + 1000\n"
+                  "layers.Print(s, message='s')\nlayers.Print(i, message='i')\nlayers.Print(t, message='t')\n",
+              "s=21 i=7 t=1003");
+    /* nested runtime ifs with else branches, continue and break at several depths */
+    check_run(HDR I64("i", 0) I64("n", 20) I64("s", 0) I64("t", 0)
+                  "while i < n:\n"
+                  "    i = i + 1\n"
+                  "    if i % 3 == 0:\n"
+                  "        if i > 10:\n"
+                  "            break\n"
+                  "        t = t + 1\n"
+                  "        continue\n"
+                  "    else:\n"
+                  "        s = s + i\n"
+                  "    s = s * 1 + 1\n"
+                  "    if s > 1000:\n"
+                  "        continue\n"
+                  "    t = t + 100\n"
+                  "else:\n"
+                  "    t = t - 7\n"
+                  "layers.Print(s, message='s')\nlayers.Print(t, message='t')\nlayers.Print(i, message='i')\n",
+              "s=56 t=803 i=12");
+    /* nested runtime loops: each break and continue leaves its own loop */
+    check_run(HDR I64("i", 0) I64("n", 5) I64("s", 0)
+                  "while i < n:\n"
+                  "    i = i + 1\n"
+                  "    j = layers.fill_constant(shape=[1], dtype='int64', value=0)\n"
+                  "    while j < n:\n"
+                  "        j = j + 1\n"
+                  "        if j > i:\n"
+                  "            break\n"
+                  "        if (i + j) % 2 == 1:\n"
+                  "            continue\n"
+                  "        s = s + i * 10 + j\n"
+                  "    if s > 60:\n"
+                  "        break\n"
+                  "else:\n"
+                  "    s = s + 1000\n"
+                  "layers.Print(s, message='s')\nlayers.Print(i, message='i')\n",
+              "s=97 i=3");
+    /* a name first bound after a continue point, and the loop's own condition name rebound in
+     * the body before a break (the break must stick) */
+    check_run(HDR I64("i", 0) I64("n", 6) I64("s", 0) I64("k", 0)
+                  "while i < n:\n"
+                  "    i = i + 1\n"
+                  "    if i == 2:\n"
+                  "        continue\n"
+                  "    last = i * 10\n"
+                  "    s = s + last\n"
+                  "go_on = k < n\n"
+                  "while go_on:\n"
+                  "    k = k + 1\n"
+                  "    go_on = k < n\n"
+                  "    if k == 4:\n"
+                  "        break\n"
+                  "layers.Print(s, message='s')\nlayers.Print(last, message='last')\nlayers.Print(k, message='k')\n",
+              "s=190 last=60 k=4");
+    /* compile-time control flow inside a runtime loop: a compile-time for's continue is its own,
+     * a compile-time if around a runtime continue, a function call, a runtime loop inside an
+     * unrolled one */
+    check_run(HDR I64("i", 0) I64("n", 6) I64("s", 0) I64("u", 0)
+                  "def step(v):\n"
+                  "    return v + 1\n"
+                  "while i < n:\n"
+                  "    i = step(i)\n"
+                  "    for k in range(3):\n"
+                  "        if k == 1:\n"
+                  "            continue\n"
+                  "        s = s + k\n"
+                  "    if True:\n"
+                  "        if i == 4:\n"
+                  "            continue\n"
+                  "    s = s + 100\n"
+                  "for k in range(3):\n"
+                  "    i = i * 0\n"
+                  "    while i < n:\n"
+                  "        i = i + 1\n"
+                  "        if i + k > 4:\n"
+                  "            break\n"
+                  "        u = u + 1\n"
+                  "layers.Print(s, message='s')\nlayers.Print(u, message='u')\n",
+              "s=512 u=9");
+    /* for over a channel */
+    check_run(HDR "ch = fluid.make_chan(dtype='int64', capacity=10)\n"
+                  "for k in range(8):\n"
+                  "    ch.send(layers.fill_constant(shape=[1], dtype='int64', value=k))\n"
+                  "ch.close()\n" I64("s", 0) I64("rest", 0)
+                  "for v in ch:\n"
+                  "    if v == 2:\n"
+                  "        continue\n"
+                  "    if v == 5:\n"
+                  "        break\n"
+                  "    s = s + v\n"
+                  "else:\n"
+                  "    s = s + 1000\n"
+                  "for v in ch:\n"
+                  "    rest = rest + v\n"
+                  "else:\n"
+                  "    rest = rest + 100\n"
+                  "layers.Print(s, message='s')\nlayers.Print(rest, message='rest')\n",
+              "s=8 rest=113");
+    /* the shape of the lowering: no flag for exits directly in the body; one alive flag, set
+     * first in the body, for exits inside a runtime if */
+    FlBundle *b = compile(HDR I64("i", 0) "while i < 3:\n    i = i + 1\n    continue\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(b->main->blocks.len, 2);
+    fl_ir_bundle_free(b);
+    b = compile(HDR I64("i", 0) "while i < 3:\n    i = i + 1\n    if i == 1:\n        continue\n    i = i * 2\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    int body = (int)fl_ir_op_attr(op_at(b, 0, "while", 0), "sub_block")->i;
+    const FlOpDesc *first = fl_ir_block(b->main, body)->ops.data[0];
+    CU_ASSERT_STRING_EQUAL(first->type, "fill_constant");
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(first, "Out"), "loop_alive_0");
+    CU_ASSERT_EQUAL(count(b, body, "conditional_block"), 2); /* the if, the rest after it */
+    fl_ir_bundle_free(b);
+}
+
+static void test_runtime_loop_errors(void) {
+    /* an unrolled loop cannot stop at run time: said once, at the break */
+    char *e = errors_of(HDR "x = layers.data(name='x', shape=[1])\n"
+                            "for k in range(3):\n"
+                            "    if x > float(k):\n"
+                            "        continue\n");
+    CU_ASSERT_PTR_NOT_NULL(strstr(e, "snippet.fl:6:9: error: 'continue' under a runtime 'if' or 'select' cannot "
+                                     "leave a compile-time loop"));
+    CU_ASSERT_PTR_NULL(strstr(strstr(e, "cannot leave") + 1, "cannot leave"));
+    free(e);
+    /* but a compile-time loop inside the runtime if is the break's own */
+    FlBundle *b = compile(HDR "x = layers.fill_constant(shape=[1], dtype='float32', value=2.0)\n"
+                              "if x > 1.0:\n"
+                              "    for k in range(3):\n"
+                              "        x = x * 2.0\n"
+                              "        break\n");
+    CU_ASSERT_EQUAL(count(b, 1, "scale"), 1);
+    fl_ir_bundle_free(b);
+    check_error(HDR I64("i", 0)
+                    "def f(i):\n"
+                    "    while i < 5:\n"
+                    "        i = i + 1\n"
+                    "        if i == 3:\n"
+                    "            return i\n"
+                    "    return i\n"
+                    "f(i)\n",
+                "'return' inside a runtime 'if' cannot be compiled");
+}
+
 static void test_channels_go_select(void) {
     FlBundle *b = compile(HDR "ch = fluid.make_chan(dtype='float32', capacity=2)\n"
                               "done = fluid.make_chan()\n"
@@ -378,12 +698,17 @@ int main(void) {
         {"functions", test_functions},
         {"control_flow", test_control_flow},
         {"values", test_values},
+        {"comprehensions", test_comprehensions},
+        {"chained_assignment", test_chained_assignment},
+        {"import_star", test_import_star},
         {"flags", test_flags},
         {"user_module", test_user_module},
         {"var_operators", test_var_operators},
         {"fc_and_params", test_fc_and_params},
         {"runtime_while", test_runtime_while},
         {"runtime_if", test_runtime_if},
+        {"runtime_break_continue", test_runtime_break_continue},
+        {"runtime_loop_errors", test_runtime_loop_errors},
         {"channels_go_select", test_channels_go_select},
         {"parallel_for", test_parallel_for},
         {"programs_and_guards", test_programs_and_guards},

@@ -100,6 +100,33 @@ static void test_assignment(void) {
               "(augassign @= (name m) (name n))\n(augassign **= (name p) (int 2))\n");
     check_ast("params, grads = fluid.append_backward(loss)\n",
               "(assign (tuple (name params) (name grads)) (call (attr (name fluid) append_backward) (name loss)))\n");
+    /* chained: the targets left to right, then the one value */
+    check_ast("a = b = c\nx, y = z[0] = w.v = 1, 2\np = q, = r = [s]\n",
+              "(assign (name a) (name b) (name c))\n"
+              "(assign (tuple (name x) (name y)) (index (name z) (int 0)) (attr (name w) v) (tuple (int 1) (int 2)))\n"
+              "(assign (name p) (tuple (name q)) (name r) (list (name s)))\n");
+}
+
+static void test_comprehensions(void) {
+    check_ast("a = [x * 2 for x in xs if x > 1 if x < 9]\n",
+              "(assign (name a) (listcomp (* (name x) (int 2)) (for (name x) (name xs)) (if (> (name x) (int 1))) "
+              "(if (< (name x) (int 9)))))\n");
+    check_ast("b = [(i, j) for i in range(3) for j, k in pairs if i != j]\n",
+              "(assign (name b) (listcomp (tuple (name i) (name j)) (for (name i) (call (name range) (int 3))) "
+              "(for (tuple (name j) (name k)) (name pairs)) (if (!= (name i) (name j)))))\n");
+    check_ast("d = {k: v for k, v in items}\ne = {k: [v for v in k] for k in a or b if not k}\n",
+              "(assign (name d) (dictcomp (name k) (name v) (for (tuple (name k) (name v)) (name items))))\n"
+              "(assign (name e) (dictcomp (name k) (listcomp (name v) (for (name v) (name k))) (for (name k) (or "
+              "(name a) (name b))) (if (not (name k)))))\n");
+    /* the element may be a conditional expression or a lambda; an iterable or condition that is
+     * one needs parentheses */
+    check_ast("f = [x if c else y for x in (a if t else b)]\ng = [lambda: i for i in r]\nh = [[y for y in row] for row in m]\n",
+              "(assign (name f) (listcomp (ifexp (name c) (name x) (name y)) (for (name x) (ifexp (name t) (name a) "
+              "(name b)))))\n"
+              "(assign (name g) (listcomp (lambda (params) (name i)) (for (name i) (name r))))\n"
+              "(assign (name h) (listcomp (listcomp (name y) (for (name y) (name row))) (for (name row) (name m))))\n");
+    check_ast("s = sum([v.x for v in vs],)\n",
+              "(assign (name s) (call (name sum) (listcomp (attr (name v) x) (for (name v) (name vs)))))\n");
 }
 
 static void test_literals(void) {
@@ -141,6 +168,8 @@ static void test_imports(void) {
     check_ast("import a.b\nimport a.b as c, d\nfrom a.b import x, y as z\nfrom a import (x, y,)\nimport fluid\n",
               "(import a.b)\n(import a.b as c)\n(import d)\n(from a.b import x (y as z))\n(from a import x y)\n"
               "(import fluid)\n");
+    check_ast("from a.b import *\nfrom m import *; x = 1\n",
+              "(from a.b import *)\n(from m import *)\n(assign (name x) (int 1))\n");
 }
 
 static void test_compound(void) {
@@ -403,6 +432,15 @@ static void test_syntax_errors(void) {
     check_diag("x = (1 2)\n", 1, "t.fl:1:8: error: expected ',' or ')', found '2'\nx = (1 2)\n       ^\n");
     check_diag("import\n", 1, "t.fl:1:7: error: expected a name, found newline\nimport\n      ^\n");
     check_diag("lambda = 1\n", 1, "t.fl:1:8: error: expected a name or ':', found '='\nlambda = 1\n       ^\n");
+    check_diag("x = [1 for]\n", 1, "t.fl:1:11: error: expected an expression, found ']'\nx = [1 for]\n          ^\n");
+    check_diag("y = [a for a in b if c else d]\n", 1,
+               "t.fl:1:24: error: expected ']', found keyword 'else'\ny = [a for a in b if c else d]\n"
+               "                       ^~~~\n");
+    check_diag("z = [for x in y]\n", 1,
+               "t.fl:1:6: error: expected an expression or ']', found keyword 'for'\nz = [for x in y]\n     ^~~\n");
+    check_diag("from m import *, x\n", 1,
+               "t.fl:1:16: error: expected newline, found ','\nfrom m import *, x\n               ^\n");
+    check_diag("x += y = 1\n", 1, "t.fl:1:8: error: expected newline, found '='\nx += y = 1\n       ^\n");
 }
 
 static void test_semantic_syntax_errors(void) {
@@ -415,6 +453,10 @@ static void test_semantic_syntax_errors(void) {
                "t.fl:1:4: error: cannot assign to a literal\na, 1 = x\n   ^\n"
                "t.fl:2:5: error: cannot assign to a function call\nfor f() in y: pass\n    ^~~\n"
                "t.fl:3:1: error: a tuple cannot be the target of an augmented assignment\n(a, b) += 1\n^~~~~~\n");
+    check_diag("a = 1 = b\nx = [v for 1 in w]\n{k: v for f() in w}\n", 3,
+               "t.fl:1:5: error: cannot assign to a literal\na = 1 = b\n    ^\n"
+               "t.fl:2:12: error: cannot assign to a literal\nx = [v for 1 in w]\n           ^\n"
+               "t.fl:3:11: error: cannot assign to a function call\n{k: v for f() in w}\n          ^~~\n");
     check_diag("a < b < c\n", 1,
                "t.fl:1:1: error: chained comparisons are not supported; write 'a < b and b < c' instead of "
                "'a < b < c'\na < b < c\n^~~~~~~~~\n");
@@ -608,6 +650,7 @@ int main(void) {
     CU_add_test(s, "slices", test_slices);
     CU_add_test(s, "lambda and calls", test_lambda_calls);
     CU_add_test(s, "imports", test_imports);
+    CU_add_test(s, "comprehensions", test_comprehensions);
     CU_add_test(s, "compound statements", test_compound);
     CU_add_test(s, "select", test_select);
     CU_add_test(s, "layout", test_layout);
