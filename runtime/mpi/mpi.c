@@ -71,12 +71,20 @@ typedef struct Spare {
     char key[]; /* "src:name", the map's key */
 } Spare;
 
-/* A recv announced by prefetch (FlDist.prefetch): its GET is posted, its answer's header awaited. */
+/* A recv announced by prefetch (FlDist.prefetch): its GET is posted, its answer's header awaited.
+ * While a trainer waits for one answer, the answers of its other prefetches that come in have
+ * their pieces' receives posted at once (advance_fetches), so the parameters the server has
+ * already updated are copied in while the one being waited for is still being updated. */
 typedef struct Fetch {
     char *name;
     int src, tag;
     char *buf; /* MSG_MAX bytes for the answer's header */
     MPI_Request req;
+    bool in;           /* the header has come (req is complete): count bytes of buf */
+    int count;
+    FlTensor t;        /* a PARAM answer whose pieces are coming: its tensor, */
+    int64_t np;        /* its pieces (0: not started; the claim does everything), */
+    MPI_Request *preq; /* and their receives */
 } Fetch;
 
 typedef struct Pending {
@@ -104,7 +112,8 @@ struct FlMpi {
     atomic_uint reqs;
     pthread_mutex_t mu; /* pend, posting order, stats */
     FL_VEC(Pending) pend;
-    FlMap spares;          /* "src:name" -> Spare, under mu */
+    pthread_mutex_t spare_mu; /* spares (taken under mu or alone, never the other way round) */
+    FlMap spares;          /* "src:name" -> Spare, under spare_mu */
     FL_VEC(Fetch) fetches; /* prefetched recvs not yet claimed, under mu */
     pthread_mutex_t red_mu; /* allreduce: one at a time per process; its packing buffer */
     char *red;
@@ -182,6 +191,7 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     if (m->tag_pairs > 1 << 20) m->tag_pairs = 1 << 20;
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->red_mu, NULL);
+    pthread_mutex_init(&m->spare_mu, NULL);
     /* backoff's 50 us sleeps would last 100 us with the default 50 us timer slack: a pserver
      * idle between steps then answers a step's first message that much later */
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
@@ -202,8 +212,16 @@ void fl_mpi_free(FlMpi *m) {
     FL_VEC_FREE(&m->pend);
     for (size_t i = 0; i < m->fetches.len; i++) { /* unclaimed (after an error): drop them */
         Fetch *f = &m->fetches.data[i];
-        MPI_Cancel(&f->req);
-        MPI_Request_free(&f->req);
+        if (!f->in) {
+            MPI_Cancel(&f->req);
+            MPI_Request_free(&f->req);
+        }
+        for (int64_t c = 0; c < f->np; c++) {
+            MPI_Cancel(&f->preq[c]);
+            MPI_Request_free(&f->preq[c]);
+        }
+        free(f->preq);
+        fl_tensor_fini(&f->t);
         free(f->buf);
         free(f->name);
     }
@@ -223,6 +241,7 @@ void fl_mpi_free(FlMpi *m) {
     free(m->pserver_rank);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->red_mu);
+    pthread_mutex_destroy(&m->spare_mu);
     free(m->red);
     free(m);
     MPI_Finalize();
@@ -314,13 +333,18 @@ static void backoff(Backoff *b) {
     }
 }
 
-static FlStatus wait_req(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, const char *what, FlErr *e) {
+static void advance_fetches(FlMpi *m);
+
+/* Waits for req, polling (with `adv`, the other prefetched answers move on meanwhile). */
+static FlStatus wait_req_adv(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, const char *what, bool adv,
+                             FlErr *e) {
     double t0 = now();
     Backoff b = {0};
     for (;;) {
         int done = 0;
         MPI_TRY(MPI_Test(req, &done, st ? st : MPI_STATUS_IGNORE), what);
         if (done) return FL_OK;
+        if (adv) advance_fetches(m);
         if (now() - t0 > m->timeout) {
             char pn[64];
             return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)", what,
@@ -328,6 +352,10 @@ static FlStatus wait_req(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, c
         }
         backoff(&b);
     }
+}
+
+static FlStatus wait_req(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, const char *what, FlErr *e) {
+    return wait_req_adv(m, req, st, peer, what, false, e);
 }
 
 /* Completes what has completed of the posted sends; with `all`, waits for every one. */
@@ -479,14 +507,14 @@ static FlStatus spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, in
     int kl = snprintf(key, sizeof key, "%d:%s", src, name);
     if (kl < 0 || (size_t)kl >= sizeof key) return fl_tensor_alloc_uninit(e, out, dt, ndim, ne);
     FlTensor r = FL_TENSOR_INIT;
-    pthread_mutex_lock(&m->mu);
+    pthread_mutex_lock(&m->spare_mu);
     Spare *sp = fl_map_find(&m->spares, key, (size_t)kl);
     for (int i = 0; sp && i < 2 && !r.buf; i++)
         if (sp->b[i] && sp->b[i]->size == nb && fl_buffer_refs(sp->b[i]) == 1) {
             fl_buffer_retain(sp->b[i]);
             r.buf = sp->b[i];
         }
-    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_unlock(&m->spare_mu);
     if (r.buf) {
         r.dtype = dt;
         r.ndim = ndim;
@@ -496,7 +524,7 @@ static FlStatus spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, in
         return FL_OK;
     }
     if (fl_tensor_alloc_uninit(e, &r, dt, ndim, ne) != FL_OK) return FL_ERROR;
-    pthread_mutex_lock(&m->mu);
+    pthread_mutex_lock(&m->spare_mu);
     sp = fl_map_find(&m->spares, key, (size_t)kl);
     if (!sp) {
         sp = fl_xcalloc(1, sizeof *sp + (size_t)kl + 1);
@@ -513,7 +541,7 @@ static FlStatus spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, in
     }
     sp->b[slot] = r.buf;
     fl_buffer_retain(r.buf);
-    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_unlock(&m->spare_mu);
     fl_tensor_fini(out);
     *out = r;
     return FL_OK;
@@ -616,7 +644,8 @@ static FlStatus t_send(FlDist *d, int ps, const char *name, const FlTensor *t, F
 /* Posts the receive of the answer, then the GET for var `name` from rank src, into f. */
 static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *e) {
     unsigned id = atomic_fetch_add(&m->reqs, 1u);
-    *f = (Fetch){.src = src, .tag = TAG_REPLY0 + 2 * (int)(id % (unsigned)m->tag_pairs), .buf = fl_xmalloc(MSG_MAX)};
+    *f = (Fetch){.src = src, .tag = TAG_REPLY0 + 2 * (int)(id % (unsigned)m->tag_pairs), .buf = fl_xmalloc(MSG_MAX),
+                 .t = FL_TENSOR_INIT};
     int rc = MPI_Irecv(f->buf, (int)MSG_MAX, MPI_BYTE, src, f->tag, MPI_COMM_WORLD, &f->req);
     if (rc != MPI_SUCCESS) {
         free(f->buf);
@@ -632,18 +661,73 @@ static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *
     return FL_OK;
 }
 
+/* f's header has come: when it is the PARAM answer of f's var with pieces to come, starts their
+ * receives (f->np > 0); anything else is left to the claim, which reports it. */
+static void early(FlMpi *m, Fetch *f) {
+    Hdr h;
+    char name2[NAME_MAX_LEN + 1];
+    const char *payload;
+    FlErr ignored;
+    int64_t np;
+    if (parse(m, f->src, f->buf, f->count, &h, name2, &payload, &ignored) != FL_OK || h.kind != K_PARAM ||
+        strcmp(name2, f->name) != 0 || (h.flags & (F_INLINE | F_ZERO)) || h.nbytes == 0)
+        return;
+    if (payload_tensor(m, &h, f->name, payload, f->src, &f->t, &np, &ignored) != FL_OK || np == 0) return;
+    f->preq = fl_xmalloc((size_t)np * sizeof *f->preq);
+    for (int64_t c = 0; c < np; c++)
+        if (recv_piece(&h, &f->t, c, f->src, f->tag + 1, &f->preq[c]) != MPI_SUCCESS) {
+            for (int64_t k = 0; k < c; k++) { /* leave it all to the claim */
+                MPI_Cancel(&f->preq[k]);
+                MPI_Request_free(&f->preq[k]);
+            }
+            free(f->preq);
+            f->preq = NULL;
+            fl_tensor_fini(&f->t);
+            return;
+        }
+    f->np = np;
+}
+
+/* The prefetched answers whose headers have come start their pieces' receives. */
+static void advance_fetches(FlMpi *m) {
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->fetches.len; i++) {
+        Fetch *f = &m->fetches.data[i];
+        if (f->in) continue;
+        int done = 0;
+        MPI_Status st;
+        if (MPI_Test(&f->req, &done, &st) != MPI_SUCCESS || !done) continue;
+        f->in = true;
+        MPI_Get_count(&st, MPI_BYTE, &f->count);
+        early(m, f);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* Waits for f's answer and takes its tensor into *out; frees f's buffers. */
 static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
-    MPI_Status st;
     FlStatus rc = FL_ERROR;
     char what[NAME_MAX_LEN + 64], name2[NAME_MAX_LEN + 1];
     snprintf(what, sizeof what, "receiving '%s'", f->name);
-    if (wait_req(m, &f->req, &st, f->src, what, e) != FL_OK) goto done;
-    int count = 0;
-    MPI_Get_count(&st, MPI_BYTE, &count);
+    int64_t c = 0;
+    if (!f->in) {
+        MPI_Status st;
+        if (wait_req_adv(m, &f->req, &st, f->src, what, true, e) != FL_OK) goto done;
+        f->in = true;
+        MPI_Get_count(&st, MPI_BYTE, &f->count);
+    }
+    if (f->np > 0) { /* its pieces are on their way already */
+        for (; c < f->np; c++)
+            if (wait_req_adv(m, &f->preq[c], NULL, f->src, what, true, e) != FL_OK) goto done;
+        fl_tensor_fini(out);
+        *out = f->t;
+        f->t = (FlTensor)FL_TENSOR_INIT;
+        rc = FL_OK;
+        goto done;
+    }
     Hdr h;
     const char *payload;
-    if (parse(m, f->src, f->buf, count, &h, name2, &payload, e) != FL_OK) goto done;
+    if (parse(m, f->src, f->buf, f->count, &h, name2, &payload, e) != FL_OK) goto done;
     if (h.kind == K_ERROR) {
         char pn[64];
         fl_err(e, "%s: %.*s", peer_name(m, f->src, pn, sizeof pn), (int)h.nbytes, payload);
@@ -659,6 +743,12 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
     *out = t;
     rc = FL_OK;
 done:
+    for (; c < f->np; c++) { /* after an error: drop the rest */
+        MPI_Cancel(&f->preq[c]);
+        MPI_Request_free(&f->preq[c]);
+    }
+    free(f->preq);
+    fl_tensor_fini(&f->t);
     free(f->buf);
     free(f->name);
     return rc;
