@@ -108,22 +108,26 @@ FlStatus fl_dist_server_run_from(FlDistServer *s, size_t k, size_t first, FlErr 
  * of the same var (ParamOut = Param), the update of element i reads only element i. The
  * transport may then run it on element ranges as the gradient's pieces arrive, and send the
  * parameter's finished ranges while later ones are still coming:
+ *     fl_dist_server_updatable(srv, k, first)           the block's ops allow it (static)
  *     FlDistUpdate *u;
- *     fl_dist_update_begin(srv, k, first, n, &u, e);   u == NULL: not such a block (run it whole)
- *     fl_dist_update_run(u, i0, i1, e);  ...            ranges covering [0, n), each element once
+ *     fl_dist_update_begin(srv, k, first, n, grad, dt, &u, e);  u == NULL: the tensors do not
+ *                                                       allow it (run the block whole)
+ *     fl_dist_update_run(u, i0, i1, gp, e);  ...        ranges covering [0, n), each element once
  *     fl_dist_update_tensor(u, var, &t);                the tensor var will hold: a finished
  *                                                       range of it may be sent at once
  *     fl_dist_update_end(u, e);                         publishes the outputs, frees u
- * begin reads every input once (the gradient var must hold the whole tensor whose ranges are
- * filled before each run of them). The state is updated in place when the server alone holds
+ * begin reads every input once, except the gradient var `grad` (dtype dt): its elements
+ * [i0, i1) are given to each run at gp, so the transport may average the gradient piece by
+ * piece in a small buffer and the whole gradient never exists (the var keeps what it had). The state is updated in place when the server alone holds
  * its buffer (nothing in flight), else in a copy; one-element outputs (beta powers) come from
  * one run and are published by end. Between begin and end nobody else may read the updated
  * vars (the transport holds their requests back). fl_dist_update_free drops an unfinished
  * update (after an error) without publishing. */
 typedef struct FlDistUpdate FlDistUpdate;
-FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n, FlDistUpdate **out,
-                              FlErr *e) FL_WARN_UNUSED;
-FlStatus fl_dist_update_run(FlDistUpdate *u, int64_t i0, int64_t i1, FlErr *e) FL_WARN_UNUSED;
+bool fl_dist_server_updatable(FlDistServer *s, size_t k, size_t first);
+FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n, FlVar *grad, FlDType dt,
+                              FlDistUpdate **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_dist_update_run(FlDistUpdate *u, int64_t i0, int64_t i1, const void *gp, FlErr *e) FL_WARN_UNUSED;
 /* *out shares the buffer var v will hold after end (false: the update does not write v). */
 bool fl_dist_update_tensor(FlDistUpdate *u, FlVar *v, FlTensor *out);
 FlStatus fl_dist_update_end(FlDistUpdate *u, FlErr *e) FL_WARN_UNUSED;

@@ -356,6 +356,8 @@ struct FlDistUpdate {
     int64_t n;
     FlTensor in[UPD_MAX]; /* the inputs, read at begin; an updated one is the buffer written */
     FlVar *var[UPD_MAX];  /* per input, its var */
+    int grad;             /* the input given piece by piece to each run */
+    FlDType grad_dt;
     bool wide[UPD_MAX];   /* per input: n elements (else one, or absent) */
     int upd[UPD_MAX];     /* per output: the wide input it updates in place; -1: a one-element
                            * output; -2: not wanted */
@@ -373,30 +375,53 @@ void fl_dist_update_free(FlDistUpdate *u) {
     free(u);
 }
 
-FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n, FlDistUpdate **out, FlErr *e) {
+bool fl_dist_server_updatable(FlDistServer *s, size_t k, size_t first) {
+    FL_ASSERT(k < s->nblocks);
+    const PBlock *pb = s->blocks[k];
+    if (first + 1 != pb->nops) return false;
+    const ExecOp *op = &pb->ops[first];
+    if (!op->ad->run || !(op->info->flags & FL_OPF_OPTIMIZE) || op->nin > UPD_MAX || op->nout > UPD_MAX) return false;
+    for (int o = 0; o < op->nout; o++) { /* every output updates an input of its var */
+        const ArgRef *a = &op->args[op->nin + o];
+        int j = 0;
+        while (a->idx >= 0 && j < op->nin && strcmp(op->args[j].name, a->name) != 0) j++;
+        if (j == op->nin) return false;
+    }
+    return true;
+}
+
+FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n, FlVar *grad, FlDType dt,
+                              FlDistUpdate **out, FlErr *e) {
     FL_ASSERT(k < s->nblocks);
     *out = NULL;
+    if (n <= 0 || !fl_dist_server_updatable(s, k, first)) return FL_OK;
     const PBlock *pb = s->blocks[k];
-    if (first + 1 != pb->nops || n <= 0) return FL_OK;
     const ExecOp *op = &pb->ops[first];
-    if (!op->ad->run || !(op->info->flags & FL_OPF_OPTIMIZE) || op->nin > UPD_MAX || op->nout > UPD_MAX) return FL_OK;
     FlDistUpdate *u = fl_xcalloc(1, sizeof *u);
     u->rc = *s->rc;
     u->op = op;
     u->n = n;
+    u->grad = -1;
+    u->grad_dt = dt;
     u->child = fl_scope_new_layout(s->s, &pb->layout);
     for (int j = 0; j < UPD_MAX; j++) u->in[j] = u->small[j] = (FlTensor)FL_TENSOR_INIT;
     bool ok = true;
     for (int j = 0; j < op->nin && ok; j++) {
         if (op->args[j].idx < 0) continue;
         u->var[j] = fl_exec_var_read(u->child, &op->args[j]);
+        if (u->var[j] && u->var[j] == grad) { /* given to each run */
+            u->grad = j;
+            u->wide[j] = dt == FL_DT_FLOAT32 || dt == FL_DT_FLOAT64;
+            ok = u->wide[j];
+            continue;
+        }
         if (!u->var[j] || !fl_var_get_tensor(u->var[j], &u->in[j])) { /* the whole run names it */
             ok = false;
             break;
         }
         int64_t m = fl_tensor_numel(&u->in[j]);
-        FlDType dt = u->in[j].dtype;
-        u->wide[j] = m == n && (dt == FL_DT_FLOAT32 || dt == FL_DT_FLOAT64);
+        FlDType t = u->in[j].dtype;
+        u->wide[j] = m == n && (t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64);
         ok = u->wide[j] || m == 1;
     }
     for (int o = 0; o < op->nout && ok; o++) {
@@ -409,11 +434,13 @@ FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n
         if (j == op->nin) ok = false; /* an output of unknown size */
         else u->upd[o] = u->wide[j] ? j : -1;
     }
+    ok = ok && (!grad || u->grad >= 0);
     /* an updated buffer that anybody but its var and u holds (a send in flight, another var)
      * is updated in a copy */
     for (int o = 0; o < op->nout && ok; o++) {
         int j = u->upd[o];
-        if (j < 0 || fl_buffer_refs(u->in[j].buf) <= 2) continue;
+        if (j == u->grad && j >= 0) ok = false; /* the gradient is not updated */
+        if (!ok || j < 0 || fl_buffer_refs(u->in[j].buf) <= 2) continue;
         if (fl_tensor_copy(e, &u->in[j], &u->in[j]) != FL_OK) {
             fl_dist_update_free(u);
             return FL_ERROR;
@@ -430,20 +457,19 @@ FlStatus fl_dist_update_begin(FlDistServer *s, size_t k, size_t first, int64_t n
 /* t: elements [i0, i1) of whole, 1-D, through the header hb, which counts one reference and is
  * never released: a kernel sees a buffer nobody else holds, so an output given as the same
  * struct as its input is written in place (kernels.h, "In-place mode"). */
-static void piece(FlBuffer *hb, FlTensor *t, const FlTensor *whole, int64_t i0, int64_t i1) {
-    size_t es = fl_dtype_size(whole->dtype);
+static void piece(FlBuffer *hb, FlTensor *t, FlDType dt, void *data, int64_t count) {
     atomic_init(&hb->refs, 1);
-    hb->size = (size_t)(i1 - i0) * es;
-    hb->data = (unsigned char *)fl_tensor_data(whole) + (size_t)i0 * es;
+    hb->size = (size_t)count * fl_dtype_size(dt);
+    hb->data = data;
     *t = (FlTensor)FL_TENSOR_INIT;
-    t->dtype = whole->dtype;
+    t->dtype = dt;
     t->ndim = 1;
-    t->ne[0] = i1 - i0;
+    t->ne[0] = count;
     t->buf = hb;
 }
 
-FlStatus fl_dist_update_run(FlDistUpdate *u, int64_t i0, int64_t i1, FlErr *e) {
-    FL_ASSERT(0 <= i0 && i0 < i1 && i1 <= u->n);
+FlStatus fl_dist_update_run(FlDistUpdate *u, int64_t i0, int64_t i1, const void *gp, FlErr *e) {
+    FL_ASSERT(0 <= i0 && i0 < i1 && i1 <= u->n && (u->grad < 0 || gp));
     const ExecOp *op = u->op;
     FlBuffer hb[UPD_MAX];
     FlTensor pc[UPD_MAX], so[UPD_MAX];
@@ -451,8 +477,12 @@ FlStatus fl_dist_update_run(FlDistUpdate *u, int64_t i0, int64_t i1, FlErr *e) {
     FlTensor *outp[UPD_MAX];
     for (int j = 0; j < op->nin; j++) {
         inp[j] = u->in[j].buf ? &u->in[j] : NULL;
-        if (u->wide[j]) {
-            piece(&hb[j], &pc[j], &u->in[j], i0, i1);
+        if (j == u->grad) {
+            piece(&hb[j], &pc[j], u->grad_dt, (void *)gp, i1 - i0);
+            inp[j] = &pc[j];
+        } else if (u->wide[j]) {
+            size_t es = fl_dtype_size(u->in[j].dtype);
+            piece(&hb[j], &pc[j], u->in[j].dtype, (unsigned char *)fl_tensor_data(&u->in[j]) + (size_t)i0 * es, i1 - i0);
             inp[j] = &pc[j];
         }
     }

@@ -22,9 +22,9 @@
  * complete, while later gradients are still arriving. Received payloads land in recycled,
  * uninitialised buffers (Spare); a block headed by the transpiled sum + scale has them done on
  * receipt (fused mean) and runs from its optimizer op; when that op is element-wise
- * (FlDistUpdate) and the gradient comes in pieces, the block is streamed: each piece is
- * averaged, applied (in place) and sent back to the waiting GETs as soon as every trainer's
- * piece is in.
+ * (FlDistUpdate) and the gradient comes in pieces, the block is streamed: each trainer's pieces
+ * land in its ring of RECV_WINDOW pieces, and each piece is averaged, applied (in place) and
+ * sent back to the waiting GETs as soon as every trainer's piece is in, which frees its slots.
  */
 #define _GNU_SOURCE
 #include "runtime/mpi/mpi.h"
@@ -549,9 +549,9 @@ static FlStatus spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, in
 
 /* A new tensor of the header's dtype and shape for its payload: filled from an inline payload,
  * zeros for F_ZERO, else a recycled buffer for the pieces to come (*pieces of them; 0 for the
- * others). */
-static FlStatus payload_tensor(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, FlTensor *out,
-                               int64_t *pieces, FlErr *e) {
+ * others) or, with `bare`, no buffer at all (the pieces go elsewhere). */
+static FlStatus payload_tensor(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, bool bare,
+                               FlTensor *out, int64_t *pieces, FlErr *e) {
     *pieces = 0;
     if (h->dtype < 0 || h->dtype >= FL_DT_COUNT) return fl_err(e, "'%s' arrived with a bad dtype %d", name, h->dtype);
     FlDType dt = (FlDType)h->dtype;
@@ -567,8 +567,12 @@ static FlStatus payload_tensor(FlMpi *m, const Hdr *h, const char *name, const c
         if (nb) memcpy(fl_tensor_data(out), payload, nb);
         return FL_OK;
     }
-    if (spare_tensor(m, src, name, dt, h->ndim, h->ne, nb, out, e) != FL_OK) return FL_ERROR;
     *pieces = npieces(nb, h->piece);
+    if (!bare) return spare_tensor(m, src, name, dt, h->ndim, h->ne, nb, out, e);
+    fl_tensor_fini(out);
+    out->dtype = dt;
+    out->ndim = h->ndim;
+    for (int i = 0; i < h->ndim; i++) out->ne[i] = h->ne[i];
     return FL_OK;
 }
 
@@ -582,7 +586,7 @@ static int recv_piece(const Hdr *h, FlTensor *t, int64_t c, int src, int data_ta
 static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, int data_tag,
                              FlTensor *out, FlErr *e) {
     int64_t np;
-    if (payload_tensor(m, h, name, payload, src, out, &np, e) != FL_OK) return FL_ERROR;
+    if (payload_tensor(m, h, name, payload, src, false, out, &np, e) != FL_OK) return FL_ERROR;
     if (np == 0) return FL_OK;
     MPI_Request *rq = fl_xmalloc((size_t)np * sizeof *rq);
     char what[NAME_MAX_LEN + 32];
@@ -672,7 +676,7 @@ static void early(FlMpi *m, Fetch *f) {
     if (parse(m, f->src, f->buf, f->count, &h, name2, &payload, &ignored) != FL_OK || h.kind != K_PARAM ||
         strcmp(name2, f->name) != 0 || (h.flags & (F_INLINE | F_ZERO)) || h.nbytes == 0)
         return;
-    if (payload_tensor(m, &h, f->name, payload, f->src, &f->t, &np, &ignored) != FL_OK || np == 0) return;
+    if (payload_tensor(m, &h, f->name, payload, f->src, false, &f->t, &np, &ignored) != FL_OK || np == 0) return;
     f->preq = fl_xmalloc((size_t)np * sizeof *f->preq);
     for (int64_t c = 0; c < np; c++)
         if (recv_piece(&h, &f->t, c, f->src, f->tag + 1, &f->preq[c]) != MPI_SUCCESS) {
@@ -942,8 +946,9 @@ typedef struct SRecv {
     Hdr h;
     int t, src;
     long gi;
-    FlTensor x; /* the payload, filled piece by piece */
-    int64_t pieces, posted, done;
+    FlTensor x; /* the payload, filled piece by piece (not in ring mode) */
+    char *ring; /* a streamed gradient: its pieces land here in turn (RECV_WINDOW of them) */
+    int64_t pieces, posted, done, consumed; /* consumed: pieces the stream has applied */
     MPI_Request req[RECV_WINDOW]; /* pieces [done, posted); piece c at c % RECV_WINDOW */
     double since;                 /* its last progress */
 } SRecv;
@@ -960,7 +965,13 @@ typedef struct SGrad {
     FlTensor *got;       /* fused: per trainer, the gradient (filled as its pieces arrive) */
     double *w;           /* fused: per trainer, its weight T * rows_t / rows_global */
     SRecv **rin;         /* fused: per trainer, the receive still filling got[t], or NULL */
+    unsigned char *kind; /* fused: per trainer, this step: GK_* */
+    char **ringbuf;      /* fused: per trainer, its ring (RECV_WINDOW pieces), made on first use */
 } SGrad;
+
+/* How a fused gradient's trainer sent it this step: not yet, a zero gradient, in pieces that go
+ * through its ring (streamed), or whole into got[t]. */
+enum { GK_NONE, GK_ZERO, GK_RING, GK_FULL };
 
 typedef struct SBlock {
     size_t need;        /* gradient messages per step (grads x T) */
@@ -974,11 +985,14 @@ typedef struct SBlock {
      * (FlDistUpdate) takes the pieces of the step's gradient as they arrive from all trainers:
      * averages them, applies them and sends the parameter's updated piece to the trainers
      * waiting for it, while the next pieces are still being received. */
-    SGrad *g;           /* the block's one fused gradient, or NULL: never streamed */
+    SGrad *g;           /* the block's one fused gradient whose update is element-wise, or NULL */
     int streaming;      /* this step: 0 undecided, 1 streamed, -1 done whole */
     FlDistUpdate *upd;
-    FlTensor mean;      /* the averaged gradient, filled piece by piece */
-    bool plain;         /* mean is trainer 0's gradient as received (T = 1, weight 1, no scale) */
+    char *meanbuf;      /* one piece of the averaged gradient (made on first use) */
+    bool plain;         /* the mean is trainer 0's gradient as received (T = 1, weight 1, no scale) */
+    FlDType dt;         /* the gradient's dtype, elements and bytes */
+    int64_t n;
+    size_t nbytes;
     int64_t pieces, applied;
 } SBlock;
 
@@ -1124,23 +1138,23 @@ static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
     return st;
 }
 
-/* Elements [i0, i1) of a fused block's gradient into o: scale * sum_t w_t * G_t + bias, the
- * transpiled block's sum(G.trainer_t) and scale with the same float operations in the same
- * order. */
-static void mean_range(Server *s, const SGrad *g, FlTensor *out, int64_t i0, int64_t i1) {
+/* n elements of a fused block's gradient into out from the trainers' src[t]: scale * sum_t w_t *
+ * G_t + bias, the transpiled block's sum(G.trainer_t) and scale with the same float operations
+ * in the same order. */
+static void mean_piece(Server *s, const SGrad *g, FlDType dt, const void *const *src, void *out, int64_t n) {
     int T = s->m->T;
     const FlDistMean *mn = &g->mean;
-    if (out->dtype == FL_DT_FLOAT32) {
+    if (dt == FL_DT_FLOAT32) {
         const float *xs[64];
         float w[64];
         float sc = (float)mn->scale, bi = (float)mn->bias;
-        float *o = fl_tensor_data(out);
-        for (int64_t j0 = i0; j0 < i1; j0 += 4096) { /* trainers in chunks of 64 per pass */
-            int64_t j1 = j0 + 4096 < i1 ? j0 + 4096 : i1;
+        float *o = out;
+        for (int64_t j0 = 0; j0 < n; j0 += 4096) { /* trainers in chunks of 64 per pass */
+            int64_t j1 = j0 + 4096 < n ? j0 + 4096 : n;
             for (int t0 = 0; t0 < T; t0 += 64) {
                 int nt = T - t0 < 64 ? T - t0 : 64;
                 for (int t = 0; t < nt; t++) {
-                    xs[t] = fl_tensor_data(&g->got[t0 + t]);
+                    xs[t] = src[t0 + t];
                     w[t] = (float)g->w[t0 + t];
                 }
                 for (int64_t i = j0; i < j1; i++) {
@@ -1152,10 +1166,10 @@ static void mean_range(Server *s, const SGrad *g, FlTensor *out, int64_t i0, int
             for (int64_t i = j0; i < j1; i++) o[i] = mn->bias_after_scale ? sc * o[i] + bi : sc * (o[i] + bi);
         }
     } else {
-        double *o = fl_tensor_data(out);
-        for (int64_t i = i0; i < i1; i++) {
-            double a = g->w[0] * ((const double *)fl_tensor_data(&g->got[0]))[i];
-            for (int t = 1; t < T; t++) a += g->w[t] * ((const double *)fl_tensor_data(&g->got[t]))[i];
+        double *o = out;
+        for (int64_t i = 0; i < n; i++) {
+            double a = g->w[0] * ((const double *)src[0])[i];
+            for (int t = 1; t < T; t++) a += g->w[t] * ((const double *)src[t])[i];
             o[i] = mn->bias_after_scale ? mn->scale * a + mn->bias : mn->scale * (a + mn->bias);
         }
     }
@@ -1189,7 +1203,10 @@ static FlStatus fused_mean(Server *s, SGrad *g, FlErr *e) {
     } else {
         if (spare_tensor(s->m, -1, g->name, x0->dtype, x0->ndim, x0->ne, fl_tensor_nbytes(x0), &r, e) != FL_OK)
             return FL_ERROR;
-        mean_range(s, g, &r, 0, fl_tensor_numel(x0));
+        const void **src = fl_xcalloc((size_t)s->m->T, sizeof *src);
+        for (int t = 0; t < s->m->T; t++) src[t] = fl_tensor_data(&g->got[t]);
+        mean_piece(s, g, x0->dtype, src, fl_tensor_data(&r), fl_tensor_numel(x0));
+        free(src);
     }
     for (int t = 0; t < s->m->T; t++) fl_tensor_fini(&g->got[t]);
     fl_var_take_tensor(g->mean.out, &r);
@@ -1203,7 +1220,10 @@ static FlStatus finish_step(Server *s, size_t k, FlErr *e) {
         SGrad *g = &s->g[i];
         if (g->block != k) continue;
         memset(g->have, 0, (size_t)s->m->T * sizeof *g->have);
-        for (int t = 0; g->got && t < s->m->T; t++) fl_tensor_fini(&g->got[t]);
+        for (int t = 0; g->got && t < s->m->T; t++) {
+            fl_tensor_fini(&g->got[t]);
+            g->kind[t] = GK_NONE;
+        }
     }
     b->done = b->step;
     b->step = -1;
@@ -1247,7 +1267,7 @@ static FlStatus stream_replies(Server *s, size_t k, FlErr *e) {
         if (q->block != k || q->step > b->step) continue;
         if (q->sent < 0) {
             if (!fl_dist_update_tensor(b->upd, q->var, &q->t)) continue;
-            if (fl_tensor_nbytes(&q->t) != fl_tensor_nbytes(&b->mean)) { /* not the pieces applied */
+            if (fl_tensor_nbytes(&q->t) != b->nbytes) { /* not the pieces applied */
                 fl_tensor_fini(&q->t);
                 continue;
             }
@@ -1260,63 +1280,79 @@ static FlStatus stream_replies(Server *s, size_t k, FlErr *e) {
     return FL_OK;
 }
 
-/* Block k has every header of its step: stream the update when the block allows (else it runs
- * whole once every payload is in). */
+/* Block k has every header of its step: when its gradient comes in pieces through the rings,
+ * begin the streamed update (else the block runs whole once every payload is in). */
 static FlStatus stream_begin(Server *s, size_t k, FlErr *e) {
     SBlock *b = &s->b[k];
     SGrad *g = b->g;
+    FlMpi *m = s->m;
     b->streaming = -1;
-    int64_t pieces = 0;
-    for (int t = 0; t < s->m->T; t++) {
-        if (!g->rin[t]) continue;
-        if (g->rin[t]->h.piece != s->m->piece) return FL_OK; /* answers go in this rank's pieces */
-        pieces = g->rin[t]->pieces;
+    bool ring = false, full = false;
+    for (int t = 0; t < m->T; t++) {
+        ring |= g->kind[t] == GK_RING;
+        full |= g->kind[t] == GK_FULL;
     }
-    if (pieces < 2 || check_same(s, g, e) != FL_OK) return FL_OK; /* a mismatch: the whole run names it */
+    if (!ring) return FL_OK;
+    if (full)
+        return fl_err(e, "gradient '%s' comes in pieces of different sizes from different trainers (give every rank the "
+                      "same --piece)", g->name);
+    if (check_same(s, g, e) != FL_OK) return FL_ERROR;
+    const FlTensor *x0 = &g->got[0]; /* its shape (a ring trainer's whole tensor is never filled) */
+    b->dt = x0->dtype;
+    b->n = fl_tensor_numel(x0);
+    b->nbytes = fl_tensor_nbytes(x0);
     b->plain = mean_is_plain(s, g);
-    const FlTensor *x0 = &g->got[0];
-    if (b->plain) fl_tensor_ref(&b->mean, x0);
-    else if (spare_tensor(s->m, -1, g->name, x0->dtype, x0->ndim, x0->ne, fl_tensor_nbytes(x0), &b->mean, e) != FL_OK)
-        return FL_ERROR;
-    fl_var_set_tensor(g->mean.out, &b->mean);
+    if (!b->plain && !b->meanbuf) b->meanbuf = fl_xmalloc(m->piece);
     double t0 = now();
     FlStatus st = run_lr(s, b->step, e);
-    if (st == FL_OK) st = fl_dist_update_begin(s->srv, k, b->skip, fl_tensor_numel(x0), &b->upd, e);
-    s->m->compute += now() - t0;
-    if (st != FL_OK || !b->upd) {
-        fl_tensor_fini(&b->mean);
-        return st;
-    }
+    if (st == FL_OK) st = fl_dist_update_begin(s->srv, k, b->skip, b->n, g->mean.out, b->dt, &b->upd, e);
+    m->compute += now() - t0;
+    if (st == FL_OK && !b->upd)
+        st = fl_err(e, "optimize block %zu cannot apply gradient '%s' piece by piece: its state does not have the "
+                    "gradient's shape", k, g->name);
+    if (st != FL_OK) return st;
     b->streaming = 1;
-    b->pieces = pieces;
+    b->pieces = npieces(b->nbytes, m->piece);
     b->applied = 0;
     return FL_OK;
 }
 
-/* A streamed block: applies the pieces every trainer's gradient has, answers, and ends the step
- * after the last piece, once every payload is in (payload_in). */
+/* A streamed block: averages and applies the pieces every trainer's gradient has (freeing their
+ * ring slots), answers, and ends the step after the last piece, once every payload is in. */
 static FlStatus stream(Server *s, size_t k, FlErr *e) {
     SBlock *b = &s->b[k];
     SGrad *g = b->g;
+    FlMpi *m = s->m;
+    int T = m->T;
     int64_t avail = b->pieces;
-    for (int t = 0; t < s->m->T; t++)
+    for (int t = 0; t < T; t++)
         if (g->rin[t] && g->rin[t]->done < avail) avail = g->rin[t]->done;
-    size_t es = fl_dtype_size(b->mean.dtype);
-    int64_t n = fl_tensor_numel(&b->mean), per = s->m->piece / (int64_t)es;
+    size_t es = fl_dtype_size(b->dt);
+    int64_t per = m->piece / (int64_t)es;
+    const void *stack[8], **src = T <= 8 ? stack : fl_xcalloc((size_t)T, sizeof *src);
     double t0 = now();
     FlStatus st = FL_OK;
     for (; st == FL_OK && b->applied < avail; b->applied++) {
-        int64_t i0 = b->applied * per, i1 = i0 + per < n ? i0 + per : n;
-        if (!b->plain) mean_range(s, g, &b->mean, i0, i1);
-        st = fl_dist_update_run(b->upd, i0, i1, e);
+        int64_t c = b->applied, i0 = c * per, i1 = i0 + per < b->n ? i0 + per : b->n;
+        for (int t = 0; t < T; t++)
+            src[t] = g->kind[t] == GK_RING ? g->ringbuf[t] + (size_t)(c % RECV_WINDOW) * m->piece
+                                           : (const char *)fl_tensor_data(&g->got[t]) + (size_t)i0 * es;
+        const void *gp = src[0];
+        if (!b->plain) {
+            mean_piece(s, g, b->dt, src, b->meanbuf, i1 - i0);
+            gp = b->meanbuf;
+        }
+        st = fl_dist_update_run(b->upd, i0, i1, gp, e);
+        for (int t = 0; t < T; t++)
+            if (g->rin[t]) g->rin[t]->consumed = c + 1;
     }
-    s->m->compute += now() - t0;
+    if (src != stack) free(src);
+    m->compute += now() - t0;
     if (st == FL_OK) st = stream_replies(s, k, e);
     if (st != FL_OK || b->applied < b->pieces || b->have < b->need) return st;
     st = fl_dist_update_end(b->upd, e);
     b->upd = NULL;
-    fl_tensor_fini(&b->mean);
-    if (b->step + 1 > s->m->steps) s->m->steps = b->step + 1;
+    if (b->step + 1 > m->steps) m->steps = b->step + 1;
     return st == FL_OK ? finish_step(s, k, e) : st;
 }
 
@@ -1392,8 +1428,13 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
         double rows = (double)h->rows, global = (double)h->rows_global;
         g->w[t] = global > 0 ? (double)m->T * rows / global : 1.0;
     }
+    /* a gradient its block streams goes through the trainer's ring: it is averaged and applied
+     * piece by piece and never exists whole (x has its shape and no buffer) */
+    bool ring = b->g == g && !(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > m->piece && /* two pieces or more */
+                h->piece == m->piece;
     int64_t pieces;
-    if (payload_tensor(m, h, name, payload, src, &x, &pieces, e) != FL_OK) return FL_ERROR;
+    if (payload_tensor(m, h, name, payload, src, ring, &x, &pieces, e) != FL_OK) return FL_ERROR;
+    if (g->fused) g->kind[t] = (h->flags & F_ZERO) ? GK_ZERO : ring ? GK_RING : GK_FULL;
     if (pieces == 0) return payload_in(s, g, t, h, &x, e);
     SRecv *r = fl_xcalloc(1, sizeof *r);
     *r = (SRecv){.h = *h, .t = t, .src = src, .gi = gi, .x = x, .pieces = pieces, .since = now()};
@@ -1401,6 +1442,10 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
     if (g->fused) {
         fl_tensor_ref(&g->got[t], &r->x);
         g->rin[t] = r;
+    }
+    if (ring) {
+        if (!g->ringbuf[t]) g->ringbuf[t] = fl_xmalloc((size_t)RECV_WINDOW * m->piece);
+        r->ring = g->ringbuf[t];
     }
     return block_progress(s, g->block, e);
 }
@@ -1421,13 +1466,20 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
             if (!flag) break;
             r->done++;
         }
-        while (!s->blocked[r->t] && r->posted < r->pieces && r->posted - r->done < RECV_WINDOW) {
-            MPI_TRY(recv_piece(&r->h, &r->x, r->posted, r->src, TAG_DATA, &r->req[r->posted % RECV_WINDOW]),
+        /* a ring slot is free again once the stream has applied its piece */
+        while (!s->blocked[r->t] && r->posted < r->pieces && r->posted - r->done < RECV_WINDOW &&
+               (!r->ring || r->posted - r->consumed < RECV_WINDOW)) {
+            int64_t c = r->posted;
+            char *at = r->ring ? r->ring + (size_t)(c % RECV_WINDOW) * r->h.piece
+                               : (char *)fl_tensor_data(&r->x) + (size_t)c * r->h.piece;
+            MPI_TRY(MPI_Irecv(at, (int)piece_len(r->h.nbytes, r->h.piece, c), MPI_BYTE, r->src, TAG_DATA, MPI_COMM_WORLD,
+                              &r->req[c % RECV_WINDOW]),
                     "posting a receive");
             r->posted++;
         }
         if (r->posted < r->pieces) s->blocked[r->t] = true; /* its later payloads wait their turn */
-        if (r->done > before) {
+        bool waits_for_others = r->ring && r->done == r->posted && r->posted - r->consumed >= RECV_WINDOW;
+        if (r->done > before || waits_for_others) { /* the other trainers' silence is check_stalls' */
             *moved = true;
             r->since = tn;
         } else if (tn - r->since > m->timeout) {
@@ -1611,9 +1663,10 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         for (int t = 0; t < m->T; t++) g->got[t] = (FlTensor)FL_TENSOR_INIT;
         g->w = fl_xcalloc((size_t)m->T, sizeof *g->w);
         g->rin = fl_xcalloc((size_t)m->T, sizeof *g->rin);
+        g->kind = fl_xcalloc((size_t)m->T, sizeof *g->kind);
+        g->ringbuf = fl_xcalloc((size_t)m->T, sizeof *g->ringbuf);
         s.b[g->block].skip = g->mean.skip;
-        s.b[g->block].g = g;
-        s.b[g->block].mean = (FlTensor)FL_TENSOR_INIT;
+        if (fl_dist_server_updatable(srv, g->block, g->mean.skip)) s.b[g->block].g = g;
     }
     s.blocked = fl_xcalloc((size_t)m->T, sizeof *s.blocked);
     if (st == FL_OK) st = serve_loop(&s, e);
@@ -1624,12 +1677,15 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         free(s.g[i].got);
         free(s.g[i].w);
         free(s.g[i].rin);
+        free(s.g[i].kind);
+        for (int t = 0; s.g[i].ringbuf && t < m->T; t++) free(s.g[i].ringbuf[t]);
+        free(s.g[i].ringbuf);
         fl_tensor_fini(&s.g[i].acc);
     }
     for (size_t k = 0; k < s.nb; k++) {
         free(s.b[k].contrib);
         fl_dist_update_free(s.b[k].upd);
-        fl_tensor_fini(&s.b[k].mean);
+        free(s.b[k].meanbuf);
     }
     for (size_t i = 0; i < s.recvs.len; i++) { /* after an error: drop what is still coming */
         SRecv *r = s.recvs.data[i];
