@@ -115,7 +115,7 @@ struct FlMpi {
     pthread_mutex_t spare_mu; /* spares (taken under mu or alone, never the other way round) */
     FlMap spares;          /* "src:name" -> Spare, under spare_mu */
     FL_VEC(Fetch) fetches; /* prefetched recvs not yet claimed, under mu */
-    pthread_mutex_t red_mu; /* allreduce: one at a time per process; its packing buffer */
+    pthread_mutex_t red_mu; /* allreduce: one at a time per process; red: one chunk of its ring */
     char *red;
     size_t red_cap;
     /* stats */
@@ -831,10 +831,77 @@ static FlStatus t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e) {
 
 /* ---------------------------------------------------------------- allreduce */
 
-#define RED_MAX (1 << 28) /* elements per MPI call (counts are ints) */
+#define RED_SEG (1 << 30) /* bytes per message of the ring (counts are ints) */
+#define TAG_RING 7         /* on the trainers' communicator */
 
-/* Per float dtype: every input of that dtype scaled by this trainer's weight into one buffer,
- * summed over the trainers in place, and cut back into new tensors. */
+/* Sends `sb` bytes at `snd` to trainer `to` while receiving `rb` bytes into `rcv` from trainer
+ * `from` (ranks of the trainers' communicator), in messages of at most RED_SEG bytes, polled. */
+static FlStatus exchange(FlMpi *m, const char *snd, size_t sb, int to, char *rcv, size_t rb, int from, FlErr *e) {
+    enum { MAXR = 16 };
+    for (size_t so = 0, ro = 0; so < sb || ro < rb;) {
+        MPI_Request r[MAXR];
+        int nr = 0;
+        for (; so < sb && nr < MAXR / 2; so += RED_SEG) {
+            size_t len = sb - so < RED_SEG ? sb - so : RED_SEG;
+            MPI_TRY(MPI_Isend(snd + so, (int)len, MPI_BYTE, to, TAG_RING, m->role_comm, &r[nr++]), "allreduce");
+        }
+        for (int k = 0; ro < rb && k < MAXR / 2; k++, ro += RED_SEG) {
+            size_t len = rb - ro < RED_SEG ? rb - ro : RED_SEG;
+            MPI_TRY(MPI_Irecv(rcv + ro, (int)len, MPI_BYTE, from, TAG_RING, m->role_comm, &r[nr++]), "allreduce");
+        }
+        for (int k = 0; k < nr; k++) {
+            int peer = m->trainer_rank[k < nr / 2 ? to : from];
+            if (wait_req(m, &r[k], NULL, peer, "reducing the gradients", e) != FL_OK) {
+                for (int j = k + 1; j < nr; j++) {
+                    MPI_Cancel(&r[j]);
+                    MPI_Request_free(&r[j]);
+                }
+                return FL_ERROR;
+            }
+        }
+    }
+    return FL_OK;
+}
+
+/* Ring allreduce of `n` elements of dtype dt at buf over the T trainers, in place: T-1 steps in
+ * which each trainer sends one of T chunks to the next trainer and adds the chunk it receives
+ * from the previous one (after which trainer t holds the sum of chunk t+1), then T-1 steps that
+ * pass the summed chunks round. Every trainer ends with the same values; each sends and receives
+ * 2 (T-1)/T of the buffer. `tmp` holds one chunk. */
+static FlStatus ring_allreduce(FlMpi *m, FlDType dt, char *buf, size_t n, char *tmp, FlErr *e) {
+    int T = m->T, me = m->index, next = (me + 1) % T, prev = (me + T - 1) % T;
+    size_t es = fl_dtype_size(dt);
+#define CHUNK0(c) ((size_t)(c) * (n / (size_t)T) + ((size_t)(c) < n % (size_t)T ? (size_t)(c) : n % (size_t)T))
+#define CHUNKN(c) (n / (size_t)T + ((size_t)(c) < n % (size_t)T))
+    for (int k = 0; k < T - 1; k++) { /* reduce-scatter */
+        int sc = (me - k + T) % T, rc = (me - k - 1 + 2 * T) % T;
+        if (exchange(m, buf + CHUNK0(sc) * es, CHUNKN(sc) * es, next, tmp, CHUNKN(rc) * es, prev, e) != FL_OK)
+            return FL_ERROR;
+        size_t cn = CHUNKN(rc);
+        if (dt == FL_DT_FLOAT32) {
+            float *o = (float *)buf + CHUNK0(rc);
+            const float *x = (const float *)tmp;
+            for (size_t i = 0; i < cn; i++) o[i] += x[i];
+        } else {
+            double *o = (double *)buf + CHUNK0(rc);
+            const double *x = (const double *)tmp;
+            for (size_t i = 0; i < cn; i++) o[i] += x[i];
+        }
+    }
+    for (int k = 0; k < T - 1; k++) { /* allgather */
+        int sc = (me + 1 - k + T) % T, rc = (me - k + T) % T;
+        if (exchange(m, buf + CHUNK0(sc) * es, CHUNKN(sc) * es, next, buf + CHUNK0(rc) * es, CHUNKN(rc) * es, prev, e) !=
+            FL_OK)
+            return FL_ERROR;
+    }
+#undef CHUNK0
+#undef CHUNKN
+    return FL_OK;
+}
+
+/* Per float dtype: every input of that dtype scaled by this trainer's weight into one new
+ * buffer, summed over the trainers in place (ring_allreduce); the outputs are views of it (no
+ * copy back; the buffer goes when the last of them is released). */
 static FlStatus t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     if (!m->assigned || m->role != FL_MPI_TRAINER)
@@ -851,43 +918,42 @@ static FlStatus t_allreduce(FlDist *d, size_t n, const char *const *names, const
         for (size_t i = 0; i < n; i++)
             if (in[i].dtype == dt) total += (size_t)fl_tensor_numel(&in[i]);
         if (!total) continue;
-        if (total * es > m->red_cap) {
+        size_t need = (total / (size_t)m->T + 1) * es; /* one chunk of the ring */
+        if (need > m->red_cap) {
             free(m->red);
-            m->red_cap = total * es;
+            m->red_cap = need;
             m->red = fl_xmalloc(m->red_cap);
         }
+        FlTensor packed = FL_TENSOR_INIT;
+        int64_t ne1 = (int64_t)total;
+        if ((st = fl_tensor_alloc_uninit(e, &packed, dt, 1, &ne1)) != FL_OK) break;
+        char *buf = fl_tensor_data(&packed);
         size_t at = 0;
         for (size_t i = 0; i < n; i++) {
             if (in[i].dtype != dt) continue;
             int64_t k = fl_tensor_numel(&in[i]);
             if (dt == FL_DT_FLOAT32) {
                 const float *x = fl_tensor_data(&in[i]);
-                float *o = (float *)m->red + at, wf = (float)w;
+                float *o = (float *)buf + at, wf = (float)w;
                 for (int64_t j = 0; j < k; j++) o[j] = wf * x[j];
             } else {
                 const double *x = fl_tensor_data(&in[i]);
-                double *o = (double *)m->red + at;
+                double *o = (double *)buf + at;
                 for (int64_t j = 0; j < k; j++) o[j] = w * x[j];
             }
             at += (size_t)k;
         }
-        for (size_t off = 0; off < total && st == FL_OK; off += RED_MAX) {
-            size_t cnt = total - off < RED_MAX ? total - off : RED_MAX;
-            MPI_Request r;
-            int rc = MPI_Iallreduce(MPI_IN_PLACE, m->red + off * es, (int)cnt, dt == FL_DT_FLOAT32 ? MPI_FLOAT : MPI_DOUBLE,
-                                    MPI_SUM, m->role_comm, &r);
-            st = rc == MPI_SUCCESS ? wait_req(m, &r, NULL, -1, "reducing the gradients", e) : mpi_err(e, rc, "allreduce");
-        }
+        if (m->T > 1) st = ring_allreduce(m, dt, buf, total, m->red, e);
         at = 0;
         for (size_t i = 0; i < n && st == FL_OK; i++) {
             if (in[i].dtype != dt) continue;
-            st = fl_tensor_alloc_uninit(e, &out[i], dt, in[i].ndim, in[i].ne);
-            if (st == FL_OK) memcpy(fl_tensor_data(&out[i]), m->red + at * es, fl_tensor_nbytes(&in[i]));
+            st = fl_tensor_view(e, &out[i], &packed, (int64_t)at, in[i].ndim, in[i].ne);
             at += (size_t)fl_tensor_numel(&in[i]);
         }
+        fl_tensor_fini(&packed);
         pthread_mutex_lock(&m->mu);
-        m->bytes += total * es;
-        m->msgs++;
+        m->bytes += m->T > 1 ? 2 * (total * es) * (size_t)(m->T - 1) / (size_t)m->T : 0;
+        m->msgs += 2 * (uint64_t)(m->T - 1);
         pthread_mutex_unlock(&m->mu);
     }
     pthread_mutex_unlock(&m->red_mu);

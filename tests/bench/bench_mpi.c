@@ -13,6 +13,12 @@
  * 3. step: a training step of MLP.flp (784-512-512-10, batch 128, synthetic data) run locally on
  *    rank 0 vs the same step as trainer 0 of MLP.plan (P=1 T=1) with rank 1 serving.
  * Prints "key value" lines for the script.
+ *
+ *   mpirun -np 2 bench_mpi --allreduce MLP.flp AR.plan
+ *
+ * 4. scaling: both ranks train MLP.flp locally with batch 128 (at once, each on its core), then
+ *    as the two trainers of the allreduce plan AR.plan with 64 rows each (the same global batch
+ *    of 128): samples/s of the pair vs one local process.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -89,15 +95,17 @@ static void random_tensor(FlMpi *m, FlTensor *t, FlDType dt, int64_t rows, int64
         fl_tensor_set(t, i, classes ? (double)(int64_t)(fl_rng_uniform(&r) * (double)classes) : fl_rng_uniform(&r));
 }
 
-/* Times `steps` training steps of ex on s (after 3 warm-up steps); best of 3 rounds, per step. */
-static double time_steps(FlMpi *m, FlExecutor *ex, FlScope *s, const FlFeed *feeds, int steps, bool dist, int64_t *step) {
+/* Times `steps` training steps of ex on s (after 3 warm-up steps); best of 3 rounds, per step.
+ * dist: each step is a step of the job, `rows` of its `global` rows on this trainer. */
+static double time_steps(FlMpi *m, FlExecutor *ex, FlScope *s, const FlFeed *feeds, int steps, bool dist, int64_t *step,
+                         size_t rows, size_t global) {
     FlErr e = {{0}};
     double best = 1e30;
     for (int round = 0; round < 4; round++) {
         int n = round == 0 ? 3 : steps;
         double t0 = now();
         for (int i = 0; i < n; i++) {
-            if (dist) fl_mpi_step_begin(m, (*step)++, 128, 128);
+            if (dist) fl_mpi_step_begin(m, (*step)++, rows, global);
             if (fl_executor_run(ex, s, feeds, 2, NULL, 0, &e)) die(m, &e);
             if (dist && fl_mpi_step_end(m, &e)) die(m, &e);
         }
@@ -107,19 +115,101 @@ static double time_steps(FlMpi *m, FlExecutor *ex, FlScope *s, const FlFeed *fee
     return best;
 }
 
+/* MPI with the benchmark's options; NULL (after a message) when it cannot start. */
+static FlMpi *start(void) {
+    FlErr e = {{0}};
+    FlMpi *m;
+    FlMpiOptions mo = {.timeout = 120, .stats = false};
+    if (fl_mpi_init(&mo, &m, &e) == FL_OK) return m;
+    fprintf(stderr, "bench_mpi: %s\n", e.msg);
+    return NULL;
+}
+
+/* The local program and this rank's role of a plan, each with its executor and a scope that
+ * ran its startup program (the role's scope with the transport attached). */
+typedef struct Pair {
+    FlLoadedProgram *lp, *tp;
+    FlExecutor *lex, *tex;
+    FlScope *ls, *ts;
+} Pair;
+
+static void pair_open(FlMpi *m, const char *local, FlPlan *plan, Pair *p) {
+    FlErr e = {{0}};
+    int64_t k = plan->rank_role.data[fl_mpi_rank(m)];
+    p->tp = fl_program_from_bundle_take(plan->roles.data[k]);
+    plan->roles.data[k] = NULL;
+    if (fl_program_load(local, &p->lp, &e) || fl_executor_new(p->lp, NULL, &p->lex, &e) ||
+        fl_executor_new(p->tp, NULL, &p->tex, &e))
+        die(m, &e);
+    p->ls = fl_scope_new(NULL);
+    p->ts = fl_scope_new(NULL);
+    fl_dist_attach(p->ts, fl_mpi_dist(m));
+    if (fl_executor_run_startup(p->lex, p->ls, &e) || fl_executor_run_startup(p->tex, p->ts, &e)) die(m, &e);
+}
+
+static void pair_close(Pair *p) {
+    fl_scope_free(p->ls);
+    fl_scope_free(p->ts);
+    fl_executor_free(p->lex);
+    fl_executor_free(p->tex);
+    fl_program_free(p->lp);
+    fl_program_free(p->tp);
+}
+
+/* 4: local batch 128 on every rank at once, then the allreduce pair with 64 rows each. */
+static int scaling(const char *mlp_path, const char *plan_path) {
+    FlErr e = {{0}};
+    FlMpi *m = start();
+    if (!m) return 1;
+    FlPlan *plan = read_plan(m, plan_path);
+    if (fl_mpi_assign_plan(m, plan, &e)) die(m, &e);
+    int rank = fl_mpi_rank(m);
+    Pair p;
+    pair_open(m, mlp_path, plan, &p);
+    FlTensor x = FL_TENSOR_INIT, y = FL_TENSOR_INIT, xh = FL_TENSOR_INIT, yh = FL_TENSOR_INIT;
+    random_tensor(m, &x, FL_DT_FLOAT32, 128, 784, 0, 2);
+    random_tensor(m, &y, FL_DT_INT64, 128, 1, 10, 3);
+    random_tensor(m, &xh, FL_DT_FLOAT32, 64, 784, 0, 4 + (uint64_t)rank);
+    random_tensor(m, &yh, FL_DT_INT64, 64, 1, 10, 6 + (uint64_t)rank);
+    FlFeed full[2] = {{"x", &x}, {"label", &y}}, half[2] = {{"x", &xh}, {"label", &yh}};
+    int64_t step = 0;
+    double tl = 1e30, td = 1e30;
+    for (int trial = 0; trial < 2; trial++) { /* alternate, keep each side's best */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double a = time_steps(m, p.lex, p.ls, full, 10, false, &step, 128, 128);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double b = time_steps(m, p.tex, p.ts, half, 10, true, &step, 64, 128);
+        if (a < tl) tl = a;
+        if (b < td) td = b;
+    }
+    if (fl_mpi_finish(m, &e)) die(m, &e);
+    double all[2] = {tl, td}, got[4];
+    MPI_Gather(all, 2, MPI_DOUBLE, got, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) { /* the slower rank sets the pace */
+        printf("ar_local_ms %.3f\n", (got[0] > got[2] ? got[0] : got[2]) * 1e3);
+        printf("ar_step_ms %.3f\n", (got[1] > got[3] ? got[1] : got[3]) * 1e3);
+        fflush(stdout);
+    }
+    fl_tensor_fini(&x);
+    fl_tensor_fini(&y);
+    fl_tensor_fini(&xh);
+    fl_tensor_fini(&yh);
+    pair_close(&p);
+    fl_ir_plan_free(plan);
+    fl_mpi_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--allreduce")) return scaling(argv[2], argv[3]);
     if (argc < 4) {
         fprintf(stderr, "usage: mpirun -np 2 bench_mpi BIG.plan MLP.flp MLP.plan [ROUNDS]\n");
         return 2;
     }
     int rounds = argc > 4 ? atoi(argv[4]) : 20;
     FlErr e = {{0}};
-    FlMpi *m;
-    FlMpiOptions mo = {.timeout = 120, .stats = false};
-    if (fl_mpi_init(&mo, &m, &e)) {
-        fprintf(stderr, "bench_mpi: %s\n", e.msg);
-        return 1;
-    }
+    FlMpi *m = start();
+    if (!m) return 1;
     FlPlan *big = read_plan(m, argv[1]), *mlp = read_plan(m, argv[3]);
     if (fl_mpi_assign_plan(m, big, &e)) die(m, &e);
     int rank = fl_mpi_rank(m);
@@ -171,16 +261,8 @@ int main(int argc, char **argv) {
         fl_tensor_fini(&w);
 
         /* 3. step time: local vs trainer of P=1 T=1 */
-        FlLoadedProgram *lp;
-        FlExecutor *lex, *tex;
-        if (fl_program_load(argv[2], &lp, &e) || fl_executor_new(lp, NULL, &lex, &e)) die(m, &e);
-        int64_t k = mlp->rank_role.data[0];
-        FlLoadedProgram *tp = fl_program_from_bundle_take(mlp->roles.data[k]);
-        mlp->roles.data[k] = NULL;
-        if (fl_executor_new(tp, NULL, &tex, &e)) die(m, &e);
-        FlScope *ls = fl_scope_new(NULL), *ts = fl_scope_new(NULL);
-        fl_dist_attach(ts, d);
-        if (fl_executor_run_startup(lex, ls, &e) || fl_executor_run_startup(tex, ts, &e)) die(m, &e);
+        Pair p;
+        pair_open(m, argv[2], mlp, &p);
         FlTensor x = FL_TENSOR_INIT, y = FL_TENSOR_INIT;
         random_tensor(m, &x, FL_DT_FLOAT32, 128, 784, 0, 2);
         random_tensor(m, &y, FL_DT_INT64, 128, 1, 10, 3);
@@ -188,8 +270,8 @@ int main(int argc, char **argv) {
         int64_t step = 0;
         double tl = 1e30, td = 1e30;
         for (int trial = 0; trial < 2; trial++) { /* alternate, keep each side's best */
-            double a = time_steps(m, lex, ls, feeds, 10, false, &step);
-            double b = time_steps(m, tex, ts, feeds, 10, true, &step);
+            double a = time_steps(m, p.lex, p.ls, feeds, 10, false, &step, 128, 128);
+            double b = time_steps(m, p.tex, p.ts, feeds, 10, true, &step, 128, 128);
             if (a < tl) tl = a;
             if (b < td) td = b;
         }
@@ -199,12 +281,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
         fl_tensor_fini(&x);
         fl_tensor_fini(&y);
-        fl_scope_free(ls);
-        fl_scope_free(ts);
-        fl_executor_free(lex);
-        fl_executor_free(tex);
-        fl_program_free(lp);
-        fl_program_free(tp);
+        pair_close(&p);
     }
     free(buf);
     fl_ir_plan_free(big);
