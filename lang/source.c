@@ -73,7 +73,11 @@ void fl_diag_init(FlDiag *d, const FlSources *s) {
     d->max_errors = 20;
 }
 
-void fl_diag_fini(FlDiag *d) { fl_buf_free(&d->out); }
+void fl_diag_fini(FlDiag *d) {
+    fl_buf_free(&d->out);
+    for (size_t i = 0; i < d->seen.len; i++) free(d->seen.data[i]);
+    FL_VEC_FREE(&d->seen);
+}
 
 /* "path:L:C: kind: message", the source line, the caret line. */
 static void report(FlDiag *d, FlSpan sp, const char *kind, const char *fmt, va_list ap) {
@@ -103,18 +107,38 @@ static void report(FlDiag *d, FlSpan sp, const char *kind, const char *fmt, va_l
 
 static bool printing(const FlDiag *d) { return d->max_errors <= 0 || d->nerrors <= d->max_errors; }
 
+/* Whether the error (sp, message) was reported before; remembers it otherwise. */
+static bool repeated(FlDiag *d, FlSpan sp, const char *fmt, va_list ap) {
+    FlBuf key = {0};
+    fl_buf_printf(&key, "%u:%u:%u:", sp.file, sp.start, sp.end);
+    fl_buf_vprintf(&key, fmt, ap);
+    for (size_t i = 0; i < d->seen.len; i++)
+        if (!strcmp(d->seen.data[i], fl_buf_str(&key))) {
+            fl_buf_free(&key);
+            return true;
+        }
+    FL_VEC_PUSH(&d->seen, fl_xstrdup(fl_buf_str(&key)));
+    fl_buf_free(&key);
+    return false;
+}
+
 void fl_diag_error(FlDiag *d, FlSpan sp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    d->dropping = repeated(d, sp, fmt, ap);
+    va_end(ap);
+    if (d->dropping) return;
     d->nerrors++;
     if (!printing(d)) return;
-    va_list ap;
     va_start(ap, fmt);
     report(d, sp, "error", fmt, ap);
     va_end(ap);
 }
 
-/* A note belongs to the last error: it is dropped with it once max_errors is passed. */
+/* A note belongs to the last error: it is dropped with it once max_errors is passed, or when
+ * the error was a repeat. */
 void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) {
-    if (!printing(d)) return;
+    if (!printing(d) || d->dropping) return;
     va_list ap;
     va_start(ap, fmt);
     report(d, sp, "note", fmt, ap);
@@ -122,6 +146,7 @@ void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) {
 }
 
 void fl_diag_error_plain(FlDiag *d, const char *fmt, ...) {
+    d->dropping = false;
     d->nerrors++;
     if (!printing(d)) return;
     va_list ap;
