@@ -164,6 +164,13 @@ const char *fl_v_type_name(const FlValue *v) {
     return "?";
 }
 
+/* An element of a container as Python shows it: strings quoted. */
+static void repr_item(Ctx *c, FlValue *x, FlBuf *out) {
+    if (x->kind == VK_STR) fl_buf_putc(out, '\'');
+    fl_v_repr(c, x, out);
+    if (x->kind == VK_STR) fl_buf_putc(out, '\'');
+}
+
 void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
     switch (v->kind) {
     case VK_NONE: fl_buf_puts(out, "None"); break;
@@ -182,10 +189,7 @@ void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
         fl_buf_putc(out, v->kind == VK_LIST ? '[' : '(');
         for (size_t i = 0; i < v->list.len; i++) {
             if (i) fl_buf_puts(out, ", ");
-            FlValue *x = v->list.items[i];
-            if (x->kind == VK_STR) fl_buf_putc(out, '\'');
-            fl_v_repr(c, x, out);
-            if (x->kind == VK_STR) fl_buf_putc(out, '\'');
+            repr_item(c, v->list.items[i], out);
         }
         if (v->kind == VK_TUPLE && v->list.len == 1) fl_buf_putc(out, ',');
         fl_buf_putc(out, v->kind == VK_LIST ? ']' : ')');
@@ -194,9 +198,9 @@ void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
         fl_buf_putc(out, '{');
         for (size_t i = 0; i < v->dict.len; i++) {
             if (i) fl_buf_puts(out, ", ");
-            fl_v_repr(c, v->dict.keys[i], out);
+            repr_item(c, v->dict.keys[i], out);
             fl_buf_puts(out, ": ");
-            fl_v_repr(c, v->dict.vals[i], out);
+            repr_item(c, v->dict.vals[i], out);
         }
         fl_buf_putc(out, '}');
         break;

@@ -210,6 +210,10 @@ static void test_comprehensions(void) {
     check_result(HDR "pairs = [(i, j) for i in range(4) for j in range(i) if (i + j) % 2 == 1]\n" /* 10 21 30 32 */
                      "r = layers.data(name='r', shape=[len(pairs) * 100 + sum([i * 10 + j for i, j in pairs])])\n",
                  493);
+    /* str() of containers quotes the strings inside, as Python does */
+    check_result(HDR "s = str({'a': 1, 2: ['b', ('c',)]})\n"
+                     "r = layers.data(name='r', shape=[len(s) if s == \"{'a': 1, 2: ['b', ('c',)]}\" else 1])\n",
+                 26);
     check_result(HDR "d = {k: len(k) for k in ['a', 'bb', 'ccc'] if k != 'bb'}\n"
                      "sq = {i: i * i for i in range(4)}\n"
                      "r = layers.data(name='r', shape=[d['ccc'] * 100 + len(d) * 10 + sq[3]])\n",
