@@ -69,6 +69,8 @@ static const char *usage_text =
     "  -q, --quiet         no progress output\n"
     "  --timeout SECONDS   MPI jobs: how long a rank waits on a silent peer before it fails\n"
     "                      the job, naming the peer (default 60)\n"
+    "  --procs N           processors (worker threads) for goroutines (default: one per core;\n"
+    "                      the main program runs on its own thread besides them)\n"
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
@@ -90,6 +92,7 @@ typedef struct Opts {
     int64_t epochs, batch, seed, threads;
     double timeout;
     uint32_t piece;
+    int procs; /* goroutine processors; 0: one per core */
     bool quiet, stats;
     FL_VEC(const char *) defines;
 } Opts;
@@ -767,7 +770,7 @@ static int run_program(Opts *o) {
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
     /* goroutines: one scheduler for the process; runs attach their thread to it (conc.h) */
     if (has_op_flag(r.bundle->main, 0, "go") || has_op_flag(r.bundle->main, 0, "channel_create")) {
-        FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE};
+        FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
         if (!(sched = fl_sched_new(&sc, &e))) goto fail;
         fl_conc_attach(r.scope, sched);
     }
@@ -919,6 +922,14 @@ int main(int argc, char **argv) {
             else if (seed) o.seed = v;
             else if (!strcmp(s, "--batch-size")) o.batch = v;
             else o.threads = v;
+        } else if (!strcmp(s, "--procs")) {
+            NEED_VAL();
+            int64_t v;
+            if (!parse_int(val, 1, &v) || v > 1024) {
+                rc = usage_error("%s needs a number of processors from 1 to 1024", s);
+                goto done;
+            }
+            o.procs = (int)v;
         } else if (!strcmp(s, "--piece")) {
             NEED_VAL();
             int64_t v;

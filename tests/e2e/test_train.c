@@ -238,6 +238,9 @@ static void test_bad_input(void) {
     CU_ASSERT_EQUAL(sh(&out, "%s examples/fit_a_line.fl --piece 1001 2>&1", flrun), 2); /* not a multiple of 8 */
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--piece needs a multiple of 8"));
     free(out);
+    CU_ASSERT_EQUAL(sh(&out, "%s examples/fit_a_line.fl --procs 0 2>&1", flrun), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--procs needs a number of processors from 1 to 1024"));
+    free(out);
     CU_ASSERT_EQUAL(sh(NULL, "%s --help >/dev/null", flrun), 0);
 }
 
