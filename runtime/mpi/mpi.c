@@ -1545,8 +1545,10 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
         }
         if (r->posted < r->pieces) s->blocked[r->t] = true; /* its later payloads wait their turn */
         bool waits_for_others = r->ring && r->done == r->posted && r->posted - r->consumed >= RECV_WINDOW;
-        if (r->done > before || waits_for_others) { /* the other trainers' silence is check_stalls' */
+        if (r->done > before) {
             *moved = true;
+            r->since = tn;
+        } else if (waits_for_others) { /* a full ring: the other trainers' silence is check_stalls' */
             r->since = tn;
         } else if (tn - r->since > m->timeout) {
             char pn[64];
