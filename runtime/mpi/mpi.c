@@ -71,6 +71,14 @@ typedef struct Spare {
     char key[]; /* "src:name", the map's key */
 } Spare;
 
+/* Withdraws n posted requests (after an error: their buffers may then go). */
+static void drop_reqs(MPI_Request *r, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        MPI_Cancel(&r[i]);
+        MPI_Request_free(&r[i]);
+    }
+}
+
 /* A recv announced by prefetch (FlDist.prefetch): its GET is posted, its answer's header awaited.
  * While a trainer waits for one answer, the answers of its other prefetches that come in have
  * their pieces' receives posted at once (advance_fetches), so the parameters the server has
@@ -86,6 +94,16 @@ typedef struct Fetch {
     int64_t np;        /* its pieces (0: not started; the claim does everything), */
     MPI_Request *preq; /* and their receives */
 } Fetch;
+
+/* Frees f, withdrawing what it still has posted (its header's receive, its pieces'). */
+static void fetch_free(Fetch *f) {
+    if (!f->in) drop_reqs(&f->req, 1);
+    drop_reqs(f->preq, f->np);
+    free(f->preq);
+    fl_tensor_fini(&f->t);
+    free(f->buf);
+    free(f->name);
+}
 
 typedef struct Pending {
     MPI_Request req;
@@ -210,21 +228,7 @@ void fl_mpi_free(FlMpi *m) {
         fl_tensor_fini(&m->pend.data[i].ref);
     }
     FL_VEC_FREE(&m->pend);
-    for (size_t i = 0; i < m->fetches.len; i++) { /* unclaimed (after an error): drop them */
-        Fetch *f = &m->fetches.data[i];
-        if (!f->in) {
-            MPI_Cancel(&f->req);
-            MPI_Request_free(&f->req);
-        }
-        for (int64_t c = 0; c < f->np; c++) {
-            MPI_Cancel(&f->preq[c]);
-            MPI_Request_free(&f->preq[c]);
-        }
-        free(f->preq);
-        fl_tensor_fini(&f->t);
-        free(f->buf);
-        free(f->name);
-    }
+    for (size_t i = 0; i < m->fetches.len; i++) fetch_free(&m->fetches.data[i]); /* unclaimed (after an error) */
     FL_VEC_FREE(&m->fetches);
     for (size_t i = 0; i < m->spares.cap; i++)
         if (fl_map_slot_live(&m->spares, i)) {
@@ -576,10 +580,32 @@ static FlStatus payload_tensor(FlMpi *m, const Hdr *h, const char *name, const c
     return FL_OK;
 }
 
-/* Posts the receive of piece c of h's payload from src on data_tag into t. */
-static int recv_piece(const Hdr *h, FlTensor *t, int64_t c, int src, int data_tag, MPI_Request *r) {
-    char *at = (char *)fl_tensor_data(t) + (size_t)c * h->piece;
-    return MPI_Irecv(at, (int)piece_len(h->nbytes, h->piece, c), MPI_BYTE, src, data_tag, MPI_COMM_WORLD, r);
+/* Posts the receives of all np pieces of h's payload from src on data_tag into t; *out gets the
+ * np requests (malloc'd). On an error nothing stays posted. */
+static FlStatus recv_pieces(const Hdr *h, FlTensor *t, int64_t np, int src, int data_tag, MPI_Request **out, FlErr *e) {
+    MPI_Request *rq = fl_xmalloc((size_t)np * sizeof *rq);
+    for (int64_t c = 0; c < np; c++) {
+        char *at = (char *)fl_tensor_data(t) + (size_t)c * h->piece;
+        int rc = MPI_Irecv(at, (int)piece_len(h->nbytes, h->piece, c), MPI_BYTE, src, data_tag, MPI_COMM_WORLD, &rq[c]);
+        if (rc != MPI_SUCCESS) {
+            drop_reqs(rq, c);
+            free(rq);
+            return mpi_err(e, rc, "posting a receive");
+        }
+    }
+    *out = rq;
+    return FL_OK;
+}
+
+/* Waits for the n requests in order (with `adv`, prefetched answers move on meanwhile); after
+ * an error the ones not complete are withdrawn, so none stays posted either way. */
+static FlStatus wait_all(FlMpi *m, MPI_Request *rq, int64_t n, int src, const char *what, bool adv, FlErr *e) {
+    for (int64_t c = 0; c < n; c++)
+        if (wait_req_adv(m, &rq[c], NULL, src, what, adv, e) != FL_OK) {
+            drop_reqs(rq + c, n - c);
+            return FL_ERROR;
+        }
+    return FL_OK;
 }
 
 /* payload_tensor, then every piece received (all posted at once, so they arrive back to back). */
@@ -588,24 +614,11 @@ static FlStatus take_payload(FlMpi *m, const Hdr *h, const char *name, const cha
     int64_t np;
     if (payload_tensor(m, h, name, payload, src, false, out, &np, e) != FL_OK) return FL_ERROR;
     if (np == 0) return FL_OK;
-    MPI_Request *rq = fl_xmalloc((size_t)np * sizeof *rq);
     char what[NAME_MAX_LEN + 32];
     snprintf(what, sizeof what, "receiving '%s'", name);
-    FlStatus st = FL_OK;
-    int64_t posted = 0;
-    for (; posted < np; posted++) {
-        int rc = recv_piece(h, out, posted, src, data_tag, &rq[posted]);
-        if (rc != MPI_SUCCESS) {
-            st = mpi_err(e, rc, what);
-            break;
-        }
-    }
-    int64_t c = 0;
-    for (; st == FL_OK && c < posted; c++) st = wait_req(m, &rq[c], NULL, src, what, e);
-    for (; c < posted; c++) { /* after an error: drop the rest */
-        MPI_Cancel(&rq[c]);
-        MPI_Request_free(&rq[c]);
-    }
+    MPI_Request *rq = NULL;
+    FlStatus st = recv_pieces(h, out, np, src, data_tag, &rq, e);
+    if (st == FL_OK) st = wait_all(m, rq, np, src, what, false, e);
     free(rq);
     if (st != FL_OK) fl_tensor_fini(out);
     return st;
@@ -656,8 +669,7 @@ static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *
         return mpi_err(e, rc, "posting a receive");
     }
     if (post(m, src, TAG_HDR, K_GET, 0, name, NULL, NULL, f->tag, e) != FL_OK) {
-        MPI_Cancel(&f->req);
-        MPI_Request_free(&f->req);
+        drop_reqs(&f->req, 1);
         free(f->buf);
         return FL_ERROR;
     }
@@ -677,18 +689,10 @@ static void early(FlMpi *m, Fetch *f) {
         strcmp(name2, f->name) != 0 || (h.flags & (F_INLINE | F_ZERO)) || h.nbytes == 0)
         return;
     if (payload_tensor(m, &h, f->name, payload, f->src, false, &f->t, &np, &ignored) != FL_OK || np == 0) return;
-    f->preq = fl_xmalloc((size_t)np * sizeof *f->preq);
-    for (int64_t c = 0; c < np; c++)
-        if (recv_piece(&h, &f->t, c, f->src, f->tag + 1, &f->preq[c]) != MPI_SUCCESS) {
-            for (int64_t k = 0; k < c; k++) { /* leave it all to the claim */
-                MPI_Cancel(&f->preq[k]);
-                MPI_Request_free(&f->preq[k]);
-            }
-            free(f->preq);
-            f->preq = NULL;
-            fl_tensor_fini(&f->t);
-            return;
-        }
+    if (recv_pieces(&h, &f->t, np, f->src, f->tag + 1, &f->preq, &ignored) != FL_OK) {
+        fl_tensor_fini(&f->t); /* left to the claim */
+        return;
+    }
     f->np = np;
 }
 
@@ -713,7 +717,6 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
     FlStatus rc = FL_ERROR;
     char what[NAME_MAX_LEN + 64], name2[NAME_MAX_LEN + 1];
     snprintf(what, sizeof what, "receiving '%s'", f->name);
-    int64_t c = 0;
     if (!f->in) {
         MPI_Status st;
         if (wait_req_adv(m, &f->req, &st, f->src, what, true, e) != FL_OK) goto done;
@@ -721,8 +724,9 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
         MPI_Get_count(&st, MPI_BYTE, &f->count);
     }
     if (f->np > 0) { /* its pieces are on their way already */
-        for (; c < f->np; c++)
-            if (wait_req_adv(m, &f->preq[c], NULL, f->src, what, true, e) != FL_OK) goto done;
+        FlStatus st = wait_all(m, f->preq, f->np, f->src, what, true, e);
+        f->np = 0; /* nothing of them is posted any more */
+        if (st != FL_OK) goto done;
         fl_tensor_fini(out);
         *out = f->t;
         f->t = (FlTensor)FL_TENSOR_INIT;
@@ -747,14 +751,7 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
     *out = t;
     rc = FL_OK;
 done:
-    for (; c < f->np; c++) { /* after an error: drop the rest */
-        MPI_Cancel(&f->preq[c]);
-        MPI_Request_free(&f->preq[c]);
-    }
-    free(f->preq);
-    fl_tensor_fini(&f->t);
-    free(f->buf);
-    free(f->name);
+    fetch_free(f);
     return rc;
 }
 
@@ -841,24 +838,25 @@ static FlStatus exchange(FlMpi *m, const char *snd, size_t sb, int to, char *rcv
     for (size_t so = 0, ro = 0; so < sb || ro < rb;) {
         MPI_Request r[MAXR];
         int nr = 0;
-        for (; so < sb && nr < MAXR / 2; so += RED_SEG) {
+        int rc = MPI_SUCCESS;
+        for (; rc == MPI_SUCCESS && so < sb && nr < MAXR / 2; so += RED_SEG) {
             size_t len = sb - so < RED_SEG ? sb - so : RED_SEG;
-            MPI_TRY(MPI_Isend(snd + so, (int)len, MPI_BYTE, to, TAG_RING, m->role_comm, &r[nr++]), "allreduce");
+            if ((rc = MPI_Isend(snd + so, (int)len, MPI_BYTE, to, TAG_RING, m->role_comm, &r[nr])) == MPI_SUCCESS) nr++;
         }
-        for (int k = 0; ro < rb && k < MAXR / 2; k++, ro += RED_SEG) {
+        int ns = nr; /* r[0, ns) are sends */
+        for (int k = 0; rc == MPI_SUCCESS && ro < rb && k < MAXR / 2; k++, ro += RED_SEG) {
             size_t len = rb - ro < RED_SEG ? rb - ro : RED_SEG;
-            MPI_TRY(MPI_Irecv(rcv + ro, (int)len, MPI_BYTE, from, TAG_RING, m->role_comm, &r[nr++]), "allreduce");
+            if ((rc = MPI_Irecv(rcv + ro, (int)len, MPI_BYTE, from, TAG_RING, m->role_comm, &r[nr])) == MPI_SUCCESS) nr++;
         }
-        for (int k = 0; k < nr; k++) {
-            int peer = m->trainer_rank[k < nr / 2 ? to : from];
-            if (wait_req(m, &r[k], NULL, peer, "reducing the gradients", e) != FL_OK) {
-                for (int j = k + 1; j < nr; j++) {
-                    MPI_Cancel(&r[j]);
-                    MPI_Request_free(&r[j]);
-                }
+        if (rc != MPI_SUCCESS) {
+            drop_reqs(r, nr);
+            return mpi_err(e, rc, "allreduce");
+        }
+        for (int k = 0; k < nr; k++)
+            if (wait_req(m, &r[k], NULL, m->trainer_rank[k < ns ? to : from], "reducing the gradients", e) != FL_OK) {
+                drop_reqs(r + k, nr - k);
                 return FL_ERROR;
             }
-        }
     }
     return FL_OK;
 }
@@ -1056,9 +1054,8 @@ typedef struct SBlock {
     FlDistUpdate *upd;
     char *meanbuf;      /* one piece of the averaged gradient (made on first use) */
     bool plain;         /* the mean is trainer 0's gradient as received (T = 1, weight 1, no scale) */
-    FlDType dt;         /* the gradient's dtype, elements and bytes */
+    FlDType dt;         /* the gradient's dtype and elements */
     int64_t n;
-    size_t nbytes;
     int64_t pieces, applied;
 } SBlock;
 
@@ -1333,7 +1330,7 @@ static FlStatus stream_replies(Server *s, size_t k, FlErr *e) {
         if (q->block != k || q->step > b->step) continue;
         if (q->sent < 0) {
             if (!fl_dist_update_tensor(b->upd, q->var, &q->t)) continue;
-            if (fl_tensor_nbytes(&q->t) != b->nbytes) { /* not the pieces applied */
+            if (fl_tensor_numel(&q->t) != b->n || q->t.dtype != b->dt) { /* not the pieces applied */
                 fl_tensor_fini(&q->t);
                 continue;
             }
@@ -1366,7 +1363,6 @@ static FlStatus stream_begin(Server *s, size_t k, FlErr *e) {
     const FlTensor *x0 = &g->got[0]; /* its shape (a ring trainer's whole tensor is never filled) */
     b->dt = x0->dtype;
     b->n = fl_tensor_numel(x0);
-    b->nbytes = fl_tensor_nbytes(x0);
     b->plain = mean_is_plain(s, g);
     if (!b->plain && !b->meanbuf) b->meanbuf = fl_xmalloc(m->piece);
     double t0 = now();
@@ -1378,7 +1374,7 @@ static FlStatus stream_begin(Server *s, size_t k, FlErr *e) {
                     "gradient's shape", k, g->name);
     if (st != FL_OK) return st;
     b->streaming = 1;
-    b->pieces = npieces(b->nbytes, m->piece);
+    b->pieces = npieces(fl_tensor_nbytes(x0), m->piece);
     b->applied = 0;
     return FL_OK;
 }
@@ -1757,10 +1753,7 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
     }
     for (size_t i = 0; i < s.recvs.len; i++) { /* after an error: drop what is still coming */
         SRecv *r = s.recvs.data[i];
-        for (int64_t c = r->done; c < r->posted; c++) {
-            MPI_Cancel(&r->req[c % RECV_WINDOW]);
-            MPI_Request_free(&r->req[c % RECV_WINDOW]);
-        }
+        for (int64_t c = r->done; c < r->posted; c++) drop_reqs(&r->req[c % RECV_WINDOW], 1);
         fl_tensor_fini(&r->x);
         free(r);
     }
