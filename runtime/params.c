@@ -43,7 +43,7 @@ static void rm_dir(const char *dir) {
     fl_buf_free(&path);
 }
 
-FlStatus fl_params_write(const char *dir, const char *const *names, const FlTensor *ts, size_t n, FlErr *err) {
+FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) {
     FlBuf tmp = {0}, path = {0}, manifest = {0}, file = {0};
     FlStatus st = FL_ERROR;
     fl_buf_printf(&tmp, "%s.tmp.%d", dir, (int)getpid());
@@ -52,9 +52,9 @@ FlStatus fl_params_write(const char *dir, const char *const *names, const FlTens
         fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&tmp), strerror(errno));
         goto fail;
     }
-    for (size_t i = 0; i < n; i++) {
-        const char *name = names[i];
-        const FlTensor *t = &ts[i];
+    for (size_t i = 0; i < v->len; i++) {
+        const char *name = v->data[i].name;
+        const FlTensor *t = &v->data[i].t;
         if (!safe_name(name)) {
             fl_err(err, "--save: var name '%s' cannot be a file name", name);
             goto fail;
@@ -98,23 +98,29 @@ fail:
     return st;
 }
 
-FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
+FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTensors *out, FlErr *err) {
     VarList vars = {0};
     persistables(p, &vars);
-    const char **names = fl_xcalloc(vars.len + 1, sizeof *names);
-    FlTensor *ts = fl_xcalloc(vars.len + 1, sizeof *ts);
     FlStatus st = FL_OK;
-    size_t n = 0;
-    for (; n < vars.len && st == FL_OK; n++) {
-        names[n] = vars.data[n]->name;
-        ts[n] = (FlTensor)FL_TENSOR_INIT;
-        st = fl_scope_get_tensor(scope, names[n], &ts[n], err);
+    for (size_t i = 0; i < vars.len && st == FL_OK; i++) {
+        FlNamedTensor nt = {vars.data[i]->name, FL_TENSOR_INIT};
+        st = fl_scope_get_tensor(scope, nt.name, &nt.t, err);
+        FL_VEC_PUSH(out, nt);
     }
-    if (st == FL_OK) st = fl_params_write(dir, names, ts, n, err);
-    for (size_t i = 0; i < n; i++) fl_tensor_fini(&ts[i]);
-    free(ts);
-    free(names);
     FL_VEC_FREE(&vars);
+    return st;
+}
+
+void fl_params_free(FlNamedTensors *v) {
+    for (size_t i = 0; i < v->len; i++) fl_tensor_fini(&v->data[i].t);
+    FL_VEC_FREE(v);
+}
+
+FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
+    FlNamedTensors v = {0};
+    FlStatus st = fl_params_collect(p, scope, &v, err);
+    if (st == FL_OK) st = fl_params_write(dir, &v, err);
+    fl_params_free(&v);
     return st;
 }
 

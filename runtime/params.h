@@ -22,10 +22,19 @@
 FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
 
-/* The pieces of both, for jobs whose saved vars are spread over processes (flrun's MPI jobs):
- * writes n named tensors as a saved directory (atomically, as fl_params_save does); reads one
- * var's saved value into *out (released first), checked against v's dtype and shape. */
-FlStatus fl_params_write(const char *dir, const char *const *names, const FlTensor *ts, size_t n, FlErr *err) FL_WARN_UNUSED;
+/* The pieces of both, for jobs whose saved vars are spread over processes (flrun's MPI jobs). */
+typedef struct FlNamedTensor {
+    const char *name; /* borrowed */
+    FlTensor t;       /* owned by the list */
+} FlNamedTensor;
+typedef FL_VEC(FlNamedTensor) FlNamedTensors;
+/* Appends the program's persistable vars (names borrowed from p) with their tensors in scope.
+ * Errors: a var without a value (the list keeps what it has; free it either way). */
+FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTensors *out, FlErr *err) FL_WARN_UNUSED;
+void fl_params_free(FlNamedTensors *v); /* releases the tensors and the list */
+/* Writes the list as a saved directory (atomically, as fl_params_save does). */
+FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) FL_WARN_UNUSED;
+/* One var's saved value into *out (released first), checked against v's dtype and shape. */
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;
 
 #endif

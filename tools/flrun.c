@@ -624,14 +624,7 @@ static void group_goroutines(const char *list, FlBuf *out) {
 
 /* ---- checkpoints of a plan's job: the local program's persistable vars, whole ---- */
 
-/* A var of a checkpoint being assembled. */
-typedef struct Ckpt {
-    const char *name;
-    FlTensor t;
-} Ckpt;
-typedef FL_VEC(Ckpt) CkptVec;
-
-static Ckpt *ckpt_find(CkptVec *v, const char *name) {
+static FlNamedTensor *ckpt_find(FlNamedTensors *v, const char *name) {
     for (size_t i = 0; i < v->len; i++)
         if (!strcmp(v->data[i].name, name)) return &v->data[i];
     return NULL;
@@ -653,17 +646,9 @@ static FlStatus put_rows(FlTensor *dst, const FlTensor *x, int64_t row0, int64_t
  * state, asked for by name (a recv from each pserver) and put together into the local program's
  * vars, written as one directory that a local run loads as well as a job of any P and T. */
 static FlStatus save_plan(Run *r, FlErr *e) {
-    CkptVec v = {0};
+    FlNamedTensors v = {0};
     FlDist *d = fl_mpi_dist(r->mpi);
-    FlStatus st = FL_OK;
-    const FlBlock *b0 = fl_ir_block(r->bundle->main, 0);
-    for (size_t i = 0; i < b0->vars.len && st == FL_OK; i++) {
-        const FlVarDesc *vd = b0->vars.data[i];
-        if (!vd->persistable || vd->kind != FL_VAR_DENSE) continue;
-        Ckpt c = {vd->name, FL_TENSOR_INIT};
-        st = fl_scope_get_tensor(r->scope, vd->name, &c.t, e);
-        FL_VEC_PUSH(&v, c);
-    }
+    FlStatus st = fl_params_collect(r->prog, r->scope, &v, e);
     size_t own = v.len; /* the trainer's own: not asked for */
     for (size_t k = 0; k < r->plan->roles.len && st == FL_OK; k++) {
         const FlBundle *ps = r->plan->roles.data[k];
@@ -671,10 +656,12 @@ static FlStatus save_plan(Run *r, FlErr *e) {
         FlPlanVar *pv;
         size_t n = fl_transpile_pserver_vars(ps, &pv);
         for (size_t i = 0; i < n && st == FL_OK; i++) {
-            Ckpt *c = ckpt_find(&v, pv[i].full->name);
-            if (c && c < v.data + own) continue;
+            /* a var the trainer has, or a whole copy already in (the transpiler copies a var
+             * whole to every block that needs it, or cuts it into rows, never both) */
+            FlNamedTensor *c = ckpt_find(&v, pv[i].full->name);
+            if (c && (c < v.data + own || pv[i].rows < 0)) continue;
             if (!c) {
-                Ckpt nc = {pv[i].full->name, FL_TENSOR_INIT};
+                FlNamedTensor nc = {pv[i].full->name, FL_TENSOR_INIT};
                 st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
                 FL_VEC_PUSH(&v, nc);
                 c = &v.data[v.len - 1];
@@ -686,17 +673,8 @@ static FlStatus save_plan(Run *r, FlErr *e) {
         }
         free(pv);
     }
-    const char **names = fl_xcalloc(v.len + 1, sizeof *names);
-    FlTensor *ts = fl_xcalloc(v.len + 1, sizeof *ts);
-    for (size_t i = 0; i < v.len; i++) {
-        names[i] = v.data[i].name;
-        ts[i] = v.data[i].t;
-    }
-    if (st == FL_OK) st = fl_params_write(r->o->save, names, ts, v.len, e);
-    for (size_t i = 0; i < v.len; i++) fl_tensor_fini(&v.data[i].t);
-    free(names);
-    free(ts);
-    FL_VEC_FREE(&v);
+    if (st == FL_OK) st = fl_params_write(r->o->save, &v, e);
+    fl_params_free(&v);
     return st;
 }
 
