@@ -1269,29 +1269,32 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
 size_t fl_transpile_pserver_vars(const FlBundle *pserver, FlPlanVar **out) {
     *out = NULL;
     const FlBlock *m0 = fl_ir_block(pserver->main, 0), *s0 = fl_ir_block(pserver->startup, 0);
+    FlMap last; /* var -> index + 1 of its last writer in the startup; keys borrowed */
+    fl_map_init(&last);
+    for (size_t j = 0; j < s0->ops.len; j++)
+        put_args_as(&last, s0->ops.data[j]->outs.data, s0->ops.data[j]->outs.len, (void *)(uintptr_t)(j + 1));
     FL_VEC(FlPlanVar) r = {0};
     for (size_t i = 0; i < m0->vars.len; i++) {
         const FlVarDesc *v = m0->vars.data[i];
-        if (!v->persistable || v->kind != FL_VAR_DENSE) continue;
-        FlPlanVar pv = {.var = v->name, .full = NULL, .row0 = 0, .rows = -1};
-        for (size_t j = s0->ops.len; j-- > 0 && !pv.full;) { /* its last writer */
-            const FlOpDesc *op = s0->ops.data[j];
-            const FlSlot *o = op->outs.len ? &op->outs.data[0] : NULL;
-            for (size_t k = 0; o && k < o->nargs && !pv.full; k++) {
-                if (strcmp(o->args[k], v->name) != 0) continue;
-                bool split = !strcmp(op->type, "split"), assign = !strcmp(op->type, "assign");
-                const char *src = (split || assign) && op->ins.len && op->ins.data[0].nargs ? op->ins.data[0].args[0] : NULL;
-                const FlAttr *sec = split ? fl_ir_op_attr(op, "sections") : NULL;
-                if (split && (!sec || sec->n != o->nargs)) src = NULL; /* not the transpiler's split */
-                pv.full = fl_ir_var_find(s0, src ? src : v->name);
-                if (sec && src) {
-                    for (size_t q = 0; q < k; q++) pv.row0 += sec->ints[q];
-                    pv.rows = sec->ints[k];
-                }
+        uintptr_t w = (uintptr_t)fl_map_find_str(&last, v->name);
+        if (!v->persistable || v->kind != FL_VAR_DENSE || !w) continue;
+        const FlOpDesc *op = s0->ops.data[w - 1];
+        const FlSlot *o = &op->outs.data[0], *x = op->ins.len ? &op->ins.data[0] : NULL;
+        bool split = !strcmp(op->type, "split"), assign = !strcmp(op->type, "assign");
+        const FlAttr *sec = split ? fl_ir_op_attr(op, "sections") : NULL;
+        /* a cut (the transpiler's split: one section per output) or a whole copy of its input */
+        const char *src = ((split && sec && sec->n == o->nargs) || assign) && x && x->nargs ? x->args[0] : v->name;
+        FlPlanVar pv = {.var = v->name, .full = fl_ir_var_find(s0, src), .row0 = 0, .rows = -1};
+        for (size_t k = 0; sec && src != v->name && k < o->nargs; k++) {
+            if (!strcmp(o->args[k], v->name)) {
+                pv.rows = sec->ints[k];
+                break;
             }
+            pv.row0 += sec->ints[k];
         }
         if (pv.full) FL_VEC_PUSH(&r, pv);
     }
+    fl_map_fini(&last);
     *out = r.data;
     return r.len;
 }

@@ -154,13 +154,16 @@ FL_CONTROL_ADAPTER(send_barrier, NULL, run_send_barrier);
 FL_CONTROL_ADAPTER(fetch_barrier, NULL, run_fetch_barrier);
 
 /* ---- allreduce: X* -> Out* ---- */
+static FlStatus prep_allreduce(ExecOp *op, FlErr *e) {
+    int nx = op->in_off[1] - op->in_off[0], no = op->out_off[1] - op->out_off[0];
+    return nx == no ? FL_OK : fl_err(e, "%d inputs X but %d outputs Out (one per input)", nx, no);
+}
+
 static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
     if (!d->allreduce) return fl_exec_op_error(rc, op, "this transport has no allreduce");
     int n = op->in_off[1] - op->in_off[0];
-    if (n != op->out_off[1] - op->out_off[0])
-        return fl_exec_op_error(rc, op, "%d inputs X but %d outputs Out (one per input)", n, op->out_off[1] - op->out_off[0]);
     const char **names = fl_xcalloc((size_t)n + 1, sizeof *names);
     FlTensor *in = fl_xcalloc((size_t)n + 1, sizeof *in), *out = fl_xcalloc((size_t)n + 1, sizeof *out);
     FlStatus st = FL_OK;
@@ -185,7 +188,7 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     free(out);
     return st;
 }
-FL_CONTROL_ADAPTER(allreduce, NULL, run_allreduce);
+FL_CONTROL_ADAPTER(allreduce, prep_allreduce, run_allreduce);
 
 /* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block} ---- */
 typedef struct GradEntry {
