@@ -105,9 +105,9 @@ static void report(FlDiag *d, FlSpan sp, const char *kind, const char *fmt, va_l
     fl_buf_putc(&d->out, '\n');
 }
 
-static bool printing(const FlDiag *d) { return d->max_errors <= 0 || d->nerrors <= d->max_errors; }
+static bool room(const FlDiag *d) { return d->max_errors <= 0 || d->nshown < d->max_errors; }
 
-/* Whether the error (sp, message) was reported before; remembers it otherwise. */
+/* Whether the error (sp, message) was printed before; remembers it otherwise. */
 static bool repeated(FlDiag *d, FlSpan sp, const char *fmt, va_list ap) {
     FlBuf key = {0};
     fl_buf_printf(&key, "%u:%u:%u:", sp.file, sp.start, sp.end);
@@ -123,22 +123,21 @@ static bool repeated(FlDiag *d, FlSpan sp, const char *fmt, va_list ap) {
 }
 
 void fl_diag_error(FlDiag *d, FlSpan sp, const char *fmt, ...) {
+    d->nerrors++;
     va_list ap;
     va_start(ap, fmt);
-    d->dropping = repeated(d, sp, fmt, ap);
+    d->dropping = !room(d) || repeated(d, sp, fmt, ap);
     va_end(ap);
     if (d->dropping) return;
-    d->nerrors++;
-    if (!printing(d)) return;
+    d->nshown++;
     va_start(ap, fmt);
     report(d, sp, "error", fmt, ap);
     va_end(ap);
 }
 
-/* A note belongs to the last error: it is dropped with it once max_errors is passed, or when
- * the error was a repeat. */
+/* A note belongs to the last error: it is printed when that error was. */
 void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) {
-    if (!printing(d) || d->dropping) return;
+    if (d->dropping) return;
     va_list ap;
     va_start(ap, fmt);
     report(d, sp, "note", fmt, ap);
@@ -146,9 +145,10 @@ void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) {
 }
 
 void fl_diag_error_plain(FlDiag *d, const char *fmt, ...) {
-    d->dropping = false;
     d->nerrors++;
-    if (!printing(d)) return;
+    d->dropping = !room(d);
+    if (d->dropping) return;
+    d->nshown++;
     va_list ap;
     va_start(ap, fmt);
     fl_buf_puts(&d->out, "flc: error: ");

@@ -52,16 +52,16 @@ static inline FlSpan fl_span_join(FlSpan a, FlSpan b) {
 }
 
 /* Diagnostics: recorded as they come, printed into `out` (the caller decides where it goes).
- * After max_errors errors (default 20) further errors are counted but not printed. An error
- * identical to one already reported (same place, same message: an error inside a compile-time
- * loop meets it once per iteration) is reported once, its notes with it. */
+ * Every error counts (nerrors); after max_errors printed ones (default 20) the rest are not
+ * printed, nor is an error identical to one printed already (same place, same message: an
+ * error inside a compile-time loop meets it once per iteration); a note goes with its error. */
 typedef struct FlDiag {
     const FlSources *sources;
     FlBuf out;
-    int nerrors;
+    int nerrors, nshown;
     int max_errors;
-    FL_VEC(char *) seen; /* "file:start:end:message" of the errors reported */
-    bool dropping;       /* the last error was a repeat: drop its notes */
+    FL_VEC(char *) seen; /* "file:start:end:message" of the errors printed */
+    bool dropping;       /* the last error was not printed: neither are its notes */
 } FlDiag;
 
 void fl_diag_init(FlDiag *d, const FlSources *s);
