@@ -24,6 +24,8 @@
  *   DONE   trainer -> pserver: the trainer has finished; a pserver returns when all T have
  * Messages of one sender are posted under one lock, so MPI's non-overtaking rule pairs every
  * header with its payload even when several threads of a trainer send at once.
+ * Allreduce jobs (no pservers): the FlDist allreduce packs a step's gradients and runs a ring over
+ * the trainers' communicator (raw chunks, no headers), one reduction at a time per process.
  *
  * Waiting: every wait is a non-blocking request polled with a short spin, then yields and short
  * sleeps, so no rank sits forever in a blocking MPI call; a peer that stays silent for the
