@@ -23,9 +23,10 @@
 
 #include "base/base.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/rules.h"
 
-#define FL_GRAD_SUFFIX "@GRAD"
-#define FL_BACKWARD_EMPTY "@EMPTY@" /* a gradient output slot position nobody needs */
+#define FL_GRAD_SUFFIX FL_RULE_GRAD_SUFFIX
+#define FL_BACKWARD_EMPTY FL_RULE_EMPTY /* a gradient output slot position nobody needs */
 
 typedef struct FlParamGrad {
     char *param, *grad;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 
 typedef struct Shape {
@@ -96,7 +97,7 @@ static FlStatus in_opt(Ctx *c, const char *slot, FlVarDesc **v) {
     return name ? lookup(c, "input", slot, name, v) : FL_OK;
 }
 
-static bool skip_arg(const char *name) { return !*name || strcmp(name, "@EMPTY@") == 0; }
+static bool skip_arg(const char *name) { return fl_rule_is_empty(name); }
 
 /* Sets every var of output slot `slot` (absent slot: nothing to do). */
 static FlStatus set_out(Ctx *c, const char *slot, FlDType t, const Shape *s) {
@@ -887,16 +888,15 @@ static FlStatus infer_list_index(Ctx *c) {
 static FlStatus infer_grad(Ctx *c) {
     for (size_t i = 0; i < c->op->outs.len; i++) {
         FlSlot *gs = &c->op->outs.data[i];
-        size_t len = strlen(gs->name);
-        if (len <= 5 || strcmp(gs->name + len - 5, "@GRAD") != 0)
+        size_t len = strlen(gs->name), sl = sizeof FL_RULE_GRAD_SUFFIX - 1;
+        if (!fl_rule_is_grad(gs->name))
             return fl_err(c->e, "%s: output slot '%s' is not a gradient", c->t, gs->name);
         char fwd[64];
-        snprintf(fwd, sizeof fwd, "%.*s", (int)(len - 5), gs->name);
+        snprintf(fwd, sizeof fwd, "%.*s", (int)(len - sl), gs->name);
         FlSlot *fs = fl_ir_op_input(c->op, fwd);
         if (!fs) {
             for (size_t k = 0; k < c->op->ins.len && !fs; k++) {
-                size_t l = strlen(c->op->ins.data[k].name);
-                if (l > 5 && strcmp(c->op->ins.data[k].name + l - 5, "@GRAD") == 0)
+                if (fl_rule_is_grad(c->op->ins.data[k].name))
                     fs = &c->op->ins.data[k];
             }
         }

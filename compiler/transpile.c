@@ -21,11 +21,11 @@
 #include <string.h>
 
 #include "compiler/infer.h"
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "compiler/verify.h"
 
 #define MAX_ROLES 4096 /* P and T each: far beyond what an MPI job on these machines holds */
-#define EMPTY_ARG "@EMPTY@"
 
 typedef enum StateKind {
     ST_SLICE,     /* the parameter's shape: cut like it */
@@ -79,11 +79,11 @@ typedef struct Tp {
 /* ---- names and messages ---- */
 
 static const char *block_name(Tp *tp, const char *base, bool sliced, size_t k) {
-    return sliced ? fl_arena_printf(&tp->arena, "%s.block%zu", base, k) : base;
+    return sliced ? fl_rule_block_name(&tp->arena, base, (int64_t)k) : base;
 }
 
 static const char *trainer_name(Tp *tp, const char *grad, int64_t t) {
-    return fl_arena_printf(&tp->arena, "%s.trainer_%lld", grad, (long long)t);
+    return fl_rule_trainer_name(&tp->arena, grad, t);
 }
 
 /* "path:line:col: " for an op's loc, or "" when it has none. */
@@ -93,7 +93,7 @@ static const char *where(Tp *tp, FlLoc l) {
                            l.line, l.col);
 }
 
-static bool skip_arg(const char *n) { return !n || !*n || strcmp(n, EMPTY_ARG) == 0; }
+static bool skip_arg(const char *n) { return fl_rule_is_empty(n); }
 
 static unsigned op_flags(const FlOpDesc *op) {
     const FlOpInfo *info = fl_ops_find(op->type);
@@ -437,18 +437,13 @@ static FlStatus cut(Tp *tp) {
             if (__builtin_mul_overflow(numel, pr->var->shape[d], &numel))
                 return fl_err(tp->e, "%sthe parameter '%s' is too large (shape %s)",
                               where(tp, pr->opt->loc), pr->name, shape_str(tp, pr->var));
-        int64_t pieces = numel / tp->minb;
-        if (pieces > tp->P) pieces = tp->P;
-        if (pieces > dim0) pieces = dim0;
-        if (pieces < 1) pieces = 1;
+        int64_t pieces = fl_rule_block_count(dim0, numel, tp->P, tp->minb);
         pr->sliced = pieces > 1;
-        int64_t base = dim0 / pieces, extra = dim0 % pieces, row0 = 0;
         for (int64_t k = 0; k < pieces; k++) {
             Piece pc = {.param = block_name(tp, pr->name, pr->sliced, (size_t)k),
                         .grad = block_name(tp, pr->grad, pr->sliced, (size_t)k),
-                        .row0 = row0,
-                        .rows = base + (k < extra)};
-            row0 += pc.rows;
+                        .row0 = fl_rule_block_row0(dim0, pieces, k),
+                        .rows = fl_rule_block_rows(dim0, pieces, k)};
             if (tp->dispatch == FL_TRANSPILE_HASH)
                 pc.server = (int64_t)(fl_hash_bytes(pc.param, strlen(pc.param)) %
                                       (uint64_t)tp->P);
@@ -493,7 +488,7 @@ static FlVarDesc *ensure(FlBlock *b, const char *name, const FlVarDesc *like) {
 
 static void push_op(FlBlock *b, FlOpDesc *op) { FL_VEC_PUSH(&b->ops, op); }
 
-/* A split of X along dim 0 into the given pieces; outputs not wanted are EMPTY_ARG. */
+/* A split of X along dim 0 into the given pieces; outputs not wanted are FL_RULE_EMPTY. */
 static FlOpDesc *split_op(FlBlock *b, size_t *pos, const char *x, const Param *pr,
                           const char *const *outs, FlLoc loc) {
     FlOpDesc *op = pos ? fl_ir_op_insert(b, (*pos)++, "split") : fl_ir_op_append(b, "split");
@@ -937,7 +932,7 @@ static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
         const Param *pr = ne->pr;
         const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
         for (size_t k = 0; k < pr->pieces.len; k++) {
-            outs[k] = EMPTY_ARG;
+            outs[k] = FL_RULE_EMPTY;
             if (pr->pieces.data[k].server != s) continue;
             outs[k] = block_name(tp, ne->src, true, k);
             const FlVarDesc *bl = fl_ir_var_find(pm0, outs[k]);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 
 #define MARK ((void *)1)
@@ -41,7 +42,7 @@ static void issue(Vf *v, FlLoc loc, const char *fmt, ...) {
     v->count++;
 }
 
-static bool skip_name(const char *n) { return !*n || strcmp(n, "@EMPTY@") == 0; }
+static bool skip_name(const char *n) { return fl_rule_is_empty(n); }
 
 static FlBlock *blk(const Vf *v, int64_t idx) {
     return idx >= 0 && (uint64_t)idx < v->p->blocks.len ? v->p->blocks.data[idx] : NULL;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "lang/eval_impl.h"
 
@@ -855,20 +856,18 @@ static bool var_list(Ctx *c, FlValue *x, const char *what, FlSpan sp, FlValue **
     return true;
 }
 
-/* The DESIGN's block rule: pieces = min(pservers, numel / min_block_size), at least 1; whole
- * rows per block. Writes the rows of each block; returns the count. */
-static int block_rows(const FlVarDesc *d, int64_t pservers, int64_t min_block, int64_t *rows) {
+/* The block rule (compiler/ir/rules.h) on a var's declared shape (unknown dims count as 1).
+ * Returns the rows of each block (from c's arena) and their count in *n. */
+static int64_t *block_rows(Ctx *c, const FlVarDesc *d, int64_t pservers, int64_t min_block, size_t *n) {
     int64_t numel = 1;
-    for (int i = 0; i < d->ndim; i++) numel *= d->shape[i] > 0 ? d->shape[i] : 1;
+    for (int i = 0; i < d->ndim; i++)
+        if (d->shape[i] > 0 && __builtin_mul_overflow(numel, d->shape[i], &numel)) numel = INT64_MAX;
     int64_t dim0 = d->ndim > 0 && d->shape[0] > 0 ? d->shape[0] : 1;
-    int64_t pieces = numel / (min_block > 0 ? min_block : 1);
-    if (pieces > pservers) pieces = pservers;
-    if (pieces > dim0) pieces = dim0;
-    if (pieces < 1) pieces = 1;
-    if (pieces > 64) pieces = 64;
-    /* as even as possible, earlier blocks taking the extra row (the transpiler's rule) */
-    for (int64_t k = 0; k < pieces; k++) rows[k] = dim0 / pieces + (k < dim0 % pieces ? 1 : 0);
-    return (int)pieces;
+    int64_t pieces = fl_rule_block_count(dim0, numel, pservers, min_block > 0 ? min_block : 1);
+    int64_t *rows = fl_arena_alloc(&c->arena, fl_mul_size((size_t)pieces, sizeof *rows));
+    for (int64_t k = 0; k < pieces; k++) rows[k] = fl_rule_block_rows(dim0, pieces, k);
+    *n = (size_t)pieces;
+    return rows;
 }
 
 static FlValue *c_dist_split(Ctx *c, FlValue *self, CallArgs *a) {
@@ -886,16 +885,16 @@ static FlValue *c_dist_split(Ctx *c, FlValue *self, CallArgs *a) {
         FlVarDesc *pd = fl_ev_var_desc(c, ps->list.items[i]);
         FlVarDesc *gd = fl_ev_var_desc(c, gs->list.items[i]);
         if (!pd || !gd) return fl_ev_error(c, a->span, "split(): a var is not visible here");
-        int64_t rows[64];
-        int n = block_rows(pd, pservers, minb, rows);
+        size_t n;
+        int64_t *rows = block_rows(c, pd, pservers, minb, &n);
         FlOpDesc *op = fl_ev_op_raw(c, b, "split", a->span);
         fl_ir_op_add_input(op, "X", gs->list.items[i]->var.name);
         fl_ir_op_add_output_slot(op, "Out");
         fl_ir_op_set_int(op, "axis", 0);
-        fl_ir_op_set_ints(op, "sections", rows, (size_t)n);
-        for (int k = 0; k < n; k++) {
-            const char *pn = fl_arena_printf(&c->arena, "%s.block%d", ps->list.items[i]->var.name, k);
-            const char *gn = fl_arena_printf(&c->arena, "%s.block%d", gs->list.items[i]->var.name, k);
+        fl_ir_op_set_ints(op, "sections", rows, n);
+        for (size_t k = 0; k < n; k++) {
+            const char *pn = fl_rule_block_name(&c->arena, ps->list.items[i]->var.name, (int64_t)k);
+            const char *gn = fl_rule_block_name(&c->arena, gs->list.items[i]->var.name, (int64_t)k);
             FlVarDesc *g = fl_ev_new_var(c, b, gn, a->span);
             FlVarDesc *p = fl_ev_new_var(c, b, pn, a->span);
             if (!g || !p) return fl_ev_error(c, a->span, "split(): the parameter '%s' was split already", ps->list.items[i]->var.name);
@@ -916,9 +915,9 @@ static FlValue *c_dist_split(Ctx *c, FlValue *self, CallArgs *a) {
         fl_ir_op_add_input(pop, "X", ps->list.items[i]->var.name);
         fl_ir_op_add_output_slot(pop, "Out");
         fl_ir_op_set_int(pop, "axis", 0);
-        fl_ir_op_set_ints(pop, "sections", rows, (size_t)n);
-        for (int k = 0; k < n; k++)
-            fl_ir_op_add_output(pop, "Out", fl_arena_printf(&c->arena, "%s.block%d", ps->list.items[i]->var.name, k));
+        fl_ir_op_set_ints(pop, "sections", rows, n);
+        for (size_t k = 0; k < n; k++)
+            fl_ir_op_add_output(pop, "Out", fl_rule_block_name(&c->arena, ps->list.items[i]->var.name, (int64_t)k));
         if (!fl_ev_infer(c, b, pop, a->span)) return c->error;
     }
     FlValue *r = fl_v_record(c, "SplitResult");
@@ -964,8 +963,14 @@ static FlValue *c_split_to_chan(Ctx *c, FlValue *self, CallArgs *a) {
     fl_ir_op_add_input_slot(op, "X");
     for (size_t i = 0; i < xs->list.len; i++) fl_ir_op_add_input(op, "X", xs->list.items[i]->var.name);
     fl_ir_op_add_input(op, "Channel", v[1]->var.name);
-    if (v[2] && v[2]->kind == VK_INT) fl_ir_op_set_int(op, "pservers", v[2]->i);
-    if (v[3] && v[3]->kind == VK_INT) fl_ir_op_set_int(op, "min_block_size", v[3]->i);
+    int64_t pservers = 1, minb = FL_RULE_MIN_BLOCK_SIZE;
+    if (v[2] && !want_int(c, v[2], "pservers", a->span, &pservers)) return c->error;
+    if (v[3] && !want_int(c, v[3], "min_block_size", a->span, &minb)) return c->error;
+    if (pservers < 1 || minb < 1)
+        return fl_ev_error(c, a->span, "split_to_chan() needs pservers >= 1 and min_block_size >= 1, found %lld and %lld",
+                           (long long)pservers, (long long)minb);
+    fl_ir_op_set_int(op, "pservers", pservers);
+    fl_ir_op_set_int(op, "min_block_size", minb);
     if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
     return c->none;
 }

@@ -24,6 +24,7 @@
 
 #include "compiler/backward.h"
 #include "compiler/infer.h"
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "compiler/verify.h"
 
@@ -2616,7 +2617,7 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         FL_VEC(const char *) g2b = {0};
         FlSlot *xs = fl_ir_op_input(op, "X");
         for (size_t i = 0; xs && i < xs->nargs; i++)
-            if (strstr(xs->args[i], "@GRAD"))
+            if (fl_rule_has_grad(xs->args[i]))
                 FL_VEC_PUSH(&g2b, fl_arena_printf(&c->arena, "%s:%d", xs->args[i], sub->idx));
         fl_ir_op_set_strings(op, "grad_to_block", g2b.data, g2b.len);
         FL_VEC_FREE(&g2b);

@@ -20,12 +20,13 @@
 
 #include <stdatomic.h>
 
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "runtime/core/exec.h"
 #include "runtime/core/pool.h"
 #include "runtime/kernels/kernels.h"
 
-#define FL_EMPTY_ARG "@EMPTY@" /* compiler/backward.h's FL_BACKWARD_EMPTY */
+#define FL_EMPTY_ARG FL_RULE_EMPTY
 
 typedef struct PBlock PBlock;
 typedef struct ExecOp ExecOp;

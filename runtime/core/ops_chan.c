@@ -523,19 +523,6 @@ FL_CONTROL_ADAPTER(select, prep_select, run_select);
 
 /* ---------------------------------------------------------------- CSP blocks */
 
-/* The transpiler's rule (lang/builtins.c block_rows): min(pservers, numel / min_block_size, rows,
- * 64) blocks, at least one, of whole rows, earlier blocks taking the extra row. */
-static int block_rows(const FlTensor *t, int64_t pservers, int64_t min_block, int64_t *rows) {
-    int64_t numel = fl_tensor_numel(t);
-    int64_t dim0 = t->ndim > 0 ? t->ne[0] : 1;
-    int64_t pieces = numel / (min_block > 0 ? min_block : 1);
-    if (pieces > pservers) pieces = pservers;
-    if (pieces > dim0) pieces = dim0;
-    if (pieces < 1) pieces = 1;
-    if (pieces > 64) pieces = 64;
-    for (int64_t k = 0; k < pieces; k++) rows[k] = dim0 / pieces + (k < dim0 % pieces ? 1 : 0);
-    return (int)pieces;
-}
 
 static FlStatus push_blocks(GoCtx *g) {
     FlStatus st = FL_OK;
@@ -572,23 +559,25 @@ static FlStatus run_split(RunCtx *rc, const ExecOp *op, FlScope *s) {
             st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
             break;
         }
-        int64_t rows[64], ne[FL_MAX_DIMS], row_elems = 1;
-        int nb = block_rows(&t, op->a.i[1], op->a.i[0], rows);
+        int64_t ne[FL_MAX_DIMS], row_elems = 1, dim0 = t.ndim > 0 ? t.ne[0] : 1;
+        /* the block rule (compiler/ir/rules.h), as the transpiler cuts a parameter */
+        int64_t nb = fl_rule_block_count(dim0, fl_tensor_numel(&t), op->a.i[1], op->a.i[0] > 0 ? op->a.i[0] : 1);
         for (int d = 1; d < t.ndim; d++) row_elems *= t.ne[d];
         memcpy(ne, t.ne, sizeof ne);
         int64_t off = 0;
-        for (int k = 0; k < nb && st == FL_OK; k++) {
+        for (int64_t k = 0; k < nb && st == FL_OK; k++) {
             ChanItem it = {.t = FL_TENSOR_INIT};
             FlErr e;
+            int64_t rows = fl_rule_block_rows(dim0, nb, k);
             if (t.ndim == 0) fl_tensor_ref(&it.t, &t);
             else {
-                ne[0] = rows[k];
+                ne[0] = rows;
                 if (fl_tensor_view(&e, &it.t, &t, off * row_elems, t.ndim, ne) != FL_OK)
-                    st = fl_exec_op_error(rc, op, "block %d of '%s': %s", k, a->name, e.msg);
+                    st = fl_exec_op_error(rc, op, "block %lld of '%s': %s", (long long)k, a->name, e.msg);
             }
-            off += rows[k];
+            off += rows;
             FlBuf b = {0};
-            fl_buf_printf(&b, "%s.block%d", a->name, k);
+            fl_rule_put_block_name(&b, a->name, k);
             it.tag = fl_xstrdup(fl_buf_str(&b));
             fl_buf_free(&b);
             FL_VEC_PUSH(&items, it);
@@ -637,18 +626,16 @@ static FlStatus run_concat(RunCtx *rc, const ExecOp *op, FlScope *s) {
             break;
         }
         if (!ok) break;
-        char *dot = it.tag ? strstr(it.tag, ".block") : NULL;
-        for (char *p = dot; p; p = strstr(p + 1, ".block")) dot = p; /* the last one */
-        char *end = NULL;
-        long k = dot ? strtol(dot + 6, &end, 10) : -1;
-        if (!dot || end == dot + 6 || *end || k < 0) {
+        int64_t k = -1;
+        size_t base = it.tag ? fl_rule_block_base_len(it.tag, &k) : 0;
+        if (!base) {
             st = fl_exec_op_error(rc, op, "received a value that is not a parameter block (tag '%s')",
                                   it.tag ? it.tag : "");
             item_drop(&it, NULL);
             break;
         }
-        *dot = 0;
-        FL_VEC_PUSH(&bl, ((Block){.base = it.tag, .k = k, .t = it.t}));
+        it.tag[base] = 0;
+        FL_VEC_PUSH(&bl, ((Block){.base = it.tag, .k = (long)k, .t = it.t}));
     }
     fl_chan_release(c);
     if (bl.len > 1) qsort(bl.data, bl.len, sizeof *bl.data, cmp_block);

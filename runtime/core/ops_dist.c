@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "runtime/core/dist.h"
+#include "compiler/ir/rules.h"
 #include "runtime/core/exec_impl.h"
 
 void fl_dist_attach(FlScope *root, FlDist *d) { fl_var_set_object(fl_scope_var(root, FL_DIST_VAR), d, NULL); }
@@ -301,10 +302,12 @@ FlVar *fl_dist_server_var(FlDistServer *s, const char *name) {
 }
 
 /* "G.trainer_t" */
-static bool is_trainer_copy(const char *arg, const char *grad, size_t gl, int t) {
-    char suf[32];
-    snprintf(suf, sizeof suf, ".trainer_%d", t);
-    return !strncmp(arg, grad, gl) && !strcmp(arg + gl, suf);
+static bool is_trainer_copy(const char *arg, const char *grad, int t) {
+    FlBuf b = {0};
+    fl_rule_put_trainer_name(&b, grad, t);
+    bool same = strcmp(arg, fl_buf_str(&b)) == 0;
+    fl_buf_free(&b);
+    return same;
 }
 
 bool fl_dist_server_find_mean(FlDistServer *s, size_t k, const char *grad, int n, FlDistMean *out) {
@@ -312,19 +315,18 @@ bool fl_dist_server_find_mean(FlDistServer *s, size_t k, const char *grad, int n
     const PBlock *pb = s->blocks[k];
     if (pb->nops < 2 || n < 1) return false;
     const ExecOp *sum = &pb->ops[0], *sc = &pb->ops[1];
-    size_t gl = strlen(grad);
     if (strcmp(sum->desc->type, "sum") != 0 || sum->nin != n || sum->nout != 1 || strcmp(sc->desc->type, "scale") != 0 ||
         sc->nin != 1 || sc->nout != 1)
         return false;
     for (int t = 0; t < n; t++)
-        if (!is_trainer_copy(sum->args[t].name, grad, gl, t)) return false;
+        if (!is_trainer_copy(sum->args[t].name, grad, t)) return false;
     if (strcmp(sum->args[sum->nin].name, grad) != 0 || strcmp(sc->args[0].name, grad) != 0 ||
         strcmp(sc->args[1].name, grad) != 0)
         return false;
     for (size_t j = 2; j < pb->nops; j++) { /* nobody else reads the per-trainer copies */
         const ExecOp *o = &pb->ops[j];
         for (int i = 0; i < o->nin + o->nout; i++)
-            if (!strncmp(o->args[i].name, grad, gl) && !strncmp(o->args[i].name + gl, ".trainer_", 9)) return false;
+            if (fl_rule_is_trainer_copy(o->args[i].name, grad)) return false;
     }
     FlVar *v = fl_dist_server_var(s, grad);
     if (!v) return false;

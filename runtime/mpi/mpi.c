@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "runtime/mpi/mpi.h"
+#include "compiler/ir/rules.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -1091,13 +1092,7 @@ typedef struct Server {
 } Server;
 
 /* "W@GRAD.block3" -> length of "W@GRAD", or 0 when the name has no .blockK suffix. */
-static size_t strip_block(const char *name) {
-    const char *dot = strrchr(name, '.');
-    if (!dot || strncmp(dot, ".block", 6) != 0 || !dot[6]) return 0;
-    for (const char *p = dot + 6; *p; p++)
-        if (*p < '0' || *p > '9') return 0;
-    return (size_t)(dot - name);
-}
+static size_t strip_block(const char *name) { return fl_rule_block_base_len(name, NULL); }
 
 static long find_grad(Server *s, const char *name) {
     SGrad *g = fl_map_find_str(&s->grads, name);
@@ -1702,11 +1697,11 @@ static FlStatus p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         g->acc = (FlTensor)FL_TENSOR_INIT;
         g->have = fl_xcalloc((size_t)m->T, sizeof(bool));
         s.b[g->block].need += (size_t)m->T;
-        snprintf(vn, sizeof vn, "%s.trainer_0", g->name);
+        snprintf(vn, sizeof vn, "%s" FL_RULE_TRAINER_INFIX "0", g->name);
         if (fl_dist_server_sync(srv) && fl_dist_server_var(srv, vn)) {
             g->per_trainer = fl_xcalloc((size_t)m->T, sizeof *g->per_trainer);
             for (int t = 0; t < m->T && st == FL_OK; t++) {
-                snprintf(vn, sizeof vn, "%s.trainer_%d", g->name, t);
+                snprintf(vn, sizeof vn, "%s" FL_RULE_TRAINER_INFIX "%d", g->name, t);
                 g->per_trainer[t] = fl_dist_server_var(srv, vn);
                 if (!g->per_trainer[t])
                     st = fl_err(e, "the pserver program has no '%s': it was transpiled for fewer trainers than the job's %d", vn, m->T);

@@ -543,6 +543,22 @@ static void test_runtime_break_continue(void) {
                   "        u = u + 1\n"
                   "layers.Print(s, message='s')\nlayers.Print(u, message='u')\n",
               "s=512 u=9");
+    /* split_to_chan cuts by the one block rule, with no cap on the count (it had one of 64) */
+    check_run(HDR "w = layers.fill_constant(shape=[200, 2], dtype='float32', value=1.0)\n"
+                  "ch = fluid.make_chan(dtype='float32', capacity=200)\n"
+                  "layers.split_to_chan(w, ch, pservers=100, min_block_size=1)\n" I64("n", 0)
+                  "for v in ch:\n"
+                  "    n = n + 1\n"
+                  "layers.Print(n, message='n')\n",
+              "n=100");
+    check_error(HDR "w = layers.fill_constant(shape=[4], dtype='float32', value=1.0)\n"
+                    "ch = fluid.make_chan(dtype='float32', capacity=4)\n"
+                    "layers.split_to_chan(w, ch, pservers='2')\n",
+                "pservers");
+    check_error(HDR "w = layers.fill_constant(shape=[4], dtype='float32', value=1.0)\n"
+                    "ch = fluid.make_chan(dtype='float32', capacity=4)\n"
+                    "layers.split_to_chan(w, ch, pservers=0)\n",
+                "needs pservers >= 1");
     /* for over a channel */
     check_run(HDR "ch = fluid.make_chan(dtype='int64', capacity=10)\n"
                   "for k in range(8):\n"
