@@ -18,13 +18,21 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 MODEL=tests/mpi/digits_mlp.fl
 
-run_mpi() { timeout 120 mpirun --allow-run-as-root --oversubscribe "$@"; }
+# FL_TEST_JOB marks this test's ranks (-x exports it to them), so rank_pid never picks a rank of
+# another job running at the same time (ctest -j, another checkout's tests).
+FL_TEST_JOB=$TMP
+export FL_TEST_JOB
+run_mpi() { timeout 120 mpirun --allow-run-as-root --oversubscribe -x FL_TEST_JOB "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 now() { date +%s.%N; }
-# The pid of the flrun process that is MPI rank $1 of the running job.
+# The pid of the flrun process that is MPI rank $1 of this test's running job.
 rank_pid() {
     for p in $(pgrep -x flrun); do
-        if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then echo $p; return; fi
+        env=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null) || continue
+        if echo "$env" | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$env" | grep -qxF "FL_TEST_JOB=$TMP"; then
+            echo $p
+            return
+        fi
     done
 }
 
