@@ -3,13 +3,19 @@
 #   scripts/test.sh                 normal build in build/
 #   FL_SANITIZE=address scripts/test.sh   ASan+UBSan build in build-address/
 #   FL_SANITIZE=thread scripts/test.sh    TSan build in build-thread/ (concurrency tests, no MPI jobs)
+#   FL_BUILD_TYPE=Release (default RelWithDebInfo), CC=clang: another build type or compiler, in
+#                         build-<type>[-clang]/ when not the default
+#   FL_WERROR=ON          warnings are errors (CI and development; a user's build never stops on one)
 # Extra arguments go to ctest (e.g. -L lang).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/setup.sh
 san=${FL_SANITIZE:-}
+type=${FL_BUILD_TYPE:-RelWithDebInfo}
 dir=build${san:+-$san}
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFL_SANITIZE="$san" >/dev/null
+[ "$type" != RelWithDebInfo ] && dir=$dir-$(echo "$type" | tr A-Z a-z)
+case "${CC:-}" in *clang*) dir=$dir-clang ;; esac
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DFL_SANITIZE="$san" -DFL_WERROR="${FL_WERROR:-OFF}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir"
 if [ "$san" = thread ]; then
