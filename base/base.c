@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void fl_panic(const char *file, int line, const char *fmt, ...) {
     va_list ap;
@@ -271,17 +273,22 @@ char *fl_read_file(const char *path, size_t *len, FlErr *e) {
 
 FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e) {
     FlBuf tmp = {0};
-    fl_buf_printf(&tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp.data, "wb");
-    if (!f) {
+    fl_buf_printf(&tmp, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp.data); /* a name nobody else has: never someone's own file */
+    if (fd < 0) {
         fl_err(e, "cannot write '%s': %s", path, strerror(errno));
         fl_buf_free(&tmp);
         return FL_ERROR;
     }
-    bool ok = fwrite(data, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
+    mode_t mask = umask(0);
+    umask(mask);
+    bool ok = fchmod(fd, 0666 & ~mask) == 0;
+    FILE *f = ok ? fdopen(fd, "wb") : NULL;
+    if (!f) close(fd);
+    ok = f && fwrite(data, 1, len, f) == len;
+    ok = (f && fclose(f) == 0) && ok;
     if (!ok || rename(tmp.data, path) != 0) {
-        fl_err(e, "cannot write '%s': %s", path, strerror(errno));
+        fl_err(e, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         remove(tmp.data);
         fl_buf_free(&tmp);
         return FL_ERROR;

@@ -104,7 +104,9 @@ void *fl_map_find_str(const FlMap *m, const char *key);
 void fl_map_put(FlMap *m, const char *key, size_t klen, void *val); /* insert or replace */
 void fl_map_put_str(FlMap *m, const char *key, void *val);
 bool fl_map_remove(FlMap *m, const char *key, size_t klen);
-uint64_t fl_hash_bytes(const void *p, size_t n); /* FNV-1a, 64 bit; stable across runs */
+/* FNV-1a's scheme with 64-bit prime 1099511628211 and offset 1469598103934665603 (not FNV's
+ * standard offset basis; kept, since plans place blocks by it); stable across runs and versions. */
+uint64_t fl_hash_bytes(const void *p, size_t n);
 /* Iteration: for (size_t i = 0; i < m->cap; i++) if (fl_map_slot_live(m, i)) ... */
 bool fl_map_slot_live(const FlMap *m, size_t i);
 
@@ -142,7 +144,8 @@ FlStatus fl_err(FlErr *e, const char *fmt, ...) FL_PRINTF(2, 3);
 /* Reads a whole file; returns NULL and sets e on failure. *len receives the size. The result is
  * NUL-terminated and owned by the caller (free). */
 char *fl_read_file(const char *path, size_t *len, FlErr *e) FL_WARN_UNUSED;
-/* Writes a whole file atomically (to path.tmp, then rename), so that nothing is left half-way. */
+/* Writes a whole file atomically (to a new temporary file beside it, "path.tmp.XXXXXX", then
+ * rename), so that nothing is left half-way and no other file is touched. */
 FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e) FL_WARN_UNUSED;
 
 #endif
