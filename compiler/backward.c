@@ -294,7 +294,7 @@ static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t n
     FlStatus st = FL_ERROR;
     for (size_t i = 0; i < end; i++) {
         const FlOpDesc *op = b0->ops.data[i];
-        const FlOpInfo *info = fl_ops_find(op->type);
+        const FlOpInfo *info = fl_ops_of(op);
         need_in[i] = any_arg(w, op->ins.data, op->ins.len, false);
         if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
         for (size_t s = 0; s < op->outs.len; s++)
@@ -307,7 +307,7 @@ static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t n
     state(w, loss)->reach = true;
     for (size_t i = end; i-- > 0;) {
         const FlOpDesc *op = b0->ops.data[i];
-        const FlOpInfo *info = fl_ops_find(op->type);
+        const FlOpInfo *info = fl_ops_of(op);
         if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
         if (!any_arg(w, op->outs.data, op->outs.len, true)) continue;
         if (!info || info->grad == FL_GRAD_NONE) {

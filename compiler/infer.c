@@ -920,7 +920,7 @@ static FlStatus infer_grad(Ctx *c) {
 
 FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     Ctx c = {.p = p, .b = b, .op = op, .e = e, .t = op->type};
-    c.info = fl_ops_find(op->type);
+    c.info = fl_ops_of(op);
     if (!c.info) return fl_err(e, "unknown op '%s'", op->type);
     if (c.info->is_grad) return infer_grad(&c);
     switch (c.info->id) {

@@ -3,7 +3,7 @@
  * On first use (pthread_once) every FL_OP line's spec strings are parsed into an FlOpInfo, and
  * the gradient ops are derived: for an FL_GRAD_DEFAULT op <id>, <id>_grad takes every forward
  * input, every forward output and "<Out>@GRAD" for each output, and makes "<X>@GRAD" for each
- * input (all optional); an FL_GRAD_CUSTOM op's gradient slots come from custom_grads[] below.
+ * input (all optional); an FL_GRAD_CUSTOM op's gradient slots come from its FL_GRAD_SLOTS line.
  * A gradient op has its forward op's attributes. Forward op i sits at table[i] (i == its
  * FlOpId); gradient ops follow in the order of their forward ops. Names map to entries through
  * one FlMap.
@@ -22,149 +22,57 @@ typedef struct Spec {
     const char *name, *ins, *outs, *attrs;
     FlGradKind grad;
     unsigned flags;
+    const char *desc;
 } Spec;
 
 static const Spec specs[] = {
-#define FL_OP(id, ins, outs, attrs, grad, flags) {#id, ins, outs, attrs, grad, flags},
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) {#id, ins, outs, attrs, grad, flags, desc},
 #include "compiler/ops.def"
 #undef FL_OP
 };
 static_assert(FL_ARRAY_LEN(specs) == FL_OPID_COUNT, "one spec per op");
 
-/* One line per op for the reference (docs/ops.md). */
-#define BROADCAST(out, expr) out " = " expr " with broadcasting."
-static const char *const descs[FL_OPID_COUNT] = {
-    [FL_OPID_fill_constant] = "Out = a tensor of the given shape and dtype filled with value.",
-    [FL_OPID_fill_zeros_like] = "Out = zeros with the shape and dtype of X.",
-    [FL_OPID_uniform_random] = "Out = uniform random numbers in [min, max) (seed 0: from the "
-                               "program's seed).",
-    [FL_OPID_gaussian_random] = "Out = normal random numbers with the given mean and std.",
-    [FL_OPID_assign] = "Out = a copy of X.",
-    [FL_OPID_cast] = "Out = X converted to out_dtype.",
-    [FL_OPID_lookup_table] = "Out = the rows of the table W picked by Ids (int64 [N, 1]); "
-                             "rows equal to padding_idx give zeros (the embedding layer).",
-    [FL_OPID_mul] = "Matrix product of X flattened to 2-D at x_num_col_dims and Y flattened at "
-                    "y_num_col_dims (the fully-connected layer's product).",
-    [FL_OPID_matmul] = "alpha * X @ Y with optional transposes; batched over leading dims, 1-D "
-                       "operands as vectors.",
-    [FL_OPID_elementwise_add] = BROADCAST("Out", "X + Y"),
-    [FL_OPID_elementwise_sub] = BROADCAST("Out", "X - Y"),
-    [FL_OPID_elementwise_mul] = BROADCAST("Out", "X * Y"),
-    [FL_OPID_elementwise_div] = BROADCAST("Out", "X / Y"),
-    [FL_OPID_elementwise_max] = BROADCAST("Out", "max(X, Y)"),
-    [FL_OPID_elementwise_min] = BROADCAST("Out", "min(X, Y)"),
-    [FL_OPID_elementwise_pow] = BROADCAST("Out", "X ** Y"),
-    [FL_OPID_elementwise_floordiv] = BROADCAST("Out", "X // Y"),
-    [FL_OPID_elementwise_mod] = BROADCAST("Out", "X % Y"),
-    [FL_OPID_relu] = "Out = max(X, 0).",
-    [FL_OPID_sigmoid] = "Out = 1 / (1 + exp(-X)).",
-    [FL_OPID_tanh] = "Out = tanh(X).",
-    [FL_OPID_exp] = "Out = exp(X).",
-    [FL_OPID_log] = "Out = natural log of X.",
-    [FL_OPID_sqrt] = "Out = square root of X.",
-    [FL_OPID_square] = "Out = X * X.",
-    [FL_OPID_abs] = "Out = |X|.",
-    [FL_OPID_scale] = "Out = scale * X + bias (or scale * (X + bias) when !bias_after_scale).",
-    [FL_OPID_softmax] = "Out = softmax of X along axis.",
-    [FL_OPID_cross_entropy] = "Y [N, 1] = -log of X's probability of Label (int64 class indices "
-                              "[N, 1]; soft_label: a distribution like X).",
-    [FL_OPID_mean] = "Out [1] = the mean of every element of X.",
-    [FL_OPID_reduce_sum] = "Out = the sum of X over dims (every dim when reduce_all).",
-    [FL_OPID_reduce_mean] = "Out = the mean of X over dims (every dim when reduce_all).",
-    [FL_OPID_sum] = "Out = the sum of the X (all of one shape).",
-    [FL_OPID_concat] = "Out = the X joined along axis.",
-    [FL_OPID_split] = "Splits X along axis into num equal parts or parts of the given sections.",
-    [FL_OPID_reshape] = "Out = X with a new shape (0 copies X's dim, one -1 is inferred).",
-    [FL_OPID_transpose] = "Out = X with its dims permuted by axis.",
-    [FL_OPID_argmax] = "Out (int64) = the index of the largest element along axis (the axis "
-                       "is removed).",
-    [FL_OPID_top_k] = "Out, Indices (int64) = the k largest elements of the last dim and their "
-                      "indices.",
-    [FL_OPID_accuracy] = "Accuracy [1] = the fraction of rows whose Label is among the top-k "
-                         "Indices; Correct and Total are the counts.",
-    [FL_OPID_conv2d] = "2-D convolution of Input (NCHW) with Filter (M, C/groups, kh, kw).",
-    [FL_OPID_pool2d] = "Max or average pooling of X (NCHW); global_pooling pools the whole "
-                       "image.",
-    [FL_OPID_batch_norm] = "Batch normalisation over the channel dim 1, updating the running "
-                           "Mean and Variance.",
-    [FL_OPID_dropout] = "Out = X with elements zeroed with probability dropout_prob (Mask "
-                        "records which); identity scaled when is_test.",
-    [FL_OPID_less_than] = BROADCAST("Out (bool)", "X < Y"),
-    [FL_OPID_less_equal] = BROADCAST("Out (bool)", "X <= Y"),
-    [FL_OPID_greater_than] = BROADCAST("Out (bool)", "X > Y"),
-    [FL_OPID_greater_equal] = BROADCAST("Out (bool)", "X >= Y"),
-    [FL_OPID_equal] = BROADCAST("Out (bool)", "X == Y"),
-    [FL_OPID_not_equal] = BROADCAST("Out (bool)", "X != Y"),
-    [FL_OPID_logical_and] = "Out = X and Y (bool).",
-    [FL_OPID_logical_or] = "Out = X or Y (bool).",
-    [FL_OPID_logical_not] = "Out = not X (bool).",
-    [FL_OPID_increment] = "Out = X + step (X has one element).",
-    [FL_OPID_Print] = "Prints In (with message, at most summarize elements, the first first_n "
-                      "times); Out = In.",
-    [FL_OPID_sgd] = "ParamOut = Param - LearningRate * Grad.",
-    [FL_OPID_momentum] = "Momentum update (Nesterov when use_nesterov).",
-    [FL_OPID_adam] = "Adam update of Param and its moments.",
-    [FL_OPID_conditional_block] = "Runs sub_block when Cond (a bool [1]) is true.",
-    [FL_OPID_while] = "Runs sub_block while Condition (recomputed by the block) is true.",
-    [FL_OPID_parallel_for] = "Runs n iterations of sub_block concurrently, index_var holding "
-                             "each one's index.",
-    [FL_OPID_go] = "Starts sub_block on its own goroutine in a child scope.",
-    [FL_OPID_list_index] = "Out = X[Index] of a compile-time list of vars.",
-    [FL_OPID_channel_create] = "Out = a new channel of dtype with capacity (0: unbuffered).",
-    [FL_OPID_channel_send] = "Sends X into Channel (blocks until received or buffered).",
-    [FL_OPID_channel_recv] = "Out = the next value received from Channel; Status false once it "
-                             "is closed and drained.",
-    [FL_OPID_channel_close] = "Closes Channel.",
-    [FL_OPID_select] = "Go's select over send, receive and default cases.",
-    [FL_OPID_split_to_chan] = "Splits each X into blocks, sends them into Channel, then closes "
-                              "it.",
-    [FL_OPID_chan_concat] = "Receives blocks from Channel until it is closed and concatenates "
-                            "them into Out.",
-    [FL_OPID_send] = "Sends each X to its parameter server.",
-    [FL_OPID_recv] = "Receives each Out from its parameter server.",
-    [FL_OPID_send_barrier] = "Waits until every trainer has sent this step's gradients.",
-    [FL_OPID_fetch_barrier] = "Waits until every trainer has fetched this step's parameters.",
-    [FL_OPID_listen_and_serv] = "The parameter server's loop: receives gradient blocks, runs "
-                                "the optimize blocks, serves parameter blocks.",
-    [FL_OPID_allreduce] = "Each Out = the row-weighted sum of X over the trainers (allreduce "
-                          "jobs).",
-};
-#undef BROADCAST
 
-/* The sections of ops.def, by their first op. */
-static const struct {
-    FlOpId first;
-    const char *title;
-} groups[] = {
-    {FL_OPID_fill_constant, "Constants, random, copies"},
-    {FL_OPID_lookup_table, "Linear algebra"},
-    {FL_OPID_elementwise_add,
-     "Elementwise binary (broadcasting: numpy rules when axis == -1, Paddle's otherwise)"},
-    {FL_OPID_relu, "Elementwise unary"},
-    {FL_OPID_softmax, "Reductions, losses, activations over an axis"},
-    {FL_OPID_concat, "Shape"},
-    {FL_OPID_argmax, "Classification helpers"},
-    {FL_OPID_conv2d, "Convolution, pooling, normalisation, dropout"},
-    {FL_OPID_less_than, "Comparisons and logic (bool outputs)"},
-    {FL_OPID_sgd, "Optimizers (not differentiable; they update persistable state in place)"},
-    {FL_OPID_conditional_block, "Control flow: sub-blocks"},
-    {FL_OPID_channel_create, "Channels"},
-    {FL_OPID_send, "Distributed (parameter server)"},
+/* ops.def in its order: an op (title NULL) or the FL_GROUP title of the ops that follow. */
+static const char *const sections[] = {
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) NULL,
+#define FL_GROUP(title) title,
+#include "compiler/ops.def"
+#undef FL_GROUP
+#undef FL_OP
 };
 
-/* The gradient slots of the FL_GRAD_CUSTOM ops ("S@GRAD" = the gradient of forward slot S). */
-static const struct {
-    FlOpId fwd;
+/* The gradient slots of the FL_GRAD_CUSTOM ops (FL_GRAD_SLOTS lines), by forward op. */
+typedef struct CustomGrad {
     const char *ins, *outs;
-} custom_grads[] = {
-    {FL_OPID_batch_norm, "X Scale Bias SavedMean SavedVariance Y@GRAD",
-     "X@GRAD? Scale@GRAD? Bias@GRAD?"},
-    {FL_OPID_dropout, "Mask Out@GRAD", "X@GRAD?"},
+} CustomGrad;
+static const CustomGrad custom_grads[FL_OPID_COUNT] = {
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc)
+#define FL_GRAD_SLOTS(id, ins, outs) [FL_OPID_##id] = {ins, outs},
+#include "compiler/ops.def"
+#undef FL_GRAD_SLOTS
+#undef FL_OP
 };
+
+/* Every FL_GRAD_CUSTOM op has an FL_GRAD_SLOTS line and only those have one, and every op has a
+ * description (a string literal: "" is caught by the table's build). */
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) +((grad == FL_GRAD_CUSTOM) ? 1 : 0)
+enum { NCUSTOM = 0
+#include "compiler/ops.def"
+};
+#undef FL_OP
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc)
+#define FL_GRAD_SLOTS(id, ins, outs) +1
+enum { NCUSTOM_SLOTS = 0
+#include "compiler/ops.def"
+};
+#undef FL_GRAD_SLOTS
+#undef FL_OP
+static_assert((int)NCUSTOM == (int)NCUSTOM_SLOTS, "every FL_GRAD_CUSTOM op needs its FL_GRAD_SLOTS line");
 
 const char *fl_ops_describe(FlOpId id) {
     FL_ASSERT((unsigned)id < FL_OPID_COUNT);
-    return descs[id] ? descs[id] : "(no description yet: add one to descs[] in compiler/ops.c)";
+    return specs[id].desc;
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -327,10 +235,10 @@ static void derive_grad(const FlOpInfo *fwd) {
             add_slot(g->outs, &g->nouts, grad_name(fwd->ins[i].name), fwd->ins[i].list, true);
         return;
     }
-    for (size_t k = 0; k < FL_ARRAY_LEN(custom_grads); k++) {
-        if (custom_grads[k].fwd != fwd->id) continue;
-        g->nins = parse_slots(custom_grads[k].ins, g->ins);
-        g->nouts = parse_slots(custom_grads[k].outs, g->outs);
+    const CustomGrad *cg = &custom_grads[fwd->id];
+    if (cg->ins) {
+        g->nins = parse_slots(cg->ins, g->ins);
+        g->nouts = parse_slots(cg->outs, g->outs);
         /* a slot keeps the list flag of the forward slot it comes from */
         for (int i = 0; i < g->nins; i++) {
             const char *nm = g->ins[i].name;
@@ -373,6 +281,28 @@ static void ensure(void) { FL_ASSERT(pthread_once(&once, init) == 0); }
 const FlOpInfo *fl_ops_find(const char *name) {
     ensure();
     return fl_map_find_str(&by_name, name);
+}
+
+const FlOpInfo *fl_ops_of(const FlOpDesc *op) {
+    ensure();
+    int *cache = (int *)&op->table_idx; /* logically const: a pure function of op->type */
+    int k = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (k == 0) {
+        const FlOpInfo *info = fl_map_find_str(&by_name, op->type);
+        k = info ? (int)(info - table) + 1 : -1;
+        __atomic_store_n(cache, k, __ATOMIC_RELAXED);
+    }
+    return k > 0 ? &table[k - 1] : NULL;
+}
+
+bool fl_ops_is(const FlOpDesc *op, FlOpId id) {
+    const FlOpInfo *info = fl_ops_of(op);
+    return info && !info->is_grad && info->id == id;
+}
+
+unsigned fl_ops_flags(const FlOpDesc *op) {
+    const FlOpInfo *info = fl_ops_of(op);
+    return info ? info->flags : 0;
 }
 
 const FlOpInfo *fl_ops_get(FlOpId id) {
@@ -449,7 +379,7 @@ static FlStatus check_slots(const FlOpDesc *op, const char *what, const FlSlot *
 }
 
 FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
-    const FlOpInfo *info = fl_ops_find(op->type);
+    const FlOpInfo *info = fl_ops_of(op);
     if (!info) return fl_err(e, "unknown op '%s'", op->type);
     if (check_slots(op, "input", op->ins.data, op->ins.len, info->ins, info->nins, e) ||
         check_slots(op, "output", op->outs.data, op->outs.len, info->outs, info->nouts, e))
@@ -469,7 +399,7 @@ FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
 }
 
 void fl_ops_fill_defaults(FlOpDesc *op) {
-    const FlOpInfo *info = fl_ops_find(op->type);
+    const FlOpInfo *info = fl_ops_of(op);
     if (!info) return;
     for (int k = 0; k < info->nattrs; k++) {
         const FlAttrInfo *ai = &info->attrs[k];
@@ -565,11 +495,12 @@ void fl_ops_markdown(FlBuf *out) {
                 "-1 for the\nunknown batch dimension. A `dtype` attribute is 0 float32, 1 float64, "
                 "2 int32, 3 int64 or\n4 bool. Gradient ops (`<op>_grad`) are listed at the "
                 "end.\n");
-    size_t g = 0;
-    for (size_t i = 0; i < FL_OPID_COUNT; i++) {
-        const FlOpInfo *o = &table[i];
-        if (g < FL_ARRAY_LEN(groups) && groups[g].first == o->id)
-            fl_buf_printf(out, "\n## %s\n", groups[g++].title);
+    for (size_t k = 0, i = 0; k < FL_ARRAY_LEN(sections); k++) {
+        if (sections[k]) {
+            fl_buf_printf(out, "\n## %s\n", sections[k]);
+            continue;
+        }
+        const FlOpInfo *o = &table[i++];
         fl_buf_printf(out, "\n### %s\n\n%s\n\n", o->name, fl_ops_describe(o->id));
         md_slots(out, "Inputs", o->ins, o->nins);
         md_slots(out, "Outputs", o->outs, o->nouts);

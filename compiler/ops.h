@@ -24,7 +24,7 @@ enum {
 };
 
 typedef enum FlOpId {
-#define FL_OP(id, ins, outs, attrs, grad, flags) FL_OPID_##id,
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) FL_OPID_##id,
 #include "compiler/ops.def"
 #undef FL_OP
     FL_OPID_COUNT
@@ -62,6 +62,14 @@ typedef struct FlOpInfo {
 
 /* By name ("mul", "mul_grad"); NULL if no such op. */
 const FlOpInfo *fl_ops_find(const char *name);
+/* The table entry of op's type (a forward or a gradient op); NULL when the table has none. The
+ * op carries the answer after the first call (one load then; any thread may call it). */
+const FlOpInfo *fl_ops_of(const FlOpDesc *op);
+/* op is the forward op `id` (not its gradient): how passes and the runtime classify ops, never
+ * by comparing type names. */
+bool fl_ops_is(const FlOpDesc *op, FlOpId id);
+/* The table's flags of op's type (0 when unknown). */
+unsigned fl_ops_flags(const FlOpDesc *op);
 /* The forward op with that id. */
 const FlOpInfo *fl_ops_get(FlOpId id);
 const FlSlotInfo *fl_ops_in_slot(const FlOpInfo *info, const char *slot);

@@ -95,10 +95,7 @@ static const char *where(Tp *tp, FlLoc l) {
 
 static bool skip_arg(const char *n) { return fl_rule_is_empty(n); }
 
-static unsigned op_flags(const FlOpDesc *op) {
-    const FlOpInfo *info = fl_ops_find(op->type);
-    return info ? info->flags : 0;
-}
+static unsigned op_flags(const FlOpDesc *op) { return fl_ops_flags(op); }
 
 static bool is_optimize(const FlOpDesc *op) { return (op_flags(op) & FL_OPF_OPTIMIZE) != 0; }
 
@@ -145,7 +142,7 @@ static FlStatus check_ops(Tp *tp) {
         const FlBlock *b = m->blocks.data[bi];
         for (size_t i = 0; i < b->ops.len; i++) {
             const FlOpDesc *op = b->ops.data[i];
-            if (!fl_ops_find(op->type))
+            if (!fl_ops_of(op))
                 return fl_err(tp->e, "%sunknown op '%s'", where(tp, op->loc), op->type);
             unsigned f = op_flags(op);
             if (f & FL_OPF_DIST)
@@ -857,7 +854,7 @@ fail:
 /* ---- pserver startup ---- */
 
 static bool is_random_seed0(const FlOpDesc *op) {
-    const FlOpInfo *info = fl_ops_find(op->type);
+    const FlOpInfo *info = fl_ops_of(op);
     return info && fl_ops_attr(info, "seed") && fl_ir_op_get_int(op, "seed", 0) == 0;
 }
 
@@ -1190,12 +1187,12 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
     for (size_t i = 0; i < b->ops.len; i++) {
         FlOpDesc *c = b->ops.data[i];
         const FlSlot *xs = fl_ir_op_input(c, "X");
-        if (strcmp(c->type, "concat") != 0 || !xs || !fl_ir_op_output1(c, "Out")) continue;
+        if (!fl_ops_is(c, FL_OPID_concat) || !xs || !fl_ir_op_output1(c, "Out")) continue;
         for (size_t x = 0; x < xs->nargs; x++) fl_map_put_str(&whole, xs->args[x], c);
     }
     for (size_t i = 0; i < b->ops.len; i++) {
         const FlOpDesc *op = b->ops.data[i];
-        if (strcmp(op->type, "recv") != 0) continue;
+        if (!fl_ops_is(op, FL_OPID_recv)) continue;
         const FlSlot *o = fl_ir_op_output(op, "Out");
         const FlAttr *ep = fl_ir_op_attr(op, "epmap");
         for (size_t k = 0; o && k < o->nargs; k++) {
@@ -1275,7 +1272,7 @@ size_t fl_transpile_pserver_vars(const FlBundle *pserver, FlPlanVar **out) {
         if (!v->persistable || v->kind != FL_VAR_DENSE || !w) continue;
         const FlOpDesc *op = s0->ops.data[w - 1];
         const FlSlot *o = &op->outs.data[0], *x = op->ins.len ? &op->ins.data[0] : NULL;
-        bool split = !strcmp(op->type, "split"), assign = !strcmp(op->type, "assign");
+        bool split = fl_ops_is(op, FL_OPID_split), assign = fl_ops_is(op, FL_OPID_assign);
         const FlAttr *sec = split ? fl_ir_op_attr(op, "sections") : NULL;
         /* a cut (the transpiler's split: one section per output) or a whole copy of its input */
         const char *src = ((split && sec && sec->n == o->nargs) || assign) && x && x->nargs ? x->args[0] : v->name;

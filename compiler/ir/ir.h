@@ -91,11 +91,13 @@ typedef struct FlSlot {
 } FlSlot;
 
 typedef struct FlOpDesc {
-    char *type;
+    char *type; /* set when the op is made, never changed */
     FL_VEC(FlSlot) ins;
     FL_VEC(FlSlot) outs;
     FL_VEC(FlAttr) attrs;
     FlLoc loc;
+    int table_idx; /* compiler/ops.h's cache (fl_ops_of): the type's op table entry + 1, 0 until
+                      looked up, -1 when the table has no such op; the IR layer never reads it */
 } FlOpDesc;
 
 typedef struct FlBlock {

@@ -24,7 +24,7 @@
 /* ---------------------------------------------------------------- adapter tables */
 
 static const FlAdapter *const fwd_adapters[FL_OPID_COUNT] = {
-#define FL_OP(id, ins, outs, attrs, grad, flags) [FL_OPID_##id] = &fl_adapter_##id,
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) [FL_OPID_##id] = &fl_adapter_##id,
 #include "compiler/ops.def"
 #undef FL_OP
 };
@@ -34,7 +34,7 @@ static const FlAdapter *const fwd_adapters[FL_OPID_COUNT] = {
 #define FL_GRAD_ADAPTER_REF_FL_GRAD_NONE(id) NULL
 #define FL_GRAD_ADAPTER_REF_FL_GRAD_STOP(id) NULL
 static const FlAdapter *const grad_adapters[FL_OPID_COUNT] = {
-#define FL_OP(id, ins, outs, attrs, grad, flags) [FL_OPID_##id] = FL_GRAD_ADAPTER_REF_##grad(id),
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) [FL_OPID_##id] = FL_GRAD_ADAPTER_REF_##grad(id),
 #include "compiler/ops.def"
 #undef FL_OP
 };

@@ -197,14 +197,14 @@ FlStatus fl_exec_attr_shape(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUS
 FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
 
 /* ---- the adapter tables ---- */
-#define FL_OP(id, ins, outs, attrs, grad, flags) extern const FlAdapter fl_adapter_##id;
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) extern const FlAdapter fl_adapter_##id;
 #include "compiler/ops.def"
 #undef FL_OP
 #define FL_GRAD_ADAPTER_DECL_FL_GRAD_DEFAULT(id) extern const FlAdapter fl_adapter_##id##_grad;
 #define FL_GRAD_ADAPTER_DECL_FL_GRAD_CUSTOM(id) extern const FlAdapter fl_adapter_##id##_grad;
 #define FL_GRAD_ADAPTER_DECL_FL_GRAD_NONE(id)
 #define FL_GRAD_ADAPTER_DECL_FL_GRAD_STOP(id)
-#define FL_OP(id, ins, outs, attrs, grad, flags) FL_GRAD_ADAPTER_DECL_##grad(id)
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) FL_GRAD_ADAPTER_DECL_##grad(id)
 #include "compiler/ops.def"
 #undef FL_OP
 

@@ -34,7 +34,7 @@ static void test_first_use_threads(void) {
 
 static void test_every_line(void) {
     static const char *const names[] = {
-#define FL_OP(id, ins, outs, attrs, grad, flags) #id,
+#define FL_OP(id, ins, outs, attrs, grad, flags, desc) #id,
 #include "compiler/ops.def"
 #undef FL_OP
     };
@@ -78,6 +78,29 @@ static void slots_are(const FlSlotInfo *s, int n, const char *expect) {
         if (s[i].optional) strcat(buf, "?");
     }
     CHECK_STR(buf, expect);
+}
+
+/* Ops are classified by the table entry they carry, not by their type names. */
+static void test_op_of(void) {
+    FlProgram *p = fl_ir_program_new();
+    FlBlock *b = fl_ir_block(p, 0);
+    FlOpDesc *mul = fl_ir_op_append(b, "mul"), *g = fl_ir_op_append(b, "mul_grad"),
+             *x = fl_ir_op_append(b, "no_such_op");
+    CU_ASSERT_EQUAL(mul->table_idx, 0); /* not looked up yet */
+    CU_ASSERT(fl_ops_is(mul, FL_OPID_mul));
+    CU_ASSERT(!fl_ops_is(mul, FL_OPID_matmul));
+    CU_ASSERT_PTR_EQUAL(fl_ops_of(mul), fl_ops_get(FL_OPID_mul));
+    CU_ASSERT(mul->table_idx > 0); /* carried now */
+    CU_ASSERT(fl_ops_of(g) && fl_ops_of(g)->is_grad && fl_ops_of(g)->id == FL_OPID_mul);
+    CU_ASSERT(!fl_ops_is(g, FL_OPID_mul));
+    CU_ASSERT_PTR_NULL(fl_ops_of(x));
+    CU_ASSERT_EQUAL(x->table_idx, -1);
+    CU_ASSERT_EQUAL(fl_ops_flags(x), 0);
+    CU_ASSERT_EQUAL(fl_ops_flags(mul), FL_OPF_LONG);
+    FlOpDesc *c = fl_ir_op_clone(mul);
+    CU_ASSERT(fl_ops_is(c, FL_OPID_mul));
+    fl_ir_op_free(c);
+    fl_ir_program_free(p);
 }
 
 static void test_slots(void) {
@@ -314,6 +337,7 @@ int main(void) {
         {"first use from threads", test_first_use_threads},
         {"every ops.def line", test_every_line},
         {"slots and derived gradient ops", test_slots},
+        {"ops carry their table entry", test_op_of},
         {"attributes and defaults", test_attrs},
         {"fl_ops_check", test_check},
         {"fl_ops_fill_defaults", test_fill_defaults},
