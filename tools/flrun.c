@@ -21,16 +21,18 @@
  * local run's figures on the global batch), evaluates the test set alone and prints progress;
  * --save and --predict run on trainer 0. A pserver runs its startup program and its main program
  * (listen_and_serv) once. Any error on any rank ends the whole job (fl_mpi_fail).
+ * The training driver (epochs, figures, trainer shares, evaluation, prediction) is the runtime
+ * module runtime/train/train.h; this file parses the arguments, sets up the MPI roles, checks
+ * and writes the outputs (log, checkpoints, predictions) and decides what to print. The plan
+ * checkpoints (save_plan, load_server) stay here: they need the transpiler's placement rule.
  * The tool sits on top of every layer; nothing includes it.
  */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
@@ -41,9 +43,9 @@
 #include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
 #include "runtime/core/scope.h"
-#include "runtime/data/data.h"
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
+#include "runtime/train/train.h"
 
 #define FLRUN_VERSION "0.1.0"
 
@@ -118,134 +120,7 @@ static bool parse_int(const char *s, int64_t min, int64_t *out) {
     return true;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---------------------------------------------------------------- data */
-
-typedef struct Data {
-    FlDataSource *src;    /* when train and test come from one split */
-    FlDataset *train, *test;
-    FlDataFeed *feeds;
-    size_t nfeeds;
-} Data;
-
-static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t *nfeeds) {
-    FlDataFeed *feeds = fl_xcalloc(r->feeds.len + 1, sizeof *feeds);
-    for (size_t i = 0; i < r->feeds.len; i++) {
-        const FlFeedCols *fc = &r->feeds.data[i];
-        feeds[i].name = fc->feed;
-        size_t *cols = fl_xcalloc(fc->ncols + 1, sizeof *cols);
-        for (size_t k = 0; k < fc->ncols; k++) cols[k] = (size_t)fc->cols[k];
-        feeds[i].cols = cols;
-        feeds[i].ncols = fc->ncols;
-        feeds[i].dtype = fc->dtype;
-        feeds[i].label = i + 1 == r->feeds.len && r->feeds.len > 1; /* the last feed is the label */
-        for (size_t k = 0; k < r->normalize.len; k++)
-            if (!strcmp(r->normalize.data[k], fc->feed)) feeds[i].normalize = true;
-        for (size_t k = 0; k < r->scale_feeds.len; k++)
-            if (!strcmp(r->scale_feeds.data[k], fc->feed)) {
-                feeds[i].has_scale = true;
-                feeds[i].scale = r->scale_factors.data[k];
-            }
-    }
-    FlDataSpec s = {0};
-    s.path = r->path;
-    s.skip_rows = (size_t)r->skip_rows;
-    s.sep = r->sep;
-    s.feeds = feeds;
-    s.nfeeds = r->feeds.len;
-    s.part = r->part == FL_PART_TRAIN ? FL_DATA_TRAIN : r->part == FL_PART_TEST ? FL_DATA_TEST : FL_DATA_ALL;
-    s.split_fraction = r->split_fraction;
-    s.split_seed = (uint64_t)r->split_seed;
-    *feeds_out = feeds;
-    *nfeeds = r->feeds.len;
-    return s;
-}
-
-static void free_feeds(FlDataFeed *feeds, size_t n) {
-    for (size_t i = 0; feeds && i < n; i++) free((void *)feeds[i].cols);
-    free(feeds);
-}
-
-static bool same_source(const FlReaderSpec *a, const FlReaderSpec *b) {
-    return a && b && !strcmp(a->path, b->path) && !strcmp(a->base_dir, b->base_dir) && a->skip_rows == b->skip_rows &&
-           a->sep == b->sep && a->has_split && b->has_split && a->split_fraction == b->split_fraction &&
-           a->split_seed == b->split_seed && a->part != b->part;
-}
-
-static FlStatus open_data(const FlRunSpec *rs, Data *d, FlErr *e) {
-    memset(d, 0, sizeof *d);
-    if (!rs->reader) return FL_OK;
-    FlDataSpec s = spec_of(rs->reader, &d->feeds, &d->nfeeds);
-    if (same_source(rs->reader, rs->test_reader)) {
-        /* one load, one split: the test part is normalised with the training part's statistics */
-        if (fl_data_source_load(&s, rs->reader->base_dir, &d->src, e) != FL_OK) return FL_ERROR;
-        FlDataset *a, *b;
-        if (fl_data_split(d->src, s.split_fraction, s.split_seed, &a, &b, e) != FL_OK) return FL_ERROR;
-        d->train = rs->reader->part == FL_PART_TEST ? b : a;
-        d->test = rs->reader->part == FL_PART_TEST ? a : b;
-        return FL_OK;
-    }
-    if (fl_data_open(&s, rs->reader->base_dir, &d->train, e) != FL_OK) return FL_ERROR;
-    if (rs->test_reader) {
-        FlDataFeed *tf;
-        size_t ntf;
-        FlDataSpec ts = spec_of(rs->test_reader, &tf, &ntf);
-        FlStatus st = fl_data_open(&ts, rs->test_reader->base_dir, &d->test, e);
-        free_feeds(tf, ntf);
-        if (st != FL_OK) return FL_ERROR;
-    }
-    return FL_OK;
-}
-
-static void close_data(Data *d) {
-    fl_data_free(d->train);
-    fl_data_free(d->test);
-    fl_data_source_free(d->src);
-    free_feeds(d->feeds, d->nfeeds);
-}
-
-/* The feeds of one batch (or one trainer's share) of an epoch. */
-static FlStatus make_feeds(const FlDataset *ds, const FlDataEpoch *ep, size_t batch, size_t rows, FlTensor *tensors,
-                           FlFeed *feeds, FlErr *e) {
-    size_t nf = fl_data_feed_count(ds);
-    for (size_t f = 0; f < nf; f++) {
-        int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
-        if (fl_tensor_alloc(e, &tensors[f], fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
-        fl_data_epoch_fill(ep, batch, 0, f, fl_tensor_data(&tensors[f]), fl_tensor_nbytes(&tensors[f]));
-        feeds[f].name = fl_data_feed_name(ds, f);
-        feeds[f].tensor = &tensors[f];
-    }
-    return FL_OK;
-}
-
-/* ---------------------------------------------------------------- figures */
-
-static double mean_of(const FlTensor *t) {
-    int64_t n = fl_tensor_numel(t);
-    if (n <= 0 || !fl_tensor_has_data(t)) return NAN;
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += fl_tensor_get(t, i);
-    return s / (double)n;
-}
-
-typedef struct Figures {
-    size_t n;       /* fetches */
-    double *sum;    /* row-weighted sums */
-    double rows;
-} Figures;
-
-static void fig_reset(Figures *f) {
-    memset(f->sum, 0, f->n * sizeof *f->sum);
-    f->rows = 0;
-}
-static double fig_mean(const Figures *f, size_t i) { return f->rows > 0 ? f->sum[i] / f->rows : NAN; }
-
-/* ---------------------------------------------------------------- run */
+/* ---------------------------------------------------------------- printing */
 
 typedef struct Run {
     Opts *o;
@@ -253,26 +128,28 @@ typedef struct Run {
     const FlBundle *bundle;
     FlExecutor *ex;
     FlScope *scope;
+    FlTrainer *tr;
     FILE *log;
-    size_t nfetch;
-    FlFetch *fetches;
-    size_t loss_idx; /* which fetch is the loss column of the log */
     bool tty;
-    FlMpi *mpi;      /* NULL: a local run */
+    FlMpi *mpi;         /* NULL: a local run */
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
-    int T, t;        /* trainers and this trainer's index (1, 0 locally) */
 } Run;
 
-static void log_row(Run *r, const char *phase, int64_t epoch, int64_t step, const double *v) {
-    if (!r->log) return;
+static FlStatus log_row(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
+    (void)e;
+    Run *r = ctx;
+    if (!r->log) return FL_OK;
+    size_t n = fl_train_fetch_count(r->tr), loss = fl_train_loss_index(r->tr);
     fprintf(r->log, "%s,%d,%lld,%lld,%.9g", phase, r->mpi ? fl_mpi_rank(r->mpi) : 0, (long long)epoch, (long long)step,
-            v[r->loss_idx]);
-    for (size_t i = 0; i < r->nfetch; i++)
-        if (i != r->loss_idx) fprintf(r->log, ",%.9g", v[i]);
+            v[loss]);
+    for (size_t i = 0; i < n; i++)
+        if (i != loss) fprintf(r->log, ",%.9g", v[i]);
     fputc('\n', r->log);
+    return FL_OK;
 }
 
-static void progress_bar(Run *r, int64_t epoch, int64_t epochs, size_t b, size_t nb, double loss) {
+static void progress_bar(void *ctx, int64_t epoch, int64_t epochs, size_t b, size_t nb, double loss) {
+    Run *r = ctx;
     if (!r->tty || r->o->quiet) return;
     int width = 30, done = nb ? (int)((double)(b + 1) * width / (double)nb) : width;
     fprintf(stdout, "\repoch %lld/%lld [", (long long)epoch, (long long)epochs);
@@ -281,255 +158,46 @@ static void progress_bar(Run *r, int64_t epoch, int64_t epochs, size_t b, size_t
     fflush(stdout);
 }
 
-static FlStatus evaluate(Run *r, const FlDataset *ds, size_t batch, Figures *fig, FlErr *e) {
-    fig_reset(fig);
-    FlDataEpoch *ep;
-    if (fl_data_epoch_new(ds, batch, 1, false, 0, 0, &ep, e) != FL_OK) return FL_ERROR;
-    size_t nf = fl_data_feed_count(ds);
-    FlTensor *tens = fl_xcalloc(nf, sizeof *tens);
-    FlFeed *feeds = fl_xcalloc(nf, sizeof *feeds);
-    FlStatus st = FL_OK;
-    for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
-        size_t rows = fl_data_epoch_batch_rows(ep, b);
-        for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-        st = make_feeds(ds, ep, b, rows, tens, feeds, e);
-        if (st == FL_OK) st = fl_executor_predict(r->ex, r->scope, feeds, nf, r->fetches, r->nfetch, e);
-        if (st == FL_OK) {
-            for (size_t i = 0; i < r->nfetch; i++) fig->sum[i] += mean_of(&r->fetches[i].tensor) * (double)rows;
-            fig->rows += (double)rows;
-        }
-        for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+static void progress_line(void *ctx, const FlTrainEpoch *ep) {
+    Run *r = ctx;
+    if (r->o->quiet) return;
+    size_t n = fl_train_fetch_count(r->tr);
+    if (r->tty) fputs("\r\033[K", stdout);
+    int64_t epochs = ep->epochs;
+    printf("epoch %*lld/%lld", epochs >= 100 ? 3 : epochs >= 10 ? 2 : 1, (long long)ep->epoch, (long long)epochs);
+    for (size_t i = 0; i < n; i++) printf("  %s %.5g", fl_train_fetch_name(r->tr, i), ep->train[i]);
+    if (ep->test) {
+        printf("  |  test");
+        for (size_t i = 0; i < n; i++) printf(" %s %.5g", fl_train_fetch_name(r->tr, i), ep->test[i]);
     }
-    free(tens);
-    free(feeds);
-    fl_data_epoch_free(ep);
-    return st;
+    printf("  |  %.0f samples/s\n", ep->seconds > 0 ? ep->rows / ep->seconds : 0.0);
+    fflush(stdout);
 }
 
-/* The feeds of trainer `tr`'s share of global batch b. An empty share (a partial last batch)
- * borrows the first row of trainer 0's share, so the step runs on valid shapes; its figures and
- * gradients then count with weight 0 (the transport sends zero gradients with rows 0). */
-static FlStatus share_feeds(const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr, FlTensor *tensors,
-                            FlFeed *feeds, FlErr *e) {
-    size_t rows = fl_data_epoch_share_rows(ep, b, tr), src = tr;
-    if (rows == 0) {
-        src = 0;
-        rows = fl_data_epoch_share_rows(ep, b, 0);
+static FlStatus train(Run *r, FlErr *e) {
+    FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed};
+    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line};
+    return fl_train_run(r->tr, &to, &h, e);
+}
+
+/* Regression prints each row's values; classification (an int64 label) the most probable class. */
+static FlStatus predict(Run *r, FlErr *e) {
+    FlTrainPredictInput *in;
+    if (fl_train_predict_open(r->tr, r->o->predict, r->o->predict_var, &in, e) != FL_OK) return FL_ERROR;
+    FlTrainPredictions p;
+    FlStatus st = fl_train_predict(r->tr, in, &p, e);
+    fl_train_predict_input_free(in);
+    if (st != FL_OK) return FL_ERROR;
+    for (size_t i = 0; i < p.rows; i++) {
+        if (p.classes) {
+            printf("%lld", (long long)p.class_of[i]);
+        } else {
+            for (size_t k = 0; k < p.width; k++) printf(k ? " %.6g" : "%.6g", p.values[i * p.width + k]);
+        }
+        putchar('\n');
     }
-    size_t nf = fl_data_feed_count(ds);
-    for (size_t f = 0; f < nf; f++) {
-        int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
-        if (fl_tensor_alloc(e, &tensors[f], fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
-        fl_data_epoch_fill(ep, b, src, f, fl_tensor_data(&tensors[f]), fl_tensor_nbytes(&tensors[f]));
-        if (src != tr) tensors[f].ne[0] = 1; /* the first row only */
-        feeds[f].name = fl_data_feed_name(ds, f);
-        feeds[f].tensor = &tensors[f];
-    }
+    fl_train_predictions_fini(&p);
     return FL_OK;
-}
-
-static FlStatus check_finite(const Run *r, int64_t epoch, int64_t step, const double *vals, FlErr *e) {
-    if (r->nfetch && !isfinite(vals[r->loss_idx]))
-        return fl_err(e, "epoch %lld, step %lld: the loss is %g; training diverged (try a smaller learning rate)",
-                      (long long)epoch, (long long)step, vals[r->loss_idx]);
-    return FL_OK;
-}
-
-/* MPI: trainer 0 turns every trainer's per-step records (rows, then the fetches' means) into the
- * log's rows and the epoch's figures: each step's figures averaged over the trainers, weighted
- * by rows. */
-static FlStatus merge_epoch(Run *r, const double *all, size_t nb, int64_t epoch, int64_t step0, Figures *tr,
-                            double *vals, FlErr *e) {
-    size_t w = 1 + r->nfetch;
-    for (size_t b = 0; b < nb; b++) {
-        double rows = 0;
-        for (size_t i = 0; i < r->nfetch; i++) vals[i] = 0;
-        for (int t = 0; t < r->T; t++) {
-            const double *rec = all + ((size_t)t * nb + b) * w;
-            if (rec[0] <= 0) continue;
-            rows += rec[0];
-            for (size_t i = 0; i < r->nfetch; i++) vals[i] += rec[0] * rec[1 + i];
-        }
-        for (size_t i = 0; i < r->nfetch; i++) {
-            tr->sum[i] += vals[i];
-            vals[i] = rows > 0 ? vals[i] / rows : NAN;
-        }
-        tr->rows += rows;
-        int64_t step = step0 + (int64_t)b + 1;
-        log_row(r, "train", epoch, step, vals);
-        if (check_finite(r, epoch, step, vals, e) != FL_OK) return FL_ERROR;
-    }
-    return FL_OK;
-}
-
-static FlStatus train(Run *r, Data *d, FlErr *e) {
-    const FlRunSpec *rs = &r->bundle->run;
-    int64_t epochs = r->o->epochs >= 0 ? r->o->epochs : rs->epochs;
-    int64_t batch = r->o->batch > 0 ? r->o->batch : rs->batch_size;
-    uint64_t seed = (uint64_t)(r->o->seed >= 0 ? r->o->seed : rs->seed);
-    if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
-    bool lead = r->t == 0; /* writes the log, evaluates, prints */
-    size_t nf = fl_data_feed_count(d->train);
-    FlTensor *tens = fl_xcalloc(nf, sizeof *tens);
-    FlFeed *feeds = fl_xcalloc(nf, sizeof *feeds);
-    Figures tr = {r->nfetch, fl_xcalloc(r->nfetch + 1, sizeof(double)), 0};
-    Figures te = {r->nfetch, fl_xcalloc(r->nfetch + 1, sizeof(double)), 0};
-    double *vals = fl_xcalloc(r->nfetch + 1, sizeof(double));
-    double *rec = NULL, *all = NULL; /* MPI: this epoch's per-step records, and everyone's */
-    size_t w = 1 + r->nfetch;
-    FlStatus st = FL_OK;
-    int64_t step = 0;
-    for (int64_t epoch = 1; epoch <= epochs && st == FL_OK; epoch++) {
-        double t0 = now();
-        FlDataEpoch *ep;
-        if (fl_data_epoch_new(d->train, (size_t)batch, (size_t)r->T, true, seed, (uint64_t)epoch - 1, &ep, e) != FL_OK) {
-            st = FL_ERROR;
-            break;
-        }
-        fig_reset(&tr);
-        size_t nb = fl_data_epoch_batches(ep);
-        int64_t step0 = step;
-        if (r->mpi) {
-            free(rec);
-            free(all);
-            rec = fl_xcalloc(nb * w + 1, sizeof *rec);
-            all = lead ? fl_xcalloc((size_t)r->T * nb * w + 1, sizeof *all) : NULL;
-        }
-        for (size_t b = 0; b < nb && st == FL_OK; b++) {
-            size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)r->t);
-            for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-            st = share_feeds(d->train, ep, b, (size_t)r->t, tens, feeds, e);
-            if (st == FL_OK && r->mpi) fl_mpi_step_begin(r->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
-            double ts = now();
-            if (st == FL_OK) st = fl_executor_run(r->ex, r->scope, feeds, nf, r->fetches, r->nfetch, e);
-            if (st == FL_OK && r->mpi) {
-                st = fl_mpi_step_end(r->mpi, e);
-                fl_mpi_add_compute(r->mpi, now() - ts);
-            }
-            for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
-            if (st != FL_OK) break;
-            step++;
-            for (size_t i = 0; i < r->nfetch; i++) vals[i] = mean_of(&r->fetches[i].tensor);
-            if (r->mpi) {
-                rec[b * w] = (double)rows;
-                for (size_t i = 0; i < r->nfetch; i++) rec[b * w + 1 + i] = vals[i];
-            } else {
-                for (size_t i = 0; i < r->nfetch; i++) tr.sum[i] += vals[i] * (double)rows;
-                tr.rows += (double)rows;
-                log_row(r, "train", epoch, step, vals);
-            }
-            if (rows > 0 && (st = check_finite(r, epoch, step, vals, e)) != FL_OK) break;
-            if (lead) progress_bar(r, epoch, epochs, b, nb, r->nfetch ? vals[r->loss_idx] : 0);
-        }
-        fl_data_epoch_free(ep);
-        if (st == FL_OK && r->mpi) {
-            st = fl_mpi_gather_trainers(r->mpi, rec, nb * w, all, e);
-            if (st == FL_OK && lead) st = merge_epoch(r, all, nb, epoch, step0, &tr, vals, e);
-        }
-        if (st != FL_OK || !lead) continue;
-        double secs = now() - t0;
-        bool has_test = d->test && fl_data_rows(d->test) > 0;
-        if (has_test) {
-            st = evaluate(r, d->test, (size_t)batch, &te, e);
-            if (st != FL_OK) break;
-            for (size_t i = 0; i < r->nfetch; i++) vals[i] = fig_mean(&te, i);
-            log_row(r, "test", epoch, step, vals);
-        }
-        if (!r->o->quiet) {
-            if (r->tty) fputs("\r\033[K", stdout);
-            printf("epoch %*lld/%lld", epochs >= 100 ? 3 : epochs >= 10 ? 2 : 1, (long long)epoch, (long long)epochs);
-            for (size_t i = 0; i < r->nfetch; i++)
-                printf("  %s %.5g", r->bundle->run.fetch_names.data[i], fig_mean(&tr, i));
-            if (has_test) {
-                printf("  |  test");
-                for (size_t i = 0; i < r->nfetch; i++) printf(" %s %.5g", r->bundle->run.fetch_names.data[i], fig_mean(&te, i));
-            }
-            printf("  |  %.0f samples/s\n", secs > 0 ? tr.rows / secs : 0.0);
-            fflush(stdout);
-        }
-    }
-    free(rec);
-    free(all);
-    free(tens);
-    free(feeds);
-    free(tr.sum);
-    free(te.sum);
-    free(vals);
-    return st;
-}
-
-/* The var --predict prints: --predict-var, else the input of the first op reading the label. */
-static const char *prediction_var(Run *r, const Data *d, FlErr *e) {
-    if (r->o->predict_var) return r->o->predict_var;
-    const FlBlock *b = fl_ir_block(r->bundle->main, 0);
-    const char *label = NULL;
-    for (size_t f = 0; f < d->nfeeds; f++)
-        if (d->feeds[f].label) label = d->feeds[f].name;
-    if (!label) {
-        fl_err(e, "--predict: cannot tell the model's output (the reader has no label feed); name it with --predict-var");
-        return NULL;
-    }
-    for (size_t i = 0; i < b->ops.len; i++) {
-        const FlOpDesc *op = b->ops.data[i];
-        bool reads_label = false;
-        const char *other = NULL;
-        for (size_t s = 0; s < op->ins.len; s++)
-            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
-                if (!strcmp(op->ins.data[s].args[k], label)) reads_label = true;
-                else if (!other) other = op->ins.data[s].args[k];
-            }
-        if (reads_label && other) return other;
-    }
-    fl_err(e, "--predict: no op reads the label '%s'; name the output with --predict-var", label);
-    return NULL;
-}
-
-static FlStatus predict(Run *r, const Data *d, FlErr *e) {
-    if (!d->train) return fl_err(e, "--predict needs the program's reader (for the columns and the normalisation)");
-    const char *var = prediction_var(r, d, e);
-    if (!var) return FL_ERROR;
-    const FlReaderSpec *rd = r->bundle->run.reader;
-    FlDataset *ds;
-    if (fl_data_predict_load(d->train, r->o->predict, (size_t)rd->skip_rows, rd->sep, &ds, e) != FL_OK) return FL_ERROR;
-    size_t nf = fl_data_feed_count(ds);
-    FlDataEpoch *ep;
-    if (fl_data_epoch_new(ds, 256, 1, false, 0, 0, &ep, e) != FL_OK) {
-        fl_data_free(ds);
-        return FL_ERROR;
-    }
-    bool classes = false;
-    for (size_t f = 0; f < d->nfeeds; f++)
-        if (d->feeds[f].label && d->feeds[f].dtype == FL_DT_INT64) classes = true;
-    FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
-    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
-    FlFetch out = {var, FL_TENSOR_INIT};
-    FlStatus st = FL_OK;
-    for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
-        size_t rows = fl_data_epoch_batch_rows(ep, b);
-        for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-        st = make_feeds(ds, ep, b, rows, tens, feeds, e);
-        if (st == FL_OK) st = fl_executor_predict(r->ex, r->scope, feeds, nf, &out, 1, e);
-        if (st == FL_OK) {
-            int64_t n = fl_tensor_numel(&out.tensor), per = rows ? n / (int64_t)rows : 0;
-            for (size_t i = 0; i < rows; i++) {
-                int64_t best = 0;
-                for (int64_t k = 0; k < per; k++) {
-                    double v = fl_tensor_get(&out.tensor, (int64_t)i * per + k);
-                    if (v > fl_tensor_get(&out.tensor, (int64_t)i * per + best)) best = k;
-                    if (!classes) printf(k ? " %.6g" : "%.6g", v);
-                }
-                if (classes) printf("%lld", (long long)best);
-                putchar('\n');
-            }
-        }
-        for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
-    }
-    fl_tensor_fini(&out.tensor);
-    free(tens);
-    free(feeds);
-    fl_data_epoch_free(ep);
-    fl_data_free(ds);
-    return st;
 }
 
 /* Does the program hold distributed ops (send, recv, listen_and_serv, ...) in any block? */
@@ -732,15 +400,12 @@ static int run_program(Opts *o) {
     r.o = o;
     r.mpi = mpi;
     r.plan = plan;
-    r.T = mpi && fl_mpi_role(mpi) == FL_MPI_TRAINER ? fl_mpi_trainers(mpi) : 1;
-    r.t = mpi && fl_mpi_role(mpi) == FL_MPI_TRAINER ? fl_mpi_index(mpi) : 0;
     bool server = mpi && fl_mpi_role(mpi) == FL_MPI_PSERVER;
-    bool lead = !server && r.t == 0;
+    bool lead = !server && (!mpi || fl_mpi_index(mpi) == 0);
     r.prog = fl_program_from_bundle_take(bundle);
     r.bundle = fl_program_bundle(r.prog);
     r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
     int rc = 1;
-    Data d = {0};
     FlSched *sched = NULL; /* goroutines (see below) */
     FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed)};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
@@ -756,37 +421,29 @@ static int run_program(Opts *o) {
     if (o->load && (server && plan ? load_server(&r, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)
         goto fail;
     const FlRunSpec *rs = &r.bundle->run;
-    r.nfetch = rs->fetch_vars.len;
-    r.fetches = fl_xcalloc(r.nfetch + 1, sizeof *r.fetches);
-    for (size_t i = 0; i < r.nfetch; i++) {
-        r.fetches[i].name = rs->fetch_vars.data[i];
-        r.fetches[i].tensor = (FlTensor)FL_TENSOR_INIT;
-        if (!strcmp(rs->fetch_names.data[i], "loss")) r.loss_idx = i;
-    }
     if (server) { /* startup, then listen_and_serv until every trainer is done */
         if (fl_executor_run(r.ex, r.scope, NULL, 0, NULL, 0, &e) != FL_OK) goto fail;
         rc = 0;
         goto fail;
     }
-    if (rs->present && open_data(rs, &d, &e) != FL_OK) goto fail;
+    if (fl_train_new(r.prog, r.ex, r.scope, mpi, &r.tr, &e) != FL_OK) goto fail;
     if (o->log && lead) {
         r.log = fopen(o->log, "w");
         if (!r.log) {
             fl_err(&e, "cannot write '%s': %s", o->log, strerror(errno));
             goto fail;
         }
+        size_t n = fl_train_fetch_count(r.tr), loss = fl_train_loss_index(r.tr);
         fprintf(r.log, "phase,rank,epoch,step,loss");
-        for (size_t i = 0; i < r.nfetch; i++)
-            if (i != r.loss_idx) fprintf(r.log, ",%s", rs->fetch_names.data[i]);
+        for (size_t i = 0; i < n; i++)
+            if (i != loss) fprintf(r.log, ",%s", fl_train_fetch_name(r.tr, i));
         fputc('\n', r.log);
     }
     bool do_train = rs->present && !(o->predict && o->load && o->epochs < 0);
     if (!rs->present) {
-        if (mpi) fl_mpi_step_begin(mpi, 0, 0, 0);
-        if (fl_executor_run(r.ex, r.scope, NULL, 0, r.fetches, r.nfetch, &e) != FL_OK) goto fail;
-        if (mpi && fl_mpi_step_end(mpi, &e) != FL_OK) goto fail;
+        if (fl_train_run_once(r.tr, &e) != FL_OK) goto fail;
     } else if (do_train) {
-        if (train(&r, &d, &e) != FL_OK) goto fail;
+        if (train(&r, &e) != FL_OK) goto fail;
     }
     if (o->save && lead && plan && save_plan(&r, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
@@ -799,7 +456,7 @@ static int run_program(Opts *o) {
         r.log = NULL;
     }
     if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
-    if (o->predict && lead && predict(&r, &d, &e) != FL_OK) goto fail;
+    if (o->predict && lead && predict(&r, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
     if (rc && mpi) {
@@ -851,9 +508,7 @@ fail:
     fl_buf_free(&leaked);
     fl_sched_free(sched); /* wakes leaked goroutines and waits until they have unwound */
     if (r.log) fclose(r.log);
-    for (size_t i = 0; i < r.nfetch; i++) fl_tensor_fini(&r.fetches[i].tensor);
-    free(r.fetches);
-    close_data(&d);
+    fl_train_free(r.tr);
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);
     fl_program_free(r.prog);

@@ -1,0 +1,481 @@
+/* train.c: the training driver (see train.h): the run spec's readers as datasets, epochs of
+ * batches (or trainer shares) fed to the executor, figures weighted by rows, evaluation and
+ * prediction.
+ *
+ * How: a trainer keeps the readers' datasets and one fetch list; each step fills one tensor per
+ * feed from the epoch (data.h) and runs the main program. In an MPI job each trainer records
+ * (rows, figures...) per step and trainer 0 merges everyone's records at the epoch's end.
+ * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
+ * job of T trainers with batch b reports what a local run with batch T*b reports.
+ */
+#define _GNU_SOURCE
+#include "runtime/train/train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/ir/ir.h"
+
+typedef struct Data {
+    FlDataSource *src; /* when train and test come from one split */
+    FlDataset *train, *test;
+    FlDataFeed *feeds; /* the training reader's feeds */
+    size_t nfeeds;
+} Data;
+
+struct FlTrainer {
+    const FlLoadedProgram *prog;
+    const FlBundle *bundle;
+    FlExecutor *ex;
+    FlScope *scope;
+    FlMpi *mpi; /* NULL: a local run */
+    int T, t;   /* trainers and this trainer's index (1, 0 locally) */
+    Data d;
+    size_t nfetch;
+    FlFetch *fetches;
+    size_t loss_idx;
+};
+
+struct FlTrainPredictInput {
+    FlDataset *ds;
+    const char *var; /* borrowed from the caller or the program */
+    bool classes;
+};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- data */
+
+static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t *nfeeds) {
+    FlDataFeed *feeds = fl_xcalloc(r->feeds.len + 1, sizeof *feeds);
+    for (size_t i = 0; i < r->feeds.len; i++) {
+        const FlFeedCols *fc = &r->feeds.data[i];
+        feeds[i].name = fc->feed;
+        size_t *cols = fl_xcalloc(fc->ncols + 1, sizeof *cols);
+        for (size_t k = 0; k < fc->ncols; k++) cols[k] = (size_t)fc->cols[k];
+        feeds[i].cols = cols;
+        feeds[i].ncols = fc->ncols;
+        feeds[i].dtype = fc->dtype;
+        feeds[i].label = i + 1 == r->feeds.len && r->feeds.len > 1; /* the last feed is the label */
+        for (size_t k = 0; k < r->normalize.len; k++)
+            if (!strcmp(r->normalize.data[k], fc->feed)) feeds[i].normalize = true;
+        for (size_t k = 0; k < r->scale_feeds.len; k++)
+            if (!strcmp(r->scale_feeds.data[k], fc->feed)) {
+                feeds[i].has_scale = true;
+                feeds[i].scale = r->scale_factors.data[k];
+            }
+    }
+    FlDataSpec s = {0};
+    s.path = r->path;
+    s.skip_rows = (size_t)r->skip_rows;
+    s.sep = r->sep;
+    s.feeds = feeds;
+    s.nfeeds = r->feeds.len;
+    s.part = r->part == FL_PART_TRAIN ? FL_DATA_TRAIN : r->part == FL_PART_TEST ? FL_DATA_TEST : FL_DATA_ALL;
+    s.split_fraction = r->split_fraction;
+    s.split_seed = (uint64_t)r->split_seed;
+    *feeds_out = feeds;
+    *nfeeds = r->feeds.len;
+    return s;
+}
+
+static void free_feeds(FlDataFeed *feeds, size_t n) {
+    for (size_t i = 0; feeds && i < n; i++) free((void *)feeds[i].cols);
+    free(feeds);
+}
+
+static bool same_source(const FlReaderSpec *a, const FlReaderSpec *b) {
+    return a && b && !strcmp(a->path, b->path) && !strcmp(a->base_dir, b->base_dir) && a->skip_rows == b->skip_rows &&
+           a->sep == b->sep && a->has_split && b->has_split && a->split_fraction == b->split_fraction &&
+           a->split_seed == b->split_seed && a->part != b->part;
+}
+
+static FlStatus open_data(const FlRunSpec *rs, Data *d, FlErr *e) {
+    if (!rs->reader) return FL_OK;
+    FlDataSpec s = spec_of(rs->reader, &d->feeds, &d->nfeeds);
+    if (same_source(rs->reader, rs->test_reader)) {
+        /* one load, one split: the test part is normalised with the training part's statistics */
+        if (fl_data_source_load(&s, rs->reader->base_dir, &d->src, e) != FL_OK) return FL_ERROR;
+        FlDataset *a, *b;
+        if (fl_data_split(d->src, s.split_fraction, s.split_seed, &a, &b, e) != FL_OK) return FL_ERROR;
+        d->train = rs->reader->part == FL_PART_TEST ? b : a;
+        d->test = rs->reader->part == FL_PART_TEST ? a : b;
+        return FL_OK;
+    }
+    if (fl_data_open(&s, rs->reader->base_dir, &d->train, e) != FL_OK) return FL_ERROR;
+    if (rs->test_reader) {
+        FlDataFeed *tf;
+        size_t ntf;
+        FlDataSpec ts = spec_of(rs->test_reader, &tf, &ntf);
+        FlStatus st = fl_data_open(&ts, rs->test_reader->base_dir, &d->test, e);
+        free_feeds(tf, ntf);
+        if (st != FL_OK) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+static void close_data(Data *d) {
+    fl_data_free(d->train);
+    fl_data_free(d->test);
+    fl_data_source_free(d->src);
+    free_feeds(d->feeds, d->nfeeds);
+}
+
+/* The feeds of trainer `tr`'s share of batch b of an epoch (the whole batch with one trainer).
+ * An empty share (a partial last batch) borrows the first row of trainer 0's share, so the step
+ * runs on valid shapes; its figures and gradients then count with weight 0 (the transport sends
+ * zero gradients with rows 0). */
+static FlStatus share_feeds(const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr, FlTensor *tensors,
+                            FlFeed *feeds, FlErr *e) {
+    size_t rows = fl_data_epoch_share_rows(ep, b, tr), src = tr;
+    if (rows == 0) {
+        src = 0;
+        rows = fl_data_epoch_share_rows(ep, b, 0);
+    }
+    size_t nf = fl_data_feed_count(ds);
+    for (size_t f = 0; f < nf; f++) {
+        int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
+        if (fl_tensor_alloc(e, &tensors[f], fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
+        fl_data_epoch_fill(ep, b, src, f, fl_tensor_data(&tensors[f]), fl_tensor_nbytes(&tensors[f]));
+        if (src != tr) tensors[f].ne[0] = 1; /* the first row only */
+        feeds[f].name = fl_data_feed_name(ds, f);
+        feeds[f].tensor = &tensors[f];
+    }
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- trainer */
+
+FlStatus fl_train_new(const FlLoadedProgram *prog, FlExecutor *ex, FlScope *scope, FlMpi *mpi, FlTrainer **out,
+                      FlErr *err) {
+    *out = NULL;
+    FlTrainer *tr = fl_xcalloc(1, sizeof *tr);
+    tr->prog = prog;
+    tr->bundle = fl_program_bundle(prog);
+    tr->ex = ex;
+    tr->scope = scope;
+    tr->mpi = mpi;
+    tr->T = mpi ? fl_mpi_trainers(mpi) : 1;
+    tr->t = mpi ? fl_mpi_index(mpi) : 0;
+    const FlRunSpec *rs = &tr->bundle->run;
+    tr->nfetch = rs->fetch_vars.len;
+    tr->fetches = fl_xcalloc(tr->nfetch + 1, sizeof *tr->fetches);
+    for (size_t i = 0; i < tr->nfetch; i++) {
+        tr->fetches[i].name = rs->fetch_vars.data[i];
+        tr->fetches[i].tensor = (FlTensor)FL_TENSOR_INIT;
+        if (!strcmp(rs->fetch_names.data[i], "loss")) tr->loss_idx = i;
+    }
+    if (rs->present && open_data(rs, &tr->d, err) != FL_OK) {
+        fl_train_free(tr);
+        return FL_ERROR;
+    }
+    *out = tr;
+    return FL_OK;
+}
+
+void fl_train_free(FlTrainer *tr) {
+    if (!tr) return;
+    for (size_t i = 0; i < tr->nfetch; i++) fl_tensor_fini(&tr->fetches[i].tensor);
+    free(tr->fetches);
+    close_data(&tr->d);
+    free(tr);
+}
+
+size_t fl_train_fetch_count(const FlTrainer *tr) { return tr->nfetch; }
+const char *fl_train_fetch_name(const FlTrainer *tr, size_t i) {
+    FL_ASSERT(i < tr->nfetch);
+    return tr->bundle->run.fetch_names.data[i];
+}
+size_t fl_train_loss_index(const FlTrainer *tr) { return tr->loss_idx; }
+const FlDataset *fl_train_dataset(const FlTrainer *tr, bool test) { return test ? tr->d.test : tr->d.train; }
+
+/* ---------------------------------------------------------------- figures */
+
+static double mean_of(const FlTensor *t) {
+    int64_t n = fl_tensor_numel(t);
+    if (n <= 0 || !fl_tensor_has_data(t)) return NAN;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += fl_tensor_get(t, i);
+    return s / (double)n;
+}
+
+static FlStatus check_finite(const FlTrainer *tr, int64_t epoch, int64_t step, const double *vals, FlErr *e) {
+    if (tr->nfetch && !isfinite(vals[tr->loss_idx]))
+        return fl_err(e, "epoch %lld, step %lld: the loss is %g; training diverged (try a smaller learning rate)",
+                      (long long)epoch, (long long)step, vals[tr->loss_idx]);
+    return FL_OK;
+}
+
+static FlStatus row(const FlTrainHooks *h, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
+    return h->row ? h->row(h->ctx, phase, epoch, step, v, e) : FL_OK;
+}
+
+FlStatus fl_train_evaluate(FlTrainer *tr, const FlDataset *ds, size_t batch, double *out, double *nrows, FlErr *e) {
+    for (size_t i = 0; i < tr->nfetch; i++) out[i] = 0;
+    *nrows = 0;
+    FlDataEpoch *ep;
+    if (fl_data_epoch_new(ds, batch, 1, false, 0, 0, &ep, e) != FL_OK) return FL_ERROR;
+    size_t nf = fl_data_feed_count(ds);
+    FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
+    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
+    FlStatus st = FL_OK;
+    for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, b);
+        for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
+        st = share_feeds(ds, ep, b, 0, tens, feeds, e);
+        if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, tr->fetches, tr->nfetch, e);
+        if (st == FL_OK) {
+            for (size_t i = 0; i < tr->nfetch; i++) out[i] += mean_of(&tr->fetches[i].tensor) * (double)rows;
+            *nrows += (double)rows;
+        }
+        for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+    }
+    for (size_t i = 0; i < tr->nfetch; i++) out[i] = *nrows > 0 ? out[i] / *nrows : NAN;
+    free(tens);
+    free(feeds);
+    fl_data_epoch_free(ep);
+    return st;
+}
+
+/* MPI: trainer 0 turns every trainer's per-step records (rows, then the fetches' means) into the
+ * log's rows and the epoch's sums: each step's figures averaged over the trainers, weighted by
+ * rows. */
+static FlStatus merge_epoch(FlTrainer *tr, const FlTrainHooks *h, const double *all, size_t nb, int64_t epoch,
+                            int64_t step0, double *sum, double *sum_rows, double *vals, FlErr *e) {
+    size_t w = 1 + tr->nfetch;
+    for (size_t b = 0; b < nb; b++) {
+        double rows = 0;
+        for (size_t i = 0; i < tr->nfetch; i++) vals[i] = 0;
+        for (int t = 0; t < tr->T; t++) {
+            const double *rec = all + ((size_t)t * nb + b) * w;
+            if (rec[0] <= 0) continue;
+            rows += rec[0];
+            for (size_t i = 0; i < tr->nfetch; i++) vals[i] += rec[0] * rec[1 + i];
+        }
+        for (size_t i = 0; i < tr->nfetch; i++) {
+            sum[i] += vals[i];
+            vals[i] = rows > 0 ? vals[i] / rows : NAN;
+        }
+        *sum_rows += rows;
+        int64_t step = step0 + (int64_t)b + 1;
+        if (row(h, "train", epoch, step, vals, e) != FL_OK) return FL_ERROR;
+        if (check_finite(tr, epoch, step, vals, e) != FL_OK) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
+    static const FlTrainHooks none = {0};
+    const FlTrainHooks *h = hooks ? hooks : &none;
+    const FlRunSpec *rs = &tr->bundle->run;
+    const Data *d = &tr->d;
+    int64_t epochs = opt && opt->epochs >= 0 ? opt->epochs : rs->epochs;
+    int64_t batch = opt && opt->batch_size > 0 ? opt->batch_size : rs->batch_size;
+    uint64_t seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed);
+    if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
+    bool lead = tr->t == 0; /* reports the figures and evaluates */
+    size_t nf = fl_data_feed_count(d->train), n = tr->nfetch;
+    FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
+    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
+    double *sum = fl_xcalloc(n + 1, sizeof(double)), *trm = fl_xcalloc(n + 1, sizeof(double));
+    double *te = fl_xcalloc(n + 1, sizeof(double)), *vals = fl_xcalloc(n + 1, sizeof(double));
+    double *rec = NULL, *all = NULL; /* MPI: this epoch's per-step records, and everyone's */
+    size_t w = 1 + n;
+    FlStatus st = FL_OK;
+    int64_t step = 0;
+    for (int64_t epoch = 1; epoch <= epochs && st == FL_OK; epoch++) {
+        double t0 = now();
+        FlDataEpoch *ep;
+        if (fl_data_epoch_new(d->train, (size_t)batch, (size_t)tr->T, true, seed, (uint64_t)epoch - 1, &ep, e) !=
+            FL_OK) {
+            st = FL_ERROR;
+            break;
+        }
+        memset(sum, 0, n * sizeof *sum);
+        double sum_rows = 0;
+        size_t nb = fl_data_epoch_batches(ep);
+        int64_t step0 = step;
+        if (tr->mpi) {
+            free(rec);
+            free(all);
+            rec = fl_xcalloc(nb * w + 1, sizeof *rec);
+            all = lead ? fl_xcalloc((size_t)tr->T * nb * w + 1, sizeof *all) : NULL;
+        }
+        for (size_t b = 0; b < nb && st == FL_OK; b++) {
+            size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)tr->t);
+            for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
+            st = share_feeds(d->train, ep, b, (size_t)tr->t, tens, feeds, e);
+            if (st == FL_OK && tr->mpi) fl_mpi_step_begin(tr->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
+            double ts = now();
+            if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, tr->fetches, n, e);
+            if (st == FL_OK && tr->mpi) {
+                st = fl_mpi_step_end(tr->mpi, e);
+                fl_mpi_add_compute(tr->mpi, now() - ts);
+            }
+            for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+            if (st != FL_OK) break;
+            step++;
+            for (size_t i = 0; i < n; i++) vals[i] = mean_of(&tr->fetches[i].tensor);
+            if (tr->mpi) {
+                rec[b * w] = (double)rows;
+                for (size_t i = 0; i < n; i++) rec[b * w + 1 + i] = vals[i];
+            } else {
+                for (size_t i = 0; i < n; i++) sum[i] += vals[i] * (double)rows;
+                sum_rows += (double)rows;
+                if ((st = row(h, "train", epoch, step, vals, e)) != FL_OK) break;
+            }
+            if (rows > 0 && (st = check_finite(tr, epoch, step, vals, e)) != FL_OK) break;
+            if (lead && h->step) h->step(h->ctx, epoch, epochs, b, nb, n ? vals[tr->loss_idx] : 0);
+        }
+        fl_data_epoch_free(ep);
+        if (st == FL_OK && tr->mpi) {
+            st = fl_mpi_gather_trainers(tr->mpi, rec, nb * w, all, e);
+            if (st == FL_OK && lead) st = merge_epoch(tr, h, all, nb, epoch, step0, sum, &sum_rows, vals, e);
+        }
+        if (st != FL_OK || !lead) continue;
+        double secs = now() - t0;
+        for (size_t i = 0; i < n; i++) trm[i] = sum_rows > 0 ? sum[i] / sum_rows : NAN;
+        bool has_test = d->test && fl_data_rows(d->test) > 0;
+        if (has_test) {
+            double test_rows;
+            st = fl_train_evaluate(tr, d->test, (size_t)batch, te, &test_rows, e);
+            if (st == FL_OK) st = row(h, "test", epoch, step, te, e);
+            if (st != FL_OK) break;
+        }
+        FlTrainEpoch report = {epoch, epochs, step, trm, has_test ? te : NULL, sum_rows, secs};
+        if (h->epoch) h->epoch(h->ctx, &report);
+    }
+    free(rec);
+    free(all);
+    free(tens);
+    free(feeds);
+    free(sum);
+    free(trm);
+    free(te);
+    free(vals);
+    return st;
+}
+
+FlStatus fl_train_run_once(FlTrainer *tr, FlErr *e) {
+    if (tr->mpi) fl_mpi_step_begin(tr->mpi, 0, 0, 0);
+    if (fl_executor_run(tr->ex, tr->scope, NULL, 0, tr->fetches, tr->nfetch, e) != FL_OK) return FL_ERROR;
+    if (tr->mpi && fl_mpi_step_end(tr->mpi, e) != FL_OK) return FL_ERROR;
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- prediction */
+
+/* The var to predict: `var`, else the input of the first op reading the label. */
+static const char *prediction_var(const FlTrainer *tr, const char *var, FlErr *e) {
+    if (var) return var;
+    const FlBlock *b = fl_ir_block(tr->bundle->main, 0);
+    const char *label = NULL;
+    for (size_t f = 0; f < tr->d.nfeeds; f++)
+        if (tr->d.feeds[f].label) label = tr->d.feeds[f].name;
+    if (!label) {
+        fl_err(e, "--predict: cannot tell the model's output (the reader has no label feed); name it with --predict-var");
+        return NULL;
+    }
+    for (size_t i = 0; i < b->ops.len; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        bool reads_label = false;
+        const char *other = NULL;
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                if (!strcmp(op->ins.data[s].args[k], label)) reads_label = true;
+                else if (!other) other = op->ins.data[s].args[k];
+            }
+        if (reads_label && other) return other;
+    }
+    fl_err(e, "--predict: no op reads the label '%s'; name the output with --predict-var", label);
+    return NULL;
+}
+
+FlStatus fl_train_predict_open(FlTrainer *tr, const char *path, const char *var, FlTrainPredictInput **out,
+                               FlErr *e) {
+    *out = NULL;
+    const Data *d = &tr->d;
+    if (!d->train) return fl_err(e, "--predict needs the program's reader (for the columns and the normalisation)");
+    const char *v = prediction_var(tr, var, e);
+    if (!v) return FL_ERROR;
+    const FlReaderSpec *rd = tr->bundle->run.reader;
+    FlDataset *ds;
+    if (fl_data_predict_load(d->train, path, (size_t)rd->skip_rows, rd->sep, &ds, e) != FL_OK) return FL_ERROR;
+    FlTrainPredictInput *in = fl_xcalloc(1, sizeof *in);
+    in->ds = ds;
+    in->var = v;
+    for (size_t f = 0; f < d->nfeeds; f++)
+        if (d->feeds[f].label && d->feeds[f].dtype == FL_DT_INT64) in->classes = true;
+    *out = in;
+    return FL_OK;
+}
+
+void fl_train_predict_input_free(FlTrainPredictInput *in) {
+    if (!in) return;
+    fl_data_free(in->ds);
+    free(in);
+}
+
+void fl_train_predictions_fini(FlTrainPredictions *p) {
+    free(p->values);
+    free(p->class_of);
+    memset(p, 0, sizeof *p);
+}
+
+FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainPredictions *out, FlErr *e) {
+    const FlDataset *ds = in->ds;
+    size_t nf = fl_data_feed_count(ds), total = fl_data_rows(ds);
+    FlDataEpoch *ep;
+    if (fl_data_epoch_new(ds, 256, 1, false, 0, 0, &ep, e) != FL_OK) return FL_ERROR;
+    FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
+    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
+    FlFetch fetch = {in->var, FL_TENSOR_INIT};
+    FlTrainPredictions p = {.rows = total, .classes = in->classes};
+    if (in->classes) p.class_of = fl_xcalloc(total + 1, sizeof *p.class_of);
+    FlStatus st = FL_OK;
+    size_t done = 0;
+    for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, b);
+        for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
+        st = share_feeds(ds, ep, b, 0, tens, feeds, e);
+        if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, &fetch, 1, e);
+        if (st == FL_OK) {
+            size_t per = rows ? (size_t)fl_tensor_numel(&fetch.tensor) / rows : 0;
+            if (!p.values) {
+                p.width = per;
+                p.values = fl_xcalloc(fl_mul_size(total, per) + 1, sizeof *p.values);
+            }
+            if (per != p.width) {
+                st = fl_err(e, "--predict: '%s' has %zu values per row in one batch and %zu in another", in->var,
+                            p.width, per);
+                break;
+            }
+            for (size_t i = 0; i < rows; i++, done++) {
+                int64_t best = 0;
+                for (size_t k = 0; k < per; k++) {
+                    double v = fl_tensor_get(&fetch.tensor, (int64_t)(i * per + k));
+                    if (v > fl_tensor_get(&fetch.tensor, (int64_t)(i * per) + best)) best = (int64_t)k;
+                    p.values[done * per + k] = v;
+                }
+                if (p.class_of) p.class_of[done] = best;
+            }
+        }
+        for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
+    }
+    fl_tensor_fini(&fetch.tensor);
+    free(tens);
+    free(feeds);
+    fl_data_epoch_free(ep);
+    if (st != FL_OK) {
+        fl_train_predictions_fini(&p);
+        return FL_ERROR;
+    }
+    *out = p;
+    return FL_OK;
+}
