@@ -1,16 +1,31 @@
 /* params.h: saving and loading a program's persistable vars (parameters, optimizer state,
  * learning rates) — `flrun --save DIR` / `--load DIR`, and for embedders.
  *
- * Format: DIR holds one file per var, named after the var, and a MANIFEST listing the names.
- * Each var's file is
+ * Format (version 2): DIR holds FORMAT ("fluidc checkpoint 2\n"), MANIFEST (one file name per
+ * line, in var order) and one file per var. A var's file name is its name with '%', '/', control
+ * bytes, a leading '.' and the first byte of a name equal to MANIFEST or FORMAT (any case)
+ * written as %XX (two upper-case hex digits), so no var name can collide with another's file or
+ * with the checkpoint's own files; names may hold any other byte. Each var's file is
  *     "FLTENSOR"            8 bytes, magic
  *     u32 version (1), u32 dtype (FlDType), u32 ndim, u32 reserved (0)
  *     i64 dims[ndim]
  *     the elements, little-endian, row-major
- * Saving writes the whole directory next to DIR first and renames it into place, so an
- * interrupted save never leaves DIR half-written. Loading checks every persistable var of the
- * program before it sets any: a missing file, a different dtype or shape is an error naming the
- * var, and the scope is left untouched.
+ * Version 1 (no FORMAT file: files named after the vars themselves) is still read.
+ *
+ * Targets: a save goes to a new path (in an existing, writable directory) or replaces an
+ * earlier checkpoint: a directory holding a MANIFEST whose every entry is a saved tensor file
+ * and nothing else but FORMAT. Anything else (a directory of other files, a regular file) is
+ * refused, and nothing is touched. Trailing slashes are ignored; an existing DIR that is a
+ * symlink is resolved first, so the checkpoint it points at is the one replaced.
+ * Atomicity: the new checkpoint is written completely into DIR.tmp.PID beside DIR, then switched
+ * in with one system call: rename(2) when DIR is new, renameat2(RENAME_EXCHANGE) when it
+ * replaces a checkpoint (Linux; the old one, now at DIR.tmp.PID, is then removed). A process
+ * killed at any moment leaves DIR holding the old or the new complete checkpoint (and maybe a
+ * stale DIR.tmp.PID beside it). On a filesystem without RENAME_EXCHANGE the old checkpoint is
+ * renamed aside to DIR.old.PID first (a kill between the two renames leaves it there).
+ * Loading checks every persistable var of the program before it sets any: a missing file, a
+ * different dtype or shape is an error naming the var, and the scope is left untouched.
+ * Not thread-safe for one DIR: one save or load of a directory at a time.
  */
 #ifndef FL_PARAMS_H
 #define FL_PARAMS_H
@@ -20,6 +35,9 @@
 #include "runtime/api.h"
 
 FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
+/* Checks, without writing anything, that a save to dir would be accepted (the rules above) and
+ * that a directory can be created beside it; flrun calls it before training. */
+FlStatus fl_params_check_target(const char *dir, FlErr *err) FL_WARN_UNUSED;
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
 
 /* The pieces of both, for jobs whose saved vars are spread over processes (flrun's MPI jobs). */
@@ -32,7 +50,8 @@ typedef FL_VEC(FlNamedTensor) FlNamedTensors;
  * Errors: a var without a value (the list keeps what it has; free it either way). */
 FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTensors *out, FlErr *err) FL_WARN_UNUSED;
 void fl_params_free(FlNamedTensors *v); /* releases the tensors and the list */
-/* Writes the list as a saved directory (atomically, as fl_params_save does). */
+/* Writes the list as a saved directory (atomically, as fl_params_save does). Errors: a target
+ * that is neither new nor a checkpoint, I/O. */
 FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) FL_WARN_UNUSED;
 /* One var's saved value into *out (released first), checked against v's dtype and shape. */
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
@@ -271,6 +272,12 @@ int main(int argc, char **argv) {
     }
     if (is_tp && ends_with(a.file, ".plan")) {
         rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);
+        goto done;
+    }
+    struct stat in_st, out_st; /* -o naming the input (any spelling or link) would overwrite it */
+    if (a.out && stat(a.file, &in_st) == 0 && stat(a.out, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+        in_st.st_ino == out_st.st_ino) {
+        rc = usage_error("-o '%s' is the input file; refusing to overwrite it", a.out);
         goto done;
     }
     FlBundle *bundle;

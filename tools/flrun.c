@@ -29,10 +29,12 @@
  */
 #define _GNU_SOURCE
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
@@ -129,7 +131,9 @@ typedef struct Run {
     FlExecutor *ex;
     FlScope *scope;
     FlTrainer *tr;
-    FILE *log;
+    FlTrainPredictInput *pin; /* --predict's rows, read before training */
+    FILE *log;                /* --log, written to log_tmp and renamed at the end */
+    FlBuf log_tmp;
     bool tty;
     FlMpi *mpi;         /* NULL: a local run */
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
@@ -174,6 +178,71 @@ static void progress_line(void *ctx, const FlTrainEpoch *ep) {
     fflush(stdout);
 }
 
+/* ---------------------------------------------------------------- outputs */
+
+/* Is `path` the file (or directory) st describes? */
+static bool is_file(const char *path, const struct stat *st) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && sb.st_dev == st->st_dev && sb.st_ino == st->st_ino;
+}
+
+/* Refuses a --log that is one of the run's inputs (the program, the readers' data files, the
+ * files of the --load directory, the --predict file; compared by device and inode, so links and
+ * other spellings count), that lies in the --save directory, or that is not a regular file. */
+static FlStatus check_outputs(Run *r, FlErr *e) {
+    Opts *o = r->o;
+    struct stat out;
+    if (!o->log || stat(o->log, &out) != 0) return FL_OK; /* a new file: nothing to overwrite */
+    if (!S_ISREG(out.st_mode)) return fl_err(e, "--log: '%s' exists and is not a regular file", o->log);
+    const char *what = NULL, *which = NULL;
+    if (is_file(o->file, &out)) what = "the program", which = o->file;
+    for (size_t i = 0; !what && i < fl_train_input_count(r->tr); i++)
+        if (is_file(fl_train_input_path(r->tr, i), &out)) what = "a data file", which = fl_train_input_path(r->tr, i);
+    if (!what && o->predict && is_file(o->predict, &out)) what = "the --predict file", which = o->predict;
+    FlBuf path = {0};
+    DIR *d = o->load ? opendir(o->load) : NULL;
+    for (struct dirent *ent; !what && d && (ent = readdir(d));) {
+        path.len = 0;
+        fl_buf_printf(&path, "%s/%s", o->load, ent->d_name);
+        if (is_file(fl_buf_str(&path), &out)) what = "a file of the --load checkpoint", which = fl_buf_str(&path);
+    }
+    if (d) closedir(d);
+    FlStatus st = what ? fl_err(e, "--log '%s' is %s ('%s'); refusing to overwrite an input", o->log, what, which)
+                       : FL_OK;
+    fl_buf_free(&path);
+    if (st != FL_OK || !o->save) return st;
+    /* in the --save directory: the save would find it there and refuse, after training */
+    char *dir = fl_xstrdup(o->log), *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+    struct stat sd;
+    if (stat(o->save, &sd) == 0 && is_file(slash ? dir : ".", &sd))
+        st = fl_err(e, "--log '%s' is inside the --save directory '%s'", o->log, o->save);
+    free(dir);
+    return st;
+}
+
+/* Opens the log under a temporary name beside it (renamed into place by close_log). */
+static FlStatus open_log(Run *r, FlErr *e) {
+    fl_buf_printf(&r->log_tmp, "%s.tmp.%d", r->o->log, (int)getpid());
+    r->log = fopen(fl_buf_str(&r->log_tmp), "w");
+    if (!r->log) return fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
+    size_t n = fl_train_fetch_count(r->tr), loss = fl_train_loss_index(r->tr);
+    fprintf(r->log, "phase,rank,epoch,step,loss");
+    for (size_t i = 0; i < n; i++)
+        if (i != loss) fprintf(r->log, ",%s", fl_train_fetch_name(r->tr, i));
+    fputc('\n', r->log);
+    return FL_OK;
+}
+
+static FlStatus close_log(Run *r, FlErr *e) {
+    bool ok = fclose(r->log) == 0;
+    r->log = NULL;
+    if (ok && rename(fl_buf_str(&r->log_tmp), r->o->log) == 0) return FL_OK;
+    fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
+    remove(fl_buf_str(&r->log_tmp));
+    return FL_ERROR;
+}
+
 static FlStatus train(Run *r, FlErr *e) {
     FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed};
     FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line};
@@ -182,12 +251,8 @@ static FlStatus train(Run *r, FlErr *e) {
 
 /* Regression prints each row's values; classification (an int64 label) the most probable class. */
 static FlStatus predict(Run *r, FlErr *e) {
-    FlTrainPredictInput *in;
-    if (fl_train_predict_open(r->tr, r->o->predict, r->o->predict_var, &in, e) != FL_OK) return FL_ERROR;
     FlTrainPredictions p;
-    FlStatus st = fl_train_predict(r->tr, in, &p, e);
-    fl_train_predict_input_free(in);
-    if (st != FL_OK) return FL_ERROR;
+    if (fl_train_predict(r->tr, r->pin, &p, e) != FL_OK) return FL_ERROR;
     for (size_t i = 0; i < p.rows; i++) {
         if (p.classes) {
             printf("%lld", (long long)p.class_of[i]);
@@ -427,18 +492,11 @@ static int run_program(Opts *o) {
         goto fail;
     }
     if (fl_train_new(r.prog, r.ex, r.scope, mpi, &r.tr, &e) != FL_OK) goto fail;
-    if (o->log && lead) {
-        r.log = fopen(o->log, "w");
-        if (!r.log) {
-            fl_err(&e, "cannot write '%s': %s", o->log, strerror(errno));
-            goto fail;
-        }
-        size_t n = fl_train_fetch_count(r.tr), loss = fl_train_loss_index(r.tr);
-        fprintf(r.log, "phase,rank,epoch,step,loss");
-        for (size_t i = 0; i < n; i++)
-            if (i != loss) fprintf(r.log, ",%s", fl_train_fetch_name(r.tr, i));
-        fputc('\n', r.log);
-    }
+    /* every output is checked before the first step: nothing trains for an output that fails */
+    if (lead && check_outputs(&r, &e) != FL_OK) goto fail;
+    if (o->save && lead && fl_params_check_target(o->save, &e) != FL_OK) goto fail;
+    if (o->predict && lead && fl_train_predict_open(r.tr, o->predict, o->predict_var, &r.pin, &e) != FL_OK) goto fail;
+    if (o->log && lead && open_log(&r, &e) != FL_OK) goto fail;
     bool do_train = rs->present && !(o->predict && o->load && o->epochs < 0);
     if (!rs->present) {
         if (fl_train_run_once(r.tr, &e) != FL_OK) goto fail;
@@ -447,14 +505,7 @@ static int run_program(Opts *o) {
     }
     if (o->save && lead && plan && save_plan(&r, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
-    if (r.log) {
-        if (fclose(r.log) != 0) {
-            r.log = NULL;
-            fl_err(&e, "cannot write '%s': %s", o->log, strerror(errno));
-            goto fail;
-        }
-        r.log = NULL;
-    }
+    if (r.log && close_log(&r, &e) != FL_OK) goto fail;
     if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && predict(&r, &e) != FL_OK) goto fail;
     rc = 0;
@@ -507,7 +558,12 @@ fail:
     fl_buf_free(&live);
     fl_buf_free(&leaked);
     fl_sched_free(sched); /* wakes leaked goroutines and waits until they have unwound */
-    if (r.log) fclose(r.log);
+    if (r.log) { /* a failed run: its partial log goes, an earlier log stays */
+        fclose(r.log);
+        remove(fl_buf_str(&r.log_tmp));
+    }
+    fl_buf_free(&r.log_tmp);
+    fl_train_predict_input_free(r.pin);
     fl_train_free(r.tr);
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);

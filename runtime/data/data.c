@@ -387,7 +387,7 @@ void fl_data_source_free(FlDataSource *src) {
     free(src);
 }
 
-static char *resolve(const char *base_dir, const char *path) {
+char *fl_data_path(const char *base_dir, const char *path) {
     if (!base_dir || !base_dir[0] || path[0] == '/') return fl_xstrdup(path);
     size_t n = strlen(base_dir);
     bool slash = base_dir[n - 1] == '/';
@@ -412,7 +412,7 @@ FlStatus fl_data_source_load(const FlDataSpec *spec, const char *base_dir, FlDat
         feeds[i].scale = sf->scale;
     }
     FlDataSource *src = source_new(feeds, spec->nfeeds);
-    char *path = resolve(base_dir, spec->path);
+    char *path = fl_data_path(base_dir, spec->path);
     FlStatus st = load(src, path, spec->skip_rows, spec->sep, e);
     free(path);
     if (st != FL_OK) {

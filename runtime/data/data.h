@@ -117,6 +117,9 @@ typedef struct FlDataEpoch FlDataEpoch;
 FlStatus fl_data_source_load(const FlDataSpec *spec, const char *base_dir, FlDataSource **out,
                              FlErr *e) FL_WARN_UNUSED;
 void fl_data_source_free(FlDataSource *src);
+/* The file a reader reads: path resolved against base_dir as fl_data_source_load does it
+ * (malloc'd; the caller frees it). */
+char *fl_data_path(const char *base_dir, const char *path);
 size_t fl_data_source_rows(const FlDataSource *src); /* data rows (after skip_rows) */
 
 /* io.split: a permutation of the source's rows from `seed`; its first round(fraction * n) rows are

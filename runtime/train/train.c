@@ -36,6 +36,8 @@ struct FlTrainer {
     size_t nfetch;
     FlFetch *fetches;
     size_t loss_idx;
+    char *inputs[2]; /* the readers' files */
+    size_t ninputs;
 };
 
 struct FlTrainPredictInput {
@@ -171,6 +173,13 @@ FlStatus fl_train_new(const FlLoadedProgram *prog, FlExecutor *ex, FlScope *scop
         tr->fetches[i].tensor = (FlTensor)FL_TENSOR_INIT;
         if (!strcmp(rs->fetch_names.data[i], "loss")) tr->loss_idx = i;
     }
+    for (int k = 0; k < 2 && rs->present; k++) {
+        const FlReaderSpec *r = k ? rs->test_reader : rs->reader;
+        if (!r) continue;
+        char *p = fl_data_path(r->base_dir, r->path);
+        if (tr->ninputs && !strcmp(tr->inputs[0], p)) free(p);
+        else tr->inputs[tr->ninputs++] = p;
+    }
     if (rs->present && open_data(rs, &tr->d, err) != FL_OK) {
         fl_train_free(tr);
         return FL_ERROR;
@@ -184,6 +193,7 @@ void fl_train_free(FlTrainer *tr) {
     for (size_t i = 0; i < tr->nfetch; i++) fl_tensor_fini(&tr->fetches[i].tensor);
     free(tr->fetches);
     close_data(&tr->d);
+    for (size_t i = 0; i < tr->ninputs; i++) free(tr->inputs[i]);
     free(tr);
 }
 
@@ -193,6 +203,11 @@ const char *fl_train_fetch_name(const FlTrainer *tr, size_t i) {
     return tr->bundle->run.fetch_names.data[i];
 }
 size_t fl_train_loss_index(const FlTrainer *tr) { return tr->loss_idx; }
+size_t fl_train_input_count(const FlTrainer *tr) { return tr->ninputs; }
+const char *fl_train_input_path(const FlTrainer *tr, size_t i) {
+    FL_ASSERT(i < tr->ninputs);
+    return tr->inputs[i];
+}
 const FlDataset *fl_train_dataset(const FlTrainer *tr, bool test) { return test ? tr->d.test : tr->d.train; }
 
 /* ---------------------------------------------------------------- figures */
@@ -404,6 +419,8 @@ FlStatus fl_train_predict_open(FlTrainer *tr, const char *path, const char *var,
     if (!d->train) return fl_err(e, "--predict needs the program's reader (for the columns and the normalisation)");
     const char *v = prediction_var(tr, var, e);
     if (!v) return FL_ERROR;
+    if (!fl_ir_var_find(fl_ir_block(tr->bundle->main, 0), v))
+        return fl_err(e, "--predict-var: the program has no var '%s' (in its main program's global block)", v);
     const FlReaderSpec *rd = tr->bundle->run.reader;
     FlDataset *ds;
     if (fl_data_predict_load(d->train, path, (size_t)rd->skip_rows, rd->sep, &ds, e) != FL_OK) return FL_ERROR;

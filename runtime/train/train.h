@@ -100,6 +100,10 @@ const char *fl_train_fetch_name(const FlTrainer *tr, size_t i);
 size_t fl_train_loss_index(const FlTrainer *tr);
 /* The training and test datasets (NULL when the run spec has none); owned by tr. */
 const FlDataset *fl_train_dataset(const FlTrainer *tr, bool test);
+/* The data files the readers read (resolved paths, owned by tr; 0, 1 or 2 of them), e.g. to
+ * check that no output overwrites them. */
+size_t fl_train_input_count(const FlTrainer *tr);
+const char *fl_train_input_path(const FlTrainer *tr, size_t i);
 
 /* Trains: the epochs the options and the run spec say. Errors: no reader, the executor's, the
  * transport's, a loss that is not finite, a hook's. */

@@ -1,6 +1,8 @@
 /* test_train: flrun trains the acceptance programs on real data to the figures they should reach,
  * deterministically, saves/loads/predicts, and fails cleanly on bad input.
- *   test_train FLRUN     (run from the repository root) */
+ * Outputs never overwrite inputs or non-checkpoints, are checked before the first step, and a
+ * save killed at any moment leaves a loadable checkpoint.
+ *   test_train FLRUN FLC     (run from the repository root) */
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -16,7 +18,7 @@
 #include "runtime/data/data.h"
 #include "tests/cunit.h"
 
-static const char *flrun;
+static const char *flrun, *flc;
 static char tmp[256];
 
 /* Runs a shell command; returns its exit status and, if out != NULL, its stdout+stderr. */
@@ -244,12 +246,181 @@ static void test_bad_input(void) {
     CU_ASSERT_EQUAL(sh(NULL, "%s --help >/dev/null", flrun), 0);
 }
 
+
+/* A copy of fit_a_line and its data in W = tmp/w (fresh each time); returns W. */
+static const char *workdir(void) {
+    static char w[300];
+    snprintf(w, sizeof w, "%s/w", tmp);
+    CU_ASSERT_EQUAL_FATAL(sh(NULL, "rm -rf %s && mkdir -p %s/data && cp examples/fit_a_line.fl %s/ && "
+                                   "cp examples/data/boston_house_prices.csv %s/data/ && "
+                                   "head -n 5 examples/data/boston_house_prices.csv | cut -d, -f1-13 > %s/feat.csv",
+                       w, w, w, w, w), 0);
+    return w;
+}
+
+/* The saved checkpoint DIR loads: --load DIR --predict runs and prints 3 rows. */
+static bool loads(const char *w, const char *dir) {
+    char *out = NULL;
+    int rc = sh(&out, "%s %s/fit_a_line.fl -q --load %s/%s --predict %s/feat.csv 2>&1", flrun, w, w, dir, w);
+    int lines = 0;
+    for (const char *p = out; p && *p; p++) lines += *p == '\n';
+    if (rc != 0 || lines != 3) printf("\n    --load %s: exit %d, %d lines:\n%s", dir, rc, lines, out ? out : "");
+    free(out);
+    return rc == 0 && lines == 3;
+}
+
+static void test_save_targets(void) {
+    const char *w = workdir();
+    char *out = NULL;
+    /* a folder of other files: refused before training, its files untouched */
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl --epochs 2 --save %s/data 2>&1", flrun, w, w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "is a directory but not a checkpoint"));
+    CU_ASSERT_PTR_NULL(strstr(out, "epoch 1/2"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/data/boston_house_prices.csv examples/data/boston_house_prices.csv && "
+                             "[ $(ls %s/data | wc -l) = 1 ] && [ $(ls %s | wc -l) = 3 ]", w, w, w), 0);
+    /* a regular file: refused, unchanged */
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/data/boston_house_prices.csv 2>&1", flrun,
+                       w, w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "exists and is not a checkpoint directory"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/data/boston_house_prices.csv examples/data/boston_house_prices.csv", w), 0);
+    /* a trailing slash: a new checkpoint, then the same one replaced */
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/params/ 2>&1", flrun, w, w), 0);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    free(out);
+    CU_ASSERT(loads(w, "params"));
+    CU_ASSERT_EQUAL(sh(NULL, "cp -r %s/params %s/params.1", w, w), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl -q --epochs 3 --save %s/params/ 2>&1", flrun, w, w), 0);
+    CU_ASSERT_STRING_EQUAL(out, "");
+    free(out);
+    CU_ASSERT(loads(w, "params/"));
+    CU_ASSERT_NOT_EQUAL(sh(NULL, "diff -r %s/params %s/params.1 >/dev/null", w, w), 0); /* replaced */
+    CU_ASSERT_EQUAL(sh(NULL, "[ $(ls %s | wc -l) = 5 ]", w), 0);                         /* nothing left beside */
+    /* a checkpoint with a stray file is not one any more */
+    CU_ASSERT_EQUAL(sh(NULL, "cp -r %s/params %s/p2 && echo notes > %s/p2/notes.txt", w, w, w), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/p2 2>&1", flrun, w, w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "it holds 'notes.txt', which is not in its MANIFEST"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "[ -f %s/p2/notes.txt ] && diff -r %s/params %s/p2 | grep -c notes.txt", w, w, w), 0);
+}
+
+static void test_no_input_overwritten(void) {
+    const char *w = workdir();
+    char *out = NULL;
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/params", flrun, w, w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "cp %s/feat.csv %s/f.csv && cp -r %s/params %s/params.copy", w, w, w, w), 0);
+    const char *logs[] = {"data/boston_house_prices.csv", "fit_a_line.fl", "data/../fit_a_line.fl", "f.csv",
+                          "params/MANIFEST", "params/fc_0.w_0"};
+    for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
+        CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl --epochs 2 --load %s/params --predict %s/f.csv --log %s/%s 2>&1",
+                           flrun, w, w, w, w, logs[i]), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "refusing to overwrite an input"));
+        CU_ASSERT_PTR_NULL(strstr(out, "epoch 1/2"));
+        free(out);
+    }
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/data/boston_house_prices.csv examples/data/boston_house_prices.csv && "
+                             "cmp -s %s/fit_a_line.fl examples/fit_a_line.fl && "
+                             "cmp -s %s/f.csv %s/feat.csv && diff -r %s/params %s/params.copy",
+                       w, w, w, w, w, w), 0);
+    /* flc build -o naming its input, also through a link */
+    CU_ASSERT_EQUAL(sh(NULL, "ln %s/fit_a_line.fl %s/link.fl", w, w), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s build %s/fit_a_line.fl -o %s/fit_a_line.fl 2>&1", flc, w, w), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "is the input file; refusing to overwrite it"));
+    free(out);
+    CU_ASSERT_NOT_EQUAL(sh(NULL, "%s build %s/fit_a_line.fl -o %s/link.fl 2>/dev/null", flc, w, w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/fit_a_line.fl examples/fit_a_line.fl", w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "%s build %s/fit_a_line.fl -o %s/x.flp", flc, w, w), 0); /* a new file: fine */
+}
+
+/* Var names that were file names the checkpoint uses itself, or not file names at all. */
+static void test_var_names(void) {
+    const char *w = workdir();
+    char *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL(sh(NULL, "sed 's|pred = layers.fc(x, size=1)|pred = layers.fc(x, size=1, "
+                             "param_attr=fluid.ParamAttr(name=\"MANIFEST\"), bias_attr=fluid.ParamAttr(name=\"a/b@c.d\"))|' "
+                             "%s/fit_a_line.fl > %s/names.fl && grep -q MANIFEST %s/names.fl", w, w, w), 0);
+    CU_ASSERT_EQUAL(sh(&a, "%s %s/names.fl -q --epochs 2 --save %s/ck --predict %s/feat.csv 2>&1", flrun, w, w, w), 0);
+    CU_ASSERT_EQUAL(sh(&b, "%s %s/names.fl -q --load %s/ck --predict %s/feat.csv 2>&1", flrun, w, w, w), 0);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+    CU_ASSERT_EQUAL(sh(NULL, "[ -f %s/ck/FORMAT ] && grep -qx '%%4DANIFEST' %s/ck/MANIFEST && "
+                             "grep -qx 'a%%2Fb@c.d' %s/ck/MANIFEST", w, w, w), 0);
+    /* a version-1 checkpoint (files named after the vars, no FORMAT) still loads */
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/v1 && rm %s/v1/FORMAT", flrun, w, w, w), 0);
+    CU_ASSERT(loads(w, "v1"));
+}
+
+/* Output problems are found before the first step (no "epoch 1/2" line is printed). */
+static void test_early_failures(void) {
+    const char *w = workdir();
+    struct {
+        const char *args, *msg;
+    } cases[] = {
+        {"--save %s/nodir/params", "--save: cannot create"},
+        {"--save %s/fit_a_line.fl/params", "--save: cannot use"},
+        {"--log %s/nodir/log.csv", "cannot write"},
+        {"--log %s/data", "is not a regular file"},
+        {"--predict %s/nope.csv", "nope.csv"},
+        {"--predict %s/feat.csv --predict-var nope", "no var 'nope'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[400], *out = NULL;
+        snprintf(args, sizeof args, cases[i].args, w);
+        CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl --epochs 2 %s 2>&1", flrun, w, args), 1);
+        if (!strstr(out, cases[i].msg) || strstr(out, "epoch 1/2")) printf("\n    %s:\n%s", args, out);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].msg));
+        CU_ASSERT_PTR_NULL(strstr(out, "epoch 1/2"));
+        free(out);
+    }
+}
+
+/* A run that fails after it started the log leaves the earlier log as it was and no partial one. */
+static void test_log_on_failure(void) {
+    const char *w = workdir();
+    CU_ASSERT_EQUAL(sh(NULL, "sed 's/learning_rate=0.01/learning_rate=1e10/' %s/fit_a_line.fl > %s/diverge.fl", w, w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --log %s/log.csv && cp %s/log.csv %s/log.copy", flrun, w,
+                       w, w, w), 0);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/diverge.fl -q --log %s/log.csv 2>&1", flrun, w, w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "training diverged"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/log.csv %s/log.copy", w, w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/diverge.fl -q --log %s/new.csv 2>/dev/null", flrun, w, w), 1);
+    CU_ASSERT_EQUAL(sh(NULL, "[ ! -e %s/new.csv ] && [ $(ls %s | grep -c tmp) = 0 ]", w, w), 0);
+}
+
+/* A save killed at the switch (FLUIDC_TEST_DIE_AT, the test hook of runtime/params.c) leaves
+ * DIR holding the old or the new complete checkpoint, loadable. */
+static void test_save_killed(void) {
+    const char *w = workdir();
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/params && cp -r %s/params %s/old", flrun, w,
+                       w, w, w), 0);
+    /* killed after the switch, before the old one is removed: the new checkpoint */
+    int rc = sh(NULL, "FLUIDC_TEST_DIE_AT=save-switch %s %s/fit_a_line.fl -q --epochs 3 --save %s/params 2>/dev/null",
+                flrun, w, w);
+    CU_ASSERT_NOT_EQUAL(rc, 0);
+    CU_ASSERT(loads(w, "params"));
+    CU_ASSERT_NOT_EQUAL(sh(NULL, "diff -r %s/params %s/old >/dev/null", w, w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 3 --save %s/new && diff -r %s/params %s/new", flrun, w,
+                       w, w, w), 0);
+    /* killed with the new one written, not switched in: the old checkpoint, unchanged */
+    CU_ASSERT_EQUAL(sh(NULL, "rm -rf %s/params %s/params.tmp.* && cp -r %s/old %s/params", w, w, w, w), 0);
+    rc = sh(NULL, "FLUIDC_TEST_DIE_AT=save-written %s %s/fit_a_line.fl -q --epochs 3 --save %s/params 2>/dev/null",
+            flrun, w, w);
+    CU_ASSERT_NOT_EQUAL(rc, 0);
+    CU_ASSERT(loads(w, "params"));
+    CU_ASSERT_EQUAL(sh(NULL, "diff -r %s/params %s/old", w, w), 0);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_train FLRUN\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_train FLRUN FLC\n");
         return 2;
     }
     flrun = argv[1];
+    flc = argv[2];
     snprintf(tmp, sizeof tmp, "%s/fl_test_train.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmp)) return 1;
     static const FlTestCase cases[] = {
@@ -257,6 +428,12 @@ int main(int argc, char **argv) {
         {"digits", test_digits},
         {"save_load_predict", test_save_load_predict},
         {"bad_input", test_bad_input},
+        {"save_targets", test_save_targets},
+        {"no_input_overwritten", test_no_input_overwritten},
+        {"var_names", test_var_names},
+        {"early_failures", test_early_failures},
+        {"log_on_failure", test_log_on_failure},
+        {"save_killed", test_save_killed},
     };
     int rc = fl_test_run("train", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
     sh(NULL, "rm -rf %s", tmp);
