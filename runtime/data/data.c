@@ -15,6 +15,7 @@
 #include "runtime/data/data.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -140,12 +141,17 @@ static void perm(size_t *order, size_t n, uint64_t seed, uint64_t stream, uint64
 
 /* ---- reading lines ---- */
 
+enum { CHUNK = 1 << 16 };
+
 typedef struct Reader {
     gzFile f;
     const char *path;
     char *buf;
     size_t cap, len;
-    size_t line; /* 1-based number of the line in buf */
+    size_t line;                /* 1-based number of the line in buf */
+    unsigned char *chunk;       /* CHUNK bytes read ahead: chunk[pos, end) */
+    size_t pos, end;
+    bool eof;
 } Reader;
 
 static FlStatus read_error(Reader *r, FlErr *e) {
@@ -157,37 +163,45 @@ static FlStatus read_error(Reader *r, FlErr *e) {
     return fl_err(e, "cannot read '%s': %s", r->path, msg);
 }
 
-/* Reads the next line into r->buf without its line break. *got is false at the end of file. */
+/* Reads the next line into r->buf without its line break. *got is false at the end of file. A
+ * NUL byte is an error (a text file has none; it would end the line's string early). */
 static FlStatus read_line(Reader *r, bool *got, FlErr *e) {
     r->len = 0;
     *got = false;
+    bool any = false;
     for (;;) {
-        if (r->cap - r->len < 2) {
-            r->cap = r->cap ? r->cap * 2 : 4096;
-            r->buf = fl_xrealloc(r->buf, r->cap);
+        if (r->pos == r->end) {
+            if (r->eof) break;
+            if (!r->chunk) r->chunk = fl_xmalloc(CHUNK);
+            int n = gzread(r->f, r->chunk, CHUNK);
+            if (n < 0) return read_error(r, e);
+            if (n == 0) {
+                int errnum = Z_OK;
+                gzerror(r->f, &errnum); /* a stream cut short */
+                if (errnum != Z_OK) return read_error(r, e);
+                r->eof = true;
+                break;
+            }
+            r->pos = 0;
+            r->end = (size_t)n;
         }
-        size_t room = r->cap - r->len;
-        if (room > INT_MAX) room = INT_MAX;
-        if (!gzgets(r->f, r->buf + r->len, (int)room)) {
-            int errnum = Z_OK;
-            gzerror(r->f, &errnum);
-            if (errnum != Z_OK) return read_error(r, e);
-            if (r->len == 0) return FL_OK; /* end of file */
-            break;                           /* a last line without a line break */
-        }
-        size_t k = strlen(r->buf + r->len);
-        r->len += k;
-        if (r->len > 0 && r->buf[r->len - 1] == '\n') break;
-        /* Short of a full buffer without a line break: the end of the file (or a NUL byte in
-         * the line); either way the line is complete. A full buffer: grow and read on. */
-        if (k + 1 < room) {
-            int errnum = Z_OK;
-            gzerror(r->f, &errnum); /* a stream cut short ends its last line early */
-            if (errnum != Z_OK) return read_error(r, e);
-            break;
-        }
+        any = true;
+        const unsigned char *s = r->chunk + r->pos;
+        size_t avail = r->end - r->pos;
+        const unsigned char *nl = memchr(s, '\n', avail);
+        size_t take = nl ? (size_t)(nl - s) : avail;
+        const unsigned char *nul = memchr(s, 0, take);
+        if (nul)
+            return fl_err(e, "%s:%zu: a NUL byte (byte column %zu); a CSV file holds text", r->path, r->line + 1,
+                          r->len + (size_t)(nul - s) + 1);
+        if (r->cap - r->len < take + 2) fl_grow((void **)&r->buf, &r->cap, r->len + take + 2, 1);
+        memcpy(r->buf + r->len, s, take);
+        r->len += take;
+        r->pos += take + (nl != NULL);
+        if (nl) break;
     }
-    while (r->len > 0 && (r->buf[r->len - 1] == '\n' || r->buf[r->len - 1] == '\r')) r->len--;
+    if (!any) return FL_OK; /* end of file */
+    while (r->len > 0 && r->buf[r->len - 1] == '\r') r->len--;
     r->buf[r->len] = 0;
     r->line++;
     *got = true;
@@ -235,6 +249,9 @@ static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t 
     if (!isfinite(v))
         return fl_err(e, "%s:%zu:%zu: '%s' is out of range (column %zu, feed '%s')", r->path,
                       r->line, col0 + 1, text, f->cols[c], f->name);
+    if (f->dtype == FL_DT_FLOAT32 && fabs(v) > FLT_MAX)
+        return fl_err(e, "%s:%zu: column %zu: value '%s' is out of float32 range (feed '%s')", r->path, r->line,
+                      f->cols[c], text, f->name);
     if (f->dtype == FL_DT_INT64) {
         if (v != floor(v))
             return fl_err(e, "%s:%zu:%zu: '%s' is not an integer (column %zu, feed '%s' is int64)",
@@ -287,7 +304,6 @@ static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char
         fl_err(e, "cannot open '%s': %s", path, errno ? strerror(errno) : "out of memory");
         goto fail;
     }
-    gzbuffer(r.f, 1 << 16);
     if (has_suffix(path, ".gz") && gzdirect(r.f)) {
         fl_err(e, "%s: not a gzip file (the name ends in .gz)", path);
         goto fail;
@@ -367,6 +383,7 @@ fail:
     if (r.f) gzclose(r.f);
     if (loc != (locale_t)0) freelocale(loc);
     free(r.buf);
+    free(r.chunk);
     FL_VEC_FREE(&fields);
     return st;
 }

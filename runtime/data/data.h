@@ -48,6 +48,8 @@
  *     path:LINE:COL: 'abc' is not a number (column 2, feed 'x')
  *     path:LINE:COL: empty field (column 2, feed 'x')
  *     path:LINE:COL: '3.5' is not an integer (column 64, feed 'label' is int64)
+ *     path:LINE: column 2: value '1e39' is out of float32 range (feed 'x')
+ *     path:LINE: a NUL byte (byte column 5); a CSV file holds text
  *     cannot open 'path': No such file or directory
  * Column numbers in messages are 0-based, as in `columns=`. Misuse by the caller (a feed or batch
  * index out of range, a buffer too small) is a bug and stops through FL_ASSERT.

@@ -423,7 +423,8 @@ FlStatus fl_train_predict_open(FlTrainer *tr, const char *path, const char *var,
         return fl_err(e, "--predict-var: the program has no var '%s' (in its main program's global block)", v);
     const FlReaderSpec *rd = tr->bundle->run.reader;
     FlDataset *ds;
-    if (fl_data_predict_load(d->train, path, (size_t)rd->skip_rows, rd->sep, &ds, e) != FL_OK) return FL_ERROR;
+    /* feature rows only: no header lines (skipping the reader's would drop rows silently) */
+    if (fl_data_predict_load(d->train, path, 0, rd->sep, &ds, e) != FL_OK) return FL_ERROR;
     FlTrainPredictInput *in = fl_xcalloc(1, sizeof *in);
     in->ds = ds;
     in->var = v;

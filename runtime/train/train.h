@@ -119,8 +119,9 @@ FlStatus fl_train_evaluate(FlTrainer *tr, const FlDataset *ds, size_t batch, dou
 
 typedef struct FlTrainPredictInput FlTrainPredictInput;
 
-/* Reads the prediction input `path` (data.h, fl_data_predict_load: the training reader's
- * feature columns, its separator and skipped rows, normalised with the training statistics) and
+/* Reads the prediction input `path`: feature rows, one per line and no header lines, read at the
+ * training reader's feature column indices with its separator (further columns such as a label
+ * are ignored), normalised with the training statistics (data.h, fl_data_predict_load); and
  * picks the var to predict: `var`, else the model's output (the input of the first op that
  * reads the label feed). Call it before training to find a bad file or var before the first
  * step. Errors: no reader, the file's, a var the program does not have, no label to tell the

@@ -173,8 +173,8 @@ static void test_save_load_predict(void) {
     char dir[300], feat[300];
     snprintf(dir, sizeof dir, "%s/params", tmp);
     snprintf(feat, sizeof feat, "%s/features.csv", tmp);
-    /* the first 12 rows of the housing file, header lines included, features only */
-    CU_ASSERT_EQUAL_FATAL(sh(NULL, "head -n 14 examples/data/boston_house_prices.csv | cut -d, -f1-13 > %s", feat), 0);
+    /* the first 12 data rows of the housing file, features only */
+    CU_ASSERT_EQUAL_FATAL(sh(NULL, "sed -n 3,14p examples/data/boston_house_prices.csv | cut -d, -f1-13 > %s", feat), 0);
     char *direct = NULL, *loaded = NULL, *out = NULL;
     CU_ASSERT_EQUAL(sh(&direct, "%s examples/fit_a_line.fl -q --epochs 5 --save %s --predict %s", flrun, dir, feat), 0);
     CU_ASSERT_EQUAL(sh(&loaded, "%s examples/fit_a_line.fl -q --load %s --predict %s", flrun, dir, feat), 0);
@@ -182,6 +182,22 @@ static void test_save_load_predict(void) {
     int lines = 0;
     for (const char *p = direct; *p; p++) lines += *p == '\n';
     CU_ASSERT_EQUAL(lines, 12);
+    /* the shipped example: 3 feature rows in, 3 predictions out; with the label column too */
+    CU_ASSERT_EQUAL(sh(&out, "%s examples/fit_a_line.fl -q --load %s --predict examples/data/boston_features.csv", flrun,
+                       dir), 0);
+    lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    CU_ASSERT_EQUAL(lines, 3);
+    free(out);
+    /* header lines, or rows too narrow for the feature columns: located errors, not lost rows */
+    CU_ASSERT_EQUAL(sh(&out, "head -n 5 examples/data/boston_house_prices.csv > %s.h && "
+                             "%s examples/fit_a_line.fl -q --load %s --predict %s.h 2>&1", feat, flrun, dir, feat), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ".h:1:"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(&out, "cut -d, -f1-12 %s > %s.n && %s examples/fit_a_line.fl -q --load %s --predict %s.n 2>&1",
+                       feat, feat, flrun, dir, feat), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ".n:1: feed 'x' uses column 12, but the rows have 12 columns"));
+    free(out);
     /* a missing parameter and a mis-shaped one: clear errors, exit 1 */
     CU_ASSERT_EQUAL(sh(NULL, "cp -r %s %s.bad && rm %s.bad/fc_0.w_0", dir, dir, dir), 0);
     CU_ASSERT_EQUAL(sh(&out, "%s examples/fit_a_line.fl -q --load %s.bad 2>&1", flrun, dir), 1);
@@ -216,6 +232,20 @@ static void test_bad_input(void) {
                              "echo '1,2,3' >> %s/bad/data/boston_house_prices.csv", tmp, tmp, tmp, tmp), 0);
     CU_ASSERT_EQUAL(sh(&out, "%s %s/bad/fit_a_line.fl -q 2>&1", flrun, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "boston_house_prices.csv:41: expected 14 columns, found 3"));
+    free(out);
+    /* a value beyond float32, and a NUL byte: named where they are, not "training diverged" */
+    CU_ASSERT_EQUAL(sh(NULL, "head -n 40 examples/data/boston_house_prices.csv > %s/bad/data/boston_house_prices.csv && "
+                             "echo '0.1,18,2.31,0,0.538,6.575,65.2,4.09,1,296,15.3,1e39,4.98,24' >> "
+                             "%s/bad/data/boston_house_prices.csv", tmp, tmp), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/bad/fit_a_line.fl -q 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "boston_house_prices.csv:41: column 11: value '1e39' is out of float32 range"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "head -n 40 examples/data/boston_house_prices.csv > %s/bad/data/boston_house_prices.csv && "
+                             "printf '0.1,18,2.31,0,0.538\\0006.575,65.2,4.09,1,296,15.3,1,4.98,24\\n' >> "
+                             "%s/bad/data/boston_house_prices.csv && sed -n 3,10p examples/data/boston_house_prices.csv >> "
+                             "%s/bad/data/boston_house_prices.csv", tmp, tmp, tmp), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/bad/fit_a_line.fl -q 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "boston_house_prices.csv:41: a NUL byte (byte column 20)"));
     free(out);
     /* a .flp written by a newer fluidc */
     FlBundle *b = NULL;
@@ -253,7 +283,7 @@ static const char *workdir(void) {
     snprintf(w, sizeof w, "%s/w", tmp);
     CU_ASSERT_EQUAL_FATAL(sh(NULL, "rm -rf %s && mkdir -p %s/data && cp examples/fit_a_line.fl %s/ && "
                                    "cp examples/data/boston_house_prices.csv %s/data/ && "
-                                   "head -n 5 examples/data/boston_house_prices.csv | cut -d, -f1-13 > %s/feat.csv",
+                                   "cp examples/data/boston_features.csv %s/feat.csv",
                        w, w, w, w, w), 0);
     return w;
 }

@@ -92,15 +92,7 @@ static void test_train_evaluate_predict(void) {
     CU_ASSERT_EQUAL(fl_data_rows(fl_train_dataset(tr, true)), 101);
     /* a prediction input opened before training, as flrun does */
     FlTrainPredictInput *in;
-    char feat[] = "/tmp/fl_test_train_api_feat.XXXXXX";
-    int ffd = mkstemp(feat);
-    CU_ASSERT_FATAL(ffd >= 0);
-    close(ffd);
-    char mk[256];
-    snprintf(mk, sizeof mk, "head -n 5 examples/data/boston_house_prices.csv | cut -d, -f1-13 > %s", feat);
-    CU_ASSERT_EQUAL_FATAL(system(mk), 0);
-    CU_ASSERT_EQUAL_FATAL(fl_train_predict_open(tr, feat, NULL, &in, &e), FL_OK);
-    remove(feat);
+    CU_ASSERT_EQUAL_FATAL(fl_train_predict_open(tr, "examples/data/boston_features.csv", NULL, &in, &e), FL_OK);
 
     Seen s = {0};
     FlTrainOptions o = FL_TRAIN_OPTIONS_INIT;
@@ -143,6 +135,9 @@ static void test_train_evaluate_predict(void) {
     FlTrainHooks stop = {.row = stop_at_3};
     CU_ASSERT_EQUAL(fl_train_run(tr, &o, &stop, &e), FL_ERROR);
     CU_ASSERT_STRING_EQUAL(fl_error_message(&e), "stopped by the hook");
+    /* an unknown --predict-var is found when the input is opened */
+    CU_ASSERT_EQUAL(fl_train_predict_open(tr, "examples/data/boston_features.csv", "nope", &in, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_error_message(&e), "'nope'"));
     fl_train_free(tr);
     fl_scope_free(scope);
     fl_executor_free(ex);
