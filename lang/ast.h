@@ -3,7 +3,8 @@
  * Every node is an FlAst: a common header (kind, span) and a union whose valid member the kind
  * decides (see the comment at each kind). Nodes, their arrays and their strings live in the
  * compilation's arena and are freed with it; identifiers are interned (compare by pointer).
- * The parser builds the tree and evaluates nothing; lang/eval.c walks it.
+ * The parser builds the tree and evaluates nothing; the evaluator (lang/expr.c, lang/stmt.c)
+ * walks it.
  */
 #ifndef FL_AST_H
 #define FL_AST_H

@@ -1,6 +1,6 @@
-/* eval_impl.h: the compile-time interpreter's internals, shared by eval.c (statements,
- * expressions, calls, lowering of runtime control flow) and builtins.c (Python builtins, the
- * native `_core` module the stdlib is written against). Not included outside lang/.
+/* eval_impl.h: the compile-time interpreter's internals, shared by the files of the evaluator
+ * (value.c, build.c, arith.c, expr.c, stmt.c, lower.c, eval.c, builtins.c). Not included outside
+ * lang/.
  *
  * Values live in the compilation's arena and are never freed one by one. An evaluation that
  * fails reports a diagnostic and yields the ERROR value, which every operation propagates
@@ -77,6 +77,11 @@ struct CallArgs {
     FlSpan span;      /* the whole call */
     FlSpan *pos_spans; /* each positional arg's span (may be NULL) */
 };
+
+typedef FL_VEC(const char *) StrVec;
+
+/* The arena size past which evaluation stops (a runaway compile-time program). */
+#define MEMORY_LIMIT ((size_t)512 << 20)
 
 /* Flow control of statements. */
 typedef enum Flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERROR } Flow;
@@ -163,7 +168,7 @@ struct Ctx {
     FlValue *none, *vtrue, *vfalse, *error;
 };
 
-/* ---- values ---- */
+/* ---- values (value.c) ---- */
 FlValue *fl_v_new(Ctx *c, ValKind k);
 FlValue *fl_v_int(Ctx *c, int64_t i);
 FlValue *fl_v_float(Ctx *c, double f);
@@ -184,13 +189,15 @@ bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok);
 const char *fl_v_type_name(const FlValue *v);
 void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out);
 bool fl_v_is_seq(const FlValue *v);
+bool fl_v_is_num(const FlValue *v); /* int, float or bool */
+double fl_v_num(const FlValue *v);  /* the number of an int, float or bool */
 
-/* ---- environments ---- */
+/* ---- environments (value.c) ---- */
 Env *fl_env_new(Ctx *c, Env *parent);
 FlValue *fl_env_find(Env *e, const char *name); /* walks parents */
 void fl_env_set(Env *e, const char *name, FlValue *v);
 
-/* ---- errors ---- */
+/* ---- errors (build.c) ---- */
 /* Reports at the user-level span (the node's own span in user code; in stdlib code the user's
  * call site, with a note at the stdlib line). Returns the ERROR value. */
 FlValue *fl_ev_error(Ctx *c, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
@@ -198,13 +205,7 @@ FlSpan fl_ev_user_span(Ctx *c, FlSpan sp);
 FlLoc fl_ev_loc(Ctx *c, FlSpan sp);
 const char *fl_ev_suggest(Ctx *c, const char *name, Env *e);
 
-/* ---- calls and ops (eval.c) ---- */
-FlValue *fl_ev_call(Ctx *c, FlValue *fn, CallArgs *a);
-FlValue *fl_ev_call_simple(Ctx *c, FlValue *fn, FlSpan sp, FlValue **pos, size_t npos);
-/* Binds a builtin's arguments to its parameter spec "a b c=" (names; '=' marks optional;
- * "*rest" takes extra positionals, "**kw" extra keywords into out as a dict). Missing optional
- * arguments are NULL in out. Returns false after reporting an error. */
-bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValue **out);
+/* ---- the op builder (build.c) ---- */
 FlVarDesc *fl_ev_var_desc(Ctx *c, FlValue *v); /* the desc of a VK_VAR visible from the block */
 const char *fl_ev_unique(Ctx *c, const char *prefix); /* "fc" -> "fc_0", "fc_1", ... */
 FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp);
@@ -212,12 +213,73 @@ FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp);
  * from the rest; creates missing outputs; runs shape inference, reporting its errors at the
  * user's span. Returns the single output Var, a tuple of them, or ERROR. */
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp);
+/* fl_ev_op with inputs X = x and, unless y is NULL, Y = y. */
+FlValue *fl_ev_op2(Ctx *c, const char *type, FlValue *x, FlValue *y, FlSpan sp);
+/* A scale op: x * scale + bias. */
+FlValue *fl_ev_scale(Ctx *c, FlValue *x, double scale, double bias, FlSpan sp);
 /* Appends a bare op (slots and attrs set by the caller) located at the user's span. */
 FlOpDesc *fl_ev_op_raw(Ctx *c, FlBlock *b, const char *type, FlSpan sp);
 bool fl_ev_infer(Ctx *c, FlBlock *b, FlOpDesc *op, FlSpan sp);
+/* An arithmetic operation (an FlBinOp) or, for op >= 100, a comparison (FlCmpOp op - 100)
+ * where at least one side is a Var. */
 FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);
 FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp);
+/* Appends backward ops for loss; returns (params, grads) lists or ERROR. */
+FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp);
+bool fl_ev_is_var(const FlValue *v);
+bool fl_ev_is_channel(Ctx *c, FlValue *v);
+
+/* ---- operators (arith.c) ---- */
+FlValue *fl_ev_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);   /* an FlBinOp */
+FlValue *fl_ev_unop(Ctx *c, int op, FlValue *v, FlSpan sp);                /* an FlUnOp */
+FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp); /* an FlCmpOp */
+
+/* ---- expressions and calls (expr.c) ---- */
+FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n);
 FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
+/* A function value for a def or lambda node, closing over e, in the current module. */
+FlValue *fl_ev_make_func(Ctx *c, Env *e, FlAst *n);
+FlValue *fl_ev_call(Ctx *c, FlValue *fn, CallArgs *a);
+FlValue *fl_ev_call_simple(Ctx *c, FlValue *fn, FlSpan sp, FlValue **pos, size_t npos);
+/* Binds a builtin's arguments to its parameter spec "a b c=" (names; '=' marks optional;
+ * "*rest" takes extra positionals, "**kw" extra keywords into out as a dict). Missing optional
+ * arguments are NULL in out. Returns false after reporting an error. */
+bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValue **out);
+
+/* ---- statements (stmt.c) ---- */
+/* Reports break/continue outside a loop and 'import *' inside a function in body. */
+void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def);
+/* Binds target t (a name, a tuple or list of targets, an attribute, an item) to v. */
+bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v);
+Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body);
+/* Runs body->items[from..] in order, up to one that lowers a break or continue of the runtime
+ * loop around inside a runtime block while more statements follow: *next is then the index
+ * after it, else body->len. */
+Flow fl_ev_run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next);
+/* The runtime loop that a break or continue here would leave, or NULL (none, or a compile-time
+ * loop is nearer). */
+RtLoop *fl_ev_rt_loop(Ctx *c);
+
+/* ---- runtime control flow (lower.c) ---- */
+/* Runs `body` into a new sub-block of the current block; returns the sub-block. Names rebound to
+ * Vars inside it are carried out by assign ops (see lower.c). */
+FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry_out, FlSpan sp, Flow *flow);
+void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot,
+                      const char *out_slot);
+/* A break or continue of the runtime loop l; the flow that ends the enclosing statements. */
+Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp);
+/* body->items[from..] after a statement that lowered an exit: run while the iteration lives. */
+Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from);
+Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
+Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
+Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch);   /* `for v in ch` */
+Flow fl_ev_lower_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp);
+/* n concurrent iterations of body; bind (if not NULL) is bound to the index Var or, with
+ * as_rec, to a record whose .idx is. */
+Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool as_rec,
+                              FlAstList *body, FlSpan sp);
+Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s);
+Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g); /* g: the server.do guard */
 
 /* ---- modules and builtins (builtins.c) ---- */
 void fl_builtins_install(Ctx *c);
@@ -228,16 +290,5 @@ FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,
  * a dict's keys, a string's characters; ERROR (reported) for anything else. */
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp);
-Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body);
-FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n);
-/* Runs `body` into a new sub-block of the current block; returns the sub-block. Names rebound to
- * Vars inside it are carried out by assign ops (see eval.c, "runtime control flow"). */
-FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry_out, FlSpan sp, Flow *flow);
-void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot,
-                      const char *out_slot);
-/* Appends backward ops for loss; returns (params, grads) lists or ERROR. */
-FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp);
-bool fl_ev_is_var(const FlValue *v);
-bool fl_ev_is_channel(Ctx *c, FlValue *v);
 
 #endif

@@ -1,0 +1,473 @@
+/* build.c: the op builder, where evaluation meets the IR.
+ *
+ * Errors and locations (a diagnostic at the user-level span; spans mapped to the IR's locs and
+ * the bundle's source table), vars and ops in the current block (fl_ev_new_var, fl_ev_op_raw,
+ * fl_ev_infer), fl_ev_op (an op from keyword-named slots and attributes, its output vars, shape
+ * inference), arithmetic and comparisons with a Var operand (elementwise ops, `scale` for a
+ * float Var and a number), and append_backward.
+ *
+ * Invariants: an op is appended to c->b.block and carries the loc of the user's line that made
+ * it (fl_ev_user_span), even when a stdlib layer built it; an op that fails to build is removed
+ * again, so the block never keeps a half-made op; numbers given where a Var is expected become
+ * fill_constant vars of the dtype of the op's first input Var.
+ */
+#include "lang/eval_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/backward.h"
+#include "compiler/infer.h"
+#include "compiler/ops.h"
+
+/* ------------------------------------------------------------------ errors and locations */
+
+FlSpan fl_ev_user_span(Ctx *c, FlSpan sp) { return c->have_err_span ? c->err_span : sp; }
+
+FlValue *fl_ev_error(Ctx *c, FlSpan sp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    FlBuf msg = {0};
+    fl_buf_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    fl_diag_error(&c->diag, fl_ev_user_span(c, sp), "%s", fl_buf_str(&msg));
+    fl_buf_free(&msg);
+    return c->error;
+}
+
+FlLoc fl_ev_loc(Ctx *c, FlSpan sp) {
+    sp = fl_ev_user_span(c, sp);
+    FlLoc loc = FL_LOC_NONE;
+    const FlSourceFile *f = fl_sources_file(&c->sources, sp.file);
+    if (!f) return loc;
+    while (c->src_map.len <= sp.file) FL_VEC_PUSH(&c->src_map, -1);
+    if (c->src_map.data[sp.file] < 0) {
+        c->src_map.data[sp.file] = (int32_t)c->bundle->source_paths.len;
+        FL_VEC_PUSH(&c->bundle->source_paths, fl_xstrdup(f->path));
+    }
+    int line, col, eline, ecol;
+    fl_sources_linecol(&c->sources, sp.file, sp.start, &line, &col);
+    fl_sources_linecol(&c->sources, sp.file, sp.end > sp.start ? sp.end - 1 : sp.start, &eline, &ecol);
+    loc.file = c->src_map.data[sp.file];
+    loc.line = line;
+    loc.col = col;
+    loc.len = eline == line ? ecol - col + 1 : 1;
+    return loc;
+}
+
+/* ------------------------------------------------------------------ vars and ops */
+
+FlVarDesc *fl_ev_var_desc(Ctx *c, FlValue *v) {
+    if (v->kind != VK_VAR) return NULL;
+    FlVarDesc *d = fl_ir_var_lookup(c->b.main, c->b.block, v->var.name);
+    if (!d && v->var.prog != c->b.main) {
+        /* a var of another program (program_guard): look in its global block */
+        d = fl_ir_var_find(fl_ir_block(v->var.prog, 0), v->var.name);
+    }
+    return d;
+}
+
+bool fl_ev_is_channel(Ctx *c, FlValue *v) {
+    FlVarDesc *d = fl_ev_var_desc(c, v);
+    return d && d->kind == FL_VAR_CHANNEL;
+}
+
+const char *fl_ev_unique(Ctx *c, const char *prefix) {
+    FlMap *m = c->unique_stack.len ? c->unique_stack.data[c->unique_stack.len - 1] : &c->unique;
+    const char *key = fl_intern_str(&c->in, prefix);
+    int64_t *n = fl_map_find_str(m, key);
+    if (!n) {
+        n = fl_arena_alloc(&c->arena, sizeof *n);
+        fl_map_put_str(m, key, n);
+    }
+    for (;;) {
+        char *name = fl_arena_printf(&c->arena, "%s_%lld", prefix, (long long)(*n)++);
+        if (!fl_ir_var_lookup(c->b.main, c->b.block, name) && !fl_ir_var_find(fl_ir_block(c->b.main, 0), name))
+            return fl_intern_str(&c->in, name);
+    }
+}
+
+FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp) {
+    FlVarDesc *d = fl_ir_var_add(b, name);
+    if (!d) return NULL;
+    d->loc = fl_ev_loc(c, sp);
+    return d;
+}
+
+FlOpDesc *fl_ev_op_raw(Ctx *c, FlBlock *b, const char *type, FlSpan sp) {
+    FlOpDesc *op = fl_ir_op_append(b, type);
+    op->loc = fl_ev_loc(c, sp);
+    return op;
+}
+
+bool fl_ev_infer(Ctx *c, FlBlock *b, FlOpDesc *op, FlSpan sp) {
+    FlErr e;
+    fl_ops_fill_defaults(op);
+    if (fl_ops_check(op, &e) != FL_OK || fl_infer_op(c->b.main, b, op, &e) != FL_OK) {
+        fl_ev_error(c, sp, "%s", e.msg);
+        return false;
+    }
+    return true;
+}
+
+static bool dtype_from_value(Ctx *c, FlValue *v, FlDType *dt) {
+    if (v->kind == VK_INT && v->i >= 0 && v->i < FL_DT_COUNT) {
+        *dt = (FlDType)v->i;
+        return true;
+    }
+    if (v->kind != VK_STR) return false;
+    for (int t = 0; t < FL_DT_COUNT; t++)
+        if (strcmp(v->str.s, fl_dtype_name((FlDType)t)) == 0) {
+            *dt = (FlDType)t;
+            return true;
+        }
+    return false;
+}
+
+/* Sets attribute `info` of op from a compile-time value; reports a type error. */
+static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, FlSpan sp) {
+    const char *n = info->name;
+    switch (info->type) {
+    case FL_ATTR_INT:
+        if (strstr(n, "dtype")) {
+            FlDType dt;
+            if (!dtype_from_value(c, v, &dt)) break;
+            fl_ir_op_set_int(op, n, dt);
+            return true;
+        }
+        if (v->kind != VK_INT && v->kind != VK_BOOL) break;
+        fl_ir_op_set_int(op, n, v->kind == VK_INT ? v->i : v->b);
+        return true;
+    case FL_ATTR_FLOAT:
+        if (!fl_v_is_num(v)) break;
+        fl_ir_op_set_float(op, n, fl_v_num(v));
+        return true;
+    case FL_ATTR_BOOL:
+        if (v->kind != VK_BOOL && v->kind != VK_INT) break;
+        fl_ir_op_set_bool(op, n, v->kind == VK_BOOL ? v->b : v->i != 0);
+        return true;
+    case FL_ATTR_STRING:
+        if (v->kind != VK_STR) break;
+        fl_ir_op_set_string(op, n, v->str.s);
+        return true;
+    case FL_ATTR_INTS: {
+        if (v->kind == VK_INT) {
+            fl_ir_op_set_ints(op, n, &v->i, 1);
+            return true;
+        }
+        if (!fl_v_is_seq(v)) break;
+        int64_t *a = fl_arena_alloc(&c->arena, (v->list.len + 1) * sizeof *a);
+        for (size_t i = 0; i < v->list.len; i++) {
+            if (v->list.items[i]->kind != VK_INT) goto bad;
+            a[i] = v->list.items[i]->i;
+        }
+        fl_ir_op_set_ints(op, n, a, v->list.len);
+        return true;
+    }
+    case FL_ATTR_FLOATS: {
+        if (!fl_v_is_seq(v)) break;
+        double *a = fl_arena_alloc(&c->arena, (v->list.len + 1) * sizeof *a);
+        for (size_t i = 0; i < v->list.len; i++) {
+            if (!fl_v_is_num(v->list.items[i])) goto bad;
+            a[i] = fl_v_num(v->list.items[i]);
+        }
+        fl_ir_op_set_floats(op, n, a, v->list.len);
+        return true;
+    }
+    case FL_ATTR_STRINGS: {
+        if (!fl_v_is_seq(v)) break;
+        const char **a = fl_arena_alloc(&c->arena, (v->list.len + 1) * sizeof *a);
+        for (size_t i = 0; i < v->list.len; i++) {
+            if (v->list.items[i]->kind != VK_STR) goto bad;
+            a[i] = v->list.items[i]->str.s;
+        }
+        fl_ir_op_set_strings(op, n, a, v->list.len);
+        return true;
+    }
+    case FL_ATTR_BLOCK:
+    case FL_ATTR_BLOCKS:
+    case FL_ATTR_TYPE_COUNT: break;
+    }
+bad:;
+    static const char *tn[] = {"an int", "a float", "a string", "a bool", "a list of ints",
+                               "a list of floats", "a list of strings", "a block", "blocks"};
+    fl_ev_error(c, sp, "%s: attribute '%s' must be %s, found %s", op->type, n,
+                info->type < FL_ATTR_TYPE_COUNT ? tn[info->type] : "?", fl_v_type_name(v));
+    return false;
+}
+
+FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp) {
+    const char *name = fl_ev_unique(c, "fill_constant");
+    name = fl_arena_printf(&c->arena, "%s.tmp_0", name);
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+    d->stop_gradient = true;
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "fill_constant", sp);
+    fl_ir_op_add_output(op, "Out", name);
+    int64_t one = 1;
+    fl_ir_op_set_ints(op, "shape", &one, 1);
+    fl_ir_op_set_float(op, "value", v);
+    fl_ir_op_set_int(op, "dtype", dt);
+    if (!fl_ev_infer(c, c->b.block, op, sp)) return c->error;
+    return fl_v_var(c, name);
+}
+
+/* Adds the vars of value v (a Var or a list of Vars) to slot `slot` of op. Numbers become
+ * constant vars of dtype dt. */
+static bool add_slot_vars(Ctx *c, FlOpDesc *op, bool input, const FlSlotInfo *si, FlValue *v,
+                          FlDType dt, FlSpan sp) {
+    FlValue *one[1] = {v};
+    FlValue **items = one;
+    size_t n = 1;
+    if (fl_v_is_seq(v)) {
+        items = v->list.items;
+        n = v->list.len;
+        if (!si->list && n != 1) {
+            fl_ev_error(c, sp, "%s: input '%s' takes one Var, found a %s of %zu", op->type,
+                        si->name, fl_v_type_name(v), n);
+            return false;
+        }
+    }
+    if (input) fl_ir_op_add_input_slot(op, si->name);
+    else fl_ir_op_add_output_slot(op, si->name);
+    for (size_t i = 0; i < n; i++) {
+        FlValue *x = items[i];
+        if (x->kind == VK_ERROR) return false;
+        if (input && fl_v_is_num(x)) x = fl_ev_const_var(c, fl_v_num(x), dt, sp);
+        if (x->kind == VK_ERROR) return false;
+        if (x->kind != VK_VAR) {
+            fl_ev_error(c, sp, "%s: '%s' must be a Var, found %s", op->type, si->name,
+                        fl_v_type_name(x));
+            return false;
+        }
+        if (!fl_ev_var_desc(c, x)) {
+            fl_ev_error(c, sp, "%s: var '%s' is not visible here (it belongs to another block)",
+                        op->type, x->var.name);
+            return false;
+        }
+        if (input) fl_ir_op_add_input(op, si->name, x->var.name);
+        else fl_ir_op_add_output(op, si->name, x->var.name);
+    }
+    return true;
+}
+
+FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
+    const FlOpInfo *info = fl_ops_find(type);
+    if (!info) return fl_ev_error(c, sp, "unknown op '%s'", type);
+    FlBlock *b = c->b.block;
+    FlOpDesc *op = fl_ir_op_append(b, type);
+    op->loc = fl_ev_loc(c, sp);
+    size_t pos = b->ops.len - 1;
+    FlValue *given_out[FL_OPS_MAX_SLOTS] = {0};
+    int64_t n_out = -1;
+    FlDType dt = FL_DT_FLOAT32;
+    /* the dtype numbers become: the first input var's dtype */
+    for (size_t k = 0; k < a->nkw; k++) {
+        FlValue *v = a->kwvals[k];
+        if (fl_ops_in_slot(info, a->kwnames[k]) && v->kind == VK_VAR) {
+            FlVarDesc *d = fl_ev_var_desc(c, v);
+            if (d) dt = d->dtype;
+            break;
+        }
+    }
+    for (size_t k = 0; k < a->nkw; k++) {
+        const char *kn = a->kwnames[k];
+        FlValue *v = a->kwvals[k];
+        if (v->kind == VK_ERROR) goto fail;
+        const FlSlotInfo *si;
+        const FlAttrInfo *ai;
+        if (strcmp(kn, "_n_out") == 0 && v->kind == VK_INT) {
+            n_out = v->i;
+        } else if ((si = fl_ops_in_slot(info, kn))) {
+            if (v->kind == VK_NONE) continue;
+            if (!add_slot_vars(c, op, true, si, v, dt, sp)) goto fail;
+        } else if ((si = fl_ops_out_slot(info, kn))) {
+            given_out[si - info->outs] = v;
+        } else if ((ai = fl_ops_attr(info, kn))) {
+            if (v->kind == VK_NONE) continue;
+            if (!set_attr(c, op, ai, v, sp)) goto fail;
+        } else {
+            fl_ev_error(c, sp, "op '%s' has no input, output or attribute '%s'", type, kn);
+            goto fail;
+        }
+    }
+    if (a->npos) {
+        fl_ev_error(c, sp, "op '%s' takes keyword arguments only", type);
+        goto fail;
+    }
+    /* outputs: given ones, else fresh vars */
+    const char *base = NULL;
+    int tmp = 0;
+    FlValue *outs[FL_OPS_MAX_SLOTS] = {0};
+    for (int s = 0; s < info->nouts; s++) {
+        const FlSlotInfo *si = &info->outs[s];
+        if (given_out[s]) {
+            if (!add_slot_vars(c, op, false, si, given_out[s], dt, sp)) goto fail;
+            outs[s] = given_out[s];
+            continue;
+        }
+        if (si->optional) continue;
+        if (!base) base = fl_ev_unique(c, type);
+        int64_t count = 1;
+        if (si->list) {
+            count = n_out;
+            if (count < 0) {
+                FlAttr *num = fl_ir_op_attr(op, "num");
+                FlAttr *sec = fl_ir_op_attr(op, "sections");
+                count = sec && sec->n ? (int64_t)sec->n : num ? num->i : 1;
+            }
+        }
+        FlValue *lst = si->list ? fl_v_list(c, VK_LIST) : NULL;
+        fl_ir_op_add_output_slot(op, si->name);
+        for (int64_t i = 0; i < count; i++) {
+            const char *name = fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
+            FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
+            FL_ASSERT(d);
+            fl_ir_op_add_output(op, si->name, name);
+            FlValue *vv = fl_v_var(c, name);
+            if (lst) fl_v_list_push(c, lst, vv);
+            else outs[s] = vv;
+        }
+        if (lst) outs[s] = lst;
+    }
+    if (!fl_ev_infer(c, b, op, sp)) goto fail;
+    /* stop_gradient propagates: an op whose inputs all stop gradients makes outputs that do */
+    bool all_stop = true, any_in = false;
+    for (size_t s = 0; s < op->ins.len; s++)
+        for (size_t i = 0; i < op->ins.data[s].nargs; i++) {
+            FlVarDesc *d = fl_ir_var_lookup(c->b.main, b, op->ins.data[s].args[i]);
+            any_in = true;
+            if (d && !d->stop_gradient) all_stop = false;
+        }
+    if (any_in && all_stop && !(info->flags & FL_OPF_OPTIMIZE))
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t i = 0; i < op->outs.data[s].nargs; i++) {
+                FlVarDesc *d = fl_ir_var_find(b, op->outs.data[s].args[i]);
+                if (d && !d->persistable) d->stop_gradient = true;
+            }
+    if (info->nouts == 1) return outs[0] ? outs[0] : c->none;
+    FlValue *t = fl_v_list(c, VK_TUPLE);
+    for (int s = 0; s < info->nouts; s++)
+        if (!info->outs[s].optional || outs[s]) fl_v_list_push(c, t, outs[s] ? outs[s] : c->none);
+    return t;
+fail:
+    fl_ir_op_remove(b, pos);
+    return c->error;
+}
+
+FlValue *fl_ev_op2(Ctx *c, const char *type, FlValue *x, FlValue *y, FlSpan sp) {
+    const char *names[2] = {"X", "Y"};
+    FlValue *vals[2] = {x, y};
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = y ? 2 : 1, .span = sp};
+    return fl_ev_op(c, type, &a, sp);
+}
+
+FlValue *fl_ev_scale(Ctx *c, FlValue *x, double scale, double bias, FlSpan sp) {
+    const char *names[3] = {"X", "scale", "bias"};
+    FlValue *vals[3] = {x, fl_v_float(c, scale), fl_v_float(c, bias)};
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = sp};
+    return fl_ev_op(c, "scale", &a, sp);
+}
+
+static const char *cmp_op_name(int op) {
+    switch (op) {
+    case FL_CMP_EQ: return "equal";
+    case FL_CMP_NE: return "not_equal";
+    case FL_CMP_LT: return "less_than";
+    case FL_CMP_LE: return "less_equal";
+    case FL_CMP_GT: return "greater_than";
+    case FL_CMP_GE: return "greater_equal";
+    default: return NULL;
+    }
+}
+
+/* An arithmetic binary operation where at least one side is a Var. op >= 100 marks a
+ * comparison (op - 100 is the FlCmpOp). */
+FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
+    FlValue *var = l->kind == VK_VAR ? l : r;
+    FlVarDesc *d = fl_ev_var_desc(c, var);
+    if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);
+    if (d->kind == FL_VAR_CHANNEL)
+        return fl_ev_error(c, sp, "arithmetic on a channel ('%s')", var->var.name);
+    bool is_float = d->dtype == FL_DT_FLOAT32 || d->dtype == FL_DT_FLOAT64;
+    if (op >= 100) {
+        const char *name = cmp_op_name(op - 100);
+        if (!name) return fl_ev_error(c, sp, "this comparison is not defined on Vars");
+        if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);
+        if (fl_v_is_num(r)) r = fl_ev_const_var(c, fl_v_num(r), d->dtype, sp);
+        if (l->kind != VK_VAR || r->kind != VK_VAR)
+            return l->kind == VK_ERROR || r->kind == VK_ERROR
+                       ? c->error
+                       : fl_ev_error(c, sp, "cannot compare a Var with %s",
+                                     fl_v_type_name(l->kind == VK_VAR ? r : l));
+        return fl_ev_op2(c, name, l, r, sp);
+    }
+    FlValue *other = var == l ? r : l;
+    if (other->kind != VK_VAR && !fl_v_is_num(other))
+        return fl_ev_error(c, sp, "unsupported operand types for arithmetic: %s and %s",
+                           fl_v_type_name(l), fl_v_type_name(r));
+    if (other->kind != VK_VAR && is_float) {
+        double s = fl_v_num(other);
+        bool var_left = var == l;
+        switch (op) {
+        case FL_OP_ADD: return fl_ev_scale(c, var, 1, s, sp);
+        case FL_OP_SUB: return var_left ? fl_ev_scale(c, var, 1, -s, sp) : fl_ev_scale(c, var, -1, s, sp);
+        case FL_OP_MUL: return fl_ev_scale(c, var, s, 0, sp);
+        case FL_OP_DIV:
+            if (var_left) {
+                if (s == 0) return fl_ev_error(c, sp, "division by zero");
+                return fl_ev_scale(c, var, 1.0 / s, 0, sp);
+            }
+            break;
+        default: break;
+        }
+    }
+    if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);
+    if (fl_v_is_num(r)) r = fl_ev_const_var(c, fl_v_num(r), d->dtype, sp);
+    if (l->kind == VK_ERROR || r->kind == VK_ERROR) return c->error;
+    static const char *names[FL_BINOP_COUNT] = {
+        [FL_OP_ADD] = "elementwise_add", [FL_OP_SUB] = "elementwise_sub",
+        [FL_OP_MUL] = "elementwise_mul", [FL_OP_DIV] = "elementwise_div",
+        [FL_OP_FLOORDIV] = "elementwise_floordiv", [FL_OP_MOD] = "elementwise_mod",
+        [FL_OP_MATMUL] = "matmul", [FL_OP_POW] = "elementwise_pow"};
+    return fl_ev_op2(c, names[op], l, r, sp);
+}
+
+/* ------------------------------------------------------------------ backward */
+
+FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp) {
+    if (loss->kind != VK_VAR) return fl_ev_error(c, sp, "append_backward needs a Var loss, found %s", fl_v_type_name(loss));
+    FlVarDesc *ld = fl_ev_var_desc(c, loss);
+    if (!ld) return fl_ev_error(c, sp, "var '%s' is not visible here", loss->var.name);
+    FL_VEC(const char *) params = {0};
+    if (param_list) {
+        if (!fl_v_is_seq(param_list)) return fl_ev_error(c, sp, "parameter_list must be a list of Vars or names");
+        for (size_t i = 0; i < param_list->list.len; i++) {
+            FlValue *p = param_list->list.items[i];
+            if (p->kind == VK_VAR) FL_VEC_PUSH(&params, p->var.name);
+            else if (p->kind == VK_STR) FL_VEC_PUSH(&params, p->str.s);
+            else {
+                FL_VEC_FREE(&params);
+                return fl_ev_error(c, sp, "parameter_list must be a list of Vars or names");
+            }
+        }
+    }
+    FlBackwardResult r = {0};
+    FlErr err;
+    FlLoc where = FL_LOC_NONE;
+    FlStatus st = fl_backward_append(c->b.main, loss->var.name, params.data, params.len, &r, &err, &where);
+    FL_VEC_FREE(&params);
+    if (st != FL_OK) {
+        fl_backward_result_fini(&r);
+        return fl_ev_error(c, sp, "%s", err.msg);
+    }
+    FlValue *ps = fl_v_list(c, VK_LIST), *gs = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < r.pairs.len; i++) {
+        fl_v_list_push(c, ps, fl_v_var(c, r.pairs.data[i].param));
+        fl_v_list_push(c, gs, fl_v_var(c, r.pairs.data[i].grad));
+    }
+    fl_backward_result_fini(&r);
+    FlValue *t = fl_v_list(c, VK_TUPLE);
+    fl_v_list_push(c, t, ps);
+    fl_v_list_push(c, t, gs);
+    return t;
+}

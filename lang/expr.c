@@ -1,0 +1,655 @@
+/* expr.c: evaluating expressions and calls (the tree walk over expression nodes).
+ *
+ * fl_ev_expr evaluates one expression node: names (with a did-you-mean suggestion), literals,
+ * attributes, indexing and slicing (a list indexed by a Var becomes a list_index op), lists,
+ * dicts, comprehensions, operators (arith.c), conditional expressions and lambdas. Calls bind
+ * arguments to a .fl function's parameters (call_func) or to a builtin's spec (fl_ev_bind).
+ *
+ * Invariants: the recursion depth is bounded (MAX_DEPTH nested expressions, 150 nested calls),
+ * so a deep or recursive program gives a diagnostic instead of overflowing the C stack; a call
+ * made from user code into the stdlib sets the user-level span that errors and ops inside it
+ * report (fl_ev_call); a failed expression yields ERROR after exactly one message.
+ */
+#include "lang/eval_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+
+#define MAX_DEPTH 180
+
+/* ------------------------------------------------------------------ suggestions */
+
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return 99;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t sub = prev + (a[i - 1] != b[j - 1]);
+            size_t m = row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
+            row[j] = sub < m ? sub : m;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+/* The closest name visible in e (and its parents, and the builtins) to `name`, when it is close
+ * enough to be a likely typo; NULL otherwise. */
+const char *fl_ev_suggest(Ctx *c, const char *name, Env *e) {
+    const char *best = NULL;
+    size_t bd = strlen(name) <= 3 ? 1 : 2;
+    bd++;
+    for (int pass = 0; pass < 2; pass++)
+        for (Env *x = pass ? c->builtins : e; x; x = x->parent)
+            for (size_t i = 0; i < x->map.cap; i++) {
+                if (!fl_map_slot_live(&x->map, i)) continue;
+                const char *k = x->map.buckets[i].key;
+                if (k[0] == '_') continue;
+                size_t d = edit_distance(name, k);
+                if (d < bd) {
+                    bd = d;
+                    best = k;
+                }
+            }
+    return best;
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+static FlValue *eval_call(Ctx *c, Env *e, FlAst *n);
+
+static FlValue *index_value(Ctx *c, FlValue *obj, FlValue *idx, FlSpan sp) {
+    if (obj->kind == VK_ERROR || idx->kind == VK_ERROR) return c->error;
+    if (fl_v_is_seq(obj) && idx->kind == VK_VAR) {
+        /* a compile-time list indexed by a runtime index (parallel_for): list_index */
+        if (obj->list.len == 0) return fl_ev_error(c, sp, "indexing an empty list");
+        for (size_t i = 0; i < obj->list.len; i++)
+            if (obj->list.items[i]->kind != VK_VAR)
+                return fl_ev_error(c, sp, "a list indexed by a Var must hold Vars, found %s",
+                                   fl_v_type_name(obj->list.items[i]));
+        /* the elements may differ in shape (w [13, 1], b [1]): Out takes the dims they agree
+         * on and -1 elsewhere; with different ranks, the first element's rank */
+        FlVarDesc *d0 = fl_ev_var_desc(c, obj->list.items[0]);
+        if (!d0) return fl_ev_error(c, sp, "var '%s' is not visible here", obj->list.items[0]->var.name);
+        const char *out = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "list_index"));
+        FlVarDesc *od = fl_ev_new_var(c, c->b.block, out, sp);
+        fl_ir_var_copy(od, d0);
+        od->loc = fl_ev_loc(c, sp);
+        od->persistable = od->trainable = false;
+        FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "list_index", sp);
+        fl_ir_op_add_input_slot(op, "X");
+        for (size_t i = 0; i < obj->list.len; i++) {
+            FlVarDesc *di = fl_ev_var_desc(c, obj->list.items[i]);
+            if (!di) return fl_ev_error(c, sp, "var '%s' is not visible here", obj->list.items[i]->var.name);
+            if (di->dtype != d0->dtype)
+                return fl_ev_error(c, sp, "a list indexed by a Var must hold Vars of one dtype, found %s and %s",
+                                   fl_dtype_name(d0->dtype), fl_dtype_name(di->dtype));
+            for (int k = 0; k < od->ndim; k++)
+                if (k >= di->ndim || di->shape[k] != od->shape[k]) od->shape[k] = -1;
+            fl_ir_op_add_input(op, "X", obj->list.items[i]->var.name);
+        }
+        fl_ir_op_add_input(op, "Index", idx->var.name);
+        fl_ir_op_add_output(op, "Out", out);
+        FlErr e;
+        fl_ops_fill_defaults(op);
+        if (fl_ops_check(op, &e) != FL_OK) return fl_ev_error(c, sp, "%s", e.msg);
+        return fl_v_var(c, out);
+    }
+    if (fl_v_is_seq(obj) || obj->kind == VK_STR) {
+        if (idx->kind != VK_INT && idx->kind != VK_BOOL)
+            return fl_ev_error(c, sp, "%s indices must be integers, found %s", fl_v_type_name(obj),
+                               fl_v_type_name(idx));
+        int64_t len = obj->kind == VK_STR ? (int64_t)obj->str.n : (int64_t)obj->list.len;
+        int64_t i = idx->kind == VK_INT ? idx->i : idx->b;
+        if (i < 0) i += len;
+        if (i < 0 || i >= len)
+            return fl_ev_error(c, sp, "index %lld out of range for a %s of length %lld",
+                               (long long)(idx->kind == VK_INT ? idx->i : idx->b),
+                               fl_v_type_name(obj), (long long)len);
+        return obj->kind == VK_STR ? fl_v_str(c, obj->str.s + i, 1) : obj->list.items[i];
+    }
+    if (obj->kind == VK_DICT) {
+        FlValue *v = fl_v_dict_get(obj, idx);
+        if (!v) {
+            FlBuf b = {0};
+            fl_v_repr(c, idx, &b);
+            fl_ev_error(c, sp, "key %s%s%s not in dict", idx->kind == VK_STR ? "'" : "",
+                        fl_buf_str(&b), idx->kind == VK_STR ? "'" : "");
+            fl_buf_free(&b);
+            return c->error;
+        }
+        return v;
+    }
+    if (obj->kind == VK_RECORD && idx->kind == VK_STR) {
+        FlValue *v = fl_map_find_str(&obj->rec.attrs->map, idx->str.s);
+        if (v) return v;
+        return fl_ev_error(c, sp, "%s has no item '%s'", obj->rec.type, idx->str.s);
+    }
+    if (obj->kind == VK_VAR) return fl_ev_error(c, sp, "indexing a Var is not supported; use layers.split or layers.reshape");
+    return fl_ev_error(c, sp, "%s is not subscriptable", fl_v_type_name(obj));
+}
+
+static FlValue *slice_value(Ctx *c, FlValue *obj, FlValue *lo, FlValue *hi, FlValue *st, FlSpan sp) {
+    if (!fl_v_is_seq(obj) && obj->kind != VK_STR)
+        return fl_ev_error(c, sp, "%s cannot be sliced", fl_v_type_name(obj));
+    int64_t len = obj->kind == VK_STR ? (int64_t)obj->str.n : (int64_t)obj->list.len;
+    int64_t step = 1;
+    if (st && st->kind != VK_NONE) {
+        if (st->kind != VK_INT) return fl_ev_error(c, sp, "slice step must be an int");
+        step = st->i;
+        if (step == 0) return fl_ev_error(c, sp, "slice step cannot be zero");
+    }
+    int64_t a = step > 0 ? 0 : len - 1, b = step > 0 ? len : -1;
+    for (int k = 0; k < 2; k++) {
+        FlValue *x = k ? hi : lo;
+        if (!x || x->kind == VK_NONE) continue;
+        if (x->kind != VK_INT) return fl_ev_error(c, sp, "slice indices must be integers");
+        int64_t v = x->i;
+        if (v < 0) v += len;
+        if (step > 0) v = v < 0 ? 0 : v > len ? len : v;
+        else v = v < -1 ? -1 : v > len - 1 ? len - 1 : v;
+        if (k) b = v;
+        else a = v;
+    }
+    if (obj->kind == VK_STR) {
+        FlBuf buf = {0};
+        for (int64_t i = a; step > 0 ? i < b : i > b; i += step) fl_buf_putc(&buf, obj->str.s[i]);
+        FlValue *v = fl_v_str(c, fl_buf_str(&buf), buf.len);
+        fl_buf_free(&buf);
+        return v;
+    }
+    FlValue *v = fl_v_list(c, obj->kind);
+    for (int64_t i = a; step > 0 ? i < b : i > b; i += step) fl_v_list_push(c, v, obj->list.items[i]);
+    return v;
+}
+
+FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
+    switch (obj->kind) {
+    case VK_ERROR: return c->error;
+    case VK_MODULE: {
+        FlValue *v = fl_map_find_str(&obj->mod->globals->map, name);
+        if (v) return v;
+        /* a submodule not imported yet: fluid.layers after `import fluid` */
+        if (obj->mod->is_stdlib || obj->mod->path) {
+            char *dotted = fl_arena_printf(&c->arena, "%s.%s", obj->mod->name, name);
+            FlValue *sub = fl_map_find_str(&c->modules, dotted);
+            if (sub) return sub;
+        }
+        const char *sug = fl_ev_suggest(c, name, obj->mod->globals);
+        if (sug) return fl_ev_error(c, sp, "module '%s' has no attribute '%s'; did you mean '%s'?", obj->mod->name, name, sug);
+        return fl_ev_error(c, sp, "module '%s' has no attribute '%s'", obj->mod->name, name);
+    }
+    case VK_RECORD: {
+        FlValue *v = fl_map_find_str(&obj->rec.attrs->map, name);
+        if (v) return v;
+        return fl_ev_error(c, sp, "'%s' object has no attribute '%s'", obj->rec.type, name);
+    }
+    case VK_VAR: return fl_ev_var_method(c, obj, name, sp);
+    default: return fl_ev_value_method(c, obj, name, sp);
+    }
+}
+
+/* Dict keys are the immutable values; reports others. */
+static bool check_key(Ctx *c, FlValue *k, FlSpan sp) {
+    if (k->kind == VK_STR || k->kind == VK_INT || k->kind == VK_BOOL || k->kind == VK_FLOAT ||
+        k->kind == VK_TUPLE || k->kind == VK_NONE)
+        return true;
+    fl_ev_error(c, sp, "a %s cannot be a dict key", fl_v_type_name(k));
+    return false;
+}
+
+#define COMP_MAX_ITERATIONS 1000000
+
+typedef struct Comp {
+    FlAst *n;       /* the LISTCOMP or DICTCOMP */
+    Env *outer;     /* where the comprehension is written */
+    Env *scope;     /* its own: the targets of its 'for' clauses */
+    FlValue *out;   /* the list or dict being built */
+    int64_t budget; /* iterations left */
+} Comp;
+
+/* Clause k of a comprehension and, for each item it lets through, the clauses after it; past
+ * the last clause, the element. False after an error. */
+static bool comp_clause(Ctx *c, Comp *q, size_t k) {
+    FlAst *n = q->n;
+    if (k == n->comp.clauses.len) {
+        FlValue *x = fl_ev_expr(c, q->scope, n->comp.elt);
+        if (x->kind == VK_ERROR) return false;
+        if (n->kind == FL_AST_LISTCOMP) {
+            fl_v_list_push(c, q->out, x);
+            return true;
+        }
+        if (!check_key(c, x, n->comp.elt->span)) return false;
+        FlValue *v = fl_ev_expr(c, q->scope, n->comp.val);
+        if (v->kind == VK_ERROR) return false;
+        fl_v_dict_set(c, q->out, x, v);
+        return true;
+    }
+    FlAst *cl = n->comp.clauses.items[k];
+    if (cl->kind == FL_AST_COMP_IF) {
+        FlValue *t = fl_ev_expr(c, q->scope, cl->cond.test);
+        if (t->kind == VK_ERROR) return false;
+        bool ok, tv = fl_v_truthy(c, t, cl->cond.test->span, &ok);
+        return ok && (!tv || comp_clause(c, q, k + 1));
+    }
+    /* as in Python, the first iterable is evaluated in the enclosing scope */
+    FlValue *it = fl_ev_expr(c, k == 0 ? q->outer : q->scope, cl->loop.iter);
+    if (it->kind == VK_ERROR) return false;
+    if (it->kind == VK_VAR) {
+        if (fl_ev_is_channel(c, it))
+            fl_ev_error(c, cl->loop.iter->span, "a comprehension cannot iterate over a channel: it runs at compile "
+                                                "time; receive in a 'for' statement instead");
+        else
+            fl_ev_error(c, cl->loop.iter->span, "a comprehension cannot iterate over a tensor Var: it runs at "
+                                                "compile time; iterate over a list or range(n)");
+        return false;
+    }
+    FlValue *seq = fl_ev_as_list(c, it, cl->loop.iter->span);
+    if (seq->kind == VK_ERROR) return false;
+    for (size_t i = 0; i < seq->list.len; i++) {
+        if (--q->budget < 0 || c->arena.used_total > MEMORY_LIMIT) {
+            fl_ev_error(c, n->span, "this comprehension is too large to run at compile time (more than %s)",
+                        q->budget < 0 ? "1,000,000 iterations" : "512 MiB");
+            c->aborted = true;
+            return false;
+        }
+        if (!fl_ev_assign(c, q->scope, cl->loop.target, seq->list.items[i]) || !comp_clause(c, q, k + 1))
+            return false;
+    }
+    return true;
+}
+
+/* [elt for ... if ...] and {key: val for ...}: the clauses nest left to right, as in Python, and
+ * their targets are bound in a scope of the comprehension's own (Python 3): they do not leak. */
+static FlValue *eval_comp(Ctx *c, Env *e, FlAst *n) {
+    Comp q = {n, e, fl_env_new(c, e), n->kind == FL_AST_LISTCOMP ? fl_v_list(c, VK_LIST) : fl_v_dict(c),
+              COMP_MAX_ITERATIONS};
+    return comp_clause(c, &q, 0) ? q.out : c->error;
+}
+
+FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
+    if (++c->depth > MAX_DEPTH) {
+        c->depth--;
+        return fl_ev_error(c, n->span, "expression nested too deeply");
+    }
+    FlValue *res = c->error;
+    switch (n->kind) {
+    case FL_AST_NAME: {
+        FlValue *v = fl_env_find(e, n->name);
+        if (!v) v = fl_env_find(c->builtins, n->name);
+        if (!v) {
+            const char *sug = fl_ev_suggest(c, n->name, e);
+            if (sug) res = fl_ev_error(c, n->span, "unknown name '%s'; did you mean '%s'?", n->name, sug);
+            else res = fl_ev_error(c, n->span, "unknown name '%s'", n->name);
+        }
+        else res = v;
+        break;
+    }
+    case FL_AST_INT: res = fl_v_int(c, n->ival); break;
+    case FL_AST_FLOAT: res = fl_v_float(c, n->fval); break;
+    case FL_AST_STR: res = fl_v_str(c, n->str, n->slen); break;
+    case FL_AST_TRUE: res = c->vtrue; break;
+    case FL_AST_FALSE: res = c->vfalse; break;
+    case FL_AST_NONE: res = c->none; break;
+    case FL_AST_ATTR: {
+        FlValue *o = fl_ev_expr(c, e, n->attr.obj);
+        res = fl_ev_getattr(c, o, n->attr.name, n->attr.name_span.end ? n->attr.name_span : n->span);
+        break;
+    }
+    case FL_AST_CALL: res = eval_call(c, e, n); break;
+    case FL_AST_INDEX: {
+        FlValue *o = fl_ev_expr(c, e, n->index.obj);
+        FlAst *ix = n->index.index;
+        if (ix->kind == FL_AST_SLICE) {
+            FlValue *lo = ix->slice.lo ? fl_ev_expr(c, e, ix->slice.lo) : NULL;
+            FlValue *hi = ix->slice.hi ? fl_ev_expr(c, e, ix->slice.hi) : NULL;
+            FlValue *st = ix->slice.step ? fl_ev_expr(c, e, ix->slice.step) : NULL;
+            if (o->kind == VK_ERROR || (lo && lo->kind == VK_ERROR) || (hi && hi->kind == VK_ERROR) || (st && st->kind == VK_ERROR))
+                break;
+            res = slice_value(c, o, lo, hi, st, n->span);
+        } else {
+            FlValue *i = fl_ev_expr(c, e, ix);
+            res = index_value(c, o, i, n->span);
+        }
+        break;
+    }
+    case FL_AST_SLICE: res = fl_ev_error(c, n->span, "a slice is only valid inside [...]"); break;
+    case FL_AST_LIST:
+    case FL_AST_TUPLE: {
+        FlValue *l = fl_v_list(c, n->kind == FL_AST_LIST ? VK_LIST : VK_TUPLE);
+        bool bad = false;
+        for (size_t i = 0; i < n->list.items.len; i++) {
+            FlValue *x = fl_ev_expr(c, e, n->list.items.items[i]);
+            if (x->kind == VK_ERROR) bad = true;
+            fl_v_list_push(c, l, x);
+        }
+        res = bad ? c->error : l;
+        break;
+    }
+    case FL_AST_DICT: {
+        FlValue *d = fl_v_dict(c);
+        bool bad = false;
+        for (size_t i = 0; i < n->dict.keys.len; i++) {
+            FlValue *k = fl_ev_expr(c, e, n->dict.keys.items[i]);
+            FlValue *v = fl_ev_expr(c, e, n->dict.vals.items[i]);
+            if (k->kind == VK_ERROR || v->kind == VK_ERROR) {
+                bad = true;
+                continue;
+            }
+            if (!check_key(c, k, n->dict.keys.items[i]->span)) {
+                bad = true;
+                continue;
+            }
+            fl_v_dict_set(c, d, k, v);
+        }
+        res = bad ? c->error : d;
+        break;
+    }
+    case FL_AST_BINOP: {
+        FlValue *l = fl_ev_expr(c, e, n->binop.l);
+        FlValue *r = fl_ev_expr(c, e, n->binop.r);
+        res = fl_ev_binop(c, n->binop.op, l, r, n->span);
+        break;
+    }
+    case FL_AST_UNOP: res = fl_ev_unop(c, n->unop.op, fl_ev_expr(c, e, n->unop.e), n->span); break;
+    case FL_AST_AND:
+    case FL_AST_OR: {
+        FlValue *l = fl_ev_expr(c, e, n->binop.l);
+        if (l->kind == VK_ERROR) break;
+        if (l->kind == VK_VAR) {
+            FlValue *r = fl_ev_expr(c, e, n->binop.r);
+            if (r->kind != VK_VAR) {
+                if (r->kind != VK_ERROR) fl_ev_error(c, n->span, "'%s' of a Var and a %s", n->kind == FL_AST_AND ? "and" : "or", fl_v_type_name(r));
+                break;
+            }
+            res = fl_ev_op2(c, n->kind == FL_AST_AND ? "logical_and" : "logical_or", l, r, n->span);
+            break;
+        }
+        bool ok;
+        bool t = fl_v_truthy(c, l, n->binop.l->span, &ok);
+        if (!ok) break;
+        if ((n->kind == FL_AST_AND && !t) || (n->kind == FL_AST_OR && t)) res = l;
+        else res = fl_ev_expr(c, e, n->binop.r);
+        break;
+    }
+    case FL_AST_COMPARE: {
+        FlValue *l = fl_ev_expr(c, e, n->binop.l);
+        FlValue *r = fl_ev_expr(c, e, n->binop.r);
+        res = fl_ev_compare(c, n->binop.op, l, r, n->span);
+        break;
+    }
+    case FL_AST_COND: {
+        FlValue *t = fl_ev_expr(c, e, n->cond.test);
+        if (t->kind == VK_ERROR) break;
+        if (t->kind == VK_VAR) {
+            res = fl_ev_error(c, n->cond.test->span, "a conditional expression needs a compile-time "
+                                                     "condition; for a Var use an 'if' statement");
+            break;
+        }
+        bool ok;
+        bool tv = fl_v_truthy(c, t, n->cond.test->span, &ok);
+        if (!ok) break;
+        res = fl_ev_expr(c, e, tv ? n->cond.then : n->cond.other);
+        break;
+    }
+    case FL_AST_LAMBDA: res = fl_ev_make_func(c, e, n); break;
+    case FL_AST_LISTCOMP:
+    case FL_AST_DICTCOMP: res = eval_comp(c, e, n); break;
+    default: res = fl_ev_error(c, n->span, "a %s is not an expression", fl_ast_kind_name(n->kind)); break;
+    }
+    c->depth--;
+    return res;
+}
+
+/* ------------------------------------------------------------------ calls */
+
+FlValue *fl_ev_make_func(Ctx *c, Env *e, FlAst *n) {
+    FlValue *f = fl_v_new(c, VK_FUNC);
+    f->func.def = n;
+    f->func.closure = e;
+    f->func.mod = c->cur_mod;
+    return f;
+}
+
+static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
+    FlAst *def = fn->func.def;
+    const char *fname = def->def.name ? def->def.name : "<lambda>";
+    Env *le = fl_env_new(c, fn->func.closure);
+    size_t np = def->def.nparams;
+    FlAstParam *ps = def->def.params;
+    int star = -1, dstar = -1;
+    size_t nfixed = 0; /* the positional parameters: the ones before *args (the parser keeps order) */
+    for (size_t i = 0; i < np; i++) {
+        if (ps[i].star == 1) star = (int)i;
+        else if (ps[i].star == 2) dstar = (int)i;
+        else if (star < 0) nfixed++;
+    }
+    FlSpan sp = a->span;
+    if (a->npos > nfixed && star < 0)
+        return fl_ev_error(c, sp, "%s() takes %zu positional argument%s but %zu %s given", fname,
+                           nfixed, nfixed == 1 ? "" : "s", a->npos, a->npos == 1 ? "was" : "were");
+    FlValue **vals = fl_arena_alloc(&c->arena, (np + 1) * sizeof *vals);
+    FlValue *rest = star >= 0 ? fl_v_list(c, VK_TUPLE) : NULL;
+    for (size_t i = 0; i < a->npos; i++) {
+        if (i < nfixed) vals[i] = a->pos[i];
+        else fl_v_list_push(c, rest, a->pos[i]);
+    }
+    FlValue *kwrest = dstar >= 0 ? fl_v_dict(c) : NULL;
+    for (size_t k = 0; k < a->nkw; k++) {
+        size_t i;
+        for (i = 0; i < np; i++)
+            if (!ps[i].star && ps[i].name == fl_intern_str(&c->in, a->kwnames[k])) break;
+        if (i == np) {
+            if (kwrest) {
+                fl_v_dict_set(c, kwrest, fl_v_cstr(c, a->kwnames[k]), a->kwvals[k]);
+                continue;
+            }
+            return fl_ev_error(c, sp, "%s() got an unexpected keyword argument '%s'", fname, a->kwnames[k]);
+        }
+        if (vals[i]) return fl_ev_error(c, sp, "%s() got multiple values for argument '%s'", fname, ps[i].name);
+        vals[i] = a->kwvals[k];
+    }
+    for (size_t i = 0; i < np; i++) {
+        if (ps[i].star == 1) vals[i] = rest;
+        else if (ps[i].star == 2) vals[i] = kwrest;
+        else if (!vals[i]) {
+            if (!ps[i].deflt) return fl_ev_error(c, sp, "%s() missing required argument '%s'", fname, ps[i].name);
+            /* defaults are evaluated in the defining scope each call (they are compile-time) */
+            Module *saved = c->cur_mod;
+            c->cur_mod = fn->func.mod;
+            vals[i] = fl_ev_expr(c, fn->func.closure, ps[i].deflt);
+            c->cur_mod = saved;
+        }
+        fl_env_set(le, ps[i].name, vals[i]);
+    }
+    if (c->func_depth > 150) return fl_ev_error(c, sp, "maximum recursion depth exceeded in %s()", fname);
+    Module *saved = c->cur_mod;
+    c->cur_mod = fn->func.mod;
+    int saved_loop = c->loop_depth;
+    c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL); /* break and continue cannot leave a function */
+    c->func_depth++;
+    FlValue *saved_ret = c->ret;
+    c->ret = c->none;
+    Flow fl;
+    if (def->kind == FL_AST_LAMBDA) {
+        c->ret = fl_ev_expr(c, le, def->def.body.items[0]->expr.e);
+        fl = FLOW_RETURN;
+    } else {
+        fl = fl_ev_block(c, le, &def->def.body);
+    }
+    FlValue *r = fl == FLOW_ERROR ? c->error : c->ret;
+    c->ret = saved_ret;
+    c->func_depth--;
+    c->rtloops.len--;
+    c->loop_depth = saved_loop;
+    c->cur_mod = saved;
+    return r;
+}
+
+FlValue *fl_ev_call(Ctx *c, FlValue *fn, CallArgs *a) {
+    if (fn->kind == VK_ERROR) return c->error;
+    for (size_t i = 0; i < a->npos; i++)
+        if (a->pos[i]->kind == VK_ERROR) return c->error;
+    for (size_t i = 0; i < a->nkw; i++)
+        if (a->kwvals[i]->kind == VK_ERROR) return c->error;
+    Module *cm = c->cur_mod;
+    bool from_user = !cm || !cm->is_stdlib;
+    bool set_span = false;
+    if (from_user && !c->have_err_span &&
+        (fn->kind == VK_BUILTIN || (fn->kind == VK_FUNC && fn->func.mod && fn->func.mod->is_stdlib))) {
+        c->have_err_span = true;
+        c->err_span = a->span;
+        set_span = true;
+    }
+    FlValue *r;
+    if (fn->kind == VK_BUILTIN) r = fn->builtin.fn(c, fn->builtin.self, a);
+    else if (fn->kind == VK_FUNC) r = call_func(c, fn, a);
+    else r = fl_ev_error(c, a->span, "'%s' object is not callable", fl_v_type_name(fn));
+    if (set_span) c->have_err_span = false;
+    return r;
+}
+
+FlValue *fl_ev_call_simple(Ctx *c, FlValue *fn, FlSpan sp, FlValue **pos, size_t npos) {
+    CallArgs a = {.pos = pos, .npos = npos, .span = sp};
+    return fl_ev_call(c, fn, &a);
+}
+
+static FlValue *eval_call(Ctx *c, Env *e, FlAst *n) {
+    FlValue *fn = fl_ev_expr(c, e, n->call.fn);
+    size_t na = n->call.nargs;
+    FL_VEC(FlValue *) pos = {0};
+    FL_VEC(FlSpan) pos_spans = {0};
+    FL_VEC(const char *) kwn = {0};
+    FL_VEC(FlValue *) kwv = {0};
+    bool bad = fn->kind == VK_ERROR;
+    for (size_t i = 0; i < na; i++) {
+        FlAstArg *ar = &n->call.args[i];
+        FlValue *v = fl_ev_expr(c, e, ar->value);
+        if (v->kind == VK_ERROR) {
+            bad = true;
+            continue;
+        }
+        if (ar->star == 1) {
+            if (!fl_v_is_seq(v)) {
+                fl_ev_error(c, ar->span, "argument after * must be a list or tuple, found %s", fl_v_type_name(v));
+                bad = true;
+                continue;
+            }
+            for (size_t k = 0; k < v->list.len; k++) {
+                FL_VEC_PUSH(&pos, v->list.items[k]);
+                FL_VEC_PUSH(&pos_spans, ar->span);
+            }
+        } else if (ar->star == 2) {
+            if (v->kind != VK_DICT) {
+                fl_ev_error(c, ar->span, "argument after ** must be a dict, found %s", fl_v_type_name(v));
+                bad = true;
+                continue;
+            }
+            for (size_t k = 0; k < v->dict.len; k++) {
+                if (v->dict.keys[k]->kind != VK_STR) {
+                    fl_ev_error(c, ar->span, "keywords must be strings");
+                    bad = true;
+                    break;
+                }
+                FL_VEC_PUSH(&kwn, fl_intern_str(&c->in, v->dict.keys[k]->str.s));
+                FL_VEC_PUSH(&kwv, v->dict.vals[k]);
+            }
+        } else if (ar->name) {
+            for (size_t k = 0; k < kwn.len; k++)
+                if (kwn.data[k] == ar->name) {
+                    fl_ev_error(c, ar->span, "keyword argument '%s' repeated", ar->name);
+                    bad = true;
+                }
+            FL_VEC_PUSH(&kwn, ar->name);
+            FL_VEC_PUSH(&kwv, v);
+        } else {
+            FL_VEC_PUSH(&pos, v);
+            FL_VEC_PUSH(&pos_spans, ar->span);
+        }
+    }
+    FlValue *r = c->error;
+    if (!bad) {
+        CallArgs a = {pos.data, pos.len, kwn.data, kwv.data, kwn.len, n->span, pos_spans.data};
+        r = fl_ev_call(c, fn, &a);
+    }
+    FL_VEC_FREE(&pos);
+    FL_VEC_FREE(&pos_spans);
+    FL_VEC_FREE(&kwn);
+    FL_VEC_FREE(&kwv);
+    return r;
+}
+
+bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValue **out) {
+    /* parse the spec into names */
+    const char *names[32];
+    bool opt[32];
+    int star = -1, dstar = -1, np = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok(buf, " "); tok && np < 32; tok = strtok(NULL, " ")) {
+        size_t l = strlen(tok);
+        opt[np] = l && tok[l - 1] == '=';
+        if (opt[np]) tok[l - 1] = 0;
+        if (tok[0] == '*' && tok[1] == '*') {
+            dstar = np;
+            tok += 2;
+        } else if (tok[0] == '*') {
+            star = np;
+            tok += 1;
+        }
+        names[np++] = fl_intern_str(&c->in, tok);
+    }
+    for (int i = 0; i < np; i++) out[i] = NULL;
+    int nfixed = 0;
+    for (int i = 0; i < np; i++)
+        if (i != star && i != dstar && (star < 0 || i < star)) nfixed++;
+    if ((int)a->npos > nfixed && star < 0) {
+        fl_ev_error(c, a->span, "%s() takes at most %d positional argument%s but %zu %s given", fname, nfixed,
+                    nfixed == 1 ? "" : "s", a->npos, a->npos == 1 ? "was" : "were");
+        return false;
+    }
+    FlValue *rest = star >= 0 ? fl_v_list(c, VK_TUPLE) : NULL;
+    for (size_t i = 0; i < a->npos; i++) {
+        if ((int)i < nfixed) out[i] = a->pos[i];
+        else fl_v_list_push(c, rest, a->pos[i]);
+    }
+    FlValue *kw = dstar >= 0 ? fl_v_dict(c) : NULL;
+    for (size_t k = 0; k < a->nkw; k++) {
+        const char *kn = fl_intern_str(&c->in, a->kwnames[k]);
+        int i;
+        for (i = 0; i < np; i++)
+            if (i != star && i != dstar && names[i] == kn) break;
+        if (i == np) {
+            if (kw) {
+                fl_v_dict_set(c, kw, fl_v_cstr(c, kn), a->kwvals[k]);
+                continue;
+            }
+            fl_ev_error(c, a->span, "%s() got an unexpected keyword argument '%s'", fname, kn);
+            return false;
+        }
+        if (out[i]) {
+            fl_ev_error(c, a->span, "%s() got multiple values for argument '%s'", fname, kn);
+            return false;
+        }
+        out[i] = a->kwvals[k];
+    }
+    for (int i = 0; i < np; i++) {
+        if (i == star) out[i] = rest;
+        else if (i == dstar) out[i] = kw;
+        else if (!out[i] && !opt[i]) {
+            fl_ev_error(c, a->span, "%s() missing required argument '%s'", fname, names[i]);
+            return false;
+        }
+        if (out[i] && out[i]->kind == VK_NONE && opt[i]) out[i] = NULL;
+    }
+    return true;
+}

@@ -1,0 +1,756 @@
+/* lower.c: runtime control flow, lowered to sub-blocks and control ops.
+ *
+ * An `if` or `while` on a Var, `for v in ch` over a channel, select, go, parallel_for and
+ * server.do: the body is evaluated with the current block set to a new sub-block, and a control
+ * op (conditional_block, while, select, go, parallel_for, listen_and_serv) in the parent block
+ * names the sub-block and the parent's vars the sub-block reads (X) and writes (Out).
+ *
+ * Carried variables: names that the body rebinds to Vars are carried out: an `assign` at the end
+ * of the sub-block writes the new value into the var the name had before (or, for a new name,
+ * into a fresh var of the home block: the block around the outermost runtime if or loop), and
+ * the name is bound to that outer var again. That is what makes `i = i + 1` in a `while` body a
+ * loop-carried variable that the condition and the code after the loop see. A name rebound
+ * there must keep its dtype and shape. break and continue of a runtime loop lower to bool flag
+ * vars (RtLoop in eval_impl.h).
+ *
+ * Invariants: c->b.block and c->home are restored when a body has been lowered, whatever its
+ * flow; a sub-block's parent is the block of its control op; `return` cannot leave a runtime
+ * body (a diagnostic).
+ */
+#include "lang/eval_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ir/rules.h"
+
+/* ------------------------------------------------------------------ sub-blocks and carried names */
+
+typedef struct Snapshot {
+    FlMap map; /* name -> value before the body */
+} Snapshot;
+
+static void snap_take(Env *e, Snapshot *s) {
+    fl_map_init(&s->map);
+    for (size_t i = 0; i < e->map.cap; i++)
+        if (fl_map_slot_live(&e->map, i)) fl_map_put(&s->map, e->map.buckets[i].key, e->map.buckets[i].klen, e->map.buckets[i].val);
+}
+
+static void snap_restore(Env *e, Snapshot *s) {
+    /* drop names added by the body; restore rebound ones */
+    FL_VEC(const char *) drop = {0};
+    for (size_t i = 0; i < e->map.cap; i++)
+        if (fl_map_slot_live(&e->map, i) && !fl_map_find(&s->map, e->map.buckets[i].key, e->map.buckets[i].klen))
+            FL_VEC_PUSH(&drop, e->map.buckets[i].key);
+    for (size_t i = 0; i < drop.len; i++) fl_map_remove(&e->map, drop.data[i], strlen(drop.data[i]));
+    FL_VEC_FREE(&drop);
+    for (size_t i = 0; i < s->map.cap; i++)
+        if (fl_map_slot_live(&s->map, i)) fl_map_put(&e->map, s->map.buckets[i].key, s->map.buckets[i].klen, s->map.buckets[i].val);
+}
+
+/* Where a name first bound inside a runtime block gets its var: the home block (see Ctx) when it
+ * encloses parent, so that the var outlives every runtime if and loop iteration around it (as a
+ * Python name does) and no enclosing block has to copy it out; else parent. */
+static FlBlock *home_block(Ctx *c, FlBlock *parent) {
+    for (FlBlock *x = parent; x; x = x->parent >= 0 ? fl_ir_block(c->b.main, x->parent) : NULL)
+        if (x == c->home) return x;
+    return parent;
+}
+
+/* Carries names rebound to Vars in the sub-block out to the parent (see the file comment). */
+static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub, FlSpan sp) {
+    FL_VEC(const char *) names = {0};
+    for (size_t i = 0; i < e->map.cap; i++)
+        if (fl_map_slot_live(&e->map, i)) FL_VEC_PUSH(&names, e->map.buckets[i].key);
+    for (size_t i = 0; i < names.len; i++) {
+        const char *name = names.data[i];
+        FlValue *now = fl_map_find_str(&e->map, name);
+        FlValue *before = fl_map_find_str(&s->map, name);
+        if (!now || now == before || now->kind != VK_VAR) continue;
+        if (before && before->kind == VK_VAR && before->var.name == now->var.name) {
+            fl_env_set(e, name, before);
+            continue;
+        }
+        FlVarDesc *nd = fl_ir_var_lookup(c->b.main, sub, now->var.name);
+        if (!nd) continue;
+        if (fl_ir_var_lookup(c->b.main, parent, now->var.name)) continue; /* already visible outside */
+        const char *target = NULL;
+        if (before && before->kind == VK_VAR && fl_ir_var_lookup(c->b.main, parent, before->var.name)) {
+            FlVarDesc *bd = fl_ir_var_lookup(c->b.main, parent, before->var.name);
+            bool same = bd->kind == nd->kind && bd->dtype == nd->dtype && bd->ndim == nd->ndim;
+            for (int k = 0; same && k < bd->ndim; k++)
+                if (bd->shape[k] != nd->shape[k] && bd->shape[k] >= 0 && nd->shape[k] >= 0) same = false;
+            if (!same) {
+                FlBuf a = {0}, b = {0};
+                fl_ir_shape_str(bd->ndim, bd->shape, &a);
+                fl_ir_shape_str(nd->ndim, nd->shape, &b);
+                fl_ev_error(c, sp, "'%s' changes from %s %s to %s %s inside a runtime block; a name rebound there must keep its dtype and shape", name,
+                            fl_dtype_name(bd->dtype), fl_buf_str(&a), fl_dtype_name(nd->dtype), fl_buf_str(&b));
+                fl_buf_free(&a);
+                fl_buf_free(&b);
+                continue;
+            }
+            target = before->var.name;
+        } else {
+            target = fl_ev_unique(c, name);
+            FlVarDesc *td = fl_ev_new_var(c, home_block(c, parent), target, sp);
+            fl_ir_var_copy(td, nd);
+            td->loc = fl_ev_loc(c, sp);
+            td->persistable = false;
+        }
+        c->b.block = sub;
+        FlOpDesc *op = fl_ev_op_raw(c, sub, "assign", sp);
+        fl_ir_op_add_input(op, "X", now->var.name);
+        fl_ir_op_add_output(op, "Out", target);
+        fl_ev_infer(c, sub, op, sp);
+        fl_env_set(e, name, fl_v_var(c, target));
+    }
+    FL_VEC_FREE(&names);
+}
+
+static bool block_declares(const FlProgram *p, const FlBlock *outer, const char *name, const FlBlock *b) {
+    /* is `name` declared in b or a block between b and outer (exclusive)? */
+    for (const FlBlock *x = b; x && x != outer; x = x->parent >= 0 ? fl_ir_block(p, x->parent) : NULL)
+        if (fl_ir_var_find(x, name)) return true;
+    return false;
+}
+
+static void collect_io(Ctx *c, FlBlock *outer, FlBlock *b, FlMap *in, FlMap *out, StrVec *inl, StrVec *outl) {
+    for (size_t k = 0; k < b->ops.len; k++) {
+        FlOpDesc *op = b->ops.data[k];
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t i = 0; i < op->ins.data[s].nargs; i++) {
+                const char *n = op->ins.data[s].args[i];
+                if (!block_declares(c->b.main, outer, n, b) && !fl_map_find_str(in, n)) {
+                    fl_map_put_str(in, n, (void *)n);
+                    FL_VEC_PUSH(inl, n);
+                }
+            }
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t i = 0; i < op->outs.data[s].nargs; i++) {
+                const char *n = op->outs.data[s].args[i];
+                if (!block_declares(c->b.main, outer, n, b) && !fl_map_find_str(out, n)) {
+                    fl_map_put_str(out, n, (void *)n);
+                    FL_VEC_PUSH(outl, n);
+                }
+                /* writing a list_index output writes the picked var: every list item */
+                if (block_declares(c->b.main, outer, n, b)) {
+                    for (size_t q = 0; q < b->ops.len; q++) {
+                        FlOpDesc *li = b->ops.data[q];
+                        if (strcmp(li->type, "list_index") != 0 || op == li) continue;
+                        const char *o = fl_ir_op_output1(li, "Out");
+                        FlSlot *xs = fl_ir_op_input(li, "X");
+                        if (!o || !xs || strcmp(o, n) != 0) continue;
+                        for (size_t j = 0; j < xs->nargs; j++)
+                            if (!fl_map_find_str(out, xs->args[j])) {
+                                fl_map_put_str(out, xs->args[j], (void *)xs->args[j]);
+                                FL_VEC_PUSH(outl, xs->args[j]);
+                            }
+                    }
+                }
+            }
+        for (size_t a = 0; a < op->attrs.len; a++) {
+            FlAttr *at = &op->attrs.data[a];
+            if (at->type == FL_ATTR_BLOCK) collect_io(c, outer, fl_ir_block(c->b.main, (int)at->i), in, out, inl, outl);
+            if (at->type == FL_ATTR_BLOCKS)
+                for (size_t j = 0; j < at->n; j++) collect_io(c, outer, fl_ir_block(c->b.main, (int)at->ints[j]), in, out, inl, outl);
+        }
+    }
+}
+
+void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot, const char *out_slot) {
+    FlMap in, out;
+    fl_map_init(&in);
+    fl_map_init(&out);
+    StrVec inl = {0}, outl = {0};
+    collect_io(c, parent, sub, &in, &out, &inl, &outl);
+    if (in_slot) {
+        fl_ir_op_add_input_slot(op, in_slot);
+        for (size_t i = 0; i < inl.len; i++)
+            if (fl_ir_var_lookup(c->b.main, parent, inl.data[i])) fl_ir_op_add_input(op, in_slot, inl.data[i]);
+    }
+    if (out_slot) {
+        fl_ir_op_add_output_slot(op, out_slot);
+        for (size_t i = 0; i < outl.len; i++)
+            if (fl_ir_var_lookup(c->b.main, parent, outl.data[i])) fl_ir_op_add_output(op, out_slot, outl.data[i]);
+    }
+    FL_VEC_FREE(&inl);
+    FL_VEC_FREE(&outl);
+    fl_map_fini(&in);
+    fl_map_fini(&out);
+}
+
+/* Runs body into sub, a new block of the current one; carries names out or restores them. A body
+ * whose names do not carry out (a goroutine's) is the home of the names bound in it. With next,
+ * only body->items[from..] up to one that lowers a loop exit (fl_ev_run_stmts). */
+static Flow run_in(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
+                   FlSpan sp) {
+    FlBlock *parent = c->b.block, *home = c->home;
+    Snapshot s;
+    snap_take(e, &s);
+    c->b.block = sub;
+    if (!carry) c->home = sub;
+    c->rt_depth++;
+    Flow f = next ? fl_ev_run_stmts(c, e, body, from, next) : fl_ev_block(c, e, body);
+    c->rt_depth--;
+    c->home = home;
+    if (carry) carry_out(c, e, &s, parent, sub, sp);
+    else snap_restore(e, &s);
+    c->b.block = parent;
+    fl_map_fini(&s.map);
+    return f;
+}
+
+FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry, FlSpan sp, Flow *flow) {
+    FlBlock *sub = fl_ir_block_new(c->b.main, c->b.block->idx);
+    Flow f = run_in(c, e, body, 0, NULL, sub, carry, sp);
+    if (flow) *flow = f;
+    return sub;
+}
+
+/* ------------------------------------------------------------------ runtime if */
+
+static bool check_cond_var(Ctx *c, FlValue *v, FlSpan sp, const char *what) {
+    FlVarDesc *d = fl_ev_var_desc(c, v);
+    if (!d) {
+        fl_ev_error(c, sp, "var '%s' is not visible here", v->var.name);
+        return false;
+    }
+    if (d->kind != FL_VAR_DENSE || d->dtype != FL_DT_BOOL) {
+        FlBuf b = {0};
+        fl_ir_shape_str(d->ndim, d->shape, &b);
+        fl_ev_error(c, sp, "the condition of '%s' must be a bool Var, found %s %s", what,
+                    d->kind == FL_VAR_CHANNEL ? "channel" : fl_dtype_name(d->dtype), fl_buf_str(&b));
+        fl_buf_free(&b);
+        return false;
+    }
+    return true;
+}
+
+static FlOpDesc *control_op(Ctx *c, const char *type, FlBlock *sub, FlSpan sp) {
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, type, sp);
+    fl_ir_op_set_block(op, "sub_block", sub->idx);
+    return op;
+}
+
+/* Runs body into a conditional_block on the bool var `cond` (appended to the current block);
+ * names it rebinds to Vars are carried out. Returns the body's flow. With next, only
+ * body->items[from..] up to one that lowers a loop exit (fl_ev_run_stmts). */
+static Flow cond_block(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, const char *cond, FlSpan sp) {
+    FlBlock *parent = c->b.block;
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+    Flow f = run_in(c, e, body, from, next, sub, true, sp);
+    FlOpDesc *op = control_op(c, "conditional_block", sub, sp);
+    fl_ir_op_add_input(op, "Cond", cond);
+    fl_ev_control_io(c, parent, sub, op, "X", "Out");
+    fl_ev_infer(c, parent, op, sp);
+    return f;
+}
+
+/* The flow of a statement whose body ran in a runtime block (`where`: an if's branch, the rest
+ * of a loop body after an exit, a loop's else clause). A break or continue that reached it has
+ * been lowered onto the innermost runtime loop's flags (fl_ev_lower_exit), so the statement completes
+ * normally; one meant for a compile-time loop cannot be, nor can a return. */
+static Flow branch_flow(Ctx *c, Flow f, FlSpan sp, const char *where) {
+    switch (f) {
+    case FLOW_NORMAL:
+    case FLOW_ERROR: return f;
+    case FLOW_BREAK:
+    case FLOW_CONTINUE:
+        if (fl_ev_rt_loop(c)) return FLOW_NORMAL;
+        /* one for a compile-time loop was reported where it is written (and ends the unrolling) */
+        return f;
+    case FLOW_RETURN:
+        fl_ev_error(c, sp, "'return' inside %s cannot be compiled (the branch is taken at run time)", where);
+        return FLOW_ERROR;
+    }
+    return FLOW_ERROR;
+}
+
+/* The flow that says more of two branches' (an exit over a normal end, a return over an exit). */
+static Flow worse(Flow a, Flow b) {
+    int ra = a == FLOW_RETURN ? 2 : a == FLOW_BREAK || a == FLOW_CONTINUE;
+    int rb = b == FLOW_RETURN ? 2 : b == FLOW_BREAK || b == FLOW_CONTINUE;
+    return rb > ra ? b : a;
+}
+
+Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
+    if (!check_cond_var(c, cond, s->cond.test->span, "if")) return FLOW_ERROR;
+    /* the else branch's condition is taken before the then branch may rebind the condition */
+    FlValue *nc = NULL;
+    if (s->cond.else_body.len) {
+        nc = fl_ev_op2(c, "logical_not", cond, NULL, s->span);
+        if (nc->kind == VK_ERROR) return FLOW_ERROR;
+    }
+    Flow f1 = cond_block(c, e, &s->cond.then_body, 0, NULL, cond->var.name, s->span);
+    Flow f2 = nc ? cond_block(c, e, &s->cond.else_body, 0, NULL, nc->var.name, s->span) : FLOW_NORMAL;
+    Flow f = branch_flow(c, worse(f1, f2), s->span, "a runtime 'if'");
+    return f1 == FLOW_ERROR || f2 == FLOW_ERROR ? FLOW_ERROR : f;
+}
+
+/* ------------------------------------------------------------------ runtime loops: flags for break and continue */
+
+/* Makes op (a fill_constant of block b) set the bool [1] var `name` to `value`. */
+static void fill_flag(Ctx *c, FlBlock *b, FlOpDesc *op, const char *name, bool value, FlSpan sp) {
+    int64_t one = 1;
+    op->loc = fl_ev_loc(c, sp);
+    fl_ir_op_add_output(op, "Out", name);
+    fl_ir_op_set_ints(op, "shape", &one, 1);
+    fl_ir_op_set_float(op, "value", value);
+    fl_ir_op_set_int(op, "dtype", FL_DT_BOOL);
+    fl_ev_infer(c, b, op, sp);
+}
+
+/* A new bool [1] var of block b, set to `value` by a fill_constant inserted at ops[pos]. */
+static const char *new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, bool value, FlSpan sp) {
+    const char *name = fl_ev_unique(c, prefix);
+    FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
+    int64_t one = 1;
+    d->dtype = FL_DT_BOOL;
+    fl_ir_var_set_shape(d, 1, &one);
+    d->stop_gradient = true;
+    fill_flag(c, b, fl_ir_op_insert(b, pos, "fill_constant"), name, value, sp);
+    return name;
+}
+
+/* Sets the bool [1] var `name` to `value` in the current block. */
+static void set_flag(Ctx *c, const char *name, bool value, FlSpan sp) {
+    fill_flag(c, c->b.block, fl_ir_op_append(c->b.block, "fill_constant"), name, value, sp);
+}
+
+/* break or continue of the runtime loop l, lowered as RtLoop describes. Returns the flow that
+ * ends the evaluation of the enclosing statements. */
+Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp) {
+    bool nested = c->rt_depth != l->depth;
+    if (is_break && (nested || l->has_else)) {
+        if (!l->broke) l->broke = new_flag(c, l->outer, "loop_broke", l->outer->ops.len, false, sp);
+        set_flag(c, l->broke, true, sp);
+    }
+    l->has_break |= is_break;
+    if (nested) {
+        if (!l->alive) l->alive = new_flag(c, l->body, "loop_alive", 0, true, sp);
+        set_flag(c, l->alive, false, sp);
+        l->exits++;
+    }
+    return is_break ? FLOW_BREAK : FLOW_CONTINUE;
+}
+
+/* After a statement of a runtime loop's body (or of a block within it) that lowered a break or
+ * continue, the rest of the statement list runs only while the iteration is alive: in
+ * conditional_blocks on `alive`, one after the other (not one inside the other: `alive` is never
+ * set again in the iteration), each up to the next statement that lowers an exit. */
+Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from) {
+    const char *alive = fl_ev_rt_loop(c)->alive;
+    while (from < body->len) {
+        FlSpan sp = body->items[from]->span;
+        Flow f = branch_flow(c, cond_block(c, e, body, from, &from, alive, sp), sp, "a runtime loop");
+        if (f != FLOW_NORMAL) return f;
+    }
+    return FLOW_NORMAL;
+}
+
+/* Evaluates a runtime loop's body into l->body (a new block of the current one) with l as the
+ * innermost runtime loop and no compile-time loop around; names rebound to Vars are carried out
+ * to the current block. */
+static Flow loop_body(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp) {
+    int depth = c->loop_depth;
+    c->loop_depth = 0;
+    l->depth = c->rt_depth + 1;
+    FL_VEC_PUSH(&c->rtloops, l);
+    Flow f = run_in(c, e, body, 0, NULL, l->body, true, sp);
+    c->rtloops.len--;
+    c->loop_depth = depth;
+    return f;
+}
+
+/* The end of an iteration, after the carry-out (RtLoop): a while's condition is evaluated again
+ * into the condition var (recompute) unless a break ran, and a break clears it. f is the flow
+ * of the body. */
+static void loop_end(Ctx *c, Env *e, FlAst *s, RtLoop *l, Flow f, bool recompute) {
+    FlBlock *saved = c->b.block, *b = l->body;
+    c->b.block = b;
+    FlValue *nb = NULL;
+    if (f == FLOW_BREAK) { /* a break directly in the body: every iteration that gets here broke */
+        set_flag(c, l->cond, false, s->span);
+        goto done;
+    }
+    if (l->broke) {
+        nb = fl_ev_op2(c, "logical_not", fl_v_var(c, l->broke), NULL, s->span);
+        if (nb->kind == VK_ERROR) goto done;
+    }
+    if (recompute) {
+        FlBlock *guard = nb ? fl_ir_block_new(c->b.main, b->idx) : NULL;
+        c->b.block = guard ? guard : b;
+        FlValue *c2 = fl_ev_expr(c, e, s->loop.iter);
+        if (c2->kind == VK_VAR && c2->var.name != l->cond) {
+            FlOpDesc *as = fl_ev_op_raw(c, c->b.block, "assign", s->span);
+            fl_ir_op_add_input(as, "X", c2->var.name);
+            fl_ir_op_add_output(as, "Out", l->cond);
+            fl_ev_infer(c, c->b.block, as, s->span);
+        } else if (c2->kind != VK_VAR && c2->kind != VK_ERROR) {
+            fl_ev_error(c, s->loop.iter->span, "the loop condition stopped being a Var inside the body");
+        }
+        c->b.block = b;
+        if (guard) {
+            FlOpDesc *op = control_op(c, "conditional_block", guard, s->span);
+            fl_ir_op_add_input(op, "Cond", nb->var.name);
+            fl_ev_control_io(c, b, guard, op, "X", "Out");
+            fl_ev_infer(c, b, op, s->span);
+        }
+    }
+    if (nb) {
+        const char *names[3] = {"X", "Y", "Out"};
+        FlValue *vals[3] = {fl_v_var(c, l->cond), nb, fl_v_var(c, l->cond)};
+        CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = s->span};
+        fl_ev_op(c, "logical_and", &a, s->span);
+    }
+done:
+    c->b.block = saved;
+}
+
+/* The else clause of a runtime loop (after its op): it runs unless a break left the loop. */
+static Flow loop_else(Ctx *c, Env *e, FlAst *s, RtLoop *l) {
+    FlAstList *body = &s->loop.else_body;
+    if (!body->len) return FLOW_NORMAL;
+    if (!l->has_break) return fl_ev_block(c, e, body);
+    FlValue *nb = fl_ev_op2(c, "logical_not", fl_v_var(c, l->broke), NULL, s->span);
+    if (nb->kind == VK_ERROR) return FLOW_ERROR;
+    return branch_flow(c, cond_block(c, e, body, 0, NULL, nb->var.name, s->span), s->span,
+                       "a runtime loop's 'else'");
+}
+
+/* while on a Var: the body and the re-evaluated condition become the sub-block. */
+Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
+    if (!check_cond_var(c, cond, s->loop.iter->span, "while")) return FLOW_ERROR;
+    FlBlock *parent = c->b.block;
+    RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
+    loop_end(c, e, s, &loop, f, true);
+    FlOpDesc *op = control_op(c, "while", loop.body, s->span);
+    fl_ev_control_io(c, parent, loop.body, op, "X", "Out");
+    fl_ir_op_add_input(op, "Condition", cond->var.name);
+    fl_ev_infer(c, parent, op, s->span);
+    if (f == FLOW_RETURN) {
+        fl_ev_error(c, s->span, "'return' inside a runtime loop cannot be compiled");
+        return FLOW_ERROR;
+    }
+    return loop_else(c, e, s, &loop);
+}
+
+/* `for v in ch`: ok = true; while ok: v, ok = recv(ch); if ok: body. break clears ok. */
+Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
+    FlBlock *parent = c->b.block;
+    FlVarDesc *chd = fl_ev_var_desc(c, ch);
+    if (s->loop.target->kind != FL_AST_NAME) {
+        fl_ev_error(c, s->loop.target->span, "'for ... in' a channel binds one name");
+        return FLOW_ERROR;
+    }
+    FlValue *ok = fl_ev_const_var(c, 1, FL_DT_BOOL, s->span);
+    if (ok->kind == VK_ERROR) return FLOW_ERROR;
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+    c->b.block = sub;
+    const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel_recv"));
+    FlVarDesc *vd = fl_ev_new_var(c, sub, vname, s->loop.target->span);
+    vd->dtype = chd->dtype;
+    fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
+    FlOpDesc *rv = fl_ev_op_raw(c, sub, "channel_recv", s->span);
+    fl_ir_op_add_input(rv, "Channel", ch->var.name);
+    fl_ir_op_add_output(rv, "Out", vname);
+    fl_ir_op_add_output(rv, "Status", ok->var.name);
+    fl_ev_infer(c, sub, rv, s->span);
+    Snapshot snap;
+    snap_take(e, &snap);
+    fl_env_set(e, s->loop.target->name, fl_v_var(c, vname));
+    RtLoop loop = {.cond = ok->var.name, .body = fl_ir_block_new(c->b.main, sub->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
+    loop_end(c, e, s, &loop, f, false);
+    FlOpDesc *cb = control_op(c, "conditional_block", loop.body, s->span);
+    fl_ir_op_add_input(cb, "Cond", ok->var.name);
+    fl_ev_control_io(c, sub, loop.body, cb, "X", "Out");
+    fl_ev_infer(c, sub, cb, s->span);
+    snap_restore(e, &snap);
+    fl_map_fini(&snap.map);
+    c->b.block = parent;
+    FlOpDesc *op = control_op(c, "while", sub, s->span);
+    fl_ev_control_io(c, parent, sub, op, "X", "Out");
+    fl_ir_op_add_input(op, "Condition", ok->var.name);
+    fl_ev_infer(c, parent, op, s->span);
+    if (f == FLOW_RETURN) {
+        fl_ev_error(c, s->span, "'return' inside a runtime loop cannot be compiled");
+        return FLOW_ERROR;
+    }
+    return loop_else(c, e, s, &loop);
+}
+
+/* ------------------------------------------------------------------ go, parallel_for, select, server.do */
+
+/* go: the body on its own goroutine */
+Flow fl_ev_lower_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp) {
+    FlBlock *parent = c->b.block;
+    Flow f;
+    int saved_loop = c->loop_depth;
+    c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
+    FlBlock *sub = fl_ev_sub_block(c, e, body, false, sp, &f);
+    c->rtloops.len--;
+    c->loop_depth = saved_loop;
+    FlOpDesc *op = control_op(c, "go", sub, sp);
+    fl_ev_control_io(c, parent, sub, op, "X", NULL);
+    fl_ev_infer(c, parent, op, sp);
+    if (f == FLOW_RETURN) {
+        fl_ev_error(c, sp, "'return' inside a go block");
+        return FLOW_ERROR;
+    }
+    return FLOW_NORMAL;
+}
+
+/* parallel_for: n concurrent iterations; idx_name is bound to the index Var (or, with
+ * as_rec, a record whose .idx is). */
+Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool as_rec, FlAstList *body, FlSpan sp) {
+    FlBlock *parent = c->b.block;
+    if (n < 1) {
+        fl_ev_error(c, sp, "parallel_for needs at least one iteration, found %lld", (long long)n);
+        return FLOW_ERROR;
+    }
+    const char *base = fl_ev_unique(c, "parallel_for");
+    const char *idx = fl_arena_printf(&c->arena, "%s.idx", base);
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+    FlVarDesc *d = fl_ev_new_var(c, sub, idx, sp);
+    d->dtype = FL_DT_INT64;
+    int64_t one = 1;
+    fl_ir_var_set_shape(d, 1, &one);
+    d->stop_gradient = true;
+    Snapshot snap;
+    snap_take(e, &snap);
+    c->b.block = sub;
+    FlValue *iv = fl_v_var(c, idx);
+    if (bind) {
+        if (as_rec) {
+            FlValue *r = fl_v_record(c, "ParallelFor");
+            fl_v_rec_set(c, r, "idx", iv);
+            fl_env_set(e, fl_intern_str(&c->in, bind), r);
+        } else {
+            fl_env_set(e, fl_intern_str(&c->in, bind), iv);
+        }
+    }
+    int saved_loop = c->loop_depth;
+    c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
+    FlBlock *home = c->home;
+    c->home = sub;
+    Flow f = fl_ev_block(c, e, body);
+    c->home = home;
+    c->rtloops.len--;
+    c->loop_depth = saved_loop;
+    snap_restore(e, &snap);
+    fl_map_fini(&snap.map);
+    c->b.block = parent;
+    FlOpDesc *op = control_op(c, "parallel_for", sub, sp);
+    fl_ir_op_set_int(op, "n", n);
+    fl_ir_op_set_string(op, "index_var", idx);
+    fl_ev_control_io(c, parent, sub, op, "X", "Out");
+    fl_ev_infer(c, parent, op, sp);
+    if (f == FLOW_RETURN || f == FLOW_BREAK || f == FLOW_CONTINUE) {
+        fl_ev_error(c, sp, "'return', 'break' and 'continue' cannot leave a parallel_for body");
+        return FLOW_ERROR;
+    }
+    return FLOW_NORMAL;
+}
+
+Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
+    FlBlock *parent = c->b.block;
+    FL_VEC(int64_t) kinds = {0};
+    FL_VEC(const char *) chans = {0};
+    FL_VEC(const char *) vars = {0};
+    FL_VEC(int64_t) blocks = {0};
+    bool bad = false, has_default = false, reported_exit = false;
+    for (size_t i = 0; i < s->select.cases.len; i++) {
+        FlAst *cs = s->select.cases.items[i];
+        FlAst *opn = cs->case_.op;
+        Snapshot snap;
+        snap_take(e, &snap);
+        int64_t kind = 2;
+        const char *chn = "", *vn = "";
+        if (!opn) {
+            if (has_default) {
+                fl_ev_error(c, cs->span, "a select has at most one 'default' case");
+                bad = true;
+            }
+            has_default = true;
+        } else {
+            if (opn->kind != FL_AST_CALL || opn->call.fn->kind != FL_AST_ATTR ||
+                (strcmp(opn->call.fn->attr.name, "recv") != 0 && strcmp(opn->call.fn->attr.name, "send") != 0)) {
+                fl_ev_error(c, opn->span, "a select case must be 'ch.recv()' or 'ch.send(x)'");
+                bad = true;
+                fl_map_fini(&snap.map);
+                continue;
+            }
+            bool is_send = strcmp(opn->call.fn->attr.name, "send") == 0;
+            FlValue *ch = fl_ev_expr(c, e, opn->call.fn->attr.obj);
+            if (ch->kind == VK_ERROR) {
+                bad = true;
+                fl_map_fini(&snap.map);
+                continue;
+            }
+            if (!fl_ev_is_channel(c, ch)) {
+                fl_ev_error(c, opn->call.fn->attr.obj->span, "'%s' needs a channel, found %s",
+                            is_send ? "send" : "recv", fl_v_type_name(ch));
+                bad = true;
+                fl_map_fini(&snap.map);
+                continue;
+            }
+            FlVarDesc *chd = fl_ev_var_desc(c, ch);
+            chn = ch->var.name;
+            if (is_send) {
+                kind = 1;
+                if (opn->call.nargs != 1) {
+                    fl_ev_error(c, opn->span, "send() takes one value");
+                    bad = true;
+                    fl_map_fini(&snap.map);
+                    continue;
+                }
+                FlValue *x = fl_ev_expr(c, e, opn->call.args[0].value);
+                if (x->kind == VK_INT || x->kind == VK_FLOAT) x = fl_ev_const_var(c, fl_v_num(x), chd->dtype, opn->span);
+                if (x->kind != VK_VAR) {
+                    if (x->kind != VK_ERROR) fl_ev_error(c, opn->span, "send() needs a Var, found %s", fl_v_type_name(x));
+                    bad = true;
+                    fl_map_fini(&snap.map);
+                    continue;
+                }
+                vn = x->var.name;
+            } else {
+                kind = 0;
+                vn = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "select_recv"));
+                FlVarDesc *vd = fl_ev_new_var(c, parent, vn, cs->span);
+                vd->dtype = chd->dtype;
+                fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
+                if (cs->case_.target) {
+                    if (cs->case_.target->kind != FL_AST_NAME) {
+                        fl_ev_error(c, cs->case_.target->span, "a select case binds one name");
+                        bad = true;
+                    } else {
+                        fl_env_set(e, cs->case_.target->name, fl_v_var(c, vn));
+                    }
+                }
+            }
+        }
+        Flow f;
+        FlBlock *sub = fl_ev_sub_block(c, e, &cs->case_.body, true, cs->span, &f);
+        /* names the case rebinds stay rebound (carried out); the received name does not leak */
+        if (cs->case_.target && cs->case_.target->kind == FL_AST_NAME) {
+            const char *tn = cs->case_.target->name;
+            FlValue *prev = fl_map_find_str(&snap.map, tn);
+            if (prev) fl_env_set(e, tn, prev);
+            else fl_map_remove(&e->map, tn, strlen(tn));
+        }
+        fl_map_fini(&snap.map);
+        if (f == FLOW_RETURN) {
+            fl_ev_error(c, cs->span, "'return' inside a select case cannot be compiled (the case is chosen at run time)");
+            bad = true;
+        } else if ((f == FLOW_BREAK || f == FLOW_CONTINUE) && c->loop_depth == 0) {
+            /* lowering it as in an if would be easy; saying which loop it leaves is not */
+            fl_ev_error(c, cs->span, "'break' and 'continue' inside a select case are ambiguous (in Go they "
+                                     "leave the select, in Python the loop); set a flag in the case and test it "
+                                     "after the select");
+            bad = true;
+        } else if (f == FLOW_BREAK || f == FLOW_CONTINUE) {
+            reported_exit = true; /* one for a compile-time loop was reported where it is written */
+        }
+        FL_VEC_PUSH(&kinds, kind);
+        FL_VEC_PUSH(&chans, chn);
+        FL_VEC_PUSH(&vars, vn);
+        FL_VEC_PUSH(&blocks, (int64_t)sub->idx);
+    }
+    if (!bad && !reported_exit && kinds.len) {
+        FlOpDesc *op = fl_ev_op_raw(c, parent, "select", s->span);
+        fl_ir_op_set_ints(op, "case_kinds", kinds.data, kinds.len);
+        fl_ir_op_set_strings(op, "case_channels", chans.data, chans.len);
+        fl_ir_op_set_strings(op, "case_vars", vars.data, vars.len);
+        fl_ir_op_set_blocks(op, "sub_blocks", blocks.data, blocks.len);
+        fl_ir_op_add_input_slot(op, "X");
+        fl_ir_op_add_output_slot(op, "Out");
+        FlMap in, out;
+        fl_map_init(&in);
+        fl_map_init(&out);
+        StrVec inl = {0}, outl = {0};
+        for (size_t i = 0; i < kinds.len; i++) {
+            if (chans.data[i][0] && !fl_map_find_str(&in, chans.data[i])) {
+                fl_map_put_str(&in, chans.data[i], (void *)chans.data[i]);
+                FL_VEC_PUSH(&inl, chans.data[i]);
+            }
+            if (kinds.data[i] == 1 && !fl_map_find_str(&in, vars.data[i])) {
+                fl_map_put_str(&in, vars.data[i], (void *)vars.data[i]);
+                FL_VEC_PUSH(&inl, vars.data[i]);
+            }
+            if (kinds.data[i] == 0 && !fl_map_find_str(&out, vars.data[i])) {
+                fl_map_put_str(&out, vars.data[i], (void *)vars.data[i]);
+                FL_VEC_PUSH(&outl, vars.data[i]);
+            }
+            collect_io(c, parent, fl_ir_block(c->b.main, (int)blocks.data[i]), &in, &out, &inl, &outl);
+        }
+        for (size_t i = 0; i < inl.len; i++) {
+            bool is_recv_target = false;
+            for (size_t k = 0; k < kinds.len; k++)
+                if (kinds.data[k] == 0 && strcmp(vars.data[k], inl.data[i]) == 0) is_recv_target = true;
+            if (!is_recv_target && fl_ir_var_lookup(c->b.main, parent, inl.data[i])) fl_ir_op_add_input(op, "X", inl.data[i]);
+        }
+        for (size_t i = 0; i < outl.len; i++)
+            if (fl_ir_var_lookup(c->b.main, parent, outl.data[i])) fl_ir_op_add_output(op, "Out", outl.data[i]);
+        FL_VEC_FREE(&inl);
+        FL_VEC_FREE(&outl);
+        fl_map_fini(&in);
+        fl_map_fini(&out);
+        fl_ev_infer(c, parent, op, s->span);
+    }
+    FL_VEC_FREE(&kinds);
+    FL_VEC_FREE(&chans);
+    FL_VEC_FREE(&vars);
+    FL_VEC_FREE(&blocks);
+    return reported_exit ? FLOW_BREAK : bad ? FLOW_ERROR : FLOW_NORMAL;
+}
+
+/* server.do(): the body becomes the optimize block of a listen_and_serv op, which replaces the
+ * ops of the top-level block (g is the guard; g->guard.a the fanin, if given). */
+Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g) {
+    if (c->in_server_do) {
+        fl_ev_error(c, s->span, "server.do() blocks cannot nest");
+        return FLOW_ERROR;
+    }
+    FlBlock *parent = c->b.block;
+    if (parent->idx != 0) {
+        fl_ev_error(c, s->span, "server.do() must be used at the top level of the program");
+        return FLOW_ERROR;
+    }
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+    FlBlock *home = c->home;
+    c->in_server_do = true;
+    c->server_block = sub;
+    c->b.block = c->home = sub;
+    Flow f = fl_ev_block(c, e, &s->with.body);
+    c->b.block = parent;
+    c->home = home;
+    c->in_server_do = false;
+    /* The server runs only listen_and_serv: the forward and backward ops that built the
+     * model belong to the trainers. */
+    for (size_t i = parent->ops.len; i-- > 0;) {
+        FlOpDesc *op = parent->ops.data[i];
+        if (strcmp(op->type, "listen_and_serv") != 0) fl_ir_op_remove(parent, i);
+    }
+    FlOpDesc *op = fl_ev_op_raw(c, parent, "listen_and_serv", s->span);
+    int64_t bi = sub->idx;
+    fl_ir_op_set_blocks(op, "optimize_blocks", &bi, 1);
+    fl_ev_control_io(c, parent, sub, op, "X", NULL);
+    /* every gradient the optimize block reads comes from the trainers */
+    FL_VEC(const char *) g2b = {0};
+    FlSlot *xs = fl_ir_op_input(op, "X");
+    for (size_t i = 0; xs && i < xs->nargs; i++)
+        if (fl_rule_has_grad(xs->args[i]))
+            FL_VEC_PUSH(&g2b, fl_arena_printf(&c->arena, "%s:%d", xs->args[i], sub->idx));
+    fl_ir_op_set_strings(op, "grad_to_block", g2b.data, g2b.len);
+    FL_VEC_FREE(&g2b);
+    if (g->guard.a) fl_ir_op_set_int(op, "fanin", g->guard.a->i);
+    fl_ev_infer(c, parent, op, s->span);
+    return f == FLOW_ERROR ? f : FLOW_NORMAL;
+}

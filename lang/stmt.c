@@ -1,0 +1,492 @@
+/* stmt.c: running statements (the tree walk over statement nodes).
+ *
+ * Placement checks made before a module runs (break outside a loop, `import *` in a function),
+ * assignment and unpacking, statement lists (fl_ev_block), compile-time `if`, `for` and `while`
+ * (unrolled: their bodies run once per iteration), import, `with` guards and eval_stmt. A
+ * statement whose condition or iterable is a Var is lowered to control ops by lower.c.
+ *
+ * Invariants: a statement returns its Flow (normal, break, continue, return, error) and never
+ * longjmps; compile-time loops are bounded (1,000,000 iterations) and so is the arena (512 MiB),
+ * so a runaway program ends with a diagnostic; after an error, evaluation goes on with the next
+ * statement until 200 errors.
+ */
+#include "lang/eval_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ static checks */
+
+/* break/continue outside a loop and 'import *' inside a function are errors where they are
+ * written, whether or not the code runs (as in Python). */
+void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
+    for (size_t i = 0; i < body->len; i++) {
+        FlAst *s = body->items[i];
+        switch (s->kind) {
+        case FL_AST_BREAK:
+        case FL_AST_CONTINUE:
+            if (!in_loop) fl_diag_error(&c->diag, s->span, "'%s' outside a loop", s->kind == FL_AST_BREAK ? "break" : "continue");
+            break;
+        case FL_AST_FROM_IMPORT:
+            if (s->import.star && in_def) fl_diag_error(&c->diag, s->span, "'import *' is only allowed at module level");
+            break;
+        case FL_AST_DEF: fl_ev_check_placement(c, &s->def.body, false, true); break;
+        case FL_AST_IF:
+            fl_ev_check_placement(c, &s->cond.then_body, in_loop, in_def);
+            fl_ev_check_placement(c, &s->cond.else_body, in_loop, in_def);
+            break;
+        case FL_AST_FOR:
+        case FL_AST_WHILE:
+            fl_ev_check_placement(c, &s->loop.body, true, in_def);
+            fl_ev_check_placement(c, &s->loop.else_body, in_loop, in_def);
+            break;
+        case FL_AST_PARALLEL_FOR: fl_ev_check_placement(c, &s->loop.body, false, in_def); break;
+        case FL_AST_GO: fl_ev_check_placement(c, &s->with.body, false, in_def); break;
+        case FL_AST_WITH: fl_ev_check_placement(c, &s->with.body, in_loop, in_def); break;
+        case FL_AST_SELECT:
+            for (size_t k = 0; k < s->select.cases.len; k++)
+                fl_ev_check_placement(c, &s->select.cases.items[k]->case_.body, in_loop, in_def);
+            break;
+        default: break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ assignment and statement lists */
+
+static bool unpack(Ctx *c, Env *e, FlAst *t, FlValue *v) {
+    FlAstList *items = &t->list.items;
+    if (v->kind == VK_ERROR) {
+        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, items->items[i], v);
+        return false;
+    }
+    if (!fl_v_is_seq(v)) {
+        fl_ev_error(c, t->span, "cannot unpack a %s into %zu names", fl_v_type_name(v), items->len);
+        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, items->items[i], c->error);
+        return false;
+    }
+    if (v->list.len != items->len) {
+        fl_ev_error(c, t->span, "cannot unpack %zu values into %zu names", v->list.len, items->len);
+        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, items->items[i], c->error);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < items->len; i++) ok = fl_ev_assign(c, e, items->items[i], v->list.items[i]) && ok;
+    return ok;
+}
+
+bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
+    switch (t->kind) {
+    case FL_AST_NAME: fl_env_set(e, t->name, v); return true;
+    case FL_AST_TUPLE:
+    case FL_AST_LIST: return unpack(c, e, t, v);
+    case FL_AST_ATTR: {
+        FlValue *o = fl_ev_expr(c, e, t->attr.obj);
+        if (o->kind == VK_ERROR || v->kind == VK_ERROR) return false;
+        if (o->kind == VK_RECORD) {
+            fl_v_rec_set(c, o, t->attr.name, v);
+            return true;
+        }
+        if (o->kind == VK_MODULE) {
+            fl_env_set(o->mod->globals, t->attr.name, v);
+            return true;
+        }
+        fl_ev_error(c, t->span, "cannot set attribute '%s' of a %s", t->attr.name, fl_v_type_name(o));
+        return false;
+    }
+    case FL_AST_INDEX: {
+        FlValue *o = fl_ev_expr(c, e, t->index.obj);
+        FlValue *i = fl_ev_expr(c, e, t->index.index);
+        if (o->kind == VK_ERROR || i->kind == VK_ERROR || v->kind == VK_ERROR) return false;
+        if (o->kind == VK_DICT) {
+            fl_v_dict_set(c, o, i, v);
+            return true;
+        }
+        if (o->kind == VK_LIST && i->kind == VK_INT) {
+            int64_t k = i->i < 0 ? i->i + (int64_t)o->list.len : i->i;
+            if (k < 0 || k >= (int64_t)o->list.len) {
+                fl_ev_error(c, t->span, "list assignment index out of range");
+                return false;
+            }
+            o->list.items[k] = v;
+            return true;
+        }
+        fl_ev_error(c, t->span, "a %s does not support item assignment", fl_v_type_name(o));
+        return false;
+    }
+    default:
+        fl_ev_error(c, t->span, "cannot assign to a %s", fl_ast_kind_name(t->kind));
+        return false;
+    }
+}
+
+static Flow eval_stmt(Ctx *c, Env *e, FlAst *s);
+
+/* The runtime loop that a break or continue here would leave, or NULL (none, or a compile-time
+ * loop is nearer). */
+RtLoop *fl_ev_rt_loop(Ctx *c) {
+    return c->rtloops.len && c->loop_depth == 0 ? c->rtloops.data[c->rtloops.len - 1] : NULL;
+}
+
+/* Runs body->items[from..] in order, up to one that lowers a break or continue of the runtime
+ * loop around inside a runtime block (RtLoop) while more statements follow: *next is then the
+ * index after it, else body->len. */
+Flow fl_ev_run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next) {
+    RtLoop *l = fl_ev_rt_loop(c);
+    *next = body->len;
+    for (size_t i = from; i < body->len; i++) {
+        if (c->aborted) return FLOW_ERROR;
+        if (c->arena.used_total > MEMORY_LIMIT) {
+            fl_ev_error(c, body->items[i]->span, "the program needs more than 512 MiB of memory at compile time");
+            c->aborted = true;
+            return FLOW_ERROR;
+        }
+        int exits = l ? l->exits : 0;
+        Flow f = eval_stmt(c, e, body->items[i]);
+        if (f != FLOW_NORMAL && f != FLOW_ERROR) return f;
+        if (f == FLOW_ERROR && c->diag.nerrors > 200) return FLOW_ERROR;
+        if (l && l->exits != exits && i + 1 < body->len) {
+            *next = i + 1;
+            return FLOW_NORMAL;
+        }
+    }
+    return FLOW_NORMAL;
+}
+
+/* Runs the statements in order. Once one has lowered a break or continue of the runtime loop
+ * around (inside a runtime block), the rest run only while that iteration is alive. */
+Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body) {
+    size_t next;
+    Flow f = fl_ev_run_stmts(c, e, body, 0, &next);
+    return next < body->len ? fl_ev_lower_rest(c, e, body, next) : f;
+}
+
+/* ------------------------------------------------------------------ compile-time loops */
+
+static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
+    FlValue *it = fl_ev_expr(c, e, s->loop.iter);
+    if (it->kind == VK_ERROR) {
+        fl_ev_assign(c, e, s->loop.target, c->error);
+        return FLOW_ERROR;
+    }
+    if (it->kind == VK_VAR) {
+        if (fl_ev_is_channel(c, it)) return fl_ev_lower_for_chan(c, e, s, it);
+        fl_ev_error(c, s->loop.iter->span, "cannot iterate over a tensor Var; iterate over a channel, a list or range(n)");
+        return FLOW_ERROR;
+    }
+    FlValue *seq = fl_ev_as_list(c, it, s->loop.iter->span);
+    if (seq->kind == VK_ERROR) return FLOW_ERROR;
+    int loop_rt_depth = c->loop_rt_depth;
+    c->loop_rt_depth = c->rt_depth;
+    c->loop_depth++;
+    Flow res = FLOW_NORMAL;
+    bool broke = false;
+    for (size_t i = 0; i < seq->list.len; i++) {
+        if (!fl_ev_assign(c, e, s->loop.target, seq->list.items[i])) {
+            res = FLOW_ERROR;
+            break;
+        }
+        Flow f = fl_ev_block(c, e, &s->loop.body);
+        if (f == FLOW_BREAK) {
+            broke = true;
+            break;
+        }
+        if (f == FLOW_RETURN || (f == FLOW_ERROR && c->diag.nerrors > 200)) {
+            res = f;
+            break;
+        }
+    }
+    c->loop_depth--;
+    c->loop_rt_depth = loop_rt_depth;
+    if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
+    return res;
+}
+
+static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
+    int loop_rt_depth = c->loop_rt_depth;
+    c->loop_rt_depth = c->rt_depth;
+    c->loop_depth++;
+    Flow res = FLOW_NORMAL;
+    bool broke = false;
+    for (long iter = 0;; iter++) {
+        FlValue *t = fl_ev_expr(c, e, s->loop.iter);
+        if (t->kind == VK_ERROR) {
+            res = FLOW_ERROR;
+            break;
+        }
+        if (t->kind == VK_VAR) {
+            if (iter > 0) {
+                fl_ev_error(c, s->loop.iter->span, "the condition became a Var after the loop ran at compile time");
+                res = FLOW_ERROR;
+                break;
+            }
+            c->loop_depth--;
+            c->loop_rt_depth = loop_rt_depth;
+            return fl_ev_lower_while(c, e, s, t);
+        }
+        bool ok;
+        bool tv = fl_v_truthy(c, t, s->loop.iter->span, &ok);
+        if (!ok) {
+            res = FLOW_ERROR;
+            break;
+        }
+        if (!tv) break;
+        if (iter >= 1000000) {
+            fl_ev_error(c, s->span, "this compile-time loop ran 1,000,000 times; is it infinite?");
+            res = FLOW_ERROR;
+            break;
+        }
+        Flow f = fl_ev_block(c, e, &s->loop.body);
+        if (f == FLOW_BREAK) {
+            broke = true;
+            break;
+        }
+        if (f == FLOW_RETURN || f == FLOW_ERROR) {
+            res = f;
+            break;
+        }
+    }
+    c->loop_depth--;
+    c->loop_rt_depth = loop_rt_depth;
+    if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
+    return res;
+}
+
+/* ------------------------------------------------------------------ import and with */
+
+/* from m import *: the names m's __all__ lists when it has one (a submodule among them is
+ * imported), else every global of m whose name does not start with '_'. */
+static Flow import_star(Ctx *c, Env *e, FlValue *m, FlAst *s, const char *dir) {
+    Env *g = m->mod->globals;
+    FlValue *all = fl_map_find_str(&g->map, "__all__");
+    StrVec names = {0};
+    bool ok = true;
+    if (!all) {
+        for (size_t i = 0; i < g->map.cap; i++)
+            if (fl_map_slot_live(&g->map, i) && g->map.buckets[i].key[0] != '_') FL_VEC_PUSH(&names, g->map.buckets[i].key);
+    } else if (!fl_v_is_seq(all)) {
+        fl_ev_error(c, s->span, "__all__ of module '%s' must be a list or tuple of names, found %s", m->mod->name,
+                    fl_v_type_name(all));
+        ok = false;
+    } else {
+        for (size_t i = 0; i < all->list.len; i++) {
+            FlValue *x = all->list.items[i];
+            if (x->kind == VK_STR) {
+                FL_VEC_PUSH(&names, fl_intern_str(&c->in, x->str.s));
+                continue;
+            }
+            fl_ev_error(c, s->span, "__all__ of module '%s' must hold names (strings), found %s", m->mod->name,
+                        fl_v_type_name(x));
+            ok = false;
+        }
+    }
+    for (size_t i = 0; i < names.len; i++) {
+        const char *nm = names.data[i];
+        FlValue *v = fl_map_find_str(&g->map, nm);
+        if (!v) v = fl_ev_import(c, fl_arena_printf(&c->arena, "%s.%s", m->mod->name, nm), s->span, dir);
+        ok = ok && v->kind != VK_ERROR;
+        fl_env_set(e, nm, v);
+    }
+    FL_VEC_FREE(&names);
+    return ok ? FLOW_NORMAL : FLOW_ERROR;
+}
+
+static Flow stmt_import(Ctx *c, Env *e, FlAst *s) {
+    Module *cm = c->cur_mod;
+    const char *dir = cm ? cm->dir : ".";
+    if (s->kind == FL_AST_IMPORT) {
+        FlValue *m = fl_ev_import(c, s->import.module, s->span, dir);
+        if (m->kind == VK_ERROR) {
+            fl_env_set(e, s->import.alias ? s->import.alias : s->import.module, c->error);
+            return FLOW_ERROR;
+        }
+        if (s->import.alias) {
+            fl_env_set(e, s->import.alias, m);
+        } else {
+            /* `import a.b` binds a */
+            const char *dot = strchr(s->import.module, '.');
+            if (dot) {
+                const char *top = fl_intern(&c->in, s->import.module, (size_t)(dot - s->import.module));
+                fl_env_set(e, top, fl_ev_import(c, top, s->span, dir));
+            } else {
+                fl_env_set(e, s->import.module, m);
+            }
+        }
+        return FLOW_NORMAL;
+    }
+    FlValue *m = fl_ev_import(c, s->import.module, s->span, dir);
+    bool bad = m->kind == VK_ERROR;
+    if (s->import.star) return bad ? FLOW_ERROR : import_star(c, e, m, s, dir);
+    for (size_t i = 0; i < s->import.nnames; i++) {
+        const char *nm = s->import.names[i];
+        const char *as = s->import.aliases && s->import.aliases[i] ? s->import.aliases[i] : nm;
+        if (bad) {
+            fl_env_set(e, as, c->error);
+            continue;
+        }
+        FlValue *v = fl_map_find_str(&m->mod->globals->map, nm);
+        if (!v) {
+            const char *dotted = fl_arena_printf(&c->arena, "%s.%s", s->import.module, nm);
+            FlSpan nsp = s->import.name_spans ? s->import.name_spans[i] : s->span;
+            v = fl_ev_import(c, dotted, nsp, dir);
+            if (v->kind == VK_ERROR) {
+                bad = true;
+                fl_env_set(e, as, c->error);
+                continue;
+            }
+        }
+        fl_env_set(e, as, v);
+    }
+    return bad ? FLOW_ERROR : FLOW_NORMAL;
+}
+
+static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
+    FlValue *g = fl_ev_expr(c, e, s->with.expr);
+    if (g->kind == VK_ERROR) return FLOW_ERROR;
+    if (g->kind != VK_GUARD) {
+        fl_ev_error(c, s->with.expr->span, "'with' needs a guard (program_guard, unique_name.guard, "
+                                           "name_scope, go, parallel_for, server.do), found %s",
+                    fl_v_type_name(g));
+        return FLOW_ERROR;
+    }
+    switch (g->guard.kind) {
+    case GK_GO:
+        if (s->with.as_name) fl_ev_error(c, s->span, "'with fluid.go()' binds no name");
+        return fl_ev_lower_go(c, e, &s->with.body, s->span);
+    case GK_PARALLEL_FOR:
+        return fl_ev_lower_parallel_for(c, e, g->guard.n, s->with.as_name, true, &s->with.body, s->span);
+    case GK_PROGRAM: {
+        BuildState saved = c->b;
+        FlBlock *home = c->home;
+        c->b.main = g->guard.a->prog;
+        c->b.startup = g->guard.b ? g->guard.b->prog : saved.startup;
+        c->b.block = c->home = fl_ir_block(c->b.main, 0);
+        if (s->with.as_name) fl_env_set(e, s->with.as_name, g->guard.a);
+        Flow f = fl_ev_block(c, e, &s->with.body);
+        c->b = saved;
+        c->home = home;
+        return f;
+    }
+    case GK_UNIQUE_NAME: {
+        FlMap *m = fl_arena_alloc(&c->arena, sizeof *m);
+        fl_map_init(m);
+        FL_VEC_PUSH(&c->unique_stack, m);
+        Flow f = fl_ev_block(c, e, &s->with.body);
+        c->unique_stack.len--;
+        fl_map_fini(m);
+        return f;
+    }
+    case GK_NAME_SCOPE: {
+        FL_VEC_PUSH(&c->name_scopes, g->guard.a ? g->guard.a->str.s : "");
+        Flow f = fl_ev_block(c, e, &s->with.body);
+        c->name_scopes.len--;
+        return f;
+    }
+    case GK_SERVER_DO: return fl_ev_lower_server_do(c, e, s, g);
+    case GK_COUNT: break;
+    }
+    return FLOW_NORMAL;
+}
+
+/* ------------------------------------------------------------------ statement dispatch */
+
+/* The count of a `parallel_for i in range(n)` or `in list`: known at compile time. */
+static bool iteration_count(Ctx *c, FlValue *v, FlSpan sp, int64_t *n) {
+    if (v->kind == VK_INT) {
+        *n = v->i;
+        return true;
+    }
+    if (fl_v_is_seq(v)) {
+        *n = (int64_t)v->list.len;
+        return true;
+    }
+    if (v->kind != VK_ERROR)
+        fl_ev_error(c, sp, "parallel_for needs a compile-time count (an int or range(n)), found %s", fl_v_type_name(v));
+    return false;
+}
+
+static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
+    switch (s->kind) {
+    case FL_AST_EXPR_STMT: {
+        FlValue *v = fl_ev_expr(c, e, s->expr.e);
+        return v->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
+    }
+    case FL_AST_ASSIGN: {
+        /* a = b = v: v once, then the targets left to right; after a failed one the rest are
+         * bound to the error value (quietly), as Python would not reach them */
+        FlValue *v = fl_ev_expr(c, e, s->assign.value);
+        bool ok = fl_ev_assign(c, e, s->assign.target, v);
+        for (size_t i = 0; i < s->assign.more.len; i++) {
+            FlAst *t = s->assign.more.items[i];
+            if (ok) ok = fl_ev_assign(c, e, t, v);
+            else if (t->kind == FL_AST_NAME || t->kind == FL_AST_TUPLE || t->kind == FL_AST_LIST) fl_ev_assign(c, e, t, c->error);
+        }
+        return ok && v->kind != VK_ERROR ? FLOW_NORMAL : FLOW_ERROR;
+    }
+    case FL_AST_AUGASSIGN: {
+        FlValue *cur = fl_ev_expr(c, e, s->assign.target);
+        FlValue *v = fl_ev_expr(c, e, s->assign.value);
+        FlValue *r = fl_ev_binop(c, s->assign.op, cur, v, s->span);
+        if (s->assign.target->kind != FL_AST_NAME && s->assign.target->kind != FL_AST_ATTR &&
+            s->assign.target->kind != FL_AST_INDEX) {
+            fl_ev_error(c, s->assign.target->span, "illegal target for augmented assignment");
+            return FLOW_ERROR;
+        }
+        return fl_ev_assign(c, e, s->assign.target, r) && r->kind != VK_ERROR ? FLOW_NORMAL : FLOW_ERROR;
+    }
+    case FL_AST_DEF: fl_env_set(e, s->def.name, fl_ev_make_func(c, e, s)); return FLOW_NORMAL;
+    case FL_AST_RETURN:
+        if (c->func_depth == 0) {
+            fl_ev_error(c, s->span, "'return' outside a function");
+            return FLOW_ERROR;
+        }
+        c->ret = s->expr.e ? fl_ev_expr(c, e, s->expr.e) : c->none;
+        return FLOW_RETURN;
+    case FL_AST_IF: {
+        FlValue *t = fl_ev_expr(c, e, s->cond.test);
+        if (t->kind == VK_ERROR) return FLOW_ERROR;
+        if (t->kind == VK_VAR) return fl_ev_lower_if(c, e, s, t);
+        bool ok;
+        bool tv = fl_v_truthy(c, t, s->cond.test->span, &ok);
+        if (!ok) return FLOW_ERROR;
+        return fl_ev_block(c, e, tv ? &s->cond.then_body : &s->cond.else_body);
+    }
+    case FL_AST_FOR: return stmt_for(c, e, s);
+    case FL_AST_WHILE: return stmt_while(c, e, s);
+    case FL_AST_BREAK:
+    case FL_AST_CONTINUE: {
+        bool is_break = s->kind == FL_AST_BREAK;
+        if (c->loop_depth > 0) {
+            if (c->rt_depth == c->loop_rt_depth) return is_break ? FLOW_BREAK : FLOW_CONTINUE;
+            fl_ev_error(c, s->span, "'%s' under a runtime 'if' or 'select' cannot leave a compile-time loop: that "
+                                    "loop is unrolled when the program is built, so when it stops cannot depend on "
+                                    "run-time values", is_break ? "break" : "continue");
+            return FLOW_BREAK; /* ends the unrolling: said once */
+        }
+        RtLoop *l = fl_ev_rt_loop(c);
+        if (l) return fl_ev_lower_exit(c, l, is_break, s->span);
+        fl_ev_error(c, s->span, "'%s' outside a loop", is_break ? "break" : "continue");
+        return FLOW_ERROR;
+    }
+    case FL_AST_PASS: return FLOW_NORMAL;
+    case FL_AST_IMPORT:
+    case FL_AST_FROM_IMPORT: return stmt_import(c, e, s);
+    case FL_AST_WITH: return stmt_with(c, e, s);
+    case FL_AST_GO: return fl_ev_lower_go(c, e, &s->with.body, s->span);
+    case FL_AST_PARALLEL_FOR: {
+        FlValue *it = fl_ev_expr(c, e, s->loop.iter);
+        int64_t n;
+        if (!iteration_count(c, it, s->loop.iter->span, &n)) return FLOW_ERROR;
+        if (s->loop.target->kind != FL_AST_NAME) {
+            fl_ev_error(c, s->loop.target->span, "parallel_for binds one name");
+            return FLOW_ERROR;
+        }
+        return fl_ev_lower_parallel_for(c, e, n, s->loop.target->name, false, &s->loop.body, s->span);
+    }
+    case FL_AST_SELECT: return fl_ev_lower_select(c, e, s);
+    default: {
+        FlValue *v = fl_ev_expr(c, e, s);
+        return v->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
+    }
+    }
+}
