@@ -1,12 +1,12 @@
-/* builtins.c: what the compile-time interpreter provides natively.
+/* builtins.c: the Python builtins of the compile-time interpreter (len, range, zip, enumerate,
+ * print, str, int, float, bool, list, tuple, dict, min, max, abs, sum, reversed, getattr), the
+ * methods of lists, dicts and strings, and the attributes and methods of Vars (shape, dtype,
+ * name; a channel's send, recv and close).
  *
- *   - Python builtins (len, range, zip, enumerate, print, str, int, float, ...), and the methods
- *     of lists, dicts and strings;
- *   - the native module `_core`, which the stdlib (the .fl files of stdlib/fluid) is written against: ops
- *     (`_core.op`), data vars, parameters and their initialisers in the startup program,
- *     persistable globals, backward, guards, channels, the parameter-server layers, io readers,
- *     the run spec (`train`) and compile-time flags;
- *   - module loading: the stdlib package `fluid` and user modules next to the importing file.
+ * How: each builtin is a BuiltinFn that binds its arguments against a parameter spec (ARGS,
+ * fl_ev_bind) and returns a value or ERROR after a diagnostic; methods are builtins bound to
+ * their object (FlValue.builtin.self). Invariants: builtins run at compile time and never
+ * touch the IR except through the op builder (a channel method appends a channel op).
  */
 #include <errno.h>
 #include <limits.h>
@@ -14,23 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "compiler/ir/rules.h"
-#include "compiler/ops.h"
 #include "lang/eval_impl.h"
 
-Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, size_t len, bool is_stdlib);
-
-#define ARGS(fname, spec, n)                                                                \
-    FlValue *v[n + 1];                                                                     \
-    if (!fl_ev_bind(c, fname, spec, a, v)) return c->error
-
-static bool is_num(const FlValue *v) { return v->kind == VK_INT || v->kind == VK_FLOAT || v->kind == VK_BOOL; }
-static double num(const FlValue *v) { return v->kind == VK_INT ? (double)v->i : v->kind == VK_BOOL ? v->b : v->f; }
-
-static bool want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *out) {
+bool fl_ev_want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *out) {
     if (v->kind == VK_INT) {
         *out = v->i;
         return true;
@@ -42,56 +29,9 @@ static bool want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *o
     fl_ev_error(c, sp, "%s must be an int, found %s", what, fl_v_type_name(v));
     return false;
 }
-static bool want_str(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
+bool fl_ev_want_str(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
     if (v->kind == VK_STR) return true;
     fl_ev_error(c, sp, "%s must be a string, found %s", what, fl_v_type_name(v));
-    return false;
-}
-static bool want_shape(Ctx *c, FlValue *v, const char *what, FlSpan sp, int *nd, int64_t *shape) {
-    if (v->kind == VK_INT) {
-        *nd = 1;
-        shape[0] = v->i;
-        return true;
-    }
-    if (!fl_v_is_seq(v)) {
-        fl_ev_error(c, sp, "%s must be a list of ints, found %s", what, fl_v_type_name(v));
-        return false;
-    }
-    if (v->list.len > FL_IR_MAX_DIMS - 1) {
-        fl_ev_error(c, sp, "%s has %zu dimensions; at most %d are supported", what, v->list.len, FL_IR_MAX_DIMS - 1);
-        return false;
-    }
-    for (size_t i = 0; i < v->list.len; i++) {
-        FlValue *x = v->list.items[i];
-        if (x->kind != VK_INT || x->i < -1 || x->i == 0) {
-            fl_ev_error(c, sp, "%s must hold positive ints (or -1), found %s", what,
-                        x->kind == VK_INT ? "a non-positive dimension" : fl_v_type_name(x));
-            return false;
-        }
-        shape[i] = x->i;
-    }
-    *nd = (int)v->list.len;
-    return true;
-}
-static bool want_dtype(Ctx *c, FlValue *v, FlSpan sp, FlDType *dt) {
-    if (v && v->kind == VK_STR)
-        for (int t = 0; t < FL_DT_COUNT; t++)
-            if (strcmp(v->str.s, fl_dtype_name((FlDType)t)) == 0) {
-                *dt = (FlDType)t;
-                return true;
-            }
-    if (v && v->kind == VK_STR && strcmp(v->str.s, "float") == 0) {
-        *dt = FL_DT_FLOAT32;
-        return true;
-    }
-    if (v && v->kind == VK_STR && strcmp(v->str.s, "int") == 0) {
-        *dt = FL_DT_INT64;
-        return true;
-    }
-    FlBuf b = {0};
-    if (v) fl_v_repr(c, v, &b);
-    fl_ev_error(c, sp, "unknown dtype '%s' (expected float32, float64, int32, int64 or bool)", fl_buf_str(&b));
-    fl_buf_free(&b);
     return false;
 }
 
@@ -123,9 +63,9 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("range", "a b= step=", 3);
     int64_t lo = 0, hi, st = 1;
-    if (!want_int(c, v[0], "range() argument", a->span, v[1] ? &lo : &hi)) return c->error;
-    if (v[1] && !want_int(c, v[1], "range() argument", a->span, &hi)) return c->error;
-    if (v[2] && !want_int(c, v[2], "range() step", a->span, &st)) return c->error;
+    if (!fl_ev_want_int(c, v[0], "range() argument", a->span, v[1] ? &lo : &hi)) return c->error;
+    if (v[1] && !fl_ev_want_int(c, v[1], "range() argument", a->span, &hi)) return c->error;
+    if (v[2] && !fl_ev_want_int(c, v[2], "range() step", a->span, &st)) return c->error;
     if (st == 0) return fl_ev_error(c, a->span, "range() step must not be zero");
     FlValue *l = fl_v_list(c, VK_LIST);
     int64_t n = st > 0 ? (hi > lo ? (hi - lo + st - 1) / st : 0) : (lo > hi ? (lo - hi - st - 1) / -st : 0);
@@ -173,7 +113,7 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     int64_t st = 0;
-    if (v[1] && !want_int(c, v[1], "start", a->span, &st)) return c->error;
+    if (v[1] && !fl_ev_want_int(c, v[1], "start", a->span, &st)) return c->error;
     FlValue *out = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < l->list.len; i++) {
         FlValue *t = fl_v_list(c, VK_TUPLE);
@@ -227,7 +167,7 @@ static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_float(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("float", "x=", 1);
     if (!v[0]) return fl_v_float(c, 0);
-    if (is_num(v[0])) return fl_v_float(c, num(v[0]));
+    if (fl_v_is_num(v[0])) return fl_v_float(c, fl_v_num(v[0]));
     if (v[0]->kind == VK_STR) {
         char *end;
         double x = strtod(v[0]->str.s, &end);
@@ -293,8 +233,8 @@ static FlValue *minmax(Ctx *c, CallArgs *a, bool is_max) {
     FlValue *best = l->list.items[0];
     for (size_t i = 1; i < l->list.len; i++) {
         FlValue *x = l->list.items[i];
-        if (!is_num(x) || !is_num(best)) return fl_ev_error(c, a->span, "%s() needs numbers", is_max ? "max" : "min");
-        if (is_max ? num(x) > num(best) : num(x) < num(best)) best = x;
+        if (!fl_v_is_num(x) || !fl_v_is_num(best)) return fl_ev_error(c, a->span, "%s() needs numbers", is_max ? "max" : "min");
+        if (is_max ? fl_v_num(x) > fl_v_num(best) : fl_v_num(x) < fl_v_num(best)) best = x;
     }
     return best;
 }
@@ -313,14 +253,14 @@ static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     bool isf = v[1] && v[1]->kind == VK_FLOAT;
-    double f = v[1] ? num(v[1]) : 0;
-    int64_t i = v[1] && !isf ? (int64_t)num(v[1]) : 0;
+    double f = v[1] ? fl_v_num(v[1]) : 0;
+    int64_t i = v[1] && !isf ? (int64_t)fl_v_num(v[1]) : 0;
     for (size_t k = 0; k < l->list.len; k++) {
         FlValue *x = l->list.items[k];
-        if (!is_num(x)) return fl_ev_error(c, a->span, "sum() needs numbers, found %s", fl_v_type_name(x));
+        if (!fl_v_is_num(x)) return fl_ev_error(c, a->span, "sum() needs numbers, found %s", fl_v_type_name(x));
         if (x->kind == VK_FLOAT) isf = true;
-        f += num(x);
-        i += x->kind == VK_FLOAT ? 0 : (int64_t)num(x);
+        f += fl_v_num(x);
+        i += x->kind == VK_FLOAT ? 0 : (int64_t)fl_v_num(x);
     }
     return isf ? fl_v_float(c, f) : fl_v_int(c, i);
 }
@@ -334,19 +274,9 @@ static FlValue *b_reversed(Ctx *c, FlValue *self, CallArgs *a) {
     return out;
 }
 
-static FlValue *b_isinstance_var(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("is_var", "x", 1);
-    return fl_v_bool(c, v[0]->kind == VK_VAR);
-}
-
-static FlValue *b_is_list(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("is_list", "x", 1);
-    return fl_v_bool(c, fl_v_is_seq(v[0]));
-}
-
 static FlValue *b_getattr(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("getattr", "obj name default=", 3);
-    if (!want_str(c, v[1], "getattr() name", a->span)) return c->error;
+    if (!fl_ev_want_str(c, v[1], "getattr() name", a->span)) return c->error;
     if (v[0]->kind == VK_RECORD) {
         FlValue *r = fl_map_find_str(&v[0]->rec.attrs->map, v[1]->str.s);
         if (r) return r;
@@ -377,7 +307,7 @@ static FlValue *m_pop(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("pop", "i=", 1);
     if (!self->list.len) return fl_ev_error(c, a->span, "pop from an empty list");
     int64_t i = (int64_t)self->list.len - 1;
-    if (v[0] && !want_int(c, v[0], "pop() index", a->span, &i)) return c->error;
+    if (v[0] && !fl_ev_want_int(c, v[0], "pop() index", a->span, &i)) return c->error;
     if (i < 0) i += (int64_t)self->list.len;
     if (i < 0 || i >= (int64_t)self->list.len) return fl_ev_error(c, a->span, "pop index out of range");
     FlValue *x = self->list.items[i];
@@ -426,12 +356,12 @@ static FlValue *m_join(Ctx *c, FlValue *self, CallArgs *a) {
 }
 static FlValue *m_startswith(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("startswith", "prefix", 1);
-    if (!want_str(c, v[0], "prefix", a->span)) return c->error;
+    if (!fl_ev_want_str(c, v[0], "prefix", a->span)) return c->error;
     return fl_v_bool(c, self->str.n >= v[0]->str.n && memcmp(self->str.s, v[0]->str.s, v[0]->str.n) == 0);
 }
 static FlValue *m_endswith(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("endswith", "suffix", 1);
-    if (!want_str(c, v[0], "suffix", a->span)) return c->error;
+    if (!fl_ev_want_str(c, v[0], "suffix", a->span)) return c->error;
     return fl_v_bool(c, self->str.n >= v[0]->str.n &&
                             memcmp(self->str.s + self->str.n - v[0]->str.n, v[0]->str.s, v[0]->str.n) == 0);
 }
@@ -478,7 +408,7 @@ static FlValue *chan_send(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("send", "x", 1);
     FlValue *x = v[0];
     FlVarDesc *chd = fl_ev_var_desc(c, self);
-    if (is_num(x)) x = fl_ev_const_var(c, num(x), chd ? chd->dtype : FL_DT_FLOAT32, a->span);
+    if (fl_v_is_num(x)) x = fl_ev_const_var(c, fl_v_num(x), chd ? chd->dtype : FL_DT_FLOAT32, a->span);
     if (x->kind != VK_VAR) return fl_ev_error(c, a->span, "send() needs a Var, found %s", fl_v_type_name(x));
     const char *names[2] = {"Channel", "X"};
     FlValue *vals[2] = {self, x};
@@ -534,731 +464,7 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype%s)", name,
                        is_chan ? ", send, recv, close" : "");
 }
-
-/* ------------------------------------------------------------------ _core: ops and vars */
-
-static FlValue *c_op(Ctx *c, FlValue *self, CallArgs *a) {
-    if (a->npos != 1 || a->pos[0]->kind != VK_STR) return fl_ev_error(c, a->span, "op() takes the op type, then keyword arguments");
-    CallArgs oa = *a;
-    oa.npos = 0;
-    return fl_ev_op(c, a->pos[0]->str.s, &oa, a->span);
-}
-
-static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("data", "name shape dtype= append_batch_size= lod_level= stop_gradient=", 6);
-    if (!want_str(c, v[0], "name", a->span)) return c->error;
-    int nd;
-    int64_t shape[FL_IR_MAX_DIMS];
-    if (!want_shape(c, v[1], "shape", a->span, &nd, shape)) return c->error;
-    FlDType dt = FL_DT_FLOAT32;
-    if (v[2] && !want_dtype(c, v[2], a->span, &dt)) return c->error;
-    bool batch = !v[3] || (v[3]->kind == VK_BOOL ? v[3]->b : true);
-    FlBlock *b0 = fl_ir_block(c->b.main, 0);
-    if (fl_ir_var_find(b0, v[0]->str.s)) return fl_ev_error(c, a->span, "a var named '%s' already exists", v[0]->str.s);
-    FlVarDesc *d = fl_ev_new_var(c, b0, v[0]->str.s, a->span);
-    int64_t full[FL_IR_MAX_DIMS];
-    int n = 0;
-    if (batch) full[n++] = -1;
-    for (int i = 0; i < nd; i++) full[n++] = shape[i];
-    fl_ir_var_set_shape(d, n, full);
-    d->dtype = dt;
-    d->stop_gradient = !v[5] || (v[5]->kind == VK_BOOL ? v[5]->b : true);
-    return fl_v_var(c, v[0]->str.s);
-}
-
-/* init: ("uniform", lo, hi) | ("normal", mean, std) | ("constant", value) | ("xavier",) */
-static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, FlValue *init, FlSpan sp) {
-    FlBlock *sb = fl_ir_block(startup, 0);
-    const char *kind = "constant";
-    double p1 = 0, p2 = 0;
-    if (init) {
-        if (!fl_v_is_seq(init) || init->list.len < 1 || init->list.items[0]->kind != VK_STR) {
-            fl_ev_error(c, sp, "an initializer is a tuple like ('uniform', low, high), ('normal', mean, std) or ('constant', value)");
-            return false;
-        }
-        kind = init->list.items[0]->str.s;
-        if (init->list.len > 1 && is_num(init->list.items[1])) p1 = num(init->list.items[1]);
-        if (init->list.len > 2 && is_num(init->list.items[2])) p2 = num(init->list.items[2]);
-    }
-    if (strcmp(kind, "xavier") == 0) {
-        int64_t fan_in = d->ndim > 0 ? d->shape[0] : 1, fan_out = d->ndim > 1 ? d->shape[1] : 1;
-        for (int i = 2; i < d->ndim; i++) {
-            fan_in *= d->shape[i];
-            fan_out *= d->shape[i];
-        }
-        kind = "uniform";
-        p2 = sqrt(6.0 / (double)(fan_in + fan_out));
-        p1 = -p2;
-    } else if (strcmp(kind, "msra") == 0) {
-        int64_t fan_in = 1;
-        for (int i = 1; i < d->ndim; i++) fan_in *= d->shape[i];
-        kind = "normal";
-        p1 = 0;
-        p2 = sqrt(2.0 / (double)fan_in);
-    }
-    const char *type = strcmp(kind, "uniform") == 0 ? "uniform_random"
-                       : strcmp(kind, "normal") == 0 ? "gaussian_random"
-                       : strcmp(kind, "constant") == 0 ? "fill_constant"
-                                                       : NULL;
-    if (!type) {
-        fl_ev_error(c, sp, "unknown initializer '%s' (expected uniform, normal, constant, xavier or msra)", kind);
-        return false;
-    }
-    FlOpDesc *op = fl_ev_op_raw(c, sb, type, sp);
-    fl_ir_op_add_output(op, "Out", name);
-    fl_ir_op_set_ints(op, "shape", d->shape, (size_t)d->ndim);
-    fl_ir_op_set_int(op, "dtype", d->dtype);
-    if (type[0] == 'u') {
-        fl_ir_op_set_float(op, "min", p1);
-        fl_ir_op_set_float(op, "max", p2);
-        fl_ir_op_set_int(op, "seed", ++c->random_seed);
-    } else if (type[0] == 'g') {
-        fl_ir_op_set_float(op, "mean", p1);
-        fl_ir_op_set_float(op, "std", p2);
-        fl_ir_op_set_int(op, "seed", ++c->random_seed);
-    } else {
-        fl_ir_op_set_float(op, "value", p1);
-    }
-    FlErr e;
-    fl_ops_fill_defaults(op);
-    if (fl_ops_check(op, &e) != FL_OK) {
-        fl_ev_error(c, sp, "%s", e.msg);
-        return false;
-    }
-    return true;
-}
-
-/* A persistable var in block 0 of main and of startup, initialised in startup. */
-static FlValue *persistable(Ctx *c, const char *name, int nd, const int64_t *shape, FlDType dt, FlValue *init,
-                            bool trainable, FlSpan sp) {
-    FlBlock *mb = fl_ir_block(c->b.main, 0), *sb = fl_ir_block(c->b.startup, 0);
-    if (fl_ir_var_find(mb, name)) return fl_ev_error(c, sp, "a var named '%s' already exists", name);
-    for (int i = 0; i < nd; i++)
-        if (shape[i] < 1) return fl_ev_error(c, sp, "parameter '%s' needs a known positive shape", name);
-    FlVarDesc *d = fl_ev_new_var(c, mb, name, sp);
-    fl_ir_var_set_shape(d, nd, shape);
-    d->dtype = dt;
-    d->persistable = true;
-    d->trainable = trainable;
-    d->stop_gradient = !trainable;
-    FlVarDesc *sd = fl_ir_var_find(sb, name);
-    if (!sd) sd = fl_ir_var_add(sb, name);
-    fl_ir_var_copy(sd, d);
-    if (!init_op(c, c->b.startup, name, d, init, sp)) return c->error;
-    return fl_v_var(c, name);
-}
-
-static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("create_parameter", "shape dtype= name= init= trainable=", 5);
-    int nd;
-    int64_t shape[FL_IR_MAX_DIMS];
-    if (!want_shape(c, v[0], "shape", a->span, &nd, shape)) return c->error;
-    FlDType dt = FL_DT_FLOAT32;
-    if (v[1] && !want_dtype(c, v[1], a->span, &dt)) return c->error;
-    const char *name;
-    if (v[2]) {
-        if (!want_str(c, v[2], "name", a->span)) return c->error;
-        name = v[2]->str.s;
-    } else {
-        name = fl_ev_unique(c, "param");
-    }
-    bool trainable = !v[4] || v[4]->kind != VK_BOOL || v[4]->b;
-    return persistable(c, name, nd, shape, dt, v[3] ? v[3] : NULL, trainable, a->span);
-}
-
-static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("global_var", "name shape value dtype=", 4);
-    if (!want_str(c, v[0], "name", a->span)) return c->error;
-    int nd;
-    int64_t shape[FL_IR_MAX_DIMS];
-    if (!want_shape(c, v[1], "shape", a->span, &nd, shape)) return c->error;
-    if (!is_num(v[2])) return fl_ev_error(c, a->span, "value must be a number, found %s", fl_v_type_name(v[2]));
-    FlDType dt = FL_DT_FLOAT32;
-    if (v[3] && !want_dtype(c, v[3], a->span, &dt)) return c->error;
-    FlValue *init = fl_v_list(c, VK_TUPLE);
-    fl_v_list_push(c, init, fl_v_cstr(c, "constant"));
-    fl_v_list_push(c, init, fl_v_float(c, num(v[2])));
-    return persistable(c, v[0]->str.s, nd, shape, dt, init, false, a->span);
-}
-
-static FlValue *c_create_var(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("create_var", "prefix= shape= dtype=", 3);
-    const char *prefix = v[0] && v[0]->kind == VK_STR ? v[0]->str.s : "tmp";
-    const char *name = fl_ev_unique(c, prefix);
-    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
-    if (v[1]) {
-        int nd;
-        int64_t shape[FL_IR_MAX_DIMS];
-        if (!want_shape(c, v[1], "shape", a->span, &nd, shape)) return c->error;
-        fl_ir_var_set_shape(d, nd, shape);
-    }
-    if (v[2] && !want_dtype(c, v[2], a->span, &d->dtype)) return c->error;
-    return fl_v_var(c, name);
-}
-
-static FlValue *c_unique_name(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("unique_name", "prefix", 1);
-    if (!want_str(c, v[0], "prefix", a->span)) return c->error;
-    return fl_v_cstr(c, fl_ev_unique(c, v[0]->str.s));
-}
-
-static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("append_backward", "loss parameter_list= no_grad_set= callbacks=", 4);
-    return fl_ev_append_backward(c, v[0], v[1], a->span);
-}
-
-static FlValue *c_error(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("error", "message", 1);
-    if (!want_str(c, v[0], "message", a->span)) return c->error;
-    return fl_ev_error(c, a->span, "%s", v[0]->str.s);
-}
-
-static FlValue *c_record(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("record", "_kind **attrs", 2);
-    if (!want_str(c, v[0], "type", a->span)) return c->error;
-    FlValue *r = fl_v_record(c, fl_intern_str(&c->in, v[0]->str.s));
-    for (size_t i = 0; i < v[1]->dict.len; i++) fl_v_rec_set(c, r, v[1]->dict.keys[i]->str.s, v[1]->dict.vals[i]);
-    return r;
-}
-
-/* export(name, value): binds name in the calling module (for names that are keywords in the
- * language, like go and parallel_for, which `go = ...` cannot bind). */
-static FlValue *c_export(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("export", "name value", 2);
-    if (!want_str(c, v[0], "name", a->span)) return c->error;
-    if (!c->cur_mod) return c->none;
-    fl_env_set(c->cur_mod->globals, fl_intern_str(&c->in, v[0]->str.s), v[1]);
-    return c->none;
-}
-
-static FlValue *c_in_server_block(Ctx *c, FlValue *self, CallArgs *a) { return fl_v_bool(c, c->in_server_do); }
-
-/* ------------------------------------------------------------------ _core: programs and guards */
-
-static FlValue *guard(Ctx *c, GuardKind k, FlValue *ga, FlValue *gb, int64_t n) {
-    FlValue *g = fl_v_new(c, VK_GUARD);
-    g->guard.kind = k;
-    g->guard.a = ga;
-    g->guard.b = gb;
-    g->guard.n = n;
-    return g;
-}
-
-static FlValue *c_program(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("Program", "", 0);
-    (void)v;
-    FlValue *p = fl_v_new(c, VK_PROGRAM);
-    p->prog = fl_ir_program_new();
-    FL_VEC_PUSH(&c->programs, p->prog);
-    return p;
-}
-static FlValue *c_default_main(Ctx *c, FlValue *self, CallArgs *a) {
-    FlValue *p = fl_v_new(c, VK_PROGRAM);
-    p->prog = c->bundle->main;
-    return p;
-}
-static FlValue *c_default_startup(Ctx *c, FlValue *self, CallArgs *a) {
-    FlValue *p = fl_v_new(c, VK_PROGRAM);
-    p->prog = c->bundle->startup;
-    return p;
-}
-static FlValue *c_program_guard(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("program_guard", "main_program startup_program=", 2);
-    if (v[0]->kind != VK_PROGRAM) return fl_ev_error(c, a->span, "program_guard() needs a Program, found %s", fl_v_type_name(v[0]));
-    if (v[1] && v[1]->kind != VK_PROGRAM) return fl_ev_error(c, a->span, "program_guard() needs a Program, found %s", fl_v_type_name(v[1]));
-    return guard(c, GK_PROGRAM, v[0], v[1], 0);
-}
-static FlValue *c_unique_guard(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("guard", "new_generator=", 1);
-    (void)v;
-    return guard(c, GK_UNIQUE_NAME, NULL, NULL, 0);
-}
-static FlValue *c_name_scope(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("name_scope", "prefix=", 1);
-    if (v[0] && !want_str(c, v[0], "prefix", a->span)) return c->error;
-    return guard(c, GK_NAME_SCOPE, v[0], NULL, 0);
-}
-static FlValue *c_go(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("go", "", 0);
-    (void)v;
-    return guard(c, GK_GO, NULL, NULL, 0);
-}
-static FlValue *c_parallel_for(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("parallel_for", "n", 1);
-    int64_t n;
-    if (fl_v_is_seq(v[0])) n = (int64_t)v[0]->list.len;
-    else if (!want_int(c, v[0], "parallel_for() count", a->span, &n)) return c->error;
-    if (n < 1) return fl_ev_error(c, a->span, "parallel_for needs at least one iteration, found %lld", (long long)n);
-    return guard(c, GK_PARALLEL_FOR, NULL, NULL, n);
-}
-
-static FlValue *server_do(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("do", "", 0);
-    (void)v;
-    return guard(c, GK_SERVER_DO, fl_map_find_str(&self->rec.attrs->map, "fanin"), NULL, 0);
-}
-static FlValue *c_listen_and_serv(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("listen_and_serv", "endpoint= fanin= sync_mode=", 3);
-    FlValue *r = fl_v_record(c, "ListenAndServ");
-    if (v[1]) {
-        int64_t n;
-        if (!want_int(c, v[1], "fanin", a->span, &n)) return c->error;
-        fl_v_rec_set(c, r, "fanin", fl_v_int(c, n));
-    }
-    fl_v_rec_set(c, r, "do", fl_v_builtin(c, "do", server_do, r));
-    return r;
-}
-
-static FlValue *c_make_chan(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("make_chan", "dtype= capacity= shape=", 3);
-    FlDType dt = FL_DT_FLOAT32;
-    if (v[0] && !want_dtype(c, v[0], a->span, &dt)) return c->error;
-    int64_t cap = 0;
-    if (v[1] && !want_int(c, v[1], "capacity", a->span, &cap)) return c->error;
-    int nd = 0;
-    int64_t shape[FL_IR_MAX_DIMS];
-    if (v[2] && !want_shape(c, v[2], "shape", a->span, &nd, shape)) return c->error;
-    if (cap < 0) return fl_ev_error(c, a->span, "a channel's capacity cannot be negative (%lld)", (long long)cap);
-    const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel"));
-    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
-    d->kind = FL_VAR_CHANNEL;
-    d->dtype = dt;
-    fl_ir_var_set_shape(d, nd, shape); /* the elements' shape (rank 0: unknown) */
-    d->capacity = cap;
-    d->stop_gradient = true;
-    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "channel_create", a->span);
-    fl_ir_op_add_output(op, "Out", name);
-    fl_ir_op_set_int(op, "dtype", dt);
-    fl_ir_op_set_int(op, "capacity", cap);
-    if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
-    return fl_v_var(c, name);
-}
-
-/* ------------------------------------------------------------------ _core: parameter-server layers */
-
-static bool var_list(Ctx *c, FlValue *x, const char *what, FlSpan sp, FlValue **out) {
-    if (x->kind == VK_VAR) {
-        FlValue *l = fl_v_list(c, VK_LIST);
-        fl_v_list_push(c, l, x);
-        *out = l;
-        return true;
-    }
-    if (!fl_v_is_seq(x)) {
-        fl_ev_error(c, sp, "%s must be a Var or a list of Vars, found %s", what, fl_v_type_name(x));
-        return false;
-    }
-    for (size_t i = 0; i < x->list.len; i++)
-        if (x->list.items[i]->kind != VK_VAR) {
-            fl_ev_error(c, sp, "%s must hold Vars, found %s", what, fl_v_type_name(x->list.items[i]));
-            return false;
-        }
-    *out = x;
-    return true;
-}
-
-/* The block rule (compiler/ir/rules.h) on a var's declared shape (unknown dims count as 1).
- * Returns the rows of each block (from c's arena) and their count in *n. */
-static int64_t *block_rows(Ctx *c, const FlVarDesc *d, int64_t pservers, int64_t min_block, size_t *n) {
-    int64_t numel = 1;
-    for (int i = 0; i < d->ndim; i++)
-        if (d->shape[i] > 0 && __builtin_mul_overflow(numel, d->shape[i], &numel)) numel = INT64_MAX;
-    int64_t dim0 = d->ndim > 0 && d->shape[0] > 0 ? d->shape[0] : 1;
-    int64_t pieces = fl_rule_block_count(dim0, numel, pservers, min_block > 0 ? min_block : 1);
-    int64_t *rows = fl_arena_alloc(&c->arena, fl_mul_size((size_t)pieces, sizeof *rows));
-    for (int64_t k = 0; k < pieces; k++) rows[k] = fl_rule_block_rows(dim0, pieces, k);
-    *n = (size_t)pieces;
-    return rows;
-}
-
-static FlValue *c_dist_split(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("split", "params grads pservers= min_block_size=", 4);
-    FlValue *ps, *gs;
-    if (!var_list(c, v[0], "params", a->span, &ps) || !var_list(c, v[1], "grads", a->span, &gs)) return c->error;
-    if (ps->list.len != gs->list.len)
-        return fl_ev_error(c, a->span, "split() needs as many gradients as parameters (%zu and %zu)", ps->list.len, gs->list.len);
-    int64_t pservers = 1, minb = 8192;
-    if (v[2] && !want_int(c, v[2], "pservers", a->span, &pservers)) return c->error;
-    if (v[3] && !want_int(c, v[3], "min_block_size", a->span, &minb)) return c->error;
-    FlValue *pb = fl_v_list(c, VK_LIST), *gb = fl_v_list(c, VK_LIST);
-    FlBlock *b = c->b.block;
-    for (size_t i = 0; i < ps->list.len; i++) {
-        FlVarDesc *pd = fl_ev_var_desc(c, ps->list.items[i]);
-        FlVarDesc *gd = fl_ev_var_desc(c, gs->list.items[i]);
-        if (!pd || !gd) return fl_ev_error(c, a->span, "split(): a var is not visible here");
-        size_t n;
-        int64_t *rows = block_rows(c, pd, pservers, minb, &n);
-        FlOpDesc *op = fl_ev_op_raw(c, b, "split", a->span);
-        fl_ir_op_add_input(op, "X", gs->list.items[i]->var.name);
-        fl_ir_op_add_output_slot(op, "Out");
-        fl_ir_op_set_int(op, "axis", 0);
-        fl_ir_op_set_ints(op, "sections", rows, n);
-        for (size_t k = 0; k < n; k++) {
-            const char *pn = fl_rule_block_name(&c->arena, ps->list.items[i]->var.name, (int64_t)k);
-            const char *gn = fl_rule_block_name(&c->arena, gs->list.items[i]->var.name, (int64_t)k);
-            FlVarDesc *g = fl_ev_new_var(c, b, gn, a->span);
-            FlVarDesc *p = fl_ev_new_var(c, b, pn, a->span);
-            if (!g || !p) return fl_ev_error(c, a->span, "split(): the parameter '%s' was split already", ps->list.items[i]->var.name);
-            fl_ir_op_add_output(op, "Out", gn);
-            fl_ir_var_copy(p, pd);
-            p->loc = fl_ev_loc(c, a->span);
-            p->shape[0] = rows[k];
-            p->persistable = false;
-            p->trainable = false;
-            p->stop_gradient = true;
-            fl_map_put_str(&c->block_of_var, fl_intern_str(&c->in, pn), (void *)fl_intern_str(&c->in, ps->list.items[i]->var.name));
-            fl_v_list_push(c, pb, fl_v_var(c, pn));
-            fl_v_list_push(c, gb, fl_v_var(c, gn));
-        }
-        if (!fl_ev_infer(c, b, op, a->span)) return c->error;
-        /* the parameter blocks start as the parameter's current rows; recv overwrites them */
-        FlOpDesc *pop = fl_ev_op_raw(c, b, "split", a->span);
-        fl_ir_op_add_input(pop, "X", ps->list.items[i]->var.name);
-        fl_ir_op_add_output_slot(pop, "Out");
-        fl_ir_op_set_int(pop, "axis", 0);
-        fl_ir_op_set_ints(pop, "sections", rows, n);
-        for (size_t k = 0; k < n; k++)
-            fl_ir_op_add_output(pop, "Out", fl_rule_block_name(&c->arena, ps->list.items[i]->var.name, (int64_t)k));
-        if (!fl_ev_infer(c, b, pop, a->span)) return c->error;
-    }
-    FlValue *r = fl_v_record(c, "SplitResult");
-    fl_v_rec_set(c, r, "param", pb);
-    fl_v_rec_set(c, r, "grad", gb);
-    fl_v_rec_set(c, r, "__len__", fl_v_int(c, (int64_t)pb->list.len));
-    return r;
-}
-
-static FlValue *dist_op(Ctx *c, const char *type, FlValue *xs, bool out_too, FlSpan sp) {
-    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, type, sp);
-    fl_ir_op_add_input_slot(op, "X");
-    for (size_t i = 0; i < xs->list.len; i++) fl_ir_op_add_input(op, "X", xs->list.items[i]->var.name);
-    if (out_too) {
-        fl_ir_op_add_output_slot(op, "Out");
-        for (size_t i = 0; i < xs->list.len; i++) fl_ir_op_add_output(op, "Out", xs->list.items[i]->var.name);
-    }
-    if (!fl_ev_infer(c, c->b.block, op, sp)) return c->error;
-    return c->none;
-}
-
-static FlValue *c_send(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("send", "input", 1);
-    FlValue *xs;
-    if (!var_list(c, v[0], "send() input", a->span, &xs)) return c->error;
-    return dist_op(c, "send", xs, false, a->span);
-}
-static FlValue *c_recv(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("recv", "input", 1);
-    FlValue *xs;
-    if (!var_list(c, v[0], "recv() input", a->span, &xs)) return c->error;
-    FlValue *r = dist_op(c, "recv", xs, true, a->span);
-    if (r->kind == VK_ERROR) return r;
-    return v[0];
-}
-static FlValue *c_split_to_chan(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("split_to_chan", "input channel pservers= min_block_size=", 4);
-    FlValue *xs;
-    if (!var_list(c, v[0], "split_to_chan() input", a->span, &xs)) return c->error;
-    if (v[1]->kind != VK_VAR || !fl_ev_is_channel(c, v[1]))
-        return fl_ev_error(c, a->span, "split_to_chan() needs a channel, found %s", v[1]->kind == VK_VAR ? "a tensor Var" : fl_v_type_name(v[1]));
-    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "split_to_chan", a->span);
-    fl_ir_op_add_input_slot(op, "X");
-    for (size_t i = 0; i < xs->list.len; i++) fl_ir_op_add_input(op, "X", xs->list.items[i]->var.name);
-    fl_ir_op_add_input(op, "Channel", v[1]->var.name);
-    int64_t pservers = 1, minb = FL_RULE_MIN_BLOCK_SIZE;
-    if (v[2] && !want_int(c, v[2], "pservers", a->span, &pservers)) return c->error;
-    if (v[3] && !want_int(c, v[3], "min_block_size", a->span, &minb)) return c->error;
-    if (pservers < 1 || minb < 1)
-        return fl_ev_error(c, a->span, "split_to_chan() needs pservers >= 1 and min_block_size >= 1, found %lld and %lld",
-                           (long long)pservers, (long long)minb);
-    fl_ir_op_set_int(op, "pservers", pservers);
-    fl_ir_op_set_int(op, "min_block_size", minb);
-    if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
-    return c->none;
-}
-
-/* concat: of a channel (drain it back into the parameters), of parameter blocks (one concat per
- * parameter), or of plain Vars along an axis. */
-static FlValue *c_concat(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("concat", "input axis= name=", 3);
-    FlValue *in = v[0];
-    if (in->kind == VK_VAR && fl_ev_is_channel(c, in)) {
-        FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "chan_concat", a->span);
-        fl_ir_op_add_input(op, "Channel", in->var.name);
-        fl_ir_op_add_output_slot(op, "Out");
-        if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
-        return c->none;
-    }
-    FlValue *xs;
-    if (!var_list(c, in, "concat() input", a->span, &xs)) return c->error;
-    if (!xs->list.len) return fl_ev_error(c, a->span, "concat() of an empty list");
-    bool blocks = true;
-    for (size_t i = 0; i < xs->list.len; i++)
-        if (!fl_map_find_str(&c->block_of_var, xs->list.items[i]->var.name)) blocks = false;
-    if (blocks) {
-        FlValue *res = fl_v_list(c, VK_LIST);
-        for (size_t i = 0; i < xs->list.len;) {
-            const char *param = fl_map_find_str(&c->block_of_var, xs->list.items[i]->var.name);
-            FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "concat", a->span);
-            fl_ir_op_add_input_slot(op, "X");
-            while (i < xs->list.len && fl_map_find_str(&c->block_of_var, xs->list.items[i]->var.name) == param)
-                fl_ir_op_add_input(op, "X", xs->list.items[i++]->var.name);
-            fl_ir_op_add_output(op, "Out", param);
-            fl_ir_op_set_int(op, "axis", 0);
-            if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
-            fl_v_list_push(c, res, fl_v_var(c, param));
-        }
-        return res->list.len == 1 ? res->list.items[0] : res;
-    }
-    const char *names[2] = {"X", "axis"};
-    FlValue *vals[2] = {xs, v[1] ? v[1] : fl_v_int(c, 0)};
-    CallArgs oa = {.kwnames = names, .kwvals = vals, .nkw = 2, .span = a->span};
-    return fl_ev_op(c, "concat", &oa, a->span);
-}
-
-/* ------------------------------------------------------------------ _core: io, train, flags */
-
-static FlReaderSpec *reader_new(Ctx *c) {
-    FlReaderSpec *r = fl_xcalloc(1, sizeof *r);
-    FL_VEC_PUSH(&c->readers, r);
-    return r;
-}
-
-static FlValue *c_io_csv(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("csv", "path columns skip_rows= sep= normalize= scale=", 6);
-    if (!want_str(c, v[0], "path", a->span)) return c->error;
-    if (v[1]->kind != VK_DICT) return fl_ev_error(c, a->span, "columns must be a dict of feed name to column indices, found %s", fl_v_type_name(v[1]));
-    FlReaderSpec *r = reader_new(c);
-    r->path = fl_xstrdup(v[0]->str.s);
-    const char *dir = c->cur_mod && c->cur_mod->dir ? c->cur_mod->dir : ".";
-    char *abs = realpath(dir, NULL);
-    r->base_dir = abs ? abs : fl_xstrdup(dir);
-    r->sep = ',';
-    for (size_t i = 0; i < v[1]->dict.len; i++) {
-        FlValue *k = v[1]->dict.keys[i], *cols = v[1]->dict.vals[i];
-        if (k->kind != VK_STR) return fl_ev_error(c, a->span, "columns keys must be feed names");
-        FlValue *l = cols->kind == VK_INT ? NULL : cols;
-        if (l && !fl_v_is_seq(l)) return fl_ev_error(c, a->span, "columns['%s'] must be a list of column indices", k->str.s);
-        FlFeedCols fc = {0};
-        fc.feed = fl_xstrdup(k->str.s);
-        fc.ncols = l ? l->list.len : 1;
-        fc.cols = fl_xcalloc(fc.ncols, sizeof(int64_t));
-        for (size_t j = 0; j < fc.ncols; j++) {
-            FlValue *x = l ? l->list.items[j] : cols;
-            if (x->kind != VK_INT || x->i < 0) {
-                FL_VEC_PUSH(&r->feeds, fc);
-                return fl_ev_error(c, a->span, "columns['%s'] must hold non-negative column indices", k->str.s);
-            }
-            fc.cols[j] = x->i;
-        }
-        FL_VEC_PUSH(&r->feeds, fc);
-    }
-    if (v[2] && !want_int(c, v[2], "skip_rows", a->span, &r->skip_rows)) return c->error;
-    if (v[3]) {
-        if (!want_str(c, v[3], "sep", a->span)) return c->error;
-        if (v[3]->str.n != 1) return fl_ev_error(c, a->span, "sep must be one character, found '%s'", v[3]->str.s);
-        r->sep = v[3]->str.s[0];
-    }
-    if (v[4]) {
-        if (!fl_v_is_seq(v[4])) return fl_ev_error(c, a->span, "normalize must be a list of feed names");
-        for (size_t i = 0; i < v[4]->list.len; i++) {
-            FlValue *x = v[4]->list.items[i];
-            if (x->kind != VK_STR) return fl_ev_error(c, a->span, "normalize must be a list of feed names");
-            FL_VEC_PUSH(&r->normalize, fl_xstrdup(x->str.s));
-        }
-    }
-    if (v[5]) {
-        if (v[5]->kind != VK_DICT) return fl_ev_error(c, a->span, "scale must be a dict of feed name to factor");
-        for (size_t i = 0; i < v[5]->dict.len; i++) {
-            FlValue *k = v[5]->dict.keys[i], *f = v[5]->dict.vals[i];
-            if (k->kind != VK_STR || !is_num(f)) return fl_ev_error(c, a->span, "scale must be a dict of feed name to factor");
-            FL_VEC_PUSH(&r->scale_feeds, fl_xstrdup(k->str.s));
-            FL_VEC_PUSH(&r->scale_factors, num(f));
-        }
-    }
-    FlValue *rv = fl_v_new(c, VK_READER);
-    rv->reader = r;
-    return rv;
-}
-
-static FlValue *c_io_split(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("split", "reader fraction seed=", 3);
-    if (v[0]->kind != VK_READER) return fl_ev_error(c, a->span, "split() needs a reader from io.csv(), found %s", fl_v_type_name(v[0]));
-    if (v[0]->reader->has_split) return fl_ev_error(c, a->span, "this reader is already one part of a split");
-    if (!is_num(v[1]) || num(v[1]) <= 0 || num(v[1]) >= 1)
-        return fl_ev_error(c, a->span, "the split fraction must be a number between 0 and 1 (exclusive)");
-    int64_t seed = 0;
-    if (v[2] && !want_int(c, v[2], "seed", a->span, &seed)) return c->error;
-    FlValue *t = fl_v_list(c, VK_TUPLE);
-    for (int part = FL_PART_TRAIN; part <= FL_PART_TEST; part++) {
-        FlReaderSpec *r = fl_ir_reader_clone(v[0]->reader);
-        FL_VEC_PUSH(&c->readers, r);
-        r->has_split = true;
-        r->split_fraction = num(v[1]);
-        r->split_seed = seed;
-        r->part = (FlReaderPart)part;
-        FlValue *out = fl_v_new(c, VK_READER);
-        out->reader = r;
-        fl_v_list_push(c, t, out);
-    }
-    return t;
-}
-
-static bool check_reader(Ctx *c, FlReaderSpec *r, FlSpan sp) {
-    FlBlock *b0 = fl_ir_block(c->bundle->main, 0);
-    for (size_t i = 0; i < r->feeds.len; i++) {
-        FlVarDesc *d = fl_ir_var_find(b0, r->feeds.data[i].feed);
-        if (!d) {
-            fl_ev_error(c, sp, "the reader feeds '%s' but the program has no data var '%s'", r->feeds.data[i].feed, r->feeds.data[i].feed);
-            return false;
-        }
-        int64_t numel = 1;
-        for (int k = 0; k < d->ndim; k++)
-            if (d->shape[k] > 0) numel *= d->shape[k];
-        if (numel != (int64_t)r->feeds.data[i].ncols) {
-            FlBuf b = {0};
-            fl_ir_shape_str(d->ndim, d->shape, &b);
-            fl_ev_error(c, sp, "the reader gives '%s' %zu columns but the data var has shape %s (%lld values per row)",
-                        d->name, r->feeds.data[i].ncols, fl_buf_str(&b), (long long)numel);
-            fl_buf_free(&b);
-            return false;
-        }
-        r->feeds.data[i].dtype = d->dtype;
-    }
-    for (size_t i = 0; i < r->normalize.len; i++) {
-        bool found = false;
-        for (size_t k = 0; k < r->feeds.len; k++) found |= strcmp(r->feeds.data[k].feed, r->normalize.data[i]) == 0;
-        if (!found) {
-            fl_ev_error(c, sp, "normalize names '%s', which is not one of the reader's feeds", r->normalize.data[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
-static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("train", "reader= test_reader= batch_size= epochs= fetch= seed= main_program= startup_program=", 8);
-    FlRunSpec *rs = &c->bundle->run;
-    if (rs->present) return fl_ev_error(c, a->span, "train() was already called; a program has one run spec");
-    if (v[6] || v[7]) {
-        if (!v[6] || v[6]->kind != VK_PROGRAM || (v[7] && v[7]->kind != VK_PROGRAM))
-            return fl_ev_error(c, a->span, "main_program and startup_program must be Programs");
-        if (v[6]->prog != c->bundle->main) {
-            fl_ir_program_free(c->bundle->main);
-            c->bundle->main = v[6]->prog;
-        }
-        if (v[7] && v[7]->prog != c->bundle->startup) {
-            fl_ir_program_free(c->bundle->startup);
-            c->bundle->startup = v[7]->prog;
-        }
-        for (size_t i = 0; i < c->programs.len; i++)
-            if (c->programs.data[i] == v[6]->prog || (v[7] && c->programs.data[i] == v[7]->prog))
-                c->programs.data[i] = NULL; /* adopted by the bundle */
-    }
-    rs->present = true;
-    rs->batch_size = 32;
-    rs->epochs = 1;
-    for (int k = 0; k < 2; k++) {
-        FlValue *r = v[k];
-        if (!r) continue;
-        if (r->kind != VK_READER) return fl_ev_error(c, a->span, "%s must be a reader from io.csv() or io.split(), found %s", k ? "test_reader" : "reader", fl_v_type_name(r));
-        if (!check_reader(c, r->reader, a->span)) return c->error;
-        if (k) rs->test_reader = fl_ir_reader_clone(r->reader);
-        else rs->reader = fl_ir_reader_clone(r->reader);
-    }
-    if (v[2] && (!want_int(c, v[2], "batch_size", a->span, &rs->batch_size))) return c->error;
-    if (rs->batch_size < 1) return fl_ev_error(c, a->span, "batch_size must be at least 1, found %lld", (long long)rs->batch_size);
-    if (v[3] && !want_int(c, v[3], "epochs", a->span, &rs->epochs)) return c->error;
-    if (rs->epochs < 0) return fl_ev_error(c, a->span, "epochs cannot be negative");
-    if (v[5] && !want_int(c, v[5], "seed", a->span, &rs->seed)) return c->error;
-    if (v[4]) {
-        if (v[4]->kind != VK_DICT) return fl_ev_error(c, a->span, "fetch must be a dict of name to Var, found %s", fl_v_type_name(v[4]));
-        for (size_t i = 0; i < v[4]->dict.len; i++) {
-            FlValue *k = v[4]->dict.keys[i], *x = v[4]->dict.vals[i];
-            if (k->kind != VK_STR) return fl_ev_error(c, a->span, "fetch keys must be names");
-            if (x->kind != VK_VAR) return fl_ev_error(c, a->span, "fetch['%s'] must be a Var, found %s", k->str.s, fl_v_type_name(x));
-            if (!fl_ir_var_find(fl_ir_block(c->bundle->main, 0), x->var.name))
-                return fl_ev_error(c, a->span, "fetch['%s']: var '%s' is not in the main program's global block", k->str.s, x->var.name);
-            FL_VEC_PUSH(&rs->fetch_names, fl_xstrdup(k->str.s));
-            FL_VEC_PUSH(&rs->fetch_vars, fl_xstrdup(x->var.name));
-        }
-    }
-    return c->none;
-}
-
-static FlValue *c_flag(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("flag", "name default=", 2);
-    if (!want_str(c, v[0], "name", a->span)) return c->error;
-    const char *name = v[0]->str.s;
-    FlValue *d = v[1] ? v[1] : c->none;
-    size_t nl = strlen(name);
-    for (size_t i = c->opt->ndefines; i-- > 0;) {
-        const char *def = c->opt->defines[i];
-        if (strncmp(def, name, nl) != 0 || def[nl] != '=') continue;
-        const char *val = def + nl + 1;
-        char *end;
-        switch (d->kind) {
-        case VK_INT: {
-            errno = 0;
-            long long x = strtoll(val, &end, 0);
-            if (errno || end == val || *end) return fl_ev_error(c, a->span, "-D %s=%s: expected an int", name, val);
-            return fl_v_int(c, x);
-        }
-        case VK_FLOAT: {
-            double x = strtod(val, &end);
-            if (end == val || *end) return fl_ev_error(c, a->span, "-D %s=%s: expected a number", name, val);
-            return fl_v_float(c, x);
-        }
-        case VK_BOOL:
-            if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "True")) return c->vtrue;
-            if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "False")) return c->vfalse;
-            return fl_ev_error(c, a->span, "-D %s=%s: expected true or false", name, val);
-        default: return fl_v_cstr(c, val);
-        }
-    }
-    return d;
-}
-
-/* ------------------------------------------------------------------ modules */
-
-typedef struct NativeFn {
-    const char *name;
-    BuiltinFn fn;
-} NativeFn;
-
-static const NativeFn core_fns[] = {
-    {"op", c_op},
-    {"data", c_data},
-    {"create_parameter", c_create_parameter},
-    {"global_var", c_global_var},
-    {"create_var", c_create_var},
-    {"unique_name", c_unique_name},
-    {"unique_name_guard", c_unique_guard},
-    {"append_backward", c_append_backward},
-    {"error", c_error},
-    {"record", c_record},
-    {"export", c_export},
-    {"is_var", b_isinstance_var},
-    {"is_list", b_is_list},
-    {"in_server_block", c_in_server_block},
-    {"Program", c_program},
-    {"default_main_program", c_default_main},
-    {"default_startup_program", c_default_startup},
-    {"program_guard", c_program_guard},
-    {"name_scope", c_name_scope},
-    {"go", c_go},
-    {"parallel_for", c_parallel_for},
-    {"listen_and_serv", c_listen_and_serv},
-    {"make_chan", c_make_chan},
-    {"dist_split", c_dist_split},
-    {"send", c_send},
-    {"recv", c_recv},
-    {"split_to_chan", c_split_to_chan},
-    {"concat", c_concat},
-    {"io_csv", c_io_csv},
-    {"io_split", c_io_split},
-    {"train", c_train},
-    {"flag", c_flag},
-};
-
+/* ------------------------------------------------------------------ the builtins table */
 static const NativeFn py_builtins[] = {
     {"len", b_len},     {"range", b_range}, {"zip", b_zip},     {"enumerate", b_enumerate},
     {"print", b_print}, {"str", b_str},     {"int", b_int},     {"float", b_float},
@@ -1267,112 +473,10 @@ static const NativeFn py_builtins[] = {
     {"reversed", b_reversed}, {"getattr", b_getattr},
 };
 
-Module *fl_ev_native_module(Ctx *c, const char *name) {
-    Module *m = fl_arena_alloc(&c->arena, sizeof *m);
-    m->name = fl_intern_str(&c->in, name);
-    m->path = NULL;
-    m->dir = ".";
-    m->is_stdlib = true;
-    m->globals = fl_env_new(c, NULL);
-    for (size_t i = 0; i < FL_ARRAY_LEN(core_fns); i++)
-        fl_env_set(m->globals, fl_intern_str(&c->in, core_fns[i].name), fl_v_builtin(c, core_fns[i].name, core_fns[i].fn, NULL));
-    fl_env_set(m->globals, fl_intern_str(&c->in, "stdlib_dir"), fl_v_cstr(c, c->stdlib_dir));
-    FlValue *mv = fl_v_new(c, VK_MODULE);
-    mv->mod = m;
-    fl_map_put_str(&c->modules, m->name, mv);
-    return m;
-}
-
 void fl_builtins_install(Ctx *c) {
     c->builtins = fl_env_new(c, NULL);
     for (size_t i = 0; i < FL_ARRAY_LEN(py_builtins); i++)
         fl_env_set(c->builtins, fl_intern_str(&c->in, py_builtins[i].name),
                    fl_v_builtin(c, py_builtins[i].name, py_builtins[i].fn, NULL));
     fl_ev_native_module(c, "_core");
-}
-
-static bool file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static FlValue *load_module_file(Ctx *c, const char *dotted, const char *path, bool is_stdlib, FlSpan sp) {
-    FlErr e;
-    size_t len;
-    char *text = fl_read_file(path, &len, &e);
-    if (!text) return fl_ev_error(c, sp, "cannot import '%s': %s", dotted, e.msg);
-    int before = c->diag.nerrors;
-    bool saved_have = c->have_err_span;
-    FlSpan saved_span = c->err_span;
-    if (is_stdlib && !c->have_err_span) {
-        /* errors in a stdlib module's top level point at the import */
-        c->have_err_span = true;
-        c->err_span = sp;
-    }
-    /* stdlib files are shown as <stdlib>/fluid/x.fl, the same on every machine */
-    const char *shown = path;
-    size_t sl = strlen(c->stdlib_dir);
-    if (is_stdlib && strncmp(path, c->stdlib_dir, sl) == 0) shown = fl_arena_printf(&c->arena, "<stdlib>%s", path + sl);
-    Module *m = fl_ev_run_file(c, dotted, shown, text, len, is_stdlib);
-    c->have_err_span = saved_have;
-    c->err_span = saved_span;
-    FlValue *mv = fl_map_find_str(&c->modules, fl_intern_str(&c->in, dotted));
-    if (!m || c->diag.nerrors > before) {
-        if (!m) fl_ev_error(c, sp, "module '%s' has errors", dotted);
-        return m ? mv : c->error;
-    }
-    return mv;
-}
-
-FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir) {
-    dotted = fl_intern_str(&c->in, dotted);
-    FlValue *cached = fl_map_find_str(&c->modules, dotted);
-    if (cached) {
-        if (cached->kind == VK_MODULE && cached->mod->loading && !cached->mod->is_stdlib)
-            return fl_ev_error(c, sp, "circular import of '%s'", dotted);
-        return cached;
-    }
-    /* parent package first: fluid before fluid.layers */
-    const char *dot = strrchr(dotted, '.');
-    FlValue *parent = NULL;
-    if (dot) {
-        parent = fl_ev_import(c, fl_intern(&c->in, dotted, (size_t)(dot - dotted)), sp, from_dir);
-        if (parent->kind == VK_ERROR) return parent;
-        FlValue *already = fl_map_find_str(&parent->mod->globals->map, dot + 1);
-        if (already && already->kind == VK_MODULE) return already;
-        cached = fl_map_find_str(&c->modules, dotted);
-        if (cached) return cached;
-    }
-    FlBuf rel = {0};
-    for (const char *p = dotted; *p; p++) fl_buf_putc(&rel, *p == '.' ? '/' : *p);
-    FlBuf path = {0};
-    FlValue *res = NULL;
-    bool stdlib_first = parent ? parent->mod->is_stdlib : (strcmp(dotted, "fluid") == 0);
-    for (int pass = 0; pass < 2 && !res; pass++) {
-        bool std = (pass == 0) == stdlib_first;
-        const char *dir = std ? c->stdlib_dir : from_dir;
-        if (!std && parent && parent->mod->is_stdlib) continue;
-        const char *pre = strcmp(dir, ".") == 0 ? "" : dir, *slash = *pre ? "/" : "";
-        path.len = 0;
-        fl_buf_printf(&path, "%s%s%s.fl", pre, slash, fl_buf_str(&rel));
-        if (file_exists(fl_buf_str(&path))) {
-            res = load_module_file(c, dotted, fl_buf_str(&path), std, sp);
-            break;
-        }
-        path.len = 0;
-        fl_buf_printf(&path, "%s%s%s/__init__.fl", pre, slash, fl_buf_str(&rel));
-        if (file_exists(fl_buf_str(&path))) {
-            res = load_module_file(c, dotted, fl_buf_str(&path), std, sp);
-            break;
-        }
-    }
-    if (!res) {
-        if (parent) res = fl_ev_error(c, sp, "module '%s' has no attribute or submodule '%s'", parent->mod->name, dot + 1);
-        else res = fl_ev_error(c, sp, "no module named '%s' (looked for %s.fl next to the importing file and in the stdlib)", dotted, fl_buf_str(&rel));
-    }
-    if (res->kind == VK_MODULE && parent && !fl_map_find_str(&parent->mod->globals->map, dot + 1))
-        fl_env_set(parent->mod->globals, fl_intern_str(&c->in, dot + 1), res);
-    fl_buf_free(&rel);
-    fl_buf_free(&path);
-    return res;
 }

@@ -29,44 +29,8 @@ const char *fl_eval_default_stdlib(void) {
 #endif
 }
 
-/* Runs a module file's top level. */
+/* Runs a module file's top level (module.c). */
 Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, size_t len, bool is_stdlib);
-
-Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, size_t len, bool is_stdlib) {
-    uint32_t fid = fl_sources_add_take(&c->sources, path, text, len);
-    FlAstModule am;
-    int nerr = fl_parse(&c->arena, &c->in, &c->diag, fid, &am);
-    Module *m = fl_arena_alloc(&c->arena, sizeof *m);
-    m->name = fl_intern_str(&c->in, name);
-    m->path = fl_arena_strdup(&c->arena, path);
-    const char *slash = strrchr(path, '/');
-    m->dir = slash ? fl_arena_strndup(&c->arena, path, (size_t)(slash - path)) : ".";
-    m->is_stdlib = is_stdlib;
-    m->globals = fl_env_new(c, NULL);
-    FlValue *mv = fl_v_new(c, VK_MODULE);
-    mv->mod = m;
-    fl_map_put_str(&c->modules, m->name, mv);
-    if (nerr) return NULL;
-    int before = c->diag.nerrors;
-    fl_ev_check_placement(c, &am.body, false, false);
-    if (c->diag.nerrors > before) return NULL;
-    fl_env_set(m->globals, fl_intern_str(&c->in, "__name__"), fl_v_cstr(c, name));
-    Module *saved = c->cur_mod;
-    c->cur_mod = m;
-    m->loading = true;
-    bool saved_have = c->have_err_span;
-    if (!is_stdlib) c->have_err_span = false;
-    int saved_loop = c->loop_depth;
-    c->loop_depth = 0;
-    FL_VEC_PUSH(&c->rtloops, NULL);
-    fl_ev_block(c, m->globals, &am.body);
-    c->rtloops.len--;
-    c->loop_depth = saved_loop;
-    c->have_err_span = saved_have;
-    m->loading = false;
-    c->cur_mod = saved;
-    return m;
-}
 
 static void report_verify(Ctx *c, FlVerifyIssues *vi) {
     for (size_t i = 0; i < vi->items.len; i++) {

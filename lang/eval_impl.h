@@ -1,6 +1,6 @@
 /* eval_impl.h: the compile-time interpreter's internals, shared by the files of the evaluator
- * (value.c, build.c, arith.c, expr.c, stmt.c, lower.c, eval.c, builtins.c). Not included outside
- * lang/.
+ * (value.c, build.c, arith.c, expr.c, stmt.c, lower.c, eval.c, builtins.c, core.c,
+ * module.c). Not included outside lang/.
  *
  * Values live in the compilation's arena and are never freed one by one. An evaluation that
  * fails reports a diagnostic and yields the ERROR value, which every operation propagates
@@ -281,14 +281,32 @@ Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool 
 Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s);
 Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g); /* g: the server.do guard */
 
-/* ---- modules and builtins (builtins.c) ---- */
+/* ---- Python builtins and methods (builtins.c) ---- */
+/* Binds the CallArgs `a` of builtin fname to spec into FlValue *v[n] or returns ERROR. */
+#define ARGS(fname, spec, n)                                                                \
+    FlValue *v[n + 1];                                                                     \
+    if (!fl_ev_bind(c, fname, spec, a, v)) return c->error
+
+/* A builtin of a native table (the Python builtins, the functions of `_core`). */
+typedef struct NativeFn {
+    const char *name;
+    BuiltinFn fn;
+} NativeFn;
+
 void fl_builtins_install(Ctx *c);
-Module *fl_ev_native_module(Ctx *c, const char *name);
-FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);
+/* An int (or bool) into *out, or a report that `what` must be an int. */
+bool fl_ev_want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *out);
+bool fl_ev_want_str(Ctx *c, FlValue *v, const char *what, FlSpan sp);
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp);
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,
  * a dict's keys, a string's characters; ERROR (reported) for anything else. */
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp);
+
+/* ---- the `_core` module (core.c) ---- */
+Module *fl_ev_native_module(Ctx *c, const char *name);
+
+/* ---- modules (module.c) ---- */
+FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);
 
 #endif
