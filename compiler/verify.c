@@ -210,7 +210,10 @@ static void collect_sub(Vf *v, const FlBlock *b, const FlOpDesc *op, const char 
 }
 
 /* Writes of block idx's ops (and their sub-blocks) to vars declared outside root's tree (root
- * -1: every write). */
+ * -1: every write). Not fl_ir_block_io, which computes a control op's X/Out for the builder:
+ * this walk must survive malformed block references (it follows only validated ones, and
+ * lr_block), leaves out channels and @EMPTY@, does not expand list_index writes, and notes
+ * channel use on the way. */
 static void collect_op(Vf *v, const FlBlock *b, const FlOpDesc *op, int root, Writes *w,
                        int depth) {
     if (is_chan_op(op->type)) w->chan = true;

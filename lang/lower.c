@@ -108,76 +108,21 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
     FL_VEC_FREE(&names);
 }
 
-static bool block_declares(const FlProgram *p, const FlBlock *outer, const char *name, const FlBlock *b) {
-    /* is `name` declared in b or a block between b and outer (exclusive)? */
-    for (const FlBlock *x = b; x && x != outer; x = x->parent >= 0 ? fl_ir_block(p, x->parent) : NULL)
-        if (fl_ir_var_find(x, name)) return true;
-    return false;
-}
-
-static void collect_io(Ctx *c, FlBlock *outer, FlBlock *b, FlMap *in, FlMap *out, StrVec *inl, StrVec *outl) {
-    for (size_t k = 0; k < b->ops.len; k++) {
-        FlOpDesc *op = b->ops.data[k];
-        for (size_t s = 0; s < op->ins.len; s++)
-            for (size_t i = 0; i < op->ins.data[s].nargs; i++) {
-                const char *n = op->ins.data[s].args[i];
-                if (!block_declares(c->b.main, outer, n, b) && !fl_map_find_str(in, n)) {
-                    fl_map_put_str(in, n, (void *)n);
-                    FL_VEC_PUSH(inl, n);
-                }
-            }
-        for (size_t s = 0; s < op->outs.len; s++)
-            for (size_t i = 0; i < op->outs.data[s].nargs; i++) {
-                const char *n = op->outs.data[s].args[i];
-                if (!block_declares(c->b.main, outer, n, b) && !fl_map_find_str(out, n)) {
-                    fl_map_put_str(out, n, (void *)n);
-                    FL_VEC_PUSH(outl, n);
-                }
-                /* writing a list_index output writes the picked var: every list item */
-                if (block_declares(c->b.main, outer, n, b)) {
-                    for (size_t q = 0; q < b->ops.len; q++) {
-                        FlOpDesc *li = b->ops.data[q];
-                        if (strcmp(li->type, "list_index") != 0 || op == li) continue;
-                        const char *o = fl_ir_op_output1(li, "Out");
-                        FlSlot *xs = fl_ir_op_input(li, "X");
-                        if (!o || !xs || strcmp(o, n) != 0) continue;
-                        for (size_t j = 0; j < xs->nargs; j++)
-                            if (!fl_map_find_str(out, xs->args[j])) {
-                                fl_map_put_str(out, xs->args[j], (void *)xs->args[j]);
-                                FL_VEC_PUSH(outl, xs->args[j]);
-                            }
-                    }
-                }
-            }
-        for (size_t a = 0; a < op->attrs.len; a++) {
-            FlAttr *at = &op->attrs.data[a];
-            if (at->type == FL_ATTR_BLOCK) collect_io(c, outer, fl_ir_block(c->b.main, (int)at->i), in, out, inl, outl);
-            if (at->type == FL_ATTR_BLOCKS)
-                for (size_t j = 0; j < at->n; j++) collect_io(c, outer, fl_ir_block(c->b.main, (int)at->ints[j]), in, out, inl, outl);
-        }
-    }
-}
-
 void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot, const char *out_slot) {
-    FlMap in, out;
-    fl_map_init(&in);
-    fl_map_init(&out);
-    StrVec inl = {0}, outl = {0};
-    collect_io(c, parent, sub, &in, &out, &inl, &outl);
+    FlBlockIo io;
+    fl_ir_block_io_init(&io);
+    fl_ir_block_io(c->b.main, parent, sub, &io);
     if (in_slot) {
         fl_ir_op_add_input_slot(op, in_slot);
-        for (size_t i = 0; i < inl.len; i++)
-            if (fl_ir_var_lookup(c->b.main, parent, inl.data[i])) fl_ir_op_add_input(op, in_slot, inl.data[i]);
+        for (size_t i = 0; i < io.ins.len; i++)
+            if (fl_ir_var_lookup(c->b.main, parent, io.ins.data[i])) fl_ir_op_add_input(op, in_slot, io.ins.data[i]);
     }
     if (out_slot) {
         fl_ir_op_add_output_slot(op, out_slot);
-        for (size_t i = 0; i < outl.len; i++)
-            if (fl_ir_var_lookup(c->b.main, parent, outl.data[i])) fl_ir_op_add_output(op, out_slot, outl.data[i]);
+        for (size_t i = 0; i < io.outs.len; i++)
+            if (fl_ir_var_lookup(c->b.main, parent, io.outs.data[i])) fl_ir_op_add_output(op, out_slot, io.outs.data[i]);
     }
-    FL_VEC_FREE(&inl);
-    FL_VEC_FREE(&outl);
-    fl_map_fini(&in);
-    fl_map_fini(&out);
+    fl_ir_block_io_fini(&io);
 }
 
 /* Runs body into sub, a new block of the current one; carries names out or restores them. A body
@@ -671,37 +616,23 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         fl_ir_op_set_blocks(op, "sub_blocks", blocks.data, blocks.len);
         fl_ir_op_add_input_slot(op, "X");
         fl_ir_op_add_output_slot(op, "Out");
-        FlMap in, out;
-        fl_map_init(&in);
-        fl_map_init(&out);
-        StrVec inl = {0}, outl = {0};
+        FlBlockIo io;
+        fl_ir_block_io_init(&io);
         for (size_t i = 0; i < kinds.len; i++) {
-            if (chans.data[i][0] && !fl_map_find_str(&in, chans.data[i])) {
-                fl_map_put_str(&in, chans.data[i], (void *)chans.data[i]);
-                FL_VEC_PUSH(&inl, chans.data[i]);
-            }
-            if (kinds.data[i] == 1 && !fl_map_find_str(&in, vars.data[i])) {
-                fl_map_put_str(&in, vars.data[i], (void *)vars.data[i]);
-                FL_VEC_PUSH(&inl, vars.data[i]);
-            }
-            if (kinds.data[i] == 0 && !fl_map_find_str(&out, vars.data[i])) {
-                fl_map_put_str(&out, vars.data[i], (void *)vars.data[i]);
-                FL_VEC_PUSH(&outl, vars.data[i]);
-            }
-            collect_io(c, parent, fl_ir_block(c->b.main, (int)blocks.data[i]), &in, &out, &inl, &outl);
+            if (chans.data[i][0]) fl_ir_block_io_add(&io, false, chans.data[i]);
+            if (kinds.data[i] == 1) fl_ir_block_io_add(&io, false, vars.data[i]);
+            if (kinds.data[i] == 0) fl_ir_block_io_add(&io, true, vars.data[i]);
+            fl_ir_block_io(c->b.main, parent, fl_ir_block(c->b.main, (int)blocks.data[i]), &io);
         }
-        for (size_t i = 0; i < inl.len; i++) {
+        for (size_t i = 0; i < io.ins.len; i++) {
             bool is_recv_target = false;
             for (size_t k = 0; k < kinds.len; k++)
-                if (kinds.data[k] == 0 && strcmp(vars.data[k], inl.data[i]) == 0) is_recv_target = true;
-            if (!is_recv_target && fl_ir_var_lookup(c->b.main, parent, inl.data[i])) fl_ir_op_add_input(op, "X", inl.data[i]);
+                if (kinds.data[k] == 0 && strcmp(vars.data[k], io.ins.data[i]) == 0) is_recv_target = true;
+            if (!is_recv_target && fl_ir_var_lookup(c->b.main, parent, io.ins.data[i])) fl_ir_op_add_input(op, "X", io.ins.data[i]);
         }
-        for (size_t i = 0; i < outl.len; i++)
-            if (fl_ir_var_lookup(c->b.main, parent, outl.data[i])) fl_ir_op_add_output(op, "Out", outl.data[i]);
-        FL_VEC_FREE(&inl);
-        FL_VEC_FREE(&outl);
-        fl_map_fini(&in);
-        fl_map_fini(&out);
+        for (size_t i = 0; i < io.outs.len; i++)
+            if (fl_ir_var_lookup(c->b.main, parent, io.outs.data[i])) fl_ir_op_add_output(op, "Out", io.outs.data[i]);
+        fl_ir_block_io_fini(&io);
         fl_ev_infer(c, parent, op, s->span);
     }
     FL_VEC_FREE(&kinds);

@@ -356,6 +356,67 @@ FlVarDesc *fl_ir_var_lookup(const FlProgram *p, const FlBlock *b, const char *na
     return NULL;
 }
 
+void fl_ir_block_io_init(FlBlockIo *io) {
+    memset(io, 0, sizeof *io);
+    fl_map_init(&io->in_seen);
+    fl_map_init(&io->out_seen);
+}
+
+void fl_ir_block_io_fini(FlBlockIo *io) {
+    FL_VEC_FREE(&io->ins);
+    FL_VEC_FREE(&io->outs);
+    fl_map_fini(&io->in_seen);
+    fl_map_fini(&io->out_seen);
+}
+
+void fl_ir_block_io_add(FlBlockIo *io, bool out, const char *name) {
+    FlMap *seen = out ? &io->out_seen : &io->in_seen;
+    if (fl_map_find_str(seen, name)) return;
+    fl_map_put_str(seen, name, (void *)name);
+    if (out) FL_VEC_PUSH(&io->outs, name);
+    else FL_VEC_PUSH(&io->ins, name);
+}
+
+/* Is `name` declared in b or a block between b and outer (exclusive)? */
+static bool declared_inside(const FlProgram *p, const FlBlock *outer, const char *name, const FlBlock *b) {
+    for (const FlBlock *x = b; x && x != outer; x = x->parent >= 0 ? fl_ir_block(p, x->parent) : NULL)
+        if (fl_ir_var_find(x, name)) return true;
+    return false;
+}
+
+void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, FlBlockIo *io) {
+    for (size_t k = 0; k < b->ops.len; k++) {
+        FlOpDesc *op = b->ops.data[k];
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t i = 0; i < op->ins.data[s].nargs; i++) {
+                const char *n = op->ins.data[s].args[i];
+                if (!declared_inside(p, outer, n, b)) fl_ir_block_io_add(io, false, n);
+            }
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t i = 0; i < op->outs.data[s].nargs; i++) {
+                const char *n = op->outs.data[s].args[i];
+                if (!declared_inside(p, outer, n, b)) fl_ir_block_io_add(io, true, n);
+                /* writing a list_index output writes the picked var: every list item */
+                if (declared_inside(p, outer, n, b)) {
+                    for (size_t q = 0; q < b->ops.len; q++) {
+                        FlOpDesc *li = b->ops.data[q];
+                        if (strcmp(li->type, "list_index") != 0 || op == li) continue;
+                        const char *o = fl_ir_op_output1(li, "Out");
+                        FlSlot *xs = fl_ir_op_input(li, "X");
+                        if (!o || !xs || strcmp(o, n) != 0) continue;
+                        for (size_t j = 0; j < xs->nargs; j++) fl_ir_block_io_add(io, true, xs->args[j]);
+                    }
+                }
+            }
+        for (size_t a = 0; a < op->attrs.len; a++) {
+            FlAttr *at = &op->attrs.data[a];
+            if (at->type == FL_ATTR_BLOCK) fl_ir_block_io(p, outer, fl_ir_block(p, (int)at->i), io);
+            if (at->type == FL_ATTR_BLOCKS)
+                for (size_t j = 0; j < at->n; j++) fl_ir_block_io(p, outer, fl_ir_block(p, (int)at->ints[j]), io);
+        }
+    }
+}
+
 bool fl_ir_var_remove(FlBlock *b, const char *name) {
     FlVarDesc *v = fl_map_find_str(&b->var_index, name);
     if (!v) return false;

@@ -128,6 +128,23 @@ bool fl_ir_var_remove(FlBlock *b, const char *name);
 void fl_ir_var_set_shape(FlVarDesc *v, int ndim, const int64_t *shape);
 void fl_ir_var_copy(FlVarDesc *dst, const FlVarDesc *src); /* all but the name */
 
+/* The vars a sub-block tree exchanges with the blocks around it, as a control op (if, while,
+ * go, select, ...) lists them in its X and Out slots: every name an op of block b, or of a
+ * block nested in it through BLOCK/BLOCKS attributes, reads (ins) or writes (outs), unless it
+ * is declared in b or in a block between b and outer (exclusive). Writing the Out of a
+ * list_index op of b that is declared inside writes the picked var: every item of its X list
+ * is an out too. Each name is listed once, in the order of first use; the lists grow across
+ * calls (several case blocks of one select) and may be seeded with fl_ir_block_io_add. Names
+ * are borrowed from the program, which must outlive io and is not changed. */
+typedef struct FlBlockIo {
+    FL_VEC(const char *) ins, outs;
+    FlMap in_seen, out_seen; /* name -> name, the members of ins and outs */
+} FlBlockIo;
+void fl_ir_block_io_init(FlBlockIo *io);
+void fl_ir_block_io_fini(FlBlockIo *io);
+void fl_ir_block_io_add(FlBlockIo *io, bool out, const char *name); /* once each */
+void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, FlBlockIo *io);
+
 FlOpDesc *fl_ir_op_append(FlBlock *b, const char *type);
 FlOpDesc *fl_ir_op_insert(FlBlock *b, size_t pos, const char *type); /* before ops[pos] */
 void fl_ir_op_remove(FlBlock *b, size_t pos);                         /* frees the op */

@@ -513,6 +513,50 @@ static void test_clone(void) {
     fl_ir_bundle_free(b);
 }
 
+/* fl_ir_block_io: what a control op's sub-block tree reads and writes from outside it. Block 1
+ * (the sub-block) declares t and l; its block 2 (nested through a BLOCK attr) declares u. */
+static void test_block_io(void) {
+    FlProgram *p = fl_ir_program_new();
+    FlBlock *b0 = fl_ir_block(p, 0);
+    FlBlock *b1 = fl_ir_block_new(p, 0), *b2 = fl_ir_block_new(p, 1);
+    const char *outer_vars[] = {"x", "y", "w0", "w1", "i"};
+    for (size_t k = 0; k < FL_ARRAY_LEN(outer_vars); k++) fl_ir_var_add(b0, outer_vars[k]);
+    fl_ir_var_add(b1, "t");
+    fl_ir_var_add(b1, "l");
+    fl_ir_var_add(b2, "u");
+    FlOpDesc *op = fl_ir_op_append(b1, "scale"); /* t = x */
+    fl_ir_op_add_input(op, "X", "x");
+    fl_ir_op_add_output(op, "Out", "t");
+    op = fl_ir_op_append(b1, "list_index"); /* l = [w0, w1][i] */
+    fl_ir_op_add_input(op, "X", "w0");
+    fl_ir_op_add_input(op, "X", "w1");
+    fl_ir_op_add_input(op, "Index", "i");
+    fl_ir_op_add_output(op, "Out", "l");
+    op = fl_ir_op_append(b1, "assign"); /* writing l writes w0 and w1 */
+    fl_ir_op_add_input(op, "X", "t");
+    fl_ir_op_add_output(op, "Out", "l");
+    op = fl_ir_op_append(b1, "conditional_block");
+    fl_ir_op_set_block(op, "sub_block", b2->idx);
+    op = fl_ir_op_append(b2, "elementwise_add"); /* u = x + t; y = u */
+    fl_ir_op_add_input(op, "X", "x");
+    fl_ir_op_add_input(op, "Y", "t");
+    fl_ir_op_add_output(op, "Out", "u");
+    op = fl_ir_op_append(b2, "assign");
+    fl_ir_op_add_input(op, "X", "u");
+    fl_ir_op_add_output(op, "Out", "y");
+    FlBlockIo io;
+    fl_ir_block_io_init(&io);
+    fl_ir_block_io_add(&io, false, "i"); /* seeded: listed first, once */
+    fl_ir_block_io(p, b0, b1, &io);
+    const char *ins[] = {"i", "x", "w0", "w1"}, *outs[] = {"w0", "w1", "y"};
+    CU_ASSERT_EQUAL_FATAL(io.ins.len, FL_ARRAY_LEN(ins));
+    for (size_t k = 0; k < FL_ARRAY_LEN(ins); k++) CU_ASSERT_STRING_EQUAL(io.ins.data[k], ins[k]);
+    CU_ASSERT_EQUAL_FATAL(io.outs.len, FL_ARRAY_LEN(outs));
+    for (size_t k = 0; k < FL_ARRAY_LEN(outs); k++) CU_ASSERT_STRING_EQUAL(io.outs.data[k], outs[k]);
+    fl_ir_block_io_fini(&io);
+    fl_ir_program_free(p);
+}
+
 /* ---- tests: files ---- */
 
 static void test_bundle_round_trip(void) {
@@ -1187,6 +1231,7 @@ int main(void) {
     CU_add_test(s, "build api", test_build_api);
     CU_add_test(s, "shape_str", test_shape_str);
     CU_add_test(s, "clone", test_clone);
+    CU_add_test(s, "block io", test_block_io);
     CU_add_test(s, "bundle round trip", test_bundle_round_trip);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);
