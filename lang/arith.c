@@ -21,7 +21,7 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     bool ints = (l->kind == VK_INT || l->kind == VK_BOOL) && (r->kind == VK_INT || r->kind == VK_BOOL);
     if (ints) {
         int64_t a = l->kind == VK_INT ? l->i : l->b, b = r->kind == VK_INT ? r->i : r->b, v = 0;
-        switch (op) {
+        switch ((FlBinOp)op) {
         case FL_OP_ADD:
             if (__builtin_add_overflow(a, b, &v)) goto ovf;
             return fl_v_int(c, v);
@@ -52,14 +52,15 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
                 if (__builtin_mul_overflow(res, a, &res)) goto ovf;
             return fl_v_int(c, res);
         }
-        case FL_OP_MATMUL: break;
+        case FL_OP_MATMUL:
+        case FL_BINOP_COUNT: break;
         }
         return fl_ev_error(c, sp, "'@' needs Vars, found two numbers");
     ovf:
         return fl_ev_error(c, sp, "integer overflow in a compile-time expression");
     }
     double a = fl_v_num(l), b = fl_v_num(r);
-    switch (op) {
+    switch ((FlBinOp)op) {
     case FL_OP_ADD: return fl_v_float(c, a + b);
     case FL_OP_SUB: return fl_v_float(c, a - b);
     case FL_OP_MUL: return fl_v_float(c, a * b);
@@ -73,7 +74,8 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         if (b == 0) return fl_ev_error(c, sp, "modulo by zero");
         return fl_v_float(c, a - floor(a / b) * b);
     case FL_OP_POW: return fl_v_float(c, pow(a, b));
-    case FL_OP_MATMUL: break;
+    case FL_OP_MATMUL:
+    case FL_BINOP_COUNT: break;
     }
     return fl_ev_error(c, sp, "'@' needs Vars, found two numbers");
 }
@@ -184,8 +186,10 @@ bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok) {
                            "'if' or 'while' statement");
         *ok = false;
         return false;
-    default: return true;
+    case VK_FUNC: case VK_BUILTIN: case VK_MODULE: case VK_RECORD: case VK_GUARD: case VK_PROGRAM:
+    case VK_READER: case VK_COUNT: break;
     }
+    return true;
 }
 
 FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
@@ -193,7 +197,7 @@ FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     if ((l->kind == VK_VAR || r->kind == VK_VAR) && op != FL_CMP_IS && op != FL_CMP_IS_NOT &&
         op != FL_CMP_IN && op != FL_CMP_NOT_IN)
         return fl_ev_binop_var(c, 100 + op, l, r, sp);
-    switch (op) {
+    switch ((FlCmpOp)op) {
     case FL_CMP_EQ: return fl_v_bool(c, fl_v_equal(l, r));
     case FL_CMP_NE: return fl_v_bool(c, !fl_v_equal(l, r));
     case FL_CMP_IS: return fl_v_bool(c, l == r || (l->kind == VK_NONE && r->kind == VK_NONE) || (l->kind == VK_BOOL && r->kind == VK_BOOL && l->b == r->b));
@@ -213,7 +217,11 @@ FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         }
         return fl_v_bool(c, op == FL_CMP_IN ? found : !found);
     }
-    default: break;
+    case FL_CMP_LT:
+    case FL_CMP_LE:
+    case FL_CMP_GT:
+    case FL_CMP_GE:
+    case FL_CMP_COUNT: break;
     }
     if (fl_v_is_num(l) && fl_v_is_num(r)) {
         double a = fl_v_num(l), b = fl_v_num(r);

@@ -369,15 +369,20 @@ FlValue *fl_ev_scale(Ctx *c, FlValue *x, double scale, double bias, FlSpan sp) {
 }
 
 static const char *cmp_op_name(int op) {
-    switch (op) {
+    switch ((FlCmpOp)op) {
     case FL_CMP_EQ: return "equal";
     case FL_CMP_NE: return "not_equal";
     case FL_CMP_LT: return "less_than";
     case FL_CMP_LE: return "less_equal";
     case FL_CMP_GT: return "greater_than";
     case FL_CMP_GE: return "greater_equal";
-    default: return NULL;
+    case FL_CMP_IN:
+    case FL_CMP_NOT_IN:
+    case FL_CMP_IS:
+    case FL_CMP_IS_NOT:
+    case FL_CMP_COUNT: break;
     }
+    return NULL;
 }
 
 /* An arithmetic binary operation where at least one side is a Var. op >= 100 marks a
@@ -408,7 +413,7 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     if (other->kind != VK_VAR && is_float) {
         double s = fl_v_num(other);
         bool var_left = var == l;
-        switch (op) {
+        switch ((FlBinOp)op) {
         case FL_OP_ADD: return fl_ev_scale(c, var, 1, s, sp);
         case FL_OP_SUB: return var_left ? fl_ev_scale(c, var, 1, -s, sp) : fl_ev_scale(c, var, -1, s, sp);
         case FL_OP_MUL: return fl_ev_scale(c, var, s, 0, sp);
@@ -418,7 +423,11 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
                 return fl_ev_scale(c, var, 1.0 / s, 0, sp);
             }
             break;
-        default: break;
+        case FL_OP_FLOORDIV:
+        case FL_OP_MOD:
+        case FL_OP_MATMUL:
+        case FL_OP_POW:
+        case FL_BINOP_COUNT: break;
         }
     }
     if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);

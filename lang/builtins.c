@@ -55,7 +55,8 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
         if (d && d->ndim > 0 && d->shape[0] >= 0) return fl_v_int(c, d->shape[0]);
         return fl_ev_error(c, a->span, "len() of a Var whose first dimension is only known at run time");
     }
-    default: break;
+    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_FUNC: case VK_BUILTIN:
+    case VK_MODULE: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
     }
     return fl_ev_error(c, a->span, "object of type '%s' has no len()", fl_v_type_name(o));
 }

@@ -756,8 +756,11 @@ static FlValue *c_flag(Ctx *c, FlValue *self, CallArgs *a) {
             if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "True")) return c->vtrue;
             if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "False")) return c->vfalse;
             return fl_ev_error(c, a->span, "-D %s=%s: expected true or false", name, val);
-        default: return fl_v_cstr(c, val);
+        case VK_NONE: case VK_STR: case VK_LIST: case VK_TUPLE: case VK_DICT: case VK_FUNC:
+        case VK_BUILTIN: case VK_MODULE: case VK_VAR: case VK_RECORD: case VK_GUARD:
+        case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
         }
+        return fl_v_cstr(c, val);
     }
     return d;
 }

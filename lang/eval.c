@@ -29,9 +29,6 @@ const char *fl_eval_default_stdlib(void) {
 #endif
 }
 
-/* Runs a module file's top level (module.c). */
-Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, size_t len, bool is_stdlib);
-
 static void report_verify(Ctx *c, FlVerifyIssues *vi) {
     for (size_t i = 0; i < vi->items.len; i++) {
         FlVerifyIssue *it = &vi->items.data[i];

@@ -308,5 +308,10 @@ Module *fl_ev_native_module(Ctx *c, const char *name);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);
+/* Parses the module `name` from text (taken: the sources own it from here on; `path` is what
+ * diagnostics show), registers it in c->modules and runs its top level. NULL if it does not
+ * parse or breaks a placement rule (reported); else the module, even if running it reported
+ * errors. */
+Module *fl_ev_run_file(Ctx *c, const char *name, const char *path, char *text, size_t len, bool is_stdlib);
 
 #endif

@@ -193,8 +193,11 @@ FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         return fl_ev_error(c, sp, "'%s' object has no attribute '%s'", obj->rec.type, name);
     }
     case VK_VAR: return fl_ev_var_method(c, obj, name, sp);
-    default: return fl_ev_value_method(c, obj, name, sp);
+    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
+    case VK_TUPLE: case VK_DICT: case VK_FUNC: case VK_BUILTIN: case VK_GUARD: case VK_PROGRAM:
+    case VK_READER: case VK_COUNT: break;
     }
+    return fl_ev_value_method(c, obj, name, sp);
 }
 
 /* Dict keys are the immutable values; reports others. */
@@ -403,7 +406,13 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_LAMBDA: res = fl_ev_make_func(c, e, n); break;
     case FL_AST_LISTCOMP:
     case FL_AST_DICTCOMP: res = eval_comp(c, e, n); break;
-    default: res = fl_ev_error(c, n->span, "a %s is not an expression", fl_ast_kind_name(n->kind)); break;
+    case FL_AST_COMP_FOR: case FL_AST_COMP_IF: case FL_AST_EXPR_STMT: case FL_AST_ASSIGN:
+    case FL_AST_AUGASSIGN: case FL_AST_DEF: case FL_AST_RETURN: case FL_AST_IF: case FL_AST_FOR:
+    case FL_AST_WHILE: case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS:
+    case FL_AST_IMPORT: case FL_AST_FROM_IMPORT: case FL_AST_WITH: case FL_AST_GO:
+    case FL_AST_PARALLEL_FOR: case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_COUNT:
+        res = fl_ev_error(c, n->span, "a %s is not an expression", fl_ast_kind_name(n->kind));
+        break;
     }
     c->depth--;
     return res;

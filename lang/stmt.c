@@ -47,7 +47,14 @@ void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
             for (size_t k = 0; k < s->select.cases.len; k++)
                 fl_ev_check_placement(c, &s->select.cases.items[k]->case_.body, in_loop, in_def);
             break;
-        default: break;
+        case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE:
+        case FL_AST_FALSE: case FL_AST_NONE: case FL_AST_ATTR: case FL_AST_CALL: case FL_AST_INDEX:
+        case FL_AST_SLICE: case FL_AST_LIST: case FL_AST_TUPLE: case FL_AST_DICT:
+        case FL_AST_BINOP: case FL_AST_UNOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE:
+        case FL_AST_COND: case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP:
+        case FL_AST_COMP_FOR: case FL_AST_COMP_IF: case FL_AST_EXPR_STMT: case FL_AST_ASSIGN:
+        case FL_AST_AUGASSIGN: case FL_AST_RETURN: case FL_AST_PASS: case FL_AST_IMPORT:
+        case FL_AST_CASE: case FL_AST_COUNT: break;
         }
     }
 }
@@ -114,10 +121,18 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
         fl_ev_error(c, t->span, "a %s does not support item assignment", fl_v_type_name(o));
         return false;
     }
-    default:
-        fl_ev_error(c, t->span, "cannot assign to a %s", fl_ast_kind_name(t->kind));
-        return false;
+    case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE: case FL_AST_FALSE:
+    case FL_AST_NONE: case FL_AST_CALL: case FL_AST_SLICE: case FL_AST_DICT: case FL_AST_BINOP:
+    case FL_AST_UNOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE: case FL_AST_COND:
+    case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP: case FL_AST_COMP_FOR:
+    case FL_AST_COMP_IF: case FL_AST_EXPR_STMT: case FL_AST_ASSIGN: case FL_AST_AUGASSIGN:
+    case FL_AST_DEF: case FL_AST_RETURN: case FL_AST_IF: case FL_AST_FOR: case FL_AST_WHILE:
+    case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_IMPORT:
+    case FL_AST_FROM_IMPORT: case FL_AST_WITH: case FL_AST_GO: case FL_AST_PARALLEL_FOR:
+    case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_COUNT: break;
     }
+    fl_ev_error(c, t->span, "cannot assign to a %s", fl_ast_kind_name(t->kind));
+    return false;
 }
 
 static Flow eval_stmt(Ctx *c, Env *e, FlAst *s);
@@ -484,9 +499,14 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
         return fl_ev_lower_parallel_for(c, e, n, s->loop.target->name, false, &s->loop.body, s->span);
     }
     case FL_AST_SELECT: return fl_ev_lower_select(c, e, s);
-    default: {
-        FlValue *v = fl_ev_expr(c, e, s);
-        return v->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
+    case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE:
+    case FL_AST_FALSE: case FL_AST_NONE: case FL_AST_ATTR: case FL_AST_CALL: case FL_AST_INDEX:
+    case FL_AST_SLICE: case FL_AST_LIST: case FL_AST_TUPLE: case FL_AST_DICT: case FL_AST_BINOP:
+    case FL_AST_UNOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE: case FL_AST_COND:
+    case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP: case FL_AST_COMP_FOR:
+    case FL_AST_COMP_IF: case FL_AST_CASE: case FL_AST_COUNT: break;
     }
-    }
+    /* an expression node where a statement stands: evaluated for its effects */
+    FlValue *v = fl_ev_expr(c, e, s);
+    return v->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
 }

@@ -128,8 +128,11 @@ bool fl_v_equal(FlValue *a, FlValue *b) {
             if (!fl_v_equal(a->list.items[i], b->list.items[i])) return false;
         return true;
     case VK_VAR: return a->var.name == b->var.name;
-    default: return false;
+    case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_DICT: case VK_FUNC: case VK_BUILTIN:
+    case VK_MODULE: case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR:
+    case VK_COUNT: break;
     }
+    return false;
 }
 
 const char *fl_v_type_name(const FlValue *v) {
@@ -210,7 +213,7 @@ void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
     case VK_FUNC: fl_buf_printf(out, "<function %s>", v->func.def->def.name ? v->func.def->def.name : "lambda"); break;
     case VK_BUILTIN: fl_buf_printf(out, "<builtin %s>", v->builtin.name); break;
     case VK_MODULE: fl_buf_printf(out, "<module %s>", v->mod->name); break;
-    default: fl_buf_printf(out, "<%s>", fl_v_type_name(v)); break;
+    case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: fl_buf_printf(out, "<%s>", fl_v_type_name(v)); break;
     }
 }
 
