@@ -18,7 +18,7 @@ static FlBundle *compile_defs(const char *src, const char *const *defs, size_t n
     FlCompileOptions opt = {.defines = defs, .ndefines = ndefs};
     FlBundle *b = NULL;
     FlBuf diag = {0};
-    int n = fl_compile_source("tests/e2e/snippet.fl", src, strlen(src), &opt, &b, &diag);
+    int n = fl_compile_source("tests/lang/snippet.fl", src, strlen(src), &opt, &b, &diag);
     if (n) fprintf(stderr, "unexpected errors:\n%s", fl_buf_str(&diag));
     fl_buf_free(&diag);
     CU_ASSERT_EQUAL(n, 0);
@@ -30,7 +30,7 @@ static FlBundle *compile(const char *src) { return compile_defs(src, NULL, 0); }
 static char *errors_of(const char *src) {
     FlBundle *b = NULL;
     FlBuf diag = {0};
-    int n = fl_compile_source("tests/e2e/snippet.fl", src, strlen(src), NULL, &b, &diag);
+    int n = fl_compile_source("tests/lang/snippet.fl", src, strlen(src), NULL, &b, &diag);
     CU_ASSERT(n > 0);
     CU_ASSERT_PTR_NULL(b);
     fl_ir_bundle_free(b);
@@ -305,7 +305,7 @@ static void test_flags(void) {
 }
 
 static void test_user_module(void) {
-    /* tests/e2e/helper_mod.fl is next to the (virtual) snippet */
+    /* tests/lang/helper_mod.fl is next to the (virtual) snippet */
     check_result(HDR "import helper_mod\nfrom helper_mod import triple as t3\n"
                      "r = layers.data(name='r', shape=[helper_mod.triple(2) + t3(1) + helper_mod.K])\n",
                  109);
