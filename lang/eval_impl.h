@@ -185,7 +185,6 @@ FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
 FlValue *fl_v_record(Ctx *c, const char *type);
 void fl_v_rec_set(Ctx *c, FlValue *rec, const char *name, FlValue *v);
 bool fl_v_equal(FlValue *a, FlValue *b);
-bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok);
 const char *fl_v_type_name(const FlValue *v);
 void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out);
 bool fl_v_is_seq(const FlValue *v);
@@ -233,6 +232,8 @@ bool fl_ev_is_channel(Ctx *c, FlValue *v);
 FlValue *fl_ev_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);   /* an FlBinOp */
 FlValue *fl_ev_unop(Ctx *c, int op, FlValue *v, FlSpan sp);                /* an FlUnOp */
 FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp); /* an FlCmpOp */
+/* Python's truth value; a Var has none at compile time (reported, *ok false). */
+bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok);
 
 /* ---- expressions and calls (expr.c) ---- */
 FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n);

@@ -1,7 +1,7 @@
 /* value.c: the compile-time values of the evaluator and the scopes that bind them.
  *
  * FlValue constructors (numbers, strings, lists and tuples, dicts, Vars, builtins, records),
- * equality, truthiness helpers, Python's repr, and Env (a name -> value map with a parent).
+ * equality, type names, Python's repr, and Env (a name -> value map with a parent).
  *
  * Invariants: every value and every Env lives in the compilation's arena and is never freed one
  * by one (an Env's map is finalised at the end of the compilation through Ctx.envs); None, True,
