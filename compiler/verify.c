@@ -60,7 +60,7 @@ static void each_sub(Vf *v, const FlBlock *b, const FlOpDesc *op, SubFn fn, void
         if (a->type == FL_ATTR_BLOCK) fn(v, b, op, a->name, a->i, ctx);
         else if (a->type == FL_ATTR_BLOCKS)
             for (size_t k = 0; k < a->n; k++) fn(v, b, op, a->name, a->ints[k], ctx);
-        else if (a->type == FL_ATTR_INT && strcmp(op->type, "listen_and_serv") == 0 &&
+        else if (a->type == FL_ATTR_INT && fl_ops_is(op, FL_OPID_listen_and_serv) &&
                  strcmp(a->name, "lr_block") == 0 && a->i >= 0)
             fn(v, b, op, a->name, a->i, ctx);
     }
@@ -103,7 +103,7 @@ static void walk_sub(Vf *v, const FlBlock *b, const FlOpDesc *op, const char *at
 }
 
 static bool is_recv_case_var(const FlOpDesc *op, const char *name) {
-    if (strcmp(op->type, "select") != 0) return false;
+    if (!fl_ops_is(op, FL_OPID_select)) return false;
     const FlAttr *kinds = fl_ir_op_attr(op, "case_kinds"), *vars = fl_ir_op_attr(op, "case_vars");
     if (!kinds || !vars || kinds->type != FL_ATTR_INTS || vars->type != FL_ATTR_STRINGS)
         return false;
@@ -117,7 +117,7 @@ static void walk_block(Vf *v, int idx, bool dist) {
     v->walked[idx] = true;
     for (size_t i = 0; i < b->ops.len; i++) {
         const FlOpDesc *op = b->ops.data[i];
-        bool op_dist = dist || strcmp(op->type, "listen_and_serv") == 0;
+        bool op_dist = dist || fl_ops_is(op, FL_OPID_listen_and_serv);
         for (size_t s = 0; s < op->ins.len; s++) {
             const FlSlot *sl = &op->ins.data[s];
             for (size_t k = 0; k < sl->nargs; k++) {
@@ -137,12 +137,12 @@ static void walk_block(Vf *v, int idx, bool dist) {
             }
         }
         /* vars the op itself provides to its sub-blocks */
-        if (strcmp(op->type, "parallel_for") == 0) {
+        if (fl_ops_is(op, FL_OPID_parallel_for)) {
             const FlAttr *a = fl_ir_op_attr(op, "index_var");
             if (a && a->type == FL_ATTR_STRING && a->s) define(v, a->s);
         }
         const FlAttr *cv = fl_ir_op_attr(op, "case_vars");
-        if (strcmp(op->type, "select") == 0 && cv && cv->type == FL_ATTR_STRINGS)
+        if (fl_ops_is(op, FL_OPID_select) && cv && cv->type == FL_ATTR_STRINGS)
             for (size_t k = 0; k < cv->n; k++)
                 if (is_recv_case_var(op, cv->strs[k])) define(v, cv->strs[k]);
         each_sub(v, b, op, walk_sub, &op_dist);
@@ -160,12 +160,9 @@ typedef struct Writes {
     bool chan; /* the subtree uses a channel */
 } Writes;
 
-static bool is_chan_op(const char *t) {
-    static const char *const ops[] = {"channel_send", "channel_recv",  "channel_close",
-                                      "select",       "split_to_chan", "chan_concat"};
-    for (size_t i = 0; i < FL_ARRAY_LEN(ops); i++)
-        if (strcmp(t, ops[i]) == 0) return true;
-    return false;
+/* The op talks through a channel (creating one, or starting a goroutine, does not). */
+static bool is_chan_op(const FlOpDesc *op) {
+    return (fl_ops_flags(op) & FL_OPF_CHAN) && !fl_ops_is(op, FL_OPID_channel_create) && !fl_ops_is(op, FL_OPID_go);
 }
 
 static bool within(const Vf *v, int blk_idx, int root) {
@@ -216,7 +213,7 @@ static void collect_sub(Vf *v, const FlBlock *b, const FlOpDesc *op, const char 
  * channel use on the way. */
 static void collect_op(Vf *v, const FlBlock *b, const FlOpDesc *op, int root, Writes *w,
                        int depth) {
-    if (is_chan_op(op->type)) w->chan = true;
+    if (is_chan_op(op)) w->chan = true;
     for (size_t s = 0; s < op->outs.len; s++)
         for (size_t k = 0; k < op->outs.data[s].nargs; k++) {
             const char *n = op->outs.data[s].args[k];
@@ -240,7 +237,7 @@ static void writes_fini(Writes *w) {
 }
 
 static int go_block(const FlOpDesc *op) {
-    if (strcmp(op->type, "go") != 0) return -1;
+    if (!fl_ops_is(op, FL_OPID_go)) return -1;
     const FlAttr *a = fl_ir_op_attr(op, "sub_block");
     return a && a->type == FL_ATTR_BLOCK ? (int)a->i : -1;
 }
