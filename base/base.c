@@ -296,3 +296,69 @@ FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e)
     fl_buf_free(&tmp);
     return FL_OK;
 }
+
+/* ---- paths ---- */
+char *fl_path_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return fl_xstrdup(".");
+    if (slash == path) return fl_xstrdup("/");
+    return fl_xstrndup(path, (size_t)(slash - path));
+}
+
+/* The next component of *s (skipping slashes); its length in *n, NULL at the end. */
+static const char *component(const char **s, size_t *n) {
+    while (**s == '/') (*s)++;
+    if (!**s) return NULL;
+    const char *c = *s;
+    while (**s && **s != '/') (*s)++;
+    *n = (size_t)(*s - c);
+    return c;
+}
+
+char *fl_path_relative(const char *from, const char *to) {
+    if (from[0] != '/' || to[0] != '/') return fl_xstrdup(to);
+    const char *f = from, *t = to;
+    for (;;) { /* drop the common leading components */
+        const char *f0 = f, *t0 = t;
+        size_t fn = 0, tn = 0;
+        const char *fc = component(&f, &fn), *tc = component(&t, &tn);
+        if (!fc || !tc || fn != tn || memcmp(fc, tc, fn) != 0) {
+            f = f0;
+            t = t0;
+            break;
+        }
+    }
+    FlBuf b = {0};
+    size_t n;
+    while (component(&f, &n)) fl_buf_puts(&b, b.len ? "/.." : "..");
+    const char *c;
+    while ((c = component(&t, &n))) {
+        if (b.len) fl_buf_putc(&b, '/');
+        fl_buf_append(&b, c, n);
+    }
+    if (!b.len) fl_buf_putc(&b, '.');
+    return b.data;
+}
+
+char *fl_path_join(const char *dir, const char *rel) {
+    if (rel[0] == '/') return fl_xstrdup(rel);
+    if (!rel[0] || strcmp(rel, ".") == 0) return fl_xstrdup(dir);
+    FlBuf b = {0};
+    fl_buf_puts(&b, dir);
+    bool lexical = dir[0] == '/'; /* "." and ".." of rel taken off an absolute dir as written */
+    const char *s = rel, *c;
+    size_t n;
+    while ((c = component(&s, &n))) {
+        if (lexical && n == 1 && c[0] == '.') continue;
+        if (lexical && n == 2 && c[0] == '.' && c[1] == '.') {
+            while (b.len > 1 && b.data[b.len - 1] == '/') b.len--;
+            while (b.len > 1 && b.data[b.len - 1] != '/') b.len--;
+            if (b.len > 1) b.len--; /* the slash before the dropped component */
+            b.data[b.len] = 0;
+            continue;
+        }
+        if (b.len && b.data[b.len - 1] != '/') fl_buf_putc(&b, '/');
+        fl_buf_append(&b, c, n);
+    }
+    return b.data;
+}

@@ -148,4 +148,15 @@ char *fl_read_file(const char *path, size_t *len, FlErr *e) FL_WARN_UNUSED;
  * rename), so that nothing is left half-way and no other file is touched. */
 FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e) FL_WARN_UNUSED;
 
+/* ---- paths (strings only; results are malloc'ed, owned by the caller) ---- */
+/* The directory part of path ("a/b.flp" -> "a", "b.flp" -> "."). */
+char *fl_path_dir(const char *path);
+/* to relative to the directory from, both absolute ("/p/a", "/p/b/c" -> "../b/c"; equal -> ".");
+ * to itself when either is not absolute. Components are compared as written: pass realpath()s. */
+char *fl_path_relative(const char *from, const char *to);
+/* rel resolved against dir: rel itself when absolute, dir when rel is "." or empty; against an
+ * absolute dir, rel's "." and ".." components are applied as written (no file system access),
+ * so fl_path_join(from, fl_path_relative(from, to)) == to for absolute, normalised paths. */
+char *fl_path_join(const char *dir, const char *rel);
+
 #endif

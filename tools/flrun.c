@@ -1,7 +1,8 @@
 /* flrun: runs a compiled fluidc program, locally or as one rank of an MPI job.
  *
  *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--log FILE.csv]
- *         [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME] [-D name=value]...
+ *         [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME] [--data-dir DIR]
+ *         [-D name=value]...
  *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--stats]
  *   mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp      (hand-written MPMD programs)
  *
@@ -70,6 +71,8 @@ static const char *usage_text =
     "                      the training data's column indices; one output line per row)\n"
     "  --predict-var NAME  the var to print (default: the model's output, the input of the first\n"
     "                      op that reads the label)\n"
+    "  --data-dir DIR      read the program's data files from DIR: their paths as written in the\n"
+    "                      .fl resolve against DIR instead of the program's own folder\n"
     "  -D name=value       compile-time flag for fluid.flag (when FILE is a .fl)\n"
     "  -q, --quiet         no progress output\n"
     "  --timeout SECONDS   MPI jobs: how long a rank waits on a silent peer before it fails\n"
@@ -93,7 +96,7 @@ static const char *usage_text =
     "exit status: 0 success, 1 error in the program, its data or at run time, 2 bad usage\n";
 
 typedef struct Opts {
-    const char *file, *log, *save, *load, *predict, *predict_var;
+    const char *file, *log, *save, *load, *predict, *predict_var, *data_dir;
     int64_t epochs, batch, seed, threads;
     double timeout;
     uint32_t piece;
@@ -299,6 +302,22 @@ static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
     return -1;
 }
 
+/* --data-dir: every reader of the program (each role of a plan) reads from DIR. */
+static int set_data_dir(const Opts *o, FlBundle *bundle, FlPlan *plan) {
+    if (!o->data_dir) return -1;
+    char *dir = realpath(o->data_dir, NULL);
+    struct stat st;
+    if (!dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "flrun: error: --data-dir '%s': %s\n", o->data_dir, dir ? "not a directory" : strerror(errno));
+        free(dir);
+        return 1;
+    }
+    if (bundle) fl_ir_bundle_set_data_dir(bundle, dir);
+    for (size_t i = 0; plan && i < plan->roles.len; i++) fl_ir_bundle_set_data_dir(plan->roles.data[i], dir);
+    free(dir);
+    return -1;
+}
+
 /* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). Returns
  * the exit code when the job cannot start, else -1. */
 static int start_mpi(Opts *o, FlPlan *plan, FlBundle **bundle, int64_t *seed, FlMpi **out) {
@@ -451,7 +470,12 @@ static int run_program(Opts *o) {
     FlBundle *bundle;
     FlPlan *plan;
     int code = load(o, &bundle, &plan);
-    if (code >= 0) return code;
+    if (code < 0) code = set_data_dir(o, bundle, plan);
+    if (code >= 0) {
+        fl_ir_bundle_free(bundle);
+        fl_ir_plan_free(plan);
+        return code;
+    }
     FlMpi *mpi = NULL;
     int64_t seed = o->seed;
     if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
@@ -654,6 +678,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(s, "--predict-var")) {
             NEED_VAL();
             o.predict_var = val;
+        } else if (!strcmp(s, "--data-dir")) {
+            NEED_VAL();
+            o.data_dir = val;
         } else if (!strncmp(s, "-D", 2)) {
             const char *dv = s[2] ? s + 2 : (++i < argc ? argv[i] : NULL);
             if (!dv || !strchr(dv, '=') || dv[0] == '=') {

@@ -252,8 +252,16 @@ typedef enum FlFileKind { FL_FILE_BUNDLE = 1, FL_FILE_PLAN = 2 } FlFileKind;
 
 FlStatus fl_ir_bundle_write(const FlBundle *b, const char *path, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_ir_plan_write(const FlPlan *p, const char *path, FlErr *e) FL_WARN_UNUSED;
+/* Readers' data paths move with the file: in memory a reader's base_dir is absolute (the
+ * directory of the .fl that called io.csv); the writers store it relative to the directory of
+ * the file they write, and fl_ir_read resolves it against the directory of the file it reads
+ * (an absolute base_dir, as older files hold, stays as it is). So a program and its data moved
+ * together to another folder or host still train. */
 /* Reads a .flp or .plan: exactly one of *bundle / *plan is set on success. */
 FlStatus fl_ir_read(const char *path, FlBundle **bundle, FlPlan **plan, FlErr *e) FL_WARN_UNUSED;
+/* Points every reader of b at dir instead of its program's directory: paths as written in the
+ * .fl resolve against dir (flrun --data-dir: the plan on a shared path, the data elsewhere). */
+void fl_ir_bundle_set_data_dir(FlBundle *b, const char *dir);
 /* The same from memory (the loader's fuzz target uses it). */
 FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan **plan,
                       FlErr *e) FL_WARN_UNUSED;

@@ -151,12 +151,19 @@ static Fluidc__ProgramDesc *enc_program(FlArena *a, const FlProgram *p) {
     return m;
 }
 
-static Fluidc__ReaderSpec *enc_reader(FlArena *a, const FlReaderSpec *r) {
+/* The file stores a reader's base_dir relative to the directory the file is written to (`dir`,
+ * absolute; NULL: as it is in memory), so that a program and its data can move together. */
+static Fluidc__ReaderSpec *enc_reader(FlArena *a, const FlReaderSpec *r, const char *dir) {
     if (!r) return NULL;
     Fluidc__ReaderSpec *m = fl_arena_alloc(a, sizeof *m);
     fluidc__reader_spec__init(m);
     m->path = r->path;
     m->base_dir = r->base_dir;
+    if (dir && r->base_dir && r->base_dir[0] == '/') {
+        char *rel = fl_path_relative(dir, r->base_dir);
+        m->base_dir = fl_arena_strdup(a, rel);
+        free(rel);
+    }
     m->has_skip_rows = 1;
     m->skip_rows = r->skip_rows;
     m->has_sep = 1;
@@ -190,7 +197,7 @@ static Fluidc__ReaderSpec *enc_reader(FlArena *a, const FlReaderSpec *r) {
     return m;
 }
 
-static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b) {
+static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir) {
     Fluidc__Bundle *m = fl_arena_alloc(a, sizeof *m);
     fluidc__bundle__init(m);
     m->startup = enc_program(a, b->startup);
@@ -200,8 +207,8 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b) {
     fluidc__run_spec__init(rm);
     rm->has_present = 1;
     rm->present = r->present;
-    rm->reader = enc_reader(a, r->reader);
-    rm->test_reader = enc_reader(a, r->test_reader);
+    rm->reader = enc_reader(a, r->reader, dir);
+    rm->test_reader = enc_reader(a, r->test_reader, dir);
     rm->has_batch_size = rm->has_epochs = rm->has_seed = 1;
     rm->batch_size = r->batch_size;
     rm->epochs = r->epochs;
@@ -218,7 +225,7 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b) {
     return m;
 }
 
-static Fluidc__Plan *enc_plan(FlArena *a, const FlPlan *p) {
+static Fluidc__Plan *enc_plan(FlArena *a, const FlPlan *p, const char *dir) {
     Fluidc__Plan *m = fl_arena_alloc(a, sizeof *m);
     fluidc__plan__init(m);
     m->mode = p->mode;
@@ -227,14 +234,14 @@ static Fluidc__Plan *enc_plan(FlArena *a, const FlPlan *p) {
     m->trainers = p->trainers;
     m->n_roles = p->roles.len;
     if (p->roles.len) m->roles = fl_arena_alloc(a, fl_mul_size(p->roles.len, sizeof *m->roles));
-    for (size_t i = 0; i < p->roles.len; i++) m->roles[i] = enc_bundle(a, p->roles.data[i]);
+    for (size_t i = 0; i < p->roles.len; i++) m->roles[i] = enc_bundle(a, p->roles.data[i], dir);
     m->n_rank_role = p->rank_role.len;
     m->rank_role = p->rank_role.data;
     return m;
 }
 
-uint8_t *fl_ir_encode_file_raw(const char *magic, uint32_t version, const FlBundle *b,
-                               const FlPlan *p, size_t *len) {
+static uint8_t *encode(const char *magic, uint32_t version, const FlBundle *b, const FlPlan *p,
+                       const char *dir, size_t *len) {
     FlArena a;
     fl_arena_init(&a);
     Fluidc__FlFile f = FLUIDC__FL_FILE__INIT;
@@ -243,8 +250,8 @@ uint8_t *fl_ir_encode_file_raw(const char *magic, uint32_t version, const FlBund
         f.has_version = 1;
         f.version = version;
     }
-    if (b) f.bundle = enc_bundle(&a, b);
-    if (p) f.plan = enc_plan(&a, p);
+    if (b) f.bundle = enc_bundle(&a, b, dir);
+    if (p) f.plan = enc_plan(&a, p, dir);
     size_t n = fluidc__fl_file__get_packed_size(&f);
     uint8_t *buf = fl_xmalloc(n ? n : 1);
     size_t w = fluidc__fl_file__pack(&f, buf);
@@ -252,6 +259,11 @@ uint8_t *fl_ir_encode_file_raw(const char *magic, uint32_t version, const FlBund
     fl_arena_fini(&a);
     *len = n;
     return buf;
+}
+
+uint8_t *fl_ir_encode_file_raw(const char *magic, uint32_t version, const FlBundle *b,
+                               const FlPlan *p, size_t *len) {
+    return encode(magic, version, b, p, NULL, len);
 }
 
 uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t *len) {
@@ -266,9 +278,21 @@ uint8_t *fl_ir_encode_plan(const FlPlan *p, size_t *len) {
     return fl_ir_encode_file_raw(FL_IR_MAGIC, FL_IR_FORMAT_VERSION, NULL, p, len);
 }
 
-static FlStatus write_file(const uint8_t *data, size_t len, const char *path, FlErr *e) {
+/* The absolute directory a file at path is (to be) in; NULL when it cannot be resolved. */
+static char *file_dir(const char *path) {
+    char *d = fl_path_dir(path);
+    char *abs = realpath(d, NULL);
+    free(d);
+    return abs;
+}
+
+static FlStatus write_file(const FlBundle *b, const FlPlan *p, const char *path, FlErr *e) {
+    char *dir = file_dir(path);
+    size_t len;
+    uint8_t *data = encode(FL_IR_MAGIC, FL_IR_FORMAT_VERSION, b, p, dir, &len);
+    free(dir);
     FlStatus st = fl_write_file(path, data, len, e);
-    free((void *)data);
+    free(data);
     return st;
 }
 
@@ -276,18 +300,14 @@ FlStatus fl_ir_bundle_write(const FlBundle *b, const char *path, FlErr *e) {
     FlErr sub;
     if (fl_ir_validate_bundle(b, &sub))
         return fl_err(e, "not writing '%s': the bundle is invalid: %s", path, sub.msg);
-    size_t len;
-    uint8_t *data = fl_ir_encode_bundle(b, &len);
-    return write_file(data, len, path, e);
+    return write_file(b, NULL, path, e);
 }
 
 FlStatus fl_ir_plan_write(const FlPlan *p, const char *path, FlErr *e) {
     FlErr sub;
     if (fl_ir_validate_plan(p, &sub))
         return fl_err(e, "not writing '%s': the plan is invalid: %s", path, sub.msg);
-    size_t len;
-    uint8_t *data = fl_ir_encode_plan(p, &len);
-    return write_file(data, len, path, e);
+    return write_file(NULL, p, path, e);
 }
 
 /* ---- protobuf-c -> IR (decoding) ----
@@ -572,6 +592,27 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
     return decode(data, len, "input", bundle, plan, e);
 }
 
+static void resolve_reader(FlReaderSpec *r, const char *dir) {
+    if (!r || !r->base_dir || r->base_dir[0] == '/') return;
+    char *abs = fl_path_join(dir, r->base_dir);
+    free(r->base_dir);
+    r->base_dir = abs;
+}
+
+static void resolve_dirs(FlBundle *b, const char *dir) {
+    resolve_reader(b->run.reader, dir);
+    resolve_reader(b->run.test_reader, dir);
+}
+
+void fl_ir_bundle_set_data_dir(FlBundle *b, const char *dir) {
+    FlReaderSpec *rs[] = {b->run.reader, b->run.test_reader};
+    for (size_t i = 0; i < 2; i++)
+        if (rs[i]) {
+            free(rs[i]->base_dir);
+            rs[i]->base_dir = fl_xstrdup(dir);
+        }
+}
+
 FlStatus fl_ir_read(const char *path, FlBundle **bundle, FlPlan **plan, FlErr *e) {
     *bundle = NULL;
     *plan = NULL;
@@ -583,5 +624,13 @@ FlStatus fl_ir_read(const char *path, FlBundle **bundle, FlPlan **plan, FlErr *e
     FlStatus st = decode((const uint8_t *)data, len, fl_buf_str(&who), bundle, plan, e);
     fl_buf_free(&who);
     free(data);
+    if (st == FL_OK) { /* relative reader dirs are relative to the file's own directory */
+        char *dir = file_dir(path);
+        if (dir) {
+            if (*bundle) resolve_dirs(*bundle, dir);
+            for (size_t i = 0; *plan && i < (*plan)->roles.len; i++) resolve_dirs((*plan)->roles.data[i], dir);
+        }
+        free(dir);
+    }
     return st;
 }

@@ -198,6 +198,40 @@ static void test_files(void) {
     free(out);
 }
 
+static void check_rel(const char *from, const char *to, const char *want) {
+    char *r = fl_path_relative(from, to);
+    CU_ASSERT_STRING_EQUAL(r, want);
+    char *back = fl_path_join(from, r); /* joining gives the same place back */
+    if (from[0] == '/' && to[0] == '/') CU_ASSERT_STRING_EQUAL(back, to);
+    free(back);
+    free(r);
+}
+
+static void test_paths(void) {
+    check_rel("/p/a", "/p/b/c", "../b/c");
+    check_rel("/p/a", "/p/a", ".");
+    check_rel("/p/a", "/p/a/data", "data");
+    check_rel("/p/a/x/y", "/p/a", "../..");
+    check_rel("/", "/home/u", "home/u");
+    check_rel("/home/u", "/", "../..");
+    check_rel("/ab", "/abc", "../abc"); /* components, not prefixes */
+    check_rel("relative/dir", "/abs", "/abs");
+    const char *joins[][3] = {{"/p/a", "data/x.csv", "/p/a/data/x.csv"}, {"/p/a/", "/abs/x", "/abs/x"},
+                              {"/p/a/b", "./../../c/./d", "/p/c/d"}, {"/p", "../../x", "/x"},
+                              {"/p/a", ".", "/p/a"}};
+    for (size_t i = 0; i < FL_ARRAY_LEN(joins); i++) {
+        char *j = fl_path_join(joins[i][0], joins[i][1]);
+        CU_ASSERT_STRING_EQUAL(j, joins[i][2]);
+        free(j);
+    }
+    const char *dirs[][2] = {{"a/b.flp", "a"}, {"b.flp", "."}, {"/b.flp", "/"}, {"/x/y/z", "/x/y"}};
+    for (size_t i = 0; i < 4; i++) {
+        char *d = fl_path_dir(dirs[i][0]);
+        CU_ASSERT_STRING_EQUAL(d, dirs[i][1]);
+        free(d);
+    }
+}
+
 /* ---- failing allocation and overflow: one clean message, then abort ---- */
 
 typedef enum { DIE_MALLOC, DIE_CALLOC, DIE_REALLOC, DIE_MUL, DIE_GROW } Die;
@@ -263,6 +297,7 @@ int main(void) {
         {"map_stress", test_map_stress},
         {"arena_intern_buf", test_arena_intern_buf},
         {"files", test_files},
+        {"paths", test_paths},
         {"failing_allocator", test_failing_allocator},
     };
     return fl_test_run("base", setup, teardown, cases, sizeof cases / sizeof *cases);

@@ -46,7 +46,7 @@ static FlLoc loc(int file, int line, int col) {
 static FlReaderSpec *make_reader(const char *path, FlReaderPart part) {
     FlReaderSpec *r = calloc(1, sizeof *r);
     r->path = strdup(path);
-    r->base_dir = strdup("examples");
+    r->base_dir = strdup("/nonexistent/project/examples"); /* absolute, as the evaluator makes it */
     r->skip_rows = 1;
     r->sep = ',';
     int64_t xc[] = {0, 1, 2}, yc[] = {13};
@@ -592,6 +592,53 @@ static void test_bundle_round_trip(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A file stores its readers' directory relative to itself, so a program moved with its data
+ * still finds it; --data-dir's hook points every reader elsewhere. */
+static void test_relocate(void) {
+    char *real = realpath(tmpdir, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(real);
+    char p1[512], p2[512], f1[600], f2[600], data[600];
+    snprintf(p1, sizeof p1, "%s/proj1", real);
+    snprintf(p2, sizeof p2, "%s/proj2", real);
+    snprintf(f1, sizeof f1, "%s/build/m.flp", p1);
+    snprintf(f2, sizeof f2, "%s/build/m.flp", p2);
+    snprintf(data, sizeof data, "%s/build", p1);
+    CU_ASSERT_EQUAL_FATAL(mkdir(p1, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(mkdir(data, 0755), 0);
+    FlBundle *b = make_bundle();
+    free(b->run.reader->base_dir);
+    b->run.reader->base_dir = strdup(p1); /* the .fl was in proj1, the .flp goes to proj1/build */
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL_FATAL(fl_ir_bundle_write(b, f1, &e), FL_OK);
+    size_t len;
+    char *bytes = fl_read_file(f1, &len, &e);
+    FlBundle *raw = NULL;
+    FlPlan *pl = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_decode((const uint8_t *)bytes, len, &raw, &pl, &e), FL_OK);
+    CU_ASSERT_STRING_EQUAL(raw->run.reader->base_dir, ".."); /* stored relative to the file */
+    fl_ir_bundle_free(raw);
+    free(bytes);
+    CU_ASSERT_EQUAL_FATAL(rename(p1, p2), 0); /* move the project */
+    FlBundle *r = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(f2, &r, &pl, &e), FL_OK);
+    CU_ASSERT_STRING_EQUAL(r->run.reader->base_dir, p2);
+    fl_ir_bundle_set_data_dir(r, "/data/on/this/host");
+    CU_ASSERT_STRING_EQUAL(r->run.reader->base_dir, "/data/on/this/host");
+    fl_ir_bundle_free(r);
+    /* an absolute directory in a file (as older files hold) stays as it is */
+    uint8_t *old = fl_ir_encode_bundle(b, &len);
+    FILE *f = fopen(f2, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fwrite(old, 1, len, f);
+    fclose(f);
+    free(old);
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(f2, &r, &pl, &e), FL_OK);
+    CU_ASSERT_STRING_EQUAL(r->run.reader->base_dir, p1);
+    fl_ir_bundle_free(r);
+    fl_ir_bundle_free(b);
+    free(real);
+}
+
 static void test_plan_round_trip(void) {
     FlPlan *pl = make_plan();
     FlErr e = {{0}};
@@ -1028,7 +1075,7 @@ static void test_show_golden(void) {
               "  op print  In=[y]  {message=\"y:\"}\n"
               "== run spec ==\n"
               "batch_size 8, epochs 2, seed 0\n"
-              "reader: \"data/d.csv\" in \"examples\", skip_rows 1, sep \",\"\n"
+              "reader: \"data/d.csv\" in \"/nonexistent/project/examples\", skip_rows 1, sep \",\"\n"
               "  feed x : float32 cols [0, 1, 2]\n"
               "  feed y : int64 cols [13]\n"
               "  normalize [x]\n"
@@ -1242,6 +1289,7 @@ int main(void) {
     CU_add_test(s, "invalid plans", test_invalid_plans);
     CU_add_test(s, "show golden", test_show_golden);
     CU_add_test(s, "dot", test_dot);
+    CU_add_test(s, "relocated files", test_relocate);
     CU_add_test(s, "4000-layer program", test_big_program);
     CU_add_test(s, "fuzz seeds", test_write_corpus);
     CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -444,6 +444,41 @@ static void test_save_killed(void) {
     CU_ASSERT_EQUAL(sh(NULL, "diff -r %s/params %s/old", w, w), 0);
 }
 
+/* A compiled program and its data moved together to another folder train as before; a .flp
+ * (or a plan) alone, away from its data, trains with --data-dir pointing at the data. */
+static void test_relocated(void) {
+    const char *w = workdir();
+    CU_ASSERT_EQUAL_FATAL(sh(NULL, "mkdir -p %s/build && %s build %s/fit_a_line.fl -o %s/build/f.flp", w, flc, w, w), 0);
+    CU_ASSERT_EQUAL_FATAL(sh(NULL, "%s %s/build/f.flp -q --epochs 2 --log %s/before.csv", flrun, w, tmp), 0);
+    CU_ASSERT_EQUAL_FATAL(sh(NULL, "rm -rf %s/moved && mv %s %s/moved", tmp, w, tmp), 0);
+    char *out = NULL;
+    int rc = sh(&out, "%s %s/moved/build/f.flp -q --epochs 2 --log %s/after.csv 2>&1", flrun, tmp, tmp);
+    if (rc) printf("\n    moved program: %s", out);
+    CU_ASSERT_EQUAL(rc, 0);
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/before.csv %s/after.csv", tmp, tmp), 0);
+    /* the compiled file alone, elsewhere: its data paths no longer resolve, --data-dir fixes it */
+    CU_ASSERT_EQUAL_FATAL(sh(NULL, "mkdir -p %s/shared && cp %s/moved/build/f.flp %s/shared/", tmp, tmp, tmp), 0);
+    rc = sh(&out, "%s %s/shared/f.flp -q --epochs 2 2>&1", flrun, tmp);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cannot open"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/shared/f.flp -q --epochs 2 --data-dir %s/moved --log %s/dd.csv", flrun, tmp, tmp,
+                       tmp), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/before.csv %s/dd.csv", tmp, tmp), 0);
+    /* the same for a plan's roles (run here as its local program would not be: check the file) */
+    CU_ASSERT_EQUAL(sh(NULL, "%s transpile %s/moved/build/f.flp --pservers 1 --trainers 1 -o %s/shared/f.plan >/dev/null",
+                       flc, tmp, tmp), 0);
+    rc = sh(&out, "%s show %s/shared/f.plan", flc, tmp);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/moved\""));
+    free(out);
+    rc = sh(&out, "%s %s/shared/f.flp --data-dir %s/nowhere 2>&1", flrun, tmp, tmp);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--data-dir"));
+    free(out);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: test_train FLRUN FLC\n");
@@ -464,6 +499,7 @@ int main(int argc, char **argv) {
         {"early_failures", test_early_failures},
         {"log_on_failure", test_log_on_failure},
         {"save_killed", test_save_killed},
+        {"relocated", test_relocated},
     };
     int rc = fl_test_run("train", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
     sh(NULL, "rm -rf %s", tmp);
