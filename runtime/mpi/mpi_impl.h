@@ -1,0 +1,191 @@
+/* mpi_impl.h: what the files of runtime/mpi share (never included from outside the folder):
+ * the wire format (tags, message kinds, the header), the FlMpi context, and the helpers each
+ * part uses from the others. mpi.h is the public contract; this is the folder's internal one.
+ *
+ *   mpi.c        process setup and roles: init/free, the rank map, the announce exchange,
+ *                fail/abort, stats
+ *   wire.c       the wire protocol: posting and parsing messages and their pieces, receive
+ *                buffers, requests and the polled waits with their timeout
+ *   trainer.c    the trainer client: send / recv / prefetch / barriers (the FlDist hooks), steps,
+ *                finishing
+ *   allreduce.c  the allreduce ring over the trainers
+ *   pserver.c    the pserver loop (listen_and_serv): gradients, optimize blocks, streamed updates
+ *
+ * Internal functions carry the prefix flm_; a function here is used by more than one file.
+ */
+#ifndef FL_MPI_IMPL_H
+#define FL_MPI_IMPL_H
+
+#include "runtime/mpi/mpi.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+enum { TAG_HDR = 1, TAG_DATA = 2, TAG_REPLY0 = 16 };
+enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
+enum { F_INLINE = 1, F_ZERO = 2 };
+#define MAGIC 0x324d4c46u /* "FLM2" */
+#define NAME_MAX_LEN 1024
+
+typedef struct Hdr {
+    uint32_t magic;
+    uint16_t kind, flags;
+    int64_t step, rows, rows_global;
+    int32_t dtype, ndim;
+    int64_t ne[FL_MAX_DIMS];
+    uint64_t nbytes;    /* the payload's bytes (0 for ZERO) */
+    int32_t reply_tag;  /* GET: the tag pair the answer comes on */
+    uint32_t name_len;  /* bytes of name after the header (no NUL); then inline payload */
+    uint32_t piece;     /* a payload that is not inline: the bytes of each data message but
+                         * the last (a multiple of 8) */
+    uint32_t pad;
+} Hdr;
+
+#define MSG_MAX (sizeof(Hdr) + NAME_MAX_LEN + FL_MPI_INLINE)
+
+/* Receive buffers of payloads that do not ride inline, recycled per (source rank, var name):
+ * a buffer whose only reference is the pool's belongs to nobody else any more (its var has
+ * moved on) and may be received into again, which saves the allocation, its page faults and a
+ * zero fill per message. Two per key, because a var still holds the last one while the next
+ * arrives; so the pool costs at most one spare copy of what a rank receives. */
+typedef struct Spare {
+    FlBuffer *b[2];
+    char key[]; /* "src:name", the map's key */
+} Spare;
+
+/* A recv announced by prefetch (FlDist.prefetch): its GET is posted, its answer's header awaited.
+ * While a trainer waits for one answer, the answers of its other prefetches that come in have
+ * their pieces' receives posted at once (flm_advance_fetches), so the parameters the server has
+ * already updated are copied in while the one being waited for is still being updated. */
+typedef struct Fetch {
+    char *name;
+    int src, tag;
+    char *buf; /* MSG_MAX bytes for the answer's header */
+    MPI_Request req;
+    bool in;           /* the header has come (req is complete): count bytes of buf */
+    int count;
+    FlTensor t;        /* a PARAM answer whose pieces are coming: its tensor, */
+    int64_t np;        /* its pieces (0: not started; the claim does everything), */
+    MPI_Request *preq; /* and their receives */
+} Fetch;
+
+
+typedef struct Pending {
+    MPI_Request req;
+    void *buf;     /* header buffer, freed on completion */
+    FlTensor ref;  /* the tensor a payload is sent from, released on completion */
+    int peer;
+} Pending;
+
+struct FlMpi {
+    FlDist dist; /* first: the FlDist the adapters call is the FlMpi */
+    int rank, size;
+    double timeout;
+    uint32_t piece; /* bytes per data message of a payload that is not inline */
+    bool stats, assigned;
+    int tag_pairs;          /* reply tag pairs available */
+    int *role_of, *index_of; /* per rank */
+    int *trainer_rank, *pserver_rank;
+    int T, P;
+    FlMpiRole role;
+    int index;
+    MPI_Comm role_comm;
+    char who[64];
+    int64_t step, rows, rows_global;
+    atomic_uint reqs;
+    pthread_mutex_t mu; /* pend, posting order, stats */
+    FL_VEC(Pending) pend;
+    pthread_mutex_t spare_mu; /* spares (taken under mu or alone, never the other way round) */
+    FlMap spares;          /* "src:name" -> Spare, under spare_mu */
+    FL_VEC(Fetch) fetches; /* prefetched recvs not yet claimed, under mu */
+    pthread_mutex_t red_mu; /* allreduce: one at a time per process; red: one chunk of its ring */
+    char *red;
+    size_t red_cap;
+    /* stats */
+    uint64_t bytes, msgs;
+    int64_t steps;
+    double comm, compute;
+};
+
+/* ---- helpers (wire.c) ---- */
+double flm_now(void); /* monotonic seconds */
+FlStatus flm_mpi_err(FlErr *e, int rc, const char *what);
+#define MPI_TRY(call, what)                                       \
+    do {                                                          \
+        int rc_ = (call);                                         \
+        if (rc_ != MPI_SUCCESS) return flm_mpi_err(e, rc_, what); \
+    } while (0)
+const char *flm_role_name(int r);
+/* "rank 2 (pserver 0)" of any rank, into buf. */
+const char *flm_peer_name(const FlMpi *m, int rank, char *buf, size_t n);
+/* Withdraws n posted requests (after an error: their buffers may then go). */
+void flm_drop_reqs(MPI_Request *r, int64_t n);
+
+/* ---- waiting (wire.c) ---- */
+typedef struct Backoff {
+    unsigned n;
+} Backoff;
+/* Spin a little, then yield, then sleep 50 us. */
+void flm_backoff(Backoff *b);
+/* Waits for req, polling (with `adv`, the other prefetched answers move on meanwhile); gives up
+ * after m->timeout naming peer (-1: "the other trainers"). */
+FlStatus flm_wait_req_adv(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, const char *what, bool adv,
+                          FlErr *e) FL_WARN_UNUSED;
+FlStatus flm_wait_req(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, const char *what, FlErr *e) FL_WARN_UNUSED;
+/* Completes what has completed of the posted sends; with `all`, waits for every one. */
+FlStatus flm_progress(FlMpi *m, bool all, FlErr *e) FL_WARN_UNUSED;
+
+/* ---- messages (wire.c) ---- */
+/* The data messages of a payload of nbytes that is not inline: pieces of `piece` bytes. */
+int64_t flm_npieces(uint64_t nbytes, uint32_t piece);
+size_t flm_piece_len(uint64_t nbytes, uint32_t piece, int64_t c);
+/* Posts one message to dest: the header on `tag` and, for a payload that is not inline, its
+ * pieces on tag + 1, all of them unless `later` (the caller then posts each with
+ * flm_post_piece as its bytes become final, in order). t: the tensor to send (NULL: none);
+ * text: an inline text payload (ERROR replies). */
+FlStatus flm_post_msg(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name,
+                      const FlTensor *t, const char *text, int32_t reply_tag, bool later, FlErr *e) FL_WARN_UNUSED;
+/* flm_post_msg without `later`. */
+FlStatus flm_post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name, const FlTensor *t,
+                  const char *text, int32_t reply_tag, FlErr *e) FL_WARN_UNUSED;
+/* Piece c of a message whose header flm_post_msg posted with `later`. */
+FlStatus flm_post_piece(FlMpi *m, int dest, int tag, const FlTensor *t, int64_t c, FlErr *e) FL_WARN_UNUSED;
+/* Checks a received message from rank src: its header, name and inline payload. */
+FlStatus flm_parse(const FlMpi *m, int src, const char *buf, int count, Hdr *h, char *name, const char **payload,
+                   FlErr *e) FL_WARN_UNUSED;
+/* An uninitialised tensor of the given dtype and shape (nb bytes), from the Spare pool. */
+FlStatus flm_spare_tensor(FlMpi *m, int src, const char *name, FlDType dt, int ndim, const int64_t *ne, size_t nb,
+                          FlTensor *out, FlErr *e) FL_WARN_UNUSED;
+/* A new tensor of the header's dtype and shape for its payload (*pieces: data messages to
+ * come; `bare`: no buffer, the pieces go elsewhere). */
+FlStatus flm_payload_tensor(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, bool bare,
+                            FlTensor *out, int64_t *pieces, FlErr *e) FL_WARN_UNUSED;
+/* Posts the receives of all np pieces of h's payload from src on data_tag into t. */
+FlStatus flm_recv_pieces(const Hdr *h, FlTensor *t, int64_t np, int src, int data_tag, MPI_Request **out,
+                         FlErr *e) FL_WARN_UNUSED;
+/* Waits for the n requests in order; after an error none stays posted. */
+FlStatus flm_wait_all(FlMpi *m, MPI_Request *rq, int64_t n, int src, const char *what, bool adv, FlErr *e) FL_WARN_UNUSED;
+/* flm_payload_tensor, then every piece received. */
+FlStatus flm_take_payload(FlMpi *m, const Hdr *h, const char *name, const char *payload, int src, int data_tag,
+                          FlTensor *out, FlErr *e) FL_WARN_UNUSED;
+
+/* ---- the trainer client (trainer.c) ---- */
+/* Frees f, withdrawing what it still has posted (its header's receive, its pieces'). */
+void flm_fetch_free(Fetch *f);
+/* The prefetched answers whose headers have come start their pieces' receives. */
+void flm_advance_fetches(FlMpi *m);
+/* Adds the seconds since t0 to the communication time. */
+void flm_add_comm(FlMpi *m, double t0);
+FlStatus flm_t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e);
+FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
+FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
+FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
+
+/* ---- the allreduce ring (allreduce.c) ---- */
+FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out, FlErr *e);
+
+/* ---- the pserver loop (pserver.c) ---- */
+FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e);
+
+#endif
