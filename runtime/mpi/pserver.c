@@ -647,7 +647,7 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
         return fl_err(e, "a message of %d bytes from %s is too long", count, flm_peer_name(m, src, pn, sizeof pn));
     MPI_TRY(MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "receiving");
     Hdr h;
-    const char *payload;
+    const char *payload = NULL;
     if (flm_parse(m, src, buf, count, &h, name, &payload, e) != FL_OK) return FL_ERROR;
     if (m->role_of[src] != FL_MPI_TRAINER)
         return fl_err(e, "a message from %s, which is not a trainer", flm_peer_name(m, src, pn, sizeof pn));

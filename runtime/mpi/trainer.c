@@ -28,18 +28,19 @@ void flm_fetch_free(Fetch *f) {
     free(f->name);
 }
 
-static FlStatus pserver_rank(FlMpi *m, int ps, const char *name, const char *op, int *rank, FlErr *e) {
+/* The rank of pserver ps (-1 in an op without epmap: the job's only pserver) for op `op` of
+ * var `name`, or -1 with the error in e. */
+static int pserver_rank(FlMpi *m, int ps, const char *name, const char *op, FlErr *e) {
     if (!m->assigned || m->role != FL_MPI_TRAINER)
-        return fl_err(e, "%s '%s': only trainers send and receive (this is %s)", op, name, m->who);
-    if (m->P == 0) return fl_err(e, "%s '%s': the job has no pserver", op, name);
+        return fl_err(e, "%s '%s': only trainers send and receive (this is %s)", op, name, m->who), -1;
+    if (m->P == 0) return fl_err(e, "%s '%s': the job has no pserver", op, name), -1;
     if (ps < 0) {
         if (m->P != 1)
-            return fl_err(e, "%s '%s': the op names no pserver (epmap) and the job has %d pservers", op, name, m->P);
+            return fl_err(e, "%s '%s': the op names no pserver (epmap) and the job has %d pservers", op, name, m->P), -1;
         ps = 0;
     }
-    if (ps >= m->P) return fl_err(e, "%s '%s' to pserver %d: the job has %d pservers", op, name, ps, m->P);
-    *rank = m->pserver_rank[ps];
-    return FL_OK;
+    if (ps >= m->P) return fl_err(e, "%s '%s' to pserver %d: the job has %d pservers", op, name, ps, m->P), -1;
+    return m->pserver_rank[ps];
 }
 
 void flm_add_comm(FlMpi *m, double t0) {
@@ -51,8 +52,8 @@ void flm_add_comm(FlMpi *m, double t0) {
 FlStatus flm_t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = flm_now();
-    int dest;
-    if (pserver_rank(m, ps, name, "sending", &dest, e) != FL_OK) return FL_ERROR;
+    int dest = pserver_rank(m, ps, name, "sending", e);
+    if (dest < 0) return FL_ERROR;
     uint16_t flags = m->rows == 0 && m->rows_global > 0 ? F_ZERO : 0;
     FlStatus st = flm_post(m, dest, TAG_HDR, K_GRAD, flags, name, t, NULL, 0, e);
     if (st == FL_OK) st = flm_progress(m, false, e);
@@ -84,7 +85,7 @@ static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *
 static void early(FlMpi *m, Fetch *f) {
     Hdr h;
     char name2[NAME_MAX_LEN + 1];
-    const char *payload;
+    const char *payload = NULL;
     FlErr ignored;
     int64_t np;
     if (flm_parse(m, f->src, f->buf, f->count, &h, name2, &payload, &ignored) != FL_OK || h.kind != K_PARAM ||
@@ -136,7 +137,7 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
         goto done;
     }
     Hdr h;
-    const char *payload;
+    const char *payload = NULL;
     if (flm_parse(m, f->src, f->buf, f->count, &h, name2, &payload, e) != FL_OK) goto done;
     if (h.kind == K_ERROR) {
         char pn[64];
@@ -160,10 +161,9 @@ done:
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = flm_now();
-    int src;
+    int src = pserver_rank(m, ps, name, "receiving", e);
     Fetch f;
-    FlStatus st = pserver_rank(m, ps, name, "receiving", &src, e);
-    if (st == FL_OK) st = start_get(m, src, name, &f, e);
+    FlStatus st = src < 0 ? FL_ERROR : start_get(m, src, name, &f, e);
     if (st == FL_OK) {
         pthread_mutex_lock(&m->mu);
         FL_VEC_PUSH(&m->fetches, f);
@@ -176,9 +176,9 @@ FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e) {
 FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = flm_now();
-    int src;
-    if (pserver_rank(m, ps, name, "receiving", &src, e) != FL_OK) return FL_ERROR;
-    Fetch f;
+    int src = pserver_rank(m, ps, name, "receiving", e);
+    if (src < 0) return FL_ERROR;
+    Fetch f = {0};
     bool found = false;
     pthread_mutex_lock(&m->mu); /* claim the oldest prefetch of (src, name), if any */
     for (size_t i = 0; i < m->fetches.len && !found; i++)

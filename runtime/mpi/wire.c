@@ -219,6 +219,9 @@ FlStatus flm_post_piece(FlMpi *m, int dest, int tag, const FlTensor *t, int64_t 
 FlStatus flm_parse(const FlMpi *m, int src, const char *buf, int count, Hdr *h, char *name, const char **payload,
                       FlErr *e) {
     char pn[64];
+    *h = (Hdr){0};
+    *payload = NULL;
+    name[0] = 0;
     if (count < (int)sizeof *h)
         return fl_err(e, "a message of %d bytes from %s is too short for a header", count, flm_peer_name(m, src, pn, sizeof pn));
     memcpy(h, buf, sizeof *h);
