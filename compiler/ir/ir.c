@@ -870,10 +870,41 @@ FlStatus fl_ir_validate_plan(const FlPlan *p, FlErr *e) {
     for (size_t i = 0; i < p->roles.len; i++)
         if (fl_ir_validate_bundle(p->roles.data[i], &sub))
             return fl_err(e, "role %zu: %s", i, sub.msg);
+    bool allreduce = !strcmp(p->mode, "allreduce");
+    if (strcmp(p->mode, "sync") && strcmp(p->mode, "async") && !allreduce)
+        return fl_err(e, "the plan's mode is '%.40s'; expected sync, async or allreduce", p->mode);
+    if (allreduce && p->pservers != 0)
+        return fl_err(e, "the plan's mode is allreduce but it has %lld pservers (allreduce has none)",
+                      (long long)p->pservers);
+    /* roles: trainers 0..T-1, then pservers 0..P-1 */
+    for (size_t i = 0; i < p->roles.len; i++) {
+        const FlBundle *b = p->roles.data[i];
+        bool trainer = i < (size_t)p->trainers;
+        int64_t want = trainer ? (int64_t)i : (int64_t)i - p->trainers;
+        if (empty(b->role) || strcmp(b->role, trainer ? "trainer" : "pserver") || b->role_index != want)
+            return fl_err(e, "role %zu is %s %lld; expected %s %lld (trainers first, then pservers)", i,
+                          empty(b->role) ? "(none)" : b->role, (long long)b->role_index,
+                          trainer ? "trainer" : "pserver", (long long)want);
+    }
+    /* the rank map: one rank per role, each kind numbered in rank order */
     if (p->rank_role.len == 0) return fl_err(e, "the plan has an empty rank map");
-    for (size_t i = 0; i < p->rank_role.len; i++)
-        if (p->rank_role.data[i] < 0 || (uint64_t)p->rank_role.data[i] >= p->roles.len)
-            return fl_err(e, "rank %zu maps to role %lld, but the plan has roles 0..%zu", i,
-                          (long long)p->rank_role.data[i], p->roles.len - 1);
+    if (p->rank_role.len != p->roles.len)
+        return fl_err(e, "the plan's rank map has %zu ranks for %zu roles (%lld trainers + %lld pservers): one "
+                      "rank per role", p->rank_role.len, p->roles.len, (long long)p->trainers,
+                      (long long)p->pservers);
+    int64_t next[2] = {0, p->trainers}; /* the role the next trainer / pserver rank must map to */
+    for (size_t i = 0; i < p->rank_role.len; i++) {
+        int64_t k = p->rank_role.data[i];
+        if (k < 0 || (uint64_t)k >= p->roles.len)
+            return fl_err(e, "rank %zu maps to role %lld, but the plan has roles 0..%zu", i, (long long)k,
+                          p->roles.len - 1);
+        int kind = k >= p->trainers;
+        if (k != next[kind])
+            return fl_err(e, "rank %zu maps to role %lld (%s %lld); expected %s %lld: the rank map numbers each "
+                          "kind in rank order, each role once", i, (long long)k, kind ? "pserver" : "trainer",
+                          (long long)p->roles.data[k]->role_index, kind ? "pserver" : "trainer",
+                          (long long)(kind ? next[1] - p->trainers : next[0]));
+        next[kind]++;
+    }
     return FL_OK;
 }

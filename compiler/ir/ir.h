@@ -238,7 +238,7 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b);
 
 /* ---- plan (.plan) ---- */
 typedef struct FlPlan {
-    char *mode;          /* "sync" or "async" */
+    char *mode;          /* "sync", "async" or "allreduce" */
     int64_t pservers, trainers;
     FL_VEC(FlBundle *) roles;  /* trainers first (role_index 0..T-1), then pservers */
     FL_VEC(int64_t) rank_role; /* rank -> index into roles */

@@ -1015,6 +1015,32 @@ static void test_invalid_plans(void) {
     p->rank_role.len = 0;
     EXPECT_PLAN("the plan has an empty rank map");
     p->rank_role.len = nr;
+    /* the rank map must fit the roles: one rank each (the job's size is the map's), in order */
+    p->rank_role.len = nr - 1;
+    EXPECT_PLAN("the plan's rank map has 2 ranks for 3 roles (2 trainers + 1 pservers): one rank per role");
+    p->rank_role.len = nr;
+    FL_VEC_PUSH(&p->rank_role, 1);
+    EXPECT_PLAN("the plan's rank map has 4 ranks for 3 roles (2 trainers + 1 pservers): one rank per role");
+    p->rank_role.len = nr;
+    p->rank_role.data[1] = 1;
+    p->rank_role.data[2] = 0;
+    EXPECT_PLAN("rank 1 maps to role 1 (trainer 1); expected trainer 0: the rank map numbers each kind in rank "
+                "order, each role once");
+    p->rank_role.data[1] = 0;
+    EXPECT_PLAN("rank 2 maps to role 0 (trainer 0); expected trainer 1: the rank map numbers each kind in rank "
+                "order, each role once");
+    p->rank_role.data[2] = 1;
+    p->roles.data[1]->role_index = 0;
+    EXPECT_PLAN("role 1 is trainer 0; expected trainer 1 (trainers first, then pservers)");
+    p->roles.data[1]->role_index = 1;
+    free(p->mode);
+    p->mode = strdup("bogus");
+    EXPECT_PLAN("the plan's mode is 'bogus'; expected sync, async or allreduce");
+    free(p->mode);
+    p->mode = strdup("allreduce");
+    EXPECT_PLAN("the plan's mode is allreduce but it has 1 pservers (allreduce has none)");
+    free(p->mode);
+    p->mode = strdup("sync");
     CU_ASSERT_EQUAL(fl_ir_validate_plan(p, &e), FL_OK);
     const char *path = tmp_path("bad.plan");
     p->trainers = 5;
