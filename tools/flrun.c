@@ -329,24 +329,21 @@ static int start_mpi(Opts *o, FlPlan *plan, FlBundle **bundle, int64_t *seed, Fl
         return 1;
     }
     *out = m;
+    /* collective: on an error every rank has the same message; rank 0 says it, all leave at once */
+    if ((plan ? fl_mpi_assign_plan(m, plan, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) != FL_OK) {
+        if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s\n", e.msg);
+        fl_mpi_free(m);
+        *out = NULL;
+        return 1;
+    }
     if (plan) {
-        if (fl_mpi_assign_plan(m, plan, &e) != FL_OK) {
-            /* every rank knows; rank 0 says it, all leave at once */
-            if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s flrun %s\n", e.msg, o->file);
-            fl_mpi_free(m);
-            *out = NULL;
-            return 1;
-        }
         int64_t k = plan->rank_role.data[fl_mpi_rank(m)];
         *bundle = plan->roles.data[k];
         plan->roles.data[k] = NULL;
         /* seed-0 random ops take their seed from the run seed: the trainers' run spec's, so that
          * pservers initialise exactly what the local program would */
         if (*seed < 0) *seed = plan->roles.data[0] ? plan->roles.data[0]->run.seed : (*bundle)->run.seed;
-        return -1;
     }
-    bool server = !strcmp((*bundle)->role, "pserver") || has_op_flag((*bundle)->main, 0, "listen_and_serv");
-    if (fl_mpi_assign_announce(m, server ? FL_MPI_PSERVER : FL_MPI_TRAINER, &e) != FL_OK) fl_mpi_fail(m, e.msg);
     return -1;
 }
 

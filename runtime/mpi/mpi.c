@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "runtime/mpi/mpi_impl.h"
+#include "compiler/ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->red_mu, NULL);
     pthread_mutex_init(&m->spare_mu, NULL);
+    pthread_mutex_init(&m->alive_mu, NULL);
+    pthread_cond_init(&m->alive_cv, NULL);
     /* backoff's 50 us sleeps would last 100 us with the default 50 us timer slack: a pserver
      * idle between steps then answers a step's first message that much later */
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
@@ -61,8 +64,14 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     return FL_OK;
 }
 
+static void finish_barrier(FlMpi *m);
+static void alive_stop(FlMpi *m);
+
 void fl_mpi_free(FlMpi *m) {
     if (!m) return;
+    finish_barrier(m);
+    alive_stop(m);
+    flm_alive_poll(m); /* the last heartbeats */
     for (size_t i = 0; i < m->pend.len; i++) {
         free(m->pend.data[i].buf);
         fl_tensor_fini(&m->pend.data[i].ref);
@@ -86,6 +95,9 @@ void fl_mpi_free(FlMpi *m) {
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->red_mu);
     pthread_mutex_destroy(&m->spare_mu);
+    pthread_mutex_destroy(&m->alive_mu);
+    pthread_cond_destroy(&m->alive_cv);
+    free((void *)m->heard);
     free(m->red);
     free(m);
     MPI_Finalize();
@@ -100,13 +112,218 @@ int fl_mpi_pservers(const FlMpi *m) { return m->P; }
 const char *fl_mpi_who(const FlMpi *m) { return m->who; }
 FlDist *fl_mpi_dist(FlMpi *m) { return &m->dist; }
 
-/* Numbers trainers and pservers by rank order once role_of is set. */
-static FlStatus finish_roles(FlMpi *m, FlErr *e) {
+/* ---------------------------------------------------------------- liveness */
+
+/* A stopped or hung rank sends nothing; a busy one (a long evaluation, a large optimize block)
+ * still does: every rank's heartbeat thread sends an empty TAG_ALIVE message to every other
+ * rank each timeout/4 seconds, from the end of the announce exchange until the barrier before
+ * MPI_Finalize has completed. A rank waiting without a request of its own to time out (the
+ * pserver between steps, the finalising barrier) gives up on a peer it has heard nothing from
+ * for the timeout. */
+static void *alive_main(void *arg) {
+    FlMpi *m = arg;
+    MPI_Request *rq = fl_xmalloc((size_t)m->size * sizeof *rq);
+    for (int r = 0; r < m->size; r++) rq[r] = MPI_REQUEST_NULL;
+    double every = m->timeout / 4 > 0.01 ? m->timeout / 4 : 0.01;
+    pthread_mutex_lock(&m->alive_mu);
+    while (!m->alive_stop) {
+        for (int r = 0; r < m->size; r++) {
+            int done = 1;
+            if (r == m->rank) continue;
+            if (rq[r] != MPI_REQUEST_NULL && MPI_Test(&rq[r], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0;
+            if (done) MPI_Isend(NULL, 0, MPI_BYTE, r, TAG_ALIVE, MPI_COMM_WORLD, &rq[r]);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + every;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&m->alive_cv, &m->alive_mu, &ts);
+    }
+    pthread_mutex_unlock(&m->alive_mu);
+    for (int r = 0; r < m->size; r++)
+        if (rq[r] != MPI_REQUEST_NULL) MPI_Request_free(&rq[r]); /* an empty send: it completes alone */
+    free(rq);
+    return NULL;
+}
+
+static void alive_start(FlMpi *m) {
+    m->heard = fl_xcalloc((size_t)m->size, sizeof *m->heard);
+    for (int r = 0; r < m->size; r++) flm_heard(m, r);
+    if (m->size < 2) return;
+    m->alive_on = pthread_create(&m->alive_thread, NULL, alive_main, m) == 0;
+}
+
+static void alive_stop(FlMpi *m) {
+    if (!m->alive_on) return;
+    pthread_mutex_lock(&m->alive_mu);
+    m->alive_stop = true;
+    pthread_cond_signal(&m->alive_cv);
+    pthread_mutex_unlock(&m->alive_mu);
+    pthread_join(m->alive_thread, NULL);
+    m->alive_on = false;
+}
+
+void flm_heard(FlMpi *m, int rank) {
+    if (m->heard && rank >= 0 && rank < m->size) atomic_store(&m->heard[rank], (int64_t)(flm_now() * 1e9));
+}
+
+double flm_silent(const FlMpi *m, int rank) {
+    if (!m->heard || rank < 0 || rank >= m->size) return 0;
+    return flm_now() - (double)atomic_load(&m->heard[rank]) * 1e-9;
+}
+
+void flm_alive_poll(FlMpi *m) {
+    for (int k = 0; m->heard && k < 256; k++) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        if (MPI_Improbe(MPI_ANY_SOURCE, TAG_ALIVE, MPI_COMM_WORLD, &flag, &msg, &st) != MPI_SUCCESS || !flag) return;
+        MPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        flm_heard(m, st.MPI_SOURCE);
+    }
+}
+
+/* The barrier before MPI_Finalize (which would wait without limit for a stopped rank), polled:
+ * every rank has come, or one has been silent for the timeout (the job then ends). */
+static void finish_barrier(FlMpi *m) {
+    MPI_Request req;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+    double t0 = flm_now();
+    Backoff b = {0};
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) return;
+        flm_alive_poll(m);
+        for (int r = 0; r < m->size; r++) {
+            double q = m->heard ? flm_silent(m, r) : flm_now() - t0;
+            if (r != m->rank && q > m->timeout) {
+                char pn[64], msg[256];
+                snprintf(msg, sizeof msg, "finishing: no sign of life from %s for %.0f s (the peer timeout, flrun --timeout)",
+                         m->heard ? flm_peer_name(m, r, pn, sizeof pn) : "the other ranks", m->timeout);
+                fl_mpi_fail(m, msg);
+            }
+        }
+        flm_backoff(&b);
+    }
+}
+
+/* ---------------------------------------------------------------- roles */
+
+/* What every rank tells the others before anything else (the announce exchange, an allgather
+ * of one fixed record per rank, polled with the peer timeout): what it runs (a plan or a
+ * program of its own), its role and mode, and whether it could take them. Every rank then
+ * decides from the same records (verdict), so an error seen by some ranks ends every rank's
+ * start alike, and ranks running different things are told so instead of misreading each
+ * other's messages. */
+#define ANNOUNCE_MAGIC 0x31414c46u /* "FLA1": the record's layout; another layout is another flrun */
+enum { AK_PLAN = 1, AK_PROGRAM = 2 };
+enum { AM_NONE, AM_SYNC, AM_ASYNC, AM_ALLREDUCE };
+
+typedef struct Announce {
+    uint32_t magic;
+    int32_t kind, role, mode; /* AK_*, FlMpiRole, AM_* */
+    int32_t ok;               /* 0: msg says why this rank cannot take its role */
+    int32_t pad;
+    uint64_t plan_id; /* a plan: a hash of its bytes (every rank must run the same plan) */
+    char file[64];    /* the file this rank runs (its last 63 bytes) */
+    char msg[192];
+} Announce;
+
+static void announce_init(Announce *a, int kind, const char *file) {
+    memset(a, 0, sizeof *a);
+    a->magic = ANNOUNCE_MAGIC;
+    a->kind = kind;
+    a->ok = 1;
+    size_t n = strlen(file);
+    snprintf(a->file, sizeof a->file, "%s", n >= sizeof a->file ? file + n - (sizeof a->file - 1) : file);
+}
+
+static void announce_error(Announce *a, const char *msg) {
+    if (!a->ok) return;
+    a->ok = 0;
+    snprintf(a->msg, sizeof a->msg, "%s", msg);
+}
+
+/* The first op of program p with the given id (in any block), or NULL. */
+static const FlOpDesc *find_op(const FlProgram *p, FlOpId id) {
+    for (size_t i = 0; i < p->blocks.len; i++)
+        for (size_t j = 0; j < p->blocks.data[i]->ops.len; j++) {
+            const FlOpDesc *op = p->blocks.data[i]->ops.data[j];
+            const FlOpInfo *info = fl_ops_find(op->type);
+            if (info && !info->is_grad && info->id == id) return op;
+        }
+    return NULL;
+}
+
+static bool attr_true(const FlOpDesc *op, const char *name) {
+    const FlAttr *a = fl_ir_op_attr(op, name);
+    return a && a->type == FL_ATTR_BOOL && a->i;
+}
+
+/* The mode of a hand-written program: a pserver's is listen_and_serv's sync_mode; a trainer is
+ * allreduce with an allreduce op, sync with a barrier or a send marked sync, async with sends
+ * and neither. */
+static int program_mode(const FlProgram *p, FlMpiRole role) {
+    if (role == FL_MPI_PSERVER) {
+        const FlOpDesc *ls = find_op(p, FL_OPID_listen_and_serv);
+        return ls && attr_true(ls, "sync_mode") ? AM_SYNC : AM_ASYNC;
+    }
+    if (find_op(p, FL_OPID_allreduce)) return AM_ALLREDUCE;
+    if (find_op(p, FL_OPID_send_barrier) || find_op(p, FL_OPID_fetch_barrier)) return AM_SYNC;
+    bool sends = false;
+    for (size_t i = 0; i < p->blocks.len; i++)
+        for (size_t j = 0; j < p->blocks.data[i]->ops.len; j++) {
+            const FlOpDesc *op = p->blocks.data[i]->ops.data[j];
+            const FlOpInfo *info = fl_ops_find(op->type);
+            if (!info || info->is_grad || info->id != FL_OPID_send) continue;
+            if (attr_true(op, "sync")) return AM_SYNC;
+            sends = true;
+        }
+    return sends ? AM_ASYNC : AM_NONE;
+}
+
+/* "ranks 0-2" / "rank 4" / "ranks 0, 3" of the ranks r whose all[r] `pick` selects. */
+static void rank_list(const Announce *all, int n, bool (*pick)(const Announce *, const void *), const void *arg,
+                      FlBuf *out) {
+    int count = 0, first = -1, last = -2;
+    bool runs = true;
+    for (int r = 0; r < n; r++)
+        if (pick(&all[r], arg)) {
+            if (first < 0) first = r;
+            else if (r != last + 1) runs = false;
+            last = r;
+            count++;
+        }
+    if (count == 1) fl_buf_printf(out, "rank %d", first);
+    else if (runs) fl_buf_printf(out, "ranks %d-%d", first, last);
+    else {
+        fl_buf_printf(out, "ranks");
+        for (int r = 0, k = 0; r < n; r++)
+            if (pick(&all[r], arg)) fl_buf_printf(out, "%s %d", k++ ? "," : "", r);
+    }
+}
+static bool pick_kind(const Announce *a, const void *k) { return a->kind == *(const int *)k; }
+static bool pick_trainer_mode(const Announce *a, const void *md) {
+    return a->role == FL_MPI_TRAINER && a->mode == *(const int *)md;
+}
+static bool pick_role(const Announce *a, const void *role) { return a->role == *(const int *)role; }
+static bool pick_not_allreduce(const Announce *a, const void *unused) {
+    return a->role == FL_MPI_TRAINER && a->mode != AM_ALLREDUCE;
+}
+static bool pick_pserver_mode(const Announce *a, const void *md) {
+    return a->role == FL_MPI_PSERVER && a->mode == *(const int *)md;
+}
+
+/* Numbers trainers and pservers by rank order from the records' roles. */
+static void number_roles(FlMpi *m, const Announce *all) {
+    m->role_of = fl_xcalloc((size_t)m->size, sizeof *m->role_of);
     m->index_of = fl_xcalloc((size_t)m->size, sizeof *m->index_of);
     m->trainer_rank = fl_xcalloc((size_t)m->size, sizeof *m->trainer_rank);
     m->pserver_rank = fl_xcalloc((size_t)m->size, sizeof *m->pserver_rank);
     m->T = m->P = 0;
     for (int r = 0; r < m->size; r++) {
+        m->role_of[r] = all[r].role == FL_MPI_PSERVER ? FL_MPI_PSERVER : FL_MPI_TRAINER;
         if (m->role_of[r] == FL_MPI_PSERVER) {
             m->index_of[r] = m->P;
             m->pserver_rank[m->P++] = r;
@@ -119,34 +336,160 @@ static FlStatus finish_roles(FlMpi *m, FlErr *e) {
     m->index = m->index_of[m->rank];
     m->assigned = true;
     snprintf(m->who, sizeof m->who, "rank %d (%s %d)", m->rank, flm_role_name(m->role), m->index);
-    if (m->T == 0) return fl_err(e, "the job has no trainer (every rank runs a listen_and_serv program)");
-    MPI_TRY(MPI_Comm_split(MPI_COMM_WORLD, (int)m->role, m->rank, &m->role_comm), "splitting the roles");
-    return FL_OK;
 }
 
-FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, FlErr *e) {
-    size_t nr = plan->rank_role.len;
-    if ((size_t)m->size != nr)
-        return fl_err(e, "the plan needs %zu ranks (%lld trainers + %lld pservers) but the job has %d: run mpirun -np %zu",
-                      nr, (long long)plan->trainers, (long long)plan->pservers, m->size, nr);
-    m->role_of = fl_xcalloc(nr, sizeof *m->role_of);
-    for (size_t r = 0; r < nr; r++) {
-        int64_t k = plan->rank_role.data[r];
-        if (k < 0 || (size_t)k >= plan->roles.len) return fl_err(e, "the plan's rank map is corrupt (rank %zu)", r);
-        m->role_of[r] = !strcmp(plan->roles.data[k]->role, "pserver") ? FL_MPI_PSERVER : FL_MPI_TRAINER;
+/* The job's verdict on the records, the same on every rank: what was mixed, which ranks could
+ * not take their roles, which modes disagree. */
+static FlStatus verdict(FlMpi *m, const Announce *all, FlErr *e) {
+    int n = m->size;
+    for (int r = 0; r < n; r++)
+        if (all[r].magic != ANNOUNCE_MAGIC)
+            return fl_err(e, "rank %d runs another version of flrun (its announcement is not this one's)", r);
+    int plan = AK_PLAN, prog = AK_PROGRAM, nplan = 0;
+    for (int r = 0; r < n; r++) nplan += all[r].kind == AK_PLAN;
+    FlBuf b = {0};
+    FlStatus st = FL_OK;
+    if (nplan > 0 && nplan < n) {
+        int rp = 0, rf = 0;
+        while (all[rp].kind != AK_PLAN) rp++;
+        while (all[rf].kind == AK_PLAN) rf++;
+        rank_list(all, n, pick_kind, &plan, &b);
+        fl_buf_printf(&b, " run the plan '%s' and ", all[rp].file);
+        rank_list(all, n, pick_kind, &prog, &b);
+        fl_buf_printf(&b, " run%s their own program ('%s'): a job runs either one plan on every rank "
+                      "(mpirun -np N flrun X.plan) or hand-written programs only", n - nplan == 1 ? "s" : "", all[rf].file);
+        st = fl_err(e, "the job mixes a plan with hand-written programs: %s", fl_buf_str(&b));
+        goto done;
     }
-    if (finish_roles(m, e) != FL_OK) return FL_ERROR;
-    int64_t k = plan->rank_role.data[m->rank];
-    if (plan->roles.data[k]->role_index != m->index)
-        return fl_err(e, "the plan's rank map does not number its %ss in rank order", flm_role_name(m->role));
+    for (int r = 1; nplan && r < n; r++)
+        if (all[r].plan_id != all[0].plan_id) {
+            st = fl_err(e, "the ranks run different plans: rank 0 runs '%s', rank %d '%s' (every rank runs the same plan)",
+                        all[0].file, r, all[r].file);
+            goto done;
+        }
+    number_roles(m, all);
+    int nbad = 0, first = -1;
+    bool same = true;
+    for (int r = 0; r < n; r++)
+        if (!all[r].ok) {
+            nbad++;
+            if (first < 0) first = r;
+            else same &= !strcmp(all[r].msg, all[first].msg);
+        }
+    if (nbad == n && same) { /* every rank has the same complaint: the job's, not a rank's */
+        st = fl_err(e, "%s", all[first].msg);
+        goto done;
+    }
+    if (first >= 0) {
+        char pn[64];
+        for (int r = 0, k = 0; r < n; r++)
+            if (!all[r].ok && k++ < 4)
+                fl_buf_printf(&b, "%s%s: %s", k > 1 ? "; " : "", flm_peer_name(m, r, pn, sizeof pn), all[r].msg);
+        st = fl_err(e, "%s", fl_buf_str(&b));
+        goto done;
+    }
+    if (m->T == 0) {
+        st = fl_err(e, "the job has no trainer (every rank runs a listen_and_serv program)");
+        goto done;
+    }
+    int sync = AM_SYNC, async = AM_ASYNC, ar = AM_ALLREDUCE;
+    bool t_sync = false, t_ar = false, t_other = false, p_async = false;
+    for (int r = 0; r < n; r++) {
+        if (all[r].role == FL_MPI_TRAINER) {
+            t_sync |= all[r].mode == AM_SYNC;
+            t_ar |= all[r].mode == AM_ALLREDUCE;
+            t_other |= all[r].mode != AM_ALLREDUCE;
+        } else {
+            p_async |= all[r].mode == AM_ASYNC;
+        }
+    }
+    if (t_ar && (m->P > 0 || t_other)) {
+        fl_buf_printf(&b, "allreduce trainers on ");
+        rank_list(all, n, pick_trainer_mode, &ar, &b);
+        if (m->P) {
+            fl_buf_printf(&b, ", pservers on ");
+            rank_list(all, n, pick_role, &(int){FL_MPI_PSERVER}, &b);
+        } else {
+            fl_buf_printf(&b, ", other trainers on ");
+            rank_list(all, n, pick_not_allreduce, NULL, &b);
+        }
+        st = fl_err(e, "the job mixes modes: %s; allreduce trainers run in a job of allreduce trainers alone",
+                    fl_buf_str(&b));
+        goto done;
+    }
+    if (t_sync && p_async) {
+        fl_buf_printf(&b, "sync trainers on ");
+        rank_list(all, n, pick_trainer_mode, &sync, &b);
+        fl_buf_printf(&b, ", async pservers on ");
+        rank_list(all, n, pick_pserver_mode, &async, &b);
+        st = fl_err(e, "the job mixes sync and async: %s; a sync trainer's barriers need sync pservers (run the "
+                    "trainers and pservers of one plan or one mode, flc transpile --mode)", fl_buf_str(&b));
+        goto done;
+    }
+done:
+    fl_buf_free(&b);
+    return st;
+}
+
+/* The announce exchange and its verdict; then the role communicators and the heartbeat. An
+ * exchange that does not complete within the timeout (a rank that never comes) ends the job. */
+static FlStatus assign(FlMpi *m, const Announce *mine, FlErr *e) {
+    Announce *all = fl_xcalloc((size_t)m->size, sizeof *all);
+    MPI_Request req;
+    int rc = MPI_Iallgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, MPI_COMM_WORLD, &req);
+    FlStatus st = rc == MPI_SUCCESS ? flm_wait_req(m, &req, NULL, -1, "announcing the roles", e)
+                                    : flm_mpi_err(e, rc, "announcing the roles");
+    if (st != FL_OK) fl_mpi_fail(m, e->msg); /* the others may wait for this rank: end them all */
+    st = verdict(m, all, e);
+    free(all);
+    if (st != FL_OK) return st;
+    rc = MPI_Comm_split(MPI_COMM_WORLD, (int)m->role, m->rank, &m->role_comm);
+    if (rc != MPI_SUCCESS) {
+        flm_mpi_err(e, rc, "splitting the roles");
+        fl_mpi_fail(m, e->msg);
+    }
+    alive_start(m);
     return FL_OK;
 }
 
-FlStatus fl_mpi_assign_announce(FlMpi *m, FlMpiRole mine, FlErr *e) {
-    m->role_of = fl_xcalloc((size_t)m->size, sizeof *m->role_of);
-    int r = (int)mine;
-    MPI_TRY(MPI_Allgather(&r, 1, MPI_INT, m->role_of, 1, MPI_INT, MPI_COMM_WORLD), "announcing the roles");
-    return finish_roles(m, e);
+/* A hash of the plan's bytes (FNV-1a). */
+static uint64_t plan_id(const FlPlan *plan) {
+    size_t len = 0;
+    uint8_t *data = fl_ir_encode_plan(plan, &len);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ data[i]) * 1099511628211ull;
+    free(data);
+    return h;
+}
+
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlErr *e) {
+    Announce a;
+    announce_init(&a, AK_PLAN, file);
+    a.plan_id = plan_id(plan);
+    size_t nr = plan->rank_role.len;
+    char msg[sizeof a.msg];
+    if ((size_t)m->size != nr) {
+        snprintf(msg, sizeof msg, "the plan needs %zu ranks (%lld trainers + %lld pservers) but the job has %d: run "
+                 "mpirun -np %zu flrun %s", nr, (long long)plan->trainers, (long long)plan->pservers, m->size, nr, file);
+        announce_error(&a, msg);
+    } else {
+        /* fl_ir_validate_plan (the reader) holds the map to one rank per role, numbered in rank order */
+        int64_t k = plan->rank_role.data[m->rank];
+        FL_ASSERT(k >= 0 && (size_t)k < plan->roles.len);
+        const FlBundle *b = plan->roles.data[k];
+        a.role = !strcmp(b->role, "pserver") ? FL_MPI_PSERVER : FL_MPI_TRAINER;
+        a.mode = !strcmp(plan->mode, "allreduce") ? AM_ALLREDUCE : !strcmp(plan->mode, "async") ? AM_ASYNC : AM_SYNC;
+    }
+    return assign(m, &a, e);
+}
+
+FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, FlErr *e) {
+    Announce a;
+    announce_init(&a, AK_PROGRAM, file);
+    bool server = !strcmp(b->role, "pserver") || find_op(b->main, FL_OPID_listen_and_serv);
+    a.role = server ? FL_MPI_PSERVER : FL_MPI_TRAINER;
+    a.mode = program_mode(b->main, (FlMpiRole)a.role);
+    return assign(m, &a, e);
 }
 
 FL_NORETURN void fl_mpi_fail(FlMpi *m, const char *msg) {

@@ -4,8 +4,9 @@
  * A job is T trainers and P pservers, one MPI rank each. Roles come from a plan's rank map
  * (fl_mpi_assign_plan: every rank reads the same .plan) or, for MPMD jobs of hand-written
  * programs (`mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp`), from each rank
- * announcing the role its program has (fl_mpi_assign_announce: an allgather); trainers and
- * pservers are numbered in rank order.
+ * announcing the role its program has (fl_mpi_assign_announce); both go through one announce
+ * exchange, so every rank knows what the others run; trainers and pservers are numbered in
+ * rank order.
  *
  * Protocol (all on MPI_COMM_WORLD; trainer -> pserver on FL_MPI_TAG_HDR/FL_MPI_TAG_DATA,
  * replies on a per-request tag pair). Every message starts with a fixed header (kind, flags,
@@ -29,7 +30,9 @@
  *
  * Waiting: every wait is a non-blocking request polled with a short spin, then yields and short
  * sleeps, so no rank sits forever in a blocking MPI call; a peer that stays silent for the
- * timeout (FlMpiOptions.timeout, flrun --timeout) is an error naming its rank and role. A rank
+ * timeout (FlMpiOptions.timeout, flrun --timeout) is an error naming its rank and role; waits
+ * with no request of their own (a pserver between steps, the barrier before MPI_Finalize) go by
+ * heartbeats, which every rank sends every timeout/4 s from a thread of its own. A rank
  * that fails calls fl_mpi_fail, which prints "flrun: rank R (trainer t): message" and ends the
  * whole job with MPI_Abort; a rank killed by a signal makes mpirun end the job.
  *
@@ -64,17 +67,29 @@ typedef struct FlMpi FlMpi;
 
 /* MPI_Init_thread(MPI_THREAD_MULTIPLE). Errors: MPI provides a lower thread level. */
 FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) FL_WARN_UNUSED;
-/* Finalises MPI and frees m (NULL is a no-op). */
+/* Waits (polled, with the peer timeout: a silent rank ends the job) until every rank is here,
+ * then finalises MPI and frees m (NULL is a no-op). */
 void fl_mpi_free(FlMpi *m);
 
 int fl_mpi_rank(const FlMpi *m);
 int fl_mpi_size(const FlMpi *m);
 
-/* Roles from a plan's rank map. Errors: the job's size differs from the plan's ranks (the
- * message names both numbers and the command to run); a bad rank map. */
-FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, FlErr *e) FL_WARN_UNUSED;
-/* Roles by announcement (collective over all ranks). Errors: no trainer or no pserver. */
-FlStatus fl_mpi_assign_announce(FlMpi *m, FlMpiRole mine, FlErr *e) FL_WARN_UNUSED;
+/* Roles, collectively: every rank announces what it runs (a plan or its own program, its role
+ * and mode, whether it could take the role) in one exchange, and every rank decides from the
+ * same records; so on an error every rank returns the same message, which names the ranks at
+ * fault (then rank 0 may print it, and every rank calls fl_mpi_free and exits), and on success
+ * every rank has its role and a heartbeat thread runs until fl_mpi_free (mpi.c, "liveness").
+ * `file`: what this rank runs, for messages. A rank that never joins the exchange within the
+ * timeout ends the job (fl_mpi_fail).
+ * fl_mpi_assign_plan: roles from the plan's rank map (fl_ir_validate_plan checked the map).
+ * Errors: the job's size differs from the plan's ranks (both numbers and the command to run);
+ * ranks running different plans, or a plan beside hand-written programs. */
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlErr *e) FL_WARN_UNUSED;
+/* Roles by announcement, for hand-written MPMD programs: a program with listen_and_serv (or the
+ * role "pserver") is a pserver, the others trainers. Errors: no trainer; a plan beside them;
+ * sync trainers (barriers, sends marked sync) with async pservers, allreduce trainers with
+ * pservers or with other trainers (the message names the ranks and their modes). */
+FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, FlErr *e) FL_WARN_UNUSED;
 
 FlMpiRole fl_mpi_role(const FlMpi *m);
 int fl_mpi_index(const FlMpi *m); /* trainer or pserver number */

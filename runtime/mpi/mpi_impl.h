@@ -22,7 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-enum { TAG_HDR = 1, TAG_DATA = 2, TAG_REPLY0 = 16 };
+enum { TAG_HDR = 1, TAG_DATA = 2, TAG_ALIVE = 3, TAG_REPLY0 = 16 };
 enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
 enum { F_INLINE = 1, F_ZERO = 2 };
 #define MAGIC 0x324d4c46u /* "FLM2" */
@@ -102,11 +102,26 @@ struct FlMpi {
     pthread_mutex_t red_mu; /* allreduce: one at a time per process; red: one chunk of its ring */
     char *red;
     size_t red_cap;
+    /* liveness (mpi.c): heard[r], the monotonic ns of rank r's last message (NULL before the
+     * roles); the heartbeat thread and its stop signal */
+    _Atomic int64_t *heard;
+    pthread_t alive_thread;
+    bool alive_on, alive_stop;
+    pthread_mutex_t alive_mu;
+    pthread_cond_t alive_cv;
     /* stats */
     uint64_t bytes, msgs;
     int64_t steps;
     double comm, compute;
 };
+
+/* ---- liveness (mpi.c) ---- */
+/* Rank `rank` has just sent something. */
+void flm_heard(FlMpi *m, int rank);
+/* Seconds since rank `rank` last sent something (heartbeats included); 0 before the roles. */
+double flm_silent(const FlMpi *m, int rank);
+/* Receives the heartbeats that have come (any thread may call it). */
+void flm_alive_poll(FlMpi *m);
 
 /* ---- helpers (wire.c) ---- */
 double flm_now(void); /* monotonic seconds */

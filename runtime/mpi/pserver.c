@@ -630,6 +630,20 @@ static FlStatus check_stalls(Server *s, FlErr *e) {
     return FL_OK;
 }
 
+/* A trainer not done that has sent nothing, not even a heartbeat, for the timeout: name it
+ * (the pserver waits on the trainers with no request of its own that could time out). */
+static FlStatus check_trainers(Server *s, const bool *done, FlErr *e) {
+    FlMpi *m = s->m;
+    for (int t = 0; t < m->T; t++) {
+        int r = m->trainer_rank[t];
+        if (done[t] || flm_silent(m, r) <= m->timeout) continue;
+        char pn[64];
+        return fl_err(e, "no message from %s for %.0f s (the peer timeout, flrun --timeout)",
+                      flm_peer_name(m, r, pn, sizeof pn), m->timeout);
+    }
+    return FL_OK;
+}
+
 /* Reads one waiting header (*got: whether one was waiting) and acts on it. */
 static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr *e) {
     FlMpi *m = s->m;
@@ -642,6 +656,7 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
     int count = 0;
     MPI_Get_count(&ms, MPI_BYTE, &count);
     int src = ms.MPI_SOURCE;
+    flm_heard(m, src);
     char pn[64], buf[MSG_MAX], name[NAME_MAX_LEN + 1];
     if (count < 0 || (size_t)count > MSG_MAX)
         return fl_err(e, "a message of %d bytes from %s is too long", count, flm_peer_name(m, src, pn, sizeof pn));
@@ -670,7 +685,7 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
     Backoff bo = {0};
     FlStatus st = FL_OK;
     while (st == FL_OK && (ndone < m->T || s->recvs.len > 0)) {
-        if ((st = flm_progress(m, false, e)) != FL_OK) break;
+        if ((st = flm_progress(m, false, e)) != FL_OK) break; /* it takes the heartbeats too */
         bool moved = false, got = true;
         for (int n = 0; n < 256 && got && st == FL_OK; n++) { /* every header waiting, then the payloads */
             st = read_header(s, done, &ndone, &got, e);
@@ -682,6 +697,7 @@ static FlStatus serve_loop(Server *s, FlErr *e) {
             bo.n = 0;
         } else {
             st = check_stalls(s, e);
+            if (st == FL_OK) st = check_trainers(s, done, e);
             flm_backoff(&bo);
         }
     }

@@ -86,7 +86,10 @@ FlStatus flm_wait_req_adv(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, 
         if (flm_now() - t0 > m->timeout) {
             char pn[64];
             return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)", what,
-                          peer >= 0 ? flm_peer_name(m, peer, pn, sizeof pn) : "the other trainers", m->timeout);
+                          peer >= 0     ? flm_peer_name(m, peer, pn, sizeof pn)
+                          : m->assigned ? "the other trainers"
+                                        : "the other ranks",
+                          m->timeout);
         }
         flm_backoff(&b);
     }
@@ -100,6 +103,7 @@ FlStatus flm_wait_req(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, cons
 FlStatus flm_progress(FlMpi *m, bool all, FlErr *e) {
     double t0 = flm_now();
     Backoff b = {0};
+    flm_alive_poll(m);
     for (;;) {
         pthread_mutex_lock(&m->mu);
         size_t keep = 0;

@@ -6,6 +6,13 @@
  *                                       relative (to the larger magnitude, floor 1e-3)
  *   mpi_check min LOG COLUMN MIN        the last test row's COLUMN is at least MIN
  *   mpi_check falls LOG                 the last train row's loss is below the first's
+ *   mpi_check spoil IN OUT WHAT         writes plan IN spoiled as WHAT says to OUT, unvalidated
+ *                                       (the bad plans of the failure tests): mode=NAME (the
+ *                                       plan's mode), ranks=N (its rank map cut or padded with
+ *                                       role 0 to N entries), badop=K (role K's main program
+ *                                       gets an op of no known type: it fails to prepare)
+ *   mpi_check role PLAN K OUT.flp       writes role K of PLAN as a program of its own (a .flp
+ *                                       that announces its role in an MPMD job)
  *
  * Prints what it compared and the worst difference; exit 0 when the check holds, 1 otherwise.
  */
@@ -14,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "compiler/ir/ir.h"
 
 #define MAXCOL 16
 #define MAXROW 100000
@@ -168,7 +177,57 @@ static int column_of(const Log *l, const char *col) {
     return -1;
 }
 
+static int spoil(const char *in, const char *out, const char *what) {
+    FlErr e = {{0}};
+    FlBundle *b = NULL;
+    FlPlan *p = NULL;
+    if (fl_ir_read(in, &b, &p, &e) != FL_OK || !p) {
+        fprintf(stderr, "spoil: %s\n", p ? e.msg : "not a plan");
+        fl_ir_bundle_free(b);
+        return 1;
+    }
+    long n = 0;
+    if (!strncmp(what, "mode=", 5)) {
+        free(p->mode);
+        p->mode = fl_xstrdup(what + 5);
+    } else if (sscanf(what, "ranks=%ld", &n) == 1 && n >= 0) {
+        while (p->rank_role.len > (size_t)n) p->rank_role.len--;
+        while (p->rank_role.len < (size_t)n) FL_VEC_PUSH(&p->rank_role, 0);
+    } else if (sscanf(what, "badop=%ld", &n) == 1 && n >= 0 && (size_t)n < p->roles.len) {
+        fl_ir_op_append(p->roles.data[n]->main->blocks.data[0], "no_such_op");
+    } else {
+        fprintf(stderr, "spoil: unknown spoiling '%s'\n", what);
+        fl_ir_plan_free(p);
+        return 2;
+    }
+    size_t len = 0;
+    uint8_t *data = fl_ir_encode_plan(p, &len);
+    FILE *f = fopen(out, "wb");
+    int rc = f && fwrite(data, 1, len, f) == len ? 0 : 1;
+    if (f && fclose(f) != 0) rc = 1;
+    if (rc) fprintf(stderr, "spoil: cannot write '%s'\n", out);
+    free(data);
+    fl_ir_plan_free(p);
+    return rc;
+}
+
+static int role(const char *in, long k, const char *out) {
+    FlErr e = {{0}};
+    FlBundle *b = NULL;
+    FlPlan *p = NULL;
+    int rc = 1;
+    if (fl_ir_read(in, &b, &p, &e) != FL_OK || !p) fprintf(stderr, "role: %s\n", p ? e.msg : "not a plan");
+    else if (k < 0 || (size_t)k >= p->roles.len) fprintf(stderr, "role: the plan has no role %ld\n", k);
+    else if (fl_ir_bundle_write(p->roles.data[k], out, &e) != FL_OK) fprintf(stderr, "role: %s\n", e.msg);
+    else rc = 0;
+    fl_ir_bundle_free(b);
+    fl_ir_plan_free(p);
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "role")) return role(argv[2], atol(argv[3]), argv[4]);
+    if (argc == 5 && !strcmp(argv[1], "spoil")) return spoil(argv[2], argv[3], argv[4]);
     if (argc == 5 && !strcmp(argv[1], "logs")) return check_logs(argv[2], argv[3], atof(argv[4]));
     if (argc == 5 && !strcmp(argv[1], "params")) return check_params(argv[2], argv[3], atof(argv[4]));
     if (argc == 5 && !strcmp(argv[1], "min")) {
@@ -201,6 +260,7 @@ int main(int argc, char **argv) {
                l.rows[last].v[0], l.rows[last].step);
         return l.rows[last].v[0] < l.rows[first].v[0] ? 0 : 1;
     }
-    fprintf(stderr, "usage: mpi_check logs A B TOL | params DIRA DIRB TOL | min LOG COLUMN MIN | falls LOG\n");
+    fprintf(stderr, "usage: mpi_check logs A B TOL | params DIRA DIRB TOL | min LOG COLUMN MIN | falls LOG | "
+                    "spoil IN OUT WHAT | role PLAN K OUT\n");
     return 2;
 }

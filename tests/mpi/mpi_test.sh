@@ -11,6 +11,10 @@
 #   seed                          the hand-written MPMD job (seed_server + 2 seed_workers) trains
 #   kill                          SIGKILL of a trainer ends the job non-zero within 10 s, naming it
 #   stall                         a stopped pserver is reported by the peer timeout, naming it
+#   stall_trainer                 the same for the one trainer of P=1 T=1 jobs, sync and async
+#   bad_jobs                      jobs that cannot start (a bad plan, one rank failing, a plan
+#                                 beside a program, two plans, sync trainers and async
+#                                 pservers) end at once, non-zero, saying why
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
 set -u
 CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
@@ -72,13 +76,14 @@ resume() {
     "$CHECK" params "$TMP/dist2" "$TMP/local2" 1e-4 || fail "the resumed parameters differ"
 }
 
-# Starts a long job in the background; $1: what to do to rank $2 after 1.5 s (kill -9, kill -STOP).
+# Starts a long job in the background; $1: what to do to rank $2 after 1.5 s (kill -9, kill -STOP);
+# $3: the job's ranks; $4: flc transpile's options; the rest: flrun's.
 disturb() {
-    SIG=$1 RANK=$2
-    shift 2
+    SIG=$1 RANK=$2 NP=$3 TP=$4
+    shift 4
     build
-    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
-    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 "$@" >"$TMP/out" 2>&1 &
+    "$FLC" transpile "$TMP/d.flp" $TP -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    run_mpi -np $NP "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 "$@" >"$TMP/out" 2>&1 &
     JOB=$!
     sleep 1.5
     PID=$(rank_pid $RANK)
@@ -123,13 +128,64 @@ seed)
     "$CHECK" falls "$TMP/seed.csv" || fail "the loss did not fall"
     ;;
 kill)
-    disturb -9 1
+    disturb -9 1 4 "--pservers 2 --trainers 2"
     grep -q "rank 1" "$TMP/out" || fail "the message does not name rank 1"
     ;;
 stall)
-    disturb -STOP 3 --timeout 2
+    disturb -STOP 3 4 "--pservers 2 --trainers 2" --timeout 2
     grep -q "rank 3 (pserver 1)" "$TMP/out" || fail "the message does not name rank 3 (pserver 1)"
     grep -q "peer timeout" "$TMP/out" || fail "no timeout message"
+    ;;
+stall_trainer)
+    # the lone trainer stopped between steps: the pserver has no request of its own to time out
+    # (it waited without limit); its heartbeats stop, and the pserver names it
+    for mode in sync async; do
+        disturb -STOP 0 2 "--pservers 1 --trainers 1 --mode $mode" --timeout 2
+        grep -q "rank 1 (pserver 0): error: .*no message from rank 0 (trainer 0) for 2 s (the peer timeout" "$TMP/out" ||
+            fail "$mode: the pserver does not name the stopped trainer"
+    done
+    ;;
+bad_jobs)
+    # jobs that cannot start end at once, non-zero, saying why (each mistake was once a hang, a
+    # misleading message or MPI_ERR_TRUNCATE)
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 1 --trainers 1 -o "$TMP/s.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --pservers 1 --trainers 1 --mode async -o "$TMP/a.plan" >/dev/null ||
+        fail "transpile"
+    expect() { # WHAT PATTERN mpirun-arguments...: the job fails within 10 s and says PATTERN
+        WHAT=$1 PAT=$2
+        shift 2
+        T0=$(now)
+        run_mpi "$@" >"$TMP/out" 2>&1
+        RC=$?
+        SECS=$(echo "$(now) - $T0" | bc)
+        sed -n '/^flrun/p' "$TMP/out"
+        [ $RC -ne 0 ] || fail "$WHAT: exit status 0"
+        [ "$(echo "$SECS <= 10" | bc)" = 1 ] || fail "$WHAT: the job took $SECS s to end"
+        grep -q "$PAT" "$TMP/out" || fail "$WHAT: no message '$PAT'"
+    }
+    "$CHECK" spoil "$TMP/s.plan" "$TMP/mode.plan" mode=bogus || fail "spoil"
+    expect "bogus mode" "mode.plan' is invalid: the plan's mode is 'bogus'; expected sync, async or allreduce" \
+        -np 2 "$FLRUN" "$TMP/mode.plan" -q
+    "$CHECK" spoil "$TMP/s.plan" "$TMP/short.plan" ranks=1 || fail "spoil"
+    expect "short rank map" "the plan's rank map has 1 ranks for 2 roles (1 trainers + 1 pservers): one rank per role" \
+        -np 1 "$FLRUN" "$TMP/short.plan" -q
+    "$CHECK" spoil "$TMP/s.plan" "$TMP/long.plan" ranks=3 || fail "spoil"
+    expect "long rank map" "the plan's rank map has 3 ranks for 2 roles" -np 3 "$FLRUN" "$TMP/long.plan" -q
+    # one rank's program fails to prepare: that rank says so and the whole job ends
+    "$CHECK" spoil "$TMP/s.plan" "$TMP/op.plan" badop=1 || fail "spoil"
+    expect "one rank fails" "rank 1 (pserver 0): error: .*unknown op 'no_such_op'" \
+        -np 2 "$FLRUN" "$TMP/op.plan" -q --epochs 1000000 --timeout 2
+    # a plan beside a hand-written program (it was MPI_ERR_TRUNCATE)
+    "$FLC" build examples/seed_worker.fl -o "$TMP/sw.flp" || fail "flc build"
+    expect "plan and program" "the job mixes a plan with hand-written programs: ranks 0-1 run the plan '.*s.plan' and rank 2 runs their own program ('.*sw.flp')" \
+        -np 2 "$FLRUN" "$TMP/s.plan" -q : -np 1 "$FLRUN" "$TMP/sw.flp" -q
+    expect "two plans" "the ranks run different plans: rank 0 runs '.*s.plan', rank 1 '.*a.plan'" \
+        -np 1 "$FLRUN" "$TMP/s.plan" -q : -np 1 "$FLRUN" "$TMP/a.plan" -q
+    # programs of their own that announce their roles: an async pserver and a sync trainer
+    "$CHECK" role "$TMP/a.plan" 1 "$TMP/aps.flp" && "$CHECK" role "$TMP/s.plan" 0 "$TMP/str.flp" || fail "role"
+    expect "sync and async" "the job mixes sync and async: sync trainers on rank 1, async pservers on rank 0" \
+        -np 1 "$FLRUN" "$TMP/aps.flp" : -np 1 "$FLRUN" "$TMP/str.flp" -q
     ;;
 wrong_np)
     build
