@@ -25,9 +25,7 @@
  *
  * Errors: status + message in the caller's FlErr, never an abort on user input. A failing op
  * gives "runtime error in op 'mul' (fit_a_line.fl:9:8): X 'x' [32, 12] and Y 'fc_0.w_0' [13, 1]:
- * X's columns (12) differ from Y's rows (13)". An op whose adapter is still pending
- * (runtime/core/ops_pending.c) is prepared and fails when run: "op 'x' is not supported by this
- * runtime yet".
+ * X's columns (12) differ from Y's rows (13)".
  *
  * Random ops: a nonzero seed attribute is used as is; seed 0 is replaced by a seed derived from
  * FlExecOptions.seed and the op's position, so that every run of one program gives bit-identical

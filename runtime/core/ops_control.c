@@ -8,8 +8,7 @@
  *                      int64 [1] index var; the first failing iteration's error is reported;
  *   list_index         binds Out, in the scope of Out's block, to the very var X[Index] names
  *                      (an alias, not a copy): later writes to Out land in the picked var.
- * The ops of later issues (go, channels, select, MPI) fail cleanly when run; their adapters are
- * in ops_pending.c. */
+ * Goroutines, channels and select are in ops_chan.c, the distributed ops in ops_dist.c. */
 #include <stdlib.h>
 #include <string.h>
 
