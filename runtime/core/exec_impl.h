@@ -212,22 +212,4 @@ FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
 #define FL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, fn, NULL}
 #define FL_CONTROL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, NULL, fn}
 
-/* Extra kernels the kernel library lacks (runtime/core/kernels_extra.c). */
-/* fill_zeros_like: Out = zeros of X's shape and dtype. */
-FlStatus fl_kernel_fill_zeros_like(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
-/* lookup_table: W (F) [V, D], Ids (int64/int32) [N, 1] or [N] -> Out [N, D]; rows whose id equals
- * padding_idx (>= 0; -1 none) are zeros. Errors: ranks, an id outside [0, V) (names the row). */
-FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids,
-                                int64_t padding_idx, FlTensor *out) FL_WARN_UNUSED;
-/* lookup_table_grad: dW [V, D] = zeros with each dOut row added to row Ids[i] (padding rows
- * skipped). */
-FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
-                                     const FlTensor *dout, int64_t padding_idx,
-                                     FlTensor *dw) FL_WARN_UNUSED;
-/* softmax over any axis (negative counts from the end): the last-axis kernel between two
- * transposes when axis is not the last. */
-FlStatus fl_kernel_softmax_axis(FlErr *e, const FlTensor *x, int axis, FlTensor *out) FL_WARN_UNUSED;
-FlStatus fl_kernel_softmax_axis_grad(FlErr *e, const FlTensor *out, const FlTensor *dout, int axis,
-                                     FlTensor *dx) FL_WARN_UNUSED;
-
 #endif

@@ -1,4 +1,4 @@
-/* fill.c: fill_constant, uniform_random, gaussian_random, assign, cast. The random fills draw
+/* fill.c: fill_constant, fill_zeros_like, uniform_random, gaussian_random, assign, cast. The random fills draw
  * element i as the i-th value of one FlRng stream, so the result depends only on the seed and
  * the attributes (never on threads or timing). */
 #include "runtime/kernels/kernels_impl.h"
@@ -110,4 +110,10 @@ FlStatus fl_kernel_cast_grad(FlErr *e, const FlTensor *x, const FlTensor *dout, 
                       fl_tensor_shape(x).s, fl_tensor_shape(dout).s);
     if (!dx) return FL_OK;
     return fl_kernel_cast(e, dout, x->dtype, dx);
+}
+
+/* ---- fill_zeros_like ---- */
+
+FlStatus fl_kernel_fill_zeros_like(FlErr *e, const FlTensor *x, FlTensor *out) {
+    return fl_tensor_alloc_like(e, out, x, x->dtype);
 }

@@ -49,6 +49,8 @@
  * `value` (converted: truncated for ints, != 0 for bool). */
 FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value,
                                  FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
+/* fill_zeros_like: Out = zeros of X's shape and dtype. */
+FlStatus fl_kernel_fill_zeros_like(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
 /* uniform_random: Out[shape] (dtype F) uniform in [min, max). The values are a deterministic
  * function of (seed, shape, dtype, min, max): element i is the i-th draw of FlRng seeded with
  * `seed` (the executor maps Paddle's "seed 0 = random" to a program seed before calling).
@@ -247,6 +249,11 @@ FlStatus fl_kernel_scale_grad(FlErr *e, const FlTensor *dout, double scale,
 FlStatus fl_kernel_softmax(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
 FlStatus fl_kernel_softmax_grad(FlErr *e, const FlTensor *out, const FlTensor *dout,
                                 FlTensor *dx) FL_WARN_UNUSED;
+/* softmax over any axis (negative counts from the end): the last-axis kernel between two
+ * transposes when axis is not the last. */
+FlStatus fl_kernel_softmax_axis(FlErr *e, const FlTensor *x, int axis, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_softmax_axis_grad(FlErr *e, const FlTensor *out, const FlTensor *dout, int axis,
+                                     FlTensor *dx) FL_WARN_UNUSED;
 
 /* cross_entropy: X (F) holds probabilities [.., D] (rows = all dims but the last).
  * Hard labels (soft_label false): Label int64 (or int32) [.., 1] with values in [0, D);
@@ -348,6 +355,16 @@ FlStatus fl_kernel_accuracy(FlErr *e, const FlTensor *out, const FlTensor *indic
 /* increment: Out = X + step; X has exactly one element, dtype N. */
 FlStatus fl_kernel_increment(FlErr *e, const FlTensor *x, double step,
                              FlTensor *out) FL_WARN_UNUSED;
+
+/* lookup_table: W (F) [V, D], Ids (int64/int32) [N, 1] or [N] -> Out [N, D]; rows whose id equals
+ * padding_idx (>= 0; -1 none) are zeros. Errors: ranks, an id outside [0, V) (names the row). */
+FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                int64_t padding_idx, FlTensor *out) FL_WARN_UNUSED;
+/* lookup_table_grad: dW [V, D] = zeros with each dOut row added to row Ids[i] (padding rows
+ * skipped). */
+FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                     const FlTensor *dout, int64_t padding_idx,
+                                     FlTensor *dw) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * Convolution and pooling (conv.c). NCHW layout.

@@ -332,3 +332,55 @@ FlStatus fl_kernel_sum_grad(FlErr *e, const FlTensor *dout, int n, FlTensor *con
         if (dxs[k] && fl_kernel_assign(e, dout, dxs[k])) return FL_ERROR;
     return FL_OK;
 }
+
+/* ---- softmax over any axis ---- */
+
+/* The permutation swapping `axis` with the last dim (its own inverse). */
+static int swap_perm(FlErr *e, const char *op, const FlTensor *x, int axis, int *perm) {
+    int nd = x->ndim;
+    if (nd < 1) return fl_err(e, "%s: X %s must have rank >= 1", op, fl_tensor_shape(x).s), -1;
+    int a = axis < 0 ? axis + nd : axis;
+    if (a < 0 || a >= nd)
+        return fl_err(e, "%s: axis %d is outside X %s", op, axis, fl_tensor_shape(x).s), -1;
+    for (int i = 0; i < nd; i++) perm[i] = i;
+    perm[a] = nd - 1;
+    perm[nd - 1] = a;
+    return a;
+}
+
+FlStatus fl_kernel_softmax_axis(FlErr *e, const FlTensor *x, int axis, FlTensor *out) {
+    int perm[FL_MAX_DIMS];
+    int a = swap_perm(e, "softmax", x, axis, perm);
+    if (a < 0) return FL_ERROR;
+    if (a == x->ndim - 1) return fl_kernel_softmax(e, x, out);
+    FlTensor t = FL_TENSOR_INIT, s = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (fl_kernel_transpose(e, x, perm, x->ndim, &t) || fl_kernel_softmax(e, &t, &s) ||
+        fl_kernel_transpose(e, &s, perm, x->ndim, out))
+        goto done;
+    st = FL_OK;
+done:
+    fl_tensor_fini(&t);
+    fl_tensor_fini(&s);
+    return st;
+}
+
+FlStatus fl_kernel_softmax_axis_grad(FlErr *e, const FlTensor *out, const FlTensor *dout, int axis,
+                                     FlTensor *dx) {
+    int perm[FL_MAX_DIMS];
+    int a = swap_perm(e, "softmax_grad", out, axis, perm);
+    if (a < 0) return FL_ERROR;
+    if (a == out->ndim - 1) return fl_kernel_softmax_grad(e, out, dout, dx);
+    FlTensor to = FL_TENSOR_INIT, td = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (fl_kernel_transpose(e, out, perm, out->ndim, &to) ||
+        fl_kernel_transpose(e, dout, perm, out->ndim, &td) ||
+        fl_kernel_softmax_grad(e, &to, &td, &g) || fl_kernel_transpose(e, &g, perm, out->ndim, dx))
+        goto done;
+    st = FL_OK;
+done:
+    fl_tensor_fini(&to);
+    fl_tensor_fini(&td);
+    fl_tensor_fini(&g);
+    return st;
+}

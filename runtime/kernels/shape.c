@@ -1,10 +1,11 @@
-/* shape.c: concat, split, reshape, transpose, argmax, top_k, accuracy, increment.
+/* shape.c: concat, split, reshape, transpose, argmax, top_k, accuracy, increment, lookup_table.
  * The layout ops move bytes and work for every dtype; a tensor is viewed as
  * [outer, dim(axis), inner] around the axis they act on. */
 #include "runtime/kernels/kernels_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static double rd(const void *p, FlDType dt, int64_t i) {
     switch (dt) {
@@ -513,5 +514,75 @@ FlStatus fl_kernel_increment(FlErr *e, const FlTensor *x, double step, FlTensor 
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
     kout(out, &r);
+    return FL_OK;
+}
+
+/* ---- lookup_table: rows of W gathered by Ids ---- */
+
+static FlStatus check_lookup(FlErr *e, const char *op, const FlTensor *w, const FlTensor *ids,
+                             int64_t *n) {
+    if (w->ndim != 2 || !kis_float(w->dtype))
+        return fl_err(e, "%s: W %s must be a float32/float64 matrix [V, D]", op, fl_tensor_shape(w).s);
+    if (ids->dtype != FL_DT_INT64 && ids->dtype != FL_DT_INT32)
+        return fl_err(e, "%s: Ids %s must be int64 or int32, found %s", op, fl_tensor_shape(ids).s,
+                      fl_dtype_name(ids->dtype));
+    if (!(ids->ndim == 1 || (ids->ndim == 2 && ids->ne[1] == 1)))
+        return fl_err(e, "%s: Ids %s must be [N, 1] or [N]", op, fl_tensor_shape(ids).s);
+    *n = ids->ne[0];
+    for (int64_t i = 0; i < *n; i++) {
+        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        if (id < 0 || id >= w->ne[0])
+            return fl_err(e, "%s: Ids %s row %lld is %lld, outside [0, %lld) (W %s)", op,
+                          fl_tensor_shape(ids).s, (long long)i, (long long)id,
+                          (long long)w->ne[0], fl_tensor_shape(w).s);
+    }
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                int64_t padding_idx, FlTensor *out) {
+    int64_t n;
+    if (check_lookup(e, "lookup_table", w, ids, &n)) return FL_ERROR;
+    int64_t d = w->ne[1], ne[2] = {n, d};
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_alloc(e, &r, w->dtype, 2, ne)) return FL_ERROR;
+    size_t es = fl_dtype_size(w->dtype), row = (size_t)d * es;
+    const unsigned char *src = fl_tensor_data(w);
+    unsigned char *dst = fl_tensor_data(&r);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        if (id == padding_idx) continue; /* zeros */
+        memcpy(dst + (size_t)i * row, src + (size_t)id * row, row);
+    }
+    fl_tensor_fini(out);
+    *out = r;
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                     const FlTensor *dout, int64_t padding_idx, FlTensor *dw) {
+    int64_t n;
+    if (check_lookup(e, "lookup_table_grad", w, ids, &n)) return FL_ERROR;
+    int64_t d = w->ne[1];
+    if (dout->dtype != w->dtype || dout->ndim != 2 || dout->ne[0] != n || dout->ne[1] != d)
+        return fl_err(e, "lookup_table_grad: Out@GRAD %s must be [%lld, %lld] %s", fl_tensor_shape(dout).s,
+                      (long long)n, (long long)d, fl_dtype_name(w->dtype));
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_alloc_like(e, &r, w, w->dtype)) return FL_ERROR;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        if (id == padding_idx) continue;
+        if (w->dtype == FL_DT_FLOAT32) {
+            float *g = (float *)fl_tensor_data(&r) + id * d;
+            const float *s = (const float *)fl_tensor_data(dout) + i * d;
+            for (int64_t j = 0; j < d; j++) g[j] += s[j];
+        } else {
+            double *g = (double *)fl_tensor_data(&r) + id * d;
+            const double *s = (const double *)fl_tensor_data(dout) + i * d;
+            for (int64_t j = 0; j < d; j++) g[j] += s[j];
+        }
+    }
+    fl_tensor_fini(dw);
+    *dw = r;
     return FL_OK;
 }
