@@ -1,7 +1,7 @@
 /* conc.h: the hook between the executor's concurrency ops and a goroutine scheduler.
  *
  * The ops go, channel_create/send/recv/close, select, split_to_chan and chan_concat (adapters in
- * ops_chan.c) run on an FlSched (runtime/sched/sched.h). The embedder (flrun) makes one scheduler
+ * ops_chan.c; the goroutine lifecycle under them in conc.c) run on an FlSched (runtime/sched/sched.h). The embedder (flrun) makes one scheduler
  * for the process and attaches it to the ROOT scope it runs programs on with fl_conc_attach, as
  * dist.h attaches the MPI transport: it becomes the object var FL_SCHED_VAR of that scope and
  * every run under that scope uses it, so the embedder can read its deadlock report

@@ -112,7 +112,7 @@ struct FlExec {
     SizeVec needs;        /* block-0 slots read before written (feeds) */
     atomic_ullong runs;   /* run counter (dropout streams) */
     FlPool *pool;
-    FlExecConc *conc;     /* goroutine state (ops_chan.c); NULL when the program has no
+    FlExecConc *conc;     /* goroutine state (conc.c); NULL when the program has no
                            * go / channel / select op */
 };
 
@@ -161,7 +161,7 @@ FlStatus fl_exec_op_error(RunCtx *rc, const ExecOp *op, const char *fmt, ...) FL
 /* "file:line:col" of a location, or "" when it has none. */
 void fl_exec_loc_str(const FlExec *ex, FlLoc loc, char *buf, size_t n);
 
-/* ---- concurrency hooks (ops_chan.c), called by exec.c ---- */
+/* ---- concurrency hooks (conc.c), called by exec.c and the adapters of ops_chan.c ---- */
 /* At prepare: notes that the program uses concurrency ops (creates ex->conc). */
 void fl_conc_prepare(FlExec *ex);
 void fl_conc_free(FlExec *ex); /* frees the executor's own scheduler first (waits for goroutines) */
@@ -181,6 +181,17 @@ typedef struct ConcRun {
 } ConcRun;
 void fl_conc_run_begin(FlExec *ex, FlScope *scope, RunCtx *rc, ConcRun *cr);
 FlStatus fl_conc_run_end(FlExec *ex, RunCtx *rc, ConcRun *cr, FlStatus st);
+/* Names op as the place the caller may block at, in its report label (before a blocking op). */
+void fl_conc_set_where(RunCtx *rc, const ExecOp *op);
+/* FL_OK when the run has a scheduler, else op's error "no goroutine scheduler could be started". */
+FlStatus fl_conc_need_sched(RunCtx *rc, const ExecOp *op) FL_WARN_UNUSED;
+/* Starts body(rc', op, arg) as a goroutine labelled with op's location, rc' a copy of rc with an
+ * error and a report label of its own; a failing body's error is kept for the next run's end
+ * (fl_conc_run_end). done(arg) releases what arg owns: after body returns, or at once when the
+ * goroutine cannot start (then op's error is returned). rc->sched must be set. */
+typedef FlStatus (*FlConcBody)(RunCtx *rc, const ExecOp *op, void *arg);
+FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(void *arg),
+                    void *arg) FL_WARN_UNUSED;
 
 /* ---- attribute helpers for prepare (defaults come from the op table) ---- */
 int64_t fl_exec_attr_int(const ExecOp *op, const char *name);

@@ -1,4 +1,4 @@
-/* ops_chan.c: goroutines, channels and select for the executor, on the goroutine scheduler and
+/* ops_chan.c: the go, channel and select op adapters of the executor, on the goroutine scheduler and
  * channel library of runtime/sched (sched.h, chan.h), and the CSP worker's block ops.
  *
  *   go             runs its sub-block on a new goroutine, in a child scope of the scope running
@@ -24,22 +24,12 @@
  * declared dtype and shape ([1] when the shape is unknown).
  *
  * Errors are the library's (send on closed channel, close of closed channel, deadlock) with the
- * op and its .fl line. A goroutine's error is kept on the executor and returned by the run that
- * ends next (Go ends the program on a goroutine's panic); errors that only say the goroutine was
- * woken by a deadlock or a scheduler shutdown are not kept.
- *
- * Reports: every goroutine (and the attached calling thread) has a ConcLabel, a buffer that the
- * library prints in deadlock reports and leak listings; its owner rewrites it to the location of
- * each blocking op before the op may block, so a report names the line each goroutine waits at.
- * Label buffers live in recycled GoCtx records that are freed only with the executor, after its
- * scheduler.
+ * op and its .fl line. Goroutines start, report and fail through conc.c (fl_conc_go): each
+ * blocking op names itself in its caller's report label first (fl_conc_set_where).
  */
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/core/conc.h"
 #include "runtime/core/exec_impl.h"
 #include "runtime/sched/chan.h"
 
@@ -47,149 +37,6 @@ typedef struct ChanItem {
     FlTensor t;
     char *tag; /* malloc'd; NULL when untagged */
 } ChanItem;
-
-typedef struct GoCtx GoCtx;
-struct GoCtx {
-    GoCtx *next_free, *next_all;
-    RunCtx rc;          /* a copy of the starting run's, with e and label of its own */
-    const ExecOp *op;
-    FlScope *scope;     /* go: the goroutine's scope (one reference) */
-    FlChan *chan;       /* split_to_chan: the channel (one reference) and the blocks to push */
-    ChanItem *items;
-    size_t nitems;
-    FlErr err;
-    ConcLabel label;
-};
-
-struct FlExecConc {
-    pthread_mutex_t mu;
-    FlSched *own;  /* made on first use when the caller's scope has no scheduler */
-    bool own_failed;
-    GoCtx *free_list, *all;
-    char *err;     /* a goroutine's error that no run has returned yet */
-};
-
-/* ---------------------------------------------------------------- hooks */
-
-void fl_conc_attach(FlScope *root, FlSched *s) { fl_var_set_object(fl_scope_var(root, FL_SCHED_VAR), s, NULL); }
-
-FlSched *fl_conc_find(FlScope *s) {
-    FlVar *v = fl_scope_find(s, FL_SCHED_VAR);
-    return v ? fl_var_get_object(v) : NULL;
-}
-
-void fl_conc_prepare(FlExec *ex) {
-    if (ex->conc) return;
-    ex->conc = fl_xcalloc(1, sizeof *ex->conc);
-    pthread_mutex_init(&ex->conc->mu, NULL);
-}
-
-void fl_conc_free(FlExec *ex) {
-    FlExecConc *c = ex->conc;
-    if (!c) return;
-    fl_sched_free(c->own);
-    for (GoCtx *g = c->all, *next; g; g = next) {
-        next = g->next_all;
-        free(g);
-    }
-    free(c->err);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
-    ex->conc = NULL;
-}
-
-static FlSched *own_sched(FlExec *ex) {
-    FlExecConc *c = ex->conc;
-    pthread_mutex_lock(&c->mu);
-    if (!c->own && !c->own_failed) {
-        FlErr e;
-        FlSchedConfig cfg = {.stack_size = FL_CONC_STACK_SIZE, .seed = ex->opt.seed};
-        c->own = fl_sched_new(&cfg, &e);
-        c->own_failed = c->own == NULL;
-    }
-    FlSched *s = c->own;
-    pthread_mutex_unlock(&c->mu);
-    return s;
-}
-
-void fl_conc_run_begin(FlExec *ex, FlScope *scope, RunCtx *rc, ConcRun *cr) {
-    FlSched *s = fl_conc_find(scope);
-    if (!s) s = own_sched(ex);
-    rc->sched = s;
-    if (!s || fl_go_id() != 0) return;
-    snprintf(cr->label.s, sizeof cr->label.s, "main program");
-    fl_sched_attach(s, cr->label.s);
-    cr->attached = true;
-    cr->label.owner = fl_go_id();
-    rc->label = &cr->label;
-}
-
-FlStatus fl_conc_run_end(FlExec *ex, RunCtx *rc, ConcRun *cr, FlStatus st) {
-    if (cr->attached) fl_sched_detach(rc->sched);
-    FlExecConc *c = ex->conc;
-    pthread_mutex_lock(&c->mu);
-    char *err = c->err;
-    c->err = NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (err) {
-        fl_err(rc->e, "%s", err);
-        free(err);
-        return FL_ERROR;
-    }
-    return st;
-}
-
-/* Names op as the place the caller may block at, in its report label. */
-static void set_where(RunCtx *rc, const ExecOp *op) {
-    ConcLabel *l = rc->label;
-    if (!l || l->owner != fl_go_id() || l->op == op) return; /* owner is set before the run */
-    l->op = op;
-    char buf[sizeof l->s];
-    fl_exec_loc_str(rc->ex, op->desc->loc, buf, sizeof buf);
-    if (buf[0]) memcpy(l->s, buf, sizeof buf);
-}
-
-/* ---------------------------------------------------------------- goroutine records */
-
-static GoCtx *ctx_get(FlExec *ex) {
-    FlExecConc *c = ex->conc;
-    pthread_mutex_lock(&c->mu);
-    GoCtx *g = c->free_list;
-    if (g) {
-        c->free_list = g->next_free;
-    } else {
-        g = fl_xcalloc(1, sizeof *g);
-        g->next_all = c->all;
-        c->all = g;
-    }
-    pthread_mutex_unlock(&c->mu);
-    GoCtx *keep = g->next_all;
-    char label[sizeof g->label.s];
-    memcpy(label, g->label.s, sizeof label); /* a stale reader may still print it: keep it whole */
-    memset(g, 0, sizeof *g);
-    g->next_all = keep;
-    memcpy(g->label.s, label, sizeof label);
-    return g;
-}
-
-static void ctx_put(FlExec *ex, GoCtx *g) {
-    FlExecConc *c = ex->conc;
-    pthread_mutex_lock(&c->mu);
-    g->next_free = c->free_list;
-    c->free_list = g;
-    pthread_mutex_unlock(&c->mu);
-}
-
-/* A goroutine failed: keep its error for the next run's end, unless it only says that the
- * goroutine was woken by a deadlock (reported by the run that detects it) or a shutdown. */
-static void go_failed(GoCtx *g) {
-    const char *m = g->err.msg;
-    if (fl_sched_deadlock_report(g->rc.sched) || strstr(m, "goroutine abandoned")) return;
-    FlExecConc *c = g->rc.ex->conc;
-    pthread_mutex_lock(&c->mu);
-    if (!c->err) c->err = fl_xstrdup(m);
-    pthread_mutex_unlock(&c->mu);
-}
 
 /* ---------------------------------------------------------------- values */
 
@@ -284,52 +131,17 @@ static FlStatus run_sub_block(RunCtx *rc, const PBlock *sub, FlScope *s) {
     return st;
 }
 
-static FlStatus need_sched(RunCtx *rc, const ExecOp *op) {
-    return rc->sched ? FL_OK : fl_exec_op_error(rc, op, "no goroutine scheduler could be started");
-}
-
 /* ---------------------------------------------------------------- go */
 
-static FlStatus push_blocks(GoCtx *g);
-
-static void go_main(void *arg) {
-    GoCtx *g = arg;
-    g->label.owner = fl_go_id();
-    g->rc.e = &g->err;
-    g->rc.label = &g->label;
-    FlStatus st = g->items ? push_blocks(g) : fl_exec_block(&g->rc, g->op->sub, g->scope);
-    if (st != FL_OK) go_failed(g);
-    fl_scope_release(g->scope);
-    fl_chan_release(g->chan);
-    for (size_t i = 0; i < g->nitems; i++) item_drop(&g->items[i], NULL);
-    free(g->items);
-    ctx_put(g->rc.ex, g);
-}
-
-/* Starts g (op, scope or blocks set) as a goroutine labelled with op's location. */
-static FlStatus start(RunCtx *rc, const ExecOp *op, GoCtx *g) {
-    g->rc = *rc;
-    g->op = op;
-    g->label.op = op;
-    fl_exec_loc_str(rc->ex, op->desc->loc, g->label.s, sizeof g->label.s);
-    FlErr e;
-    if (fl_go(rc->sched, go_main, g, g->label.s, &e) == FL_OK) return FL_OK;
-    fl_scope_release(g->scope);
-    fl_chan_release(g->chan);
-    for (size_t i = 0; i < g->nitems; i++) item_drop(&g->items[i], NULL);
-    free(g->items);
-    ctx_put(rc->ex, g);
-    return fl_exec_op_error(rc, op, "%s", e.msg);
-}
+static FlStatus go_body(RunCtx *rc, const ExecOp *op, void *scope) { return fl_exec_block(rc, op->sub, scope); }
+static void go_done(void *scope) { fl_scope_release(scope); }
 
 static FlStatus prep_go(ExecOp *op, FlErr *e) {
     return op->sub ? FL_OK : fl_err(e, "attribute 'sub_block' is missing");
 }
 static FlStatus run_go(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    if (need_sched(rc, op)) return FL_ERROR;
-    GoCtx *g = ctx_get(rc->ex);
-    g->scope = fl_scope_new_layout(s, &op->sub->layout);
-    return start(rc, op, g);
+    if (fl_conc_need_sched(rc, op)) return FL_ERROR;
+    return fl_conc_go(rc, op, go_body, go_done, fl_scope_new_layout(s, &op->sub->layout));
 }
 FL_CONTROL_ADAPTER(go, prep_go, run_go);
 
@@ -363,7 +175,7 @@ static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
         fl_chan_release(c);
         return FL_ERROR;
     }
-    set_where(rc, op);
+    fl_conc_set_where(rc, op);
     FlErr e;
     FlStatus st = fl_chan_send(c, &it, &e);
     fl_chan_release(c);
@@ -382,7 +194,7 @@ static FlStatus prep_recv(ExecOp *op, FlErr *e) {
 static FlStatus run_recv(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlChan *c;
     if (get_chan(rc, op, s, &op->args[0], &c)) return FL_ERROR;
-    set_where(rc, op);
+    fl_conc_set_where(rc, op);
     ChanItem it = {.t = FL_TENSOR_INIT};
     bool ok = false;
     FlErr e;
@@ -495,7 +307,7 @@ static FlStatus run_select(RunCtx *rc, const ExecOp *op, FlScope *s) {
         orig[k++] = i;
     }
     if (st == FL_OK) {
-        set_where(rc, op);
+        fl_conc_set_where(rc, op);
         FlErr e;
         if (fl_select(cases, k, dflt >= 0, &chosen, &e) != FL_OK)
             st = fl_exec_op_error(rc, op, "%s", e.msg);
@@ -523,19 +335,34 @@ FL_CONTROL_ADAPTER(select, prep_select, run_select);
 
 /* ---------------------------------------------------------------- CSP blocks */
 
+/* split_to_chan's goroutine: pushes the blocks in order, then closes the channel. */
+typedef struct Pusher {
+    FlChan *chan; /* one reference */
+    ChanItem *items;
+    size_t nitems;
+} Pusher;
 
-static FlStatus push_blocks(GoCtx *g) {
+static FlStatus push_blocks(RunCtx *rc, const ExecOp *op, void *arg) {
+    Pusher *p = arg;
     FlStatus st = FL_OK;
     size_t i = 0;
-    for (; i < g->nitems && st == FL_OK; i++) {
-        set_where(&g->rc, g->op);
+    for (; i < p->nitems && st == FL_OK; i++) {
+        fl_conc_set_where(rc, op);
         FlErr e;
-        if (fl_chan_send(g->chan, &g->items[i], &e) != FL_OK) st = fl_exec_op_error(&g->rc, g->op, "%s", e.msg);
-        else g->items[i] = (ChanItem){.t = FL_TENSOR_INIT}; /* moved */
+        if (fl_chan_send(p->chan, &p->items[i], &e) != FL_OK) st = fl_exec_op_error(rc, op, "%s", e.msg);
+        else p->items[i] = (ChanItem){.t = FL_TENSOR_INIT}; /* moved */
     }
     FlErr e;
-    if (st == FL_OK && fl_chan_close(g->chan, &e) != FL_OK) st = fl_exec_op_error(&g->rc, g->op, "%s", e.msg);
+    if (st == FL_OK && fl_chan_close(p->chan, &e) != FL_OK) st = fl_exec_op_error(rc, op, "%s", e.msg);
     return st;
+}
+
+static void pusher_free(void *arg) {
+    Pusher *p = arg;
+    fl_chan_release(p->chan);
+    for (size_t i = 0; i < p->nitems; i++) item_drop(&p->items[i], NULL);
+    free(p->items);
+    free(p);
 }
 
 static FlStatus prep_split(ExecOp *op, FlErr *e) {
@@ -546,7 +373,7 @@ static FlStatus prep_split(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_split(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    if (need_sched(rc, op)) return FL_ERROR;
+    if (fl_conc_need_sched(rc, op)) return FL_ERROR;
     FlChan *c;
     if (get_chan(rc, op, s, &op->args[op->in_off[1]], &c)) return FL_ERROR;
     FL_VEC(ChanItem) items = {0};
@@ -590,12 +417,9 @@ static FlStatus run_split(RunCtx *rc, const ExecOp *op, FlScope *s) {
         fl_chan_release(c);
         return st;
     }
-    GoCtx *g = ctx_get(rc->ex);
-    g->chan = c;
-    g->items = items.data;
-    g->nitems = items.len;
-    if (!g->items) g->items = fl_xcalloc(1, sizeof *g->items); /* marks the record as a pusher */
-    return start(rc, op, g);
+    Pusher *p = fl_xmalloc(sizeof *p);
+    *p = (Pusher){.chan = c, .items = items.data, .nitems = items.len};
+    return fl_conc_go(rc, op, push_blocks, pusher_free, p);
 }
 FL_CONTROL_ADAPTER(split_to_chan, prep_split, run_split);
 
@@ -617,7 +441,7 @@ static FlStatus run_concat(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FL_VEC(Block) bl = {0};
     FlStatus st = FL_OK;
     for (;;) {
-        set_where(rc, op);
+        fl_conc_set_where(rc, op);
         ChanItem it = {.t = FL_TENSOR_INIT};
         bool ok;
         FlErr e;

@@ -1,0 +1,194 @@
+/* conc.c: the executor's goroutine lifecycle, under the op adapters of ops_chan.c: which
+ * scheduler a run uses (the one attached to the caller's scope, else the executor's own, made on
+ * first use), attaching the calling thread for a run, goroutine records (GoCtx) and their report
+ * labels, starting a goroutine on a body function, and keeping a goroutine's error for the run
+ * that ends next.
+ *
+ * Records: every goroutine (and the attached calling thread) has a ConcLabel, a buffer that the
+ * scheduler prints in deadlock reports and leak listings; its owner rewrites it to the location
+ * of each blocking op before the op may block (fl_conc_set_where), so a report names the line
+ * each goroutine waits at. Label buffers live in recycled GoCtx records that are freed only with
+ * the executor, after its scheduler: a stale reader never sees freed or torn text.
+ *
+ * Errors: a goroutine's error is kept on the executor and returned by the run that ends next
+ * (Go ends the program on a goroutine's panic); errors that only say the goroutine was woken by
+ * a deadlock or a scheduler shutdown are not kept.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/conc.h"
+#include "runtime/core/exec_impl.h"
+
+typedef struct GoCtx GoCtx;
+struct GoCtx {
+    GoCtx *next_free, *next_all;
+    RunCtx rc;          /* a copy of the starting run's, with e and label of its own */
+    const ExecOp *op;
+    FlConcBody body;
+    void (*done)(void *arg);
+    void *arg;          /* the body's; released by done */
+    FlErr err;
+    ConcLabel label;
+};
+
+struct FlExecConc {
+    pthread_mutex_t mu;
+    FlSched *own;  /* made on first use when the caller's scope has no scheduler */
+    bool own_failed;
+    GoCtx *free_list, *all;
+    char *err;     /* a goroutine's error that no run has returned yet */
+};
+
+/* ---------------------------------------------------------------- hooks */
+
+void fl_conc_attach(FlScope *root, FlSched *s) { fl_var_set_object(fl_scope_var(root, FL_SCHED_VAR), s, NULL); }
+
+FlSched *fl_conc_find(FlScope *s) {
+    FlVar *v = fl_scope_find(s, FL_SCHED_VAR);
+    return v ? fl_var_get_object(v) : NULL;
+}
+
+void fl_conc_prepare(FlExec *ex) {
+    if (ex->conc) return;
+    ex->conc = fl_xcalloc(1, sizeof *ex->conc);
+    pthread_mutex_init(&ex->conc->mu, NULL);
+}
+
+void fl_conc_free(FlExec *ex) {
+    FlExecConc *c = ex->conc;
+    if (!c) return;
+    fl_sched_free(c->own);
+    for (GoCtx *g = c->all, *next; g; g = next) {
+        next = g->next_all;
+        free(g);
+    }
+    free(c->err);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    ex->conc = NULL;
+}
+
+static FlSched *own_sched(FlExec *ex) {
+    FlExecConc *c = ex->conc;
+    pthread_mutex_lock(&c->mu);
+    if (!c->own && !c->own_failed) {
+        FlErr e;
+        FlSchedConfig cfg = {.stack_size = FL_CONC_STACK_SIZE, .seed = ex->opt.seed};
+        c->own = fl_sched_new(&cfg, &e);
+        c->own_failed = c->own == NULL;
+    }
+    FlSched *s = c->own;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+void fl_conc_run_begin(FlExec *ex, FlScope *scope, RunCtx *rc, ConcRun *cr) {
+    FlSched *s = fl_conc_find(scope);
+    if (!s) s = own_sched(ex);
+    rc->sched = s;
+    if (!s || fl_go_id() != 0) return;
+    snprintf(cr->label.s, sizeof cr->label.s, "main program");
+    fl_sched_attach(s, cr->label.s);
+    cr->attached = true;
+    cr->label.owner = fl_go_id();
+    rc->label = &cr->label;
+}
+
+FlStatus fl_conc_run_end(FlExec *ex, RunCtx *rc, ConcRun *cr, FlStatus st) {
+    if (cr->attached) fl_sched_detach(rc->sched);
+    FlExecConc *c = ex->conc;
+    pthread_mutex_lock(&c->mu);
+    char *err = c->err;
+    c->err = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (err) {
+        fl_err(rc->e, "%s", err);
+        free(err);
+        return FL_ERROR;
+    }
+    return st;
+}
+
+void fl_conc_set_where(RunCtx *rc, const ExecOp *op) {
+    ConcLabel *l = rc->label;
+    if (!l || l->owner != fl_go_id() || l->op == op) return; /* owner is set before the run */
+    l->op = op;
+    char buf[sizeof l->s];
+    fl_exec_loc_str(rc->ex, op->desc->loc, buf, sizeof buf);
+    if (buf[0]) memcpy(l->s, buf, sizeof buf);
+}
+
+FlStatus fl_conc_need_sched(RunCtx *rc, const ExecOp *op) {
+    return rc->sched ? FL_OK : fl_exec_op_error(rc, op, "no goroutine scheduler could be started");
+}
+
+/* ---------------------------------------------------------------- goroutine records */
+
+static GoCtx *ctx_get(FlExec *ex) {
+    FlExecConc *c = ex->conc;
+    pthread_mutex_lock(&c->mu);
+    GoCtx *g = c->free_list;
+    if (g) {
+        c->free_list = g->next_free;
+    } else {
+        g = fl_xcalloc(1, sizeof *g);
+        g->next_all = c->all;
+        c->all = g;
+    }
+    pthread_mutex_unlock(&c->mu);
+    GoCtx *keep = g->next_all;
+    char label[sizeof g->label.s];
+    memcpy(label, g->label.s, sizeof label); /* a stale reader may still print it: keep it whole */
+    memset(g, 0, sizeof *g);
+    g->next_all = keep;
+    memcpy(g->label.s, label, sizeof label);
+    return g;
+}
+
+static void ctx_put(FlExec *ex, GoCtx *g) {
+    FlExecConc *c = ex->conc;
+    pthread_mutex_lock(&c->mu);
+    g->next_free = c->free_list;
+    c->free_list = g;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A goroutine failed: keep its error for the next run's end, unless it only says that the
+ * goroutine was woken by a deadlock (reported by the run that detects it) or a shutdown. */
+static void go_failed(GoCtx *g) {
+    const char *m = g->err.msg;
+    if (fl_sched_deadlock_report(g->rc.sched) || strstr(m, "goroutine abandoned")) return;
+    FlExecConc *c = g->rc.ex->conc;
+    pthread_mutex_lock(&c->mu);
+    if (!c->err) c->err = fl_xstrdup(m);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void go_main(void *arg) {
+    GoCtx *g = arg;
+    g->label.owner = fl_go_id();
+    g->rc.e = &g->err;
+    g->rc.label = &g->label;
+    if (g->body(&g->rc, g->op, g->arg) != FL_OK) go_failed(g);
+    g->done(g->arg);
+    ctx_put(g->rc.ex, g);
+}
+
+FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(void *arg), void *arg) {
+    GoCtx *g = ctx_get(rc->ex);
+    g->rc = *rc;
+    g->op = op;
+    g->body = body;
+    g->done = done;
+    g->arg = arg;
+    g->label.op = op;
+    fl_exec_loc_str(rc->ex, op->desc->loc, g->label.s, sizeof g->label.s);
+    FlErr e;
+    if (fl_go(rc->sched, go_main, g, g->label.s, &e) == FL_OK) return FL_OK;
+    done(arg);
+    ctx_put(rc->ex, g);
+    return fl_exec_op_error(rc, op, "%s", e.msg);
+}
