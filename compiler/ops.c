@@ -494,7 +494,8 @@ void fl_ops_markdown(FlBuf *out) {
                 "Slots marked (list) hold any number of vars, (optional) may be absent. Shapes use "
                 "-1 for the\nunknown batch dimension. A `dtype` attribute is 0 float32, 1 float64, "
                 "2 int32, 3 int64 or\n4 bool. Gradient ops (`<op>_grad`) are listed at the "
-                "end.\n");
+                "end.\n\nInteger `+`, `-`, `*` (elementwise, `sum`, `increment`) wrap in two's "
+                "complement on\noverflow, as in Go: `INT64_MAX + 1` is `INT64_MIN`.\n");
     for (size_t k = 0, i = 0; k < FL_ARRAY_LEN(sections); k++) {
         if (sections[k]) {
             fl_buf_printf(out, "\n## %s\n", sections[k]);

@@ -425,8 +425,8 @@ void fl_tensor_set(FlTensor *t, int64_t i, double v) {
     switch (t->dtype) {
     case FL_DT_FLOAT32: ((float *)p)[i] = (float)v; return;
     case FL_DT_FLOAT64: ((double *)p)[i] = v; return;
-    case FL_DT_INT32: ((int32_t *)p)[i] = (int32_t)v; return;
-    case FL_DT_INT64: ((int64_t *)p)[i] = (int64_t)v; return;
+    case FL_DT_INT32: ((int32_t *)p)[i] = fl_sat_i32(v); return;
+    case FL_DT_INT64: ((int64_t *)p)[i] = fl_sat_i64(v); return;
     case FL_DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
     case FL_DT_COUNT: break;
     }

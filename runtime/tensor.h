@@ -146,6 +146,23 @@ FlStatus fl_shape_numel(FlErr *e, int ndim, const int64_t *ne, int64_t *numel) F
 /* Slow element access by linear index, converting to and from double (bool: 0/1). For tests,
  * scalars (learning rates, counters) and printing; kernels use typed pointers. */
 double fl_tensor_get(const FlTensor *t, int64_t i);
+/* Stores v converted to t's dtype: float to int saturates (fl_sat_i64/i32), bool is v != 0. */
 void fl_tensor_set(FlTensor *t, int64_t i, double v);
+
+/* The one float -> int conversion of the runtime (fill_constant, cast, fl_tensor_set): the value
+ * truncated toward zero, saturated at the type's range (1e30 -> INT64_MAX, -inf -> INT64_MIN),
+ * NaN -> 0. C leaves out-of-range conversions undefined; these never are. */
+static inline int64_t fl_sat_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return INT64_MAX; /* 2^63 */
+    if (v < -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+static inline int32_t fl_sat_i32(double v) {
+    if (v != v) return 0;
+    if (v >= 2147483648.0) return INT32_MAX;
+    if (v <= -2147483649.0) return INT32_MIN;
+    return (int32_t)v;
+}
 
 #endif

@@ -92,12 +92,13 @@ UNARY_OPS(DEF_API)
 
 /* ---- scale ---- */
 
-#define SCALE_LOOP(T)                                                                        \
+/* conv: the double result to T (ints saturate: fl_sat_i64). */
+#define SCALE_LOOP(T, conv)                                                                  \
     do {                                                                                     \
         const T *s = fl_tensor_data(x);                                                      \
         T *o = fl_tensor_data(&r);                                                           \
         for (int64_t i = 0; i < n; i++)                                                      \
-            o[i] = (T)(bias_after_scale ? scale * s[i] + bias : scale * (s[i] + bias));      \
+            o[i] = (T)conv(bias_after_scale ? scale * s[i] + bias : scale * (s[i] + bias));  \
     } while (0)
 
 FlStatus fl_kernel_scale(FlErr *e, const FlTensor *x, double scale, double bias,
@@ -114,9 +115,9 @@ FlStatus fl_kernel_scale(FlErr *e, const FlTensor *x, double scale, double bias,
         for (int64_t i = 0; i < n; i++) o[i] = bias_after_scale ? sc * s[i] + bi : sc * (s[i] + bi);
         break;
     }
-    case FL_DT_FLOAT64: SCALE_LOOP(double); break;
-    case FL_DT_INT32: SCALE_LOOP(int32_t); break;
-    case FL_DT_INT64: SCALE_LOOP(int64_t); break;
+    case FL_DT_FLOAT64: SCALE_LOOP(double, (double)); break;
+    case FL_DT_INT32: SCALE_LOOP(int32_t, fl_sat_i32); break;
+    case FL_DT_INT64: SCALE_LOOP(int64_t, fl_sat_i64); break;
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

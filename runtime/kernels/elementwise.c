@@ -129,11 +129,17 @@ typedef struct Ctx {
         }                                                                                    \
     }
 
+/* Integer arithmetic wraps (kadd_i, kernels_impl.h). Division by -1 is negation, so
+ * INT64_MIN / -1 wraps to INT64_MIN (where the CPU's idiv traps), and its remainder is 0, as in
+ * Go; division by 0 never gets here (arith rejects it). */
+static inline int64_t idiv(int64_t a, int64_t b) { return b == -1 ? ksub_i(0, a) : a / b; }
 static inline int64_t ifloordiv(int64_t a, int64_t b) {
+    if (b == -1) return ksub_i(0, a);
     int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 static inline int64_t imod(int64_t a, int64_t b) {
+    if (b == -1) return 0;
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
@@ -141,10 +147,10 @@ static inline int64_t imod(int64_t a, int64_t b) {
 
 /* op name, float expression, integer expression (NONE: float only) */
 #define ARITH_OPS(X)                                                                         \
-    X(add, a + b, a + b)                                                                     \
-    X(sub, a - b, a - b)                                                                     \
-    X(mul, a * b, a * b)                                                                     \
-    X(div, a / b, a / b)                                                                     \
+    X(add, a + b, kadd_i(a, b))                                                                \
+    X(sub, a - b, ksub_i(a, b))                                                                \
+    X(mul, a * b, kmul_i(a, b))                                                                \
+    X(div, a / b, idiv(a, b))                                                                \
     X(max, a > b ? a : b, a > b ? a : b)                                                     \
     X(min, a < b ? a : b, a < b ? a : b)                                                     \
     X(pow, pow(a, b), 0)                                                                     \
@@ -215,28 +221,29 @@ static FlStatus run_binary(FlErr *e, const char *op, const FlTensor *x, const Fl
  * add_*, with the runs that broadcasting makes common written as plain loops the compiler
  * vectorises: both operands contiguous (same shapes; and the rows of a bias add, whose merged
  * plan is [rows, cols] with Y's row stride 0), or one operand a single broadcast value. */
-#define ADD_FAST_LOOP(name, T)                                                               \
+#define ADD_FAST_LOOP(name, T, ADD)                                                          \
     static void name(void *c, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t sx,      \
                      int64_t sy) {                                                           \
         Ctx *k = c;                                                                          \
         const T *x = (const T *)k->x + xo, *y = (const T *)k->y + yo;                        \
         T *restrict o = (T *)k->o + oo;                                                      \
         if (sx == 1 && sy == 1) {                                                            \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i] + y[i]);                         \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)ADD(x[i], y[i]);                       \
         } else if (sx == 1 && sy == 0) {                                                     \
             T b = y[0];                                                                      \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i] + b);                            \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)ADD(x[i], b);                          \
         } else if (sx == 0 && sy == 1) {                                                     \
             T a = x[0];                                                                      \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)(a + y[i]);                            \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)ADD(a, y[i]);                          \
         } else {                                                                             \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i * sx] + y[i * sy]);               \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)ADD(x[i * sx], y[i * sy]);             \
         }                                                                                    \
     }
-ADD_FAST_LOOP(add_fast_f32, float)
-ADD_FAST_LOOP(add_fast_f64, double)
-ADD_FAST_LOOP(add_fast_i32, int32_t)
-ADD_FAST_LOOP(add_fast_i64, int64_t)
+#define FADD(a, b) ((a) + (b))
+ADD_FAST_LOOP(add_fast_f32, float, FADD)
+ADD_FAST_LOOP(add_fast_f64, double, FADD)
+ADD_FAST_LOOP(add_fast_i32, int32_t, kadd_i)
+ADD_FAST_LOOP(add_fast_i64, int64_t, kadd_i)
 static const KRunFn add_fast_tab[4] = {add_fast_f32, add_fast_f64, add_fast_i32, add_fast_i64};
 
 static FlStatus arith(FlErr *e, ArithOp op, const FlTensor *x, const FlTensor *y, int axis,

@@ -15,8 +15,8 @@ FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, doubl
     switch (dtype) {
     case FL_DT_FLOAT32: for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)value; break;
     case FL_DT_FLOAT64: for (int64_t i = 0; i < n; i++) ((double *)p)[i] = value; break;
-    case FL_DT_INT32: for (int64_t i = 0; i < n; i++) ((int32_t *)p)[i] = (int32_t)value; break;
-    case FL_DT_INT64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = (int64_t)value; break;
+    case FL_DT_INT32: for (int64_t i = 0; i < n; i++) ((int32_t *)p)[i] = fl_sat_i32(value); break;
+    case FL_DT_INT64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = fl_sat_i64(value); break;
     case FL_DT_BOOL: memset(p, value != 0, (size_t)n); break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
@@ -66,12 +66,13 @@ FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) {
     return FL_OK;
 }
 
-#define CAST_LOOP(TO, conv)                                                                 \
+/* conv converts ints and bools, fconv floats (to an int: saturating, see fl_sat_i64). */
+#define CAST_LOOP(TO, conv, fconv)                                                          \
     do {                                                                                    \
         TO *o = fl_tensor_data(&r);                                                         \
         switch (x->dtype) {                                                                 \
-        case FL_DT_FLOAT32: { const float *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
-        case FL_DT_FLOAT64: { const double *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_FLOAT32: { const float *s = p; for (int64_t i = 0; i < n; i++) o[i] = fconv(s[i]); } break; \
+        case FL_DT_FLOAT64: { const double *s = p; for (int64_t i = 0; i < n; i++) o[i] = fconv(s[i]); } break; \
         case FL_DT_INT32: { const int32_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
         case FL_DT_INT64: { const int64_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
         case FL_DT_BOOL: { const uint8_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
@@ -92,11 +93,11 @@ FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype, FlTensor
     const void *p = fl_tensor_data(x);
     int64_t n = fl_tensor_numel(x);
     switch (out_dtype) {
-    case FL_DT_FLOAT32: CAST_LOOP(float, CONV_F32); break;
-    case FL_DT_FLOAT64: CAST_LOOP(double, CONV_F64); break;
-    case FL_DT_INT32: CAST_LOOP(int32_t, CONV_I32); break;
-    case FL_DT_INT64: CAST_LOOP(int64_t, CONV_I64); break;
-    case FL_DT_BOOL: CAST_LOOP(uint8_t, CONV_BOOL); break;
+    case FL_DT_FLOAT32: CAST_LOOP(float, CONV_F32, CONV_F32); break;
+    case FL_DT_FLOAT64: CAST_LOOP(double, CONV_F64, CONV_F64); break;
+    case FL_DT_INT32: CAST_LOOP(int32_t, CONV_I32, fl_sat_i32); break;
+    case FL_DT_INT64: CAST_LOOP(int64_t, CONV_I64, fl_sat_i64); break;
+    case FL_DT_BOOL: CAST_LOOP(uint8_t, CONV_BOOL, CONV_BOOL); break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
     kout(out, &r);

@@ -37,6 +37,13 @@ static inline bool kis_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_D
 static inline bool kis_int(FlDType t) { return t == FL_DT_INT32 || t == FL_DT_INT64; }
 static inline bool kis_num(FlDType t) { return kis_float(t) || kis_int(t); }
 
+/* Integer +, - and * of the kernels (int32 and int64 both through int64): two's complement wrap,
+ * as Go's, computed in uint64 because C leaves signed overflow undefined. The low 32 bits of the
+ * result are the int32 one, which the store truncates to (GCC: modulo 2^32). */
+static inline int64_t kadd_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t ksub_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t kmul_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
 /* The input must hold data (a caller bug otherwise) and be float. */
 static inline FlStatus kneed_float(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
     FL_ASSERT(t && t->buf);

@@ -296,12 +296,12 @@ FlStatus fl_kernel_reduce_mean_grad(FlErr *e, const FlTensor *x, const FlTensor 
 
 /* ---- sum ---- */
 
-#define SUM_LOOP(T)                                                                          \
+#define SUM_LOOP(T, ADD)                                                                     \
     do {                                                                                     \
         T *o = fl_tensor_data(&r);                                                           \
         for (int k = 1; k < n; k++) {                                                        \
             const T *s = fl_tensor_data(xs[k]);                                              \
-            for (int64_t i = 0; i < m; i++) o[i] += s[i];                                    \
+            for (int64_t i = 0; i < m; i++) o[i] = (T)ADD(o[i], s[i]);                       \
         }                                                                                    \
     } while (0)
 
@@ -315,10 +315,11 @@ FlStatus fl_kernel_sum(FlErr *e, const FlTensor *const *xs, int n, FlTensor *out
     if (fl_tensor_copy(&sub, &r, xs[0])) return fl_err(e, "sum: %s", sub.msg);
     int64_t m = fl_tensor_numel(&r);
     switch (r.dtype) {
-    case FL_DT_FLOAT32: SUM_LOOP(float); break;
-    case FL_DT_FLOAT64: SUM_LOOP(double); break;
-    case FL_DT_INT32: SUM_LOOP(int32_t); break;
-    case FL_DT_INT64: SUM_LOOP(int64_t); break;
+#define SUM_FADD(a, b) ((a) + (b))
+    case FL_DT_FLOAT32: SUM_LOOP(float, SUM_FADD); break;
+    case FL_DT_FLOAT64: SUM_LOOP(double, SUM_FADD); break;
+    case FL_DT_INT32: SUM_LOOP(int32_t, kadd_i); break; /* wraps */
+    case FL_DT_INT64: SUM_LOOP(int64_t, kadd_i); break;
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

@@ -508,8 +508,8 @@ FlStatus fl_kernel_increment(FlErr *e, const FlTensor *x, double step, FlTensor 
     switch (x->dtype) {
     case FL_DT_FLOAT32: *(float *)p = *(const float *)s + (float)step; break;
     case FL_DT_FLOAT64: *(double *)p = *(const double *)s + step; break;
-    case FL_DT_INT32: *(int32_t *)p = *(const int32_t *)s + (int32_t)step; break;
-    case FL_DT_INT64: *(int64_t *)p = *(const int64_t *)s + (int64_t)step; break;
+    case FL_DT_INT32: *(int32_t *)p = (int32_t)kadd_i(*(const int32_t *)s, fl_sat_i32(step)); break;
+    case FL_DT_INT64: *(int64_t *)p = kadd_i(*(const int64_t *)s, fl_sat_i64(step)); break;
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

@@ -297,6 +297,38 @@ static void test_runtime_error_compiled(void) {
     ct_close(&c);
 }
 
+/* ---- integer // and % at run time: INT64_MIN // -1 wraps (Go's), a zero divisor is an error
+ * naming the op and its line ---- */
+static void test_int_division(void) {
+    Ct c = ct_open("tests/div.fl",
+                   "from fluid import layers\n"
+                   "x = layers.data(name=\"x\", shape=[2], dtype=\"int64\", append_batch_size=False)\n"
+                   "y = layers.data(name=\"y\", shape=[1], dtype=\"int64\", append_batch_size=False)\n"
+                   "q = x // y\n"
+                   "r = x % y\n");
+    FlTensor x = ct_tensor(FL_DT_INT64, 1, (int64_t[]){2}, (double[]){-9223372036854775808.0, 7});
+    FlTensor y = ct_tensor(FL_DT_INT64, 1, (int64_t[]){1}, (double[]){-1});
+    FlTensor z = ct_tensor(FL_DT_INT64, 1, (int64_t[]){1}, (double[]){0});
+    FlFeed feeds[2] = {{"x", &x}, {"y", &y}};
+    FlFetch out[2] = {{"elementwise_floordiv_0.tmp_0", FL_TENSOR_INIT}, {"elementwise_mod_0.tmp_0", FL_TENSOR_INIT}};
+    FlErr e = {{0}};
+    CT_OK(fl_executor_run(c.ex, c.scope, feeds, 2, out, 2, &e), &e);
+    const int64_t *q = fl_tensor_data(&out[0].tensor), *r = fl_tensor_data(&out[1].tensor);
+    CU_ASSERT_EQUAL(q[0], INT64_MIN);
+    CU_ASSERT_EQUAL(q[1], -7);
+    CU_ASSERT_EQUAL(r[0], 0);
+    CU_ASSERT_EQUAL(r[1], 0);
+    feeds[1].tensor = &z;
+    CU_ASSERT_EQUAL(fl_executor_run(c.ex, c.scope, feeds, 2, out, 2, &e), FL_ERROR);
+    CT_MSG(e.msg, "runtime error in op 'elementwise_floordiv' (div.fl:4:5): integer division by zero "
+                  "(Y 'y' [1] holds a 0)");
+    for (int i = 0; i < 2; i++) fl_tensor_fini(&out[i].tensor);
+    fl_tensor_fini(&x);
+    fl_tensor_fini(&y);
+    fl_tensor_fini(&z);
+    ct_close(&c);
+}
+
 /* ---- a go op runs (an empty goroutine); unknown ops fail cleanly ---- */
 static void test_unsupported_op(void) {
     FlProgram *p = fl_ir_program_new();
@@ -457,7 +489,8 @@ int main(void) {
         CT_TEST(test_while_counter),        CT_TEST(test_if_on_var),
         CT_TEST(test_parallel_for),         CT_TEST(test_bad_feeds),
         CT_TEST(test_feed_reshape),         CT_TEST(test_runtime_error_message),
-        CT_TEST(test_runtime_error_compiled), CT_TEST(test_unsupported_op),
+        CT_TEST(test_runtime_error_compiled), CT_TEST(test_int_division),
+        CT_TEST(test_unsupported_op),
         CT_TEST(test_seeds),                CT_TEST(test_seed_zero),
         CT_TEST(test_scope_var_as_input),   CT_TEST(test_predict_mode),
         CT_TEST(test_predict_inference_mode),

@@ -131,6 +131,113 @@ static void test_elementwise_values(void) {
     kt_fini((int)FL_ARRAY_LEN(all), all);
 }
 
+/* The int64 elements of t, read exactly (doubles lose the low bits near INT64_MAX). */
+static int64_t i64_at(const FlTensor *t, int64_t i) { return ((const int64_t *)fl_tensor_data(t))[i]; }
+static int32_t i32_at(const FlTensor *t, int64_t i) { return ((const int32_t *)fl_tensor_data(t))[i]; }
+
+/* Integer arithmetic wraps (two's complement, Go's): no SIGFPE on INT_MIN / -1, no signed
+ * overflow (the ASan+UBSan build checks the latter). */
+static void test_int_wrap(void) {
+    int64_t one = 1, two = 2;
+    FlTensor a = FL_TENSOR_INIT, m1 = FL_TENSOR_INIT, b = FL_TENSOR_INIT, o = FL_TENSOR_INIT;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &a, I, 1, &two), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &m1, I, 1, &one), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &b, I, 1, &two), FL_OK);
+    int64_t *pa = fl_tensor_data(&a), *pb = fl_tensor_data(&b);
+    pa[0] = INT64_MIN, pa[1] = INT64_MAX;
+    ((int64_t *)fl_tensor_data(&m1))[0] = -1;
+    KT_OK(fl_kernel_elementwise_floordiv(KE, &a, &m1, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MIN);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), -INT64_MAX);
+    KT_OK(fl_kernel_elementwise_div(KE, &a, &m1, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MIN);
+    KT_OK(fl_kernel_elementwise_mod(KE, &a, &m1, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), 0);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), 0);
+    pb[0] = -1, pb[1] = 1;
+    KT_OK(fl_kernel_elementwise_add(KE, &a, &b, -1, &o)); /* fast path */
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MAX);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MIN);
+    KT_OK(fl_kernel_elementwise_add_ref(KE, &a, &b, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MIN);
+    KT_OK(fl_kernel_elementwise_sub(KE, &a, &b, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MIN + 1);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MAX - 1);
+    pb[0] = 1, pb[1] = -1;
+    KT_OK(fl_kernel_elementwise_sub(KE, &a, &b, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MAX);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MIN);
+    pb[0] = 2, pb[1] = 3;
+    KT_OK(fl_kernel_elementwise_mul(KE, &a, &b, -1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), 0);                 /* -2^63 * 2 = -2^64 = 0 mod 2^64 */
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MAX - 2);     /* (2^63 - 1) * 3 mod 2^64 */
+    const FlTensor *xs[] = {&a, &a};
+    KT_OK(fl_kernel_sum(KE, xs, 2, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), 0);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), -2);
+    FlTensor s1 = FL_TENSOR_INIT;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &s1, I, 1, &one), FL_OK);
+    ((int64_t *)fl_tensor_data(&s1))[0] = INT64_MAX;
+    KT_OK(fl_kernel_increment(KE, &s1, 1, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MIN);
+    /* int32: the same rules at 32 bits */
+    FlTensor c = KT_T(FL_DT_INT32, KT_SHAPE(2), -2147483648.0, 2147483647.0);
+    FlTensor cm1 = KT_T(FL_DT_INT32, KT_SHAPE(1), -1), cp1 = KT_T(FL_DT_INT32, KT_SHAPE(1), 1);
+    KT_OK(fl_kernel_elementwise_floordiv(KE, &c, &cm1, -1, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MIN);
+    CU_ASSERT_EQUAL(i32_at(&o, 1), -INT32_MAX);
+    KT_OK(fl_kernel_elementwise_div(KE, &c, &cm1, -1, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MIN);
+    KT_OK(fl_kernel_elementwise_mod(KE, &c, &cm1, -1, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), 0);
+    KT_OK(fl_kernel_elementwise_add(KE, &c, &cp1, -1, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 1), INT32_MIN);
+    KT_OK(fl_kernel_elementwise_sub(KE, &c, &cp1, -1, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MAX);
+    KT_OK(fl_kernel_elementwise_mul(KE, &c, &c, -1, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), 0);
+    CU_ASSERT_EQUAL(i32_at(&o, 1), 1);
+    FlTensor all[] = {a, m1, b, o, s1, c, cm1, cp1};
+    kt_fini((int)FL_ARRAY_LEN(all), all);
+}
+
+/* Float to int saturates at the type's range; NaN gives 0 (C leaves both undefined). */
+static void test_float_to_int_saturates(void) {
+    FlTensor o = FL_TENSOR_INIT;
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, NAN, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), 0);
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 1e30, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MAX);
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -1e30, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MIN);
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 1e30, FL_DT_INT32, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MAX);
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -3e9, FL_DT_INT32, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MIN);
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -7.9, FL_DT_INT32, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), -7);
+    FlTensor x = KT_T(F, KT_SHAPE(5), NAN, 1e30, -1e30, INFINITY, -2.5);
+    FlTensor xd = KT_T(D, KT_SHAPE(3), NAN, 9.3e18, -9.3e18);
+    KT_OK(fl_kernel_cast(KE, &x, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), 0);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MAX);
+    CU_ASSERT_EQUAL(i64_at(&o, 2), INT64_MIN);
+    CU_ASSERT_EQUAL(i64_at(&o, 3), INT64_MAX);
+    CU_ASSERT_EQUAL(i64_at(&o, 4), -2);
+    KT_OK(fl_kernel_cast(KE, &x, FL_DT_INT32, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), 0);
+    CU_ASSERT_EQUAL(i32_at(&o, 1), INT32_MAX);
+    CU_ASSERT_EQUAL(i32_at(&o, 2), INT32_MIN);
+    CU_ASSERT_EQUAL(i32_at(&o, 4), -2);
+    KT_OK(fl_kernel_cast(KE, &xd, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), 0);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), INT64_MAX);
+    CU_ASSERT_EQUAL(i64_at(&o, 2), INT64_MIN);
+    FlTensor all[] = {o, x, xd};
+    kt_fini((int)FL_ARRAY_LEN(all), all);
+}
+
 static void test_compare_logical(void) {
     FlTensor x = KT_T(I, KT_SHAPE(4), 1, 2, 3, 4), t = KT_T(I, KT_SHAPE(1), 2), o = FL_TENSOR_INIT;
     KT_OK(fl_kernel_less_than(KE, &x, &t, -1, &o));
@@ -447,7 +554,8 @@ static void test_threads(void) {
 int main(void) {
     static const KtCase cases[] = {
         KT_TEST(test_fill_and_cast),         KT_TEST(test_mul_matmul_values),
-        KT_TEST(test_elementwise_values),    KT_TEST(test_compare_logical),
+        KT_TEST(test_elementwise_values),    KT_TEST(test_int_wrap),
+        KT_TEST(test_float_to_int_saturates), KT_TEST(test_compare_logical),
         KT_TEST(test_activation_values),     KT_TEST(test_softmax_loss_reduce_values),
         KT_TEST(test_shape_ops_values),      KT_TEST(test_conv_pool_values),
         KT_TEST(test_batch_norm_dropout_values), KT_TEST(test_optimizers),
