@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "compiler/ir/ir_impl.h"
+#include "compiler/ir/rules.h"
 
 /* ---- slots ---- */
 
@@ -668,7 +669,8 @@ static FlStatus check_block_ref(int64_t ref, const FlProgram *p, const FlBlock *
 }
 
 static FlStatus check_slots(const FlSlot *s, size_t n, const FlBlock *b, const FlOpDesc *op,
-                            const char *dir, FlErr *e) {
+                            bool input, FlErr *e) {
+    const char *dir = input ? "input" : "output";
     for (size_t i = 0; i < n; i++) {
         if (empty(s[i].name))
             return fl_err(e, "block %d, op '%s': %s slot %zu has no name", b->idx, op->type, dir,
@@ -676,10 +678,16 @@ static FlStatus check_slots(const FlSlot *s, size_t n, const FlBlock *b, const F
         if (s[i].nargs && !s[i].args)
             return fl_err(e, "block %d, op '%s': %s slot '%s' has no args array", b->idx, op->type,
                           dir, s[i].name);
-        for (size_t j = 0; j < s[i].nargs; j++)
+        for (size_t j = 0; j < s[i].nargs; j++) {
             if (empty(s[i].args[j]))
                 return fl_err(e, "block %d, op '%s': %s slot '%s' has an empty var name", b->idx,
                               op->type, dir, s[i].name);
+            /* the empty marker (rules.h) only says that nobody wants an output position */
+            if (input && fl_rule_is_empty(s[i].args[j]))
+                return fl_err(e, "block %d, op '%s': input slot '%s' position %zu holds the empty "
+                              "marker '%s': an input must name a var", b->idx, op->type,
+                              s[i].name, j, FL_RULE_EMPTY);
+        }
     }
     return FL_OK;
 }
@@ -687,8 +695,8 @@ static FlStatus check_slots(const FlSlot *s, size_t n, const FlBlock *b, const F
 static FlStatus check_op(const FlProgram *p, const FlBlock *b, const FlOpDesc *op,
                          size_t nsources, FlErr *e) {
     if (empty(op->type)) return fl_err(e, "block %d: an op has no type", b->idx);
-    if (check_slots(op->ins.data, op->ins.len, b, op, "input", e)) return FL_ERROR;
-    if (check_slots(op->outs.data, op->outs.len, b, op, "output", e)) return FL_ERROR;
+    if (check_slots(op->ins.data, op->ins.len, b, op, true, e)) return FL_ERROR;
+    if (check_slots(op->outs.data, op->outs.len, b, op, false, e)) return FL_ERROR;
     for (size_t i = 0; i < op->attrs.len; i++) {
         const FlAttr *a = &op->attrs.data[i];
         if (empty(a->name))
@@ -745,6 +753,9 @@ static FlStatus check_op(const FlProgram *p, const FlBlock *b, const FlOpDesc *o
 
 static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources, FlErr *e) {
     if (empty(v->name)) return fl_err(e, "block %d: a var has no name", b->idx);
+    if (fl_rule_is_empty(v->name))
+        return fl_err(e, "block %d: a var is named '%s', the marker of an empty argument", b->idx,
+                      FL_RULE_EMPTY);
     if ((int)v->kind < 0 || v->kind >= FL_VAR_KIND_COUNT)
         return fl_err(e, "block %d, var '%s': unknown var kind %d", b->idx, v->name, (int)v->kind);
     if ((int)v->dtype < 0 || v->dtype >= FL_DT_COUNT)

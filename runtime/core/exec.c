@@ -327,7 +327,7 @@ static void resolve_arg(PBlock *pb, const char *name, ArgRef *a) {
     a->up = 0;
     a->idx = -1;
     a->shared = false;
-    if (strcmp(name, FL_EMPTY_ARG) == 0) return;
+    if (fl_rule_is_empty(name)) return;
     for (const PBlock *d = pb; d; d = d->parent) {
         long i = fl_scope_layout_find(&d->layout, name);
         if (i >= 0 && d->slots.data[i].desc) {
@@ -378,7 +378,13 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     for (int s = 0; s < op->info->nins; s++) {
         op->in_off[s] = n;
         const FlSlot *sl = fl_ir_op_input(d, op->info->ins[s].name);
-        for (size_t j = 0; sl && j < sl->nargs; j++) resolve_arg(pb, sl->args[j], &op->args[n++]);
+        for (size_t j = 0; sl && j < sl->nargs; j++) {
+            /* the IR validator's rule (ir.c), for programs built in memory */
+            if (fl_rule_is_empty(sl->args[j]))
+                return fl_err(e, "%s: input slot '%s' position %zu holds the empty marker '%s': an "
+                              "input must name a var", where, sl->name, j, FL_RULE_EMPTY);
+            resolve_arg(pb, sl->args[j], &op->args[n++]);
+        }
     }
     op->in_off[op->info->nins] = n;
     for (int s = 0; s < op->info->nouts; s++) {

@@ -168,6 +168,7 @@ static FlStatus run_print(OpCall *c) {
 FL_ADAPTER(Print, prep_print, run_print);
 /* Print_grad: In, Out, Out@GRAD -> In@GRAD (the gradient passes through) */
 static FlStatus run_print_grad(OpCall *c) {
+    if (!IN(2)) return fl_err(c->e, "Print_grad: input Out@GRAD has no value");
     if (OUT(0)) fl_tensor_ref(OUT(0), IN(2));
     return FL_OK;
 }

@@ -58,7 +58,7 @@ FlStatus fl_kernel_gaussian_random(FlErr *e, int ndim, const int64_t *shape, dou
 }
 
 FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) {
-    FL_ASSERT(x && x->buf);
+    if (khas(e, "assign", "X", x)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
     FlErr sub;
     if (fl_tensor_copy(&sub, &r, x)) return fl_err(e, "assign: %s", sub.msg);
@@ -86,7 +86,7 @@ FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) {
 #define CONV_BOOL(v) ((uint8_t)((v) != 0))
 
 FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype, FlTensor *out) {
-    FL_ASSERT(x && x->buf);
+    if (khas(e, "cast", "X", x)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
     FlErr sub;
     if (fl_tensor_alloc_like(&sub, &r, x, out_dtype)) return fl_err(e, "cast: %s", sub.msg);
@@ -105,7 +105,7 @@ FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype, FlTensor
 }
 
 FlStatus fl_kernel_cast_grad(FlErr *e, const FlTensor *x, const FlTensor *dout, FlTensor *dx) {
-    FL_ASSERT(x && dout && dout->buf);
+    if (khas(e, "cast_grad", "X", x) || khas(e, "cast_grad", "Out@GRAD", dout)) return FL_ERROR;
     if (!fl_tensor_same_shape(x, dout))
         return fl_err(e, "cast_grad: X %s and Out@GRAD %s must have the same shape",
                       fl_tensor_shape(x).s, fl_tensor_shape(dout).s);

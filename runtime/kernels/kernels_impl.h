@@ -44,16 +44,25 @@ static inline int64_t kadd_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)
 static inline int64_t ksub_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 static inline int64_t kmul_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
-/* The input must hold data (a caller bug otherwise) and be float. */
+/* The input must hold data: a program may leave an input without a value (an absent optional
+ * slot, a gradient op built by hand), so this is an error naming the op, never an abort. */
+static inline FlStatus khas(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
+    return t && t->buf ? FL_OK : fl_err(e, "%s: input %s has no value", op, slot);
+}
+/* An output the kernel cannot do without (NULL: the program did not ask for it). */
+static inline FlStatus kwant(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
+    return t ? FL_OK : fl_err(e, "%s: output %s is required", op, slot);
+}
+/* The input must hold data (khas) and be float. */
 static inline FlStatus kneed_float(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
-    FL_ASSERT(t && t->buf);
+    if (khas(e, op, slot, t)) return FL_ERROR;
     if (!kis_float(t->dtype))
         return fl_err(e, "%s: %s %s has dtype %s; float32 or float64 expected", op, slot,
                       fl_tensor_shape(t).s, fl_dtype_name(t->dtype));
     return FL_OK;
 }
 static inline FlStatus kneed_num(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
-    FL_ASSERT(t && t->buf);
+    if (khas(e, op, slot, t)) return FL_ERROR;
     if (!kis_num(t->dtype))
         return fl_err(e, "%s: %s %s has dtype %s; a numeric dtype expected", op, slot,
                       fl_tensor_shape(t).s, fl_dtype_name(t->dtype));
@@ -62,7 +71,7 @@ static inline FlStatus kneed_num(FlErr *e, const char *op, const char *slot, con
 /* b must have a's dtype. */
 static inline FlStatus ksame_dtype(FlErr *e, const char *op, const char *an, const FlTensor *a,
                                    const char *bn, const FlTensor *b) {
-    FL_ASSERT(b && b->buf);
+    if (khas(e, op, bn, b)) return FL_ERROR;
     if (a->dtype != b->dtype)
         return fl_err(e, "%s: %s %s is %s but %s %s is %s", op, an, fl_tensor_shape(a).s,
                       fl_dtype_name(a->dtype), bn, fl_tensor_shape(b).s, fl_dtype_name(b->dtype));
@@ -114,7 +123,7 @@ static inline int64_t kprod(const int64_t *ne, int from, int to) {
 /* A scalar input (exactly one element) read as double. */
 static inline FlStatus kscalar(FlErr *e, const char *op, const char *slot, const FlTensor *t,
                                double *v) {
-    FL_ASSERT(t && t->buf);
+    if (khas(e, op, slot, t)) return FL_ERROR;
     if (fl_tensor_numel(t) != 1)
         return fl_err(e, "%s: %s %s must hold exactly one element", op, slot, fl_tensor_shape(t).s);
     *v = fl_tensor_get(t, 0);

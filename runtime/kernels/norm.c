@@ -36,7 +36,7 @@ FlStatus fl_kernel_batch_norm(FlErr *e, const FlTensor *x, const FlTensor *scale
         bn_check_c(e, op, "Variance", x, variance))
         return FL_ERROR;
     if (!(epsilon >= 0)) return fl_err(e, "%s: epsilon (%g) must be >= 0", op, epsilon);
-    FL_ASSERT(y);
+    if (kwant(e, op, "Y", y)) return FL_ERROR;
     FlTensor r[5];
     for (int i = 0; i < 5; i++) fl_tensor_init(&r[i]);
     FlTensor *outs[5] = {y, mean_out, variance_out, saved_mean, saved_variance};

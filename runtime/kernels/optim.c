@@ -11,7 +11,7 @@
 /* Where the result for `out` (from input `in`) is written: in place, or a new tensor in *tmp. */
 static FlStatus dest(FlErr *e, const char *op, FlTensor *out, const FlTensor *in, FlTensor *tmp,
                      void **p) {
-    FL_ASSERT(out);
+    if (kwant(e, op, "the updated param", out)) return FL_ERROR;
     if (out == in && fl_buffer_refs(in->buf) == 1) {
         *p = fl_tensor_data(in);
         return FL_OK;

@@ -51,7 +51,7 @@ FlStatus fl_kernel_softmax_grad(FlErr *e, const FlTensor *out, const FlTensor *d
 static FlStatus ce_check(FlErr *e, const char *op, const FlTensor *x, const FlTensor *label,
                          bool soft) {
     if (kneed_float(e, op, "X", x)) return FL_ERROR;
-    FL_ASSERT(label && label->buf);
+    if (khas(e, op, "Label", label)) return FL_ERROR;
     if (x->ndim < 1) return fl_err(e, "%s: X %s must have rank 1 or more", op, fl_tensor_shape(x).s);
     int n = x->ndim;
     int64_t d = x->ne[n - 1];
@@ -328,7 +328,7 @@ FlStatus fl_kernel_sum(FlErr *e, const FlTensor *const *xs, int n, FlTensor *out
 }
 
 FlStatus fl_kernel_sum_grad(FlErr *e, const FlTensor *dout, int n, FlTensor *const *dxs) {
-    FL_ASSERT(dout && dout->buf);
+    if (khas(e, "sum_grad", "Out@GRAD", dout)) return FL_ERROR;
     for (int k = 0; k < n; k++)
         if (dxs[k] && fl_kernel_assign(e, dout, dxs[k])) return FL_ERROR;
     return FL_OK;

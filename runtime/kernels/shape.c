@@ -39,13 +39,13 @@ static void copy_slab(const FlTensor *src, int axis, int64_t start, FlTensor *ds
 static FlStatus concat_check(FlErr *e, const char *op, const FlTensor *const *xs, int n, int axis,
                              int *ax, int64_t *total) {
     if (n < 1) return fl_err(e, "%s: at least one input is needed", op);
-    FL_ASSERT(xs[0] && xs[0]->buf);
+    if (khas(e, op, "X[0]", xs[0])) return FL_ERROR;
     const FlTensor *x0 = xs[0];
     *ax = kaxis(axis, x0->ndim);
     if (*ax < 0) return fl_err(e, "%s: axis %d is out of range for X[0] %s", op, axis, fl_tensor_shape(x0).s);
     *total = 0;
     for (int k = 0; k < n; k++) {
-        FL_ASSERT(xs[k] && xs[k]->buf);
+        if (khas(e, op, "X[i] (one of them)", xs[k])) return FL_ERROR;
         if (ksame_dtype(e, op, "X[0]", x0, "another input", xs[k])) return FL_ERROR;
         bool ok = xs[k]->ndim == x0->ndim;
         for (int i = 0; ok && i < x0->ndim; i++) ok = i == *ax || xs[k]->ne[i] == x0->ne[i];
@@ -94,7 +94,7 @@ FlStatus fl_kernel_concat_grad(FlErr *e, const FlTensor *const *xs, int n, const
     int ax;
     int64_t total;
     if (concat_check(e, op, xs, n, axis, &ax, &total)) return FL_ERROR;
-    FL_ASSERT(dout && dout->buf);
+    if (khas(e, op, "Out@GRAD", dout)) return FL_ERROR;
     bool ok = dout->ndim == xs[0]->ndim && dout->ne[ax] == total;
     for (int i = 0; ok && i < dout->ndim; i++) ok = i == ax || dout->ne[i] == xs[0]->ne[i];
     if (!ok)
@@ -163,7 +163,7 @@ static FlStatus split_sizes(FlErr *e, const char *op, const FlTensor *x, int axi
 
 FlStatus fl_kernel_split(FlErr *e, const FlTensor *x, int axis, int num, const int64_t *sections,
                          int nsections, FlTensor *const *outs, int nouts) {
-    FL_ASSERT(x && x->buf);
+    if (khas(e, "split", "X", x)) return FL_ERROR;
     if (nouts < 1) return fl_err(e, "split: at least one output is needed");
     int ax;
     int64_t *sizes = fl_xcalloc((size_t)nouts, sizeof *sizes);
@@ -188,7 +188,7 @@ FlStatus fl_kernel_split_grad(FlErr *e, const FlTensor *x, const FlTensor *const
                               int nouts, int axis, const int64_t *sections, int nsections,
                               FlTensor *dx) {
     const char *op = "split_grad";
-    FL_ASSERT(x);
+    if (khas(e, op, "X", x)) return FL_ERROR;
     if (nouts < 1) return fl_err(e, "%s: at least one output gradient slot is needed", op);
     int ax;
     int64_t *sizes = fl_xcalloc((size_t)nouts, sizeof *sizes);
@@ -222,7 +222,7 @@ FlStatus fl_kernel_split_grad(FlErr *e, const FlTensor *x, const FlTensor *const
 
 FlStatus fl_kernel_reshape(FlErr *e, const FlTensor *x, const int64_t *shape, int ndim,
                            FlTensor *out) {
-    FL_ASSERT(x && x->buf);
+    if (khas(e, "reshape", "X", x)) return FL_ERROR;
     if (ndim < 1 || ndim > FL_MAX_DIMS)
         return fl_err(e, "reshape: the shape has %d dims; 1 to %d are supported", ndim, FL_MAX_DIMS);
     int64_t ne[FL_MAX_DIMS], known = 1;
@@ -266,7 +266,7 @@ FlStatus fl_kernel_reshape(FlErr *e, const FlTensor *x, const int64_t *shape, in
 }
 
 FlStatus fl_kernel_reshape_grad(FlErr *e, const FlTensor *x, const FlTensor *dout, FlTensor *dx) {
-    FL_ASSERT(x && dout && dout->buf);
+    if (khas(e, "reshape_grad", "X", x) || khas(e, "reshape_grad", "Out@GRAD", dout)) return FL_ERROR;
     if (fl_tensor_numel(x) != fl_tensor_numel(dout) || x->dtype != dout->dtype)
         return fl_err(e, "reshape_grad: X %s and Out@GRAD %s differ in size or dtype",
                       fl_tensor_shape(x).s, fl_tensor_shape(dout).s);
@@ -277,7 +277,7 @@ FlStatus fl_kernel_reshape_grad(FlErr *e, const FlTensor *x, const FlTensor *dou
 /* ---- transpose ---- */
 
 FlStatus fl_kernel_transpose(FlErr *e, const FlTensor *x, const int *perm, int ndim, FlTensor *out) {
-    FL_ASSERT(x && x->buf);
+    if (khas(e, "transpose", "X", x)) return FL_ERROR;
     bool seen[FL_MAX_DIMS] = {false};
     bool ok = ndim == x->ndim;
     for (int i = 0; ok && i < ndim; i++) {
@@ -372,8 +372,7 @@ FlStatus fl_kernel_argmax(FlErr *e, const FlTensor *x, int axis, FlTensor *out) 
 }
 
 FlStatus fl_kernel_top_k(FlErr *e, const FlTensor *x, int k, FlTensor *out, FlTensor *indices) {
-    if (kneed_num(e, "top_k", "X", x)) return FL_ERROR;
-    FL_ASSERT(indices);
+    if (kneed_num(e, "top_k", "X", x) || kwant(e, "top_k", "Indices", indices)) return FL_ERROR;
     if (x->ndim < 1) return fl_err(e, "top_k: X %s must have rank 1 or more", fl_tensor_shape(x).s);
     int64_t d = x->ne[x->ndim - 1];
     if (k < 1 || k > d)
@@ -423,7 +422,7 @@ FlStatus fl_kernel_top_k_grad(FlErr *e, const FlTensor *x, const FlTensor *indic
                               const FlTensor *dout, FlTensor *dx) {
     const char *op = "top_k_grad";
     if (kneed_float(e, op, "X", x) || ksame_dtype(e, op, "X", x, "Out@GRAD", dout)) return FL_ERROR;
-    FL_ASSERT(indices && indices->buf);
+    if (khas(e, op, "Indices", indices)) return FL_ERROR;
     if (indices->dtype != FL_DT_INT64 || !fl_tensor_same_shape(indices, dout) ||
         dout->ndim != x->ndim)
         return fl_err(e, "%s: Indices %s (int64) and Out@GRAD %s must have one shape, X %s's with "
@@ -454,7 +453,7 @@ FlStatus fl_kernel_accuracy(FlErr *e, const FlTensor *out, const FlTensor *indic
                             const FlTensor *label, FlTensor *accuracy, FlTensor *correct,
                             FlTensor *total) {
     const char *op = "accuracy";
-    FL_ASSERT(indices && indices->buf && label && label->buf);
+    if (khas(e, op, "Indices", indices) || khas(e, op, "Label", label)) return FL_ERROR;
     if (!kis_int(indices->dtype) || !kis_int(label->dtype))
         return fl_err(e, "%s: Indices %s (%s) and Label %s (%s) must be int64", op,
                       fl_tensor_shape(indices).s, fl_dtype_name(indices->dtype),

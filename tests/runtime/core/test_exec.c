@@ -2,7 +2,10 @@
  * computations, an SGD step, while / if / parallel_for / list_index, feeds (checks, reshape,
  * errors with exact messages), runtime error messages with their .fl location, unsupported ops,
  * deterministic seeds. */
+#include <unistd.h>
+
 #include "tests/runtime/core/ct.h"
+#include "compiler/ir/rules.h"
 
 #include "runtime/rng.h"
 
@@ -329,6 +332,94 @@ static void test_int_division(void) {
     ct_close(&c);
 }
 
+/* ---- the empty marker (rules.h) names no value: an input holding it, or a var named so, is
+ * rejected when a .flp is loaded or a program prepared; a gradient op missing an input fails
+ * its run with an error instead of aborting ---- */
+
+/* A main program "fill_constant -> x; relu(X=<in>) -> y", with var `decl` declared too. */
+static FlBundle *empty_bundle(const char *in, const char *decl) {
+    FlBundle *b = fl_ir_bundle_new();
+    FlBlock *b0 = fl_ir_block(b->main, 0);
+    int64_t one = 1;
+    fl_ir_var_set_shape(fl_ir_var_add(b0, "x"), 1, &one);
+    fl_ir_var_set_shape(fl_ir_var_add(b0, "y"), 1, &one);
+    if (decl) fl_ir_var_set_shape(fl_ir_var_add(b0, decl), 1, &one);
+    FlOpDesc *f = fl_ir_op_append(b0, "fill_constant");
+    fl_ir_op_add_output(f, "Out", "x");
+    fl_ir_op_set_ints(f, "shape", &one, 1);
+    FlOpDesc *r = fl_ir_op_append(b0, "relu");
+    fl_ir_op_add_input(r, "X", in);
+    fl_ir_op_add_output(r, "Out", "y");
+    return b;
+}
+
+/* Writes b to path with every "@EMPTX@" turned into FL_RULE_EMPTY (same length, so the protobuf
+ * stays well formed): the writer validates and would refuse the marker itself. */
+static void write_crafted(FlBundle *b, const char *path) {
+    FlErr e = {{0}};
+    CT_OK(fl_ir_bundle_write(b, path, &e), &e);
+    fl_ir_bundle_free(b);
+    FILE *f = fopen(path, "r+b");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    CU_ASSERT_FATAL(n > 0 && n < sizeof buf);
+    int hits = 0;
+    for (size_t i = 0; i + 7 <= n; i++)
+        if (!memcmp(buf + i, "@EMPTX@", 7)) memcpy(buf + i, FL_RULE_EMPTY, 7), hits++;
+    CU_ASSERT_FATAL(hits > 0);
+    rewind(f);
+    CU_ASSERT_EQUAL(fwrite(buf, 1, n, f), n);
+    fclose(f);
+}
+
+static void expect_load_error(const char *path, const char *want) {
+    FlLoadedProgram *lp = NULL;
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_program_load(path, &lp, &e), FL_ERROR);
+    CU_ASSERT_PTR_NULL(lp);
+    if (!strstr(e.msg, want)) fprintf(stderr, "\n  got: %s\n  want (in it): %s\n", e.msg, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want));
+    remove(path);
+}
+
+static void test_empty_marker(void) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/fl_empty_%d.flp", (int)getpid());
+    /* a .flp naming the marker as an input argument */
+    write_crafted(empty_bundle("@EMPTX@", NULL), path);
+    expect_load_error(path, "block 0, op 'relu': input slot 'X' position 0 holds the empty marker "
+                            "'@EMPTY@': an input must name a var");
+    /* a .flp declaring a var of that name (and using it) */
+    write_crafted(empty_bundle("@EMPTX@", "@EMPTX@"), path);
+    expect_load_error(path, "block 0: a var is named '@EMPTY@', the marker of an empty argument");
+    /* the same program built in memory is refused by the executor's prepare */
+    FlBundle *b = empty_bundle(FL_RULE_EMPTY, NULL);
+    FlExec *ex = NULL;
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_exec_new(b->main, NULL, 0, NULL, &ex, &e), FL_ERROR);
+    CT_MSG(e.msg, "program: block 0, op 1 'relu': input slot 'X' position 0 holds the empty marker "
+                  "'@EMPTY@': an input must name a var");
+    fl_ir_bundle_free(b);
+    /* sum_grad with X=x Out=x and no Out@GRAD (as `_core.op` can build it): a runtime error */
+    b = empty_bundle("x", NULL);
+    FlBlock *b0 = fl_ir_block(b->main, 0);
+    FlOpDesc *g = fl_ir_op_append(b0, "sum_grad");
+    fl_ir_op_add_input(g, "X", "x");
+    fl_ir_op_add_input(g, "Out", "x");
+    fl_ir_op_add_output(g, "X@GRAD", "y");
+    g->loc = (FlLoc){0, 7, 3, 10};
+    const char *src[1] = {"grad.fl"};
+    CT_OK(fl_exec_new(b->main, src, 1, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    CU_ASSERT_EQUAL(fl_exec_run(ex, s, NULL, 0, NULL, NULL, 0, 0, &e), FL_ERROR);
+    CT_MSG(e.msg, "runtime error in op 'sum_grad' (grad.fl:7:3): input Out@GRAD has no value "
+                  "(inputs: X 'x' [1], Out 'x' [1])");
+    fl_scope_free(s);
+    fl_exec_free(ex);
+    fl_ir_bundle_free(b);
+}
+
 /* ---- a go op runs (an empty goroutine); unknown ops fail cleanly ---- */
 static void test_unsupported_op(void) {
     FlProgram *p = fl_ir_program_new();
@@ -489,7 +580,7 @@ int main(void) {
         CT_TEST(test_while_counter),        CT_TEST(test_if_on_var),
         CT_TEST(test_parallel_for),         CT_TEST(test_bad_feeds),
         CT_TEST(test_feed_reshape),         CT_TEST(test_runtime_error_message),
-        CT_TEST(test_runtime_error_compiled), CT_TEST(test_int_division),
+        CT_TEST(test_runtime_error_compiled), CT_TEST(test_int_division), CT_TEST(test_empty_marker),
         CT_TEST(test_unsupported_op),
         CT_TEST(test_seeds),                CT_TEST(test_seed_zero),
         CT_TEST(test_scope_var_as_input),   CT_TEST(test_predict_mode),
