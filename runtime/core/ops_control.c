@@ -4,15 +4,18 @@
  *   conditional_block  once, when Cond is true;
  *   while              again and again while Condition (an outer var the body re-assigns) is
  *                      true, a fresh scope per iteration;
- *   parallel_for       n iterations at once on the executor's pool, each scope holding its
- *                      int64 [1] index var; the first failing iteration's error is reported;
+ *   parallel_for       n iterations on the executor's pool, at most the scheduler's processor
+ *                      count at once (pool.h), each scope holding its int64 [1] index var; the
+ *                      first failing iteration's error is reported;
  *   list_index         binds Out, in the scope of Out's block, to the very var X[Index] names
  *                      (an alias, not a copy): later writes to Out land in the picked var.
  * Goroutines, channels and select are in ops_chan.c, the distributed ops in ops_dist.c. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/core/exec_impl.h"
+#include "runtime/sched/sched.h"
 
 static FlStatus read_bool(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, bool scalar,
                           bool *out) {
@@ -93,8 +96,9 @@ typedef struct PFor {
     RunCtx *rc;
     const ExecOp *op;
     FlScope *s;
-    FlErr *errs;
-    FlStatus *st;
+    pthread_mutex_t mu;
+    int failed; /* the lowest failing iteration, n when none (guarded by mu) */
+    FlErr err;  /* its error */
 } PFor;
 
 static void pfor_iter(void *arg, int i) {
@@ -104,31 +108,34 @@ static void pfor_iter(void *arg, int i) {
     FlTensor t = FL_TENSOR_INIT;
     int64_t one = 1;
     double v = i;
-    p->st[i] = fl_tensor_from(&p->errs[i], &t, FL_DT_INT64, 1, &one, &v);
-    if (p->st[i] == FL_OK) {
+    FlErr e;
+    FlStatus st = fl_tensor_from(&e, &t, FL_DT_INT64, 1, &one, &v);
+    if (st == FL_OK) {
         fl_var_take_tensor(fl_scope_slot_var(child, (size_t)op->a.i[1]), &t);
         RunCtx rc = *p->rc;
-        rc.e = &p->errs[i];
-        p->st[i] = fl_exec_block(&rc, op->sub, child);
+        rc.e = &e;
+        st = fl_exec_block(&rc, op->sub, child);
     }
     fl_scope_release(child);
+    if (st == FL_OK) return;
+    pthread_mutex_lock(&p->mu);
+    if (i < p->failed) {
+        p->failed = i;
+        p->err = e;
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 static FlStatus run_pfor(RunCtx *rc, const ExecOp *op, FlScope *s) {
     int n = (int)op->a.i[0];
     if (n == 0) return FL_OK;
-    PFor p = {.rc = rc, .op = op, .s = s, .errs = fl_xcalloc((size_t)n, sizeof(FlErr)),
-              .st = fl_xcalloc((size_t)n, sizeof(FlStatus))};
-    fl_pool_run(rc->ex->pool, n, pfor_iter, &p);
-    FlStatus st = FL_OK;
-    for (int i = 0; i < n && st == FL_OK; i++)
-        if (p.st[i] != FL_OK) {
-            fl_err(rc->e, "%s", p.errs[i].msg);
-            st = FL_ERROR;
-        }
-    free(p.errs);
-    free(p.st);
-    return st;
+    PFor p = {.rc = rc, .op = op, .s = s, .failed = n};
+    pthread_mutex_init(&p.mu, NULL);
+    fl_pool_run(rc->ex->pool, n, fl_sched_nprocs(rc->sched), pfor_iter, &p);
+    pthread_mutex_destroy(&p.mu);
+    if (p.failed == n) return FL_OK;
+    fl_err(rc->e, "%s", p.err.msg);
+    return FL_ERROR;
 }
 FL_CONTROL_ADAPTER(parallel_for, prep_pfor, run_pfor);
 

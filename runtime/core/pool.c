@@ -1,7 +1,8 @@
-/* pool.c: idle workers wait on one condition variable for a task in a FIFO queue; fl_pool_run
- * pushes its n-1 tasks and, before that, starts as many new workers as there are tasks beyond the
- * idle count, so every queued task has a thread to take it at once. Completion is a per-call
- * counter under the pool mutex. */
+/* pool.c: batches wait in a FIFO list while they have unclaimed iterations; workers sleep on one
+ * condition variable until a batch is queued, claim its next index under the pool mutex, run it,
+ * and count it done. The caller of fl_pool_run claims from its own batch the same way and then
+ * waits for the iterations other threads took. Invariants (under mu): a batch is in the list
+ * iff next < n; pending counts iterations claimed or not that have not finished. */
 #include "runtime/core/pool.h"
 
 #include <pthread.h>
@@ -10,24 +11,39 @@
 typedef struct Batch {
     void (*fn)(void *, int);
     void *arg;
-    int pending; /* tasks of this batch not finished yet (guarded by pool mu) */
+    int n, next;  /* iterations, and the next one nobody has claimed */
+    int pending;  /* iterations not finished */
+    struct Batch *link;
     pthread_cond_t done;
 } Batch;
-
-typedef struct Task {
-    Batch *batch;
-    int i;
-    struct Task *next;
-} Task;
 
 struct FlPool {
     pthread_mutex_t mu;
     pthread_cond_t work;
-    Task *head, *tail;
-    int idle;    /* workers waiting for work, minus tasks already queued for them */
+    Batch *head, *tail; /* batches with unclaimed iterations */
     bool stop;
     FL_VEC(pthread_t) threads;
 };
+
+/* Claims the next iteration of b (mu held); unlinks b from the queue when it was the last. */
+static int claim(FlPool *p, Batch *b) {
+    int i = b->next++;
+    if (b->next == b->n) {
+        Batch **pp = &p->head, *prev = NULL;
+        while (*pp != b) prev = *pp, pp = &(*pp)->link;
+        *pp = b->link;
+        if (p->tail == b) p->tail = prev;
+    }
+    return i;
+}
+
+/* Runs iteration i of b with mu released; returns with mu held. */
+static void run_one(FlPool *p, Batch *b, int i) {
+    pthread_mutex_unlock(&p->mu);
+    b->fn(b->arg, i);
+    pthread_mutex_lock(&p->mu);
+    if (--b->pending == 0) pthread_cond_signal(&b->done);
+}
 
 static void *worker(void *arg) {
     FlPool *p = arg;
@@ -35,15 +51,8 @@ static void *worker(void *arg) {
     for (;;) {
         while (!p->head && !p->stop) pthread_cond_wait(&p->work, &p->mu);
         if (!p->head) break; /* stop and nothing left */
-        Task *t = p->head;
-        p->head = t->next;
-        if (!p->head) p->tail = NULL;
-        pthread_mutex_unlock(&p->mu);
-        t->batch->fn(t->batch->arg, t->i);
-        pthread_mutex_lock(&p->mu);
-        if (--t->batch->pending == 0) pthread_cond_signal(&t->batch->done);
-        free(t);
-        p->idle++;
+        Batch *b = p->head;
+        run_one(p, b, claim(p, b));
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -69,30 +78,26 @@ void fl_pool_free(FlPool *p) {
     free(p);
 }
 
-void fl_pool_run(FlPool *p, int n, void (*fn)(void *arg, int i), void *arg) {
+void fl_pool_run(FlPool *p, int n, int width, void (*fn)(void *arg, int i), void *arg) {
     if (n <= 0) return;
-    Batch b = {.fn = fn, .arg = arg, .pending = n - 1};
+    if (n == 1 || width <= 1) {
+        for (int i = 0; i < n; i++) fn(arg, i);
+        return;
+    }
+    Batch b = {.fn = fn, .arg = arg, .n = n, .pending = n};
     pthread_cond_init(&b.done, NULL);
     pthread_mutex_lock(&p->mu);
-    for (int i = 1; i < n; i++) {
-        if (p->idle == 0) {
-            pthread_t th;
-            if (pthread_create(&th, NULL, worker, p) != 0)
-                fl_panic(__FILE__, __LINE__, "cannot start a worker thread");
-            FL_VEC_PUSH(&p->threads, th);
-        } else {
-            p->idle--;
-        }
-        Task *t = fl_xmalloc(sizeof *t);
-        *t = (Task){.batch = &b, .i = i, .next = NULL};
-        if (p->tail) p->tail->next = t;
-        else p->head = t;
-        p->tail = t;
+    size_t want = (size_t)(width < n ? width : n) - 1;
+    while (p->threads.len < want) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, worker, p) != 0) break; /* run on the threads there are */
+        FL_VEC_PUSH(&p->threads, th);
     }
+    if (p->tail) p->tail->link = &b;
+    else p->head = &b;
+    p->tail = &b;
     pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->mu);
-    fn(arg, 0);
-    pthread_mutex_lock(&p->mu);
+    while (b.next < b.n) run_one(p, &b, claim(p, &b));
     while (b.pending > 0) pthread_cond_wait(&b.done, &p->mu);
     pthread_mutex_unlock(&p->mu);
     pthread_cond_destroy(&b.done);

@@ -979,8 +979,7 @@ static void unlock_lock(void *l) { fl_unlock(l); }
 
 FlSched *fl_sched_new(const FlSchedConfig *cfg, FlErr *e) {
     FlSchedConfig c = cfg ? *cfg : (FlSchedConfig){0};
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (c.nprocs <= 0) c.nprocs = ncpu > 0 ? (int)ncpu : 1;
+    if (c.nprocs <= 0) c.nprocs = fl_sched_nprocs(NULL);
     if (c.nprocs > 1024) return fl_err(e, "too many processors: %d (at most 1024)", c.nprocs), NULL;
     long page = sysconf(_SC_PAGESIZE);
     size_t pg = page > 0 ? (size_t)page : 4096;
@@ -1227,4 +1226,10 @@ FlSchedStats fl_sched_stats(FlSched *s) {
     return (FlSchedStats){.goroutines = atomic_load(&s->ngoroutines),
                           .threads = atomic_load(&s->nm),
                           .stacks = atomic_load(&s->nstacks)};
+}
+
+int fl_sched_nprocs(const FlSched *s) {
+    if (s) return s->nprocs;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 0 ? (int)ncpu : 1;
 }

@@ -92,6 +92,10 @@ void fl_sched_detach(FlSched *s);
 void fl_sched_block_begin(void);
 void fl_sched_block_end(void);
 
+/* The processors of s (goroutines running at once); for NULL, the count a scheduler with
+ * nprocs 0 gets (the online CPUs, at least 1). parallel_for bounds its threads by it. */
+int fl_sched_nprocs(const FlSched *s);
+
 /* Lets other goroutines run (runtime.Gosched); sched_yield on a plain thread. */
 void fl_yield(void);
 
