@@ -64,19 +64,39 @@ static FlStatus get_chan(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef 
     return FL_OK;
 }
 
-static FlStatus load_item(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, ChanItem *it) {
-    *it = (ChanItem){.t = FL_TENSOR_INIT};
-    FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
-    if (!v || !fl_var_get_tensor(v, &it->t))
-        return fl_exec_op_error(rc, op, "the value to send, '%s', has no value", a->name);
-    it->tag = fl_var_label_dup(v);
-    return FL_OK;
-}
-
 static const FlVarDesc *arg_desc(const ExecOp *op, const ArgRef *a) {
     const PBlock *pb = op->block;
     for (int i = 0; i < a->up && pb; i++) pb = pb->parent;
     return pb && a->idx >= 0 && (size_t)a->idx < pb->slots.len ? pb->slots.data[a->idx].desc : NULL;
+}
+
+/* The value ch (the channel var's declaration: its element dtype, and its element shape when it
+ * has one, -1 dims matching any size) may carry. */
+static FlStatus check_elem(RunCtx *rc, const ExecOp *op, const ArgRef *ch, const ArgRef *a,
+                           const FlTensor *t) {
+    const FlVarDesc *d = arg_desc(op, ch);
+    if (!d || d->kind != FL_VAR_CHANNEL) return FL_OK;
+    bool ok = t->dtype == d->dtype && (d->ndim == 0 || t->ndim == d->ndim);
+    for (int i = 0; ok && d->ndim > 0 && i < d->ndim; i++) ok = d->shape[i] < 0 || d->shape[i] == t->ne[i];
+    if (ok) return FL_OK;
+    return fl_exec_op_error(rc, op, "channel '%s' carries %s %s, but the value '%s' is %s %s", ch->name,
+                            fl_dtype_name(d->dtype), d->ndim ? fl_shape_str(d->ndim, d->shape).s : "(any shape)",
+                            a->name, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
+}
+
+/* The value a names, to send on the channel ch names. */
+static FlStatus load_item(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *ch, const ArgRef *a,
+                          ChanItem *it) {
+    *it = (ChanItem){.t = FL_TENSOR_INIT};
+    FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
+    if (!v || !fl_var_get_tensor(v, &it->t))
+        return fl_exec_op_error(rc, op, "the value to send, '%s', has no value", a->name);
+    if (check_elem(rc, op, ch, a, &it->t)) {
+        fl_tensor_fini(&it->t);
+        return FL_ERROR;
+    }
+    it->tag = fl_var_label_dup(v);
+    return FL_OK;
 }
 
 /* Writes a received value (ok) or the zero value (!ok) into the var a names; it is consumed. */
@@ -171,7 +191,7 @@ static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlChan *c;
     ChanItem it;
     if (get_chan(rc, op, s, &op->args[0], &c)) return FL_ERROR;
-    if (load_item(rc, op, s, &op->args[1], &it)) {
+    if (load_item(rc, op, s, &op->args[0], &op->args[1], &it)) {
         fl_chan_release(c);
         return FL_ERROR;
     }
@@ -295,7 +315,7 @@ static FlStatus run_select(RunCtx *rc, const ExecOp *op, FlScope *s) {
         vals[k] = (ChanItem){.t = FL_TENSOR_INIT};
         st = get_chan(rc, op, s, &op->args[c->chan], &cases[k].chan);
         if (st == FL_OK && c->kind == CASE_SEND) {
-            st = load_item(rc, op, s, &op->args[c->var], &vals[k]);
+            st = load_item(rc, op, s, &op->args[c->chan], &op->args[c->var], &vals[k]);
             if (st != FL_OK) {
                 fl_chan_release(cases[k].chan);
                 continue;
