@@ -10,9 +10,9 @@
  * each goroutine waits at. Label buffers live in recycled GoCtx records that are freed only with
  * the executor, after its scheduler: a stale reader never sees freed or torn text.
  *
- * Errors: a goroutine's error is kept on the executor and returned by the run that ends next
- * (Go ends the program on a goroutine's panic); errors that only say the goroutine was woken by
- * a deadlock or a scheduler shutdown are not kept.
+ * Errors: a goroutine's error is Go's panic (go_failed): kept on the executor and returned by the
+ * run in progress, which it ends at once; errors that only say the goroutine was woken by a
+ * deadlock, a scheduler shutdown or another goroutine's panic are not kept.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -156,15 +156,23 @@ static void ctx_put(FlExec *ex, GoCtx *g) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A goroutine failed: keep its error for the next run's end, unless it only says that the
- * goroutine was woken by a deadlock (reported by the run that detects it) or a shutdown. */
+/* A goroutine failed: Go's panic. Its error is kept for the end of the run (the first one
+ * only), the executor's blocks stop at their next op and the scheduler wakes every blocked party
+ * with FL_SCHED_PANIC_MSG, so the main program unwinds at once even while it loops or waits.
+ * Errors that only say the goroutine was woken by a deadlock (reported by the run that detects
+ * it), a shutdown or another goroutine's panic are not kept. */
 static void go_failed(GoCtx *g) {
     const char *m = g->err.msg;
-    if (fl_sched_deadlock_report(g->rc.sched) || strstr(m, "goroutine abandoned")) return;
-    FlExecConc *c = g->rc.ex->conc;
+    if (fl_sched_deadlock_report(g->rc.sched) || strstr(m, "goroutine abandoned") ||
+        strstr(m, FL_SCHED_PANIC_MSG))
+        return;
+    FlExec *ex = g->rc.ex;
+    FlExecConc *c = ex->conc;
     pthread_mutex_lock(&c->mu);
     if (!c->err) c->err = fl_xstrdup(m);
     pthread_mutex_unlock(&c->mu);
+    atomic_store(&ex->panic, true);
+    fl_sched_panic(g->rc.sched);
 }
 
 static void go_main(void *arg) {

@@ -13,8 +13,10 @@
  * program counts for deadlock detection) unless the thread is a goroutine or attached already.
  * Goroutines outlive the run that started them (Go's semantics: nobody waits for them); their
  * scopes are reference counted and keep the scopes above them alive. A goroutine that fails
- * (send on a closed channel, a kernel error) records its error; the run of the same executor
- * that ends next returns it (Go ends the program on a goroutine's panic).
+ * (send on a closed channel, a kernel error) panics, as in Go: its error is recorded, every
+ * block of the executor stops at its next op and the scheduler wakes every blocked party
+ * (fl_sched_panic), so the run in progress ends at once and returns that error. The executor
+ * and the scheduler stay failed: a panicked program is over.
  *
  * Ownership and order: s is borrowed; free it (fl_sched_free: leaked goroutines are woken, unwind
  * and release their scopes) BEFORE the executors that ran goroutines on it and before the scope.

@@ -305,6 +305,8 @@ static FlStatus run_op(RunCtx *rc, const ExecOp *op, FlScope *s) {
 static FlStatus run_masked(RunCtx *rc, const PBlock *pb, FlScope *s, const bool *mask) {
     for (size_t i = 0; i < pb->nops; i++) {
         if (mask && !mask[i]) continue;
+        if (atomic_load_explicit(&rc->ex->panic, memory_order_relaxed)) /* the goroutine's error wins */
+            return fl_exec_op_error(rc, &pb->ops[i], "%s", FL_SCHED_PANIC_MSG);
         FlStatus st = run_op(rc, &pb->ops[i], s);
         if (st != FL_OK) return st;
     }
@@ -472,6 +474,7 @@ FlStatus fl_exec_new(const FlProgram *p, const char *const *sources, size_t nsou
     ex->nsources = sources ? nsources : 0;
     if (opt) ex->opt = *opt;
     atomic_init(&ex->runs, 0);
+    atomic_init(&ex->panic, false);
     ex->nblocks = p->blocks.len;
     ex->blocks = fl_xcalloc(ex->nblocks + 1, sizeof *ex->blocks);
     for (size_t i = 0; i < ex->nblocks; i++) {

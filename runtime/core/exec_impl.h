@@ -114,6 +114,8 @@ struct FlExec {
     FlPool *pool;
     FlExecConc *conc;     /* goroutine state (conc.c); NULL when the program has no
                            * go / channel / select op */
+    atomic_bool panic;    /* a goroutine failed: every block of every run stops at its next op
+                           * (Go's panic ends the program; set by conc.c) */
 };
 
 struct RunCtx {

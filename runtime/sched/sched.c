@@ -138,6 +138,7 @@ struct FlSched {
     _Atomic int64_t nactive;
     _Atomic int64_t nstacks;
     _Atomic bool deadlocked;
+    _Atomic bool panicked; /* fl_sched_panic: blocking operations fail from now on */
     _Atomic bool stopping;
     _Atomic bool shutdown;
     _Atomic int fence;
@@ -457,6 +458,7 @@ const char *fl_g_abort_msg(FlAbort a) {
     case FL_ABORT_NONE: return "no abort";
     case FL_ABORT_DEADLOCK: return "deadlock: all goroutines are blocked";
     case FL_ABORT_SHUTDOWN: return "goroutine abandoned: the scheduler is shutting down";
+    case FL_ABORT_PANIC: return FL_SCHED_PANIC_MSG;
     case FL_ABORT_COUNT: break;
     }
     FL_UNREACHABLE();
@@ -537,6 +539,27 @@ static void check_deadlock(FlSched *s) {
     ready_all(woken, nwoken);
     free(woken);
 }
+
+/* Wakes every waiting G with `why`; called under s->lock, returns with it released. */
+static void abort_all(FlSched *s, FlAbort why) {
+    FlG **woken = fl_xmalloc(fl_mul_size(count_allg(s) + 1, sizeof *woken));
+    size_t nwoken = 0;
+    abort_waiting(s, why, woken, &nwoken);
+    fl_unlock(&s->lock);
+    ready_all(woken, nwoken);
+    free(woken);
+}
+
+void fl_sched_panic(FlSched *s) {
+    fl_lock(&s->lock);
+    if (atomic_exchange(&s->panicked, true) || atomic_load(&s->stopping)) {
+        fl_unlock(&s->lock);
+        return;
+    }
+    abort_all(s, FL_ABORT_PANIC);
+}
+
+bool fl_sched_panicked(FlSched *s) { return atomic_load(&s->panicked); }
 
 /* One party of s stopped being active (blocked, exited, detached). */
 static void went_inactive(FlSched *s) {
@@ -915,6 +938,7 @@ bool fl_g_prepare(FlG *g, const char *reason) {
     if (!s) return true;
     FlAbort why = atomic_load(&s->deadlocked)  ? FL_ABORT_DEADLOCK
                   : atomic_load(&s->stopping) ? FL_ABORT_SHUTDOWN
+                  : atomic_load(&s->panicked) ? FL_ABORT_PANIC
                                               : FL_ABORT_NONE;
     if (why == FL_ABORT_NONE) return true;
     if (fl_g_claim(g)) { /* not blocking after all */
@@ -1029,12 +1053,7 @@ void fl_sched_free(FlSched *s) {
     FL_ASSERT(s->nattached == 0);
     atomic_store(&s->stopping, true);
     full_fence(s);
-    FlG **woken = fl_xmalloc(fl_mul_size(count_allg(s) + 1, sizeof *woken));
-    size_t nwoken = 0;
-    abort_waiting(s, FL_ABORT_SHUTDOWN, woken, &nwoken);
-    fl_unlock(&s->lock);
-    ready_all(woken, nwoken);
-    free(woken);
+    abort_all(s, FL_ABORT_SHUTDOWN);
     wait_uncounted(s);
     fl_lock(&s->lock);
     atomic_store(&s->shutdown, true);

@@ -108,6 +108,14 @@ int64_t fl_go_id(void);
  * blocked" warning: Go exits then, leaked goroutines are not an error. */
 size_t fl_sched_list(FlSched *s, FlBuf *out);
 
+/* Go's panic in a goroutine: every party blocked on a channel operation, an empty select or
+ * fl_sched_wait is woken, its operation failing with FL_SCHED_PANIC_MSG, and every later blocking
+ * operation fails the same way, so the whole program unwinds (the failing goroutine's own error
+ * is reported by whoever called this). Idempotent; a no-op once shutting down. */
+#define FL_SCHED_PANIC_MSG "panic: another goroutine failed"
+void fl_sched_panic(FlSched *s);
+bool fl_sched_panicked(FlSched *s);
+
 /* The deadlock report (see above), or NULL when no deadlock was detected. Owned by s. */
 const char *fl_sched_deadlock_report(FlSched *s);
 

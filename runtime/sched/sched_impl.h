@@ -74,7 +74,7 @@ typedef enum {
 } FlGStatus;
 
 typedef enum { FL_G_GOROUTINE, FL_G_THREAD, FL_G_KIND_COUNT } FlGKind;
-typedef enum { FL_ABORT_NONE, FL_ABORT_DEADLOCK, FL_ABORT_SHUTDOWN, FL_ABORT_COUNT } FlAbort;
+typedef enum { FL_ABORT_NONE, FL_ABORT_DEADLOCK, FL_ABORT_SHUTDOWN, FL_ABORT_PANIC, FL_ABORT_COUNT } FlAbort;
 
 typedef struct FlM FlM;
 typedef struct FlSudog FlSudog;
