@@ -173,6 +173,13 @@ double flm_silent(const FlMpi *m, int rank) {
     return flm_now() - (double)atomic_load(&m->heard[rank]) * 1e-9;
 }
 
+bool flm_waited_too_long(FlMpi *m, int peer, double waited) {
+    if (waited <= m->timeout) return false;
+    if (peer < 0 || !m->heard) return true;
+    flm_alive_poll(m);
+    return flm_silent(m, peer) > m->timeout || waited > FLM_ALIVE_FACTOR * m->timeout;
+}
+
 void flm_alive_poll(FlMpi *m) {
     for (int k = 0; m->heard && k < 256; k++) {
         int flag = 0;

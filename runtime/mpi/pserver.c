@@ -567,7 +567,7 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
             r->since = tn;
         } else if (waits_for_others) { /* a full ring: the other trainers' silence is check_stalls' */
             r->since = tn;
-        } else if (tn - r->since > m->timeout) {
+        } else if (flm_waited_too_long(m, r->src, tn - r->since)) {
             char pn[64];
             return fl_err(e, "receiving '%s': no data from %s for %.0f s (the peer timeout, flrun --timeout)",
                           s->g[r->gi].name, flm_peer_name(m, r->src, pn, sizeof pn), m->timeout);
@@ -620,12 +620,15 @@ static FlStatus check_stalls(Server *s, FlErr *e) {
     for (size_t k = 0; k < s->nb; k++) {
         SBlock *b = &s->b[k];
         if (b->step < 0 || t - b->since <= s->m->timeout) continue;
-        for (int i = 0; i < s->m->T; i++)
-            if (!b->contrib[i]) {
+        for (int i = 0; i < s->m->T; i++) {
+            int r = s->m->trainer_rank[i];
+            if (!b->contrib[i] && flm_waited_too_long(s->m, r, t - b->since)) {
                 char pn[64];
-                return fl_err(e, "step %lld: no gradient from %s for %.0f s (the peer timeout, flrun --timeout)",
-                              (long long)b->step, flm_peer_name(s->m, s->m->trainer_rank[i], pn, sizeof pn), s->m->timeout);
+                return fl_err(e, "step %lld: no gradient from %s for %.0f s (the peer timeout, flrun --timeout)%s",
+                              (long long)b->step, flm_peer_name(s->m, r, pn, sizeof pn), t - b->since,
+                              flm_silent(s->m, r) <= s->m->timeout ? "; it is alive, but waits itself" : "");
             }
+        }
     }
     return FL_OK;
 }

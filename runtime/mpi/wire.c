@@ -83,13 +83,14 @@ FlStatus flm_wait_req_adv(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, 
         MPI_TRY(MPI_Test(req, &done, st ? st : MPI_STATUS_IGNORE), what);
         if (done) return FL_OK;
         if (adv) flm_advance_fetches(m);
-        if (flm_now() - t0 > m->timeout) {
+        double waited = flm_now() - t0;
+        if (flm_waited_too_long(m, peer, waited)) {
             char pn[64];
-            return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)", what,
+            return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)%s", what,
                           peer >= 0     ? flm_peer_name(m, peer, pn, sizeof pn)
                           : m->assigned ? "the other trainers"
                                         : "the other ranks",
-                          m->timeout);
+                          waited, peer >= 0 && flm_silent(m, peer) <= m->timeout ? "; it is alive, but waits itself" : "");
         }
         flm_backoff(&b);
     }
@@ -125,7 +126,7 @@ FlStatus flm_progress(FlMpi *m, bool all, FlErr *e) {
         pthread_mutex_unlock(&m->mu);
         if (err != MPI_SUCCESS) return flm_mpi_err(e, err, "sending");
         if (!all || keep == 0) return FL_OK;
-        if (flm_now() - t0 > m->timeout) {
+        if (flm_waited_too_long(m, peer, flm_now() - t0)) {
             char pn[64];
             return fl_err(e, "sending to %s: no answer for %.0f s (the peer timeout, flrun --timeout)",
                           flm_peer_name(m, peer, pn, sizeof pn), m->timeout);
