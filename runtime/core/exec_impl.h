@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "compiler/ir/rules.h"
+#include "compiler/op_slots.h" /* FL_IN_<op>_<slot>, FL_OUT_<op>_<slot>: generated from ops.def */
 #include "compiler/ops.h"
 #include "runtime/core/exec.h"
 #include "runtime/core/pool.h"

@@ -1,5 +1,5 @@
 /* ops_math.c: adapters of the creation, copy, elementwise, comparison, logic, activation and
- * scale ops and their gradients: each binds the op table's slots (by position: a default
+ * scale ops and their gradients: each binds the op table's slots by their generated names (FL_IN_<op>_<slot>; a default
  * gradient op <op>_grad takes the forward inputs, then the forward outputs, then each output's
  * gradient, and makes each input's gradient) and pre-parsed attributes to one kernel call. */
 #include "runtime/core/exec_impl.h"
@@ -23,11 +23,14 @@ static FlStatus prep_fill_constant(ExecOp *op, FlErr *e) {
 }
 static FlStatus run_fill_constant(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_fill_constant(c->e, a->nshape, a->shape, a->f[0], (FlDType)a->i[1], OUT(0));
+    return fl_kernel_fill_constant(c->e, a->nshape, a->shape, a->f[0], (FlDType)a->i[1],
+                                   OUT(FL_OUT_fill_constant_Out));
 }
 FL_ADAPTER(fill_constant, prep_fill_constant, run_fill_constant);
 
-static FlStatus run_fill_zeros_like(OpCall *c) { return fl_kernel_fill_zeros_like(c->e, IN(0), OUT(0)); }
+static FlStatus run_fill_zeros_like(OpCall *c) {
+    return fl_kernel_fill_zeros_like(c->e, IN(FL_IN_fill_zeros_like_X), OUT(FL_OUT_fill_zeros_like_Out));
+}
 FL_ADAPTER(fill_zeros_like, NULL, run_fill_zeros_like);
 
 static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) {
@@ -39,7 +42,7 @@ static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) {
 static FlStatus run_uniform_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
     return fl_kernel_uniform_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
-                                    (FlDType)a->i[1], OUT(0));
+                                    (FlDType)a->i[1], OUT(FL_OUT_uniform_random_Out));
 }
 FL_ADAPTER(uniform_random, prep_uniform_random, run_uniform_random);
 
@@ -52,46 +55,52 @@ static FlStatus prep_gaussian_random(ExecOp *op, FlErr *e) {
 static FlStatus run_gaussian_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
     return fl_kernel_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
-                                     (FlDType)a->i[1], OUT(0));
+                                     (FlDType)a->i[1], OUT(FL_OUT_gaussian_random_Out));
 }
 FL_ADAPTER(gaussian_random, prep_gaussian_random, run_gaussian_random);
 
 /* assign shares the buffer: tensors are immutable once published, so a copy buys nothing. */
 static FlStatus run_assign(OpCall *c) {
-    if (OUT(0)) fl_tensor_ref(OUT(0), IN(0));
+    if (OUT(FL_OUT_assign_Out)) fl_tensor_ref(OUT(FL_OUT_assign_Out), IN(FL_IN_assign_X));
     return FL_OK;
 }
 FL_ADAPTER(assign, NULL, run_assign);
 /* assign_grad: X, Out, Out@GRAD -> X@GRAD */
 static FlStatus run_assign_grad(OpCall *c) {
-    if (OUT(0)) fl_tensor_ref(OUT(0), IN(2));
+    if (OUT(FL_OUT_assign_grad_X_GRAD))
+        fl_tensor_ref(OUT(FL_OUT_assign_grad_X_GRAD), IN(FL_IN_assign_grad_Out_GRAD));
     return FL_OK;
 }
 FL_ADAPTER(assign_grad, NULL, run_assign_grad);
 
 static FlStatus prep_cast(ExecOp *op, FlErr *e) { return dtype_attr(op, "out_dtype", e); }
-static FlStatus run_cast(OpCall *c) { return fl_kernel_cast(c->e, IN(0), (FlDType)c->op->a.i[1], OUT(0)); }
+static FlStatus run_cast(OpCall *c) {
+    return fl_kernel_cast(c->e, IN(FL_IN_cast_X), (FlDType)c->op->a.i[1], OUT(FL_OUT_cast_Out));
+}
 FL_ADAPTER(cast, prep_cast, run_cast);
 static FlStatus run_cast_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_cast_grad(c->e, IN(0), IN(2), OUT(0));
+    if (!OUT(FL_OUT_cast_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_cast_grad(c->e, IN(FL_IN_cast_grad_X), IN(FL_IN_cast_grad_Out_GRAD),
+                               OUT(FL_OUT_cast_grad_X_GRAD));
 }
 FL_ADAPTER(cast_grad, NULL, run_cast_grad);
 
 /* ---- elementwise binary ---- */
 
-#define BINARY(name)                                                                              \
-    static FlStatus run_##name(OpCall *c) {                                                       \
-        return fl_kernel_##name(c->e, IN(0), IN(1), (int)c->op->a.i[0], OUT(0));                  \
-    }                                                                                             \
+#define BINARY(name)                                                                                         \
+    static FlStatus run_##name(OpCall *c) {                                                                  \
+        return fl_kernel_##name(c->e, IN(FL_IN_##name##_X), IN(FL_IN_##name##_Y), (int)c->op->a.i[0],        \
+                                OUT(FL_OUT_##name##_Out));                                                   \
+    }                                                                                                        \
     FL_ADAPTER(name, fl_exec_prep_axis, run_##name);
 /* <op>_grad: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD */
-#define BINARY_GRAD(name)                                                                         \
-    static FlStatus run_##name##_grad(OpCall *c) {                                                \
-        if (!OUT(0) && !OUT(1)) return FL_OK;                                                     \
-        return fl_kernel_##name##_grad(c->e, IN(0), IN(1), IN(3), (int)c->op->a.i[0], OUT(0),     \
-                                       OUT(1));                                                   \
-    }                                                                                             \
+#define BINARY_GRAD(name)                                                                                    \
+    static FlStatus run_##name##_grad(OpCall *c) {                                                           \
+        if (!OUT(FL_OUT_##name##_grad_X_GRAD) && !OUT(FL_OUT_##name##_grad_Y_GRAD)) return FL_OK;            \
+        return fl_kernel_##name##_grad(c->e, IN(FL_IN_##name##_grad_X), IN(FL_IN_##name##_grad_Y),           \
+                                       IN(FL_IN_##name##_grad_Out_GRAD), (int)c->op->a.i[0],                 \
+                                       OUT(FL_OUT_##name##_grad_X_GRAD), OUT(FL_OUT_##name##_grad_Y_GRAD));  \
+    }                                                                                                        \
     FL_ADAPTER(name##_grad, fl_exec_prep_axis, run_##name##_grad);
 
 BINARY(elementwise_add)
@@ -118,23 +127,34 @@ BINARY(greater_equal)
 BINARY(equal)
 BINARY(not_equal)
 
-static FlStatus run_logical_and(OpCall *c) { return fl_kernel_logical_and(c->e, IN(0), IN(1), OUT(0)); }
+static FlStatus run_logical_and(OpCall *c) {
+    return fl_kernel_logical_and(c->e, IN(FL_IN_logical_and_X), IN(FL_IN_logical_and_Y),
+                                 OUT(FL_OUT_logical_and_Out));
+}
 FL_ADAPTER(logical_and, NULL, run_logical_and);
-static FlStatus run_logical_or(OpCall *c) { return fl_kernel_logical_or(c->e, IN(0), IN(1), OUT(0)); }
+static FlStatus run_logical_or(OpCall *c) {
+    return fl_kernel_logical_or(c->e, IN(FL_IN_logical_or_X), IN(FL_IN_logical_or_Y),
+                                OUT(FL_OUT_logical_or_Out));
+}
 FL_ADAPTER(logical_or, NULL, run_logical_or);
-static FlStatus run_logical_not(OpCall *c) { return fl_kernel_logical_not(c->e, IN(0), OUT(0)); }
+static FlStatus run_logical_not(OpCall *c) {
+    return fl_kernel_logical_not(c->e, IN(FL_IN_logical_not_X), OUT(FL_OUT_logical_not_Out));
+}
 FL_ADAPTER(logical_not, NULL, run_logical_not);
 
 /* ---- unary ---- */
 
-#define UNARY(name)                                                                               \
-    static FlStatus run_##name(OpCall *c) { return fl_kernel_##name(c->e, IN(0), OUT(0)); }       \
-    FL_ADAPTER(name, NULL, run_##name);                                                           \
-    /* <op>_grad: X, Out, Out@GRAD -> X@GRAD */                                                   \
-    static FlStatus run_##name##_grad(OpCall *c) {                                                \
-        if (!OUT(0)) return FL_OK;                                                                \
-        return fl_kernel_##name##_grad(c->e, IN(0), IN(1), IN(2), OUT(0));                        \
-    }                                                                                             \
+#define UNARY(name)                                                                                          \
+    static FlStatus run_##name(OpCall *c) {                                                                  \
+        return fl_kernel_##name(c->e, IN(FL_IN_##name##_X), OUT(FL_OUT_##name##_Out));                       \
+    }                                                                                                        \
+    FL_ADAPTER(name, NULL, run_##name);                                                                      \
+    /* <op>_grad: X, Out, Out@GRAD -> X@GRAD */                                                              \
+    static FlStatus run_##name##_grad(OpCall *c) {                                                           \
+        if (!OUT(FL_OUT_##name##_grad_X_GRAD)) return FL_OK;                                                 \
+        return fl_kernel_##name##_grad(c->e, IN(FL_IN_##name##_grad_X), IN(FL_IN_##name##_grad_Out),         \
+                                       IN(FL_IN_##name##_grad_Out_GRAD), OUT(FL_OUT_##name##_grad_X_GRAD));  \
+    }                                                                                                        \
     FL_ADAPTER(name##_grad, NULL, run_##name##_grad);
 
 UNARY(relu)
@@ -154,12 +174,13 @@ static FlStatus prep_scale(ExecOp *op, FlErr *e) {
 }
 static FlStatus run_scale(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_scale(c->e, IN(0), a->f[0], a->f[1], a->b[0], OUT(0));
+    return fl_kernel_scale(c->e, IN(FL_IN_scale_X), a->f[0], a->f[1], a->b[0], OUT(FL_OUT_scale_Out));
 }
 FL_ADAPTER(scale, prep_scale, run_scale);
 static FlStatus run_scale_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_scale_grad(c->e, IN(2), c->op->a.f[0], OUT(0));
+    if (!OUT(FL_OUT_scale_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_scale_grad(c->e, IN(FL_IN_scale_grad_Out_GRAD), c->op->a.f[0],
+                                OUT(FL_OUT_scale_grad_X_GRAD));
 }
 FL_ADAPTER(scale_grad, prep_scale, run_scale_grad);
 
@@ -167,5 +188,7 @@ static FlStatus prep_increment(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "step");
     return FL_OK;
 }
-static FlStatus run_increment(OpCall *c) { return fl_kernel_increment(c->e, IN(0), c->op->a.f[0], OUT(0)); }
+static FlStatus run_increment(OpCall *c) {
+    return fl_kernel_increment(c->e, IN(FL_IN_increment_X), c->op->a.f[0], OUT(FL_OUT_increment_Out));
+}
 FL_ADAPTER(increment, prep_increment, run_increment);

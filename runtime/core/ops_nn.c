@@ -1,6 +1,6 @@
 /* ops_nn.c: adapters of the matrix products, embeddings, softmax and losses, reductions,
- * convolution, pooling, batch norm and dropout, and their gradients (slot positions as in
- * ops_math.c; the custom gradients' slots are compiler/ops.c's custom_grads). */
+ * convolution, pooling, batch norm and dropout, and their gradients (slots by their generated
+ * names, as in ops_math.c; the custom gradients' slots are their FL_GRAD_SLOTS lines in ops.def). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,14 +17,16 @@ static FlStatus prep_mul(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_mul(OpCall *c) {
-    return fl_kernel_mul(c->e, IN(0), IN(1), (int)c->op->a.i[0], (int)c->op->a.i[1], OUT(0));
+    return fl_kernel_mul(c->e, IN(FL_IN_mul_X), IN(FL_IN_mul_Y), (int)c->op->a.i[0], (int)c->op->a.i[1],
+                         OUT(FL_OUT_mul_Out));
 }
 FL_ADAPTER(mul, prep_mul, run_mul);
 /* mul_grad: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD */
 static FlStatus run_mul_grad(OpCall *c) {
-    if (!OUT(0) && !OUT(1)) return FL_OK;
-    return fl_kernel_mul_grad(c->e, IN(0), IN(1), IN(3), (int)c->op->a.i[0], (int)c->op->a.i[1],
-                              OUT(0), OUT(1));
+    if (!OUT(FL_OUT_mul_grad_X_GRAD) && !OUT(FL_OUT_mul_grad_Y_GRAD)) return FL_OK;
+    return fl_kernel_mul_grad(c->e, IN(FL_IN_mul_grad_X), IN(FL_IN_mul_grad_Y), IN(FL_IN_mul_grad_Out_GRAD),
+                              (int)c->op->a.i[0], (int)c->op->a.i[1], OUT(FL_OUT_mul_grad_X_GRAD),
+                              OUT(FL_OUT_mul_grad_Y_GRAD));
 }
 FL_ADAPTER(mul_grad, prep_mul, run_mul_grad);
 
@@ -36,13 +38,16 @@ static FlStatus prep_matmul(ExecOp *op, FlErr *e) {
 }
 static FlStatus run_matmul(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_matmul(c->e, IN(0), IN(1), a->b[0], a->b[1], a->f[0], OUT(0));
+    return fl_kernel_matmul(c->e, IN(FL_IN_matmul_X), IN(FL_IN_matmul_Y), a->b[0], a->b[1], a->f[0],
+                            OUT(FL_OUT_matmul_Out));
 }
 FL_ADAPTER(matmul, prep_matmul, run_matmul);
 static FlStatus run_matmul_grad(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    if (!OUT(0) && !OUT(1)) return FL_OK;
-    return fl_kernel_matmul_grad(c->e, IN(0), IN(1), IN(3), a->b[0], a->b[1], a->f[0], OUT(0), OUT(1));
+    if (!OUT(FL_OUT_matmul_grad_X_GRAD) && !OUT(FL_OUT_matmul_grad_Y_GRAD)) return FL_OK;
+    return fl_kernel_matmul_grad(c->e, IN(FL_IN_matmul_grad_X), IN(FL_IN_matmul_grad_Y),
+                                 IN(FL_IN_matmul_grad_Out_GRAD), a->b[0], a->b[1], a->f[0],
+                                 OUT(FL_OUT_matmul_grad_X_GRAD), OUT(FL_OUT_matmul_grad_Y_GRAD));
 }
 FL_ADAPTER(matmul_grad, prep_matmul, run_matmul_grad);
 
@@ -51,26 +56,30 @@ static FlStatus prep_lookup_table(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_lookup_table(OpCall *c) {
-    return fl_kernel_lookup_table(c->e, IN(0), IN(1), c->op->a.i[0], OUT(0));
+    return fl_kernel_lookup_table(c->e, IN(FL_IN_lookup_table_W), IN(FL_IN_lookup_table_Ids), c->op->a.i[0],
+                                  OUT(FL_OUT_lookup_table_Out));
 }
 FL_ADAPTER(lookup_table, prep_lookup_table, run_lookup_table);
 /* lookup_table_grad: W, Ids, Out, Out@GRAD -> W@GRAD, Ids@GRAD (never made) */
 static FlStatus run_lookup_table_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_lookup_table_grad(c->e, IN(0), IN(1), IN(3), c->op->a.i[0], OUT(0));
+    if (!OUT(FL_OUT_lookup_table_grad_W_GRAD)) return FL_OK;
+    return fl_kernel_lookup_table_grad(c->e, IN(FL_IN_lookup_table_grad_W), IN(FL_IN_lookup_table_grad_Ids),
+                                       IN(FL_IN_lookup_table_grad_Out_GRAD), c->op->a.i[0],
+                                       OUT(FL_OUT_lookup_table_grad_W_GRAD));
 }
 FL_ADAPTER(lookup_table_grad, prep_lookup_table, run_lookup_table_grad);
 
 /* ---- softmax, losses, reductions ---- */
 
 static FlStatus run_softmax(OpCall *c) {
-    return fl_kernel_softmax_axis(c->e, IN(0), (int)c->op->a.i[0], OUT(0));
+    return fl_kernel_softmax_axis(c->e, IN(FL_IN_softmax_X), (int)c->op->a.i[0], OUT(FL_OUT_softmax_Out));
 }
 FL_ADAPTER(softmax, fl_exec_prep_axis, run_softmax);
 /* softmax_grad: X, Out, Out@GRAD -> X@GRAD */
 static FlStatus run_softmax_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_softmax_axis_grad(c->e, IN(1), IN(2), (int)c->op->a.i[0], OUT(0));
+    if (!OUT(FL_OUT_softmax_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_softmax_axis_grad(c->e, IN(FL_IN_softmax_grad_Out), IN(FL_IN_softmax_grad_Out_GRAD),
+                                       (int)c->op->a.i[0], OUT(FL_OUT_softmax_grad_X_GRAD));
 }
 FL_ADAPTER(softmax_grad, fl_exec_prep_axis, run_softmax_grad);
 
@@ -80,22 +89,26 @@ static FlStatus prep_xent(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_cross_entropy(OpCall *c) {
-    return fl_kernel_cross_entropy(c->e, IN(0), IN(1), c->op->a.b[0], IGNORE_INDEX, OUT(0));
+    return fl_kernel_cross_entropy(c->e, IN(FL_IN_cross_entropy_X), IN(FL_IN_cross_entropy_Label),
+                                   c->op->a.b[0], IGNORE_INDEX, OUT(FL_OUT_cross_entropy_Y));
 }
 FL_ADAPTER(cross_entropy, prep_xent, run_cross_entropy);
 /* cross_entropy_grad: X, Label, Y, Y@GRAD -> X@GRAD, Label@GRAD (never made) */
 static FlStatus run_cross_entropy_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_cross_entropy_grad(c->e, IN(0), IN(1), IN(3), c->op->a.b[0], IGNORE_INDEX,
-                                        OUT(0));
+    if (!OUT(FL_OUT_cross_entropy_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_cross_entropy_grad(c->e, IN(FL_IN_cross_entropy_grad_X),
+                                        IN(FL_IN_cross_entropy_grad_Label),
+                                        IN(FL_IN_cross_entropy_grad_Y_GRAD), c->op->a.b[0], IGNORE_INDEX,
+                                        OUT(FL_OUT_cross_entropy_grad_X_GRAD));
 }
 FL_ADAPTER(cross_entropy_grad, prep_xent, run_cross_entropy_grad);
 
-static FlStatus run_mean(OpCall *c) { return fl_kernel_mean(c->e, IN(0), OUT(0)); }
+static FlStatus run_mean(OpCall *c) { return fl_kernel_mean(c->e, IN(FL_IN_mean_X), OUT(FL_OUT_mean_Out)); }
 FL_ADAPTER(mean, NULL, run_mean);
 static FlStatus run_mean_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_mean_grad(c->e, IN(0), IN(2), OUT(0));
+    if (!OUT(FL_OUT_mean_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_mean_grad(c->e, IN(FL_IN_mean_grad_X), IN(FL_IN_mean_grad_Out_GRAD),
+                               OUT(FL_OUT_mean_grad_X_GRAD));
 }
 FL_ADAPTER(mean_grad, NULL, run_mean_grad);
 
@@ -105,18 +118,20 @@ static FlStatus prep_reduce(ExecOp *op, FlErr *e) {
     op->a.b[1] = fl_exec_attr_bool(op, "reduce_all");
     return FL_OK;
 }
-#define REDUCE(name)                                                                              \
-    static FlStatus run_##name(OpCall *c) {                                                       \
-        const PAttrs *a = &c->op->a;                                                              \
-        return fl_kernel_##name(c->e, IN(0), a->dims, a->ndims, a->b[0], a->b[1], OUT(0));        \
-    }                                                                                             \
-    FL_ADAPTER(name, prep_reduce, run_##name);                                                    \
-    static FlStatus run_##name##_grad(OpCall *c) {                                                \
-        const PAttrs *a = &c->op->a;                                                              \
-        if (!OUT(0)) return FL_OK;                                                                \
-        return fl_kernel_##name##_grad(c->e, IN(0), IN(2), a->dims, a->ndims, a->b[0], a->b[1],   \
-                                       OUT(0));                                                   \
-    }                                                                                             \
+#define REDUCE(name)                                                                                         \
+    static FlStatus run_##name(OpCall *c) {                                                                  \
+        const PAttrs *a = &c->op->a;                                                                         \
+        return fl_kernel_##name(c->e, IN(FL_IN_##name##_X), a->dims, a->ndims, a->b[0], a->b[1],             \
+                                OUT(FL_OUT_##name##_Out));                                                   \
+    }                                                                                                        \
+    FL_ADAPTER(name, prep_reduce, run_##name);                                                               \
+    static FlStatus run_##name##_grad(OpCall *c) {                                                           \
+        const PAttrs *a = &c->op->a;                                                                         \
+        if (!OUT(FL_OUT_##name##_grad_X_GRAD)) return FL_OK;                                                 \
+        return fl_kernel_##name##_grad(c->e, IN(FL_IN_##name##_grad_X), IN(FL_IN_##name##_grad_Out_GRAD),    \
+                                       a->dims, a->ndims, a->b[0], a->b[1],                                  \
+                                       OUT(FL_OUT_##name##_grad_X_GRAD));                                    \
+    }                                                                                                        \
     FL_ADAPTER(name##_grad, prep_reduce, run_##name##_grad);
 REDUCE(reduce_sum)
 REDUCE(reduce_mean)
@@ -142,13 +157,16 @@ static FlStatus prep_conv2d(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_conv2d(OpCall *c) {
-    return fl_kernel_conv2d(c->e, IN(0), IN(1), c->op->a.extra, OUT(0));
+    return fl_kernel_conv2d(c->e, IN(FL_IN_conv2d_Input), IN(FL_IN_conv2d_Filter), c->op->a.extra,
+                            OUT(FL_OUT_conv2d_Output));
 }
 FL_ADAPTER(conv2d, prep_conv2d, run_conv2d);
 /* conv2d_grad: Input, Filter, Output, Output@GRAD -> Input@GRAD, Filter@GRAD */
 static FlStatus run_conv2d_grad(OpCall *c) {
-    if (!OUT(0) && !OUT(1)) return FL_OK;
-    return fl_kernel_conv2d_grad(c->e, IN(0), IN(1), IN(3), c->op->a.extra, OUT(0), OUT(1));
+    if (!OUT(FL_OUT_conv2d_grad_Input_GRAD) && !OUT(FL_OUT_conv2d_grad_Filter_GRAD)) return FL_OK;
+    return fl_kernel_conv2d_grad(c->e, IN(FL_IN_conv2d_grad_Input), IN(FL_IN_conv2d_grad_Filter),
+                                 IN(FL_IN_conv2d_grad_Output_GRAD), c->op->a.extra,
+                                 OUT(FL_OUT_conv2d_grad_Input_GRAD), OUT(FL_OUT_conv2d_grad_Filter_GRAD));
 }
 FL_ADAPTER(conv2d_grad, prep_conv2d, run_conv2d_grad);
 
@@ -167,12 +185,16 @@ static FlStatus prep_pool2d(ExecOp *op, FlErr *e) {
     pa->ceil_mode = false;
     return FL_OK;
 }
-static FlStatus run_pool2d(OpCall *c) { return fl_kernel_pool2d(c->e, IN(0), c->op->a.extra, OUT(0)); }
+static FlStatus run_pool2d(OpCall *c) {
+    return fl_kernel_pool2d(c->e, IN(FL_IN_pool2d_X), c->op->a.extra, OUT(FL_OUT_pool2d_Out));
+}
 FL_ADAPTER(pool2d, prep_pool2d, run_pool2d);
 /* pool2d_grad: X, Out, Out@GRAD -> X@GRAD */
 static FlStatus run_pool2d_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_pool2d_grad(c->e, IN(0), IN(1), IN(2), c->op->a.extra, OUT(0));
+    if (!OUT(FL_OUT_pool2d_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_pool2d_grad(c->e, IN(FL_IN_pool2d_grad_X), IN(FL_IN_pool2d_grad_Out),
+                                 IN(FL_IN_pool2d_grad_Out_GRAD), c->op->a.extra,
+                                 OUT(FL_OUT_pool2d_grad_X_GRAD));
 }
 FL_ADAPTER(pool2d_grad, prep_pool2d, run_pool2d_grad);
 
@@ -190,15 +212,23 @@ static FlStatus run_batch_norm(OpCall *c) {
     /* a predicting run (fl_executor_predict) is inference: running statistics, as Fluid's
      * program.clone(for_test=True) */
     bool is_test = a->b[0] || c->rc->read_only;
-    return fl_kernel_batch_norm(c->e, IN(0), IN(1), IN(2), IN(3), IN(4), a->f[0], a->f[1], is_test,
-                                OUT(0), OUT(1), OUT(2), OUT(3), OUT(4));
+    return fl_kernel_batch_norm(
+        c->e, IN(FL_IN_batch_norm_X), IN(FL_IN_batch_norm_Scale), IN(FL_IN_batch_norm_Bias),
+        IN(FL_IN_batch_norm_Mean), IN(FL_IN_batch_norm_Variance), a->f[0], a->f[1], is_test,
+        OUT(FL_OUT_batch_norm_Y), OUT(FL_OUT_batch_norm_MeanOut), OUT(FL_OUT_batch_norm_VarianceOut),
+        OUT(FL_OUT_batch_norm_SavedMean), OUT(FL_OUT_batch_norm_SavedVariance));
 }
 FL_ADAPTER(batch_norm, prep_batch_norm, run_batch_norm);
 /* batch_norm_grad: X Scale Bias SavedMean SavedVariance Y@GRAD -> X@GRAD Scale@GRAD Bias@GRAD */
 static FlStatus run_batch_norm_grad(OpCall *c) {
-    if (!OUT(0) && !OUT(1) && !OUT(2)) return FL_OK;
-    return fl_kernel_batch_norm_grad(c->e, IN(0), IN(1), IN(3), IN(4), IN(5), c->op->a.b[0],
-                                     OUT(0), OUT(1), OUT(2));
+    if (!OUT(FL_OUT_batch_norm_grad_X_GRAD) && !OUT(FL_OUT_batch_norm_grad_Scale_GRAD) &&
+        !OUT(FL_OUT_batch_norm_grad_Bias_GRAD))
+        return FL_OK;
+    return fl_kernel_batch_norm_grad(
+        c->e, IN(FL_IN_batch_norm_grad_X), IN(FL_IN_batch_norm_grad_Scale),
+        IN(FL_IN_batch_norm_grad_SavedMean), IN(FL_IN_batch_norm_grad_SavedVariance),
+        IN(FL_IN_batch_norm_grad_Y_GRAD), c->op->a.b[0], OUT(FL_OUT_batch_norm_grad_X_GRAD),
+        OUT(FL_OUT_batch_norm_grad_Scale_GRAD), OUT(FL_OUT_batch_norm_grad_Bias_GRAD));
 }
 FL_ADAPTER(batch_norm_grad, prep_batch_norm, run_batch_norm_grad);
 
@@ -212,14 +242,15 @@ static FlStatus prep_dropout(ExecOp *op, FlErr *e) {
 static FlStatus run_dropout(OpCall *c) {
     const PAttrs *a = &c->op->a;
     bool is_test = a->b[0] || c->rc->read_only;
-    return fl_kernel_dropout(c->e, IN(0), a->f[0], is_test, c->op->seed, c->rc->step, OUT(0),
-                             is_test ? NULL : OUT(1));
+    return fl_kernel_dropout(c->e, IN(FL_IN_dropout_X), a->f[0], is_test, c->op->seed, c->rc->step,
+                             OUT(FL_OUT_dropout_Out), is_test ? NULL : OUT(FL_OUT_dropout_Mask));
 }
 FL_ADAPTER(dropout, prep_dropout, run_dropout);
 /* dropout_grad: Mask Out@GRAD -> X@GRAD */
 static FlStatus run_dropout_grad(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_dropout_grad(c->e, IN(0), IN(1), a->f[0], a->b[0], OUT(0));
+    if (!OUT(FL_OUT_dropout_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_dropout_grad(c->e, IN(FL_IN_dropout_grad_Mask), IN(FL_IN_dropout_grad_Out_GRAD), a->f[0],
+                                  a->b[0], OUT(FL_OUT_dropout_grad_X_GRAD));
 }
 FL_ADAPTER(dropout_grad, prep_dropout, run_dropout_grad);

@@ -13,39 +13,41 @@
 /* ---- sum ---- */
 
 static FlStatus run_sum(OpCall *c) {
-    int n = fl_call_nin(c, 0);
-    const FlTensor *const *xs = fl_call_ins(c, 0);
+    int n = fl_call_nin(c, FL_IN_sum_X);
+    const FlTensor *const *xs = fl_call_ins(c, FL_IN_sum_X);
     for (int i = 0; i < n; i++)
         if (!xs[i]) return fl_err(c->e, "sum: input %d is empty", i);
     if (n == 0) return fl_err(c->e, "sum: no inputs");
-    return fl_kernel_sum(c->e, xs, n, OUT(0));
+    return fl_kernel_sum(c->e, xs, n, OUT(FL_OUT_sum_Out));
 }
 FL_ADAPTER(sum, NULL, run_sum);
 /* sum_grad: X*, Out, Out@GRAD -> X@GRAD* */
 static FlStatus run_sum_grad(OpCall *c) {
-    return fl_kernel_sum_grad(c->e, IN(2), fl_call_nout(c, 0), fl_call_outs(c, 0));
+    return fl_kernel_sum_grad(c->e, IN(FL_IN_sum_grad_Out_GRAD), fl_call_nout(c, FL_OUT_sum_grad_X_GRAD),
+                              fl_call_outs(c, FL_OUT_sum_grad_X_GRAD));
 }
 FL_ADAPTER(sum_grad, NULL, run_sum_grad);
 
 /* ---- concat, split ---- */
 
 static FlStatus run_concat(OpCall *c) {
-    int n = fl_call_nin(c, 0);
-    const FlTensor *const *xs = fl_call_ins(c, 0);
+    int n = fl_call_nin(c, FL_IN_concat_X);
+    const FlTensor *const *xs = fl_call_ins(c, FL_IN_concat_X);
     for (int i = 0; i < n; i++)
         if (!xs[i]) return fl_err(c->e, "concat: input %d is empty", i);
     if (n == 0) return fl_err(c->e, "concat: no inputs");
-    return fl_kernel_concat(c->e, xs, n, (int)c->op->a.i[0], OUT(0));
+    return fl_kernel_concat(c->e, xs, n, (int)c->op->a.i[0], OUT(FL_OUT_concat_Out));
 }
 FL_ADAPTER(concat, fl_exec_prep_axis, run_concat);
 /* concat_grad: X*, Out, Out@GRAD -> X@GRAD* (as many as X, or none) */
 static FlStatus run_concat_grad(OpCall *c) {
-    int n = fl_call_nin(c, 0);
-    if (fl_call_nout(c, 0) == 0) return FL_OK;
-    if (fl_call_nout(c, 0) != n)
-        return fl_err(c->e, "concat_grad: %d inputs but %d input gradients", n, fl_call_nout(c, 0));
-    return fl_kernel_concat_grad(c->e, fl_call_ins(c, 0), n, IN(2), (int)c->op->a.i[0],
-                                 fl_call_outs(c, 0));
+    int n = fl_call_nin(c, FL_IN_concat_grad_X);
+    if (fl_call_nout(c, FL_OUT_concat_grad_X_GRAD) == 0) return FL_OK;
+    if (fl_call_nout(c, FL_OUT_concat_grad_X_GRAD) != n)
+        return fl_err(c->e, "concat_grad: %d inputs but %d input gradients", n,
+                      fl_call_nout(c, FL_OUT_concat_grad_X_GRAD));
+    return fl_kernel_concat_grad(c->e, fl_call_ins(c, FL_IN_concat_grad_X), n, IN(FL_IN_concat_grad_Out_GRAD),
+                                 (int)c->op->a.i[0], fl_call_outs(c, FL_OUT_concat_grad_X_GRAD));
 }
 FL_ADAPTER(concat_grad, fl_exec_prep_axis, run_concat_grad);
 
@@ -62,8 +64,8 @@ static FlStatus prep_split(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_split(OpCall *c) {
-    int n = fl_call_nout(c, 0);
-    FlTensor *const *outs = fl_call_outs(c, 0);
+    int n = fl_call_nout(c, FL_OUT_split_Out);
+    FlTensor *const *outs = fl_call_outs(c, FL_OUT_split_Out);
     /* the kernel fills every part: stand-ins for the parts nobody wants */
     FlTensor st[8], *all_st[8];
     FlTensor **all = n > 8 ? fl_xcalloc((size_t)n, sizeof *all) : all_st;
@@ -73,7 +75,8 @@ static FlStatus run_split(OpCall *c) {
         all[i] = outs[i] ? outs[i] : &dummy[i];
     }
     const PAttrs *a = &c->op->a;
-    FlStatus s = fl_kernel_split(c->e, IN(0), (int)a->i[0], (int)a->i[1], a->list, a->nlist, all, n);
+    FlStatus s =
+        fl_kernel_split(c->e, IN(FL_IN_split_X), (int)a->i[0], (int)a->i[1], a->list, a->nlist, all, n);
     for (int i = 0; i < n; i++) fl_tensor_fini(&dummy[i]);
     if (dummy != st) {
         free(dummy);
@@ -84,10 +87,11 @@ static FlStatus run_split(OpCall *c) {
 FL_ADAPTER(split, prep_split, run_split);
 /* split_grad: X, Out*, Out@GRAD* -> X@GRAD */
 static FlStatus run_split_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
+    if (!OUT(FL_OUT_split_grad_X_GRAD)) return FL_OK;
     const PAttrs *a = &c->op->a;
-    return fl_kernel_split_grad(c->e, IN(0), fl_call_ins(c, 2), fl_call_nin(c, 2), (int)a->i[0],
-                                a->list, a->nlist, OUT(0));
+    return fl_kernel_split_grad(c->e, IN(FL_IN_split_grad_X), fl_call_ins(c, FL_IN_split_grad_Out_GRAD),
+                                fl_call_nin(c, FL_IN_split_grad_Out_GRAD), (int)a->i[0], a->list, a->nlist,
+                                OUT(FL_OUT_split_grad_X_GRAD));
 }
 FL_ADAPTER(split_grad, prep_split, run_split_grad);
 
@@ -95,29 +99,35 @@ FL_ADAPTER(split_grad, prep_split, run_split_grad);
 
 static FlStatus prep_reshape(ExecOp *op, FlErr *e) { return fl_exec_attr_shape(op, "shape", e); }
 static FlStatus run_reshape(OpCall *c) {
-    return fl_kernel_reshape(c->e, IN(0), c->op->a.shape, c->op->a.nshape, OUT(0));
+    return fl_kernel_reshape(c->e, IN(FL_IN_reshape_X), c->op->a.shape, c->op->a.nshape,
+                             OUT(FL_OUT_reshape_Out));
 }
 FL_ADAPTER(reshape, prep_reshape, run_reshape);
 static FlStatus run_reshape_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_reshape_grad(c->e, IN(0), IN(2), OUT(0));
+    if (!OUT(FL_OUT_reshape_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_reshape_grad(c->e, IN(FL_IN_reshape_grad_X), IN(FL_IN_reshape_grad_Out_GRAD),
+                                  OUT(FL_OUT_reshape_grad_X_GRAD));
 }
 FL_ADAPTER(reshape_grad, prep_reshape, run_reshape_grad);
 
 static FlStatus prep_transpose(ExecOp *op, FlErr *e) { return fl_exec_attr_dims(op, "axis", e); }
 static FlStatus run_transpose(OpCall *c) {
-    return fl_kernel_transpose(c->e, IN(0), c->op->a.dims, c->op->a.ndims, OUT(0));
+    return fl_kernel_transpose(c->e, IN(FL_IN_transpose_X), c->op->a.dims, c->op->a.ndims,
+                               OUT(FL_OUT_transpose_Out));
 }
 FL_ADAPTER(transpose, prep_transpose, run_transpose);
 static FlStatus run_transpose_grad(OpCall *c) {
-    if (!OUT(0)) return FL_OK;
-    return fl_kernel_transpose_grad(c->e, IN(2), c->op->a.dims, c->op->a.ndims, OUT(0));
+    if (!OUT(FL_OUT_transpose_grad_X_GRAD)) return FL_OK;
+    return fl_kernel_transpose_grad(c->e, IN(FL_IN_transpose_grad_Out_GRAD), c->op->a.dims, c->op->a.ndims,
+                                    OUT(FL_OUT_transpose_grad_X_GRAD));
 }
 FL_ADAPTER(transpose_grad, prep_transpose, run_transpose_grad);
 
 /* ---- classification helpers ---- */
 
-static FlStatus run_argmax(OpCall *c) { return fl_kernel_argmax(c->e, IN(0), (int)c->op->a.i[0], OUT(0)); }
+static FlStatus run_argmax(OpCall *c) {
+    return fl_kernel_argmax(c->e, IN(FL_IN_argmax_X), (int)c->op->a.i[0], OUT(FL_OUT_argmax_Out));
+}
 FL_ADAPTER(argmax, fl_exec_prep_axis, run_argmax);
 
 static FlStatus prep_top_k(ExecOp *op, FlErr *e) {
@@ -126,15 +136,18 @@ static FlStatus prep_top_k(ExecOp *op, FlErr *e) {
 }
 static FlStatus run_top_k(OpCall *c) {
     FlTensor idx = FL_TENSOR_INIT;
-    FlTensor *ip = OUT(1) ? OUT(1) : &idx; /* the kernel always makes the indices */
-    FlStatus s = fl_kernel_top_k(c->e, IN(0), (int)c->op->a.i[0], OUT(0), ip);
+    FlTensor *ip = OUT(FL_OUT_top_k_Indices) ? OUT(FL_OUT_top_k_Indices)
+                                             : &idx; /* the kernel always makes the indices */
+    FlStatus s = fl_kernel_top_k(c->e, IN(FL_IN_top_k_X), (int)c->op->a.i[0], OUT(FL_OUT_top_k_Out), ip);
     fl_tensor_fini(&idx);
     return s;
 }
 FL_ADAPTER(top_k, prep_top_k, run_top_k);
 
 static FlStatus run_accuracy(OpCall *c) {
-    return fl_kernel_accuracy(c->e, IN(0), IN(1), IN(2), OUT(0), OUT(1), OUT(2));
+    return fl_kernel_accuracy(c->e, IN(FL_IN_accuracy_Out), IN(FL_IN_accuracy_Indices),
+                              IN(FL_IN_accuracy_Label), OUT(FL_OUT_accuracy_Accuracy),
+                              OUT(FL_OUT_accuracy_Correct), OUT(FL_OUT_accuracy_Total));
 }
 FL_ADAPTER(accuracy, NULL, run_accuracy);
 
@@ -147,7 +160,7 @@ static FlStatus prep_print(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_print(OpCall *c) {
-    const FlTensor *x = IN(0);
+    const FlTensor *x = IN(FL_IN_Print_In);
     const ExecOp *op = c->op;
     long k = atomic_fetch_add(&((ExecOp *)op)->count, 1);
     if (op->a.i[1] < 0 || k < op->a.i[1]) {
@@ -162,14 +175,15 @@ static FlStatus run_print(OpCall *c) {
         fflush(stdout);
         fl_buf_free(&b);
     }
-    if (OUT(0)) fl_tensor_ref(OUT(0), x);
+    if (OUT(FL_OUT_Print_Out)) fl_tensor_ref(OUT(FL_OUT_Print_Out), x);
     return FL_OK;
 }
 FL_ADAPTER(Print, prep_print, run_print);
 /* Print_grad: In, Out, Out@GRAD -> In@GRAD (the gradient passes through) */
 static FlStatus run_print_grad(OpCall *c) {
-    if (!IN(2)) return fl_err(c->e, "Print_grad: input Out@GRAD has no value");
-    if (OUT(0)) fl_tensor_ref(OUT(0), IN(2));
+    if (!IN(FL_IN_Print_grad_Out_GRAD)) return fl_err(c->e, "Print_grad: input Out@GRAD has no value");
+    if (OUT(FL_OUT_Print_grad_In_GRAD))
+        fl_tensor_ref(OUT(FL_OUT_Print_grad_In_GRAD), IN(FL_IN_Print_grad_Out_GRAD));
     return FL_OK;
 }
 FL_ADAPTER(Print_grad, NULL, run_print_grad);
@@ -177,7 +191,10 @@ FL_ADAPTER(Print_grad, NULL, run_print_grad);
 /* ---- optimizers: the inputs are the executor's own references, so the kernels never update a
  * published buffer in place: every update is a new tensor replacing the old one whole ---- */
 
-static FlStatus run_sgd(OpCall *c) { return fl_kernel_sgd(c->e, IN(0), IN(1), IN(2), OUT(0)); }
+static FlStatus run_sgd(OpCall *c) {
+    return fl_kernel_sgd(c->e, IN(FL_IN_sgd_Param), IN(FL_IN_sgd_Grad), IN(FL_IN_sgd_LearningRate),
+                         OUT(FL_OUT_sgd_ParamOut));
+}
 FL_ADAPTER(sgd, NULL, run_sgd);
 
 static FlStatus prep_momentum(ExecOp *op, FlErr *e) {
@@ -188,8 +205,10 @@ static FlStatus prep_momentum(ExecOp *op, FlErr *e) {
 /* Param Grad Velocity LearningRate -> ParamOut VelocityOut */
 static FlStatus run_momentum(OpCall *c) {
     FlTensor v = FL_TENSOR_INIT;
-    FlStatus s = fl_kernel_momentum(c->e, IN(0), IN(1), IN(2), IN(3), c->op->a.f[0], c->op->a.b[0],
-                                    OUT(0), OUT(1) ? OUT(1) : &v);
+    FlStatus s = fl_kernel_momentum(c->e, IN(FL_IN_momentum_Param), IN(FL_IN_momentum_Grad),
+                                    IN(FL_IN_momentum_Velocity), IN(FL_IN_momentum_LearningRate),
+                                    c->op->a.f[0], c->op->a.b[0], OUT(FL_OUT_momentum_ParamOut),
+                                    OUT(FL_OUT_momentum_VelocityOut) ? OUT(FL_OUT_momentum_VelocityOut) : &v);
     fl_tensor_fini(&v);
     return s;
 }
@@ -206,9 +225,12 @@ static FlStatus prep_adam(ExecOp *op, FlErr *e) {
 static FlStatus run_adam(OpCall *c) {
     const PAttrs *a = &c->op->a;
     FlTensor m1 = FL_TENSOR_INIT, m2 = FL_TENSOR_INIT;
-    FlStatus s = fl_kernel_adam(c->e, IN(0), IN(1), IN(2), IN(3), IN(4), IN(5), IN(6), a->f[0],
-                                a->f[1], a->f[2], OUT(0), OUT(1) ? OUT(1) : &m1,
-                                OUT(2) ? OUT(2) : &m2, OUT(3), OUT(4));
+    FlStatus s = fl_kernel_adam(c->e, IN(FL_IN_adam_Param), IN(FL_IN_adam_Grad), IN(FL_IN_adam_LearningRate),
+                                IN(FL_IN_adam_Moment1), IN(FL_IN_adam_Moment2), IN(FL_IN_adam_Beta1Pow),
+                                IN(FL_IN_adam_Beta2Pow), a->f[0], a->f[1], a->f[2], OUT(FL_OUT_adam_ParamOut),
+                                OUT(FL_OUT_adam_Moment1Out) ? OUT(FL_OUT_adam_Moment1Out) : &m1,
+                                OUT(FL_OUT_adam_Moment2Out) ? OUT(FL_OUT_adam_Moment2Out) : &m2,
+                                OUT(FL_OUT_adam_Beta1PowOut), OUT(FL_OUT_adam_Beta2PowOut));
     fl_tensor_fini(&m1);
     fl_tensor_fini(&m2);
     return s;
