@@ -137,6 +137,12 @@ struct OpCall {
 };
 
 /* ---- slot access for compute adapters (s = the slot's position in the op table) ---- */
+/* Control ops' slots: the arguments of table input slot s (FL_IN_<op>_<slot>) and their count;
+ * the same for output slots. */
+static inline int fl_exec_nin(const ExecOp *op, int s) { return op->in_off[s + 1] - op->in_off[s]; }
+static inline int fl_exec_nout(const ExecOp *op, int s) { return op->out_off[s + 1] - op->out_off[s]; }
+static inline const ArgRef *fl_exec_in_args(const ExecOp *op, int s) { return &op->args[op->in_off[s]]; }
+static inline const ArgRef *fl_exec_out_args(const ExecOp *op, int s) { return &op->args[op->nin + op->out_off[s]]; }
 static inline int fl_call_nin(const OpCall *c, int s) { return c->op->in_off[s + 1] - c->op->in_off[s]; }
 static inline int fl_call_nout(const OpCall *c, int s) { return c->op->out_off[s + 1] - c->op->out_off[s]; }
 /* The first tensor of input slot s; NULL when the slot is absent, empty or FL_EMPTY_ARG. */

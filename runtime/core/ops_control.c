@@ -51,13 +51,13 @@ static FlStatus need_sub(ExecOp *op, FlErr *e) {
 /* ---- conditional_block: Cond X* -> Out* ---- */
 static FlStatus prep_cond(ExecOp *op, FlErr *e) {
     if (need_sub(op, e)) return FL_ERROR;
-    if (op->in_off[1] - op->in_off[0] != 1) return fl_err(e, "slot 'Cond' must hold one var");
+    if (fl_exec_nin(op, FL_IN_conditional_block_Cond) != 1) return fl_err(e, "slot 'Cond' must hold one var");
     op->a.b[0] = fl_exec_attr_bool(op, "is_scalar_condition");
     return FL_OK;
 }
 static FlStatus run_cond(RunCtx *rc, const ExecOp *op, FlScope *s) {
     bool yes;
-    if (read_bool(rc, op, s, &op->args[op->in_off[0]], op->a.b[0], &yes)) return FL_ERROR;
+    if (read_bool(rc, op, s, fl_exec_in_args(op, FL_IN_conditional_block_Cond), op->a.b[0], &yes)) return FL_ERROR;
     return yes ? run_sub(rc, op, s) : FL_OK;
 }
 FL_CONTROL_ADAPTER(conditional_block, prep_cond, run_cond);
@@ -65,11 +65,11 @@ FL_CONTROL_ADAPTER(conditional_block, prep_cond, run_cond);
 /* ---- while: X* Condition -> Out* ---- */
 static FlStatus prep_while(ExecOp *op, FlErr *e) {
     if (need_sub(op, e)) return FL_ERROR;
-    if (op->in_off[2] - op->in_off[1] != 1) return fl_err(e, "slot 'Condition' must hold one var");
+    if (fl_exec_nin(op, FL_IN_while_Condition) != 1) return fl_err(e, "slot 'Condition' must hold one var");
     return FL_OK;
 }
 static FlStatus run_while(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const ArgRef *cond = &op->args[op->in_off[1]];
+    const ArgRef *cond = fl_exec_in_args(op, FL_IN_while_Condition);
     for (;;) {
         bool yes;
         if (read_bool(rc, op, s, cond, true, &yes)) return FL_ERROR;
@@ -141,15 +141,15 @@ FL_CONTROL_ADAPTER(parallel_for, prep_pfor, run_pfor);
 
 /* ---- list_index: X* Index -> Out (an alias of X[Index]) ---- */
 static FlStatus prep_list_index(ExecOp *op, FlErr *e) {
-    if (op->in_off[2] - op->in_off[1] != 1) return fl_err(e, "slot 'Index' must hold one var");
-    if (op->out_off[1] - op->out_off[0] != 1) return fl_err(e, "slot 'Out' must hold one var");
-    if (op->in_off[1] == op->in_off[0]) return fl_err(e, "slot 'X' is empty");
+    if (fl_exec_nin(op, FL_IN_list_index_Index) != 1) return fl_err(e, "slot 'Index' must hold one var");
+    if (fl_exec_nout(op, FL_OUT_list_index_Out) != 1) return fl_err(e, "slot 'Out' must hold one var");
+    if (fl_exec_nin(op, FL_IN_list_index_X) == 0) return fl_err(e, "slot 'X' is empty");
     const ArgRef *out = &op->args[op->nin];
     if (out->idx < 0 || out->shared) return fl_err(e, "Out '%s' cannot be an alias", out->name);
     return FL_OK;
 }
 static FlStatus run_list_index(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const ArgRef *ia = &op->args[op->in_off[1]];
+    const ArgRef *ia = fl_exec_in_args(op, FL_IN_list_index_Index);
     FlTensor t = FL_TENSOR_INIT;
     FlVar *iv = fl_exec_var_read(s, ia);
     if (!iv || !fl_var_get_tensor(iv, &t))
@@ -163,12 +163,12 @@ static FlStatus run_list_index(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (!isint || n != 1)
         return fl_exec_op_error(rc, op, "Index '%s' must be one int32/int64 element, found %s %s",
                                 ia->name, fl_dtype_name(dt), sh.s);
-    int nx = op->in_off[1] - op->in_off[0];
+    int nx = fl_exec_nin(op, FL_IN_list_index_X);
     int64_t i = (int64_t)d;
     if (i < 0 || i >= nx)
         return fl_exec_op_error(rc, op, "Index '%s' is %lld, outside the list's [0, %d)", ia->name,
                                 (long long)i, nx);
-    const ArgRef *xa = &op->args[op->in_off[0] + i];
+    const ArgRef *xa = &fl_exec_in_args(op, FL_IN_list_index_X)[i];
     if (xa->idx < 0) return fl_exec_op_error(rc, op, "list element %lld is empty", (long long)i);
     FlVar *picked = fl_exec_var_write(s, xa); /* made at its home when it has no value yet */
     const ArgRef *oa = &op->args[op->nin];

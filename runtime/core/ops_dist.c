@@ -47,11 +47,11 @@ static const char *real_name(const ExecOp *op, FlScope *s, const ArgRef *a) {
     FlVar *v = NULL;
     for (size_t i = 0; i < pb->nops; i++) {
         const ExecOp *li = &pb->ops[i];
-        if (strcmp(li->desc->type, "list_index") != 0 || li->nout != 1) continue;
+        if (!fl_ops_is(li->desc, FL_OPID_list_index) || li->nout != 1) continue;
         if (strcmp(li->args[li->nin].name, a->name) != 0) continue;
         if (!v) v = fl_exec_var_read(s, a);
         if (!v) break;
-        for (int k = li->in_off[0]; k < li->in_off[1]; k++)
+        for (int k = li->in_off[FL_IN_list_index_X]; k < li->in_off[FL_IN_list_index_X + 1]; k++)
             if (li->args[k].idx >= 0 && fl_exec_var_read(s, &li->args[k]) == v) return li->args[k].name;
     }
     return a->name;
@@ -71,20 +71,20 @@ static FlStatus check_epmap(ExecOp *op, int nargs, FlErr *e) {
 static int epmap_at(const int64_t *ep, size_t n, int i) { return n ? (int)ep[i] : -1; }
 
 /* ---- send: X* ---- */
-static FlStatus prep_send(ExecOp *op, FlErr *e) { return check_epmap(op, op->in_off[1] - op->in_off[0], e); }
+static FlStatus prep_send(ExecOp *op, FlErr *e) { return check_epmap(op, fl_exec_nin(op, FL_IN_send_X), e); }
 
 static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
     size_t nep;
     const int64_t *ep = fl_exec_attr_ints(op, "epmap", &nep);
-    for (int i = op->in_off[0]; i < op->in_off[1]; i++) {
+    for (int i = op->in_off[FL_IN_send_X]; i < op->in_off[FL_IN_send_X + 1]; i++) {
         const ArgRef *a = &op->args[i];
         FlTensor t = FL_TENSOR_INIT;
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
         if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
         FlErr inner;
-        FlStatus st = d->send(d, epmap_at(ep, nep, i - op->in_off[0]), real_name(op, s, a), &t, &inner);
+        FlStatus st = d->send(d, epmap_at(ep, nep, i - op->in_off[FL_IN_send_X]), real_name(op, s, a), &t, &inner);
         fl_tensor_fini(&t);
         if (st != FL_OK) return wrap(rc, op, &inner);
     }
@@ -93,25 +93,25 @@ static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
 FL_CONTROL_ADAPTER(send, prep_send, run_send);
 
 /* ---- recv: X* -> Out* (X is informational: Fluid's form) ---- */
-static FlStatus prep_recv(ExecOp *op, FlErr *e) { return check_epmap(op, op->out_off[1] - op->out_off[0], e); }
+static FlStatus prep_recv(ExecOp *op, FlErr *e) { return check_epmap(op, fl_exec_nout(op, FL_OUT_recv_Out), e); }
 
 /* At the first op of a run of consecutive recv ops, announces every var the run receives, so
  * the transport can request them all at once. Only recv ops lie between the announcement and
  * the receipt, so nothing the program sends meanwhile could change the answers. */
 static FlStatus prefetch_run(RunCtx *rc, const ExecOp *op, FlScope *s, FlDist *d) {
     const PBlock *pb = op->block;
-    if (!d->prefetch || (op->index > 0 && !strcmp(pb->ops[op->index - 1].desc->type, "recv"))) return FL_OK;
-    for (size_t j = (size_t)op->index; j < pb->nops && !strcmp(pb->ops[j].desc->type, "recv"); j++) {
+    if (!d->prefetch || (op->index > 0 && fl_ops_is(pb->ops[op->index - 1].desc, FL_OPID_recv))) return FL_OK;
+    for (size_t j = (size_t)op->index; j < pb->nops && fl_ops_is(pb->ops[j].desc, FL_OPID_recv); j++) {
         const ExecOp *r = &pb->ops[j];
-        if (r->out_off[1] - r->out_off[0] < 1) continue;
+        if (fl_exec_nout(r, FL_OUT_recv_Out) < 1) continue;
         size_t n;
         const int64_t *ep = fl_exec_attr_ints(r, "epmap", &n);
-        if (n != 0 && n != (size_t)(r->out_off[1] - r->out_off[0])) return FL_OK; /* prepare rejects it */
-        for (int i = r->out_off[0]; i < r->out_off[1]; i++) {
+        if (n != 0 && n != (size_t)fl_exec_nout(r, FL_OUT_recv_Out)) return FL_OK; /* prepare rejects it */
+        for (int i = r->out_off[FL_OUT_recv_Out]; i < r->out_off[FL_OUT_recv_Out + 1]; i++) {
             const ArgRef *a = &r->args[r->nin + i];
             if (a->idx < 0) continue;
             FlErr inner;
-            if (d->prefetch(d, epmap_at(ep, n, i - r->out_off[0]), real_name(r, s, a), &inner) != FL_OK)
+            if (d->prefetch(d, epmap_at(ep, n, i - r->out_off[FL_OUT_recv_Out]), real_name(r, s, a), &inner) != FL_OK)
                 return wrap(rc, r, &inner);
         }
     }
@@ -124,12 +124,12 @@ static FlStatus run_recv(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (prefetch_run(rc, op, s, d) != FL_OK) return FL_ERROR;
     size_t nep;
     const int64_t *ep = fl_exec_attr_ints(op, "epmap", &nep);
-    for (int i = op->out_off[0]; i < op->out_off[1]; i++) {
+    for (int i = op->out_off[FL_OUT_recv_Out]; i < op->out_off[FL_OUT_recv_Out + 1]; i++) {
         const ArgRef *a = &op->args[op->nin + i];
         if (a->idx < 0) continue;
         FlTensor t = FL_TENSOR_INIT;
         FlErr inner;
-        if (d->recv(d, epmap_at(ep, nep, i - op->out_off[0]), real_name(op, s, a), &t, &inner) != FL_OK)
+        if (d->recv(d, epmap_at(ep, nep, i - op->out_off[FL_OUT_recv_Out]), real_name(op, s, a), &t, &inner) != FL_OK)
             return wrap(rc, op, &inner);
         if (rc->read_only && a->shared) fl_tensor_fini(&t);
         else fl_var_take_tensor(fl_exec_var_write(s, a), &t);
@@ -156,7 +156,7 @@ FL_CONTROL_ADAPTER(fetch_barrier, NULL, run_fetch_barrier);
 
 /* ---- allreduce: X* -> Out* ---- */
 static FlStatus prep_allreduce(ExecOp *op, FlErr *e) {
-    int nx = op->in_off[1] - op->in_off[0], no = op->out_off[1] - op->out_off[0];
+    int nx = fl_exec_nin(op, FL_IN_allreduce_X), no = fl_exec_nout(op, FL_OUT_allreduce_Out);
     return nx == no ? FL_OK : fl_err(e, "%d inputs X but %d outputs Out (one per input)", nx, no);
 }
 
@@ -164,13 +164,13 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
     if (!d->allreduce) return fl_exec_op_error(rc, op, "this transport has no allreduce");
-    int n = op->in_off[1] - op->in_off[0];
+    int n = fl_exec_nin(op, FL_IN_allreduce_X);
     const char **names = fl_xcalloc((size_t)n + 1, sizeof *names);
     FlTensor *in = fl_xcalloc((size_t)n + 1, sizeof *in), *out = fl_xcalloc((size_t)n + 1, sizeof *out);
     FlStatus st = FL_OK;
     int loaded = 0;
     for (; loaded < n && st == FL_OK; loaded++) {
-        const ArgRef *a = &op->args[op->in_off[0] + loaded];
+        const ArgRef *a = &fl_exec_in_args(op, FL_IN_allreduce_X)[loaded];
         in[loaded] = out[loaded] = (FlTensor)FL_TENSOR_INIT;
         names[loaded] = a->name;
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
@@ -179,7 +179,7 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlErr inner;
     if (st == FL_OK && d->allreduce(d, (size_t)n, names, in, out, &inner) != FL_OK) st = wrap(rc, op, &inner);
     for (int i = 0; i < loaded; i++) {
-        const ArgRef *a = &op->args[op->nin + op->out_off[0] + i];
+        const ArgRef *a = &fl_exec_out_args(op, FL_OUT_allreduce_Out)[i];
         if (st == FL_OK && a->idx >= 0 && !(rc->read_only && a->shared)) fl_var_take_tensor(fl_exec_var_write(s, a), &out[i]);
         fl_tensor_fini(&in[i]);
         fl_tensor_fini(&out[i]);
@@ -315,7 +315,7 @@ bool fl_dist_server_find_mean(FlDistServer *s, size_t k, const char *grad, int n
     const PBlock *pb = s->blocks[k];
     if (pb->nops < 2 || n < 1) return false;
     const ExecOp *sum = &pb->ops[0], *sc = &pb->ops[1];
-    if (strcmp(sum->desc->type, "sum") != 0 || sum->nin != n || sum->nout != 1 || strcmp(sc->desc->type, "scale") != 0 ||
+    if (!fl_ops_is(sum->desc, FL_OPID_sum) || sum->nin != n || sum->nout != 1 || !fl_ops_is(sc->desc, FL_OPID_scale) ||
         sc->nin != 1 || sc->nout != 1)
         return false;
     for (int t = 0; t < n; t++)
