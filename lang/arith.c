@@ -1,9 +1,10 @@
 /* arith.c: operators on compile-time values, as Python defines them.
  *
  * Binary arithmetic on ints, floats and bools (checked for int64 overflow: an overflow is a
- * diagnostic, never a wrap-around), on strings and lists (`+`, `*` repetition, `%` formatting),
- * unary operators, comparisons (equality, ordering, `in`, `is`) and truthiness. An operation
- * with a Var operand is handed to the op builder (fl_ev_binop_var in build.c).
+ * diagnostic, never a wrap-around), on strings and lists (`+`, `*` repetition, `%` formatting with
+ * Python's conversions and errors), unary operators, comparisons (equality, ordering, `in`,
+ * `is`) and truthiness. An operation with a Var operand is handed to the op builder
+ * (fl_ev_binop_var in build.c).
  *
  * Invariants: an ERROR operand gives ERROR without a new message; ints stay ints except for
  * `/` and a negative `**`, as in Python 3; `//` and `%` round towards negative infinity.
@@ -12,6 +13,7 @@
 #include "lang/eval_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +82,189 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     return fl_ev_error(c, sp, "'@' needs Vars, found two numbers");
 }
 
+/* ------------------------------------------------------------------ "..." % args */
+
+/* A conversion's flags, width and precision (-1: none). */
+typedef struct Conv {
+    bool left, plus, space, alt, zero;
+    int width, prec;
+    char conv;
+} Conv;
+
+/* text padded to the conversion's width: after the sign and prefix with zeros (flag 0, numbers
+ * only), else with spaces on the left (or on the right with flag -). */
+static void pad(FlBuf *b, const Conv *cv, const char *prefix, const char *text, size_t tlen, bool numeric) {
+    size_t len = strlen(prefix) + tlen;
+    int fill = (size_t)cv->width > len ? cv->width - (int)len : 0;
+    bool zeros = numeric && cv->zero && !cv->left;
+    for (int k = 0; !cv->left && !zeros && k < fill; k++) fl_buf_putc(b, ' ');
+    fl_buf_puts(b, prefix);
+    for (int k = 0; zeros && k < fill; k++) fl_buf_putc(b, '0');
+    fl_buf_append(b, text, tlen);
+    for (int k = 0; cv->left && k < fill; k++) fl_buf_putc(b, ' ');
+}
+
+/* One conversion of printf-style formatting with its argument x, as Python shows it. */
+static bool format_one(Ctx *c, FlBuf *b, const Conv *cv, FlValue *x, FlSpan sp) {
+    char conv = cv->conv;
+    FlBuf t = {0}; /* the text before padding */
+    bool ok = true;
+    switch (conv) {
+    case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
+        bool int_only = conv == 'o' || conv == 'x' || conv == 'X';
+        if (!fl_v_is_num(x) || (int_only && x->kind == VK_FLOAT)) {
+            fl_ev_error(c, sp, "%%%c format: %s is required, found %s", conv,
+                        int_only ? "an int" : "a number", fl_v_type_name(x));
+            return false;
+        }
+        int64_t i;
+        if (x->kind == VK_FLOAT) {
+            if (!isfinite(x->f) || fabs(x->f) >= 9223372036854775808.0) {
+                fl_ev_error(c, sp, "%%%c format: cannot convert the float %g to an int", conv, x->f);
+                return false;
+            }
+            i = (int64_t)x->f;
+        } else {
+            i = x->kind == VK_INT ? x->i : x->b;
+        }
+        unsigned long long mag = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
+        const char *f = conv == 'o' ? "%.*llo" : conv == 'x' ? "%.*llx" : conv == 'X' ? "%.*llX" : "%.*llu";
+        fl_buf_printf(&t, f, cv->prec < 0 ? 1 : cv->prec, mag);
+        char prefix[8] = "";
+        strcat(prefix, i < 0 ? "-" : cv->plus ? "+" : cv->space ? " " : "");
+        if (cv->alt && int_only) strcat(prefix, conv == 'o' ? "0o" : conv == 'x' ? "0x" : "0X");
+        pad(b, cv, prefix, fl_buf_str(&t), t.len, true);
+        break;
+    }
+    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+        if (!fl_v_is_num(x)) {
+            fl_ev_error(c, sp, "%%%c format: a number is required, found %s", conv, fl_v_type_name(x));
+            return false;
+        }
+        char f[16];
+        snprintf(f, sizeof f, "%%%s%s.*%c", cv->plus ? "+" : cv->space ? " " : "", cv->alt ? "#" : "", conv);
+        fl_buf_printf(&t, f, cv->prec < 0 ? 6 : cv->prec, fl_v_num(x));
+        const char *txt = fl_buf_str(&t);
+        bool sign = txt[0] == '-' || txt[0] == '+' || txt[0] == ' ';
+        char prefix[2] = {sign ? txt[0] : 0, 0};
+        pad(b, cv, prefix, txt + sign, t.len - sign, isfinite(fl_v_num(x)));
+        break;
+    }
+    case 'c': {
+        char ch[2] = {0, 0};
+        if (x->kind == VK_STR && x->str.n == 1) ch[0] = x->str.s[0];
+        else if (x->kind == VK_INT && x->i > 0 && x->i < 128) ch[0] = (char)x->i;
+        else {
+            fl_ev_error(c, sp, "%%c format: a single character or an int from 1 to 127 is required, found %s",
+                        x->kind == VK_STR ? "a str of another length" : x->kind == VK_INT ? "an int out of range" : fl_v_type_name(x));
+            return false;
+        }
+        pad(b, cv, "", ch, 1, false);
+        break;
+    }
+    case 's': case 'r': {
+        bool quote = conv == 'r' && x->kind == VK_STR;
+        if (quote) fl_buf_putc(&t, '\'');
+        ok = fl_v_repr_at(c, x, &t, sp);
+        if (quote) fl_buf_putc(&t, '\'');
+        size_t len = ok && cv->prec >= 0 && (size_t)cv->prec < t.len ? (size_t)cv->prec : t.len;
+        if (ok) pad(b, cv, "", fl_buf_str(&t), len, false);
+        break;
+    }
+    default:
+        fl_ev_error(c, sp, "unsupported format character '%c' (expected one of d i o x X e f g c s r %%)", conv);
+        ok = false;
+        break;
+    }
+    fl_buf_free(&t);
+    return ok;
+}
+
+/* A width or precision: digits, at most 9999 (a wider field is surely a mistake). */
+static bool conv_number(Ctx *c, const char *s, size_t n, size_t *i, int *out, FlSpan sp) {
+    int64_t v = 0;
+    while (*i < n && s[*i] >= '0' && s[*i] <= '9') {
+        v = v * 10 + (s[(*i)++] - '0');
+        if (v > 9999) {
+            fl_ev_error(c, sp, "a format width or precision must be at most 9999");
+            return false;
+        }
+    }
+    *out = (int)v;
+    return true;
+}
+
+/* Python's printf-style formatting: `fmt % args`, args a tuple of the arguments or a single
+ * value (a list or dict is a single value, as in Python). Conversions d i u o x X e E f F g G c
+ * s r and %%, with flags (- + space # 0), a width and a precision; a conversion given a value it
+ * cannot show, too few arguments and too many are errors. */
+static FlValue *format_percent(Ctx *c, FlValue *l, FlValue *r, FlSpan sp) {
+    FlValue *args = r->kind == VK_TUPLE ? r : NULL;
+    size_t nargs = args ? args->list.len : 1, ai = 0;
+    const char *s = l->str.s;
+    size_t n = l->str.n;
+    FlBuf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            fl_buf_putc(&b, s[i]);
+            continue;
+        }
+        size_t start = i++;
+        Conv cv = {.prec = -1};
+        for (; i < n && strchr("-+ #0", s[i]); i++) {
+            cv.left |= s[i] == '-';
+            cv.plus |= s[i] == '+';
+            cv.space |= s[i] == ' ';
+            cv.alt |= s[i] == '#';
+            cv.zero |= s[i] == '0';
+        }
+        bool ok = conv_number(c, s, n, &i, &cv.width, sp);
+        if (ok && i < n && s[i] == '.') {
+            i++;
+            ok = conv_number(c, s, n, &i, &cv.prec, sp);
+        }
+        if (!ok) {
+            fl_buf_free(&b);
+            return c->error;
+        }
+        if (i >= n) {
+            fl_buf_free(&b);
+            return fl_ev_error(c, sp, "incomplete format: '%s' ends inside a conversion", s + start);
+        }
+        if (s[i] == '%' && i == start + 1) {
+            fl_buf_putc(&b, '%');
+            continue;
+        }
+        if (s[i] == '(' || s[i] == '*') {
+            fl_buf_free(&b);
+            return fl_ev_error(c, sp, "'%c' in a format conversion is not supported (use a literal width and "
+                                      "positional arguments)", s[i]);
+        }
+        if (ai >= nargs) {
+            fl_buf_free(&b);
+            return fl_ev_error(c, sp, "not enough arguments for the format string (%zu given)", nargs);
+        }
+        cv.conv = s[i];
+        if (!format_one(c, &b, &cv, args ? args->list.items[ai] : r, sp)) {
+            fl_buf_free(&b);
+            return c->error;
+        }
+        ai++;
+        if (b.len > FL_MAX_LEN) {
+            fl_buf_free(&b);
+            return fl_ev_error(c, sp, "the formatted string would be longer than %d characters", FL_MAX_LEN);
+        }
+    }
+    if (ai < nargs) {
+        fl_buf_free(&b);
+        return fl_ev_error(c, sp, "not all arguments converted during string formatting (%zu given, %zu used)",
+                           nargs, ai);
+    }
+    FlValue *v = fl_v_str(c, fl_buf_str(&b), b.len);
+    fl_buf_free(&b);
+    return v;
+}
+
 static const char *binop_sym(int op) {
     static const char *s[] = {"+", "-", "*", "/", "//", "%", "@", "**"};
     return op >= 0 && op < FL_BINOP_COUNT ? s[op] : "?";
@@ -117,35 +302,7 @@ FlValue *fl_ev_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
             for (size_t i = 0; i < l->list.len; i++) fl_v_list_push(c, v, l->list.items[i]);
         return v;
     }
-    if (op == FL_OP_MOD && l->kind == VK_STR) {
-        /* "%s" % x and "%d/%s" % (a, b): %s, %d, %f, %g, %r and %% */
-        FlValue *args = fl_v_is_seq(r) ? r : NULL;
-        size_t ai = 0;
-        FlBuf b = {0};
-        for (size_t i = 0; i < l->str.n; i++) {
-            char ch = l->str.s[i];
-            if (ch != '%' || i + 1 >= l->str.n) {
-                fl_buf_putc(&b, ch);
-                continue;
-            }
-            char f = l->str.s[++i];
-            if (f == '%') {
-                fl_buf_putc(&b, '%');
-                continue;
-            }
-            FlValue *x = args ? (ai < args->list.len ? args->list.items[ai++] : NULL) : (ai++ == 0 ? r : NULL);
-            if (!x) {
-                fl_buf_free(&b);
-                return fl_ev_error(c, sp, "not enough arguments for format string");
-            }
-            if (f == 'd' && fl_v_is_num(x)) fl_buf_printf(&b, "%lld", (long long)fl_v_num(x));
-            else if ((f == 'f' || f == 'g') && fl_v_is_num(x)) fl_buf_printf(&b, f == 'f' ? "%f" : "%g", fl_v_num(x));
-            else fl_v_repr(c, x, &b);
-        }
-        FlValue *v = fl_v_str(c, fl_buf_str(&b), b.len);
-        fl_buf_free(&b);
-        return v;
-    }
+    if (op == FL_OP_MOD && l->kind == VK_STR) return format_percent(c, l, r, sp);
     return fl_ev_error(c, sp, "unsupported operand types for %s: %s and %s", binop_sym(op),
                        fl_v_type_name(l), fl_v_type_name(r));
 }
@@ -198,15 +355,20 @@ FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         op != FL_CMP_IN && op != FL_CMP_NOT_IN)
         return fl_ev_binop_var(c, 100 + op, l, r, sp);
     switch ((FlCmpOp)op) {
-    case FL_CMP_EQ: return fl_v_bool(c, fl_v_equal(l, r));
-    case FL_CMP_NE: return fl_v_bool(c, !fl_v_equal(l, r));
+    case FL_CMP_EQ:
+    case FL_CMP_NE: {
+        bool ok, e = fl_v_equal(c, l, r, sp, &ok);
+        return ok ? fl_v_bool(c, op == FL_CMP_EQ ? e : !e) : c->error;
+    }
     case FL_CMP_IS: return fl_v_bool(c, l == r || (l->kind == VK_NONE && r->kind == VK_NONE) || (l->kind == VK_BOOL && r->kind == VK_BOOL && l->b == r->b));
     case FL_CMP_IS_NOT: return fl_v_bool(c, !(l == r || (l->kind == VK_NONE && r->kind == VK_NONE) || (l->kind == VK_BOOL && r->kind == VK_BOOL && l->b == r->b)));
     case FL_CMP_IN:
     case FL_CMP_NOT_IN: {
         bool found = false;
         if (fl_v_is_seq(r)) {
-            for (size_t i = 0; i < r->list.len && !found; i++) found = fl_v_equal(l, r->list.items[i]);
+            bool ok = true;
+            for (size_t i = 0; i < r->list.len && !found && ok; i++) found = fl_v_equal(c, l, r->list.items[i], sp, &ok);
+            if (!ok) return c->error;
         } else if (r->kind == VK_DICT) {
             found = fl_v_dict_get(r, l) != NULL;
         } else if (r->kind == VK_STR && l->kind == VK_STR) {
@@ -224,8 +386,8 @@ FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     case FL_CMP_COUNT: break;
     }
     if (fl_v_is_num(l) && fl_v_is_num(r)) {
-        double a = fl_v_num(l), b = fl_v_num(r);
-        bool res = op == FL_CMP_LT ? a < b : op == FL_CMP_LE ? a <= b : op == FL_CMP_GT ? a > b : a >= b;
+        int k = fl_v_num_cmp(l, r); /* 2: a NaN, and every ordering is false */
+        bool res = k != 2 && (op == FL_CMP_LT ? k < 0 : op == FL_CMP_LE ? k <= 0 : op == FL_CMP_GT ? k > 0 : k >= 0);
         return fl_v_bool(c, res);
     }
     if (l->kind == VK_STR && r->kind == VK_STR) {

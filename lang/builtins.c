@@ -127,21 +127,21 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
     FlBuf b = {0};
-    for (size_t i = 0; i < a->npos; i++) {
+    bool ok = true;
+    for (size_t i = 0; i < a->npos && ok; i++) {
         if (i) fl_buf_putc(&b, ' ');
-        fl_v_repr(c, a->pos[i], &b);
+        ok = fl_v_repr_at(c, a->pos[i], &b, a->span);
     }
-    printf("%s\n", fl_buf_str(&b));
+    if (ok) printf("%s\n", fl_buf_str(&b));
     fl_buf_free(&b);
-    return c->none;
+    return ok ? c->none : c->error;
 }
 
 static FlValue *b_str(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("str", "obj=", 1);
     if (!v[0]) return fl_v_cstr(c, "");
     FlBuf b = {0};
-    fl_v_repr(c, v[0], &b);
-    FlValue *r = fl_v_str(c, fl_buf_str(&b), b.len);
+    FlValue *r = fl_v_repr_at(c, v[0], &b, a->span) ? fl_v_str(c, fl_buf_str(&b), b.len) : c->error;
     fl_buf_free(&b);
     return r;
 }
@@ -235,7 +235,8 @@ static FlValue *minmax(Ctx *c, CallArgs *a, bool is_max) {
     for (size_t i = 1; i < l->list.len; i++) {
         FlValue *x = l->list.items[i];
         if (!fl_v_is_num(x) || !fl_v_is_num(best)) return fl_ev_error(c, a->span, "%s() needs numbers", is_max ? "max" : "min");
-        if (is_max ? fl_v_num(x) > fl_v_num(best) : fl_v_num(x) < fl_v_num(best)) best = x;
+        int k = fl_v_num_cmp(x, best);
+        if (k != 2 && (is_max ? k > 0 : k < 0)) best = x;
     }
     return best;
 }
@@ -375,7 +376,10 @@ static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
                 fl_buf_free(&b);
                 return fl_ev_error(c, a->span, "format() has more '{}' than arguments");
             }
-            fl_v_repr(c, a->pos[k++], &b);
+            if (!fl_v_repr_at(c, a->pos[k++], &b, a->span)) {
+                fl_buf_free(&b);
+                return c->error;
+            }
             i++;
         } else {
             fl_buf_putc(&b, self->str.s[i]);

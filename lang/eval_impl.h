@@ -82,6 +82,14 @@ typedef FL_VEC(const char *) StrVec;
 
 /* The arena size past which evaluation stops (a runaway compile-time program). */
 #define MEMORY_LIMIT ((size_t)512 << 20)
+/* The most elements a compile-time list or tuple may hold and the most characters of a string
+ * (range, repetition, concatenation, str): more is a diagnostic, not a slow crawl to the memory
+ * limit. */
+#define FL_MAX_LEN 10000000
+/* The deepest nesting of lists, tuples and dicts that str, print, ==, `in` and dict keys go
+ * through (Python's recursion limit is 1000): a value nested deeper, or a list holding itself in
+ * ==, is a diagnostic instead of an overflow of the C stack. */
+#define FL_MAX_NESTING 1000
 
 /* Flow control of statements. */
 typedef enum Flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERROR } Flow;
@@ -179,14 +187,25 @@ FlValue *fl_v_list(Ctx *c, ValKind k); /* VK_LIST or VK_TUPLE */
 void fl_v_list_push(Ctx *c, FlValue *l, FlValue *v);
 FlValue *fl_v_dict(Ctx *c);
 void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v);
-FlValue *fl_v_dict_get(FlValue *d, FlValue *k); /* NULL if absent */
+/* NULL if absent. Keys are compared with ==; a comparison nesting too deeply (a key that holds
+ * itself) counts as unequal. */
+FlValue *fl_v_dict_get(FlValue *d, FlValue *k);
 FlValue *fl_v_var(Ctx *c, const char *name);
 FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
 FlValue *fl_v_record(Ctx *c, const char *type);
 void fl_v_rec_set(Ctx *c, FlValue *rec, const char *name, FlValue *v);
-bool fl_v_equal(FlValue *a, FlValue *b);
+/* Python's ==, exact for ints (not through a double), dicts equal when they map the same keys
+ * to equal values. A comparison nesting deeper than FL_MAX_NESTING (two lists that hold
+ * themselves: Python's RecursionError) is reported at sp, *ok false. */
+bool fl_v_equal(Ctx *c, FlValue *a, FlValue *b, FlSpan sp, bool *ok);
+/* Two numbers (int, float or bool) as Python orders them, exactly: -1, 0, 1, or 2 (a NaN). */
+int fl_v_num_cmp(const FlValue *a, const FlValue *b);
 const char *fl_v_type_name(const FlValue *v);
-void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out);
+/* Python's repr of v appended to out; a list, tuple or dict met again inside itself shows as
+ * [...], (...) or {...}. False (the text cut short) when v nests deeper than FL_MAX_NESTING or
+ * its text passes FL_MAX_LEN characters; fl_v_repr_at also reports that at sp. */
+bool fl_v_repr(Ctx *c, FlValue *v, FlBuf *out);
+bool fl_v_repr_at(Ctx *c, FlValue *v, FlBuf *out, FlSpan sp);
 bool fl_v_is_seq(const FlValue *v);
 bool fl_v_is_num(const FlValue *v); /* int, float or bool */
 double fl_v_num(const FlValue *v);  /* the number of an int, float or bool */

@@ -1,16 +1,20 @@
 /* value.c: the compile-time values of the evaluator and the scopes that bind them.
  *
  * FlValue constructors (numbers, strings, lists and tuples, dicts, Vars, builtins, records),
- * equality, type names, Python's repr, and Env (a name -> value map with a parent).
+ * equality and the exact order of numbers, type names, Python's repr, and Env (a name -> value
+ * map with a parent).
  *
  * Invariants: every value and every Env lives in the compilation's arena and is never freed one
  * by one (an Env's map is finalised at the end of the compilation through Ctx.envs); None, True,
  * False and ERROR are single values of the Ctx, so they may be compared by pointer; dicts keep
- * their keys in insertion order and compare keys with fl_v_equal (a linear scan: dicts of a
- * program are small).
+ * their keys in insertion order and compare keys with == (a linear scan: dicts of a program are
+ * small); == and repr recurse at most FL_MAX_NESTING levels (repr shows a container met again
+ * inside itself as [...], as Python does), so no value overflows the C stack.
  */
 #include "lang/eval_impl.h"
 
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,17 +61,17 @@ void fl_v_list_push(Ctx *c, FlValue *l, FlValue *v) {
     l->list.items[l->list.len++] = v;
 }
 FlValue *fl_v_dict(Ctx *c) { return fl_v_new(c, VK_DICT); }
+static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth);
 FlValue *fl_v_dict_get(FlValue *d, FlValue *k) {
-    for (size_t i = 0; i < d->dict.len; i++)
-        if (fl_v_equal(d->dict.keys[i], k)) return d->dict.vals[i];
-    return NULL;
+    ptrdiff_t i = dict_find(d, k, 0);
+    return i >= 0 ? d->dict.vals[i] : NULL;
 }
 void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v) {
-    for (size_t i = 0; i < d->dict.len; i++)
-        if (fl_v_equal(d->dict.keys[i], k)) {
-            d->dict.vals[i] = v;
-            return;
-        }
+    ptrdiff_t i = dict_find(d, k, 0);
+    if (i >= 0) {
+        d->dict.vals[i] = v;
+        return;
+    }
     if (d->dict.len == d->dict.cap) { /* keys and vals grow together */
         size_t cap = d->dict.cap;
         arena_grow(c, (void **)&d->dict.keys, &cap, d->dict.len + 1, sizeof(FlValue *));
@@ -108,31 +112,83 @@ double fl_v_num(const FlValue *v) {
 bool fl_v_is_seq(const FlValue *v) { return v->kind == VK_LIST || v->kind == VK_TUPLE; }
 bool fl_ev_is_var(const FlValue *v) { return v->kind == VK_VAR; }
 
-bool fl_v_equal(FlValue *a, FlValue *b) {
-    if (a == b) return true;
-    bool an = a->kind == VK_INT || a->kind == VK_FLOAT || a->kind == VK_BOOL;
-    bool bn = b->kind == VK_INT || b->kind == VK_FLOAT || b->kind == VK_BOOL;
-    if (an && bn) {
-        double x = a->kind == VK_INT ? (double)a->i : a->kind == VK_BOOL ? a->b : a->f;
-        double y = b->kind == VK_INT ? (double)b->i : b->kind == VK_BOOL ? b->b : b->f;
-        return x == y;
+/* Python's comparison of two numbers (int, float, bool), exact for ints: -1, 0, 1, or 2 when a
+ * NaN makes them unordered. An int and a float compare by value, not through a double. */
+int fl_v_num_cmp(const FlValue *a, const FlValue *b) {
+    bool ai = a->kind != VK_FLOAT, bi = b->kind != VK_FLOAT;
+    if (ai && bi) {
+        int64_t x = a->kind == VK_INT ? a->i : a->b, y = b->kind == VK_INT ? b->i : b->b;
+        return x < y ? -1 : x > y;
     }
-    if (a->kind != b->kind) return false;
+    if (!ai && !bi) return isnan(a->f) || isnan(b->f) ? 2 : a->f < b->f ? -1 : a->f > b->f;
+    if (!ai) {
+        int r = fl_v_num_cmp(b, a);
+        return r == 2 ? 2 : -r;
+    }
+    int64_t x = a->kind == VK_INT ? a->i : a->b;
+    double f = b->f;
+    if (isnan(f)) return 2;
+    if (f >= 9223372036854775808.0) return -1; /* 2**63: above every int64 */
+    if (f < -9223372036854775808.0) return 1;
+    double t = trunc(f);
+    int64_t y = (int64_t)t;
+    if (x != y) return x < y ? -1 : 1;
+    return f > t ? -1 : f < t;
+}
+
+/* 1 equal, 0 not, -1 nested deeper than FL_MAX_NESTING (a cycle, or a very deep value). */
+static int eq(FlValue *a, FlValue *b, int depth);
+
+/* The index of key k in dict d, -1 if absent, -2 when comparing nests too deeply. */
+static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth) {
+    for (size_t i = 0; i < d->dict.len; i++) {
+        int r = eq(d->dict.keys[i], k, depth);
+        if (r != 0) return r < 0 ? -2 : (ptrdiff_t)i;
+    }
+    return -1;
+}
+
+static int eq(FlValue *a, FlValue *b, int depth) {
+    if (a == b) return 1;
+    if (fl_v_is_num(a) && fl_v_is_num(b)) return fl_v_num_cmp(a, b) == 0;
+    if (a->kind != b->kind) return 0;
+    bool container = fl_v_is_seq(a) || a->kind == VK_DICT;
+    if (container && depth >= FL_MAX_NESTING) return -1;
     switch (a->kind) {
-    case VK_NONE: return true;
+    case VK_NONE: return 1;
     case VK_STR: return a->str.n == b->str.n && memcmp(a->str.s, b->str.s, a->str.n) == 0;
     case VK_LIST:
     case VK_TUPLE:
-        if (a->list.len != b->list.len) return false;
-        for (size_t i = 0; i < a->list.len; i++)
-            if (!fl_v_equal(a->list.items[i], b->list.items[i])) return false;
-        return true;
+        if (a->list.len != b->list.len) return 0;
+        for (size_t i = 0; i < a->list.len; i++) {
+            int r = eq(a->list.items[i], b->list.items[i], depth + 1);
+            if (r != 1) return r;
+        }
+        return 1;
+    case VK_DICT: /* the same keys, mapped to equal values, in any order */
+        if (a->dict.len != b->dict.len) return 0;
+        for (size_t i = 0; i < a->dict.len; i++) {
+            ptrdiff_t j = dict_find(b, a->dict.keys[i], depth + 1);
+            if (j < 0) return j == -2 ? -1 : 0;
+            int r = eq(a->dict.vals[i], b->dict.vals[j], depth + 1);
+            if (r != 1) return r;
+        }
+        return 1;
     case VK_VAR: return a->var.name == b->var.name;
-    case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_DICT: case VK_FUNC: case VK_BUILTIN:
-    case VK_MODULE: case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR:
+    case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_FUNC: case VK_BUILTIN: case VK_MODULE:
+    case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR:
     case VK_COUNT: break;
     }
-    return false;
+    return 0;
+}
+
+bool fl_v_equal(Ctx *c, FlValue *a, FlValue *b, FlSpan sp, bool *ok) {
+    int r = eq(a, b, 0);
+    *ok = r >= 0;
+    if (r < 0)
+        fl_ev_error(c, sp, "cannot compare: the values are nested too deeply (more than %d levels, "
+                           "or a list that contains itself)", FL_MAX_NESTING);
+    return r == 1;
 }
 
 const char *fl_v_type_name(const FlValue *v) {
@@ -159,14 +215,57 @@ const char *fl_v_type_name(const FlValue *v) {
     return "?";
 }
 
+/* The containers being printed, outermost first: one met again is a cycle. */
+typedef struct Repr {
+    FlValue *path[FL_MAX_NESTING];
+    int depth;
+    bool too_deep, too_long;
+} Repr;
+
+static void repr(Ctx *c, FlValue *v, FlBuf *out, Repr *r);
+
 /* An element of a container as Python shows it: strings quoted. */
-static void repr_item(Ctx *c, FlValue *x, FlBuf *out) {
+static void repr_item(Ctx *c, FlValue *x, FlBuf *out, Repr *r) {
     if (x->kind == VK_STR) fl_buf_putc(out, '\'');
-    fl_v_repr(c, x, out);
+    repr(c, x, out, r);
     if (x->kind == VK_STR) fl_buf_putc(out, '\'');
 }
 
-void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
+/* A list, tuple or dict: [...], (...) or {...} when it is already being printed, as Python
+ * shows a container that holds itself. */
+static void repr_container(Ctx *c, FlValue *v, FlBuf *out, Repr *r) {
+    const char *open = v->kind == VK_LIST ? "[" : v->kind == VK_TUPLE ? "(" : "{";
+    const char *close = v->kind == VK_LIST ? "]" : v->kind == VK_TUPLE ? ")" : "}";
+    for (int i = 0; i < r->depth; i++)
+        if (r->path[i] == v) {
+            fl_buf_printf(out, "%s...%s", open, close);
+            return;
+        }
+    if (r->depth == FL_MAX_NESTING) {
+        r->too_deep = true;
+        return;
+    }
+    r->path[r->depth++] = v;
+    fl_buf_puts(out, open);
+    size_t n = v->kind == VK_DICT ? v->dict.len : v->list.len;
+    for (size_t i = 0; i < n && !r->too_deep && !r->too_long; i++) {
+        if (i) fl_buf_puts(out, ", ");
+        if (v->kind == VK_DICT) {
+            repr_item(c, v->dict.keys[i], out, r);
+            fl_buf_puts(out, ": ");
+            repr_item(c, v->dict.vals[i], out, r);
+        } else {
+            repr_item(c, v->list.items[i], out, r);
+        }
+        if (out->len > FL_MAX_LEN) r->too_long = true;
+    }
+    if (v->kind == VK_TUPLE && n == 1) fl_buf_putc(out, ',');
+    fl_buf_puts(out, close);
+    r->depth--;
+}
+
+static void repr(Ctx *c, FlValue *v, FlBuf *out, Repr *r) {
+    if (r->too_deep || r->too_long) return;
     switch (v->kind) {
     case VK_NONE: fl_buf_puts(out, "None"); break;
     case VK_BOOL: fl_buf_puts(out, v->b ? "True" : "False"); break;
@@ -181,24 +280,7 @@ void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
     case VK_STR: fl_buf_append(out, v->str.s, v->str.n); break;
     case VK_LIST:
     case VK_TUPLE:
-        fl_buf_putc(out, v->kind == VK_LIST ? '[' : '(');
-        for (size_t i = 0; i < v->list.len; i++) {
-            if (i) fl_buf_puts(out, ", ");
-            repr_item(c, v->list.items[i], out);
-        }
-        if (v->kind == VK_TUPLE && v->list.len == 1) fl_buf_putc(out, ',');
-        fl_buf_putc(out, v->kind == VK_LIST ? ']' : ')');
-        break;
-    case VK_DICT:
-        fl_buf_putc(out, '{');
-        for (size_t i = 0; i < v->dict.len; i++) {
-            if (i) fl_buf_puts(out, ", ");
-            repr_item(c, v->dict.keys[i], out);
-            fl_buf_puts(out, ": ");
-            repr_item(c, v->dict.vals[i], out);
-        }
-        fl_buf_putc(out, '}');
-        break;
+    case VK_DICT: repr_container(c, v, out, r); break;
     case VK_VAR: {
         FlVarDesc *d = fl_ev_var_desc(c, v);
         fl_buf_printf(out, "Var(%s", v->var.name);
@@ -215,6 +297,29 @@ void fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) {
     case VK_MODULE: fl_buf_printf(out, "<module %s>", v->mod->name); break;
     case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: fl_buf_printf(out, "<%s>", fl_v_type_name(v)); break;
     }
+    if (out->len > FL_MAX_LEN) r->too_long = true;
+}
+
+/* 0, or why the text was cut short: 1 nested too deeply, 2 too long. */
+static int repr_top(Ctx *c, FlValue *v, FlBuf *out) {
+    Repr *r = fl_xcalloc(1, sizeof *r); /* 8 KB: off the stack */
+    repr(c, v, out, r);
+    int why = r->too_deep ? 1 : r->too_long ? 2 : 0;
+    free(r);
+    return why;
+}
+
+bool fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) { return repr_top(c, v, out) == 0; }
+
+bool fl_v_repr_at(Ctx *c, FlValue *v, FlBuf *out, FlSpan sp) {
+    int why = repr_top(c, v, out);
+    if (why == 1)
+        fl_ev_error(c, sp, "cannot convert to a string: the value is nested too deeply (more than %d levels)",
+                    FL_MAX_NESTING);
+    else if (why == 2)
+        fl_ev_error(c, sp, "cannot convert to a string: the text would be longer than %d characters",
+                    FL_MAX_LEN);
+    return why == 0;
 }
 
 /* ------------------------------------------------------------------ environments */

@@ -62,6 +62,13 @@ static void check_result(const char *src, int64_t want) {
     fl_ir_bundle_free(b);
 }
 
+/* A snippet whose compile-time condition `cond` (after the statements `setup`) must hold. */
+static void check_true(const char *setup, const char *cond) {
+    char src[4096];
+    snprintf(src, sizeof src, HDR "%sr = layers.data(name='r', shape=[1 if (%s) else 2])\n", setup, cond);
+    check_result(src, 1);
+}
+
 /* Runs a snippet (its startup program, then its main program once) and checks the values its
  * `layers.Print(X, message="NAME")` ops would print: `want` is "NAME=VALUE ..." (one element
  * each). The Print ops are dropped and their inputs fetched instead. */
@@ -200,6 +207,65 @@ static void test_values(void) {
                  87);
     check_result(HDR "r = layers.data(name='r', shape=[7 // 2 * 10 + -7 % 3 + 2 ** 3])\n", 40);
     check_result(HDR "r = layers.data(name='r', shape=[int(7 / 2 * 2) + (1 if 'b' in {'a': 1, 'b': 2} else 0)])\n", 8);
+}
+
+/* Values that hold themselves or nest deeply: str, print, == and `in` neither recurse without end
+ * nor overflow the C stack. */
+static void test_nesting(void) {
+    check_true("x = [1]\nx.append(x)\nd = {}\nd['a'] = d\nt = ([],)\nt[0].append(t)\n",
+               "str(x) == '[1, [...]]' and str(d) == \"{'a': {...}}\" and str(t) == '([(...)],)'");
+    check_true("x = [1]\nx.append(x)\n", "x == x and x in [x]");
+    check_error(HDR "x = [1]\nx.append(x)\ny = [1]\ny.append(y)\nb = x == y\n",
+                "snippet.fl:7:5: error: cannot compare: the values are nested too deeply");
+    check_error(HDR "x = [1]\nx.append(x)\ny = [1]\ny.append(y)\nb = x in [0, y]\n",
+                "snippet.fl:7:5: error: cannot compare");
+    const char *deep = "x = [1]\nfor i in range(200000):\n    x = [x]\n";
+    char src[512];
+    snprintf(src, sizeof src, HDR "%sprint(x)\n", deep);
+    check_error(src, "snippet.fl:6:1: error: cannot convert to a string: the value is nested too deeply");
+    snprintf(src, sizeof src, HDR "%ss = str(x)\n", deep);
+    check_error(src, "snippet.fl:6:5: error: cannot convert to a string");
+    snprintf(src, sizeof src, HDR "%sy = [1]\nfor i in range(200000):\n    y = [y]\nb = x == y\n", deep);
+    check_error(src, "snippet.fl:9:5: error: cannot compare: the values are nested too deeply");
+    snprintf(src, sizeof src, HDR "%ss = '%%s' %% (x,)\n", deep);
+    check_error(src, "snippet.fl:6:5: error: cannot convert to a string");
+    snprintf(src, sizeof src, HDR "%ss = '{}'.format(x)\n", deep);
+    check_error(src, "snippet.fl:6:5: error: cannot convert to a string");
+    /* the repr of a shared (not cyclic) list is written out each time */
+    check_true("a = [1]\nb = [a, a]\n", "str(b) == '[[1], [1]]'");
+}
+
+/* ==, ordering, min and max compare ints exactly (not through a double); dicts compare by
+ * content. */
+static void test_exact_compare(void) {
+    check_true("", "not (2**53 == 2**53 + 1) and 2**53 < 2**53 + 1 and 2**53 + 1 != 9007199254740992.0");
+    check_true("", "max(2**53 + 1, 2**53) == 2**53 + 1 and min([2**53 + 1, 2**53]) == 2**53");
+    check_true("", "1 == 1.0 and 9223372036854775807 > 9.2e18 and -9223372036854775807 - 1 < -9.2e18 and 9223372036854775807 < 9223372036854775808.0 and 0.5 > 0 and -0.5 < 0");
+    check_true("", "{1: 2, 'a': [3]} == {'a': [3], 1: 2} and {1: 2} != {1: 3} and {1: 2} != {2: 2}");
+}
+
+/* printf-style formatting with Python's conversions, flags, width and precision, and Python's
+ * errors for a value a conversion cannot show, too few and too many arguments. */
+static void test_format(void) {
+    check_true("s = '%d|%5d|%-5d|%05d|%x|%X|%o|%#x|%e|%.2f|%g|%c|%c|%s|%r|%%|%+d|%i|%.1s' % "
+               "(3.7, 42, 42, -42, -255, 255, 8, 255, 12345.678, 3.14159, 0.0001, 65, 'z', [1, 'a'], 'q', 5, True, 'ab')\n",
+               "s == \"3|   42|42   |-0042|-ff|FF|10|0xff|1.234568e+04|3.14|0.0001|A|z|[1, 'a']|'q'|%|+5|1|a\"");
+    check_true("", "'%s' % [1, 2] == '[1, 2]' and '%s' % ((1, 2),) == '(1, 2)' and '100%%' % () == '100%'");
+    check_error(HDR "s = '%d' % 'a'\n", "snippet.fl:3:5: error: %d format: a number is required, found str");
+    check_error(HDR "s = '%x' % 1.5\n", "error: %x format: an int is required, found float");
+    check_error(HDR "s = '%f' % None\n", "error: %f format: a number is required, found None");
+    check_error(HDR "s = '%e' % 'a'\n", "error: %e format: a number is required, found str");
+    check_error(HDR "s = '%g' % [1]\n", "error: %g format: a number is required, found list");
+    check_error(HDR "s = '%i' % 'a'\n", "error: %i format: a number is required, found str");
+    check_error(HDR "s = '%c' % 'ab'\n", "error: %c format: a single character or an int from 1 to 127 is required");
+    check_error(HDR "s = '%d' % float('inf')\n", "error: %d format: cannot convert the float inf to an int");
+    check_error(HDR "s = '%s %s' % (1,)\n", "error: not enough arguments for the format string (1 given)");
+    check_error(HDR "s = '%s' % (1, 2)\n", "error: not all arguments converted during string formatting (2 given, 1 used)");
+    check_error(HDR "s = 'abc' % 5\n", "error: not all arguments converted");
+    check_error(HDR "s = '%y' % 1\n", "error: unsupported format character 'y'");
+    check_error(HDR "s = '50%' % ()\n", "error: incomplete format");
+    check_error(HDR "s = '%(a)s' % {'a': 1}\n", "error: '(' in a format conversion is not supported");
+    check_error(HDR "s = '%99999d' % 1\n", "error: a format width or precision must be at most 9999");
 }
 
 static void test_comprehensions(void) {
@@ -718,6 +784,9 @@ int main(void) {
         {"functions", test_functions},
         {"control_flow", test_control_flow},
         {"values", test_values},
+        {"nesting", test_nesting},
+        {"exact_compare", test_exact_compare},
+        {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
         {"import_star", test_import_star},
