@@ -39,7 +39,10 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         case FL_OP_FLOORDIV:
         case FL_OP_MOD: {
             if (b == 0) return fl_ev_error(c, sp, op == FL_OP_MOD ? "modulo by zero" : "division by zero");
-            if (a == INT64_MIN && b == -1) goto ovf;
+            if (b == -1) { /* INT64_MIN / -1 traps in C */
+                if (op == FL_OP_MOD) return fl_v_int(c, 0);
+                if (a == INT64_MIN) goto ovf;
+            }
             int64_t q = a / b, m = a % b;
             if (m != 0 && ((m < 0) != (b < 0))) {
                 q--;
@@ -48,10 +51,15 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
             return fl_v_int(c, op == FL_OP_MOD ? m : q);
         }
         case FL_OP_POW: {
-            if (b < 0) return fl_v_float(c, pow((double)a, (double)b));
-            int64_t res = 1;
-            for (int64_t i = 0; i < b; i++)
-                if (__builtin_mul_overflow(res, a, &res)) goto ovf;
+            if (b < 0) {
+                if (a == 0) return fl_ev_error(c, sp, "0 cannot be raised to a negative power");
+                return fl_v_float(c, pow((double)a, (double)b));
+            }
+            int64_t res = 1, base = a; /* by squaring: b may be huge when a is 0, 1 or -1 */
+            for (int64_t e = b; e > 0; e >>= 1) {
+                if ((e & 1) && __builtin_mul_overflow(res, base, &res)) goto ovf;
+                if (e > 1 && __builtin_mul_overflow(base, base, &base)) goto ovf;
+            }
             return fl_v_int(c, res);
         }
         case FL_OP_MATMUL:
@@ -59,7 +67,7 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         }
         return fl_ev_error(c, sp, "'@' needs Vars, found two numbers");
     ovf:
-        return fl_ev_error(c, sp, "integer overflow in a compile-time expression");
+        return fl_ev_error(c, sp, "integer overflow in a compile-time expression (ints are 64-bit)");
     }
     double a = fl_v_num(l), b = fl_v_num(r);
     switch ((FlBinOp)op) {
@@ -75,7 +83,9 @@ static FlValue *num_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     case FL_OP_MOD:
         if (b == 0) return fl_ev_error(c, sp, "modulo by zero");
         return fl_v_float(c, a - floor(a / b) * b);
-    case FL_OP_POW: return fl_v_float(c, pow(a, b));
+    case FL_OP_POW:
+        if (a == 0 && b < 0) return fl_ev_error(c, sp, "0.0 cannot be raised to a negative power");
+        return fl_v_float(c, pow(a, b));
     case FL_OP_MATMUL:
     case FL_BINOP_COUNT: break;
     }
@@ -319,7 +329,7 @@ FlValue *fl_ev_unop(Ctx *c, int op, FlValue *v, FlSpan sp) {
     if (v->kind == VK_VAR) return op == FL_UN_NEG ? fl_ev_scale(c, v, -1, 0, sp) : v;
     if (v->kind == VK_INT || v->kind == VK_BOOL) {
         int64_t x = v->kind == VK_INT ? v->i : v->b;
-        if (op == FL_UN_NEG && x == INT64_MIN) return fl_ev_error(c, sp, "integer overflow in a compile-time expression");
+        if (op == FL_UN_NEG && x == INT64_MIN) return fl_ev_error(c, sp, "integer overflow in a compile-time expression (ints are 64-bit)");
         return fl_v_int(c, op == FL_UN_NEG ? -x : x);
     }
     if (v->kind == VK_FLOAT) return fl_v_float(c, op == FL_UN_NEG ? -v->f : v->f);

@@ -118,7 +118,10 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *out = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < l->list.len; i++) {
         FlValue *t = fl_v_list(c, VK_TUPLE);
-        fl_v_list_push(c, t, fl_v_int(c, st + (int64_t)i));
+        int64_t k;
+        if (__builtin_add_overflow(st, (int64_t)i, &k))
+            return fl_ev_error(c, a->span, "integer overflow in enumerate() (ints are 64-bit)");
+        fl_v_list_push(c, t, fl_v_int(c, k));
         fl_v_list_push(c, t, l->list.items[i]);
         fl_v_list_push(c, out, t);
     }
@@ -245,24 +248,35 @@ static FlValue *b_max(Ctx *c, FlValue *self, CallArgs *a) { return minmax(c, a, 
 
 static FlValue *b_abs(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("abs", "x", 1);
-    if (v[0]->kind == VK_INT) return fl_v_int(c, v[0]->i < 0 ? -v[0]->i : v[0]->i);
+    if (v[0]->kind == VK_INT) {
+        if (v[0]->i == INT64_MIN) return fl_ev_error(c, a->span, "integer overflow in abs() (ints are 64-bit)");
+        return fl_v_int(c, v[0]->i < 0 ? -v[0]->i : v[0]->i);
+    }
+    if (v[0]->kind == VK_BOOL) return fl_v_int(c, v[0]->b);
     if (v[0]->kind == VK_FLOAT) return fl_v_float(c, fabs(v[0]->f));
     return fl_ev_error(c, a->span, "abs() of a %s", fl_v_type_name(v[0]));
 }
 
+/* Ints add up exactly in int64 (an overflow is an error); from the first float on, the sum is a
+ * float, as in Python. */
 static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("sum", "seq start=", 2);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
+    if (v[1] && !fl_v_is_num(v[1])) return fl_ev_error(c, a->span, "sum() start must be a number, found %s", fl_v_type_name(v[1]));
     bool isf = v[1] && v[1]->kind == VK_FLOAT;
-    double f = v[1] ? fl_v_num(v[1]) : 0;
-    int64_t i = v[1] && !isf ? (int64_t)fl_v_num(v[1]) : 0;
+    double f = isf ? v[1]->f : 0;
+    int64_t i = v[1] && !isf ? (v[1]->kind == VK_INT ? v[1]->i : v[1]->b) : 0;
     for (size_t k = 0; k < l->list.len; k++) {
         FlValue *x = l->list.items[k];
         if (!fl_v_is_num(x)) return fl_ev_error(c, a->span, "sum() needs numbers, found %s", fl_v_type_name(x));
-        if (x->kind == VK_FLOAT) isf = true;
-        f += fl_v_num(x);
-        i += x->kind == VK_FLOAT ? 0 : (int64_t)fl_v_num(x);
+        if (x->kind == VK_FLOAT && !isf) {
+            isf = true;
+            f = (double)i;
+        }
+        if (isf) f += fl_v_num(x);
+        else if (__builtin_add_overflow(i, x->kind == VK_INT ? x->i : x->b, &i))
+            return fl_ev_error(c, a->span, "integer overflow in sum() (ints are 64-bit)");
     }
     return isf ? fl_v_float(c, f) : fl_v_int(c, i);
 }

@@ -69,6 +69,18 @@ static void check_true(const char *setup, const char *cond) {
     check_result(src, 1);
 }
 
+/* Snippets (each after HDR) that must fail: {source, a diagnostic it must give}. */
+typedef struct ErrCase {
+    const char *src, *want;
+} ErrCase;
+static void check_errors(const ErrCase *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char src[1024];
+        snprintf(src, sizeof src, HDR "%s", cases[i].src);
+        check_error(src, cases[i].want);
+    }
+}
+
 /* Runs a snippet (its startup program, then its main program once) and checks the values its
  * `layers.Print(X, message="NAME")` ops would print: `want` is "NAME=VALUE ..." (one element
  * each). The Print ops are dropped and their inputs fetched instead. */
@@ -235,6 +247,29 @@ static void test_nesting(void) {
     check_true("a = [1]\nb = [a, a]\n", "str(b) == '[[1], [1]]'");
 }
 
+/* Ints are int64 and exact: an overflow anywhere is a located error, sum() adds in int64, 0 to a
+ * negative power is Python's ZeroDivisionError, and ** by squaring takes no time for 1 ** huge. */
+static void test_int_semantics(void) {
+    check_true("", "sum([2**53 + 1]) == 2**53 + 1 and sum([2**53, 1]) - 2**53 == 1 and sum([1, 2.5]) == 3.5");
+    check_true("", "sum([True, 2], 10) == 13 and abs(True) == 1 and abs(-9223372036854775807) == 9223372036854775807");
+    check_true("", "1 ** 1000000000000000000 == 1 and (-1) ** 999999999999999999 == -1 and 3 ** 39 == 4052555153018976267");
+    check_true("", "2 ** -1 == 0.5 and 0 ** 0 == 1 and (-9223372036854775807 - 1) % -1 == 0 and 7 // -1 == -7");
+    static const ErrCase errs[] = {
+        {"v = abs(-9223372036854775807 - 1)\n", "snippet.fl:3:5: error: integer overflow in abs()"},
+        {"v = sum([9223372036854775807, 1])\n", "snippet.fl:3:5: error: integer overflow in sum()"},
+        {"v = list(enumerate([1, 2], 9223372036854775807))\n", "snippet.fl:3:10: error: integer overflow in enumerate()"},
+        {"v = 0 ** -1\n", "snippet.fl:3:5: error: 0 cannot be raised to a negative power"},
+        {"v = 0.0 ** -2\n", "snippet.fl:3:5: error: 0.0 cannot be raised to a negative power"},
+        {"v = 9223372036854775807 + 1\n", "snippet.fl:3:5: error: integer overflow"},
+        {"v = -9223372036854775807 - 2\n", "snippet.fl:3:5: error: integer overflow"},
+        {"v = 4294967296 * 4294967296\n", "snippet.fl:3:5: error: integer overflow"},
+        {"v = (-9223372036854775807 - 1) // -1\n", "snippet.fl:3:5: error: integer overflow"},
+        {"v = 3 ** 40\n", "snippet.fl:3:5: error: integer overflow"},
+        {"v = -(-9223372036854775807 - 1)\n", "snippet.fl:3:5: error: integer overflow"},
+    };
+    check_errors(errs, FL_ARRAY_LEN(errs));
+}
+
 /* ==, ordering, min and max compare ints exactly (not through a double); dicts compare by
  * content. */
 static void test_exact_compare(void) {
@@ -251,21 +286,24 @@ static void test_format(void) {
                "(3.7, 42, 42, -42, -255, 255, 8, 255, 12345.678, 3.14159, 0.0001, 65, 'z', [1, 'a'], 'q', 5, True, 'ab')\n",
                "s == \"3|   42|42   |-0042|-ff|FF|10|0xff|1.234568e+04|3.14|0.0001|A|z|[1, 'a']|'q'|%|+5|1|a\"");
     check_true("", "'%s' % [1, 2] == '[1, 2]' and '%s' % ((1, 2),) == '(1, 2)' and '100%%' % () == '100%'");
-    check_error(HDR "s = '%d' % 'a'\n", "snippet.fl:3:5: error: %d format: a number is required, found str");
-    check_error(HDR "s = '%x' % 1.5\n", "error: %x format: an int is required, found float");
-    check_error(HDR "s = '%f' % None\n", "error: %f format: a number is required, found None");
-    check_error(HDR "s = '%e' % 'a'\n", "error: %e format: a number is required, found str");
-    check_error(HDR "s = '%g' % [1]\n", "error: %g format: a number is required, found list");
-    check_error(HDR "s = '%i' % 'a'\n", "error: %i format: a number is required, found str");
-    check_error(HDR "s = '%c' % 'ab'\n", "error: %c format: a single character or an int from 1 to 127 is required");
-    check_error(HDR "s = '%d' % float('inf')\n", "error: %d format: cannot convert the float inf to an int");
-    check_error(HDR "s = '%s %s' % (1,)\n", "error: not enough arguments for the format string (1 given)");
-    check_error(HDR "s = '%s' % (1, 2)\n", "error: not all arguments converted during string formatting (2 given, 1 used)");
-    check_error(HDR "s = 'abc' % 5\n", "error: not all arguments converted");
-    check_error(HDR "s = '%y' % 1\n", "error: unsupported format character 'y'");
-    check_error(HDR "s = '50%' % ()\n", "error: incomplete format");
-    check_error(HDR "s = '%(a)s' % {'a': 1}\n", "error: '(' in a format conversion is not supported");
-    check_error(HDR "s = '%99999d' % 1\n", "error: a format width or precision must be at most 9999");
+    static const ErrCase errs[] = {
+        {"s = '%d' % 'a'\n", "snippet.fl:3:5: error: %d format: a number is required, found str"},
+        {"s = '%x' % 1.5\n", "error: %x format: an int is required, found float"},
+        {"s = '%f' % None\n", "error: %f format: a number is required, found None"},
+        {"s = '%e' % 'a'\n", "error: %e format: a number is required, found str"},
+        {"s = '%g' % [1]\n", "error: %g format: a number is required, found list"},
+        {"s = '%i' % 'a'\n", "error: %i format: a number is required, found str"},
+        {"s = '%c' % 'ab'\n", "error: %c format: a single character or an int from 1 to 127 is required"},
+        {"s = '%d' % float('inf')\n", "error: %d format: cannot convert the float inf to an int"},
+        {"s = '%s %s' % (1,)\n", "error: not enough arguments for the format string (1 given)"},
+        {"s = '%s' % (1, 2)\n", "error: not all arguments converted during string formatting (2 given, 1 used)"},
+        {"s = 'abc' % 5\n", "error: not all arguments converted"},
+        {"s = '%y' % 1\n", "error: unsupported format character 'y'"},
+        {"s = '50%' % ()\n", "error: incomplete format"},
+        {"s = '%(a)s' % {'a': 1}\n", "error: '(' in a format conversion is not supported"},
+        {"s = '%99999d' % 1\n", "error: a format width or precision must be at most 9999"},
+    };
+    check_errors(errs, FL_ARRAY_LEN(errs));
 }
 
 static void test_comprehensions(void) {
@@ -786,6 +824,7 @@ int main(void) {
         {"values", test_values},
         {"nesting", test_nesting},
         {"exact_compare", test_exact_compare},
+        {"int_semantics", test_int_semantics},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
