@@ -285,6 +285,7 @@ FlValue *fl_ev_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     if (l->kind == VK_VAR || r->kind == VK_VAR) return fl_ev_binop_var(c, op, l, r, sp);
     if (fl_v_is_num(l) && fl_v_is_num(r)) return num_binop(c, op, l, r, sp);
     if (op == FL_OP_ADD && l->kind == VK_STR && r->kind == VK_STR) {
+        if (!fl_ev_check_len(c, l->str.n, r->str.n, "str", sp)) return c->error;
         FlBuf b = {0};
         fl_buf_append(&b, l->str.s, l->str.n);
         fl_buf_append(&b, r->str.s, r->str.n);
@@ -293,23 +294,29 @@ FlValue *fl_ev_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         return v;
     }
     if (op == FL_OP_ADD && fl_v_is_seq(l) && l->kind == r->kind) {
+        if (!fl_ev_check_len(c, l->list.len, r->list.len, fl_v_type_name(l), sp)) return c->error;
         FlValue *v = fl_v_list(c, l->kind);
         for (size_t i = 0; i < l->list.len; i++) fl_v_list_push(c, v, l->list.items[i]);
         for (size_t i = 0; i < r->list.len; i++) fl_v_list_push(c, v, r->list.items[i]);
         return v;
     }
     if (op == FL_OP_MUL && (fl_v_is_seq(l) || l->kind == VK_STR) && r->kind == VK_INT) {
-        if (r->i > 1000000) return fl_ev_error(c, sp, "repetition count %lld is too large", (long long)r->i);
+        size_t len = l->kind == VK_STR ? l->str.n : l->list.len;
+        int64_t times = r->i < 0 || len == 0 ? 0 : r->i;
+        size_t total;
+        if (times > 0 && (__builtin_mul_overflow(len, (uint64_t)times, &total) || total > FL_MAX_LEN))
+            return fl_ev_error(c, sp, "a %s * %lld would hold more than %d %s", fl_v_type_name(l), (long long)times,
+                               FL_MAX_LEN, l->kind == VK_STR ? "characters" : "elements");
         if (l->kind == VK_STR) {
             FlBuf b = {0};
-            for (int64_t i = 0; i < r->i; i++) fl_buf_append(&b, l->str.s, l->str.n);
+            for (int64_t i = 0; i < times; i++) fl_buf_append(&b, l->str.s, l->str.n);
             FlValue *v = fl_v_str(c, fl_buf_str(&b), b.len);
             fl_buf_free(&b);
             return v;
         }
         FlValue *v = fl_v_list(c, l->kind);
-        for (int64_t k = 0; k < r->i; k++)
-            for (size_t i = 0; i < l->list.len; i++) fl_v_list_push(c, v, l->list.items[i]);
+        for (int64_t k = 0; k < times; k++)
+            for (size_t i = 0; i < len; i++) fl_v_list_push(c, v, l->list.items[i]);
         return v;
     }
     if (op == FL_OP_MOD && l->kind == VK_STR) return format_percent(c, l, r, sp);

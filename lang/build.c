@@ -250,6 +250,10 @@ static bool add_slot_vars(Ctx *c, FlOpDesc *op, bool input, const FlSlotInfo *si
     return true;
 }
 
+/* The most vars fl_ev_op makes for one list output (split's num, _n_out): every one is a var of
+ * the block, so a count from a typo (2**40) must fail before they are made. */
+#define MAX_LIST_OUTPUTS 65536
+
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
     const FlOpInfo *info = fl_ops_find(type);
     if (!info) return fl_ev_error(c, sp, "unknown op '%s'", type);
@@ -315,6 +319,11 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
                 FlAttr *sec = fl_ir_op_attr(op, "sections");
                 count = sec && sec->n ? (int64_t)sec->n : num ? num->i : 1;
             }
+        }
+        if (count < 1 || count > MAX_LIST_OUTPUTS) {
+            fl_ev_error(c, sp, "%s: output '%s' would hold %lld vars; it takes 1 to %d", type, si->name,
+                        (long long)count, MAX_LIST_OUTPUTS);
+            goto fail;
         }
         FlValue *lst = si->list ? fl_v_list(c, VK_LIST) : NULL;
         fl_ir_op_add_output_slot(op, si->name);

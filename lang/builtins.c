@@ -29,6 +29,12 @@ bool fl_ev_want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *ou
     fl_ev_error(c, sp, "%s must be an int, found %s", what, fl_v_type_name(v));
     return false;
 }
+bool fl_ev_check_len(Ctx *c, size_t have, size_t add, const char *what, FlSpan sp) {
+    if (have <= FL_MAX_LEN && add <= FL_MAX_LEN - have) return true;
+    fl_ev_error(c, sp, "a %s may hold at most %d %s; this one would hold %zu", what, FL_MAX_LEN,
+                strcmp(what, "str") == 0 ? "characters" : "elements", have + add);
+    return false;
+}
 bool fl_ev_want_str(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
     if (v->kind == VK_STR) return true;
     fl_ev_error(c, sp, "%s must be a string, found %s", what, fl_v_type_name(v));
@@ -61,6 +67,9 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_ev_error(c, a->span, "object of type '%s' has no len()", fl_v_type_name(o));
 }
 
+/* range() makes every element at once: a million ints is already 40 MB of arena. */
+#define RANGE_MAX 1000000
+
 static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("range", "a b= step=", 3);
     int64_t lo = 0, hi, st = 1;
@@ -69,9 +78,14 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[2] && !fl_ev_want_int(c, v[2], "range() step", a->span, &st)) return c->error;
     if (st == 0) return fl_ev_error(c, a->span, "range() step must not be zero");
     FlValue *l = fl_v_list(c, VK_LIST);
-    int64_t n = st > 0 ? (hi > lo ? (hi - lo + st - 1) / st : 0) : (lo > hi ? (lo - hi - st - 1) / -st : 0);
-    if (n > 1000000) return fl_ev_error(c, a->span, "range() of %lld elements is too large for compile time (at most 1,000,000)", (long long)n);
-    for (int64_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_int(c, lo + i * st));
+    /* the length in uint64, where hi - lo and the step's magnitude cannot overflow */
+    uint64_t n = 0;
+    if (st > 0 && hi > lo) n = ((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)st + 1;
+    if (st < 0 && lo > hi) n = ((uint64_t)lo - (uint64_t)hi - 1) / (0 - (uint64_t)st) + 1;
+    if (n > RANGE_MAX)
+        return fl_ev_error(c, a->span, "range() of %llu elements is too large for compile time (at most 1,000,000)",
+                           (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_int(c, lo + (int64_t)i * st));
     return l;
 }
 
@@ -316,7 +330,9 @@ static FlValue *m_extend(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("extend", "seq", 1);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
-    for (size_t i = 0; i < l->list.len; i++) fl_v_list_push(c, self, l->list.items[i]);
+    if (!fl_ev_check_len(c, self->list.len, l->list.len, "list", a->span)) return c->error;
+    size_t n = l->list.len; /* l may be self */
+    for (size_t i = 0; i < n; i++) fl_v_list_push(c, self, l->list.items[i]);
     return c->none;
 }
 static FlValue *m_pop(Ctx *c, FlValue *self, CallArgs *a) {

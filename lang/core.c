@@ -80,6 +80,17 @@ static FlValue *c_is_list(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_bool(c, fl_v_is_seq(v[0]));
 }
 
+/* An int or a bool, as Python's isinstance(x, int). */
+static FlValue *c_is_int(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("is_int", "x", 1);
+    return fl_v_bool(c, v[0]->kind == VK_INT || v[0]->kind == VK_BOOL);
+}
+
+static FlValue *c_type_name(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("type_name", "x", 1);
+    return fl_v_cstr(c, fl_v_type_name(v[0]));
+}
+
 /* ------------------------------------------------------------------ _core: ops and vars */
 
 static FlValue *c_op(Ctx *c, FlValue *self, CallArgs *a) {
@@ -780,6 +791,8 @@ static const NativeFn core_fns[] = {
     {"export", c_export},
     {"is_var", c_is_var},
     {"is_list", c_is_list},
+    {"is_int", c_is_int},
+    {"type_name", c_type_name},
     {"in_server_block", c_in_server_block},
     {"Program", c_program},
     {"default_main_program", c_default_main},

@@ -317,6 +317,9 @@ void fl_builtins_install(Ctx *c);
 /* An int (or bool) into *out, or a report that `what` must be an int. */
 bool fl_ev_want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *out);
 bool fl_ev_want_str(Ctx *c, FlValue *v, const char *what, FlSpan sp);
+/* Whether a `what` ("list", "tuple", "str") of have + add elements stays within FL_MAX_LEN;
+ * reported at sp if not. */
+bool fl_ev_check_len(Ctx *c, size_t have, size_t add, const char *what, FlSpan sp);
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp);
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,

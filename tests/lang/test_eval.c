@@ -270,6 +270,38 @@ static void test_int_semantics(void) {
     check_errors(errs, FL_ARRAY_LEN(errs));
 }
 
+/* Sizes from user numbers are checked before anything is made: range's length is computed
+ * without overflow, a list or string past FL_MAX_LEN elements is an error, and so is a split into
+ * more parts than its dim has (it made every output first, 2**40 of them). */
+static void test_size_limits(void) {
+    check_true("", "len(range(0, 9223372036854775807, 9223372036854775807)) == 1 and "
+                   "len(range(5, -9223372036854775807 - 1, -9223372036854775807)) == 2 and "
+                   "list(range(9223372036854775806, 9223372036854775807)) == [9223372036854775806] and "
+                   "list(range(10, 0, -3)) == [10, 7, 4, 1] and len(range(-3)) == 0");
+    check_true("x = [1, 2]\nx.extend(x)\n", "x == [1, 2, 1, 2] and len([] * 1000000000000000000) == 0 and 'ab' * -1 == ''");
+    static const ErrCase errs[] = {
+        {"x = range(0, 9223372036854775807, 2)\n", "snippet.fl:3:5: error: range() of 4611686018427387904 elements is too large"},
+        {"x = range(-9223372036854775807 - 1, 9223372036854775807)\n", "error: range() of 18446744073709551615 elements"},
+        {"x = [0] * 100000000\n", "snippet.fl:3:5: error: a list * 100000000 would hold more than 10000000 elements"},
+        {"x = [0] * 1000000 * 20\n", "snippet.fl:3:5: error: a list * 20 would hold more than 10000000 elements"},
+        {"x = 'ab' * 6000000\n", "snippet.fl:3:5: error: a str * 6000000 would hold more than 10000000 characters"},
+        {"x = [0] * 6000000\ny = x + x\n", "snippet.fl:4:5: error: a list may hold at most 10000000 elements; this one would hold 12000000"},
+        {"x = [0] * 6000000\nx.extend(x)\n", "snippet.fl:4:1: error: a list may hold at most 10000000 elements"},
+        {"s = 'a' * 6000000\ns = s + s\n", "snippet.fl:4:5: error: a str may hold at most 10000000 characters"},
+        {"x = layers.data(name='x', shape=[4])\ny = layers.split(x, num_or_sections=2**40)\n",
+         "snippet.fl:4:5: error: split() cannot split dim 1 of size 4 into 1099511627776 parts"},
+        {"x = layers.data(name='x', shape=[4])\ny = layers.split(x, num_or_sections='2')\n",
+         "snippet.fl:4:5: error: split() num_or_sections must be an int, found str"},
+        {"x = layers.data(name='x', shape=[4])\ny = layers.split(x, [1, 1, 1, 1, 1])\n",
+         "snippet.fl:4:5: error: split() needs 1 to 4 sections for dim 1 of size 4, found 5"},
+        {"import _core\nx = layers.data(name='x', shape=[4])\ny = _core.op('split', X=x, axis=1, num=2**40)\n",
+         "snippet.fl:5:5: error: split: output 'Out' would hold 1099511627776 vars; it takes 1 to 65536"},
+        {"import _core\nx = layers.data(name='x', shape=[4])\ny = _core.op('split', X=x, axis=1, _n_out=2**40)\n",
+         "snippet.fl:5:5: error: split: output 'Out' would hold 1099511627776 vars"},
+    };
+    check_errors(errs, FL_ARRAY_LEN(errs));
+}
+
 /* ==, ordering, min and max compare ints exactly (not through a double); dicts compare by
  * content. */
 static void test_exact_compare(void) {
@@ -825,6 +857,7 @@ int main(void) {
         {"nesting", test_nesting},
         {"exact_compare", test_exact_compare},
         {"int_semantics", test_int_semantics},
+        {"size_limits", test_size_limits},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
