@@ -254,9 +254,35 @@ static bool add_slot_vars(Ctx *c, FlOpDesc *op, bool input, const FlSlotInfo *si
  * the block, so a count from a typo (2**40) must fail before they are made. */
 #define MAX_LIST_OUTPUTS 65536
 
+/* An output naming a var that is also an input of the same op. The kernels allow it (an output
+ * is replaced whole after the computation), but the gradient of a differentiable op needs its
+ * input as it was, so only ops without a gradient (optimizers, increment, channel ops) and the
+ * state pairs named "<slot>Out" (batch_norm's MeanOut = Mean) may update a var in place. */
+static bool check_in_place(Ctx *c, const FlOpInfo *info, const FlOpDesc *op, FlSpan sp) {
+    if (info->grad == FL_GRAD_NONE) return true;
+    for (size_t s = 0; s < op->outs.len; s++)
+        for (size_t i = 0; i < op->outs.data[s].nargs; i++)
+            for (size_t t = 0; t < op->ins.len; t++) {
+                const FlSlot *in = &op->ins.data[t], *out = &op->outs.data[s];
+                size_t n = strlen(in->name);
+                if (strncmp(out->name, in->name, n) == 0 && strcmp(out->name + n, "Out") == 0) continue;
+                for (size_t j = 0; j < in->nargs; j++)
+                    if (strcmp(out->args[i], in->args[j]) == 0) {
+                        fl_ev_error(c, sp, "%s: output '%s' is var '%s', which is also its input '%s'; %s "
+                                           "cannot work in place (let it make a new var)",
+                                    op->type, out->name, out->args[i], in->name, op->type);
+                        return false;
+                    }
+            }
+    return true;
+}
+
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
     const FlOpInfo *info = fl_ops_find(type);
     if (!info) return fl_ev_error(c, sp, "unknown op '%s'", type);
+    if (info->is_grad)
+        return fl_ev_error(c, sp, "'%s' is a gradient op: append_backward makes those, with the gradient "
+                                  "inputs they need; a program cannot build one", type);
     FlBlock *b = c->b.block;
     FlOpDesc *op = fl_ir_op_append(b, type);
     op->loc = fl_ev_loc(c, sp);
@@ -338,7 +364,7 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
         }
         if (lst) outs[s] = lst;
     }
-    if (!fl_ev_infer(c, b, op, sp)) goto fail;
+    if (!check_in_place(c, info, op, sp) || !fl_ev_infer(c, b, op, sp)) goto fail;
     /* stop_gradient propagates: an op whose inputs all stop gradients makes outputs that do */
     bool all_stop = true, any_in = false;
     for (size_t s = 0; s < op->ins.len; s++)

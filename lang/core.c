@@ -68,6 +68,21 @@ static bool want_dtype(Ctx *c, FlValue *v, FlSpan sp, FlDType *dt) {
     fl_buf_free(&b);
     return false;
 }
+/* A name the program gives a var: a non-empty string that the IR does not reserve (FL_RULE_EMPTY
+ * marks an argument holding no value; a var of that name would read as no var at all). Names
+ * holding FL_RULE_GRAD_SUFFIX are the user's to choose, as in Fluid. */
+static bool want_var_name(Ctx *c, FlValue *v, FlSpan sp) {
+    if (!fl_ev_want_str(c, v, "name", sp)) return false;
+    if (v->str.n == 0 || strlen(v->str.s) != v->str.n || fl_rule_is_empty(v->str.s)) {
+        fl_ev_error(c, sp, "'%s' cannot name a var: %s", v->str.s,
+                    v->str.n == 0 ? "a name must not be empty"
+                    : strlen(v->str.s) != v->str.n ? "a name cannot hold a NUL character"
+                                                   : "the IR reserves it for an argument that holds no value");
+        return false;
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------------ _core: plain values */
 
 static FlValue *c_is_var(Ctx *c, FlValue *self, CallArgs *a) {
@@ -102,7 +117,7 @@ static FlValue *c_op(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("data", "name shape dtype= append_batch_size= lod_level= stop_gradient=", 6);
-    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
+    if (!want_var_name(c, v[0], a->span)) return c->error;
     int nd;
     int64_t shape[FL_IR_MAX_DIMS];
     if (!want_shape(c, v[1], "shape", a->span, &nd, shape)) return c->error;
@@ -213,7 +228,7 @@ static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[1] && !want_dtype(c, v[1], a->span, &dt)) return c->error;
     const char *name;
     if (v[2]) {
-        if (!fl_ev_want_str(c, v[2], "name", a->span)) return c->error;
+        if (!want_var_name(c, v[2], a->span)) return c->error;
         name = v[2]->str.s;
     } else {
         name = fl_ev_unique(c, "param");
@@ -224,7 +239,7 @@ static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("global_var", "name shape value dtype=", 4);
-    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
+    if (!want_var_name(c, v[0], a->span)) return c->error;
     int nd;
     int64_t shape[FL_IR_MAX_DIMS];
     if (!want_shape(c, v[1], "shape", a->span, &nd, shape)) return c->error;

@@ -302,6 +302,35 @@ static void test_size_limits(void) {
     check_errors(errs, FL_ARRAY_LEN(errs));
 }
 
+/* Var names the IR reserves are rejected where the program gives them; _core.op builds no
+ * gradient op (append_backward does, with the inputs they need: sum_grad without its Out@GRAD
+ * crashed the runtime) and no differentiable op writing one of its own inputs. */
+static void test_var_names_and_aliasing(void) {
+    static const ErrCase errs[] = {
+        {"x = layers.data(name='@EMPTY@', shape=[2])\n",
+         "snippet.fl:3:5: error: '@EMPTY@' cannot name a var: the IR reserves it for an argument that holds no value"},
+        {"import _core\nx = _core.data('@EMPTY@', [2])\n", "snippet.fl:4:5: error: '@EMPTY@' cannot name a var"},
+        {"x = layers.data(name='', shape=[2])\n", "snippet.fl:3:5: error: '' cannot name a var: a name must not be empty"},
+        {"x = layers.data(name='x', shape=[2])\ny = layers.fc(x, size=2, param_attr=fluid.ParamAttr(name='@EMPTY@'))\n",
+         "snippet.fl:4:5: error: '@EMPTY@' cannot name a var"},
+        {"import _core\nw = _core.global_var('@EMPTY@', [1], 0.0)\n", "snippet.fl:4:5: error: '@EMPTY@' cannot name a var"},
+        {"import _core\nx = layers.data(name='x', shape=[2])\n_core.op('sum_grad', X=x, Out=x)\n",
+         "snippet.fl:5:1: error: 'sum_grad' is a gradient op: append_backward makes those"},
+        {"import _core\nx = layers.fill_constant(shape=[2], dtype='float32', value=1.0)\n_core.op('relu', X=x, Out=x)\n",
+         "snippet.fl:5:1: error: relu: output 'Out' is var 'fill_constant_0.tmp_0', which is also its input 'X'; relu cannot work in place"},
+        {"import _core\nx = layers.fill_constant(shape=[2], dtype='float32', value=1.0)\n_core.op('sum', X=[x, x], Out=x)\n",
+         "snippet.fl:5:1: error: sum: output 'Out' is var 'fill_constant_0.tmp_0', which is also its input 'X'"},
+    };
+    check_errors(errs, FL_ARRAY_LEN(errs));
+    /* names holding @GRAD are the user's, and ops without a gradient may work in place */
+    FlBundle *b = compile(HDR "x = layers.data(name='w@GRAD', shape=[2])\n"
+                              "y = layers.fc(x, size=2)\n"
+                              "i = layers.fill_constant(shape=[1], dtype='float32', value=1.0)\n"
+                              "layers.increment(i)\n");
+    CU_ASSERT_PTR_NOT_NULL(b);
+    fl_ir_bundle_free(b);
+}
+
 /* ==, ordering, min and max compare ints exactly (not through a double); dicts compare by
  * content. */
 static void test_exact_compare(void) {
@@ -858,6 +887,7 @@ int main(void) {
         {"exact_compare", test_exact_compare},
         {"int_semantics", test_int_semantics},
         {"size_limits", test_size_limits},
+        {"var_names_and_aliasing", test_var_names_and_aliasing},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
