@@ -143,6 +143,12 @@ RtLoop *fl_ev_rt_loop(Ctx *c) {
     return c->rtloops.len && c->loop_depth == 0 ? c->rtloops.data[c->rtloops.len - 1] : NULL;
 }
 
+/* Whether a statement's error ends the statements around it: after 200 errors, and in stdlib
+ * code, which stops at its first error as a raise would (what follows there only cascades). */
+static bool stop_at_error(Ctx *c) {
+    return c->diag.nerrors > 200 || (c->cur_mod && c->cur_mod->is_stdlib);
+}
+
 /* Runs body->items[from..] in order, up to one that lowers a break or continue of the runtime
  * loop around inside a runtime block (RtLoop) while more statements follow: *next is then the
  * index after it, else body->len. */
@@ -159,7 +165,7 @@ Flow fl_ev_run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next)
         int exits = l ? l->exits : 0;
         Flow f = eval_stmt(c, e, body->items[i]);
         if (f != FLOW_NORMAL && f != FLOW_ERROR) return f;
-        if (f == FLOW_ERROR && c->diag.nerrors > 200) return FLOW_ERROR;
+        if (f == FLOW_ERROR && stop_at_error(c)) return FLOW_ERROR;
         if (l && l->exits != exits && i + 1 < body->len) {
             *next = i + 1;
             return FLOW_NORMAL;
@@ -206,7 +212,7 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
             broke = true;
             break;
         }
-        if (f == FLOW_RETURN || (f == FLOW_ERROR && c->diag.nerrors > 200)) {
+        if (f == FLOW_RETURN || (f == FLOW_ERROR && stop_at_error(c))) {
             res = f;
             break;
         }

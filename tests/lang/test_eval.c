@@ -69,14 +69,15 @@ static void check_true(const char *setup, const char *cond) {
     check_result(src, 1);
 }
 
-/* Snippets (each after HDR) that must fail: {source, a diagnostic it must give}. */
+/* Snippets (each after HDR and the statements `setup`) that must fail: {source, a diagnostic it
+ * must give}. */
 typedef struct ErrCase {
     const char *src, *want;
 } ErrCase;
-static void check_errors(const ErrCase *cases, size_t n) {
+static void check_errors(const char *setup, const ErrCase *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
         char src[1024];
-        snprintf(src, sizeof src, HDR "%s", cases[i].src);
+        snprintf(src, sizeof src, HDR "%s%s", setup, cases[i].src);
         check_error(src, cases[i].want);
     }
 }
@@ -267,7 +268,7 @@ static void test_int_semantics(void) {
         {"v = 3 ** 40\n", "snippet.fl:3:5: error: integer overflow"},
         {"v = -(-9223372036854775807 - 1)\n", "snippet.fl:3:5: error: integer overflow"},
     };
-    check_errors(errs, FL_ARRAY_LEN(errs));
+    check_errors("", errs, FL_ARRAY_LEN(errs));
 }
 
 /* Sizes from user numbers are checked before anything is made: range's length is computed
@@ -299,7 +300,7 @@ static void test_size_limits(void) {
         {"import _core\nx = layers.data(name='x', shape=[4])\ny = _core.op('split', X=x, axis=1, _n_out=2**40)\n",
          "snippet.fl:5:5: error: split: output 'Out' would hold 1099511627776 vars"},
     };
-    check_errors(errs, FL_ARRAY_LEN(errs));
+    check_errors("", errs, FL_ARRAY_LEN(errs));
 }
 
 /* Var names the IR reserves are rejected where the program gives them; _core.op builds no
@@ -321,7 +322,7 @@ static void test_var_names_and_aliasing(void) {
         {"import _core\nx = layers.fill_constant(shape=[2], dtype='float32', value=1.0)\n_core.op('sum', X=[x, x], Out=x)\n",
          "snippet.fl:5:1: error: sum: output 'Out' is var 'fill_constant_0.tmp_0', which is also its input 'X'"},
     };
-    check_errors(errs, FL_ARRAY_LEN(errs));
+    check_errors("", errs, FL_ARRAY_LEN(errs));
     /* names holding @GRAD are the user's, and ops without a gradient may work in place */
     FlBundle *b = compile(HDR "x = layers.data(name='w@GRAD', shape=[2])\n"
                               "y = layers.fc(x, size=2)\n"
@@ -329,6 +330,29 @@ static void test_var_names_and_aliasing(void) {
                               "layers.increment(i)\n");
     CU_ASSERT_PTR_NOT_NULL(b);
     fl_ir_bundle_free(b);
+}
+
+/* The layers check the ints they compute with (a conv2d with groups=0 said "modulo by zero") and
+ * stop at their first error, so a wrong argument gives one message at the user's call. */
+static void test_layer_arguments(void) {
+    static const ErrCase errs[] = {
+        {"y = layers.fc(x, size=0)\n", "snippet.fl:4:5: error: fc() size must be >= 1, found 0"},
+        {"y = layers.fc(x, size=2, num_flatten_dims='1')\n", "snippet.fl:4:5: error: fc() num_flatten_dims must be an int, found str"},
+        {"y = layers.conv2d(x, num_filters=4, filter_size=3, stride=0)\n", "snippet.fl:4:5: error: conv2d() stride must be >= 1, found 0"},
+        {"y = layers.conv2d(x, num_filters=4, filter_size=3, dilation=[1, 0])\n", "snippet.fl:4:5: error: conv2d() dilation must be >= 1, found 0"},
+        {"y = layers.conv2d(x, num_filters=4, filter_size=3, padding=-1)\n", "snippet.fl:4:5: error: conv2d() padding must be >= 0, found -1"},
+        {"y = layers.conv2d(x, num_filters=0, filter_size=3)\n", "snippet.fl:4:5: error: conv2d() num_filters must be >= 1, found 0"},
+        {"y = layers.conv2d(x, num_filters=4, filter_size=3, groups=2)\n", "snippet.fl:4:5: error: conv2d() input channels (3) must be divisible by groups (2)"},
+        {"y = layers.pool2d(x, pool_size=0)\n", "snippet.fl:4:5: error: pool2d() pool_size must be >= 1, found 0"},
+        {"y = layers.pool2d(x, pool_size=2, pool_padding=-1)\n", "snippet.fl:4:5: error: pool2d() pool_padding must be >= 0, found -1"},
+    };
+    check_errors("x = layers.data(name='x', shape=[3, 8, 8])\n", errs, FL_ARRAY_LEN(errs));
+    /* an error inside a loop of a layer (fc's loop over its inputs) ends the layer too */
+    char *e = errors_of(HDR "x = layers.data(name='x', shape=[4])\n"
+                            "y = layers.fc(x, size=2, param_attr=fluid.ParamAttr(name='@EMPTY@'))\n");
+    CU_ASSERT_PTR_NOT_NULL(strstr(e, "'@EMPTY@' cannot name a var"));
+    CU_ASSERT_PTR_NULL(strstr(e, "sum: no inputs"));
+    free(e);
 }
 
 /* ==, ordering, min and max compare ints exactly (not through a double); dicts compare by
@@ -364,7 +388,7 @@ static void test_format(void) {
         {"s = '%(a)s' % {'a': 1}\n", "error: '(' in a format conversion is not supported"},
         {"s = '%99999d' % 1\n", "error: a format width or precision must be at most 9999"},
     };
-    check_errors(errs, FL_ARRAY_LEN(errs));
+    check_errors("", errs, FL_ARRAY_LEN(errs));
 }
 
 static void test_comprehensions(void) {
@@ -888,6 +912,7 @@ int main(void) {
         {"int_semantics", test_int_semantics},
         {"size_limits", test_size_limits},
         {"var_names_and_aliasing", test_var_names_and_aliasing},
+        {"layer_arguments", test_layer_arguments},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
