@@ -596,6 +596,7 @@ static FlReaderSpec *reader_new(Ctx *c) {
 static FlValue *c_io_csv(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("csv", "path columns skip_rows= sep= normalize= scale=", 6);
     if (!fl_ev_want_str(c, v[0], "path", a->span)) return c->error;
+    if (v[0]->str.n == 0) return fl_ev_error(c, a->span, "io.csv() needs the path of a data file, found ''");
     if (v[1]->kind != VK_DICT) return fl_ev_error(c, a->span, "columns must be a dict of feed name to column indices, found %s", fl_v_type_name(v[1]));
     FlReaderSpec *r = reader_new(c);
     r->path = fl_xstrdup(v[0]->str.s);
@@ -623,6 +624,7 @@ static FlValue *c_io_csv(Ctx *c, FlValue *self, CallArgs *a) {
         FL_VEC_PUSH(&r->feeds, fc);
     }
     if (v[2] && !fl_ev_want_int(c, v[2], "skip_rows", a->span, &r->skip_rows)) return c->error;
+    if (r->skip_rows < 0) return fl_ev_error(c, a->span, "skip_rows cannot be negative, found %lld", (long long)r->skip_rows);
     if (v[3]) {
         if (!fl_ev_want_str(c, v[3], "sep", a->span)) return c->error;
         if (v[3]->str.n != 1) return fl_ev_error(c, a->span, "sep must be one character, found '%s'", v[3]->str.s);
@@ -694,12 +696,17 @@ static bool check_reader(Ctx *c, FlReaderSpec *r, FlSpan sp) {
         }
         r->feeds.data[i].dtype = d->dtype;
     }
-    for (size_t i = 0; i < r->normalize.len; i++) {
-        bool found = false;
-        for (size_t k = 0; k < r->feeds.len; k++) found |= strcmp(r->feeds.data[k].feed, r->normalize.data[i]) == 0;
-        if (!found) {
-            fl_ev_error(c, sp, "normalize names '%s', which is not one of the reader's feeds", r->normalize.data[i]);
-            return false;
+    for (int which = 0; which < 2; which++) {
+        char **names = which ? r->scale_feeds.data : r->normalize.data;
+        size_t n = which ? r->scale_feeds.len : r->normalize.len;
+        for (size_t i = 0; i < n; i++) {
+            bool found = false;
+            for (size_t k = 0; k < r->feeds.len; k++) found |= strcmp(r->feeds.data[k].feed, names[i]) == 0;
+            if (!found) {
+                fl_ev_error(c, sp, "%s names '%s', which is not one of the reader's feeds", which ? "scale" : "normalize",
+                            names[i]);
+                return false;
+            }
         }
     }
     return true;
@@ -744,7 +751,7 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
         if (v[4]->kind != VK_DICT) return fl_ev_error(c, a->span, "fetch must be a dict of name to Var, found %s", fl_v_type_name(v[4]));
         for (size_t i = 0; i < v[4]->dict.len; i++) {
             FlValue *k = v[4]->dict.keys[i], *x = v[4]->dict.vals[i];
-            if (k->kind != VK_STR) return fl_ev_error(c, a->span, "fetch keys must be names");
+            if (k->kind != VK_STR || k->str.n == 0) return fl_ev_error(c, a->span, "fetch keys must be names, found %s", k->kind == VK_STR ? "''" : fl_v_type_name(k));
             if (x->kind != VK_VAR) return fl_ev_error(c, a->span, "fetch['%s'] must be a Var, found %s", k->str.s, fl_v_type_name(x));
             if (!fl_ir_var_find(fl_ir_block(c->bundle->main, 0), x->var.name))
                 return fl_ev_error(c, a->span, "fetch['%s']: var '%s' is not in the main program's global block", k->str.s, x->var.name);
@@ -761,6 +768,11 @@ static FlValue *c_flag(Ctx *c, FlValue *self, CallArgs *a) {
     const char *name = v[0]->str.s;
     FlValue *d = v[1] ? v[1] : c->none;
     size_t nl = strlen(name);
+    bool asked = false;
+    for (size_t i = 0; i < c->flags_asked.len && !asked; i++) asked = strcmp(c->flags_asked.data[i], name) == 0;
+    if (!asked) FL_VEC_PUSH(&c->flags_asked, fl_intern_str(&c->in, name));
+    for (size_t i = 0; i < c->opt->ndefines; i++)
+        if (strncmp(c->opt->defines[i], name, nl) == 0 && c->opt->defines[i][nl] == '=') c->define_read[i] = true;
     for (size_t i = c->opt->ndefines; i-- > 0;) {
         const char *def = c->opt->defines[i];
         if (strncmp(def, name, nl) != 0 || def[nl] != '=') continue;

@@ -52,6 +52,25 @@ static void report_verify(Ctx *c, FlVerifyIssues *vi) {
     }
 }
 
+/* A -D that no fluid.flag read is most likely a typo of one that was: say so, without failing. */
+static void warn_unread_defines(Ctx *c) {
+    for (size_t i = 0; i < c->opt->ndefines; i++) {
+        if (c->define_read[i]) continue;
+        const char *def = c->opt->defines[i], *eq = strchr(def, '=');
+        int nl = eq ? (int)(eq - def) : (int)strlen(def);
+        FlBuf names = {0};
+        for (size_t k = 0; k < c->flags_asked.len; k++)
+            fl_buf_printf(&names, "%s%s", k ? ", " : "", c->flags_asked.data[k]);
+        if (c->flags_asked.len)
+            fl_diag_warning_plain(&c->diag, "-D '%.*s' is not a flag of this program (its flags: %s)", nl, def,
+                                  fl_buf_str(&names));
+        else
+            fl_diag_warning_plain(&c->diag, "-D '%.*s' is not a flag of this program (it reads no fluid.flag)",
+                                  nl, def);
+        fl_buf_free(&names);
+    }
+}
+
 static int compile(const char *path, char *text, size_t len, const FlCompileOptions *opt, FlBundle **out, FlBuf *diag_out) {
     Ctx *c = fl_xcalloc(1, sizeof *c);
     FlCompileOptions dflt = {0};
@@ -62,6 +81,8 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_sources_init(&c->sources);
     fl_diag_init(&c->diag, &c->sources);
     if (opt->max_errors > 0) c->diag.max_errors = opt->max_errors;
+    if (opt->tool) c->diag.tool = opt->tool;
+    c->define_read = fl_xcalloc(opt->ndefines + 1, sizeof *c->define_read);
     fl_map_init(&c->modules);
     fl_map_init(&c->unique);
     fl_map_init(&c->block_of_var);
@@ -97,6 +118,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
         FlErr e;
         if (fl_ir_validate_bundle(c->bundle, &e) != FL_OK) fl_diag_error_plain(&c->diag, "internal: the built program is invalid: %s", e.msg);
     }
+    if (!c->aborted) warn_unread_defines(c);
     int nerr = c->diag.nerrors;
     if (diag_out) fl_buf_append(diag_out, fl_buf_str(&c->diag.out), c->diag.out.len);
     if (nerr == 0) *out = c->bundle;
@@ -111,6 +133,8 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     FL_VEC_FREE(&c->programs);
     for (size_t i = 0; i < c->readers.len; i++) fl_ir_reader_free(c->readers.data[i]);
     FL_VEC_FREE(&c->readers);
+    free(c->define_read);
+    FL_VEC_FREE(&c->flags_asked);
     FL_VEC_FREE(&c->unique_stack);
     FL_VEC_FREE(&c->name_scopes);
     FL_VEC_FREE(&c->rtloops);
@@ -139,7 +163,7 @@ int fl_compile_file(const char *path, const FlCompileOptions *opt, FlBundle **ou
     char *text = fl_read_file(path, &len, &e);
     *out = NULL;
     if (!text) {
-        if (diag_out) fl_buf_printf(diag_out, "flc: error: %s\n", e.msg);
+        if (diag_out) fl_buf_printf(diag_out, "%s: error: %s\n", opt && opt->tool ? opt->tool : "flc", e.msg);
         return 1;
     }
     return compile(path, text, len, opt, out, diag_out);

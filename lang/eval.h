@@ -23,11 +23,13 @@ typedef struct FlCompileOptions {
     const char *stdlib_dir;     /* NULL: $FLUIDC_STDLIB, else the build's stdlib/ directory */
     int max_errors;             /* 0: 20 */
     bool no_stdlib_cache;       /* for tests */
+    const char *tool;           /* the prefix of messages with no location; NULL: "flc" */
 } FlCompileOptions;
 
 /* Compiles the .fl file at `path`. On success (return 0) *out receives the bundle (owned by the
  * caller). Otherwise returns the number of errors and *out is NULL. Diagnostics are appended to
- * `diag_out` in the printed form. Reentrant: no global state. */
+ * `diag_out` in the printed form, with warnings (a -D that no fluid.flag read), which do not
+ * count as errors: print diag_out on success too. Reentrant: no global state. */
 int fl_compile_file(const char *path, const FlCompileOptions *opt, FlBundle **out, FlBuf *diag_out);
 
 /* The same for a source text that is not on disk (`path` is only used in messages and to find

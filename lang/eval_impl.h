@@ -173,6 +173,8 @@ struct Ctx {
     FL_VEC(Env *) envs;     /* every Env made, so their maps can be freed at the end */
     FL_VEC(FlProgram *) programs;   /* made by fluid.Program(); NULL once the bundle adopts one */
     FL_VEC(FlReaderSpec *) readers; /* made by io.csv/io.split; the bundle keeps clones */
+    bool *define_read;      /* opt->defines[i] was read by a fluid.flag */
+    StrVec flags_asked;     /* the names fluid.flag asked for, each once, in order */
     FlValue *none, *vtrue, *vfalse, *error;
 };
 

@@ -71,6 +71,7 @@ void fl_diag_init(FlDiag *d, const FlSources *s) {
     memset(d, 0, sizeof *d);
     d->sources = s;
     d->max_errors = 20;
+    d->tool = "flc";
 }
 
 void fl_diag_fini(FlDiag *d) {
@@ -151,7 +152,16 @@ void fl_diag_error_plain(FlDiag *d, const char *fmt, ...) {
     d->nshown++;
     va_list ap;
     va_start(ap, fmt);
-    fl_buf_puts(&d->out, "flc: error: ");
+    fl_buf_printf(&d->out, "%s: error: ", d->tool);
+    fl_buf_vprintf(&d->out, fmt, ap);
+    fl_buf_putc(&d->out, '\n');
+    va_end(ap);
+}
+
+void fl_diag_warning_plain(FlDiag *d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fl_buf_printf(&d->out, "%s: warning: ", d->tool);
     fl_buf_vprintf(&d->out, fmt, ap);
     fl_buf_putc(&d->out, '\n');
     va_end(ap);

@@ -62,13 +62,16 @@ typedef struct FlDiag {
     int max_errors;
     FL_VEC(char *) seen; /* "file:start:end:message" of the errors printed */
     bool dropping;       /* the last error was not printed: neither are its notes */
+    const char *tool;    /* the prefix of messages with no location: "flc" unless set */
 } FlDiag;
 
 void fl_diag_init(FlDiag *d, const FlSources *s);
 void fl_diag_fini(FlDiag *d);
 void fl_diag_error(FlDiag *d, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
 void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
-/* An error with no location (e.g. a file that cannot be read): "flc: error: message". */
+/* An error with no location (e.g. a file that cannot be read): "TOOL: error: message". */
 void fl_diag_error_plain(FlDiag *d, const char *fmt, ...) FL_PRINTF(2, 3);
+/* A warning with no location, "TOOL: warning: message": printed always, counted nowhere. */
+void fl_diag_warning_plain(FlDiag *d, const char *fmt, ...) FL_PRINTF(2, 3);
 
 #endif

@@ -287,7 +287,7 @@ static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
     *bundle = NULL;
     *plan = NULL;
     if (ends_with(o->file, ".fl")) {
-        FlCompileOptions copt = {.defines = o->defines.data, .ndefines = o->defines.len};
+        FlCompileOptions copt = {.defines = o->defines.data, .ndefines = o->defines.len, .tool = "flrun"};
         FlBuf diag = {0};
         int nerr = fl_compile_file(o->file, &copt, bundle, &diag);
         fputs(fl_buf_str(&diag), stderr);

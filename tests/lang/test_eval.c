@@ -493,6 +493,46 @@ static void test_flags(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A -D that no fluid.flag reads is a warning naming the flags the program has; it does not fail
+ * the compile, and messages without a location carry the tool's name (flrun said "flc:"). */
+static void test_flag_warnings(void) {
+    const char *defs[] = {"nett=4", "lr=0.5", "net=2"};
+    FlCompileOptions opt = {.defines = defs, .ndefines = 3, .tool = "flrun"};
+    const char *src = HDR "n = fluid.flag('net', 1)\nf = fluid.flag('lr', 0.1)\nn2 = fluid.flag('net', 1)\n"
+                          "r = layers.data(name='r', shape=[n])\n";
+    FlBundle *b = NULL;
+    FlBuf diag = {0};
+    CU_ASSERT_EQUAL(fl_compile_source("tests/lang/snippet.fl", src, strlen(src), &opt, &b, &diag), 0);
+    CU_ASSERT_STRING_EQUAL(fl_buf_str(&diag), "flrun: warning: -D 'nett' is not a flag of this program (its flags: net, lr)\n");
+    CU_ASSERT_EQUAL(result(b), 2);
+    fl_ir_bundle_free(b);
+    fl_buf_free(&diag);
+    opt.ndefines = 1;
+    src = HDR "x = 1\n";
+    CU_ASSERT_EQUAL(fl_compile_source("tests/lang/snippet.fl", src, strlen(src), &opt, &b, &diag), 0);
+    CU_ASSERT_STRING_EQUAL(fl_buf_str(&diag), "flrun: warning: -D 'nett' is not a flag of this program (it reads no fluid.flag)\n");
+    fl_ir_bundle_free(b);
+    fl_buf_free(&diag);
+    CU_ASSERT_EQUAL(fl_compile_file("tests/lang/no_such_file.fl", &opt, &b, &diag), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&diag), "flrun: error: "));
+    fl_buf_free(&diag);
+}
+
+/* What the bundle validator would reject is a located error at the user's call, never "internal:
+ * the built program is invalid" without a location. */
+static void test_run_spec_errors(void) {
+    static const ErrCase errs[] = {
+        {"r = fluid.io.csv('a.csv', {'x': [0, 1]}, skip_rows=-1)\n", "snippet.fl:4:5: error: skip_rows cannot be negative, found -1"},
+        {"r = fluid.io.csv('', {'x': [0, 1]})\n", "snippet.fl:4:5: error: io.csv() needs the path of a data file, found ''"},
+        {"r = fluid.io.csv('a.csv', {'x': [0, 1]}, scale={'': 2.0})\nfluid.train(reader=r)\n",
+         "snippet.fl:5:1: error: scale names '', which is not one of the reader's feeds"},
+        {"r = fluid.io.csv('a.csv', {'x': [0, 1]}, scale={'y': 2.0})\nfluid.train(reader=r)\n",
+         "snippet.fl:5:1: error: scale names 'y', which is not one of the reader's feeds"},
+        {"fluid.train(fetch={'': x})\n", "snippet.fl:4:1: error: fetch keys must be names, found ''"},
+    };
+    check_errors("x = layers.data(name='x', shape=[2])\n", errs, FL_ARRAY_LEN(errs));
+}
+
 static void test_user_module(void) {
     /* tests/lang/helper_mod.fl is next to the (virtual) snippet */
     check_result(HDR "import helper_mod\nfrom helper_mod import triple as t3\n"
@@ -918,6 +958,8 @@ int main(void) {
         {"chained_assignment", test_chained_assignment},
         {"import_star", test_import_star},
         {"flags", test_flags},
+        {"flag_warnings", test_flag_warnings},
+        {"run_spec_errors", test_run_spec_errors},
         {"user_module", test_user_module},
         {"var_operators", test_var_operators},
         {"fc_and_params", test_fc_and_params},
