@@ -32,7 +32,7 @@ now() { date +%s.%N; }
 # The pid of the flrun process that is MPI rank $1 of this test's running job.
 rank_pid() {
     for p in $(pgrep -x flrun); do
-        env=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null) || continue
+        env=$( (tr '\0' '\n' < /proc/$p/environ) 2>/dev/null) || continue
         if echo "$env" | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$env" | grep -qxF "FL_TEST_JOB=$TMP"; then
             echo $p
             return
