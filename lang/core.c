@@ -370,6 +370,14 @@ static FlValue *server_do(Ctx *c, FlValue *self, CallArgs *a) {
 }
 static FlValue *c_listen_and_serv(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("listen_and_serv", "endpoint= fanin= sync_mode=", 3);
+    /* never accepted and ignored: MPI ranks replace endpoints, and a hand-written server is sync */
+    if (v[0] && v[0]->kind != VK_NONE)
+        return fl_ev_error(c, a->span, "listen_and_serv(): 'endpoint' is not supported: the ranks of an MPI job find "
+                                       "each other without addresses (remove it)");
+    if (v[2] && v[2]->kind != VK_NONE && !(v[2]->kind == VK_BOOL && v[2]->b))
+        return fl_ev_error(c, a->span, "listen_and_serv(): sync_mode=%s is not supported: a hand-written server is "
+                                       "synchronous (for asynchronous training, transpile with --mode async)",
+                           v[2]->kind == VK_BOOL ? "False" : fl_v_type_name(v[2]));
     FlValue *r = fl_v_record(c, "ListenAndServ");
     if (v[1]) {
         int64_t n;

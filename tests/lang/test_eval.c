@@ -772,6 +772,9 @@ static void test_runtime_break_continue(void) {
                   "        u = u + 1\n"
                   "layers.Print(s, message='s')\nlayers.Print(u, message='u')\n",
               "s=512 u=9");
+    /* listen_and_serv takes no argument it would ignore */
+    check_error(HDR "s = fluid.listen_and_serv(endpoint='127.0.0.1:6174')\n", "'endpoint' is not supported");
+    check_error(HDR "s = fluid.listen_and_serv(sync_mode=False)\n", "sync_mode=False is not supported");
     /* split_to_chan cuts by the one block rule, with no cap on the count (it had one of 64) */
     check_run(HDR "w = layers.fill_constant(shape=[200, 2], dtype='float32', value=1.0)\n"
                   "ch = fluid.make_chan(dtype='float32', capacity=200)\n"
