@@ -22,8 +22,7 @@
 #include "compiler/ops.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
-
-#define FLC_VERSION "0.1.0"
+#include "tools/tool.h"
 
 static const char *usage_text =
     "usage: flc COMMAND [ARGS]\n"
@@ -193,7 +192,7 @@ int main(int argc, char **argv) {
             fputs(usage_text, stdout);
             goto done;
         } else if (!strcmp(s, "--version")) {
-            printf("flc (fluidc) %s, IR format %d\n", FLC_VERSION, FL_IR_FORMAT_VERSION);
+            fl_tool_print_version("flc");
             goto done;
         } else if (!strcmp(s, "-o")) {
             if (++i >= argc) {

@@ -49,8 +49,7 @@
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
 #include "runtime/train/train.h"
-
-#define FLRUN_VERSION "0.1.0"
+#include "tools/tool.h"
 
 static const char *usage_text =
     "usage: flrun FILE.{fl,flp} [options]\n"
@@ -617,7 +616,7 @@ int main(int argc, char **argv) {
             fputs(usage_text, stdout);
             goto done;
         } else if (!strcmp(s, "--version")) {
-            printf("flrun (fluidc) %s, IR format %d\n", FLRUN_VERSION, FL_IR_FORMAT_VERSION);
+            fl_tool_print_version("flrun");
             goto done;
         } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
             o.quiet = true;
