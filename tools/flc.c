@@ -157,9 +157,12 @@ static int load(const Args *a, FlBundle **bundle, FlPlan **plan) {
     *bundle = NULL;
     *plan = NULL;
     if (ends_with(a->file, ".fl")) {
-        FlCompileOptions opt = {.defines = a->defines.data, .ndefines = a->defines.len};
+        char *stdlib_dir = fl_tool_stdlib_dir();
+        FlCompileOptions opt = {.defines = a->defines.data, .ndefines = a->defines.len,
+                                .stdlib_dir = stdlib_dir};
         FlBuf diag = {0};
         int nerr = fl_compile_file(a->file, &opt, bundle, &diag);
+        free(stdlib_dir);
         fputs(fl_buf_str(&diag), stderr);
         fl_buf_free(&diag);
         if (nerr) return 1;

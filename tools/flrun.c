@@ -286,9 +286,12 @@ static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
     *bundle = NULL;
     *plan = NULL;
     if (ends_with(o->file, ".fl")) {
-        FlCompileOptions copt = {.defines = o->defines.data, .ndefines = o->defines.len, .tool = "flrun"};
+        char *stdlib_dir = fl_tool_stdlib_dir();
+        FlCompileOptions copt = {.defines = o->defines.data, .ndefines = o->defines.len, .tool = "flrun",
+                                 .stdlib_dir = stdlib_dir};
         FlBuf diag = {0};
         int nerr = fl_compile_file(o->file, &copt, bundle, &diag);
+        free(stdlib_dir);
         fputs(fl_buf_str(&diag), stderr);
         fl_buf_free(&diag);
         return nerr ? 1 : -1;
