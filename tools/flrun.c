@@ -1,9 +1,9 @@
 /* flrun: runs a compiled fluidc program, locally or as one rank of an MPI job.
  *
- *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--log FILE.csv]
- *         [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME] [--data-dir DIR]
- *         [-D name=value]...
- *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--stats]
+ *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--procs N]
+ *         [--log FILE.csv] [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME]
+ *         [--data-dir DIR] [-D name=value]... [-q]
+ *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--piece BYTES] [--stats]
  *   mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp      (hand-written MPMD programs)
  *
  * With a run spec (fluid.train in the program): runs the startup program once (or loads the
