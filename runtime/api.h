@@ -56,8 +56,8 @@
  * Errors. Functions that can fail return FL_OK (0) or FL_ERROR and write a message into the
  * caller's FlErr (which may be NULL; one FlErr per thread). Nothing here aborts on bad input or a
  * bad file. Runtime errors name the op and the .fl line that made it, e.g.
- *   runtime error in op 'mul' (fit_a_line.fl:9:8): X 'x' [32, 12] and Y 'fc_0.w_0' [13, 1]:
- *   X's columns (12) differ from Y's rows (13)
+ *   runtime error in op 'mul' (fit_a_line.fl:10:8): X 'x' [32, 13] and Y 'fc_0.w_0' [12, 1]:
+ *   X's columns (13) differ from Y's rows (12)
  * and feed errors name the feed and what was expected and found, e.g.
  *   feed 'x': expected shape [-1, 13], found [32, 12]
  */

@@ -24,8 +24,8 @@
  * it for this call only.
  *
  * Errors: status + message in the caller's FlErr, never an abort on user input. A failing op
- * gives "runtime error in op 'mul' (fit_a_line.fl:9:8): X 'x' [32, 12] and Y 'fc_0.w_0' [13, 1]:
- * X's columns (12) differ from Y's rows (13)".
+ * gives "runtime error in op 'mul' (fit_a_line.fl:10:8): X 'x' [32, 13] and Y 'fc_0.w_0' [12, 1]:
+ * X's columns (13) differ from Y's rows (12)".
  *
  * Random ops: a nonzero seed attribute is used as is; seed 0 is replaced by a seed derived from
  * FlExecOptions.seed and the op's position, so that every run of one program gives bit-identical

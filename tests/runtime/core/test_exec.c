@@ -232,7 +232,8 @@ static void test_feed_reshape(void) {
 
 /* ---- runtime errors name the op, its .fl location, the vars and their shapes ---- */
 
-/* The brief's example, hand-built: mul of x [32, 12] by fc_0.w_0 [13, 1] at fit_a_line.fl:9:8. */
+/* A hand-built mul of x [32, 12] by fc_0.w_0 [13, 1] at fit_a_line.fl:9:8 (docs/embedding.md shows
+ * the same message from the real program, where a feed check comes first). */
 static void test_runtime_error_message(void) {
     FlProgram *p = fl_ir_program_new();
     FlBlock *b0 = fl_ir_block(p, 0);
