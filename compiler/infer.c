@@ -62,12 +62,22 @@ static bool shapes_agree(const Shape *a, const Shape *b) {
     return true;
 }
 
+/* Saturating arithmetic on dims and attribute values (user input: never C's signed overflow). */
+static int64_t smul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX) : r;
+}
+static int64_t sadd(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b < 0 ? INT64_MIN : INT64_MAX) : r;
+}
+
 /* Product of dims [from, to); -1 if any is unknown. */
 static int64_t prod(const Shape *s, int from, int to) {
     int64_t n = 1;
     for (int i = from; i < to; i++) {
         if (s->d[i] < 0) return -1;
-        n *= s->d[i];
+        n = smul(n, s->d[i]);
     }
     return n;
 }
@@ -170,7 +180,7 @@ static FlStatus check_dtype(Ctx *c, FlDType t) {
 
 /* Normalises a possibly negative axis into [0, nd). */
 static FlStatus norm_axis(Ctx *c, int64_t axis, int nd, const Shape *s, int *out) {
-    int64_t a = axis < 0 ? axis + nd : axis;
+    int64_t a = axis < 0 ? sadd(axis, nd) : axis;
     if (a < 0 || a >= nd)
         return fl_err(c->e, "%s: axis %lld is out of range for %s", c->t, (long long)axis,
                       sstr(c, s));
@@ -326,7 +336,7 @@ static FlStatus broadcast_xy(Ctx *c, const FlVarDesc *xv, const FlVarDesc *yv, S
     /* Paddle's rule: Y (without trailing 1s) matches the dims of X starting at axis. */
     int ny = y.nd;
     while (ny > 0 && y.d[ny - 1] == 1) ny--;
-    if (axis < 0 || axis + ny > x.nd)
+    if (axis < 0 || axis > x.nd - ny)
         return fl_err(c->e, "%s: axis %lld is out of range for shapes %s and %s", c->t,
                       (long long)axis, sstr(c, &x), sstr(c, &y));
     for (int i = 0; i < ny; i++)
@@ -499,7 +509,7 @@ static FlStatus infer_concat(Ctx *c) {
                           sstr(c, &s));
         for (int k = 0; k < s.nd; k++) {
             if (k == axis) {
-                out.d[k] = out.d[k] < 0 || s.d[k] < 0 ? -1 : out.d[k] + s.d[k];
+                out.d[k] = out.d[k] < 0 || s.d[k] < 0 ? -1 : sadd(out.d[k], s.d[k]);
             } else if (!dims_agree(out.d[k], s.d[k])) {
                 Shape f = shape_of(first);
                 return fl_err(c->e, "%s: inputs differ in dim %d (%s and %s)", c->t, k,
@@ -549,7 +559,7 @@ static FlStatus infer_split(Ctx *c) {
                               (long long)sec[k], k);
             unknown = (int)k;
         } else {
-            known += sec[k];
+            known = sadd(known, sec[k]);
         }
     }
     int64_t inferred = -1;
@@ -610,12 +620,13 @@ static FlStatus infer_reshape(Ctx *c) {
     int xu = 0, ou = 0;
     for (int i = 0; i < x.nd; i++) {
         if (x.d[i] < 0) xu++;
-        else xk *= x.d[i];
+        else xk = smul(xk, x.d[i]);
     }
     for (int i = 0; i < out.nd; i++) {
         if (i == infer_at) continue;
         if (out.d[i] < 0) ou++;
-        else ok_ *= out.d[i];
+        else if (__builtin_mul_overflow(ok_, out.d[i], &ok_))
+            return fl_err(c->e, "%s: the shape %s has more elements than an int64 holds", c->t, sstr(c, &out));
     }
     if (xu == ou) {
         if (infer_at >= 0) {
@@ -724,8 +735,9 @@ static FlStatus pair_attr(Ctx *c, const char *name, int64_t v[2]) {
 /* Output size of a sliding window; -1 if in is unknown; sets *empty if it would be < 1. */
 static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool *empty) {
     if (in < 0 || k < 0) return -1;
-    int64_t span = d * (k - 1) + 1, o = (in + 2 * p - span) / s + 1;
-    if (in + 2 * p < span || o < 1) *empty = true;
+    int64_t span = sadd(smul(d, k - 1), 1), padded = sadd(in, smul(2, p));
+    int64_t o = padded < span ? 0 : (padded - span) / s + 1;
+    if (padded < span || o < 1) *empty = true;
     return o;
 }
 
@@ -750,9 +762,9 @@ static FlStatus infer_conv2d(Ctx *c) {
             return fl_err(c->e, "%s: strides and dilations must be positive and paddings "
                           "non-negative", c->t);
     if (g < 1) return fl_err(c->e, "%s: groups must be at least 1, found %lld", c->t, (long long)g);
-    if (in.d[1] >= 0 && f.d[1] >= 0 && in.d[1] != f.d[1] * g)
+    if (in.d[1] >= 0 && f.d[1] >= 0 && in.d[1] != smul(f.d[1], g))
         return fl_err(c->e, "%s: the input has %lld channels but the filter expects %lld (groups %lld) "
-                      "(Input %s, Filter %s)", c->t, (long long)in.d[1], (long long)(f.d[1] * g),
+                      "(Input %s, Filter %s)", c->t, (long long)in.d[1], (long long)smul(f.d[1], g),
                       (long long)g, sstr(c, &in), sstr(c, &f));
     if (f.d[0] >= 0 && f.d[0] % g != 0)
         return fl_err(c->e, "%s: %lld filters cannot be divided into %lld groups", c->t,

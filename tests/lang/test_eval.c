@@ -772,6 +772,19 @@ static void test_runtime_break_continue(void) {
                   "        u = u + 1\n"
                   "layers.Print(s, message='s')\nlayers.Print(u, message='u')\n",
               "s=512 u=9");
+    /* shape inference on extreme attributes: located errors, never C's signed overflow (UBSan) */
+    check_error(HDR "import _core\nx = layers.fill_constant(shape=[2, 3], dtype='float32', value=1.5)\n"
+                    "_core.op('reshape', X=x, shape=[1099511627776, 9223372036854775807])\n",
+                "has more elements than an int64 holds");
+    check_error(HDR "import _core\nx = layers.fill_constant(shape=[2, 3], dtype='float32', value=1.5)\n"
+                    "_core.op('elementwise_mul', X=x, Y=x, axis=9223372036854775807)\n",
+                "is out of range");
+    check_error(HDR "import _core\nx = layers.fill_constant(shape=[2, 3], dtype='float32', value=1.5)\n"
+                    "_core.op('split', X=x, axis=0, sections=[1099511627776, 9223372036854775807])\n",
+                "sections add up to 9223372036854775807");
+    check_error(HDR "import _core\nx = layers.fill_constant(shape=[2, 3], dtype='float32', value=1.5)\n"
+                    "_core.op('concat', X=[x, x], axis=-9223372036854775807 - 1)\n",
+                "is out of range");
     /* listen_and_serv takes no argument it would ignore */
     check_error(HDR "s = fluid.listen_and_serv(endpoint='127.0.0.1:6174')\n", "'endpoint' is not supported");
     check_error(HDR "s = fluid.listen_and_serv(sync_mode=False)\n", "sync_mode=False is not supported");
