@@ -91,6 +91,10 @@ typedef FL_VEC(const char *) StrVec;
  * ==, is a diagnostic instead of an overflow of the C stack. */
 #define FL_MAX_NESTING 1000
 
+/* Iterations that compile-time loops and comprehensions may run in one compilation, together:
+ * a per-loop limit would let nested loops multiply past it. */
+#define CT_ITERATION_BUDGET 1000000
+
 /* Flow control of statements. */
 typedef enum Flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERROR } Flow;
 
@@ -159,6 +163,8 @@ struct Ctx {
                                loop_depth > 0): a break deeper than that is under a runtime if */
     FlBlock *home;          /* the block where names first bound inside runtime ifs and loops
                                get their vars: the innermost block that is not such a body */
+    int64_t ct_iterations;  /* iterations of compile-time loops and comprehensions so far, in
+                               the whole compilation (CT_ITERATION_BUDGET) */
     int func_depth;
     int depth;              /* recursion guard */
     FlSpan err_span;        /* the user-level span errors and op locations use */
@@ -281,6 +287,10 @@ Flow fl_ev_run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next)
 /* The runtime loop that a break or continue here would leave, or NULL (none, or a compile-time
  * loop is nearer). */
 RtLoop *fl_ev_rt_loop(Ctx *c);
+/* Counts one iteration of a compile-time loop or comprehension (`what`) against the
+ * compilation's CT_ITERATION_BUDGET; once it is spent, reports at sp, aborts the evaluation and
+ * returns false. */
+bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what);
 
 /* ---- runtime control flow (lower.c) ---- */
 /* Runs `body` into a new sub-block of the current block; returns the sub-block. Names rebound to

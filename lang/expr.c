@@ -209,14 +209,11 @@ static bool check_key(Ctx *c, FlValue *k, FlSpan sp) {
     return false;
 }
 
-#define COMP_MAX_ITERATIONS 1000000
-
 typedef struct Comp {
     FlAst *n;       /* the LISTCOMP or DICTCOMP */
     Env *outer;     /* where the comprehension is written */
     Env *scope;     /* its own: the targets of its 'for' clauses */
     FlValue *out;   /* the list or dict being built */
-    int64_t budget; /* iterations left */
 } Comp;
 
 /* Clause k of a comprehension and, for each item it lets through, the clauses after it; past
@@ -258,9 +255,9 @@ static bool comp_clause(Ctx *c, Comp *q, size_t k) {
     FlValue *seq = fl_ev_as_list(c, it, cl->loop.iter->span);
     if (seq->kind == VK_ERROR) return false;
     for (size_t i = 0; i < seq->list.len; i++) {
-        if (--q->budget < 0 || c->arena.used_total > MEMORY_LIMIT) {
-            fl_ev_error(c, n->span, "this comprehension is too large to run at compile time (more than %s)",
-                        q->budget < 0 ? "1,000,000 iterations" : "512 MiB");
+        if (!fl_ev_ct_iteration(c, n->span, "comprehension")) return false;
+        if (c->arena.used_total > MEMORY_LIMIT) {
+            fl_ev_error(c, n->span, "this comprehension is too large to run at compile time (more than 512 MiB)");
             c->aborted = true;
             return false;
         }
@@ -273,8 +270,7 @@ static bool comp_clause(Ctx *c, Comp *q, size_t k) {
 /* [elt for ... if ...] and {key: val for ...}: the clauses nest left to right, as in Python, and
  * their targets are bound in a scope of the comprehension's own (Python 3): they do not leak. */
 static FlValue *eval_comp(Ctx *c, Env *e, FlAst *n) {
-    Comp q = {n, e, fl_env_new(c, e), n->kind == FL_AST_LISTCOMP ? fl_v_list(c, VK_LIST) : fl_v_dict(c),
-              COMP_MAX_ITERATIONS};
+    Comp q = {n, e, fl_env_new(c, e), n->kind == FL_AST_LISTCOMP ? fl_v_list(c, VK_LIST) : fl_v_dict(c)};
     return comp_clause(c, &q, 0) ? q.out : c->error;
 }
 

@@ -6,7 +6,8 @@
  * statement whose condition or iterable is a Var is lowered to control ops by lower.c.
  *
  * Invariants: a statement returns its Flow (normal, break, continue, return, error) and never
- * longjmps; compile-time loops are bounded (1,000,000 iterations) and so is the arena (512 MiB),
+ * longjmps; compile-time loops and comprehensions share one budget of 1,000,000 iterations per
+ * compilation (nested loops cannot multiply past it) and the arena is bounded (512 MiB),
  * so a runaway program ends with a diagnostic; after an error, evaluation goes on with the next
  * statement until 200 errors.
  */
@@ -184,6 +185,15 @@ Flow fl_ev_block(Ctx *c, Env *e, FlAstList *body) {
 
 /* ------------------------------------------------------------------ compile-time loops */
 
+bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what) {
+    if (++c->ct_iterations <= CT_ITERATION_BUDGET) return true;
+    if (c->ct_iterations > CT_ITERATION_BUDGET + 1) return false; /* reported at the loop that spent it */
+    fl_ev_error(c, sp, "compile-time loops and comprehensions ran 1,000,000 iterations in this compilation, the "
+                       "most a program may; this %s would run more (is it infinite?)", what);
+    c->aborted = true;
+    return false;
+}
+
 static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
     FlValue *it = fl_ev_expr(c, e, s->loop.iter);
     if (it->kind == VK_ERROR) {
@@ -203,6 +213,10 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
     Flow res = FLOW_NORMAL;
     bool broke = false;
     for (size_t i = 0; i < seq->list.len; i++) {
+        if (!fl_ev_ct_iteration(c, s->span, "loop")) {
+            res = FLOW_ERROR;
+            break;
+        }
         if (!fl_ev_assign(c, e, s->loop.target, seq->list.items[i])) {
             res = FLOW_ERROR;
             break;
@@ -252,8 +266,7 @@ static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
             break;
         }
         if (!tv) break;
-        if (iter >= 1000000) {
-            fl_ev_error(c, s->span, "this compile-time loop ran 1,000,000 times; is it infinite?");
+        if (!fl_ev_ct_iteration(c, s->span, "loop")) {
             res = FLOW_ERROR;
             break;
         }
