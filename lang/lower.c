@@ -10,8 +10,13 @@
  * into a fresh var of the home block: the block around the outermost runtime if or loop), and
  * the name is bound to that outer var again. That is what makes `i = i + 1` in a `while` body a
  * loop-carried variable that the condition and the code after the loop see. A name rebound
- * there must keep its dtype and shape. break and continue of a runtime loop lower to bool flag
- * vars (RtLoop in eval_impl.h).
+ * there must keep its dtype and shape. Whatever Var the body left the name bound to (an op's
+ * result, a Var from outside, a received value) is carried, so a plain rebinding never leaks out
+ * of a body that does not run; and before the statement every name its bodies may assign gets a
+ * var of its own (own_names), so the carry-out never writes a var that another name, a list or a
+ * closure holds. The program then computes what it computes with compile-time conditions
+ * (tests/lang/staged.sh). Channels are still rebound at compile time. break and continue of a
+ * runtime loop lower to bool flag vars (RtLoop in eval_impl.h).
  *
  * Invariants: c->b.block and c->home are restored when a body has been lowered, whatever its
  * flow; a sub-block's parent is the block of its control op; `return` cannot leave a runtime
@@ -27,10 +32,14 @@
 /* ------------------------------------------------------------------ sub-blocks and carried names */
 
 typedef struct Snapshot {
-    FlMap map; /* name -> value before the body */
+    FlMap map;         /* name -> value before the body */
+    FlBlock *home;     /* the home block then (NULL when not taken by run_bound) */
+    size_t home_nvars; /* and its number of vars */
 } Snapshot;
 
 static void snap_take(Env *e, Snapshot *s) {
+    s->home = NULL;
+    s->home_nvars = 0;
     fl_map_init(&s->map);
     for (size_t i = 0; i < e->map.cap; i++)
         if (fl_map_slot_live(&e->map, i)) fl_map_put(&s->map, e->map.buckets[i].key, e->map.buckets[i].klen, e->map.buckets[i].val);
@@ -48,6 +57,78 @@ static void snap_restore(Env *e, Snapshot *s) {
         if (fl_map_slot_live(&s->map, i)) fl_map_put(&e->map, s->map.buckets[i].key, s->map.buckets[i].klen, s->map.buckets[i].val);
 }
 
+/* ------------------------------------------------------------------ owning the carried vars */
+
+static FlValue *copy_var(Ctx *c, FlValue *v, FlSpan sp);
+static FlBlock *home_block(Ctx *c, FlBlock *parent);
+
+/* The names a target binds (a name, nested tuples and lists of them), into out. */
+static void target_names(FlAst *t, StrVec *out) {
+    if (!t) return;
+    if (t->kind == FL_AST_NAME) FL_VEC_PUSH(out, t->name);
+    if (t->kind == FL_AST_TUPLE || t->kind == FL_AST_LIST)
+        for (size_t i = 0; i < t->list.items.len; i++) target_names(t->list.items.items[i], out);
+}
+
+/* The names that statements of body (and of the runtime and compile-time blocks within it, not
+ * of functions, goroutines or parallel_for bodies: their names stay inside) may bind. */
+static void assigned_names(FlAstList *body, StrVec *out) {
+    for (size_t i = 0; i < body->len; i++) {
+        FlAst *s = body->items[i];
+        switch (s->kind) {
+        case FL_AST_ASSIGN:
+            target_names(s->assign.target, out);
+            for (size_t k = 0; k < s->assign.more.len; k++) target_names(s->assign.more.items[k], out);
+            break;
+        case FL_AST_AUGASSIGN: target_names(s->assign.target, out); break;
+        case FL_AST_IF:
+            assigned_names(&s->cond.then_body, out);
+            assigned_names(&s->cond.else_body, out);
+            break;
+        case FL_AST_FOR:
+        case FL_AST_WHILE:
+            target_names(s->loop.target, out);
+            assigned_names(&s->loop.body, out);
+            assigned_names(&s->loop.else_body, out);
+            break;
+        case FL_AST_WITH: assigned_names(&s->with.body, out); break;
+        case FL_AST_SELECT:
+            for (size_t k = 0; k < s->select.cases.len; k++) {
+                target_names(s->select.cases.items[k]->case_.target, out);
+                assigned_names(&s->select.cases.items[k]->case_.body, out);
+            }
+            break;
+        case FL_AST_DEF: case FL_AST_GO: case FL_AST_PARALLEL_FOR: case FL_AST_IMPORT:
+        case FL_AST_FROM_IMPORT: case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR:
+        case FL_AST_TRUE: case FL_AST_FALSE: case FL_AST_NONE: case FL_AST_ATTR: case FL_AST_CALL:
+        case FL_AST_INDEX: case FL_AST_SLICE: case FL_AST_LIST: case FL_AST_TUPLE: case FL_AST_DICT:
+        case FL_AST_BINOP: case FL_AST_UNOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE:
+        case FL_AST_COND: case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP:
+        case FL_AST_COMP_FOR: case FL_AST_COMP_IF: case FL_AST_EXPR_STMT: case FL_AST_RETURN:
+        case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_CASE: case FL_AST_COUNT:
+            break;
+        }
+    }
+}
+
+/* Before a runtime body that may rebind names of e (bodies[0..n)), each such name bound to a
+ * Var gets a var of its own: an assign in the current block copies the Var into a new one and
+ * the name is bound to it. The body's carry-out then writes that var, never one that another
+ * name, a list or a closure also holds (`z = x` before `if c: x = x + 1` leaves z alone, as
+ * when c is a compile-time value). */
+static void own_names(Ctx *c, Env *e, FlAstList **bodies, size_t n, FlSpan sp) {
+    StrVec names = {0};
+    for (size_t i = 0; i < n; i++) assigned_names(bodies[i], &names);
+    for (size_t i = 0; i < names.len; i++) {
+        FlValue *v = fl_map_find_str(&e->map, names.data[i]);
+        if (!v || v->kind != VK_VAR || fl_ev_is_channel(c, v)) continue; /* channels: at compile time */
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++) seen = names.data[k] == names.data[i];
+        if (!seen) fl_env_set(e, names.data[i], copy_var(c, v, sp));
+    }
+    FL_VEC_FREE(&names);
+}
+
 /* Where a name first bound inside a runtime block gets its var: the home block (see Ctx) when it
  * encloses parent, so that the var outlives every runtime if and loop iteration around it (as a
  * Python name does) and no enclosing block has to copy it out; else parent. */
@@ -57,55 +138,107 @@ static FlBlock *home_block(Ctx *c, FlBlock *parent) {
     return parent;
 }
 
-/* Carries names rebound to Vars in the sub-block out to the parent (see the file comment). */
+/* One name carried out: the body left it bound to src; the assign writes target. */
+typedef struct Carry {
+    const char *name, *src, *target;
+} Carry;
+
+/* Whether var `name` was made in block b after its first `before` vars (during the body). */
+static bool made_since(FlBlock *b, size_t before, const char *name) {
+    for (size_t i = before; i < b->vars.len; i++)
+        if (strcmp(b->vars.data[i]->name, name) == 0) return true;
+    return false;
+}
+
+/* The var a name that the body rebound to the Var whose desc is nd is carried into: the var it
+ * had before (own_names gave it one of its own) when that is visible in parent, else a new var
+ * of the home block. NULL after reporting a change of dtype or shape. */
+static const char *carry_target(Ctx *c, const char *name, FlValue *before, FlVarDesc *nd, FlBlock *parent, FlSpan sp) {
+    FlVarDesc *bd = before && before->kind == VK_VAR ? fl_ir_var_lookup(c->b.main, parent, before->var.name) : NULL;
+    if (!bd) {
+        const char *target = fl_ev_unique(c, name);
+        FlVarDesc *td = fl_ev_new_var(c, home_block(c, parent), target, sp);
+        fl_ir_var_copy(td, nd);
+        td->loc = fl_ev_loc(c, sp);
+        td->persistable = false;
+        return target;
+    }
+    bool same = bd->kind == nd->kind && bd->dtype == nd->dtype && bd->ndim == nd->ndim;
+    for (int k = 0; same && k < bd->ndim; k++)
+        if (bd->shape[k] != nd->shape[k] && bd->shape[k] >= 0 && nd->shape[k] >= 0) same = false;
+    if (same) return before->var.name;
+    FlBuf a = {0}, b = {0};
+    fl_ir_shape_str(bd->ndim, bd->shape, &a);
+    fl_ir_shape_str(nd->ndim, nd->shape, &b);
+    fl_ev_error(c, sp, "'%s' changes from %s %s to %s %s inside a runtime block; a name rebound there must keep its dtype and shape", name,
+                fl_dtype_name(bd->dtype), fl_buf_str(&a), fl_dtype_name(nd->dtype), fl_buf_str(&b));
+    fl_buf_free(&a);
+    fl_buf_free(&b);
+    return NULL;
+}
+
+/* Appends `assign X=src -> Out=dst` to sub. */
+static void assign_in(Ctx *c, FlBlock *sub, const char *src, const char *dst, FlSpan sp) {
+    FlOpDesc *op = fl_ev_op_raw(c, sub, "assign", sp);
+    fl_ir_op_add_input(op, "X", src);
+    fl_ir_op_add_output(op, "Out", dst);
+    fl_ev_infer(c, sub, op, sp);
+}
+
+/* Carries names rebound to Vars in the sub-block out to the parent (see the file comment): every
+ * name whose Var changed, whether the body made the new Var (`x = x + 1`) or bound the name to a
+ * Var from outside (`x = y`, the value received by a select case or a `for v in ch`): a plain
+ * rebinding would leak out of a branch not taken. A source that another name's assign writes
+ * (`a, b = b, a`) is copied first, so that every assign reads the value the body left. Names
+ * bound to vars the body made in the home block (a nested body's carry-out of a new name) are
+ * carried already. */
 static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub, FlSpan sp) {
-    FL_VEC(const char *) names = {0};
-    for (size_t i = 0; i < e->map.cap; i++)
-        if (fl_map_slot_live(&e->map, i)) FL_VEC_PUSH(&names, e->map.buckets[i].key);
-    for (size_t i = 0; i < names.len; i++) {
-        const char *name = names.data[i];
-        FlValue *now = fl_map_find_str(&e->map, name);
+    FL_VEC(Carry) cs = {0};
+    for (size_t i = 0; i < e->map.cap; i++) {
+        if (!fl_map_slot_live(&e->map, i)) continue;
+        const char *name = e->map.buckets[i].key;
+        FlValue *now = e->map.buckets[i].val;
         FlValue *before = fl_map_find_str(&s->map, name);
-        if (!now || now == before || now->kind != VK_VAR) continue;
+        if (now == before || now->kind != VK_VAR) continue;
         if (before && before->kind == VK_VAR && before->var.name == now->var.name) {
             fl_env_set(e, name, before);
             continue;
         }
         FlVarDesc *nd = fl_ir_var_lookup(c->b.main, sub, now->var.name);
-        if (!nd) continue;
-        if (fl_ir_var_lookup(c->b.main, parent, now->var.name)) continue; /* already visible outside */
-        const char *target = NULL;
-        if (before && before->kind == VK_VAR && fl_ir_var_lookup(c->b.main, parent, before->var.name)) {
-            FlVarDesc *bd = fl_ir_var_lookup(c->b.main, parent, before->var.name);
-            bool same = bd->kind == nd->kind && bd->dtype == nd->dtype && bd->ndim == nd->ndim;
-            for (int k = 0; same && k < bd->ndim; k++)
-                if (bd->shape[k] != nd->shape[k] && bd->shape[k] >= 0 && nd->shape[k] >= 0) same = false;
-            if (!same) {
-                FlBuf a = {0}, b = {0};
-                fl_ir_shape_str(bd->ndim, bd->shape, &a);
-                fl_ir_shape_str(nd->ndim, nd->shape, &b);
-                fl_ev_error(c, sp, "'%s' changes from %s %s to %s %s inside a runtime block; a name rebound there must keep its dtype and shape", name,
-                            fl_dtype_name(bd->dtype), fl_buf_str(&a), fl_dtype_name(nd->dtype), fl_buf_str(&b));
-                fl_buf_free(&a);
-                fl_buf_free(&b);
-                continue;
-            }
-            target = before->var.name;
-        } else {
-            target = fl_ev_unique(c, name);
-            FlVarDesc *td = fl_ev_new_var(c, home_block(c, parent), target, sp);
-            fl_ir_var_copy(td, nd);
-            td->loc = fl_ev_loc(c, sp);
-            td->persistable = false;
-        }
-        c->b.block = sub;
-        FlOpDesc *op = fl_ev_op_raw(c, sub, "assign", sp);
-        fl_ir_op_add_input(op, "X", now->var.name);
-        fl_ir_op_add_output(op, "Out", target);
-        fl_ev_infer(c, sub, op, sp);
-        fl_env_set(e, name, fl_v_var(c, target));
+        if (!nd || fl_ev_is_channel(c, now)) continue; /* channels are rebound at compile time */
+        if (s->home && made_since(s->home, s->home_nvars, now->var.name) && s->home != sub) continue;
+        const char *target = carry_target(c, name, before, nd, parent, sp);
+        if (target) FL_VEC_PUSH(&cs, ((Carry){name, now->var.name, target}));
     }
-    FL_VEC_FREE(&names);
+    for (size_t i = 0; i < cs.len; i++)
+        for (size_t k = 0; k < cs.len; k++)
+            if (k != i && strcmp(cs.data[i].src, cs.data[k].target) == 0) {
+                const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
+                fl_ir_var_copy(fl_ev_new_var(c, sub, tmp, sp), fl_ir_var_lookup(c->b.main, sub, cs.data[i].src));
+                assign_in(c, sub, cs.data[i].src, tmp, sp);
+                cs.data[i].src = tmp;
+                break;
+            }
+    c->b.block = sub;
+    for (size_t i = 0; i < cs.len; i++) {
+        assign_in(c, sub, cs.data[i].src, cs.data[i].target, sp);
+        fl_env_set(e, cs.data[i].name, fl_v_var(c, cs.data[i].target));
+    }
+    FL_VEC_FREE(&cs);
+}
+
+/* A new var of the current block that an assign sets to the Var v. */
+static FlValue *copy_var(Ctx *c, FlValue *v, FlSpan sp) {
+    const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, tmp, sp);
+    FlVarDesc *src = fl_ev_var_desc(c, v);
+    if (src) {
+        fl_ir_var_copy(d, src);
+        d->persistable = false;
+        d->loc = fl_ev_loc(c, sp);
+    }
+    assign_in(c, c->b.block, v->var.name, tmp, sp);
+    return fl_v_var(c, tmp);
 }
 
 void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot, const char *out_slot) {
@@ -125,16 +258,36 @@ void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const
     fl_ir_block_io_fini(&io);
 }
 
+static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
+                      bool own, const char *name, FlValue *v, FlSpan sp);
+
 /* Runs body into sub, a new block of the current one; carries names out or restores them. A body
  * whose names do not carry out (a goroutine's) is the home of the names bound in it. With next,
  * only body->items[from..] up to one that lowers a loop exit (fl_ev_run_stmts). */
 static Flow run_in(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
                    FlSpan sp) {
+    return run_bound(c, e, body, from, next, sub, carry, false, NULL, NULL, sp);
+}
+
+/* run_in; with own, the names the body may rebind get vars of their own first (own_names, in
+ * the current block); with name, that name is bound to a copy of the Var v made at the start of
+ * sub, after the snapshot: a rebinding the body made (`case x = ch.recv():` assigns the
+ * existing x). */
+static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
+                      bool own, const char *name, FlValue *v, FlSpan sp) {
     FlBlock *parent = c->b.block, *home = c->home;
+    if (own) {
+        FlAstList rest = {body->items + from, body->len - from};
+        FlAstList *one = &rest;
+        own_names(c, e, &one, 1, sp);
+    }
     Snapshot s;
     snap_take(e, &s);
+    s.home = home;
+    s.home_nvars = home->vars.len;
     c->b.block = sub;
     if (!carry) c->home = sub;
+    if (name) fl_env_set(e, name, v);
     c->rt_depth++;
     Flow f = next ? fl_ev_run_stmts(c, e, body, from, next) : fl_ev_block(c, e, body);
     c->rt_depth--;
@@ -179,12 +332,13 @@ static FlOpDesc *control_op(Ctx *c, const char *type, FlBlock *sub, FlSpan sp) {
 }
 
 /* Runs body into a conditional_block on the bool var `cond` (appended to the current block);
- * names it rebinds to Vars are carried out. Returns the body's flow. With next, only
+ * names it rebinds to Vars are carried out (into vars of their own first, with own). Returns the body's flow. With next, only
  * body->items[from..] up to one that lowers a loop exit (fl_ev_run_stmts). */
-static Flow cond_block(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, const char *cond, FlSpan sp) {
+static Flow cond_block(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, const char *cond, bool own,
+                       FlSpan sp) {
     FlBlock *parent = c->b.block;
     FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
-    Flow f = run_in(c, e, body, from, next, sub, true, sp);
+    Flow f = run_bound(c, e, body, from, next, sub, true, own, NULL, NULL, sp);
     FlOpDesc *op = control_op(c, "conditional_block", sub, sp);
     fl_ir_op_add_input(op, "Cond", cond);
     fl_ev_control_io(c, parent, sub, op, "X", "Out");
@@ -227,8 +381,11 @@ Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
         nc = fl_ev_op2(c, "logical_not", cond, NULL, s->span);
         if (nc->kind == VK_ERROR) return FLOW_ERROR;
     }
-    Flow f1 = cond_block(c, e, &s->cond.then_body, 0, NULL, cond->var.name, s->span);
-    Flow f2 = nc ? cond_block(c, e, &s->cond.else_body, 0, NULL, nc->var.name, s->span) : FLOW_NORMAL;
+    /* once for both branches: the one that runs writes the vars the code after reads */
+    FlAstList *bodies[2] = {&s->cond.then_body, &s->cond.else_body};
+    own_names(c, e, bodies, 2, s->span);
+    Flow f1 = cond_block(c, e, &s->cond.then_body, 0, NULL, cond->var.name, false, s->span);
+    Flow f2 = nc ? cond_block(c, e, &s->cond.else_body, 0, NULL, nc->var.name, false, s->span) : FLOW_NORMAL;
     Flow f = branch_flow(c, worse(f1, f2), s->span, "a runtime 'if'");
     return f1 == FLOW_ERROR || f2 == FLOW_ERROR ? FLOW_ERROR : f;
 }
@@ -288,7 +445,7 @@ Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from) {
     const char *alive = fl_ev_rt_loop(c)->alive;
     while (from < body->len) {
         FlSpan sp = body->items[from]->span;
-        Flow f = branch_flow(c, cond_block(c, e, body, from, &from, alive, sp), sp, "a runtime loop");
+        Flow f = branch_flow(c, cond_block(c, e, body, from, &from, alive, true, sp), sp, "a runtime loop");
         if (f != FLOW_NORMAL) return f;
     }
     return FLOW_NORMAL;
@@ -360,7 +517,7 @@ static Flow loop_else(Ctx *c, Env *e, FlAst *s, RtLoop *l) {
     if (!l->has_break) return fl_ev_block(c, e, body);
     FlValue *nb = fl_ev_op2(c, "logical_not", fl_v_var(c, l->broke), NULL, s->span);
     if (nb->kind == VK_ERROR) return FLOW_ERROR;
-    return branch_flow(c, cond_block(c, e, body, 0, NULL, nb->var.name, s->span), s->span,
+    return branch_flow(c, cond_block(c, e, body, 0, NULL, nb->var.name, true, s->span), s->span,
                        "a runtime loop's 'else'");
 }
 
@@ -368,6 +525,8 @@ static Flow loop_else(Ctx *c, Env *e, FlAst *s, RtLoop *l) {
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     if (!check_cond_var(c, cond, s->loop.iter->span, "while")) return FLOW_ERROR;
     FlBlock *parent = c->b.block;
+    FlAstList *bodies[1] = {&s->loop.body};
+    own_names(c, e, bodies, 1, s->span);
     RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
     Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
@@ -393,6 +552,8 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     }
     FlValue *ok = fl_ev_const_var(c, 1, FL_DT_BOOL, s->span);
     if (ok->kind == VK_ERROR) return FLOW_ERROR;
+    FlAstList *bodies[1] = {&s->loop.body};
+    own_names(c, e, bodies, 1, s->span);
     FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
     c->b.block = sub;
     const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel_recv"));
@@ -404,9 +565,9 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     fl_ir_op_add_output(rv, "Out", vname);
     fl_ir_op_add_output(rv, "Status", ok->var.name);
     fl_ev_infer(c, sub, rv, s->span);
-    Snapshot snap;
-    snap_take(e, &snap);
-    fl_env_set(e, s->loop.target->name, fl_v_var(c, vname));
+    const char *tn = s->loop.target->name;
+    FlValue *prev = fl_map_find_str(&e->map, tn);
+    fl_env_set(e, tn, fl_v_var(c, vname));
     RtLoop loop = {.cond = ok->var.name, .body = fl_ir_block_new(c->b.main, sub->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
     Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
@@ -415,8 +576,9 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     fl_ir_op_add_input(cb, "Cond", ok->var.name);
     fl_ev_control_io(c, sub, loop.body, cb, "X", "Out");
     fl_ev_infer(c, sub, cb, s->span);
-    snap_restore(e, &snap);
-    fl_map_fini(&snap.map);
+    /* the loop's name is the loop's (Go's `for v := range ch`); names the body bound are carried */
+    if (prev) fl_env_set(e, tn, prev);
+    else fl_map_remove(&e->map, tn, strlen(tn));
     c->b.block = parent;
     FlOpDesc *op = control_op(c, "while", sub, s->span);
     fl_ev_control_io(c, parent, sub, op, "X", "Out");
@@ -511,13 +673,17 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC(const char *) vars = {0};
     FL_VEC(int64_t) blocks = {0};
     bool bad = false, has_default = false, reported_exit = false;
+    /* once for every case: the one chosen writes the vars the code after reads */
+    FlAstList self = {&s, 1};
+    FlAstList *bodies[1] = {&self};
+    own_names(c, e, bodies, 1, s->span);
     for (size_t i = 0; i < s->select.cases.len; i++) {
         FlAst *cs = s->select.cases.items[i];
         FlAst *opn = cs->case_.op;
         Snapshot snap;
         snap_take(e, &snap);
         int64_t kind = 2;
-        const char *chn = "", *vn = "";
+        const char *chn = "", *vn = "", *assign_to = NULL;
         if (!opn) {
             if (has_default) {
                 fl_ev_error(c, cs->span, "a select has at most one 'default' case");
@@ -576,15 +742,21 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                         fl_ev_error(c, cs->case_.target->span, "a select case binds one name");
                         bad = true;
                     } else {
-                        fl_env_set(e, cs->case_.target->name, fl_v_var(c, vn));
+                        FlValue *prev = fl_map_find_str(&e->map, cs->case_.target->name);
+                        /* `case x = ch.recv():` assigns an x that is a Var (Go's `x = <-ch`), else
+                         * declares a name of the case (Go's `x := <-ch`) */
+                        if (prev && prev->kind == VK_VAR) assign_to = cs->case_.target->name;
+                        else fl_env_set(e, cs->case_.target->name, fl_v_var(c, vn));
                     }
                 }
             }
         }
         Flow f;
-        FlBlock *sub = fl_ev_sub_block(c, e, &cs->case_.body, true, cs->span, &f);
-        /* names the case rebinds stay rebound (carried out); the received name does not leak */
-        if (cs->case_.target && cs->case_.target->kind == FL_AST_NAME) {
+        FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+        f = run_bound(c, e, &cs->case_.body, 0, NULL, sub, true, false, assign_to,
+                      assign_to ? fl_v_var(c, vn) : NULL, cs->span);
+        /* names the case rebinds stay rebound (carried out); a name it declared does not leak */
+        if (!assign_to && cs->case_.target && cs->case_.target->kind == FL_AST_NAME) {
             const char *tn = cs->case_.target->name;
             FlValue *prev = fl_map_find_str(&snap.map, tn);
             if (prev) fl_env_set(e, tn, prev);

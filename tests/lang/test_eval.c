@@ -610,7 +610,14 @@ static void test_runtime_while(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     const FlOpDesc *w = op_at(b, 0, "while", 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(w);
-    const char *ivar = fl_ir_op_output1(op_at(b, 0, "fill_constant", 0), "Out");
+    /* i gets a var of its own before the loop (an assign from the fill_constant's var, which
+     * keeps 0, as it does when the loop runs at compile time) */
+    const char *init = fl_ir_op_output1(op_at(b, 0, "fill_constant", 0), "Out");
+    const FlOpDesc *own = op_at(b, 0, "assign", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(own);
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(own, "X"), init);
+    const char *ivar = fl_ir_op_output1(own, "Out");
+    CU_ASSERT(!slot_has(w, false, "Out", init));
     const char *cond = fl_ir_op_input1(w, "Condition");
     CU_ASSERT_PTR_NOT_NULL_FATAL(cond);
     /* i is loop-carried: read and written by the loop */
@@ -646,7 +653,11 @@ static void test_runtime_if(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_EQUAL(count(b, 0, "conditional_block"), 2);
     CU_ASSERT_EQUAL(count(b, 0, "logical_not"), 1);
-    const char *zvar = fl_ir_op_output1(op_at(b, 0, "fill_constant", 1), "Out");
+    /* z gets a var of its own before the branches, which both write */
+    const char *zinit = fl_ir_op_output1(op_at(b, 0, "fill_constant", 1), "Out");
+    CU_ASSERT_EQUAL(count(b, 0, "assign"), 1);
+    CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(op_at(b, 0, "assign", 0), "X"), zinit);
+    const char *zvar = fl_ir_op_output1(op_at(b, 0, "assign", 0), "Out");
     const FlOpDesc *c1 = op_at(b, 0, "conditional_block", 0);
     const FlOpDesc *c2 = op_at(b, 0, "conditional_block", 1);
     CU_ASSERT(slot_has(c1, false, "Out", zvar));

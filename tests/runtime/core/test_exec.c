@@ -107,7 +107,7 @@ static void test_while_counter(void) {
                    "n = layers.fill_constant(shape=[1], dtype=\"int64\", value=10)\n"
                    "while i < n:\n"
                    "    i = i + 1\n");
-    FlFetch out = {"fill_constant_0.tmp_0", FL_TENSOR_INIT}; /* i */
+    FlFetch out = {"assign_0.tmp_0", FL_TENSOR_INIT}; /* i: the var it owns from the loop on */
     feed_run(&c, NULL, 0, &out, 1);
     CU_ASSERT_EQUAL(out.tensor.dtype, FL_DT_INT64);
     CU_ASSERT_EQUAL(fl_tensor_get(&out.tensor, 0), 10);
@@ -127,7 +127,7 @@ static void test_if_on_var(void) {
     for (int k = 0; k < 2; k++) {
         FlTensor cv = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){1, 1}, &cases[k][0]);
         FlFeed f = {"c", &cv};
-        FlFetch out = {"scale_0.tmp_0", FL_TENSOR_INIT}; /* z */
+        FlFetch out = {"assign_0.tmp_0", FL_TENSOR_INIT}; /* z: the var it owns from the if on */
         feed_run(&c, &f, 1, &out, 1);
         CT_NEAR(fl_tensor_get(&out.tensor, 0), cases[k][1], 1e-6);
         fl_tensor_fini(&out.tensor);
