@@ -849,6 +849,32 @@ static FlStatus infer_increment(Ctx *c) {
     return set_like(c, "Out", xv);
 }
 
+/* ---- channels ---- */
+
+/* A value sent on a channel must be of its element dtype and, when the channel declares a shape,
+ * of that shape (-1 dims on either side agree with any size; the executor checks the rest at
+ * run time). */
+static FlStatus check_send(Ctx *c, const char *chan, const char *val) {
+    FlVarDesc *cd = chan ? fl_ir_var_lookup(c->p, c->b, chan) : NULL;
+    FlVarDesc *vd = val ? fl_ir_var_lookup(c->p, c->b, val) : NULL;
+    if (!cd || !vd || cd->kind != FL_VAR_CHANNEL || vd->kind == FL_VAR_CHANNEL) return FL_OK;
+    Shape cs = shape_of(cd), vs = shape_of(vd);
+    bool ok = vd->dtype == cd->dtype;
+    if (ok && cs.nd > 0 && vs.nd > 0) ok = shapes_agree(&cs, &vs);
+    if (ok) return FL_OK;
+    return fl_err(c->e, "%s: channel '%s' carries %s %s, but the value '%s' is %s %s", c->t, chan, dt(cd->dtype),
+                  cs.nd ? sstr(c, &cs) : "(any shape)", val, dt(vd->dtype), sstr(c, &vs));
+}
+
+static FlStatus infer_select_sends(Ctx *c) {
+    FlAttr *kinds = fl_ir_op_attr(c->op, "case_kinds"), *chans = fl_ir_op_attr(c->op, "case_channels");
+    FlAttr *vars = fl_ir_op_attr(c->op, "case_vars");
+    if (!kinds || !chans || !vars) return FL_OK; /* the validator reports a malformed select */
+    for (size_t i = 0; i < kinds->n && i < chans->n && i < vars->n; i++)
+        if (kinds->ints[i] == 1 && check_send(c, chans->strs[i], vars->strs[i])) return FL_ERROR;
+    return FL_OK;
+}
+
 /* Optimizer: each "<State>Out" is shaped like "<State>"; Grad agrees with Param. */
 static FlStatus infer_optimizer(Ctx *c) {
     FlVarDesc *pv, *gv;
@@ -1025,10 +1051,10 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_while:
     case FL_OPID_parallel_for:
     case FL_OPID_go:
+    case FL_OPID_channel_send: return check_send(&c, fl_ir_op_input1(op, "Channel"), fl_ir_op_input1(op, "X"));
+    case FL_OPID_select: return infer_select_sends(&c);
     case FL_OPID_channel_create:
-    case FL_OPID_channel_send:
     case FL_OPID_channel_close:
-    case FL_OPID_select:
     case FL_OPID_split_to_chan:
     case FL_OPID_chan_concat:
     case FL_OPID_send:
