@@ -359,14 +359,20 @@ FlStatus fl_select(FlSelectCase *cases, int n, bool has_default, int *chosen, Fl
         int j = (int)fl_g_rand(g, (uint32_t)k + 1);
         poll[k] = poll[j];
         poll[j] = (uint16_t)i;
-        /* insertion into lockorder by channel address */
-        int m = k;
+        k++;
+    }
+    /* lockorder: the poll order sorted stably by channel address, so that cases on one channel
+     * keep their random order; pass 2 queues them in it and a peer arriving later takes the
+     * first, uniformly at random (Go builds its lock order from the poll order too). Sorted in
+     * source order, a select offering two sends to one slow receiver fired its first 90% of
+     * the time. */
+    for (int q = 0; q < np; q++) {
+        int i = poll[q], m = q;
         while (m > 0 && (uintptr_t)cases[lockorder[m - 1]].chan > (uintptr_t)cases[i].chan) {
             lockorder[m] = lockorder[m - 1];
             m--;
         }
         lockorder[m] = (uint16_t)i;
-        k++;
     }
     if (np == 0) {
         if (!has_default) st = block_forever("select (no cases)", e);

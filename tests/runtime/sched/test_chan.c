@@ -510,6 +510,37 @@ static void select_fairness_send(T *t) {
     fl_chan_release(b);
 }
 
+/* Receives j->a values from j->c, each after a nap so that the sender's select has blocked;
+ * counts the ones into j->got. */
+static void job_slow_receiver(void *p) {
+    Job *j = p;
+    for (int64_t i = 0; i < j->a; i++) {
+        fl_sched_block_begin();
+        usleep(200);
+        fl_sched_block_end();
+        j->got += st_recv(j->c, NULL);
+    }
+    finish(j);
+}
+
+static void select_blocked_fairness_one_channel(T *t) {
+    /* Go's TestPseudoRandomSend: a select offering 1 and 0 on one unbuffered channel, blocked
+     * until a slow receiver comes, sends each about half the time */
+    FlChan *c = st_chan(0), *done = st_chan(1);
+    Job j = {.c = c, .a = 200, .done = done};
+    go(t, job_slow_receiver, &j);
+    for (int i = 0; i < 200; i++) {
+        int64_t one = 1, zero = 0;
+        FlSelectCase cs[] = {SEND(c, &one), SEND(c, &zero)};
+        ST_CHECK(sel(cs, 2, false) >= 0);
+    }
+    join(done, 1);
+    ST_CHECK(j.got >= 50 && j.got <= 150);
+    if (j.got < 50 || j.got > 150) fprintf(stderr, "    %lld of 200 selects sent their first case\n", (long long)j.got);
+    fl_chan_release(c);
+    fl_chan_release(done);
+}
+
 typedef struct PC {
     FlChan *c, *done;
     int64_t n;
@@ -894,6 +925,9 @@ static const Case CASES[] = {
      "select chooses uniformly among ready cases: 10,000 selects pick each of 2 about 50% (+-3%)"},
     {"select_fairness_send", select_fairness_send,
      "uniform choice among ready send cases as well"},
+    {"select_blocked_fairness_one_channel", select_blocked_fairness_one_channel,
+     "a blocked select with two sends on one channel completes either, about half the time each "
+     "(TestPseudoRandomSend)"},
     {"many_producers_consumers_buffered", many_producers_consumers_buffered,
      "8 producers, 4 consumers on a buffered channel: every value received exactly once"},
     {"many_producers_consumers_unbuffered", many_producers_consumers_unbuffered,
