@@ -298,6 +298,10 @@ bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what);
 FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry_out, FlSpan sp, Flow *flow);
 void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot,
                       const char *out_slot);
+/* `v, ok = ch.recv()` (target: a tuple or list of two targets; ch: a channel): Go's two-value
+ * receive, a channel_recv with its Status; binds v to the value (the zero value once ch is
+ * closed and drained) and ok to a bool [1] Var, false then. */
+Flow fl_ev_lower_recv2(Ctx *c, Env *e, FlAst *target, FlValue *ch, FlSpan sp);
 /* A break or continue of the runtime loop l; the flow that ends the enclosing statements. */
 Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp);
 /* body->items[from..] after a statement that lowered an exit: run while the iteration lives. */

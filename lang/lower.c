@@ -542,6 +542,43 @@ Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     return loop_else(c, e, s, &loop);
 }
 
+/* A new var of the current block for a value received from the channel whose desc is chd. */
+static const char *recv_var(Ctx *c, FlVarDesc *chd, const char *prefix, FlSpan sp) {
+    const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));
+    FlVarDesc *vd = fl_ev_new_var(c, c->b.block, vname, sp);
+    vd->dtype = chd->dtype;
+    fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
+    vd->stop_gradient = true;
+    return vname;
+}
+
+/* A new bool [1] var of the current block. */
+static const char *bool_var(Ctx *c, const char *prefix, FlSpan sp) {
+    const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+    int64_t one = 1;
+    d->dtype = FL_DT_BOOL;
+    fl_ir_var_set_shape(d, 1, &one);
+    d->stop_gradient = true;
+    return name;
+}
+
+Flow fl_ev_lower_recv2(Ctx *c, Env *e, FlAst *target, FlValue *ch, FlSpan sp) {
+    FlVarDesc *chd = fl_ev_var_desc(c, ch);
+    if (!chd) return FLOW_ERROR;
+    const char *vname = recv_var(c, chd, "channel_recv", sp);
+    const char *okname = bool_var(c, "channel_recv_ok", sp);
+    FlOpDesc *rv = fl_ev_op_raw(c, c->b.block, "channel_recv", sp);
+    fl_ir_op_add_input(rv, "Channel", ch->var.name);
+    fl_ir_op_add_output(rv, "Out", vname);
+    fl_ir_op_add_output(rv, "Status", okname);
+    if (!fl_ev_infer(c, c->b.block, rv, sp)) return FLOW_ERROR;
+    FlValue *pair = fl_v_list(c, VK_TUPLE);
+    fl_v_list_push(c, pair, fl_v_var(c, vname));
+    fl_v_list_push(c, pair, fl_v_var(c, okname));
+    return fl_ev_assign(c, e, target, pair) ? FLOW_NORMAL : FLOW_ERROR;
+}
+
 /* `for v in ch`: ok = true; while ok: v, ok = recv(ch); if ok: body. break clears ok. */
 Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     FlBlock *parent = c->b.block;

@@ -439,6 +439,14 @@ static bool iteration_count(Ctx *c, FlValue *v, FlSpan sp, int64_t *n) {
     return false;
 }
 
+/* `a, b = X.recv()`: Go's two-value receive when X is a channel. */
+static bool is_recv2(const FlAst *s) {
+    const FlAst *t = s->assign.target, *v = s->assign.value;
+    return s->assign.more.len == 0 && (t->kind == FL_AST_TUPLE || t->kind == FL_AST_LIST) && t->list.items.len == 2 &&
+           v->kind == FL_AST_CALL && v->call.nargs == 0 && v->call.fn->kind == FL_AST_ATTR &&
+           strcmp(v->call.fn->attr.name, "recv") == 0;
+}
+
 static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
     switch (s->kind) {
     case FL_AST_EXPR_STMT: {
@@ -446,6 +454,17 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
         return v->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
     }
     case FL_AST_ASSIGN: {
+        if (is_recv2(s)) {
+            FlValue *ch = fl_ev_expr(c, e, s->assign.value->call.fn->attr.obj);
+            if (ch->kind == VK_ERROR) return FLOW_ERROR;
+            if (fl_ev_is_channel(c, ch)) return fl_ev_lower_recv2(c, e, s->assign.target, ch, s->span);
+            /* another object's recv(), called once: its object is not evaluated again */
+            FlSpan csp = s->assign.value->span;
+            FlValue *r = fl_ev_getattr(c, ch, "recv", s->assign.value->call.fn->attr.name_span);
+            if (r->kind != VK_ERROR) r = fl_ev_call_simple(c, r, csp, NULL, 0);
+            bool ok = fl_ev_assign(c, e, s->assign.target, r);
+            return ok && r->kind != VK_ERROR ? FLOW_NORMAL : FLOW_ERROR;
+        }
         /* a = b = v: v once, then the targets left to right; after a failed one the rest are
          * bound to the error value (quietly), as Python would not reach them */
         FlValue *v = fl_ev_expr(c, e, s->assign.value);
