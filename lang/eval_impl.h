@@ -122,6 +122,9 @@ typedef struct RtLoop {
     bool has_else;
     bool has_break;
     int exits;          /* break and continue lowered inside runtime blocks so far */
+    bool is_select;     /* a select case's body, lowered as a loop that runs once: a break ends
+                           the case (Go), as a continue would; no cond, no broke */
+    bool in_ct_loop;    /* (is_select) the select is inside a compile-time loop */
 } RtLoop;
 
 /* Where ops currently go. */

@@ -709,7 +709,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC(const char *) chans = {0};
     FL_VEC(const char *) vars = {0};
     FL_VEC(int64_t) blocks = {0};
-    bool bad = false, has_default = false, reported_exit = false;
+    bool bad = false, has_default = false;
     /* once for every case: the one chosen writes the vars the code after reads */
     FlAstList self = {&s, 1};
     FlAstList *bodies[1] = {&self};
@@ -790,8 +790,17 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         }
         Flow f;
         FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+        /* the case runs as a loop that runs once: break and continue end it (select_exit) */
+        RtLoop sel = {.body = sub, .outer = parent, .depth = c->rt_depth + 1, .is_select = true,
+                      .in_ct_loop = c->loop_depth > 0};
+        int loop_depth = c->loop_depth;
+        c->loop_depth = 0;
+        FL_VEC_PUSH(&c->rtloops, &sel);
         f = run_bound(c, e, &cs->case_.body, 0, NULL, sub, true, false, assign_to,
                       assign_to ? fl_v_var(c, vn) : NULL, cs->span);
+        c->rtloops.len--;
+        c->loop_depth = loop_depth;
+        if (f == FLOW_CONTINUE) f = FLOW_NORMAL;
         /* names the case rebinds stay rebound (carried out); a name it declared does not leak */
         if (!assign_to && cs->case_.target && cs->case_.target->kind == FL_AST_NAME) {
             const char *tn = cs->case_.target->name;
@@ -803,21 +812,13 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         if (f == FLOW_RETURN) {
             fl_ev_error(c, cs->span, "'return' inside a select case cannot be compiled (the case is chosen at run time)");
             bad = true;
-        } else if ((f == FLOW_BREAK || f == FLOW_CONTINUE) && c->loop_depth == 0) {
-            /* lowering it as in an if would be easy; saying which loop it leaves is not */
-            fl_ev_error(c, cs->span, "'break' and 'continue' inside a select case are ambiguous (in Go they "
-                                     "leave the select, in Python the loop); set a flag in the case and test it "
-                                     "after the select");
-            bad = true;
-        } else if (f == FLOW_BREAK || f == FLOW_CONTINUE) {
-            reported_exit = true; /* one for a compile-time loop was reported where it is written */
         }
         FL_VEC_PUSH(&kinds, kind);
         FL_VEC_PUSH(&chans, chn);
         FL_VEC_PUSH(&vars, vn);
         FL_VEC_PUSH(&blocks, (int64_t)sub->idx);
     }
-    if (!bad && !reported_exit && kinds.len) {
+    if (!bad && kinds.len) {
         FlOpDesc *op = fl_ev_op_raw(c, parent, "select", s->span);
         fl_ir_op_set_ints(op, "case_kinds", kinds.data, kinds.len);
         fl_ir_op_set_strings(op, "case_channels", chans.data, chans.len);
@@ -848,7 +849,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC_FREE(&chans);
     FL_VEC_FREE(&vars);
     FL_VEC_FREE(&blocks);
-    return reported_exit ? FLOW_BREAK : bad ? FLOW_ERROR : FLOW_NORMAL;
+    return bad ? FLOW_ERROR : FLOW_NORMAL;
 }
 
 /* server.do(): the body becomes the optimize block of a listen_and_serv op, which replaces the

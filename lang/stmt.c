@@ -20,33 +20,35 @@
 
 /* break/continue outside a loop and 'import *' inside a function are errors where they are
  * written, whether or not the code runs (as in Python). */
-void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
+static void placement(Ctx *c, FlAstList *body, bool break_ok, bool continue_ok, bool in_def) {
     for (size_t i = 0; i < body->len; i++) {
         FlAst *s = body->items[i];
         switch (s->kind) {
         case FL_AST_BREAK:
         case FL_AST_CONTINUE:
-            if (!in_loop) fl_diag_error(&c->diag, s->span, "'%s' outside a loop", s->kind == FL_AST_BREAK ? "break" : "continue");
+            if (!(s->kind == FL_AST_BREAK ? break_ok : continue_ok))
+                fl_diag_error(&c->diag, s->span, "'%s' outside a loop%s", s->kind == FL_AST_BREAK ? "break" : "continue",
+                              s->kind == FL_AST_BREAK ? " or a select" : "");
             break;
         case FL_AST_FROM_IMPORT:
             if (s->import.star && in_def) fl_diag_error(&c->diag, s->span, "'import *' is only allowed at module level");
             break;
-        case FL_AST_DEF: fl_ev_check_placement(c, &s->def.body, false, true); break;
+        case FL_AST_DEF: placement(c, &s->def.body, false, false, true); break;
         case FL_AST_IF:
-            fl_ev_check_placement(c, &s->cond.then_body, in_loop, in_def);
-            fl_ev_check_placement(c, &s->cond.else_body, in_loop, in_def);
+            placement(c, &s->cond.then_body, break_ok, continue_ok, in_def);
+            placement(c, &s->cond.else_body, break_ok, continue_ok, in_def);
             break;
         case FL_AST_FOR:
         case FL_AST_WHILE:
-            fl_ev_check_placement(c, &s->loop.body, true, in_def);
-            fl_ev_check_placement(c, &s->loop.else_body, in_loop, in_def);
+            placement(c, &s->loop.body, true, true, in_def);
+            placement(c, &s->loop.else_body, break_ok, continue_ok, in_def);
             break;
-        case FL_AST_PARALLEL_FOR: fl_ev_check_placement(c, &s->loop.body, false, in_def); break;
-        case FL_AST_GO: fl_ev_check_placement(c, &s->with.body, false, in_def); break;
-        case FL_AST_WITH: fl_ev_check_placement(c, &s->with.body, in_loop, in_def); break;
-        case FL_AST_SELECT:
+        case FL_AST_PARALLEL_FOR: placement(c, &s->loop.body, false, false, in_def); break;
+        case FL_AST_GO: placement(c, &s->with.body, false, false, in_def); break;
+        case FL_AST_WITH: placement(c, &s->with.body, break_ok, continue_ok, in_def); break;
+        case FL_AST_SELECT: /* Go: a break leaves the select, a continue is the loop's */
             for (size_t k = 0; k < s->select.cases.len; k++)
-                fl_ev_check_placement(c, &s->select.cases.items[k]->case_.body, in_loop, in_def);
+                placement(c, &s->select.cases.items[k]->case_.body, true, continue_ok, in_def);
             break;
         case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE:
         case FL_AST_FALSE: case FL_AST_NONE: case FL_AST_ATTR: case FL_AST_CALL: case FL_AST_INDEX:
@@ -58,6 +60,10 @@ void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
         case FL_AST_CASE: case FL_AST_COUNT: break;
         }
     }
+}
+
+void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
+    placement(c, body, in_loop, in_loop, in_def);
 }
 
 /* ------------------------------------------------------------------ assignment and statement lists */
@@ -439,6 +445,31 @@ static bool iteration_count(Ctx *c, FlValue *v, FlSpan sp, int64_t *n) {
     return false;
 }
 
+/* break or continue directly in a select case (or in runtime ifs within it), as in Go: a break
+ * ends the case; a continue is the innermost runtime loop's around the select, and ends the
+ * case and every select case between. Both lower as a continue of the case (RtLoop). */
+static Flow select_exit(Ctx *c, bool is_break, FlSpan sp) {
+    size_t top = c->rtloops.len - 1, k = top;
+    if (is_break) return fl_ev_lower_exit(c, c->rtloops.data[top], false, sp);
+    while (c->rtloops.data[k] && c->rtloops.data[k]->is_select) {
+        if (c->rtloops.data[k]->in_ct_loop) {
+            fl_ev_error(c, sp, "'continue' inside a select case cannot continue a compile-time loop: that loop is "
+                               "unrolled when the program is built, so its iterations cannot depend on run-time values");
+            return FLOW_ERROR;
+        }
+        if (k == 0) break;
+        k--;
+    }
+    RtLoop *l = c->rtloops.data[k];
+    if (!l || l->is_select) {
+        fl_ev_error(c, sp, "'continue' outside a loop");
+        return FLOW_ERROR;
+    }
+    fl_ev_lower_exit(c, l, false, sp);
+    for (size_t i = k + 1; i <= top; i++) fl_ev_lower_exit(c, c->rtloops.data[i], false, sp);
+    return FLOW_CONTINUE;
+}
+
 /* `a, b = X.recv()`: Go's two-value receive when X is a channel. */
 static bool is_recv2(const FlAst *s) {
     const FlAst *t = s->assign.target, *v = s->assign.value;
@@ -517,6 +548,7 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
             return FLOW_BREAK; /* ends the unrolling: said once */
         }
         RtLoop *l = fl_ev_rt_loop(c);
+        if (l && l->is_select) return select_exit(c, is_break, s->span);
         if (l) return fl_ev_lower_exit(c, l, is_break, s->span);
         fl_ev_error(c, s->span, "'%s' outside a loop", is_break ? "break" : "continue");
         return FLOW_ERROR;
