@@ -1053,6 +1053,18 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_go:
     case FL_OPID_channel_send: return check_send(&c, fl_ir_op_input1(op, "Channel"), fl_ir_op_input1(op, "X"));
     case FL_OPID_select: return infer_select_sends(&c);
+    case FL_OPID_channel_assign: {
+        FlVarDesc *x, *o;
+        if (in1(&c, "X", &x) || lookup(&c, "output", "Out", fl_ir_op_output1(op, "Out"), &o)) return FL_ERROR;
+        if (x->kind != FL_VAR_CHANNEL) return fl_err(c.e, "channel_assign: X '%s' is not a channel", x->name);
+        if (o != x) { /* the element type and capacity, not where Out is declared */
+            bool persist = o->persistable;
+            FlLoc loc = o->loc;
+            fl_ir_var_copy(o, x);
+            o->persistable = persist, o->loc = loc;
+        }
+        return FL_OK;
+    }
     case FL_OPID_channel_create:
     case FL_OPID_channel_close:
     case FL_OPID_split_to_chan:

@@ -15,7 +15,7 @@
  * of a body that does not run; and before the statement every name its bodies may assign gets a
  * var of its own (own_names), so the carry-out never writes a var that another name, a list or a
  * closure holds. The program then computes what it computes with compile-time conditions
- * (tests/lang/staged.sh). Channels are still rebound at compile time. break and continue of a
+ * (tests/lang/staged.sh). A channel is carried by channel_assign (a reference). break and continue of a
  * runtime loop lower to bool flag vars (RtLoop in eval_impl.h).
  *
  * Invariants: c->b.block and c->home are restored when a body has been lowered, whatever its
@@ -121,7 +121,7 @@ static void own_names(Ctx *c, Env *e, FlAstList **bodies, size_t n, FlSpan sp) {
     for (size_t i = 0; i < n; i++) assigned_names(bodies[i], &names);
     for (size_t i = 0; i < names.len; i++) {
         FlValue *v = fl_map_find_str(&e->map, names.data[i]);
-        if (!v || v->kind != VK_VAR || fl_ev_is_channel(c, v)) continue; /* channels: at compile time */
+        if (!v || v->kind != VK_VAR) continue;
         bool seen = false;
         for (size_t k = 0; k < i && !seen; k++) seen = names.data[k] == names.data[i];
         if (!seen) fl_env_set(e, names.data[i], copy_var(c, v, sp));
@@ -177,9 +177,11 @@ static const char *carry_target(Ctx *c, const char *name, FlValue *before, FlVar
     return NULL;
 }
 
-/* Appends `assign X=src -> Out=dst` to sub. */
+/* Appends `assign X=src -> Out=dst` to sub (channel_assign for a channel: Out names the same
+ * channel). */
 static void assign_in(Ctx *c, FlBlock *sub, const char *src, const char *dst, FlSpan sp) {
-    FlOpDesc *op = fl_ev_op_raw(c, sub, "assign", sp);
+    FlVarDesc *sd = fl_ir_var_lookup(c->b.main, sub, src);
+    FlOpDesc *op = fl_ev_op_raw(c, sub, sd && sd->kind == FL_VAR_CHANNEL ? "channel_assign" : "assign", sp);
     fl_ir_op_add_input(op, "X", src);
     fl_ir_op_add_output(op, "Out", dst);
     fl_ev_infer(c, sub, op, sp);
@@ -205,7 +207,7 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
             continue;
         }
         FlVarDesc *nd = fl_ir_var_lookup(c->b.main, sub, now->var.name);
-        if (!nd || fl_ev_is_channel(c, now)) continue; /* channels are rebound at compile time */
+        if (!nd) continue;
         if (s->home && made_since(s->home, s->home_nvars, now->var.name) && s->home != sub) continue;
         const char *target = carry_target(c, name, before, nd, parent, sp);
         if (target) FL_VEC_PUSH(&cs, ((Carry){name, now->var.name, target}));
@@ -259,22 +261,24 @@ void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const
 }
 
 static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
-                      bool own, const char *name, FlValue *v, FlSpan sp);
+                      bool own, bool copy_in, const char *name, FlValue *v, FlSpan sp);
 
 /* Runs body into sub, a new block of the current one; carries names out or restores them. A body
  * whose names do not carry out (a goroutine's) is the home of the names bound in it. With next,
  * only body->items[from..] up to one that lowers a loop exit (fl_ev_run_stmts). */
 static Flow run_in(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
                    FlSpan sp) {
-    return run_bound(c, e, body, from, next, sub, carry, false, NULL, NULL, sp);
+    return run_bound(c, e, body, from, next, sub, carry, false, false, NULL, NULL, sp);
 }
 
 /* run_in; with own, the names the body may rebind get vars of their own first (own_names, in
- * the current block); with name, that name is bound to a copy of the Var v made at the start of
- * sub, after the snapshot: a rebinding the body made (`case x = ch.recv():` assigns the
- * existing x). */
+ * the current block); with name, that name is bound to the Var v at the start of sub, after the
+ * snapshot: a rebinding the body made (`case x = ch.recv():` assigns the existing x). With
+ * copy_in (a loop's body), each channel name the body may rebind is bound to a var of the
+ * iteration that the carried one is copied into at its start: a goroutine the iteration starts
+ * keeps the channel it was given when the loop rebinds the name (the pipelines of Go's sieve). */
 static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
-                      bool own, const char *name, FlValue *v, FlSpan sp) {
+                      bool own, bool copy_in, const char *name, FlValue *v, FlSpan sp) {
     FlBlock *parent = c->b.block, *home = c->home;
     if (own) {
         FlAstList rest = {body->items + from, body->len - from};
@@ -288,6 +292,16 @@ static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next
     c->b.block = sub;
     if (!carry) c->home = sub;
     if (name) fl_env_set(e, name, v);
+    if (copy_in) {
+        StrVec names = {0};
+        assigned_names(body, &names);
+        for (size_t i = 0; i < names.len; i++) {
+            FlValue *cur = fl_map_find_str(&e->map, names.data[i]);
+            if (cur && fl_ev_is_channel(c, cur) && !fl_ir_var_find(sub, cur->var.name))
+                fl_env_set(e, names.data[i], copy_var(c, cur, sp));
+        }
+        FL_VEC_FREE(&names);
+    }
     c->rt_depth++;
     Flow f = next ? fl_ev_run_stmts(c, e, body, from, next) : fl_ev_block(c, e, body);
     c->rt_depth--;
@@ -338,7 +352,7 @@ static Flow cond_block(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *nex
                        FlSpan sp) {
     FlBlock *parent = c->b.block;
     FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
-    Flow f = run_bound(c, e, body, from, next, sub, true, own, NULL, NULL, sp);
+    Flow f = run_bound(c, e, body, from, next, sub, true, own, false, NULL, NULL, sp);
     FlOpDesc *op = control_op(c, "conditional_block", sub, sp);
     fl_ir_op_add_input(op, "Cond", cond);
     fl_ev_control_io(c, parent, sub, op, "X", "Out");
@@ -459,7 +473,7 @@ static Flow loop_body(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp) {
     c->loop_depth = 0;
     l->depth = c->rt_depth + 1;
     FL_VEC_PUSH(&c->rtloops, l);
-    Flow f = run_in(c, e, body, 0, NULL, l->body, true, sp);
+    Flow f = run_bound(c, e, body, 0, NULL, l->body, true, false, true, NULL, NULL, sp);
     c->rtloops.len--;
     c->loop_depth = depth;
     return f;
@@ -796,7 +810,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         int loop_depth = c->loop_depth;
         c->loop_depth = 0;
         FL_VEC_PUSH(&c->rtloops, &sel);
-        f = run_bound(c, e, &cs->case_.body, 0, NULL, sub, true, false, assign_to,
+        f = run_bound(c, e, &cs->case_.body, 0, NULL, sub, true, false, false, assign_to,
                       assign_to ? fl_v_var(c, vn) : NULL, cs->span);
         c->rtloops.len--;
         c->loop_depth = loop_depth;

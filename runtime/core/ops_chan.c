@@ -183,6 +183,20 @@ static FlStatus run_create(RunCtx *rc, const ExecOp *op, FlScope *s) {
 }
 FL_CONTROL_ADAPTER(channel_create, prep_create, run_create);
 
+/* channel_assign: Out names the channel X names (a reference, as a Go channel value is). */
+static FlStatus prep_chan_assign(ExecOp *op, FlErr *e) {
+    if (one_arg(op, true, 0, "X", e) || one_arg(op, false, 0, "Out", e)) return FL_ERROR;
+    return FL_OK;
+}
+static FlStatus run_chan_assign(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlChan *c;
+    if (get_chan(rc, op, s, &op->args[0], &c)) return FL_ERROR;
+    if (!c) return fl_exec_op_error(rc, op, "input X '%s' holds no channel", op->args[0].name);
+    fl_var_set_object(fl_exec_var_write(s, &op->args[op->nin]), c, chan_release_cb);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(channel_assign, prep_chan_assign, run_chan_assign);
+
 static FlStatus prep_send(ExecOp *op, FlErr *e) {
     if (one_arg(op, true, 0, "Channel", e) || one_arg(op, true, 1, "X", e)) return FL_ERROR;
     return FL_OK;
