@@ -57,6 +57,7 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
         break;
     }
     case VK_VAR: {
+        if (fl_ev_is_channel(c, o)) return fl_ev_chan_len(c, o, false, a->span); /* its shape is its elements' */
         FlVarDesc *d = fl_ev_var_desc(c, o);
         if (d && d->ndim > 0 && d->shape[0] >= 0) return fl_v_int(c, d->shape[0]);
         return fl_ev_error(c, a->span, "len() of a Var whose first dimension is only known at run time");
@@ -499,13 +500,20 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype%s)", name,
                        is_chan ? ", send, recv, close" : "");
 }
+/* cap(ch): Go's capacity of a channel, at run time. */
+static FlValue *b_cap(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("cap", "obj", 1);
+    if (v[0]->kind == VK_VAR && fl_ev_is_channel(c, v[0])) return fl_ev_chan_len(c, v[0], true, a->span);
+    if (v[0]->kind == VK_ERROR) return v[0];
+    return fl_ev_error(c, a->span, "cap() needs a channel, found %s", fl_v_type_name(v[0]));
+}
 /* ------------------------------------------------------------------ the builtins table */
 static const NativeFn py_builtins[] = {
     {"len", b_len},     {"range", b_range}, {"zip", b_zip},     {"enumerate", b_enumerate},
     {"print", b_print}, {"str", b_str},     {"int", b_int},     {"float", b_float},
     {"bool", b_bool},   {"list", b_list},   {"tuple", b_tuple}, {"dict", b_dict},
     {"min", b_min},     {"max", b_max},     {"abs", b_abs},     {"sum", b_sum},
-    {"reversed", b_reversed}, {"getattr", b_getattr},
+    {"reversed", b_reversed}, {"getattr", b_getattr}, {"cap", b_cap},
 };
 
 void fl_builtins_install(Ctx *c) {

@@ -305,6 +305,8 @@ void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const
  * receive, a channel_recv with its Status; binds v to the value (the zero value once ch is
  * closed and drained) and ok to a bool [1] Var, false then. */
 Flow fl_ev_lower_recv2(Ctx *c, Env *e, FlAst *target, FlValue *ch, FlSpan sp);
+/* len(ch), or with cap cap(ch): an int64 [1] Var (channel_len), the state when the op runs. */
+FlValue *fl_ev_chan_len(Ctx *c, FlValue *ch, bool cap, FlSpan sp);
 /* A break or continue of the runtime loop l; the flow that ends the enclosing statements. */
 Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp);
 /* body->items[from..] after a statement that lowered an exit: run while the iteration lives. */

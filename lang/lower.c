@@ -593,6 +593,13 @@ Flow fl_ev_lower_recv2(Ctx *c, Env *e, FlAst *target, FlValue *ch, FlSpan sp) {
     return fl_ev_assign(c, e, target, pair) ? FLOW_NORMAL : FLOW_ERROR;
 }
 
+FlValue *fl_ev_chan_len(Ctx *c, FlValue *ch, bool cap, FlSpan sp) {
+    const char *names[2] = {"Channel", "cap"};
+    FlValue *vals[2] = {ch, fl_v_bool(c, cap)};
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 2, .span = sp};
+    return fl_ev_op(c, "channel_len", &a, sp);
+}
+
 /* `for v in ch`: ok = true; while ok: v, ok = recv(ch); if ok: body. break clears ok. */
 Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     FlBlock *parent = c->b.block;

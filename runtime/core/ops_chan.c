@@ -183,6 +183,26 @@ static FlStatus run_create(RunCtx *rc, const ExecOp *op, FlScope *s) {
 }
 FL_CONTROL_ADAPTER(channel_create, prep_create, run_create);
 
+/* channel_len: Out = len(Channel) or, with cap, cap(Channel), as int64 [1]. */
+static FlStatus prep_chan_len(ExecOp *op, FlErr *e) {
+    if (one_arg(op, true, 0, "Channel", e) || one_arg(op, false, 0, "Out", e)) return FL_ERROR;
+    op->a.i[0] = fl_exec_attr_bool(op, "cap");
+    return FL_OK;
+}
+static FlStatus run_chan_len(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlChan *c;
+    if (get_chan(rc, op, s, &op->args[0], &c)) return FL_ERROR;
+    double n = (double)(op->a.i[0] ? fl_chan_cap(c) : fl_chan_len(c));
+    fl_chan_release(c);
+    FlTensor t = FL_TENSOR_INIT;
+    int64_t one = 1;
+    FlErr e;
+    if (fl_tensor_from(&e, &t, FL_DT_INT64, 1, &one, &n) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
+    fl_var_take_tensor(fl_exec_var_write(s, &op->args[op->nin]), &t);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(channel_len, prep_chan_len, run_chan_len);
+
 /* channel_assign: Out names the channel X names (a reference, as a Go channel value is). */
 static FlStatus prep_chan_assign(ExecOp *op, FlErr *e) {
     if (one_arg(op, true, 0, "X", e) || one_arg(op, false, 0, "Out", e)) return FL_ERROR;
