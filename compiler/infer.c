@@ -1053,6 +1053,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_go:
     case FL_OPID_channel_send: return check_send(&c, fl_ir_op_input1(op, "Channel"), fl_ir_op_input1(op, "X"));
     case FL_OPID_select: return infer_select_sends(&c);
+    case FL_OPID_panic: return FL_OK;
     case FL_OPID_channel_len: {
         Shape one = shape1(1);
         return set_out(&c, "Out", FL_DT_INT64, &one);

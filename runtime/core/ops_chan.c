@@ -183,6 +183,14 @@ static FlStatus run_create(RunCtx *rc, const ExecOp *op, FlScope *s) {
 }
 FL_CONTROL_ADAPTER(channel_create, prep_create, run_create);
 
+/* panic: the run ends with 'panic: message' (a goroutine's error ends the program, as Go's
+ * panic does; the executor adds the op and its line). */
+static FlStatus run_panic(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    (void)s;
+    return fl_exec_op_error(rc, op, "panic: %s", fl_exec_attr_string(op, "message"));
+}
+FL_CONTROL_ADAPTER(panic, NULL, run_panic);
+
 /* channel_len: Out = len(Channel) or, with cap, cap(Channel), as int64 [1]. */
 static FlStatus prep_chan_len(ExecOp *op, FlErr *e) {
     if (one_arg(op, true, 0, "Channel", e) || one_arg(op, false, 0, "Out", e)) return FL_ERROR;
