@@ -1054,13 +1054,23 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_channel_send: return check_send(&c, fl_ir_op_input1(op, "Channel"), fl_ir_op_input1(op, "X"));
     case FL_OPID_select: return infer_select_sends(&c);
     case FL_OPID_panic: return FL_OK;
+    case FL_OPID_channel_nil: { /* Out keeps its declaration: a channel var's element type */
+        FlVarDesc *o;
+        const char *out = fl_ir_op_output1(op, "Out");
+        if (!out) return fl_err(c.e, "channel_nil: output Out is missing");
+        if (lookup(&c, "output", "Out", out, &o)) return FL_ERROR;
+        return o->kind == FL_VAR_CHANNEL ? FL_OK : fl_err(c.e, "channel_nil: Out '%s' is not a channel", o->name);
+    }
     case FL_OPID_channel_len: {
         Shape one = shape1(1);
         return set_out(&c, "Out", FL_DT_INT64, &one);
     }
     case FL_OPID_channel_assign: {
         FlVarDesc *x, *o;
-        if (in1(&c, "X", &x) || lookup(&c, "output", "Out", fl_ir_op_output1(op, "Out"), &o)) return FL_ERROR;
+        const char *out = fl_ir_op_output1(op, "Out");
+        if (in1(&c, "X", &x)) return FL_ERROR;
+        if (!out) return fl_err(c.e, "channel_assign: output Out is missing");
+        if (lookup(&c, "output", "Out", out, &o)) return FL_ERROR;
         if (x->kind != FL_VAR_CHANNEL) return fl_err(c.e, "channel_assign: X '%s' is not a channel", x->name);
         if (o != x) { /* the element type and capacity, not where Out is declared */
             bool persist = o->persistable;

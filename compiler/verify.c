@@ -163,7 +163,7 @@ typedef struct Writes {
 /* The op talks through a channel (creating one, or starting a goroutine, does not). */
 static bool is_chan_op(const FlOpDesc *op) {
     return (fl_ops_flags(op) & FL_OPF_CHAN) && !fl_ops_is(op, FL_OPID_channel_create) &&
-           !fl_ops_is(op, FL_OPID_channel_assign) && !fl_ops_is(op, FL_OPID_go);
+           !fl_ops_is(op, FL_OPID_channel_assign) && !fl_ops_is(op, FL_OPID_channel_nil) && !fl_ops_is(op, FL_OPID_go);
 }
 
 static bool within(const Vf *v, int blk_idx, int root) {

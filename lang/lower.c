@@ -138,7 +138,8 @@ static FlBlock *home_block(Ctx *c, FlBlock *parent) {
     return parent;
 }
 
-/* One name carried out: the body left it bound to src; the assign writes target. */
+/* One name carried out: the body left it bound to src; the assign writes target (src NULL: a
+ * channel name bound to None, carried as the nil channel). */
 typedef struct Carry {
     const char *name, *src, *target;
 } Carry;
@@ -201,6 +202,11 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
         const char *name = e->map.buckets[i].key;
         FlValue *now = e->map.buckets[i].val;
         FlValue *before = fl_map_find_str(&s->map, name);
+        if (now->kind == VK_NONE && before && fl_ev_is_channel(c, before) && fl_ir_var_lookup(c->b.main, parent, before->var.name)) {
+            /* `ch = None`: Go's nil channel, a value the channel var holds (channel_nil) */
+            FL_VEC_PUSH(&cs, ((Carry){name, NULL, before->var.name}));
+            continue;
+        }
         if (now == before || now->kind != VK_VAR) continue;
         if (before && before->kind == VK_VAR && before->var.name == now->var.name) {
             fl_env_set(e, name, before);
@@ -213,7 +219,7 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
         if (target) FL_VEC_PUSH(&cs, ((Carry){name, now->var.name, target}));
     }
     for (size_t i = 0; i < cs.len; i++)
-        for (size_t k = 0; k < cs.len; k++)
+        for (size_t k = 0; k < cs.len && cs.data[i].src; k++)
             if (k != i && strcmp(cs.data[i].src, cs.data[k].target) == 0) {
                 const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
                 fl_ir_var_copy(fl_ev_new_var(c, sub, tmp, sp), fl_ir_var_lookup(c->b.main, sub, cs.data[i].src));
@@ -223,7 +229,13 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
             }
     c->b.block = sub;
     for (size_t i = 0; i < cs.len; i++) {
-        assign_in(c, sub, cs.data[i].src, cs.data[i].target, sp);
+        if (!cs.data[i].src) {
+            FlOpDesc *op = fl_ev_op_raw(c, sub, "channel_nil", sp);
+            fl_ir_op_add_output(op, "Out", cs.data[i].target);
+            fl_ev_infer(c, sub, op, sp);
+        } else {
+            assign_in(c, sub, cs.data[i].src, cs.data[i].target, sp);
+        }
         fl_env_set(e, cs.data[i].name, fl_v_var(c, cs.data[i].target));
     }
     FL_VEC_FREE(&cs);
@@ -731,6 +743,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC(const char *) vars = {0};
     FL_VEC(int64_t) blocks = {0};
     bool bad = false, has_default = false;
+    int nil_cases = 0;
     /* once for every case: the one chosen writes the vars the code after reads */
     FlAstList self = {&s, 1};
     FlAstList *bodies[1] = {&self};
@@ -760,6 +773,11 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
             FlValue *ch = fl_ev_expr(c, e, opn->call.fn->attr.obj);
             if (ch->kind == VK_ERROR) {
                 bad = true;
+                fl_map_fini(&snap.map);
+                continue;
+            }
+            if (ch->kind == VK_NONE) { /* Go's nil channel, known at compile time: never ready */
+                nil_cases++;
                 fl_map_fini(&snap.map);
                 continue;
             }
@@ -839,7 +857,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         FL_VEC_PUSH(&vars, vn);
         FL_VEC_PUSH(&blocks, (int64_t)sub->idx);
     }
-    if (!bad && kinds.len) {
+    if (!bad && (kinds.len || nil_cases)) { /* only nil cases: select {} blocks forever */
         FlOpDesc *op = fl_ev_op_raw(c, parent, "select", s->span);
         fl_ir_op_set_ints(op, "case_kinds", kinds.data, kinds.len);
         fl_ir_op_set_strings(op, "case_channels", chans.data, chans.len);

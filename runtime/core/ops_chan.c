@@ -219,11 +219,19 @@ static FlStatus prep_chan_assign(ExecOp *op, FlErr *e) {
 static FlStatus run_chan_assign(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlChan *c;
     if (get_chan(rc, op, s, &op->args[0], &c)) return FL_ERROR;
-    if (!c) return fl_exec_op_error(rc, op, "input X '%s' holds no channel", op->args[0].name);
-    fl_var_set_object(fl_exec_var_write(s, &op->args[op->nin]), c, chan_release_cb);
+    fl_var_set_object(fl_exec_var_write(s, &op->args[op->nin]), c, chan_release_cb); /* NULL: nil */
     return FL_OK;
 }
 FL_CONTROL_ADAPTER(channel_assign, prep_chan_assign, run_chan_assign);
+
+/* channel_nil: Out holds no channel, which every channel op treats as Go's nil channel. */
+static FlStatus prep_chan_nil(ExecOp *op, FlErr *e) { return one_arg(op, false, 0, "Out", e); }
+static FlStatus run_chan_nil(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    (void)rc;
+    fl_var_set_object(fl_exec_var_write(s, &op->args[op->nin]), NULL, NULL);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(channel_nil, prep_chan_nil, run_chan_nil);
 
 static FlStatus prep_send(ExecOp *op, FlErr *e) {
     if (one_arg(op, true, 0, "Channel", e) || one_arg(op, true, 1, "X", e)) return FL_ERROR;
