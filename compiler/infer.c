@@ -1053,7 +1053,21 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_go:
     case FL_OPID_channel_send: return check_send(&c, fl_ir_op_input1(op, "Channel"), fl_ir_op_input1(op, "X"));
     case FL_OPID_select: return infer_select_sends(&c);
-    case FL_OPID_panic: return FL_OK;
+    case FL_OPID_panic:
+    case FL_OPID_time_sleep: return FL_OK;
+    case FL_OPID_time_after: { /* Out: a channel of float32 [1], capacity 1 */
+        const char *out = fl_ir_op_output1(op, "Out");
+        FlVarDesc *o;
+        if (!out) return fl_err(c.e, "time_after: output Out is missing");
+        if (lookup(&c, "output", "Out", out, &o)) return FL_ERROR;
+        Shape one = shape1(1);
+        o->kind = FL_VAR_CHANNEL;
+        o->dtype = FL_DT_FLOAT32;
+        fl_ir_var_set_shape(o, one.nd, one.d);
+        o->capacity = 1;
+        o->stop_gradient = true;
+        return FL_OK;
+    }
     case FL_OPID_channel_nil: { /* Out keeps its declaration: a channel var's element type */
         FlVarDesc *o;
         const char *out = fl_ir_op_output1(op, "Out");

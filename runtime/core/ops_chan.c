@@ -27,11 +27,14 @@
  * op and its .fl line. Goroutines start, report and fail through conc.c (fl_conc_go): each
  * blocking op names itself in its caller's report label first (fl_conc_set_where).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/core/exec_impl.h"
 #include "runtime/sched/chan.h"
+#include "runtime/sched/sched.h"
 
 typedef struct ChanItem {
     FlTensor t;
@@ -402,6 +405,75 @@ static FlStatus run_select(RunCtx *rc, const ExecOp *op, FlScope *s) {
     return run_sub_block(rc, sub, s);
 }
 FL_CONTROL_ADAPTER(select, prep_select, run_select);
+
+/* ---------------------------------------------------------------- timers */
+
+/* Sleeps inside a blocking region: the goroutine counts as running (never reported as
+ * deadlocked) and its processor serves other goroutines meanwhile. */
+static void sleep_seconds(double seconds) {
+    if (!(seconds > 0)) return;
+    struct timespec ts = {.tv_sec = (time_t)seconds, .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    fl_sched_block_begin();
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    fl_sched_block_end();
+}
+
+static FlStatus prep_seconds(ExecOp *op, FlErr *e) {
+    double s = fl_exec_attr_float(op, "seconds");
+    if (!(s >= 0) || s > 1e9) return fl_err(e, "attribute 'seconds' must be in [0, 1e9], found %g", s);
+    return FL_OK;
+}
+
+static FlStatus run_sleep(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    (void)rc, (void)s;
+    sleep_seconds(fl_exec_attr_float(op, "seconds"));
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(time_sleep, prep_seconds, run_sleep);
+
+/* time_after's goroutine: sleeps, then sends the seconds on its buffered channel. */
+typedef struct Timer {
+    FlChan *chan; /* one reference */
+    double seconds;
+} Timer;
+
+static FlStatus timer_body(RunCtx *rc, const ExecOp *op, void *arg) {
+    Timer *t = arg;
+    sleep_seconds(t->seconds);
+    ChanItem it = {.t = FL_TENSOR_INIT};
+    int64_t one = 1;
+    FlErr e;
+    if (fl_tensor_from(&e, &it.t, FL_DT_FLOAT32, 1, &one, &t->seconds) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
+    fl_conc_set_where(rc, op);
+    if (fl_chan_send(t->chan, &it, &e) != FL_OK) { /* capacity 1 and one send: only at shutdown */
+        item_drop(&it, NULL);
+        return fl_exec_op_error(rc, op, "%s", e.msg);
+    }
+    return FL_OK;
+}
+
+static void timer_free(void *arg) {
+    Timer *t = arg;
+    fl_chan_release(t->chan);
+    free(t);
+}
+
+static FlStatus prep_after(ExecOp *op, FlErr *e) {
+    if (one_arg(op, false, 0, "Out", e)) return FL_ERROR;
+    return prep_seconds(op, e);
+}
+static FlStatus run_after(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    if (fl_conc_need_sched(rc, op)) return FL_ERROR;
+    FlErr e;
+    FlChan *c = fl_chan_new(sizeof(ChanItem), 1, item_drop, NULL, &e);
+    if (!c) return fl_exec_op_error(rc, op, "%s", e.msg);
+    fl_chan_retain(c); /* one for the var, one for the timer */
+    fl_var_set_object(fl_exec_var_write(s, &op->args[op->nin]), c, chan_release_cb);
+    Timer *t = fl_xmalloc(sizeof *t);
+    *t = (Timer){.chan = c, .seconds = fl_exec_attr_float(op, "seconds")};
+    return fl_conc_go(rc, op, timer_body, timer_free, t);
+}
+FL_CONTROL_ADAPTER(time_after, prep_after, run_after);
 
 /* ---------------------------------------------------------------- CSP blocks */
 
