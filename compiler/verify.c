@@ -107,8 +107,11 @@ static bool is_recv_case_var(const FlOpDesc *op, const char *name) {
     const FlAttr *kinds = fl_ir_op_attr(op, "case_kinds"), *vars = fl_ir_op_attr(op, "case_vars");
     if (!kinds || !vars || kinds->type != FL_ATTR_INTS || vars->type != FL_ATTR_STRINGS)
         return false;
+    const FlAttr *oks = fl_ir_op_attr(op, "case_oks");
+    if (oks && (oks->type != FL_ATTR_STRINGS || oks->n != kinds->n)) oks = NULL;
     for (size_t i = 0; i < vars->n && i < kinds->n; i++)
-        if (kinds->ints[i] == 0 && strcmp(vars->strs[i], name) == 0) return true;
+        if (kinds->ints[i] == 0 && (strcmp(vars->strs[i], name) == 0 || (oks && strcmp(oks->strs[i], name) == 0)))
+            return true;
     return false;
 }
 
@@ -145,6 +148,10 @@ static void walk_block(Vf *v, int idx, bool dist) {
         if (fl_ops_is(op, FL_OPID_select) && cv && cv->type == FL_ATTR_STRINGS)
             for (size_t k = 0; k < cv->n; k++)
                 if (is_recv_case_var(op, cv->strs[k])) define(v, cv->strs[k]);
+        const FlAttr *co = fl_ir_op_attr(op, "case_oks");
+        if (fl_ops_is(op, FL_OPID_select) && co && co->type == FL_ATTR_STRINGS)
+            for (size_t k = 0; k < co->n; k++)
+                if (co->strs[k][0] && is_recv_case_var(op, co->strs[k])) define(v, co->strs[k]);
         each_sub(v, b, op, walk_sub, &op_dist);
         for (size_t s = 0; s < op->outs.len; s++)
             for (size_t k = 0; k < op->outs.data[s].nargs; k++)

@@ -741,6 +741,8 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC(int64_t) kinds = {0};
     FL_VEC(const char *) chans = {0};
     FL_VEC(const char *) vars = {0};
+    FL_VEC(const char *) oks = {0}; /* each case's received flag var, "" for none */
+    bool any_ok = false;
     FL_VEC(int64_t) blocks = {0};
     bool bad = false, has_default = false;
     int nil_cases = 0;
@@ -754,7 +756,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         Snapshot snap;
         snap_take(e, &snap);
         int64_t kind = 2;
-        const char *chn = "", *vn = "", *assign_to = NULL;
+        const char *chn = "", *vn = "", *assign_to = NULL, *okn = "";
         if (!opn) {
             if (has_default) {
                 fl_ev_error(c, cs->span, "a select has at most one 'default' case");
@@ -813,9 +815,16 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                 FlVarDesc *vd = fl_ev_new_var(c, parent, vn, cs->span);
                 vd->dtype = chd->dtype;
                 fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
-                if (cs->case_.target) {
-                    if (cs->case_.target->kind != FL_AST_NAME) {
-                        fl_ev_error(c, cs->case_.target->span, "a select case binds one name");
+                FlAst *tg = cs->case_.target;
+                if (tg && (tg->kind == FL_AST_TUPLE || tg->kind == FL_AST_LIST) && tg->list.items.len == 2 &&
+                    tg->list.items.items[0]->kind == FL_AST_NAME && tg->list.items.items[1]->kind == FL_AST_NAME) {
+                    /* `case v, ok = ch.recv():` declares both names in the case (Go's `v, ok := <-ch`) */
+                    okn = bool_var(c, "select_recv_ok", cs->span);
+                    fl_env_set(e, tg->list.items.items[0]->name, fl_v_var(c, vn));
+                    fl_env_set(e, tg->list.items.items[1]->name, fl_v_var(c, okn));
+                } else if (tg) {
+                    if (tg->kind != FL_AST_NAME) {
+                        fl_ev_error(c, tg->span, "a select case binds one name, or two: 'case v, ok = ch.recv():'");
                         bad = true;
                     } else {
                         FlValue *prev = fl_map_find_str(&e->map, cs->case_.target->name);
@@ -840,13 +849,16 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         c->rtloops.len--;
         c->loop_depth = loop_depth;
         if (f == FLOW_CONTINUE) f = FLOW_NORMAL;
-        /* names the case rebinds stay rebound (carried out); a name it declared does not leak */
-        if (!assign_to && cs->case_.target && cs->case_.target->kind == FL_AST_NAME) {
-            const char *tn = cs->case_.target->name;
+        /* names the case rebinds stay rebound (carried out); names it declared do not leak */
+        StrVec declared = {0};
+        if (!assign_to) target_names(cs->case_.target, &declared);
+        for (size_t k = 0; k < declared.len; k++) {
+            const char *tn = declared.data[k];
             FlValue *prev = fl_map_find_str(&snap.map, tn);
             if (prev) fl_env_set(e, tn, prev);
             else fl_map_remove(&e->map, tn, strlen(tn));
         }
+        FL_VEC_FREE(&declared);
         fl_map_fini(&snap.map);
         if (f == FLOW_RETURN) {
             fl_ev_error(c, cs->span, "'return' inside a select case cannot be compiled (the case is chosen at run time)");
@@ -855,6 +867,8 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         FL_VEC_PUSH(&kinds, kind);
         FL_VEC_PUSH(&chans, chn);
         FL_VEC_PUSH(&vars, vn);
+        FL_VEC_PUSH(&oks, okn);
+        any_ok |= okn[0] != 0;
         FL_VEC_PUSH(&blocks, (int64_t)sub->idx);
     }
     if (!bad && (kinds.len || nil_cases)) { /* only nil cases: select {} blocks forever */
@@ -862,6 +876,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         fl_ir_op_set_ints(op, "case_kinds", kinds.data, kinds.len);
         fl_ir_op_set_strings(op, "case_channels", chans.data, chans.len);
         fl_ir_op_set_strings(op, "case_vars", vars.data, vars.len);
+        if (any_ok) fl_ir_op_set_strings(op, "case_oks", oks.data, oks.len);
         fl_ir_op_set_blocks(op, "sub_blocks", blocks.data, blocks.len);
         fl_ir_op_add_input_slot(op, "X");
         fl_ir_op_add_output_slot(op, "Out");
@@ -871,12 +886,14 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
             if (chans.data[i][0]) fl_ir_block_io_add(&io, false, chans.data[i]);
             if (kinds.data[i] == 1) fl_ir_block_io_add(&io, false, vars.data[i]);
             if (kinds.data[i] == 0) fl_ir_block_io_add(&io, true, vars.data[i]);
+            if (kinds.data[i] == 0 && oks.data[i][0]) fl_ir_block_io_add(&io, true, oks.data[i]);
             fl_ir_block_io(c->b.main, parent, fl_ir_block(c->b.main, (int)blocks.data[i]), &io);
         }
         for (size_t i = 0; i < io.ins.len; i++) {
             bool is_recv_target = false;
             for (size_t k = 0; k < kinds.len; k++)
-                if (kinds.data[k] == 0 && strcmp(vars.data[k], io.ins.data[i]) == 0) is_recv_target = true;
+                if (kinds.data[k] == 0 && (strcmp(vars.data[k], io.ins.data[i]) == 0 || strcmp(oks.data[k], io.ins.data[i]) == 0))
+                    is_recv_target = true;
             if (!is_recv_target && fl_ir_var_lookup(c->b.main, parent, io.ins.data[i])) fl_ir_op_add_input(op, "X", io.ins.data[i]);
         }
         for (size_t i = 0; i < io.outs.len; i++)
@@ -887,6 +904,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
     FL_VEC_FREE(&kinds);
     FL_VEC_FREE(&chans);
     FL_VEC_FREE(&vars);
+    FL_VEC_FREE(&oks);
     FL_VEC_FREE(&blocks);
     return bad ? FLOW_ERROR : FLOW_NORMAL;
 }

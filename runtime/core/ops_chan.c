@@ -299,6 +299,7 @@ typedef struct SelCase {
     int kind;
     int chan;  /* input arg index of the channel; -1: none */
     int var;   /* recv: output arg index (from nin) or -1; send: input arg index */
+    int ok;    /* recv: output arg index of the received flag (case_oks), or -1 */
     const PBlock *sub;
 } SelCase;
 
@@ -320,8 +321,10 @@ static FlStatus prep_select(ExecOp *op, FlErr *e) {
     const FlAttr *chans = fl_ir_op_attr(op->desc, "case_channels");
     const FlAttr *vars = fl_ir_op_attr(op->desc, "case_vars");
     const FlAttr *subs = fl_ir_op_attr(op->desc, "sub_blocks");
+    const FlAttr *oks = fl_ir_op_attr(op->desc, "case_oks");
     if (!kinds || !chans || !vars || !subs) return fl_err(e, "the case attributes are missing");
     size_t n = kinds->n;
+    if (oks && oks->n != 0 && oks->n != n) return fl_err(e, "case_oks has %zu entries for %zu cases", oks->n, n);
     if (chans->n != n || vars->n != n || subs->n != n)
         return fl_err(e, "the case attributes have different lengths (%zu, %zu, %zu, %zu)", n, chans->n,
                       vars->n, subs->n);
@@ -335,6 +338,7 @@ static FlStatus prep_select(ExecOp *op, FlErr *e) {
         SelCase *c = &sp->c[i];
         c->kind = (int)kinds->ints[i];
         c->sub = &base[subs->ints[i]]; /* fl_exec_new checked BLOCKS attributes */
+        c->ok = oks && oks->n ? find_arg(op, false, oks->strs[i]) : -1;
         if (c->kind == CASE_DEFAULT) {
             if (++ndefault > 1) return fl_err(e, "more than one default case");
             c->chan = c->var = -1;
@@ -391,6 +395,7 @@ static FlStatus run_select(RunCtx *rc, const ExecOp *op, FlScope *s) {
             const SelCase *c = &sp->c[orig[j]];
             ArgRef none = {.idx = -1};
             st = store_item(rc, op, s, c->var >= 0 ? &op->args[c->var] : &none, &vals[j], cases[j].ok);
+            if (st == FL_OK && c->ok >= 0) st = store_bool(rc, op, s, &op->args[c->ok], cases[j].ok);
             moved = true;
         }
         if (!moved) item_drop(&vals[j], NULL);
