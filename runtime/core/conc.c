@@ -4,11 +4,12 @@
  * labels, starting a goroutine on a body function, and keeping a goroutine's error for the run
  * that ends next.
  *
- * Records: every goroutine (and the attached calling thread) has a ConcLabel, a buffer that the
- * scheduler prints in deadlock reports and leak listings; its owner rewrites it to the location
- * of each blocking op before the op may block (fl_conc_set_where), so a report names the line
- * each goroutine waits at. Label buffers live in recycled GoCtx records that are freed only with
- * the executor, after its scheduler: a stale reader never sees freed or torn text.
+ * Records: every goroutine (and the attached calling thread) has a label that the scheduler
+ * prints in deadlock reports and leak listings; before each blocking op may block, its owner
+ * points it at that op's location (ExecOp.where, written at prepare and never after;
+ * fl_conc_set_where), so a report names the line each goroutine waits at. Labels are never
+ * rewritten in place, only swapped (an atomic pointer in the scheduler): a report printed
+ * while a goroutine moves on reads the old or the new text, never a torn one.
  *
  * Errors: a goroutine's error is Go's panic (go_failed): kept on the executor and returned by the
  * run in progress, which it ends at once; errors that only say the goroutine was woken by a
@@ -90,8 +91,7 @@ void fl_conc_run_begin(FlExec *ex, FlScope *scope, RunCtx *rc, ConcRun *cr) {
     if (!s) s = own_sched(ex);
     rc->sched = s;
     if (!s || fl_go_id() != 0) return;
-    snprintf(cr->label.s, sizeof cr->label.s, "main program");
-    fl_sched_attach(s, cr->label.s);
+    fl_sched_attach(s, "main program");
     cr->attached = true;
     cr->label.owner = fl_go_id();
     rc->label = &cr->label;
@@ -116,9 +116,7 @@ void fl_conc_set_where(RunCtx *rc, const ExecOp *op) {
     ConcLabel *l = rc->label;
     if (!l || l->owner != fl_go_id() || l->op == op) return; /* owner is set before the run */
     l->op = op;
-    char buf[sizeof l->s];
-    fl_exec_loc_str(rc->ex, op->desc->loc, buf, sizeof buf);
-    if (buf[0]) memcpy(l->s, buf, sizeof buf);
+    if (op->where[0]) fl_sched_set_label(op->where);
 }
 
 FlStatus fl_conc_need_sched(RunCtx *rc, const ExecOp *op) {
@@ -140,11 +138,8 @@ static GoCtx *ctx_get(FlExec *ex) {
     }
     pthread_mutex_unlock(&c->mu);
     GoCtx *keep = g->next_all;
-    char label[sizeof g->label.s];
-    memcpy(label, g->label.s, sizeof label); /* a stale reader may still print it: keep it whole */
     memset(g, 0, sizeof *g);
     g->next_all = keep;
-    memcpy(g->label.s, label, sizeof label);
     return g;
 }
 
@@ -193,9 +188,8 @@ FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(
     g->done = done;
     g->arg = arg;
     g->label.op = op;
-    fl_exec_loc_str(rc->ex, op->desc->loc, g->label.s, sizeof g->label.s);
     FlErr e;
-    if (fl_go(rc->sched, go_main, g, g->label.s, &e) == FL_OK) return FL_OK;
+    if (fl_go(rc->sched, go_main, g, op->where[0] ? op->where : "goroutine", &e) == FL_OK) return FL_OK;
     done(arg);
     ctx_put(rc->ex, g);
     return fl_exec_op_error(rc, op, "%s", e.msg);

@@ -355,6 +355,7 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     char where[600];
     char loc[512];
     fl_exec_loc_str(ex, d->loc, loc, sizeof loc);
+    fl_exec_loc_str(ex, d->loc, op->where, sizeof op->where); /* a goroutine label: cut if long */
     snprintf(where, sizeof where, "%s: block %d, op %zu '%s'%s%s%s", "program", pb->b->idx, k,
              d->type, loc[0] ? " (" : "", loc, loc[0] ? ")" : "");
     FlErr ce;

@@ -82,6 +82,8 @@ struct ExecOp {
     uint64_t seed;         /* random ops: the effective seed */
     const PBlock *sub;     /* the BLOCK attribute's block, if any */
     atomic_long count;     /* Print's first_n counter */
+    char where[160];       /* "file:line:col" of the op ("" without a loc): the label a goroutine
+                            * blocked in it has in reports; written at prepare, never after */
     bool region;           /* may block its thread for long (MPI, GEMM): run inside
                             * fl_sched_block_begin/end so goroutines keep running (exec.c) */
 };
@@ -180,9 +182,8 @@ void fl_conc_free(FlExec *ex); /* frees the executor's own scheduler first (wait
  * first error of a goroutine of this executor when one failed (Go's panic in a goroutine ends
  * the program), replacing st. */
 struct ConcLabel {
-    int64_t owner;  /* fl_go_id() of the goroutine or thread that may write s */
-    const void *op; /* the op s names */
-    char s[160];    /* "file:line:col" of its last blocking op: its label in reports */
+    int64_t owner;  /* fl_go_id() of the goroutine or thread that may relabel itself */
+    const void *op; /* the op its label names (its where string) */
 };
 typedef struct ConcRun {
     bool attached;

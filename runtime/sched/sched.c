@@ -488,7 +488,7 @@ static size_t live_gs(FlSched *s, bool with_threads, FlG ***out) {
 static void line_for(FlBuf *b, FlG *g) {
     int st = atomic_load(&g->status);
     const char *what = st == FL_G_WAITING ? atomic_load(&g->wait_reason) : STATUS_TEXT[st];
-    fl_buf_printf(b, "  goroutine %lld (%s): %s\n", (long long)g->id, g->label ? g->label : "?",
+    fl_buf_printf(b, "  goroutine %lld (%s): %s\n", (long long)g->id, atomic_load(&g->label) ? atomic_load(&g->label) : "?",
                   what ? what : "?");
 }
 
@@ -911,7 +911,7 @@ static void *m_main(void *arg) {
 static void thread_g_init(FlG *tmp) {
     memset(tmp, 0, sizeof *tmp);
     tmp->kind = FL_G_THREAD;
-    tmp->label = "thread";
+    atomic_store(&tmp->label, "thread");
     atomic_store_explicit(&tmp->status, FL_G_RUNNING, memory_order_relaxed);
     atomic_store_explicit(&tmp->claim, 1, memory_order_relaxed);
     uintptr_t a = (uintptr_t)tmp;
@@ -1105,7 +1105,7 @@ FlStatus fl_sched_wait(FlSched *s, FlErr *e) {
         g = fl_g_get(&tmp);
         g->s = s;
         g->id = atomic_fetch_add(&s->next_id, 1);
-        g->label = "fl_sched_wait";
+        atomic_store(&g->label, "fl_sched_wait");
         allg_add(s, g);
         s->nattached++;
         atomic_fetch_add(&s->nactive, 1);
@@ -1220,6 +1220,10 @@ void fl_yield(void) {
         return;
     }
     g_to_g0(g, POST_YIELD);
+}
+
+void fl_sched_set_label(const char *label) {
+    if (tls_g && label) atomic_store(&tls_g->label, label);
 }
 
 int64_t fl_go_id(void) {

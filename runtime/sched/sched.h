@@ -82,6 +82,10 @@ FlStatus fl_sched_wait(FlSched *s, FlErr *e) FL_WARN_UNUSED;
  * before the thread exchanges values with goroutines (until then the detector cannot know the
  * thread may still send). At most one attachment per thread; detach from the same thread. */
 void fl_sched_attach(FlSched *s, const char *label);
+/* Renames the calling goroutine (or attached thread) in reports: label must stay valid and
+ * unchanged as long as the scheduler lives (a report may print the old one meanwhile). No-op on
+ * a thread the scheduler does not know. */
+void fl_sched_set_label(const char *label);
 void fl_sched_detach(FlSched *s);
 
 /* Brackets a call that may block the OS thread for long (MPI, a big kernel, I/O). In a goroutine,

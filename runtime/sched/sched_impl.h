@@ -84,7 +84,7 @@ struct FlG {
     FlGKind kind;
     FlSched *s;          /* NULL: a plain (unattached) thread, invisible to the detector */
     int64_t id;
-    const char *label;
+    _Atomic(const char *) label; /* borrowed, immutable text; fl_sched_set_label swaps it */
     _Atomic int status;  /* FlGStatus */
     const char *_Atomic wait_reason; /* "chan receive", ... while WAITING */
     _Atomic int claim;   /* 0 while waiting: the one who CASes it to 1 wakes us */
