@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ops.h"
 #include "compiler/verify.h"
 
 /* ------------------------------------------------------------------ compile */
@@ -111,7 +112,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     if (c->diag.nerrors == 0) {
         /* a program with listen_and_serv is a parameter server's */
         for (size_t i = 0; i < fl_ir_block(c->bundle->main, 0)->ops.len; i++)
-            if (strcmp(fl_ir_block(c->bundle->main, 0)->ops.data[i]->type, "listen_and_serv") == 0) {
+            if (fl_ops_is(fl_ir_block(c->bundle->main, 0)->ops.data[i], FL_OPID_listen_and_serv)) {
                 free(c->bundle->role);
                 c->bundle->role = fl_xstrdup("pserver");
             }

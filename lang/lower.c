@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "compiler/ir/rules.h"
+#include "compiler/ops.h"
 
 /* ------------------------------------------------------------------ sub-blocks and carried names */
 
@@ -934,7 +935,7 @@ Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g) {
      * model belong to the trainers. */
     for (size_t i = parent->ops.len; i-- > 0;) {
         FlOpDesc *op = parent->ops.data[i];
-        if (strcmp(op->type, "listen_and_serv") != 0) fl_ir_op_remove(parent, i);
+        if (!fl_ops_is(op, FL_OPID_listen_and_serv)) fl_ir_op_remove(parent, i);
     }
     FlOpDesc *op = fl_ev_op_raw(c, parent, "listen_and_serv", s->span);
     int64_t bi = sub->idx;
