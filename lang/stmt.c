@@ -200,6 +200,30 @@ bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what) {
     return false;
 }
 
+/* One pass of a compile-time loop's body; false when the loop ends there: at a break (*broke),
+ * a return, or an error (*res) -- any error when `any_error`, else one that stop_at_error says
+ * ends the statements around it. */
+static bool loop_pass(Ctx *c, Env *e, FlAst *s, bool any_error, bool *broke, Flow *res) {
+    Flow f = fl_ev_block(c, e, &s->loop.body);
+    if (f == FLOW_BREAK) {
+        *broke = true;
+        return false;
+    }
+    if (f == FLOW_RETURN || (f == FLOW_ERROR && (any_error || stop_at_error(c)))) {
+        *res = f;
+        return false;
+    }
+    return true;
+}
+
+/* Leaves a compile-time loop: the loop depths as they were, then the else body unless it broke. */
+static Flow loop_end(Ctx *c, Env *e, FlAst *s, int loop_rt_depth, bool broke, Flow res) {
+    c->loop_depth--;
+    c->loop_rt_depth = loop_rt_depth;
+    if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
+    return res;
+}
+
 static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
     FlValue *it = fl_ev_expr(c, e, s->loop.iter);
     if (it->kind == VK_ERROR) {
@@ -227,20 +251,9 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
             res = FLOW_ERROR;
             break;
         }
-        Flow f = fl_ev_block(c, e, &s->loop.body);
-        if (f == FLOW_BREAK) {
-            broke = true;
-            break;
-        }
-        if (f == FLOW_RETURN || (f == FLOW_ERROR && stop_at_error(c))) {
-            res = f;
-            break;
-        }
+        if (!loop_pass(c, e, s, false, &broke, &res)) break;
     }
-    c->loop_depth--;
-    c->loop_rt_depth = loop_rt_depth;
-    if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
-    return res;
+    return loop_end(c, e, s, loop_rt_depth, broke, res);
 }
 
 static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
@@ -276,20 +289,9 @@ static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
             res = FLOW_ERROR;
             break;
         }
-        Flow f = fl_ev_block(c, e, &s->loop.body);
-        if (f == FLOW_BREAK) {
-            broke = true;
-            break;
-        }
-        if (f == FLOW_RETURN || f == FLOW_ERROR) {
-            res = f;
-            break;
-        }
+        if (!loop_pass(c, e, s, true, &broke, &res)) break;
     }
-    c->loop_depth--;
-    c->loop_rt_depth = loop_rt_depth;
-    if (!broke && res == FLOW_NORMAL && s->loop.else_body.len) res = fl_ev_block(c, e, &s->loop.else_body);
-    return res;
+    return loop_end(c, e, s, loop_rt_depth, broke, res);
 }
 
 /* ------------------------------------------------------------------ import and with */
