@@ -289,6 +289,7 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
     size_t pos = b->ops.len - 1;
     FlValue *given_out[FL_OPS_MAX_SLOTS] = {0};
     int64_t n_out = -1;
+    const char *named = NULL;
     FlDType dt = FL_DT_FLOAT32;
     /* the dtype numbers become: the first input var's dtype */
     for (size_t k = 0; k < a->nkw; k++) {
@@ -307,6 +308,9 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
         const FlAttrInfo *ai;
         if (strcmp(kn, "_n_out") == 0 && v->kind == VK_INT) {
             n_out = v->i;
+        } else if (strcmp(kn, "_name") == 0 && (v->kind == VK_STR || v->kind == VK_NONE)) {
+            /* a layer's name=: its outputs are "<name>.tmp_<k>", as Fluid names them */
+            if (v->kind == VK_STR) named = fl_arena_printf(&c->arena, "%s.tmp", v->str.s);
         } else if ((si = fl_ops_in_slot(info, kn))) {
             if (v->kind == VK_NONE) continue;
             if (!add_slot_vars(c, op, true, si, v, dt, sp)) goto fail;
@@ -354,7 +358,7 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
         FlValue *lst = si->list ? fl_v_list(c, VK_LIST) : NULL;
         fl_ir_op_add_output_slot(op, si->name);
         for (int64_t i = 0; i < count; i++) {
-            const char *name = fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
+            const char *name = named ? fl_ev_unique(c, named) : fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
             FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
             FL_ASSERT(d);
             fl_ir_op_add_output(op, si->name, name);

@@ -216,6 +216,9 @@ FlStatus fl_exec_attr_dims(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSE
 FlStatus fl_exec_attr_shape(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSED;
 /* The prepare of ops whose only attribute is "axis": op->a.i[0]. */
 FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
+/* The prepare of the reductions (reduce_sum, reduce_max, ...): dims in op->a.dims, keep_dim in
+ * op->a.b[0], reduce_all in op->a.b[1] (ops_nn.c). */
+FlStatus fl_exec_prep_reduce(ExecOp *op, FlErr *e);
 
 /* ---- the adapter tables ---- */
 #define FL_OP(id, ins, outs, attrs, grad, flags, desc) extern const FlAdapter fl_adapter_##id;

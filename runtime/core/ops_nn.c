@@ -112,7 +112,7 @@ static FlStatus run_mean_grad(OpCall *c) {
 }
 FL_ADAPTER(mean_grad, NULL, run_mean_grad);
 
-static FlStatus prep_reduce(ExecOp *op, FlErr *e) {
+FlStatus fl_exec_prep_reduce(ExecOp *op, FlErr *e) {
     if (fl_exec_attr_dims(op, "dim", e) != FL_OK) return FL_ERROR;
     op->a.b[0] = fl_exec_attr_bool(op, "keep_dim");
     op->a.b[1] = fl_exec_attr_bool(op, "reduce_all");
@@ -124,7 +124,7 @@ static FlStatus prep_reduce(ExecOp *op, FlErr *e) {
         return fl_kernel_##name(c->e, IN(FL_IN_##name##_X), a->dims, a->ndims, a->b[0], a->b[1],             \
                                 OUT(FL_OUT_##name##_Out));                                                   \
     }                                                                                                        \
-    FL_ADAPTER(name, prep_reduce, run_##name);                                                               \
+    FL_ADAPTER(name, fl_exec_prep_reduce, run_##name);                                                               \
     static FlStatus run_##name##_grad(OpCall *c) {                                                           \
         const PAttrs *a = &c->op->a;                                                                         \
         if (!OUT(FL_OUT_##name##_grad_X_GRAD)) return FL_OK;                                                 \
@@ -132,7 +132,7 @@ static FlStatus prep_reduce(ExecOp *op, FlErr *e) {
                                        a->dims, a->ndims, a->b[0], a->b[1],                                  \
                                        OUT(FL_OUT_##name##_grad_X_GRAD));                                    \
     }                                                                                                        \
-    FL_ADAPTER(name##_grad, prep_reduce, run_##name##_grad);
+    FL_ADAPTER(name##_grad, fl_exec_prep_reduce, run_##name##_grad);
 REDUCE(reduce_sum)
 REDUCE(reduce_mean)
 

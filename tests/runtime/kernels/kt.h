@@ -24,6 +24,14 @@
     } while (0)
 /* The calls inside KT_OK use `&kt_e_` as their FlErr. */
 #define KE (&kt_e_)
+/* Expects FL_ERROR and exactly this message (the call uses KE too). */
+#define KT_ERR(call, text)                                                                   \
+    do {                                                                                     \
+        FlErr kt_e_ = {{0}};                                                                 \
+        CU_ASSERT_EQUAL(call, FL_ERROR);                                                     \
+        if (strcmp(kt_e_.msg, text)) fprintf(stderr, "\n  got:      %s\n  expected: %s\n", kt_e_.msg, text); \
+        CU_ASSERT_STRING_EQUAL(kt_e_.msg, text);                                             \
+    } while (0)
 
 static inline FlTensor kt_make(FlDType dt, int ndim, const int64_t *ne, const double *vals) {
     FlTensor t = FL_TENSOR_INIT;

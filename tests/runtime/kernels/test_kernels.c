@@ -8,14 +8,6 @@
 #define D FL_DT_FLOAT64
 #define I FL_DT_INT64
 
-/* Expects FL_ERROR and exactly this message. */
-#define KT_ERR(call, text)                                                                   \
-    do {                                                                                     \
-        FlErr kt_e_ = {{0}};                                                                 \
-        CU_ASSERT_EQUAL(call, FL_ERROR);                                                     \
-        if (strcmp(kt_e_.msg, text)) fprintf(stderr, "\n  got:      %s\n  expected: %s\n", kt_e_.msg, text); \
-        CU_ASSERT_STRING_EQUAL(kt_e_.msg, text);                                             \
-    } while (0)
 
 static void test_fill_and_cast(void) {
     FlTensor o = FL_TENSOR_INIT, u = FL_TENSOR_INIT, u2 = FL_TENSOR_INIT, g = FL_TENSOR_INIT, c = FL_TENSOR_INIT;
