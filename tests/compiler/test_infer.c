@@ -629,6 +629,158 @@ static void test_grad_ops(void) {
         "mul_grad: input X names undeclared var 'nope'");
 }
 
+/* The layers of the parametrised activations, batch-size fills, reductions and indexing. */
+static void test_layers(void) {
+    V("x", F32, "-1,3,4");
+    V("xi", I64, "-1,3");
+    static const char *const acts[] = {"leaky_relu", "elu", "relu6", "swish", "hard_sigmoid", "brelu",
+                                       "soft_relu", "softsign", "pow", "clip_by_norm"};
+    for (size_t i = 0; i < FL_ARRAY_LEN(acts); i++) {
+        FlOpDesc *op = OP(acts[i], "X=x", "Out=a");
+        if (i == FL_ARRAY_LEN(acts) - 1) fl_ir_op_set_float(op, "max_norm", 1);
+        ok(op);
+        is("a", F32, "[-1, 3, 4]");
+    }
+    err(OP("elu", "X=xi", "Out=a"), "elu: X must be float32 or float64, found int64");
+    FlOpDesc *op = OP("clip", "X=x", "Out=a");
+    fl_ir_op_set_float(op, "min", 1);
+    fl_ir_op_set_float(op, "max", 0.5);
+    err(op, "clip: min 1 is above max 0.5");
+    err(OP("clip_by_norm", "X=x", "Out=a"), "clip_by_norm: max_norm must be > 0, found 0");
+
+    V("al", F32, "1,3,1,1");
+    op = OP("prelu", "X=x Alpha=al", "Out=p");
+    fl_ir_op_set_string(op, "mode", "channel");
+    ok(op);
+    is("p", F32, "[-1, 3, 4]");
+    fl_ir_op_set_string(op, "mode", "element");
+    err(op, "prelu: mode 'element' needs 12 alpha values for X [-1, 3, 4], found Alpha [1, 3, 1, 1]");
+    fl_ir_op_set_string(op, "mode", "rows");
+    err(op, "prelu: mode must be 'all', 'channel' or 'element', found 'rows'");
+
+    op = OP("fill_constant_batch_size_like", "Input=x", "Out=f");
+    ints(op, "shape", "7,-1,2");
+    fl_ir_op_set_int(op, "output_dim_idx", 1);
+    fl_ir_op_set_int(op, "dtype", I64);
+    ok(op);
+    is("f", I64, "[7, -1, 2]");
+    fl_ir_op_set_int(op, "input_dim_idx", 1);
+    ok(op);
+    is("f", I64, "[7, 3, 2]");
+    fl_ir_op_set_int(op, "input_dim_idx", 3);
+    err(op, "fill_constant_batch_size_like: input_dim_idx 3 is not a dim of the input [-1, 3, 4]");
+    op = OP("uniform_random_batch_size_like", "Input=x", "Out=u");
+    ints(op, "shape", "-1,5");
+    ok(op);
+    is("u", F32, "[-1, 5]");
+    fl_ir_op_set_int(op, "dtype", I64);
+    err(op, "uniform_random_batch_size_like: dtype must be float32 or float64, found int64");
+
+    op = OP("reduce_max", "X=x", "Out=r");
+    ints(op, "dim", "-1");
+    ok(op);
+    is("r", F32, "[-1, 3]");
+    op = OP("reduce_prod", "X=x", "Out=r");
+    fl_ir_op_set_bool(op, "reduce_all", true);
+    ok(op);
+    is("r", F32, "[1]");
+
+    op = OP("slice", "Input=x", "Out=s");
+    ints(op, "axes", "1,2");
+    ints(op, "starts", "1,-3");
+    ints(op, "ends", "100,-1");
+    ok(op);
+    is("s", F32, "[-1, 2, 2]");
+    ints(op, "ends", "100");
+    err(op, "slice: axes, starts and ends must have one length, found 2, 2 and 1");
+    ints(op, "ends", "100,1");
+    err(op, "slice: the slice [-3:1] of dim 2 (size 4) is empty");
+    ints(op, "axes", "0,0");
+    ints(op, "ends", "5,5");
+    err(op, "slice: axis 0 is listed twice");
+
+    V("tab", F32, "10,4");
+    V("idx", I64, "5,1");
+    ok(OP("gather", "X=tab Index=idx", "Out=g"));
+    is("g", F32, "[5, 4]");
+    V("idf", F32, "5");
+    err(OP("gather", "X=tab Index=idf", "Out=g"), "gather: Index must be int32 or int64, found float32");
+    V("upd", F32, "5,4");
+    ok(OP("scatter", "X=tab Ids=idx Updates=upd", "Out=sc"));
+    is("sc", F32, "[10, 4]");
+    V("upd3", F32, "5,3");
+    err(OP("scatter", "X=tab Ids=idx Updates=upd3", "Out=sc"),
+        "scatter: Updates must have shape [5, 4] (one row per id, X [10, 4]), found [5, 3]");
+
+    op = OP("expand", "X=x", "Out=e");
+    ints(op, "expand_times", "2,1,3");
+    ok(op);
+    is("e", F32, "[-1, 3, 12]");
+    ints(op, "expand_times", "2,1");
+    err(op, "expand: expand_times has 2 values but X [-1, 3, 4] has 3 dims");
+
+    V("y", F32, "-1,1,4,1");
+    op = OP("squeeze", "X=y", "Out=q");
+    ok(op);
+    is("q", F32, "[-1, 4]");
+    ints(op, "axes", "-1");
+    ok(op);
+    is("q", F32, "[-1, 1, 4]");
+    ints(op, "axes", "2");
+    err(op, "squeeze: dim 2 of X [-1, 1, 4, 1] has size 4; only a size-1 dim can be squeezed");
+    op = OP("unsqueeze", "X=x", "Out=uq");
+    ints(op, "axes", "0,-1");
+    ok(op);
+    is("uq", F32, "[1, -1, 3, 4, 1]");
+    ints(op, "axes", "6");
+    err(op, "unsqueeze: axis 6 is out of range for a result of rank 4");
+    op = OP("flatten", "X=x", "Out=fl");
+    fl_ir_op_set_int(op, "axis", 2);
+    ok(op);
+    is("fl", F32, "[-1, 4]");
+    fl_ir_op_set_int(op, "axis", 0);
+    ok(op);
+    is("fl", F32, "[1, -1]");
+
+    V("x2", F32, "-1,3,4");
+    op = OP("stack", "X=x,x2", "Y=st");
+    fl_ir_op_set_int(op, "axis", -1);
+    ok(op);
+    is("st", F32, "[-1, 3, 4, 2]");
+    err(OP("stack", "X=x,tab", "Y=st"), "stack: inputs differ in shape ([-1, 3, 4] and [10, 4])");
+    op = OP("unstack", "X=x", "Y=u0,u1,u2");
+    fl_ir_op_set_int(op, "axis", 1);
+    ok(op);
+    is("u2", F32, "[-1, 4]");
+    fl_ir_op_set_int(op, "num", 2);
+    err(op, "unstack: num is 2 but dim 1 of X [-1, 3, 4] has size 3");
+    op = OP("unstack", "X=x", "Y=u0");
+    err(op, "unstack: dim 0 of X [-1, 3, 4] is unknown: give num");
+
+    op = OP("pad", "X=x", "Out=pd");
+    ints(op, "paddings", "0,0,1,2,0,3");
+    ok(op);
+    is("pd", F32, "[-1, 6, 7]");
+    ints(op, "paddings", "0,0,1,2");
+    err(op, "pad: paddings must hold 2 values per dim of X [-1, 3, 4] (6), found 4");
+    op = OP("crop", "X=tab", "Out=cr");
+    ints(op, "shape", "3,-1");
+    ints(op, "offsets", "2,1");
+    ok(op);
+    is("cr", F32, "[3, 3]");
+    ints(op, "offsets", "8,1");
+    err(op, "crop: a block of size 3 at offset 8 does not fit in dim 0 of X [10, 4]");
+    V("ref", F32, "2,2");
+    ok(OP("crop", "X=tab Y=ref", "Out=cr"));
+    is("cr", F32, "[2, 2]");
+
+    op = OP("one_hot", "X=idx", "Out=oh");
+    fl_ir_op_set_int(op, "depth", 7);
+    ok(op);
+    is("oh", F32, "[5, 7]");
+    err(OP("one_hot", "X=tab", "Out=oh"), "one_hot: X must be int32 or int64, found float32");
+}
+
 static void test_every_op_has_rule(void) {
     /* every op (forward and gradient) goes through fl_infer_op without crashing, even when
      * empty; the result does not matter here */
@@ -708,6 +860,7 @@ int main(void) {
         {"comparisons, logic, increment, Print", test_compare_logic},
         {"optimizers", test_optimizers},
         {"control, channels, dist, list_index", test_control_dist},
+        {"layers: activations, batch-size fills, indexing, padding", test_layers},
         {"gradient ops", test_grad_ops},
         {"every op has a rule", test_every_op_has_rule},
         {"fl_infer_program", test_program},

@@ -355,6 +355,60 @@ static void test_layer_arguments(void) {
     free(e);
 }
 
+/* The layers with attributes, fills, reductions and indexing: bad arguments are located errors at
+ * the call; name= names the outputs as Fluid does; act= takes the parametrised activations; prelu
+ * makes its alpha parameter of the mode's shape; unstack makes one output per slice. */
+static void test_more_layers(void) {
+    static const ErrCase errs[] = {
+        {"y = layers.prelu(x, mode='rows')\n", "snippet.fl:4:5: error: prelu() mode must be 'all', 'channel' or 'element', found 'rows'"},
+        {"y = layers.clip(x, 1.0, 0.5)\n", "snippet.fl:4:5: error: clip() min (1.0) must not be above max (0.5)"},
+        {"y = layers.clip_by_norm(x, max_norm=0.0)\n", "snippet.fl:4:5: error: clip_by_norm() max_norm must be > 0, found 0.0"},
+        {"y = layers.brelu(x, t_min=2.0, t_max=1.0)\n", "snippet.fl:4:5: error: brelu() t_min (2.0) must not be above t_max (1.0)"},
+        {"y = layers.soft_relu(x, threshold=0.0)\n", "snippet.fl:4:5: error: soft_relu() threshold must be > 0, found 0.0"},
+        {"y = layers.leaky_relu(x, name=3)\n", "snippet.fl:4:5: error: leaky_relu() name must be a string, found int"},
+        {"y = layers.slice(x, axes=[1], starts=[5], ends=[9])\n", "snippet.fl:4:5: error: slice: the slice [5:9] of dim 1 (size 3) is empty"},
+        {"y = layers.squeeze(x, axes=[1])\n", "snippet.fl:4:5: error: squeeze: dim 1 of X [-1, 3, 8, 8] has size 3; only a size-1 dim can be squeezed"},
+        {"y = layers.one_hot(x, depth=0)\n", "snippet.fl:4:5: error: one_hot() depth must be >= 1, found 0"},
+        {"y = layers.unstack(x, axis=0)\n", "snippet.fl:4:5: error: unstack() needs num when dim 0 is unknown (shape [-1, 3, 8, 8])"},
+        {"y = layers.crop(x)\n", "snippet.fl:4:5: error: crop() needs shape: a Variable or a list of ints"},
+        {"y = layers.pad(x, paddings=[1, 1])\n", "snippet.fl:4:5: error: pad: paddings must hold 2 values per dim of X [-1, 3, 8, 8] (8), found 2"},
+        {"y = layers.expand(x, expand_times=[1, 0, 1, 1])\n", "snippet.fl:4:5: error: expand: expand_times[1] is 0 (expected >= 1)"},
+        {"y = layers.flatten(x, axis=5)\n", "snippet.fl:4:5: error: flatten() axis must be between 0 and the rank 4, found 5"},
+        {"y = layers.gather(x, x)\n", "snippet.fl:4:5: error: gather: Index must be int32 or int64, found float32"},
+        {"y = layers.fill_constant_batch_size_like(x, shape=[-1, 3], dtype='float32', value=1.0, input_dim_idx=4)\n",
+         "snippet.fl:4:5: error: fill_constant_batch_size_like: input_dim_idx 4 is not a dim of the input [-1, 3, 8, 8]"},
+        {"y = layers.reduce_max(x, dim=[4])\n", "snippet.fl:4:5: error: reduce_max: axis 4 is out of range for [-1, 3, 8, 8]"},
+        {"y = layers.gaussian_random([2, 3], std=-1.0)\n", "snippet.fl:4:5: error: gaussian_random() std must be >= 0, found -1.0"},
+    };
+    check_errors("x = layers.data(name='x', shape=[3, 8, 8])\n", errs, FL_ARRAY_LEN(errs));
+    FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[3, 8, 8])\n"
+                              "a = layers.leaky_relu(x, alpha=0.1, name='lr')\n"
+                              "b = layers.leaky_relu(a, name='lr')\n"
+                              "h = layers.fc(x, size=4, act='hard_sigmoid')\n"
+                              "p = layers.prelu(x, mode='channel')\n"
+                              "q = layers.prelu(x, mode='element', param_attr=fluid.ParamAttr(name='alpha_e'))\n"
+                              "u = layers.unstack(layers.reshape(h, [-1, 4, 1]), axis=1)\n"
+                              "f = layers.fill_constant_batch_size_like(x, shape=[-1, 6], dtype='int64', value=2)\n"
+                              "z = layers.zeros([2, 2], 'float32')\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    const FlBlock *m = fl_ir_block(b->main, 0);
+    CU_ASSERT_PTR_NOT_NULL(fl_ir_var_find(m, "lr.tmp_0"));
+    CU_ASSERT_PTR_NOT_NULL(fl_ir_var_find(m, "lr.tmp_1"));
+    CU_ASSERT_EQUAL(count(b, 0, "leaky_relu"), 2);
+    CU_ASSERT_EQUAL(count(b, 0, "hard_sigmoid"), 1);
+    FlVarDesc *al = fl_ir_var_find(m, "prelu_0.w_0");
+    CU_ASSERT(al && al->persistable && al->ndim == 4 && al->shape[1] == 3 && al->shape[2] == 1);
+    FlVarDesc *ae = fl_ir_var_find(m, "alpha_e");
+    CU_ASSERT(ae && ae->ndim == 4 && ae->shape[0] == 1 && ae->shape[3] == 8);
+    CU_ASSERT_EQUAL(count(b, 0, "unstack"), 1);
+    int nout = 0;
+    for (size_t i = 0; i < m->ops.len; i++)
+        if (strcmp(m->ops.data[i]->type, "unstack") == 0) nout = (int)fl_ir_op_output(m->ops.data[i], "Y")->nargs;
+    CU_ASSERT_EQUAL(nout, 4);
+    CU_ASSERT_EQUAL(count(b, 0, "fill_constant_batch_size_like"), 1);
+    fl_ir_bundle_free(b);
+}
+
 /* ==, ordering, min and max compare ints exactly (not through a double); dicts compare by
  * content. */
 static void test_exact_compare(void) {
@@ -981,6 +1035,7 @@ int main(void) {
         {"size_limits", test_size_limits},
         {"var_names_and_aliasing", test_var_names_and_aliasing},
         {"layer_arguments", test_layer_arguments},
+        {"more_layers", test_more_layers},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
