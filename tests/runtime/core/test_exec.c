@@ -55,6 +55,35 @@ static void test_mlp_forward(void) {
     ct_close(&c);
 }
 
+/* ---- fills shaped by the batch: the dim comes from the fed input at each run ---- */
+static void test_batch_size_like(void) {
+    Ct c = ct_open("batch_like.fl",
+                   "from fluid import layers\n"
+                   "x = layers.data(name=\"x\", shape=[3], dtype=\"float32\")\n"
+                   "f = layers.fill_constant_batch_size_like(x, shape=[2, -1], dtype=\"int64\", value=7, output_dim_idx=1)\n"
+                   "u = layers.uniform_random_batch_size_like(x, shape=[-1, 4], min=2.0, max=3.0)\n");
+    for (int64_t rows = 1; rows <= 5; rows += 4) {
+        double xv[15] = {0};
+        FlTensor x = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){rows, 3}, xv);
+        FlFeed f = {"x", &x};
+        FlFetch out[2] = {{"fill_constant_batch_size_like_0.tmp_0", FL_TENSOR_INIT},
+                          {"uniform_random_batch_size_like_0.tmp_0", FL_TENSOR_INIT}};
+        feed_run(&c, &f, 1, out, 2);
+        CU_ASSERT(out[0].tensor.ndim == 2 && out[0].tensor.ne[0] == 2 && out[0].tensor.ne[1] == rows);
+        CU_ASSERT_EQUAL(out[0].tensor.dtype, FL_DT_INT64);
+        CU_ASSERT_EQUAL(fl_tensor_get(&out[0].tensor, 2 * rows - 1), 7);
+        CU_ASSERT(out[1].tensor.ndim == 2 && out[1].tensor.ne[0] == rows && out[1].tensor.ne[1] == 4);
+        for (int64_t i = 0; i < 4 * rows; i++) {
+            double v = fl_tensor_get(&out[1].tensor, i);
+            CU_ASSERT(v >= 2 && v < 3);
+        }
+        fl_tensor_fini(&out[0].tensor);
+        fl_tensor_fini(&out[1].tensor);
+        fl_tensor_fini(&x);
+    }
+    ct_close(&c);
+}
+
 /* ---- one SGD step of a fit_a_line-shaped program against the hand-computed update ---- */
 static void test_sgd_step(void) {
     Ct c = ct_open("fit.fl",
@@ -585,7 +614,7 @@ int main(void) {
         CT_TEST(test_unsupported_op),
         CT_TEST(test_seeds),                CT_TEST(test_seed_zero),
         CT_TEST(test_scope_var_as_input),   CT_TEST(test_predict_mode),
-        CT_TEST(test_predict_inference_mode),
+        CT_TEST(test_predict_inference_mode), CT_TEST(test_batch_size_like),
     };
     return ct_run("executor", cases, (int)FL_ARRAY_LEN(cases));
 }
