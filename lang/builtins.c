@@ -432,6 +432,7 @@ FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         {VK_DICT, "items", m_items},   {VK_STR, "join", m_join},      {VK_STR, "startswith", m_startswith},
         {VK_STR, "endswith", m_endswith}, {VK_STR, "format", m_format},
     };
+    if (obj->kind == VK_PROGRAM) return fl_ev_program_method(c, obj, name, sp);
     for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
         if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0)
             return fl_v_builtin(c, methods[i].name, methods[i].fn, obj);
