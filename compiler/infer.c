@@ -1410,7 +1410,14 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     }
     case FL_OPID_sgd:
     case FL_OPID_momentum:
-    case FL_OPID_adam: return infer_optimizer(&c);
+    case FL_OPID_adam:
+    case FL_OPID_adagrad:
+    case FL_OPID_decayed_adagrad:
+    case FL_OPID_rmsprop:
+    case FL_OPID_adamax:
+    case FL_OPID_adadelta:
+    case FL_OPID_ftrl:
+    case FL_OPID_lars_momentum: return infer_optimizer(&c);
     case FL_OPID_list_index: return infer_list_index(&c);
     case FL_OPID_channel_recv: {
         /* the received value has the channel's element dtype and shape (a channel var's shape is

@@ -432,6 +432,7 @@ FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         {VK_DICT, "items", m_items},   {VK_STR, "join", m_join},      {VK_STR, "startswith", m_startswith},
         {VK_STR, "endswith", m_endswith}, {VK_STR, "format", m_format},
     };
+    if (obj->kind == VK_PROGRAM) return fl_ev_program_method(c, obj, name, sp);
     for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
         if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0)
             return fl_v_builtin(c, methods[i].name, methods[i].fn, obj);
@@ -500,6 +501,26 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype%s)", name,
                        is_chan ? ", send, recv, close" : "");
 }
+bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp) {
+    FlVarDesc *d = fl_ev_var_desc(c, var);
+    if (!d) {
+        fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);
+        return false;
+    }
+    if (strcmp(name, "stop_gradient") != 0) {
+        fl_ev_error(c, sp, "cannot set attribute '%s' of a Var (only stop_gradient)", name);
+        return false;
+    }
+    if (v->kind != VK_BOOL) {
+        fl_ev_error(c, sp, "%s must be True or False, found %s", name, fl_v_type_name(v));
+        return false;
+    }
+    d->stop_gradient = v->b;
+    const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, var->var.name);
+    if (fl_map_find_str(&c->params, key)) d->trainable = !v->b;
+    return true;
+}
+
 /* cap(ch): Go's capacity of a channel, at run time. */
 static FlValue *b_cap(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("cap", "obj", 1);

@@ -219,6 +219,27 @@ static FlValue *persistable(Ctx *c, const char *name, int nd, const int64_t *sha
     return fl_v_var(c, name);
 }
 
+/* A parameter created again by name (Fluid's ParamAttr(name=...) or param_attr='name' on several
+ * layers) is the same parameter: same shape and dtype, or an error naming both lines. Its
+ * initialiser and attributes are the first creation's. */
+static FlValue *shared_parameter(Ctx *c, const char *name, int nd, const int64_t *shape, FlDType dt,
+                                 FlSpan first, FlSpan sp) {
+    FlVarDesc *d = fl_ir_var_find(fl_ir_block(c->b.main, 0), name);
+    FL_ASSERT(d);
+    bool same = d->ndim == nd && d->dtype == dt;
+    for (int i = 0; same && i < nd; i++) same = d->shape[i] == shape[i];
+    if (same) return fl_v_var(c, name);
+    FlBuf was = {0}, now = {0};
+    fl_ir_shape_str(d->ndim, d->shape, &was);
+    fl_ir_shape_str(nd, shape, &now);
+    fl_ev_error(c, sp, "the shared parameter '%s' is %s %s here, but %s %s where it was created",
+                name, fl_dtype_name(dt), fl_buf_str(&now), fl_dtype_name(d->dtype), fl_buf_str(&was));
+    fl_diag_note(&c->diag, first, "'%s' was created here", name);
+    fl_buf_free(&was);
+    fl_buf_free(&now);
+    return c->error;
+}
+
 static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("create_parameter", "shape dtype= name= init= trainable=", 5);
     int nd;
@@ -234,7 +255,15 @@ static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
         name = fl_ev_unique(c, "param");
     }
     bool trainable = !v[4] || v[4]->kind != VK_BOOL || v[4]->b;
-    return persistable(c, name, nd, shape, dt, v[3] ? v[3] : NULL, trainable, a->span);
+    const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, name);
+    FlSpan *first = fl_map_find_str(&c->params, key);
+    if (first) return shared_parameter(c, name, nd, shape, dt, *first, a->span);
+    FlValue *r = persistable(c, name, nd, shape, dt, v[3] ? v[3] : NULL, trainable, a->span);
+    if (r->kind == VK_ERROR) return r;
+    first = fl_arena_alloc(&c->arena, sizeof *first);
+    *first = fl_ev_user_span(c, a->span);
+    fl_map_put_str(&c->params, key, first);
+    return r;
 }
 
 static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
@@ -265,6 +294,24 @@ static FlValue *c_create_var(Ctx *c, FlValue *self, CallArgs *a) {
     }
     if (v[2] && !want_dtype(c, v[2], a->span, &d->dtype)) return c->error;
     return fl_v_var(c, name);
+}
+
+/* find_var(name): the var of that name in block 0 of the main program, or None. */
+static FlValue *c_find_var(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("find_var", "name", 1);
+    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
+    return fl_ir_var_find(fl_ir_block(c->b.main, 0), v[0]->str.s) ? fl_v_var(c, v[0]->str.s) : c->none;
+}
+
+/* parameters(): the names of the main program's trainable parameters, in creation order. */
+static FlValue *c_parameters(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("parameters", "", 0);
+    (void)v;
+    FlBlock *b0 = fl_ir_block(c->b.main, 0);
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < b0->vars.len; i++)
+        if (b0->vars.data[i]->trainable) fl_v_list_push(c, l, fl_v_cstr(c, b0->vars.data[i]->name));
+    return l;
 }
 
 static FlValue *c_unique_name(Ctx *c, FlValue *self, CallArgs *a) {
@@ -323,6 +370,48 @@ static FlValue *c_program(Ctx *c, FlValue *self, CallArgs *a) {
     FL_VEC_PUSH(&c->programs, p->prog);
     return p;
 }
+/* Program.global_block().var(name): the var of block 0 (of the program being built). */
+static FlValue *block_var(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("var", "name", 1);
+    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
+    if (self->prog != c->b.main)
+        return fl_ev_error(c, a->span, "var() reads the vars of the main program being built (in its program_guard)");
+    if (!fl_ir_var_find(fl_ir_block(self->prog, 0), v[0]->str.s))
+        return fl_ev_error(c, a->span, "the global block has no var named '%s'", v[0]->str.s);
+    return fl_v_var(c, v[0]->str.s);
+}
+static FlValue *prog_global_block(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("global_block", "", 0);
+    (void)v;
+    FlValue *r = fl_v_record(c, "Block");
+    fl_v_rec_set(c, r, "var", fl_v_builtin(c, "var", block_var, self));
+    fl_v_rec_set(c, r, "program", self);
+    fl_v_rec_set(c, r, "idx", fl_v_int(c, 0));
+    return r;
+}
+/* Program.clone(for_test=False): a copy; for_test sets is_test on every op that has it (dropout,
+ * batch_norm), as Fluid's test programs are made (clone before minimize: the copy holds what the
+ * program held then). */
+static FlValue *prog_clone(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("clone", "for_test=", 1);
+    if (v[0] && v[0]->kind != VK_BOOL) return fl_ev_error(c, a->span, "for_test must be True or False, found %s", fl_v_type_name(v[0]));
+    FlValue *p = fl_v_new(c, VK_PROGRAM);
+    p->prog = fl_ir_program_clone(self->prog);
+    FL_VEC_PUSH(&c->programs, p->prog);
+    if (v[0] && v[0]->b)
+        for (size_t i = 0; i < p->prog->blocks.len; i++) {
+            FlBlock *b = p->prog->blocks.data[i];
+            for (size_t j = 0; j < b->ops.len; j++)
+                if (fl_ir_op_attr(b->ops.data[j], "is_test")) fl_ir_op_set_bool(b->ops.data[j], "is_test", true);
+        }
+    return p;
+}
+FlValue *fl_ev_program_method(Ctx *c, FlValue *prog, const char *name, FlSpan sp) {
+    if (strcmp(name, "global_block") == 0) return fl_v_builtin(c, "global_block", prog_global_block, prog);
+    if (strcmp(name, "clone") == 0) return fl_v_builtin(c, "clone", prog_clone, prog);
+    return fl_ev_error(c, sp, "a Program has no attribute '%s' (it has global_block, clone)", name);
+}
+
 static FlValue *c_default_main(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *p = fl_v_new(c, VK_PROGRAM);
     p->prog = c->bundle->main;
@@ -818,6 +907,8 @@ static const NativeFn core_fns[] = {
     {"create_parameter", c_create_parameter},
     {"global_var", c_global_var},
     {"create_var", c_create_var},
+    {"find_var", c_find_var},
+    {"parameters", c_parameters},
     {"unique_name", c_unique_name},
     {"unique_name_guard", c_unique_guard},
     {"append_backward", c_append_backward},

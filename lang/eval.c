@@ -87,6 +87,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_init(&c->modules);
     fl_map_init(&c->unique);
     fl_map_init(&c->block_of_var);
+    fl_map_init(&c->params);
     c->stdlib_dir = opt->stdlib_dir ? opt->stdlib_dir : getenv("FLUIDC_STDLIB");
     if (!c->stdlib_dir || !*c->stdlib_dir) c->stdlib_dir = fl_eval_default_stdlib();
     c->none = fl_v_new(c, VK_NONE);
@@ -143,6 +144,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_fini(&c->modules);
     fl_map_fini(&c->unique);
     fl_map_fini(&c->block_of_var);
+    fl_map_fini(&c->params);
     fl_diag_fini(&c->diag);
     fl_sources_fini(&c->sources);
     fl_intern_fini(&c->in);

@@ -175,6 +175,9 @@ struct Ctx {
     FlValue *ret;           /* value of the last `return` */
     FL_VEC(int32_t) src_map; /* FlSources file id -> bundle source index (or -1) */
     FlMap block_of_var;     /* param-block var name -> base param name (split/concat) */
+    FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of
+                               the user's line that created it: a second create_parameter of
+                               that name shares it */
     bool in_server_do;
     bool aborted;           /* a limit was hit: stop evaluating */
     FlBlock *server_block;
@@ -342,6 +345,11 @@ bool fl_ev_want_str(Ctx *c, FlValue *v, const char *what, FlSpan sp);
  * reported at sp if not. */
 bool fl_ev_check_len(Ctx *c, size_t have, size_t add, const char *what, FlSpan sp);
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp);
+/* var.name = v: only stop_gradient (a bool; on a parameter, True also keeps it out of training,
+ * as Fluid's trainable=False); any other attribute is an error. */
+bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp);
+/* prog.name: the methods of a Program (core.c): global_block, clone. */
+FlValue *fl_ev_program_method(Ctx *c, FlValue *prog, const char *name, FlSpan sp);
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,
  * a dict's keys, a string's characters; ERROR (reported) for anything else. */

@@ -105,6 +105,7 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
             fl_env_set(o->mod->globals, t->attr.name, v);
             return true;
         }
+        if (o->kind == VK_VAR) return fl_ev_var_set(c, o, t->attr.name, v, t->span);
         fl_ev_error(c, t->span, "cannot set attribute '%s' of a %s", t->attr.name, fl_v_type_name(o));
         return false;
     }

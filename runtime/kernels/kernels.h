@@ -486,4 +486,41 @@ FlStatus fl_kernel_adam(FlErr *e, const FlTensor *param, const FlTensor *grad,
                         FlTensor *param_out, FlTensor *moment1_out, FlTensor *moment2_out,
                         FlTensor *beta1_pow_out, FlTensor *beta2_pow_out) FL_WARN_UNUSED;
 
+/* The elementwise optimizers (optim_rules.c): one kernel, the rule an argument. Param, Grad and
+ * the states (state[k], in the order below) share one shape and dtype; LearningRate (and
+ * adamax's Beta1Pow) hold one element. hp: the rule's attributes in the order below. Each output
+ * may be its input's own struct (in place, as the optimizers above).
+ *   adagrad (epsilon; Moment):  m' = m + g^2;  p' = p - lr g / (sqrt(m') + eps)
+ *   decayed_adagrad (epsilon, decay; Moment):  m' = decay m + (1 - decay) g^2;  p' as adagrad
+ *   rmsprop (decay, epsilon, momentum, centered; Moment, MeanSquare, MeanGrad):
+ *       ms' = decay ms + (1 - decay) g^2;  mg' = decay mg + (1 - decay) g  (centered only;
+ *       MeanGrad is not read otherwise);  mom' = momentum mom + lr g / sqrt(ms' + eps), or
+ *       / sqrt(ms' - mg'^2 + eps) when centered;  p' = p - mom'
+ *   adamax (beta1, beta2, epsilon; Moment, InfNorm; Beta1Pow):  m' = b1 m + (1 - b1) g;
+ *       u' = max(b2 u + eps, |g|);  p' = p - lr / (1 - Beta1Pow) * m' / u';
+ *       Beta1PowOut = Beta1Pow * b1 (beta_pow_out may be NULL)
+ *   adadelta (rho, epsilon; AvgSquaredGrad, AvgSquaredUpdate):  asg' = rho asg + (1 - rho) g^2;
+ *       d = -sqrt((asu + eps) / (asg' + eps)) g;  asu' = rho asu + (1 - rho) d^2;  p' = p + lr d
+ *   ftrl (l1, l2, lr_power; SquaredAccum, LinearAccum):  acc = sq + g^2;  with
+ *       pw(x) = x^-lr_power (sqrt when lr_power = -0.5):  lin' = lin + g - (pw(acc) - pw(sq)) / lr p;
+ *       p' = |lin'| > l1 ? (l1 sign(lin') - lin') / (pw(acc) / lr + 2 l2) : 0;  sq' = acc
+ *   lars_momentum (mu, lars_coeff, lars_weight_decay; Velocity):  local = lr lars_coeff ||p|| /
+ *       (||g|| + lars_weight_decay ||p||) when both norms are positive, else lr;
+ *       v' = mu v + local (g + lars_weight_decay p);  p' = p - v' */
+typedef enum FlOptimRule {
+    FL_OPTIM_ADAGRAD,
+    FL_OPTIM_DECAYED_ADAGRAD,
+    FL_OPTIM_RMSPROP,
+    FL_OPTIM_ADAMAX,
+    FL_OPTIM_ADADELTA,
+    FL_OPTIM_FTRL,
+    FL_OPTIM_LARS_MOMENTUM,
+    FL_OPTIM_COUNT
+} FlOptimRule;
+const char *fl_optim_rule_name(FlOptimRule rule);
+FlStatus fl_kernel_optim(FlErr *e, FlOptimRule rule, const FlTensor *param, const FlTensor *grad,
+                         const FlTensor *learning_rate, const FlTensor *const *state,
+                         const FlTensor *beta_pow, const double *hp, FlTensor *param_out,
+                         FlTensor *const *state_out, FlTensor *beta_pow_out) FL_WARN_UNUSED;
+
 #endif

@@ -1011,6 +1011,31 @@ static void test_programs_and_guards(void) {
     fl_ir_bundle_free(b);
 }
 
+/* Program methods: global_block().var(name); clone(for_test=True) copies the program as it is
+ * then, with is_test set on the ops that have it, and the copy can be the run spec's program. */
+static void test_program_methods(void) {
+    check_true("x = layers.data(name='x', shape=[4])\nh = layers.fc(x, size=3)\n",
+               "fluid.default_main_program().global_block().var('fc_0.w_0').shape == [4, 3]");
+    FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[4])\n"
+                              "h = layers.dropout(layers.fc(x, size=3), dropout_prob=0.5)\n"
+                              "test = fluid.default_main_program().clone(for_test=True)\n"
+                              "fluid.optimizer.SGD(learning_rate=0.1).minimize(layers.mean(h))\n"
+                              "fluid.train(reader=fluid.io.csv('x.csv', columns={'x': [0, 1, 2, 3]}), "
+                              "main_program=test, startup_program=fluid.default_startup_program())\n");
+    if (!b) return;
+    const FlOpDesc *d = op_at(b, 0, "dropout", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_TRUE(fl_ir_op_get_bool(d, "is_test", false));
+    CU_ASSERT_EQUAL(count(b, 0, "sgd"), 0); /* cloned before minimize */
+    fl_ir_bundle_free(b);
+    static const ErrCase errs[] = {
+        {"v = fluid.default_main_program().global_block().var('nope')\n", "the global block has no var named 'nope'"},
+        {"p = fluid.default_main_program().clone(for_test=1)\n", "for_test must be True or False, found int"},
+        {"p = fluid.default_main_program().blocks\n", "a Program has no attribute 'blocks' (it has global_block, clone)"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
 static void test_backward_sum(void) {
     /* a var used twice gets its gradients summed */
     FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[4])\n"
@@ -1054,6 +1079,7 @@ int main(void) {
         {"parallel_for", test_parallel_for},
         {"programs_and_guards", test_programs_and_guards},
         {"backward_sum", test_backward_sum},
+        {"program_methods", test_program_methods},
     };
     return fl_test_run("eval", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

@@ -1,0 +1,90 @@
+/* ops_optim.c: adapters of the elementwise optimizers of fl_kernel_optim (adagrad,
+ * decayed_adagrad, rmsprop, adamax, adadelta, ftrl, lars_momentum). Each prepare reads the
+ * rule's attributes into a.f in the order kernels.h gives; each run passes its state slots in
+ * the rule's order. An absent state output is written to a temporary and dropped. */
+#include "runtime/core/exec_impl.h"
+
+#define IN(s) fl_call_in(c, (s))
+#define OUT(s) fl_call_out(c, (s))
+
+static FlStatus attrs(ExecOp *op, const char *a0, const char *a1, const char *a2, const char *a3) {
+    const char *names[4] = {a0, a1, a2, a3};
+    for (int i = 0; i < 4; i++)
+        op->a.f[i] = !names[i] ? 0 : names[i][0] == '?' ? fl_exec_attr_bool(op, names[i] + 1)
+                                                        : fl_exec_attr_float(op, names[i]);
+    return FL_OK;
+}
+
+static FlStatus run(OpCall *c, FlOptimRule rule, const FlTensor *param, const FlTensor *grad,
+                    const FlTensor *lr, const FlTensor *s0, const FlTensor *s1, const FlTensor *s2,
+                    const FlTensor *beta_pow, FlTensor *param_out, FlTensor *o0, FlTensor *o1,
+                    FlTensor *o2, FlTensor *beta_pow_out) {
+    FlTensor tmp[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const FlTensor *state[3] = {s0, s1, s2};
+    FlTensor *outs[3] = {o0 ? o0 : &tmp[0], o1 ? o1 : &tmp[1], o2 ? o2 : &tmp[2]};
+    FlStatus s = fl_kernel_optim(c->e, rule, param, grad, lr, state, beta_pow, c->op->a.f, param_out,
+                                 outs, beta_pow_out);
+    for (int i = 0; i < 3; i++) fl_tensor_fini(&tmp[i]);
+    return s;
+}
+
+static FlStatus prep_adagrad(ExecOp *op, FlErr *e) { return attrs(op, "epsilon", NULL, NULL, NULL); }
+static FlStatus run_adagrad(OpCall *c) {
+    return run(c, FL_OPTIM_ADAGRAD, IN(FL_IN_adagrad_Param), IN(FL_IN_adagrad_Grad),
+               IN(FL_IN_adagrad_LearningRate), IN(FL_IN_adagrad_Moment), NULL, NULL, NULL,
+               OUT(FL_OUT_adagrad_ParamOut), OUT(FL_OUT_adagrad_MomentOut), NULL, NULL, NULL);
+}
+FL_ADAPTER(adagrad, prep_adagrad, run_adagrad);
+
+static FlStatus prep_decayed_adagrad(ExecOp *op, FlErr *e) { return attrs(op, "epsilon", "decay", NULL, NULL); }
+static FlStatus run_decayed_adagrad(OpCall *c) {
+    return run(c, FL_OPTIM_DECAYED_ADAGRAD, IN(FL_IN_decayed_adagrad_Param), IN(FL_IN_decayed_adagrad_Grad),
+               IN(FL_IN_decayed_adagrad_LearningRate), IN(FL_IN_decayed_adagrad_Moment), NULL, NULL, NULL,
+               OUT(FL_OUT_decayed_adagrad_ParamOut), OUT(FL_OUT_decayed_adagrad_MomentOut), NULL, NULL, NULL);
+}
+FL_ADAPTER(decayed_adagrad, prep_decayed_adagrad, run_decayed_adagrad);
+
+static FlStatus prep_rmsprop(ExecOp *op, FlErr *e) { return attrs(op, "decay", "epsilon", "momentum", "?centered"); }
+static FlStatus run_rmsprop(OpCall *c) {
+    return run(c, FL_OPTIM_RMSPROP, IN(FL_IN_rmsprop_Param), IN(FL_IN_rmsprop_Grad),
+               IN(FL_IN_rmsprop_LearningRate), IN(FL_IN_rmsprop_Moment), IN(FL_IN_rmsprop_MeanSquare),
+               IN(FL_IN_rmsprop_MeanGrad), NULL, OUT(FL_OUT_rmsprop_ParamOut), OUT(FL_OUT_rmsprop_MomentOut),
+               OUT(FL_OUT_rmsprop_MeanSquareOut), OUT(FL_OUT_rmsprop_MeanGradOut), NULL);
+}
+FL_ADAPTER(rmsprop, prep_rmsprop, run_rmsprop);
+
+static FlStatus prep_adamax(ExecOp *op, FlErr *e) { return attrs(op, "beta1", "beta2", "epsilon", NULL); }
+static FlStatus run_adamax(OpCall *c) {
+    return run(c, FL_OPTIM_ADAMAX, IN(FL_IN_adamax_Param), IN(FL_IN_adamax_Grad),
+               IN(FL_IN_adamax_LearningRate), IN(FL_IN_adamax_Moment), IN(FL_IN_adamax_InfNorm), NULL,
+               IN(FL_IN_adamax_Beta1Pow), OUT(FL_OUT_adamax_ParamOut), OUT(FL_OUT_adamax_MomentOut),
+               OUT(FL_OUT_adamax_InfNormOut), NULL, OUT(FL_OUT_adamax_Beta1PowOut));
+}
+FL_ADAPTER(adamax, prep_adamax, run_adamax);
+
+static FlStatus prep_adadelta(ExecOp *op, FlErr *e) { return attrs(op, "rho", "epsilon", NULL, NULL); }
+static FlStatus run_adadelta(OpCall *c) {
+    return run(c, FL_OPTIM_ADADELTA, IN(FL_IN_adadelta_Param), IN(FL_IN_adadelta_Grad),
+               IN(FL_IN_adadelta_LearningRate), IN(FL_IN_adadelta_AvgSquaredGrad),
+               IN(FL_IN_adadelta_AvgSquaredUpdate), NULL, NULL, OUT(FL_OUT_adadelta_ParamOut),
+               OUT(FL_OUT_adadelta_AvgSquaredGradOut), OUT(FL_OUT_adadelta_AvgSquaredUpdateOut), NULL, NULL);
+}
+FL_ADAPTER(adadelta, prep_adadelta, run_adadelta);
+
+static FlStatus prep_ftrl(ExecOp *op, FlErr *e) { return attrs(op, "l1", "l2", "lr_power", NULL); }
+static FlStatus run_ftrl(OpCall *c) {
+    return run(c, FL_OPTIM_FTRL, IN(FL_IN_ftrl_Param), IN(FL_IN_ftrl_Grad), IN(FL_IN_ftrl_LearningRate),
+               IN(FL_IN_ftrl_SquaredAccum), IN(FL_IN_ftrl_LinearAccum), NULL, NULL, OUT(FL_OUT_ftrl_ParamOut),
+               OUT(FL_OUT_ftrl_SquaredAccumOut), OUT(FL_OUT_ftrl_LinearAccumOut), NULL, NULL);
+}
+FL_ADAPTER(ftrl, prep_ftrl, run_ftrl);
+
+static FlStatus prep_lars_momentum(ExecOp *op, FlErr *e) {
+    return attrs(op, "mu", "lars_coeff", "lars_weight_decay", NULL);
+}
+static FlStatus run_lars_momentum(OpCall *c) {
+    return run(c, FL_OPTIM_LARS_MOMENTUM, IN(FL_IN_lars_momentum_Param), IN(FL_IN_lars_momentum_Grad),
+               IN(FL_IN_lars_momentum_LearningRate), IN(FL_IN_lars_momentum_Velocity), NULL, NULL, NULL,
+               OUT(FL_OUT_lars_momentum_ParamOut), OUT(FL_OUT_lars_momentum_VelocityOut), NULL, NULL, NULL);
+}
+FL_ADAPTER(lars_momentum, prep_lars_momentum, run_lars_momentum);
