@@ -1206,13 +1206,18 @@ static FlStatus infer_increment(Ctx *c) {
 static FlStatus check_send(Ctx *c, const char *chan, const char *val) {
     FlVarDesc *cd = chan ? fl_ir_var_lookup(c->p, c->b, chan) : NULL;
     FlVarDesc *vd = val ? fl_ir_var_lookup(c->p, c->b, val) : NULL;
-    if (!cd || !vd || cd->kind != FL_VAR_CHANNEL || vd->kind == FL_VAR_CHANNEL) return FL_OK;
+    if (!cd || !vd || cd->kind != FL_VAR_CHANNEL) return FL_OK;
+    /* a channel of channels (elem_chans) carries channels one level less deep */
+    int want = cd->elem_chans, got = vd->kind == FL_VAR_CHANNEL ? vd->elem_chans + 1 : 0;
     Shape cs = shape_of(cd), vs = shape_of(vd);
-    bool ok = vd->dtype == cd->dtype;
+    bool ok = vd->dtype == cd->dtype && want == got;
     if (ok && cs.nd > 0 && vs.nd > 0) ok = shapes_agree(&cs, &vs);
     if (ok) return FL_OK;
-    return fl_err(c->e, "%s: channel '%s' carries %s %s, but the value '%s' is %s %s", c->t, chan, dt(cd->dtype),
-                  cs.nd ? sstr(c, &cs) : "(any shape)", val, dt(vd->dtype), sstr(c, &vs));
+    static const char chans[] = "chan chan chan chan chan chan chan chan chan ";
+    int nw = want > 9 ? 9 : want, ng = got > 9 ? 9 : got;
+    return fl_err(c->e, "%s: channel '%s' carries %.*s%s %s, but the value '%s' is %.*s%s %s", c->t, chan, 5 * nw,
+                  chans, dt(cd->dtype), cs.nd ? sstr(c, &cs) : "(any shape)", val, 5 * ng, chans, dt(vd->dtype),
+                  vs.nd || !ng ? sstr(c, &vs) : "(any shape)");
 }
 
 static FlStatus infer_select_sends(Ctx *c) {
@@ -1255,7 +1260,8 @@ static FlStatus infer_list_index(Ctx *c) {
         FlVarDesc *v;
         if (lookup(c, "input", "X", xs->args[i], &v)) return FL_ERROR;
         Shape s = shape_of(v);
-        if (v->kind != first->kind || v->dtype != first->dtype || !shapes_agree(&f, &s))
+        if (v->kind != first->kind || v->dtype != first->dtype || v->elem_chans != first->elem_chans ||
+            !shapes_agree(&f, &s))
             return fl_err(c->e, "%s: list elements differ (%s %s and %s %s)", c->t, sstr(c, &f),
                           dt(first->dtype), sstr(c, &s), dt(v->dtype));
     }
@@ -1266,6 +1272,7 @@ static FlStatus infer_list_index(Ctx *c) {
     ov->kind = first->kind;
     ov->dtype = first->dtype;
     ov->capacity = first->capacity;
+    ov->elem_chans = first->elem_chans;
     fl_ir_var_set_shape(ov, f.nd, f.d);
     return FL_OK;
 }
@@ -1425,10 +1432,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
         const char *ch = fl_ir_op_input1(op, "Channel"), *out = fl_ir_op_output1(op, "Out");
         FlVarDesc *cd = ch ? fl_ir_var_lookup(p, b, ch) : NULL;
         FlVarDesc *od = out ? fl_ir_var_lookup(p, b, out) : NULL;
-        if (cd && od && od != cd) {
-            od->dtype = cd->dtype;
-            fl_ir_var_set_shape(od, cd->ndim, cd->shape);
-        }
+        if (cd && od && od != cd) fl_ir_var_set_elem(od, cd);
         return FL_OK;
     }
     /* control, channels, distribution: nothing to infer, never an error */

@@ -480,7 +480,16 @@ static FlValue *c_listen_and_serv(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *c_make_chan(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("make_chan", "dtype= capacity= shape=", 3);
     FlDType dt = FL_DT_FLOAT32;
-    if (v[0] && !want_dtype(c, v[0], a->span, &dt)) return c->error;
+    /* dtype="chan int64": a channel of channels (Go's chan chan int64), nested as often as written */
+    int depth = 0;
+    FlValue *dv = v[0];
+    for (const char *s = dv && dv->kind == VK_STR ? dv->str.s : ""; strncmp(s, "chan ", 5) == 0; depth++) {
+        for (s += 5; *s == ' ';) s++;
+        dv = fl_v_cstr(c, s);
+    }
+    if (depth > FL_IR_MAX_DIMS)
+        return fl_ev_error(c, a->span, "channels nested %d deep: at most %d", depth, FL_IR_MAX_DIMS);
+    if (dv && !want_dtype(c, dv, a->span, &dt)) return c->error;
     int64_t cap = 0;
     if (v[1] && !fl_ev_want_int(c, v[1], "capacity", a->span, &cap)) return c->error;
     int nd = 0;
@@ -493,6 +502,7 @@ static FlValue *c_make_chan(Ctx *c, FlValue *self, CallArgs *a) {
     d->dtype = dt;
     fl_ir_var_set_shape(d, nd, shape); /* the elements' shape (rank 0: unknown) */
     d->capacity = cap;
+    d->elem_chans = depth;
     d->stop_gradient = true;
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "channel_create", a->span);
     fl_ir_op_add_output(op, "Out", name);

@@ -40,7 +40,8 @@ struct FlValue {
         int64_t i;
         double f;
         struct { const char *s; size_t n; } str;
-        struct { FlValue **items; size_t len, cap; } list; /* LIST, TUPLE */
+        struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
+                                                  runtime blocks around the code that made it */
         struct { FlValue **keys, **vals; size_t len, cap; } dict;
         struct { FlAst *def; Env *closure; Module *mod; } func;
         struct { const char *name; BuiltinFn fn; FlValue *self; } builtin;

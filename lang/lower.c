@@ -165,7 +165,7 @@ static const char *carry_target(Ctx *c, const char *name, FlValue *before, FlVar
         td->persistable = false;
         return target;
     }
-    bool same = bd->kind == nd->kind && bd->dtype == nd->dtype && bd->ndim == nd->ndim;
+    bool same = bd->kind == nd->kind && bd->dtype == nd->dtype && bd->ndim == nd->ndim && bd->elem_chans == nd->elem_chans;
     for (int k = 0; same && k < bd->ndim; k++)
         if (bd->shape[k] != nd->shape[k] && bd->shape[k] >= 0 && nd->shape[k] >= 0) same = false;
     if (same) return before->var.name;
@@ -573,8 +573,7 @@ Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
 static const char *recv_var(Ctx *c, FlVarDesc *chd, const char *prefix, FlSpan sp) {
     const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));
     FlVarDesc *vd = fl_ev_new_var(c, c->b.block, vname, sp);
-    vd->dtype = chd->dtype;
-    fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
+    fl_ir_var_set_elem(vd, chd);
     vd->stop_gradient = true;
     return vname;
 }
@@ -629,8 +628,7 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     c->b.block = sub;
     const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel_recv"));
     FlVarDesc *vd = fl_ev_new_var(c, sub, vname, s->loop.target->span);
-    vd->dtype = chd->dtype;
-    fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
+    fl_ir_var_set_elem(vd, chd);
     FlOpDesc *rv = fl_ev_op_raw(c, sub, "channel_recv", s->span);
     fl_ir_op_add_input(rv, "Channel", ch->var.name);
     fl_ir_op_add_output(rv, "Out", vname);
@@ -814,8 +812,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                 kind = 0;
                 vn = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "select_recv"));
                 FlVarDesc *vd = fl_ev_new_var(c, parent, vn, cs->span);
-                vd->dtype = chd->dtype;
-                fl_ir_var_set_shape(vd, chd->ndim, chd->shape);
+                fl_ir_var_set_elem(vd, chd);
                 FlAst *tg = cs->case_.target;
                 if (tg && (tg->kind == FL_AST_TUPLE || tg->kind == FL_AST_LIST) && tg->list.items.len == 2 &&
                     tg->list.items.items[0]->kind == FL_AST_NAME && tg->list.items.items[1]->kind == FL_AST_NAME) {

@@ -117,6 +117,13 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
             fl_v_dict_set(c, o, i, v);
             return true;
         }
+        if (o->kind == VK_LIST && o->list.rt_depth < c->rt_depth) {
+            /* a compile-time change of a list from outside: it would hold also when the block
+             * does not run (names are carried out, list items cannot be) */
+            fl_ev_error(c, t->span, "cannot assign an item of a list made outside this runtime block (it would "
+                        "change the list also when the block does not run); bind a name instead");
+            return false;
+        }
         if (o->kind == VK_LIST && i->kind == VK_INT) {
             int64_t k = i->i < 0 ? i->i + (int64_t)o->list.len : i->i;
             if (k < 0 || k >= (int64_t)o->list.len) {

@@ -44,7 +44,11 @@ FlValue *fl_v_str(Ctx *c, const char *s, size_t n) {
     return v;
 }
 FlValue *fl_v_cstr(Ctx *c, const char *s) { return fl_v_str(c, s, strlen(s)); }
-FlValue *fl_v_list(Ctx *c, ValKind k) { return fl_v_new(c, k); }
+FlValue *fl_v_list(Ctx *c, ValKind k) {
+    FlValue *l = fl_v_new(c, k);
+    l->list.rt_depth = c->rt_depth;
+    return l;
+}
 
 static void arena_grow(Ctx *c, void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return;

@@ -446,6 +446,15 @@ void fl_ir_var_copy(FlVarDesc *dst, const FlVarDesc *src) {
     dst->name = name;
 }
 
+void fl_ir_var_set_elem(FlVarDesc *dst, const FlVarDesc *ch) {
+    bool nested = ch->kind == FL_VAR_CHANNEL && ch->elem_chans > 0;
+    dst->kind = nested ? FL_VAR_CHANNEL : FL_VAR_DENSE;
+    dst->elem_chans = nested ? ch->elem_chans - 1 : 0;
+    dst->capacity = 0; /* a received channel's own capacity is known at run time only */
+    dst->dtype = ch->dtype;
+    fl_ir_var_set_shape(dst, ch->ndim, ch->shape);
+}
+
 /* ---- blocks and programs ---- */
 
 static FlBlock *block_alloc(int idx, int parent) {
@@ -770,6 +779,9 @@ static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources,
     if (v->capacity < 0)
         return fl_err(e, "block %d, var '%s': negative channel capacity %lld", b->idx, v->name,
                       (long long)v->capacity);
+    if (v->elem_chans < 0 || v->elem_chans > FL_IR_MAX_DIMS || (v->elem_chans && v->kind != FL_VAR_CHANNEL))
+        return fl_err(e, "block %d, var '%s': elem_chans %d (0..%d, channels only)", b->idx, v->name,
+                      (int)v->elem_chans, FL_IR_MAX_DIMS);
     char what[160];
     snprintf(what, sizeof what, "block %d, var '%.100s'", b->idx, v->name);
     return check_loc(v->loc, nsources, e, what);

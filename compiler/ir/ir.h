@@ -56,6 +56,8 @@ typedef struct FlVarDesc {
     bool trainable;                /* a parameter that append_backward differentiates */
     bool stop_gradient;            /* data vars, labels, constants */
     int64_t capacity;              /* channels: buffer size (0 = unbuffered) */
+    int32_t elem_chans;            /* channels: the elements are channels nested this deep
+                                      (0: tensors of dtype and shape; 1: channels of them...) */
     FlLoc loc;
 } FlVarDesc;
 
@@ -127,6 +129,9 @@ FlVarDesc *fl_ir_var_lookup(const FlProgram *p, const FlBlock *b, const char *na
 bool fl_ir_var_remove(FlBlock *b, const char *name);
 void fl_ir_var_set_shape(FlVarDesc *v, int ndim, const int64_t *shape);
 void fl_ir_var_copy(FlVarDesc *dst, const FlVarDesc *src); /* all but the name */
+/* dst's kind, dtype and shape become those of the elements of the channel ch (a tensor of its
+ * dtype and shape, or with elem_chans a channel one level less deep). */
+void fl_ir_var_set_elem(FlVarDesc *dst, const FlVarDesc *ch);
 
 /* The vars a sub-block tree exchanges with the blocks around it, as a control op (if, while,
  * go, select, ...) lists them in its X and Out slots: every name an op of block b, or of a

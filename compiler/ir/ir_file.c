@@ -58,6 +58,10 @@ static Fluidc__VarDesc *enc_var(FlArena *a, const FlVarDesc *v) {
         m->has_capacity = 1;
         m->capacity = v->capacity;
     }
+    if (v->elem_chans) {
+        m->has_elem_chans = 1;
+        m->elem_chans = v->elem_chans;
+    }
     m->loc = enc_loc(a, v->loc);
     return m;
 }
@@ -363,6 +367,7 @@ static FlStatus dec_var(FlBlock *b, const Fluidc__VarDesc *m, FlErr *e) {
     v->trainable = m->trainable;
     v->stop_gradient = m->stop_gradient;
     v->capacity = m->capacity;
+    v->elem_chans = m->elem_chans;
     v->loc = dec_loc(m->loc);
     return FL_OK;
 }

@@ -72,8 +72,11 @@ static void put_var_type(FlBuf *out, const FlVarDesc *v) {
         fl_ir_shape_str(nd, v->shape, out);
         return;
     case FL_VAR_CHANNEL:
-        fl_buf_printf(out, "chan<%s", dt);
+        fl_buf_puts(out, "chan<");
+        for (int i = 0; i < v->elem_chans && i < FL_IR_MAX_DIMS; i++) fl_buf_puts(out, "chan<");
+        fl_buf_puts(out, dt);
         if (nd) fl_ir_shape_str(nd, v->shape, out);
+        for (int i = 0; i < v->elem_chans && i < FL_IR_MAX_DIMS; i++) fl_buf_puts(out, ">");
         fl_buf_printf(out, "> cap %lld", (long long)v->capacity);
         return;
     case FL_VAR_RAW: fl_buf_puts(out, "raw"); return;

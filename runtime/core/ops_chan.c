@@ -14,7 +14,9 @@
  *   chan_concat    Channel -> Out*: receives blocks until the channel is closed and writes each
  *                  parameter whole, its blocks joined in order
  *
- * Values: a channel element is a ChanItem, a tensor reference plus an optional tag. A send takes
+ * Values: a channel element is a ChanItem, a tensor reference plus an optional tag, or for a
+ * channel of channels (a declaration with elem_chans) a channel reference (NULL: the nil
+ * channel), which the receiving var holds as its object, as Go passes a channel value. A send takes
  * a new reference to the var's current tensor (tensors in vars are never changed in place, so
  * the value is shared immutably and never torn) and MOVES it into the channel; the receiver's
  * var takes it over. The tag names a parameter block ("fc_0.w_0@GRAD.block0"): split_to_chan
@@ -38,7 +40,8 @@
 
 typedef struct ChanItem {
     FlTensor t;
-    char *tag; /* malloc'd; NULL when untagged */
+    char *tag;    /* malloc'd; NULL when untagged */
+    FlChan *chan; /* a channel of channels' element: one reference, NULL for nil */
 } ChanItem;
 
 /* ---------------------------------------------------------------- values */
@@ -49,6 +52,8 @@ static void item_drop(void *elem, void *ud) {
     fl_tensor_fini(&it->t);
     free(it->tag);
     it->tag = NULL;
+    fl_chan_release(it->chan);
+    it->chan = NULL;
 }
 
 static void chan_retain_cb(void *c) { fl_chan_retain(c); }
@@ -87,11 +92,21 @@ static FlStatus check_elem(RunCtx *rc, const ExecOp *op, const ArgRef *ch, const
                             a->name, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
 }
 
+/* Whether the channel var ch names carries channels (its declaration's elem_chans). */
+static bool carries_chans(const ExecOp *op, const ArgRef *ch) {
+    const FlVarDesc *d = arg_desc(op, ch);
+    return d && d->kind == FL_VAR_CHANNEL && d->elem_chans > 0;
+}
+
 /* The value a names, to send on the channel ch names. */
 static FlStatus load_item(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *ch, const ArgRef *a,
                           ChanItem *it) {
     *it = (ChanItem){.t = FL_TENSOR_INIT};
+    if (carries_chans(op, ch)) /* a channel value; a var holding none sends the nil channel */
+        return get_chan(rc, op, s, a, &it->chan);
     FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
+    if (v && fl_var_tag(v) == FL_VAR_TAG_OBJECT)
+        return fl_exec_op_error(rc, op, "channel '%s' carries tensors, but the value '%s' is a channel", ch->name, a->name);
     if (!v || !fl_var_get_tensor(v, &it->t))
         return fl_exec_op_error(rc, op, "the value to send, '%s', has no value", a->name);
     if (check_elem(rc, op, ch, a, &it->t)) {
@@ -110,6 +125,13 @@ static FlStatus store_item(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRe
         return FL_OK;
     }
     FlVar *v = fl_exec_var_write(s, a);
+    const FlVarDesc *d = arg_desc(op, a);
+    if (it->chan || (d && d->kind == FL_VAR_CHANNEL)) { /* a channel, or a channel's zero value: nil */
+        fl_var_set_object(v, ok ? it->chan : NULL, chan_release_cb);
+        if (ok) it->chan = NULL; /* moved */
+        item_drop(it, NULL);
+        return FL_OK;
+    }
     if (ok) {
         fl_var_set_label(v, it->tag);
         fl_var_take_tensor(v, &it->t);
@@ -117,7 +139,6 @@ static FlStatus store_item(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRe
         return FL_OK;
     }
     item_drop(it, NULL);
-    const FlVarDesc *d = arg_desc(op, a);
     int64_t one = 1;
     bool known = d && d->ndim > 0;
     for (int i = 0; known && i < d->ndim; i++) known = d->shape[i] >= 0;

@@ -168,7 +168,12 @@ static FlStatus run_print(OpCall *c) {
         if (op->a.str[0]) fl_buf_printf(&b, "%s ", op->a.str);
         fl_buf_printf(&b, "%s %s %s:", op->args[0].name, fl_tensor_shape(x).s, fl_dtype_name(x->dtype));
         int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
-        for (int64_t i = 0; i < n && i < lim; i++) fl_buf_printf(&b, " %g", fl_tensor_get(x, i));
+        bool ints = x->dtype == FL_DT_INT64 || x->dtype == FL_DT_INT32 || x->dtype == FL_DT_BOOL;
+        for (int64_t i = 0; i < n && i < lim; i++) { /* integers whole: %g drops digits past 6 */
+            double v = fl_tensor_get(x, i);
+            if (ints) fl_buf_printf(&b, " %lld", (long long)v);
+            else fl_buf_printf(&b, " %g", v);
+        }
         if (lim < n) fl_buf_puts(&b, " ...");
         fl_buf_putc(&b, '\n');
         fputs(fl_buf_str(&b), stdout);
