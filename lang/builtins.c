@@ -27,6 +27,14 @@ bool fl_ev_want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *ou
         *out = v->b;
         return true;
     }
+    if (v->kind == VK_FLOAT) { /* range(n / 2): Python 2's '/' */
+        FlBuf b = {0};
+        fl_v_repr(c, v, &b);
+        fl_ev_error(c, sp, "%s must be an int, found the float %s", what, fl_buf_str(&b));
+        fl_buf_free(&b);
+        fl_diag_note(&c->diag, fl_ev_user_span(c, sp), "'/' always gives a float; '//' divides ints to an int");
+        return false;
+    }
     fl_ev_error(c, sp, "%s must be an int, found %s", what, fl_v_type_name(v));
     return false;
 }

@@ -37,12 +37,15 @@ static bool want_shape(Ctx *c, FlValue *v, const char *what, FlSpan sp, int *nd,
     }
     for (size_t i = 0; i < v->list.len; i++) {
         FlValue *x = v->list.items[i];
-        if (x->kind != VK_INT || x->i < -1 || x->i == 0) {
+        int64_t d = 0;
+        int w = x->kind == VK_BOOL ? 0 : fl_ev_whole_int(c, x, what, sp, &d); /* size / 2 is a dimension */
+        if (w < 0) return false;
+        if (w == 0 || d < -1 || d == 0) {
             fl_ev_error(c, sp, "%s must hold positive ints (or -1), found %s", what,
-                        x->kind == VK_INT ? "a non-positive dimension" : fl_v_type_name(x));
+                        w ? "a non-positive dimension" : fl_v_type_name(x));
             return false;
         }
-        shape[i] = x->i;
+        shape[i] = d;
     }
     *nd = (int)v->list.len;
     return true;

@@ -432,6 +432,7 @@ primary:
   | primary '(' ')'             { $$ = call(p, $1, NULL, @$); }
   | primary '(' args ')'        { $$ = call(p, $1, $3, @$); }
   | primary '(' args ',' ')'    { $$ = call(p, $1, $3, @$); }
+  | primary '(' expr comp_clauses ')' { $$ = call(p, $1, av_push(p, NULL, arg(p, NULL, 0, comp(p, FL_AST_LISTCOMP, $3, NULL, $4, join(@3, @4)), join(@3, @4))), @$); }
   | primary '[' subscripts ']'  { $$ = subscript(p, $1, $3, @$); }
   | primary '(' error ')'       { $$ = bad(p, @$); }
   | primary '[' error ']'       { $$ = bad(p, @$); }
@@ -485,6 +486,7 @@ atom:
   | '[' exprs ']'               { $$ = seq(p, FL_AST_LIST, $2, @$); }
   | '[' exprs ',' ']'           { $$ = seq(p, FL_AST_LIST, $2, @$); }
   | '[' expr comp_clauses ']'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); }
+  | '(' expr comp_clauses ')'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); } /* a generator: made at once */
   | '{' '}'                     { $$ = dict(p, NULL, @$); }
   | '{' dict_items '}'          { $$ = dict(p, $2, @$); }
   | '{' dict_items ',' '}'      { $$ = dict(p, $2, @$); }

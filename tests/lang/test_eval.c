@@ -1147,7 +1147,10 @@ static void test_python_statements(void) {
                   "    return n\n"
                   "assert outer() == 2\n"
                   "assert 7 / 2 == 3.5 and 7 // 2 == 3 and -7 // 2 == -4 and isinstance(6 / 3, float) and 6 / 3 == 2\n"
-                  "assert True, 'never shown'\n");
+                  "assert True, 'never shown'\n"
+                  "xs = [[1], [2, 3]]\n"
+                  "assert max(len(x) for x in xs) == 2 and sum(len(x) for x in xs if x) == 3\n"
+                  "assert any(x == [2, 3] for x in xs) and tuple((i * 2 for i in range(3))) == (0, 2, 4)\n");
     /* a chained comparison of Vars joins its links with logical_and */
     FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[1])\nc = 0.0 < x < 1.0\n");
     CU_ASSERT_EQUAL(count(b, 0, "logical_and"), 1);
@@ -1168,6 +1171,8 @@ static void test_python_statements(void) {
         {"a, *b = []\n", "error: cannot unpack 0 values into at least 1 names"},
         {"x = *[1]\n", "error: a starred expression is only allowed in a list, a tuple or an assignment target"},
         {"x = 1 < 2 < 'a'\n", "error: cannot order int and str"},
+        {"for i in range(6 / 2):\n    pass\n", "error: range() argument must be an int, found the float 3.0\n"},
+        {"for i in range(6 / 2):\n    pass\n", "note: '/' always gives a float; '//' divides ints to an int\n"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));
 }
@@ -1190,6 +1195,11 @@ static void test_whole_float_attrs(void) {
     CU_ASSERT(ks && ks->n == 2 && ks->ints[0] == 2);
     CU_ASSERT_EQUAL(fl_ir_op_get_int(op_at(b, 0, "top_k", 0), "k", 0), 2);
     fl_ir_bundle_free(b);
+    /* a dimension: fc(size=channels / ratio), as SE-ResNeXt's squeeze */
+    check_result(HDR "x = layers.data(name='x', shape=[64])\n"
+                     "y = layers.fc(x, size=64 / 16)\n"
+                     "r = layers.data(name='r', shape=[y.shape[1]])\n",
+                 4);
     static const ErrCase errs[] = {
         {"y = layers.conv2d(x, num_filters=4, filter_size=3, padding=3 / 2)\n",
          "error: conv2d() padding must be an int, found 1.5 (a float that is not a whole number)\n"},

@@ -124,6 +124,10 @@ static void test_python_statements(void) {
     check_ast("0 < x <= 10 != y\n(a < b) < c\n",
               "(expr (chain != (chain <= (< (int 0) (name x)) (int 10)) (name y)))\n"
               "(expr (< (< (name a) (name b)) (name c)))\n");
+    /* a generator expression (the sole argument of a call, or in parentheses) is a list */
+    check_ast("max(len(x) for x in xs)\ny = (i for i in r if i)\n",
+              "(expr (call (name max) (listcomp (call (name len) (name x)) (for (name x) (name xs)))))\n"
+              "(assign (name y) (listcomp (name i) (for (name i) (name r)) (if (name i))))\n");
     /* the new keywords are attribute names after a '.' */
     check_ast("x.class_ = m.raise\n", "(assign (attr (name x) class_) (attr (name m) raise))\n");
 }
