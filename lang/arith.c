@@ -361,7 +361,7 @@ bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok) {
         *ok = false;
         return false;
     case VK_FUNC: case VK_BUILTIN: case VK_MODULE: case VK_RECORD: case VK_GUARD: case VK_PROGRAM:
-    case VK_READER: case VK_COUNT: break;
+    case VK_READER: case VK_CLASS: case VK_COUNT: break;
     }
     return true;
 }

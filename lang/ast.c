@@ -302,6 +302,39 @@ static void dump(const FlAst *n, FlBuf *b) {
         dump_list("body", n->case_.body, b);
         fl_buf_putc(b, ')');
         return;
+    case FL_AST_STARRED:
+        fl_buf_puts(b, "(starred");
+        sp(n->unop.e, b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_CMP_CHAIN:
+        fl_buf_printf(b, "(chain %s", op_name(cmp_names, FL_CMP_COUNT, n->binop.op));
+        sp(n->binop.l, b);
+        sp(n->binop.r, b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_CLASS:
+        fl_buf_printf(b, "(class %s", n->cls.name);
+        sp(n->cls.base, b);
+        dump_list("body", n->cls.body, b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_ASSERT:
+        fl_buf_puts(b, "(assert");
+        sp(n->cond.test, b);
+        sp(n->cond.then, b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_RAISE:
+        fl_buf_puts(b, "(raise");
+        sp(n->expr.e, b);
+        fl_buf_putc(b, ')');
+        return;
+    case FL_AST_GLOBAL:
+        fl_buf_puts(b, n->decl.nonlocal ? "(nonlocal" : "(global");
+        for (size_t i = 0; i < n->decl.nnames; i++) fl_buf_printf(b, " %s", n->decl.names[i]);
+        fl_buf_putc(b, ')');
+        return;
     case FL_AST_COUNT: break;
     }
     FL_UNREACHABLE();

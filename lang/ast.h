@@ -40,6 +40,9 @@
     X(FL_AST_DICTCOMP, "dict comprehension") /* comp.elt (the key), comp.val, comp.clauses */ \
     X(FL_AST_COMP_FOR, "comprehension 'for'") /* loop.target, loop.iter (a clause only) */ \
     X(FL_AST_COMP_IF, "comprehension 'if'")   /* cond.test (a clause only) */          \
+    X(FL_AST_STARRED, "starred expression") /* unop.e: `*e` in a display or a target */  \
+    X(FL_AST_CMP_CHAIN, "chained comparison") /* binop.op, binop.l (the COMPARE or        \
+                                        CMP_CHAIN on its left), binop.r: `a < b < c` */   \
     /* statements */                                                                      \
     X(FL_AST_EXPR_STMT, "expression statement") /* expr.e */                            \
     X(FL_AST_ASSIGN, "assignment")   /* assign.target, assign.more, assign.value */      \
@@ -60,6 +63,10 @@
     X(FL_AST_GO, "go")               /* with.body */                                     \
     X(FL_AST_PARALLEL_FOR, "parallel_for") /* loop.target (a NAME), loop.iter, loop.body */ \
     X(FL_AST_SELECT, "select")       /* select.cases */                                  \
+    X(FL_AST_CLASS, "class")         /* cls.name, cls.base (may be NULL), cls.body */    \
+    X(FL_AST_ASSERT, "assert")       /* cond.test, cond.then (the message; may be NULL) */ \
+    X(FL_AST_RAISE, "raise")         /* expr.e (may be NULL) */                          \
+    X(FL_AST_GLOBAL, "global")       /* decl.names, decl.nnames, decl.nonlocal */        \
     X(FL_AST_CASE, "case")           /* case_.target (NULL or a NAME/TUPLE to bind a      \
                                         received value), case_.op (the ch.recv()/ch.send(x) \
                                         call; NULL for default), case_.body */
@@ -153,6 +160,8 @@ struct FlAst {
         struct { FlAst *elt, *val; FlAstList clauses; } comp;
         struct { FlAstList cases; } select;
         struct { FlAst *target, *op; FlAstList body; } case_;
+        struct { const char *name; FlAst *base; FlAstList body; } cls;
+        struct { const char **names; FlSpan *name_spans; size_t nnames; bool nonlocal; } decl;
     };
 };
 

@@ -135,9 +135,14 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
             fl_ir_op_set_int(op, n, dt);
             return true;
         }
-        if (v->kind != VK_INT && v->kind != VK_BOOL) break;
-        fl_ir_op_set_int(op, n, v->kind == VK_INT ? v->i : v->b);
-        return true;
+        {
+            int64_t x;
+            int w = fl_ev_whole_int(c, v, fl_arena_printf(&c->arena, "%s: attribute '%s'", op->type, n), sp, &x);
+            if (w < 0) return false;
+            if (w == 0) break;
+            fl_ir_op_set_int(op, n, x);
+            return true;
+        }
     case FL_ATTR_FLOAT:
         if (!fl_v_is_num(v)) break;
         fl_ir_op_set_float(op, n, fl_v_num(v));
@@ -151,15 +156,20 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
         fl_ir_op_set_string(op, n, v->str.s);
         return true;
     case FL_ATTR_INTS: {
-        if (v->kind == VK_INT) {
-            fl_ir_op_set_ints(op, n, &v->i, 1);
+        const char *what = fl_arena_printf(&c->arena, "%s: attribute '%s'", op->type, n);
+        int64_t x;
+        if (v->kind == VK_INT || v->kind == VK_FLOAT) {
+            int w = fl_ev_whole_int(c, v, what, sp, &x);
+            if (w < 0) return false;
+            fl_ir_op_set_ints(op, n, &x, 1);
             return true;
         }
         if (!fl_v_is_seq(v)) break;
         int64_t *a = fl_arena_alloc(&c->arena, (v->list.len + 1) * sizeof *a);
         for (size_t i = 0; i < v->list.len; i++) {
-            if (v->list.items[i]->kind != VK_INT) goto bad;
-            a[i] = v->list.items[i]->i;
+            FlValue *it = v->list.items[i];
+            if (it->kind != VK_INT && it->kind != VK_FLOAT) goto bad;
+            if (fl_ev_whole_int(c, it, what, sp, &a[i]) < 0) return false;
         }
         fl_ir_op_set_ints(op, n, a, v->list.len);
         return true;

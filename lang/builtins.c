@@ -1,13 +1,14 @@
 /* builtins.c: the Python builtins of the compile-time interpreter (len, range, zip, enumerate,
- * print, str, int, float, bool, list, tuple, dict, min, max, abs, sum, reversed, getattr), the
- * methods of lists, dicts and strings, and the attributes and methods of Vars (shape, dtype,
- * name; a channel's send, recv and close).
+ * print, str, int, float, bool, list, tuple, dict, min, max, abs, sum, reversed, getattr; the
+ * rest are in pylib.c), the methods of lists, dicts and strings, and the attributes and methods
+ * of Vars (shape, dtype, name; a channel's send, recv and close).
  *
  * How: each builtin is a BuiltinFn that binds its arguments against a parameter spec (ARGS,
  * fl_ev_bind) and returns a value or ERROR after a diagnostic; methods are builtins bound to
  * their object (FlValue.builtin.self). Invariants: builtins run at compile time and never
  * touch the IR except through the op builder (a channel method appends a channel op).
  */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -25,6 +26,14 @@ bool fl_ev_want_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *ou
     if (v->kind == VK_BOOL) {
         *out = v->b;
         return true;
+    }
+    if (v->kind == VK_FLOAT) { /* range(n / 2): Python 2's '/' */
+        FlBuf b = {0};
+        fl_v_repr(c, v, &b);
+        fl_ev_error(c, sp, "%s must be an int, found the float %s", what, fl_buf_str(&b));
+        fl_buf_free(&b);
+        fl_diag_note(&c->diag, fl_ev_user_span(c, sp), "'/' always gives a float; '//' divides ints to an int");
+        return false;
     }
     fl_ev_error(c, sp, "%s must be an int, found %s", what, fl_v_type_name(v));
     return false;
@@ -63,7 +72,7 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
         return fl_ev_error(c, a->span, "len() of a Var whose first dimension is only known at run time");
     }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_FUNC: case VK_BUILTIN:
-    case VK_MODULE: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
+    case VK_MODULE: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_CLASS: case VK_COUNT: break;
     }
     return fl_ev_error(c, a->span, "object of type '%s' has no len()", fl_v_type_name(o));
 }
@@ -240,26 +249,8 @@ static FlValue *b_dict(Ctx *c, FlValue *self, CallArgs *a) {
     return d;
 }
 
-static FlValue *minmax(Ctx *c, CallArgs *a, bool is_max) {
-    FlValue *l;
-    if (a->npos == 1) l = fl_ev_as_list(c, a->pos[0], a->span);
-    else {
-        l = fl_v_list(c, VK_LIST);
-        for (size_t i = 0; i < a->npos; i++) fl_v_list_push(c, l, a->pos[i]);
-    }
-    if (l->kind == VK_ERROR) return l;
-    if (!l->list.len) return fl_ev_error(c, a->span, "%s() of an empty sequence", is_max ? "max" : "min");
-    FlValue *best = l->list.items[0];
-    for (size_t i = 1; i < l->list.len; i++) {
-        FlValue *x = l->list.items[i];
-        if (!fl_v_is_num(x) || !fl_v_is_num(best)) return fl_ev_error(c, a->span, "%s() needs numbers", is_max ? "max" : "min");
-        int k = fl_v_num_cmp(x, best);
-        if (k != 2 && (is_max ? k > 0 : k < 0)) best = x;
-    }
-    return best;
-}
-static FlValue *b_min(Ctx *c, FlValue *self, CallArgs *a) { return minmax(c, a, false); }
-static FlValue *b_max(Ctx *c, FlValue *self, CallArgs *a) { return minmax(c, a, true); }
+static FlValue *b_min(Ctx *c, FlValue *self, CallArgs *a) { return fl_ev_min_max(c, a, false); }
+static FlValue *b_max(Ctx *c, FlValue *self, CallArgs *a) { return fl_ev_min_max(c, a, true); }
 
 static FlValue *b_abs(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("abs", "x", 1);
@@ -308,14 +299,17 @@ static FlValue *b_reversed(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_getattr(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("getattr", "obj name default=", 3);
     if (!fl_ev_want_str(c, v[1], "getattr() name", a->span)) return c->error;
-    if (v[0]->kind == VK_RECORD) {
-        FlValue *r = fl_map_find_str(&v[0]->rec.attrs->map, v[1]->str.s);
-        if (r) return r;
-        if (v[2]) return v[2];
-    } else if (v[0]->kind == VK_MODULE) {
-        FlValue *r = fl_map_find_str(&v[0]->mod->globals->map, v[1]->str.s);
-        if (r) return r;
-        if (v[2]) return v[2];
+    bool has_default = a->npos + a->nkw >= 3; /* getattr(x, "n", None): None is the default */
+    FlValue *r = fl_ev_find_attr(c, v[0], v[1]->str.s);
+    if (r) return r;
+    if (has_default && v[0]->kind != VK_VAR && !fl_ev_has_value_method(v[0], v[1]->str.s))
+        return v[2] ? v[2] : c->none;
+    if (has_default && v[0]->kind == VK_VAR) {
+        FlValue *one[2] = {v[0], v[1]};
+        CallArgs ha = {.pos = one, .npos = 2, .span = a->span};
+        FlValue *h = fl_env_find(c->builtins, fl_intern_str(&c->in, "hasattr"));
+        FlValue *has = fl_ev_call(c, h, &ha);
+        if (has->kind == VK_BOOL && !has->b) return v[2] ? v[2] : c->none;
     }
     return fl_ev_getattr(c, v[0], v[1]->str.s, a->span);
 }
@@ -347,6 +341,116 @@ static FlValue *m_pop(Ctx *c, FlValue *self, CallArgs *a) {
     memmove(self->list.items + i, self->list.items + i + 1, (self->list.len - (size_t)i - 1) * sizeof(FlValue *));
     self->list.len--;
     return x;
+}
+static FlValue *m_insert(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("insert", "i x", 2);
+    int64_t i;
+    if (!fl_ev_want_int(c, v[0], "insert() index", a->span, &i)) return c->error;
+    int64_t n = (int64_t)self->list.len;
+    if (i < 0) i = i + n < 0 ? 0 : i + n;
+    if (i > n) i = n;
+    fl_v_list_push(c, self, v[1] ? v[1] : c->none);
+    memmove(self->list.items + i + 1, self->list.items + i, (size_t)(n - i) * sizeof(FlValue *));
+    self->list.items[i] = v[1] ? v[1] : c->none;
+    return c->none;
+}
+/* The index of the first item of l equal to x, -1 if none, -2 after an error. */
+static ptrdiff_t find_item(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
+    for (size_t i = 0; i < l->list.len; i++) {
+        bool ok, eq = fl_v_equal(c, l->list.items[i], x, sp, &ok);
+        if (!ok) return -2;
+        if (eq) return (ptrdiff_t)i;
+    }
+    return -1;
+}
+static FlValue *m_index(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("index", "x", 1);
+    ptrdiff_t i = find_item(c, self, v[0] ? v[0] : c->none, a->span);
+    if (i == -2) return c->error;
+    if (i < 0) return fl_ev_error(c, a->span, "index(): the value is not in the %s", fl_v_type_name(self));
+    return fl_v_int(c, i);
+}
+static FlValue *m_count(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("count", "x", 1);
+    int64_t n = 0;
+    for (size_t i = 0; i < self->list.len; i++) {
+        bool ok, eq = fl_v_equal(c, self->list.items[i], v[0] ? v[0] : c->none, a->span, &ok);
+        if (!ok) return c->error;
+        n += eq;
+    }
+    return fl_v_int(c, n);
+}
+static FlValue *m_remove(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("remove", "x", 1);
+    ptrdiff_t i = find_item(c, self, v[0] ? v[0] : c->none, a->span);
+    if (i == -2) return c->error;
+    if (i < 0) return fl_ev_error(c, a->span, "list.remove(x): x not in list");
+    memmove(self->list.items + i, self->list.items + i + 1, (self->list.len - (size_t)i - 1) * sizeof(FlValue *));
+    self->list.len--;
+    return c->none;
+}
+static FlValue *m_reverse(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("reverse", "", 0);
+    (void)v;
+    for (size_t i = 0, j = self->list.len; i + 1 < j; i++, j--) {
+        FlValue *t = self->list.items[i];
+        self->list.items[i] = self->list.items[j - 1];
+        self->list.items[j - 1] = t;
+    }
+    return c->none;
+}
+/* list.copy() and dict.copy(): shallow. */
+static FlValue *m_copy(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("copy", "", 0);
+    (void)v;
+    if (self->kind == VK_DICT) {
+        FlValue *d = fl_v_dict(c);
+        for (size_t i = 0; i < self->dict.len; i++) fl_v_dict_set(c, d, self->dict.keys[i], self->dict.vals[i]);
+        return d;
+    }
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < self->list.len; i++) fl_v_list_push(c, l, self->list.items[i]);
+    return l;
+}
+static FlValue *m_update(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("update", "other= **kw", 2);
+    if (v[0]) {
+        FlValue *b = fl_env_find(c->builtins, fl_intern_str(&c->in, "dict"));
+        FlValue *d = fl_ev_call_simple(c, b, a->span, &v[0], 1); /* a dict, or (key, value) pairs */
+        if (d->kind == VK_ERROR) return d;
+        for (size_t i = 0; i < d->dict.len; i++) fl_v_dict_set(c, self, d->dict.keys[i], d->dict.vals[i]);
+    }
+    for (size_t i = 0; i < v[1]->dict.len; i++) fl_v_dict_set(c, self, v[1]->dict.keys[i], v[1]->dict.vals[i]);
+    return c->none;
+}
+/* dict.pop(key[, default]) */
+static FlValue *m_dict_pop(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("pop", "key default=", 2);
+    for (size_t i = 0; i < self->dict.len; i++) {
+        bool ok, eq = fl_v_equal(c, self->dict.keys[i], v[0], a->span, &ok);
+        if (!ok) return c->error;
+        if (!eq) continue;
+        FlValue *x = self->dict.vals[i];
+        size_t rest = self->dict.len - i - 1;
+        memmove(self->dict.keys + i, self->dict.keys + i + 1, rest * sizeof(FlValue *));
+        memmove(self->dict.vals + i, self->dict.vals + i + 1, rest * sizeof(FlValue *));
+        self->dict.len--;
+        return x;
+    }
+    if (a->npos + a->nkw >= 2) return v[1] ? v[1] : c->none;
+    FlBuf b = {0};
+    fl_v_repr(c, v[0], &b);
+    const char *q = v[0]->kind == VK_STR ? "'" : "";
+    fl_ev_error(c, a->span, "pop(): key %s%s%s not in dict", q, fl_buf_str(&b), q);
+    fl_buf_free(&b);
+    return c->error;
+}
+static FlValue *m_setdefault(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("setdefault", "key default=", 2);
+    FlValue *r = fl_v_dict_get(self, v[0]);
+    if (r) return r;
+    fl_v_dict_set(c, self, v[0], v[1] ? v[1] : c->none);
+    return v[1] ? v[1] : c->none;
 }
 static FlValue *m_get(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("get", "key default=", 2);
@@ -398,40 +502,206 @@ static FlValue *m_endswith(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_bool(c, self->str.n >= v[0]->str.n &&
                             memcmp(self->str.s + self->str.n - v[0]->str.n, v[0]->str.s, v[0]->str.n) == 0);
 }
+/* One replacement field's value x formatted by spec (Python's [<|>][0][width][.precision][type]),
+ * through the % formatter. */
+static bool format_spec(Ctx *c, FlBuf *b, FlValue *x, const char *spec, size_t n, FlSpan sp) {
+    if (!n) return fl_v_repr_at(c, x, b, sp);
+    FlBuf f = {0};
+    fl_buf_putc(&f, '%');
+    size_t i = 0;
+    if (spec[i] == '<') {
+        fl_buf_putc(&f, '-');
+        i++;
+    } else if (spec[i] == '>') {
+        i++;
+    }
+    for (; i < n && strchr("0123456789.+ -", spec[i]); i++) fl_buf_putc(&f, spec[i]);
+    char type = i < n ? spec[i++] : x->kind == VK_STR ? 's' : x->kind == VK_FLOAT ? 'g' : x->kind == VK_INT ? 'd' : 's';
+    bool ok = i == n && strchr("sdfFeEgGxXo%", type);
+    FlValue *r = c->error;
+    if (!ok) {
+        fl_ev_error(c, sp, "format(): unsupported format spec '%.*s'", (int)n, spec);
+    } else if (type == '%') { /* a percentage: 100 * x, fixed point, then '%' */
+        fl_buf_putc(&f, 'f');
+        FlValue *hx = fl_v_is_num(x) ? fl_v_float(c, 100 * fl_v_num(x)) : x;
+        r = fl_ev_binop(c, FL_OP_MOD, fl_v_str(c, fl_buf_str(&f), f.len), hx, sp);
+        if (r->kind == VK_STR) fl_buf_append(b, r->str.s, r->str.n), fl_buf_putc(b, '%');
+    } else {
+        fl_buf_putc(&f, type);
+        if (type == 's' && x->kind != VK_STR) {
+            FlBuf t = {0};
+            x = fl_v_repr_at(c, x, &t, sp) ? fl_v_str(c, fl_buf_str(&t), t.len) : c->error;
+            fl_buf_free(&t);
+        }
+        r = x->kind == VK_ERROR ? x : fl_ev_binop(c, FL_OP_MOD, fl_v_str(c, fl_buf_str(&f), f.len), x, sp);
+        if (r->kind == VK_STR) fl_buf_append(b, r->str.s, r->str.n);
+    }
+    fl_buf_free(&f);
+    return r->kind == VK_STR;
+}
+
+/* str.format: {} (the next argument), {0} (by position), {name} (by keyword), each with an
+ * optional :spec; {{ and }} stand for braces. */
 static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
     FlBuf b = {0};
     size_t k = 0;
-    for (size_t i = 0; i < self->str.n; i++) {
-        if (self->str.s[i] == '{' && i + 1 < self->str.n && self->str.s[i + 1] == '}') {
-            if (k >= a->npos) {
-                fl_buf_free(&b);
-                return fl_ev_error(c, a->span, "format() has more '{}' than arguments");
-            }
-            if (!fl_v_repr_at(c, a->pos[k++], &b, a->span)) {
-                fl_buf_free(&b);
-                return c->error;
-            }
-            i++;
-        } else {
-            fl_buf_putc(&b, self->str.s[i]);
+    const char *s = self->str.s;
+    size_t n = self->str.n;
+    for (size_t i = 0; i < n; i++) {
+        if ((s[i] == '{' || s[i] == '}') && i + 1 < n && s[i + 1] == s[i]) {
+            fl_buf_putc(&b, s[i++]);
+            continue;
         }
+        if (s[i] != '{') {
+            fl_buf_putc(&b, s[i]);
+            continue;
+        }
+        const char *close = memchr(s + i, '}', n - i);
+        if (!close) {
+            fl_buf_free(&b);
+            return fl_ev_error(c, a->span, "format(): a '{' without its '}'");
+        }
+        size_t fe = (size_t)(close - s), colon = i + 1;
+        while (colon < fe && s[colon] != ':') colon++;
+        size_t fl = colon - i - 1; /* the field name's length */
+        FlValue *x = NULL;
+        if (fl == 0) {
+            x = k < a->npos ? a->pos[k++] : NULL;
+        } else if (s[i + 1] >= '0' && s[i + 1] <= '9') {
+            size_t idx = (size_t)strtoul(s + i + 1, NULL, 10);
+            x = idx < a->npos ? a->pos[idx] : NULL;
+        } else {
+            for (size_t j = 0; j < a->nkw && !x; j++)
+                if (strlen(a->kwnames[j]) == fl && memcmp(a->kwnames[j], s + i + 1, fl) == 0) x = a->kwvals[j];
+        }
+        if (!x) {
+            fl_buf_free(&b);
+            return fl_ev_error(c, a->span, "format(): no argument for the field '{%.*s}'", (int)(fe - i - 1), s + i + 1);
+        }
+        const char *spec = colon < fe ? s + colon + 1 : "";
+        if (!format_spec(c, &b, x, spec, colon < fe ? fe - colon - 1 : 0, a->span)) {
+            fl_buf_free(&b);
+            return c->error;
+        }
+        i = fe;
     }
     FlValue *r = fl_v_str(c, fl_buf_str(&b), b.len);
     fl_buf_free(&b);
     return r;
 }
 
+/* str.split(sep=None, maxsplit=-1): on runs of whitespace without sep. */
+static FlValue *m_split(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("split", "sep= maxsplit=", 2);
+    int64_t max = -1;
+    if (v[0] && !fl_ev_want_str(c, v[0], "split() separator", a->span)) return c->error;
+    if (v[1] && !fl_ev_want_int(c, v[1], "split() maxsplit", a->span, &max)) return c->error;
+    if (v[0] && v[0]->str.n == 0) return fl_ev_error(c, a->span, "split(): empty separator");
+    FlValue *out = fl_v_list(c, VK_LIST);
+    const char *s = self->str.s, *end = s + self->str.n;
+    if (!v[0]) {
+        while (s < end) {
+            while (s < end && strchr(" \t\n\r\f\v", *s)) s++;
+            if (s == end) break;
+            const char *w = s;
+            if (max >= 0 && (int64_t)out->list.len == max) s = end;
+            else while (s < end && !strchr(" \t\n\r\f\v", *s)) s++;
+            const char *we = s;
+            while (s == end && we > w && strchr(" \t\n\r\f\v", we[-1])) we--;
+            fl_v_list_push(c, out, fl_v_str(c, w, (size_t)(we - w)));
+        }
+        return out;
+    }
+    const char *sep = v[0]->str.s;
+    size_t sl = v[0]->str.n;
+    for (;;) {
+        const char *hit = max >= 0 && (int64_t)out->list.len == max ? NULL : memmem(s, (size_t)(end - s), sep, sl);
+        if (!hit) break;
+        fl_v_list_push(c, out, fl_v_str(c, s, (size_t)(hit - s)));
+        s = hit + sl;
+    }
+    fl_v_list_push(c, out, fl_v_str(c, s, (size_t)(end - s)));
+    return out;
+}
+
+static FlValue *m_replace(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("replace", "old new count=", 3);
+    int64_t count = -1;
+    if (!fl_ev_want_str(c, v[0], "replace() old", a->span) || !fl_ev_want_str(c, v[1], "replace() new", a->span))
+        return c->error;
+    if (v[2] && !fl_ev_want_int(c, v[2], "replace() count", a->span, &count)) return c->error;
+    if (!v[0]->str.n) return fl_ev_error(c, a->span, "replace(): an empty 'old' is not supported");
+    FlBuf b = {0};
+    const char *s = self->str.s, *end = s + self->str.n;
+    for (int64_t done = 0; count < 0 || done < count; done++) {
+        const char *hit = memmem(s, (size_t)(end - s), v[0]->str.s, v[0]->str.n);
+        if (!hit) break;
+        fl_buf_append(&b, s, (size_t)(hit - s));
+        fl_buf_append(&b, v[1]->str.s, v[1]->str.n);
+        s = hit + v[0]->str.n;
+        if (!fl_ev_check_len(c, b.len, 0, "str", a->span)) {
+            fl_buf_free(&b);
+            return c->error;
+        }
+    }
+    fl_buf_append(&b, s, (size_t)(end - s));
+    FlValue *r = fl_v_str(c, fl_buf_str(&b), b.len);
+    fl_buf_free(&b);
+    return r;
+}
+
+static FlValue *m_strip(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("strip", "chars=", 1);
+    if (v[0] && !fl_ev_want_str(c, v[0], "strip() chars", a->span)) return c->error;
+    const char *set = v[0] ? v[0]->str.s : " \t\n\r\f\v";
+    size_t lo = 0, hi = self->str.n;
+    while (lo < hi && strchr(set, self->str.s[lo])) lo++;
+    while (hi > lo && strchr(set, self->str.s[hi - 1])) hi--;
+    return fl_v_str(c, self->str.s + lo, hi - lo);
+}
+
+static FlValue *change_case(Ctx *c, FlValue *self, bool up) {
+    char *t = fl_arena_strndup(&c->arena, self->str.s, self->str.n);
+    for (size_t i = 0; i < self->str.n; i++)
+        if (up ? (t[i] >= 'a' && t[i] <= 'z') : (t[i] >= 'A' && t[i] <= 'Z')) t[i] ^= 0x20;
+    return fl_v_str(c, t, self->str.n);
+}
+static FlValue *m_lower(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("lower", "", 0);
+    (void)v;
+    return change_case(c, self, false);
+}
+static FlValue *m_upper(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("upper", "", 0);
+    (void)v;
+    return change_case(c, self, true);
+}
+
+static const struct {
+    ValKind k;
+    const char *name;
+    BuiltinFn fn;
+} methods[] = {
+    {VK_LIST, "append", m_append}, {VK_LIST, "extend", m_extend}, {VK_LIST, "pop", m_pop},
+    {VK_LIST, "insert", m_insert}, {VK_LIST, "index", m_index},   {VK_LIST, "count", m_count},
+    {VK_LIST, "remove", m_remove}, {VK_LIST, "reverse", m_reverse}, {VK_LIST, "sort", fl_ev_list_sort},
+    {VK_LIST, "copy", m_copy},     {VK_TUPLE, "index", m_index},  {VK_TUPLE, "count", m_count},
+    {VK_DICT, "get", m_get},       {VK_DICT, "keys", m_keys},     {VK_DICT, "values", m_values},
+    {VK_DICT, "items", m_items},   {VK_DICT, "update", m_update}, {VK_DICT, "pop", m_dict_pop},
+    {VK_DICT, "setdefault", m_setdefault}, {VK_DICT, "copy", m_copy},
+    {VK_STR, "join", m_join},      {VK_STR, "startswith", m_startswith},
+    {VK_STR, "endswith", m_endswith}, {VK_STR, "format", m_format}, {VK_STR, "split", m_split},
+    {VK_STR, "replace", m_replace}, {VK_STR, "strip", m_strip},   {VK_STR, "lower", m_lower},
+    {VK_STR, "upper", m_upper},
+};
+
+bool fl_ev_has_value_method(const FlValue *obj, const char *name) {
+    for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
+        if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0) return true;
+    return false;
+}
+
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
-    static const struct {
-        ValKind k;
-        const char *name;
-        BuiltinFn fn;
-    } methods[] = {
-        {VK_LIST, "append", m_append}, {VK_LIST, "extend", m_extend}, {VK_LIST, "pop", m_pop},
-        {VK_DICT, "get", m_get},       {VK_DICT, "keys", m_keys},     {VK_DICT, "values", m_values},
-        {VK_DICT, "items", m_items},   {VK_STR, "join", m_join},      {VK_STR, "startswith", m_startswith},
-        {VK_STR, "endswith", m_endswith}, {VK_STR, "format", m_format},
-    };
     if (obj->kind == VK_PROGRAM) return fl_ev_program_method(c, obj, name, sp);
     for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
         if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0)
@@ -543,4 +813,5 @@ void fl_builtins_install(Ctx *c) {
         fl_env_set(c->builtins, fl_intern_str(&c->in, py_builtins[i].name),
                    fl_v_builtin(c, py_builtins[i].name, py_builtins[i].fn, NULL));
     fl_ev_native_module(c, "_core");
+    fl_ev_pylib_install(c);
 }

@@ -37,12 +37,15 @@ static bool want_shape(Ctx *c, FlValue *v, const char *what, FlSpan sp, int *nd,
     }
     for (size_t i = 0; i < v->list.len; i++) {
         FlValue *x = v->list.items[i];
-        if (x->kind != VK_INT || x->i < -1 || x->i == 0) {
+        int64_t d = 0;
+        int w = x->kind == VK_BOOL ? 0 : fl_ev_whole_int(c, x, what, sp, &d); /* size / 2 is a dimension */
+        if (w < 0) return false;
+        if (w == 0 || d < -1 || d == 0) {
             fl_ev_error(c, sp, "%s must hold positive ints (or -1), found %s", what,
-                        x->kind == VK_INT ? "a non-positive dimension" : fl_v_type_name(x));
+                        w ? "a non-positive dimension" : fl_v_type_name(x));
             return false;
         }
-        shape[i] = x->i;
+        shape[i] = d;
     }
     *nd = (int)v->list.len;
     return true;
@@ -99,6 +102,16 @@ static FlValue *c_is_list(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *c_is_int(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("is_int", "x", 1);
     return fl_v_bool(c, v[0]->kind == VK_INT || v[0]->kind == VK_BOOL);
+}
+
+/* whole_int(what, x): x itself unless it is a float; a whole float as an int (what `/` gives
+ * where an int is meant); any other float is an error naming `what`, with a note on '//'. */
+static FlValue *c_whole_int(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("whole_int", "what x", 2);
+    if (!fl_ev_want_str(c, v[0], "what", a->span)) return c->error;
+    if (!v[1] || v[1]->kind != VK_FLOAT) return v[1] ? v[1] : c->none;
+    int64_t x;
+    return fl_ev_whole_int(c, v[1], v[0]->str.s, a->span, &x) > 0 ? fl_v_int(c, x) : c->error;
 }
 
 static FlValue *c_type_name(Ctx *c, FlValue *self, CallArgs *a) {
@@ -903,7 +916,7 @@ static FlValue *c_flag(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, a->span, "-D %s=%s: expected true or false", name, val);
         case VK_NONE: case VK_STR: case VK_LIST: case VK_TUPLE: case VK_DICT: case VK_FUNC:
         case VK_BUILTIN: case VK_MODULE: case VK_VAR: case VK_RECORD: case VK_GUARD:
-        case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
+        case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_CLASS: case VK_COUNT: break;
         }
         return fl_v_cstr(c, val);
     }
@@ -928,6 +941,7 @@ static const NativeFn core_fns[] = {
     {"is_var", c_is_var},
     {"is_list", c_is_list},
     {"is_int", c_is_int},
+    {"whole_int", c_whole_int},
     {"type_name", c_type_name},
     {"in_server_block", c_in_server_block},
     {"Program", c_program},
@@ -951,17 +965,7 @@ static const NativeFn core_fns[] = {
 };
 
 Module *fl_ev_native_module(Ctx *c, const char *name) {
-    Module *m = fl_arena_alloc(&c->arena, sizeof *m);
-    m->name = fl_intern_str(&c->in, name);
-    m->path = NULL;
-    m->dir = ".";
-    m->is_stdlib = true;
-    m->globals = fl_env_new(c, NULL);
-    for (size_t i = 0; i < FL_ARRAY_LEN(core_fns); i++)
-        fl_env_set(m->globals, fl_intern_str(&c->in, core_fns[i].name), fl_v_builtin(c, core_fns[i].name, core_fns[i].fn, NULL));
+    Module *m = fl_ev_module_of_fns(c, name, core_fns, FL_ARRAY_LEN(core_fns));
     fl_env_set(m->globals, fl_intern_str(&c->in, "stdlib_dir"), fl_v_cstr(c, c->stdlib_dir));
-    FlValue *mv = fl_v_new(c, VK_MODULE);
-    mv->mod = m;
-    fl_map_put_str(&c->modules, m->name, mv);
     return m;
 }

@@ -1,6 +1,6 @@
 /* eval_impl.h: the compile-time interpreter's internals, shared by the files of the evaluator
- * (value.c, build.c, arith.c, expr.c, stmt.c, lower.c, eval.c, builtins.c, core.c,
- * module.c). Not included outside lang/.
+ * (value.c, build.c, arith.c, expr.c, stmt.c, lower.c, eval.c, builtins.c, pylib.c,
+ * pyclass.c, core.c, module.c). Not included outside lang/.
  *
  * Values live in the compilation's arena and are never freed one by one. An evaluation that
  * fails reports a diagnostic and yields the ERROR value, which every operation propagates
@@ -24,7 +24,7 @@ typedef FlValue *(*BuiltinFn)(Ctx *c, FlValue *self, CallArgs *a);
 
 typedef enum ValKind {
     VK_NONE, VK_BOOL, VK_INT, VK_FLOAT, VK_STR, VK_LIST, VK_TUPLE, VK_DICT, VK_FUNC, VK_BUILTIN,
-    VK_MODULE, VK_VAR, VK_RECORD, VK_GUARD, VK_PROGRAM, VK_READER, VK_ERROR,
+    VK_MODULE, VK_VAR, VK_RECORD, VK_GUARD, VK_PROGRAM, VK_READER, VK_ERROR, VK_CLASS,
     VK_COUNT
 } ValKind;
 
@@ -43,11 +43,17 @@ struct FlValue {
         struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
                                                   runtime blocks around the code that made it */
         struct { FlValue **keys, **vals; size_t len, cap; } dict;
-        struct { FlAst *def; Env *closure; Module *mod; } func;
+        /* self: the instance a method is bound to (NULL: a plain function); owner: the class
+         * whose body defined it (what a zero-argument super() starts from) */
+        struct { FlAst *def; Env *closure; Module *mod; FlValue *self, *owner; } func;
         struct { const char *name; BuiltinFn fn; FlValue *self; } builtin;
         Module *mod;
         struct { const char *name; FlProgram *prog; } var;
-        struct { const char *type; Env *attrs; } rec;
+        /* an instance of a user class has cls (its class); super() makes a record with cls (the
+         * class to search from), no attributes and bind (the instance its methods bind to) */
+        struct { const char *type; Env *attrs; FlValue *cls, *bind; } rec;
+        /* a user class: its name, its base class (NULL: object) and its attributes */
+        struct { const char *name; FlValue *base; Env *attrs; } cls;
         struct { GuardKind kind; FlValue *a, *b; int64_t n; } guard;
         FlProgram *prog;
         FlReaderSpec *reader;
@@ -58,6 +64,8 @@ struct FlValue {
 struct Env {
     FlMap map;
     Env *parent;
+    FlMap *redirect; /* names declared global or nonlocal in this scope -> the Env they live in
+                        (NULL when none is) */
 };
 
 struct Module {
@@ -174,6 +182,8 @@ struct Ctx {
     FlSpan err_span;        /* the user-level span errors and op locations use */
     bool have_err_span;
     FlValue *ret;           /* value of the last `return` */
+    FlValue *cur_owner;     /* the class that defined the running method (for super()), or NULL */
+    FlValue *cur_self;      /* the running function's first argument (for super()), or NULL */
     FL_VEC(int32_t) src_map; /* FlSources file id -> bundle source index (or -1) */
     FlMap block_of_var;     /* param-block var name -> base param name (split/concat) */
     FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of
@@ -229,6 +239,8 @@ double fl_v_num(const FlValue *v);  /* the number of an int, float or bool */
 Env *fl_env_new(Ctx *c, Env *parent);
 FlValue *fl_env_find(Env *e, const char *name); /* walks parents */
 void fl_env_set(Env *e, const char *name, FlValue *v);
+/* `global name` / `nonlocal name` in scope e: assignments to name in e go to `to`. */
+void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to);
 
 /* ---- errors (build.c) ---- */
 /* Reports at the user-level span (the node's own span in user code; in stdlib code the user's
@@ -355,6 +367,39 @@ FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,
  * a dict's keys, a string's characters; ERROR (reported) for anything else. */
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp);
+
+/* ---- classes, the Python library builtins and modules (pyclass.c, pylib.c) ---- */
+/* A class statement: evaluates its base and body, binds the class in e. */
+Flow fl_ev_class(Ctx *c, Env *e, FlAst *s);
+/* Calls a class: a new instance, initialised by __init__ when the class has one. */
+FlValue *fl_ev_instantiate(Ctx *c, FlValue *cls, CallArgs *a);
+/* An attribute of a class (through its bases), NULL if none; functions are returned as they are
+ * (bind them with fl_ev_bind_method). */
+FlValue *fl_ev_class_attr(FlValue *cls, const char *name);
+/* A function found on a class, bound to the instance self (other values as they are). */
+FlValue *fl_ev_bind_method(Ctx *c, FlValue *f, FlValue *self);
+/* Whether class cls is sub or one of its bases. */
+bool fl_ev_is_subclass(FlValue *sub, FlValue *cls);
+/* obj.name when obj has it, else NULL; nothing is reported. */
+FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name);
+/* The exception classes and super() into the builtins. */
+void fl_ev_pyclass_install(Ctx *c);
+/* isinstance, hasattr, setattr, sorted, map, filter, any, all, super and the exception types
+ * into the builtins; the modules math and functools. */
+void fl_ev_pylib_install(Ctx *c);
+/* An int attribute or argument from v: an int or bool, or a float that is a whole number (what
+ * `/` gives: (k - 1) / 2 is 1.0). 1: *out set; 0: v is not a number (the caller reports); -1: a
+ * float that is not whole, reported at sp as `what` with a note that '//' was probably meant. */
+int fl_ev_whole_int(Ctx *c, FlValue *v, const char *what, FlSpan sp, int64_t *out);
+/* A native module (no file) of the functions fns, registered under name (`import name` finds
+ * it). */
+Module *fl_ev_module_of_fns(Ctx *c, const char *name, const NativeFn *fns, size_t n);
+/* min() and max(): of several arguments or one iterable, with key= and default=. */
+FlValue *fl_ev_min_max(Ctx *c, CallArgs *a, bool is_max);
+/* list.sort(key=None, reverse=False): a stable sort in place. */
+FlValue *fl_ev_list_sort(Ctx *c, FlValue *self, CallArgs *a);
+/* Whether the method table of plain values (lists, dicts, strings) has obj.name. */
+bool fl_ev_has_value_method(const FlValue *obj, const char *name);
 
 /* ---- the `_core` module (core.c) ---- */
 Module *fl_ev_native_module(Ctx *c, const char *name);

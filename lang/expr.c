@@ -171,26 +171,53 @@ static FlValue *slice_value(Ctx *c, FlValue *obj, FlValue *lo, FlValue *hi, FlVa
     return v;
 }
 
-FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
+FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name) {
     switch (obj->kind) {
-    case VK_ERROR: return c->error;
     case VK_MODULE: {
         FlValue *v = fl_map_find_str(&obj->mod->globals->map, name);
         if (v) return v;
         /* a submodule not imported yet: fluid.layers after `import fluid` */
         if (obj->mod->is_stdlib || obj->mod->path) {
             char *dotted = fl_arena_printf(&c->arena, "%s.%s", obj->mod->name, name);
-            FlValue *sub = fl_map_find_str(&c->modules, dotted);
-            if (sub) return sub;
+            return fl_map_find_str(&c->modules, dotted);
         }
+        return NULL;
+    }
+    case VK_RECORD: {
+        FlValue *v = fl_map_find_str(&obj->rec.attrs->map, name);
+        if (v || !obj->rec.cls) return v;
+        v = fl_ev_class_attr(obj->rec.cls, name);
+        return v ? fl_ev_bind_method(c, v, obj->rec.bind ? obj->rec.bind : obj) : NULL;
+    }
+    case VK_CLASS:
+        if (strcmp(name, "__name__") == 0) return fl_v_cstr(c, obj->cls.name);
+        return fl_ev_class_attr(obj, name);
+    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
+    case VK_TUPLE: case VK_DICT: case VK_FUNC: case VK_BUILTIN: case VK_VAR: case VK_GUARD:
+    case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
+    }
+    return NULL;
+}
+
+FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
+    switch (obj->kind) {
+    case VK_ERROR: return c->error;
+    case VK_MODULE: {
+        FlValue *v = fl_ev_find_attr(c, obj, name);
+        if (v) return v;
         const char *sug = fl_ev_suggest(c, name, obj->mod->globals);
         if (sug) return fl_ev_error(c, sp, "module '%s' has no attribute '%s'; did you mean '%s'?", obj->mod->name, name, sug);
         return fl_ev_error(c, sp, "module '%s' has no attribute '%s'", obj->mod->name, name);
     }
     case VK_RECORD: {
-        FlValue *v = fl_map_find_str(&obj->rec.attrs->map, name);
+        FlValue *v = fl_ev_find_attr(c, obj, name);
         if (v) return v;
         return fl_ev_error(c, sp, "'%s' object has no attribute '%s'", obj->rec.type, name);
+    }
+    case VK_CLASS: {
+        FlValue *v = fl_ev_find_attr(c, obj, name);
+        if (v) return v;
+        return fl_ev_error(c, sp, "class '%s' has no attribute '%s'", obj->cls.name, name);
     }
     case VK_VAR: return fl_ev_var_method(c, obj, name, sp);
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
@@ -274,6 +301,36 @@ static FlValue *eval_comp(Ctx *c, Env *e, FlAst *n) {
     return comp_clause(c, &q, 0) ? q.out : c->error;
 }
 
+/* A comparison or a chain of them (`a < b < c` is `a < b and b < c` with b evaluated once):
+ * *last is the rightmost operand's value. On compile-time values a false link ends the chain
+ * (the operands after it are not evaluated); when a link is a Var, the links are joined by
+ * logical_and ops. */
+static FlValue *compare_chain(Ctx *c, Env *e, FlAst *n, FlValue **last) {
+    FlValue *l, *left;
+    if (n->kind == FL_AST_CMP_CHAIN) {
+        left = compare_chain(c, e, n->binop.l, &l);
+        if (left->kind == VK_ERROR) return left;
+        if (left->kind != VK_VAR) {
+            bool ok, t = fl_v_truthy(c, left, n->binop.l->span, &ok);
+            if (!ok) return c->error;
+            if (!t) return left;
+        }
+    } else {
+        left = NULL;
+        l = fl_ev_expr(c, e, n->binop.l);
+    }
+    FlValue *r = fl_ev_expr(c, e, n->binop.r);
+    *last = r;
+    FlValue *res = fl_ev_compare(c, n->binop.op, l, r, n->span);
+    if (!left || res->kind == VK_ERROR) return res;
+    if (left->kind == VK_VAR && res->kind == VK_VAR) return fl_ev_op2(c, "logical_and", left, res, n->span);
+    if (left->kind == VK_VAR) { /* Var link, then a compile-time one: the chain is the Var when it holds */
+        bool ok, t = fl_v_truthy(c, res, n->span, &ok);
+        return !ok ? c->error : t ? left : res;
+    }
+    return res;
+}
+
 FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     if (++c->depth > MAX_DEPTH) {
         c->depth--;
@@ -326,7 +383,14 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
         FlValue *l = fl_v_list(c, n->kind == FL_AST_LIST ? VK_LIST : VK_TUPLE);
         bool bad = false;
         for (size_t i = 0; i < n->list.items.len; i++) {
-            FlValue *x = fl_ev_expr(c, e, n->list.items.items[i]);
+            FlAst *item = n->list.items.items[i];
+            FlValue *x = fl_ev_expr(c, e, item->kind == FL_AST_STARRED ? item->unop.e : item);
+            if (x->kind != VK_ERROR && item->kind == FL_AST_STARRED) { /* [*xs, y]: spliced */
+                FlValue *xs = fl_ev_as_list(c, x, item->span);
+                if (xs->kind == VK_ERROR) bad = true;
+                for (size_t k = 0; xs->kind != VK_ERROR && k < xs->list.len; k++) fl_v_list_push(c, l, xs->list.items[k]);
+                continue;
+            }
             if (x->kind == VK_ERROR) bad = true;
             fl_v_list_push(c, l, x);
         }
@@ -379,12 +443,15 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
         else res = fl_ev_expr(c, e, n->binop.r);
         break;
     }
-    case FL_AST_COMPARE: {
-        FlValue *l = fl_ev_expr(c, e, n->binop.l);
-        FlValue *r = fl_ev_expr(c, e, n->binop.r);
-        res = fl_ev_compare(c, n->binop.op, l, r, n->span);
+    case FL_AST_COMPARE:
+    case FL_AST_CMP_CHAIN: {
+        FlValue *last;
+        res = compare_chain(c, e, n, &last);
         break;
     }
+    case FL_AST_STARRED:
+        res = fl_ev_error(c, n->span, "a starred expression is only allowed in a list, a tuple or an assignment target");
+        break;
     case FL_AST_COND: {
         FlValue *t = fl_ev_expr(c, e, n->cond.test);
         if (t->kind == VK_ERROR) break;
@@ -406,7 +473,8 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_AUGASSIGN: case FL_AST_DEF: case FL_AST_RETURN: case FL_AST_IF: case FL_AST_FOR:
     case FL_AST_WHILE: case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS:
     case FL_AST_IMPORT: case FL_AST_FROM_IMPORT: case FL_AST_WITH: case FL_AST_GO:
-    case FL_AST_PARALLEL_FOR: case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_COUNT:
+    case FL_AST_PARALLEL_FOR: case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_CLASS:
+    case FL_AST_ASSERT: case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_COUNT:
         res = fl_ev_error(c, n->span, "a %s is not an expression", fl_ast_kind_name(n->kind));
         break;
     }
@@ -425,6 +493,16 @@ FlValue *fl_ev_make_func(Ctx *c, Env *e, FlAst *n) {
 }
 
 static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
+    CallArgs with_self;
+    if (fn->func.self) { /* a bound method: the instance comes first */
+        with_self = *a;
+        with_self.pos = fl_arena_alloc(&c->arena, (a->npos + 1) * sizeof *with_self.pos);
+        with_self.pos[0] = fn->func.self;
+        if (a->npos) memcpy(with_self.pos + 1, a->pos, a->npos * sizeof *a->pos);
+        with_self.npos = a->npos + 1;
+        with_self.pos_spans = NULL;
+        a = &with_self;
+    }
     FlAst *def = fn->func.def;
     const char *fname = def->def.name ? def->def.name : "<lambda>";
     Env *le = fl_env_new(c, fn->func.closure);
@@ -480,6 +558,9 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->cur_mod = fn->func.mod;
     int saved_loop = c->loop_depth;
     c->loop_depth = 0;
+    FlValue *saved_owner = c->cur_owner, *saved_self = c->cur_self;
+    c->cur_owner = fn->func.owner;
+    c->cur_self = np && !ps[0].star ? vals[0] : NULL;
     FL_VEC_PUSH(&c->rtloops, NULL); /* break and continue cannot leave a function */
     c->func_depth++;
     FlValue *saved_ret = c->ret;
@@ -495,6 +576,8 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->ret = saved_ret;
     c->func_depth--;
     c->rtloops.len--;
+    c->cur_owner = saved_owner;
+    c->cur_self = saved_self;
     c->loop_depth = saved_loop;
     c->cur_mod = saved;
     return r;
@@ -518,6 +601,9 @@ FlValue *fl_ev_call(Ctx *c, FlValue *fn, CallArgs *a) {
     FlValue *r;
     if (fn->kind == VK_BUILTIN) r = fn->builtin.fn(c, fn->builtin.self, a);
     else if (fn->kind == VK_FUNC) r = call_func(c, fn, a);
+    else if (fn->kind == VK_CLASS) r = fl_ev_instantiate(c, fn, a);
+    else if (fn->kind == VK_RECORD && fn->rec.cls && fl_ev_class_attr(fn->rec.cls, "__call__"))
+        r = fl_ev_call(c, fl_ev_find_attr(c, fn, "__call__"), a);
     else r = fl_ev_error(c, a->span, "'%s' object is not callable", fl_v_type_name(fn));
     if (set_span) c->have_err_span = false;
     return r;

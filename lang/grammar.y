@@ -83,6 +83,11 @@ static FlAst *loop(FlParser *p, FlAstKind k, FlAst *target, FlAst *iter, FlNodeV
 static FlAst *with(FlParser *p, FlAstKind k, FlAst *e, const char *as, FlNodeVec *body, FlLoc loc);
 static FlAst *select_stmt(FlParser *p, FlNodeVec *cases, FlLoc loc);
 static FlAst *case_clause(FlParser *p, const char *kw, FlLoc kwl, FlAst *target, FlAst *op, FlNodeVec *body, FlLoc loc);
+static FlAst *class_stmt(FlParser *p, const char *s, FlAst *base, FlNodeVec *body, FlLoc loc);
+static FlAst *assert_stmt(FlParser *p, FlAst *test, FlAst *msg, FlLoc loc);
+static FlAst *raise_stmt(FlParser *p, FlAst *e, FlLoc loc);
+static FlAst *decl_stmt(FlParser *p, FlNameVec *names, bool nonlocal, FlLoc loc);
+static FlAst *starred(FlParser *p, FlAst *e, FlLoc loc);
 }
 
 %define api.pure full
@@ -122,6 +127,7 @@ static FlAst *case_clause(FlParser *p, const char *kw, FlLoc kwl, FlAst *target,
 %token FROM "'from'" AS "'as'" WITH "'with'" IN "'in'" NOT "'not'" AND "'and'" OR "'or'"
 %token IS "'is'" TRUE "'True'" FALSE "'False'" NONE "'None'" LAMBDA "'lambda'" GO "'go'"
 %token PARALLEL_FOR "'parallel_for'" SELECT "'select'"
+%token CLASS "'class'" ASSERT "'assert'" RAISE "'raise'" GLOBAL "'global'" NONLOCAL "'nonlocal'"
 %token POW "'**'" DSLASH "'//'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='" ARROW "'->'"
 %token <op> AUGASSIGN "augmented assignment"
 
@@ -133,7 +139,7 @@ static FlAst *case_clause(FlParser *p, const char *kw, FlLoc kwl, FlAst *target,
 %type <vec> stmts stmt recover simple_stmts small_list block else_part else_opt cases
 %type <vec> exprs target_items subscript_items dict_items import_list assign_lhs comp_clauses
 %type <node> small_stmt compound if_stmt for_stmt while_stmt def_stmt with_stmt go_stmt pfor_stmt
-%type <node> select_stmt case_clause from_stmt
+%type <node> select_stmt case_clause from_stmt class_stmt star_expr
 %type <node> testlist expr expr_opt or_test and_test not_test comparison cmp_chain arith primary
 %type <strs> strings
 %type <node> atom subscripts subscript target_list lambdef
@@ -142,7 +148,7 @@ static FlAst *case_clause(FlParser *p, const char *kw, FlLoc kwl, FlAst *target,
 %type <arg> arg
 %type <params> params params_opt
 %type <param> param
-%type <names> dotted from_names
+%type <names> dotted from_names name_list
 
 %%
 
@@ -190,6 +196,17 @@ small_stmt:
   | RETURN                      { $$ = ret(p, NULL, @$); }
   | RETURN testlist             { $$ = ret(p, $2, @$); }
   | from_stmt
+  | ASSERT expr                 { $$ = assert_stmt(p, $2, NULL, @$); }
+  | ASSERT expr ',' expr        { $$ = assert_stmt(p, $2, $4, @$); }
+  | RAISE                       { $$ = raise_stmt(p, NULL, @$); }
+  | RAISE expr                  { $$ = raise_stmt(p, $2, @$); }
+  | GLOBAL name_list            { $$ = decl_stmt(p, $2, false, @$); }
+  | NONLOCAL name_list          { $$ = decl_stmt(p, $2, true, @$); }
+  ;
+
+name_list:
+    NAME                        { $$ = names_push(p, NULL, $1, NULL, @1); }
+  | name_list ',' NAME          { $$ = names_push(p, $1, $3, NULL, @3); }
   ;
 
 /* The targets of `a = b = v`, left to right. */
@@ -226,6 +243,7 @@ from_names:
 
 compound:
     if_stmt | for_stmt | while_stmt | def_stmt | with_stmt | go_stmt | pfor_stmt | select_stmt
+  | class_stmt
   ;
 
 block:
@@ -262,6 +280,13 @@ pfor_stmt:
 
 def_stmt:
     DEF NAME '(' params_opt ')' ':' block { $$ = def(p, $2, $4, $7, join(@1, @6)); }
+  ;
+
+/* Single inheritance: at most one base. */
+class_stmt:
+    CLASS NAME ':' block        { $$ = class_stmt(p, $2, NULL, $4, join(@1, @3)); }
+  | CLASS NAME '(' ')' ':' block { $$ = class_stmt(p, $2, NULL, $6, join(@1, @5)); }
+  | CLASS NAME '(' expr ')' ':' block { $$ = class_stmt(p, $2, $4, $7, join(@1, @6)); }
   ;
 
 params_opt:
@@ -316,7 +341,9 @@ target_list:
 
 target_items:
     primary                     { $$ = nv_push(p, nv_new(p), $1); }
+  | '*' primary                 { $$ = nv_push(p, nv_new(p), starred(p, $2, @$)); }
   | target_items ',' primary    { $$ = nv_push(p, $1, $3); }
+  | target_items ',' '*' primary { $$ = nv_push(p, $1, starred(p, $4, join(@3, @4))); }
   ;
 
 testlist:
@@ -324,9 +351,17 @@ testlist:
   | exprs ','                   { $$ = seq(p, FL_AST_TUPLE, $1, @$); }
   ;
 
+/* A display's or a target's items; `*e` splices a sequence into a display and takes the rest
+ * in a target (`a, *b = xs`). */
 exprs:
     expr                        { $$ = nv_push(p, nv_new(p), $1); }
+  | star_expr                   { $$ = nv_push(p, nv_new(p), $1); }
   | exprs ',' expr              { $$ = nv_push(p, $1, $3); }
+  | exprs ',' star_expr         { $$ = nv_push(p, $1, $3); }
+  ;
+
+star_expr:
+    '*' arith                   { $$ = starred(p, $2, @$); }
   ;
 
 expr:
@@ -397,6 +432,7 @@ primary:
   | primary '(' ')'             { $$ = call(p, $1, NULL, @$); }
   | primary '(' args ')'        { $$ = call(p, $1, $3, @$); }
   | primary '(' args ',' ')'    { $$ = call(p, $1, $3, @$); }
+  | primary '(' expr comp_clauses ')' { $$ = call(p, $1, av_push(p, NULL, arg(p, NULL, 0, comp(p, FL_AST_LISTCOMP, $3, NULL, $4, join(@3, @4)), join(@3, @4))), @$); }
   | primary '[' subscripts ']'  { $$ = subscript(p, $1, $3, @$); }
   | primary '(' error ')'       { $$ = bad(p, @$); }
   | primary '[' error ']'       { $$ = bad(p, @$); }
@@ -450,6 +486,7 @@ atom:
   | '[' exprs ']'               { $$ = seq(p, FL_AST_LIST, $2, @$); }
   | '[' exprs ',' ']'           { $$ = seq(p, FL_AST_LIST, $2, @$); }
   | '[' expr comp_clauses ']'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); }
+  | '(' expr comp_clauses ')'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); } /* a generator: made at once */
   | '{' '}'                     { $$ = dict(p, NULL, @$); }
   | '{' dict_items '}'          { $$ = dict(p, $2, @$); }
   | '{' dict_items ',' '}'      { $$ = dict(p, $2, @$); }
@@ -720,10 +757,15 @@ static FlAst *unop(FlParser *p, int op, FlAst *e, FlLoc loc) {
     return nest(p, n, e->depth);
 }
 
+/* `a < b < c`: l is the comparison (or chain) on the left; b is evaluated once. */
 static FlAst *chained(FlParser *p, FlAst *l, int op, FlAst *r, FlLoc loc) {
-    fl_diag_error(p->diag, fl_loc_span(p, loc),
-                  "chained comparisons are not supported; write 'a < b and b < c' instead of 'a < b < c'");
-    return binop(p, FL_AST_COMPARE, op, l, r, loc);
+    return binop(p, FL_AST_CMP_CHAIN, op, l, r, loc);
+}
+
+static FlAst *starred(FlParser *p, FlAst *e, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_STARRED, loc);
+    n->unop.e = e;
+    return nest(p, n, e->depth);
 }
 
 static FlAst *cond_expr(FlParser *p, FlAst *then, FlAst *test, FlAst *other, FlLoc loc) {
@@ -821,7 +863,17 @@ static void check_target(FlParser *p, const FlAst *t, bool aug) {
     FlAstKind k = t->kind;
     if (k == FL_AST_NAME || k == FL_AST_ATTR || k == FL_AST_INDEX) return;
     if ((k == FL_AST_TUPLE || k == FL_AST_LIST) && !aug) {
-        for (size_t i = 0; i < t->list.items.len; i++) check_target(p, t->list.items.items[i], false);
+        int stars = 0;
+        for (size_t i = 0; i < t->list.items.len; i++) {
+            const FlAst *x = t->list.items.items[i];
+            if (x->kind == FL_AST_STARRED && ++stars == 2)
+                fl_diag_error(p->diag, x->span, "multiple starred expressions in an assignment");
+            check_target(p, x->kind == FL_AST_STARRED ? x->unop.e : x, false);
+        }
+        return;
+    }
+    if (k == FL_AST_STARRED) {
+        fl_diag_error(p->diag, t->span, "a starred assignment target must be in a list or tuple");
         return;
     }
     const char *what = k == FL_AST_TUPLE || k == FL_AST_LIST ? NULL
@@ -912,6 +964,40 @@ static FlAst *def(FlParser *p, const char *s, FlParamVec *params, FlNodeVec *bod
     return nest(p, n, d > b ? d : b);
 }
 
+static FlAst *class_stmt(FlParser *p, const char *s, FlAst *base, FlNodeVec *body, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_CLASS, loc);
+    n->cls.name = s;
+    n->cls.base = base;
+    n->cls.body = list_of(body);
+    return nest(p, n, deeper(vec_depth(body), base));
+}
+
+static FlAst *assert_stmt(FlParser *p, FlAst *test, FlAst *msg, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_ASSERT, loc);
+    n->cond.test = test;
+    n->cond.then = msg;
+    return nest(p, n, deeper(test->depth, msg));
+}
+
+static FlAst *raise_stmt(FlParser *p, FlAst *e, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_RAISE, loc);
+    n->expr.e = e;
+    return nest(p, n, deeper(0, e));
+}
+
+static FlAst *decl_stmt(FlParser *p, FlNameVec *names, bool nonlocal, FlLoc loc) {
+    FlAst *n = node(p, FL_AST_GLOBAL, loc);
+    n->decl.nonlocal = nonlocal;
+    n->decl.nnames = names->len;
+    n->decl.names = fl_arena_alloc(p->arena, fl_mul_size(names->len, sizeof(char *)));
+    n->decl.name_spans = fl_arena_alloc(p->arena, fl_mul_size(names->len, sizeof(FlSpan)));
+    for (size_t i = 0; i < names->len; i++) {
+        n->decl.names[i] = names->data[i].name;
+        n->decl.name_spans[i] = names->data[i].span;
+    }
+    return n;
+}
+
 static FlAst *if_stmt(FlParser *p, FlAst *test, FlNodeVec *then, FlNodeVec *other, FlLoc loc) {
     FlAst *n = node(p, FL_AST_IF, loc);
     n->cond.test = test;
@@ -990,7 +1076,8 @@ static const char *const expr_start[] = {"name", "integer", "float", "string", "
                                          "'+'", "'not'", "'lambda'", "'True'", "'False'", "'None'", NULL};
 static const char *const stmt_start[] = {"'def'", "'if'", "'for'", "'while'", "'with'", "'go'",
                                          "'parallel_for'", "'select'", "'return'", "'pass'", "'break'",
-                                         "'continue'", "'import'", "'from'", NULL};
+                                         "'continue'", "'import'", "'from'", "'class'", "'assert'", "'raise'",
+                                         "'global'", "'nonlocal'", NULL};
 /* Tokens that continue an expression: when many are possible, they say little. */
 static const char *const binary_op[] = {"'*'", "'/'", "'%'", "'@'", "'//'", "'**'", "'<'", "'>'", "'=='",
                                         "'!='", "'<='", "'>='", NULL};

@@ -67,6 +67,7 @@ static FlBlock *home_block(Ctx *c, FlBlock *parent);
 static void target_names(FlAst *t, StrVec *out) {
     if (!t) return;
     if (t->kind == FL_AST_NAME) FL_VEC_PUSH(out, t->name);
+    if (t->kind == FL_AST_STARRED) target_names(t->unop.e, out);
     if (t->kind == FL_AST_TUPLE || t->kind == FL_AST_LIST)
         for (size_t i = 0; i < t->list.items.len; i++) target_names(t->list.items.items[i], out);
 }
@@ -106,7 +107,9 @@ static void assigned_names(FlAstList *body, StrVec *out) {
         case FL_AST_BINOP: case FL_AST_UNOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE:
         case FL_AST_COND: case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP:
         case FL_AST_COMP_FOR: case FL_AST_COMP_IF: case FL_AST_EXPR_STMT: case FL_AST_RETURN:
-        case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_CASE: case FL_AST_COUNT:
+        case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_CASE:
+        case FL_AST_STARRED: case FL_AST_CMP_CHAIN: case FL_AST_CLASS: case FL_AST_ASSERT:
+        case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_COUNT:
             break;
         }
     }

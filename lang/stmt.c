@@ -34,6 +34,7 @@ static void placement(Ctx *c, FlAstList *body, bool break_ok, bool continue_ok, 
             if (s->import.star && in_def) fl_diag_error(&c->diag, s->span, "'import *' is only allowed at module level");
             break;
         case FL_AST_DEF: placement(c, &s->def.body, false, false, true); break;
+        case FL_AST_CLASS: placement(c, &s->cls.body, false, false, true); break;
         case FL_AST_IF:
             placement(c, &s->cond.then_body, break_ok, continue_ok, in_def);
             placement(c, &s->cond.else_body, break_ok, continue_ok, in_def);
@@ -57,7 +58,8 @@ static void placement(Ctx *c, FlAstList *body, bool break_ok, bool continue_ok, 
         case FL_AST_COND: case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP:
         case FL_AST_COMP_FOR: case FL_AST_COMP_IF: case FL_AST_EXPR_STMT: case FL_AST_ASSIGN:
         case FL_AST_AUGASSIGN: case FL_AST_RETURN: case FL_AST_PASS: case FL_AST_IMPORT:
-        case FL_AST_CASE: case FL_AST_COUNT: break;
+        case FL_AST_CASE: case FL_AST_STARRED: case FL_AST_CMP_CHAIN: case FL_AST_ASSERT:
+        case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_COUNT: break;
         }
     }
 }
@@ -68,24 +70,42 @@ void fl_ev_check_placement(Ctx *c, FlAstList *body, bool in_loop, bool in_def) {
 
 /* ------------------------------------------------------------------ assignment and statement lists */
 
+/* The target itself, or for `*rest` the name (or target) it binds. */
+static FlAst *unstar(FlAst *t) { return t->kind == FL_AST_STARRED ? t->unop.e : t; }
+
 static bool unpack(Ctx *c, Env *e, FlAst *t, FlValue *v) {
     FlAstList *items = &t->list.items;
+    size_t star = items->len; /* the index of a `*rest` target, if any (the parser allows one) */
+    for (size_t i = 0; i < items->len; i++)
+        if (items->items[i]->kind == FL_AST_STARRED) star = i;
+    size_t fixed = items->len - (star < items->len);
     if (v->kind == VK_ERROR) {
-        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, items->items[i], v);
+        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, unstar(items->items[i]), v);
         return false;
     }
-    if (!fl_v_is_seq(v)) {
+    if (!fl_v_is_seq(v) && v->kind != VK_STR && v->kind != VK_DICT) {
         fl_ev_error(c, t->span, "cannot unpack a %s into %zu names", fl_v_type_name(v), items->len);
-        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, items->items[i], c->error);
+        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, unstar(items->items[i]), c->error);
         return false;
     }
-    if (v->list.len != items->len) {
-        fl_ev_error(c, t->span, "cannot unpack %zu values into %zu names", v->list.len, items->len);
-        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, items->items[i], c->error);
+    v = fl_ev_as_list(c, v, t->span);
+    if (star == items->len ? v->list.len != items->len : v->list.len < fixed) {
+        fl_ev_error(c, t->span, "cannot unpack %zu values into %s%zu names", v->list.len,
+                    star < items->len ? "at least " : "", fixed);
+        for (size_t i = 0; i < items->len; i++) fl_ev_assign(c, e, unstar(items->items[i]), c->error);
         return false;
     }
     bool ok = true;
-    for (size_t i = 0; i < items->len; i++) ok = fl_ev_assign(c, e, items->items[i], v->list.items[i]) && ok;
+    size_t rest = v->list.len - fixed; /* how many the starred target takes */
+    for (size_t i = 0, k = 0; i < items->len; i++) {
+        if (i == star) {
+            FlValue *l = fl_v_list(c, VK_LIST);
+            for (size_t j = 0; j < rest; j++) fl_v_list_push(c, l, v->list.items[k++]);
+            ok = fl_ev_assign(c, e, unstar(items->items[i]), l) && ok;
+        } else {
+            ok = fl_ev_assign(c, e, items->items[i], v->list.items[k++]) && ok;
+        }
+    }
     return ok;
 }
 
@@ -106,6 +126,10 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
             return true;
         }
         if (o->kind == VK_VAR) return fl_ev_var_set(c, o, t->attr.name, v, t->span);
+        if (o->kind == VK_CLASS) {
+            fl_env_set(o->cls.attrs, t->attr.name, v);
+            return true;
+        }
         fl_ev_error(c, t->span, "cannot set attribute '%s' of a %s", t->attr.name, fl_v_type_name(o));
         return false;
     }
@@ -144,7 +168,8 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
     case FL_AST_DEF: case FL_AST_RETURN: case FL_AST_IF: case FL_AST_FOR: case FL_AST_WHILE:
     case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_IMPORT:
     case FL_AST_FROM_IMPORT: case FL_AST_WITH: case FL_AST_GO: case FL_AST_PARALLEL_FOR:
-    case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_COUNT: break;
+    case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_STARRED: case FL_AST_CMP_CHAIN:
+    case FL_AST_CLASS: case FL_AST_ASSERT: case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_COUNT: break;
     }
     fl_ev_error(c, t->span, "cannot assign to a %s", fl_ast_kind_name(t->kind));
     return false;
@@ -488,6 +513,95 @@ static bool is_recv2(const FlAst *s) {
            strcmp(v->call.fn->attr.name, "recv") == 0;
 }
 
+/* The error of a raise or a failed assert at sp, and when it stands inside a runtime if, loop
+ * or select case, a note that the program is built once (whether that code runs is only known
+ * at run time). */
+static void raise_error(Ctx *c, FlSpan sp, const char *msg) {
+    fl_ev_error(c, sp, "%s", msg);
+    if (c->rt_depth > 0)
+        fl_diag_note(&c->diag, fl_ev_user_span(c, sp), "this is inside a runtime 'if', loop or select case: the "
+                     "program is built once, whether or not that code runs; fluid.panic(msg) stops the program "
+                     "when it runs");
+}
+
+/* `assert test, msg`: a false compile-time test is an error at the statement, quoting msg. */
+static Flow stmt_assert(Ctx *c, Env *e, FlAst *s) {
+    FlValue *t = fl_ev_expr(c, e, s->cond.test);
+    if (t->kind == VK_ERROR) return FLOW_ERROR;
+    if (t->kind == VK_VAR) {
+        fl_ev_error(c, s->cond.test->span, "'assert' needs a compile-time condition, found a Var (its value is "
+                                           "only known at run time)");
+        return FLOW_ERROR;
+    }
+    bool ok, tv = fl_v_truthy(c, t, s->cond.test->span, &ok);
+    if (!ok) return FLOW_ERROR;
+    if (tv) return FLOW_NORMAL;
+    FlValue *m = s->cond.then ? fl_ev_expr(c, e, s->cond.then) : NULL;
+    if (m && m->kind == VK_ERROR) return FLOW_ERROR;
+    FlBuf b = {0};
+    if (m && !fl_v_repr_at(c, m, &b, s->span)) {
+        fl_buf_free(&b);
+        return FLOW_ERROR;
+    }
+    raise_error(c, s->span, fl_arena_printf(&c->arena, "assertion failed%s%s", m ? ": " : "", fl_buf_str(&b)));
+    fl_buf_free(&b);
+    return FLOW_ERROR;
+}
+
+/* `raise E("msg")`: an error at the statement, naming the exception and quoting its message. */
+static Flow stmt_raise(Ctx *c, Env *e, FlAst *s) {
+    FlValue *x = s->expr.e ? fl_ev_expr(c, e, s->expr.e) : NULL;
+    if (x && x->kind == VK_ERROR) return FLOW_ERROR;
+    if (!x) {
+        fl_ev_error(c, s->span, "'raise' without an exception: there is no exception being handled to raise again");
+        return FLOW_ERROR;
+    }
+    FlValue *cls = x->kind == VK_CLASS ? x : x->kind == VK_RECORD ? x->rec.cls : NULL;
+    FlValue *args = x->kind == VK_RECORD ? fl_map_find_str(&x->rec.attrs->map, "args") : NULL;
+    FlBuf b = {0};
+    bool ok = true;
+    if (x->kind == VK_STR) fl_buf_append(&b, x->str.s, x->str.n);
+    else if (!cls || !fl_ev_is_subclass(cls, fl_env_find(c->builtins, fl_intern_str(&c->in, "BaseException")))) {
+        fl_buf_free(&b);
+        fl_ev_error(c, s->expr.e->span, "exceptions must derive from BaseException, found %s", fl_v_type_name(x));
+        return FLOW_ERROR;
+    } else {
+        fl_buf_puts(&b, cls->cls.name);
+        if (args && fl_v_is_seq(args) && args->list.len) {
+            fl_buf_puts(&b, ": ");
+            FlValue *a0 = args->list.len == 1 ? args->list.items[0] : args;
+            ok = fl_v_repr_at(c, a0, &b, s->span);
+        }
+    }
+    if (ok) raise_error(c, s->span, fl_buf_str(&b));
+    fl_buf_free(&b);
+    return FLOW_ERROR;
+}
+
+/* `global a, b` / `nonlocal a`: assignments to the names in this scope bind them in the module
+ * (global) or in the nearest enclosing function scope that binds them (nonlocal). */
+static Flow stmt_decl(Ctx *c, Env *e, FlAst *s) {
+    bool bad = false;
+    for (size_t i = 0; i < s->decl.nnames; i++) {
+        const char *n = s->decl.names[i];
+        Env *to = NULL;
+        if (!s->decl.nonlocal) {
+            to = c->cur_mod ? c->cur_mod->globals : NULL;
+        } else {
+            Env *globals = c->cur_mod ? c->cur_mod->globals : NULL;
+            for (Env *x = e->parent; x && x != globals && !to; x = x->parent)
+                if (fl_map_find_str(&x->map, n)) to = x;
+            if (!to) {
+                fl_ev_error(c, s->decl.name_spans[i], "no binding for nonlocal '%s' found", n);
+                bad = true;
+                continue;
+            }
+        }
+        if (to && to != e) fl_env_redirect(c, e, n, to);
+    }
+    return bad ? FLOW_ERROR : FLOW_NORMAL;
+}
+
 static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
     switch (s->kind) {
     case FL_AST_EXPR_STMT: {
@@ -579,12 +693,17 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
         return fl_ev_lower_parallel_for(c, e, n, s->loop.target->name, false, &s->loop.body, s->span);
     }
     case FL_AST_SELECT: return fl_ev_lower_select(c, e, s);
+    case FL_AST_CLASS: return fl_ev_class(c, e, s);
+    case FL_AST_ASSERT: return stmt_assert(c, e, s);
+    case FL_AST_RAISE: return stmt_raise(c, e, s);
+    case FL_AST_GLOBAL: return stmt_decl(c, e, s);
     case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE:
     case FL_AST_FALSE: case FL_AST_NONE: case FL_AST_ATTR: case FL_AST_CALL: case FL_AST_INDEX:
     case FL_AST_SLICE: case FL_AST_LIST: case FL_AST_TUPLE: case FL_AST_DICT: case FL_AST_BINOP:
     case FL_AST_UNOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE: case FL_AST_COND:
     case FL_AST_LAMBDA: case FL_AST_LISTCOMP: case FL_AST_DICTCOMP: case FL_AST_COMP_FOR:
-    case FL_AST_COMP_IF: case FL_AST_CASE: case FL_AST_COUNT: break;
+    case FL_AST_COMP_IF: case FL_AST_CASE: case FL_AST_STARRED: case FL_AST_CMP_CHAIN:
+    case FL_AST_COUNT: break;
     }
     /* an expression node where a statement stands: evaluated for its effects */
     FlValue *v = fl_ev_expr(c, e, s);

@@ -181,7 +181,7 @@ static int eq(FlValue *a, FlValue *b, int depth) {
     case VK_VAR: return a->var.name == b->var.name;
     case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_FUNC: case VK_BUILTIN: case VK_MODULE:
     case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR:
-    case VK_COUNT: break;
+    case VK_CLASS: case VK_COUNT: break;
     }
     return 0;
 }
@@ -214,6 +214,7 @@ const char *fl_v_type_name(const FlValue *v) {
     case VK_PROGRAM: return "Program";
     case VK_READER: return "reader";
     case VK_ERROR: return "error";
+    case VK_CLASS: return "type";
     case VK_COUNT: break;
     }
     return "?";
@@ -299,6 +300,7 @@ static void repr(Ctx *c, FlValue *v, FlBuf *out, Repr *r) {
     case VK_FUNC: fl_buf_printf(out, "<function %s>", v->func.def->def.name ? v->func.def->def.name : "lambda"); break;
     case VK_BUILTIN: fl_buf_printf(out, "<builtin %s>", v->builtin.name); break;
     case VK_MODULE: fl_buf_printf(out, "<module %s>", v->mod->name); break;
+    case VK_CLASS: fl_buf_printf(out, "<class '%s'>", v->cls.name); break;
     case VK_RECORD: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: fl_buf_printf(out, "<%s>", fl_v_type_name(v)); break;
     }
     if (out->len > FL_MAX_LEN) r->too_long = true;
@@ -337,9 +339,21 @@ Env *fl_env_new(Ctx *c, Env *parent) {
 }
 FlValue *fl_env_find(Env *e, const char *name) {
     for (; e; e = e->parent) {
+        Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
+        if (to) e = to;
         FlValue *v = fl_map_find_str(&e->map, name);
         if (v) return v;
     }
     return NULL;
 }
-void fl_env_set(Env *e, const char *name, FlValue *v) { fl_map_put_str(&e->map, name, v); }
+void fl_env_set(Env *e, const char *name, FlValue *v) {
+    Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
+    fl_map_put_str(&(to ? to : e)->map, name, v);
+}
+void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to) {
+    if (!e->redirect) {
+        /* an Env of its own holds the map, so that it is finalised with the others */
+        e->redirect = &fl_env_new(c, NULL)->map;
+    }
+    fl_map_put_str(e->redirect, name, to);
+}

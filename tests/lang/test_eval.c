@@ -1049,6 +1049,246 @@ static void test_backward_sum(void) {
     fl_ir_bundle_free(b);
 }
 
+/* ---- Python's classes, statements and library (each `assert` is checked at compile time: the
+ * snippet compiles only if every one holds) ---- */
+
+static void check_asserts(const char *src) {
+    char *full = malloc(strlen(HDR) + strlen(src) + 1);
+    strcpy(full, HDR);
+    strcat(full, src);
+    FlBundle *b = compile(full);
+    free(full);
+    CU_ASSERT_PTR_NOT_NULL(b);
+    fl_ir_bundle_free(b);
+}
+
+static void test_classes(void) {
+    check_asserts("class Base(object):\n"
+                  "    scale = 2\n"
+                  "    def __init__(self, n):\n"
+                  "        self.n = n\n"
+                  "    def get(self):\n"
+                  "        return self.n * self.scale\n"
+                  "    def name(self):\n"
+                  "        return 'base'\n"
+                  "class Child(Base):\n"
+                  "    def __init__(self, n, extra=1):\n"
+                  "        super().__init__(n)\n"
+                  "        self.extra = extra\n"
+                  "    def get(self):\n"
+                  "        return super().get() + self.extra\n"
+                  "    def name(self):\n"
+                  "        return 'child:' + super(Child, self).name()\n"
+                  "c = Child(3, extra=4)\n"
+                  "assert c.get() == 10 and c.name() == 'child:base'\n"
+                  "assert Base.get(c) == 6 and Base(5).get() == 10\n"
+                  "m = c.get\n"
+                  "assert m() == 10\n"
+                  "Base.scale = 3\n"
+                  "assert c.get() == 13 and Child.scale == 3 and Child.__name__ == 'Child'\n"
+                  "c.scale = 1\n"
+                  "assert c.get() == 7 and Base.scale == 3\n"
+                  "assert isinstance(c, Base) and isinstance(c, (int, Child)) and not isinstance(Base(1), Child)\n"
+                  "assert hasattr(c, 'extra') and hasattr(c, 'get') and not hasattr(c, 'nope')\n"
+                  "class Plain:\n"
+                  "    pass\n"
+                  "p = Plain()\n"
+                  "p.x = 1\n"
+                  "p.x += 1\n"
+                  "assert p.x == 2 and str(Plain) == \"<class 'Plain'>\"\n"
+                  "class Counter:\n"
+                  "    def __init__(self):\n"
+                  "        self.n = 0\n"
+                  "    def __call__(self, k):\n"
+                  "        self.n += k\n"
+                  "        return self.n\n"
+                  "k = Counter()\n"
+                  "k(2)\n"
+                  "assert k(3) == 5\n"
+                  /* methods do not see the class body's names, as in Python */
+                  "y = 'outer'\n"
+                  "class S:\n"
+                  "    y = 'class'\n"
+                  "    def f(self):\n"
+                  "        return y\n"
+                  "assert S().f() == 'outer'\n"
+                  "class MyError(ValueError):\n"
+                  "    def __init__(self, what):\n"
+                  "        super().__init__('bad ' + what)\n"
+                  "assert MyError('x').args == ('bad x',) and isinstance(MyError('x'), Exception)\n");
+    /* a model as a class builds its layers through methods */
+    FlBundle *b = compile(HDR "class Net:\n"
+                              "    def __init__(self, width):\n"
+                              "        self.width = width\n"
+                              "    def conv_bn(self, x, k):\n"
+                              "        return layers.conv2d(x, num_filters=self.width, filter_size=k, padding=(k - 1) / 2)\n"
+                              "    def net(self, x):\n"
+                              "        return self.conv_bn(self.conv_bn(x, 3), 1)\n"
+                              "img = layers.data(name='img', shape=[3, 8, 8])\n"
+                              "out = Net(4).net(img)\n"
+                              "r = layers.data(name='r', shape=[out.shape[1] * 100 + out.shape[3]])\n");
+    CU_ASSERT_EQUAL(result(b), 408);
+    CU_ASSERT_EQUAL(count(b, 0, "conv2d"), 2);
+    fl_ir_bundle_free(b);
+    static const ErrCase errs[] = {
+        {"class A:\n    pass\nA(1)\n", "error: A() takes no arguments"},
+        {"class A(3):\n    pass\n", "error: a class derives from a class, found int"},
+        {"class A:\n    def __init__(self):\n        return 1\nA()\n", "error: __init__() should return None, not 'int'"},
+        {"class A:\n    pass\nA().x\n", "error: 'A' object has no attribute 'x'"},
+        {"class A:\n    pass\nA.x\n", "error: class 'A' has no attribute 'x'"},
+        {"class A:\n    def f(self, a):\n        return a\nA().f()\n", "error: f() missing required argument 'a'"},
+        {"super()\n", "error: super() without arguments is only valid in a method"},
+        {"isinstance(1, 2)\n", "error: isinstance() arg 2 must be a class, a type or a tuple of them, found int"},
+        {"for i in range(2):\n    class A:\n        break\n", "error: 'break' outside a loop"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
+static void test_python_library(void) {
+    check_asserts("import math\nimport functools\nfrom functools import partial, reduce\n"
+                  "assert getattr(1, 'nope', None) is None and getattr([], 'append', 0) != 0\n"
+                  "assert getattr(fluid, 'nope', 3) == 3 and getattr(fluid.ParamAttr(), 'name', 7) is None\n"
+                  "class P:\n    pass\n"
+                  "p = P()\nsetattr(p, 'z', 5)\nsetattr(P, 'w', 6)\n"
+                  "assert p.z == 5 and p.w == 6 and hasattr(p, 'w') and hasattr('', 'join') and not hasattr(1, 'x')\n"
+                  "assert isinstance(3, int) and isinstance(True, int) and isinstance(3.0, (int, float))\n"
+                  "assert not isinstance('a', int) and isinstance([], list) and isinstance({}, dict) and isinstance((), tuple)\n"
+                  "assert isinstance(fluid.ParamAttr(name='w'), fluid.ParamAttr)\n"
+                  "assert sorted([3, 1, 2]) == [1, 2, 3] and sorted(['b', 'a', 'c'], reverse=True) == ['c', 'b', 'a']\n"
+                  "assert sorted([(1, 'b'), (0, 'z'), (1, 'a')]) == [(0, 'z'), (1, 'a'), (1, 'b')]\n"
+                  "assert sorted([3, -4, 1, -3], key=abs) == [1, 3, -3, -4]\n"  /* stable */
+                  "assert sorted({'b': 1, 'a': 2}) == ['a', 'b'] and sorted([]) == []\n"
+                  "l = [3, 1, 2]\nl.sort(reverse=True)\nassert l == [3, 2, 1]\n"
+                  "assert list(reversed([1, 2])) == [2, 1] and list(map(lambda x: x * 2, [1, 2])) == [2, 4]\n"
+                  "assert list(map(lambda a, b: a + b, [1, 2, 3], [10, 20])) == [11, 22]\n"
+                  "assert list(filter(None, [0, 1, 2])) == [1, 2] and list(filter(lambda x: x > 1, [1, 2, 3])) == [2, 3]\n"
+                  "assert any([0, 1]) and not any([]) and all([]) and not all([1, 0])\n"
+                  "assert min([3, 1, 2], key=lambda x: -x) == 3 and max('a', 'bb', key=len) == 'bb'\n"
+                  "assert max([], default=7) == 7 and min(['b', 'a']) == 'a' and max([(1, 2), (1, 3)]) == (1, 3)\n"
+                  "assert reduce(lambda a, b: a + b, [1, 2, 3]) == 6 and functools.reduce(lambda a, b: a * b, [], 1) == 1\n"
+                  "def f(a, b, c=0):\n    return a * 100 + b * 10 + c\n"
+                  "g = partial(f, 1, c=3)\n"
+                  "assert g(2) == 123 and g(2, c=5) == 125 and functools.partial(f, b=2)(1) == 120\n"
+                  "assert math.sqrt(16) == 4.0 and math.floor(2.5) == 2 and math.ceil(2.1) == 3 and math.floor(-0.5) == -1\n"
+                  "assert abs(math.pi - 3.14159265) < 1e-8 and abs(math.e - 2.71828183) < 1e-8\n"
+                  "assert math.pow(2, 10) == 1024.0 and math.log(math.e) == 1.0 and math.exp(0) == 1.0\n"
+                  "assert math.log(8, 2) == 3.0 and math.log10(1000) == 3.0 and math.log2(8) == 3.0\n"
+                  "d = {'a': 1}\nd.update({'b': 2}, c=3)\nd.update([('e', 5)])\n"
+                  "assert d.get('b') == 2 and d.get('q') is None and d.pop('a') == 1 and d.pop('q', 9) == 9\n"
+                  "assert d.setdefault('z', 4) == 4 and d.setdefault('z', 8) == 4 and len(d) == 4\n"
+                  "assert sorted(d.items()) == [('b', 2), ('c', 3), ('e', 5), ('z', 4)] and d.copy() == d\n"
+                  "l = [1, 2, 3]\nl.insert(0, 0)\nl.insert(-1, 9)\nl.remove(9)\nl.reverse()\n"
+                  "assert l == [3, 2, 1, 0] and l.index(1) == 2 and l.count(3) == 1 and (1, 2).index(2) == 1\n"
+                  "assert 'a,b,,c'.split(',') == ['a', 'b', '', 'c'] and ' a  b '.split() == ['a', 'b']\n"
+                  "assert 'a b c'.split(' ', 1) == ['a', 'b c'] and '-'.join(['x', 'y']) == 'x-y'\n"
+                  "assert 'aXbX'.replace('X', '_') == 'a_b_' and 'aXbX'.replace('X', '', 1) == 'abX'\n"
+                  "assert ' x '.strip() == 'x' and 'Ab'.lower() == 'ab' and 'Ab'.upper() == 'AB'\n"
+                  "assert '{} {}'.format(1, 'a') == '1 a' and '{1}{0}'.format('a', 'b') == 'ba'\n"
+                  "assert '{x:.2f}'.format(x=3.14159) == '3.14' and '{:5d}|{:<4}|'.format(42, 'ab') == '   42|ab  |'\n"
+                  "assert '{{}}{}'.format(1) == '{}1' and '{:.1%}'.format(0.25) == '25.0%'\n");
+    static const ErrCase errs[] = {
+        {"getattr(1, 'nope')\n", "error: 'int' object has no attribute 'nope'"},
+        {"sorted([1, 'a'])\n", "error: cannot order str and int"},
+        {"import math\nmath.sqrt(-1)\n", "error: math.sqrt(): math domain error (-1)"},
+        {"import math\nmath.log(0)\n", "error: math.log(): math domain error"},
+        {"from functools import reduce\nreduce(lambda a, b: a, [])\n", "error: reduce() of an empty sequence with no initial value"},
+        {"{}.pop('k')\n", "error: pop(): key 'k' not in dict"},
+        {"'{}'.format()\n", "error: format(): no argument for the field '{}'"},
+        {"'{:q}'.format(1)\n", "error: format(): unsupported format spec 'q'"},
+        {"min([])\n", "error: min() of an empty sequence"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
+static void test_python_statements(void) {
+    check_asserts("a, *b = [1, 2, 3]\nassert a == 1 and b == [2, 3]\n"
+                  "*h, t = (1, 2, 3)\nassert h == [1, 2] and t == 3\n"
+                  "x, *y, z = 'ab'\nassert y == [] and x == 'a'\n"
+                  "for first, *rest in [(1, 2, 3)]:\n    assert rest == [2, 3]\n"
+                  "assert [*b, *h, 0] == [2, 3, 1, 2, 0] and (*b,) == (2, 3)\n"
+                  "assert 0 < a < 2 and not (0 < a < 1) and 1 <= a <= 1 < 5 and (a < 2) < 2\n"
+                  "calls = []\n"
+                  "def mid():\n    calls.append(1)\n    return 5\n"
+                  "assert 0 < mid() < 10 and len(calls) == 1\n"          /* the middle operand once */
+                  "assert not (9 < mid() < 10) and len(calls) == 2\n"
+                  "assert not (1 > 2 < mid()) and len(calls) == 2\n"    /* short-circuit */
+                  "counter = 0\n"
+                  "def bump():\n    global counter\n    counter += 1\n"
+                  "bump()\nbump()\nassert counter == 2\n"
+                  "def make():\n    global made\n    made = 'yes'\nmake()\nassert made == 'yes'\n"
+                  "def outer():\n"
+                  "    n = 0\n"
+                  "    def inc():\n"
+                  "        nonlocal n\n"
+                  "        n += 1\n"
+                  "    inc()\n"
+                  "    inc()\n"
+                  "    return n\n"
+                  "assert outer() == 2\n"
+                  "assert 7 / 2 == 3.5 and 7 // 2 == 3 and -7 // 2 == -4 and isinstance(6 / 3, float) and 6 / 3 == 2\n"
+                  "assert True, 'never shown'\n"
+                  "xs = [[1], [2, 3]]\n"
+                  "assert max(len(x) for x in xs) == 2 and sum(len(x) for x in xs if x) == 3\n"
+                  "assert any(x == [2, 3] for x in xs) and tuple((i * 2 for i in range(3))) == (0, 2, 4)\n");
+    /* a chained comparison of Vars joins its links with logical_and */
+    FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[1])\nc = 0.0 < x < 1.0\n");
+    CU_ASSERT_EQUAL(count(b, 0, "logical_and"), 1);
+    CU_ASSERT_EQUAL(count(b, 0, "less_than"), 2);
+    fl_ir_bundle_free(b);
+    static const ErrCase errs[] = {
+        {"assert 1 == 2\n", "snippet.fl:3:1: error: assertion failed\n"},
+        {"assert [], 'empty: %d' % 0\n", "snippet.fl:3:1: error: assertion failed: empty: 0\n"},
+        {"raise ValueError('bad value')\n", "snippet.fl:3:1: error: ValueError: bad value\n"},
+        {"raise NotImplementedError\n", "snippet.fl:3:1: error: NotImplementedError\n"},
+        {"raise 3\n", "error: exceptions must derive from BaseException, found int"},
+        {"raise\n", "error: 'raise' without an exception"},
+        {"x = layers.data(name='x', shape=[1])\nassert x\n", "error: 'assert' needs a compile-time condition, found a Var"},
+        {"x = layers.data(name='x', shape=[1])\nif x > 0.0:\n    raise ValueError('v')\n",
+         "note: this is inside a runtime 'if', loop or select case"},
+        {"def f():\n    nonlocal q\nf()\n", "snippet.fl:4:14: error: no binding for nonlocal 'q' found"},
+        {"a, *b = 1\n", "error: cannot unpack a int into 2 names"},
+        {"a, *b = []\n", "error: cannot unpack 0 values into at least 1 names"},
+        {"x = *[1]\n", "error: a starred expression is only allowed in a list, a tuple or an assignment target"},
+        {"x = 1 < 2 < 'a'\n", "error: cannot order int and str"},
+        {"for i in range(6 / 2):\n    pass\n", "error: range() argument must be an int, found the float 3.0\n"},
+        {"for i in range(6 / 2):\n    pass\n", "note: '/' always gives a float; '//' divides ints to an int\n"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
+/* A float that is a whole number (what '/' gives) is accepted where an int attribute is
+ * expected, by layers and by ops built directly; others are errors with a note. */
+static void test_whole_float_attrs(void) {
+    FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[3, 8, 8])\n"
+                              "k = 3\n"
+                              "y = layers.conv2d(x, num_filters=4, filter_size=k, padding=(k - 1) / 2, stride=[2.0, 1])\n"
+                              "z = layers.pool2d(y, pool_size=4 / 2, pool_stride=2)\n"
+                              "t = layers._op('top_k', X=layers.reshape(z, shape=[-1, 8]), k=6 / 3)\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    const FlOpDesc *conv = op_at(b, 0, "conv2d", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(conv);
+    FlAttr *pad = fl_ir_op_attr(conv, "paddings"), *st = fl_ir_op_attr(conv, "strides");
+    CU_ASSERT(pad && pad->n == 2 && pad->ints[0] == 1 && pad->ints[1] == 1);
+    CU_ASSERT(st && st->n == 2 && st->ints[0] == 2 && st->ints[1] == 1);
+    FlAttr *ks = fl_ir_op_attr(op_at(b, 0, "pool2d", 0), "ksize");
+    CU_ASSERT(ks && ks->n == 2 && ks->ints[0] == 2);
+    CU_ASSERT_EQUAL(fl_ir_op_get_int(op_at(b, 0, "top_k", 0), "k", 0), 2);
+    fl_ir_bundle_free(b);
+    /* a dimension: fc(size=channels / ratio), as SE-ResNeXt's squeeze */
+    check_result(HDR "x = layers.data(name='x', shape=[64])\n"
+                     "y = layers.fc(x, size=64 / 16)\n"
+                     "r = layers.data(name='r', shape=[y.shape[1]])\n",
+                 4);
+    static const ErrCase errs[] = {
+        {"y = layers.conv2d(x, num_filters=4, filter_size=3, padding=3 / 2)\n",
+         "error: conv2d() padding must be an int, found 1.5 (a float that is not a whole number)\n"},
+        {"y = layers.conv2d(x, num_filters=4, filter_size=3, padding=3 / 2)\n",
+         "note: '/' always gives a float; '//' divides ints to an int"},
+        {"y = layers._op('top_k', X=x, k=1.5)\n", "error: top_k: attribute 'k' must be an int, found 1.5 (a float that is not a whole number)"},
+    };
+    check_errors("x = layers.data(name='x', shape=[3, 8, 8])\n", errs, FL_ARRAY_LEN(errs));
+}
+
 int main(void) {
     static const FlTestCase cases[] = {
         {"functions", test_functions},
@@ -1080,6 +1320,10 @@ int main(void) {
         {"programs_and_guards", test_programs_and_guards},
         {"backward_sum", test_backward_sum},
         {"program_methods", test_program_methods},
+        {"classes", test_classes},
+        {"python_library", test_python_library},
+        {"python_statements", test_python_statements},
+        {"whole_float_attrs", test_whole_float_attrs},
     };
     return fl_test_run("eval", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }

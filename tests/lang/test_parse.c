@@ -107,6 +107,31 @@ static void test_assignment(void) {
               "(assign (name p) (tuple (name q)) (name r) (list (name s)))\n");
 }
 
+/* class, assert, raise, global, nonlocal, starred items and chained comparisons */
+static void test_python_statements(void) {
+    check_ast("class A(B.C):\n    x = 1\n    def f(self):\n        return self.x\nclass D:\n    pass\nclass E():\n    pass\n",
+              "(class A (attr (name B) C) (body (assign (name x) (int 1)) (def f (params self) (body (return (attr (name self) x))))))\n"
+              "(class D _ (body (pass)))\n(class E _ (body (pass)))\n");
+    check_ast("assert x\nassert x > 0, 'msg'\nraise\nraise ValueError('v')\n",
+              "(assert (name x) _)\n(assert (> (name x) (int 0)) (str \"msg\"))\n(raise _)\n"
+              "(raise (call (name ValueError) (str \"v\")))\n");
+    check_ast("def f():\n    global a, b\n    nonlocal c\n",
+              "(def f (params) (body (global a b) (nonlocal c)))\n");
+    check_ast("a, *b = x\n[*c, d] = y\nz = [*a, 1, *b]\n",
+              "(assign (tuple (name a) (starred (name b))) (name x))\n"
+              "(assign (list (starred (name c)) (name d)) (name y))\n"
+              "(assign (name z) (list (starred (name a)) (int 1) (starred (name b))))\n");
+    check_ast("0 < x <= 10 != y\n(a < b) < c\n",
+              "(expr (chain != (chain <= (< (int 0) (name x)) (int 10)) (name y)))\n"
+              "(expr (< (< (name a) (name b)) (name c)))\n");
+    /* a generator expression (the sole argument of a call, or in parentheses) is a list */
+    check_ast("max(len(x) for x in xs)\ny = (i for i in r if i)\n",
+              "(expr (call (name max) (listcomp (call (name len) (name x)) (for (name x) (name xs)))))\n"
+              "(assign (name y) (listcomp (name i) (for (name i) (name r)) (if (name i))))\n");
+    /* the new keywords are attribute names after a '.' */
+    check_ast("x.class_ = m.raise\n", "(assign (attr (name x) class_) (attr (name m) raise))\n");
+}
+
 static void test_comprehensions(void) {
     check_ast("a = [x * 2 for x in xs if x > 1 if x < 9]\n",
               "(assign (name a) (listcomp (* (name x) (int 2)) (for (name x) (name xs)) (if (> (name x) (int 1))) "
@@ -457,9 +482,9 @@ static void test_semantic_syntax_errors(void) {
                "t.fl:1:5: error: cannot assign to a literal\na = 1 = b\n    ^\n"
                "t.fl:2:12: error: cannot assign to a literal\nx = [v for 1 in w]\n           ^\n"
                "t.fl:3:11: error: cannot assign to a function call\n{k: v for f() in w}\n          ^~~\n");
-    check_diag("a < b < c\n", 1,
-               "t.fl:1:1: error: chained comparisons are not supported; write 'a < b and b < c' instead of "
-               "'a < b < c'\na < b < c\n^~~~~~~~~\n");
+    check_diag("a, *b, *c = x\n*d = x\n", 2,
+               "t.fl:1:8: error: multiple starred expressions in an assignment\na, *b, *c = x\n       ^~\n"
+               "t.fl:2:1: error: a starred assignment target must be in a list or tuple\n*d = x\n^~\n");
     check_diag("def f(a=1, b, a, **k, c):\n    pass\n", 3,
                "t.fl:1:12: error: parameter without a default follows a parameter with a default\n"
                "def f(a=1, b, a, **k, c):\n           ^\n"
@@ -652,6 +677,7 @@ int main(void) {
     CU_add_test(s, "imports", test_imports);
     CU_add_test(s, "comprehensions", test_comprehensions);
     CU_add_test(s, "compound statements", test_compound);
+    CU_add_test(s, "python statements", test_python_statements);
     CU_add_test(s, "select", test_select);
     CU_add_test(s, "layout", test_layout);
     CU_add_test(s, "examples", test_examples);
