@@ -216,6 +216,9 @@ FlStatus fl_exec_attr_dims(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSE
 FlStatus fl_exec_attr_shape(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSED;
 /* The prepare of ops whose only attribute is "axis": op->a.i[0]. */
 FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
+/* strides, paddings, dilations (2 ints each) and groups into an FlConv2dAttrs in op->a.extra
+ * (conv2d, conv2d_transpose). */
+FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e);
 
 /* ---- the adapter tables ---- */
 #define FL_OP(id, ins, outs, attrs, grad, flags, desc) extern const FlAdapter fl_adapter_##id;
