@@ -976,6 +976,34 @@ static FlStatus infer_conv2d_transpose(Ctx *c) {
     return set_out(c, "Output", iv->dtype, &out);
 }
 
+static FlStatus infer_auc(Ctx *c) {
+    FlVarDesc *pv, *lv, *sp, *sn;
+    if (in1(c, "Predict", &pv) || in1(c, "Label", &lv) || in1(c, "StatPos", &sp) || in1(c, "StatNeg", &sn))
+        return FL_ERROR;
+    if (need_float(c, "the prediction", pv)) return FL_ERROR;
+    Shape p = shape_of(pv), l = shape_of(lv);
+    if (p.nd != 2 || l.nd < 1 || !dims_agree(p.d[0], l.d[0]) || (lv->dtype != FL_DT_INT64 && lv->dtype != FL_DT_INT32))
+        return fl_err(c->e, "%s: the prediction must be [N, classes] and the label int [N, 1], found %s and %s %s", c->t,
+                      sstr(c, &p), sstr(c, &l), dt(lv->dtype));
+    if (strcmp(sattr(c, "curve"), "ROC") != 0)
+        return fl_err(c->e, "%s: curve '%s' is not supported (ROC only)", c->t, sattr(c, "curve"));
+    int64_t nt = iattr(c, "num_thresholds"), steps = iattr(c, "slide_steps");
+    if (nt < 1 || nt > (1 << 24) || steps < 0)
+        return fl_err(c->e, "%s: num_thresholds must be in [1, 2^24] and slide_steps >= 0, found %lld and %lld", c->t,
+                      (long long)nt, (long long)steps);
+    const FlVarDesc *st[2] = {sp, sn};
+    for (int i = 0; i < 2; i++) {
+        Shape s = shape_of(st[i]);
+        if (st[i]->dtype != FL_DT_INT64 || s.nd != 2 || s.d[0] != (steps ? steps : 1) || s.d[1] != nt + 1)
+            return fl_err(c->e, "%s: %s must be int64 [%lld, %lld], found %s %s", c->t, i ? "StatNeg" : "StatPos",
+                          (long long)(steps ? steps : 1), (long long)(nt + 1), dt(st[i]->dtype), sstr(c, &s));
+    }
+    Shape one = shape1(1);
+    return set_out(c, "AUC", FL_DT_FLOAT64, &one) || set_like(c, "StatPosOut", sp) || set_like(c, "StatNegOut", sn)
+               ? FL_ERROR
+               : FL_OK;
+}
+
 /* ---- misc ---- */
 
 static FlStatus infer_increment(Ctx *c) {
@@ -1161,6 +1189,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_nearest_interp: return infer_interp(&c);
     case FL_OPID_softmax_with_cross_entropy: return infer_softmax_xent(&c);
     case FL_OPID_cos_sim: return infer_cos_sim(&c);
+    case FL_OPID_auc: return infer_auc(&c);
     case FL_OPID_less_than:
     case FL_OPID_less_equal:
     case FL_OPID_greater_than:

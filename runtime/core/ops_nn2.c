@@ -1,5 +1,5 @@
 /* ops_nn2.c: adapters of layer_norm, softmax_with_cross_entropy, cos_sim, lrn,
- * conv2d_transpose and the interpolations, and their gradients (kernels in
+ * conv2d_transpose and the interpolations, and their gradients, and auc (kernels in
  * runtime/kernels/nn2.c; the gradients' slots are their FL_GRAD_SLOTS lines in ops.def). */
 #include <stdlib.h>
 #include <string.h>
@@ -161,3 +161,24 @@ static FlStatus run_nearest_interp_grad(OpCall *c) {
                                  c->op->a.extra, dx);
 }
 FL_ADAPTER(nearest_interp_grad, prep_nearest, run_nearest_interp_grad);
+
+/* ---- auc ---- */
+
+static FlStatus prep_auc(ExecOp *op, FlErr *e) {
+    const char *curve = fl_exec_attr_string(op, "curve");
+    if (strcmp(curve, "ROC") != 0) return fl_err(e, "attribute 'curve' must be 'ROC', found '%s'", curve);
+    op->a.i[0] = fl_exec_attr_int(op, "num_thresholds");
+    op->a.i[1] = fl_exec_attr_int(op, "slide_steps");
+    if (op->a.i[0] < 1 || op->a.i[0] > (1 << 24) || op->a.i[1] < 0 || op->a.i[1] > (1 << 20))
+        return fl_err(e, "attributes 'num_thresholds' (%lld) and 'slide_steps' (%lld) are out of range",
+                      (long long)op->a.i[0], (long long)op->a.i[1]);
+    return FL_OK;
+}
+/* Predict Label StatPos StatNeg -> AUC StatPosOut StatNegOut (the stats updated in place) */
+static FlStatus run_auc(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_auc(c->e, IN(FL_IN_auc_Predict), IN(FL_IN_auc_Label), IN(FL_IN_auc_StatPos),
+                         IN(FL_IN_auc_StatNeg), (int)a->i[0], (int)a->i[1], OUT(FL_OUT_auc_AUC),
+                         OUT(FL_OUT_auc_StatPosOut), OUT(FL_OUT_auc_StatNegOut));
+}
+FL_ADAPTER(auc, prep_auc, run_auc);

@@ -1,5 +1,5 @@
 /* nn2.c: layer_norm, softmax_with_cross_entropy, cos_sim, lrn, bilinear / nearest
- * interpolation and conv2d_transpose, forward and backward. The typed loops are in nn2_t.inc;
+ * interpolation and conv2d_transpose, forward and backward, and the auc metric. The typed loops are in nn2_t.inc;
  * conv2d_transpose is the convolution's input gradient (and its gradients the convolution and
  * the convolution's filter gradient), so it shares conv.c's fast paths. */
 #include "runtime/kernels/kernels_impl.h"
@@ -477,5 +477,66 @@ FlStatus fl_kernel_conv2d_transpose_grad(FlErr *e, const FlTensor *input, const 
     if (dinput && convt_sub(e, op, fl_kernel_conv2d(&sub, doutput, filter, a, dinput), &sub)) return FL_ERROR;
     if (dfilter && convt_sub(e, op, fl_kernel_conv2d_grad(&sub, doutput, filter, input, a, NULL, dfilter), &sub))
         return FL_ERROR;
+    return FL_OK;
+}
+
+/* ---- auc ---- */
+
+FlStatus fl_kernel_auc(FlErr *e, const FlTensor *predict, const FlTensor *label, const FlTensor *stat_pos,
+                       const FlTensor *stat_neg, int num_thresholds, int slide_steps, FlTensor *auc,
+                       FlTensor *stat_pos_out, FlTensor *stat_neg_out) {
+    const char *op = "auc";
+    if (kneed_float(e, op, "Predict", predict) || khas(e, op, "Label", label) || khas(e, op, "StatPos", stat_pos) ||
+        khas(e, op, "StatNeg", stat_neg))
+        return FL_ERROR;
+    int64_t R = slide_steps > 0 ? slide_steps : 1, B = (int64_t)num_thresholds + 1;
+    if (num_thresholds < 1 || slide_steps < 0)
+        return fl_err(e, "%s: num_thresholds (%d) must be >= 1 and slide_steps (%d) >= 0", op, num_thresholds,
+                      slide_steps);
+    if (predict->ndim != 2 || predict->ne[1] < 1 || !kis_int(label->dtype) || fl_tensor_numel(label) != predict->ne[0])
+        return fl_err(e, "%s: Predict %s must be [N, classes] and Label %s (%s) hold N ints", op,
+                      fl_tensor_shape(predict).s, fl_tensor_shape(label).s, fl_dtype_name(label->dtype));
+    const FlTensor *st[2] = {stat_pos, stat_neg};
+    for (int i = 0; i < 2; i++)
+        if (st[i]->dtype != FL_DT_INT64 || st[i]->ndim != 2 || st[i]->ne[0] != R || st[i]->ne[1] != B)
+            return fl_err(e, "%s: %s %s (%s) must be int64 [%lld, %lld]", op, i ? "StatNeg" : "StatPos",
+                          fl_tensor_shape(st[i]).s, fl_dtype_name(st[i]->dtype), (long long)R, (long long)B);
+    FlTensor r[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    int64_t one = 1;
+    if (kalloc(e, op, &r[0], FL_DT_FLOAT64, 1, &one) || kalloc_like(e, op, &r[1], stat_pos) ||
+        kalloc_like(e, op, &r[2], stat_neg)) {
+        kfini_all(r, 3);
+        return FL_ERROR;
+    }
+    int64_t *pos = fl_tensor_data(&r[1]), *neg = fl_tensor_data(&r[2]);
+    const int64_t *opos = fl_tensor_data(stat_pos), *oneg = fl_tensor_data(stat_neg);
+    if (slide_steps > 0) { /* the window moves down a row; row 0 starts empty for this batch */
+        memcpy(pos + B, opos, sizeof(int64_t) * (size_t)((R - 1) * B));
+        memcpy(neg + B, oneg, sizeof(int64_t) * (size_t)((R - 1) * B));
+    } else {
+        memcpy(pos, opos, sizeof(int64_t) * (size_t)B);
+        memcpy(neg, oneg, sizeof(int64_t) * (size_t)B);
+    }
+    int64_t N = predict->ne[0], W = predict->ne[1];
+    for (int64_t i = 0; i < N; i++) {
+        double p = fl_tensor_get(predict, i * W + W - 1);
+        int64_t bin = p > 0 ? (int64_t)(p * num_thresholds) : 0;
+        if (!(p <= 1)) bin = num_thresholds; /* also NaN: the top bin, never out of range */
+        if (fl_tensor_get(label, i) != 0) pos[bin]++;
+        else neg[bin]++;
+    }
+    double area = 0, tp = 0, tn = 0;
+    for (int64_t b = B - 1; b >= 0; b--) {
+        double sp = 0, sn = 0;
+        for (int64_t k = 0; k < R; k++) sp += (double)pos[k * B + b], sn += (double)neg[k * B + b];
+        double tp0 = tp, tn0 = tn;
+        tp += sp;
+        tn += sn;
+        area += (tn - tn0) * (tp + tp0) / 2;
+    }
+    *(double *)fl_tensor_data(&r[0]) = tp > 0 && tn > 0 ? area / tp / tn : 0;
+    kout(auc, &r[0]);
+    kout(stat_pos_out, &r[1]);
+    kout(stat_neg_out, &r[2]);
     return FL_OK;
 }

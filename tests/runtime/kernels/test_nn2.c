@@ -1,5 +1,5 @@
 /* test_nn2.c: the kernels of nn2.c (layer_norm, softmax_with_cross_entropy, cos_sim, lrn,
- * interpolation, conv2d_transpose) and pool2d's ceil_mode: known values, plain reference loops
+ * interpolation, conv2d_transpose, auc) and pool2d's ceil_mode: known values, plain reference loops
  * written from the definitions (float32 and float64), gradients by kt_grad_check's central
  * differences in float64, and the errors on bad inputs. */
 #include "tests/runtime/kernels/kt.h"
@@ -281,6 +281,43 @@ static void test_pool_ceil_values(void) {
     fl_tensor_fini(&o);
 }
 
+/* ---- auc: known curves (the brute-force comparison over fed batches is in
+ * tests/runtime/core/test_nn2_layers.c) ---- */
+
+static double auc_of(const FlTensor *p, const FlTensor *l, int T) {
+    int64_t ne[2] = {1, T + 1};
+    FlTensor sp = FL_TENSOR_INIT, sn = FL_TENSOR_INIT, a = FL_TENSOR_INIT;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &sp, FL_DT_INT64, 2, ne), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &sn, FL_DT_INT64, 2, ne), FL_OK);
+    FlTensor po = FL_TENSOR_INIT, no = FL_TENSOR_INIT;
+    KT_OK(fl_kernel_auc(KE, p, l, &sp, &sn, T, 0, &a, &po, &no));
+    double v = fl_tensor_get(&a, 0);
+    FlTensor all[] = {sp, sn, a, po, no};
+    kt_fini(5, all);
+    return v;
+}
+
+static void test_auc_values(void) {
+    FlTensor p = KT_T(FL_DT_FLOAT32, KT_SHAPE(4, 2), 0.9, 0.1, 0.8, 0.2, 0.3, 0.7, 0.1, 0.9);
+    FlTensor sep = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 0, 0, 1, 1), rev = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 1, 1, 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 100), 1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &rev, 100), 0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 1), 0.5, 1e-12); /* one threshold: every score in bin 0 */
+    FlTensor one = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 1, 1, 1, 1);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &one, 100), 0, 0); /* no negatives: 0, as Paddle */
+    FlTensor mix = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 0, 1, 0, 1); /* pos 0.2, 0.9; neg 0.1, 0.7 */
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &mix, 100), 0.75, 1e-12);
+    int64_t bad_ne[2] = {1, 5};
+    FlTensor bad = FL_TENSOR_INIT, a = FL_TENSOR_INIT;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &bad, FL_DT_INT64, 2, bad_ne), FL_OK);
+    CU_ASSERT_EQUAL(fl_kernel_auc(&e, &p, &sep, &bad, &bad, 100, 0, &a, NULL, NULL), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "must be int64 [1, 101]"));
+    FlTensor all[] = {p, sep, rev, one, mix, bad};
+    kt_fini(6, all);
+}
+
 /* ---- gradients by central differences (float64) ---- */
 
 typedef enum { N_LN, N_LN_PLAIN, N_SWCE, N_SWCE_SOFT, N_COS, N_LRN, N_INTERP, N_CONVT } NOp;
@@ -418,7 +455,7 @@ int main(void) {
     static const KtCase tc[] = {
         KT_TEST(test_layer_norm_values), KT_TEST(test_swce_values),   KT_TEST(test_cos_sim_values),
         KT_TEST(test_lrn_values),        KT_TEST(test_interp_values), KT_TEST(test_conv2d_transpose_values),
-        KT_TEST(test_pool_ceil_values),  KT_TEST(test_nn2_grads),
+        KT_TEST(test_pool_ceil_values),  KT_TEST(test_auc_values),    KT_TEST(test_nn2_grads),
     };
     return kt_run("nn2 kernels", tc, (int)FL_ARRAY_LEN(tc));
 }
