@@ -1,7 +1,7 @@
 /* test_nn2_layers.c: Fluid layers run as programs, against plain references: layers.auc over
  * several fed batches (global and sliding-window AUC against a brute-force pair count),
  * accuracy's correct/total vars, cross_entropy's ignore_index, batch_norm's NHWC layout,
- * label_smooth, and scaled_dot_product_attention's forward values. */
+ * label_smooth, scaled_dot_product_attention's forward values, and fluid.metrics. */
 #include "tests/runtime/core/ct.h"
 
 #include <math.h>
@@ -179,12 +179,70 @@ static void test_attention_values(void) {
     ct_close(&c);
 }
 
+/* fluid.metrics over fed batches: Accuracy's weighted mean, Precision and Recall (through a
+ * CompositeMetric) and Auc against counts made here from the fetched predictions. */
+static void test_metrics(void) {
+    Ct c = ct_open("metrics.fl", HEAD "x = layers.data(name=\"x\", shape=[2])\n"
+                                      "lab = layers.data(name=\"lab\", shape=[1], dtype=\"int64\")\n"
+                                      "p = layers.softmax(x)\n"
+                                      "acc = layers.accuracy(p, lab)\n"
+                                      "m = fluid.metrics.Accuracy()\n"
+                                      "m.update(acc, 5)\n"
+                                      "a = m.eval()\n"
+                                      "cm = fluid.metrics.CompositeMetric()\n"
+                                      "cm.add_metric(fluid.metrics.Precision())\n"
+                                      "cm.add_metric(fluid.metrics.Recall())\n"
+                                      "cm.update(layers.split(p, 2, dim=1)[1], lab)\n"
+                                      "pr, rc = cm.eval()\n"
+                                      "au = fluid.metrics.Auc(\"auc\", num_thresholds=50)\n"
+                                      "au.update(p, lab)\n"
+                                      "roc = au.eval()\n");
+    enum { B = 5, STEPS = 3 };
+    FlRng r;
+    fl_rng_init(&r, 31);
+    double probs[STEPS * B], accs = 0;
+    int labs[STEPS * B], tp = 0, fp = 0, fn = 0;
+    FlFetch f[6] = {{"accuracy_0.tmp_0", FL_TENSOR_INIT}, {"elementwise_div_0.tmp_0", FL_TENSOR_INIT},
+                    {"elementwise_div_1.tmp_0", FL_TENSOR_INIT}, {"elementwise_div_2.tmp_0", FL_TENSOR_INIT},
+                    {"auc_0.tmp_0", FL_TENSOR_INIT}, {"softmax_0.tmp_0", FL_TENSOR_INIT}};
+    for (int s = 0; s < STEPS; s++) {
+        double xv[2 * B], lv[B];
+        for (int i = 0; i < B; i++) {
+            int k = s * B + i;
+            labs[k] = fl_rng_uniform(&r) < 0.5;
+            double z = 4 * fl_rng_uniform(&r) - 2 + (labs[k] ? 0.8 : -0.8);
+            xv[2 * i] = 0, xv[2 * i + 1] = fabs(z) < 0.05 ? 0.3 : z, lv[i] = labs[k];
+        }
+        FlTensor xt = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){B, 2}, xv);
+        FlTensor lt = ct_tensor(FL_DT_INT64, 2, (int64_t[]){B, 1}, lv);
+        FlFeed feeds[2] = {{"x", &xt}, {"lab", &lt}};
+        run(&c, feeds, 2, f, 6);
+        accs += fl_tensor_get(&f[0].tensor, 0);
+        for (int i = 0; i < B; i++) {
+            int k = s * B + i;
+            probs[k] = fl_tensor_get(&f[5].tensor, 2 * i + 1);
+            bool pred = probs[k] > 0.5;
+            tp += pred && labs[k], fp += pred && !labs[k], fn += !pred && labs[k];
+        }
+        CT_NEAR(fl_tensor_get(&f[1].tensor, 0), accs / (s + 1), 1e-7); /* equal weights: the mean */
+        CT_NEAR(fl_tensor_get(&f[2].tensor, 0), tp + fp ? (double)tp / (tp + fp) : 0, 1e-12);
+        CT_NEAR(fl_tensor_get(&f[3].tensor, 0), tp + fn ? (double)tp / (tp + fn) : 0, 1e-12);
+        CT_NEAR(fl_tensor_get(&f[4].tensor, 0), brute_auc(probs, labs, (s + 1) * B, 50), 1e-12);
+        fl_tensor_fini(&xt);
+        fl_tensor_fini(&lt);
+    }
+    CU_ASSERT_TRUE(tp > 0 && fp + fn > 0); /* the data exercise every count */
+    for (int i = 0; i < 6; i++) fl_tensor_fini(&f[i].tensor);
+    ct_close(&c);
+}
+
 int main(void) {
     static const CtCase tc[] = {
         CT_TEST(test_auc),
         CT_TEST(test_accuracy_counts_and_ignore),
         CT_TEST(test_batch_norm_nhwc),
         CT_TEST(test_attention_values),
+        CT_TEST(test_metrics),
     };
     return ct_run("nn2 layers", tc, (int)FL_ARRAY_LEN(tc));
 }
