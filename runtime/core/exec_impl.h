@@ -219,6 +219,9 @@ FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
 /* The prepare of the reductions (reduce_sum, reduce_max, ...): dims in op->a.dims, keep_dim in
  * op->a.b[0], reduce_all in op->a.b[1] (ops_nn.c). */
 FlStatus fl_exec_prep_reduce(ExecOp *op, FlErr *e);
+/* strides, paddings, dilations (2 ints each) and groups into an FlConv2dAttrs in op->a.extra
+ * (conv2d, conv2d_transpose). */
+FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e);
 
 /* ---- the adapter tables ---- */
 #define FL_OP(id, ins, outs, attrs, grad, flags, desc) extern const FlAdapter fl_adapter_##id;

@@ -83,14 +83,14 @@ static FlStatus run_softmax_grad(OpCall *c) {
 }
 FL_ADAPTER(softmax_grad, fl_exec_prep_axis, run_softmax_grad);
 
-#define IGNORE_INDEX (-100) /* Paddle's default; the op has no attribute for it */
 static FlStatus prep_xent(ExecOp *op, FlErr *e) {
     op->a.b[0] = fl_exec_attr_bool(op, "soft_label");
+    op->a.i[0] = fl_exec_attr_int(op, "ignore_index");
     return FL_OK;
 }
 static FlStatus run_cross_entropy(OpCall *c) {
     return fl_kernel_cross_entropy(c->e, IN(FL_IN_cross_entropy_X), IN(FL_IN_cross_entropy_Label),
-                                   c->op->a.b[0], IGNORE_INDEX, OUT(FL_OUT_cross_entropy_Y));
+                                   c->op->a.b[0], c->op->a.i[0], OUT(FL_OUT_cross_entropy_Y));
 }
 FL_ADAPTER(cross_entropy, prep_xent, run_cross_entropy);
 /* cross_entropy_grad: X, Label, Y, Y@GRAD -> X@GRAD, Label@GRAD (never made) */
@@ -98,7 +98,7 @@ static FlStatus run_cross_entropy_grad(OpCall *c) {
     if (!OUT(FL_OUT_cross_entropy_grad_X_GRAD)) return FL_OK;
     return fl_kernel_cross_entropy_grad(c->e, IN(FL_IN_cross_entropy_grad_X),
                                         IN(FL_IN_cross_entropy_grad_Label),
-                                        IN(FL_IN_cross_entropy_grad_Y_GRAD), c->op->a.b[0], IGNORE_INDEX,
+                                        IN(FL_IN_cross_entropy_grad_Y_GRAD), c->op->a.b[0], c->op->a.i[0],
                                         OUT(FL_OUT_cross_entropy_grad_X_GRAD));
 }
 FL_ADAPTER(cross_entropy_grad, prep_xent, run_cross_entropy_grad);
@@ -147,7 +147,8 @@ static FlStatus pair(ExecOp *op, const char *name, int *out, FlErr *e) {
     return FL_OK;
 }
 
-static FlStatus prep_conv2d(ExecOp *op, FlErr *e) {
+/* conv2d's and conv2d_transpose's attributes into an FlConv2dAttrs (op->a.extra). */
+FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e) {
     FlConv2dAttrs *ca = fl_xcalloc(1, sizeof *ca);
     op->a.extra = ca;
     if (pair(op, "strides", ca->strides, e) || pair(op, "paddings", ca->paddings, e) ||
@@ -160,7 +161,7 @@ static FlStatus run_conv2d(OpCall *c) {
     return fl_kernel_conv2d(c->e, IN(FL_IN_conv2d_Input), IN(FL_IN_conv2d_Filter), c->op->a.extra,
                             OUT(FL_OUT_conv2d_Output));
 }
-FL_ADAPTER(conv2d, prep_conv2d, run_conv2d);
+FL_ADAPTER(conv2d, fl_exec_prep_conv2d, run_conv2d);
 /* conv2d_grad: Input, Filter, Output, Output@GRAD -> Input@GRAD, Filter@GRAD */
 static FlStatus run_conv2d_grad(OpCall *c) {
     if (!OUT(FL_OUT_conv2d_grad_Input_GRAD) && !OUT(FL_OUT_conv2d_grad_Filter_GRAD)) return FL_OK;
@@ -168,7 +169,7 @@ static FlStatus run_conv2d_grad(OpCall *c) {
                                  IN(FL_IN_conv2d_grad_Output_GRAD), c->op->a.extra,
                                  OUT(FL_OUT_conv2d_grad_Input_GRAD), OUT(FL_OUT_conv2d_grad_Filter_GRAD));
 }
-FL_ADAPTER(conv2d_grad, prep_conv2d, run_conv2d_grad);
+FL_ADAPTER(conv2d_grad, fl_exec_prep_conv2d, run_conv2d_grad);
 
 static FlStatus prep_pool2d(ExecOp *op, FlErr *e) {
     FlPool2dAttrs *pa = fl_xcalloc(1, sizeof *pa);
@@ -182,7 +183,7 @@ static FlStatus prep_pool2d(ExecOp *op, FlErr *e) {
         return FL_ERROR;
     pa->global_pooling = fl_exec_attr_bool(op, "global_pooling");
     pa->exclusive = fl_exec_attr_bool(op, "exclusive");
-    pa->ceil_mode = false;
+    pa->ceil_mode = fl_exec_attr_bool(op, "ceil_mode");
     return FL_OK;
 }
 static FlStatus run_pool2d(OpCall *c) {

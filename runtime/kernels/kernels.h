@@ -453,6 +453,86 @@ FlStatus fl_kernel_dropout_grad(FlErr *e, const FlTensor *mask, const FlTensor *
                                 double dropout_prob, bool is_test, FlTensor *dx) FL_WARN_UNUSED;
 
 /* ======================================================================================
+ * More layers (nn2.c): layer norm, softmax with cross entropy, cosine similarity, local
+ * response normalisation, interpolation, transposed convolution. X: F unless said.
+ * ====================================================================================== */
+
+/* layer_norm: X viewed as [M, D], M = the product of dims [0, begin_norm_axis), D the rest;
+ * per row: Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias (biased variance; Scale and Bias
+ * hold D elements, either may be NULL: 1 and 0). Mean, Variance [M] (may be NULL).
+ * layer_norm_grad: dX, dScale, dBias (any may be NULL) from X, Scale, Mean, Variance, dY. */
+FlStatus fl_kernel_layer_norm(FlErr *e, const FlTensor *x, const FlTensor *scale,
+                              const FlTensor *bias, int begin_norm_axis, double epsilon,
+                              FlTensor *y, FlTensor *mean, FlTensor *variance) FL_WARN_UNUSED;
+FlStatus fl_kernel_layer_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *scale,
+                                   const FlTensor *mean, const FlTensor *variance,
+                                   const FlTensor *dy, int begin_norm_axis, double epsilon,
+                                   FlTensor *dx, FlTensor *dscale, FlTensor *dbias) FL_WARN_UNUSED;
+
+/* softmax_with_cross_entropy over the last dim of Logits [.., D]: Softmax (Logits' shape) and
+ * Loss [.., 1]. Hard labels: Label int64/int32 with one class per row, in [0, D) or
+ * ignore_index (Loss 0, no gradient). Soft labels: Label like Logits, Loss = -sum Label * log p.
+ * numeric_stable_mode: log p from log-sum-exp; otherwise the log of the softmax, kept finite
+ * (log 0 = -1e20). Grad: dLogits = dLoss * (Softmax * sum(Label) - Label) (hard: one-hot). */
+FlStatus fl_kernel_softmax_with_cross_entropy(FlErr *e, const FlTensor *logits, const FlTensor *label,
+                                              bool soft_label, int64_t ignore_index,
+                                              bool numeric_stable_mode, FlTensor *softmax,
+                                              FlTensor *loss) FL_WARN_UNUSED;
+FlStatus fl_kernel_softmax_with_cross_entropy_grad(FlErr *e, const FlTensor *softmax,
+                                                   const FlTensor *label, const FlTensor *dloss,
+                                                   bool soft_label, int64_t ignore_index,
+                                                   FlTensor *dlogits) FL_WARN_UNUSED;
+
+/* cos_sim: X [M, ...] and Y of X's shape or with one row (broadcast), flattened to [M, D]:
+ * Out [M, 1] = X.Y / (|X| |Y|), XNorm [M, 1], YNorm [rows of Y, 1]. Grad: dX, dY (summed over
+ * the rows when Y is broadcast); either may be NULL. */
+FlStatus fl_kernel_cos_sim(FlErr *e, const FlTensor *x, const FlTensor *y, FlTensor *out,
+                           FlTensor *xnorm, FlTensor *ynorm) FL_WARN_UNUSED;
+FlStatus fl_kernel_cos_sim_grad(FlErr *e, const FlTensor *x, const FlTensor *y, const FlTensor *out,
+                                const FlTensor *xnorm, const FlTensor *ynorm, const FlTensor *dout,
+                                FlTensor *dx, FlTensor *dy) FL_WARN_UNUSED;
+
+/* lrn (across channels): X [N, C, H, W]; MidOut = k + alpha * sum of X^2 over the channels
+ * [c - (n-1)/2, c - (n-1)/2 + n) inside [0, C); Out = X * MidOut^-beta. Grad: dX. */
+FlStatus fl_kernel_lrn(FlErr *e, const FlTensor *x, int n, double k, double alpha, double beta,
+                       FlTensor *out, FlTensor *mid_out) FL_WARN_UNUSED;
+FlStatus fl_kernel_lrn_grad(FlErr *e, const FlTensor *x, const FlTensor *mid_out, const FlTensor *dout,
+                            int n, double alpha, double beta, FlTensor *dx) FL_WARN_UNUSED;
+
+typedef enum FlInterpMethod { FL_INTERP_BILINEAR, FL_INTERP_NEAREST, FL_INTERP_COUNT } FlInterpMethod;
+typedef struct FlInterpAttrs {
+    FlInterpMethod method;
+    int out_h, out_w;   /* >= 1 */
+    bool align_corners; /* the corner pixels' centres align (ratio (in-1)/(out-1)) */
+    int align_mode;     /* bilinear without align_corners: 0 half-pixel centres, 1 src = ratio*dst */
+} FlInterpAttrs;
+/* bilinear_interp / nearest_interp: X [N, C, H, W] -> Out [N, C, out_h, out_w] (Paddle's
+ * coordinate rules). Grad: dX, each Out cell's gradient spread back with its weights. */
+FlStatus fl_kernel_interp(FlErr *e, const FlTensor *x, const FlInterpAttrs *a, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_interp_grad(FlErr *e, const FlTensor *x, const FlTensor *dout, const FlInterpAttrs *a,
+                               FlTensor *dx) FL_WARN_UNUSED;
+
+/* conv2d_transpose: Input [N, C, H, W], Filter [C, M/groups, kh, kw] -> Output [N, M, Ho, Wo],
+ * Ho = (H - 1) * sh - 2 * ph + dh * (kh - 1) + 1: the input gradient of conv2d with that filter.
+ * Grad: dInput = conv2d(dOutput, Filter); dFilter = conv2d's filter gradient of (dOutput, Input). */
+FlStatus fl_kernel_conv2d_transpose(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                                    const FlConv2dAttrs *a, FlTensor *output) FL_WARN_UNUSED;
+FlStatus fl_kernel_conv2d_transpose_grad(FlErr *e, const FlTensor *input, const FlTensor *filter,
+                                         const FlTensor *doutput, const FlConv2dAttrs *a,
+                                         FlTensor *dinput, FlTensor *dfilter) FL_WARN_UNUSED;
+
+/* auc (ROC): each row of Predict [N, W] (F) puts its last column p into bin
+ * floor(p * num_thresholds) (clipped to [0, num_thresholds]) of the positive or the negative
+ * counts by Label [N, 1] (int; non-zero = positive). StatPos, StatNeg: int64 [R, num_thresholds + 1]
+ * with R = slide_steps, a window of batches: the rows shift down one, the batch goes into row 0
+ * and AUC comes from the rows' sum; with slide_steps 0 (R = 1) the batch is added to the
+ * running counts and AUC comes from them. AUC [1] float64 = the trapezoid area under the curve
+ * from the highest bin down, / (positives * negatives) (0 without both). */
+FlStatus fl_kernel_auc(FlErr *e, const FlTensor *predict, const FlTensor *label, const FlTensor *stat_pos,
+                       const FlTensor *stat_neg, int num_thresholds, int slide_steps, FlTensor *auc,
+                       FlTensor *stat_pos_out, FlTensor *stat_neg_out) FL_WARN_UNUSED;
+
+/* ======================================================================================
  * Optimizers (optim.c). Param, Grad and the state tensors share one shape and dtype F;
  * LearningRate, Beta1Pow, Beta2Pow hold one element (any float dtype).
  *

@@ -844,6 +844,8 @@ static void test_program(void) {
     fl_ir_program_free(p);
 }
 
+#include "tests/compiler/infer_nn2.inc"
+
 int main(void) {
     static const FlTestCase cases[] = {
         {"fill, random, copies", test_fill},
@@ -857,6 +859,7 @@ int main(void) {
         {"argmax, top_k, accuracy", test_classification},
         {"conv2d, pool2d", test_conv_pool},
         {"batch_norm, dropout", test_norm_dropout},
+        {"layer_norm, fused losses, lrn, conv2d_transpose, interpolation", test_nn2_layers},
         {"comparisons, logic, increment, Print", test_compare_logic},
         {"optimizers", test_optimizers},
         {"control, channels, dist, list_index", test_control_dist},

@@ -200,6 +200,7 @@ static const GradCase cases[] = {
      "[1, 2, 2, 2]"},
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
+#include "tests/runtime/core/grad_cases_nn2.inc"
 };
 
 static void test_grad_ops(void) {
