@@ -1185,6 +1185,8 @@ static FlStatus infer_one_hot(Ctx *c) {
     if (depth < 1) return fl_err(c->e, "%s: depth must be >= 1, found %lld", c->t, (long long)depth);
     x.d[x.nd - 1] = depth;
     return set_out(c, "Out", FL_DT_FLOAT32, &x);
+}
+
 /* ---- layer norm, fused losses, lrn, transposed convolution, interpolation ---- */
 
 static FlStatus need_float(Ctx *c, const char *what, const FlVarDesc *v) {
