@@ -98,6 +98,9 @@ static void test_swce_values(void) {
     FlErr e;
     CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &z, &badl, false, -100, true, &sm, &loss), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "row 2 is 5"));
+    ((int64_t *)fl_tensor_data(&badl))[2] = INT64_MAX; /* read as int64, never through a double */
+    CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &z, &badl, false, -100, true, &sm, &loss), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "row 2 is 9223372036854775807"));
     FlTensor all[] = {z, lab, sm, loss, big, l0, soft, badl};
     kt_fini(8, all);
 }
