@@ -130,8 +130,9 @@ static FlStatus swce_labels(FlErr *e, const char *op, const FlTensor *logits, co
                       fl_tensor_shape(label).s, fl_dtype_name(label->dtype), fl_tensor_shape(logits).s);
     int64_t *lab = malloc(sizeof(int64_t) * (size_t)(M + 1));
     if (!lab) return fl_err(e, "%s: out of memory", op);
+    const void *ld = fl_tensor_data(label);
     for (int64_t i = 0; i < M; i++) {
-        lab[i] = (int64_t)fl_tensor_get(label, i);
+        lab[i] = label->dtype == FL_DT_INT64 ? ((const int64_t *)ld)[i] : ((const int32_t *)ld)[i];
         if (lab[i] != ignore && (lab[i] < 0 || lab[i] >= D)) {
             long long v = (long long)lab[i];
             free(lab);
@@ -434,8 +435,11 @@ static FlStatus convt_out(FlErr *e, const FlTensor *in, const FlTensor *f, const
     ne[0] = in->ne[0];
     ne[1] = f->ne[1] * a->groups;
     for (int i = 0; i < 2; i++) {
-        ne[2 + i] = (in->ne[2 + i] - 1) * a->strides[i] - 2 * a->paddings[i] + a->dilations[i] * (f->ne[2 + i] - 1) + 1;
-        if (ne[2 + i] < 1 || a->strides[i] < 1 || a->dilations[i] < 1 || a->paddings[i] < 0)
+        if (a->strides[i] < 1 || a->dilations[i] < 1 || a->paddings[i] < 0) ne[2 + i] = 0;
+        else /* int64 of int attributes and tensor dims: no overflow */
+            ne[2 + i] = (in->ne[2 + i] - 1) * a->strides[i] - 2 * (int64_t)a->paddings[i] +
+                        (int64_t)a->dilations[i] * (f->ne[2 + i] - 1) + 1;
+        if (ne[2 + i] < 1)
             return fl_err(e, "%s: Input %s, Filter %s: bad attributes or an empty output (strides (%d, %d), "
                              "paddings (%d, %d), dilations (%d, %d))", op, fl_tensor_shape(in).s,
                           fl_tensor_shape(f).s, a->strides[0], a->strides[1], a->paddings[0], a->paddings[1],

@@ -208,7 +208,17 @@ static int run_isolated(const char *src, int *compiled) {
 }
 
 /* Every op of the table, with `per_op` programs each from a fixed byte stream, each program in
- * its own process so that one failure does not hide the others. */
+ * its own process so that one failure does not hide the others. Op names after `per_op` run only
+ * the programs of those ops (and of their gradient ops), the same programs as the full sweep. */
+static bool selected(const char *op, int argc, char **argv) {
+    if (argc <= 2) return true;
+    for (int k = 2; k < argc; k++) {
+        size_t n = strlen(argv[k]);
+        if (strncmp(op, argv[k], n) == 0 && (op[n] == 0 || strcmp(op + n, "_grad") == 0)) return true;
+    }
+    return false;
+}
+
 int main(int argc, char **argv) {
     int per_op = argc > 1 ? atoi(argv[1]) : 40;
     size_t nops = fl_ops_count();
@@ -222,6 +232,7 @@ int main(int argc, char **argv) {
                 x ^= x << 13, x ^= x >> 7, x ^= x << 17;
                 buf[k] = (uint8_t)x;
             }
+            if (!selected(fl_ops_at(i)->name, argc, argv)) continue;
             Gen g = {buf, sizeof buf, 0};
             char *src = generate(&g);
             failed += run_isolated(src, &compiled);

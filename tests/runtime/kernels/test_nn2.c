@@ -98,6 +98,9 @@ static void test_swce_values(void) {
     FlErr e;
     CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &z, &badl, false, -100, true, &sm, &loss), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "row 2 is 5"));
+    ((int64_t *)fl_tensor_data(&badl))[2] = INT64_MAX; /* read as int64, never through a double */
+    CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &z, &badl, false, -100, true, &sm, &loss), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "row 2 is 9223372036854775807"));
     FlTensor all[] = {z, lab, sm, loss, big, l0, soft, badl};
     kt_fini(8, all);
 }
@@ -318,6 +321,48 @@ static void test_auc_values(void) {
     kt_fini(6, all);
 }
 
+/* ---- hostile inputs: absent inputs, wrong dtypes and shapes are errors, never crashes ---- */
+
+static void test_nn2_bad_inputs(void) {
+    FlTensor f4 = KT_T(FL_DT_FLOAT32, KT_SHAPE(1, 2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8);
+    FlTensor i4 = KT_T(FL_DT_INT64, KT_SHAPE(1, 2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8);
+    FlTensor f2 = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 2), 1, 2, 3, 4), d2 = KT_T(FL_DT_FLOAT64, KT_SHAPE(2, 2), 1, 2, 3, 4);
+    FlTensor o1 = FL_TENSOR_INIT, o2 = FL_TENSOR_INIT, o3 = FL_TENSOR_INIT;
+    FlErr e;
+    FlConv2dAttrs ca = {{1, 1}, {0, 0}, {1, 1}, 1}, huge = {{1, 1}, {INT32_MAX, 0}, {1, 1}, 1};
+    FlInterpAttrs ia = {FL_INTERP_BILINEAR, 3, 3, true, 1};
+    const FlTensor *xs[3] = {NULL, &i4, &f2};
+    for (int k = 0; k < 3; k++) {
+        const FlTensor *x = xs[k];
+        CU_ASSERT_EQUAL(fl_kernel_layer_norm(&e, x, NULL, NULL, 1, 1e-5, &o1, &o2, &o3), k == 2 ? FL_OK : FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_layer_norm_grad(&e, x, NULL, NULL, NULL, NULL, 1, 1e-5, &o1, &o2, &o3), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy_grad(&e, x, NULL, NULL, false, -100, &o1), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_cos_sim(&e, x, &d2, &o1, &o2, &o3), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_cos_sim_grad(&e, x, x, NULL, NULL, NULL, NULL, &o1, &o2), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_lrn(&e, x, 5, 1, 1, 1, &o1, &o2), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_lrn_grad(&e, x, NULL, NULL, 5, 1, 1, &o1), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_interp(&e, x, &ia, &o1), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_interp_grad(&e, x, NULL, &ia, &o1), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_conv2d_transpose(&e, x, &f4, &ca, &o1), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_conv2d_transpose_grad(&e, x, &f4, NULL, &ca, &o1, &o2), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_auc(&e, x, NULL, NULL, NULL, 10, 1, &o1, &o2, &o3), FL_ERROR);
+    }
+    /* the layer norm of a float 2-D input works; its gradient without Mean does not */
+    KT_OK(fl_kernel_layer_norm(KE, &f2, NULL, NULL, 1, 1e-5, &o1, &o2, &o3));
+    CU_ASSERT_EQUAL(fl_kernel_layer_norm_grad(&e, &f2, NULL, NULL, &o3, &f2, 1, 1e-5, &o1, NULL, NULL), FL_ERROR);
+    /* softmax_with_cross_entropy: no label, a float hard label, a label of the wrong row count */
+    CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &f2, NULL, false, -100, true, &o1, &o2), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &f2, &f2, false, -100, true, &o1, &o2), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_kernel_softmax_with_cross_entropy(&e, &f2, &d2, true, -100, true, &o1, &o2), FL_ERROR);
+    /* conv2d_transpose: a padding so large the output would be empty */
+    FlTensor w = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 1, 1, 1), 1, 1);
+    KT_OK(fl_kernel_conv2d_transpose(KE, &f4, &w, &ca, &o1));
+    CU_ASSERT_EQUAL(fl_kernel_conv2d_transpose(&e, &f4, &w, &huge, &o1), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "empty output"));
+    FlTensor all[] = {f4, i4, f2, d2, o1, o2, o3, w};
+    kt_fini(8, all);
+}
+
 /* ---- gradients by central differences (float64) ---- */
 
 typedef enum { N_LN, N_LN_PLAIN, N_SWCE, N_SWCE_SOFT, N_COS, N_LRN, N_INTERP, N_CONVT } NOp;
@@ -455,7 +500,8 @@ int main(void) {
     static const KtCase tc[] = {
         KT_TEST(test_layer_norm_values), KT_TEST(test_swce_values),   KT_TEST(test_cos_sim_values),
         KT_TEST(test_lrn_values),        KT_TEST(test_interp_values), KT_TEST(test_conv2d_transpose_values),
-        KT_TEST(test_pool_ceil_values),  KT_TEST(test_auc_values),    KT_TEST(test_nn2_grads),
+        KT_TEST(test_pool_ceil_values),  KT_TEST(test_auc_values),    KT_TEST(test_nn2_bad_inputs),
+        KT_TEST(test_nn2_grads),
     };
     return kt_run("nn2 kernels", tc, (int)FL_ARRAY_LEN(tc));
 }
