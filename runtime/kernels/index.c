@@ -336,7 +336,9 @@ static FlStatus expand_check(FlErr *e, const char *op, const FlTensor *x, const 
     for (int d = 0; d < n; d++) {
         if (times[d] < 1 || times[d] > INT32_MAX)
             return fl_err(e, "%s: expand_times[%d] is %lld (expected >= 1)", op, d, (long long)times[d]);
-        ne[d] = x->ne[d] * times[d];
+        if (__builtin_mul_overflow(x->ne[d], times[d], &ne[d]))
+            return fl_err(e, "%s: X %s expanded %lld times along dim %d is too large", op, fl_tensor_shape(x).s,
+                          (long long)times[d], d);
     }
     int64_t total;
     return fl_shape_numel(e, n, ne, &total);
