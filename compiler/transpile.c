@@ -49,6 +49,11 @@ typedef struct Param {
     const FlOpDesc *opt; /* the optimizer op in local main block 0 */
     const char *name, *grad;
     const FlVarDesc *var, *gvar;
+    const char *raw;          /* the backward pass's gradient, <name>@GRAD, which the ops
+                                 between it and the optimizer (clipping, regularization) read */
+    size_t path0;             /* index of the first op on that path (SIZE_MAX: none) */
+    const FlOpDesc *nonlinear; /* the first op on the path that is not affine in the gradient */
+    size_t nonlinear_at;      /* its index */
     bool sliced;
     FL_VEC(State) states;
     FL_VEC(Piece) pieces;
@@ -423,6 +428,81 @@ static FlStatus check_lr_inputs(Tp *tp) {
     return FL_OK;
 }
 
+/* ---- the gradient's path ----
+ * minimize() leaves ops between the backward pass's gradient W@GRAD and the optimizer's Grad:
+ * clipping, then regularization (fluid/clip.fl, fluid/regularizer.fl). The trainers run them on
+ * their share of the batch, the servers then average: that equals the local gradient when each
+ * op is affine in the gradient (sum, scale, add or subtract a term of the parameter, multiply or
+ * divide by one), as regularization is, and not otherwise (clipping). Allreduce plans reduce
+ * the raw gradients before the path instead, so every op on it sees the global batch. */
+
+/* Does var `name`, as ops[0, before) leave it, depend on pr->raw? Marks the first op on the
+ * path and the first non-affine one. */
+static bool grad_dep(Tp *tp, Param *pr, const char *name, size_t before, int depth) {
+    if (strcmp(name, pr->raw) == 0) return true;
+    if (depth > 64) return false;
+    size_t w = before;
+    while (w-- > 0)
+        if (op_writes(tp->lb->ops.data[w], name)) break;
+    if (w == SIZE_MAX) return false;
+    const FlOpDesc *op = tp->lb->ops.data[w];
+    int ndep = 0;
+    bool dep_y = false;
+    for (size_t sl = 0; sl < op->ins.len; sl++)
+        for (size_t k = 0; k < op->ins.data[sl].nargs; k++) {
+            const char *n = op->ins.data[sl].args[k];
+            if (skip_arg(n) || !grad_dep(tp, pr, n, w, depth + 1)) continue;
+            ndep++;
+            dep_y = dep_y || strcmp(op->ins.data[sl].name, "Y") == 0;
+        }
+    if (!ndep) return false;
+    if (w < pr->path0) pr->path0 = w;
+    bool affine = fl_ops_is(op, FL_OPID_sum) || fl_ops_is(op, FL_OPID_scale) ||
+                  fl_ops_is(op, FL_OPID_assign) || fl_ops_is(op, FL_OPID_elementwise_add) ||
+                  fl_ops_is(op, FL_OPID_elementwise_sub) ||
+                  (fl_ops_is(op, FL_OPID_elementwise_mul) && ndep == 1) ||
+                  (fl_ops_is(op, FL_OPID_elementwise_div) && !dep_y);
+    if (!affine && (!pr->nonlinear || w < pr->nonlinear_at)) {
+        pr->nonlinear = op;
+        pr->nonlinear_at = w;
+    }
+    return true;
+}
+
+static FlStatus find_grad_paths(Tp *tp) {
+    for (size_t i = 0; i < tp->params.len; i++) {
+        Param *pr = &tp->params.data[i];
+        pr->raw = fl_rule_grad_name(&tp->arena, pr->name);
+        pr->path0 = SIZE_MAX;
+        size_t opt = 0;
+        while (tp->lb->ops.data[opt] != pr->opt) opt++;
+        if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0)) pr->raw = pr->grad;
+        if (pr->nonlinear && tp->mode != FL_TRANSPILE_ALLREDUCE)
+            return fl_err(tp->e,
+                          "%sthe gradient of '%s' goes through '%s' (gradient clipping) before "
+                          "its optimizer op; the trainers would clip their own share of the "
+                          "batch, not the global batch's gradient, so a pserver plan would not "
+                          "train as the local program does: use --mode allreduce, or clip only "
+                          "in local training", where(tp, pr->nonlinear->loc), pr->name,
+                          pr->nonlinear->type);
+    }
+    if (tp->mode != FL_TRANSPILE_ALLREDUCE) return FL_OK;
+    /* allreduce reduces every raw gradient before the first path op: each must be final there */
+    size_t first = SIZE_MAX;
+    for (size_t i = 0; i < tp->params.len; i++)
+        if (tp->params.data[i].path0 < first) first = tp->params.data[i].path0;
+    for (size_t i = 0; first != SIZE_MAX && i < tp->params.len; i++)
+        for (size_t w = first; w < tp->lb->ops.len; w++)
+            if (op_writes(tp->lb->ops.data[w], tp->params.data[i].raw))
+                return fl_err(tp->e,
+                              "%s'%s' writes the gradient '%s' after ops that process other "
+                              "gradients; an allreduce plan reduces every gradient at one place "
+                              "(append the processing after the whole backward pass)",
+                              where(tp, tp->lb->ops.data[w]->loc), tp->lb->ops.data[w]->type,
+                              tp->params.data[i].raw);
+    return FL_OK;
+}
+
 /* ---- slicing and placement ---- */
 
 static FlStatus cut(Tp *tp) {
@@ -436,6 +516,12 @@ static FlStatus cut(Tp *tp) {
                               where(tp, pr->opt->loc), pr->name, shape_str(tp, pr->var));
         int64_t pieces = fl_rule_block_count(dim0, numel, tp->P, tp->minb);
         pr->sliced = pieces > 1;
+        if (pr->sliced && fl_ops_is(pr->opt, FL_OPID_lars_momentum))
+            return fl_err(tp->e,
+                          "%slars_momentum scales '%s' by the norms of the whole parameter and "
+                          "gradient, but the plan cuts it into %lld blocks: raise "
+                          "--min-block-size above %lld elements, or use --mode allreduce",
+                          where(tp, pr->opt->loc), pr->name, (long long)pieces, (long long)numel);
         for (int64_t k = 0; k < pieces; k++) {
             Piece pc = {.param = block_name(tp, pr->name, pr->sliced, (size_t)k),
                         .grad = block_name(tp, pr->grad, pr->sliced, (size_t)k),
@@ -668,18 +754,21 @@ fail:
     return NULL;
 }
 
-/* Allreduce mode: the local main program plus one allreduce of every gradient where the first
- * optimizer op stands (transpile.h). */
+/* Allreduce mode: the local main program plus one allreduce of every raw gradient where the
+ * first optimizer op stands, or before the first op of a gradient's path (clipping,
+ * regularization) when that comes earlier (transpile.h). */
 static FlProgram *build_allreduce_trainer(Tp *tp) {
     FlProgram *p = fl_ir_program_clone(tp->local->main);
     FlBlock *b0 = fl_ir_block(p, 0);
     size_t pos = 0;
     while (pos < b0->ops.len && !is_optimize(b0->ops.data[pos])) pos++;
+    for (size_t i = 0; i < tp->params.len; i++)
+        if (tp->params.data[i].path0 < pos) pos = tp->params.data[i].path0;
     FlOpDesc *op = fl_ir_op_insert(b0, pos, "allreduce");
     op->loc = tp->first_loc;
     for (size_t i = 0; i < tp->params.len; i++) {
-        fl_ir_op_add_input(op, "X", tp->params.data[i].grad);
-        fl_ir_op_add_output(op, "Out", tp->params.data[i].grad);
+        fl_ir_op_add_input(op, "X", tp->params.data[i].raw);
+        fl_ir_op_add_output(op, "Out", tp->params.data[i].raw);
     }
     return p;
 }
@@ -1050,7 +1139,7 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     Needs nd = {0};
     fl_map_init(&nd.names);
     bool allreduce = tp.mode == FL_TRANSPILE_ALLREDUCE;
-    if (check_ops(&tp) || collect_params(&tp) ||
+    if (check_ops(&tp) || collect_params(&tp) || find_grad_paths(&tp) ||
         (!allreduce && (find_lr_ops(&tp) || check_lr_inputs(&tp) || cut(&tp))))
         goto fail;
     tmain = allreduce ? build_allreduce_trainer(&tp) : build_trainer(&tp);
