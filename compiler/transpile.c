@@ -1,8 +1,9 @@
 /* transpile.c: the distribute transpiler (see transpile.h for what the plan holds).
  *
  * How: one pass over the local main program collects the parameters (one per optimizer op of
- * block 0, in program order) with their gradient and optimizer state, and marks the
- * learning-rate ops; then the blocks are cut and placed; then each role is built from those
+ * block 0, in program order) with their gradient and optimizer state, follows each gradient's
+ * path to its optimizer op (clipping and regularization: see "the gradient's path"), and marks
+ * the learning-rate ops; then the blocks are cut and placed; then each role is built from those
  * tables: the trainer program is a clone of the local main with ops removed, each gradient's
  * split/send ops inserted right after the last op that writes the gradient, and the barrier
  * and recv section inserted where the first optimizer op stood; a pserver program is built from
@@ -54,6 +55,9 @@ typedef struct Param {
     size_t path0;             /* index of the first op on that path (SIZE_MAX: none) */
     const FlOpDesc *nonlinear; /* the first op on the path that is not affine in the gradient */
     size_t nonlinear_at;      /* its index */
+    const char *proc;         /* (pserver plans, a path with clipping) the optimizer's Grad: the
+                                 servers run the path on the merged raw gradient, grad = raw */
+    FL_VEC(size_t) spath;     /* the ops of that path, in program order (indices into lb) */
     bool sliced;
     FL_VEC(State) states;
     FL_VEC(Piece) pieces;
@@ -433,8 +437,10 @@ static FlStatus check_lr_inputs(Tp *tp) {
  * clipping, then regularization (fluid/clip.fl, fluid/regularizer.fl). The trainers run them on
  * their share of the batch, the servers then average: that equals the local gradient when each
  * op is affine in the gradient (sum, scale, add or subtract a term of the parameter, multiply or
- * divide by one), as regularization is, and not otherwise (clipping). Allreduce plans reduce
- * the raw gradients before the path instead, so every op on it sees the global batch. */
+ * divide by one), as regularization is, and not otherwise (clipping). A path with clipping is
+ * therefore run by the servers on the merged raw gradient (Fluid's order: merge, clip,
+ * regularize, update). Allreduce plans reduce the raw gradients before every path instead, so
+ * every op on it sees the global batch. */
 
 /* Does var `name`, as ops[0, before) leave it, depend on pr->raw? Marks the first op on the
  * path and the first non-affine one. */
@@ -469,7 +475,37 @@ static bool grad_dep(Tp *tp, Param *pr, const char *name, size_t before, int dep
     return true;
 }
 
+/* Marks in mark[] the ops of ops[0, before) that compute name from pr's raw gradient, the
+ * parameter and constants: the ops the servers run for a path with clipping. Anything else
+ * the path reads (another parameter's gradient: global-norm clipping; the trainers' data) is
+ * an error. */
+static FlStatus mark_server_path(Tp *tp, const Param *pr, const char *name, size_t before,
+                                 const FlOpDesc *at, bool *mark, int depth) {
+    if (!strcmp(name, pr->raw) || !strcmp(name, pr->name)) return FL_OK;
+    size_t w = before;
+    while (w-- > 0)
+        if (op_writes(tp->lb->ops.data[w], name)) break;
+    if (w == SIZE_MAX || fl_rule_has_grad(name) || depth > 64)
+        return fl_err(tp->e,
+                      "%sthe clipping of '%s' reads '%s'%s; the pservers, which clip each "
+                      "parameter's merged gradient, cannot compute it: use --mode allreduce",
+                      where(tp, at->loc), pr->name, name,
+                      fl_rule_has_grad(name) ? ", another parameter's gradient (global-norm "
+                                               "clipping needs every gradient)"
+                                             : ", which the trainers compute");
+    if (mark[w]) return FL_OK;
+    mark[w] = true;
+    const FlOpDesc *op = tp->lb->ops.data[w];
+    for (size_t sl = 0; sl < op->ins.len; sl++)
+        for (size_t k = 0; k < op->ins.data[sl].nargs; k++)
+            if (!skip_arg(op->ins.data[sl].args[k]) &&
+                mark_server_path(tp, pr, op->ins.data[sl].args[k], w, op, mark, depth + 1))
+                return FL_ERROR;
+    return FL_OK;
+}
+
 static FlStatus find_grad_paths(Tp *tp) {
+    bool *mark = fl_xcalloc(tp->lb->ops.len + 1, sizeof *mark);
     for (size_t i = 0; i < tp->params.len; i++) {
         Param *pr = &tp->params.data[i];
         pr->raw = fl_rule_grad_name(&tp->arena, pr->name);
@@ -477,15 +513,21 @@ static FlStatus find_grad_paths(Tp *tp) {
         size_t opt = 0;
         while (tp->lb->ops.data[opt] != pr->opt) opt++;
         if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0)) pr->raw = pr->grad;
-        if (pr->nonlinear && tp->mode != FL_TRANSPILE_ALLREDUCE)
-            return fl_err(tp->e,
-                          "%sthe gradient of '%s' goes through '%s' (gradient clipping) before "
-                          "its optimizer op; the trainers would clip their own share of the "
-                          "batch, not the global batch's gradient, so a pserver plan would not "
-                          "train as the local program does: use --mode allreduce, or clip only "
-                          "in local training", where(tp, pr->nonlinear->loc), pr->name,
-                          pr->nonlinear->type);
+        if (!pr->nonlinear || tp->mode == FL_TRANSPILE_ALLREDUCE) continue;
+        /* clipping: the servers run the path after merging the trainers' raw gradients */
+        memset(mark, 0, (tp->lb->ops.len + 1) * sizeof *mark);
+        if (mark_server_path(tp, pr, pr->grad, opt, pr->opt, mark, 0)) {
+            free(mark);
+            return FL_ERROR;
+        }
+        for (size_t w = 0; w < opt; w++)
+            if (mark[w]) FL_VEC_PUSH(&pr->spath, w);
+        pr->proc = pr->grad;
+        pr->grad = pr->raw;
+        pr->gvar = fl_ir_var_find(tp->lb, pr->raw);
+        FL_ASSERT(pr->gvar);
     }
+    free(mark);
     if (tp->mode != FL_TRANSPILE_ALLREDUCE) return FL_OK;
     /* allreduce reduces every raw gradient before the first path op: each must be final there */
     size_t first = SIZE_MAX;
@@ -505,6 +547,39 @@ static FlStatus find_grad_paths(Tp *tp) {
 
 /* ---- slicing and placement ---- */
 
+/* A path the servers run block by block must be elementwise in the gradient: every var it
+ * derives from the gradient is shaped like the parameter (a norm, [1], would be a block's). */
+static FlStatus check_sliced_path(Tp *tp, const Param *pr, int64_t pieces, int64_t numel) {
+    FlMap dep;
+    fl_map_init(&dep);
+    fl_map_put_str(&dep, pr->raw, MARK_PTR);
+    FlStatus st = FL_OK;
+    for (size_t j = 0; j < pr->spath.len && st == FL_OK; j++) {
+        const FlOpDesc *op = tp->lb->ops.data[pr->spath.data[j]];
+        bool d = false;
+        for (size_t sl = 0; sl < op->ins.len; sl++)
+            for (size_t k = 0; k < op->ins.data[sl].nargs; k++)
+                d = d || fl_map_find_str(&dep, op->ins.data[sl].args[k]);
+        if (!d) continue;
+        for (size_t sl = 0; sl < op->outs.len && st == FL_OK; sl++)
+            for (size_t k = 0; k < op->outs.data[sl].nargs && st == FL_OK; k++) {
+                const char *n = op->outs.data[sl].args[k];
+                const FlVarDesc *v = fl_ir_var_find(tp->lb, n);
+                fl_map_put_str(&dep, n, MARK_PTR);
+                if (v && !same_shape(v, pr->var))
+                    st = fl_err(tp->e,
+                                "%sthe clipping of '%s' computes '%s' %s from the whole "
+                                "gradient (a norm), but the plan cuts the parameter into %lld "
+                                "blocks: raise --min-block-size above %lld elements, or use "
+                                "--mode allreduce", where(tp, op->loc), pr->name, n,
+                                shape_str(tp, v), (long long)pieces,
+                                (long long)numel);
+            }
+    }
+    fl_map_fini(&dep);
+    return st;
+}
+
 static FlStatus cut(Tp *tp) {
     int64_t next = 0; /* global block index */
     for (size_t i = 0; i < tp->params.len; i++) {
@@ -516,6 +591,7 @@ static FlStatus cut(Tp *tp) {
                               where(tp, pr->opt->loc), pr->name, shape_str(tp, pr->var));
         int64_t pieces = fl_rule_block_count(dim0, numel, tp->P, tp->minb);
         pr->sliced = pieces > 1;
+        if (pr->sliced && pr->spath.len && check_sliced_path(tp, pr, pieces, numel)) return FL_ERROR;
         if (pr->sliced && fl_ops_is(pr->opt, FL_OPID_lars_momentum))
             return fl_err(tp->e,
                           "%slars_momentum scales '%s' by the norms of the whole parameter and "
@@ -691,15 +767,20 @@ static FlProgram *build_trainer(Tp *tp) {
     fl_map_init(&removed);
     /* send_barrier and the recv section go where the first optimizer op stood, counted
      * without the ops removed before it (learning-rate ops may stand anywhere) */
+    bool *on_server = fl_xcalloc(tp->lb->ops.len + 1, sizeof *on_server);
+    for (size_t i = 0; i < tp->params.len; i++)
+        for (size_t j = 0; j < tp->params.data[i].spath.len; j++)
+            on_server[tp->params.data[i].spath.data[j]] = true;
     size_t pos = 0;
     for (size_t i = 0; i < tp->lb->ops.len && !is_optimize(tp->lb->ops.data[i]); i++)
-        pos += !tp->lr_op[i];
+        pos += !tp->lr_op[i] && !on_server[i];
     for (size_t i = tp->lb->ops.len; i-- > 0;) {
         const FlOpDesc *op = tp->lb->ops.data[i];
-        if (!is_optimize(op) && !tp->lr_op[i]) continue;
+        if (!is_optimize(op) && !tp->lr_op[i] && !on_server[i]) continue;
         note_names(&removed, op);
         fl_ir_op_remove(b0, i);
     }
+    free(on_server);
     bool sync = tp->mode == FL_TRANSPILE_SYNC;
     /* each gradient is sent right after the op before pos that finishes it (Fluid's
      * find_op_by_output_arg(reverse=True)), so the last layers' gradients travel while the
@@ -867,7 +948,37 @@ static FlStatus build_optimize_block(Tp *tp, FlProgram *p, const Param *pr, size
     } else {
         fl_ir_op_add_input(ls, "X", pc->grad);
     }
+    const char *proc = pc->grad; /* the optimizer's Grad on the block */
+    for (size_t j = 0; j < pr->spath.len; j++) {
+        /* the path on the merged gradient block: the raw gradient and the parameter by their
+         * block's names, every var it makes by a block name of its own when cut */
+        FlOpDesc *c = clone_into(ob, tp->lb->ops.data[pr->spath.data[j]]);
+        rename_args(c->ins.data, c->ins.len, pr->raw, pc->grad);
+        rename_args(c->ins.data, c->ins.len, pr->name, pc->param);
+        for (size_t sl = 0; sl < c->outs.len; sl++)
+            for (size_t a = 0; a < c->outs.data[sl].nargs; a++) {
+                const char *n = c->outs.data[sl].args[a];
+                const FlVarDesc *lv = fl_ir_var_find(tp->lb, n);
+                const char *bn = block_name(tp, n, pr->sliced, k);
+                FlVarDesc *bv = ensure(b0, bn, lv);
+                bv->persistable = false;
+                if (pr->sliced && lv && same_shape(lv, pr->var)) bv->shape[0] = pc->rows;
+                if (strcmp(n, pr->proc) == 0) proc = fl_arena_strdup(&tp->arena, bn);
+            }
+        if (!pr->sliced) continue;
+        for (size_t sl = 0; sl < c->ins.len; sl++)
+            for (size_t a = 0; a < c->ins.data[sl].nargs; a++) {
+                const char *n = c->ins.data[sl].args[a];
+                if (!skip_arg(n) && !fl_ir_var_find(b0, n))
+                    fl_ir_slot_set_arg(&c->ins.data[sl], a, block_name(tp, n, true, k));
+            }
+        for (size_t sl = 0; sl < c->outs.len; sl++)
+            for (size_t a = 0; a < c->outs.data[sl].nargs; a++)
+                fl_ir_slot_set_arg(&c->outs.data[sl], a,
+                                   block_name(tp, c->outs.data[sl].args[a], true, k));
+    }
     FlOpDesc *op = clone_into(ob, pr->opt);
+    if (pr->proc) rename_args(op->ins.data, op->ins.len, pr->proc, proc);
     /* rename every name of the op to its block's (in and out slots alike) */
     const char *from[2 + FL_OPS_MAX_SLOTS * 4], *to[2 + FL_OPS_MAX_SLOTS * 4];
     size_t nr = 0;
@@ -1188,6 +1299,7 @@ fail:
     for (size_t i = 0; i < tp.params.len; i++) {
         FL_VEC_FREE(&tp.params.data[i].states);
         FL_VEC_FREE(&tp.params.data[i].pieces);
+        FL_VEC_FREE(&tp.params.data[i].spath);
     }
     FL_VEC_FREE(&tp.params);
     FL_VEC_FREE(&nd.v);

@@ -57,10 +57,12 @@
  * server needs are all kept in place.
  *
  * The ops between a parameter's gradient W@GRAD and its optimizer op (regularization, clipping)
- * stay on the trainers; a pserver plan requires them to be affine in the gradient (sum, scale,
- * add, subtract, multiply or divide by a gradient-free value), so that averaging the trainers'
- * results equals running them on the global batch's gradient: clipping is an error naming the
- * op (allreduce plans support it).
+ * stay on the trainers when they are affine in the gradient (sum, scale, add, subtract, multiply
+ * or divide by a gradient-free value): averaging the trainers' results then equals running them
+ * on the global batch's gradient. A path that is not (clipping) runs on the servers instead, on
+ * the merged raw gradient block, between the scale(1/T) and the optimizer op: the trainers send
+ * W@GRAD; its ops may read only the gradient, the parameter and constants (global-norm clipping
+ * is an error), and on a cut parameter only elementwise ones (a norm is an error).
  *
  * Allreduce mode: no pservers. Each trainer runs the local main program with one `allreduce` op
  * after every backward op, where the first optimizer op stood or before the first op of a

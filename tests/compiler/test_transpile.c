@@ -320,7 +320,8 @@ static void test_goldens(void) {
 /* Goldens of what Fluid programs put around the optimizer: the accumulators of RMSProp (centered)
  * and Adagrad sliced with their parameter's blocks; the regularization ops on the trainers (affine
  * in the gradient); the learning-rate blocks of exponential and piecewise decay on the pservers;
- * a clipped model as an allreduce plan (the raw gradients reduced before the clip). */
+ * a parameter clipped by value and regularized: both on the servers, on the merged gradient;
+ * a globally clipped model as an allreduce plan (the raw gradients reduced before the clip). */
 #define OPT_HEAD "import fluid\nfrom fluid import layers, optimizer, regularizer, clip\n" \
                  "x = layers.data(name='x', shape=[16])\ny = layers.data(name='y', shape=[1])\n"
 static void test_optimizer_goldens(void) {
@@ -345,24 +346,34 @@ static void test_optimizer_goldens(void) {
         "clip.set_gradient_clip(clip.GradientClipByGlobalNorm(clip_norm=1.0))\n"
         "optimizer.SGD(learning_rate=0.1, regularization=regularizer.L2Decay(1e-4)).minimize(loss)\n");
     check_golden("clip_global_norm", b, 0, 2, 0, FL_TRANSPILE_ALLREDUCE);
-    /* pserver plans refuse clipping (the trainers would clip their share of the batch) */
+    /* pserver plans refuse global-norm clipping (a server holds some of the gradients only) */
     CHECK_STR(err_of(b, 2, 2, 0, 0, 0),
-              "tests/compiler/clip_global_norm.fl:7:1: the gradient of 'fc_0.w_0' goes through "
-              "'square' (gradient clipping) before its optimizer op; the trainers would clip "
-              "their own share of the batch, not the global batch's gradient, so a pserver plan "
-              "would not train as the local program does: use --mode allreduce, or clip only in "
-              "local training");
+              "tests/compiler/clip_global_norm.fl:7:1: the clipping of 'fc_0.w_0' reads "
+              "'fc_0.b_0@GRAD', another parameter's gradient (global-norm clipping needs every "
+              "gradient); the pservers, which clip each parameter's merged gradient, cannot "
+              "compute it: use --mode allreduce");
     fl_ir_bundle_free(b);
+    /* a clipped and regularized parameter: the servers run both on the merged gradient, block
+     * by block (clipping by value is elementwise) */
     b = compile_text("tests/compiler/clip_value.fl",
-        OPT_HEAD "w = fluid.ParamAttr(gradient_clip=clip.GradientClipByValue(0.5))\n"
-        "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=1, param_attr=w), y))\n"
+        OPT_HEAD "w = fluid.ParamAttr(gradient_clip=clip.GradientClipByValue(0.5), "
+        "regularizer=regularizer.L2Decay(0.01))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=2, param_attr=w), y))\n"
+        "optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)\n");
+    check_golden("clip_value_l2", b, 2, 2, 16, FL_TRANSPILE_SYNC);
+    fl_ir_bundle_free(b);
+    /* clipping by norm needs the whole gradient: fine on a whole parameter, refused on a cut one */
+    b = compile_text("tests/compiler/clip_norm.fl",
+        OPT_HEAD "w = fluid.ParamAttr(gradient_clip=clip.GradientClipByNorm(1.0))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=2, param_attr=w), y))\n"
         "optimizer.SGD(learning_rate=0.1).minimize(loss)\n");
-    CHECK_STR(err_of(b, 1, 2, 0, 0, 0),
-              "tests/compiler/clip_value.fl:7:1: the gradient of 'fc_0.w_0' goes through "
-              "'elementwise_max' (gradient clipping) before its optimizer op; the trainers would "
-              "clip their own share of the batch, not the global batch's gradient, so a pserver "
-              "plan would not train as the local program does: use --mode allreduce, or clip "
-              "only in local training");
+    FlPlan *whole = transpile(b, 2, 2, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+    fl_ir_plan_free(whole);
+    CHECK_STR(err_of(b, 2, 2, 0, 16, 0),
+              "tests/compiler/clip_norm.fl:7:1: the clipping of 'fc_0.w_0' computes "
+              "'reduce_sum_0.tmp_0' [1] from the whole gradient (a norm), but the plan cuts the "
+              "parameter into 2 blocks: raise --min-block-size above 32 elements, or use --mode "
+              "allreduce");
     fl_ir_bundle_free(b);
     /* lars_momentum needs the whole parameter's norms */
     b = compile_text("tests/compiler/lars.fl",

@@ -5,6 +5,8 @@
 #   regularized_p2t2              the same for digits_regularized.fl (RMSProp, L2Decay,
 #                                 exponential_decay): the state sliced, the LR block on pservers
 #   clip_allreduce_t2             the same model with global-norm clipping, on an allreduce plan
+#   clip_p2t2                     the same model clipped by value on P=2 T=2: the pservers clip
+#                                 and regularize the merged gradient blocks
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -118,12 +120,16 @@ regularized_p2t2)
     MODEL=tests/mpi/digits_regularized.fl STATE=mean_square
     equality 2 2 1024
     ;;
+clip_p2t2)
+    MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=2"
+    equality 2 2 1024
+    ;;
 clip_allreduce_t2)
     MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=1"
     equality 0 2 1024
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/p.plan" 2>"$TMP/err" &&
         fail "a pserver plan of a clipped model was made"
-    grep -q "gradient clipping" "$TMP/err" || fail "no clear error for clipping in a pserver plan"
+    grep -q "global-norm clipping needs every gradient" "$TMP/err" || fail "no clear error for global-norm clipping in a pserver plan"
     ;;
 allreduce_t3)
     equality 0 3 1024
