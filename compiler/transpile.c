@@ -444,9 +444,13 @@ static FlStatus check_lr_inputs(Tp *tp) {
 
 /* Does var `name`, as ops[0, before) leave it, depend on pr->raw? Marks the first op on the
  * path and the first non-affine one. */
-static bool grad_dep(Tp *tp, Param *pr, const char *name, size_t before, int depth) {
+static bool grad_dep(Tp *tp, Param *pr, const char *name, size_t before, int depth, size_t *budget) {
     if (strcmp(name, pr->raw) == 0) return true;
-    if (depth > 64) return false;
+    /* the paths minimize() makes are short and read the gradient, the parameter and constants;
+     * the budget stops a walk into the forward graph (which a path does not reach) from
+     * multiplying over its shared vars */
+    if (depth > 64 || *budget == 0) return false;
+    --*budget;
     size_t w = before;
     while (w-- > 0)
         if (op_writes(tp->lb->ops.data[w], name)) break;
@@ -457,7 +461,7 @@ static bool grad_dep(Tp *tp, Param *pr, const char *name, size_t before, int dep
     for (size_t sl = 0; sl < op->ins.len; sl++)
         for (size_t k = 0; k < op->ins.data[sl].nargs; k++) {
             const char *n = op->ins.data[sl].args[k];
-            if (skip_arg(n) || !grad_dep(tp, pr, n, w, depth + 1)) continue;
+            if (skip_arg(n) || !grad_dep(tp, pr, n, w, depth + 1, budget)) continue;
             ndep++;
             dep_y = dep_y || strcmp(op->ins.data[sl].name, "Y") == 0;
         }
@@ -512,7 +516,8 @@ static FlStatus find_grad_paths(Tp *tp) {
         pr->path0 = SIZE_MAX;
         size_t opt = 0;
         while (tp->lb->ops.data[opt] != pr->opt) opt++;
-        if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0)) pr->raw = pr->grad;
+        size_t budget = 100000;
+        if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0, &budget)) pr->raw = pr->grad;
         if (!pr->nonlinear || tp->mode == FL_TRANSPILE_ALLREDUCE) continue;
         /* clipping: the servers run the path after merging the trainers' raw gradients */
         memset(mark, 0, (tp->lb->ops.len + 1) * sizeof *mark);
