@@ -1,8 +1,9 @@
 /* transpile.c: the distribute transpiler (see transpile.h for what the plan holds).
  *
  * How: one pass over the local main program collects the parameters (one per optimizer op of
- * block 0, in program order) with their gradient and optimizer state, and marks the
- * learning-rate ops; then the blocks are cut and placed; then each role is built from those
+ * block 0, in program order) with their gradient and optimizer state, follows each gradient's
+ * path to its optimizer op (clipping and regularization: see "the gradient's path"), and marks
+ * the learning-rate ops; then the blocks are cut and placed; then each role is built from those
  * tables: the trainer program is a clone of the local main with ops removed, each gradient's
  * split/send ops inserted right after the last op that writes the gradient, and the barrier
  * and recv section inserted where the first optimizer op stood; a pserver program is built from
@@ -49,6 +50,14 @@ typedef struct Param {
     const FlOpDesc *opt; /* the optimizer op in local main block 0 */
     const char *name, *grad;
     const FlVarDesc *var, *gvar;
+    const char *raw;          /* the backward pass's gradient, <name>@GRAD, which the ops
+                                 between it and the optimizer (clipping, regularization) read */
+    size_t path0;             /* index of the first op on that path (SIZE_MAX: none) */
+    const FlOpDesc *nonlinear; /* the first op on the path that is not affine in the gradient */
+    size_t nonlinear_at;      /* its index */
+    const char *proc;         /* (pserver plans, a path with clipping) the optimizer's Grad: the
+                                 servers run the path on the merged raw gradient, grad = raw */
+    FL_VEC(size_t) spath;     /* the ops of that path, in program order (indices into lb) */
     bool sliced;
     FL_VEC(State) states;
     FL_VEC(Piece) pieces;
@@ -423,7 +432,158 @@ static FlStatus check_lr_inputs(Tp *tp) {
     return FL_OK;
 }
 
+/* ---- the gradient's path ----
+ * minimize() leaves ops between the backward pass's gradient W@GRAD and the optimizer's Grad:
+ * clipping, then regularization (fluid/clip.fl, fluid/regularizer.fl). The trainers run them on
+ * their share of the batch, the servers then average: that equals the local gradient when each
+ * op is affine in the gradient (sum, scale, add or subtract a term of the parameter, multiply or
+ * divide by one), as regularization is, and not otherwise (clipping). A path with clipping is
+ * therefore run by the servers on the merged raw gradient (Fluid's order: merge, clip,
+ * regularize, update). Allreduce plans reduce the raw gradients before every path instead, so
+ * every op on it sees the global batch. */
+
+/* Does var `name`, as ops[0, before) leave it, depend on pr->raw? Marks the first op on the
+ * path and the first non-affine one. */
+static bool grad_dep(Tp *tp, Param *pr, const char *name, size_t before, int depth, size_t *budget) {
+    if (strcmp(name, pr->raw) == 0) return true;
+    /* the paths minimize() makes are short and read the gradient, the parameter and constants;
+     * the budget stops a walk into the forward graph (which a path does not reach) from
+     * multiplying over its shared vars */
+    if (depth > 64 || *budget == 0) return false;
+    --*budget;
+    size_t w = before;
+    while (w-- > 0)
+        if (op_writes(tp->lb->ops.data[w], name)) break;
+    if (w == SIZE_MAX) return false;
+    const FlOpDesc *op = tp->lb->ops.data[w];
+    int ndep = 0;
+    bool dep_y = false;
+    for (size_t sl = 0; sl < op->ins.len; sl++)
+        for (size_t k = 0; k < op->ins.data[sl].nargs; k++) {
+            const char *n = op->ins.data[sl].args[k];
+            if (skip_arg(n) || !grad_dep(tp, pr, n, w, depth + 1, budget)) continue;
+            ndep++;
+            dep_y = dep_y || strcmp(op->ins.data[sl].name, "Y") == 0;
+        }
+    if (!ndep) return false;
+    if (w < pr->path0) pr->path0 = w;
+    bool affine = fl_ops_is(op, FL_OPID_sum) || fl_ops_is(op, FL_OPID_scale) ||
+                  fl_ops_is(op, FL_OPID_assign) || fl_ops_is(op, FL_OPID_elementwise_add) ||
+                  fl_ops_is(op, FL_OPID_elementwise_sub) ||
+                  (fl_ops_is(op, FL_OPID_elementwise_mul) && ndep == 1) ||
+                  (fl_ops_is(op, FL_OPID_elementwise_div) && !dep_y);
+    if (!affine && (!pr->nonlinear || w < pr->nonlinear_at)) {
+        pr->nonlinear = op;
+        pr->nonlinear_at = w;
+    }
+    return true;
+}
+
+/* Marks in mark[] the ops of ops[0, before) that compute name from pr's raw gradient, the
+ * parameter and constants: the ops the servers run for a path with clipping. Anything else
+ * the path reads (another parameter's gradient: global-norm clipping; the trainers' data) is
+ * an error. */
+static FlStatus mark_server_path(Tp *tp, const Param *pr, const char *name, size_t before,
+                                 const FlOpDesc *at, bool *mark, int depth) {
+    if (!strcmp(name, pr->raw) || !strcmp(name, pr->name)) return FL_OK;
+    size_t w = before;
+    while (w-- > 0)
+        if (op_writes(tp->lb->ops.data[w], name)) break;
+    if (w == SIZE_MAX || fl_rule_has_grad(name) || depth > 64)
+        return fl_err(tp->e,
+                      "%sthe clipping of '%s' reads '%s'%s; the pservers, which clip each "
+                      "parameter's merged gradient, cannot compute it: use --mode allreduce",
+                      where(tp, at->loc), pr->name, name,
+                      fl_rule_has_grad(name) ? ", another parameter's gradient (global-norm "
+                                               "clipping needs every gradient)"
+                                             : ", which the trainers compute");
+    if (mark[w]) return FL_OK;
+    mark[w] = true;
+    const FlOpDesc *op = tp->lb->ops.data[w];
+    for (size_t sl = 0; sl < op->ins.len; sl++)
+        for (size_t k = 0; k < op->ins.data[sl].nargs; k++)
+            if (!skip_arg(op->ins.data[sl].args[k]) &&
+                mark_server_path(tp, pr, op->ins.data[sl].args[k], w, op, mark, depth + 1))
+                return FL_ERROR;
+    return FL_OK;
+}
+
+static FlStatus find_grad_paths(Tp *tp) {
+    bool *mark = fl_xcalloc(tp->lb->ops.len + 1, sizeof *mark);
+    for (size_t i = 0; i < tp->params.len; i++) {
+        Param *pr = &tp->params.data[i];
+        pr->raw = fl_rule_grad_name(&tp->arena, pr->name);
+        pr->path0 = SIZE_MAX;
+        size_t opt = 0;
+        while (tp->lb->ops.data[opt] != pr->opt) opt++;
+        size_t budget = 100000;
+        if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0, &budget)) pr->raw = pr->grad;
+        if (!pr->nonlinear || tp->mode == FL_TRANSPILE_ALLREDUCE) continue;
+        /* clipping: the servers run the path after merging the trainers' raw gradients */
+        memset(mark, 0, (tp->lb->ops.len + 1) * sizeof *mark);
+        if (mark_server_path(tp, pr, pr->grad, opt, pr->opt, mark, 0)) {
+            free(mark);
+            return FL_ERROR;
+        }
+        for (size_t w = 0; w < opt; w++)
+            if (mark[w]) FL_VEC_PUSH(&pr->spath, w);
+        pr->proc = pr->grad;
+        pr->grad = pr->raw;
+        pr->gvar = fl_ir_var_find(tp->lb, pr->raw);
+        FL_ASSERT(pr->gvar);
+    }
+    free(mark);
+    if (tp->mode != FL_TRANSPILE_ALLREDUCE) return FL_OK;
+    /* allreduce reduces every raw gradient before the first path op: each must be final there */
+    size_t first = SIZE_MAX;
+    for (size_t i = 0; i < tp->params.len; i++)
+        if (tp->params.data[i].path0 < first) first = tp->params.data[i].path0;
+    for (size_t i = 0; first != SIZE_MAX && i < tp->params.len; i++)
+        for (size_t w = first; w < tp->lb->ops.len; w++)
+            if (op_writes(tp->lb->ops.data[w], tp->params.data[i].raw))
+                return fl_err(tp->e,
+                              "%s'%s' writes the gradient '%s' after ops that process other "
+                              "gradients; an allreduce plan reduces every gradient at one place "
+                              "(append the processing after the whole backward pass)",
+                              where(tp, tp->lb->ops.data[w]->loc), tp->lb->ops.data[w]->type,
+                              tp->params.data[i].raw);
+    return FL_OK;
+}
+
 /* ---- slicing and placement ---- */
+
+/* A path the servers run block by block must be elementwise in the gradient: every var it
+ * derives from the gradient is shaped like the parameter (a norm, [1], would be a block's). */
+static FlStatus check_sliced_path(Tp *tp, const Param *pr, int64_t pieces, int64_t numel) {
+    FlMap dep;
+    fl_map_init(&dep);
+    fl_map_put_str(&dep, pr->raw, MARK_PTR);
+    FlStatus st = FL_OK;
+    for (size_t j = 0; j < pr->spath.len && st == FL_OK; j++) {
+        const FlOpDesc *op = tp->lb->ops.data[pr->spath.data[j]];
+        bool d = false;
+        for (size_t sl = 0; sl < op->ins.len; sl++)
+            for (size_t k = 0; k < op->ins.data[sl].nargs; k++)
+                d = d || fl_map_find_str(&dep, op->ins.data[sl].args[k]);
+        if (!d) continue;
+        for (size_t sl = 0; sl < op->outs.len && st == FL_OK; sl++)
+            for (size_t k = 0; k < op->outs.data[sl].nargs && st == FL_OK; k++) {
+                const char *n = op->outs.data[sl].args[k];
+                const FlVarDesc *v = fl_ir_var_find(tp->lb, n);
+                fl_map_put_str(&dep, n, MARK_PTR);
+                if (v && !same_shape(v, pr->var))
+                    st = fl_err(tp->e,
+                                "%sthe clipping of '%s' computes '%s' %s from the whole "
+                                "gradient (a norm), but the plan cuts the parameter into %lld "
+                                "blocks: raise --min-block-size above %lld elements, or use "
+                                "--mode allreduce", where(tp, op->loc), pr->name, n,
+                                shape_str(tp, v), (long long)pieces,
+                                (long long)numel);
+            }
+    }
+    fl_map_fini(&dep);
+    return st;
+}
 
 static FlStatus cut(Tp *tp) {
     int64_t next = 0; /* global block index */
@@ -436,6 +596,13 @@ static FlStatus cut(Tp *tp) {
                               where(tp, pr->opt->loc), pr->name, shape_str(tp, pr->var));
         int64_t pieces = fl_rule_block_count(dim0, numel, tp->P, tp->minb);
         pr->sliced = pieces > 1;
+        if (pr->sliced && pr->spath.len && check_sliced_path(tp, pr, pieces, numel)) return FL_ERROR;
+        if (pr->sliced && fl_ops_is(pr->opt, FL_OPID_lars_momentum))
+            return fl_err(tp->e,
+                          "%slars_momentum scales '%s' by the norms of the whole parameter and "
+                          "gradient, but the plan cuts it into %lld blocks: raise "
+                          "--min-block-size above %lld elements, or use --mode allreduce",
+                          where(tp, pr->opt->loc), pr->name, (long long)pieces, (long long)numel);
         for (int64_t k = 0; k < pieces; k++) {
             Piece pc = {.param = block_name(tp, pr->name, pr->sliced, (size_t)k),
                         .grad = block_name(tp, pr->grad, pr->sliced, (size_t)k),
@@ -605,15 +772,20 @@ static FlProgram *build_trainer(Tp *tp) {
     fl_map_init(&removed);
     /* send_barrier and the recv section go where the first optimizer op stood, counted
      * without the ops removed before it (learning-rate ops may stand anywhere) */
+    bool *on_server = fl_xcalloc(tp->lb->ops.len + 1, sizeof *on_server);
+    for (size_t i = 0; i < tp->params.len; i++)
+        for (size_t j = 0; j < tp->params.data[i].spath.len; j++)
+            on_server[tp->params.data[i].spath.data[j]] = true;
     size_t pos = 0;
     for (size_t i = 0; i < tp->lb->ops.len && !is_optimize(tp->lb->ops.data[i]); i++)
-        pos += !tp->lr_op[i];
+        pos += !tp->lr_op[i] && !on_server[i];
     for (size_t i = tp->lb->ops.len; i-- > 0;) {
         const FlOpDesc *op = tp->lb->ops.data[i];
-        if (!is_optimize(op) && !tp->lr_op[i]) continue;
+        if (!is_optimize(op) && !tp->lr_op[i] && !on_server[i]) continue;
         note_names(&removed, op);
         fl_ir_op_remove(b0, i);
     }
+    free(on_server);
     bool sync = tp->mode == FL_TRANSPILE_SYNC;
     /* each gradient is sent right after the op before pos that finishes it (Fluid's
      * find_op_by_output_arg(reverse=True)), so the last layers' gradients travel while the
@@ -668,18 +840,21 @@ fail:
     return NULL;
 }
 
-/* Allreduce mode: the local main program plus one allreduce of every gradient where the first
- * optimizer op stands (transpile.h). */
+/* Allreduce mode: the local main program plus one allreduce of every raw gradient where the
+ * first optimizer op stands, or before the first op of a gradient's path (clipping,
+ * regularization) when that comes earlier (transpile.h). */
 static FlProgram *build_allreduce_trainer(Tp *tp) {
     FlProgram *p = fl_ir_program_clone(tp->local->main);
     FlBlock *b0 = fl_ir_block(p, 0);
     size_t pos = 0;
     while (pos < b0->ops.len && !is_optimize(b0->ops.data[pos])) pos++;
+    for (size_t i = 0; i < tp->params.len; i++)
+        if (tp->params.data[i].path0 < pos) pos = tp->params.data[i].path0;
     FlOpDesc *op = fl_ir_op_insert(b0, pos, "allreduce");
     op->loc = tp->first_loc;
     for (size_t i = 0; i < tp->params.len; i++) {
-        fl_ir_op_add_input(op, "X", tp->params.data[i].grad);
-        fl_ir_op_add_output(op, "Out", tp->params.data[i].grad);
+        fl_ir_op_add_input(op, "X", tp->params.data[i].raw);
+        fl_ir_op_add_output(op, "Out", tp->params.data[i].raw);
     }
     return p;
 }
@@ -778,7 +953,37 @@ static FlStatus build_optimize_block(Tp *tp, FlProgram *p, const Param *pr, size
     } else {
         fl_ir_op_add_input(ls, "X", pc->grad);
     }
+    const char *proc = pc->grad; /* the optimizer's Grad on the block */
+    for (size_t j = 0; j < pr->spath.len; j++) {
+        /* the path on the merged gradient block: the raw gradient and the parameter by their
+         * block's names, every var it makes by a block name of its own when cut */
+        FlOpDesc *c = clone_into(ob, tp->lb->ops.data[pr->spath.data[j]]);
+        rename_args(c->ins.data, c->ins.len, pr->raw, pc->grad);
+        rename_args(c->ins.data, c->ins.len, pr->name, pc->param);
+        for (size_t sl = 0; sl < c->outs.len; sl++)
+            for (size_t a = 0; a < c->outs.data[sl].nargs; a++) {
+                const char *n = c->outs.data[sl].args[a];
+                const FlVarDesc *lv = fl_ir_var_find(tp->lb, n);
+                const char *bn = block_name(tp, n, pr->sliced, k);
+                FlVarDesc *bv = ensure(b0, bn, lv);
+                bv->persistable = false;
+                if (pr->sliced && lv && same_shape(lv, pr->var)) bv->shape[0] = pc->rows;
+                if (strcmp(n, pr->proc) == 0) proc = fl_arena_strdup(&tp->arena, bn);
+            }
+        if (!pr->sliced) continue;
+        for (size_t sl = 0; sl < c->ins.len; sl++)
+            for (size_t a = 0; a < c->ins.data[sl].nargs; a++) {
+                const char *n = c->ins.data[sl].args[a];
+                if (!skip_arg(n) && !fl_ir_var_find(b0, n))
+                    fl_ir_slot_set_arg(&c->ins.data[sl], a, block_name(tp, n, true, k));
+            }
+        for (size_t sl = 0; sl < c->outs.len; sl++)
+            for (size_t a = 0; a < c->outs.data[sl].nargs; a++)
+                fl_ir_slot_set_arg(&c->outs.data[sl], a,
+                                   block_name(tp, c->outs.data[sl].args[a], true, k));
+    }
     FlOpDesc *op = clone_into(ob, pr->opt);
+    if (pr->proc) rename_args(op->ins.data, op->ins.len, pr->proc, proc);
     /* rename every name of the op to its block's (in and out slots alike) */
     const char *from[2 + FL_OPS_MAX_SLOTS * 4], *to[2 + FL_OPS_MAX_SLOTS * 4];
     size_t nr = 0;
@@ -1050,7 +1255,7 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     Needs nd = {0};
     fl_map_init(&nd.names);
     bool allreduce = tp.mode == FL_TRANSPILE_ALLREDUCE;
-    if (check_ops(&tp) || collect_params(&tp) ||
+    if (check_ops(&tp) || collect_params(&tp) || find_grad_paths(&tp) ||
         (!allreduce && (find_lr_ops(&tp) || check_lr_inputs(&tp) || cut(&tp))))
         goto fail;
     tmain = allreduce ? build_allreduce_trainer(&tp) : build_trainer(&tp);
@@ -1099,6 +1304,7 @@ fail:
     for (size_t i = 0; i < tp.params.len; i++) {
         FL_VEC_FREE(&tp.params.data[i].states);
         FL_VEC_FREE(&tp.params.data[i].pieces);
+        FL_VEC_FREE(&tp.params.data[i].spath);
     }
     FL_VEC_FREE(&tp.params);
     FL_VEC_FREE(&nd.v);

@@ -56,9 +56,18 @@
  * its position in the program at run time, so the startup ops before the last such op that a
  * server needs are all kept in place.
  *
+ * The ops between a parameter's gradient W@GRAD and its optimizer op (regularization, clipping)
+ * stay on the trainers when they are affine in the gradient (sum, scale, add, subtract, multiply
+ * or divide by a gradient-free value): averaging the trainers' results then equals running them
+ * on the global batch's gradient. A path that is not (clipping) runs on the servers instead, on
+ * the merged raw gradient block, between the scale(1/T) and the optimizer op: the trainers send
+ * W@GRAD; its ops may read only the gradient, the parameter and constants (global-norm clipping
+ * is an error), and on a cut parameter only elementwise ones (a norm is an error).
+ *
  * Allreduce mode: no pservers. Each trainer runs the local main program with one `allreduce` op
- * where the first optimizer op stood (after every backward op): X = Out = every parameter's
- * gradient, in parameter order; the runtime sums them over the trainers, each weighted by its
+ * after every backward op, where the first optimizer op stood or before the first op of a
+ * gradient's path when that comes earlier: X = Out = every parameter's raw gradient (W@GRAD),
+ * in parameter order; the runtime sums them over the trainers, each weighted by its
  * share of the global batch's rows, so every trainer holds the gradient of the whole global
  * batch and applies the same optimizer and learning-rate ops to the same parameters (they stay
  * equal without being sent anywhere). The startup program is the local one.

@@ -317,6 +317,77 @@ static void test_goldens(void) {
     fl_ir_bundle_free(digits);
 }
 
+/* Goldens of what Fluid programs put around the optimizer: the accumulators of RMSProp (centered)
+ * and Adagrad sliced with their parameter's blocks; the regularization ops on the trainers (affine
+ * in the gradient); the learning-rate blocks of exponential and piecewise decay on the pservers;
+ * a parameter clipped by value and regularized: both on the servers, on the merged gradient;
+ * a globally clipped model as an allreduce plan (the raw gradients reduced before the clip). */
+#define OPT_HEAD "import fluid\nfrom fluid import layers, optimizer, regularizer, clip\n" \
+                 "x = layers.data(name='x', shape=[16])\ny = layers.data(name='y', shape=[1])\n"
+static void test_optimizer_goldens(void) {
+    FlBundle *b = compile_text("tests/compiler/rmsprop_l2_exp.fl",
+        OPT_HEAD "h = layers.fc(x, size=8, act='relu')\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(h, size=1), y))\n"
+        "lr = layers.exponential_decay(0.1, decay_steps=100, decay_rate=0.5, staircase=True)\n"
+        "optimizer.RMSProp(learning_rate=lr, momentum=0.9, centered=True, "
+        "regularization=regularizer.L2Decay(1e-4)).minimize(loss)\n");
+    check_golden("rmsprop_l2_exponential", b, 2, 2, 64, FL_TRANSPILE_SYNC);
+    fl_ir_bundle_free(b);
+    b = compile_text("tests/compiler/adagrad_l1_piecewise.fl",
+        OPT_HEAD "h = layers.fc(x, size=8, act='relu', param_attr=fluid.ParamAttr("
+        "regularizer=regularizer.L1Decay(1e-3), learning_rate=0.5))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(h, size=1), y))\n"
+        "lr = layers.piecewise_decay(boundaries=[100, 200], values=[0.1, 0.05, 0.01])\n"
+        "optimizer.Adagrad(learning_rate=lr).minimize(loss)\n");
+    check_golden("adagrad_l1_piecewise", b, 2, 2, 64, FL_TRANSPILE_SYNC);
+    fl_ir_bundle_free(b);
+    b = compile_text("tests/compiler/clip_global_norm.fl",
+        OPT_HEAD "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=1), y))\n"
+        "clip.set_gradient_clip(clip.GradientClipByGlobalNorm(clip_norm=1.0))\n"
+        "optimizer.SGD(learning_rate=0.1, regularization=regularizer.L2Decay(1e-4)).minimize(loss)\n");
+    check_golden("clip_global_norm", b, 0, 2, 0, FL_TRANSPILE_ALLREDUCE);
+    /* pserver plans refuse global-norm clipping (a server holds some of the gradients only) */
+    CHECK_STR(err_of(b, 2, 2, 0, 0, 0),
+              "tests/compiler/clip_global_norm.fl:7:1: the clipping of 'fc_0.w_0' reads "
+              "'fc_0.b_0@GRAD', another parameter's gradient (global-norm clipping needs every "
+              "gradient); the pservers, which clip each parameter's merged gradient, cannot "
+              "compute it: use --mode allreduce");
+    fl_ir_bundle_free(b);
+    /* a clipped and regularized parameter: the servers run both on the merged gradient, block
+     * by block (clipping by value is elementwise) */
+    b = compile_text("tests/compiler/clip_value.fl",
+        OPT_HEAD "w = fluid.ParamAttr(gradient_clip=clip.GradientClipByValue(0.5), "
+        "regularizer=regularizer.L2Decay(0.01))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=2, param_attr=w), y))\n"
+        "optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)\n");
+    check_golden("clip_value_l2", b, 2, 2, 16, FL_TRANSPILE_SYNC);
+    fl_ir_bundle_free(b);
+    /* clipping by norm needs the whole gradient: fine on a whole parameter, refused on a cut one */
+    b = compile_text("tests/compiler/clip_norm.fl",
+        OPT_HEAD "w = fluid.ParamAttr(gradient_clip=clip.GradientClipByNorm(1.0))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=2, param_attr=w), y))\n"
+        "optimizer.SGD(learning_rate=0.1).minimize(loss)\n");
+    FlPlan *whole = transpile(b, 2, 2, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+    fl_ir_plan_free(whole);
+    CHECK_STR(err_of(b, 2, 2, 0, 16, 0),
+              "tests/compiler/clip_norm.fl:7:1: the clipping of 'fc_0.w_0' computes "
+              "'reduce_sum_0.tmp_0' [1] from the whole gradient (a norm), but the plan cuts the "
+              "parameter into 2 blocks: raise --min-block-size above 32 elements, or use --mode "
+              "allreduce");
+    fl_ir_bundle_free(b);
+    /* lars_momentum needs the whole parameter's norms */
+    b = compile_text("tests/compiler/lars.fl",
+        OPT_HEAD "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=1), y))\n"
+        "optimizer.LarsMomentum(learning_rate=0.1, momentum=0.9).minimize(loss)\n");
+    CHECK_STR(err_of(b, 2, 1, 0, 8, 0),
+              "tests/compiler/lars.fl:6:1: lars_momentum scales 'fc_0.w_0' by the norms of the "
+              "whole parameter and gradient, but the plan cuts it into 2 blocks: raise "
+              "--min-block-size above 16 elements, or use --mode allreduce");
+    FlPlan *p = transpile(b, 2, 1, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN); /* whole: fine */
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
 /* ---- slicing and placement ---- */
 
 static void test_slicing(void) {
@@ -988,6 +1059,7 @@ int main(int argc, char **argv) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("transpile", NULL, NULL);
     CU_add_test(s, "goldens: fit_a_line and digits MLP, P 1-3, T 1-2", test_goldens);
+    CU_add_test(s, "goldens: regularizers, clipping, LR schedules, RMSProp/Adagrad state", test_optimizer_goldens);
     CU_add_test(s, "slicing: whole rows, even split, small stays whole", test_slicing);
     CU_add_test(s, "round-robin placement", test_round_robin);
     CU_add_test(s, "hash placement is deterministic", test_hash);

@@ -1016,6 +1016,11 @@ static void test_programs_and_guards(void) {
 static void test_program_methods(void) {
     check_true("x = layers.data(name='x', shape=[4])\nh = layers.fc(x, size=3)\n",
                "fluid.default_main_program().global_block().var('fc_0.w_0').shape == [4, 3]");
+    /* a layer name used twice makes new parameters (Fluid's unique names); a parameter name
+     * given twice shares one */
+    check_true("x = layers.data(name='x', shape=[4])\na = layers.fc(x, size=4, name='proj')\n"
+               "b = layers.fc(a, size=3, name='proj')\nc = layers.fc(a, size=3, param_attr='proj.w_1')\n",
+               "fluid.default_main_program().global_block().var('proj.w_1').shape == [4, 3]");
     FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[4])\n"
                               "h = layers.dropout(layers.fc(x, size=3), dropout_prob=0.5)\n"
                               "test = fluid.default_main_program().clone(for_test=True)\n"

@@ -113,17 +113,22 @@ static float *read_var(const char *dir, const char *name, int64_t *n) {
     char magic[8];
     uint32_t h[4];
     float *data = NULL;
-    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "FLTENSOR", 8) || fread(h, 4, 4, f) != 4 || h[1] != 0 ||
-        h[2] > 8)
+    /* float32 (dtype 0) or int64 (dtype 3: step counters), read as floats */
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "FLTENSOR", 8) || fread(h, 4, 4, f) != 4 ||
+        (h[1] != 0 && h[1] != 3) || h[2] > 8)
         goto out;
     int64_t dims[8], numel = 1;
     if (fread(dims, 8, h[2], f) != h[2]) goto out;
     for (uint32_t i = 0; i < h[2]; i++) numel *= dims[i];
     data = malloc((size_t)numel * sizeof *data + 1);
-    if (fread(data, sizeof *data, (size_t)numel, f) != (size_t)numel) {
-        free(data);
-        data = NULL;
-        goto out;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t iv;
+        if (h[1] == 3 ? fread(&iv, sizeof iv, 1, f) != 1 : fread(&data[i], sizeof *data, 1, f) != 1) {
+            free(data);
+            data = NULL;
+            goto out;
+        }
+        if (h[1] == 3) data[i] = (float)iv;
     }
     *n = numel;
 out:

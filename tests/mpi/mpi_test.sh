@@ -2,6 +2,11 @@
 # mpi_test.sh CASE FLC FLRUN MPI_CHECK: one MPI acceptance test (registered by CMakeLists.txt,
 # label mpi; run from the project root). Every job goes through run_mpi, which adds what mpirun
 # needs here: --allow-run-as-root (root in containers) and --oversubscribe (more ranks than cores).
+#   regularized_p2t2              the same for digits_regularized.fl (RMSProp, L2Decay,
+#                                 exponential_decay): the state sliced, the LR block on pservers
+#   clip_allreduce_t2             the same model with global-norm clipping, on an allreduce plan
+#   clip_p2t2                     the same model clipped by value on P=2 T=2: the pservers clip
+#                                 and regularize the merged gradient blocks
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -40,7 +45,10 @@ rank_pid() {
     done
 }
 
-build() { "$FLC" build $MODEL -o "$TMP/d.flp" || fail "flc build"; }
+STATE=velocity # a var of the optimizer's state that checkpoints must hold
+DEFS=""
+# shellcheck disable=SC2086
+build() { "$FLC" build $MODEL $DEFS -o "$TMP/d.flp" || fail "flc build"; }
 
 # P T PIECE: local run with batch T*50 vs mpirun on the plan, large tensors in PIECE-byte
 # messages: with pieces this small, the pservers stream the weights' Momentum updates (average,
@@ -60,7 +68,7 @@ equality() {
         fail "mpirun"
     "$CHECK" logs "$TMP/dist.csv" "$TMP/local.csv" 1e-4 || fail "the logs differ"
     "$CHECK" params "$TMP/dist" "$TMP/local" 1e-4 || fail "the parameters differ"
-    grep -q velocity "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the optimizer state"
+    grep -q "$STATE" "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the optimizer state"
 }
 
 # After equality: both checkpoints resumed for one more epoch, the job's by the job (each pserver
@@ -108,6 +116,21 @@ equality_p2t2)
     resume 2 2 1024
     ;;
 equality_p1t3) equality 1 3 2048 ;;
+regularized_p2t2)
+    MODEL=tests/mpi/digits_regularized.fl STATE=mean_square
+    equality 2 2 1024
+    ;;
+clip_p2t2)
+    MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=2"
+    equality 2 2 1024
+    ;;
+clip_allreduce_t2)
+    MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=1"
+    equality 0 2 1024
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/p.plan" 2>"$TMP/err" &&
+        fail "a pserver plan of a clipped model was made"
+    grep -q "global-norm clipping needs every gradient" "$TMP/err" || fail "no clear error for global-norm clipping in a pserver plan"
+    ;;
 allreduce_t3)
     equality 0 3 1024
     resume 0 3 1024
