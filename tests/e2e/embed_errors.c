@@ -3,8 +3,9 @@
  *
  *   usage: embed_errors fit_a_line.flp seed_server.flp
  *
- * fit_a_line.flp: fc_0.w_0 set to a [12, 1] tensor, then a step on 32 rows of 13 features;
- * seed_server.flp: a parameter-server program run without the distributed runtime. */
+ * fit_a_line.flp: a step with x of 12 features, with x of dtype int64, without y, then fc_0.w_0
+ * set to a [12, 1] tensor and a step on 32 rows of 13 features; seed_server.flp: a
+ * parameter-server program run without the distributed runtime. */
 #include <stdio.h>
 #include <string.h>
 
@@ -56,21 +57,26 @@ int main(int argc, char **argv) {
         rc = 1;
     } else {
         static float w[12], x[32 * 13], y[32];
+        static int64_t xi[32 * 13];
         FlTensor tw = FL_TENSOR_INIT, tx = FL_TENSOR_INIT, ty = FL_TENSOR_INIT;
+        FlTensor tx12 = FL_TENSOR_INIT, txi = FL_TENSOR_INIT;
         FlErr err;
         if (fl_tensor_from_floats(&err, &tw, 2, (int64_t[]){12, 1}, w) ||
             fl_tensor_from_floats(&err, &tx, 2, (int64_t[]){32, 13}, x) ||
+            fl_tensor_from_floats(&err, &tx12, 2, (int64_t[]){32, 12}, x) ||
+            fl_tensor_from_int64s(&err, &txi, 2, (int64_t[]){32, 13}, xi) ||
             fl_tensor_from_floats(&err, &ty, 2, (int64_t[]){32, 1}, y)) {
             fprintf(stderr, "%s\n", fl_error_message(&err));
             rc = 1;
         } else {
+            run_once(ex, scope, (FlFeed[]){{"x", &tx12}, {"y", &ty}}, 2);
+            run_once(ex, scope, (FlFeed[]){{"x", &txi}, {"y", &ty}}, 2);
+            run_once(ex, scope, (FlFeed[]){{"x", &tx}}, 1);
             fl_scope_set_tensor(scope, "fc_0.w_0", &tw);
-            FlFeed feeds[2] = {{"x", &tx}, {"y", &ty}};
-            run_once(ex, scope, feeds, 2);
+            run_once(ex, scope, (FlFeed[]){{"x", &tx}, {"y", &ty}}, 2);
         }
-        fl_tensor_fini(&tw);
-        fl_tensor_fini(&tx);
-        fl_tensor_fini(&ty);
+        FlTensor *all[] = {&tw, &tx, &tx12, &txi, &ty};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) fl_tensor_fini(all[i]);
     }
     close_program(prog, ex, scope);
     if (open_program(argv[2], &prog, &ex, &scope))
