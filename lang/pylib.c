@@ -1,6 +1,6 @@
 /* pylib.c: the Python library of the compile-time interpreter beyond the core builtins:
- * isinstance, hasattr, setattr, sorted, map, filter, any, all, object, and the modules `math`
- * and `functools` (reduce, partial); plus the rule that turns a whole float into an int where an
+ * isinstance, hasattr, setattr, sorted, map, filter, any, all, object, and the modules `math`,
+ * `functools` (reduce, partial) and `__future__`; plus the rule that turns a whole float into an int where an
  * int is expected (fl_ev_whole_int).
  *
  * How: builtins as in builtins.c (a BuiltinFn binding its arguments with ARGS); the modules are
@@ -201,7 +201,7 @@ static FlValue *b_hasattr(Ctx *c, FlValue *self, CallArgs *a) {
             if (strcmp(n, var_attrs[i]) == 0) return c->vtrue;
         return fl_v_bool(c, fl_ev_is_channel(c, o) && (!strcmp(n, "send") || !strcmp(n, "recv") || !strcmp(n, "close")));
     }
-    return fl_v_bool(c, fl_ev_find_attr(c, o, n) || fl_ev_has_value_method(o, n));
+    return fl_v_bool(c, fl_ev_find_attr(c, o, n, a->span) || fl_ev_has_value_method(o, n));
 }
 
 static FlValue *b_setattr(Ctx *c, FlValue *self, CallArgs *a) {
@@ -437,5 +437,10 @@ void fl_ev_pylib_install(Ctx *c) {
     fl_env_set(m->globals, fl_intern_str(&c->in, "inf"), fl_v_float(c, INFINITY));
     fl_env_set(m->globals, fl_intern_str(&c->in, "nan"), fl_v_float(c, NAN));
     fl_ev_module_of_fns(c, "functools", functools_fns, FL_ARRAY_LEN(functools_fns));
+    /* `from __future__ import print_function, division`: what Python 3 does anyway */
+    static const char *const features[] = {"print_function", "division", "absolute_import", "unicode_literals"};
+    Module *fut = fl_ev_module_of_fns(c, "__future__", NULL, 0);
+    for (size_t i = 0; i < FL_ARRAY_LEN(features); i++)
+        fl_env_set(fut->globals, fl_intern_str(&c->in, features[i]), c->vtrue);
     fl_ev_pyclass_install(c);
 }

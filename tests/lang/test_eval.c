@@ -1036,7 +1036,35 @@ static void test_classes(void) {
                   "class MyError(ValueError):\n"
                   "    def __init__(self, what):\n"
                   "        super().__init__('bad ' + what)\n"
-                  "assert MyError('x').args == ('bad x',) and isinstance(MyError('x'), Exception)\n");
+                  "assert MyError('x').args == ('bad x',) and isinstance(MyError('x'), Exception)\n"
+                  /* decorators: user ones, staticmethod, classmethod, property */
+                  "def twice(f):\n"
+                  "    def g(x):\n"
+                  "        return f(f(x))\n"
+                  "    return g\n"
+                  "@twice\n"
+                  "def inc(x):\n"
+                  "    return x + 1\n"
+                  "assert inc(0) == 2\n"
+                  "class Config:\n"
+                  "    base = 10\n"
+                  "    def __init__(self, n):\n"
+                  "        self.n = n\n"
+                  "    @staticmethod\n"
+                  "    def helper(a, b):\n"
+                  "        return a + b\n"
+                  "    @classmethod\n"
+                  "    def make(cls, n):\n"
+                  "        return cls(n * 2)\n"
+                  "    @property\n"
+                  "    def total(self):\n"
+                  "        return self.n + self.base\n"
+                  "class Sub(Config):\n"
+                  "    base = 100\n"
+                  "k = Config.make(3)\n"
+                  "assert isinstance(k, Config) and k.n == 6 and k.total == 16\n"
+                  "assert Config.helper(1, 2) == 3 and k.helper(2, 3) == 5 and k.make(1).n == 2\n"
+                  "assert Sub.make(1).total == 102 and isinstance(Sub.make(1), Sub)\n");
     /* a model as a class builds its layers through methods */
     FlBundle *b = compile(HDR "class Net:\n"
                               "    def __init__(self, width):\n"
@@ -1060,6 +1088,8 @@ static void test_classes(void) {
         {"class A:\n    def f(self, a):\n        return a\nA().f()\n", "error: f() missing required argument 'a'"},
         {"super()\n", "error: super() without arguments is only valid in a method"},
         {"isinstance(1, 2)\n", "error: isinstance() arg 2 must be a class, a type or a tuple of them, found int"},
+        {"@staticmethod(1)\ndef f():\n    pass\n", "error: 'int' object is not callable"},
+        {"print(1, file=2)\n", "error: print() got an unexpected keyword argument 'file'"},
         {"for i in range(2):\n    class A:\n        break\n", "error: 'break' outside a loop"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));
