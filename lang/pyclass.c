@@ -128,7 +128,6 @@ Flow fl_ev_class(Ctx *c, Env *e, FlAst *s) {
             v->func.owner = cls;
         }
     }
-    cls->cls.attrs->parent = NULL;
     FlValue *d = fl_ev_decorate(c, e, &s->cls.decos, cls, s->span);
     fl_env_set(e, s->cls.name, d);
     return f == FLOW_ERROR || d->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;

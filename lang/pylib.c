@@ -117,11 +117,13 @@ FlValue *fl_ev_min_max(Ctx *c, CallArgs *a, bool is_max) {
     const char *fname = is_max ? "max" : "min";
     ARGS(fname, "*items key= default=", 3);
     FlValue *l = v[0];
+    bool has_default = false; /* default=None is a default too */
+    for (size_t i = 0; i < a->nkw; i++) has_default = has_default || strcmp(a->kwnames[i], "default") == 0;
     if (l->list.len == 1) l = fl_ev_as_list(c, l->list.items[0], a->span);
-    else if (v[2]) return fl_ev_error(c, a->span, "%s() takes 'default' only with one iterable argument", fname);
+    else if (has_default) return fl_ev_error(c, a->span, "%s() takes 'default' only with one iterable argument", fname);
     if (l->kind == VK_ERROR) return l;
     if (!l->list.len) {
-        if (v[2]) return v[2];
+        if (has_default) return v[2] ? v[2] : c->none;
         return fl_ev_error(c, a->span, "%s() of an empty sequence", fname);
     }
     FlValue *keys = keys_of(c, l, v[1], a->span);
