@@ -190,14 +190,19 @@ FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         FlValue *self = obj->rec.bind ? obj->rec.bind : obj;
         return v ? fl_ev_class_member(c, v, self->rec.cls, self, sp) : NULL;
     }
+    case VK_FUNC:
+    case VK_BUILTIN:
+        if (strcmp(name, "__name__") != 0) return NULL;
+        return fl_v_cstr(c, obj->kind == VK_BUILTIN ? obj->builtin.name
+                            : obj->func.def->def.name ? obj->func.def->def.name : "<lambda>");
     case VK_CLASS: {
         if (strcmp(name, "__name__") == 0) return fl_v_cstr(c, obj->cls.name);
         FlValue *v = fl_ev_class_attr(obj, name);
         return v ? fl_ev_class_member(c, v, obj, NULL, sp) : NULL;
     }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
-    case VK_TUPLE: case VK_DICT: case VK_FUNC: case VK_BUILTIN: case VK_VAR: case VK_GUARD:
-    case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
+    case VK_TUPLE: case VK_DICT: case VK_VAR: case VK_GUARD: case VK_PROGRAM: case VK_READER:
+    case VK_ERROR: case VK_COUNT: break;
     }
     return NULL;
 }
@@ -223,9 +228,14 @@ FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         return fl_ev_error(c, sp, "class '%s' has no attribute '%s'", obj->cls.name, name);
     }
     case VK_VAR: return fl_ev_var_method(c, obj, name, sp);
+    case VK_FUNC:
+    case VK_BUILTIN: {
+        FlValue *v = fl_ev_find_attr(c, obj, name, sp); /* __name__ */
+        if (v) return v;
+        break;
+    }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
-    case VK_TUPLE: case VK_DICT: case VK_FUNC: case VK_BUILTIN: case VK_GUARD: case VK_PROGRAM:
-    case VK_READER: case VK_COUNT: break;
+    case VK_TUPLE: case VK_DICT: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_COUNT: break;
     }
     return fl_ev_value_method(c, obj, name, sp);
 }

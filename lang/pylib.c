@@ -275,6 +275,46 @@ static FlValue *any_all(Ctx *c, CallArgs *a, bool all) {
 static FlValue *b_any(Ctx *c, FlValue *self, CallArgs *a) { return any_all(c, a, false); }
 static FlValue *b_all(Ctx *c, FlValue *self, CallArgs *a) { return any_all(c, a, true); }
 
+/* type(x): the class of an instance, or the builtin type of a plain value. */
+static FlValue *b_type(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("type", "obj", 1);
+    FlValue *o = v[0] ? v[0] : c->none;
+    if (o->kind == VK_RECORD && o->rec.cls) return o->rec.cls;
+    static const struct {
+        ValKind k;
+        const char *name;
+    } types[] = {{VK_INT, "int"}, {VK_FLOAT, "float"}, {VK_BOOL, "bool"}, {VK_STR, "str"},
+                 {VK_LIST, "list"}, {VK_TUPLE, "tuple"}, {VK_DICT, "dict"}};
+    for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
+        if (types[i].k == o->kind) return fl_env_find(c->builtins, fl_intern_str(&c->in, types[i].name));
+    return fl_ev_error(c, a->span, "type() of a %s is not supported", fl_v_type_name(o));
+}
+
+static FlValue *b_callable(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("callable", "obj", 1);
+    FlValue *o = v[0] ? v[0] : c->none;
+    return fl_v_bool(c, o->kind == VK_FUNC || o->kind == VK_BUILTIN || o->kind == VK_CLASS ||
+                            (o->kind == VK_RECORD && o->rec.cls && fl_ev_class_attr(o->rec.cls, "__call__")));
+}
+
+/* round(x): the nearest int, halves to even (Python 3); round(x, n): a float of n decimals. */
+static FlValue *b_round(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("round", "x ndigits=", 2);
+    if (!fl_v_is_num(v[0])) return fl_ev_error(c, a->span, "round() needs a number, found %s", fl_v_type_name(v[0]));
+    if (v[0]->kind != VK_FLOAT && !v[1]) return fl_v_int(c, v[0]->kind == VK_INT ? v[0]->i : v[0]->b);
+    double x = fl_v_num(v[0]);
+    if (v[1]) {
+        int64_t n;
+        if (!fl_ev_want_int(c, v[1], "round() ndigits", a->span, &n)) return c->error;
+        if (n > 300 || n < -300) return fl_v_float(c, n > 0 ? x : 0.0);
+        double p = pow(10.0, (double)n);
+        return fl_v_float(c, nearbyint(x * p) / p);
+    }
+    double r = nearbyint(x); /* the default rounding mode rounds halves to even */
+    if (!isfinite(r) || fabs(r) >= 9.2e18) return fl_ev_error(c, a->span, "cannot round %g to an int", x);
+    return fl_v_int(c, (int64_t)r);
+}
+
 static FlValue *b_object(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("object", "", 0);
     (void)v;
@@ -426,7 +466,7 @@ Module *fl_ev_module_of_fns(Ctx *c, const char *name, const NativeFn *fns, size_
 static const NativeFn lib_builtins[] = {
     {"isinstance", b_isinstance}, {"hasattr", b_hasattr}, {"setattr", b_setattr}, {"sorted", b_sorted},
     {"map", b_map},               {"filter", b_filter},   {"any", b_any},         {"all", b_all},
-    {"object", b_object},
+    {"object", b_object},         {"type", b_type},       {"callable", b_callable}, {"round", b_round},
 };
 
 void fl_ev_pylib_install(Ctx *c) {

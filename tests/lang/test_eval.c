@@ -1144,7 +1144,13 @@ static void test_python_library(void) {
                   "assert ' x '.strip() == 'x' and 'Ab'.lower() == 'ab' and 'Ab'.upper() == 'AB'\n"
                   "assert '{} {}'.format(1, 'a') == '1 a' and '{1}{0}'.format('a', 'b') == 'ba'\n"
                   "assert '{x:.2f}'.format(x=3.14159) == '3.14' and '{:5d}|{:<4}|'.format(42, 'ab') == '   42|ab  |'\n"
-                  "assert '{{}}{}'.format(1) == '{}1' and '{:.1%}'.format(0.25) == '25.0%'\n");
+                  "assert '{{}}{}'.format(1) == '{}1' and '{:.1%}'.format(0.25) == '25.0%'\n"
+                  "class T:\n    def __call__(self):\n        return 1\n"
+                  "assert type(T()) is T and type(1) is int and type('a') == str and type(T()).__name__ == 'T'\n"
+                  "assert type(1.5).__name__ == 'float' and f.__name__ == 'f' and len.__name__ == 'len'\n"
+                  "assert callable(f) and callable(T) and callable(T()) and callable(len) and not callable(1)\n"
+                  "assert round(2.5) == 2 and round(3.5) == 4 and round(-0.5) == 0 and round(7) == 7\n"
+                  "assert round(2.675, 2) == 2.67 or round(2.675, 2) == 2.68\n");
     static const ErrCase errs[] = {
         {"getattr(1, 'nope')\n", "error: 'int' object has no attribute 'nope'"},
         {"sorted([1, 'a'])\n", "error: cannot order str and int"},
