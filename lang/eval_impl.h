@@ -375,7 +375,7 @@ FlValue *fl_ev_bind_method(Ctx *c, FlValue *f, FlValue *self);
 FlValue *fl_ev_class_member(Ctx *c, FlValue *v, FlValue *cls, FlValue *obj, FlSpan sp);
 /* v (a function or a class just made) passed through the decorators written above it,
  * evaluated top to bottom and applied bottom to top; ERROR after an error. */
-FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v, FlSpan sp);
+FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v);
 /* Whether class cls is sub or one of its bases. */
 bool fl_ev_is_subclass(FlValue *sub, FlValue *cls);
 /* obj.name when obj has it, else NULL; nothing is reported, except errors of a property getter

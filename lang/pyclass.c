@@ -85,7 +85,7 @@ FlValue *fl_ev_class_member(Ctx *c, FlValue *v, FlValue *cls, FlValue *obj, FlSp
     return obj ? fl_ev_bind_method(c, v, obj) : v;
 }
 
-FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v, FlSpan sp) {
+FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v) {
     if (!decos->len || v->kind == VK_ERROR) return v;
     FlValue **ds = fl_arena_alloc(&c->arena, decos->len * sizeof *ds);
     for (size_t i = 0; i < decos->len; i++) {
@@ -94,7 +94,6 @@ FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v, FlSpan sp)
     }
     for (size_t i = decos->len; i-- > 0 && v->kind != VK_ERROR;)
         v = fl_ev_call_simple(c, ds[i], decos->items[i]->span, &v, 1);
-    (void)sp;
     return v;
 }
 
@@ -128,7 +127,7 @@ Flow fl_ev_class(Ctx *c, Env *e, FlAst *s) {
             v->func.owner = cls;
         }
     }
-    FlValue *d = fl_ev_decorate(c, e, &s->cls.decos, cls, s->span);
+    FlValue *d = fl_ev_decorate(c, e, &s->cls.decos, cls);
     fl_env_set(e, s->cls.name, d);
     return f == FLOW_ERROR || d->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
 }

@@ -635,7 +635,7 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
         return fl_ev_assign(c, e, s->assign.target, r) && r->kind != VK_ERROR ? FLOW_NORMAL : FLOW_ERROR;
     }
     case FL_AST_DEF: {
-        FlValue *f = fl_ev_decorate(c, e, &s->def.decos, fl_ev_make_func(c, e, s), s->span);
+        FlValue *f = fl_ev_decorate(c, e, &s->def.decos, fl_ev_make_func(c, e, s));
         fl_env_set(e, s->def.name, f);
         return f->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
     }
