@@ -109,7 +109,7 @@ FlValue *fl_ev_list_sort(Ctx *c, FlValue *self, CallArgs *a) {
     bool ok = true, rev = v[1] && fl_v_truthy(c, v[1], a->span, &ok);
     FlValue *s = ok ? sorted_list(c, self, v[0], rev, a->span) : c->error;
     if (s->kind == VK_ERROR) return s;
-    memcpy(self->list.items, s->list.items, s->list.len * sizeof *s->list.items);
+    if (s->list.len) memcpy(self->list.items, s->list.items, s->list.len * sizeof *s->list.items);
     return c->none;
 }
 
@@ -346,7 +346,7 @@ static FlValue *partial_call(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *kw = fl_map_find_str(&self->rec.attrs->map, "keywords");
     size_t np = args->list.len + a->npos, nk = kw->dict.len + a->nkw;
     FlValue **pos = fl_arena_alloc(&c->arena, (np + 1) * sizeof *pos);
-    memcpy(pos, args->list.items, args->list.len * sizeof *pos);
+    if (args->list.len) memcpy(pos, args->list.items, args->list.len * sizeof *pos);
     if (a->npos) memcpy(pos + args->list.len, a->pos, a->npos * sizeof *pos);
     const char **kn = fl_arena_alloc(&c->arena, (nk + 1) * sizeof *kn);
     FlValue **kv = fl_arena_alloc(&c->arena, (nk + 1) * sizeof *kv);
