@@ -233,6 +233,7 @@ static void dump(const FlAst *n, FlBuf *b) {
         fl_buf_printf(b, "(def %s", n->def.name);
         dump_params(n->def.params, n->def.nparams, b);
         dump_list("body", n->def.body, b);
+        if (n->def.decos.len) dump_list("decorators", n->def.decos, b);
         fl_buf_putc(b, ')');
         return;
     case FL_AST_RETURN:
@@ -317,6 +318,7 @@ static void dump(const FlAst *n, FlBuf *b) {
         fl_buf_printf(b, "(class %s", n->cls.name);
         sp(n->cls.base, b);
         dump_list("body", n->cls.body, b);
+        if (n->cls.decos.len) dump_list("decorators", n->cls.decos, b);
         fl_buf_putc(b, ')');
         return;
     case FL_AST_ASSERT:

@@ -47,7 +47,7 @@
     X(FL_AST_EXPR_STMT, "expression statement") /* expr.e */                            \
     X(FL_AST_ASSIGN, "assignment")   /* assign.target, assign.more, assign.value */      \
     X(FL_AST_AUGASSIGN, "augmented assignment") /* assign.op, assign.target, assign.value */ \
-    X(FL_AST_DEF, "def")             /* def.name, def.params, def.body */                \
+    X(FL_AST_DEF, "def")             /* def.name, def.params, def.body, def.decos */     \
     X(FL_AST_RETURN, "return")       /* expr.e (may be NULL) */                          \
     X(FL_AST_IF, "if")               /* cond.test, cond.then_body, cond.else_body        \
                                         (elif is an FL_AST_IF alone in else_body) */      \
@@ -63,7 +63,8 @@
     X(FL_AST_GO, "go")               /* with.body */                                     \
     X(FL_AST_PARALLEL_FOR, "parallel_for") /* loop.target (a NAME), loop.iter, loop.body */ \
     X(FL_AST_SELECT, "select")       /* select.cases */                                  \
-    X(FL_AST_CLASS, "class")         /* cls.name, cls.base (may be NULL), cls.body */    \
+    X(FL_AST_CLASS, "class")         /* cls.name, cls.base (may be NULL), cls.body,      \
+                                        cls.decos */                                      \
     X(FL_AST_ASSERT, "assert")       /* cond.test, cond.then (the message; may be NULL) */ \
     X(FL_AST_RAISE, "raise")         /* expr.e (may be NULL) */                          \
     X(FL_AST_GLOBAL, "global")       /* decl.names, decl.nnames, decl.nonlocal */        \
@@ -144,7 +145,8 @@ struct FlAst {
         /* assign.more: the further targets of a chained assignment `a = b = v` (after
          * target, left to right); empty otherwise and for augmented assignment */
         struct { int op; FlAst *target, *value; FlAstList more; } assign;
-        struct { const char *name; FlAstParam *params; size_t nparams; FlAstList body; } def;
+        /* decos: the decorators written above a def (top first; empty for a lambda) */
+        struct { const char *name; FlAstParam *params; size_t nparams; FlAstList body; FlAstList decos; } def;
         struct { FlAst *target, *iter; FlAstList body; FlAstList else_body; } loop;
         struct {
             const char *module; /* dotted, interned: "fluid.layers" */
@@ -160,7 +162,7 @@ struct FlAst {
         struct { FlAst *elt, *val; FlAstList clauses; } comp;
         struct { FlAstList cases; } select;
         struct { FlAst *target, *op; FlAstList body; } case_;
-        struct { const char *name; FlAst *base; FlAstList body; } cls;
+        struct { const char *name; FlAst *base; FlAstList body; FlAstList decos; } cls;
         struct { const char **names; FlSpan *name_spans; size_t nnames; bool nonlocal; } decl;
     };
 };

@@ -152,14 +152,20 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     return out;
 }
 
+/* print(*values, sep=' ', end='\n', flush=False): at compile time, to standard output. */
 static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("print", "*values sep= end= flush=", 4);
+    if ((v[1] && !fl_ev_want_str(c, v[1], "print() sep", a->span)) ||
+        (v[2] && !fl_ev_want_str(c, v[2], "print() end", a->span)))
+        return c->error;
     FlBuf b = {0};
     bool ok = true;
-    for (size_t i = 0; i < a->npos && ok; i++) {
-        if (i) fl_buf_putc(&b, ' ');
-        ok = fl_v_repr_at(c, a->pos[i], &b, a->span);
+    for (size_t i = 0; i < v[0]->list.len && ok; i++) {
+        if (i) fl_buf_puts(&b, v[1] ? v[1]->str.s : " ");
+        ok = fl_v_repr_at(c, v[0]->list.items[i], &b, a->span);
     }
-    if (ok) printf("%s\n", fl_buf_str(&b));
+    if (ok) printf("%s%s", fl_buf_str(&b), v[2] ? v[2]->str.s : "\n");
+    if (ok && v[3]) fflush(stdout); /* flush=True; output is flushed at exit anyway */
     fl_buf_free(&b);
     return ok ? c->none : c->error;
 }
@@ -300,7 +306,7 @@ static FlValue *b_getattr(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("getattr", "obj name default=", 3);
     if (!fl_ev_want_str(c, v[1], "getattr() name", a->span)) return c->error;
     bool has_default = a->npos + a->nkw >= 3; /* getattr(x, "n", None): None is the default */
-    FlValue *r = fl_ev_find_attr(c, v[0], v[1]->str.s);
+    FlValue *r = fl_ev_find_attr(c, v[0], v[1]->str.s, a->span);
     if (r) return r;
     if (has_default && v[0]->kind != VK_VAR && !fl_ev_has_value_method(v[0], v[1]->str.s))
         return v[2] ? v[2] : c->none;

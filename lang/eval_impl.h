@@ -378,10 +378,18 @@ FlValue *fl_ev_instantiate(Ctx *c, FlValue *cls, CallArgs *a);
 FlValue *fl_ev_class_attr(FlValue *cls, const char *name);
 /* A function found on a class, bound to the instance self (other values as they are). */
 FlValue *fl_ev_bind_method(Ctx *c, FlValue *f, FlValue *self);
+/* A class attribute v as an attribute of the class cls (obj NULL) or of its instance obj: a
+ * function bound to obj, a classmethod bound to cls, a property's value (its getter called on
+ * obj, reported at sp), anything else as it is. */
+FlValue *fl_ev_class_member(Ctx *c, FlValue *v, FlValue *cls, FlValue *obj, FlSpan sp);
+/* v (a function or a class just made) passed through the decorators written above it,
+ * evaluated top to bottom and applied bottom to top; ERROR after an error. */
+FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v);
 /* Whether class cls is sub or one of its bases. */
 bool fl_ev_is_subclass(FlValue *sub, FlValue *cls);
-/* obj.name when obj has it, else NULL; nothing is reported. */
-FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name);
+/* obj.name when obj has it, else NULL; nothing is reported, except errors of a property getter
+ * it calls (at sp). */
+FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* The exception classes and super() into the builtins. */
 void fl_ev_pyclass_install(Ctx *c);
 /* isinstance, hasattr, setattr, sorted, map, filter, any, all, super and the exception types

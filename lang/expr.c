@@ -171,7 +171,7 @@ static FlValue *slice_value(Ctx *c, FlValue *obj, FlValue *lo, FlValue *hi, FlVa
     return v;
 }
 
-FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name) {
+FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     switch (obj->kind) {
     case VK_MODULE: {
         FlValue *v = fl_map_find_str(&obj->mod->globals->map, name);
@@ -187,14 +187,22 @@ FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name) {
         FlValue *v = fl_map_find_str(&obj->rec.attrs->map, name);
         if (v || !obj->rec.cls) return v;
         v = fl_ev_class_attr(obj->rec.cls, name);
-        return v ? fl_ev_bind_method(c, v, obj->rec.bind ? obj->rec.bind : obj) : NULL;
+        FlValue *self = obj->rec.bind ? obj->rec.bind : obj;
+        return v ? fl_ev_class_member(c, v, self->rec.cls, self, sp) : NULL;
     }
-    case VK_CLASS:
+    case VK_FUNC:
+    case VK_BUILTIN:
+        if (strcmp(name, "__name__") != 0) return NULL;
+        return fl_v_cstr(c, obj->kind == VK_BUILTIN ? obj->builtin.name
+                            : obj->func.def->def.name ? obj->func.def->def.name : "<lambda>");
+    case VK_CLASS: {
         if (strcmp(name, "__name__") == 0) return fl_v_cstr(c, obj->cls.name);
-        return fl_ev_class_attr(obj, name);
+        FlValue *v = fl_ev_class_attr(obj, name);
+        return v ? fl_ev_class_member(c, v, obj, NULL, sp) : NULL;
+    }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
-    case VK_TUPLE: case VK_DICT: case VK_FUNC: case VK_BUILTIN: case VK_VAR: case VK_GUARD:
-    case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_COUNT: break;
+    case VK_TUPLE: case VK_DICT: case VK_VAR: case VK_GUARD: case VK_PROGRAM: case VK_READER:
+    case VK_ERROR: case VK_COUNT: break;
     }
     return NULL;
 }
@@ -203,26 +211,31 @@ FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     switch (obj->kind) {
     case VK_ERROR: return c->error;
     case VK_MODULE: {
-        FlValue *v = fl_ev_find_attr(c, obj, name);
+        FlValue *v = fl_ev_find_attr(c, obj, name, sp);
         if (v) return v;
         const char *sug = fl_ev_suggest(c, name, obj->mod->globals);
         if (sug) return fl_ev_error(c, sp, "module '%s' has no attribute '%s'; did you mean '%s'?", obj->mod->name, name, sug);
         return fl_ev_error(c, sp, "module '%s' has no attribute '%s'", obj->mod->name, name);
     }
     case VK_RECORD: {
-        FlValue *v = fl_ev_find_attr(c, obj, name);
+        FlValue *v = fl_ev_find_attr(c, obj, name, sp);
         if (v) return v;
         return fl_ev_error(c, sp, "'%s' object has no attribute '%s'", obj->rec.type, name);
     }
     case VK_CLASS: {
-        FlValue *v = fl_ev_find_attr(c, obj, name);
+        FlValue *v = fl_ev_find_attr(c, obj, name, sp);
         if (v) return v;
         return fl_ev_error(c, sp, "class '%s' has no attribute '%s'", obj->cls.name, name);
     }
     case VK_VAR: return fl_ev_var_method(c, obj, name, sp);
+    case VK_FUNC:
+    case VK_BUILTIN: {
+        FlValue *v = fl_ev_find_attr(c, obj, name, sp); /* __name__ */
+        if (v) return v;
+        break;
+    }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
-    case VK_TUPLE: case VK_DICT: case VK_FUNC: case VK_BUILTIN: case VK_GUARD: case VK_PROGRAM:
-    case VK_READER: case VK_COUNT: break;
+    case VK_TUPLE: case VK_DICT: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_COUNT: break;
     }
     return fl_ev_value_method(c, obj, name, sp);
 }
@@ -603,7 +616,7 @@ FlValue *fl_ev_call(Ctx *c, FlValue *fn, CallArgs *a) {
     else if (fn->kind == VK_FUNC) r = call_func(c, fn, a);
     else if (fn->kind == VK_CLASS) r = fl_ev_instantiate(c, fn, a);
     else if (fn->kind == VK_RECORD && fn->rec.cls && fl_ev_class_attr(fn->rec.cls, "__call__"))
-        r = fl_ev_call(c, fl_ev_find_attr(c, fn, "__call__"), a);
+        r = fl_ev_call(c, fl_ev_find_attr(c, fn, "__call__", a->span), a);
     else r = fl_ev_error(c, a->span, "'%s' object is not callable", fl_v_type_name(fn));
     if (set_span) c->have_err_span = false;
     return r;

@@ -88,6 +88,7 @@ static FlAst *assert_stmt(FlParser *p, FlAst *test, FlAst *msg, FlLoc loc);
 static FlAst *raise_stmt(FlParser *p, FlAst *e, FlLoc loc);
 static FlAst *decl_stmt(FlParser *p, FlNameVec *names, bool nonlocal, FlLoc loc);
 static FlAst *starred(FlParser *p, FlAst *e, FlLoc loc);
+static FlAst *decorated(FlParser *p, FlNodeVec *decos, FlAst *n);
 }
 
 %define api.pure full
@@ -139,7 +140,8 @@ static FlAst *starred(FlParser *p, FlAst *e, FlLoc loc);
 %type <vec> stmts stmt recover simple_stmts small_list block else_part else_opt cases
 %type <vec> exprs target_items subscript_items dict_items import_list assign_lhs comp_clauses
 %type <node> small_stmt compound if_stmt for_stmt while_stmt def_stmt with_stmt go_stmt pfor_stmt
-%type <node> select_stmt case_clause from_stmt class_stmt star_expr
+%type <node> select_stmt case_clause from_stmt class_stmt star_expr decorated
+%type <vec> decorators
 %type <node> testlist expr expr_opt or_test and_test not_test comparison cmp_chain arith primary
 %type <strs> strings
 %type <node> atom subscripts subscript target_list lambdef
@@ -243,7 +245,18 @@ from_names:
 
 compound:
     if_stmt | for_stmt | while_stmt | def_stmt | with_stmt | go_stmt | pfor_stmt | select_stmt
-  | class_stmt
+  | class_stmt | decorated
+  ;
+
+/* @d1 @d2 def f: f = d1(d2(f)); the decorators are evaluated first, top to bottom */
+decorated:
+    decorators def_stmt         { $$ = decorated(p, $1, $2); }
+  | decorators class_stmt       { $$ = decorated(p, $1, $2); }
+  ;
+
+decorators:
+    '@' expr NEWLINE            { $$ = nv_push(p, nv_new(p), $2); }
+  | decorators '@' expr NEWLINE { $$ = nv_push(p, $1, $3); }
   ;
 
 block:
@@ -762,6 +775,13 @@ static FlAst *chained(FlParser *p, FlAst *l, int op, FlAst *r, FlLoc loc) {
     return binop(p, FL_AST_CMP_CHAIN, op, l, r, loc);
 }
 
+static FlAst *decorated(FlParser *p, FlNodeVec *decos, FlAst *n) {
+    FlAstList *l = n->kind == FL_AST_DEF ? &n->def.decos : &n->cls.decos;
+    *l = list_of(decos);
+    int d = vec_depth(decos);
+    return d >= n->depth ? nest(p, n, d) : n;
+}
+
 static FlAst *starred(FlParser *p, FlAst *e, FlLoc loc) {
     FlAst *n = node(p, FL_AST_STARRED, loc);
     n->unop.e = e;
@@ -1077,7 +1097,7 @@ static const char *const expr_start[] = {"name", "integer", "float", "string", "
 static const char *const stmt_start[] = {"'def'", "'if'", "'for'", "'while'", "'with'", "'go'",
                                          "'parallel_for'", "'select'", "'return'", "'pass'", "'break'",
                                          "'continue'", "'import'", "'from'", "'class'", "'assert'", "'raise'",
-                                         "'global'", "'nonlocal'", NULL};
+                                         "'global'", "'nonlocal'", "'@'", NULL};
 /* Tokens that continue an expression: when many are possible, they say little. */
 static const char *const binary_op[] = {"'*'", "'/'", "'%'", "'@'", "'//'", "'**'", "'<'", "'>'", "'=='",
                                         "'!='", "'<='", "'>='", NULL};

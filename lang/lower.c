@@ -350,6 +350,9 @@ static bool check_cond_var(Ctx *c, FlValue *v, FlSpan sp, const char *what) {
         fl_ev_error(c, sp, "the condition of '%s' must be a bool Var, found %s %s", what,
                     d->kind == FL_VAR_CHANNEL ? "channel" : fl_dtype_name(d->dtype), fl_buf_str(&b));
         fl_buf_free(&b);
+        if (strcmp(what, "if") == 0) /* Fluid's `if attn_bias:` meant "if one was given" */
+            fl_diag_note(&c->diag, fl_ev_user_span(c, sp), "a Var in an 'if' is a run-time condition; to test "
+                                                         "whether one was given, write 'if x is not None:'");
         return false;
     }
     return true;

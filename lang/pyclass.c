@@ -42,6 +42,61 @@ static FlValue *exception_class(Ctx *c) {
     return fl_env_find(c->builtins, fl_intern_str(&c->in, "BaseException"));
 }
 
+/* ------------------------------------------------------------------ decorators */
+
+/* staticmethod(f): called as it is, never bound. */
+static FlValue *static_call(Ctx *c, FlValue *self, CallArgs *a) { return fl_ev_call(c, self, a); }
+
+static FlValue *b_staticmethod(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("staticmethod", "func", 1);
+    return fl_v_builtin(c, "staticmethod", static_call, v[0]);
+}
+
+/* classmethod(f) and property(f): records that an attribute lookup on a class or an instance
+ * turns into f bound to the class, or into f(instance). */
+static FlValue *wrapper(Ctx *c, CallArgs *a, const char *type) {
+    ARGS(type, "func", 1);
+    FlValue *r = fl_v_record(c, type);
+    fl_v_rec_set(c, r, "__func__", v[0]);
+    return r;
+}
+static FlValue *b_classmethod(Ctx *c, FlValue *self, CallArgs *a) { return wrapper(c, a, "classmethod"); }
+static FlValue *b_property(Ctx *c, FlValue *self, CallArgs *a) { return wrapper(c, a, "property"); }
+
+static bool is_wrapper(const FlValue *v, const char *type) {
+    return v->kind == VK_RECORD && !v->rec.cls && strcmp(v->rec.type, type) == 0;
+}
+
+/* The function a class attribute holds: itself, or the one staticmethod, classmethod or
+ * property wraps; NULL if none. */
+static FlValue *method_func(FlValue *v) {
+    if (v->kind == VK_BUILTIN && v->builtin.fn == static_call) v = v->builtin.self;
+    else if (is_wrapper(v, "classmethod") || is_wrapper(v, "property")) v = fl_map_find_str(&v->rec.attrs->map, "__func__");
+    return v && v->kind == VK_FUNC ? v : NULL;
+}
+
+FlValue *fl_ev_class_member(Ctx *c, FlValue *v, FlValue *cls, FlValue *obj, FlSpan sp) {
+    if (is_wrapper(v, "classmethod")) return fl_ev_bind_method(c, method_func(v) ? method_func(v) : v, cls);
+    if (is_wrapper(v, "property")) {
+        if (!obj) return v;
+        FlValue *f = fl_map_find_str(&v->rec.attrs->map, "__func__");
+        return fl_ev_call_simple(c, f, sp, &obj, 1);
+    }
+    return obj ? fl_ev_bind_method(c, v, obj) : v;
+}
+
+FlValue *fl_ev_decorate(Ctx *c, Env *e, FlAstList *decos, FlValue *v) {
+    if (!decos->len || v->kind == VK_ERROR) return v;
+    FlValue **ds = fl_arena_alloc(&c->arena, decos->len * sizeof *ds);
+    for (size_t i = 0; i < decos->len; i++) {
+        ds[i] = fl_ev_expr(c, e, decos->items[i]);
+        if (ds[i]->kind == VK_ERROR) return c->error;
+    }
+    for (size_t i = decos->len; i-- > 0 && v->kind != VK_ERROR;)
+        v = fl_ev_call_simple(c, ds[i], decos->items[i]->span, &v, 1);
+    return v;
+}
+
 Flow fl_ev_class(Ctx *c, Env *e, FlAst *s) {
     FlValue *base = NULL;
     if (s->cls.base) {
@@ -66,15 +121,15 @@ Flow fl_ev_class(Ctx *c, Env *e, FlAst *s) {
     FlMap *m = &cls->cls.attrs->map;
     for (size_t i = 0; i < m->cap; i++) {
         if (!fl_map_slot_live(m, i)) continue;
-        FlValue *v = m->buckets[i].val;
-        if (v->kind == VK_FUNC && v->func.closure == cls->cls.attrs) {
+        FlValue *v = method_func(m->buckets[i].val);
+        if (v && v->func.closure == cls->cls.attrs) {
             v->func.closure = e;
             v->func.owner = cls;
         }
     }
-    cls->cls.attrs->parent = NULL;
-    fl_env_set(e, s->cls.name, cls);
-    return f == FLOW_ERROR ? FLOW_ERROR : FLOW_NORMAL;
+    FlValue *d = fl_ev_decorate(c, e, &s->cls.decos, cls);
+    fl_env_set(e, s->cls.name, d);
+    return f == FLOW_ERROR || d->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
 }
 
 /* The initialiser of a class without __init__ (object's): no arguments, except that an
@@ -137,5 +192,9 @@ void fl_ev_pyclass_install(Ctx *c) {
         cls->cls.attrs = fl_env_new(c, NULL);
         fl_env_set(c->builtins, fl_intern_str(&c->in, exceptions[i].name), cls);
     }
-    fl_env_set(c->builtins, fl_intern_str(&c->in, "super"), fl_v_builtin(c, "super", b_super, NULL));
+    static const NativeFn fns[] = {
+        {"super", b_super}, {"staticmethod", b_staticmethod}, {"classmethod", b_classmethod}, {"property", b_property},
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(fns); i++)
+        fl_env_set(c->builtins, fl_intern_str(&c->in, fns[i].name), fl_v_builtin(c, fns[i].name, fns[i].fn, NULL));
 }

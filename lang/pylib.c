@@ -1,6 +1,6 @@
 /* pylib.c: the Python library of the compile-time interpreter beyond the core builtins:
- * isinstance, hasattr, setattr, sorted, map, filter, any, all, object, and the modules `math`
- * and `functools` (reduce, partial); plus the rule that turns a whole float into an int where an
+ * isinstance, hasattr, setattr, sorted, map, filter, any, all, object, and the modules `math`,
+ * `functools` (reduce, partial) and `__future__`; plus the rule that turns a whole float into an int where an
  * int is expected (fl_ev_whole_int).
  *
  * How: builtins as in builtins.c (a BuiltinFn binding its arguments with ARGS); the modules are
@@ -109,7 +109,7 @@ FlValue *fl_ev_list_sort(Ctx *c, FlValue *self, CallArgs *a) {
     bool ok = true, rev = v[1] && fl_v_truthy(c, v[1], a->span, &ok);
     FlValue *s = ok ? sorted_list(c, self, v[0], rev, a->span) : c->error;
     if (s->kind == VK_ERROR) return s;
-    memcpy(self->list.items, s->list.items, s->list.len * sizeof *s->list.items);
+    if (s->list.len) memcpy(self->list.items, s->list.items, s->list.len * sizeof *s->list.items);
     return c->none;
 }
 
@@ -117,11 +117,13 @@ FlValue *fl_ev_min_max(Ctx *c, CallArgs *a, bool is_max) {
     const char *fname = is_max ? "max" : "min";
     ARGS(fname, "*items key= default=", 3);
     FlValue *l = v[0];
+    bool has_default = false; /* default=None is a default too */
+    for (size_t i = 0; i < a->nkw; i++) has_default = has_default || strcmp(a->kwnames[i], "default") == 0;
     if (l->list.len == 1) l = fl_ev_as_list(c, l->list.items[0], a->span);
-    else if (v[2]) return fl_ev_error(c, a->span, "%s() takes 'default' only with one iterable argument", fname);
+    else if (has_default) return fl_ev_error(c, a->span, "%s() takes 'default' only with one iterable argument", fname);
     if (l->kind == VK_ERROR) return l;
     if (!l->list.len) {
-        if (v[2]) return v[2];
+        if (has_default) return v[2] ? v[2] : c->none;
         return fl_ev_error(c, a->span, "%s() of an empty sequence", fname);
     }
     FlValue *keys = keys_of(c, l, v[1], a->span);
@@ -201,7 +203,7 @@ static FlValue *b_hasattr(Ctx *c, FlValue *self, CallArgs *a) {
             if (strcmp(n, var_attrs[i]) == 0) return c->vtrue;
         return fl_v_bool(c, fl_ev_is_channel(c, o) && (!strcmp(n, "send") || !strcmp(n, "recv") || !strcmp(n, "close")));
     }
-    return fl_v_bool(c, fl_ev_find_attr(c, o, n) || fl_ev_has_value_method(o, n));
+    return fl_v_bool(c, fl_ev_find_attr(c, o, n, a->span) || fl_ev_has_value_method(o, n));
 }
 
 static FlValue *b_setattr(Ctx *c, FlValue *self, CallArgs *a) {
@@ -273,6 +275,46 @@ static FlValue *any_all(Ctx *c, CallArgs *a, bool all) {
 static FlValue *b_any(Ctx *c, FlValue *self, CallArgs *a) { return any_all(c, a, false); }
 static FlValue *b_all(Ctx *c, FlValue *self, CallArgs *a) { return any_all(c, a, true); }
 
+/* type(x): the class of an instance, or the builtin type of a plain value. */
+static FlValue *b_type(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("type", "obj", 1);
+    FlValue *o = v[0] ? v[0] : c->none;
+    if (o->kind == VK_RECORD && o->rec.cls) return o->rec.cls;
+    static const struct {
+        ValKind k;
+        const char *name;
+    } types[] = {{VK_INT, "int"}, {VK_FLOAT, "float"}, {VK_BOOL, "bool"}, {VK_STR, "str"},
+                 {VK_LIST, "list"}, {VK_TUPLE, "tuple"}, {VK_DICT, "dict"}};
+    for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
+        if (types[i].k == o->kind) return fl_env_find(c->builtins, fl_intern_str(&c->in, types[i].name));
+    return fl_ev_error(c, a->span, "type() of a %s is not supported", fl_v_type_name(o));
+}
+
+static FlValue *b_callable(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("callable", "obj", 1);
+    FlValue *o = v[0] ? v[0] : c->none;
+    return fl_v_bool(c, o->kind == VK_FUNC || o->kind == VK_BUILTIN || o->kind == VK_CLASS ||
+                            (o->kind == VK_RECORD && o->rec.cls && fl_ev_class_attr(o->rec.cls, "__call__")));
+}
+
+/* round(x): the nearest int, halves to even (Python 3); round(x, n): a float of n decimals. */
+static FlValue *b_round(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("round", "x ndigits=", 2);
+    if (!fl_v_is_num(v[0])) return fl_ev_error(c, a->span, "round() needs a number, found %s", fl_v_type_name(v[0]));
+    if (v[0]->kind != VK_FLOAT && !v[1]) return fl_v_int(c, v[0]->kind == VK_INT ? v[0]->i : v[0]->b);
+    double x = fl_v_num(v[0]);
+    if (v[1]) {
+        int64_t n;
+        if (!fl_ev_want_int(c, v[1], "round() ndigits", a->span, &n)) return c->error;
+        if (n > 300 || n < -300) return fl_v_float(c, n > 0 ? x : 0.0);
+        double p = pow(10.0, (double)n);
+        return fl_v_float(c, nearbyint(x * p) / p);
+    }
+    double r = nearbyint(x); /* the default rounding mode rounds halves to even */
+    if (!isfinite(r) || fabs(r) >= 9.2e18) return fl_ev_error(c, a->span, "cannot round %g to an int", x);
+    return fl_v_int(c, (int64_t)r);
+}
+
 static FlValue *b_object(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("object", "", 0);
     (void)v;
@@ -304,7 +346,7 @@ static FlValue *partial_call(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *kw = fl_map_find_str(&self->rec.attrs->map, "keywords");
     size_t np = args->list.len + a->npos, nk = kw->dict.len + a->nkw;
     FlValue **pos = fl_arena_alloc(&c->arena, (np + 1) * sizeof *pos);
-    memcpy(pos, args->list.items, args->list.len * sizeof *pos);
+    if (args->list.len) memcpy(pos, args->list.items, args->list.len * sizeof *pos);
     if (a->npos) memcpy(pos + args->list.len, a->pos, a->npos * sizeof *pos);
     const char **kn = fl_arena_alloc(&c->arena, (nk + 1) * sizeof *kn);
     FlValue **kv = fl_arena_alloc(&c->arena, (nk + 1) * sizeof *kv);
@@ -424,7 +466,7 @@ Module *fl_ev_module_of_fns(Ctx *c, const char *name, const NativeFn *fns, size_
 static const NativeFn lib_builtins[] = {
     {"isinstance", b_isinstance}, {"hasattr", b_hasattr}, {"setattr", b_setattr}, {"sorted", b_sorted},
     {"map", b_map},               {"filter", b_filter},   {"any", b_any},         {"all", b_all},
-    {"object", b_object},
+    {"object", b_object},         {"type", b_type},       {"callable", b_callable}, {"round", b_round},
 };
 
 void fl_ev_pylib_install(Ctx *c) {
@@ -437,5 +479,10 @@ void fl_ev_pylib_install(Ctx *c) {
     fl_env_set(m->globals, fl_intern_str(&c->in, "inf"), fl_v_float(c, INFINITY));
     fl_env_set(m->globals, fl_intern_str(&c->in, "nan"), fl_v_float(c, NAN));
     fl_ev_module_of_fns(c, "functools", functools_fns, FL_ARRAY_LEN(functools_fns));
+    /* `from __future__ import print_function, division`: what Python 3 does anyway */
+    static const char *const features[] = {"print_function", "division", "absolute_import", "unicode_literals"};
+    Module *fut = fl_ev_module_of_fns(c, "__future__", NULL, 0);
+    for (size_t i = 0; i < FL_ARRAY_LEN(features); i++)
+        fl_env_set(fut->globals, fl_intern_str(&c->in, features[i]), c->vtrue);
     fl_ev_pyclass_install(c);
 }

@@ -642,7 +642,11 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
         }
         return fl_ev_assign(c, e, s->assign.target, r) && r->kind != VK_ERROR ? FLOW_NORMAL : FLOW_ERROR;
     }
-    case FL_AST_DEF: fl_env_set(e, s->def.name, fl_ev_make_func(c, e, s)); return FLOW_NORMAL;
+    case FL_AST_DEF: {
+        FlValue *f = fl_ev_decorate(c, e, &s->def.decos, fl_ev_make_func(c, e, s));
+        fl_env_set(e, s->def.name, f);
+        return f->kind == VK_ERROR ? FLOW_ERROR : FLOW_NORMAL;
+    }
     case FL_AST_RETURN:
         if (c->func_depth == 0) {
             fl_ev_error(c, s->span, "'return' outside a function");

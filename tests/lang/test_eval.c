@@ -1117,10 +1117,46 @@ static void test_classes(void) {
                   "    def f(self):\n"
                   "        return y\n"
                   "assert S().f() == 'outer'\n"
+                  /* a nested class's methods see the module, not the class bodies around */
+                  "class Outer:\n"
+                  "    class Inner:\n"
+                  "        def f(self):\n"
+                  "            return y\n"
+                  "    def g(self):\n"
+                  "        return Outer.Inner().f()\n"
+                  "assert Outer().g() == 'outer'\n"
                   "class MyError(ValueError):\n"
                   "    def __init__(self, what):\n"
                   "        super().__init__('bad ' + what)\n"
-                  "assert MyError('x').args == ('bad x',) and isinstance(MyError('x'), Exception)\n");
+                  "assert MyError('x').args == ('bad x',) and isinstance(MyError('x'), Exception)\n"
+                  /* decorators: user ones, staticmethod, classmethod, property */
+                  "def twice(f):\n"
+                  "    def g(x):\n"
+                  "        return f(f(x))\n"
+                  "    return g\n"
+                  "@twice\n"
+                  "def inc(x):\n"
+                  "    return x + 1\n"
+                  "assert inc(0) == 2\n"
+                  "class Config:\n"
+                  "    base = 10\n"
+                  "    def __init__(self, n):\n"
+                  "        self.n = n\n"
+                  "    @staticmethod\n"
+                  "    def helper(a, b):\n"
+                  "        return a + b\n"
+                  "    @classmethod\n"
+                  "    def make(cls, n):\n"
+                  "        return cls(n * 2)\n"
+                  "    @property\n"
+                  "    def total(self):\n"
+                  "        return self.n + self.base\n"
+                  "class Sub(Config):\n"
+                  "    base = 100\n"
+                  "k = Config.make(3)\n"
+                  "assert isinstance(k, Config) and k.n == 6 and k.total == 16\n"
+                  "assert Config.helper(1, 2) == 3 and k.helper(2, 3) == 5 and k.make(1).n == 2\n"
+                  "assert Sub.make(1).total == 102 and isinstance(Sub.make(1), Sub)\n");
     /* a model as a class builds its layers through methods */
     FlBundle *b = compile(HDR "class Net:\n"
                               "    def __init__(self, width):\n"
@@ -1144,6 +1180,8 @@ static void test_classes(void) {
         {"class A:\n    def f(self, a):\n        return a\nA().f()\n", "error: f() missing required argument 'a'"},
         {"super()\n", "error: super() without arguments is only valid in a method"},
         {"isinstance(1, 2)\n", "error: isinstance() arg 2 must be a class, a type or a tuple of them, found int"},
+        {"@staticmethod(1)\ndef f():\n    pass\n", "error: 'int' object is not callable"},
+        {"print(1, file=2)\n", "error: print() got an unexpected keyword argument 'file'"},
         {"for i in range(2):\n    class A:\n        break\n", "error: 'break' outside a loop"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));
@@ -1169,7 +1207,7 @@ static void test_python_library(void) {
                   "assert list(filter(None, [0, 1, 2])) == [1, 2] and list(filter(lambda x: x > 1, [1, 2, 3])) == [2, 3]\n"
                   "assert any([0, 1]) and not any([]) and all([]) and not all([1, 0])\n"
                   "assert min([3, 1, 2], key=lambda x: -x) == 3 and max('a', 'bb', key=len) == 'bb'\n"
-                  "assert max([], default=7) == 7 and min(['b', 'a']) == 'a' and max([(1, 2), (1, 3)]) == (1, 3)\n"
+                  "assert max([], default=7) == 7 and max([], default=None) is None and min(['b', 'a']) == 'a' and max([(1, 2), (1, 3)]) == (1, 3)\n"
                   "assert reduce(lambda a, b: a + b, [1, 2, 3]) == 6 and functools.reduce(lambda a, b: a * b, [], 1) == 1\n"
                   "def f(a, b, c=0):\n    return a * 100 + b * 10 + c\n"
                   "g = partial(f, 1, c=3)\n"
@@ -1190,7 +1228,13 @@ static void test_python_library(void) {
                   "assert ' x '.strip() == 'x' and 'Ab'.lower() == 'ab' and 'Ab'.upper() == 'AB'\n"
                   "assert '{} {}'.format(1, 'a') == '1 a' and '{1}{0}'.format('a', 'b') == 'ba'\n"
                   "assert '{x:.2f}'.format(x=3.14159) == '3.14' and '{:5d}|{:<4}|'.format(42, 'ab') == '   42|ab  |'\n"
-                  "assert '{{}}{}'.format(1) == '{}1' and '{:.1%}'.format(0.25) == '25.0%'\n");
+                  "assert '{{}}{}'.format(1) == '{}1' and '{:.1%}'.format(0.25) == '25.0%'\n"
+                  "class T:\n    def __call__(self):\n        return 1\n"
+                  "assert type(T()) is T and type(1) is int and type('a') == str and type(T()).__name__ == 'T'\n"
+                  "assert type(1.5).__name__ == 'float' and f.__name__ == 'f' and len.__name__ == 'len'\n"
+                  "assert callable(f) and callable(T) and callable(T()) and callable(len) and not callable(1)\n"
+                  "assert round(2.5) == 2 and round(3.5) == 4 and round(-0.5) == 0 and round(7) == 7\n"
+                  "assert round(2.675, 2) == 2.67 or round(2.675, 2) == 2.68\n");
     static const ErrCase errs[] = {
         {"getattr(1, 'nope')\n", "error: 'int' object has no attribute 'nope'"},
         {"sorted([1, 'a'])\n", "error: cannot order str and int"},
@@ -1231,6 +1275,8 @@ static void test_python_statements(void) {
                   "    return n\n"
                   "assert outer() == 2\n"
                   "assert 7 / 2 == 3.5 and 7 // 2 == 3 and -7 // 2 == -4 and isinstance(6 / 3, float) and 6 / 3 == 2\n"
+                  "assert 7.5 // 2 == 3.0 and isinstance(7.5 // 2, float) and -7.5 // 2 == -4.0 and 7 % -3 == -2\n"
+                  "q = 7\nq /= 2\nassert q == 3.5\n"
                   "assert True, 'never shown'\n"
                   "xs = [[1], [2, 3]]\n"
                   "assert max(len(x) for x in xs) == 2 and sum(len(x) for x in xs if x) == 3\n"

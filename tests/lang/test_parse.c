@@ -128,6 +128,9 @@ static void test_python_statements(void) {
     check_ast("max(len(x) for x in xs)\ny = (i for i in r if i)\n",
               "(expr (call (name max) (listcomp (call (name len) (name x)) (for (name x) (name xs)))))\n"
               "(assign (name y) (listcomp (name i) (for (name i) (name r)) (if (name i))))\n");
+    check_ast("@a.b(1)\n@c\ndef f():\n    pass\n@d\nclass K:\n    pass\n",
+              "(def f (params) (body (pass)) (decorators (call (attr (name a) b) (int 1)) (name c)))\n"
+              "(class K _ (body (pass)) (decorators (name d)))\n");
     /* the new keywords are attribute names after a '.' */
     check_ast("x.class_ = m.raise\n", "(assign (attr (name x) class_) (attr (name m) raise))\n");
 }
