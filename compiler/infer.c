@@ -1619,6 +1619,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_select: return infer_select_sends(&c);
     case FL_OPID_panic:
     case FL_OPID_time_sleep: return FL_OK;
+    case FL_OPID_time_tick:
     case FL_OPID_time_after: { /* Out: a channel of float32 [1], capacity 1 */
         const char *out = fl_ir_op_output1(op, "Out");
         FlVarDesc *o;

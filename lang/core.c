@@ -490,39 +490,63 @@ static FlValue *c_listen_and_serv(Ctx *c, FlValue *self, CallArgs *a) {
     return r;
 }
 
-static FlValue *c_make_chan(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("make_chan", "dtype= capacity= shape=", 3);
+/* A new channel var of the current block whose elements are given by dtype (dv: "int64", or
+ * "chan int64" for a channel of channels, nested as often as written; NULL: float32) and shape
+ * (sv, NULL: unknown); NULL after a diagnostic. */
+static FlVarDesc *chan_var(Ctx *c, FlValue *dv, FlValue *sv, int64_t cap, FlSpan sp) {
     FlDType dt = FL_DT_FLOAT32;
-    /* dtype="chan int64": a channel of channels (Go's chan chan int64), nested as often as written */
     int depth = 0;
-    FlValue *dv = v[0];
     for (const char *s = dv && dv->kind == VK_STR ? dv->str.s : ""; strncmp(s, "chan ", 5) == 0; depth++) {
         for (s += 5; *s == ' ';) s++;
         dv = fl_v_cstr(c, s);
     }
-    if (depth > FL_IR_MAX_DIMS)
-        return fl_ev_error(c, a->span, "channels nested %d deep: at most %d", depth, FL_IR_MAX_DIMS);
-    if (dv && !want_dtype(c, dv, a->span, &dt)) return c->error;
-    int64_t cap = 0;
-    if (v[1] && !fl_ev_want_int(c, v[1], "capacity", a->span, &cap)) return c->error;
+    if (depth > FL_IR_MAX_DIMS) {
+        fl_ev_error(c, sp, "channels nested %d deep: at most %d", depth, FL_IR_MAX_DIMS);
+        return NULL;
+    }
+    if (dv && !want_dtype(c, dv, sp, &dt)) return NULL;
     int nd = 0;
     int64_t shape[FL_IR_MAX_DIMS];
-    if (v[2] && !want_shape(c, v[2], "shape", a->span, &nd, shape)) return c->error;
-    if (cap < 0) return fl_ev_error(c, a->span, "a channel's capacity cannot be negative (%lld)", (long long)cap);
+    if (sv && !want_shape(c, sv, "shape", sp, &nd, shape)) return NULL;
+    if (cap < 0) {
+        fl_ev_error(c, sp, "a channel's capacity cannot be negative (%lld)", (long long)cap);
+        return NULL;
+    }
     const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel"));
-    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
     d->kind = FL_VAR_CHANNEL;
     d->dtype = dt;
     fl_ir_var_set_shape(d, nd, shape); /* the elements' shape (rank 0: unknown) */
     d->capacity = cap;
     d->elem_chans = depth;
     d->stop_gradient = true;
+    return d;
+}
+
+static FlValue *c_make_chan(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("make_chan", "dtype= capacity= shape=", 3);
+    int64_t cap = 0;
+    if (v[1] && !fl_ev_want_int(c, v[1], "capacity", a->span, &cap)) return c->error;
+    FlVarDesc *d = chan_var(c, v[0], v[2], cap, a->span);
+    if (!d) return c->error;
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "channel_create", a->span);
-    fl_ir_op_add_output(op, "Out", name);
-    fl_ir_op_set_int(op, "dtype", dt);
+    fl_ir_op_add_output(op, "Out", d->name);
+    fl_ir_op_set_int(op, "dtype", d->dtype);
     fl_ir_op_set_int(op, "capacity", cap);
     if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
-    return fl_v_var(c, name);
+    return fl_v_var(c, d->name);
+}
+
+/* nil_chan: Go's `var ch chan T`, a channel var of that element type holding the nil channel
+ * (never ready in a select until the program rebinds the name to a channel). */
+static FlValue *c_nil_chan(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("nil_chan", "dtype= shape=", 2);
+    FlVarDesc *d = chan_var(c, v[0], v[1], 0, a->span);
+    if (!d) return c->error;
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "channel_nil", a->span);
+    fl_ir_op_add_output(op, "Out", d->name);
+    if (!fl_ev_infer(c, c->b.block, op, a->span)) return c->error;
+    return fl_v_var(c, d->name);
 }
 
 /* ------------------------------------------------------------------ _core: parameter-server layers */
@@ -953,6 +977,7 @@ static const NativeFn core_fns[] = {
     {"parallel_for", c_parallel_for},
     {"listen_and_serv", c_listen_and_serv},
     {"make_chan", c_make_chan},
+    {"nil_chan", c_nil_chan},
     {"dist_split", c_dist_split},
     {"send", c_send},
     {"recv", c_recv},

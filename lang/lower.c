@@ -279,6 +279,20 @@ void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const
 static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next, FlBlock *sub, bool carry,
                       bool own, bool copy_in, const char *name, FlValue *v, FlSpan sp);
 
+/* A loop body that rebinds a name that was None when it started to a channel: the body was
+ * compiled with the name None (a select case on it is never ready), but its next iteration would
+ * start with a channel. Go's typed nil channel is what such a loop needs. */
+static void nil_to_chan(Ctx *c, Env *e, Snapshot *s, FlSpan sp) {
+    for (size_t i = 0; i < s->map.cap; i++) {
+        if (!fl_map_slot_live(&s->map, i) || ((FlValue *)s->map.buckets[i].val)->kind != VK_NONE) continue;
+        const char *name = s->map.buckets[i].key;
+        FlValue *now = fl_map_find_str(&e->map, name);
+        if (now && now->kind == VK_VAR && fl_ev_is_channel(c, now))
+            fl_ev_error(c, sp, "'%s' is None when the loop starts and a channel after its body; start it as a nil "
+                        "channel of its element type: %s = fluid.nil_chan(dtype=..., shape=...)", name, name);
+    }
+}
+
 /* Runs body into sub, a new block of the current one; carries names out or restores them. A body
  * whose names do not carry out (a goroutine's) is the home of the names bound in it. With next,
  * only body->items[from..] up to one that lowers a loop exit (fl_ev_run_stmts). */
@@ -322,6 +336,7 @@ static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next
     Flow f = next ? fl_ev_run_stmts(c, e, body, from, next) : fl_ev_block(c, e, body);
     c->rt_depth--;
     c->home = home;
+    if (carry && copy_in) nil_to_chan(c, e, &s, sp);
     if (carry) carry_out(c, e, &s, parent, sub, sp);
     else snap_restore(e, &s);
     c->b.block = parent;

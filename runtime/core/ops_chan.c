@@ -29,10 +29,8 @@
  * op and its .fl line. Goroutines start, report and fail through conc.c (fl_conc_go): each
  * blocking op names itself in its caller's report label first (fl_conc_set_where).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/core/exec_impl.h"
 #include "runtime/sched/chan.h"
@@ -434,15 +432,9 @@ FL_CONTROL_ADAPTER(select, prep_select, run_select);
 
 /* ---------------------------------------------------------------- timers */
 
-/* Sleeps inside a blocking region: the goroutine counts as running (never reported as
- * deadlocked) and its processor serves other goroutines meanwhile. */
-static void sleep_seconds(double seconds) {
-    if (!(seconds > 0)) return;
-    struct timespec ts = {.tv_sec = (time_t)seconds, .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    fl_sched_block_begin();
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-    fl_sched_block_end();
-}
+/* Timers sleep with fl_sched_sleep: inside a blocking region (the goroutine counts as running,
+ * never reported as deadlocked, and its processor serves other goroutines meanwhile), ended
+ * early when the program ends or panics, so a pending timer never delays the exit. */
 
 static FlStatus prep_seconds(ExecOp *op, FlErr *e) {
     double s = fl_exec_attr_float(op, "seconds");
@@ -451,31 +443,38 @@ static FlStatus prep_seconds(ExecOp *op, FlErr *e) {
 }
 
 static FlStatus run_sleep(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    (void)rc, (void)s;
-    sleep_seconds(fl_exec_attr_float(op, "seconds"));
+    (void)s;
+    FlErr e;
+    if (fl_sched_sleep(fl_exec_attr_float(op, "seconds"), &e) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
     return FL_OK;
 }
 FL_CONTROL_ADAPTER(time_sleep, prep_seconds, run_sleep);
 
-/* time_after's goroutine: sleeps, then sends the seconds on its buffered channel. */
+/* The goroutine of time_after (once) and time_tick (every period): sleeps, then offers the
+ * seconds since the timer started on its channel of capacity 1. A tick the receiver has not taken
+ * yet is not doubled (Go's ticker drops ticks for slow receivers); a closed channel stops a
+ * ticker (Go's Ticker.Stop); the end of the program stops any timer. */
 typedef struct Timer {
     FlChan *chan; /* one reference */
     double seconds;
+    bool repeat;
 } Timer;
 
 static FlStatus timer_body(RunCtx *rc, const ExecOp *op, void *arg) {
     Timer *t = arg;
-    sleep_seconds(t->seconds);
-    ChanItem it = {.t = FL_TENSOR_INIT};
-    int64_t one = 1;
     FlErr e;
-    if (fl_tensor_from(&e, &it.t, FL_DT_FLOAT32, 1, &one, &t->seconds) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
     fl_conc_set_where(rc, op);
-    if (fl_chan_send(t->chan, &it, &e) != FL_OK) { /* capacity 1 and one send: only at shutdown */
-        item_drop(&it, NULL);
-        return fl_exec_op_error(rc, op, "%s", e.msg);
+    for (double elapsed = t->seconds;; elapsed += t->seconds) {
+        if (fl_sched_sleep(t->seconds, &e) != FL_OK) return FL_OK; /* the program is over */
+        ChanItem it = {.t = FL_TENSOR_INIT};
+        int64_t one = 1;
+        if (fl_tensor_from(&e, &it.t, FL_DT_FLOAT32, 1, &one, &elapsed) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
+        FlSelectCase sc = {.chan = t->chan, .dir = FL_SELECT_SEND, .val = &it};
+        int chosen = -1;
+        FlStatus st = fl_select(&sc, 1, true, &chosen, &e); /* never blocks */
+        if (chosen != 0) item_drop(&it, NULL);
+        if (st != FL_OK || !t->repeat) return FL_OK; /* closed (a stopped ticker), or shutting down */
     }
-    return FL_OK;
 }
 
 static void timer_free(void *arg) {
@@ -488,7 +487,7 @@ static FlStatus prep_after(ExecOp *op, FlErr *e) {
     if (one_arg(op, false, 0, "Out", e)) return FL_ERROR;
     return prep_seconds(op, e);
 }
-static FlStatus run_after(RunCtx *rc, const ExecOp *op, FlScope *s) {
+static FlStatus run_timer(RunCtx *rc, const ExecOp *op, FlScope *s, bool repeat) {
     if (fl_conc_need_sched(rc, op)) return FL_ERROR;
     FlErr e;
     FlChan *c = fl_chan_new(sizeof(ChanItem), 1, item_drop, NULL, &e);
@@ -496,10 +495,19 @@ static FlStatus run_after(RunCtx *rc, const ExecOp *op, FlScope *s) {
     fl_chan_retain(c); /* one for the var, one for the timer */
     fl_var_set_object(fl_exec_var_write(s, &op->args[op->nin]), c, chan_release_cb);
     Timer *t = fl_xmalloc(sizeof *t);
-    *t = (Timer){.chan = c, .seconds = fl_exec_attr_float(op, "seconds")};
+    *t = (Timer){.chan = c, .seconds = fl_exec_attr_float(op, "seconds"), .repeat = repeat};
     return fl_conc_go(rc, op, timer_body, timer_free, t);
 }
+static FlStatus run_after(RunCtx *rc, const ExecOp *op, FlScope *s) { return run_timer(rc, op, s, false); }
 FL_CONTROL_ADAPTER(time_after, prep_after, run_after);
+
+static FlStatus prep_tick(ExecOp *op, FlErr *e) {
+    if (prep_after(op, e)) return FL_ERROR;
+    if (!(fl_exec_attr_float(op, "seconds") >= 1e-6)) return fl_err(e, "attribute 'seconds' must be at least 1e-6");
+    return FL_OK;
+}
+static FlStatus run_tick(RunCtx *rc, const ExecOp *op, FlScope *s) { return run_timer(rc, op, s, true); }
+FL_CONTROL_ADAPTER(time_tick, prep_tick, run_tick);
 
 /* ---------------------------------------------------------------- CSP blocks */
 

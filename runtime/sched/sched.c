@@ -142,6 +142,7 @@ struct FlSched {
     _Atomic bool stopping;
     _Atomic bool shutdown;
     _Atomic int fence;
+    _Atomic int sleep_word; /* 0, 1 once stopping or panicked: fl_sched_sleep waits on it */
 };
 
 /* A full barrier (a locked RMW; TSan does not model atomic_thread_fence). The Dekker pairs
@@ -550,6 +551,35 @@ static void abort_all(FlSched *s, FlAbort why) {
     free(woken);
 }
 
+/* Ends every fl_sched_sleep of s now and later (the program is over). */
+static void wake_sleepers(FlSched *s) {
+    atomic_store(&s->sleep_word, 1);
+    syscall(SYS_futex, &s->sleep_word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+FlStatus fl_sched_sleep(double seconds, FlErr *e) {
+    FlG *g = fl_g_self();
+    FlSched *s = g ? g->s : NULL;
+    struct timespec now, end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double whole = seconds > 0 ? (double)(time_t)seconds : 0;
+    end.tv_sec += (time_t)whole;
+    end.tv_nsec += seconds > 0 ? (long)((seconds - whole) * 1e9) : 0;
+    if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+    fl_sched_block_begin();
+    while (!s || !atomic_load(&s->sleep_word)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        struct timespec rel = {end.tv_sec - now.tv_sec, end.tv_nsec - now.tv_nsec};
+        if (rel.tv_nsec < 0) rel.tv_sec--, rel.tv_nsec += 1000000000L;
+        if (rel.tv_sec < 0) break;
+        if (s) syscall(SYS_futex, &s->sleep_word, FUTEX_WAIT_PRIVATE, 0, &rel, NULL, 0);
+        else nanosleep(&rel, NULL);
+    }
+    fl_sched_block_end();
+    if (!s || !atomic_load(&s->sleep_word)) return FL_OK;
+    return fl_err(e, "%s", fl_g_abort_msg(atomic_load(&s->panicked) ? FL_ABORT_PANIC : FL_ABORT_SHUTDOWN));
+}
+
 void fl_sched_panic(FlSched *s) {
     fl_lock(&s->lock);
     if (atomic_exchange(&s->panicked, true) || atomic_load(&s->stopping)) {
@@ -557,6 +587,7 @@ void fl_sched_panic(FlSched *s) {
         return;
     }
     abort_all(s, FL_ABORT_PANIC);
+    wake_sleepers(s);
 }
 
 bool fl_sched_panicked(FlSched *s) { return atomic_load(&s->panicked); }
@@ -1054,6 +1085,7 @@ void fl_sched_free(FlSched *s) {
     atomic_store(&s->stopping, true);
     full_fence(s);
     abort_all(s, FL_ABORT_SHUTDOWN);
+    wake_sleepers(s);
     wait_uncounted(s);
     fl_lock(&s->lock);
     atomic_store(&s->shutdown, true);

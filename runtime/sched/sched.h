@@ -96,6 +96,11 @@ void fl_sched_detach(FlSched *s);
 void fl_sched_block_begin(void);
 void fl_sched_block_end(void);
 
+/* Sleeps the seconds inside a blocking region (the caller counts as running, never deadlocked).
+ * In a goroutine or attached thread it ends early, with the abort error, when its scheduler
+ * panics or shuts down, so a pending timer never delays the end of the program. */
+FlStatus fl_sched_sleep(double seconds, FlErr *e) FL_WARN_UNUSED;
+
 /* The processors of s (goroutines running at once); for NULL, the count a scheduler with
  * nprocs 0 gets (the online CPUs, at least 1). parallel_for bounds its threads by it. */
 int fl_sched_nprocs(const FlSched *s);

@@ -97,6 +97,9 @@ static FlBundle *make_bundle(void) {
     FlVarDesc *ch = var(b0, "ch", FL_DT_FLOAT32, 0, NULL);
     ch->kind = FL_VAR_CHANNEL;
     ch->capacity = 4;
+    FlVarDesc *cc = var(b0, "chan_of_chans", FL_DT_INT64, 1, (int64_t[]){1});
+    cc->kind = FL_VAR_CHANNEL;
+    cc->elem_chans = 2; /* chan chan chan int64 [1] */
     var(b0, "step_scopes", FL_DT_FLOAT32, 0, NULL)->kind = FL_VAR_RAW;
     var(b0, "cond", FL_DT_BOOL, 1, (int64_t[]){1});
     var(b0, "i", FL_DT_INT64, 1, (int64_t[]){1});
@@ -241,7 +244,7 @@ static bool var_eq(const FlVarDesc *a, const FlVarDesc *b) {
     if (!str_eq(a->name, b->name) || a->kind != b->kind || a->dtype != b->dtype ||
         a->ndim != b->ndim || a->persistable != b->persistable || a->trainable != b->trainable ||
         a->stop_gradient != b->stop_gradient || a->capacity != b->capacity ||
-        !loc_eq(a->loc, b->loc))
+        a->elem_chans != b->elem_chans || !loc_eq(a->loc, b->loc))
         return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -949,6 +952,10 @@ static void test_invalid_programs(void) {
     expect_decode_error(b, "input is invalid: startup program: block 0, var 's': negative channel "
                            "capacity -1");
     sv->capacity = 0;
+    sv->elem_chans = 1; /* nested channels in a tensor var */
+    expect_decode_error(b, "input is invalid: startup program: block 0, var 's': elem_chans 1 (0..8, "
+                           "channels only)");
+    sv->elem_chans = 0;
     free(b->role);
     b->role = strdup("");
     expect_decode_error(b, "input is invalid: the bundle has no role");

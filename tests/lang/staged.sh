@@ -2,7 +2,7 @@
 # staged.sh FLRUN: the table-driven test of staged assignment (label lang). For every runtime
 # construct (if, else, while, for v in ch, a select case, parallel_for, an if inside a while),
 # every kind of assignment in its body (a Var computed outside, an op result, nothing, a swap, a
-# name another name aliases, a value received) and its body taken or not, it builds two
+# name another name aliases, a value received, a channel) and its body taken or not, it builds two
 # programs: one whose condition is a run-time value (a bool Var, a loop bound, a channel's
 # contents, the case a select picks) and its twin where the same condition is a compile-time
 # value (Python's if and for, a plain receive). Both must run and print the same values: a name
@@ -23,6 +23,7 @@ body() {
     alias) printf '%sx = x + 10\n%sy = z\n' "$2" "$2" ;;
     twice) printf '%sx = y\n%sy = y * 2\n%sx = x + y\n' "$2" "$2" "$2" ;;
     elem) printf '%sx = v\n' "$2" ;;
+    chan) printf '%sq = r\n' "$2" ;;
     esac
 }
 
@@ -33,6 +34,8 @@ from fluid import layers
 x = layers.fill_constant(shape=[1], dtype="int64", value=1)
 y = layers.fill_constant(shape=[1], dtype="int64", value=5)
 z = x
+q = fluid.make_chan(dtype="int64", shape=[1], capacity=2)
+r = fluid.make_chan(dtype="int64", shape=[1], capacity=2)
 EOF
 }
 
@@ -41,6 +44,9 @@ epilogue() {
 layers.Print(x, message="x")
 layers.Print(y, message="y")
 layers.Print(z, message="z")
+q.send(x)
+layers.Print(len(q), message="lq")
+layers.Print(len(r), message="lr")
 EOF
 }
 
@@ -145,7 +151,7 @@ program() {
 
 pass=0 fail=0
 for con in if_then if_else while while_if for_chan select parallel_for; do
-    kinds="outside op nothing swap alias twice"
+    kinds="outside op nothing swap alias twice chan"
     case $con in for_chan | select) kinds="$kinds elem" ;; esac
     for kind in $kinds; do
         for taken in 1 0; do

@@ -306,6 +306,36 @@ static void test_leaked_goroutines_listed_and_unwound(void) {
     fl_chan_release(c);
 }
 
+/* fl_sched_sleep: a goroutine that sleeps is active (no deadlock report while main waits on it),
+ * the sleep lasts its seconds, and shutdown ends a long one at once with the abort error */
+static _Atomic int slept_ok;
+static void sleeper(void *p) {
+    FlErr e = {{0}};
+    FlStatus st = fl_sched_sleep(*(double *)p, &e);
+    if (st == FL_OK) atomic_fetch_add(&slept_ok, 1);
+    else if (strcmp(e.msg, "goroutine abandoned: the scheduler is shutting down") == 0) atomic_fetch_add(&abandoned, 1);
+}
+static void test_sleep_ends_at_shutdown(void) {
+    Dl d;
+    FlSched *s = dl_sched(&d, 1);
+    static double short_s = 0.02, long_s = 30.0;
+    atomic_store(&slept_ok, 0);
+    atomic_store(&abandoned, 0);
+    double t0 = st_now();
+    st_go(s, sleeper, &short_s, "sleep.fl:1");
+    FlErr e;
+    CU_ASSERT_EQUAL(fl_sched_wait(s, &e), FL_OK); /* waiting on a sleeper is no deadlock */
+    CU_ASSERT(st_now() - t0 >= 0.02);
+    CU_ASSERT_EQUAL(atomic_load(&slept_ok), 1);
+    st_go(s, sleeper, &long_s, "sleep.fl:2");
+    usleep(20000);
+    t0 = st_now();
+    fl_sched_free(s); /* must not wait the 30 s */
+    CU_ASSERT(st_now() - t0 < 5.0);
+    CU_ASSERT_EQUAL(atomic_load(&abandoned), 1);
+    CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
+}
+
 typedef struct LSieve {
     FlChan *in, *out;
     int64_t prime;
@@ -494,6 +524,7 @@ int main(void) {
         ST_TEST(test_blocking_region_not_reported),
         ST_TEST(test_blocking_region_hands_off_processor),
         ST_TEST(test_leaked_goroutines_listed_and_unwound),
+        ST_TEST(test_sleep_ends_at_shutdown),
         ST_TEST(test_prime_sieve_verbatim_leaks),
         ST_TEST(test_unattached_thread_talks_to_goroutine),
         ST_TEST(test_spawn_10000_and_wait),
