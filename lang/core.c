@@ -150,35 +150,48 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_var(c, v[0]->str.s);
 }
 
-/* init: ("uniform", lo, hi) | ("normal", mean, std) | ("constant", value) | ("xavier",) */
+/* Fluid's fans of a parameter shape: a vector's length both ways, a matrix [in, out], a filter
+ * [out, in, k...] in*k and out*k (the receptive field's size k). */
+static void fans(const FlVarDesc *d, double *fan_in, double *fan_out) {
+    double rf = 1;
+    for (int i = 2; i < d->ndim; i++) rf *= (double)d->shape[i];
+    if (d->ndim == 0) *fan_in = *fan_out = 1;
+    else if (d->ndim == 1) *fan_in = *fan_out = (double)d->shape[0];
+    else if (d->ndim == 2) *fan_in = (double)d->shape[0], *fan_out = (double)d->shape[1];
+    else *fan_in = (double)d->shape[1] * rf, *fan_out = (double)d->shape[0] * rf;
+}
+
+/* The number at item i of an initializer tuple, or dflt when it is absent or None. */
+static double init_num(const FlValue *init, size_t i, double dflt) {
+    if (!init || init->list.len <= i || !fl_v_is_num(init->list.items[i])) return dflt;
+    return fl_v_num(init->list.items[i]);
+}
+
+/* init (from fluid.initializer): ("uniform", lo, hi, seed) | ("normal", mean, std, seed) |
+ * ("constant", value) | ("xavier", uniform, fan_in, fan_out, seed) | ("msra", uniform, fan_in,
+ * None, seed); fans None come from the shape, seed 0 from the program's sequence. */
 static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, FlValue *init, FlSpan sp) {
     FlBlock *sb = fl_ir_block(startup, 0);
     const char *kind = "constant";
-    double p1 = 0, p2 = 0;
     if (init) {
         if (!fl_v_is_seq(init) || init->list.len < 1 || init->list.items[0]->kind != VK_STR) {
             fl_ev_error(c, sp, "an initializer is a tuple like ('uniform', low, high), ('normal', mean, std) or ('constant', value)");
             return false;
         }
         kind = init->list.items[0]->str.s;
-        if (init->list.len > 1 && fl_v_is_num(init->list.items[1])) p1 = fl_v_num(init->list.items[1]);
-        if (init->list.len > 2 && fl_v_is_num(init->list.items[2])) p2 = fl_v_num(init->list.items[2]);
     }
-    if (strcmp(kind, "xavier") == 0) {
-        int64_t fan_in = d->ndim > 0 ? d->shape[0] : 1, fan_out = d->ndim > 1 ? d->shape[1] : 1;
-        for (int i = 2; i < d->ndim; i++) {
-            fan_in *= d->shape[i];
-            fan_out *= d->shape[i];
-        }
-        kind = "uniform";
-        p2 = sqrt(6.0 / (double)(fan_in + fan_out));
-        p1 = -p2;
-    } else if (strcmp(kind, "msra") == 0) {
-        int64_t fan_in = 1;
-        for (int i = 1; i < d->ndim; i++) fan_in *= d->shape[i];
-        kind = "normal";
-        p1 = 0;
-        p2 = sqrt(2.0 / (double)fan_in);
+    double p1 = init_num(init, 1, 0), p2 = init_num(init, 2, 0), seed = init_num(init, 3, 0);
+    if (strcmp(kind, "xavier") == 0 || strcmp(kind, "msra") == 0) {
+        double fi, fo;
+        fans(d, &fi, &fo);
+        fi = init_num(init, 2, fi);
+        fo = init_num(init, 3, fo);
+        bool uniform = init_num(init, 1, 1) != 0;
+        double n = kind[0] == 'x' ? fi + fo : fi;
+        seed = init_num(init, 4, 0);
+        kind = uniform ? "uniform" : "normal";
+        p2 = sqrt((uniform ? 6.0 : 2.0) / n);
+        p1 = uniform ? -p2 : 0;
     }
     const char *type = strcmp(kind, "uniform") == 0 ? "uniform_random"
                        : strcmp(kind, "normal") == 0 ? "gaussian_random"
@@ -195,11 +208,11 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
     if (type[0] == 'u') {
         fl_ir_op_set_float(op, "min", p1);
         fl_ir_op_set_float(op, "max", p2);
-        fl_ir_op_set_int(op, "seed", ++c->random_seed);
+        fl_ir_op_set_int(op, "seed", seed != 0 ? (int64_t)seed : ++c->random_seed);
     } else if (type[0] == 'g') {
         fl_ir_op_set_float(op, "mean", p1);
         fl_ir_op_set_float(op, "std", p2);
-        fl_ir_op_set_int(op, "seed", ++c->random_seed);
+        fl_ir_op_set_int(op, "seed", seed != 0 ? (int64_t)seed : ++c->random_seed);
     } else {
         fl_ir_op_set_float(op, "value", p1);
     }

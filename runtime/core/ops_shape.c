@@ -151,47 +151,69 @@ static FlStatus run_accuracy(OpCall *c) {
 }
 FL_ADAPTER(accuracy, NULL, run_accuracy);
 
-/* ---- Print: Out shares In; prints "message var [shape] dtype: v0 v1 ..." to stdout ---- */
+/* ---- Print: Out shares In; prints "message name [shape] dtype: v0 v1 ..." to stdout (name,
+ * shape and dtype as the print_tensor_ flags say); Print_grad passes the gradient through and
+ * prints it the same way when print_phase asks for the backward pass ---- */
 
-static FlStatus prep_print(ExecOp *op, FlErr *e) {
+static FlStatus prep_print_phase(ExecOp *op, bool grad, FlErr *e) {
     op->a.i[0] = fl_exec_attr_int(op, "summarize");
     op->a.i[1] = fl_exec_attr_int(op, "first_n");
     op->a.str = fl_exec_attr_string(op, "message");
+    op->a.b[0] = fl_exec_attr_bool(op, "print_tensor_name");
+    op->a.b[1] = fl_exec_attr_bool(op, "print_tensor_shape");
+    op->a.b[2] = fl_exec_attr_bool(op, "print_tensor_type");
+    const char *phase = fl_exec_attr_string(op, "print_phase");
+    bool fwd = strcmp(phase, "forward") == 0, bwd = strcmp(phase, "backward") == 0;
+    if (!fwd && !bwd && strcmp(phase, "both") != 0)
+        return fl_err(e, "print_phase must be 'forward', 'backward' or 'both', found '%s'", phase);
+    /* b[3]: this op prints (the forward op in phases forward and both, its gradient op in
+     * backward and both) */
+    op->a.b[3] = grad ? !fwd : !bwd;
     return FL_OK;
 }
+static FlStatus prep_print(ExecOp *op, FlErr *e) { return prep_print_phase(op, false, e); }
+static FlStatus prep_print_grad(ExecOp *op, FlErr *e) { return prep_print_phase(op, true, e); }
+
+static void print_tensor(const ExecOp *op, const char *name, const FlTensor *x) {
+    long k = atomic_fetch_add(&((ExecOp *)op)->count, 1);
+    if (!op->a.b[3] || (op->a.i[1] >= 0 && k >= op->a.i[1])) return;
+    FlBuf b = {0};
+    if (op->a.str[0]) fl_buf_printf(&b, "%s ", op->a.str);
+    if (op->a.b[0]) fl_buf_printf(&b, "%s ", name);
+    if (op->a.b[1]) fl_buf_printf(&b, "%s ", fl_tensor_shape(x).s);
+    if (op->a.b[2]) fl_buf_printf(&b, "%s", fl_dtype_name(x->dtype));
+    while (b.len && b.data[b.len - 1] == ' ') b.len--;
+    fl_buf_putc(&b, ':');
+    int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
+    bool ints = x->dtype == FL_DT_INT64 || x->dtype == FL_DT_INT32 || x->dtype == FL_DT_BOOL;
+    for (int64_t i = 0; i < n && i < lim; i++) { /* integers whole: %g drops digits past 6 */
+        double v = fl_tensor_get(x, i);
+        if (ints) fl_buf_printf(&b, " %lld", (long long)v);
+        else fl_buf_printf(&b, " %g", v);
+    }
+    if (lim < n) fl_buf_puts(&b, " ...");
+    fl_buf_putc(&b, '\n');
+    fputs(fl_buf_str(&b), stdout);
+    fflush(stdout);
+    fl_buf_free(&b);
+}
+
 static FlStatus run_print(OpCall *c) {
     const FlTensor *x = IN(FL_IN_Print_In);
-    const ExecOp *op = c->op;
-    long k = atomic_fetch_add(&((ExecOp *)op)->count, 1);
-    if (op->a.i[1] < 0 || k < op->a.i[1]) {
-        FlBuf b = {0};
-        if (op->a.str[0]) fl_buf_printf(&b, "%s ", op->a.str);
-        fl_buf_printf(&b, "%s %s %s:", op->args[0].name, fl_tensor_shape(x).s, fl_dtype_name(x->dtype));
-        int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
-        bool ints = x->dtype == FL_DT_INT64 || x->dtype == FL_DT_INT32 || x->dtype == FL_DT_BOOL;
-        for (int64_t i = 0; i < n && i < lim; i++) { /* integers whole: %g drops digits past 6 */
-            double v = fl_tensor_get(x, i);
-            if (ints) fl_buf_printf(&b, " %lld", (long long)v);
-            else fl_buf_printf(&b, " %g", v);
-        }
-        if (lim < n) fl_buf_puts(&b, " ...");
-        fl_buf_putc(&b, '\n');
-        fputs(fl_buf_str(&b), stdout);
-        fflush(stdout);
-        fl_buf_free(&b);
-    }
+    print_tensor(c->op, fl_exec_in_args(c->op, FL_IN_Print_In)->name, x);
     if (OUT(FL_OUT_Print_Out)) fl_tensor_ref(OUT(FL_OUT_Print_Out), x);
     return FL_OK;
 }
 FL_ADAPTER(Print, prep_print, run_print);
 /* Print_grad: In, Out, Out@GRAD -> In@GRAD (the gradient passes through) */
 static FlStatus run_print_grad(OpCall *c) {
-    if (!IN(FL_IN_Print_grad_Out_GRAD)) return fl_err(c->e, "Print_grad: input Out@GRAD has no value");
-    if (OUT(FL_OUT_Print_grad_In_GRAD))
-        fl_tensor_ref(OUT(FL_OUT_Print_grad_In_GRAD), IN(FL_IN_Print_grad_Out_GRAD));
+    const FlTensor *g = IN(FL_IN_Print_grad_Out_GRAD);
+    if (!g) return fl_err(c->e, "Print_grad: input Out@GRAD has no value");
+    print_tensor(c->op, fl_exec_in_args(c->op, FL_IN_Print_grad_Out_GRAD)->name, g);
+    if (OUT(FL_OUT_Print_grad_In_GRAD)) fl_tensor_ref(OUT(FL_OUT_Print_grad_In_GRAD), g);
     return FL_OK;
 }
-FL_ADAPTER(Print_grad, NULL, run_print_grad);
+FL_ADAPTER(Print_grad, prep_print_grad, run_print_grad);
 
 /* ---- optimizers: the inputs are the executor's own references, so the kernels never update a
  * published buffer in place: every update is a new tensor replacing the old one whole ---- */
