@@ -91,11 +91,20 @@ disturb() {
     shift 4
     build
     "$FLC" transpile "$TMP/d.flp" $TP -o "$TMP/x.plan" >/dev/null || fail "transpile"
-    run_mpi -np $NP "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 "$@" >"$TMP/out" 2>&1 &
+    rm -f "$TMP"/d.csv*
+    run_mpi -np $NP "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 --log "$TMP/d.csv" "$@" >"$TMP/out" 2>&1 &
     JOB=$!
-    sleep 1.5
-    PID=$(rank_pid $RANK)
-    [ -n "$PID" ] || fail "no rank $RANK found"
+    # the rank is disturbed once the job trains (trainer 0 has opened its log), within 60 s: a
+    # fixed wait stopped it in MPI's start-up on a loaded machine, where Open MPI's own
+    # MPI_Init has no peer timeout
+    PID= TRIES=0
+    while [ -z "$PID" ] && [ $TRIES -lt 120 ]; do
+        sleep 0.5
+        TRIES=$((TRIES + 1))
+        ls "$TMP"/d.csv.tmp.* >/dev/null 2>&1 && PID=$(rank_pid $RANK)
+    done
+    [ -n "$PID" ] || fail "no rank $RANK found training"
+    sleep 0.5
     T0=$(now)
     kill $SIG $PID
     wait $JOB
