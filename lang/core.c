@@ -435,7 +435,29 @@ static FlValue *prog_clone(Ctx *c, FlValue *self, CallArgs *a) {
 FlValue *fl_ev_program_method(Ctx *c, FlValue *prog, const char *name, FlSpan sp) {
     if (strcmp(name, "global_block") == 0) return fl_v_builtin(c, "global_block", prog_global_block, prog);
     if (strcmp(name, "clone") == 0) return fl_v_builtin(c, "clone", prog_clone, prog);
-    return fl_ev_error(c, sp, "a Program has no attribute '%s' (it has global_block, clone)", name);
+    if (strcmp(name, "random_seed") == 0) return fl_v_int(c, c->random_seed);
+    return fl_ev_error(c, sp, "a Program has no attribute '%s' (it has global_block, clone, random_seed)", name);
+}
+
+/* program.random_seed = N (Fluid's way to make a program's random ops reproducible): the random
+ * ops made after it draw their seeds from the sequence N+1, N+2, ...; every compilation's
+ * sequence is fixed already (it starts at 0), so N only chooses another one. The sequence is one
+ * for the startup and main programs, as their random ops are numbered in the order they are
+ * made. */
+bool fl_ev_program_set(Ctx *c, FlValue *prog, const char *name, FlValue *v, FlSpan sp) {
+    (void)prog;
+    if (strcmp(name, "random_seed") != 0) {
+        fl_ev_error(c, sp, "cannot set attribute '%s' of a Program (only random_seed)", name);
+        return false;
+    }
+    int64_t seed;
+    if (!fl_ev_want_int(c, v, "random_seed", sp, &seed)) return false;
+    if (seed < 0) {
+        fl_ev_error(c, sp, "random_seed must be >= 0, found %lld", (long long)seed);
+        return false;
+    }
+    c->random_seed = seed;
+    return true;
 }
 
 static FlValue *c_default_main(Ctx *c, FlValue *self, CallArgs *a) {

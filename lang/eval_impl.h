@@ -363,6 +363,7 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp);
 bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp);
 /* prog.name: the methods of a Program (core.c): global_block, clone. */
 FlValue *fl_ev_program_method(Ctx *c, FlValue *prog, const char *name, FlSpan sp);
+bool fl_ev_program_set(Ctx *c, FlValue *prog, const char *name, FlValue *v, FlSpan sp);
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* What a compile-time `for`, a comprehension or a builtin iterates over: a list or tuple itself,
  * a dict's keys, a string's characters; ERROR (reported) for anything else. */

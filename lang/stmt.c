@@ -126,6 +126,7 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
             return true;
         }
         if (o->kind == VK_VAR) return fl_ev_var_set(c, o, t->attr.name, v, t->span);
+        if (o->kind == VK_PROGRAM) return fl_ev_program_set(c, o, t->attr.name, v, t->span);
         if (o->kind == VK_CLASS) {
             fl_env_set(o->cls.attrs, t->attr.name, v);
             return true;
