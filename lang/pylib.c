@@ -346,7 +346,7 @@ static FlValue *partial_call(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *kw = fl_map_find_str(&self->rec.attrs->map, "keywords");
     size_t np = args->list.len + a->npos, nk = kw->dict.len + a->nkw;
     FlValue **pos = fl_arena_alloc(&c->arena, (np + 1) * sizeof *pos);
-    if (args->list.len) memcpy(pos, args->list.items, args->list.len * sizeof *pos);
+    if (args->list.len) memcpy(pos, args->list.items, args->list.len * sizeof *pos); /* NULL when none */
     if (a->npos) memcpy(pos + args->list.len, a->pos, a->npos * sizeof *pos);
     const char **kn = fl_arena_alloc(&c->arena, (nk + 1) * sizeof *kn);
     FlValue **kv = fl_arena_alloc(&c->arena, (nk + 1) * sizeof *kv);

@@ -525,9 +525,9 @@ static FlStatus check_lookup(FlErr *e, const char *op, const FlTensor *w, const 
     if (ids->dtype != FL_DT_INT64 && ids->dtype != FL_DT_INT32)
         return fl_err(e, "%s: Ids %s must be int64 or int32, found %s", op, fl_tensor_shape(ids).s,
                       fl_dtype_name(ids->dtype));
-    if (!(ids->ndim == 1 || (ids->ndim == 2 && ids->ne[1] == 1)))
-        return fl_err(e, "%s: Ids %s must be [N, 1] or [N]", op, fl_tensor_shape(ids).s);
-    *n = ids->ne[0];
+    if (ids->ndim < 1 || ids->ndim >= FL_MAX_DIMS)
+        return fl_err(e, "%s: Ids %s must have 1 to %d dims", op, fl_tensor_shape(ids).s, FL_MAX_DIMS - 1);
+    *n = fl_tensor_numel(ids);
     for (int64_t i = 0; i < *n; i++) {
         int64_t id = (int64_t)fl_tensor_get(ids, i);
         if (id < 0 || id >= w->ne[0])
@@ -542,9 +542,13 @@ FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids
                                 int64_t padding_idx, FlTensor *out) {
     int64_t n;
     if (check_lookup(e, "lookup_table", w, ids, &n)) return FL_ERROR;
-    int64_t d = w->ne[1], ne[2] = {n, d};
+    /* Ids [..., 1] -> [..., D]; Ids [...] -> [..., D] (Fluid's rule: a last dim of 1 is the id) */
+    int64_t d = w->ne[1], ne[FL_MAX_DIMS];
+    int nd = ids->ndim > 1 && ids->ne[ids->ndim - 1] == 1 ? ids->ndim - 1 : ids->ndim;
+    memcpy(ne, ids->ne, (size_t)nd * sizeof ne[0]);
+    ne[nd++] = d;
     FlTensor r = FL_TENSOR_INIT;
-    if (fl_tensor_alloc(e, &r, w->dtype, 2, ne)) return FL_ERROR;
+    if (fl_tensor_alloc(e, &r, w->dtype, nd, ne)) return FL_ERROR;
     size_t es = fl_dtype_size(w->dtype), row = (size_t)d * es;
     const unsigned char *src = fl_tensor_data(w);
     unsigned char *dst = fl_tensor_data(&r);
@@ -563,9 +567,10 @@ FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor
     int64_t n;
     if (check_lookup(e, "lookup_table_grad", w, ids, &n)) return FL_ERROR;
     int64_t d = w->ne[1];
-    if (dout->dtype != w->dtype || dout->ndim != 2 || dout->ne[0] != n || dout->ne[1] != d)
-        return fl_err(e, "lookup_table_grad: Out@GRAD %s must be [%lld, %lld] %s", fl_tensor_shape(dout).s,
-                      (long long)n, (long long)d, fl_dtype_name(w->dtype));
+    if (dout->dtype != w->dtype || dout->ndim < 2 || dout->ne[dout->ndim - 1] != d ||
+        fl_tensor_numel(dout) != n * d)
+        return fl_err(e, "lookup_table_grad: Out@GRAD %s must hold %lld rows of %lld %s (one per id)",
+                      fl_tensor_shape(dout).s, (long long)n, (long long)d, fl_dtype_name(w->dtype));
     FlTensor r = FL_TENSOR_INIT;
     if (fl_tensor_alloc_like(e, &r, w, w->dtype)) return FL_ERROR;
     for (int64_t i = 0; i < n; i++) {

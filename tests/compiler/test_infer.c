@@ -186,6 +186,10 @@ static void test_lookup_table(void) {
     V("ids1", I64, "-1");
     ok(OP("lookup_table", "W=emb Ids=ids1", "Out=e"));
     is("e", F32, "[-1, 16]");
+    /* ids of any rank, as Fluid: [N, K, 1] (a padded sentence, a row of K ids) -> [N, K, D] */
+    V("ids3", I64, "-1,8,1");
+    ok(OP("lookup_table", "W=emb Ids=ids3", "Out=e"));
+    is("e", F32, "[-1, 8, 16]");
     V("idf", F32, "-1,1");
     err(OP("lookup_table", "W=emb Ids=idf", "Out=e"), "lookup_table: the ids must be int64, found float32");
     FlOpDesc *op = OP("lookup_table", "W=emb Ids=ids", "Out=e");

@@ -347,6 +347,11 @@ static void test_layer_arguments(void) {
         {"y = layers.pool2d(x, pool_size=2, pool_padding=-1)\n", "snippet.fl:4:5: error: pool2d() pool_padding must be >= 0, found -1"},
     };
     check_errors("x = layers.data(name='x', shape=[3, 8, 8])\n", errs, FL_ARRAY_LEN(errs));
+    /* global pooling ignores pool_size, as Fluid does: SE-ResNeXt's squeeze passes pool_size=0 */
+    check_result(HDR "x = layers.data(name='x', shape=[3, 8, 8])\n"
+                     "y = layers.pool2d(x, pool_size=0, pool_type='avg', global_pooling=True)\n"
+                     "r = layers.data(name='r', shape=[y.shape[2] + 10 * y.shape[3] + 100 * y.shape[1]])\n",
+                 311);
     /* an error inside a loop of a layer (fc's loop over its inputs) ends the layer too */
     char *e = errors_of(HDR "x = layers.data(name='x', shape=[4])\n"
                             "y = layers.fc(x, size=2, param_attr=fluid.ParamAttr(name='@EMPTY@'))\n");

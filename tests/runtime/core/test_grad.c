@@ -191,6 +191,10 @@ static const GradCase cases[] = {
     {"embedding.fl",
      "ids = layers.fill_constant(shape=[4, 1], dtype=\"int64\", value=2)\nout = layers.embedding(ids, size=[5, 3])\n",
      "[4, 3]"},
+    {"embedding_rank3.fl",
+     "ids = layers.concat([layers.fill_constant(shape=[2, 1, 1], dtype=\"int64\", value=v) for v in [1, 4, 1]], axis=1)\n"
+     "out = layers.embedding(ids, size=[5, 3])\n",
+     "[2, 3, 3]"},
     {"conv2d.fl",
      "P = param(\"P\", [1, 2, 5, 5])\nout = layers.conv2d(P, num_filters=3, filter_size=3, padding=1)\n",
      "[1, 3, 5, 5]"},

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Every program of examples/fluid/ compiles (with each variant its flags select), and the ones small
+# enough train a few steps with a falling loss: the mean training loss of the last epoch is below
+# the first's ("train"), or the test loss falls from epoch to epoch ("test"). The data sets are cut
+# to a few rows in a temporary --data-dir, so the whole test runs in well under a minute.
+# Usage: fluid_examples.sh FLC FLRUN REPO_ROOT
+set -u
+FLC=$1 FLRUN=$2 ROOT=$3
+EX=$ROOT/examples/fluid
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+SMALL_TR="-D d_model=32 -D d_inner_hid=64 -D d_key=8 -D d_value=8 -D n_layer=2 -D vocab=64"
+
+# 1. compile: every file, and the variants of its flags
+for f in "$EX"/*.fl; do
+    "$FLC" check "$f" || { echo "FAIL: $f does not compile"; fail=1; }
+done
+"$FLC" check -D net=vgg "$EX/image_classification.fl" || { echo "FAIL: vgg does not compile"; fail=1; }
+"$FLC" check $SMALL_TR "$EX/dist_transformer.fl" || { echo "FAIL: small transformer does not compile"; fail=1; }
+
+# 2. the data, cut: DIR/fluid is where the programs' '../data/...' paths are resolved from
+mkdir -p "$T/data" "$T/fluid"
+cut_csv() { head -n "$2" "$ROOT/examples/data/$1" > "$T/data/$1"; }
+cut_gz() { gzip -dc "$ROOT/examples/data/$1" | head -n "$2" | gzip > "$T/data/$1"; }
+cut_gz digits.csv.gz 600
+cut_csv imikolov_5gram.csv 400
+cut_csv ctr_dense.csv 200
+cut_gz cifar_synth.csv.gz 48
+cut_gz wmt_synth.csv.gz 64
+
+# 3. train: NAME HOW OPTIONS... (HOW: train, test or runs; runs only checks that it trains)
+train() {
+    name=$1 how=$2
+    shift 2
+    log=$T/$name.$how.csv
+    if ! "$FLRUN" "$EX/$name.fl" --data-dir "$T/fluid" -q --log "$log" "$@"; then
+        echo "FAIL: $name $*: flrun failed"
+        fail=1
+        return
+    fi
+    verdict=$(awk -F, -v how="$how" '
+        NR == 1 { next }
+        $5 != $5 + 0 || $5 ~ /nan|inf/ { bad = 1 }
+        $1 == "train" { s[$3] += $5; n[$3]++; if (!first) first = $3; last = $3 }
+        $1 == "test" { t[++nt] = $5 }
+        END {
+            if (bad) { print "a loss is not a number"; exit }
+            if (how == "train") {
+                a = s[first] / n[first]; b = s[last] / n[last]
+                print (b < a ? "ok" : "mean train loss " a " (epoch " first ") -> " b " (epoch " last ")")
+            } else if (how == "test") {
+                for (i = 2; i <= nt; i++) if (t[i] >= t[i - 1]) { print "test loss " t[i - 1] " -> " t[i]; exit }
+                print (nt >= 2 ? "ok" : "fewer than 2 test rows")
+            } else print "ok"
+        }' "$log")
+    if [ "$verdict" = ok ]; then
+        echo "ok: $name $how $*"
+    else
+        echo "FAIL: $name $*: $verdict"
+        fail=1
+    fi
+}
+train recognize_digits_mlp test --epochs 3
+train recognize_digits_conv test --epochs 3
+train word2vec train --epochs 3
+train dist_word2vec train --epochs 2
+train dist_mnist train --epochs 2
+# dist_ctr's SGD at 1e-4 on constant initial weights moves the loss by less than a batch's noise
+train dist_ctr runs --epochs 1
+train image_classification train --epochs 2 --batch-size 12
+train dist_transformer test --epochs 3 --batch-size 8 $SMALL_TR
+
+# dist_se_resnext has no reader (fill_constant inputs): each flrun is one step; chain two by a
+# checkpoint and compare the losses Print shows
+se() { "$FLRUN" "$EX/dist_se_resnext.fl" -D image_size=32 "$@" 2>&1 | sed -n 's/^loss .*: //p'; }
+l1=$(se --save "$T/se") && l2=$(se --load "$T/se" --save "$T/se")
+if awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(a != "" && b != "" && b + 0 < a + 0) }'; then
+    echo "ok: dist_se_resnext $l1 -> $l2"
+else
+    echo "FAIL: dist_se_resnext loss '$l1' -> '$l2'"
+    fail=1
+fi
+exit $fail
