@@ -7,6 +7,8 @@
 #   clip_allreduce_t2             the same model with global-norm clipping, on an allreduce plan
 #   clip_p2t2                     the same model clipped by value on P=2 T=2: the pservers clip
 #                                 and regularize the merged gradient blocks
+#   fluid_dist_mnist              examples/fluid/dist_mnist.fl (a Fluid program as written) on
+#                                 sync P=2 T=2 and allreduce T=2, equal to local training
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -47,6 +49,7 @@ rank_pid() {
 
 STATE=velocity # a var of the optimizer's state that checkpoints must hold
 DEFS=""
+BATCH=50 # the model's batch size per trainer (its run spec's)
 # shellcheck disable=SC2086
 build() { "$FLC" build $MODEL $DEFS -o "$TMP/d.flp" || fail "flc build"; }
 
@@ -57,7 +60,7 @@ build() { "$FLC" build $MODEL $DEFS -o "$TMP/d.flp" || fail "flc build"; }
 equality() {
     P=$1 T=$2 PIECE=$3
     build
-    "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * 50)) --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
+    "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * BATCH)) --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
     if [ $P = 0 ]; then
         "$FLC" transpile "$TMP/d.flp" --mode allreduce --trainers $T -o "$TMP/x.plan" >/dev/null || fail "transpile"
     else
@@ -76,7 +79,7 @@ equality() {
 # losses and parameters again.
 resume() {
     P=$1 T=$2 PIECE=$3
-    "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * 50)) --load "$TMP/local" --epochs 1 --log "$TMP/local2.csv" \
+    "$FLRUN" "$TMP/d.flp" -q --batch-size $((T * BATCH)) --load "$TMP/local" --epochs 1 --log "$TMP/local2.csv" \
         --save "$TMP/local2" || fail "local resumed run"
     run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q --piece $PIECE --load "$TMP/dist" --epochs 1 \
         --log "$TMP/dist2.csv" --save "$TMP/dist2" || fail "mpirun --load"
@@ -132,6 +135,13 @@ regularized_p2t2)
 clip_p2t2)
     MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=2"
     equality 2 2 1024
+    ;;
+fluid_dist_mnist)
+    # examples/fluid/dist_mnist.fl, the Fluid test model as its users write it (Momentum, batch 2
+    # per trainer): sync P=2 T=2, then allreduce T=2, each against local training on batch 4
+    MODEL=examples/fluid/dist_mnist.fl BATCH=2
+    equality 2 2 1024
+    equality 0 2 1024
     ;;
 clip_allreduce_t2)
     MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=1"
