@@ -945,7 +945,7 @@ static FlStatus infer_slice(Ctx *c) {
         return fl_err(c->e, "%s: axes, starts and ends must have one length, found %zu, %zu and %zu", c->t, na, ns, ne);
     bool seen[FL_IR_MAX_DIMS] = {0};
     for (size_t k = 0; k < na; k++) {
-        int a;
+        int a = 0;
         if (norm_axis(c, axes[k], x.nd, &x, &a)) return FL_ERROR;
         if (seen[a]) return fl_err(c->e, "%s: axis %d is listed twice", c->t, a);
         seen[a] = true;
@@ -1020,7 +1020,7 @@ static FlStatus infer_squeeze(Ctx *c) {
     if (!ints_get(c, "axes", &axes, &n)) return FL_ERROR;
     bool drop[FL_IR_MAX_DIMS] = {0};
     for (size_t k = 0; k < n; k++) {
-        int a;
+        int a = 0;
         if (norm_axis(c, axes[k], x.nd, &x, &a)) return FL_ERROR;
         if (x.d[a] > 1)
             return fl_err(c->e, "%s: dim %d of X %s has size %lld; only a size-1 dim can be squeezed", c->t, a,
@@ -1095,7 +1095,7 @@ static FlStatus infer_unstack(Ctx *c) {
     FlVarDesc *xv;
     if (in1(c, "X", &xv)) return FL_ERROR;
     Shape x = shape_of(xv);
-    int a;
+    int a = 0;
     if (norm_axis(c, iattr(c, "axis"), x.nd, &x, &a)) return FL_ERROR;
     FlSlot *ys = fl_ir_op_output(c->op, "Y");
     size_t ny = ys ? ys->nargs : 0;
