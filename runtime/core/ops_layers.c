@@ -201,8 +201,8 @@ static FlStatus crop_args(OpCall *c, const FlTensor *x, const FlTensor *y, const
 }
 static FlStatus run_crop(OpCall *c) {
     const FlTensor *x = IN(FL_IN_crop_X);
-    const int64_t *off, *shape;
-    int ns;
+    const int64_t *off = NULL, *shape = NULL;
+    int ns = 0;
     if (crop_args(c, x, IN(FL_IN_crop_Y), &off, &shape, &ns)) return FL_ERROR;
     return fl_kernel_crop(c->e, x, off, shape, ns, OUT(FL_OUT_crop_Out));
 }
@@ -213,8 +213,8 @@ static FlStatus run_crop_grad(OpCall *c) {
     if (OUT(FL_OUT_crop_grad_Y_GRAD) && y && fl_kernel_fill_zeros_like(c->e, y, OUT(FL_OUT_crop_grad_Y_GRAD)))
         return FL_ERROR;
     if (!OUT(FL_OUT_crop_grad_X_GRAD)) return FL_OK;
-    const int64_t *off, *shape;
-    int ns;
+    const int64_t *off = NULL, *shape = NULL;
+    int ns = 0;
     if (crop_args(c, x, y, &off, &shape, &ns)) return FL_ERROR;
     return fl_kernel_crop_grad(c->e, x, IN(FL_IN_crop_grad_Out_GRAD), off, OUT(FL_OUT_crop_grad_X_GRAD));
 }
