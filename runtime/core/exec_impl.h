@@ -219,6 +219,15 @@ FlStatus fl_exec_prep_axis(ExecOp *op, FlErr *e);
 /* The prepare of the reductions (reduce_sum, reduce_max, ...): dims in op->a.dims, keep_dim in
  * op->a.b[0], reduce_all in op->a.b[1] (ops_nn.c). */
 FlStatus fl_exec_prep_reduce(ExecOp *op, FlErr *e);
+/* The adapter of a reduction op <name>: fl_kernel_<name> on X with the prepared dims, keep_dim
+ * and reduce_all (each file writes its gradient's adapter: the gradients take other inputs). */
+#define FL_REDUCE_ADAPTER(name)                                                                      \
+    static FlStatus run_##name(OpCall *c) {                                                          \
+        const PAttrs *a = &c->op->a;                                                                 \
+        return fl_kernel_##name(c->e, fl_call_in(c, FL_IN_##name##_X), a->dims, a->ndims, a->b[0],    \
+                                a->b[1], fl_call_out(c, FL_OUT_##name##_Out));                       \
+    }                                                                                                \
+    FL_ADAPTER(name, fl_exec_prep_reduce, run_##name)
 /* strides, paddings, dilations (2 ints each) and groups into an FlConv2dAttrs in op->a.extra
  * (conv2d, conv2d_transpose). */
 FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e);

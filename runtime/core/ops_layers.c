@@ -143,12 +143,7 @@ FL_ADAPTER(uniform_random_batch_size_like, prep_batch_like, run_uniform_random_b
 /* ---- reduce_max, reduce_min, reduce_prod ---- */
 
 #define REDUCE(name)                                                                                         \
-    static FlStatus run_##name(OpCall *c) {                                                                  \
-        const PAttrs *a = &c->op->a;                                                                         \
-        return fl_kernel_##name(c->e, IN(FL_IN_##name##_X), a->dims, a->ndims, a->b[0], a->b[1],             \
-                                OUT(FL_OUT_##name##_Out));                                                   \
-    }                                                                                                        \
-    FL_ADAPTER(name, fl_exec_prep_reduce, run_##name);                                                               \
+    FL_REDUCE_ADAPTER(name);                                                                                 \
     /* <op>_grad: X, Out, Out@GRAD -> X@GRAD */                                                              \
     static FlStatus run_##name##_grad(OpCall *c) {                                                           \
         const PAttrs *a = &c->op->a;                                                                         \

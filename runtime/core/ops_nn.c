@@ -119,12 +119,7 @@ FlStatus fl_exec_prep_reduce(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 #define REDUCE(name)                                                                                         \
-    static FlStatus run_##name(OpCall *c) {                                                                  \
-        const PAttrs *a = &c->op->a;                                                                         \
-        return fl_kernel_##name(c->e, IN(FL_IN_##name##_X), a->dims, a->ndims, a->b[0], a->b[1],             \
-                                OUT(FL_OUT_##name##_Out));                                                   \
-    }                                                                                                        \
-    FL_ADAPTER(name, fl_exec_prep_reduce, run_##name);                                                               \
+    FL_REDUCE_ADAPTER(name);                                                                                 \
     static FlStatus run_##name##_grad(OpCall *c) {                                                           \
         const PAttrs *a = &c->op->a;                                                                         \
         if (!OUT(FL_OUT_##name##_grad_X_GRAD)) return FL_OK;                                                 \
