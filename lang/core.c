@@ -348,6 +348,12 @@ static FlValue *c_unique_name(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("append_backward", "loss parameter_list= no_grad_set= callbacks=", 4);
+    /* Fluid's names, accepted so its programs read the same, refused when given: ignoring them
+     * would differentiate what the program asked to leave out */
+    if (v[2] && v[2]->kind != VK_NONE)
+        return fl_ev_error(c, a->span, "append_backward(): 'no_grad_set' is not supported (set stop_gradient = True on those vars)");
+    if (v[3] && v[3]->kind != VK_NONE)
+        return fl_ev_error(c, a->span, "append_backward(): 'callbacks' is not supported");
     return fl_ev_append_backward(c, v[0], v[1], a->span);
 }
 
