@@ -6,6 +6,11 @@
  * source rows materialised once in each feed's dtype, normalised and scaled, so that filling a
  * batch is one memcpy per row. An epoch is a row order over a dataset.
  *
+ * A sequence feed (FlDataFeed.levels > 0) has a variable number of values per row, so it keeps
+ * its values apart from the dense feeds' [rows, cols] arrays: a Seq holds all the rows' values one
+ * after the other and the offsets that cut them into rows (and sub-sequences), the same absolute
+ * offsets a packed batch gets. Split, shuffle and batches pick rows, so sequences stay whole.
+ *
  * Invariants: sources, datasets and epochs never change after their constructor returns (so they
  * may be shared by threads); every permutation comes from perm() with an explicit seed, never from
  * global state; arrays whose size depends on the data are allocated with malloc and a failure is
@@ -29,16 +34,30 @@ typedef struct Feed {
     char *name;
     size_t *cols;
     size_t ncols;
+    int levels; /* 0: dense */
     FlDType dtype;
     bool label, normalize, has_scale;
     double scale;
 } Feed;
 
+/* A sequence feed's rows: vals[0..nvals) one row after the other (double or int64_t in a source,
+ * the feed's dtype in a dataset) and L levels of offsets, outermost first: off[0] has rows + 1
+ * entries, each row's first entry of the next level (its first value when L is 1, its first
+ * sub-sequence when L is 2); with L = 2, off[1] has (sub-sequences + 1) entries, each
+ * sub-sequence's first value. */
+typedef struct Seq {
+    unsigned char *vals;
+    size_t nvals, capvals;
+    int64_t *off[FL_DATA_MAX_LEVELS];
+    size_t noff[FL_DATA_MAX_LEVELS], capoff[FL_DATA_MAX_LEVELS];
+} Seq;
+
 struct FlDataSource {
     Feed *feeds;
     size_t nfeeds;
     size_t nrows, cap; /* cap: rows the raw arrays have room for */
-    void **raw;        /* per feed: double or int64_t [rows, ncols] */
+    void **raw;        /* per dense feed: double or int64_t [rows, ncols] */
+    Seq *seq;          /* per feed: the rows of a sequence feed (unused for dense feeds) */
 };
 
 struct FlDataset {
@@ -47,7 +66,8 @@ struct FlDataset {
     size_t nrows;
     size_t *origin;       /* per row: its source row */
     double **mean, **std; /* per feed: [ncols], NULL unless the feed is normalised */
-    unsigned char **data; /* per feed: [nrows, ncols] in the feed's dtype */
+    unsigned char **data; /* per dense feed: [nrows, ncols] in the feed's dtype */
+    Seq *seq;             /* per feed: the rows of a sequence feed (unused for dense feeds) */
 };
 
 struct FlDataEpoch {
@@ -69,11 +89,43 @@ static void feeds_free(Feed *f, size_t n) {
     free(f);
 }
 
-static Feed feed_copy(const char *name, const size_t *cols, size_t ncols) {
-    Feed f = {.name = fl_xstrdup(name), .ncols = ncols};
+static Feed feed_copy(const char *name, const size_t *cols, size_t ncols, int levels) {
+    Feed f = {.name = fl_xstrdup(name), .ncols = ncols, .levels = levels};
     f.cols = fl_xmalloc(fl_mul_size(ncols, sizeof *cols));
     memcpy(f.cols, cols, ncols * sizeof *cols);
     return f;
+}
+
+static void seqs_free(Seq *q, size_t n) {
+    if (!q) return;
+    for (size_t i = 0; i < n; i++) {
+        free(q[i].vals);
+        for (int k = 0; k < FL_DATA_MAX_LEVELS; k++) free(q[i].off[k]);
+    }
+    free(q);
+}
+
+/* Makes room for `need` elements of `elem` bytes in *p (capacity *cap, doubling); false when the
+ * memory runs out (data-sized arrays are an error, not an abort). */
+static bool reserve(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / elem) return false;
+        c *= 2;
+    }
+    void *q = realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* Appends offset v to level k of q. */
+static bool push_off(Seq *q, int k, int64_t v) {
+    if (!reserve((void **)&q->off[k], &q->capoff[k], q->noff[k] + 1, sizeof(int64_t))) return false;
+    q->off[k][q->noff[k]++] = v;
+    return true;
 }
 
 static FlStatus check_spec(const FlDataSpec *spec, FlErr *e) {
@@ -88,6 +140,20 @@ static FlStatus check_spec(const FlDataSpec *spec, FlErr *e) {
             if (strcmp(spec->feeds[j].name, f->name) == 0)
                 return fl_err(e, "io.csv: feed '%s' is given twice", f->name);
         if (f->ncols == 0) return fl_err(e, "io.csv: feed '%s' has no columns", f->name);
+        if (f->levels < 0 || f->levels > FL_DATA_MAX_LEVELS)
+            return fl_err(e, "io.csv: feed '%s' has %d sequence levels; at most %d", f->name,
+                          f->levels, FL_DATA_MAX_LEVELS);
+        if (f->levels && f->ncols != 1)
+            return fl_err(e, "io.csv: sequence feed '%s' has %zu columns; it reads one", f->name,
+                          f->ncols);
+        if (f->levels && (spec->sep == ' ' || spec->sep == '\t'))
+            return fl_err(e, "io.csv: feed '%s' is a sequence of blank-separated numbers; the "
+                             "separator cannot be a blank", f->name);
+        if (f->levels == 2 && spec->sep == '|')
+            return fl_err(e, "io.csv: feed '%s' is a nested sequence, whose sub-sequences "
+                             "'|' separates; the separator cannot be '|'", f->name);
+        if (f->levels && f->normalize)
+            return fl_err(e, "io.csv: feed '%s' is a sequence and cannot be normalised", f->name);
         if (!is_float(f->dtype) && f->dtype != FL_DT_INT64)
             return fl_err(e, "io.csv: feed '%s' has dtype %s; expected float32, float64 or int64",
                           f->name, fl_dtype_name(f->dtype));
@@ -271,6 +337,7 @@ static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     if (src->nrows < src->cap) return FL_OK;
     size_t cap = src->cap ? src->cap * 2 : 256;
     for (size_t i = 0; i < src->nfeeds; i++) {
+        if (src->feeds[i].levels) continue; /* its values are in src->seq[i] */
         size_t per = src->feeds[i].ncols * 8; /* double and int64_t are both 8 bytes */
         if (cap > SIZE_MAX / 2 / per) return fl_err(e, "%s: too many rows", path);
         void *p = realloc(src->raw[i], cap * per);
@@ -279,6 +346,71 @@ static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     }
     src->cap = cap;
     return FL_OK;
+}
+
+/* Parses the sequence field line[fd.start, fd.end) of sequence feed i and appends it to
+ * src->seq[i] as one more row: numbers separated by blanks, with 2 levels sub-sequences
+ * separated by '|'. The row and each sub-sequence must hold a number. */
+static FlStatus parse_seq(FlDataSource *src, size_t i, const Reader *r, char *line, Field fd,
+                          locale_t loc, FlErr *e) {
+    const Feed *f = &src->feeds[i];
+    Seq *q = &src->seq[i];
+    int last = f->levels - 1; /* the level whose offsets cut the values */
+    size_t s = fd.start, t = fd.end;
+    while (s < t && is_blank(line[s])) s++;
+    while (t > s && is_blank(line[t - 1])) t--;
+    if (s == t)
+        return fl_err(e, "%s:%zu:%zu: empty sequence (column %zu, feed '%s')", r->path, r->line,
+                      fd.start + 1, f->cols[0], f->name);
+    if (q->noff[0] == 0)
+        for (int k = 0; k < f->levels; k++)
+            if (!push_off(q, k, 0)) goto oom;
+    size_t in_sub = 0, bar = 0; /* values in the current sub-sequence; the last '|' seen + 1 */
+    for (size_t k = s;;) {
+        if (k == t || line[k] == '|') {
+            if (k < t && f->levels == 1)
+                return fl_err(e, "%s:%zu:%zu: '|' in a sequence of one level (column %zu, feed '%s'; "
+                                 "nested sequences need io.sequence(%zu, levels=2))",
+                              r->path, r->line, k + 1, f->cols[0], f->name, f->cols[0]);
+            if (f->levels == 2) {
+                if (in_sub == 0) {
+                    if (k < t)
+                        return fl_err(e, "%s:%zu:%zu: empty sub-sequence before '|' (column %zu, feed '%s')",
+                                      r->path, r->line, k + 1, f->cols[0], f->name);
+                    return fl_err(e, "%s:%zu:%zu: empty sub-sequence after '|' (column %zu, feed '%s')",
+                                  r->path, r->line, bar, f->cols[0], f->name);
+                }
+                if (!push_off(q, 1, (int64_t)q->nvals)) goto oom;
+                in_sub = 0;
+            }
+            if (k == t) break;
+            bar = ++k;
+            continue;
+        }
+        if (is_blank(line[k])) {
+            k++;
+            continue;
+        }
+        size_t a = k;
+        while (k < t && !is_blank(line[k]) && line[k] != '|') k++;
+        char saved = line[k];
+        line[k] = 0;
+        double dv = 0;
+        int64_t iv = 0;
+        FlStatus ps = parse_value(r, a, f, 0, line + a, loc, &dv, &iv, e);
+        line[k] = saved;
+        if (ps != FL_OK) return FL_ERROR;
+        if (!reserve((void **)&q->vals, &q->capvals, q->nvals + 1, 8)) goto oom;
+        if (f->dtype == FL_DT_INT64)
+            memcpy(q->vals + q->nvals * 8, &iv, 8);
+        else
+            memcpy(q->vals + q->nvals * 8, &dv, 8);
+        q->nvals++;
+        in_sub++;
+    }
+    if (push_off(q, 0, last ? (int64_t)q->noff[last] - 1 : (int64_t)q->nvals)) return FL_OK;
+oom:
+    return fl_err(e, "%s: out of memory after %zu rows", r->path, src->nrows);
 }
 
 static bool has_suffix(const char *s, const char *suffix) {
@@ -345,6 +477,10 @@ static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char
         if (grow_rows(src, path, e) != FL_OK) goto fail;
         for (size_t i = 0; i < src->nfeeds; i++) {
             const Feed *f = &src->feeds[i];
+            if (f->levels) {
+                if (parse_seq(src, i, &r, line, fields.data[f->cols[0]], loc, e) != FL_OK) goto fail;
+                continue;
+            }
             for (size_t c = 0; c < f->ncols; c++) {
                 Field fd = fields.data[f->cols[c]];
                 size_t s = fd.start, t = fd.end;
@@ -393,6 +529,7 @@ static FlDataSource *source_new(Feed *feeds_take, size_t nfeeds) {
     src->feeds = feeds_take;
     src->nfeeds = nfeeds;
     src->raw = fl_xcalloc(nfeeds, sizeof *src->raw);
+    src->seq = fl_xcalloc(nfeeds, sizeof *src->seq);
     return src;
 }
 
@@ -400,6 +537,7 @@ void fl_data_source_free(FlDataSource *src) {
     if (!src) return;
     for (size_t i = 0; i < src->nfeeds; i++) free(src->raw[i]);
     free(src->raw);
+    seqs_free(src->seq, src->nfeeds);
     feeds_free(src->feeds, src->nfeeds);
     free(src);
 }
@@ -421,7 +559,7 @@ FlStatus fl_data_source_load(const FlDataSpec *spec, const char *base_dir, FlDat
     Feed *feeds = fl_xcalloc(spec->nfeeds, sizeof *feeds);
     for (size_t i = 0; i < spec->nfeeds; i++) {
         const FlDataFeed *sf = &spec->feeds[i];
-        feeds[i] = feed_copy(sf->name, sf->cols, sf->ncols);
+        feeds[i] = feed_copy(sf->name, sf->cols, sf->ncols, sf->levels);
         feeds[i].dtype = sf->dtype;
         feeds[i].label = sf->label;
         feeds[i].normalize = sf->normalize;
@@ -455,6 +593,7 @@ void fl_data_free(FlDataset *ds) {
     free(ds->std);
     free(ds->data);
     free(ds->origin);
+    seqs_free(ds->seq, ds->nfeeds);
     feeds_free(ds->feeds, ds->nfeeds);
     free(ds);
 }
@@ -480,6 +619,75 @@ static void stats(const FlDataSource *src, size_t i, const size_t *rows, size_t 
     }
 }
 
+/* The sizes of rows[0..n) of a sequence with `levels` levels (see fl_data_seq_sizes). */
+static void seq_sizes(const Seq *q, int levels, const size_t *rows, size_t n,
+                      size_t sizes[FL_DATA_MAX_LEVELS + 1]) {
+    size_t units = 0, vals = 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t u0 = q->off[0][rows[k]], u1 = q->off[0][rows[k] + 1];
+        units += (size_t)(u1 - u0);
+        if (levels == 2) vals += (size_t)(q->off[1][u1] - q->off[1][u0]);
+    }
+    sizes[0] = n;
+    sizes[1] = units;
+    if (levels == 2) sizes[2] = vals;
+}
+
+/* Packs rows[0..n) of q (values of es bytes) into vals and the offsets lod[0..levels) (see
+ * fl_data_fill_seq); the sizes are those seq_sizes gives. */
+static void seq_gather(const Seq *q, int levels, size_t es, const size_t *rows, size_t n,
+                       unsigned char *vals, int64_t *const *lod) {
+    size_t nv = 0, nu = 0;
+    lod[0][0] = 0;
+    if (levels == 2) lod[1][0] = 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t u0 = q->off[0][rows[k]], u1 = q->off[0][rows[k] + 1], v0 = u0, v1 = u1;
+        if (levels == 2) {
+            v0 = q->off[1][u0];
+            v1 = q->off[1][u1];
+            for (int64_t u = u0; u < u1; u++, nu++) lod[1][nu + 1] = lod[1][nu] + (q->off[1][u + 1] - q->off[1][u]);
+            lod[0][k + 1] = (int64_t)nu;
+        } else {
+            lod[0][k + 1] = (int64_t)nv + (v1 - v0);
+        }
+        memcpy(vals + nv * es, q->vals + (size_t)v0 * es, (size_t)(v1 - v0) * es);
+        nv += (size_t)(v1 - v0);
+    }
+}
+
+/* d = rows[0..n) of the source sequence q of feed f, in f's dtype and scaled. */
+static bool seq_materialize(const Seq *q, const Feed *f, const size_t *rows, size_t n, Seq *d) {
+    size_t sizes[FL_DATA_MAX_LEVELS + 1];
+    seq_sizes(q, f->levels, rows, n, sizes);
+    size_t nv = sizes[f->levels], es = fl_dtype_size(f->dtype);
+    unsigned char *raw = NULL;
+    for (int k = 0; k < f->levels; k++) {
+        d->noff[k] = d->capoff[k] = sizes[k] + 1;
+        if (!(d->off[k] = malloc(d->noff[k] * sizeof(int64_t)))) return false;
+    }
+    d->nvals = d->capvals = nv;
+    if (nv > SIZE_MAX / 8 || !(d->vals = malloc(nv ? nv * es : 1)) || !(raw = malloc(nv ? nv * 8 : 1))) {
+        free(raw);
+        return false;
+    }
+    seq_gather(q, f->levels, 8, rows, n, raw, d->off);
+    for (size_t k = 0; k < nv; k++) {
+        if (f->dtype == FL_DT_INT64) {
+            memcpy(d->vals + k * 8, raw + k * 8, 8);
+            continue;
+        }
+        double v;
+        memcpy(&v, raw + k * 8, 8);
+        if (f->has_scale) v *= f->scale;
+        if (f->dtype == FL_DT_FLOAT32)
+            ((float *)d->vals)[k] = (float)v;
+        else
+            ((double *)d->vals)[k] = v;
+    }
+    free(raw);
+    return true;
+}
+
 /* A dataset of the given source rows. mean/std: per source feed, the statistics to normalise
  * with (NULL entries for feeds not normalised); they are copied. */
 static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t n,
@@ -491,9 +699,10 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
     ds->mean = fl_xcalloc(src->nfeeds, sizeof *ds->mean);
     ds->std = fl_xcalloc(src->nfeeds, sizeof *ds->std);
     ds->data = fl_xcalloc(src->nfeeds, sizeof *ds->data);
+    ds->seq = fl_xcalloc(src->nfeeds, sizeof *ds->seq);
     for (size_t i = 0; i < src->nfeeds; i++) {
         const Feed *sf = &src->feeds[i];
-        Feed f = feed_copy(sf->name, sf->cols, sf->ncols);
+        Feed f = feed_copy(sf->name, sf->cols, sf->ncols, sf->levels);
         f.dtype = sf->dtype;
         f.label = sf->label;
         f.normalize = sf->normalize;
@@ -507,6 +716,10 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
     for (size_t i = 0; i < src->nfeeds; i++) {
         const Feed *f = &ds->feeds[i];
         size_t nc = f->ncols, es = fl_dtype_size(f->dtype);
+        if (f->levels) {
+            if (!seq_materialize(&src->seq[i], f, rows, n, &ds->seq[i])) goto oom;
+            continue;
+        }
         if (f->normalize) {
             FL_ASSERT(mean[i] && std[i]);
             ds->mean[i] = fl_xmalloc(nc * sizeof(double));
@@ -650,7 +863,7 @@ FlStatus fl_data_predict_load(const FlDataset *train, const char *path, size_t s
     for (size_t i = 0, j = 0; i < train->nfeeds; i++) {
         const Feed *tf = &train->feeds[i];
         if (tf->label) continue;
-        feeds[j] = feed_copy(tf->name, tf->cols, tf->ncols);
+        feeds[j] = feed_copy(tf->name, tf->cols, tf->ncols, tf->levels);
         feeds[j].dtype = tf->dtype;
         feeds[j].normalize = tf->normalize;
         feeds[j].has_scale = tf->has_scale;
@@ -719,7 +932,7 @@ size_t fl_data_row_origin(const FlDataset *ds, size_t row) {
 
 void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *buf,
                        size_t bufsize) {
-    FL_ASSERT(feed < ds->nfeeds);
+    FL_ASSERT(feed < ds->nfeeds && !ds->feeds[feed].levels);
     size_t stride = ds->feeds[feed].ncols * fl_dtype_size(ds->feeds[feed].dtype);
     FL_ASSERT(n <= bufsize / stride);
     unsigned char *dst = buf;
@@ -728,6 +941,28 @@ void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, siz
         FL_ASSERT(rows[k] < ds->nrows);
         memcpy(dst + k * stride, data + rows[k] * stride, stride);
     }
+}
+
+int fl_data_feed_levels(const FlDataset *ds, size_t feed) {
+    FL_ASSERT(feed < ds->nfeeds);
+    return ds->feeds[feed].levels;
+}
+
+void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, size_t n,
+                       size_t sizes[FL_DATA_MAX_LEVELS + 1]) {
+    FL_ASSERT(feed < ds->nfeeds && ds->feeds[feed].levels);
+    for (size_t k = 0; k < n; k++) FL_ASSERT(rows[k] < ds->nrows);
+    seq_sizes(&ds->seq[feed], ds->feeds[feed].levels, rows, n, sizes);
+}
+
+void fl_data_fill_seq(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *vals,
+                      size_t valbytes, int64_t *const *lod) {
+    size_t sizes[FL_DATA_MAX_LEVELS + 1];
+    fl_data_seq_sizes(ds, feed, rows, n, sizes);
+    const Feed *f = &ds->feeds[feed];
+    size_t es = fl_dtype_size(f->dtype);
+    FL_ASSERT(sizes[f->levels] <= valbytes / es);
+    seq_gather(&ds->seq[feed], f->levels, es, rows, n, vals, lod);
 }
 
 /* ---- epochs ---- */
@@ -779,10 +1014,14 @@ size_t fl_data_epoch_share_rows(const FlDataEpoch *ep, size_t batch, size_t trai
 
 const size_t *fl_data_epoch_order(const FlDataEpoch *ep) { return ep->order; }
 
+const size_t *fl_data_epoch_share(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t *n) {
+    *n = fl_data_epoch_share_rows(ep, batch, trainer);
+    return *n ? ep->order + batch * ep->global + trainer * ep->batch : ep->order;
+}
+
 void fl_data_epoch_fill(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t feed, void *buf,
                         size_t bufsize) {
-    size_t n = fl_data_epoch_share_rows(ep, batch, trainer);
-    if (n == 0) return;
-    const size_t *rows = ep->order + batch * ep->global + trainer * ep->batch;
-    fl_data_fill_rows(ep->ds, feed, rows, n, buf, bufsize);
+    size_t n;
+    const size_t *rows = fl_data_epoch_share(ep, batch, trainer, &n);
+    if (n) fl_data_fill_rows(ep->ds, feed, rows, n, buf, bufsize);
 }

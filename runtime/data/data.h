@@ -50,6 +50,10 @@
  *     path:LINE:COL: '3.5' is not an integer (column 64, feed 'label' is int64)
  *     path:LINE: column 2: value '1e39' is out of float32 range (feed 'x')
  *     path:LINE: a NUL byte (byte column 5); a CSV file holds text
+ *     path:LINE:COL: empty sequence (column 0, feed 'words')
+ *     path:LINE:COL: empty sub-sequence before '|' (column 0, feed 'words')
+ *     path:LINE:COL: '|' in a sequence of one level (column 0, feed 'words'; nested sequences
+ *                    need io.sequence(0, levels=2))
  *     cannot open 'path': No such file or directory
  * Column numbers in messages are 0-based, as in `columns=`. Misuse by the caller (a feed or batch
  * index out of range, a buffer too small) is a bug and stops through FL_ASSERT.
@@ -73,14 +77,25 @@
 
 /* ---- reader description (what io.csv / io.split record) ---- */
 
-/* One feed: a named input of the program filled from some columns of the file. */
+/* The most levels a sequence feed may have. */
+#define FL_DATA_MAX_LEVELS 2
+
+/* One feed: a named input of the program filled from some columns of the file.
+ *
+ * A sequence feed (levels 1 or 2, io.sequence(col, levels)) reads one column whose field holds
+ * the row's sequence: numbers separated by blanks (spaces or tabs), and with 2 levels
+ * sub-sequences separated by '|' ("3 4 5|6 7|8": one row of three sub-sequences). A row's
+ * sequence and each sub-sequence hold at least one number. A batch of such rows is packed without
+ * padding: the values [T, 1] and the offsets of each level (see fl_data_fill_seq). */
 typedef struct FlDataFeed {
     const char *name;
     const size_t *cols; /* 0-based column indices, in the order they fill the feed's row */
-    size_t ncols;       /* at least 1 */
+    size_t ncols;       /* at least 1; exactly 1 for a sequence feed */
+    int levels;         /* 0: dense (ncols values per row); 1..FL_DATA_MAX_LEVELS: a sequence */
     FlDType dtype;      /* FL_DT_FLOAT32, FL_DT_FLOAT64 or FL_DT_INT64 (values must be integral) */
     bool label;         /* a label: left out of prediction input */
-    bool normalize;     /* z-score each column with the training part's mean and std (float only) */
+    bool normalize;     /* z-score each column with the training part's mean and std (float and
+                         * dense only) */
     bool has_scale;     /* multiply by `scale` (after normalising; float only) */
     double scale;
 } FlDataFeed;
@@ -155,7 +170,7 @@ size_t fl_data_feed_count(const FlDataset *ds);
 /* The index of the feed called `name`, or -1. */
 ptrdiff_t fl_data_feed_find(const FlDataset *ds, const char *name);
 const char *fl_data_feed_name(const FlDataset *ds, size_t feed); /* owned by ds */
-/* A feed's shape is [rows, fl_data_feed_cols()]. */
+/* A dense feed's shape is [rows, fl_data_feed_cols()]; a sequence feed's values are [T, 1]. */
 size_t fl_data_feed_cols(const FlDataset *ds, size_t feed);
 FlDType fl_data_feed_dtype(const FlDataset *ds, size_t feed);
 bool fl_data_feed_is_label(const FlDataset *ds, size_t feed);
@@ -165,10 +180,26 @@ bool fl_data_feed_is_label(const FlDataset *ds, size_t feed);
 bool fl_data_feed_stats(const FlDataset *ds, size_t feed, const double **mean, const double **std);
 /* The 0-based data row of the file (after skip_rows) that dataset row `row` came from. */
 size_t fl_data_row_origin(const FlDataset *ds, size_t row);
-/* Writes rows[0..n) of `feed`, row-major [n, cols], in the feed's dtype. buf holds at least
- * bufsize bytes, n * cols * dtype size of them used. */
+/* Writes rows[0..n) of dense `feed`, row-major [n, cols], in the feed's dtype. buf holds at
+ * least bufsize bytes, n * cols * dtype size of them used. */
 void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *buf,
                        size_t bufsize);
+
+/* 0 for a dense feed, else the levels of a sequence feed. */
+int fl_data_feed_levels(const FlDataset *ds, size_t feed);
+/* The sizes of the packed batch of rows[0..n) of sequence feed `feed` with L levels:
+ * sizes[0] = n (the rows' sequences), with 2 levels sizes[1] = their sub-sequences, and
+ * sizes[L] = T, the values. Offsets of level k have sizes[k] + 1 entries; the values are [T, 1]. */
+void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, size_t n,
+                       size_t sizes[FL_DATA_MAX_LEVELS + 1]);
+/* Packs rows[0..n) of sequence feed `feed`: their values one after the other into vals (the
+ * feed's dtype, valbytes bytes, T * dtype size used) and the offsets of each level into lod[k]
+ * (int64, sizes[k] + 1 entries, Fluid's absolute offsets: lod[k][0] == 0, non-decreasing; level
+ * L-1 cuts the values, level k < L-1 cuts the entries of level k+1). E.g. the rows "1 2 3",
+ * "4" and "5 6|7" of a 2-level feed give values [1..7], lod[0] = [0, 1, 2, 4] and
+ * lod[1] = [0, 3, 4, 6, 7]. */
+void fl_data_fill_seq(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *vals,
+                      size_t valbytes, int64_t *const *lod);
 
 /* ---- epochs, batches, trainer shares ---- */
 
@@ -191,7 +222,11 @@ size_t fl_data_epoch_batch_rows(const FlDataEpoch *ep, size_t batch);
 size_t fl_data_epoch_share_rows(const FlDataEpoch *ep, size_t batch, size_t trainer);
 /* The epoch's row order: fl_data_rows() dataset row indices, each once. Owned by ep. */
 const size_t *fl_data_epoch_order(const FlDataEpoch *ep);
-/* Writes trainer `trainer`'s share of global batch `batch` for `feed`: shape
+/* The dataset rows of trainer `trainer`'s share of global batch `batch`: *n of them
+ * (fl_data_epoch_share_rows()), owned by ep; fill them with fl_data_fill_rows (dense feeds) or
+ * fl_data_fill_seq (sequence feeds: a share holds whole sequences). */
+const size_t *fl_data_epoch_share(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t *n);
+/* Writes trainer `trainer`'s share of global batch `batch` for dense `feed`: shape
  * [fl_data_epoch_share_rows(), fl_data_feed_cols()], row-major, in the feed's dtype; bufsize is
  * the buffer's size in bytes (at least the share's). Nothing is written for an empty share. */
 void fl_data_epoch_fill(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t feed, void *buf,

@@ -804,6 +804,234 @@ static void test_long_lines_and_truncated_gz(void) {
     open_fails(&spec, NULL, want);
 }
 
+/* ---- sequence feeds ---- */
+
+static const size_t COL0[1] = {0};
+static const size_t COL1[1] = {1};
+
+/* A spec over a temporary file: 'words' = the sequence in column 0 (levels, dtype) and 'label' =
+ * column 1, int64. */
+static void seq_spec(Spec *s, const char *name, const char *text, int levels, FlDType dt) {
+    memset(s, 0, sizeof *s);
+    s->feeds[0] = (FlDataFeed){.name = "words", .cols = COL0, .ncols = 1, .levels = levels, .dtype = dt};
+    s->feeds[1] = (FlDataFeed){.name = "label", .cols = COL1, .ncols = 1, .dtype = FL_DT_INT64, .label = true};
+    s->spec = (FlDataSpec){.path = tmp_write(name, text), .feeds = s->feeds, .nfeeds = 2};
+}
+
+/* Packs rows[0..n) of sequence feed 0 and checks sizes, offsets and values (as int64). */
+static void expect_seq(const FlDataset *ds, const size_t *rows, size_t n, const size_t *sizes,
+                       const int64_t *lod0, const int64_t *lod1, const int64_t *vals) {
+    int L = fl_data_feed_levels(ds, 0);
+    size_t got[FL_DATA_MAX_LEVELS + 1];
+    fl_data_seq_sizes(ds, 0, rows, n, got);
+    for (int k = 0; k <= L; k++) CU_ASSERT_EQUAL(got[k], sizes[k]);
+    size_t T = got[L];
+    int64_t *v = calloc(T + 1, sizeof *v);
+    int64_t *o0 = calloc(got[0] + 1, sizeof *o0), *o1 = calloc(got[1] + 1, sizeof *o1);
+    int64_t *lod[2] = {o0, o1};
+    fl_data_fill_seq(ds, 0, rows, n, v, T * sizeof *v, lod);
+    CU_ASSERT_EQUAL(memcmp(o0, lod0, (sizes[0] + 1) * sizeof *o0), 0);
+    if (L == 2) CU_ASSERT_EQUAL(memcmp(o1, lod1, (sizes[1] + 1) * sizeof *o1), 0);
+    CU_ASSERT_EQUAL(memcmp(v, vals, T * sizeof *v), 0);
+    free(v);
+    free(o0);
+    free(o1);
+}
+
+static void test_seq_load(void) {
+    Spec s;
+    /* One level: blanks (spaces, tabs, several) separate the numbers; rows of 3, 1 and 17. */
+    seq_spec(&s, "seq1.csv",
+             "3 4 5,1\n"
+             " 7 ,0\n"
+             "1 2 3 4 5 6 7 8 9 10 11 12 13 14\t15  16 17,1\n", 1, FL_DT_INT64);
+    FlDataset *ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_rows(ds), 3);
+    CU_ASSERT_EQUAL(fl_data_feed_levels(ds, 0), 1);
+    CU_ASSERT_EQUAL(fl_data_feed_levels(ds, 1), 0);
+    CU_ASSERT_EQUAL(fl_data_feed_cols(ds, 0), 1);
+    int64_t all[21] = {3, 4, 5, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+    expect_seq(ds, (const size_t[]){0, 1, 2}, 3, (const size_t[]){3, 21}, (const int64_t[]){0, 3, 4, 21}, NULL, all);
+    /* Any order, repeats: rows are packed in the order asked. */
+    expect_seq(ds, (const size_t[]){1, 0, 1}, 3, (const size_t[]){3, 5}, (const int64_t[]){0, 1, 4, 5}, NULL,
+               (const int64_t[]){7, 3, 4, 5, 7});
+    expect_seq(ds, (const size_t[]){0}, 0, (const size_t[]){0, 0}, (const int64_t[]){0}, NULL, all);
+    int64_t label[3];
+    fl_data_fill_rows(ds, 1, (const size_t[]){0, 1, 2}, 3, label, sizeof label);
+    CU_ASSERT_EQUAL(label[1], 0);
+    fl_data_free(ds);
+
+    /* Two levels: '|' separates sub-sequences, blanks around it are fine. */
+    seq_spec(&s, "seq2.csv",
+             "3 4 5|6 7|8,1\n"
+             "9,0\n"
+             "1 2 | 3\t|4 ,1\n", 2, FL_DT_INT64);
+    ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_feed_levels(ds, 0), 2);
+    expect_seq(ds, (const size_t[]){0, 1, 2}, 3, (const size_t[]){3, 7, 11}, (const int64_t[]){0, 3, 4, 7},
+               (const int64_t[]){0, 3, 5, 6, 7, 9, 10, 11}, (const int64_t[]){3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4});
+    expect_seq(ds, (const size_t[]){2, 1}, 2, (const size_t[]){2, 4, 5}, (const int64_t[]){0, 3, 4},
+               (const int64_t[]){0, 2, 3, 4, 5}, (const int64_t[]){1, 2, 3, 4, 9});
+    fl_data_free(ds);
+
+    /* float32 values, scaled; a header row; the label column may precede. */
+    seq_spec(&s, "seqf.csv", "text,label\n0.5 -1.5e1,2\n4,3\n", 1, FL_DT_FLOAT32);
+    s.spec.skip_rows = 1;
+    s.feeds[0].has_scale = true;
+    s.feeds[0].scale = 2;
+    ds = open_ok(&s.spec);
+    size_t sz[3];
+    fl_data_seq_sizes(ds, 0, (const size_t[]){0, 1}, 2, sz);
+    CU_ASSERT_EQUAL(sz[1], 3);
+    float v[3];
+    int64_t o[3];
+    int64_t *lod[1] = {o};
+    fl_data_fill_seq(ds, 0, (const size_t[]){0, 1}, 2, v, sizeof v, lod);
+    CU_ASSERT_EQUAL(v[0], 1.0f);
+    CU_ASSERT_EQUAL(v[1], -30.0f);
+    CU_ASSERT_EQUAL(v[2], 8.0f);
+    CU_ASSERT_EQUAL(o[1], 2);
+    CU_ASSERT_EQUAL(o[2], 3);
+    fl_data_free(ds);
+}
+
+/* n rows "i i+1 ... " of length 1 + i % 5, label i % 2: a file for split and share tests. */
+static const char *seq_file(const char *name, size_t n, int levels) {
+    FlBuf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k <= i % 5; k++)
+            fl_buf_printf(&b, "%s%zu", k == 0 ? "" : levels == 2 && k % 2 == 0 ? "|" : " ", i * 10 + k);
+        fl_buf_printf(&b, ",%zu\n", i % 2);
+    }
+    const char *path = tmp_write(name, fl_buf_str(&b));
+    fl_buf_free(&b);
+    return path;
+}
+
+/* The first value of each sequence of a packed batch is 10 * its file row: the rows of the batch. */
+static void seq_rows(const FlDataset *ds, const size_t *rows, size_t n, size_t *out) {
+    size_t sizes[3];
+    fl_data_seq_sizes(ds, 0, rows, n, sizes);
+    int L = fl_data_feed_levels(ds, 0);
+    int64_t *v = calloc(sizes[L] + 1, sizeof *v), *o0 = calloc(n + 1, sizeof *o0),
+            *o1 = calloc(sizes[1] + 1, sizeof *o1);
+    int64_t *lod[2] = {o0, o1};
+    fl_data_fill_seq(ds, 0, rows, n, v, sizes[L] * sizeof *v, lod);
+    for (size_t k = 0; k < n; k++) {
+        int64_t first = L == 2 ? o1[o0[k]] : o0[k], end = L == 2 ? o1[o0[k + 1]] : o0[k + 1];
+        size_t r = (size_t)v[first] / 10;
+        out[k] = r;
+        CU_ASSERT_EQUAL(end - first, (int64_t)(1 + r % 5)); /* whole */
+        if (L == 2) CU_ASSERT_EQUAL(o0[k + 1] - o0[k], (int64_t)(1 + (r % 5) / 2));
+        for (int64_t j = first; j < end; j++) CU_ASSERT_EQUAL(v[j], (int64_t)r * 10 + (j - first));
+    }
+    free(v);
+    free(o0);
+    free(o1);
+}
+
+static void test_seq_split_shuffle_shares(void) {
+    for (int L = 1; L <= 2; L++) {
+        Spec s;
+        seq_spec(&s, L == 1 ? "seqs1.csv" : "seqs2.csv", "", L, FL_DT_INT64);
+        s.spec.path = seq_file(L == 1 ? "seqs1.csv" : "seqs2.csv", 103, L);
+        s.spec.part = FL_DATA_TRAIN;
+        s.spec.split_fraction = 0.8;
+        s.spec.split_seed = 4;
+        FlDataset *tr = open_ok(&s.spec);
+        s.spec.part = FL_DATA_TEST;
+        FlDataset *te = open_ok(&s.spec);
+        CU_ASSERT_EQUAL(fl_data_rows(tr), 82);
+        CU_ASSERT_EQUAL(fl_data_rows(te), 21);
+        /* The parts hold whole rows, each once: origins match the rows the values name. */
+        bool seen[103] = {0};
+        for (int p = 0; p < 2; p++) {
+            const FlDataset *ds = p ? te : tr;
+            size_t n = fl_data_rows(ds), rows[82], got[82];
+            for (size_t i = 0; i < n; i++) rows[i] = i;
+            seq_rows(ds, rows, n, got);
+            for (size_t i = 0; i < n; i++) {
+                CU_ASSERT_EQUAL(got[i], fl_data_row_origin(ds, i));
+                CU_ASSERT_FALSE(seen[got[i]]);
+                seen[got[i]] = true;
+            }
+        }
+        /* Shares of T=3, b=10: whole sequences; together the global batch of a local run with
+         * batch 30 (the same rows in the same order). */
+        FlErr e;
+        FlDataEpoch *ep, *g;
+        CU_ASSERT_FATAL(fl_data_epoch_new(tr, 10, 3, true, 9, 2, &ep, &e) == FL_OK);
+        CU_ASSERT_FATAL(fl_data_epoch_new(tr, 30, 1, true, 9, 2, &g, &e) == FL_OK);
+        CU_ASSERT_EQUAL(fl_data_epoch_batches(ep), 3);
+        size_t total = 0;
+        for (size_t b = 0; b < 3; b++) {
+            size_t gn, want[30], got[30], sum = 0;
+            const size_t *grows = fl_data_epoch_share(g, b, 0, &gn);
+            seq_rows(tr, grows, gn, want);
+            for (size_t t = 0; t < 3; t++) {
+                size_t n;
+                const size_t *rows = fl_data_epoch_share(ep, b, t, &n);
+                CU_ASSERT_EQUAL(n, b < 2 || t < 2 ? 10 : 2); /* the last: 22 = 10, 10, 2 */
+                if (n) seq_rows(tr, rows, n, got + sum);
+                sum += n;
+            }
+            CU_ASSERT_EQUAL(sum, gn);
+            CU_ASSERT_EQUAL(memcmp(got, want, gn * sizeof *got), 0);
+            total += gn;
+        }
+        CU_ASSERT_EQUAL(total, 82);
+        fl_data_epoch_free(ep);
+        fl_data_epoch_free(g);
+        fl_data_free(tr);
+        fl_data_free(te);
+    }
+}
+
+static void test_seq_errors(void) {
+    static const struct {
+        const char *text;
+        int levels;
+        FlDType dtype;
+        const char *want; /* after the path */
+    } cases[] = {
+        {"1 2,0\n,1\n", 1, FL_DT_INT64, ":2:1: empty sequence (column 0, feed 'words')"},
+        {"1 2,0\n  \t ,1\n", 1, FL_DT_INT64, ":2:1: empty sequence (column 0, feed 'words')"},
+        {"1 2,0\n3 x 5,1\n", 1, FL_DT_INT64, ":2:3: 'x' is not a number (column 0, feed 'words')"},
+        {"1 2.5,0\n", 1, FL_DT_INT64, ":1:3: '2.5' is not an integer (column 0, feed 'words' is int64)"},
+        {"1 2,0\n1 1e39,0\n", 1, FL_DT_FLOAT32, ":2: column 0: value '1e39' is out of float32 range (feed 'words')"},
+        {"1 2|3,0\n", 1, FL_DT_INT64,
+         ":1:4: '|' in a sequence of one level (column 0, feed 'words'; nested sequences need io.sequence(0, levels=2))"},
+        {"1 2|3,0\n1||3,0\n", 2, FL_DT_INT64, ":2:3: empty sub-sequence before '|' (column 0, feed 'words')"},
+        {" | 3,0\n", 2, FL_DT_INT64, ":1:2: empty sub-sequence before '|' (column 0, feed 'words')"},
+        {"1 2|3,0\n4 5 | ,0\n", 2, FL_DT_INT64, ":2:5: empty sub-sequence after '|' (column 0, feed 'words')"},
+        {"1 2|3,0\n4 5|6|x,0\n", 2, FL_DT_INT64, ":2:7: 'x' is not a number (column 0, feed 'words')"},
+    };
+    Spec s;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "seqe%zu.csv", i);
+        seq_spec(&s, name, cases[i].text, cases[i].levels, cases[i].dtype);
+        expect_error(&s, cases[i].want);
+    }
+    /* Descriptions that make no sense. */
+    seq_spec(&s, "seqe11.csv", "1 2,0\n", 1, FL_DT_FLOAT32);
+    s.feeds[0].normalize = true;
+    open_fails(&s.spec, NULL, "io.csv: feed 'words' is a sequence and cannot be normalised");
+    s.feeds[0].normalize = false;
+    s.spec.sep = ' ';
+    open_fails(&s.spec, NULL, "io.csv: feed 'words' is a sequence of blank-separated numbers; the separator cannot be a blank");
+    s.spec.sep = '|';
+    s.feeds[0].levels = 2;
+    open_fails(&s.spec, NULL, "io.csv: feed 'words' is a nested sequence, whose sub-sequences '|' separates; the separator cannot be '|'");
+    s.spec.sep = 0;
+    s.feeds[0].levels = 3;
+    open_fails(&s.spec, NULL, "io.csv: feed 'words' has 3 sequence levels; at most 2");
+    s.feeds[0].levels = 1;
+    s.feeds[0].cols = COLS3;
+    s.feeds[0].ncols = 2;
+    open_fails(&s.spec, NULL, "io.csv: sequence feed 'words' has 2 columns; it reads one");
+}
+
 /* ---- sharing between threads ---- */
 
 typedef struct Job {
@@ -869,6 +1097,9 @@ int main(void) {
     CU_add_test(s, "lenient syntax", test_lenient_syntax);
     CU_add_test(s, "long lines, truncated gzip", test_long_lines_and_truncated_gz);
     CU_add_test(s, "threads", test_threads);
+    CU_add_test(s, "sequence load and packing", test_seq_load);
+    CU_add_test(s, "sequence split, shuffle, shares", test_seq_split_shuffle_shares);
+    CU_add_test(s, "sequence errors", test_seq_errors);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
