@@ -778,6 +778,45 @@ static FlReaderSpec *reader_new(Ctx *c) {
     return r;
 }
 
+/* io.sequence(column, levels=1): in io.csv's columns=, a column whose field holds a sequence per
+ * row (numbers separated by blanks; with levels=2, sub-sequences separated by '|'). */
+static FlValue *c_io_sequence(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("sequence", "column levels=", 2);
+    int64_t col, levels = 1;
+    if (!fl_ev_want_int(c, v[0], "column", a->span, &col)) return c->error;
+    if (col < 0) return fl_ev_error(c, a->span, "io.sequence() needs a non-negative column index, found %lld", (long long)col);
+    if (v[1] && !fl_ev_want_int(c, v[1], "levels", a->span, &levels)) return c->error;
+    if (levels < 1 || levels > 2)
+        return fl_ev_error(c, a->span, "io.sequence() reads sequences of 1 or 2 levels, found levels=%lld", (long long)levels);
+    FlValue *r = fl_v_record(c, "io.sequence");
+    fl_v_rec_set(c, r, "column", fl_v_int(c, col));
+    fl_v_rec_set(c, r, "levels", fl_v_int(c, levels));
+    return r;
+}
+
+static bool is_sequence_col(const FlValue *v) {
+    return v->kind == VK_RECORD && !v->rec.cls && strcmp(v->rec.type, "io.sequence") == 0;
+}
+
+/* The located errors of a reader whose feed fc is a sequence: a blank separator would cut its
+ * numbers apart, '|' its sub-sequences, and sequences are not normalised. */
+static bool check_sequence_feed(Ctx *c, const FlReaderSpec *r, const FlFeedCols *fc, FlSpan sp) {
+    if (r->sep == ' ' || r->sep == '\t') {
+        fl_ev_error(c, sp, "feed '%s' is a sequence of blank-separated numbers: sep cannot be a blank", fc->feed);
+        return false;
+    }
+    if (fc->lod_level == 2 && r->sep == '|') {
+        fl_ev_error(c, sp, "feed '%s' is a nested sequence whose sub-sequences '|' separates: sep cannot be '|'", fc->feed);
+        return false;
+    }
+    for (size_t i = 0; i < r->normalize.len; i++)
+        if (strcmp(r->normalize.data[i], fc->feed) == 0) {
+            fl_ev_error(c, sp, "normalize names '%s', a sequence (io.sequence): sequences cannot be normalised", fc->feed);
+            return false;
+        }
+    return true;
+}
+
 static FlValue *c_io_csv(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("csv", "path columns skip_rows= sep= normalize= scale=", 6);
     if (!fl_ev_want_str(c, v[0], "path", a->span)) return c->error;
@@ -792,9 +831,25 @@ static FlValue *c_io_csv(Ctx *c, FlValue *self, CallArgs *a) {
     for (size_t i = 0; i < v[1]->dict.len; i++) {
         FlValue *k = v[1]->dict.keys[i], *cols = v[1]->dict.vals[i];
         if (k->kind != VK_STR) return fl_ev_error(c, a->span, "columns keys must be feed names");
-        FlValue *l = cols->kind == VK_INT ? NULL : cols;
-        if (l && !fl_v_is_seq(l)) return fl_ev_error(c, a->span, "columns['%s'] must be a list of column indices", k->str.s);
         FlFeedCols fc = {0};
+        if (is_sequence_col(cols)) {
+            /* its attributes may have been assigned since io.sequence() checked them */
+            FlValue *col = fl_env_find(cols->rec.attrs, "column"), *lv = fl_env_find(cols->rec.attrs, "levels");
+            if (!col || col->kind != VK_INT || col->i < 0 || !lv || lv->kind != VK_INT || lv->i < 1 || lv->i > 2)
+                return fl_ev_error(c, a->span, "columns['%s'] is not an io.sequence(column, levels) of a column index and 1 or 2 levels",
+                                   k->str.s);
+            fc.feed = fl_xstrdup(k->str.s);
+            fc.ncols = 1;
+            fc.cols = fl_xcalloc(1, sizeof(int64_t));
+            fc.cols[0] = col->i;
+            fc.lod_level = (int)lv->i;
+            FL_VEC_PUSH(&r->feeds, fc);
+            continue;
+        }
+        FlValue *l = cols->kind == VK_INT ? NULL : cols;
+        if (l && !fl_v_is_seq(l))
+            return fl_ev_error(c, a->span, "columns['%s'] must be a list of column indices or io.sequence(column), found %s", k->str.s,
+                               fl_v_type_name(cols));
         fc.feed = fl_xstrdup(k->str.s);
         fc.ncols = l ? l->list.len : 1;
         fc.cols = fl_xcalloc(fc.ncols, sizeof(int64_t));
@@ -832,6 +887,8 @@ static FlValue *c_io_csv(Ctx *c, FlValue *self, CallArgs *a) {
             FL_VEC_PUSH(&r->scale_factors, fl_v_num(f));
         }
     }
+    for (size_t i = 0; i < r->feeds.len; i++)
+        if (r->feeds.data[i].lod_level && !check_sequence_feed(c, r, &r->feeds.data[i], a->span)) return c->error;
     FlValue *rv = fl_v_new(c, VK_READER);
     rv->reader = r;
     return rv;
@@ -1026,6 +1083,7 @@ static const NativeFn core_fns[] = {
     {"concat", c_concat},
     {"io_csv", c_io_csv},
     {"io_split", c_io_split},
+    {"io_sequence", c_io_sequence},
     {"train", c_train},
     {"flag", c_flag},
 };

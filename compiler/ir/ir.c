@@ -573,7 +573,7 @@ FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r) {
     c->sep = r->sep;
     for (size_t i = 0; i < r->feeds.len; i++) {
         const FlFeedCols *f = &r->feeds.data[i];
-        FlFeedCols fc = {dup_or_null(f->feed), f->dtype, dup_ints(f->cols, f->ncols), f->ncols};
+        FlFeedCols fc = {dup_or_null(f->feed), f->dtype, dup_ints(f->cols, f->ncols), f->ncols, f->lod_level};
         FL_VEC_PUSH(&c->feeds, fc);
     }
     STRVEC_COPY(&c->normalize, &r->normalize);
@@ -829,6 +829,9 @@ static FlStatus check_reader(const FlReaderSpec *r, const char *which, FlErr *e)
             return fl_err(e, "%s: feed '%s' has an unknown dtype %d", which, f->feed,
                           (int)f->dtype);
         if (f->ncols && !f->cols) return fl_err(e, "%s: feed '%s' has no columns", which, f->feed);
+        if (f->lod_level < 0 || (f->lod_level > 0 && f->ncols != 1))
+            return fl_err(e, "%s: feed '%s' has lod_level %d and %zu columns (a sequence reads one)",
+                          which, f->feed, f->lod_level, f->ncols);
         for (size_t j = 0; j < f->ncols; j++)
             if (f->cols[j] < 0)
                 return fl_err(e, "%s: feed '%s' has a negative column %lld", which, f->feed,

@@ -194,6 +194,8 @@ typedef struct FlFeedCols {
     FlDType dtype;   /* float32 features, int64 labels */
     int64_t *cols;   /* column indices in the file */
     size_t ncols;
+    int lod_level;   /* 0: dense, ncols values per row; 1 or 2: io.sequence(cols[0], levels): the
+                        column holds a sequence per row, fed as a LoD tensor and its offsets */
 } FlFeedCols;
 
 typedef enum FlReaderPart { FL_PART_ALL = 0, FL_PART_TRAIN = 1, FL_PART_TEST = 2 } FlReaderPart;

@@ -183,6 +183,10 @@ static Fluidc__ReaderSpec *enc_reader(FlArena *a, const FlReaderSpec *r, const c
         fm->dtype = (Fluidc__DType)f->dtype;
         fm->n_cols = f->cols ? f->ncols : 0;
         fm->cols = f->cols;
+        if (f->lod_level) {
+            fm->has_lod_level = 1;
+            fm->lod_level = f->lod_level;
+        }
     }
     m->n_normalize = r->normalize.len;
     m->normalize = enc_strs(a, r->normalize.data, r->normalize.len);
@@ -450,7 +454,7 @@ static FlStatus dec_reader(const Fluidc__ReaderSpec *m, FlReaderSpec **out, cons
         const Fluidc__FeedCols *fm = m->feeds[i];
         r->feeds.data[r->feeds.len++] =
             (FlFeedCols){dec_str(fm->feed), (FlDType)fm->dtype, dec_ints(fm->cols, fm->n_cols),
-                         fm->n_cols};
+                         fm->n_cols, fm->lod_level};
     }
     DEC_STRVEC(&r->normalize, m->normalize, m->n_normalize);
     DEC_STRVEC(&r->scale_feeds, m->scale_feeds, m->n_scale_feeds);

@@ -218,6 +218,7 @@ static void show_reader(FlBuf *out, const char *title, const FlReaderSpec *r) {
         const FlFeedCols *f = &r->feeds.data[i];
         fl_buf_printf(out, "  feed %s : %s cols ", f->feed ? f->feed : "", fl_dtype_name(f->dtype));
         put_ints(out, f->cols, f->ncols);
+        if (f->lod_level) fl_buf_printf(out, " lod_level %d", f->lod_level);
         fl_buf_putc(out, '\n');
     }
     if (r->normalize.len) {

@@ -50,12 +50,15 @@ static FlReaderSpec *make_reader(const char *path, FlReaderPart part) {
     r->skip_rows = 1;
     r->sep = ',';
     int64_t xc[] = {0, 1, 2}, yc[] = {13};
-    FlFeedCols x = {strdup("x"), FL_DT_FLOAT32, malloc(sizeof xc), 3};
+    FlFeedCols x = {strdup("x"), FL_DT_FLOAT32, malloc(sizeof xc), 3, 0};
     memcpy(x.cols, xc, sizeof xc);
-    FlFeedCols y = {strdup("y"), FL_DT_INT64, malloc(sizeof yc), 1};
+    FlFeedCols y = {strdup("y"), FL_DT_INT64, malloc(sizeof yc), 1, 0};
     memcpy(y.cols, yc, sizeof yc);
+    FlFeedCols w = {strdup("w"), FL_DT_INT64, malloc(sizeof yc), 1, 2};
+    w.cols[0] = 3;
     FL_VEC_PUSH(&r->feeds, x);
     FL_VEC_PUSH(&r->feeds, y);
+    FL_VEC_PUSH(&r->feeds, w);
     FL_VEC_PUSH(&r->normalize, strdup("x"));
     FL_VEC_PUSH(&r->scale_feeds, strdup("x"));
     FL_VEC_PUSH(&r->scale_factors, 0.25);
@@ -314,7 +317,7 @@ static bool reader_eq(const FlReaderSpec *a, const FlReaderSpec *b) {
         return false;
     for (size_t i = 0; i < a->feeds.len; i++) {
         const FlFeedCols *x = &a->feeds.data[i], *y = &b->feeds.data[i];
-        if (!str_eq(x->feed, y->feed) || x->dtype != y->dtype || x->ncols != y->ncols ||
+        if (!str_eq(x->feed, y->feed) || x->dtype != y->dtype || x->ncols != y->ncols || x->lod_level != y->lod_level ||
             memcmp(x->cols, y->cols, x->ncols * sizeof(int64_t)) != 0)
             return false;
     }
@@ -972,6 +975,9 @@ static void test_invalid_programs(void) {
     b->run.reader->feeds.data[1].cols[0] = -4;
     expect_decode_error(b, "input is invalid: run spec reader: feed 'y' has a negative column -4");
     b->run.reader->feeds.data[1].cols[0] = 4;
+    b->run.reader->feeds.data[2].lod_level = -1;
+    expect_decode_error(b, "input is invalid: run spec reader: feed 'w' has lod_level -1 and 1 columns (a sequence reads one)");
+    b->run.reader->feeds.data[2].lod_level = 1;
     b->run.reader->part = (FlReaderPart)3;
     expect_decode_error(b, "input is invalid: run spec reader: unknown reader part 3");
     b->run.reader->part = FL_PART_TRAIN;
@@ -1111,6 +1117,7 @@ static void test_show_golden(void) {
               "reader: \"data/d.csv\" in \"/nonexistent/project/examples\", skip_rows 1, sep \",\"\n"
               "  feed x : float32 cols [0, 1, 2]\n"
               "  feed y : int64 cols [13]\n"
+              "  feed w : int64 cols [3] lod_level 2\n"
               "  normalize [x]\n"
               "  scale [x * 0.25]\n"
               "  split fraction 0.8 seed 7, part train\n"

@@ -593,6 +593,45 @@ static void test_run_spec_errors(void) {
     check_errors("x = layers.data(name='x', shape=[2])\n", errs, FL_ARRAY_LEN(errs));
 }
 
+/* io.sequence(column, levels) in io.csv's columns: the reader spec's feed reads one column with
+ * that lod_level; misuse is a located error at the call. */
+static void test_io_sequence(void) {
+    FlBundle *b = compile(HDR "w = layers.data(name='w', shape=[1], dtype='int64')\n"
+                              "y = layers.data(name='y', shape=[1], dtype='int64')\n"
+                              "s = fluid.io.sequence(2, levels=2)\n"
+                              "r = fluid.io.csv('a.csv', {'w': fluid.io.sequence(0), 'y': [1]})\n"
+                              "r2 = fluid.io.csv('a.csv', {'w': s, 'y': 1}, sep=';')\n"
+                              "fluid.train(reader=r, test_reader=r2)\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    const FlReaderSpec *r = b->run.reader, *r2 = b->run.test_reader;
+    CU_ASSERT_EQUAL(r->feeds.len, 2);
+    CU_ASSERT_EQUAL(r->feeds.data[0].lod_level, 1);
+    CU_ASSERT_EQUAL(r->feeds.data[0].ncols, 1);
+    CU_ASSERT_EQUAL(r->feeds.data[0].cols[0], 0);
+    CU_ASSERT_EQUAL(r->feeds.data[0].dtype, FL_DT_INT64);
+    CU_ASSERT_EQUAL(r->feeds.data[1].lod_level, 0);
+    CU_ASSERT_EQUAL(r2->feeds.data[0].lod_level, 2);
+    CU_ASSERT_EQUAL(r2->feeds.data[0].cols[0], 2);
+    fl_ir_bundle_free(b);
+    static const ErrCase errs[] = {
+        {"s = fluid.io.sequence(-1)\n", "snippet.fl:3:5: error: io.sequence() needs a non-negative column index, found -1"},
+        {"s = fluid.io.sequence(0, levels=3)\n", "snippet.fl:3:5: error: io.sequence() reads sequences of 1 or 2 levels, found levels=3"},
+        {"s = fluid.io.sequence(0, levels=0)\n", "snippet.fl:3:5: error: io.sequence() reads sequences of 1 or 2 levels, found levels=0"},
+        {"s = fluid.io.sequence('a')\n", "snippet.fl:3:5: error: column must be an int, found str"},
+        {"s = fluid.io.sequence(0)\ns.levels = 7\nr = fluid.io.csv('a.csv', {'w': s})\n",
+         "snippet.fl:5:5: error: columns['w'] is not an io.sequence(column, levels) of a column index and 1 or 2 levels"},
+        {"r = fluid.io.csv('a.csv', {'w': 'x'})\n",
+         "snippet.fl:3:5: error: columns['w'] must be a list of column indices or io.sequence(column), found str"},
+        {"r = fluid.io.csv('a.csv', {'w': fluid.io.sequence(0)}, sep=' ')\n",
+         "snippet.fl:3:5: error: feed 'w' is a sequence of blank-separated numbers: sep cannot be a blank"},
+        {"r = fluid.io.csv('a.csv', {'w': fluid.io.sequence(0, levels=2)}, sep='|')\n",
+         "snippet.fl:3:5: error: feed 'w' is a nested sequence whose sub-sequences '|' separates: sep cannot be '|'"},
+        {"r = fluid.io.csv('a.csv', {'w': fluid.io.sequence(0)}, normalize=['w'])\n",
+         "snippet.fl:3:5: error: normalize names 'w', a sequence (io.sequence): sequences cannot be normalised"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
 static void test_user_module(void) {
     /* tests/lang/helper_mod.fl is next to the (virtual) snippet */
     check_result(HDR "import helper_mod\nfrom helper_mod import triple as t3\n"
@@ -1364,6 +1403,7 @@ int main(void) {
         {"flags", test_flags},
         {"flag_warnings", test_flag_warnings},
         {"run_spec_errors", test_run_spec_errors},
+        {"io_sequence", test_io_sequence},
         {"user_module", test_user_module},
         {"var_operators", test_var_operators},
         {"fc_and_params", test_fc_and_params},
