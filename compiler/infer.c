@@ -209,6 +209,24 @@ static FlStatus infer_fill(Ctx *c) {
     return set_out(c, "Out", t, &s);
 }
 
+static FlStatus infer_assign_value(Ctx *c) {
+    if (infer_fill(c)) return FL_ERROR;
+    const FlAttr *a = fl_ir_op_attr(c->op, "values");
+    if (!a || a->type != FL_ATTR_FLOATS) return fl_err(c->e, "%s: attribute 'values' must be a list of numbers", c->t);
+    size_t n;
+    bool ok;
+    const int64_t *dims = intsattr(c, "shape", &n, &ok);
+    int64_t numel = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (dims[i] < 0 || numel > INT64_MAX / (dims[i] ? dims[i] : 1))
+            return fl_err(c->e, "%s: shape dim %zu is %lld (a known size is needed)", c->t, i, (long long)dims[i]);
+        numel *= dims[i];
+    }
+    if ((size_t)numel != a->n)
+        return fl_err(c->e, "%s: shape holds %lld values but %zu are given", c->t, (long long)numel, a->n);
+    return FL_OK;
+}
+
 static FlStatus infer_cast(Ctx *c) {
     FlVarDesc *x;
     if (in1(c, "X", &x)) return FL_ERROR;
@@ -1485,6 +1503,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     if (!c.info) return fl_err(e, "unknown op '%s'", op->type);
     if (c.info->is_grad) return infer_grad(&c);
     switch (c.info->id) {
+    case FL_OPID_assign_value: return infer_assign_value(&c);
     case FL_OPID_fill_constant:
     case FL_OPID_uniform_random:
     case FL_OPID_gaussian_random: return infer_fill(&c);

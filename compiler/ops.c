@@ -507,7 +507,11 @@ void fl_ops_markdown(FlBuf *out) {
         md_slots(out, "Outputs", o->outs, o->nouts);
         md_attrs(out, o);
         md_grad(out, o);
-        if (o->flags) {
+        /* every op says how it treats sequences (docs/sequences.md) */
+        fl_buf_puts(out, (o->flags & FL_OPF_LOD_KEEP)  ? "- LoD: kept (the outputs take the first LoD input's)\n"
+                         : (o->flags & FL_OPF_LOD_ANY) ? "- LoD: taken (the outputs have none unless the layer sets it)\n"
+                                                       : "- LoD: refused (a LoD input is a compile error)\n");
+        if (o->flags & ~(FL_OPF_LOD_KEEP | FL_OPF_LOD_ANY)) {
             fl_buf_puts(out, "- Flags:");
             if (o->flags & FL_OPF_SIDE_EFFECT) fl_buf_puts(out, " side effect (never pruned);");
             if (o->flags & FL_OPF_CONTROL) fl_buf_puts(out, " control (runs sub-blocks);");

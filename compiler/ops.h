@@ -21,6 +21,11 @@ enum {
     FL_OPF_LONG = 1 << 4,        /* may run long (GEMM): executed in a scheduler blocking region;
                                     gradient ops inherit it */
     FL_OPF_CHAN = 1 << 5,        /* uses goroutines or channels: the executor sets up a scheduler */
+    FL_OPF_LOD_KEEP = 1 << 6,    /* its outputs' rows are its inputs' rows: they take the LoD of the first
+                                    LoD input (docs/sequences.md) */
+    FL_OPF_LOD_ANY = 1 << 7,     /* takes LoD inputs; its outputs have no LoD unless the layer sets
+                                    it (reductions, sequence ops). An op with neither flag refuses
+                                    a LoD input at compile time */
 };
 
 typedef enum FlOpId {

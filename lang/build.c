@@ -287,6 +287,34 @@ static bool check_in_place(Ctx *c, const FlOpInfo *info, const FlOpDesc *op, FlS
     return true;
 }
 
+/* The LoD rule of the op table (FL_OPF_LOD_KEEP / FL_OPF_LOD_ANY, docs/sequences.md): an op that
+ * keeps rows gives its outputs the LoD of its first LoD input; an op that takes LoD makes outputs
+ * without it (its layer sets theirs); any other op refuses a LoD input here, at compile time,
+ * rather than mixing up sequences at run time. */
+static bool apply_lod(Ctx *c, const FlOpInfo *info, FlOpDesc *op, FlSpan sp) {
+    const FlVarDesc *from = NULL;
+    const char *slot = NULL;
+    for (size_t s = 0; s < op->ins.len && !from; s++)
+        for (size_t i = 0; i < op->ins.data[s].nargs && !from; i++) {
+            const FlVarDesc *d = fl_ir_var_lookup(c->b.main, c->b.block, op->ins.data[s].args[i]);
+            if (d && d->lod_level > 0) from = d, slot = op->ins.data[s].name;
+        }
+    if (!from) return true;
+    if (info->flags & FL_OPF_LOD_ANY) return true;
+    if (!(info->flags & FL_OPF_LOD_KEEP)) {
+        fl_ev_error(c, sp, "%s cannot take a LoD tensor: its input '%s' is '%s', which holds sequences (lod_level %d); "
+                           "a sequence op (sequence_pool, sequence_last_step, ...) makes one row per sequence",
+                    op->type, slot, from->name, from->lod_level);
+        return false;
+    }
+    for (size_t s = 0; s < op->outs.len; s++)
+        for (size_t i = 0; i < op->outs.data[s].nargs; i++) {
+            FlVarDesc *d = fl_ir_var_lookup(c->b.main, c->b.block, op->outs.data[s].args[i]);
+            if (d && d != from) fl_ir_var_set_lod(d, from->lod_level, (const char *const *)from->lod);
+        }
+    return true;
+}
+
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
     const FlOpInfo *info = fl_ops_find(type);
     if (!info) return fl_ev_error(c, sp, "unknown op '%s'", type);
@@ -378,7 +406,7 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
         }
         if (lst) outs[s] = lst;
     }
-    if (!check_in_place(c, info, op, sp) || !fl_ev_infer(c, b, op, sp)) goto fail;
+    if (!check_in_place(c, info, op, sp) || !fl_ev_infer(c, b, op, sp) || !apply_lod(c, info, op, sp)) goto fail;
     /* stop_gradient propagates: an op whose inputs all stop gradients makes outputs that do */
     bool all_stop = true, any_in = false;
     for (size_t s = 0; s < op->ins.len; s++)

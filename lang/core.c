@@ -147,7 +147,66 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     fl_ir_var_set_shape(d, n, full);
     d->dtype = dt;
     d->stop_gradient = !v[5] || (v[5]->kind == VK_BOOL ? v[5]->b : true);
-    return fl_v_var(c, v[0]->str.s);
+    int64_t levels = 0;
+    if (v[4] && v[4]->kind != VK_NONE && !fl_ev_want_int(c, v[4], "lod_level", a->span, &levels)) return c->error;
+    if (levels < 0 || levels > FL_IR_MAX_LOD)
+        return fl_ev_error(c, a->span, "lod_level must be 0 to %d, found %lld", FL_IR_MAX_LOD, (long long)levels);
+    if (levels > 0 && !batch)
+        return fl_ev_error(c, a->span, "a LoD data var (lod_level %lld) needs append_batch_size=True: its rows are "
+                                       "the batch's tokens", (long long)levels);
+    /* the offsets of each level are data too: NAME@LOD0 (outermost) .. (docs/sequences.md) */
+    const char *lods[FL_IR_MAX_LOD];
+    char *dname = fl_xstrdup(v[0]->str.s);
+    for (int64_t k = 0; k < levels; k++) {
+        lods[k] = fl_arena_printf(&c->arena, "%s@LOD%lld", dname, (long long)k);
+        if (fl_ir_var_find(b0, lods[k])) {
+            free(dname);
+            return fl_ev_error(c, a->span, "a var named '%s' already exists", lods[k]);
+        }
+        FlVarDesc *o = fl_ev_new_var(c, b0, lods[k], a->span);
+        int64_t dim = -1;
+        fl_ir_var_set_shape(o, 1, &dim);
+        o->dtype = FL_DT_INT64;
+        o->stop_gradient = true;
+    }
+    fl_ir_var_set_lod(fl_ir_var_find(b0, dname), (int)levels, lods);
+    FlValue *r = fl_v_var(c, dname);
+    free(dname);
+    return r;
+}
+
+/* lod(x): the offset Vars of x's LoD levels, outermost first; [] for a dense var. */
+static FlValue *c_lod(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("lod", "x", 1);
+    if (v[0]->kind != VK_VAR) return fl_ev_error(c, a->span, "lod() needs a Var, found %s", fl_v_type_name(v[0]));
+    FlVarDesc *d = fl_ev_var_desc(c, v[0]);
+    if (!d) return fl_ev_error(c, a->span, "var '%s' is not visible here", v[0]->var.name);
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (int i = 0; i < d->lod_level; i++) fl_v_list_push(c, l, fl_v_var(c, d->lod[i]));
+    return l;
+}
+
+/* set_lod(x, lods): x (a Var made by this program) becomes a LoD tensor with the offset Vars lods
+ * (int64 vectors, outermost first; [] makes it dense); returns x. */
+static FlValue *c_set_lod(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("set_lod", "x lods", 2);
+    if (v[0]->kind != VK_VAR) return fl_ev_error(c, a->span, "set_lod() needs a Var, found %s", fl_v_type_name(v[0]));
+    FlVarDesc *d = fl_ev_var_desc(c, v[0]);
+    if (!d) return fl_ev_error(c, a->span, "var '%s' is not visible here", v[0]->var.name);
+    if (!fl_v_is_seq(v[1]) || v[1]->list.len > FL_IR_MAX_LOD)
+        return fl_ev_error(c, a->span, "set_lod() takes a list of at most %d offset Vars", FL_IR_MAX_LOD);
+    const char *names[FL_IR_MAX_LOD];
+    for (size_t i = 0; i < v[1]->list.len; i++) {
+        FlValue *x = v[1]->list.items[i];
+        FlVarDesc *o = x->kind == VK_VAR ? fl_ev_var_desc(c, x) : NULL;
+        if (!o || o->kind != FL_VAR_DENSE || o->dtype != FL_DT_INT64 || o->ndim != 1)
+            return fl_ev_error(c, a->span, "set_lod(): LoD level %zu must be an int64 vector of offsets, found %s", i,
+                               o ? fl_dtype_name(o->dtype) : fl_v_type_name(x));
+        names[i] = x->var.name;
+    }
+    if (d->persistable) return fl_ev_error(c, a->span, "set_lod(): '%s' is persistable (a parameter or state), not a batch", d->name);
+    fl_ir_var_set_lod(d, (int)v[1]->list.len, names);
+    return v[0];
 }
 
 /* Fluid's fans of a parameter shape: a vector's length both ways, a matrix [in, out], a filter
@@ -1052,6 +1111,8 @@ static const NativeFn core_fns[] = {
     {"create_parameter", c_create_parameter},
     {"global_var", c_global_var},
     {"create_var", c_create_var},
+    {"lod", c_lod},
+    {"set_lod", c_set_lod},
     {"find_var", c_find_var},
     {"parameters", c_parameters},
     {"unique_name", c_unique_name},

@@ -184,6 +184,7 @@ struct Ctx {
     FlValue *ret;           /* value of the last `return` */
     FlValue *cur_owner;     /* the class that defined the running method (for super()), or NULL */
     FlValue *cur_self;      /* the running function's first argument (for super()), or NULL */
+    Env *cur_locals;        /* the running function's local scope (for locals()); NULL at module level */
     FL_VEC(int32_t) src_map; /* FlSources file id -> bundle source index (or -1) */
     FlMap block_of_var;     /* param-block var name -> base param name (split/concat) */
     FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of

@@ -572,6 +572,8 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     int saved_loop = c->loop_depth;
     c->loop_depth = 0;
     FlValue *saved_owner = c->cur_owner, *saved_self = c->cur_self;
+    Env *saved_locals = c->cur_locals;
+    c->cur_locals = le;
     c->cur_owner = fn->func.owner;
     c->cur_self = np && !ps[0].star ? vals[0] : NULL;
     FL_VEC_PUSH(&c->rtloops, NULL); /* break and continue cannot leave a function */
@@ -591,6 +593,7 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->rtloops.len--;
     c->cur_owner = saved_owner;
     c->cur_self = saved_self;
+    c->cur_locals = saved_locals;
     c->loop_depth = saved_loop;
     c->cur_mod = saved;
     return r;

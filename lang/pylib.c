@@ -95,6 +95,22 @@ static FlValue *sorted_list(Ctx *c, FlValue *l, FlValue *key, bool rev, FlSpan s
     return out;
 }
 
+/* locals(): a dict of the running function's local names (the module's names at module level),
+ * as `f(**locals())` passes them on. */
+static FlValue *b_locals(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("locals", "", 0);
+    (void)v;
+    const Env *env = c->cur_locals ? c->cur_locals : c->cur_mod ? c->cur_mod->globals : NULL;
+    FlValue *d = fl_v_dict(c);
+    if (!env) return d;
+    for (size_t i = 0; i < env->map.cap; i++)
+        if (fl_map_slot_live(&env->map, i)) {
+            const FlMapEntry *en = &env->map.buckets[i];
+            fl_v_dict_set(c, d, fl_v_str(c, en->key, en->klen), en->val);
+        }
+    return d;
+}
+
 static FlValue *b_sorted(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("sorted", "seq key= reverse=", 3);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
@@ -464,7 +480,7 @@ Module *fl_ev_module_of_fns(Ctx *c, const char *name, const NativeFn *fns, size_
 }
 
 static const NativeFn lib_builtins[] = {
-    {"isinstance", b_isinstance}, {"hasattr", b_hasattr}, {"setattr", b_setattr}, {"sorted", b_sorted},
+    {"isinstance", b_isinstance}, {"hasattr", b_hasattr}, {"setattr", b_setattr}, {"sorted", b_sorted}, {"locals", b_locals},
     {"map", b_map},               {"filter", b_filter},   {"any", b_any},         {"all", b_all},
     {"object", b_object},         {"type", b_type},       {"callable", b_callable}, {"round", b_round},
 };

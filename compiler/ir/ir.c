@@ -327,7 +327,19 @@ void fl_ir_op_remove(FlBlock *b, size_t pos) {
 static void var_free(FlVarDesc *v) {
     if (!v) return;
     free(v->name);
+    fl_ir_var_set_lod(v, 0, NULL);
     free(v);
+}
+
+void fl_ir_var_set_lod(FlVarDesc *v, int n, const char *const *names) {
+    FL_ASSERT(n >= 0 && n <= FL_IR_MAX_LOD);
+    char *keep[FL_IR_MAX_LOD] = {0};
+    for (int i = 0; i < n; i++) keep[i] = fl_xstrdup(names[i]); /* names may be v's own */
+    for (int i = 0; i < FL_IR_MAX_LOD; i++) {
+        free(v->lod[i]);
+        v->lod[i] = keep[i];
+    }
+    v->lod_level = n;
 }
 
 FlVarDesc *fl_ir_var_add(FlBlock *b, const char *name) {
@@ -441,9 +453,13 @@ void fl_ir_var_set_shape(FlVarDesc *v, int ndim, const int64_t *shape) {
 }
 
 void fl_ir_var_copy(FlVarDesc *dst, const FlVarDesc *src) {
+    if (dst == src) return;
     char *name = dst->name;
+    fl_ir_var_set_lod(dst, 0, NULL);
     *dst = *src;
     dst->name = name;
+    for (int i = 0; i < FL_IR_MAX_LOD; i++) dst->lod[i] = NULL;
+    fl_ir_var_set_lod(dst, src->lod_level, (const char *const *)src->lod);
 }
 
 void fl_ir_var_set_elem(FlVarDesc *dst, const FlVarDesc *ch) {
@@ -521,6 +537,8 @@ FlProgram *fl_ir_program_clone(const FlProgram *p) {
             FlVarDesc *v = fl_xmalloc(sizeof *v);
             *v = *src->vars.data[j];
             v->name = fl_xstrdup(v->name);
+            for (int k = 0; k < FL_IR_MAX_LOD; k++) v->lod[k] = NULL;
+            fl_ir_var_set_lod(v, src->vars.data[j]->lod_level, (const char *const *)src->vars.data[j]->lod);
             b->vars.data[b->vars.len++] = v;
             fl_map_put_str(&b->var_index, v->name, v);
         }
@@ -787,6 +805,20 @@ static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources,
     return check_loc(v->loc, nsources, e, what);
 }
 
+/* A LoD tensor's offset vars: each a dense int64 vector the block can see. */
+static FlStatus check_lod(const FlProgram *p, const FlBlock *b, const FlVarDesc *v, FlErr *e) {
+    if (v->lod_level < 0 || v->lod_level > FL_IR_MAX_LOD)
+        return fl_err(e, "block %d, var '%s': lod_level %d (0..%d)", b->idx, v->name, v->lod_level, FL_IR_MAX_LOD);
+    for (int i = 0; i < v->lod_level; i++) {
+        if (empty(v->lod[i])) return fl_err(e, "block %d, var '%s': LoD level %d names no var", b->idx, v->name, i);
+        const FlVarDesc *o = fl_ir_var_lookup(p, b, v->lod[i]);
+        if (!o || o->kind != FL_VAR_DENSE || o->dtype != FL_DT_INT64 || o->ndim != 1)
+            return fl_err(e, "block %d, var '%s': its LoD level %d, '%s', is %s (an int64 vector of offsets is needed)",
+                          b->idx, v->name, i, v->lod[i], o ? "not an int64 vector" : "not a var");
+    }
+    return FL_OK;
+}
+
 FlStatus fl_ir_validate_program(const FlProgram *p, size_t nsources, FlErr *e) {
     if (!p) return fl_err(e, "missing program");
     if (p->blocks.len == 0) return fl_err(e, "the program has no blocks (block 0 is required)");
@@ -804,7 +836,7 @@ FlStatus fl_ir_validate_program(const FlProgram *p, size_t nsources, FlErr *e) {
         if (b->var_index.len != b->vars.len)
             return fl_err(e, "block %zu: the var index is out of step with its vars", i);
         for (size_t j = 0; j < b->vars.len; j++)
-            if (check_var(b, b->vars.data[j], nsources, e)) return FL_ERROR;
+            if (check_var(b, b->vars.data[j], nsources, e) || check_lod(p, b, b->vars.data[j], e)) return FL_ERROR;
         for (size_t j = 0; j < b->ops.len; j++)
             if (check_op(p, b, b->ops.data[j], nsources, e)) return FL_ERROR;
     }

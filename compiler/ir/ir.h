@@ -27,6 +27,7 @@
 #include "compiler/ir/dtype.h"
 
 #define FL_IR_MAX_DIMS 8
+#define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
 #define FL_IR_FORMAT_VERSION 1
 #define FL_IR_MAGIC "fluidc"
 
@@ -58,6 +59,8 @@ typedef struct FlVarDesc {
     int64_t capacity;              /* channels: buffer size (0 = unbuffered) */
     int32_t elem_chans;            /* channels: the elements are channels nested this deep
                                       (0: tensors of dtype and shape; 1: channels of them...) */
+    int lod_level;                 /* a LoD tensor (sequences): how many levels of offsets */
+    char *lod[FL_IR_MAX_LOD];      /* their vars (int64 [nseq + 1]), outermost first; owned */
     FlLoc loc;
 } FlVarDesc;
 
@@ -129,6 +132,8 @@ FlVarDesc *fl_ir_var_lookup(const FlProgram *p, const FlBlock *b, const char *na
 bool fl_ir_var_remove(FlBlock *b, const char *name);
 void fl_ir_var_set_shape(FlVarDesc *v, int ndim, const int64_t *shape);
 void fl_ir_var_copy(FlVarDesc *dst, const FlVarDesc *src); /* all but the name */
+/* Sets v's LoD to the n offset vars names (n <= FL_IR_MAX_LOD; 0: a dense tensor). */
+void fl_ir_var_set_lod(FlVarDesc *v, int n, const char *const *names);
 /* dst's kind, dtype and shape become those of the elements of the channel ch (a tensor of its
  * dtype and shape, or with elem_chans a channel one level less deep). */
 void fl_ir_var_set_elem(FlVarDesc *dst, const FlVarDesc *ch);

@@ -62,6 +62,9 @@ static Fluidc__VarDesc *enc_var(FlArena *a, const FlVarDesc *v) {
         m->has_elem_chans = 1;
         m->elem_chans = v->elem_chans;
     }
+    int nl = v->lod_level < 0 ? 0 : v->lod_level > FL_IR_MAX_LOD ? FL_IR_MAX_LOD : v->lod_level;
+    m->n_lod = (size_t)nl;
+    m->lod = enc_strs(a, v->lod, (size_t)nl);
     m->loc = enc_loc(a, v->loc);
     return m;
 }
@@ -372,6 +375,12 @@ static FlStatus dec_var(FlBlock *b, const Fluidc__VarDesc *m, FlErr *e) {
     v->stop_gradient = m->stop_gradient;
     v->capacity = m->capacity;
     v->elem_chans = m->elem_chans;
+    if (m->n_lod > FL_IR_MAX_LOD)
+        return fl_err(e, "block %d, var '%s': %zu LoD levels (at most %d)", b->idx, name, m->n_lod, FL_IR_MAX_LOD);
+    for (size_t i = 0; i < m->n_lod; i++)
+        if (!m->lod[i] || !*m->lod[i])
+            return fl_err(e, "block %d, var '%s': LoD level %zu names no var", b->idx, name, i);
+    fl_ir_var_set_lod(v, (int)m->n_lod, (const char *const *)m->lod);
     v->loc = dec_loc(m->loc);
     return FL_OK;
 }

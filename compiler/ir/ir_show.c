@@ -88,6 +88,11 @@ static void put_var_type(FlBuf *out, const FlVarDesc *v) {
 static void show_var(FlBuf *out, const FlVarDesc *v, const FlBundle *src) {
     fl_buf_printf(out, "  var %s : ", v->name ? v->name : "");
     put_var_type(out, v);
+    if (v->lod_level > 0 && v->lod_level <= FL_IR_MAX_LOD) {
+        fl_buf_printf(out, " lod_level %d (", v->lod_level);
+        for (int i = 0; i < v->lod_level; i++) fl_buf_printf(out, "%s%s", i ? ", " : "", v->lod[i] ? v->lod[i] : "");
+        fl_buf_puts(out, ")");
+    }
     if (v->persistable || v->trainable || v->stop_gradient) {
         fl_buf_puts(out, " ");
         if (v->persistable) fl_buf_puts(out, " persistable");

@@ -88,6 +88,32 @@ const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n) 
     return a ? a->ints : NULL;
 }
 
+FlStatus fl_exec_check_lod(FlErr *e, const FlTensor *off, int64_t rows, const char *slot, const int64_t **offsets,
+                           int64_t *nseq) {
+    if (!fl_tensor_has_data(off) || off->dtype != FL_DT_INT64 || off->ndim != 1 || off->ne[0] < 1)
+        return fl_err(e, "%s must be an int64 vector of sequence offsets [nseq + 1], found %s %s", slot,
+                      fl_dtype_name(off->dtype), fl_tensor_shape(off).s);
+    const int64_t *o = fl_tensor_data(off);
+    int64_t n = off->ne[0] - 1;
+    if (o[0] != 0) return fl_err(e, "%s: the first offset is %lld (sequence offsets start at 0)", slot, (long long)o[0]);
+    for (int64_t i = 0; i < n; i++)
+        if (o[i + 1] < o[i])
+            return fl_err(e, "%s: offset %lld (%lld) is less than offset %lld (%lld): offsets never decrease", slot,
+                          (long long)(i + 1), (long long)o[i + 1], (long long)i, (long long)o[i]);
+    if (rows >= 0 && o[n] != rows)
+        return fl_err(e, "%s: the last offset is %lld but the tensor has %lld rows", slot, (long long)o[n],
+                      (long long)rows);
+    *offsets = o;
+    *nseq = n;
+    return FL_OK;
+}
+
+const double *fl_exec_attr_floats(const ExecOp *op, const char *name, size_t *n) {
+    const FlAttr *a = attr_or_default(op, name);
+    *n = a ? a->n : 0;
+    return a ? a->floats : NULL;
+}
+
 /* The INTS attribute `name`, checked to hold at most FL_MAX_DIMS values. */
 static FlStatus attr_dims(const ExecOp *op, const char *name, const int64_t **v, size_t *n,
                           FlErr *e) {

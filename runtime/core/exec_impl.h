@@ -203,6 +203,14 @@ typedef FlStatus (*FlConcBody)(RunCtx *rc, const ExecOp *op, void *arg);
 FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(void *arg),
                     void *arg) FL_WARN_UNUSED;
 
+/* ---- LoD offsets (docs/sequences.md) ---- */
+/* Checks that off (the offsets input `slot` of a sequence op) is an int64 vector [nseq + 1] with
+ * off[0] == 0, non-decreasing, and off[nseq] == rows (the rows it cuts; -1: any), and gives its
+ * values and nseq. The error names the slot and the first bad offset (the executor adds the op
+ * and its .fl line). */
+FlStatus fl_exec_check_lod(FlErr *e, const FlTensor *off, int64_t rows, const char *slot, const int64_t **offsets,
+                           int64_t *nseq) FL_WARN_UNUSED;
+
 /* ---- attribute helpers for prepare (defaults come from the op table) ---- */
 int64_t fl_exec_attr_int(const ExecOp *op, const char *name);
 double fl_exec_attr_float(const ExecOp *op, const char *name);
@@ -210,6 +218,8 @@ bool fl_exec_attr_bool(const ExecOp *op, const char *name);
 const char *fl_exec_attr_string(const ExecOp *op, const char *name);
 /* An INTS attribute: its values and count (the default when absent). */
 const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n);
+/* A FLOATS attribute: its values and count (the default when absent). */
+const double *fl_exec_attr_floats(const ExecOp *op, const char *name, size_t *n);
 /* An INTS attribute of at most FL_MAX_DIMS values into op->a.dims/ndims (axis lists) or
  * op->a.shape/nshape (shapes); the error names the attribute. */
 FlStatus fl_exec_attr_dims(ExecOp *op, const char *name, FlErr *e) FL_WARN_UNUSED;

@@ -28,6 +28,18 @@ static FlStatus run_fill_constant(OpCall *c) {
 }
 FL_ADAPTER(fill_constant, prep_fill_constant, run_fill_constant);
 
+static FlStatus prep_assign_value(ExecOp *op, FlErr *e) {
+    if (dtype_attr(op, "dtype", e)) return FL_ERROR;
+    return fl_exec_attr_shape(op, "shape", e);
+}
+static FlStatus run_assign_value(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    size_t n;
+    const double *v = fl_exec_attr_floats(c->op, "values", &n);
+    return fl_kernel_assign_value(c->e, a->nshape, a->shape, v, n, (FlDType)a->i[1], OUT(FL_OUT_assign_value_Out));
+}
+FL_ADAPTER(assign_value, prep_assign_value, run_assign_value);
+
 static FlStatus run_fill_zeros_like(OpCall *c) {
     return fl_kernel_fill_zeros_like(c->e, IN(FL_IN_fill_zeros_like_X), OUT(FL_OUT_fill_zeros_like_Out));
 }

@@ -24,6 +24,31 @@ FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, doubl
     return FL_OK;
 }
 
+FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const double *values, size_t n,
+                                FlDType dtype, FlTensor *out) {
+    FlTensor r = FL_TENSOR_INIT;
+    FlErr sub;
+    if (fl_tensor_alloc(&sub, &r, dtype, ndim, shape)) return fl_err(e, "assign_value: %s", sub.msg);
+    if ((size_t)fl_tensor_numel(&r) != n) {
+        fl_tensor_fini(&r);
+        return fl_err(e, "assign_value: shape %s holds %lld values but %zu are given", fl_tensor_shape(&r).s,
+                      (long long)fl_tensor_numel(&r), n);
+    }
+    void *p = fl_tensor_data(&r);
+    for (size_t i = 0; i < n; i++) {
+        switch (dtype) {
+        case FL_DT_FLOAT32: ((float *)p)[i] = (float)values[i]; break;
+        case FL_DT_FLOAT64: ((double *)p)[i] = values[i]; break;
+        case FL_DT_INT32: ((int32_t *)p)[i] = fl_sat_i32(values[i]); break;
+        case FL_DT_INT64: ((int64_t *)p)[i] = fl_sat_i64(values[i]); break;
+        case FL_DT_BOOL: ((unsigned char *)p)[i] = values[i] != 0; break;
+        case FL_DT_COUNT: FL_UNREACHABLE();
+        }
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
 static FlStatus random_fill(FlErr *e, const char *op, int ndim, const int64_t *shape, double a,
                             double b, bool gauss, uint64_t seed, FlDType dtype, FlTensor *out) {
     if (!kis_float(dtype))

@@ -45,6 +45,10 @@
  * Creation and conversion (fill.c)
  * ====================================================================================== */
 
+/* assign_value: Out = values (n of them, row-major) as a tensor of shape and dtype (ints:
+ * truncated, saturated). */
+FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const double *values, size_t n,
+                                FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
 /* fill_constant: Out = a tensor of `shape` (ndim dims, each >= 0) and `dtype`, every element
  * `value` (converted: truncated for ints, != 0 for bool). */
 FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value,

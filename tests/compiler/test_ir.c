@@ -108,6 +108,11 @@ static FlBundle *make_bundle(void) {
     var(b0, "i", FL_DT_INT64, 1, (int64_t[]){1});
     var(b0, "f64", FL_DT_FLOAT64, 1, (int64_t[]){-1});
     var(b0, "i32", FL_DT_INT32, 3, (int64_t[]){2, 3, 4});
+    /* a LoD tensor of two levels and its offsets */
+    var(b0, "words@LOD0", FL_DT_INT64, 1, (int64_t[]){-1});
+    var(b0, "words@LOD1", FL_DT_INT64, 1, (int64_t[]){-1});
+    fl_ir_var_set_lod(var(b0, "words", FL_DT_INT64, 2, (int64_t[]){-1, 1}), 2,
+                      (const char *const[]){"words@LOD0", "words@LOD1"});
 
     FlOpDesc *mul = fl_ir_op_append(b0, "mul");
     fl_ir_op_add_input(mul, "X", "x");
@@ -247,8 +252,10 @@ static bool var_eq(const FlVarDesc *a, const FlVarDesc *b) {
     if (!str_eq(a->name, b->name) || a->kind != b->kind || a->dtype != b->dtype ||
         a->ndim != b->ndim || a->persistable != b->persistable || a->trainable != b->trainable ||
         a->stop_gradient != b->stop_gradient || a->capacity != b->capacity ||
-        a->elem_chans != b->elem_chans || !loc_eq(a->loc, b->loc))
+        a->elem_chans != b->elem_chans || a->lod_level != b->lod_level || !loc_eq(a->loc, b->loc))
         return false;
+    for (int i = 0; i < a->lod_level; i++)
+        if (!str_eq(a->lod[i], b->lod[i])) return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
     return true;
@@ -959,6 +966,14 @@ static void test_invalid_programs(void) {
     expect_decode_error(b, "input is invalid: startup program: block 0, var 's': elem_chans 1 (0..8, "
                            "channels only)");
     sv->elem_chans = 0;
+    sv->dtype = FL_DT_FLOAT32;
+    fl_ir_var_set_lod(sv, 1, (const char *const[]){"nowhere"}); /* offsets that are no var */
+    expect_decode_error(b, "input is invalid: startup program: block 0, var 's': its LoD level 0, 'nowhere', is not "
+                           "a var (an int64 vector of offsets is needed)");
+    fl_ir_var_set_lod(sv, 1, (const char *const[]){"s"}); /* offsets that are not int64 */
+    expect_decode_error(b, "input is invalid: startup program: block 0, var 's': its LoD level 0, 's', is not an "
+                           "int64 vector (an int64 vector of offsets is needed)");
+    fl_ir_var_set_lod(sv, 0, NULL);
     free(b->role);
     b->role = strdup("");
     expect_decode_error(b, "input is invalid: the bundle has no role");

@@ -96,7 +96,7 @@ static void test_op_of(void) {
     CU_ASSERT_PTR_NULL(fl_ops_of(x));
     CU_ASSERT_EQUAL(x->table_idx, -1);
     CU_ASSERT_EQUAL(fl_ops_flags(x), 0);
-    CU_ASSERT_EQUAL(fl_ops_flags(mul), FL_OPF_LONG);
+    CU_ASSERT_EQUAL(fl_ops_flags(mul), FL_OPF_LONG | FL_OPF_LOD_KEEP);
     FlOpDesc *c = fl_ir_op_clone(mul);
     CU_ASSERT(fl_ops_is(c, FL_OPID_mul));
     fl_ir_op_free(c);

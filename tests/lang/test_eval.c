@@ -1233,6 +1233,10 @@ static void test_classes(void) {
 
 static void test_python_library(void) {
     check_asserts("import math\nimport functools\nfrom functools import partial, reduce\n"
+                  "def db(word, mark, **ignored):\n    return word * 10 + mark\n"
+                  "def feed(word, mark, extra):\n    total = 0\n    return db(**locals())\n"
+                  "assert feed(4, 2, 9) == 42 and sorted(locals()['feed'](1, 1, 1) for _ in [0]) == [11]\n"
+                  "assert 'feed' in locals() and 'total' not in locals()\n"
                   "assert getattr(1, 'nope', None) is None and getattr([], 'append', 0) != 0\n"
                   "assert getattr(fluid, 'nope', 3) == 3 and getattr(fluid.ParamAttr(), 'name', 7) is None\n"
                   "class P:\n    pass\n"
