@@ -984,9 +984,33 @@ static bool check_reader(Ctx *c, FlReaderSpec *r, FlSpan sp) {
             fl_ev_error(c, sp, "the reader feeds '%s' but the program has no data var '%s'", r->feeds.data[i].feed, r->feeds.data[i].feed);
             return false;
         }
+        int levels = r->feeds.data[i].lod_level;
+        if (levels != d->lod_level) {
+            if (!levels && d->lod_level > 2)
+                fl_ev_error(c, sp, "the data var '%s' holds sequences of %d levels; a reader gives at most 2 (io.sequence)",
+                            d->name, d->lod_level);
+            else if (!levels)
+                fl_ev_error(c, sp, "the data var '%s' holds sequences (lod_level %d) but the reader gives it plain columns: "
+                                   "read its column with io.sequence(column%s)",
+                            d->name, d->lod_level, d->lod_level == 1 ? "" : ", levels=2");
+            else
+                fl_ev_error(c, sp, "the reader gives '%s' sequences of %d level%s (io.sequence) but the data var has lod_level %d "
+                                   "(layers.data(..., lod_level=%d))",
+                            d->name, levels, levels == 1 ? "" : "s", d->lod_level, levels);
+            return false;
+        }
         int64_t numel = 1;
         for (int k = 0; k < d->ndim; k++)
             if (d->shape[k] > 0) numel *= d->shape[k];
+        if (levels && numel != 1) {
+            FlBuf b = {0};
+            fl_ir_shape_str(d->ndim, d->shape, &b);
+            fl_ev_error(c, sp, "the reader gives '%s' one value per step of its sequences but the data var has shape %s "
+                               "(%lld values per row); declare it with shape=[1]",
+                        d->name, fl_buf_str(&b), (long long)numel);
+            fl_buf_free(&b);
+            return false;
+        }
         if (numel != (int64_t)r->feeds.data[i].ncols) {
             FlBuf b = {0};
             fl_ir_shape_str(d->ndim, d->shape, &b);

@@ -3,7 +3,8 @@
  * prediction.
  *
  * How: a trainer keeps the readers' datasets and one fetch list; each step fills one tensor per
- * feed from the epoch (data.h) and runs the main program. In an MPI job each trainer records
+ * feed from the epoch (data.h) and runs the main program. A sequence feed fills its values
+ * [T, 1] and one tensor per LoD level, fed to the data var's offset vars (VarDesc.lod). In an MPI job each trainer records
  * (rows, figures...) per step and trainer 0 merges everyone's records at the epoch's end.
  * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
  * job of T trainers with batch b reports what a local run with batch T*b reports.
@@ -63,6 +64,7 @@ static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t 
         for (size_t k = 0; k < fc->ncols; k++) cols[k] = (size_t)fc->cols[k];
         feeds[i].cols = cols;
         feeds[i].ncols = fc->ncols;
+        feeds[i].levels = fc->lod_level;
         feeds[i].dtype = fc->dtype;
         feeds[i].label = i + 1 == r->feeds.len && r->feeds.len > 1; /* the last feed is the label */
         for (size_t k = 0; k < r->normalize.len; k++)
@@ -129,25 +131,69 @@ static void close_data(Data *d) {
     free_feeds(d->feeds, d->nfeeds);
 }
 
-/* The feeds of trainer `tr`'s share of batch b of an epoch (the whole batch with one trainer).
- * An empty share (a partial last batch) borrows the first row of trainer 0's share, so the step
- * runs on valid shapes; its figures and gradients then count with weight 0 (the transport sends
- * zero gradients with rows 0). */
-static FlStatus share_feeds(const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr, FlTensor *tensors,
-                            FlFeed *feeds, FlErr *e) {
-    size_t rows = fl_data_epoch_share_rows(ep, b, tr), src = tr;
-    if (rows == 0) {
-        src = 0;
-        rows = fl_data_epoch_share_rows(ep, b, 0);
+/* The tensors a step feeds from ds: one per dense feed, 1 + levels per sequence feed. */
+static size_t feed_tensors(const FlDataset *ds) {
+    size_t n = 0;
+    for (size_t f = 0; f < fl_data_feed_count(ds); f++) n += 1 + (size_t)fl_data_feed_levels(ds, f);
+    return n;
+}
+
+/* Every sequence feed of ds has a data var of as many LoD levels in block 0, whose offset vars
+ * share_feeds fills. */
+static FlStatus check_lod_feeds(const FlBlock *b0, const FlDataset *ds, FlErr *e) {
+    for (size_t f = 0; ds && f < fl_data_feed_count(ds); f++) {
+        const char *name = fl_data_feed_name(ds, f);
+        const FlVarDesc *vd = fl_ir_var_find(b0, name);
+        int levels = fl_data_feed_levels(ds, f);
+        if (levels && !vd)
+            return fl_err(e, "the reader's feed '%s' is a sequence (io.sequence) but the program has no var '%s'", name, name);
+        if (vd && vd->lod_level != levels)
+            return fl_err(e, "the reader's feed '%s' has %d LoD level%s (io.sequence) but the program's var '%s' has lod_level %d",
+                          name, levels, levels == 1 ? "" : "s", name, vd->lod_level);
     }
-    size_t nf = fl_data_feed_count(ds);
+    return FL_OK;
+}
+
+/* The feeds of trainer `tr`'s share of batch b of an epoch (the whole batch with one trainer):
+ * *nfeeds tensors (feed_tensors(ds)), a sequence feed's values followed by its offsets, outermost
+ * first, fed to the data var's offset vars. An empty share (a partial last batch) borrows the
+ * first row of trainer 0's share, so the step runs on valid shapes; its figures and gradients then
+ * count with weight 0 (the transport sends zero gradients with rows 0). */
+static FlStatus share_feeds(const FlBlock *b0, const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr,
+                            FlTensor *tensors, FlFeed *feeds, FlErr *e) {
+    size_t rows;
+    const size_t *which = fl_data_epoch_share(ep, b, tr, &rows);
+    if (rows == 0) {
+        which = fl_data_epoch_share(ep, b, 0, &rows);
+        rows = 1; /* the first row only */
+    }
+    size_t nf = fl_data_feed_count(ds), k = 0;
     for (size_t f = 0; f < nf; f++) {
-        int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
-        if (fl_tensor_alloc(e, &tensors[f], fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
-        fl_data_epoch_fill(ep, b, src, f, fl_tensor_data(&tensors[f]), fl_tensor_nbytes(&tensors[f]));
-        if (src != tr) tensors[f].ne[0] = 1; /* the first row only */
-        feeds[f].name = fl_data_feed_name(ds, f);
-        feeds[f].tensor = &tensors[f];
+        const char *name = fl_data_feed_name(ds, f);
+        int levels = fl_data_feed_levels(ds, f);
+        FlTensor *t = &tensors[k];
+        feeds[k++] = (FlFeed){name, t};
+        if (!levels) {
+            int64_t ne[2] = {(int64_t)rows, (int64_t)fl_data_feed_cols(ds, f)};
+            if (fl_tensor_alloc(e, t, fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
+            fl_data_fill_rows(ds, f, which, rows, fl_tensor_data(t), fl_tensor_nbytes(t));
+            continue;
+        }
+        const FlVarDesc *vd = fl_ir_var_find(b0, name);
+        FL_ASSERT(vd && vd->lod_level == levels); /* check_lod_feeds */
+        size_t sizes[FL_DATA_MAX_LEVELS + 1];
+        fl_data_seq_sizes(ds, f, which, rows, sizes);
+        int64_t ne[2] = {(int64_t)sizes[levels], 1};
+        if (fl_tensor_alloc(e, t, fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
+        int64_t *lod[FL_DATA_MAX_LEVELS];
+        for (int l = 0; l < levels; l++) {
+            int64_t n = (int64_t)sizes[l] + 1;
+            if (fl_tensor_alloc(e, &tensors[k], FL_DT_INT64, 1, &n) != FL_OK) return FL_ERROR;
+            lod[l] = fl_tensor_data(&tensors[k]);
+            feeds[k] = (FlFeed){vd->lod[l], &tensors[k]};
+            k++;
+        }
+        fl_data_fill_seq(ds, f, which, rows, fl_tensor_data(t), fl_tensor_nbytes(t), lod);
     }
     return FL_OK;
 }
@@ -180,7 +226,9 @@ FlStatus fl_train_new(const FlLoadedProgram *prog, FlExecutor *ex, FlScope *scop
         if (tr->ninputs && !strcmp(tr->inputs[0], p)) free(p);
         else tr->inputs[tr->ninputs++] = p;
     }
-    if (rs->present && open_data(rs, &tr->d, err) != FL_OK) {
+    const FlBlock *b0 = fl_ir_block(tr->bundle->main, 0);
+    if (rs->present && (open_data(rs, &tr->d, err) != FL_OK || check_lod_feeds(b0, tr->d.train, err) != FL_OK ||
+                        check_lod_feeds(b0, tr->d.test, err) != FL_OK)) {
         fl_train_free(tr);
         return FL_ERROR;
     }
@@ -236,14 +284,14 @@ FlStatus fl_train_evaluate(FlTrainer *tr, const FlDataset *ds, size_t batch, dou
     *nrows = 0;
     FlDataEpoch *ep;
     if (fl_data_epoch_new(ds, batch, 1, false, 0, 0, &ep, e) != FL_OK) return FL_ERROR;
-    size_t nf = fl_data_feed_count(ds);
+    size_t nf = feed_tensors(ds);
     FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
     FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
     FlStatus st = FL_OK;
     for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
         size_t rows = fl_data_epoch_batch_rows(ep, b);
         for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-        st = share_feeds(ds, ep, b, 0, tens, feeds, e);
+        st = share_feeds(fl_ir_block(tr->bundle->main, 0), ds, ep, b, 0, tens, feeds, e);
         if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, tr->fetches, tr->nfetch, e);
         if (st == FL_OK) {
             for (size_t i = 0; i < tr->nfetch; i++) out[i] += mean_of(&tr->fetches[i].tensor) * (double)rows;
@@ -295,7 +343,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     uint64_t seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed);
     if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
     bool lead = tr->t == 0; /* reports the figures and evaluates */
-    size_t nf = fl_data_feed_count(d->train), n = tr->nfetch;
+    size_t nf = feed_tensors(d->train), n = tr->nfetch;
     FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
     FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
     double *sum = fl_xcalloc(n + 1, sizeof(double)), *trm = fl_xcalloc(n + 1, sizeof(double));
@@ -325,7 +373,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
         for (size_t b = 0; b < nb && st == FL_OK; b++) {
             size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)tr->t);
             for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-            st = share_feeds(d->train, ep, b, (size_t)tr->t, tens, feeds, e);
+            st = share_feeds(fl_ir_block(tr->bundle->main, 0), d->train, ep, b, (size_t)tr->t, tens, feeds, e);
             if (st == FL_OK && tr->mpi) fl_mpi_step_begin(tr->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
             double ts = now();
             if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, tr->fetches, n, e);
@@ -448,7 +496,7 @@ void fl_train_predictions_fini(FlTrainPredictions *p) {
 
 FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainPredictions *out, FlErr *e) {
     const FlDataset *ds = in->ds;
-    size_t nf = fl_data_feed_count(ds), total = fl_data_rows(ds);
+    size_t nf = feed_tensors(ds), total = fl_data_rows(ds);
     FlDataEpoch *ep;
     if (fl_data_epoch_new(ds, 256, 1, false, 0, 0, &ep, e) != FL_OK) return FL_ERROR;
     FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
@@ -461,7 +509,7 @@ FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainP
     for (size_t b = 0; b < fl_data_epoch_batches(ep) && st == FL_OK; b++) {
         size_t rows = fl_data_epoch_batch_rows(ep, b);
         for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-        st = share_feeds(ds, ep, b, 0, tens, feeds, e);
+        st = share_feeds(fl_ir_block(tr->bundle->main, 0), ds, ep, b, 0, tens, feeds, e);
         if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, &fetch, 1, e);
         if (st == FL_OK) {
             size_t per = rows ? (size_t)fl_tensor_numel(&fetch.tensor) / rows : 0;

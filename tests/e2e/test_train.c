@@ -479,6 +479,72 @@ static void test_relocated(void) {
     free(out);
 }
 
+/* ---- sequence feeds (io.sequence) ---- */
+
+/* The values after ": " of the next line of `out` from *at that starts with `prefix`; *at moves
+ * past it. Returns the count read into v (at most cap), or -1 when no such line is left. */
+static int next_values(const char **at, const char *prefix, double *v, int cap) {
+    const char *p = *at;
+    size_t n = strlen(prefix);
+    for (; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+        if (!strncmp(p, prefix, n)) break;
+    if (!*p) return -1;
+    const char *end = strchr(p, '\n') ? strchr(p, '\n') : p + strlen(p);
+    const char *q = strstr(p, ": ");
+    int k = 0;
+    for (q = q && q < end ? q + 2 : end; q < end && k < cap; k++) {
+        char *e;
+        v[k] = strtod(q, &e);
+        if (e == q) break;
+        q = e;
+    }
+    *at = end;
+    return k;
+}
+
+static void test_sequences(void) {
+    char *out = NULL, log[300];
+    snprintf(log, sizeof log, "%s/tags.csv", tmp);
+    /* Token tagging: every step's words come whole, cut by their offsets (row i: i copies of i),
+     * each epoch visits the five rows once, and the tags are learned. */
+    CU_ASSERT_EQUAL_FATAL(sh(&out, "%s tests/e2e/seq/tags.fl -q --log %s 2>&1", flrun, log), 0);
+    const char *at = out;
+    double off[8], w[32];
+    int steps = 0, seen = 0, sum = 0;
+    for (int no; (no = next_values(&at, "offsets words@LOD0 [", off, 8)) > 0; steps++) {
+        int nw = next_values(&at, "words words [", w, 32);
+        CU_ASSERT_FATAL(no >= 2 && off[0] == 0 && off[no - 1] == nw);
+        for (int j = 0; j + 1 < no; j++) {
+            int len = (int)(off[j + 1] - off[j]);
+            for (int k = (int)off[j]; k < (int)off[j + 1]; k++) CU_ASSERT_EQUAL(w[k], len);
+            seen |= 1 << len;
+            sum += len;
+        }
+        if (steps % 3 == 2) { /* an epoch: batches of 2, 2 and 1 rows */
+            CU_ASSERT_EQUAL(seen, 0x3e);
+            CU_ASSERT_EQUAL(sum, 15);
+            seen = sum = 0;
+        }
+    }
+    CU_ASSERT_EQUAL(steps, 90);
+    double loss = last_figure(log, "train", "loss");
+    printf("\n    sequence tagging: last step's loss %.4f (30 epochs)\n", loss);
+    CU_ASSERT(loss < 0.05);
+    free(out);
+    /* Nested sequences: the batch of all three rows, both levels of offsets, values scaled. */
+    CU_ASSERT_EQUAL_FATAL(sh(&out, "%s tests/e2e/seq/nested.fl -q 2>&1", flrun), 0);
+    CU_ASSERT_STRING_EQUAL(out, "outer words@LOD0 [4] int64: 0 2 4 7\n"
+                                "inner words@LOD1 [8] int64: 0 2 3 4 5 6 8 9\n"
+                                "words words [9, 1] float32: 1 1 1 0.5 0.5 1.5 1.5 1.5 1.5\n");
+    free(out);
+    /* A bad row is a data error at its file:line:column. */
+    CU_ASSERT_EQUAL(sh(NULL, "mkdir -p %s/seq && cp tests/e2e/seq/tags.fl %s/seq/ && "
+                             "printf '1,1\\n2 x,2 2\\n' > %s/seq/tags.csv", tmp, tmp, tmp), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/seq/tags.fl -q 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "seq/tags.csv:2:3: 'x' is not a number (column 0, feed 'words')"));
+    free(out);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: test_train FLRUN FLC\n");
@@ -500,6 +566,7 @@ int main(int argc, char **argv) {
         {"log_on_failure", test_log_on_failure},
         {"save_killed", test_save_killed},
         {"relocated", test_relocated},
+        {"sequences", test_sequences},
     };
     int rc = fl_test_run("train", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
     sh(NULL, "rm -rf %s", tmp);

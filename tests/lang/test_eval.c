@@ -596,11 +596,12 @@ static void test_run_spec_errors(void) {
 /* io.sequence(column, levels) in io.csv's columns: the reader spec's feed reads one column with
  * that lod_level; misuse is a located error at the call. */
 static void test_io_sequence(void) {
-    FlBundle *b = compile(HDR "w = layers.data(name='w', shape=[1], dtype='int64')\n"
+    FlBundle *b = compile(HDR "w = layers.data(name='w', shape=[1], dtype='int64', lod_level=1)\n"
+                              "w2 = layers.data(name='w2', shape=[1], lod_level=2)\n"
                               "y = layers.data(name='y', shape=[1], dtype='int64')\n"
                               "s = fluid.io.sequence(2, levels=2)\n"
                               "r = fluid.io.csv('a.csv', {'w': fluid.io.sequence(0), 'y': [1]})\n"
-                              "r2 = fluid.io.csv('a.csv', {'w': s, 'y': 1}, sep=';')\n"
+                              "r2 = fluid.io.csv('a.csv', {'w2': s, 'y': 1}, sep=';')\n"
                               "fluid.train(reader=r, test_reader=r2)\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     const FlReaderSpec *r = b->run.reader, *r2 = b->run.test_reader;
@@ -611,6 +612,7 @@ static void test_io_sequence(void) {
     CU_ASSERT_EQUAL(r->feeds.data[0].dtype, FL_DT_INT64);
     CU_ASSERT_EQUAL(r->feeds.data[1].lod_level, 0);
     CU_ASSERT_EQUAL(r2->feeds.data[0].lod_level, 2);
+    CU_ASSERT_EQUAL(r2->feeds.data[0].dtype, FL_DT_FLOAT32);
     CU_ASSERT_EQUAL(r2->feeds.data[0].cols[0], 2);
     fl_ir_bundle_free(b);
     static const ErrCase errs[] = {
@@ -630,6 +632,32 @@ static void test_io_sequence(void) {
          "snippet.fl:3:5: error: normalize names 'w', a sequence (io.sequence): sequences cannot be normalised"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));
+    /* fluid.train checks each feed against its data var's lod_level */
+    static const ErrCase feeds[] = {
+        {"r = fluid.io.csv('a.csv', {'d': fluid.io.sequence(0)})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the reader gives 'd' sequences of 1 level (io.sequence) but the data var has lod_level 0 "
+         "(layers.data(..., lod_level=1))"},
+        {"r = fluid.io.csv('a.csv', {'s2': fluid.io.sequence(0)})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the reader gives 's2' sequences of 1 level (io.sequence) but the data var has lod_level 2 "
+         "(layers.data(..., lod_level=1))"},
+        {"r = fluid.io.csv('a.csv', {'s1': [0]})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the data var 's1' holds sequences (lod_level 1) but the reader gives it plain columns: "
+         "read its column with io.sequence(column)"},
+        {"r = fluid.io.csv('a.csv', {'s2': [0]})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the data var 's2' holds sequences (lod_level 2) but the reader gives it plain columns: "
+         "read its column with io.sequence(column, levels=2)"},
+        {"r = fluid.io.csv('a.csv', {'s3': [0]})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the data var 's3' holds sequences of 3 levels; a reader gives at most 2 (io.sequence)"},
+        {"r = fluid.io.csv('a.csv', {'wide': fluid.io.sequence(0)})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the reader gives 'wide' one value per step of its sequences but the data var has shape "
+         "[-1, 2] (2 values per row); declare it with shape=[1]"},
+    };
+    check_errors("d = layers.data(name='d', shape=[1])\n"
+                 "s1 = layers.data(name='s1', shape=[1], lod_level=1)\n"
+                 "s2 = layers.data(name='s2', shape=[1], lod_level=2)\n"
+                 "s3 = layers.data(name='s3', shape=[1], lod_level=3)\n"
+                 "wide = layers.data(name='wide', shape=[2], lod_level=1)\n",
+                 feeds, FL_ARRAY_LEN(feeds));
 }
 
 static void test_user_module(void) {
