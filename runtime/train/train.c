@@ -503,6 +503,8 @@ FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainP
     FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
     FlFetch fetch = {in->var, FL_TENSOR_INIT};
     FlTrainPredictions p = {.rows = total, .classes = in->classes};
+    bool seq = false; /* a sequence feed: the output's rows may be tokens, not input rows */
+    for (size_t f = 0; f < fl_data_feed_count(ds); f++) seq |= fl_data_feed_levels(ds, f) > 0;
     if (in->classes) p.class_of = fl_xcalloc(total + 1, sizeof *p.class_of);
     FlStatus st = FL_OK;
     size_t done = 0;
@@ -512,6 +514,12 @@ FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainP
         st = share_feeds(fl_ir_block(tr->bundle->main, 0), ds, ep, b, 0, tens, feeds, e);
         if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, &fetch, 1, e);
         if (st == FL_OK) {
+            if (seq && (fetch.tensor.ndim < 1 || fetch.tensor.ne[0] != (int64_t)rows)) {
+                st = fl_err(e, "--predict: '%s' has %s for a batch of %zu sequences; a prediction is one row per input row "
+                               "(per sequence: pool the sequences, or name such a var with --predict-var)",
+                            in->var, fl_tensor_shape(&fetch.tensor).s, rows);
+                break;
+            }
             size_t per = rows ? (size_t)fl_tensor_numel(&fetch.tensor) / rows : 0;
             if (!p.values) {
                 p.width = per;

@@ -543,6 +543,12 @@ static void test_sequences(void) {
     CU_ASSERT_EQUAL(sh(&out, "%s %s/seq/tags.fl -q 2>&1", flrun, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "seq/tags.csv:2:3: 'x' is not a number (column 0, feed 'words')"));
     free(out);
+    /* --predict reads the sequences, but an output with a row per token is not one per input row */
+    CU_ASSERT_EQUAL(sh(NULL, "printf '1\\n2 2\\n3 3 3\\n' > %s/seq/in.csv", tmp), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s tests/e2e/seq/tags.fl -q --epochs 1 --predict %s/seq/in.csv 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--predict: 'softmax_0.tmp_0' has [6, 3] for a batch of 3 sequences; a prediction "
+                                       "is one row per input row"));
+    free(out);
 }
 
 int main(int argc, char **argv) {
