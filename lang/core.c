@@ -543,8 +543,11 @@ static FlValue *c_program_guard(Ctx *c, FlValue *self, CallArgs *a) {
 }
 static FlValue *c_unique_guard(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("guard", "new_generator=", 1);
-    (void)v;
-    return guard(c, GK_UNIQUE_NAME, NULL, NULL, 0);
+    /* Fluid's guard(new_generator): a string is the prefix of every name made inside */
+    if (v[0] && v[0]->kind != VK_NONE && v[0]->kind != VK_STR)
+        return fl_ev_error(c, a->span, "unique_name.guard(): new_generator must be a prefix string or None, found %s",
+                           fl_v_type_name(v[0]));
+    return guard(c, GK_UNIQUE_NAME, v[0] && v[0]->kind == VK_STR ? v[0] : NULL, NULL, 0);
 }
 static FlValue *c_name_scope(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("name_scope", "prefix=", 1);
