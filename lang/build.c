@@ -75,6 +75,8 @@ bool fl_ev_is_channel(Ctx *c, FlValue *v) {
 const char *fl_ev_unique(Ctx *c, const char *prefix) {
     FlMap *m = c->unique_stack.len ? c->unique_stack.data[c->unique_stack.len - 1] : &c->unique;
     const char *key = fl_intern_str(&c->in, prefix);
+    if (c->unique_prefix.len && *c->unique_prefix.data[c->unique_prefix.len - 1])
+        prefix = fl_arena_printf(&c->arena, "%s%s", c->unique_prefix.data[c->unique_prefix.len - 1], prefix);
     int64_t *n = fl_map_find_str(m, key);
     if (!n) {
         n = fl_arena_alloc(&c->arena, sizeof *n);

@@ -151,9 +151,19 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[4] && v[4]->kind != VK_NONE && !fl_ev_want_int(c, v[4], "lod_level", a->span, &levels)) return c->error;
     if (levels < 0 || levels > FL_IR_MAX_LOD)
         return fl_ev_error(c, a->span, "lod_level must be 0 to %d, found %lld", FL_IR_MAX_LOD, (long long)levels);
-    if (levels > 0 && !batch)
-        return fl_ev_error(c, a->span, "a LoD data var (lod_level %lld) needs append_batch_size=True: its rows are "
-                                       "the batch's tokens", (long long)levels);
+    if (levels > 0 && !batch) {
+        /* Fluid's padded inputs (the Transformer's [batch, seq_len, 1] word ids) declare a lod_level
+         * and are fed dense arrays, whose LoD is empty: say so, and make a dense var */
+        FlBuf sh = {0};
+        fl_ir_shape_str(n, full, &sh);
+        fl_diag_warning(&c->diag, a->span,
+                        "'%s' has lod_level=%lld and append_batch_size=False: its shape %s is given whole, so it is "
+                        "a dense (padded) tensor without sequence offsets; with append_batch_size=True its rows "
+                        "are the tokens of sequences",
+                        v[0]->str.s, (long long)levels, fl_buf_str(&sh));
+        fl_buf_free(&sh);
+        levels = 0;
+    }
     /* the offsets of each level are data too: NAME@LOD0 (outermost) .. (docs/sequences.md) */
     const char *lods[FL_IR_MAX_LOD];
     char *dname = fl_xstrdup(v[0]->str.s);
@@ -543,8 +553,11 @@ static FlValue *c_program_guard(Ctx *c, FlValue *self, CallArgs *a) {
 }
 static FlValue *c_unique_guard(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("guard", "new_generator=", 1);
-    (void)v;
-    return guard(c, GK_UNIQUE_NAME, NULL, NULL, 0);
+    /* Fluid's guard(new_generator): a string is the prefix of every name made inside */
+    if (v[0] && v[0]->kind != VK_NONE && v[0]->kind != VK_STR)
+        return fl_ev_error(c, a->span, "unique_name.guard(): new_generator must be a prefix string or None, found %s",
+                           fl_v_type_name(v[0]));
+    return guard(c, GK_UNIQUE_NAME, v[0] && v[0]->kind == VK_STR ? v[0] : NULL, NULL, 0);
 }
 static FlValue *c_name_scope(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("name_scope", "prefix=", 1);

@@ -138,6 +138,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     free(c->define_read);
     FL_VEC_FREE(&c->flags_asked);
     FL_VEC_FREE(&c->unique_stack);
+    FL_VEC_FREE(&c->unique_prefix);
     FL_VEC_FREE(&c->name_scopes);
     FL_VEC_FREE(&c->rtloops);
     FL_VEC_FREE(&c->src_map);

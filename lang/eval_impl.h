@@ -162,6 +162,7 @@ struct Ctx {
     Env *builtins;
     FlMap unique;           /* prefix -> counter (int64 stored as pointer-to-arena int) */
     FL_VEC(FlMap *) unique_stack;
+    FL_VEC(const char *) unique_prefix; /* beside unique_stack: guard(new_generator="p") names p<key>_<n> */
     int64_t random_seed;    /* counter for the seeds of random init ops */
     FL_VEC(const char *) name_scopes;
     FL_VEC(RtLoop *) rtloops; /* runtime loops being built, innermost last; a NULL hides the

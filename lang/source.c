@@ -136,6 +136,17 @@ void fl_diag_error(FlDiag *d, FlSpan sp, const char *fmt, ...) {
     va_end(ap);
 }
 
+void fl_diag_warning(FlDiag *d, FlSpan sp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool again = repeated(d, sp, fmt, ap);
+    va_end(ap);
+    if (again) return;
+    va_start(ap, fmt);
+    report(d, sp, "warning", fmt, ap);
+    va_end(ap);
+}
+
 /* A note belongs to the last error: it is printed when that error was. */
 void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) {
     if (d->dropping) return;

@@ -69,6 +69,8 @@ void fl_diag_init(FlDiag *d, const FlSources *s);
 void fl_diag_fini(FlDiag *d);
 void fl_diag_error(FlDiag *d, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
 void fl_diag_note(FlDiag *d, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
+/* A located warning: printed once per place and message, counted nowhere (compiling goes on). */
+void fl_diag_warning(FlDiag *d, FlSpan sp, const char *fmt, ...) FL_PRINTF(3, 4);
 /* An error with no location (e.g. a file that cannot be read): "TOOL: error: message". */
 void fl_diag_error_plain(FlDiag *d, const char *fmt, ...) FL_PRINTF(2, 3);
 /* A warning with no location, "TOOL: warning: message": printed always, counted nowhere. */

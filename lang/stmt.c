@@ -447,8 +447,10 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         FlMap *m = fl_arena_alloc(&c->arena, sizeof *m);
         fl_map_init(m);
         FL_VEC_PUSH(&c->unique_stack, m);
+        FL_VEC_PUSH(&c->unique_prefix, g->guard.a ? g->guard.a->str.s : "");
         Flow f = fl_ev_block(c, e, &s->with.body);
         c->unique_stack.len--;
+        c->unique_prefix.len--;
         fl_map_fini(m);
         return f;
     }

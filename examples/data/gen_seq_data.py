@@ -25,8 +25,9 @@ directory)
                      taste (from job and age) with the movie's categories, plus noise.
   ctr_seq.csv.gz     dist_ctr with LoD inputs: dnn_data (sequence of ids < 1000), lr_data (sequence
                      < 1000), click (0/1): clicks are likely when the ids hold many of 50 'good' ids.
-  simnet.csv.gz      dist_simnet_bow: query, pos_title, neg_title (sequences of ids < 1000): the
-                     positive title shares words with the query, the negative one does not.
+  simnet.csv.gz      dist_simnet_bow: query, pos_title, neg_title (sequences of ids < 1000), label
+                     (0, read and unused as in Fluid's test): the positive title shares words with
+                     the query, the negative one does not.
 """
 import gzip
 import os
@@ -140,7 +141,7 @@ def simnet(n_rows=2000, dim=1000, seed=16):
         q = [rnd.randrange(dim) for _ in range(length(rnd, 10))]
         pos = [rnd.choice(q) if rnd.random() < 0.6 else rnd.randrange(dim) for _ in range(length(rnd, 12))]
         neg = [rnd.randrange(dim) for _ in range(length(rnd, 12))]
-        rows.append([q, pos, neg])
+        rows.append([q, pos, neg, 0])
     return rows
 
 

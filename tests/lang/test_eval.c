@@ -1086,6 +1086,12 @@ static void test_programs_and_guards(void) {
 /* Program methods: global_block().var(name); clone(for_test=True) copies the program as it is
  * then, with is_test set on the ops that have it, and the copy can be the run spec's program. */
 static void test_program_methods(void) {
+    /* unique_name.guard(new_generator='enc_') prefixes the names made inside (Fluid's generator
+     * of that prefix); outside, the default names go on */
+    check_true("x = layers.data(name='x', shape=[4])\nwith fluid.unique_name.guard('enc_'):\n    h = layers.fc(x, size=3)\n"
+               "g = layers.fc(x, size=2)\n",
+               "h.name.startswith('enc_') and not g.name.startswith('enc_') and "
+               "fluid.default_main_program().global_block().var('enc_fc_0.w_0').shape == [4, 3]");
     check_true("x = layers.data(name='x', shape=[4])\nh = layers.fc(x, size=3)\n",
                "fluid.default_main_program().global_block().var('fc_0.w_0').shape == [4, 3]");
     /* a layer name used twice makes new parameters (Fluid's unique names); a parameter name
