@@ -850,6 +850,62 @@ static void test_program(void) {
 
 #include "tests/compiler/infer_nn2.inc"
 
+static void test_sequences(void) {
+    V("sx", F32, "-1,3");
+    V("sx3", F64, "-1,2,4");
+    V("soff", I64, "-1");
+    V("sf", F32, "9,5");
+    V("sn", I64, "2,3");
+    /* sequence_pool: one row per sequence; MaxIndex int32 of Out's shape */
+    FlOpDesc *op = OP("sequence_pool", "X=sx3 XLod=soff", "Out=sp MaxIndex=spi");
+    fl_ir_op_set_string(op, "pooltype", "MAX");
+    ok(op);
+    is("sp", F64, "[-1, 2, 4]");
+    is("spi", I32, "[-1, 2, 4]");
+    /* AVERAGE by default: MaxIndex is MAX's alone */
+    err(OP("sequence_pool", "X=sx XLod=soff", "Out=sp2 MaxIndex=spi2"),
+        "sequence_pool: MaxIndex is made by pooltype MAX only, found 'AVERAGE'");
+    op = OP("sequence_pool", "X=sx XLod=soff", "Out=sp3");
+    fl_ir_op_set_string(op, "pooltype", "MEAN");
+    err(op, "sequence_pool: pooltype must be AVERAGE, SUM, SQRT, MAX, LAST or FIRST, found 'MEAN'");
+    err(OP("sequence_pool", "X=sx XLod=sf", "Out=sp4"),
+        "sequence_pool: XLod must be the int64 offsets [nseq + 1] of a LoD tensor, found float32 [9, 5]");
+    err(OP("sequence_pool", "X=sn XLod=soff", "Out=sp5"), "sequence_pool: X must be float32 or float64, found int64");
+    /* sequence_softmax: [T] or [T, 1] */
+    V("sc", F32, "-1,1");
+    ok(OP("sequence_softmax", "X=sc XLod=soff", "Out=ss"));
+    is("ss", F32, "[-1, 1]");
+    err(OP("sequence_softmax", "X=sx XLod=soff", "Out=ss2"), "sequence_softmax: X must be [T] or [T, 1], found [-1, 3]");
+    /* sequence_conv: [T, N] */
+    op = OP("sequence_conv", "X=sx XLod=soff Filter=sf", "Out=sv");
+    fl_ir_op_set_int(op, "contextLength", 3);
+    ok(op);
+    is("sv", F32, "[-1, 5]");
+    op = OP("sequence_conv", "X=sx XLod=soff Filter=sf", "Out=sv2");
+    fl_ir_op_set_int(op, "contextLength", 2);
+    err(op, "sequence_conv: Filter must be float32 [contextLength * D, N] for X [-1, 3], found float32 [9, 5]");
+    op = OP("sequence_conv", "X=sx XLod=soff Filter=sf", "Out=sv3");
+    fl_ir_op_set_int(op, "contextLength", 3);
+    fl_ir_op_set_int(op, "contextStride", 2);
+    err(op, "sequence_conv: contextStride must be 1, found 2");
+    /* sequence_expand(_as): unknown rows; OutLod int64 [-1] */
+    V("sd", I64, "4,7");
+    ok(OP("sequence_expand", "X=sd XLod=soff YLod=soff", "Out=se OutLod=sel"));
+    is("se", I64, "[-1, 7]");
+    is("sel", I64, "[-1]");
+    ok(OP("sequence_expand_as", "X=sx YLod=soff", "Out=sea"));
+    is("sea", F32, "[-1, 3]");
+    /* sequence_mask: X's dims + [maxlen] */
+    op = OP("sequence_mask", "X=sn", "Y=sm");
+    fl_ir_op_set_int(op, "maxlen", 6);
+    fl_ir_op_set_int(op, "out_dtype", F32);
+    ok(op);
+    is("sm", F32, "[2, 3, 6]");
+    ok(OP("sequence_mask", "X=sn", "Y=sm2"));
+    is("sm2", I64, "[2, 3, -1]");
+    err(OP("sequence_mask", "X=sx", "Y=sm3"), "sequence_mask: X must be int32 or int64, found float32");
+}
+
 int main(void) {
     static const FlTestCase cases[] = {
         {"fill, random, copies", test_fill},
@@ -868,6 +924,7 @@ int main(void) {
         {"optimizers", test_optimizers},
         {"control, channels, dist, list_index", test_control_dist},
         {"layers: activations, batch-size fills, indexing, padding", test_layers},
+        {"sequences", test_sequences},
         {"gradient ops", test_grad_ops},
         {"every op has a rule", test_every_op_has_rule},
         {"fl_infer_program", test_program},

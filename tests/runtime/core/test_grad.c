@@ -205,6 +205,30 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+    /* sequences: LoD inputs cut into lengths 1, 2, 0 (empty) and 17 */
+#define SEQ_X(rows, d) "import _core\nP = param(\"P\", [" #rows ", " #d "])\nlod = layers.assign([0, 1, 3, 3, 20])\n" \
+                       "x = _core.set_lod(layers.scale(P, scale=1.0), [lod])\n"
+    {"seq_pool.fl",
+     SEQ_X(20, 3) "out = layers.sequence_pool(x, \"average\")\n"
+                  "for t in [\"sum\", \"sqrt\", \"max\", \"last\", \"first\"]:\n"
+                  "    out = layers.elementwise_add(out, layers.sequence_pool(x, t, pad_value=0.5))\n"
+                  "out = layers.elementwise_add(out, layers.sequence_first_step(x))\n"
+                  "out = layers.elementwise_add(out, layers.sequence_last_step(x))\n",
+     "[4, 3]"},
+    {"seq_pool_max_test.fl", SEQ_X(20, 3) "out = layers.sequence_pool(x, \"max\", is_test=True)\n", "[4, 3]"},
+    {"seq_softmax.fl", SEQ_X(20, 1) "out = layers.sequence_softmax(x)\n", "[20, 1]"},
+    {"seq_conv.fl", SEQ_X(20, 3) "out = layers.sequence_conv(x, num_filters=2, filter_size=3, act=\"tanh\")\n", "[20, 2]"},
+    {"seq_conv_start.fl", SEQ_X(20, 2) "out = layers.sequence_conv(x, num_filters=3, filter_size=4, padding_start=-3, bias_attr=False)\n",
+     "[20, 3]"},
+    {"seq_expand.fl",
+     SEQ_X(20, 1) "Q = param(\"Q\", [4, 3])\nout = layers.elementwise_add(layers.sequence_expand(Q, x), x)\n", "[20, 3]"},
+    {"seq_expand_lod.fl",
+     SEQ_X(20, 1) "Q = param(\"Q\", [5, 2])\nq = _core.set_lod(layers.scale(Q, scale=1.0), [layers.assign([0, 2, 3, 3, 5])])\n"
+                  "out = layers.sequence_expand(q, x)\n",
+     "[38, 2]"},
+    {"seq_expand_as.fl",
+     SEQ_X(20, 1) "Q = param(\"Q\", [4, 3])\nout = layers.elementwise_mul(layers.sequence_expand_as(Q, x), x)\n", "[20, 3]"},
+#undef SEQ_X
 };
 
 static void test_grad_ops(void) {
