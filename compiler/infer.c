@@ -930,7 +930,8 @@ static FlStatus infer_batch_size_like(Ctx *c) {
             return fl_err(c->e, "%s: shape dim %zu is %lld (expected a positive size)", c->t, i, (long long)dims[i]);
         s.d[i] = dims[i];
     }
-    s.d[odx] = in.d[idx];
+    /* a LoD Input's batch is its number of sequences, known at run time */
+    s.d[odx] = idx == 0 && fl_ir_op_input1(c->op, "InputLod") ? -1 : in.d[idx];
     FlDType t = (FlDType)iattr(c, "dtype");
     if (check_dtype(c, t)) return FL_ERROR;
     if (c->info->id == FL_OPID_uniform_random_batch_size_like) {
