@@ -205,6 +205,8 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+/* sequence reshaping: concat, reshape, slice, pad / unpad, lod_reset */
+#include "tests/runtime/core/grad_cases_seqshape.inc"
 };
 
 static void test_grad_ops(void) {
