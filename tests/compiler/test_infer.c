@@ -904,6 +904,68 @@ static void test_sequences(void) {
     ok(OP("sequence_mask", "X=sn", "Y=sm2"));
     is("sm2", I64, "[2, 3, -1]");
     err(OP("sequence_mask", "X=sx", "Y=sm3"), "sequence_mask: X must be int32 or int64, found float32");
+/* The sequence reshaping ops: rows known at run time only, offsets int64 vectors. */
+static void test_seqshape(void) {
+    V("sx", F32, "20,4");
+    V("sy", F32, "5,4");
+    V("sl", I64, "-1");
+    V("sl2", I64, "-1");
+    V("bad_lod", I32, "-1");
+    FlOpDesc *op = OP("sequence_concat", "X=sx,sy XLod=sl,sl2", "Out=c OutLod=cl");
+    ok(op);
+    is("c", F32, "[25, 4]");
+    is("cl", I64, "[-1]");
+    op = OP("sequence_concat", "X=sx,sy XLod=sl", "Out=c OutLod=cl");
+    err(op, "sequence_concat: 2 inputs X but 1 offsets XLod");
+    op = OP("sequence_reshape", "X=sx XLod=sl", "Out=r OutLod=rl");
+    fl_ir_op_set_int(op, "new_dim", 8);
+    ok(op);
+    is("r", F32, "[10, 8]");
+    fl_ir_op_set_int(op, "new_dim", 0);
+    err(op, "sequence_reshape: new_dim must be >= 1, found 0");
+    op = OP("sequence_reshape", "X=sx XLod=bad_lod", "Out=r OutLod=rl");
+    fl_ir_op_set_int(op, "new_dim", 8);
+    err(op, "sequence_reshape: XLod 'bad_lod' must be an int64 vector of offsets, found int32 [-1]");
+    V("so", I64, "-1,1");
+    op = OP("sequence_slice", "X=sx XLod=sl Offset=so Length=so", "Out=s OutLod=slo");
+    ok(op);
+    is("s", F32, "[-1, 4]");
+    V("pv", F32, "1");
+    op = OP("sequence_pad", "X=sx PadValue=pv XLod=sl", "Out=p Length=pl");
+    fl_ir_op_set_int(op, "padded_length", 17);
+    ok(op);
+    is("p", F32, "[-1, 17, 4]");
+    is("pl", I64, "[-1]");
+    V("pv64", F64, "1");
+    op = OP("sequence_pad", "X=sx PadValue=pv64 XLod=sl", "Out=p Length=pl");
+    err(op, "sequence_pad: PadValue is float64 but X is float32");
+    V("padded", F32, "-1,17,4");
+    op = OP("sequence_unpad", "X=padded Length=pl", "Out=u OutLod=ul");
+    ok(op);
+    is("u", F32, "[-1, 4]");
+    V("padded2", F32, "-1,17");
+    op = OP("sequence_unpad", "X=padded2 Length=pl", "Out=u OutLod=ul");
+    ok(op);
+    is("u", F32, "[-1, 1]");
+    V("ids", I64, "20,1");
+    op = OP("sequence_enumerate", "X=ids XLod=sl", "Out=e");
+    fl_ir_op_set_int(op, "win_size", 3);
+    ok(op);
+    is("e", I64, "[20, 3]");
+    op = OP("sequence_enumerate", "X=sx XLod=sl", "Out=e");
+    fl_ir_op_set_int(op, "win_size", 3);
+    err(op, "sequence_enumerate: X must be int32 or int64, found float32");
+    op = OP("lod_reset", "X=sx TargetLod=sl", "Out=lr");
+    ok(op);
+    is("lr", F32, "[20, 4]");
+    /* a LoD Input's batch size is its number of sequences: unknown until run time */
+    op = OP("fill_constant_batch_size_like", "Input=sx InputLod=sl", "Out=f");
+    ints(op, "shape", "-1,2");
+    ok(op);
+    is("f", F32, "[-1, 2]");
+    fl_ir_op_set_int(op, "input_dim_idx", 1);
+    ok(op);
+    is("f", F32, "[4, 2]");
 }
 
 int main(void) {
@@ -926,6 +988,7 @@ int main(void) {
         {"layers: activations, batch-size fills, indexing, padding", test_layers},
         {"sequences", test_sequences},
         {"gradient ops", test_grad_ops},
+        {"sequence reshaping", test_seqshape},
         {"every op has a rule", test_every_op_has_rule},
         {"fl_infer_program", test_program},
     };

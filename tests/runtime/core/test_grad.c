@@ -229,6 +229,8 @@ static const GradCase cases[] = {
     {"seq_expand_as.fl",
      SEQ_X(20, 1) "Q = param(\"Q\", [4, 3])\nout = layers.elementwise_mul(layers.sequence_expand_as(Q, x), x)\n", "[20, 3]"},
 #undef SEQ_X
+/* sequence reshaping: concat, reshape, slice, pad / unpad, lod_reset */
+#include "tests/runtime/core/grad_cases_seqshape.inc"
 };
 
 static void test_grad_ops(void) {
