@@ -904,6 +904,8 @@ static void test_sequences(void) {
     ok(OP("sequence_mask", "X=sn", "Y=sm2"));
     is("sm2", I64, "[2, 3, -1]");
     err(OP("sequence_mask", "X=sx", "Y=sm3"), "sequence_mask: X must be int32 or int64, found float32");
+}
+
 /* The sequence reshaping ops: rows known at run time only, offsets int64 vectors. */
 static void test_seqshape(void) {
     V("sx", F32, "20,4");
