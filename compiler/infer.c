@@ -1462,6 +1462,55 @@ static FlStatus infer_list_index(Ctx *c) {
     return FL_OK;
 }
 
+/* ---- recurrent layers over sequences ---- */
+
+static FlStatus rnn_act(Ctx *c, const char *name) {
+    const char *v = sattr(c, name);
+    if (strcmp(v, "sigmoid") == 0 || strcmp(v, "tanh") == 0 || strcmp(v, "relu") == 0 || strcmp(v, "identity") == 0)
+        return FL_OK;
+    return fl_err(c->e, "%s: %s '%s' is not one of sigmoid, tanh, relu, identity", c->t, name, v);
+}
+
+/* A [rows, cols] input of the dtype of Input (rows < 0: any). */
+static FlStatus rnn_mat(Ctx *c, const char *slot, const FlVarDesc *v, const FlVarDesc *xv, int64_t rows,
+                        int64_t cols) {
+    Shape s = shape_of(v);
+    if (v->dtype != xv->dtype || s.nd != 2 || !dims_agree(s.d[0], rows) || !dims_agree(s.d[1], cols))
+        return fl_err(c->e, "%s: %s must be %s [%lld, %lld], found %s %s", c->t, slot, dt(xv->dtype),
+                      (long long)rows, (long long)cols, dt(v->dtype), sstr(c, &s));
+    return FL_OK;
+}
+
+/* lstm (4 gates) and gru (3): Input [T, gates * D] cut by InputLod, Weight [D, gates * D]. */
+static FlStatus infer_rnn(Ctx *c, int gates) {
+    FlVarDesc *xv, *lv, *wv, *bv, *hv = NULL;
+    if (in1(c, "Input", &xv) || in1(c, "InputLod", &lv) || in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))
+        return FL_ERROR;
+    if (gates == 3 && in_opt(c, "H0", &hv)) return FL_ERROR;
+    if (need_float(c, "the input", xv)) return FL_ERROR;
+    Shape x = shape_of(xv), l = shape_of(lv);
+    if (x.nd != 2 || x.d[1] <= 0 || x.d[1] % gates != 0)
+        return fl_err(c->e, "%s: the input must be [T, %d * D] with D known, found %s", c->t, gates, sstr(c, &x));
+    if (lv->dtype != FL_DT_INT64 || l.nd != 1)
+        return fl_err(c->e, "%s: InputLod must be the int64 offsets [nseq + 1] of the input's sequences, found %s %s",
+                      c->t, dt(lv->dtype), sstr(c, &l));
+    int64_t D = x.d[1] / gates;
+    if (rnn_mat(c, "Weight", wv, xv, D, gates * D)) return FL_ERROR;
+    if (gates == 4 && !bv) return fl_err(c->e, "%s: missing input Bias", c->t);
+    int64_t bcols = gates == 4 && iattr(c, "use_peepholes") ? 7 * D : gates * D;
+    if (bv && rnn_mat(c, "Bias", bv, xv, 1, bcols)) return FL_ERROR;
+    if (hv && rnn_mat(c, "H0", hv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
+    if (rnn_act(c, "gate_activation") ||
+        (gates == 4 ? rnn_act(c, "cell_activation") || rnn_act(c, "candidate_activation")
+                    : rnn_act(c, "activation")))
+        return FL_ERROR;
+    Shape h = {.nd = 2, .d = {x.d[0], D}};
+    return set_out(c, "Hidden", xv->dtype, &h) || set_out(c, "Cell", xv->dtype, &h) ||
+                   set_out(c, "ResetHiddenPrev", xv->dtype, &h) || set_like(c, "Gate", xv)
+               ? FL_ERROR
+               : FL_OK;
+}
+
 /* A gradient op: "<X>@GRAD" takes the forward var in input slot X (else the first gradient
  * input: dropout_grad's X@GRAD is shaped like Out@GRAD). */
 static FlStatus infer_grad(Ctx *c) {
@@ -1609,6 +1658,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
         if (in1(&c, "In", &x)) return FL_ERROR;
         return set_like(&c, "Out", x);
     }
+    case FL_OPID_lstm: return infer_rnn(&c, 4);
+    case FL_OPID_gru: return infer_rnn(&c, 3);
     case FL_OPID_sgd:
     case FL_OPID_momentum:
     case FL_OPID_adam:

@@ -205,6 +205,28 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+    /* rnn: dynamic_lstm / dynamic_gru over sequences of 1, 2 and 17 rows */
+    {"lstm_peep.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8)\nout = layers.elementwise_add(h, c)\n",
+     "[20, 2]"},
+    {"lstm_reverse.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8, use_peepholes=False, is_reverse=True)\n"
+     "out = layers.elementwise_add(h, c)\n",
+     "[20, 2]"},
+    {"lstm_rev_peep_hidden.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "out, c = layers.dynamic_lstm(P, size=8, is_reverse=True)\n",
+     "[20, 2]"},
+    {"gru.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
+     "out = layers.dynamic_gru(P, size=2)\n",
+     "[20, 2]"},
+    {"gru_h0_reverse_origin.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
+     "out = layers.dynamic_gru(P, size=2, is_reverse=True, h_0=param(\"H\", [3, 2]), origin_mode=True)\n",
+     "[20, 2]"},
 };
 
 static void test_grad_ops(void) {

@@ -1,0 +1,262 @@
+/* rnn.c: the lstm and gru kernels over LoD sequences and their gradients (kernels_rnn.h).
+ *
+ * Sequences are sorted by length, longest first (ties in batch order), as Fluid's
+ * sequence-to-batch reordering does; the sequences active at step t (longer than t) are then a
+ * prefix of that order, and the state of sorted sequence k lives in row k of a [nseq, D]
+ * buffer, so step t is one GEMM over rows [0, nact[t]) and an elementwise pass that reads and
+ * writes the rows of X and the outputs where the sequences have their step t. The gradients run
+ * the steps backwards with the same layout. Typed loops: rnn_t.inc.
+ */
+#include "runtime/kernels/kernels_rnn.h"
+
+#include <math.h>
+
+#include "runtime/kernels/kernels_impl.h"
+
+bool fl_rnn_act_find(const char *name, FlRnnAct *act) {
+    static const char *const names[] = {"sigmoid", "tanh", "relu", "identity"};
+    _Static_assert(sizeof names / sizeof names[0] == FL_RNN_ACT_COUNT, "one name per FlRnnAct");
+    for (int i = 0; i < FL_RNN_ACT_COUNT; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *act = (FlRnnAct)i;
+            return true;
+        }
+    return false;
+}
+
+static inline double ract(FlRnnAct k, double x) {
+    switch (k) {
+    case FL_RNN_SIGMOID: return 1 / (1 + exp(-x));
+    case FL_RNN_TANH: return tanh(x);
+    case FL_RNN_RELU: return x > 0 ? x : 0;
+    case FL_RNN_IDENTITY: return x;
+    case FL_RNN_ACT_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+/* The activation's derivative, from its output y. */
+static inline double rdact(FlRnnAct k, double y) {
+    switch (k) {
+    case FL_RNN_SIGMOID: return y * (1 - y);
+    case FL_RNN_TANH: return 1 - y * y;
+    case FL_RNN_RELU: return y > 0 ? 1 : 0;
+    case FL_RNN_IDENTITY: return 1;
+    case FL_RNN_ACT_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* The row of sequence s's step t. */
+static inline int64_t row_of(const int64_t *off, int64_t s, int64_t t, bool reverse) {
+    return reverse ? off[s + 1] - 1 - t : off[s] + t;
+}
+
+/* The steps: order[k] = the k-th longest sequence, nact[t] = how many are longer than t. */
+typedef struct Sched {
+    int64_t nseq, maxlen;
+    int64_t *order, *nact;
+    FlTensor mem;
+} Sched;
+
+typedef struct LenIdx {
+    int64_t len, idx;
+} LenIdx;
+static int by_length(const void *pa, const void *pb) {
+    const LenIdx *a = pa, *b = pb;
+    if (a->len != b->len) return a->len > b->len ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static FlStatus sched_init(FlErr *e, const char *op, const int64_t *off, int64_t nseq, Sched *sc) {
+    sc->nseq = nseq;
+    sc->maxlen = 0;
+    for (int64_t s = 0; s < nseq; s++)
+        if (off[s + 1] - off[s] > sc->maxlen) sc->maxlen = off[s + 1] - off[s];
+    fl_tensor_init(&sc->mem);
+    int64_t ne = 2 * nseq + sc->maxlen + 1;
+    if (kalloc(e, op, &sc->mem, FL_DT_INT64, 1, &ne)) return FL_ERROR;
+    LenIdx *li = fl_tensor_data(&sc->mem); /* sorted in place, then read into order */
+    for (int64_t s = 0; s < nseq; s++) li[s] = (LenIdx){off[s + 1] - off[s], s};
+    if (nseq) qsort(li, (size_t)nseq, sizeof *li, by_length);
+    sc->order = fl_tensor_data(&sc->mem);
+    sc->nact = sc->order + 2 * nseq;
+    int64_t k = nseq;
+    for (int64_t t = 0; t < sc->maxlen; t++) {
+        while (k > 0 && li[k - 1].len <= t) k--;
+        sc->nact[t] = k;
+    }
+    for (int64_t s = 0; s < nseq; s++) sc->order[s] = li[s].idx; /* order[s] overlays li[s / 2] */
+    return FL_OK;
+}
+
+#define FL_TMPL "rnn_t.inc"
+#include "runtime/kernels/tmpl.h"
+
+/* A [rows, cols] matrix of the op's dtype (rows < 0: any). */
+static FlStatus need_mat(FlErr *e, const char *op, const char *slot, const FlTensor *t, const FlTensor *like,
+                         int64_t rows, int64_t cols) {
+    if (ksame_dtype(e, op, "Input", like, slot, t)) return FL_ERROR;
+    if (t->ndim != 2 || (rows >= 0 && t->ne[0] != rows) || t->ne[1] != cols)
+        return fl_err(e, "%s: %s %s must be [%lld, %lld] (Input %s)", op, slot, fl_tensor_shape(t).s,
+                      (long long)rows, (long long)cols, fl_tensor_shape(like).s);
+    return FL_OK;
+}
+
+/* X [T, gates * D] with W [D, gates * D]: D, or an error. */
+static FlStatus rnn_dims(FlErr *e, const char *op, const FlTensor *x, const FlTensor *w, int gates, int64_t *D) {
+    if (kneed_float(e, op, "Input", x) || khas(e, op, "Weight", w)) return FL_ERROR;
+    if (x->ndim != 2 || x->ne[1] % gates != 0 || x->ne[1] == 0)
+        return fl_err(e, "%s: Input %s must be [T, %d * D]", op, fl_tensor_shape(x).s, gates);
+    *D = x->ne[1] / gates;
+    return need_mat(e, op, "Weight", w, x, *D, gates * *D);
+}
+
+/* The workspace (zeroed) and the outputs [T, D] ... of a kernel, allocated at once. */
+static FlStatus alloc_all(FlErr *e, const char *op, FlDType dt, int64_t wsn, FlTensor *ws, int n, FlTensor *outs,
+                          const int64_t (*shapes)[2]) {
+    if (kalloc(e, op, ws, dt, 1, &wsn)) return FL_ERROR;
+    for (int i = 0; i < n; i++)
+        if (kalloc(e, op, &outs[i], dt, 2, shapes[i])) return FL_ERROR;
+    return FL_OK;
+}
+
+static void release(Sched *sc, FlTensor *ws, int n, FlTensor *outs) {
+    fl_tensor_fini(&sc->mem);
+    fl_tensor_fini(ws);
+    for (int i = 0; i < n; i++) fl_tensor_fini(&outs[i]);
+}
+
+#define P(t) fl_tensor_data(t)
+#define PO(t) ((t) ? fl_tensor_data(t) : NULL)
+
+FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
+                        const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell,
+                        FlTensor *gate) {
+    const char *op = "lstm";
+    int64_t D;
+    if (rnn_dims(e, op, x, w, 4, &D) || need_mat(e, op, "Bias", b, x, 1, (a->peepholes ? 7 : 4) * D))
+        return FL_ERROR;
+    int64_t T = x->ne[0];
+    Sched sc;
+    FlTensor ws = FL_TENSOR_INIT, o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[3][2] = {{T, D}, {T, D}, {T, 4 * D}};
+    if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
+    if (alloc_all(e, op, x->dtype, nseq * 6 * D + 1, &ws, 3, o, shapes)) {
+        release(&sc, &ws, 3, o);
+        return FL_ERROR;
+    }
+    if (x->dtype == FL_DT_FLOAT32)
+        lstm_fwd_f32(&sc, off, P(x), P(w), P(b), a, D, P(&o[0]), P(&o[1]), P(&o[2]), P(&ws), true);
+    else
+        lstm_fwd_f64(&sc, off, P(x), P(w), P(b), a, D, P(&o[0]), P(&o[1]), P(&o[2]), P(&ws), false);
+    kout(hidden, &o[0]);
+    kout(cell, &o[1]);
+    kout(gate, &o[2]);
+    release(&sc, &ws, 0, o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *b,
+                             const FlTensor *hidden, const FlTensor *cell, const FlTensor *gate,
+                             const FlTensor *dhidden, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
+                             FlTensor *dw, FlTensor *db) {
+    const char *op = "lstm_grad";
+    int64_t D;
+    if (rnn_dims(e, op, gate, w, 4, &D) || need_mat(e, op, "Bias", b, gate, 1, (a->peepholes ? 7 : 4) * D))
+        return FL_ERROR;
+    int64_t T = gate->ne[0];
+    if (need_mat(e, op, "Hidden", hidden, gate, T, D) || need_mat(e, op, "Cell", cell, gate, T, D) ||
+        (dhidden && need_mat(e, op, "Hidden@GRAD", dhidden, gate, T, D)) ||
+        (dcell && need_mat(e, op, "Cell@GRAD", dcell, gate, T, D)))
+        return FL_ERROR;
+    if (!dx && !dw && !db) return FL_OK;
+    Sched sc;
+    FlTensor ws = FL_TENSOR_INIT, o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[3][2] = {{T, 4 * D}, {D, 4 * D}, {1, b->ne[1]}};
+    if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
+    if (alloc_all(e, op, gate->dtype, nseq * 7 * D + 1, &ws, 3, o, shapes)) {
+        release(&sc, &ws, 3, o);
+        return FL_ERROR;
+    }
+    if (gate->dtype == FL_DT_FLOAT32)
+        lstm_bwd_f32(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D,
+                     dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL, P(&ws), true);
+    else
+        lstm_bwd_f64(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D,
+                     dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL, P(&ws), false);
+    kout(dx, &o[0]);
+    kout(dw, &o[1]);
+    kout(db, &o[2]);
+    release(&sc, &ws, 0, o);
+    return FL_OK;
+}
+
+static FlStatus gru_inputs(FlErr *e, const char *op, const FlTensor *x, int64_t nseq, const FlTensor *h0,
+                           const FlTensor *w, int64_t *D) {
+    if (rnn_dims(e, op, x, w, 3, D)) return FL_ERROR;
+    return h0 ? need_mat(e, op, "H0", h0, x, nseq, *D) : FL_OK;
+}
+
+FlStatus fl_kernel_gru(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *h0,
+                       const FlTensor *w, const FlTensor *b, const FlGruAttrs *a, FlTensor *hidden, FlTensor *gate,
+                       FlTensor *reset_hidden_prev) {
+    const char *op = "gru";
+    int64_t D;
+    if (gru_inputs(e, op, x, nseq, h0, w, &D) || (b && need_mat(e, op, "Bias", b, x, 1, 3 * D))) return FL_ERROR;
+    int64_t T = x->ne[0];
+    Sched sc;
+    FlTensor ws = FL_TENSOR_INIT, o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[3][2] = {{T, D}, {T, 3 * D}, {T, D}};
+    if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
+    if (alloc_all(e, op, x->dtype, nseq * 5 * D + 1, &ws, 3, o, shapes)) {
+        release(&sc, &ws, 3, o);
+        return FL_ERROR;
+    }
+    if (x->dtype == FL_DT_FLOAT32)
+        gru_fwd_f32(&sc, off, P(x), PO(h0), P(w), PO(b), a, D, P(&o[0]), P(&o[1]), P(&o[2]), P(&ws), true);
+    else
+        gru_fwd_f64(&sc, off, P(x), PO(h0), P(w), PO(b), a, D, P(&o[0]), P(&o[1]), P(&o[2]), P(&ws), false);
+    kout(hidden, &o[0]);
+    kout(gate, &o[1]);
+    kout(reset_hidden_prev, &o[2]);
+    release(&sc, &ws, 0, o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_gru_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *h0, const FlTensor *w,
+                            const FlTensor *hidden, const FlTensor *gate, const FlTensor *reset_hidden_prev,
+                            const FlTensor *dhidden, const FlGruAttrs *a, FlTensor *dx, FlTensor *dh0, FlTensor *dw,
+                            FlTensor *db) {
+    const char *op = "gru_grad";
+    int64_t D;
+    if (gru_inputs(e, op, gate, nseq, h0, w, &D)) return FL_ERROR;
+    int64_t T = gate->ne[0];
+    if (need_mat(e, op, "Hidden", hidden, gate, T, D) ||
+        need_mat(e, op, "ResetHiddenPrev", reset_hidden_prev, gate, T, D) ||
+        (dhidden && need_mat(e, op, "Hidden@GRAD", dhidden, gate, T, D)))
+        return FL_ERROR;
+    if (!h0) dh0 = NULL;
+    if (!dx && !dh0 && !dw && !db) return FL_OK;
+    Sched sc;
+    FlTensor ws = FL_TENSOR_INIT, o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[4][2] = {{T, 3 * D}, {nseq, D}, {D, 3 * D}, {1, 3 * D}};
+    if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
+    if (alloc_all(e, op, gate->dtype, nseq * 7 * D + 1, &ws, 4, o, shapes)) {
+        release(&sc, &ws, 4, o);
+        return FL_ERROR;
+    }
+    if (gate->dtype == FL_DT_FLOAT32)
+        gru_bwd_f32(&sc, off, PO(h0), P(w), P(hidden), P(gate), P(reset_hidden_prev), PO(dhidden), a, D,
+                    dx ? P(&o[0]) : NULL, dh0 ? P(&o[1]) : NULL, dw ? P(&o[2]) : NULL, db ? P(&o[3]) : NULL,
+                    P(&ws), true);
+    else
+        gru_bwd_f64(&sc, off, PO(h0), P(w), P(hidden), P(gate), P(reset_hidden_prev), PO(dhidden), a, D,
+                    dx ? P(&o[0]) : NULL, dh0 ? P(&o[1]) : NULL, dw ? P(&o[2]) : NULL, db ? P(&o[3]) : NULL,
+                    P(&ws), false);
+    kout(dx, &o[0]);
+    kout(dh0, &o[1]);
+    kout(dw, &o[2]);
+    kout(db, &o[3]);
+    release(&sc, &ws, 0, o);
+    return FL_OK;
+}
