@@ -1511,6 +1511,29 @@ static FlStatus infer_rnn(Ctx *c, int gates) {
                : FL_OK;
 }
 
+/* lstm_unit: X [N, 4D], C_prev [N, D]; gru_unit: Input [N, 3D], HiddenPrev [N, D], Weight
+ * [D, 3D], Bias [1, 3D]. */
+static FlStatus infer_rnn_unit(Ctx *c, bool gru) {
+    FlVarDesc *xv, *pv, *wv = NULL, *bv = NULL;
+    if (in1(c, gru ? "Input" : "X", &xv) || in1(c, gru ? "HiddenPrev" : "C_prev", &pv)) return FL_ERROR;
+    if (gru && (in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))) return FL_ERROR;
+    if (need_float(c, "the input", xv)) return FL_ERROR;
+    int gates = gru ? 3 : 4;
+    Shape x = shape_of(xv);
+    if (x.nd != 2 || x.d[1] <= 0 || x.d[1] % gates != 0)
+        return fl_err(c->e, "%s: the input must be [N, %d * D] with D known, found %s", c->t, gates, sstr(c, &x));
+    int64_t D = x.d[1] / gates;
+    if (rnn_mat(c, gru ? "HiddenPrev" : "C_prev", pv, xv, x.d[0], D) ||
+        (wv && rnn_mat(c, "Weight", wv, xv, D, 3 * D)) || (bv && rnn_mat(c, "Bias", bv, xv, 1, 3 * D)))
+        return FL_ERROR;
+    if (gru && (rnn_act(c, "gate_activation") || rnn_act(c, "activation"))) return FL_ERROR;
+    Shape h = {.nd = 2, .d = {merge(x.d[0], pv->shape[0]), D}};
+    return set_out(c, "Hidden", xv->dtype, &h) || set_out(c, "ResetHiddenPrev", xv->dtype, &h) ||
+                   set_out(c, "C", xv->dtype, &h) || set_out(c, "H", xv->dtype, &h) || set_like(c, "Gate", xv)
+               ? FL_ERROR
+               : FL_OK;
+}
+
 /* A gradient op: "<X>@GRAD" takes the forward var in input slot X (else the first gradient
  * input: dropout_grad's X@GRAD is shaped like Out@GRAD). */
 static FlStatus infer_grad(Ctx *c) {
@@ -1660,6 +1683,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     }
     case FL_OPID_lstm: return infer_rnn(&c, 4);
     case FL_OPID_gru: return infer_rnn(&c, 3);
+    case FL_OPID_lstm_unit: return infer_rnn_unit(&c, false);
+    case FL_OPID_gru_unit: return infer_rnn_unit(&c, true);
     case FL_OPID_sgd:
     case FL_OPID_momentum:
     case FL_OPID_adam:

@@ -1,7 +1,8 @@
-/* ops_rnn.c: adapters of the recurrent ops over sequences, lstm and gru, and their gradients
+/* ops_rnn.c: adapters of the recurrent ops over sequences, lstm and gru, of the one-step cells
+ * lstm_unit and gru_unit, and their gradients
  * (kernels in runtime/kernels/kernels_rnn.h; the gradients' slots are their FL_GRAD_SLOTS lines
- * in ops.def). Each reads the offsets of Input's sequences from its InputLod slot, checked
- * against Input's rows. */
+ * in ops.def). lstm and gru read the offsets of Input's sequences from their InputLod slot,
+ * checked against Input's rows. */
 #include <stdlib.h>
 
 #include "runtime/core/exec_impl.h"
@@ -65,14 +66,17 @@ FL_ADAPTER(lstm_grad, prep_lstm, run_lstm_grad);
 
 /* ---- gru ---- */
 
-static FlStatus prep_gru(ExecOp *op, FlErr *e) {
+/* gru and gru_unit (which has no is_reverse: unit). */
+static FlStatus prep_gru_attrs(ExecOp *op, FlErr *e, bool unit) {
     FlGruAttrs *a = fl_xcalloc(1, sizeof *a);
     op->a.extra = a;
-    a->reverse = fl_exec_attr_bool(op, "is_reverse");
+    a->reverse = unit ? false : fl_exec_attr_bool(op, "is_reverse");
     a->origin_mode = fl_exec_attr_bool(op, "origin_mode");
     if (act_attr(op, "gate_activation", &a->gate, e) || act_attr(op, "activation", &a->cand, e)) return FL_ERROR;
     return FL_OK;
 }
+static FlStatus prep_gru(ExecOp *op, FlErr *e) { return prep_gru_attrs(op, e, false); }
+static FlStatus prep_gru_unit(ExecOp *op, FlErr *e) { return prep_gru_attrs(op, e, true); }
 static FlStatus run_gru(OpCall *c) {
     const FlTensor *x = IN(FL_IN_gru_Input);
     const int64_t *off;
@@ -100,3 +104,44 @@ static FlStatus run_gru_grad(OpCall *c) {
                               IN(FL_IN_gru_grad_Hidden_GRAD), c->op->a.extra, dx, dh0, dw, db);
 }
 FL_ADAPTER(gru_grad, prep_gru, run_gru_grad);
+
+/* ---- lstm_unit, gru_unit: one step of a dense batch ---- */
+
+static FlStatus prep_lstm_unit(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.f[0] = fl_exec_attr_float(op, "forget_bias");
+    return FL_OK;
+}
+static FlStatus run_lstm_unit(OpCall *c) {
+    return fl_kernel_lstm_unit(c->e, IN(FL_IN_lstm_unit_X), IN(FL_IN_lstm_unit_C_prev), c->op->a.f[0],
+                               OUT(FL_OUT_lstm_unit_C), OUT(FL_OUT_lstm_unit_H));
+}
+FL_ADAPTER(lstm_unit, prep_lstm_unit, run_lstm_unit);
+/* lstm_unit_grad: X C_prev C H C@GRAD H@GRAD -> X@GRAD? C_prev@GRAD? */
+static FlStatus run_lstm_unit_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_lstm_unit_grad_X_GRAD), *dcp = OUT(FL_OUT_lstm_unit_grad_C_prev_GRAD);
+    if (!dx && !dcp) return FL_OK;
+    return fl_kernel_lstm_unit_grad(c->e, IN(FL_IN_lstm_unit_grad_X), IN(FL_IN_lstm_unit_grad_C_prev),
+                                    IN(FL_IN_lstm_unit_grad_C), IN(FL_IN_lstm_unit_grad_C_GRAD),
+                                    IN(FL_IN_lstm_unit_grad_H_GRAD), c->op->a.f[0], dx, dcp);
+}
+FL_ADAPTER(lstm_unit_grad, prep_lstm_unit, run_lstm_unit_grad);
+
+static FlStatus run_gru_unit(OpCall *c) {
+    return fl_kernel_gru_unit(c->e, IN(FL_IN_gru_unit_Input), IN(FL_IN_gru_unit_HiddenPrev), IN(FL_IN_gru_unit_Weight),
+                              IN(FL_IN_gru_unit_Bias), c->op->a.extra, OUT(FL_OUT_gru_unit_Hidden),
+                              OUT(FL_OUT_gru_unit_Gate), OUT(FL_OUT_gru_unit_ResetHiddenPrev));
+}
+FL_ADAPTER(gru_unit, prep_gru_unit, run_gru_unit);
+/* gru_unit_grad: Input HiddenPrev Weight Bias? Gate ResetHiddenPrev Hidden Hidden@GRAD
+ *             -> Input@GRAD? HiddenPrev@GRAD? Weight@GRAD? Bias@GRAD? */
+static FlStatus run_gru_unit_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_gru_unit_grad_Input_GRAD), *dh = OUT(FL_OUT_gru_unit_grad_HiddenPrev_GRAD),
+             *dw = OUT(FL_OUT_gru_unit_grad_Weight_GRAD), *db = OUT(FL_OUT_gru_unit_grad_Bias_GRAD);
+    if (!dx && !dh && !dw && !db) return FL_OK;
+    return fl_kernel_gru_unit_grad(c->e, IN(FL_IN_gru_unit_grad_HiddenPrev), IN(FL_IN_gru_unit_grad_Weight),
+                                   IN(FL_IN_gru_unit_grad_Hidden), IN(FL_IN_gru_unit_grad_Gate),
+                                   IN(FL_IN_gru_unit_grad_ResetHiddenPrev), IN(FL_IN_gru_unit_grad_Hidden_GRAD),
+                                   c->op->a.extra, dx, dh, dw, db);
+}
+FL_ADAPTER(gru_unit_grad, prep_gru_unit, run_gru_unit_grad);

@@ -74,4 +74,26 @@ FlStatus fl_kernel_gru_grad(FlErr *e, const int64_t *off, int64_t nseq, const Fl
                             const FlTensor *dhidden, const FlGruAttrs *a, FlTensor *dx, FlTensor *dh0, FlTensor *dw,
                             FlTensor *db) FL_WARN_UNUSED;
 
+/* ======================================================================================
+ * Dense one-step cells (no sequences; row n is batch entry n's step).
+ * lstm_unit: X [N, 4D] (gates input, forget, output, candidate, Fluid's lstm_unit order),
+ * C_prev [N, D]: C = sigmoid(x_f + forget_bias) C_prev + sigmoid(x_i) tanh(x_c),
+ * H = sigmoid(x_o) tanh(C). lstm_unit_grad: dX, dC_prev from X, C_prev, C and dC, dH (either
+ * may be NULL: zero).
+ * gru_unit: one step of gru from HiddenPrev [N, D] (as gru with N sequences of one row and
+ * H0 = HiddenPrev); gru_unit_grad: dInput, dHiddenPrev, dWeight, dBias.
+ * ====================================================================================== */
+FlStatus fl_kernel_lstm_unit(FlErr *e, const FlTensor *x, const FlTensor *c_prev, double forget_bias, FlTensor *c,
+                             FlTensor *h) FL_WARN_UNUSED;
+FlStatus fl_kernel_lstm_unit_grad(FlErr *e, const FlTensor *x, const FlTensor *c_prev, const FlTensor *c,
+                                  const FlTensor *dc, const FlTensor *dh, double forget_bias, FlTensor *dx,
+                                  FlTensor *dc_prev) FL_WARN_UNUSED;
+FlStatus fl_kernel_gru_unit(FlErr *e, const FlTensor *x, const FlTensor *h_prev, const FlTensor *w, const FlTensor *b,
+                            const FlGruAttrs *a, FlTensor *hidden, FlTensor *gate,
+                            FlTensor *reset_hidden_prev) FL_WARN_UNUSED;
+FlStatus fl_kernel_gru_unit_grad(FlErr *e, const FlTensor *h_prev, const FlTensor *w, const FlTensor *hidden,
+                                 const FlTensor *gate, const FlTensor *reset_hidden_prev, const FlTensor *dhidden,
+                                 const FlGruAttrs *a, FlTensor *dx, FlTensor *dh_prev, FlTensor *dw,
+                                 FlTensor *db) FL_WARN_UNUSED;
+
 #endif

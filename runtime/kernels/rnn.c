@@ -260,3 +260,100 @@ FlStatus fl_kernel_gru_grad(FlErr *e, const int64_t *off, int64_t nseq, const Fl
     release(&sc, &ws, 0, o);
     return FL_OK;
 }
+
+FlStatus fl_kernel_lstm_unit(FlErr *e, const FlTensor *x, const FlTensor *c_prev, double forget_bias, FlTensor *c,
+                             FlTensor *h) {
+    const char *op = "lstm_unit";
+    if (kneed_float(e, op, "X", x) || khas(e, op, "C_prev", c_prev)) return FL_ERROR;
+    if (x->ndim != 2 || x->ne[1] % 4 != 0 || x->ne[1] == 0)
+        return fl_err(e, "%s: X %s must be [N, 4 * D]", op, fl_tensor_shape(x).s);
+    int64_t N = x->ne[0], D = x->ne[1] / 4;
+    if (need_mat(e, op, "C_prev", c_prev, x, N, D)) return FL_ERROR;
+    FlTensor o[2] = {FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shape[2] = {N, D};
+    if (kalloc(e, op, &o[0], x->dtype, 2, shape) || kalloc(e, op, &o[1], x->dtype, 2, shape)) {
+        fl_tensor_fini(&o[0]);
+        fl_tensor_fini(&o[1]);
+        return FL_ERROR;
+    }
+    if (x->dtype == FL_DT_FLOAT32)
+        lstm_unit_fwd_f32(P(x), P(c_prev), forget_bias, N, D, P(&o[0]), P(&o[1]));
+    else
+        lstm_unit_fwd_f64(P(x), P(c_prev), forget_bias, N, D, P(&o[0]), P(&o[1]));
+    kout(c, &o[0]);
+    kout(h, &o[1]);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lstm_unit_grad(FlErr *e, const FlTensor *x, const FlTensor *c_prev, const FlTensor *c,
+                                  const FlTensor *dc, const FlTensor *dh, double forget_bias, FlTensor *dx,
+                                  FlTensor *dc_prev) {
+    const char *op = "lstm_unit_grad";
+    if (kneed_float(e, op, "X", x) || khas(e, op, "C_prev", c_prev) || khas(e, op, "C", c)) return FL_ERROR;
+    if (x->ndim != 2 || x->ne[1] % 4 != 0 || x->ne[1] == 0)
+        return fl_err(e, "%s: X %s must be [N, 4 * D]", op, fl_tensor_shape(x).s);
+    int64_t N = x->ne[0], D = x->ne[1] / 4;
+    if (need_mat(e, op, "C_prev", c_prev, x, N, D) || need_mat(e, op, "C", c, x, N, D) ||
+        (dc && need_mat(e, op, "C@GRAD", dc, x, N, D)) || (dh && need_mat(e, op, "H@GRAD", dh, x, N, D)))
+        return FL_ERROR;
+    if (!dx && !dc_prev) return FL_OK;
+    FlTensor o[2] = {FL_TENSOR_INIT, FL_TENSOR_INIT};
+    if (kalloc_like(e, op, &o[0], x) || kalloc_like(e, op, &o[1], c_prev)) {
+        fl_tensor_fini(&o[0]);
+        fl_tensor_fini(&o[1]);
+        return FL_ERROR;
+    }
+    if (x->dtype == FL_DT_FLOAT32)
+        lstm_unit_bwd_f32(P(x), P(c_prev), P(c), PO(dc), PO(dh), forget_bias, N, D, P(&o[0]), P(&o[1]));
+    else
+        lstm_unit_bwd_f64(P(x), P(c_prev), P(c), PO(dc), PO(dh), forget_bias, N, D, P(&o[0]), P(&o[1]));
+    kout(dx, &o[0]);
+    kout(dc_prev, &o[1]);
+    return FL_OK;
+}
+
+/* gru_unit is gru over N sequences of one row from H0 = HiddenPrev: the offsets 0, 1, .., N. */
+static FlStatus unit_offsets(FlErr *e, const char *op, const FlTensor *h_prev, FlTensor *off) {
+    if (khas(e, op, "HiddenPrev", h_prev)) return FL_ERROR;
+    if (h_prev->ndim != 2) return fl_err(e, "%s: HiddenPrev %s must be [N, D]", op, fl_tensor_shape(h_prev).s);
+    int64_t n = h_prev->ne[0] + 1;
+    if (kalloc(e, op, off, FL_DT_INT64, 1, &n)) return FL_ERROR;
+    int64_t *o = fl_tensor_data(off);
+    for (int64_t i = 0; i < n; i++) o[i] = i;
+    return FL_OK;
+}
+
+FlStatus fl_kernel_gru_unit(FlErr *e, const FlTensor *x, const FlTensor *h_prev, const FlTensor *w, const FlTensor *b,
+                            const FlGruAttrs *a, FlTensor *hidden, FlTensor *gate, FlTensor *reset_hidden_prev) {
+    FlTensor off = FL_TENSOR_INIT;
+    if (unit_offsets(e, "gru_unit", h_prev, &off)) return FL_ERROR;
+    FlGruAttrs fwd = *a;
+    fwd.reverse = false;
+    FlStatus st = FL_OK;
+    if (x && x->ndim >= 1 && x->ne[0] != h_prev->ne[0])
+        st = fl_err(e, "gru_unit: Input %s and HiddenPrev %s must have the same rows", fl_tensor_shape(x).s,
+                    fl_tensor_shape(h_prev).s);
+    if (!st)
+        st = fl_kernel_gru(e, x, fl_tensor_data(&off), h_prev->ne[0], h_prev, w, b, &fwd, hidden, gate,
+                           reset_hidden_prev);
+    fl_tensor_fini(&off);
+    return st;
+}
+
+FlStatus fl_kernel_gru_unit_grad(FlErr *e, const FlTensor *h_prev, const FlTensor *w, const FlTensor *hidden,
+                                 const FlTensor *gate, const FlTensor *reset_hidden_prev, const FlTensor *dhidden,
+                                 const FlGruAttrs *a, FlTensor *dx, FlTensor *dh_prev, FlTensor *dw, FlTensor *db) {
+    FlTensor off = FL_TENSOR_INIT;
+    if (unit_offsets(e, "gru_unit_grad", h_prev, &off)) return FL_ERROR;
+    FlGruAttrs fwd = *a;
+    fwd.reverse = false;
+    FlStatus st = FL_OK;
+    if (gate && gate->ndim >= 1 && gate->ne[0] != h_prev->ne[0])
+        st = fl_err(e, "gru_unit_grad: Gate %s and HiddenPrev %s must have the same rows", fl_tensor_shape(gate).s,
+                    fl_tensor_shape(h_prev).s);
+    if (!st)
+        st = fl_kernel_gru_grad(e, fl_tensor_data(&off), h_prev->ne[0], h_prev, w, hidden, gate, reset_hidden_prev,
+                                dhidden, &fwd, dx, dh_prev, dw, db);
+    fl_tensor_fini(&off);
+    return st;
+}

@@ -227,6 +227,14 @@ static const GradCase cases[] = {
      "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
      "out = layers.dynamic_gru(P, size=2, is_reverse=True, h_0=param(\"H\", [3, 2]), origin_mode=True)\n",
      "[20, 2]"},
+    {"lstm_unit.fl",
+     "X = param(\"X\", [3, 4])\nH = param(\"H\", [3, 2])\nC = param(\"C\", [3, 2])\n"
+     "h, c = layers.lstm_unit(X, H, C, forget_bias=0.5)\nout = layers.elementwise_add(h, c)\n",
+     "[3, 2]"},
+    {"gru_unit.fl",
+     "X = param(\"X\", [3, 6])\nH = param(\"H\", [3, 2])\n"
+     "out, r, g = layers.gru_unit(X, H, size=6, origin_mode=True)\n",
+     "[3, 2]"},
 };
 
 static void test_grad_ops(void) {

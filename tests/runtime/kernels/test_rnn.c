@@ -280,10 +280,113 @@ static void test_rnn_bad_inputs(void) {
     kt_fini(7, all);
 }
 
+/* ---- lstm_unit, gru_unit ---- */
+
+static void test_units(void) {
+    FlRng r;
+    fl_rng_init(&r, 15);
+    const int64_t N = 3, D = 2;
+    FlDType dts[2] = {FL_DT_FLOAT32, FL_DT_FLOAT64};
+    for (int k = 0; k < 2; k++) {
+        FlTensor x = kt_rand(&r, dts[k], 2, (int64_t[]){N, 4 * D}, -1, 1);
+        FlTensor cp = kt_rand(&r, dts[k], 2, (int64_t[]){N, D}, -1, 1);
+        FlTensor c = FL_TENSOR_INIT, h = FL_TENSOR_INIT;
+        KT_OK(fl_kernel_lstm_unit(KE, &x, &cp, 0.5, &c, &h));
+        double rc[6], rh[6];
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t j = 0; j < D; j++) {
+                double i = act(FL_RNN_SIGMOID, at(&x, n, j)), f = act(FL_RNN_SIGMOID, at(&x, n, D + j) + 0.5);
+                double o = act(FL_RNN_SIGMOID, at(&x, n, 2 * D + j)), g = tanh(at(&x, n, 3 * D + j));
+                rc[n * D + j] = f * at(&cp, n, j) + i * g;
+                rh[n * D + j] = o * tanh(rc[n * D + j]);
+            }
+        CU_ASSERT(kt_values(&c, rc, N * D, k ? 1e-12 : 1e-6));
+        CU_ASSERT(kt_values(&h, rh, N * D, k ? 1e-12 : 1e-6));
+        /* gru_unit: one step from HiddenPrev, as gru from H0 over sequences of one row */
+        FlTensor gx = kt_rand(&r, dts[k], 2, (int64_t[]){NSEQ, 3 * D}, -1, 1);
+        FlTensor gw = kt_rand(&r, dts[k], 2, (int64_t[]){D, 3 * D}, -1, 1);
+        FlTensor gh = kt_rand(&r, dts[k], 2, (int64_t[]){NSEQ, D}, -1, 1);
+        FlTensor o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+        FlGruAttrs a = {false, true, FL_RNN_SIGMOID, FL_RNN_TANH};
+        KT_OK(fl_kernel_gru_unit(KE, &gx, &gh, &gw, NULL, &a, &o[0], &o[1], &o[2]));
+        double ref[NSEQ * 2];
+        for (int64_t n = 0; n < NSEQ; n++) {
+            double hp[2] = {at(&gh, n, 0), at(&gh, n, 1)}, u[2], rr[2];
+            for (int q = 0; q < 2 * D; q++) {
+                double v = at(&gx, n, q);
+                for (int m = 0; m < D; m++) v += hp[m] * fl_tensor_get(&gw, m * 2 * D + q);
+                if (q < D) u[q] = act(FL_RNN_SIGMOID, v);
+                else rr[q - D] = act(FL_RNN_SIGMOID, v);
+            }
+            for (int j = 0; j < D; j++) {
+                double v = at(&gx, n, 2 * D + j);
+                for (int m = 0; m < D; m++) v += rr[m] * hp[m] * fl_tensor_get(&gw, 2 * D * D + m * D + j);
+                ref[n * D + j] = u[j] * hp[j] + (1 - u[j]) * tanh(v);
+            }
+        }
+        CU_ASSERT(kt_values(&o[0], ref, NSEQ * D, k ? 1e-12 : 1e-6));
+        FlTensor all[] = {x, cp, c, h, gx, gw, gh, o[0], o[1], o[2]};
+        kt_fini(10, all);
+    }
+}
+
+typedef struct UG {
+    bool gru;
+    FlGruAttrs a;
+} UG;
+
+static FlStatus ug_fwd_all(const UG *g, FlErr *e, FlTensor *in, FlTensor *o) {
+    if (g->gru) return fl_kernel_gru_unit(e, &in[0], &in[1], &in[2], &in[3], &g->a, &o[0], &o[1], &o[2]);
+    return fl_kernel_lstm_unit(e, &in[0], &in[1], 0.25, &o[1], &o[0]); /* o[0] = H, o[1] = C */
+}
+static FlStatus ug_fwd(const void *ctx, FlErr *e, FlTensor *in, FlTensor *out) {
+    const UG *g = ctx;
+    FlTensor o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    FlStatus st = ug_fwd_all(g, e, in, o);
+    if (!st) st = concat2(e, &o[0], g->gru ? NULL : &o[1], out);
+    kt_fini(3, o);
+    return st;
+}
+static FlStatus ug_bwd(const void *ctx, FlErr *e, FlTensor *in, const FlTensor *out, const FlTensor *dout,
+                       FlTensor *din) {
+    (void)out;
+    const UG *g = ctx;
+    FlTensor o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT}, dh = FL_TENSOR_INIT, dc = FL_TENSOR_INIT;
+    FlStatus st = ug_fwd_all(g, e, in, o);
+    if (!st) st = fl_tensor_view(e, &dh, dout, 0, 2, o[0].ne);
+    if (!st && !g->gru) st = fl_tensor_view(e, &dc, dout, fl_tensor_numel(&o[0]), 2, o[1].ne);
+    if (!st && g->gru)
+        st = fl_kernel_gru_unit_grad(e, &in[1], &in[2], &o[0], &o[1], &o[2], &dh, &g->a, &din[0], &din[1], &din[2],
+                                     &din[3]);
+    else if (!st)
+        st = fl_kernel_lstm_unit_grad(e, &in[0], &in[1], &o[1], &dc, &dh, 0.25, &din[0], &din[1]);
+    kt_fini(3, o);
+    fl_tensor_fini(&dh);
+    fl_tensor_fini(&dc);
+    return st;
+}
+
+static void test_unit_grads(void) {
+    FlRng r;
+    fl_rng_init(&r, 16);
+    const FlDType d = FL_DT_FLOAT64;
+    UG lg = {0};
+    FlTensor li[2] = {kt_rand(&r, d, 2, (int64_t[]){3, 8}, -1, 1), kt_rand(&r, d, 2, (int64_t[]){3, 2}, -1, 1)};
+    CU_ASSERT(kt_grad_check("lstm_unit", &lg, 2, li, (bool[]){true, true}, ug_fwd, ug_bwd, 1e-6));
+    kt_fini(2, li);
+    for (int origin = 0; origin < 2; origin++) {
+        UG gg = {true, {false, origin, FL_RNN_SIGMOID, FL_RNN_TANH}};
+        FlTensor gi[4] = {kt_rand(&r, d, 2, (int64_t[]){3, 6}, -1, 1), kt_rand(&r, d, 2, (int64_t[]){3, 2}, -1, 1),
+                          kt_rand(&r, d, 2, (int64_t[]){2, 6}, -1, 1), kt_rand(&r, d, 2, (int64_t[]){1, 6}, -1, 1)};
+        CU_ASSERT(kt_grad_check("gru_unit", &gg, 4, gi, (bool[]){true, true, true, true}, ug_fwd, ug_bwd, 1e-6));
+        kt_fini(4, gi);
+    }
+}
+
 int main(void) {
     static const KtCase tc[] = {
         KT_TEST(test_lstm_values), KT_TEST(test_gru_values),     KT_TEST(test_rnn_grads),
-        KT_TEST(test_rnn_grads_f32), KT_TEST(test_rnn_bad_inputs),
+        KT_TEST(test_rnn_grads_f32), KT_TEST(test_rnn_bad_inputs), KT_TEST(test_units), KT_TEST(test_unit_grads),
     };
     return kt_run("rnn kernels", tc, (int)FL_ARRAY_LEN(tc));
 }
