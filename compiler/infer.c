@@ -1481,7 +1481,8 @@ static FlStatus rnn_mat(Ctx *c, const char *slot, const FlVarDesc *v, const FlVa
     return FL_OK;
 }
 
-/* lstm (4 gates) and gru (3): Input [T, gates * D] cut by InputLod, Weight [D, gates * D]. */
+/* lstm, lstmp (4 gates) and gru (3): Input [T, gates * D] cut by InputLod, Weight [D, gates * D]
+ * (lstmp: ProjWeight [D, P], Weight [P, 4D]). */
 static FlStatus infer_rnn(Ctx *c, int gates) {
     FlVarDesc *xv, *lv, *wv, *bv, *hv = NULL;
     if (in1(c, "Input", &xv) || in1(c, "InputLod", &lv) || in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))
@@ -1495,16 +1496,23 @@ static FlStatus infer_rnn(Ctx *c, int gates) {
         return fl_err(c->e, "%s: InputLod must be the int64 offsets [nseq + 1] of the input's sequences, found %s %s",
                       c->t, dt(lv->dtype), sstr(c, &l));
     int64_t D = x.d[1] / gates;
-    if (rnn_mat(c, "Weight", wv, xv, D, gates * D)) return FL_ERROR;
+    FlVarDesc *pv = NULL;
+    if (c->info->id == FL_OPID_lstmp && in1(c, "ProjWeight", &pv)) return FL_ERROR;
+    int64_t P = pv && pv->ndim == 2 ? pv->shape[1] : D;
+    if (pv && (P <= 0 || rnn_mat(c, "ProjWeight", pv, xv, D, P)))
+        return fl_err(c->e, "%s: ProjWeight must be %s [%lld, P] with P known", c->t, dt(xv->dtype), (long long)D);
+    if (rnn_mat(c, "Weight", wv, xv, pv ? P : D, gates * D)) return FL_ERROR;
     if (gates == 4 && !bv) return fl_err(c->e, "%s: missing input Bias", c->t);
     int64_t bcols = gates == 4 && iattr(c, "use_peepholes") ? 7 * D : gates * D;
     if (bv && rnn_mat(c, "Bias", bv, xv, 1, bcols)) return FL_ERROR;
     if (hv && rnn_mat(c, "H0", hv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
     if (rnn_act(c, "gate_activation") ||
         (gates == 4 ? rnn_act(c, "cell_activation") || rnn_act(c, "candidate_activation")
-                    : rnn_act(c, "activation")))
+                    : rnn_act(c, "activation")) ||
+        (pv && rnn_act(c, "proj_activation")))
         return FL_ERROR;
-    Shape h = {.nd = 2, .d = {x.d[0], D}};
+    Shape h = {.nd = 2, .d = {x.d[0], D}}, r = {.nd = 2, .d = {x.d[0], P}};
+    if (set_out(c, "Projection", xv->dtype, &r)) return FL_ERROR;
     return set_out(c, "Hidden", xv->dtype, &h) || set_out(c, "Cell", xv->dtype, &h) ||
                    set_out(c, "ResetHiddenPrev", xv->dtype, &h) || set_like(c, "Gate", xv)
                ? FL_ERROR
@@ -1682,6 +1690,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
         return set_like(&c, "Out", x);
     }
     case FL_OPID_lstm: return infer_rnn(&c, 4);
+    case FL_OPID_lstmp: return infer_rnn(&c, 4);
     case FL_OPID_gru: return infer_rnn(&c, 3);
     case FL_OPID_lstm_unit: return infer_rnn_unit(&c, false);
     case FL_OPID_gru_unit: return infer_rnn_unit(&c, true);

@@ -1,7 +1,7 @@
-/* ops_rnn.c: adapters of the recurrent ops over sequences, lstm and gru, of the one-step cells
+/* ops_rnn.c: adapters of the recurrent ops over sequences, lstm, lstmp and gru, of the one-step cells
  * lstm_unit and gru_unit, and their gradients
  * (kernels in runtime/kernels/kernels_rnn.h; the gradients' slots are their FL_GRAD_SLOTS lines
- * in ops.def). lstm and gru read the offsets of Input's sequences from their InputLod slot,
+ * in ops.def). lstm, lstmp and gru read the offsets of Input's sequences from their InputLod slot,
  * checked against Input's rows. */
 #include <stdlib.h>
 
@@ -34,6 +34,7 @@ static FlStatus prep_lstm(ExecOp *op, FlErr *e) {
     if (act_attr(op, "gate_activation", &a->gate, e) || act_attr(op, "cell_activation", &a->cell, e) ||
         act_attr(op, "candidate_activation", &a->cand, e))
         return FL_ERROR;
+    a->proj = FL_RNN_IDENTITY;
     return FL_OK;
 }
 static FlStatus run_lstm(OpCall *c) {
@@ -63,6 +64,42 @@ static FlStatus run_lstm_grad(OpCall *c) {
                                dw, db);
 }
 FL_ADAPTER(lstm_grad, prep_lstm, run_lstm_grad);
+
+/* ---- lstmp ---- */
+
+static FlStatus prep_lstmp(ExecOp *op, FlErr *e) {
+    if (prep_lstm(op, e)) return FL_ERROR;
+    FlLstmAttrs *a = op->a.extra;
+    return act_attr(op, "proj_activation", &a->proj, e);
+}
+static FlStatus run_lstmp(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_lstmp_Input);
+    const int64_t *off;
+    int64_t nseq;
+    if (!x) return fl_err(c->e, "input Input has no value");
+    if (lod_of(c, IN(FL_IN_lstmp_InputLod), x, &off, &nseq)) return FL_ERROR;
+    return fl_kernel_lstmp(c->e, x, off, nseq, IN(FL_IN_lstmp_Weight), IN(FL_IN_lstmp_ProjWeight), IN(FL_IN_lstmp_Bias),
+                           c->op->a.extra, OUT(FL_OUT_lstmp_Projection), OUT(FL_OUT_lstmp_Cell),
+                           OUT(FL_OUT_lstmp_Hidden), OUT(FL_OUT_lstmp_Gate));
+}
+FL_ADAPTER(lstmp, prep_lstmp, run_lstmp);
+/* lstmp_grad: Input InputLod Weight ProjWeight Bias Projection Cell Hidden Gate Projection@GRAD
+ *          Cell@GRAD -> Input@GRAD? Weight@GRAD? ProjWeight@GRAD? Bias@GRAD? */
+static FlStatus run_lstmp_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_lstmp_grad_Input_GRAD), *dw = OUT(FL_OUT_lstmp_grad_Weight_GRAD),
+             *dpw = OUT(FL_OUT_lstmp_grad_ProjWeight_GRAD), *db = OUT(FL_OUT_lstmp_grad_Bias_GRAD);
+    if (!dx && !dw && !dpw && !db) return FL_OK;
+    const FlTensor *gate = IN(FL_IN_lstmp_grad_Gate);
+    const int64_t *off;
+    int64_t nseq;
+    if (!gate) return fl_err(c->e, "input Gate has no value");
+    if (lod_of(c, IN(FL_IN_lstmp_grad_InputLod), gate, &off, &nseq)) return FL_ERROR;
+    return fl_kernel_lstmp_grad(c->e, off, nseq, IN(FL_IN_lstmp_grad_Weight), IN(FL_IN_lstmp_grad_ProjWeight),
+                                IN(FL_IN_lstmp_grad_Bias), IN(FL_IN_lstmp_grad_Projection), IN(FL_IN_lstmp_grad_Cell),
+                                IN(FL_IN_lstmp_grad_Hidden), gate, IN(FL_IN_lstmp_grad_Projection_GRAD),
+                                IN(FL_IN_lstmp_grad_Cell_GRAD), c->op->a.extra, dx, dw, dpw, db);
+}
+FL_ADAPTER(lstmp_grad, prep_lstmp, run_lstmp_grad);
 
 /* ---- gru ---- */
 

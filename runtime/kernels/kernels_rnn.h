@@ -40,6 +40,7 @@ bool fl_rnn_act_find(const char *name, FlRnnAct *act);
 typedef struct FlLstmAttrs {
     bool peepholes, reverse;
     FlRnnAct gate, cell, cand;
+    FlRnnAct proj; /* lstmp only */
 } FlLstmAttrs;
 FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
                         const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell,
@@ -48,6 +49,20 @@ FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const F
                              const FlTensor *hidden, const FlTensor *cell, const FlTensor *gate,
                              const FlTensor *dhidden, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
                              FlTensor *dw, FlTensor *db) FL_WARN_UNUSED;
+
+/* lstmp: lstm whose recurrent input is the projection r = proj(h ProjW) instead of h:
+ * ProjW [D, P], W [P, 4D]; g = X[row] + B[:4D] + r W (r zero at a sequence's first step).
+ * Outputs: Projection [T, P] = r', Cell [T, D], Hidden [T, D] = h' (before the projection) and
+ * Gate [T, 4D], which the gradient reads. lstmp_grad: dX, dW, dProjW, dB from the forward's
+ * W, ProjW, B and outputs and dProjection, dCell (either may be NULL: zero). */
+FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
+                         const FlTensor *proj_w, const FlTensor *b, const FlLstmAttrs *a, FlTensor *proj,
+                         FlTensor *cell, FlTensor *hidden, FlTensor *gate) FL_WARN_UNUSED;
+FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *proj_w,
+                              const FlTensor *b, const FlTensor *proj, const FlTensor *cell, const FlTensor *hidden,
+                              const FlTensor *gate, const FlTensor *dproj, const FlTensor *dcell,
+                              const FlLstmAttrs *a, FlTensor *dx, FlTensor *dw, FlTensor *dproj_w,
+                              FlTensor *db) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * gru: X [T, 3D], W [D, 3D], B [1, 3D] (may be NULL), H0 [nseq, D] (may be NULL: zeros).

@@ -129,29 +129,103 @@ static void release(Sched *sc, FlTensor *ws, int n, FlTensor *outs) {
 #define P(t) fl_tensor_data(t)
 #define PO(t) ((t) ? fl_tensor_data(t) : NULL)
 
-FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
-                        const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell,
-                        FlTensor *gate) {
-    const char *op = "lstm";
-    int64_t D;
-    if (rnn_dims(e, op, x, w, 4, &D) || need_mat(e, op, "Bias", b, x, 1, (a->peepholes ? 7 : 4) * D))
-        return FL_ERROR;
+/* lstm (pw NULL) and lstmp: the inputs' checks; D, and R the recurrent width (D or P). */
+static FlStatus lstm_inputs(FlErr *e, const char *op, const FlTensor *x, const FlTensor *w, const FlTensor *pw,
+                            const FlTensor *b, const FlLstmAttrs *a, int64_t *D, int64_t *R) {
+    if (kneed_float(e, op, "Input", x) || khas(e, op, "Weight", w)) return FL_ERROR;
+    if (x->ndim != 2 || x->ne[1] % 4 != 0 || x->ne[1] == 0)
+        return fl_err(e, "%s: Input %s must be [T, 4 * D]", op, fl_tensor_shape(x).s);
+    *D = x->ne[1] / 4;
+    *R = *D;
+    if (pw) {
+        if (khas(e, op, "ProjWeight", pw) || need_mat(e, op, "ProjWeight", pw, x, *D, pw->ndim == 2 ? pw->ne[1] : 0))
+            return FL_ERROR;
+        *R = pw->ne[1];
+    }
+    if (need_mat(e, op, "Weight", w, x, *R, 4 * *D)) return FL_ERROR;
+    return need_mat(e, op, "Bias", b, x, 1, (a->peepholes ? 7 : 4) * *D);
+}
+
+static FlStatus lstm_forward(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
+                             const FlTensor *w, const FlTensor *pw, const FlTensor *b, const FlLstmAttrs *a,
+                             FlTensor *hidden, FlTensor *cell, FlTensor *gate, FlTensor *proj) {
+    int64_t D, R;
+    if (lstm_inputs(e, op, x, w, pw, b, a, &D, &R)) return FL_ERROR;
     int64_t T = x->ne[0];
     Sched sc;
-    FlTensor ws = FL_TENSOR_INIT, o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
-    const int64_t shapes[3][2] = {{T, D}, {T, D}, {T, 4 * D}};
+    FlTensor ws = FL_TENSOR_INIT, o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[4][2] = {{T, D}, {T, D}, {T, 4 * D}, {T, R}};
+    int nout = pw ? 4 : 3;
     if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
-    if (alloc_all(e, op, x->dtype, nseq * 6 * D + 1, &ws, 3, o, shapes)) {
-        release(&sc, &ws, 3, o);
+    if (alloc_all(e, op, x->dtype, nseq * (R + 5 * D + (pw ? D : 0)) + 1, &ws, nout, o, shapes)) {
+        release(&sc, &ws, nout, o);
         return FL_ERROR;
     }
     if (x->dtype == FL_DT_FLOAT32)
-        lstm_fwd_f32(&sc, off, P(x), P(w), P(b), a, D, P(&o[0]), P(&o[1]), P(&o[2]), P(&ws), true);
+        lstm_fwd_f32(&sc, off, P(x), P(w), P(b), a, D, PO(pw), R, P(&o[0]), P(&o[1]), P(&o[2]), PO(pw ? &o[3] : NULL),
+                     P(&ws), true);
     else
-        lstm_fwd_f64(&sc, off, P(x), P(w), P(b), a, D, P(&o[0]), P(&o[1]), P(&o[2]), P(&ws), false);
+        lstm_fwd_f64(&sc, off, P(x), P(w), P(b), a, D, PO(pw), R, P(&o[0]), P(&o[1]), P(&o[2]), PO(pw ? &o[3] : NULL),
+                     P(&ws), false);
     kout(hidden, &o[0]);
     kout(cell, &o[1]);
     kout(gate, &o[2]);
+    kout(proj, &o[3]);
+    release(&sc, &ws, 0, o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
+                        const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell,
+                        FlTensor *gate) {
+    return lstm_forward(e, "lstm", x, off, nseq, w, NULL, b, a, hidden, cell, gate, NULL);
+}
+
+FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
+                         const FlTensor *proj_w, const FlTensor *b, const FlLstmAttrs *a, FlTensor *proj,
+                         FlTensor *cell, FlTensor *hidden, FlTensor *gate) {
+    if (khas(e, "lstmp", "ProjWeight", proj_w)) return FL_ERROR;
+    return lstm_forward(e, "lstmp", x, off, nseq, w, proj_w, b, a, hidden, cell, gate, proj);
+}
+
+/* The gradient of lstm (pw NULL: dh, dw, db) and lstmp (dproj, dpw too). */
+static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int64_t nseq, const FlTensor *w,
+                              const FlTensor *pw, const FlTensor *b, const FlTensor *hidden, const FlTensor *cell,
+                              const FlTensor *gate, const FlTensor *proj, const FlTensor *dhidden,
+                              const FlTensor *dcell, const FlTensor *dproj, const FlLstmAttrs *a, FlTensor *dx,
+                              FlTensor *dw, FlTensor *dpw, FlTensor *db) {
+    int64_t D, R;
+    if (lstm_inputs(e, op, gate, w, pw, b, a, &D, &R)) return FL_ERROR;
+    int64_t T = gate->ne[0];
+    if (need_mat(e, op, "Hidden", hidden, gate, T, D) || need_mat(e, op, "Cell", cell, gate, T, D) ||
+        (dhidden && need_mat(e, op, "Hidden@GRAD", dhidden, gate, T, D)) ||
+        (dcell && need_mat(e, op, "Cell@GRAD", dcell, gate, T, D)) ||
+        (pw && need_mat(e, op, "Projection", proj, gate, T, R)) ||
+        (dproj && need_mat(e, op, "Projection@GRAD", dproj, gate, T, R)))
+        return FL_ERROR;
+    if (!pw) dpw = NULL;
+    if (!dx && !dw && !db && !dpw) return FL_OK;
+    Sched sc;
+    FlTensor ws = FL_TENSOR_INIT, o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[4][2] = {{T, 4 * D}, {R, 4 * D}, {1, b->ne[1]}, {D, R}};
+    int nout = pw ? 4 : 3;
+    if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
+    if (alloc_all(e, op, gate->dtype, nseq * (2 * R + 5 * D + (pw ? 2 * D + R : 0)) + 1, &ws, nout, o, shapes)) {
+        release(&sc, &ws, nout, o);
+        return FL_ERROR;
+    }
+    if (gate->dtype == FL_DT_FLOAT32)
+        lstm_bwd_f32(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D, PO(pw), R,
+                     PO(proj), PO(dproj), dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL,
+                     dpw ? P(&o[3]) : NULL, P(&ws), true);
+    else
+        lstm_bwd_f64(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D, PO(pw), R,
+                     PO(proj), PO(dproj), dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL,
+                     dpw ? P(&o[3]) : NULL, P(&ws), false);
+    kout(dx, &o[0]);
+    kout(dw, &o[1]);
+    kout(db, &o[2]);
+    kout(dpw, &o[3]);
     release(&sc, &ws, 0, o);
     return FL_OK;
 }
@@ -160,35 +234,17 @@ FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const F
                              const FlTensor *hidden, const FlTensor *cell, const FlTensor *gate,
                              const FlTensor *dhidden, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
                              FlTensor *dw, FlTensor *db) {
-    const char *op = "lstm_grad";
-    int64_t D;
-    if (rnn_dims(e, op, gate, w, 4, &D) || need_mat(e, op, "Bias", b, gate, 1, (a->peepholes ? 7 : 4) * D))
-        return FL_ERROR;
-    int64_t T = gate->ne[0];
-    if (need_mat(e, op, "Hidden", hidden, gate, T, D) || need_mat(e, op, "Cell", cell, gate, T, D) ||
-        (dhidden && need_mat(e, op, "Hidden@GRAD", dhidden, gate, T, D)) ||
-        (dcell && need_mat(e, op, "Cell@GRAD", dcell, gate, T, D)))
-        return FL_ERROR;
-    if (!dx && !dw && !db) return FL_OK;
-    Sched sc;
-    FlTensor ws = FL_TENSOR_INIT, o[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
-    const int64_t shapes[3][2] = {{T, 4 * D}, {D, 4 * D}, {1, b->ne[1]}};
-    if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
-    if (alloc_all(e, op, gate->dtype, nseq * 7 * D + 1, &ws, 3, o, shapes)) {
-        release(&sc, &ws, 3, o);
-        return FL_ERROR;
-    }
-    if (gate->dtype == FL_DT_FLOAT32)
-        lstm_bwd_f32(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D,
-                     dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL, P(&ws), true);
-    else
-        lstm_bwd_f64(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D,
-                     dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL, P(&ws), false);
-    kout(dx, &o[0]);
-    kout(dw, &o[1]);
-    kout(db, &o[2]);
-    release(&sc, &ws, 0, o);
-    return FL_OK;
+    return lstm_backward(e, "lstm_grad", off, nseq, w, NULL, b, hidden, cell, gate, NULL, dhidden, dcell, NULL, a,
+                         dx, dw, NULL, db);
+}
+
+FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *proj_w,
+                              const FlTensor *b, const FlTensor *proj, const FlTensor *cell, const FlTensor *hidden,
+                              const FlTensor *gate, const FlTensor *dproj, const FlTensor *dcell,
+                              const FlLstmAttrs *a, FlTensor *dx, FlTensor *dw, FlTensor *dproj_w, FlTensor *db) {
+    if (khas(e, "lstmp_grad", "ProjWeight", proj_w)) return FL_ERROR;
+    return lstm_backward(e, "lstmp_grad", off, nseq, w, proj_w, b, hidden, cell, gate, proj, NULL, dcell, dproj, a,
+                         dx, dw, dproj_w, db);
 }
 
 static FlStatus gru_inputs(FlErr *e, const char *op, const FlTensor *x, int64_t nseq, const FlTensor *h0,

@@ -24,18 +24,20 @@ static double act(FlRnnAct k, double x) {
 
 static double at(const FlTensor *t, int64_t i, int64_t j) { return fl_tensor_get(t, i * t->ne[1] + j); }
 
-/* hidden, cell: [TROWS * D] each */
+/* hidden, cell: [TROWS * D] each; with pw [D, P] (lstmp) the recurrence reads r = proj(h pw),
+ * written to projv [TROWS * P] */
 static void ref_lstm(const FlTensor *x, const FlTensor *w, const FlTensor *b, const FlLstmAttrs *a, int64_t D,
-                     double *hidden, double *cell) {
-    double h[8], c[8], g[32];
+                     const FlTensor *pw, double *hidden, double *cell, double *projv) {
+    double h[8], c[8], g[32], rec[8];
+    int64_t R = pw ? pw->ne[1] : D;
     for (int s = 0; s < NSEQ; s++) {
-        for (int j = 0; j < D; j++) h[j] = c[j] = 0;
+        for (int j = 0; j < 8; j++) h[j] = c[j] = rec[j] = 0;
         int64_t len = OFF[s + 1] - OFF[s];
         for (int64_t t = 0; t < len; t++) {
             int64_t r = a->reverse ? OFF[s + 1] - 1 - t : OFF[s] + t;
             for (int q = 0; q < 4 * D; q++) {
                 g[q] = at(x, r, q) + at(b, 0, q);
-                for (int k = 0; k < D; k++) g[q] += h[k] * at(w, k, q);
+                for (int k = 0; k < R; k++) g[q] += rec[k] * at(w, k, q);
             }
             for (int j = 0; j < D; j++) {
                 double pi = a->peepholes ? at(b, 0, 4 * D + j) : 0, pf = a->peepholes ? at(b, 0, 5 * D + j) : 0;
@@ -47,6 +49,12 @@ static void ref_lstm(const FlTensor *x, const FlTensor *w, const FlTensor *b, co
                 h[j] = og * act(a->cell, c[j]);
                 hidden[r * D + j] = h[j];
                 cell[r * D + j] = c[j];
+            }
+            for (int k = 0; k < R; k++) {
+                double v = 0;
+                for (int j = 0; j < D; j++) v += h[j] * (pw ? at(pw, j, k) : j == k);
+                rec[k] = pw ? act(a->proj, v) : v;
+                if (pw) projv[r * R + k] = rec[k];
             }
         }
     }
@@ -82,10 +90,10 @@ static void ref_gru(const FlTensor *x, const FlTensor *h0, const FlTensor *w, co
 }
 
 static const FlLstmAttrs LSTM_CASES[] = {
-    {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH},
-    {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH},
-    {false, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH},
-    {true, true, FL_RNN_SIGMOID, FL_RNN_RELU, FL_RNN_IDENTITY},
+    {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH},
+    {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_IDENTITY},
+    {false, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_SIGMOID},
+    {true, true, FL_RNN_SIGMOID, FL_RNN_RELU, FL_RNN_IDENTITY, FL_RNN_TANH},
 };
 
 static void test_lstm_values(void) {
@@ -102,7 +110,7 @@ static void test_lstm_values(void) {
             FlTensor h = FL_TENSOR_INIT, ce = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
             KT_OK(fl_kernel_lstm(KE, &x, OFF, NSEQ, &w, &b, a, &h, &ce, &g));
             double rh[TROWS * 3], rc[TROWS * 3];
-            ref_lstm(&x, &w, &b, a, D, rh, rc);
+            ref_lstm(&x, &w, &b, a, D, NULL, rh, rc, NULL);
             CU_ASSERT(kt_values(&h, rh, TROWS * D, k ? 1e-12 : 1e-5));
             CU_ASSERT(kt_values(&ce, rc, TROWS * D, k ? 1e-12 : 1e-5));
             KT_SHAPE_IS(&g, KT_SHAPE(TROWS, 12));
@@ -228,7 +236,7 @@ static void test_rnn_grads_f32(void) {
     FlTensor b = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){1, 7 * D}, -0.5, 0.5);
     FlTensor dh = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){TROWS, D}, -1, 1);
     FlTensor res[2][3];
-    const FlLstmAttrs a = {true, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH};
+    const FlLstmAttrs a = {true, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH};
     for (int k = 0; k < 2; k++) {
         FlDType dt = k ? FL_DT_FLOAT64 : FL_DT_FLOAT32;
         FlTensor xs = FL_TENSOR_INIT, ws = FL_TENSOR_INIT, bs = FL_TENSOR_INIT, dhs = FL_TENSOR_INIT;
@@ -261,7 +269,7 @@ static void test_rnn_bad_inputs(void) {
     FlTensor x4 = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 4), 0, 0, 0, 0, 0, 0, 0, 0);
     FlTensor w64 = KT_T(FL_DT_FLOAT64, KT_SHAPE(1, 4), 0, 0, 0, 0), o = FL_TENSOR_INIT;
     const int64_t off[] = {0, 2};
-    FlLstmAttrs a = {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH};
+    FlLstmAttrs a = {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH};
     KT_ERR(fl_kernel_lstm(KE, &x, off, 1, &w4, &b4, &a, &o, NULL, NULL), "lstm: Input [2, 5] must be [T, 4 * D]");
     KT_ERR(fl_kernel_lstm(KE, &x4, off, 1, &w64, &b4, &a, &o, NULL, NULL),
            "lstm: Input [2, 4] is float32 but Weight [1, 4] is float64");
@@ -383,10 +391,79 @@ static void test_unit_grads(void) {
     }
 }
 
+/* ---- lstmp ---- */
+
+static void test_lstmp_values(void) {
+    FlRng r;
+    fl_rng_init(&r, 17);
+    const int64_t D = 3, P = 2;
+    FlDType dts[2] = {FL_DT_FLOAT32, FL_DT_FLOAT64};
+    for (int k = 0; k < 2; k++)
+        for (size_t c = 0; c < FL_ARRAY_LEN(LSTM_CASES); c++) {
+            const FlLstmAttrs *a = &LSTM_CASES[c];
+            FlTensor x = kt_rand(&r, dts[k], 2, (int64_t[]){TROWS, 4 * D}, -1, 1);
+            FlTensor w = kt_rand(&r, dts[k], 2, (int64_t[]){P, 4 * D}, -0.8, 0.8);
+            FlTensor pw = kt_rand(&r, dts[k], 2, (int64_t[]){D, P}, -0.8, 0.8);
+            FlTensor b = kt_rand(&r, dts[k], 2, (int64_t[]){1, (a->peepholes ? 7 : 4) * D}, -0.5, 0.5);
+            FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+            KT_OK(fl_kernel_lstmp(KE, &x, OFF, NSEQ, &w, &pw, &b, a, &o[0], &o[1], &o[2], &o[3]));
+            double rh[TROWS * 3], rc[TROWS * 3], rp[TROWS * 2];
+            ref_lstm(&x, &w, &b, a, D, &pw, rh, rc, rp);
+            CU_ASSERT(kt_values(&o[0], rp, TROWS * P, k ? 1e-12 : 1e-5));
+            CU_ASSERT(kt_values(&o[1], rc, TROWS * D, k ? 1e-12 : 1e-5));
+            CU_ASSERT(kt_values(&o[2], rh, TROWS * D, k ? 1e-12 : 1e-5));
+            FlTensor all[] = {x, w, pw, b, o[0], o[1], o[2], o[3]};
+            kt_fini(8, all);
+        }
+}
+
+static FlStatus pg_fwd_all(const FlLstmAttrs *a, FlErr *e, FlTensor *in, FlTensor *o) {
+    return fl_kernel_lstmp(e, &in[0], OFF, NSEQ, &in[1], &in[3], &in[2], a, &o[0], &o[1], &o[2], &o[3]);
+}
+static FlStatus pg_fwd(const void *ctx, FlErr *e, FlTensor *in, FlTensor *out) {
+    FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    FlStatus st = pg_fwd_all(ctx, e, in, o);
+    if (!st) st = concat2(e, &o[0], &o[1], out);
+    kt_fini(4, o);
+    return st;
+}
+static FlStatus pg_bwd(const void *ctx, FlErr *e, FlTensor *in, const FlTensor *out, const FlTensor *dout,
+                       FlTensor *din) {
+    (void)out;
+    FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT}, dp = FL_TENSOR_INIT,
+             dc = FL_TENSOR_INIT;
+    FlStatus st = pg_fwd_all(ctx, e, in, o);
+    if (!st) st = fl_tensor_view(e, &dp, dout, 0, 2, o[0].ne);
+    if (!st) st = fl_tensor_view(e, &dc, dout, fl_tensor_numel(&o[0]), 2, o[1].ne);
+    if (!st)
+        st = fl_kernel_lstmp_grad(e, OFF, NSEQ, &in[1], &in[3], &in[2], &o[0], &o[1], &o[2], &o[3], &dp, &dc, ctx,
+                                  &din[0], &din[1], &din[3], &din[2]);
+    kt_fini(4, o);
+    fl_tensor_fini(&dp);
+    fl_tensor_fini(&dc);
+    return st;
+}
+
+static void test_lstmp_grads(void) {
+    FlRng r;
+    fl_rng_init(&r, 18);
+    const int64_t D = 3, P = 2;
+    const FlDType d = FL_DT_FLOAT64;
+    for (size_t c = 0; c < 3; c++) { /* the cases without relu's kink */
+        const FlLstmAttrs *a = &LSTM_CASES[c];
+        FlTensor in[4] = {kt_rand(&r, d, 2, (int64_t[]){TROWS, 4 * D}, -1, 1),
+                          kt_rand(&r, d, 2, (int64_t[]){P, 4 * D}, -0.8, 0.8),
+                          kt_rand(&r, d, 2, (int64_t[]){1, (a->peepholes ? 7 : 4) * D}, -0.5, 0.5),
+                          kt_rand(&r, d, 2, (int64_t[]){D, P}, -0.8, 0.8)};
+        CU_ASSERT(kt_grad_check("lstmp", a, 4, in, (bool[]){true, true, true, true}, pg_fwd, pg_bwd, 1e-6));
+        kt_fini(4, in);
+    }
+}
+
 int main(void) {
     static const KtCase tc[] = {
         KT_TEST(test_lstm_values), KT_TEST(test_gru_values),     KT_TEST(test_rnn_grads),
-        KT_TEST(test_rnn_grads_f32), KT_TEST(test_rnn_bad_inputs), KT_TEST(test_units), KT_TEST(test_unit_grads),
+        KT_TEST(test_rnn_grads_f32), KT_TEST(test_rnn_bad_inputs), KT_TEST(test_units), KT_TEST(test_unit_grads), KT_TEST(test_lstmp_values), KT_TEST(test_lstmp_grads),
     };
     return kt_run("rnn kernels", tc, (int)FL_ARRAY_LEN(tc));
 }
