@@ -205,6 +205,40 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+    /* rnn: dynamic_lstm / dynamic_gru over sequences of 1, 2 and 17 rows */
+    {"lstm_peep.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8)\nout = layers.elementwise_add(h, c)\n",
+     "[20, 2]"},
+    {"lstm_reverse.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8, use_peepholes=False, is_reverse=True)\n"
+     "out = layers.elementwise_add(h, c)\n",
+     "[20, 2]"},
+    {"lstm_rev_peep_hidden.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "out, c = layers.dynamic_lstm(P, size=8, is_reverse=True)\n",
+     "[20, 2]"},
+    {"gru.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
+     "out = layers.dynamic_gru(P, size=2)\n",
+     "[20, 2]"},
+    {"gru_h0_reverse_origin.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
+     "out = layers.dynamic_gru(P, size=2, is_reverse=True, h_0=param(\"H\", [3, 2]), origin_mode=True)\n",
+     "[20, 2]"},
+    {"lstmp.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "r, c = layers.dynamic_lstmp(P, size=8, proj_size=3, is_reverse=True)\nout = layers.concat([r, c], axis=1)\n",
+     "[20, 5]"},
+    {"lstm_unit.fl",
+     "X = param(\"X\", [3, 4])\nH = param(\"H\", [3, 2])\nC = param(\"C\", [3, 2])\n"
+     "h, c = layers.lstm_unit(X, H, C, forget_bias=0.5)\nout = layers.elementwise_add(h, c)\n",
+     "[3, 2]"},
+    {"gru_unit.fl",
+     "X = param(\"X\", [3, 6])\nH = param(\"H\", [3, 2])\n"
+     "out, r, g = layers.gru_unit(X, H, size=6, origin_mode=True)\n",
+     "[3, 2]"},
     /* sequences: LoD inputs cut into lengths 1, 2, 0 (empty) and 17 */
 #define SEQ_X(rows, d) "import _core\nP = param(\"P\", [" #rows ", " #d "])\nlod = layers.assign([0, 1, 3, 3, 20])\n" \
                        "x = _core.set_lod(layers.scale(P, scale=1.0), [lod])\n"
