@@ -1371,6 +1371,51 @@ static FlStatus infer_auc(Ctx *c) {
                : FL_OK;
 }
 
+/* ---- sequence labelling (linear_chain_crf) ---- */
+
+/* An int tags var of `rows` rows: [rows, 1] or [rows]. */
+static FlStatus crf_tags(Ctx *c, const char *slot, const FlVarDesc *v, int64_t rows) {
+    Shape s = shape_of(v);
+    if (need_int_in(c, v, slot)) return FL_ERROR;
+    if (!((s.nd == 2 && dims_agree(s.d[1], 1)) || s.nd == 1) || !dims_agree(s.d[0], rows))
+        return fl_err(c->e, "%s: %s must be [%lld, 1] (a tag per row), found %s", c->t, slot, (long long)rows,
+                      sstr(c, &s));
+    return FL_OK;
+}
+
+/* Emission [T, K] (float), Transition [K + 2, K] of its dtype, int64 offsets; *x the emission. */
+static FlStatus crf_inputs(Ctx *c, FlVarDesc **x, Shape *xs) {
+    FlVarDesc *wv, *lodv;
+    if (in1(c, "Emission", x) || in1(c, "Transition", &wv) || in1(c, "EmissionLod", &lodv)) return FL_ERROR;
+    if (need_float_in(c, *x, "Emission")) return FL_ERROR;
+    *xs = shape_of(*x);
+    Shape w = shape_of(wv);
+    if (xs->nd != 2 || xs->d[1] == 0)
+        return fl_err(c->e, "%s: Emission must be [T, K] (a score per row and tag), found %s", c->t, sstr(c, xs));
+    int64_t K = xs->d[1];
+    if (wv->dtype != (*x)->dtype || w.nd != 2 || !dims_agree(w.d[1], K) || !dims_agree(w.d[0], K < 0 ? -1 : K + 2))
+        return fl_err(c->e, "%s: Transition must be %s [K + 2, K] for Emission %s, found %s %s", c->t,
+                      dt((*x)->dtype), sstr(c, xs), dt(wv->dtype), sstr(c, &w));
+    Shape l = shape_of(lodv);
+    if (lodv->dtype != FL_DT_INT64 || l.nd != 1)
+        return fl_err(c->e, "%s: EmissionLod must be int64 offsets [nseq + 1], found %s %s", c->t, dt(lodv->dtype),
+                      sstr(c, &l));
+    return FL_OK;
+}
+
+static FlStatus infer_linear_chain_crf(Ctx *c) {
+    FlVarDesc *x, *lv, *wv;
+    Shape xs;
+    if (crf_inputs(c, &x, &xs) || in1(c, "Label", &lv) || in1(c, "Transition", &wv) ||
+        crf_tags(c, "Label", lv, xs.d[0]))
+        return FL_ERROR;
+    Shape ll = {.nd = 2, .d = {-1, 1}};
+    return set_like(c, "Alpha", x) || set_like(c, "EmissionExps", x) || set_like(c, "TransitionExps", wv) ||
+                   set_out(c, "LogLikelihood", x->dtype, &ll)
+               ? FL_ERROR
+               : FL_OK;
+}
+
 /* ---- misc ---- */
 
 static FlStatus infer_increment(Ctx *c) {
@@ -1594,6 +1639,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_softmax_with_cross_entropy: return infer_softmax_xent(&c);
     case FL_OPID_cos_sim: return infer_cos_sim(&c);
     case FL_OPID_auc: return infer_auc(&c);
+    case FL_OPID_linear_chain_crf: return infer_linear_chain_crf(&c);
     case FL_OPID_less_than:
     case FL_OPID_less_equal:
     case FL_OPID_greater_than:
