@@ -1371,7 +1371,7 @@ static FlStatus infer_auc(Ctx *c) {
                : FL_OK;
 }
 
-/* ---- sequence labelling (linear_chain_crf) ---- */
+/* ---- sequence labelling (linear_chain_crf, crf_decoding) ---- */
 
 /* An int tags var of `rows` rows: [rows, 1] or [rows]. */
 static FlStatus crf_tags(Ctx *c, const char *slot, const FlVarDesc *v, int64_t rows) {
@@ -1414,6 +1414,15 @@ static FlStatus infer_linear_chain_crf(Ctx *c) {
                    set_out(c, "LogLikelihood", x->dtype, &ll)
                ? FL_ERROR
                : FL_OK;
+}
+
+static FlStatus infer_crf_decoding(Ctx *c) {
+    FlVarDesc *x, *lv;
+    Shape xs;
+    if (crf_inputs(c, &x, &xs) || in_opt(c, "Label", &lv) || (lv && crf_tags(c, "Label", lv, xs.d[0])))
+        return FL_ERROR;
+    Shape p = {.nd = 2, .d = {xs.d[0], 1}};
+    return set_out(c, "ViterbiPath", FL_DT_INT64, &p);
 }
 
 /* ---- misc ---- */
@@ -1640,6 +1649,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_cos_sim: return infer_cos_sim(&c);
     case FL_OPID_auc: return infer_auc(&c);
     case FL_OPID_linear_chain_crf: return infer_linear_chain_crf(&c);
+    case FL_OPID_crf_decoding: return infer_crf_decoding(&c);
     case FL_OPID_less_than:
     case FL_OPID_less_equal:
     case FL_OPID_greater_than:

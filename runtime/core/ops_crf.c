@@ -1,5 +1,5 @@
-/* ops_crf.c: adapters of the sequence-labelling op linear_chain_crf and its gradient (kernels
- * in runtime/kernels/crf.c). Each checks its offsets
+/* ops_crf.c: adapters of the sequence-labelling ops linear_chain_crf (and its gradient) and
+ * crf_decoding (kernels in runtime/kernels/crf.c). Each checks its offsets
  * inputs against the rows they cut (fl_exec_check_lod) before the kernel runs. */
 #include <stdlib.h>
 #include <string.h>
@@ -45,3 +45,15 @@ static FlStatus run_linear_chain_crf_grad(OpCall *c) {
                                            IN(FL_IN_linear_chain_crf_grad_LogLikelihood_GRAD), dx, dw);
 }
 FL_ADAPTER(linear_chain_crf_grad, NULL, run_linear_chain_crf_grad);
+
+/* ---- crf_decoding ---- */
+
+static FlStatus run_crf_decoding(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_crf_decoding_Emission);
+    const int64_t *off;
+    int64_t nseq;
+    if (lod_of(c, FL_IN_crf_decoding_EmissionLod, x, "EmissionLod", &off, &nseq)) return FL_ERROR;
+    return fl_kernel_crf_decoding(c->e, x, IN(FL_IN_crf_decoding_Transition), IN(FL_IN_crf_decoding_Label), off,
+                                  nseq, OUT(FL_OUT_crf_decoding_ViterbiPath));
+}
+FL_ADAPTER(crf_decoding, NULL, run_crf_decoding);

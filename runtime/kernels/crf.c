@@ -1,5 +1,5 @@
-/* crf.c: the linear-chain CRF (negative log-likelihood and its gradient), over sequences cut
- * by offsets (kernels_crf.h).
+/* crf.c: the linear-chain CRF (negative log-likelihood, its gradient, Viterbi decoding), over
+ * sequences cut by offsets (kernels_crf.h).
  *
  * The CRF works in double on copies of its float inputs. The forward pass is the scaled forward
  * algorithm: each row of alpha is normalised to sum 1 and the logs of the normalisers add up to
@@ -272,5 +272,70 @@ FlStatus fl_kernel_linear_chain_crf_grad(FlErr *e, const FlTensor *label, const 
 fail:
     fl_tensor_fini(&r[0]), fl_tensor_fini(&r[1]);
     free(a), free(ex), free(we), free(g), free(b), free(dx), free(dw);
+    return st;
+}
+
+/* ---- crf_decoding ---- */
+
+FlStatus fl_kernel_crf_decoding(FlErr *e, const FlTensor *emission, const FlTensor *transition,
+                                const FlTensor *label, const int64_t *off, int64_t nseq, FlTensor *path) {
+    const char *op = "crf_decoding";
+    int64_t T, K;
+    if (kwant(e, op, "ViterbiPath", path) || crf_check(e, op, emission, transition, NULL, off, nseq, &T, &K))
+        return FL_ERROR;
+    /* a label is compared with the path, whatever its values: only its shape is checked */
+    if (label && check_labels(e, op, "Label", label, T)) return FL_ERROR;
+    int64_t TK = T * K, WK = (K + 2) * K, oshape[2] = {T, 1};
+    FlTensor r = FL_TENSOR_INIT;
+    double *x = NULL, *w = NULL, *d = NULL;
+    int64_t *back = NULL;
+    FlStatus st = FL_ERROR;
+    if (kalloc(e, op, &r, FL_DT_INT64, 2, oshape) || scratch(e, op, TK, &x) || scratch(e, op, WK, &w) ||
+        scratch(e, op, TK, &d))
+        goto fail;
+    back = malloc((size_t)(TK > 0 ? TK : 1) * sizeof *back);
+    if (!back) {
+        fl_err(e, "%s: out of memory for the back pointers of %lld rows", op, (long long)T);
+        goto fail;
+    }
+    load_f(emission, x, TK);
+    load_f(transition, w, WK);
+    int64_t *out = fl_tensor_data(&r);
+    for (int64_t s = 0; s < nseq; s++) {
+        int64_t r0 = off[s], L = off[s + 1] - off[s];
+        if (L == 0) continue;
+        const double *xs = x + r0 * K;
+        double *ds = d + r0 * K;
+        int64_t *bs = back + r0 * K;
+        for (int64_t j = 0; j < K; j++) ds[j] = w[j] + xs[j];
+        for (int64_t k = 1; k < L; k++)
+            for (int64_t j = 0; j < K; j++) {
+                double best = -INFINITY;
+                int64_t arg = 0;
+                for (int64_t i = 0; i < K; i++) {
+                    double v = ds[(k - 1) * K + i] + w[(2 + i) * K + j];
+                    if (v > best) best = v, arg = i;
+                }
+                ds[k * K + j] = best + xs[k * K + j];
+                bs[k * K + j] = arg;
+            }
+        double best = -INFINITY;
+        int64_t tag = 0;
+        for (int64_t j = 0; j < K; j++) {
+            double v = ds[(L - 1) * K + j] + w[K + j];
+            if (v > best) best = v, tag = j;
+        }
+        for (int64_t k = L - 1; k >= 0; k--) {
+            out[r0 + k] = tag;
+            tag = bs[k * K + tag];
+        }
+    }
+    if (label)
+        for (int64_t t = 0; t < T; t++) out[t] = out[t] == label_at(label, t);
+    kout(path, &r);
+    st = FL_OK;
+fail:
+    fl_tensor_fini(&r);
+    free(x), free(w), free(d), free(back);
     return st;
 }

@@ -1,5 +1,5 @@
 /* kernels_crf.h: the sequence-labelling kernels (crf.c): the linear-chain CRF's negative
- * log-likelihood and its gradient. The conventions of
+ * log-likelihood and its gradient, and Viterbi decoding. The conventions of
  * kernels.h hold (outputs replaced whole, NULL gradient outputs not computed, errors name the op
  * and the shapes, "F" = float32 or float64).
  *
@@ -36,5 +36,12 @@ FlStatus fl_kernel_linear_chain_crf_grad(FlErr *e, const FlTensor *label, const 
                                          const FlTensor *alpha, const FlTensor *emission_exps,
                                          const FlTensor *transition_exps, const FlTensor *dll,
                                          FlTensor *demission, FlTensor *dtransition) FL_WARN_UNUSED;
+
+/* crf_decoding: ViterbiPath (int64 [T, 1]) = the path of highest s(y) for each sequence (the
+ * lowest tag wins a tie); with label (int [T, 1], may be NULL) it is 1 where the path's tag
+ * equals the label and 0 elsewhere instead. */
+FlStatus fl_kernel_crf_decoding(FlErr *e, const FlTensor *emission, const FlTensor *transition,
+                                const FlTensor *label, const int64_t *off, int64_t nseq,
+                                FlTensor *path) FL_WARN_UNUSED;
 
 #endif

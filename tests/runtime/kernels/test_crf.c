@@ -1,7 +1,8 @@
 /* test_crf.c: the kernels of crf.c. The CRF's negative log-likelihood against a brute force
  * over every tag path of short sequences and against a plain log-space forward pass on long
  * ones with large scores; its gradient by central differences (float64) on a batch mixing
- * sequences of 0, 1, 2 and 17 rows; and the errors on bad inputs. */
+ * sequences of 0, 1, 2 and 17 rows; Viterbi decoding against the brute-force argmax; and the
+ * errors on bad inputs. */
 #include "runtime/kernels/kernels_crf.h"
 #include "tests/runtime/kernels/kt.h"
 
@@ -191,6 +192,42 @@ static void test_crf_grad(void) {
     kt_fini(11, all);
 }
 
+static void test_crf_decoding(void) {
+    FlRng r;
+    fl_rng_init(&r, 17);
+    const int64_t K = 4, off[] = {0, 1, 3, 3, 6, 11}, nseq = 5, T = 11; /* lengths 1, 2, 0, 3, 5 */
+    FlDType dts[2] = {FL_DT_FLOAT32, FL_DT_FLOAT64};
+    for (int d = 0; d < 2; d++) {
+        FlTensor x = kt_rand(&r, dts[d], 2, (int64_t[]){T, K}, -2, 2);
+        FlTensor w = kt_rand(&r, dts[d], 2, (int64_t[]){K + 2, K}, -1, 1);
+        FlTensor p = FL_TENSOR_INIT, hit = FL_TENSOR_INIT;
+        KT_OK(fl_kernel_crf_decoding(KE, &x, &w, NULL, off, nseq, &p));
+        KT_SHAPE_IS(&p, KT_SHAPE(11, 1));
+        CU_ASSERT_EQUAL(p.dtype, FL_DT_INT64);
+        for (int64_t s = 0; s < nseq; s++) {
+            int64_t L = off[s + 1] - off[s], best[8];
+            if (L == 0) continue;
+            brute(&x, &w, off[s], L, K, best);
+            for (int64_t k = 0; k < L; k++) CU_ASSERT_EQUAL((int64_t)at(&p, off[s] + k), best[k]);
+        }
+        /* with a label: 1 where the path has the label's tag */
+        FlTensor y = make_labels(&r, T, K);
+        fl_tensor_set(&y, 4, at(&p, 4)); /* at least one hit */
+        KT_OK(fl_kernel_crf_decoding(KE, &x, &w, &y, off, nseq, &hit));
+        for (int64_t t = 0; t < T; t++) CU_ASSERT_EQUAL(at(&hit, t), at(&p, t) == at(&y, t) ? 1.0 : 0.0);
+        CU_ASSERT_EQUAL(at(&hit, 4), 1.0);
+        FlTensor all[] = {x, w, p, hit, y};
+        kt_fini(5, all);
+    }
+    /* the transition matters: a strong 0 -> 1 weight turns emissions that favour 0 0 into 0 1 */
+    FlTensor x = KT_T(FL_DT_FLOAT64, KT_SHAPE(2, 2), 1, 0, 1, 0.5);
+    FlTensor w = KT_T(FL_DT_FLOAT64, KT_SHAPE(4, 2), 0, 0, 0, 0, 0, 3, 0, 0), p = FL_TENSOR_INIT;
+    KT_OK(fl_kernel_crf_decoding(KE, &x, &w, NULL, (int64_t[]){0, 2}, 1, &p));
+    KT_VALUES(&p, 0, 0, 1);
+    FlTensor all[] = {x, w, p};
+    kt_fini(3, all);
+}
+
 static void test_crf_bad_inputs(void) {
     FlTensor x = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 2), 1, 0, 1, 0.5);
     FlTensor w = KT_T(FL_DT_FLOAT32, KT_SHAPE(4, 2), 0, 0, 0, 0, 0, 3, 0, 0);
@@ -199,18 +236,19 @@ static void test_crf_bad_inputs(void) {
     const int64_t off[] = {0, 2};
     KT_ERR(fl_kernel_linear_chain_crf(KE, &x, &w, &y, off, 1, NULL, NULL, NULL, &ll),
            "linear_chain_crf: Label row 1 is 2, outside the 2 tags [0, 2)");
-    fl_tensor_set(&y, 1, 1);
-    KT_ERR(fl_kernel_linear_chain_crf(KE, &x, &w3, &y, off, 1, NULL, NULL, NULL, &ll),
-           "linear_chain_crf: Transition [3, 2] must be [K + 2, K] = [4, 2] for Emission [2, 2]");
-    (void)p;
-    FlTensor all[] = {x, w, w3, y, ll, p};
-    kt_fini(6, all);
+    KT_ERR(fl_kernel_crf_decoding(KE, &x, &w3, NULL, off, 1, &p),
+           "crf_decoding: Transition [3, 2] must be [K + 2, K] = [4, 2] for Emission [2, 2]");
+    FlTensor x1 = KT_T(FL_DT_FLOAT32, KT_SHAPE(1, 2), 0, 0);
+    KT_ERR(fl_kernel_crf_decoding(KE, &x1, &w, NULL, off, 1, &p),
+           "crf_decoding: the offsets cut 2 rows but Emission [1, 2] has 1");
+    FlTensor all[] = {x, w, w3, y, ll, p, x1};
+    kt_fini(7, all);
 }
 
 int main(void) {
     static const KtCase tc[] = {
         KT_TEST(test_crf_brute_force), KT_TEST(test_crf_stable),  KT_TEST(test_crf_grad),
-        KT_TEST(test_crf_bad_inputs),
+        KT_TEST(test_crf_decoding),    KT_TEST(test_crf_bad_inputs),
     };
     return kt_run("crf kernels", tc, (int)FL_ARRAY_LEN(tc));
 }
