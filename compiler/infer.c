@@ -1371,7 +1371,7 @@ static FlStatus infer_auc(Ctx *c) {
                : FL_OK;
 }
 
-/* ---- sequence labelling (linear_chain_crf, crf_decoding) ---- */
+/* ---- sequence labelling (linear_chain_crf, crf_decoding, chunk_eval) ---- */
 
 /* An int tags var of `rows` rows: [rows, 1] or [rows]. */
 static FlStatus crf_tags(Ctx *c, const char *slot, const FlVarDesc *v, int64_t rows) {
@@ -1423,6 +1423,27 @@ static FlStatus infer_crf_decoding(Ctx *c) {
         return FL_ERROR;
     Shape p = {.nd = 2, .d = {xs.d[0], 1}};
     return set_out(c, "ViterbiPath", FL_DT_INT64, &p);
+}
+
+static FlStatus infer_chunk_eval(Ctx *c) {
+    FlVarDesc *iv, *lv, *io, *lo;
+    if (in1(c, "Inference", &iv) || in1(c, "Label", &lv) || in1(c, "InferenceLod", &io) || in1(c, "LabelLod", &lo))
+        return FL_ERROR;
+    Shape is = shape_of(iv);
+    if (is.nd < 1 || crf_tags(c, "Inference", iv, is.d[0]) || crf_tags(c, "Label", lv, is.d[0])) return FL_ERROR;
+    const char *scheme = sattr(c, "chunk_scheme");
+    if (strcmp(scheme, "IOB") != 0 && strcmp(scheme, "IOE") != 0 && strcmp(scheme, "IOBES") != 0 &&
+        strcmp(scheme, "plain") != 0)
+        return fl_err(c->e, "%s: chunk_scheme must be IOB, IOE, IOBES or plain, found '%s'", c->t, scheme);
+    if (iattr(c, "num_chunk_types") < 1)
+        return fl_err(c->e, "%s: num_chunk_types must be >= 1, found %lld", c->t, (long long)iattr(c, "num_chunk_types"));
+    Shape one = shape1(1);
+    return set_out(c, "Precision", FL_DT_FLOAT32, &one) || set_out(c, "Recall", FL_DT_FLOAT32, &one) ||
+                   set_out(c, "F1Score", FL_DT_FLOAT32, &one) || set_out(c, "NumInferChunks", FL_DT_INT64, &one) ||
+                   set_out(c, "NumLabelChunks", FL_DT_INT64, &one) ||
+                   set_out(c, "NumCorrectChunks", FL_DT_INT64, &one)
+               ? FL_ERROR
+               : FL_OK;
 }
 
 /* ---- misc ---- */
@@ -1650,6 +1671,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_auc: return infer_auc(&c);
     case FL_OPID_linear_chain_crf: return infer_linear_chain_crf(&c);
     case FL_OPID_crf_decoding: return infer_crf_decoding(&c);
+    case FL_OPID_chunk_eval: return infer_chunk_eval(&c);
     case FL_OPID_less_than:
     case FL_OPID_less_equal:
     case FL_OPID_greater_than:

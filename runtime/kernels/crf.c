@@ -1,5 +1,5 @@
-/* crf.c: the linear-chain CRF (negative log-likelihood, its gradient, Viterbi decoding), over
- * sequences cut by offsets (kernels_crf.h).
+/* crf.c: the linear-chain CRF (negative log-likelihood, its gradient, Viterbi decoding) and
+ * chunk evaluation, over sequences cut by offsets (kernels_crf.h).
  *
  * The CRF works in double on copies of its float inputs. The forward pass is the scaled forward
  * algorithm: each row of alpha is normalised to sum 1 and the logs of the normalisers add up to
@@ -337,5 +337,136 @@ FlStatus fl_kernel_crf_decoding(FlErr *e, const FlTensor *emission, const FlTens
 fail:
     fl_tensor_fini(&r);
     free(x), free(w), free(d), free(back);
+    return st;
+}
+
+/* ---- chunk_eval ---- */
+
+typedef struct ChunkTags {
+    int kinds;                   /* tag kinds per chunk type */
+    int begin, inside, end, single; /* each kind's tag, -1 when the scheme has none */
+} ChunkTags;
+
+static const ChunkTags chunk_tags[FL_CHUNK_COUNT] = {
+    [FL_CHUNK_IOB] = {2, 0, 1, -1, -1},
+    [FL_CHUNK_IOE] = {2, -1, 0, 1, -1},
+    [FL_CHUNK_IOBES] = {4, 0, 1, 2, 3},
+    [FL_CHUNK_PLAIN] = {1, -1, -1, -1, -1},
+};
+static const char *const chunk_names[FL_CHUNK_COUNT] = {"IOB", "IOE", "IOBES", "plain"};
+
+FlChunkScheme fl_chunk_scheme_find(const char *name) {
+    for (int s = 0; s < FL_CHUNK_COUNT; s++)
+        if (strcmp(name, chunk_names[s]) == 0) return (FlChunkScheme)s;
+    return FL_CHUNK_COUNT;
+}
+
+typedef struct Chunk {
+    int64_t begin, end; /* rows, inclusive */
+    int64_t type;
+} Chunk;
+
+/* Whether the chunk of (prev tag, prev type) ends before a token of (tag, type). */
+static bool chunk_ends(const ChunkTags *c, int64_t ptag, int64_t ptype, int64_t tag, int64_t type, int64_t other) {
+    if (ptype == other) return false;
+    if (type == other || type != ptype) return true;
+    if (ptag == c->begin || ptag == c->inside) return tag == c->begin || tag == c->single;
+    return ptag == c->end || ptag == c->single;
+}
+
+/* Whether a token of (tag, type) after one of (prev tag, prev type) starts a chunk. */
+static bool chunk_begins(const ChunkTags *c, int64_t ptag, int64_t ptype, int64_t tag, int64_t type, int64_t other) {
+    if (ptype == other) return type != other;
+    if (type == other) return false;
+    if (type != ptype || tag == c->begin || tag == c->single) return true;
+    if (tag == c->inside || tag == c->end) return ptag == c->end || ptag == c->single;
+    return false;
+}
+
+/* The chunks of rows [r0, r0 + L) of t, in order, into out (room for L); their count. */
+static int64_t chunks_of(const ChunkTags *c, const FlTensor *t, int64_t r0, int64_t L, int64_t other, Chunk *out) {
+    int64_t n = 0, start = 0, tag = -1, type = other;
+    bool in = false;
+    for (int64_t k = 0; k < L; k++) {
+        int64_t v = label_at(t, r0 + k), ptag = tag, ptype = type;
+        tag = v % c->kinds, type = v / c->kinds;
+        if (in && chunk_ends(c, ptag, ptype, tag, type, other)) {
+            out[n++] = (Chunk){start, k - 1, ptype};
+            in = false;
+        }
+        if (chunk_begins(c, ptag, ptype, tag, type, other)) start = k, in = true;
+    }
+    if (in) out[n++] = (Chunk){start, L - 1, type};
+    return n;
+}
+
+static bool is_excluded(int64_t type, const int64_t *excluded, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (excluded[i] == type) return true;
+    return false;
+}
+
+FlStatus fl_kernel_chunk_eval(FlErr *e, const FlTensor *inference, const FlTensor *label, const int64_t *off,
+                              int64_t nseq, int num_chunk_types, FlChunkScheme scheme, const int64_t *excluded,
+                              size_t n_excluded, FlTensor *precision, FlTensor *recall, FlTensor *f1,
+                              FlTensor *num_infer, FlTensor *num_label, FlTensor *num_correct) {
+    const char *op = "chunk_eval";
+    if (khas(e, op, "Inference", inference)) return FL_ERROR;
+    int64_t T = inference->ne[0];
+    if (check_labels(e, op, "Inference", inference, T) || check_labels(e, op, "Label", label, T)) return FL_ERROR;
+    if ((unsigned)scheme >= FL_CHUNK_COUNT || num_chunk_types < 1)
+        return fl_err(e, "%s: num_chunk_types must be >= 1 and the scheme one of IOB, IOE, IOBES, plain", op);
+    if (nseq < 0 || off[0] != 0 || off[nseq] != T)
+        return fl_err(e, "%s: the offsets cut %lld rows but Inference %s has %lld", op, (long long)off[nseq],
+                      fl_tensor_shape(inference).s, (long long)T);
+    const ChunkTags *c = &chunk_tags[scheme];
+    int64_t other = num_chunk_types, top = (int64_t)num_chunk_types * c->kinds;
+    const FlTensor *ts[2] = {inference, label};
+    for (int i = 0; i < 2; i++)
+        for (int64_t r = 0; r < T; r++) {
+            int64_t v = label_at(ts[i], r);
+            if (v < 0 || v > top)
+                return fl_err(e, "%s: %s row %lld is %lld, outside [0, %lld] (%d chunk types * %d tag kinds of %s)",
+                              op, i ? "Label" : "Inference", (long long)r, (long long)v, (long long)top,
+                              num_chunk_types, c->kinds, chunk_names[scheme]);
+        }
+    int64_t one = 1, counts[3] = {0, 0, 0}; /* inferred, labelled, correct */
+    FlTensor r[6] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    Chunk *ci = malloc((size_t)(T > 0 ? T : 1) * sizeof *ci), *cl = malloc((size_t)(T > 0 ? T : 1) * sizeof *cl);
+    FlStatus st = FL_ERROR;
+    if (!ci || !cl) {
+        fl_err(e, "%s: out of memory for the chunks of %lld rows", op, (long long)T);
+        goto fail;
+    }
+    for (int i = 0; i < 6; i++)
+        if (kalloc(e, op, &r[i], i < 3 ? FL_DT_FLOAT32 : FL_DT_INT64, 1, &one)) goto fail;
+    for (int64_t s = 0; s < nseq; s++) {
+        int64_t r0 = off[s], L = off[s + 1] - off[s];
+        int64_t ni = chunks_of(c, inference, r0, L, other, ci), nl = chunks_of(c, label, r0, L, other, cl);
+        for (int64_t i = 0; i < ni; i++) counts[0] += !is_excluded(ci[i].type, excluded, n_excluded);
+        for (int64_t j = 0; j < nl; j++) counts[1] += !is_excluded(cl[j].type, excluded, n_excluded);
+        /* both lists are ordered and free of overlaps: walk them together by their ends */
+        for (int64_t i = 0, j = 0; i < ni && j < nl;) {
+            if (ci[i].begin == cl[j].begin && ci[i].end == cl[j].end && ci[i].type == cl[j].type &&
+                !is_excluded(ci[i].type, excluded, n_excluded))
+                counts[2]++;
+            if (ci[i].end < cl[j].end) i++;
+            else if (ci[i].end > cl[j].end) j++;
+            else i++, j++;
+        }
+    }
+    double p = counts[0] ? (double)counts[2] / (double)counts[0] : 0;
+    double rc = counts[1] ? (double)counts[2] / (double)counts[1] : 0;
+    double f = counts[2] ? 2 * p * rc / (p + rc) : 0;
+    fl_tensor_set(&r[0], 0, p);
+    fl_tensor_set(&r[1], 0, rc);
+    fl_tensor_set(&r[2], 0, f);
+    for (int i = 0; i < 3; i++) ((int64_t *)fl_tensor_data(&r[3 + i]))[0] = counts[i];
+    FlTensor *outs[6] = {precision, recall, f1, num_infer, num_label, num_correct};
+    for (int i = 0; i < 6; i++) kout(outs[i], &r[i]);
+    st = FL_OK;
+fail:
+    for (int i = 0; i < 6; i++) fl_tensor_fini(&r[i]);
+    free(ci), free(cl);
     return st;
 }

@@ -1,9 +1,9 @@
 /* kernels_crf.h: the sequence-labelling kernels (crf.c): the linear-chain CRF's negative
- * log-likelihood and its gradient, and Viterbi decoding. The conventions of
+ * log-likelihood and its gradient, Viterbi decoding, and chunk evaluation. The conventions of
  * kernels.h hold (outputs replaced whole, NULL gradient outputs not computed, errors name the op
  * and the shapes, "F" = float32 or float64).
  *
- * Sequences: the rows of Emission (and of Label) are cut by offsets off[0..nseq]
+ * Sequences: the rows of Emission (and of Label, Inference) are cut by offsets off[0..nseq]
  * (off[0] == 0, non-decreasing, off[nseq] == rows), checked by the caller (fl_exec_check_lod);
  * an empty sequence is allowed.
  *
@@ -43,5 +43,27 @@ FlStatus fl_kernel_linear_chain_crf_grad(FlErr *e, const FlTensor *label, const 
 FlStatus fl_kernel_crf_decoding(FlErr *e, const FlTensor *emission, const FlTensor *transition,
                                 const FlTensor *label, const int64_t *off, int64_t nseq,
                                 FlTensor *path) FL_WARN_UNUSED;
+
+/* chunk_eval's tagging schemes: how many tag kinds each has (a label is tag + kinds * type). */
+typedef enum FlChunkScheme {
+    FL_CHUNK_IOB,   /* B I   (2 kinds) */
+    FL_CHUNK_IOE,   /* I E   (2 kinds) */
+    FL_CHUNK_IOBES, /* B I E S (4 kinds) */
+    FL_CHUNK_PLAIN, /* one kind: a run of one type is a chunk */
+    FL_CHUNK_COUNT
+} FlChunkScheme;
+/* The scheme named name ("IOB", "IOE", "IOBES", "plain"); FL_CHUNK_COUNT when none. */
+FlChunkScheme fl_chunk_scheme_find(const char *name);
+
+/* chunk_eval: the chunks of each sequence of inference and label (int [T, 1], both cut by off),
+ * label value v: tag v % kinds, type v / kinds, types >= num_chunk_types outside any chunk
+ * (values above num_chunk_types * kinds are an error). A chunk is correct when both mark it with
+ * the same span and type; chunks whose type is in excluded (n_excluded values) count nowhere.
+ * Precision = correct / inferred, Recall = correct / labelled, F1 = 2PR / (P + R) (0 when a
+ * denominator is 0), float32 [1]; the three counts int64 [1]. */
+FlStatus fl_kernel_chunk_eval(FlErr *e, const FlTensor *inference, const FlTensor *label, const int64_t *off,
+                              int64_t nseq, int num_chunk_types, FlChunkScheme scheme, const int64_t *excluded,
+                              size_t n_excluded, FlTensor *precision, FlTensor *recall, FlTensor *f1,
+                              FlTensor *num_infer, FlTensor *num_label, FlTensor *num_correct) FL_WARN_UNUSED;
 
 #endif

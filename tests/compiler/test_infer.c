@@ -866,7 +866,7 @@ int main(void) {
         {"batch_norm, dropout", test_norm_dropout},
         {"layer_norm, fused losses, lrn, conv2d_transpose, interpolation", test_nn2_layers},
         {"comparisons, logic, increment, Print", test_compare_logic},
-        {"linear_chain_crf, crf_decoding", test_crf_ops},
+        {"linear_chain_crf, crf_decoding, chunk_eval", test_crf_ops},
         {"optimizers", test_optimizers},
         {"control, channels, dist, list_index", test_control_dist},
         {"layers: activations, batch-size fills, indexing, padding", test_layers},

@@ -1,8 +1,8 @@
 /* test_crf.c: the kernels of crf.c. The CRF's negative log-likelihood against a brute force
  * over every tag path of short sequences and against a plain log-space forward pass on long
  * ones with large scores; its gradient by central differences (float64) on a batch mixing
- * sequences of 0, 1, 2 and 17 rows; Viterbi decoding against the brute-force argmax; and the
- * errors on bad inputs. */
+ * sequences of 0, 1, 2 and 17 rows; Viterbi decoding against the brute-force argmax; chunk_eval
+ * on hand-counted examples of each scheme; and the errors on bad inputs. */
 #include "runtime/kernels/kernels_crf.h"
 #include "tests/runtime/kernels/kt.h"
 
@@ -228,6 +228,70 @@ static void test_crf_decoding(void) {
     kt_fini(3, all);
 }
 
+/* ---- chunk_eval ---- */
+
+typedef struct ChunkCase {
+    FlChunkScheme scheme;
+    int types;
+    int64_t T;
+    double infer[12], label[12];
+    int64_t off[4];
+    int64_t nseq;
+    const int64_t *excluded;
+    size_t nexcluded;
+    int64_t counts[3]; /* inferred, labelled, correct */
+} ChunkCase;
+
+static void check_chunks(const ChunkCase *k) {
+    FlTensor inf = kt_make(FL_DT_INT64, 2, (int64_t[]){k->T, 1}, k->infer);
+    FlTensor lab = kt_make(FL_DT_INT64, 2, (int64_t[]){k->T, 1}, k->label);
+    FlTensor o[6] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    KT_OK(fl_kernel_chunk_eval(KE, &inf, &lab, k->off, k->nseq, k->types, k->scheme, k->excluded, k->nexcluded,
+                               &o[0], &o[1], &o[2], &o[3], &o[4], &o[5]));
+    double ni = (double)k->counts[0], nl = (double)k->counts[1], nc = (double)k->counts[2];
+    double p = ni ? nc / ni : 0, rc = nl ? nc / nl : 0, f = nc ? 2 * p * rc / (p + rc) : 0;
+    KT_VALUES(&o[0], 1e-6, p);
+    KT_VALUES(&o[1], 1e-6, rc);
+    KT_VALUES(&o[2], 1e-6, f);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(o[3 + i].dtype, FL_DT_INT64);
+        CU_ASSERT_EQUAL((int64_t)at(&o[3 + i], 0), k->counts[i]);
+    }
+    CU_ASSERT_EQUAL(o[0].dtype, FL_DT_FLOAT32);
+    kt_fini(6, o);
+    fl_tensor_fini(&inf);
+    fl_tensor_fini(&lab);
+}
+
+static void test_chunk_eval(void) {
+    static const int64_t ex1[] = {1};
+    /* The chunks, counted by hand (rows within a sequence, inclusive, and type): */
+    static const ChunkCase cases[] = {
+        /* IOB, 2 types (B0 I0 B1 I1 = 0 1 2 3, O = 4). Label: (0-1, 0) (3-5, 1) (7, 0) | (0, 0);
+         * inference: (0-1, 0) (3-4, 1) (7, 0; an I after O begins a chunk) | (0, 0): 4, 4, 3 correct.
+         * Read as one sequence the last two rows would be one chunk of the label's and two of the
+         * inference's. */
+        {FL_CHUNK_IOB, 2, 9, {0, 1, 4, 2, 3, 4, 4, 1, 0}, {0, 1, 4, 2, 3, 3, 4, 0, 1}, {0, 8, 9}, 2, NULL, 0, {4, 4, 3}},
+        /* the same without the chunks of type 1 */
+        {FL_CHUNK_IOB, 2, 9, {0, 1, 4, 2, 3, 4, 4, 1, 0}, {0, 1, 4, 2, 3, 3, 4, 0, 1}, {0, 8, 9}, 2, ex1, 1, {3, 3, 3}},
+        /* IOE, 2 types (I0 E0 I1 E1 = 0 1 2 3, O = 4). Label: (0-1, 0) (3-5, 1) (6, 1: after an E);
+         * inference: (0-1, 0) (3-4, 1) (5-6, 1): 3, 3, 1 correct. */
+        {FL_CHUNK_IOE, 2, 8, {0, 1, 4, 2, 3, 2, 3, 4}, {0, 1, 4, 2, 2, 3, 3, 4}, {0, 8}, 1, NULL, 0, {3, 3, 1}},
+        /* IOBES, 1 type (B I E S = 0 1 2 3, O = 4). Label: (0-2) (4) (5) (6-7); inference: (0-2) (4)
+         * (6-7, unfinished at the end): 3, 4, 3 correct. */
+        {FL_CHUNK_IOBES, 1, 8, {0, 1, 2, 4, 3, 4, 0, 1}, {0, 1, 2, 4, 3, 3, 0, 2}, {0, 8}, 1, NULL, 0, {3, 4, 3}},
+        /* plain, 3 types (O = 3): a run of one type is a chunk. Label: (0-1, 0) (2, 1) (4-5, 2);
+         * inference: (0, 0) (1-2, 1) (4, 2): 3, 3, none correct. An empty sequence between. */
+        {FL_CHUNK_PLAIN, 3, 6, {0, 1, 1, 3, 2, 3}, {0, 0, 1, 3, 2, 2}, {0, 6, 6}, 2, NULL, 0, {3, 3, 0}},
+        /* IOB: every tag outside, no chunks at all: zeros everywhere */
+        {FL_CHUNK_IOB, 2, 3, {4, 4, 4}, {4, 4, 4}, {0, 3}, 1, NULL, 0, {0, 0, 0}},
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(cases); i++) check_chunks(&cases[i]);
+    CU_ASSERT_EQUAL(fl_chunk_scheme_find("IOBES"), FL_CHUNK_IOBES);
+    CU_ASSERT_EQUAL(fl_chunk_scheme_find("plain"), FL_CHUNK_PLAIN);
+    CU_ASSERT_EQUAL(fl_chunk_scheme_find("BIO"), FL_CHUNK_COUNT);
+}
+
 static void test_crf_bad_inputs(void) {
     FlTensor x = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 2), 1, 0, 1, 0.5);
     FlTensor w = KT_T(FL_DT_FLOAT32, KT_SHAPE(4, 2), 0, 0, 0, 0, 0, 3, 0, 0);
@@ -241,14 +305,19 @@ static void test_crf_bad_inputs(void) {
     FlTensor x1 = KT_T(FL_DT_FLOAT32, KT_SHAPE(1, 2), 0, 0);
     KT_ERR(fl_kernel_crf_decoding(KE, &x1, &w, NULL, off, 1, &p),
            "crf_decoding: the offsets cut 2 rows but Emission [1, 2] has 1");
-    FlTensor all[] = {x, w, w3, y, ll, p, x1};
-    kt_fini(7, all);
+    /* IOB with 1 type: labels 0..2, where 2 is outside; 3 is an error */
+    FlTensor a = KT_T(FL_DT_INT64, KT_SHAPE(2, 1), 0, 3), b = KT_T(FL_DT_INT64, KT_SHAPE(2, 1), 0, 2);
+    FlTensor o = FL_TENSOR_INIT;
+    KT_ERR(fl_kernel_chunk_eval(KE, &a, &b, off, 1, 1, FL_CHUNK_IOB, NULL, 0, &o, NULL, NULL, NULL, NULL, NULL),
+           "chunk_eval: Inference row 1 is 3, outside [0, 2] (1 chunk types * 2 tag kinds of IOB)");
+    FlTensor all[] = {x, w, w3, y, ll, p, x1, a, b, o};
+    kt_fini(10, all);
 }
 
 int main(void) {
     static const KtCase tc[] = {
         KT_TEST(test_crf_brute_force), KT_TEST(test_crf_stable),  KT_TEST(test_crf_grad),
-        KT_TEST(test_crf_decoding),    KT_TEST(test_crf_bad_inputs),
+        KT_TEST(test_crf_decoding),    KT_TEST(test_chunk_eval), KT_TEST(test_crf_bad_inputs),
     };
     return kt_run("crf kernels", tc, (int)FL_ARRAY_LEN(tc));
 }
