@@ -205,6 +205,17 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+    /* crf: linear_chain_crf on sequences of 1, 2, 0 and 17 rows (K = 5): the gradients of the
+     * emissions and of the transition parameter */
+    {"linear_chain_crf.fl",
+     "import _core\n"
+     "P = param(\"P\", [20, 5])\n"
+     "lod = layers.assign([0, 1, 3, 3, 20])\n"
+     "E = _core.set_lod(layers.scale(P, scale=2.0), [lod])\n"
+     "Y = _core.set_lod(layers.assign([[0], [4], [2], [1], [1], [3], [0], [2], [4], [4], [1], [0], [3], [2], [2], "
+     "[1], [0], [4], [3], [1]]), [lod])\n"
+     "out = layers.linear_chain_crf(E, Y, param_attr=\"crfw\")\n",
+     "[4, 1]"},
     /* rnn: dynamic_lstm / dynamic_gru over sequences of 1, 2 and 17 rows */
     {"lstm_peep.fl",
      "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
