@@ -127,7 +127,7 @@ static FlStatus crf_seq(FlErr *e, const char *op, const double *x, const double 
         y = yk;
     }
     ll += w[K + y];
-    *nll = -ll;
+    *nll = 0.0 - ll; /* not -ll: a one-tag CRF prints 0, not -0 */
     return FL_OK;
 }
 
