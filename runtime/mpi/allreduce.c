@@ -97,7 +97,8 @@ FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const Fl
         if (in[i].dtype != FL_DT_FLOAT32 && in[i].dtype != FL_DT_FLOAT64)
             return fl_err(e, "allreduce: '%s' is %s; only float tensors are reduced", names[i], fl_dtype_name(in[i].dtype));
     double t0 = flm_now();
-    double w = m->rows_global <= 0 ? (loss_sum ? 1.0 : 1.0 / m->T)
+    /* without global rows (no reader) every trainer ran the same batch: the mean */
+    double w = m->rows_global <= 0 ? 1.0 / m->T
                : loss_sum        ? (m->rows > 0 ? 1.0 : 0.0)
                                  : (double)m->rows / (double)m->rows_global;
     FlStatus st = FL_OK;

@@ -450,10 +450,11 @@ static FlStatus block_progress(Server *s, size_t k, FlErr *e) {
 
 /* Sync: the sender's part of the merged gradient (docs/distributed.md): rows_t / rows_global
  * when the loss is a mean over the batch; when it is a sum (loss_sum), 1, or 0 for an empty
- * share; 1/T without global rows. */
+ * share; 1/T without global rows (no reader: every trainer ran the same batch). */
 static double share(const Server *s, const Hdr *h) {
-    if (fl_dist_server_loss_sum(s->srv)) return h->rows > 0 || h->rows_global <= 0 ? 1.0 : 0.0;
-    return h->rows_global > 0 ? (double)h->rows / (double)h->rows_global : 1.0 / s->m->T;
+    if (h->rows_global <= 0) return 1.0 / s->m->T;
+    if (fl_dist_server_loss_sum(s->srv)) return h->rows > 0 ? 1.0 : 0.0;
+    return (double)h->rows / (double)h->rows_global;
 }
 
 /* Sync: trainer t's whole gradient x (taken) of entry g is in: weigh and store it. */
