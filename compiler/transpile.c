@@ -83,6 +83,7 @@ typedef struct Tp {
     size_t nlr;               /* how many are set */
     FlMap lr_writes;          /* names that learning-rate ops write -> MARK_PTR */
     FlLoc first_loc;          /* the first optimizer op's loc */
+    bool loss_sum;            /* sync and allreduce plans: the loss is a sum over the batch */
 } Tp;
 
 /* ---- names and messages ---- */
@@ -432,6 +433,67 @@ static FlStatus check_lr_inputs(Tp *tp) {
     return FL_OK;
 }
 
+/* ---- the loss: a mean or a sum over the batch ----
+ * Sync and allreduce plans merge the trainers' gradients into the global batch's. When the loss
+ * is a mean over the batch's rows, trainer t's gradient is a mean over its rows and weighs
+ * rows_t / rows_global. When it is a sum over the rows (Fluid's Transformer minimizes sum_cost,
+ * a reduce_sum of the tokens' costs), trainer t's gradient is its rows' part of the sum, and the
+ * global batch's gradient is the plain sum of the trainers': the plan says so (loss_sum on
+ * listen_and_serv and allreduce) and the runtime weighs every trainer 1 instead. The loss counts
+ * as a sum when it is a reduce_sum whose summed dims include dim 0 of a var whose dim 0 is the
+ * batch's (-1), a scale of such a sum, or sum / elementwise_add of such sums (a scale or an
+ * added bias does not change how the trainers' gradients combine); any other loss (a mean, or a
+ * sum divided by a count the batch gives) keeps the mean weighting, which is Fluid's (its
+ * pservers always average). The loss is the var whose gradient the backward pass seeds: the
+ * fill_constant of value 1 that writes 'loss@GRAD' after the ops that compute loss. */
+
+static size_t writer_before(const FlBlock *b, const char *name, size_t before) {
+    size_t w = before;
+    while (w-- > 0)
+        if (op_writes(b->ops.data[w], name)) return w;
+    return SIZE_MAX;
+}
+
+static bool is_batch_sum(const FlBlock *b, const char *name, size_t before, int depth) {
+    size_t w = writer_before(b, name, before);
+    if (w == SIZE_MAX || depth > 32) return false;
+    const FlOpDesc *op = b->ops.data[w];
+    if (fl_ops_is(op, FL_OPID_reduce_sum)) {
+        const FlSlot *x = op->ins.len ? &op->ins.data[0] : NULL;
+        const FlVarDesc *v = x && x->nargs == 1 ? fl_ir_var_find(b, x->args[0]) : NULL;
+        if (!v || v->ndim < 1 || v->shape[0] != -1) return false;
+        /* the loss has one element (backward checks it): dims left unsummed are of size 1 */
+        if (fl_ir_op_get_bool(op, "reduce_all", false)) return true;
+        const FlAttr *dim = fl_ir_op_attr(op, "dim");
+        for (size_t k = 0; dim && k < dim->n; k++)
+            if (dim->ints[k] == 0 || dim->ints[k] == -v->ndim) return true;
+        return false;
+    }
+    if (!fl_ops_is(op, FL_OPID_sum) && !fl_ops_is(op, FL_OPID_elementwise_add) && !fl_ops_is(op, FL_OPID_scale))
+        return false;
+    size_t n = 0;
+    for (size_t sl = 0; sl < op->ins.len; sl++)
+        for (size_t k = 0; k < op->ins.data[sl].nargs; k++, n++)
+            if (!is_batch_sum(b, op->ins.data[sl].args[k], w, depth + 1)) return false;
+    return n > 0;
+}
+
+static void find_loss_kind(Tp *tp) {
+    if (tp->mode == FL_TRANSPILE_ASYNC) return; /* async applies each gradient as it is */
+    const FlBlock *b = tp->lb;
+    for (size_t i = 0; i < b->ops.len; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        if (!fl_ops_is(op, FL_OPID_fill_constant) || op->outs.len != 1 || op->outs.data[0].nargs != 1) continue;
+        const char *g = op->outs.data[0].args[0];
+        const FlAttr *v = fl_ir_op_attr(op, "value");
+        if (!fl_rule_is_grad(g) || !v || v->f != 1.0) continue;
+        char *loss = fl_arena_strndup(&tp->arena, g, strlen(g) - strlen(FL_RULE_GRAD_SUFFIX));
+        if (writer_before(b, loss, i) == SIZE_MAX) continue;
+        tp->loss_sum = is_batch_sum(b, loss, i, 0);
+        return;
+    }
+}
+
 /* ---- the gradient's path ----
  * minimize() leaves ops between the backward pass's gradient W@GRAD and the optimizer's Grad:
  * clipping, then regularization (fluid/clip.fl, fluid/regularizer.fl). The trainers run them on
@@ -518,7 +580,10 @@ static FlStatus find_grad_paths(Tp *tp) {
         while (tp->lb->ops.data[opt] != pr->opt) opt++;
         size_t budget = 100000;
         if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0, &budget)) pr->raw = pr->grad;
-        if (!pr->nonlinear || tp->mode == FL_TRANSPILE_ALLREDUCE) continue;
+        /* an affine path stays on the trainers when the merge is a weighted mean (weights
+         * that sum to 1 keep 'g + c * p' so); a merged sum would add the trainers' c * p up */
+        bool on_servers = pr->nonlinear || (tp->loss_sum && pr->path0 != SIZE_MAX);
+        if (!on_servers || tp->mode == FL_TRANSPILE_ALLREDUCE) continue;
         /* clipping: the servers run the path after merging the trainers' raw gradients */
         memset(mark, 0, (tp->lb->ops.len + 1) * sizeof *mark);
         if (mark_server_path(tp, pr, pr->grad, opt, pr->opt, mark, 0)) {
@@ -852,6 +917,7 @@ static FlProgram *build_allreduce_trainer(Tp *tp) {
         if (tp->params.data[i].path0 < pos) pos = tp->params.data[i].path0;
     FlOpDesc *op = fl_ir_op_insert(b0, pos, "allreduce");
     op->loc = tp->first_loc;
+    if (tp->loss_sum) fl_ir_op_set_bool(op, "loss_sum", true);
     for (size_t i = 0; i < tp->params.len; i++) {
         fl_ir_op_add_input(op, "X", tp->params.data[i].raw);
         fl_ir_op_add_output(op, "Out", tp->params.data[i].raw);
@@ -1046,6 +1112,7 @@ static FlProgram *build_pserver(Tp *tp, int64_t s, Needs *nd) {
     fl_ir_op_set_strings(ls, "grad_to_block", g2b.data, g2b.len);
     fl_ir_op_set_int(ls, "fanin", tp->T);
     fl_ir_op_set_bool(ls, "sync_mode", tp->mode == FL_TRANSPILE_SYNC);
+    if (tp->loss_sum) fl_ir_op_set_bool(ls, "loss_sum", true);
     FL_VEC_FREE(&blocks);
     FL_VEC_FREE(&g2b);
     return p;
@@ -1255,6 +1322,7 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     Needs nd = {0};
     fl_map_init(&nd.names);
     bool allreduce = tp.mode == FL_TRANSPILE_ALLREDUCE;
+    find_loss_kind(&tp);
     if (check_ops(&tp) || collect_params(&tp) || find_grad_paths(&tp) ||
         (!allreduce && (find_lr_ops(&tp) || check_lr_inputs(&tp) || cut(&tp))))
         goto fail;

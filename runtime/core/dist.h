@@ -55,11 +55,12 @@ struct FlDist {
     /* The pserver loop; returns when every trainer has finished. */
     FlStatus (*serve)(FlDist *d, FlDistServer *srv, FlErr *e);
     /* Allreduce jobs (no pservers): out[i] (a new tensor; released first) = the sum over the
-     * trainers of w_t * in[i] of trainer t, w_t = the trainer's rows / the step's global rows,
-     * the same values on every trainer. Every trainer calls it with the same names, dtypes and
-     * shapes in the same order; names are for messages. May be NULL. */
+     * trainers of w_t * in[i] of trainer t, w_t = the trainer's rows / the step's global rows
+     * (w_t = 1 with loss_sum: the loss is a sum over the batch's rows), the same values on every
+     * trainer. Every trainer calls it with the same names, dtypes and shapes in the same order;
+     * names are for messages. May be NULL. */
     FlStatus (*allreduce)(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
-                          FlErr *e);
+                          bool loss_sum, FlErr *e);
 };
 
 /* Makes d the transport of every program run on `root` and its child scopes (d is borrowed: it
@@ -71,6 +72,7 @@ FlDist *fl_dist_find(FlScope *s);
 /* ---- the running listen_and_serv op, for the transport's serve() ---- */
 
 bool fl_dist_server_sync(const FlDistServer *s);       /* sync_mode */
+bool fl_dist_server_loss_sum(const FlDistServer *s);   /* loss_sum: each trainer weighs 1 */
 size_t fl_dist_server_nblocks(const FlDistServer *s);  /* optimize blocks */
 bool fl_dist_server_has_lr(const FlDistServer *s);     /* an lr_block */
 /* grad_to_block: entry i's gradient name (as the trainers send it) and optimize block index

@@ -177,7 +177,8 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
         if (!v || !fl_var_get_tensor(v, &in[loaded])) st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
     }
     FlErr inner;
-    if (st == FL_OK && d->allreduce(d, (size_t)n, names, in, out, &inner) != FL_OK) st = wrap(rc, op, &inner);
+    bool sum = fl_exec_attr_bool(op, "loss_sum");
+    if (st == FL_OK && d->allreduce(d, (size_t)n, names, in, out, sum, &inner) != FL_OK) st = wrap(rc, op, &inner);
     for (int i = 0; i < loaded; i++) {
         const ArgRef *a = &fl_exec_out_args(op, FL_OUT_allreduce_Out)[i];
         if (st == FL_OK && a->idx >= 0 && !(rc->read_only && a->shared)) fl_var_take_tensor(fl_exec_var_write(s, a), &out[i]);
@@ -191,7 +192,7 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
 }
 FL_CONTROL_ADAPTER(allreduce, prep_allreduce, run_allreduce);
 
-/* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block} ---- */
+/* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block, loss_sum} ---- */
 typedef struct GradEntry {
     char *name;
     size_t block;
@@ -205,7 +206,7 @@ struct FlDistServer {
     size_t nblocks;
     GradEntry *grads;
     size_t ngrads;
-    bool sync;
+    bool sync, loss_sum;
     char where[256];
 };
 
@@ -228,7 +229,11 @@ static void server_free(FlDistServer *srv) {
 static FlStatus run_listen(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
-    FlDistServer srv = {.rc = rc, .op = op, .s = s, .sync = fl_exec_attr_bool(op, "sync_mode")};
+    FlDistServer srv = {.rc = rc,
+                        .op = op,
+                        .s = s,
+                        .sync = fl_exec_attr_bool(op, "sync_mode"),
+                        .loss_sum = fl_exec_attr_bool(op, "loss_sum")};
     fl_exec_loc_str(rc->ex, op->desc->loc, srv.where, sizeof srv.where);
     size_t nb;
     const int64_t *bl = fl_exec_attr_ints(op, "optimize_blocks", &nb);
@@ -271,6 +276,7 @@ static FlStatus run_listen(RunCtx *rc, const ExecOp *op, FlScope *s) {
 FL_CONTROL_ADAPTER(listen_and_serv, NULL, run_listen);
 
 bool fl_dist_server_sync(const FlDistServer *s) { return s->sync; }
+bool fl_dist_server_loss_sum(const FlDistServer *s) { return s->loss_sum; }
 size_t fl_dist_server_nblocks(const FlDistServer *s) { return s->nblocks; }
 bool fl_dist_server_has_lr(const FlDistServer *s) { return s->blocks[s->nblocks] != NULL; }
 size_t fl_dist_server_ngrads(const FlDistServer *s) { return s->ngrads; }

@@ -88,14 +88,19 @@ static FlStatus ring_allreduce(FlMpi *m, FlDType dt, char *buf, size_t n, char *
 /* Per float dtype: every input of that dtype scaled by this trainer's weight into one new
  * buffer, summed over the trainers in place (ring_allreduce); the outputs are views of it (no
  * copy back; the buffer goes when the last of them is released). */
-FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out, FlErr *e) {
+FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
+                         bool loss_sum, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     if (!m->assigned || m->role != FL_MPI_TRAINER)
         return fl_err(e, "allreduce: only trainers reduce gradients (this is %s)", m->who);
     for (size_t i = 0; i < n; i++)
         if (in[i].dtype != FL_DT_FLOAT32 && in[i].dtype != FL_DT_FLOAT64)
             return fl_err(e, "allreduce: '%s' is %s; only float tensors are reduced", names[i], fl_dtype_name(in[i].dtype));
-    double t0 = flm_now(), w = m->rows_global > 0 ? (double)m->rows / (double)m->rows_global : 1.0 / m->T;
+    double t0 = flm_now();
+    /* without global rows (no reader) every trainer ran the same batch: the mean */
+    double w = m->rows_global <= 0 ? 1.0 / m->T
+               : loss_sum        ? (m->rows > 0 ? 1.0 : 0.0)
+                                 : (double)m->rows / (double)m->rows_global;
     FlStatus st = FL_OK;
     pthread_mutex_lock(&m->red_mu);
     for (int pass = 0; pass < 2 && st == FL_OK; pass++) {

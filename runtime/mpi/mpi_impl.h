@@ -205,7 +205,8 @@ FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
 
 /* ---- the allreduce ring (allreduce.c) ---- */
-FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out, FlErr *e);
+FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
+                         bool loss_sum, FlErr *e);
 
 /* ---- the pserver loop (pserver.c) ---- */
 FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e);

@@ -54,7 +54,7 @@ typedef struct SGrad {
     bool fused;          /* transpiled sync with the block's sum + scale done here (FlDistMean) */
     FlDistMean mean;
     FlTensor *got;       /* fused: per trainer, the gradient (filled as its pieces arrive) */
-    double *w;           /* fused: per trainer, its weight T * rows_t / rows_global */
+    double *w;           /* fused: per trainer, its weight T * share (rows_t / rows_global) */
     SRecv **rin;         /* fused: per trainer, the receive still filling got[t], or NULL */
     unsigned char *kind; /* fused: per trainer, this step: GK_* */
     char **ringbuf;      /* fused: per trainer, its ring (RECV_WINDOW pieces), made on first use */
@@ -448,23 +448,31 @@ static FlStatus block_progress(Server *s, size_t k, FlErr *e) {
     return b->have == b->need ? complete(s, k, e) : FL_OK;
 }
 
+/* Sync: the sender's part of the merged gradient (docs/distributed.md): rows_t / rows_global
+ * when the loss is a mean over the batch; when it is a sum (loss_sum), 1, or 0 for an empty
+ * share; 1/T without global rows (no reader: every trainer ran the same batch). */
+static double share(const Server *s, const Hdr *h) {
+    if (h->rows_global <= 0) return 1.0 / s->m->T;
+    if (fl_dist_server_loss_sum(s->srv)) return h->rows > 0 ? 1.0 : 0.0;
+    return (double)h->rows / (double)h->rows_global;
+}
+
 /* Sync: trainer t's whole gradient x (taken) of entry g is in: weigh and store it. */
 static FlStatus payload_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, FlErr *e) {
     FlMpi *m = s->m;
     FlStatus st = FL_OK;
-    double rows = (double)h->rows, global = (double)h->rows_global;
-    double wt = global > 0 ? (double)m->T * rows / global : 1.0;
+    double wt = (double)m->T * share(s, h);
     if (g->fused) { /* kept as received; the mean weighs, sums and scales in one pass */
         st = check_float(e, x, g->name);
         fl_tensor_fini(&g->got[t]);
         g->got[t] = *x;
         *x = (FlTensor)FL_TENSOR_INIT;
         g->rin[t] = NULL;
-    } else if (g->per_trainer) { /* G.trainer_t = T * rows_t / rows_global * G_t; the block sums and scales by 1/T */
+    } else if (g->per_trainer) { /* G.trainer_t = T * share * G_t; the block sums and scales by 1/T */
         st = scale_in_place(e, x, wt, g->name);
         if (st == FL_OK) fl_var_take_tensor(g->per_trainer[t], x);
-    } else { /* G = sum_t rows_t / rows_global * G_t */
-        st = scale_add(e, &g->acc, x, global > 0 ? rows / global : 1.0 / m->T, g->name);
+    } else { /* G = sum_t share_t * G_t */
+        st = scale_add(e, &g->acc, x, share(s, h), g->name);
     }
     fl_tensor_fini(x);
     if (st != FL_OK) return FL_ERROR;
@@ -507,10 +515,7 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
     g->have[t] = true;
     b->contrib[t] = true;
     b->hdrs++;
-    if (g->fused) {
-        double rows = (double)h->rows, global = (double)h->rows_global;
-        g->w[t] = global > 0 ? (double)m->T * rows / global : 1.0;
-    }
+    if (g->fused) g->w[t] = (double)m->T * share(s, h);
     /* a gradient its block streams goes through the trainer's ring: it is averaged and applied
      * piece by piece and never exists whole (x has its shape and no buffer) */
     bool ring = b->g == g && !(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > m->piece && /* two pieces or more */

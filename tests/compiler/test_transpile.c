@@ -362,6 +362,27 @@ static void test_optimizer_goldens(void) {
         "optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)\n");
     check_golden("clip_value_l2", b, 2, 2, 16, FL_TRANSPILE_SYNC);
     fl_ir_bundle_free(b);
+    /* a loss that is a sum over the batch's rows: listen_and_serv and allreduce say loss_sum (the
+     * trainers' gradients are summed, not averaged), and the L2 term runs on the servers after
+     * the sum (each trainer's would add up); a mean loss (every golden above) has no loss_sum */
+    b = compile_text("tests/compiler/sum_loss.fl",
+        OPT_HEAD "cost = layers.square_error_cost(layers.fc(x, size=2), y)\n"
+        "loss = layers.scale(layers.reduce_sum(cost), scale=0.5)\n"
+        "optimizer.SGD(learning_rate=0.1, regularization=regularizer.L2Decay(0.01)).minimize(loss)\n");
+    check_golden("sum_loss_l2", b, 2, 2, 0, FL_TRANSPILE_SYNC);
+    check_golden("sum_loss_l2", b, 0, 2, 0, FL_TRANSPILE_ALLREDUCE);
+    fl_ir_bundle_free(b);
+    /* a sum divided by a count the batch gives is not a sum: the mean weighting stays */
+    b = compile_text("tests/compiler/sum_over_count.fl",
+        OPT_HEAD "cost = layers.square_error_cost(layers.fc(x, size=2), y)\n"
+        "loss = layers.reduce_sum(cost) / layers.reduce_sum(y)\n"
+        "optimizer.SGD(learning_rate=0.1).minimize(loss)\n");
+    FlPlan *ratio = transpile(b, 2, 2, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+    char *text = golden_text(ratio);
+    CU_ASSERT_PTR_NULL(strstr(text, "loss_sum"));
+    free(text);
+    fl_ir_plan_free(ratio);
+    fl_ir_bundle_free(b);
     /* clipping by norm needs the whole gradient: fine on a whole parameter, refused on a cut one */
     b = compile_text("tests/compiler/clip_norm.fl",
         OPT_HEAD "w = fluid.ParamAttr(gradient_clip=clip.GradientClipByNorm(1.0))\n"

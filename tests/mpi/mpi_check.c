@@ -1,9 +1,16 @@
 /* mpi_check: the comparisons behind the MPI acceptance tests (tests/mpi/mpi_test.sh).
  *
- *   mpi_check logs A.csv B.csv TOL      every row of two flrun logs: same phase, epoch and step,
- *                                       every figure within TOL relative
- *   mpi_check params DIRA DIRB TOL      every var saved in DIRA (--save) equals DIRB's within TOL
- *                                       relative (to the larger magnitude, floor 1e-3)
+ *   mpi_check logs A.csv B.csv TOL [COLUMN...]
+ *                                       every row of two flrun logs: same phase, epoch and step,
+ *                                       every figure (or only the named columns) within TOL
+ *                                       relative
+ *   mpi_check params DIRA DIRB TOL [SKIP...]
+ *                                       every var saved in DIRA (--save) equals DIRB's within TOL
+ *                                       relative (to the larger magnitude, floor 1e-3 times the
+ *                                       var's largest magnitude in DIRB, when above 1); vars whose
+ *                                       names contain a SKIP string are listed, not compared
+ *                                       (state each trainer keeps for itself: trainer 0 saves its
+ *                                       own)
  *   mpi_check min LOG COLUMN MIN        the last test row's COLUMN is at least MIN
  *   mpi_check falls LOG                 the last train row's loss is below the first's
  *   mpi_check spoil IN OUT WHAT         writes plan IN spoiled as WHAT says to OUT, unvalidated
@@ -17,6 +24,7 @@
  * Prints what it compared and the worst difference; exit 0 when the check holds, 1 otherwise.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,9 +79,31 @@ static double rel(double a, double b, double floor) {
     return fabs(a - b) / m;
 }
 
-static int check_logs(const char *a, const char *b, double tol) {
+static int column_of(const Log *l, const char *col) {
+    /* header: phase,rank,epoch,step,loss,... -> value index = column - 4 */
+    char h[512];
+    snprintf(h, sizeof h, "%s", l->header);
+    char *save = NULL;
+    int c = 0;
+    for (char *tok = strtok_r(h, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save), c++)
+        if (!strcmp(tok, col)) return c - 4;
+    return -1;
+}
+
+/* cols: the names of the columns to compare (ncols of them; none: every column). */
+static int check_logs(const char *a, const char *b, double tol, char **cols, int ncols) {
     Log la, lb;
     if (read_log(a, &la) || read_log(b, &lb)) return 1;
+    bool use[MAXCOL];
+    for (int k = 0; k < MAXCOL; k++) use[k] = ncols == 0;
+    for (int c = 0; c < ncols; c++) {
+        int k = column_of(&la, cols[c]);
+        if (k < 0 || k >= MAXCOL || column_of(&lb, cols[c]) != k) {
+            printf("logs: no column '%s' at the same place in both logs\n", cols[c]);
+            return 1;
+        }
+        use[k] = true;
+    }
     int bad = 0;
     if (la.n != lb.n) {
         printf("logs: %s has %d rows, %s has %d\n", a, la.n, b, lb.n);
@@ -89,6 +119,7 @@ static int check_logs(const char *a, const char *b, double tol) {
             return 1;
         }
         for (int k = 0; k < x->nv; k++) {
+            if (!use[k]) continue;
             double d = rel(x->v[k], y->v[k], 1e-12);
             if (!(d <= tol)) bad++;
             if (!(d <= worst)) {
@@ -97,7 +128,8 @@ static int check_logs(const char *a, const char *b, double tol) {
             }
         }
     }
-    printf("logs: %d rows compared, worst relative difference %.3g (row %d), tolerance %g\n", la.n, worst,
+    printf("logs: %d rows compared (%s), worst relative difference %.3g (row %d), tolerance %g\n", la.n,
+           ncols ? "the named columns" : "every column", worst,
            worst_row + 2, tol);
     free(la.rows);
     free(lb.rows);
@@ -136,7 +168,7 @@ out:
     return data;
 }
 
-static int check_params(const char *a, const char *b, double tol) {
+static int check_params(const char *a, const char *b, double tol, char **skip, int nskip) {
     char path[2048], name[1024];
     snprintf(path, sizeof path, "%s/MANIFEST", a);
     FILE *m = fopen(path, "r");
@@ -149,6 +181,12 @@ static int check_params(const char *a, const char *b, double tol) {
     while (fgets(name, sizeof name, m)) {
         name[strcspn(name, "\n")] = 0;
         if (!name[0]) continue;
+        bool skipped = false;
+        for (int k = 0; k < nskip; k++) skipped = skipped || strstr(name, skip[k]);
+        if (skipped) {
+            printf("params: %-16s not compared (each trainer's own)\n", name);
+            continue;
+        }
         int64_t na = 0, nb = 0;
         float *x = read_var(a, name, &na), *y = read_var(b, name, &nb);
         if (!x || !y || na != nb) {
@@ -156,8 +194,9 @@ static int check_params(const char *a, const char *b, double tol) {
                    (long long)nb);
             bad++;
         } else {
-            double w = 0;
-            for (int64_t i = 0; i < na; i++) w = fmax(w, rel(x[i], y[i], 1e-3));
+            double w = 0, big = 1; /* the floor: 1e-3 of the var's scale, at least 1e-3 */
+            for (int64_t i = 0; i < nb; i++) big = fmax(big, fabs(y[i]));
+            for (int64_t i = 0; i < na; i++) w = fmax(w, rel(x[i], y[i], 1e-3 * big));
             printf("params: %-16s %6lld elements, worst relative difference %.3g\n", name, (long long)na, w);
             if (!(w <= tol)) bad++;
             worst = fmax(worst, w);
@@ -169,17 +208,6 @@ static int check_params(const char *a, const char *b, double tol) {
     fclose(m);
     printf("params: %d vars compared, worst %.3g, tolerance %g\n", nvars, worst, tol);
     return bad || nvars == 0 ? 1 : 0;
-}
-
-static int column_of(const Log *l, const char *col) {
-    /* header: phase,rank,epoch,step,loss,... -> value index = column - 4 */
-    char h[512];
-    snprintf(h, sizeof h, "%s", l->header);
-    char *save = NULL;
-    int c = 0;
-    for (char *tok = strtok_r(h, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save), c++)
-        if (!strcmp(tok, col)) return c - 4;
-    return -1;
 }
 
 static int spoil(const char *in, const char *out, const char *what) {
@@ -233,8 +261,9 @@ static int role(const char *in, long k, const char *out) {
 int main(int argc, char **argv) {
     if (argc == 5 && !strcmp(argv[1], "role")) return role(argv[2], atol(argv[3]), argv[4]);
     if (argc == 5 && !strcmp(argv[1], "spoil")) return spoil(argv[2], argv[3], argv[4]);
-    if (argc == 5 && !strcmp(argv[1], "logs")) return check_logs(argv[2], argv[3], atof(argv[4]));
-    if (argc == 5 && !strcmp(argv[1], "params")) return check_params(argv[2], argv[3], atof(argv[4]));
+    if (argc >= 5 && !strcmp(argv[1], "logs")) return check_logs(argv[2], argv[3], atof(argv[4]), argv + 5, argc - 5);
+    if (argc >= 5 && !strcmp(argv[1], "params"))
+        return check_params(argv[2], argv[3], atof(argv[4]), argv + 5, argc - 5);
     if (argc == 5 && !strcmp(argv[1], "min")) {
         Log l;
         if (read_log(argv[2], &l)) return 1;
@@ -265,7 +294,7 @@ int main(int argc, char **argv) {
                l.rows[last].v[0], l.rows[last].step);
         return l.rows[last].v[0] < l.rows[first].v[0] ? 0 : 1;
     }
-    fprintf(stderr, "usage: mpi_check logs A B TOL | params DIRA DIRB TOL | min LOG COLUMN MIN | falls LOG | "
+    fprintf(stderr, "usage: mpi_check logs A B TOL [COLUMN...] | params DIRA DIRB TOL [SKIP...] | min LOG COLUMN MIN | falls LOG | "
                     "spoil IN OUT WHAT | role PLAN K OUT\n");
     return 2;
 }
