@@ -19,10 +19,11 @@ directory)
   mt.csv.gz          machine translation: src (ids 3..999), trg (<s> = 0 then the translation),
                      trg_next (the translation then <e> = 1). The translation maps each source word
                      through a fixed permutation and reverses the order.
-  movielens.csv.gz   recommender_system: user_id (< 6041), gender_id (0/1), age_id (< 7), job_id
-                     (< 21), movie_id (< 3953), category_id (a sequence < 19), movie_title (a sequence
-                     < 5175), score (1..5 as a float): the score follows the match of a user's hidden
-                     taste (from job and age) with the movie's categories, plus noise.
+  movielens.csv.gz   recommender_system: user_id, gender_id (0/1), age_id (< 7), job_id (< 21),
+                     movie_id, category_id (a sequence < 19), movie_title (a sequence < 5175),
+                     score (1..5 as a float), with MovieLens-1M's dictionary sizes (6041 users, 3953
+                     movies) and 400 users rating 300 movies: 4 or 5 when the movie has the
+                     category the user's job likes (one per job), else 1 or 2.
   ctr_seq.csv.gz     dist_ctr with LoD inputs: dnn_data (sequence of ids < 1000), lr_data (sequence
                      < 1000), click (0/1): clicks are likely when the ids hold many of 50 'good' ids.
   simnet.csv.gz      dist_simnet_bow: query, pos_title, neg_title (sequences of ids < 1000), label
@@ -107,17 +108,19 @@ def mt(n_rows=2000, dict_size=1000, seed=13):
     return rows
 
 
-def movielens(n_rows=3000, seed=14):
+def movielens(n_rows=5000, n_users=400, n_movies=300, seed=14):
     rnd = random.Random(seed)
+    users = [(rnd.randrange(2), rnd.randrange(7), rnd.randrange(21)) for _ in range(n_users)]
+    movies = [(sorted(rnd.sample(range(19), rnd.choice([1, 1, 2, 3]))),
+               [rnd.randrange(5175) for _ in range(length(rnd, 8))]) for _ in range(n_movies)]
     rows = []
     for _ in range(n_rows):
-        user, gender, age, job = rnd.randrange(1, 6041), rnd.randrange(2), rnd.randrange(7), rnd.randrange(21)
-        movie = rnd.randrange(1, 3953)
-        cats = sorted(rnd.sample(range(19), rnd.choice([1, 1, 2, 3])))
-        title = [rnd.randrange(5175) for _ in range(length(rnd, 8))]
-        taste = {(job * 7 + age) % 19, (job + 3) % 19}
-        score = 1 + 2 * len(taste.intersection(cats)) + rnd.choice([0, 1, 1, 2])
-        rows.append([user, gender, age, job, movie, cats, title, float(min(score, 5))])
+        user, movie = rnd.randrange(n_users), rnd.randrange(n_movies)
+        gender, age, job = users[user]
+        cats, title = movies[movie]
+        taste = job % 19  # each job likes one category
+        score = 1 + 3 * (taste in cats) + rnd.choice([0, 1])
+        rows.append([user + 1, gender, age, job, movie + 1, cats, title, float(score)])
     return rows
 
 

@@ -18,6 +18,9 @@ for f in "$EX"/*.fl; do
 done
 "$FLC" check -D net=vgg "$EX/image_classification.fl" || { echo "FAIL: vgg does not compile"; fail=1; }
 "$FLC" check $SMALL_TR "$EX/dist_transformer.fl" || { echo "FAIL: small transformer does not compile"; fail=1; }
+for net in stacked_lstm; do
+    "$FLC" check -D net=$net "$EX/understand_sentiment.fl" || { echo "FAIL: sentiment $net does not compile"; fail=1; }
+done
 
 # 2. the data, cut: DIR/fluid is where the programs' '../data/...' paths are resolved from
 mkdir -p "$T/data" "$T/fluid"
@@ -28,6 +31,10 @@ cut_csv imikolov_5gram.csv 400
 cut_csv ctr_dense.csv 200
 cut_gz cifar_synth.csv.gz 48
 cut_gz wmt_synth.csv.gz 64
+cut_gz sentiment.csv.gz 1000
+cut_gz movielens.csv.gz 2000
+cut_gz srl.csv.gz 200
+cut_gz simnet.csv.gz 600
 
 # 3. train: NAME HOW OPTIONS... (HOW: train, test or runs; runs only checks that it trains)
 train() {
@@ -69,6 +76,19 @@ train dist_mnist train --epochs 2
 train dist_ctr test --epochs 3
 train image_classification train --epochs 2 --batch-size 12
 train dist_transformer test --epochs 3 --batch-size 8 $SMALL_TR
+# sequences: the conv net beats chance clearly (accuracy checked below), the LSTM nets train
+train understand_sentiment test --epochs 3 --batch-size 32
+acc=$(awk -F, '$1 == "test" { a = $6 } END { print a }' "$T/understand_sentiment.test.csv")
+if awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 0.65) }'; then
+    echo "ok: understand_sentiment conv test accuracy $acc"
+else
+    echo "FAIL: understand_sentiment conv test accuracy '$acc' (0.5 is chance)"
+    fail=1
+fi
+train understand_sentiment train --epochs 2 --batch-size 64 -D net=stacked_lstm -D epochs=2
+train recommender_system train --epochs 4 --batch-size 32
+train label_semantic_roles train --epochs 2 -D hidden_dim=16 -D depth=2
+train dist_simnet_bow test --epochs 3 --batch-size 32 -D xavier=True
 
 # dist_se_resnext has no reader (fill_constant inputs): each flrun is one step; chain two by a
 # checkpoint and compare the losses Print shows
