@@ -3,9 +3,10 @@
  * prediction.
  *
  * How: a trainer keeps the readers' datasets and one fetch list; each step fills one tensor per
- * feed from the epoch (data.h) and runs the main program. A sequence feed fills its values
- * [T, 1] and one tensor per LoD level, fed to the data var's offset vars (VarDesc.lod). In an MPI job each trainer records
- * (rows, figures...) per step and trainer 0 merges everyone's records at the epoch's end.
+ * feed from the epoch (data.h) and runs the main program; a sequence feed fills its values
+ * [T, 1] and one tensor per LoD level, fed to the data var's offset vars (VarDesc.lod). In an MPI
+ * job each trainer records (rows, figures...) per step and trainer 0 merges everyone's records at
+ * the epoch's end.
  * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
  * job of T trainers with batch b reports what a local run with batch T*b reports.
  */
@@ -155,8 +156,8 @@ static FlStatus check_lod_feeds(const FlBlock *b0, const FlDataset *ds, FlErr *e
 }
 
 /* The feeds of trainer `tr`'s share of batch b of an epoch (the whole batch with one trainer):
- * *nfeeds tensors (feed_tensors(ds)), a sequence feed's values followed by its offsets, outermost
- * first, fed to the data var's offset vars. An empty share (a partial last batch) borrows the
+ * feed_tensors(ds) tensors, a sequence feed's values followed by its offsets, outermost first, fed
+ * to the data var's offset vars. An empty share (a partial last batch) borrows the
  * first row of trainer 0's share, so the step runs on valid shapes; its figures and gradients then
  * count with weight 0 (the transport sends zero gradients with rows 0). */
 static FlStatus share_feeds(const FlBlock *b0, const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr,
