@@ -514,24 +514,20 @@ FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainP
         for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
         st = share_feeds(fl_ir_block(tr->bundle->main, 0), ds, ep, b, 0, tens, feeds, e);
         if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, &fetch, 1, e);
+        if (st == FL_OK && seq && (fetch.tensor.ndim < 1 || fetch.tensor.ne[0] != (int64_t)rows))
+            st = fl_err(e, "--predict: '%s' has %s for a batch of %zu sequences; a prediction is one row per input row "
+                           "(per sequence: pool the sequences, or name such a var with --predict-var)",
+                        in->var, fl_tensor_shape(&fetch.tensor).s, rows);
         if (st == FL_OK) {
-            if (seq && (fetch.tensor.ndim < 1 || fetch.tensor.ne[0] != (int64_t)rows)) {
-                st = fl_err(e, "--predict: '%s' has %s for a batch of %zu sequences; a prediction is one row per input row "
-                               "(per sequence: pool the sequences, or name such a var with --predict-var)",
-                            in->var, fl_tensor_shape(&fetch.tensor).s, rows);
-                break;
-            }
             size_t per = rows ? (size_t)fl_tensor_numel(&fetch.tensor) / rows : 0;
             if (!p.values) {
                 p.width = per;
                 p.values = fl_xcalloc(fl_mul_size(total, per) + 1, sizeof *p.values);
             }
-            if (per != p.width) {
+            if (per != p.width)
                 st = fl_err(e, "--predict: '%s' has %zu values per row in one batch and %zu in another", in->var,
                             p.width, per);
-                break;
-            }
-            for (size_t i = 0; i < rows; i++, done++) {
+            for (size_t i = 0; st == FL_OK && i < rows; i++, done++) {
                 int64_t best = 0;
                 for (size_t k = 0; k < per; k++) {
                     double v = fl_tensor_get(&fetch.tensor, (int64_t)(i * per + k));
