@@ -930,7 +930,8 @@ static FlStatus infer_batch_size_like(Ctx *c) {
             return fl_err(c->e, "%s: shape dim %zu is %lld (expected a positive size)", c->t, i, (long long)dims[i]);
         s.d[i] = dims[i];
     }
-    s.d[odx] = in.d[idx];
+    /* a LoD Input's batch is its number of sequences, known at run time */
+    s.d[odx] = idx == 0 && fl_ir_op_input1(c->op, "InputLod") ? -1 : in.d[idx];
     FlDType t = (FlDType)iattr(c, "dtype");
     if (check_dtype(c, t)) return FL_ERROR;
     if (c->info->id == FL_OPID_uniform_random_batch_size_like) {
@@ -1371,6 +1372,81 @@ static FlStatus infer_auc(Ctx *c) {
                : FL_OK;
 }
 
+/* ---- sequence labelling (linear_chain_crf, crf_decoding, chunk_eval) ---- */
+
+/* An int tags var of `rows` rows: [rows, 1] or [rows]. */
+static FlStatus crf_tags(Ctx *c, const char *slot, const FlVarDesc *v, int64_t rows) {
+    Shape s = shape_of(v);
+    if (need_int_in(c, v, slot)) return FL_ERROR;
+    if (!((s.nd == 2 && dims_agree(s.d[1], 1)) || s.nd == 1) || !dims_agree(s.d[0], rows))
+        return fl_err(c->e, "%s: %s must be [%lld, 1] (a tag per row), found %s", c->t, slot, (long long)rows,
+                      sstr(c, &s));
+    return FL_OK;
+}
+
+/* Emission [T, K] (float), Transition [K + 2, K] of its dtype, int64 offsets; *x the emission. */
+static FlStatus crf_inputs(Ctx *c, FlVarDesc **x, Shape *xs) {
+    FlVarDesc *wv, *lodv;
+    if (in1(c, "Emission", x) || in1(c, "Transition", &wv) || in1(c, "EmissionLod", &lodv)) return FL_ERROR;
+    if (need_float_in(c, *x, "Emission")) return FL_ERROR;
+    *xs = shape_of(*x);
+    Shape w = shape_of(wv);
+    if (xs->nd != 2 || xs->d[1] == 0)
+        return fl_err(c->e, "%s: Emission must be [T, K] (a score per row and tag), found %s", c->t, sstr(c, xs));
+    int64_t K = xs->d[1];
+    if (wv->dtype != (*x)->dtype || w.nd != 2 || !dims_agree(w.d[1], K) || !dims_agree(w.d[0], K < 0 ? -1 : K + 2))
+        return fl_err(c->e, "%s: Transition must be %s [K + 2, K] for Emission %s, found %s %s", c->t,
+                      dt((*x)->dtype), sstr(c, xs), dt(wv->dtype), sstr(c, &w));
+    Shape l = shape_of(lodv);
+    if (lodv->dtype != FL_DT_INT64 || l.nd != 1)
+        return fl_err(c->e, "%s: EmissionLod must be int64 offsets [nseq + 1], found %s %s", c->t, dt(lodv->dtype),
+                      sstr(c, &l));
+    return FL_OK;
+}
+
+static FlStatus infer_linear_chain_crf(Ctx *c) {
+    FlVarDesc *x, *lv, *wv;
+    Shape xs;
+    if (crf_inputs(c, &x, &xs) || in1(c, "Label", &lv) || in1(c, "Transition", &wv) ||
+        crf_tags(c, "Label", lv, xs.d[0]))
+        return FL_ERROR;
+    Shape ll = {.nd = 2, .d = {-1, 1}};
+    return set_like(c, "Alpha", x) || set_like(c, "EmissionExps", x) || set_like(c, "TransitionExps", wv) ||
+                   set_out(c, "LogLikelihood", x->dtype, &ll)
+               ? FL_ERROR
+               : FL_OK;
+}
+
+static FlStatus infer_crf_decoding(Ctx *c) {
+    FlVarDesc *x, *lv;
+    Shape xs;
+    if (crf_inputs(c, &x, &xs) || in_opt(c, "Label", &lv) || (lv && crf_tags(c, "Label", lv, xs.d[0])))
+        return FL_ERROR;
+    Shape p = {.nd = 2, .d = {xs.d[0], 1}};
+    return set_out(c, "ViterbiPath", FL_DT_INT64, &p);
+}
+
+static FlStatus infer_chunk_eval(Ctx *c) {
+    FlVarDesc *iv, *lv, *io, *lo;
+    if (in1(c, "Inference", &iv) || in1(c, "Label", &lv) || in1(c, "InferenceLod", &io) || in1(c, "LabelLod", &lo))
+        return FL_ERROR;
+    Shape is = shape_of(iv);
+    if (is.nd < 1 || crf_tags(c, "Inference", iv, is.d[0]) || crf_tags(c, "Label", lv, is.d[0])) return FL_ERROR;
+    const char *scheme = sattr(c, "chunk_scheme");
+    if (strcmp(scheme, "IOB") != 0 && strcmp(scheme, "IOE") != 0 && strcmp(scheme, "IOBES") != 0 &&
+        strcmp(scheme, "plain") != 0)
+        return fl_err(c->e, "%s: chunk_scheme must be IOB, IOE, IOBES or plain, found '%s'", c->t, scheme);
+    if (iattr(c, "num_chunk_types") < 1)
+        return fl_err(c->e, "%s: num_chunk_types must be >= 1, found %lld", c->t, (long long)iattr(c, "num_chunk_types"));
+    Shape one = shape1(1);
+    return set_out(c, "Precision", FL_DT_FLOAT32, &one) || set_out(c, "Recall", FL_DT_FLOAT32, &one) ||
+                   set_out(c, "F1Score", FL_DT_FLOAT32, &one) || set_out(c, "NumInferChunks", FL_DT_INT64, &one) ||
+                   set_out(c, "NumLabelChunks", FL_DT_INT64, &one) ||
+                   set_out(c, "NumCorrectChunks", FL_DT_INT64, &one)
+               ? FL_ERROR
+               : FL_OK;
+}
+
 /* ---- misc ---- */
 
 static FlStatus infer_increment(Ctx *c) {
@@ -1381,6 +1457,91 @@ static FlStatus infer_increment(Ctx *c) {
     if (n > 1)
         return fl_err(c->e, "%s: X must have one element, found shape %s", c->t, sstr(c, &x));
     return set_like(c, "Out", xv);
+}
+
+/* ---- sequences (LoD offsets: int64 vectors) ---- */
+
+static FlStatus need_offsets(Ctx *c, const char *slot, bool optional) {
+    FlVarDesc *v;
+    if (optional ? in_opt(c, slot, &v) : in1(c, slot, &v)) return FL_ERROR;
+    if (!v || (v->dtype == FL_DT_INT64 && v->ndim == 1)) return FL_OK;
+    Shape s = shape_of(v);
+    return fl_err(c->e, "%s: %s must be the int64 offsets [nseq + 1] of a LoD tensor, found %s %s", c->t, slot,
+                  dt(v->dtype), sstr(c, &s));
+}
+
+/* Out: X's shape with an unknown dim 0 (one row per sequence, or the expanded rows). */
+static FlStatus set_rows_unknown(Ctx *c, const char *slot, const FlVarDesc *xv, FlDType t) {
+    Shape o = shape_of(xv);
+    o.d[0] = -1;
+    return set_out(c, slot, t, &o);
+}
+
+/* X with at least one dim. */
+static FlStatus seq_x(Ctx *c, FlVarDesc **xv, Shape *x) {
+    if (in1(c, "X", xv)) return FL_ERROR;
+    *x = shape_of(*xv);
+    if (x->nd < 1) return fl_err(c->e, "%s: X must have at least one dim, found %s", c->t, sstr(c, x));
+    return FL_OK;
+}
+
+static FlStatus infer_sequence_pool(Ctx *c) {
+    FlVarDesc *xv;
+    Shape x;
+    if (seq_x(c, &xv, &x) || need_offsets(c, "XLod", false) || need_float_in(c, xv, "X")) return FL_ERROR;
+    const char *pt = sattr(c, "pooltype");
+    static const char *const types[] = {"AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"};
+    bool ok = false;
+    for (size_t i = 0; i < FL_ARRAY_LEN(types); i++) ok |= strcmp(pt, types[i]) == 0;
+    if (!ok) return fl_err(c->e, "%s: pooltype must be AVERAGE, SUM, SQRT, MAX, LAST or FIRST, found '%s'", c->t, pt);
+    if (fl_ir_op_output1(c->op, "MaxIndex") && strcmp(pt, "MAX") != 0)
+        return fl_err(c->e, "%s: MaxIndex is made by pooltype MAX only, found '%s'", c->t, pt);
+    return set_rows_unknown(c, "Out", xv, xv->dtype) || set_rows_unknown(c, "MaxIndex", xv, FL_DT_INT32);
+}
+
+static FlStatus infer_sequence_softmax(Ctx *c) {
+    FlVarDesc *xv;
+    Shape x;
+    if (seq_x(c, &xv, &x) || need_offsets(c, "XLod", false) || need_float_in(c, xv, "X")) return FL_ERROR;
+    if (!(x.nd == 1 || (x.nd == 2 && dims_agree(x.d[1], 1))))
+        return fl_err(c->e, "%s: X must be [T] or [T, 1], found %s", c->t, sstr(c, &x));
+    return set_like(c, "Out", xv);
+}
+
+static FlStatus infer_sequence_conv(Ctx *c) {
+    FlVarDesc *xv, *fv;
+    Shape x;
+    if (seq_x(c, &xv, &x) || need_offsets(c, "XLod", false) || need_float_in(c, xv, "X") || in1(c, "Filter", &fv))
+        return FL_ERROR;
+    int64_t len = iattr(c, "contextLength"), stride = iattr(c, "contextStride");
+    if (len < 1) return fl_err(c->e, "%s: contextLength must be >= 1, found %lld", c->t, (long long)len);
+    if (stride != 1) return fl_err(c->e, "%s: contextStride must be 1, found %lld", c->t, (long long)stride);
+    Shape f = shape_of(fv);
+    if (x.nd != 2) return fl_err(c->e, "%s: X must be [T, D], found %s", c->t, sstr(c, &x));
+    if (fv->dtype != xv->dtype || f.nd != 2 || !dims_agree(f.d[0], x.d[1] < 0 ? -1 : smul(len, x.d[1])))
+        return fl_err(c->e, "%s: Filter must be %s [contextLength * D, N] for X %s, found %s %s", c->t,
+                      dt(xv->dtype), sstr(c, &x), dt(fv->dtype), sstr(c, &f));
+    Shape o = {.nd = 2, .d = {x.d[0], f.d[1]}};
+    return set_out(c, "Out", xv->dtype, &o);
+}
+
+/* sequence_expand and sequence_expand_as (whose XLod and OutLod are absent). */
+static FlStatus infer_sequence_expand(Ctx *c) {
+    FlVarDesc *xv;
+    Shape x, lod = shape1(-1);
+    if (seq_x(c, &xv, &x) || need_offsets(c, "XLod", true) || need_offsets(c, "YLod", false)) return FL_ERROR;
+    return set_rows_unknown(c, "Out", xv, xv->dtype) || set_out(c, "OutLod", FL_DT_INT64, &lod);
+}
+
+static FlStatus infer_sequence_mask(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv) || need_int_in(c, xv, "X")) return FL_ERROR;
+    Shape y = shape_of(xv);
+    int64_t maxlen = iattr(c, "maxlen"), odt = iattr(c, "out_dtype");
+    if (odt < 0 || odt >= FL_DT_COUNT) return fl_err(c->e, "%s: out_dtype %lld is not a dtype", c->t, (long long)odt);
+    if (y.nd >= FL_IR_MAX_DIMS) return fl_err(c->e, "%s: X %s has too many dims to add one", c->t, sstr(c, &y));
+    y.d[y.nd++] = maxlen < 0 ? -1 : maxlen;
+    return set_out(c, "Y", (FlDType)odt, &y);
 }
 
 /* ---- channels ---- */
@@ -1460,6 +1621,179 @@ static FlStatus infer_list_index(Ctx *c) {
     ov->elem_chans = first->elem_chans;
     fl_ir_var_set_shape(ov, f.nd, f.d);
     return FL_OK;
+}
+
+/* ---- sequence reshaping (docs/sequences.md): offsets are int64 vectors, the rows they cut are
+ * known at run time only ---- */
+
+/* Every var of input slot `slot` is an offsets vector (int64 [n]). */
+static FlStatus need_lod_in(Ctx *c, const char *slot) {
+    FlSlot *sl = fl_ir_op_input(c->op, slot);
+    if (!sl || sl->nargs == 0) return fl_err(c->e, "%s: missing input %s", c->t, slot);
+    for (size_t i = 0; i < sl->nargs; i++) {
+        FlVarDesc *v;
+        if (lookup(c, "input", slot, sl->args[i], &v)) return FL_ERROR;
+        if (v->dtype != FL_DT_INT64 || v->ndim != 1)
+            return fl_err(c->e, "%s: %s '%s' must be an int64 vector of offsets, found %s %s", c->t, slot, v->name,
+                          dt(v->dtype), sstr(c, &(Shape){.nd = v->ndim, .d = {v->ndim ? v->shape[0] : 0}}));
+    }
+    return FL_OK;
+}
+
+/* Out: `rows` rows of X's steps (dims [from, nd) of x), OutLod an offsets vector. */
+static FlStatus set_seq_out(Ctx *c, const FlVarDesc *x, int64_t rows, int from) {
+    Shape xs = shape_of(x), s = {.nd = 1, .d = {rows}};
+    for (int i = from; i < xs.nd; i++) s.d[s.nd++] = xs.d[i];
+    if (s.nd == 1) s.d[s.nd++] = 1;
+    Shape lod = shape1(-1);
+    return set_out(c, "Out", x->dtype, &s) || set_out(c, "OutLod", FL_DT_INT64, &lod) ? FL_ERROR : FL_OK;
+}
+
+static FlStatus infer_seqshape(Ctx *c) {
+    FlVarDesc *x;
+    if (in1(c, "X", &x)) return FL_ERROR;
+    Shape xs = shape_of(x);
+    switch (c->info->id) {
+    case FL_OPID_sequence_concat: {
+        FlSlot *xl = fl_ir_op_input(c->op, "X"), *ll = fl_ir_op_input(c->op, "XLod");
+        if (need_lod_in(c, "XLod")) return FL_ERROR;
+        if (ll->nargs != xl->nargs)
+            return fl_err(c->e, "%s: %zu inputs X but %zu offsets XLod", c->t, xl->nargs, ll->nargs);
+        if (xs.nd < 1) return fl_err(c->e, "%s: X '%s' has no rows", c->t, x->name);
+        Shape lod = shape1(-1);
+        return infer_concat(c) || set_out(c, "OutLod", FL_DT_INT64, &lod) ? FL_ERROR : FL_OK;
+    }
+    case FL_OPID_sequence_reshape: {
+        int64_t nd = iattr(c, "new_dim");
+        if (need_lod_in(c, "XLod")) return FL_ERROR;
+        if (xs.nd != 2) return fl_err(c->e, "%s: X must be a matrix [T, D], found %s", c->t, sstr(c, &xs));
+        if (nd < 1) return fl_err(c->e, "%s: new_dim must be >= 1, found %lld", c->t, (long long)nd);
+        int64_t n = prod(&xs, 0, 2);
+        Shape s = {.nd = 2, .d = {n >= 0 && n % nd == 0 ? n / nd : -1, nd}}, lod = shape1(-1);
+        return set_out(c, "Out", x->dtype, &s) || set_out(c, "OutLod", FL_DT_INT64, &lod) ? FL_ERROR : FL_OK;
+    }
+    case FL_OPID_sequence_slice: {
+        FlVarDesc *o, *l;
+        if (need_lod_in(c, "XLod") || in1(c, "Offset", &o) || in1(c, "Length", &l) || need_int_in(c, o, "Offset") ||
+            need_int_in(c, l, "Length"))
+            return FL_ERROR;
+        if (xs.nd < 1) return fl_err(c->e, "%s: X '%s' has no rows", c->t, x->name);
+        return set_seq_out(c, x, -1, 1);
+    }
+    case FL_OPID_sequence_pad: {
+        FlVarDesc *pv;
+        int64_t len = iattr(c, "padded_length");
+        if (need_lod_in(c, "XLod") || in1(c, "PadValue", &pv)) return FL_ERROR;
+        if (xs.nd < 2 || xs.nd + 1 > FL_IR_MAX_DIMS)
+            return fl_err(c->e, "%s: X must have rank 2 to %d, found %s", c->t, FL_IR_MAX_DIMS - 1, sstr(c, &xs));
+        if (pv->dtype != x->dtype)
+            return fl_err(c->e, "%s: PadValue is %s but X is %s", c->t, dt(pv->dtype), dt(x->dtype));
+        if (len < -1) return fl_err(c->e, "%s: padded_length must be -1 or a length, found %lld", c->t, (long long)len);
+        Shape s = {.nd = xs.nd + 1, .d = {-1, len}}, n = shape1(-1);
+        for (int i = 1; i < xs.nd; i++) s.d[i + 1] = xs.d[i];
+        return set_out(c, "Out", x->dtype, &s) || set_out(c, "Length", FL_DT_INT64, &n) ? FL_ERROR : FL_OK;
+    }
+    case FL_OPID_sequence_unpad: {
+        FlVarDesc *l;
+        if (in1(c, "Length", &l) || need_int_in(c, l, "Length")) return FL_ERROR;
+        if (xs.nd < 2) return fl_err(c->e, "%s: X must be padded sequences [B, L, ...], found %s", c->t, sstr(c, &xs));
+        return set_seq_out(c, x, -1, 2);
+    }
+    case FL_OPID_sequence_enumerate: {
+        int64_t w = iattr(c, "win_size");
+        if (need_lod_in(c, "XLod") || need_int_in(c, x, "X")) return FL_ERROR;
+        if (!(xs.nd == 1 || (xs.nd == 2 && dims_agree(xs.d[1], 1))))
+            return fl_err(c->e, "%s: X must be ids [T, 1], found %s", c->t, sstr(c, &xs));
+        if (w < 1) return fl_err(c->e, "%s: win_size must be >= 1, found %lld", c->t, (long long)w);
+        Shape s = {.nd = 2, .d = {xs.d[0], w}};
+        return set_out(c, "Out", x->dtype, &s);
+    }
+    case FL_OPID_lod_reset:
+        if (need_lod_in(c, "TargetLod")) return FL_ERROR;
+        return set_like(c, "Out", x);
+    default: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* ---- recurrent layers over sequences ---- */
+
+static FlStatus rnn_act(Ctx *c, const char *name) {
+    const char *v = sattr(c, name);
+    if (strcmp(v, "sigmoid") == 0 || strcmp(v, "tanh") == 0 || strcmp(v, "relu") == 0 || strcmp(v, "identity") == 0)
+        return FL_OK;
+    return fl_err(c->e, "%s: %s '%s' is not one of sigmoid, tanh, relu, identity", c->t, name, v);
+}
+
+/* A [rows, cols] input of the dtype of Input (rows < 0: any). */
+static FlStatus rnn_mat(Ctx *c, const char *slot, const FlVarDesc *v, const FlVarDesc *xv, int64_t rows,
+                        int64_t cols) {
+    Shape s = shape_of(v);
+    if (v->dtype != xv->dtype || s.nd != 2 || !dims_agree(s.d[0], rows) || !dims_agree(s.d[1], cols))
+        return fl_err(c->e, "%s: %s must be %s [%lld, %lld], found %s %s", c->t, slot, dt(xv->dtype),
+                      (long long)rows, (long long)cols, dt(v->dtype), sstr(c, &s));
+    return FL_OK;
+}
+
+/* lstm, lstmp (4 gates) and gru (3): Input [T, gates * D] cut by InputLod, Weight [D, gates * D]
+ * (lstmp: ProjWeight [D, P], Weight [P, 4D]). */
+static FlStatus infer_rnn(Ctx *c, int gates) {
+    FlVarDesc *xv, *lv, *wv, *bv, *hv = NULL;
+    if (in1(c, "Input", &xv) || in1(c, "InputLod", &lv) || in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))
+        return FL_ERROR;
+    if (gates == 3 && in_opt(c, "H0", &hv)) return FL_ERROR;
+    if (need_float(c, "the input", xv)) return FL_ERROR;
+    Shape x = shape_of(xv), l = shape_of(lv);
+    if (x.nd != 2 || x.d[1] <= 0 || x.d[1] % gates != 0)
+        return fl_err(c->e, "%s: the input must be [T, %d * D] with D known, found %s", c->t, gates, sstr(c, &x));
+    if (lv->dtype != FL_DT_INT64 || l.nd != 1)
+        return fl_err(c->e, "%s: InputLod must be the int64 offsets [nseq + 1] of the input's sequences, found %s %s",
+                      c->t, dt(lv->dtype), sstr(c, &l));
+    int64_t D = x.d[1] / gates;
+    FlVarDesc *pv = NULL;
+    if (c->info->id == FL_OPID_lstmp && in1(c, "ProjWeight", &pv)) return FL_ERROR;
+    int64_t P = pv && pv->ndim == 2 ? pv->shape[1] : D;
+    if (pv && (P <= 0 || rnn_mat(c, "ProjWeight", pv, xv, D, P)))
+        return fl_err(c->e, "%s: ProjWeight must be %s [%lld, P] with P known", c->t, dt(xv->dtype), (long long)D);
+    if (rnn_mat(c, "Weight", wv, xv, pv ? P : D, gates * D)) return FL_ERROR;
+    if (gates == 4 && !bv) return fl_err(c->e, "%s: missing input Bias", c->t);
+    int64_t bcols = gates == 4 && iattr(c, "use_peepholes") ? 7 * D : gates * D;
+    if (bv && rnn_mat(c, "Bias", bv, xv, 1, bcols)) return FL_ERROR;
+    if (hv && rnn_mat(c, "H0", hv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
+    if (rnn_act(c, "gate_activation") ||
+        (gates == 4 ? rnn_act(c, "cell_activation") || rnn_act(c, "candidate_activation")
+                    : rnn_act(c, "activation")) ||
+        (pv && rnn_act(c, "proj_activation")))
+        return FL_ERROR;
+    Shape h = {.nd = 2, .d = {x.d[0], D}}, r = {.nd = 2, .d = {x.d[0], P}};
+    if (set_out(c, "Projection", xv->dtype, &r)) return FL_ERROR;
+    return set_out(c, "Hidden", xv->dtype, &h) || set_out(c, "Cell", xv->dtype, &h) ||
+                   set_out(c, "ResetHiddenPrev", xv->dtype, &h) || set_like(c, "Gate", xv)
+               ? FL_ERROR
+               : FL_OK;
+}
+
+/* lstm_unit: X [N, 4D], C_prev [N, D]; gru_unit: Input [N, 3D], HiddenPrev [N, D], Weight
+ * [D, 3D], Bias [1, 3D]. */
+static FlStatus infer_rnn_unit(Ctx *c, bool gru) {
+    FlVarDesc *xv, *pv, *wv = NULL, *bv = NULL;
+    if (in1(c, gru ? "Input" : "X", &xv) || in1(c, gru ? "HiddenPrev" : "C_prev", &pv)) return FL_ERROR;
+    if (gru && (in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))) return FL_ERROR;
+    if (need_float(c, "the input", xv)) return FL_ERROR;
+    int gates = gru ? 3 : 4;
+    Shape x = shape_of(xv);
+    if (x.nd != 2 || x.d[1] <= 0 || x.d[1] % gates != 0)
+        return fl_err(c->e, "%s: the input must be [N, %d * D] with D known, found %s", c->t, gates, sstr(c, &x));
+    int64_t D = x.d[1] / gates;
+    if (rnn_mat(c, gru ? "HiddenPrev" : "C_prev", pv, xv, x.d[0], D) ||
+        (wv && rnn_mat(c, "Weight", wv, xv, D, 3 * D)) || (bv && rnn_mat(c, "Bias", bv, xv, 1, 3 * D)))
+        return FL_ERROR;
+    if (gru && (rnn_act(c, "gate_activation") || rnn_act(c, "activation"))) return FL_ERROR;
+    Shape h = {.nd = 2, .d = {merge(x.d[0], pv->shape[0]), D}};
+    return set_out(c, "Hidden", xv->dtype, &h) || set_out(c, "ResetHiddenPrev", xv->dtype, &h) ||
+                   set_out(c, "C", xv->dtype, &h) || set_out(c, "H", xv->dtype, &h) || set_like(c, "Gate", xv)
+               ? FL_ERROR
+               : FL_OK;
 }
 
 /* A gradient op: "<X>@GRAD" takes the forward var in input slot X (else the first gradient
@@ -1594,6 +1928,9 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_softmax_with_cross_entropy: return infer_softmax_xent(&c);
     case FL_OPID_cos_sim: return infer_cos_sim(&c);
     case FL_OPID_auc: return infer_auc(&c);
+    case FL_OPID_linear_chain_crf: return infer_linear_chain_crf(&c);
+    case FL_OPID_crf_decoding: return infer_crf_decoding(&c);
+    case FL_OPID_chunk_eval: return infer_chunk_eval(&c);
     case FL_OPID_less_than:
     case FL_OPID_less_equal:
     case FL_OPID_greater_than:
@@ -1609,6 +1946,17 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
         if (in1(&c, "In", &x)) return FL_ERROR;
         return set_like(&c, "Out", x);
     }
+    case FL_OPID_sequence_pool: return infer_sequence_pool(&c);
+    case FL_OPID_sequence_softmax: return infer_sequence_softmax(&c);
+    case FL_OPID_sequence_conv: return infer_sequence_conv(&c);
+    case FL_OPID_sequence_expand:
+    case FL_OPID_sequence_expand_as: return infer_sequence_expand(&c);
+    case FL_OPID_sequence_mask: return infer_sequence_mask(&c);
+    case FL_OPID_lstm: return infer_rnn(&c, 4);
+    case FL_OPID_lstmp: return infer_rnn(&c, 4);
+    case FL_OPID_gru: return infer_rnn(&c, 3);
+    case FL_OPID_lstm_unit: return infer_rnn_unit(&c, false);
+    case FL_OPID_gru_unit: return infer_rnn_unit(&c, true);
     case FL_OPID_sgd:
     case FL_OPID_momentum:
     case FL_OPID_adam:
@@ -1688,6 +2036,13 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_fetch_barrier:
     case FL_OPID_listen_and_serv: return FL_OK;
     case FL_OPID_allreduce: return infer_allreduce(&c);
+    case FL_OPID_sequence_concat:
+    case FL_OPID_sequence_reshape:
+    case FL_OPID_sequence_slice:
+    case FL_OPID_sequence_pad:
+    case FL_OPID_sequence_unpad:
+    case FL_OPID_sequence_enumerate:
+    case FL_OPID_lod_reset: return infer_seqshape(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

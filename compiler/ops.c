@@ -239,13 +239,16 @@ static void derive_grad(const FlOpInfo *fwd) {
     if (cg->ins) {
         g->nins = parse_slots(cg->ins, g->ins);
         g->nouts = parse_slots(cg->outs, g->outs);
-        /* a slot keeps the list flag of the forward slot it comes from */
+        /* a slot keeps the list flag of the forward slot it comes from (an input's gradient:
+         * "X@GRAD?" of a list X is a list, one gradient per var, optional as every output) */
         for (int i = 0; i < g->nins; i++) {
             const char *nm = g->ins[i].name;
             size_t len = strcspn(nm, "@");
             inherit_list(&g->ins[i], nm, len, fwd->ins, fwd->nins);
             inherit_list(&g->ins[i], nm, len, fwd->outs, fwd->nouts);
         }
+        for (int i = 0; i < g->nouts; i++)
+            inherit_list(&g->outs[i], g->outs[i].name, strcspn(g->outs[i].name, "@"), fwd->ins, fwd->nins);
         return;
     }
     fl_panic(__FILE__, __LINE__, "op '%s' is FL_GRAD_CUSTOM but has no custom gradient slots",

@@ -125,18 +125,34 @@ static FlStatus prep_batch_like(ExecOp *op, FlErr *e) {
     }
     return fl_exec_attr_shape(op, "shape", e);
 }
+/* The number of sequences of a LoD Input (its offsets in input slot lod_slot), -1 without. */
+static FlStatus batch_nseq(OpCall *c, int in_slot, int lod_slot, int64_t *nseq) {
+    const FlTensor *in = IN(in_slot), *lod = IN(lod_slot);
+    const int64_t *off;
+    *nseq = -1;
+    if (!lod) return FL_OK;
+    if (!fl_tensor_has_data(in) || in->ndim < 1) return fl_err(c->e, "Input has no rows for InputLod to cut");
+    return fl_exec_check_lod(c->e, lod, in->ne[0], "InputLod", &off, nseq);
+}
 static FlStatus run_fill_constant_batch_size_like(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_fill_constant_batch_size_like(c->e, IN(FL_IN_fill_constant_batch_size_like_Input), a->nshape,
-                                                   a->shape, (int)a->i[0], (int)a->i[1], a->f[0], (FlDType)a->i[2],
-                                                   OUT(FL_OUT_fill_constant_batch_size_like_Out));
+    int64_t nseq;
+    if (batch_nseq(c, FL_IN_fill_constant_batch_size_like_Input, FL_IN_fill_constant_batch_size_like_InputLod, &nseq))
+        return FL_ERROR;
+    return fl_kernel_fill_constant_batch_size_like(c->e, IN(FL_IN_fill_constant_batch_size_like_Input), nseq,
+                                                   a->nshape, a->shape, (int)a->i[0], (int)a->i[1], a->f[0],
+                                                   (FlDType)a->i[2], OUT(FL_OUT_fill_constant_batch_size_like_Out));
 }
 FL_ADAPTER(fill_constant_batch_size_like, prep_batch_like, run_fill_constant_batch_size_like);
 static FlStatus run_uniform_random_batch_size_like(OpCall *c) {
     const PAttrs *a = &c->op->a;
+    int64_t nseq;
+    if (batch_nseq(c, FL_IN_uniform_random_batch_size_like_Input, FL_IN_uniform_random_batch_size_like_InputLod,
+                   &nseq))
+        return FL_ERROR;
     return fl_kernel_uniform_random_batch_size_like(
-        c->e, IN(FL_IN_uniform_random_batch_size_like_Input), a->nshape, a->shape, (int)a->i[0], (int)a->i[1], a->f[0],
-        a->f[1], c->op->seed, (FlDType)a->i[2], OUT(FL_OUT_uniform_random_batch_size_like_Out));
+        c->e, IN(FL_IN_uniform_random_batch_size_like_Input), nseq, a->nshape, a->shape, (int)a->i[0], (int)a->i[1],
+        a->f[0], a->f[1], c->op->seed, (FlDType)a->i[2], OUT(FL_OUT_uniform_random_batch_size_like_Out));
 }
 FL_ADAPTER(uniform_random_batch_size_like, prep_batch_like, run_uniform_random_batch_size_like);
 

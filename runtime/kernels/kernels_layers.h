@@ -65,13 +65,14 @@ FlStatus fl_kernel_clip_by_norm_grad(FlErr *e, const FlTensor *x, const FlTensor
  * ====================================================================================== */
 
 /* fill_constant_batch_size_like: Out = fill_constant(shape with shape[output_dim_idx] replaced by
- * Input.dims[input_dim_idx]). uniform_random_batch_size_like: the same shape, uniform_random.
- * Errors: an index outside Input's dims or shape, another dim of shape < 1. */
-FlStatus fl_kernel_fill_constant_batch_size_like(FlErr *e, const FlTensor *input, int nshape,
+ * Input.dims[input_dim_idx]; by nseq instead when nseq >= 0 and input_dim_idx is 0: a LoD
+ * Input's number of sequences, -1 for a dense Input). uniform_random_batch_size_like: the same
+ * shape, uniform_random. Errors: an index outside Input's dims or shape, another dim of shape < 1. */
+FlStatus fl_kernel_fill_constant_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape,
                                                  const int64_t *shape, int input_dim_idx,
                                                  int output_dim_idx, double value, FlDType dtype,
                                                  FlTensor *out) FL_WARN_UNUSED;
-FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *input, int nshape,
+FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape,
                                                   const int64_t *shape, int input_dim_idx,
                                                   int output_dim_idx, double min, double max,
                                                   uint64_t seed, FlDType dtype,

@@ -849,6 +849,127 @@ static void test_program(void) {
 }
 
 #include "tests/compiler/infer_nn2.inc"
+#include "tests/compiler/infer_crf.inc"
+
+static void test_sequences(void) {
+    V("sx", F32, "-1,3");
+    V("sx3", F64, "-1,2,4");
+    V("soff", I64, "-1");
+    V("sf", F32, "9,5");
+    V("sn", I64, "2,3");
+    /* sequence_pool: one row per sequence; MaxIndex int32 of Out's shape */
+    FlOpDesc *op = OP("sequence_pool", "X=sx3 XLod=soff", "Out=sp MaxIndex=spi");
+    fl_ir_op_set_string(op, "pooltype", "MAX");
+    ok(op);
+    is("sp", F64, "[-1, 2, 4]");
+    is("spi", I32, "[-1, 2, 4]");
+    /* AVERAGE by default: MaxIndex is MAX's alone */
+    err(OP("sequence_pool", "X=sx XLod=soff", "Out=sp2 MaxIndex=spi2"),
+        "sequence_pool: MaxIndex is made by pooltype MAX only, found 'AVERAGE'");
+    op = OP("sequence_pool", "X=sx XLod=soff", "Out=sp3");
+    fl_ir_op_set_string(op, "pooltype", "MEAN");
+    err(op, "sequence_pool: pooltype must be AVERAGE, SUM, SQRT, MAX, LAST or FIRST, found 'MEAN'");
+    err(OP("sequence_pool", "X=sx XLod=sf", "Out=sp4"),
+        "sequence_pool: XLod must be the int64 offsets [nseq + 1] of a LoD tensor, found float32 [9, 5]");
+    err(OP("sequence_pool", "X=sn XLod=soff", "Out=sp5"), "sequence_pool: X must be float32 or float64, found int64");
+    /* sequence_softmax: [T] or [T, 1] */
+    V("sc", F32, "-1,1");
+    ok(OP("sequence_softmax", "X=sc XLod=soff", "Out=ss"));
+    is("ss", F32, "[-1, 1]");
+    err(OP("sequence_softmax", "X=sx XLod=soff", "Out=ss2"), "sequence_softmax: X must be [T] or [T, 1], found [-1, 3]");
+    /* sequence_conv: [T, N] */
+    op = OP("sequence_conv", "X=sx XLod=soff Filter=sf", "Out=sv");
+    fl_ir_op_set_int(op, "contextLength", 3);
+    ok(op);
+    is("sv", F32, "[-1, 5]");
+    op = OP("sequence_conv", "X=sx XLod=soff Filter=sf", "Out=sv2");
+    fl_ir_op_set_int(op, "contextLength", 2);
+    err(op, "sequence_conv: Filter must be float32 [contextLength * D, N] for X [-1, 3], found float32 [9, 5]");
+    op = OP("sequence_conv", "X=sx XLod=soff Filter=sf", "Out=sv3");
+    fl_ir_op_set_int(op, "contextLength", 3);
+    fl_ir_op_set_int(op, "contextStride", 2);
+    err(op, "sequence_conv: contextStride must be 1, found 2");
+    /* sequence_expand(_as): unknown rows; OutLod int64 [-1] */
+    V("sd", I64, "4,7");
+    ok(OP("sequence_expand", "X=sd XLod=soff YLod=soff", "Out=se OutLod=sel"));
+    is("se", I64, "[-1, 7]");
+    is("sel", I64, "[-1]");
+    ok(OP("sequence_expand_as", "X=sx YLod=soff", "Out=sea"));
+    is("sea", F32, "[-1, 3]");
+    /* sequence_mask: X's dims + [maxlen] */
+    op = OP("sequence_mask", "X=sn", "Y=sm");
+    fl_ir_op_set_int(op, "maxlen", 6);
+    fl_ir_op_set_int(op, "out_dtype", F32);
+    ok(op);
+    is("sm", F32, "[2, 3, 6]");
+    ok(OP("sequence_mask", "X=sn", "Y=sm2"));
+    is("sm2", I64, "[2, 3, -1]");
+    err(OP("sequence_mask", "X=sx", "Y=sm3"), "sequence_mask: X must be int32 or int64, found float32");
+}
+
+/* The sequence reshaping ops: rows known at run time only, offsets int64 vectors. */
+static void test_seqshape(void) {
+    V("sx", F32, "20,4");
+    V("sy", F32, "5,4");
+    V("sl", I64, "-1");
+    V("sl2", I64, "-1");
+    V("bad_lod", I32, "-1");
+    FlOpDesc *op = OP("sequence_concat", "X=sx,sy XLod=sl,sl2", "Out=c OutLod=cl");
+    ok(op);
+    is("c", F32, "[25, 4]");
+    is("cl", I64, "[-1]");
+    op = OP("sequence_concat", "X=sx,sy XLod=sl", "Out=c OutLod=cl");
+    err(op, "sequence_concat: 2 inputs X but 1 offsets XLod");
+    op = OP("sequence_reshape", "X=sx XLod=sl", "Out=r OutLod=rl");
+    fl_ir_op_set_int(op, "new_dim", 8);
+    ok(op);
+    is("r", F32, "[10, 8]");
+    fl_ir_op_set_int(op, "new_dim", 0);
+    err(op, "sequence_reshape: new_dim must be >= 1, found 0");
+    op = OP("sequence_reshape", "X=sx XLod=bad_lod", "Out=r OutLod=rl");
+    fl_ir_op_set_int(op, "new_dim", 8);
+    err(op, "sequence_reshape: XLod 'bad_lod' must be an int64 vector of offsets, found int32 [-1]");
+    V("so", I64, "-1,1");
+    op = OP("sequence_slice", "X=sx XLod=sl Offset=so Length=so", "Out=s OutLod=slo");
+    ok(op);
+    is("s", F32, "[-1, 4]");
+    V("pv", F32, "1");
+    op = OP("sequence_pad", "X=sx PadValue=pv XLod=sl", "Out=p Length=pl");
+    fl_ir_op_set_int(op, "padded_length", 17);
+    ok(op);
+    is("p", F32, "[-1, 17, 4]");
+    is("pl", I64, "[-1]");
+    V("pv64", F64, "1");
+    op = OP("sequence_pad", "X=sx PadValue=pv64 XLod=sl", "Out=p Length=pl");
+    err(op, "sequence_pad: PadValue is float64 but X is float32");
+    V("padded", F32, "-1,17,4");
+    op = OP("sequence_unpad", "X=padded Length=pl", "Out=u OutLod=ul");
+    ok(op);
+    is("u", F32, "[-1, 4]");
+    V("padded2", F32, "-1,17");
+    op = OP("sequence_unpad", "X=padded2 Length=pl", "Out=u OutLod=ul");
+    ok(op);
+    is("u", F32, "[-1, 1]");
+    V("ids", I64, "20,1");
+    op = OP("sequence_enumerate", "X=ids XLod=sl", "Out=e");
+    fl_ir_op_set_int(op, "win_size", 3);
+    ok(op);
+    is("e", I64, "[20, 3]");
+    op = OP("sequence_enumerate", "X=sx XLod=sl", "Out=e");
+    fl_ir_op_set_int(op, "win_size", 3);
+    err(op, "sequence_enumerate: X must be int32 or int64, found float32");
+    op = OP("lod_reset", "X=sx TargetLod=sl", "Out=lr");
+    ok(op);
+    is("lr", F32, "[20, 4]");
+    /* a LoD Input's batch size is its number of sequences: unknown until run time */
+    op = OP("fill_constant_batch_size_like", "Input=sx InputLod=sl", "Out=f");
+    ints(op, "shape", "-1,2");
+    ok(op);
+    is("f", F32, "[-1, 2]");
+    fl_ir_op_set_int(op, "input_dim_idx", 1);
+    ok(op);
+    is("f", F32, "[4, 2]");
+}
 
 int main(void) {
     static const FlTestCase cases[] = {
@@ -865,10 +986,13 @@ int main(void) {
         {"batch_norm, dropout", test_norm_dropout},
         {"layer_norm, fused losses, lrn, conv2d_transpose, interpolation", test_nn2_layers},
         {"comparisons, logic, increment, Print", test_compare_logic},
+        {"linear_chain_crf, crf_decoding, chunk_eval", test_crf_ops},
         {"optimizers", test_optimizers},
         {"control, channels, dist, list_index", test_control_dist},
         {"layers: activations, batch-size fills, indexing, padding", test_layers},
+        {"sequences", test_sequences},
         {"gradient ops", test_grad_ops},
+        {"sequence reshaping", test_seqshape},
         {"every op has a rule", test_every_op_has_rule},
         {"fl_infer_program", test_program},
     };

@@ -205,6 +205,77 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+    /* crf: linear_chain_crf on sequences of 1, 2, 0 and 17 rows (K = 5): the gradients of the
+     * emissions and of the transition parameter */
+    {"linear_chain_crf.fl",
+     "import _core\n"
+     "P = param(\"P\", [20, 5])\n"
+     "lod = layers.assign([0, 1, 3, 3, 20])\n"
+     "E = _core.set_lod(layers.scale(P, scale=2.0), [lod])\n"
+     "Y = _core.set_lod(layers.assign([[0], [4], [2], [1], [1], [3], [0], [2], [4], [4], [1], [0], [3], [2], [2], "
+     "[1], [0], [4], [3], [1]]), [lod])\n"
+     "out = layers.linear_chain_crf(E, Y, param_attr=\"crfw\")\n",
+     "[4, 1]"},
+    /* rnn: dynamic_lstm / dynamic_gru over sequences of 1, 2 and 17 rows */
+    {"lstm_peep.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8)\nout = layers.elementwise_add(h, c)\n",
+     "[20, 2]"},
+    {"lstm_reverse.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8, use_peepholes=False, is_reverse=True)\n"
+     "out = layers.elementwise_add(h, c)\n",
+     "[20, 2]"},
+    {"lstm_rev_peep_hidden.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "out, c = layers.dynamic_lstm(P, size=8, is_reverse=True)\n",
+     "[20, 2]"},
+    {"gru.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
+     "out = layers.dynamic_gru(P, size=2)\n",
+     "[20, 2]"},
+    {"gru_h0_reverse_origin.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
+     "out = layers.dynamic_gru(P, size=2, is_reverse=True, h_0=param(\"H\", [3, 2]), origin_mode=True)\n",
+     "[20, 2]"},
+    {"lstmp.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "r, c = layers.dynamic_lstmp(P, size=8, proj_size=3, is_reverse=True)\nout = layers.concat([r, c], axis=1)\n",
+     "[20, 5]"},
+    {"lstm_unit.fl",
+     "X = param(\"X\", [3, 4])\nH = param(\"H\", [3, 2])\nC = param(\"C\", [3, 2])\n"
+     "h, c = layers.lstm_unit(X, H, C, forget_bias=0.5)\nout = layers.elementwise_add(h, c)\n",
+     "[3, 2]"},
+    {"gru_unit.fl",
+     "X = param(\"X\", [3, 6])\nH = param(\"H\", [3, 2])\n"
+     "out, r, g = layers.gru_unit(X, H, size=6, origin_mode=True)\n",
+     "[3, 2]"},
+    /* sequences: LoD inputs cut into lengths 1, 2, 0 (empty) and 17 */
+#define SEQ_X(rows, d) "import _core\nP = param(\"P\", [" #rows ", " #d "])\nlod = layers.assign([0, 1, 3, 3, 20])\n" \
+                       "x = _core.set_lod(layers.scale(P, scale=1.0), [lod])\n"
+    {"seq_pool.fl",
+     SEQ_X(20, 3) "out = layers.sequence_pool(x, \"average\")\n"
+                  "for t in [\"sum\", \"sqrt\", \"max\", \"last\", \"first\"]:\n"
+                  "    out = layers.elementwise_add(out, layers.sequence_pool(x, t, pad_value=0.5))\n"
+                  "out = layers.elementwise_add(out, layers.sequence_first_step(x))\n"
+                  "out = layers.elementwise_add(out, layers.sequence_last_step(x))\n",
+     "[4, 3]"},
+    {"seq_pool_max_test.fl", SEQ_X(20, 3) "out = layers.sequence_pool(x, \"max\", is_test=True)\n", "[4, 3]"},
+    {"seq_softmax.fl", SEQ_X(20, 1) "out = layers.sequence_softmax(x)\n", "[20, 1]"},
+    {"seq_conv.fl", SEQ_X(20, 3) "out = layers.sequence_conv(x, num_filters=2, filter_size=3, act=\"tanh\")\n", "[20, 2]"},
+    {"seq_conv_start.fl", SEQ_X(20, 2) "out = layers.sequence_conv(x, num_filters=3, filter_size=4, padding_start=-3, bias_attr=False)\n",
+     "[20, 3]"},
+    {"seq_expand.fl",
+     SEQ_X(20, 1) "Q = param(\"Q\", [4, 3])\nout = layers.elementwise_add(layers.sequence_expand(Q, x), x)\n", "[20, 3]"},
+    {"seq_expand_lod.fl",
+     SEQ_X(20, 1) "Q = param(\"Q\", [5, 2])\nq = _core.set_lod(layers.scale(Q, scale=1.0), [layers.assign([0, 2, 3, 3, 5])])\n"
+                  "out = layers.sequence_expand(q, x)\n",
+     "[38, 2]"},
+    {"seq_expand_as.fl",
+     SEQ_X(20, 1) "Q = param(\"Q\", [4, 3])\nout = layers.elementwise_mul(layers.sequence_expand_as(Q, x), x)\n", "[20, 3]"},
+#undef SEQ_X
+/* sequence reshaping: concat, reshape, slice, pad / unpad, lod_reset */
+#include "tests/runtime/core/grad_cases_seqshape.inc"
 };
 
 static void test_grad_ops(void) {
