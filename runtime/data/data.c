@@ -645,7 +645,8 @@ static void seq_gather(const Seq *q, int levels, size_t es, const size_t *rows, 
         if (levels == 2) {
             v0 = q->off[1][u0];
             v1 = q->off[1][u1];
-            for (int64_t u = u0; u < u1; u++, nu++) lod[1][nu + 1] = lod[1][nu] + (q->off[1][u + 1] - q->off[1][u]);
+            for (int64_t u = u0; u < u1; u++, nu++)
+                lod[1][nu + 1] = lod[1][nu] + (q->off[1][u + 1] - q->off[1][u]);
             lod[0][k + 1] = (int64_t)nu;
         } else {
             lod[0][k + 1] = (int64_t)nv + (v1 - v0);

@@ -3,9 +3,10 @@
  * prediction.
  *
  * How: a trainer keeps the readers' datasets and one fetch list; each step fills one tensor per
- * feed from the epoch (data.h) and runs the main program. A sequence feed fills its values
- * [T, 1] and one tensor per LoD level, fed to the data var's offset vars (VarDesc.lod). In an MPI job each trainer records
- * (rows, figures...) per step and trainer 0 merges everyone's records at the epoch's end.
+ * feed from the epoch (data.h) and runs the main program; a sequence feed fills its values
+ * [T, 1] and one tensor per LoD level, fed to the data var's offset vars (VarDesc.lod). In an MPI
+ * job each trainer records (rows, figures...) per step and trainer 0 merges everyone's records at
+ * the epoch's end.
  * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
  * job of T trainers with batch b reports what a local run with batch T*b reports.
  */
@@ -155,8 +156,8 @@ static FlStatus check_lod_feeds(const FlBlock *b0, const FlDataset *ds, FlErr *e
 }
 
 /* The feeds of trainer `tr`'s share of batch b of an epoch (the whole batch with one trainer):
- * *nfeeds tensors (feed_tensors(ds)), a sequence feed's values followed by its offsets, outermost
- * first, fed to the data var's offset vars. An empty share (a partial last batch) borrows the
+ * feed_tensors(ds) tensors, a sequence feed's values followed by its offsets, outermost first, fed
+ * to the data var's offset vars. An empty share (a partial last batch) borrows the
  * first row of trainer 0's share, so the step runs on valid shapes; its figures and gradients then
  * count with weight 0 (the transport sends zero gradients with rows 0). */
 static FlStatus share_feeds(const FlBlock *b0, const FlDataset *ds, const FlDataEpoch *ep, size_t b, size_t tr,
@@ -513,24 +514,20 @@ FlStatus fl_train_predict(FlTrainer *tr, const FlTrainPredictInput *in, FlTrainP
         for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
         st = share_feeds(fl_ir_block(tr->bundle->main, 0), ds, ep, b, 0, tens, feeds, e);
         if (st == FL_OK) st = fl_executor_predict(tr->ex, tr->scope, feeds, nf, &fetch, 1, e);
+        if (st == FL_OK && seq && (fetch.tensor.ndim < 1 || fetch.tensor.ne[0] != (int64_t)rows))
+            st = fl_err(e, "--predict: '%s' has %s for a batch of %zu sequences; a prediction is one row per input row "
+                           "(per sequence: pool the sequences, or name such a var with --predict-var)",
+                        in->var, fl_tensor_shape(&fetch.tensor).s, rows);
         if (st == FL_OK) {
-            if (seq && (fetch.tensor.ndim < 1 || fetch.tensor.ne[0] != (int64_t)rows)) {
-                st = fl_err(e, "--predict: '%s' has %s for a batch of %zu sequences; a prediction is one row per input row "
-                               "(per sequence: pool the sequences, or name such a var with --predict-var)",
-                            in->var, fl_tensor_shape(&fetch.tensor).s, rows);
-                break;
-            }
             size_t per = rows ? (size_t)fl_tensor_numel(&fetch.tensor) / rows : 0;
             if (!p.values) {
                 p.width = per;
                 p.values = fl_xcalloc(fl_mul_size(total, per) + 1, sizeof *p.values);
             }
-            if (per != p.width) {
+            if (per != p.width)
                 st = fl_err(e, "--predict: '%s' has %zu values per row in one batch and %zu in another", in->var,
                             p.width, per);
-                break;
-            }
-            for (size_t i = 0; i < rows; i++, done++) {
+            for (size_t i = 0; st == FL_OK && i < rows; i++, done++) {
                 int64_t best = 0;
                 for (size_t k = 0; k < per; k++) {
                     double v = fl_tensor_get(&fetch.tensor, (int64_t)(i * per + k));
