@@ -16,6 +16,8 @@
 #   fluid_dist_word2vec, fluid_dist_ctr, fluid_dist_transformer, fluid_dist_se_resnext
 #                                 the other distributed test models of examples/fluid the same
 #                                 way, on a few rows of their data (a few steps each)
+#   fluid_dist_simnet_bow         the same for a sequence model: io.sequence data, each trainer's
+#                                 share whole sequences, sequence_pool over the shared table
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -211,6 +213,15 @@ fluid_dist_word2vec)
     # SGD on the shared table; 180 training rows, batch 2 per trainer: 45 steps
     MODEL=examples/fluid/dist_word2vec.fl BATCH=2 STATE=learning_rate
     cut_data imikolov_5gram.csv 200
+    equality 2 2 1048576
+    equality 0 2 1048576
+    ;;
+fluid_dist_simnet_bow)
+    # three LoD inputs summed by sequence_pool over one shared table; 90 training rows, batch 2
+    # per trainer; Xavier's initial weights (Fluid's constant ones make the loss's gradient 0).
+    # The accuracy divides by the compile-time batch size, so only the loss is compared
+    MODEL=examples/fluid/dist_simnet_bow.fl BATCH=2 STATE=learning_rate COLS=loss DEFS="-D xavier=True"
+    cut_data simnet.csv.gz 100
     equality 2 2 1048576
     equality 0 2 1048576
     ;;
