@@ -9,8 +9,6 @@ Standard library only.  Usage:  python3 gen_fluid_data.py [OUTDIR]   (default: t
                         imikolov's dictionary in the word2vec chapter). The text is a Markov chain:
                         the next word follows the previous one through a fixed random permutation
                         with probability 0.75, else it is a random word among the 200 most frequent.
-  ctr_dense.csv         8 dnn ids (< 1000), 8 lr ids (< 1000), click (0/1): a click is likely when
-                        the ids hold many of the 50 'good' ids (a logistic rule plus noise).
   cifar_synth.csv.gz    3*32*32 pixel values 0..15 (scale by 1/15), then a label 0..9: each class
                         brightens one of 10 fixed 8x8 patches of one channel, over uniform noise.
   wmt_synth.csv.gz      the padded inputs of the Transformer (max length 16, 8 heads): src_word,
@@ -47,20 +45,6 @@ def imikolov(n_rows=4000, dict_size=2073, seed=1):
         text.append(w)
         w = perm[w] if rnd.random() < 0.75 else rnd.randrange(200)
     return [text[i:i + 5] for i in range(n_rows)]
-
-
-def ctr(n_rows=2000, dim=1000, k=8, seed=2):
-    rnd = random.Random(seed)
-    good = set(rnd.sample(range(dim), 50))
-    rows = []
-    for _ in range(n_rows):
-        p_good = rnd.choice([0.02, 0.3])
-        dnn = [rnd.choice(sorted(good)) if rnd.random() < p_good else rnd.randrange(dim) for _ in range(k)]
-        lr = [rnd.choice(sorted(good)) if rnd.random() < p_good else rnd.randrange(dim) for _ in range(k)]
-        score = sum(i in good for i in dnn + lr) - 2
-        click = 1 if score + rnd.gauss(0, 1) > 0 else 0
-        rows.append(dnn + lr + [click])
-    return rows
 
 
 def cifar(n_rows=256, seed=3):
@@ -102,6 +86,5 @@ def wmt(n_rows=64, max_len=16, n_head=8, seed=4):
 
 if __name__ == "__main__":
     write("imikolov_5gram.csv", imikolov())
-    write("ctr_dense.csv", ctr())
     write("cifar_synth.csv.gz", cifar())
     write("wmt_synth.csv.gz", wmt())

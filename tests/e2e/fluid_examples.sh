@@ -28,7 +28,7 @@ cut_csv() { head -n "$2" "$ROOT/examples/data/$1" > "$T/data/$1"; }
 cut_gz() { gzip -dc "$ROOT/examples/data/$1" | head -n "$2" | gzip > "$T/data/$1"; }
 cut_gz digits.csv.gz 600
 cut_csv imikolov_5gram.csv 400
-cut_csv ctr_dense.csv 200
+cut_gz ctr_seq.csv.gz 400
 cut_gz cifar_synth.csv.gz 48
 cut_gz wmt_synth.csv.gz 64
 cut_gz sentiment.csv.gz 1000

@@ -229,7 +229,7 @@ fluid_dist_ctr)
     # accuracy is a mean over the rows, merged exactly; auc is not, and its stat vars are each
     # trainer's own (trainer 0's figure and state are its share's, as in Fluid)
     MODEL=examples/fluid/dist_ctr.fl BATCH=2 STATE=LR_DECAY_COUNTER COLS="loss acc" SKIP=auc_
-    cut_data ctr_dense.csv 200
+    cut_data ctr_seq.csv.gz 200
     equality 2 2 1048576
     equality 0 2 1048576
     ;;
