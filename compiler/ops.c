@@ -246,6 +246,8 @@ static void derive_grad(const FlOpInfo *fwd) {
             inherit_list(&g->ins[i], nm, len, fwd->ins, fwd->nins);
             inherit_list(&g->ins[i], nm, len, fwd->outs, fwd->nouts);
         }
+        for (int i = 0; i < g->nouts; i++) /* "X@GRAD?" of a list slot X is a list too */
+            inherit_list(&g->outs[i], g->outs[i].name, strcspn(g->outs[i].name, "@"), fwd->ins, fwd->nins);
         return;
     }
     fl_panic(__FILE__, __LINE__, "op '%s' is FL_GRAD_CUSTOM but has no custom gradient slots",

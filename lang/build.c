@@ -195,6 +195,13 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
         return true;
     }
     case FL_ATTR_BLOCK:
+        /* a sub-block of the current block, by index (the stdlib's control layers) */
+        if (v->kind == VK_INT && v->i > 0 && (uint64_t)v->i < c->b.main->blocks.len &&
+            fl_ir_block(c->b.main, (int)v->i)->parent == c->b.block->idx) {
+            fl_ir_op_set_block(op, n, (int)v->i);
+            return true;
+        }
+        break;
     case FL_ATTR_BLOCKS:
     case FL_ATTR_TYPE_COUNT: break;
     }
