@@ -240,6 +240,22 @@ static const GradCase cases[] = {
      "    drnn.output(h)\n"
      "out = drnn()\n",
      "[20, 4]"},
+    /* StaticRNN: 4 steps over a batch of 3, an initial memory and a memory from shape= */
+    {"static_rnn.fl",
+     "X = layers.scale(param(\"X\", [4, 3, 2]), scale=1.0)\n"
+     "B = param(\"B\", [3, 4])\n"
+     "rnn = layers.StaticRNN()\n"
+     "with rnn.step():\n"
+     "    word = rnn.step_input(X)\n"
+     "    prev = rnn.memory(init=B)\n"
+     "    acc = rnn.memory(shape=[-1, 4], batch_ref=word, init_value=0.25)\n"
+     "    h = layers.fc(input=[word, prev], size=4, act=\"tanh\")\n"
+     "    a2 = layers.elementwise_mul(acc, h)\n"
+     "    rnn.update_memory(prev, h)\n"
+     "    rnn.update_memory(acc, layers.elementwise_add(a2, h))\n"
+     "    rnn.step_output(a2)\n"
+     "out = rnn()\n",
+     "[4, 3, 4]"},
 };
 
 static void test_grad_ops(void) {
