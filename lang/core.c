@@ -574,6 +574,13 @@ static FlValue *c_rnn_block(Ctx *c, FlValue *self, CallArgs *a) {
     return guard(c, GK_RNN, v[0], NULL, 0);
 }
 
+/* while_block(cond): the guard of layers.While(cond).block() (lower.c). */
+static FlValue *c_while_block(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("while_block", "cond", 1);
+    if (!fl_ev_is_var(v[0])) return fl_ev_error(c, a->span, "While() needs a bool Variable as its condition, found %s", fl_v_type_name(v[0]));
+    return guard(c, GK_WHILE, v[0], NULL, 0);
+}
+
 /* block_index(): the index of the block ops go to now. */
 static FlValue *c_block_index(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("block_index", "", 0);
@@ -1118,6 +1125,7 @@ static const NativeFn core_fns[] = {
     {"go", c_go},
     {"parallel_for", c_parallel_for},
     {"rnn_block", c_rnn_block},
+    {"while_block", c_while_block},
     {"block_index", c_block_index},
     {"block_io", c_block_io},
     {"listen_and_serv", c_listen_and_serv},
