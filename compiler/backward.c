@@ -34,7 +34,8 @@ typedef struct VarState {
 
 typedef struct Bw {
     FlProgram *p;
-    FlBlock *b0;
+    FlBlock *fwd; /* the block whose ops are differentiated */
+    FlBlock *b0;  /* the block the gradient ops go to (fwd, or a step block's gradient block) */
     FlErr *e;
     FlLoc *where;
     FlArena arena;
@@ -46,7 +47,7 @@ static VarState *state(Bw *w, const char *name) {
     VarState *s = fl_map_find_str(&w->vars, name);
     if (!s) {
         s = fl_arena_alloc(&w->arena, sizeof *s);
-        s->v = fl_ir_var_find(w->b0, name);
+        s->v = fl_ir_var_lookup(w->p, w->b0, name);
         fl_map_put_str(&w->vars, name, s);
     }
     return s;
@@ -179,6 +180,90 @@ static FlStatus out_grads(Bw *w, const FlOpDesc *op, const FlSlot *fs, FlOpDesc 
     return FL_OK;
 }
 
+typedef FlStatus (*SeedFn)(Bw *w, void *ctx);
+static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx);
+
+/* The seeds of a step block's gradient: the gradient of each seeded var x (a step output or a
+ * state) starts as the var seeds[i], which dynamic_rnn_grad sets before each run. */
+typedef struct StepSeeds {
+    const FlOpDesc *op;
+    FL_VEC(const char *) xs, seeds;
+} StepSeeds;
+
+static FlStatus seed_steps(Bw *w, void *ctx) {
+    StepSeeds *ss = ctx;
+    for (size_t i = 0; i < ss->xs.len; i++) {
+        FlOpDesc *as = fl_ir_op_append(w->b0, "assign");
+        as->loc = ss->op->loc;
+        fl_ir_op_add_input(as, "X", ss->seeds.data[i]);
+        fl_ir_op_add_output(as, "Out", next_grad(w, ss->xs.data[i]));
+        if (infer(w, as) || sum_finished(w, as, ss->op->loc)) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
+static const FlAttr *names_attr(const FlOpDesc *op, const char *name) {
+    const FlAttr *a = fl_ir_op_attr(op, name);
+    return a && a->type == FL_ATTR_STRINGS ? a : NULL;
+}
+
+/* The gradient of dynamic_rnn's step block (op), as the sub-block of its gradient op gop: a new
+ * block of w->b0 that declares the step block's vars again (the runtime binds them to each
+ * step's forward vars), differentiated w.r.t. the step inputs, static inputs, ex_states and the
+ * outer vars the block reads (Params), from seeds for the step outputs and the states. */
+static FlStatus rnn_grad_block(Bw *w, const FlOpDesc *op, FlOpDesc *gop) {
+    const FlAttr *sb = fl_ir_op_attr(op, "sub_block");
+    if (!sb || sb->type != FL_ATTR_BLOCK || sb->i <= 0 || (size_t)sb->i >= w->p->blocks.len)
+        return fl_err(w->e, "backward: %s has no sub_block", op->type);
+    FlBlock *fb = fl_ir_block(w->p, (int)sb->i);
+    FlBlock *g = fl_ir_block_new(w->p, w->b0->idx);
+    for (size_t i = 0; i < fb->vars.len; i++) fl_ir_var_copy(fl_ir_var_add(g, fb->vars.data[i]->name), fb->vars.data[i]);
+    Bw sw = {.p = w->p, .fwd = fb, .b0 = g, .e = w->e, .where = w->where};
+    fl_arena_init(&sw.arena);
+    fl_map_init(&sw.vars);
+    static const char *const wrt[] = {"step_inputs", "static_inputs", "ex_states"};
+    for (size_t k = 0; k < FL_ARRAY_LEN(wrt); k++) {
+        const FlAttr *a = names_attr(op, wrt[k]);
+        for (size_t i = 0; a && i < a->n; i++) state(&sw, a->strs[i])->need = true;
+    }
+    const FlSlot *ps = fl_ir_op_input(op, "Params");
+    for (size_t i = 0; ps && i < ps->nargs; i++) state(&sw, ps->args[i])->need = true;
+    StepSeeds ss = {.op = op};
+    static const char *const seeded[] = {"step_outputs", "states"};
+    for (size_t k = 0; k < FL_ARRAY_LEN(seeded); k++) {
+        const FlAttr *a = names_attr(op, seeded[k]);
+        for (size_t i = 0; a && i < a->n; i++) {
+            VarState *vs = state(&sw, a->strs[i]);
+            char *seed = fl_arena_printf(&w->arena, "%s@SEED%zu", a->strs[i], ss.seeds.len);
+            FL_VEC_PUSH(&ss.seeds, seed);
+            if (!vs->v) {
+                FL_VEC_FREE(&ss.xs);
+                FL_VEC_FREE(&ss.seeds);
+                fl_map_fini(&sw.vars);
+                fl_arena_fini(&sw.arena);
+                return fl_err(w->e, "backward: %s names undeclared var '%s'", op->type, a->strs[i]);
+            }
+            FlVarDesc *sd = fl_ir_var_add(g, seed);
+            fl_ir_var_copy(sd, vs->v);
+            sd->persistable = sd->trainable = sd->stop_gradient = false;
+            FL_VEC_PUSH(&ss.xs, a->strs[i]);
+            vs->reach = true;
+            vs->total++;
+        }
+    }
+    FlStatus st = diff(&sw, fb->ops.len, seed_steps, &ss);
+    if (st == FL_OK) {
+        fl_ir_op_set_block(gop, "sub_block", g->idx);
+        fl_ir_op_set_strings(gop, "seeds", (const char *const *)ss.seeds.data, ss.seeds.len);
+    }
+    FL_VEC_FREE(&ss.xs);
+    FL_VEC_FREE(&ss.seeds);
+    fl_map_fini(&sw.vars);
+    fl_arena_fini(&sw.arena);
+    fl_buf_free(&sw.tmp);
+    return st;
+}
+
 static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
     FlOpDesc *gop = fl_ir_op_append(w->b0, gi->name);
     gop->loc = op->loc;
@@ -210,6 +295,7 @@ static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
         }
     }
     for (size_t i = 0; i < op->attrs.len; i++) copy_attr(gop, &op->attrs.data[i]);
+    if (fl_ops_is(op, FL_OPID_dynamic_rnn) && rnn_grad_block(w, op, gop)) return FL_ERROR;
     if (infer(w, gop)) return FL_ERROR;
     return sum_finished(w, gop, op->loc);
 }
@@ -255,6 +341,81 @@ static FlStatus check_loss(Bw *w, const char *loss, FlVarDesc **lv) {
     return FL_OK;
 }
 
+/* The gradient ops of w->fwd's ops [0, end), last first, into w->b0: from the vars marked
+ * `reach` (the seeds, each with the number of seed gradients already in its `total`) back to the
+ * vars marked `need`. seed(w, ctx) appends the seeds' ops once the partial gradients are
+ * counted. */
+
+static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
+    FlBlock *fb = w->fwd;
+    /* 1. forward: what depends on a var that needs a gradient */
+    bool *need_in = fl_xcalloc(end + 1, sizeof(bool));
+    FL_VEC(size_t) rel = {0};
+    FlStatus st = FL_ERROR;
+    for (size_t i = 0; i < end; i++) {
+        const FlOpDesc *op = fb->ops.data[i];
+        const FlOpInfo *info = fl_ops_of(op);
+        need_in[i] = any_arg(w, op->ins.data, op->ins.len, false);
+        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
+        for (size_t s = 0; s < op->outs.len; s++)
+            for (size_t k = 0; k < op->outs.data[s].nargs; k++) {
+                VarState *vs = state(w, op->outs.data[s].args[k]);
+                if (!vs->v || !vs->v->stop_gradient) vs->need = true;
+            }
+    }
+    /* 2. backward from the seeds: the relevant ops, last first */
+    for (size_t i = end; i-- > 0;) {
+        const FlOpDesc *op = fb->ops.data[i];
+        const FlOpInfo *info = fl_ops_of(op);
+        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
+        if (!any_arg(w, op->outs.data, op->outs.len, true)) continue;
+        if (!info || info->grad == FL_GRAD_NONE) {
+            if (w->where) *w->where = op->loc;
+            fl_err(w->e, "cannot differentiate through '%s' (%s)", op->type,
+                   info ? "it has no gradient" : "unknown op");
+            goto fail;
+        }
+        FL_VEC_PUSH(&rel, i);
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                VarState *vs = fl_map_find_str(&w->vars, op->ins.data[s].args[k]);
+                if (vs && vs->need) vs->reach = true;
+            }
+    }
+    /* 3. emission */
+    for (size_t j = 0; j < rel.len; j++) {
+        const FlOpDesc *op = fb->ops.data[rel.data[j]];
+        count_grads(w, op, grad_info(op));
+    }
+    if (seed(w, ctx)) goto fail;
+    for (size_t j = 0; j < rel.len; j++) {
+        const FlOpDesc *op = fb->ops.data[rel.data[j]];
+        if (emit_grad_op(w, op, grad_info(op))) goto fail;
+    }
+    st = FL_OK;
+fail:
+    free(need_in);
+    FL_VEC_FREE(&rel);
+    return st;
+}
+
+/* The seed of append_backward: loss@GRAD = 1. */
+static FlStatus seed_loss(Bw *w, void *ctx) {
+    FlVarDesc *lv = ctx;
+    FlOpDesc *fill = fl_ir_op_append(w->b0, "fill_constant");
+    fill->loc = lv->loc;
+    fl_ir_op_set_ints(fill, "shape", lv->shape, (size_t)lv->ndim);
+    fl_ir_op_set_float(fill, "value", 1.0);
+    fl_ir_op_set_int(fill, "dtype", lv->dtype);
+    fl_ir_op_add_output(fill, "Out", next_grad(w, lv->name));
+    if (lv->ndim == 0) {
+        int64_t one = 1;
+        fl_ir_op_set_ints(fill, "shape", &one, 1);
+    }
+    if (infer(w, fill) || sum_finished(w, fill, lv->loc)) return FL_ERROR;
+    return FL_OK;
+}
+
 static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t nparams,
                     FlBackwardResult *r) {
     FlBlock *b0 = w->b0;
@@ -287,64 +448,10 @@ static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t n
         }
     }
     fl_map_fini(&chosen);
-
-    /* 1. forward: what depends on a parameter */
-    bool *need_in = fl_xcalloc(end, sizeof(bool));
-    FL_VEC(size_t) rel = {0};
-    FlStatus st = FL_ERROR;
-    for (size_t i = 0; i < end; i++) {
-        const FlOpDesc *op = b0->ops.data[i];
-        const FlOpInfo *info = fl_ops_of(op);
-        need_in[i] = any_arg(w, op->ins.data, op->ins.len, false);
-        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
-        for (size_t s = 0; s < op->outs.len; s++)
-            for (size_t k = 0; k < op->outs.data[s].nargs; k++) {
-                VarState *vs = state(w, op->outs.data[s].args[k]);
-                if (!vs->v || !vs->v->stop_gradient) vs->need = true;
-            }
-    }
-    /* 2. backward from the loss: the relevant ops, last first */
     state(w, loss)->reach = true;
-    for (size_t i = end; i-- > 0;) {
-        const FlOpDesc *op = b0->ops.data[i];
-        const FlOpInfo *info = fl_ops_of(op);
-        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
-        if (!any_arg(w, op->outs.data, op->outs.len, true)) continue;
-        if (!info || info->grad == FL_GRAD_NONE) {
-            if (w->where) *w->where = op->loc;
-            fl_err(w->e, "cannot differentiate through '%s' (%s)", op->type,
-                   info ? "it has no gradient" : "unknown op");
-            goto fail;
-        }
-        FL_VEC_PUSH(&rel, i);
-        for (size_t s = 0; s < op->ins.len; s++)
-            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
-                VarState *vs = fl_map_find_str(&w->vars, op->ins.data[s].args[k]);
-                if (vs && vs->need) vs->reach = true;
-            }
-    }
-    /* 3. emission */
     state(w, loss)->total = 1; /* the fill_constant */
-    for (size_t j = 0; j < rel.len; j++) {
-        const FlOpDesc *op = b0->ops.data[rel.data[j]];
-        count_grads(w, op, grad_info(op));
-    }
-    FlOpDesc *fill = fl_ir_op_append(b0, "fill_constant");
-    fill->loc = lv->loc;
-    fl_ir_op_set_ints(fill, "shape", lv->shape, (size_t)lv->ndim);
-    fl_ir_op_set_float(fill, "value", 1.0);
-    fl_ir_op_set_int(fill, "dtype", lv->dtype);
-    fl_ir_op_add_output(fill, "Out", next_grad(w, loss));
-    if (lv->ndim == 0) {
-        int64_t one = 1;
-        fl_ir_op_set_ints(fill, "shape", &one, 1);
-    }
-    if (infer(w, fill) || sum_finished(w, fill, lv->loc)) goto fail;
-    for (size_t j = 0; j < rel.len; j++) {
-        const FlOpDesc *op = b0->ops.data[rel.data[j]];
-        if (emit_grad_op(w, op, grad_info(op))) goto fail;
-    }
-    for (size_t i = 0; i < ps.len; i++) {
+    FlStatus st = diff(w, end, seed_loss, lv);
+    for (size_t i = 0; st == FL_OK && i < ps.len; i++) {
         VarState *vs = state(w, ps.data[i]->name);
         if (vs->total == 0) continue;
         FlParamGrad pg = {fl_xstrdup(ps.data[i]->name), NULL};
@@ -353,17 +460,13 @@ static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t n
         pg.grad = fl_xstrdup(fl_buf_str(&w->tmp));
         FL_VEC_PUSH(&r->pairs, pg);
     }
-    st = FL_OK;
-fail:
-    free(need_in);
-    FL_VEC_FREE(&rel);
     FL_VEC_FREE(&ps);
     return st;
 }
 
 FlStatus fl_backward_append(FlProgram *p, const char *loss, const char *const *params,
                             size_t nparams, FlBackwardResult *r, FlErr *e, FlLoc *where) {
-    Bw w = {.p = p, .b0 = fl_ir_block(p, 0), .e = e, .where = where};
+    Bw w = {.p = p, .fwd = fl_ir_block(p, 0), .b0 = fl_ir_block(p, 0), .e = e, .where = where};
     fl_arena_init(&w.arena);
     fl_map_init(&w.vars);
     FlStatus st = run(&w, loss, params, nparams, r);

@@ -1977,6 +1977,15 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
         if (cd && od && od != cd) fl_ir_var_set_elem(od, cd);
         return FL_OK;
     }
+    case FL_OPID_dynamic_rnn: { /* Out: declared by the layer; StepScopes: the runtime's own */
+        const char *ss = fl_ir_op_output1(op, "StepScopes");
+        FlVarDesc *o;
+        if (!ss) return fl_err(c.e, "dynamic_rnn: output StepScopes is missing");
+        if (lookup(&c, "output", "StepScopes", ss, &o)) return FL_ERROR;
+        o->kind = FL_VAR_RAW;
+        o->stop_gradient = true;
+        return FL_OK;
+    }
     /* control, channels, distribution: nothing to infer, never an error */
     case FL_OPID_conditional_block:
     case FL_OPID_while:

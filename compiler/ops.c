@@ -247,7 +247,7 @@ static void derive_grad(const FlOpInfo *fwd) {
             inherit_list(&g->ins[i], nm, len, fwd->ins, fwd->nins);
             inherit_list(&g->ins[i], nm, len, fwd->outs, fwd->nouts);
         }
-        for (int i = 0; i < g->nouts; i++)
+        for (int i = 0; i < g->nouts; i++) /* "X@GRAD?" of a list slot X is a list too */
             inherit_list(&g->outs[i], g->outs[i].name, strcspn(g->outs[i].name, "@"), fwd->ins, fwd->nins);
         return;
     }

@@ -197,6 +197,13 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
         return true;
     }
     case FL_ATTR_BLOCK:
+        /* a sub-block of the current block, by index (the stdlib's control layers) */
+        if (v->kind == VK_INT && v->i > 0 && (uint64_t)v->i < c->b.main->blocks.len &&
+            fl_ir_block(c->b.main, (int)v->i)->parent == c->b.block->idx) {
+            fl_ir_op_set_block(op, n, (int)v->i);
+            return true;
+        }
+        break;
     case FL_ATTR_BLOCKS:
     case FL_ATTR_TYPE_COUNT: break;
     }
@@ -522,6 +529,23 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
 
 /* ------------------------------------------------------------------ backward */
 
+/* The span of a location an op or var carries (fl_ev_loc's inverse), for a note; false when it
+ * has none or its file is not one of the compilation's sources. */
+static bool loc_span(Ctx *c, FlLoc loc, FlSpan *out) {
+    if (loc.file < 0 || loc.line < 1 || loc.col < 1) return false;
+    for (size_t i = 0; i < c->src_map.len; i++) {
+        if (c->src_map.data[i] != loc.file) continue;
+        const FlSourceFile *f = fl_sources_file(&c->sources, (uint32_t)i);
+        if (!f || (size_t)loc.line > f->nlines) return false;
+        size_t start = f->line_starts[loc.line - 1] + (size_t)loc.col - 1;
+        if (start > f->len) return false;
+        size_t end = start + (size_t)(loc.len > 0 ? loc.len : 1);
+        *out = fl_span((uint32_t)i, (uint32_t)start, (uint32_t)(end > f->len ? f->len : end));
+        return true;
+    }
+    return false;
+}
+
 FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp) {
     if (loss->kind != VK_VAR) return fl_ev_error(c, sp, "append_backward needs a Var loss, found %s", fl_v_type_name(loss));
     FlVarDesc *ld = fl_ev_var_desc(c, loss);
@@ -546,7 +570,10 @@ FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpa
     FL_VEC_FREE(&params);
     if (st != FL_OK) {
         fl_backward_result_fini(&r);
-        return fl_ev_error(c, sp, "%s", err.msg);
+        fl_ev_error(c, sp, "%s", err.msg);
+        FlSpan at;
+        if (loc_span(c, where, &at)) fl_diag_note(&c->diag, at, "it is made here");
+        return c->error;
     }
     FlValue *ps = fl_v_list(c, VK_LIST), *gs = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < r.pairs.len; i++) {

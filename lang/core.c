@@ -578,6 +578,53 @@ static FlValue *c_parallel_for(Ctx *c, FlValue *self, CallArgs *a) {
     return guard(c, GK_PARALLEL_FOR, NULL, NULL, n);
 }
 
+/* rnn_block(owner): the guard of a recurrent layer's block (DynamicRNN.block(), StaticRNN.step()):
+ * its body goes into a new sub-block, between calls of owner._block_begin(index) and
+ * owner._block_end() (lower.c). */
+static FlValue *c_rnn_block(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("rnn_block", "owner", 1);
+    if (v[0]->kind != VK_RECORD) return fl_ev_error(c, a->span, "rnn_block() needs an object, found %s", fl_v_type_name(v[0]));
+    return guard(c, GK_RNN, v[0], NULL, 0);
+}
+
+/* while_block(cond): the guard of layers.While(cond).block() (lower.c). */
+static FlValue *c_while_block(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("while_block", "cond", 1);
+    if (!fl_ev_is_var(v[0])) return fl_ev_error(c, a->span, "While() needs a bool Variable as its condition, found %s", fl_v_type_name(v[0]));
+    return guard(c, GK_WHILE, v[0], NULL, 0);
+}
+
+/* block_index(): the index of the block ops go to now. */
+static FlValue *c_block_index(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("block_index", "", 0);
+    (void)v;
+    return fl_v_int(c, c->b.block->idx);
+}
+
+/* block_io(index): ([Vars the sub-block `index` of the current block reads from outside],
+ * [Vars it writes outside]), each once, in the order of first use. */
+static FlValue *c_block_io(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("block_io", "index", 1);
+    int64_t idx;
+    if (!fl_ev_want_int(c, v[0], "index", a->span, &idx)) return c->error;
+    if (idx <= 0 || (uint64_t)idx >= c->b.main->blocks.len || fl_ir_block(c->b.main, (int)idx)->parent != c->b.block->idx)
+        return fl_ev_error(c, a->span, "block_io(): block %lld is not a sub-block of the current block", (long long)idx);
+    FlBlockIo io;
+    fl_ir_block_io_init(&io);
+    fl_ir_block_io(c->b.main, c->b.block, fl_ir_block(c->b.main, (int)idx), &io);
+    FlValue *r = fl_v_list(c, VK_TUPLE);
+    for (int k = 0; k < 2; k++) {
+        FlValue *l = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < (k ? io.outs.len : io.ins.len); i++) {
+            const char *n = k ? io.outs.data[i] : io.ins.data[i];
+            if (fl_ir_var_lookup(c->b.main, c->b.block, n)) fl_v_list_push(c, l, fl_v_var(c, n));
+        }
+        fl_v_list_push(c, r, l);
+    }
+    fl_ir_block_io_fini(&io);
+    return r;
+}
+
 static FlValue *server_do(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("do", "", 0);
     (void)v;
@@ -1171,6 +1218,10 @@ static const NativeFn core_fns[] = {
     {"name_scope", c_name_scope},
     {"go", c_go},
     {"parallel_for", c_parallel_for},
+    {"rnn_block", c_rnn_block},
+    {"while_block", c_while_block},
+    {"block_index", c_block_index},
+    {"block_io", c_block_io},
     {"listen_and_serv", c_listen_and_serv},
     {"make_chan", c_make_chan},
     {"nil_chan", c_nil_chan},

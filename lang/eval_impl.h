@@ -29,7 +29,7 @@ typedef enum ValKind {
 } ValKind;
 
 typedef enum GuardKind {
-    GK_PROGRAM, GK_UNIQUE_NAME, GK_NAME_SCOPE, GK_SERVER_DO, GK_GO, GK_PARALLEL_FOR,
+    GK_PROGRAM, GK_UNIQUE_NAME, GK_NAME_SCOPE, GK_SERVER_DO, GK_GO, GK_PARALLEL_FOR, GK_RNN, GK_WHILE,
     GK_COUNT
 } GuardKind;
 
@@ -339,6 +339,16 @@ Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool 
                               FlAstList *body, FlSpan sp);
 Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s);
 Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g); /* g: the server.do guard */
+/* A recurrent layer's block (g: an rnn_block guard, g->guard.a its owner object): the body goes
+ * into a new sub-block of the current block, after owner._block_begin(index) and before
+ * owner._block_end(), which the stdlib uses to emit the op that runs the block. Names bound in
+ * the body do not leave it. */
+Flow fl_ev_lower_rnn(Ctx *c, Env *e, FlAst *s, FlValue *g);
+/* `with while_op.block():` of layers.While(cond) (g->guard.a: cond, a bool [1] Var): the body
+ * becomes the sub-block of a runtime `while` op on cond. Its ops update outer vars in place (the
+ * condition through less_than(cond=), counters through increment); names bound in the body do
+ * not leave it. */
+Flow fl_ev_lower_while_guard(Ctx *c, Env *e, FlAst *s, FlValue *g);
 
 /* ---- Python builtins and methods (builtins.c) ---- */
 /* Binds the CallArgs `a` of builtin fname to spec into FlValue *v[n] or returns ERROR. */

@@ -971,3 +971,84 @@ Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g) {
     fl_ev_infer(c, parent, op, s->span);
     return f == FLOW_ERROR ? f : FLOW_NORMAL;
 }
+
+/* ------------------------------------------------------------------ recurrent layers' blocks */
+
+/* Calls owner.<name>(args...) at the with statement's span; false after an error. */
+static bool call_owner(Ctx *c, FlValue *owner, const char *name, FlValue **args, size_t n, FlSpan sp) {
+    FlValue *fn = fl_ev_find_attr(c, owner, name, sp);
+    if (!fn) {
+        fl_ev_error(c, sp, "'%s' object has no method '%s'", fl_v_type_name(owner), name);
+        return false;
+    }
+    return fl_ev_call_simple(c, fn, sp, args, n)->kind != VK_ERROR;
+}
+
+Flow fl_ev_lower_rnn(Ctx *c, Env *e, FlAst *s, FlValue *g) {
+    if (s->with.as_name) {
+        fl_ev_error(c, s->span, "the block of a recurrent layer binds no name (write 'with rnn.block():')");
+        return FLOW_ERROR;
+    }
+    FlBlock *parent = c->b.block, *home = c->home;
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
+    FlValue *idx = fl_v_int(c, sub->idx);
+    if (!call_owner(c, g->guard.a, "_block_begin", &idx, 1, s->span)) return FLOW_ERROR;
+    Snapshot snap;
+    snap_take(e, &snap);
+    int saved_loop = c->loop_depth;
+    c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
+    c->b.block = c->home = sub;
+    Flow f = fl_ev_block(c, e, &s->with.body); /* runs every step: not a conditional block */
+    c->b.block = parent;
+    c->home = home;
+    c->rtloops.len--;
+    c->loop_depth = saved_loop;
+    snap_restore(e, &snap);
+    fl_map_fini(&snap.map);
+    if (f == FLOW_RETURN || f == FLOW_BREAK || f == FLOW_CONTINUE) {
+        fl_ev_error(c, s->span, "'return', 'break' and 'continue' cannot leave the block of a recurrent layer");
+        return FLOW_ERROR;
+    }
+    if (f == FLOW_ERROR) {
+        call_owner(c, g->guard.a, "_block_failed", NULL, 0, s->span); /* no op: no second report */
+        return f;
+    }
+    return call_owner(c, g->guard.a, "_block_end", NULL, 0, s->span) ? FLOW_NORMAL : FLOW_ERROR;
+}
+
+Flow fl_ev_lower_while_guard(Ctx *c, Env *e, FlAst *s, FlValue *g) {
+    FlValue *cond = g->guard.a;
+    if (s->with.as_name) {
+        fl_ev_error(c, s->span, "'with while_op.block()' binds no name");
+        return FLOW_ERROR;
+    }
+    if (!check_cond_var(c, cond, s->span, "While")) return FLOW_ERROR;
+    FlBlock *parent = c->b.block;
+    Flow f;
+    int saved_loop = c->loop_depth;
+    c->loop_depth = 0;
+    FL_VEC_PUSH(&c->rtloops, NULL);
+    FlBlock *sub = fl_ev_sub_block(c, e, &s->with.body, false, s->span, &f);
+    c->rtloops.len--;
+    c->loop_depth = saved_loop;
+    if (f == FLOW_RETURN || f == FLOW_BREAK || f == FLOW_CONTINUE) {
+        fl_ev_error(c, s->span, "'return', 'break' and 'continue' cannot leave the block of a While (update its condition)");
+        return FLOW_ERROR;
+    }
+    if (f == FLOW_ERROR) return f;
+    FlOpDesc *op = control_op(c, "while", sub, s->span);
+    fl_ev_control_io(c, parent, sub, op, "X", "Out");
+    fl_ir_op_add_input(op, "Condition", cond->var.name);
+    const FlSlot *outs = fl_ir_op_output(op, "Out");
+    bool updates = false;
+    for (size_t i = 0; outs && i < outs->nargs; i++) updates |= strcmp(outs->args[i], cond->var.name) == 0;
+    if (!updates) {
+        fl_ev_error(c, s->span, "the block of this While never updates its condition '%s', so it would run forever; "
+                                "recompute it in the block (layers.less_than(..., cond=...))",
+                    cond->var.name);
+        return FLOW_ERROR;
+    }
+    fl_ev_infer(c, parent, op, s->span);
+    return FLOW_NORMAL;
+}

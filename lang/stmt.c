@@ -421,7 +421,7 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     if (g->kind == VK_ERROR) return FLOW_ERROR;
     if (g->kind != VK_GUARD) {
         fl_ev_error(c, s->with.expr->span, "'with' needs a guard (program_guard, unique_name.guard, "
-                                           "name_scope, go, parallel_for, server.do), found %s",
+                                           "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block()), found %s",
                     fl_v_type_name(g));
         return FLOW_ERROR;
     }
@@ -461,6 +461,8 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         return f;
     }
     case GK_SERVER_DO: return fl_ev_lower_server_do(c, e, s, g);
+    case GK_RNN: return fl_ev_lower_rnn(c, e, s, g);
+    case GK_WHILE: return fl_ev_lower_while_guard(c, e, s, g);
     case GK_COUNT: break;
     }
     return FLOW_NORMAL;

@@ -205,6 +205,57 @@ static const GradCase cases[] = {
     {"batch_norm.fl", "P = param(\"P\", [4, 3])\nout = layers.batch_norm(P)\n", "[4, 3]"},
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
+    /* Recurrent networks (DynamicRNN): sequences of 1, 2 and 17 steps; an fc over [word, prev,
+     * static input], an initial memory put in the length order (need_reorder) and a second memory
+     * from a fill, the step output used twice (memory and output) */
+    {"dynamic_rnn.fl",
+     "import _core\n"
+     "X = _core.set_lod(layers.scale(param(\"X\", [20, 3]), scale=1.0), [layers.assign([0, 1, 3, 20])])\n"
+     "S = param(\"S\", [3, 2])\nB = param(\"B\", [3, 4])\n"
+     "drnn = layers.DynamicRNN()\n"
+     "with drnn.block():\n"
+     "    word = drnn.step_input(X)\n"
+     "    enc = drnn.static_input(S)\n"
+     "    prev = drnn.memory(init=B, need_reorder=True)\n"
+     "    acc = drnn.memory(shape=[4], value=0.5)\n"
+     "    h = layers.fc(input=[word, prev, enc], size=4, act=\"tanh\")\n"
+     "    a2 = layers.elementwise_add(layers.scale(acc, scale=0.5), h)\n"
+     "    drnn.update_memory(prev, h)\n"
+     "    drnn.update_memory(acc, a2)\n"
+     "    drnn.output(h, a2)\n"
+     "outs = drnn()\n"
+     "out = layers.elementwise_mul(outs[0], outs[1])\n",
+     "[20, 4]"},
+    /* the order as given (need_reorder=False): the initial memory's rows are taken in the length order */
+    {"dynamic_rnn_noreorder.fl",
+     "import _core\n"
+     "X = _core.set_lod(layers.scale(param(\"X\", [20, 3]), scale=1.0), [layers.assign([0, 17, 18, 20])])\n"
+     "B = param(\"B\", [3, 4])\n"
+     "drnn = layers.DynamicRNN()\n"
+     "with drnn.block():\n"
+     "    word = drnn.step_input(X)\n"
+     "    prev = drnn.memory(init=B)\n"
+     "    h = layers.fc(input=[word, prev], size=4, act=\"sigmoid\")\n"
+     "    drnn.update_memory(prev, h)\n"
+     "    drnn.output(h)\n"
+     "out = drnn()\n",
+     "[20, 4]"},
+    /* StaticRNN: 4 steps over a batch of 3, an initial memory and a memory from shape= */
+    {"static_rnn.fl",
+     "X = layers.scale(param(\"X\", [4, 3, 2]), scale=1.0)\n"
+     "B = param(\"B\", [3, 4])\n"
+     "rnn = layers.StaticRNN()\n"
+     "with rnn.step():\n"
+     "    word = rnn.step_input(X)\n"
+     "    prev = rnn.memory(init=B)\n"
+     "    acc = rnn.memory(shape=[-1, 4], batch_ref=word, init_value=0.25)\n"
+     "    h = layers.fc(input=[word, prev], size=4, act=\"tanh\")\n"
+     "    a2 = layers.elementwise_mul(acc, h)\n"
+     "    rnn.update_memory(prev, h)\n"
+     "    rnn.update_memory(acc, layers.elementwise_add(a2, h))\n"
+     "    rnn.step_output(a2)\n"
+     "out = rnn()\n",
+     "[4, 3, 4]"},
     /* crf: linear_chain_crf on sequences of 1, 2, 0 and 17 rows (K = 5): the gradients of the
      * emissions and of the transition parameter */
     {"linear_chain_crf.fl",
