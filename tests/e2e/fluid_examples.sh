@@ -18,7 +18,7 @@ for f in "$EX"/*.fl; do
 done
 "$FLC" check -D net=vgg "$EX/image_classification.fl" || { echo "FAIL: vgg does not compile"; fail=1; }
 "$FLC" check $SMALL_TR "$EX/dist_transformer.fl" || { echo "FAIL: small transformer does not compile"; fail=1; }
-for net in stacked_lstm; do
+for net in dyn_rnn stacked_lstm; do
     "$FLC" check -D net=$net "$EX/understand_sentiment.fl" || { echo "FAIL: sentiment $net does not compile"; fail=1; }
 done
 
@@ -35,6 +35,7 @@ cut_gz sentiment.csv.gz 1000
 cut_gz movielens.csv.gz 2000
 cut_gz srl.csv.gz 200
 cut_gz simnet.csv.gz 600
+cut_gz mt.csv.gz 300
 
 # 3. train: NAME HOW OPTIONS... (HOW: train, test or runs; runs only checks that it trains)
 train() {
@@ -89,6 +90,9 @@ train understand_sentiment train --epochs 2 --batch-size 64 -D net=stacked_lstm 
 train recommender_system train --epochs 4 --batch-size 32
 train label_semantic_roles train --epochs 2 -D hidden_dim=16 -D depth=2
 train dist_simnet_bow test --epochs 3 --batch-size 32 -D xavier=True
+train understand_sentiment train --epochs 2 --batch-size 64 -D net=dyn_rnn -D epochs=2
+train rnn_encoder_decoder train --epochs 3 -D lr=0.02
+train machine_translation train --epochs 3 --batch-size 16 -D lr=0.05
 
 # dist_se_resnext has no reader (fill_constant inputs): each flrun is one step; chain two by a
 # checkpoint and compare the losses Print shows
