@@ -227,18 +227,27 @@ static FlStatus check_expand(FlErr *e, const char *op, const FlTensor *x, const 
     return FL_OK;
 }
 
+/* The rows of the expanded X and the number of copies of its units (sequences or rows). */
+static FlStatus expanded_rows(FlErr *e, const char *op, const FlTensor *x, const int64_t *xoff, const int64_t *yoff,
+                              int64_t ny, int64_t *rows, int64_t *copies) {
+    *rows = *copies = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t rep = yoff[i + 1] - yoff[i], n = xoff ? xoff[i + 1] - xoff[i] : 1;
+        if (n > 0 && rep > (INT64_MAX - *rows) / n)
+            return fl_err(e, "%s: the expanded X %s would have more than 2^63 rows", op, fl_tensor_shape(x).s);
+        *rows += rep * n;
+        *copies += rep;
+    }
+    return FL_OK;
+}
+
 FlStatus fl_kernel_sequence_expand(FlErr *e, const FlTensor *x, const int64_t *xoff, int64_t nx, const int64_t *yoff,
                                    int64_t ny, FlTensor *out, FlTensor *out_off) {
     const char *op = "sequence_expand";
-    if (check_expand(e, op, x, xoff, nx, ny) || kwant(e, op, "Out", out)) return FL_ERROR;
-    int64_t rows = 0, copies = 0;
-    for (int64_t i = 0; i < ny; i++) {
-        int64_t rep = yoff[i + 1] - yoff[i], n = xoff ? xoff[i + 1] - xoff[i] : 1;
-        if (n > 0 && rep > (INT64_MAX - rows) / n)
-            return fl_err(e, "%s: the expanded X %s would have more than 2^63 rows", op, fl_tensor_shape(x).s);
-        rows += rep * n;
-        copies += rep;
-    }
+    int64_t rows, copies;
+    if (check_expand(e, op, x, xoff, nx, ny) || kwant(e, op, "Out", out) ||
+        expanded_rows(e, op, x, xoff, yoff, ny, &rows, &copies))
+        return FL_ERROR;
     int64_t ne[FL_MAX_DIMS];
     memcpy(ne, x->ne, sizeof ne);
     ne[0] = rows;
@@ -274,8 +283,8 @@ FlStatus fl_kernel_sequence_expand_grad(FlErr *e, const FlTensor *x, const int64
     if (check_expand(e, op, x, xoff, nx, ny) || kneed_float(e, op, "X", x) ||
         ksame_dtype(e, op, "X", x, "Out@GRAD", dout))
         return FL_ERROR;
-    int64_t D = row_len(x), rows = 0;
-    for (int64_t i = 0; i < ny; i++) rows += (yoff[i + 1] - yoff[i]) * (xoff ? xoff[i + 1] - xoff[i] : 1);
+    int64_t D = row_len(x), rows, copies;
+    if (expanded_rows(e, op, x, xoff, yoff, ny, &rows, &copies)) return FL_ERROR;
     if (dout->ndim < 1 || dout->ne[0] != rows || fl_tensor_numel(dout) != rows * D)
         return fl_err(e, "%s: Out@GRAD %s must have the %lld rows of the expanded X %s", op, fl_tensor_shape(dout).s,
                       (long long)rows, fl_tensor_shape(x).s);
