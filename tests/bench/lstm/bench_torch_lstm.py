@@ -1,0 +1,59 @@
+"""The LSTM sentiment model of bench_lstm.sh in PyTorch: nn.Embedding(10000, 128), nn.LSTM(128, 512)
+over packed sequences (pack_padded_sequence, enforce_sorted=False: the input projection is the
+LSTM's own), the last step's hidden state to nn.Linear(512, 2), cross entropy, Adam at 1e-3; one
+thread. Reads the bench's CSV; prints steps_per_s= over the timed batches and peak_rss_kb=."""
+import csv
+import gzip
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
+
+torch.set_num_threads(1)
+torch.manual_seed(1)
+path, warm, timed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rows = list(csv.reader(open(path)))
+batches = []
+for i in range(0, len(rows) - 31, 32):
+    seqs = [torch.tensor([int(t) for t in r[0].split()]) for r in rows[i:i + 32]]
+    lengths = torch.tensor([len(s) for s in seqs])
+    labels = torch.tensor([int(r[1]) for r in rows[i:i + 32]])
+    batches.append((pad_sequence(seqs, batch_first=True), lengths, labels))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10000, 128)
+        self.lstm = nn.LSTM(128, 512, batch_first=True)
+        self.fc = nn.Linear(512, 2)
+
+    def forward(self, x, lengths):
+        packed = pack_padded_sequence(self.emb(x), lengths, batch_first=True, enforce_sorted=False)
+        _, (h, _) = self.lstm(packed)
+        return self.fc(h[-1])
+
+
+net = Net()
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+loss_fn = nn.CrossEntropyLoss()
+
+
+def step(b):
+    x, lengths, y = b
+    opt.zero_grad()
+    loss = loss_fn(net(x, lengths), y)
+    loss.backward()
+    opt.step()
+
+
+for k in range(warm):
+    step(batches[k % len(batches)])
+t0 = time.perf_counter()
+for k in range(timed):
+    step(batches[(warm + k) % len(batches)])
+dt = time.perf_counter() - t0
+print("steps_per_s=%.3f peak_rss_kb=%d" % (timed / dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
