@@ -344,7 +344,8 @@ static FlStatus run_rnn(RunCtx *rc, const ExecOp *op, FlScope *s) {
     }
     for (int64_t t = 0; t < r->maxlen; t++) {
         int64_t n = r->active[t];
-        FlScope *sc = r->steps[t] = fl_scope_new_layout(s, &op->sub->layout);
+        /* kept in StepScopes, a var of s or of its ancestors: a retained s would be a cycle */
+        FlScope *sc = r->steps[t] = fl_scope_new_layout_weak(s, &op->sub->layout);
         for (int i = 0; i < nx; i++) {
             FlTensor v = FL_TENSOR_INIT;
             if (gather_step(rc, op, r, &xs[i], a->dense ? 2 : 1, t, &v)) goto done;

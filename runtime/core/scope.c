@@ -22,6 +22,7 @@ struct FlVar {
 struct FlScope {
     atomic_long refs;
     FlScope *parent;
+    bool weak_parent;      /* parent not retained (fl_scope_new_layout_weak) */
     pthread_rwlock_t lock; /* guards map and keys */
     FlMap map;             /* name -> FlVar* (one reference each) */
     FlArena keys;          /* the map's key strings */
@@ -206,6 +207,13 @@ FlScope *fl_scope_new_layout(FlScope *parent, const FlScopeLayout *layout) {
     return s;
 }
 
+FlScope *fl_scope_new_layout_weak(FlScope *parent, const FlScopeLayout *layout) {
+    FlScope *s = fl_scope_new_layout(NULL, layout);
+    s->parent = parent;
+    s->weak_parent = true;
+    return s;
+}
+
 FlScope *fl_scope_new(FlScope *parent) { return fl_scope_new_layout(parent, NULL); }
 
 void fl_scope_retain(FlScope *s) {
@@ -223,7 +231,7 @@ void fl_scope_release(FlScope *s) {
         fl_map_fini(&s->map);
         fl_arena_fini(&s->keys);
         pthread_rwlock_destroy(&s->lock);
-        FlScope *parent = s->parent;
+        FlScope *parent = s->weak_parent ? NULL : s->parent;
         free(s);
         s = parent; /* drop the reference this scope held, iteratively */
     }

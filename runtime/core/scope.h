@@ -88,6 +88,10 @@ long fl_scope_layout_find(const FlScopeLayout *l, const char *name);
 FlScope *fl_scope_new(FlScope *parent);
 /* The same with a layout (see above); the layout must outlive the scope. */
 FlScope *fl_scope_new_layout(FlScope *parent, const FlScopeLayout *layout);
+/* A scope that does NOT retain its parent: for scopes the parent itself keeps (in one of its vars,
+ * as dynamic_rnn keeps its step scopes for the gradient), where a retained parent would make a
+ * cycle that nothing frees. The caller guarantees that the parent outlives every use of it. */
+FlScope *fl_scope_new_layout_weak(FlScope *parent, const FlScopeLayout *layout);
 void fl_scope_retain(FlScope *s);
 void fl_scope_release(FlScope *s); /* NULL is a no-op */
 /* The embedding API's name for fl_scope_release. */
