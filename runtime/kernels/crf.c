@@ -99,7 +99,7 @@ static FlStatus normalise(FlErr *e, const char *op, double *v, int64_t n, int64_
 static FlStatus crf_seq(FlErr *e, const char *op, const double *x, const double *ex, const double *rowmax,
                         const double *w, const double *we, const FlTensor *label, int64_t r0, int64_t L,
                         int64_t K, double *a, double *nll) {
-    double s, ll = 0; /* ll: -log Z, then + the label path's score */
+    double s = 0, ll = 0; /* ll: -log Z, then + the label path's score */
     for (int64_t j = 0; j < K; j++) a[j] = we[j] * ex[j];
     if (normalise(e, op, a, K, r0, &s)) return FL_ERROR;
     ll -= rowmax[0] + log(s);

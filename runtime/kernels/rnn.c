@@ -149,7 +149,7 @@ static FlStatus lstm_inputs(FlErr *e, const char *op, const FlTensor *x, const F
 static FlStatus lstm_forward(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
                              const FlTensor *w, const FlTensor *pw, const FlTensor *b, const FlLstmAttrs *a,
                              FlTensor *hidden, FlTensor *cell, FlTensor *gate, FlTensor *proj) {
-    int64_t D, R;
+    int64_t D = 0, R = 0;
     if (lstm_inputs(e, op, x, w, pw, b, a, &D, &R)) return FL_ERROR;
     int64_t T = x->ne[0];
     Sched sc;
@@ -194,7 +194,7 @@ static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int6
                               const FlTensor *gate, const FlTensor *proj, const FlTensor *dhidden,
                               const FlTensor *dcell, const FlTensor *dproj, const FlLstmAttrs *a, FlTensor *dx,
                               FlTensor *dw, FlTensor *dpw, FlTensor *db) {
-    int64_t D, R;
+    int64_t D = 0, R = 0;
     if (lstm_inputs(e, op, gate, w, pw, b, a, &D, &R)) return FL_ERROR;
     int64_t T = gate->ne[0];
     if (need_mat(e, op, "Hidden", hidden, gate, T, D) || need_mat(e, op, "Cell", cell, gate, T, D) ||
@@ -257,7 +257,7 @@ FlStatus fl_kernel_gru(FlErr *e, const FlTensor *x, const int64_t *off, int64_t 
                        const FlTensor *w, const FlTensor *b, const FlGruAttrs *a, FlTensor *hidden, FlTensor *gate,
                        FlTensor *reset_hidden_prev) {
     const char *op = "gru";
-    int64_t D;
+    int64_t D = 0;
     if (gru_inputs(e, op, x, nseq, h0, w, &D) || (b && need_mat(e, op, "Bias", b, x, 1, 3 * D))) return FL_ERROR;
     int64_t T = x->ne[0];
     Sched sc;
@@ -284,7 +284,7 @@ FlStatus fl_kernel_gru_grad(FlErr *e, const int64_t *off, int64_t nseq, const Fl
                             const FlTensor *dhidden, const FlGruAttrs *a, FlTensor *dx, FlTensor *dh0, FlTensor *dw,
                             FlTensor *db) {
     const char *op = "gru_grad";
-    int64_t D;
+    int64_t D = 0;
     if (gru_inputs(e, op, gate, nseq, h0, w, &D)) return FL_ERROR;
     int64_t T = gate->ne[0];
     if (need_mat(e, op, "Hidden", hidden, gate, T, D) ||

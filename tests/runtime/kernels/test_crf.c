@@ -104,7 +104,7 @@ static double logspace_nll(const FlTensor *x, const FlTensor *w, const FlTensor 
     double m = -INFINITY, s = 0;
     for (int64_t j = 0; j < K; j++) m = fmax(m, a[j] + at(w, K + j));
     for (int64_t j = 0; j < K; j++) s += exp(a[j] + at(w, K + j) - m);
-    int64_t lab[1024];
+    int64_t lab[1024] = {0};
     for (int64_t k = 0; k < L; k++) lab[k] = (int64_t)at(y, r0 + k);
     free(a), free(b);
     return m + log(s) - path_score(x, w, r0, L, K, lab);
