@@ -883,6 +883,17 @@ static FlValue *c_concat(Ctx *c, FlValue *self, CallArgs *a) {
         }
         return res->list.len == 1 ? res->list.items[0] : res;
     }
+    /* concat keeps the first LoD input's offsets (the op table's LoD rule), which cut its rows
+     * only when the rows stay those of each input: along axis 0 they would not */
+    int64_t axis = 0;
+    if (v[1] && !fl_ev_want_int(c, v[1], "axis", a->span, &axis)) return c->error;
+    for (size_t i = 0; i < xs->list.len && axis == 0; i++) {
+        FlVarDesc *d = fl_ev_var_desc(c, xs->list.items[i]);
+        if (d && d->lod_level > 0)
+            return fl_ev_error(c, a->span, "concat() along axis 0 of '%s', a LoD tensor (lod_level %d), would mix up its "
+                                           "sequences: sequence_concat joins sequences, axis=1 joins columns",
+                               d->name, d->lod_level);
+    }
     const char *names[2] = {"X", "axis"};
     FlValue *vals[2] = {xs, v[1] ? v[1] : fl_v_int(c, 0)};
     CallArgs oa = {.kwnames = names, .kwvals = vals, .nkw = 2, .span = a->span};
