@@ -1,8 +1,8 @@
 /* fuzz_ops.c: hostile programs through `_core.op`, on every op of the table. The input bytes
  * drive a generator: they pick an op (forward or gradient), then for each of its slots zero, one
  * or two vars from a pool of tensors of several dtypes and shapes (also a var named @EMPTY@, an
- * output aliasing an input, a channel), and for each attribute a value of its type or of another
- * (small, negative, zero, huge). The program is compiled against the real stdlib and, when it
+ * output aliasing an input, a channel, LoD offsets valid and not), and for each attribute a value
+ * of its type or of another (small, negative, zero, huge). The program is compiled against the real stdlib and, when it
  * compiles, its startup and main programs are run by the executor. Any outcome is fine except a
  * crash, an abort, a sanitizer report or a hang: compile errors and runtime errors are what
  * hostile input should get.
@@ -49,13 +49,19 @@ static const char *const pool[][2] = {
     {"x", "x = layers.data(name='x', shape=[3], dtype='float32')\n"},
     {"e", "e = _core.data('@EMPTY@', [2])\n"},
     {"ch", "ch = fluid.make_chan(dtype='float32', capacity=2)\n"},
+    /* LoD offsets for the sequence ops' *Lod slots: two sequences over f23's 2 rows, an empty
+     * sequence, and offsets that go past the rows and back */
+    {"o3", "o3 = layers.assign([0, 1, 2])\n"},
+    {"oe", "oe = layers.assign([0, 0, 2])\n"},
+    {"obad", "obad = layers.assign([0, 5, 1])\n"},
 };
 enum { NPOOL = sizeof pool / sizeof *pool };
 
 static const char *const ints[] = {"0", "1", "2", "-1", "3", "-7", "64", "1099511627776",
                                    "9223372036854775807", "-9223372036854775808"};
 static const char *const floats[] = {"0.0", "1.0", "-1.0", "0.5", "1e30", "-1e30", "1e-30", "2.5"};
-static const char *const strs[] = {"''", "'max'", "'avg'", "'x'", "'NCHW'", "'@EMPTY@'", "'%d%s%n'"};
+static const char *const strs[] = {"''",     "'max'", "'avg'",     "'x'",   "'NCHW'", "'@EMPTY@'",
+                                   "'%d%s%n'", "'MAX'", "'AVERAGE'", "'SUM'", "'LAST'"};
 
 static void put_int(Gen *g, FlBuf *b) { fl_buf_puts(b, ints[pick(g, FL_ARRAY_LEN(ints))]); }
 
