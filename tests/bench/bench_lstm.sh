@@ -2,8 +2,10 @@
 # Benchmark (prints figures, never fails on time): training the LSTM sentiment model (embedding
 # 128, an LSTM of 512 over sequences of 20 to 200 word ids, its last step to a softmax of 2, Adam;
 # batch 32, one thread) in fluidc (tests/bench/lstm/sentiment_lstm.fl: fc + dynamic_lstm, which
-# is what nn.LSTM computes) and in PyTorch (bench_torch_lstm.py: nn.LSTM over packed sequences,
-# Debian's python3-torch), side by side: training steps/s and peak RSS.
+# is what nn.LSTM computes) and in PyTorch (bench_torch_lstm.py, Debian's python3-torch: nn.LSTM
+# over packed sequences, and over the padded batch, two rows: PyTorch's packed backward grows with
+# the square of the length on the CPU, see its header), side by side: training steps/s and peak RSS;
+# the ratio is against PyTorch's faster way.
 # fluidc's steps/s: flrun trains on WARM batches, then on WARM + TIMED batches of the same rows;
 # the difference of the two wall times is the TIMED steps' (compiling, startup and reading cancel
 # out). Each side keeps its best of TRIALS runs. Goal: >= 1.0x PyTorch.
@@ -45,22 +47,28 @@ while [ $i -lt "$trials" ]; do
     i=$((i + 1))
 done
 
-best_pt=n/a rss_pt=n/a
-if [ -x "$py" ] && "$py" -c "import torch" 2>/dev/null; then
-    best_pt=0
-    i=0
+# torch MODE: PyTorch's best steps/s over TRIALS runs and the peak RSS (KB) of the last, or n/a
+torch() {
+    if ! [ -x "$py" ] || ! "$py" -c "import torch" 2>/dev/null; then echo "n/a n/a"; return; fi
+    best=0 i=0
     while [ $i -lt "$trials" ]; do
-        out=$("$py" "$here/lstm/bench_torch_lstm.py" "$tmp/all.csv" "$warm" "$timed")
+        out=$("$py" "$here/lstm/bench_torch_lstm.py" "$tmp/all.csv" "$warm" "$timed" "$1")
         s=$(echo "$out" | sed -n 's/.*steps_per_s=\([^ ]*\).*/\1/p')
-        rss_pt=$(echo "$out" | sed -n 's/.*peak_rss_kb=\([^ ]*\).*/\1/p')
-        best_pt=$(awk -v a="$best_pt" -v s="$s" 'BEGIN { print (s > a ? s : a) }')
+        rss=$(echo "$out" | sed -n 's/.*peak_rss_kb=\([^ ]*\).*/\1/p')
+        best=$(awk -v a="$best" -v s="$s" 'BEGIN { print (s > a ? s : a) }')
         i=$((i + 1))
     done
-fi
+    echo "$best $rss"
+}
+set -- $(torch packed)
+pt_packed=$1 rss_packed=$2
+set -- $(torch padded)
+pt_padded=$1 rss_padded=$2
+best_pt=$(awk -v a="$pt_packed" -v b="$pt_padded" 'BEGIN { if (a + 0 > b + 0) print a; else if (b + 0 > 0) print b; else print "n/a" }')
 ratio=$(awk -v a="$best_fl" -v b="$best_pt" 'BEGIN { if (b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }')
+mb() { awk -v r="$1" 'BEGIN { if (r + 0 > 0) print int(r / 1024); else print "n/a" }'; }
 printf 'LSTM sentiment (emb 128, hidden 512, lengths 20-200, %d tokens in %d batches of 32), 1 thread\n' \
     "$tokens" "$((warm + timed))"
-printf '%-28s %12s %12s %8s\n' "" fluidc PyTorch ratio
-printf '%-28s %12.3f %12s %8s\n' "training steps/s" "$best_fl" "$best_pt" "$ratio"
-printf '%-28s %12s %12s\n' "peak RSS (MB)" "$((rss_fl / 1024))" \
-    "$(awk -v r="$rss_pt" 'BEGIN { if (r + 0 > 0) print int(r / 1024); else print "n/a" }')"
+printf '%-28s %12s %16s %16s %8s\n' "" fluidc "PyTorch packed" "PyTorch padded" ratio
+printf '%-28s %12.3f %16s %16s %8s\n' "training steps/s" "$best_fl" "$pt_packed" "$pt_padded" "$ratio"
+printf '%-28s %12s %16s %16s\n' "peak RSS (MB)" "$((rss_fl / 1024))" "$(mb "$rss_packed")" "$(mb "$rss_padded")"

@@ -1,7 +1,15 @@
 """The LSTM sentiment model of bench_lstm.sh in PyTorch: nn.Embedding(10000, 128), nn.LSTM(128, 512)
-over packed sequences (pack_padded_sequence, enforce_sorted=False: the input projection is the
-LSTM's own), the last step's hidden state to nn.Linear(512, 2), cross entropy, Adam at 1e-3; one
-thread. Reads the bench's CSV; prints steps_per_s= over the timed batches and peak_rss_kb=."""
+(the input projection is the LSTM's own), each sequence's last hidden state to nn.Linear(512, 2),
+cross entropy, Adam at 1e-3; one thread. Two ways to feed sequences of different lengths, the MODE
+argument:
+  packed  pack_padded_sequence (enforce_sorted=False), the LSTM's final state: no step of padding
+          is computed, but on the CPU the backward of each time step's slice of the packed data
+          fills and adds a gradient the size of the whole packed input (SliceBackward0: fill_ and
+          add are over 95% of a step in torch.profiler), which grows with the square of the length;
+  padded  the padded batch through the LSTM (every sequence runs to the longest), the output at
+          each sequence's last step.
+Reads the bench's CSV; prints steps_per_s= over the timed batches and peak_rss_kb=.
+usage: bench_torch_lstm.py CSV WARM TIMED packed|padded"""
 import csv
 import gzip
 import resource
@@ -14,7 +22,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 
 torch.set_num_threads(1)
 torch.manual_seed(1)
-path, warm, timed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, warm, timed, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+assert mode in ("packed", "padded"), mode
 rows = list(csv.reader(open(path)))
 batches = []
 for i in range(0, len(rows) - 31, 32):
@@ -32,9 +41,12 @@ class Net(nn.Module):
         self.fc = nn.Linear(512, 2)
 
     def forward(self, x, lengths):
-        packed = pack_padded_sequence(self.emb(x), lengths, batch_first=True, enforce_sorted=False)
-        _, (h, _) = self.lstm(packed)
-        return self.fc(h[-1])
+        if mode == "packed":
+            packed = pack_padded_sequence(self.emb(x), lengths, batch_first=True, enforce_sorted=False)
+            _, (h, _) = self.lstm(packed)
+            return self.fc(h[-1])
+        out, _ = self.lstm(self.emb(x))
+        return self.fc(out[torch.arange(len(lengths)), lengths - 1])
 
 
 net = Net()
