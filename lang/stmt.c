@@ -421,7 +421,8 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     if (g->kind == VK_ERROR) return FLOW_ERROR;
     if (g->kind != VK_GUARD) {
         fl_ev_error(c, s->with.expr->span, "'with' needs a guard (program_guard, unique_name.guard, "
-                                           "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block()), found %s",
+                                           "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block(), "
+                                           "ModelAverage.apply()), found %s",
                     fl_v_type_name(g));
         return FLOW_ERROR;
     }
