@@ -170,7 +170,7 @@ FlStatus fl_kernel_average_accumulates(FlErr *e, const FlTensor *param, const Fl
     int64_t num_acc = c[0] + 1, old_acc = c[1], num_updates = c[2] + 1;
     bool shuffle = num_updates % FL_AVERAGE_MAX_ACCUMULATES == 0;
     double w = (double)num_updates * average_window;
-    int64_t window = w >= (double)max_window ? max_window : (int64_t)w;
+    int64_t window = !(w < (double)max_window) ? max_window : w <= 0 ? 0 : (int64_t)w; /* NaN: max */
     bool restart = num_acc >= min_window && num_acc >= window;
     if (restart) {
         old_acc = num_acc;
