@@ -1596,6 +1596,35 @@ static FlStatus infer_optimizer(Ctx *c) {
     return FL_OK;
 }
 
+/* average_accumulates: the sums are shaped and typed as param, the counters int64 [1]; every
+ * output is its input. */
+static FlStatus infer_average_accumulates(Ctx *c) {
+    static const char *const sums[] = {"in_sum_1", "in_sum_2", "in_sum_3"};
+    static const char *const counts[] = {"in_num_accumulates", "in_old_num_accumulates", "in_num_updates"};
+    FlVarDesc *pv, *v;
+    if (in1(c, "param", &pv) || need_float_in(c, pv, "param")) return FL_ERROR;
+    Shape ps = shape_of(pv);
+    for (int i = 0; i < 3; i++) {
+        if (in1(c, sums[i], &v)) return FL_ERROR;
+        Shape s = shape_of(v);
+        if (v->dtype != pv->dtype || !shapes_agree(&s, &ps))
+            return fl_err(c->e, "%s: %s is %s %s, not the param's %s %s", c->t, sums[i], sstr(c, &s), dt(v->dtype),
+                          sstr(c, &ps), dt(pv->dtype));
+    }
+    for (int i = 0; i < 3; i++) {
+        if (in1(c, counts[i], &v)) return FL_ERROR;
+        Shape s = shape_of(v), one = shape1(1);
+        if (v->dtype != FL_DT_INT64 || !shapes_agree(&s, &one))
+            return fl_err(c->e, "%s: %s must be int64 [1], found %s %s", c->t, counts[i], dt(v->dtype), sstr(c, &s));
+    }
+    static const char *const outs[] = {"out_sum_1", "out_sum_2", "out_sum_3",
+                                       "out_num_accumulates", "out_old_num_accumulates", "out_num_updates"};
+    for (int i = 0; i < 6; i++) {
+        if (in1(c, i < 3 ? sums[i] : counts[i - 3], &v) || set_like(c, outs[i], v)) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
 static FlStatus infer_list_index(Ctx *c) {
     FlSlot *xs = fl_ir_op_input(c->op, "X");
     if (!xs || xs->nargs == 0) return fl_err(c->e, "%s: the list is empty", c->t);
@@ -1967,6 +1996,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_adadelta:
     case FL_OPID_ftrl:
     case FL_OPID_lars_momentum: return infer_optimizer(&c);
+    case FL_OPID_average_accumulates: return infer_average_accumulates(&c);
     case FL_OPID_list_index: return infer_list_index(&c);
     case FL_OPID_channel_recv: {
         /* the received value has the channel's element dtype and shape (a channel var's shape is

@@ -551,6 +551,15 @@ static FlValue *c_program_guard(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[1] && v[1]->kind != VK_PROGRAM) return fl_ev_error(c, a->span, "program_guard() needs a Program, found %s", fl_v_type_name(v[1]));
     return guard(c, GK_PROGRAM, v[0], v[1], 0);
 }
+/* guard(enter, exit=None): a `with` guard of the stdlib's own: enter() is called before the body
+ * (its result is the `as` name's value), exit() after it, also when the body failed. */
+static FlValue *c_guard(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("guard", "enter exit=", 2);
+    for (int i = 0; i < 2; i++)
+        if (v[i] && !(i == 1 && v[i]->kind == VK_NONE) && v[i]->kind != VK_FUNC && v[i]->kind != VK_BUILTIN)
+            return fl_ev_error(c, a->span, "guard() needs functions, found %s", fl_v_type_name(v[i]));
+    return guard(c, GK_CALLS, v[0], v[1] && v[1]->kind != VK_NONE ? v[1] : NULL, 0);
+}
 static FlValue *c_unique_guard(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("guard", "new_generator=", 1);
     /* Fluid's guard(new_generator): a string is the prefix of every name made inside */
@@ -1226,6 +1235,7 @@ static const NativeFn core_fns[] = {
     {"default_main_program", c_default_main},
     {"default_startup_program", c_default_startup},
     {"program_guard", c_program_guard},
+    {"guard", c_guard},
     {"name_scope", c_name_scope},
     {"go", c_go},
     {"parallel_for", c_parallel_for},

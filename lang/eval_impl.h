@@ -30,6 +30,7 @@ typedef enum ValKind {
 
 typedef enum GuardKind {
     GK_PROGRAM, GK_UNIQUE_NAME, GK_NAME_SCOPE, GK_SERVER_DO, GK_GO, GK_PARALLEL_FOR, GK_RNN, GK_WHILE,
+    GK_CALLS, /* _core.guard(enter, exit): a: enter, b: exit (NULL: none), called with no arguments */
     GK_COUNT
 } GuardKind;
 

@@ -421,7 +421,8 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     if (g->kind == VK_ERROR) return FLOW_ERROR;
     if (g->kind != VK_GUARD) {
         fl_ev_error(c, s->with.expr->span, "'with' needs a guard (program_guard, unique_name.guard, "
-                                           "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block()), found %s",
+                                           "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block(), "
+                                           "ModelAverage.apply()), found %s",
                     fl_v_type_name(g));
         return FLOW_ERROR;
     }
@@ -463,6 +464,15 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     case GK_SERVER_DO: return fl_ev_lower_server_do(c, e, s, g);
     case GK_RNN: return fl_ev_lower_rnn(c, e, s, g);
     case GK_WHILE: return fl_ev_lower_while_guard(c, e, s, g);
+    case GK_CALLS: {
+        FlValue *r = fl_ev_call_simple(c, g->guard.a, s->with.expr->span, NULL, 0);
+        if (r->kind == VK_ERROR) return FLOW_ERROR;
+        if (s->with.as_name) fl_env_set(e, s->with.as_name, r);
+        Flow f = fl_ev_block(c, e, &s->with.body);
+        if (g->guard.b && fl_ev_call_simple(c, g->guard.b, s->with.expr->span, NULL, 0)->kind == VK_ERROR)
+            return FLOW_ERROR;
+        return f;
+    }
     case GK_COUNT: break;
     }
     return FLOW_NORMAL;

@@ -88,3 +88,25 @@ static FlStatus run_lars_momentum(OpCall *c) {
                OUT(FL_OUT_lars_momentum_ParamOut), OUT(FL_OUT_lars_momentum_VelocityOut), NULL, NULL, NULL);
 }
 FL_ADAPTER(lars_momentum, prep_lars_momentum, run_lars_momentum);
+
+static FlStatus prep_average_accumulates(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "average_window");
+    op->a.i[0] = fl_exec_attr_int(op, "min_average_window");
+    op->a.i[1] = fl_exec_attr_int(op, "max_average_window");
+    return FL_OK;
+}
+static FlStatus run_average_accumulates(OpCall *c) {
+    const FlTensor *sum[3] = {IN(FL_IN_average_accumulates_in_sum_1), IN(FL_IN_average_accumulates_in_sum_2),
+                              IN(FL_IN_average_accumulates_in_sum_3)};
+    const FlTensor *count[3] = {IN(FL_IN_average_accumulates_in_num_accumulates),
+                                IN(FL_IN_average_accumulates_in_old_num_accumulates),
+                                IN(FL_IN_average_accumulates_in_num_updates)};
+    FlTensor *sum_out[3] = {OUT(FL_OUT_average_accumulates_out_sum_1), OUT(FL_OUT_average_accumulates_out_sum_2),
+                            OUT(FL_OUT_average_accumulates_out_sum_3)};
+    FlTensor *count_out[3] = {OUT(FL_OUT_average_accumulates_out_num_accumulates),
+                              OUT(FL_OUT_average_accumulates_out_old_num_accumulates),
+                              OUT(FL_OUT_average_accumulates_out_num_updates)};
+    return fl_kernel_average_accumulates(c->e, IN(FL_IN_average_accumulates_param), sum, count, c->op->a.f[0],
+                                         c->op->a.i[0], c->op->a.i[1], sum_out, count_out);
+}
+FL_ADAPTER(average_accumulates, prep_average_accumulates, run_average_accumulates);

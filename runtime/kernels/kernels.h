@@ -570,6 +570,23 @@ FlStatus fl_kernel_adam(FlErr *e, const FlTensor *param, const FlTensor *grad,
                         FlTensor *param_out, FlTensor *moment1_out, FlTensor *moment2_out,
                         FlTensor *beta1_pow_out, FlTensor *beta2_pow_out) FL_WARN_UNUSED;
 
+/* average_accumulates (ModelAverage; optim.c): param and sum[0..2] (sum_1, sum_2, sum_3) share
+ * one shape and float dtype; count[0..2] are num_accumulates, old_num_accumulates, num_updates,
+ * int64 of one element. Both counters go up by one and sum_1 += param; when num_updates is a
+ * multiple of FL_AVERAGE_MAX_ACCUMULATES, sum_1 moves into sum_2 (so that no float sum grows over
+ * too many terms); when num_accumulates >= min_window and >= min(max_window, (int64)(num_updates
+ * * average_window)), the window restarts: sum_3 = sum_1 + sum_2, sum_1 = sum_2 = 0,
+ * old_num_accumulates = num_accumulates, num_accumulates = 0. The step's param is counted in
+ * the sums that move (the average (sum_1 + sum_2 + sum_3) / (num_accumulates +
+ * old_num_accumulates) is the mean of exactly the params counted). Outputs may be their inputs
+ * (in place, as for the optimizers above). Errors: min_window > max_window, a counter that is not
+ * int64 [1] or is negative, sums unlike param. */
+#define FL_AVERAGE_MAX_ACCUMULATES 16384
+FlStatus fl_kernel_average_accumulates(FlErr *e, const FlTensor *param, const FlTensor *const sum[3],
+                                       const FlTensor *const count[3], double average_window,
+                                       int64_t min_window, int64_t max_window, FlTensor *const sum_out[3],
+                                       FlTensor *const count_out[3]) FL_WARN_UNUSED;
+
 /* The elementwise optimizers (optim_rules.c): one kernel, the rule an argument. Param, Grad and
  * the states (state[k], in the order below) share one shape and dtype; LearningRate (and
  * adamax's Beta1Pow) hold one element. hp: the rule's attributes in the order below. Each output

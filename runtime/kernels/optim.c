@@ -134,3 +134,66 @@ FlStatus fl_kernel_adam(FlErr *e, const FlTensor *param, const FlTensor *grad,
     if (beta2_pow_out) kout(beta2_pow_out, &s2);
     return FL_OK;
 }
+
+static FlStatus counter(FlErr *e, const char *op, const char *slot, const FlTensor *t, int64_t *v) {
+    if (!fl_tensor_has_data(t) || t->dtype != FL_DT_INT64 || fl_tensor_numel(t) != 1)
+        return fl_err(e, "%s: %s must be an int64 tensor of one element", op, slot);
+    *v = *(const int64_t *)fl_tensor_data(t);
+    if (*v < 0) return fl_err(e, "%s: %s is negative (%lld)", op, slot, (long long)*v);
+    return FL_OK;
+}
+
+static FlStatus counter_out(FlErr *e, const char *op, const FlTensor *in, int64_t v, FlTensor *out) {
+    if (kwant(e, op, "a counter", out)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &r, in)) return FL_ERROR;
+    *(int64_t *)fl_tensor_data(&r) = v;
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_average_accumulates(FlErr *e, const FlTensor *param, const FlTensor *const sum[3],
+                                       const FlTensor *const count[3], double average_window,
+                                       int64_t min_window, int64_t max_window, FlTensor *const sum_out[3],
+                                       FlTensor *const count_out[3]) {
+    static const char *const sums[3] = {"in_sum_1", "in_sum_2", "in_sum_3"};
+    static const char *const counts[3] = {"in_num_accumulates", "in_old_num_accumulates", "in_num_updates"};
+    const char *op = "average_accumulates";
+    if (min_window > max_window)
+        return fl_err(e, "%s: min_average_window %lld is larger than max_average_window %lld", op,
+                      (long long)min_window, (long long)max_window);
+    if (kneed_float(e, op, "param", param)) return FL_ERROR;
+    int64_t c[3];
+    for (int k = 0; k < 3; k++)
+        if (check_state(e, op, param, sums[k], sum[k]) || counter(e, op, counts[k], count[k], &c[k])) return FL_ERROR;
+    if (c[0] == INT64_MAX || c[2] == INT64_MAX) return fl_err(e, "%s: the counters overflow", op);
+    int64_t num_acc = c[0] + 1, old_acc = c[1], num_updates = c[2] + 1;
+    bool shuffle = num_updates % FL_AVERAGE_MAX_ACCUMULATES == 0;
+    double w = (double)num_updates * average_window;
+    int64_t window = !(w < (double)max_window) ? max_window : w <= 0 ? 0 : (int64_t)w; /* NaN: max */
+    bool restart = num_acc >= min_window && num_acc >= window;
+    if (restart) {
+        old_acc = num_acc;
+        num_acc = 0;
+    }
+    FlTensor t[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    void *o[3];
+    FlStatus st = FL_OK;
+    for (int k = 0; k < 3 && st == FL_OK; k++) st = dest(e, op, sum_out[k], sum[k], &t[k], &o[k]);
+    if (st != FL_OK) {
+        for (int k = 0; k < 3; k++) fl_tensor_fini(&t[k]);
+        return FL_ERROR;
+    }
+    int64_t n = fl_tensor_numel(param);
+    if (param->dtype == FL_DT_FLOAT32)
+        average_accumulates_f32(fl_tensor_data(param), fl_tensor_data(sum[0]), fl_tensor_data(sum[1]),
+                                fl_tensor_data(sum[2]), shuffle, restart, o[0], o[1], o[2], n);
+    else
+        average_accumulates_f64(fl_tensor_data(param), fl_tensor_data(sum[0]), fl_tensor_data(sum[1]),
+                                fl_tensor_data(sum[2]), shuffle, restart, o[0], o[1], o[2], n);
+    for (int k = 0; k < 3; k++) commit(sum_out[k], &t[k]);
+    int64_t v[3] = {num_acc, old_acc, num_updates};
+    for (int k = 0; k < 3; k++)
+        if (counter_out(e, op, count[k], v[k], count_out[k]) != FL_OK) return FL_ERROR;
+    return FL_OK;
+}

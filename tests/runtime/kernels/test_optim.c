@@ -2,7 +2,8 @@
  * plain and centered, adamax, adadelta, ftrl, lars_momentum) against a float64 reference of each
  * update rule written out here element by element, over 10 steps of random gradients; the
  * float32 kernel follows the same reference closely; in-place and separate outputs agree; bad
- * inputs give their errors. */
+ * inputs give their errors. average_accumulates (ModelAverage's sums) against the plain mean of
+ * the params of its windows, across window restarts and the 16384th update's move of sum_1. */
 #include "tests/runtime/kernels/kt.h"
 
 #define N 7
@@ -222,11 +223,135 @@ static void test_errors(void) {
     kt_fini((int)FL_ARRAY_LEN(all), all);
 }
 
+/* ---- average_accumulates (ModelAverage) ----
+ * The reference keeps every param it was given and the two windows' bounds: the average is the
+ * plain mean of the params from the start of the last completed window (0 before any) to now,
+ * whatever the kernel did with its three sums. */
+#define AVG_STEPS 60
+typedef struct AvgRef {
+    double p[AVG_STEPS][N];
+    int64_t n, prev, cur; /* params held; the last completed window's start; the current one's */
+    int64_t updates;      /* num_updates */
+} AvgRef;
+
+static void avg_ref_step(AvgRef *r, const FlTensor *param, double rate, int64_t min_w, int64_t max_w) {
+    for (int i = 0; i < N; i++) r->p[r->n][i] = fl_tensor_get(param, i);
+    r->n++;
+    r->updates++;
+    int64_t acc = r->n - r->cur;
+    double w = floor((double)r->updates * rate);
+    if (acc >= min_w && (double)acc >= fmin((double)max_w, w)) {
+        r->prev = r->cur;
+        r->cur = r->n;
+    }
+}
+
+/* Steps the kernel from counters (0, 0, updates0) with random params; after each step the
+ * average from its sums and counters is the reference's. Returns how many steps moved sum_1
+ * into sum_2 without restarting (so the caller knows the shuffle was crossed). */
+static int check_average(FlDType dt, bool in_place, double rate, int64_t min_w, int64_t max_w, int64_t updates0,
+                         double tol) {
+    static AvgRef r;
+    memset(&r, 0, sizeof r);
+    r.updates = updates0;
+    FlRng rng;
+    fl_rng_init(&rng, 7);
+    FlTensor s[3], c[3], so[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT},
+                         co[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    for (int k = 0; k < 3; k++) {
+        s[k] = kt_rand(&rng, dt, 1, (int64_t[]){N}, 0, 0);
+        c[k] = KT_T(FL_DT_INT64, KT_SHAPE(1), k == 2 ? (double)updates0 : 0);
+    }
+    int shuffles = 0;
+    for (int step = 0; step < AVG_STEPS; step++) {
+        FlTensor p = kt_rand(&rng, dt, 1, (int64_t[]){N}, -2, 2);
+        avg_ref_step(&r, &p, rate, min_w, max_w);
+        const FlTensor *si[3] = {&s[0], &s[1], &s[2]}, *ci[3] = {&c[0], &c[1], &c[2]};
+        FlTensor *sout[3], *cout[3];
+        for (int k = 0; k < 3; k++) {
+            sout[k] = in_place ? &s[k] : &so[k];
+            cout[k] = in_place ? &c[k] : &co[k];
+        }
+        KT_OK(fl_kernel_average_accumulates(KE, &p, si, ci, rate, min_w, max_w, sout, cout));
+        if (!in_place)
+            for (int k = 0; k < 3; k++) {
+                fl_tensor_fini(&s[k]);
+                fl_tensor_fini(&c[k]);
+                s[k] = so[k];
+                c[k] = co[k];
+                so[k] = co[k] = (FlTensor)FL_TENSOR_INIT;
+            }
+        int64_t acc = (int64_t)fl_tensor_get(&c[0], 0), old = (int64_t)fl_tensor_get(&c[1], 0);
+        CU_ASSERT_EQUAL(acc, r.n - r.cur);
+        CU_ASSERT_EQUAL(old, r.cur - r.prev);
+        CU_ASSERT_EQUAL((int64_t)fl_tensor_get(&c[2], 0), r.updates);
+        if (r.updates % FL_AVERAGE_MAX_ACCUMULATES == 0 && acc > 0) {
+            shuffles++;
+            for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(fl_tensor_get(&s[0], i), 0);
+        }
+        for (int i = 0; i < N; i++) {
+            double ref = 0;
+            for (int64_t t = r.prev; t < r.n; t++) ref += r.p[t][i];
+            ref /= (double)(r.n - r.prev);
+            double got = (fl_tensor_get(&s[0], i) + fl_tensor_get(&s[1], i) + fl_tensor_get(&s[2], i)) /
+                         (double)(acc + old);
+            if (!(fabs(got - ref) <= tol * (1 + fabs(ref)))) {
+                fprintf(stderr, "\naverage_accumulates step %d (num_updates %lld) element %d: %.12g, reference %.12g\n",
+                        step, (long long)r.updates, i, got, ref);
+                CU_FAIL("the average differs from the reference");
+                step = AVG_STEPS;
+                break;
+            }
+        }
+        fl_tensor_fini(&p);
+    }
+    FlTensor all[] = {s[0], s[1], s[2], c[0], c[1], c[2]};
+    kt_fini((int)FL_ARRAY_LEN(all), all);
+    return shuffles;
+}
+
+static void test_average_accumulates(void) {
+    for (int m = 0; m < 3; m++) {
+        FlDType dt = m == 2 ? FL_DT_FLOAT32 : FL_DT_FLOAT64;
+        double tol = m == 2 ? 1e-5 : 1e-12;
+        /* windows of min(5, 0.3 * num_updates) params, at least 2: a dozen restarts */
+        CU_ASSERT_EQUAL(check_average(dt, m == 1, 0.3, 2, 5, 0, tol), 0);
+        /* from num_updates 16360: windows of 5, the 16384th update moves sum_1 into sum_2 mid-window */
+        CU_ASSERT_EQUAL(check_average(dt, m == 1, 1.0, 5, 5, 16360, tol), 1);
+        /* windows of 4: the 16384th update both moves sum_1 and restarts the window */
+        CU_ASSERT_EQUAL(check_average(dt, m == 1, 1.0, 4, 4, 16360, tol), 0);
+        /* the rate decides (max 1000): windows grow with num_updates */
+        CU_ASSERT_EQUAL(check_average(dt, m == 1, 0.5, 1, 1000, 0, tol), 0);
+    }
+}
+
+static void test_average_errors(void) {
+    FlTensor p = KT_T(FL_DT_FLOAT64, KT_SHAPE(2), 1, 2), s = KT_T(FL_DT_FLOAT64, KT_SHAPE(2), 0, 0);
+    FlTensor s3 = KT_T(FL_DT_FLOAT64, KT_SHAPE(3), 0, 0, 0), z = KT_T(FL_DT_INT64, KT_SHAPE(1), 0);
+    FlTensor f = KT_T(FL_DT_FLOAT32, KT_SHAPE(1), 0), neg = KT_T(FL_DT_INT64, KT_SHAPE(1), -1);
+    FlTensor o[6] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    FlTensor *so[3] = {&o[0], &o[1], &o[2]}, *co[3] = {&o[3], &o[4], &o[5]};
+    const FlTensor *sums[3] = {&s, &s, &s}, *bad_sums[3] = {&s, &s3, &s};
+    const FlTensor *counts[3] = {&z, &z, &z}, *float_count[3] = {&z, &f, &z}, *neg_count[3] = {&z, &z, &neg};
+    KT_ERR(fl_kernel_average_accumulates(KE, &p, sums, counts, 0.1, 5, 4, so, co),
+           "average_accumulates: min_average_window 5 is larger than max_average_window 4");
+    KT_ERR(fl_kernel_average_accumulates(KE, &p, bad_sums, counts, 0.1, 1, 4, so, co),
+           "average_accumulates: Param [2] and in_sum_2 [3] must have the same shape");
+    KT_ERR(fl_kernel_average_accumulates(KE, &p, sums, float_count, 0.1, 1, 4, so, co),
+           "average_accumulates: in_old_num_accumulates must be an int64 tensor of one element");
+    KT_ERR(fl_kernel_average_accumulates(KE, &p, sums, neg_count, 0.1, 1, 4, so, co),
+           "average_accumulates: in_num_updates is negative (-1)");
+    for (int k = 0; k < 6; k++) CU_ASSERT(!fl_tensor_has_data(&o[k]));
+    FlTensor all[] = {p, s, s3, z, f, neg};
+    kt_fini((int)FL_ARRAY_LEN(all), all);
+}
+
 int main(void) {
     static const KtCase cases[] = {
         KT_TEST(test_adagrad),  KT_TEST(test_decayed_adagrad), KT_TEST(test_rmsprop),
         KT_TEST(test_adamax),   KT_TEST(test_adadelta),        KT_TEST(test_ftrl),
-        KT_TEST(test_lars_momentum), KT_TEST(test_errors),
+        KT_TEST(test_lars_momentum), KT_TEST(test_errors), KT_TEST(test_average_accumulates),
+        KT_TEST(test_average_errors),
     };
     return kt_run("optim", cases, (int)FL_ARRAY_LEN(cases));
 }
