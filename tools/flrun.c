@@ -91,6 +91,8 @@ static const char *usage_text =
     "\n"
     "Distributed plans (.plan, from flc transpile) run under mpirun, one rank per role:\n"
     "  mpirun -np P+T flrun FILE.plan [options]\n"
+    "(every rank first checks that the plan's roles fit together, as flc verify does, and the\n"
+    "job ends with exit 1 and the issues before any work when they do not)\n"
     "Hand-written server and worker programs run as one MPMD job:\n"
     "  mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp\n"
     "(as root add --allow-run-as-root; more ranks than cores need --oversubscribe)\n"
