@@ -29,6 +29,7 @@ static const char *const rule_names[] = {
     [FL_PLAN_RULE_FANIN] = "barrier fan-in matches the trainer count",
     [FL_PLAN_RULE_ROWS] = "the blocks cover each parameter's rows exactly once",
     [FL_PLAN_RULE_STATE] = "optimizer state is sliced like its parameter",
+    [FL_PLAN_RULE_INIT] = "every pserver starts from the local values",
     [FL_PLAN_RULE_ALLREDUCE] = "every trainer's allreduce lists match",
 };
 _Static_assert(FL_ARRAY_LEN(rule_names) == FL_PLAN_RULE_COUNT, "a name per rule");
@@ -551,9 +552,10 @@ static void check_param_rows(Pv *v, const char *w, const FlSlot *blocks) {
         }
         bool cols = true;
         for (int i = 1; i < d->ndim; i++) cols = cols && d->shape[i] == full->shape[i];
-        if (!cols || d->shape[0] < 1 || (!blocks && d->shape[0] != full->shape[0])) {
-            issue(v, FL_PLAN_RULE_ROWS, "pserver %lld declares '%s' as %s, which is no block of rows of '%s' %s",
-                  (long long)h, bn, shape_str(v, d), w, shape_str(v, full));
+        if (!cols || d->shape[0] < 1 || (!blocks && d->shape[0] != full->shape[0]) || d->dtype != full->dtype) {
+            issue(v, FL_PLAN_RULE_ROWS, "pserver %lld declares '%s' as %s %s, which is no block of rows of '%s' %s %s",
+                  (long long)h, bn, fl_dtype_name(d->dtype), shape_str(v, d), w, fl_dtype_name(full->dtype),
+                  shape_str(v, full));
             known = false;
             continue;
         }
@@ -700,7 +702,10 @@ static void check_op_state(Pv *v, int64_t s, const FlOpDesc *op, const char *pb,
             if (!sd || !pd || !full || !local) continue; /* the IR verifier reports undeclared vars */
             bool like_param = same_shape(local, full);
             const FlVarDesc *want = like_param ? pd : local;
-            if (!same_shape(sd, want))
+            if (sd->dtype != local->dtype)
+                issue(v, FL_PLAN_RULE_STATE, "pserver %lld declares '%s' (%s of '%s') as %s, but the local '%s' is %s",
+                      (long long)s, st, sl->name, pb, fl_dtype_name(sd->dtype), base, fl_dtype_name(local->dtype));
+            else if (!same_shape(sd, want))
                 issue(v, FL_PLAN_RULE_STATE, "pserver %lld declares '%s' (%s of '%s') as %s, but it should be %s: %s", (long long)s, st, sl->name, pb,
                       shape_str(v, sd), shape_str(v, want),
                       like_param ? fl_arena_printf(&v->arena, "the local '%s' has the parameter's shape, so it is cut like '%s'", base, pb)
@@ -726,6 +731,73 @@ static void check_state(Pv *v) {
             if (w) check_op_state(v, s, op, pb, w, k, &owner);
         }
         fl_map_fini(&owner);
+    }
+}
+
+/* ---- INIT ---- */
+
+static bool writes(const FlOpDesc *op, const char *name) {
+    for (size_t o = 0; o < op->outs.len; o++)
+        for (size_t a = 0; a < op->outs.data[o].nargs; a++)
+            if (!strcmp(op->outs.data[o].args[a], name)) return true;
+    return false;
+}
+
+/* A startup split of pserver s: each block it keeps is output K of "X.blockK", with the rows
+ * main declares for it; the sections add up to X's rows. */
+static void check_init_split(Pv *v, int64_t s, const FlOpDesc *op) {
+    const FlProgram *sp = v->srv[s].b->startup, *mp = v->srv[s].b->main;
+    const char *x = fl_ir_op_input1(op, "X");
+    const FlSlot *out = slot_out(op, "Out");
+    const FlAttr *sec = attr_typed(op, "sections", FL_ATTR_INTS);
+    const FlVarDesc *xd = x ? var0(sp, x) : NULL;
+    if (!xd || xd->ndim < 1 || !sec || sec->n != nargs(out)) return; /* not a cut into blocks */
+    int64_t sum = 0;
+    bool blocks = false;
+    for (size_t k = 0; k < sec->n; k++) {
+        sum += sec->ints[k];
+        const char *n = out->args[k];
+        int64_t kk = -1;
+        size_t bl = fl_rule_block_base_len(n, &kk);
+        const FlVarDesc *md = var0(mp, n);
+        if (fl_rule_is_empty(n) || !bl || strncmp(n, x, bl) || x[bl]) continue;
+        blocks = true;
+        if (kk != (int64_t)k)
+            issue(v, FL_PLAN_RULE_INIT, "pserver %lld's startup split of '%s' writes '%s' as its output %zu, which "
+                  "holds the rows of block %zu", (long long)s, x, n, k, k);
+        else if (md && md->ndim >= 1 && md->shape[0] != sec->ints[k])
+            issue(v, FL_PLAN_RULE_INIT, "pserver %lld's startup split of '%s' gives '%s' %lld rows, but its main "
+                  "program declares %lld", (long long)s, x, n, (long long)sec->ints[k], (long long)md->shape[0]);
+    }
+    if (blocks && xd->shape[0] >= 0 && sum != xd->shape[0])
+        issue(v, FL_PLAN_RULE_INIT, "pserver %lld's startup split of '%s' cuts %lld rows, but '%s' has %lld",
+              (long long)s, x, (long long)sum, x, (long long)xd->shape[0]);
+}
+
+static void check_init(Pv *v) {
+    const FlProgram *local = v->tr[0].b->startup;
+    for (int64_t s = 0; s < v->P; s++) {
+        const FlBundle *b = v->srv[s].b;
+        if (!b->main->blocks.len || !b->startup->blocks.len) continue;
+        const FlBlock *m0 = b->main->blocks.data[0], *s0 = b->startup->blocks.data[0];
+        for (size_t i = 0; i < m0->vars.len; i++) {
+            const FlVarDesc *d = m0->vars.data[i];
+            if (!d->persistable) continue;
+            bool init = false;
+            for (size_t k = 0; k < s0->ops.len && !init; k++) init = writes(s0->ops.data[k], d->name);
+            if (!init)
+                issue(v, FL_PLAN_RULE_INIT, "pserver %lld holds '%s', but its startup program does not initialise it",
+                      (long long)s, d->name);
+        }
+        for (size_t i = 0; i < s0->vars.len; i++) {
+            const FlVarDesc *d = s0->vars.data[i], *ld = var0(local, d->name);
+            if (ld && (d->dtype != ld->dtype || !same_shape(d, ld)))
+                issue(v, FL_PLAN_RULE_INIT, "pserver %lld's startup program declares '%s' as %s %s, but the local "
+                      "program (trainer 0's startup) as %s %s", (long long)s, d->name, fl_dtype_name(d->dtype),
+                      shape_str(v, d), fl_dtype_name(ld->dtype), shape_str(v, ld));
+        }
+        for (size_t k = 0; k < s0->ops.len; k++)
+            if (fl_ops_is(s0->ops.data[k], FL_OPID_split)) check_init_split(v, s, s0->ops.data[k]);
     }
 }
 
@@ -840,6 +912,7 @@ int fl_plan_verify(const FlPlan *plan, FlPlanIssues *out) {
         check_fanin(&v);
         check_rows(&v);
         check_state(&v);
+        check_init(&v);
     }
     for (int64_t t = 0; t < v.T; t++) {
         fl_map_fini(&v.tr[t].sent);

@@ -30,6 +30,11 @@
  *             input is named "S.blockK", has the block's shape when the local S (trainer 0's
  *             startup declares it) has the parameter's, else the local S's shape, and no state
  *             var is updated for two blocks of one server;
+ *   INIT      every pserver starts from the local values: each persistable var of its main block 0
+ *             is written by its startup program; a startup var under a local var's name (trainer
+ *             0's startup declares it) has that var's dtype and shape; a startup `split` of X
+ *             into blocks writes "X.blockK" as its output K, with the rows the main program
+ *             declares for it, the sections adding up to X's rows;
  *   ALLREDUCE every trainer's allreduce ops list the same vars in the same order (and the same
  *             loss_sum), and sum the gradient of every parameter trainer 0 updates.
  * Each issue names its rule, the var and the roles; its message ends in "(rule: ...)", e.g.
@@ -61,6 +66,7 @@ typedef enum FlPlanRule {
     FL_PLAN_RULE_FANIN,
     FL_PLAN_RULE_ROWS,
     FL_PLAN_RULE_STATE,
+    FL_PLAN_RULE_INIT,
     FL_PLAN_RULE_ALLREDUCE,
     FL_PLAN_RULE_COUNT
 } FlPlanRule;

@@ -373,6 +373,43 @@ static void test_state(void) {
     fl_ir_plan_free(p);
 }
 
+static void test_init(void) {
+    /* the op that initialises a server's block is gone (whatever op the startup uses) */
+    FlPlan *p = digits_plan();
+    FlBlock *s0 = fl_ir_block(role_b(p, "pserver", 0)->startup, 0);
+    for (size_t i = s0->ops.len; i-- > 0;) {
+        FlSlot *o = fl_ir_op_output(s0->ops.data[i], "Out");
+        for (size_t k = 0; o && k < o->nargs; k++)
+            if (!strcmp(o->args[k], "fc_0.w_0.block0")) {
+                fl_ir_op_remove(s0, i);
+                break;
+            }
+    }
+    expect_issue(p, "pserver 0 holds 'fc_0.w_0.block0', but its startup program does not initialise it (rule: every "
+                    "pserver starts from the local values)");
+    fl_ir_plan_free(p);
+    /* a startup var under the local name with another dtype */
+    p = digits_plan();
+    fl_ir_var_find(fl_ir_block(role_b(p, "pserver", 1)->startup, 0), "learning_rate_0")->dtype = FL_DT_FLOAT64;
+    expect_issue(p, "pserver 1's startup program declares 'learning_rate_0' as float64 [1], but the local program "
+                    "(trainer 0's startup) as float32 [1] (rule: every pserver starts from the local values)");
+    fl_ir_plan_free(p);
+    /* a startup split that keeps other rows than the server's block has (when the startup cuts
+     * the full var) */
+    p = digits_plan();
+    s0 = fl_ir_block(role_b(p, "pserver", 1)->startup, 0);
+    for (size_t i = 0; i < s0->ops.len; i++) {
+        FlOpDesc *op = s0->ops.data[i];
+        const char *x = fl_ir_op_input1(op, "X");
+        if (strcmp(op->type, "split") || !x || strcmp(x, "fc_0.w_0")) continue;
+        int64_t sec[2] = {31, 33};
+        fl_ir_op_set_ints(op, "sections", sec, 2);
+        expect_issue(p, "pserver 1's startup split of 'fc_0.w_0' gives 'fc_0.w_0.block1' 33 rows, but its main program "
+                        "declares 32 (rule: every pserver starts from the local values)");
+    }
+    fl_ir_plan_free(p);
+}
+
 static void test_ranks(void) {
     FlPlan *p = digits_plan();
     p->rank_role.data[1] = 0;
@@ -553,6 +590,7 @@ int main(int argc, char **argv) {
         {"rule: barrier fan-in", test_fanin},
         {"rule: rows exactly once", test_rows},
         {"rule: optimizer state sliced", test_state},
+        {"rule: every pserver starts from the local values", test_init},
         {"rule: rank map", test_ranks},
         {"rule: IR verifier", test_ir},
         {"rule: sync and async not mixed", test_mode},
