@@ -23,13 +23,15 @@
  *   FANIN     listen_and_serv's fanin is the trainer count, and in a sync plan each trainer
  *             passes one send_barrier after its sends and one fetch_barrier after its recvs;
  *   ROWS      the blocks of every parameter cover its rows exactly once: each trainer's concat
- *             of W lists W.block0, W.block1, ... in order, the split of W@GRAD has those blocks'
- *             rows as its sections, each block (and each parameter kept whole) is held by one
- *             pserver, and the held blocks' rows add up to W's;
+ *             of W lists W.block0, W.block1, ... in order, each block (and each parameter kept
+ *             whole) is updated by one pserver with W's dtype and other dims, the blocks' rows
+ *             add up to W's, and each trainer's split of the gradient (W@GRAD, or the regularized
+ *             sum the trainers send) writes the gradient blocks those pservers expect, in order,
+ *             with the blocks' rows as its sections;
  *   STATE     the optimizer state is sliced like its parameter: on a block W.blockK every state
- *             input is named "S.blockK", has the block's shape when the local S (trainer 0's
- *             startup declares it) has the parameter's, else the local S's shape, and no state
- *             var is updated for two blocks of one server;
+ *             input is named "S.blockK", has the local S's dtype (trainer 0's startup declares
+ *             the local S), the block's shape when the local S has the parameter's, else the
+ *             local S's shape; no state var is updated for two blocks of one server;
  *   INIT      every pserver starts from the local values: each persistable var of its main block 0
  *             is written by its startup program; a startup var under a local var's name (trainer
  *             0's startup declares it) has that var's dtype and shape; a startup `split` of X
