@@ -7,6 +7,7 @@
  *   flc transpile FILE.{fl,flp} --pservers P --trainers T [--mode sync|async]
  *   flc transpile FILE.{fl,flp} --mode allreduce --trainers T
  *                 [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan
+ *   flc verify FILE.plan                                check a plan's roles against each other
  *   flc ops                                             the op reference (Markdown)
  *
  * Exit codes: 0 success, 1 a user error (bad program, unreadable file), 2 bad usage.
@@ -20,6 +21,7 @@
 
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
+#include "compiler/plan_verify.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
 #include "tools/tool.h"
@@ -41,6 +43,10 @@ static const char *usage_text =
     "  transpile FILE.{fl,flp} --mode allreduce --trainers T [-D name=value]... -o OUT.plan\n"
     "                                                  trainers that sum their gradients, no pservers\n"
     "                                                  (run: mpirun -np T flrun OUT.plan)\n"
+    "  verify FILE.plan                                check that a plan's roles fit together: sends\n"
+    "                                                  and recvs, barriers, blocks, optimizer state,\n"
+    "                                                  ranks, allreduce lists, each program (flrun\n"
+    "                                                  runs it before a plan's job starts)\n"
     "  ops                                             the op reference, as Markdown\n"
     "\n"
     "options:\n"
@@ -152,6 +158,24 @@ static int transpile(const Args *a, const FlBundle *bundle) {
     return rc;
 }
 
+/* flc verify: every issue of the plan on stderr, or one line saying it is consistent. */
+static int verify(const Args *a, const FlPlan *plan) {
+    FlPlanIssues vi = {0};
+    int n = fl_plan_verify(plan, &vi);
+    for (int i = 0; i < n && i < FL_PLAN_VERIFY_SHOWN; i++)
+        fprintf(stderr, "flc: error: %s: %s\n", a->file, vi.items.data[i].msg);
+    if (n > FL_PLAN_VERIFY_SHOWN)
+        fprintf(stderr, "flc: error: %s: %d more issues\n", a->file, n - FL_PLAN_VERIFY_SHOWN);
+    fl_plan_verify_issues_fini(&vi);
+    if (n) return 1;
+    if (!strcmp(plan->mode, "allreduce"))
+        printf("%s: ok: allreduce mode, %lld trainers\n", a->file, (long long)plan->trainers);
+    else
+        printf("%s: ok: %s mode, %lld trainers, %lld pservers\n", a->file, plan->mode, (long long)plan->trainers,
+               (long long)plan->pservers);
+    return 0;
+}
+
 /* Loads FILE as a bundle or plan: .fl files are compiled. Returns 0, or the exit code. */
 static int load(const Args *a, FlBundle **bundle, FlPlan **plan) {
     *bundle = NULL;
@@ -240,7 +264,8 @@ int main(int argc, char **argv) {
         fl_buf_free(&b);
         goto done;
     }
-    bool known = !strcmp(a.cmd, "build") || !strcmp(a.cmd, "check") || !strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot") || !strcmp(a.cmd, "transpile");
+    bool known = !strcmp(a.cmd, "build") || !strcmp(a.cmd, "check") || !strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot") ||
+                 !strcmp(a.cmd, "transpile") || !strcmp(a.cmd, "verify");
     if (!known) {
         rc = usage_error("unknown command '%s'", a.cmd);
         goto done;
@@ -251,6 +276,10 @@ int main(int argc, char **argv) {
     }
     if ((!strcmp(a.cmd, "build") || !strcmp(a.cmd, "check")) && !ends_with(a.file, ".fl")) {
         rc = usage_error("'%s' compiles .fl files; use show or dot for a .flp or .plan", a.cmd);
+        goto done;
+    }
+    if (!strcmp(a.cmd, "verify") && ends_with(a.file, ".fl")) {
+        rc = usage_error("'verify' checks a plan (.plan, from flc transpile), not '%s'", a.file);
         goto done;
     }
     if (a.out && strcmp(a.cmd, "build") != 0 && strcmp(a.cmd, "transpile") != 0) {
@@ -286,7 +315,9 @@ int main(int argc, char **argv) {
     FlPlan *plan;
     rc = load(&a, &bundle, &plan);
     if (rc) goto done;
-    if (is_tp && plan) {
+    if (!strcmp(a.cmd, "verify")) {
+        rc = plan ? verify(&a, plan) : usage_error("'verify' checks a plan (.plan, from flc transpile), not '%s'", a.file);
+    } else if (is_tp && plan) {
         rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);
     } else if (is_tp) {
         rc = transpile(&a, bundle);

@@ -21,7 +21,9 @@
  * and writes the log with each step's figures averaged over the trainers, weighted by rows (the
  * local run's figures on the global batch), evaluates the test set alone and prints progress;
  * --save and --predict run on trainer 0. A pserver runs its startup program and its main program
- * (listen_and_serv) once. Any error on any rank ends the whole job (fl_mpi_fail).
+ * (listen_and_serv) once. Any error on any rank ends the whole job (fl_mpi_fail). Before any
+ * rank starts work on a plan, every rank checks it (fl_plan_verify, what `flc verify` runs): a
+ * plan whose roles do not fit together ends the job with exit 1 and rank 0's report of it.
  * The training driver (epochs, figures, trainer shares, evaluation, prediction) is the runtime
  * module runtime/train/train.h; this file parses the arguments, sets up the MPI roles, checks
  * and writes the outputs (log, checkpoints, predictions) and decides what to print. The plan
@@ -40,6 +42,7 @@
 
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
+#include "compiler/plan_verify.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
 #include "runtime/api.h"
@@ -88,6 +91,8 @@ static const char *usage_text =
     "\n"
     "Distributed plans (.plan, from flc transpile) run under mpirun, one rank per role:\n"
     "  mpirun -np P+T flrun FILE.plan [options]\n"
+    "(every rank first checks that the plan's roles fit together, as flc verify does, and the\n"
+    "job ends with exit 1 and the issues before any work when they do not)\n"
     "Hand-written server and worker programs run as one MPMD job:\n"
     "  mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp\n"
     "(as root add --allow-run-as-root; more ranks than cores need --oversubscribe)\n"
@@ -320,14 +325,31 @@ static int set_data_dir(const Opts *o, FlBundle *bundle, FlPlan *plan) {
     return -1;
 }
 
-/* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). Returns
- * the exit code when the job cannot start, else -1. */
-static int start_mpi(Opts *o, FlPlan *plan, FlBundle **bundle, int64_t *seed, FlMpi **out) {
+/* The issues of a plan whose roles do not fit together (fl_plan_verify), on stderr. */
+static void print_plan_issues(const Opts *o, const FlPlanIssues *vi) {
+    size_t n = vi->items.len;
+    for (size_t i = 0; i < n && i < FL_PLAN_VERIFY_SHOWN; i++)
+        fprintf(stderr, "flrun: error: %s: %s\n", o->file, vi->items.data[i].msg);
+    if (n > FL_PLAN_VERIFY_SHOWN)
+        fprintf(stderr, "flrun: error: %s: %zu more issues\n", o->file, n - FL_PLAN_VERIFY_SHOWN);
+}
+
+/* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). A plan
+ * with issues (every rank found the same) starts no work: rank 0 reports them, every rank
+ * leaves with 1. Returns the exit code when the job cannot start, else -1. */
+static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **bundle, int64_t *seed,
+                     FlMpi **out) {
     FlErr e = {{0}};
     FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats, .piece = o->piece};
     FlMpi *m;
     if (fl_mpi_init(&mo, &m, &e) != FL_OK) {
-        fprintf(stderr, "flrun: error: %s\n", e.msg);
+        if (bad->items.len) print_plan_issues(o, bad);
+        else fprintf(stderr, "flrun: error: %s\n", e.msg);
+        return 1;
+    }
+    if (bad->items.len) {
+        if (fl_mpi_rank(m) == 0) print_plan_issues(o, bad);
+        fl_mpi_free(m);
         return 1;
     }
     *out = m;
@@ -478,7 +500,10 @@ static int run_program(Opts *o) {
     FlMpi *mpi = NULL;
     int64_t seed = o->seed;
     if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
-        code = start_mpi(o, plan, &bundle, &seed, &mpi);
+        FlPlanIssues bad = {0};
+        if (plan) fl_plan_verify(plan, &bad);
+        code = start_mpi(o, plan, &bad, &bundle, &seed, &mpi);
+        fl_plan_verify_issues_fini(&bad);
         if (code >= 0) {
             fl_ir_plan_free(plan);
             fl_ir_bundle_free(bundle);

@@ -5,3 +5,10 @@
 fl_test(test_transpile SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_transpile.c
         LIBS fl_lang fl_passes LABELS compiler ARGS $<TARGET_FILE:flc>)
 add_dependencies(test_transpile flc)
+# The plan checks (compiler/plan_verify.c), `flc verify` and flrun's refusal of a broken plan
+# (flrun starts MPI as a singleton and stops before any work: OpenBLAS and LeakSanitizer as in
+# tests/mpi).
+fl_test(test_plan_verify SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_verify.c
+        LIBS fl_lang fl_passes LABELS compiler ARGS $<TARGET_FILE:flc> $<TARGET_FILE:flrun>)
+add_dependencies(test_plan_verify flc flrun)
+set_tests_properties(test_plan_verify PROPERTIES ENVIRONMENT "OPENBLAS_NUM_THREADS=1;ASAN_OPTIONS=detect_leaks=0")

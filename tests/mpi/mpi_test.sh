@@ -28,9 +28,10 @@
 #   kill                          SIGKILL of a trainer ends the job non-zero within 10 s, naming it
 #   stall                         a stopped pserver is reported by the peer timeout, naming it
 #   stall_trainer                 the same for the one trainer of P=1 T=1 jobs, sync and async
-#   bad_jobs                      jobs that cannot start (a bad plan, one rank failing, a plan
-#                                 beside a program, two plans, sync trainers and async
-#                                 pservers) end at once, non-zero, saying why
+#   bad_jobs                      jobs that cannot start (a bad plan, a plan that does not
+#                                 verify, one rank failing, a plan beside a program, two plans,
+#                                 sync trainers and async pservers) end at once, non-zero, saying
+#                                 why
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
 set -u
 CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
@@ -324,10 +325,17 @@ bad_jobs)
         -np 1 "$FLRUN" "$TMP/short.plan" -q
     "$CHECK" spoil "$TMP/s.plan" "$TMP/long.plan" ranks=3 || fail "spoil"
     expect "long rank map" "the plan's rank map has 3 ranks for 2 roles" -np 3 "$FLRUN" "$TMP/long.plan" -q
-    # one rank's program fails to prepare: that rank says so and the whole job ends
+    # a plan whose program does not verify: every rank refuses it before any work, rank 0 says
+    # why, once (flc verify's check)
     "$CHECK" spoil "$TMP/s.plan" "$TMP/op.plan" badop=1 || fail "spoil"
-    expect "one rank fails" "rank 1 (pserver 0): error: .*unknown op 'no_such_op'" \
+    expect "plan refused" "op.plan: pserver 0's main program: unknown op 'no_such_op' (rule: every program passes the IR verifier)" \
         -np 2 "$FLRUN" "$TMP/op.plan" -q --epochs 1000000 --timeout 2
+    [ "$(grep -c "unknown op 'no_such_op'" "$TMP/out")" = 1 ] || fail "plan refused: the message is not printed once"
+    # one rank's program fails to prepare (its roles as programs of their own, which flrun does
+    # not check as a plan): that rank says so and the whole job ends
+    "$CHECK" role "$TMP/s.plan" 0 "$TMP/st0.flp" && "$CHECK" role "$TMP/op.plan" 1 "$TMP/bad_ps.flp" || fail "role"
+    expect "one rank fails" "rank 1 (pserver 0): error: .*unknown op 'no_such_op'" \
+        -np 1 "$FLRUN" "$TMP/st0.flp" -q --epochs 1000000 --timeout 2 : -np 1 "$FLRUN" "$TMP/bad_ps.flp" -q --timeout 2
     # a plan beside a hand-written program (it was MPI_ERR_TRUNCATE)
     "$FLC" build examples/seed_worker.fl -o "$TMP/sw.flp" || fail "flc build"
     expect "plan and program" "the job mixes a plan with hand-written programs: ranks 0-1 run the plan '.*s.plan' and rank 2 runs their own program ('.*sw.flp')" \
