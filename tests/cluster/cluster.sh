@@ -6,7 +6,7 @@
 # interface, eth0 (10.213.S.I/24), a veth whose other end is a port of a bridge that sits in a
 # namespace of its own (the switch): nothing of a cluster is in the machine's own namespace, no
 # route leads out of it, so its traffic reaches its hosts and nothing else. A run is named
-# fl<pid> (the pid of the `up`); its namespaces are fl<pid>-h1..hN and fl<pid>-sw, its state
+# fl<pid> (the pid of the `up` or `run`); its namespaces are fl<pid>-h1..hN and fl<pid>-sw, its state
 # /run/flcluster/fl<pid>/ (hostfile, rsh agent, the UTS namespaces' files), so runs never collide
 # and a crashed run's leftovers are found by name (`down --stale`).
 set -u
