@@ -90,6 +90,7 @@ void fl_mpi_free(FlMpi *m) {
     if (m->role_comm != MPI_COMM_NULL) MPI_Comm_free(&m->role_comm);
     free(m->role_of);
     free(m->index_of);
+    free(m->host_of);
     free(m->trainer_rank);
     free(m->pserver_rank);
     pthread_mutex_destroy(&m->mu);
@@ -205,7 +206,7 @@ static void finish_barrier(FlMpi *m) {
         for (int r = 0; r < m->size; r++) {
             double q = m->heard ? flm_silent(m, r) : flm_now() - t0;
             if (r != m->rank && q > m->timeout) {
-                char pn[64], msg[256];
+                char pn[FLM_PEER_NAME_MAX], msg[256];
                 snprintf(msg, sizeof msg, "finishing: no sign of life from %s for %.0f s (the peer timeout, flrun --timeout)",
                          m->heard ? flm_peer_name(m, r, pn, sizeof pn) : "the other ranks", m->timeout);
                 fl_mpi_fail(m, msg);
@@ -223,7 +224,7 @@ static void finish_barrier(FlMpi *m) {
  * decides from the same records (verdict), so an error seen by some ranks ends every rank's
  * start alike, and ranks running different things are told so instead of misreading each
  * other's messages. */
-#define ANNOUNCE_MAGIC 0x31414c46u /* "FLA1": the record's layout; another layout is another flrun */
+#define ANNOUNCE_MAGIC 0x32414c46u /* "FLA2": the record's layout; another layout is another flrun */
 enum { AK_PLAN = 1, AK_PROGRAM = 2 };
 enum { AM_NONE, AM_SYNC, AM_ASYNC, AM_ALLREDUCE };
 
@@ -235,6 +236,7 @@ typedef struct Announce {
     uint64_t plan_id; /* a plan: a hash of its bytes (every rank must run the same plan) */
     char file[64];    /* the file this rank runs (its last 63 bytes) */
     char msg[192];
+    char host[FLM_HOST_MAX]; /* the rank's host name */
 } Announce;
 
 static void announce_init(Announce *a, int kind, const char *file) {
@@ -244,6 +246,10 @@ static void announce_init(Announce *a, int kind, const char *file) {
     a->ok = 1;
     size_t n = strlen(file);
     snprintf(a->file, sizeof a->file, "%s", n >= sizeof a->file ? file + n - (sizeof a->file - 1) : file);
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = 0;
+    snprintf(a->host, sizeof a->host, "%.*s", (int)sizeof a->host - 1, host);
 }
 
 static void announce_error(Announce *a, const char *msg) {
@@ -328,8 +334,13 @@ static void number_roles(FlMpi *m, const Announce *all) {
     m->index_of = fl_xcalloc((size_t)m->size, sizeof *m->index_of);
     m->trainer_rank = fl_xcalloc((size_t)m->size, sizeof *m->trainer_rank);
     m->pserver_rank = fl_xcalloc((size_t)m->size, sizeof *m->pserver_rank);
+    m->host_of = fl_xcalloc((size_t)m->size, sizeof *m->host_of);
     m->T = m->P = 0;
+    m->hosts = false;
     for (int r = 0; r < m->size; r++) {
+        memcpy(m->host_of[r], all[r].host, sizeof all[r].host);
+        m->host_of[r][FLM_HOST_MAX - 1] = 0;
+        m->hosts |= strcmp(m->host_of[r], m->host_of[0]) != 0;
         m->role_of[r] = all[r].role == FL_MPI_PSERVER ? FL_MPI_PSERVER : FL_MPI_TRAINER;
         if (m->role_of[r] == FL_MPI_PSERVER) {
             m->index_of[r] = m->P;
@@ -342,7 +353,7 @@ static void number_roles(FlMpi *m, const Announce *all) {
     m->role = (FlMpiRole)m->role_of[m->rank];
     m->index = m->index_of[m->rank];
     m->assigned = true;
-    snprintf(m->who, sizeof m->who, "rank %d (%s %d)", m->rank, flm_role_name(m->role), m->index);
+    flm_peer_name(m, m->rank, m->who, sizeof m->who);
 }
 
 /* The job's verdict on the records, the same on every rank: what was mixed, which ranks could
@@ -388,7 +399,7 @@ static FlStatus verdict(FlMpi *m, const Announce *all, FlErr *e) {
         goto done;
     }
     if (first >= 0) {
-        char pn[64];
+        char pn[FLM_PEER_NAME_MAX];
         for (int r = 0, k = 0; r < n; r++)
             if (!all[r].ok && k++ < 4)
                 fl_buf_printf(&b, "%s%s: %s", k > 1 ? "; " : "", flm_peer_name(m, r, pn, sizeof pn), all[r].msg);

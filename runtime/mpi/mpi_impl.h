@@ -27,6 +27,8 @@ enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
 enum { F_INLINE = 1, F_ZERO = 2 };
 #define MAGIC 0x324d4c46u /* "FLM2" */
 #define NAME_MAX_LEN 1024
+#define FLM_HOST_MAX 64       /* a host name as ranks tell it each other (longer ones are cut) */
+#define FLM_PEER_NAME_MAX 128 /* "rank R (pserver I on HOST)" */
 
 typedef struct Hdr {
     uint32_t magic;
@@ -86,12 +88,14 @@ struct FlMpi {
     bool stats, assigned;
     int tag_pairs;          /* reply tag pairs available */
     int *role_of, *index_of; /* per rank */
+    char (*host_of)[FLM_HOST_MAX]; /* per rank: its machine's host name (gethostname) */
+    bool hosts;                    /* the ranks run on more than one host: names say where */
     int *trainer_rank, *pserver_rank;
     int T, P;
     FlMpiRole role;
     int index;
     MPI_Comm role_comm;
-    char who[64];
+    char who[FLM_PEER_NAME_MAX];
     int64_t step, rows, rows_global;
     atomic_uint reqs;
     pthread_mutex_t mu; /* pend, posting order, stats */
@@ -140,6 +144,7 @@ FlStatus flm_mpi_err(FlErr *e, int rc, const char *what);
     } while (0)
 const char *flm_role_name(int r);
 /* "rank 2 (pserver 0)" of any rank, into buf. */
+/* "rank 2 (pserver 0)" of any rank, "rank 2 (pserver 0 on host3)" when the job spans hosts. */
 const char *flm_peer_name(const FlMpi *m, int rank, char *buf, size_t n);
 /* Withdraws n posted requests (after an error: their buffers may then go). */
 void flm_drop_reqs(MPI_Request *r, int64_t n);

@@ -485,7 +485,7 @@ static FlStatus payload_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x
  * else its receive starts (SRecv). */
 static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *name, const char *payload, FlErr *e) {
     FlMpi *m = s->m;
-    char pn[64];
+    char pn[FLM_PEER_NAME_MAX];
     long gi = find_grad(s, name);
     if (gi < 0)
         return fl_err(e, "got gradient '%s' from %s, which no optimize block of this pserver takes", name,
@@ -573,7 +573,7 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
         } else if (waits_for_others) { /* a full ring: the other trainers' silence is check_stalls' */
             r->since = tn;
         } else if (flm_waited_too_long(m, r->src, tn - r->since)) {
-            char pn[64];
+            char pn[FLM_PEER_NAME_MAX];
             return fl_err(e, "receiving '%s': no data from %s for %.0f s (the peer timeout, flrun --timeout)",
                           s->g[r->gi].name, flm_peer_name(m, r->src, pn, sizeof pn), m->timeout);
         }
@@ -628,7 +628,7 @@ static FlStatus check_stalls(Server *s, FlErr *e) {
         for (int i = 0; i < s->m->T; i++) {
             int r = s->m->trainer_rank[i];
             if (!b->contrib[i] && flm_waited_too_long(s->m, r, t - b->since)) {
-                char pn[64];
+                char pn[FLM_PEER_NAME_MAX];
                 return fl_err(e, "step %lld: no gradient from %s for %.0f s (the peer timeout, flrun --timeout)%s",
                               (long long)b->step, flm_peer_name(s->m, r, pn, sizeof pn), t - b->since,
                               flm_silent(s->m, r) <= s->m->timeout ? "; it is alive, but waits itself" : "");
@@ -645,7 +645,7 @@ static FlStatus check_trainers(Server *s, const bool *done, FlErr *e) {
     for (int t = 0; t < m->T; t++) {
         int r = m->trainer_rank[t];
         if (done[t] || flm_silent(m, r) <= m->timeout) continue;
-        char pn[64];
+        char pn[FLM_PEER_NAME_MAX];
         return fl_err(e, "no message from %s for %.0f s (the peer timeout, flrun --timeout)",
                       flm_peer_name(m, r, pn, sizeof pn), m->timeout);
     }
@@ -665,7 +665,7 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
     MPI_Get_count(&ms, MPI_BYTE, &count);
     int src = ms.MPI_SOURCE;
     flm_heard(m, src);
-    char pn[64], buf[MSG_MAX], name[NAME_MAX_LEN + 1];
+    char pn[FLM_PEER_NAME_MAX], buf[MSG_MAX], name[NAME_MAX_LEN + 1];
     if (count < 0 || (size_t)count > MSG_MAX)
         return fl_err(e, "a message of %d bytes from %s is too long", count, flm_peer_name(m, src, pn, sizeof pn));
     MPI_TRY(MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "receiving");

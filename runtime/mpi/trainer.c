@@ -140,7 +140,7 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
     const char *payload = NULL;
     if (flm_parse(m, f->src, f->buf, f->count, &h, name2, &payload, e) != FL_OK) goto done;
     if (h.kind == K_ERROR) {
-        char pn[64];
+        char pn[FLM_PEER_NAME_MAX];
         fl_err(e, "%s: %.*s", flm_peer_name(m, f->src, pn, sizeof pn), (int)h.nbytes, payload);
         goto done;
     }

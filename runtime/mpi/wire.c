@@ -41,10 +41,12 @@ FlStatus flm_mpi_err(FlErr *e, int rc, const char *what) {
 
 const char *flm_role_name(int r) { return r == FL_MPI_PSERVER ? "pserver" : "trainer"; }
 
-/* "rank 2 (pserver 0)" of any rank, into buf. */
+/* The peer's name into buf (mpi_impl.h): the host only when the job spans several, since on one
+ * machine it says nothing. */
 const char *flm_peer_name(const FlMpi *m, int rank, char *buf, size_t n) {
     if (m->assigned && rank >= 0 && rank < m->size)
-        snprintf(buf, n, "rank %d (%s %d)", rank, flm_role_name(m->role_of[rank]), m->index_of[rank]);
+        snprintf(buf, n, "rank %d (%s %d%s%s)", rank, flm_role_name(m->role_of[rank]), m->index_of[rank],
+                 m->hosts ? " on " : "", m->hosts ? m->host_of[rank] : "");
     else snprintf(buf, n, "rank %d", rank);
     return buf;
 }
@@ -85,7 +87,7 @@ FlStatus flm_wait_req_adv(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, 
         if (adv) flm_advance_fetches(m);
         double waited = flm_now() - t0;
         if (flm_waited_too_long(m, peer, waited)) {
-            char pn[64];
+            char pn[FLM_PEER_NAME_MAX];
             return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)%s", what,
                           peer >= 0     ? flm_peer_name(m, peer, pn, sizeof pn)
                           : m->assigned ? "the other trainers"
@@ -127,7 +129,7 @@ FlStatus flm_progress(FlMpi *m, bool all, FlErr *e) {
         if (err != MPI_SUCCESS) return flm_mpi_err(e, err, "sending");
         if (!all || keep == 0) return FL_OK;
         if (flm_waited_too_long(m, peer, flm_now() - t0)) {
-            char pn[64];
+            char pn[FLM_PEER_NAME_MAX];
             return fl_err(e, "sending to %s: no answer for %.0f s (the peer timeout, flrun --timeout)",
                           flm_peer_name(m, peer, pn, sizeof pn), m->timeout);
         }
@@ -223,7 +225,7 @@ FlStatus flm_post_piece(FlMpi *m, int dest, int tag, const FlTensor *t, int64_t 
 /* Checks a received message from rank src: its header, name and inline payload. */
 FlStatus flm_parse(const FlMpi *m, int src, const char *buf, int count, Hdr *h, char *name, const char **payload,
                       FlErr *e) {
-    char pn[64];
+    char pn[FLM_PEER_NAME_MAX];
     *h = (Hdr){0};
     *payload = NULL;
     name[0] = 0;

@@ -1,0 +1,131 @@
+#!/bin/sh
+# cluster_test.sh CASE FLC FLRUN MPI_CHECK: one multi-host test (label cluster, run from the
+# project root as root): the job runs on hosts that tests/cluster/cluster.sh makes (network
+# namespaces on a private bridge, MPI over TCP between them), and at the end nothing of the
+# cluster may be left: no namespace, no state, no process of the job.
+# The jobs leave no process on any host (kill_host and link_down: on the hosts that survive, and on
+# the cut-off host3 within 20 s).
+#   sync_p2t2       sync P=2 T=2, the trainers on host1, the pservers on host2: every logged
+#                   step and the saved parameters equal local training (tests/mpi's equality)
+#   sync_p2t4       sync P=2 T=4 on 4 hosts (trainers 0-1 on host1, 2-3 on host2, a pserver on
+#                   host3 and one on host4), the same
+#   allreduce_t4    an allreduce plan of 4 trainers, one per host, the same
+#   link_down       P=2 T=2 on 3 hosts, pserver 1 alone on host3, whose link goes down while the
+#                   job trains: the job ends within --timeout + 5 s, non-zero, a trainer naming
+#                   "rank 3 (pserver 1 on host3)"; no process is left on host1 and host2 when
+#                   the job has ended, nor on host3 within 20 s (its daemon gives mpirun up
+#                   10-15 s after the link went down)
+#   kill_host       the same layout, every process of host3 killed: the job ends within
+#                   --timeout + 5 s, non-zero, the output naming host3, nothing left on host1-2
+set -u
+CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
+HERE=$(dirname "$0")
+CLUSTER=$HERE/cluster.sh
+
+if [ "${FLC_CLUSTER:-}" = "" ]; then
+    # outside: the cluster around the case, then the check that it is gone
+    [ "$(id -u)" = 0 ] || { echo "FAIL: the cluster tests need root (network namespaces): run ctest as root, or -LE cluster"; exit 1; }
+    probe=flprobe$$
+    if ! ip netns add $probe 2>/tmp/$probe.err; then
+        echo "FAIL: cannot make a network namespace here ($(cat /tmp/$probe.err)); the cluster tests need CAP_SYS_ADMIN"
+        rm -f /tmp/$probe.err
+        exit 1
+    fi
+    ip netns del $probe
+    rm -f /tmp/$probe.err
+    case $CASE in
+    sync_p2t2) UP="2 --slots 2" ;;
+    sync_p2t4) UP="4 --slots 2,2,1,1" ;;
+    allreduce_t4) UP="4" ;;
+    link_down | kill_host) UP="3 --slots 2,1,1" ;;
+    *) echo "FAIL: unknown case '$CASE'" && exit 1 ;;
+    esac
+    T0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    bash "$CLUSTER" run $UP -- sh "$0" "$@" &
+    RUN=$!
+    wait $RUN
+    RC=$?
+    ID=fl$RUN
+    echo "cluster $ID: $(echo "$(date +%s.%N) - $T0" | bc) s in all, up and down included"
+    LEFT=""
+    ip netns list | grep -q "^$ID-" && LEFT="$LEFT namespaces($(ip netns list | grep "^$ID-" | tr '\n' ' '))"
+    [ -e /run/flcluster/$ID ] && LEFT="$LEFT state(/run/flcluster/$ID)"
+    ip -o link | grep -q "$ID" && LEFT="$LEFT links"
+    P=$(pgrep -f "/run/flcluster/$ID/")
+    [ -n "$P" ] && LEFT="$LEFT processes($P)"
+    [ -z "$LEFT" ] || { echo "FAIL: left behind:$LEFT"; exit 1; }
+    [ $RC = 0 ] && echo "PASS: $CASE, nothing left behind"
+    exit $RC
+fi
+
+# inside: the functions of tests/mpi (equality, fail, build ...), their jobs on the cluster
+WHAT=$CASE
+set -- lib "$FLC" "$FLRUN" "$CHECK"
+. tests/mpi/mpi_test.sh
+run_mpi() { timeout 120 "$FLC_CLUSTER_SH" mpirun "$FLC_CLUSTER" -x FL_TEST_JOB -x OPENBLAS_NUM_THREADS "$@"; }
+on() { "$FLC_CLUSTER_SH" pids "$FLC_CLUSTER" "$1"; }
+
+# fault WHAT: P=2 T=2 on host1 (trainers), host2 (pserver 0), host3 (pserver 1), --timeout 3;
+# once the job trains, WHAT is done to host3; the job must end within 8 s, non-zero.
+TIMEOUT=3
+fault() {
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 --timeout $TIMEOUT --log "$TMP/d.csv" >"$TMP/out" 2>&1 &
+    JOB=$!
+    TRIES=0
+    until ls "$TMP"/d.csv.tmp.* >/dev/null 2>&1; do
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 120 ] || fail "the job did not start training within 60 s"
+        sleep 0.5
+    done
+    sleep 1
+    T0=$(now)
+    case $1 in
+    link_down) "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 down || fail "link down" ;;
+    kill_host) "$FLC_CLUSTER_SH" kill "$FLC_CLUSTER" 3 || fail "kill host3" ;;
+    esac
+    wait $JOB
+    RC=$?
+    SECS=$(echo "$(now) - $T0" | bc)
+    LEFT="$(on 1)$(on 2)"
+    cat "$TMP/out"
+    echo "job ended with status $RC, $SECS s after $1 of host3 (--timeout $TIMEOUT)"
+    [ $RC -ne 0 ] || fail "the job exited 0"
+    [ $RC -ne 124 ] || fail "the job did not end (killed by timeout 120)"
+    [ "$(echo "$SECS <= $TIMEOUT + 5" | bc)" = 1 ] || fail "the job took $SECS s to end"
+    [ -z "$LEFT" ] || fail "processes left on host1-2 after the job: $LEFT"
+}
+
+# nothing may be left running on hosts 1..$1 once the jobs have ended (cluster.sh down would
+# kill it, and hide it)
+idle() {
+    for h in $(seq "$1"); do
+        [ -z "$(on $h)" ] || fail "processes left on host$h after the jobs: $(on $h)"
+    done
+}
+
+case $WHAT in
+sync_p2t2) equality 2 2 1024 && idle 2 ;;
+sync_p2t4) equality 2 4 1024 && idle 4 ;;
+allreduce_t4) equality 0 4 1024 && idle 4 ;;
+link_down)
+    fault link_down
+    grep -q "rank [01] (trainer [01] on host1): error: .*no answer from rank 3 (pserver 1 on host3) for $TIMEOUT s" "$TMP/out" ||
+        fail "no trainer names rank 3 (pserver 1 on host3)"
+    # host3 is cut off: its own daemon gives up on mpirun (TCP keepalive) and ends its ranks
+    TRIES=0
+    while [ -n "$(on 3)" ]; do
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 80 ] || fail "processes left on the cut-off host3 20 s after the job: $(on 3)"
+        sleep 0.25
+    done
+    ;;
+kill_host)
+    fault kill_host
+    grep -q "host3" "$TMP/out" || fail "the output does not name host3"
+    ;;
+*) fail "unknown case '$WHAT'" ;;
+esac
+echo "PASS: $WHAT"
