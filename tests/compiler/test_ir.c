@@ -829,7 +829,7 @@ static void test_header_errors(void) {
     CU_ASSERT_TRUE(rb == NULL && rp == NULL);
     char want[700];
     snprintf(want, sizeof want,
-             "'%s' was written by a newer fluidc (format version 7; this one reads up to 1)", path);
+             "'%s' was written by a newer fluidc (format version 7; this one reads up to 2)", path);
     CHECK_STR(e.msg, want);
     /* the current version reads */
     d = fl_ir_encode_bundle_version(b, FL_IR_FORMAT_VERSION, &n);
@@ -917,8 +917,8 @@ static void test_invalid_programs(void) {
     x->dtype = (FlDType)9;
     expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown dtype 9");
     x->dtype = FL_DT_FLOAT32;
-    x->kind = (FlVarKind)3;
-    expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown var kind 3");
+    x->kind = (FlVarKind)4;
+    expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown var kind 4");
     x->kind = FL_VAR_DENSE;
     x->ndim = 9;
     expect_invalid(b, "main program: block 0, var 'x': rank 9 is not in 0..8");
