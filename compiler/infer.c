@@ -1838,9 +1838,11 @@ static FlStatus infer_grad(Ctx *c) {
                 return FL_ERROR;
             gv->dtype = fv->dtype;
             fl_ir_var_set_shape(gv, fv->ndim, fv->shape);
-            /* an is_sparse lookup's table gradient holds the looked-up rows only */
+            /* an is_sparse lookup's table gradient holds the looked-up rows only; in a step
+             * block (DynamicRNN, StaticRNN) it stays dense: the recurrent gradient ops add the
+             * steps' gradients up as tensors */
             if (c->info->id == FL_OPID_lookup_table && strcmp(fs->name, "W") == 0)
-                gv->kind = iattr(c, "is_sparse") ? FL_VAR_SELECTED_ROWS : FL_VAR_DENSE;
+                gv->kind = iattr(c, "is_sparse") && c->b->idx == 0 ? FL_VAR_SELECTED_ROWS : FL_VAR_DENSE;
         }
     }
     return FL_OK;

@@ -4,7 +4,8 @@
 # step must agree within 1e-5 for SGD, Adagrad, Adam (lazy_mode=False) and Momentum, whose sparse
 # updates equal the dense ones, also with a padding_idx. Adam lazy_mode=True and FTRL update the
 # looked-up rows only, so they must train (finite losses that fall) and lazy Adam must differ
-# from dense Adam. Usage: test_selrows_train.sh FLRUN FLC SRCDIR
+# from dense Adam. Inside a DynamicRNN step the table's gradient stays dense (selrows_drnn.fl).
+# Usage: test_selrows_train.sh FLRUN FLC SRCDIR
 set -eu
 flrun=$1
 flc=$2
@@ -41,4 +42,11 @@ for o in adam_lazy ftrl; do
               exit bad || !(t < f) }' "$tmp/${o}_-1_True.csv"
 done
 if cmp -s "$tmp/adam_lazy_-1_True.csv" "$tmp/adam_-1_True.csv"; then echo "lazy Adam equals Adam"; exit 1; fi
+# an is_sparse lookup inside a DynamicRNN step: the update equals the dense one, and moves the table
+d=$src/selrows_drnn.fl
+"$flrun" "$d" -D is_sparse=True >"$tmp/drnn_sparse.txt" 2>&1
+"$flrun" "$d" -D is_sparse=False >"$tmp/drnn_dense.txt" 2>&1
+cmp "$tmp/drnn_sparse.txt" "$tmp/drnn_dense.txt" || { echo "DynamicRNN: sparse and dense updates differ"; exit 1; }
+grep -q '^tbl tbl \[8, 2\] float32: 0.314365 0.0316603 -1.448 ' "$tmp/drnn_sparse.txt" ||
+    { echo "DynamicRNN: the table's looked-up rows did not move:"; cat "$tmp/drnn_sparse.txt"; exit 1; }
 echo ok
