@@ -1088,6 +1088,35 @@ static void test_invalid_plans(void) {
 
 /* ---- show ---- */
 
+/* SelectedRows vars: version 2 only for files that declare one, read back with their kind, and
+ * listed as selected_rows<...>. */
+static void test_selected_rows_format(void) {
+    FlBundle *b = make_small();
+    size_t n;
+    uint8_t *d = fl_ir_encode_bundle(b, &n);
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 1);
+    CU_ASSERT_TRUE(n > 9 && d[8] == 0x10 && d[9] == 1); /* field 2 (version) after the magic */
+    free(d);
+    FlVarDesc *g = var(fl_ir_block(b->main, 0), "w@GRAD", FL_DT_FLOAT32, 2, (int64_t[]){10, 4});
+    g->kind = FL_VAR_SELECTED_ROWS;
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 2);
+    d = fl_ir_encode_bundle(b, &n);
+    CU_ASSERT_TRUE(n > 9 && d[8] == 0x10 && d[9] == 2);
+    FlBundle *rb = NULL;
+    FlPlan *rp = NULL;
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL_FATAL(fl_ir_decode(d, n, &rb, &rp, &e), FL_OK);
+    FlVarDesc *rg = fl_ir_var_find(fl_ir_block(rb->main, 0), "w@GRAD");
+    CU_ASSERT_TRUE_FATAL(rg != NULL);
+    CU_ASSERT_EQUAL(rg->kind, FL_VAR_SELECTED_ROWS);
+    char *s = show_bundle(rb);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "var w@GRAD : selected_rows<float32[10, 4]>"));
+    free(s);
+    fl_ir_bundle_free(rb);
+    free(d);
+    fl_ir_bundle_free(b);
+}
+
 static void test_show_golden(void) {
     FlBundle *b = make_small();
     b->run.present = true;
@@ -1343,6 +1372,7 @@ int main(void) {
     CU_add_test(s, "invalid programs", test_invalid_programs);
     CU_add_test(s, "invalid plans", test_invalid_plans);
     CU_add_test(s, "show golden", test_show_golden);
+    CU_add_test(s, "selected rows format", test_selected_rows_format);
     CU_add_test(s, "dot", test_dot);
     CU_add_test(s, "relocated files", test_relocate);
     CU_add_test(s, "4000-layer program", test_big_program);
