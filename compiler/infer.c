@@ -502,6 +502,18 @@ static FlStatus infer_sum(Ctx *c) {
                           sstr(c, &s));
         for (int k = 0; k < out.nd; k++) out.d[k] = merge(out.d[k], s.d[k]);
     }
+    /* SelectedRows in, SelectedRows out; one dense input makes the sum dense */
+    bool rows = true;
+    for (size_t i = 0; i < xs->nargs; i++) {
+        FlVarDesc *v = fl_ir_var_lookup(c->p, c->b, xs->args[i]);
+        rows = rows && v && v->kind == FL_VAR_SELECTED_ROWS;
+    }
+    FlSlot *os = fl_ir_op_output(c->op, "Out");
+    for (size_t i = 0; os && i < os->nargs; i++) {
+        FlVarDesc *o = skip_arg(os->args[i]) ? NULL : fl_ir_var_lookup(c->p, c->b, os->args[i]);
+        if (o && (o->kind == FL_VAR_DENSE || o->kind == FL_VAR_SELECTED_ROWS))
+            o->kind = rows ? FL_VAR_SELECTED_ROWS : FL_VAR_DENSE;
+    }
     return set_out(c, "Out", first->dtype, &out);
 }
 
@@ -1855,6 +1867,11 @@ static FlStatus infer_grad(Ctx *c) {
                 return FL_ERROR;
             gv->dtype = fv->dtype;
             fl_ir_var_set_shape(gv, fv->ndim, fv->shape);
+            /* an is_sparse lookup's table gradient holds the looked-up rows only; in a step
+             * block (DynamicRNN, StaticRNN) it stays dense: the recurrent gradient ops add the
+             * steps' gradients up as tensors */
+            if (c->info->id == FL_OPID_lookup_table && strcmp(fs->name, "W") == 0)
+                gv->kind = iattr(c, "is_sparse") && c->b->idx == 0 ? FL_VAR_SELECTED_ROWS : FL_VAR_DENSE;
         }
     }
     return FL_OK;

@@ -28,7 +28,9 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-#define FL_IR_FORMAT_VERSION 1
+/* The newest format this build reads; writers write the oldest that holds the file
+ * (fl_ir_format_version). */
+#define FL_IR_FORMAT_VERSION 2
 #define FL_IR_MAGIC "fluidc"
 
 /* A var's kind (proto enum VarKind; values are part of the format). */
@@ -36,6 +38,8 @@ typedef enum FlVarKind {
     FL_VAR_DENSE = 0,   /* a dense tensor */
     FL_VAR_CHANNEL = 1, /* a channel of tensors (elem dtype = dtype; capacity attr) */
     FL_VAR_RAW = 2,     /* anything else the runtime keeps by name (e.g. step scopes) */
+    FL_VAR_SELECTED_ROWS = 3, /* some rows of a dense [height, ...] tensor (dtype, shape: that
+                               * tensor's): row indices and a value block; a sparse gradient */
     FL_VAR_KIND_COUNT
 } FlVarKind;
 
@@ -280,6 +284,10 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
 /* Encodes to a malloc'ed buffer (*len bytes); deterministic; does not validate (the writers
  * above do). Test hooks for odd headers: compiler/ir/ir_test.h. */
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len);
+/* The format version a writer puts in the file: the oldest that holds it, so that older readers
+ * keep reading what they can (1; 2 once a var is a SelectedRows, which a version-1 reader would
+ * take for a dense tensor). At most FL_IR_FORMAT_VERSION. b or p may be NULL. */
+uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p);
 uint8_t *fl_ir_encode_plan(const FlPlan *p, size_t *len);
 
 /* Structural validation (what the runtime needs to not crash): every block's parent exists and

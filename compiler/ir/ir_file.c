@@ -281,12 +281,31 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
     return fl_ir_encode_file_raw(FL_IR_MAGIC, version, b, NULL, len);
 }
 
+static bool program_has_rows(const FlProgram *p) {
+    for (size_t i = 0; p && i < p->blocks.len; i++) {
+        const FlBlock *b = p->blocks.data[i];
+        for (size_t k = 0; k < b->vars.len; k++)
+            if (b->vars.data[k]->kind == FL_VAR_SELECTED_ROWS) return true;
+    }
+    return false;
+}
+
+static bool bundle_has_rows(const FlBundle *b) {
+    return b && (program_has_rows(b->startup) || program_has_rows(b->main));
+}
+
+uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
+    bool rows = bundle_has_rows(b);
+    for (size_t i = 0; p && i < p->roles.len; i++) rows = rows || bundle_has_rows(p->roles.data[i]);
+    return rows ? 2 : 1;
+}
+
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len) {
-    return fl_ir_encode_file_raw(FL_IR_MAGIC, FL_IR_FORMAT_VERSION, b, NULL, len);
+    return fl_ir_encode_file_raw(FL_IR_MAGIC, fl_ir_format_version(b, NULL), b, NULL, len);
 }
 
 uint8_t *fl_ir_encode_plan(const FlPlan *p, size_t *len) {
-    return fl_ir_encode_file_raw(FL_IR_MAGIC, FL_IR_FORMAT_VERSION, NULL, p, len);
+    return fl_ir_encode_file_raw(FL_IR_MAGIC, fl_ir_format_version(NULL, p), NULL, p, len);
 }
 
 /* The absolute directory a file at path is (to be) in; NULL when it cannot be resolved. */
@@ -300,7 +319,7 @@ static char *file_dir(const char *path) {
 static FlStatus write_file(const FlBundle *b, const FlPlan *p, const char *path, FlErr *e) {
     char *dir = file_dir(path);
     size_t len;
-    uint8_t *data = encode(FL_IR_MAGIC, FL_IR_FORMAT_VERSION, b, p, dir, &len);
+    uint8_t *data = encode(FL_IR_MAGIC, fl_ir_format_version(b, p), b, p, dir, &len);
     free(dir);
     FlStatus st = fl_write_file(path, data, len, e);
     free(data);

@@ -260,28 +260,78 @@ FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a) {
 
 #define STACK_ARGS 8
 
+/* The per-call argument arrays of run_compute: on the stack for up to STACK_ARGS each way. */
+typedef struct CallArgs {
+    FlTensor *in, *out;
+    const FlTensor **inp;
+    FlTensor **outp;
+    FlSelectedRows *in_r, *out_r;
+    const FlSelectedRows **in_rp;
+    FlSelectedRows **out_rp;
+} CallArgs;
+
+/* Loads input arg k of op into ca: a tensor, or a SelectedRows (as it is for a sparse adapter,
+ * its value block in in[k]; densified for the others). false when the var holds neither. */
+static FlStatus load_input(RunCtx *rc, const ExecOp *op, FlVar *v, int k, CallArgs *ca, bool *found) {
+    *found = true;
+    if (fl_var_get_tensor(v, &ca->in[k])) return FL_OK;
+    if (!fl_var_get_rows(v, &ca->in_r[k])) {
+        *found = false;
+        return FL_OK;
+    }
+    if (op->ad->sparse) {
+        fl_tensor_ref(&ca->in[k], &ca->in_r[k].value);
+        ca->in_rp[k] = &ca->in_r[k];
+        return FL_OK;
+    }
+    FlErr e = {0};
+    if (fl_rows_to_dense(&e, &ca->in_r[k], &ca->in[k]) == FL_OK) return FL_OK;
+    return fl_exec_op_error(rc, op, "input '%s' (a SelectedRows): %s", op->args[k].name, e.msg);
+}
+
 static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlTensor in_st[STACK_ARGS], out_st[STACK_ARGS];
     const FlTensor *inp_st[STACK_ARGS];
     FlTensor *outp_st[STACK_ARGS];
+    FlSelectedRows in_r_st[STACK_ARGS], out_r_st[STACK_ARGS];
+    const FlSelectedRows *in_rp_st[STACK_ARGS];
+    FlSelectedRows *out_rp_st[STACK_ARGS];
     bool heap = op->nin > STACK_ARGS || op->nout > STACK_ARGS;
-    FlTensor *in = heap ? fl_xcalloc((size_t)op->nin + 1, sizeof *in) : in_st;
-    FlTensor *out = heap ? fl_xcalloc((size_t)op->nout + 1, sizeof *out) : out_st;
-    const FlTensor **inp = heap ? fl_xcalloc((size_t)op->nin + 1, sizeof *inp) : inp_st;
-    FlTensor **outp = heap ? fl_xcalloc((size_t)op->nout + 1, sizeof *outp) : outp_st;
+    size_t ni = (size_t)op->nin + 1, no = (size_t)op->nout + 1;
+    CallArgs ca = {
+        .in = heap ? fl_xcalloc(ni, sizeof *ca.in) : in_st,
+        .out = heap ? fl_xcalloc(no, sizeof *ca.out) : out_st,
+        .inp = heap ? fl_xcalloc(ni, sizeof *ca.inp) : inp_st,
+        .outp = heap ? fl_xcalloc(no, sizeof *ca.outp) : outp_st,
+        .in_r = heap ? fl_xcalloc(ni, sizeof *ca.in_r) : in_r_st,
+        .out_r = heap ? fl_xcalloc(no, sizeof *ca.out_r) : out_r_st,
+        .in_rp = heap ? fl_xcalloc(ni, sizeof *ca.in_rp) : in_rp_st,
+        .out_rp = heap ? fl_xcalloc(no, sizeof *ca.out_rp) : out_rp_st,
+    };
     FlStatus st = FL_OK;
     int loaded = 0;
     for (int k = 0; k < op->nout; k++) {
-        fl_tensor_init(&out[k]);
-        outp[k] = op->args[op->nin + k].idx >= 0 ? &out[k] : NULL;
+        const ArgRef *a = &op->args[op->nin + k];
+        fl_tensor_init(&ca.out[k]);
+        fl_rows_init(&ca.out_r[k]);
+        ca.outp[k] = a->idx >= 0 && !a->rows ? &ca.out[k] : NULL;
+        ca.out_rp[k] = a->idx >= 0 && a->rows ? &ca.out_r[k] : NULL;
     }
     for (; loaded < op->nin; loaded++) {
         const ArgRef *a = &op->args[loaded];
-        fl_tensor_init(&in[loaded]);
-        inp[loaded] = NULL;
+        fl_tensor_init(&ca.in[loaded]);
+        fl_rows_init(&ca.in_r[loaded]);
+        ca.inp[loaded] = NULL;
+        ca.in_rp[loaded] = NULL;
         if (a->idx < 0) continue;
         FlVar *v = fl_exec_var_read(s, a);
-        if (!v || !fl_var_get_tensor(v, &in[loaded])) {
+        bool found = false;
+        if (v && load_input(rc, op, v, loaded, &ca, &found)) {
+            loaded++;
+            st = FL_ERROR;
+            goto done;
+        }
+        if (!found) {
             int slot = 0;
             while (op->in_off[slot + 1] <= loaded) slot++;
             st = fl_exec_op_error(rc, op, "input %s '%s' has no value%s", op->info->ins[slot].name,
@@ -292,27 +342,41 @@ static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
             loaded++;
             goto done;
         }
-        inp[loaded] = &in[loaded];
+        ca.inp[loaded] = &ca.in[loaded];
     }
-    OpCall c = {.rc = rc, .op = op, .e = rc->e, .in = inp, .out = outp};
+    OpCall c = {.rc = rc, .op = op, .e = rc->e, .in = ca.inp, .out = ca.outp,
+                .in_rows = ca.in_rp, .out_rows = ca.out_rp};
     if (op->ad->run(&c) != FL_OK) {
-        wrap_kernel_error(rc, op, inp);
+        wrap_kernel_error(rc, op, ca.inp);
         st = FL_ERROR;
         goto done;
     }
     for (int k = 0; k < op->nout; k++) {
-        if (!outp[k] || !fl_tensor_has_data(&out[k])) continue;
-        if (rc->read_only && op->args[op->nin + k].shared) continue;
-        fl_var_take_tensor(fl_exec_var_write(s, &op->args[op->nin + k]), &out[k]);
+        const ArgRef *a = &op->args[op->nin + k];
+        if (rc->read_only && a->shared) continue;
+        if (ca.outp[k] && fl_tensor_has_data(&ca.out[k]))
+            fl_var_take_tensor(fl_exec_var_write(s, a), &ca.out[k]);
+        else if (ca.out_rp[k] && fl_tensor_has_data(&ca.out_r[k].rows))
+            fl_var_take_rows(fl_exec_var_write(s, a), &ca.out_r[k]);
     }
 done:
-    for (int k = 0; k < loaded; k++) fl_tensor_fini(&in[k]);
-    for (int k = 0; k < op->nout; k++) fl_tensor_fini(&out[k]);
+    for (int k = 0; k < loaded; k++) {
+        fl_tensor_fini(&ca.in[k]);
+        fl_rows_fini(&ca.in_r[k]);
+    }
+    for (int k = 0; k < op->nout; k++) {
+        fl_tensor_fini(&ca.out[k]);
+        fl_rows_fini(&ca.out_r[k]);
+    }
     if (heap) {
-        free(in);
-        free(out);
-        free(inp);
-        free(outp);
+        free(ca.in);
+        free(ca.out);
+        free(ca.inp);
+        free(ca.outp);
+        free(ca.in_r);
+        free(ca.out_r);
+        free(ca.in_rp);
+        free(ca.out_rp);
     }
     return st;
 }
@@ -355,6 +419,7 @@ static void resolve_arg(PBlock *pb, const char *name, ArgRef *a) {
     a->up = 0;
     a->idx = -1;
     a->shared = false;
+    a->rows = false;
     if (fl_rule_is_empty(name)) return;
     for (const PBlock *d = pb; d; d = d->parent) {
         long i = fl_scope_layout_find(&d->layout, name);
@@ -362,6 +427,7 @@ static void resolve_arg(PBlock *pb, const char *name, ArgRef *a) {
             a->up = pb->depth - d->depth;
             a->idx = (int)i;
             a->shared = d->slots.data[i].shared;
+            a->rows = d->slots.data[i].desc->kind == FL_VAR_SELECTED_ROWS;
             return;
         }
     }
@@ -422,6 +488,13 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
         for (size_t j = 0; sl && j < sl->nargs; j++) resolve_arg(pb, sl->args[j], &op->args[n++]);
     }
     op->out_off[op->info->nouts] = n - nin;
+    /* SelectedRows: compute adapters read them densified; the others would find no tensor, and
+     * only sparse adapters make them */
+    for (int j = 0; j < n; j++) {
+        if (!op->args[j].rows || (op->ad->run && (j < nin || op->ad->sparse))) continue;
+        return fl_err(e, "%s: %s '%s' is a SelectedRows (a sparse gradient), which op '%s' does not %s", where,
+                      j < nin ? "input" : "output", op->args[j].name, d->type, j < nin ? "read" : "make");
+    }
 
     /* sub-block */
     for (size_t i = 0; i < d->attrs.len; i++) {
@@ -690,10 +763,14 @@ FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t
             fl_err(e, "fetch '%s': no var of that name", fetch_names[i]);
             goto undo;
         }
-        if (!fl_var_get_tensor(v, &fetches[i])) {
-            fl_err(e, "fetch '%s': the var has no value after the run", fetch_names[i]);
-            goto undo;
-        }
+        if (fl_var_get_tensor(v, &fetches[i])) continue;
+        FlSelectedRows r;
+        fl_rows_init(&r);
+        bool rows = fl_var_get_rows(v, &r);
+        FlStatus dst = rows ? fl_rows_to_dense(e, &r, &fetches[i]) : FL_ERROR; /* as its tensor */
+        fl_rows_fini(&r);
+        if (!rows) fl_err(e, "fetch '%s': the var has no value after the run", fetch_names[i]);
+        if (dst != FL_OK) goto undo;
     }
     st = FL_OK;
     goto done;

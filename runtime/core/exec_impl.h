@@ -40,6 +40,7 @@ typedef struct ArgRef {
     int up;           /* scopes to walk up from the running block's scope to the declaring one */
     int idx;          /* slot in that scope's layout; -1: no var (FL_EMPTY_ARG) */
     bool shared;      /* a persistable var of block 0: lives in the caller's scope */
+    bool rows;        /* declared a SelectedRows (FL_VAR_SELECTED_ROWS) */
 } ArgRef;
 
 /* Parsed attributes; each adapter's prepare says which fields it uses. */
@@ -66,6 +67,8 @@ typedef struct FlAdapter {
     FlStatus (*prepare)(ExecOp *op, FlErr *e);
     FlStatus (*run)(OpCall *c);                                    /* compute ops */
     FlStatus (*control)(RunCtx *rc, const ExecOp *op, FlScope *s); /* control ops */
+    bool sparse; /* run takes SelectedRows inputs as they are (OpCall.in_rows); other compute
+                  * adapters get them densified (the tensor they stand for) */
 } FlAdapter;
 
 struct ExecOp {
@@ -136,6 +139,13 @@ struct OpCall {
     FlErr *e;
     const FlTensor *const *in; /* per input arg; NULL for FL_EMPTY_ARG */
     FlTensor *const *out;      /* per output arg; NULL when not wanted */
+    /* SelectedRows (runtime/rows.h). in_rows[i]: what input arg i holds when it is one and the
+     * adapter is sparse (in[i] is then its value block), else NULL. out_rows[i]: where the
+     * adapter puts output arg i when the program declares it a SelectedRows (then out[i] is
+     * NULL), else NULL. Both arrays may be NULL (calls made outside the executor: the pserver's
+     * in-place updates), meaning no SelectedRows at all; read them through the accessors. */
+    const FlSelectedRows *const *in_rows;
+    FlSelectedRows *const *out_rows;
 };
 
 /* ---- slot access for compute adapters (s = the slot's position in the op table) ---- */
@@ -157,6 +167,18 @@ static inline FlTensor *fl_call_out(const OpCall *c, int s) {
     return fl_call_nout(c, s) ? c->out[c->op->out_off[s]] : NULL;
 }
 static inline FlTensor *const *fl_call_outs(const OpCall *c, int s) { return c->out + c->op->out_off[s]; }
+/* The SelectedRows of input slot s's first arg (sparse adapters); NULL when it is dense. */
+static inline const FlSelectedRows *fl_call_in_rows(const OpCall *c, int s) {
+    return c->in_rows && fl_call_nin(c, s) ? c->in_rows[c->op->in_off[s]] : NULL;
+}
+/* The SelectedRows of input slot s's args; NULL when the call has none. */
+static inline const FlSelectedRows *const *fl_call_ins_rows(const OpCall *c, int s) {
+    return c->in_rows ? c->in_rows + c->op->in_off[s] : NULL;
+}
+/* Where output slot s's first arg goes when it is declared a SelectedRows; NULL otherwise. */
+static inline FlSelectedRows *fl_call_out_rows(const OpCall *c, int s) {
+    return c->out_rows && fl_call_nout(c, s) ? c->out_rows[c->op->out_off[s]] : NULL;
+}
 
 /* ---- for control adapters ---- */
 /* Runs pb's ops in order in scope s (whose layout is pb's). */
@@ -211,6 +233,18 @@ FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(
 FlStatus fl_exec_check_lod(FlErr *e, const FlTensor *off, int64_t rows, const char *slot, const int64_t **offsets,
                            int64_t *nseq) FL_WARN_UNUSED;
 
+/* ---- SelectedRows gradients of the optimizers (ops_optim.c) ---- */
+/* fn runs a dense update on the rows grad touches: rows_in[i] holds those rows of full[i],
+ * fn writes their updated values to rows_out[i] (each a fresh empty tensor). */
+typedef FlStatus (*FlRowsUpdateFn)(OpCall *c, void *ctx, const FlTensor *grad, const FlTensor *const *rows_in,
+                                   FlTensor *const *rows_out);
+/* The update of a sparse optimizer that leaves the rows no id touched as they are: merges g
+ * (duplicate rows added), gathers its rows of each full[i] (Param and its row-shaped states),
+ * runs fn on them with the merged value as the gradient, and sets outs[i] (NULL: not wanted) to
+ * a copy of full[i] with the updated rows. Errors name the kernel's complaint. */
+FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor *const *full, FlTensor *const *outs,
+                             int n, FlRowsUpdateFn fn, void *ctx) FL_WARN_UNUSED;
+
 /* ---- attribute helpers for prepare (defaults come from the op table) ---- */
 int64_t fl_exec_attr_int(const ExecOp *op, const char *name);
 double fl_exec_attr_float(const ExecOp *op, const char *name);
@@ -255,7 +289,9 @@ FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e);
 #undef FL_OP
 
 /* Adapter definition helpers. */
-#define FL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, fn, NULL}
-#define FL_CONTROL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, NULL, fn}
+#define FL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, fn, NULL, false}
+#define FL_CONTROL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, NULL, fn, false}
+/* A compute adapter that reads SelectedRows inputs as they are (OpCall.in_rows). */
+#define FL_SPARSE_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, fn, NULL, true}
 
 #endif

@@ -62,12 +62,16 @@ static FlStatus run_lookup_table(OpCall *c) {
 FL_ADAPTER(lookup_table, prep_lookup_table, run_lookup_table);
 /* lookup_table_grad: W, Ids, Out, Out@GRAD -> W@GRAD, Ids@GRAD (never made) */
 static FlStatus run_lookup_table_grad(OpCall *c) {
+    FlSelectedRows *rows = fl_call_out_rows(c, FL_OUT_lookup_table_grad_W_GRAD);
+    if (rows) /* is_sparse: the program declares W@GRAD a SelectedRows */
+        return fl_kernel_lookup_table_grad_rows(c->e, IN(FL_IN_lookup_table_grad_W), IN(FL_IN_lookup_table_grad_Ids),
+                                                IN(FL_IN_lookup_table_grad_Out_GRAD), c->op->a.i[0], rows);
     if (!OUT(FL_OUT_lookup_table_grad_W_GRAD)) return FL_OK;
     return fl_kernel_lookup_table_grad(c->e, IN(FL_IN_lookup_table_grad_W), IN(FL_IN_lookup_table_grad_Ids),
                                        IN(FL_IN_lookup_table_grad_Out_GRAD), c->op->a.i[0],
                                        OUT(FL_OUT_lookup_table_grad_W_GRAD));
 }
-FL_ADAPTER(lookup_table_grad, prep_lookup_table, run_lookup_table_grad);
+FL_SPARSE_ADAPTER(lookup_table_grad, prep_lookup_table, run_lookup_table_grad);
 
 /* ---- softmax, losses, reductions ---- */
 

@@ -1,8 +1,59 @@
 /* ops_optim.c: adapters of the elementwise optimizers of fl_kernel_optim (adagrad,
  * decayed_adagrad, rmsprop, adamax, adadelta, ftrl, lars_momentum). Each prepare reads the
  * rule's attributes into a.f in the order kernels.h gives; each run passes its state slots in
- * the rule's order. An absent state output is written to a temporary and dropped. */
+ * the rule's order. An absent state output is written to a temporary and dropped.
+ *
+ * SelectedRows gradients: fl_exec_rows_update runs a dense kernel on the rows a sparse gradient
+ * touches (gathered, then scattered into copies of the full tensors), so a sparse update equals
+ * the dense one row for row. adagrad and ftrl take that path (their other rows stay as they
+ * are, as Fluid's sparse kernels leave them); the other rules get the gradient densified. */
+#define MAX_ROW_STATES 4
+
 #include "runtime/core/exec_impl.h"
+
+FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor *const *full, FlTensor *const *outs,
+                             int n, FlRowsUpdateFn fn, void *ctx) {
+    FL_ASSERT(n >= 1 && n <= MAX_ROW_STATES);
+    FlSelectedRows m;
+    fl_rows_init(&m);
+    FlTensor sub_in[MAX_ROW_STATES], sub_out[MAX_ROW_STATES], res[MAX_ROW_STATES];
+    const FlTensor *in[MAX_ROW_STATES];
+    FlTensor *out[MAX_ROW_STATES];
+    for (int i = 0; i < n; i++) {
+        fl_tensor_init(&sub_in[i]);
+        fl_tensor_init(&sub_out[i]);
+        fl_tensor_init(&res[i]);
+        in[i] = &sub_in[i];
+        out[i] = &sub_out[i];
+    }
+    FlStatus st = FL_ERROR;
+    if (fl_rows_merge(c->e, &g, 1, &m)) goto fail;
+    if (m.height != full[0]->ne[0]) {
+        fl_err(c->e, "Grad is a SelectedRows of height %lld, Param %s has %lld rows", (long long)m.height,
+               fl_tensor_shape(full[0]).s, (long long)full[0]->ne[0]);
+        goto fail;
+    }
+    for (int i = 0; i < n; i++)
+        if (fl_rows_gather(c->e, full[i], &m.rows, &sub_in[i])) goto fail;
+    if (fn(c, ctx, &m.value, in, out)) goto fail;
+    for (int i = 0; i < n; i++)
+        if (outs[i] && fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], &res[i])) goto fail;
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
+        fl_tensor_fini(outs[i]);
+        *outs[i] = res[i];
+        fl_tensor_init(&res[i]);
+    }
+    st = FL_OK;
+fail:
+    for (int i = 0; i < n; i++) {
+        fl_tensor_fini(&sub_in[i]);
+        fl_tensor_fini(&sub_out[i]);
+        fl_tensor_fini(&res[i]);
+    }
+    fl_rows_fini(&m);
+    return st;
+}
 
 #define IN(s) fl_call_in(c, (s))
 #define OUT(s) fl_call_out(c, (s))
@@ -15,10 +66,33 @@ static FlStatus attrs(ExecOp *op, const char *a0, const char *a1, const char *a2
     return FL_OK;
 }
 
+/* The rule on the rows of a SelectedRows gradient (rows_in: param, then the states). */
+typedef struct RuleRows {
+    FlOptimRule rule;
+    const FlTensor *lr;
+    int nstate;
+} RuleRows;
+
+static FlStatus rule_rows(OpCall *c, void *ctx, const FlTensor *grad, const FlTensor *const *in, FlTensor *const *out) {
+    const RuleRows *r = ctx;
+    const FlTensor *state[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < r->nstate; i++) state[i] = in[1 + i];
+    return fl_kernel_optim(c->e, r->rule, in[0], grad, r->lr, state, NULL, c->op->a.f, out[0], out + 1, NULL);
+}
+
 static FlStatus run(OpCall *c, FlOptimRule rule, const FlTensor *param, const FlTensor *grad,
                     const FlTensor *lr, const FlTensor *s0, const FlTensor *s1, const FlTensor *s2,
                     const FlTensor *beta_pow, FlTensor *param_out, FlTensor *o0, FlTensor *o1,
                     FlTensor *o2, FlTensor *beta_pow_out) {
+    _Static_assert(FL_IN_adagrad_Grad == 1 && FL_IN_ftrl_Grad == 1, "Grad is input slot 1");
+    const FlSelectedRows *g = c->op->ad->sparse ? fl_call_in_rows(c, 1) : NULL;
+    if (g) {
+        FL_ASSERT(!s2 && !beta_pow); /* adagrad and ftrl */
+        RuleRows r = {rule, lr, s1 ? 2 : 1};
+        const FlTensor *full[3] = {param, s0, s1};
+        FlTensor *outs[3] = {param_out, o0, o1};
+        return fl_exec_rows_update(c, g, full, outs, 1 + r.nstate, rule_rows, &r);
+    }
     FlTensor tmp[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
     const FlTensor *state[3] = {s0, s1, s2};
     FlTensor *outs[3] = {o0 ? o0 : &tmp[0], o1 ? o1 : &tmp[1], o2 ? o2 : &tmp[2]};
@@ -34,7 +108,7 @@ static FlStatus run_adagrad(OpCall *c) {
                IN(FL_IN_adagrad_LearningRate), IN(FL_IN_adagrad_Moment), NULL, NULL, NULL,
                OUT(FL_OUT_adagrad_ParamOut), OUT(FL_OUT_adagrad_MomentOut), NULL, NULL, NULL);
 }
-FL_ADAPTER(adagrad, prep_adagrad, run_adagrad);
+FL_SPARSE_ADAPTER(adagrad, prep_adagrad, run_adagrad);
 
 static FlStatus prep_decayed_adagrad(ExecOp *op, FlErr *e) { return attrs(op, "epsilon", "decay", NULL, NULL); }
 static FlStatus run_decayed_adagrad(OpCall *c) {
@@ -77,7 +151,7 @@ static FlStatus run_ftrl(OpCall *c) {
                IN(FL_IN_ftrl_SquaredAccum), IN(FL_IN_ftrl_LinearAccum), NULL, NULL, OUT(FL_OUT_ftrl_ParamOut),
                OUT(FL_OUT_ftrl_SquaredAccumOut), OUT(FL_OUT_ftrl_LinearAccumOut), NULL, NULL);
 }
-FL_ADAPTER(ftrl, prep_ftrl, run_ftrl);
+FL_SPARSE_ADAPTER(ftrl, prep_ftrl, run_ftrl);
 
 static FlStatus prep_lars_momentum(ExecOp *op, FlErr *e) {
     return attrs(op, "mu", "lars_coeff", "lars_weight_decay", NULL);

@@ -12,15 +12,39 @@
 
 /* ---- sum ---- */
 
+/* SelectedRows: all of them to a SelectedRows Out, merged (duplicate rows added); with a dense
+ * Out each is added as the tensor it stands for. */
 static FlStatus run_sum(OpCall *c) {
     int n = fl_call_nin(c, FL_IN_sum_X);
     const FlTensor *const *xs = fl_call_ins(c, FL_IN_sum_X);
+    const FlSelectedRows *const *rs = fl_call_ins_rows(c, FL_IN_sum_X);
     for (int i = 0; i < n; i++)
         if (!xs[i]) return fl_err(c->e, "sum: input %d is empty", i);
     if (n == 0) return fl_err(c->e, "sum: no inputs");
-    return fl_kernel_sum(c->e, xs, n, OUT(FL_OUT_sum_Out));
+    FlSelectedRows *ro = fl_call_out_rows(c, FL_OUT_sum_Out);
+    if (ro) {
+        for (int i = 0; i < n; i++)
+            if (!rs || !rs[i]) return fl_err(c->e, "sum: Out is a SelectedRows but input %d is dense", i);
+        return fl_rows_merge(c->e, rs, n, ro);
+    }
+    FlTensor *dense = calloc((size_t)n, sizeof *dense);
+    const FlTensor **ins = calloc((size_t)n, sizeof *ins);
+    FlStatus st = dense && ins ? FL_OK : fl_err(c->e, "sum: out of memory");
+    for (int i = 0; i < n && st == FL_OK; i++) {
+        fl_tensor_init(&dense[i]);
+        ins[i] = xs[i];
+        if (rs && rs[i]) {
+            st = fl_rows_to_dense(c->e, rs[i], &dense[i]);
+            ins[i] = &dense[i];
+        }
+    }
+    if (st == FL_OK) st = fl_kernel_sum(c->e, ins, n, OUT(FL_OUT_sum_Out));
+    for (int i = 0; dense && i < n; i++) fl_tensor_fini(&dense[i]);
+    free(dense);
+    free(ins);
+    return st;
 }
-FL_ADAPTER(sum, NULL, run_sum);
+FL_SPARSE_ADAPTER(sum, NULL, run_sum);
 /* sum_grad: X*, Out, Out@GRAD -> X@GRAD* */
 static FlStatus run_sum_grad(OpCall *c) {
     return fl_kernel_sum_grad(c->e, IN(FL_IN_sum_grad_Out_GRAD), fl_call_nout(c, FL_OUT_sum_grad_X_GRAD),
@@ -218,11 +242,20 @@ FL_ADAPTER(Print_grad, prep_print_grad, run_print_grad);
 /* ---- optimizers: the inputs are the executor's own references, so the kernels never update a
  * published buffer in place: every update is a new tensor replacing the old one whole ---- */
 
+static FlStatus sgd_rows(OpCall *c, void *ctx, const FlTensor *grad, const FlTensor *const *in, FlTensor *const *out) {
+    (void)ctx;
+    return fl_kernel_sgd(c->e, in[0], grad, IN(FL_IN_sgd_LearningRate), out[0]);
+}
+/* A SelectedRows Grad updates its rows only (the others have a zero gradient). */
 static FlStatus run_sgd(OpCall *c) {
+    const FlSelectedRows *g = fl_call_in_rows(c, FL_IN_sgd_Grad);
+    if (g)
+        return fl_exec_rows_update(c, g, (const FlTensor *[]){IN(FL_IN_sgd_Param)},
+                                   (FlTensor *[]){OUT(FL_OUT_sgd_ParamOut)}, 1, sgd_rows, NULL);
     return fl_kernel_sgd(c->e, IN(FL_IN_sgd_Param), IN(FL_IN_sgd_Grad), IN(FL_IN_sgd_LearningRate),
                          OUT(FL_OUT_sgd_ParamOut));
 }
-FL_ADAPTER(sgd, NULL, run_sgd);
+FL_SPARSE_ADAPTER(sgd, NULL, run_sgd);
 
 static FlStatus prep_momentum(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "mu");
@@ -245,21 +278,42 @@ static FlStatus prep_adam(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "beta1");
     op->a.f[1] = fl_exec_attr_float(op, "beta2");
     op->a.f[2] = fl_exec_attr_float(op, "epsilon");
+    op->a.b[0] = fl_exec_attr_bool(op, "lazy_mode");
     return FL_OK;
 }
-/* Param Grad LearningRate Moment1 Moment2 Beta1Pow Beta2Pow
- *   -> ParamOut Moment1Out Moment2Out Beta1PowOut Beta2PowOut */
-static FlStatus run_adam(OpCall *c) {
+/* Adam on param, grad and moments p, m1, m2 (whole tensors or the rows of a sparse gradient);
+ * the beta powers come from the call. */
+static FlStatus adam_on(OpCall *c, const FlTensor *grad, const FlTensor *p, const FlTensor *m1, const FlTensor *m2,
+                        FlTensor *po, FlTensor *m1o, FlTensor *m2o) {
     const PAttrs *a = &c->op->a;
-    FlTensor m1 = FL_TENSOR_INIT, m2 = FL_TENSOR_INIT;
-    FlStatus s = fl_kernel_adam(c->e, IN(FL_IN_adam_Param), IN(FL_IN_adam_Grad), IN(FL_IN_adam_LearningRate),
-                                IN(FL_IN_adam_Moment1), IN(FL_IN_adam_Moment2), IN(FL_IN_adam_Beta1Pow),
-                                IN(FL_IN_adam_Beta2Pow), a->f[0], a->f[1], a->f[2], OUT(FL_OUT_adam_ParamOut),
-                                OUT(FL_OUT_adam_Moment1Out) ? OUT(FL_OUT_adam_Moment1Out) : &m1,
-                                OUT(FL_OUT_adam_Moment2Out) ? OUT(FL_OUT_adam_Moment2Out) : &m2,
-                                OUT(FL_OUT_adam_Beta1PowOut), OUT(FL_OUT_adam_Beta2PowOut));
-    fl_tensor_fini(&m1);
-    fl_tensor_fini(&m2);
+    FlTensor t1 = FL_TENSOR_INIT, t2 = FL_TENSOR_INIT;
+    FlStatus s = fl_kernel_adam(c->e, p, grad, IN(FL_IN_adam_LearningRate), m1, m2, IN(FL_IN_adam_Beta1Pow),
+                                IN(FL_IN_adam_Beta2Pow), a->f[0], a->f[1], a->f[2], po, m1o ? m1o : &t1,
+                                m2o ? m2o : &t2, OUT(FL_OUT_adam_Beta1PowOut), OUT(FL_OUT_adam_Beta2PowOut));
+    fl_tensor_fini(&t1);
+    fl_tensor_fini(&t2);
     return s;
 }
-FL_ADAPTER(adam, prep_adam, run_adam);
+static FlStatus adam_rows(OpCall *c, void *ctx, const FlTensor *grad, const FlTensor *const *in, FlTensor *const *out) {
+    (void)ctx;
+    return adam_on(c, grad, in[0], in[1], in[2], out[0], out[1], out[2]);
+}
+/* Param Grad LearningRate Moment1 Moment2 Beta1Pow Beta2Pow
+ *   -> ParamOut Moment1Out Moment2Out Beta1PowOut Beta2PowOut
+ * A SelectedRows Grad: lazy_mode updates its rows only (param and moments); otherwise every row
+ * as the dense gradient with zeros elsewhere would (the moments of the other rows decay). */
+static FlStatus run_adam(OpCall *c) {
+    const FlTensor *p = IN(FL_IN_adam_Param), *m1 = IN(FL_IN_adam_Moment1), *m2 = IN(FL_IN_adam_Moment2);
+    FlTensor *po = OUT(FL_OUT_adam_ParamOut), *m1o = OUT(FL_OUT_adam_Moment1Out), *m2o = OUT(FL_OUT_adam_Moment2Out);
+    const FlSelectedRows *g = fl_call_in_rows(c, FL_IN_adam_Grad);
+    if (!g) return adam_on(c, IN(FL_IN_adam_Grad), p, m1, m2, po, m1o, m2o);
+    if (c->op->a.b[0])
+        return fl_exec_rows_update(c, g, (const FlTensor *[]){p, m1, m2}, (FlTensor *[]){po, m1o, m2o}, 3,
+                                   adam_rows, NULL);
+    FlTensor dense = FL_TENSOR_INIT;
+    FlStatus s = fl_rows_to_dense(c->e, g, &dense);
+    if (s == FL_OK) s = adam_on(c, &dense, p, m1, m2, po, m1o, m2o);
+    fl_tensor_fini(&dense);
+    return s;
+}
+FL_SPARSE_ADAPTER(adam, prep_adam, run_adam);

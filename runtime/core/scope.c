@@ -13,7 +13,9 @@ struct FlVar {
     atomic_long refs;
     pthread_mutex_t mu;
     FlVarTag tag;
-    FlTensor t;                   /* FL_VAR_TAG_TENSOR */
+    FlTensor t;                   /* FL_VAR_TAG_TENSOR; FL_VAR_TAG_ROWS: the value block */
+    FlTensor rows;                /* FL_VAR_TAG_ROWS: the row indices */
+    int64_t height;               /* FL_VAR_TAG_ROWS */
     void *obj;                    /* FL_VAR_TAG_OBJECT */
     void (*obj_release)(void *);
     char *label;                  /* fl_var_set_label; independent of the content */
@@ -38,6 +40,7 @@ FlVar *fl_var_new(void) {
     pthread_mutex_init(&v->mu, NULL);
     v->tag = FL_VAR_TAG_EMPTY;
     fl_tensor_init(&v->t);
+    fl_tensor_init(&v->rows);
     return v;
 }
 
@@ -47,14 +50,16 @@ void fl_var_retain(FlVar *v) {
 
 /* Drops the content; the caller frees what it returns outside the lock. */
 typedef struct Old {
-    FlTensor t;
+    FlTensor t, rows;
     void *obj;
     void (*obj_release)(void *);
 } Old;
 
 static Old take_content(FlVar *v) {
-    Old o = {.t = v->t, .obj = v->obj, .obj_release = v->obj_release};
+    Old o = {.t = v->t, .rows = v->rows, .obj = v->obj, .obj_release = v->obj_release};
     fl_tensor_init(&v->t);
+    fl_tensor_init(&v->rows);
+    v->height = 0;
     v->obj = NULL;
     v->obj_release = NULL;
     v->tag = FL_VAR_TAG_EMPTY;
@@ -63,6 +68,7 @@ static Old take_content(FlVar *v) {
 
 static void drop_old(Old *o) {
     fl_tensor_fini(&o->t);
+    fl_tensor_fini(&o->rows);
     if (o->obj && o->obj_release) o->obj_release(o->obj);
 }
 
@@ -105,6 +111,36 @@ void fl_var_take_tensor(FlVar *v, FlTensor *t) {
     v->tag = FL_VAR_TAG_TENSOR;
     pthread_mutex_unlock(&v->mu);
     fl_tensor_init(t);
+    drop_old(&o);
+}
+
+bool fl_var_get_rows(FlVar *v, FlSelectedRows *out) {
+    FlSelectedRows old = *out;
+    bool ok;
+    pthread_mutex_lock(&v->mu);
+    ok = v->tag == FL_VAR_TAG_ROWS;
+    if (ok) {
+        out->value = v->t;
+        out->rows = v->rows;
+        out->height = v->height;
+        fl_buffer_retain(out->value.buf);
+        fl_buffer_retain(out->rows.buf);
+    }
+    pthread_mutex_unlock(&v->mu);
+    if (!ok) fl_rows_init(out);
+    fl_rows_fini(&old);
+    return ok;
+}
+
+void fl_var_take_rows(FlVar *v, FlSelectedRows *r) {
+    pthread_mutex_lock(&v->mu);
+    Old o = take_content(v);
+    v->t = r->value;
+    v->rows = r->rows;
+    v->height = r->height;
+    v->tag = FL_VAR_TAG_ROWS;
+    pthread_mutex_unlock(&v->mu);
+    fl_rows_init(r);
     drop_old(&o);
 }
 
@@ -325,8 +361,13 @@ bool fl_scope_alias(FlScope *s, const char *name, FlVar *v) {
 FlStatus fl_scope_get_tensor(FlScope *s, const char *name, FlTensor *out, FlErr *e) {
     FlVar *v = fl_scope_find(s, name);
     if (!v) return fl_err(e, "no var named '%s' in the scope", name);
-    if (!fl_var_get_tensor(v, out)) return fl_err(e, "var '%s' holds no tensor", name);
-    return FL_OK;
+    if (fl_var_get_tensor(v, out)) return FL_OK;
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    if (!fl_var_get_rows(v, &r)) return fl_err(e, "var '%s' holds no tensor", name);
+    FlStatus st = fl_rows_to_dense(e, &r, out); /* a SelectedRows reads as the tensor it stands for */
+    fl_rows_fini(&r);
+    return st;
 }
 
 void fl_scope_set_tensor(FlScope *s, const char *name, const FlTensor *t) {

@@ -31,9 +31,16 @@
 #include <stdbool.h>
 
 #include "base/base.h"
+#include "runtime/rows.h"
 #include "runtime/tensor.h"
 
-typedef enum FlVarTag { FL_VAR_TAG_EMPTY, FL_VAR_TAG_TENSOR, FL_VAR_TAG_OBJECT, FL_VAR_TAG_COUNT } FlVarTag;
+typedef enum FlVarTag {
+    FL_VAR_TAG_EMPTY,
+    FL_VAR_TAG_TENSOR,
+    FL_VAR_TAG_OBJECT,
+    FL_VAR_TAG_ROWS, /* a SelectedRows (runtime/rows.h): row indices and a value block */
+    FL_VAR_TAG_COUNT
+} FlVarTag;
 
 typedef struct FlVar FlVar;
 typedef struct FlScope FlScope;
@@ -50,6 +57,12 @@ bool fl_var_get_tensor(FlVar *v, FlTensor *out);
 void fl_var_set_tensor(FlVar *v, const FlTensor *t);
 /* Replaces the content by t, taking over t's reference; t becomes empty. */
 void fl_var_take_tensor(FlVar *v, FlTensor *t);
+/* SelectedRows (a sparse gradient), replaced whole like a tensor: get takes new references to
+ * both of its tensors into *out (released first) and is false when the var holds no SelectedRows
+ * (*out is then empty); take takes over r's references (r becomes empty). fl_var_get_tensor is
+ * false on such a var: readers that want a dense tensor densify it (fl_rows_to_dense). */
+bool fl_var_get_rows(FlVar *v, FlSelectedRows *out);
+void fl_var_take_rows(FlVar *v, FlSelectedRows *r);
 /* Objects: the var owns `obj` and calls release(obj) when it is replaced or freed. get returns
  * NULL unless the var holds an object (borrowed; valid while the var holds it). */
 void fl_var_set_object(FlVar *v, void *obj, void (*release)(void *));
@@ -120,7 +133,8 @@ FlVar *fl_scope_slot_set(FlScope *s, size_t slot, FlVar *v);
 FlVar *fl_scope_slot_var(FlScope *s, size_t slot);
 
 /* Convenience for tests and the embedding API: a new reference to the tensor of the var `name`
- * (looked up through the parents), or an error naming it when it is absent or holds no tensor. */
+ * (looked up through the parents; a SelectedRows as the dense tensor it stands for, a new
+ * buffer), or an error naming it when it is absent or holds no tensor. */
 FlStatus fl_scope_get_tensor(FlScope *s, const char *name, FlTensor *out, FlErr *e) FL_WARN_UNUSED;
 /* Sets the var `name` of s itself (created when absent; parents are not consulted) to a
  * reference to t's buffer, replacing its tensor whole. */

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "runtime/rows.h"
 #include "runtime/tensor.h"
 
 /* ======================================================================================
@@ -369,6 +370,12 @@ FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids
 FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
                                      const FlTensor *dout, int64_t padding_idx,
                                      FlTensor *dw) FL_WARN_UNUSED;
+/* The same as a SelectedRows (lookup_table's is_sparse): rows = the ids in order, duplicates
+ * kept, padding_idx left out; value [rows, D] = their dOut rows; height V. Densified it equals
+ * fl_kernel_lookup_table_grad's dW bit for bit. */
+FlStatus fl_kernel_lookup_table_grad_rows(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                          const FlTensor *dout, int64_t padding_idx,
+                                          FlSelectedRows *dw) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * Convolution and pooling (conv.c). NCHW layout.

@@ -562,15 +562,21 @@ FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids
     return FL_OK;
 }
 
-FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
-                                     const FlTensor *dout, int64_t padding_idx, FlTensor *dw) {
-    int64_t n;
-    if (check_lookup(e, "lookup_table_grad", w, ids, &n)) return FL_ERROR;
+/* The checks of both gradients: check_lookup's, and dOut holds one row of W's width per id. */
+static FlStatus check_lookup_grad(FlErr *e, const FlTensor *w, const FlTensor *ids, const FlTensor *dout, int64_t *n) {
+    if (check_lookup(e, "lookup_table_grad", w, ids, n)) return FL_ERROR;
     int64_t d = w->ne[1];
     if (dout->dtype != w->dtype || dout->ndim < 2 || dout->ne[dout->ndim - 1] != d ||
-        fl_tensor_numel(dout) != n * d)
+        fl_tensor_numel(dout) != *n * d)
         return fl_err(e, "lookup_table_grad: Out@GRAD %s must hold %lld rows of %lld %s (one per id)",
-                      fl_tensor_shape(dout).s, (long long)n, (long long)d, fl_dtype_name(w->dtype));
+                      fl_tensor_shape(dout).s, (long long)*n, (long long)d, fl_dtype_name(w->dtype));
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                     const FlTensor *dout, int64_t padding_idx, FlTensor *dw) {
+    int64_t n, d = w->ne[1];
+    if (check_lookup_grad(e, w, ids, dout, &n)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
     if (fl_tensor_alloc_like(e, &r, w, w->dtype)) return FL_ERROR;
     for (int64_t i = 0; i < n; i++) {
@@ -587,6 +593,35 @@ FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor
         }
     }
     fl_tensor_fini(dw);
+    *dw = r;
+    return FL_OK;
+}
+
+FlStatus fl_kernel_lookup_table_grad_rows(FlErr *e, const FlTensor *w, const FlTensor *ids,
+                                          const FlTensor *dout, int64_t padding_idx, FlSelectedRows *dw) {
+    int64_t n, d = w->ne[1];
+    if (check_lookup_grad(e, w, ids, dout, &n)) return FL_ERROR;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) kept += (int64_t)fl_tensor_get(ids, i) != padding_idx;
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    r.height = w->ne[0];
+    int64_t ne[2] = {kept, d};
+    if (fl_tensor_alloc_uninit(e, &r.rows, FL_DT_INT64, 1, &kept) ||
+        fl_tensor_alloc_uninit(e, &r.value, w->dtype, 2, ne)) {
+        fl_rows_fini(&r);
+        return FL_ERROR;
+    }
+    size_t row = (size_t)d * fl_dtype_size(w->dtype);
+    int64_t *rows = fl_tensor_data(&r.rows), k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        if (id == padding_idx) continue; /* the padding row gets no gradient */
+        rows[k] = id;
+        memcpy((char *)fl_tensor_data(&r.value) + (size_t)k * row, (const char *)fl_tensor_data(dout) + (size_t)i * row, row);
+        k++;
+    }
+    fl_rows_fini(dw);
     *dw = r;
     return FL_OK;
 }

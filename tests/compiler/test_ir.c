@@ -829,7 +829,7 @@ static void test_header_errors(void) {
     CU_ASSERT_TRUE(rb == NULL && rp == NULL);
     char want[700];
     snprintf(want, sizeof want,
-             "'%s' was written by a newer fluidc (format version 7; this one reads up to 1)", path);
+             "'%s' was written by a newer fluidc (format version 7; this one reads up to 2)", path);
     CHECK_STR(e.msg, want);
     /* the current version reads */
     d = fl_ir_encode_bundle_version(b, FL_IR_FORMAT_VERSION, &n);
@@ -917,8 +917,8 @@ static void test_invalid_programs(void) {
     x->dtype = (FlDType)9;
     expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown dtype 9");
     x->dtype = FL_DT_FLOAT32;
-    x->kind = (FlVarKind)3;
-    expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown var kind 3");
+    x->kind = (FlVarKind)4;
+    expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown var kind 4");
     x->kind = FL_VAR_DENSE;
     x->ndim = 9;
     expect_invalid(b, "main program: block 0, var 'x': rank 9 is not in 0..8");
@@ -1087,6 +1087,35 @@ static void test_invalid_plans(void) {
 }
 
 /* ---- show ---- */
+
+/* SelectedRows vars: version 2 only for files that declare one, read back with their kind, and
+ * listed as selected_rows<...>. */
+static void test_selected_rows_format(void) {
+    FlBundle *b = make_small();
+    size_t n;
+    uint8_t *d = fl_ir_encode_bundle(b, &n);
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 1);
+    CU_ASSERT_TRUE(n > 9 && d[8] == 0x10 && d[9] == 1); /* field 2 (version) after the magic */
+    free(d);
+    FlVarDesc *g = var(fl_ir_block(b->main, 0), "w@GRAD", FL_DT_FLOAT32, 2, (int64_t[]){10, 4});
+    g->kind = FL_VAR_SELECTED_ROWS;
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 2);
+    d = fl_ir_encode_bundle(b, &n);
+    CU_ASSERT_TRUE(n > 9 && d[8] == 0x10 && d[9] == 2);
+    FlBundle *rb = NULL;
+    FlPlan *rp = NULL;
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL_FATAL(fl_ir_decode(d, n, &rb, &rp, &e), FL_OK);
+    FlVarDesc *rg = fl_ir_var_find(fl_ir_block(rb->main, 0), "w@GRAD");
+    CU_ASSERT_TRUE_FATAL(rg != NULL);
+    CU_ASSERT_EQUAL(rg->kind, FL_VAR_SELECTED_ROWS);
+    char *s = show_bundle(rb);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "var w@GRAD : selected_rows<float32[10, 4]>"));
+    free(s);
+    fl_ir_bundle_free(rb);
+    free(d);
+    fl_ir_bundle_free(b);
+}
 
 static void test_show_golden(void) {
     FlBundle *b = make_small();
@@ -1344,6 +1373,7 @@ int main(void) {
     CU_add_test(s, "invalid programs", test_invalid_programs);
     CU_add_test(s, "invalid plans", test_invalid_plans);
     CU_add_test(s, "show golden", test_show_golden);
+    CU_add_test(s, "selected rows format", test_selected_rows_format);
     CU_add_test(s, "dot", test_dot);
     CU_add_test(s, "relocated files", test_relocate);
     CU_add_test(s, "4000-layer program", test_big_program);

@@ -1,0 +1,189 @@
+/* rows.c: SelectedRows (rows.h): checks, densifying and merging of duplicate rows. Values are
+ * float32 or float64; rows are added in the order they are listed, so a merged row equals the
+ * same row of the dense tensor bit for bit. */
+#include "runtime/rows.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void fl_rows_init(FlSelectedRows *r) {
+    fl_tensor_init(&r->rows);
+    fl_tensor_init(&r->value);
+    r->height = 0;
+}
+
+void fl_rows_fini(FlSelectedRows *r) {
+    if (!r) return;
+    fl_tensor_fini(&r->rows);
+    fl_tensor_fini(&r->value);
+    r->height = 0;
+}
+
+bool fl_rows_has_data(const FlSelectedRows *r) { return r && fl_tensor_has_data(&r->value); }
+
+void fl_rows_ref(FlSelectedRows *dst, const FlSelectedRows *src) {
+    fl_tensor_ref(&dst->rows, &src->rows);
+    fl_tensor_ref(&dst->value, &src->value);
+    dst->height = src->height;
+}
+
+FlStatus fl_rows_check(FlErr *e, const FlSelectedRows *r) {
+    const FlTensor *v = &r->value;
+    if (r->rows.dtype != FL_DT_INT64 || r->rows.ndim != 1)
+        return fl_err(e, "SelectedRows: rows must be an int64 vector, found %s %s",
+                      fl_dtype_name(r->rows.dtype), fl_tensor_shape(&r->rows).s);
+    if (v->dtype != FL_DT_FLOAT32 && v->dtype != FL_DT_FLOAT64)
+        return fl_err(e, "SelectedRows: the value must be float32 or float64, found %s", fl_dtype_name(v->dtype));
+    if (v->ndim < 2 || v->ne[0] != r->rows.ne[0])
+        return fl_err(e, "SelectedRows: the value %s must have one row per row index (%lld) and rank >= 2",
+                      fl_tensor_shape(v).s, (long long)r->rows.ne[0]);
+    const int64_t *ids = fl_tensor_data(&r->rows);
+    for (int64_t i = 0; i < r->rows.ne[0]; i++)
+        if (ids[i] < 0 || ids[i] >= r->height)
+            return fl_err(e, "SelectedRows: rows[%lld] = %lld is outside [0, %lld)", (long long)i,
+                          (long long)ids[i], (long long)r->height);
+    return FL_OK;
+}
+
+/* Adds value row i of r to row `to` of the float block dst (row width w). */
+static void add_row(const FlSelectedRows *r, int64_t i, void *dst, int64_t to, int64_t w) {
+    if (r->value.dtype == FL_DT_FLOAT32) {
+        float *d = (float *)dst + to * w;
+        const float *s = (const float *)fl_tensor_data(&r->value) + i * w;
+        for (int64_t j = 0; j < w; j++) d[j] += s[j];
+    } else {
+        double *d = (double *)dst + to * w;
+        const double *s = (const double *)fl_tensor_data(&r->value) + i * w;
+        for (int64_t j = 0; j < w; j++) d[j] += s[j];
+    }
+}
+
+static int64_t row_width(const FlSelectedRows *r) {
+    int64_t w = 1;
+    for (int k = 1; k < r->value.ndim; k++) w *= r->value.ne[k];
+    return w;
+}
+
+FlStatus fl_rows_to_dense(FlErr *e, const FlSelectedRows *r, FlTensor *out) {
+    if (fl_rows_check(e, r)) return FL_ERROR;
+    int64_t ne[FL_MAX_DIMS];
+    memcpy(ne, r->value.ne, sizeof ne);
+    ne[0] = r->height;
+    FlTensor d = FL_TENSOR_INIT;
+    if (fl_tensor_alloc(e, &d, r->value.dtype, r->value.ndim, ne)) return FL_ERROR;
+    const int64_t *ids = fl_tensor_data(&r->rows);
+    int64_t w = row_width(r);
+    for (int64_t i = 0; i < r->rows.ne[0]; i++) add_row(r, i, fl_tensor_data(&d), ids[i], w);
+    fl_tensor_fini(out);
+    *out = d;
+    return FL_OK;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+FlStatus fl_rows_merge(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) {
+    FL_ASSERT(n >= 1);
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        if (fl_rows_check(e, xs[k])) return FL_ERROR;
+        const FlTensor *v = &xs[k]->value, *v0 = &xs[0]->value;
+        bool same = v->dtype == v0->dtype && v->ndim == v0->ndim && xs[k]->height == xs[0]->height;
+        for (int d = 1; same && d < v->ndim; d++) same = v->ne[d] == v0->ne[d];
+        if (!same)
+            return fl_err(e, "SelectedRows: cannot add rows of %s %s (height %lld) to rows of %s %s (height %lld)",
+                          fl_dtype_name(v->dtype), fl_tensor_shape(v).s, (long long)xs[k]->height,
+                          fl_dtype_name(v0->dtype), fl_tensor_shape(v0).s, (long long)xs[0]->height);
+        total += xs[k]->rows.ne[0];
+    }
+    int64_t *ids = malloc(((size_t)total + 1) * sizeof *ids);
+    if (!ids) return fl_err(e, "SelectedRows: out of memory merging %lld rows", (long long)total);
+    int64_t m = 0;
+    for (int k = 0; k < n; k++) {
+        memcpy(ids + m, fl_tensor_data(&xs[k]->rows), (size_t)xs[k]->rows.ne[0] * sizeof *ids);
+        m += xs[k]->rows.ne[0];
+    }
+    qsort(ids, (size_t)total, sizeof *ids, cmp_i64);
+    int64_t u = 0;
+    for (int64_t i = 0; i < total; i++)
+        if (u == 0 || ids[i] != ids[u - 1]) ids[u++] = ids[i];
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    r.height = xs[0]->height;
+    int64_t ne[FL_MAX_DIMS];
+    memcpy(ne, xs[0]->value.ne, sizeof ne);
+    ne[0] = u;
+    if (fl_tensor_alloc(e, &r.rows, FL_DT_INT64, 1, &u) ||
+        fl_tensor_alloc(e, &r.value, xs[0]->value.dtype, xs[0]->value.ndim, ne)) {
+        free(ids);
+        fl_rows_fini(&r);
+        return FL_ERROR;
+    }
+    memcpy(fl_tensor_data(&r.rows), ids, (size_t)u * sizeof *ids);
+    int64_t w = row_width(xs[0]);
+    for (int k = 0; k < n; k++) {
+        const int64_t *src = fl_tensor_data(&xs[k]->rows);
+        for (int64_t i = 0; i < xs[k]->rows.ne[0]; i++) {
+            const int64_t *at = bsearch(&src[i], ids, (size_t)u, sizeof *ids, cmp_i64);
+            add_row(xs[k], i, fl_tensor_data(&r.value), at - ids, w);
+        }
+    }
+    free(ids);
+    fl_rows_fini(out);
+    *out = r;
+    return FL_OK;
+}
+
+/* Bytes of one row of t (dims 1..). */
+static size_t row_bytes(const FlTensor *t) {
+    size_t b = fl_tensor_nbytes(t);
+    return t->ne[0] ? b / (size_t)t->ne[0] : 0;
+}
+
+static FlStatus check_rows_of(FlErr *e, const FlTensor *t, const FlTensor *rows) {
+    if (t->ndim < 1 || rows->dtype != FL_DT_INT64 || rows->ndim != 1)
+        return fl_err(e, "SelectedRows: cannot index rows of %s by %s %s", fl_tensor_shape(t).s,
+                      fl_dtype_name(rows->dtype), fl_tensor_shape(rows).s);
+    const int64_t *ids = fl_tensor_data(rows);
+    for (int64_t i = 0; i < rows->ne[0]; i++)
+        if (ids[i] < 0 || ids[i] >= t->ne[0])
+            return fl_err(e, "SelectedRows: row %lld is outside [0, %lld) of %s", (long long)ids[i],
+                          (long long)t->ne[0], fl_tensor_shape(t).s);
+    return FL_OK;
+}
+
+FlStatus fl_rows_gather(FlErr *e, const FlTensor *t, const FlTensor *rows, FlTensor *out) {
+    if (check_rows_of(e, t, rows)) return FL_ERROR;
+    int64_t ne[FL_MAX_DIMS];
+    memcpy(ne, t->ne, sizeof ne);
+    ne[0] = rows->ne[0];
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_alloc_uninit(e, &r, t->dtype, t->ndim, ne)) return FL_ERROR;
+    size_t rb = row_bytes(t);
+    const int64_t *ids = fl_tensor_data(rows);
+    for (int64_t i = 0; i < rows->ne[0]; i++)
+        memcpy((char *)fl_tensor_data(&r) + (size_t)i * rb, (const char *)fl_tensor_data(t) + (size_t)ids[i] * rb, rb);
+    fl_tensor_fini(out);
+    *out = r;
+    return FL_OK;
+}
+
+FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub, FlTensor *out) {
+    if (check_rows_of(e, t, rows)) return FL_ERROR;
+    bool fits = sub->dtype == t->dtype && sub->ndim == t->ndim && sub->ne[0] == rows->ne[0];
+    for (int d = 1; fits && d < t->ndim; d++) fits = sub->ne[d] == t->ne[d];
+    if (!fits)
+        return fl_err(e, "SelectedRows: rows %s %s do not fit into %s %s", fl_dtype_name(sub->dtype),
+                      fl_tensor_shape(sub).s, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_copy(e, &r, t)) return FL_ERROR;
+    size_t rb = row_bytes(t);
+    const int64_t *ids = fl_tensor_data(rows);
+    for (int64_t i = 0; i < rows->ne[0]; i++)
+        memcpy((char *)fl_tensor_data(&r) + (size_t)ids[i] * rb, (const char *)fl_tensor_data(sub) + (size_t)i * rb, rb);
+    fl_tensor_fini(out);
+    *out = r;
+    return FL_OK;
+}

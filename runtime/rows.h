@@ -1,0 +1,47 @@
+/* rows.h: SelectedRows, some rows of a dense tensor (a sparse gradient).
+ *
+ * An FlSelectedRows stands for the dense tensor of shape [height, value.ne[1..]] that is zero
+ * except that value row i is ADDED to row rows[i] (so a row listed twice holds the sum of its
+ * two value rows). `rows` is an int64 vector [n], `value` a float tensor [n, ...] of rank >= 2
+ * (n may be 0); every row index is in [0, height). It is what lookup_table's is_sparse gradient
+ * makes: the ids of a batch in order, duplicates kept, and the gradient rows of its output.
+ *
+ * Ownership and threads as for FlTensor (tensor.h): the struct owns one reference to each of its
+ * two buffers; contents are immutable once published; copying the struct does not retain.
+ */
+#ifndef FL_ROWS_H
+#define FL_ROWS_H
+
+#include "runtime/tensor.h"
+
+typedef struct FlSelectedRows {
+    FlTensor rows;  /* int64 [n] */
+    FlTensor value; /* float [n, ...] */
+    int64_t height; /* the dense tensor's dim 0 */
+} FlSelectedRows;
+
+void fl_rows_init(FlSelectedRows *r);
+void fl_rows_fini(FlSelectedRows *r); /* NULL is a no-op */
+bool fl_rows_has_data(const FlSelectedRows *r);
+/* dst shares src's buffers (released first). */
+void fl_rows_ref(FlSelectedRows *dst, const FlSelectedRows *src);
+/* Checks the invariants above; the error says which one fails ("rows[3] = 12 is outside
+ * [0, 10)"). */
+FlStatus fl_rows_check(FlErr *e, const FlSelectedRows *r) FL_WARN_UNUSED;
+/* The dense tensor r stands for, into *out (a new buffer). */
+FlStatus fl_rows_to_dense(FlErr *e, const FlSelectedRows *r, FlTensor *out) FL_WARN_UNUSED;
+/* The same rows with each distinct row once, in ascending order, its value the sum of its value
+ * rows in their order in xs (xs[0]'s first, then ...): the merge of n SelectedRows of one height
+ * and row shape into *out (new buffers). Adding duplicates in order makes the merged value of a
+ * row equal, bit for bit, to that row of fl_rows_to_dense. */
+FlStatus fl_rows_merge(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) FL_WARN_UNUSED;
+
+/* Rows of a dense tensor t [H, ...]: out [n, ...] holds rows[i] of t as its row i (rows an int64
+ * vector [n] of indices in [0, H)). */
+FlStatus fl_rows_gather(FlErr *e, const FlTensor *t, const FlTensor *rows, FlTensor *out) FL_WARN_UNUSED;
+/* The reverse: out is a copy of t (a new buffer) whose row rows[i] is row i of sub [n, ...]
+ * (rows distinct, or the last one wins). out may be t itself. */
+FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub,
+                         FlTensor *out) FL_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,228 @@
+/* test_selrows.c: SelectedRows gradients through the executor. lookup_table_grad with is_sparse
+ * makes rows = the ids in order (duplicates kept, padding_idx left out) and value = the output
+ * gradient rows, whose dense form equals the dense gradient; sum merges SelectedRows (sorted
+ * distinct rows, duplicates added) and adds them densified to a dense input; each sparse
+ * optimizer (sgd, momentum, adam, adam lazy_mode, adagrad, ftrl) run on a sparse gradient
+ * equals the same op run on the dense gradient, in float64, on every row (sgd, momentum, adam,
+ * adagrad: the dense update of a zero gradient row is what Fluid's sparse kernels do) or on the
+ * touched rows while the others keep their values (lazy adam, ftrl). */
+#include "tests/runtime/core/ct.h"
+
+#define V 6
+#define D 3
+#define N 6
+#define PAD 2
+
+static const double ids_v[N] = {4, 1, 4, 0, 2, 4}; /* rows 3 and 5 untouched, 2 is the padding */
+
+static FlVarDesc *var(FlBlock *b, const char *name, FlDType dt, int nd, const int64_t *shape, bool persist) {
+    FlVarDesc *v = fl_ir_var_add(b, name);
+    v->dtype = dt;
+    fl_ir_var_set_shape(v, nd, shape);
+    v->persistable = persist;
+    return v;
+}
+
+typedef struct Opt {
+    const char *type;
+    const char *states[3]; /* row-shaped state slots */
+    const char *outs[3];   /* their output slots */
+    bool lazy;
+    bool touched_only;     /* the rows no id touched keep their values */
+} Opt;
+
+static const Opt opts[] = {
+    {"sgd", {NULL}, {NULL}, false, false},
+    {"momentum", {"Velocity"}, {"VelocityOut"}, false, false},
+    {"adam", {"Moment1", "Moment2"}, {"Moment1Out", "Moment2Out"}, false, false},
+    {"adam", {"Moment1", "Moment2"}, {"Moment1Out", "Moment2Out"}, true, true},
+    {"adagrad", {"Moment"}, {"MomentOut"}, false, false},
+    {"ftrl", {"SquaredAccum", "LinearAccum"}, {"SquaredAccumOut", "LinearAccumOut"}, false, true},
+};
+
+/* lookup_table_grad (sparse or not) of W, then the optimizer o (NULL: none) on W with it. */
+static FlProgram *build(const Opt *o, bool sparse) {
+    FlProgram *p = fl_ir_program_new();
+    FlBlock *b = fl_ir_block(p, 0);
+    var(b, "W", FL_DT_FLOAT64, 2, (int64_t[]){V, D}, true);
+    var(b, "ids", FL_DT_INT64, 2, (int64_t[]){N, 1}, false);
+    var(b, "out", FL_DT_FLOAT64, 2, (int64_t[]){N, D}, false);
+    var(b, "dout", FL_DT_FLOAT64, 2, (int64_t[]){N, D}, false);
+    var(b, "G", FL_DT_FLOAT64, 2, (int64_t[]){V, D}, true)->kind = sparse ? FL_VAR_SELECTED_ROWS : FL_VAR_DENSE;
+    FlOpDesc *g = fl_ir_op_append(b, "lookup_table_grad");
+    fl_ir_op_add_input(g, "W", "W");
+    fl_ir_op_add_input(g, "Ids", "ids");
+    fl_ir_op_add_input(g, "Out", "out");
+    fl_ir_op_add_input(g, "Out@GRAD", "dout");
+    fl_ir_op_add_output(g, "W@GRAD", "G");
+    fl_ir_op_set_int(g, "padding_idx", PAD);
+    fl_ir_op_set_bool(g, "is_sparse", sparse);
+    if (!o) return p;
+    var(b, "lr", FL_DT_FLOAT64, 1, (int64_t[]){1}, true);
+    FlOpDesc *u = fl_ir_op_append(b, o->type);
+    fl_ir_op_add_input(u, "Param", "W");
+    fl_ir_op_add_input(u, "Grad", "G");
+    fl_ir_op_add_input(u, "LearningRate", "lr");
+    fl_ir_op_add_output(u, "ParamOut", "W");
+    for (int k = 0; k < 3 && o->states[k]; k++) {
+        var(b, o->states[k], FL_DT_FLOAT64, 2, (int64_t[]){V, D}, true);
+        fl_ir_op_add_input(u, o->states[k], o->states[k]);
+        fl_ir_op_add_output(u, o->outs[k], o->states[k]);
+    }
+    if (strcmp(o->type, "adam") == 0) {
+        var(b, "b1p", FL_DT_FLOAT64, 1, (int64_t[]){1}, true);
+        var(b, "b2p", FL_DT_FLOAT64, 1, (int64_t[]){1}, true);
+        fl_ir_op_add_input(u, "Beta1Pow", "b1p");
+        fl_ir_op_add_input(u, "Beta2Pow", "b2p");
+        fl_ir_op_add_output(u, "Beta1PowOut", "b1p");
+        fl_ir_op_add_output(u, "Beta2PowOut", "b2p");
+        fl_ir_op_set_bool(u, "lazy_mode", o->lazy);
+    }
+    if (strcmp(o->type, "ftrl") == 0) {
+        fl_ir_op_set_float(u, "l1", 0.01);
+        fl_ir_op_set_float(u, "l2", 0.1);
+    }
+    return p;
+}
+
+static void set(FlScope *s, const char *name, int nd, const int64_t *ne, const double *v) {
+    FlTensor t = ct_tensor(FL_DT_FLOAT64, nd, ne, v);
+    fl_scope_set_tensor(s, name, &t);
+    fl_tensor_fini(&t);
+}
+
+/* Runs o (sparse or dense) for 3 steps with the same feeds from the same start; the scope. */
+static FlScope *run(const Opt *o, bool sparse) {
+    FlProgram *p = build(o, sparse);
+    FlExec *ex;
+    FlErr e = {{0}};
+    CT_OK(fl_exec_new(p, NULL, 0, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    double w[V * D], st[V * D], dout[N * D];
+    for (int i = 0; i < V * D; i++) {
+        w[i] = 0.3 * sin(i + 1.0);
+        st[i] = 0.05 + 0.01 * i;
+    }
+    set(s, "W", 2, (int64_t[]){V, D}, w);
+    set(s, "lr", 1, (int64_t[]){1}, (double[]){0.1});
+    set(s, "b1p", 1, (int64_t[]){1}, (double[]){0.9});
+    set(s, "b2p", 1, (int64_t[]){1}, (double[]){0.999});
+    for (int k = 0; o && k < 3 && o->states[k]; k++) set(s, o->states[k], 2, (int64_t[]){V, D}, st);
+    FlTensor ids = ct_tensor(FL_DT_INT64, 2, (int64_t[]){N, 1}, ids_v);
+    for (int step = 0; step < 3; step++) {
+        for (int i = 0; i < N * D; i++) dout[i] = cos(1.7 * i + step) - 0.2;
+        FlTensor out = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
+        FlTensor dt = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
+        FlExecFeed f[3] = {{"ids", &ids}, {"out", &out}, {"dout", &dt}};
+        CT_OK(fl_exec_run(ex, s, f, 3, NULL, NULL, 0, 0, &e), &e);
+        fl_tensor_fini(&out);
+        fl_tensor_fini(&dt);
+    }
+    fl_tensor_fini(&ids);
+    fl_exec_free(ex);
+    fl_ir_program_free(p);
+    return s;
+}
+
+static void test_lookup_table_grad_rows(void) {
+    FlScope *sp = run(NULL, true), *dn = run(NULL, false);
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    CU_ASSERT_TRUE_FATAL(fl_var_get_rows(fl_scope_find(sp, "G"), &r));
+    CU_ASSERT_EQUAL(r.height, V);
+    CU_ASSERT_EQUAL_FATAL(r.rows.ne[0], N - 1); /* the padding id left out */
+    const int64_t want[N - 1] = {4, 1, 4, 0, 4};
+    for (int i = 0; i < N - 1; i++) CU_ASSERT_EQUAL(((int64_t *)fl_tensor_data(&r.rows))[i], want[i]);
+    /* value row 4 is dout row 5 (the padding row 4 of dout skipped) */
+    double last = cos(1.7 * (5 * D) + 2) - 0.2;
+    CU_ASSERT_DOUBLE_EQUAL(((double *)fl_tensor_data(&r.value))[4 * D], last, 0);
+    fl_rows_fini(&r);
+    /* the dense form (what fl_scope_get_tensor gives) equals the dense gradient exactly */
+    for (int i = 0; i < V * D; i++) CU_ASSERT_EQUAL(ct_get(sp, "G", i), ct_get(dn, "G", i));
+    fl_scope_free(sp);
+    fl_scope_free(dn);
+}
+
+static void test_optimizers(void) {
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+        const Opt *o = &opts[k];
+        FlScope *sp = run(o, true), *dn = run(o, false), *start = run(NULL, false);
+        const char *names[4] = {"W", o->states[0], o->states[1], NULL};
+        for (int n = 0; names[n]; n++) {
+            for (int i = 0; i < V * D; i++) {
+                int row = i / D;
+                bool touched = row == 0 || row == 1 || row == 4;
+                double got = ct_get(sp, names[n], i);
+                double want = !o->touched_only || touched ? ct_get(dn, names[n], i)
+                              : n == 0 ? ct_get(start, "W", i) : 0.05 + 0.01 * i;
+                if (fabs(got - want) > 1e-12 * (1 + fabs(want)))
+                    fprintf(stderr, "\n%s%s %s[%d]: sparse %.17g, want %.17g\n", o->type, o->lazy ? " lazy" : "",
+                            names[n], i, got, want);
+                CU_ASSERT_DOUBLE_EQUAL(got, want, 1e-12 * (1 + fabs(want)));
+            }
+        }
+        /* and the updates did something where the dense rule moves untouched rows */
+        if (o->touched_only) CU_ASSERT_NOT_EQUAL(ct_get(dn, "W", 3 * D), ct_get(start, "W", 3 * D));
+        fl_scope_free(sp);
+        fl_scope_free(dn);
+        fl_scope_free(start);
+    }
+}
+
+/* sum: SelectedRows + SelectedRows merged; SelectedRows + dense is dense */
+static void test_sum(void) {
+    FlProgram *p = build(NULL, true);
+    FlBlock *b = fl_ir_block(p, 0);
+    var(b, "S", FL_DT_FLOAT64, 2, (int64_t[]){V, D}, true)->kind = FL_VAR_SELECTED_ROWS;
+    var(b, "M", FL_DT_FLOAT64, 2, (int64_t[]){V, D}, true);
+    FlOpDesc *s1 = fl_ir_op_append(b, "sum");
+    fl_ir_op_add_input(s1, "X", "G");
+    fl_ir_op_add_input(s1, "X", "G");
+    fl_ir_op_add_output(s1, "Out", "S");
+    FlOpDesc *s2 = fl_ir_op_append(b, "sum");
+    fl_ir_op_add_input(s2, "X", "W");
+    fl_ir_op_add_input(s2, "X", "G");
+    fl_ir_op_add_output(s2, "Out", "M");
+    FlExec *ex;
+    FlErr e = {{0}};
+    CT_OK(fl_exec_new(p, NULL, 0, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    double w[V * D], dout[N * D];
+    for (int i = 0; i < V * D; i++) w[i] = i;
+    for (int i = 0; i < N * D; i++) dout[i] = 0.5 * i + 1;
+    set(s, "W", 2, (int64_t[]){V, D}, w);
+    FlTensor ids = ct_tensor(FL_DT_INT64, 2, (int64_t[]){N, 1}, ids_v);
+    FlTensor dt = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
+    FlExecFeed f[3] = {{"ids", &ids}, {"out", &dt}, {"dout", &dt}};
+    CT_OK(fl_exec_run(ex, s, f, 3, NULL, NULL, 0, 0, &e), &e);
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    CU_ASSERT_TRUE_FATAL(fl_var_get_rows(fl_scope_find(s, "S"), &r));
+    CU_ASSERT_EQUAL_FATAL(r.rows.ne[0], 3); /* 0, 1, 4 */
+    const int64_t *rows = fl_tensor_data(&r.rows);
+    CU_ASSERT_TRUE(rows[0] == 0 && rows[1] == 1 && rows[2] == 4);
+    const double *v = fl_tensor_data(&r.value);
+    /* row 4: ids 0, 2 and 5 of dout, twice */
+    for (int j = 0; j < D; j++) {
+        double g4 = dout[0 * D + j] + dout[2 * D + j] + dout[5 * D + j];
+        CU_ASSERT_DOUBLE_EQUAL(v[2 * D + j], 2 * g4, 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(v[0 * D + j], 2 * dout[3 * D + j], 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(ct_get(s, "M", 4 * D + j), w[4 * D + j] + g4, 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(ct_get(s, "M", 2 * D + j), w[2 * D + j], 0); /* the padding row */
+    }
+    fl_rows_fini(&r);
+    fl_tensor_fini(&ids);
+    fl_tensor_fini(&dt);
+    fl_scope_free(s);
+    fl_exec_free(ex);
+    fl_ir_program_free(p);
+}
+
+int main(void) {
+    static const CtCase cases[] = {
+        CT_TEST(test_lookup_table_grad_rows),
+        CT_TEST(test_optimizers),
+        CT_TEST(test_sum),
+    };
+    return ct_run("selrows", cases, (int)(sizeof cases / sizeof cases[0]));
+}
