@@ -28,7 +28,9 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-#define FL_IR_FORMAT_VERSION 1
+/* 2: the random fills are counter-based (Philox4x32-10, runtime/rng.h) and take shard_offset;
+ * version 1 drew them from one sequential stream (docs/ir.md). */
+#define FL_IR_FORMAT_VERSION 2
 #define FL_IR_MAGIC "fluidc"
 
 /* A var's kind (proto enum VarKind; values are part of the format). */

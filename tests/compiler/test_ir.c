@@ -696,7 +696,7 @@ static void test_protoc_decode(void) {
     size_t len;
     char *text = fl_read_file(txt, &len, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "magic: \"fluidc\"\nversion: 1\nbundle {"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "magic: \"fluidc\"\nversion: 2\nbundle {"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "type: \"scale\""));
     free(text);
     fl_ir_bundle_free(b);
@@ -829,7 +829,7 @@ static void test_header_errors(void) {
     CU_ASSERT_TRUE(rb == NULL && rp == NULL);
     char want[700];
     snprintf(want, sizeof want,
-             "'%s' was written by a newer fluidc (format version 7; this one reads up to 1)", path);
+             "'%s' was written by a newer fluidc (format version 7; this one reads up to 2)", path);
     CHECK_STR(e.msg, want);
     /* the current version reads */
     d = fl_ir_encode_bundle_version(b, FL_IR_FORMAT_VERSION, &n);
