@@ -9,7 +9,9 @@
  * and recv section inserted where the first optimizer op stood; a pserver program is built from
  * nothing (block 0: vars and listen_and_serv; sub-blocks: the lr block, then one optimize block
  * per parameter block); a pserver startup program is the slice of the local startup that
- * initialises what the server holds, followed by the split / assign ops that cut it to blocks.
+ * initialises what the server holds, followed by its blocks: made directly by the block's rows
+ * of the init op (counter-based fills, shard_offset) where one fill makes the var, else cut from
+ * the whole by split / assign ops.
  * Finally every program is inferred and verified.
  *
  * Invariants: a Piece's names are the names used on every role (trainers send and receive
