@@ -1886,7 +1886,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_assign_value: return infer_assign_value(&c);
     case FL_OPID_fill_constant:
     case FL_OPID_uniform_random:
-    case FL_OPID_gaussian_random: return infer_fill(&c);
+    case FL_OPID_gaussian_random:
+    case FL_OPID_truncated_gaussian_random: return infer_fill(&c);
     case FL_OPID_fill_zeros_like:
     case FL_OPID_assign: return pass_through(&c, "X", "Out");
     case FL_OPID_cast: return infer_cast(&c);

@@ -9,7 +9,9 @@
  * and recv section inserted where the first optimizer op stood; a pserver program is built from
  * nothing (block 0: vars and listen_and_serv; sub-blocks: the lr block, then one optimize block
  * per parameter block); a pserver startup program is the slice of the local startup that
- * initialises what the server holds, followed by the split / assign ops that cut it to blocks.
+ * initialises what the server holds, followed by its blocks: made directly by the block's rows
+ * of the init op (counter-based fills, shard_offset) where one fill makes the var, else cut from
+ * the whole by split / assign ops.
  * Finally every program is inferred and verified.
  *
  * Invariants: a Piece's names are the names used on every role (trainers send and receive
@@ -127,6 +129,13 @@ static bool reads_only_lr(const FlOpDesc *op, const char *name) {
         if (strcmp(op->ins.data[s].name, "LearningRate") != 0 && slot_has(&op->ins.data[s], name))
             return false;
     return true;
+}
+
+/* Elements per row (dim 0) of v. */
+static int64_t row_elems(const FlVarDesc *v) {
+    int64_t n = 1;
+    for (int d = 1; d < v->ndim; d++) n *= v->shape[d] > 0 ? v->shape[d] : 0;
+    return n;
 }
 
 static bool same_shape(const FlVarDesc *a, const FlVarDesc *b) {
@@ -1130,18 +1139,88 @@ static bool is_random_seed0(const FlOpDesc *op) {
     return info && fl_ops_attr(info, "seed") && fl_ir_op_get_int(op, "seed", 0) == 0;
 }
 
+/* op (the one startup op that writes v) can make any block of v's rows on its own: a constant
+ * fill, or a counter-based random fill (uniform, gaussian, truncated gaussian: element i of the
+ * whole var depends only on the seed and i) with a seed of its own. A seed-0 op's seed comes from
+ * its position in the program, which a server's startup does not keep: such an op runs whole
+ * and is cut, as any other initialiser is. */
+static bool makes_rows(const FlOpDesc *op, const FlVarDesc *v) {
+    bool fill = fl_ops_is(op, FL_OPID_fill_constant);
+    bool rnd = fl_ops_is(op, FL_OPID_uniform_random) || fl_ops_is(op, FL_OPID_gaussian_random) ||
+               fl_ops_is(op, FL_OPID_truncated_gaussian_random);
+    if ((!fill && !rnd) || (rnd && is_random_seed0(op))) return false;
+    if (fl_ir_op_get_int(op, "shard_offset", 0) != 0 || op->outs.len != 1 || op->outs.data[0].nargs != 1)
+        return false;
+    const FlAttr *sh = fl_ir_op_attr(op, "shape");
+    if (!v || !sh || v->ndim < 1 || sh->n != (size_t)v->ndim) return false;
+    for (int d = 0; d < v->ndim; d++)
+        if (sh->ints[d] != v->shape[d]) return false;
+    return true;
+}
+
+/* The index + 1 of the one op of b that writes name and can make its rows (makes_rows), else 0. */
+static size_t row_maker(const FlBlock *b, const char *name) {
+    size_t w = 0;
+    for (size_t i = 0; i < b->ops.len; i++) {
+        const FlOpDesc *op = b->ops.data[i];
+        for (size_t sl = 0; sl < op->outs.len; sl++)
+            for (size_t k = 0; k < op->outs.data[sl].nargs; k++)
+                if (strcmp(op->outs.data[sl].args[k], name) == 0) {
+                    if (w) return 0; /* two writers */
+                    w = i + 1;
+                }
+    }
+    return w && makes_rows(b->ops.data[w - 1], fl_ir_var_find(b, name)) ? w : 0;
+}
+
+/* The server's blocks of src made directly: per block, the maker op with the block's shape and
+ * (for a random fill) shard_offset at the block's first element, writing the block. The whole
+ * var is declared (a temporary nothing writes) so that readers of the plan find its shape. */
+static FlStatus make_blocks(Tp *tp, FlBlock *b0, const FlBlock *ls, const FlOpDesc *maker,
+                            const Need *ne, int64_t s, const FlBlock *pm0) {
+    const FlVarDesc *whole = fl_ir_var_find(ls, ne->src);
+    FlVarDesc *w = ensure(b0, ne->src, whole);
+    w->persistable = w->trainable = false;
+    const Param *pr = ne->pr;
+    for (size_t k = 0; k < pr->pieces.len; k++) {
+        const Piece *pc = &pr->pieces.data[k];
+        if (pc->server != s) continue;
+        const char *bn = block_name(tp, ne->src, true, k);
+        const FlVarDesc *bl = fl_ir_var_find(pm0, bn);
+        FL_ASSERT(bl);
+        if (!declare(tp, b0, bn, bl, -1)) return FL_ERROR;
+        FlOpDesc *op = clone_into(b0, maker);
+        fl_ir_slot_set_arg(&op->outs.data[0], 0, bn);
+        const FlAttr *sh = fl_ir_op_attr(maker, "shape");
+        int64_t shape[FL_IR_MAX_DIMS];
+        for (size_t d = 0; d < sh->n; d++) shape[d] = sh->ints[d];
+        shape[0] = pc->rows;
+        fl_ir_op_set_ints(op, "shape", shape, sh->n);
+        fl_ir_op_set_int(op, "shard_offset", pc->row0 * row_elems(whole));
+    }
+    return FL_OK;
+}
+
 static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
                                         const FlProgram *pmain) {
     const FlBlock *ls = fl_ir_block(tp->local->startup, 0);
     const FlBlock *pm0 = fl_ir_block(pmain, 0);
     size_t n = ls->ops.len;
     bool *keep = fl_xcalloc(n ? n : 1, sizeof *keep);
-    FlMap want, made, cut; /* keys borrowed from the local startup and the arena */
+    FlMap want, made, cut, rowsmade; /* keys borrowed from the local startup and the arena */
     fl_map_init(&want);
     fl_map_init(&made);
     fl_map_init(&cut);
+    fl_map_init(&rowsmade); /* a cut var whose blocks are made directly -> its maker's index + 1 */
     FlProgram *p = NULL;
-    for (size_t i = 0; i < nds->v.len; i++) fl_map_put_str(&want, nds->v.data[i].src, MARK_PTR);
+    for (size_t i = 0; i < nds->v.len; i++) {
+        const Need *ne = &nds->v.data[i];
+        size_t w = ne->slice ? row_maker(ls, ne->src) : 0;
+        if (w) fl_map_put_str(&rowsmade, ne->src, (void *)(uintptr_t)w);
+    }
+    for (size_t i = 0; i < nds->v.len; i++)
+        if (!fl_map_find_str(&rowsmade, nds->v.data[i].src))
+            fl_map_put_str(&want, nds->v.data[i].src, MARK_PTR);
     /* the backward slice: the ops that write a wanted var, and what they read */
     for (size_t i = n; i-- > 0;) {
         const FlOpDesc *op = ls->ops.data[i];
@@ -1153,6 +1232,11 @@ static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
         keep[i] = true;
         put_args(&want, op->ins.data, op->ins.len);
     }
+    /* a var another kept op reads (or the server also holds whole) is made whole: cut it */
+    for (size_t i = 0; i < nds->v.len; i++) {
+        uintptr_t w = (uintptr_t)fl_map_find_str(&rowsmade, nds->v.data[i].src);
+        if (w && keep[w - 1]) fl_map_remove(&rowsmade, nds->v.data[i].src, strlen(nds->v.data[i].src));
+    }
     /* a seed-0 random op draws its seed from its position: keep everything before it */
     size_t last0 = SIZE_MAX;
     for (size_t i = 0; i < n; i++)
@@ -1161,7 +1245,8 @@ static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
     for (size_t i = 0; i < n; i++)
         if (keep[i]) put_args(&made, ls->ops.data[i]->outs.data, ls->ops.data[i]->outs.len);
     for (size_t i = 0; i < nds->v.len; i++)
-        if (!fl_map_find_str(&made, nds->v.data[i].src)) {
+        if (!fl_map_find_str(&made, nds->v.data[i].src) &&
+            !fl_map_find_str(&rowsmade, nds->v.data[i].src)) {
             fl_err(tp->e, "the startup program does not initialise '%s', which pserver %lld "
                    "needs", nds->v.data[i].src, (long long)s);
             goto fail;
@@ -1180,10 +1265,18 @@ static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
         FlVarDesc *v = b0->vars.data[i];
         if (!fl_map_find_str(&nds->names, v->name)) v->persistable = v->trainable = false;
     }
-    /* cut or copy into the server's blocks: one split per cut source, one assign per copy */
+    /* the server's blocks: made directly, or cut (one split per cut source) or copied (one
+     * assign per copy) from the whole var */
     for (size_t i = 0; i < nds->v.len; i++) {
         const Need *ne = &nds->v.data[i];
         if (strcmp(ne->name, ne->src) == 0) continue;
+        if (ne->slice && fl_map_find_str(&cut, ne->src)) continue; /* one split serves every block */
+        uintptr_t w = (uintptr_t)fl_map_find_str(&rowsmade, ne->src);
+        if (ne->slice && w) {
+            fl_map_put_str(&cut, ne->src, MARK_PTR);
+            if (make_blocks(tp, b0, ls, ls->ops.data[w - 1], ne, s, pm0)) goto fail;
+            continue;
+        }
         const FlVarDesc *src = fl_ir_var_find(b0, ne->src);
         FL_ASSERT(src);
         if (!ne->slice) {
@@ -1196,7 +1289,6 @@ static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
             fl_ir_op_add_output(op, "Out", ne->name);
             continue;
         }
-        if (fl_map_find_str(&cut, ne->src)) continue; /* one split serves every block */
         fl_map_put_str(&cut, ne->src, MARK_PTR);
         const Param *pr = ne->pr;
         const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
@@ -1218,12 +1310,14 @@ static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
     fl_map_fini(&want);
     fl_map_fini(&made);
     fl_map_fini(&cut);
+    fl_map_fini(&rowsmade);
     return p;
 fail:
     free(keep);
     fl_map_fini(&want);
     fl_map_fini(&made);
     fl_map_fini(&cut);
+    fl_map_fini(&rowsmade);
     fl_ir_program_free(p);
     return NULL;
 }
@@ -1432,12 +1526,6 @@ typedef struct Row {
     const FlVarDesc *pvar;
 } Row;
 
-static int64_t row_elems(const FlVarDesc *v) {
-    int64_t n = 1;
-    for (int d = 1; d < v->ndim; d++) n *= v->shape[d] > 0 ? v->shape[d] : 0;
-    return n;
-}
-
 void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
     const FlBundle *tr = NULL;
     for (size_t i = 0; i < plan->roles.len && !tr; i++)
@@ -1557,6 +1645,22 @@ size_t fl_transpile_pserver_vars(const FlBundle *pserver, FlPlanVar **out) {
                 break;
             }
             pv.row0 += sec->ints[k];
+        }
+        /* a block made directly: "W.blockK" of the declared whole W, from its shard_offset */
+        size_t base = fl_rule_block_base_len(v->name, NULL);
+        int64_t off = fl_ir_op_get_int(op, "shard_offset", -1);
+        if (src == v->name && base && off >= 0 && v->ndim >= 1) {
+            char *bn = fl_xmalloc(base + 1);
+            memcpy(bn, v->name, base);
+            bn[base] = 0;
+            const FlVarDesc *whole = fl_ir_var_find(s0, bn);
+            free(bn);
+            int64_t re = whole ? row_elems(whole) : 0;
+            if (whole && re > 0 && off % re == 0) {
+                pv.full = whole;
+                pv.row0 = off / re;
+                pv.rows = v->shape[0];
+            }
         }
         if (pv.full) FL_VEC_PUSH(&r, pv);
     }

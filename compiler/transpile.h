@@ -135,8 +135,10 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out);
 /* What a pserver role of a plan holds, for checkpoints (flrun --save / --load of MPI jobs): each
  * persistable var of its main program and the local program's var it is part of, read from
  * the role's startup program: a `split` output is rows [row0, row0 + rows) of the split's input,
- * an `assign` output a whole copy of its input, a var the startup initialises itself is the
- * local var under its own name (rows = -1 for both). `full` describes the local var (dtype and
+ * an `assign` output a whole copy of its input, a fill op's output "W.blockK" with a
+ * shard_offset is rows [shard_offset / (W's elements per row), + its dim 0) of the declared W,
+ * a var the startup initialises itself is the local var under its own name (rows = -1 for the
+ * copy and the var itself). `full` describes the local var (dtype and
  * full shape). Vars no startup op writes are left out. Names and descs are borrowed from the
  * bundle; *out is malloc'd (NULL when none). */
 typedef struct FlPlanVar {

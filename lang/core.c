@@ -237,7 +237,7 @@ static double init_num(const FlValue *init, size_t i, double dflt) {
 }
 
 /* init (from fluid.initializer): ("uniform", lo, hi, seed) | ("normal", mean, std, seed) |
- * ("constant", value) | ("xavier", uniform, fan_in, fan_out, seed) | ("msra", uniform, fan_in,
+ * ("truncated_normal", mean, std, seed) | ("constant", value) | ("xavier", uniform, fan_in, fan_out, seed) | ("msra", uniform, fan_in,
  * None, seed); fans None come from the shape, seed 0 from the program's sequence. */
 static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, FlValue *init, FlSpan sp) {
     FlBlock *sb = fl_ir_block(startup, 0);
@@ -264,10 +264,11 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
     }
     const char *type = strcmp(kind, "uniform") == 0 ? "uniform_random"
                        : strcmp(kind, "normal") == 0 ? "gaussian_random"
+                       : strcmp(kind, "truncated_normal") == 0 ? "truncated_gaussian_random"
                        : strcmp(kind, "constant") == 0 ? "fill_constant"
                                                        : NULL;
     if (!type) {
-        fl_ev_error(c, sp, "unknown initializer '%s' (expected uniform, normal, constant, xavier or msra)", kind);
+        fl_ev_error(c, sp, "unknown initializer '%s' (expected uniform, normal, truncated_normal, constant, xavier or msra)", kind);
         return false;
     }
     FlOpDesc *op = fl_ev_op_raw(c, sb, type, sp);
@@ -278,7 +279,7 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
         fl_ir_op_set_float(op, "min", p1);
         fl_ir_op_set_float(op, "max", p2);
         fl_ir_op_set_int(op, "seed", seed != 0 ? (int64_t)seed : ++c->random_seed);
-    } else if (type[0] == 'g') {
+    } else if (type[0] == 'g' || type[0] == 't') {
         fl_ir_op_set_float(op, "mean", p1);
         fl_ir_op_set_float(op, "std", p2);
         fl_ir_op_set_int(op, "seed", seed != 0 ? (int64_t)seed : ++c->random_seed);

@@ -109,3 +109,63 @@ double fl_rng_gaussian(FlRng *r) {
     r->has_spare = 1;
     return rad * cs;
 }
+
+/* ---- Philox4x32-10 ---- */
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+void fl_rng_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+/* The two 64-bit words of block (p, attempt) under seed. */
+static void counter_words(uint64_t seed, uint64_t p, uint32_t attempt, uint64_t w[2]) {
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t ctr[4] = {(uint32_t)p, (uint32_t)(p >> 32), attempt, 0};
+    uint32_t o[4];
+    fl_rng_philox(ctr, key, o);
+    w[0] = (uint64_t)o[0] | (uint64_t)o[1] << 32;
+    w[1] = (uint64_t)o[2] | (uint64_t)o[3] << 32;
+}
+
+static double unit53(uint64_t w) { return (double)(w >> 11) * 0x1.0p-53; }
+
+double fl_rng_counter_uniform(uint64_t seed, uint64_t i) {
+    uint64_t w[2];
+    counter_words(seed, i >> 1, 0, w);
+    return unit53(w[i & 1]);
+}
+
+/* Component i % 2 of the Box-Muller pair of block (i / 2, attempt). */
+static double pair_gaussian(uint64_t seed, uint64_t i, uint32_t attempt) {
+    uint64_t w[2];
+    counter_words(seed, i >> 1, attempt, w);
+    double rad = sqrt(-2 * port_log(1.0 - unit53(w[0]))); /* 1 - u in (0, 1]: log is finite */
+    double sn, cs;
+    port_sincos2pi(unit53(w[1]), &sn, &cs);
+    return (i & 1) ? rad * sn : rad * cs;
+}
+
+double fl_rng_counter_gaussian(uint64_t seed, uint64_t i) { return pair_gaussian(seed, i, 0); }
+
+double fl_rng_counter_truncated(uint64_t seed, uint64_t i) {
+    for (uint32_t a = 0; a < FL_RNG_TRUNC_ATTEMPTS; a++) {
+        double g = pair_gaussian(seed, i, a);
+        if (g >= -2.0 && g <= 2.0) return g;
+    }
+    return 0.0;
+}

@@ -28,8 +28,9 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-/* The newest format this build reads; writers write the oldest that holds the file
- * (fl_ir_format_version). */
+/* The format writers write and the newest this build reads. 2: the random fills are
+ * counter-based (Philox4x32-10, runtime/rng.h) and take shard_offset, and a var may be a
+ * SelectedRows; version 1 drew the fills from one sequential stream (docs/ir.md). */
 #define FL_IR_FORMAT_VERSION 2
 #define FL_IR_MAGIC "fluidc"
 
@@ -284,9 +285,9 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
 /* Encodes to a malloc'ed buffer (*len bytes); deterministic; does not validate (the writers
  * above do). Test hooks for odd headers: compiler/ir/ir_test.h. */
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len);
-/* The format version a writer puts in the file: the oldest that holds it, so that older readers
- * keep reading what they can (1; 2 once a var is a SelectedRows, which a version-1 reader would
- * take for a dense tensor). At most FL_IR_FORMAT_VERSION. b or p may be NULL. */
+/* The format version a writer puts in the file: FL_IR_FORMAT_VERSION (a version-1 reader would
+ * fill a pserver's blocks with other values than the local program's, and take a SelectedRows for
+ * a dense tensor). b or p may be NULL. */
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p);
 uint8_t *fl_ir_encode_plan(const FlPlan *p, size_t *len);
 

@@ -281,23 +281,9 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
     return fl_ir_encode_file_raw(FL_IR_MAGIC, version, b, NULL, len);
 }
 
-static bool program_has_rows(const FlProgram *p) {
-    for (size_t i = 0; p && i < p->blocks.len; i++) {
-        const FlBlock *b = p->blocks.data[i];
-        for (size_t k = 0; k < b->vars.len; k++)
-            if (b->vars.data[k]->kind == FL_VAR_SELECTED_ROWS) return true;
-    }
-    return false;
-}
-
-static bool bundle_has_rows(const FlBundle *b) {
-    return b && (program_has_rows(b->startup) || program_has_rows(b->main));
-}
-
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    bool rows = bundle_has_rows(b);
-    for (size_t i = 0; p && i < p->roles.len; i++) rows = rows || bundle_has_rows(p->roles.data[i]);
-    return rows ? 2 : 1;
+    (void)b, (void)p;
+    return FL_IR_FORMAT_VERSION;
 }
 
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len) {

@@ -45,31 +45,40 @@ static FlStatus run_fill_zeros_like(OpCall *c) {
 }
 FL_ADAPTER(fill_zeros_like, NULL, run_fill_zeros_like);
 
-static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) {
-    op->a.f[0] = fl_exec_attr_float(op, "min");
-    op->a.f[1] = fl_exec_attr_float(op, "max");
+/* The random fills: a->f = {min or mean, max or std}, a->i = {shard_offset, dtype}. */
+static FlStatus prep_random(ExecOp *op, const char *p0, const char *p1, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, p0);
+    op->a.f[1] = fl_exec_attr_float(op, p1);
+    op->a.i[0] = fl_exec_attr_int(op, "shard_offset");
+    if (op->a.i[0] < 0)
+        return fl_err(e, "attribute 'shard_offset' must be >= 0, found %lld", (long long)op->a.i[0]);
     if (dtype_attr(op, "dtype", e)) return FL_ERROR;
     return fl_exec_attr_shape(op, "shape", e);
 }
+
+static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) { return prep_random(op, "min", "max", e); }
 static FlStatus run_uniform_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_uniform_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
+    return fl_kernel_uniform_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed, a->i[0],
                                     (FlDType)a->i[1], OUT(FL_OUT_uniform_random_Out));
 }
 FL_ADAPTER(uniform_random, prep_uniform_random, run_uniform_random);
 
-static FlStatus prep_gaussian_random(ExecOp *op, FlErr *e) {
-    op->a.f[0] = fl_exec_attr_float(op, "mean");
-    op->a.f[1] = fl_exec_attr_float(op, "std");
-    if (dtype_attr(op, "dtype", e)) return FL_ERROR;
-    return fl_exec_attr_shape(op, "shape", e);
-}
+static FlStatus prep_gaussian_random(ExecOp *op, FlErr *e) { return prep_random(op, "mean", "std", e); }
 static FlStatus run_gaussian_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
+    return fl_kernel_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed, a->i[0],
                                      (FlDType)a->i[1], OUT(FL_OUT_gaussian_random_Out));
 }
 FL_ADAPTER(gaussian_random, prep_gaussian_random, run_gaussian_random);
+
+static FlStatus run_truncated_gaussian_random(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_truncated_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
+                                               a->i[0], (FlDType)a->i[1],
+                                               OUT(FL_OUT_truncated_gaussian_random_Out));
+}
+FL_ADAPTER(truncated_gaussian_random, prep_gaussian_random, run_truncated_gaussian_random);
 
 /* assign shares the buffer: tensors are immutable once published, so a copy buys nothing. */
 static FlStatus run_assign(OpCall *c) {

@@ -1,6 +1,7 @@
-/* fill.c: fill_constant, fill_zeros_like, uniform_random, gaussian_random, assign, cast. The random fills draw
- * element i as the i-th value of one FlRng stream, so the result depends only on the seed and
- * the attributes (never on threads or timing). */
+/* fill.c: fill_constant, fill_zeros_like, uniform_random, gaussian_random,
+ * truncated_gaussian_random, assign, cast. The random fills are counter-based (rng.h): element i
+ * of the whole tensor depends only on the seed and i (never on threads, timing or the elements
+ * before it), which lets a parameter server make its rows of a table without the rest. */
 #include "runtime/kernels/kernels_impl.h"
 #include "runtime/rng.h"
 
@@ -49,37 +50,65 @@ FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const 
     return FL_OK;
 }
 
+typedef enum RandDist { RD_UNIFORM, RD_GAUSSIAN, RD_TRUNCATED } RandDist;
+
+static double draw(RandDist dist, uint64_t seed, uint64_t i) {
+    switch (dist) {
+    case RD_UNIFORM: return fl_rng_counter_uniform(seed, i);
+    case RD_GAUSSIAN: return fl_rng_counter_gaussian(seed, i);
+    case RD_TRUNCATED: return fl_rng_counter_truncated(seed, i);
+    }
+    FL_UNREACHABLE();
+}
+
+/* Element k of Out is element offset + k of the whole tensor: the value at counter offset + k
+ * (rng.h), so any slice of rows is made on its own and equals those rows of the whole. */
 static FlStatus random_fill(FlErr *e, const char *op, int ndim, const int64_t *shape, double a,
-                            double b, bool gauss, uint64_t seed, FlDType dtype, FlTensor *out) {
+                            double b, RandDist dist, uint64_t seed, int64_t offset, FlDType dtype,
+                            FlTensor *out) {
     if (!kis_float(dtype))
         return fl_err(e, "%s: dtype %s is not supported; float32 or float64 expected", op,
                       fl_dtype_name(dtype));
+    if (offset < 0) return fl_err(e, "%s: shard_offset (%lld) is negative", op, (long long)offset);
     FlTensor r = FL_TENSOR_INIT;
     FlErr sub;
     if (fl_tensor_alloc(&sub, &r, dtype, ndim, shape)) return fl_err(e, "%s: %s", op, sub.msg);
-    FlRng rng;
-    fl_rng_init(&rng, seed);
     int64_t n = fl_tensor_numel(&r);
+    if (n > INT64_MAX - offset) {
+        fl_tensor_fini(&r);
+        return fl_err(e, "%s: shard_offset %lld + %lld elements overflows", op, (long long)offset,
+                      (long long)n);
+    }
     void *p = fl_tensor_data(&r);
-    for (int64_t i = 0; i < n; i++) {
-        double v = gauss ? a + b * fl_rng_gaussian(&rng) : a + (b - a) * fl_rng_uniform(&rng);
-        if (dtype == FL_DT_FLOAT32) ((float *)p)[i] = (float)v;
-        else ((double *)p)[i] = v;
+    for (int64_t k = 0; k < n; k++) {
+        double u = draw(dist, seed, (uint64_t)(offset + k));
+        double v = dist == RD_UNIFORM ? a + (b - a) * u : a + b * u;
+        if (dtype == FL_DT_FLOAT32) ((float *)p)[k] = (float)v;
+        else ((double *)p)[k] = v;
     }
     kout(out, &r);
     return FL_OK;
 }
 
 FlStatus fl_kernel_uniform_random(FlErr *e, int ndim, const int64_t *shape, double min, double max,
-                                  uint64_t seed, FlDType dtype, FlTensor *out) {
+                                  uint64_t seed, int64_t offset, FlDType dtype, FlTensor *out) {
     if (!(min <= max)) return fl_err(e, "uniform_random: min (%g) is greater than max (%g)", min, max);
-    return random_fill(e, "uniform_random", ndim, shape, min, max, false, seed, dtype, out);
+    return random_fill(e, "uniform_random", ndim, shape, min, max, RD_UNIFORM, seed, offset, dtype, out);
 }
 
 FlStatus fl_kernel_gaussian_random(FlErr *e, int ndim, const int64_t *shape, double mean,
-                                   double std, uint64_t seed, FlDType dtype, FlTensor *out) {
+                                   double std, uint64_t seed, int64_t offset, FlDType dtype,
+                                   FlTensor *out) {
     if (!(std >= 0)) return fl_err(e, "gaussian_random: std (%g) is negative", std);
-    return random_fill(e, "gaussian_random", ndim, shape, mean, std, true, seed, dtype, out);
+    return random_fill(e, "gaussian_random", ndim, shape, mean, std, RD_GAUSSIAN, seed, offset, dtype, out);
+}
+
+FlStatus fl_kernel_truncated_gaussian_random(FlErr *e, int ndim, const int64_t *shape, double mean,
+                                             double std, uint64_t seed, int64_t offset,
+                                             FlDType dtype, FlTensor *out) {
+    if (!(std >= 0)) return fl_err(e, "truncated_gaussian_random: std (%g) is negative", std);
+    return random_fill(e, "truncated_gaussian_random", ndim, shape, mean, std, RD_TRUNCATED, seed,
+                       offset, dtype, out);
 }
 
 FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) {

@@ -36,5 +36,5 @@ FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *inpu
     int64_t ne[FL_MAX_DIMS];
     if (batch_shape(e, "uniform_random_batch_size_like", input, nseq, nshape, shape, input_dim_idx, output_dim_idx, ne))
         return FL_ERROR;
-    return fl_kernel_uniform_random(e, nshape, ne, min, max, seed, dtype, out);
+    return fl_kernel_uniform_random(e, nshape, ne, min, max, seed, 0, dtype, out);
 }

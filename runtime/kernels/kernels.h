@@ -57,16 +57,25 @@ FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, doubl
 /* fill_zeros_like: Out = zeros of X's shape and dtype. */
 FlStatus fl_kernel_fill_zeros_like(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
 /* uniform_random: Out[shape] (dtype F) uniform in [min, max). The values are a deterministic
- * function of (seed, shape, dtype, min, max): element i is the i-th draw of FlRng seeded with
- * `seed` (the executor maps Paddle's "seed 0 = random" to a program seed before calling).
- * Errors: min > max, a non-float dtype. */
+ * function of (seed, offset, shape, dtype, min, max): element k of Out is element offset + k
+ * (row-major) of the whole tensor, drawn by fl_rng_counter_uniform(seed, offset + k), so a slice
+ * of rows made with its offset equals those rows of the whole tensor (the executor maps Paddle's
+ * "seed 0 = random" to a program seed before calling).
+ * Errors: min > max, a non-float dtype, offset < 0 or offset + numel overflowing. */
 FlStatus fl_kernel_uniform_random(FlErr *e, int ndim, const int64_t *shape, double min, double max,
-                                  uint64_t seed, FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
-/* gaussian_random: Out[shape] (dtype F) ~ N(mean, std^2), deterministic given seed (as above).
- * Errors: std < 0, a non-float dtype. */
+                                  uint64_t seed, int64_t offset, FlDType dtype,
+                                  FlTensor *out) FL_WARN_UNUSED;
+/* gaussian_random: Out[shape] (dtype F) ~ N(mean, std^2), element k from
+ * fl_rng_counter_gaussian(seed, offset + k) (as above). Errors: std < 0, as above. */
 FlStatus fl_kernel_gaussian_random(FlErr *e, int ndim, const int64_t *shape, double mean,
-                                   double std, uint64_t seed, FlDType dtype,
+                                   double std, uint64_t seed, int64_t offset, FlDType dtype,
                                    FlTensor *out) FL_WARN_UNUSED;
+/* truncated_gaussian_random: Out[shape] (dtype F) ~ N(mean, std^2) truncated to
+ * [mean - 2 std, mean + 2 std], element k from fl_rng_counter_truncated(seed, offset + k) (a
+ * bounded number of counter draws per element). Errors: as gaussian_random. */
+FlStatus fl_kernel_truncated_gaussian_random(FlErr *e, int ndim, const int64_t *shape, double mean,
+                                             double std, uint64_t seed, int64_t offset,
+                                             FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
 /* assign: Out = a copy of X (any dtype), in a new buffer. Its gradient is assign(dOut). */
 FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;
 /* cast: Out = X converted to out_dtype (any to any; to bool: != 0; float to int truncates).

@@ -696,7 +696,7 @@ static void test_protoc_decode(void) {
     size_t len;
     char *text = fl_read_file(txt, &len, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "magic: \"fluidc\"\nversion: 1\nbundle {"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "magic: \"fluidc\"\nversion: 2\nbundle {"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "type: \"scale\""));
     free(text);
     fl_ir_bundle_free(b);
@@ -1088,14 +1088,14 @@ static void test_invalid_plans(void) {
 
 /* ---- show ---- */
 
-/* SelectedRows vars: version 2 only for files that declare one, read back with their kind, and
- * listed as selected_rows<...>. */
+/* SelectedRows vars: written as version 2 (as every file), read back with their kind, and listed
+ * as selected_rows<...>. */
 static void test_selected_rows_format(void) {
     FlBundle *b = make_small();
     size_t n;
     uint8_t *d = fl_ir_encode_bundle(b, &n);
-    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 1);
-    CU_ASSERT_TRUE(n > 9 && d[8] == 0x10 && d[9] == 1); /* field 2 (version) after the magic */
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 2);
+    CU_ASSERT_TRUE(n > 9 && d[8] == 0x10 && d[9] == 2); /* field 2 (version) after the magic */
     free(d);
     FlVarDesc *g = var(fl_ir_block(b->main, 0), "w@GRAD", FL_DT_FLOAT32, 2, (int64_t[]){10, 4});
     g->kind = FL_VAR_SELECTED_ROWS;

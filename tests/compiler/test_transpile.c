@@ -7,7 +7,7 @@
  *     (deterministic: the same bytes twice), the op order of every role (each gradient sent
  *     right after its last writer, then the barriers and recv ops), the optimize blocks
  *     (sum, scale 1/T, the optimizer on the block and its sliced state), the pserver startup
- *     programs (the local init ops with their seeds and shapes, then the slicing), async mode,
+ *     programs (the local init ops with their seeds, making each block's rows directly), async mode,
  *     learning-rate ops in lr_block, seed-0 random ops kept in place;
  *   - errors with their exact messages, and the command line's usage errors (argv[1]: flc).
  * Runs from the repository root (ctest sets the working directory).
@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
@@ -788,6 +789,23 @@ static void same_attrs(const FlOpDesc *a, const FlOpDesc *b) {
     fl_ir_program_free(pb);
 }
 
+/* op makes rows [row0, row0 + rows) of what the local op lo makes whole: the same type and
+ * attributes but for shape[0] = rows and shard_offset = row0 * (elements per row). */
+static void made_rows(const FlOpDesc *op, const FlOpDesc *lo, int64_t row0, int64_t rows) {
+    FlOpDesc *want = fl_ir_op_clone(lo);
+    const FlAttr *sh = fl_ir_op_attr(lo, "shape");
+    CU_ASSERT_FATAL(sh && sh->n >= 1);
+    int64_t shape[FL_IR_MAX_DIMS], per = 1;
+    for (size_t d = 0; d < sh->n; d++) shape[d] = sh->ints[d];
+    for (size_t d = 1; d < sh->n; d++) per *= sh->ints[d];
+    shape[0] = rows;
+    fl_ir_op_set_ints(want, "shape", shape, sh->n);
+    fl_ir_op_set_int(want, "shard_offset", row0 * per);
+    fl_ir_slot_set_arg(&want->outs.data[0], 0, fl_ir_op_output1(op, "Out"));
+    same_attrs(op, want);
+    fl_ir_op_free(want);
+}
+
 static void test_pserver_startup(void) {
     FlBundle *b = compile(DIGITS);
     FlPlan *p = transpile(b, 3, 2, FL_TRANSPILE_SYNC, 64, FL_TRANSPILE_ROUND_ROBIN);
@@ -798,28 +816,24 @@ static void test_pserver_startup(void) {
         /* pserver s holds block s of fc_0.w_0 (rows 22, 21, 21) */
         char blk[64];
         snprintf(blk, sizeof blk, "fc_0.w_0.block%lld", (long long)s);
-        int w = writer(st, "fc_0.w_0"), cut = writer(st, blk);
-        CU_ASSERT_FATAL(w >= 0 && cut > w);
-        /* the same init op as the local startup: type, seed, full shape, range */
-        same_attrs(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "fc_0.w_0")]);
+        /* made directly: the local init op (type, seed, range) with the block's shape and
+         * its first element's offset; the whole var is declared (a temporary), never made */
+        static const int64_t row0[3] = {0, 22, 43}, rows[3] = {22, 21, 21};
+        CU_ASSERT_EQUAL(writer(st, "fc_0.w_0"), -1);
+        CU_ASSERT(!var(st, "fc_0.w_0")->persistable);
+        int w = writer(st, blk);
+        CU_ASSERT_FATAL(w >= 0);
+        made_rows(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "fc_0.w_0")], row0[s], rows[s]);
         CU_ASSERT_EQUAL(fl_ir_op_get_int(b0(st)->ops.data[w], "seed", 0), 1);
-        CU_ASSERT(!var(st, "fc_0.w_0")->persistable); /* a temporary */
-        const FlOpDesc *sp = b0(st)->ops.data[cut];
-        CU_ASSERT_STRING_EQUAL(sp->type, "split");
-        CU_ASSERT_STRING_EQUAL(fl_ir_op_input1(sp, "X"), "fc_0.w_0");
-        const FlAttr *sec = fl_ir_op_attr(sp, "sections");
-        CU_ASSERT_EQUAL_FATAL(sec->n, 3);
-        CU_ASSERT(sec->ints[0] == 22 && sec->ints[1] == 21 && sec->ints[2] == 21);
-        const FlSlot *outs = fl_ir_op_output(sp, "Out");
-        for (int64_t k = 0; k < 3; k++)
-            CU_ASSERT_STRING_EQUAL(outs->args[k], k == s ? blk : "@EMPTY@");
         CU_ASSERT(var(st, blk)->persistable);
         CU_ASSERT_EQUAL(var(st, blk)->shape[0], var(m, blk)->shape[0]);
-        /* moments: fill_constant of the full shape, then the same cut */
+        /* moments: fill_constant of the block's shape, made directly too */
         snprintf(blk, sizeof blk, "fc_0.w_0_moment1_0.block%lld", (long long)s);
-        w = writer(st, "fc_0.w_0_moment1_0");
-        CU_ASSERT_FATAL(w >= 0 && writer(st, blk) > w);
-        same_attrs(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "fc_0.w_0_moment1_0")]);
+        CU_ASSERT_EQUAL(writer(st, "fc_0.w_0_moment1_0"), -1);
+        w = writer(st, blk);
+        CU_ASSERT_FATAL(w >= 0);
+        made_rows(b0(st)->ops.data[w], b0(ls)->ops.data[writer(ls, "fc_0.w_0_moment1_0")], row0[s],
+                  rows[s]);
         /* beta pow: copied whole per block */
         snprintf(blk, sizeof blk, "fc_0.w_0_beta1_pow_acc_0.block%lld", (long long)s);
         const FlOpDesc *as = b0(st)->ops.data[writer(st, blk)];
@@ -835,14 +849,27 @@ static void test_pserver_startup(void) {
             if (b0(m)->vars.data[i]->persistable)
                 CU_ASSERT(writer(st, b0(m)->vars.data[i]->name) >= 0);
     }
-    /* every random init op the servers run carries the local seed and shape */
+    /* every random init op the servers run carries the local seed and range: the local op
+     * itself (a whole var), or its rows of a block ("W.blockK" of the local W) */
     for (int64_t s = 0; s < 3; s++) {
         const FlBlock *st = b0(role(p, "pserver", s)->startup);
         for (size_t i = 0; i < st->ops.len; i++) {
             const FlOpDesc *op = st->ops.data[i];
             if (strcmp(op->type, "uniform_random") != 0) continue;
             const char *out = fl_ir_op_output1(op, "Out");
-            same_attrs(op, b0(ls)->ops.data[writer(ls, out)]);
+            int64_t k;
+            size_t base = fl_rule_block_base_len(out, &k);
+            if (!base) {
+                same_attrs(op, b0(ls)->ops.data[writer(ls, out)]);
+                continue;
+            }
+            char whole[64];
+            snprintf(whole, sizeof whole, "%.*s", (int)base, out);
+            const FlOpDesc *lo = b0(ls)->ops.data[writer(ls, whole)];
+            const FlAttr *sh = fl_ir_op_attr(op, "shape");
+            int64_t per = 1;
+            for (size_t d = 1; d < sh->n; d++) per *= sh->ints[d];
+            made_rows(op, lo, fl_ir_op_get_int(op, "shard_offset", -1) / per, sh->ints[0]);
         }
     }
     fl_ir_plan_free(p);

@@ -17,8 +17,8 @@ static void test_fill_and_cast(void) {
     KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){3}, 7.9, I, &o));
     CU_ASSERT_EQUAL(o.dtype, I);
     KT_VALUES(&o, 0, 7, 7, 7);
-    KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 11, F, &u));
-    KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 11, F, &u2));
+    KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 11, 0, F, &u));
+    KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 11, 0, F, &u2));
     CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&u), fl_tensor_data(&u2), fl_tensor_nbytes(&u)), 0);
     double mn = 1e9, mx = -1e9;
     for (int i = 0; i < 2000; i++) {
@@ -26,9 +26,9 @@ static void test_fill_and_cast(void) {
         mx = fmax(mx, fl_tensor_get(&u, i));
     }
     CU_ASSERT(mn >= -2 && mx < 3 && mn < -1.9 && mx > 2.9);
-    KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 12, F, &u2));
+    KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 12, 0, F, &u2));
     CU_ASSERT_NOT_EQUAL(memcmp(fl_tensor_data(&u), fl_tensor_data(&u2), fl_tensor_nbytes(&u)), 0);
-    KT_OK(fl_kernel_gaussian_random(KE, 1, (int64_t[]){20000}, 1, 2, 3, D, &g));
+    KT_OK(fl_kernel_gaussian_random(KE, 1, (int64_t[]){20000}, 1, 2, 3, 0, D, &g));
     double s = 0, s2 = 0;
     for (int i = 0; i < 20000; i++) {
         double v = fl_tensor_get(&g, i);
@@ -37,8 +37,8 @@ static void test_fill_and_cast(void) {
     }
     CU_ASSERT(fabs(s / 20000 - 1) < 0.05);
     CU_ASSERT(fabs(s2 / 20000 - 1 - 4) < 0.15);
-    KT_ERR(fl_kernel_uniform_random(KE, 1, (int64_t[]){2}, 1, 0, 1, F, &u), "uniform_random: min (1) is greater than max (0)");
-    KT_ERR(fl_kernel_gaussian_random(KE, 1, (int64_t[]){2}, 0, 1, 1, I, &u), "gaussian_random: dtype int64 is not supported; float32 or float64 expected");
+    KT_ERR(fl_kernel_uniform_random(KE, 1, (int64_t[]){2}, 1, 0, 1, 0, F, &u), "uniform_random: min (1) is greater than max (0)");
+    KT_ERR(fl_kernel_gaussian_random(KE, 1, (int64_t[]){2}, 0, 1, 1, 0, I, &u), "gaussian_random: dtype int64 is not supported; float32 or float64 expected");
     FlTensor x = KT_T(F, KT_SHAPE(4), -1.5, 0, 2.7, 3);
     KT_OK(fl_kernel_cast(KE, &x, I, &c));
     KT_VALUES(&c, 0, -1, 0, 2, 3);
