@@ -4,17 +4,6 @@
 
 #include <stdlib.h>
 
-typedef struct ConvDims {
-    int64_t N, C, H, W, M, kh, kw, Ho, Wo, groups, Cg, Mg;
-    int64_t sh, sw, ph, pw, dh, dw;
-} ConvDims;
-
-typedef struct PoolDims {
-    int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw;
-    FlPoolType type;
-    bool exclusive;
-} PoolDims;
-
 /* The window of output cell (oh, ow), clipped to the image: rows [h0, h1), cols [w0, w1). */
 static void pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1,
                         int64_t *w0, int64_t *w1) {
@@ -76,7 +65,9 @@ static FlStatus conv(FlErr *e, const FlTensor *in, const FlTensor *f, const FlCo
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc(e, "conv2d", &r, in->dtype, 4, ne)) return FL_ERROR;
     bool f32 = in->dtype == FL_DT_FLOAT32;
-    if (!fast) {
+    if (fast && f32 && kdnnl_conv(&d, fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r))) {
+        /* done by oneDNN */
+    } else if (!fast) {
         if (f32) conv_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
         else conv_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
     } else {
@@ -114,7 +105,10 @@ static FlStatus conv_grad(FlErr *e, const FlTensor *in, const FlTensor *f, const
     }
     bool f32 = in->dtype == FL_DT_FLOAT32;
     void *pi = din ? fl_tensor_data(&ri) : NULL, *pf = dfilter ? fl_tensor_data(&rf) : NULL;
-    if (!fast) {
+    if (fast && f32 && kdnnl_conv_grad(&d, fl_tensor_data(in), fl_tensor_data(f),
+                                       fl_tensor_data(dout), pi, pf)) {
+        /* done by oneDNN */
+    } else if (!fast) {
         if (f32) conv_grad_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, &d);
         else conv_grad_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, &d);
     } else {
@@ -187,20 +181,23 @@ static FlStatus pool_dims(FlErr *e, const char *op, const FlTensor *x, const FlP
     return FL_OK;
 }
 
-FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+static FlStatus pool(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out,
+                     bool fast) {
     PoolDims p;
     if (pool_dims(e, "pool2d", x, a, &p)) return FL_ERROR;
     int64_t ne[4] = {x->ne[0], x->ne[1], p.Ho, p.Wo};
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc(e, "pool2d", &r, x->dtype, 4, ne)) return FL_ERROR;
-    if (x->dtype == FL_DT_FLOAT32) pool_f32(fl_tensor_data(x), fl_tensor_data(&r), &p);
-    else pool_f64(fl_tensor_data(x), fl_tensor_data(&r), &p);
+    if (x->dtype == FL_DT_FLOAT32) {
+        if (!fast || !kdnnl_pool(&p, x->ne[0], fl_tensor_data(x), fl_tensor_data(&r)))
+            pool_f32(fl_tensor_data(x), fl_tensor_data(&r), &p);
+    } else pool_f64(fl_tensor_data(x), fl_tensor_data(&r), &p);
     kout(out, &r);
     return FL_OK;
 }
 
-FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
-                               const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+static FlStatus pool_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                          const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx, bool fast) {
     const char *op = "pool2d_grad";
     (void)out; /* the max cell is found again in X: the same cell the forward pass chose */
     PoolDims p;
@@ -212,8 +209,26 @@ FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
     if (!dx) return FL_OK;
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc_like(e, op, &r, x)) return FL_ERROR;
-    if (x->dtype == FL_DT_FLOAT32) pool_grad_f32(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
-    else pool_grad_f64(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
+    if (x->dtype == FL_DT_FLOAT32) {
+        if (!fast || !kdnnl_pool_grad(&p, x->ne[0], fl_tensor_data(x), fl_tensor_data(dout),
+                                      fl_tensor_data(&r)))
+            pool_grad_f32(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
+    } else pool_grad_f64(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
     kout(dx, &r);
     return FL_OK;
+}
+
+FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+    return pool(e, x, a, out, true);
+}
+FlStatus fl_kernel_pool2d_ref(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+    return pool(e, x, a, out, false);
+}
+FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                               const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+    return pool_grad(e, x, out, dout, a, dx, true);
+}
+FlStatus fl_kernel_pool2d_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *out,
+                                   const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+    return pool_grad(e, x, out, dout, a, dx, false);
 }
