@@ -144,23 +144,34 @@ static bool prim_init(Prim *pr, dnnl_primitive_desc_t pd, int n, const int *args
     return ok;
 }
 
+/* A temporary of `bytes` from the tensors' buffer cache (runtime/tensor.h): the blocked copies
+ * of a step's activations are megabytes, which malloc would map and fault in anew each call. */
+static bool tmp_mem(dnnl_memory_t *m, FlTensor *t, const dnnl_memory_desc_t *md) {
+    FlErr e;
+    int64_t n = (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(float)) + 1;
+    if (fl_tensor_alloc_uninit(&e, t, FL_DT_FLOAT32, 1, &n)) return false;
+    return dnnl_memory_create(m, md, G.eng, fl_tensor_data(t)) == dnnl_success;
+}
+
 /* Runs pr on the caller's buffers ptr[i] (for args[i]): inputs in another layout are reordered
  * into temporaries first, outputs reordered back after. */
 static bool run(const Prim *pr, void *const *ptr) {
     dnnl_stream_t st = NULL;
     dnnl_memory_t user[MAX_ARGS] = {0}, tmp[MAX_ARGS] = {0}, scratch = NULL;
+    FlTensor bufs[MAX_ARGS + 1];
+    for (int i = 0; i <= MAX_ARGS; i++) fl_tensor_init(&bufs[i]);
     dnnl_exec_arg_t ex[MAX_ARGS + 1];
     int nex = 0;
     bool ok = dnnl_stream_create(&st, G.eng, dnnl_stream_default_flags) == dnnl_success;
     if (ok && dnnl_memory_desc_get_size(&pr->scratch) > 0) {
-        ok = dnnl_memory_create(&scratch, &pr->scratch, G.eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
+        ok = tmp_mem(&scratch, &bufs[MAX_ARGS], &pr->scratch);
         ex[nex++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
     }
     for (int i = 0; ok && i < pr->nargs; i++) {
         const Arg *a = &pr->args[i];
         ok = dnnl_memory_create(&user[i], &a->user, G.eng, ptr[i]) == dnnl_success;
         if (ok && a->reorder) {
-            ok = dnnl_memory_create(&tmp[i], &a->prim, G.eng, DNNL_MEMORY_ALLOCATE) == dnnl_success;
+            ok = tmp_mem(&tmp[i], &bufs[i], &a->prim);
             if (ok && !a->out) {
                 dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, tmp[i]}};
                 ok = dnnl_primitive_execute(a->reorder, st, 2, r) == dnnl_success;
@@ -181,6 +192,7 @@ static bool run(const Prim *pr, void *const *ptr) {
     }
     if (scratch) dnnl_memory_destroy(scratch);
     if (st) dnnl_stream_destroy(st);
+    for (int i = 0; i <= MAX_ARGS; i++) fl_tensor_fini(&bufs[i]);
     return ok;
 }
 
@@ -296,13 +308,8 @@ bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const f
     conv_key(key, K_CONV_GRAD, d);
     const Entry *en = lookup(key, build_conv_grad, d);
     if (!en) return false;
-    if ((!din || run(&en->prims[0], (void *[]){(void *)dout, (void *)w, din})) &&
-        (!dw || run(&en->prims[1], (void *[]){(void *)dout, (void *)in, dw})))
-        return true;
-    /* the caller's kernels accumulate into zeroed outputs */
-    if (din) memset(din, 0, (size_t)(d->N * d->C * d->H * d->W) * sizeof *din);
-    if (dw) memset(dw, 0, (size_t)(d->M * d->Cg * d->kh * d->kw) * sizeof *dw);
-    return false;
+    return (!din || run(&en->prims[0], (void *[]){(void *)dout, (void *)w, din})) &&
+           (!dw || run(&en->prims[1], (void *[]){(void *)dout, (void *)in, dw}));
 }
 
 /* ---- pool2d ---- */
@@ -401,11 +408,7 @@ bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *
     pool_key(key, K_POOL_GRAD, &c);
     const Entry *en = lookup(key, build_pool_grad, &c);
     if (!en) return false;
-    if (en->nprims == 1) {
-        if (run(&en->prims[0], (void *[]){(void *)dout, dx})) return true;
-        memset(dx, 0, (size_t)(p->NC * p->H * p->W) * sizeof *dx); /* as the caller gave it */
-        return false;
-    }
+    if (en->nprims == 1) return run(&en->prims[0], (void *[]){(void *)dout, dx});
     /* max: the forward again for its workspace (and a scratch Out) */
     const Arg *ws = &en->prims[1].args[2];
     size_t nws = dnnl_memory_desc_get_size(&ws->user), ny = (size_t)(p->NC * p->Ho * p->Wo);
@@ -415,7 +418,6 @@ bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *
               run(&en->prims[0], (void *[]){(void *)dout, wbuf, dx});
     free(wbuf);
     free(y);
-    if (!ok) memset(dx, 0, (size_t)(p->NC * p->H * p->W) * sizeof *dx); /* as the caller gave it */
     return ok;
 }
 

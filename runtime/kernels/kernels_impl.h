@@ -149,7 +149,8 @@ typedef struct PoolDims {
 /* ---- oneDNN fast paths (dnnl.c) ----
  * float32, NCHW tensors as the kernels store them. Each returns true when it computed the
  * result, false when oneDNN is switched off (environment FL_DNNL=0), does not take the shape or
- * failed; the caller then runs its own kernel. Primitives are cached per shape and attributes
+ * failed; the caller then runs its own kernel (on outputs that may hold anything by then: a
+ * kernel that accumulates zeroes them first). Outputs are written whole. Primitives are cached per shape and attributes
  * (a steady training step creates none); any thread may call them at once. */
 bool kdnnl_conv(const ConvDims *d, const float *in, const float *w, float *out);
 /* din / dw NULL: not wanted. Both are written whole. */

@@ -64,7 +64,7 @@ static FlStatus batch_norm(FlErr *e, const FlTensor *x, const FlTensor *scale,
     for (int i = 0; i < 5; i++) fl_tensor_init(&r[i]);
     FlTensor *outs[5] = {y, mean_out, variance_out, saved_mean, saved_variance};
     for (int i = 0; i < 5; i++)
-        if (outs[i] && kalloc_like(e, op, &r[i], i == 0 ? x : mean)) {
+        if (outs[i] && kalloc_raw_like(e, op, &r[i], i == 0 ? x : mean)) { /* written whole */
             for (int j = 0; j < 5; j++) fl_tensor_fini(&r[j]);
             return FL_ERROR;
         }
@@ -98,8 +98,9 @@ static FlStatus batch_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *sca
         bn_check_c(e, op, "SavedVariance", x, saved_variance) || ksame(e, op, "X", x, "Y@GRAD", dy))
         return FL_ERROR;
     FlTensor rx = FL_TENSOR_INIT, rs = FL_TENSOR_INIT, rb = FL_TENSOR_INIT;
-    if ((dx && kalloc_like(e, op, &rx, x)) || (dscale && kalloc_like(e, op, &rs, scale)) ||
-        (dbias && kalloc_like(e, op, &rb, scale))) {
+    /* every kernel writes the gradients whole */
+    if ((dx && kalloc_raw_like(e, op, &rx, x)) || (dscale && kalloc_raw_like(e, op, &rs, scale)) ||
+        (dbias && kalloc_raw_like(e, op, &rb, scale))) {
         fl_tensor_fini(&rx);
         fl_tensor_fini(&rs);
         fl_tensor_fini(&rb);
