@@ -2,7 +2,8 @@
 # Installs the Debian packages fluidc needs (skips apt-get when everything is already there).
 set -eu
 PKGS="build-essential cmake pkg-config flex bison protobuf-c-compiler libprotobuf-c-dev \
-libopenmpi-dev openmpi-bin libopenblas-dev libcunit1-dev zlib1g-dev graphviz time protobuf-compiler iproute2 procps bc"
+libopenmpi-dev openmpi-bin libopenblas-dev libcunit1-dev libdnnl-dev zlib1g-dev graphviz time protobuf-compiler \
+iproute2 procps bc"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -4,17 +4,6 @@
 
 #include <stdlib.h>
 
-typedef struct ConvDims {
-    int64_t N, C, H, W, M, kh, kw, Ho, Wo, groups, Cg, Mg;
-    int64_t sh, sw, ph, pw, dh, dw;
-} ConvDims;
-
-typedef struct PoolDims {
-    int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw;
-    FlPoolType type;
-    bool exclusive;
-} PoolDims;
-
 /* The window of output cell (oh, ow), clipped to the image: rows [h0, h1), cols [w0, w1). */
 static void pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1,
                         int64_t *w0, int64_t *w1) {
@@ -74,9 +63,11 @@ static FlStatus conv(FlErr *e, const FlTensor *in, const FlTensor *f, const FlCo
     if (conv_dims(e, "conv2d", in, f, a, &d)) return FL_ERROR;
     int64_t ne[4] = {d.N, d.M, d.Ho, d.Wo};
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, "conv2d", &r, in->dtype, 4, ne)) return FL_ERROR;
+    if (kalloc_raw(e, "conv2d", &r, in->dtype, 4, ne)) return FL_ERROR;
     bool f32 = in->dtype == FL_DT_FLOAT32;
-    if (!fast) {
+    if (fast && f32 && kdnnl_conv(&d, fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r))) {
+        /* done by oneDNN */
+    } else if (!fast) {
         if (f32) conv_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
         else conv_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
     } else {
@@ -106,18 +97,25 @@ static FlStatus conv_grad(FlErr *e, const FlTensor *in, const FlTensor *f, const
         return fl_err(e, "%s: Output@GRAD %s differs from the output shape %s", op,
                       fl_tensor_shape(dout).s, fl_shape_str(4, ne).s);
     }
+    /* oneDNN writes the gradients whole; the other kernels accumulate into zeros */
+    bool f32 = in->dtype == FL_DT_FLOAT32, dnnl = fast && f32;
     FlTensor ri = FL_TENSOR_INIT, rf = FL_TENSOR_INIT;
-    if (din && kalloc_like(e, op, &ri, in)) return FL_ERROR;
-    if (dfilter && kalloc_like(e, op, &rf, f)) {
+    if (din && (dnnl ? kalloc_raw_like(e, op, &ri, in) : kalloc_like(e, op, &ri, in)))
+        return FL_ERROR;
+    if (dfilter && (dnnl ? kalloc_raw_like(e, op, &rf, f) : kalloc_like(e, op, &rf, f))) {
         fl_tensor_fini(&ri);
         return FL_ERROR;
     }
-    bool f32 = in->dtype == FL_DT_FLOAT32;
     void *pi = din ? fl_tensor_data(&ri) : NULL, *pf = dfilter ? fl_tensor_data(&rf) : NULL;
-    if (!fast) {
+    if (dnnl && kdnnl_conv_grad(&d, fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout),
+                                pi, pf)) {
+        /* done by oneDNN */
+    } else if (!fast) {
         if (f32) conv_grad_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, &d);
         else conv_grad_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(dout), pi, pf, &d);
     } else {
+        if (pi && dnnl) memset(pi, 0, fl_tensor_nbytes(&ri));
+        if (pf && dnnl) memset(pf, 0, fl_tensor_nbytes(&rf));
         size_t es = fl_dtype_size(in->dtype);
         void *col = malloc((size_t)(d.Cg * d.kh * d.kw * d.Ho * d.Wo) * es + 1);
         if (!col) {
@@ -187,20 +185,23 @@ static FlStatus pool_dims(FlErr *e, const char *op, const FlTensor *x, const FlP
     return FL_OK;
 }
 
-FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+static FlStatus pool(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out,
+                     bool fast) {
     PoolDims p;
     if (pool_dims(e, "pool2d", x, a, &p)) return FL_ERROR;
     int64_t ne[4] = {x->ne[0], x->ne[1], p.Ho, p.Wo};
-    FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, "pool2d", &r, x->dtype, 4, ne)) return FL_ERROR;
-    if (x->dtype == FL_DT_FLOAT32) pool_f32(fl_tensor_data(x), fl_tensor_data(&r), &p);
-    else pool_f64(fl_tensor_data(x), fl_tensor_data(&r), &p);
+    FlTensor r = FL_TENSOR_INIT; /* every cell is written */
+    if (kalloc_raw(e, "pool2d", &r, x->dtype, 4, ne)) return FL_ERROR;
+    if (x->dtype == FL_DT_FLOAT32) {
+        if (!fast || !kdnnl_pool(&p, x->ne[0], fl_tensor_data(x), fl_tensor_data(&r)))
+            pool_f32(fl_tensor_data(x), fl_tensor_data(&r), &p);
+    } else pool_f64(fl_tensor_data(x), fl_tensor_data(&r), &p);
     kout(out, &r);
     return FL_OK;
 }
 
-FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
-                               const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+static FlStatus pool_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                          const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx, bool fast) {
     const char *op = "pool2d_grad";
     (void)out; /* the max cell is found again in X: the same cell the forward pass chose */
     PoolDims p;
@@ -210,10 +211,34 @@ FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
         return fl_err(e, "%s: Out@GRAD %s differs from the output shape %s", op,
                       fl_tensor_shape(dout).s, fl_shape_str(4, ne).s);
     if (!dx) return FL_OK;
+    /* oneDNN writes dX whole; the loops accumulate into zeros */
+    bool dnnl = fast && x->dtype == FL_DT_FLOAT32;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc_like(e, op, &r, x)) return FL_ERROR;
-    if (x->dtype == FL_DT_FLOAT32) pool_grad_f32(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
-    else pool_grad_f64(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
+    if (dnnl ? kalloc_raw_like(e, op, &r, x) : kalloc_like(e, op, &r, x)) return FL_ERROR;
+    if (x->dtype == FL_DT_FLOAT32) {
+        if (dnnl && kdnnl_pool_grad(&p, x->ne[0], fl_tensor_data(x), fl_tensor_data(dout),
+                                    fl_tensor_data(&r))) {
+            /* done by oneDNN */
+        } else {
+            if (dnnl) memset(fl_tensor_data(&r), 0, fl_tensor_nbytes(&r));
+            pool_grad_f32(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
+        }
+    } else pool_grad_f64(fl_tensor_data(x), fl_tensor_data(dout), fl_tensor_data(&r), &p);
     kout(dx, &r);
     return FL_OK;
+}
+
+FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+    return pool(e, x, a, out, true);
+}
+FlStatus fl_kernel_pool2d_ref(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out) {
+    return pool(e, x, a, out, false);
+}
+FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
+                               const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+    return pool_grad(e, x, out, dout, a, dx, true);
+}
+FlStatus fl_kernel_pool2d_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *out,
+                                   const FlTensor *dout, const FlPool2dAttrs *a, FlTensor *dx) {
+    return pool_grad(e, x, out, dout, a, dx, false);
 }

@@ -399,8 +399,9 @@ typedef struct FlConv2dAttrs {
 #define FL_CONV2D_ATTRS_DEFAULT {{1, 1}, {0, 0}, {1, 1}, 1}
 
 /* conv2d: Input [N, C, H, W], Filter [M, C/groups, kh, kw] (F). Output [N, M, Ho, Wo] with
- * Ho = (H + 2*ph - (dh*(kh-1) + 1)) / sh + 1 (likewise Wo). Fast path (float32): im2col + sgemm
- * per image and group; reference: direct loops. Errors: ranks, channel/group mismatch, an
+ * Ho = (H + 2*ph - (dh*(kh-1) + 1)) / sh + 1 (likewise Wo). Fast path (float32): oneDNN's
+ * convolution (im2col + sgemm per image and group when oneDNN is off, FL_DNNL=0, or refuses the
+ * shape); reference: direct loops. Errors: ranks, channel/group mismatch, an
  * output size < 1, bad attributes. */
 FlStatus fl_kernel_conv2d(FlErr *e, const FlTensor *input, const FlTensor *filter,
                           const FlConv2dAttrs *a, FlTensor *output) FL_WARN_UNUSED;
@@ -428,12 +429,18 @@ typedef struct FlPool2dAttrs {
 /* pool2d: X [N, C, H, W] (F); Out [N, C, Ho, Wo], Ho = (H + 2*ph - kh) / sh + 1 (rounded up
  * with ceil_mode). max: the largest non-padding cell (the first on ties); avg: the mean over
  * the window (exclusive: of its non-padding cells; else divided by kh*kw).
- * pool2d_grad: dX from X, Out, dOut (max: to the argmax cell; avg: spread evenly). */
+ * pool2d_grad: dX from X, Out, dOut (max: to the argmax cell; avg: spread evenly).
+ * Fast path (float32): oneDNN's pooling; the _ref twins run the plain loops. */
 FlStatus fl_kernel_pool2d(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a,
                           FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_pool2d_ref(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a,
+                              FlTensor *out) FL_WARN_UNUSED;
 FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
                                const FlTensor *dout, const FlPool2dAttrs *a,
                                FlTensor *dx) FL_WARN_UNUSED;
+FlStatus fl_kernel_pool2d_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *out,
+                                   const FlTensor *dout, const FlPool2dAttrs *a,
+                                   FlTensor *dx) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * Normalisation and dropout (norm.c)
@@ -445,13 +452,21 @@ FlStatus fl_kernel_pool2d_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
  *   MeanOut = Mean * momentum + mean_b * (1 - momentum); VarianceOut likewise with var_b;
  *   SavedMean = mean_b; SavedVariance = 1 / sqrt(var_b + epsilon) (the inverse std, as Paddle).
  * Test: Y uses Mean and Variance; MeanOut/VarianceOut are copies of them; SavedMean/Variance
- * are the running mean and inverse std. Any output other than y may be NULL. */
+ * are the running mean and inverse std. Any output other than y may be NULL.
+ * Fast path (float32): oneDNN's batch normalization (its statistics in float); the _ref twins
+ * run the plain loops (statistics in double). */
 FlStatus fl_kernel_batch_norm(FlErr *e, const FlTensor *x, const FlTensor *scale,
                               const FlTensor *bias, const FlTensor *mean,
                               const FlTensor *variance, double momentum, double epsilon,
                               bool is_test, FlTensor *y, FlTensor *mean_out,
                               FlTensor *variance_out, FlTensor *saved_mean,
                               FlTensor *saved_variance) FL_WARN_UNUSED;
+FlStatus fl_kernel_batch_norm_ref(FlErr *e, const FlTensor *x, const FlTensor *scale,
+                                  const FlTensor *bias, const FlTensor *mean,
+                                  const FlTensor *variance, double momentum, double epsilon,
+                                  bool is_test, FlTensor *y, FlTensor *mean_out,
+                                  FlTensor *variance_out, FlTensor *saved_mean,
+                                  FlTensor *saved_variance) FL_WARN_UNUSED;
 /* batch_norm_grad (training mode: the batch statistics depend on X): from X, Scale, SavedMean,
  * SavedVariance (inverse std) and dY, gives dX, dScale, dBias. With is_test the statistics are
  * constants and dX = dY * Scale * inv_std. */
@@ -459,6 +474,11 @@ FlStatus fl_kernel_batch_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *
                                    const FlTensor *saved_mean, const FlTensor *saved_variance,
                                    const FlTensor *dy, bool is_test, FlTensor *dx,
                                    FlTensor *dscale, FlTensor *dbias) FL_WARN_UNUSED;
+FlStatus fl_kernel_batch_norm_grad_ref(FlErr *e, const FlTensor *x, const FlTensor *scale,
+                                       const FlTensor *saved_mean,
+                                       const FlTensor *saved_variance, const FlTensor *dy,
+                                       bool is_test, FlTensor *dx, FlTensor *dscale,
+                                       FlTensor *dbias) FL_WARN_UNUSED;
 
 /* dropout (Paddle's "downgrade_in_infer"): training: Mask[i] = 1 with probability 1-p else 0,
  * Out = X * Mask; test: Out = X * (1 - p), Mask not written (may be NULL). X: F; Mask has X's

@@ -130,6 +130,45 @@ static inline FlStatus kscalar(FlErr *e, const char *op, const char *slot, const
     return FL_OK;
 }
 
+/* ---- conv2d and pool2d shapes (conv.c), shared with the oneDNN paths (dnnl.c) ----
+ * ConvDims: Input [N, C, H, W], Filter [M, Cg, kh, kw] in `groups` groups (Cg = C / groups,
+ * Mg = M / groups), Output [N, M, Ho, Wo]; strides, paddings, dilations (1 = none).
+ * PoolDims: X viewed as NC images of H x W; the window, strides and (left) paddings after
+ * global_pooling is applied; Ho, Wo already rounded as ceil_mode says. */
+typedef struct ConvDims {
+    int64_t N, C, H, W, M, kh, kw, Ho, Wo, groups, Cg, Mg;
+    int64_t sh, sw, ph, pw, dh, dw;
+} ConvDims;
+
+typedef struct PoolDims {
+    int64_t NC, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw;
+    FlPoolType type;
+    bool exclusive;
+} PoolDims;
+
+/* ---- oneDNN fast paths (dnnl.c) ----
+ * float32, NCHW tensors as the kernels store them. Each returns true when it computed the
+ * result, false when oneDNN is switched off (environment FL_DNNL=0), does not take the shape or
+ * failed; the caller then runs its own kernel (on outputs that may hold anything by then: a
+ * kernel that accumulates zeroes them first). Outputs are written whole. Primitives are cached per shape and attributes
+ * (a steady training step creates none); any thread may call them at once. */
+bool kdnnl_conv(const ConvDims *d, const float *in, const float *w, float *out);
+/* din / dw NULL: not wanted. Both are written whole. */
+bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const float *dout,
+                     float *din, float *dw);
+/* x is [N, C, H, W] with N * C == p->NC. */
+bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out);
+bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx);
+/* batch_norm on X [N, C, HW]: training writes the batch mean and biased variance to bmean and
+ * bvar ([C]); test mode reads mean and var instead (bmean, bvar unused). */
+bool kdnnl_bn(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
+              const float *bias, const float *mean, const float *var, double eps, bool is_test,
+              float *y, float *bmean, float *bvar);
+/* batch_norm_grad from the saved mean and inverse std (inv); dx, dscale, dbias may be NULL. */
+bool kdnnl_bn_grad(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
+                   const float *smean, const float *inv, const float *dy, bool is_test, float *dx,
+                   float *dscale, float *dbias);
+
 /* ---- GEMM (gemm.c) ----
  * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when ta / tb; lda etc.
  * are the row strides of the matrices as stored. beta == 0 ignores C's old contents. `fast`
