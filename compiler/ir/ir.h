@@ -36,6 +36,9 @@ typedef enum FlVarKind {
     FL_VAR_DENSE = 0,   /* a dense tensor */
     FL_VAR_CHANNEL = 1, /* a channel of tensors (elem dtype = dtype; capacity attr) */
     FL_VAR_RAW = 2,     /* anything else the runtime keeps by name (e.g. step scopes) */
+    FL_VAR_TENSOR_ARRAY = 3, /* a list of tensors (Fluid's LOD_TENSOR_ARRAY): dtype and shape are
+                                its elements'; lod names companion int64 arrays holding each
+                                element's offsets, outermost level first */
     FL_VAR_KIND_COUNT
 } FlVarKind;
 
