@@ -392,6 +392,60 @@ static FlValue *c_create_var(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_var(c, name);
 }
 
+/* create_array(dtype): a new tensor array var (Fluid's LOD_TENSOR_ARRAY) in the current block. */
+static FlValue *c_create_array(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("create_array", "dtype", 1);
+    FlDType dt = FL_DT_FLOAT32;
+    if (!want_dtype(c, v[0], a->span, &dt)) return c->error;
+    const char *name = fl_ev_unique(c, "array");
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
+    d->kind = FL_VAR_TENSOR_ARRAY;
+    d->dtype = dt;
+    d->stop_gradient = true;
+    return fl_v_var(c, name);
+}
+
+/* array_lod(array, levels): the companion arrays holding the offsets of the array's elements (an
+ * int64 array per LoD level, outermost first), made beside the array when it has none and has
+ * not been written yet; None when the array's elements have another lod_level. */
+static FlValue *c_array_lod(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("array_lod", "array levels", 2);
+    FlVarDesc *d = v[0]->kind == VK_VAR ? fl_ev_var_desc(c, v[0]) : NULL;
+    if (!d || d->kind != FL_VAR_TENSOR_ARRAY)
+        return fl_ev_error(c, a->span, "array_lod() needs a tensor array, found %s", fl_v_type_name(v[0]));
+    int64_t levels;
+    if (!fl_ev_want_int(c, v[1], "levels", a->span, &levels)) return c->error;
+    if (levels < 0 || levels > FL_IR_MAX_LOD) return fl_ev_error(c, a->span, "array_lod(): levels must be 0 to %d", FL_IR_MAX_LOD);
+    if (d->lod_level == 0 && levels > 0 && d->ndim == 0) {
+        FlBlock *b = c->b.block;
+        while (b && !fl_ir_var_find(b, d->name)) b = b->parent >= 0 ? fl_ir_block(c->b.main, b->parent) : NULL;
+        if (!b) return fl_ev_error(c, a->span, "array_lod(): the array '%s' is not declared here", d->name);
+        const char *names[FL_IR_MAX_LOD];
+        char *aname = fl_xstrdup(d->name);
+        FlSpan sp = a->span;
+        for (int64_t k = 0; k < levels; k++) {
+            names[k] = fl_arena_printf(&c->arena, "%s@LOD%lld", aname, (long long)k);
+            FlVarDesc *o = fl_ev_new_var(c, b, names[k], sp);
+            if (!o) {
+                free(aname);
+                return fl_ev_error(c, sp, "a var named '%s' already exists", names[k]);
+            }
+            int64_t dim = -1;
+            fl_ir_var_set_shape(o, 1, &dim); /* its elements: offset vectors */
+            o->kind = FL_VAR_TENSOR_ARRAY;
+            o->dtype = FL_DT_INT64;
+            o->stop_gradient = true;
+        }
+        d = fl_ir_var_find(b, aname);
+        free(aname);
+        fl_ir_var_set_lod(d, (int)levels, names);
+    }
+    if (d->lod_level != levels) return c->none;
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (int i = 0; i < d->lod_level; i++) fl_v_list_push(c, l, fl_v_var(c, d->lod[i]));
+    return l;
+}
+
 /* find_var(name): the var of that name in block 0 of the main program, or None. */
 static FlValue *c_find_var(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("find_var", "name", 1);
@@ -1216,6 +1270,8 @@ static const NativeFn core_fns[] = {
     {"create_parameter", c_create_parameter},
     {"global_var", c_global_var},
     {"create_var", c_create_var},
+    {"create_array", c_create_array},
+    {"array_lod", c_array_lod},
     {"lod", c_lod},
     {"set_lod", c_set_lod},
     {"find_var", c_find_var},

@@ -805,16 +805,19 @@ static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources,
     return check_loc(v->loc, nsources, e, what);
 }
 
-/* A LoD tensor's offset vars: each a dense int64 vector the block can see. */
+/* A LoD tensor's offset vars: each a dense int64 vector the block can see; a tensor array's: each
+ * an int64 array of such vectors (one per element). */
 static FlStatus check_lod(const FlProgram *p, const FlBlock *b, const FlVarDesc *v, FlErr *e) {
     if (v->lod_level < 0 || v->lod_level > FL_IR_MAX_LOD)
         return fl_err(e, "block %d, var '%s': lod_level %d (0..%d)", b->idx, v->name, v->lod_level, FL_IR_MAX_LOD);
+    bool array = v->kind == FL_VAR_TENSOR_ARRAY;
     for (int i = 0; i < v->lod_level; i++) {
         if (empty(v->lod[i])) return fl_err(e, "block %d, var '%s': LoD level %d names no var", b->idx, v->name, i);
         const FlVarDesc *o = fl_ir_var_lookup(p, b, v->lod[i]);
-        if (!o || o->kind != FL_VAR_DENSE || o->dtype != FL_DT_INT64 || o->ndim != 1)
-            return fl_err(e, "block %d, var '%s': its LoD level %d, '%s', is %s (an int64 vector of offsets is needed)",
-                          b->idx, v->name, i, v->lod[i], o ? "not an int64 vector" : "not a var");
+        if (!o || o->kind != (array ? FL_VAR_TENSOR_ARRAY : FL_VAR_DENSE) || o->dtype != FL_DT_INT64 || o->ndim != 1)
+            return fl_err(e, "block %d, var '%s': its LoD level %d, '%s', is %s (%s is needed)", b->idx, v->name, i,
+                          v->lod[i], o ? (array ? "not an int64 array" : "not an int64 vector") : "not a var",
+                          array ? "an int64 array of offset vectors" : "an int64 vector of offsets");
     }
     return FL_OK;
 }

@@ -41,6 +41,9 @@ typedef enum FlVarKind {
     FL_VAR_RAW = 2,     /* anything else the runtime keeps by name (e.g. step scopes) */
     FL_VAR_SELECTED_ROWS = 3, /* some rows of a dense [height, ...] tensor (dtype, shape: that
                                * tensor's): row indices and a value block; a sparse gradient */
+    FL_VAR_TENSOR_ARRAY = 4, /* a list of tensors (Fluid's LOD_TENSOR_ARRAY): dtype and shape are
+                                its elements'; lod names companion int64 arrays holding each
+                                element's offsets, outermost level first */
     FL_VAR_KIND_COUNT
 } FlVarKind;
 

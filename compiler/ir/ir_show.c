@@ -85,6 +85,11 @@ static void put_var_type(FlBuf *out, const FlVarDesc *v) {
         fl_ir_shape_str(nd, v->shape, out);
         fl_buf_puts(out, ">");
         return;
+    case FL_VAR_TENSOR_ARRAY:
+        fl_buf_printf(out, "array<%s", dt);
+        if (nd) fl_ir_shape_str(nd, v->shape, out);
+        fl_buf_puts(out, ">");
+        return;
     case FL_VAR_KIND_COUNT: break;
     }
     fl_buf_printf(out, "<kind %d>", (int)v->kind);

@@ -917,8 +917,8 @@ static void test_invalid_programs(void) {
     x->dtype = (FlDType)9;
     expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown dtype 9");
     x->dtype = FL_DT_FLOAT32;
-    x->kind = (FlVarKind)4;
-    expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown var kind 4");
+    x->kind = FL_VAR_KIND_COUNT;
+    expect_decode_error(b, "input is invalid: main program: block 0, var 'x': unknown var kind 5");
     x->kind = FL_VAR_DENSE;
     x->ndim = 9;
     expect_invalid(b, "main program: block 0, var 'x': rank 9 is not in 0..8");

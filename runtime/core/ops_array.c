@@ -1,0 +1,245 @@
+/* ops_array.c: tensor arrays (write_to_array, read_from_array, lod_array_length, is_empty) and beam
+ * search (beam_search, beam_search_decode; kernels in runtime/kernels/beam.c).
+ *
+ * A tensor array var holds a TArray object: a list of tensor references, each element written or
+ * not. Like a tensor in a var, an array is never changed once a var holds it: write_to_array builds
+ * a new array (the element references copied, one replaced) and swaps it in, so a reader holding
+ * the old one sees it unchanged. A var that holds nothing is the empty array. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/core/exec_impl.h"
+#include "runtime/kernels/kernels_beam.h"
+
+typedef struct TArray {
+    atomic_int refs;
+    int64_t n;
+    FlTensor *items; /* n */
+    bool *set;       /* n: element i was written */
+} TArray;
+
+static void tarray_retain(void *p) { atomic_fetch_add(&((TArray *)p)->refs, 1); }
+static void tarray_release(void *p) {
+    TArray *a = p;
+    if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
+    for (int64_t i = 0; i < a->n; i++) fl_tensor_fini(&a->items[i]);
+    free(a->items);
+    free(a->set);
+    free(a);
+}
+
+/* The array the arg's var holds (a reference: release it), NULL for the empty array. */
+static TArray *array_get(FlScope *s, const ArgRef *a) {
+    FlVar *v = fl_exec_var_read(s, a);
+    return v ? fl_var_retain_object(v, tarray_retain) : NULL;
+}
+
+static FlStatus in_tensor(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, FlTensor *t) {
+    FlVar *v = fl_exec_var_read(s, a);
+    if (!v || !fl_var_get_tensor(v, t)) return fl_exec_op_error(rc, op, "input '%s' has no value", a->name);
+    return FL_OK;
+}
+
+/* The index input I: an int64 [1] >= 0. */
+static FlStatus read_index(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, int64_t *i) {
+    FlTensor t = FL_TENSOR_INIT;
+    const ArgRef *a = fl_exec_in_args(op, slot);
+    if (in_tensor(rc, op, s, a, &t)) return FL_ERROR;
+    bool ok = t.dtype == FL_DT_INT64 && fl_tensor_numel(&t) == 1;
+    if (ok) *i = (int64_t)fl_tensor_get(&t, 0);
+    FlShapeStr sh = fl_tensor_shape(&t);
+    FlDType dt = t.dtype;
+    fl_tensor_fini(&t);
+    if (!ok) return fl_exec_op_error(rc, op, "the index I '%s' must be an int64 [1], found %s %s", a->name, fl_dtype_name(dt), sh.s);
+    if (*i < 0) return fl_exec_op_error(rc, op, "the index I '%s' is %lld (an array index is >= 0)", a->name, (long long)*i);
+    return FL_OK;
+}
+
+/* ---- write_to_array: X I -> Out (the array) ---- */
+static FlStatus run_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    int64_t i;
+    if (read_index(rc, op, s, FL_IN_write_to_array_I, &i)) return FL_ERROR;
+    if (i > (int64_t)1 << 40) return fl_exec_op_error(rc, op, "the index I is %lld, too large for an array", (long long)i);
+    FlTensor x = FL_TENSOR_INIT;
+    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_write_to_array_X), &x)) return FL_ERROR;
+    const ArgRef *oa = fl_exec_out_args(op, FL_OUT_write_to_array_Out);
+    FlVar *ov = fl_exec_var_write(s, oa);
+    TArray *old = fl_var_retain_object(ov, tarray_retain);
+    int64_t n = old && old->n > i ? old->n : i + 1;
+    TArray *a = calloc(1, sizeof *a);
+    if (a) a->items = calloc((size_t)n, sizeof *a->items), a->set = calloc((size_t)n, sizeof *a->set);
+    if (!a || !a->items || !a->set) {
+        if (a) free(a->items), free(a->set), free(a);
+        tarray_release(old);
+        fl_tensor_fini(&x);
+        return fl_exec_op_error(rc, op, "out of memory for an array of %lld elements", (long long)n);
+    }
+    atomic_init(&a->refs, 1);
+    a->n = n;
+    for (int64_t k = 0; k < n; k++) fl_tensor_init(&a->items[k]);
+    for (int64_t k = 0; old && k < old->n; k++)
+        if (old->set[k] && k != i) fl_tensor_ref(&a->items[k], &old->items[k]), a->set[k] = true;
+    a->items[i] = x; /* takes x's reference */
+    a->set[i] = true;
+    tarray_release(old);
+    fl_var_set_object(ov, a, tarray_release);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(write_to_array, NULL, run_write);
+
+/* ---- read_from_array: X (the array) I -> Out ---- */
+static FlStatus run_read(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    int64_t i;
+    if (read_index(rc, op, s, FL_IN_read_from_array_I, &i)) return FL_ERROR;
+    const ArgRef *xa = fl_exec_in_args(op, FL_IN_read_from_array_X);
+    TArray *a = array_get(s, xa);
+    int64_t n = a ? a->n : 0;
+    if (i >= n || !a->set[i]) {
+        tarray_release(a);
+        return fl_exec_op_error(rc, op, "index %lld of the array '%s' was never written (its length is %lld)",
+                                (long long)i, xa->name, (long long)n);
+    }
+    fl_var_set_tensor(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_read_from_array_Out)), &a->items[i]);
+    tarray_release(a);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(read_from_array, NULL, run_read);
+
+/* Writes an int64 [1] or bool [1] value to the op's first output. */
+static FlStatus out_scalar(RunCtx *rc, const ExecOp *op, FlScope *s, FlDType dt, int64_t v) {
+    FlTensor t = FL_TENSOR_INIT;
+    int64_t one = 1;
+    FlErr e;
+    if (fl_tensor_alloc_uninit(&e, &t, dt, 1, &one)) return fl_exec_op_error(rc, op, "%s", e.msg);
+    fl_tensor_set(&t, 0, (double)v);
+    fl_var_take_tensor(fl_exec_var_write(s, &op->args[op->nin]), &t);
+    return FL_OK;
+}
+
+/* ---- lod_array_length: X (the array) -> Out int64 [1] ---- */
+static FlStatus run_length(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    TArray *a = array_get(s, fl_exec_in_args(op, FL_IN_lod_array_length_X));
+    int64_t n = a ? a->n : 0;
+    tarray_release(a);
+    return out_scalar(rc, op, s, FL_DT_INT64, n);
+}
+FL_CONTROL_ADAPTER(lod_array_length, NULL, run_length);
+
+/* ---- is_empty: X -> Out bool [1] ---- */
+static FlStatus run_is_empty(OpCall *c) {
+    const FlTensor *x = fl_call_in(c, FL_IN_is_empty_X);
+    FlTensor *out = fl_call_out(c, FL_OUT_is_empty_Out);
+    int64_t one = 1;
+    if (!out) return FL_OK;
+    if (fl_tensor_alloc_uninit(c->e, out, FL_DT_BOOL, 1, &one)) return FL_ERROR;
+    fl_tensor_set(out, 0, !x || !fl_tensor_has_data(x) || fl_tensor_numel(x) == 0);
+    return FL_OK;
+}
+FL_ADAPTER(is_empty, NULL, run_is_empty);
+
+/* ---- beam_search ---- */
+static FlStatus prep_beam(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "beam_size");
+    op->a.i[1] = fl_exec_attr_int(op, "end_id");
+    op->a.b[0] = fl_exec_attr_bool(op, "is_accumulated");
+    if (op->a.i[0] < 1) return fl_err(e, "attribute 'beam_size' must be at least 1, found %lld", (long long)op->a.i[0]);
+    if (fl_exec_attr_int(op, "level") != 0)
+        return fl_err(e, "attribute 'level' must be 0, found %lld", (long long)fl_exec_attr_int(op, "level"));
+    return FL_OK;
+}
+static FlStatus run_beam(OpCall *c) {
+    const FlTensor *sc = fl_call_in(c, FL_IN_beam_search_scores);
+    const int64_t *soff, *poff;
+    int64_t nsrc, npfx;
+    if (fl_exec_check_lod(c->e, fl_call_in(c, FL_IN_beam_search_ScoresLod), sc && sc->ndim ? sc->ne[0] : -1, "ScoresLod",
+                          &poff, &npfx) ||
+        fl_exec_check_lod(c->e, fl_call_in(c, FL_IN_beam_search_ScoresSrcLod), npfx, "ScoresSrcLod", &soff, &nsrc))
+        return FL_ERROR;
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_beam_search(c->e, fl_call_in(c, FL_IN_beam_search_pre_ids), fl_call_in(c, FL_IN_beam_search_pre_scores),
+                                 fl_call_in(c, FL_IN_beam_search_ids), sc, soff, nsrc, poff, npfx, a->i[0], a->i[1], a->b[0],
+                                 fl_call_out(c, FL_OUT_beam_search_selected_ids),
+                                 fl_call_out(c, FL_OUT_beam_search_selected_scores),
+                                 fl_call_out(c, FL_OUT_beam_search_parent_idx), fl_call_out(c, FL_OUT_beam_search_OutSrcLod),
+                                 fl_call_out(c, FL_OUT_beam_search_OutLod));
+}
+FL_ADAPTER(beam_search, prep_beam, run_beam);
+
+/* ---- beam_search_decode: the arrays Ids IdsSrcLod IdsLod Scores -> sentences ---- */
+static FlStatus prep_decode(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "beam_size");
+    op->a.i[1] = fl_exec_attr_int(op, "end_id");
+    if (op->a.i[0] < 1) return fl_err(e, "attribute 'beam_size' must be at least 1, found %lld", (long long)op->a.i[0]);
+    return FL_OK;
+}
+static FlStatus run_decode(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    static const int slots[4] = {FL_IN_beam_search_decode_Ids, FL_IN_beam_search_decode_Scores,
+                                 FL_IN_beam_search_decode_IdsSrcLod, FL_IN_beam_search_decode_IdsLod};
+    TArray *arr[4] = {0};
+    FlBeamStep *steps = NULL;
+    FlStatus st = FL_ERROR;
+    int64_t n = -1;
+    for (int k = 0; k < 4; k++) {
+        const ArgRef *a = fl_exec_in_args(op, slots[k]);
+        arr[k] = array_get(s, a);
+        int64_t m = arr[k] ? arr[k]->n : 0;
+        if (k == 0) n = m;
+        for (int64_t t = 0; t < m; t++)
+            if (!arr[k]->set[t]) {
+                fl_exec_op_error(rc, op, "element %lld of the array '%s' was never written (its length is %lld)",
+                                 (long long)t, a->name, (long long)m);
+                goto done;
+            }
+        if (m != n) {
+            fl_exec_op_error(rc, op, "the array '%s' has %lld elements, Ids '%s' %lld", a->name, (long long)m,
+                             fl_exec_in_args(op, slots[0])->name, (long long)n);
+            goto done;
+        }
+    }
+    if (n == 0) {
+        fl_exec_op_error(rc, op, "the array Ids '%s' is empty (no step of beam search was written)",
+                         fl_exec_in_args(op, slots[0])->name);
+        goto done;
+    }
+    steps = calloc((size_t)n, sizeof *steps);
+    if (!steps) {
+        fl_exec_op_error(rc, op, "out of memory");
+        goto done;
+    }
+    for (int64_t t = 0; t < n; t++) {
+        FlBeamStep *sp = &steps[t];
+        const FlTensor *ids = &arr[0]->items[t];
+        int64_t npfx;
+        FlErr le;
+        char what[64];
+        snprintf(what, sizeof what, "IdsLod[%lld]", (long long)t);
+        if (fl_exec_check_lod(&le, &arr[3]->items[t], ids->ndim ? ids->ne[0] : -1, what, &sp->pfx_off, &npfx)) {
+            fl_exec_op_error(rc, op, "%s", le.msg);
+            goto done;
+        }
+        snprintf(what, sizeof what, "IdsSrcLod[%lld]", (long long)t);
+        if (fl_exec_check_lod(&le, &arr[2]->items[t], npfx, what, &sp->src_off, &sp->nsrc)) {
+            fl_exec_op_error(rc, op, "%s", le.msg);
+            goto done;
+        }
+        sp->ids = ids;
+        sp->scores = &arr[1]->items[t];
+    }
+    FlTensor out[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    FlErr ke;
+    if (fl_kernel_beam_search_decode(&ke, steps, n, op->a.i[0], op->a.i[1], &out[0], &out[1], &out[2], &out[3])) {
+        fl_exec_op_error(rc, op, "%s", ke.msg);
+    } else {
+        for (int k = 0; k < 4; k++) {
+            const ArgRef *oa = &op->args[op->nin + op->out_off[k]];
+            if (fl_exec_nout(op, k) && oa->idx >= 0) fl_var_take_tensor(fl_exec_var_write(s, oa), &out[k]);
+        }
+        st = FL_OK;
+    }
+    for (int k = 0; k < 4; k++) fl_tensor_fini(&out[k]);
+done:
+    free(steps);
+    for (int k = 0; k < 4; k++) tarray_release(arr[k]);
+    return st;
+}
+FL_CONTROL_ADAPTER(beam_search_decode, prep_decode, run_decode);
