@@ -5,7 +5,7 @@
 # beam_size sentences per source, each starting with the start id, at most max_length words after
 # it, ended by end_id or cut at max_length, end_id nowhere else), that two runs (training, then
 # decoding with the trained encoder) print the same, and, with an end_id that the decoder picks
-# early, that sentences end at different steps and finished sources are pruned.
+# at several steps, that sentences end at different steps and finished sources are pruned.
 # usage: mt_decode.sh FLRUN
 set -eu
 FLRUN=$1
@@ -48,8 +48,13 @@ run > "$T/a.txt"
 run > "$T/b.txt"
 cmp -s "$T/a.txt" "$T/b.txt" || { echo "FAIL: two runs decode differently"; diff "$T/a.txt" "$T/b.txt" | head; exit 1; }
 check 1 < "$T/a.txt"
-# an end id the decoder picks: its most frequent second word
-e=$(awk '/^ids:/ { print $3 }' "$T/a.txt" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
+# an end id the decoder picks at different steps: of the words of the first run's sentences, the
+# one first seen at the most distinct positions (then the most frequent); with it as end_id,
+# sentences must end, at different lengths
+e=$(awk '/^ids:/ { for (i = 2; i <= NF; i++) { if ($i == 0) { delete seen; p = 0; continue }
+                       p++; if (!(($i) in seen)) { seen[$i] = 1; if (!(($i, p) in at)) { at[$i, p] = 1; npos[$i]++ } }
+                       cnt[$i]++ } }
+         END { for (w in npos) print npos[w], cnt[w], w }' "$T/a.txt" | sort -k1,1nr -k2,2nr -k3,3n | awk 'NR == 1 { print $3 }')
 run -D end_id="$e" > "$T/c.txt"
 out=$(check "$e" < "$T/c.txt")
 echo "end_id $e: $out"
