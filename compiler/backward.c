@@ -459,6 +459,37 @@ static FlStatus check_loss(Bw *w, const char *loss, FlVarDesc **lv) {
  * vars marked `need`. seed(w, ctx) appends the seeds' ops once the partial gradients are
  * counted. */
 
+/* In a While's gradient block, a var from outside the loop that the block overwrites holds
+ * its value after the iteration (the counters: decremented where the block incremented them):
+ * a relevant op (rel, the op indices) must not read one that an op at or after it overwrites
+ * another way, whose value at the read is kept nowhere. */
+static FlStatus check_carried(Bw *w, size_t end, const size_t *rel, size_t nrel) {
+    FlBlock *fb = w->fwd;
+    for (size_t j = 0; j < nrel; j++) {
+        const FlOpDesc *op = fb->ops.data[rel[j]];
+        if (undone_incr(w, op)) continue;
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                const char *x = op->ins.data[s].args[k];
+                if (fl_ir_var_find(fb, x) || !fl_ir_var_find(w->b0, x)) continue; /* not carried */
+                for (size_t q = rel[j]; q < end; q++) {
+                    const FlOpDesc *wr = fb->ops.data[q];
+                    if (undone_incr(w, wr)) continue;
+                    for (size_t o = 0; o < wr->outs.len; o++)
+                        for (size_t m = 0; m < wr->outs.data[o].nargs; m++) {
+                            if (strcmp(wr->outs.data[o].args[m], x) != 0) continue;
+                            if (w->where) *w->where = op->loc;
+                            return fl_err(w->e, "cannot differentiate through 'while': '%s' reads '%s', which "
+                                          "'%s' overwrites later in the loop's block, and its value at the read "
+                                          "is not kept; update a counter with increment(in_place=True) and keep "
+                                          "other values in tensor arrays", op->type, x, wr->type);
+                        }
+                }
+            }
+    }
+    return FL_OK;
+}
+
 static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
     FlBlock *fb = w->fwd;
     /* 1. forward: what depends on a var that needs a gradient */
@@ -499,6 +530,7 @@ static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
                 if (vs && vs->need) vs->reach = true;
             }
     }
+    if (w->undo_incr && check_carried(w, end, rel.data, rel.len)) goto fail;
     /* 3. emission */
     for (size_t j = 0; j < rel.len; j++) {
         const FlOpDesc *op = fb->ops.data[rel.data[j]];
