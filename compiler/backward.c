@@ -459,6 +459,15 @@ static FlStatus check_loss(Bw *w, const char *loss, FlVarDesc **lv) {
  * vars marked `need`. seed(w, ctx) appends the seeds' ops once the partial gradients are
  * counted. */
 
+/* Whether input var vs of op only steers it (a loop's counter, bound or condition, an array
+ * index): no gradient flows back through it, so its producer (array_length, less_than...) need
+ * not be differentiable. */
+static bool steers(const FlOpDesc *op, const VarState *vs) {
+    if (!vs->v || is_float(vs->v->dtype)) return false;
+    return fl_ops_is(op, FL_OPID_while) || fl_ops_is(op, FL_OPID_read_from_array) ||
+           fl_ops_is(op, FL_OPID_write_to_array);
+}
+
 /* In a While's gradient block, a var from outside the loop that the block overwrites holds
  * its value after the iteration (the counters: decremented where the block incremented them):
  * a relevant op (rel, the op indices) must not read one that an op at or after it overwrites
@@ -527,7 +536,7 @@ static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
         for (size_t s = 0; s < op->ins.len; s++)
             for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
                 VarState *vs = fl_map_find_str(&w->vars, op->ins.data[s].args[k]);
-                if (vs && vs->need) vs->reach = true;
+                if (vs && vs->need && !steers(op, vs)) vs->reach = true;
             }
     }
     if (w->undo_incr && check_carried(w, end, rel.data, rel.len)) goto fail;
