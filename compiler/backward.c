@@ -306,17 +306,19 @@ static FlStatus while_grad_block(Bw *w, FlOpDesc *op, FlOpDesc *gop) {
     const FlAttr *sb = fl_ir_op_attr(op, "sub_block");
     if (!sb || sb->type != FL_ATTR_BLOCK || sb->i <= 0 || (size_t)sb->i >= w->p->blocks.len)
         return fl_err(w->e, "backward: %s has no sub_block", op->type);
-    if (w->where) *w->where = op->loc;
-    if (w->fwd->idx != 0)
+    if (w->fwd->idx != 0) {
+        if (w->where) *w->where = op->loc;
         return fl_err(w->e, "cannot differentiate through 'while' inside another block "
                       "(a DynamicRNN, StaticRNN or While): 'while' in a block is not supported");
+    }
     const FlSlot *outs = fl_ir_op_output(op, "Out"), *xs = fl_ir_op_input(op, "X");
     for (size_t k = 0; outs && k < outs->nargs; k++) {
         VarState *vs = state(w, outs->args[k]);
-        if (!is_array(vs) && wanted(w, outs->args[k]) && vs->reach)
-            return fl_err(w->e, "cannot differentiate through 'while': its block overwrites '%s' (%s), a var "
-                          "from outside the loop, at every iteration; keep the values a loop carries in tensor "
-                          "arrays (array_write, array_read)", outs->args[k], fl_dtype_name(vs->v->dtype));
+        if (is_array(vs) || !wanted(w, outs->args[k]) || !vs->reach) continue;
+        if (w->where) *w->where = op->loc;
+        return fl_err(w->e, "cannot differentiate through 'while': its block overwrites '%s' (%s), a var "
+                      "from outside the loop, at every iteration; keep the values a loop carries in tensor "
+                      "arrays (array_write, array_read)", outs->args[k], fl_dtype_name(vs->v->dtype));
     }
     FlBlock *fb = fl_ir_block(w->p, (int)sb->i);
     FlBlock *g = fl_ir_block_new(w->p, w->b0->idx);
