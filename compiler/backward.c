@@ -13,6 +13,9 @@
  *      use of x is differentiated before x's producer, which reads x@GRAD.
  * All per-var state lives in one map from var name to VarState (keys borrowed from the
  * program, whose strings do not move while ops are only appended).
+ * A tensor array's gradient is one array var, "<array>@GRAD", declared beside the array: the
+ * gradient ops of the reads add into its elements and those of the writes read them, in place,
+ * so it is neither counted nor summed (a While writes an array again at every iteration).
  */
 #include "compiler/backward.h"
 
@@ -41,6 +44,7 @@ typedef struct Bw {
     FlArena arena;
     FlMap vars; /* name -> VarState */
     FlBuf tmp;
+    bool undo_incr; /* a While's block: each in-place increment is undone in reverse */
 } Bw;
 
 static VarState *state(Bw *w, const char *name) {
@@ -54,6 +58,8 @@ static VarState *state(Bw *w, const char *name) {
 }
 
 static bool is_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+
+static bool is_array(const VarState *s) { return s->v && s->v->kind == FL_VAR_TENSOR_ARRAY; }
 
 /* Whether input var `name` gets a gradient. */
 static bool wanted(Bw *w, const char *name) {
@@ -86,14 +92,29 @@ static FlVarDesc *grad_var(Bw *w, const char *name, const FlVarDesc *fwd) {
     FlVarDesc *g = fl_ir_var_find(w->b0, name);
     if (!g) g = fl_ir_var_add(w->b0, name);
     fl_ir_var_copy(g, fwd);
-    g->kind = FL_VAR_DENSE;
+    g->kind = fwd->kind == FL_VAR_TENSOR_ARRAY ? FL_VAR_TENSOR_ARRAY : FL_VAR_DENSE;
     g->persistable = g->trainable = g->stop_gradient = false;
+    return g;
+}
+
+/* The gradient of array s: "<array>@GRAD", declared in the array's own block. */
+static const char *array_grad(Bw *w, VarState *s) {
+    char *g = fl_arena_printf(&w->arena, "%s" FL_GRAD_SUFFIX, s->v->name);
+    FlBlock *b = w->b0;
+    while (!fl_ir_var_find(b, s->v->name) && b->parent >= 0) b = fl_ir_block(w->p, b->parent);
+    if (!fl_ir_var_find(b, g)) {
+        FlBlock *keep = w->b0;
+        w->b0 = b;
+        grad_var(w, g, s->v);
+        w->b0 = keep;
+    }
     return g;
 }
 
 /* The name of the next partial gradient of var `name` (creating the var). */
 static const char *next_grad(Bw *w, const char *name) {
     VarState *s = state(w, name);
+    if (is_array(s)) return array_grad(w, s);
     FL_ASSERT(s->v && s->done < s->total);
     char *g = s->total == 1 ? fl_arena_printf(&w->arena, "%s" FL_GRAD_SUFFIX, name)
                             : fl_arena_printf(&w->arena, "%s" FL_GRAD_SUFFIX "@RENAME@%d", name,
@@ -158,6 +179,10 @@ static FlStatus out_grads(Bw *w, const FlOpDesc *op, const FlSlot *fs, FlOpDesc 
         VarState *s = state(w, x);
         if (!s->v)
             return fl_err(w->e, "backward: %s writes undeclared var '%s'", op->type, x);
+        if (is_array(s)) {
+            fl_ir_op_add_input(*gop, slot, array_grad(w, s));
+            continue;
+        }
         if (s->total > 0 && s->done < s->total) {
             if (w->where) *w->where = op->loc;
             return fl_err(w->e, "backward: var '%s' is written by '%s' after it is used; "
@@ -264,7 +289,95 @@ static FlStatus rnn_grad_block(Bw *w, const FlOpDesc *op, FlOpDesc *gop) {
     return st;
 }
 
+static FlStatus seed_none(Bw *w, void *ctx) {
+    (void)w;
+    (void)ctx;
+    return FL_OK;
+}
+
+/* The gradient of a while op's block, as the sub-block of while_grad gop: a new block of w->b0
+ * that declares the block's vars again (bound to each iteration's forward vars at run time) and
+ * the dense vars the loop writes in place (set to their values after that iteration; the
+ * counters are then decremented where the block incremented them), differentiated w.r.t. the
+ * outer vars the block reads, from the gradients of the arrays it writes. The forward op gets
+ * its StepScopes output. A float var the loop overwrites has one value per iteration that it
+ * does not keep: refused. */
+static FlStatus while_grad_block(Bw *w, FlOpDesc *op, FlOpDesc *gop) {
+    const FlAttr *sb = fl_ir_op_attr(op, "sub_block");
+    if (!sb || sb->type != FL_ATTR_BLOCK || sb->i <= 0 || (size_t)sb->i >= w->p->blocks.len)
+        return fl_err(w->e, "backward: %s has no sub_block", op->type);
+    if (w->fwd->idx != 0) {
+        if (w->where) *w->where = op->loc;
+        return fl_err(w->e, "cannot differentiate through 'while' inside another block "
+                      "(a DynamicRNN, StaticRNN or While): 'while' in a block is not supported");
+    }
+    const FlSlot *outs = fl_ir_op_output(op, "Out"), *xs = fl_ir_op_input(op, "X");
+    for (size_t k = 0; outs && k < outs->nargs; k++) {
+        VarState *vs = state(w, outs->args[k]);
+        if (is_array(vs) || !wanted(w, outs->args[k]) || !vs->reach) continue;
+        if (w->where) *w->where = op->loc;
+        return fl_err(w->e, "cannot differentiate through 'while': its block overwrites '%s' (%s), a var "
+                      "from outside the loop, at every iteration; keep the values a loop carries in tensor "
+                      "arrays (array_write, array_read)", outs->args[k], fl_dtype_name(vs->v->dtype));
+    }
+    FlBlock *fb = fl_ir_block(w->p, (int)sb->i);
+    FlBlock *g = fl_ir_block_new(w->p, w->b0->idx);
+    for (size_t i = 0; i < fb->vars.len; i++) fl_ir_var_copy(fl_ir_var_add(g, fb->vars.data[i]->name), fb->vars.data[i]);
+    for (size_t k = 0; outs && k < outs->nargs; k++) { /* the dense vars written in place */
+        VarState *vs = state(w, outs->args[k]);
+        if (!vs->v || vs->v->kind != FL_VAR_DENSE || fl_ir_var_find(g, outs->args[k])) continue;
+        FlVarDesc *c = fl_ir_var_add(g, outs->args[k]);
+        fl_ir_var_copy(c, vs->v);
+        c->persistable = c->trainable = false;
+    }
+    Bw sw = {.p = w->p, .fwd = fb, .b0 = g, .e = w->e, .where = w->where, .undo_incr = true};
+    fl_arena_init(&sw.arena);
+    fl_map_init(&sw.vars);
+    for (size_t k = 0; xs && k < xs->nargs; k++) {
+        VarState *vs = state(w, xs->args[k]);
+        if (vs->need && vs->v && is_float(vs->v->dtype)) state(&sw, xs->args[k])->need = true;
+    }
+    for (size_t k = 0; outs && k < outs->nargs; k++) {
+        VarState *vs = state(w, outs->args[k]);
+        if (is_array(vs) && vs->need && vs->reach) state(&sw, outs->args[k])->reach = true;
+    }
+    FlStatus st = diff(&sw, fb->ops.len, seed_none, NULL);
+    fl_map_fini(&sw.vars);
+    fl_arena_fini(&sw.arena);
+    fl_buf_free(&sw.tmp);
+    if (st) return st;
+    fl_ir_op_set_block(gop, "sub_block", g->idx);
+    const char *ss = fl_ir_op_output1(op, "StepScopes"); /* a second append_backward: kept */
+    if (!ss) {
+        ss = fl_arena_printf(&w->arena, "while@%d.step_scopes", g->idx);
+        FlVarDesc *sv = fl_ir_var_add(w->b0, ss);
+        sv->kind = FL_VAR_RAW;
+        sv->stop_gradient = true;
+        fl_ir_op_add_output(op, "StepScopes", ss);
+        fl_ir_op_add_input(gop, "StepScopes", ss);
+    }
+    return FL_OK;
+}
+
+/* In a While's gradient block: `increment` of the same var by -step, undoing the forward's. */
+static bool undone_incr(const Bw *w, const FlOpDesc *op) {
+    if (!w->undo_incr || !fl_ops_is(op, FL_OPID_increment)) return false;
+    const char *x = fl_ir_op_input1(op, "X"), *o = fl_ir_op_output1(op, "Out");
+    return x && o && strcmp(x, o) == 0;
+}
+
+static FlStatus emit_undo_incr(Bw *w, const FlOpDesc *op) {
+    FlOpDesc *dec = fl_ir_op_append(w->b0, "increment");
+    dec->loc = op->loc;
+    const FlAttr *a = fl_ir_op_attr(op, "step");
+    fl_ir_op_set_float(dec, "step", a && a->type == FL_ATTR_FLOAT ? -a->f : -1.0);
+    fl_ir_op_add_input(dec, "X", fl_ir_op_input1(op, "X"));
+    fl_ir_op_add_output(dec, "Out", fl_ir_op_output1(op, "Out"));
+    return infer(w, dec);
+}
+
 static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
+    if (undone_incr(w, op)) return emit_undo_incr(w, op);
     FlOpDesc *gop = fl_ir_op_append(w->b0, gi->name);
     gop->loc = op->loc;
     char base[128];
@@ -296,6 +409,7 @@ static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
     }
     for (size_t i = 0; i < op->attrs.len; i++) copy_attr(gop, &op->attrs.data[i]);
     if (fl_ops_is(op, FL_OPID_dynamic_rnn) && rnn_grad_block(w, op, gop)) return FL_ERROR;
+    if (fl_ops_is(op, FL_OPID_while) && while_grad_block(w, (FlOpDesc *)op, gop)) return FL_ERROR;
     if (infer(w, gop)) return FL_ERROR;
     return sum_finished(w, gop, op->loc);
 }
@@ -303,11 +417,12 @@ static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
 /* Counts the partial gradients the gradient op of op will make. */
 static void count_grads(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
     char base[128];
+    if (undone_incr(w, op)) return;
     for (int i = 0; i < gi->nouts; i++) {
         if (!strip_grad(base, sizeof base, gi->outs[i].name)) continue;
         const FlSlot *fs = fl_ir_op_input(op, base);
         for (size_t k = 0; fs && k < fs->nargs; k++)
-            if (wanted(w, fs->args[k])) state(w, fs->args[k])->total++;
+            if (wanted(w, fs->args[k]) && !is_array(state(w, fs->args[k]))) state(w, fs->args[k])->total++;
     }
 }
 
@@ -346,6 +461,46 @@ static FlStatus check_loss(Bw *w, const char *loss, FlVarDesc **lv) {
  * vars marked `need`. seed(w, ctx) appends the seeds' ops once the partial gradients are
  * counted. */
 
+/* Whether input var vs of op only steers it (a loop's counter, bound or condition, an array
+ * index): no gradient flows back through it, so its producer (array_length, less_than...) need
+ * not be differentiable. */
+static bool steers(const FlOpDesc *op, const VarState *vs) {
+    if (!vs->v || is_float(vs->v->dtype)) return false;
+    return fl_ops_is(op, FL_OPID_while) || fl_ops_is(op, FL_OPID_read_from_array) ||
+           fl_ops_is(op, FL_OPID_write_to_array);
+}
+
+/* In a While's gradient block, a var from outside the loop that the block overwrites holds
+ * its value after the iteration (the counters: decremented where the block incremented them):
+ * a relevant op (rel, the op indices) must not read one that an op at or after it overwrites
+ * another way, whose value at the read is kept nowhere. */
+static FlStatus check_carried(Bw *w, size_t end, const size_t *rel, size_t nrel) {
+    FlBlock *fb = w->fwd;
+    for (size_t j = 0; j < nrel; j++) {
+        const FlOpDesc *op = fb->ops.data[rel[j]];
+        if (undone_incr(w, op)) continue;
+        for (size_t s = 0; s < op->ins.len; s++)
+            for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
+                const char *x = op->ins.data[s].args[k];
+                if (fl_ir_var_find(fb, x) || !fl_ir_var_find(w->b0, x)) continue; /* not carried */
+                for (size_t q = rel[j]; q < end; q++) {
+                    const FlOpDesc *wr = fb->ops.data[q];
+                    if (undone_incr(w, wr)) continue;
+                    for (size_t o = 0; o < wr->outs.len; o++)
+                        for (size_t m = 0; m < wr->outs.data[o].nargs; m++) {
+                            if (strcmp(wr->outs.data[o].args[m], x) != 0) continue;
+                            if (w->where) *w->where = op->loc;
+                            return fl_err(w->e, "cannot differentiate through 'while': '%s' reads '%s', which "
+                                          "'%s' overwrites later in the loop's block, and its value at the read "
+                                          "is not kept; update a counter with increment(in_place=True) and keep "
+                                          "other values in tensor arrays", op->type, x, wr->type);
+                        }
+                }
+            }
+    }
+    return FL_OK;
+}
+
 static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
     FlBlock *fb = w->fwd;
     /* 1. forward: what depends on a var that needs a gradient */
@@ -367,6 +522,10 @@ static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
     for (size_t i = end; i-- > 0;) {
         const FlOpDesc *op = fb->ops.data[i];
         const FlOpInfo *info = fl_ops_of(op);
+        if (undone_incr(w, op)) {
+            FL_VEC_PUSH(&rel, i);
+            continue;
+        }
         if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
         if (!any_arg(w, op->outs.data, op->outs.len, true)) continue;
         if (!info || info->grad == FL_GRAD_NONE) {
@@ -379,9 +538,10 @@ static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
         for (size_t s = 0; s < op->ins.len; s++)
             for (size_t k = 0; k < op->ins.data[s].nargs; k++) {
                 VarState *vs = fl_map_find_str(&w->vars, op->ins.data[s].args[k]);
-                if (vs && vs->need) vs->reach = true;
+                if (vs && vs->need && !steers(op, vs)) vs->reach = true;
             }
     }
+    if (w->undo_incr && check_carried(w, end, rel.data, rel.len)) goto fail;
     /* 3. emission */
     for (size_t j = 0; j < rel.len; j++) {
         const FlOpDesc *op = fb->ops.data[rel.data[j]];

@@ -2127,9 +2127,17 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
         o->stop_gradient = true;
         return FL_OK;
     }
+    case FL_OPID_while: { /* StepScopes (added by append_backward): the runtime's own */
+        const char *ss = fl_ir_op_output1(op, "StepScopes");
+        FlVarDesc *o;
+        if (!ss) return FL_OK;
+        if (lookup(&c, "output", "StepScopes", ss, &o)) return FL_ERROR;
+        o->kind = FL_VAR_RAW;
+        o->stop_gradient = true;
+        return FL_OK;
+    }
     /* control, channels, distribution: nothing to infer, never an error */
     case FL_OPID_conditional_block:
-    case FL_OPID_while:
     case FL_OPID_parallel_for:
     case FL_OPID_go:
     case FL_OPID_channel_send: return check_send(&c, fl_ir_op_input1(op, "Channel"), fl_ir_op_input1(op, "X"));

@@ -401,7 +401,7 @@ static FlValue *c_create_array(Ctx *c, FlValue *self, CallArgs *a) {
     FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
     d->kind = FL_VAR_TENSOR_ARRAY;
     d->dtype = dt;
-    d->stop_gradient = true;
+    d->stop_gradient = false; /* a float array carries gradients (an array of them) */
     return fl_v_var(c, name);
 }
 

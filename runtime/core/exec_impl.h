@@ -191,6 +191,15 @@ FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a);
 FlScope *fl_exec_scope_up(FlScope *s, int up);
 /* Sets rc->e to "runtime error in op 'T' (file:line:col): <fmt...>" and returns FL_ERROR. */
 FlStatus fl_exec_op_error(RunCtx *rc, const ExecOp *op, const char *fmt, ...) FL_PRINTF(3, 4);
+/* The iterations a while op keeps for while_grad in its StepScopes output (ops_rnn_ctl.c): each
+ * iteration runs in fl_while_run_step's scope, then fl_while_run_snap keeps the values of the
+ * op's Out vars (fl_while_run_new those before the loop); fl_while_run_keep hands the run to
+ * StepScopes (or frees it). */
+typedef struct WhileRun WhileRun;
+WhileRun *fl_while_run_new(const ExecOp *op, FlScope *s);
+FlScope *fl_while_run_step(WhileRun *r, FlScope *s);
+void fl_while_run_snap(WhileRun *r, const ExecOp *op, FlScope *s);
+void fl_while_run_keep(WhileRun *r, const ExecOp *op, FlScope *s);
 /* "file:line:col" of a location, or "" when it has none. */
 void fl_exec_loc_str(const FlExec *ex, FlLoc loc, char *buf, size_t n);
 

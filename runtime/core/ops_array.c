@@ -55,15 +55,12 @@ static FlStatus read_index(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, i
     return FL_OK;
 }
 
-/* ---- write_to_array: X I -> Out (the array) ---- */
-static FlStatus run_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    int64_t i;
-    if (read_index(rc, op, s, FL_IN_write_to_array_I, &i)) return FL_ERROR;
-    if (i > (int64_t)1 << 40) return fl_exec_op_error(rc, op, "the index I is %lld, too large for an array", (long long)i);
-    FlTensor x = FL_TENSOR_INIT;
-    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_write_to_array_X), &x)) return FL_ERROR;
-    const ArgRef *oa = fl_exec_out_args(op, FL_OUT_write_to_array_Out);
-    FlVar *ov = fl_exec_var_write(s, oa);
+/* Var ov gets a new array: the one it holds with element i set to x (taking x's reference). */
+static FlStatus array_put(RunCtx *rc, const ExecOp *op, FlVar *ov, int64_t i, FlTensor *x) {
+    if (i > (int64_t)1 << 40) {
+        fl_tensor_fini(x);
+        return fl_exec_op_error(rc, op, "the index I is %lld, too large for an array", (long long)i);
+    }
     TArray *old = fl_var_retain_object(ov, tarray_retain);
     int64_t n = old && old->n > i ? old->n : i + 1;
     TArray *a = calloc(1, sizeof *a);
@@ -71,7 +68,7 @@ static FlStatus run_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (!a || !a->items || !a->set) {
         if (a) free(a->items), free(a->set), free(a);
         tarray_release(old);
-        fl_tensor_fini(&x);
+        fl_tensor_fini(x);
         return fl_exec_op_error(rc, op, "out of memory for an array of %lld elements", (long long)n);
     }
     atomic_init(&a->refs, 1);
@@ -79,11 +76,21 @@ static FlStatus run_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
     for (int64_t k = 0; k < n; k++) fl_tensor_init(&a->items[k]);
     for (int64_t k = 0; old && k < old->n; k++)
         if (old->set[k] && k != i) fl_tensor_ref(&a->items[k], &old->items[k]), a->set[k] = true;
-    a->items[i] = x; /* takes x's reference */
+    a->items[i] = *x; /* takes x's reference */
     a->set[i] = true;
+    fl_tensor_init(x);
     tarray_release(old);
     fl_var_set_object(ov, a, tarray_release);
     return FL_OK;
+}
+
+/* ---- write_to_array: X I -> Out (the array) ---- */
+static FlStatus run_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    int64_t i;
+    if (read_index(rc, op, s, FL_IN_write_to_array_I, &i)) return FL_ERROR;
+    FlTensor x = FL_TENSOR_INIT;
+    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_write_to_array_X), &x)) return FL_ERROR;
+    return array_put(rc, op, fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_write_to_array_Out)), i, &x);
 }
 FL_CONTROL_ADAPTER(write_to_array, NULL, run_write);
 
@@ -104,6 +111,76 @@ static FlStatus run_read(RunCtx *rc, const ExecOp *op, FlScope *s) {
     return FL_OK;
 }
 FL_CONTROL_ADAPTER(read_from_array, NULL, run_read);
+
+/* The gradients. An array's gradient X@GRAD is an array of gradients, built in place as the
+ * gradient ops run (last read first): read_from_array_grad adds Out@GRAD into element I of it,
+ * write_to_array_grad takes element I as the gradient of the X written there (zeros when no
+ * read reached it). */
+
+/* The gradient op's output X@GRAD, NULL when it makes none. */
+static const ArgRef *grad_out(const ExecOp *op, int slot) {
+    const ArgRef *ga = fl_exec_nout(op, slot) == 1 ? fl_exec_out_args(op, slot) : NULL;
+    return ga && ga->idx >= 0 ? ga : NULL;
+}
+
+/* ---- read_from_array_grad: X I Out Out@GRAD -> X@GRAD ---- */
+static FlStatus run_read_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const ArgRef *ga = grad_out(op, FL_OUT_read_from_array_grad_X_GRAD);
+    if (!ga) return FL_OK;
+    int64_t i;
+    if (read_index(rc, op, s, FL_IN_read_from_array_grad_I, &i)) return FL_ERROR;
+    FlTensor g = FL_TENSOR_INIT, sum = FL_TENSOR_INIT;
+    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_read_from_array_grad_Out_GRAD), &g)) return FL_ERROR;
+    FlVar *gv = fl_exec_var_write(s, ga);
+    TArray *have = fl_var_retain_object(gv, tarray_retain);
+    bool add = have && i < have->n && have->set[i];
+    FlStatus st = FL_OK;
+    if (add && (!fl_tensor_same_shape(&have->items[i], &g) || have->items[i].dtype != g.dtype))
+        st = fl_exec_op_error(rc, op, "the gradient of element %lld of '%s' is %s, the element's earlier gradient %s",
+                              (long long)i, ga->name, fl_tensor_shape(&g).s, fl_tensor_shape(&have->items[i]).s);
+    else if (add && fl_tensor_copy(rc->e, &sum, &have->items[i]) == FL_OK) {
+        int64_t n = fl_tensor_numel(&sum);
+        for (int64_t k = 0; k < n; k++) fl_tensor_set(&sum, k, fl_tensor_get(&sum, k) + fl_tensor_get(&g, k));
+    } else if (add)
+        st = FL_ERROR;
+    else
+        fl_tensor_ref(&sum, &g);
+    tarray_release(have);
+    fl_tensor_fini(&g);
+    if (st) {
+        fl_tensor_fini(&sum);
+        return st;
+    }
+    return array_put(rc, op, gv, i, &sum);
+}
+FL_CONTROL_ADAPTER(read_from_array_grad, NULL, run_read_grad);
+
+/* ---- write_to_array_grad: X I Out Out@GRAD -> X@GRAD ---- */
+static FlStatus run_write_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const ArgRef *ga = grad_out(op, FL_OUT_write_to_array_grad_X_GRAD);
+    if (!ga) return FL_OK;
+    int64_t i;
+    if (read_index(rc, op, s, FL_IN_write_to_array_grad_I, &i)) return FL_ERROR;
+    FlTensor x = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
+    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_write_to_array_grad_X), &x)) return FL_ERROR;
+    const ArgRef *aa = fl_exec_in_args(op, FL_IN_write_to_array_grad_Out_GRAD);
+    TArray *a = fl_exec_nin(op, FL_IN_write_to_array_grad_Out_GRAD) == 1 ? array_get(s, aa) : NULL;
+    FlStatus st = FL_OK;
+    if (a && i < a->n && a->set[i]) {
+        if (!fl_tensor_same_shape(&a->items[i], &x) || a->items[i].dtype != x.dtype)
+            st = fl_exec_op_error(rc, op, "element %lld of '%s' is %s, the X written there %s", (long long)i, aa->name,
+                                  fl_tensor_shape(&a->items[i]).s, fl_tensor_shape(&x).s);
+        else
+            fl_tensor_ref(&g, &a->items[i]);
+    } else
+        st = fl_tensor_alloc_like(rc->e, &g, &x, x.dtype);
+    tarray_release(a);
+    fl_tensor_fini(&x);
+    if (st == FL_OK) fl_var_take_tensor(fl_exec_var_write(s, ga), &g);
+    fl_tensor_fini(&g);
+    return st;
+}
+FL_CONTROL_ADAPTER(write_to_array_grad, NULL, run_write_grad);
 
 /* Writes an int64 [1] or bool [1] value to the op's first output. */
 static FlStatus out_scalar(RunCtx *rc, const ExecOp *op, FlScope *s, FlDType dt, int64_t v) {

@@ -3,7 +3,8 @@
  * there, and writes to outer vars reach the outer scopes through their ArgRefs):
  *   conditional_block  once, when Cond is true;
  *   while              again and again while Condition (an outer var the body re-assigns) is
- *                      true, a fresh scope per iteration;
+ *                      true, a fresh scope per iteration (kept for while_grad when the op has
+ *                      StepScopes: ops_rnn_ctl.c);
  *   parallel_for       n iterations on the executor's pool, at most the scheduler's processor
  *                      count at once (pool.h), each scope holding its int64 [1] index var; the
  *                      first failing iteration's error is reported;
@@ -70,12 +71,36 @@ static FlStatus prep_while(ExecOp *op, FlErr *e) {
 }
 static FlStatus run_while(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const ArgRef *cond = fl_exec_in_args(op, FL_IN_while_Condition);
+    if (fl_exec_nout(op, FL_OUT_while_StepScopes) != 1) {
+        for (;;) {
+            bool yes;
+            if (read_bool(rc, op, s, cond, true, &yes)) return FL_ERROR;
+            if (!yes) return FL_OK;
+            if (run_sub(rc, op, s)) return FL_ERROR;
+        }
+    }
+    WhileRun *r = fl_while_run_new(op, s); /* differentiated: every iteration kept for while_grad */
+    if (!r) return fl_exec_op_error(rc, op, "out of memory");
     for (;;) {
         bool yes;
-        if (read_bool(rc, op, s, cond, true, &yes)) return FL_ERROR;
-        if (!yes) return FL_OK;
-        if (run_sub(rc, op, s)) return FL_ERROR;
+        if (read_bool(rc, op, s, cond, true, &yes)) {
+            fl_while_run_keep(r, NULL, s);
+            return FL_ERROR;
+        }
+        if (!yes) break;
+        FlScope *step = fl_while_run_step(r, s);
+        if (!step) {
+            fl_while_run_keep(r, NULL, s);
+            return fl_exec_op_error(rc, op, "out of memory");
+        }
+        if (fl_exec_block(rc, op->sub, step)) {
+            fl_while_run_keep(r, NULL, s);
+            return FL_ERROR;
+        }
+        fl_while_run_snap(r, op, s);
     }
+    fl_while_run_keep(r, op, s);
+    return FL_OK;
 }
 FL_CONTROL_ADAPTER(while, prep_while, run_while);
 

@@ -22,7 +22,18 @@
  * (the gradient of the next step's ex_states, zero rows for the sequences that ended), and
  * reads back "<name>@GRAD" of the step inputs (scattered into X@GRAD), the static inputs and
  * the outer vars the block reads (summed over the steps) and the ex_states (passed to the step
- * before, and at step 0 to InitMem@GRAD). A gradient the block does not make is zero. */
+ * before, and at step 0 to InitMem@GRAD). A gradient the block does not make is zero.
+ *
+ * A differentiated while op (one with StepScopes) keeps its iterations the same way: each one's
+ * scope, and the values its Out vars (the outer vars the block writes) hold after it. while_grad
+ * runs its block (the gradient of the while's block) once per iteration, last first, in a scope
+ * where the forward block's names are bound to that iteration's vars and the Out vars its block
+ * declares (the counters, the condition) hold their values after the iteration; the block's
+ * gradient ops decrement the counters again where the forward incremented them, and add the
+ * gradients of the arrays the loop reads into the arrays' gradients, outer vars. The gradients
+ * of the dense outer vars the block reads ("<name>@GRAD" in the block) are summed over the
+ * iterations. Last, the dense Out vars get back the values they had before the loop (as the
+ * counters the gradient ops of the ops before the loop read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,9 +453,10 @@ FL_CONTROL_ADAPTER(dynamic_rnn, prep_fwd, run_rnn);
 
 /* ---- the gradient ---- */
 
-/* Binds every var of the forward step scope fs in the gradient step scope gs (same names). */
-static void alias_step(const RnnRun *r, const PBlock *g, FlScope *fs, FlScope *gs) {
-    const FlScopeLayout *fl = &r->fwd->layout;
+/* Binds every var of the forward step scope fs (block fwd) in the gradient step scope gs (block
+ * g; same names). */
+static void alias_step(const PBlock *fwd, const PBlock *g, FlScope *fs, FlScope *gs) {
+    const FlScopeLayout *fl = &fwd->layout;
     for (size_t i = 0; i < fl->n; i++) {
         FlVar *v = fl_scope_slot(fs, i);
         long gi = v ? fl_scope_layout_find(&g->layout, fl->names[i]) : -1;
@@ -493,7 +505,7 @@ static FlStatus run_rnn_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
         int64_t n = r->active[t];
         FlScope *fs = r->steps[t];
         gs = fl_scope_new_layout(s, &op->sub->layout);
-        alias_step(r, op->sub, fs, gs);
+        alias_step(r->fwd, op->sub, fs, gs);
         for (int k = 0; k < nout; k++) { /* rows of Out@GRAD */
             FlTensor y = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
             if (!slot_tensor(fs, fa->out[k], &y)) {
@@ -612,3 +624,168 @@ done:
 
 static FlStatus prep_grad(ExecOp *op, FlErr *e) { return prep_rnn(op, e, true); }
 FL_CONTROL_ADAPTER(dynamic_rnn_grad, prep_grad, run_rnn_grad);
+
+/* ---- while: the kept iterations, and while_grad ---- */
+
+struct WhileRun {
+    const PBlock *fwd; /* the while's block */
+    int nout;          /* the op's Out vars */
+    int64_t n, cap;    /* iterations */
+    FlScope **steps;   /* n scopes */
+    FlTensor *snaps;   /* (n + 1) * nout: the Out vars before the loop, then after each
+                          iteration (unset: no tensor) */
+};
+
+static void while_run_free(void *p) {
+    WhileRun *r = p;
+    if (!r) return;
+    for (int64_t t = 0; t < r->n; t++) fl_scope_release(r->steps[t]);
+    for (int64_t t = 0; r->snaps && t <= r->n; t++)
+        for (int k = 0; k < r->nout; k++) fl_tensor_fini(&r->snaps[t * r->nout + k]);
+    free(r->steps);
+    free(r->snaps);
+    free(r);
+}
+
+/* Row `row` of the snapshots: the op's Out vars now. */
+static void snap_row(WhileRun *r, const ExecOp *op, FlScope *s, int64_t row) {
+    const ArgRef *oa = fl_exec_out_args(op, FL_OUT_while_Out);
+    for (int k = 0; k < r->nout; k++) {
+        FlVar *v = fl_exec_var_read(s, &oa[k]);
+        FlTensor *t = &r->snaps[row * r->nout + k];
+        fl_tensor_fini(t);
+        if (v) fl_var_get_tensor(v, t); /* a tensor in a var never changes: a reference */
+    }
+}
+
+WhileRun *fl_while_run_new(const ExecOp *op, FlScope *s) {
+    WhileRun *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->fwd = op->sub;
+    r->nout = fl_exec_nout(op, FL_OUT_while_Out);
+    r->snaps = calloc((size_t)r->nout + 1, sizeof *r->snaps);
+    if (!r->snaps) {
+        free(r);
+        return NULL;
+    }
+    snap_row(r, op, s, 0);
+    return r;
+}
+
+FlScope *fl_while_run_step(WhileRun *r, FlScope *s) {
+    if (r->n == r->cap) {
+        int64_t cap = r->cap ? 2 * r->cap : 8;
+        FlScope **st = realloc(r->steps, (size_t)cap * sizeof *st);
+        if (st) r->steps = st;
+        FlTensor *sn = st ? realloc(r->snaps, (size_t)(cap + 1) * (size_t)(r->nout + 1) * sizeof *sn) : NULL;
+        if (!sn) return NULL;
+        r->snaps = sn;
+        r->cap = cap;
+    }
+    for (int k = 0; k < r->nout; k++) fl_tensor_init(&r->snaps[(r->n + 1) * r->nout + k]);
+    /* kept in StepScopes, a var of s or of its ancestors: a retained s would be a cycle */
+    return r->steps[r->n++] = fl_scope_new_layout_weak(s, &r->fwd->layout);
+}
+
+void fl_while_run_snap(WhileRun *r, const ExecOp *op, FlScope *s) { snap_row(r, op, s, r->n); }
+
+void fl_while_run_keep(WhileRun *r, const ExecOp *op, FlScope *s) {
+    if (!op) {
+        while_run_free(r);
+        return;
+    }
+    fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_while_StepScopes)), r, while_run_free);
+}
+
+typedef struct WhileGradAttrs {
+    long *carried; /* per Out: its slot in the gradient block (-1: not declared there) */
+    long *gx;      /* per X: the slot of "<X>@GRAD" in the gradient block (-1: none) */
+} WhileGradAttrs;
+
+static FlStatus prep_while_grad(ExecOp *op, FlErr *e) {
+    if (!op->sub) return fl_err(e, "attribute 'sub_block' is missing");
+    if (fl_exec_nin(op, FL_IN_while_grad_StepScopes) != 1) return fl_err(e, "slot 'StepScopes' must hold one var");
+    int nout = fl_exec_nin(op, FL_IN_while_grad_Out), nx = fl_exec_nin(op, FL_IN_while_grad_X);
+    WhileGradAttrs *a = calloc(1, sizeof *a + (size_t)(nout + nx + 1) * sizeof(long));
+    if (!a) return fl_err(e, "out of memory");
+    op->a.extra = a;
+    a->carried = (long *)(a + 1);
+    a->gx = a->carried + nout;
+    const ArgRef *oa = fl_exec_in_args(op, FL_IN_while_grad_Out), *xa = fl_exec_in_args(op, FL_IN_while_grad_X);
+    for (int k = 0; k < nout; k++) a->carried[k] = fl_scope_layout_find(&op->sub->layout, oa[k].name);
+    for (int p = 0; p < nx; p++) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s%s", xa[p].name, FL_RULE_GRAD_SUFFIX);
+        a->gx[p] = fl_scope_layout_find(&op->sub->layout, buf);
+    }
+    return FL_OK;
+}
+
+static FlStatus run_while_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const WhileGradAttrs *a = op->a.extra;
+    FlVar *sv = fl_exec_var_read(s, fl_exec_in_args(op, FL_IN_while_grad_StepScopes));
+    const WhileRun *r = sv ? fl_var_get_object(sv) : NULL;
+    if (!r) return fl_exec_op_error(rc, op, "StepScopes holds no forward run (the forward while did not run)");
+    int nx = fl_exec_nin(op, FL_IN_while_grad_X), ndx = fl_exec_nout(op, FL_OUT_while_grad_X_GRAD);
+    if (r->nout != fl_exec_nin(op, FL_IN_while_grad_Out))
+        return fl_exec_op_error(rc, op, "StepScopes keeps %d Out vars, the op has %d", r->nout,
+                                fl_exec_nin(op, FL_IN_while_grad_Out));
+    const ArgRef *xa = fl_exec_in_args(op, FL_IN_while_grad_X), *dxa = fl_exec_out_args(op, FL_OUT_while_grad_X_GRAD);
+    FlTensor *sums = calloc((size_t)nx + 1, sizeof *sums);
+    if (!sums) return fl_exec_op_error(rc, op, "out of memory");
+    FlStatus st = FL_ERROR;
+    FlScope *gs = NULL;
+    /* the dense vars whose gradient is asked for; an array's is written by the block's ops */
+    for (int p = 0; p < nx && p < ndx; p++) {
+        FlTensor x = FL_TENSOR_INIT;
+        FlVar *v = dxa[p].idx >= 0 ? fl_exec_var_read(s, &xa[p]) : NULL;
+        if (!v || !fl_var_get_tensor(v, &x)) continue;
+        FlStatus as = fl_tensor_alloc_like(rc->e, &sums[p], &x, x.dtype);
+        fl_tensor_fini(&x);
+        if (as) goto done;
+    }
+    for (int64_t t = r->n; t-- > 0;) {
+        gs = fl_scope_new_layout(s, &op->sub->layout);
+        alias_step(r->fwd, op->sub, r->steps[t], gs);
+        for (int k = 0; k < r->nout; k++) {
+            const FlTensor *v = &r->snaps[(t + 1) * r->nout + k];
+            if (a->carried[k] < 0 || !fl_tensor_has_data(v)) continue;
+            FlTensor c = FL_TENSOR_INIT;
+            fl_tensor_ref(&c, v);
+            set_slot(gs, a->carried[k], &c);
+        }
+        if (fl_exec_block(rc, op->sub, gs)) goto done;
+        for (int p = 0; p < nx; p++) {
+            FlTensor g = FL_TENSOR_INIT;
+            if (!fl_tensor_has_data(&sums[p]) || !slot_tensor(gs, a->gx[p], &g)) continue;
+            bool same = fl_tensor_numel(&g) == fl_tensor_numel(&sums[p]) && g.dtype == sums[p].dtype;
+            if (same) add_into(&sums[p], &g, fl_tensor_numel(&g));
+            fl_tensor_fini(&g);
+            if (!same) {
+                fl_exec_op_error(rc, op, "the gradient of '%s' at iteration %lld does not have its shape", xa[p].name,
+                                 (long long)t);
+                goto done;
+            }
+        }
+        fl_scope_release(gs);
+        gs = NULL;
+    }
+    for (int p = 0; p < nx && p < ndx; p++)
+        if (fl_tensor_has_data(&sums[p])) fl_var_take_tensor(fl_exec_var_write(s, &dxa[p]), &sums[p]);
+    /* the vars the loop overwrote get their values from before it back (the counters an
+     * array_write before the loop indexed with, as the gradient of that write reads them) */
+    const ArgRef *oa = fl_exec_in_args(op, FL_IN_while_grad_Out);
+    for (int k = 0; k < r->nout; k++) {
+        if (!fl_tensor_has_data(&r->snaps[k])) continue;
+        FlTensor c = FL_TENSOR_INIT;
+        fl_tensor_ref(&c, &r->snaps[k]);
+        fl_var_take_tensor(fl_exec_var_write(s, &oa[k]), &c);
+    }
+    st = FL_OK;
+done:
+    fl_scope_release(gs);
+    for (int p = 0; p < nx; p++) fl_tensor_fini(&sums[p]);
+    free(sums);
+    return st;
+}
+FL_CONTROL_ADAPTER(while_grad, prep_while_grad, run_while_grad);

@@ -327,6 +327,8 @@ static const GradCase cases[] = {
 #undef SEQ_X
 /* sequence reshaping: concat, reshape, slice, pad / unpad, lod_reset */
 #include "tests/runtime/core/grad_cases_seqshape.inc"
+/* While loops over tensor arrays */
+#include "tests/runtime/core/grad_cases_while.inc"
 };
 
 static void test_grad_ops(void) {
