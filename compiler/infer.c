@@ -1630,7 +1630,7 @@ static FlStatus infer_beam_search(Ctx *c) {
 }
 
 static FlStatus infer_beam_search_decode(Ctx *c) {
-    FlVarDesc *ids, *sc, *l0, *l1;
+    FlVarDesc *ids = NULL, *sc = NULL, *l0 = NULL, *l1 = NULL;
     if (need_array(c, "input", "Ids", &ids) || need_array(c, "input", "Scores", &sc) ||
         need_array(c, "input", "IdsSrcLod", &l0) || need_array(c, "input", "IdsLod", &l1))
         return FL_ERROR;
@@ -1700,7 +1700,7 @@ static FlStatus infer_optimizer(Ctx *c) {
 static FlStatus infer_average_accumulates(Ctx *c) {
     static const char *const sums[] = {"in_sum_1", "in_sum_2", "in_sum_3"};
     static const char *const counts[] = {"in_num_accumulates", "in_old_num_accumulates", "in_num_updates"};
-    FlVarDesc *pv, *v;
+    FlVarDesc *pv = NULL, *v = NULL;
     if (in1(c, "param", &pv) || need_float_in(c, pv, "param")) return FL_ERROR;
     Shape ps = shape_of(pv);
     for (int i = 0; i < 3; i++) {
