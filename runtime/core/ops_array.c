@@ -138,11 +138,8 @@ static FlStatus run_read_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (add && (!fl_tensor_same_shape(&have->items[i], &g) || have->items[i].dtype != g.dtype))
         st = fl_exec_op_error(rc, op, "the gradient of element %lld of '%s' is %s, the element's earlier gradient %s",
                               (long long)i, ga->name, fl_tensor_shape(&g).s, fl_tensor_shape(&have->items[i]).s);
-    else if (add && fl_tensor_copy(rc->e, &sum, &have->items[i]) == FL_OK) {
-        int64_t n = fl_tensor_numel(&sum);
-        for (int64_t k = 0; k < n; k++) fl_tensor_set(&sum, k, fl_tensor_get(&sum, k) + fl_tensor_get(&g, k));
-    } else if (add)
-        st = FL_ERROR;
+    else if (add)
+        st = fl_kernel_sum(rc->e, (const FlTensor *const[]){&have->items[i], &g}, 2, &sum);
     else
         fl_tensor_ref(&sum, &g);
     tarray_release(have);
