@@ -1866,10 +1866,11 @@ static FlStatus rnn_mat(Ctx *c, const char *slot, const FlVarDesc *v, const FlVa
 /* lstm, lstmp (4 gates) and gru (3): Input [T, gates * D] cut by InputLod, Weight [D, gates * D]
  * (lstmp: ProjWeight [D, P], Weight [P, 4D]). */
 static FlStatus infer_rnn(Ctx *c, int gates) {
-    FlVarDesc *xv, *lv, *wv, *bv, *hv = NULL;
+    FlVarDesc *xv, *lv, *wv, *bv, *hv = NULL, *cv = NULL;
     if (in1(c, "Input", &xv) || in1(c, "InputLod", &lv) || in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))
         return FL_ERROR;
-    if (gates == 3 && in_opt(c, "H0", &hv)) return FL_ERROR;
+    if (c->info->id != FL_OPID_lstmp && in_opt(c, "H0", &hv)) return FL_ERROR;
+    if (c->info->id == FL_OPID_lstm && in_opt(c, "C0", &cv)) return FL_ERROR;
     if (need_float(c, "the input", xv)) return FL_ERROR;
     Shape x = shape_of(xv), l = shape_of(lv);
     if (x.nd != 2 || x.d[1] <= 0 || x.d[1] % gates != 0)
@@ -1888,6 +1889,7 @@ static FlStatus infer_rnn(Ctx *c, int gates) {
     int64_t bcols = gates == 4 && iattr(c, "use_peepholes") ? 7 * D : gates * D;
     if (bv && rnn_mat(c, "Bias", bv, xv, 1, bcols)) return FL_ERROR;
     if (hv && rnn_mat(c, "H0", hv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
+    if (cv && rnn_mat(c, "C0", cv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
     if (rnn_act(c, "gate_activation") ||
         (gates == 4 ? rnn_act(c, "cell_activation") || rnn_act(c, "candidate_activation")
                     : rnn_act(c, "activation")) ||

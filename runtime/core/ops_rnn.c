@@ -43,25 +43,27 @@ static FlStatus run_lstm(OpCall *c) {
     int64_t nseq;
     if (!x) return fl_err(c->e, "input Input has no value");
     if (lod_of(c, IN(FL_IN_lstm_InputLod), x, &off, &nseq)) return FL_ERROR;
-    return fl_kernel_lstm(c->e, x, off, nseq, IN(FL_IN_lstm_Weight), IN(FL_IN_lstm_Bias), c->op->a.extra,
+    return fl_kernel_lstm(c->e, x, off, nseq, IN(FL_IN_lstm_H0), IN(FL_IN_lstm_C0), IN(FL_IN_lstm_Weight),
+                          IN(FL_IN_lstm_Bias), c->op->a.extra,
                           OUT(FL_OUT_lstm_Hidden), OUT(FL_OUT_lstm_Cell), OUT(FL_OUT_lstm_Gate));
 }
 FL_ADAPTER(lstm, prep_lstm, run_lstm);
-/* lstm_grad: Input InputLod Weight Bias Hidden Cell Gate Hidden@GRAD Cell@GRAD
- *         -> Input@GRAD? Weight@GRAD? Bias@GRAD? */
+/* lstm_grad: Input InputLod H0? C0? Weight Bias Hidden Cell Gate Hidden@GRAD Cell@GRAD
+ *         -> Input@GRAD? H0@GRAD? C0@GRAD? Weight@GRAD? Bias@GRAD? */
 static FlStatus run_lstm_grad(OpCall *c) {
     FlTensor *dx = OUT(FL_OUT_lstm_grad_Input_GRAD), *dw = OUT(FL_OUT_lstm_grad_Weight_GRAD),
-             *db = OUT(FL_OUT_lstm_grad_Bias_GRAD);
-    if (!dx && !dw && !db) return FL_OK;
+             *db = OUT(FL_OUT_lstm_grad_Bias_GRAD), *dh0 = OUT(FL_OUT_lstm_grad_H0_GRAD),
+             *dc0 = OUT(FL_OUT_lstm_grad_C0_GRAD);
+    if (!dx && !dw && !db && !dh0 && !dc0) return FL_OK;
     const FlTensor *gate = IN(FL_IN_lstm_grad_Gate);
     const int64_t *off;
     int64_t nseq;
     if (!gate) return fl_err(c->e, "input Gate has no value");
     if (lod_of(c, IN(FL_IN_lstm_grad_InputLod), gate, &off, &nseq)) return FL_ERROR;
-    return fl_kernel_lstm_grad(c->e, off, nseq, IN(FL_IN_lstm_grad_Weight), IN(FL_IN_lstm_grad_Bias),
-                               IN(FL_IN_lstm_grad_Hidden), IN(FL_IN_lstm_grad_Cell), gate,
-                               IN(FL_IN_lstm_grad_Hidden_GRAD), IN(FL_IN_lstm_grad_Cell_GRAD), c->op->a.extra, dx,
-                               dw, db);
+    return fl_kernel_lstm_grad(c->e, off, nseq, IN(FL_IN_lstm_grad_H0), IN(FL_IN_lstm_grad_C0),
+                               IN(FL_IN_lstm_grad_Weight), IN(FL_IN_lstm_grad_Bias), IN(FL_IN_lstm_grad_Hidden),
+                               IN(FL_IN_lstm_grad_Cell), gate, IN(FL_IN_lstm_grad_Hidden_GRAD),
+                               IN(FL_IN_lstm_grad_Cell_GRAD), c->op->a.extra, dx, dh0, dc0, dw, db);
 }
 FL_ADAPTER(lstm_grad, prep_lstm, run_lstm_grad);
 

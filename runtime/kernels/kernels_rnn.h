@@ -34,21 +34,23 @@ bool fl_rnn_act_find(const char *name, FlRnnAct *act);
  *     c' = c~ * i + c * f             o = gate(g_o + w_oc * c')    h' = o * cell(c')
  * (the w_* terms only with peepholes). Outputs: Hidden [T, D] = h', Cell [T, D] = c',
  * Gate [T, 4D] = the activated gates (c~, i, f, o), which the gradient reads.
- * lstm_grad: dX [T, 4D], dW, dB from the forward's W, B, Hidden, Cell, Gate and dHidden, dCell
- * (either may be NULL: zero).
+ * H0, C0 [nseq, D] (either may be NULL: zeros) are each sequence's initial h and c.
+ * lstm_grad: dX [T, 4D], dH0, dC0, dW, dB from the forward's H0, C0, W, B, Hidden, Cell, Gate and
+ * dHidden, dCell (either may be NULL: zero); dH0 (dC0) only when H0 (C0) was given.
  * ====================================================================================== */
 typedef struct FlLstmAttrs {
     bool peepholes, reverse;
     FlRnnAct gate, cell, cand;
     FlRnnAct proj; /* lstmp only */
 } FlLstmAttrs;
-FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
-                        const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell,
-                        FlTensor *gate) FL_WARN_UNUSED;
-FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *b,
-                             const FlTensor *hidden, const FlTensor *cell, const FlTensor *gate,
-                             const FlTensor *dhidden, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
-                             FlTensor *dw, FlTensor *db) FL_WARN_UNUSED;
+FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *h0,
+                        const FlTensor *c0, const FlTensor *w, const FlTensor *b, const FlLstmAttrs *a,
+                        FlTensor *hidden, FlTensor *cell, FlTensor *gate) FL_WARN_UNUSED;
+FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *h0, const FlTensor *c0,
+                             const FlTensor *w, const FlTensor *b, const FlTensor *hidden, const FlTensor *cell,
+                             const FlTensor *gate, const FlTensor *dhidden, const FlTensor *dcell,
+                             const FlLstmAttrs *a, FlTensor *dx, FlTensor *dh0, FlTensor *dc0, FlTensor *dw,
+                             FlTensor *db) FL_WARN_UNUSED;
 
 /* lstmp: lstm whose recurrent input is the projection r = proj(h ProjW) instead of h:
  * ProjW [D, P], W [P, 4D]; g = X[row] + B[:4D] + r W (r zero at a sequence's first step).

@@ -147,10 +147,13 @@ static FlStatus lstm_inputs(FlErr *e, const char *op, const FlTensor *x, const F
 }
 
 static FlStatus lstm_forward(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
-                             const FlTensor *w, const FlTensor *pw, const FlTensor *b, const FlLstmAttrs *a,
-                             FlTensor *hidden, FlTensor *cell, FlTensor *gate, FlTensor *proj) {
+                             const FlTensor *h0, const FlTensor *c0, const FlTensor *w, const FlTensor *pw,
+                             const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell, FlTensor *gate,
+                             FlTensor *proj) {
     int64_t D = 0, R = 0;
-    if (lstm_inputs(e, op, x, w, pw, b, a, &D, &R)) return FL_ERROR;
+    if (lstm_inputs(e, op, x, w, pw, b, a, &D, &R) || (h0 && need_mat(e, op, "H0", h0, x, nseq, D)) ||
+        (c0 && need_mat(e, op, "C0", c0, x, nseq, D)))
+        return FL_ERROR;
     int64_t T = x->ne[0];
     Sched sc;
     FlTensor ws = FL_TENSOR_INIT, o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
@@ -162,11 +165,11 @@ static FlStatus lstm_forward(FlErr *e, const char *op, const FlTensor *x, const 
         return FL_ERROR;
     }
     if (x->dtype == FL_DT_FLOAT32)
-        lstm_fwd_f32(&sc, off, P(x), P(w), P(b), a, D, PO(pw), R, P(&o[0]), P(&o[1]), P(&o[2]), PO(pw ? &o[3] : NULL),
-                     P(&ws), true);
+        lstm_fwd_f32(&sc, off, P(x), PO(h0), PO(c0), P(w), P(b), a, D, PO(pw), R, P(&o[0]), P(&o[1]), P(&o[2]),
+                     PO(pw ? &o[3] : NULL), P(&ws), true);
     else
-        lstm_fwd_f64(&sc, off, P(x), P(w), P(b), a, D, PO(pw), R, P(&o[0]), P(&o[1]), P(&o[2]), PO(pw ? &o[3] : NULL),
-                     P(&ws), false);
+        lstm_fwd_f64(&sc, off, P(x), PO(h0), PO(c0), P(w), P(b), a, D, PO(pw), R, P(&o[0]), P(&o[1]), P(&o[2]),
+                     PO(pw ? &o[3] : NULL), P(&ws), false);
     kout(hidden, &o[0]);
     kout(cell, &o[1]);
     kout(gate, &o[2]);
@@ -175,27 +178,30 @@ static FlStatus lstm_forward(FlErr *e, const char *op, const FlTensor *x, const 
     return FL_OK;
 }
 
-FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
-                        const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell,
-                        FlTensor *gate) {
-    return lstm_forward(e, "lstm", x, off, nseq, w, NULL, b, a, hidden, cell, gate, NULL);
+FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *h0,
+                        const FlTensor *c0, const FlTensor *w, const FlTensor *b, const FlLstmAttrs *a,
+                        FlTensor *hidden, FlTensor *cell, FlTensor *gate) {
+    return lstm_forward(e, "lstm", x, off, nseq, h0, c0, w, NULL, b, a, hidden, cell, gate, NULL);
 }
 
 FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
                          const FlTensor *proj_w, const FlTensor *b, const FlLstmAttrs *a, FlTensor *proj,
                          FlTensor *cell, FlTensor *hidden, FlTensor *gate) {
     if (khas(e, "lstmp", "ProjWeight", proj_w)) return FL_ERROR;
-    return lstm_forward(e, "lstmp", x, off, nseq, w, proj_w, b, a, hidden, cell, gate, proj);
+    return lstm_forward(e, "lstmp", x, off, nseq, NULL, NULL, w, proj_w, b, a, hidden, cell, gate, proj);
 }
 
 /* The gradient of lstm (pw NULL: dh, dw, db) and lstmp (dproj, dpw too). */
-static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int64_t nseq, const FlTensor *w,
-                              const FlTensor *pw, const FlTensor *b, const FlTensor *hidden, const FlTensor *cell,
-                              const FlTensor *gate, const FlTensor *proj, const FlTensor *dhidden,
-                              const FlTensor *dcell, const FlTensor *dproj, const FlLstmAttrs *a, FlTensor *dx,
-                              FlTensor *dw, FlTensor *dpw, FlTensor *db) {
+static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int64_t nseq, const FlTensor *h0,
+                              const FlTensor *c0, const FlTensor *w, const FlTensor *pw, const FlTensor *b,
+                              const FlTensor *hidden, const FlTensor *cell, const FlTensor *gate,
+                              const FlTensor *proj, const FlTensor *dhidden, const FlTensor *dcell,
+                              const FlTensor *dproj, const FlLstmAttrs *a, FlTensor *dx, FlTensor *dh0,
+                              FlTensor *dc0, FlTensor *dw, FlTensor *dpw, FlTensor *db) {
     int64_t D = 0, R = 0;
-    if (lstm_inputs(e, op, gate, w, pw, b, a, &D, &R)) return FL_ERROR;
+    if (lstm_inputs(e, op, gate, w, pw, b, a, &D, &R) || (h0 && need_mat(e, op, "H0", h0, gate, nseq, D)) ||
+        (c0 && need_mat(e, op, "C0", c0, gate, nseq, D)))
+        return FL_ERROR;
     int64_t T = gate->ne[0];
     if (need_mat(e, op, "Hidden", hidden, gate, T, D) || need_mat(e, op, "Cell", cell, gate, T, D) ||
         (dhidden && need_mat(e, op, "Hidden@GRAD", dhidden, gate, T, D)) ||
@@ -204,38 +210,51 @@ static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int6
         (dproj && need_mat(e, op, "Projection@GRAD", dproj, gate, T, R)))
         return FL_ERROR;
     if (!pw) dpw = NULL;
-    if (!dx && !dw && !db && !dpw) return FL_OK;
+    if (!h0) dh0 = NULL;
+    if (!c0) dc0 = NULL;
+    if (!dx && !dw && !db && !dpw && !dh0 && !dc0) return FL_OK;
     Sched sc;
-    FlTensor ws = FL_TENSOR_INIT, o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
-    const int64_t shapes[4][2] = {{T, 4 * D}, {R, 4 * D}, {1, b->ne[1]}, {D, R}};
+    FlTensor ws = FL_TENSOR_INIT, o[6] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT,
+                                          FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    const int64_t shapes[6][2] = {{T, 4 * D}, {R, 4 * D}, {1, b->ne[1]}, {D, R}, {nseq, D}, {nseq, D}};
     int nout = pw ? 4 : 3;
     if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
+    if ((dh0 && kalloc(e, op, &o[4], gate->dtype, 2, shapes[4])) ||
+        (dc0 && kalloc(e, op, &o[5], gate->dtype, 2, shapes[5]))) {
+        release(&sc, &ws, 6, o);
+        return FL_ERROR;
+    }
     if (alloc_all(e, op, gate->dtype, nseq * (2 * R + 5 * D + (pw ? 2 * D + R : 0)) + 1, &ws, nout, o, shapes)) {
-        release(&sc, &ws, nout, o);
+        release(&sc, &ws, 6, o);
         return FL_ERROR;
     }
     if (gate->dtype == FL_DT_FLOAT32)
-        lstm_bwd_f32(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D, PO(pw), R,
-                     PO(proj), PO(dproj), dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL,
-                     dpw ? P(&o[3]) : NULL, P(&ws), true);
+        lstm_bwd_f32(&sc, off, PO(h0), PO(c0), P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a,
+                     D, PO(pw), R, PO(proj), PO(dproj), dx ? P(&o[0]) : NULL, dh0 ? P(&o[4]) : NULL,
+                     dc0 ? P(&o[5]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL, dpw ? P(&o[3]) : NULL,
+                     P(&ws), true);
     else
-        lstm_bwd_f64(&sc, off, P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a, D, PO(pw), R,
-                     PO(proj), PO(dproj), dx ? P(&o[0]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL,
-                     dpw ? P(&o[3]) : NULL, P(&ws), false);
+        lstm_bwd_f64(&sc, off, PO(h0), PO(c0), P(w), P(b), P(hidden), P(cell), P(gate), PO(dhidden), PO(dcell), a,
+                     D, PO(pw), R, PO(proj), PO(dproj), dx ? P(&o[0]) : NULL, dh0 ? P(&o[4]) : NULL,
+                     dc0 ? P(&o[5]) : NULL, dw ? P(&o[1]) : NULL, db ? P(&o[2]) : NULL, dpw ? P(&o[3]) : NULL,
+                     P(&ws), false);
     kout(dx, &o[0]);
     kout(dw, &o[1]);
     kout(db, &o[2]);
     kout(dpw, &o[3]);
+    kout(dh0, &o[4]);
+    kout(dc0, &o[5]);
     release(&sc, &ws, 0, o);
     return FL_OK;
 }
 
-FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *b,
-                             const FlTensor *hidden, const FlTensor *cell, const FlTensor *gate,
-                             const FlTensor *dhidden, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
-                             FlTensor *dw, FlTensor *db) {
-    return lstm_backward(e, "lstm_grad", off, nseq, w, NULL, b, hidden, cell, gate, NULL, dhidden, dcell, NULL, a,
-                         dx, dw, NULL, db);
+FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *h0, const FlTensor *c0,
+                             const FlTensor *w, const FlTensor *b, const FlTensor *hidden, const FlTensor *cell,
+                             const FlTensor *gate, const FlTensor *dhidden, const FlTensor *dcell,
+                             const FlLstmAttrs *a, FlTensor *dx, FlTensor *dh0, FlTensor *dc0, FlTensor *dw,
+                             FlTensor *db) {
+    return lstm_backward(e, "lstm_grad", off, nseq, h0, c0, w, NULL, b, hidden, cell, gate, NULL, dhidden, dcell,
+                         NULL, a, dx, dh0, dc0, dw, NULL, db);
 }
 
 FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *proj_w,
@@ -243,8 +262,8 @@ FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const 
                               const FlTensor *gate, const FlTensor *dproj, const FlTensor *dcell,
                               const FlLstmAttrs *a, FlTensor *dx, FlTensor *dw, FlTensor *dproj_w, FlTensor *db) {
     if (khas(e, "lstmp_grad", "ProjWeight", proj_w)) return FL_ERROR;
-    return lstm_backward(e, "lstmp_grad", off, nseq, w, proj_w, b, hidden, cell, gate, proj, NULL, dcell, dproj, a,
-                         dx, dw, dproj_w, db);
+    return lstm_backward(e, "lstmp_grad", off, nseq, NULL, NULL, w, proj_w, b, hidden, cell, gate, proj, NULL, dcell,
+                         dproj, a, dx, NULL, NULL, dw, dproj_w, db);
 }
 
 static FlStatus gru_inputs(FlErr *e, const char *op, const FlTensor *x, int64_t nseq, const FlTensor *h0,

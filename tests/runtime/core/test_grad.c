@@ -289,6 +289,11 @@ static const GradCase cases[] = {
      "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 6])), [layers.assign([0, 1, 3, 20])])\n"
      "out = layers.dynamic_gru(P, size=2, is_reverse=True, h_0=param(\"H\", [3, 2]), origin_mode=True)\n",
      "[20, 2]"},
+    {"lstm_h0_c0.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "h, c = layers.dynamic_lstm(P, size=8, h_0=param(\"H\", [3, 2]), c_0=param(\"C\", [3, 2]), is_reverse=True)\n"
+     "out = layers.concat([h, c], axis=1)\n",
+     "[20, 4]"},
     {"lstmp.fl",
      "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
      "r, c = layers.dynamic_lstmp(P, size=8, proj_size=3, is_reverse=True)\nout = layers.concat([r, c], axis=1)\n",

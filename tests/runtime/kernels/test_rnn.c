@@ -25,13 +25,18 @@ static double act(FlRnnAct k, double x) {
 static double at(const FlTensor *t, int64_t i, int64_t j) { return fl_tensor_get(t, i * t->ne[1] + j); }
 
 /* hidden, cell: [TROWS * D] each; with pw [D, P] (lstmp) the recurrence reads r = proj(h pw),
- * written to projv [TROWS * P] */
-static void ref_lstm(const FlTensor *x, const FlTensor *w, const FlTensor *b, const FlLstmAttrs *a, int64_t D,
-                     const FlTensor *pw, double *hidden, double *cell, double *projv) {
+ * written to projv [TROWS * P]; h0, c0 [NSEQ, D] (lstm; NULL: zeros) the initial states */
+static void ref_lstm(const FlTensor *x, const FlTensor *h0, const FlTensor *c0, const FlTensor *w, const FlTensor *b,
+                     const FlLstmAttrs *a, int64_t D, const FlTensor *pw, double *hidden, double *cell,
+                     double *projv) {
     double h[8], c[8], g[32], rec[8];
     int64_t R = pw ? pw->ne[1] : D;
     for (int s = 0; s < NSEQ; s++) {
         for (int j = 0; j < 8; j++) h[j] = c[j] = rec[j] = 0;
+        for (int j = 0; j < D; j++) {
+            if (h0) rec[j] = at(h0, s, j);
+            if (c0) c[j] = at(c0, s, j);
+        }
         int64_t len = OFF[s + 1] - OFF[s];
         for (int64_t t = 0; t < len; t++) {
             int64_t r = a->reverse ? OFF[s + 1] - 1 - t : OFF[s] + t;
@@ -107,15 +112,23 @@ static void test_lstm_values(void) {
             FlTensor x = kt_rand(&r, dts[k], 2, (int64_t[]){TROWS, 4 * D}, -1, 1);
             FlTensor w = kt_rand(&r, dts[k], 2, (int64_t[]){D, 4 * D}, -0.8, 0.8);
             FlTensor b = kt_rand(&r, dts[k], 2, (int64_t[]){1, (a->peepholes ? 7 : 4) * D}, -0.5, 0.5);
-            FlTensor h = FL_TENSOR_INIT, ce = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
-            KT_OK(fl_kernel_lstm(KE, &x, OFF, NSEQ, &w, &b, a, &h, &ce, &g));
-            double rh[TROWS * 3], rc[TROWS * 3];
-            ref_lstm(&x, &w, &b, a, D, NULL, rh, rc, NULL);
-            CU_ASSERT(kt_values(&h, rh, TROWS * D, k ? 1e-12 : 1e-5));
-            CU_ASSERT(kt_values(&ce, rc, TROWS * D, k ? 1e-12 : 1e-5));
-            KT_SHAPE_IS(&g, KT_SHAPE(TROWS, 12));
-            FlTensor all[] = {x, w, b, h, ce, g};
-            kt_fini(6, all);
+            FlTensor h0 = kt_rand(&r, dts[k], 2, (int64_t[]){NSEQ, D}, -1, 1);
+            FlTensor c0 = kt_rand(&r, dts[k], 2, (int64_t[]){NSEQ, D}, -1, 1);
+            /* without initial states, with both, with only H0, with only C0 */
+            for (int init = 0; init < 4; init++) {
+                const FlTensor *ph0 = init == 1 || init == 2 ? &h0 : NULL, *pc0 = init == 1 || init == 3 ? &c0 : NULL;
+                FlTensor h = FL_TENSOR_INIT, ce = FL_TENSOR_INIT, g = FL_TENSOR_INIT;
+                KT_OK(fl_kernel_lstm(KE, &x, OFF, NSEQ, ph0, pc0, &w, &b, a, &h, &ce, &g));
+                double rh[TROWS * 3], rc[TROWS * 3];
+                ref_lstm(&x, ph0, pc0, &w, &b, a, D, NULL, rh, rc, NULL);
+                CU_ASSERT(kt_values(&h, rh, TROWS * D, k ? 1e-12 : 1e-5));
+                CU_ASSERT(kt_values(&ce, rc, TROWS * D, k ? 1e-12 : 1e-5));
+                KT_SHAPE_IS(&g, KT_SHAPE(TROWS, 12));
+                FlTensor outs[] = {h, ce, g};
+                kt_fini(3, outs);
+            }
+            FlTensor all[] = {x, w, b, h0, c0};
+            kt_fini(5, all);
         }
 }
 
@@ -147,7 +160,7 @@ static void test_gru_values(void) {
 /* ---- gradients: out = hidden then cell (lstm), hidden (gru), flattened ---- */
 
 typedef struct RG {
-    bool gru, h0, bias;
+    bool gru, h0, bias, c0; /* lstm: h0 and c0 are in[3] and in[4] */
     FlLstmAttrs lstm;
     FlGruAttrs g;
 } RG;
@@ -164,7 +177,8 @@ static FlStatus rg_fwd_all(const RG *g, FlErr *e, FlTensor *in, FlTensor *o /* [
     if (g->gru)
         return fl_kernel_gru(e, &in[0], OFF, NSEQ, g->h0 ? &in[3] : NULL, &in[1], g->bias ? &in[2] : NULL, &g->g,
                              &o[0], &o[1], &o[2]);
-    return fl_kernel_lstm(e, &in[0], OFF, NSEQ, &in[1], &in[2], &g->lstm, &o[0], &o[1], &o[2]);
+    return fl_kernel_lstm(e, &in[0], OFF, NSEQ, g->h0 ? &in[3] : NULL, g->c0 ? &in[4] : NULL, &in[1], &in[2],
+                          &g->lstm, &o[0], &o[1], &o[2]);
 }
 
 static FlStatus rg_fwd(const void *ctx, FlErr *e, FlTensor *in, FlTensor *out) {
@@ -188,8 +202,9 @@ static FlStatus rg_bwd(const void *ctx, FlErr *e, FlTensor *in, const FlTensor *
         st = fl_kernel_gru_grad(e, OFF, NSEQ, g->h0 ? &in[3] : NULL, &in[1], &o[0], &o[1], &o[2], &dh, &g->g,
                                 &din[0], &din[3], &din[1], g->bias ? &din[2] : NULL);
     else if (!st)
-        st = fl_kernel_lstm_grad(e, OFF, NSEQ, &in[1], &in[2], &o[0], &o[1], &o[2], &dh, &dc, &g->lstm, &din[0],
-                                 &din[1], &din[2]);
+        st = fl_kernel_lstm_grad(e, OFF, NSEQ, g->h0 ? &in[3] : NULL, g->c0 ? &in[4] : NULL, &in[1], &in[2], &o[0],
+                                 &o[1], &o[2], &dh, &dc, &g->lstm, &din[0], g->h0 ? &din[3] : NULL,
+                                 g->c0 ? &din[4] : NULL, &din[1], &din[2]);
     kt_fini(3, o);
     fl_tensor_fini(&dh);
     fl_tensor_fini(&dc);
@@ -202,17 +217,22 @@ static void test_rnn_grads(void) {
     const int64_t D = 3;
     const FlDType d = FL_DT_FLOAT64;
     for (size_t c = 0; c < FL_ARRAY_LEN(LSTM_CASES); c++) {
-        RG g = {.lstm = LSTM_CASES[c]};
-        FlTensor in[3] = {kt_rand(&r, d, 2, (int64_t[]){TROWS, 4 * D}, -1, 1),
+        /* the cases alternate no initial state, H0 and C0, H0 only, C0 only */
+        RG g = {.lstm = LSTM_CASES[c], .h0 = c % 4 == 1 || c % 4 == 2, .c0 = c % 4 == 1 || c % 4 == 3};
+        FlTensor in[5] = {kt_rand(&r, d, 2, (int64_t[]){TROWS, 4 * D}, -1, 1),
                           kt_rand(&r, d, 2, (int64_t[]){D, 4 * D}, -0.8, 0.8),
-                          kt_rand(&r, d, 2, (int64_t[]){1, (g.lstm.peepholes ? 7 : 4) * D}, -0.5, 0.5)};
+                          kt_rand(&r, d, 2, (int64_t[]){1, (g.lstm.peepholes ? 7 : 4) * D}, -0.5, 0.5),
+                          kt_rand(&r, d, 2, (int64_t[]){NSEQ, D}, -1, 1),
+                          kt_rand(&r, d, 2, (int64_t[]){NSEQ, D}, -1, 1)};
         /* relu's kink: keep the cell away from 0 (a finite difference across it is meaningless) */
         if (g.lstm.cell == FL_RNN_RELU)
             for (int64_t i = 0; i < TROWS; i++)
                 for (int64_t j = 0; j < D; j++) fl_tensor_set(&in[0], i * 4 * D + j, 0.5 + 0.5 * fl_rng_uniform(&r));
-        bool check[3] = {true, true, true};
-        CU_ASSERT(kt_grad_check("lstm", &g, 3, in, check, rg_fwd, rg_bwd, 1e-6));
-        kt_fini(3, in);
+        if (g.lstm.cell == FL_RNN_RELU)
+            for (int64_t i = 0; i < NSEQ * D; i++) fl_tensor_set(&in[4], i, 0.5 + 0.5 * fl_rng_uniform(&r));
+        bool check[5] = {true, true, true, g.h0, g.c0};
+        CU_ASSERT(kt_grad_check("lstm", &g, 5, in, check, rg_fwd, rg_bwd, 1e-6));
+        kt_fini(5, in);
     }
     for (int c = 0; c < 8; c++) {
         RG g = {.gru = true, .h0 = c & 4, .bias = c != 4, .g = {c & 1, (c >> 1) & 1, FL_RNN_SIGMOID, FL_RNN_TANH}};
@@ -245,10 +265,10 @@ static void test_rnn_grads_f32(void) {
         KT_OK(fl_kernel_cast(KE, &w, dt, &ws));
         KT_OK(fl_kernel_cast(KE, &b, dt, &bs));
         KT_OK(fl_kernel_cast(KE, &dh, dt, &dhs));
-        KT_OK(fl_kernel_lstm(KE, &xs, OFF, NSEQ, &ws, &bs, &a, &o[0], &o[1], &o[2]));
+        KT_OK(fl_kernel_lstm(KE, &xs, OFF, NSEQ, NULL, NULL, &ws, &bs, &a, &o[0], &o[1], &o[2]));
         for (int i = 0; i < 3; i++) fl_tensor_init(&res[k][i]);
-        KT_OK(fl_kernel_lstm_grad(KE, OFF, NSEQ, &ws, &bs, &o[0], &o[1], &o[2], &dhs, NULL, &a, &res[k][0],
-                                  &res[k][1], &res[k][2]));
+        KT_OK(fl_kernel_lstm_grad(KE, OFF, NSEQ, NULL, NULL, &ws, &bs, &o[0], &o[1], &o[2], &dhs, NULL, &a,
+                                  &res[k][0], NULL, NULL, &res[k][1], &res[k][2]));
         FlTensor all[] = {xs, ws, bs, dhs, o[0], o[1], o[2]};
         kt_fini(7, all);
     }
@@ -270,11 +290,11 @@ static void test_rnn_bad_inputs(void) {
     FlTensor w64 = KT_T(FL_DT_FLOAT64, KT_SHAPE(1, 4), 0, 0, 0, 0), o = FL_TENSOR_INIT;
     const int64_t off[] = {0, 2};
     FlLstmAttrs a = {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH};
-    KT_ERR(fl_kernel_lstm(KE, &x, off, 1, &w4, &b4, &a, &o, NULL, NULL), "lstm: Input [2, 5] must be [T, 4 * D]");
-    KT_ERR(fl_kernel_lstm(KE, &x4, off, 1, &w64, &b4, &a, &o, NULL, NULL),
+    KT_ERR(fl_kernel_lstm(KE, &x, off, 1, NULL, NULL, &w4, &b4, &a, &o, NULL, NULL), "lstm: Input [2, 5] must be [T, 4 * D]");
+    KT_ERR(fl_kernel_lstm(KE, &x4, off, 1, NULL, NULL, &w64, &b4, &a, &o, NULL, NULL),
            "lstm: Input [2, 4] is float32 but Weight [1, 4] is float64");
     a.peepholes = true;
-    KT_ERR(fl_kernel_lstm(KE, &x4, off, 1, &w4, &b4, &a, &o, NULL, NULL),
+    KT_ERR(fl_kernel_lstm(KE, &x4, off, 1, NULL, NULL, &w4, &b4, &a, &o, NULL, NULL),
            "lstm: Bias [1, 4] must be [1, 7] (Input [2, 4])");
     FlGruAttrs ga = {false, false, FL_RNN_SIGMOID, FL_RNN_TANH};
     FlTensor x3 = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 3), 0, 0, 0, 0, 0, 0), w3 = KT_T(FL_DT_FLOAT32, KT_SHAPE(1, 3), 0, 0, 0);
@@ -408,7 +428,7 @@ static void test_lstmp_values(void) {
             FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
             KT_OK(fl_kernel_lstmp(KE, &x, OFF, NSEQ, &w, &pw, &b, a, &o[0], &o[1], &o[2], &o[3]));
             double rh[TROWS * 3], rc[TROWS * 3], rp[TROWS * 2];
-            ref_lstm(&x, &w, &b, a, D, &pw, rh, rc, rp);
+            ref_lstm(&x, NULL, NULL, &w, &b, a, D, &pw, rh, rc, rp);
             CU_ASSERT(kt_values(&o[0], rp, TROWS * P, k ? 1e-12 : 1e-5));
             CU_ASSERT(kt_values(&o[1], rc, TROWS * D, k ? 1e-12 : 1e-5));
             CU_ASSERT(kt_values(&o[2], rh, TROWS * D, k ? 1e-12 : 1e-5));
