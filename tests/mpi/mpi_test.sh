@@ -16,6 +16,8 @@
 #   fluid_dist_word2vec, fluid_dist_ctr, fluid_dist_transformer, fluid_dist_se_resnext
 #                                 the other distributed test models of examples/fluid the same
 #                                 way, on a few rows of their data (a few steps each)
+#   fluid_machine_translation     examples/fluid/machine_translation.fl (a DynamicRNN decoder) on
+#                                 sync P=2 T=2, equal to local training
 #   fluid_dist_simnet_bow         the same for a sequence model: io.sequence data, each trainer's
 #                                 share whole sequences, sequence_pool over the shared table
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
@@ -229,6 +231,18 @@ fluid_dist_simnet_bow)
     cut_data simnet.csv.gz 100
     equality 2 2 1048576
     equality 0 2 1048576
+    ;;
+fluid_machine_translation)
+    # a DynamicRNN decoder (its memory, step inputs and the shared embedding 'vemb') and a
+    # dynamic_lstm encoder through the transpiler: Adagrad with L2Decay, batch 2 per trainer. The
+    # loss is a mean over target words, so each trainer's mean is the global one only when the
+    # trainers hold as many words: the 24 pairs are those with 12-word targets (sources of any
+    # length), as sync training of token means in Fluid
+    MODEL=examples/fluid/machine_translation.fl BATCH=2 STATE=moment DEFS="-D lr=0.01"
+    mkdir -p "$TMP/data" "$TMP/fluid"
+    gzip -dc examples/data/mt.csv.gz | awk -F, 'split($3, w, " ") == 12' | head -n 24 | gzip >"$TMP/data/mt.csv.gz"
+    RUN="--data-dir $TMP/fluid"
+    equality 2 2 1048576
     ;;
 fluid_dist_ctr)
     # accuracy is a mean over the rows, merged exactly; auc is not, and its stat vars are each
