@@ -19,6 +19,9 @@ directory)
   mt.csv.gz          machine translation: src (ids 3..999), trg (<s> = 0 then the translation),
                      trg_next (the translation then <e> = 1). The translation maps each source word
                      through a fixed permutation and reverses the order.
+  mt_decode.csv.gz   machine translation's decoding input: the first 200 sources of mt.csv.gz, each
+                     with the start of its beam search as Fluid's test feeds it (init_ids: one
+                     sub-sequence holding <s> = 0; init_scores: one holding 0.0), nested sequences.
   movielens.csv.gz   recommender_system: user_id, gender_id (0/1), age_id (< 7), job_id (< 21),
                      movie_id, category_id (a sequence < 19), movie_title (a sequence < 5175),
                      score (1..5 as a float), with MovieLens-1M's dictionary sizes (6041 users, 3953
@@ -108,6 +111,10 @@ def mt(n_rows=2000, dict_size=1000, seed=13):
     return rows
 
 
+def mt_decode(n_rows=200):
+    return [[src, 0, 0.0] for src, _, _ in mt()[:n_rows]]
+
+
 def movielens(n_rows=5000, n_users=400, n_movies=300, seed=14):
     rnd = random.Random(seed)
     users = [(rnd.randrange(2), rnd.randrange(7), rnd.randrange(21)) for _ in range(n_users)]
@@ -152,6 +159,7 @@ if __name__ == "__main__":
     write("sentiment.csv.gz", sentiment())
     write("srl.csv.gz", srl())
     write("mt.csv.gz", mt())
+    write("mt_decode.csv.gz", mt_decode())
     write("movielens.csv.gz", movielens())
     write("ctr_seq.csv.gz", ctr_seq())
     write("simnet.csv.gz", simnet())

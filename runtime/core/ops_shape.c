@@ -198,14 +198,23 @@ static FlStatus prep_print_phase(ExecOp *op, bool grad, FlErr *e) {
 static FlStatus prep_print(ExecOp *op, FlErr *e) { return prep_print_phase(op, false, e); }
 static FlStatus prep_print_grad(ExecOp *op, FlErr *e) { return prep_print_phase(op, true, e); }
 
-static void print_tensor(const ExecOp *op, const char *name, const FlTensor *x) {
+/* lods: the nlod offset tensors of x's levels (outer first), printed as "lod [0 2 3][0 1 2 3]" */
+static void print_tensor(const ExecOp *op, const char *name, const FlTensor *x, const FlTensor *const *lods,
+                         int nlod) {
     long k = atomic_fetch_add(&((ExecOp *)op)->count, 1);
     if (!op->a.b[3] || (op->a.i[1] >= 0 && k >= op->a.i[1])) return;
     FlBuf b = {0};
     if (op->a.str[0]) fl_buf_printf(&b, "%s ", op->a.str);
     if (op->a.b[0]) fl_buf_printf(&b, "%s ", name);
     if (op->a.b[1]) fl_buf_printf(&b, "%s ", fl_tensor_shape(x).s);
-    if (op->a.b[2]) fl_buf_printf(&b, "%s", fl_dtype_name(x->dtype));
+    if (op->a.b[2]) fl_buf_printf(&b, "%s ", fl_dtype_name(x->dtype));
+    if (nlod) fl_buf_puts(&b, "lod ");
+    for (int l = 0; l < nlod; l++) {
+        fl_buf_putc(&b, '[');
+        int64_t n = lods[l] ? fl_tensor_numel(lods[l]) : 0;
+        for (int64_t i = 0; i < n; i++) fl_buf_printf(&b, i ? " %lld" : "%lld", (long long)fl_tensor_get(lods[l], i));
+        fl_buf_putc(&b, ']');
+    }
     while (b.len && b.data[b.len - 1] == ' ') b.len--;
     fl_buf_putc(&b, ':');
     int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
@@ -224,7 +233,8 @@ static void print_tensor(const ExecOp *op, const char *name, const FlTensor *x) 
 
 static FlStatus run_print(OpCall *c) {
     const FlTensor *x = IN(FL_IN_Print_In);
-    print_tensor(c->op, fl_exec_in_args(c->op, FL_IN_Print_In)->name, x);
+    print_tensor(c->op, fl_exec_in_args(c->op, FL_IN_Print_In)->name, x, fl_call_ins(c, FL_IN_Print_InLod),
+                 fl_call_nin(c, FL_IN_Print_InLod));
     if (OUT(FL_OUT_Print_Out)) fl_tensor_ref(OUT(FL_OUT_Print_Out), x);
     return FL_OK;
 }
@@ -233,7 +243,8 @@ FL_ADAPTER(Print, prep_print, run_print);
 static FlStatus run_print_grad(OpCall *c) {
     const FlTensor *g = IN(FL_IN_Print_grad_Out_GRAD);
     if (!g) return fl_err(c->e, "Print_grad: input Out@GRAD has no value");
-    print_tensor(c->op, fl_exec_in_args(c->op, FL_IN_Print_grad_Out_GRAD)->name, g);
+    print_tensor(c->op, fl_exec_in_args(c->op, FL_IN_Print_grad_Out_GRAD)->name, g,
+                 fl_call_ins(c, FL_IN_Print_grad_InLod), fl_call_nin(c, FL_IN_Print_grad_InLod));
     if (OUT(FL_OUT_Print_grad_In_GRAD)) fl_tensor_ref(OUT(FL_OUT_Print_grad_In_GRAD), g);
     return FL_OK;
 }

@@ -1,11 +1,12 @@
 #!/bin/sh
-# examples/fluid/machine_translation.fl -D decode=1 (docs/sequences.md, "Beam search"): each
-# training step also decodes the batch by beam search in a While loop over tensor arrays. On the
-# first rows of its data this checks the decoded output's structure (two LoD levels: at most
-# beam_size sentences per source, each starting with the start id, at most max_length words after
-# it, ended by end_id or cut at max_length, end_id nowhere else), that two runs (training, then
-# decoding with the trained encoder) print the same, and, with an end_id that the decoder picks
-# at several steps, that sentences end at different steps and finished sources are pruned.
+# examples/fluid/machine_translation.fl -D decode=1 (docs/sequences.md, "Beam search"): the
+# decoding program (Fluid's decode_main) decodes each batch of sources by beam search in a While
+# loop over tensor arrays, from start beams fed as data of two LoD levels, and prints the ids with
+# their offsets (Print's print_tensor_lod). On the first rows of its data this checks the decoded
+# output's structure (two LoD levels: at most beam_size sentences per source, each starting with
+# the start id, at most max_length words after it, ended by end_id or cut at max_length, end_id
+# nowhere else), that two runs print the same, and, with an end_id that the decoder picks at
+# several steps, that sentences end at different steps and finished sources are pruned.
 # usage: mt_decode.sh FLRUN
 set -eu
 FLRUN=$1
@@ -13,18 +14,20 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/fluid" "$T/data"
-gzip -dc "$ROOT/examples/data/mt.csv.gz" | head -n 24 | gzip > "$T/data/mt.csv.gz"
-run() { "$FLRUN" "$ROOT/examples/fluid/machine_translation.fl" --data-dir "$T/fluid" -q --epochs 2 -D decode=1 "$@"; }
+gzip -dc "$ROOT/examples/data/mt_decode.csv.gz" | head -n 24 | gzip > "$T/data/mt_decode.csv.gz"
+run() { "$FLRUN" "$ROOT/examples/fluid/machine_translation.fl" --data-dir "$T/fluid" -q -D decode=1 "$@"; }
 
 # check END: the structure of every decoded batch; prints "sentences ended" counts
 check() {
     awk -v end="$1" -v start=0 -v maxlen=8 -v beam=2 '
     function fail(msg) { print "FAIL batch " nb ": " msg; bad = 1; exit 1 }
-    /^ids:/ { n = split(substr($0, 6), ids, " "); next }
-    /^sentences:/ { ns = split(substr($0, 12), src, " "); next }
-    /^words:/ {
+    /^ids lod \[/ {
+        # ids lod [source offsets][sentence offsets]: ids
+        line = $0
+        sub(/^ids lod \[/, "", line)
+        i = index(line, "]["); ns = split(substr(line, 1, i - 1), src, " "); line = substr(line, i + 2)
+        i = index(line, "]: "); nw = split(substr(line, 1, i - 1), w, " "); n = split(substr(line, i + 3), ids, " ")
         nb++
-        nw = split(substr($0, 8), w, " ")
         if (src[1] != 0 || w[1] != 0) fail("offsets do not start at 0")
         if (ns - 1 < 1 || ns - 1 > 2) fail("sources " ns - 1)
         if (src[ns] != nw - 1) fail("the sources cut " src[ns] " sentences, there are " nw - 1)
@@ -51,7 +54,7 @@ check 1 < "$T/a.txt"
 # an end id the decoder picks at different steps: of the words of the first run's sentences, the
 # one first seen at the most distinct positions (then the most frequent); with it as end_id,
 # sentences must end, at different lengths
-e=$(awk '/^ids:/ { for (i = 2; i <= NF; i++) { if ($i == 0) { delete seen; p = 0; continue }
+e=$(awk '/^ids lod/ { sub(/^.*\]: /, ""); for (i = 1; i <= NF; i++) { if ($i == 0) { delete seen; p = 0; continue }
                        p++; if (!(($i) in seen)) { seen[$i] = 1; if (!(($i, p) in at)) { at[$i, p] = 1; npos[$i]++ } }
                        cnt[$i]++ } }
          END { for (w in npos) print npos[w], cnt[w], w }' "$T/a.txt" | sort -k1,1nr -k2,2nr -k3,3n | awk 'NR == 1 { print $3 }')
