@@ -5,7 +5,9 @@
 # Each host is a network namespace with a UTS namespace of its own (hostname hostI) and one
 # interface, eth0 (10.213.S.I/24), a veth whose other end is a port of a bridge that sits in a
 # namespace of its own (the switch): nothing of a cluster is in the machine's own namespace, no
-# route leads out of it, so its traffic reaches its hosts and nothing else. A run is named
+# route leads out of it, so its traffic reaches its hosts and nothing else. With --rate, --delay
+# or --loss the switch is flswitch (tests/cluster/flswitch.c), a program in that namespace whose
+# TAP devices are the hosts' eth0, and which shapes every frame (the kernel has no netem here). A run is named
 # fl<pid> (the pid of the `up` or `run`); its namespaces are fl<pid>-h1..hN and fl<pid>-sw, its state
 # /run/flcluster/fl<pid>/ (hostfile, rsh agent, the UTS namespaces' files), so runs never collide
 # and a crashed run's leftovers are found by name (`down --stale`).
@@ -15,7 +17,7 @@ STATE=/run/flcluster
 
 usage() {
     cat <<'EOF'
-usage: cluster.sh up N [--slots S1,S2,...] [--rate R] [--delay D] [--loss L]
+usage: cluster.sh up N [--slots S1,S2,...] [--rate R1,...] [--delay D1,...] [--loss L1,...]
        cluster.sh run N [up's options] -- COMMAND [ARG]...
        cluster.sh mpirun ID [mpirun's options]...
        cluster.sh exec ID HOST COMMAND [ARG]...
@@ -30,9 +32,13 @@ a private bridge, subnet 10.213.S.0/24 (host I is 10.213.S.I), reachable only fr
 
   up N        makes the hosts and prints the cluster's ID (fl<pid>); they stay until `down ID`.
               --slots   each host's slots in the hostfile (one number for all; default 1)
-              --rate R  shapes each host's link to R each way (tc tbf: 100mbit, 1gbit, ...)
-              --delay D, --loss L  add a delay (20ms) or a loss (1%) on each host's link (tc
-                        netem: the kernel must have it)
+              --rate R  each host's link carries R each way (200mbit, 1gbit, none)
+              --delay D each host's link delays a frame by D each way (0.5ms, 2ms, 0): a
+                        frame from host A to host B takes A's D + B's D, a round trip twice that
+              --loss L  each host's link loses a frame with probability L each way (1%, 100%)
+              --rate, --delay and --loss take a list like --slots (host I's value, the last
+              for the hosts beyond); with any of them a userspace switch (flswitch, found
+              next to the build, or at $FLC_SWITCH) replaces the kernel's bridge
   run N ... -- COMMAND  up, COMMAND with FLC_CLUSTER=ID and FLC_CLUSTER_SH=this script in its
               environment, then down (also on failure, Ctrl-C or TERM); exits with COMMAND's status
   mpirun ID ...  runs mpirun on host1 with the cluster's hostfile, its rsh agent
@@ -141,17 +147,39 @@ parse_up() {
     REST=("$@")
 }
 
-# tc on one end of a host's link: shape NS DEV
-shape() {
-    local ns=$1 dev=$2
-    if [ -n "$DELAY$LOSS" ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root netem ${DELAY:+delay $DELAY} ${LOSS:+loss $LOSS} \
-            ${RATE:+rate $RATE} 2>/dev/null ||
-            die "tc netem failed on $dev (--delay and --loss need the kernel's netem qdisc, sch_netem)"
-    elif [ -n "$RATE" ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$RATE" burst 256kb latency 100ms ||
-            die "tc tbf failed on $dev (--rate $RATE)"
-    fi
+# The switch program for shaped links: $FLC_SWITCH, or the build's.
+switch_path() {
+    local p
+    for p in "${FLC_SWITCH:-}" "$(dirname "$ME")/../../build/tests/cluster/flswitch"; do
+        [ -n "$p" ] && [ -x "$p" ] && { readlink -f "$p"; return 0; }
+    done
+    die "--rate, --delay and --loss need the test switch flswitch: build it (cmake --build build --target flswitch) or set FLC_SWITCH=PATH"
+}
+
+# start_switch ID: flswitch in the switch namespace, its TAPs t1..tN made (they become the
+# hosts' eth0). A `run` cluster's switch ends with the run (--parent); an `up` one stays until
+# `down` kills it with the namespace's processes.
+start_switch() {
+    local id=$1 dir=$STATE/$1 sw pid i parent=""
+    sw=$(switch_path) || exit 1
+    [ "$OWNER" = up ] || parent="--parent $$"
+    # shellcheck disable=SC2086
+    ip netns exec "$id-sw" "$sw" --ports "$N" ${RATE:+--rate "$RATE"} ${DELAY:+--delay "$DELAY"} \
+        ${LOSS:+--loss "$LOSS"} --mtu 9000 --ready "$dir/switch.ready" $parent \
+        </dev/null >"$dir/switch.log" 2>&1 &
+    pid=$!
+    disown $pid # `down` kills it: no word from bash about that
+    for i in $(seq 100); do
+        [ -e "$dir/switch.ready" ] && return 0
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.05
+    done
+    die "the switch did not start: $(cat "$dir/switch.log")"
+}
+
+# lost_all I: host I's link loses every frame (its --loss is 100%)
+lost_all() {
+    echo "$LOSS" | awk -F, -v i="$1" '{ v = (i <= NF) ? $i : $NF } END { exit !(v ~ /%$/ && v + 0 >= 100) }'
 }
 
 # up_run ID: makes the cluster (the caller removes it on failure).
@@ -168,8 +196,12 @@ up_run() {
     echo "$OWNER" >"$dir/owner"
     echo "$sub.0/24" >"$dir/subnet"
     ip netns add "$id-sw" || die "cannot make a network namespace (ip netns add): is this root with CAP_SYS_ADMIN?"
-    ip -n "$id-sw" link add br0 type bridge && ip -n "$id-sw" link set br0 up && ip -n "$id-sw" link set lo up ||
-        die "cannot make the bridge"
+    ip -n "$id-sw" link set lo up || die "cannot set up the switch's namespace"
+    if [ -n "$RATE$DELAY$LOSS" ]; then
+        start_switch "$id"
+    else
+        ip -n "$id-sw" link add br0 type bridge && ip -n "$id-sw" link set br0 up || die "cannot make the bridge"
+    fi
     : >"$dir/hosts"
     {
         echo "#!/bin/sh"
@@ -184,16 +216,21 @@ up_run() {
         ip netns add "$ns" || die "cannot make namespace $ns"
         : >"$dir/uts/h$i"
         unshare --uts="$dir/uts/h$i" hostname "host$i" || die "cannot make the UTS namespace of host$i"
-        ip -n "$id-sw" link add "p$i" type veth peer name eth0 netns "$ns" || die "cannot make host$i's link"
-        ip -n "$id-sw" link set "p$i" master br0 && ip -n "$id-sw" link set "p$i" up &&
-            ip -n "$ns" link set lo up && ip -n "$ns" addr add "$sub.$i/24" dev eth0 &&
+        if [ -n "$RATE$DELAY$LOSS" ]; then
+            # the switch's TAP moves into the host (the switch keeps its file open) and is its eth0
+            ip -n "$id-sw" link set "t$i" netns "$ns" && ip -n "$ns" link set "t$i" name eth0 ||
+                die "cannot move the switch's t$i into host$i"
+        else
+            ip -n "$id-sw" link add "p$i" type veth peer name eth0 netns "$ns" || die "cannot make host$i's link"
+            ip -n "$id-sw" link set "p$i" master br0 && ip -n "$id-sw" link set "p$i" up ||
+                die "cannot plug host$i's link into the bridge"
+        fi
+        ip -n "$ns" link set lo up && ip -n "$ns" addr add "$sub.$i/24" dev eth0 &&
             ip -n "$ns" link set eth0 up || die "cannot set up host$i's link"
         # a host that drops off the network is given up after ~0.6 s of retransmissions (Linux's
         # default, 15 retries, takes 15 minutes, while mpirun waits to kill the host's ranks); a
         # link that is shaped drops packets by design: 3 retries, ~3 s, not to lose a connection
         ip netns exec "$ns" sh -c "echo $RETRIES >/proc/sys/net/ipv4/tcp_retries2" || die "cannot set host$i's tcp_retries2"
-        shape "$id-sw" "p$i"
-        shape "$ns" eth0
         echo "host$i slots=$s" >>"$dir/hosts"
         echo "$sub.$i|host$i) n=$ns u=$dir/uts/h$i ;;" >>"$dir/agent"
     done
@@ -203,8 +240,10 @@ up_run() {
         echo 'exec nsenter --net=/run/netns/$n --uts=$u -- sh -c "$*"'
     } >>"$dir/agent"
     chmod +x "$dir/agent"
-    # every host reaches every other (a TCP connect to a closed port is refused: an answer)
+    # every host reaches every other (a TCP connect to a closed port is refused: an answer),
+    # but those whose link loses every frame (--loss 100%)
     for i in $(seq 2 "$N"); do
+        if lost_all 1 || lost_all "$i"; then continue; fi
         nsenter --net=/run/netns/$id-h1 -- bash -c "exec 3<>/dev/tcp/$sub.$i/9" 2>&1 | grep -q refused ||
             die "host1 cannot reach host$i ($sub.$i)"
     done
