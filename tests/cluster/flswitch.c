@@ -63,6 +63,7 @@ typedef struct Port {
     char name[IFNAMSIZ];
     Pipe up, down; /* host -> switch, switch -> host */
     uint64_t write_errors;
+    int write_errno; /* the last one's */
 } Port;
 
 typedef struct Frame {
@@ -333,7 +334,10 @@ static void forward(Switch *sw, Frame *f) {
 
 static void deliver(Switch *sw, Frame *f) {
     Port *p = &sw->ports[f->port];
-    if (p->fd >= 0 && write(p->fd, f->data, f->len) != (ssize_t)f->len) p->write_errors++; /* a link that is down */
+    if (p->fd >= 0 && write(p->fd, f->data, f->len) != (ssize_t)f->len) { /* a link that is down: EIO */
+        p->write_errors++;
+        p->write_errno = errno;
+    }
     frame_free(sw, f);
 }
 
@@ -402,9 +406,10 @@ static void print_counters(Switch *sw) {
         Port *p = &sw->ports[i];
         fprintf(stderr, "flswitch: %s up %llu %llu %llu %llu\n", p->name, (unsigned long long)p->up.frames,
                 (unsigned long long)p->up.bytes, (unsigned long long)p->up.lost, (unsigned long long)p->up.dropped);
-        fprintf(stderr, "flswitch: %s down %llu %llu %llu %llu (write errors %llu)\n", p->name,
+        fprintf(stderr, "flswitch: %s down %llu %llu %llu %llu (write errors %llu%s%s)\n", p->name,
                 (unsigned long long)p->down.frames, (unsigned long long)p->down.bytes, (unsigned long long)p->down.lost,
-                (unsigned long long)p->down.dropped, (unsigned long long)p->write_errors);
+                (unsigned long long)p->down.dropped, (unsigned long long)p->write_errors, p->write_errors ? ", the last: " : "",
+                p->write_errors ? strerror(p->write_errno) : "");
     }
     if (sw->overflow) fprintf(stderr, "flswitch: %llu frames dropped for want of memory\n", (unsigned long long)sw->overflow);
 }
