@@ -7,10 +7,11 @@
 # namespace of its own (the switch): nothing of a cluster is in the machine's own namespace, no
 # route leads out of it, so its traffic reaches its hosts and nothing else. With --rate, --delay
 # or --loss the switch is flswitch (tests/cluster/flswitch.c), a program in that namespace whose
-# TAP devices are the hosts' eth0, and which shapes every frame (the kernel has no netem here). A run is named
-# fl<pid> (the pid of the `up` or `run`); its namespaces are fl<pid>-h1..hN and fl<pid>-sw, its state
-# /run/flcluster/fl<pid>/ (hostfile, rsh agent, the UTS namespaces' files), so runs never collide
-# and a crashed run's leftovers are found by name (`down --stale`).
+# TAP devices are the hosts' eth0, and which shapes every frame (the kernel has no netem here).
+# A run is named fl<pid> (the pid of the `up` or `run`); its namespaces are fl<pid>-h1..hN and
+# fl<pid>-sw, its state /run/flcluster/fl<pid>/ (hostfile, rsh agent, the UTS namespaces' files,
+# the switch's log), so runs never collide and a crashed run's leftovers are found by name
+# (`down --stale`).
 set -u
 ME=$(readlink -f "$0")
 STATE=/run/flcluster
