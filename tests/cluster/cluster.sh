@@ -25,6 +25,7 @@ usage: cluster.sh up N [--slots S1,S2,...] [--rate R1,...] [--delay D1,...] [--l
        cluster.sh pids ID HOST
        cluster.sh kill ID HOST
        cluster.sh link ID HOST up|down
+       cluster.sh shape ID HOST [--rate R] [--delay D] [--loss L]
        cluster.sh down ID... | --stale | --all
        cluster.sh list
 
@@ -49,6 +50,8 @@ a private bridge, subnet 10.213.S.0/24 (host I is 10.213.S.I), reachable only fr
   pids ID HOST      the pids of the processes on HOST
   kill ID HOST      SIGKILLs every process on HOST
   link ID HOST up|down  sets HOST's interface up or down (a cable pulled)
+  shape ID HOST ...  changes HOST's link while the cluster runs (--loss 100%: a host cut off;
+              a cluster made with --rate, --delay or --loss only: its switch does it)
   down ID...  kills the hosts' processes and removes the hosts, the switch and the state
               --stale: every run whose `run` process is gone (a crashed run), or left half
               made; --all: every run, those made by `up` included
@@ -164,9 +167,10 @@ start_switch() {
     local id=$1 dir=$STATE/$1 sw pid i parent=""
     sw=$(switch_path) || exit 1
     [ "$OWNER" = up ] || parent="--parent $$"
+    mkfifo "$dir/switch.ctl" || die "cannot make $dir/switch.ctl"
     # shellcheck disable=SC2086
     ip netns exec "$id-sw" "$sw" --ports "$N" ${RATE:+--rate "$RATE"} ${DELAY:+--delay "$DELAY"} \
-        ${LOSS:+--loss "$LOSS"} --mtu 9000 --ready "$dir/switch.ready" $parent \
+        ${LOSS:+--loss "$LOSS"} --mtu 9000 --ready "$dir/switch.ready" --control "$dir/switch.ctl" $parent \
         </dev/null >"$dir/switch.log" 2>&1 &
     pid=$!
     disown $pid # `down` kills it: no word from bash about that
@@ -192,7 +196,7 @@ up_run() {
     fi
     sub=10.213.$(($$ % 250 + 1))
     RETRIES=1
-    [ -n "$RATE$DELAY$LOSS" ] && RETRIES=3
+    [ -n "$RATE$LOSS" ] && RETRIES=3
     mkdir -p "$dir/uts" || die "cannot make $dir"
     echo "$OWNER" >"$dir/owner"
     echo "$sub.0/24" >"$dir/subnet"
@@ -230,7 +234,8 @@ up_run() {
             ip -n "$ns" link set eth0 up || die "cannot set up host$i's link"
         # a host that drops off the network is given up after ~0.6 s of retransmissions (Linux's
         # default, 15 retries, takes 15 minutes, while mpirun waits to kill the host's ranks); a
-        # link that is shaped drops packets by design: 3 retries, ~3 s, not to lose a connection
+        # link with a rate or a loss drops packets by design: 3 retries, ~3 s, not to lose a
+        # connection (a delay alone drops none)
         ip netns exec "$ns" sh -c "echo $RETRIES >/proc/sys/net/ipv4/tcp_retries2" || die "cannot set host$i's tcp_retries2"
         echo "host$i slots=$s" >>"$dir/hosts"
         echo "$sub.$i|host$i) n=$ns u=$dir/uts/h$i ;;" >>"$dir/agent"
@@ -321,6 +326,40 @@ link)
     host_of "${1:?link needs ID HOST up|down}" "${2:?link needs ID HOST up|down}"
     case ${3:-} in up | down) ;; *) die "link needs up or down" ;; esac
     ip -n "$NS" link set eth0 "$3"
+    ;;
+shape)
+    need_root
+    host_of "${1:?shape needs ID HOST and --rate, --delay or --loss}" "${2:?shape needs ID HOST and --rate, --delay or --loss}"
+    ID=$1
+    shift 2
+    R=- D=- L=-
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --rate) R=${2:?--rate needs a value} && shift ;;
+        --delay) D=${2:?--delay needs a value} && shift ;;
+        --loss) L=${2:?--loss needs a value} && shift ;;
+        *) die "unknown option '$1' of shape (--rate, --delay, --loss)" ;;
+        esac
+        shift
+    done
+    [ "$R$D$L" != "---" ] || die "shape needs --rate, --delay or --loss"
+    for v in "$R" "$D" "$L"; do
+        case $v in *[[:space:],]* | '') die "shape takes one value per option, not '$v'" ;; esac
+    done
+    CTL=$STATE/$ID/switch.ctl
+    [ -p "$CTL" ] || die "cluster $ID has no switch to shape its links (made without --rate, --delay or --loss)"
+    SEQ=$$.$(date +%s%N)
+    echo "$SEQ $HI $R $D $L" >"$CTL"
+    # the switch answers in switch.ctl.ack once the link is shaped
+    for i in $(seq 100); do
+        A=$(cat "$CTL.ack" 2>/dev/null)
+        case $A in
+        "$SEQ ok") exit 0 ;;
+        "$SEQ "*) die "${A#"$SEQ error: "}" ;;
+        esac
+        sleep 0.02
+    done
+    die "the switch of cluster $ID did not answer (see $STATE/$ID/switch.log)"
     ;;
 down)
     need_root

@@ -1,7 +1,7 @@
 /* flswitch: the test cluster's shaping switch (tests/cluster/cluster.sh, docs/cluster.md).
  *
  *   flswitch --ports N [--rate L] [--delay L] [--loss L] [--queue BYTES] [--seed S]
- *            [--mtu M] [--name PREFIX] [--ready FILE] [--parent PID]
+ *            [--mtu M] [--name PREFIX] [--ready FILE] [--parent PID] [--control FIFO]
  *
  * Makes N TAP devices PREFIX1..PREFIXN (default t1..tN) in its network namespace; cluster.sh
  * moves each into a host's namespace, where it is the host's eth0 (a TAP keeps working when it
@@ -20,6 +20,10 @@
  * hosts beyond it. Frames wait in a min-heap by due time; one thread polls the TAPs (ppoll,
  * nanosecond timeout, 1 us timer slack) and sends what is due.
  *
+ * --control FIFO: lines "SEQ HOST RATE DELAY LOSS" written to the FIFO (cluster.sh shape) change
+ * a host's link while the switch runs (each value, or "-" to keep it; frames already under way keep
+ * their due time); the switch answers "SEQ ok" or "SEQ error: ..." in FIFO.ack.
+ *
  * It ends on SIGTERM, SIGINT or SIGHUP (printing each port's counters to stderr), and with
  * --parent PID when that process ends (PR_SET_PDEATHSIG); closing the TAPs removes them, in
  * whichever namespace they are. --ready FILE is written once the TAPs exist.
@@ -31,6 +35,7 @@
 #include <linux/if_tun.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,7 +87,7 @@ typedef struct MacSlot {
 
 typedef struct Switch {
     Port ports[MAX_PORTS];
-    struct pollfd pfd[MAX_PORTS];
+    struct pollfd pfd[MAX_PORTS + 1]; /* the ports', then the control FIFO's */
     int n;
     size_t frame_max; /* bytes of a frame's data */
     Frame **heap;
@@ -90,6 +95,11 @@ typedef struct Switch {
     Frame *free_list;
     size_t mem; /* bytes of frames allocated */
     uint64_t seq, rng, overflow;
+    double queue;            /* --queue, 0: from the rate */
+    int ctl;                 /* --control's FIFO, -1 without */
+    const char *ack;         /* where the answers to its lines go */
+    char cbuf[4096];         /* its text not yet read to a newline */
+    size_t clen;
     MacSlot macs[MAC_SLOTS];
 } Switch;
 
@@ -97,10 +107,13 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int s) { stop_signal = s; }
 
-static void die(const char *fmt, const char *a, const char *b) {
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "flswitch: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
     exit(1);
 }
 
@@ -147,45 +160,65 @@ static bool number_unit(const char *s, const char *const *units, const double *s
     return false;
 }
 
-static double parse_rate(const char *s, const char *host) {
+static const char *const RATE_HELP = "a rate of at least 1kbit, as a number and a unit: bit, kbit, mbit, gbit "
+                                     "(bits/s), bps, kbps, mbps, gbps (bytes/s); or none";
+static const char *const DELAY_HELP = "a number and a unit: s, ms, us (at most 10s), or 0";
+static const char *const LOSS_HELP = "a percentage from 0% to 100% (1%, 0.5%), or 0";
+
+static bool parse_rate(const char *s, double *rate) { /* 0: no limit */
     static const char *const u[] = {"bit", "kbit", "mbit", "gbit", "bps", "kbps", "mbps", "gbps", NULL};
     static const double k[] = {1, 1e3, 1e6, 1e9, 8, 8e3, 8e6, 8e9};
-    double v;
-    if (!strcmp(s, "none")) return 0;
-    if (!number_unit(s, u, k, &v) || v < 1000)
-        die("bad --rate '%s' for %s: a rate of at least 1kbit, as a number and a unit: bit, kbit, mbit, gbit "
-            "(bits/s), bps, kbps, mbps, gbps (bytes/s); or none",
-            s, host);
-    return v;
+    *rate = 0;
+    return !strcmp(s, "none") || (number_unit(s, u, k, rate) && *rate >= 1000);
 }
 
-static uint64_t parse_delay(const char *s, const char *host) {
+static bool parse_delay(const char *s, uint64_t *ns) {
     static const char *const u[] = {"s", "ms", "us", NULL};
     static const double k[] = {1e9, 1e6, 1e3};
-    double v;
-    if (!strcmp(s, "0")) return 0;
-    if (!number_unit(s, u, k, &v) || v > 10e9)
-        die("bad --delay '%s' for %s: a number and a unit: s, ms, us (at most 10s), or 0", s, host);
-    return (uint64_t)(v + 0.5);
+    double v = 0;
+    if (strcmp(s, "0") && (!number_unit(s, u, k, &v) || v > 10e9)) return false;
+    *ns = (uint64_t)(v + 0.5);
+    return true;
 }
 
-static double parse_loss(const char *s, const char *host) {
+static bool parse_loss(const char *s, double *loss) {
     static const char *const u[] = {"%", NULL};
     static const double k[] = {0.01};
-    double v;
-    if (!strcmp(s, "0")) return 0;
-    if (!number_unit(s, u, k, &v) || v > 1) die("bad --loss '%s' for %s: a percentage from 0%% to 100%% (1%%, 0.5%%), or 0", s, host);
-    return v;
+    *loss = 0;
+    return !strcmp(s, "0") || (number_unit(s, u, k, loss) && *loss <= 1);
 }
 
-static void pipe_init(Pipe *p, double rate, uint64_t delay, double loss, double queue) {
-    memset(p, 0, sizeof *p);
+/* Sets a pipe's shaping (its counters and the frames it holds stay). */
+static void pipe_set(Pipe *p, double rate, uint64_t delay, double loss, double queue) {
     p->rate = rate;
     p->delay = delay;
     p->lose_all = loss >= 1;
     p->loss = p->lose_all ? 0 : (uint64_t)(loss * 18446744073709551616.0);
     if (queue > 0) p->queue = queue;
     else p->queue = rate * 0.040 / 8 > 262144 ? rate * 0.040 / 8 : 262144;
+}
+
+/* Shapes both directions of port i (host i + 1): each of rate, delay, loss a value, or "-" to
+ * keep the port's own. False, with the reason in err, when a value is bad (nothing changes). */
+static bool shape_port(Switch *sw, int i, const char *rate, const char *delay, const char *loss, char *err, size_t cap) {
+    Pipe *up = &sw->ports[i].up, *down = &sw->ports[i].down;
+    double r = up->rate, l = up->lose_all ? 1 : (double)up->loss / 18446744073709551616.0;
+    uint64_t d = up->delay;
+    if (strcmp(rate, "-") && !parse_rate(rate, &r)) {
+        snprintf(err, cap, "bad --rate '%s' for host%d: %s", rate, i + 1, RATE_HELP);
+        return false;
+    }
+    if (strcmp(delay, "-") && !parse_delay(delay, &d)) {
+        snprintf(err, cap, "bad --delay '%s' for host%d: %s", delay, i + 1, DELAY_HELP);
+        return false;
+    }
+    if (strcmp(loss, "-") && !parse_loss(loss, &l)) {
+        snprintf(err, cap, "bad --loss '%s' for host%d: %s", loss, i + 1, LOSS_HELP);
+        return false;
+    }
+    pipe_set(up, r, d, l, sw->queue);
+    pipe_set(down, r, d, l, sw->queue);
+    return true;
 }
 
 /* ---- frames and the heap of due frames -------------------------------------------------- */
@@ -383,9 +416,49 @@ static void read_port(Switch *sw, int i) {
     }
 }
 
+/* Answers line `seq` of the control FIFO in the ack file (written whole, then renamed). */
+static void answer(Switch *sw, const char *seq, const char *text) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", sw->ack);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    fprintf(f, "%s %s\n", seq, text);
+    if (fclose(f) == 0) rename(tmp, sw->ack);
+}
+
+/* Lines of the control FIFO: "SEQ HOST RATE DELAY LOSS", HOST 1..N, a value or "-" (keep) each;
+ * the answer "SEQ ok" or "SEQ error: ..." goes to the ack file. */
+static void control(Switch *sw) {
+    ssize_t r = read(sw->ctl, sw->cbuf + sw->clen, sizeof sw->cbuf - 1 - sw->clen);
+    if (r <= 0) return;
+    sw->clen += (size_t)r;
+    sw->cbuf[sw->clen] = 0;
+    char *line = sw->cbuf, *nl;
+    while ((nl = strchr(line, '\n'))) {
+        *nl = 0;
+        char seq[32] = "?", rate[64], delay[64], loss[64], err[512];
+        int host = 0;
+        if (sscanf(line, "%31s %d %63s %63s %63s", seq, &host, rate, delay, loss) != 5)
+            answer(sw, seq, "error: a line is SEQ HOST RATE DELAY LOSS");
+        else if (host < 1 || host > sw->n) answer(sw, seq, "error: no such host");
+        else if (!shape_port(sw, host - 1, rate, delay, loss, err, sizeof err)) {
+            char text[600];
+            snprintf(text, sizeof text, "error: %s", err);
+            answer(sw, seq, text);
+        } else {
+            fprintf(stderr, "flswitch: host%d now: rate %s, delay %s, loss %s\n", host, rate, delay, loss);
+            answer(sw, seq, "ok");
+        }
+        line = nl + 1;
+    }
+    sw->clen = strlen(line);
+    memmove(sw->cbuf, line, sw->clen);
+    if (sw->clen == sizeof sw->cbuf - 1) sw->clen = 0; /* a line too long: dropped */
+}
+
 static int tap_open(const char *name, int mtu) {
     int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) die("cannot open /dev/net/tun: %s%s (the kernel's tun module, root)", strerror(errno), "");
+    if (fd < 0) die("cannot open /dev/net/tun: %s (the kernel's tun module, root)", strerror(errno));
     struct ifreq ifr;
     memset(&ifr, 0, sizeof ifr);
     ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
@@ -415,13 +488,13 @@ static void print_counters(Switch *sw) {
 }
 
 static const char *value(int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) die("%s needs a value%s", argv[*i], "");
+    if (*i + 1 >= argc) die("%s needs a value", argv[*i]);
     return argv[++*i];
 }
 
 int main(int argc, char **argv) {
     static Switch sw;
-    const char *rate = "none", *delay = "0", *loss = "0", *name = "t", *ready = NULL;
+    const char *rate = "none", *delay = "0", *loss = "0", *name = "t", *ready = NULL, *ctl = NULL;
     double queue = 0;
     long n = 0, mtu = 9000, parent = 0;
     unsigned long long seed = 1;
@@ -431,33 +504,34 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--ports")) {
             const char *v = value(argc, argv, &i);
             n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > MAX_PORTS) die("bad --ports '%s' (1..250)%s", v, "");
+            if (*end || n < 1 || n > MAX_PORTS) die("bad --ports '%s' (1..250)", v);
         } else if (!strcmp(a, "--rate")) rate = value(argc, argv, &i);
         else if (!strcmp(a, "--delay")) delay = value(argc, argv, &i);
         else if (!strcmp(a, "--loss")) loss = value(argc, argv, &i);
         else if (!strcmp(a, "--name")) {
             name = value(argc, argv, &i);
-            if (!*name || strlen(name) > 10) die("bad --name '%s' (1..10 characters)%s", name, "");
+            if (!*name || strlen(name) > 10) die("bad --name '%s' (1..10 characters)", name);
         } else if (!strcmp(a, "--ready")) ready = value(argc, argv, &i);
+        else if (!strcmp(a, "--control")) ctl = value(argc, argv, &i);
         else if (!strcmp(a, "--queue")) {
             const char *v = value(argc, argv, &i);
             queue = strtod(v, &end);
-            if (*end || end == v || queue < 9100 || queue > 1e9) die("bad --queue '%s' (bytes, 9100..1e9)%s", v, "");
+            if (*end || end == v || queue < 9100 || queue > 1e9) die("bad --queue '%s' (bytes, 9100..1e9)", v);
         } else if (!strcmp(a, "--mtu")) {
             const char *v = value(argc, argv, &i);
             mtu = strtol(v, &end, 10);
-            if (*end || mtu < 576 || mtu > 65000) die("bad --mtu '%s' (576..65000)%s", v, "");
+            if (*end || mtu < 576 || mtu > 65000) die("bad --mtu '%s' (576..65000)", v);
         } else if (!strcmp(a, "--seed")) {
             const char *v = value(argc, argv, &i);
             seed = strtoull(v, &end, 10);
-            if (*end || end == v) die("bad --seed '%s' (a number)%s", v, "");
+            if (*end || end == v) die("bad --seed '%s' (a number)", v);
         } else if (!strcmp(a, "--parent")) {
             const char *v = value(argc, argv, &i);
             parent = strtol(v, &end, 10);
-            if (*end || parent < 1) die("bad --parent '%s' (a pid)%s", v, "");
-        } else die("unknown option '%s'%s (see the comment at the top of tests/cluster/flswitch.c)", a, "");
+            if (*end || parent < 1) die("bad --parent '%s' (a pid)", v);
+        } else die("unknown option '%s' (see the comment at the top of tests/cluster/flswitch.c)", a);
     }
-    if (!n) die("--ports N is needed%s%s", "", "");
+    if (!n) die("--ports N is needed");
 
     /* the signals wait blocked, and reach ppoll only: no frame is cut in half */
     sigset_t block, during;
@@ -477,13 +551,23 @@ int main(int argc, char **argv) {
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (parent) {
-        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) die("parent %s is gone%s", "", "");
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) die("its parent %ld is gone", parent);
     } else {
         setsid(); /* a switch made by `cluster.sh up` outlives the terminal */
     }
     prctl(PR_SET_TIMERSLACK, 1000UL); /* wake-ups within 1 us of a frame's due time */
 
     sw.n = (int)n;
+    sw.queue = queue;
+    sw.ctl = -1;
+    if (ctl) {
+        /* read and write: the FIFO never reads as ended when a writer closes it */
+        sw.ctl = open(ctl, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (sw.ctl < 0) die("cannot open the control FIFO %s: %s", ctl, strerror(errno));
+        static char ack[4096];
+        snprintf(ack, sizeof ack, "%s.ack", ctl);
+        sw.ack = ack;
+    }
     sw.frame_max = (size_t)mtu + 18; /* Ethernet header and a VLAN tag */
     sw.rng = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     if (!sw.rng) sw.rng = 1;
@@ -494,17 +578,11 @@ int main(int argc, char **argv) {
         if (items > n) die("%s '%s' has more values than there are hosts", lists[k][0], lists[k][1]);
     }
     for (int i = 0; i < sw.n; i++) {
-        Port *p = &sw.ports[i];
-        char host[32], v[64];
-        snprintf(host, sizeof host, "host%d", i + 1);
-        pick(rate, i + 1, v, sizeof v);
-        double r = parse_rate(v, host);
-        pick(delay, i + 1, v, sizeof v);
-        uint64_t d = parse_delay(v, host);
-        pick(loss, i + 1, v, sizeof v);
-        double l = parse_loss(v, host);
-        pipe_init(&p->up, r, d, l, queue);
-        pipe_init(&p->down, r, d, l, queue);
+        char r[64], d[64], l[64], err[512];
+        pick(rate, i + 1, r, sizeof r);
+        pick(delay, i + 1, d, sizeof d);
+        pick(loss, i + 1, l, sizeof l);
+        if (!shape_port(&sw, i, r, d, l, err, sizeof err)) die("%s", err);
     }
     for (int i = 0; i < sw.n; i++) {
         Port *p = &sw.ports[i];
@@ -513,9 +591,11 @@ int main(int argc, char **argv) {
         sw.pfd[i].fd = p->fd;
         sw.pfd[i].events = POLLIN;
     }
+    sw.pfd[sw.n].fd = sw.ctl; /* ignored when -1 */
+    sw.pfd[sw.n].events = POLLIN;
     if (ready) {
         FILE *f = fopen(ready, "w");
-        if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) die("cannot write %s%s", ready, "");
+        if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) die("cannot write %s", ready);
     }
 
     while (!stop_signal) {
@@ -532,10 +612,10 @@ int main(int argc, char **argv) {
             ts.tv_nsec = (long)(wait % 1000000000u);
             timeout = &ts;
         }
-        int r = ppoll(sw.pfd, (nfds_t)sw.n, timeout, &during);
+        int r = ppoll(sw.pfd, (nfds_t)sw.n + 1, timeout, &during);
         if (r < 0) {
             if (errno == EINTR) continue;
-            die("poll: %s%s", strerror(errno), "");
+            die("poll: %s", strerror(errno));
         }
         for (int i = 0; i < sw.n && r > 0; i++) {
             short ev = sw.pfd[i].revents;
@@ -543,6 +623,7 @@ int main(int argc, char **argv) {
             if (ev & POLLIN) read_port(&sw, i);
             if (sw.ports[i].fd >= 0 && (ev & (POLLERR | POLLHUP | POLLNVAL))) port_gone(&sw, i);
         }
+        if (sw.pfd[sw.n].revents & POLLIN) control(&sw);
     }
     print_counters(&sw);
     for (int i = 0; i < sw.n; i++)
