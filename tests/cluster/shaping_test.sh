@@ -1,15 +1,16 @@
 #!/bin/sh
 # shaping_test.sh FLSWITCH FLNETPROBE: the shaped links of a test cluster (label cluster, run from
-# the project root as root). One cluster of 4 hosts through flswitch,
-#   --rate 200mbit --delay 2ms --loss 0,0,100%,10%
+# the project root as root). One cluster of 3 hosts through flswitch,
+#   --rate 200mbit --delay 2ms --loss 0,0,100%
 # (the delay is each link's, one way: a frame from host1 to host2 takes 2 + 2 ms, a round trip
 # 8 ms), measured with flnetprobe from host1:
 #   - the round trip to host2 (UDP echoes): the least of 20 within 8..11 ms;
 #   - a TCP transfer of 24 MB to host2: 200 Mbit/s within +-15% (TCP's payload: the frames'
-#     headers take 0.7% of a 9000-byte frame);
+#     headers take 0.7% of a 9000-byte frame), the best of up to 3 (a loaded machine slows it);
 #   - host3 (loss 100%) is unreachable: a TCP connect has no answer within 2 s, while host2
 #     answers one at once;
-#   - host4 (loss 10% on its link, each way): 81% of 100 echoes expected back, 65..95% accepted;
+#   - host3's link then set to lose 10% each way (cluster.sh shape 3 --loss 10%): 81% of 100
+#     echoes expected back, 65..95% accepted;
 # and at the end nothing of the cluster is left: no namespace, no state, no switch, no link.
 set -u
 SWITCH=$1 PROBE=$2
@@ -19,7 +20,7 @@ if [ "${FLC_CLUSTER:-}" = "" ]; then
     [ "$(id -u)" = 0 ] || { echo "FAIL: the cluster tests need root (network namespaces): run ctest as root, or -LE cluster"; exit 1; }
     [ -c /dev/net/tun ] || { echo "FAIL: no /dev/net/tun: the shaped links need the kernel's tun module"; exit 1; }
     T0=$(date +%s.%N)
-    FLC_SWITCH=$SWITCH bash "$HERE/cluster.sh" run 4 --rate 200mbit --delay 2ms --loss 0,0,100%,10% -- sh "$0" "$@" &
+    FLC_SWITCH=$SWITCH bash "$HERE/cluster.sh" run 3 --rate 200mbit --delay 2ms --loss 0,0,100% -- sh "$0" "$@" &
     RUN=$!
     wait $RUN
     RC=$?
@@ -48,8 +49,8 @@ on() {
 SUB=$(sed 's|\.0/24$||' "/run/flcluster/$FLC_CLUSTER/subnet")
 [ "$(on 1 ip -o link show eth0 | sed 's/.* mtu \([0-9]*\).*/\1/')" = 9000 ] ||
     fail "host1's eth0 has not the switch's MTU 9000"
-for h in 2 3 4; do
-    on $h "$PROBE" serve 5000 30 &
+for h in 2 3; do
+    "$FLC_CLUSTER_SH" exec "$FLC_CLUSTER" $h "$PROBE" serve 5000 30 &
 done
 sleep 0.3
 
@@ -58,18 +59,25 @@ echo "host1 -> host2, --delay 2ms on each link: $OUT (expected 8 ms and a little
 MIN=$(echo "$OUT" | awk '{ print $3 }')
 [ "$(echo "$MIN >= 8 && $MIN < 11" | bc)" = 1 ] || fail "round trip $MIN ms, not within 8..11 ms"
 
-OUT=$(on 1 "$PROBE" send "$SUB.2" 5000 24000000) || fail "transfer to host2: $OUT"
-echo "host1 -> host2, --rate 200mbit: $OUT"
-MBIT=$(echo "$OUT" | awk '{ print $(NF - 1) }')
-[ "$(echo "$MBIT >= 170 && $MBIT <= 230" | bc)" = 1 ] || fail "$MBIT Mbit/s, not within 200 Mbit/s +-15%"
+# up to 3 transfers, until one is within 15% of the rate: on a loaded machine the sender, the
+# receiver or the switch may wait for a core (slower, never faster); none may pass 230 Mbit/s
+for try in 1 2 3; do
+    OUT=$(on 1 "$PROBE" send "$SUB.2" 5000 24000000) || fail "transfer to host2: $OUT"
+    echo "host1 -> host2, --rate 200mbit: $OUT"
+    MBIT=$(echo "$OUT" | awk '{ print $(NF - 1) }')
+    [ "$(echo "$MBIT <= 230" | bc)" = 1 ] || fail "$MBIT Mbit/s, above 200 Mbit/s + 15%"
+    [ "$(echo "$MBIT >= 170" | bc)" = 1 ] && break
+    [ $try = 3 ] && fail "$MBIT Mbit/s at best of 3, not within 200 Mbit/s +-15%"
+done
 
 OUT=$(on 1 "$PROBE" reach "$SUB.2" 9 2) || fail "host2 does not answer a connect: $OUT"
 OUT=$(on 1 "$PROBE" reach "$SUB.3" 9 2) && fail "host3 (--loss 100%) answers: $OUT"
 echo "host1 -> host3, --loss 100%: $OUT"
 OUT=$(on 1 "$PROBE" rtt "$SUB.3" 5000 3 300) && fail "host3 (--loss 100%) echoes: $OUT"
 
-OUT=$(on 1 "$PROBE" rtt "$SUB.4" 5000 100 100) || fail "no echo from host4: $OUT"
-echo "host1 -> host4, --loss 10% on host4's link: $OUT (81% expected)"
+"$FLC_CLUSTER_SH" shape "$FLC_CLUSTER" 3 --loss 10% || fail "cluster.sh shape 3 --loss 10%"
+OUT=$(on 1 "$PROBE" rtt "$SUB.3" 5000 100 100) || fail "no echo from host3 once its loss is 10%: $OUT"
+echo "host1 -> host3, shape 3 --loss 10%: $OUT (81% expected)"
 GOT=$(echo "$OUT" | sed 's/.*(\([0-9]*\) of.*/\1/')
 [ "$GOT" -ge 65 ] && [ "$GOT" -le 95 ] || fail "$GOT of 100 echoes answered, not 65..95"
 echo "PASS: shaping"
