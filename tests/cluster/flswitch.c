@@ -24,7 +24,8 @@
  * a host's link while the switch runs (each value, or "-" to keep it; frames already under way keep
  * their due time); the switch answers "SEQ ok" or "SEQ error: ..." in FIFO.ack.
  *
- * It ends on SIGTERM, SIGINT or SIGHUP (printing each port's counters to stderr), and with
+ * It ends on SIGTERM, SIGINT or SIGHUP (printing each port's counters to stderr; SIGUSR1 prints
+ * them and goes on), and with
  * --parent PID when that process ends (PR_SET_PDEATHSIG); closing the TAPs removes them, in
  * whichever namespace they are. --ready FILE is written once the TAPs exist.
  */
@@ -103,9 +104,12 @@ typedef struct Switch {
     MacSlot macs[MAC_SLOTS];
 } Switch;
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, counters_signal;
 
-static void on_signal(int s) { stop_signal = s; }
+static void on_signal(int s) {
+    if (s == SIGUSR1) counters_signal = 1;
+    else stop_signal = s;
+}
 
 __attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
     va_list ap;
@@ -485,6 +489,7 @@ static void print_counters(Switch *sw) {
                 p->write_errors ? strerror(p->write_errno) : "");
     }
     if (sw->overflow) fprintf(stderr, "flswitch: %llu frames dropped for want of memory\n", (unsigned long long)sw->overflow);
+    fflush(stderr);
 }
 
 static const char *value(int argc, char **argv, int *i) {
@@ -539,16 +544,19 @@ int main(int argc, char **argv) {
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGUSR1);
     sigprocmask(SIG_BLOCK, &block, &during);
     sigdelset(&during, SIGTERM);
     sigdelset(&during, SIGINT);
     sigdelset(&during, SIGHUP);
+    sigdelset(&during, SIGUSR1);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (parent) {
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) die("its parent %ld is gone", parent);
@@ -599,6 +607,10 @@ int main(int argc, char **argv) {
     }
 
     while (!stop_signal) {
+        if (counters_signal) {
+            counters_signal = 0;
+            print_counters(&sw);
+        }
         uint64_t t = now_ns();
         while (sw.hlen && sw.heap[0]->due <= t) {
             Frame *f = heap_pop(&sw);
