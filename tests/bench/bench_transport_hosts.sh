@@ -26,7 +26,7 @@ for f in "$flc" "$bench" "$sw"; do
 done
 [ "$(id -u)" = 0 ] || { echo "bench_transport_hosts: needs root (the test cluster's network namespaces)"; exit 2; }
 RATE=${RATE:-1gbit} DELAY=${DELAY:-0.5ms} ROUNDS=${ROUNDS:-10} MTU=${MTU:-9000}
-export OPENBLAS_NUM_THREADS=1 FLC_SWITCH=$sw MPI_ARGS=${MPI_ARGS:-}
+export OPENBLAS_NUM_THREADS=1 FLC_SWITCH="$sw" MPI_ARGS="${MPI_ARGS:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$flc" build "$here/big_param.fl" -o "$tmp/big.flp"

@@ -181,10 +181,10 @@ start_switch() {
         ${LOSS:+--loss "$LOSS"} --mtu "${MTU:-9000}" --ready "$dir/switch.ready" --control "$dir/switch.ctl" $parent \
         </dev/null >"$dir/switch.log" 2>&1 &
     pid=$!
-    disown $pid # `down` kills it: no word from bash about that
+    disown "$pid" # `down` kills it: no word from bash about that
     for i in $(seq 100); do
         [ -e "$dir/switch.ready" ] && return 0
-        kill -0 $pid 2>/dev/null || break
+        kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
     done
     die "the switch did not start: $(cat "$dir/switch.log")"

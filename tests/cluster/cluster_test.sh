@@ -117,7 +117,7 @@ sync_p2t2) equality 2 2 1024 && idle 2 ;;
 sync_p2t4) equality 2 4 1024 && idle 4 ;;
 allreduce_t4) equality 0 4 1024 && idle 4 ;;
 link_down | loss_host)
-    fault $WHAT
+    fault "$WHAT"
     grep -q "rank [01] (trainer [01] on host1): error: .*no answer from rank 3 (pserver 1 on host3) for $TIMEOUT s" "$TMP/out" ||
         fail "no trainer names rank 3 (pserver 1 on host3)"
     # host3 is cut off: its own daemon gives up on mpirun (TCP keepalive) and ends its ranks

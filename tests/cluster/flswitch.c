@@ -391,9 +391,16 @@ static void read_port(Switch *sw, int i) {
     uint64_t t = now_ns();
     for (int k = 0; k < BATCH && p->fd >= 0; k++) {
         Frame *f = frame_new(sw);
-        if (!f) {
-            sw->overflow++;
-            return; /* read again once frames are sent */
+        if (!f) { /* no memory for it: read and drop it (leaving it would wake ppoll at once) */
+            static uint8_t scratch[65536];
+            ssize_t r = read(p->fd, scratch, sizeof scratch);
+            if (r > 0) {
+                sw->overflow++;
+                continue;
+            }
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0 && errno != EAGAIN) port_gone(sw, i);
+            return;
         }
         ssize_t r = read(p->fd, f->data, sw->frame_max);
         if (r < 0) {
