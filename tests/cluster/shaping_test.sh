@@ -12,6 +12,8 @@
 #   - host3's link then set to lose 10% each way (cluster.sh shape 3 --loss 10%): 81% of 100
 #     echoes expected back, 65..95% accepted;
 # and at the end nothing of the cluster is left: no namespace, no state, no switch, no link.
+# Bad values are refused with their reason: a cluster with --delay 5 (no unit) is not made (and
+# leaves nothing), and `shape 3 --loss 5` changes nothing.
 set -u
 SWITCH=$1 PROBE=$2
 HERE=$(dirname "$0")
@@ -19,6 +21,10 @@ HERE=$(dirname "$0")
 if [ "${FLC_CLUSTER:-}" = "" ]; then
     [ "$(id -u)" = 0 ] || { echo "FAIL: the cluster tests need root (network namespaces): run ctest as root, or -LE cluster"; exit 1; }
     [ -c /dev/net/tun ] || { echo "FAIL: no /dev/net/tun: the shaped links need the kernel's tun module"; exit 1; }
+    ERR=$(FLC_SWITCH=$SWITCH bash "$HERE/cluster.sh" run 2 --delay 5 -- true 2>&1) &&
+        { echo "FAIL: a cluster with --delay 5 was made"; exit 1; }
+    echo "$ERR" | grep -q "bad --delay '5' for host1: a number and a unit" ||
+        { echo "FAIL: --delay 5 refused without its reason: $ERR"; exit 1; }
     T0=$(date +%s.%N)
     FLC_SWITCH=$SWITCH bash "$HERE/cluster.sh" run 3 --rate 200mbit --delay 2ms --loss 0,0,100% -- sh "$0" "$@" &
     RUN=$!
@@ -75,7 +81,13 @@ OUT=$(on 1 "$PROBE" reach "$SUB.3" 9 2) && fail "host3 (--loss 100%) answers: $O
 echo "host1 -> host3, --loss 100%: $OUT"
 OUT=$(on 1 "$PROBE" rtt "$SUB.3" 5000 3 300) && fail "host3 (--loss 100%) echoes: $OUT"
 
+ERR=$("$FLC_CLUSTER_SH" shape "$FLC_CLUSTER" 3 --loss 5 2>&1) && fail "shape 3 --loss 5 was taken"
+echo "$ERR" | grep -q "bad --loss '5' for host3: a percentage" || fail "shape 3 --loss 5 refused without its reason: $ERR"
+OUT=$(on 1 "$PROBE" reach "$SUB.3" 9 1) && fail "host3 answers after a refused shape: $OUT"
 "$FLC_CLUSTER_SH" shape "$FLC_CLUSTER" 3 --loss 10% || fail "cluster.sh shape 3 --loss 10%"
+# a few echoes first, 1 s each at most: host1 resolves host3's address anew (ARP, which the
+# loss delays too: a lost request is retried 1 s later) and the 100 then count the loss alone
+on 1 "$PROBE" rtt "$SUB.3" 5000 5 1000 >/dev/null
 OUT=$(on 1 "$PROBE" rtt "$SUB.3" 5000 100 100) || fail "no echo from host3 once its loss is 10%: $OUT"
 echo "host1 -> host3, shape 3 --loss 10%: $OUT (81% expected)"
 GOT=$(echo "$OUT" | sed 's/.*(\([0-9]*\) of.*/\1/')
