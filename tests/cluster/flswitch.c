@@ -24,10 +24,10 @@
  * a host's link while the switch runs (each value, or "-" to keep it; frames already under way keep
  * their due time); the switch answers "SEQ ok" or "SEQ error: ..." in FIFO.ack.
  *
- * It ends on SIGTERM, SIGINT or SIGHUP (printing each port's counters to stderr; SIGUSR1 prints
- * them and goes on), and with
- * --parent PID when that process ends (PR_SET_PDEATHSIG); closing the TAPs removes them, in
- * whichever namespace they are. --ready FILE is written once the TAPs exist.
+ * It ends on SIGTERM, SIGINT or SIGHUP, printing each port's counters to stderr (SIGUSR1 prints
+ * them and goes on), and with --parent PID when that process ends (PR_SET_PDEATHSIG); closing
+ * the TAPs removes them, in whichever namespace they are. --ready FILE is written once the TAPs
+ * exist.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -98,9 +98,10 @@ typedef struct Switch {
     uint64_t seq, rng, overflow;
     double queue;            /* --queue, 0: from the rate */
     int ctl;                 /* --control's FIFO, -1 without */
-    const char *ack;         /* where the answers to its lines go */
+    char ack[4096];          /* where the answers to its lines go */
     char cbuf[4096];         /* its text not yet read to a newline */
     size_t clen;
+    uint8_t scratch[65536];  /* a frame read to be dropped */
     MacSlot macs[MAC_SLOTS];
 } Switch;
 
@@ -392,8 +393,7 @@ static void read_port(Switch *sw, int i) {
     for (int k = 0; k < BATCH && p->fd >= 0; k++) {
         Frame *f = frame_new(sw);
         if (!f) { /* no memory for it: read and drop it (leaving it would wake ppoll at once) */
-            static uint8_t scratch[65536];
-            ssize_t r = read(p->fd, scratch, sizeof scratch);
+            ssize_t r = read(p->fd, sw->scratch, sizeof sw->scratch);
             if (r > 0) {
                 sw->overflow++;
                 continue;
@@ -429,7 +429,7 @@ static void read_port(Switch *sw, int i) {
 
 /* Answers line `seq` of the control FIFO in the ack file (written whole, then renamed). */
 static void answer(Switch *sw, const char *seq, const char *text) {
-    char tmp[4200];
+    char tmp[sizeof sw->ack + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", sw->ack);
     FILE *f = fopen(tmp, "w");
     if (!f) return;
@@ -579,9 +579,7 @@ int main(int argc, char **argv) {
         /* read and write: the FIFO never reads as ended when a writer closes it */
         sw.ctl = open(ctl, O_RDWR | O_NONBLOCK | O_CLOEXEC);
         if (sw.ctl < 0) die("cannot open the control FIFO %s: %s", ctl, strerror(errno));
-        static char ack[4096];
-        snprintf(ack, sizeof ack, "%s.ack", ctl);
-        sw.ack = ack;
+        snprintf(sw.ack, sizeof sw.ack, "%s.ack", ctl);
     }
     sw.frame_max = (size_t)mtu + 18; /* Ethernet header and a VLAN tag */
     sw.rng = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
