@@ -14,6 +14,12 @@
  *    rank 0 vs the same step as trainer 0 of MLP.plan (P=1 T=1) with rank 1 serving.
  * Prints "key value" lines for the script.
  *
+ *   mpirun -np 2 bench_mpi --transfer BIG.plan [ROUNDS]
+ *
+ * 1 and 2 only (tests/bench/bench_transport_hosts.sh, the ranks on two hosts of a test cluster).
+ * With FL_BENCH_LINK=IFACE rank 0 also prints link_bytes: the bytes its interface IFACE received
+ * and sent per step of the path (Ethernet frames, from /proc/net/dev of its network namespace).
+ *
  *   mpirun -np 2 bench_mpi --allreduce MLP.flp AR.plan
  *
  * 4. scaling: both ranks train MLP.flp locally with batch 128 (at once, each on its core), then
@@ -74,6 +80,25 @@ static void ping_pong(int rank, char *buf, int rounds, double *best) {
         double t = now() - t0;
         if (i >= 2 && t < *best) *best = t;
     }
+}
+
+/* The bytes interface `link` received plus sent so far (/proc/net/dev); -1 when it is not there. */
+static double link_bytes(const char *link) {
+    FILE *f = fopen("/proc/net/dev", "r");
+    char line[512];
+    double got = -1;
+    size_t n = strlen(link);
+    while (f && fgets(line, sizeof line, f)) {
+        const char *p = line;
+        while (*p == ' ') p++;
+        if (strncmp(p, link, n) || p[n] != ':') continue;
+        unsigned long long v[9];
+        if (sscanf(p + n + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                   &v[6], &v[7], &v[8]) == 9)
+            got = (double)v[0] + (double)v[8]; /* receive bytes, transmit bytes */
+    }
+    if (f) fclose(f);
+    return got;
 }
 
 static FlPlan *read_plan(FlMpi *m, const char *path) {
@@ -202,15 +227,25 @@ static int scaling(const char *mlp_path, const char *plan_path) {
 
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "--allreduce")) return scaling(argv[2], argv[3]);
-    if (argc < 4) {
-        fprintf(stderr, "usage: mpirun -np 2 bench_mpi BIG.plan MLP.flp MLP.plan [ROUNDS]\n");
+    bool transfer = argc >= 3 && argc <= 4 && !strcmp(argv[1], "--transfer");
+    if (!transfer && (argc < 4 || argc > 5)) {
+        fprintf(stderr, "usage: mpirun -np 2 bench_mpi BIG.plan MLP.flp MLP.plan [ROUNDS]\n"
+                        "       mpirun -np 2 bench_mpi --transfer BIG.plan [ROUNDS]\n"
+                        "       mpirun -np 2 bench_mpi --allreduce MLP.flp AR.plan\n");
         return 2;
     }
-    int rounds = argc > 4 ? atoi(argv[4]) : 20;
+    if (transfer) argv++, argc--; /* BIG.plan [ROUNDS] */
+    const char *rounds_arg = transfer ? (argc > 2 ? argv[2] : NULL) : (argc > 4 ? argv[4] : NULL);
+    int rounds = rounds_arg ? atoi(rounds_arg) : 20;
+    if (rounds < 1 || rounds > 100000) {
+        fprintf(stderr, "bench_mpi: bad ROUNDS '%s' (1..100000)\n", rounds_arg);
+        return 2;
+    }
+    const char *link = getenv("FL_BENCH_LINK");
     FlErr e = {{0}};
     FlMpi *m = start();
     if (!m) return 1;
-    FlPlan *big = read_plan(m, argv[1]), *mlp = read_plan(m, argv[3]);
+    FlPlan *big = read_plan(m, argv[1]), *mlp = transfer ? NULL : read_plan(m, argv[3]);
     if (fl_mpi_assign_plan(m, big, "bench", &e)) die(m, &e);
     int rank = fl_mpi_rank(m);
     FlDist *d = fl_mpi_dist(m);
@@ -229,11 +264,11 @@ int main(int argc, char **argv) {
         double fig[3] = {s1.compute - s0.compute, (double)(s1.bytes - s0.bytes), (double)(s1.steps)};
         MPI_Send(fig, 3, MPI_DOUBLE, 0, 98, MPI_COMM_WORLD);
         ping_pong(rank, buf, rounds, &raw);
-        serve(m, mlp);
+        if (mlp) serve(m, mlp);
     } else {
         FlTensor g = FL_TENSOR_INIT, w = FL_TENSOR_INIT;
         random_tensor(m, &g, FL_DT_FLOAT32, 2048, 2048, 0, 1);
-        double best = 1e30;
+        double best = 1e30, l0 = link ? link_bytes(link) : -1;
         fl_mpi_get_stats(m, &s0);
         for (int i = 0; i < rounds + 2; i++) {
             fl_mpi_step_begin(m, i, 1, 1);
@@ -245,6 +280,8 @@ int main(int argc, char **argv) {
             if (i >= 2 && t < best) best = t;
         }
         fl_mpi_get_stats(m, &s1);
+        double l1 = link ? link_bytes(link) : -1;
+        if (link && (l0 < 0 || l1 < 0)) fl_mpi_fail(m, "FL_BENCH_LINK names no interface of /proc/net/dev");
         if (fl_mpi_finish(m, &e)) die(m, &e);
         double fig[3];
         MPI_Recv(fig, 3, MPI_DOUBLE, 1, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -257,8 +294,12 @@ int main(int argc, char **argv) {
         printf("server_opt_ms %.3f\n", opt * 1e3);
         printf("wire_bytes %.0f\n", wire);
         printf("min_bytes %.0f\n", 2.0 * MIB16);
+        if (link) printf("link_bytes %.0f\n", (l1 - l0) / steps);
+        fflush(stdout);
         fl_tensor_fini(&g);
         fl_tensor_fini(&w);
+    }
+    if (rank == 0 && mlp) {
 
         /* 3. step time: local vs trainer of P=1 T=1 */
         Pair p;
@@ -285,7 +326,7 @@ int main(int argc, char **argv) {
     }
     free(buf);
     fl_ir_plan_free(big);
-    fl_ir_plan_free(mlp);
+    if (mlp) fl_ir_plan_free(mlp);
     fl_mpi_free(m);
     return 0;
 }

@@ -5,23 +5,27 @@
 # Each host is a network namespace with a UTS namespace of its own (hostname hostI) and one
 # interface, eth0 (10.213.S.I/24), a veth whose other end is a port of a bridge that sits in a
 # namespace of its own (the switch): nothing of a cluster is in the machine's own namespace, no
-# route leads out of it, so its traffic reaches its hosts and nothing else. A run is named
-# fl<pid> (the pid of the `up` or `run`); its namespaces are fl<pid>-h1..hN and fl<pid>-sw, its state
-# /run/flcluster/fl<pid>/ (hostfile, rsh agent, the UTS namespaces' files), so runs never collide
-# and a crashed run's leftovers are found by name (`down --stale`).
+# route leads out of it, so its traffic reaches its hosts and nothing else. With --rate, --delay
+# or --loss the switch is flswitch (tests/cluster/flswitch.c), a program in that namespace whose
+# TAP devices are the hosts' eth0, and which shapes every frame (the kernel has no netem here).
+# A run is named fl<pid> (the pid of the `up` or `run`); its namespaces are fl<pid>-h1..hN and
+# fl<pid>-sw, its state /run/flcluster/fl<pid>/ (hostfile, rsh agent, the UTS namespaces' files,
+# the switch's log), so runs never collide and a crashed run's leftovers are found by name
+# (`down --stale`).
 set -u
 ME=$(readlink -f "$0")
 STATE=/run/flcluster
 
 usage() {
     cat <<'EOF'
-usage: cluster.sh up N [--slots S1,S2,...] [--rate R] [--delay D] [--loss L]
+usage: cluster.sh up N [--slots S1,S2,...] [--rate R1,...] [--delay D1,...] [--loss L1,...] [--mtu M]
        cluster.sh run N [up's options] -- COMMAND [ARG]...
        cluster.sh mpirun ID [mpirun's options]...
        cluster.sh exec ID HOST COMMAND [ARG]...
        cluster.sh pids ID HOST
        cluster.sh kill ID HOST
        cluster.sh link ID HOST up|down
+       cluster.sh shape ID HOST [--rate R] [--delay D] [--loss L]
        cluster.sh down ID... | --stale | --all
        cluster.sh list
 
@@ -30,9 +34,15 @@ a private bridge, subnet 10.213.S.0/24 (host I is 10.213.S.I), reachable only fr
 
   up N        makes the hosts and prints the cluster's ID (fl<pid>); they stay until `down ID`.
               --slots   each host's slots in the hostfile (one number for all; default 1)
-              --rate R  shapes each host's link to R each way (tc tbf: 100mbit, 1gbit, ...)
-              --delay D, --loss L  add a delay (20ms) or a loss (1%) on each host's link (tc
-                        netem: the kernel must have it)
+              --rate R  each host's link carries R each way (200mbit, 1gbit, none)
+              --delay D each host's link delays a frame by D each way (0.5ms, 2ms, 0): a
+                        frame from host A to host B takes A's D + B's D, a round trip twice that
+              --loss L  each host's link loses a frame with probability L each way (1%, 100%)
+              --rate, --delay and --loss take a list like --slots (host I's value, the last
+              for the hosts beyond); with any of them a userspace switch (flswitch, found
+              next to the build, or at $FLC_SWITCH) replaces the kernel's bridge
+              --mtu M   the links' MTU (576..65000; default 9000 through the switch, 1500
+                        on the bridge): larger frames cost the switch less CPU per byte
   run N ... -- COMMAND  up, COMMAND with FLC_CLUSTER=ID and FLC_CLUSTER_SH=this script in its
               environment, then down (also on failure, Ctrl-C or TERM); exits with COMMAND's status
   mpirun ID ...  runs mpirun on host1 with the cluster's hostfile, its rsh agent
@@ -42,6 +52,8 @@ a private bridge, subnet 10.213.S.0/24 (host I is 10.213.S.I), reachable only fr
   pids ID HOST      the pids of the processes on HOST
   kill ID HOST      SIGKILLs every process on HOST
   link ID HOST up|down  sets HOST's interface up or down (a cable pulled)
+  shape ID HOST ...  changes HOST's link while the cluster runs (--loss 100%: a host cut off;
+              a cluster made with --rate, --delay or --loss only: its switch does it)
   down ID...  kills the hosts' processes and removes the hosts, the switch and the state
               --stale: every run whose `run` process is gone (a crashed run), or left half
               made; --all: every run, those made by `up` included
@@ -126,32 +138,61 @@ parse_up() {
     case $N in '' | *[!0-9]*) die "up needs the number of hosts (1..200)" ;; esac
     [ "$N" -ge 1 ] && [ "$N" -le 200 ] || die "up needs 1..200 hosts, not $N"
     shift
-    SLOTS=1 RATE="" DELAY="" LOSS=""
+    SLOTS=1 RATE="" DELAY="" LOSS="" MTU=""
     while [ $# -gt 0 ]; do
         case $1 in
         --slots) SLOTS=${2:?--slots needs a value} && shift ;;
         --rate) RATE=${2:?--rate needs a value} && shift ;;
         --delay) DELAY=${2:?--delay needs a value} && shift ;;
         --loss) LOSS=${2:?--loss needs a value} && shift ;;
+        --mtu) MTU=${2:?--mtu needs a value} && shift ;;
         --) shift && break ;;
         *) die "unknown option '$1' (cluster.sh --help)" ;;
         esac
         shift
     done
     REST=("$@")
+    case $MTU in
+    '') ;;
+    *[!0-9]*) die "bad --mtu '$MTU' (576..65000)" ;;
+    *) [ "$MTU" -ge 576 ] && [ "$MTU" -le 65000 ] || die "bad --mtu '$MTU' (576..65000)" ;;
+    esac
 }
 
-# tc on one end of a host's link: shape NS DEV
-shape() {
-    local ns=$1 dev=$2
-    if [ -n "$DELAY$LOSS" ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root netem ${DELAY:+delay $DELAY} ${LOSS:+loss $LOSS} \
-            ${RATE:+rate $RATE} 2>/dev/null ||
-            die "tc netem failed on $dev (--delay and --loss need the kernel's netem qdisc, sch_netem)"
-    elif [ -n "$RATE" ]; then
-        ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$RATE" burst 256kb latency 100ms ||
-            die "tc tbf failed on $dev (--rate $RATE)"
-    fi
+# The switch program for shaped links: $FLC_SWITCH, or the build's.
+switch_path() {
+    local p
+    for p in "${FLC_SWITCH:-}" "$(dirname "$ME")/../../build/tests/cluster/flswitch"; do
+        [ -n "$p" ] && [ -x "$p" ] && { readlink -f "$p"; return 0; }
+    done
+    die "--rate, --delay and --loss need the test switch flswitch: build it (cmake --build build --target flswitch) or set FLC_SWITCH=PATH"
+}
+
+# start_switch ID: flswitch in the switch namespace, its TAPs t1..tN made (they become the
+# hosts' eth0). A `run` cluster's switch ends with the run (--parent); an `up` one stays until
+# `down` kills it with the namespace's processes.
+start_switch() {
+    local id=$1 dir=$STATE/$1 sw pid i parent=""
+    sw=$(switch_path) || exit 1
+    [ "$OWNER" = up ] || parent="--parent $$"
+    mkfifo "$dir/switch.ctl" || die "cannot make $dir/switch.ctl"
+    # shellcheck disable=SC2086
+    ip netns exec "$id-sw" "$sw" --ports "$N" ${RATE:+--rate "$RATE"} ${DELAY:+--delay "$DELAY"} \
+        ${LOSS:+--loss "$LOSS"} --mtu "${MTU:-9000}" --ready "$dir/switch.ready" --control "$dir/switch.ctl" $parent \
+        </dev/null >"$dir/switch.log" 2>&1 &
+    pid=$!
+    disown "$pid" # `down` kills it: no word from bash about that
+    for i in $(seq 100); do
+        [ -e "$dir/switch.ready" ] && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    die "the switch did not start: $(cat "$dir/switch.log")"
+}
+
+# lost_all I: host I's link loses every frame (its --loss is 100%)
+lost_all() {
+    echo "$LOSS" | awk -F, -v i="$1" '{ v = (i <= NF) ? $i : $NF } END { exit !(v ~ /%$/ && v + 0 >= 100) }'
 }
 
 # up_run ID: makes the cluster (the caller removes it on failure).
@@ -163,13 +204,17 @@ up_run() {
     fi
     sub=10.213.$(($$ % 250 + 1))
     RETRIES=1
-    [ -n "$RATE$DELAY$LOSS" ] && RETRIES=3
+    [ -n "$RATE$LOSS" ] && RETRIES=3
     mkdir -p "$dir/uts" || die "cannot make $dir"
     echo "$OWNER" >"$dir/owner"
     echo "$sub.0/24" >"$dir/subnet"
     ip netns add "$id-sw" || die "cannot make a network namespace (ip netns add): is this root with CAP_SYS_ADMIN?"
-    ip -n "$id-sw" link add br0 type bridge && ip -n "$id-sw" link set br0 up && ip -n "$id-sw" link set lo up ||
-        die "cannot make the bridge"
+    ip -n "$id-sw" link set lo up || die "cannot set up the switch's namespace"
+    if [ -n "$RATE$DELAY$LOSS" ]; then
+        start_switch "$id"
+    else
+        ip -n "$id-sw" link add br0 type bridge && ip -n "$id-sw" link set br0 up || die "cannot make the bridge"
+    fi
     : >"$dir/hosts"
     {
         echo "#!/bin/sh"
@@ -184,16 +229,26 @@ up_run() {
         ip netns add "$ns" || die "cannot make namespace $ns"
         : >"$dir/uts/h$i"
         unshare --uts="$dir/uts/h$i" hostname "host$i" || die "cannot make the UTS namespace of host$i"
-        ip -n "$id-sw" link add "p$i" type veth peer name eth0 netns "$ns" || die "cannot make host$i's link"
-        ip -n "$id-sw" link set "p$i" master br0 && ip -n "$id-sw" link set "p$i" up &&
-            ip -n "$ns" link set lo up && ip -n "$ns" addr add "$sub.$i/24" dev eth0 &&
+        if [ -n "$RATE$DELAY$LOSS" ]; then
+            # the switch's TAP moves into the host (the switch keeps its file open) and is its eth0
+            ip -n "$id-sw" link set "t$i" netns "$ns" && ip -n "$ns" link set "t$i" name eth0 ||
+                die "cannot move the switch's t$i into host$i"
+        else
+            ip -n "$id-sw" link add "p$i" type veth peer name eth0 netns "$ns" || die "cannot make host$i's link"
+            ip -n "$id-sw" link set "p$i" master br0 && ip -n "$id-sw" link set "p$i" up ||
+                die "cannot plug host$i's link into the bridge"
+            if [ -n "$MTU" ]; then
+                ip -n "$id-sw" link set "p$i" mtu "$MTU" && ip -n "$ns" link set eth0 mtu "$MTU" ||
+                    die "cannot set the MTU of host$i's link to $MTU"
+            fi
+        fi
+        ip -n "$ns" link set lo up && ip -n "$ns" addr add "$sub.$i/24" dev eth0 &&
             ip -n "$ns" link set eth0 up || die "cannot set up host$i's link"
         # a host that drops off the network is given up after ~0.6 s of retransmissions (Linux's
         # default, 15 retries, takes 15 minutes, while mpirun waits to kill the host's ranks); a
-        # link that is shaped drops packets by design: 3 retries, ~3 s, not to lose a connection
+        # link with a rate or a loss drops packets by design: 3 retries, ~3 s, not to lose a
+        # connection (a delay alone drops none)
         ip netns exec "$ns" sh -c "echo $RETRIES >/proc/sys/net/ipv4/tcp_retries2" || die "cannot set host$i's tcp_retries2"
-        shape "$id-sw" "p$i"
-        shape "$ns" eth0
         echo "host$i slots=$s" >>"$dir/hosts"
         echo "$sub.$i|host$i) n=$ns u=$dir/uts/h$i ;;" >>"$dir/agent"
     done
@@ -203,8 +258,10 @@ up_run() {
         echo 'exec nsenter --net=/run/netns/$n --uts=$u -- sh -c "$*"'
     } >>"$dir/agent"
     chmod +x "$dir/agent"
-    # every host reaches every other (a TCP connect to a closed port is refused: an answer)
+    # every host reaches every other (a TCP connect to a closed port is refused: an answer),
+    # but those whose link loses every frame (--loss 100%)
     for i in $(seq 2 "$N"); do
+        if lost_all 1 || lost_all "$i"; then continue; fi
         nsenter --net=/run/netns/$id-h1 -- bash -c "exec 3<>/dev/tcp/$sub.$i/9" 2>&1 | grep -q refused ||
             die "host1 cannot reach host$i ($sub.$i)"
     done
@@ -281,6 +338,40 @@ link)
     host_of "${1:?link needs ID HOST up|down}" "${2:?link needs ID HOST up|down}"
     case ${3:-} in up | down) ;; *) die "link needs up or down" ;; esac
     ip -n "$NS" link set eth0 "$3"
+    ;;
+shape)
+    need_root
+    host_of "${1:?shape needs ID HOST and --rate, --delay or --loss}" "${2:?shape needs ID HOST and --rate, --delay or --loss}"
+    ID=$1
+    shift 2
+    R=- D=- L=-
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --rate) R=${2:?--rate needs a value} && shift ;;
+        --delay) D=${2:?--delay needs a value} && shift ;;
+        --loss) L=${2:?--loss needs a value} && shift ;;
+        *) die "unknown option '$1' of shape (--rate, --delay, --loss)" ;;
+        esac
+        shift
+    done
+    [ "$R$D$L" != "---" ] || die "shape needs --rate, --delay or --loss"
+    for v in "$R" "$D" "$L"; do
+        case $v in *[[:space:],]* | '') die "shape takes one value per option, not '$v'" ;; esac
+    done
+    CTL=$STATE/$ID/switch.ctl
+    [ -p "$CTL" ] || die "cluster $ID has no switch to shape its links (made without --rate, --delay or --loss)"
+    SEQ=$$.$(date +%s%N)
+    echo "$SEQ $HI $R $D $L" >"$CTL"
+    # the switch answers in switch.ctl.ack once the link is shaped
+    for i in $(seq 100); do
+        A=$(cat "$CTL.ack" 2>/dev/null)
+        case $A in
+        "$SEQ ok") exit 0 ;;
+        "$SEQ "*) die "${A#"$SEQ error: "}" ;;
+        esac
+        sleep 0.02
+    done
+    die "the switch of cluster $ID did not answer (see $STATE/$ID/switch.log)"
     ;;
 down)
     need_root

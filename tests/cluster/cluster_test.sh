@@ -15,6 +15,8 @@
 #                   "rank 3 (pserver 1 on host3)"; no process is left on host1 and host2 when
 #                   the job has ended, nor on host3 within 20 s (its daemon gives mpirun up
 #                   10-15 s after the link went down)
+#   loss_host       link_down's job and checks, on links through flswitch (--delay 0.1ms), host3's
+#                   link set to lose every frame (cluster.sh shape 3 --loss 100%) instead
 #   kill_host       the same layout, every process of host3 killed: the job ends within
 #                   --timeout + 5 s, non-zero, nothing left on host1-2 (the host is named only
 #                   by Open MPI, whose message varies with the moment of the kill: mpirun ends
@@ -40,6 +42,7 @@ if [ "${FLC_CLUSTER:-}" = "" ]; then
     sync_p2t4) UP="4 --slots 2,2,1,1" ;;
     allreduce_t4) UP="4" ;;
     link_down | kill_host) UP="3 --slots 2,1,1" ;;
+    loss_host) UP="3 --slots 2,1,1 --delay 0.1ms" ;;
     *) echo "FAIL: unknown case '$CASE'" && exit 1 ;;
     esac
     T0=$(date +%s.%N)
@@ -86,6 +89,7 @@ fault() {
     T0=$(now)
     case $1 in
     link_down) "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 down || fail "link down" ;;
+    loss_host) "$FLC_CLUSTER_SH" shape "$FLC_CLUSTER" 3 --loss 100% || fail "shape 3 --loss 100%" ;;
     kill_host) "$FLC_CLUSTER_SH" kill "$FLC_CLUSTER" 3 || fail "kill host3" ;;
     esac
     wait $JOB
@@ -112,8 +116,8 @@ case $WHAT in
 sync_p2t2) equality 2 2 1024 && idle 2 ;;
 sync_p2t4) equality 2 4 1024 && idle 4 ;;
 allreduce_t4) equality 0 4 1024 && idle 4 ;;
-link_down)
-    fault link_down
+link_down | loss_host)
+    fault "$WHAT"
     grep -q "rank [01] (trainer [01] on host1): error: .*no answer from rank 3 (pserver 1 on host3) for $TIMEOUT s" "$TMP/out" ||
         fail "no trainer names rank 3 (pserver 1 on host3)"
     # host3 is cut off: its own daemon gives up on mpirun (TCP keepalive) and ends its ranks
