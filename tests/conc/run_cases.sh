@@ -32,7 +32,7 @@ for hdr in "$tmp"/*.hdr; do
     why=""
     [ "$rc" = "$want" ] || why="exit $rc, expected $want"
     # Print lines "MSG VAR [SHAPE] DTYPE: V..." reduced to "MSG V..."
-    sed -n 's/^\([^ ]*\) [^ ]* \[[^]]*\] [a-z0-9]*: *\(.*\)$/\1 \2/p' "$base.out" >"$base.got"
+    sed -n 's/^\([^ ]*\) [^ ]* \[[^]]*\] [a-z0-9]*\( lod [][0-9 ]*\)\{0,1\}: *\(.*\)$/\1 \3/p' "$base.out" >"$base.got"
     if grep -q '^@out ' "$hdr"; then
         sed -n 's/^@out //p' "$hdr" >"$base.want"
         cmp -s "$base.got" "$base.want" || why="$why; stdout [$(tr '\n' '|' <"$base.got")] expected [$(tr '\n' '|' <"$base.want")]"

@@ -535,7 +535,7 @@ static void test_sequences(void) {
     CU_ASSERT_EQUAL_FATAL(sh(&out, "%s tests/e2e/seq/nested.fl -q 2>&1", flrun), 0);
     CU_ASSERT_STRING_EQUAL(out, "outer words@LOD0 [4] int64: 0 2 4 7\n"
                                 "inner words@LOD1 [8] int64: 0 2 3 4 5 6 8 9\n"
-                                "words words [9, 1] float32: 1 1 1 0.5 0.5 1.5 1.5 1.5 1.5\n");
+                                "words words [9, 1] float32 lod [0 2 4 7][0 2 3 4 5 6 8 9]: 1 1 1 0.5 0.5 1.5 1.5 1.5 1.5\n");
     free(out);
     /* A bad row is a data error at its file:line:column. */
     CU_ASSERT_EQUAL(sh(NULL, "mkdir -p %s/seq && cp tests/e2e/seq/tags.fl %s/seq/ && "
