@@ -53,13 +53,8 @@ if [ "${FLC_CLUSTER:-}" = "" ]; then
     RC=$?
     ID=fl$RUN
     echo "cluster $ID: $(echo "$(date +%s.%N) - $T0" | bc) s in all, up and down included"
-    LEFT=""
-    ip netns list | grep -q "^$ID-" && LEFT="$LEFT namespaces($(ip netns list | grep "^$ID-" | tr '\n' ' '))"
-    [ -e /run/flcluster/$ID ] && LEFT="$LEFT state(/run/flcluster/$ID)"
-    ip -o link | grep -q "$ID" && LEFT="$LEFT links"
-    P=$(pgrep -f "/run/flcluster/$ID/")
-    [ -n "$P" ] && LEFT="$LEFT processes($P)"
-    [ -z "$LEFT" ] || { echo "FAIL: left behind:$LEFT"; exit 1; }
+    . "$HERE/left_behind.sh"
+    left_behind "$ID" || exit 1
     [ $RC = 0 ] && echo "PASS: $CASE, nothing left behind"
     exit $RC
 fi
