@@ -248,6 +248,13 @@ static FlStatus check_outputs(Run *r, FlErr *e) {
     Opts *o = r->o;
     if (check_output(r, "--log", o->log, e) != FL_OK || check_output(r, "--timeline", o->timeline, e) != FL_OK)
         return FL_ERROR;
+    if (o->timeline) { /* written at the end: its directory now, so nothing runs for a file that fails */
+        char *dir = fl_path_dir(o->timeline);
+        bool ok = access(dir, W_OK) == 0;
+        FlStatus st = ok ? FL_OK : fl_err(e, "--timeline '%s': cannot write in '%s': %s", o->timeline, dir, strerror(errno));
+        free(dir);
+        if (!ok) return st;
+    }
     struct stat a;
     if (o->log && o->timeline &&
         (!strcmp(o->log, o->timeline) || (stat(o->log, &a) == 0 && is_file(o->timeline, &a))))
@@ -296,8 +303,11 @@ static FlStatus write_timeline(Run *r, FlErr *e) {
         snprintf(who, sizeof who, "flrun: rank %d (%s %d)", pid, server ? "pserver" : "trainer", fl_mpi_index(r->mpi));
         fl_buf_printf(&name, "rank %d (%s %d) on %s", pid, server ? "pserver" : "trainer", fl_mpi_index(r->mpi),
                       fl_mpi_host(r->mpi));
-        fl_buf_printf(&labels, "clock offset %+.1f us against trainer 0 (round trip %.1f us)", (double)c.offset_ns / 1e3,
-                      (double)c.rtt_ns / 1e3);
+        if (fl_mpi_is_lead(r->mpi))
+            fl_buf_puts(&labels, "the job's clock (trainer 0)");
+        else
+            fl_buf_printf(&labels, "clock offset %+.1f us against trainer 0 (round trip %.1f us)",
+                          (double)c.offset_ns / 1e3, (double)c.rtt_ns / 1e3);
     } else {
         fl_buf_printf(&name, "flrun %s", r->o->file);
     }

@@ -150,6 +150,6 @@ FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const Fl
     }
     pthread_mutex_unlock(&m->red_mu);
     flm_add_comm(m, t0);
-    if (m->trace) flm_span(m, "allreduce", ts, NULL, "\"tensors\":%zu,\"step\":%lld", n, (long long)m->step);
+    if (m->trace) flm_span(m, "allreduce ring", ts, NULL, "\"tensors\":%zu,\"step\":%lld", n, (long long)m->step);
     return st;
 }

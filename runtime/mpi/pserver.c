@@ -191,7 +191,7 @@ static FlStatus reply(Server *s, int src, int tag, const char *name, FlVar *v, F
         return flm_post(s->m, src, tag, K_ERROR, 0, name, NULL, msg, 0, e);
     }
     FlStatus st = flm_post(s->m, src, tag, K_PARAM, 0, name, &t, NULL, 0, e);
-    if (s->m->trace) flm_span(s->m, "reply", ts, name, "\"to\":%d,\"bytes\":%zu", src, fl_tensor_nbytes(&t));
+    if (s->m->trace) flm_span(s->m, "reply param", ts, name, "\"to\":%d,\"bytes\":%zu", src, fl_tensor_nbytes(&t));
     fl_tensor_fini(&t);
     return st;
 }
@@ -599,7 +599,7 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
             continue;
         }
         if (m->trace)
-            flm_span(m, "recv pieces", r->trace_t0, g->name, "\"from\":%d,\"pieces\":%lld,\"bytes\":%llu,\"step\":%lld",
+            flm_span(m, "recv grad pieces", r->trace_t0, g->name, "\"from\":%d,\"pieces\":%lld,\"bytes\":%llu,\"step\":%lld",
                      r->src, (long long)r->pieces, (unsigned long long)r->h.nbytes, (long long)r->h.step);
         st = payload_in(s, g, r->t, &r->h, &r->x, e);
         free(r);
@@ -674,7 +674,7 @@ static void trace_header(FlMpi *m, int src, const Hdr *h, const char *name, int6
         flm_span(m, "recv grad", ts, name, "\"from\":%d,\"step\":%lld,\"bytes\":%llu", src, (long long)h->step,
                  (unsigned long long)h->nbytes);
         return;
-    case K_GET: flm_span(m, "get", ts, name, "\"from\":%d,\"step\":%lld", src, (long long)h->step); return;
+    case K_GET: flm_span(m, "param request", ts, name, "\"from\":%d,\"step\":%lld", src, (long long)h->step); return;
     case K_DONE: flm_span(m, "trainer done", ts, NULL, "\"from\":%d", src); return;
     default: return;
     }

@@ -62,7 +62,7 @@ FlStatus flm_t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlEr
     flm_add_comm(m, t0);
     if (m->trace) { /* the arrow's start, at the span's start: the server's receipt comes later */
         fl_trace_flow(m->trace, 's', "grad", flm_flow_id(m->rank, seq), ts);
-        flm_span(m, "send", ts, name, "\"to\":%d,\"bytes\":%zu,\"step\":%lld", dest,
+        flm_span(m, "send grad", ts, name, "\"to\":%d,\"bytes\":%zu,\"step\":%lld", dest,
                  (flags & F_ZERO) ? 0 : fl_tensor_nbytes(t), (long long)m->step);
     }
     return st;
@@ -178,7 +178,7 @@ FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e) {
         pthread_mutex_unlock(&m->mu);
     }
     flm_add_comm(m, t0);
-    if (m->trace) flm_span(m, "prefetch", ts, name, "\"from\":%d", src);
+    if (m->trace) flm_span(m, "prefetch param", ts, name, "\"from\":%d", src);
     return st;
 }
 
@@ -204,7 +204,7 @@ FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e
     if (rc == FL_OK) rc = flm_progress(m, false, e);
     flm_add_comm(m, t0);
     if (m->trace)
-        flm_span(m, "recv", ts, name, "\"from\":%d,\"bytes\":%zu,\"prefetched\":%s", src,
+        flm_span(m, "recv param", ts, name, "\"from\":%d,\"bytes\":%zu,\"prefetched\":%s", src,
                  rc == FL_OK ? fl_tensor_nbytes(out) : 0, found ? "true" : "false");
     return rc;
 }
@@ -236,13 +236,13 @@ FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     int64_t ts = m->trace ? fl_trace_now() : 0;
     if (kind == FL_DIST_FETCH_BARRIER) {
-        if (m->trace) flm_span(m, "fetch_barrier", ts, NULL, "\"step\":%lld", (long long)m->step);
+        if (m->trace) flm_span(m, "barrier wait (fetch)", ts, NULL, "\"step\":%lld", (long long)m->step);
         return FL_OK;
     }
     double t0 = flm_now();
     FlStatus st = flm_progress(m, false, e);
     flm_add_comm(m, t0);
-    if (m->trace) flm_span(m, "send_barrier", ts, NULL, "\"step\":%lld", (long long)m->step);
+    if (m->trace) flm_span(m, "barrier wait (send)", ts, NULL, "\"step\":%lld", (long long)m->step);
     return st;
 }
 
@@ -259,7 +259,7 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
     FlStatus st = drain_fetches(m, e);
     if (st == FL_OK) st = flm_progress(m, true, e);
     flm_add_comm(m, t0);
-    if (m->trace) flm_span(m, "step_end (sends complete)", ts, NULL, "\"step\":%lld", (long long)m->step);
+    if (m->trace) flm_span(m, "step end wait", ts, NULL, "\"step\":%lld", (long long)m->step);
     return st;
 }
 
