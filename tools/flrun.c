@@ -2,9 +2,8 @@
  *
  *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--procs N]
  *         [--log FILE.csv] [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME]
- *         [--data-dir DIR] [-D name=value]... [-q]
+ *         [--data-dir DIR] [--timeline FILE.json [--timeline-events N]] [-D name=value]... [-q]
  *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--piece BYTES] [--stats]
- *   [--timeline FILE.json [--timeline-events N]]     (local runs and MPI jobs)
  *   mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp      (hand-written MPMD programs)
  *
  * With a run spec (fluid.train in the program): runs the startup program once (or loads the
