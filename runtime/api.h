@@ -70,6 +70,7 @@
 #include "base/base.h"
 #include "compiler/ir/dtype.h"
 #include "runtime/tensor.h"
+#include "runtime/trace.h"
 
 typedef struct FlLoadedProgram FlLoadedProgram; /* a loaded .flp: startup + main programs */
 typedef struct FlExecutor FlExecutor;           /* both programs, prepared */
@@ -93,6 +94,9 @@ typedef struct FlExecutorOptions {
     /* Random ops whose seed attribute is 0 get a seed derived from this one and their position,
      * so a program gives bit-identical parameters on every run with the same options. */
     uint64_t seed;
+    /* NULL, or the recorder (runtime/trace.h) every op run of both programs is written to, one
+     * span per op; borrowed: it must outlive the executor. */
+    FlTrace *trace;
 } FlExecutorOptions;
 
 /* Prepares p's startup and main programs (p must outlive the executor). opt may be NULL (seed

@@ -2,7 +2,7 @@
  *
  *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--procs N]
  *         [--log FILE.csv] [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME]
- *         [--data-dir DIR] [-D name=value]... [-q]
+ *         [--data-dir DIR] [--timeline FILE.json [--timeline-events N]] [-D name=value]... [-q]
  *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--piece BYTES] [--stats]
  *   mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp      (hand-written MPMD programs)
  *
@@ -28,6 +28,10 @@
  * module runtime/train/train.h; this file parses the arguments, sets up the MPI roles, checks
  * and writes the outputs (log, checkpoints, predictions) and decides what to print. The plan
  * checkpoints (save_plan, load_server) stay here: they need the transpiler's placement rule.
+ * --timeline records every op run (and, in MPI jobs, the transport's sends, receives, barrier
+ * waits and server updates) in a runtime/trace.h recorder, and writes it as one Chrome
+ * trace-event file: in an MPI job every rank's events go to trainer 0, their times put on trainer
+ * 0's clock with the offsets measured when the roles were assigned (mpi.h).
  * The tool sits on top of every layer; nothing includes it.
  */
 #define _GNU_SOURCE
@@ -86,6 +90,14 @@ static const char *usage_text =
     "                      and returns a large parameter piece by piece as it arrives\n"
     "  --stats             MPI jobs: print each rank's bytes and messages sent (in total and\n"
     "                      per step) and its time in communication vs compute at the end\n"
+    "  --timeline FILE.json\n"
+    "                      write a Chrome trace-event file (chrome://tracing, Perfetto): a\n"
+    "                      span per op run (its type, .fl line, output vars); in MPI jobs also\n"
+    "                      every rank's sends, receives, barrier waits and server updates, on\n"
+    "                      trainer 0's clock, each gradient's send joined to its receipt by an\n"
+    "                      arrow; trainer 0 writes the file (one process per rank)\n"
+    "  --timeline-events N keep at most N events per process (default 1000000); later ones\n"
+    "                      are dropped with a warning\n"
     "  -h, --help          show this help\n"
     "  --version           show the version\n"
     "\n"
@@ -100,8 +112,8 @@ static const char *usage_text =
     "exit status: 0 success, 1 error in the program, its data or at run time, 2 bad usage\n";
 
 typedef struct Opts {
-    const char *file, *log, *save, *load, *predict, *predict_var, *data_dir;
-    int64_t epochs, batch, seed, threads;
+    const char *file, *log, *save, *load, *predict, *predict_var, *data_dir, *timeline;
+    int64_t epochs, batch, seed, threads, timeline_events;
     double timeout;
     uint32_t piece;
     int procs; /* goroutine processors; 0: one per core */
@@ -145,6 +157,7 @@ typedef struct Run {
     bool tty;
     FlMpi *mpi;         /* NULL: a local run */
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
+    FlTrace *trace;     /* --timeline's recorder, else NULL */
 } Run;
 
 static FlStatus log_row(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
@@ -194,14 +207,15 @@ static bool is_file(const char *path, const struct stat *st) {
     return stat(path, &sb) == 0 && sb.st_dev == st->st_dev && sb.st_ino == st->st_ino;
 }
 
-/* Refuses a --log that is one of the run's inputs (the program, the readers' data files, the
- * files of the --load directory, the --predict file; compared by device and inode, so links and
- * other spellings count), that lies in the --save directory, or that is not a regular file. */
-static FlStatus check_outputs(Run *r, FlErr *e) {
+/* Refuses an output file (`flag` names its option: --log, --timeline) that is one of the run's
+ * inputs (the program, the readers' data files, the files of the --load directory, the
+ * --predict file; compared by device and inode, so links and other spellings count), that lies
+ * in the --save directory, or that is not a regular file. */
+static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *e) {
     Opts *o = r->o;
     struct stat out;
-    if (!o->log || stat(o->log, &out) != 0) return FL_OK; /* a new file: nothing to overwrite */
-    if (!S_ISREG(out.st_mode)) return fl_err(e, "--log: '%s' exists and is not a regular file", o->log);
+    if (!file || stat(file, &out) != 0) return FL_OK; /* a new file: nothing to overwrite */
+    if (!S_ISREG(out.st_mode)) return fl_err(e, "%s: '%s' exists and is not a regular file", flag, file);
     const char *what = NULL, *which = NULL;
     if (is_file(o->file, &out)) what = "the program", which = o->file;
     for (size_t i = 0; !what && i < fl_train_input_count(r->tr); i++)
@@ -215,18 +229,37 @@ static FlStatus check_outputs(Run *r, FlErr *e) {
         if (is_file(fl_buf_str(&path), &out)) what = "a file of the --load checkpoint", which = fl_buf_str(&path);
     }
     if (d) closedir(d);
-    FlStatus st = what ? fl_err(e, "--log '%s' is %s ('%s'); refusing to overwrite an input", o->log, what, which)
+    FlStatus st = what ? fl_err(e, "%s '%s' is %s ('%s'); refusing to overwrite an input", flag, file, what, which)
                        : FL_OK;
     fl_buf_free(&path);
     if (st != FL_OK || !o->save) return st;
     /* in the --save directory: the save would find it there and refuse, after training */
-    char *dir = fl_xstrdup(o->log), *slash = strrchr(dir, '/');
+    char *dir = fl_xstrdup(file), *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = 0;
     struct stat sd;
     if (stat(o->save, &sd) == 0 && is_file(slash ? dir : ".", &sd))
-        st = fl_err(e, "--log '%s' is inside the --save directory '%s'", o->log, o->save);
+        st = fl_err(e, "%s '%s' is inside the --save directory '%s'", flag, file, o->save);
     free(dir);
     return st;
+}
+
+/* Every output file the run writes, checked (check_output), and --log and --timeline apart. */
+static FlStatus check_outputs(Run *r, FlErr *e) {
+    Opts *o = r->o;
+    if (check_output(r, "--log", o->log, e) != FL_OK || check_output(r, "--timeline", o->timeline, e) != FL_OK)
+        return FL_ERROR;
+    if (o->timeline) { /* written at the end: its directory now, so nothing runs for a file that fails */
+        char *dir = fl_path_dir(o->timeline);
+        bool ok = access(dir, W_OK) == 0;
+        FlStatus st = ok ? FL_OK : fl_err(e, "--timeline '%s': cannot write in '%s': %s", o->timeline, dir, strerror(errno));
+        free(dir);
+        if (!ok) return st;
+    }
+    struct stat a;
+    if (o->log && o->timeline &&
+        (!strcmp(o->log, o->timeline) || (stat(o->log, &a) == 0 && is_file(o->timeline, &a))))
+        return fl_err(e, "--timeline '%s' and --log '%s' are the same file", o->timeline, o->log);
+    return FL_OK;
 }
 
 /* Opens the log under a temporary name beside it (renamed into place by close_log). */
@@ -249,6 +282,59 @@ static FlStatus close_log(Run *r, FlErr *e) {
     fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
     remove(fl_buf_str(&r->log_tmp));
     return FL_ERROR;
+}
+
+/* --timeline: this process's events (an MPI job: gathered to trainer 0, every rank's times on
+ * trainer 0's clock since its trace began), written by the local run or trainer 0. A process
+ * whose recorder reached its cap says so on stderr and in its process label. */
+static FlStatus write_timeline(Run *r, FlErr *e) {
+    FlTrace *tr = r->trace;
+    FlBuf mine = {0}, all = {0}, name = {0}, labels = {0}, other = {0};
+    int pid = 0;
+    int64_t origin = fl_trace_origin(tr);
+    bool lead = !r->mpi || fl_mpi_is_lead(r->mpi);
+    char who[64] = "flrun";
+    if (r->mpi) {
+        FlMpiClock c;
+        fl_mpi_clock(r->mpi, &c);
+        pid = fl_mpi_rank(r->mpi);
+        origin = c.origin_ns + c.offset_ns; /* trainer 0's origin, on this rank's clock */
+        bool server = fl_mpi_role(r->mpi) == FL_MPI_PSERVER;
+        snprintf(who, sizeof who, "flrun: rank %d (%s %d)", pid, server ? "pserver" : "trainer", fl_mpi_index(r->mpi));
+        fl_buf_printf(&name, "rank %d (%s %d) on %s", pid, server ? "pserver" : "trainer", fl_mpi_index(r->mpi),
+                      fl_mpi_host(r->mpi));
+        if (fl_mpi_is_lead(r->mpi))
+            fl_buf_puts(&labels, "the job's clock (trainer 0)");
+        else
+            fl_buf_printf(&labels, "clock offset %+.1f us against trainer 0 (round trip %.1f us)",
+                          (double)c.offset_ns / 1e3, (double)c.rtt_ns / 1e3);
+    } else {
+        fl_buf_printf(&name, "flrun %s", r->o->file);
+    }
+    size_t dropped = fl_trace_dropped(tr);
+    if (dropped) {
+        fprintf(stderr, "%s: warning: --timeline: the limit of %zu events was reached; %zu later events were dropped "
+                "(raise --timeline-events)\n", who, fl_trace_cap(tr), dropped);
+        fl_buf_printf(&labels, "%s%zu events dropped at the --timeline-events limit (%zu)", labels.len ? "; " : "",
+                      dropped, fl_trace_cap(tr));
+    }
+    fl_trace_format(tr, pid, fl_buf_str(&name), labels.len ? fl_buf_str(&labels) : NULL, origin, &mine);
+    FlStatus st = FL_OK;
+    if (r->mpi) st = fl_mpi_gather_timeline(r->mpi, fl_buf_str(&mine), mine.len, &all, e);
+    else fl_buf_append(&all, fl_buf_str(&mine), mine.len);
+    if (st == FL_OK && lead) {
+        fl_buf_puts(&other, "\"tool\":\"flrun\",\"program\":");
+        fl_trace_json_str(&other, r->o->file);
+        fl_buf_printf(&other, ",\"ranks\":%d", r->mpi ? fl_mpi_size(r->mpi) : 1);
+        if (r->mpi) fl_buf_printf(&other, ",\"clock\":\"trainer 0 (rank %d)\"", pid);
+        st = fl_trace_write(r->o->timeline, fl_buf_str(&all), all.len, fl_buf_str(&other), e);
+    }
+    fl_buf_free(&mine);
+    fl_buf_free(&all);
+    fl_buf_free(&name);
+    fl_buf_free(&labels);
+    fl_buf_free(&other);
+    return st;
 }
 
 static FlStatus train(Run *r, FlErr *e) {
@@ -338,9 +424,9 @@ static void print_plan_issues(const Opts *o, const FlPlanIssues *vi) {
  * with issues (every rank found the same) starts no work: rank 0 reports them, every rank
  * leaves with 1. Returns the exit code when the job cannot start, else -1. */
 static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **bundle, int64_t *seed,
-                     FlMpi **out) {
+                     FlTrace *trace, FlMpi **out) {
     FlErr e = {{0}};
-    FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats, .piece = o->piece};
+    FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats, .piece = o->piece, .trace = trace};
     FlMpi *m;
     if (fl_mpi_init(&mo, &m, &e) != FL_OK) {
         if (bad->items.len) print_plan_issues(o, bad);
@@ -499,14 +585,17 @@ static int run_program(Opts *o) {
     }
     FlMpi *mpi = NULL;
     int64_t seed = o->seed;
+    /* the timeline's origin: before MPI starts, so every event of the run comes after it */
+    FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
     if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
         FlPlanIssues bad = {0};
         if (plan) fl_plan_verify(plan, &bad);
-        code = start_mpi(o, plan, &bad, &bundle, &seed, &mpi);
+        code = start_mpi(o, plan, &bad, &bundle, &seed, trace, &mpi);
         fl_plan_verify_issues_fini(&bad);
         if (code >= 0) {
             fl_ir_plan_free(plan);
             fl_ir_bundle_free(bundle);
+            fl_trace_free(trace);
             return code;
         }
     }
@@ -514,6 +603,7 @@ static int run_program(Opts *o) {
     r.o = o;
     r.mpi = mpi;
     r.plan = plan;
+    r.trace = trace;
     bool server = mpi && fl_mpi_role(mpi) == FL_MPI_PSERVER;
     bool lead = !server && (!mpi || fl_mpi_index(mpi) == 0);
     r.prog = fl_program_from_bundle_take(bundle);
@@ -521,7 +611,7 @@ static int run_program(Opts *o) {
     r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
     int rc = 1;
     FlSched *sched = NULL; /* goroutines (see below) */
-    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed)};
+    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .trace = trace};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
@@ -537,6 +627,7 @@ static int run_program(Opts *o) {
     const FlRunSpec *rs = &r.bundle->run;
     if (server) { /* startup, then listen_and_serv until every trainer is done */
         if (fl_executor_run(r.ex, r.scope, NULL, 0, NULL, 0, &e) != FL_OK) goto fail;
+        if (trace && write_timeline(&r, &e) != FL_OK) goto fail;
         rc = 0;
         goto fail;
     }
@@ -554,9 +645,11 @@ static int run_program(Opts *o) {
     }
     if (o->save && lead && plan && save_plan(&r, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
+    if (mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail; /* with the pservers, which are done */
     if (r.log && close_log(&r, &e) != FL_OK) goto fail;
     if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && predict(&r, &e) != FL_OK) goto fail;
+    if (!mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
     if (rc && mpi) {
@@ -622,12 +715,13 @@ fail:
         fl_mpi_print_stats(mpi, stderr);
         fl_mpi_free(mpi);
     }
+    fl_trace_free(trace); /* after the scheduler: no goroutine records any more */
     return rc;
 }
 
 int main(int argc, char **argv) {
     Opts o = {0};
-    o.epochs = o.batch = o.seed = o.threads = -1;
+    o.epochs = o.batch = o.seed = o.threads = o.timeline_events = -1;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -690,6 +784,15 @@ int main(int argc, char **argv) {
         } else if (!strcmp(s, "--log")) {
             NEED_VAL();
             o.log = val;
+        } else if (!strcmp(s, "--timeline")) {
+            NEED_VAL();
+            o.timeline = val;
+        } else if (!strcmp(s, "--timeline-events")) {
+            NEED_VAL();
+            if (!parse_int(val, 1, &o.timeline_events) || o.timeline_events > 1000000000) {
+                rc = usage_error("%s needs a number of events from 1 to 1000000000", s);
+                goto done;
+            }
         } else if (!strcmp(s, "--save")) {
             NEED_VAL();
             o.save = val;
@@ -728,6 +831,11 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
+    if (o.timeline_events > 0 && !o.timeline) {
+        rc = usage_error("%s is the limit of --timeline's events; give --timeline FILE.json too", "--timeline-events");
+        goto done;
+    }
+    if (o.timeline_events < 0) o.timeline_events = FL_TRACE_DEFAULT_CAP;
     if (o.threads > 0) openblas_set_num_threads((int)o.threads);
     else if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
     rc = run_program(&o);

@@ -48,7 +48,7 @@ const FlBundle *fl_program_bundle(const FlLoadedProgram *p) { return p->bundle; 
 FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt, FlExecutor **out,
                          FlErr *err) {
     *out = NULL;
-    FlExecOptions o = {.seed = opt ? opt->seed : 0};
+    FlExecOptions o = {.seed = opt ? opt->seed : 0, .trace = opt ? opt->trace : NULL};
     const FlBundle *b = p->bundle;
     const char *const *src = (const char *const *)b->source_paths.data;
     size_t ns = b->source_paths.len;

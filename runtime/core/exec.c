@@ -385,10 +385,20 @@ done:
  * blocking region: on a goroutine the worker's processor goes to another worker meanwhile, and
  * a goroutine waiting in MPI is never taken for deadlocked (runtime/sched/sched.h). Outside
  * goroutines and attached threads the region calls are no-ops. */
-static FlStatus run_op(RunCtx *rc, const ExecOp *op, FlScope *s) {
+static FlStatus run_op_plain(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (op->region && rc->sched) fl_sched_block_begin();
     FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
     if (op->region && rc->sched) fl_sched_block_end();
+    return st;
+}
+
+/* With a trace (--timeline), each op run is a span; without, the one branch below is its cost. */
+static FlStatus run_op(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlTrace *tr = rc->ex->opt.trace;
+    if (!tr) return run_op_plain(rc, op, s);
+    int64_t t0 = fl_trace_now();
+    FlStatus st = run_op_plain(rc, op, s);
+    fl_trace_span(tr, "op", op->desc->type, t0, fl_trace_now(), op->trace_args);
     return st;
 }
 
@@ -435,6 +445,23 @@ static void resolve_arg(PBlock *pb, const char *name, ArgRef *a) {
     size_t i = fl_scope_layout_add(&pb->layout, name);
     if (i >= pb->slots.len) FL_VEC_PUSH(&pb->slots, ((SlotInfo){NULL, false}));
     a->idx = (int)i;
+}
+
+/* The args of op's spans in a trace: its .fl line (when it has one), block and output vars. */
+static void trace_args(ExecOp *op, const char *loc) {
+    FlBuf b = {0};
+    if (loc[0]) {
+        fl_buf_puts(&b, "\"line\":");
+        fl_trace_json_str(&b, loc);
+        fl_buf_putc(&b, ',');
+    }
+    fl_buf_printf(&b, "\"block\":%d,\"outputs\":[", op->block->b->idx);
+    for (int j = 0; j < op->nout; j++) {
+        if (j) fl_buf_putc(&b, ',');
+        fl_trace_json_str(&b, op->args[op->nin + j].name);
+    }
+    fl_buf_putc(&b, ']');
+    op->trace_args = b.data;
 }
 
 static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
@@ -535,6 +562,7 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     /* concurrency: goroutine state, and the ops that run inside a blocking region */
     if (op->info->flags & FL_OPF_CHAN) fl_conc_prepare(ex);
     op->region = (op->info->flags & (FL_OPF_DIST | FL_OPF_LONG)) != 0;
+    if (ex->opt.trace) trace_args(op, loc);
     return FL_OK;
 }
 
@@ -619,6 +647,7 @@ void fl_exec_free(FlExec *ex) {
             free(pb->ops[k].args);
             free(pb->ops[k].a.list);
             free(pb->ops[k].a.extra);
+            free(pb->ops[k].trace_args);
         }
         free(pb->ops);
         fl_scope_layout_fini(&pb->layout);

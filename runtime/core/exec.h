@@ -40,11 +40,14 @@
 #include "compiler/ir/ir.h"
 #include "runtime/core/scope.h"
 #include "runtime/tensor.h"
+#include "runtime/trace.h"
 
 typedef struct FlExec FlExec;
 
 typedef struct FlExecOptions {
     uint64_t seed; /* the program seed behind seed-0 random ops (default 0) */
+    FlTrace *trace; /* NULL, or where every op run is recorded (one span per op: its type, .fl
+                     * line, block and output vars); borrowed, outlives the FlExec */
 } FlExecOptions;
 
 typedef struct FlExecFeed {

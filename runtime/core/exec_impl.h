@@ -89,6 +89,8 @@ struct ExecOp {
                             * blocked in it has in reports; written at prepare, never after */
     bool region;           /* may block its thread for long (MPI, GEMM): run inside
                             * fl_sched_block_begin/end so goroutines keep running (exec.c) */
+    char *trace_args;      /* with FlExecOptions.trace: the args of its spans (JSON members:
+                            * line, block, outputs), made at prepare; owned */
 };
 
 typedef struct SlotInfo {

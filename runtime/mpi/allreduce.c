@@ -97,6 +97,7 @@ FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const Fl
         if (in[i].dtype != FL_DT_FLOAT32 && in[i].dtype != FL_DT_FLOAT64)
             return fl_err(e, "allreduce: '%s' is %s; only float tensors are reduced", names[i], fl_dtype_name(in[i].dtype));
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     /* without global rows (no reader) every trainer ran the same batch: the mean */
     double w = m->rows_global <= 0 ? 1.0 / m->T
                : loss_sum        ? (m->rows > 0 ? 1.0 : 0.0)
@@ -149,5 +150,6 @@ FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const Fl
     }
     pthread_mutex_unlock(&m->red_mu);
     flm_add_comm(m, t0);
+    if (m->trace) flm_span(m, "allreduce ring", ts, NULL, "\"tensors\":%zu,\"step\":%lld", n, (long long)m->step);
     return st;
 }

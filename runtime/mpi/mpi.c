@@ -41,6 +41,8 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     MPI_Comm_size(MPI_COMM_WORLD, &m->size);
     m->timeout = opt && opt->timeout > 0 ? opt->timeout : FL_MPI_DEFAULT_TIMEOUT;
     m->stats = opt && opt->stats;
+    m->trace = opt ? opt->trace : NULL;
+    atomic_init(&m->seq, 0u);
     m->piece = piece;
     m->role_comm = MPI_COMM_NULL;
     int *ub = NULL, flag = 0;
@@ -232,7 +234,7 @@ typedef struct Announce {
     uint32_t magic;
     int32_t kind, role, mode; /* AK_*, FlMpiRole, AM_* */
     int32_t ok;               /* 0: msg says why this rank cannot take its role */
-    int32_t pad;
+    int32_t timeline;         /* 1: the rank records a timeline (every rank or none must) */
     uint64_t plan_id; /* a plan: a hash of its bytes (every rank must run the same plan) */
     char file[64];    /* the file this rank runs (its last 63 bytes) */
     char msg[192];
@@ -327,6 +329,7 @@ static bool pick_not_allreduce(const Announce *a, const void *unused) {
 static bool pick_pserver_mode(const Announce *a, const void *md) {
     return a->role == FL_MPI_PSERVER && a->mode == *(const int *)md;
 }
+static bool pick_timeline(const Announce *a, const void *on) { return a->timeline == *(const int *)on; }
 
 /* Numbers trainers and pservers by rank order from the records' roles. */
 static void number_roles(FlMpi *m, const Announce *all) {
@@ -410,6 +413,16 @@ static FlStatus verdict(FlMpi *m, const Announce *all, FlErr *e) {
         st = fl_err(e, "the job has no trainer (every rank runs a listen_and_serv program)");
         goto done;
     }
+    int ntl = 0, on = 1, off = 0;
+    for (int r = 0; r < n; r++) ntl += all[r].timeline != 0;
+    if (ntl > 0 && ntl < n) {
+        rank_list(all, n, pick_timeline, &on, &b);
+        fl_buf_printf(&b, " record a timeline (--timeline) and ");
+        rank_list(all, n, pick_timeline, &off, &b);
+        st = fl_err(e, "%s do%s not: a job's timeline takes every rank (give each the --timeline option)",
+                    fl_buf_str(&b), n - ntl == 1 ? "es" : "");
+        goto done;
+    }
     int sync = AM_SYNC, async = AM_ASYNC, ar = AM_ALLREDUCE;
     bool t_sync = false, t_ar = false, t_other = false, p_async = false;
     for (int r = 0; r < n; r++) {
@@ -467,6 +480,8 @@ static FlStatus assign(FlMpi *m, const Announce *mine, FlErr *e) {
         fl_mpi_fail(m, e->msg);
     }
     alive_start(m);
+    /* the timeline's clocks, while every rank is here (a failure may leave others waiting) */
+    if (m->trace && flm_clock_sync(m, e) != FL_OK) fl_mpi_fail(m, e->msg);
     return FL_OK;
 }
 
@@ -483,6 +498,7 @@ static uint64_t plan_id(const FlPlan *plan) {
 FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlErr *e) {
     Announce a;
     announce_init(&a, AK_PLAN, file);
+    a.timeline = m->trace != NULL;
     a.plan_id = plan_id(plan);
     size_t nr = plan->rank_role.len;
     char msg[sizeof a.msg];
@@ -504,6 +520,7 @@ FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlEr
 FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, FlErr *e) {
     Announce a;
     announce_init(&a, AK_PROGRAM, file);
+    a.timeline = m->trace != NULL;
     bool server = !strcmp(b->role, "pserver") || find_op(b->main, FL_OPID_listen_and_serv);
     a.role = server ? FL_MPI_PSERVER : FL_MPI_TRAINER;
     a.mode = program_mode(b->main, (FlMpiRole)a.role);

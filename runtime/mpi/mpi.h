@@ -49,6 +49,7 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 #include "runtime/core/dist.h"
+#include "runtime/trace.h"
 
 #define FL_MPI_INLINE 8192         /* payloads up to this many bytes travel inside the header */
 #define FL_MPI_PIECE (1u << 20)    /* a larger payload travels in data messages of this many bytes */
@@ -61,6 +62,10 @@ typedef struct FlMpiOptions {
     double timeout; /* seconds a peer may stay silent while this rank waits on it; <= 0: default */
     bool stats;     /* count bytes, messages and time (fl_mpi_print_stats) */
     uint32_t piece; /* bytes per data message of a large payload (a multiple of 8); 0: FL_MPI_PIECE */
+    FlTrace *trace; /* NULL, or the recorder of this rank's timeline (flrun --timeline; borrowed):
+                     * every rank of the job must have one or none (the announce exchange checks);
+                     * then the roles' assignment also measures the clock offsets (fl_mpi_clock)
+                     * and sends, receives, barriers and server updates are recorded */
 } FlMpiOptions;
 
 typedef struct FlMpi FlMpi;
@@ -111,6 +116,26 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) FL_WARN_UNUSED;
 /* Trainers: tells every pserver that this trainer is done. */
 FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
+
+/* ---- the timeline (FlMpiOptions.trace; timeline.c) ----
+ * Clocks: when the roles are assigned, trainer 0 measures every other rank's clock against its
+ * own with FLM_CLOCK_ROUNDS ping-pongs (t0 its send, t_r the rank's clock at the reply, t1 its
+ * receipt) and keeps the round with the smallest round trip: offset = t_r - (t0 + t1) / 2,
+ * off by at most half that round trip. Each rank gets its offset and trainer 0's trace origin. */
+typedef struct FlMpiClock {
+    int64_t offset_ns; /* this rank's clock minus trainer 0's (0 on trainer 0) */
+    int64_t rtt_ns;    /* the round trip of the sample the offset comes from (0 on trainer 0) */
+    int64_t origin_ns; /* trainer 0's fl_trace_origin, in trainer 0's clock */
+} FlMpiClock;
+/* The clock as measured (all zero without a trace). */
+void fl_mpi_clock(const FlMpi *m, FlMpiClock *out);
+/* Whether this rank is trainer 0 (the rank that writes the job's log and timeline). */
+bool fl_mpi_is_lead(const FlMpi *m);
+/* This rank's host name (as the announce exchange told it). */
+const char *fl_mpi_host(const FlMpi *m);
+/* Collective over every rank: trainer 0 gets the n bytes of every rank, in rank order, appended
+ * to *all (the others leave it as it is). Polled with the peer timeout. */
+FlStatus fl_mpi_gather_timeline(FlMpi *m, const char *mine, size_t n, FlBuf *all, FlErr *e) FL_WARN_UNUSED;
 
 /* Prints "flrun: rank R (role i): msg" on stderr and ends the whole job (MPI_Abort, exit 1). */
 FL_NORETURN void fl_mpi_fail(FlMpi *m, const char *msg);

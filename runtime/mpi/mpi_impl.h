@@ -10,6 +10,7 @@
  *                finishing
  *   allreduce.c  the allreduce ring over the trainers
  *   pserver.c    the pserver loop (listen_and_serv): gradients, optimize blocks, streamed updates
+ *   timeline.c   the timeline: clock offsets against trainer 0, spans, the gathering of events
  *
  * Internal functions carry the prefix flm_; a function here is used by more than one file.
  */
@@ -22,7 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-enum { TAG_HDR = 1, TAG_DATA = 2, TAG_ALIVE = 3, TAG_REPLY0 = 16 };
+enum { TAG_HDR = 1, TAG_DATA = 2, TAG_ALIVE = 3, TAG_CLOCK = 4, TAG_REPLY0 = 16 };
 enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
 enum { F_INLINE = 1, F_ZERO = 2 };
 #define MAGIC 0x324d4c46u /* "FLM2" */
@@ -41,7 +42,8 @@ typedef struct Hdr {
     uint32_t name_len;  /* bytes of name after the header (no NUL); then inline payload */
     uint32_t piece;     /* a payload that is not inline: the bytes of each data message but
                          * the last (a multiple of 8) */
-    uint32_t pad;
+    uint32_t seq;       /* GRAD: the sender's message number (from 1), which with the sender's
+                         * rank names the timeline's arrow from the send to its receipt */
 } Hdr;
 
 #define MSG_MAX (sizeof(Hdr) + NAME_MAX_LEN + FL_MPI_INLINE)
@@ -113,6 +115,10 @@ struct FlMpi {
     bool alive_on, alive_stop;
     pthread_mutex_t alive_mu;
     pthread_cond_t alive_cv;
+    /* the timeline (timeline.c): NULL when off */
+    FlTrace *trace;
+    FlMpiClock clock;
+    atomic_uint seq; /* GRAD messages sent (Hdr.seq) */
     /* stats */
     uint64_t bytes, msgs;
     int64_t steps;
@@ -170,10 +176,11 @@ size_t flm_piece_len(uint64_t nbytes, uint32_t piece, int64_t c);
 /* Posts one message to dest: the header on `tag` and, for a payload that is not inline, its
  * pieces on tag + 1, all of them unless `later` (the caller then posts each with
  * flm_post_piece as its bytes become final, in order). t: the tensor to send (NULL: none);
- * text: an inline text payload (ERROR replies). */
+ * text: an inline text payload (ERROR replies); seq: Hdr.seq. */
 FlStatus flm_post_msg(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name,
-                      const FlTensor *t, const char *text, int32_t reply_tag, bool later, FlErr *e) FL_WARN_UNUSED;
-/* flm_post_msg without `later`. */
+                      const FlTensor *t, const char *text, int32_t reply_tag, bool later, uint32_t seq,
+                      FlErr *e) FL_WARN_UNUSED;
+/* flm_post_msg without `later`, with seq 0. */
 FlStatus flm_post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name, const FlTensor *t,
                   const char *text, int32_t reply_tag, FlErr *e) FL_WARN_UNUSED;
 /* Piece c of a message whose header flm_post_msg posted with `later`. */
@@ -212,6 +219,16 @@ FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
 /* ---- the allreduce ring (allreduce.c) ---- */
 FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
                          bool loss_sum, FlErr *e);
+
+/* ---- the timeline (timeline.c) ---- */
+#define FLM_CLOCK_ROUNDS 8
+/* Collective, after the roles (assign): the clock offsets of fl_mpi_clock. */
+FlStatus flm_clock_sync(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
+/* A span [t0, now] of the transport in m->trace (the caller tests m->trace): name, and args
+ * "var": var (when not NULL) then the members fmt prints (may be NULL). */
+void flm_span(FlMpi *m, const char *name, int64_t t0, const char *var, const char *fmt, ...) FL_PRINTF(5, 6);
+/* The flow id of GRAD message seq of rank `rank` (its send's arrow to the server's receipt). */
+static inline uint64_t flm_flow_id(int rank, uint32_t seq) { return ((uint64_t)(unsigned)rank << 32) | seq; }
 
 /* ---- the pserver loop (pserver.c) ---- */
 FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e);

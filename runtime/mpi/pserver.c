@@ -42,6 +42,7 @@ typedef struct SRecv {
     int64_t pieces, posted, done, consumed; /* consumed: pieces the stream has applied */
     MPI_Request req[RECV_WINDOW]; /* pieces [done, posted); piece c at c % RECV_WINDOW */
     double since;                 /* its last progress */
+    int64_t trace_t0;             /* with a timeline: when its header was read */
 } SRecv;
 
 typedef struct SGrad {
@@ -182,6 +183,7 @@ static FlStatus scale_in_place(FlErr *e, FlTensor *x, double w, const char *name
 }
 
 static FlStatus reply(Server *s, int src, int tag, const char *name, FlVar *v, FlErr *e) {
+    int64_t ts = s->m->trace ? fl_trace_now() : 0;
     FlTensor t = FL_TENSOR_INIT;
     if (!v || !fl_var_get_tensor(v, &t)) {
         char msg[NAME_MAX_LEN + 128];
@@ -189,6 +191,7 @@ static FlStatus reply(Server *s, int src, int tag, const char *name, FlVar *v, F
         return flm_post(s->m, src, tag, K_ERROR, 0, name, NULL, msg, 0, e);
     }
     FlStatus st = flm_post(s->m, src, tag, K_PARAM, 0, name, &t, NULL, 0, e);
+    if (s->m->trace) flm_span(s->m, "reply param", ts, name, "\"to\":%d,\"bytes\":%zu", src, fl_tensor_nbytes(&t));
     fl_tensor_fini(&t);
     return st;
 }
@@ -215,9 +218,11 @@ static FlStatus run_lr(Server *s, int64_t step, FlErr *e) {
 
 static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
     double t0 = flm_now();
+    int64_t ts = s->m->trace ? fl_trace_now() : 0;
     FlStatus st = run_lr(s, step, e);
     if (st == FL_OK) st = fl_dist_server_run_from(s->srv, k, s->b[k].skip, e);
     s->m->compute += flm_now() - t0;
+    if (s->m->trace) flm_span(s->m, "update", ts, NULL, "\"block\":%zu,\"step\":%lld", k, (long long)step);
     if (step + 1 > s->m->steps) s->m->steps = step + 1;
     return st;
 }
@@ -355,7 +360,7 @@ static FlStatus stream_replies(Server *s, size_t k, FlErr *e) {
                 fl_tensor_fini(&q->t);
                 continue;
             }
-            if (flm_post_msg(s->m, q->src, q->tag, K_PARAM, 0, q->name, &q->t, NULL, 0, true, e) != FL_OK) return FL_ERROR;
+            if (flm_post_msg(s->m, q->src, q->tag, K_PARAM, 0, q->name, &q->t, NULL, 0, true, 0, e) != FL_OK) return FL_ERROR;
             q->sent = 0;
         }
         for (; q->sent < b->applied; q->sent++)
@@ -414,6 +419,7 @@ static FlStatus stream(Server *s, size_t k, FlErr *e) {
     int64_t per = m->piece / (int64_t)es;
     const void *stack[8], **src = T <= 8 ? stack : fl_xcalloc((size_t)T, sizeof *src);
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0, applied0 = b->applied;
     FlStatus st = FL_OK;
     for (; st == FL_OK && b->applied < avail; b->applied++) {
         int64_t c = b->applied, i0 = c * per, i1 = i0 + per < b->n ? i0 + per : b->n;
@@ -431,6 +437,9 @@ static FlStatus stream(Server *s, size_t k, FlErr *e) {
     }
     if (src != stack) free(src);
     m->compute += flm_now() - t0;
+    if (m->trace && b->applied > applied0)
+        flm_span(m, "update pieces", ts, NULL, "\"block\":%zu,\"step\":%lld,\"pieces\":[%lld,%lld],\"of\":%lld", k,
+                 (long long)b->step, (long long)applied0, (long long)b->applied, (long long)b->pieces);
     if (st == FL_OK) st = stream_replies(s, k, e);
     if (st != FL_OK || b->applied < b->pieces || b->have < b->need) return st;
     st = fl_dist_update_end(b->upd, e);
@@ -525,7 +534,8 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
     if (g->fused) g->kind[t] = (h->flags & F_ZERO) ? GK_ZERO : ring ? GK_RING : GK_FULL;
     if (pieces == 0) return payload_in(s, g, t, h, &x, e);
     SRecv *r = fl_xcalloc(1, sizeof *r);
-    *r = (SRecv){.h = *h, .t = t, .src = src, .gi = gi, .x = x, .pieces = pieces, .since = flm_now()};
+    *r = (SRecv){.h = *h, .t = t, .src = src, .gi = gi, .x = x, .pieces = pieces, .since = flm_now(),
+                 .trace_t0 = m->trace ? fl_trace_now() : 0};
     FL_VEC_PUSH(&s->recvs, r);
     if (g->fused) {
         fl_tensor_ref(&g->got[t], &r->x);
@@ -588,6 +598,9 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
             if (st == FL_OK && r->done > 0 && s->b[g->block].streaming > 0) st = stream(s, g->block, e);
             continue;
         }
+        if (m->trace)
+            flm_span(m, "recv grad pieces", r->trace_t0, g->name, "\"from\":%d,\"pieces\":%lld,\"bytes\":%llu,\"step\":%lld",
+                     r->src, (long long)r->pieces, (unsigned long long)r->h.nbytes, (long long)r->h.step);
         st = payload_in(s, g, r->t, &r->h, &r->x, e);
         free(r);
     }
@@ -652,6 +665,21 @@ static FlStatus check_trainers(Server *s, const bool *done, FlErr *e) {
     return FL_OK;
 }
 
+/* The receipt of header h from rank src (read from ts on) in the timeline: a span, and for a
+ * gradient the end of the arrow from its send. */
+static void trace_header(FlMpi *m, int src, const Hdr *h, const char *name, int64_t ts) {
+    switch (h->kind) {
+    case K_GRAD:
+        if (h->seq) fl_trace_flow(m->trace, 'f', "grad", flm_flow_id(src, h->seq), ts);
+        flm_span(m, "recv grad", ts, name, "\"from\":%d,\"step\":%lld,\"bytes\":%llu", src, (long long)h->step,
+                 (unsigned long long)h->nbytes);
+        return;
+    case K_GET: flm_span(m, "param request", ts, name, "\"from\":%d,\"step\":%lld", src, (long long)h->step); return;
+    case K_DONE: flm_span(m, "trainer done", ts, NULL, "\"from\":%d", src); return;
+    default: return;
+    }
+}
+
 /* Reads one waiting header (*got: whether one was waiting) and acts on it. */
 static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr *e) {
     FlMpi *m = s->m;
@@ -661,6 +689,7 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
     MPI_TRY(MPI_Improbe(MPI_ANY_SOURCE, TAG_HDR, MPI_COMM_WORLD, &flag, &msg, &ms), "waiting for messages");
     *got = flag;
     if (!flag) return FL_OK;
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     int count = 0;
     MPI_Get_count(&ms, MPI_BYTE, &count);
     int src = ms.MPI_SOURCE;
@@ -675,6 +704,7 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
     if (m->role_of[src] != FL_MPI_TRAINER)
         return fl_err(e, "a message from %s, which is not a trainer", flm_peer_name(m, src, pn, sizeof pn));
     int t = m->index_of[src];
+    if (m->trace) trace_header(m, src, &h, name, ts);
     switch (h.kind) {
     case K_GRAD: return on_grad(s, t, src, &h, name, payload, e);
     case K_GET: return on_get(s, t, src, &h, name, e);

@@ -52,12 +52,19 @@ void flm_add_comm(FlMpi *m, double t0) {
 FlStatus flm_t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     int dest = pserver_rank(m, ps, name, "sending", e);
     if (dest < 0) return FL_ERROR;
     uint16_t flags = m->rows == 0 && m->rows_global > 0 ? F_ZERO : 0;
-    FlStatus st = flm_post(m, dest, TAG_HDR, K_GRAD, flags, name, t, NULL, 0, e);
+    uint32_t seq = atomic_fetch_add(&m->seq, 1u) + 1u;
+    FlStatus st = flm_post_msg(m, dest, TAG_HDR, K_GRAD, flags, name, t, NULL, 0, false, seq, e);
     if (st == FL_OK) st = flm_progress(m, false, e);
     flm_add_comm(m, t0);
+    if (m->trace) { /* the arrow's start, at the span's start: the server's receipt comes later */
+        fl_trace_flow(m->trace, 's', "grad", flm_flow_id(m->rank, seq), ts);
+        flm_span(m, "send grad", ts, name, "\"to\":%d,\"bytes\":%zu,\"step\":%lld", dest,
+                 (flags & F_ZERO) ? 0 : fl_tensor_nbytes(t), (long long)m->step);
+    }
     return st;
 }
 
@@ -161,6 +168,7 @@ done:
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     int src = pserver_rank(m, ps, name, "receiving", e);
     Fetch f;
     FlStatus st = src < 0 ? FL_ERROR : start_get(m, src, name, &f, e);
@@ -170,12 +178,14 @@ FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e) {
         pthread_mutex_unlock(&m->mu);
     }
     flm_add_comm(m, t0);
+    if (m->trace) flm_span(m, "prefetch param", ts, name, "\"from\":%d", src);
     return st;
 }
 
 FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     int src = pserver_rank(m, ps, name, "receiving", e);
     if (src < 0) return FL_ERROR;
     Fetch f = {0};
@@ -193,6 +203,9 @@ FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e
     if (rc == FL_OK) rc = finish_get(m, &f, out, e);
     if (rc == FL_OK) rc = flm_progress(m, false, e);
     flm_add_comm(m, t0);
+    if (m->trace)
+        flm_span(m, "recv param", ts, name, "\"from\":%d,\"bytes\":%zu,\"prefetched\":%s", src,
+                 rc == FL_OK ? fl_tensor_nbytes(out) : 0, found ? "true" : "false");
     return rc;
 }
 
@@ -221,10 +234,15 @@ static FlStatus drain_fetches(FlMpi *m, FlErr *e) {
  * the rest. */
 FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e) {
     FlMpi *m = (FlMpi *)d;
-    if (kind == FL_DIST_FETCH_BARRIER) return FL_OK;
+    int64_t ts = m->trace ? fl_trace_now() : 0;
+    if (kind == FL_DIST_FETCH_BARRIER) {
+        if (m->trace) flm_span(m, "barrier wait (fetch)", ts, NULL, "\"step\":%lld", (long long)m->step);
+        return FL_OK;
+    }
     double t0 = flm_now();
     FlStatus st = flm_progress(m, false, e);
     flm_add_comm(m, t0);
+    if (m->trace) flm_span(m, "barrier wait (send)", ts, NULL, "\"step\":%lld", (long long)m->step);
     return st;
 }
 
@@ -237,9 +255,11 @@ void fl_mpi_step_begin(FlMpi *m, int64_t step, size_t rows, size_t rows_global) 
 
 FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     FlStatus st = drain_fetches(m, e);
     if (st == FL_OK) st = flm_progress(m, true, e);
     flm_add_comm(m, t0);
+    if (m->trace) flm_span(m, "step end wait", ts, NULL, "\"step\":%lld", (long long)m->step);
     return st;
 }
 
@@ -252,10 +272,12 @@ void fl_mpi_add_compute(FlMpi *m, double seconds) {
 FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) {
     FL_ASSERT(m->assigned && m->role == FL_MPI_TRAINER);
     double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
     MPI_Request r;
     MPI_TRY(MPI_Igather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, m->role_comm, &r), "gathering figures");
     FlStatus st = flm_wait_req(m, &r, NULL, -1, "gathering the trainers' figures", e);
     flm_add_comm(m, t0);
+    if (m->trace) flm_span(m, "gather figures", ts, NULL, NULL);
     return st;
 }
 

@@ -164,13 +164,13 @@ static int post_piece_locked(FlMpi *m, int dest, int tag, const FlTensor *t, int
 /* Posts one message to dest: the header on `tag` and, for a payload that is not inline, its
  * pieces on tag + 1, all of them unless `later` (the caller then posts each with post_piece as
  * its bytes become final, in order). t: the tensor to send (NULL: none); text: an inline text
- * payload (ERROR replies). */
+ * payload (ERROR replies); seq: Hdr.seq. */
 FlStatus flm_post_msg(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name,
-                         const FlTensor *t, const char *text, int32_t reply_tag, bool later, FlErr *e) {
+                         const FlTensor *t, const char *text, int32_t reply_tag, bool later, uint32_t seq, FlErr *e) {
     size_t nl = strlen(name);
     if (nl > NAME_MAX_LEN) return fl_err(e, "var name '%.40s...' is longer than %d bytes", name, NAME_MAX_LEN);
     Hdr h = {.magic = MAGIC, .kind = kind, .flags = flags, .step = m->step, .rows = m->rows,
-             .rows_global = m->rows_global, .reply_tag = reply_tag, .name_len = (uint32_t)nl};
+             .rows_global = m->rows_global, .reply_tag = reply_tag, .name_len = (uint32_t)nl, .seq = seq};
     size_t nbytes = 0;
     if (t) {
         h.dtype = (int32_t)t->dtype;
@@ -211,7 +211,7 @@ FlStatus flm_post_msg(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags
 
 FlStatus flm_post(FlMpi *m, int dest, int tag, uint16_t kind, uint16_t flags, const char *name, const FlTensor *t,
                      const char *text, int32_t reply_tag, FlErr *e) {
-    return flm_post_msg(m, dest, tag, kind, flags, name, t, text, reply_tag, false, e);
+    return flm_post_msg(m, dest, tag, kind, flags, name, t, text, reply_tag, false, 0, e);
 }
 
 /* Piece c of a message whose header post_msg posted with `later`. */
