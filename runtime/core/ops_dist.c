@@ -82,15 +82,31 @@ static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
         const ArgRef *a = &op->args[i];
         FlTensor t = FL_TENSOR_INIT;
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
-        if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+        int ps = epmap_at(ep, nep, i - op->in_off[FL_IN_send_X]);
         FlErr inner;
-        FlStatus st = d->send(d, epmap_at(ep, nep, i - op->in_off[FL_IN_send_X]), real_name(op, s, a), &t, &inner);
-        fl_tensor_fini(&t);
+        FlStatus st;
+        if (v && a->rows) { /* a sparse gradient (block): its rows travel, not the dense tensor */
+            FlSelectedRows r;
+            fl_rows_init(&r);
+            if (!fl_var_get_rows(v, &r))
+                return fl_exec_op_error(rc, op, "input X '%s' (a SelectedRows) has no value", a->name);
+            if (!d->send_rows) {
+                fl_rows_fini(&r);
+                return fl_exec_op_error(rc, op, "input X '%s' is a SelectedRows, which this transport does not send",
+                                        a->name);
+            }
+            st = d->send_rows(d, ps, real_name(op, s, a), &r, &inner);
+            fl_rows_fini(&r);
+        } else {
+            if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+            st = d->send(d, ps, real_name(op, s, a), &t, &inner);
+            fl_tensor_fini(&t);
+        }
         if (st != FL_OK) return wrap(rc, op, &inner);
     }
     return FL_OK;
 }
-FL_CONTROL_ADAPTER(send, prep_send, run_send);
+FL_SPARSE_CONTROL_ADAPTER(send, prep_send, run_send);
 
 /* ---- recv: X* -> Out* (X is informational: Fluid's form) ---- */
 static FlStatus prep_recv(ExecOp *op, FlErr *e) { return check_epmap(op, fl_exec_nout(op, FL_OUT_recv_Out), e); }
@@ -174,7 +190,16 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
         in[loaded] = out[loaded] = (FlTensor)FL_TENSOR_INIT;
         names[loaded] = a->name;
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
-        if (!v || !fl_var_get_tensor(v, &in[loaded])) st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+        FlSelectedRows r;
+        fl_rows_init(&r);
+        if (v && a->rows && fl_var_get_rows(v, &r)) { /* a sparse gradient: summed as the dense tensor it stands for */
+            FlErr de;
+            if (fl_rows_to_dense(&de, &r, &in[loaded]) != FL_OK)
+                st = fl_exec_op_error(rc, op, "input X '%s' (a SelectedRows): %s", a->name, de.msg);
+            fl_rows_fini(&r);
+        } else if (!v || !fl_var_get_tensor(v, &in[loaded])) {
+            st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+        }
     }
     FlErr inner;
     bool sum = fl_exec_attr_bool(op, "loss_sum");
@@ -190,7 +215,7 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     free(out);
     return st;
 }
-FL_CONTROL_ADAPTER(allreduce, prep_allreduce, run_allreduce);
+FL_SPARSE_CONTROL_ADAPTER(allreduce, prep_allreduce, run_allreduce);
 
 /* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block, loss_sum} ---- */
 typedef struct GradEntry {
@@ -273,7 +298,7 @@ static FlStatus run_listen(RunCtx *rc, const ExecOp *op, FlScope *s) {
     server_free(&srv);
     return st;
 }
-FL_CONTROL_ADAPTER(listen_and_serv, NULL, run_listen);
+FL_SPARSE_CONTROL_ADAPTER(listen_and_serv, NULL, run_listen);
 
 bool fl_dist_server_sync(const FlDistServer *s) { return s->sync; }
 bool fl_dist_server_loss_sum(const FlDistServer *s) { return s->loss_sum; }
@@ -286,6 +311,12 @@ const char *fl_dist_server_grad(const FlDistServer *s, size_t i, size_t *block) 
     FL_ASSERT(i < s->ngrads);
     if (block) *block = s->grads[i].block;
     return s->grads[i].name;
+}
+
+bool fl_dist_server_var_is_rows(const FlDistServer *s, const char *name) {
+    const PBlock *pb = s->op->block;
+    long slot = fl_scope_layout_find(&pb->layout, name);
+    return slot >= 0 && pb->slots.data[slot].desc && pb->slots.data[slot].desc->kind == FL_VAR_SELECTED_ROWS;
 }
 
 bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *name) {
