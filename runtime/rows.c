@@ -330,3 +330,41 @@ FlStatus fl_rows_unpack(FlErr *e, const FlTensor *t, FlSelectedRows *out) {
     *out = r;
     return FL_OK;
 }
+
+FlStatus fl_rows_concat(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) {
+    FL_ASSERT(n >= 1);
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        if (fl_rows_check(e, xs[k])) return FL_ERROR;
+        const FlTensor *v = &xs[k]->value, *v0 = &xs[0]->value;
+        bool same = v->dtype == v0->dtype && v->ndim == v0->ndim && xs[k]->height == xs[0]->height;
+        for (int d = 1; same && d < v->ndim; d++) same = v->ne[d] == v0->ne[d];
+        if (!same)
+            return fl_err(e, "SelectedRows: cannot join rows of %s %s (height %lld) to rows of %s %s (height %lld)",
+                          fl_dtype_name(v->dtype), fl_tensor_shape(v).s, (long long)xs[k]->height,
+                          fl_dtype_name(v0->dtype), fl_tensor_shape(v0).s, (long long)xs[0]->height);
+        total += xs[k]->rows.ne[0];
+    }
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    r.height = xs[0]->height;
+    int64_t ne[FL_MAX_DIMS];
+    memcpy(ne, xs[0]->value.ne, sizeof ne);
+    ne[0] = total;
+    if (fl_tensor_alloc_uninit(e, &r.rows, FL_DT_INT64, 1, &total) ||
+        fl_tensor_alloc_uninit(e, &r.value, xs[0]->value.dtype, xs[0]->value.ndim, ne)) {
+        fl_rows_fini(&r);
+        return FL_ERROR;
+    }
+    char *ri = fl_tensor_data(&r.rows), *rv = fl_tensor_data(&r.value);
+    for (int k = 0; k < n; k++) {
+        size_t ib = fl_tensor_nbytes(&xs[k]->rows), vb = fl_tensor_nbytes(&xs[k]->value);
+        if (ib) memcpy(ri, fl_tensor_data(&xs[k]->rows), ib);
+        if (vb) memcpy(rv, fl_tensor_data(&xs[k]->value), vb);
+        ri += ib;
+        rv += vb;
+    }
+    fl_rows_fini(out);
+    *out = r;
+    return FL_OK;
+}

@@ -52,6 +52,10 @@ FlStatus fl_rows_split(FlErr *e, const FlSelectedRows *r, const int64_t *section
                        FlSelectedRows *outs) FL_WARN_UNUSED;
 /* out = r with its value times scale (a new value buffer; the rows are shared). */
 FlStatus fl_rows_scale(FlErr *e, const FlSelectedRows *r, double scale, FlSelectedRows *out) FL_WARN_UNUSED;
+/* xs[0]'s rows, then xs[1]'s, ... (duplicates kept, in order) into *out (new buffers): the
+ * SelectedRows of n shares of a batch, as one (an allreduce plan's gathered sparse gradient).
+ * Every xs[k] has one height, dtype and row shape. */
+FlStatus fl_rows_concat(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) FL_WARN_UNUSED;
 /* The wire form of r: one int64 vector (a header of the height, row count, value dtype and row
  * shape, then the row ids, then the value's bytes), so a SelectedRows travels as one tensor. */
 FlStatus fl_rows_pack(FlErr *e, const FlSelectedRows *r, FlTensor *out) FL_WARN_UNUSED;

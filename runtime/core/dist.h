@@ -64,6 +64,12 @@ struct FlDist {
      * names are for messages. May be NULL. */
     FlStatus (*allreduce)(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
                           bool loss_sum, FlErr *e);
+    /* Allreduce jobs, a SelectedRows gradient: *out (released first) = every trainer's rows in
+     * trainer order, each trainer's value weighted by its w_t as allreduce weighs a tensor
+     * (the global batch's sparse gradient, rows in batch order). Every trainer calls it at the
+     * same point (inside the allreduce op, in X's order). May be NULL. */
+    FlStatus (*allgather_rows)(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
+                               FlSelectedRows *out, FlErr *e);
 };
 
 /* Makes d the transport of every program run on `root` and its child scopes (d is borrowed: it

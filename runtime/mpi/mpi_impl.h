@@ -214,6 +214,8 @@ FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
 /* ---- the allreduce ring (allreduce.c) ---- */
 FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
                          bool loss_sum, FlErr *e);
+FlStatus flm_t_allgather_rows(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
+                              FlSelectedRows *out, FlErr *e);
 
 /* ---- the pserver loop (pserver.c) ---- */
 FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e);
