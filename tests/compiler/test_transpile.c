@@ -1122,7 +1122,6 @@ static void test_sparse_plans(void) {
     CU_ASSERT(g && g->kind == FL_VAR_SELECTED_ROWS && g->shape[0] == 10);
     fl_ir_plan_free(p);
     fl_ir_bundle_free(b);
-    fl_ir_bundle_free(b);
 }
 
 int main(int argc, char **argv) {
