@@ -280,7 +280,7 @@ FlStatus fl_rows_pack(FlErr *e, const FlSelectedRows *r, FlTensor *out) {
     w[4] = v->ndim;
     for (int d = 1; d < v->ndim; d++) w[HDR_WORDS + d - 1] = v->ne[d];
     int64_t *ids = w + HDR_WORDS + v->ndim - 1;
-    memcpy(ids, fl_tensor_data(&r->rows), (size_t)n * sizeof *ids);
+    if (n) memcpy(ids, fl_tensor_data(&r->rows), (size_t)n * sizeof *ids);
     if (vb) memcpy(ids + n, fl_tensor_data(v), vb);
     fl_tensor_fini(out);
     *out = t;
@@ -320,7 +320,7 @@ FlStatus fl_rows_unpack(FlErr *e, const FlTensor *t, FlSelectedRows *out) {
         return FL_ERROR;
     }
     const int64_t *ids = w + HDR_WORDS + nd - 1;
-    memcpy(fl_tensor_data(&r.rows), ids, (size_t)n * sizeof *ids);
+    if (n) memcpy(fl_tensor_data(&r.rows), ids, (size_t)n * sizeof *ids);
     if (fl_tensor_nbytes(&r.value)) memcpy(fl_tensor_data(&r.value), ids + n, fl_tensor_nbytes(&r.value));
     if (fl_rows_check(e, &r)) {
         fl_rows_fini(&r);
