@@ -552,6 +552,46 @@ static FlStatus infer_concat(Ctx *c) {
     return set_out(c, "Out", first->dtype, &out);
 }
 
+/* split_selected_rows: X a SelectedRows [H, ...]; Out[k] SelectedRows [height_sections[k], ...]
+ * with the sections adding up to H (when H is known). */
+static FlStatus infer_split_selected_rows(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    if (xv->kind != FL_VAR_SELECTED_ROWS)
+        return fl_err(c->e, "%s: X '%s' must be a SelectedRows (a sparse gradient)", c->t, xv->name);
+    Shape x = shape_of(xv);
+    if (x.nd < 1) return fl_err(c->e, "%s: X '%s' has no rows to split", c->t, xv->name);
+    FlSlot *outs = fl_ir_op_output(c->op, "Out");
+    size_t nout = outs ? outs->nargs : 0, nsec;
+    bool ok;
+    const int64_t *sec = intsattr(c, "height_sections", &nsec, &ok);
+    if (!ok) return FL_ERROR;
+    if (nsec == 0 || nsec != nout)
+        return fl_err(c->e, "%s: %zu height_sections but %zu outputs (one section per output, at least one)", c->t,
+                      nsec, nout);
+    int64_t total = 0;
+    for (size_t k = 0; k < nsec; k++) {
+        if (sec[k] < 0)
+            return fl_err(c->e, "%s: height_sections[%zu] is %lld; sections are row counts >= 0", c->t, k,
+                          (long long)sec[k]);
+        total = sadd(total, sec[k]);
+    }
+    if (x.d[0] >= 0 && total != x.d[0])
+        return fl_err(c->e, "%s: height_sections add up to %lld but X '%s' has height %lld", c->t, (long long)total,
+                      xv->name, (long long)x.d[0]);
+    for (size_t k = 0; k < nout; k++) {
+        if (skip_arg(outs->args[k])) continue;
+        FlVarDesc *o;
+        if (lookup(c, "output", "Out", outs->args[k], &o)) return FL_ERROR;
+        Shape s = x;
+        s.d[0] = sec[k];
+        o->dtype = xv->dtype;
+        o->kind = FL_VAR_SELECTED_ROWS;
+        fl_ir_var_set_shape(o, s.nd, s.d);
+    }
+    return FL_OK;
+}
+
 static FlStatus infer_split(Ctx *c) {
     FlVarDesc *xv;
     if (in1(c, "X", &xv)) return FL_ERROR;
@@ -2014,6 +2054,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_sum: return infer_sum(&c);
     case FL_OPID_concat: return infer_concat(&c);
     case FL_OPID_split: return infer_split(&c);
+    case FL_OPID_split_selected_rows: return infer_split_selected_rows(&c);
     case FL_OPID_reshape: return infer_reshape(&c);
     case FL_OPID_transpose: return infer_transpose(&c);
     case FL_OPID_leaky_relu:

@@ -580,7 +580,9 @@ static void check_param_rows(Pv *v, const char *w, const FlSlot *blocks) {
         for (size_t bi = 0; bi < p->blocks.len && !split; bi++)
             for (size_t i = 0; i < p->blocks.data[bi]->ops.len && !split; i++) {
                 const FlOpDesc *op = p->blocks.data[bi]->ops.data[i];
-                const FlSlot *out = fl_ops_is(op, FL_OPID_split) ? slot_out(op, "Out") : NULL;
+                const FlSlot *out = fl_ops_is(op, FL_OPID_split) || fl_ops_is(op, FL_OPID_split_selected_rows)
+                                        ? slot_out(op, "Out")
+                                        : NULL;
                 for (size_t a = 0; a < nargs(out) && !split; a++)
                     for (size_t k = 0; k < n && !split; k++)
                         if (!strcmp(out->args[a], gnames[k])) split = op;
@@ -591,8 +593,10 @@ static void check_param_rows(Pv *v, const char *w, const FlSlot *blocks) {
             continue;
         }
         const FlSlot *out = slot_out(split, "Out");
-        const FlAttr *sec = attr_typed(split, "sections", FL_ATTR_INTS);
-        bool ok = nargs(out) == n && sec && sec->n == n && attr_int(split, "axis", 0) == 0;
+        /* a sparse gradient's split_selected_rows cuts by height_sections, always along the rows */
+        bool rows_split = fl_ops_is(split, FL_OPID_split_selected_rows);
+        const FlAttr *sec = attr_typed(split, rows_split ? "height_sections" : "sections", FL_ATTR_INTS);
+        bool ok = nargs(out) == n && sec && sec->n == n && (rows_split || attr_int(split, "axis", 0) == 0);
         for (size_t k = 0; ok && k < n; k++) ok = sec->ints[k] == rows[k] && !strcmp(out->args[k], gnames[k]);
         if (!ok)
             issue(v, FL_PLAN_RULE_ROWS, "trainer %lld's split of '%s' does not cut it along axis 0 into the blocks the "

@@ -589,6 +589,18 @@ static FlStatus find_grad_paths(Tp *tp) {
         while (tp->lb->ops.data[opt] != pr->opt) opt++;
         size_t budget = 100000;
         if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0, &budget)) pr->raw = pr->grad;
+        const FlVarDesc *rv = fl_ir_var_find(tp->lb, pr->raw);
+        if (tp->mode != FL_TRANSPILE_ALLREDUCE && rv && rv->kind == FL_VAR_SELECTED_ROWS &&
+            pr->path0 != SIZE_MAX) {
+            free(mark);
+            return fl_err(tp->e,
+                          "%sthe gradient of '%s' is a SelectedRows (is_sparse=True) processed by "
+                          "'%s' (clipping or regularization) before its optimizer: a pserver plan "
+                          "sends sparse gradients as they are (drop the processing, or use "
+                          "--mode allreduce)",
+                          where(tp, tp->lb->ops.data[pr->path0]->loc), pr->name,
+                          tp->lb->ops.data[pr->path0]->type);
+        }
         /* an affine path stays on the trainers when the merge is a weighted mean (weights
          * that sum to 1 keep 'g + c * p' so); a merged sum would add the trainers' c * p up */
         bool on_servers = pr->nonlinear || (tp->loss_sum && pr->path0 != SIZE_MAX);
@@ -745,6 +757,26 @@ static FlOpDesc *split_op(FlBlock *b, size_t *pos, const char *x, const Param *p
     return op;
 }
 
+/* A split_selected_rows of the SelectedRows X into the pieces' row ranges (Fluid's sparse
+ * gradient split: each block's rows, rebased to the block's first row). */
+static FlOpDesc *split_rows_op(FlBlock *b, size_t *pos, const char *x, const Param *pr,
+                               const char *const *outs, FlLoc loc) {
+    FlOpDesc *op = fl_ir_op_insert(b, (*pos)++, "split_selected_rows");
+    op->loc = loc;
+    fl_ir_op_add_input(op, "X", x);
+    fl_ir_op_add_output_slot(op, "Out");
+    int64_t *sec = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *sec));
+    for (size_t k = 0; k < pr->pieces.len; k++) {
+        sec[k] = pr->pieces.data[k].rows;
+        fl_ir_op_add_output(op, "Out", outs[k]);
+    }
+    fl_ir_op_set_ints(op, "height_sections", sec, pr->pieces.len);
+    free(sec);
+    return op;
+}
+
+static bool is_sparse_grad(const Param *pr) { return pr->gvar->kind == FL_VAR_SELECTED_ROWS; }
+
 /* ---- trainer ---- */
 
 static void note_names(FlMap *m, const FlOpDesc *op) {
@@ -827,7 +859,8 @@ static void send_grad(FlBlock *b0, size_t *at, const Param *pr, bool sync) {
     if (pr->sliced) {
         const char **outs = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *outs));
         for (size_t k = 0; k < pr->pieces.len; k++) outs[k] = pr->pieces.data[k].grad;
-        split_op(b0, at, pr->grad, pr, outs, pr->opt->loc);
+        if (is_sparse_grad(pr)) split_rows_op(b0, at, pr->grad, pr, outs, pr->opt->loc);
+        else split_op(b0, at, pr->grad, pr, outs, pr->opt->loc);
         free(outs);
     }
     for (size_t k = 0; k < pr->pieces.len; k++) {

@@ -187,3 +187,184 @@ FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, cons
     *out = r;
     return FL_OK;
 }
+
+/* ---- split by row ranges, scale, and the wire form ---- */
+
+FlStatus fl_rows_split(FlErr *e, const FlSelectedRows *r, const int64_t *sections, int n, FlSelectedRows *outs) {
+    FL_ASSERT(n >= 1);
+    if (fl_rows_check(e, r)) return FL_ERROR;
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        if (sections[k] < 0) return fl_err(e, "SelectedRows: section %d has %lld rows", k, (long long)sections[k]);
+        total += sections[k];
+    }
+    if (total != r->height)
+        return fl_err(e, "SelectedRows: the sections add up to %lld rows but the height is %lld", (long long)total,
+                      (long long)r->height);
+    const int64_t *ids = fl_tensor_data(&r->rows);
+    int64_t nr = r->rows.ne[0];
+    size_t rb = row_bytes(&r->value);
+    FlStatus st = FL_OK;
+    int64_t lo = 0;
+    for (int k = 0; k < n && st == FL_OK; k++) {
+        int64_t hi = lo + sections[k], cnt = 0;
+        for (int64_t i = 0; i < nr; i++) cnt += ids[i] >= lo && ids[i] < hi;
+        FlSelectedRows o;
+        fl_rows_init(&o);
+        o.height = sections[k];
+        int64_t ne[FL_MAX_DIMS];
+        memcpy(ne, r->value.ne, sizeof ne);
+        ne[0] = cnt;
+        st = fl_tensor_alloc_uninit(e, &o.rows, FL_DT_INT64, 1, &cnt);
+        if (st == FL_OK) st = fl_tensor_alloc_uninit(e, &o.value, r->value.dtype, r->value.ndim, ne);
+        if (st == FL_OK) {
+            int64_t *oi = fl_tensor_data(&o.rows), j = 0;
+            char *ov = fl_tensor_data(&o.value);
+            for (int64_t i = 0; i < nr; i++) {
+                if (ids[i] < lo || ids[i] >= hi) continue;
+                oi[j] = ids[i] - lo;
+                memcpy(ov + (size_t)j * rb, (const char *)fl_tensor_data(&r->value) + (size_t)i * rb, rb);
+                j++;
+            }
+            fl_rows_fini(&outs[k]);
+            outs[k] = o;
+        } else {
+            fl_rows_fini(&o);
+        }
+        lo = hi;
+    }
+    return st;
+}
+
+FlStatus fl_rows_scale(FlErr *e, const FlSelectedRows *r, double scale, FlSelectedRows *out) {
+    if (fl_rows_check(e, r)) return FL_ERROR;
+    FlTensor v = FL_TENSOR_INIT;
+    if (fl_tensor_copy(e, &v, &r->value)) return FL_ERROR;
+    int64_t n = fl_tensor_numel(&v);
+    if (v.dtype == FL_DT_FLOAT32) {
+        float *a = fl_tensor_data(&v);
+        for (int64_t i = 0; i < n; i++) a[i] *= (float)scale;
+    } else {
+        double *a = fl_tensor_data(&v);
+        for (int64_t i = 0; i < n; i++) a[i] *= scale;
+    }
+    FlSelectedRows o;
+    fl_rows_init(&o);
+    fl_tensor_ref(&o.rows, &r->rows);
+    o.value = v;
+    o.height = r->height;
+    fl_rows_fini(out);
+    *out = o;
+    return FL_OK;
+}
+
+/* The wire form: int64 words
+ *   [0] FL_ROWS_MAGIC  [1] height  [2] n  [3] value dtype  [4] value rank d
+ *   [5 .. 5+d-2] the value's dims 1..d-1   then rows[n]   then the value's bytes, padded to 8 */
+#define FL_ROWS_MAGIC 0x52534c46 /* "FLSR" */
+#define HDR_WORDS 5
+
+FlStatus fl_rows_pack(FlErr *e, const FlSelectedRows *r, FlTensor *out) {
+    if (fl_rows_check(e, r)) return FL_ERROR;
+    const FlTensor *v = &r->value;
+    int64_t n = r->rows.ne[0];
+    size_t vb = fl_tensor_nbytes(v);
+    int64_t words = HDR_WORDS + (v->ndim - 1) + n + (int64_t)((vb + 7) / 8);
+    FlTensor t = FL_TENSOR_INIT;
+    if (fl_tensor_alloc(e, &t, FL_DT_INT64, 1, &words)) return FL_ERROR;
+    int64_t *w = fl_tensor_data(&t);
+    w[0] = FL_ROWS_MAGIC;
+    w[1] = r->height;
+    w[2] = n;
+    w[3] = v->dtype;
+    w[4] = v->ndim;
+    for (int d = 1; d < v->ndim; d++) w[HDR_WORDS + d - 1] = v->ne[d];
+    int64_t *ids = w + HDR_WORDS + v->ndim - 1;
+    if (n) memcpy(ids, fl_tensor_data(&r->rows), (size_t)n * sizeof *ids);
+    if (vb) memcpy(ids + n, fl_tensor_data(v), vb);
+    fl_tensor_fini(out);
+    *out = t;
+    return FL_OK;
+}
+
+FlStatus fl_rows_unpack(FlErr *e, const FlTensor *t, FlSelectedRows *out) {
+    if (t->dtype != FL_DT_INT64 || t->ndim != 1 || t->ne[0] < HDR_WORDS)
+        return fl_err(e, "SelectedRows: a packed form must be an int64 vector of at least %d words, found %s %s",
+                      HDR_WORDS, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
+    const int64_t *w = fl_tensor_data(t);
+    int64_t words = t->ne[0], height = w[1], n = w[2], dt = w[3], nd = w[4];
+    if (w[0] != FL_ROWS_MAGIC) return fl_err(e, "SelectedRows: the packed form has a bad magic number");
+    if (height < 0 || n < 0 || (dt != FL_DT_FLOAT32 && dt != FL_DT_FLOAT64) || nd < 2 || nd > FL_MAX_DIMS ||
+        HDR_WORDS + nd - 1 > words)
+        return fl_err(e, "SelectedRows: a malformed packed form (height %lld, %lld rows, dtype %lld, rank %lld)",
+                      (long long)height, (long long)n, (long long)dt, (long long)nd);
+    int64_t ne[FL_MAX_DIMS] = {0}, rw = 1;
+    ne[0] = n;
+    for (int d = 1; d < nd; d++) {
+        ne[d] = w[HDR_WORDS + d - 1];
+        if (ne[d] < 0 || (ne[d] && rw > INT64_MAX / 16 / ne[d]))
+            return fl_err(e, "SelectedRows: a malformed packed form (dim %d is %lld)", d, (long long)ne[d]);
+        rw *= ne[d];
+    }
+    int64_t avail = words - (HDR_WORDS + nd - 1);
+    size_t es = fl_dtype_size((FlDType)dt);
+    if (n > avail || (rw && (avail - n) * 8 / (int64_t)es / rw < n))
+        return fl_err(e, "SelectedRows: the packed form holds %lld words, too few for %lld rows of %lld elements",
+                      (long long)words, (long long)n, (long long)rw);
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    r.height = height;
+    if (fl_tensor_alloc_uninit(e, &r.rows, FL_DT_INT64, 1, &n) ||
+        fl_tensor_alloc_uninit(e, &r.value, (FlDType)dt, (int)nd, ne)) {
+        fl_rows_fini(&r);
+        return FL_ERROR;
+    }
+    const int64_t *ids = w + HDR_WORDS + nd - 1;
+    if (n) memcpy(fl_tensor_data(&r.rows), ids, (size_t)n * sizeof *ids);
+    if (fl_tensor_nbytes(&r.value)) memcpy(fl_tensor_data(&r.value), ids + n, fl_tensor_nbytes(&r.value));
+    if (fl_rows_check(e, &r)) {
+        fl_rows_fini(&r);
+        return FL_ERROR;
+    }
+    fl_rows_fini(out);
+    *out = r;
+    return FL_OK;
+}
+
+FlStatus fl_rows_concat(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) {
+    FL_ASSERT(n >= 1);
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        if (fl_rows_check(e, xs[k])) return FL_ERROR;
+        const FlTensor *v = &xs[k]->value, *v0 = &xs[0]->value;
+        bool same = v->dtype == v0->dtype && v->ndim == v0->ndim && xs[k]->height == xs[0]->height;
+        for (int d = 1; same && d < v->ndim; d++) same = v->ne[d] == v0->ne[d];
+        if (!same)
+            return fl_err(e, "SelectedRows: cannot join rows of %s %s (height %lld) to rows of %s %s (height %lld)",
+                          fl_dtype_name(v->dtype), fl_tensor_shape(v).s, (long long)xs[k]->height,
+                          fl_dtype_name(v0->dtype), fl_tensor_shape(v0).s, (long long)xs[0]->height);
+        total += xs[k]->rows.ne[0];
+    }
+    FlSelectedRows r;
+    fl_rows_init(&r);
+    r.height = xs[0]->height;
+    int64_t ne[FL_MAX_DIMS];
+    memcpy(ne, xs[0]->value.ne, sizeof ne);
+    ne[0] = total;
+    if (fl_tensor_alloc_uninit(e, &r.rows, FL_DT_INT64, 1, &total) ||
+        fl_tensor_alloc_uninit(e, &r.value, xs[0]->value.dtype, xs[0]->value.ndim, ne)) {
+        fl_rows_fini(&r);
+        return FL_ERROR;
+    }
+    char *ri = fl_tensor_data(&r.rows), *rv = fl_tensor_data(&r.value);
+    for (int k = 0; k < n; k++) {
+        size_t ib = fl_tensor_nbytes(&xs[k]->rows), vb = fl_tensor_nbytes(&xs[k]->value);
+        if (ib) memcpy(ri, fl_tensor_data(&xs[k]->rows), ib);
+        if (vb) memcpy(rv, fl_tensor_data(&xs[k]->value), vb);
+        ri += ib;
+        rv += vb;
+    }
+    fl_rows_fini(out);
+    *out = r;
+    return FL_OK;
+}

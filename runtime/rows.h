@@ -44,4 +44,23 @@ FlStatus fl_rows_gather(FlErr *e, const FlTensor *t, const FlTensor *rows, FlTen
 FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub,
                          FlTensor *out) FL_WARN_UNUSED;
 
+/* Splits r by row ranges: outs[k] (n of them, released first) holds r's rows in [o_k, o_k +
+ * sections[k]), o_k the sum of the sections before k, rebased to o_k (row ids - o_k), in r's
+ * order with duplicates kept, and height sections[k]. The sections must add up to r's height.
+ * (split_selected_rows: a pserver plan's gradient cut into the parameter's blocks.) */
+FlStatus fl_rows_split(FlErr *e, const FlSelectedRows *r, const int64_t *sections, int n,
+                       FlSelectedRows *outs) FL_WARN_UNUSED;
+/* out = r with its value times scale (a new value buffer; the rows are shared). */
+FlStatus fl_rows_scale(FlErr *e, const FlSelectedRows *r, double scale, FlSelectedRows *out) FL_WARN_UNUSED;
+/* xs[0]'s rows, then xs[1]'s, ... (duplicates kept, in order) into *out (new buffers): the
+ * SelectedRows of n shares of a batch, as one (an allreduce plan's gathered sparse gradient).
+ * Every xs[k] has one height, dtype and row shape. */
+FlStatus fl_rows_concat(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) FL_WARN_UNUSED;
+/* The wire form of r: one int64 vector (a header of the height, row count, value dtype and row
+ * shape, then the row ids, then the value's bytes), so a SelectedRows travels as one tensor. */
+FlStatus fl_rows_pack(FlErr *e, const FlSelectedRows *r, FlTensor *out) FL_WARN_UNUSED;
+/* The reverse, into *out (new buffers; released first). A malformed form (bad header, too few
+ * words, a row outside the height) is an error saying what is wrong, never a crash. */
+FlStatus fl_rows_unpack(FlErr *e, const FlTensor *t, FlSelectedRows *out) FL_WARN_UNUSED;
+
 #endif

@@ -44,6 +44,9 @@ struct FlDist {
     /* Sends t (borrowed; the transport keeps its own buffer reference while the bytes are in
      * flight, so the caller may drop t at once) to pserver `pserver` (-1: the transport picks). */
     FlStatus (*send)(FlDist *d, int pserver, const char *name, const FlTensor *t, FlErr *e);
+    /* Sends the SelectedRows r (a sparse gradient block; borrowed) to pserver `pserver`, as
+     * send does a tensor. May be NULL: the transport takes no SelectedRows. */
+    FlStatus (*send_rows)(FlDist *d, int pserver, const char *name, const FlSelectedRows *r, FlErr *e);
     /* Receives var `name` from pserver `pserver` into *out (a new tensor; *out is released). */
     FlStatus (*recv)(FlDist *d, int pserver, const char *name, FlTensor *out, FlErr *e);
     FlStatus (*barrier)(FlDist *d, FlDistBarrier kind, FlErr *e);
@@ -61,6 +64,12 @@ struct FlDist {
      * names are for messages. May be NULL. */
     FlStatus (*allreduce)(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
                           bool loss_sum, FlErr *e);
+    /* Allreduce jobs, a SelectedRows gradient: *out (released first) = every trainer's rows in
+     * trainer order, each trainer's value weighted by its w_t as allreduce weighs a tensor
+     * (the global batch's sparse gradient, rows in batch order). Every trainer calls it at the
+     * same point (inside the allreduce op, in X's order). May be NULL. */
+    FlStatus (*allgather_rows)(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
+                               FlSelectedRows *out, FlErr *e);
 };
 
 /* Makes d the transport of every program run on `root` and its child scopes (d is borrowed: it
@@ -79,6 +88,8 @@ bool fl_dist_server_has_lr(const FlDistServer *s);     /* an lr_block */
  * (0-based in optimize_blocks). */
 size_t fl_dist_server_ngrads(const FlDistServer *s);
 const char *fl_dist_server_grad(const FlDistServer *s, size_t i, size_t *block);
+/* The server program declares var `name` a SelectedRows (a sparse gradient it receives). */
+bool fl_dist_server_var_is_rows(const FlDistServer *s, const char *name);
 /* Optimize block k's ops write var `name` (a parameter the block updates). */
 bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *name);
 /* The var `name` of the server program's global block (created empty when declared but unset;

@@ -515,10 +515,11 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
         for (size_t j = 0; sl && j < sl->nargs; j++) resolve_arg(pb, sl->args[j], &op->args[n++]);
     }
     op->out_off[op->info->nouts] = n - nin;
-    /* SelectedRows: compute adapters read them densified; the others would find no tensor, and
-     * only sparse adapters make them */
+    /* SelectedRows: compute adapters read them densified; sparse adapters (compute or control:
+     * send, listen_and_serv, allreduce) take them as they are; the others would find no tensor,
+     * and only sparse adapters make them */
     for (int j = 0; j < n; j++) {
-        if (!op->args[j].rows || (op->ad->run && (j < nin || op->ad->sparse))) continue;
+        if (!op->args[j].rows || op->ad->sparse || (op->ad->run && j < nin)) continue;
         return fl_err(e, "%s: %s '%s' is a SelectedRows (a sparse gradient), which op '%s' does not %s", where,
                       j < nin ? "input" : "output", op->args[j].name, d->type, j < nin ? "read" : "make");
     }

@@ -304,5 +304,7 @@ FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e);
 #define FL_CONTROL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, NULL, fn, false}
 /* A compute adapter that reads SelectedRows inputs as they are (OpCall.in_rows). */
 #define FL_SPARSE_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, fn, NULL, true}
+/* A control adapter that handles SelectedRows vars itself (fl_var_get_rows / take_rows). */
+#define FL_SPARSE_CONTROL_ADAPTER(id, prep, fn) const FlAdapter fl_adapter_##id = {#id, prep, NULL, fn, true}
 
 #endif

@@ -82,15 +82,31 @@ static FlStatus run_send(RunCtx *rc, const ExecOp *op, FlScope *s) {
         const ArgRef *a = &op->args[i];
         FlTensor t = FL_TENSOR_INIT;
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
-        if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+        int ps = epmap_at(ep, nep, i - op->in_off[FL_IN_send_X]);
         FlErr inner;
-        FlStatus st = d->send(d, epmap_at(ep, nep, i - op->in_off[FL_IN_send_X]), real_name(op, s, a), &t, &inner);
-        fl_tensor_fini(&t);
+        FlStatus st;
+        if (v && a->rows) { /* a sparse gradient (block): its rows travel, not the dense tensor */
+            FlSelectedRows r;
+            fl_rows_init(&r);
+            if (!fl_var_get_rows(v, &r))
+                return fl_exec_op_error(rc, op, "input X '%s' (a SelectedRows) has no value", a->name);
+            if (!d->send_rows) {
+                fl_rows_fini(&r);
+                return fl_exec_op_error(rc, op, "input X '%s' is a SelectedRows, which this transport does not send",
+                                        a->name);
+            }
+            st = d->send_rows(d, ps, real_name(op, s, a), &r, &inner);
+            fl_rows_fini(&r);
+        } else {
+            if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+            st = d->send(d, ps, real_name(op, s, a), &t, &inner);
+            fl_tensor_fini(&t);
+        }
         if (st != FL_OK) return wrap(rc, op, &inner);
     }
     return FL_OK;
 }
-FL_CONTROL_ADAPTER(send, prep_send, run_send);
+FL_SPARSE_CONTROL_ADAPTER(send, prep_send, run_send);
 
 /* ---- recv: X* -> Out* (X is informational: Fluid's form) ---- */
 static FlStatus prep_recv(ExecOp *op, FlErr *e) { return check_epmap(op, fl_exec_nout(op, FL_OUT_recv_Out), e); }
@@ -160,6 +176,9 @@ static FlStatus prep_allreduce(ExecOp *op, FlErr *e) {
     return nx == no ? FL_OK : fl_err(e, "%d inputs X but %d outputs Out (one per input)", nx, no);
 }
 
+/* Dense X are summed by the transport's allreduce in one call; a SelectedRows X (a sparse
+ * table's gradient) is gathered as rows (allgather_rows), so its Out stays a SelectedRows and
+ * the sparse optimizer updates only the rows the global batch touched. */
 static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlDist *d = need_dist(rc, op, s);
     if (!d) return FL_ERROR;
@@ -167,30 +186,62 @@ static FlStatus run_allreduce(RunCtx *rc, const ExecOp *op, FlScope *s) {
     int n = fl_exec_nin(op, FL_IN_allreduce_X);
     const char **names = fl_xcalloc((size_t)n + 1, sizeof *names);
     FlTensor *in = fl_xcalloc((size_t)n + 1, sizeof *in), *out = fl_xcalloc((size_t)n + 1, sizeof *out);
+    FlSelectedRows *rin = fl_xcalloc((size_t)n + 1, sizeof *rin);
+    int *dense = fl_xcalloc((size_t)n + 1, sizeof *dense); /* the dense inputs' indices */
+    bool *is_rows = fl_xcalloc((size_t)n + 1, sizeof *is_rows);
     FlStatus st = FL_OK;
-    int loaded = 0;
-    for (; loaded < n && st == FL_OK; loaded++) {
-        const ArgRef *a = &fl_exec_in_args(op, FL_IN_allreduce_X)[loaded];
-        in[loaded] = out[loaded] = (FlTensor)FL_TENSOR_INIT;
-        names[loaded] = a->name;
+    int nd = 0;
+    bool sum = fl_exec_attr_bool(op, "loss_sum");
+    for (int i = 0; i < n; i++) {
+        in[i] = out[i] = (FlTensor)FL_TENSOR_INIT;
+        fl_rows_init(&rin[i]);
+    }
+    for (int i = 0; i < n && st == FL_OK; i++) {
+        const ArgRef *a = &fl_exec_in_args(op, FL_IN_allreduce_X)[i];
         FlVar *v = a->idx >= 0 ? fl_exec_var_read(s, a) : NULL;
-        if (!v || !fl_var_get_tensor(v, &in[loaded])) st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+        if (v && a->rows && fl_var_get_rows(v, &rin[i])) {
+            is_rows[i] = true;
+            if (!d->allgather_rows)
+                st = fl_exec_op_error(rc, op, "input X '%s' is a SelectedRows, which this transport does not gather",
+                                      a->name);
+            continue;
+        }
+        if (!v || !fl_var_get_tensor(v, &in[nd])) {
+            st = fl_exec_op_error(rc, op, "input X '%s' has no value", a->name);
+            break;
+        }
+        names[nd] = a->name;
+        dense[nd++] = i;
     }
     FlErr inner;
-    bool sum = fl_exec_attr_bool(op, "loss_sum");
-    if (st == FL_OK && d->allreduce(d, (size_t)n, names, in, out, sum, &inner) != FL_OK) st = wrap(rc, op, &inner);
-    for (int i = 0; i < loaded; i++) {
-        const ArgRef *a = &fl_exec_out_args(op, FL_OUT_allreduce_Out)[i];
-        if (st == FL_OK && a->idx >= 0 && !(rc->read_only && a->shared)) fl_var_take_tensor(fl_exec_var_write(s, a), &out[i]);
+    if (st == FL_OK && nd > 0 && d->allreduce(d, (size_t)nd, names, in, out, sum, &inner) != FL_OK) st = wrap(rc, op, &inner);
+    for (int k = 0; k < nd; k++) {
+        const ArgRef *a = &fl_exec_out_args(op, FL_OUT_allreduce_Out)[dense[k]];
+        if (st == FL_OK && a->idx >= 0 && !(rc->read_only && a->shared)) fl_var_take_tensor(fl_exec_var_write(s, a), &out[k]);
+    }
+    for (int i = 0; i < n && st == FL_OK; i++) {
+        if (!is_rows[i]) continue;
+        const ArgRef *xa = &fl_exec_in_args(op, FL_IN_allreduce_X)[i], *a = &fl_exec_out_args(op, FL_OUT_allreduce_Out)[i];
+        FlSelectedRows r;
+        fl_rows_init(&r);
+        if (d->allgather_rows(d, xa->name, &rin[i], sum, &r, &inner) != FL_OK) st = wrap(rc, op, &inner);
+        else if (a->idx >= 0 && !(rc->read_only && a->shared)) fl_var_take_rows(fl_exec_var_write(s, a), &r);
+        fl_rows_fini(&r);
+    }
+    for (int i = 0; i < n; i++) {
         fl_tensor_fini(&in[i]);
         fl_tensor_fini(&out[i]);
+        fl_rows_fini(&rin[i]);
     }
     free(names);
     free(in);
     free(out);
+    free(rin);
+    free(dense);
+    free(is_rows);
     return st;
 }
-FL_CONTROL_ADAPTER(allreduce, prep_allreduce, run_allreduce);
+FL_SPARSE_CONTROL_ADAPTER(allreduce, prep_allreduce, run_allreduce);
 
 /* ---- listen_and_serv: X* {optimize_blocks, grad_to_block, fanin, sync_mode, lr_block, loss_sum} ---- */
 typedef struct GradEntry {
@@ -273,7 +324,7 @@ static FlStatus run_listen(RunCtx *rc, const ExecOp *op, FlScope *s) {
     server_free(&srv);
     return st;
 }
-FL_CONTROL_ADAPTER(listen_and_serv, NULL, run_listen);
+FL_SPARSE_CONTROL_ADAPTER(listen_and_serv, NULL, run_listen);
 
 bool fl_dist_server_sync(const FlDistServer *s) { return s->sync; }
 bool fl_dist_server_loss_sum(const FlDistServer *s) { return s->loss_sum; }
@@ -286,6 +337,12 @@ const char *fl_dist_server_grad(const FlDistServer *s, size_t i, size_t *block) 
     FL_ASSERT(i < s->ngrads);
     if (block) *block = s->grads[i].block;
     return s->grads[i].name;
+}
+
+bool fl_dist_server_var_is_rows(const FlDistServer *s, const char *name) {
+    const PBlock *pb = s->op->block;
+    long slot = fl_scope_layout_find(&pb->layout, name);
+    return slot >= 0 && pb->slots.data[slot].desc && pb->slots.data[slot].desc->kind == FL_VAR_SELECTED_ROWS;
 }
 
 bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *name) {

@@ -193,11 +193,26 @@ static FlStatus prep_scale(ExecOp *op, FlErr *e) {
     op->a.b[0] = fl_exec_attr_bool(op, "bias_after_scale");
     return FL_OK;
 }
+/* A SelectedRows X to a SelectedRows Out: its value scaled (a bias would touch every row, the
+ * ones it does not list too, so it must be 0); to a dense Out: X densified, then scaled. */
 static FlStatus run_scale(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_scale(c->e, IN(FL_IN_scale_X), a->f[0], a->f[1], a->b[0], OUT(FL_OUT_scale_Out));
+    const FlSelectedRows *xr = fl_call_in_rows(c, FL_IN_scale_X);
+    FlSelectedRows *ro = fl_call_out_rows(c, FL_OUT_scale_Out);
+    if (ro) {
+        if (!xr) return fl_err(c->e, "scale: Out is a SelectedRows but X is dense");
+        if (a->f[1] != 0)
+            return fl_err(c->e, "scale: a bias (%g) on a SelectedRows would add to the rows it does not hold", a->f[1]);
+        return fl_rows_scale(c->e, xr, a->f[0], ro);
+    }
+    if (!xr) return fl_kernel_scale(c->e, IN(FL_IN_scale_X), a->f[0], a->f[1], a->b[0], OUT(FL_OUT_scale_Out));
+    FlTensor d = FL_TENSOR_INIT;
+    FlStatus st = fl_rows_to_dense(c->e, xr, &d);
+    if (st == FL_OK) st = fl_kernel_scale(c->e, &d, a->f[0], a->f[1], a->b[0], OUT(FL_OUT_scale_Out));
+    fl_tensor_fini(&d);
+    return st;
 }
-FL_ADAPTER(scale, prep_scale, run_scale);
+FL_SPARSE_ADAPTER(scale, prep_scale, run_scale);
 static FlStatus run_scale_grad(OpCall *c) {
     if (!OUT(FL_OUT_scale_grad_X_GRAD)) return FL_OK;
     return fl_kernel_scale_grad(c->e, IN(FL_IN_scale_grad_Out_GRAD), c->op->a.f[0],

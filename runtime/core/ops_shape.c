@@ -52,6 +52,33 @@ static FlStatus run_sum_grad(OpCall *c) {
 }
 FL_ADAPTER(sum_grad, NULL, run_sum_grad);
 
+/* ---- split_selected_rows: X (SelectedRows) -> Out* (SelectedRows) {height_sections} ---- */
+static FlStatus run_split_selected_rows(OpCall *c) {
+    const FlSelectedRows *x = fl_call_in_rows(c, FL_IN_split_selected_rows_X);
+    if (!x) return fl_err(c->e, "split_selected_rows: X is dense; it splits a SelectedRows (a sparse gradient)");
+    size_t nsec;
+    const int64_t *sec = fl_exec_attr_ints(c->op, "height_sections", &nsec);
+    int n = fl_call_nout(c, FL_OUT_split_selected_rows_Out);
+    if ((size_t)n != nsec || n < 1)
+        return fl_err(c->e, "split_selected_rows: %zu height_sections for %d outputs", nsec, n);
+    FlSelectedRows *outs = calloc((size_t)n, sizeof *outs);
+    if (!outs) return fl_err(c->e, "split_selected_rows: out of memory");
+    for (int k = 0; k < n; k++) fl_rows_init(&outs[k]);
+    FlStatus st = fl_rows_split(c->e, x, sec, n, outs);
+    FlSelectedRows *const *ro = c->out_rows ? c->out_rows + c->op->out_off[FL_OUT_split_selected_rows_Out] : NULL;
+    for (int k = 0; k < n; k++) {
+        if (st == FL_OK && ro && ro[k]) {
+            fl_rows_fini(ro[k]);
+            *ro[k] = outs[k];
+        } else {
+            fl_rows_fini(&outs[k]);
+        }
+    }
+    free(outs);
+    return st;
+}
+FL_SPARSE_ADAPTER(split_selected_rows, NULL, run_split_selected_rows);
+
 /* ---- concat, split ---- */
 
 static FlStatus run_concat(OpCall *c) {

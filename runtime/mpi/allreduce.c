@@ -12,6 +12,7 @@
  */
 #include "runtime/mpi/mpi_impl.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,5 +152,90 @@ FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const Fl
     pthread_mutex_unlock(&m->red_mu);
     flm_add_comm(m, t0);
     if (m->trace) flm_span(m, "allreduce ring", ts, NULL, "\"tensors\":%zu,\"step\":%lld", n, (long long)m->step);
+    return st;
+}
+
+/* A SelectedRows gradient of an allreduce job: every trainer's rows, its value weighted as
+ * flm_t_allreduce weighs a dense gradient, gathered in trainer order (MPI_Iallgatherv of the
+ * packed forms on the trainers' communicator, polled): the rows of the global batch in batch
+ * order, as the local program's lookup_table_grad makes them, so the sparse optimizer that
+ * follows updates the rows any trainer touched and no other (lazy Adam, Ftrl included). */
+FlStatus flm_t_allgather_rows(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
+                              FlSelectedRows *out, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    if (!m->assigned || m->role != FL_MPI_TRAINER)
+        return fl_err(e, "allreduce: only trainers reduce gradients (this is %s)", m->who);
+    double t0 = flm_now();
+    double w = m->rows_global <= 0 ? 1.0 / m->T
+               : loss_sum        ? (m->rows > 0 ? 1.0 : 0.0)
+                                 : (double)m->rows / (double)m->rows_global;
+    int T = m->T;
+    FlSelectedRows mine, *parts = fl_xcalloc((size_t)T, sizeof *parts);
+    const FlSelectedRows **pp = fl_xcalloc((size_t)T, sizeof *pp);
+    int *cnt = fl_xcalloc((size_t)T, sizeof *cnt), *displ = fl_xcalloc((size_t)T, sizeof *displ);
+    FlTensor packed = FL_TENSOR_INIT, all = FL_TENSOR_INIT;
+    fl_rows_init(&mine);
+    for (int t = 0; t < T; t++) fl_rows_init(&parts[t]);
+    FlStatus st = FL_OK;
+    if (m->rows == 0 && m->rows_global > 0) { /* an empty share: no rows */
+        int64_t ne[FL_MAX_DIMS], zero = 0;
+        memcpy(ne, in->value.ne, sizeof ne);
+        ne[0] = 0;
+        mine.height = in->height;
+        st = fl_tensor_alloc(e, &mine.rows, FL_DT_INT64, 1, &zero);
+        if (st == FL_OK) st = fl_tensor_alloc(e, &mine.value, in->value.dtype, in->value.ndim, ne);
+    } else {
+        st = fl_rows_scale(e, in, w, &mine);
+    }
+    if (st == FL_OK) st = fl_rows_pack(e, &mine, &packed);
+    int64_t words = fl_tensor_numel(&packed), total = 0;
+    if (st == FL_OK && words > INT_MAX) st = fl_err(e, "allreduce: '%s' has too many rows to gather", name);
+    pthread_mutex_lock(&m->red_mu);
+    MPI_Request r;
+    int n = (int)words, rc = MPI_SUCCESS;
+    if (st == FL_OK) {
+        rc = MPI_Iallgather(&n, 1, MPI_INT, cnt, 1, MPI_INT, m->role_comm, &r);
+        st = rc != MPI_SUCCESS ? flm_mpi_err(e, rc, "allreduce") : flm_wait_req(m, &r, NULL, -1, "gathering the sparse gradients", e);
+    }
+    for (int t = 0; st == FL_OK && t < T; t++) {
+        displ[t] = (int)total;
+        total += cnt[t];
+        if (total > INT_MAX) st = fl_err(e, "allreduce: '%s': the trainers' rows are too many to gather", name);
+    }
+    if (st == FL_OK) st = fl_tensor_alloc_uninit(e, &all, FL_DT_INT64, 1, &total);
+    if (st == FL_OK) {
+        rc = MPI_Iallgatherv(fl_tensor_data(&packed), n, MPI_INT64_T, fl_tensor_data(&all), cnt, displ, MPI_INT64_T,
+                             m->role_comm, &r);
+        st = rc != MPI_SUCCESS ? flm_mpi_err(e, rc, "allreduce") : flm_wait_req(m, &r, NULL, -1, "gathering the sparse gradients", e);
+    }
+    pthread_mutex_unlock(&m->red_mu);
+    for (int t = 0; st == FL_OK && t < T; t++) {
+        FlTensor seg = FL_TENSOR_INIT;
+        int64_t ne = cnt[t];
+        st = fl_tensor_view(e, &seg, &all, displ[t], 1, &ne);
+        if (st == FL_OK) st = fl_rows_unpack(e, &seg, &parts[t]);
+        fl_tensor_fini(&seg);
+        pp[t] = &parts[t];
+    }
+    if (st == FL_OK) st = fl_rows_concat(e, pp, T, out);
+    if (st == FL_OK) {
+        pthread_mutex_lock(&m->mu);
+        uint64_t nb = (uint64_t)words * 8 * (uint64_t)(T - 1);
+        m->bytes += nb;
+        m->msgs += (uint64_t)(T - 1);
+        m->sp_bytes += nb;
+        m->sp_rows += (uint64_t)mine.rows.ne[0] * (uint64_t)(T - 1);
+        m->sp_msgs += (uint64_t)(T - 1);
+        pthread_mutex_unlock(&m->mu);
+    }
+    for (int t = 0; t < T; t++) fl_rows_fini(&parts[t]);
+    free(parts);
+    free(pp);
+    free(cnt);
+    free(displ);
+    fl_rows_fini(&mine);
+    fl_tensor_fini(&packed);
+    fl_tensor_fini(&all);
+    flm_add_comm(m, t0);
     return st;
 }

@@ -60,8 +60,8 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
     snprintf(m->who, sizeof m->who, "rank %d", m->rank);
     fl_map_init(&m->spares);
-    m->dist = (FlDist){.send = flm_t_send, .recv = flm_t_recv, .barrier = flm_t_barrier, .prefetch = flm_t_prefetch, .serve = flm_p_serve,
-                       .allreduce = flm_t_allreduce};
+    m->dist = (FlDist){.send = flm_t_send, .send_rows = flm_t_send_rows, .recv = flm_t_recv, .barrier = flm_t_barrier, .prefetch = flm_t_prefetch, .serve = flm_p_serve,
+                       .allreduce = flm_t_allreduce, .allgather_rows = flm_t_allgather_rows};
     *out = m;
     return FL_OK;
 }
@@ -542,7 +542,8 @@ void fl_mpi_get_stats(const FlMpi *m, FlMpiStats *out) {
     bool server = m->assigned && m->role == FL_MPI_PSERVER;
     double comm = server ? m->comm - m->compute : m->comm;
     double compute = server ? m->compute : m->compute - m->comm;
-    *out = (FlMpiStats){.bytes = m->bytes, .msgs = m->msgs, .steps = m->steps,
+    *out = (FlMpiStats){.bytes = m->bytes, .msgs = m->msgs, .steps = m->steps, .sparse_rows = m->sp_rows,
+                        .sparse_bytes = m->sp_bytes, .sparse_msgs = m->sp_msgs,
                         .comm = comm > 0 ? comm : 0, .compute = compute > 0 ? compute : 0};
 }
 
@@ -559,5 +560,13 @@ void fl_mpi_print_stats(FlMpi *m, FILE *out) {
             m->who, (long long)m->steps, (unsigned long long)m->bytes, (unsigned long long)m->msgs,
             (double)m->bytes / (double)steps, (double)m->msgs / (double)steps, comm, compute,
             tot > 0 ? 100.0 * comm / tot : 0.0);
+    if (s.sparse_msgs)
+        fprintf(out,
+                "flrun: stats %s: sparse gradients: %llu rows, %llu bytes in %llu messages (%.1f rows, %.0f bytes per "
+                "step); dense: %llu bytes (%.0f per step)\n",
+                m->who, (unsigned long long)s.sparse_rows, (unsigned long long)s.sparse_bytes,
+                (unsigned long long)s.sparse_msgs, (double)s.sparse_rows / (double)steps,
+                (double)s.sparse_bytes / (double)steps, (unsigned long long)(s.bytes - s.sparse_bytes),
+                (double)(s.bytes - s.sparse_bytes) / (double)steps);
     fflush(out);
 }

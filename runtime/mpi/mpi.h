@@ -146,6 +146,9 @@ void fl_mpi_print_stats(FlMpi *m, FILE *out);
 /* The numbers fl_mpi_print_stats prints (for benchmarks). */
 typedef struct FlMpiStats {
     uint64_t bytes, msgs; /* sent by this rank, headers included */
+    /* of them, the SelectedRows gradients a trainer sent: their rows, bytes (header and packed
+     * payload) and messages */
+    uint64_t sparse_rows, sparse_bytes, sparse_msgs;
     int64_t steps;
     double comm, compute; /* seconds */
 } FlMpiStats;

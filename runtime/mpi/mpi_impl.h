@@ -25,7 +25,7 @@
 
 enum { TAG_HDR = 1, TAG_DATA = 2, TAG_ALIVE = 3, TAG_CLOCK = 4, TAG_REPLY0 = 16 };
 enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
-enum { F_INLINE = 1, F_ZERO = 2 };
+enum { F_INLINE = 1, F_ZERO = 2, F_ROWS = 4 }; /* F_ROWS: the payload is a packed SelectedRows (fl_rows_pack) */
 #define MAGIC 0x324d4c46u /* "FLM2" */
 #define NAME_MAX_LEN 1024
 #define FLM_HOST_MAX 64       /* a host name as ranks tell it each other (longer ones are cut) */
@@ -121,6 +121,7 @@ struct FlMpi {
     atomic_uint seq; /* GRAD messages sent (Hdr.seq) */
     /* stats */
     uint64_t bytes, msgs;
+    uint64_t sp_rows, sp_bytes, sp_msgs; /* of them, SelectedRows gradients: rows, bytes, messages */
     int64_t steps;
     double comm, compute;
 };
@@ -212,6 +213,7 @@ void flm_advance_fetches(FlMpi *m);
 /* Adds the seconds since t0 to the communication time. */
 void flm_add_comm(FlMpi *m, double t0);
 FlStatus flm_t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlErr *e);
+FlStatus flm_t_send_rows(FlDist *d, int ps, const char *name, const FlSelectedRows *r, FlErr *e);
 FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
 FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
@@ -219,6 +221,8 @@ FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
 /* ---- the allreduce ring (allreduce.c) ---- */
 FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,
                          bool loss_sum, FlErr *e);
+FlStatus flm_t_allgather_rows(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
+                              FlSelectedRows *out, FlErr *e);
 
 /* ---- the timeline (timeline.c) ---- */
 #define FLM_CLOCK_ROUNDS 8

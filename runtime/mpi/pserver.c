@@ -50,6 +50,8 @@ typedef struct SGrad {
     size_t block;
     FlVar **per_trainer; /* "<name>.trainer_t" vars (transpiled sync), else NULL */
     FlVar *var;          /* "<name>" itself */
+    bool rows;           /* a SelectedRows gradient (the program declares it one): it comes packed
+                          * (F_ROWS), is stored as rows, and the block merges and applies it */
     bool *have;          /* per trainer, this step: its header is in */
     FlTensor acc;        /* hand-written sync: the row-weighted mean so far */
     bool fused;          /* transpiled sync with the block's sum + scale done here (FlDistMean) */
@@ -466,12 +468,46 @@ static double share(const Server *s, const Hdr *h) {
     return (double)h->rows / (double)h->rows_global;
 }
 
+/* A SelectedRows gradient's packed payload x (taken) into var v as rows, its value times w. */
+static FlStatus rows_in(FlVar *v, FlTensor *x, double w, const char *name, FlErr *e) {
+    FlSelectedRows r, sc;
+    fl_rows_init(&r);
+    fl_rows_init(&sc);
+    FlErr in;
+    FlStatus st = fl_rows_unpack(&in, x, &r);
+    if (st != FL_OK) st = fl_err(e, "gradient '%s': %s", name, in.msg);
+    if (st == FL_OK && w != 1.0) {
+        st = fl_rows_scale(e, &r, w, &sc);
+        fl_rows_fini(&r);
+        r = sc;
+    }
+    if (st == FL_OK) fl_var_take_rows(v, &r);
+    fl_rows_fini(&r);
+    fl_tensor_fini(x);
+    return st;
+}
+
+/* The gradient came as the server expects it: packed rows for a SelectedRows, a tensor else. */
+static FlStatus check_kind(Server *s, const SGrad *g, int src, const Hdr *h, const char *name, FlErr *e) {
+    bool rows = (h->flags & F_ROWS) != 0;
+    if (rows == g->rows) return FL_OK;
+    char pn[FLM_PEER_NAME_MAX];
+    return fl_err(e, "got gradient '%s' from %s as %s, but this pserver's program declares it %s", name,
+                  flm_peer_name(s->m, src, pn, sizeof pn), rows ? "a SelectedRows" : "a dense tensor",
+                  g->rows ? "a SelectedRows (a sparse gradient)" : "dense");
+}
+
 /* Sync: trainer t's whole gradient x (taken) of entry g is in: weigh and store it. */
 static FlStatus payload_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, FlErr *e) {
     FlMpi *m = s->m;
     FlStatus st = FL_OK;
     double wt = (double)m->T * share(s, h);
-    if (g->fused) { /* kept as received; the mean weighs, sums and scales in one pass */
+    if (g->rows) { /* G.trainer_t = T * share * G_t as rows; the block merges and scales by 1/T */
+        if (!g->per_trainer)
+            st = fl_err(e, "gradient '%s' is a SelectedRows: a hand-written sync server takes it only as "
+                        "'%s.trainer_t' vars (a transpiled plan's)", g->name, g->name);
+        else st = rows_in(g->per_trainer[t], x, wt, g->name, e);
+    } else if (g->fused) { /* kept as received; the mean weighs, sums and scales in one pass */
         st = check_float(e, x, g->name);
         fl_tensor_fini(&g->got[t]);
         g->got[t] = *x;
@@ -501,13 +537,18 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
                       flm_peer_name(m, src, pn, sizeof pn));
     SGrad *g = &s->g[gi];
     FlTensor x = FL_TENSOR_INIT;
+    if (check_kind(s, g, src, h, name, e) != FL_OK) return FL_ERROR;
     if (!fl_dist_server_sync(s->srv)) { /* async: apply at once (a zero gradient: nothing to apply) */
         if (flm_take_payload(m, h, name, payload, src, TAG_DATA, &x, e) != FL_OK) return FL_ERROR;
-        if (h->flags & F_ZERO) {
+        if ((h->flags & F_ZERO) || (g->rows && h->rows == 0 && h->rows_global > 0)) {
             fl_tensor_fini(&x);
             return FL_OK;
         }
-        fl_var_take_tensor(g->var, &x);
+        if (g->rows) {
+            if (rows_in(g->var, &x, 1.0, g->name, e) != FL_OK) return FL_ERROR;
+        } else {
+            fl_var_take_tensor(g->var, &x);
+        }
         return run_block(s, g->block, h->step, e);
     }
     SBlock *b = &s->b[g->block];
@@ -788,6 +829,8 @@ FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
             }
         }
         g->var = fl_dist_server_var(srv, g->name);
+        snprintf(vn, sizeof vn, "%s" FL_RULE_TRAINER_INFIX "0", g->name);
+        g->rows = fl_dist_server_var_is_rows(srv, g->per_trainer ? vn : g->name);
         if (!g->per_trainer && !g->var && st == FL_OK)
             st = fl_err(e, "grad_to_block names '%s', which the pserver program does not declare", g->name);
     }
@@ -796,7 +839,7 @@ FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         SGrad *g = &s.g[i];
         size_t same = 0;
         for (size_t j = 0; j < s.ng; j++) same += s.g[j].block == g->block;
-        if (!g->per_trainer || same != 1 || !fl_dist_server_find_mean(srv, g->block, g->name, m->T, &g->mean)) continue;
+        if (!g->per_trainer || g->rows || same != 1 || !fl_dist_server_find_mean(srv, g->block, g->name, m->T, &g->mean)) continue;
         g->fused = true;
         g->got = fl_xcalloc((size_t)m->T, sizeof *g->got);
         for (int t = 0; t < m->T; t++) g->got[t] = (FlTensor)FL_TENSOR_INIT;

@@ -68,6 +68,43 @@ FlStatus flm_t_send(FlDist *d, int ps, const char *name, const FlTensor *t, FlEr
     return st;
 }
 
+/* A SelectedRows travels packed (fl_rows_pack) with F_ROWS. An empty share (rows 0) sends the
+ * block's shape with no rows: nothing to add, and the lazy optimizers touch no row for it. */
+FlStatus flm_t_send_rows(FlDist *d, int ps, const char *name, const FlSelectedRows *r, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    double t0 = flm_now();
+    int dest = pserver_rank(m, ps, name, "sending", e);
+    if (dest < 0) return FL_ERROR;
+    FlSelectedRows none;
+    fl_rows_init(&none);
+    const FlSelectedRows *src = r;
+    FlStatus st = FL_OK;
+    if (m->rows == 0 && m->rows_global > 0) {
+        int64_t ne[FL_MAX_DIMS], zero = 0;
+        memcpy(ne, r->value.ne, sizeof ne);
+        ne[0] = 0;
+        none.height = r->height;
+        st = fl_tensor_alloc(e, &none.rows, FL_DT_INT64, 1, &zero);
+        if (st == FL_OK) st = fl_tensor_alloc(e, &none.value, r->value.dtype, r->value.ndim, ne);
+        src = &none;
+    }
+    FlTensor packed = FL_TENSOR_INIT;
+    if (st == FL_OK) st = fl_rows_pack(e, src, &packed);
+    if (st == FL_OK) st = flm_post(m, dest, TAG_HDR, K_GRAD, F_ROWS, name, &packed, NULL, 0, e);
+    if (st == FL_OK) {
+        pthread_mutex_lock(&m->mu); /* the bytes flm_post put on the wire: header, name, payload */
+        m->sp_bytes += sizeof(Hdr) + strlen(name) + fl_tensor_nbytes(&packed);
+        m->sp_rows += (uint64_t)src->rows.ne[0];
+        m->sp_msgs++;
+        pthread_mutex_unlock(&m->mu);
+        st = flm_progress(m, false, e);
+    }
+    fl_tensor_fini(&packed);
+    fl_rows_fini(&none);
+    flm_add_comm(m, t0);
+    return st;
+}
+
 /* Posts the receive of the answer, then the GET for var `name` from rank src, into f. */
 static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *e) {
     unsigned id = atomic_fetch_add(&m->reqs, 1u);

@@ -1102,6 +1102,28 @@ static void test_cli(void) {
     free(out);
 }
 
+/* An is_sparse table (its gradient a SelectedRows): cut into two blocks, the trainers split the
+ * gradient by the blocks' rows (split_selected_rows) and send each piece as rows; the servers
+ * declare the gradient blocks and the trainers' copies SelectedRows, merge them (sum), scale,
+ * and run the sparse sgd. */
+#define SPARSE_HEAD "import fluid\nfrom fluid import layers, optimizer\n" \
+                    "ids = layers.data(name='ids', shape=[2], dtype='int64')\n" \
+                    "y = layers.data(name='y', shape=[1])\n"
+static void test_sparse_plans(void) {
+    FlBundle *b = compile_text("tests/compiler/sparse_embedding.fl",
+        SPARSE_HEAD "e = layers.embedding(input=ids, size=[20, 4], is_sparse=True, "
+        "param_attr=fluid.ParamAttr(name='table'))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(layers.reshape(e, shape=[-1, 8]), size=1), y))\n"
+        "optimizer.SGD(learning_rate=0.1).minimize(loss)\n");
+    check_golden("sparse_embedding", b, 2, 2, 16, FL_TRANSPILE_SYNC);
+    FlPlan *p = transpile(b, 2, 2, FL_TRANSPILE_ASYNC, 16, FL_TRANSPILE_ROUND_ROBIN);
+    const FlBundle *ps = role(p, "pserver", 1);
+    const FlVarDesc *g = ps ? fl_ir_var_find(fl_ir_block(ps->main, 0), "table@GRAD.block1") : NULL;
+    CU_ASSERT(g && g->kind == FL_VAR_SELECTED_ROWS && g->shape[0] == 10);
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
 int main(int argc, char **argv) {
     flc_path = argc > 1 ? argv[1] : NULL;
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -1122,6 +1144,7 @@ int main(int argc, char **argv) {
     CU_add_test(s, "plan file round trip", test_round_trip);
     CU_add_test(s, "errors", test_errors);
     CU_add_test(s, "flc transpile", test_cli);
+    CU_add_test(s, "sparse tables: split_selected_rows, SelectedRows on the servers", test_sparse_plans);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();

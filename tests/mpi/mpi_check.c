@@ -11,6 +11,10 @@
  *                                       names contain a SKIP string are listed, not compared
  *                                       (state each trainer keeps for itself: trainer 0 saves its
  *                                       own)
+ *   mpi_check touched DIRA DIRB VAR IDS the table VAR [H, ...] saved in DIRA differs from DIRB's
+ *                                       only in rows whose index the file IDS lists (one per
+ *                                       line): the others are bit for bit equal, and some listed
+ *                                       rows changed (an async sparse update touched them only)
  *   mpi_check min LOG COLUMN MIN        the last test row's COLUMN is at least MIN
  *   mpi_check falls LOG                 the last train row's loss is below the first's
  *   mpi_check spoil IN OUT WHAT         writes plan IN spoiled as WHAT says to OUT, unvalidated
@@ -210,6 +214,53 @@ static int check_params(const char *a, const char *b, double tol, char **skip, i
     return bad || nvars == 0 ? 1 : 0;
 }
 
+static int check_touched(const char *a, const char *b, const char *var, const char *ids_path) {
+    int64_t na = 0, nb = 0;
+    float *x = read_var(a, var, &na), *y = read_var(b, var, &nb);
+    FILE *f = fopen(ids_path, "r");
+    int rc = 1;
+    if (!x || !y || na != nb || !f) {
+        printf("touched: cannot read '%s' of both checkpoints (%lld, %lld elements) or '%s'\n", var, (long long)na,
+               (long long)nb, ids_path);
+        goto out;
+    }
+    /* the table's height: dim 0 of the saved shape (read_var's layout) */
+    char path[2048], magic[8];
+    snprintf(path, sizeof path, "%s/%s", a, var);
+    FILE *vf = fopen(path, "rb");
+    uint32_t h[4] = {0};
+    int64_t d0 = 0;
+    bool ok = vf && fread(magic, 1, 8, vf) == 8 && fread(h, 4, 4, vf) == 4 && h[2] >= 1 && fread(&d0, 8, 1, vf) == 1 &&
+              d0 > 0 && na % d0 == 0;
+    if (vf) fclose(vf);
+    if (!ok) {
+        printf("touched: cannot read the shape of '%s'\n", path);
+        goto out;
+    }
+    int64_t w = na / d0, listed = 0, changed = 0, bad = 0;
+    bool *mark = calloc((size_t)d0, sizeof *mark);
+    long long id;
+    while (fscanf(f, "%lld", &id) == 1)
+        if (id >= 0 && id < d0 && !mark[id]) mark[id] = true, listed++;
+    for (int64_t r = 0; r < d0; r++) {
+        bool diff = memcmp(x + r * w, y + r * w, (size_t)w * sizeof *x) != 0;
+        if (diff && mark[r]) changed++;
+        if (diff && !mark[r]) {
+            if (!bad) printf("touched: row %lld of '%s' changed, but no id names it\n", (long long)r, var);
+            bad++;
+        }
+    }
+    free(mark);
+    printf("touched: '%s' [%lld rows]: %lld rows listed, %lld of them changed, %lld others changed\n", var,
+           (long long)d0, (long long)listed, (long long)changed, (long long)bad);
+    rc = bad == 0 && changed > 0 ? 0 : 1;
+out:
+    if (f) fclose(f);
+    free(x);
+    free(y);
+    return rc;
+}
+
 static int spoil(const char *in, const char *out, const char *what) {
     FlErr e = {{0}};
     FlBundle *b = NULL;
@@ -264,6 +315,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "logs")) return check_logs(argv[2], argv[3], atof(argv[4]), argv + 5, argc - 5);
     if (argc >= 5 && !strcmp(argv[1], "params"))
         return check_params(argv[2], argv[3], atof(argv[4]), argv + 5, argc - 5);
+    if (argc == 6 && !strcmp(argv[1], "touched")) return check_touched(argv[2], argv[3], argv[4], argv[5]);
     if (argc == 5 && !strcmp(argv[1], "min")) {
         Log l;
         if (read_log(argv[2], &l)) return 1;
@@ -295,6 +347,6 @@ int main(int argc, char **argv) {
         return l.rows[last].v[0] < l.rows[first].v[0] ? 0 : 1;
     }
     fprintf(stderr, "usage: mpi_check logs A B TOL [COLUMN...] | params DIRA DIRB TOL [SKIP...] | min LOG COLUMN MIN | falls LOG | "
-                    "spoil IN OUT WHAT | role PLAN K OUT\n");
+                    "spoil IN OUT WHAT | role PLAN K OUT | touched DIRA DIRB VAR IDS\n");
     return 2;
 }

@@ -20,6 +20,13 @@
 #                                 sync P=2 T=2, equal to local training
 #   fluid_dist_simnet_bow         the same for a sequence model: io.sequence data, each trainer's
 #                                 share whole sequences, sequence_pool over the shared table
+#   sparse_sync                   tests/mpi/ctr_sparse.fl (two is_sparse tables: SelectedRows
+#                                 gradients split by block rows and merged on the pservers) on
+#                                 P=2 T=2 (lazy Adam, Adagrad) and P=3 T=1 (SGD), equal to local
+#                                 training; --stats counts the rows sent
+#   sparse_async_allreduce        the same model on an allreduce pair (sparse gradients gathered
+#                                 as rows; lazy Adam) equal to local training; async P=2 T=2
+#                                 trains, and its tables changed in looked-up rows only
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -271,6 +278,43 @@ fluid_dist_se_resnext)
     MODEL=examples/fluid/dist_se_resnext.fl DEFS="-D image_size=32 -D filters=32"
     steps 2 2
     steps 0 2
+    ;;
+sparse_sync)
+    # tests/mpi/ctr_sparse.fl: two is_sparse tables whose SelectedRows gradients are split by
+    # block rows (split_selected_rows), sent packed and merged on the pservers; every step's loss
+    # and the tables (and optimizer state) against the local run on the global batch; batch 25
+    # per trainer: 480 rows make a last global batch of 30 (25 + 5) at T=2
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=moment1 DEFS="-D opt=lazy_adam"
+    equality 2 2 1024
+    STATE=moment DEFS="-D opt=adagrad"
+    equality 2 2 2048
+    STATE=learning_rate DEFS="-D opt=sgd"
+    equality 3 1 1024
+    # the trainers sent rows, not dense tables: --stats counts the sparse traffic
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --batch-size $BATCH --stats 2>"$TMP/stats" || fail "mpirun --stats"
+    cat "$TMP/stats"
+    grep -q "rank 0 (trainer 0): sparse gradients: [1-9][0-9]* rows, [0-9]* bytes in [0-9]* messages" "$TMP/stats" ||
+        fail "--stats shows no sparse traffic"
+    ;;
+sparse_async_allreduce)
+    # an allreduce pair gathers the sparse gradients as rows (lazy Adam then updates only the
+    # global batch's rows, as locally): equal to local training
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=moment1 DEFS="-D opt=lazy_adam"
+    equality 0 2 1024
+    # async P=2 T=2, SGD: each trainer's rows applied on arrival; the loss falls, and the tables
+    # differ from their initial values in rows the data's ids name, and in no other
+    DEFS="-D opt=sgd"
+    build
+    "$FLRUN" "$TMP/d.flp" -q --epochs 0 --save "$TMP/start" || fail "saving the initial values"
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async --min-block-size 512 -o "$TMP/a.plan" >/dev/null ||
+        fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" --save "$TMP/async" ||
+        fail "mpirun"
+    "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall"
+    cut -d, -f1-4 tests/mpi/ctr_sparse.csv | tr , '\n' >"$TMP/ids_a"
+    cut -d, -f5-7 tests/mpi/ctr_sparse.csv | tr , '\n' >"$TMP/ids_b"
+    "$CHECK" touched "$TMP/async" "$TMP/start" table_a "$TMP/ids_a" || fail "table_a changed outside the looked-up rows"
+    "$CHECK" touched "$TMP/async" "$TMP/start" table_b "$TMP/ids_b" || fail "table_b changed outside the looked-up rows"
     ;;
 clip_allreduce_t2)
     MODEL=tests/mpi/digits_regularized.fl STATE=mean_square DEFS="-D clip=1"

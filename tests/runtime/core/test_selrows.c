@@ -218,11 +218,94 @@ static void test_sum(void) {
     fl_ir_program_free(p);
 }
 
+/* split_selected_rows cuts G (rows 4 1 4 0 4 of height 6) at height_sections [2, 4]: A holds
+ * rows 1 0 (value rows 1 and 3 of G), B rows 2 2 2 (4 - 2; value rows 0 2 4), in G's order;
+ * scale of a SelectedRows scales its value and keeps its rows; the wire form (fl_rows_pack)
+ * gives B back, and a malformed one is an error, never a crash. */
+static void test_split_scale_pack(void) {
+    FlProgram *p = build(NULL, true);
+    FlBlock *b = fl_ir_block(p, 0);
+    var(b, "A", FL_DT_FLOAT64, 2, (int64_t[]){2, D}, true)->kind = FL_VAR_SELECTED_ROWS;
+    var(b, "B", FL_DT_FLOAT64, 2, (int64_t[]){4, D}, true)->kind = FL_VAR_SELECTED_ROWS;
+    var(b, "A2", FL_DT_FLOAT64, 2, (int64_t[]){2, D}, true)->kind = FL_VAR_SELECTED_ROWS;
+    FlOpDesc *sp = fl_ir_op_append(b, "split_selected_rows");
+    fl_ir_op_add_input(sp, "X", "G");
+    fl_ir_op_add_output(sp, "Out", "A");
+    fl_ir_op_add_output(sp, "Out", "B");
+    fl_ir_op_set_ints(sp, "height_sections", (int64_t[]){2, 4}, 2);
+    FlOpDesc *sc = fl_ir_op_append(b, "scale");
+    fl_ir_op_add_input(sc, "X", "A");
+    fl_ir_op_add_output(sc, "Out", "A2");
+    fl_ir_op_set_float(sc, "scale", 0.5);
+    FlExec *ex;
+    FlErr e = {{0}};
+    CT_OK(fl_exec_new(p, NULL, 0, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    double w[V * D], dout[N * D];
+    for (int i = 0; i < V * D; i++) w[i] = i;
+    for (int i = 0; i < N * D; i++) dout[i] = 0.5 * i + 1;
+    set(s, "W", 2, (int64_t[]){V, D}, w);
+    FlTensor ids = ct_tensor(FL_DT_INT64, 2, (int64_t[]){N, 1}, ids_v);
+    FlTensor dt = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
+    FlExecFeed f[3] = {{"ids", &ids}, {"out", &dt}, {"dout", &dt}};
+    CT_OK(fl_exec_run(ex, s, f, 3, NULL, NULL, 0, 0, &e), &e);
+    FlSelectedRows g, a, a2, bb, back;
+    fl_rows_init(&g), fl_rows_init(&a), fl_rows_init(&a2), fl_rows_init(&bb), fl_rows_init(&back);
+    CU_ASSERT_TRUE_FATAL(fl_var_get_rows(fl_scope_find(s, "G"), &g) && fl_var_get_rows(fl_scope_find(s, "A"), &a) &&
+                         fl_var_get_rows(fl_scope_find(s, "A2"), &a2) && fl_var_get_rows(fl_scope_find(s, "B"), &bb));
+    CU_ASSERT_TRUE(a.height == 2 && bb.height == 4 && a2.height == 2);
+    CU_ASSERT_EQUAL_FATAL(a.rows.ne[0], 2);
+    CU_ASSERT_EQUAL_FATAL(bb.rows.ne[0], 3);
+    const int64_t *ar = fl_tensor_data(&a.rows), *br = fl_tensor_data(&bb.rows);
+    CU_ASSERT_TRUE(ar[0] == 1 && ar[1] == 0 && br[0] == 2 && br[1] == 2 && br[2] == 2);
+    const double *gv = fl_tensor_data(&g.value), *av = fl_tensor_data(&a.value), *a2v = fl_tensor_data(&a2.value),
+                 *bv = fl_tensor_data(&bb.value);
+    for (int j = 0; j < D; j++) {
+        CU_ASSERT_EQUAL(av[0 * D + j], gv[1 * D + j]);
+        CU_ASSERT_EQUAL(av[1 * D + j], gv[3 * D + j]);
+        CU_ASSERT_EQUAL(a2v[1 * D + j], 0.5 * gv[3 * D + j]);
+        CU_ASSERT_EQUAL(bv[1 * D + j], gv[2 * D + j]);
+        CU_ASSERT_EQUAL(bv[2 * D + j], gv[4 * D + j]);
+    }
+    FlTensor packed = FL_TENSOR_INIT;
+    CT_OK(fl_rows_pack(&e, &bb, &packed), &e);
+    CT_OK(fl_rows_unpack(&e, &packed, &back), &e);
+    CU_ASSERT_TRUE(back.height == 4 && back.rows.ne[0] == 3 && back.value.ndim == 2 && back.value.ne[1] == D);
+    CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&back.rows), br, 3 * sizeof *br), 0);
+    CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&back.value), bv, 3 * D * sizeof *bv), 0);
+    /* malformed: too short, a row outside the height, a bad magic number */
+    FlTensor bad = FL_TENSOR_INIT;
+    int64_t nw = packed.ne[0] - 1;
+    CT_OK(fl_tensor_alloc(&e, &bad, FL_DT_INT64, 1, &nw), &e);
+    memcpy(fl_tensor_data(&bad), fl_tensor_data(&packed), (size_t)nw * sizeof(int64_t));
+    CU_ASSERT_EQUAL(fl_rows_unpack(&e, &bad, &back), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "too few"));
+    int64_t *pw = fl_tensor_data(&packed); /* packed is ours alone: edit it in place */
+    pw[1] = 2;                             /* height 2: rows 2 are outside it */
+    CU_ASSERT_EQUAL(fl_rows_unpack(&e, &packed, &back), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "outside [0, 2)"));
+    pw[0] = 7;
+    CU_ASSERT_EQUAL(fl_rows_unpack(&e, &packed, &back), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "magic"));
+    /* the sections must cover the height */
+    CU_ASSERT_EQUAL(fl_rows_split(&e, &g, (int64_t[]){2, 3}, 2, &a), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "add up to 5 rows but the height is 6"));
+    fl_tensor_fini(&bad);
+    fl_tensor_fini(&packed);
+    fl_rows_fini(&g), fl_rows_fini(&a), fl_rows_fini(&a2), fl_rows_fini(&bb), fl_rows_fini(&back);
+    fl_tensor_fini(&ids);
+    fl_tensor_fini(&dt);
+    fl_scope_free(s);
+    fl_exec_free(ex);
+    fl_ir_program_free(p);
+}
+
 int main(void) {
     static const CtCase cases[] = {
         CT_TEST(test_lookup_table_grad_rows),
         CT_TEST(test_optimizers),
         CT_TEST(test_sum),
+        CT_TEST(test_split_scale_pack),
     };
     return ct_run("selrows", cases, (int)(sizeof cases / sizeof cases[0]));
 }
