@@ -2,8 +2,10 @@
 ```python blocks (which use the programs python.md's first block compiled), from one scratch
 directory that looks like the repository root after a build (the source tree's entries as
 symlinks, `build` the build tree, build/tools on PATH; python blocks run with this python3 and
-PYTHONPATH=build/python). A ```text block right after a block is what that block prints (stdout
-and stderr), line by line; `…` (U+2026) in a line stands for any text within the line."""
+PYTHONPATH=build/python). An ```output block right after a block is what that block prints
+(stdout and stderr), line by line; `…` (U+2026) in a line stands for any text within the line.
+(```output, not ```text: tests/e2e/test_docs_commands.sh takes a ```text block after anything but
+a ```sh block for quoted messages, and runs in builds without the package.)"""
 import os
 import re
 import subprocess
@@ -63,7 +65,7 @@ for i, (lang, text) in enumerate(bs):
                        text=True, timeout=300)
     ran += 1
     first = text.strip().split("\n")[0]
-    if i + 1 < len(bs) and bs[i + 1][0] == "text":
+    if i + 1 < len(bs) and bs[i + 1][0] == "output":
         shown += 1
         check(matches(bs[i + 1][1], r.stdout),
               "block %d (%s: %s) printed:\n%s\ninstead of:\n%s" % (i, lang, first, r.stdout, bs[i + 1][1]))
