@@ -9,7 +9,7 @@ sits beside this file; numpy arrays in and out. See docs/python.md.
     prog = fluidc.load("model.flp")          # flc build model.fl -o model.flp
     exe = fluidc.Executor(prog, seed=0)       # runs the startup program: parameters initialised
     loss, = exe.run(feed={"x": xs, "y": ys}, fetch_list=["mean_0.tmp_0"])   # a training step
-    pred, = exe.predict(feed={"x": xs}, fetch_list=["fc_0.tmp_1"])           # no update
+    pred, = exe.predict(feed={"x": xs}, fetch_list=["elementwise_add_0.tmp_0"])  # no update
 
 Threads: ctypes releases the GIL during each call into the library, so run() and predict() of
 one Executor from many Python threads run at the same time, each with its own feeds and
