@@ -1,0 +1,306 @@
+"""fluidc: run compiled fluidc programs (.flp) from Python, from many threads at once.
+
+Pure Python over the C embedding API (runtime/api.h) through ctypes and libfluidc_py.so, which
+sits beside this file; numpy arrays in and out. See docs/python.md.
+
+    import numpy as np
+    import fluidc
+
+    prog = fluidc.load("model.flp")          # flc build model.fl -o model.flp
+    exe = fluidc.Executor(prog, seed=0)       # runs the startup program: parameters initialised
+    loss, = exe.run(feed={"x": xs, "y": ys}, fetch_list=["mean_0.tmp_0"])   # a training step
+    pred, = exe.predict(feed={"x": xs}, fetch_list=["elementwise_add_0.tmp_0"])  # no update
+
+Threads: ctypes releases the GIL during each call into the library, so run() and predict() of
+one Executor from many Python threads run at the same time, each with its own feeds and
+fetches, sharing the parameters (runtime/api.h's rules: a reader sees whole parameter tensors;
+concurrent training steps update them last-writer-wins). close() (or the Executor's garbage
+collection) must not race with calls on the same Executor.
+"""
+
+import ctypes
+import os
+import numpy as np
+
+__all__ = ["Error", "Program", "Executor", "load"]
+
+_ABI_VERSION = 1
+_ERRLEN = 4096
+
+# FlDType codes (compiler/ir/dtype.h) <-> numpy dtypes.
+_DTYPES = {
+    0: np.dtype(np.float32),
+    1: np.dtype(np.float64),
+    2: np.dtype(np.int32),
+    3: np.dtype(np.int64),
+    4: np.dtype(np.bool_),
+}
+_CODES = {dt: code for code, dt in _DTYPES.items()}
+_MAX_DIMS = 8
+
+
+class Error(Exception):
+    """An error of the fluidc runtime: the message names what failed (a feed, an op and its .fl
+    line, a file)."""
+
+
+class _Feed(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("data", ctypes.c_void_p),
+    ]
+
+
+def _load_library():
+    path = os.environ.get("FLUIDC_PY_LIBRARY") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "libfluidc_py.so")
+    try:
+        lib = ctypes.CDLL(path)  # CDLL, not PyDLL: every call releases the GIL
+    except OSError as e:
+        raise ImportError("fluidc: cannot load %s: %s" % (path, e)) from None
+    P, C, S, I = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int
+    sigs = {
+        "flpy_abi_version": (I, []),
+        "flpy_program_load": (P, [C, C, S]),
+        "flpy_program_free": (None, [P]),
+        "flpy_executor_new": (P, [P, ctypes.c_uint64, C, S]),
+        "flpy_executor_free": (None, [P]),
+        "flpy_executor_run_startup": (I, [P, C, S]),
+        "flpy_executor_run": (I, [P, I, ctypes.POINTER(_Feed), S, ctypes.POINTER(C), S,
+                                  ctypes.POINTER(P), C, S]),
+        "flpy_executor_get": (I, [P, C, ctypes.POINTER(P), C, S]),
+        "flpy_executor_set": (I, [P, ctypes.POINTER(_Feed), C, S]),
+        "flpy_executor_save": (I, [P, C, C, S]),
+        "flpy_executor_load": (I, [P, C, C, S]),
+        "flpy_tensor_dtype": (I, [P]),
+        "flpy_tensor_ndim": (I, [P]),
+        "flpy_tensor_shape": (None, [P, ctypes.POINTER(ctypes.c_int64)]),
+        "flpy_tensor_has_data": (I, [P]),
+        "flpy_tensor_nbytes": (S, [P]),
+        "flpy_tensor_copy_out": (I, [P, P, S, C, S]),
+        "flpy_tensor_free": (None, [P]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+    v = lib.flpy_abi_version()
+    if v != _ABI_VERSION:
+        raise ImportError("fluidc: %s has ABI version %d, this package needs %d"
+                          % (path, v, _ABI_VERSION))
+    return lib
+
+
+_lib = _load_library()
+
+
+def _errbuf():
+    return ctypes.create_string_buffer(_ERRLEN)
+
+
+def _raise(buf):
+    raise Error(buf.value.decode("utf-8", "replace"))
+
+
+def _path(p, what):
+    try:
+        return os.fsencode(p)
+    except TypeError:
+        raise Error("%s: a path must be a str, bytes or os.PathLike, not %s"
+                    % (what, type(p).__name__)) from None
+
+
+def _name(n, what):
+    if isinstance(n, bytes):
+        return n
+    if isinstance(n, str):
+        return n.encode("utf-8")
+    raise Error("%s: a var name must be a str, not %s" % (what, type(n).__name__))
+
+
+def _as_feed(name, value, keep):
+    """Fills a _Feed for value (converted with np.asarray; C-contiguous); keep holds the objects
+    the struct points into until the call returns."""
+    bname = _name(name, "feed")
+    arr = np.ascontiguousarray(value)
+    code = _CODES.get(arr.dtype)
+    if code is None:
+        raise Error("feed '%s': numpy dtype %s is not one of float32, float64, int32, int64, "
+                    "bool" % (bname.decode("utf-8", "replace"), arr.dtype))
+    if arr.ndim > _MAX_DIMS:
+        raise Error("feed '%s': %d dimensions (at most %d)"
+                    % (bname.decode("utf-8", "replace"), arr.ndim, _MAX_DIMS))
+    shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+    keep.extend((bname, arr, shape))
+    return _Feed(bname, code, arr.ndim, shape, arr.ctypes.data)
+
+
+def _take(handle):
+    """A numpy array holding a copy of the tensor handle's elements; frees the handle."""
+    try:
+        t = ctypes.c_void_p(handle)
+        dtype = _DTYPES.get(_lib.flpy_tensor_dtype(t))
+        if dtype is None:
+            raise Error("fetch: a tensor of unknown dtype code %d" % _lib.flpy_tensor_dtype(t))
+        ndim = _lib.flpy_tensor_ndim(t)
+        shape = (ctypes.c_int64 * max(ndim, 1))()
+        _lib.flpy_tensor_shape(t, shape)
+        out = np.empty(tuple(shape[:ndim]), dtype=dtype)
+        if not _lib.flpy_tensor_has_data(t):
+            raise Error("fetch: the var holds no data")
+        buf = _errbuf()
+        if _lib.flpy_tensor_copy_out(t, out.ctypes.data, out.nbytes, buf, _ERRLEN):
+            _raise(buf)
+        return out
+    finally:
+        _lib.flpy_tensor_free(ctypes.c_void_p(handle))
+
+
+class Program:
+    """A loaded .flp bundle (flc build model.fl -o model.flp): its startup and main programs."""
+
+    def __init__(self, path):
+        buf = _errbuf()
+        self.path = path
+        self._h = None
+        h = _lib.flpy_program_load(_path(path, "fluidc.load"), buf, _ERRLEN)
+        if not h:
+            _raise(buf)
+        self._h = h
+
+    def __del__(self):
+        # Executors hold their Program, so this runs once none uses it.
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.flpy_program_free(h)
+
+    def __repr__(self):
+        return "fluidc.Program(%r)" % (self.path,)
+
+
+def load(path):
+    """Loads a compiled program (.flp). Raises fluidc.Error (I/O, not a .flp, corrupt)."""
+    return Program(path)
+
+
+class Executor:
+    """The program's startup and main programs, prepared once, and a scope holding its
+    parameters. Construction runs the startup program (pass startup=False to skip it, e.g.
+    before load()). run() and predict() may be called from any number of threads at once."""
+
+    def __init__(self, program, seed=0, startup=True):
+        if not isinstance(program, Program):
+            raise Error("fluidc.Executor: expected a fluidc.Program (fluidc.load), not %s"
+                        % type(program).__name__)
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 64:
+            raise Error("fluidc.Executor: seed must be an int in [0, 2**64), not %r" % (seed,))
+        self.program = program  # kept alive: the C executor borrows it
+        buf = _errbuf()
+        h = _lib.flpy_executor_new(program._h, seed, buf, _ERRLEN)
+        if not h:
+            _raise(buf)
+        self._h = h
+        if startup:
+            self.run_startup()
+
+    def _handle(self):
+        h = self._h
+        if not h:
+            raise Error("fluidc.Executor: used after close()")
+        return h
+
+    def run_startup(self):
+        """Runs the startup program: creates and initialises the parameters (again, if they
+        exist: a re-initialisation)."""
+        buf = _errbuf()
+        if _lib.flpy_executor_run_startup(self._handle(), buf, _ERRLEN):
+            _raise(buf)
+
+    def _call(self, predict, feed, fetch_list):
+        feed = {} if feed is None else feed
+        fetch_list = [] if fetch_list is None else fetch_list
+        if not hasattr(feed, "items"):
+            raise Error("feed must be a dict of var name -> array, not %s" % type(feed).__name__)
+        if isinstance(fetch_list, (str, bytes)):
+            fetch_list = [fetch_list]
+        keep = []
+        feeds = (_Feed * max(len(feed), 1))()
+        for i, (name, value) in enumerate(feed.items()):
+            feeds[i] = _as_feed(name, value, keep)
+        names = [_name(n, "fetch") for n in fetch_list]
+        cnames = (ctypes.c_char_p * max(len(names), 1))(*names)
+        out = (ctypes.c_void_p * max(len(names), 1))()
+        buf = _errbuf()
+        if _lib.flpy_executor_run(self._handle(), 1 if predict else 0, feeds, len(feed), cnames,
+                                  len(names), out, buf, _ERRLEN):
+            _raise(buf)
+        results = []
+        try:
+            for i in range(len(names)):
+                h, out[i] = out[i], None
+                results.append(_take(h))
+        finally:
+            for i in range(len(names)):
+                if out[i]:
+                    _lib.flpy_tensor_free(out[i])
+        return results
+
+    def run(self, feed=None, fetch_list=None):
+        """Runs the main program once (a training program: one step, forward, backward and
+        optimizer) with feed (dict: data var name -> numpy array) and returns the fetched vars
+        (list of names: outputs, losses, parameters) as a list of numpy arrays."""
+        return self._call(False, feed, fetch_list)
+
+    def predict(self, feed=None, fetch_list=None):
+        """Like run(), but runs only the ops the fetches depend on and never changes the
+        parameters (no labels needed, no optimizer step; dropout and batch_norm in test mode)."""
+        return self._call(True, feed, fetch_list)
+
+    def get(self, name):
+        """A copy of the current value of scope var `name` (a parameter), as a numpy array."""
+        buf = _errbuf()
+        h = ctypes.c_void_p()
+        if _lib.flpy_executor_get(self._handle(), _name(name, "get"), ctypes.byref(h), buf,
+                                  _ERRLEN):
+            _raise(buf)
+        return _take(h.value)
+
+    def set(self, name, value):
+        """Replaces scope var `name` (a parameter) with a copy of value, whole."""
+        keep = []
+        f = _as_feed(name, value, keep)
+        buf = _errbuf()
+        if _lib.flpy_executor_set(self._handle(), ctypes.byref(f), buf, _ERRLEN):
+            _raise(buf)
+
+    def save(self, dirname):
+        """Saves the persistable vars (parameters, optimizer state) into directory dirname, in
+        flrun --save's format (flrun --load reads it; runtime/params.h)."""
+        buf = _errbuf()
+        if _lib.flpy_executor_save(self._handle(), _path(dirname, "save"), buf, _ERRLEN):
+            _raise(buf)
+
+    def load(self, dirname):
+        """Loads the persistable vars from a checkpoint directory (flrun --save's or save()'s);
+        every var is checked before any is set."""
+        buf = _errbuf()
+        if _lib.flpy_executor_load(self._handle(), _path(dirname, "load"), buf, _ERRLEN):
+            _raise(buf)
+
+    def close(self):
+        """Frees the executor and its scope. No other call on this Executor may be running."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.flpy_executor_free(h)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
