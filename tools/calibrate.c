@@ -1,0 +1,211 @@
+/* calibrate.c: `flc calibrate` (calibrate.h): each figure is timed over repeated calls until
+ * CAL_ROUND seconds have passed, best of CAL_ROUNDS rounds (the least disturbed by other load).
+ * The byte counts follow the model's rule (compiler/simulate.c): an op touches the bytes of
+ * every input and output it names.
+ */
+#define _GNU_SOURCE
+#include "tools/calibrate.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/ir/ir.h"
+#include "runtime/api.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/tensor.h"
+
+#define CAL_ROUND 0.05 /* seconds per round */
+#define CAL_ROUNDS 3
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef FlStatus (*Work)(void *ctx, FlErr *e);
+
+/* Best seconds per call of fn. */
+static FlStatus timeit(Work fn, void *ctx, double *best, FlErr *e) {
+    *best = 1e30;
+    if (fn(ctx, e) != FL_OK) return FL_ERROR; /* warm-up */
+    for (int r = 0; r < CAL_ROUNDS; r++) {
+        int64_t n = 0;
+        double t0 = now(), t;
+        do {
+            if (fn(ctx, e) != FL_OK) return FL_ERROR;
+            n++;
+            t = now() - t0;
+        } while (t < CAL_ROUND);
+        if (t / (double)n < *best) *best = t / (double)n;
+    }
+    return FL_OK;
+}
+
+typedef struct Bin {
+    FlTensor x, y, out;
+} Bin;
+
+static FlStatus do_mul(void *c, FlErr *e) {
+    Bin *b = c;
+    return fl_kernel_mul(e, &b->x, &b->y, 1, 1, &b->out);
+}
+static FlStatus do_add(void *c, FlErr *e) {
+    Bin *b = c;
+    return fl_kernel_elementwise_add(e, &b->x, &b->y, -1, &b->out);
+}
+static FlStatus do_sgd(void *c, FlErr *e) {
+    Bin *b = c; /* x: param (updated in place), y: grad, out: learning rate */
+    return fl_kernel_sgd(e, &b->x, &b->y, &b->out, &b->x);
+}
+typedef struct Cpy {
+    char *a, *b;
+    size_t n;
+} Cpy;
+static FlStatus do_copy(void *c, FlErr *e) {
+    (void)e;
+    Cpy *k = c;
+    memcpy(k->b, k->a, k->n);
+    k->a[0]++;
+    return FL_OK;
+}
+typedef struct Run {
+    FlExecutor *ex;
+    FlScope *scope;
+    FlFetch f;
+} Run;
+static FlStatus do_run(void *c, FlErr *e) {
+    Run *r = c;
+    return fl_executor_run(r->ex, r->scope, NULL, 0, &r->f, 1, e);
+}
+
+static void bin_fini(Bin *b) {
+    fl_tensor_fini(&b->x);
+    fl_tensor_fini(&b->y);
+    fl_tensor_fini(&b->out);
+}
+
+static FlStatus filled(FlErr *e, FlTensor *t, int ndim, const int64_t *ne) {
+    if (fl_tensor_alloc(e, t, FL_DT_FLOAT32, ndim, ne) != FL_OK) return FL_ERROR;
+    float *p = fl_tensor_data(t);
+    int64_t n = fl_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    return FL_OK;
+}
+
+/* The executor's fixed cost per op: a program of OPS scale ops on one float. */
+#define OPS 200
+static FlStatus overhead(double *us, FlErr *e) {
+    FlBundle *bd = fl_ir_bundle_new();
+    FlBlock *b0 = fl_ir_block(bd->main, 0);
+    int64_t one = 1;
+    char name[32];
+    for (int i = 0; i <= OPS; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        FlVarDesc *v = fl_ir_var_add(b0, name);
+        fl_ir_var_set_shape(v, 1, &one);
+    }
+    FlOpDesc *fill = fl_ir_op_append(b0, "fill_constant");
+    fl_ir_op_add_output(fill, "Out", "v0");
+    fl_ir_op_set_ints(fill, "shape", &one, 1);
+    fl_ir_op_set_float(fill, "value", 1.0);
+    for (int i = 1; i <= OPS; i++) {
+        FlOpDesc *op = fl_ir_op_append(b0, "scale");
+        snprintf(name, sizeof name, "v%d", i - 1);
+        fl_ir_op_add_input(op, "X", name);
+        snprintf(name, sizeof name, "v%d", i);
+        fl_ir_op_add_output(op, "Out", name);
+        fl_ir_op_set_float(op, "scale", 1.0001);
+    }
+    FlLoadedProgram *prog = fl_program_from_bundle_take(bd);
+    Run r = {.scope = fl_scope_new(NULL), .f = {.name = "v200", .tensor = FL_TENSOR_INIT}};
+    FlStatus st = fl_executor_new(prog, NULL, &r.ex, e);
+    double t = 0;
+    if (st == FL_OK) st = fl_executor_run_startup(r.ex, r.scope, e);
+    if (st == FL_OK) st = timeit(do_run, &r, &t, e);
+    *us = t / (OPS + 1) * 1e6;
+    fl_tensor_fini(&r.f.tensor);
+    if (r.ex) fl_executor_free(r.ex);
+    fl_scope_free(r.scope);
+    fl_program_free(prog);
+    return st;
+}
+
+FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
+    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    static const int64_t shapes[][3] = {{64, 128, 64}, {64, 512, 784}, {128, 512, 512}, {256, 1024, 1024}};
+    FlBuf body = {0};
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && st == FL_OK; i++) {
+        int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+        double t = 0;
+        st = filled(e, &b.x, 2, (int64_t[]){m, k});
+        if (st == FL_OK) st = filled(e, &b.y, 2, (int64_t[]){k, n});
+        if (st == FL_OK) st = timeit(do_mul, &b, &t, e);
+        if (st == FL_OK)
+            fl_buf_printf(&body, "gemm %lldx%lldx%lld %.2f GFLOP/s\n", (long long)m, (long long)n, (long long)k,
+                          2.0 * (double)(m * n * k) / t / 1e9);
+        bin_fini(&b);
+    }
+    const int64_t N = 1 << 20; /* 4 MiB per float tensor: past the caches, as a layer's are */
+    if (st == FL_OK) {
+        Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+        double t = 0;
+        st = filled(e, &b.x, 1, &N);
+        if (st == FL_OK) st = filled(e, &b.y, 1, &N);
+        if (st == FL_OK) st = timeit(do_add, &b, &t, e);
+        if (st == FL_OK) fl_buf_printf(&body, "elementwise %.3f GB/s\n", 3.0 * 4 * (double)N / t / 1e9);
+        bin_fini(&b);
+    }
+    if (st == FL_OK) {
+        Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+        double t = 0;
+        int64_t one = 1;
+        st = filled(e, &b.x, 1, &N);
+        if (st == FL_OK) st = filled(e, &b.y, 1, &N);
+        if (st == FL_OK) st = fl_tensor_alloc(e, &b.out, FL_DT_FLOAT32, 1, &one);
+        if (st == FL_OK) {
+            *(float *)fl_tensor_data(&b.out) = 1e-6f;
+            st = timeit(do_sgd, &b, &t, e);
+        }
+        /* Param, Grad and ParamOut (the learning rate's 4 bytes apart) */
+        if (st == FL_OK) fl_buf_printf(&body, "optimizer %.3f GB/s\n", 3.0 * 4 * (double)N / t / 1e9);
+        bin_fini(&b);
+    }
+    if (st == FL_OK) {
+        Cpy c = {.n = (size_t)16 << 20};
+        c.a = fl_xmalloc(c.n), c.b = fl_xmalloc(c.n);
+        memset(c.a, 1, c.n);
+        memset(c.b, 2, c.n);
+        double t = 0;
+        st = timeit(do_copy, &c, &t, e);
+        if (st == FL_OK) fl_buf_printf(&body, "memcpy %.3f GB/s\n", (double)c.n / t / 1e9);
+        free(c.a), free(c.b);
+    }
+    double us = 0;
+    if (st == FL_OK) st = overhead(&us, e);
+    if (st == FL_OK) fl_buf_printf(&body, "op_overhead %.3f us\n", us);
+    if (st == FL_OK) {
+        char host[256] = "?";
+        FILE *f = fopen("/proc/sys/kernel/hostname", "r");
+        if (f) {
+            if (fgets(host, sizeof host, f)) host[strcspn(host, "\n")] = 0;
+            fclose(f);
+        }
+        const char *thr = getenv("OPENBLAS_NUM_THREADS");
+        fl_buf_printf(out,
+                      "# fluidc calibration (flc calibrate) of host %s, OpenBLAS threads: %s\n"
+                      "# NAME VALUE UNIT per line (docs/simulate.md). gemm MxNxK: C[M,N] = A[M,K] B[K,N]\n"
+                      "# through fl_kernel_mul; elementwise: bytes of X, Y and Out of elementwise_add per s;\n"
+                      "# optimizer: bytes of Param, Grad and ParamOut of an in-place sgd per s; memcpy: bytes\n"
+                      "# copied per s; op_overhead: the executor's time per op of a program of tiny ops.\n"
+                      "# MPI latency and bandwidth are the cluster spec's (flc simulate --cluster).\n",
+                      host, thr ? thr : "1");
+        fl_buf_puts(out, fl_buf_str(&body));
+    }
+    fl_buf_free(&body);
+    return st;
+}
