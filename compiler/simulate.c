@@ -117,7 +117,7 @@ FlStatus fl_sim_parse_range(const char *s, FlSimInts *out, FlErr *e) {
 }
 
 /* Splits text into lines (at '\n' and ';', both counted as line breaks) of tokens; calls fn
- * for each non-empty line with its number. '#' starts a comment. */
+ * for each non-empty line with its number. '#' starts a comment, which ends at a newline. */
 #define MAX_TOK 32
 typedef FlStatus (*LineFn)(void *ctx, int line, char **tok, int ntok, const char *where, FlErr *e);
 
@@ -125,11 +125,12 @@ static FlStatus each_line(const char *text, const char *where, LineFn fn, void *
     int line = 1;
     const char *p = text;
     while (*p) {
-        const char *q = p;
-        while (*q && *q != '\n' && *q != ';') q++;
-        char *buf = fl_xstrndup(p, (size_t)(q - p));
-        char *hash = strchr(buf, '#');
-        if (hash) *hash = 0;
+        const char *q = p, *hash = NULL;
+        while (*q && *q != '\n' && (*q != ';' || hash)) {
+            if (*q == '#' && !hash) hash = q; /* a comment runs to the end of the line, ';' and all */
+            q++;
+        }
+        char *buf = fl_xstrndup(p, (size_t)((hash ? hash : q) - p));
         char *tok[MAX_TOK];
         int ntok = 0;
         for (char *s = strtok(buf, " \t\r"); s; s = strtok(NULL, " \t\r")) {
@@ -581,6 +582,7 @@ typedef struct Sim {
     int *end_node;
     int64_t *left;        /* per trainer: answer pieces still to come */
     double *lr_cost;      /* per pserver: its lr block, run before its first update */
+    double *compute;      /* per trainer: its compute before the recvs' wait */
 } Sim;
 
 static int node(Sim *s, double end, int cat, int trainer, int pred) {
@@ -798,9 +800,10 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
     const FlBlock *b0 = fl_ir_block(prog, 0);
     const FlSimHost *h = &s->cl->hosts.data[s->r->trainer_host[t]];
     double factor = h->compute;
-    if (h->cores > 0) {
+    if (h->cores > 0) { /* every rank of the host takes a core: MPI ranks poll while they wait */
         int64_t same = 0;
         for (int64_t u = 0; u < s->r->T; u++) same += s->r->trainer_host[u] == s->r->trainer_host[t];
+        for (int64_t u = 0; u < s->r->P; u++) same += s->r->pserver_host[u] == s->r->trainer_host[t];
         if (same > h->cores) factor *= (double)same / (double)h->cores;
     }
     int64_t batch = s->o->batch;
@@ -887,6 +890,7 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
     if (!gets_posted) prev = node(s, clock, CAT_COMPUTE, t, prev);
     s->end[t] = clock;
     s->end_node[t] = prev;
+    s->compute[t] = clock;
     after[t] = post_wait;
     return FL_OK;
 }
@@ -941,6 +945,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     s.end_node = fl_xcalloc((size_t)T, sizeof(int));
     s.left = fl_xcalloc((size_t)T, sizeof(int64_t));
     s.lr_cost = fl_xcalloc((size_t)P + 1, sizeof(double));
+    s.compute = fl_xcalloc((size_t)T, sizeof(double));
     double *after = fl_xcalloc((size_t)T, sizeof(double));
     FlStatus st = FL_OK;
     for (int64_t p = 0; p < P && st == FL_OK; p++) {
@@ -972,16 +977,21 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         double cat[4] = {after[crit], 0, 0, 0};
         for (int n = s.end_node[crit]; n >= 0; n = s.nodes.data[n].pred) {
             const Node *x = &s.nodes.data[n];
+            if (x->cat == CAT_COMPUTE) {
+                /* a compute node's chain runs back to the step's start: a trainer's compute up
+                 * to x->end. Another trainer's is concurrent with ours: the part beyond our own
+                 * compute is the wait for its gradient (the sync barrier) */
+                double own = x->trainer == crit ? x->end : fmin(x->end, s.compute[crit]);
+                cat[CAT_COMPUTE] += own;
+                cat[CAT_WAIT] += x->end - own;
+                break;
+            }
             double pe = x->pred >= 0 ? s.nodes.data[x->pred].end : 0;
-            int c = x->trainer >= 0 && x->trainer != crit ? CAT_WAIT : x->cat;
-            cat[c] += x->end - pe;
+            cat[x->cat] += x->end - pe;
         }
         r->compute_s = cat[CAT_COMPUTE], r->transfer_s = cat[CAT_TRANSFER], r->update_s = cat[CAT_UPDATE],
         r->wait_s = cat[CAT_WAIT];
-        double tc = 0;
-        for (int n = s.end_node[crit]; n >= 0; n = s.nodes.data[n].pred)
-            if (s.nodes.data[n].cat == CAT_COMPUTE && s.nodes.data[n].trainer == crit) tc = fmax(tc, s.nodes.data[n].end);
-        r->trainer_compute_s = tc + after[crit];
+        r->trainer_compute_s = s.compute[crit] + after[crit];
         for (int64_t p = 0; p < P; p++) {
             r->servers[p].busy_until = s.cpu[p].free;
             for (size_t i = 0; i < s.blks[p].len; i++) {
@@ -1000,7 +1010,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     }
     for (int64_t t = 0; t < T; t++) FL_VEC_FREE(&s.recvs[t]);
     free(s.out), free(s.in), free(s.loc), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
-    free(s.left), free(s.lr_cost), free(after);
+    free(s.left), free(s.lr_cost), free(s.compute), free(after);
     FL_VEC_FREE(&s.nodes);
     FL_VEC_FREE(&s.heap);
     if (st != FL_OK) goto fail_r;

@@ -57,7 +57,7 @@ typedef struct FlSimHost {
     double bandwidth; /* bytes/s of its link, each direction; 0: not given */
     double latency;   /* s, one way, of its link */
     double compute;   /* compute times are multiplied by this (1: this machine) */
-    int64_t cores;    /* 0: not given; else trainers beyond it share the cores */
+    int64_t cores;    /* 0: not given; else its ranks beyond it share the cores (compute x ranks/cores) */
     bool trainers, pservers;    /* roles=trainers / roles=pservers */
     FlSimInts t_idx, p_idx; /* roles=t0,p1: these trainers and pservers */
     int line;
