@@ -1,5 +1,5 @@
 /* calibrate.c: `flc calibrate` (calibrate.h): each figure is timed over repeated calls until
- * CAL_ROUND seconds have passed, best of CAL_ROUNDS rounds (the least disturbed by other load).
+ * CAL_ROUND seconds have passed, the median of CAL_ROUNDS rounds (the machine's usual load).
  * The byte counts follow the model's rule (compiler/simulate.c): an op touches the bytes of
  * every input and output it names.
  */
@@ -7,6 +7,7 @@
 #include "tools/calibrate.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,8 +17,8 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/tensor.h"
 
-#define CAL_ROUND 0.05 /* seconds per round */
-#define CAL_ROUNDS 3
+#define CAL_ROUND 0.03 /* seconds per round */
+#define CAL_ROUNDS 5
 
 static double now(void) {
     struct timespec ts;
@@ -27,11 +28,12 @@ static double now(void) {
 
 typedef FlStatus (*Work)(void *ctx, FlErr *e);
 
-/* Best seconds per call of fn. */
-static FlStatus timeit(Work fn, void *ctx, double *best, FlErr *e) {
-    *best = 1e30;
+/* Seconds per call of fn: the median of CAL_ROUNDS rounds (a machine's usual load, not its
+ * quietest moment: jobs run under the usual one). */
+static FlStatus timeit(Work fn, void *ctx, double *med, FlErr *e) {
+    double r[CAL_ROUNDS];
     if (fn(ctx, e) != FL_OK) return FL_ERROR; /* warm-up */
-    for (int r = 0; r < CAL_ROUNDS; r++) {
+    for (int k = 0; k < CAL_ROUNDS; k++) {
         int64_t n = 0;
         double t0 = now(), t;
         do {
@@ -39,8 +41,14 @@ static FlStatus timeit(Work fn, void *ctx, double *best, FlErr *e) {
             n++;
             t = now() - t0;
         } while (t < CAL_ROUND);
-        if (t / (double)n < *best) *best = t / (double)n;
+        r[k] = t / (double)n;
+        for (int j = k; j > 0 && r[j] < r[j - 1]; j--) { /* insertion sort */
+            double x = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = x;
+        }
     }
+    *med = r[CAL_ROUNDS / 2];
     return FL_OK;
 }
 
@@ -51,10 +59,6 @@ typedef struct Bin {
 static FlStatus do_mul(void *c, FlErr *e) {
     Bin *b = c;
     return fl_kernel_mul(e, &b->x, &b->y, 1, 1, &b->out);
-}
-static FlStatus do_add(void *c, FlErr *e) {
-    Bin *b = c;
-    return fl_kernel_elementwise_add(e, &b->x, &b->y, -1, &b->out);
 }
 static FlStatus do_sgd(void *c, FlErr *e) {
     Bin *b = c; /* x: param (updated in place), y: grad, out: learning rate */
@@ -95,37 +99,49 @@ static FlStatus filled(FlErr *e, FlTensor *t, int ndim, const int64_t *ne) {
     return FL_OK;
 }
 
-/* The executor's fixed cost per op: a program of OPS scale ops on one float. */
-#define OPS 200
-static FlStatus overhead(double *us, FlErr *e) {
+/* Seconds per run of a program of nops + 1 ops on float tensors of shape [rows, cols]: a
+ * fill_constant, then relu, scale, elementwise_add and softmax in turn (each reading the
+ * previous op's output; elementwise_add also the one before), as a layer's element-wise ops
+ * run, allocations included. *bytes: what they read and write (the model's rule). */
+static FlStatus run_chain(int64_t rows, int64_t cols, int nops, double *secs, double *bytes, FlErr *e) {
     FlBundle *bd = fl_ir_bundle_new();
     FlBlock *b0 = fl_ir_block(bd->main, 0);
-    int64_t one = 1;
-    char name[32];
-    for (int i = 0; i <= OPS; i++) {
+    int64_t shape[2] = {rows, cols};
+    double t_bytes = 4.0 * (double)(rows * cols);
+    char name[32], prev2[32] = "v0";
+    for (int i = 0; i <= nops; i++) {
         snprintf(name, sizeof name, "v%d", i);
         FlVarDesc *v = fl_ir_var_add(b0, name);
-        fl_ir_var_set_shape(v, 1, &one);
+        fl_ir_var_set_shape(v, 2, shape);
     }
     FlOpDesc *fill = fl_ir_op_append(b0, "fill_constant");
     fl_ir_op_add_output(fill, "Out", "v0");
-    fl_ir_op_set_ints(fill, "shape", &one, 1);
-    fl_ir_op_set_float(fill, "value", 1.0);
-    for (int i = 1; i <= OPS; i++) {
-        FlOpDesc *op = fl_ir_op_append(b0, "scale");
+    fl_ir_op_set_ints(fill, "shape", shape, 2);
+    fl_ir_op_set_float(fill, "value", 0.5);
+    *bytes = t_bytes;
+    static const char *kinds[4] = {"relu", "scale", "elementwise_add", "softmax"};
+    for (int i = 1; i <= nops; i++) {
+        const char *k = kinds[(i - 1) % 4];
+        FlOpDesc *op = fl_ir_op_append(b0, k);
         snprintf(name, sizeof name, "v%d", i - 1);
         fl_ir_op_add_input(op, "X", name);
+        *bytes += 2 * t_bytes;
+        if (!strcmp(k, "elementwise_add")) {
+            fl_ir_op_add_input(op, "Y", prev2);
+            *bytes += t_bytes;
+        }
+        if (!strcmp(k, "scale")) fl_ir_op_set_float(op, "scale", 0.999);
+        snprintf(prev2, sizeof prev2, "%s", name);
         snprintf(name, sizeof name, "v%d", i);
         fl_ir_op_add_output(op, "Out", name);
-        fl_ir_op_set_float(op, "scale", 1.0001);
     }
     FlLoadedProgram *prog = fl_program_from_bundle_take(bd);
-    Run r = {.scope = fl_scope_new(NULL), .f = {.name = "v200", .tensor = FL_TENSOR_INIT}};
+    char last[32];
+    snprintf(last, sizeof last, "v%d", nops);
+    Run r = {.scope = fl_scope_new(NULL), .f = {.name = last, .tensor = FL_TENSOR_INIT}};
     FlStatus st = fl_executor_new(prog, NULL, &r.ex, e);
-    double t = 0;
     if (st == FL_OK) st = fl_executor_run_startup(r.ex, r.scope, e);
-    if (st == FL_OK) st = timeit(do_run, &r, &t, e);
-    *us = t / (OPS + 1) * 1e6;
+    if (st == FL_OK) st = timeit(do_run, &r, secs, e);
     fl_tensor_fini(&r.f.tensor);
     if (r.ex) fl_executor_free(r.ex);
     fl_scope_free(r.scope);
@@ -150,16 +166,15 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
                           2.0 * (double)(m * n * k) / t / 1e9);
         bin_fini(&b);
     }
+    /* the executor's fixed cost per op: the chain on one float; its per-byte cost: the chain on
+     * [64, 4096] floats (1 MiB, a layer's activations), the fixed costs taken off */
+    double us = 0, t1 = 0, tb = 0, b1 = 0, bb = 0;
+    if (st == FL_OK) st = run_chain(1, 1, 200, &t1, &b1, e);
+    us = t1 / 201 * 1e6;
+    if (st == FL_OK) st = run_chain(64, 4096, 20, &tb, &bb, e);
+    if (st == FL_OK)
+        fl_buf_printf(&body, "elementwise %.3f GB/s\n", (bb - 20 * b1) / fmax(tb - 21 * us * 1e-6, 1e-9) / 1e9);
     const int64_t N = 1 << 20; /* 4 MiB per float tensor: past the caches, as a layer's are */
-    if (st == FL_OK) {
-        Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
-        double t = 0;
-        st = filled(e, &b.x, 1, &N);
-        if (st == FL_OK) st = filled(e, &b.y, 1, &N);
-        if (st == FL_OK) st = timeit(do_add, &b, &t, e);
-        if (st == FL_OK) fl_buf_printf(&body, "elementwise %.3f GB/s\n", 3.0 * 4 * (double)N / t / 1e9);
-        bin_fini(&b);
-    }
     if (st == FL_OK) {
         Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
         double t = 0;
@@ -185,8 +200,6 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
         if (st == FL_OK) fl_buf_printf(&body, "memcpy %.3f GB/s\n", (double)c.n / t / 1e9);
         free(c.a), free(c.b);
     }
-    double us = 0;
-    if (st == FL_OK) st = overhead(&us, e);
     if (st == FL_OK) fl_buf_printf(&body, "op_overhead %.3f us\n", us);
     if (st == FL_OK) {
         char host[256] = "?";
@@ -199,9 +212,10 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
         fl_buf_printf(out,
                       "# fluidc calibration (flc calibrate) of host %s, OpenBLAS threads: %s\n"
                       "# NAME VALUE UNIT per line (docs/simulate.md). gemm MxNxK: C[M,N] = A[M,K] B[K,N]\n"
-                      "# through fl_kernel_mul; elementwise: bytes of X, Y and Out of elementwise_add per s;\n"
+                      "# through fl_kernel_mul; elementwise: bytes read and written per s by a program of relu,\n"
+                      "# scale, elementwise_add and softmax ops on [64, 4096] floats run by the executor;\n"
                       "# optimizer: bytes of Param, Grad and ParamOut of an in-place sgd per s; memcpy: bytes\n"
-                      "# copied per s; op_overhead: the executor's time per op of a program of tiny ops.\n"
+                      "# copied per s; op_overhead: the executor's time per op of that program on one float.\n"
                       "# MPI latency and bandwidth are the cluster spec's (flc simulate --cluster).\n",
                       host, thr ? thr : "1");
         fl_buf_puts(out, fl_buf_str(&body));

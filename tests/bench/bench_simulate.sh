@@ -51,21 +51,39 @@ predict() { # PLAN SPEC: predicted step time (ms)
     "$flc" simulate "$1" --cluster "$2" --calibration "$tmp/cal.txt" | awk '/^predicted step time:/ { print $4 }'
 }
 
-# fit_latency P T BW: the 'local' latency (us) under which the model predicts the probe's
-# measured step time on a P x T job (bisection; the prediction grows with the latency)
+# The local link as a P x T job sees it, fitted on two probe jobs of that shape: the latency
+# (us) under which the model predicts the small probe's measured step time, the bandwidth (GB/s)
+# under which it predicts the big probe's (bisections: a prediction grows with the latency and
+# falls with the bandwidth); the latency again with that bandwidth. Prints "LAT BW".
 "$flc" build "$here/simulate/probe.fl" -o "$tmp/probe.flp"
-fit_latency() {
-    "$flc" transpile "$tmp/probe.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe.plan" >/dev/null
-    target=$(measure "$tmp/probe.plan" $(($1 + $2)) $((64 * $2)))
-    [ -n "$target" ] || { echo "bench_simulate: the probe job failed" >&2; cat "$tmp/out" >&2; exit 1; }
-    lo=0 hi=20000
-    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
-        mid=$(awk -v a=$lo -v b=$hi 'BEGIN { printf "%.3f", (a + b) / 2 }')
-        p=$(predict "$tmp/probe.plan" "host local slots=$(($1 + $2)) cores=$cores; local bandwidth=${3}GB/s latency=${mid}us")
-        if awk -v p="$p" -v t="$target" 'BEGIN { exit !(p < t) }'; then lo=$mid; else hi=$mid; fi
+"$flc" build "$here/simulate/probe_big.fl" -o "$tmp/probe_big.flp"
+bisect() { # PLAN TARGET_MS LO HI KIND(lat|bw) OTHER: the value of KIND whose prediction meets TARGET
+    lo=$3 hi=$4
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+        if [ "$5" = bw ]; then mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
+        else mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }'); fi
+        if [ "$5" = bw ]; then l=$6 b=$mid; else l=$mid b=$6; fi
+        p=$(predict "$1" "host local slots=64 cores=$cores; local bandwidth=${b}GB/s latency=${l}us")
+        # lat: too little when the prediction is under; bw: too much when it is under
+        if awk -v p="$p" -v t="$2" 'BEGIN { exit !(p < t) }'; then
+            if [ "$5" = bw ]; then hi=$mid; else lo=$mid; fi
+        else
+            if [ "$5" = bw ]; then lo=$mid; else hi=$mid; fi
+        fi
     done
-    echo "  (probe ${1}x$2: measured $target ms)" >&2
     echo "$mid"
+}
+fit_link() { # P T
+    "$flc" transpile "$tmp/probe.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe.plan" >/dev/null
+    "$flc" transpile "$tmp/probe_big.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe_big.plan" >/dev/null
+    small=$(measure "$tmp/probe.plan" $(($1 + $2)) $((64 * $2)))
+    big=$(measure "$tmp/probe_big.plan" $(($1 + $2)) $((64 * $2)))
+    [ -n "$small" ] && [ -n "$big" ] || { echo "bench_simulate: a probe job failed" >&2; cat "$tmp/out" >&2; exit 1; }
+    lat=$(bisect "$tmp/probe.plan" "$small" 0 20000 lat 10)
+    bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$lat")
+    lat=$(bisect "$tmp/probe.plan" "$small" 0 20000 lat "$bw")
+    echo "  (probes ${1}x$2: measured $small ms and $big ms: local latency $lat us, bandwidth $bw GB/s)" >&2
+    echo "$lat $bw"
 }
 
 rows_file=$tmp/rows
@@ -77,13 +95,13 @@ for model in digits mlp784; do
         P=$1 T=$2 np=$(($1 + $2))
         plan=$tmp/$model-$P$T.plan
         "$flc" transpile "$tmp/$model.flp" --pservers "$P" --trainers "$T" -o "$plan" >/dev/null
-        # local: the loopback link as a job of np ranks sees it: its bandwidth from bench_link,
-        # its latency fitted on the probe job of the same P x T
+        # local: the loopback link as a job of np ranks sees it (bench_link's ping-pong for the
+        # record; the spec's figures are fitted on the probes of the same P x T)
         $MPIRUN -np "$np" "$link" 200 >"$tmp/link"
-        bw=$(awk '/bandwidth_GBps/ { print $2 }' "$tmp/link")
-        lat=$(fit_latency "$P" "$T" "$bw")
+        echo "  (bench_link, $np ranks: $(tr '\n' ' ' <"$tmp/link"))" >&2
+        set -- $(fit_link "$P" "$T")
+        lat=$1 bw=$2
         spec="host local slots=$np cores=$cores; local bandwidth=${bw}GB/s latency=${lat}us"
-        echo "  ($model ${P}x$T local: bandwidth ${bw} GB/s (bench_link), latency ${lat} us (fitted on the probe))" >&2
         pred=$(predict "$plan" "$spec")
         meas=$(measure "$plan" "$np" $((64 * T)))
         echo "$model ${P}x$T local $pred ${meas:-failed}" >>"$rows_file"
@@ -91,8 +109,7 @@ for model in digits mlp784; do
         for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
             set -- $shaping
             rate=$1 delay=$2
-            lat=$(echo "$delay" | sed 's/ms$//')
-            spec="host host1 roles=trainers cores=1 bandwidth=$rate latency=$delay; host host2 roles=pservers cores=1 bandwidth=$rate latency=$delay; local bandwidth=${bw}GB/s latency=${lat}ms"
+            spec="host host1 roles=trainers cores=1 bandwidth=$rate latency=$delay; host host2 roles=pservers cores=1 bandwidth=$rate latency=$delay"
             pred=$(predict "$plan" "$spec")
             if [ "$(id -u)" != 0 ]; then
                 echo "$model ${P}x$T $rate/$delay $pred unavailable" >>"$rows_file"
