@@ -495,7 +495,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (a.out && strcmp(a.cmd, "build") != 0 && strcmp(a.cmd, "transpile") != 0) {
-        rc = usage_error("-o is only for build and transpile (%s writes to stdout)", a.cmd);
+        rc = usage_error("-o is only for build, transpile and calibrate (%s writes to stdout)", a.cmd);
         goto done;
     }
     bool is_tp = !strcmp(a.cmd, "transpile");
@@ -505,7 +505,7 @@ int main(int argc, char **argv) {
     }
     if (!is_tp && !is_sim && (a.pservers || a.trainers || a.mode || a.min_block || a.dispatch)) {
         rc = usage_error("--pservers, --trainers, --mode, --min-block-size and --dispatch are "
-                         "only for transpile, not %s", a.cmd);
+                         "only for transpile (and all but --mode for simulate), not %s", a.cmd);
         goto done;
     }
     bool tp_ar = a.mode && !strcmp(a.mode, "allreduce");
