@@ -288,13 +288,15 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
             st = fl_sim_parse_rate(v, &hp->bandwidth, &inner);
         } else if (!strcmp(k, "latency")) {
             st = fl_sim_parse_time(v, &hp->latency, &inner);
+        } else if (!strcmp(k, "msgcost")) {
+            st = fl_sim_parse_time(v, &hp->msgcost, &inner);
         } else if (!strcmp(k, "compute")) {
             if (!num(v, &hp->compute) || hp->compute <= 0)
                 st = fl_err(&inner, "expected a factor above 0 (2: compute takes twice as long), found '%s'", v);
         } else if (!strcmp(k, "roles")) {
             if (host_roles(hp, v, where, line, e) != FL_OK) return FL_ERROR;
         } else {
-            return fl_err(e, "%s:%d: unknown key '%s' (expected slots, bandwidth, latency, compute, cores or roles)",
+            return fl_err(e, "%s:%d: unknown key '%s' (expected slots, bandwidth, latency, msgcost, compute, cores or roles)",
                           where, line, k);
         }
         if (st != FL_OK) return fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
@@ -561,6 +563,7 @@ typedef struct Ev {
     int what; /* M_GRAD, M_GET, M_PARAM */
     int trainer, ps, blk, recv;
     int64_t piece;
+    bool handled; /* a message to a pserver: its thread has taken it (the host's msgcost) */
 } Ev;
 
 enum { EV_XFER, EV_ARRIVE, EV_DONE };
@@ -680,6 +683,20 @@ static void answer(Sim *s, int t, int ri, double now) {
 }
 
 static void arrive(Sim *s, const Ev *ev) {
+    double cost = ev->what != M_PARAM ? s->cl->hosts.data[s->r->pserver_host[ev->ps]].msgcost : 0;
+    if (cost > 0 && !ev->handled) { /* the pserver's one thread takes each message in turn */
+        Res *cpu = &s->cpu[ev->ps];
+        double start = ev->t;
+        int pred = ev->node;
+        if (cpu->free > start) start = cpu->free, pred = cpu->last;
+        int n = node(s, start + cost, CAT_TRANSFER, ev->trainer, pred);
+        cpu->free = start + cost;
+        cpu->last = n;
+        Ev next = *ev;
+        next.t = start + cost, next.node = n, next.handled = true;
+        push(s, next);
+        return;
+    }
     if (ev->what == M_GRAD) {
         SBlk *b = &s->blks[ev->ps].data[ev->blk];
         int64_t k = ev->piece;

@@ -56,6 +56,9 @@ typedef struct FlSimHost {
     int64_t slots;    /* ranks it takes when ranks are placed by slot; 0: not given */
     double bandwidth; /* bytes/s of its link, each direction; 0: not given */
     double latency;   /* s, one way, of its link */
+    double msgcost;   /* s a pserver of this host spends on each message it takes (its one
+                         thread, in turn): the handling, and on a loaded machine the wait to be
+                         scheduled again; 0: none */
     double compute;   /* compute times are multiplied by this (1: this machine) */
     int64_t cores;    /* 0: not given; else its ranks beyond it share the cores (compute x ranks/cores) */
     bool trainers, pservers;    /* roles=trainers / roles=pservers */

@@ -11,10 +11,10 @@
 #     the model's latA + latB). When cluster.sh refuses or cannot make them: "shaping unavailable".
 # Measured step time: the median over epochs 2.. of (rows per step) / (flrun's samples/s); the
 # data divide into whole batches. The digits and the small probe run 4 x EPOCHS epochs (theirs
-# are short). The local link's figures come from two probe jobs of the same P x T
-# (tests/bench/simulate/probe.fl, probe_big.fl): on a shared machine they are mostly the time a
-# waiting rank takes to be scheduled again, which a ping-pong does not show (bench_link's figures
-# are printed for the record). Goal: every prediction within 25% of the measurement, and each
+# are short). The local link's latency is bench_link's; the pserver's cost per message and the
+# bandwidth are fitted on two probe jobs of the same P x T (tests/bench/simulate/probe.fl,
+# probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
+# scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
 # model's configurations ranked alike.
 # usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=1: also the shaped rows)
 set -eu
@@ -51,20 +51,28 @@ predict() { # PLAN SPEC: predicted step time (ms)
     "$flc" simulate "$1" --cluster "$2" --calibration "$tmp/cal.txt" | awk '/^predicted step time:/ { print $4 }'
 }
 
-# The local link as a P x T job sees it, fitted on two probe jobs of that shape: the latency
-# (us) under which the model predicts the small probe's measured step time, the bandwidth (GB/s)
-# under which it predicts the big probe's (bisections: a prediction grows with the latency and
-# falls with the bandwidth); the latency again with that bandwidth. Prints "LAT BW".
+# The local link as a P x T job sees it: its latency from bench_link (a ping-pong in a job of
+# the same ranks, waiting as the runtime waits), then, fitted on two probe jobs of that shape,
+# the pserver's cost per message (msgcost, us) under which the model predicts the small probe's
+# measured step time and the bandwidth (GB/s) under which it predicts the big probe's
+# (bisections: a prediction grows with msgcost and falls with the bandwidth); msgcost again with
+# that bandwidth. Prints "LAT MSGCOST BW".
 "$flc" build "$here/simulate/probe.fl" -o "$tmp/probe.flp"
 "$flc" build "$here/simulate/probe_big.fl" -o "$tmp/probe_big.flp"
-bisect() { # PLAN TARGET_MS LO HI KIND(lat|bw) OTHER: the value of KIND whose prediction meets TARGET
+spec_local() { # NP LAT MSGCOST BW
+    echo "host local slots=$1 cores=$cores msgcost=${3}us; local bandwidth=${4}GB/s latency=${2}us"
+}
+bisect() { # PLAN TARGET_MS LO HI KIND(cost|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
     lo=$3 hi=$4
     for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-        if [ "$5" = bw ]; then mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
-        else mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }'); fi
-        if [ "$5" = bw ]; then l=$6 b=$mid; else l=$mid b=$6; fi
-        p=$(predict "$1" "host local slots=64 cores=$cores; local bandwidth=${b}GB/s latency=${l}us")
-        # lat: too little when the prediction is under; bw: too much when it is under
+        if [ "$5" = bw ]; then
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
+            p=$(predict "$1" "$(spec_local "$6" "$7" "$8" "$mid")")
+        else
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
+            p=$(predict "$1" "$(spec_local "$6" "$7" "$mid" "$8")")
+        fi
+        # cost: too little when the prediction is under; bw: too much when it is under
         if awk -v p="$p" -v t="$2" 'BEGIN { exit !(p < t) }'; then
             if [ "$5" = bw ]; then hi=$mid; else lo=$mid; fi
         else
@@ -74,16 +82,19 @@ bisect() { # PLAN TARGET_MS LO HI KIND(lat|bw) OTHER: the value of KIND whose pr
     echo "$mid"
 }
 fit_link() { # P T
+    np=$(($1 + $2))
+    $MPIRUN -np "$np" "$link" 200 >"$tmp/link"
+    lat=$(awk '/latency_us/ { print $2 }' "$tmp/link")
     "$flc" transpile "$tmp/probe.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe.plan" >/dev/null
     "$flc" transpile "$tmp/probe_big.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe_big.plan" >/dev/null
-    small=$(measure "$tmp/probe.plan" $(($1 + $2)) $((64 * $2)) $((4 * EPOCHS)))
-    big=$(measure "$tmp/probe_big.plan" $(($1 + $2)) $((64 * $2)))
+    small=$(measure "$tmp/probe.plan" "$np" $((64 * $2)) $((4 * EPOCHS)))
+    big=$(measure "$tmp/probe_big.plan" "$np" $((64 * $2)))
     [ -n "$small" ] && [ -n "$big" ] || { echo "bench_simulate: a probe job failed" >&2; cat "$tmp/out" >&2; exit 1; }
-    lat=$(bisect "$tmp/probe.plan" "$small" 0 20000 lat 10)
-    bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$lat")
-    lat=$(bisect "$tmp/probe.plan" "$small" 0 20000 lat "$bw")
-    echo "  (probes ${1}x$2: measured $small ms and $big ms: local latency $lat us, bandwidth $bw GB/s)" >&2
-    echo "$lat $bw"
+    cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" 10)
+    bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$np" "$lat" "$cost")
+    cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" "$bw")
+    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: msgcost $cost us, bandwidth $bw GB/s)" >&2
+    echo "$lat $cost $bw"
 }
 
 rows_file=$tmp/rows
@@ -95,13 +106,9 @@ for model in digits mlp784; do
         P=$1 T=$2 np=$(($1 + $2))
         plan=$tmp/$model-$P$T.plan
         "$flc" transpile "$tmp/$model.flp" --pservers "$P" --trainers "$T" -o "$plan" >/dev/null
-        # local: the loopback link as a job of np ranks sees it (bench_link's ping-pong for the
-        # record; the spec's figures are fitted on the probes of the same P x T)
-        $MPIRUN -np "$np" "$link" 200 >"$tmp/link"
-        echo "  (bench_link, $np ranks: $(tr '\n' ' ' <"$tmp/link"))" >&2
+        # local: the loopback link as a job of np ranks sees it
         set -- $(fit_link "$P" "$T")
-        lat=$1 bw=$2
-        spec="host local slots=$np cores=$cores; local bandwidth=${bw}GB/s latency=${lat}us"
+        spec=$(spec_local "$np" "$1" "$2" "$3")
         pred=$(predict "$plan" "$spec")
         # the digits' epochs are short (12 steps at T = 2): four times as many
         meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))

@@ -7,7 +7,8 @@
  *     time; the critical path adds up to the step time;
  *   - bytes per link per step equal the plan's parameter bytes times T each way (summed here
  *     from the local program's parameters, independently of the model);
- *   - doubling the links' bandwidth cuts the transfer time and the step time;
+ *   - doubling the links' bandwidth cuts the transfer time and the step time; a pserver host's
+ *     msgcost lengthens it;
  *   - bad specs and calibrations: errors with FILE:LINE; the command line's errors (argv[1]: flc).
  * Runs from the repository root (ctest sets the working directory).
  */
@@ -186,6 +187,25 @@ static void test_bandwidth(void) {
     CU_ASSERT(fast.step_s < slow.step_s);
     /* the transfers dominate: twice the bandwidth takes off at least a third of the step */
     CU_ASSERT(fast.step_s < slow.step_s * 2 / 3);
+    /* a pserver's cost per message holds its thread: the messages come spread over the slow
+     * link, so most costs hide behind the transfers, but the last gradient piece's 1 ms comes
+     * before its update, so the step grows by about that much */
+    FlSimCalib cal;
+    FlSimCluster cl;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
+                                               "host b roles=pservers bandwidth=1gbit latency=0.5ms msgcost=1ms",
+                                               "<test>", &cl, &e), FL_OK);
+    CU_ASSERT_EQUAL(cl.hosts.data[1].msgcost, 1e-3);
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    FlSimResult busy;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &busy, &e), FL_OK);
+    printf("  msgcost 1ms: step %.6f s\n", busy.step_s);
+    CU_ASSERT(busy.step_s > slow.step_s + 0.9e-3);
+    fl_sim_result_fini(&busy);
+    fl_sim_cluster_fini(&cl);
+    fl_sim_calib_fini(&cal);
     fl_sim_result_fini(&slow);
     fl_sim_result_fini(&fast);
     fl_ir_plan_free(plan);
@@ -208,7 +228,7 @@ static void calib_error(const char *text, const char *want) {
 
 static void test_errors(void) {
     spec_error("host a slots=2\nhost b bandwith=1gbit\n",
-               "spec.txt:2: unknown key 'bandwith' (expected slots, bandwidth, latency, compute, cores or roles)");
+               "spec.txt:2: unknown key 'bandwith' (expected slots, bandwidth, latency, msgcost, compute, cores or roles)");
     spec_error("# two hosts\nhost a\nhost a\n", "spec.txt:3: host 'a' is described twice (first on line 2)");
     spec_error("host a bandwidth=fast\n",
                "spec.txt:1: bandwidth: expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found 'fast'");
