@@ -1046,7 +1046,7 @@ static void put_bytes(FlBuf *b, double v) {
     if (v >= 1e9) fl_buf_printf(b, "%9.3f GB", v / 1e9);
     else if (v >= 1e6) fl_buf_printf(b, "%9.3f MB", v / 1e6);
     else if (v >= 1e3) fl_buf_printf(b, "%9.3f kB", v / 1e3);
-    else fl_buf_printf(b, "%9.0f B ", v);
+    else fl_buf_printf(b, "%9.0f  B", v);
 }
 
 void fl_sim_report(const FlPlan *plan, const FlSimCluster *cl, const FlSimOptions *o, const FlSimResult *r, FlBuf *b) {

@@ -318,7 +318,11 @@ static int simulate(const Args *a, const FlBundle *bundle, const FlPlan *plan) {
         fl_buf_printf(&b, "sweep of '%s' (sync), batch %lld per trainer: step time, samples/s of all trainers\n",
                       a->file, (long long)batch);
         fl_buf_printf(&b, "%-6s", "");
-        for (size_t j = 0; j < ts.len; j++) fl_buf_printf(&b, "  %21s%-4lld", "T=", (long long)ts.data[j]);
+        for (size_t j = 0; j < ts.len; j++) {
+            char label[32];
+            snprintf(label, sizeof label, "T=%lld", (long long)ts.data[j]);
+            fl_buf_printf(&b, "  %25s", label);
+        }
         fl_buf_puts(&b, "\n");
         double best = -1;
         int64_t bp = 0, bt = 0;
