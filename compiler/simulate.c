@@ -22,6 +22,7 @@
 #include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 
+#define MAX_PIECES (1 << 20) /* pieces of one gradient: events and memory stay bounded */
 #define HDR_BYTES 64.0 /* a message's header on the wire, for the time of GETs and headers */
 
 /* ---- small parsers ---- */
@@ -777,6 +778,12 @@ static FlStatus read_server(Sim *s, const FlBundle *bd, int p, FlErr *e) {
             sb.elements = n;
         }
         sb.pieces = pieces_of(sb.bytes, s->o->piece);
+        if (sb.pieces > MAX_PIECES) {
+            free(sb.grad);
+            return fl_err(e, "pserver %d: '%s' would travel in %lld pieces of %lld bytes; the model takes at most %d "
+                          "per gradient (a larger piece)", p, g2b->strs[i], (long long)sb.pieces, (long long)s->o->piece,
+                          MAX_PIECES);
+        }
         sb.arrived = fl_xcalloc((size_t)sb.pieces, sizeof(int));
         sb.ready = fl_xcalloc((size_t)sb.pieces, sizeof(double));
         sb.ready_node = fl_xcalloc((size_t)sb.pieces, sizeof(int));
@@ -887,6 +894,9 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
                 Recv rv = {.ps = (int)ps, .blk = find_blk(s, (int)ps, out->args[j], false),
                            .bytes = var_bytes(prog, b0, out->args[j], batch), .get_arrival = -1};
                 rv.pieces = pieces_of(rv.bytes, s->o->piece);
+                if (rv.pieces > MAX_PIECES)
+                    return fl_err(e, "trainer %d: '%s' would travel in %lld pieces; the model takes at most %d (a larger piece)",
+                                  t, out->args[j], (long long)rv.pieces, MAX_PIECES);
                 FL_VEC_PUSH(&s->recvs[t], rv);
             }
             /* the run's GETs all leave at its first recv (the executor's prefetch) */
