@@ -8,6 +8,10 @@
  *   flc transpile FILE.{fl,flp} --mode allreduce --trainers T
  *                 [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan
  *   flc verify FILE.plan                                check a plan's roles against each other
+ *   flc calibrate [-o FILE]                             measure this machine's kernels
+ *   flc simulate FILE.{plan,fl,flp} --cluster SPEC [--calibration FILE] [--batch-size N]
+ *                [--piece BYTES] [--pservers P --trainers T | --sweep P=1..4,T=1..4]
+ *                                                       predict a sync plan's step time
  *   flc ops                                             the op reference (Markdown)
  *
  * Exit codes: 0 success, 1 a user error (bad program, unreadable file), 2 bad usage.
@@ -22,8 +26,10 @@
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
 #include "compiler/plan_verify.h"
+#include "compiler/simulate.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
+#include "tools/calibrate.h"
 #include "tools/tool.h"
 
 static const char *usage_text =
@@ -47,15 +53,29 @@ static const char *usage_text =
     "                                                  and recvs, barriers, blocks, optimizer state,\n"
     "                                                  ranks, allreduce lists, each program (flrun\n"
     "                                                  runs it before a plan's job starts)\n"
+    "  calibrate [-o FILE]                             measure this machine's kernels (GEMM, element-wise,\n"
+    "                                                  optimizer, memcpy, the cost per op) into a\n"
+    "                                                  calibration file (default: stdout; docs/simulate.md)\n"
+    "  simulate FILE.plan --cluster SPEC [--calibration FILE] [--batch-size N] [--piece BYTES]\n"
+    "  simulate FILE.{fl,flp} --cluster SPEC (--pservers P --trainers T | --sweep P=1..4,T=1..4)\n"
+    "           [--calibration FILE] [--batch-size N] [--piece BYTES] [--min-block-size N] [--dispatch D]\n"
+    "                                                  predict a sync plan's step time on a cluster:\n"
+    "                                                  critical path, bytes per link, pserver load; a\n"
+    "                                                  sweep transpiles the program for each P and T\n"
     "  ops                                             the op reference, as Markdown\n"
     "\n"
     "options:\n"
-    "  -o FILE          output file (build, transpile)\n"
+    "  -o FILE          output file (build, transpile, calibrate)\n"
     "  --pservers P     transpile: number of parameter servers (>= 1; none for allreduce)\n"
     "  --trainers T     transpile: number of trainers (>= 1)\n"
     "  --mode M         transpile: sync (default), async or allreduce\n"
     "  --min-block-size N  transpile: a parameter is cut into blocks of at least N elements (8192)\n"
     "  --dispatch D     transpile: round_robin (default) or hash (deterministic) placement\n"
+    "  --cluster SPEC   simulate: a cluster spec file, or the spec inline ('host a slots=2; ...')\n"
+    "  --calibration F  simulate: a file of flc calibrate (default: measure now, about 2 s)\n"
+    "  --batch-size N   simulate: rows per trainer per step (default: the program's run spec)\n"
+    "  --piece BYTES    simulate: flrun --piece, the message size of larger tensors (1048576)\n"
+    "  --sweep P=..,T=..  simulate: step times over P and T (A..B ranges or lists: P=1,2,4,T=2)\n"
     "  -D name=value    set the compile-time flag read by fluid.flag(name, default)\n"
     "  -h, --help       show this help\n"
     "  --version        show the version\n"
@@ -79,6 +99,7 @@ typedef struct Args {
     const char *cmd, *file, *out;
     FL_VEC(const char *) defines;
     const char *pservers, *trainers, *mode, *min_block, *dispatch; /* transpile's options */
+    const char *cluster, *calibration, *batch, *piece, *sweep;      /* simulate's */
 } Args;
 
 /* The value of a transpile option: the next argument. NULL when there is none. */
@@ -88,6 +109,11 @@ static const char **transpile_opt(Args *a, const char *s) {
     if (!strcmp(s, "--mode")) return &a->mode;
     if (!strcmp(s, "--min-block-size")) return &a->min_block;
     if (!strcmp(s, "--dispatch")) return &a->dispatch;
+    if (!strcmp(s, "--cluster")) return &a->cluster;
+    if (!strcmp(s, "--calibration")) return &a->calibration;
+    if (!strcmp(s, "--batch-size")) return &a->batch;
+    if (!strcmp(s, "--piece")) return &a->piece;
+    if (!strcmp(s, "--sweep")) return &a->sweep;
     return NULL;
 }
 
@@ -155,6 +181,184 @@ static int transpile(const Args *a, const FlBundle *bundle) {
         fl_buf_free(&b);
     }
     fl_ir_plan_free(plan);
+    return rc;
+}
+
+/* flc calibrate: the measured calibration on stdout or into -o FILE, a summary on stderr. */
+static int calibrate(const Args *a) {
+    FlBuf b = {0};
+    FlErr e;
+    int rc = 0;
+    if (fl_calibrate(&b, &e) != FL_OK) {
+        fprintf(stderr, "flc: error: calibrate: %s\n", e.msg);
+        rc = 1;
+    } else if (a->out) {
+        if (fl_write_file(a->out, fl_buf_str(&b), b.len, &e) != FL_OK) {
+            fprintf(stderr, "flc: error: %s\n", e.msg);
+            rc = 1;
+        } else {
+            fprintf(stderr, "%s: written\n", a->out);
+            const char *p = fl_buf_str(&b);
+            for (const char *q; *p; p = q) { /* the summary: the figures, no comments */
+                q = strchr(p, '\n');
+                q = q ? q + 1 : p + strlen(p);
+                if (*p != '#') fprintf(stderr, "  %.*s", (int)(q - p), p);
+            }
+        }
+    } else {
+        fputs(fl_buf_str(&b), stdout);
+    }
+    fl_buf_free(&b);
+    return rc;
+}
+
+/* "P=1..4,T=1,2" into the two lists. */
+static int parse_sweep(const char *s, FlSimInts *ps, FlSimInts *ts) {
+    const char *p = strstr(s, "P="), *t = strstr(s, "T=");
+    if (!p || !t || (p != s && t != s))
+        return usage_error("--sweep needs P=LIST,T=LIST (LIST: N, A..B or N,M,...), found '%s'", s);
+    FlErr e;
+    for (int k = 0; k < 2; k++) {
+        const char *v = (k ? t : p) + 2, *other = k ? p : t;
+        size_t n = other > v ? (size_t)(other - v) : strlen(v);
+        char *item = fl_xstrndup(v, n);
+        if (n && item[n - 1] == ',') item[n - 1] = 0;
+        FlStatus st = fl_sim_parse_range(item, k ? ts : ps, &e);
+        free(item);
+        if (st != FL_OK) return usage_error("--sweep: %s", e.msg);
+    }
+    return 0;
+}
+
+/* Transpiles `bundle` for P and T (sync) and simulates it; 0, or 1 with the message in e. */
+static int sim_one(const FlBundle *bundle, const FlTranspileOptions *base, int64_t P, int64_t T,
+                   const FlSimCalib *cal, const FlSimCluster *cl, const FlSimOptions *so, FlPlan **plan_out,
+                   FlSimResult *r, FlErr *e) {
+    FlTranspileOptions o = *base;
+    o.pservers = P, o.trainers = T, o.mode = FL_TRANSPILE_SYNC;
+    FlPlan *plan;
+    if (fl_transpile(bundle, &o, &plan, e) != FL_OK) return 1;
+    FlStatus st = fl_sim_run(plan, cal, cl, so, r, e);
+    if (plan_out && st == FL_OK) *plan_out = plan;
+    else fl_ir_plan_free(plan);
+    return st == FL_OK ? 0 : 1;
+}
+
+/* flc simulate: the report of one plan, or the table of a sweep. */
+static int simulate(const Args *a, const FlBundle *bundle, const FlPlan *plan) {
+    int rc;
+    FlErr e;
+    if (!a->cluster) return usage_error("%s", "simulate needs --cluster SPEC (a file, or the spec inline)");
+    if (plan && (a->sweep || a->pservers || a->trainers || a->min_block || a->dispatch))
+        return usage_error("'%s' is a plan, simulated as it is: --sweep, --pservers, --trainers, --min-block-size "
+                           "and --dispatch transpile, so give the .fl or .flp", a->file);
+    if (!plan && !a->sweep && !(a->pservers && a->trainers))
+        return usage_error("simulate '%s' needs --pservers P and --trainers T, or --sweep P=..,T=..", a->file);
+    if (a->sweep && (a->pservers || a->trainers))
+        return usage_error("%s", "--sweep sets P and T: drop --pservers and --trainers");
+    FlTranspileOptions to = {0};
+    int64_t P = 0, T = 0, batch = 0, piece = 1048576;
+    if ((a->pservers && (rc = parse_count("--pservers", a->pservers, 1, 4096, &P))) ||
+        (a->trainers && (rc = parse_count("--trainers", a->trainers, 1, 4096, &T))) ||
+        (a->min_block && (rc = parse_count("--min-block-size", a->min_block, 1, INT64_MAX, &to.min_block_size))) ||
+        (a->batch && (rc = parse_count("--batch-size", a->batch, 1, INT64_MAX, &batch))) ||
+        (a->piece && (rc = parse_count("--piece", a->piece, 8, INT64_MAX, &piece))))
+        return rc;
+    if (piece % 8) return usage_error("--piece must be a multiple of 8 (as flrun's), found '%s'", a->piece);
+    if (a->dispatch && fl_transpile_parse_dispatch(a->dispatch, &to.dispatch, &e) != FL_OK)
+        return usage_error("%s", e.msg);
+    FlSimInts ps = {0}, ts = {0};
+    if (a->sweep && (rc = parse_sweep(a->sweep, &ps, &ts))) goto out0;
+    if (!batch) {
+        const FlRunSpec *run = plan ? &plan->roles.data[0]->run : &bundle->run;
+        if (!run->present || run->batch_size < 1) {
+            fprintf(stderr, "flc: error: '%s' has no run spec (fluid.train) giving a batch size; give --batch-size N\n",
+                    a->file);
+            rc = 1;
+            goto out0;
+        }
+        batch = run->batch_size;
+    }
+    FlSimCluster cl;
+    if (fl_sim_cluster_load(a->cluster, &cl, &e) != FL_OK) {
+        fprintf(stderr, "flc: error: %s\n", e.msg);
+        rc = 1;
+        goto out0;
+    }
+    FlSimCalib cal;
+    FlStatus cst;
+    if (a->calibration) {
+        cst = fl_sim_calib_load(a->calibration, &cal, &e);
+    } else {
+        FlBuf b = {0};
+        cst = fl_calibrate(&b, &e);
+        if (cst == FL_OK) cst = fl_sim_calib_parse(fl_buf_str(&b), "<calibration>", &cal, &e);
+        fl_buf_free(&b);
+        if (cst == FL_OK) fprintf(stderr, "flc: no --calibration: measured this machine (flc calibrate)\n");
+    }
+    if (cst != FL_OK) {
+        fprintf(stderr, "flc: error: %s\n", e.msg);
+        rc = 1;
+        goto out1;
+    }
+    FlSimOptions so = {.batch = batch, .piece = piece};
+    FlSimResult r;
+    FlBuf b = {0};
+    rc = 0;
+    if (!a->sweep) {
+        FlPlan *own = NULL;
+        if (plan) rc = fl_sim_run(plan, &cal, &cl, &so, &r, &e) == FL_OK ? 0 : 1;
+        else rc = sim_one(bundle, &to, P, T, &cal, &cl, &so, &own, &r, &e);
+        if (!rc) {
+            fl_sim_report(plan ? plan : own, &cl, &so, &r, &b);
+            fl_sim_result_fini(&r);
+        }
+        fl_ir_plan_free(own);
+    } else {
+        fl_buf_printf(&b, "sweep of '%s' (sync), batch %lld per trainer: step time, samples/s of all trainers\n",
+                      a->file, (long long)batch);
+        fl_buf_printf(&b, "%-6s", "");
+        for (size_t j = 0; j < ts.len; j++) {
+            char label[32];
+            snprintf(label, sizeof label, "T=%lld", (long long)ts.data[j]);
+            fl_buf_printf(&b, "  %25s", label);
+        }
+        fl_buf_puts(&b, "\n");
+        double best = -1;
+        int64_t bp = 0, bt = 0;
+        FlBuf errs = {0};
+        for (size_t i = 0; i < ps.len; i++) {
+            fl_buf_printf(&b, "P=%-4lld", (long long)ps.data[i]);
+            for (size_t j = 0; j < ts.len; j++) {
+                if (sim_one(bundle, &to, ps.data[i], ts.data[j], &cal, &cl, &so, NULL, &r, &e)) {
+                    fl_buf_printf(&b, "  %25s", "-");
+                    fl_buf_printf(&errs, "P=%lld T=%lld: %s\n", (long long)ps.data[i], (long long)ts.data[j], e.msg);
+                    continue;
+                }
+                double sps = (double)(batch * ts.data[j]) / r.step_s;
+                fl_buf_printf(&b, "  %10.3f ms %9.0f/s", r.step_s * 1e3, sps);
+                if (sps > best) best = sps, bp = ps.data[i], bt = ts.data[j];
+                fl_sim_result_fini(&r);
+            }
+            fl_buf_puts(&b, "\n");
+        }
+        if (best > 0)
+            fl_buf_printf(&b, "most samples/s: P=%lld T=%lld (%.0f/s)\n", (long long)bp, (long long)bt, best);
+        if (errs.len) {
+            fputs(fl_buf_str(&errs), stderr);
+            rc = 1;
+        }
+        fl_buf_free(&errs);
+    }
+    if (rc && !a->sweep) fprintf(stderr, "flc: error: %s\n", e.msg);
+    fputs(fl_buf_str(&b), stdout);
+    fl_buf_free(&b);
+    fl_sim_calib_fini(&cal);
+out1:
+    fl_sim_cluster_fini(&cl);
+out0:
+    FL_VEC_FREE(&ps);
+    FL_VEC_FREE(&ts);
     return rc;
 }
 
@@ -257,6 +461,18 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
+    bool is_sim = !strcmp(a.cmd, "simulate");
+    if (!is_sim && (a.cluster || a.calibration || a.batch || a.piece || a.sweep)) {
+        rc = usage_error("--cluster, --calibration, --batch-size, --piece and --sweep are only for simulate, not %s",
+                         a.cmd);
+        goto done;
+    }
+    if (!strcmp(a.cmd, "calibrate")) {
+        rc = a.file || a.defines.len || a.pservers || a.trainers || a.mode || a.min_block || a.dispatch
+                 ? usage_error("'%s' takes only -o FILE", "calibrate")
+                 : calibrate(&a);
+        goto done;
+    }
     if (!strcmp(a.cmd, "ops")) {
         FlBuf b = {0};
         fl_ops_markdown(&b);
@@ -265,7 +481,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     bool known = !strcmp(a.cmd, "build") || !strcmp(a.cmd, "check") || !strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot") ||
-                 !strcmp(a.cmd, "transpile") || !strcmp(a.cmd, "verify");
+                 !strcmp(a.cmd, "transpile") || !strcmp(a.cmd, "verify") || is_sim;
     if (!known) {
         rc = usage_error("unknown command '%s'", a.cmd);
         goto done;
@@ -283,13 +499,17 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (a.out && strcmp(a.cmd, "build") != 0 && strcmp(a.cmd, "transpile") != 0) {
-        rc = usage_error("-o is only for build and transpile (%s writes to stdout)", a.cmd);
+        rc = usage_error("-o is only for build, transpile and calibrate (%s writes to stdout)", a.cmd);
         goto done;
     }
     bool is_tp = !strcmp(a.cmd, "transpile");
-    if (!is_tp && (a.pservers || a.trainers || a.mode || a.min_block || a.dispatch)) {
+    if (is_sim && a.mode) {
+        rc = usage_error("simulate models sync plans: --mode '%s' does not apply", a.mode);
+        goto done;
+    }
+    if (!is_tp && !is_sim && (a.pservers || a.trainers || a.mode || a.min_block || a.dispatch)) {
         rc = usage_error("--pservers, --trainers, --mode, --min-block-size and --dispatch are "
-                         "only for transpile, not %s", a.cmd);
+                         "only for transpile (and all but --mode for simulate), not %s", a.cmd);
         goto done;
     }
     bool tp_ar = a.mode && !strcmp(a.mode, "allreduce");
@@ -315,7 +535,9 @@ int main(int argc, char **argv) {
     FlPlan *plan;
     rc = load(&a, &bundle, &plan);
     if (rc) goto done;
-    if (!strcmp(a.cmd, "verify")) {
+    if (is_sim) {
+        rc = simulate(&a, bundle, plan);
+    } else if (!strcmp(a.cmd, "verify")) {
         rc = plan ? verify(&a, plan) : usage_error("'verify' checks a plan (.plan, from flc transpile), not '%s'", a.file);
     } else if (is_tp && plan) {
         rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);

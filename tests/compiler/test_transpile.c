@@ -1063,7 +1063,7 @@ static void test_cli(void) {
         {"transpile " FIT " --pservers", "flc: --pservers needs a value\n", 2},
         {"show " FIT " --pservers 2",
          "flc: --pservers, --trainers, --mode, --min-block-size and --dispatch are only for "
-         "transpile, not show\n", 2},
+         "transpile (and all but --mode for simulate), not show\n", 2},
         {"transpile examples/seed_worker.fl --pservers 2 --trainers 2 -o x.plan",
          "flc: error: examples/seed_worker.fl:11:5: the program already has distributed ops "
          "('send'); transpile takes a single-machine program (a hand-written distributed "

@@ -1,0 +1,1105 @@
+/* simulate.c: the calibration and cluster-spec parsers and the discrete-event model of a sync
+ * plan's step (simulate.h; docs/simulate.md says what is modelled and what is not).
+ *
+ * How: the trainers' programs are walked once (their compute does not wait on the network until
+ * the recv ops), which gives each send's time and the GETs' time; every message then becomes a
+ * transfer request event. Events are handled in time order (a binary heap, ties by sequence
+ * number), so a link, a FIFO resource, serves requests in the order they are made. Every timed
+ * activity is a node with the node that made it ready (its predecessor); walking back from the
+ * slowest trainer's end gives the critical path, whose spans add up to the step time exactly.
+ *
+ * Invariants: times are seconds from the step's start, all trainers starting at 0 with idle
+ * links; payload bytes count tensors only (headers and GET requests are messages of no payload).
+ */
+#include "compiler/simulate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ir/rules.h"
+#include "compiler/ops.h"
+
+#define MAX_PIECES (1 << 20) /* pieces of one gradient: events and memory stay bounded */
+#define HDR_BYTES 64.0 /* a message's header on the wire, for the time of GETs and headers */
+
+/* ---- small parsers ---- */
+
+static bool num(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v)) return false;
+    *out = v;
+    return *end == 0;
+}
+
+/* The number at the head of s and its unit (the rest). */
+static bool num_unit(const char *s, double *v, const char **unit) {
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    if (end == s || errno || !isfinite(*v)) return false;
+    *unit = end;
+    return true;
+}
+
+FlStatus fl_sim_parse_rate(const char *s, double *out, FlErr *e) {
+    static const struct { const char *u; double f; } units[] = {
+        {"", 1},          {"B/s", 1},        {"KB/s", 1e3},      {"MB/s", 1e6},     {"GB/s", 1e9},
+        {"bit", 1.0 / 8}, {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"Kbit", 1e3 / 8},
+        {"Mbit", 1e6 / 8}, {"Gbit", 1e9 / 8}};
+    double v;
+    const char *u;
+    if (num_unit(s, &v, &u))
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(u, units[i].u)) {
+                if (v <= 0) return fl_err(e, "a bandwidth must be above 0, found '%s'", s);
+                *out = v * units[i].f;
+                return FL_OK;
+            }
+    return fl_err(e, "expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found '%s'", s);
+}
+
+FlStatus fl_sim_parse_time(const char *s, double *out, FlErr *e) {
+    static const struct { const char *u; double f; } units[] = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+    double v;
+    const char *u;
+    if (num_unit(s, &v, &u))
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(u, units[i].u)) {
+                if (v < 0) return fl_err(e, "a latency cannot be negative, found '%s'", s);
+                *out = v * units[i].f;
+                return FL_OK;
+            }
+    return fl_err(e, "expected a time such as 0.5ms, 20us or 1s, found '%s'", s);
+}
+
+static bool whole(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+FlStatus fl_sim_parse_range(const char *s, FlSimInts *out, FlErr *e) {
+    out->len = 0;
+    const char *p = s;
+    while (*p) {
+        const char *q = p;
+        while (*q && *q != ',') q++;
+        char item[64];
+        size_t n = (size_t)(q - p);
+        if (n == 0 || n >= sizeof item) return fl_err(e, "expected a number, a range A..B or a list, found '%s'", s);
+        memcpy(item, p, n);
+        item[n] = 0;
+        char *dots = strstr(item, "..");
+        int64_t a, b;
+        if (dots) {
+            *dots = 0;
+            if (!whole(item, 1, 4096, &a) || !whole(dots + 2, 1, 4096, &b) || b < a)
+                return fl_err(e, "expected a range A..B of whole numbers 1 <= A <= B <= 4096, found '%s'", s);
+        } else if (!whole(item, 1, 4096, &a)) {
+            return fl_err(e, "expected whole numbers from 1 to 4096, found '%s'", s);
+        } else {
+            b = a;
+        }
+        if (b - a > 64) return fl_err(e, "'%s': at most 65 values in a range", s);
+        for (int64_t v = a; v <= b; v++) FL_VEC_PUSH(out, v);
+        p = *q ? q + 1 : q;
+        if (*q && !*p) return fl_err(e, "'%s' ends with ','", s);
+    }
+    if (!out->len) return fl_err(e, "expected a number, a range A..B or a list, found nothing");
+    return FL_OK;
+}
+
+/* Splits text into lines (at '\n' and ';', both counted as line breaks) of tokens; calls fn
+ * for each non-empty line with its number. '#' starts a comment, which ends at a newline. */
+#define MAX_TOK 32
+typedef FlStatus (*LineFn)(void *ctx, int line, char **tok, int ntok, const char *where, FlErr *e);
+
+static FlStatus each_line(const char *text, const char *where, LineFn fn, void *ctx, FlErr *e) {
+    int line = 1;
+    const char *p = text;
+    while (*p) {
+        const char *q = p, *hash = NULL;
+        while (*q && *q != '\n' && (*q != ';' || hash)) {
+            if (*q == '#' && !hash) hash = q; /* a comment runs to the end of the line, ';' and all */
+            q++;
+        }
+        char *buf = fl_xstrndup(p, (size_t)((hash ? hash : q) - p));
+        char *tok[MAX_TOK];
+        int ntok = 0;
+        for (char *s = strtok(buf, " \t\r"); s; s = strtok(NULL, " \t\r")) {
+            if (ntok == MAX_TOK) {
+                free(buf);
+                return fl_err(e, "%s:%d: more than %d words on a line", where, line, MAX_TOK);
+            }
+            tok[ntok++] = s;
+        }
+        FlStatus st = ntok ? fn(ctx, line, tok, ntok, where, e) : FL_OK;
+        free(buf);
+        if (st != FL_OK) return st;
+        line++;
+        p = *q ? q + 1 : q;
+    }
+    return FL_OK;
+}
+
+/* ---- calibration ---- */
+
+typedef struct CalibCtx {
+    FlSimCalib *c;
+    int seen[4]; /* lines of elementwise, optimizer, memcpy, op_overhead */
+} CalibCtx;
+
+static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char *where, FlErr *e) {
+    CalibCtx *cc = ctx;
+    FlSimCalib *c = cc->c;
+    if (!strcmp(tok[0], "gemm")) {
+        FlSimGemm g;
+        long long m, n, k;
+        char tail;
+        if (ntok != 4 || sscanf(tok[1], "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
+            return fl_err(e, "%s:%d: expected 'gemm MxNxK VALUE GFLOP/s'", where, line);
+        if (!num(tok[2], &g.gflops) || g.gflops <= 0 || strcmp(tok[3], "GFLOP/s") != 0)
+            return fl_err(e, "%s:%d: expected 'gemm MxNxK VALUE GFLOP/s' with VALUE above 0, found '%s %s'", where,
+                          line, tok[2], ntok > 3 ? tok[3] : "");
+        g.m = m, g.n = n, g.k = k;
+        FL_VEC_PUSH(&c->gemm, g);
+        return FL_OK;
+    }
+    static const char *keys[4] = {"elementwise", "optimizer", "memcpy", "op_overhead"};
+    static const char *units[4] = {"GB/s", "GB/s", "GB/s", "us"};
+    double *dst[4] = {&c->elementwise_gbps, &c->optimizer_gbps, &c->memcpy_gbps, &c->op_overhead_us};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(tok[0], keys[i]) != 0) continue;
+        if (cc->seen[i]) return fl_err(e, "%s:%d: '%s' is given twice (first on line %d)", where, line, keys[i], cc->seen[i]);
+        double v;
+        if (ntok != 3 || !num(tok[1], &v) || strcmp(tok[2], units[i]) != 0 || v < 0 || (v == 0 && i < 3))
+            return fl_err(e, "%s:%d: expected '%s VALUE %s' with VALUE above 0", where, line, keys[i], units[i]);
+        *dst[i] = v;
+        cc->seen[i] = line;
+        return FL_OK;
+    }
+    return fl_err(e, "%s:%d: unknown key '%s' (expected gemm, elementwise, optimizer, memcpy or op_overhead)", where,
+                  line, tok[0]);
+}
+
+FlStatus fl_sim_calib_parse(const char *text, const char *where, FlSimCalib *c, FlErr *e) {
+    *c = (FlSimCalib){0};
+    CalibCtx cc = {.c = c};
+    if (each_line(text, where, calib_line, &cc, e) != FL_OK) goto fail;
+    static const char *keys[4] = {"elementwise", "optimizer", "memcpy", "op_overhead"};
+    for (int i = 0; i < 4; i++)
+        if (!cc.seen[i]) {
+            fl_err(e, "%s: no '%s' line", where, keys[i]);
+            goto fail;
+        }
+    if (!c->gemm.len) {
+        fl_err(e, "%s: no 'gemm' line", where);
+        goto fail;
+    }
+    return FL_OK;
+fail:
+    fl_sim_calib_fini(c);
+    return FL_ERROR;
+}
+
+FlStatus fl_sim_calib_load(const char *path, FlSimCalib *c, FlErr *e) {
+    size_t len;
+    char *text = fl_read_file(path, &len, e);
+    if (!text) return FL_ERROR;
+    FlStatus st = strlen(text) != len ? fl_err(e, "%s: a NUL byte; a calibration is text", path)
+                                      : fl_sim_calib_parse(text, path, c, e);
+    free(text);
+    return st;
+}
+
+void fl_sim_calib_fini(FlSimCalib *c) { FL_VEC_FREE(&c->gemm); }
+
+/* ---- cluster ---- */
+
+static FlStatus host_roles(FlSimHost *h, const char *v, const char *where, int line, FlErr *e) {
+    char *buf = fl_xstrdup(v);
+    FlStatus st = FL_OK;
+    for (char *s = strtok(buf, ","); s && st == FL_OK; s = strtok(NULL, ",")) {
+        int64_t i;
+        if (!strcmp(s, "trainers")) h->trainers = true;
+        else if (!strcmp(s, "pservers")) h->pservers = true;
+        else if (s[0] == 't' && whole(s + 1, 0, 4095, &i)) FL_VEC_PUSH(&h->t_idx, i);
+        else if (s[0] == 'p' && whole(s + 1, 0, 4095, &i)) FL_VEC_PUSH(&h->p_idx, i);
+        else st = fl_err(e, "%s:%d: roles: expected a list of trainers, pservers, tN (trainer N) or pN (pserver N), found '%s'",
+                         where, line, s);
+    }
+    free(buf);
+    return st;
+}
+
+static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const char *where, FlErr *e) {
+    FlSimCluster *c = ctx;
+    FlErr inner;
+    if (!strcmp(tok[0], "local")) {
+        if (c->local_line) return fl_err(e, "%s:%d: a second 'local' line (the first is line %d)", where, line, c->local_line);
+        bool bw = false, lat = false;
+        for (int i = 1; i < ntok; i++) {
+            char *eq = strchr(tok[i], '=');
+            if (eq && !strncmp(tok[i], "bandwidth=", 10)) {
+                if (fl_sim_parse_rate(eq + 1, &c->local_bandwidth, &inner) != FL_OK)
+                    return fl_err(e, "%s:%d: bandwidth: %s", where, line, inner.msg);
+                bw = true;
+            } else if (eq && !strncmp(tok[i], "latency=", 8)) {
+                if (fl_sim_parse_time(eq + 1, &c->local_latency, &inner) != FL_OK)
+                    return fl_err(e, "%s:%d: latency: %s", where, line, inner.msg);
+                lat = true;
+            } else {
+                return fl_err(e, "%s:%d: 'local' takes bandwidth=RATE latency=TIME, found '%s'", where, line, tok[i]);
+            }
+        }
+        if (!bw || !lat) return fl_err(e, "%s:%d: 'local' needs bandwidth=RATE and latency=TIME", where, line);
+        c->local_line = line;
+        return FL_OK;
+    }
+    if (strcmp(tok[0], "host") != 0)
+        return fl_err(e, "%s:%d: expected 'host NAME key=value...' or 'local bandwidth=RATE latency=TIME', found '%s'",
+                      where, line, tok[0]);
+    if (ntok < 2 || strchr(tok[1], '=')) return fl_err(e, "%s:%d: 'host' needs a name", where, line);
+    for (size_t i = 0; i < c->hosts.len; i++)
+        if (!strcmp(c->hosts.data[i].name, tok[1]))
+            return fl_err(e, "%s:%d: host '%s' is described twice (first on line %d)", where, line, tok[1],
+                          c->hosts.data[i].line);
+    FlSimHost h = {.name = fl_xstrdup(tok[1]), .compute = 1, .line = line};
+    FL_VEC_PUSH(&c->hosts, h);
+    FlSimHost *hp = &c->hosts.data[c->hosts.len - 1];
+    for (int i = 2; i < ntok; i++) {
+        char *eq = strchr(tok[i], '=');
+        if (!eq) return fl_err(e, "%s:%d: expected key=value, found '%s'", where, line, tok[i]);
+        *eq = 0;
+        const char *k = tok[i], *v = eq + 1;
+        FlStatus st = FL_OK;
+        if (!strcmp(k, "slots")) {
+            if (!whole(v, 1, 1 << 20, &hp->slots)) st = fl_err(&inner, "expected a whole number >= 1, found '%s'", v);
+        } else if (!strcmp(k, "cores")) {
+            if (!whole(v, 1, 1 << 20, &hp->cores)) st = fl_err(&inner, "expected a whole number >= 1, found '%s'", v);
+        } else if (!strcmp(k, "bandwidth")) {
+            st = fl_sim_parse_rate(v, &hp->bandwidth, &inner);
+        } else if (!strcmp(k, "latency")) {
+            st = fl_sim_parse_time(v, &hp->latency, &inner);
+        } else if (!strcmp(k, "msgcost")) {
+            st = fl_sim_parse_time(v, &hp->msgcost, &inner);
+        } else if (!strcmp(k, "compute")) {
+            if (!num(v, &hp->compute) || hp->compute <= 0)
+                st = fl_err(&inner, "expected a factor above 0 (2: compute takes twice as long), found '%s'", v);
+        } else if (!strcmp(k, "roles")) {
+            if (host_roles(hp, v, where, line, e) != FL_OK) return FL_ERROR;
+        } else {
+            return fl_err(e, "%s:%d: unknown key '%s' (expected slots, bandwidth, latency, msgcost, compute, cores or roles)",
+                          where, line, k);
+        }
+        if (st != FL_OK) return fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
+    }
+    return FL_OK;
+}
+
+FlStatus fl_sim_cluster_parse(const char *text, const char *where, FlSimCluster *c, FlErr *e) {
+    *c = (FlSimCluster){.where = fl_xstrdup(where)};
+    if (each_line(text, where, cluster_line, c, e) != FL_OK) goto fail;
+    if (!c->hosts.len) {
+        fl_err(e, "%s: no 'host' line", where);
+        goto fail;
+    }
+    return FL_OK;
+fail:
+    fl_sim_cluster_fini(c);
+    return FL_ERROR;
+}
+
+FlStatus fl_sim_cluster_load(const char *arg, FlSimCluster *c, FlErr *e) {
+    FILE *f = fopen(arg, "rb");
+    if (!f) {
+        if (!strstr(arg, "host "))
+            return fl_err(e, "--cluster '%s': no such file, and not an inline spec (which has 'host NAME ...')", arg);
+        return fl_sim_cluster_parse(arg, "<cluster>", c, e);
+    }
+    fclose(f);
+    size_t len;
+    char *text = fl_read_file(arg, &len, e);
+    if (!text) return FL_ERROR;
+    FlStatus st = strlen(text) != len ? fl_err(e, "%s: a NUL byte; a cluster spec is text", arg)
+                                      : fl_sim_cluster_parse(text, arg, c, e);
+    free(text);
+    return st;
+}
+
+void fl_sim_cluster_fini(FlSimCluster *c) {
+    for (size_t i = 0; i < c->hosts.len; i++) {
+        free(c->hosts.data[i].name);
+        FL_VEC_FREE(&c->hosts.data[i].t_idx);
+        FL_VEC_FREE(&c->hosts.data[i].p_idx);
+    }
+    FL_VEC_FREE(&c->hosts);
+    free(c->where);
+    c->where = NULL;
+}
+
+/* Places the trainers and pservers on hosts: an explicit tN / pN first, then the hosts taking
+ * every trainer (pserver) in turn, then, for the ranks left, mpirun's placement by slot over
+ * the hosts without roles in rank order (trainers are ranks 0..T-1), wrapping around
+ * (oversubscribing) when the slots run out. */
+static FlStatus place(const FlSimCluster *c, int64_t T, int64_t P, int *th, int *ph, FlErr *e) {
+    size_t nh = c->hosts.len;
+    for (int64_t i = 0; i < T + P; i++) {
+        bool tr = i < T;
+        int64_t idx = tr ? i : i - T;
+        int *slot = tr ? &th[idx] : &ph[idx];
+        *slot = -1;
+        for (size_t h = 0; h < nh; h++) {
+            const FlSimInts *l = tr ? &c->hosts.data[h].t_idx : &c->hosts.data[h].p_idx;
+            for (size_t j = 0; j < l->len; j++)
+                if (l->data[j] == idx) {
+                    if (*slot >= 0)
+                        return fl_err(e, "%s:%d: %s %lld is placed on host '%s' and on '%s'", c->where,
+                                      c->hosts.data[h].line, tr ? "trainer" : "pserver", (long long)idx,
+                                      c->hosts.data[*slot].name, c->hosts.data[h].name);
+                    *slot = (int)h;
+                }
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t n = pass ? P : T, k = 0;
+        int *out = pass ? ph : th;
+        size_t cnt = 0;
+        for (size_t h = 0; h < nh; h++) cnt += pass ? c->hosts.data[h].pservers : c->hosts.data[h].trainers;
+        if (!cnt) continue;
+        for (int64_t i = 0; i < n; i++) {
+            if (out[i] >= 0) continue;
+            size_t seen = 0;
+            for (size_t h = 0; h < nh; h++)
+                if (pass ? c->hosts.data[h].pservers : c->hosts.data[h].trainers) {
+                    if (seen++ == (size_t)(k % (int64_t)cnt)) out[i] = (int)h;
+                }
+            k++;
+        }
+    }
+    size_t free_hosts = 0;
+    for (size_t h = 0; h < nh; h++) {
+        const FlSimHost *x = &c->hosts.data[h];
+        if (!x->trainers && !x->pservers && !x->t_idx.len && !x->p_idx.len) free_hosts++;
+    }
+    int64_t *used = fl_xcalloc(nh, sizeof *used);
+    size_t cur = 0;
+    for (int64_t i = 0; i < T + P; i++) {
+        int *slot = i < T ? &th[i] : &ph[i - T];
+        if (*slot >= 0) continue;
+        if (!free_hosts) {
+            free(used);
+            return fl_err(e, "%s: %s %lld has no host: every host has roles=, and none lists it", c->where,
+                          i < T ? "trainer" : "pserver", (long long)(i < T ? i : i - T));
+        }
+        /* the next host without roles whose slots are not all taken; when all are, wrap */
+        for (size_t tries = 0; tries < 2 * nh; tries++) {
+            const FlSimHost *x = &c->hosts.data[cur];
+            bool roleless = !x->trainers && !x->pservers && !x->t_idx.len && !x->p_idx.len;
+            bool full = x->slots > 0 && used[cur] >= x->slots;
+            if (roleless && (!full || tries >= nh)) break;
+            cur = (cur + 1) % nh;
+        }
+        *slot = (int)cur;
+        used[cur]++;
+        const FlSimHost *x = &c->hosts.data[cur];
+        if (x->slots > 0 && used[cur] >= x->slots) {
+            bool all_full = true;
+            for (size_t h = 0; h < nh; h++) {
+                const FlSimHost *y = &c->hosts.data[h];
+                bool roleless = !y->trainers && !y->pservers && !y->t_idx.len && !y->p_idx.len;
+                if (roleless && (y->slots == 0 || used[h] < y->slots)) all_full = false;
+            }
+            if (all_full) memset(used, 0, nh * sizeof *used), cur = (cur + 1) % nh; /* wrap */
+            else cur = (cur + 1) % nh;
+        }
+    }
+    free(used);
+    return FL_OK;
+}
+
+/* ---- op costs ---- */
+
+static double var_bytes(const FlProgram *p, const FlBlock *b, const char *name, int64_t batch) {
+    if (!name || fl_rule_is_empty(name)) return 0;
+    const FlVarDesc *v = fl_ir_var_lookup(p, b, name);
+    if (!v || (v->kind != FL_VAR_DENSE && v->kind != FL_VAR_SELECTED_ROWS)) return 0;
+    double n = 1;
+    for (int i = 0; i < v->ndim; i++) n *= v->shape[i] < 0 ? (double)batch : (double)v->shape[i];
+    return n * (double)fl_dtype_size(v->dtype);
+}
+
+static double dim_prod(const FlVarDesc *v, int from, int to, int64_t batch) {
+    double n = 1;
+    for (int i = from; i < to && i < v->ndim; i++) n *= v->shape[i] < 0 ? (double)batch : (double)v->shape[i];
+    return n;
+}
+
+static double gemm_rate(const FlSimCalib *c, double m, double n, double k) {
+    double best = INFINITY, rate = c->gemm.data[0].gflops;
+    for (size_t i = 0; i < c->gemm.len; i++) {
+        const FlSimGemm *g = &c->gemm.data[i];
+        double d = fabs(log(m / (double)g->m)) + fabs(log(n / (double)g->n)) + fabs(log(k / (double)g->k));
+        if (d < best) best = d, rate = g->gflops;
+    }
+    return rate * 1e9;
+}
+
+static double op_cost(const FlSimCalib *c, const FlProgram *p, const FlBlock *b, const FlOpDesc *op, int64_t batch);
+
+static double block_cost(const FlSimCalib *c, const FlProgram *p, const FlBlock *b, int64_t batch) {
+    double s = 0;
+    for (size_t i = 0; i < b->ops.len; i++) s += op_cost(c, p, b, b->ops.data[i], batch);
+    return s;
+}
+
+/* Seconds of one op: the fixed cost per op, plus a GEMM's FLOPs at the calibrated rate of the
+ * nearest shape, or the bytes it reads and writes at the element-wise (optimizer) bandwidth.
+ * Control ops run their blocks once. Dist ops cost their fixed cost here (the model times the
+ * messages). */
+static double op_cost(const FlSimCalib *c, const FlProgram *p, const FlBlock *b, const FlOpDesc *op, int64_t batch) {
+    double t = c->op_overhead_us * 1e-6;
+    const FlOpInfo *info = fl_ops_of(op);
+    unsigned flags = info ? info->flags : 0;
+    if (flags & FL_OPF_DIST) return t;
+    if (info && (info->id == FL_OPID_mul || info->id == FL_OPID_matmul)) {
+        const FlVarDesc *x = fl_ir_var_lookup(p, b, fl_ir_op_input1(op, "X") ? fl_ir_op_input1(op, "X") : "");
+        const FlVarDesc *y = fl_ir_var_lookup(p, b, fl_ir_op_input1(op, "Y") ? fl_ir_op_input1(op, "Y") : "");
+        if (x && y && x->ndim >= 1 && y->ndim >= 1) {
+            double m, k, n;
+            if (info->id == FL_OPID_mul) {
+                int xn = (int)fl_ir_op_get_int(op, "x_num_col_dims", 1), yn = (int)fl_ir_op_get_int(op, "y_num_col_dims", 1);
+                m = dim_prod(x, 0, xn, batch), k = dim_prod(x, xn, x->ndim, batch), n = dim_prod(y, yn, y->ndim, batch);
+            } else {
+                bool tx = fl_ir_op_get_bool(op, "transpose_X", false), ty = fl_ir_op_get_bool(op, "transpose_Y", false);
+                double xr = x->ndim >= 2 ? dim_prod(x, x->ndim - 2, x->ndim - 1, batch) : 1;
+                double xc = dim_prod(x, x->ndim - 1, x->ndim, batch);
+                double yr = y->ndim >= 2 ? dim_prod(y, y->ndim - 2, y->ndim - 1, batch) : dim_prod(y, 0, 1, batch);
+                double yc = y->ndim >= 2 ? dim_prod(y, y->ndim - 1, y->ndim, batch) : 1;
+                m = (tx ? xc : xr) * (x->ndim > 2 ? dim_prod(x, 0, x->ndim - 2, batch) : 1);
+                k = tx ? xr : xc;
+                n = ty ? yr : yc;
+            }
+            int gemms = 1;
+            if (info->is_grad) {
+                gemms = 0;
+                const FlSlot *dx = fl_ir_op_output(op, "X@GRAD"), *dy = fl_ir_op_output(op, "Y@GRAD");
+                gemms += dx && dx->nargs && !fl_rule_is_empty(dx->args[0]);
+                gemms += dy && dy->nargs && !fl_rule_is_empty(dy->args[0]);
+            }
+            if (m > 0 && n > 0 && k > 0) return t + gemms * 2.0 * m * n * k / gemm_rate(c, m, n, k);
+        }
+    }
+    double bytes = 0;
+    for (size_t i = 0; i < op->ins.len; i++)
+        for (size_t j = 0; j < op->ins.data[i].nargs; j++) bytes += var_bytes(p, b, op->ins.data[i].args[j], batch);
+    for (size_t i = 0; i < op->outs.len; i++)
+        for (size_t j = 0; j < op->outs.data[i].nargs; j++) bytes += var_bytes(p, b, op->outs.data[i].args[j], batch);
+    t += bytes / (((flags & FL_OPF_OPTIMIZE) ? c->optimizer_gbps : c->elementwise_gbps) * 1e9);
+    for (size_t i = 0; i < op->attrs.len; i++) {
+        const FlAttr *a = &op->attrs.data[i];
+        if (a->type == FL_ATTR_BLOCK && a->i > 0 && (size_t)a->i < p->blocks.len)
+            t += block_cost(c, p, p->blocks.data[a->i], batch);
+        if (a->type == FL_ATTR_BLOCKS)
+            for (size_t j = 0; j < a->n; j++)
+                if (a->ints[j] > 0 && (size_t)a->ints[j] < p->blocks.len) t += block_cost(c, p, p->blocks.data[a->ints[j]], batch);
+    }
+    return t;
+}
+
+/* ---- the event model ---- */
+
+enum { CAT_COMPUTE, CAT_TRANSFER, CAT_UPDATE, CAT_WAIT };
+
+typedef struct Node {
+    double end;
+    int cat, trainer; /* trainer -1: a pserver's or no one's */
+    int pred;         /* -1: the step's start */
+} Node;
+
+typedef struct Res {
+    double free;
+    int last; /* node that last used it */
+} Res;
+
+typedef struct SBlk { /* a pserver's optimize block */
+    int idx;
+    char *grad, *param; /* borrowed from the plan */
+    double bytes;       /* the gradient's bytes */
+    double cost;        /* seconds of its ops for the whole block, fixed costs apart */
+    double fixed;       /* their fixed costs */
+    int64_t elements;
+    int64_t pieces;
+    int *arrived;      /* per piece: trainers whose piece is in */
+    double *ready;     /* per piece: the last arrival */
+    int *ready_node;
+    double *done;      /* per piece: update done (-1 not yet) */
+    int *done_node;
+} SBlk;
+
+typedef struct Recv { /* one recv of a trainer */
+    int ps, blk; /* blk -1: no block writes it (answered at once) */
+    double bytes;
+    int64_t pieces;
+    double get_arrival; /* -1 until the GET is in */
+    int get_node;
+    int64_t sent;       /* pieces whose answer was sent */
+} Recv;
+
+typedef struct Ev {
+    double t;
+    uint64_t seq;
+    int kind; /* EV_XFER, EV_ARRIVE, EV_DONE */
+    int node; /* the node that made it ready */
+    int src, dst; /* hosts */
+    double bytes;
+    int what; /* M_GRAD, M_GET, M_PARAM */
+    int trainer, ps, blk, recv;
+    int64_t piece;
+    bool handled; /* a message to a pserver: its thread has taken it (the host's msgcost) */
+} Ev;
+
+enum { EV_XFER, EV_ARRIVE, EV_DONE };
+enum { M_GRAD, M_GET, M_PARAM };
+
+typedef struct Sim {
+    const FlSimCalib *c;
+    const FlSimCluster *cl;
+    const FlSimOptions *o;
+    FlSimResult *r;
+    FL_VEC(Node) nodes;
+    FL_VEC(Ev) heap;
+    uint64_t seq;
+    Res *out, *in, *loc;  /* per host */
+    Res *cpu;             /* per pserver */
+    FL_VEC(SBlk) *blks;   /* per pserver */
+    FL_VEC(Recv) *recvs;  /* per trainer */
+    double *end;          /* per trainer: last answer piece in */
+    int *end_node;
+    int64_t *left;        /* per trainer: answer pieces still to come */
+    double *lr_cost;      /* per pserver: its lr block, run before its first update */
+    double *compute;      /* per trainer: its compute before the recvs' wait */
+} Sim;
+
+static int node(Sim *s, double end, int cat, int trainer, int pred) {
+    FL_VEC_PUSH(&s->nodes, ((Node){end, cat, trainer, pred}));
+    return (int)s->nodes.len - 1;
+}
+
+static bool ev_less(const Ev *a, const Ev *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+
+static void push(Sim *s, Ev ev) {
+    ev.seq = s->seq++;
+    FL_VEC_PUSH(&s->heap, ev);
+    size_t i = s->heap.len - 1;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!ev_less(&s->heap.data[i], &s->heap.data[up])) break;
+        Ev tmp = s->heap.data[i];
+        s->heap.data[i] = s->heap.data[up];
+        s->heap.data[up] = tmp;
+        i = up;
+    }
+}
+
+static Ev pop(Sim *s) {
+    Ev top = s->heap.data[0];
+    s->heap.data[0] = s->heap.data[--s->heap.len];
+    size_t i = 0, n = s->heap.len;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && ev_less(&s->heap.data[l], &s->heap.data[m])) m = l;
+        if (r < n && ev_less(&s->heap.data[r], &s->heap.data[m])) m = r;
+        if (m == i) break;
+        Ev tmp = s->heap.data[i];
+        s->heap.data[i] = s->heap.data[m];
+        s->heap.data[m] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+/* Takes the link(s) for one message, FIFO: the sender's way out and the receiver's way in (or
+ * the host's local channel), then the latencies. Schedules its arrival. */
+static void transfer(Sim *s, Ev ev) {
+    const FlSimHost *a = &s->cl->hosts.data[ev.src], *b = &s->cl->hosts.data[ev.dst];
+    double wire = ev.bytes > 0 ? ev.bytes : HDR_BYTES;
+    double start = ev.t, dur, lat;
+    int pred = ev.node;
+    Res *r1, *r2;
+    if (ev.src == ev.dst) {
+        r1 = r2 = &s->loc[ev.src];
+        dur = wire / s->cl->local_bandwidth;
+        lat = s->cl->local_latency;
+        s->r->links[ev.src].local_bytes += ev.bytes;
+    } else {
+        r1 = &s->out[ev.src];
+        r2 = &s->in[ev.dst];
+        dur = wire / fmin(a->bandwidth, b->bandwidth);
+        lat = a->latency + b->latency;
+        s->r->links[ev.src].out_bytes += ev.bytes;
+        s->r->links[ev.dst].in_bytes += ev.bytes;
+    }
+    if (r1->free > start) start = r1->free, pred = r1->last;
+    if (r2->free > start) start = r2->free, pred = r2->last;
+    int n = node(s, start + dur + lat, CAT_TRANSFER, ev.trainer, pred); /* the trainer whose message it is */
+    r1->free = r2->free = start + dur;
+    r1->last = r2->last = n;
+    s->r->messages++;
+    ev.kind = EV_ARRIVE;
+    ev.t = start + dur + lat;
+    ev.node = n;
+    push(s, ev);
+}
+
+/* Sends the answer pieces of recv ri of trainer t that are ready (its GET in, the pieces
+ * updated). */
+static void answer(Sim *s, int t, int ri, double now) {
+    Recv *rv = &s->recvs[t].data[ri];
+    if (rv->get_arrival < 0) return;
+    SBlk *b = rv->blk >= 0 ? &s->blks[rv->ps].data[rv->blk] : NULL;
+    while (rv->sent < rv->pieces) {
+        int64_t k = rv->sent;
+        double ready = rv->get_arrival;
+        int pred = rv->get_node;
+        if (b) {
+            int64_t bk = k < b->pieces ? k : b->pieces - 1;
+            if (b->done[bk] < 0) return;
+            if (b->done[bk] > ready) ready = b->done[bk], pred = b->done_node[bk];
+        }
+        double bytes = rv->bytes / (double)rv->pieces;
+        push(s, (Ev){.t = ready > now ? ready : now, .kind = EV_XFER, .node = pred,
+                     .src = s->r->pserver_host[rv->ps], .dst = s->r->trainer_host[t], .bytes = bytes,
+                     .what = M_PARAM, .trainer = t, .ps = rv->ps, .blk = rv->blk, .recv = ri, .piece = k});
+        rv->sent++;
+    }
+}
+
+static void arrive(Sim *s, const Ev *ev) {
+    double cost = ev->what != M_PARAM ? s->cl->hosts.data[s->r->pserver_host[ev->ps]].msgcost : 0;
+    if (cost > 0 && !ev->handled) { /* the pserver's one thread takes each message in turn */
+        Res *cpu = &s->cpu[ev->ps];
+        double start = ev->t;
+        int pred = ev->node;
+        if (cpu->free > start) start = cpu->free, pred = cpu->last;
+        int n = node(s, start + cost, CAT_TRANSFER, ev->trainer, pred);
+        cpu->free = start + cost;
+        cpu->last = n;
+        Ev next = *ev;
+        next.t = start + cost, next.node = n, next.handled = true;
+        push(s, next);
+        return;
+    }
+    if (ev->what == M_GRAD) {
+        SBlk *b = &s->blks[ev->ps].data[ev->blk];
+        int64_t k = ev->piece;
+        if (ev->t > b->ready[k] || b->arrived[k] == 0) b->ready[k] = ev->t, b->ready_node[k] = ev->node;
+        if (++b->arrived[k] < (int)s->r->T) return;
+        /* every trainer's piece k is in: the pserver updates it when its thread is free */
+        Res *cpu = &s->cpu[ev->ps];
+        double start = b->ready[k];
+        int pred = b->ready_node[k];
+        if (cpu->free > start) start = cpu->free, pred = cpu->last;
+        double dur = b->cost / (double)b->pieces + (k == 0 ? b->fixed : 0) + s->lr_cost[ev->ps];
+        s->r->servers[ev->ps].update_s += dur;
+        s->lr_cost[ev->ps] = 0;
+        int n = node(s, start + dur, CAT_UPDATE, -1, pred);
+        cpu->free = start + dur;
+        cpu->last = n;
+        push(s, (Ev){.t = start + dur, .kind = EV_DONE, .node = n, .ps = ev->ps, .blk = ev->blk, .piece = k});
+    } else if (ev->what == M_GET) {
+        Recv *rv = &s->recvs[ev->trainer].data[ev->recv];
+        rv->get_arrival = ev->t;
+        rv->get_node = ev->node;
+        answer(s, ev->trainer, ev->recv, ev->t);
+    } else {
+        int t = ev->trainer;
+        if (ev->t >= s->end[t]) s->end[t] = ev->t, s->end_node[t] = ev->node;
+        s->left[t]--;
+    }
+}
+
+static void done(Sim *s, const Ev *ev) {
+    SBlk *b = &s->blks[ev->ps].data[ev->blk];
+    b->done[ev->piece] = ev->t;
+    b->done_node[ev->piece] = ev->node;
+    for (int64_t t = 0; t < s->r->T; t++)
+        for (size_t i = 0; i < s->recvs[t].len; i++)
+            if (s->recvs[t].data[i].ps == ev->ps && s->recvs[t].data[i].blk == ev->blk) answer(s, (int)t, (int)i, ev->t);
+}
+
+static int64_t pieces_of(double bytes, int64_t piece) {
+    if (bytes <= (double)piece) return 1;
+    return (int64_t)ceil(bytes / (double)piece);
+}
+
+/* The pserver p's optimize blocks (from its listen_and_serv). */
+static FlStatus read_server(Sim *s, const FlBundle *bd, int p, FlErr *e) {
+    const FlProgram *prog = bd->main;
+    const FlBlock *b0 = fl_ir_block(prog, 0);
+    const FlOpDesc *ls = NULL;
+    for (size_t i = 0; i < b0->ops.len; i++)
+        if (fl_ops_is(b0->ops.data[i], FL_OPID_listen_and_serv)) ls = b0->ops.data[i];
+    if (!ls) return fl_err(e, "pserver %d: its program has no listen_and_serv", p);
+    const FlAttr *g2b = fl_ir_op_attr(ls, "grad_to_block");
+    int64_t lr = fl_ir_op_get_int(ls, "lr_block", -1);
+    if (lr > 0 && (size_t)lr < prog->blocks.len) s->lr_cost[p] = block_cost(s->c, prog, prog->blocks.data[lr], 1);
+    for (size_t i = 0; g2b && i < g2b->n; i++) {
+        const char *colon = strrchr(g2b->strs[i], ':');
+        int64_t bi;
+        if (!colon || !whole(colon + 1, 1, INT32_MAX, &bi) || (size_t)bi >= prog->blocks.len)
+            return fl_err(e, "pserver %d: grad_to_block entry '%s' is not NAME:BLOCK", p, g2b->strs[i]);
+        const FlBlock *blk = prog->blocks.data[bi];
+        SBlk sb = {.idx = (int)bi, .grad = g2b->strs[i]};
+        /* the block's gradient and parameter: the grad's own var, the optimizer's ParamOut */
+        sb.grad = fl_xstrndup(g2b->strs[i], (size_t)(colon - g2b->strs[i]));
+        sb.bytes = var_bytes(prog, blk, sb.grad, 1);
+        for (size_t j = 0; j < blk->ops.len; j++) {
+            const FlOpDesc *op = blk->ops.data[j];
+            sb.fixed += s->c->op_overhead_us * 1e-6;
+            sb.cost += op_cost(s->c, prog, blk, op, 1) - s->c->op_overhead_us * 1e-6;
+            if (fl_ops_flags(op) & FL_OPF_OPTIMIZE) {
+                const char *po = fl_ir_op_output1(op, "ParamOut");
+                if (po) sb.param = (char *)po;
+            }
+        }
+        const FlVarDesc *gv = fl_ir_var_lookup(prog, blk, sb.grad);
+        if (gv) {
+            int64_t n = 1;
+            for (int d = 0; d < gv->ndim; d++) n *= gv->shape[d] < 0 ? 1 : gv->shape[d];
+            sb.elements = n;
+        }
+        sb.pieces = pieces_of(sb.bytes, s->o->piece);
+        if (sb.pieces > MAX_PIECES) {
+            free(sb.grad);
+            return fl_err(e, "pserver %d: '%s' would travel in %lld pieces of %lld bytes; the model takes at most %d "
+                          "per gradient (a larger piece)", p, g2b->strs[i], (long long)sb.pieces, (long long)s->o->piece,
+                          MAX_PIECES);
+        }
+        sb.arrived = fl_xcalloc((size_t)sb.pieces, sizeof(int));
+        sb.ready = fl_xcalloc((size_t)sb.pieces, sizeof(double));
+        sb.ready_node = fl_xcalloc((size_t)sb.pieces, sizeof(int));
+        sb.done = fl_xcalloc((size_t)sb.pieces, sizeof(double));
+        sb.done_node = fl_xcalloc((size_t)sb.pieces, sizeof(int));
+        for (int64_t k = 0; k < sb.pieces; k++) sb.done[k] = -1;
+        FL_VEC_PUSH(&s->blks[p], sb);
+        s->r->servers[p].blocks++;
+        s->r->servers[p].elements += sb.elements;
+    }
+    return FL_OK;
+}
+
+static int find_blk(Sim *s, int p, const char *name, bool grad) {
+    for (size_t i = 0; i < s->blks[p].len; i++) {
+        const SBlk *b = &s->blks[p].data[i];
+        const char *n = grad ? b->grad : b->param;
+        if (n && !strcmp(n, name)) return (int)i;
+    }
+    if (grad) { /* a trainer's "W@GRAD" to a pserver holding "W@GRAD.blockK" whole, or back */
+        size_t len = fl_rule_block_base_len(name, NULL);
+        for (size_t i = 0; len && i < s->blks[p].len; i++)
+            if (strlen(s->blks[p].data[i].grad) == len && !strncmp(s->blks[p].data[i].grad, name, len)) return (int)i;
+    }
+    return -1;
+}
+
+static int64_t epmap_at(const FlOpDesc *op, size_t i) {
+    const FlAttr *a = fl_ir_op_attr(op, "epmap");
+    if (!a || !a->n) return 0;
+    return i < a->n ? a->ints[i] : a->ints[a->n - 1];
+}
+
+/* Walks trainer t's main block: compute until each send (posting its gradient's pieces), the
+ * GETs of the recv run, the compute after it. */
+static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, FlErr *e) {
+    const FlProgram *prog = bd->main;
+    const FlBlock *b0 = fl_ir_block(prog, 0);
+    const FlSimHost *h = &s->cl->hosts.data[s->r->trainer_host[t]];
+    double factor = h->compute;
+    if (h->cores > 0) { /* every rank of the host takes a core: MPI ranks poll while they wait */
+        int64_t same = 0;
+        for (int64_t u = 0; u < s->r->T; u++) same += s->r->trainer_host[u] == s->r->trainer_host[t];
+        for (int64_t u = 0; u < s->r->P; u++) same += s->r->pserver_host[u] == s->r->trainer_host[t];
+        if (same > h->cores) factor *= (double)same / (double)h->cores;
+    }
+    int64_t batch = s->o->batch;
+    /* the feeds: the vars of block 0 read before any op writes them, not persistable */
+    double clock = 0;
+    FlMap written;
+    fl_map_init(&written);
+    for (size_t i = 0; i < b0->ops.len; i++) {
+        const FlOpDesc *op = b0->ops.data[i];
+        for (size_t a = 0; a < op->ins.len; a++)
+            for (size_t j = 0; j < op->ins.data[a].nargs; j++) {
+                const char *n = op->ins.data[a].args[j];
+                const FlVarDesc *v = fl_ir_var_find(b0, n);
+                if (v && !v->persistable && !fl_map_find_str(&written, n) && v->kind == FL_VAR_DENSE) {
+                    clock += var_bytes(prog, b0, n, batch) / (s->c->memcpy_gbps * 1e9);
+                    fl_map_put_str(&written, n, (void *)n);
+                }
+            }
+        for (size_t a = 0; a < op->outs.len; a++)
+            for (size_t j = 0; j < op->outs.data[a].nargs; j++)
+                fl_map_put_str(&written, op->outs.data[a].args[j], (void *)op->outs.data[a].args[j]);
+    }
+    fl_map_fini(&written);
+    clock *= factor;
+    int prev = -1;
+    bool in_recvs = false, gets_posted = false;
+    double post_wait = 0;
+    for (size_t i = 0; i < b0->ops.len; i++) {
+        const FlOpDesc *op = b0->ops.data[i];
+        bool is_recv = fl_ops_is(op, FL_OPID_recv), is_send = fl_ops_is(op, FL_OPID_send);
+        if (in_recvs && !is_recv && !fl_ops_is(op, FL_OPID_fetch_barrier)) {
+            if (is_send || fl_ops_is(op, FL_OPID_send_barrier))
+                return fl_err(e, "trainer %d: a send after the recv ops; the model takes one round (sends, then recvs) per step", t);
+        }
+        if (is_recv && gets_posted && !in_recvs)
+            return fl_err(e, "trainer %d: two runs of recv ops; the model takes one per step", t);
+        double c = op_cost(s->c, prog, b0, op, batch) * factor;
+        if (gets_posted) {
+            post_wait += c;
+            continue;
+        }
+        clock += c;
+        if (is_send) {
+            prev = node(s, clock, CAT_COMPUTE, t, prev);
+            const FlSlot *x = fl_ir_op_input(op, "X");
+            for (size_t j = 0; x && j < x->nargs; j++) {
+                int64_t ps = epmap_at(op, j);
+                if (ps < 0 || ps >= s->r->P) return fl_err(e, "trainer %d: send '%s' to pserver %lld of %lld", t, x->args[j], (long long)ps, (long long)s->r->P);
+                int blk = find_blk(s, (int)ps, x->args[j], true);
+                if (blk < 0) return fl_err(e, "trainer %d: pserver %lld has no block for '%s'", t, (long long)ps, x->args[j]);
+                double bytes = var_bytes(prog, b0, x->args[j], batch);
+                const SBlk *sb = &s->blks[ps].data[blk];
+                for (int64_t k = 0; k < sb->pieces; k++)
+                    push(s, (Ev){.t = clock, .kind = EV_XFER, .node = prev, .src = s->r->trainer_host[t],
+                                 .dst = s->r->pserver_host[ps], .bytes = bytes / (double)sb->pieces, .what = M_GRAD,
+                                 .trainer = t, .ps = (int)ps, .blk = blk, .piece = k});
+            }
+        } else if (is_recv) {
+            in_recvs = true;
+            const FlSlot *out = fl_ir_op_output(op, "Out");
+            for (size_t j = 0; out && j < out->nargs; j++) {
+                int64_t ps = epmap_at(op, j);
+                if (ps < 0 || ps >= s->r->P) return fl_err(e, "trainer %d: recv '%s' from pserver %lld of %lld", t, out->args[j], (long long)ps, (long long)s->r->P);
+                Recv rv = {.ps = (int)ps, .blk = find_blk(s, (int)ps, out->args[j], false),
+                           .bytes = var_bytes(prog, b0, out->args[j], batch), .get_arrival = -1};
+                rv.pieces = pieces_of(rv.bytes, s->o->piece);
+                if (rv.pieces > MAX_PIECES)
+                    return fl_err(e, "trainer %d: '%s' would travel in %lld pieces; the model takes at most %d (a larger piece)",
+                                  t, out->args[j], (long long)rv.pieces, MAX_PIECES);
+                FL_VEC_PUSH(&s->recvs[t], rv);
+            }
+            /* the run's GETs all leave at its first recv (the executor's prefetch) */
+            bool last_of_run = i + 1 >= b0->ops.len || !fl_ops_is(b0->ops.data[i + 1], FL_OPID_recv);
+            if (last_of_run) {
+                prev = node(s, clock, CAT_COMPUTE, t, prev);
+                for (size_t ri = 0; ri < s->recvs[t].len; ri++) {
+                    Recv *rv = &s->recvs[t].data[ri];
+                    s->left[t] += rv->pieces;
+                    push(s, (Ev){.t = clock, .kind = EV_XFER, .node = prev, .src = s->r->trainer_host[t],
+                                 .dst = s->r->pserver_host[rv->ps], .bytes = 0, .what = M_GET, .trainer = t,
+                                 .ps = rv->ps, .recv = (int)ri});
+                }
+                gets_posted = true;
+            }
+        }
+    }
+    if (!gets_posted) prev = node(s, clock, CAT_COMPUTE, t, prev);
+    s->end[t] = clock;
+    s->end_node[t] = prev;
+    s->compute[t] = clock;
+    after[t] = post_wait;
+    return FL_OK;
+}
+
+static const FlBundle *role_of(const FlPlan *plan, const char *role, int64_t idx) {
+    for (size_t i = 0; i < plan->roles.len; i++)
+        if (plan->roles.data[i]->role && !strcmp(plan->roles.data[i]->role, role) && plan->roles.data[i]->role_index == idx)
+            return plan->roles.data[i];
+    return NULL;
+}
+
+FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimCluster *cl, const FlSimOptions *o,
+                    FlSimResult *r, FlErr *e) {
+    *r = (FlSimResult){0};
+    if (strcmp(plan->mode, "sync") != 0)
+        return fl_err(e, "the model takes sync plans; this one is in %s mode", plan->mode);
+    if (o->batch < 1 || o->piece < 1) return fl_err(e, "batch size and piece must be at least 1");
+    int64_t T = plan->trainers, P = plan->pservers;
+    r->T = T, r->P = P;
+    r->nhosts = (int)cl->hosts.len;
+    r->links = fl_xcalloc(cl->hosts.len, sizeof *r->links);
+    r->servers = fl_xcalloc((size_t)P + 1, sizeof *r->servers);
+    r->trainer_host = fl_xcalloc((size_t)T, sizeof(int));
+    r->pserver_host = fl_xcalloc((size_t)P + 1, sizeof(int));
+    if (place(cl, T, P, r->trainer_host, r->pserver_host, e) != FL_OK) goto fail_r;
+    for (int64_t p = 0; p < P; p++) r->servers[p].host = r->pserver_host[p];
+    /* every pair of hosts that talks needs the links' figures */
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t p = 0; p < P; p++) {
+            int a = r->trainer_host[t], b = r->pserver_host[p];
+            if (a == b && cl->local_bandwidth <= 0) {
+                fl_err(e, "%s: trainer %lld and pserver %lld share host '%s', and the spec has no 'local' line", cl->where,
+                       (long long)t, (long long)p, cl->hosts.data[a].name);
+                goto fail_r;
+            }
+            for (int k = 0; k < 2 && a != b; k++) {
+                const FlSimHost *h = &cl->hosts.data[k ? b : a];
+                if (h->bandwidth <= 0) {
+                    fl_err(e, "%s:%d: host '%s' talks to host '%s' but has no bandwidth=", cl->where, h->line, h->name,
+                           cl->hosts.data[k ? a : b].name);
+                    goto fail_r;
+                }
+            }
+        }
+    Sim s = {.c = calib, .cl = cl, .o = o, .r = r};
+    size_t nh = cl->hosts.len;
+    s.out = fl_xcalloc(nh, sizeof(Res)), s.in = fl_xcalloc(nh, sizeof(Res)), s.loc = fl_xcalloc(nh, sizeof(Res));
+    s.cpu = fl_xcalloc((size_t)P + 1, sizeof(Res));
+    s.blks = fl_xcalloc((size_t)P + 1, sizeof *s.blks);
+    s.recvs = fl_xcalloc((size_t)T, sizeof *s.recvs);
+    s.end = fl_xcalloc((size_t)T, sizeof(double));
+    s.end_node = fl_xcalloc((size_t)T, sizeof(int));
+    s.left = fl_xcalloc((size_t)T, sizeof(int64_t));
+    s.lr_cost = fl_xcalloc((size_t)P + 1, sizeof(double));
+    s.compute = fl_xcalloc((size_t)T, sizeof(double));
+    double *after = fl_xcalloc((size_t)T, sizeof(double));
+    FlStatus st = FL_OK;
+    for (int64_t p = 0; p < P && st == FL_OK; p++) {
+        const FlBundle *bd = role_of(plan, "pserver", p);
+        st = bd ? read_server(&s, bd, (int)p, e) : fl_err(e, "the plan has no pserver %lld", (long long)p);
+    }
+    for (int64_t t = 0; t < T && st == FL_OK; t++) {
+        const FlBundle *bd = role_of(plan, "trainer", t);
+        st = bd ? walk_trainer(&s, bd, (int)t, after, e) : fl_err(e, "the plan has no trainer %lld", (long long)t);
+    }
+    while (st == FL_OK && s.heap.len) {
+        Ev ev = pop(&s);
+        if (ev.kind == EV_XFER) transfer(&s, ev);
+        else if (ev.kind == EV_ARRIVE) arrive(&s, &ev);
+        else done(&s, &ev);
+    }
+    for (int64_t t = 0; t < T && st == FL_OK; t++)
+        if (s.left[t] != 0) st = fl_err(e, "trainer %lld: %lld answer pieces never came (a recv with no matching block?)",
+                                        (long long)t, (long long)s.left[t]);
+    if (st == FL_OK) {
+        int crit = 0;
+        double best = -1;
+        for (int64_t t = 0; t < T; t++) {
+            double end = s.end[t] + after[t];
+            if (end > best) best = end, crit = (int)t;
+        }
+        r->critical_trainer = crit;
+        r->step_s = best;
+        double cat[4] = {after[crit], 0, 0, 0};
+        for (int n = s.end_node[crit]; n >= 0; n = s.nodes.data[n].pred) {
+            const Node *x = &s.nodes.data[n];
+            if (x->cat == CAT_COMPUTE) {
+                /* a compute node's chain runs back to the step's start: a trainer's compute up
+                 * to x->end. Another trainer's is concurrent with ours: the part beyond our own
+                 * compute is the wait for its gradient (the sync barrier) */
+                double own = x->trainer == crit ? x->end : fmin(x->end, s.compute[crit]);
+                cat[CAT_COMPUTE] += own;
+                cat[CAT_WAIT] += x->end - own;
+                break;
+            }
+            double pe = x->pred >= 0 ? s.nodes.data[x->pred].end : 0;
+            cat[x->cat] += x->end - pe;
+        }
+        r->compute_s = cat[CAT_COMPUTE], r->transfer_s = cat[CAT_TRANSFER], r->update_s = cat[CAT_UPDATE],
+        r->wait_s = cat[CAT_WAIT];
+        r->trainer_compute_s = s.compute[crit] + after[crit];
+        for (int64_t p = 0; p < P; p++) {
+            r->servers[p].busy_until = s.cpu[p].free;
+            for (size_t i = 0; i < s.blks[p].len; i++) {
+                r->servers[p].in_bytes += s.blks[p].data[i].bytes * (double)T;
+            }
+        }
+        for (int64_t t = 0; t < T; t++)
+            for (size_t i = 0; i < s.recvs[t].len; i++) r->servers[s.recvs[t].data[i].ps].out_bytes += s.recvs[t].data[i].bytes;
+    }
+    for (int64_t p = 0; p < P; p++) {
+        for (size_t i = 0; i < s.blks[p].len; i++) {
+            SBlk *b = &s.blks[p].data[i];
+            free(b->grad), free(b->arrived), free(b->ready), free(b->ready_node), free(b->done), free(b->done_node);
+        }
+        FL_VEC_FREE(&s.blks[p]);
+    }
+    for (int64_t t = 0; t < T; t++) FL_VEC_FREE(&s.recvs[t]);
+    free(s.out), free(s.in), free(s.loc), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
+    free(s.left), free(s.lr_cost), free(s.compute), free(after);
+    FL_VEC_FREE(&s.nodes);
+    FL_VEC_FREE(&s.heap);
+    if (st != FL_OK) goto fail_r;
+    return FL_OK;
+fail_r:
+    fl_sim_result_fini(r);
+    return FL_ERROR;
+}
+
+void fl_sim_result_fini(FlSimResult *r) {
+    free(r->links), free(r->servers), free(r->trainer_host), free(r->pserver_host);
+    *r = (FlSimResult){0};
+}
+
+static void put_bytes(FlBuf *b, double v) {
+    if (v >= 1e9) fl_buf_printf(b, "%9.3f GB", v / 1e9);
+    else if (v >= 1e6) fl_buf_printf(b, "%9.3f MB", v / 1e6);
+    else if (v >= 1e3) fl_buf_printf(b, "%9.3f kB", v / 1e3);
+    else fl_buf_printf(b, "%9.0f  B", v);
+}
+
+void fl_sim_report(const FlPlan *plan, const FlSimCluster *cl, const FlSimOptions *o, const FlSimResult *r, FlBuf *b) {
+    fl_buf_printf(b, "plan: %s mode, %lld trainers, %lld pservers; batch %lld per trainer, piece %lld bytes\n", plan->mode,
+                  (long long)r->T, (long long)r->P, (long long)o->batch, (long long)o->piece);
+    fl_buf_printf(b, "hosts:\n");
+    for (int h = 0; h < r->nhosts; h++) {
+        FlBuf who = {0};
+        for (int64_t t = 0; t < r->T; t++)
+            if (r->trainer_host[t] == h) fl_buf_printf(&who, " t%lld", (long long)t);
+        for (int64_t p = 0; p < r->P; p++)
+            if (r->pserver_host[p] == h) fl_buf_printf(&who, " p%lld", (long long)p);
+        fl_buf_printf(b, "  %-12s%s\n", cl->hosts.data[h].name, who.len ? fl_buf_str(&who) : " (no ranks)");
+        fl_buf_free(&who);
+    }
+    double st = r->step_s;
+    fl_buf_printf(b, "predicted step time: %.3f ms (%.0f samples/s over %lld trainers)\n", st * 1e3,
+                  st > 0 ? (double)(o->batch * r->T) / st : 0.0, (long long)r->T);
+    fl_buf_printf(b, "critical path (trainer %d; its own compute %.3f ms):\n", r->critical_trainer, r->trainer_compute_s * 1e3);
+    const char *names[4] = {"compute", "transfer", "server update", "barrier wait"};
+    double v[4] = {r->compute_s, r->transfer_s, r->update_s, r->wait_s};
+    for (int i = 0; i < 4; i++)
+        fl_buf_printf(b, "  %-14s %10.3f ms %6.1f%%\n", names[i], v[i] * 1e3, st > 0 ? 100 * v[i] / st : 0.0);
+    fl_buf_printf(b, "bytes per link per step (tensor payload; %lld messages):\n", (long long)r->messages);
+    fl_buf_printf(b, "  %-12s %12s %12s %12s\n", "host", "out", "in", "local");
+    for (int h = 0; h < r->nhosts; h++) {
+        fl_buf_printf(b, "  %-12s ", cl->hosts.data[h].name);
+        put_bytes(b, r->links[h].out_bytes);
+        fl_buf_puts(b, " ");
+        put_bytes(b, r->links[h].in_bytes);
+        fl_buf_puts(b, " ");
+        put_bytes(b, r->links[h].local_bytes);
+        fl_buf_puts(b, "\n");
+    }
+    fl_buf_printf(b, "pserver load per step:\n  %-8s %-12s %7s %10s %12s %12s %10s\n", "pserver", "host", "blocks",
+                  "elements", "in", "out", "update");
+    for (int64_t p = 0; p < r->P; p++) {
+        const FlSimServerLoad *s = &r->servers[p];
+        fl_buf_printf(b, "  %-8lld %-12s %7lld %10lld ", (long long)p, cl->hosts.data[s->host].name, (long long)s->blocks,
+                      (long long)s->elements);
+        put_bytes(b, s->in_bytes);
+        fl_buf_puts(b, " ");
+        put_bytes(b, s->out_bytes);
+        fl_buf_printf(b, " %7.3f ms\n", s->update_s * 1e3);
+    }
+}

@@ -1,0 +1,132 @@
+/* simulate.h: a discrete-event model of one step of a sync plan on a described cluster, from a
+ * calibration of the machine's kernels (`flc calibrate`, `flc simulate`; docs/simulate.md).
+ *
+ * Inputs, each a small text file of its own:
+ *   - a calibration (FlSimCalib): GEMM GFLOP/s at a few shapes, element-wise, optimizer and
+ *     memcpy bandwidths (GB/s), the executor's fixed cost per op (µs). `NAME VALUE UNIT` lines.
+ *   - a cluster spec (FlSimCluster): hosts, where the ranks go, each host's link (bandwidth,
+ *     latency) and compute factor, the link between ranks of one host (`local`). `;` may stand
+ *     for a newline, so a spec fits on a command line.
+ * Both parsers report the first error as "WHERE:LINE: message" (WHERE: the file's name, or
+ * "<cluster>" / "<calibration>" for text given inline) and set nothing else.
+ *
+ * The model (fl_sim_run) walks the plan's real programs: each trainer's main block in order
+ * (ops' shapes with the batch dimension set → FLOPs and bytes → seconds from the calibration),
+ * a send posting its gradient in pieces of `piece` bytes on the links at the moment the
+ * gradient is produced, the GETs of the run of recv ops posted at its first recv; each pserver
+ * (one thread) updating a block's piece once every trainer's piece of it is in (the pserver's
+ * streamed update), answering the GETs piece by piece. A link is a FIFO resource per host and
+ * direction (ranks of a host share it); ranks of one host share the host's `local` channel.
+ * The step ends when every trainer has every parameter back. Deterministic: the same inputs
+ * give the same figures, bit for bit.
+ *
+ * Ownership: results and parsed structures are owned by the caller and released with their
+ * _fini; the plan is borrowed. Not thread-safe per object; no globals.
+ */
+#ifndef FL_SIMULATE_H
+#define FL_SIMULATE_H
+
+#include "base/base.h"
+#include "compiler/ir/ir.h"
+
+typedef FL_VEC(int64_t) FlSimInts;
+
+/* ---- calibration ---- */
+typedef struct FlSimGemm {
+    int64_t m, n, k; /* C[m, n] = A[m, k] B[k, n] */
+    double gflops;
+} FlSimGemm;
+
+typedef struct FlSimCalib {
+    FL_VEC(FlSimGemm) gemm;
+    double elementwise_gbps; /* GB/s (1e9 bytes) touched by an element-wise kernel */
+    double optimizer_gbps;   /* GB/s touched by an optimizer update (param, grad, state) */
+    double memcpy_gbps;      /* GB/s copied (feeds) */
+    double op_overhead_us;   /* the executor's fixed cost per op, µs */
+} FlSimCalib;
+
+/* Parses a calibration. Every key but gemm must appear once; at least one gemm line. */
+FlStatus fl_sim_calib_parse(const char *text, const char *where, FlSimCalib *c, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_sim_calib_load(const char *path, FlSimCalib *c, FlErr *e) FL_WARN_UNUSED;
+void fl_sim_calib_fini(FlSimCalib *c);
+
+/* ---- cluster ---- */
+typedef struct FlSimHost {
+    char *name;
+    int64_t slots;    /* ranks it takes when ranks are placed by slot; 0: not given */
+    double bandwidth; /* bytes/s of its link, each direction; 0: not given */
+    double latency;   /* s, one way, of its link */
+    double msgcost;   /* s a pserver of this host spends on each message it takes (its one
+                         thread, in turn): the handling, and on a loaded machine the wait to be
+                         scheduled again; 0: none */
+    double compute;   /* compute times are multiplied by this (1: this machine) */
+    int64_t cores;    /* 0: not given; else its ranks beyond it share the cores (compute x ranks/cores) */
+    bool trainers, pservers;    /* roles=trainers / roles=pservers */
+    FlSimInts t_idx, p_idx; /* roles=t0,p1: these trainers and pservers */
+    int line;
+} FlSimHost;
+
+typedef struct FlSimCluster {
+    char *where;
+    FL_VEC(FlSimHost) hosts;
+    double local_bandwidth, local_latency; /* ranks of one host; bandwidth 0: no 'local' line */
+    int local_line;
+} FlSimCluster;
+
+/* Parses a spec. `where` names it in messages. */
+FlStatus fl_sim_cluster_parse(const char *text, const char *where, FlSimCluster *c, FlErr *e) FL_WARN_UNUSED;
+/* arg names a readable file: that file; else the text itself (inline, "<cluster>"). */
+FlStatus fl_sim_cluster_load(const char *arg, FlSimCluster *c, FlErr *e) FL_WARN_UNUSED;
+void fl_sim_cluster_fini(FlSimCluster *c);
+
+/* ---- the model ---- */
+typedef struct FlSimOptions {
+    int64_t batch;  /* rows per trainer per step (> 0) */
+    int64_t piece;  /* flrun --piece: message size of larger tensors (> 0) */
+} FlSimOptions;
+
+typedef struct FlSimLinkLoad {
+    double out_bytes, in_bytes; /* payload bytes per step over the host's link, each way */
+    double local_bytes;         /* between ranks of this host */
+} FlSimLinkLoad;
+
+typedef struct FlSimServerLoad {
+    int host;
+    int64_t blocks, elements;
+    double in_bytes, out_bytes; /* payload per step */
+    double update_s;            /* its optimize blocks' time per step */
+    double busy_until;          /* when its last answer left, s from the step's start */
+} FlSimServerLoad;
+
+typedef struct FlSimResult {
+    double step_s;                                  /* the slowest trainer's step */
+    double compute_s, transfer_s, update_s, wait_s; /* the critical path, adding up to step_s */
+    int critical_trainer;
+    double trainer_compute_s; /* the critical trainer's own compute (its ops, feeds) */
+    int64_t messages;         /* per step, every rank */
+    int nhosts;
+    FlSimLinkLoad *links; /* per host */
+    int64_t P, T;
+    FlSimServerLoad *servers; /* per pserver */
+    int *trainer_host, *pserver_host;
+} FlSimResult;
+
+/* Simulates one step of `plan` (sync mode). Errors: another mode, a rank without a host, a
+ * message between hosts whose link has no bandwidth, ranks sharing a host without a 'local'
+ * line, a role whose program the model cannot read. */
+FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimCluster *cl, const FlSimOptions *o,
+                    FlSimResult *r, FlErr *e) FL_WARN_UNUSED;
+void fl_sim_result_fini(FlSimResult *r);
+/* The readable report of `flc simulate`. */
+void fl_sim_report(const FlPlan *plan, const FlSimCluster *cl, const FlSimOptions *o, const FlSimResult *r,
+                   FlBuf *out);
+
+/* "1..4" or "1,2,4" or "3" into a list of whole numbers in [1, 4096]; NULL on success. */
+FlStatus fl_sim_parse_range(const char *s, FlSimInts *out, FlErr *e) FL_WARN_UNUSED;
+
+/* Bytes per second from "1gbit", "200mbit", "10GB/s", "500MB/s", "1e9" (bytes/s); seconds from
+ * "0.5ms", "20us", "1s". */
+FlStatus fl_sim_parse_rate(const char *s, double *out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_sim_parse_time(const char *s, double *out, FlErr *e) FL_WARN_UNUSED;
+
+#endif

@@ -1,0 +1,172 @@
+#!/bin/sh
+# Accuracy of `flc simulate` (docs/simulate.md): predicted vs measured step times of real mpirun
+# jobs (prints figures; exits 0 unless a job fails). Models: the digits MLP
+# (tests/bench/simulate/digits.fl, batch 64) and the MLP 784-512-512-10
+# (tests/bench/simulate/mlp784.fl, batch 64), sync plans P x T in {1x2, 2x2}.
+#   local rows: every rank on this machine over shared memory. The spec is one host with the
+#     machine's cores and a 'local' link (below).
+#   shaped rows: two hosts of tests/cluster/cluster.sh (root), trainers on host1, pservers on
+#     host2, with --rate 1gbit --delay 0.5ms and --rate 200mbit --delay 2ms; the spec gives each
+#     host that bandwidth and latency (cluster.sh shapes both ends of a link: one way is 2 x delay,
+#     the model's latA + latB). When cluster.sh refuses or cannot make them: "shaping unavailable".
+# Measured step time: the median over epochs 2.. of (rows per step) / (flrun's samples/s); the
+# data divide into whole batches. The digits and the small probe run 4 x EPOCHS epochs (theirs
+# are short). The local link's latency is bench_link's; the pserver's cost per message and the
+# bandwidth are fitted on two probe jobs of the same P x T (tests/bench/simulate/probe.fl,
+# probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
+# scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
+# model's configurations ranked alike.
+# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=1: also the shaped rows)
+set -eu
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+flc=$build/tools/flc flrun=$build/tools/flrun link=$build/tests/mpi/bench_link
+for f in "$flc" "$flrun" "$link"; do
+    [ -x "$f" ] || { echo "bench_simulate: $f not found; build first"; exit 2; }
+done
+flc=$(readlink -f "$flc") flrun=$(readlink -f "$flrun") link=$(readlink -f "$link")
+export OPENBLAS_NUM_THREADS=1
+MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+EPOCHS=${EPOCHS:-6}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/data"
+gzip -dc "$repo/examples/data/digits.csv.gz" | head -n 1536 >"$tmp/data/digits.csv"
+awk 'BEGIN { srand(1); for (r = 0; r < 2048; r++) { s = ""; for (c = 0; c < 784; c++) s = s sprintf("%.3f,", rand()); print s int(rand() * 10) } }' \
+    >"$tmp/data/mlp784.csv"
+"$flc" calibrate -o "$tmp/cal.txt" 2>/dev/null
+cores=$(nproc)
+
+# measure PLAN NP ROWS_PER_STEP [EPOCHS]: the median step time (ms) of an mpirun job, or nothing
+# when it failed
+measure() {
+    $MPIRUN -np "$2" "$flrun" "$1" --data-dir "$tmp" --epochs "${4:-$EPOCHS}" >"$tmp/out" 2>&1 || true
+    awk -v rows="$3" '/samples\/s/ { n++; if (n > 1) { v[n - 1] = $(NF - 1) } }
+        END { m = n - 1; if (m < 1) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+              printf "%.3f\n", 1000 * rows / v[int((m + 1) / 2)] }' "$tmp/out"
+}
+
+predict() { # PLAN SPEC: predicted step time (ms)
+    "$flc" simulate "$1" --cluster "$2" --calibration "$tmp/cal.txt" | awk '/^predicted step time:/ { print $4 }'
+}
+
+# The local link as a P x T job sees it: its latency from bench_link (a ping-pong in a job of
+# the same ranks, waiting as the runtime waits), then, fitted on two probe jobs of that shape,
+# the pserver's cost per message (msgcost, us) under which the model predicts the small probe's
+# measured step time and the bandwidth (GB/s) under which it predicts the big probe's
+# (bisections: a prediction grows with msgcost and falls with the bandwidth); msgcost again with
+# that bandwidth. Prints "LAT MSGCOST BW".
+"$flc" build "$here/simulate/probe.fl" -o "$tmp/probe.flp"
+"$flc" build "$here/simulate/probe_big.fl" -o "$tmp/probe_big.flp"
+spec_local() { # NP LAT MSGCOST BW
+    echo "host local slots=$1 cores=$cores msgcost=${3}us; local bandwidth=${4}GB/s latency=${2}us"
+}
+bisect() { # PLAN TARGET_MS LO HI KIND(cost|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
+    lo=$3 hi=$4
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+        if [ "$5" = bw ]; then
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
+            p=$(predict "$1" "$(spec_local "$6" "$7" "$8" "$mid")")
+        else
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
+            p=$(predict "$1" "$(spec_local "$6" "$7" "$mid" "$8")")
+        fi
+        # cost: too little when the prediction is under; bw: too much when it is under
+        if awk -v p="$p" -v t="$2" 'BEGIN { exit !(p < t) }'; then
+            if [ "$5" = bw ]; then hi=$mid; else lo=$mid; fi
+        else
+            if [ "$5" = bw ]; then lo=$mid; else hi=$mid; fi
+        fi
+    done
+    echo "$mid"
+}
+fit_link() { # P T
+    np=$(($1 + $2))
+    $MPIRUN -np "$np" "$link" 200 >"$tmp/link"
+    lat=$(awk '/latency_us/ { print $2 }' "$tmp/link")
+    "$flc" transpile "$tmp/probe.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe.plan" >/dev/null
+    "$flc" transpile "$tmp/probe_big.flp" --pservers "$1" --trainers "$2" -o "$tmp/probe_big.plan" >/dev/null
+    small=$(measure "$tmp/probe.plan" "$np" $((64 * $2)) $((4 * EPOCHS)))
+    big=$(measure "$tmp/probe_big.plan" "$np" $((64 * $2)))
+    [ -n "$small" ] && [ -n "$big" ] || { echo "bench_simulate: a probe job failed" >&2; cat "$tmp/out" >&2; exit 1; }
+    cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" 10)
+    bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$np" "$lat" "$cost")
+    cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" "$bw")
+    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: msgcost $cost us, bandwidth $bw GB/s)" >&2
+    echo "$lat $cost $bw"
+}
+
+rows_file=$tmp/rows
+: >"$rows_file"
+for model in digits mlp784; do
+    "$flc" build "$here/simulate/$model.fl" -o "$tmp/$model.flp"
+    for pt in "1 2" "2 2"; do
+        set -- $pt
+        P=$1 T=$2 np=$(($1 + $2))
+        plan=$tmp/$model-$P$T.plan
+        "$flc" transpile "$tmp/$model.flp" --pservers "$P" --trainers "$T" -o "$plan" >/dev/null
+        # local: the loopback link as a job of np ranks sees it
+        set -- $(fit_link "$P" "$T")
+        spec=$(spec_local "$np" "$1" "$2" "$3")
+        pred=$(predict "$plan" "$spec")
+        # the digits' epochs are short (12 steps at T = 2): four times as many
+        meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
+        echo "$model ${P}x$T local $pred ${meas:-failed}" >>"$rows_file"
+        [ "${SHAPED:-1}" = 1 ] || continue
+        for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
+            set -- $shaping
+            rate=$1 delay=$2
+            spec="host host1 roles=trainers cores=1 bandwidth=$rate latency=$delay; host host2 roles=pservers cores=1 bandwidth=$rate latency=$delay"
+            pred=$(predict "$plan" "$spec")
+            if [ "$(id -u)" != 0 ]; then
+                echo "$model ${P}x$T $rate/$delay $pred unavailable" >>"$rows_file"
+                continue
+            fi
+            # the job inside a two-host cluster: trainers on host1, pservers on host2
+            meas=$("$repo/tests/cluster/cluster.sh" run 2 --slots "$T,$P" --rate "$rate" --delay "$delay" -- \
+                sh -c "cd '$tmp' && \$FLC_CLUSTER_SH mpirun \$FLC_CLUSTER -x OPENBLAS_NUM_THREADS -np $np '$flrun' '$plan' \
+                         --data-dir '$tmp' --epochs $EPOCHS" 2>"$tmp/cl.err" |
+                awk -v rows=$((64 * T)) '/samples\/s/ { n++; if (n > 1) v[n - 1] = $(NF - 1) }
+                    END { m = n - 1; if (m < 1) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+                          printf "%.3f\n", 1000 * rows / v[int((m + 1) / 2)] }') || true
+            echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable}" >>"$rows_file"
+            [ -n "$meas" ] || echo "  ($model ${P}x$T $rate/$delay: shaping unavailable: $(tail -n 1 "$tmp/cl.err"))" >&2
+        done
+    done
+done
+
+awk '
+{ model[NR] = $1; cfg[NR] = $2; link[NR] = $3; pred[NR] = $4; meas[NR] = $5 }
+END {
+    printf "%-8s %-6s %-14s %12s %12s %9s\n", "model", "PxT", "link", "predicted", "measured", "error"
+    ok = 0; all = 0
+    for (i = 1; i <= NR; i++) {
+        if (meas[i] == "unavailable" || meas[i] == "failed") {
+            printf "%-8s %-6s %-14s %9.3f ms %12s %9s\n", model[i], cfg[i], link[i], pred[i], meas[i] == "failed" ? "job failed" : "shaping unavailable", "-"
+            continue
+        }
+        err = 100 * (pred[i] - meas[i]) / meas[i]
+        all++; if (err <= 25 && err >= -25) ok++
+        printf "%-8s %-6s %-14s %9.3f ms %9.3f ms %8.1f%%\n", model[i], cfg[i], link[i], pred[i], meas[i], err
+    }
+    printf "within 25%%: %d of %d\n", ok, all
+    # ranking: per model and link, the configurations from fastest to slowest
+    printf "ranking (fastest first)            predicted        measured\n"
+    for (i = 1; i <= NR; i++) {
+        key = model[i] " " link[i]
+        if (key in done || meas[i] == "unavailable" || meas[i] == "failed") continue
+        done[key] = 1
+        n = 0
+        for (j = 1; j <= NR; j++) if (model[j] " " link[j] == key && meas[j] != "unavailable" && meas[j] != "failed") { n++; idx[n] = j }
+        pr = ""; mr = ""
+        for (a = 1; a <= n; a++) { pa[a] = idx[a]; ma[a] = idx[a] }
+        for (a = 1; a <= n; a++) for (b = a + 1; b <= n; b++) {
+            if (pred[pa[b]] < pred[pa[a]]) { t = pa[a]; pa[a] = pa[b]; pa[b] = t }
+            if (meas[ma[b]] < meas[ma[a]]) { t = ma[a]; ma[a] = ma[b]; ma[b] = t }
+        }
+        same = 1
+        for (a = 1; a <= n; a++) { pr = pr (a > 1 ? " < " : "") cfg[pa[a]]; mr = mr (a > 1 ? " < " : "") cfg[ma[a]]; if (pa[a] != ma[a]) same = 0 }
+        printf "  %-8s %-14s %-16s %-16s %s\n", model[i], link[i], pr, mr, same ? "same" : "DIFFERENT"
+    }
+}' "$rows_file"

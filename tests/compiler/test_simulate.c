@@ -1,0 +1,320 @@
+/* test_simulate.c: the step model (compiler/simulate.c), `flc calibrate` and `flc simulate`.
+ *
+ *   - `flc calibrate -o FILE` writes a file the model's parser reads, every figure above 0;
+ *   - a golden prediction: the MLP 784-512-512-10 (tests/bench/simulate/mlp784.fl) as a P=2 T=2
+ *     plan, trainers and pservers on two hosts of 1 Gbit/s, with the fixed calibration
+ *     tests/compiler/simulate/calib.txt: the same figures twice, bit for bit, and the golden step
+ *     time; the critical path adds up to the step time;
+ *   - bytes per link per step equal the plan's parameter bytes times T each way (summed here
+ *     from the local program's parameters, independently of the model);
+ *   - doubling the links' bandwidth cuts the transfer time and the step time; a pserver host's
+ *     msgcost lengthens it;
+ *   - bad specs and calibrations: errors with FILE:LINE; the command line's errors (argv[1]: flc).
+ * Runs from the repository root (ctest sets the working directory).
+ */
+#include "tests/cunit.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compiler/simulate.h"
+#include "compiler/transpile.h"
+#include "lang/eval.h"
+
+#define MLP "tests/bench/simulate/mlp784.fl"
+#define CALIB "tests/compiler/simulate/calib.txt"
+#define TWO_HOSTS "host a roles=trainers bandwidth=%s latency=0.5ms; host b roles=pservers bandwidth=%s latency=0.5ms"
+/* The golden step time (s) of the MLP, P=2 T=2, batch 64, 1 Gbit/s, calib.txt */
+#define GOLDEN_STEP 0.0904049279
+
+static const char *flc_path;
+
+static FlBundle *compile(const char *path) {
+    FlCompileOptions opt = {0};
+    FlBundle *b = NULL;
+    FlBuf diag = {0};
+    int n = fl_compile_file(path, &opt, &b, &diag);
+    if (n) fprintf(stderr, "%s", fl_buf_str(&diag));
+    fl_buf_free(&diag);
+    CU_ASSERT_EQUAL_FATAL(n, 0);
+    return b;
+}
+
+static FlPlan *transpile(const FlBundle *b, int64_t P, int64_t T) {
+    FlTranspileOptions o = {.pservers = P, .trainers = T, .mode = FL_TRANSPILE_SYNC};
+    FlPlan *plan = NULL;
+    FlErr e;
+    FlStatus st = fl_transpile(b, &o, &plan, &e);
+    if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+    return plan;
+}
+
+static void cluster(const char *bw, FlSimCluster *c) {
+    char text[512];
+    snprintf(text, sizeof text, TWO_HOSTS, bw, bw);
+    FlErr e;
+    FlStatus st = fl_sim_cluster_parse(text, "<test>", c, &e);
+    if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+}
+
+static void simulate(const FlPlan *plan, const char *bw, FlSimResult *r) {
+    FlSimCalib cal;
+    FlSimCluster cl;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    cluster(bw, &cl);
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    FlStatus st = fl_sim_run(plan, &cal, &cl, &o, r, &e);
+    if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+    fl_sim_calib_fini(&cal);
+    fl_sim_cluster_fini(&cl);
+}
+
+/* Runs argv (flc first), stdout+stderr into *out; returns the exit status. */
+static int run(const char *const *argv, FlBuf *out) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd[0], buf, sizeof buf)) > 0) fl_buf_append(out, buf, (size_t)n);
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_calibrate(void) {
+    CU_ASSERT_PTR_NOT_NULL_FATAL(flc_path);
+    char path[] = "/tmp/fl_calib_XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    FlBuf out = {0};
+    const char *argv[] = {flc_path, "calibrate", "-o", path, NULL};
+    CU_ASSERT_EQUAL(run(argv, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "op_overhead")); /* the summary */
+    FlSimCalib c;
+    FlErr e;
+    FlStatus st = fl_sim_calib_load(path, &c, &e);
+    if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+    CU_ASSERT(c.gemm.len >= 3);
+    for (size_t i = 0; i < c.gemm.len; i++) CU_ASSERT(c.gemm.data[i].gflops > 0);
+    CU_ASSERT(c.elementwise_gbps > 0 && c.optimizer_gbps > 0 && c.memcpy_gbps > 0 && c.op_overhead_us > 0);
+    fl_sim_calib_fini(&c);
+    unlink(path);
+    fl_buf_free(&out);
+}
+
+static void test_golden(void) {
+    FlBundle *b = compile(MLP);
+    FlPlan *plan = transpile(b, 2, 2);
+    FlSimResult r1, r2;
+    simulate(plan, "1gbit", &r1);
+    simulate(plan, "1gbit", &r2);
+    CU_ASSERT_EQUAL(memcmp(&r1.step_s, &r2.step_s, sizeof r1.step_s), 0);
+    CU_ASSERT_EQUAL(memcmp(&r1.transfer_s, &r2.transfer_s, sizeof r1.transfer_s), 0);
+    CU_ASSERT_EQUAL(r1.messages, r2.messages);
+    printf("\n  step %.9g s, compute %.9g, transfer %.9g, update %.9g, wait %.9g\n", r1.step_s, r1.compute_s,
+           r1.transfer_s, r1.update_s, r1.wait_s);
+    CU_ASSERT(fabs(r1.step_s - GOLDEN_STEP) <= 1e-8 * GOLDEN_STEP);
+    double sum = r1.compute_s + r1.transfer_s + r1.update_s + r1.wait_s;
+    CU_ASSERT(fabs(sum - r1.step_s) <= 1e-9 * r1.step_s);
+    /* 2 x 2.68 MB each way over 1 Gbit/s is at least 42.9 ms of transfer on host a's link */
+    CU_ASSERT(r1.step_s > 0.0428);
+    fl_sim_result_fini(&r1);
+    fl_sim_result_fini(&r2);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
+static void test_link_bytes(void) {
+    FlBundle *b = compile(MLP);
+    double params = 0; /* the local program's parameters, bytes */
+    const FlBlock *s0 = fl_ir_block(b->startup, 0);
+    for (size_t i = 0; i < s0->vars.len; i++) {
+        const FlVarDesc *v = s0->vars.data[i];
+        if (!v->trainable) continue;
+        double n = 4;
+        for (int d = 0; d < v->ndim; d++) n *= (double)v->shape[d];
+        params += n;
+    }
+    CU_ASSERT_EQUAL(params, 4.0 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10));
+    for (int64_t P = 1; P <= 3; P++)
+        for (int64_t T = 1; T <= 3; T++) {
+            FlPlan *plan = transpile(b, P, T);
+            FlSimResult r;
+            simulate(plan, "1gbit", &r);
+            CU_ASSERT_EQUAL(r.nhosts, 2);
+            CU_ASSERT_EQUAL(r.links[0].out_bytes, (double)T * params); /* host a: the trainers */
+            CU_ASSERT_EQUAL(r.links[0].in_bytes, (double)T * params);
+            CU_ASSERT_EQUAL(r.links[1].out_bytes, (double)T * params); /* host b: the pservers */
+            CU_ASSERT_EQUAL(r.links[1].in_bytes, (double)T * params);
+            CU_ASSERT_EQUAL(r.links[0].local_bytes + r.links[1].local_bytes, 0);
+            double in = 0;
+            for (int64_t p = 0; p < P; p++) in += r.servers[p].in_bytes;
+            CU_ASSERT_EQUAL(in, (double)T * params);
+            fl_sim_result_fini(&r);
+            fl_ir_plan_free(plan);
+        }
+    fl_ir_bundle_free(b);
+}
+
+static void test_bandwidth(void) {
+    FlBundle *b = compile(MLP);
+    FlPlan *plan = transpile(b, 2, 2);
+    FlSimResult slow, fast;
+    simulate(plan, "1gbit", &slow);
+    simulate(plan, "2gbit", &fast);
+    printf("\n  transfer %.6f -> %.6f s, step %.6f -> %.6f s\n", slow.transfer_s, fast.transfer_s, slow.step_s,
+           fast.step_s);
+    CU_ASSERT(fast.transfer_s < slow.transfer_s);
+    CU_ASSERT(fast.step_s < slow.step_s);
+    /* the transfers dominate: twice the bandwidth takes off at least a third of the step */
+    CU_ASSERT(fast.step_s < slow.step_s * 2 / 3);
+    /* a pserver's cost per message holds its thread: the messages come spread over the slow
+     * link, so most costs hide behind the transfers, but the last gradient piece's 1 ms comes
+     * before its update, so the step grows by about that much */
+    FlSimCalib cal;
+    FlSimCluster cl;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
+                                               "host b roles=pservers bandwidth=1gbit latency=0.5ms msgcost=1ms",
+                                               "<test>", &cl, &e), FL_OK);
+    CU_ASSERT_EQUAL(cl.hosts.data[1].msgcost, 1e-3);
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    FlSimResult busy;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &busy, &e), FL_OK);
+    printf("  msgcost 1ms: step %.6f s\n", busy.step_s);
+    CU_ASSERT(busy.step_s > slow.step_s + 0.9e-3);
+    fl_sim_result_fini(&busy);
+    fl_sim_cluster_fini(&cl);
+    fl_sim_calib_fini(&cal);
+    fl_sim_result_fini(&slow);
+    fl_sim_result_fini(&fast);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
+static void spec_error(const char *text, const char *want) {
+    FlSimCluster c;
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_sim_cluster_parse(text, "spec.txt", &c, &e), FL_ERROR);
+    CHECK_STR(e.msg, want);
+}
+
+static void calib_error(const char *text, const char *want) {
+    FlSimCalib c;
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_sim_calib_parse(text, "cal.txt", &c, &e), FL_ERROR);
+    CHECK_STR(e.msg, want);
+}
+
+static void test_errors(void) {
+    spec_error("host a slots=2\nhost b bandwith=1gbit\n",
+               "spec.txt:2: unknown key 'bandwith' (expected slots, bandwidth, latency, msgcost, compute, cores or roles)");
+    spec_error("# two hosts\nhost a\nhost a\n", "spec.txt:3: host 'a' is described twice (first on line 2)");
+    spec_error("host a bandwidth=fast\n",
+               "spec.txt:1: bandwidth: expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found 'fast'");
+    spec_error("host a latency=3\n", "spec.txt:1: latency: expected a time such as 0.5ms, 20us or 1s, found '3'");
+    spec_error("host a slots=0\n", "spec.txt:1: slots: expected a whole number >= 1, found '0'");
+    spec_error("host a roles=t0,q1\n",
+               "spec.txt:1: roles: expected a list of trainers, pservers, tN (trainer N) or pN (pserver N), found 'q1'");
+    spec_error("host a; local bandwidth=1GB/s\n", "spec.txt:2: 'local' needs bandwidth=RATE and latency=TIME");
+    spec_error("switch s\n",
+               "spec.txt:1: expected 'host NAME key=value...' or 'local bandwidth=RATE latency=TIME', found 'switch'");
+    spec_error("# nothing\n", "spec.txt: no 'host' line");
+    calib_error("gemm 1x2 3 GFLOP/s\n", "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s'");
+    calib_error("elementwise 3 GB/s\nelementwise 4 GB/s\n", "cal.txt:2: 'elementwise' is given twice (first on line 1)");
+    calib_error("memcpy 3 MB/s\n", "cal.txt:1: expected 'memcpy VALUE GB/s' with VALUE above 0");
+    calib_error("gemm 1x2x3 3 GFLOP/s\nelementwise 1 GB/s\noptimizer 1 GB/s\nmemcpy 1 GB/s\n",
+                "cal.txt: no 'op_overhead' line");
+
+    /* the model's own refusals: ranks sharing a host without 'local', a link without bandwidth */
+    FlBundle *b = compile(MLP);
+    FlPlan *plan = transpile(b, 1, 2);
+    FlSimCalib cal;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    const char *specs[][2] = {
+        {"host a slots=3", "spec.txt: trainer 0 and pserver 0 share host 'a', and the spec has no 'local' line"},
+        {"host a roles=trainers bandwidth=1gbit\nhost b roles=pservers",
+         "spec.txt:2: host 'b' talks to host 'a' but has no bandwidth="},
+        {"host a roles=t0 bandwidth=1gbit\nhost b roles=p0 bandwidth=1gbit",
+         "spec.txt: trainer 1 has no host: every host has roles=, and none lists it"},
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        FlSimCluster cl;
+        CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(specs[i][0], "spec.txt", &cl, &e), FL_OK);
+        FlSimResult r;
+        e.msg[0] = 0;
+        CU_ASSERT_EQUAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_ERROR);
+        CHECK_STR(e.msg, specs[i][1]);
+        fl_sim_cluster_fini(&cl);
+    }
+    fl_sim_calib_fini(&cal);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
+static void test_cli(void) {
+    CU_ASSERT_PTR_NOT_NULL_FATAL(flc_path);
+    FlBuf out = {0};
+    const char *bad[] = {flc_path, "simulate", MLP, "--pservers", "1", "--trainers", "2", "--calibration", CALIB,
+                         "--cluster", "host a slots=3; local bandwidth=1GB/s latency=fast", NULL};
+    CU_ASSERT_EQUAL(run(bad, &out), 1);
+    CHECK_STR(fl_buf_str(&out), "flc: error: <cluster>:2: latency: expected a time such as 0.5ms, 20us or 1s, found 'fast'\n");
+    out.len = 0;
+    const char *nocl[] = {flc_path, "simulate", MLP, "--pservers", "1", "--trainers", "2", NULL};
+    CU_ASSERT_EQUAL(run(nocl, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "simulate needs --cluster SPEC"));
+    out.len = 0;
+    const char *sweep[] = {flc_path, "simulate", MLP, "--sweep", "P=1..2,T=1,2", "--calibration", CALIB,
+                           "--cluster", "host a roles=trainers bandwidth=1gbit latency=0.5ms; host b roles=pservers "
+                           "bandwidth=1gbit latency=0.5ms", NULL};
+    CU_ASSERT_EQUAL(run(sweep, &out), 0);
+    const char *s = fl_buf_str(&out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "P=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "P=2 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "most samples/s: P="));
+    out.len = 0;
+    const char *badsweep[] = {flc_path, "simulate", MLP, "--sweep", "P=3..1,T=1", "--cluster", "host a", NULL};
+    CU_ASSERT_EQUAL(run(badsweep, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "--sweep: expected a range A..B"));
+    out.len = 0;
+    const char *help[] = {flc_path, "--help", NULL};
+    CU_ASSERT_EQUAL(run(help, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "  calibrate [-o FILE]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "  simulate FILE.plan --cluster SPEC"));
+    fl_buf_free(&out);
+}
+
+int main(int argc, char **argv) {
+    flc_path = argc > 1 ? argv[1] : NULL;
+    static const FlTestCase cases[] = {
+        {"flc calibrate writes a parseable file", test_calibrate},
+        {"golden prediction, deterministic", test_golden},
+        {"bytes per link per step = T x parameter bytes", test_link_bytes},
+        {"twice the bandwidth, less transfer time", test_bandwidth},
+        {"errors with file:line", test_errors},
+        {"flc simulate", test_cli},
+    };
+    return fl_test_run("simulate", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
+}

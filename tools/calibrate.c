@@ -1,0 +1,225 @@
+/* calibrate.c: `flc calibrate` (calibrate.h): each figure is timed over repeated calls until
+ * CAL_ROUND seconds have passed, the median of CAL_ROUNDS rounds (the machine's usual load).
+ * The byte counts follow the model's rule (compiler/simulate.c): an op touches the bytes of
+ * every input and output it names.
+ */
+#define _GNU_SOURCE
+#include "tools/calibrate.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/ir/ir.h"
+#include "runtime/api.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/tensor.h"
+
+#define CAL_ROUND 0.03 /* seconds per round */
+#define CAL_ROUNDS 5
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef FlStatus (*Work)(void *ctx, FlErr *e);
+
+/* Seconds per call of fn: the median of CAL_ROUNDS rounds (a machine's usual load, not its
+ * quietest moment: jobs run under the usual one). */
+static FlStatus timeit(Work fn, void *ctx, double *med, FlErr *e) {
+    double r[CAL_ROUNDS];
+    if (fn(ctx, e) != FL_OK) return FL_ERROR; /* warm-up */
+    for (int k = 0; k < CAL_ROUNDS; k++) {
+        int64_t n = 0;
+        double t0 = now(), t;
+        do {
+            if (fn(ctx, e) != FL_OK) return FL_ERROR;
+            n++;
+            t = now() - t0;
+        } while (t < CAL_ROUND);
+        r[k] = t / (double)n;
+        for (int j = k; j > 0 && r[j] < r[j - 1]; j--) { /* insertion sort */
+            double x = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = x;
+        }
+    }
+    *med = r[CAL_ROUNDS / 2];
+    return FL_OK;
+}
+
+typedef struct Bin {
+    FlTensor x, y, out;
+} Bin;
+
+static FlStatus do_mul(void *c, FlErr *e) {
+    Bin *b = c;
+    return fl_kernel_mul(e, &b->x, &b->y, 1, 1, &b->out);
+}
+static FlStatus do_sgd(void *c, FlErr *e) {
+    Bin *b = c; /* x: param (updated in place), y: grad, out: learning rate */
+    return fl_kernel_sgd(e, &b->x, &b->y, &b->out, &b->x);
+}
+typedef struct Cpy {
+    char *a, *b;
+    size_t n;
+} Cpy;
+static FlStatus do_copy(void *c, FlErr *e) {
+    (void)e;
+    Cpy *k = c;
+    memcpy(k->b, k->a, k->n);
+    k->a[0]++;
+    return FL_OK;
+}
+typedef struct Run {
+    FlExecutor *ex;
+    FlScope *scope;
+    FlFetch f;
+} Run;
+static FlStatus do_run(void *c, FlErr *e) {
+    Run *r = c;
+    return fl_executor_run(r->ex, r->scope, NULL, 0, &r->f, 1, e);
+}
+
+static void bin_fini(Bin *b) {
+    fl_tensor_fini(&b->x);
+    fl_tensor_fini(&b->y);
+    fl_tensor_fini(&b->out);
+}
+
+static FlStatus filled(FlErr *e, FlTensor *t, int ndim, const int64_t *ne) {
+    if (fl_tensor_alloc(e, t, FL_DT_FLOAT32, ndim, ne) != FL_OK) return FL_ERROR;
+    float *p = fl_tensor_data(t);
+    int64_t n = fl_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    return FL_OK;
+}
+
+/* Seconds per run of a program of nops + 1 ops on float tensors of shape [rows, cols]: a
+ * fill_constant, then relu, scale, elementwise_add and softmax in turn (each reading the
+ * previous op's output; elementwise_add also the one before), as a layer's element-wise ops
+ * run, allocations included. *bytes: what they read and write (the model's rule). */
+static FlStatus run_chain(int64_t rows, int64_t cols, int nops, double *secs, double *bytes, FlErr *e) {
+    FlBundle *bd = fl_ir_bundle_new();
+    FlBlock *b0 = fl_ir_block(bd->main, 0);
+    int64_t shape[2] = {rows, cols};
+    double t_bytes = 4.0 * (double)(rows * cols);
+    char name[32], prev2[32] = "v0";
+    for (int i = 0; i <= nops; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        FlVarDesc *v = fl_ir_var_add(b0, name);
+        fl_ir_var_set_shape(v, 2, shape);
+    }
+    FlOpDesc *fill = fl_ir_op_append(b0, "fill_constant");
+    fl_ir_op_add_output(fill, "Out", "v0");
+    fl_ir_op_set_ints(fill, "shape", shape, 2);
+    fl_ir_op_set_float(fill, "value", 0.5);
+    *bytes = t_bytes;
+    static const char *kinds[4] = {"relu", "scale", "elementwise_add", "softmax"};
+    for (int i = 1; i <= nops; i++) {
+        const char *k = kinds[(i - 1) % 4];
+        FlOpDesc *op = fl_ir_op_append(b0, k);
+        snprintf(name, sizeof name, "v%d", i - 1);
+        fl_ir_op_add_input(op, "X", name);
+        *bytes += 2 * t_bytes;
+        if (!strcmp(k, "elementwise_add")) {
+            fl_ir_op_add_input(op, "Y", prev2);
+            *bytes += t_bytes;
+        }
+        if (!strcmp(k, "scale")) fl_ir_op_set_float(op, "scale", 0.999);
+        snprintf(prev2, sizeof prev2, "%s", name);
+        snprintf(name, sizeof name, "v%d", i);
+        fl_ir_op_add_output(op, "Out", name);
+    }
+    FlLoadedProgram *prog = fl_program_from_bundle_take(bd);
+    char last[32];
+    snprintf(last, sizeof last, "v%d", nops);
+    Run r = {.scope = fl_scope_new(NULL), .f = {.name = last, .tensor = FL_TENSOR_INIT}};
+    FlStatus st = fl_executor_new(prog, NULL, &r.ex, e);
+    if (st == FL_OK) st = fl_executor_run_startup(r.ex, r.scope, e);
+    if (st == FL_OK) st = timeit(do_run, &r, secs, e);
+    fl_tensor_fini(&r.f.tensor);
+    if (r.ex) fl_executor_free(r.ex);
+    fl_scope_free(r.scope);
+    fl_program_free(prog);
+    return st;
+}
+
+FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
+    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    static const int64_t shapes[][3] = {{64, 128, 64}, {64, 512, 784}, {128, 512, 512}, {256, 1024, 1024}};
+    FlBuf body = {0};
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && st == FL_OK; i++) {
+        int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+        double t = 0;
+        st = filled(e, &b.x, 2, (int64_t[]){m, k});
+        if (st == FL_OK) st = filled(e, &b.y, 2, (int64_t[]){k, n});
+        if (st == FL_OK) st = timeit(do_mul, &b, &t, e);
+        if (st == FL_OK)
+            fl_buf_printf(&body, "gemm %lldx%lldx%lld %.2f GFLOP/s\n", (long long)m, (long long)n, (long long)k,
+                          2.0 * (double)(m * n * k) / t / 1e9);
+        bin_fini(&b);
+    }
+    /* the executor's fixed cost per op: the chain on one float; its per-byte cost: the chain on
+     * [64, 4096] floats (1 MiB, a layer's activations), the fixed costs taken off */
+    double us = 0, t1 = 0, tb = 0, b1 = 0, bb = 0;
+    if (st == FL_OK) st = run_chain(1, 1, 200, &t1, &b1, e);
+    us = t1 / 201 * 1e6;
+    if (st == FL_OK) st = run_chain(64, 4096, 20, &tb, &bb, e);
+    if (st == FL_OK)
+        fl_buf_printf(&body, "elementwise %.3f GB/s\n", (bb - 20 * b1) / fmax(tb - 21 * us * 1e-6, 1e-9) / 1e9);
+    const int64_t N = 1 << 20; /* 4 MiB per float tensor: past the caches, as a layer's are */
+    if (st == FL_OK) {
+        Bin b = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+        double t = 0;
+        int64_t one = 1;
+        st = filled(e, &b.x, 1, &N);
+        if (st == FL_OK) st = filled(e, &b.y, 1, &N);
+        if (st == FL_OK) st = fl_tensor_alloc(e, &b.out, FL_DT_FLOAT32, 1, &one);
+        if (st == FL_OK) {
+            *(float *)fl_tensor_data(&b.out) = 1e-6f;
+            st = timeit(do_sgd, &b, &t, e);
+        }
+        /* Param, Grad and ParamOut (the learning rate's 4 bytes apart) */
+        if (st == FL_OK) fl_buf_printf(&body, "optimizer %.3f GB/s\n", 3.0 * 4 * (double)N / t / 1e9);
+        bin_fini(&b);
+    }
+    if (st == FL_OK) {
+        Cpy c = {.n = (size_t)16 << 20};
+        c.a = fl_xmalloc(c.n), c.b = fl_xmalloc(c.n);
+        memset(c.a, 1, c.n);
+        memset(c.b, 2, c.n);
+        double t = 0;
+        st = timeit(do_copy, &c, &t, e);
+        if (st == FL_OK) fl_buf_printf(&body, "memcpy %.3f GB/s\n", (double)c.n / t / 1e9);
+        free(c.a), free(c.b);
+    }
+    if (st == FL_OK) fl_buf_printf(&body, "op_overhead %.3f us\n", us);
+    if (st == FL_OK) {
+        char host[256] = "?";
+        FILE *f = fopen("/proc/sys/kernel/hostname", "r");
+        if (f) {
+            if (fgets(host, sizeof host, f)) host[strcspn(host, "\n")] = 0;
+            fclose(f);
+        }
+        const char *thr = getenv("OPENBLAS_NUM_THREADS");
+        fl_buf_printf(out,
+                      "# fluidc calibration (flc calibrate) of host %s, OpenBLAS threads: %s\n"
+                      "# NAME VALUE UNIT per line (docs/simulate.md). gemm MxNxK: C[M,N] = A[M,K] B[K,N]\n"
+                      "# through fl_kernel_mul; elementwise: bytes read and written per s by a program of relu,\n"
+                      "# scale, elementwise_add and softmax ops on [64, 4096] floats run by the executor;\n"
+                      "# optimizer: bytes of Param, Grad and ParamOut of an in-place sgd per s; memcpy: bytes\n"
+                      "# copied per s; op_overhead: the executor's time per op of that program on one float.\n"
+                      "# MPI latency and bandwidth are the cluster spec's (flc simulate --cluster).\n",
+                      host, thr ? thr : "1");
+        fl_buf_puts(out, fl_buf_str(&body));
+    }
+    fl_buf_free(&body);
+    return st;
+}
