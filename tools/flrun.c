@@ -49,6 +49,7 @@
 #include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
 #include "runtime/core/scope.h"
+#include "runtime/kernels/par.h"
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
 #include "runtime/train/train.h"
@@ -63,7 +64,10 @@ static const char *usage_text =
     "  --epochs N          epochs to train (overrides the run spec)\n"
     "  --batch-size B      rows per batch (per trainer; overrides the run spec)\n"
     "  --seed S            shuffling seed (overrides the run spec)\n"
-    "  --threads N         BLAS threads (default: OPENBLAS_NUM_THREADS, else 1)\n"
+    "  --threads N         kernel threads: large matrix products, convolutions and the other\n"
+    "                      kernels split their work over N threads (1 to 256; default: one per\n"
+    "                      core for a local run, 1 per rank in an MPI job); results are the\n"
+    "                      same run to run for a given N\n"
     "  --log FILE.csv      write one row per training step and per evaluation:\n"
     "                      phase,rank,epoch,step,loss,<each other fetch>\n"
     "  --save DIR          save the persistable vars (parameters, optimizer state) after training\n"
@@ -84,8 +88,9 @@ static const char *usage_text =
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
-    "  --stats             MPI jobs: print each rank's bytes and messages sent (in total and\n"
-    "                      per step) and its time in communication vs compute at the end\n"
+    "  --stats             MPI jobs: print each rank's kernel threads, its bytes and messages\n"
+    "                      sent (in total and per step) and its time in communication vs\n"
+    "                      compute at the end\n"
     "  -h, --help          show this help\n"
     "  --version           show the version\n"
     "\n"
@@ -519,9 +524,12 @@ static int run_program(Opts *o) {
     r.prog = fl_program_from_bundle_take(bundle);
     r.bundle = fl_program_bundle(r.prog);
     r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
-    int rc = 1;
+    int rc = 1, threads = 1;
     FlSched *sched = NULL; /* goroutines (see below) */
-    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed)};
+    /* kernel threads: --threads, else one per core locally and 1 per rank in an MPI job (the
+     * ranks of a job usually share the machine's cores) */
+    threads = o->threads > 0 ? (int)o->threads : mpi ? 1 : fl_par_cpus();
+    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .threads = threads};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
@@ -619,6 +627,8 @@ fail:
     fl_program_free(r.prog);
     fl_ir_plan_free(plan);
     if (mpi) {
+        if (o->stats) fprintf(stderr, "flrun: stats %s: %d kernel thread%s\n", fl_mpi_who(mpi), threads,
+                              threads == 1 ? "" : "s");
         fl_mpi_print_stats(mpi, stderr);
         fl_mpi_free(mpi);
     }
@@ -648,7 +658,17 @@ int main(int argc, char **argv) {
             goto done;
         } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
             o.quiet = true;
-        } else if (!strcmp(s, "--epochs") || !strcmp(s, "--batch-size") || !strcmp(s, "--seed") || !strcmp(s, "--threads")) {
+        } else if (!strcmp(s, "--threads")) {
+            NEED_VAL();
+            int64_t v;
+            if (!parse_int(val, 1, &v) || v > FL_PAR_MAX_THREADS) {
+                fprintf(stderr, "flrun: --threads needs a number of threads from 1 to %d, found '%s'\n"
+                        "Try 'flrun --help'.\n", FL_PAR_MAX_THREADS, val);
+                rc = 2;
+                goto done;
+            }
+            o.threads = v;
+        } else if (!strcmp(s, "--epochs") || !strcmp(s, "--batch-size") || !strcmp(s, "--seed")) {
             NEED_VAL();
             int64_t v;
             bool epochs = !strcmp(s, "--epochs"), seed = !strcmp(s, "--seed");
@@ -658,8 +678,7 @@ int main(int argc, char **argv) {
             }
             if (epochs) o.epochs = v;
             else if (seed) o.seed = v;
-            else if (!strcmp(s, "--batch-size")) o.batch = v;
-            else o.threads = v;
+            else o.batch = v;
         } else if (!strcmp(s, "--procs")) {
             NEED_VAL();
             int64_t v;
@@ -728,8 +747,9 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if (o.threads > 0) openblas_set_num_threads((int)o.threads);
-    else if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    /* OpenBLAS stays single-threaded: the kernels cut large products into blocks on their own
+     * pool (--threads), which also serves the other kernels and oneDNN (docs/kernels.md) */
+    openblas_set_num_threads(1);
     rc = run_program(&o);
 done:
     FL_VEC_FREE(&o.defines);

@@ -39,12 +39,15 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 #include "runtime/core/scope.h"
+#include "runtime/kernels/par.h"
 #include "runtime/tensor.h"
 
 typedef struct FlExec FlExec;
 
 typedef struct FlExecOptions {
     uint64_t seed; /* the program seed behind seed-0 random ops (default 0) */
+    FlPar *par;    /* the kernels' thread pool (runtime/kernels/par.h), borrowed: it must outlive
+                    * the FlExec; NULL: every kernel runs on the thread running its op */
 } FlExecOptions;
 
 typedef struct FlExecFeed {
