@@ -1,7 +1,8 @@
 /* test_kernel_threads.c: the kernels' thread pool (runtime/kernels/par.h) and the kernels on it.
  * The pool really runs chunks on two threads; a chunk's nested kernels stay serial; bad sizes
  * are errors; kernels with a pool of 2 give the same bits run to run, the same bits as serially
- * where the cut cannot change a result (element-wise, optimizer updates, sums) and the same within
+ * where the cut cannot change a result (element-wise, optimizer updates, sums, conv2d's im2col
+ * path over images) and the same within
  * float rounding where it can (GEMM blocks, oneDNN's team of 2); and many threads sharing one
  * pool at once get exactly the results a lone thread gets (labelled concurrency: TSan runs it). */
 #include <pthread.h>
@@ -106,9 +107,9 @@ static bool bits_equal(const FlTensor *a, const FlTensor *b) {
 
 /* The kernels under test, on the inputs of one case; out[k] receives result k. */
 typedef struct Case {
-    FlTensor x, w, a, b, img, filt, lr;
+    FlTensor x, w, a, b, img, filt, lr, img64, filt64;
 } Case;
-enum { NOUT = 9 };
+enum { NOUT = 10 };
 
 static void run_kernels(const Case *c, FlTensor *out) {
     KT_OK(fl_kernel_mul(KE, &c->x, &c->w, 1, 1, &out[0]));                  /* GEMM, cut in blocks */
@@ -125,6 +126,7 @@ static void run_kernels(const Case *c, FlTensor *out) {
     fl_tensor_fini(&b2);
     FlConv2dAttrs ca = {.strides = {1, 1}, .paddings = {1, 1}, .dilations = {1, 1}, .groups = 1};
     KT_OK(fl_kernel_conv2d(KE, &c->img, &c->filt, &ca, &out[8]));           /* oneDNN */
+    KT_OK(fl_kernel_conv2d(KE, &c->img64, &c->filt64, &ca, &out[9]));       /* im2col, images in chunks */
 }
 
 static Case make_case(void) {
@@ -136,11 +138,13 @@ static Case make_case(void) {
     c.img = kt_rand(&rng, F, 4, (int64_t[]){16, 16, 16, 16}, -1, 1);
     c.filt = kt_rand(&rng, F, 4, (int64_t[]){16, 16, 3, 3}, -1, 1);
     c.lr = KT_T(F, KT_SHAPE(1), 0.01);
+    c.img64 = kt_rand(&rng, FL_DT_FLOAT64, 4, (int64_t[]){8, 16, 12, 12}, -1, 1);
+    c.filt64 = kt_rand(&rng, FL_DT_FLOAT64, 4, (int64_t[]){32, 16, 3, 3}, -1, 1);
     return c;
 }
 
 static void free_case(Case *c) {
-    FlTensor all[] = {c->x, c->w, c->a, c->b, c->img, c->filt, c->lr};
+    FlTensor all[] = {c->x, c->w, c->a, c->b, c->img, c->filt, c->lr, c->img64, c->filt64};
     kt_fini((int)FL_ARRAY_LEN(all), all);
 }
 
@@ -160,7 +164,8 @@ static void test_kernels_on_pool(void) {
     for (int k = 0; k < NOUT; k++) {
         if (!bits_equal(&par1[k], &par2[k])) fprintf(stderr, "\nresult %d: two runs on 2 threads differ\n", k);
         CU_ASSERT(bits_equal(&par1[k], &par2[k]));
-        bool exact = k >= 1 && k <= 7; /* element-wise, updates and the sum: the same bits as serial */
+        /* element-wise, updates, the sum and im2col's images: the same bits as serial */
+        bool exact = (k >= 1 && k <= 7) || k == 9;
         double d = kt_rel_diff(&serial[k], &par1[k]);
         if (exact ? !bits_equal(&serial[k], &par1[k]) : !(d <= 1e-5))
             fprintf(stderr, "\nresult %d: 1 and 2 threads differ by %g\n", k, d);
