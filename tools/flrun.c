@@ -635,7 +635,19 @@ fail:
     return rc;
 }
 
+/* oneDNN's OpenMP threads (libgomp) spin at barriers and between parallel regions unless
+ * OMP_WAIT_POLICY says otherwise, and libgomp reads it once, when the process starts: on cores
+ * that other jobs share, a spinning team of 2 trained ResNet-32 3-4x slower than one thread
+ * (docs/kernels.md, "Threads"). So flrun starts itself again with OMP_WAIT_POLICY=passive unless
+ * the variable is set (a failed exec just goes on with the default). */
+static void passive_openmp(char **argv) {
+    if (getenv("OMP_WAIT_POLICY")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv) {
+    passive_openmp(argv);
     Opts o = {0};
     o.epochs = o.batch = o.seed = o.threads = -1;
     int rc = 0;

@@ -29,7 +29,9 @@ done
 py=${PYTHON:-/usr/bin/python3}
 trials=${TRIALS:-2} warm=${WARM:-1} runs=${RUNS:-30} nets=${NETS:-resnet vgg cnn mlp}
 threads_list=${THREADS:-1 2}
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# OpenMP teams (oneDNN's in fluidc, PyTorch's) wait passively: spinning teams of 2 on cores that
+# other jobs share ran several times slower than one thread (flrun sets this itself, docs/kernels.md)
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 torch=no
