@@ -642,8 +642,14 @@ fail:
  * the variable is set (a failed exec just goes on with the default). */
 static void passive_openmp(char **argv) {
     if (getenv("OMP_WAIT_POLICY")) return;
+    /* the binary's own path, not /proc/self/exe: the process keeps its name (pgrep -x flrun) */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0 || n >= (ssize_t)sizeof self - 1) return;
+    self[n] = 0;
     if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv);
+    execv(self, argv);
+    unsetenv("OMP_WAIT_POLICY"); /* not restarted: libgomp kept its default */
 }
 
 int main(int argc, char **argv) {
