@@ -97,6 +97,12 @@ typedef struct FlExecutorOptions {
     /* NULL, or the recorder (runtime/trace.h) every op run of both programs is written to, one
      * span per op; borrowed: it must outlive the executor. */
     FlTrace *trace;
+    /* Kernel threads (flrun --threads): 0 or 1 runs every kernel on the thread that runs its op;
+     * N > 1 gives the executor a pool of N threads (the running thread and N-1 workers) on which
+     * large kernels split their work: one op at a time, so any number of threads running ops
+     * add at most N-1 threads to them. Results are deterministic for a given N
+     * (docs/kernels.md, "Threads"). Errors: N < 0 or N > 256. */
+    int threads;
 } FlExecutorOptions;
 
 /* Prepares p's startup and main programs (p must outlive the executor). opt may be NULL (seed

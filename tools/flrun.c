@@ -53,6 +53,7 @@
 #include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
 #include "runtime/core/scope.h"
+#include "runtime/kernels/par.h"
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
 #include "runtime/train/train.h"
@@ -67,7 +68,10 @@ static const char *usage_text =
     "  --epochs N          epochs to train (overrides the run spec)\n"
     "  --batch-size B      rows per batch (per trainer; overrides the run spec)\n"
     "  --seed S            shuffling seed (overrides the run spec)\n"
-    "  --threads N         BLAS threads (default: OPENBLAS_NUM_THREADS, else 1)\n"
+    "  --threads N         kernel threads: large matrix products, convolutions and the other\n"
+    "                      kernels split their work over N threads (1 to 256; default: one per\n"
+    "                      core for a local run, 1 per rank in an MPI job); results are the\n"
+    "                      same run to run for a given N\n"
     "  --log FILE.csv      write one row per training step and per evaluation:\n"
     "                      phase,rank,epoch,step,loss,<each other fetch>\n"
     "  --save DIR          save the persistable vars (parameters, optimizer state) after training\n"
@@ -88,8 +92,9 @@ static const char *usage_text =
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
-    "  --stats             MPI jobs: print each rank's bytes and messages sent (in total and\n"
-    "                      per step) and its time in communication vs compute at the end\n"
+    "  --stats             MPI jobs: print each rank's kernel threads, its bytes and messages\n"
+    "                      sent (in total and per step) and its time in communication vs\n"
+    "                      compute at the end\n"
     "  --timeline FILE.json\n"
     "                      write a Chrome trace-event file (chrome://tracing, Perfetto): a\n"
     "                      span per op run (its type, .fl line, output vars); in MPI jobs also\n"
@@ -609,9 +614,12 @@ static int run_program(Opts *o) {
     r.prog = fl_program_from_bundle_take(bundle);
     r.bundle = fl_program_bundle(r.prog);
     r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
-    int rc = 1;
+    int rc = 1, threads = 1;
     FlSched *sched = NULL; /* goroutines (see below) */
-    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .trace = trace};
+    /* kernel threads: --threads, else one per core locally and 1 per rank in an MPI job (the
+     * ranks of a job usually share the machine's cores) */
+    threads = o->threads > 0 ? (int)o->threads : mpi ? 1 : fl_par_cpus();
+    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .threads = threads, .trace = trace};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
@@ -712,6 +720,8 @@ fail:
     fl_program_free(r.prog);
     fl_ir_plan_free(plan);
     if (mpi) {
+        if (o->stats) fprintf(stderr, "flrun: stats %s: %d kernel thread%s\n", fl_mpi_who(mpi), threads,
+                              threads == 1 ? "" : "s");
         fl_mpi_print_stats(mpi, stderr);
         fl_mpi_free(mpi);
     }
@@ -719,7 +729,25 @@ fail:
     return rc;
 }
 
+/* oneDNN's OpenMP threads (libgomp) spin at barriers and between parallel regions unless
+ * OMP_WAIT_POLICY says otherwise, and libgomp reads it once, when the process starts: on cores
+ * that other jobs share, a spinning team of 2 trained ResNet-32 3-4x slower than one thread
+ * (docs/kernels.md, "Threads"). So flrun starts itself again with OMP_WAIT_POLICY=passive unless
+ * the variable is set (a failed exec just goes on with the default). */
+static void passive_openmp(char **argv) {
+    if (getenv("OMP_WAIT_POLICY")) return;
+    /* the binary's own path, not /proc/self/exe: the process keeps its name (pgrep -x flrun) */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0 || n >= (ssize_t)sizeof self - 1) return;
+    self[n] = 0;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv(self, argv);
+    unsetenv("OMP_WAIT_POLICY"); /* not restarted: libgomp kept its default */
+}
+
 int main(int argc, char **argv) {
+    passive_openmp(argv);
     Opts o = {0};
     o.epochs = o.batch = o.seed = o.threads = o.timeline_events = -1;
     int rc = 0;
@@ -742,7 +770,17 @@ int main(int argc, char **argv) {
             goto done;
         } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
             o.quiet = true;
-        } else if (!strcmp(s, "--epochs") || !strcmp(s, "--batch-size") || !strcmp(s, "--seed") || !strcmp(s, "--threads")) {
+        } else if (!strcmp(s, "--threads")) {
+            NEED_VAL();
+            int64_t v;
+            if (!parse_int(val, 1, &v) || v > FL_PAR_MAX_THREADS) {
+                fprintf(stderr, "flrun: --threads needs a number of threads from 1 to %d, found '%s'\n"
+                        "Try 'flrun --help'.\n", FL_PAR_MAX_THREADS, val);
+                rc = 2;
+                goto done;
+            }
+            o.threads = v;
+        } else if (!strcmp(s, "--epochs") || !strcmp(s, "--batch-size") || !strcmp(s, "--seed")) {
             NEED_VAL();
             int64_t v;
             bool epochs = !strcmp(s, "--epochs"), seed = !strcmp(s, "--seed");
@@ -752,8 +790,7 @@ int main(int argc, char **argv) {
             }
             if (epochs) o.epochs = v;
             else if (seed) o.seed = v;
-            else if (!strcmp(s, "--batch-size")) o.batch = v;
-            else o.threads = v;
+            else o.batch = v;
         } else if (!strcmp(s, "--procs")) {
             NEED_VAL();
             int64_t v;
@@ -836,8 +873,9 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (o.timeline_events < 0) o.timeline_events = FL_TRACE_DEFAULT_CAP;
-    if (o.threads > 0) openblas_set_num_threads((int)o.threads);
-    else if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    /* OpenBLAS stays single-threaded: the kernels cut large products into blocks on their own
+     * pool (--threads), which also serves the other kernels and oneDNN (docs/kernels.md) */
+    openblas_set_num_threads(1);
     rc = run_program(&o);
 done:
     FL_VEC_FREE(&o.defines);

@@ -15,6 +15,7 @@ struct FlLoadedProgram {
 
 struct FlExecutor {
     FlExec *startup, *main;
+    FlPar *par; /* the kernels' pool of both programs; NULL with threads <= 1 */
 };
 
 FlStatus fl_program_load(const char *path, FlLoadedProgram **out, FlErr *err) {
@@ -48,12 +49,19 @@ const FlBundle *fl_program_bundle(const FlLoadedProgram *p) { return p->bundle; 
 FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt, FlExecutor **out,
                          FlErr *err) {
     *out = NULL;
-    FlExecOptions o = {.seed = opt ? opt->seed : 0, .trace = opt ? opt->trace : NULL};
+    int threads = opt ? opt->threads : 0;
+    if (threads < 0 || threads > FL_PAR_MAX_THREADS)
+        return fl_err(err, "executor: kernel threads %d out of range (0 to %d)", threads, FL_PAR_MAX_THREADS);
+    FlExecutor *ex = fl_xcalloc(1, sizeof *ex);
+    FlErr e2;
+    if (threads > 1 && !(ex->par = fl_par_new(threads, &e2))) {
+        fl_err(err, "executor: %s", e2.msg);
+        goto fail;
+    }
+    FlExecOptions o = {.seed = opt ? opt->seed : 0, .par = ex->par, .trace = opt ? opt->trace : NULL};
     const FlBundle *b = p->bundle;
     const char *const *src = (const char *const *)b->source_paths.data;
     size_t ns = b->source_paths.len;
-    FlExecutor *ex = fl_xcalloc(1, sizeof *ex);
-    FlErr e2;
     if (fl_exec_new(b->startup, src, ns, &o, &ex->startup, &e2) != FL_OK) {
         fl_err(err, "startup %s", e2.msg);
         goto fail;
@@ -73,6 +81,7 @@ void fl_executor_free(FlExecutor *ex) {
     if (!ex) return;
     fl_exec_free(ex->startup);
     fl_exec_free(ex->main);
+    fl_par_free(ex->par);
     free(ex);
 }
 

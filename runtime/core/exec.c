@@ -346,7 +346,12 @@ static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
     }
     OpCall c = {.rc = rc, .op = op, .e = rc->e, .in = ca.inp, .out = ca.outp,
                 .in_rows = ca.in_rp, .out_rows = ca.out_rp};
-    if (op->ad->run(&c) != FL_OK) {
+    /* the kernels run on the executor's pool (par.h); restored after, as a control op's
+     * sub-block may run on a thread (a goroutine's) bound to another pool */
+    FlPar *prev = fl_par_bind(rc->ex->opt.par);
+    FlStatus rs = op->ad->run(&c);
+    fl_par_bind(prev);
+    if (rs != FL_OK) {
         wrap_kernel_error(rc, op, ca.inp);
         st = FL_ERROR;
         goto done;

@@ -39,6 +39,7 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 #include "runtime/core/scope.h"
+#include "runtime/kernels/par.h"
 #include "runtime/tensor.h"
 #include "runtime/trace.h"
 
@@ -48,6 +49,8 @@ typedef struct FlExecOptions {
     uint64_t seed; /* the program seed behind seed-0 random ops (default 0) */
     FlTrace *trace; /* NULL, or where every op run is recorded (one span per op: its type, .fl
                      * line, block and output vars); borrowed, outlives the FlExec */
+    FlPar *par;    /* the kernels' thread pool (runtime/kernels/par.h), borrowed: it must outlive
+                    * the FlExec; NULL: every kernel runs on the thread running its op */
 } FlExecOptions;
 
 typedef struct FlExecFeed {

@@ -7,6 +7,30 @@
 
 #include <tgmath.h>
 
+#include "runtime/kernels/par.h"
+
+/* Elements a chunk of a unary op must have to be worth a hand-over to another thread (measured:
+ * docs/kernels.md, "Threads"). Element-wise: chunks never change a result. */
+enum { UNARY_GRAIN = 1 << 15 };
+
+/* A unary loop over [lo, hi) of its arrays, in chunks on the kernel pool (par.h). */
+typedef struct UnaryJob {
+    void (*f32)(const float *, float *, int64_t);
+    void (*f64)(const double *, double *, int64_t);
+    void (*g32)(const float *, const float *, float *, int64_t);
+    void (*g64)(const double *, const double *, double *, int64_t);
+    const void *x, *g;
+    void *o;
+} UnaryJob;
+
+static void unary_chunk(void *arg, int64_t lo, int64_t hi) {
+    const UnaryJob *j = arg;
+    if (j->f32) j->f32((const float *)j->x + lo, (float *)j->o + lo, hi - lo);
+    else if (j->f64) j->f64((const double *)j->x + lo, (double *)j->o + lo, hi - lo);
+    else if (j->g32) j->g32((const float *)j->x + lo, (const float *)j->g + lo, (float *)j->o + lo, hi - lo);
+    else j->g64((const double *)j->x + lo, (const double *)j->g + lo, (double *)j->o + lo, hi - lo);
+}
+
 /* name, forward(a), which tensor the gradient reads (X or OUT), gradient(v, go) */
 #define UNARY_OPS(X)                                                                         \
     X(relu, a > 0 ? a : 0, OUT_, v > 0 ? go : 0)                                              \
@@ -51,8 +75,9 @@ static FlStatus unary(FlErr *e, const char *op, const FlTensor *x,
     if (kneed_float(e, op, "X", x)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc_raw_like(e, op, &r, x)) return FL_ERROR; /* the loops write every element */
-    if (x->dtype == FL_DT_FLOAT32) f32(fl_tensor_data(x), fl_tensor_data(&r), fl_tensor_numel(x));
-    else f64(fl_tensor_data(x), fl_tensor_data(&r), fl_tensor_numel(x));
+    bool f = x->dtype == FL_DT_FLOAT32;
+    UnaryJob j = {.f32 = f ? f32 : NULL, .f64 = f ? NULL : f64, .x = fl_tensor_data(x), .o = fl_tensor_data(&r)};
+    fl_par_for(fl_tensor_numel(x), UNARY_GRAIN, unary_chunk, &j);
     kout(out, &r);
     return FL_OK;
 }
@@ -68,8 +93,10 @@ static FlStatus unary_grad(FlErr *e, const char *op, const char *sname, const Fl
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc_raw_like(e, op, &r, src)) return FL_ERROR;
     int64_t n = fl_tensor_numel(src);
-    if (src->dtype == FL_DT_FLOAT32) f32(fl_tensor_data(src), fl_tensor_data(dout), fl_tensor_data(&r), n);
-    else f64(fl_tensor_data(src), fl_tensor_data(dout), fl_tensor_data(&r), n);
+    bool f = src->dtype == FL_DT_FLOAT32;
+    UnaryJob j = {.g32 = f ? f32 : NULL, .g64 = f ? NULL : f64, .x = fl_tensor_data(src), .g = fl_tensor_data(dout),
+                  .o = fl_tensor_data(&r)};
+    fl_par_for(n, UNARY_GRAIN, unary_chunk, &j);
     kout(dx, &r);
     return FL_OK;
 }

@@ -2,6 +2,8 @@
  * pool2d, forward and backward, NCHW. The typed loops are in conv_t.inc. */
 #include "runtime/kernels/kernels_impl.h"
 
+#include "runtime/kernels/par.h"
+
 #include <stdlib.h>
 
 /* The window of output cell (oh, ow), clipped to the image: rows [h0, h1), cols [w0, w1). */
@@ -57,6 +59,29 @@ static FlStatus conv_dims(FlErr *e, const char *op, const FlTensor *in, const Fl
     return FL_OK;
 }
 
+/* conv2d's im2col path over images: multiply-adds a chunk of images must have to be worth a
+ * hand-over to another thread (docs/kernels.md, "Threads"). */
+enum { CONV_GRAIN = 1 << 21 };
+
+typedef struct ImJob {
+    const ConvDims *d;
+    const void *in, *w;
+    void *out;
+    char *col; /* nchunks buffers of colsz bytes */
+    size_t colsz;
+    bool f32;
+    int nchunks;
+} ImJob;
+
+static void conv_chunk(void *arg, int c) {
+    const ImJob *j = arg;
+    int64_t n0, n1;
+    fl_par_range(j->d->N, c, j->nchunks, &n0, &n1);
+    void *col = j->col + (size_t)c * j->colsz;
+    if (j->f32) conv_gemm_f32(j->in, j->w, j->out, col, j->d, n0, n1);
+    else conv_gemm_f64(j->in, j->w, j->out, col, j->d, n0, n1);
+}
+
 static FlStatus conv(FlErr *e, const FlTensor *in, const FlTensor *f, const FlConv2dAttrs *a,
                      FlTensor *output, bool fast) {
     ConvDims d;
@@ -71,15 +96,21 @@ static FlStatus conv(FlErr *e, const FlTensor *in, const FlTensor *f, const FlCo
         if (f32) conv_ref_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
         else conv_ref_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), &d);
     } else {
-        size_t es = fl_dtype_size(in->dtype);
-        void *col = malloc((size_t)(d.Cg * d.kh * d.kw * d.Ho * d.Wo) * es + 1);
-        if (!col) {
+        /* images in chunks on the kernel pool, each chunk with its own im2col buffer; a chunk's
+         * GEMMs run whole (nested kernels are serial), as they do without a pool: the results
+         * are the same bits at every thread count */
+        size_t es = fl_dtype_size(in->dtype), colsz = (size_t)(d.Cg * d.kh * d.kw * d.Ho * d.Wo) * es + 64;
+        int64_t per = d.M * d.Cg * d.kh * d.kw * d.Ho * d.Wo; /* multiply-adds per image */
+        per = per > 0 ? per : 1;
+        ImJob j = {.d = &d, .in = fl_tensor_data(in), .w = fl_tensor_data(f), .out = fl_tensor_data(&r), .f32 = f32,
+                   .colsz = colsz, .nchunks = fl_par_chunks(d.N, (CONV_GRAIN + per - 1) / per)};
+        j.col = malloc(colsz * (size_t)j.nchunks);
+        if (!j.col) {
             fl_tensor_fini(&r);
             return fl_err(e, "conv2d: out of memory for the im2col buffer");
         }
-        if (f32) conv_gemm_f32(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), col, &d);
-        else conv_gemm_f64(fl_tensor_data(in), fl_tensor_data(f), fl_tensor_data(&r), col, &d);
-        free(col);
+        fl_par_run(j.nchunks, conv_chunk, &j);
+        free(j.col);
     }
     kout(output, &r);
     return FL_OK;

@@ -12,10 +12,15 @@
  * Invariants: every primitive uses a user-provided scratchpad, allocated per call, so one cached
  * primitive may run on any number of threads at once; the cache is guarded by a mutex and only
  * grows (its entries live as long as the process). Debian's oneDNN runs on OpenMP: each call
- * first sets the calling thread's OpenMP team size to 1 (omp_set_num_threads, found in the
- * process with dlsym, so no OpenMP flags are needed to build), which keeps the results
- * bit-identical run to run and leaves the threads to the executor. FL_DNNL=0 in the environment
- * turns every fast path here off (the kernels' own loops run). */
+ * takes the kernel pool (par.h, fl_par_enter) and sets the calling thread's OpenMP team size to
+ * the pool's width (omp_set_num_threads, found in the process with dlsym, so no OpenMP flags
+ * are needed to build): 1 without a pool (flrun --threads 1, MPI ranks by default) or inside
+ * another kernel's chunk, N with flrun --threads N; while the OpenMP team works the pool's own
+ * workers sleep, so the two never run at once. A primitive is built for its team size (oneDNN
+ * fixes its work split when the primitive is created), which is part of the cache key: the same
+ * N gives the same split, and bit-identical results run to run. TSan builds keep a team of 1
+ * (libgomp's synchronisation is invisible to TSan). FL_DNNL=0 in the environment turns every
+ * fast path here off (the kernels' own loops run). */
 #include "runtime/kernels/kernels_impl.h"
 
 #include <dlfcn.h>
@@ -23,6 +28,8 @@
 #include <pthread.h>
 
 #include <dnnl.h>
+
+#include "runtime/kernels/par.h"
 
 enum { KEY_LEN = 24, MAX_ARGS = 10, MAX_PRIMS = 3 };
 
@@ -198,10 +205,18 @@ static bool run(const Prim *pr, void *const *ptr) {
 
 typedef bool (*BuildFn)(Entry *en, const void *ctx);
 
+/* The OpenMP team size of the calling thread's oneDNN call: the kernel pool's width, set by the
+ * kdnnl_* entry points while they hold the pool (par.h). */
+static _Thread_local int tls_threads = 1;
+
 /* The cache entry of key (built by build on a miss); NULL when oneDNN is off or refused it. */
-static const Entry *lookup(const int64_t *key, BuildFn build, const void *ctx) {
+static const Entry *lookup(const int64_t *key_in, BuildFn build, const void *ctx) {
     if (!on()) return NULL;
-    if (G.omp_set_num_threads) G.omp_set_num_threads(1);
+    /* a primitive is built for the OpenMP team it will run with: the team size is in the key */
+    int64_t key[KEY_LEN];
+    memcpy(key, key_in, sizeof key);
+    key[KEY_LEN - 1] = tls_threads;
+    if (G.omp_set_num_threads) G.omp_set_num_threads(tls_threads);
     pthread_mutex_lock(&G.mu);
     Entry *en = G.head;
     while (en && memcmp(en->key, key, sizeof en->key)) en = en->next;
@@ -263,7 +278,7 @@ static bool build_conv(Entry *en, const void *ctx) {
                      (bool[]){false, false, true}, (dnnl_memory_desc_t[]){m.x, m.w, m.y});
 }
 
-bool kdnnl_conv(const ConvDims *d, const float *in, const float *w, float *out) {
+static bool conv_impl(const ConvDims *d, const float *in, const float *w, float *out) {
     int64_t key[KEY_LEN];
     conv_key(key, K_CONV, d);
     const Entry *en = lookup(key, build_conv, d);
@@ -302,7 +317,7 @@ static bool build_conv_grad(Entry *en, const void *ctx) {
     return ok;
 }
 
-bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const float *dout,
+static bool conv_grad_impl(const ConvDims *d, const float *in, const float *w, const float *dout,
                      float *din, float *dw) {
     int64_t key[KEY_LEN];
     conv_key(key, K_CONV_GRAD, d);
@@ -360,7 +375,7 @@ static bool build_pool(Entry *en, const void *ctx) {
                      (bool[]){false, true}, (dnnl_memory_desc_t[]){x, y});
 }
 
-bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out) {
+static bool pool_impl(const PoolDims *p, int64_t N, const float *x, float *out) {
     PoolCtx c = {p, N};
     int64_t key[KEY_LEN];
     pool_key(key, K_POOL, &c);
@@ -402,7 +417,7 @@ static bool build_pool_grad(Entry *en, const void *ctx) {
     return ok;
 }
 
-bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
+static bool pool_grad_impl(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
     PoolCtx c = {p, N};
     int64_t key[KEY_LEN];
     pool_key(key, K_POOL_GRAD, &c);
@@ -461,7 +476,7 @@ static bool build_bn(Entry *en, const void *ctx) {
     return prim_init(&en->prims[0], pd, 6, args, outs, (dnnl_memory_desc_t[]){x, v, v, v, v, x});
 }
 
-bool kdnnl_bn(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
+static bool bn_impl(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
               const float *bias, const float *mean, const float *var, double eps, bool is_test,
               float *y, float *bmean, float *bvar) {
     BnCtx c = {N, C, HW, eps, is_test};
@@ -502,7 +517,7 @@ static bool build_bn_grad(Entry *en, const void *ctx) {
                      (dnnl_memory_desc_t[]){x, v, v, x, v, v, x, v, v});
 }
 
-bool kdnnl_bn_grad(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
+static bool bn_grad_impl(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
                    const float *smean, const float *inv, const float *dy, bool is_test, float *dx,
                    float *dscale, float *dbias) {
     BnCtx c = {N, C, HW, 0, is_test};
@@ -525,5 +540,63 @@ bool kdnnl_bn_grad(int64_t N, int64_t C, int64_t HW, const float *x, const float
     }
     if (gx != dx) free(gx);
     free(var);
+    return ok;
+}
+
+/* ---- entry points: each holds the kernel pool (par.h) for its call, so oneDNN's OpenMP team
+ * (of the pool's size) runs while the pool's own workers sleep ---- */
+
+#if defined(__SANITIZE_THREAD__)
+#define TEAM(n) ((void)(n), 1)
+#else
+#define TEAM(n) (n)
+#endif
+#define ENTER() int prev_ = tls_threads; tls_threads = TEAM(fl_par_enter())
+#define LEAVE() fl_par_leave(), tls_threads = prev_
+
+bool kdnnl_conv(const ConvDims *d, const float *in, const float *w, float *out) {
+    ENTER();
+    bool ok = conv_impl(d, in, w, out);
+    LEAVE();
+    return ok;
+}
+
+bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const float *dout,
+                     float *din, float *dw) {
+    ENTER();
+    bool ok = conv_grad_impl(d, in, w, dout, din, dw);
+    LEAVE();
+    return ok;
+}
+
+bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out) {
+    ENTER();
+    bool ok = pool_impl(p, N, x, out);
+    LEAVE();
+    return ok;
+}
+
+bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
+    ENTER();
+    bool ok = pool_grad_impl(p, N, x, dout, dx);
+    LEAVE();
+    return ok;
+}
+
+bool kdnnl_bn(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
+              const float *bias, const float *mean, const float *var, double eps, bool is_test,
+              float *y, float *bmean, float *bvar) {
+    ENTER();
+    bool ok = bn_impl(N, C, HW, x, scale, bias, mean, var, eps, is_test, y, bmean, bvar);
+    LEAVE();
+    return ok;
+}
+
+bool kdnnl_bn_grad(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
+                   const float *smean, const float *inv, const float *dy, bool is_test, float *dx,
+                   float *dscale, float *dbias) {
+    ENTER();
+    bool ok = bn_grad_impl(N, C, HW, x, scale, smean, inv, dy, is_test, dx, dscale, dbias);
+    LEAVE();
     return ok;
 }

@@ -10,6 +10,12 @@
 
 #include <tgmath.h>
 
+#include "runtime/kernels/par.h"
+
+/* Output elements a chunk must have to be worth a hand-over to another thread (measured:
+ * docs/kernels.md, "Threads"). */
+enum { EW_GRAIN = 1 << 15 };
+
 /* ---- broadcasting plan ---- */
 
 FlStatus kbcast_plan(FlErr *e, const char *op, const FlTensor *x, const FlTensor *y, int axis,
@@ -107,6 +113,66 @@ void kbcast_run(const KBcast *b, KRunFn fn, void *ctx) {
         }
         if (d < 0) return;
     }
+}
+
+/* kbcast_run over the output elements [lo, hi) only: the runs cut at lo and hi. */
+static void bcast_range(const KBcast *b, int64_t lo, int64_t hi, KRunFn fn, void *ctx) {
+    int nd = b->nd, last = nd - 1;
+    if (nd == 0) {
+        if (lo == 0 && hi > 0) fn(ctx, 0, 0, 0, 1, 0, 0);
+        return;
+    }
+    int64_t idx[FL_MAX_DIMS], rem = lo, xo = 0, yo = 0;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = rem % b->ne[d];
+        rem /= b->ne[d];
+        xo += idx[d] * b->sx[d];
+        yo += idx[d] * b->sy[d];
+    }
+    for (int64_t oo = lo; oo < hi;) {
+        int64_t i0 = idx[last], len = b->ne[last] - i0;
+        if (len > hi - oo) len = hi - oo;
+        fn(ctx, xo, yo, oo, len, b->sx[last], b->sy[last]);
+        oo += len;
+        xo -= i0 * b->sx[last]; /* back to the run's start, then on to the next run */
+        yo -= i0 * b->sy[last];
+        idx[last] = 0;
+        int d = last - 1;
+        for (; d >= 0; d--) {
+            idx[d]++;
+            xo += b->sx[d];
+            yo += b->sy[d];
+            if (idx[d] < b->ne[d]) break;
+            xo -= b->sx[d] * b->ne[d];
+            yo -= b->sy[d] * b->ne[d];
+            idx[d] = 0;
+        }
+        if (d < 0) return;
+    }
+}
+
+typedef struct RangeJob {
+    const KBcast *b;
+    KRunFn fn;
+    void *ctx;
+} RangeJob;
+
+static void range_chunk(void *arg, int64_t lo, int64_t hi) {
+    const RangeJob *j = arg;
+    bcast_range(j->b, lo, hi, j->fn, j->ctx);
+}
+
+/* kbcast_run for a forward op (each output element written once, from its own inputs): on the
+ * kernel pool in chunks of output elements, which change no result. */
+static void bcast_run_par(const KBcast *b, KRunFn fn, void *ctx) {
+    int64_t n = 1;
+    for (int i = 0; i < b->nd; i++) n *= b->ne[i];
+    if (fl_par_chunks(n, EW_GRAIN) == 1) {
+        kbcast_run(b, fn, ctx);
+        return;
+    }
+    RangeJob j = {b, fn, ctx};
+    fl_par_for(n, EW_GRAIN, range_chunk, &j);
 }
 
 /* ---- typed loops ---- */
@@ -212,7 +278,7 @@ static FlStatus run_binary(FlErr *e, const char *op, const FlTensor *x, const Fl
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc_raw(e, op, &r, odt, b.ondim, b.one)) return FL_ERROR; /* every element is written */
     Ctx c = {.x = fl_tensor_data(x), .y = fl_tensor_data(y), .o = fl_tensor_data(&r)};
-    kbcast_run(&b, fn, &c);
+    bcast_run_par(&b, fn, &c);
     kout(out, &r);
     return FL_OK;
 }

@@ -24,7 +24,10 @@
  *    (no buffer) as an input is a bug in the caller (asserted).
  *  - Thread-safety: kernels are pure functions of their arguments with no global state; any
  *    number of threads may call any kernels at once, on shared inputs (inputs are only read).
- *    The optimizer kernels' in-place mode is the one exception; see there.
+ *    The optimizer kernels' in-place mode is the one exception; see there. Large kernels split
+ *    their work over the kernel pool the calling thread has bound (runtime/kernels/par.h: GEMMs
+ *    in blocks, element-wise loops, optimizer updates, mean, conv2d's im2col images, oneDNN's
+ *    OpenMP team); without a bound pool they run on the calling thread alone.
  *  - Fast paths: GEMM-shaped ops (mul, matmul, conv2d and their gradients) use OpenBLAS
  *    (cblas_sgemm) for float32. Each also has a _ref twin with the same signature: the plain C
  *    reference kernel (used for float64 and by the tests that check fast == reference).

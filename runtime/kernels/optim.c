@@ -8,6 +8,43 @@
 #define FL_TMPL "optim_t.inc"
 #include "runtime/kernels/tmpl.h"
 
+#include "runtime/kernels/par.h"
+
+/* Elements per chunk of an update on the kernel pool (par.h); element-wise, so chunks never
+ * change a result. */
+enum { OPTIM_GRAIN = 1 << 15 };
+
+/* An update's arrays and scalars; chunk [lo, hi) runs the typed loop on those elements. */
+typedef struct UpdJob {
+    int kind; /* 0 sgd, 1 momentum, 2 adam */
+    bool f32, nesterov;
+    const void *p, *g, *a, *b;
+    void *po, *ao, *bo;
+    double lr, mu, b1, b2, eps;
+} UpdJob;
+
+#define OFF(T, ptr) ((T *)(ptr) + lo)
+#define UPD(T, SFX)                                                                            \
+    switch (j->kind) {                                                                       \
+    case 0: sgd_##SFX(OFF(const T, j->p), OFF(const T, j->g), (T)j->lr, OFF(T, j->po), hi - lo); break; \
+    case 1:                                                                                  \
+        momentum_##SFX(OFF(const T, j->p), OFF(const T, j->g), OFF(const T, j->a), (T)j->lr, (T)j->mu, \
+                       j->nesterov, OFF(T, j->po), OFF(T, j->ao), hi - lo);                  \
+        break;                                                                               \
+    default:                                                                                 \
+        adam_##SFX(OFF(const T, j->p), OFF(const T, j->g), OFF(const T, j->a), OFF(const T, j->b), (T)j->lr, \
+                   (T)j->b1, (T)j->b2, (T)j->eps, OFF(T, j->po), OFF(T, j->ao), OFF(T, j->bo), hi - lo); \
+    }
+
+static void upd_chunk(void *arg, int64_t lo, int64_t hi) {
+    const UpdJob *j = arg;
+    if (j->f32) {
+        UPD(float, f32)
+    } else {
+        UPD(double, f64)
+    }
+}
+
 /* Where the result for `out` (from input `in`) is written: in place, or a new tensor in *tmp. */
 static FlStatus dest(FlErr *e, const char *op, FlTensor *out, const FlTensor *in, FlTensor *tmp,
                      void **p) {
@@ -41,8 +78,9 @@ FlStatus fl_kernel_sgd(FlErr *e, const FlTensor *param, const FlTensor *grad,
     void *po;
     if (dest(e, op, param_out, param, &t, &po)) return FL_ERROR;
     int64_t n = fl_tensor_numel(param);
-    if (param->dtype == FL_DT_FLOAT32) sgd_f32(fl_tensor_data(param), fl_tensor_data(grad), (float)lr, po, n);
-    else sgd_f64(fl_tensor_data(param), fl_tensor_data(grad), lr, po, n);
+    UpdJob j = {.kind = 0, .f32 = param->dtype == FL_DT_FLOAT32, .p = fl_tensor_data(param),
+                .g = fl_tensor_data(grad), .po = po, .lr = lr};
+    fl_par_for(n, OPTIM_GRAIN, upd_chunk, &j);
     commit(param_out, &t);
     return FL_OK;
 }
@@ -64,12 +102,10 @@ FlStatus fl_kernel_momentum(FlErr *e, const FlTensor *param, const FlTensor *gra
         return FL_ERROR;
     }
     int64_t n = fl_tensor_numel(param);
-    if (param->dtype == FL_DT_FLOAT32)
-        momentum_f32(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(velocity),
-                     (float)lr, (float)mu, use_nesterov, po, vo, n);
-    else
-        momentum_f64(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(velocity), lr,
-                     mu, use_nesterov, po, vo, n);
+    UpdJob j = {.kind = 1, .f32 = param->dtype == FL_DT_FLOAT32, .nesterov = use_nesterov,
+                .p = fl_tensor_data(param), .g = fl_tensor_data(grad), .a = fl_tensor_data(velocity),
+                .po = po, .ao = vo, .lr = lr, .mu = mu};
+    fl_par_for(n, OPTIM_GRAIN, upd_chunk, &j);
     commit(param_out, &tp);
     commit(velocity_out, &tv);
     return FL_OK;
@@ -120,13 +156,10 @@ FlStatus fl_kernel_adam(FlErr *e, const FlTensor *param, const FlTensor *grad,
     }
     double lr_t = lr * sqrt(1 - b2p) / (1 - b1p), eps_hat = epsilon * sqrt(1 - b2p);
     int64_t n = fl_tensor_numel(param);
-    if (param->dtype == FL_DT_FLOAT32)
-        adam_f32(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(moment1),
-                 fl_tensor_data(moment2), (float)lr_t, (float)beta1, (float)beta2, (float)eps_hat,
-                 po, m1o, m2o, n);
-    else
-        adam_f64(fl_tensor_data(param), fl_tensor_data(grad), fl_tensor_data(moment1),
-                 fl_tensor_data(moment2), lr_t, beta1, beta2, eps_hat, po, m1o, m2o, n);
+    UpdJob j = {.kind = 2, .f32 = param->dtype == FL_DT_FLOAT32, .p = fl_tensor_data(param),
+                .g = fl_tensor_data(grad), .a = fl_tensor_data(moment1), .b = fl_tensor_data(moment2),
+                .po = po, .ao = m1o, .bo = m2o, .lr = lr_t, .b1 = beta1, .b2 = beta2, .eps = eps_hat};
+    fl_par_for(n, OPTIM_GRAIN, upd_chunk, &j);
     commit(param_out, &tp);
     commit(moment1_out, &t1);
     commit(moment2_out, &t2);

@@ -4,6 +4,8 @@
  * X element meets the output element it reduces into. */
 #include "runtime/kernels/kernels_impl.h"
 
+#include "runtime/kernels/par.h"
+
 #include <stdlib.h>
 
 #include <tgmath.h>
@@ -121,13 +123,37 @@ FlStatus fl_kernel_cross_entropy_grad(FlErr *e, const FlTensor *x, const FlTenso
 
 /* ---- mean ---- */
 
+/* A reduction on the kernel pool (par.h): the elements split into blocks by their count alone
+ * (fl_par_blocks, the same with any pool or none), each summed in order into its own partial,
+ * and the partials added in block order, so the result depends neither on the thread count nor
+ * on which thread ran which block. Up to SUM_GRAIN elements: one block, the plain sum. */
+enum { SUM_GRAIN = 1 << 16 };
+
+typedef struct SumJob {
+    const FlTensor *x;
+    int nchunks;
+    double part[FL_PAR_MAX_BLOCKS];
+} SumJob;
+
+static void sum_chunk(void *arg, int c) {
+    SumJob *j = arg;
+    int64_t lo, hi;
+    fl_par_range(fl_tensor_numel(j->x), c, j->nchunks, &lo, &hi);
+    double s = 0;
+    if (j->x->dtype == FL_DT_FLOAT32)
+        for (const float *p = fl_tensor_data(j->x); lo < hi; lo++) s += p[lo];
+    else
+        for (const double *p = fl_tensor_data(j->x); lo < hi; lo++) s += p[lo];
+    j->part[c] = s;
+}
+
 FlStatus fl_kernel_mean(FlErr *e, const FlTensor *x, FlTensor *out) {
     if (kneed_float(e, "mean", "X", x)) return FL_ERROR;
     int64_t n = fl_tensor_numel(x), one = 1;
+    SumJob j = {.x = x, .nchunks = fl_par_blocks(n, SUM_GRAIN)};
+    fl_par_run(j.nchunks, sum_chunk, &j);
     double s = 0;
-    for (int64_t i = 0; i < n; i++)
-        s += x->dtype == FL_DT_FLOAT32 ? ((const float *)fl_tensor_data(x))[i]
-                                       : ((const double *)fl_tensor_data(x))[i];
+    for (int c = 0; c < j.nchunks; c++) s += j.part[c];
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc(e, "mean", &r, x->dtype, 1, &one)) return FL_ERROR;
     fl_tensor_set(&r, 0, n ? s / (double)n : 0);

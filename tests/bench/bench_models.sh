@@ -1,22 +1,24 @@
 #!/bin/sh
 # Benchmark (prints figures, never fails on time): training samples/s and peak RSS of fluidc and
-# PyTorch side by side, one thread, on ResNet-32 (32x32x3, batch 64, Adam), VGG-16 with batch
+# PyTorch side by side, at 1 and at 2 threads (THREADS), on ResNet-32 (32x32x3, batch 64, Adam), VGG-16 with batch
 # norm and dropout (32x32x3, batch 64, Momentum), the digits CNN (8x8, batch 64, Adam) and the
 # MLP 784-512-512-10 (batch 64, SGD); then the inference latency of one image through ResNet-32.
 # The models: tests/bench/models/models.fl (fluidc) and bench_torch_models.py (the same layers in
-# PyTorch, Debian's python3-torch, torch.set_num_threads(1)); random data.
+# PyTorch, Debian's python3-torch, torch.set_num_threads(T)); random data. Each model runs at each
+# thread count T of THREADS: fluidc with flrun --threads T, PyTorch with torch.set_num_threads(T).
 # fluidc's samples/s: flrun trains on WARM batches, then on WARM + TIMED batches of the same rows;
 # the difference of the two runs is the TIMED batches' (compiling, startup, primitive creation
 # and reading mostly cancel out; reading the TIMED batches' CSV rows does not, which PyTorch's
 # in-memory random tensors never pay: it weighs on the small models, cnn and mlp; bench_train.sh
 # times the MLP without it, through the embedding API). Two columns: wall-clock samples/s, and samples per second of
 # CPU time (user + sys; PyTorch's process_time), which other jobs on a shared machine do not
-# distort (one thread: on an idle machine the two agree). Each side keeps its best of TRIALS
+# distort (one thread: on an idle machine the two agree; with T threads the wall clock is the
+# figure that shows the speed-up, CPU seconds show what the threads cost). Each side keeps its best of TRIALS
 # runs; the two sides run back to back per model. Inference: the best and the median of RUNS
-# single-image forward passes (bench_infer through the embedding API; PyTorch in eval mode under
-# no_grad). Without python3-torch the PyTorch columns read n/a.
+# single-image forward passes, one thread (bench_infer through the embedding API; PyTorch in
+# eval mode under no_grad). Without python3-torch the PyTorch columns read n/a.
 # usage: tests/bench/bench_models.sh [BUILD_DIR]  (env: TRIALS=2, WARM=1, RUNS=30, NETS="resnet
-#        vgg cnn mlp", PYTHON=/usr/bin/python3; FL_DNNL=0 runs fluidc without oneDNN)
+#        vgg cnn mlp", THREADS="1 2", PYTHON=/usr/bin/python3; FL_DNNL=0 runs fluidc without oneDNN)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +28,10 @@ for f in "$flrun" "$infer"; do
 done
 py=${PYTHON:-/usr/bin/python3}
 trials=${TRIALS:-2} warm=${WARM:-1} runs=${RUNS:-30} nets=${NETS:-resnet vgg cnn mlp}
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+threads_list=${THREADS:-1 2}
+# OpenMP teams (oneDNN's in fluidc, PyTorch's) wait passively: spinning teams of 2 on cores that
+# other jobs share ran several times slower than one thread (flrun sets this itself, docs/kernels.md)
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 torch=no
@@ -49,40 +54,42 @@ with open(path, "w") as f:
         f.write(",".join("%.3f" % r.random() for _ in range(n)) + ",%d\n" % r.randrange(10))
 PY
 }
-# flrun's wall seconds, CPU seconds and peak RSS (KB) training NET on FILE
+# flrun's wall seconds, CPU seconds and peak RSS (KB) training NET on FILE with T threads
 fl() {
     /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$flrun" "$here/models/models.fl" -q -D net="$1" \
-        -D data="$2" >/dev/null
+        -D data="$2" --threads "$3" >/dev/null
     awk '{ print $1, $2 + $3, $4 }' "$tmp/t"
 }
 
-printf 'Training, one thread, batch 64 (best of %d; samples/s by the wall clock and per CPU second)\n' "$trials"
-printf '%-8s %10s %10s %7s | %10s %10s %7s | %8s %8s\n' model fluidc PyTorch ratio fl/CPU-s \
+printf 'Training, batch 64 (best of %d; samples/s by the wall clock and per CPU second)\n' "$trials"
+printf '%-8s %3s %10s %10s %7s | %10s %10s %7s | %8s %8s\n' model thr fluidc PyTorch ratio fl/CPU-s \
     pt/CPU-s ratio "fl RSS" "pt RSS"
 for net in $nets; do
-    case $net in resnet) timed=${TIMED:-4} ;; vgg) timed=${TIMED:-2} ;; cnn) timed=${TIMED:-400} ;; *) timed=${TIMED:-40} ;; esac
-    data "$net" $((64 * warm)) "$tmp/warm.csv"
-    data "$net" $((64 * (warm + timed))) "$tmp/all.csv"
+  case $net in resnet) timed=${TIMED:-4} ;; vgg) timed=${TIMED:-2} ;; cnn) timed=${TIMED:-400} ;; *) timed=${TIMED:-40} ;; esac
+  data "$net" $((64 * warm)) "$tmp/warm.csv"
+  data "$net" $((64 * (warm + timed))) "$tmp/all.csv"
+  for thr in $threads_list; do
     fw=n/a fc=n/a frss=0 pw=n/a pc=n/a prss=n/a
     i=0
     while [ $i -lt "$trials" ]; do
-        set -- $(fl "$net" "$tmp/warm.csv")
+        set -- $(fl "$net" "$tmp/warm.csv" "$thr")
         w1=$1 c1=$2
-        set -- $(fl "$net" "$tmp/all.csv")
+        set -- $(fl "$net" "$tmp/all.csv" "$thr")
         frss=$3
         fw=$(max "$fw" "$(awk -v a="$w1" -v b="$1" -v n=$((64 * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
         fc=$(max "$fc" "$(awk -v a="$c1" -v b="$2" -v n=$((64 * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
         if [ $torch = yes ]; then
-            out=$("$py" "$here/models/bench_torch_models.py" "$net" "$warm" "$timed")
+            out=$(BENCH_THREADS=$thr "$py" "$here/models/bench_torch_models.py" "$net" "$warm" "$timed")
             pw=$(max "$pw" "$(get samples_per_s "$out")")
             pc=$(max "$pc" "$(get samples_per_cpu_s "$out")")
             prss=$(get peak_rss_kb "$out")
         fi
         i=$((i + 1))
     done
-    printf '%-8s %10.1f %10s %7s | %10.1f %10s %7s | %6d MB %8s\n' "$net" "$fw" "$pw" \
+    printf '%-8s %3s %10.1f %10s %7s | %10.1f %10s %7s | %6d MB %8s\n' "$net" "$thr" "$fw" "$pw" \
         "$(ratio "$fw" "$pw")" "$fc" "$pc" "$(ratio "$fc" "$pc")" $((frss / 1024)) \
         "$(awk -v r="$prss" 'BEGIN { if (r + 0 > 0) printf "%d MB", r / 1024; else print "n/a" }')"
+  done
 done
 
 out=$("$infer" "$build/tests/bench/models/resnet_infer.flp" 3 32 32 "$runs")

@@ -42,6 +42,8 @@
 #                                 sync trainers and async pservers) end at once, non-zero, saying
 #                                 why
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
+#   threads                       kernel threads: 1 per rank by default, --threads 2 on every
+#                                 rank (--stats says so), --threads 0 refused
 set -u
 CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
 TMP=$(mktemp -d)
@@ -417,6 +419,21 @@ wrong_np)
     cat "$TMP/out"
     [ $RC -ne 0 ] || fail "exit status 0"
     grep -q "needs 4 ranks.*has 3" "$TMP/out" || fail "the message does not name 4 and 3"
+    ;;
+threads)
+    # kernel threads in a job: 1 per rank by default, --threads N honoured on every rank
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 1 --trainers 1 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    for n in default 2; do
+        [ $n = default ] && opt="" || opt="--threads $n"
+        # shellcheck disable=SC2086
+        run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --stats $opt >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "job ($n)"; }
+        [ $n = default ] && want="1 kernel thread" || want="$n kernel threads"
+        [ "$(grep -c "^flrun: stats rank [01] ([a-z]* 0): $want\$" "$TMP/out")" = 2 ] ||
+            { cat "$TMP/out"; fail "--threads $n: both ranks should report '$want'"; }
+    done
+    run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --threads 0 >"$TMP/out" 2>&1 && fail "--threads 0 was accepted"
+    grep -q "flrun: --threads needs a number of threads from 1 to 256, found '0'" "$TMP/out" || { cat "$TMP/out"; fail "--threads 0: no message"; }
     ;;
 *) fail "unknown case '$CASE'" ;;
 esac

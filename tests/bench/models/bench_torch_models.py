@@ -1,9 +1,10 @@
-"""bench_models.sh's models in PyTorch, one thread: resnet (ResNet-32, 32x32x3, Adam), vgg (VGG-16
+"""bench_models.sh's models in PyTorch, on BENCH_THREADS threads (environment; default 1): resnet (ResNet-32, 32x32x3, Adam), vgg (VGG-16
 with batch norm and dropout, Momentum), cnn (the digits CNN on 8x8 images, Adam), mlp
 (784-512-512-10, SGD), as tests/bench/models/models.fl builds them; batch 64, random data.
 usage: bench_torch_models.py NET WARM TIMED  -> samples_per_s= (wall) samples_per_cpu_s= (process
 CPU time, what a loaded machine does not distort) peak_rss_kb=
        bench_torch_models.py infer RUNS      -> ResNet-32's latency on one image: best_ms= median_ms="""
+import os
 import resource
 import sys
 import time
@@ -11,7 +12,7 @@ import time
 import torch
 import torch.nn as nn
 
-torch.set_num_threads(1)
+torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
 torch.manual_seed(1)
 
 
