@@ -84,20 +84,27 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-FlStatus fl_rows_merge(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) {
-    FL_ASSERT(n >= 1);
-    int64_t total = 0;
+/* xs[0..n) are valid and alike (dtype, row shape, height): else an error saying they cannot be
+ * `verb`ed; *total = their rows. */
+static FlStatus rows_alike(FlErr *e, const FlSelectedRows *const *xs, int n, const char *verb, int64_t *total) {
     for (int k = 0; k < n; k++) {
         if (fl_rows_check(e, xs[k])) return FL_ERROR;
         const FlTensor *v = &xs[k]->value, *v0 = &xs[0]->value;
         bool same = v->dtype == v0->dtype && v->ndim == v0->ndim && xs[k]->height == xs[0]->height;
         for (int d = 1; same && d < v->ndim; d++) same = v->ne[d] == v0->ne[d];
         if (!same)
-            return fl_err(e, "SelectedRows: cannot add rows of %s %s (height %lld) to rows of %s %s (height %lld)",
+            return fl_err(e, "SelectedRows: cannot %s rows of %s %s (height %lld) to rows of %s %s (height %lld)", verb,
                           fl_dtype_name(v->dtype), fl_tensor_shape(v).s, (long long)xs[k]->height,
                           fl_dtype_name(v0->dtype), fl_tensor_shape(v0).s, (long long)xs[0]->height);
-        total += xs[k]->rows.ne[0];
+        *total += xs[k]->rows.ne[0];
     }
+    return FL_OK;
+}
+
+FlStatus fl_rows_merge(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) {
+    FL_ASSERT(n >= 1);
+    int64_t total = 0;
+    if (rows_alike(e, xs, n, "add", &total)) return FL_ERROR;
     int64_t *ids = malloc(((size_t)total + 1) * sizeof *ids);
     if (!ids) return fl_err(e, "SelectedRows: out of memory merging %lld rows", (long long)total);
     int64_t m = 0;
@@ -334,17 +341,7 @@ FlStatus fl_rows_unpack(FlErr *e, const FlTensor *t, FlSelectedRows *out) {
 FlStatus fl_rows_concat(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelectedRows *out) {
     FL_ASSERT(n >= 1);
     int64_t total = 0;
-    for (int k = 0; k < n; k++) {
-        if (fl_rows_check(e, xs[k])) return FL_ERROR;
-        const FlTensor *v = &xs[k]->value, *v0 = &xs[0]->value;
-        bool same = v->dtype == v0->dtype && v->ndim == v0->ndim && xs[k]->height == xs[0]->height;
-        for (int d = 1; same && d < v->ndim; d++) same = v->ne[d] == v0->ne[d];
-        if (!same)
-            return fl_err(e, "SelectedRows: cannot join rows of %s %s (height %lld) to rows of %s %s (height %lld)",
-                          fl_dtype_name(v->dtype), fl_tensor_shape(v).s, (long long)xs[k]->height,
-                          fl_dtype_name(v0->dtype), fl_tensor_shape(v0).s, (long long)xs[0]->height);
-        total += xs[k]->rows.ne[0];
-    }
+    if (rows_alike(e, xs, n, "join", &total)) return FL_ERROR;
     FlSelectedRows r;
     fl_rows_init(&r);
     r.height = xs[0]->height;
