@@ -88,34 +88,8 @@ FlStatus kbcast_plan(FlErr *e, const char *op, const FlTensor *x, const FlTensor
     return FL_OK;
 }
 
-void kbcast_run(const KBcast *b, KRunFn fn, void *ctx) {
-    int nd = b->nd;
-    if (nd == 0) {
-        fn(ctx, 0, 0, 0, 1, 0, 0);
-        return;
-    }
-    for (int i = 0; i < nd; i++)
-        if (b->ne[i] == 0) return;
-    int last = nd - 1;
-    int64_t n = b->ne[last], idx[FL_MAX_DIMS] = {0}, xo = 0, yo = 0, oo = 0;
-    for (;;) {
-        fn(ctx, xo, yo, oo, n, b->sx[last], b->sy[last]);
-        oo += n;
-        int d = last - 1;
-        for (; d >= 0; d--) {
-            idx[d]++;
-            xo += b->sx[d];
-            yo += b->sy[d];
-            if (idx[d] < b->ne[d]) break;
-            xo -= b->sx[d] * b->ne[d];
-            yo -= b->sy[d] * b->ne[d];
-            idx[d] = 0;
-        }
-        if (d < 0) return;
-    }
-}
-
-/* kbcast_run over the output elements [lo, hi) only: the runs cut at lo and hi. */
+/* The runs of the output elements [lo, hi) (0 <= lo < hi <= the output's size), cut at lo and hi:
+ * kbcast_run is [0, size), the pool's chunks are parts of it. */
 static void bcast_range(const KBcast *b, int64_t lo, int64_t hi, KRunFn fn, void *ctx) {
     int nd = b->nd, last = nd - 1;
     if (nd == 0) {
@@ -149,6 +123,12 @@ static void bcast_range(const KBcast *b, int64_t lo, int64_t hi, KRunFn fn, void
         }
         if (d < 0) return;
     }
+}
+
+void kbcast_run(const KBcast *b, KRunFn fn, void *ctx) {
+    int64_t total = 1;
+    for (int i = 0; i < b->nd; i++) total *= b->ne[i];
+    if (total > 0) bcast_range(b, 0, total, fn, ctx);
 }
 
 typedef struct RangeJob {
