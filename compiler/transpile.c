@@ -738,22 +738,28 @@ static FlVarDesc *ensure(FlBlock *b, const char *name, const FlVarDesc *like) {
 
 static void push_op(FlBlock *b, FlOpDesc *op) { FL_VEC_PUSH(&b->ops, op); }
 
-/* A split of X along dim 0 into the given pieces; outputs not wanted are FL_RULE_EMPTY. */
-static FlOpDesc *split_op(FlBlock *b, size_t *pos, const char *x, const Param *pr,
-                          const char *const *outs, FlLoc loc) {
-    FlOpDesc *op = pos ? fl_ir_op_insert(b, (*pos)++, "split") : fl_ir_op_append(b, "split");
-    op->loc = loc;
-    fl_ir_op_add_input(op, "X", x);
+/* op's outputs "Out" = outs, one per piece of pr, and its int list attribute `attr` the pieces'
+ * rows (a split's sections, a split_selected_rows' height_sections). */
+static void out_pieces(FlOpDesc *op, const Param *pr, const char *const *outs, const char *attr) {
     fl_ir_op_add_output_slot(op, "Out");
     int64_t *sec = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *sec));
     for (size_t k = 0; k < pr->pieces.len; k++) {
         sec[k] = pr->pieces.data[k].rows;
         fl_ir_op_add_output(op, "Out", outs[k]);
     }
+    fl_ir_op_set_ints(op, attr, sec, pr->pieces.len);
+    free(sec);
+}
+
+/* A split of X along dim 0 into the given pieces; outputs not wanted are FL_RULE_EMPTY. */
+static FlOpDesc *split_op(FlBlock *b, size_t *pos, const char *x, const Param *pr,
+                          const char *const *outs, FlLoc loc) {
+    FlOpDesc *op = pos ? fl_ir_op_insert(b, (*pos)++, "split") : fl_ir_op_append(b, "split");
+    op->loc = loc;
+    fl_ir_op_add_input(op, "X", x);
+    out_pieces(op, pr, outs, "sections");
     fl_ir_op_set_int(op, "axis", 0);
     fl_ir_op_set_int(op, "num", 0);
-    fl_ir_op_set_ints(op, "sections", sec, pr->pieces.len);
-    free(sec);
     return op;
 }
 
@@ -764,14 +770,7 @@ static FlOpDesc *split_rows_op(FlBlock *b, size_t *pos, const char *x, const Par
     FlOpDesc *op = fl_ir_op_insert(b, (*pos)++, "split_selected_rows");
     op->loc = loc;
     fl_ir_op_add_input(op, "X", x);
-    fl_ir_op_add_output_slot(op, "Out");
-    int64_t *sec = fl_xmalloc(fl_mul_size(pr->pieces.len, sizeof *sec));
-    for (size_t k = 0; k < pr->pieces.len; k++) {
-        sec[k] = pr->pieces.data[k].rows;
-        fl_ir_op_add_output(op, "Out", outs[k]);
-    }
-    fl_ir_op_set_ints(op, "height_sections", sec, pr->pieces.len);
-    free(sec);
+    out_pieces(op, pr, outs, "height_sections");
     return op;
 }
 
