@@ -72,6 +72,7 @@ static void alive_stop(FlMpi *m);
 void fl_mpi_free(FlMpi *m) {
     if (!m) return;
     finish_barrier(m);
+    flm_watch_stop(m);
     alive_stop(m);
     flm_alive_poll(m); /* the last heartbeats */
     for (size_t i = 0; i < m->pend.len; i++) {
@@ -480,6 +481,7 @@ static FlStatus assign(FlMpi *m, const Announce *mine, FlErr *e) {
         fl_mpi_fail(m, e->msg);
     }
     alive_start(m);
+    flm_watch_start(m);
     /* the timeline's clocks, while every rank is here (a failure may leave others waiting) */
     if (m->trace && flm_clock_sync(m, e) != FL_OK) fl_mpi_fail(m, e->msg);
     return FL_OK;
@@ -528,6 +530,7 @@ FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, F
 }
 
 FL_NORETURN void fl_mpi_fail(FlMpi *m, const char *msg) {
+    if (m) flm_watch_say(m, 'A'); /* the ranks the abort ends are not lost ones */
     fprintf(stderr, "flrun: %s: %s\n", m ? m->who : "rank ?", msg);
     fflush(stderr);
     fflush(stdout);

@@ -11,6 +11,7 @@
  *   allreduce.c  the allreduce ring over the trainers
  *   pserver.c    the pserver loop (listen_and_serv): gradients, optimize blocks, streamed updates
  *   timeline.c   the timeline: clock offsets against trainer 0, spans, the gathering of events
+ *   watch.c      a job on several hosts: the connections that name a rank whose process died
  *
  * Internal functions carry the prefix flm_; a function here is used by more than one file.
  */
@@ -115,6 +116,8 @@ struct FlMpi {
     bool alive_on, alive_stop;
     pthread_mutex_t alive_mu;
     pthread_cond_t alive_cv;
+    /* the watch (watch.c): NULL when off (one host, or rank 0 not reachable) */
+    struct FlmWatch *watch;
     /* the timeline (timeline.c): NULL when off */
     FlTrace *trace;
     FlMpiClock clock;
@@ -138,6 +141,16 @@ double flm_silent(const FlMpi *m, int rank);
  * instead of a rank waiting on a live one that is stuck behind it. Polls the heartbeats. */
 #define FLM_ALIVE_FACTOR 3
 bool flm_waited_too_long(FlMpi *m, int peer, double waited);
+
+/* ---- the watch (watch.c) ---- */
+typedef struct FlmWatch FlmWatch;
+/* Collective, after the roles, in a job on several hosts: the connections to rank 0 and the
+ * thread that ends the job naming a rank whose connection closes without a goodbye. */
+void flm_watch_start(FlMpi *m);
+/* Sends c to the watched peers: 'A', this rank fails (the abort's casualties are not lost ranks). */
+void flm_watch_say(FlMpi *m, char c);
+/* Once every rank has finished: the goodbye, then the thread and connections go. */
+void flm_watch_stop(FlMpi *m);
 /* Receives the heartbeats that have come (any thread may call it). */
 void flm_alive_poll(FlMpi *m);
 

@@ -18,9 +18,9 @@
 #   loss_host       link_down's job and checks, on links through flswitch (--delay 0.1ms), host3's
 #                   link set to lose every frame (cluster.sh shape 3 --loss 100%) instead
 #   kill_host       the same layout, every process of host3 killed: the job ends within
-#                   --timeout + 5 s, non-zero, nothing left on host1-2 (the host is named only
-#                   by Open MPI, whose message varies with the moment of the kill: mpirun ends
-#                   the job before flrun's timeout can name a rank, so no name is asserted)
+#                   --timeout + 5 s, non-zero, nothing left on host1-2, and trainer 0 (rank 0,
+#                   whose watch connections see rank 3's close: runtime/mpi/watch.c) names
+#                   "rank 3 (pserver 1 on host3)" as gone, before mpirun ends the job
 set -u
 CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
 HERE=$(dirname "$0")
@@ -125,6 +125,8 @@ link_down | loss_host)
     ;;
 kill_host)
     fault kill_host
+    grep -q "flrun: rank 0 (trainer 0 on host1): error: rank 3 (pserver 1 on host3) is gone" "$TMP/out" ||
+        fail "trainer 0 does not name rank 3 (pserver 1 on host3) as gone"
     ;;
 *) fail "unknown case '$WHAT'" ;;
 esac
