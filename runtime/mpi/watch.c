@@ -10,7 +10,10 @@
  * closes a dead process's sockets, so a connection that ends without a goodbye byte ('B',
  * sent by fl_mpi_free once every rank has finished) is a lost rank: the thread ends the job
  * (fl_mpi_fail) naming it. A rank that fails sends 'A' first (fl_mpi_fail), which the hub
- * passes on, so the ranks that the abort takes down are not reported as lost too.
+ * passes on, so the ranks that the abort takes down are not reported as lost too. mpirun, which
+ * sees the lost host's daemon go at the same moment, ends the other ranks with SIGTERM: the
+ * rank's handler waits TERM_WAIT_HUB_MS (rank 0) or TERM_WAIT_MS before it lets the signal end
+ * the rank, so rank 0 names the lost rank first, and the others, terminating, name nobody.
  *
  * Invariants: the watch never stops a job that ends well, nor one that could not make its
  * connections (a rank that cannot reach rank 0 is only not watched); it sends only the bytes
@@ -27,15 +30,40 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCH_ADDRS 8
 #define CONNECT_WAIT_MS 2000
-#define GRACE_MS 50 /* after a loss: time for an 'A' of a failing rank to come first */
+/* SIGTERM (mpirun ending the job for a lost daemon) waits this long before it ends the rank, so
+ * that rank 0 can still name the lost rank; the others wait longer (rank 0 going first is then
+ * no loss of theirs: they are terminating, and say nothing) */
+#define TERM_WAIT_HUB_MS 200
+#define TERM_WAIT_MS 400
+
+static volatile sig_atomic_t terminating;
+static long term_wait_ms;
+
+static void on_term(int sig) {
+    terminating = 1;
+    struct timespec ts = {term_wait_ms / 1000, (term_wait_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered once the handler returns: the rank ends as SIGTERM ends it */
+}
+
+/* The watch threads never take SIGTERM: its handler sleeps while they report. */
+static void block_term(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
 
 typedef struct WatchAddr { /* what rank 0 tells the others */
     uint32_t addr[WATCH_ADDRS]; /* IPv4, network order */
@@ -107,6 +135,7 @@ static void take(FlmWatch *w, Peer *p) {
 
 static void *watch_main(void *arg) {
     FlmWatch *w = arg;
+    block_term();
     for (;;) {
         size_t np = w->peers.len;
         struct pollfd *fds = fl_xcalloc(np + 2, sizeof *fds);
@@ -133,25 +162,11 @@ static void *watch_main(void *arg) {
             if (w->lfd >= 0) say_all(w, 'A');
             return NULL;
         }
-        if (any_closed) {
-            /* a failing rank's 'A' may be on its way on another connection: let it come first */
-            size_t n = w->peers.len;
-            struct pollfd *f = fl_xcalloc(n + 1, sizeof *f);
-            for (size_t i = 0; i < n; i++)
-                f[i] = (struct pollfd){.fd = w->peers.data[i].closed ? -1 : w->peers.data[i].fd, .events = POLLIN};
-            if (poll(f, n, GRACE_MS) > 0)
-                for (size_t i = 0; i < n; i++)
-                    if (f[i].revents) take(w, &w->peers.data[i]);
-            free(f);
-            if (w->aborting) {
-                if (w->lfd >= 0) say_all(w, 'A');
-                return NULL;
-            }
+        if (any_closed && !(terminating && w->lfd < 0))
             for (size_t i = 0; i < w->peers.len; i++) {
                 Peer *p = &w->peers.data[i];
                 if (p->closed && !p->bye && (w->lfd < 0 || p->rank > 0)) lost(w, w->lfd < 0 ? 0 : p->rank);
             }
-        }
         if (accept_one) {
             int fd = accept4(w->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
             if (fd >= 0) {
@@ -185,6 +200,7 @@ static int try_connect(FlmWatch *w, uint32_t addr, uint16_t port) {
 static void *client_main(void *arg) {
     FlmWatch *w = arg;
     FlMpi *m = w->m;
+    block_term();
     uint32_t lo = htonl(INADDR_LOOPBACK);
     int fd = -1;
     if (!strcmp(m->host_of[0], m->host_of[m->rank])) fd = try_connect(w, lo, w->wa.port);
@@ -247,6 +263,10 @@ void flm_watch_start(FlMpi *m) {
     }
     w->on = pthread_create(&w->thread, NULL, m->rank == 0 ? watch_main : client_main, w) == 0;
     m->watch = w;
+    term_wait_ms = m->rank == 0 ? TERM_WAIT_HUB_MS : TERM_WAIT_MS;
+    struct sigaction sa = {.sa_handler = on_term};
+    sigemptyset(&sa.sa_mask);
+    if (w->on) sigaction(SIGTERM, &sa, NULL);
 }
 
 void flm_watch_say(FlMpi *m, char c) {
@@ -256,6 +276,7 @@ void flm_watch_say(FlMpi *m, char c) {
 void flm_watch_stop(FlMpi *m) {
     FlmWatch *w = m->watch;
     if (!w) return;
+    signal(SIGTERM, SIG_DFL);
     say_all(w, 'B');
     if (w->on) {
         (void)!write(w->wake[1], "x", 1);
