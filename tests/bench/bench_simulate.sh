@@ -68,6 +68,9 @@ bisect() { # PLAN TARGET_MS LO HI KIND(cost|bw) NP LAT OTHER: the value of KIND 
         if [ "$5" = bw ]; then
             mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
             p=$(predict "$1" "$(spec_local "$6" "$7" "$8" "$mid")")
+        elif [ "$5" = scost ]; then # NP is the rate, LAT the delay
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
+            p=$(predict "$1" "$(spec_shaped "$6" "$7" "$mid")")
         else
             mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
             p=$(predict "$1" "$(spec_local "$6" "$7" "$mid" "$8")")
@@ -97,11 +100,27 @@ fit_link() { # P T
     echo "$lat $cost $bw"
 }
 
+# The shaped links: two hosts, trainers on host1, pservers on host2, each link RATE and DELAY;
+# the pserver's cost per message (us) is fitted, as the local link's is, on the small probe run
+# in the same cluster (on a loaded machine most of it is the wake-ups of the switch and the ranks
+# that every message waits for, which the timeline shows as 10-20 ms hops for 40-byte messages)
+spec_shaped() { # RATE DELAY MSGCOST
+    echo "host host1 roles=trainers cores=1 bandwidth=$1 latency=$2; host host2 roles=pservers cores=1 bandwidth=$1 latency=$2 msgcost=${3}us"
+}
+measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of the job in a 2-host cluster, or nothing
+    "$repo/tests/cluster/cluster.sh" run 2 --slots "$3,$2" --rate "$4" --delay "$5" -- \
+        sh -c "cd '$tmp' && \$FLC_CLUSTER_SH mpirun \$FLC_CLUSTER -x OPENBLAS_NUM_THREADS -np $(($2 + $3)) '$flrun' '$1' \
+                 --data-dir '$tmp' --epochs $6" 2>"$tmp/cl.err" |
+        awk -v rows=$((64 * $3)) '/samples\/s/ { n++; if (n > 1) v[n - 1] = $(NF - 1) }
+            END { m = n - 1; if (m < 1) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+                  printf "%.3f\n", 1000 * rows / v[int((m + 1) / 2)] }' || true
+}
+
 rows_file=$tmp/rows
 : >"$rows_file"
 for model in digits mlp784; do
     "$flc" build "$here/simulate/$model.fl" -o "$tmp/$model.flp"
-    for pt in "1 2" "2 2"; do
+    for pt in "1 2" "2 2" "2 4"; do
         set -- $pt
         P=$1 T=$2 np=$(($1 + $2))
         plan=$tmp/$model-$P$T.plan
@@ -117,19 +136,24 @@ for model in digits mlp784; do
         for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
             set -- $shaping
             rate=$1 delay=$2
-            spec="host host1 roles=trainers cores=1 bandwidth=$rate latency=$delay; host host2 roles=pservers cores=1 bandwidth=$rate latency=$delay"
-            pred=$(predict "$plan" "$spec")
             if [ "$(id -u)" != 0 ]; then
-                echo "$model ${P}x$T $rate/$delay $pred unavailable" >>"$rows_file"
+                echo "$model ${P}x$T $rate/$delay $(predict "$plan" "$(spec_shaped "$rate" "$delay" 0)") unavailable" >>"$rows_file"
                 continue
             fi
-            # the job inside a two-host cluster: trainers on host1, pservers on host2
-            meas=$("$repo/tests/cluster/cluster.sh" run 2 --slots "$T,$P" --rate "$rate" --delay "$delay" -- \
-                sh -c "cd '$tmp' && \$FLC_CLUSTER_SH mpirun \$FLC_CLUSTER -x OPENBLAS_NUM_THREADS -np $np '$flrun' '$plan' \
-                         --data-dir '$tmp' --epochs $EPOCHS" 2>"$tmp/cl.err" |
-                awk -v rows=$((64 * T)) '/samples\/s/ { n++; if (n > 1) v[n - 1] = $(NF - 1) }
-                    END { m = n - 1; if (m < 1) exit; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-                          printf "%.3f\n", 1000 * rows / v[int((m + 1) / 2)] }') || true
+            # the small probe in the same cluster fits the pserver's msgcost (once per P x T and
+            # shaping, for both models); then the model's job
+            fit=$tmp/cost-$P$T-$rate
+            if [ ! -f "$fit" ]; then
+                "$flc" transpile "$tmp/probe.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe.plan" >/dev/null
+                small=$(measure_cluster "$tmp/probe.plan" "$P" "$T" "$rate" "$delay" $((4 * EPOCHS)))
+                cost=0
+                [ -z "$small" ] || cost=$(bisect "$tmp/probe.plan" "$small" 0 50000 scost "$rate" "$delay" 0)
+                echo "  (${P}x$T $rate/$delay: probe measured ${small:-nothing} ms: msgcost $cost us)" >&2
+                echo "$cost" >"$fit"
+            fi
+            cost=$(cat "$fit")
+            pred=$(predict "$plan" "$(spec_shaped "$rate" "$delay" "$cost")")
+            meas=$(measure_cluster "$plan" "$P" "$T" "$rate" "$delay" "$([ $model = digits ] && echo $((2 * EPOCHS)) || echo "$EPOCHS")")
             echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable}" >>"$rows_file"
             [ -n "$meas" ] || echo "  ($model ${P}x$T $rate/$delay: shaping unavailable: $(tail -n 1 "$tmp/cl.err"))" >&2
         done
