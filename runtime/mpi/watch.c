@@ -252,8 +252,9 @@ void flm_watch_start(FlMpi *m) {
     }
     MPI_Request req;
     FlErr e;
-    if (MPI_Ibcast(&w->wa, (int)sizeof w->wa, MPI_BYTE, 0, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
-        flm_wait_req(m, &req, NULL, 0, "telling the ranks where rank 0 watches", &e) != FL_OK)
+    int rc = MPI_Ibcast(&w->wa, (int)sizeof w->wa, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) flm_mpi_err(&e, rc, "telling the ranks where rank 0 watches");
+    if (rc != MPI_SUCCESS || flm_wait_req(m, &req, NULL, 0, "telling the ranks where rank 0 watches", &e) != FL_OK)
         fl_mpi_fail(m, e.msg);
     if (!w->wa.port || pipe2(w->wake, O_CLOEXEC) != 0) {
         if (w->lfd >= 0) close(w->lfd);

@@ -2,13 +2,15 @@
 # Accuracy of `flc simulate` (docs/simulate.md): predicted vs measured step times of real mpirun
 # jobs (prints figures; exits 0 unless a job fails). Models: the digits MLP
 # (tests/bench/simulate/digits.fl, batch 64) and the MLP 784-512-512-10
-# (tests/bench/simulate/mlp784.fl, batch 64), sync plans P x T in {1x2, 2x2}.
+# (tests/bench/simulate/mlp784.fl, batch 64), sync plans P x T in {1x2, 2x2, 2x4}.
 #   local rows: every rank on this machine over shared memory. The spec is one host with the
 #     machine's cores and a 'local' link (below).
 #   shaped rows: two hosts of tests/cluster/cluster.sh (root), trainers on host1, pservers on
 #     host2, with --rate 1gbit --delay 0.5ms and --rate 200mbit --delay 2ms; the spec gives each
 #     host that bandwidth and latency (cluster.sh shapes both ends of a link: one way is 2 x delay,
-#     the model's latA + latB). When cluster.sh refuses or cannot make them: "shaping unavailable".
+#     the model's latA + latB); SHAPED_FIT=1 adds the pserver host a msgcost fitted on the small
+#     probe run in the same cluster. When cluster.sh refuses or cannot make them: "shaping
+#     unavailable".
 # Measured step time: the median over epochs 2.. of (rows per step) / (flrun's samples/s); the
 # data divide into whole batches. The digits and the small probe run 4 x EPOCHS epochs (theirs
 # are short). The local link's latency is bench_link's; the pserver's cost per message and the
@@ -16,7 +18,7 @@
 # probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
 # scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
 # model's configurations ranked alike.
-# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=1: also the shaped rows)
+# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=1)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -101,9 +103,10 @@ fit_link() { # P T
 }
 
 # The shaped links: two hosts, trainers on host1, pservers on host2, each link RATE and DELAY;
-# the pserver's cost per message (us) is fitted, as the local link's is, on the small probe run
-# in the same cluster (on a loaded machine most of it is the wake-ups of the switch and the ranks
-# that every message waits for, which the timeline shows as 10-20 ms hops for 40-byte messages)
+# with SHAPED_FIT=1 the pserver's cost per message (us) is fitted, as the local link's is, on the
+# small probe run in the same cluster (on a loaded machine most of a hop is the wake-ups of the
+# switch and the ranks, which the timeline shows as 10-20 ms for 40-byte messages); without it
+# the spec is the shaping's figures alone, as a user would write it
 spec_shaped() { # RATE DELAY MSGCOST
     echo "host host1 roles=trainers cores=1 bandwidth=$1 latency=$2; host host2 roles=pservers cores=1 bandwidth=$1 latency=$2 msgcost=${3}us"
 }
@@ -140,9 +143,10 @@ for model in digits mlp784; do
                 echo "$model ${P}x$T $rate/$delay $(predict "$plan" "$(spec_shaped "$rate" "$delay" 0)") unavailable" >>"$rows_file"
                 continue
             fi
-            # the small probe in the same cluster fits the pserver's msgcost (once per P x T and
-            # shaping, for both models); then the model's job
+            # with SHAPED_FIT=1, the small probe in the same cluster fits the pserver's msgcost
+            # (once per P x T and shaping, for both models); then the model's job
             fit=$tmp/cost-$P$T-$rate
+            [ "${SHAPED_FIT:-0}" = 1 ] || echo 0 >"$fit"
             if [ ! -f "$fit" ]; then
                 "$flc" transpile "$tmp/probe.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe.plan" >/dev/null
                 small=$(measure_cluster "$tmp/probe.plan" "$P" "$T" "$rate" "$delay" $((4 * EPOCHS)))
