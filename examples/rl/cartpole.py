@@ -249,7 +249,11 @@ def learner(agent, stats, segments, args, counts, errors):
 def compile_model(flags, workdir):
     flc = os.environ.get("FLUIDC_FLC") or shutil.which("flc")
     if not flc:
-        sys.exit("cartpole.py: flc not found (set FLUIDC_FLC or put build/tools on PATH)")
+        built = os.path.join(HERE, "..", "..", "build", "tools", "flc")
+        flc = built if os.access(built, os.X_OK) else None
+    if not flc:
+        sys.exit("cartpole.py: flc not found (set FLUIDC_FLC, put build/tools on PATH or build "
+                 "the repository in build/)")
     out = os.path.join(workdir, "a2c.flp")
     cmd = [flc, "build", os.path.join(HERE, "a2c.fl"), "-o", out]
     for k, v in flags.items():
