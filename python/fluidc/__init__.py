@@ -277,8 +277,13 @@ class Executor:
         if isinstance(fetch_list, (str, bytes)):
             fetch_list = [fetch_list]
         t = _thread_state()
-        key = (tuple(feed), tuple(fetch_list))
-        p = t.calls.get(key)
+        try:
+            key = (tuple(feed), tuple(fetch_list))
+            p = t.calls.get(key)
+        except TypeError:  # an unhashable fetch name: _name says what is wrong with it
+            for n in fetch_list:
+                _name(n, "fetch")
+            raise
         if p is None:
             p = _Prepared(key[0], key[1])
             if len(t.calls) >= 64:

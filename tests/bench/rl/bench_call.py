@@ -7,7 +7,8 @@
          (examples/rl/a2c.fl, 4-64-64 tanh, policy and value heads) to numpy probabilities and
          value, exe.predict vs TorchAgent.predict.
 Both sides take numpy arrays in and give numpy arrays out; torch runs with torch.set_num_threads(1).
-Best of ROUNDS rounds of CALLS calls, in microseconds per call. Prints key=value lines.
+Best of ROUNDS rounds of CALLS calls, in microseconds of the thread's CPU time per call
+(time.thread_time: on a loaded shared machine wall time measures the other processes too). Prints key=value lines.
 
     usage: /usr/bin/python3 bench_call.py TRAIN_FLP A2C_FLP [CALLS=20000] [ROUNDS=5]
 """
@@ -25,10 +26,10 @@ def best_us(f, calls, rounds):
         f()
     best = float("inf")
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for _ in range(calls):
             f()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.thread_time() - t0)
     return best / calls * 1e6
 
 
