@@ -266,14 +266,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--actors", type=int, default=4, help="actor threads (default 4)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--max-steps", type=int, default=200000,
-                    help="budget of environment steps, all actors together (default 200000)")
+    ap.add_argument("--max-steps", type=int, default=300000,
+                    help="budget of environment steps, all actors together (default 300000)")
     ap.add_argument("--nstep", type=int, default=8, help="n of the n-step returns (default 8)")
     ap.add_argument("--batch", type=int, default=32,
                     help="transitions per training step, at least (default 32)")
     ap.add_argument("--gamma", type=float, default=0.99)
     ap.add_argument("--lr", type=float, default=0.001)
-    ap.add_argument("--entropy-coef", type=float, default=0.01)
+    ap.add_argument("--entropy-coef", type=float, default=0.001)
     ap.add_argument("--value-coef", type=float, default=0.5)
     ap.add_argument("--clip", type=float, default=0.5, help="global gradient norm clip")
     ap.add_argument("--norm-adv", type=int, default=1,

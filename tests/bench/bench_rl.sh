@@ -11,7 +11,7 @@
 #     solve CartPole (avg100 >= 195) within the budget of BUDGET steps; exits 1 if one does not.
 # "n/a" where PyTorch (Debian python3-torch) is missing.
 # usage: tests/bench/bench_rl.sh [--seeds] [BUILD_DIR]     (from the repository root)
-#        env STEPS (default 30000), BUDGET (default 200000)
+#        env STEPS (default 30000), BUDGET (default 300000)
 set -eu
 seeds=0
 if [ "${1:-}" = "--seeds" ]; then seeds=1; shift; fi
@@ -22,7 +22,7 @@ py=/usr/bin/python3
     { echo "bench_rl: $build/tools/flc or $build/python/fluidc not found; build first"; exit 2; }
 export PYTHONPATH="$build/python" FLUIDC_FLC="$build/tools/flc" OPENBLAS_NUM_THREADS=1
 steps=${STEPS:-30000}
-budget=${BUDGET:-200000}
+budget=${BUDGET:-300000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 havetorch=0

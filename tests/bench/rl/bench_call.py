@@ -74,7 +74,7 @@ def main():
 
         r["torch_tiny_predict_us"] = best_us(tpredict, calls, rounds)
         r["torch_tiny_run_us"] = best_us(trun, calls // 4, rounds)
-        ta = cartpole.TorchAgent({"lr": 0.001, "entropy_coef": 0.01, "value_coef": 0.5,
+        ta = cartpole.TorchAgent({"lr": 0.001, "entropy_coef": 0.001, "value_coef": 0.5,
                                   "clip": 0.5}, 1)
         r["torch_a2c_predict_us"] = best_us(lambda: ta.predict(obs), calls, rounds)
         r["torch"] = torch.__version__
