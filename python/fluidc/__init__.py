@@ -185,6 +185,8 @@ class _Prepared:
         self.out = (ctypes.c_void_p * max(self.nfetch, 1))()
         self.meta = (ctypes.c_int64 * (self.nfetch * _META + 1))()
         self.meta_addr = ctypes.addressof(self.meta)
+        self.feed_kinds = [None] * self.nfeed  # (dtype, shape) of each feed in the last call
+        self.views = [None] * self.nfetch      # (meta, scratch, view) of each fetch's last place
 
 
 class _ThreadState(threading.local):
@@ -290,41 +292,49 @@ class Executor:
                 t.calls.clear()
             t.calls[key] = p
         keep = []
-        fs, shapes = p.feeds, p.shapes
+        fs, shapes, last = p.feeds, p.shapes, p.feed_kinds
         for i, value in enumerate(feed.values()):
             arr = value if type(value) is np.ndarray else np.asarray(value)
             if not arr.flags.c_contiguous:
                 arr = np.ascontiguousarray(arr)
-            code = _CODES.get(arr.dtype)
-            if code is None or arr.ndim > _MAX_DIMS:
-                _as_feed(p.feed_names[i], arr, keep)  # raises the error
             f = fs[i]
-            f.dtype = code
-            f.ndim = arr.ndim
-            sh = shapes[i]
-            for j, d in enumerate(arr.shape):
-                sh[j] = d
+            kind = (arr.dtype, arr.shape)
+            if kind != last[i]:  # dtype and shape as in the last call: the struct holds them
+                code = _CODES.get(arr.dtype)
+                if code is None or arr.ndim > _MAX_DIMS:
+                    _as_feed(p.feed_names[i], arr, keep)  # raises the error
+                f.dtype = code
+                f.ndim = arr.ndim
+                sh = shapes[i]
+                for j, d in enumerate(arr.shape):
+                    sh[j] = d
+                last[i] = kind
             if arr.nbytes <= _SMALL_FEED:
-                f.data = arr.tobytes()
+                f.data = arr.tobytes()  # kept by the struct until the next call
             else:
                 f.data = arr.ctypes.data
                 keep.append(arr)
         n = p.nfetch
+        sc = t.scratch
         rc = _lib.flpy_executor_run_into(self._handle(), 1 if predict else 0, fs, p.nfeed,
                                          p.cnames, n, p.out, p.meta_addr, t.scratch_addr,
-                                         t.scratch.nbytes, t.err, _ERRLEN)
-        for f in fs:
-            f.data = None
+                                         sc.nbytes, t.err, _ERRLEN)
         if rc < 0:
             _raise(t.err)
         m = p.meta
         if rc == 0:
-            sc = t.scratch
             results = []
+            views = p.views
             for i in range(n):
                 b = i * _META
-                dt, nd, off = m[b], m[b + 1], m[b + 2]
-                results.append(np.ndarray(tuple(m[b + 4:b + 4 + nd]), _DTYPES[dt], sc, off).copy())
+                mi = m[b:b + _META]
+                v = views[i]
+                if v is None or v[0] != mi or v[1] is not sc:
+                    # a view of the fetch's place in the scratch buffer, made again when its
+                    # dtype, shape or place changes
+                    v = views[i] = (mi, sc, np.ndarray(tuple(mi[4:4 + mi[1]]), _DTYPES[mi[0]],
+                                                       sc, mi[2]))
+                results.append(v[2].copy())
             return results
         # the fetches did not fit in the thread's scratch buffer: take them one by one, and grow it
         t.grow(m[n * _META])
