@@ -19,7 +19,7 @@
 
 #define FLPY_API __attribute__((visibility("default")))
 /* The ABI's version: __init__.py refuses a library of another version. */
-#define FLPY_ABI_VERSION 1
+#define FLPY_ABI_VERSION 2
 
 typedef struct FlpyExecutor {
     const FlLoadedProgram *prog; /* borrowed: the Python Executor keeps its Program alive */
@@ -35,6 +35,8 @@ typedef struct FlpyFeed {
     const int64_t *shape;
     const void *data;
 } FlpyFeed;
+
+FLPY_API void flpy_tensor_free(FlTensor *t);
 
 static void put_msg(char *err, size_t errlen, const char *msg) {
     if (err && errlen) snprintf(err, errlen, "%s", msg);
@@ -174,6 +176,54 @@ done:
     free(fe);
     free(res);
     return rc;
+}
+
+/* The number of int64 of one fetch's entry in flpy_executor_run_into's meta: dtype, ndim, offset
+ * into the scratch buffer, nbytes, then the FL_MAX_DIMS dims. */
+#define FLPY_META 12
+_Static_assert(4 + FL_MAX_DIMS <= FLPY_META, "FLPY_META too small for FL_MAX_DIMS");
+
+/* flpy_executor_run, and the fetched tensors copied out in the same call (one call from Python
+ * per run: the package's fast path). Writes meta[i * FLPY_META ...] for every fetch i: dtype,
+ * ndim, offset, nbytes, dims. When all of them fit in scratch[0..scratch_len) one after another
+ * (each at a 64-byte aligned offset), copies them there, frees the tensors, sets out[i] = NULL
+ * and returns 0; otherwise leaves the tensors in out[] as flpy_executor_run does (the caller takes
+ * them with the flpy_tensor_* calls), puts the scratch size they need in meta[nfetches *
+ * FLPY_META] and returns 1. A fetched var that holds no data is an error (-1; nothing is kept). */
+FLPY_API int flpy_executor_run_into(FlpyExecutor *x, int predict, const FlpyFeed *feeds,
+                                    size_t nfeeds, const char *const *fetch_names, size_t nfetches,
+                                    FlTensor **out, int64_t *meta, void *scratch,
+                                    size_t scratch_len, char *err, size_t errlen) {
+    if (flpy_executor_run(x, predict, feeds, nfeeds, fetch_names, nfetches, out, err, errlen))
+        return -1;
+    size_t need = 0;
+    for (size_t i = 0; i < nfetches; i++) {
+        const FlTensor *t = out[i];
+        int64_t *m = meta + i * FLPY_META;
+        if (!fl_tensor_has_data(t)) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "fetch '%s': the var holds no data", fetch_names[i]);
+            put_msg(err, errlen, msg);
+            for (size_t j = 0; j < nfetches; j++) flpy_tensor_free(out[j]), out[j] = NULL;
+            return -1;
+        }
+        size_t n = fl_tensor_nbytes(t);
+        m[0] = t->dtype;
+        m[1] = t->ndim;
+        m[2] = (int64_t)need;
+        m[3] = (int64_t)n;
+        for (int d = 0; d < t->ndim; d++) m[4 + d] = t->ne[d];
+        need += (n + 63) & ~(size_t)63;
+    }
+    meta[nfetches * FLPY_META] = (int64_t)need;
+    if (need > scratch_len) return 1;
+    for (size_t i = 0; i < nfetches; i++) {
+        int64_t *m = meta + i * FLPY_META;
+        if (m[3]) memcpy((char *)scratch + m[2], fl_tensor_data(out[i]), (size_t)m[3]);
+        flpy_tensor_free(out[i]);
+        out[i] = NULL;
+    }
+    return 0;
 }
 
 /* The tensor of scope var `name` (a parameter) as a new handle in *out. */

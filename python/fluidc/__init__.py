@@ -20,11 +20,12 @@ collection) must not race with calls on the same Executor.
 
 import ctypes
 import os
+import threading
 import numpy as np
 
 __all__ = ["Error", "Program", "Executor", "load"]
 
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 _ERRLEN = 4096
 
 # FlDType codes (compiler/ir/dtype.h) <-> numpy dtypes.
@@ -37,6 +38,9 @@ _DTYPES = {
 }
 _CODES = {dt: code for code, dt in _DTYPES.items()}
 _MAX_DIMS = 8
+_META = 12                 # int64 per fetch in flpy_executor_run_into's meta (fluidc_shim.c)
+_SMALL_FEED = 16384        # feeds up to this many bytes are passed as bytes (cheaper than .ctypes)
+_SCRATCH = 65536           # initial bytes of a thread's buffer for fetched tensors
 
 
 class Error(Exception):
@@ -50,7 +54,7 @@ class _Feed(ctypes.Structure):
         ("dtype", ctypes.c_int32),
         ("ndim", ctypes.c_int32),
         ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("data", ctypes.c_void_p),
+        ("data", ctypes.c_char_p),  # a pointer (an int address, or a bytes object's buffer)
     ]
 
 
@@ -71,6 +75,8 @@ def _load_library():
         "flpy_executor_run_startup": (I, [P, C, S]),
         "flpy_executor_run": (I, [P, I, ctypes.POINTER(_Feed), S, ctypes.POINTER(C), S,
                                   ctypes.POINTER(P), C, S]),
+        "flpy_executor_run_into": (I, [P, I, ctypes.POINTER(_Feed), S, ctypes.POINTER(C), S,
+                                       ctypes.POINTER(P), P, P, S, C, S]),
         "flpy_executor_get": (I, [P, C, ctypes.POINTER(P), C, S]),
         "flpy_executor_set": (I, [P, ctypes.POINTER(_Feed), C, S]),
         "flpy_executor_save": (I, [P, C, C, S]),
@@ -159,6 +165,52 @@ def _take(handle):
         _lib.flpy_tensor_free(ctypes.c_void_p(handle))
 
 
+class _Prepared:
+    """The ctypes arguments of run/predict calls with one set of feed and fetch names, made once
+    per thread (their fields are filled per call, so a thread never shares one)."""
+
+    def __init__(self, feed_names, fetch_names):
+        self.feed_names = feed_names
+        self.nfeed = len(feed_names)
+        self.nfetch = len(fetch_names)
+        names = [_name(n, "feed") for n in feed_names]
+        self.shapes = [(ctypes.c_int64 * _MAX_DIMS)() for _ in names]
+        self.feeds = (_Feed * max(self.nfeed, 1))()
+        for i, bname in enumerate(names):
+            f = self.feeds[i]
+            f.name = bname
+            f.shape = self.shapes[i]
+        fetch = [_name(n, "fetch") for n in fetch_names]
+        self.cnames = (ctypes.c_char_p * max(self.nfetch, 1))(*fetch)
+        self.out = (ctypes.c_void_p * max(self.nfetch, 1))()
+        self.meta = (ctypes.c_int64 * (self.nfetch * _META + 1))()
+        self.meta_addr = ctypes.addressof(self.meta)
+        self.feed_kinds = [None] * self.nfeed  # (dtype, shape) of each feed in the last call
+        self.views = [None] * self.nfetch      # (meta, scratch, view) of each fetch's last place
+
+
+class _ThreadState(threading.local):
+    """Per thread: an error buffer, a scratch buffer that the runtime copies fetches into, and
+    the prepared calls of this thread."""
+
+    def __init__(self):
+        self.err = _errbuf()
+        self.calls = {}
+        self.grow(_SCRATCH)
+
+    def grow(self, nbytes):
+        if getattr(self, "scratch", None) is None or nbytes > self.scratch.nbytes:
+            self.scratch = np.empty(max(nbytes, _SCRATCH), np.uint8)
+            self.scratch_addr = self.scratch.ctypes.data
+
+
+_tls = _ThreadState()
+
+
+def _thread_state():
+    return _tls
+
+
 class Program:
     """A loaded .flp bundle (flc build model.fl -o model.flp): its startup and main programs."""
 
@@ -226,26 +278,77 @@ class Executor:
             raise Error("feed must be a dict of var name -> array, not %s" % type(feed).__name__)
         if isinstance(fetch_list, (str, bytes)):
             fetch_list = [fetch_list]
+        t = _thread_state()
+        try:
+            key = (tuple(feed), tuple(fetch_list))
+            p = t.calls.get(key)
+        except TypeError:  # an unhashable fetch name: _name says what is wrong with it
+            for n in fetch_list:
+                _name(n, "fetch")
+            raise
+        if p is None:
+            p = _Prepared(key[0], key[1])
+            if len(t.calls) >= 64:
+                t.calls.clear()
+            t.calls[key] = p
         keep = []
-        feeds = (_Feed * max(len(feed), 1))()
-        for i, (name, value) in enumerate(feed.items()):
-            feeds[i] = _as_feed(name, value, keep)
-        names = [_name(n, "fetch") for n in fetch_list]
-        cnames = (ctypes.c_char_p * max(len(names), 1))(*names)
-        out = (ctypes.c_void_p * max(len(names), 1))()
-        buf = _errbuf()
-        if _lib.flpy_executor_run(self._handle(), 1 if predict else 0, feeds, len(feed), cnames,
-                                  len(names), out, buf, _ERRLEN):
-            _raise(buf)
+        fs, shapes, last = p.feeds, p.shapes, p.feed_kinds
+        for i, value in enumerate(feed.values()):
+            arr = value if type(value) is np.ndarray else np.asarray(value)
+            if not arr.flags.c_contiguous:
+                arr = np.ascontiguousarray(arr)
+            f = fs[i]
+            kind = (arr.dtype, arr.shape)
+            if kind != last[i]:  # dtype and shape as in the last call: the struct holds them
+                code = _CODES.get(arr.dtype)
+                if code is None or arr.ndim > _MAX_DIMS:
+                    _as_feed(p.feed_names[i], arr, keep)  # raises the error
+                f.dtype = code
+                f.ndim = arr.ndim
+                sh = shapes[i]
+                for j, d in enumerate(arr.shape):
+                    sh[j] = d
+                last[i] = kind
+            if arr.nbytes <= _SMALL_FEED:
+                f.data = arr.tobytes()  # kept by the struct until the next call
+            else:
+                f.data = arr.ctypes.data
+                keep.append(arr)
+        n = p.nfetch
+        sc = t.scratch
+        rc = _lib.flpy_executor_run_into(self._handle(), 1 if predict else 0, fs, p.nfeed,
+                                         p.cnames, n, p.out, p.meta_addr, t.scratch_addr,
+                                         sc.nbytes, t.err, _ERRLEN)
+        if rc < 0:
+            _raise(t.err)
+        m = p.meta
+        if rc == 0:
+            results = []
+            views = p.views
+            for i in range(n):
+                b = i * _META
+                mi = m[b:b + _META]
+                v = views[i]
+                if v is None or v[0] != mi or v[1] is not sc:
+                    # a view of the fetch's place in the scratch buffer, made again when its
+                    # dtype, shape or place changes
+                    v = views[i] = (mi, sc, np.ndarray(tuple(mi[4:4 + mi[1]]), _DTYPES[mi[0]],
+                                                       sc, mi[2]))
+                results.append(v[2].copy())
+            return results
+        # the fetches did not fit in the thread's scratch buffer: take them one by one, and grow it
+        t.grow(m[n * _META])
+        out = p.out
         results = []
         try:
-            for i in range(len(names)):
+            for i in range(n):
                 h, out[i] = out[i], None
                 results.append(_take(h))
         finally:
-            for i in range(len(names)):
+            for i in range(n):
                 if out[i]:
                     _lib.flpy_tensor_free(out[i])
+                    out[i] = None
         return results
 
     def run(self, feed=None, fetch_list=None):
