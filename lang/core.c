@@ -481,6 +481,33 @@ static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_ev_append_backward(c, v[0], v[1], a->span);
 }
 
+/* minimize()'s backward: append_backward, its ops then moved before the updates of the
+ * program's earlier minimizes, so that every minimize differentiates the forward as it was
+ * before any update (what a transpiled plan computes too: its trainers run every backward and
+ * no update). The updates of all minimizes follow, in their order. Updates built elsewhere
+ * than block 0 (server.do()) are not tracked. */
+static FlValue *c_minimize_backward(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("minimize_backward", "loss parameter_list=", 2);
+    FlBlock *b0 = fl_ir_block(c->b.main, 0);
+    size_t n0 = b0->ops.len;
+    FlValue *r = fl_ev_append_backward(c, v[0], v[1], a->span);
+    if (r->kind == VK_ERROR || c->b.block != b0) return r;
+    size_t n1 = b0->ops.len;
+    const char *key = fl_arena_printf(&c->arena, "%p", (void *)c->b.main);
+    size_t *at = fl_map_find_str(&c->updates_at, key);
+    if (!at) {
+        at = fl_arena_alloc(&c->arena, sizeof *at);
+        fl_map_put_str(&c->updates_at, key, at);
+        *at = n1;
+    } else if (*at < n0) {
+        fl_ir_ops_move_tail(b0, n0, *at);
+        *at += n1 - n0;
+    } else {
+        *at = n1; /* no op since the last minimize's backward */
+    }
+    return r;
+}
+
 static FlValue *c_error(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("error", "message", 1);
     if (!fl_ev_want_str(c, v[0], "message", a->span)) return c->error;
@@ -1279,6 +1306,7 @@ static const NativeFn core_fns[] = {
     {"unique_name", c_unique_name},
     {"unique_name_guard", c_unique_guard},
     {"append_backward", c_append_backward},
+    {"minimize_backward", c_minimize_backward},
     {"error", c_error},
     {"record", c_record},
     {"export", c_export},

@@ -192,6 +192,9 @@ struct Ctx {
     FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of
                                the user's line that created it: a second create_parameter of
                                that name shares it */
+    FlMap updates_at;       /* "<main program>" -> size_t* (arena): the index in its block 0 of
+                               the first op after the first minimize()'s backward (where the
+                               updates begin); later minimizes' backwards go before it */
     bool in_server_do;
     bool aborted;           /* a limit was hit: stop evaluating */
     FlBlock *server_block;

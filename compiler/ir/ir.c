@@ -314,6 +314,17 @@ FlOpDesc *fl_ir_op_insert(FlBlock *b, size_t pos, const char *type) {
     return op;
 }
 
+void fl_ir_ops_move_tail(FlBlock *b, size_t from, size_t to) {
+    FL_ASSERT(to <= from && from <= b->ops.len);
+    size_t n = b->ops.len - from;
+    if (n == 0 || to == from) return;
+    FlOpDesc **tail = fl_xmalloc(n * sizeof *tail);
+    memcpy(tail, &b->ops.data[from], n * sizeof *tail);
+    memmove(&b->ops.data[to + n], &b->ops.data[to], (from - to) * sizeof *tail);
+    memcpy(&b->ops.data[to], tail, n * sizeof *tail);
+    free(tail);
+}
+
 void fl_ir_op_remove(FlBlock *b, size_t pos) {
     FL_ASSERT(pos < b->ops.len);
     fl_ir_op_free(b->ops.data[pos]);

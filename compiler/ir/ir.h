@@ -166,6 +166,9 @@ void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, 
 FlOpDesc *fl_ir_op_append(FlBlock *b, const char *type);
 FlOpDesc *fl_ir_op_insert(FlBlock *b, size_t pos, const char *type); /* before ops[pos] */
 void fl_ir_op_remove(FlBlock *b, size_t pos);                         /* frees the op */
+/* Moves ops [from, len) of b to before ops[to] (to <= from), keeping their order and the order
+ * of the ops they pass: [0, to) [from, len) [to, from). */
+void fl_ir_ops_move_tail(FlBlock *b, size_t from, size_t to);
 FlOpDesc *fl_ir_op_clone(const FlOpDesc *op);
 void fl_ir_op_free(FlOpDesc *op);
 

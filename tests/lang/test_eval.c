@@ -1119,6 +1119,32 @@ static void test_program_methods(void) {
     check_errors("", errs, FL_ARRAY_LEN(errs));
 }
 
+/* Several minimize() calls: each later backward goes before the earlier updates, so the block
+ * reads forward, backward 1, 2, 3, then sgd, momentum, adam (no gradient op after an update). */
+static void test_several_minimize(void) {
+    FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[3])\n"
+                              "h = layers.fc(x, size=5, param_attr='w1', bias_attr='b1')\n"
+                              "loss = layers.mean(layers.fc(h, size=1, param_attr='w2', bias_attr=False))\n"
+                              "fluid.optimizer.SGD(learning_rate=0.1).minimize(loss, parameter_list=['w2'])\n"
+                              "fluid.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss, parameter_list=['w1'])\n"
+                              "fluid.optimizer.Adam(learning_rate=0.1).minimize(loss, parameter_list=['b1'])\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    const FlBlock *bl = fl_ir_block(b->main, 0);
+    size_t n = bl->ops.len, first_update = n, last_grad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *t = bl->ops.data[i]->type;
+        if (strstr(t, "_grad")) last_grad = i;
+        if ((!strcmp(t, "sgd") || !strcmp(t, "momentum") || !strcmp(t, "adam")) && first_update == n) first_update = i;
+    }
+    CU_ASSERT_EQUAL(count(b, 0, "mean_grad"), 3);
+    CU_ASSERT_TRUE(last_grad < first_update);
+    CU_ASSERT_STRING_EQUAL(bl->ops.data[n - 3]->type, "sgd");
+    CU_ASSERT_STRING_EQUAL(bl->ops.data[n - 2]->type, "momentum");
+    CU_ASSERT_STRING_EQUAL(bl->ops.data[n - 1]->type, "adam");
+    CU_ASSERT_TRUE(slot_has(bl->ops.data[n - 2], true, "Grad", "w1@GRAD"));
+    fl_ir_bundle_free(b);
+}
+
 static void test_backward_sum(void) {
     /* a var used twice gets its gradients summed */
     FlBundle *b = compile(HDR "x = layers.data(name='x', shape=[4])\n"
@@ -1453,6 +1479,7 @@ int main(void) {
         {"parallel_for", test_parallel_for},
         {"programs_and_guards", test_programs_and_guards},
         {"backward_sum", test_backward_sum},
+        {"several_minimize", test_several_minimize},
         {"program_methods", test_program_methods},
         {"classes", test_classes},
         {"python_library", test_python_library},

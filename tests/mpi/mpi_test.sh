@@ -24,6 +24,9 @@
 #                                 gradients split by block rows and merged on the pservers) on
 #                                 P=2 T=2 (lazy Adam, Adagrad) and P=3 T=1 (SGD), equal to local
 #                                 training; --stats counts the rows sent
+#   sparse_multi_opt              tests/mpi/ctr_multi_opt.fl (two minimize() calls: Adam on the
+#                                 fc layers, SGD or Adagrad on two is_sparse tables of 100000 and
+#                                 10000 rows) on P=2 T=2 and P=3 T=1, equal to local training
 #   sparse_async_allreduce        the same model on an allreduce pair (sparse gradients gathered
 #                                 as rows; lazy Adam) equal to local training; async P=2 T=2
 #                                 trains, and its tables changed in looked-up rows only
@@ -297,6 +300,18 @@ sparse_sync)
     cat "$TMP/stats"
     grep -q "rank 0 (trainer 0): sparse gradients: [1-9][0-9]* rows, [0-9]* bytes in [0-9]* messages" "$TMP/stats" ||
         fail "--stats shows no sparse traffic"
+    ;;
+sparse_multi_opt)
+    # each minimize's gradients are the forward's before any update, locally as on the plan's
+    # trainers (which run both backwards and no update): every step's loss, the tables, the fc
+    # layers and both optimizers' state against the local run on the global batch
+    MODEL=tests/mpi/ctr_multi_opt.fl BATCH=25 STATE=moment1 DEFS="-D tables=sgd"
+    equality 2 2 4096
+    grep -q "learning_rate_1" "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the second optimizer's learning rate"
+    equality 3 1 4096
+    STATE=table_a_moment DEFS="-D tables=adagrad"
+    equality 2 2 4096
+    equality 3 1 4096
     ;;
 sparse_async_allreduce)
     # an allreduce pair gathers the sparse gradients as rows (lazy Adam then updates only the
