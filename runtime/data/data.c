@@ -292,9 +292,32 @@ static void quote(char *dst, size_t cap, const char *s, size_t n) {
     }
 }
 
+/* The common plain decimal ("-12.375", "0.5", "7"; an optional sign, at most 19 digits with at
+ * most 22 after the point, no exponent), NUL-terminated, converted exactly as strtod does it: the
+ * digits are an integer m <= 2^53 and 10^k (k <= 22) is exact in a double, so m / 10^k is one
+ * correctly rounded division (Clinger's fast path). False (nothing set) for any other text,
+ * which strtod_l then parses. */
+static bool fast_decimal(const char *s, double *out) {
+    static const double pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    bool neg = *s == '-';
+    if (*s == '-' || *s == '+') s++;
+    uint64_t m = 0;
+    int digits = 0, frac = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) m = m * 10 + (uint64_t)(*s - '0');
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++, digits++, frac++) m = m * 10 + (uint64_t)(*s - '0');
+    if (*s || digits == 0 || digits > 19 || frac > 22 || m > (UINT64_C(1) << 53)) return false;
+    double v = (double)m / pow10[frac];
+    *out = neg ? -v : v;
+    return true;
+}
+
 /* Parses the field text s (NUL-terminated, trimmed, not empty) for feed f. */
 static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t c, char *s,
                             locale_t loc, double *dv, int64_t *iv, FlErr *e) {
+    if (f->dtype != FL_DT_INT64 && fast_decimal(s, dv)) return FL_OK;
     char text[64];
     size_t n = strlen(s);
     quote(text, sizeof text, s, n);
@@ -736,20 +759,27 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
             for (size_t k = 0; k < n; k++) memcpy(d + k * nc, raw + rows[k] * nc, nc * sizeof *d);
             continue;
         }
-        const double *raw = src->raw[i];
-        for (size_t k = 0; k < n; k++)
+        /* locals: the stores below cannot alias them, so the loop keeps them in registers */
+        const double *raw = src->raw[i], *mu = ds->mean[i], *sd = ds->std[i];
+        bool norm = f->normalize, scaled = f->has_scale, f32 = f->dtype == FL_DT_FLOAT32;
+        double scale = f->scale;
+        float *d32 = (float *)ds->data[i];
+        double *d64 = (double *)ds->data[i];
+        for (size_t k = 0; k < n; k++) {
+            const double *from = raw + rows[k] * nc;
             for (size_t c = 0; c < nc; c++) {
-                double v = raw[rows[k] * nc + c];
-                if (f->normalize) {
-                    v -= ds->mean[i][c];
-                    if (ds->std[i][c] > 0) v /= ds->std[i][c];
+                double v = from[c];
+                if (norm) {
+                    v -= mu[c];
+                    if (sd[c] > 0) v /= sd[c];
                 }
-                if (f->has_scale) v *= f->scale;
-                if (f->dtype == FL_DT_FLOAT32)
-                    ((float *)ds->data[i])[k * nc + c] = (float)v;
+                if (scaled) v *= scale;
+                if (f32)
+                    d32[k * nc + c] = (float)v;
                 else
-                    ((double *)ds->data[i])[k * nc + c] = v;
+                    d64[k * nc + c] = v;
             }
+        }
     }
     *out = ds;
     return FL_OK;
