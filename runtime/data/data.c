@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* An owned copy of an FlDataFeed. */
@@ -355,6 +357,22 @@ static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t 
     return FL_OK;
 }
 
+/* Prefaults the pages of the large array p[0..bytes) in one call (MADV_POPULATE_WRITE) instead
+ * of one page fault per 4 KiB page on first touch: loading the MLP bench's 2,624 rows of 784
+ * columns (25 MB of arrays) took 170 ms of CPU with a fault per page, 40 ms with the pages
+ * already mapped, on the development machine (a VM where a fault costs ~20 us). Only a hint: a
+ * kernel without it (before Linux 5.14) faults them in as before. */
+static void prefault(void *p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    enum { MIN = 1u << 20 };
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
+    if (bytes >= MIN && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 /* Makes room for one more row in every raw array. */
 static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     if (src->nrows < src->cap) return FL_OK;
@@ -365,6 +383,7 @@ static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
         if (cap > SIZE_MAX / 2 / per) return fl_err(e, "%s: too many rows", path);
         void *p = realloc(src->raw[i], cap * per);
         if (!p) return fl_err(e, "%s: out of memory after %zu rows", path, src->nrows);
+        prefault((unsigned char *)p + src->cap * per, (cap - src->cap) * per);
         src->raw[i] = p;
     }
     src->cap = cap;
@@ -753,6 +772,7 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         }
         ds->data[i] = malloc(n ? n * nc * es : 1);
         if (!ds->data[i]) goto oom;
+        prefault(ds->data[i], n * nc * es);
         if (f->dtype == FL_DT_INT64) {
             const int64_t *raw = src->raw[i];
             int64_t *d = (int64_t *)ds->data[i];
