@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* An owned copy of an FlDataFeed. */
@@ -292,9 +294,32 @@ static void quote(char *dst, size_t cap, const char *s, size_t n) {
     }
 }
 
+/* The common plain decimal ("-12.375", "0.5", "7"; an optional sign, at most 19 digits with at
+ * most 22 after the point, no exponent), NUL-terminated, converted exactly as strtod does it: the
+ * digits are an integer m <= 2^53 and 10^k (k <= 22) is exact in a double, so m / 10^k is one
+ * correctly rounded division (Clinger's fast path). False (nothing set) for any other text,
+ * which strtod_l then parses. */
+static bool fast_decimal(const char *s, double *out) {
+    static const double pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    bool neg = *s == '-';
+    if (*s == '-' || *s == '+') s++;
+    uint64_t m = 0;
+    int digits = 0, frac = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) m = m * 10 + (uint64_t)(*s - '0');
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++, digits++, frac++) m = m * 10 + (uint64_t)(*s - '0');
+    if (*s || digits == 0 || digits > 19 || frac > 22 || m > (UINT64_C(1) << 53)) return false;
+    double v = (double)m / pow10[frac];
+    *out = neg ? -v : v;
+    return true;
+}
+
 /* Parses the field text s (NUL-terminated, trimmed, not empty) for feed f. */
 static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t c, char *s,
                             locale_t loc, double *dv, int64_t *iv, FlErr *e) {
+    if (f->dtype != FL_DT_INT64 && fast_decimal(s, dv)) return FL_OK;
     char text[64];
     size_t n = strlen(s);
     quote(text, sizeof text, s, n);
@@ -332,6 +357,22 @@ static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t 
     return FL_OK;
 }
 
+/* Prefaults the pages of the large array p[0..bytes) in one call (MADV_POPULATE_WRITE) instead
+ * of one page fault per 4 KiB page on first touch: loading the MLP bench's 2,624 rows of 784
+ * columns (25 MB of arrays) took 170 ms of CPU with a fault per page, 40 ms with the pages
+ * already mapped, on the development machine (a VM where a fault costs ~20 us). Only a hint: a
+ * kernel without it (before Linux 5.14) faults them in as before. */
+static void prefault(void *p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    enum { MIN = 1u << 20 };
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + bytes) & ~(pg - 1);
+    if (bytes >= MIN && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 /* Makes room for one more row in every raw array. */
 static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     if (src->nrows < src->cap) return FL_OK;
@@ -342,6 +383,7 @@ static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
         if (cap > SIZE_MAX / 2 / per) return fl_err(e, "%s: too many rows", path);
         void *p = realloc(src->raw[i], cap * per);
         if (!p) return fl_err(e, "%s: out of memory after %zu rows", path, src->nrows);
+        prefault((unsigned char *)p + src->cap * per, (cap - src->cap) * per);
         src->raw[i] = p;
     }
     src->cap = cap;
@@ -730,26 +772,34 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         }
         ds->data[i] = malloc(n ? n * nc * es : 1);
         if (!ds->data[i]) goto oom;
+        prefault(ds->data[i], n * nc * es);
         if (f->dtype == FL_DT_INT64) {
             const int64_t *raw = src->raw[i];
             int64_t *d = (int64_t *)ds->data[i];
             for (size_t k = 0; k < n; k++) memcpy(d + k * nc, raw + rows[k] * nc, nc * sizeof *d);
             continue;
         }
-        const double *raw = src->raw[i];
-        for (size_t k = 0; k < n; k++)
+        /* locals: the stores below cannot alias them, so the loop keeps them in registers */
+        const double *raw = src->raw[i], *mu = ds->mean[i], *sd = ds->std[i];
+        bool norm = f->normalize, scaled = f->has_scale, f32 = f->dtype == FL_DT_FLOAT32;
+        double scale = f->scale;
+        float *d32 = (float *)ds->data[i];
+        double *d64 = (double *)ds->data[i];
+        for (size_t k = 0; k < n; k++) {
+            const double *from = raw + rows[k] * nc;
             for (size_t c = 0; c < nc; c++) {
-                double v = raw[rows[k] * nc + c];
-                if (f->normalize) {
-                    v -= ds->mean[i][c];
-                    if (ds->std[i][c] > 0) v /= ds->std[i][c];
+                double v = from[c];
+                if (norm) {
+                    v -= mu[c];
+                    if (sd[c] > 0) v /= sd[c];
                 }
-                if (f->has_scale) v *= f->scale;
-                if (f->dtype == FL_DT_FLOAT32)
-                    ((float *)ds->data[i])[k * nc + c] = (float)v;
+                if (scaled) v *= scale;
+                if (f32)
+                    d32[k * nc + c] = (float)v;
                 else
-                    ((double *)ds->data[i])[k * nc + c] = v;
+                    d64[k * nc + c] = v;
             }
+        }
     }
     *out = ds;
     return FL_OK;

@@ -451,6 +451,31 @@ ADD_ACC_LOOP(add_acc_y_f32, float, yo, sy, dy)
 ADD_ACC_LOOP(add_acc_x_f64, double, xo, sx, dx)
 ADD_ACC_LOOP(add_acc_y_f64, double, yo, sy, dy)
 
+/* A bias' gradient: dOut [rows, cols] summed over its rows into d [cols], on the kernel pool in
+ * chunks of columns. Each column is summed over the rows in order by one thread, as the serial
+ * loop does, so the cut changes no bit. */
+typedef struct ColSumJob {
+    bool f32;
+    const void *g;
+    void *d;
+    int64_t rows, cols;
+} ColSumJob;
+
+static void col_sum_chunk(void *arg, int64_t lo, int64_t hi) {
+    const ColSumJob *j = arg;
+    for (int64_t r = 0; r < j->rows; r++) {
+        if (j->f32) {
+            const float *g = (const float *)j->g + r * j->cols;
+            float *restrict d = j->d;
+            for (int64_t c = lo; c < hi; c++) d[c] += g[c];
+        } else {
+            const double *g = (const double *)j->g + r * j->cols;
+            double *restrict d = j->d;
+            for (int64_t c = lo; c < hi; c++) d[c] += g[c];
+        }
+    }
+}
+
 static bool is_out_shape(const FlTensor *t, const KBcast *b) {
     return t->ndim == b->ondim && memcmp(t->ne, b->one, sizeof(int64_t) * (size_t)b->ondim) == 0;
 }
@@ -480,6 +505,13 @@ FlStatus fl_kernel_elementwise_add_grad(FlErr *e, const FlTensor *x, const FlTen
         if (kalloc_like(e, op, &r[k], in[k])) { /* zero-filled: the sums start at 0 */
             fl_tensor_fini(&r[0]);
             return FL_ERROR;
+        }
+        const int64_t *st = k == 0 ? b.sx : b.sy;
+        if (b.nd == 2 && st[0] == 0 && st[1] == 1) { /* a bias: [cols] against [rows, cols] */
+            ColSumJob j = {f32, fl_tensor_data(dout), fl_tensor_data(&r[k]), b.ne[0], b.ne[1]};
+            int64_t grain = EW_GRAIN / b.ne[0];
+            fl_par_for(b.ne[1], grain > 16 ? grain : 16, col_sum_chunk, &j);
+            continue;
         }
         Ctx c = {.g = fl_tensor_data(dout), .dx = k == 0 ? fl_tensor_data(&r[k]) : NULL,
                  .dy = k == 1 ? fl_tensor_data(&r[k]) : NULL};

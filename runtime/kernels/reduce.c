@@ -20,14 +20,45 @@ static int64_t label_at(const FlTensor *l, int64_t i) {
 
 /* ---- softmax ---- */
 
+/* softmax and its gradient on the kernel pool (par.h): chunks of whole rows, at least
+ * ROW_GRAIN elements each (the activations' grain, docs/kernels.md "Threads"); each row is
+ * computed as serially, by one thread, so the cut changes no bit. */
+enum { ROW_GRAIN = 1 << 15 };
+
+typedef struct RowJob {
+    bool f32, grad;
+    const void *a, *g; /* softmax: X; grad: Out and Out@GRAD */
+    void *o;
+    int64_t d;
+} RowJob;
+
+static void softmax_rows(void *arg, int64_t lo, int64_t hi) {
+    const RowJob *j = arg;
+    int64_t at = lo * j->d, n = hi - lo;
+    if (j->f32 && !j->grad)
+        softmax_f32((const float *)j->a + at, (float *)j->o + at, n, j->d);
+    else if (!j->grad)
+        softmax_f64((const double *)j->a + at, (double *)j->o + at, n, j->d);
+    else if (j->f32)
+        softmax_grad_f32((const float *)j->a + at, (const float *)j->g + at, (float *)j->o + at, n, j->d);
+    else
+        softmax_grad_f64((const double *)j->a + at, (const double *)j->g + at, (double *)j->o + at, n,
+                         j->d);
+}
+
+static void softmax_run(RowJob *j, int64_t rows) {
+    int64_t grain = j->d > 0 && j->d < ROW_GRAIN ? ROW_GRAIN / j->d : 1;
+    fl_par_for(rows, grain, softmax_rows, j);
+}
+
 FlStatus fl_kernel_softmax(FlErr *e, const FlTensor *x, FlTensor *out) {
     if (kneed_float(e, "softmax", "X", x)) return FL_ERROR;
     if (x->ndim < 1) return fl_err(e, "softmax: X %s must have rank 1 or more", fl_tensor_shape(x).s);
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc_raw_like(e, "softmax", &r, x)) return FL_ERROR;
     int64_t d = x->ne[x->ndim - 1], rows = d ? fl_tensor_numel(x) / d : 0;
-    if (x->dtype == FL_DT_FLOAT32) softmax_f32(fl_tensor_data(x), fl_tensor_data(&r), rows, d);
-    else softmax_f64(fl_tensor_data(x), fl_tensor_data(&r), rows, d);
+    RowJob j = {.f32 = x->dtype == FL_DT_FLOAT32, .a = fl_tensor_data(x), .o = fl_tensor_data(&r), .d = d};
+    softmax_run(&j, rows);
     kout(out, &r);
     return FL_OK;
 }
@@ -40,10 +71,9 @@ FlStatus fl_kernel_softmax_grad(FlErr *e, const FlTensor *out, const FlTensor *d
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc_raw_like(e, op, &r, out)) return FL_ERROR;
     int64_t d = out->ne[out->ndim - 1], rows = d ? fl_tensor_numel(out) / d : 0;
-    if (out->dtype == FL_DT_FLOAT32)
-        softmax_grad_f32(fl_tensor_data(out), fl_tensor_data(dout), fl_tensor_data(&r), rows, d);
-    else
-        softmax_grad_f64(fl_tensor_data(out), fl_tensor_data(dout), fl_tensor_data(&r), rows, d);
+    RowJob j = {.f32 = out->dtype == FL_DT_FLOAT32, .grad = true, .a = fl_tensor_data(out),
+                .g = fl_tensor_data(dout), .o = fl_tensor_data(&r), .d = d};
+    softmax_run(&j, rows);
     kout(dx, &r);
     return FL_OK;
 }

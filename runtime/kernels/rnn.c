@@ -12,6 +12,12 @@
 #include <math.h>
 
 #include "runtime/kernels/kernels_impl.h"
+#include "runtime/kernels/par.h"
+
+/* Gate units (a row's D, times rows) per chunk of a step's gate math on the kernel pool: each
+ * unit is five transcendentals in double (~0.1 us), so 2^12 of them far outweigh a hand-over
+ * (a few us, docs/kernels.md "Threads"). */
+enum { GATE_GRAIN = 1 << 12 };
 
 bool fl_rnn_act_find(const char *name, FlRnnAct *act) {
     static const char *const names[] = {"sigmoid", "tanh", "relu", "identity"};

@@ -2,7 +2,10 @@
 # Benchmark (prints figures, never fails on time): training samples/s and peak RSS of fluidc and
 # PyTorch side by side, at 1 and at 2 threads (THREADS), on ResNet-32 (32x32x3, batch 64, Adam), VGG-16 with batch
 # norm and dropout (32x32x3, batch 64, Momentum), the digits CNN (8x8, batch 64, Adam) and the
-# MLP 784-512-512-10 (batch 64, SGD); then the inference latency of one image through ResNet-32.
+# MLP 784-512-512-10 (batch 64, SGD), and the LSTM sentiment model of bench_lstm.sh (lstm:
+# embedding 128, LSTM 512 over sequences of 20 to 200 ids, batch 32, Adam; PyTorch's nn.LSTM over
+# the padded batch, bench_torch_lstm.py, its faster way on the CPU; samples are sequences); then
+# the inference latency of one image through ResNet-32.
 # The models: tests/bench/models/models.fl (fluidc) and bench_torch_models.py (the same layers in
 # PyTorch, Debian's python3-torch, torch.set_num_threads(T)); random data. Each model runs at each
 # thread count T of THREADS: fluidc with flrun --threads T, PyTorch with torch.set_num_threads(T).
@@ -18,7 +21,7 @@
 # single-image forward passes, one thread (bench_infer through the embedding API; PyTorch in
 # eval mode under no_grad). Without python3-torch the PyTorch columns read n/a.
 # usage: tests/bench/bench_models.sh [BUILD_DIR]  (env: TRIALS=2, WARM=1, RUNS=30, NETS="resnet
-#        vgg cnn mlp", THREADS="1 2", PYTHON=/usr/bin/python3; FL_DNNL=0 runs fluidc without oneDNN)
+#        vgg cnn mlp lstm", THREADS="1 2", PYTHON=/usr/bin/python3; FL_DNNL=0 runs fluidc without oneDNN)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +30,7 @@ for f in "$flrun" "$infer"; do
     [ -x "$f" ] || { echo "bench_models: $f not found; build first (scripts/test.sh)"; exit 2; }
 done
 py=${PYTHON:-/usr/bin/python3}
-trials=${TRIALS:-2} warm=${WARM:-1} runs=${RUNS:-30} nets=${NETS:-resnet vgg cnn mlp}
+trials=${TRIALS:-2} warm=${WARM:-1} runs=${RUNS:-30} nets=${NETS:-resnet vgg cnn mlp lstm}
 threads_list=${THREADS:-1 2}
 # OpenMP teams (oneDNN's in fluidc, PyTorch's) wait passively: spinning teams of 2 on cores that
 # other jobs share ran several times slower than one thread (flrun sets this itself, docs/kernels.md)
@@ -54,20 +57,40 @@ with open(path, "w") as f:
         f.write(",".join("%.3f" % r.random() for _ in range(n)) + ",%d\n" % r.randrange(10))
 PY
 }
+# lstm_data ROWS FILE: ROWS sequences of 20 to 200 word ids < 10000 and a label in 0..1 (seeded)
+lstm_data() {
+    "$py" - "$1" "$2" <<'PY'
+import random, sys
+rows, path = int(sys.argv[1]), sys.argv[2]
+r = random.Random(5)
+with open(path, "w") as f:
+    for _ in range(rows):
+        ids = " ".join(str(r.randrange(10000)) for _ in range(r.randrange(20, 201)))
+        f.write("%s,%d\n" % (ids, r.randrange(2)))
+PY
+}
 # flrun's wall seconds, CPU seconds and peak RSS (KB) training NET on FILE with T threads
 fl() {
-    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$flrun" "$here/models/models.fl" -q -D net="$1" \
-        -D data="$2" --threads "$3" >/dev/null
+    if [ "$1" = lstm ]; then set -- "$here/lstm/sentiment_lstm.fl" "$2" "$3"
+    else set -- "$here/models/models.fl" "$2" "$3" -D net="$1"; fi
+    prog=$1 d=$2 thr=$3
+    shift 3
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$flrun" "$prog" -q "$@" -D data="$d" \
+        --threads "$thr" >/dev/null
     awk '{ print $1, $2 + $3, $4 }' "$tmp/t"
 }
 
-printf 'Training, batch 64 (best of %d; samples/s by the wall clock and per CPU second)\n' "$trials"
+printf 'Training, batch 64, lstm 32 (best of %d; samples/s by the wall clock and per CPU second)\n' "$trials"
 printf '%-8s %3s %10s %10s %7s | %10s %10s %7s | %8s %8s\n' model thr fluidc PyTorch ratio fl/CPU-s \
     pt/CPU-s ratio "fl RSS" "pt RSS"
 for net in $nets; do
   case $net in resnet) timed=${TIMED:-4} ;; vgg) timed=${TIMED:-2} ;; cnn) timed=${TIMED:-400} ;; *) timed=${TIMED:-40} ;; esac
-  data "$net" $((64 * warm)) "$tmp/warm.csv"
-  data "$net" $((64 * (warm + timed))) "$tmp/all.csv"
+  bs=64
+  [ "$net" = lstm ] && bs=32 timed=${TIMED:-12}
+  for f in warm:$warm all:$((warm + timed)); do
+      if [ "$net" = lstm ]; then lstm_data $((bs * ${f#*:})) "$tmp/${f%:*}.csv"
+      else data "$net" $((bs * ${f#*:})) "$tmp/${f%:*}.csv"; fi
+  done
   for thr in $threads_list; do
     fw=n/a fc=n/a frss=0 pw=n/a pc=n/a prss=n/a
     i=0
@@ -76,10 +99,16 @@ for net in $nets; do
         w1=$1 c1=$2
         set -- $(fl "$net" "$tmp/all.csv" "$thr")
         frss=$3
-        fw=$(max "$fw" "$(awk -v a="$w1" -v b="$1" -v n=$((64 * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
-        fc=$(max "$fc" "$(awk -v a="$c1" -v b="$2" -v n=$((64 * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
+        fw=$(max "$fw" "$(awk -v a="$w1" -v b="$1" -v n=$((bs * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
+        fc=$(max "$fc" "$(awk -v a="$c1" -v b="$2" -v n=$((bs * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
         if [ $torch = yes ]; then
-            out=$(BENCH_THREADS=$thr "$py" "$here/models/bench_torch_models.py" "$net" "$warm" "$timed")
+            if [ "$net" = lstm ]; then  # steps to samples (sequences)
+                out=$(BENCH_THREADS=$thr "$py" "$here/lstm/bench_torch_lstm.py" "$tmp/all.csv" "$warm" \
+                      "$timed" padded | awk '{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 &&
+                      kv[1] ~ /^steps_per/) { sub(/^steps/, "samples", kv[1]); $i = kv[1] "=" kv[2] * 32 } print }')
+            else
+                out=$(BENCH_THREADS=$thr "$py" "$here/models/bench_torch_models.py" "$net" "$warm" "$timed")
+            fi
             pw=$(max "$pw" "$(get samples_per_s "$out")")
             pc=$(max "$pc" "$(get samples_per_cpu_s "$out")")
             prss=$(get peak_rss_kb "$out")

@@ -1,6 +1,7 @@
 """The LSTM sentiment model of bench_lstm.sh in PyTorch: nn.Embedding(10000, 128), nn.LSTM(128, 512)
 (the input projection is the LSTM's own), each sequence's last hidden state to nn.Linear(512, 2),
-cross entropy, Adam at 1e-3; one thread. Two ways to feed sequences of different lengths, the MODE
+cross entropy, Adam at 1e-3; on BENCH_THREADS threads (environment; default 1, what bench_lstm.sh
+uses; bench_models.sh's lstm rows set it). Two ways to feed sequences of different lengths, the MODE
 argument:
   packed  pack_padded_sequence (enforce_sorted=False), the LSTM's final state: no step of padding
           is computed, but on the CPU the backward of each time step's slice of the packed data
@@ -8,10 +9,12 @@ argument:
           add are over 95% of a step in torch.profiler), which grows with the square of the length;
   padded  the padded batch through the LSTM (every sequence runs to the longest), the output at
           each sequence's last step.
-Reads the bench's CSV; prints steps_per_s= over the timed batches and peak_rss_kb=.
+Reads the bench's CSV; prints steps_per_s= over the timed batches (wall clock), steps_per_cpu_s=
+(process CPU time) and peak_rss_kb=.
 usage: bench_torch_lstm.py CSV WARM TIMED packed|padded"""
 import csv
 import gzip
+import os
 import resource
 import sys
 import time
@@ -20,7 +23,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 
-torch.set_num_threads(1)
+torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
 torch.manual_seed(1)
 path, warm, timed, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 assert mode in ("packed", "padded"), mode
@@ -64,8 +67,9 @@ def step(b):
 
 for k in range(warm):
     step(batches[k % len(batches)])
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 for k in range(timed):
     step(batches[(warm + k) % len(batches)])
-dt = time.perf_counter() - t0
-print("steps_per_s=%.3f peak_rss_kb=%d" % (timed / dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+dt, dc = time.perf_counter() - t0, time.process_time() - c0
+print("steps_per_s=%.3f steps_per_cpu_s=%.3f peak_rss_kb=%d" %
+      (timed / dt, timed / dc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))

@@ -764,6 +764,58 @@ static void test_lenient_syntax(void) {
     fl_data_free(ds);
 }
 
+/* The reader's fast path for plain decimals (data.c, fast_decimal) gives strtod's bits: one
+ * float64 column of seeded random decimals of 1 to 19 digits and 0 to 22 after the point,
+ * signs, leading zeros, and forms the fast path leaves to strtod (exponents, more than 19
+ * digits, m > 2^53, "1.", ".5", hex). */
+static void test_fast_decimals_match_strtod(void) {
+    enum { N = 4000 };
+    static const char *fixed[] = {"0", "-0", "-0.0", "+7", "1.", ".5", "-.25", "007.100",
+                                  "9007199254740993", "9007199254740992.5",
+                                  "0.1000000000000000055511151231257827",
+                                  "12345678901234567890", "1e-3", "2.5E2", "0x1p4",
+                                  "0.0000000000000000000001", "123.4567890123456789",
+                                  "3.14159265358979323846", "-999999999999999999.9"};
+    size_t nfixed = sizeof fixed / sizeof fixed[0];
+    char *text = malloc((size_t)N * 40 + 1), *p = text;
+    static char fields[N][40];
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < N; i++) {
+        if (i < nfixed) {
+            snprintf(fields[i], sizeof fields[i], "%s", fixed[i]);
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int digits = 1 + (int)(x % 19), frac = (int)((x >> 8) % (uint64_t)(digits + 1));
+            char *q = fields[i];
+            if ((x >> 16) & 1) *q++ = '-';
+            if (frac == digits) *q++ = '0'; /* "0.xyz": one more digit, as in "%.3f" */
+            for (int d = 0; d < digits; d++) {
+                if (d == digits - frac) *q++ = '.';
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                *q++ = (char)('0' + x % 10);
+            }
+            *q = 0;
+        }
+        p += sprintf(p, "%s\n", fields[i]);
+    }
+    static const size_t col0[1] = {0};
+    FlDataFeed feed = {.name = "v", .cols = col0, .ncols = 1, .dtype = FL_DT_FLOAT64};
+    FlDataSpec spec = {.path = tmp_write("decimals.csv", text), .feeds = &feed, .nfeeds = 1};
+    free(text);
+    FlDataset *ds = open_ok(&spec);
+    CU_ASSERT_EQUAL_FATAL(fl_data_rows(ds), N);
+    double *v = all_values(ds, 0);
+    int bad = 0;
+    for (size_t i = 0; i < N; i++) {
+        double want = strtod(fields[i], NULL);
+        if (memcmp(&want, &v[i], sizeof want) != 0 && bad++ < 5)
+            fprintf(stderr, "\n'%s': %.17g, strtod %.17g\n", fields[i], v[i], want);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(v);
+    fl_data_free(ds);
+}
+
 static void test_long_lines_and_truncated_gz(void) {
     /* Lines far longer than the reader's first buffer (4096 bytes). */
     enum { NC = 3000 };
@@ -1096,6 +1148,7 @@ int main(void) {
     CU_add_test(s, "errors", test_errors);
     CU_add_test(s, "lenient syntax", test_lenient_syntax);
     CU_add_test(s, "long lines, truncated gzip", test_long_lines_and_truncated_gz);
+    CU_add_test(s, "fast decimals match strtod", test_fast_decimals_match_strtod);
     CU_add_test(s, "threads", test_threads);
     CU_add_test(s, "sequence load and packing", test_seq_load);
     CU_add_test(s, "sequence split, shuffle, shares", test_seq_split_shuffle_shares);

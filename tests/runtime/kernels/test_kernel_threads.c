@@ -2,12 +2,14 @@
  * The pool really runs chunks on two threads; a chunk's nested kernels stay serial; bad sizes
  * are errors; kernels with a pool of 2 give the same bits run to run, the same bits as serially
  * where the cut cannot change a result (element-wise, optimizer updates, sums, conv2d's im2col
- * path over images) and the same within
+ * path over images, softmax and its gradient over rows, a bias' gradient over columns, an LSTM
+ * step's gates over rows) and the same within
  * float rounding where it can (GEMM blocks, oneDNN's team of 2); and many threads sharing one
  * pool at once get exactly the results a lone thread gets (labelled concurrency: TSan runs it). */
 #include <pthread.h>
 #include <time.h>
 
+#include "runtime/kernels/kernels_rnn.h"
 #include "runtime/kernels/par.h"
 #include "tests/runtime/kernels/kt.h"
 
@@ -107,9 +109,13 @@ static bool bits_equal(const FlTensor *a, const FlTensor *b) {
 
 /* The kernels under test, on the inputs of one case; out[k] receives result k. */
 typedef struct Case {
-    FlTensor x, w, a, b, img, filt, lr, img64, filt64;
+    FlTensor x, w, a, b, img, filt, lr, img64, filt64, bias, lx, lw, lb;
 } Case;
-enum { NOUT = 10 };
+enum { NOUT = 16 };
+/* The LSTM's batch: 128 sequences of 1 to 4 steps, D = 64 (a step's gate math, up to 128 x 64
+ * units, splits into two chunks; its recurrent GEMM, 128x256x64, stays whole) */
+enum { LSEQ = 128, LD = 64 };
+static int64_t loff[LSEQ + 1];
 
 static void run_kernels(const Case *c, FlTensor *out) {
     KT_OK(fl_kernel_mul(KE, &c->x, &c->w, 1, 1, &out[0]));                  /* GEMM, cut in blocks */
@@ -127,6 +133,13 @@ static void run_kernels(const Case *c, FlTensor *out) {
     FlConv2dAttrs ca = {.strides = {1, 1}, .paddings = {1, 1}, .dilations = {1, 1}, .groups = 1};
     KT_OK(fl_kernel_conv2d(KE, &c->img, &c->filt, &ca, &out[8]));           /* oneDNN */
     KT_OK(fl_kernel_conv2d(KE, &c->img64, &c->filt64, &ca, &out[9]));       /* im2col, images in chunks */
+    KT_OK(fl_kernel_softmax(KE, &c->a, &out[10]));                          /* rows in chunks */
+    KT_OK(fl_kernel_softmax_grad(KE, &out[10], &c->b, &out[11]));
+    FlTensor dx = FL_TENSOR_INIT;                                           /* a bias' gradient: */
+    KT_OK(fl_kernel_elementwise_add_grad(KE, &c->a, &c->bias, &c->b, 1, &dx, &out[12])); /* columns */
+    fl_tensor_fini(&dx);
+    FlLstmAttrs la = {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH}; /* gates in chunks */
+    KT_OK(fl_kernel_lstm(KE, &c->lx, loff, LSEQ, NULL, NULL, &c->lw, &c->lb, &la, &out[13], &out[14], &out[15]));
 }
 
 static Case make_case(void) {
@@ -140,11 +153,17 @@ static Case make_case(void) {
     c.lr = KT_T(F, KT_SHAPE(1), 0.01);
     c.img64 = kt_rand(&rng, FL_DT_FLOAT64, 4, (int64_t[]){8, 16, 12, 12}, -1, 1);
     c.filt64 = kt_rand(&rng, FL_DT_FLOAT64, 4, (int64_t[]){32, 16, 3, 3}, -1, 1);
+    c.bias = kt_rand(&rng, F, 1, (int64_t[]){600}, -1, 1);
+    for (int s = 0; s < LSEQ; s++) loff[s + 1] = loff[s] + 1 + (s * 7 + 3) % 4;
+    c.lx = kt_rand(&rng, F, 2, (int64_t[]){loff[LSEQ], 4 * LD}, -1, 1);
+    c.lw = kt_rand(&rng, F, 2, (int64_t[]){LD, 4 * LD}, -0.5, 0.5);
+    c.lb = kt_rand(&rng, F, 2, (int64_t[]){1, 7 * LD}, -0.5, 0.5);
     return c;
 }
 
 static void free_case(Case *c) {
-    FlTensor all[] = {c->x, c->w, c->a, c->b, c->img, c->filt, c->lr, c->img64, c->filt64};
+    FlTensor all[] = {c->x, c->w, c->a, c->b, c->img, c->filt, c->lr, c->img64, c->filt64, c->bias,
+                      c->lx, c->lw, c->lb};
     kt_fini((int)FL_ARRAY_LEN(all), all);
 }
 
@@ -164,8 +183,9 @@ static void test_kernels_on_pool(void) {
     for (int k = 0; k < NOUT; k++) {
         if (!bits_equal(&par1[k], &par2[k])) fprintf(stderr, "\nresult %d: two runs on 2 threads differ\n", k);
         CU_ASSERT(bits_equal(&par1[k], &par2[k]));
-        /* element-wise, updates, the sum and im2col's images: the same bits as serial */
-        bool exact = (k >= 1 && k <= 7) || k == 9;
+        /* element-wise, updates, the sum, im2col's images, softmax's rows, the bias
+         * gradient's columns and the LSTM's gate rows: the same bits as serial */
+        bool exact = (k >= 1 && k <= 7) || k >= 9;
         double d = kt_rel_diff(&serial[k], &par1[k]);
         if (exact ? !bits_equal(&serial[k], &par1[k]) : !(d <= 1e-5))
             fprintf(stderr, "\nresult %d: 1 and 2 threads differ by %g\n", k, d);
