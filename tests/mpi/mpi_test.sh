@@ -31,7 +31,8 @@
 #                                 the pservers, rows looked up there, never whole on a rank) on
 #                                 P=2 T=2 (lazy Adam) and P=3 T=1 (SGD), equal to local
 #                                 training (the tables from the shards of --save); no trainer
-#                                 makes or receives a table; --stats counts the looked-up rows
+#                                 makes or receives a table; --stats counts the looked-up rows;
+#                                 async P=2 T=2 trains (the loss falls)
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -324,6 +325,11 @@ dist_table)
     STATE=learning_rate DEFS="-D opt=sgd -D dist=1"
     equality 3 1 1024
     stats_show "distributed tables: [1-9][0-9]* rows looked up in [0-9]* requests" "no lookups"
+    # async P=2 T=2: lookups answered at once, each trainer's rows applied on arrival; it trains
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
+    "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
     ;;
 sparse_async_allreduce)
     # an allreduce pair gathers the sparse gradients as rows (lazy Adam then updates only the
