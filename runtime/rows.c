@@ -184,10 +184,15 @@ FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, cons
     if (!fits)
         return fl_err(e, "SelectedRows: rows %s %s do not fit into %s %s", fl_dtype_name(sub->dtype),
                       fl_tensor_shape(sub).s, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
-    FlTensor r = FL_TENSOR_INIT;
-    if (fl_tensor_copy(e, &r, t)) return FL_ERROR;
     size_t rb = row_bytes(t);
     const int64_t *ids = fl_tensor_data(rows);
+    if (out == t && t->buf && fl_buffer_refs(t->buf) == 1) { /* in place: a server's table block */
+        for (int64_t i = 0; i < rows->ne[0]; i++)
+            memcpy((char *)fl_tensor_data(out) + (size_t)ids[i] * rb, (const char *)fl_tensor_data(sub) + (size_t)i * rb, rb);
+        return FL_OK;
+    }
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_copy(e, &r, t)) return FL_ERROR;
     for (int64_t i = 0; i < rows->ne[0]; i++)
         memcpy((char *)fl_tensor_data(&r) + (size_t)ids[i] * rb, (const char *)fl_tensor_data(sub) + (size_t)i * rb, rb);
     fl_tensor_fini(out);

@@ -4,7 +4,8 @@
  * the rule's order. An absent state output is written to a temporary and dropped.
  *
  * SelectedRows gradients: fl_exec_rows_update runs a dense kernel on the rows a sparse gradient
- * touches (gathered, then scattered into copies of the full tensors), so a sparse update equals
+ * touches (gathered, then scattered into the full tensors: in place when nobody else holds
+ * them, else into copies), so a sparse update equals
  * the dense one row for row. adagrad and ftrl take that path (their other rows stay as they
  * are, as Fluid's sparse kernels leave them); the other rules get the gradient densified. */
 #define MAX_ROW_STATES 4
@@ -36,10 +37,13 @@ FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor 
     for (int i = 0; i < n; i++)
         if (fl_rows_gather(c->e, full[i], &m.rows, &sub_in[i])) goto fail;
     if (fn(c, ctx, &m.value, in, out)) goto fail;
+    /* an output that is its input's struct (ParamOut = Param) is scattered into directly: in
+     * place when nobody else holds its buffer, so a server's table block is not copied a step */
     for (int i = 0; i < n; i++)
-        if (outs[i] && fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], &res[i])) goto fail;
+        if (outs[i] && fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], outs[i] == full[i] ? outs[i] : &res[i]))
+            goto fail;
     for (int i = 0; i < n; i++) {
-        if (!outs[i]) continue;
+        if (!outs[i] || outs[i] == full[i]) continue;
         fl_tensor_fini(outs[i]);
         *outs[i] = res[i];
         fl_tensor_init(&res[i]);
