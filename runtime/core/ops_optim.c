@@ -12,6 +12,21 @@
 
 #include "runtime/core/exec_impl.h"
 
+/* Whether output tensor `out` of the call writes the var input tensor `in` was read from
+ * (ParamOut = Param), and nobody but that var and this call holds in's buffer (no alias, no
+ * send in flight, no caller's fetch): then its rows may be written in place, and the var keeps
+ * its buffer (a server's table block is not copied each step). */
+static bool update_in_place(const OpCall *c, const FlTensor *in, const FlTensor *out) {
+    int ki = -1, ko = -1;
+    for (int k = 0; k < c->op->nin && ki < 0; k++)
+        if (c->in[k] == in) ki = k;
+    for (int k = 0; k < c->op->nout && ko < 0; k++)
+        if (c->out[k] == out) ko = k;
+    if (ki < 0 || ko < 0 || !in->buf) return false;
+    const ArgRef *a = &c->op->args[ki], *b = &c->op->args[c->op->nin + ko];
+    return a->idx >= 0 && a->idx == b->idx && a->up == b->up && fl_buffer_refs(in->buf) == 2;
+}
+
 FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor *const *full, FlTensor *const *outs,
                              int n, FlRowsUpdateFn fn, void *ctx) {
     FL_ASSERT(n >= 1 && n <= MAX_ROW_STATES);
@@ -37,13 +52,20 @@ FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor 
     for (int i = 0; i < n; i++)
         if (fl_rows_gather(c->e, full[i], &m.rows, &sub_in[i])) goto fail;
     if (fn(c, ctx, &m.value, in, out)) goto fail;
-    /* an output that is its input's struct (ParamOut = Param) is scattered into directly: in
-     * place when nobody else holds its buffer, so a server's table block is not copied a step */
-    for (int i = 0; i < n; i++)
-        if (outs[i] && fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], outs[i] == full[i] ? outs[i] : &res[i]))
-            goto fail;
+    /* an output that updates its input's var in place (update_in_place) gets the input's buffer
+     * with the rows written into it; the others a copy with the rows replaced */
     for (int i = 0; i < n; i++) {
-        if (!outs[i] || outs[i] == full[i]) continue;
+        if (!outs[i]) continue;
+        if (update_in_place(c, full[i], outs[i])) {
+            FlTensor *w = (FlTensor *)full[i]; /* the call's own reference: nobody else reads it */
+            if (fl_rows_scatter_into(c->e, w, &m.rows, &sub_out[i])) goto fail;
+            fl_tensor_ref(&res[i], w);
+        } else if (fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], &res[i])) {
+            goto fail;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
         fl_tensor_fini(outs[i]);
         *outs[i] = res[i];
         fl_tensor_init(&res[i]);
