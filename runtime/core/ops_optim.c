@@ -4,19 +4,22 @@
  * the rule's order. An absent state output is written to a temporary and dropped.
  *
  * SelectedRows gradients: fl_exec_rows_update runs a dense kernel on the rows a sparse gradient
- * touches (gathered, then scattered into the full tensors: in place when nobody else holds
- * them, else into copies), so a sparse update equals
+ * touches (gathered, then scattered into copies of the full tensors, or on a pserver into
+ * the tensors themselves when nobody else holds them), so a sparse update equals
  * the dense one row for row. adagrad and ftrl take that path (their other rows stay as they
  * are, as Fluid's sparse kernels leave them); the other rules get the gradient densified. */
 #define MAX_ROW_STATES 4
 
 #include "runtime/core/exec_impl.h"
 
-/* Whether output tensor `out` of the call writes the var input tensor `in` was read from
- * (ParamOut = Param), and nobody but that var and this call holds in's buffer (no alias, no
- * send in flight, no caller's fetch): then its rows may be written in place, and the var keeps
- * its buffer (a server's table block is not copied each step). */
+/* Whether the call runs in a pserver's optimize block (RunCtx.server: nothing else touches its
+ * vars meanwhile), output tensor `out` writes the var input tensor `in` was read from (ParamOut =
+ * Param), and nobody but that var and this call holds in's buffer (no alias, no send in flight):
+ * then its rows may be written in place, and the var keeps its buffer (a server's table block is
+ * not copied each step). Elsewhere other threads may take a reference to the var at any moment
+ * (docs/embedding.md), so updates make new tensors. */
 static bool update_in_place(const OpCall *c, const FlTensor *in, const FlTensor *out) {
+    if (!c->rc->server) return false;
     int ki = -1, ko = -1;
     for (int k = 0; k < c->op->nin && ki < 0; k++)
         if (c->in[k] == in) ki = k;
