@@ -53,4 +53,8 @@ for r in 0 1 2 3 4 5; do
     awk -v r=$r '{ printf "rank %d (%s %d): peak RSS %.2f GB\n", r, r < 2 ? "trainer" : "pserver", r < 2 ? r : r - 2,
         $1 / 1048576 }' "$tmp/rss.$r"
 done
-echo "startup (a job of 0 steps): $s0 s; $steps steps: $(echo "$s1 - $s0" | bc) s more, $(echo "scale=2; $steps / ($s1 - $s0)" | bc) steps/s"
+# the steps' time is the difference of two jobs: on a loaded machine the second may even be the
+# faster one, and then there is no figure
+d=$(echo "$s1 - $s0" | bc)
+if [ "$(echo "$d > 0" | bc)" = 1 ]; then rate="$(echo "scale=2; $steps / $d" | bc) steps/s"; else rate="no figure (load)"; fi
+echo "startup (a job of 0 steps): $s0 s; the job of $steps steps: $s1 s ($d s more: $rate)"
