@@ -247,7 +247,7 @@ static void mode_op(Pv *v, int64_t role, const FlBlock *b, size_t i, const FlOpD
     const FlBundle *rb = v->p->roles.data[role];
     const char *who = role_str(v, rb);
     bool trainer = role < v->T;
-    bool dist = fl_ops_is(op, FL_OPID_send) || fl_ops_is(op, FL_OPID_recv) ||
+    bool dist = fl_ops_is(op, FL_OPID_send) || fl_ops_is(op, FL_OPID_recv) || fl_ops_is(op, FL_OPID_distributed_lookup_table) ||
                 fl_ops_is(op, FL_OPID_send_barrier) || fl_ops_is(op, FL_OPID_fetch_barrier);
     const char *mode = v->p->mode;
     if (v->allreduce && (dist || fl_ops_is(op, FL_OPID_listen_and_serv))) {
@@ -362,8 +362,37 @@ static void read_server(Pv *v, int64_t s) {
 
 /* ---- what the trainers send and receive ---- */
 
+/* A trainer's distributed_lookup_table: its table's blocks count as received from their servers
+ * (the trainer reads their rows there, and the servers must update them). */
+static void trainer_lookup(Pv *v, int64_t t, const FlOpDesc *op) {
+    const FlAttr *tn = fl_ir_op_attr(op, "table_names"), *ep = attr_typed(op, "epmap", FL_ATTR_INTS);
+    size_t n = tn && tn->type == FL_ATTR_STRINGS ? tn->n : 0;
+    for (size_t k = 0; k < n; k++) {
+        const char *x = tn->strs[k];
+        int64_t to = ep && k < ep->n ? ep->ints[k] : -1;
+        if (to < 0 || to >= v->P) {
+            issue(v, FL_PLAN_RULE_RECV, "distributed_lookup_table of '%s' by trainer %lld names pserver %lld, but the "
+                  "plan has pservers 0..%lld", x, (long long)t, (long long)to, (long long)v->P - 1);
+            continue;
+        }
+        void *had = fl_map_find_str(&v->tr[t].recvd, x);
+        if (had && OF_VAL(had) != to)
+            issue(v, FL_PLAN_RULE_RECV, "trainer %lld looks '%s' up on pservers %lld and %lld", (long long)t, x,
+                  (long long)OF_VAL(had), (long long)to);
+        if (had) continue; /* a table looked up several times */
+        fl_map_put_str(&v->tr[t].recvd, x, AS_VAL(to));
+        if (!fl_map_find_str(&v->srv[to].params, x))
+            issue(v, FL_PLAN_RULE_RECV, "distributed_lookup_table of '%s' by trainer %lld from pserver %lld: pserver "
+                  "%lld does not update it", x, (long long)t, (long long)to, (long long)to);
+    }
+}
+
 static void trainer_op(Pv *v, int64_t t, const FlBlock *b, size_t i, const FlOpDesc *op) {
     (void)b, (void)i;
+    if (fl_ops_is(op, FL_OPID_distributed_lookup_table)) {
+        trainer_lookup(v, t, op);
+        return;
+    }
     bool send = fl_ops_is(op, FL_OPID_send), recv = fl_ops_is(op, FL_OPID_recv);
     if (!send && !recv) return;
     Trainer *tr = &v->tr[t];

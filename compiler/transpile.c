@@ -61,6 +61,8 @@ typedef struct Param {
                                  servers run the path on the merged raw gradient, grad = raw */
     FL_VEC(size_t) spath;     /* the ops of that path, in program order (indices into lb) */
     bool sliced;
+    bool dist;                /* a distributed table (embedding(is_distributed=True)): its blocks
+                                 stay on the pservers, the trainers look their rows up */
     FL_VEC(State) states;
     FL_VEC(Piece) pieces;
 } Param;
@@ -636,6 +638,62 @@ static FlStatus find_grad_paths(Tp *tp) {
     return FL_OK;
 }
 
+/* ---- distributed tables ----
+ * A table read by lookup_table ops with is_distributed (embedding(is_distributed=True)) is
+ * sharded over all the pservers and never sent whole: the trainers replace each lookup by a
+ * distributed_lookup_table (the ids' rows asked from the blocks' servers) and the gradient's
+ * lookup_table_grad by a distributed_lookup_grad_rows (no table needed), send the SelectedRows
+ * gradient split by block as any sparse gradient, and receive nothing back; their startup does
+ * not make the table or its row-shaped state; each pserver's startup makes only its rows. */
+
+static FlStatus find_dist_tables(Tp *tp) {
+    const FlProgram *m = tp->local->main;
+    for (size_t bi = 0; bi < m->blocks.len; bi++)
+        for (size_t i = 0; i < m->blocks.data[bi]->ops.len; i++) {
+            const FlOpDesc *op = m->blocks.data[bi]->ops.data[i];
+            if (!fl_ops_is(op, FL_OPID_lookup_table) || !fl_ir_op_get_bool(op, "is_distributed", false)) continue;
+            const char *w = fl_ir_op_input1(op, "W");
+            if (tp->mode == FL_TRANSPILE_ALLREDUCE)
+                return fl_err(tp->e, "%sthe table '%s' is read with is_distributed=True, which shards it over the "
+                              "pservers; an allreduce plan has none (use --mode sync or async, or is_distributed=False)",
+                              where(tp, op->loc), w ? w : "");
+            if (bi != 0)
+                return fl_err(tp->e, "%sthe distributed table '%s' is read inside a sub-block (block %zu); a plan looks "
+                              "distributed tables up in block 0 only", where(tp, op->loc), w ? w : "", bi);
+            Param *pr = w ? param_find(tp, w) : NULL;
+            if (!pr)
+                return fl_err(tp->e, "%sthe table '%s' is read with is_distributed=True but no optimizer updates it "
+                              "(a distributed table is a trainable parameter)", where(tp, op->loc), w ? w : "");
+            if (!fl_ir_op_get_bool(op, "is_sparse", false) || pr->gvar->kind != FL_VAR_SELECTED_ROWS)
+                return fl_err(tp->e, "%sthe distributed table '%s' needs is_sparse=True: its gradient travels as rows",
+                              where(tp, op->loc), w);
+            if (pr->var->ndim != 2)
+                return fl_err(tp->e, "%sthe distributed table '%s' has shape %s; a table is [rows, width]",
+                              where(tp, op->loc), w, shape_str(tp, pr->var));
+            pr->dist = true;
+        }
+    /* every other reader of a distributed table would need it whole on the trainer */
+    for (size_t i = 0; i < tp->lb->ops.len; i++) {
+        const FlOpDesc *op = tp->lb->ops.data[i];
+        if (is_optimize(op)) continue;
+        bool lookup = fl_ops_is(op, FL_OPID_lookup_table), grad = !strcmp(op->type, "lookup_table_grad");
+        for (size_t sl = 0; sl < op->ins.len; sl++)
+            for (size_t k = 0; k < op->ins.data[sl].nargs; k++) {
+                const Param *pr = param_find(tp, op->ins.data[sl].args[k]);
+                if (!pr || !pr->dist) continue;
+                bool w = !strcmp(op->ins.data[sl].name, "W");
+                if (lookup && w && !fl_ir_op_get_bool(op, "is_distributed", false))
+                    return fl_err(tp->e, "%sthe table '%s' is read by lookups with and without is_distributed=True "
+                                  "(set it on every embedding of the table)", where(tp, op->loc), pr->name);
+                if ((lookup || grad) && w) continue;
+                return fl_err(tp->e, "%s'%s' reads the distributed table '%s' (input %s); a plan keeps the table on "
+                              "the pservers, where only lookups can read it", where(tp, op->loc), op->type,
+                              pr->name, op->ins.data[sl].name);
+            }
+    }
+    return FL_OK;
+}
+
 /* ---- slicing and placement ---- */
 
 /* A path the servers run block by block must be elementwise in the gradient: every var it
@@ -680,7 +738,8 @@ static FlStatus cut(Tp *tp) {
             if (__builtin_mul_overflow(numel, pr->var->shape[d], &numel))
                 return fl_err(tp->e, "%sthe parameter '%s' is too large (shape %s)",
                               where(tp, pr->opt->loc), pr->name, shape_str(tp, pr->var));
-        int64_t pieces = fl_rule_block_count(dim0, numel, tp->P, tp->minb);
+        /* a distributed table is spread over every server whatever its size */
+        int64_t pieces = pr->dist ? (dim0 < tp->P ? dim0 : tp->P) : fl_rule_block_count(dim0, numel, tp->P, tp->minb);
         pr->sliced = pieces > 1;
         if (pr->sliced && pr->spath.len && check_sliced_path(tp, pr, pieces, numel)) return FL_ERROR;
         if (pr->sliced && fl_ops_is(pr->opt, FL_OPID_lars_momentum))
@@ -871,9 +930,52 @@ static void send_grad(FlBlock *b0, size_t *at, const Param *pr, bool sync) {
     }
 }
 
+/* The trainer's lookups of distributed tables and their gradients, replaced in place (one op for
+ * one: the indices of the local program's ops stay valid). */
+static void replace_dist_lookups(Tp *tp, FlBlock *b0) {
+    for (size_t i = 0; i < b0->ops.len; i++) {
+        const FlOpDesc *op = b0->ops.data[i];
+        bool lookup = fl_ops_is(op, FL_OPID_lookup_table), grad = !strcmp(op->type, "lookup_table_grad");
+        const char *w = lookup || grad ? fl_ir_op_input1(op, "W") : NULL;
+        const Param *pr = w ? param_find(tp, w) : NULL;
+        if (!pr || !pr->dist) continue;
+        FlOpDesc *n = fl_ir_op_insert(b0, i, lookup ? "distributed_lookup_table" : "distributed_lookup_grad_rows");
+        op = b0->ops.data[i + 1];
+        n->loc = op->loc;
+        fl_ir_op_add_input(n, "Ids", fl_ir_op_input1(op, "Ids"));
+        fl_ir_op_set_int(n, "padding_idx", fl_ir_op_get_int(op, "padding_idx", -1));
+        if (lookup) {
+            size_t np = pr->pieces.len;
+            const char **names = fl_xmalloc(fl_mul_size(np, sizeof *names));
+            int64_t *ep = fl_xmalloc(fl_mul_size(np, sizeof *ep)), *sec = fl_xmalloc(fl_mul_size(np, sizeof *sec));
+            for (size_t k = 0; k < np; k++) {
+                names[k] = pr->pieces.data[k].param;
+                ep[k] = pr->pieces.data[k].server;
+                sec[k] = pr->pieces.data[k].rows;
+            }
+            fl_ir_op_add_output(n, "Out", fl_ir_op_output1(op, "Out"));
+            fl_ir_op_set_string(n, "table", pr->name);
+            fl_ir_op_set_strings(n, "table_names", names, np);
+            fl_ir_op_set_ints(n, "epmap", ep, np);
+            fl_ir_op_set_ints(n, "height_sections", sec, np);
+            fl_ir_op_set_int(n, "width", pr->var->shape[1]);
+            fl_ir_op_set_int(n, "dtype", pr->var->dtype);
+            free(names);
+            free(ep);
+            free(sec);
+        } else {
+            fl_ir_op_add_input(n, "Out@GRAD", fl_ir_op_input1(op, "Out@GRAD"));
+            fl_ir_op_add_output(n, "W@GRAD", fl_ir_op_output1(op, "W@GRAD"));
+            fl_ir_op_set_int(n, "height", pr->var->shape[0]);
+        }
+        fl_ir_op_remove(b0, i + 1);
+    }
+}
+
 static FlProgram *build_trainer(Tp *tp) {
     FlProgram *p = fl_ir_program_clone(tp->local->main);
     FlBlock *b0 = fl_ir_block(p, 0);
+    replace_dist_lookups(tp, b0);
     FlMap removed;
     fl_map_init(&removed);
     /* send_barrier and the recv section go where the first optimizer op stood, counted
@@ -911,7 +1013,7 @@ static FlProgram *build_trainer(Tp *tp) {
     if (sync) fl_ir_op_insert(b0, pos++, "send_barrier")->loc = tp->first_loc;
     for (size_t i = 0; i < tp->params.len; i++) {
         const Param *pr = &tp->params.data[i];
-        for (size_t k = 0; k < pr->pieces.len; k++) {
+        for (size_t k = 0; k < pr->pieces.len && !pr->dist; k++) { /* a distributed table stays there */
             const Piece *pc = &pr->pieces.data[k];
             if (pr->sliced) {
                 FlVarDesc *v = declare(tp, b0, pc->param, pr->var, pc->rows);
@@ -929,7 +1031,7 @@ static FlProgram *build_trainer(Tp *tp) {
     if (sync) fl_ir_op_insert(b0, pos++, "fetch_barrier")->loc = tp->first_loc;
     for (size_t i = 0; i < tp->params.len; i++) {
         const Param *pr = &tp->params.data[i];
-        if (!pr->sliced) continue;
+        if (!pr->sliced || pr->dist) continue;
         FlOpDesc *op = fl_ir_op_insert(b0, pos++, "concat");
         op->loc = pr->opt->loc;
         for (size_t k = 0; k < pr->pieces.len; k++)
@@ -1233,6 +1335,51 @@ static FlStatus make_blocks(Tp *tp, FlBlock *b0, const FlBlock *ls, const FlOpDe
     return FL_OK;
 }
 
+/* The trainers' startup without the distributed tables and their row-shaped state (the servers
+ * make their rows): the ops writing only those vars go. Each must be a fill that makes any block
+ * of rows (row_maker), so that no server makes a table whole either; and no random op whose
+ * seed comes from its position (seed=0) may follow a removed op, whose numbers would change. */
+static FlStatus strip_dist_startup(Tp *tp, FlProgram *st) {
+    FlBlock *b = fl_ir_block(st, 0);
+    FlMap drop;
+    fl_map_init(&drop);
+    FlStatus rc = FL_OK;
+    for (size_t i = 0; i < tp->params.len && rc == FL_OK; i++) {
+        const Param *pr = &tp->params.data[i];
+        if (!pr->dist) continue;
+        fl_map_put_str(&drop, pr->name, MARK_PTR);
+        for (size_t k = 0; k < pr->states.len; k++)
+            if (pr->states.data[k].kind == ST_SLICE) fl_map_put_str(&drop, pr->states.data[k].name, MARK_PTR);
+    }
+    size_t last_seed0 = 0; /* index + 1 of the last seed-0 random op */
+    for (size_t i = 0; i < b->ops.len; i++)
+        if (is_random_seed0(b->ops.data[i])) last_seed0 = i + 1;
+    for (size_t i = b->ops.len; i-- > 0 && rc == FL_OK;) {
+        const FlOpDesc *op = b->ops.data[i];
+        size_t nout = 0, ndrop = 0;
+        const char *name = NULL;
+        for (size_t sl = 0; sl < op->outs.len; sl++)
+            for (size_t k = 0; k < op->outs.data[sl].nargs; k++) {
+                nout++;
+                if (fl_map_find_str(&drop, op->outs.data[sl].args[k])) ndrop++, name = op->outs.data[sl].args[k];
+            }
+        if (!ndrop) continue;
+        if (ndrop != nout || !row_maker(b, name))
+            rc = fl_err(tp->e, "%sthe distributed table's var '%s' is initialised by '%s', which cannot make a block of "
+                        "its rows alone (a pserver would make it whole): use a constant or a seeded random initializer "
+                        "(give the program a random_seed)", where(tp, op->loc), name, op->type);
+        else if (i + 1 < last_seed0)
+            rc = fl_err(tp->e, "%sthe startup program has random ops whose seed comes from their position (seed=0) "
+                        "after the initialiser of the distributed table's '%s', which the trainers do not run: give the "
+                        "program a random_seed", where(tp, op->loc), name);
+        else fl_ir_op_remove(b, i);
+    }
+    for (size_t i = 0; i < drop.cap && rc == FL_OK; i++)
+        if (fl_map_slot_live(&drop, i)) fl_ir_var_remove(b, drop.buckets[i].key);
+    fl_map_fini(&drop);
+    return rc;
+}
+
 static FlProgram *build_pserver_startup(Tp *tp, int64_t s, const Needs *nds,
                                         const FlProgram *pmain) {
     const FlBlock *ls = fl_ir_block(tp->local->startup, 0);
@@ -1449,13 +1596,13 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     fl_map_init(&nd.names);
     bool allreduce = tp.mode == FL_TRANSPILE_ALLREDUCE;
     find_loss_kind(&tp);
-    if (check_ops(&tp) || collect_params(&tp) || find_grad_paths(&tp) ||
+    if (check_ops(&tp) || collect_params(&tp) || find_grad_paths(&tp) || find_dist_tables(&tp) ||
         (!allreduce && (find_lr_ops(&tp) || check_lr_inputs(&tp) || cut(&tp))))
         goto fail;
     tmain = allreduce ? build_allreduce_trainer(&tp) : build_trainer(&tp);
     if (!tmain) goto fail;
     FlProgram *tstart = fl_ir_program_clone(local->startup);
-    if (check_program(&tp, tmain, tstart, "trainer", 0)) {
+    if (strip_dist_startup(&tp, tstart) || check_program(&tp, tmain, tstart, "trainer", 0)) {
         fl_ir_program_free(tstart);
         goto fail;
     }
@@ -1586,6 +1733,18 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
     }
     for (size_t i = 0; i < b->ops.len; i++) {
         const FlOpDesc *op = b->ops.data[i];
+        const FlAttr *tn = fl_ops_is(op, FL_OPID_distributed_lookup_table) ? fl_ir_op_attr(op, "table_names") : NULL;
+        const FlAttr *tsec = tn ? fl_ir_op_attr(op, "height_sections") : NULL, *tep = tn ? fl_ir_op_attr(op, "epmap") : NULL;
+        const char *table = tn ? fl_ir_op_get_string(op, "table", NULL) : NULL;
+        bool seen = false; /* a distributed table's blocks, once (it may be looked up several times) */
+        for (size_t j = 0; table && j < rows.len && !seen; j++) seen = !strcmp(rows.data[j].param, table);
+        for (size_t k = 0, row0 = 0; table && !seen && tsec && tep && tn->type == FL_ATTR_STRINGS && k < tn->n &&
+                                     k < tsec->n && k < tep->n; k++) {
+            Row r = {.param = table, .block = tn->strs[k], .row0 = (int64_t)row0, .rows = tsec->ints[k],
+                     .row_elems = fl_ir_op_get_int(op, "width", 1), .server = tep->ints[k], .pvar = NULL};
+            row0 += (size_t)tsec->ints[k];
+            FL_VEC_PUSH(&rows, r);
+        }
         if (!fl_ops_is(op, FL_OPID_recv)) continue;
         const FlSlot *o = fl_ir_op_output(op, "Out");
         const FlAttr *ep = fl_ir_op_attr(op, "epmap");
@@ -1622,6 +1781,11 @@ void fl_transpile_show_placement(const FlPlan *plan, FlBuf *out) {
         const Row *r = &rows.data[i];
         fl_buf_printf(out, "  %s ", r->param);
         if (r->pvar) fl_ir_shape_str(r->pvar->ndim, r->pvar->shape, out);
+        if (!r->pvar) { /* a distributed table: the trainers do not declare it */
+            int64_t h = 0;
+            for (size_t j = i; j < rows.len; j++) h += !strcmp(rows.data[j].param, r->param) ? rows.data[j].rows : 0;
+            fl_buf_printf(out, "[%lld, %lld] distributed", (long long)h, (long long)r->row_elems);
+        }
         if (!strcmp(r->param, r->block)) {
             fl_buf_printf(out, ": whole -> pserver %lld\n", (long long)r->server);
             continue;

@@ -177,19 +177,37 @@ FlStatus fl_rows_gather(FlErr *e, const FlTensor *t, const FlTensor *rows, FlTen
     return FL_OK;
 }
 
-FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub, FlTensor *out) {
+/* sub [n, ...] fits rows (n ids of t) of t. */
+static FlStatus check_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub) {
     if (check_rows_of(e, t, rows)) return FL_ERROR;
     bool fits = sub->dtype == t->dtype && sub->ndim == t->ndim && sub->ne[0] == rows->ne[0];
     for (int d = 1; fits && d < t->ndim; d++) fits = sub->ne[d] == t->ne[d];
     if (!fits)
         return fl_err(e, "SelectedRows: rows %s %s do not fit into %s %s", fl_dtype_name(sub->dtype),
                       fl_tensor_shape(sub).s, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
-    FlTensor r = FL_TENSOR_INIT;
-    if (fl_tensor_copy(e, &r, t)) return FL_ERROR;
+    return FL_OK;
+}
+
+/* Row rows[i] of the buffer dst (t's shape) = row i of sub. */
+static void scatter_rows(void *dst, const FlTensor *t, const FlTensor *rows, const FlTensor *sub) {
     size_t rb = row_bytes(t);
     const int64_t *ids = fl_tensor_data(rows);
     for (int64_t i = 0; i < rows->ne[0]; i++)
-        memcpy((char *)fl_tensor_data(&r) + (size_t)ids[i] * rb, (const char *)fl_tensor_data(sub) + (size_t)i * rb, rb);
+        memcpy((char *)dst + (size_t)ids[i] * rb, (const char *)fl_tensor_data(sub) + (size_t)i * rb, rb);
+}
+
+FlStatus fl_rows_scatter_into(FlErr *e, FlTensor *t, const FlTensor *rows, const FlTensor *sub) {
+    if (check_scatter(e, t, rows, sub)) return FL_ERROR;
+    scatter_rows(fl_tensor_data(t), t, rows, sub);
+    return FL_OK;
+}
+
+FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub, FlTensor *out) {
+    if (out == t && t->buf && fl_buffer_refs(t->buf) == 1) return fl_rows_scatter_into(e, out, rows, sub);
+    if (check_scatter(e, t, rows, sub)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    if (fl_tensor_copy(e, &r, t)) return FL_ERROR;
+    scatter_rows(fl_tensor_data(&r), t, rows, sub);
     fl_tensor_fini(out);
     *out = r;
     return FL_OK;

@@ -40,7 +40,13 @@ FlStatus fl_rows_merge(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelec
  * vector [n] of indices in [0, H)). */
 FlStatus fl_rows_gather(FlErr *e, const FlTensor *t, const FlTensor *rows, FlTensor *out) FL_WARN_UNUSED;
 /* The reverse: out is a copy of t (a new buffer) whose row rows[i] is row i of sub [n, ...]
- * (rows distinct, or the last one wins). out may be t itself. */
+ * (rows distinct, or the last one wins). out may be t itself: then, when nobody else holds t's
+ * buffer (reference count 1: no var alias, no send in flight), the rows are written in place,
+ * without a copy (kernels.h, "In-place mode": the caller ensures no other thread reads t). */
+/* Row rows[i] of t becomes row i of sub, in t's own buffer, whoever else holds it: the caller
+ * ensures that nobody reads it meanwhile or minds the change (fl_exec_rows_update: only the
+ * updated var and the op's call hold it). */
+FlStatus fl_rows_scatter_into(FlErr *e, FlTensor *t, const FlTensor *rows, const FlTensor *sub) FL_WARN_UNUSED;
 FlStatus fl_rows_scatter(FlErr *e, const FlTensor *t, const FlTensor *rows, const FlTensor *sub,
                          FlTensor *out) FL_WARN_UNUSED;
 

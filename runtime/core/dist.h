@@ -55,6 +55,13 @@ struct FlDist {
      * recv adapter announces a whole run of consecutive recv ops at the first, so a plan's
      * parameters are requested together instead of one round trip after another. */
     FlStatus (*prefetch)(FlDist *d, int pserver, const char *name, FlErr *e);
+    /* Distributed tables: for each i < n, asks pserver ps[i] for the rows ids[i] (int64, rebased to
+     * the block `names[i]` it holds) of that block and receives them into out[i] (a new [len,
+     * width] tensor; released first). Every request is posted before the first answer is awaited.
+     * A sync pserver answers with the block as updated by the requester's previous step. May be
+     * NULL: the transport has no distributed tables. */
+    FlStatus (*lookup)(FlDist *d, size_t n, const int *ps, const char *const *names, const FlTensor *ids,
+                       FlTensor *out, FlErr *e);
     /* The pserver loop; returns when every trainer has finished. */
     FlStatus (*serve)(FlDist *d, FlDistServer *srv, FlErr *e);
     /* Allreduce jobs (no pservers): out[i] (a new tensor; released first) = the sum over the

@@ -133,6 +133,9 @@ struct RunCtx {
     FlErr *e;
     FlSched *sched;    /* the run's scheduler when the program uses concurrency ops */
     ConcLabel *label;  /* the running goroutine's (or attached thread's) report label */
+    bool server;       /* an optimize block run by the pserver loop (fl_dist_server_run), the only
+                        * code that touches its vars meanwhile: sparse updates may write the rows
+                        * of a var nobody else holds in place (fl_exec_rows_update) */
 };
 
 struct OpCall {

@@ -408,6 +408,7 @@ FlStatus fl_dist_server_run_from(FlDistServer *s, size_t k, size_t first, FlErr 
     FlScope *child = fl_scope_new_layout(s->s, &pb->layout);
     RunCtx rc = *s->rc;
     rc.e = e;
+    rc.server = true;
     FlStatus st = fl_exec_block(&rc, &tail, child);
     fl_scope_release(child);
     return st;
@@ -604,3 +605,147 @@ FlStatus fl_dist_update_end(FlDistUpdate *u, FlErr *e) {
     fl_dist_update_free(u);
     return FL_OK;
 }
+
+/* ---- distributed_lookup_table: Ids -> Out {table, table_names, epmap, height_sections,
+ * padding_idx, width, dtype} ---- */
+static FlStatus prep_dist_lookup(ExecOp *op, FlErr *e) {
+    size_t nsec, nep;
+    const int64_t *sec = fl_exec_attr_ints(op, "height_sections", &nsec);
+    fl_exec_attr_ints(op, "epmap", &nep);
+    const FlAttr *names = fl_ir_op_attr(op->desc, "table_names");
+    if (!names || names->type != FL_ATTR_STRINGS || names->n != nsec || nep != nsec || nsec == 0)
+        return fl_err(e, "attributes 'table_names', 'epmap' and 'height_sections' must have one entry per block of the "
+                      "table (found %zu, %zu and %zu)", names && names->type == FL_ATTR_STRINGS ? names->n : 0, nep, nsec);
+    if (check_epmap(op, (int)nsec, e) != FL_OK) return FL_ERROR;
+    int64_t h = 0;
+    for (size_t k = 0; k < nsec; k++) {
+        if (sec[k] < 1) return fl_err(e, "height_sections[%zu] is %lld (a block has rows)", k, (long long)sec[k]);
+        h += sec[k];
+    }
+    op->a.i[0] = fl_exec_attr_int(op, "padding_idx");
+    op->a.i[1] = fl_exec_attr_int(op, "width");
+    op->a.i[2] = fl_exec_attr_int(op, "dtype");
+    op->a.i[3] = h;
+    if (op->a.i[1] < 1) return fl_err(e, "attribute 'width' is %lld (the table's row length)", (long long)op->a.i[1]);
+    if (op->a.i[2] != FL_DT_FLOAT32 && op->a.i[2] != FL_DT_FLOAT64) return fl_err(e, "the table must be float32 or float64");
+    return FL_OK;
+}
+
+typedef struct IdPos {
+    int64_t id, pos;
+} IdPos;
+
+static int idpos_cmp(const void *a, const void *b) {
+    const IdPos *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The ids split by block, each block's distinct ids (sorted, rebased to the block's first row)
+ * asked from its pserver in one round (every request posted before any answer is awaited), and
+ * the rows put into Out at every position of their id (padding_idx: zeros). */
+static FlStatus run_dist_lookup(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlDist *d = need_dist(rc, op, s);
+    if (!d) return FL_ERROR;
+    if (!d->lookup) return fl_exec_op_error(rc, op, "this transport has no distributed tables");
+    const ArgRef *ia = &fl_exec_in_args(op, FL_IN_distributed_lookup_table_Ids)[0];
+    FlVar *iv = ia->idx >= 0 ? fl_exec_var_read(s, ia) : NULL;
+    FlTensor ids = FL_TENSOR_INIT;
+    if (!iv || !fl_var_get_tensor(iv, &ids)) return fl_exec_op_error(rc, op, "input Ids '%s' has no value", ia->name);
+    size_t nsec, nep;
+    const int64_t *sec = fl_exec_attr_ints(op, "height_sections", &nsec), *ep = fl_exec_attr_ints(op, "epmap", &nep);
+    const FlAttr *names = fl_ir_op_attr(op->desc, "table_names");
+    int64_t pad = op->a.i[0], width = op->a.i[1], height = op->a.i[3];
+    FlDType dt = (FlDType)op->a.i[2];
+    FlStatus st = FL_OK;
+    int64_t n = fl_tensor_numel(&ids);
+    if ((ids.dtype != FL_DT_INT64 && ids.dtype != FL_DT_INT32) || ids.ndim < 1 || ids.ndim >= FL_MAX_DIMS) {
+        fl_tensor_fini(&ids);
+        return fl_exec_op_error(rc, op, "Ids %s must be int64 or int32 with 1 to %d dims", fl_tensor_shape(&ids).s,
+                                FL_MAX_DIMS - 1);
+    }
+    IdPos *ip = fl_xcalloc((size_t)n + 1, sizeof *ip);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n && st == FL_OK; i++) {
+        int64_t id = (int64_t)fl_tensor_get(&ids, i);
+        if (id < 0 || id >= height)
+            st = fl_exec_op_error(rc, op, "Ids %s row %lld is %lld, outside [0, %lld) (the table '%s')",
+                                  fl_tensor_shape(&ids).s, (long long)i, (long long)id, (long long)height,
+                                  fl_exec_attr_string(op, "table"));
+        else if (id != pad) ip[m++] = (IdPos){id, i};
+    }
+    qsort(ip, (size_t)m, sizeof *ip, idpos_cmp);
+    /* per block with ids: its distinct ids (req), its pserver and block name */
+    FlTensor *req = fl_xcalloc(nsec, sizeof *req), *got = fl_xcalloc(nsec, sizeof *got);
+    int *ps = fl_xcalloc(nsec, sizeof *ps);
+    const char **bn = fl_xcalloc(nsec, sizeof *bn);
+    size_t nreq = 0;
+    int64_t j = 0, row0 = 0;
+    for (size_t k = 0; k < nsec && st == FL_OK; k++) {
+        int64_t end = row0 + sec[k], j0 = j, distinct = 0;
+        for (; j < m && ip[j].id < end; j++) distinct += j == j0 || ip[j].id != ip[j - 1].id;
+        if (distinct > 0) {
+            req[nreq] = (FlTensor)FL_TENSOR_INIT;
+            got[nreq] = (FlTensor)FL_TENSOR_INIT;
+            FlErr in;
+            if (fl_tensor_alloc_uninit(&in, &req[nreq], FL_DT_INT64, 1, &distinct) != FL_OK) {
+                st = wrap(rc, op, &in);
+                break;
+            }
+            int64_t *r = fl_tensor_data(&req[nreq]), c = 0;
+            for (int64_t q = j0; q < j; q++)
+                if (q == j0 || ip[q].id != ip[q - 1].id) r[c++] = ip[q].id - row0;
+            ps[nreq] = (int)ep[k];
+            bn[nreq] = names->strs[k];
+            nreq++;
+        }
+        row0 = end;
+    }
+    FlErr inner;
+    if (st == FL_OK && nreq && d->lookup(d, nreq, ps, bn, req, got, &inner) != FL_OK) st = wrap(rc, op, &inner);
+    for (size_t r = 0; r < nreq && st == FL_OK; r++)
+        if (got[r].dtype != dt || got[r].ndim != 2 || got[r].ne[0] != req[r].ne[0] || got[r].ne[1] != width)
+            st = fl_exec_op_error(rc, op, "pserver %d answered %lld rows of '%s' with %s %s, not [%lld, %lld] %s", ps[r],
+                                  (long long)req[r].ne[0], bn[r], fl_dtype_name(got[r].dtype), fl_tensor_shape(&got[r]).s,
+                                  (long long)req[r].ne[0], (long long)width, fl_dtype_name(dt));
+    FlTensor out = FL_TENSOR_INIT;
+    if (st == FL_OK) {
+        int64_t ne[FL_MAX_DIMS];
+        int nd = ids.ndim > 1 && ids.ne[ids.ndim - 1] == 1 ? ids.ndim - 1 : ids.ndim;
+        for (int i = 0; i < nd; i++) ne[i] = ids.ne[i];
+        ne[nd++] = width;
+        FlErr in;
+        if (fl_tensor_alloc(&in, &out, dt, nd, ne) != FL_OK) st = wrap(rc, op, &in); /* zeros: padding rows */
+    }
+    if (st == FL_OK) {
+        /* rows in order: the k-th distinct id of ip (over all blocks) is row c of request r */
+        size_t rowb = (size_t)width * fl_dtype_size(dt), r = 0;
+        int64_t c = -1;
+        for (int64_t q = 0; q < m; q++) {
+            if (q == 0 || ip[q].id != ip[q - 1].id) {
+                c++;
+                while (r < nreq && c >= req[r].ne[0]) {
+                    c -= req[r].ne[0];
+                    r++;
+                }
+            }
+            memcpy((char *)fl_tensor_data(&out) + (size_t)ip[q].pos * rowb,
+                   (const char *)fl_tensor_data(&got[r]) + (size_t)c * rowb, rowb);
+        }
+        const ArgRef *oa = &fl_exec_out_args(op, FL_OUT_distributed_lookup_table_Out)[0];
+        if (oa->idx >= 0 && !(rc->read_only && oa->shared)) fl_var_take_tensor(fl_exec_var_write(s, oa), &out);
+    }
+    fl_tensor_fini(&out);
+    for (size_t r = 0; r < nreq; r++) {
+        fl_tensor_fini(&req[r]);
+        fl_tensor_fini(&got[r]);
+    }
+    free(req);
+    free(got);
+    free(ps);
+    free(bn);
+    free(ip);
+    fl_tensor_fini(&ids);
+    return st;
+}
+FL_CONTROL_ADAPTER(distributed_lookup_table, prep_dist_lookup, run_dist_lookup);

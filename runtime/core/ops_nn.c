@@ -72,6 +72,27 @@ static FlStatus run_lookup_table_grad(OpCall *c) {
                                        OUT(FL_OUT_lookup_table_grad_W_GRAD));
 }
 FL_SPARSE_ADAPTER(lookup_table_grad, prep_lookup_table, run_lookup_table_grad);
+/* distributed_lookup_grad_rows: Ids, Out@GRAD -> W@GRAD (a SelectedRows of `height` rows):
+ * lookup_table_grad's rows, the table's shape standing in for the table the trainer lacks */
+static FlStatus prep_dist_lookup_grad(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "padding_idx");
+    op->a.i[1] = fl_exec_attr_int(op, "height");
+    if (op->a.i[1] < 1) return fl_err(e, "attribute 'height' is %lld (the table's rows)", (long long)op->a.i[1]);
+    return FL_OK;
+}
+static FlStatus run_dist_lookup_grad(OpCall *c) {
+    FlSelectedRows *rows = fl_call_out_rows(c, FL_OUT_distributed_lookup_grad_rows_W_GRAD);
+    if (!rows) return fl_err(c->e, "distributed_lookup_grad_rows: W@GRAD must be declared a SelectedRows");
+    const FlTensor *dout = IN(FL_IN_distributed_lookup_grad_rows_Out_GRAD);
+    FlTensor w = FL_TENSOR_INIT; /* the shape only: the kernel reads no row of W */
+    w.dtype = dout->dtype;
+    w.ndim = 2;
+    w.ne[0] = c->op->a.i[1];
+    w.ne[1] = dout->ndim ? dout->ne[dout->ndim - 1] : 0;
+    return fl_kernel_lookup_table_grad_rows(c->e, &w, IN(FL_IN_distributed_lookup_grad_rows_Ids), dout, c->op->a.i[0],
+                                            rows);
+}
+FL_SPARSE_ADAPTER(distributed_lookup_grad_rows, prep_dist_lookup_grad, run_dist_lookup_grad);
 
 /* ---- softmax, losses, reductions ---- */
 

@@ -4,12 +4,31 @@
  * the rule's order. An absent state output is written to a temporary and dropped.
  *
  * SelectedRows gradients: fl_exec_rows_update runs a dense kernel on the rows a sparse gradient
- * touches (gathered, then scattered into copies of the full tensors), so a sparse update equals
+ * touches (gathered, then scattered into copies of the full tensors, or on a pserver into
+ * the tensors themselves when nobody else holds them), so a sparse update equals
  * the dense one row for row. adagrad and ftrl take that path (their other rows stay as they
  * are, as Fluid's sparse kernels leave them); the other rules get the gradient densified. */
 #define MAX_ROW_STATES 4
 
 #include "runtime/core/exec_impl.h"
+
+/* Whether the call runs in a pserver's optimize block (RunCtx.server: nothing else touches its
+ * vars meanwhile), output tensor `out` writes the var input tensor `in` was read from (ParamOut =
+ * Param), and nobody but that var and this call holds in's buffer (no alias, no send in flight):
+ * then its rows may be written in place, and the var keeps its buffer (a server's table block is
+ * not copied each step). Elsewhere other threads may take a reference to the var at any moment
+ * (docs/embedding.md), so updates make new tensors. */
+static bool update_in_place(const OpCall *c, const FlTensor *in, const FlTensor *out) {
+    if (!c->rc->server) return false;
+    int ki = -1, ko = -1;
+    for (int k = 0; k < c->op->nin && ki < 0; k++)
+        if (c->in[k] == in) ki = k;
+    for (int k = 0; k < c->op->nout && ko < 0; k++)
+        if (c->out[k] == out) ko = k;
+    if (ki < 0 || ko < 0 || !in->buf) return false;
+    const ArgRef *a = &c->op->args[ki], *b = &c->op->args[c->op->nin + ko];
+    return a->idx >= 0 && a->idx == b->idx && a->up == b->up && fl_buffer_refs(in->buf) == 2;
+}
 
 FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor *const *full, FlTensor *const *outs,
                              int n, FlRowsUpdateFn fn, void *ctx) {
@@ -36,8 +55,18 @@ FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor 
     for (int i = 0; i < n; i++)
         if (fl_rows_gather(c->e, full[i], &m.rows, &sub_in[i])) goto fail;
     if (fn(c, ctx, &m.value, in, out)) goto fail;
-    for (int i = 0; i < n; i++)
-        if (outs[i] && fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], &res[i])) goto fail;
+    /* an output that updates its input's var in place (update_in_place) gets the input's buffer
+     * with the rows written into it; the others a copy with the rows replaced */
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
+        if (update_in_place(c, full[i], outs[i])) {
+            FlTensor *w = (FlTensor *)full[i]; /* the call's own reference: nobody else reads it */
+            if (fl_rows_scatter_into(c->e, w, &m.rows, &sub_out[i])) goto fail;
+            fl_tensor_ref(&res[i], w);
+        } else if (fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], &res[i])) {
+            goto fail;
+        }
+    }
     for (int i = 0; i < n; i++) {
         if (!outs[i]) continue;
         fl_tensor_fini(outs[i]);

@@ -60,7 +60,7 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
     snprintf(m->who, sizeof m->who, "rank %d", m->rank);
     fl_map_init(&m->spares);
-    m->dist = (FlDist){.send = flm_t_send, .send_rows = flm_t_send_rows, .recv = flm_t_recv, .barrier = flm_t_barrier, .prefetch = flm_t_prefetch, .serve = flm_p_serve,
+    m->dist = (FlDist){.send = flm_t_send, .send_rows = flm_t_send_rows, .recv = flm_t_recv, .barrier = flm_t_barrier, .prefetch = flm_t_prefetch, .lookup = flm_t_lookup, .serve = flm_p_serve,
                        .allreduce = flm_t_allreduce, .allgather_rows = flm_t_allgather_rows};
     *out = m;
     return FL_OK;
@@ -571,5 +571,13 @@ void fl_mpi_print_stats(FlMpi *m, FILE *out) {
                 (unsigned long long)s.sparse_msgs, (double)s.sparse_rows / (double)steps,
                 (double)s.sparse_bytes / (double)steps, (unsigned long long)(s.bytes - s.sparse_bytes),
                 (double)(s.bytes - s.sparse_bytes) / (double)steps);
+    if (m->lk_msgs)
+        fprintf(out,
+                "flrun: stats %s: distributed tables: %llu rows looked up in %llu requests (%.1f rows per step), "
+                "%llu bytes sent and %llu received (%.0f and %.0f per step); all answers received: %llu bytes (%.0f per "
+                "step)\n",
+                m->who, (unsigned long long)m->lk_rows, (unsigned long long)m->lk_msgs, (double)m->lk_rows / (double)steps,
+                (unsigned long long)m->lk_sent, (unsigned long long)m->lk_recv, (double)m->lk_sent / (double)steps,
+                (double)m->lk_recv / (double)steps, (unsigned long long)m->rbytes, (double)m->rbytes / (double)steps);
     fflush(out);
 }

@@ -25,7 +25,7 @@
 #include <stdatomic.h>
 
 enum { TAG_HDR = 1, TAG_DATA = 2, TAG_ALIVE = 3, TAG_CLOCK = 4, TAG_REPLY0 = 16 };
-enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR };
+enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR, K_LOOKUP }; /* K_LOOKUP: rows of a distributed table's block */
 enum { F_INLINE = 1, F_ZERO = 2, F_ROWS = 4 }; /* F_ROWS: the payload is a packed SelectedRows (fl_rows_pack) */
 #define MAGIC 0x324d4c46u /* "FLM2" */
 #define NAME_MAX_LEN 1024
@@ -125,6 +125,9 @@ struct FlMpi {
     /* stats */
     uint64_t bytes, msgs;
     uint64_t sp_rows, sp_bytes, sp_msgs; /* of them, SelectedRows gradients: rows, bytes, messages */
+    uint64_t lk_rows, lk_sent, lk_recv, lk_msgs; /* distributed tables' lookups: rows asked, bytes of the
+                                                  * requests sent and of the answers received, requests */
+    uint64_t rbytes;                             /* a trainer: bytes of the answers it received */
     int64_t steps;
     double comm, compute;
 };
@@ -230,6 +233,8 @@ FlStatus flm_t_send_rows(FlDist *d, int ps, const char *name, const FlSelectedRo
 FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
 FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
+FlStatus flm_t_lookup(FlDist *d, size_t n, const int *ps, const char *const *names, const FlTensor *ids, FlTensor *out,
+                      FlErr *e);
 
 /* ---- the allreduce ring (allreduce.c) ---- */
 FlStatus flm_t_allreduce(FlDist *d, size_t n, const char *const *names, const FlTensor *in, FlTensor *out,

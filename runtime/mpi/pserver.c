@@ -99,6 +99,16 @@ typedef struct SGet {
     FlTensor t;     /* a streamed answer: the tensor its pieces come from */
 } SGet;
 
+/* A sync LOOKUP held until its block's update of the requester's previous step is done. */
+typedef struct SLookup {
+    int64_t step;
+    int src, tag;
+    char *name;
+    FlVar *var;
+    size_t block;
+    FlTensor ids;
+} SLookup;
+
 /* A var's writing block, cached per var (Server.writers, keyed by the FlVar pointer's bytes). */
 typedef struct SWriter {
     FlVar *v;
@@ -114,6 +124,7 @@ typedef struct Server {
     size_t nb;
     int64_t lr_step;
     FL_VEC(SGet) gets;
+    FL_VEC(SLookup) lookups;
     FlMap grads;   /* SGrad.name -> SGrad */
     FlMap writers; /* FlVar * -> SWriter */
     FL_VEC(SRecv *) recvs; /* sync: payloads being received, in header order */
@@ -194,6 +205,40 @@ static FlStatus reply(Server *s, int src, int tag, const char *name, FlVar *v, F
     }
     FlStatus st = flm_post(s->m, src, tag, K_PARAM, 0, name, &t, NULL, 0, e);
     if (s->m->trace) flm_span(s->m, "reply param", ts, name, "\"to\":%d,\"bytes\":%zu", src, fl_tensor_nbytes(&t));
+    fl_tensor_fini(&t);
+    return st;
+}
+
+/* Answers a LOOKUP: the rows `ids` (rebased to the block) of the table block v holds. */
+static FlStatus reply_rows(Server *s, int src, int tag, const char *name, FlVar *v, const FlTensor *ids, FlErr *e) {
+    int64_t ts = s->m->trace ? fl_trace_now() : 0;
+    FlTensor t = FL_TENSOR_INIT, out = FL_TENSOR_INIT;
+    char msg[NAME_MAX_LEN + 160];
+    msg[0] = 0;
+    if (!v || !fl_var_get_tensor(v, &t) || t.ndim != 2)
+        snprintf(msg, sizeof msg, "pserver %d holds no table block '%s'", s->m->index, name);
+    int64_t n = fl_tensor_numel(ids);
+    if (!msg[0] && (ids->dtype != FL_DT_INT64 || ids->ndim != 1))
+        snprintf(msg, sizeof msg, "the ids asked of '%s' are %s %s, not an int64 vector", name, fl_dtype_name(ids->dtype),
+                 fl_tensor_shape(ids).s);
+    const int64_t *id = msg[0] ? NULL : fl_tensor_data(ids);
+    for (int64_t i = 0; !msg[0] && i < n; i++)
+        if (id[i] < 0 || id[i] >= t.ne[0])
+            snprintf(msg, sizeof msg, "row %lld asked of '%s' is outside its %lld rows", (long long)id[i], name,
+                     (long long)t.ne[0]);
+    FlStatus st = FL_OK;
+    if (msg[0]) {
+        st = flm_post(s->m, src, tag, K_ERROR, 0, name, NULL, msg, 0, e);
+    } else {
+        int64_t ne[2] = {n, t.ne[1]};
+        st = fl_tensor_alloc_uninit(e, &out, t.dtype, 2, ne);
+        size_t row = (size_t)t.ne[1] * fl_dtype_size(t.dtype);
+        for (int64_t i = 0; st == FL_OK && i < n; i++)
+            memcpy((char *)fl_tensor_data(&out) + (size_t)i * row, (const char *)fl_tensor_data(&t) + (size_t)id[i] * row, row);
+        if (st == FL_OK) st = flm_post(s->m, src, tag, K_PARAM, 0, name, &out, NULL, 0, e);
+    }
+    if (s->m->trace) flm_span(s->m, "reply rows", ts, name, "\"to\":%d,\"rows\":%lld", src, (long long)n);
+    fl_tensor_fini(&out);
     fl_tensor_fini(&t);
     return st;
 }
@@ -334,6 +379,18 @@ static FlStatus finish_step(Server *s, size_t k, FlErr *e) {
         }
     }
     s->gets.len = keep;
+    keep = 0;
+    for (size_t i = 0; i < s->lookups.len; i++) { /* a lookup of step s reads the rows step s - 1 left */
+        SLookup *q = &s->lookups.data[i];
+        if (q->block == k && q->step - 1 <= b->done) {
+            if (st == FL_OK) st = reply_rows(s, q->src, q->tag, q->name, q->var, &q->ids, e);
+            fl_tensor_fini(&q->ids);
+            free(q->name);
+        } else {
+            s->lookups.data[keep++] = *q;
+        }
+    }
+    s->lookups.len = keep;
     return st;
 }
 
@@ -673,6 +730,36 @@ static FlStatus on_get(Server *s, int t, int src, const Hdr *h, const char *name
     return reply(s, src, h->reply_tag, name, v, e);
 }
 
+/* A LOOKUP of rows of a distributed table's block: its ids come inline or in pieces on the data
+ * tag of the request's reply pair (received at once: the trainer posts them with the header).
+ * Sync: a request in step s reads the block as step s - 1 left it, so it is held while the
+ * requester's gradient is part of an unfinished step (its previous one) or the block has not
+ * finished step s - 1. */
+static FlStatus on_lookup(Server *s, int t, int src, const Hdr *h, const char *name, const char *payload, FlErr *e) {
+    FlTensor ids = FL_TENSOR_INIT;
+    if (flm_take_payload(s->m, h, name, payload, src, h->reply_tag + 1, &ids, e) != FL_OK) return FL_ERROR;
+    char tmp[NAME_MAX_LEN + 1];
+    const char *res;
+    FlVar *v = find_var(s, name, &res, tmp, sizeof tmp);
+    long k = v ? block_writing(s, v, res) : -1;
+    if (k < 0) {
+        fl_tensor_fini(&ids);
+        char msg[NAME_MAX_LEN + 128];
+        snprintf(msg, sizeof msg, "pserver %d updates no table block '%s'", s->m->index, name);
+        return flm_post(s->m, src, h->reply_tag, K_ERROR, 0, name, NULL, msg, 0, e);
+    }
+    SBlock *b = &s->b[k];
+    if (fl_dist_server_sync(s->srv) && ((b->step >= 0 && b->contrib[t]) || b->done < h->step - 1 || b->streaming > 0)) {
+        SLookup q = {.step = h->step, .src = src, .tag = h->reply_tag, .name = fl_xstrdup(name), .var = v,
+                     .block = (size_t)k, .ids = ids};
+        FL_VEC_PUSH(&s->lookups, q);
+        return FL_OK;
+    }
+    FlStatus st = reply_rows(s, src, h->reply_tag, name, v, &ids, e);
+    fl_tensor_fini(&ids);
+    return st;
+}
+
 /* A block that waits longer than the timeout for some trainers' gradients: name them. */
 static FlStatus check_stalls(Server *s, FlErr *e) {
     double t = flm_now();
@@ -749,6 +836,7 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
     switch (h.kind) {
     case K_GRAD: return on_grad(s, t, src, &h, name, payload, e);
     case K_GET: return on_get(s, t, src, &h, name, e);
+    case K_LOOKUP: return on_lookup(s, t, src, &h, name, payload, e);
     case K_DONE:
         if (!done[t]) ++*ndone;
         done[t] = true;
@@ -882,6 +970,11 @@ FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         fl_tensor_fini(&s.gets.data[i].t);
     }
     FL_VEC_FREE(&s.gets);
+    for (size_t i = 0; i < s.lookups.len; i++) {
+        free(s.lookups.data[i].name);
+        fl_tensor_fini(&s.lookups.data[i].ids);
+    }
+    FL_VEC_FREE(&s.lookups);
     fl_map_fini(&s.grads);
     for (size_t i = 0; i < s.writers.cap; i++)
         if (fl_map_slot_live(&s.writers, i)) free(s.writers.buckets[i].val);

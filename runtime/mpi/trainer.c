@@ -105,8 +105,10 @@ FlStatus flm_t_send_rows(FlDist *d, int ps, const char *name, const FlSelectedRo
     return st;
 }
 
-/* Posts the receive of the answer, then the GET for var `name` from rank src, into f. */
-static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *e) {
+/* Posts the receive of the answer, then a request of `kind` for var `name` to rank src, into f:
+ * a GET, or a LOOKUP carrying the ids (inline, or in pieces on the data tag of the answer's tag
+ * pair: a tag no other message from this trainer uses, so the server may receive them at once). */
+static FlStatus start_req(FlMpi *m, int src, uint16_t kind, const char *name, const FlTensor *ids, Fetch *f, FlErr *e) {
     unsigned id = atomic_fetch_add(&m->reqs, 1u);
     *f = (Fetch){.src = src, .tag = TAG_REPLY0 + 2 * (int)(id % (unsigned)m->tag_pairs), .buf = fl_xmalloc(MSG_MAX),
                  .t = FL_TENSOR_INIT};
@@ -115,13 +117,22 @@ static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *
         free(f->buf);
         return flm_mpi_err(e, rc, "posting a receive");
     }
-    if (flm_post(m, src, TAG_HDR, K_GET, 0, name, NULL, NULL, f->tag, e) != FL_OK) {
+    FlStatus st = flm_post_msg(m, src, TAG_HDR, kind, 0, name, ids, NULL, f->tag, true, 0, e);
+    size_t nb = ids ? fl_tensor_nbytes(ids) : 0;
+    bool inl = nb <= FL_MPI_INLINE && nb <= m->piece;
+    for (int64_t c = 0, np = flm_npieces(nb, m->piece); st == FL_OK && !inl && c < np; c++)
+        st = flm_post_piece(m, src, f->tag, ids, c, e);
+    if (st != FL_OK) {
         flm_drop_reqs(&f->req, 1);
         free(f->buf);
         return FL_ERROR;
     }
     f->name = fl_xstrdup(name);
     return FL_OK;
+}
+
+static FlStatus start_get(FlMpi *m, int src, const char *name, Fetch *f, FlErr *e) {
+    return start_req(m, src, K_GET, name, NULL, f, e);
 }
 
 /* f's header has come: when it is the PARAM answer of f's var with pieces to come, starts their
@@ -170,7 +181,13 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
         f->in = true;
         MPI_Get_count(&st, MPI_BYTE, &f->count);
     }
+    pthread_mutex_lock(&m->mu); /* the answer's header, name and payload */
+    m->rbytes += (uint64_t)f->count;
+    pthread_mutex_unlock(&m->mu);
     if (f->np > 0) { /* its pieces are on their way already */
+        pthread_mutex_lock(&m->mu);
+        m->rbytes += fl_tensor_nbytes(&f->t);
+        pthread_mutex_unlock(&m->mu);
         FlStatus st = flm_wait_all(m, f->preq, f->np, f->src, what, true, e);
         f->np = 0; /* nothing of them is posted any more */
         if (st != FL_OK) goto done;
@@ -194,6 +211,11 @@ static FlStatus finish_get(FlMpi *m, Fetch *f, FlTensor *out, FlErr *e) {
     }
     FlTensor t = FL_TENSOR_INIT;
     if (flm_take_payload(m, &h, f->name, payload, f->src, f->tag + 1, &t, e) != FL_OK) goto done;
+    if (!(h.flags & F_INLINE)) {
+        pthread_mutex_lock(&m->mu);
+        m->rbytes += h.nbytes;
+        pthread_mutex_unlock(&m->mu);
+    }
     fl_tensor_fini(out);
     *out = t;
     rc = FL_OK;
@@ -244,6 +266,46 @@ FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e
         flm_span(m, "recv param", ts, name, "\"from\":%d,\"bytes\":%zu,\"prefetched\":%s", src,
                  rc == FL_OK ? fl_tensor_nbytes(out) : 0, found ? "true" : "false");
     return rc;
+}
+
+/* A distributed table's rows: every request posted (ids[i] to pserver ps[i], block names[i]),
+ * then every answer awaited in turn. */
+FlStatus flm_t_lookup(FlDist *d, size_t n, const int *ps, const char *const *names, const FlTensor *ids, FlTensor *out,
+                      FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    double t0 = flm_now();
+    int64_t ts = m->trace ? fl_trace_now() : 0;
+    Fetch *f = fl_xcalloc(n + 1, sizeof *f);
+    size_t posted = 0;
+    uint64_t rows = 0, sent = 0, recv0;
+    FlStatus st = FL_OK;
+    pthread_mutex_lock(&m->mu);
+    recv0 = m->rbytes;
+    pthread_mutex_unlock(&m->mu);
+    for (size_t i = 0; i < n && st == FL_OK; i++) {
+        int src = pserver_rank(m, ps[i], names[i], "looking up rows of", e);
+        st = src < 0 ? FL_ERROR : start_req(m, src, K_LOOKUP, names[i], &ids[i], &f[i], e);
+        if (st != FL_OK) break;
+        posted++;
+        rows += (uint64_t)fl_tensor_numel(&ids[i]);
+        size_t nb = fl_tensor_nbytes(&ids[i]);
+        sent += sizeof(Hdr) + strlen(names[i]) + nb;
+    }
+    for (size_t i = 0; i < posted; i++) {
+        if (st == FL_OK) st = finish_get(m, &f[i], &out[i], e);
+        else flm_fetch_free(&f[i]);
+    }
+    free(f);
+    if (st == FL_OK) st = flm_progress(m, false, e);
+    pthread_mutex_lock(&m->mu);
+    m->lk_rows += rows;
+    m->lk_sent += sent;
+    m->lk_recv += m->rbytes - recv0;
+    m->lk_msgs += posted;
+    pthread_mutex_unlock(&m->mu);
+    flm_add_comm(m, t0);
+    if (m->trace) flm_span(m, "lookup rows", ts, names[0], "\"blocks\":%zu,\"rows\":%llu", n, (unsigned long long)rows);
+    return st;
 }
 
 /* Receives and drops the answers of prefetched recvs nobody claimed (a program whose recv ops

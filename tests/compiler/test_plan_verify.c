@@ -181,6 +181,14 @@ static void test_clean_examples(void) {
     CU_ASSERT(transpiled_examples >= 15);
 }
 
+/* a distributed table (is_distributed=True) beside an fc layer, lazy Adam */
+#define DIST_TABLE_PROGRAM                                                                                      \
+    "import fluid\nfrom fluid import layers, optimizer\nids = layers.data(name='ids', shape=[2], dtype='int64')\n" \
+    "y = layers.data(name='y', shape=[1])\n"                                                                    \
+    "e = layers.embedding(input=ids, size=[20, 4], is_sparse=True, is_distributed=True, "                       \
+    "param_attr=fluid.ParamAttr(name='table'))\n"                                                              \
+    "loss = layers.mean(layers.square_error_cost(layers.fc(layers.reshape(e, shape=[-1, 8]), size=1), y))\n"   \
+    "optimizer.Adam(learning_rate=0.01, lazy_mode=True).minimize(loss)\n"
 #define OPT_HEAD "import fluid\nfrom fluid import layers, optimizer, regularizer, clip\n" \
                  "x = layers.data(name='x', shape=[16])\ny = layers.data(name='y', shape=[1])\n"
 static void test_clean_goldens(void) {
@@ -212,6 +220,7 @@ static void test_clean_goldens(void) {
         "optimizer.SGD(learning_rate=0.1, regularization=regularizer.L2Decay(0.01)).minimize(loss)\n",
         OPT_HEAD "h = layers.fc(x, size=8)\nloss = layers.mean(layers.square_error_cost(layers.fc(h, size=1), y))\n"
         "optimizer.Adam(learning_rate=0.01).minimize(loss)\n",
+        DIST_TABLE_PROGRAM,
     };
     for (size_t i = 0; i < FL_ARRAY_LEN(programs); i++) {
         FlBundle *b = compile_src("tests/compiler/plan_verify.fl", programs[i]);
@@ -280,6 +289,23 @@ static void test_recv(void) {
     expect_issue(p, "recv of 'fc_2.w_0' by trainer 1 names pserver 5, but the plan has pservers 0..1 (rule: every "
                     "recv is answered)");
     fl_ir_plan_free(p);
+}
+
+/* A trainer's distributed_lookup_table counts as receiving its table's blocks: a block looked up
+ * on a server that does not update it is a RECV issue. */
+static void test_dist_lookup(void) {
+    FlBundle *b = compile_src("tests/compiler/plan_verify.fl", DIST_TABLE_PROGRAM);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    FlPlan *p = plan_of(b, 2, 2, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    expect_clean(p, "dist table P=2 T=2");
+    FlOpDesc *lk = op_with(main0(p, "trainer", 1), "distributed_lookup_table", false, "Ids", "ids");
+    int64_t ep[2] = {1, 1}; /* block0 lives on pserver 0 */
+    fl_ir_op_set_ints(lk, "epmap", ep, 2);
+    expect_issue(p, "distributed_lookup_table of 'table.block0' by trainer 1 from pserver 1: pserver 1 does not update "
+                    "it (rule: every recv is answered)");
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
 }
 
 static void test_fetch(void) {
@@ -583,6 +609,7 @@ int main(int argc, char **argv) {
     static const FlTestCase cases[] = {
         {"clean: the examples' plans, every mode", test_clean_examples},
         {"clean: the goldens' programs, every mode", test_clean_goldens},
+        {"distributed tables: lookups receive the blocks", test_dist_lookup},
         {"rule: every send has a receiver", test_send},
         {"rule: every expected gradient is sent", test_expect},
         {"rule: every recv is answered", test_recv},

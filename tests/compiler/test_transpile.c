@@ -1124,6 +1124,76 @@ static void test_sparse_plans(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A distributed table (is_distributed=True): sharded over every server whatever the block size,
+ * the trainers look rows up (distributed_lookup_table) and send the rows' gradient
+ * (distributed_lookup_grad_rows, split by block) and receive no block; neither their main nor
+ * their startup declares the table or its moments; each server makes only its rows. Refusals:
+ * allreduce, another reader of the table, a position-seeded initialiser. */
+static bool declares(const FlProgram *p, const char *name) { return fl_ir_var_find(fl_ir_block(p, 0), name) != NULL; }
+
+static void test_dist_table_plans(void) {
+#define DIST_TABLE(extra, opt)                                                                                \
+    SPARSE_HEAD "fluid.default_startup_program().random_seed = 1\n"                                         \
+                "e = layers.embedding(input=ids, size=[20, 4], is_sparse=True, is_distributed=True, "       \
+                "param_attr=fluid.ParamAttr(name='table'))\n" extra                                        \
+                "loss = layers.mean(layers.square_error_cost(layers.fc(layers.reshape(e, shape=[-1, 8]), size=1), y))\n" \
+                "optimizer." opt ".minimize(loss)\n"
+    FlBundle *b = compile_text("tests/compiler/dist_table.fl", DIST_TABLE("", "SGD(learning_rate=0.1)"));
+    check_golden("dist_table", b, 2, 2, 16, FL_TRANSPILE_SYNC);
+    fl_ir_bundle_free(b);
+    b = compile_text("tests/compiler/dist_table.fl", DIST_TABLE("", "Adam(learning_rate=0.1, lazy_mode=True)"));
+    FlPlan *p = transpile(b, 3, 2, FL_TRANSPILE_SYNC, 1000000, FL_TRANSPILE_ROUND_ROBIN); /* cut anyway */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int64_t t = 0; t < 2; t++) {
+        const FlBundle *tr = role(p, "trainer", t);
+        CU_ASSERT(!declares(tr->main, "table") && !declares(tr->startup, "table"));
+        CU_ASSERT(!declares(tr->main, "table_moment1_0") && !declares(tr->startup, "table_moment1_0"));
+        const FlBlock *b0 = fl_ir_block(tr->main, 0);
+        int lookups = 0;
+        for (size_t i = 0; i < b0->ops.len; i++) {
+            const FlOpDesc *op = b0->ops.data[i];
+            lookups += fl_ops_is(op, FL_OPID_distributed_lookup_table);
+            CU_ASSERT(!fl_ops_is(op, FL_OPID_lookup_table) && strcmp(op->type, "lookup_table_grad") != 0);
+            const char *out = fl_ops_is(op, FL_OPID_recv) ? fl_ir_op_output1(op, "Out") : NULL;
+            CU_ASSERT(!out || strncmp(out, "table", 5) != 0);
+        }
+        CU_ASSERT_EQUAL(lookups, 1);
+    }
+    for (int64_t s = 0; s < 3; s++) { /* 20 rows in 3 blocks: 7, 7, 6, each made alone */
+        const FlBundle *ps = role(p, "pserver", s);
+        char bn[32];
+        snprintf(bn, sizeof bn, "table.block%lld", (long long)s);
+        const FlVarDesc *v = fl_ir_var_find(fl_ir_block(ps->startup, 0), bn);
+        CU_ASSERT(v && v->shape[0] == (s < 2 ? 7 : 6));
+        const FlBlock *s0 = fl_ir_block(ps->startup, 0);
+        for (size_t i = 0; i < s0->ops.len; i++) {
+            const char *o = s0->ops.data[i]->outs.len ? s0->ops.data[i]->outs.data[0].args[0] : "";
+            CU_ASSERT(strcmp(o, "table") != 0 && strcmp(o, "table_moment1_0") != 0);
+        }
+    }
+    fl_ir_plan_free(p);
+    CHECK_STR(err_of(b, 0, 2, FL_TRANSPILE_ALLREDUCE, 0, 0),
+              "tests/compiler/dist_table.fl:6:5: the table 'table' is read with is_distributed=True, which shards it "
+              "over the pservers; an allreduce plan has none (use --mode sync or async, or is_distributed=False)");
+    fl_ir_bundle_free(b);
+    b = compile_text("tests/compiler/dist_table.fl",
+                     DIST_TABLE("e = e + layers.embedding(input=ids, size=[20, 4], is_sparse=True, "
+                                "param_attr=fluid.ParamAttr(name='table'))\n", "SGD(learning_rate=0.1)"));
+    CU_ASSERT(strstr(err_of(b, 2, 1, 0, 0, 0), "the table 'table' is read by lookups with and without "
+                     "is_distributed=True") != NULL);
+    fl_ir_bundle_free(b);
+    /* an initialiser seeded by its position (seed=0: hand-made IR; the stdlib always seeds) */
+    b = compile_text("tests/compiler/dist_table.fl", DIST_TABLE("", "SGD(learning_rate=0.1)"));
+    FlBlock *sb = fl_ir_block(b->startup, 0);
+    for (size_t i = 0; i < sb->ops.len; i++)
+        if (fl_ops_is(sb->ops.data[i], FL_OPID_uniform_random) && !strcmp(sb->ops.data[i]->outs.data[0].args[0], "table"))
+            fl_ir_op_set_int(sb->ops.data[i], "seed", 0);
+    CU_ASSERT(strstr(err_of(b, 2, 1, 0, 0, 0), "the distributed table's var 'table' is initialised by 'uniform_random', "
+                     "which cannot make a block of its rows alone") != NULL);
+    fl_ir_bundle_free(b);
+#undef DIST_TABLE
+}
+
 int main(int argc, char **argv) {
     flc_path = argc > 1 ? argv[1] : NULL;
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -1145,6 +1215,7 @@ int main(int argc, char **argv) {
     CU_add_test(s, "errors", test_errors);
     CU_add_test(s, "flc transpile", test_cli);
     CU_add_test(s, "sparse tables: split_selected_rows, SelectedRows on the servers", test_sparse_plans);
+    CU_add_test(s, "distributed tables: sharded, looked up, never on a trainer", test_dist_table_plans);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();

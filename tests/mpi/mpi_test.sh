@@ -30,6 +30,12 @@
 #   sparse_async_allreduce        the same model on an allreduce pair (sparse gradients gathered
 #                                 as rows; lazy Adam) equal to local training; async P=2 T=2
 #                                 trains, and its tables changed in looked-up rows only
+#   dist_table                    the same model with both tables is_distributed (sharded over
+#                                 the pservers, rows looked up there, never whole on a rank) on
+#                                 P=2 T=2 (lazy Adam) and P=3 T=1 (SGD), equal to local
+#                                 training (the tables from the shards of --save); no trainer
+#                                 makes or receives a table; --stats counts the looked-up rows;
+#                                 async P=2 T=2 trains (the loss falls)
 #   equality_p2t2, equality_p1t3  sync training on a plan follows the local run with batch T*b:
 #                                 every logged step and the saved parameters and optimizer state
 #                                 within 1e-4 relative; p2t2 then resumes both checkpoints (--load)
@@ -114,6 +120,14 @@ resume() {
         --log "$TMP/dist2.csv" --save "$TMP/dist2" || fail "mpirun --load"
     "$CHECK" logs "$TMP/dist2.csv" "$TMP/local2.csv" 1e-4 || fail "the resumed logs differ"
     "$CHECK" params "$TMP/dist2" "$TMP/local2" 1e-4 || fail "the resumed parameters differ"
+}
+
+# One epoch of the plan $TMP/x.plan on 4 ranks with --stats: trainer 0's figures must match
+# PATTERN (else the test fails saying --stats shows WHAT): stats_show PATTERN WHAT
+stats_show() {
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --batch-size $BATCH --stats 2>"$TMP/stats" || fail "mpirun --stats"
+    cat "$TMP/stats"
+    grep -q "rank 0 (trainer 0): $1" "$TMP/stats" || fail "--stats shows $2"
 }
 
 # The first ROWS rows of examples/data/FILE in $TMP/data, and RUN reading the program's data from
@@ -296,10 +310,29 @@ sparse_sync)
     STATE=learning_rate DEFS="-D opt=sgd"
     equality 3 1 1024
     # the trainers sent rows, not dense tables: --stats counts the sparse traffic
-    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --batch-size $BATCH --stats 2>"$TMP/stats" || fail "mpirun --stats"
-    cat "$TMP/stats"
-    grep -q "rank 0 (trainer 0): sparse gradients: [1-9][0-9]* rows, [0-9]* bytes in [0-9]* messages" "$TMP/stats" ||
-        fail "--stats shows no sparse traffic"
+    stats_show "sparse gradients: [1-9][0-9]* rows, [0-9]* bytes in [0-9]* messages" "no sparse traffic"
+    ;;
+dist_table)
+    # tests/mpi/ctr_sparse.fl -D dist=1: both tables sharded over every pserver; the trainers
+    # look their rows up (distributed_lookup_table) and send row gradients; --save gathers the
+    # shards into the whole tables, which must equal the local run's
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=moment1 DEFS="-D opt=lazy_adam -D dist=1"
+    equality 2 2 1024
+    # no trainer program makes, reads or receives a table; each server's startup makes its rows
+    "$FLC" show "$TMP/x.plan" >"$TMP/show" || fail "flc show"
+    sed -n '/=== role trainer 0/,/=== role pserver 0/p' "$TMP/show" | grep -E "(Out|W|Param)=\[table_[ab]\]|Out=\[table_[ab]\.block" &&
+        fail "a trainer makes, reads or receives a table"
+    grep -c "op distributed_lookup_table " "$TMP/show" | grep -qx 4 || fail "the trainers do not look the tables up"
+    sed -n '/=== role pserver 0/,$p' "$TMP/show" | grep -E "op (uniform_random|split) .*Out=\[table_a\]" &&
+        fail "a pserver makes table_a whole"
+    STATE=learning_rate DEFS="-D opt=sgd -D dist=1"
+    equality 3 1 1024
+    stats_show "distributed tables: [1-9][0-9]* rows looked up in [0-9]* requests" "no lookups"
+    # async P=2 T=2: lookups answered at once, each trainer's rows applied on arrival; it trains
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
+    "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
     ;;
 sparse_multi_opt)
     # each minimize's gradients are the forward's before any update, locally as on the plan's

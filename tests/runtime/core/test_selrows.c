@@ -300,12 +300,41 @@ static void test_split_scale_pack(void) {
     fl_ir_program_free(p);
 }
 
+/* fl_rows_scatter into its own input (ParamOut = Param): in place while nobody else holds the
+ * buffer (a server's table block is not copied each step), into a new buffer when somebody does
+ * (a send in flight), whose holder keeps the old values. */
+static void test_scatter_in_place(void) {
+    FlErr e = {{0}};
+    double w[V * D], sv[2 * D] = {-1, -2, -3, -4, -5, -6}, sv2[2 * D] = {9, 9, 9, 9, 9, 9};
+    for (int i = 0; i < V * D; i++) w[i] = i;
+    FlTensor t = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){V, D}, w);
+    FlTensor rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){2}, (double[]){4, 1});
+    FlTensor sub = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){2, D}, sv), sub2 = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){2, D}, sv2);
+    const FlBuffer *b0 = t.buf;
+    CT_OK(fl_rows_scatter(&e, &t, &rows, &sub, &t), &e);
+    CU_ASSERT_PTR_EQUAL(t.buf, b0);
+    const double *d = fl_tensor_data(&t);
+    CU_ASSERT_TRUE(d[4 * D] == -1 && d[1 * D + 2] == -6 && d[0] == 0 && d[5 * D + 2] == 5 * D + 2);
+    FlTensor held = FL_TENSOR_INIT;
+    fl_tensor_ref(&held, &t);
+    CT_OK(fl_rows_scatter(&e, &t, &rows, &sub2, &t), &e);
+    CU_ASSERT_PTR_NOT_EQUAL(t.buf, held.buf);
+    CU_ASSERT_TRUE(((const double *)fl_tensor_data(&t))[4 * D] == 9 && ((const double *)fl_tensor_data(&held))[4 * D] == -1);
+    CU_ASSERT_TRUE(((const double *)fl_tensor_data(&t))[0] == 0);
+    fl_tensor_fini(&held);
+    fl_tensor_fini(&t);
+    fl_tensor_fini(&rows);
+    fl_tensor_fini(&sub);
+    fl_tensor_fini(&sub2);
+}
+
 int main(void) {
     static const CtCase cases[] = {
         CT_TEST(test_lookup_table_grad_rows),
         CT_TEST(test_optimizers),
         CT_TEST(test_sum),
         CT_TEST(test_split_scale_pack),
+        CT_TEST(test_scatter_in_place),
     };
     return ct_run("selrows", cases, (int)(sizeof cases / sizeof cases[0]));
 }
