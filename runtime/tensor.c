@@ -67,7 +67,9 @@ _Static_assert(FL_BUFFER_CACHE_MIN == 1 << MIN_LOG, "MIN_LOG must match FL_BUFFE
 typedef struct Cache {
     pthread_mutex_t mu;
     bool ready;     /* limit read from the environment */
+    bool fixed;     /* the limit was set (environment, fl_buffer_cache_set_limit): no growth */
     size_t limit;   /* bytes of data the cached buffers may hold; 0: the cache is off */
+    size_t live, peak; /* bytes of cacheable buffers in use now, and at most so far */
     size_t bytes, count;
     uint64_t clock; /* allocations of cacheable size so far */
     uint64_t hits, misses, evicted;
@@ -92,8 +94,20 @@ static void configure(void) {
     if (v && *v) {
         char *end;
         unsigned long long mb = strtoull(v, &end, 10);
-        if (!*end && mb <= SIZE_MAX >> 20) cache.limit = (size_t)mb << 20;
+        if (!*end && mb <= SIZE_MAX >> 20) {
+            cache.limit = (size_t)mb << 20;
+            cache.fixed = true;
+        }
     }
+}
+
+/* Under mu: the byte limit in force. Unless fixed, the cache may hold as much as the program
+ * has had in use at once (its peak of live cacheable buffers): a step that keeps more than the
+ * default limit alive (VGG-16 at batch 64 frees ~400 MB of activations and gradients a step)
+ * would otherwise fault most of them in anew every step, and memory the program has already
+ * held at its peak adds nothing to its peak RSS in a repeating loop. */
+static size_t limit_now(void) {
+    return cache.fixed || cache.limit == 0 || cache.peak < cache.limit ? cache.limit : cache.peak;
 }
 
 /* Under mu: unlinks k from both lists. */
@@ -137,6 +151,8 @@ static Block *take(size_t size) {
     pthread_mutex_lock(&cache.mu);
     configure();
     cache.clock++;
+    cache.live += size; /* taken, or malloc'd by the caller (untaken by untake on failure) */
+    if (cache.live > cache.peak) cache.peak = cache.live;
     for (Block *k = cache.cls[class_of(size)]; k; k = k->next)
         if (k->b.size == size) {
             got = k;
@@ -148,11 +164,18 @@ static Block *take(size_t size) {
     } else {
         cache.misses++;
     }
-    evict(cache.limit, &dead);
+    evict(limit_now(), &dead);
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
     if (got) UNPOISON(got->b.data, size);
     return got;
+}
+
+/* A buffer of `size` that take did not find could not be allocated: it is not in use. */
+static void untake(size_t size) {
+    pthread_mutex_lock(&cache.mu);
+    cache.live -= size;
+    pthread_mutex_unlock(&cache.mu);
 }
 
 /* Caches k (refs 0, size >= FL_BUFFER_CACHE_MIN), or frees it when it alone exceeds the limit. */
@@ -161,7 +184,9 @@ static void put(Block *k) {
     POISON(k->b.data, k->b.size);
     pthread_mutex_lock(&cache.mu);
     configure();
-    if (k->b.size > cache.limit) {
+    cache.live -= k->b.size;
+    size_t limit = limit_now();
+    if (k->b.size > limit) {
         k->next = NULL;
         dead = k;
         cache.evicted++;
@@ -179,7 +204,7 @@ static void put(Block *k) {
         k->stamp = cache.clock;
         cache.bytes += k->b.size;
         cache.count++;
-        evict(cache.limit, &dead);
+        evict(limit, &dead);
     }
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
@@ -189,8 +214,9 @@ size_t fl_buffer_cache_set_limit(size_t bytes) {
     Block *dead = NULL;
     pthread_mutex_lock(&cache.mu);
     configure();
-    size_t old = cache.limit;
+    size_t old = limit_now();
     cache.limit = bytes;
+    cache.fixed = true;
     evict(bytes, &dead);
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
@@ -208,7 +234,7 @@ void fl_buffer_cache_trim(void) {
 FlBufferCacheStats fl_buffer_cache_stats(void) {
     pthread_mutex_lock(&cache.mu);
     configure();
-    FlBufferCacheStats st = {.limit = cache.limit, .bytes = cache.bytes, .count = cache.count,
+    FlBufferCacheStats st = {.limit = limit_now(), .bytes = cache.bytes, .count = cache.count,
                              .hits = cache.hits, .misses = cache.misses,
                              .evicted = cache.evicted};
     pthread_mutex_unlock(&cache.mu);
@@ -220,11 +246,12 @@ FlBufferCacheStats fl_buffer_cache_stats(void) {
 static FlBuffer *buffer_new(FlErr *e, size_t size, bool zero) {
     Block *k = size >= FL_BUFFER_CACHE_MIN ? take(size) : NULL;
     if (!k) {
+        unsigned char *mem = size > SIZE_MAX - PAD ? NULL : malloc(size + PAD);
+        if (!mem && size >= FL_BUFFER_CACHE_MIN) untake(size);
         if (size > SIZE_MAX - PAD) {
             fl_err(e, "cannot allocate a buffer of %zu bytes: too large", size);
             return NULL;
         }
-        unsigned char *mem = malloc(size + PAD);
         if (!mem) {
             fl_err(e, "out of memory allocating %zu bytes", size);
             return NULL;

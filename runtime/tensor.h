@@ -31,9 +31,12 @@
  * Recycling: a buffer of at least FL_BUFFER_CACHE_MIN bytes is not freed by its last release but
  * kept in a process-wide cache, and the next allocation of exactly its size takes it back (the
  * most recently released first), so a training loop's per-step buffers stop going back to the
- * system and faulting in again. The cache holds at most its limit in bytes (FL_BUFFER_CACHE_LIMIT,
- * or FLUIDC_BUFFER_CACHE_MB from the environment, read on first use; 0 turns it off), oldest out
- * first, and frees a buffer no allocation has taken for FL_BUFFER_CACHE_AGE allocations. It is
+ * system and faulting in again. The cache holds at most its limit in bytes, oldest out first:
+ * by default the larger of FL_BUFFER_CACHE_LIMIT and the most bytes of cacheable buffers the
+ * process has had in use at once (so a model whose step lives on more than the default limit
+ * still reuses its buffers), or FLUIDC_BUFFER_CACHE_MB from the environment (read on first use;
+ * 0 turns the cache off) or fl_buffer_cache_set_limit, which fix it; and it frees a buffer no
+ * allocation has taken for FL_BUFFER_CACHE_AGE allocations. It is
  * thread-safe (one mutex). Every buffer whose last release may come must have been made by
  * fl_buffer_new or fl_buffer_new_uninit: a header built elsewhere (ops_dist.c's pieces) keeps
  * its one reference for good.
@@ -82,8 +85,8 @@ typedef struct FlBufferCacheStats {
 } FlBufferCacheStats;
 
 FlBufferCacheStats fl_buffer_cache_stats(void);
-/* Sets the cache's limit in bytes (0 turns it off), freeing the oldest buffers past it;
- * returns the previous limit. */
+/* Fixes the cache's limit in bytes (0 turns it off; it no longer follows the peak in use),
+ * freeing the oldest buffers past it; returns the previous limit. */
 size_t fl_buffer_cache_set_limit(size_t bytes);
 /* Frees every cached buffer (the limit stays). */
 void fl_buffer_cache_trim(void);

@@ -153,11 +153,14 @@ static bool prim_init(Prim *pr, dnnl_primitive_desc_t pd, int n, const int *args
 
 /* A temporary of `bytes` from the tensors' buffer cache (runtime/tensor.h): the blocked copies
  * of a step's activations are megabytes, which malloc would map and fault in anew each call. */
-static bool tmp_mem(dnnl_memory_t *m, FlTensor *t, const dnnl_memory_desc_t *md) {
+static void *tmp_buf(FlTensor *t, const dnnl_memory_desc_t *md) {
     FlErr e;
     int64_t n = (int64_t)(dnnl_memory_desc_get_size(md) / sizeof(float)) + 1;
-    if (fl_tensor_alloc_uninit(&e, t, FL_DT_FLOAT32, 1, &n)) return false;
-    return dnnl_memory_create(m, md, G.eng, fl_tensor_data(t)) == dnnl_success;
+    return fl_tensor_alloc_uninit(&e, t, FL_DT_FLOAT32, 1, &n) ? NULL : fl_tensor_data(t);
+}
+static bool tmp_mem(dnnl_memory_t *m, FlTensor *t, const dnnl_memory_desc_t *md) {
+    void *p = tmp_buf(t, md);
+    return p && dnnl_memory_create(m, md, G.eng, p) == dnnl_success;
 }
 
 /* Runs pr on the caller's buffers ptr[i] (for args[i]): inputs in another layout are reordered
@@ -424,15 +427,16 @@ static bool pool_grad_impl(const PoolDims *p, int64_t N, const float *x, const f
     const Entry *en = lookup(key, build_pool_grad, &c);
     if (!en) return false;
     if (en->nprims == 1) return run(&en->prims[0], (void *[]){(void *)dout, dx});
-    /* max: the forward again for its workspace (and a scratch Out) */
-    const Arg *ws = &en->prims[1].args[2];
-    size_t nws = dnnl_memory_desc_get_size(&ws->user), ny = (size_t)(p->NC * p->Ho * p->Wo);
-    void *wbuf = malloc(nws + 1);
-    float *y = malloc(ny * sizeof *y + 1);
+    /* max: the forward again for its workspace (and a scratch Out), both from the buffer cache
+     * (a steady step mallocs no large buffer) */
+    FlTensor wt, yt;
+    fl_tensor_init(&wt);
+    fl_tensor_init(&yt);
+    void *wbuf = tmp_buf(&wt, &en->prims[1].args[2].user), *y = tmp_buf(&yt, &en->prims[1].args[1].user);
     bool ok = wbuf && y && run(&en->prims[1], (void *[]){(void *)x, y, wbuf}) &&
               run(&en->prims[0], (void *[]){(void *)dout, wbuf, dx});
-    free(wbuf);
-    free(y);
+    fl_tensor_fini(&wt);
+    fl_tensor_fini(&yt);
     return ok;
 }
 

@@ -1,8 +1,12 @@
 /* test_dnnl_paths.c: the oneDNN fast paths (conv2d, pool2d, batch_norm and their gradients,
  * float32) give the reference kernels' results within 1e-5 relative (the largest difference over
  * the largest reference magnitude), on shapes covering strides, paddings, dilations, groups, 1x1
- * and 3x3 filters, odd sizes and batch 1; two runs of a fast path give bit-identical results. */
+ * and 3x3 filters, odd sizes and batch 1 and the bench models' layers (bench_models.sh: VGG-16's,
+ * the digits CNN's); two runs of a fast path give bit-identical results. Every case runs on one
+ * thread and again on a kernel pool of 2 (oneDNN's OpenMP team of 2, flrun --threads 2). */
 #include "tests/runtime/kernels/kt.h"
+
+#include "runtime/kernels/par.h"
 
 #define F FL_DT_FLOAT32
 static FlRng rng;
@@ -78,6 +82,10 @@ static void test_dnnl_conv2d(void) {
         CONV(1, 6, 8, 7, 9, 3, 1, 1, 2, 1, 0, 3, 1, 3),     /* groups 3, kh != kw */
         CONV(4, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1),  /* the first layer */
         CONV(1, 1, 5, 5, 1, 5, 5, 1, 1, 0, 0, 1, 1, 1),     /* a 1x1 output */
+        CONV(8, 1, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1),    /* the digits CNN's conv */
+        CONV(2, 64, 16, 16, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1), /* VGG-16's block 2 */
+        CONV(2, 512, 2, 2, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1), /* VGG-16's last block */
+        CONV(3, 7, 13, 11, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1),   /* odd channels and sizes, stride 2 */
     };
     for (int k = 0; k < (int)FL_ARRAY_LEN(cases); k++) conv_case(k, &cases[k]);
 }
@@ -103,6 +111,8 @@ static void test_dnnl_pool2d(void) {
         POOL(3, 16, 8, 8, FL_POOL_AVG, 1, 1, 1, 1, 0, 0, true, true, false),
         POOL(3, 5, 7, 9, FL_POOL_MAX, 1, 1, 1, 1, 0, 0, true, true, false),
         POOL(2, 2, 5, 5, FL_POOL_MAX, 2, 2, 2, 2, 0, 0, false, true, false),
+        POOL(8, 16, 8, 8, FL_POOL_MAX, 2, 2, 2, 2, 0, 0, false, true, false), /* digits CNN */
+        POOL(2, 512, 2, 2, FL_POOL_MAX, 2, 2, 2, 2, 0, 0, false, true, false), /* VGG-16's last */
     };
     for (int k = 0; k < (int)FL_ARRAY_LEN(cases); k++) {
         const PoolCase *c = &cases[k];
@@ -160,13 +170,29 @@ static void test_dnnl_batch_norm(void) {
         bn_case(2, 2, (int64_t[]){6, 10}, t);
         bn_case(3, 3, (int64_t[]){2, 5, 9}, t);
         bn_case(4, 4, (int64_t[]){16, 64, 8, 8}, t);
+        bn_case(5, 2, (int64_t[]){8, 4096}, t); /* VGG-16's batch norm after its fc */
     }
+}
+
+/* The three suites again with a kernel pool of 2 bound: oneDNN's primitives for a team of 2. */
+static void test_dnnl_two_threads(void) {
+    FlErr e;
+    FlPar *p = fl_par_new(2, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    FlPar *old = fl_par_bind(p);
+    CU_ASSERT_EQUAL(fl_par_width(), 2);
+    test_dnnl_conv2d();
+    test_dnnl_pool2d();
+    test_dnnl_batch_norm();
+    fl_par_bind(old);
+    fl_par_free(p);
 }
 
 int main(void) {
     fl_rng_init(&rng, 2024);
     static const KtCase cases[] = {
         KT_TEST(test_dnnl_conv2d), KT_TEST(test_dnnl_pool2d), KT_TEST(test_dnnl_batch_norm),
+        KT_TEST(test_dnnl_two_threads),
     };
     return kt_run("oneDNN == reference", cases, (int)FL_ARRAY_LEN(cases));
 }
