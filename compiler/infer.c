@@ -611,6 +611,29 @@ static FlStatus infer_concat(Ctx *c) {
     return set_out(c, "Out", first->dtype, &out);
 }
 
+/* sparse_decay: X a SelectedRows of Param's shape and dtype; Out one like X. */
+static FlStatus infer_sparse_decay(Ctx *c) {
+    FlVarDesc *xv, *pv;
+    if (in1(c, "X", &xv) || in1(c, "Param", &pv)) return FL_ERROR;
+    if (!xv || !pv) return fl_err(c->e, "%s: X and Param are required", c->t);
+    if (xv->kind != FL_VAR_SELECTED_ROWS)
+        return fl_err(c->e, "%s: X '%s' must be a SelectedRows (a sparse gradient)", c->t, xv->name);
+    Shape x = shape_of(xv), p = shape_of(pv);
+    bool fits = xv->dtype == pv->dtype && x.nd == p.nd;
+    for (int k = 0; fits && k < x.nd; k++) fits = dims_agree(x.d[k], p.d[k]);
+    if (!fits)
+        return fl_err(c->e, "%s: X '%s' %s is not the gradient of Param '%s' %s", c->t, xv->name, sstr(c, &x),
+                      pv->name, sstr(c, &p));
+    const char *on = fl_ir_op_output1(c->op, "Out");
+    FlVarDesc *o;
+    if (!on || skip_arg(on)) return fl_err(c->e, "%s: output Out is required", c->t);
+    if (lookup(c, "output", "Out", on, &o)) return FL_ERROR;
+    o->dtype = xv->dtype;
+    o->kind = FL_VAR_SELECTED_ROWS;
+    fl_ir_var_set_shape(o, x.nd, x.d);
+    return FL_OK;
+}
+
 /* split_selected_rows: X a SelectedRows [H, ...]; Out[k] SelectedRows [height_sections[k], ...]
  * with the sections adding up to H (when H is known). */
 static FlStatus infer_split_selected_rows(Ctx *c) {
@@ -2116,6 +2139,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_concat: return infer_concat(&c);
     case FL_OPID_split: return infer_split(&c);
     case FL_OPID_split_selected_rows: return infer_split_selected_rows(&c);
+    case FL_OPID_sparse_decay: return infer_sparse_decay(&c);
     case FL_OPID_reshape: return infer_reshape(&c);
     case FL_OPID_transpose: return infer_transpose(&c);
     case FL_OPID_leaky_relu:

@@ -581,6 +581,16 @@ static FlStatus mark_server_path(Tp *tp, const Param *pr, const char *name, size
     return FL_OK;
 }
 
+/* pr's sparse gradient goes to its optimizer through one sparse_decay (a regularizer of a table
+ * read by embedding(is_sparse=True)) and nothing else: the servers decay each trainer's rows
+ * (build_optimize_block), so that a row gets the decay once per lookup of the global batch. */
+static bool sparse_decay_path(Tp *tp, const Param *pr) {
+    const FlOpDesc *op = tp->lb->ops.data[pr->path0];
+    const char *x = fl_ir_op_input1(op, "X"), *w = fl_ir_op_input1(op, "Param"), *o = fl_ir_op_output1(op, "Out");
+    return fl_ops_is(op, FL_OPID_sparse_decay) && x && w && o && !strcmp(x, pr->raw) && !strcmp(w, pr->name) &&
+           !strcmp(o, pr->grad);
+}
+
 static FlStatus find_grad_paths(Tp *tp) {
     bool *mark = fl_xcalloc(tp->lb->ops.len + 1, sizeof *mark);
     for (size_t i = 0; i < tp->params.len; i++) {
@@ -593,7 +603,7 @@ static FlStatus find_grad_paths(Tp *tp) {
         if (strcmp(pr->grad, pr->raw) != 0 && !grad_dep(tp, pr, pr->grad, opt, 0, &budget)) pr->raw = pr->grad;
         const FlVarDesc *rv = fl_ir_var_find(tp->lb, pr->raw);
         if (tp->mode != FL_TRANSPILE_ALLREDUCE && rv && rv->kind == FL_VAR_SELECTED_ROWS &&
-            pr->path0 != SIZE_MAX) {
+            pr->path0 != SIZE_MAX && !sparse_decay_path(tp, pr)) {
             free(mark);
             return fl_err(tp->e,
                           "%sthe gradient of '%s' is a SelectedRows (is_sparse=True) processed by "
@@ -1141,17 +1151,40 @@ static FlStatus build_optimize_block(Tp *tp, FlProgram *p, const Param *pr, size
         need(nd, n, st->name, pr, k, pr->sliced && st->kind == ST_SLICE);
     }
     FlBlock *ob = fl_ir_block_new(p, 0);
+    /* a sparse gradient's sparse_decay (its only path op) decays each trainer's rows before the
+     * merge, which adds duplicate rows up: coeff * T, as the merge scales by 1/T */
+    const FlOpDesc *decay = sync && is_sparse_grad(pr) && pr->spath.len ? tp->lb->ops.data[pr->spath.data[0]] : NULL;
     if (sync) {
+        FlOpDesc **decays = decay ? fl_xcalloc((size_t)tp->T, sizeof *decays) : NULL;
+        for (int64_t t = 0; decay && t < tp->T; t++) decays[t] = clone_into(ob, decay);
         FlOpDesc *sum = fl_ir_op_append(ob, "sum");
         sum->loc = pr->opt->loc;
         for (int64_t t = 0; t < tp->T; t++) {
             const char *tn = trainer_name(tp, pc->grad, t);
             FlVarDesc *tv = declare(tp, b0, tn, pr->gvar, pr->sliced ? pc->rows : -1);
-            if (!tv) return FL_ERROR;
+            if (!tv) {
+                free(decays);
+                return FL_ERROR;
+            }
             tv->persistable = false;
-            fl_ir_op_add_input(sum, "X", tn);
+            const char *sn = tn;
+            if (decay) {
+                sn = fl_arena_printf(&tp->arena, "%s.decay", tn);
+                FlVarDesc *dv = declare(tp, b0, sn, pr->gvar, pr->sliced ? pc->rows : -1);
+                if (!dv) {
+                    free(decays);
+                    return FL_ERROR;
+                }
+                dv->persistable = false;
+                rename_args(decays[t]->ins.data, decays[t]->ins.len, pr->raw, tn);
+                rename_args(decays[t]->ins.data, decays[t]->ins.len, pr->name, pc->param);
+                rename_args(decays[t]->outs.data, decays[t]->outs.len, pr->proc, sn);
+                fl_ir_op_set_float(decays[t], "coeff", fl_ir_op_get_float(decay, "coeff", 0) * (double)tp->T);
+            }
+            fl_ir_op_add_input(sum, "X", sn);
             fl_ir_op_add_input(ls, "X", tn);
         }
+        free(decays);
         fl_ir_op_add_output(sum, "Out", pc->grad);
         FlOpDesc *sc = fl_ir_op_append(ob, "scale");
         sc->loc = pr->opt->loc;
@@ -1163,7 +1196,7 @@ static FlStatus build_optimize_block(Tp *tp, FlProgram *p, const Param *pr, size
         fl_ir_op_add_input(ls, "X", pc->grad);
     }
     const char *proc = pc->grad; /* the optimizer's Grad on the block */
-    for (size_t j = 0; j < pr->spath.len; j++) {
+    for (size_t j = 0; !decay && j < pr->spath.len; j++) {
         /* the path on the merged gradient block: the raw gradient and the parameter by their
          * block's names, every var it makes by a block name of its own when cut */
         FlOpDesc *c = clone_into(ob, tp->lb->ops.data[pr->spath.data[j]]);

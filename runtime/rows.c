@@ -261,6 +261,17 @@ FlStatus fl_rows_split(FlErr *e, const FlSelectedRows *r, const int64_t *section
     return st;
 }
 
+/* *out (released first) = r's rows and height with the value v (its reference moves to out). */
+static void set_value(const FlSelectedRows *r, FlTensor v, FlSelectedRows *out) {
+    FlSelectedRows o;
+    fl_rows_init(&o);
+    fl_tensor_ref(&o.rows, &r->rows);
+    o.value = v;
+    o.height = r->height;
+    fl_rows_fini(out);
+    *out = o;
+}
+
 FlStatus fl_rows_scale(FlErr *e, const FlSelectedRows *r, double scale, FlSelectedRows *out) {
     if (fl_rows_check(e, r)) return FL_ERROR;
     FlTensor v = FL_TENSOR_INIT;
@@ -273,13 +284,38 @@ FlStatus fl_rows_scale(FlErr *e, const FlSelectedRows *r, double scale, FlSelect
         double *a = fl_tensor_data(&v);
         for (int64_t i = 0; i < n; i++) a[i] *= scale;
     }
-    FlSelectedRows o;
-    fl_rows_init(&o);
-    fl_tensor_ref(&o.rows, &r->rows);
-    o.value = v;
-    o.height = r->height;
-    fl_rows_fini(out);
-    *out = o;
+    set_value(r, v, out);
+    return FL_OK;
+}
+
+FlStatus fl_rows_decay(FlErr *e, const FlSelectedRows *r, const FlTensor *t, double coeff, bool l1,
+                       FlSelectedRows *out) {
+    if (fl_rows_check(e, r)) return FL_ERROR;
+    bool fits = t->dtype == r->value.dtype && t->ndim == r->value.ndim && t->ne[0] == r->height;
+    for (int d = 1; fits && d < t->ndim; d++) fits = t->ne[d] == r->value.ne[d];
+    if (!fits)
+        return fl_err(e, "SelectedRows: the parameter %s %s does not match the rows %s %s of height %lld",
+                      fl_dtype_name(t->dtype), fl_tensor_shape(t).s, fl_dtype_name(r->value.dtype),
+                      fl_tensor_shape(&r->value).s, (long long)r->height);
+    FlTensor g = FL_TENSOR_INIT, v = FL_TENSOR_INIT;
+    if (fl_rows_gather(e, t, &r->rows, &g)) return FL_ERROR;
+    if (fl_tensor_copy(e, &v, &r->value)) {
+        fl_tensor_fini(&g);
+        return FL_ERROR;
+    }
+    int64_t n = fl_tensor_numel(&v);
+    if (v.dtype == FL_DT_FLOAT32) {
+        float *a = fl_tensor_data(&v);
+        const float *b = fl_tensor_data(&g);
+        for (int64_t i = 0; i < n; i++)
+            a[i] += (float)coeff * (l1 ? (float)((b[i] > 0) - (b[i] < 0)) : b[i]);
+    } else {
+        double *a = fl_tensor_data(&v);
+        const double *b = fl_tensor_data(&g);
+        for (int64_t i = 0; i < n; i++) a[i] += coeff * (l1 ? (double)((b[i] > 0) - (b[i] < 0)) : b[i]);
+    }
+    fl_tensor_fini(&g);
+    set_value(r, v, out);
     return FL_OK;
 }
 

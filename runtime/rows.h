@@ -58,6 +58,12 @@ FlStatus fl_rows_split(FlErr *e, const FlSelectedRows *r, const int64_t *section
                        FlSelectedRows *outs) FL_WARN_UNUSED;
 /* out = r with its value times scale (a new value buffer; the rows are shared). */
 FlStatus fl_rows_scale(FlErr *e, const FlSelectedRows *r, double scale, FlSelectedRows *out) FL_WARN_UNUSED;
+/* out = r with coeff * t[rows[i]] (l1: coeff * sign(t[rows[i]])) added to its value row i, so a
+ * row listed k times gets the decay k times (Fluid's regularization of a sparse gradient, which
+ * looks the gradient's rows up, duplicates kept); t is the dense [height, ...] parameter of r's
+ * dtype and row shape. A new value buffer; the rows are shared. */
+FlStatus fl_rows_decay(FlErr *e, const FlSelectedRows *r, const FlTensor *t, double coeff, bool l1,
+                       FlSelectedRows *out) FL_WARN_UNUSED;
 /* xs[0]'s rows, then xs[1]'s, ... (duplicates kept, in order) into *out (new buffers): the
  * SelectedRows of n shares of a batch, as one (an allreduce plan's gathered sparse gradient).
  * Every xs[k] has one height, dtype and row shape. */

@@ -52,6 +52,17 @@ static FlStatus run_sum_grad(OpCall *c) {
 }
 FL_ADAPTER(sum_grad, NULL, run_sum_grad);
 
+/* ---- sparse_decay: X (SelectedRows), Param -> Out (SelectedRows) {coeff, l1} ---- */
+static FlStatus run_sparse_decay(OpCall *c) {
+    const FlSelectedRows *x = fl_call_in_rows(c, FL_IN_sparse_decay_X);
+    FlSelectedRows *ro = fl_call_out_rows(c, FL_OUT_sparse_decay_Out);
+    const FlTensor *p = IN(FL_IN_sparse_decay_Param);
+    if (!x || !ro) return fl_err(c->e, "sparse_decay: X and Out must be SelectedRows (a sparse gradient)");
+    if (!p) return fl_err(c->e, "sparse_decay: Param is empty");
+    return fl_rows_decay(c->e, x, p, fl_exec_attr_float(c->op, "coeff"), fl_exec_attr_bool(c->op, "l1"), ro);
+}
+FL_SPARSE_ADAPTER(sparse_decay, NULL, run_sparse_decay);
+
 /* ---- split_selected_rows: X (SelectedRows) -> Out* (SelectedRows) {height_sections} ---- */
 static FlStatus run_split_selected_rows(OpCall *c) {
     const FlSelectedRows *x = fl_call_in_rows(c, FL_IN_split_selected_rows_X);

@@ -24,6 +24,10 @@
 #                                 gradients split by block rows and merged on the pservers) on
 #                                 P=2 T=2 (lazy Adam, Adagrad) and P=3 T=1 (SGD), equal to local
 #                                 training; --stats counts the rows sent
+#   sparse_regularized            tests/mpi/ctr_sparse.fl with L2Decay (SGD, lazy Adam) and L1Decay
+#                                 on the tables (SGD) on P=2 T=2: the pservers decay each
+#                                 trainer's rows (sparse_decay) before the merge, equal to local
+#                                 training (a row decayed once per lookup of the global batch)
 #   sparse_multi_opt              tests/mpi/ctr_multi_opt.fl (two minimize() calls: Adam on the
 #                                 fc layers, SGD or Adagrad on two is_sparse tables of 100000 and
 #                                 10000 rows) on P=2 T=2 and P=3 T=1, equal to local training
@@ -333,6 +337,18 @@ dist_table)
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null || fail "transpile"
     run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
     "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
+    ;;
+sparse_regularized)
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=learning_rate DEFS="-D opt=sgd -D reg=l2"
+    equality 2 2 1024
+    "$FLC" show "$TMP/x.plan" | grep -c "op sparse_decay .*table_a@GRAD.block[01].trainer_[01]\]" | grep -qx 4 ||
+        fail "the pservers do not decay each trainer's rows of table_a"
+    DEFS="-D opt=sgd -D reg=l1"
+    equality 2 2 1024
+    # lazy Adam with L2 (2.2e-5 measured); with L1, Adam's step of a near-zero sum (the gradient
+    # nearly cancelling coeff * sign) is a whole step of either sign: 6e-4, as Adagrad from 0
+    STATE=moment1 DEFS="-D opt=lazy_adam -D reg=l2"
+    equality 2 2 1024
     ;;
 sparse_multi_opt)
     # each minimize's gradients are the forward's before any update, locally as on the plan's
