@@ -27,7 +27,8 @@
 #   sparse_regularized            tests/mpi/ctr_sparse.fl with L2Decay (SGD, lazy Adam) and L1Decay
 #                                 on the tables (SGD) on P=2 T=2: the pservers decay each
 #                                 trainer's rows (sparse_decay) before the merge, equal to local
-#                                 training (a row decayed once per lookup of the global batch)
+#                                 training (a row decayed once per lookup of the global batch);
+#                                 allreduce T=2 the same; async P=2 T=2 trains
 #   sparse_multi_opt              tests/mpi/ctr_multi_opt.fl (two minimize() calls: Adam on the
 #                                 fc layers, SGD or Adagrad on two is_sparse tables of 100000 and
 #                                 10000 rows) on P=2 T=2 and P=3 T=1, equal to local training
@@ -349,6 +350,14 @@ sparse_regularized)
     # nearly cancelling coeff * sign) is a whole step of either sign: 6e-4, as Adagrad from 0
     STATE=moment1 DEFS="-D opt=lazy_adam -D reg=l2"
     equality 2 2 1024
+    # allreduce: the decay of the gathered rows (every trainer's, duplicates kept)
+    STATE=learning_rate DEFS="-D opt=sgd -D reg=l2"
+    equality 0 2 1024
+    # async P=2 T=2: each trainer's rows decayed on arrival; it trains
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null || fail "transpile"
+    "$FLC" show "$TMP/a.plan" | grep -q "op sparse_decay .*X=\[table_a@GRAD\]" || fail "async: no sparse_decay on the pservers"
+    run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
+    "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
     ;;
 sparse_multi_opt)
     # each minimize's gradients are the forward's before any update, locally as on the plan's
