@@ -613,7 +613,7 @@ static FlStatus infer_concat(Ctx *c) {
 
 /* sparse_decay: X a SelectedRows of Param's shape and dtype; Out one like X. */
 static FlStatus infer_sparse_decay(Ctx *c) {
-    FlVarDesc *xv, *pv;
+    FlVarDesc *xv = NULL, *pv = NULL;
     if (in1(c, "X", &xv) || in1(c, "Param", &pv)) return FL_ERROR;
     if (!xv || !pv) return fl_err(c->e, "%s: X and Param are required", c->t);
     if (xv->kind != FL_VAR_SELECTED_ROWS)

@@ -328,6 +328,45 @@ static void test_scatter_in_place(void) {
     fl_tensor_fini(&sub2);
 }
 
+/* fl_rows_decay (sparse_decay): each listed row (duplicates kept) gets coeff * W[row] (L1: coeff *
+ * sign); no rows: nothing; a parameter of another shape: an error. */
+static void test_rows_decay(void) {
+    FlErr e = {{0}};
+    FlSelectedRows r, o;
+    fl_rows_init(&r), fl_rows_init(&o);
+    r.rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){3}, (double[]){2, 0, 2});
+    r.value = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){3, 2}, (double[]){1, 2, 3, 4, 5, 6});
+    r.height = 4;
+    FlTensor w = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){4, 2}, (double[]){-1, 0, 9, 9, 2, -4, 9, 9});
+    CT_OK(fl_rows_decay(&e, &r, &w, 0.5, false, &o), &e);
+    const float *v = fl_tensor_data(&o.value);
+    static const float l2[6] = {2, 0, 2.5, 4, 6, 4};
+    for (int i = 0; i < 6; i++) CU_ASSERT_DOUBLE_EQUAL(v[i], l2[i], 1e-6);
+    CU_ASSERT_TRUE(o.height == 4 && o.rows.ne[0] == 3 && ((const int64_t *)fl_tensor_data(&o.rows))[2] == 2);
+    CT_OK(fl_rows_decay(&e, &r, &w, 0.5, true, &o), &e);
+    v = fl_tensor_data(&o.value);
+    static const float l1[6] = {1.5, 1.5, 2.5, 4, 5.5, 5.5};
+    for (int i = 0; i < 6; i++) CU_ASSERT_DOUBLE_EQUAL(v[i], l1[i], 1e-6);
+    /* the dense sum of the decayed rows: row 2 decayed twice */
+    FlTensor d = FL_TENSOR_INIT;
+    CT_OK(fl_rows_to_dense(&e, &o, &d), &e);
+    CU_ASSERT_DOUBLE_EQUAL(((const float *)fl_tensor_data(&d))[4], 1.5 + 5.5, 1e-6);
+    fl_tensor_fini(&d);
+    FlSelectedRows z, zo;
+    fl_rows_init(&z), fl_rows_init(&zo);
+    z.rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){0}, (double[]){0});
+    z.value = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){0, 2}, (double[]){0});
+    z.height = 4;
+    CT_OK(fl_rows_decay(&e, &z, &w, 0.5, false, &zo), &e);
+    CU_ASSERT_EQUAL(zo.value.ne[0], 0);
+    double w3v[12] = {0};
+    FlTensor w3 = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){4, 3}, w3v);
+    CU_ASSERT_EQUAL(fl_rows_decay(&e, &r, &w3, 0.5, false, &zo), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "does not match"));
+    fl_tensor_fini(&w), fl_tensor_fini(&w3);
+    fl_rows_fini(&r), fl_rows_fini(&o), fl_rows_fini(&z), fl_rows_fini(&zo);
+}
+
 int main(void) {
     static const CtCase cases[] = {
         CT_TEST(test_lookup_table_grad_rows),
@@ -335,6 +374,7 @@ int main(void) {
         CT_TEST(test_sum),
         CT_TEST(test_split_scale_pack),
         CT_TEST(test_scatter_in_place),
+        CT_TEST(test_rows_decay),
     };
     return ct_run("selrows", cases, (int)(sizeof cases / sizeof cases[0]));
 }
