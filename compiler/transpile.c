@@ -613,6 +613,26 @@ static FlStatus find_grad_paths(Tp *tp) {
                           where(tp, tp->lb->ops.data[pr->path0]->loc), pr->name,
                           tp->lb->ops.data[pr->path0]->type);
         }
+        /* sparse_decay counts the rows of the gradient as its SelectedRows lists them: one
+         * lookup's rows are the batch's ids, whose shares add up to the global batch's; a sum of
+         * several lookups' gradients lists each trainer's distinct rows, a row of two trainers
+         * twice where the local run lists it once */
+        if (tp->mode != FL_TRANSPILE_ASYNC && rv && rv->kind == FL_VAR_SELECTED_ROWS &&
+            pr->path0 != SIZE_MAX && sparse_decay_path(tp, pr)) {
+            size_t w = pr->path0;
+            while (w-- > 0)
+                if (op_writes(tp->lb->ops.data[w], pr->raw)) break;
+            if (w != SIZE_MAX && strcmp(tp->lb->ops.data[w]->type, "lookup_table_grad") != 0) {
+                free(mark);
+                return fl_err(tp->e,
+                              "%sthe gradient of '%s' (is_sparse=True) is the '%s' of several lookups' "
+                              "gradients, which lists each distinct row once: regularized in %s plan, a "
+                              "row looked up by two trainers would be decayed twice, once locally (read "
+                              "the table with one lookup, use is_sparse=False, or --mode async)",
+                              where(tp, tp->lb->ops.data[pr->path0]->loc), pr->name, tp->lb->ops.data[w]->type,
+                              tp->mode == FL_TRANSPILE_ALLREDUCE ? "an allreduce" : "a sync");
+            }
+        }
         /* an affine path stays on the trainers when the merge is a weighted mean (weights
          * that sum to 1 keep 'g + c * p' so); a merged sum would add the trainers' c * p up */
         bool on_servers = pr->nonlinear || (tp->loss_sum && pr->path0 != SIZE_MAX);
