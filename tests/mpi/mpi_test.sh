@@ -33,6 +33,9 @@
 #   sparse_multi_opt              tests/mpi/ctr_multi_opt.fl (two minimize() calls: Adam on the
 #                                 fc layers, SGD or Adagrad on two is_sparse tables of 100000 and
 #                                 10000 rows) on P=2 T=2 and P=3 T=1, equal to local training
+#   dist_multi_opt                the same model with both tables is_distributed (-D dist=1):
+#                                 SGD or Adagrad on the sharded tables, on P=2 T=2 and P=3 T=1,
+#                                 equal to local training (the tables from the shards of --save)
 #   sparse_async_allreduce        the same model on an allreduce pair (sparse gradients gathered
 #                                 as rows; lazy Adam) equal to local training; async P=2 T=2
 #                                 trains, and its tables changed in looked-up rows only
@@ -379,6 +382,20 @@ sparse_multi_opt)
     grep -q "learning_rate_1" "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the second optimizer's learning rate"
     equality 3 1 4096
     STATE=table_a_moment DEFS="-D tables=adagrad"
+    equality 2 2 4096
+    equality 3 1 4096
+    ;;
+dist_multi_opt)
+    # tests/mpi/ctr_multi_opt.fl -D dist=1: the two minimize() calls with both tables
+    # is_distributed (sharded over the pservers, each table's rows and its SGD or Adagrad state
+    # made and updated there, Adam on the fc layers): every step's loss, the tables gathered from
+    # the shards by --save, the fc layers and both optimizers' state against the local run
+    MODEL=tests/mpi/ctr_multi_opt.fl BATCH=25 STATE=moment1 DEFS="-D tables=sgd -D dist=1"
+    equality 2 2 4096
+    "$FLC" show "$TMP/x.plan" | grep -c "op distributed_lookup_table " | grep -qx 4 ||
+        fail "the trainers do not look the tables up"
+    equality 3 1 4096
+    STATE=table_a_moment DEFS="-D tables=adagrad -D dist=1"
     equality 2 2 4096
     equality 3 1 4096
     ;;
