@@ -587,8 +587,9 @@ static FlStatus mark_server_path(Tp *tp, const Param *pr, const char *name, size
 static bool sparse_decay_path(Tp *tp, const Param *pr) {
     const FlOpDesc *op = tp->lb->ops.data[pr->path0];
     const char *x = fl_ir_op_input1(op, "X"), *w = fl_ir_op_input1(op, "Param"), *o = fl_ir_op_output1(op, "Out");
+    /* (once the servers run the path, pr->grad is the raw gradient and pr->proc the path's end) */
     return fl_ops_is(op, FL_OPID_sparse_decay) && x && w && o && !strcmp(x, pr->raw) && !strcmp(w, pr->name) &&
-           !strcmp(o, pr->grad);
+           !strcmp(o, pr->proc ? pr->proc : pr->grad);
 }
 
 static FlStatus find_grad_paths(Tp *tp) {
@@ -716,6 +717,8 @@ static FlStatus find_dist_tables(Tp *tp) {
                     return fl_err(tp->e, "%sthe table '%s' is read by lookups with and without is_distributed=True "
                                   "(set it on every embedding of the table)", where(tp, op->loc), pr->name);
                 if ((lookup || grad) && w) continue;
+                /* its regularization: the servers decay the rows they receive (build_optimize_block) */
+                if (pr->path0 == i && sparse_decay_path(tp, pr)) continue;
                 return fl_err(tp->e, "%s'%s' reads the distributed table '%s' (input %s); a plan keeps the table on "
                               "the pservers, where only lookups can read it", where(tp, op->loc), op->type,
                               pr->name, op->ins.data[sl].name);

@@ -30,6 +30,10 @@
 #                                 trainer's rows (sparse_decay) before the merge, equal to local
 #                                 training (a row decayed once per lookup of the global batch);
 #                                 allreduce T=2 the same; async P=2 T=2 trains
+#   dist_table_regularized        tests/mpi/ctr_sparse.fl -D dist=1 with L2Decay (SGD, lazy Adam)
+#                                 and L1Decay (SGD) on P=2 T=2: the pservers decay each trainer's
+#                                 rows of their blocks before the merge, equal to local training;
+#                                 async P=2 T=2 trains
 #   sparse_multi_opt              tests/mpi/ctr_multi_opt.fl (two minimize() calls: Adam on the
 #                                 fc layers, SGD or Adagrad on two is_sparse tables of 100000 and
 #                                 10000 rows) on P=2 T=2 and P=3 T=1, equal to local training
@@ -350,6 +354,29 @@ dist_table)
     # async P=2 T=2: lookups answered at once, each trainer's rows applied on arrival; it trains
     build
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
+    "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
+    ;;
+dist_table_regularized)
+    # tests/mpi/ctr_sparse.fl -D dist=1 with L2Decay (SGD, lazy Adam) and L1Decay (SGD) on the
+    # distributed tables: the servers, which hold the rows, decay each trainer's received rows
+    # of their blocks (sparse_decay, coeff * T) before the merge, as for is_sparse tables; the
+    # trainers never read the tables. Equal to local training (the tables from --save)
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=learning_rate DEFS="-D opt=sgd -D dist=1 -D reg=l2"
+    equality 2 2 1024
+    "$FLC" show "$TMP/x.plan" >"$TMP/show" || fail "flc show"
+    grep -c "op sparse_decay .*X=\[table_a@GRAD.block[01].trainer_[01]\] Param=\[table_a.block[01]\]" "$TMP/show" |
+        grep -qx 4 || fail "the pservers do not decay each trainer's rows of table_a"
+    sed -n '/=== role trainer 0/,/=== role pserver 0/p' "$TMP/show" | grep "op sparse_decay" &&
+        fail "a trainer decays a distributed table"
+    STATE=moment1 DEFS="-D opt=lazy_adam -D dist=1 -D reg=l2"
+    equality 2 2 1024
+    STATE=learning_rate DEFS="-D opt=sgd -D dist=1 -D reg=l1"
+    equality 2 2 1024
+    # async P=2 T=2: each trainer's rows decayed on arrival; it trains
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null || fail "transpile"
+    "$FLC" show "$TMP/a.plan" | grep -c "op sparse_decay .*X=\[table_a@GRAD.block[01]\]" | grep -qx 2 ||
+        fail "async: no sparse_decay on the pservers"
     run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
     "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
     ;;
