@@ -63,6 +63,9 @@ typedef struct Param {
     bool sliced;
     bool dist;                /* a distributed table (embedding(is_distributed=True)): its blocks
                                  stay on the pservers, the trainers look their rows up */
+    bool decay_merged;        /* a regularized sparse table read by several lookups: its raw
+                                 gradient is their merged sum (distinct rows), decayed once per
+                                 distinct row of the global batch after the trainers' merge */
     FL_VEC(State) states;
     FL_VEC(Piece) pieces;
 } Param;
@@ -615,22 +618,24 @@ static FlStatus find_grad_paths(Tp *tp) {
                           tp->lb->ops.data[pr->path0]->type);
         }
         /* sparse_decay counts the rows of the gradient as its SelectedRows lists them: one
-         * lookup's rows are the batch's ids, whose shares add up to the global batch's; a sum of
-         * several lookups' gradients lists each trainer's distinct rows, a row of two trainers
-         * twice where the local run lists it once */
+         * lookup's rows are the batch's ids, whose shares add up to the global batch's (each
+         * trainer's rows decayed before the merge); the sum of several lookups' gradients merges
+         * them (each distinct row once), so the plan decays the trainers' merged rows, each
+         * distinct row of the global batch once, as locally (decay_merged) */
         if (tp->mode != FL_TRANSPILE_ASYNC && rv && rv->kind == FL_VAR_SELECTED_ROWS &&
             pr->path0 != SIZE_MAX && sparse_decay_path(tp, pr)) {
             size_t w = pr->path0;
             while (w-- > 0)
                 if (op_writes(tp->lb->ops.data[w], pr->raw)) break;
-            if (w != SIZE_MAX && strcmp(tp->lb->ops.data[w]->type, "lookup_table_grad") != 0) {
+            const char *wt = w != SIZE_MAX ? tp->lb->ops.data[w]->type : "";
+            if (w != SIZE_MAX && fl_ops_is(tp->lb->ops.data[w], FL_OPID_sum)) pr->decay_merged = true;
+            else if (strcmp(wt, "lookup_table_grad") != 0) {
                 free(mark);
                 return fl_err(tp->e,
-                              "%sthe gradient of '%s' (is_sparse=True) is the '%s' of several lookups' "
-                              "gradients, which lists each distinct row once: regularized in %s plan, a "
-                              "row looked up by two trainers would be decayed twice, once locally (read "
-                              "the table with one lookup, use is_sparse=False, or --mode async)",
-                              where(tp, tp->lb->ops.data[pr->path0]->loc), pr->name, tp->lb->ops.data[w]->type,
+                              "%sthe regularized sparse gradient of '%s' is written by '%s', neither a "
+                              "lookup's gradient nor the sum of several: %s plan cannot count its rows "
+                              "as the local run does (use is_sparse=False, or --mode async)",
+                              where(tp, tp->lb->ops.data[pr->path0]->loc), pr->name, wt[0] ? wt : "no op",
                               tp->mode == FL_TRANSPILE_ALLREDUCE ? "an allreduce" : "a sync");
             }
         }
@@ -1098,6 +1103,16 @@ static FlProgram *build_allreduce_trainer(Tp *tp) {
         fl_ir_op_add_input(op, "X", tp->params.data[i].raw);
         fl_ir_op_add_output(op, "Out", tp->params.data[i].raw);
     }
+    /* the gathered rows of a merged sum (decay_merged) list a row once per trainer that had it:
+     * merged again (a sum of one SelectedRows adds duplicate rows up), so that the decay counts
+     * each distinct row of the global batch once, as locally */
+    for (size_t i = 0, at = pos + 1; i < tp->params.len; i++) {
+        if (!tp->params.data[i].decay_merged) continue;
+        FlOpDesc *m = fl_ir_op_insert(b0, at++, "sum");
+        m->loc = tp->first_loc;
+        fl_ir_op_add_input(m, "X", tp->params.data[i].raw);
+        fl_ir_op_add_output(m, "Out", tp->params.data[i].raw);
+    }
     return p;
 }
 
@@ -1175,8 +1190,11 @@ static FlStatus build_optimize_block(Tp *tp, FlProgram *p, const Param *pr, size
     }
     FlBlock *ob = fl_ir_block_new(p, 0);
     /* a sparse gradient's sparse_decay (its only path op) decays each trainer's rows before the
-     * merge, which adds duplicate rows up: coeff * T, as the merge scales by 1/T */
-    const FlOpDesc *decay = sync && is_sparse_grad(pr) && pr->spath.len ? tp->lb->ops.data[pr->spath.data[0]] : NULL;
+     * merge, which adds duplicate rows up: coeff * T, as the merge scales by 1/T; the merged sum
+     * of several lookups (decay_merged) is decayed after the merge, as any path */
+    const FlOpDesc *decay = sync && is_sparse_grad(pr) && pr->spath.len && !pr->decay_merged
+                                ? tp->lb->ops.data[pr->spath.data[0]]
+                                : NULL;
     if (sync) {
         FlOpDesc **decays = decay ? fl_xcalloc((size_t)tp->T, sizeof *decays) : NULL;
         for (int64_t t = 0; decay && t < tp->T; t++) decays[t] = clone_into(ob, decay);

@@ -18,7 +18,8 @@
 #                                 way, on a few rows of their data (a few steps each)
 #   fluid_machine_translation     examples/fluid/machine_translation.fl (a DynamicRNN decoder) on
 #                                 sync P=2 T=2, equal to local training; with is_sparse=True
-#                                 (L2Decay on a table of two lookups) refused in sync plans
+#                                 (L2Decay on a table of two lookups) on sync P=2 T=2 and
+#                                 allreduce T=2 too
 #   fluid_dist_simnet_bow         the same for a sequence model: io.sequence data, each trainer's
 #                                 share whole sequences, sequence_pool over the shared table
 #   sparse_sync                   tests/mpi/ctr_sparse.fl (two is_sparse tables: SelectedRows
@@ -34,6 +35,9 @@
 #                                 and L1Decay (SGD) on P=2 T=2: the pservers decay each trainer's
 #                                 rows of their blocks before the merge, equal to local training;
 #                                 async P=2 T=2 trains
+#   sparse_shared_regularized     tests/mpi/ctr_sparse.fl -D shared=1 (table_a read by two
+#                                 lookups) with L2Decay: sync P=2 T=2 and allreduce T=2 decay the
+#                                 merged rows once, equal to local; the same distributed on P=2 T=2
 #   sparse_multi_opt              tests/mpi/ctr_multi_opt.fl (two minimize() calls: Adam on the
 #                                 fc layers, SGD or Adagrad on two is_sparse tables of 100000 and
 #                                 10000 rows) on P=2 T=2 and P=3 T=1, equal to local training
@@ -282,16 +286,15 @@ fluid_machine_translation)
     gzip -dc examples/data/mt.csv.gz | awk -F, 'split($3, w, " ") == 12' | head -n 24 | gzip >"$TMP/data/mt.csv.gz"
     RUN="--data-dir $TMP/fluid"
     equality 2 2 1048576
-    # is_sparse=True: 'vemb' is read by two lookups, its gradient their merged sum, whose rows a
-    # sync plan's decay would count once per trainer (1.78 off measured): refused, async allowed
+    # is_sparse=True: 'vemb' is read by two lookups, its gradient their merged sum (each
+    # distinct row once, decayed once locally); the pserver decays the trainers' merged rows
+    # after the merge (each trainer's rows decayed before it were 1.78 off), allreduce merges
+    # the gathered rows before the decay
     DEFS="-D lr=0.01 -D is_sparse=True"
-    build
-    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/s.plan" 2>"$TMP/err" &&
-        fail "a sync plan of a regularized shared sparse table was made"
-    grep -q "the gradient of 'vemb' (is_sparse=True) is the 'sum' of several lookups" "$TMP/err" ||
-        fail "no clear error for a regularized shared sparse table"
-    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --mode async -o "$TMP/a.plan" >/dev/null ||
-        fail "async transpile of a regularized shared sparse table"
+    equality 2 2 1048576
+    "$FLC" show "$TMP/x.plan" | grep -c "op sparse_decay  X=\[vemb@GRAD.block[01]\] Param=\[vemb.block[01]\]" | grep -qx 2 ||
+        fail "the pserver does not decay the merged gradient of vemb"
+    equality 0 2 1048576
     ;;
 fluid_dist_ctr)
     # accuracy is a mean over the rows, merged exactly; auc is not, and its stat vars are each
@@ -399,6 +402,19 @@ sparse_regularized)
     "$FLC" show "$TMP/a.plan" | grep -q "op sparse_decay .*X=\[table_a@GRAD\]" || fail "async: no sparse_decay on the pservers"
     run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
     "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
+    ;;
+sparse_shared_regularized)
+    # tests/mpi/ctr_sparse.fl -D shared=1: table_a read by two lookups, L2Decay: its gradient is
+    # their merged sum (each distinct row once, decayed once locally); the pservers decay the
+    # merged rows of the trainers after the merge, allreduce merges the gathered rows first;
+    # then the same table distributed
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=learning_rate DEFS="-D opt=sgd -D shared=1 -D reg=l2"
+    equality 2 2 1024
+    "$FLC" show "$TMP/x.plan" | grep -c "op sparse_decay  X=\[table_a@GRAD.block[01]\]" | grep -qx 2 ||
+        fail "the pservers do not decay the merged rows of table_a"
+    equality 0 2 1024
+    DEFS="-D opt=sgd -D shared=1 -D reg=l2 -D dist=1"
+    equality 2 2 1024
     ;;
 sparse_multi_opt)
     # each minimize's gradients are the forward's before any update, locally as on the plan's
