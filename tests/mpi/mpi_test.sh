@@ -223,6 +223,19 @@ disturb() {
     [ -z "$(rank_pid 0)$(rank_pid 1)$(rank_pid 2)$(rank_pid 3)" ] || fail "ranks left running"
 }
 
+# tests/mpi/ctr_multi_opt.fl -D dist=$1 (Adam on the fc layers, SGD then Adagrad on the tables)
+# on P=2 T=2 and P=3 T=1 against the local run
+multi_opt() {
+    MODEL=tests/mpi/ctr_multi_opt.fl BATCH=25
+    for TABLES in sgd adagrad; do
+        STATE=moment1
+        [ $TABLES = adagrad ] && STATE=table_a_moment
+        DEFS="-D tables=$TABLES -D dist=$1"
+        equality 2 2 4096
+        equality 3 1 4096
+    done
+}
+
 # tests/cluster/cluster_test.sh sources this file for its functions (CASE lib) and runs the
 # jobs on its hosts (its own run_mpi)
 [ "$CASE" = lib ] && return 0
@@ -420,27 +433,16 @@ sparse_multi_opt)
     # each minimize's gradients are the forward's before any update, locally as on the plan's
     # trainers (which run both backwards and no update): every step's loss, the tables, the fc
     # layers and both optimizers' state against the local run on the global batch
-    MODEL=tests/mpi/ctr_multi_opt.fl BATCH=25 STATE=moment1 DEFS="-D tables=sgd"
-    equality 2 2 4096
+    multi_opt 0
     grep -q "learning_rate_1" "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the second optimizer's learning rate"
-    equality 3 1 4096
-    STATE=table_a_moment DEFS="-D tables=adagrad"
-    equality 2 2 4096
-    equality 3 1 4096
     ;;
 dist_multi_opt)
-    # tests/mpi/ctr_multi_opt.fl -D dist=1: the two minimize() calls with both tables
-    # is_distributed (sharded over the pservers, each table's rows and its SGD or Adagrad state
-    # made and updated there, Adam on the fc layers): every step's loss, the tables gathered from
-    # the shards by --save, the fc layers and both optimizers' state against the local run
-    MODEL=tests/mpi/ctr_multi_opt.fl BATCH=25 STATE=moment1 DEFS="-D tables=sgd -D dist=1"
-    equality 2 2 4096
-    "$FLC" show "$TMP/x.plan" | grep -c "op distributed_lookup_table " | grep -qx 4 ||
-        fail "the trainers do not look the tables up"
-    equality 3 1 4096
-    STATE=table_a_moment DEFS="-D tables=adagrad -D dist=1"
-    equality 2 2 4096
-    equality 3 1 4096
+    # the same with both tables is_distributed (sharded over the pservers, each table's rows and
+    # its SGD or Adagrad state made and updated there, Adam on the fc layers), the tables
+    # gathered from the shards by --save
+    multi_opt 1
+    "$FLC" show "$TMP/x.plan" | grep -c "op distributed_lookup_table " | grep -qx 2 ||
+        fail "the trainer does not look the tables up"
     ;;
 sparse_async_allreduce)
     # an allreduce pair gathers the sparse gradients as rows (lazy Adam then updates only the
