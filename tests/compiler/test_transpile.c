@@ -1194,6 +1194,69 @@ static void test_dist_table_plans(void) {
 #undef DIST_TABLE
 }
 
+/* The sparse_decay ops of a plan's role whose X is `x` (a prefix when it ends with '*'). */
+static int decays_of(const FlProgram *p, const char *x) {
+    int n = 0;
+    for (size_t bi = 0; bi < p->blocks.len; bi++)
+        for (size_t i = 0; i < p->blocks.data[bi]->ops.len; i++) {
+            const FlOpDesc *op = p->blocks.data[bi]->ops.data[i];
+            const char *in = fl_ops_is(op, FL_OPID_sparse_decay) ? fl_ir_op_input1(op, "X") : NULL;
+            size_t len = strlen(x);
+            n += in && (x[len - 1] == '*' ? !strncmp(in, x, len - 1) : !strcmp(in, x));
+        }
+    return n;
+}
+
+/* Regularized sparse tables: a distributed table's rows decayed by its servers, each trainer's
+ * before the merge (coeff * T), never on a trainer; a table of two lookups (its gradient their
+ * merged sum) decayed after the merge on the servers (coeff), and on allreduce trainers after a
+ * sum that merges the gathered rows. */
+static void test_sparse_decay_plans(void) {
+    FlBundle *b = compile_text("tests/compiler/dist_decay.fl",
+        SPARSE_HEAD "fluid.default_startup_program().random_seed = 1\n"
+        "e = layers.embedding(input=ids, size=[20, 4], is_sparse=True, is_distributed=True, "
+        "param_attr=fluid.ParamAttr(name='table'))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(layers.reshape(e, shape=[-1, 8]), size=1), y))\n"
+        "optimizer.SGD(learning_rate=0.1, regularization=fluid.regularizer.L2Decay(0.01)).minimize(loss)\n");
+    FlPlan *p = transpile(b, 2, 2, FL_TRANSPILE_SYNC, 1000000, FL_TRANSPILE_ROUND_ROBIN);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(decays_of(role(p, "trainer", 0)->main, "table@GRAD*"), 0);
+    CU_ASSERT_EQUAL(decays_of(role(p, "pserver", 0)->main, "table@GRAD.block0.trainer_*"), 2);
+    CU_ASSERT_EQUAL(decays_of(role(p, "pserver", 1)->main, "table@GRAD.block1.trainer_*"), 2);
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+    b = compile_text("tests/compiler/shared_decay.fl",
+        SPARSE_HEAD "e = layers.embedding(input=ids, size=[20, 4], is_sparse=True, param_attr=fluid.ParamAttr(name='table'))\n"
+        "e2 = layers.embedding(input=ids, size=[20, 4], is_sparse=True, param_attr=fluid.ParamAttr(name='table'))\n"
+        "loss = layers.mean(layers.square_error_cost(layers.fc(layers.reshape(e + e2, shape=[-1, 8]), size=1), y))\n"
+        "optimizer.SGD(learning_rate=0.1, regularization=fluid.regularizer.L2Decay(0.01)).minimize(loss)\n");
+    p = transpile(b, 1, 2, FL_TRANSPILE_SYNC, 1000000, FL_TRANSPILE_ROUND_ROBIN);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const FlProgram *ps = role(p, "pserver", 0)->main;
+    CU_ASSERT_EQUAL(decays_of(ps, "table@GRAD.trainer_*"), 0);
+    CU_ASSERT_EQUAL(decays_of(ps, "table@GRAD"), 1);
+    for (size_t bi = 0; bi < ps->blocks.len; bi++) {
+        const FlBlock *ob = ps->blocks.data[bi];
+        for (size_t i = 0; i < ob->ops.len; i++)
+            if (fl_ops_is(ob->ops.data[i], FL_OPID_sparse_decay))
+                CU_ASSERT_DOUBLE_EQUAL(fl_ir_op_get_float(ob->ops.data[i], "coeff", 0), 0.01, 1e-9);
+    }
+    fl_ir_plan_free(p);
+    p = transpile(b, 0, 2, FL_TRANSPILE_ALLREDUCE, 0, FL_TRANSPILE_ROUND_ROBIN);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const FlBlock *t0 = fl_ir_block(role(p, "trainer", 0)->main, 0);
+    size_t ar = SIZE_MAX;
+    for (size_t i = 0; i < t0->ops.len && ar == SIZE_MAX; i++)
+        if (fl_ops_is(t0->ops.data[i], FL_OPID_allreduce)) ar = i;
+    CU_ASSERT_FATAL(ar + 2 < t0->ops.len);
+    const FlOpDesc *m = t0->ops.data[ar + 1];
+    CU_ASSERT(fl_ops_is(m, FL_OPID_sum) && !strcmp(fl_ir_op_input1(m, "X"), "table@GRAD") &&
+              !strcmp(fl_ir_op_output1(m, "Out"), "table@GRAD"));
+    CU_ASSERT(fl_ops_is(t0->ops.data[ar + 2], FL_OPID_sparse_decay));
+    fl_ir_plan_free(p);
+    fl_ir_bundle_free(b);
+}
+
 int main(int argc, char **argv) {
     flc_path = argc > 1 ? argv[1] : NULL;
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
@@ -1216,6 +1279,7 @@ int main(int argc, char **argv) {
     CU_add_test(s, "flc transpile", test_cli);
     CU_add_test(s, "sparse tables: split_selected_rows, SelectedRows on the servers", test_sparse_plans);
     CU_add_test(s, "distributed tables: sharded, looked up, never on a trainer", test_dist_table_plans);
+    CU_add_test(s, "regularized sparse tables: distributed, read by two lookups", test_sparse_decay_plans);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
