@@ -393,6 +393,50 @@ static void test_scatter_in_place(void) {
     fl_tensor_fini(&sub2);
 }
 
+/* fl_rows_merge on many rows (the radix sort's path, 3 digits for a height of 5,000,000): the
+ * rows sorted and distinct, each merged row bit-equal to the sum of its listed rows added in
+ * order, as fl_rows_to_dense adds them; an id listed in both inputs merged once. */
+static void test_merge_many(void) {
+    enum { NA = 700, NB = 300, W = 3 };
+    const int64_t height = 5000000;
+    FlErr e = {{0}};
+    static double ia[NA], ib[NB], va[NA * W], vb[NB * W];
+    uint64_t x = 12345;
+    for (int i = 0; i < NA + NB; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double id = (double)((x >> 33) % 400 * 12497 % height); /* 400 distinct ids, repeated */
+        if (i < NA) ia[i] = id; else ib[i - NA] = id;
+    }
+    for (int i = 0; i < NA * W; i++) va[i] = sin(i * 0.37) / 3;
+    for (int i = 0; i < NB * W; i++) vb[i] = cos(i * 0.11) / 7;
+    FlSelectedRows a, b, m;
+    fl_rows_init(&a), fl_rows_init(&b), fl_rows_init(&m);
+    a.rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){NA}, ia);
+    a.value = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){NA, W}, va);
+    b.rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){NB}, ib);
+    b.value = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){NB, W}, vb);
+    a.height = b.height = height;
+    CT_OK(fl_rows_merge(&e, (const FlSelectedRows *[]){&a, &b}, 2, &m), &e);
+    const int64_t *r = fl_tensor_data(&m.rows);
+    int64_t u = m.rows.ne[0];
+    CU_ASSERT_TRUE(u > 32 && u <= 400);
+    for (int64_t i = 1; i < u; i++) CU_ASSERT_TRUE_FATAL(r[i - 1] < r[i]);
+    const float *mv = fl_tensor_data(&m.value);
+    int64_t found = 0;
+    for (int64_t i = 0; i < u; i++) {
+        float want[W] = {0};
+        for (int k = 0; k < NA + NB; k++) {
+            double id = k < NA ? ia[k] : ib[k - NA];
+            if ((int64_t)id != r[i]) continue;
+            found++;
+            for (int j = 0; j < W; j++) want[j] += k < NA ? (float)va[k * W + j] : (float)vb[(k - NA) * W + j];
+        }
+        CU_ASSERT_EQUAL(memcmp(want, mv + i * W, sizeof want), 0);
+    }
+    CU_ASSERT_EQUAL(found, NA + NB); /* every listed row went to one merged row */
+    fl_rows_fini(&a), fl_rows_fini(&b), fl_rows_fini(&m);
+}
+
 /* fl_rows_decay (sparse_decay): each listed row (duplicates kept) gets coeff * W[row] (L1: coeff *
  * sign); no rows: nothing; a parameter of another shape: an error. */
 static void test_rows_decay(void) {
@@ -441,6 +485,7 @@ int main(void) {
         CT_TEST(test_scatter_in_place),
         CT_TEST(test_update_in_place),
         CT_TEST(test_rows_decay),
+        CT_TEST(test_merge_many),
     };
     return ct_run("selrows", cases, (int)(sizeof cases / sizeof cases[0]));
 }
