@@ -79,9 +79,44 @@ FlStatus fl_rows_to_dense(FlErr *e, const FlSelectedRows *r, FlTensor *out) {
     return FL_OK;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* Sorts v[0..n) (values in [0, height)) ascending: LSD radix sort by 11-bit digits through tmp
+ * (n elements), as many passes as height needs, insertion sort for short arrays. */
+static void sort_ids(int64_t *v, int64_t *tmp, int64_t n, int64_t height) {
+    if (n <= 32) {
+        for (int64_t i = 1; i < n; i++) {
+            int64_t x = v[i], k = i;
+            for (; k > 0 && v[k - 1] > x; k--) v[k] = v[k - 1];
+            v[k] = x;
+        }
+        return;
+    }
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    int64_t *src = v, *dst = tmp;
+    for (int shift = 0; shift < 63 && (height - 1) >> shift; shift += BITS) {
+        int64_t count[BUCKETS + 1] = {0};
+        for (int64_t i = 0; i < n; i++) count[((src[i] >> shift) & (BUCKETS - 1)) + 1]++;
+        for (int b = 0; b < BUCKETS; b++) count[b + 1] += count[b];
+        for (int64_t i = 0; i < n; i++) dst[count[(src[i] >> shift) & (BUCKETS - 1)]++] = src[i];
+        int64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, (size_t)n * sizeof *v);
+}
+
+/* An open-addressing map id -> slot (ids >= 0; cap a power of two, keys -1 when free). */
+typedef struct IdMap {
+    int64_t *key, *val;
+    size_t mask;
+} IdMap;
+
+static size_t id_hash(int64_t id, size_t mask) { return (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 20) & mask; }
+
+/* The entry of id: its slot when present, else the free slot it would take. */
+static size_t id_find(const IdMap *m, int64_t id) {
+    size_t h = id_hash(id, m->mask);
+    while (m->key[h] != id && m->key[h] != -1) h = (h + 1) & m->mask;
+    return h;
 }
 
 /* xs[0..n) are valid and alike (dtype, row shape, height): else an error saying they cannot be
@@ -105,42 +140,55 @@ FlStatus fl_rows_merge(FlErr *e, const FlSelectedRows *const *xs, int n, FlSelec
     FL_ASSERT(n >= 1);
     int64_t total = 0;
     if (rows_alike(e, xs, n, "add", &total)) return FL_ERROR;
-    int64_t *ids = malloc(((size_t)total + 1) * sizeof *ids);
-    if (!ids) return fl_err(e, "SelectedRows: out of memory merging %lld rows", (long long)total);
-    int64_t m = 0;
-    for (int k = 0; k < n; k++) {
-        memcpy(ids + m, fl_tensor_data(&xs[k]->rows), (size_t)xs[k]->rows.ne[0] * sizeof *ids);
-        m += xs[k]->rows.ne[0];
+    /* the distinct ids (a map id -> its place among them), sorted, then each listed row added
+     * to its id's merged row in the order listed */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)total) cap *= 2;
+    int64_t *ids = malloc(2 * ((size_t)total + 1) * sizeof *ids);
+    IdMap map = {malloc(cap * sizeof *map.key), malloc(cap * sizeof *map.val), cap - 1};
+    if (!ids || !map.key || !map.val) {
+        free(ids), free(map.key), free(map.val);
+        return fl_err(e, "SelectedRows: out of memory merging %lld rows", (long long)total);
     }
-    qsort(ids, (size_t)total, sizeof *ids, cmp_i64);
+    memset(map.key, 0xff, cap * sizeof *map.key); /* -1: free */
     int64_t u = 0;
-    for (int64_t i = 0; i < total; i++)
-        if (u == 0 || ids[i] != ids[u - 1]) ids[u++] = ids[i];
+    for (int k = 0; k < n; k++) {
+        const int64_t *src = fl_tensor_data(&xs[k]->rows);
+        for (int64_t i = 0; i < xs[k]->rows.ne[0]; i++) {
+            size_t h = id_find(&map, src[i]);
+            if (map.key[h] == -1) {
+                map.key[h] = src[i];
+                ids[u++] = src[i];
+            }
+        }
+    }
+    sort_ids(ids, ids + total + 1, u, xs[0]->height);
+    for (int64_t p = 0; p < u; p++) map.val[id_find(&map, ids[p])] = p;
     FlSelectedRows r;
     fl_rows_init(&r);
     r.height = xs[0]->height;
     int64_t ne[FL_MAX_DIMS];
     memcpy(ne, xs[0]->value.ne, sizeof ne);
     ne[0] = u;
+    FlStatus st = FL_ERROR;
     if (fl_tensor_alloc(e, &r.rows, FL_DT_INT64, 1, &u) ||
-        fl_tensor_alloc(e, &r.value, xs[0]->value.dtype, xs[0]->value.ndim, ne)) {
-        free(ids);
-        fl_rows_fini(&r);
-        return FL_ERROR;
-    }
+        fl_tensor_alloc(e, &r.value, xs[0]->value.dtype, xs[0]->value.ndim, ne))
+        goto fail;
     memcpy(fl_tensor_data(&r.rows), ids, (size_t)u * sizeof *ids);
     int64_t w = row_width(xs[0]);
     for (int k = 0; k < n; k++) {
         const int64_t *src = fl_tensor_data(&xs[k]->rows);
-        for (int64_t i = 0; i < xs[k]->rows.ne[0]; i++) {
-            const int64_t *at = bsearch(&src[i], ids, (size_t)u, sizeof *ids, cmp_i64);
-            add_row(xs[k], i, fl_tensor_data(&r.value), at - ids, w);
-        }
+        for (int64_t i = 0; i < xs[k]->rows.ne[0]; i++)
+            add_row(xs[k], i, fl_tensor_data(&r.value), map.val[id_find(&map, src[i])], w);
     }
-    free(ids);
     fl_rows_fini(out);
     *out = r;
-    return FL_OK;
+    fl_rows_init(&r);
+    st = FL_OK;
+fail:
+    free(ids), free(map.key), free(map.val);
+    fl_rows_fini(&r);
+    return st;
 }
 
 /* Bytes of one row of t (dims 1..). */

@@ -22,7 +22,10 @@
  * Thread-safety: buffer reference counts are atomic. Tensor contents are immutable once
  * published (handed to a scope, a channel, another thread): a writer allocates a new buffer and
  * replaces the tensor whole, so readers see the old or the new tensor, never a torn one. Only
- * the code that allocated a buffer and has not published it yet may write into it. Distinct
+ * the code that allocated a buffer and has not published it yet may write into it, with one
+ * exception: a holder that, under a var's lock, finds the buffer held by that var and itself
+ * alone (fl_var_lock_sole, runtime/core/scope.h: sparse optimizer rows), so nobody can see the
+ * change happen. Distinct
  * FlTensor structs may be used from different threads freely; one struct is not locked.
  *
  * Errors: allocation of a user-sized tensor never aborts: an overflowing shape, a negative

@@ -344,7 +344,7 @@ static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
         }
         ca.inp[loaded] = &ca.in[loaded];
     }
-    OpCall c = {.rc = rc, .op = op, .e = rc->e, .in = ca.inp, .out = ca.outp,
+    OpCall c = {.rc = rc, .op = op, .e = rc->e, .s = s, .in = ca.inp, .out = ca.outp,
                 .in_rows = ca.in_rp, .out_rows = ca.out_rp};
     /* the kernels run on the executor's pool (par.h); restored after, as a control op's
      * sub-block may run on a thread (a goroutine's) bound to another pool */

@@ -133,15 +133,14 @@ struct RunCtx {
     FlErr *e;
     FlSched *sched;    /* the run's scheduler when the program uses concurrency ops */
     ConcLabel *label;  /* the running goroutine's (or attached thread's) report label */
-    bool server;       /* an optimize block run by the pserver loop (fl_dist_server_run), the only
-                        * code that touches its vars meanwhile: sparse updates may write the rows
-                        * of a var nobody else holds in place (fl_exec_rows_update) */
 };
 
 struct OpCall {
     RunCtx *rc;
     const ExecOp *op;
     FlErr *e;
+    FlScope *s;                /* the scope the op runs in (fl_exec_var_read finds its vars);
+                                * NULL for calls made outside the executor */
     const FlTensor *const *in; /* per input arg; NULL for FL_EMPTY_ARG */
     FlTensor *const *out;      /* per output arg; NULL when not wanted */
     /* SelectedRows (runtime/rows.h). in_rows[i]: what input arg i holds when it is one and the
@@ -255,7 +254,9 @@ typedef FlStatus (*FlRowsUpdateFn)(OpCall *c, void *ctx, const FlTensor *grad, c
 /* The update of a sparse optimizer that leaves the rows no id touched as they are: merges g
  * (duplicate rows added), gathers its rows of each full[i] (Param and its row-shaped states),
  * runs fn on them with the merged value as the gradient, and sets outs[i] (NULL: not wanted) to
- * a copy of full[i] with the updated rows. Errors name the kernel's complaint. */
+ * full[i] with the updated rows: full[i]'s own buffer, written in place, when outs[i] writes
+ * full[i]'s var and nobody but that var and the call holds the buffer (fl_var_lock_sole), else
+ * a copy. Errors name the kernel's complaint. */
 FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor *const *full, FlTensor *const *outs,
                              int n, FlRowsUpdateFn fn, void *ctx) FL_WARN_UNUSED;
 

@@ -408,7 +408,6 @@ FlStatus fl_dist_server_run_from(FlDistServer *s, size_t k, size_t first, FlErr 
     FlScope *child = fl_scope_new_layout(s->s, &pb->layout);
     RunCtx rc = *s->rc;
     rc.e = e;
-    rc.server = true;
     FlStatus st = fl_exec_block(&rc, &tail, child);
     fl_scope_release(child);
     return st;

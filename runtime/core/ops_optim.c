@@ -4,30 +4,29 @@
  * the rule's order. An absent state output is written to a temporary and dropped.
  *
  * SelectedRows gradients: fl_exec_rows_update runs a dense kernel on the rows a sparse gradient
- * touches (gathered, then scattered into copies of the full tensors, or on a pserver into
- * the tensors themselves when nobody else holds them), so a sparse update equals
+ * touches (gathered, then scattered into the tensors themselves when nobody but their var
+ * holds them, else into copies: fl_var_lock_sole), so a sparse update equals
  * the dense one row for row. adagrad and ftrl take that path (their other rows stay as they
  * are, as Fluid's sparse kernels leave them); the other rules get the gradient densified. */
 #define MAX_ROW_STATES 4
 
 #include "runtime/core/exec_impl.h"
 
-/* Whether the call runs in a pserver's optimize block (RunCtx.server: nothing else touches its
- * vars meanwhile), output tensor `out` writes the var input tensor `in` was read from (ParamOut =
- * Param), and nobody but that var and this call holds in's buffer (no alias, no send in flight):
- * then its rows may be written in place, and the var keeps its buffer (a server's table block is
- * not copied each step). Elsewhere other threads may take a reference to the var at any moment
- * (docs/embedding.md), so updates make new tensors. */
-static bool update_in_place(const OpCall *c, const FlTensor *in, const FlTensor *out) {
-    if (!c->rc->server) return false;
+/* The var that output tensor `out` writes when it is the var input tensor `in` was read from
+ * (ParamOut = Param) and the write may go in place: a training call (a predict call's writes to
+ * persistable vars are dropped) run by the executor. NULL otherwise. Whether the buffer is the
+ * var's alone is decided under the var's lock (fl_var_lock_sole). */
+static FlVar *update_var(const OpCall *c, const FlTensor *in, const FlTensor *out) {
+    if (!c->s || c->rc->read_only || !in->buf) return NULL;
     int ki = -1, ko = -1;
     for (int k = 0; k < c->op->nin && ki < 0; k++)
         if (c->in[k] == in) ki = k;
     for (int k = 0; k < c->op->nout && ko < 0; k++)
         if (c->out[k] == out) ko = k;
-    if (ki < 0 || ko < 0 || !in->buf) return false;
+    if (ki < 0 || ko < 0) return NULL;
     const ArgRef *a = &c->op->args[ki], *b = &c->op->args[c->op->nin + ko];
-    return a->idx >= 0 && a->idx == b->idx && a->up == b->up && fl_buffer_refs(in->buf) == 2;
+    if (a->idx < 0 || a->idx != b->idx || a->up != b->up) return NULL;
+    return fl_exec_var_read(c->s, a);
 }
 
 FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor *const *full, FlTensor *const *outs,
@@ -55,13 +54,18 @@ FlStatus fl_exec_rows_update(OpCall *c, const FlSelectedRows *g, const FlTensor 
     for (int i = 0; i < n; i++)
         if (fl_rows_gather(c->e, full[i], &m.rows, &sub_in[i])) goto fail;
     if (fn(c, ctx, &m.value, in, out)) goto fail;
-    /* an output that updates its input's var in place (update_in_place) gets the input's buffer
-     * with the rows written into it; the others a copy with the rows replaced */
+    /* an output that updates its input's var, whose buffer nobody but the var and this call
+     * holds, gets that buffer with the rows written into it, under the var's lock (no reader
+     * can take a reference meanwhile; one that took it before would have made the count 3);
+     * the others a copy with the rows replaced, as a reader may hold the old buffer */
     for (int i = 0; i < n; i++) {
         if (!outs[i]) continue;
-        if (update_in_place(c, full[i], outs[i])) {
-            FlTensor *w = (FlTensor *)full[i]; /* the call's own reference: nobody else reads it */
-            if (fl_rows_scatter_into(c->e, w, &m.rows, &sub_out[i])) goto fail;
+        FlVar *v = update_var(c, full[i], outs[i]);
+        if (v && fl_var_lock_sole(v, full[i])) {
+            FlTensor *w = (FlTensor *)full[i]; /* the call's own reference to the var's buffer */
+            FlStatus ws = fl_rows_scatter_into(c->e, w, &m.rows, &sub_out[i]);
+            fl_var_unlock_sole(v);
+            if (ws) goto fail;
             fl_tensor_ref(&res[i], w);
         } else if (fl_rows_scatter(c->e, full[i], &m.rows, &sub_out[i], &res[i])) {
             goto fail;

@@ -289,9 +289,9 @@ static FlStatus run_print_grad(OpCall *c) {
 FL_ADAPTER(Print_grad, prep_print_grad, run_print_grad);
 
 /* ---- optimizers: the inputs are the executor's own references, so the kernels never update a
- * published buffer in place: every update is a new tensor replacing the old one whole (except,
- * on a pserver, a SelectedRows gradient's rows, written into the parameter and its state when
- * only their var and the call hold them: fl_exec_rows_update) ---- */
+ * published buffer in place: every update is a new tensor replacing the old one whole (except
+ * a SelectedRows gradient's rows, written into the parameter and its state under their var's
+ * lock when only the var and the call hold them: fl_exec_rows_update) ---- */
 
 static FlStatus sgd_rows(OpCall *c, void *ctx, const FlTensor *grad, const FlTensor *const *in, FlTensor *const *out) {
     (void)ctx;

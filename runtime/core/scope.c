@@ -114,6 +114,21 @@ void fl_var_take_tensor(FlVar *v, FlTensor *t) {
     drop_old(&o);
 }
 
+bool fl_var_lock_sole(FlVar *v, const FlTensor *held) {
+    if (!held->buf) return false;
+    pthread_mutex_lock(&v->mu);
+    const FlTensor *t = &v->t;
+    /* under v's lock nobody can take a new reference from v; every other holder of the buffer
+     * counts in its reference count, so 2 (v's and held's) means there is none */
+    if (v->tag == FL_VAR_TAG_TENSOR && t->buf == held->buf && t->offset == held->offset &&
+        t->dtype == held->dtype && fl_tensor_same_shape(t, held) && fl_buffer_refs(t->buf) == 2)
+        return true;
+    pthread_mutex_unlock(&v->mu);
+    return false;
+}
+
+void fl_var_unlock_sole(FlVar *v) { pthread_mutex_unlock(&v->mu); }
+
 bool fl_var_get_rows(FlVar *v, FlSelectedRows *out) {
     FlSelectedRows old = *out;
     bool ok;

@@ -4,6 +4,7 @@
  * (channels and other raw values of later issues) with its release function. A tensor is never
  * modified in place once it is in a var: a writer builds a new tensor and swaps it in whole
  * (fl_var_set_tensor); a reader takes its own reference to the current tensor (fl_var_get_tensor).
+ * (The exception, fl_var_lock_sole below, writes only a buffer no reader holds.)
  * Both happen under the var's mutex, which is held only to copy the small FlTensor struct and bump
  * the buffer's atomic reference count, so a reader sees the old or the new tensor, never a torn one,
  * and keeps a consistent tensor for as long as it holds its reference.
@@ -57,6 +58,16 @@ bool fl_var_get_tensor(FlVar *v, FlTensor *out);
 void fl_var_set_tensor(FlVar *v, const FlTensor *t);
 /* Replaces the content by t, taking over t's reference; t becomes empty. */
 void fl_var_take_tensor(FlVar *v, FlTensor *t);
+/* In-place writes, the one exception to "never modified once in a var" (sparse optimizer
+ * updates: docs/embedding.md, "In-place row updates"). True when v holds a tensor over held's
+ * buffer (the same buffer, offset, dtype and shape) and nobody but v and `held` holds that
+ * buffer; v is then locked until fl_var_unlock_sole(v), so no reader can take a new reference
+ * meanwhile, and the caller may write into the buffer through `held` in between (and must do
+ * nothing else with v, which would deadlock). False otherwise, with nothing locked: the caller
+ * writes a copy. Readers that took their reference before keep the old, unchanged buffer;
+ * readers that come after wait for the unlock and see the written one. */
+bool fl_var_lock_sole(FlVar *v, const FlTensor *held);
+void fl_var_unlock_sole(FlVar *v);
 /* SelectedRows (a sparse gradient), replaced whole like a tensor: get takes new references to
  * both of its tensors into *out (released first) and is false when the var holds no SelectedRows
  * (*out is then empty); take takes over r's references (r becomes empty). fl_var_get_tensor is

@@ -2,6 +2,8 @@
  * names: each gets the results of its own feeds; training threads and predicting threads mix
  * and every prediction is made from whole parameter tensors. Label `concurrency` (TSan). */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 
 #include "tests/runtime/core/ct.h"
 
@@ -186,10 +188,127 @@ static void test_train_while_predicting(void) {
     ct_close(&c);
 }
 
+/* ---- sparse training while readers hold the table: an is_sparse embedding trained with
+ * Adagrad by two threads at once (Hogwild), whose rows are written in place whenever nobody
+ * but the var holds the table (docs/embedding.md, "In-place row updates"), while readers take
+ * the table (and its Adagrad moment) and predict: every tensor a reader holds keeps its values
+ * bit for bit for as long as it holds it. TSan (label concurrency) sees any write racing a
+ * read. ---- */
+enum { EV = 64, ED = 8, ESTEPS = 200, EREADERS = 3, EBATCH = 16 };
+static const char *emb_src = "from fluid import layers, optimizer\n"
+                             "ids = layers.data(name=\"ids\", shape=[1], dtype=\"int64\")\n"
+                             "y = layers.data(name=\"y\", shape=[1], dtype=\"float32\")\n"
+                             "emb = layers.embedding(ids, size=[64, 8], is_sparse=True)\n"
+                             "pred = layers.fc(emb, size=1)\n"
+                             "loss = layers.mean(layers.square_error_cost(pred, y))\n"
+                             "optimizer.Adagrad(learning_rate=0.1).minimize(loss)\n";
+#define EMB_W "embedding_0.w_0"
+#define EMB_M "embedding_0.w_0_moment_0"
+#define EMB_OUT "elementwise_add_0.tmp_0"
+
+typedef struct EmbJob {
+    Ct *c;
+    int id;
+    atomic_int *stop;
+    int err, held;
+} EmbJob;
+
+static FlStatus emb_step(Ct *c, FlRng *r, bool train, FlErr *e) {
+    double iv[EBATCH], yv[EBATCH];
+    for (int i = 0; i < EBATCH; i++) {
+        iv[i] = (double)(fl_rng_next(r) % EV);
+        yv[i] = fl_rng_uniform(r) * 2 - 1;
+    }
+    FlTensor ids = ct_tensor(FL_DT_INT64, 2, (int64_t[]){EBATCH, 1}, iv);
+    FlTensor y = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){EBATCH, 1}, yv);
+    FlFeed f[2] = {{"ids", &ids}, {"y", &y}};
+    FlFetch o = {EMB_OUT, FL_TENSOR_INIT};
+    FlStatus st = train ? fl_executor_run(c->ex, c->scope, f, 2, NULL, 0, e)
+                        : fl_executor_predict(c->ex, c->scope, f, 1, &o, 1, e);
+    fl_tensor_fini(&o.tensor);
+    fl_tensor_fini(&ids);
+    fl_tensor_fini(&y);
+    return st;
+}
+
+static void *emb_trainer(void *p) {
+    EmbJob *j = p;
+    FlErr e;
+    FlRng r;
+    fl_rng_init(&r, 11 + (uint64_t)j->id);
+    for (int s = 0; s < ESTEPS; s++)
+        if (emb_step(j->c, &r, true, &e) != FL_OK) j->err++;
+    return NULL;
+}
+
+static void *emb_reader(void *p) {
+    EmbJob *j = p;
+    FlErr e;
+    FlRng r;
+    fl_rng_init(&r, 101 + (uint64_t)j->id);
+    static double snap[EREADERS][EV * ED];
+    while (!atomic_load(j->stop)) {
+        const char *name = j->held % 2 ? EMB_M : EMB_W;
+        FlTensor h = FL_TENSOR_INIT;
+        if (fl_scope_get_tensor(j->c->scope, name, &h, &e) != FL_OK || fl_tensor_numel(&h) != EV * ED) {
+            j->err++;
+            fl_tensor_fini(&h);
+            break;
+        }
+        for (int i = 0; i < EV * ED; i++) snap[j->id][i] = fl_tensor_get(&h, i);
+        if (emb_step(j->c, &r, false, &e) != FL_OK) j->err++; /* the trainers go on meanwhile */
+        sched_yield();
+        for (int i = 0; i < EV * ED; i++)
+            if (fl_tensor_get(&h, i) != snap[j->id][i]) j->err++;
+        fl_tensor_fini(&h);
+        j->held++;
+    }
+    return NULL;
+}
+
+static void test_sparse_train_while_holding(void) {
+    Ct c = ct_open("emb.fl", emb_src);
+    atomic_int stop = 0;
+    EmbJob jobs[2 + EREADERS];
+    pthread_t th[2 + EREADERS];
+    for (int i = 0; i < 2 + EREADERS; i++) {
+        jobs[i] = (EmbJob){.c = &c, .id = i < 2 ? i : i - 2, .stop = &stop};
+        pthread_create(&th[i], NULL, i < 2 ? emb_trainer : emb_reader, &jobs[i]);
+    }
+    pthread_join(th[0], NULL);
+    pthread_join(th[1], NULL);
+    atomic_store(&stop, 1);
+    int held = 0;
+    for (int i = 2; i < 2 + EREADERS; i++) {
+        pthread_join(th[i], NULL);
+        held += jobs[i].held;
+        CU_ASSERT_EQUAL(jobs[i].err, 0);
+    }
+    CU_ASSERT_EQUAL(jobs[0].err + jobs[1].err, 0);
+    CU_ASSERT_TRUE(held > 0);
+    /* alone, a step writes the table and its moment in place */
+    FlErr e;
+    FlRng r;
+    fl_rng_init(&r, 7);
+    const char *names[2] = {EMB_W, EMB_M};
+    for (int n = 0; n < 2; n++) {
+        FlTensor t = FL_TENSOR_INIT;
+        CT_OK(fl_scope_get_tensor(c.scope, names[n], &t, &e), &e);
+        const FlBuffer *b = t.buf;
+        fl_tensor_fini(&t);
+        CT_OK(emb_step(&c, &r, true, &e), &e);
+        CT_OK(fl_scope_get_tensor(c.scope, names[n], &t, &e), &e);
+        CU_ASSERT_PTR_EQUAL(t.buf, b);
+        fl_tensor_fini(&t);
+    }
+    ct_close(&c);
+}
+
 int main(void) {
     static const CtCase cases[] = {
         CT_TEST(test_many_predictors),
         CT_TEST(test_train_while_predicting),
+        CT_TEST(test_sparse_train_while_holding),
     };
     return ct_run("reentrancy", cases, (int)FL_ARRAY_LEN(cases));
 }

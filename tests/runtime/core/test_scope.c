@@ -1,6 +1,8 @@
 /* test_scope.c: scope semantics (parent lookup, shadowing, layouts, aliases, replace-whole) and
  * concurrent readers and writers (run under TSan with the `concurrency` label). */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "tests/runtime/core/ct.h"
 
@@ -58,6 +60,58 @@ static void test_replace_whole(void) {
     CU_ASSERT_FALSE(fl_var_get_tensor(v, &held));
     CU_ASSERT_PTR_NULL(held.buf);
     fl_scope_free(s);
+    fl_tensor_fini(&a);
+    fl_tensor_fini(&b);
+}
+
+/* A reader that takes the var's tensor while the writer holds it locked (fl_var_lock_sole). */
+typedef struct LockReader {
+    FlVar *v;
+    atomic_int done;
+    float got;
+} LockReader;
+
+static void *lock_reader(void *p) {
+    LockReader *r = p;
+    FlTensor t = FL_TENSOR_INIT;
+    CU_ASSERT_TRUE(fl_var_get_tensor(r->v, &t));
+    r->got = ((const float *)fl_tensor_data(&t))[0];
+    atomic_store(&r->done, 1);
+    fl_tensor_fini(&t);
+    return NULL;
+}
+
+/* fl_var_lock_sole: true only while the var and the caller's tensor are the buffer's only
+ * holders (and the tensor is the var's); the var then stays locked, so a reader waits for the
+ * write and sees it whole; with another holder, another buffer or another view, false and
+ * nothing locked. */
+static void test_lock_sole(void) {
+    FlScope *s = fl_scope_new(NULL);
+    FlTensor a = filled(4, 1), b = filled(4, 2), extra = FL_TENSOR_INIT, view = FL_TENSOR_INIT;
+    fl_scope_set_tensor(s, "w", &a);
+    FlVar *v = fl_scope_find(s, "w");
+    CU_ASSERT_FALSE(fl_var_lock_sole(v, &b)); /* not the var's buffer */
+    fl_tensor_ref(&extra, &a);
+    CU_ASSERT_FALSE(fl_var_lock_sole(v, &a)); /* a third holder */
+    CU_ASSERT_TRUE(fl_var_get_tensor(v, &extra)); /* not left locked */
+    fl_tensor_fini(&extra);
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_view(&e, &view, &a, 1, 1, (int64_t[]){2}), FL_OK);
+    CU_ASSERT_FALSE(fl_var_lock_sole(v, &view)); /* another view of it (and a third holder) */
+    fl_tensor_fini(&view);
+    CU_ASSERT_TRUE_FATAL(fl_var_lock_sole(v, &a));
+    LockReader r = {.v = v};
+    pthread_t th;
+    pthread_create(&th, NULL, lock_reader, &r);
+    struct timespec ms50 = {0, 50 * 1000 * 1000};
+    nanosleep(&ms50, NULL);
+    CU_ASSERT_EQUAL(atomic_load(&r.done), 0); /* waits for the unlock */
+    ((float *)fl_tensor_data(&a))[0] = 7;
+    fl_var_unlock_sole(v);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(r.got, 7);
+    fl_scope_free(s);
+    CU_ASSERT_EQUAL(fl_buffer_refs(a.buf), 1);
     fl_tensor_fini(&a);
     fl_tensor_fini(&b);
 }
@@ -174,6 +228,7 @@ int main(void) {
     static const CtCase cases[] = {
         CT_TEST(test_parent_lookup),
         CT_TEST(test_replace_whole),
+        CT_TEST(test_lock_sole),
         CT_TEST(test_layout_and_alias),
         CT_TEST(test_concurrent_readers_writers),
     };

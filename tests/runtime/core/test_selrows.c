@@ -91,37 +91,57 @@ static void set(FlScope *s, const char *name, int nd, const int64_t *ne, const d
     fl_tensor_fini(&t);
 }
 
-/* Runs o (sparse or dense) for 3 steps with the same feeds from the same start; the scope. */
-static FlScope *run(const Opt *o, bool sparse) {
-    FlProgram *p = build(o, sparse);
+/* A program of o (sparse or dense), its executor and a scope with its start values. */
+typedef struct Run {
+    FlProgram *p;
     FlExec *ex;
+    FlScope *s;
+} Run;
+
+static Run start(const Opt *o, bool sparse) {
+    Run r = {.p = build(o, sparse), .s = fl_scope_new(NULL)};
     FlErr e = {{0}};
-    CT_OK(fl_exec_new(p, NULL, 0, NULL, &ex, &e), &e);
-    FlScope *s = fl_scope_new(NULL);
-    double w[V * D], st[V * D], dout[N * D];
+    CT_OK(fl_exec_new(r.p, NULL, 0, NULL, &r.ex, &e), &e);
+    double w[V * D], st[V * D];
     for (int i = 0; i < V * D; i++) {
         w[i] = 0.3 * sin(i + 1.0);
         st[i] = 0.05 + 0.01 * i;
     }
-    set(s, "W", 2, (int64_t[]){V, D}, w);
-    set(s, "lr", 1, (int64_t[]){1}, (double[]){0.1});
-    set(s, "b1p", 1, (int64_t[]){1}, (double[]){0.9});
-    set(s, "b2p", 1, (int64_t[]){1}, (double[]){0.999});
-    for (int k = 0; o && k < 3 && o->states[k]; k++) set(s, o->states[k], 2, (int64_t[]){V, D}, st);
+    set(r.s, "W", 2, (int64_t[]){V, D}, w);
+    set(r.s, "lr", 1, (int64_t[]){1}, (double[]){0.1});
+    set(r.s, "b1p", 1, (int64_t[]){1}, (double[]){0.9});
+    set(r.s, "b2p", 1, (int64_t[]){1}, (double[]){0.999});
+    for (int k = 0; o && k < 3 && o->states[k]; k++) set(r.s, o->states[k], 2, (int64_t[]){V, D}, st);
+    return r;
+}
+
+/* Training step `step` (its output gradient depends on it). */
+static void step(Run *r, int step) {
+    FlErr e = {{0}};
+    double dout[N * D];
     FlTensor ids = ct_tensor(FL_DT_INT64, 2, (int64_t[]){N, 1}, ids_v);
-    for (int step = 0; step < 3; step++) {
-        for (int i = 0; i < N * D; i++) dout[i] = cos(1.7 * i + step) - 0.2;
-        FlTensor out = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
-        FlTensor dt = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
-        FlExecFeed f[3] = {{"ids", &ids}, {"out", &out}, {"dout", &dt}};
-        CT_OK(fl_exec_run(ex, s, f, 3, NULL, NULL, 0, 0, &e), &e);
-        fl_tensor_fini(&out);
-        fl_tensor_fini(&dt);
-    }
+    for (int i = 0; i < N * D; i++) dout[i] = cos(1.7 * i + step) - 0.2;
+    FlTensor out = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
+    FlTensor dt = ct_tensor(FL_DT_FLOAT64, 2, (int64_t[]){N, D}, dout);
+    FlExecFeed f[3] = {{"ids", &ids}, {"out", &out}, {"dout", &dt}};
+    CT_OK(fl_exec_run(r->ex, r->s, f, 3, NULL, NULL, 0, 0, &e), &e);
+    fl_tensor_fini(&out);
+    fl_tensor_fini(&dt);
     fl_tensor_fini(&ids);
-    fl_exec_free(ex);
-    fl_ir_program_free(p);
-    return s;
+}
+
+/* Frees r's executor and program; its scope. */
+static FlScope *finish(Run *r) {
+    fl_exec_free(r->ex);
+    fl_ir_program_free(r->p);
+    return r->s;
+}
+
+/* Runs o (sparse or dense) for 3 steps with the same feeds from the same start; the scope. */
+static FlScope *run(const Opt *o, bool sparse) {
+    Run r = start(o, sparse);
+    for (int k = 0; k < 3; k++) step(&r, k);
+    return finish(&r);
 }
 
 static void test_lookup_table_grad_rows(void) {
@@ -166,6 +186,51 @@ static void test_optimizers(void) {
         fl_scope_free(sp);
         fl_scope_free(dn);
         fl_scope_free(start);
+    }
+}
+
+/* The buffer of var name's tensor (a snapshot: the var may switch buffers after). */
+static const FlBuffer *buf_of(FlScope *s, const char *name) {
+    FlTensor t = FL_TENSOR_INIT;
+    CU_ASSERT_TRUE_FATAL(fl_var_get_tensor(fl_scope_find(s, name), &t));
+    const FlBuffer *b = t.buf;
+    fl_tensor_fini(&t);
+    return b;
+}
+
+/* The sparse updates that leave untouched rows alone (sgd, lazy adam, adagrad, ftrl) write the
+ * rows into the var's own buffer (param and states keep their buffers step after step) while
+ * nobody but the var holds it; a reference taken meanwhile (a fetch, a predicting thread) keeps
+ * its values bit for bit while training goes on in new buffers, and once it is released the
+ * updates go in place again. The results equal the dense ones (test_optimizers). */
+static void test_update_in_place(void) {
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+        const Opt *o = &opts[k];
+        if (strcmp(o->type, "momentum") == 0 || (strcmp(o->type, "adam") == 0 && !o->lazy)) continue; /* dense */
+        const char *names[4] = {"W", o->states[0], o->states[1], NULL};
+        Run r = start(o, true);
+        step(&r, 0);
+        for (int n = 0; names[n]; n++) {
+            const FlBuffer *b = buf_of(r.s, names[n]);
+            step(&r, 1 + n);
+            CU_ASSERT_PTR_EQUAL(buf_of(r.s, names[n]), b); /* no new buffer */
+        }
+        for (int n = 0; names[n]; n++) {
+            FlTensor held = FL_TENSOR_INIT;
+            CU_ASSERT_TRUE_FATAL(fl_var_get_tensor(fl_scope_find(r.s, names[n]), &held));
+            double snap[V * D];
+            memcpy(snap, fl_tensor_data(&held), sizeof snap);
+            step(&r, 5);
+            step(&r, 6);
+            CU_ASSERT_PTR_NOT_EQUAL(buf_of(r.s, names[n]), held.buf);
+            CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&held), snap, sizeof snap), 0);
+            CU_ASSERT_NOT_EQUAL(ct_get(r.s, names[n], 4 * D), snap[4 * D]); /* row 4 trained on */
+            fl_tensor_fini(&held);
+            const FlBuffer *b = buf_of(r.s, names[n]);
+            step(&r, 7);
+            CU_ASSERT_PTR_EQUAL(buf_of(r.s, names[n]), b); /* in place again */
+        }
+        fl_scope_free(finish(&r));
     }
 }
 
@@ -328,6 +393,50 @@ static void test_scatter_in_place(void) {
     fl_tensor_fini(&sub2);
 }
 
+/* fl_rows_merge on many rows (the radix sort's path, 3 digits for a height of 5,000,000): the
+ * rows sorted and distinct, each merged row bit-equal to the sum of its listed rows added in
+ * order, as fl_rows_to_dense adds them; an id listed in both inputs merged once. */
+static void test_merge_many(void) {
+    enum { NA = 700, NB = 300, W = 3 };
+    const int64_t height = 5000000;
+    FlErr e = {{0}};
+    static double ia[NA], ib[NB], va[NA * W], vb[NB * W];
+    uint64_t x = 12345;
+    for (int i = 0; i < NA + NB; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double id = (double)((x >> 33) % 400 * 12497 % height); /* 400 distinct ids, repeated */
+        if (i < NA) ia[i] = id; else ib[i - NA] = id;
+    }
+    for (int i = 0; i < NA * W; i++) va[i] = sin(i * 0.37) / 3;
+    for (int i = 0; i < NB * W; i++) vb[i] = cos(i * 0.11) / 7;
+    FlSelectedRows a, b, m;
+    fl_rows_init(&a), fl_rows_init(&b), fl_rows_init(&m);
+    a.rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){NA}, ia);
+    a.value = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){NA, W}, va);
+    b.rows = ct_tensor(FL_DT_INT64, 1, (int64_t[]){NB}, ib);
+    b.value = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){NB, W}, vb);
+    a.height = b.height = height;
+    CT_OK(fl_rows_merge(&e, (const FlSelectedRows *[]){&a, &b}, 2, &m), &e);
+    const int64_t *r = fl_tensor_data(&m.rows);
+    int64_t u = m.rows.ne[0];
+    CU_ASSERT_TRUE(u > 32 && u <= 400);
+    for (int64_t i = 1; i < u; i++) CU_ASSERT_TRUE_FATAL(r[i - 1] < r[i]);
+    const float *mv = fl_tensor_data(&m.value);
+    int64_t found = 0;
+    for (int64_t i = 0; i < u; i++) {
+        float want[W] = {0};
+        for (int k = 0; k < NA + NB; k++) {
+            double id = k < NA ? ia[k] : ib[k - NA];
+            if ((int64_t)id != r[i]) continue;
+            found++;
+            for (int j = 0; j < W; j++) want[j] += k < NA ? (float)va[k * W + j] : (float)vb[(k - NA) * W + j];
+        }
+        CU_ASSERT_EQUAL(memcmp(want, mv + i * W, sizeof want), 0);
+    }
+    CU_ASSERT_EQUAL(found, NA + NB); /* every listed row went to one merged row */
+    fl_rows_fini(&a), fl_rows_fini(&b), fl_rows_fini(&m);
+}
+
 /* fl_rows_decay (sparse_decay): each listed row (duplicates kept) gets coeff * W[row] (L1: coeff *
  * sign); no rows: nothing; a parameter of another shape: an error. */
 static void test_rows_decay(void) {
@@ -374,7 +483,9 @@ int main(void) {
         CT_TEST(test_sum),
         CT_TEST(test_split_scale_pack),
         CT_TEST(test_scatter_in_place),
+        CT_TEST(test_update_in_place),
         CT_TEST(test_rows_decay),
+        CT_TEST(test_merge_many),
     };
     return ct_run("selrows", cases, (int)(sizeof cases / sizeof cases[0]));
 }
