@@ -119,6 +119,7 @@ measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of t
                   printf "%.3f\n", 1000 * rows / v[int((m + 1) / 2)] }' || true
 }
 
+load() { cut -d' ' -f1 /proc/loadavg; } # the 1-minute load average, printed beside each row
 rows_file=$tmp/rows
 : >"$rows_file"
 for model in digits mlp784; do
@@ -134,7 +135,7 @@ for model in digits mlp784; do
         pred=$(predict "$plan" "$spec")
         # the digits' epochs are short (12 steps at T = 2): four times as many
         meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
-        echo "$model ${P}x$T local $pred ${meas:-failed}" >>"$rows_file"
+        echo "$model ${P}x$T local $pred ${meas:-failed} $(load)" >>"$rows_file"
         [ "${SHAPED:-1}" = 1 ] || continue
         for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
             set -- $shaping
@@ -158,16 +159,16 @@ for model in digits mlp784; do
             cost=$(cat "$fit")
             pred=$(predict "$plan" "$(spec_shaped "$rate" "$delay" "$cost")")
             meas=$(measure_cluster "$plan" "$P" "$T" "$rate" "$delay" "$([ $model = digits ] && echo $((2 * EPOCHS)) || echo "$EPOCHS")")
-            echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable}" >>"$rows_file"
+            echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable} $(load)" >>"$rows_file"
             [ -n "$meas" ] || echo "  ($model ${P}x$T $rate/$delay: shaping unavailable: $(tail -n 1 "$tmp/cl.err"))" >&2
         done
     done
 done
 
 awk '
-{ model[NR] = $1; cfg[NR] = $2; link[NR] = $3; pred[NR] = $4; meas[NR] = $5 }
+{ model[NR] = $1; cfg[NR] = $2; link[NR] = $3; pred[NR] = $4; meas[NR] = $5; ld[NR] = $6 }
 END {
-    printf "%-8s %-6s %-14s %12s %12s %9s\n", "model", "PxT", "link", "predicted", "measured", "error"
+    printf "%-8s %-6s %-14s %12s %12s %9s %6s\n", "model", "PxT", "link", "predicted", "measured", "error", "load"
     ok = 0; all = 0
     for (i = 1; i <= NR; i++) {
         if (meas[i] == "unavailable" || meas[i] == "failed") {
@@ -176,7 +177,7 @@ END {
         }
         err = 100 * (pred[i] - meas[i]) / meas[i]
         all++; if (err <= 25 && err >= -25) ok++
-        printf "%-8s %-6s %-14s %9.3f ms %9.3f ms %8.1f%%\n", model[i], cfg[i], link[i], pred[i], meas[i], err
+        printf "%-8s %-6s %-14s %9.3f ms %9.3f ms %8.1f%% %6s\n", model[i], cfg[i], link[i], pred[i], meas[i], err, ld[i]
     }
     printf "within 25%%: %d of %d\n", ok, all
     # ranking: per model and link, the configurations from fastest to slowest
