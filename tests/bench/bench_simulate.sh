@@ -42,6 +42,7 @@ awk 'BEGIN { srand(1); for (r = 0; r < 2048; r++) { s = ""; for (c = 0; c < 784;
     >"$tmp/data/mlp784.csv"
 "$flc" calibrate -o "$tmp/cal.txt" 2>/dev/null
 cores=$(nproc)
+load() { cut -d' ' -f1 /proc/loadavg; } # the 1-minute load average, printed beside each row
 
 # measure PLAN NP ROWS_PER_STEP [EPOCHS]: the median step time (ms) of an mpirun job, or nothing
 # when it failed
@@ -58,16 +59,18 @@ predict() { # PLAN SPEC: predicted step time (ms)
 
 # The local link as a P x T job sees it: its latency from bench_link (a ping-pong in a job of
 # the same ranks, waiting as the runtime waits), then, fitted on two probe jobs of that shape,
-# the pserver's cost per message (msgcost, us) under which the model predicts the small probe's
-# measured step time and the bandwidth (GB/s) under which it predicts the big probe's
-# (bisections: a prediction grows with msgcost and falls with the bandwidth); msgcost again with
-# that bandwidth. Prints "LAT MSGCOST BW".
+# the ranks' pollwait (us: each message's wait for its receiver's next look, side by side, not one
+# after the other) under which the model predicts the small probe's measured step time and the
+# bandwidth (GB/s) under which it predicts the big probe's (bisections: a prediction grows with
+# pollwait and falls with the bandwidth); pollwait again with that bandwidth. Prints
+# "LAT POLLWAIT BW".
 "$flc" build "$here/simulate/probe.fl" -o "$tmp/probe.flp"
 "$flc" build "$here/simulate/probe_big.fl" -o "$tmp/probe_big.flp"
-spec_local() { # NP LAT MSGCOST BW
-    echo "host local slots=$1 cores=$cores msgcost=${3}us; local bandwidth=${4}GB/s latency=${2}us"
+spec_local() { # NP LAT POLLWAIT BW: the host is the machine (its cores shared by the ranks, each
+    # message waiting for its receiver's look: pollwait, fitted on the small probe)
+    echo "host local slots=$1; machine cores=$cores hosts=local pollwait=${3}us; local bandwidth=${4}GB/s latency=${2}us"
 }
-bisect() { # PLAN TARGET_MS LO HI KIND(cost|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
+bisect() { # PLAN TARGET_MS LO HI KIND(cost: pollwait|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
     lo=$3 hi=$4
     for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
         if [ "$5" = bw ]; then
@@ -98,7 +101,7 @@ fit_link() { # P T
     cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" 10)
     bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$np" "$lat" "$cost")
     cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" "$bw")
-    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: msgcost $cost us, bandwidth $bw GB/s)" >&2
+    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: pollwait $cost us, bandwidth $bw GB/s; load $(load))" >&2
     echo "$lat $cost $bw"
 }
 
@@ -145,7 +148,6 @@ measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of t
                   printf "%.3f\n", 1000 * rows / v[int((m + 1) / 2)] }' || true
 }
 
-load() { cut -d' ' -f1 /proc/loadavg; } # the 1-minute load average, printed beside each row
 rows_file=$tmp/rows
 : >"$rows_file"
 for model in digits mlp784; do
