@@ -186,12 +186,23 @@ static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char
         cc->seen[i] = line;
         return FL_OK;
     }
-    return fl_err(e, "%s:%d: unknown key '%s' (expected gemm, elementwise, optimizer, memcpy or op_overhead)", where,
-                  line, tok[0]);
+    static const char *opt[2] = {"wakeup", "pollwait"};
+    double *odst[2] = {&c->wakeup_us, &c->pollwait_us};
+    for (int i = 0; i < 2; i++) {
+        if (strcmp(tok[0], opt[i]) != 0) continue;
+        if (*odst[i] >= 0) return fl_err(e, "%s:%d: '%s' is given twice", where, line, opt[i]);
+        double v;
+        if (ntok != 3 || !num(tok[1], &v) || strcmp(tok[2], "us") != 0 || v < 0)
+            return fl_err(e, "%s:%d: expected '%s VALUE us' with VALUE 0 or above", where, line, opt[i]);
+        *odst[i] = v;
+        return FL_OK;
+    }
+    return fl_err(e, "%s:%d: unknown key '%s' (expected gemm, elementwise, optimizer, memcpy, op_overhead, wakeup or "
+                  "pollwait)", where, line, tok[0]);
 }
 
 FlStatus fl_sim_calib_parse(const char *text, const char *where, FlSimCalib *c, FlErr *e) {
-    *c = (FlSimCalib){0};
+    *c = (FlSimCalib){.wakeup_us = -1, .pollwait_us = -1};
     CalibCtx cc = {.c = c};
     if (each_line(text, where, calib_line, &cc, e) != FL_OK) goto fail;
     static const char *keys[4] = {"elementwise", "optimizer", "memcpy", "op_overhead"};
@@ -240,6 +251,81 @@ static FlStatus host_roles(FlSimHost *h, const char *v, const char *where, int l
     return st;
 }
 
+/* `machine cores=N hosts=A,B [switch=yes|no] [wakeup=TIME] [pollwait=TIME]`: the hosts are one
+ * machine's (network namespaces of tests/cluster/cluster.sh), sharing its cores. The hosts are
+ * resolved once the whole spec is read (resolve_machines). */
+static FlStatus machine_line(FlSimCluster *c, int line, char **tok, int ntok, const char *where, FlErr *e) {
+    FlSimMachine m = {.wakeup = -1, .pollwait = -1, .line = line};
+    FlErr inner;
+    FlStatus st = FL_OK;
+    for (int i = 1; i < ntok && st == FL_OK; i++) {
+        char *eq = strchr(tok[i], '=');
+        if (!eq) {
+            st = fl_err(e, "%s:%d: expected key=value, found '%s'", where, line, tok[i]);
+            break;
+        }
+        *eq = 0;
+        const char *k = tok[i], *v = eq + 1;
+        FlStatus kst = FL_OK;
+        if (!strcmp(k, "cores")) {
+            if (!whole(v, 1, 1 << 20, &m.cores)) kst = fl_err(&inner, "expected a whole number >= 1, found '%s'", v);
+        } else if (!strcmp(k, "hosts")) {
+            if (!*v || strstr(v, ",,") || v[0] == ',' || v[strlen(v) - 1] == ',')
+                kst = fl_err(&inner, "expected a list of host names, found '%s'", v);
+            else {
+                free(m.host_list);
+                m.host_list = fl_xstrdup(v);
+            }
+        } else if (!strcmp(k, "switch")) {
+            if (!strcmp(v, "yes")) m.userswitch = true;
+            else if (!strcmp(v, "no")) m.userswitch = false;
+            else kst = fl_err(&inner, "expected yes (the hosts' links go through a switch thread on the machine) or no, found '%s'", v);
+        } else if (!strcmp(k, "wakeup")) {
+            kst = fl_sim_parse_time(v, &m.wakeup, &inner);
+        } else if (!strcmp(k, "pollwait")) {
+            kst = fl_sim_parse_time(v, &m.pollwait, &inner);
+        } else {
+            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, switch, wakeup or pollwait)", where, line, k);
+            break;
+        }
+        if (kst != FL_OK) st = fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
+    }
+    if (st == FL_OK && (!m.cores || !m.host_list))
+        st = fl_err(e, "%s:%d: 'machine' needs cores=N and hosts=LIST", where, line);
+    if (st != FL_OK) {
+        free(m.host_list);
+        return FL_ERROR;
+    }
+    FL_VEC_PUSH(&c->machines, m);
+    return FL_OK;
+}
+
+/* Each machine's hosts= names hosts of the spec, each on one machine at most, none with its own
+ * cores=. */
+static FlStatus resolve_machines(FlSimCluster *c, const char *where, FlErr *e) {
+    for (size_t mi = 0; mi < c->machines.len; mi++) {
+        FlSimMachine *m = &c->machines.data[mi];
+        char *buf = fl_xstrdup(m->host_list);
+        FlStatus st = FL_OK;
+        for (char *s = strtok(buf, ","); s && st == FL_OK; s = strtok(NULL, ",")) {
+            FlSimHost *h = NULL;
+            for (size_t i = 0; i < c->hosts.len; i++)
+                if (!strcmp(c->hosts.data[i].name, s)) h = &c->hosts.data[i];
+            if (!h) st = fl_err(e, "%s:%d: hosts: no host '%s' in the spec", where, m->line, s);
+            else if (h->machine >= 0)
+                st = fl_err(e, "%s:%d: hosts: host '%s' is already on the machine of line %d", where, m->line, s,
+                            c->machines.data[h->machine].line);
+            else if (h->cores)
+                st = fl_err(e, "%s:%d: host '%s' has cores= and is on the machine of line %d, whose cores it shares",
+                            where, h->line, s, m->line);
+            else h->machine = (int)mi;
+        }
+        free(buf);
+        if (st != FL_OK) return FL_ERROR;
+    }
+    return FL_OK;
+}
+
 static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const char *where, FlErr *e) {
     FlSimCluster *c = ctx;
     FlErr inner;
@@ -264,15 +350,16 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
         c->local_line = line;
         return FL_OK;
     }
+    if (!strcmp(tok[0], "machine")) return machine_line(c, line, tok, ntok, where, e);
     if (strcmp(tok[0], "host") != 0)
-        return fl_err(e, "%s:%d: expected 'host NAME key=value...' or 'local bandwidth=RATE latency=TIME', found '%s'",
-                      where, line, tok[0]);
+        return fl_err(e, "%s:%d: expected 'host NAME key=value...', 'local bandwidth=RATE latency=TIME' or 'machine "
+                      "cores=N hosts=LIST', found '%s'", where, line, tok[0]);
     if (ntok < 2 || strchr(tok[1], '=')) return fl_err(e, "%s:%d: 'host' needs a name", where, line);
     for (size_t i = 0; i < c->hosts.len; i++)
         if (!strcmp(c->hosts.data[i].name, tok[1]))
             return fl_err(e, "%s:%d: host '%s' is described twice (first on line %d)", where, line, tok[1],
                           c->hosts.data[i].line);
-    FlSimHost h = {.name = fl_xstrdup(tok[1]), .compute = 1, .line = line};
+    FlSimHost h = {.name = fl_xstrdup(tok[1]), .compute = 1, .machine = -1, .line = line};
     FL_VEC_PUSH(&c->hosts, h);
     FlSimHost *hp = &c->hosts.data[c->hosts.len - 1];
     for (int i = 2; i < ntok; i++) {
@@ -308,6 +395,7 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
 FlStatus fl_sim_cluster_parse(const char *text, const char *where, FlSimCluster *c, FlErr *e) {
     *c = (FlSimCluster){.where = fl_xstrdup(where)};
     if (each_line(text, where, cluster_line, c, e) != FL_OK) goto fail;
+    if (resolve_machines(c, where, e) != FL_OK) goto fail;
     if (!c->hosts.len) {
         fl_err(e, "%s: no 'host' line", where);
         goto fail;
@@ -342,6 +430,8 @@ void fl_sim_cluster_fini(FlSimCluster *c) {
         FL_VEC_FREE(&c->hosts.data[i].p_idx);
     }
     FL_VEC_FREE(&c->hosts);
+    for (size_t i = 0; i < c->machines.len; i++) free(c->machines.data[i].host_list);
+    FL_VEC_FREE(&c->machines);
     free(c->where);
     c->where = NULL;
 }
@@ -587,6 +677,8 @@ typedef struct Sim {
     int64_t *left;        /* per trainer: answer pieces still to come */
     double *lr_cost;      /* per pserver: its lr block, run before its first update */
     double *compute;      /* per trainer: its compute before the recvs' wait */
+    double *share;        /* per host: its compute x the share of a core its ranks get */
+    double *wakeup, *pollwait; /* per machine, s */
 } Sim;
 
 static int node(Sim *s, double end, int cat, int trainer, int pred) {
@@ -648,6 +740,12 @@ static void transfer(Sim *s, Ev ev) {
         s->r->links[ev.src].out_bytes += ev.bytes;
         s->r->links[ev.dst].in_bytes += ev.bytes;
     }
+    int mb = b->machine;
+    if (mb >= 0) { /* the receiving rank, waiting as MPI ranks wait, sees it at its next look; frames
+                      between the machine's hosts wait twice for the switch thread (read, sent when due) */
+        lat += s->pollwait[mb];
+        if (ev.src != ev.dst && a->machine == mb && s->cl->machines.data[mb].userswitch) lat += 2 * s->wakeup[mb];
+    }
     if (r1->free > start) start = r1->free, pred = r1->last;
     if (r2->free > start) start = r2->free, pred = r2->last;
     int n = node(s, start + dur + lat, CAT_TRANSFER, ev.trainer, pred); /* the trainer whose message it is */
@@ -708,7 +806,8 @@ static void arrive(Sim *s, const Ev *ev) {
         double start = b->ready[k];
         int pred = b->ready_node[k];
         if (cpu->free > start) start = cpu->free, pred = cpu->last;
-        double dur = b->cost / (double)b->pieces + (k == 0 ? b->fixed : 0) + s->lr_cost[ev->ps];
+        double dur = (b->cost / (double)b->pieces + (k == 0 ? b->fixed : 0) + s->lr_cost[ev->ps]) *
+                     s->share[s->r->pserver_host[ev->ps]];
         s->r->servers[ev->ps].update_s += dur;
         s->lr_cost[ev->ps] = 0;
         int n = node(s, start + dur, CAT_UPDATE, -1, pred);
@@ -822,14 +921,7 @@ static int64_t epmap_at(const FlOpDesc *op, size_t i) {
 static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, FlErr *e) {
     const FlProgram *prog = bd->main;
     const FlBlock *b0 = fl_ir_block(prog, 0);
-    const FlSimHost *h = &s->cl->hosts.data[s->r->trainer_host[t]];
-    double factor = h->compute;
-    if (h->cores > 0) { /* every rank of the host takes a core: MPI ranks poll while they wait */
-        int64_t same = 0;
-        for (int64_t u = 0; u < s->r->T; u++) same += s->r->trainer_host[u] == s->r->trainer_host[t];
-        for (int64_t u = 0; u < s->r->P; u++) same += s->r->pserver_host[u] == s->r->trainer_host[t];
-        if (same > h->cores) factor *= (double)same / (double)h->cores;
-    }
+    double factor = s->share[s->r->trainer_host[t]];
     int64_t batch = s->o->batch;
     /* the feeds: the vars of block 0 read before any op writes them, not persistable */
     double clock = 0;
@@ -975,6 +1067,33 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     s.compute = fl_xcalloc((size_t)T, sizeof(double));
     double *after = fl_xcalloc((size_t)T, sizeof(double));
     FlStatus st = FL_OK;
+    /* each host's compute factor: compute=, and the share of a core its ranks get when they
+     * outnumber the cores (the host's cores=, or its machine's for all the machine's hosts'
+     * ranks): every rank takes a core, since MPI ranks poll while they wait */
+    size_t nm = cl->machines.len;
+    s.share = fl_xcalloc(nh, sizeof(double));
+    s.wakeup = fl_xcalloc(nm + 1, sizeof(double)), s.pollwait = fl_xcalloc(nm + 1, sizeof(double));
+    int64_t *mranks = fl_xcalloc(nm + 1, sizeof(int64_t)), *hranks = fl_xcalloc(nh, sizeof(int64_t));
+    for (int64_t t = 0; t < T; t++) hranks[r->trainer_host[t]]++;
+    for (int64_t p = 0; p < P; p++) hranks[r->pserver_host[p]]++;
+    for (size_t h = 0; h < nh; h++)
+        if (cl->hosts.data[h].machine >= 0) mranks[cl->hosts.data[h].machine] += hranks[h];
+    for (size_t h = 0; h < nh; h++) {
+        const FlSimHost *hp = &cl->hosts.data[h];
+        int64_t ranks = hp->machine >= 0 ? mranks[hp->machine] : hranks[h];
+        int64_t cores = hp->machine >= 0 ? cl->machines.data[hp->machine].cores : hp->cores;
+        s.share[h] = hp->compute * (cores > 0 && ranks > cores ? (double)ranks / (double)cores : 1);
+    }
+    for (size_t m = 0; m < nm && st == FL_OK; m++) {
+        const FlSimMachine *mp = &cl->machines.data[m];
+        s.wakeup[m] = mp->wakeup >= 0 ? mp->wakeup : calib->wakeup_us * 1e-6;
+        s.pollwait[m] = mp->pollwait >= 0 ? mp->pollwait : calib->pollwait_us * 1e-6;
+        if (s.pollwait[m] < 0 || (mp->userswitch && s.wakeup[m] < 0))
+            st = fl_err(e, "%s:%d: the machine's ranks wait for wake-ups: the calibration has no '%s' line (flc calibrate "
+                        "measures it), nor the line %s=", cl->where, mp->line, s.pollwait[m] < 0 ? "pollwait" : "wakeup",
+                        s.pollwait[m] < 0 ? "pollwait" : "wakeup");
+    }
+    free(mranks), free(hranks);
     for (int64_t p = 0; p < P && st == FL_OK; p++) {
         const FlBundle *bd = role_of(plan, "pserver", p);
         st = bd ? read_server(&s, bd, (int)p, e) : fl_err(e, "the plan has no pserver %lld", (long long)p);
@@ -1038,6 +1157,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     for (int64_t t = 0; t < T; t++) FL_VEC_FREE(&s.recvs[t]);
     free(s.out), free(s.in), free(s.loc), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
     free(s.left), free(s.lr_cost), free(s.compute), free(after);
+    free(s.share), free(s.wakeup), free(s.pollwait);
     FL_VEC_FREE(&s.nodes);
     FL_VEC_FREE(&s.heap);
     if (st != FL_OK) goto fail_r;

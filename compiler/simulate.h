@@ -43,6 +43,10 @@ typedef struct FlSimCalib {
     double optimizer_gbps;   /* GB/s touched by an optimizer update (param, grad, state) */
     double memcpy_gbps;      /* GB/s copied (feeds) */
     double op_overhead_us;   /* the executor's fixed cost per op, µs */
+    double wakeup_us;        /* optional (-1: not measured): a thread blocked in a read, woken by a
+                                write, runs this long after it, µs (the scheduling latency) */
+    double pollwait_us;      /* optional (-1: not measured): a thread waiting as an MPI rank waits
+                                (spin, yield, 50 µs sleeps) sees a flag this long after it is set */
 } FlSimCalib;
 
 /* Parses a calibration. Every key but gemm must appear once; at least one gemm line. */
@@ -61,14 +65,26 @@ typedef struct FlSimHost {
                          scheduled again; 0: none */
     double compute;   /* compute times are multiplied by this (1: this machine) */
     int64_t cores;    /* 0: not given; else its ranks beyond it share the cores (compute x ranks/cores) */
+    int machine;      /* index into FlSimCluster.machines: the host shares that machine's cores; -1: its own */
     bool trainers, pservers;    /* roles=trainers / roles=pservers */
     FlSimInts t_idx, p_idx; /* roles=t0,p1: these trainers and pservers */
     int line;
 } FlSimHost;
 
+/* `machine cores=N hosts=A,B [switch=yes] [wakeup=TIME pollwait=TIME]`: hosts that are one
+ * machine's network namespaces or containers (tests/cluster/cluster.sh), sharing its cores */
+typedef struct FlSimMachine {
+    int64_t cores;
+    bool userswitch;          /* switch=yes: their links go through a switch thread on the machine */
+    double wakeup, pollwait;  /* s; -1: the calibration's */
+    char *host_list;          /* hosts=, as given (resolved into FlSimHost.machine) */
+    int line;
+} FlSimMachine;
+
 typedef struct FlSimCluster {
     char *where;
     FL_VEC(FlSimHost) hosts;
+    FL_VEC(FlSimMachine) machines;
     double local_bandwidth, local_latency; /* ranks of one host; bandwidth 0: no 'local' line */
     int local_line;
 } FlSimCluster;

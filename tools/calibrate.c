@@ -8,6 +8,10 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -149,6 +153,81 @@ static FlStatus run_chain(int64_t rows, int64_t cols, int nops, double *secs, do
     return st;
 }
 
+/* ---- wake-ups: how long a waiting thread takes to run again on this machine, as loaded ---- */
+
+#define WAKE_ROUNDS 60
+
+static void pause_us(double us) {
+    struct timespec ts = {0, (long)(us * 1e3)};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct Waker {
+    int fd[2];               /* wakeup: the pipe the sleeper reads */
+    _Atomic double stamp;    /* pollwait: when the flag was set */
+    atomic_int flag, seen;
+    double sum;              /* the sleeper's: the delays summed */
+} Waker;
+
+/* Blocked in read(): each stamp written is read this long after (the scheduling latency of a
+ * woken thread: a switch thread blocked in ppoll). */
+static void *sleeper_read(void *arg) {
+    Waker *w = arg;
+    double t0;
+    while (read(w->fd[0], &t0, sizeof t0) == (ssize_t)sizeof t0) w->sum += now() - t0;
+    return NULL;
+}
+
+/* Waits for each flag as an MPI rank waits (runtime/mpi/wire.c's flm_backoff: spin 100 times,
+ * yield 3000, then sleep 50 us per look). */
+static void *sleeper_poll(void *arg) {
+    Waker *w = arg;
+    for (int r = 0; r < WAKE_ROUNDS; r++) {
+        for (int n = 0; !atomic_load(&w->flag); n++) {
+            if (n >= 3100) pause_us(50);
+            else if (n >= 100) sched_yield();
+        }
+        w->sum += now() - atomic_load(&w->stamp);
+        atomic_store(&w->flag, 0);
+        atomic_store(&w->seen, 1);
+    }
+    return NULL;
+}
+
+/* The mean delays (us) of WAKE_ROUNDS wake-ups of each kind, 1-9 ms apart (a rank's waits are
+ * longer than its spin and yield phases): the mean, since a step adds them up. */
+static FlStatus measure_wakeups(double *wakeup_us, double *pollwait_us, FlErr *e) {
+    Waker w = {.sum = 0};
+    pthread_t th;
+    if (pipe(w.fd) != 0) return fl_err(e, "calibrate: pipe failed");
+    unsigned seed = 1;
+    if (pthread_create(&th, NULL, sleeper_read, &w) != 0) {
+        close(w.fd[0]), close(w.fd[1]);
+        return fl_err(e, "calibrate: cannot start a thread");
+    }
+    for (int r = 0; r < WAKE_ROUNDS; r++) {
+        pause_us(1000 + 8000.0 * rand_r(&seed) / RAND_MAX);
+        double t0 = now();
+        if (write(w.fd[1], &t0, sizeof t0) != (ssize_t)sizeof t0) break;
+    }
+    close(w.fd[1]);
+    pthread_join(th, NULL);
+    close(w.fd[0]);
+    *wakeup_us = w.sum / WAKE_ROUNDS * 1e6;
+    w.sum = 0;
+    if (pthread_create(&th, NULL, sleeper_poll, &w) != 0) return fl_err(e, "calibrate: cannot start a thread");
+    for (int r = 0; r < WAKE_ROUNDS; r++) {
+        pause_us(1000 + 8000.0 * rand_r(&seed) / RAND_MAX);
+        atomic_store(&w.seen, 0);
+        atomic_store(&w.stamp, now());
+        atomic_store(&w.flag, 1);
+        while (!atomic_load(&w.seen)) pause_us(50);
+    }
+    pthread_join(th, NULL);
+    *pollwait_us = w.sum / WAKE_ROUNDS * 1e6;
+    return FL_OK;
+}
+
 FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
     if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
     static const int64_t shapes[][3] = {{64, 128, 64}, {64, 512, 784}, {128, 512, 512}, {256, 1024, 1024}};
@@ -201,6 +280,9 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
         free(c.a), free(c.b);
     }
     if (st == FL_OK) fl_buf_printf(&body, "op_overhead %.3f us\n", us);
+    double wake = 0, poll = 0;
+    if (st == FL_OK) st = measure_wakeups(&wake, &poll, e);
+    if (st == FL_OK) fl_buf_printf(&body, "wakeup %.1f us\npollwait %.1f us\n", wake, poll);
     if (st == FL_OK) {
         char host[256] = "?";
         FILE *f = fopen("/proc/sys/kernel/hostname", "r");
@@ -215,7 +297,10 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
                       "# through fl_kernel_mul; elementwise: bytes read and written per s by a program of relu,\n"
                       "# scale, elementwise_add and softmax ops on [64, 4096] floats run by the executor;\n"
                       "# optimizer: bytes of Param, Grad and ParamOut of an in-place sgd per s; memcpy: bytes\n"
-                      "# copied per s; op_overhead: the executor's time per op of that program on one float.\n"
+                      "# copied per s; op_overhead: the executor's time per op of that program on one float;\n"
+                      "# wakeup: a thread blocked in read() runs this long after the write; pollwait: a thread\n"
+                      "# waiting as an MPI rank waits (spin, yield, 50 us sleeps) sees a flag this long after\n"
+                      "# it is set (means of 60 rounds; used by a cluster spec's 'machine' line).\n"
                       "# MPI latency and bandwidth are the cluster spec's (flc simulate --cluster).\n",
                       host, thr ? thr : "1");
         fl_buf_puts(out, fl_buf_str(&body));

@@ -7,18 +7,21 @@
 #     machine's cores and a 'local' link (below).
 #   shaped rows: two hosts of tests/cluster/cluster.sh (root), trainers on host1, pservers on
 #     host2, with --rate 1gbit --delay 0.5ms and --rate 200mbit --delay 2ms; the spec gives each
-#     host that bandwidth and latency (cluster.sh shapes both ends of a link: one way is 2 x delay,
-#     the model's latA + latB); SHAPED_FIT=1 adds the pserver host a msgcost fitted on the small
-#     probe run in the same cluster. When cluster.sh refuses or cannot make them: "shaping
-#     unavailable".
-# Measured step time: the median over epochs 2.. of (rows per step) / (flrun's samples/s); the
+#     host that latency (cluster.sh shapes both ends of a link: one way is 2 x delay, the model's
+#     latA + latB) and says with a 'machine' line that both are this machine's namespaces,
+#     sharing its cores, their frames through flswitch's thread; the ranks' pollwait and the
+#     bandwidth the job gets are fitted on the two probes run in the same cluster (below);
+#     SHAPED_FIT=0: the shaping's rate and the calibration's wake-ups instead. When cluster.sh
+#     refuses or cannot make them: "shaping unavailable".
+# Measured step time: the median over epochs 2.. (the first, with the start-up, is left out) of
+# (rows per step) / (flrun's samples/s), the 1-minute load average printed beside it; the
 # data divide into whole batches. The digits and the small probe run 4 x EPOCHS epochs (theirs
 # are short). The local link's latency is bench_link's; the pserver's cost per message and the
 # bandwidth are fitted on two probe jobs of the same P x T (tests/bench/simulate/probe.fl,
 # probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
 # scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
 # model's configurations ranked alike.
-# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=1)
+# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +42,7 @@ awk 'BEGIN { srand(1); for (r = 0; r < 2048; r++) { s = ""; for (c = 0; c < 784;
     >"$tmp/data/mlp784.csv"
 "$flc" calibrate -o "$tmp/cal.txt" 2>/dev/null
 cores=$(nproc)
+load() { cut -d' ' -f1 /proc/loadavg; } # the 1-minute load average, printed beside each row
 
 # measure PLAN NP ROWS_PER_STEP [EPOCHS]: the median step time (ms) of an mpirun job, or nothing
 # when it failed
@@ -55,24 +59,23 @@ predict() { # PLAN SPEC: predicted step time (ms)
 
 # The local link as a P x T job sees it: its latency from bench_link (a ping-pong in a job of
 # the same ranks, waiting as the runtime waits), then, fitted on two probe jobs of that shape,
-# the pserver's cost per message (msgcost, us) under which the model predicts the small probe's
-# measured step time and the bandwidth (GB/s) under which it predicts the big probe's
-# (bisections: a prediction grows with msgcost and falls with the bandwidth); msgcost again with
-# that bandwidth. Prints "LAT MSGCOST BW".
+# the ranks' pollwait (us: each message's wait for its receiver's next look, side by side, not one
+# after the other) under which the model predicts the small probe's measured step time and the
+# bandwidth (GB/s) under which it predicts the big probe's (bisections: a prediction grows with
+# pollwait and falls with the bandwidth); pollwait again with that bandwidth. Prints
+# "LAT POLLWAIT BW".
 "$flc" build "$here/simulate/probe.fl" -o "$tmp/probe.flp"
 "$flc" build "$here/simulate/probe_big.fl" -o "$tmp/probe_big.flp"
-spec_local() { # NP LAT MSGCOST BW
-    echo "host local slots=$1 cores=$cores msgcost=${3}us; local bandwidth=${4}GB/s latency=${2}us"
+spec_local() { # NP LAT POLLWAIT BW: the host is the machine (its cores shared by the ranks, each
+    # message waiting for its receiver's look: pollwait, fitted on the small probe)
+    echo "host local slots=$1; machine cores=$cores hosts=local pollwait=${3}us; local bandwidth=${4}GB/s latency=${2}us"
 }
-bisect() { # PLAN TARGET_MS LO HI KIND(cost|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
+bisect() { # PLAN TARGET_MS LO HI KIND(cost: pollwait|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
     lo=$3 hi=$4
     for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
         if [ "$5" = bw ]; then
             mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
             p=$(predict "$1" "$(spec_local "$6" "$7" "$8" "$mid")")
-        elif [ "$5" = scost ]; then # NP is the rate, LAT the delay
-            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
-            p=$(predict "$1" "$(spec_shaped "$6" "$7" "$mid")")
         else
             mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
             p=$(predict "$1" "$(spec_local "$6" "$7" "$mid" "$8")")
@@ -98,17 +101,43 @@ fit_link() { # P T
     cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" 10)
     bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$np" "$lat" "$cost")
     cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" "$bw")
-    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: msgcost $cost us, bandwidth $bw GB/s)" >&2
+    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: pollwait $cost us, bandwidth $bw GB/s; load $(load))" >&2
     echo "$lat $cost $bw"
 }
 
 # The shaped links: two hosts, trainers on host1, pservers on host2, each link RATE and DELAY;
-# with SHAPED_FIT=1 the pserver's cost per message (us) is fitted, as the local link's is, on the
-# small probe run in the same cluster (on a loaded machine most of a hop is the wake-ups of the
-# switch and the ranks, which the timeline shows as 10-20 ms for 40-byte messages); without it
-# the spec is the shaping's figures alone, as a user would write it
-spec_shaped() { # RATE DELAY MSGCOST
-    echo "host host1 roles=trainers cores=1 bandwidth=$1 latency=$2; host host2 roles=pservers cores=1 bandwidth=$1 latency=$2 msgcost=${3}us"
+# both hosts are network namespaces of this machine, sharing its cores, their frames forwarded by
+# flswitch's one thread: the spec's 'machine' line (compute stretched by ranks/cores; each message
+# waits for its receiver's look, pollwait, and twice for the switch's wake-up). Without
+# SHAPED_FIT=0 the link as the job's ranks see it is measured on two probe jobs of the same P x T
+# in the same cluster, as the local link's is (different models from the two of the table):
+# pollwait on the small probe, the bandwidth on the big one (on a loaded machine the polling ranks
+# and the switch thread share the 2 cores, and the rate a job gets falls far below the shaping's:
+# flnetprobe's 24 MB at --rate 1gbit ran at 887 Mbit/s beside 2 busy loops, 170 beside 4). With
+# SHAPED_FIT=0 the spec is the shaping's figures and the calibration's wake-ups alone.
+spec_shaped() { # RATE DELAY POLLWAIT_US (or "" : the calibration's)
+    echo "host host1 roles=trainers bandwidth=$1 latency=$2; host host2 roles=pservers bandwidth=$1 latency=$2; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}"
+}
+bytes_of_rate() { # 1gbit / 200mbit -> bytes/s
+    echo "$1" | awk '{ v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u); m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 8; printf "%.0f\n", v * m / 8 }'
+}
+bisect_shaped() { # PLAN TARGET_MS KIND(pw|bw) DELAY POLLWAIT BW LO HI: the pollwait (us) or bandwidth (B/s) that predicts TARGET
+    lo=$7 hi=$8
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18; do
+        if [ "$3" = bw ]; then
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.0f", sqrt(a * b) }')
+            p=$(predict "$1" "$(spec_shaped "$mid" "$4" "$5")")
+        else
+            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
+            p=$(predict "$1" "$(spec_shaped "$6" "$4" "$mid")")
+        fi
+        if awk -v p="$p" -v t="$2" 'BEGIN { exit !(p < t) }'; then
+            if [ "$3" = bw ]; then hi=$mid; else lo=$mid; fi
+        else
+            if [ "$3" = bw ]; then lo=$mid; else hi=$mid; fi
+        fi
+    done
+    echo "$mid"
 }
 measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of the job in a 2-host cluster, or nothing
     "$repo/tests/cluster/cluster.sh" run 2 --slots "$3,$2" --rate "$4" --delay "$5" -- \
@@ -134,40 +163,49 @@ for model in digits mlp784; do
         pred=$(predict "$plan" "$spec")
         # the digits' epochs are short (12 steps at T = 2): four times as many
         meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
-        echo "$model ${P}x$T local $pred ${meas:-failed}" >>"$rows_file"
+        echo "$model ${P}x$T local $pred ${meas:-failed} $(load)" >>"$rows_file"
         [ "${SHAPED:-1}" = 1 ] || continue
         for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
             set -- $shaping
             rate=$1 delay=$2
             if [ "$(id -u)" != 0 ]; then
-                echo "$model ${P}x$T $rate/$delay $(predict "$plan" "$(spec_shaped "$rate" "$delay" 0)") unavailable" >>"$rows_file"
+                echo "$model ${P}x$T $rate/$delay $(predict "$plan" "$(spec_shaped "$rate" "$delay" "")") unavailable -" >>"$rows_file"
                 continue
             fi
-            # with SHAPED_FIT=1, the small probe in the same cluster fits the pserver's msgcost
-            # (once per P x T and shaping, for both models); then the model's job
-            fit=$tmp/cost-$P$T-$rate
-            [ "${SHAPED_FIT:-0}" = 1 ] || echo 0 >"$fit"
+            # the probes in the same cluster fit pollwait and the bandwidth (once per P x T and
+            # shaping, for both models); then the model's job
+            fit=$tmp/fit-$P$T-$rate
+            [ "${SHAPED_FIT:-1}" = 1 ] || echo "- $rate" >"$fit"
             if [ ! -f "$fit" ]; then
                 "$flc" transpile "$tmp/probe.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe.plan" >/dev/null
+                "$flc" transpile "$tmp/probe_big.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe_big.plan" >/dev/null
                 small=$(measure_cluster "$tmp/probe.plan" "$P" "$T" "$rate" "$delay" $((4 * EPOCHS)))
-                cost=0
-                [ -z "$small" ] || cost=$(bisect "$tmp/probe.plan" "$small" 0 50000 scost "$rate" "$delay" 0)
-                echo "  (${P}x$T $rate/$delay: probe measured ${small:-nothing} ms: msgcost $cost us)" >&2
-                echo "$cost" >"$fit"
+                big=$(measure_cluster "$tmp/probe_big.plan" "$P" "$T" "$rate" "$delay" "$EPOCHS")
+                full=$(bytes_of_rate "$rate")
+                pw=0 bw=$full
+                if [ -n "$small" ] && [ -n "$big" ]; then
+                    pw=$(bisect_shaped "$tmp/probe.plan" "$small" pw "$delay" "" "$full" 0 50000)
+                    bw=$(bisect_shaped "$tmp/probe_big.plan" "$big" bw "$delay" "$pw" "" $((full / 100)) "$full")
+                    pw=$(bisect_shaped "$tmp/probe.plan" "$small" pw "$delay" "" "$bw" 0 50000)
+                fi
+                echo "  (${P}x$T $rate/$delay: probes measured ${small:-nothing} ms and ${big:-nothing} ms: pollwait $pw us, bandwidth $bw B/s; load $(load))" >&2
+                echo "$pw $bw" >"$fit"
             fi
-            cost=$(cat "$fit")
-            pred=$(predict "$plan" "$(spec_shaped "$rate" "$delay" "$cost")")
+            set -- $(cat "$fit")
+            pw=$1 bw=$2
+            [ "$pw" != - ] || pw=
+            pred=$(predict "$plan" "$(spec_shaped "$bw" "$delay" "$pw")")
             meas=$(measure_cluster "$plan" "$P" "$T" "$rate" "$delay" "$([ $model = digits ] && echo $((2 * EPOCHS)) || echo "$EPOCHS")")
-            echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable}" >>"$rows_file"
+            echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable} $(load)" >>"$rows_file"
             [ -n "$meas" ] || echo "  ($model ${P}x$T $rate/$delay: shaping unavailable: $(tail -n 1 "$tmp/cl.err"))" >&2
         done
     done
 done
 
 awk '
-{ model[NR] = $1; cfg[NR] = $2; link[NR] = $3; pred[NR] = $4; meas[NR] = $5 }
+{ model[NR] = $1; cfg[NR] = $2; link[NR] = $3; pred[NR] = $4; meas[NR] = $5; ld[NR] = $6 }
 END {
-    printf "%-8s %-6s %-14s %12s %12s %9s\n", "model", "PxT", "link", "predicted", "measured", "error"
+    printf "%-8s %-6s %-14s %12s %12s %9s %6s\n", "model", "PxT", "link", "predicted", "measured", "error", "load"
     ok = 0; all = 0
     for (i = 1; i <= NR; i++) {
         if (meas[i] == "unavailable" || meas[i] == "failed") {
@@ -176,7 +214,7 @@ END {
         }
         err = 100 * (pred[i] - meas[i]) / meas[i]
         all++; if (err <= 25 && err >= -25) ok++
-        printf "%-8s %-6s %-14s %9.3f ms %9.3f ms %8.1f%%\n", model[i], cfg[i], link[i], pred[i], meas[i], err
+        printf "%-8s %-6s %-14s %9.3f ms %9.3f ms %8.1f%% %6s\n", model[i], cfg[i], link[i], pred[i], meas[i], err, ld[i]
     }
     printf "within 25%%: %d of %d\n", ok, all
     # ranking: per model and link, the configurations from fastest to slowest

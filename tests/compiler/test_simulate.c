@@ -116,6 +116,7 @@ static void test_calibrate(void) {
     CU_ASSERT(c.gemm.len >= 3);
     for (size_t i = 0; i < c.gemm.len; i++) CU_ASSERT(c.gemm.data[i].gflops > 0);
     CU_ASSERT(c.elementwise_gbps > 0 && c.optimizer_gbps > 0 && c.memcpy_gbps > 0 && c.op_overhead_us > 0);
+    CU_ASSERT(c.wakeup_us > 0 && c.pollwait_us > 0); /* measured: a wake-up takes some time */
     fl_sim_calib_fini(&c);
     unlink(path);
     fl_buf_free(&out);
@@ -238,7 +239,24 @@ static void test_errors(void) {
                "spec.txt:1: roles: expected a list of trainers, pservers, tN (trainer N) or pN (pserver N), found 'q1'");
     spec_error("host a; local bandwidth=1GB/s\n", "spec.txt:2: 'local' needs bandwidth=RATE and latency=TIME");
     spec_error("switch s\n",
-               "spec.txt:1: expected 'host NAME key=value...' or 'local bandwidth=RATE latency=TIME', found 'switch'");
+               "spec.txt:1: expected 'host NAME key=value...', 'local bandwidth=RATE latency=TIME' or 'machine "
+               "cores=N hosts=LIST', found 'switch'");
+    spec_error("host a\nmachine cores=0 hosts=a\n", "spec.txt:2: cores: expected a whole number >= 1, found '0'");
+    spec_error("host a\nmachine cores=2\n", "spec.txt:2: 'machine' needs cores=N and hosts=LIST");
+    spec_error("host a\nmachine cores=2 hosts=a,,b\n", "spec.txt:2: hosts: expected a list of host names, found 'a,,b'");
+    spec_error("machine cores=2 hosts=a,b\nhost a\n", "spec.txt:1: hosts: no host 'b' in the spec");
+    spec_error("host a\nmachine cores=2 hosts=a\nmachine cores=2 hosts=a\n",
+               "spec.txt:3: hosts: host 'a' is already on the machine of line 2");
+    spec_error("host a cores=4\nmachine cores=2 hosts=a\n",
+               "spec.txt:1: host 'a' has cores= and is on the machine of line 2, whose cores it shares");
+    spec_error("host a\nmachine cores=2 hosts=a switch=maybe\n",
+               "spec.txt:2: switch: expected yes (the hosts' links go through a switch thread on the machine) or no, "
+               "found 'maybe'");
+    spec_error("host a\nmachine cores=2 hosts=a pollwait=soon\n",
+               "spec.txt:2: pollwait: expected a time such as 0.5ms, 20us or 1s, found 'soon'");
+    spec_error("host a\nmachine cores=2 hosts=a speed=2\n",
+               "spec.txt:2: unknown key 'speed' (expected cores, hosts, switch, wakeup or pollwait)");
+    calib_error("wakeup -3 us\n", "cal.txt:1: expected 'wakeup VALUE us' with VALUE 0 or above");
     spec_error("# nothing\n", "spec.txt: no 'host' line");
     calib_error("gemm 1x2 3 GFLOP/s\n", "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s'");
     calib_error("elementwise 3 GB/s\nelementwise 4 GB/s\n", "cal.txt:2: 'elementwise' is given twice (first on line 1)");
@@ -269,6 +287,82 @@ static void test_errors(void) {
         CHECK_STR(e.msg, specs[i][1]);
         fl_sim_cluster_fini(&cl);
     }
+    fl_sim_calib_fini(&cal);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
+/* `machine cores=N hosts=...`: hosts sharing one machine's cores (the test cluster's network
+ * namespaces) stretch compute by ranks/cores, and each message waits for its receiver's look
+ * (pollwait) and, through a switch thread, two wake-ups of it */
+static void test_machine(void) {
+    FlBundle *b = compile(MLP);
+    FlPlan *plan = transpile(b, 2, 4);
+    FlSimCalib cal;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    CU_ASSERT_EQUAL(cal.pollwait_us, -1); /* the fixed calibration has none: optional */
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    const char *hosts = "host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
+                        "host b roles=pservers bandwidth=1gbit latency=0.5ms\n";
+    char text[512];
+    double step[4];
+    const char *machine[4] = {"", "machine cores=2 hosts=a,b pollwait=0us wakeup=0us",
+                              "machine cores=2 hosts=a,b pollwait=1ms", "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms"};
+    FlSimResult r[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(text, sizeof text, "%s%s", hosts, machine[i]);
+        FlSimCluster cl;
+        FlStatus st = fl_sim_cluster_parse(text, "<test>", &cl, &e);
+        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        st = fl_sim_run(plan, &cal, &cl, &o, &r[i], &e);
+        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        step[i] = r[i].step_s;
+        fl_sim_cluster_fini(&cl);
+    }
+    printf("\n  own cores %.6f s; shared (6 ranks, 2 cores) %.6f s; +pollwait 1ms %.6f s; +switch 2x2ms %.6f s\n",
+           step[0], step[1], step[2], step[3]);
+    /* 6 ranks on 2 cores: each trainer's compute three times as long */
+    CU_ASSERT_DOUBLE_EQUAL(r[1].trainer_compute_s, 3 * r[0].trainer_compute_s, 1e-9);
+    CU_ASSERT(step[1] > step[0]);
+    /* the waits hold no link: a GET and its answer's last piece each wait once on the critical
+     * path, at least 2 ms more, and the switch's 4 ms more per hop */
+    CU_ASSERT(step[2] >= step[1] + 2e-3 - 1e-9);
+    CU_ASSERT(step[3] >= step[2] + 8e-3 - 1e-9);
+    for (int i = 0; i < 4; i++) fl_sim_result_fini(&r[i]);
+    /* no pollwait in the calibration nor on the line: refused where the line is */
+    FlSimCluster cl;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
+                                               "host b roles=pservers bandwidth=1gbit latency=0.5ms\n"
+                                               "machine cores=2 hosts=a,b", "spec.txt", &cl, &e), FL_OK);
+    FlSimResult bad;
+    CU_ASSERT_EQUAL(fl_sim_run(plan, &cal, &cl, &o, &bad, &e), FL_ERROR);
+    CHECK_STR(e.msg, "spec.txt:3: the machine's ranks wait for wake-ups: the calibration has no 'pollwait' line (flc "
+                     "calibrate measures it), nor the line pollwait=");
+    fl_sim_cluster_fini(&cl);
+    /* with the calibration's figures */
+    FlSimCalib cal2;
+    FlBuf txt = {0};
+    size_t len;
+    char *base = fl_read_file(CALIB, &len, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    fl_buf_printf(&txt, "%swakeup 500 us\npollwait 1000 us\n", base);
+    free(base);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_parse(fl_buf_str(&txt), "cal.txt", &cal2, &e), FL_OK);
+    CU_ASSERT_EQUAL(cal2.wakeup_us, 500);
+    CU_ASSERT_EQUAL(cal2.pollwait_us, 1000);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
+                                               "host b roles=pservers bandwidth=1gbit latency=0.5ms\n"
+                                               "machine cores=2 hosts=a,b", "spec.txt", &cl, &e), FL_OK);
+    FlSimResult good;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal2, &cl, &o, &good, &e), FL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(good.step_s, step[2], 1e-9);
+    fl_sim_result_fini(&good);
+    fl_sim_cluster_fini(&cl);
+    fl_buf_free(&txt);
+    fl_sim_calib_fini(&cal2);
     fl_sim_calib_fini(&cal);
     fl_ir_plan_free(plan);
     fl_ir_bundle_free(b);
@@ -314,6 +408,7 @@ int main(int argc, char **argv) {
         {"bytes per link per step = T x parameter bytes", test_link_bytes},
         {"twice the bandwidth, less transfer time", test_bandwidth},
         {"errors with file:line", test_errors},
+        {"machine line: shared cores, wake-ups", test_machine},
         {"flc simulate", test_cli},
     };
     return fl_test_run("simulate", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
