@@ -579,12 +579,17 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
         path.len = 0;
         fl_buf_printf(&path, "%s/%s", dir, sh->file);
         FILE *f = fopen(fl_buf_str(&path), "rb");
+        if (!f) {
+            fl_err(err, "--load %s: cannot read the shard '%s' of '%s' (rows [%lld, %lld)): %s", dir, sh->file, v->name,
+                   (long long)sh->first, (long long)sh->end, strerror(errno));
+            goto done;
+        }
         FileHead h;
-        bool ok = f && read_head(f, &h) && h.version == 2 && h.row0 == sh->first && h.row0 + h.rows == sh->end;
-        if (f) fclose(f);
+        bool ok = read_head(f, &h) && h.version == 2 && h.row0 == sh->first && h.row0 + h.rows == sh->end;
+        fclose(f);
         if (!ok) {
-            fl_err(err, "--load %s: the shard '%s' of '%s' is not a saved shard of rows [%lld, %lld)%s%s", dir, sh->file,
-                   v->name, (long long)sh->first, (long long)sh->end, f ? "" : ": ", f ? "" : strerror(errno));
+            fl_err(err, "--load %s: the shard '%s' of '%s' is not a saved shard of rows [%lld, %lld) (bad header)", dir,
+                   sh->file, v->name, (long long)sh->first, (long long)sh->end);
             goto done;
         }
         if (read_file_rows(dir, fl_buf_str(&path), sh->file, 2, v, row0, row0 + rows, fl_tensor_data(&t), err) != FL_OK)
