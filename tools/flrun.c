@@ -20,14 +20,15 @@
  * gradients with rows 0. At each epoch's end trainer 0 gathers every trainer's per-step figures
  * and writes the log with each step's figures averaged over the trainers, weighted by rows (the
  * local run's figures on the global batch), evaluates the test set alone and prints progress;
- * --save and --predict run on trainer 0. A pserver runs its startup program and its main program
+ * --save and --predict run on trainer 0 (but each pserver writes its rows of distributed tables
+ * into the checkpoint as shards, asked by trainer 0). A pserver runs its startup program and its main program
  * (listen_and_serv) once. Any error on any rank ends the whole job (fl_mpi_fail). Before any
  * rank starts work on a plan, every rank checks it (fl_plan_verify, what `flc verify` runs): a
  * plan whose roles do not fit together ends the job with exit 1 and rank 0's report of it.
  * The training driver (epochs, figures, trainer shares, evaluation, prediction) is the runtime
  * module runtime/train/train.h; this file parses the arguments, sets up the MPI roles, checks
  * and writes the outputs (log, checkpoints, predictions) and decides what to print. The plan
- * checkpoints (save_plan, load_server) stay here: they need the transpiler's placement rule.
+ * checkpoints (save_plan, save_shards, load_server) stay here: they need the transpiler's placement rule.
  * --timeline records every op run (and, in MPI jobs, the transport's sends, receives, barrier
  * waits and server updates) in a runtime/trace.h recorder, and writes it as one Chrome
  * trace-event file: in an MPI job every rank's events go to trainer 0, their times put on trainer
@@ -572,8 +573,8 @@ static bool shard_vars(const Run *r, const FlBundle *ps, const FlPlanVar *pv, si
  * state, asked for by name (a recv from each pserver) and put together into the local program's
  * vars, written into the new checkpoint's directory (*out, switched in by finish_save) that a
  * local run loads as well as a job of any P and T. Distributed tables and their row-shaped state
- * are not asked for: each pserver writes its rows as shards (save_shards), asked by a SAVE
- * message here; *out is then NULL-free and `asked` set. */
+ * are not asked for: each pserver writes its rows as shards (save_shards) when a SAVE message
+ * sent here asks it to (*asked: whether any was sent). */
 static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
     FlNamedTensors v = {0};
     FlDist *d = fl_mpi_dist(r->mpi);
