@@ -281,7 +281,7 @@ fail:
     return st;
 }
 
-const char *fl_params_saving_dir(const FlParamsSaving *s) { return fl_buf_str((FlBuf *)&s->tmp); }
+const char *fl_params_saving_dir(const FlParamsSaving *s) { return fl_buf_str(&s->tmp); }
 
 void fl_params_write_abandon(FlParamsSaving *s) {
     if (!s) return;
