@@ -27,6 +27,9 @@ static void persistables(const FlLoadedProgram *p, VarList *out) {
 }
 
 #define FORMAT_LINE "fluidc checkpoint 2\n"
+/* A shard's file name: the escaped var name, this, "FIRST-END". An escaped name never holds it
+ * (its '%' are followed by two hex digits), so no var's file is another's shard. */
+#define SHARD_MARK "%shard-"
 
 /* A v1 checkpoint's file name was the var name itself. */
 static bool safe_name(const char *n) {
@@ -204,54 +207,138 @@ static FlStatus switch_in(const char *tmp, const char *dir, FlErr *err) {
     return st;
 }
 
-FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) {
-    FlBuf tmp = {0}, path = {0}, manifest = {0}, file = {0}, fname = {0};
-    FlStatus st = FL_ERROR;
+/* The header of a tensor file: version 1 (the var whole) or 2 (a shard: rows [row0, row0 + rows)
+ * of the var, whose whole shape is ne). */
+static void put_header(FlBuf *file, const FlTensor *t, int64_t height, int64_t row0) {
+    fl_buf_append(file, MAGIC, 8);
+    bool shard = height >= 0;
+    uint32_t hdr[4] = {shard ? 2 : 1, (uint32_t)t->dtype, (uint32_t)t->ndim, 0};
+    fl_buf_append(file, (const char *)hdr, sizeof hdr);
+    int64_t ne[FL_MAX_DIMS];
+    memcpy(ne, t->ne, sizeof(int64_t) * (size_t)t->ndim);
+    if (shard) ne[0] = height;
+    fl_buf_append(file, (const char *)ne, sizeof(int64_t) * (size_t)t->ndim);
+    if (shard) {
+        int64_t range[2] = {row0, t->ne[0]};
+        fl_buf_append(file, (const char *)range, sizeof range);
+    }
+}
+
+/* Writes t's header and elements to path (the elements straight from the tensor: a shard may be
+ * gigabytes). */
+static FlStatus write_tensor(const char *path, const FlTensor *t, int64_t height, int64_t row0, FlErr *err) {
+    FlBuf head = {0};
+    put_header(&head, t, height, row0);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(head.data, 1, head.len, f) == head.len &&
+              fwrite(fl_tensor_data(t), 1, fl_tensor_nbytes(t), f) == fl_tensor_nbytes(t);
+    int errno2 = errno;
+    if (f && fclose(f) != 0) ok = false, errno2 = errno;
+    fl_buf_free(&head);
+    if (!ok) return fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno2));
+    return FL_OK;
+}
+
+struct FlParamsSaving {
+    char *target;  /* DIR resolved */
+    FlBuf tmp;     /* DIR.tmp.PID, being filled */
+    FlBuf manifest; /* the whole vars' files, in var order */
+};
+
+FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) {
+    *out = NULL;
+    FlBuf path = {0}, fname = {0};
     char *target = save_path(dir, err);
     if (!target) return FL_ERROR;
-    fl_buf_printf(&tmp, "%s.tmp.%d", target, (int)getpid());
-    rm_dir(fl_buf_str(&tmp));
-    if (mkdir(fl_buf_str(&tmp), 0777) != 0) {
-        fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&tmp), strerror(errno));
+    FlParamsSaving *s = fl_xcalloc(1, sizeof *s);
+    s->target = target;
+    fl_buf_printf(&s->tmp, "%s.tmp.%d", target, (int)getpid());
+    rm_dir(fl_buf_str(&s->tmp));
+    FlStatus st = FL_ERROR;
+    if (mkdir(fl_buf_str(&s->tmp), 0777) != 0) {
+        fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&s->tmp), strerror(errno));
         goto fail;
     }
     for (size_t i = 0; i < v->len; i++) {
         const char *name = v->data[i].name;
-        const FlTensor *t = &v->data[i].t;
         if (!name[0]) {
             fl_err(err, "--save: a var has an empty name");
             goto fail;
         }
         fname.len = 0;
         escape_name(name, &fname);
-        file.len = 0;
-        fl_buf_append(&file, MAGIC, 8);
-        uint32_t hdr[4] = {1, (uint32_t)t->dtype, (uint32_t)t->ndim, 0};
-        fl_buf_append(&file, (const char *)hdr, sizeof hdr);
-        fl_buf_append(&file, (const char *)t->ne, sizeof(int64_t) * (size_t)t->ndim);
-        fl_buf_append(&file, fl_tensor_data(t), fl_tensor_nbytes(t));
         path.len = 0;
-        fl_buf_printf(&path, "%s/%s", fl_buf_str(&tmp), fl_buf_str(&fname));
-        if (fl_write_file(fl_buf_str(&path), file.data, file.len, err) != FL_OK) goto fail;
-        fl_buf_printf(&manifest, "%s\n", fl_buf_str(&fname));
+        fl_buf_printf(&path, "%s/%s", fl_buf_str(&s->tmp), fl_buf_str(&fname));
+        if (write_tensor(fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
+        fl_buf_printf(&s->manifest, "%s\n", fl_buf_str(&fname));
     }
-    path.len = 0;
-    fl_buf_printf(&path, "%s/FORMAT", fl_buf_str(&tmp));
+    st = FL_OK;
+    *out = s;
+fail:
+    if (st != FL_OK) fl_params_write_abandon(s);
+    fl_buf_free(&path);
+    fl_buf_free(&fname);
+    return st;
+}
+
+const char *fl_params_saving_dir(const FlParamsSaving *s) { return fl_buf_str(&s->tmp); }
+
+void fl_params_write_abandon(FlParamsSaving *s) {
+    if (!s) return;
+    if (s->tmp.len) rm_dir(fl_buf_str(&s->tmp));
+    free(s->target);
+    fl_buf_free(&s->tmp);
+    fl_buf_free(&s->manifest);
+    free(s);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) {
+    FlBuf path = {0};
+    FlStatus st = FL_ERROR;
+    /* the shards the pservers wrote: listed after the whole vars, sorted */
+    FL_VEC(char *) shards = {0};
+    DIR *d = opendir(fl_buf_str(&s->tmp));
+    for (struct dirent *ent; d && (ent = readdir(d));)
+        if (strstr(ent->d_name, SHARD_MARK)) FL_VEC_PUSH(&shards, fl_xstrdup(ent->d_name));
+    if (d) closedir(d);
+    if (shards.len) qsort(shards.data, shards.len, sizeof *shards.data, cmp_str);
+    for (size_t i = 0; i < shards.len; i++) fl_buf_printf(&s->manifest, "%s\n", shards.data[i]);
+    fl_buf_printf(&path, "%s/FORMAT", fl_buf_str(&s->tmp));
     if (fl_write_file(fl_buf_str(&path), FORMAT_LINE, strlen(FORMAT_LINE), err) != FL_OK) goto fail;
     path.len = 0;
-    fl_buf_printf(&path, "%s/MANIFEST", fl_buf_str(&tmp));
-    if (fl_write_file(fl_buf_str(&path), fl_buf_str(&manifest), manifest.len, err) != FL_OK) goto fail;
+    fl_buf_printf(&path, "%s/MANIFEST", fl_buf_str(&s->tmp));
+    if (fl_write_file(fl_buf_str(&path), fl_buf_str(&s->manifest), s->manifest.len, err) != FL_OK) goto fail;
     test_die_at("save-written");
-    if (switch_in(fl_buf_str(&tmp), target, err) != FL_OK) goto fail;
+    if (switch_in(fl_buf_str(&s->tmp), s->target, err) != FL_OK) goto fail;
+    s->tmp.len = 0; /* switched in: nothing to remove */
     st = FL_OK;
 fail:
-    if (st != FL_OK) rm_dir(fl_buf_str(&tmp));
-    free(target);
-    fl_buf_free(&tmp);
+    for (size_t i = 0; i < shards.len; i++) free(shards.data[i]);
+    FL_VEC_FREE(&shards);
     fl_buf_free(&path);
-    fl_buf_free(&manifest);
-    fl_buf_free(&file);
-    fl_buf_free(&fname);
+    fl_params_write_abandon(s);
+    return st;
+}
+
+FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) {
+    FlParamsSaving *s;
+    if (fl_params_write_begin(dir, v, &s, err) != FL_OK) return FL_ERROR;
+    return fl_params_write_end(s, err);
+}
+
+FlStatus fl_params_write_shard(const char *dir, const char *name, int64_t height, int64_t row0, const FlTensor *t,
+                               FlErr *err) {
+    if (t->ndim < 1 || row0 < 0 || row0 + t->ne[0] > height)
+        return fl_err(err, "--save: rows [%lld, %lld) are not rows of '%s' (%lld rows)", (long long)row0,
+                      (long long)(row0 + (t->ndim ? t->ne[0] : 0)), name, (long long)height);
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/", dir);
+    escape_name(name, &path);
+    fl_buf_printf(&path, "%%shard-%lld-%lld", (long long)row0, (long long)(row0 + t->ne[0]));
+    FlStatus st = write_tensor(fl_buf_str(&path), t, height, row0, err);
+    fl_buf_free(&path);
     return st;
 }
 
@@ -281,7 +368,152 @@ FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *di
     return st;
 }
 
-FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) {
+/* A tensor file's header as read: the var's whole shape and the rows it holds. */
+typedef struct FileHead {
+    uint32_t version;
+    FlDType dtype;
+    int ndim;
+    int64_t ne[FL_MAX_DIMS];
+    int64_t row0, rows; /* version 1: all of them (ne[0], or 1 for a scalar) */
+    size_t off;         /* where the elements begin */
+} FileHead;
+
+/* Reads f's header into *h; false on a malformed one. */
+static bool read_head(FILE *f, FileHead *h) {
+    char magic[8];
+    uint32_t hdr[4];
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MAGIC, 8) || fread(hdr, sizeof hdr, 1, f) != 1) return false;
+    if ((hdr[0] != 1 && hdr[0] != 2) || hdr[1] >= FL_DT_COUNT || hdr[2] > FL_MAX_DIMS || (hdr[0] == 2 && hdr[2] < 1))
+        return false;
+    h->version = hdr[0];
+    h->dtype = (FlDType)hdr[1];
+    h->ndim = (int)hdr[2];
+    if (h->ndim && fread(h->ne, sizeof(int64_t), (size_t)h->ndim, f) != (size_t)h->ndim) return false;
+    for (int k = 0; k < h->ndim; k++)
+        if (h->ne[k] < 0) return false;
+    h->row0 = 0;
+    h->rows = h->ndim ? h->ne[0] : 1;
+    if (h->version == 2) {
+        int64_t range[2];
+        if (fread(range, sizeof range, 1, f) != 1 || range[0] < 0 || range[1] < 0 || range[0] + range[1] > h->ne[0])
+            return false;
+        h->row0 = range[0];
+        h->rows = range[1];
+    }
+    h->off = 8 + sizeof hdr + (size_t)h->ndim * sizeof(int64_t) + (h->version == 2 ? 2 * sizeof(int64_t) : 0);
+    return true;
+}
+
+/* Elements per row of v (all of them for a scalar) and its rows. */
+static int64_t var_rows(const FlVarDesc *v) { return v->ndim ? v->shape[0] : 1; }
+static size_t row_bytes(const FlVarDesc *v) {
+    size_t n = fl_dtype_size(v->dtype);
+    for (int k = 1; k < v->ndim; k++) n *= (size_t)v->shape[k];
+    return n;
+}
+
+/* From the file `path` (shown as `file`), which must hold v's dtype and whole shape, the rows
+ * [lo, hi) of v that it has into dst (rows [lo, hi) of v, contiguous). */
+static FlStatus read_file_rows(const char *dir, const char *path, const char *file, uint32_t version, const FlVarDesc *v,
+                               int64_t lo, int64_t hi, char *dst, FlErr *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fl_err(err, "--load %s: cannot read '%s': %s", dir, file, strerror(errno));
+    FlStatus st = FL_ERROR;
+    FileHead h;
+    if (!read_head(f, &h) || h.version != version) {
+        fl_err(err, "--load %s: '%s' is not a saved %s (bad header)", dir, file, version == 1 ? "tensor" : "shard");
+        goto done;
+    }
+    bool same = h.ndim == v->ndim && h.dtype == v->dtype;
+    for (int k = 0; same && k < v->ndim; k++) same = h.ne[k] == v->shape[k];
+    if (!same) {
+        FlBuf want = {0}, got = {0};
+        fl_ir_shape_str(v->ndim, v->shape, &want);
+        fl_ir_shape_str(h.ndim, h.ne, &got);
+        if (h.version == 1)
+            fl_err(err, "--load %s: '%s' is %s %s in the file but %s %s in the program", dir, v->name,
+                   fl_dtype_name(h.dtype), fl_buf_str(&got), fl_dtype_name(v->dtype), fl_buf_str(&want));
+        else
+            fl_err(err, "--load %s: the shard '%s' is of a %s %s var but '%s' is %s %s in the program", dir, file,
+                   fl_dtype_name(h.dtype), fl_buf_str(&got), v->name, fl_dtype_name(v->dtype), fl_buf_str(&want));
+        fl_buf_free(&want);
+        fl_buf_free(&got);
+        goto done;
+    }
+    size_t rb = row_bytes(v);
+    struct stat sb;
+    size_t want = h.off + (size_t)h.rows * rb;
+    if (fstat(fileno(f), &sb) != 0 || (size_t)sb.st_size != want) {
+        if (h.version == 1)
+            fl_err(err, "--load %s: '%s' holds %zu bytes of data, expected %zu", dir, v->name,
+                   (size_t)sb.st_size > h.off ? (size_t)sb.st_size - h.off : 0, want - h.off);
+        else
+            fl_err(err, "--load %s: the shard '%s' holds %zu bytes of data, expected %zu", dir, file,
+                   (size_t)sb.st_size > h.off ? (size_t)sb.st_size - h.off : 0, want - h.off);
+        goto done;
+    }
+    int64_t a = lo > h.row0 ? lo : h.row0, b = hi < h.row0 + h.rows ? hi : h.row0 + h.rows;
+    if (a < b) {
+        size_t n = (size_t)(b - a) * rb;
+        if (fseeko(f, (off_t)(h.off + (size_t)(a - h.row0) * rb), SEEK_SET) != 0 ||
+            fread(dst + (size_t)(a - lo) * rb, 1, n, f) != n) {
+            fl_err(err, "--load %s: cannot read '%s': %s", dir, file, ferror(f) ? strerror(errno) : "it is shorter than its header says");
+            goto done;
+        }
+    }
+    st = FL_OK;
+done:
+    fclose(f);
+    return st;
+}
+
+/* A shard file of a var: its name in the directory and its rows [first, end). */
+typedef struct Shard {
+    char *file;
+    int64_t first, end;
+} Shard;
+typedef FL_VEC(Shard) Shards;
+
+static int cmp_shard(const void *a, const void *b) {
+    const Shard *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+/* The shards of the var whose escaped name is `esc`, from the MANIFEST of dir, sorted by rows. */
+static void find_shards(const char *dir, const char *esc, Shards *out) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/MANIFEST", dir);
+    size_t len;
+    FlErr e2;
+    char *m = fl_read_file(fl_buf_str(&path), &len, &e2);
+    fl_buf_free(&path);
+    size_t k = strlen(esc), mk = strlen(SHARD_MARK);
+    for (const char *l = m; m && l < m + len;) {
+        const char *nl = memchr(l, '\n', (size_t)(m + len - l));
+        size_t ll = nl ? (size_t)(nl - l) : (size_t)(m + len - l);
+        long long a, b;
+        int used = 0;
+        char tail[64];
+        if (ll > k + mk && ll - k - mk < sizeof tail && !memcmp(l, esc, k) && !memcmp(l + k, SHARD_MARK, mk)) {
+            memcpy(tail, l + k + mk, ll - k - mk);
+            tail[ll - k - mk] = 0;
+            if (sscanf(tail, "%lld-%lld%n", &a, &b, &used) == 2 && tail[used] == 0 && a >= 0 && a <= b) {
+                Shard sh = {fl_xmalloc(ll + 1), a, b};
+                memcpy(sh.file, l, ll);
+                sh.file[ll] = 0;
+                FL_VEC_PUSH(out, sh);
+            }
+        }
+        l += ll + 1;
+    }
+    free(m);
+    if (out->len) qsort(out->data, out->len, sizeof *out->data, cmp_shard);
+}
+
+FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+    int64_t height = var_rows(v);
+    if (rows < 0) row0 = 0, rows = height;
+    FL_ASSERT(row0 >= 0 && row0 + rows <= height && (v->ndim || (row0 == 0 && rows == 1)));
     FlBuf path = {0};
     fl_buf_printf(&path, "%s/FORMAT", dir);
     size_t len;
@@ -289,55 +521,95 @@ FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlEr
     char *fmt = fl_read_file(fl_buf_str(&path), &len, &e2);
     bool v2 = fmt && len == strlen(FORMAT_LINE) && !memcmp(fmt, FORMAT_LINE, len);
     free(fmt);
+    FlBuf esc = {0};
+    if (v2) escape_name(v->name, &esc);
+    else fl_buf_puts(&esc, v->name);
     path.len = 0;
-    fl_buf_printf(&path, "%s/", dir);
-    if (v2) escape_name(v->name, &path);
-    else fl_buf_puts(&path, v->name);
-    char *data = v2 || safe_name(v->name) ? fl_read_file(fl_buf_str(&path), &len, &e2) : NULL;
-    fl_buf_free(&path);
-    if (!data) return fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+    fl_buf_printf(&path, "%s/%s", dir, fl_buf_str(&esc));
+    Shards shards = {0};
+    struct stat sb;
+    bool whole = (v2 || safe_name(v->name)) && stat(fl_buf_str(&path), &sb) == 0;
+    if (!whole && v2) find_shards(dir, fl_buf_str(&esc), &shards);
     FlStatus st = FL_ERROR;
-    uint32_t hdr[4];
-    bool ok = len >= 8 + sizeof hdr && memcmp(data, MAGIC, 8) == 0;
-    if (ok) memcpy(hdr, data + 8, sizeof hdr);
-    ok = ok && hdr[0] == 1 && hdr[1] < FL_DT_COUNT && hdr[2] <= FL_MAX_DIMS;
-    int64_t ne[FL_MAX_DIMS];
-    size_t off = 8 + sizeof hdr;
-    if (ok) {
-        ok = len >= off + hdr[2] * sizeof(int64_t);
-        if (ok) memcpy(ne, data + off, hdr[2] * sizeof(int64_t));
-        off += hdr[2] * sizeof(int64_t);
-    }
-    if (!ok) {
-        fl_err(err, "--load %s: '%s' is not a saved tensor (bad header)", dir, v->name);
-        goto done;
-    }
-    bool same = (int)hdr[2] == v->ndim && (FlDType)hdr[1] == v->dtype;
-    for (int k = 0; same && k < v->ndim; k++) same = ne[k] == v->shape[k];
-    if (!same) {
-        FlBuf want = {0}, got = {0};
-        fl_ir_shape_str(v->ndim, v->shape, &want);
-        fl_ir_shape_str((int)hdr[2], ne, &got);
-        fl_err(err, "--load %s: '%s' is %s %s in the file but %s %s in the program", dir, v->name,
-               fl_dtype_name((FlDType)hdr[1]), fl_buf_str(&got), fl_dtype_name(v->dtype), fl_buf_str(&want));
-        fl_buf_free(&want);
-        fl_buf_free(&got);
-        goto done;
-    }
     FlTensor t = FL_TENSOR_INIT;
-    if (fl_tensor_alloc_uninit(err, &t, v->dtype, v->ndim, ne) != FL_OK) goto done;
-    if (len != off + fl_tensor_nbytes(&t)) {
-        fl_err(err, "--load %s: '%s' holds %zu bytes of data, expected %zu", dir, v->name, len - off, fl_tensor_nbytes(&t));
-        fl_tensor_fini(&t);
+    int64_t ne[FL_MAX_DIMS];
+    for (int k = 0; k < v->ndim; k++) ne[k] = v->shape[k];
+    if (v->ndim) ne[0] = rows;
+    if (!whole && !shards.len) {
+        fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
         goto done;
     }
-    memcpy(fl_tensor_data(&t), data + off, fl_tensor_nbytes(&t));
+    if (!whole && !v->ndim) {
+        fl_err(err, "--load %s: '%s' is a scalar in the program but saved in shards ('%s')", dir, v->name, shards.data[0].file);
+        goto done;
+    }
+    /* the shards must not overlap and must cover the rows asked */
+    for (size_t i = 0; i + 1 < shards.len; i++)
+        if (shards.data[i].end > shards.data[i + 1].first) {
+            fl_err(err, "--load %s: the shards of '%s' overlap: '%s' and '%s'", dir, v->name, shards.data[i].file,
+                   shards.data[i + 1].file);
+            goto done;
+        }
+    for (size_t i = 0; i < shards.len; i++)
+        if (shards.data[i].end > height) {
+            fl_err(err, "--load %s: the shard '%s' holds rows past the %lld of '%s' in the program", dir,
+                   shards.data[i].file, (long long)height, v->name);
+            goto done;
+        }
+    int64_t have = row0;
+    for (size_t i = 0; i < shards.len && have < row0 + rows; i++)
+        if (shards.data[i].first <= have && shards.data[i].end > have) have = shards.data[i].end;
+        else if (shards.data[i].first > have) break;
+    if (!whole && have < row0 + rows) {
+        int64_t next = row0 + rows;
+        for (size_t i = 0; i < shards.len; i++)
+            if (shards.data[i].first > have && shards.data[i].first < next) next = shards.data[i].first;
+        fl_err(err, "--load %s: no shard holds rows [%lld, %lld) of '%s' (%zu shard%s of its %lld rows saved)", dir,
+               (long long)have, (long long)next, v->name, shards.len, shards.len == 1 ? "" : "s", (long long)height);
+        goto done;
+    }
+    if (fl_tensor_alloc_uninit(err, &t, v->dtype, v->ndim, ne) != FL_OK) goto done;
+    if (whole) {
+        if (read_file_rows(dir, fl_buf_str(&path), fl_buf_str(&esc), 1, v, row0, row0 + rows, fl_tensor_data(&t), err) != FL_OK)
+            goto done;
+    }
+    for (size_t i = 0; !whole && i < shards.len; i++) {
+        const Shard *sh = &shards.data[i];
+        if (sh->end <= row0 || sh->first >= row0 + rows) continue;
+        path.len = 0;
+        fl_buf_printf(&path, "%s/%s", dir, sh->file);
+        FILE *f = fopen(fl_buf_str(&path), "rb");
+        if (!f) {
+            fl_err(err, "--load %s: cannot read the shard '%s' of '%s' (rows [%lld, %lld)): %s", dir, sh->file, v->name,
+                   (long long)sh->first, (long long)sh->end, strerror(errno));
+            goto done;
+        }
+        FileHead h;
+        bool ok = read_head(f, &h) && h.version == 2 && h.row0 == sh->first && h.row0 + h.rows == sh->end;
+        fclose(f);
+        if (!ok) {
+            fl_err(err, "--load %s: the shard '%s' of '%s' is not a saved shard of rows [%lld, %lld) (bad header)", dir,
+                   sh->file, v->name, (long long)sh->first, (long long)sh->end);
+            goto done;
+        }
+        if (read_file_rows(dir, fl_buf_str(&path), sh->file, 2, v, row0, row0 + rows, fl_tensor_data(&t), err) != FL_OK)
+            goto done;
+    }
     fl_tensor_fini(out);
     *out = t;
+    t = (FlTensor)FL_TENSOR_INIT;
     st = FL_OK;
 done:
-    free(data);
+    fl_tensor_fini(&t);
+    for (size_t i = 0; i < shards.len; i++) free(shards.data[i].file);
+    FL_VEC_FREE(&shards);
+    fl_buf_free(&path);
+    fl_buf_free(&esc);
     return st;
+}
+
+FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) {
+    return fl_params_read_rows(dir, v, 0, -1, out, err);
 }
 
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {

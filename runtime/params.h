@@ -11,6 +11,18 @@
  *     i64 dims[ndim]
  *     the elements, little-endian, row-major
  * Version 1 (no FORMAT file: files named after the vars themselves) is still read.
+ * Shards (a distributed table and its row-shaped optimizer state, written by the pservers that
+ * hold them: docs/distributed.md): a var may instead be saved as files named
+ * "<escaped name>%shard-FIRST-END" (an escaped name never holds "%s"), each holding rows
+ * [FIRST, END) of the var, listed in MANIFEST after the whole vars; the file is
+ *     "FLTENSOR", u32 version (2), u32 dtype, u32 ndim, u32 reserved (0)
+ *     i64 dims[ndim]        the whole var's shape
+ *     i64 first, i64 rows   the rows it holds
+ *     the elements of those rows
+ * A load reads, of the shards, the rows it needs (fl_params_read_rows): a whole var assembled
+ * from all of them, or a pserver's block from the shards overlapping it, whatever P saved them.
+ * Overlapping shards, rows no shard holds, a shard of another shape or dtype are errors naming
+ * the var and the file.
  *
  * Targets: a save goes to a new path (in an existing, writable directory) or replaces an
  * earlier checkpoint: a directory holding a MANIFEST whose every entry is a saved tensor file
@@ -53,7 +65,28 @@ void fl_params_free(FlNamedTensors *v); /* releases the tensors and the list */
 /* Writes the list as a saved directory (atomically, as fl_params_save does). Errors: a target
  * that is neither new nor a checkpoint, I/O. */
 FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) FL_WARN_UNUSED;
-/* One var's saved value into *out (released first), checked against v's dtype and shape. */
+/* One var's saved value into *out (released first), checked against v's dtype and shape; from
+ * its file or assembled from its shards. */
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;
+/* Rows [row0, row0 + rows) of v's saved value (rows < 0: all of it) into *out, read from v's
+ * whole file or from the shards overlapping them (only those rows are read). */
+FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out,
+                             FlErr *err) FL_WARN_UNUSED;
+
+/* fl_params_write in steps, for a save some of whose vars other processes write as shards:
+ * _begin checks the target (as fl_params_write), makes the new checkpoint's directory beside it
+ * (fl_params_saving_dir) and writes v's vars whole into it; the shards go into that directory
+ * (fl_params_write_shard, from any process that sees it); _end lists them in MANIFEST and
+ * switches the checkpoint in; _abandon (or a failing _end) removes the directory. Both _end
+ * and _abandon free s (NULL: no-op). */
+typedef struct FlParamsSaving FlParamsSaving;
+FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) FL_WARN_UNUSED;
+const char *fl_params_saving_dir(const FlParamsSaving *s);
+FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) FL_WARN_UNUSED;
+void fl_params_write_abandon(FlParamsSaving *s);
+/* Writes t as rows [row0, row0 + t's rows) of the var `name` of `height` rows into dir (a
+ * saving's directory). Errors: rows outside [0, height), I/O. */
+FlStatus fl_params_write_shard(const char *dir, const char *name, int64_t height, int64_t row0, const FlTensor *t,
+                               FlErr *err) FL_WARN_UNUSED;
 
 #endif

@@ -20,14 +20,15 @@
  * gradients with rows 0. At each epoch's end trainer 0 gathers every trainer's per-step figures
  * and writes the log with each step's figures averaged over the trainers, weighted by rows (the
  * local run's figures on the global batch), evaluates the test set alone and prints progress;
- * --save and --predict run on trainer 0. A pserver runs its startup program and its main program
+ * --save and --predict run on trainer 0 (but each pserver writes its rows of distributed tables
+ * into the checkpoint as shards, asked by trainer 0). A pserver runs its startup program and its main program
  * (listen_and_serv) once. Any error on any rank ends the whole job (fl_mpi_fail). Before any
  * rank starts work on a plan, every rank checks it (fl_plan_verify, what `flc verify` runs): a
  * plan whose roles do not fit together ends the job with exit 1 and rank 0's report of it.
  * The training driver (epochs, figures, trainer shares, evaluation, prediction) is the runtime
  * module runtime/train/train.h; this file parses the arguments, sets up the MPI roles, checks
  * and writes the outputs (log, checkpoints, predictions) and decides what to print. The plan
- * checkpoints (save_plan, load_server) stay here: they need the transpiler's placement rule.
+ * checkpoints (save_plan, save_shards, load_server) stay here: they need the transpiler's placement rule.
  * --timeline records every op run (and, in MPI jobs, the transport's sends, receives, barrier
  * waits and server updates) in a runtime/trace.h recorder, and writes it as one Chrome
  * trace-event file: in an MPI job every rank's events go to trainer 0, their times put on trainer
@@ -507,12 +508,78 @@ static FlStatus put_rows(FlTensor *dst, const FlTensor *x, int64_t row0, int64_t
     return FL_OK;
 }
 
+/* A trainer role of the plan (this rank's own bundle when it is the only one). */
+static const FlBundle *a_trainer(const Run *r) {
+    for (size_t k = 0; k < r->plan->roles.len; k++)
+        if (r->plan->roles.data[k] && !strcmp(r->plan->roles.data[k]->role, "trainer")) return r->plan->roles.data[k];
+    return r->bundle;
+}
+
+/* Whether `name` is a distributed table: the trainers look it up (distributed_lookup_table). */
+static bool is_dist_table(const FlBundle *trainer, const char *name) {
+    const FlProgram *pm = trainer->main;
+    for (size_t bi = 0; bi < pm->blocks.len; bi++) {
+        const FlBlock *b = pm->blocks.data[bi];
+        for (size_t j = 0; j < b->ops.len; j++)
+            if (fl_ops_is(b->ops.data[j], FL_OPID_distributed_lookup_table) &&
+                !strcmp(fl_ir_op_get_string(b->ops.data[j], "table", ""), name))
+                return true;
+    }
+    return false;
+}
+
+static long plan_var_index(const FlPlanVar *pv, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(pv[i].var, name)) return (long)i;
+    return -1;
+}
+
+/* Which of a pserver's vars (pv, n: fl_transpile_pserver_vars) a checkpoint holds as shards,
+ * into shard[i]: the blocks of a distributed table, and the row-shaped state (rows of a var
+ * with the table's rows) of the ops of its main program that read such a block (its
+ * optimizer). The others are saved whole, as before (the trainer 0 gathers them). */
+static bool shard_vars(const Run *r, const FlBundle *ps, const FlPlanVar *pv, size_t n, bool *shard) {
+    const FlBundle *trainer = a_trainer(r);
+    bool any = false;
+    for (size_t i = 0; i < n; i++) any |= shard[i] = pv[i].rows >= 0 && is_dist_table(trainer, pv[i].full->name);
+    const FlProgram *pm = ps->main;
+    for (size_t bi = 0; any && bi < pm->blocks.len; bi++) {
+        const FlBlock *b = pm->blocks.data[bi];
+        for (size_t j = 0; j < b->ops.len; j++) {
+            const FlOpDesc *op = b->ops.data[j];
+            long t = -1;
+            for (size_t s = 0; t < 0 && s < op->ins.len; s++)
+                for (size_t a = 0; t < 0 && a < op->ins.data[s].nargs; a++) {
+                    long i = plan_var_index(pv, n, op->ins.data[s].args[a]);
+                    if (i >= 0 && shard[i] && is_dist_table(trainer, pv[i].full->name)) t = i;
+                }
+            if (t < 0) continue;
+            for (int side = 0; side < 2; side++)
+                for (size_t s = 0; s < (side ? op->outs.len : op->ins.len); s++) {
+                    const FlSlot *sl = side ? &op->outs.data[s] : &op->ins.data[s];
+                    for (size_t a = 0; a < sl->nargs; a++) {
+                        long i = plan_var_index(pv, n, sl->args[a]);
+                        if (i >= 0 && pv[i].rows >= 0 && pv[i].full->ndim >= 1 &&
+                            pv[i].full->shape[0] == pv[t].full->shape[0])
+                            shard[i] = true;
+                    }
+                }
+        }
+    }
+    return any;
+}
+
 /* Trainer 0 of a plan's job: the trainer's persistable vars (the parameters) and every pserver's
  * state, asked for by name (a recv from each pserver) and put together into the local program's
- * vars, written as one directory that a local run loads as well as a job of any P and T. */
-static FlStatus save_plan(Run *r, FlErr *e) {
+ * vars, written into the new checkpoint's directory (*out, switched in by finish_save) that a
+ * local run loads as well as a job of any P and T. Distributed tables and their row-shaped state
+ * are not asked for: each pserver writes its rows as shards (save_shards) when a SAVE message
+ * sent here asks it to (*asked: whether any was sent). */
+static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
     FlNamedTensors v = {0};
     FlDist *d = fl_mpi_dist(r->mpi);
+    *out = NULL;
+    *asked = false;
     FlStatus st = fl_params_collect(r->prog, r->scope, &v, e);
     size_t own = v.len; /* the trainer's own: not asked for */
     for (size_t k = 0; k < r->plan->roles.len && st == FL_OK; k++) {
@@ -520,11 +587,13 @@ static FlStatus save_plan(Run *r, FlErr *e) {
         if (!ps || strcmp(ps->role, "pserver") != 0) continue;
         FlPlanVar *pv;
         size_t n = fl_transpile_pserver_vars(ps, &pv);
+        bool *shard = fl_xcalloc(n + 1, sizeof *shard);
+        *asked |= shard_vars(r, ps, pv, n, shard);
         for (size_t i = 0; i < n && st == FL_OK; i++) {
             /* a var the trainer has, or a whole copy already in (the transpiler copies a var
              * whole to every block that needs it, or cuts it into rows, never both) */
             FlNamedTensor *c = ckpt_find(&v, pv[i].full->name);
-            if (c && (c < v.data + own || pv[i].rows < 0)) continue;
+            if (shard[i] || (c && (c < v.data + own || pv[i].rows < 0))) continue;
             if (!c) {
                 FlNamedTensor nc = {pv[i].full->name, FL_TENSOR_INIT};
                 st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
@@ -536,38 +605,71 @@ static FlStatus save_plan(Run *r, FlErr *e) {
             if (st == FL_OK) st = put_rows(&c->t, &x, pv[i].row0, pv[i].rows, pv[i].var, e);
             fl_tensor_fini(&x);
         }
+        free(shard);
         free(pv);
     }
-    if (st == FL_OK) st = fl_params_write(r->o->save, &v, e);
+    if (st == FL_OK) st = fl_params_write_begin(r->o->save, &v, out, e);
     fl_params_free(&v);
+    if (st == FL_OK && *asked) st = fl_mpi_save_ask(r->mpi, fl_params_saving_dir(*out), e);
     return st;
 }
 
+/* Trainer 0, after fl_mpi_finish: the pservers' answers (their shards written), then the new
+ * checkpoint switched in. */
+static FlStatus finish_save(Run *r, FlParamsSaving *s, bool asked, FlErr *e) {
+    int64_t files = 0, bytes = 0;
+    FlErr e2 = {{0}};
+    if (asked && fl_mpi_save_wait(r->mpi, &files, &bytes, &e2) != FL_OK) {
+        fl_params_write_abandon(s);
+        return fl_err(e, "--save %s: %s", r->o->save, e2.msg);
+    }
+    return fl_params_write_end(s, e);
+}
+
+/* A pserver asked to save (fl_mpi_save_request gives the new checkpoint's directory): writes
+ * its rows of the distributed tables and of their state as shards, and answers trainer 0. */
+static FlStatus save_shards(Run *r, FlErr *e) {
+    const char *dir = fl_mpi_save_request(r->mpi);
+    if (!dir) return FL_OK;
+    FlPlanVar *pv;
+    size_t n = fl_transpile_pserver_vars(r->bundle, &pv);
+    bool *shard = fl_xcalloc(n + 1, sizeof *shard);
+    (void)shard_vars(r, r->bundle, pv, n, shard);
+    FlStatus st = FL_OK;
+    int64_t files = 0, bytes = 0;
+    for (size_t i = 0; i < n && st == FL_OK; i++) {
+        if (!shard[i]) continue;
+        FlTensor t = FL_TENSOR_INIT;
+        st = fl_scope_get_tensor(r->scope, pv[i].var, &t, e);
+        if (st == FL_OK && (t.ndim != pv[i].full->ndim || t.ne[0] != pv[i].rows))
+            st = fl_err(e, "'%s' is %s, not rows [%lld, %lld) of '%s'", pv[i].var, fl_tensor_shape(&t).s,
+                        (long long)pv[i].row0, (long long)(pv[i].row0 + pv[i].rows), pv[i].full->name);
+        if (st == FL_OK)
+            st = fl_params_write_shard(dir, pv[i].full->name, pv[i].full->shape[0], pv[i].row0, &t, e);
+        if (st == FL_OK) files++, bytes += (int64_t)fl_tensor_nbytes(&t);
+        fl_tensor_fini(&t);
+    }
+    free(shard);
+    free(pv);
+    FlErr e2 = {{0}};
+    if (fl_mpi_save_answer(r->mpi, st == FL_OK ? NULL : e->msg, files, bytes, &e2) != FL_OK) {
+        *e = e2;
+        return FL_ERROR;
+    }
+    return FL_OK; /* an error is trainer 0's to report (it removes the new checkpoint) */
+}
+
 /* A pserver of a plan's job with --load: its vars cut from the saved local vars, as its
- * startup program cuts them from their initial values. */
+ * startup program cuts them from their initial values: the rows of its blocks read from the
+ * saved whole var or from the shards that overlap them, whatever P wrote them. */
 static FlStatus load_server(Run *r, FlErr *e) {
     FlPlanVar *pv;
     size_t n = fl_transpile_pserver_vars(r->bundle, &pv);
     FlTensor *got = fl_xcalloc(n + 1, sizeof *got);
     FlStatus st = FL_OK;
-    for (size_t i = 0; i < n && st == FL_OK; i++) {
-        FlTensor full = FL_TENSOR_INIT;
-        got[i] = (FlTensor)FL_TENSOR_INIT;
-        st = fl_params_read(r->o->load, pv[i].full, &full, e);
-        if (st == FL_OK && pv[i].rows < 0) {
-            got[i] = full;
-            continue;
-        }
-        if (st == FL_OK) {
-            int64_t ne[FL_MAX_DIMS];
-            for (int k = 0; k < full.ndim; k++) ne[k] = full.ne[k];
-            ne[0] = pv[i].rows;
-            int64_t per = fl_tensor_numel(&full) / (full.ne[0] ? full.ne[0] : 1);
-            st = fl_tensor_view(e, &got[i], &full, pv[i].row0 * per, full.ndim, ne);
-            if (st == FL_OK) st = fl_tensor_copy(e, &got[i], &got[i]); /* its own buffer, not the whole var's */
-        }
-        fl_tensor_fini(&full);
-    }
+    for (size_t i = 0; i < n; i++) got[i] = (FlTensor)FL_TENSOR_INIT;
+    for (size_t i = 0; i < n && st == FL_OK; i++)
+        st = fl_params_read_rows(r->o->load, pv[i].full, pv[i].row0, pv[i].rows, &got[i], e);
     for (size_t i = 0; i < n; i++) { /* every var read: set them all */
         if (st == FL_OK) fl_scope_set_tensor(r->scope, pv[i].var, &got[i]);
         fl_tensor_fini(&got[i]);
@@ -616,6 +718,8 @@ static int run_program(Opts *o) {
     r.tty = isatty(STDOUT_FILENO) && !mpi; /* mpirun gives ranks a pty: no progress bars there */
     int rc = 1, threads = 1;
     FlSched *sched = NULL; /* goroutines (see below) */
+    FlParamsSaving *saving = NULL; /* trainer 0 of a plan: the checkpoint being written */
+    bool asked = false;           /* and whether the pservers write shards into it */
     /* kernel threads: --threads, else one per core locally and 1 per rank in an MPI job (the
      * ranks of a job usually share the machine's cores) */
     threads = o->threads > 0 ? (int)o->threads : mpi ? 1 : fl_par_cpus();
@@ -635,6 +739,7 @@ static int run_program(Opts *o) {
     const FlRunSpec *rs = &r.bundle->run;
     if (server) { /* startup, then listen_and_serv until every trainer is done */
         if (fl_executor_run(r.ex, r.scope, NULL, 0, NULL, 0, &e) != FL_OK) goto fail;
+        if (plan && save_shards(&r, &e) != FL_OK) goto fail;
         if (trace && write_timeline(&r, &e) != FL_OK) goto fail;
         rc = 0;
         goto fail;
@@ -651,8 +756,13 @@ static int run_program(Opts *o) {
     } else if (do_train) {
         if (train(&r, &e) != FL_OK) goto fail;
     }
-    if (o->save && lead && plan && save_plan(&r, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
+    if (o->save && lead && plan && save_plan(&r, &saving, &asked, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
+    if (saving) {
+        FlParamsSaving *s = saving;
+        saving = NULL;
+        if (finish_save(&r, s, asked, &e) != FL_OK) goto fail;
+    }
     if (mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail; /* with the pservers, which are done */
     if (r.log && close_log(&r, &e) != FL_OK) goto fail;
     if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
@@ -660,6 +770,7 @@ static int run_program(Opts *o) {
     if (!mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
+    fl_params_write_abandon(saving);
     if (rc && mpi) {
         char msg[sizeof e.msg + 16];
         snprintf(msg, sizeof msg, "error: %s", e.msg);

@@ -82,6 +82,9 @@ void fl_mpi_free(FlMpi *m) {
     FL_VEC_FREE(&m->pend);
     for (size_t i = 0; i < m->fetches.len; i++) flm_fetch_free(&m->fetches.data[i]); /* unclaimed (after an error) */
     FL_VEC_FREE(&m->fetches);
+    for (size_t i = 0; i < m->saves.len; i++) flm_fetch_free(&m->saves.data[i]);
+    FL_VEC_FREE(&m->saves);
+    free(m->save_dir);
     for (size_t i = 0; i < m->spares.cap; i++)
         if (fl_map_slot_live(&m->spares, i)) {
             Spare *sp = m->spares.buckets[i].val;

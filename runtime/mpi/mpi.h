@@ -22,6 +22,7 @@
  *          pserver averages and applies each piece as it has it from every trainer and sends
  *          that piece of the parameter at once, so receiving, updating and answering overlap
  *   PARAM  pserver -> trainer: the reply (ERROR: the reply carries a message instead)
+ *   SAVE   trainer 0 -> pserver: write your shards of a checkpoint (fl_mpi_save_ask below)
  *   DONE   trainer -> pserver: the trainer has finished; a pserver returns when all T have
  * Messages of one sender are posted under one lock, so MPI's non-overtaking rule pairs every
  * header with its payload even when several threads of a trainer send at once.
@@ -116,6 +117,19 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) FL_WARN_UNUSED;
 /* Trainers: tells every pserver that this trainer is done. */
 FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
+
+/* ---- checkpoints whose shards the pservers write (flrun --save of distributed tables) ----
+ * Trainer 0 asks every pserver to write its shards into dir (fl_mpi_save_ask: a SAVE message
+ * each, before fl_mpi_finish). A pserver holds the request until its loop ends (every trainer
+ * done, every update applied: in async mode too, the state after the last trainer's last
+ * gradient); then fl_mpi_save_request gives dir (NULL when nobody asked), the pserver writes
+ * and answers with fl_mpi_save_answer (error: NULL, or the message trainer 0 fails with, after
+ * "rank R (pserver p): "; files and bytes: what it wrote). Trainer 0's fl_mpi_save_wait (after
+ * fl_mpi_finish) waits for every answer (the peer timeout applies) and sums the figures. */
+FlStatus fl_mpi_save_ask(FlMpi *m, const char *dir, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_mpi_save_wait(FlMpi *m, int64_t *files, int64_t *bytes, FlErr *e) FL_WARN_UNUSED;
+const char *fl_mpi_save_request(const FlMpi *m);
+FlStatus fl_mpi_save_answer(FlMpi *m, const char *error, int64_t files, int64_t bytes, FlErr *e) FL_WARN_UNUSED;
 
 /* ---- the timeline (FlMpiOptions.trace; timeline.c) ----
  * Clocks: when the roles are assigned, trainer 0 measures every other rank's clock against its

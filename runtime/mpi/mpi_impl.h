@@ -25,7 +25,9 @@
 #include <stdatomic.h>
 
 enum { TAG_HDR = 1, TAG_DATA = 2, TAG_ALIVE = 3, TAG_CLOCK = 4, TAG_REPLY0 = 16 };
-enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR, K_LOOKUP }; /* K_LOOKUP: rows of a distributed table's block */
+enum { K_GRAD = 1, K_GET, K_PARAM, K_DONE, K_ERROR, K_LOOKUP, K_SAVE };
+/* K_LOOKUP: rows of a distributed table's block; K_SAVE: write your shards into the directory
+ * the name field holds (fl_mpi_save_ask) */
 enum { F_INLINE = 1, F_ZERO = 2, F_ROWS = 4 }; /* F_ROWS: the payload is a packed SelectedRows (fl_rows_pack) */
 #define MAGIC 0x324d4c46u /* "FLM2" */
 #define NAME_MAX_LEN 1024
@@ -106,6 +108,9 @@ struct FlMpi {
     pthread_mutex_t spare_mu; /* spares (taken under mu or alone, never the other way round) */
     FlMap spares;          /* "src:name" -> Spare, under spare_mu */
     FL_VEC(Fetch) fetches; /* prefetched recvs not yet claimed, under mu */
+    FL_VEC(Fetch) saves;   /* trainer 0: the SAVE requests whose answers fl_mpi_save_wait awaits */
+    char *save_dir;        /* a pserver: the directory of the SAVE request received (NULL: none), */
+    int save_src, save_tag; /* who asked and the answer's tag */
     pthread_mutex_t red_mu; /* allreduce: one at a time per process; red: one chunk of its ring */
     char *red;
     size_t red_cap;

@@ -837,6 +837,13 @@ static FlStatus read_header(Server *s, bool *done, int *ndone, bool *got, FlErr 
     case K_GRAD: return on_grad(s, t, src, &h, name, payload, e);
     case K_GET: return on_get(s, t, src, &h, name, e);
     case K_LOOKUP: return on_lookup(s, t, src, &h, name, payload, e);
+    case K_SAVE: /* done once the loop ends: every trainer done, every update applied */
+        if (m->save_dir || t != 0)
+            return fl_err(e, "a second request to save, from %s", flm_peer_name(m, src, pn, sizeof pn));
+        m->save_dir = fl_xstrdup(name);
+        m->save_src = src;
+        m->save_tag = h.reply_tag;
+        return FL_OK;
     case K_DONE:
         if (!done[t]) ++*ndone;
         done[t] = true;
@@ -983,4 +990,21 @@ FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
     free(s.b);
     m->comm += flm_now() - t0; /* the loop's time; compute is subtracted when printed */
     return st;
+}
+
+const char *fl_mpi_save_request(const FlMpi *m) { return m->role == FL_MPI_PSERVER ? m->save_dir : NULL; }
+
+FlStatus fl_mpi_save_answer(FlMpi *m, const char *error, int64_t files, int64_t bytes, FlErr *e) {
+    FL_ASSERT(m->save_dir);
+    int64_t n = 2;
+    FlTensor t = FL_TENSOR_INIT;
+    FlStatus st = error ? FL_OK : fl_tensor_alloc(e, &t, FL_DT_INT64, 1, &n);
+    if (st == FL_OK && !error) {
+        ((int64_t *)fl_tensor_data(&t))[0] = files;
+        ((int64_t *)fl_tensor_data(&t))[1] = bytes;
+    }
+    if (st == FL_OK)
+        st = flm_post(m, m->save_src, m->save_tag, error ? K_ERROR : K_PARAM, 0, m->save_dir, error ? NULL : &t, error, 0, e);
+    fl_tensor_fini(&t);
+    return st == FL_OK ? flm_progress(m, true, e) : st;
 }

@@ -387,3 +387,35 @@ FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) {
         if (flm_post(m, m->pserver_rank[p], TAG_HDR, K_DONE, 0, "", NULL, NULL, 0, e) != FL_OK) return FL_ERROR;
     return flm_progress(m, true, e);
 }
+
+FlStatus fl_mpi_save_ask(FlMpi *m, const char *dir, FlErr *e) {
+    FL_ASSERT(m->assigned && m->role == FL_MPI_TRAINER && m->index == 0);
+    for (int p = 0; p < m->P; p++) {
+        Fetch f;
+        if (start_req(m, m->pserver_rank[p], K_SAVE, dir, NULL, &f, e) != FL_OK) return FL_ERROR;
+        FL_VEC_PUSH(&m->saves, f);
+    }
+    return FL_OK;
+}
+
+FlStatus fl_mpi_save_wait(FlMpi *m, int64_t *files, int64_t *bytes, FlErr *e) {
+    FlStatus st = FL_OK;
+    *files = *bytes = 0;
+    for (size_t i = 0; i < m->saves.len; i++) {
+        FlTensor t = FL_TENSOR_INIT;
+        if (st != FL_OK) {
+            flm_fetch_free(&m->saves.data[i]);
+            continue;
+        }
+        st = finish_get(m, &m->saves.data[i], &t, e);
+        if (st == FL_OK && (t.dtype != FL_DT_INT64 || fl_tensor_numel(&t) != 2))
+            st = fl_err(e, "a pserver answered the save with %s %s", fl_dtype_name(t.dtype), fl_tensor_shape(&t).s);
+        if (st == FL_OK) {
+            *files += ((const int64_t *)fl_tensor_data(&t))[0];
+            *bytes += ((const int64_t *)fl_tensor_data(&t))[1];
+        }
+        fl_tensor_fini(&t);
+    }
+    m->saves.len = 0;
+    return st;
+}

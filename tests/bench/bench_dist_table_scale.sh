@@ -5,7 +5,9 @@
 # pserver makes only its 1.28 GB block (counter-based init) and updates its rows in place; the
 # trainers hold no part of the table. Prints each rank's peak RSS (GNU time's maximum resident
 # set, of the job that trains), the startup time (a job of 0 steps: MPI, the plan's checks, the
-# servers making their blocks) and the steps per second of the training steps.
+# servers making their blocks) and the steps per second of the training steps. The training job
+# ends with --save: each pserver writes its rows of the table as a shard (no rank gathers it), so
+# the peak RSS includes the save; the checkpoint's shards and their sizes are printed.
 # usage: tests/bench/bench_dist_table_scale.sh [BUILD_DIR]   (env: ROWS=20000000 STEPS=40)
 set -eu
 build=${1:-build}
@@ -40,21 +42,27 @@ cat >"$tmp/rank.sh" <<SH
 exec /usr/bin/time -o "$tmp/rss.\$OMPI_COMM_WORLD_RANK" -f "%M" "$flrun" "\$@"
 SH
 chmod +x "$tmp/rank.sh"
-job() { # EPOCHS: the job's seconds, the ranks' lines in $tmp/rss
+job() { # EPOCHS [FLRUN OPTIONS]: the job's seconds, the ranks' lines in $tmp/rss
     t0=$(date +%s.%N)
-    mpirun --allow-run-as-root --oversubscribe -np 6 "$tmp/rank.sh" "$tmp/t.plan" -q --epochs $1 --timeout 600 \
+    e=$1
+    shift
+    mpirun --allow-run-as-root --oversubscribe -np 6 "$tmp/rank.sh" "$tmp/t.plan" -q --epochs $e --timeout 600 "$@" \
         2>"$tmp/rss" >/dev/null
     t1=$(date +%s.%N)
     echo "$t1 - $t0" | bc
 }
 s0=$(job 0)
-s1=$(job 1)
+s1=$(job 1 --save "$tmp/ck")
 for r in 0 1 2 3 4 5; do
     awk -v r=$r '{ printf "rank %d (%s %d): peak RSS %.2f GB\n", r, r < 2 ? "trainer" : "pserver", r < 2 ? r : r - 2,
         $1 / 1048576 }' "$tmp/rss.$r"
+done
+echo "checkpoint: $(wc -l <"$tmp/ck/MANIFEST") files; the table's shards:"
+for f in "$tmp"/ck/table%shard-*; do
+    echo "  $(basename "$f"): $(stat -c %s "$f" | awk '{ printf "%.2f GB", $1 / 1073741824 }')"
 done
 # the steps' time is the difference of two jobs: on a loaded machine the second may even be the
 # faster one, and then there is no figure
 d=$(echo "$s1 - $s0" | bc)
 if [ "$(echo "$d > 0" | bc)" = 1 ]; then rate="$(echo "scale=2; $steps / $d" | bc) steps/s"; else rate="no figure (load)"; fi
-echo "startup (a job of 0 steps): $s0 s; the job of $steps steps: $s1 s ($d s more: $rate)"
+echo "startup (a job of 0 steps): $s0 s; the job of $steps steps and the save: $s1 s ($d s more: $rate)"

@@ -122,8 +122,32 @@ equality() {
     run_mpi -np $((P + T)) "$FLRUN" "$TMP/x.plan" -q $RUN --batch-size $BATCH --piece $PIECE --log "$TMP/dist.csv" \
         --save "$TMP/dist" || fail "mpirun"
     "$CHECK" logs "$TMP/dist.csv" "$TMP/local.csv" 1e-4 $COLS || fail "the logs differ"
-    "$CHECK" params "$TMP/dist" "$TMP/local" $PTOL $SKIP || fail "the parameters differ"
-    grep -q "$STATE" "$TMP/dist/MANIFEST" || fail "the job's checkpoint lacks the optimizer state"
+    whole "$TMP/dist"
+    "$CHECK" params "$WHOLE" "$TMP/local" $PTOL $SKIP || fail "the parameters differ"
+    grep -q "$STATE" "$WHOLE/MANIFEST" || fail "the job's checkpoint lacks the optimizer state"
+}
+
+# WHOLE: the checkpoint $1 with its vars whole: itself, or (distributed tables saved in shards)
+# the checkpoint a local run that loads it saves (the local run assembles each var from its shards)
+whole() {
+    WHOLE=$1
+    grep -q '%shard-' "$1/MANIFEST" || return 0
+    WHOLE=$1.whole
+    rm -rf "$WHOLE"
+    "$FLRUN" "$TMP/d.flp" -q --load "$1" --epochs 0 --save "$WHOLE" || fail "a local run assembling $1's shards"
+}
+
+# The checkpoint $1 holds var $2 of $3 rows of 16 floats in the shards $4 (FIRST-END ...) and no
+# other (56 bytes of header each, then 64 bytes a row), and not whole
+shards() {
+    grep -qx "$2" "$1/MANIFEST" && fail "$1 holds $2 whole"
+    grep "^$2%shard-" "$1/MANIFEST" | sed "s/^$2%shard-//" | tr '\n' ' ' >"$TMP/got"
+    [ "$(cat "$TMP/got")" = "$4 " ] || fail "$1: the shards of $2 are $(cat "$TMP/got")instead of $4"
+    for r in $4; do
+        [ "$r" = "0-$3" ] && fail "$1: one shard of $2 holds all its $3 rows"
+        SIZE=$(stat -c %s "$1/$2%shard-$r")
+        [ "$SIZE" = $((56 + 64 * (${r#*-} - ${r%-*}))) ] || fail "$1: $2%shard-$r has $SIZE bytes"
+    done
 }
 
 # After equality: both checkpoints resumed for one more epoch, the job's by the job (each pserver
@@ -395,6 +419,38 @@ dist_table_regularized)
         fail "async: no sparse_decay on the pservers"
     run_mpi -np 4 "$FLRUN" "$TMP/a.plan" -q --epochs 3 --batch-size 20 --log "$TMP/a.csv" || fail "mpirun async"
     "$CHECK" falls "$TMP/a.csv" || fail "the loss did not fall (async)"
+    ;;
+dist_table_ckpt)
+    # checkpoints of distributed tables in shards: a P=2 T=2 job (lazy Adam) saves each table
+    # and its moments as the pservers' rows, equal to the local run's once assembled
+    MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=moment1 DEFS="-D opt=lazy_adam -D dist=1"
+    equality 2 2 1024
+    for v in table_a table_a_moment1_0 table_a_moment2_0; do shards "$TMP/dist" $v 1000 "0-500 500-1000"; done
+    for v in table_b table_b_moment1_0 table_b_moment2_0; do shards "$TMP/dist" $v 300 "0-150 150-300"; done
+    grep -qx "table_a_beta1_pow_acc_0" "$TMP/dist/MANIFEST" || fail "the tables' beta powers are not saved whole"
+    # resumed for one epoch of the global batch of 50: the local checkpoint locally, the job's on
+    # P=3 T=1 (each server reads the rows of its block from the shards that overlap it) and
+    # locally (the tables assembled): the same losses as the local run, and the P=3 job's
+    # checkpoint (three shards a table) the local one
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 50 --load "$TMP/local" --epochs 1 --log "$TMP/local2.csv" \
+        --save "$TMP/local2" || fail "local resumed run"
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 50 --load "$TMP/dist" --epochs 1 --log "$TMP/dl.csv" ||
+        fail "the job's checkpoint resumed locally"
+    "$CHECK" logs "$TMP/dl.csv" "$TMP/local2.csv" 1e-4 || fail "the job's checkpoint resumed locally: the logs differ"
+    "$FLC" transpile "$TMP/d.flp" --pservers 3 --trainers 1 -o "$TMP/y.plan" >/dev/null || fail "transpile P=3"
+    run_mpi -np 4 "$FLRUN" "$TMP/y.plan" -q --batch-size 50 --load "$TMP/dist" --epochs 1 --log "$TMP/dist2.csv" \
+        --save "$TMP/dist2" || fail "mpirun --load on P=3 T=1"
+    "$CHECK" logs "$TMP/dist2.csv" "$TMP/local2.csv" 1e-4 || fail "the job resumed on P=3 T=1: the logs differ"
+    shards "$TMP/dist2" table_a 1000 "0-334 334-667 667-1000"
+    whole "$TMP/dist2"
+    "$CHECK" params "$WHOLE" "$TMP/local2" 1e-4 || fail "the job resumed on P=3 T=1: the parameters differ"
+    # a shard missing: the servers that need its rows fail, naming themselves, the file and the var
+    rm "$TMP/dist/table_a%shard-500-1000"
+    run_mpi -np 4 "$FLRUN" "$TMP/y.plan" -q --batch-size 50 --load "$TMP/dist" --epochs 1 >"$TMP/out" 2>&1 &&
+        fail "a job loaded a checkpoint with a shard missing"
+    cat "$TMP/out"
+    grep -q "rank [23] (pserver [12]): error: --load $TMP/dist: cannot read the shard 'table_a%shard-500-1000' of 'table_a' (rows \[500, 1000)): No such file or directory" \
+        "$TMP/out" || fail "no clear error for a missing shard"
     ;;
 sparse_regularized)
     MODEL=tests/mpi/ctr_sparse.fl BATCH=25 STATE=learning_rate DEFS="-D opt=sgd -D reg=l2"
