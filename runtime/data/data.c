@@ -373,13 +373,22 @@ static void prefault(void *p, size_t bytes) {
 #endif
 }
 
+/* Does feed f keep its raw values as float? A float32 feed that is neither normalised nor
+ * scaled: materialize would only round each double to float, so the parser does it once, as it
+ * stores the value ((float) of the same double: the same bits), and half the memory is touched.
+ * The others keep doubles (the statistics and the scaling work on the parsed doubles). */
+static bool raw_is_f32(const Feed *f) {
+    return f->dtype == FL_DT_FLOAT32 && !f->normalize && !f->has_scale;
+}
+
 /* Makes room for one more row in every raw array. */
 static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     if (src->nrows < src->cap) return FL_OK;
     size_t cap = src->cap ? src->cap * 2 : 256;
     for (size_t i = 0; i < src->nfeeds; i++) {
         if (src->feeds[i].levels) continue; /* its values are in src->seq[i] */
-        size_t per = src->feeds[i].ncols * 8; /* double and int64_t are both 8 bytes */
+        /* double and int64_t are both 8 bytes; float 4 */
+        size_t per = src->feeds[i].ncols * (raw_is_f32(&src->feeds[i]) ? 4 : 8);
         if (cap > SIZE_MAX / 2 / per) return fl_err(e, "%s: too many rows", path);
         void *p = realloc(src->raw[i], cap * per);
         if (!p) return fl_err(e, "%s: out of memory after %zu rows", path, src->nrows);
@@ -543,6 +552,8 @@ static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char
                 if (ps != FL_OK) goto fail;
                 if (f->dtype == FL_DT_INT64)
                     ((int64_t *)src->raw[i])[at] = iv;
+                else if (raw_is_f32(f))
+                    ((float *)src->raw[i])[at] = (float)dv;
                 else
                     ((double *)src->raw[i])[at] = dv;
             }
@@ -785,6 +796,11 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         double scale = f->scale;
         float *d32 = (float *)ds->data[i];
         double *d64 = (double *)ds->data[i];
+        if (raw_is_f32(f)) { /* rounded to float when parsed: the rows' copies */
+            const float *rf = src->raw[i];
+            for (size_t k = 0; k < n; k++) memcpy(d32 + k * nc, rf + rows[k] * nc, nc * sizeof *d32);
+            continue;
+        }
         for (size_t k = 0; k < n; k++) {
             const double *from = raw + rows[k] * nc;
             for (size_t c = 0; c < nc; c++) {
