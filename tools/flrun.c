@@ -93,9 +93,11 @@ static const char *usage_text =
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
-    "  --stats             MPI jobs: print each rank's kernel threads, its bytes and messages\n"
-    "                      sent (in total and per step) and its time in communication vs\n"
-    "                      compute at the end\n"
+    "  --stats             local runs: print each epoch's training time on stderr (wall clock\n"
+    "                      and CPU seconds of the steps, batch assembly included; reading the\n"
+    "                      data and evaluation left out) and its samples/s; MPI jobs: print\n"
+    "                      each rank's kernel threads, its bytes and messages sent (in total\n"
+    "                      and per step) and its time in communication vs compute at the end\n"
     "  --timeline FILE.json\n"
     "                      write a Chrome trace-event file (chrome://tracing, Perfetto): a\n"
     "                      span per op run (its type, .fl line, output vars); in MPI jobs also\n"
@@ -191,6 +193,10 @@ static void progress_bar(void *ctx, int64_t epoch, int64_t epochs, size_t b, siz
 
 static void progress_line(void *ctx, const FlTrainEpoch *ep) {
     Run *r = ctx;
+    if (r->o->stats && !r->mpi) /* the training phase alone: the data were read before it */
+        fprintf(stderr, "flrun: stats epoch %lld: %.0f rows in %.6f s, %.6f CPU s: %.2f samples/s, %.2f per CPU second\n",
+                (long long)ep->epoch, ep->rows, ep->seconds, ep->cpu_seconds,
+                ep->seconds > 0 ? ep->rows / ep->seconds : 0.0, ep->cpu_seconds > 0 ? ep->rows / ep->cpu_seconds : 0.0);
     if (r->o->quiet) return;
     size_t n = fl_train_fetch_count(r->tr);
     if (r->tty) fputs("\r\033[K", stdout);

@@ -373,13 +373,22 @@ static void prefault(void *p, size_t bytes) {
 #endif
 }
 
+/* Does feed f keep its raw values as float? A float32 feed that is neither normalised nor
+ * scaled: materialize would only round each double to float, so the parser does it once, as it
+ * stores the value ((float) of the same double: the same bits), and half the memory is touched.
+ * The others keep doubles (the statistics and the scaling work on the parsed doubles). */
+static bool raw_is_f32(const Feed *f) {
+    return f->dtype == FL_DT_FLOAT32 && !f->normalize && !f->has_scale;
+}
+
 /* Makes room for one more row in every raw array. */
 static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     if (src->nrows < src->cap) return FL_OK;
     size_t cap = src->cap ? src->cap * 2 : 256;
     for (size_t i = 0; i < src->nfeeds; i++) {
         if (src->feeds[i].levels) continue; /* its values are in src->seq[i] */
-        size_t per = src->feeds[i].ncols * 8; /* double and int64_t are both 8 bytes */
+        /* double and int64_t are both 8 bytes; float 4 */
+        size_t per = src->feeds[i].ncols * (raw_is_f32(&src->feeds[i]) ? 4 : 8);
         if (cap > SIZE_MAX / 2 / per) return fl_err(e, "%s: too many rows", path);
         void *p = realloc(src->raw[i], cap * per);
         if (!p) return fl_err(e, "%s: out of memory after %zu rows", path, src->nrows);
@@ -543,6 +552,8 @@ static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char
                 if (ps != FL_OK) goto fail;
                 if (f->dtype == FL_DT_INT64)
                     ((int64_t *)src->raw[i])[at] = iv;
+                else if (raw_is_f32(f))
+                    ((float *)src->raw[i])[at] = (float)dv;
                 else
                     ((double *)src->raw[i])[at] = dv;
             }
@@ -733,8 +744,13 @@ static bool seq_materialize(const Seq *q, const Feed *f, const size_t *rows, siz
 
 /* A dataset of the given source rows. mean/std: per source feed, the statistics to normalise
  * with (NULL entries for feeds not normalised); they are copied. */
+/* The dataset of src's rows[0..n) (normalised with mean and std where a feed says so). take:
+ * NULL, or src itself when rows are 0..n-1 in order and src is freed next: then the raw arrays
+ * that already have the dataset's layout (int64 feeds, float feeds kept as float) move into the
+ * dataset instead of being copied. */
 static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t n,
-                            double *const *mean, double *const *std, FlDataset **out, FlErr *e) {
+                            double *const *mean, double *const *std, FlDataSource *take,
+                            FlDataset **out, FlErr *e) {
     FlDataset *ds = fl_xcalloc(1, sizeof *ds);
     ds->nfeeds = src->nfeeds;
     ds->nrows = n;
@@ -770,6 +786,12 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
             memcpy(ds->mean[i], mean[i], nc * sizeof(double));
             memcpy(ds->std[i], std[i], nc * sizeof(double));
         }
+        if (take && take->raw[i] && n && (f->dtype == FL_DT_INT64 || raw_is_f32(f))) {
+            void *p = realloc(take->raw[i], n * nc * es); /* gives back the rows grown beyond n */
+            ds->data[i] = p ? p : take->raw[i];
+            take->raw[i] = NULL;
+            continue;
+        }
         ds->data[i] = malloc(n ? n * nc * es : 1);
         if (!ds->data[i]) goto oom;
         prefault(ds->data[i], n * nc * es);
@@ -785,6 +807,11 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         double scale = f->scale;
         float *d32 = (float *)ds->data[i];
         double *d64 = (double *)ds->data[i];
+        if (raw_is_f32(f)) { /* rounded to float when parsed: the rows' copies */
+            const float *rf = src->raw[i];
+            for (size_t k = 0; k < n; k++) memcpy(d32 + k * nc, rf + rows[k] * nc, nc * sizeof *d32);
+            continue;
+        }
         for (size_t k = 0; k < n; k++) {
             const double *from = raw + rows[k] * nc;
             for (size_t c = 0; c < nc; c++) {
@@ -816,7 +843,7 @@ static int cmp_size(const void *a, const void *b) {
 /* Statistics of the normalised feeds over rows[0..n), then the datasets of each row list. */
 static FlStatus make_parts(const FlDataSource *src, const size_t *stat_rows, size_t nstat,
                            const size_t *rows[2], const size_t nrows[2], FlDataset **outs[2],
-                           FlErr *e) {
+                           FlDataSource *take, FlErr *e) {
     double **mean = fl_xcalloc(src->nfeeds, sizeof *mean);
     double **std = fl_xcalloc(src->nfeeds, sizeof *std);
     FlStatus st = FL_OK;
@@ -827,7 +854,7 @@ static FlStatus make_parts(const FlDataSource *src, const size_t *stat_rows, siz
         stats(src, i, stat_rows, nstat, mean[i], std[i]);
     }
     for (int p = 0; p < 2 && st == FL_OK; p++)
-        if (outs[p]) st = materialize(src, rows[p], nrows[p], mean, std, outs[p], e);
+        if (outs[p]) st = materialize(src, rows[p], nrows[p], mean, std, take, outs[p], e);
     if (st != FL_OK)
         for (int p = 0; p < 2; p++)
             if (outs[p]) {
@@ -863,12 +890,13 @@ FlStatus fl_data_split(const FlDataSource *src, double fraction, uint64_t seed, 
     const size_t *rows[2] = {order, order + k};
     const size_t nrows[2] = {k, n - k};
     FlDataset **outs[2] = {train, test};
-    FlStatus st = make_parts(src, order, k, rows, nrows, outs, e);
+    FlStatus st = make_parts(src, order, k, rows, nrows, outs, NULL, e);
     free(order);
     return st;
 }
 
-FlStatus fl_data_whole(const FlDataSource *src, FlDataset **out, FlErr *e) {
+/* fl_data_whole; take: NULL, or src when it is freed next (materialize). */
+static FlStatus whole(const FlDataSource *src, FlDataSource *take, FlDataset **out, FlErr *e) {
     *out = NULL;
     size_t n = src->nrows;
     size_t *order = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof *order));
@@ -876,9 +904,13 @@ FlStatus fl_data_whole(const FlDataSource *src, FlDataset **out, FlErr *e) {
     const size_t *rows[2] = {order, NULL};
     const size_t nrows[2] = {n, 0};
     FlDataset **outs[2] = {out, NULL};
-    FlStatus st = make_parts(src, order, n, rows, nrows, outs, e);
+    FlStatus st = make_parts(src, order, n, rows, nrows, outs, take, e);
     free(order);
     return st;
+}
+
+FlStatus fl_data_whole(const FlDataSource *src, FlDataset **out, FlErr *e) {
+    return whole(src, NULL, out, e);
 }
 
 FlStatus fl_data_open(const FlDataSpec *spec, const char *base_dir, FlDataset **out, FlErr *e) {
@@ -887,7 +919,7 @@ FlStatus fl_data_open(const FlDataSpec *spec, const char *base_dir, FlDataset **
     if (fl_data_source_load(spec, base_dir, &src, e) != FL_OK) return FL_ERROR;
     FlStatus st = FL_ERROR;
     switch (spec->part) {
-    case FL_DATA_ALL: st = fl_data_whole(src, out, e); break;
+    case FL_DATA_ALL: st = whole(src, src, out, e); break; /* src is freed below: its arrays move */
     case FL_DATA_TRAIN:
         st = fl_data_split(src, spec->split_fraction, spec->split_seed, out, NULL, e);
         break;
@@ -928,7 +960,7 @@ FlStatus fl_data_predict_load(const FlDataset *train, const char *path, size_t s
     if (st == FL_OK) {
         size_t *order = fl_xmalloc(fl_mul_size(src->nrows, sizeof *order));
         for (size_t i = 0; i < src->nrows; i++) order[i] = i;
-        st = materialize(src, order, src->nrows, mean, std, out, e);
+        st = materialize(src, order, src->nrows, mean, std, src, out, e);
         free(order);
     }
     fl_data_source_free(src);

@@ -54,6 +54,13 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* This process's CPU seconds so far (user + system, all threads). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* ---------------------------------------------------------------- data */
 
 static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t *nfeeds) {
@@ -354,7 +361,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     FlStatus st = FL_OK;
     int64_t step = 0;
     for (int64_t epoch = 1; epoch <= epochs && st == FL_OK; epoch++) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         FlDataEpoch *ep;
         if (fl_data_epoch_new(d->train, (size_t)batch, (size_t)tr->T, true, seed, (uint64_t)epoch - 1, &ep, e) !=
             FL_OK) {
@@ -403,7 +410,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             if (st == FL_OK && lead) st = merge_epoch(tr, h, all, nb, epoch, step0, sum, &sum_rows, vals, e);
         }
         if (st != FL_OK || !lead) continue;
-        double secs = now() - t0;
+        double secs = now() - t0, cpu = cpu_now() - c0;
         for (size_t i = 0; i < n; i++) trm[i] = sum_rows > 0 ? sum[i] / sum_rows : NAN;
         bool has_test = d->test && fl_data_rows(d->test) > 0;
         if (has_test) {
@@ -412,7 +419,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             if (st == FL_OK) st = row(h, "test", epoch, step, te, e);
             if (st != FL_OK) break;
         }
-        FlTrainEpoch report = {epoch, epochs, step, trm, has_test ? te : NULL, sum_rows, secs};
+        FlTrainEpoch report = {epoch, epochs, step, trm, has_test ? te : NULL, sum_rows, secs, cpu};
         if (h->epoch) h->epoch(h->ctx, &report);
     }
     free(rec);

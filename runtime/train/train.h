@@ -71,7 +71,8 @@ typedef struct FlTrainEpoch {
     const double *train;   /* the epoch's training figures */
     const double *test;    /* the test set's figures after the epoch; NULL without a test set */
     double rows;           /* training rows of the epoch (all trainers) */
-    double seconds;        /* the epoch's training time, evaluation left out */
+    double seconds;        /* the epoch's training time, evaluation left out: wall clock */
+    double cpu_seconds;    /* the same span in this process's CPU time (all its threads) */
 } FlTrainEpoch;
 
 /* Callbacks of fl_train_run; any may be NULL. ctx is passed back. */

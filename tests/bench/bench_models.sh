@@ -9,11 +9,15 @@
 # The models: tests/bench/models/models.fl (fluidc) and bench_torch_models.py (the same layers in
 # PyTorch, Debian's python3-torch, torch.set_num_threads(T)); random data. Each model runs at each
 # thread count T of THREADS: fluidc with flrun --threads T, PyTorch with torch.set_num_threads(T).
-# fluidc's samples/s: flrun trains on WARM batches, then on WARM + TIMED batches of the same rows;
-# the difference of the two runs is the TIMED batches' (compiling, startup, primitive creation
-# and reading mostly cancel out; reading the TIMED batches' CSV rows does not, which PyTorch's
-# in-memory random tensors never pay: it weighs on the small models, cnn and mlp; bench_train.sh
-# times the MLP without it, through the embedding API). Two columns: wall-clock samples/s, and samples per second of
+# What each side times: the training steps alone, the data already in memory. PyTorch times TIMED
+# steps after WARM ones on 4 random batches made before the clock starts. fluidc: flrun --stats
+# prints its training phase's wall and CPU seconds (the epoch: shuffling, assembling each batch
+# from the rows read, the steps; reading and parsing the CSV happen before it and are left out,
+# as PyTorch's making of its tensors is); flrun trains on WARM batches, then on WARM + TIMED
+# batches of the same rows, and the difference of the two phases is the TIMED batches' (the
+# first step's primitive creation and buffer allocation cancel out, as PyTorch's warm steps
+# leave them out). fluidc still pays the batch assembly (a copy of the batch's rows per step)
+# that PyTorch's reused tensors do not. Two columns: wall-clock samples/s, and samples per second of
 # CPU time (user + sys; PyTorch's process_time), which other jobs on a shared machine do not
 # distort (one thread: on an idle machine the two agree; with T threads the wall clock is the
 # figure that shows the speed-up, CPU seconds show what the threads cost). Each side keeps its best of TRIALS
@@ -69,15 +73,18 @@ with open(path, "w") as f:
         f.write("%s,%d\n" % (ids, r.randrange(2)))
 PY
 }
-# flrun's wall seconds, CPU seconds and peak RSS (KB) training NET on FILE with T threads
+# flrun's training-phase wall seconds and CPU seconds (--stats), and its peak RSS (KB), training
+# NET on FILE with T threads
 fl() {
     if [ "$1" = lstm ]; then set -- "$here/lstm/sentiment_lstm.fl" "$2" "$3"
     else set -- "$here/models/models.fl" "$2" "$3" -D net="$1"; fi
     prog=$1 d=$2 thr=$3
     shift 3
-    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$flrun" "$prog" -q "$@" -D data="$d" \
-        --threads "$thr" >/dev/null
-    awk '{ print $1, $2 + $3, $4 }' "$tmp/t"
+    /usr/bin/time -f "%M" -o "$tmp/t" "$flrun" "$prog" -q --stats "$@" -D data="$d" \
+        --threads "$thr" >/dev/null 2>"$tmp/stats"
+    awk -v rss="$(cat "$tmp/t")" '/^flrun: stats epoch/ { w += $8; c += $10; n++ }
+        END { if (!n) { print "bench_models: flrun printed no stats" > "/dev/stderr"; exit 1 }
+              print w, c, rss }' "$tmp/stats"
 }
 
 printf 'Training, batch 64, lstm 32 (best of %d; samples/s by the wall clock and per CPU second)\n' "$trials"
