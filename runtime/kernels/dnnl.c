@@ -1,4 +1,4 @@
-/* dnnl.c: the oneDNN fast paths of conv2d, pool2d and batch_norm (float32, NCHW), through
+/* dnnl.c: the oneDNN fast paths of conv2d and pool2d (float32, NCHW), through
  * oneDNN's C API.
  *
  * How: an op's shape and attributes form a key; the first call with a key builds its
@@ -6,8 +6,9 @@
  * the primitives chose) and keeps them in a process-wide cache, so a steady training step builds
  * none. Convolutions let oneDNN pick its blocked layouts (format_tag_any) and reorder around the
  * call: on this machine that runs 2.5-4x faster than im2col + GEMM, while oneDNN on plain nchw
- * falls back to its own GEMM and gains nothing (docs/kernels.md has the figures). Pooling and
- * batch norm run on plain nchw.
+ * falls back to its own GEMM and gains nothing (docs/kernels.md has the figures). Pooling runs
+ * on plain nchw. (Batch norm left oneDNN: its nchw kernel makes three passes over the whole
+ * tensor, norm.c's pooled per-channel loops ran 2.3x faster.)
  *
  * Invariants: every primitive uses a user-provided scratchpad, allocated per call, so one cached
  * primitive may run on any number of threads at once; the cache is guarded by a mutex and only
@@ -33,7 +34,7 @@
 
 enum { KEY_LEN = 24, MAX_ARGS = 10, MAX_PRIMS = 3 };
 
-typedef enum OpKind { K_CONV, K_CONV_GRAD, K_POOL, K_POOL_GRAD, K_BN, K_BN_GRAD } OpKind;
+typedef enum OpKind { K_CONV, K_CONV_GRAD, K_POOL, K_POOL_GRAD } OpKind;
 
 /* One execute argument: the caller's buffer is in `user` layout; the primitive wants `prim`.
  * reorder is NULL when they are equal. */
@@ -85,10 +86,6 @@ static void md4(dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t
                 dnnl_format_tag_t tag, bool *ok) {
     dnnl_dims_t dims = {a, b, c, d};
     if (dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag) != dnnl_success) *ok = false;
-}
-static void md1(dnnl_memory_desc_t *md, int64_t n, bool *ok) {
-    dnnl_dims_t dims = {n};
-    if (dnnl_memory_desc_init_by_tag(md, 1, dims, dnnl_f32, dnnl_a) != dnnl_success) *ok = false;
 }
 
 /* The user-scratchpad attribute every primitive here is built with. */
@@ -164,8 +161,9 @@ static bool tmp_mem(dnnl_memory_t *m, FlTensor *t, const dnnl_memory_desc_t *md)
 }
 
 /* Runs pr on the caller's buffers ptr[i] (for args[i]): inputs in another layout are reordered
- * into temporaries first, outputs reordered back after. */
-static bool run(const Prim *pr, void *const *ptr) {
+ * into temporaries first, outputs reordered back after; an input whose bit i is set in `pre` is
+ * in the primitive's layout already (reorder_input's copy). */
+static bool run_pre(const Prim *pr, void *const *ptr, unsigned pre) {
     dnnl_stream_t st = NULL;
     dnnl_memory_t user[MAX_ARGS] = {0}, tmp[MAX_ARGS] = {0}, scratch = NULL;
     FlTensor bufs[MAX_ARGS + 1];
@@ -179,15 +177,16 @@ static bool run(const Prim *pr, void *const *ptr) {
     }
     for (int i = 0; ok && i < pr->nargs; i++) {
         const Arg *a = &pr->args[i];
-        ok = dnnl_memory_create(&user[i], &a->user, G.eng, ptr[i]) == dnnl_success;
-        if (ok && a->reorder) {
+        bool ready = a->reorder && !a->out && (pre >> i & 1u);
+        ok = dnnl_memory_create(&user[i], ready ? &a->prim : &a->user, G.eng, ptr[i]) == dnnl_success;
+        if (ok && a->reorder && !ready) {
             ok = tmp_mem(&tmp[i], &bufs[i], &a->prim);
             if (ok && !a->out) {
                 dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, tmp[i]}};
                 ok = dnnl_primitive_execute(a->reorder, st, 2, r) == dnnl_success;
             }
         }
-        ex[nex++] = (dnnl_exec_arg_t){a->arg, a->reorder ? tmp[i] : user[i]};
+        ex[nex++] = (dnnl_exec_arg_t){a->arg, a->reorder && !ready ? tmp[i] : user[i]};
     }
     if (ok) ok = dnnl_primitive_execute(pr->p, st, nex, ex) == dnnl_success;
     for (int i = 0; ok && i < pr->nargs; i++)
@@ -204,6 +203,28 @@ static bool run(const Prim *pr, void *const *ptr) {
     if (st) dnnl_stream_destroy(st);
     for (int i = 0; i <= MAX_ARGS; i++) fl_tensor_fini(&bufs[i]);
     return ok;
+}
+
+static bool run(const Prim *pr, void *const *ptr) { return run_pre(pr, ptr, 0); }
+
+/* The input `from` of argument a (which has a reorder) copied into a's primitive layout, in a
+ * temporary held by t; NULL on failure. */
+static void *reorder_input(const Arg *a, const void *from, FlTensor *t) {
+    dnnl_stream_t st = NULL;
+    dnnl_memory_t src = NULL, dst = NULL;
+    void *p = tmp_buf(t, &a->prim);
+    bool ok = p && dnnl_stream_create(&st, G.eng, dnnl_stream_default_flags) == dnnl_success &&
+              dnnl_memory_create(&src, &a->user, G.eng, (void *)from) == dnnl_success &&
+              dnnl_memory_create(&dst, &a->prim, G.eng, p) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+        ok = dnnl_primitive_execute(a->reorder, st, 2, r) == dnnl_success &&
+             dnnl_stream_wait(st) == dnnl_success;
+    }
+    if (src) dnnl_memory_destroy(src);
+    if (dst) dnnl_memory_destroy(dst);
+    if (st) dnnl_stream_destroy(st);
+    return ok ? p : NULL;
 }
 
 typedef bool (*BuildFn)(Entry *en, const void *ctx);
@@ -326,6 +347,18 @@ static bool conv_grad_impl(const ConvDims *d, const float *in, const float *w, c
     conv_key(key, K_CONV_GRAD, d);
     const Entry *en = lookup(key, build_conv_grad, d);
     if (!en) return false;
+    /* both gradients: Output@GRAD reordered once for the two primitives when they take it in
+     * one layout (they do on this machine: a third of a backward's reorders) */
+    const Arg *g0 = &en->prims[0].args[0], *g1 = &en->prims[1].args[0];
+    if (din && dw && g0->reorder && g1->reorder && dnnl_memory_desc_equal(&g0->prim, &g1->prim)) {
+        FlTensor t;
+        fl_tensor_init(&t);
+        void *g = reorder_input(g0, dout, &t);
+        bool ok = g && run_pre(&en->prims[0], (void *[]){g, (void *)w, din}, 1u) &&
+                  run_pre(&en->prims[1], (void *[]){g, (void *)in, dw}, 1u);
+        fl_tensor_fini(&t);
+        return ok;
+    }
     return (!din || run(&en->prims[0], (void *[]){(void *)dout, (void *)w, din})) &&
            (!dw || run(&en->prims[1], (void *[]){(void *)dout, (void *)in, dw}));
 }
@@ -440,113 +473,6 @@ static bool pool_grad_impl(const PoolDims *p, int64_t N, const float *x, const f
     return ok;
 }
 
-/* ---- batch_norm ---- X is [N, C, HW, 1] in nchw. ---- */
-
-typedef struct BnCtx {
-    int64_t N, C, HW;
-    double eps;
-    bool is_test;
-} BnCtx;
-
-static void bn_key(int64_t *key, OpKind k, const BnCtx *c) {
-    int64_t e;
-    memcpy(&e, &c->eps, sizeof e);
-    int64_t v[] = {k, c->N, c->C, c->HW, e, c->is_test};
-    memset(key, 0, KEY_LEN * sizeof *key);
-    memcpy(key, v, sizeof v);
-}
-
-static unsigned bn_flags(const BnCtx *c) {
-    return dnnl_use_scale | dnnl_use_shift | (c->is_test ? dnnl_use_global_stats : 0u);
-}
-
-static bool build_bn(Entry *en, const void *ctx) {
-    const BnCtx *c = ctx;
-    dnnl_memory_desc_t x, v;
-    dnnl_batch_normalization_desc_t d;
-    dnnl_primitive_desc_t pd;
-    bool ok = true;
-    md4(&x, c->N, c->C, c->HW, 1, dnnl_nchw, &ok);
-    md1(&v, c->C, &ok);
-    if (!ok || dnnl_batch_normalization_forward_desc_init(
-                   &d, c->is_test ? dnnl_forward_inference : dnnl_forward_training, &x,
-                   (float)c->eps, bn_flags(c)) != dnnl_success ||
-        !pd_new(&pd, &d, NULL))
-        return false;
-    en->nprims = 1;
-    int args[] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
-                  DNNL_ARG_DST};
-    bool outs[] = {false, false, false, !c->is_test, !c->is_test, true};
-    return prim_init(&en->prims[0], pd, 6, args, outs, (dnnl_memory_desc_t[]){x, v, v, v, v, x});
-}
-
-static bool bn_impl(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
-              const float *bias, const float *mean, const float *var, double eps, bool is_test,
-              float *y, float *bmean, float *bvar) {
-    BnCtx c = {N, C, HW, eps, is_test};
-    if (N * HW == 0) return false;
-    int64_t key[KEY_LEN];
-    bn_key(key, K_BN, &c);
-    const Entry *en = lookup(key, build_bn, &c);
-    return en && run(&en->prims[0], (void *[]){(void *)x, (void *)scale, (void *)bias,
-                                                is_test ? (void *)mean : bmean,
-                                                is_test ? (void *)var : bvar, y});
-}
-
-/* The gradient gets the inverse std, not the variance: it runs with epsilon 0 on
- * var = 1 / inv^2, which gives inv back within float rounding. oneDNN 2.6 refuses to run the
- * backward pass without a SHIFT argument, which it does not read: it gets zeros. */
-static bool build_bn_grad(Entry *en, const void *ctx) {
-    const BnCtx *c = ctx;
-    dnnl_memory_desc_t x, v;
-    dnnl_batch_normalization_desc_t fd, bd;
-    dnnl_primitive_desc_t fwd, bwd;
-    bool ok = true;
-    md4(&x, c->N, c->C, c->HW, 1, dnnl_nchw, &ok);
-    md1(&v, c->C, &ok);
-    if (!ok || dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &x, 0,
-                                                          bn_flags(c)) != dnnl_success ||
-        !pd_new(&fwd, &fd, NULL))
-        return false;
-    ok = dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &x, &x, 0, bn_flags(c)) ==
-             dnnl_success && pd_new(&bwd, &bd, fwd);
-    dnnl_primitive_desc_destroy(fwd);
-    if (!ok) return false;
-    en->nprims = 1;
-    int args[] = {DNNL_ARG_SRC,      DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,  DNNL_ARG_DIFF_DST,
-                  DNNL_ARG_SCALE,    DNNL_ARG_SHIFT,      DNNL_ARG_DIFF_SRC,  DNNL_ARG_DIFF_SCALE,
-                  DNNL_ARG_DIFF_SHIFT};
-    bool outs[] = {false, false, false, false, false, false, true, true, true};
-    return prim_init(&en->prims[0], bwd, 9, args, outs,
-                     (dnnl_memory_desc_t[]){x, v, v, x, v, v, x, v, v});
-}
-
-static bool bn_grad_impl(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
-                   const float *smean, const float *inv, const float *dy, bool is_test, float *dx,
-                   float *dscale, float *dbias) {
-    BnCtx c = {N, C, HW, 0, is_test};
-    if (N * HW == 0) return false;
-    for (int64_t i = 0; i < C; i++)
-        if (!(inv[i] > 0) || !isfinite(inv[i])) return false;
-    int64_t key[KEY_LEN];
-    bn_key(key, K_BN_GRAD, &c);
-    const Entry *en = lookup(key, build_bn_grad, &c);
-    if (!en) return false;
-    float *var = calloc((size_t)(4 * C) + 1, sizeof *var);
-    float *gx = dx ? dx : malloc((size_t)(N * C * HW) * sizeof *gx + 1);
-    bool ok = var && gx;
-    if (ok) {
-        float *ds = var + C, *db = var + 2 * C, *shift = var + 3 * C;
-        for (int64_t i = 0; i < C; i++) var[i] = (float)(1.0 / ((double)inv[i] * inv[i]));
-        ok = run(&en->prims[0], (void *[]){(void *)x, (void *)smean, var, (void *)dy,
-                                           (void *)scale, shift, gx, dscale ? dscale : ds,
-                                           dbias ? dbias : db});
-    }
-    if (gx != dx) free(gx);
-    free(var);
-    return ok;
-}
-
 /* ---- entry points: each holds the kernel pool (par.h) for its call, so oneDNN's OpenMP team
  * (of the pool's size) runs while the pool's own workers sleep ---- */
 
@@ -583,24 +509,6 @@ bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out) {
 bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
     ENTER();
     bool ok = pool_grad_impl(p, N, x, dout, dx);
-    LEAVE();
-    return ok;
-}
-
-bool kdnnl_bn(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
-              const float *bias, const float *mean, const float *var, double eps, bool is_test,
-              float *y, float *bmean, float *bvar) {
-    ENTER();
-    bool ok = bn_impl(N, C, HW, x, scale, bias, mean, var, eps, is_test, y, bmean, bvar);
-    LEAVE();
-    return ok;
-}
-
-bool kdnnl_bn_grad(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
-                   const float *smean, const float *inv, const float *dy, bool is_test, float *dx,
-                   float *dscale, float *dbias) {
-    ENTER();
-    bool ok = bn_grad_impl(N, C, HW, x, scale, smean, inv, dy, is_test, dx, dscale, dbias);
     LEAVE();
     return ok;
 }

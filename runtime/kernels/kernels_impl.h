@@ -159,15 +159,6 @@ bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const f
 /* x is [N, C, H, W] with N * C == p->NC. */
 bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out);
 bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx);
-/* batch_norm on X [N, C, HW]: training writes the batch mean and biased variance to bmean and
- * bvar ([C]); test mode reads mean and var instead (bmean, bvar unused). */
-bool kdnnl_bn(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
-              const float *bias, const float *mean, const float *var, double eps, bool is_test,
-              float *y, float *bmean, float *bvar);
-/* batch_norm_grad from the saved mean and inverse std (inv); dx, dscale, dbias may be NULL. */
-bool kdnnl_bn_grad(int64_t N, int64_t C, int64_t HW, const float *x, const float *scale,
-                   const float *smean, const float *inv, const float *dy, bool is_test, float *dx,
-                   float *dscale, float *dbias);
 
 /* ---- GEMM (gemm.c) ----
  * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when ta / tb; lda etc.

@@ -1,7 +1,9 @@
 /* norm.c: batch_norm (training and test mode, Paddle's outputs) and dropout
- * ("downgrade_in_infer"). Per-channel statistics accumulate in double. */
+ * ("downgrade_in_infer"). Per-channel statistics accumulate in double (the float32 fast path:
+ * short float sums added up in double). */
 #include "runtime/kernels/kernels_impl.h"
 #include "runtime/rng.h"
+#include "runtime/kernels/par.h"
 
 #include <math.h>
 
@@ -24,28 +26,122 @@ static FlStatus bn_x(FlErr *e, const char *op, const FlTensor *x) {
     return FL_OK;
 }
 
-/* oneDNN's batch norm for Y; the [C] outputs from its batch statistics (or the running ones in
- * test mode), as bn_fwd forms them. */
-static bool bn_fwd_dnnl(const FlTensor *x, const float *scale, const float *bias,
-                        const float *mean, const float *var, double momentum, double eps,
-                        bool is_test, float *y, float *mean_out, float *var_out,
-                        float *saved_mean, float *saved_inv, int64_t N, int64_t C, int64_t HW) {
-    float *bm = malloc((size_t)(2 * C) * sizeof *bm + 1);
-    if (!bm) return false;
-    float *bv = bm + C;
-    if (!kdnnl_bn(N, C, HW, fl_tensor_data(x), scale, bias, mean, var, eps, is_test, y, bm, bv)) {
-        free(bm);
-        return false;
+/* ---- the float32 fast path: channels split across the kernel pool (par.h) ----
+ * Each channel's statistics and its outputs are one chunk's work, computed by the same loops
+ * whatever the cut, so any thread count gives bit-identical results. A channel's N rows of HW
+ * floats are read three times in a row (forward: sum, squared deviations, Y; backward: the two
+ * sums, dX): a channel of a batch's activations is a few hundred KB, so the second and third
+ * reads come from the CPU's cache, where oneDNN's nchw batch norm (ncsp_bnorm) makes each pass
+ * over the whole tensor. Sums run in 16 float lanes over blocks of at most BN_BLOCK elements,
+ * each block's total added to a double: the loops vectorise, and the error stays that of a
+ * 16-term float sum. */
+enum { BN_BLOCK = 256, BN_LANES = 16, BN_GRAIN = 1 << 15 };
+
+/* With t = x - mu over [0, n) and v = t (grad false) or g (grad true): adds the sums of v and
+ * of v * t to *s1 and *s2. grad is a constant at each call, so each inlined copy keeps one
+ * vectorised loop. */
+static inline void bn_sums(const float *x, const float *g, bool grad, int64_t n, float mu,
+                           double *s1, double *s2) {
+    for (int64_t b = 0; b < n; b += BN_BLOCK) {
+        int64_t e = n - b < BN_BLOCK ? n - b : BN_BLOCK;
+        float a[BN_LANES] = {0}, a2[BN_LANES] = {0};
+        for (int64_t i = 0; i < e; i += BN_LANES) {
+            int64_t w = e - i < BN_LANES ? e - i : BN_LANES;
+            if (w == BN_LANES)
+                for (int l = 0; l < BN_LANES; l++) {
+                    float t = x[b + i + l] - mu, v = grad ? g[b + i + l] : t;
+                    a[l] += v;
+                    a2[l] += v * t;
+                }
+            else
+                for (int l = 0; l < w; l++) {
+                    float t = x[b + i + l] - mu, v = grad ? g[b + i + l] : t;
+                    a[l] += v;
+                    a2[l] += v * t;
+                }
+        }
+        for (int l = 0; l < BN_LANES; l++) *s1 += a[l], *s2 += a2[l];
     }
-    for (int64_t c = 0; c < C; c++) {
-        double mu = is_test ? mean[c] : bm[c], v = is_test ? var[c] : bv[c];
-        if (mean_out) mean_out[c] = is_test ? mean[c] : (float)(mean[c] * momentum + mu * (1 - momentum));
-        if (var_out) var_out[c] = is_test ? var[c] : (float)(var[c] * momentum + v * (1 - momentum));
-        if (saved_mean) saved_mean[c] = (float)mu;
-        if (saved_inv) saved_inv[c] = (float)(1 / sqrt(v + eps));
+}
+
+typedef struct BnJob {
+    const float *x, *scale, *bias, *mean, *var, *dy;
+    double momentum, eps;
+    bool is_test;
+    float *y, *mean_out, *var_out, *saved_mean, *saved_inv, *dx, *dscale, *dbias;
+    int64_t N, C, HW;
+} BnJob;
+
+static void bn_fwd_chunk(void *ctx, int64_t lo, int64_t hi) {
+    const BnJob *j = ctx;
+    int64_t N = j->N, C = j->C, HW = j->HW;
+    double m = (double)(N * HW);
+    for (int64_t c = lo; c < hi; c++) {
+        double mu = j->mean[c], v = j->var[c];
+        if (!j->is_test) {
+            double s = 0, q = 0;
+            for (int64_t n = 0; n < N; n++) bn_sums(j->x + (n * C + c) * HW, NULL, false, HW, 0, &s, &q);
+            mu = s / m;
+            /* deviations from the float mean, corrected by their own sum (exact for any mu) */
+            float fm = (float)mu;
+            double d = 0;
+            q = 0;
+            for (int64_t n = 0; n < N; n++) bn_sums(j->x + (n * C + c) * HW, NULL, false, HW, fm, &d, &q);
+            mu = fm + d / m;
+            v = q / m - (d / m) * (d / m);
+            if (v < 0) v = 0;
+        }
+        /* Y = (x - fm) * a + b: deviations from the float mean fm lose nothing to a mean
+         * that is large against the spread */
+        double inv = 1 / sqrt(v + j->eps);
+        float fm = (float)mu, a = (float)(inv * j->scale[c]);
+        float b = (float)(j->bias[c] - (mu - fm) * inv * j->scale[c]);
+        for (int64_t n = 0; n < N; n++) {
+            const float *xr = j->x + (n * C + c) * HW;
+            float *yr = j->y + (n * C + c) * HW;
+            for (int64_t i = 0; i < HW; i++) yr[i] = (xr[i] - fm) * a + b;
+        }
+        double mom = j->momentum;
+        if (j->mean_out) j->mean_out[c] = j->is_test ? j->mean[c] : (float)(j->mean[c] * mom + mu * (1 - mom));
+        if (j->var_out) j->var_out[c] = j->is_test ? j->var[c] : (float)(j->var[c] * mom + v * (1 - mom));
+        if (j->saved_mean) j->saved_mean[c] = (float)mu;
+        if (j->saved_inv) j->saved_inv[c] = (float)inv;
     }
-    free(bm);
-    return true;
+}
+
+static void bn_bwd_chunk(void *ctx, int64_t lo, int64_t hi) {
+    const BnJob *j = ctx;
+    int64_t N = j->N, C = j->C, HW = j->HW;
+    double m = (double)(N * HW);
+    for (int64_t c = lo; c < hi; c++) {
+        double mu = j->mean[c], inv = j->var[c], sdy = 0, sdyx = 0;
+        for (int64_t n = 0; n < N; n++)
+            bn_sums(j->x + (n * C + c) * HW, j->dy + (n * C + c) * HW, true, HW, (float)mu, &sdy, &sdyx);
+        /* bn_sums took deviations from the float mean: correct to the saved one */
+        sdyx = (sdyx - sdy * (mu - (float)mu)) * inv;
+        if (j->dbias) j->dbias[c] = (float)sdy;
+        if (j->dscale) j->dscale[c] = (float)sdyx;
+        if (!j->dx) continue;
+        double f = j->scale[c] * inv;
+        /* dX = f * (dy - sdy / m - (x - mu) * inv * sdyx / m)
+         *    = dy * f + (x - fm) * k + k0 with fm the float mean, k = -f * inv * sdyx / m */
+        double kd = -f * inv * sdyx / m;
+        float fm = (float)mu, ff = (float)f, k = (float)kd,
+              k0 = (float)(-f * sdy / m + kd * (fm - mu));
+        for (int64_t n = 0; n < N; n++) {
+            const float *xr = j->x + (n * C + c) * HW, *gr = j->dy + (n * C + c) * HW;
+            float *dr = j->dx + (n * C + c) * HW;
+            if (j->is_test)
+                for (int64_t i = 0; i < HW; i++) dr[i] = gr[i] * ff;
+            else
+                for (int64_t i = 0; i < HW; i++) dr[i] = gr[i] * ff + (xr[i] - fm) * k + k0;
+        }
+    }
+}
+
+/* Channels per chunk: at least BN_GRAIN elements' worth. */
+static int64_t bn_grain(int64_t per_channel) {
+    return per_channel >= BN_GRAIN ? 1 : (BN_GRAIN + per_channel - 1) / (per_channel ? per_channel : 1);
 }
 
 static FlStatus batch_norm(FlErr *e, const FlTensor *x, const FlTensor *scale,
@@ -70,11 +166,12 @@ static FlStatus batch_norm(FlErr *e, const FlTensor *x, const FlTensor *scale,
         }
     int64_t N = x->ne[0], C = x->ne[1], HW = kprod(x->ne, 2, x->ndim);
 #define P(i) (outs[i] ? fl_tensor_data(&r[i]) : NULL)
-    if (x->dtype == FL_DT_FLOAT32 && fast &&
-        bn_fwd_dnnl(x, fl_tensor_data(scale), fl_tensor_data(bias), fl_tensor_data(mean),
-                    fl_tensor_data(variance), momentum, epsilon, is_test, P(0), P(1), P(2), P(3),
-                    P(4), N, C, HW)) {
-        /* done by oneDNN */
+    if (x->dtype == FL_DT_FLOAT32 && fast) {
+        BnJob j = {.x = fl_tensor_data(x), .scale = fl_tensor_data(scale), .bias = fl_tensor_data(bias),
+                   .mean = fl_tensor_data(mean), .var = fl_tensor_data(variance), .momentum = momentum,
+                   .eps = epsilon, .is_test = is_test, .y = P(0), .mean_out = P(1), .var_out = P(2),
+                   .saved_mean = P(3), .saved_inv = P(4), .N = N, .C = C, .HW = HW};
+        fl_par_for(C, bn_grain(N * HW), bn_fwd_chunk, &j);
     } else if (x->dtype == FL_DT_FLOAT32)
         bn_fwd_f32(fl_tensor_data(x), fl_tensor_data(scale), fl_tensor_data(bias), fl_tensor_data(mean),
                    fl_tensor_data(variance), momentum, epsilon, is_test, P(0), P(1), P(2), P(3), P(4),
@@ -109,11 +206,11 @@ static FlStatus batch_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *sca
     int64_t N = x->ne[0], C = x->ne[1], HW = kprod(x->ne, 2, x->ndim);
     void *px = dx ? fl_tensor_data(&rx) : NULL, *ps = dscale ? fl_tensor_data(&rs) : NULL,
          *pb = dbias ? fl_tensor_data(&rb) : NULL;
-    if (x->dtype == FL_DT_FLOAT32 && fast &&
-        kdnnl_bn_grad(N, C, HW, fl_tensor_data(x), fl_tensor_data(scale),
-                      fl_tensor_data(saved_mean), fl_tensor_data(saved_variance),
-                      fl_tensor_data(dy), is_test, px, ps, pb)) {
-        /* done by oneDNN */
+    if (x->dtype == FL_DT_FLOAT32 && fast) {
+        BnJob j = {.x = fl_tensor_data(x), .scale = fl_tensor_data(scale), .mean = fl_tensor_data(saved_mean),
+                   .var = fl_tensor_data(saved_variance), .dy = fl_tensor_data(dy), .is_test = is_test,
+                   .dx = px, .dscale = ps, .dbias = pb, .N = N, .C = C, .HW = HW};
+        fl_par_for(C, bn_grain(N * HW), bn_bwd_chunk, &j);
     } else if (x->dtype == FL_DT_FLOAT32)
         bn_bwd_f32(fl_tensor_data(x), fl_tensor_data(scale), fl_tensor_data(saved_mean),
                    fl_tensor_data(saved_variance), fl_tensor_data(dy), is_test, px, ps, pb, N, C, HW);

@@ -1,5 +1,5 @@
-/* test_dnnl_paths.c: the oneDNN fast paths (conv2d, pool2d, batch_norm and their gradients,
- * float32) give the reference kernels' results within 1e-5 relative (the largest difference over
+/* test_dnnl_paths.c: the fast paths (oneDNN's conv2d and pool2d, the pooled batch_norm, and
+ * their gradients, float32) give the reference kernels' results within 1e-5 relative (the largest difference over
  * the largest reference magnitude), on shapes covering strides, paddings, dilations, groups, 1x1
  * and 3x3 filters, odd sizes and batch 1 and the bench models' layers (bench_models.sh: VGG-16's,
  * the digits CNN's); two runs of a fast path give bit-identical results. Every case runs on one
@@ -133,9 +133,9 @@ static void test_dnnl_pool2d(void) {
     }
 }
 
-static void bn_case(int k, int ndim, const int64_t *ne, bool is_test) {
+static void bn_case_at(int k, int ndim, const int64_t *ne, bool is_test, double lo, double hi) {
     int64_t C = ne[1];
-    FlTensor x = kt_rand(&rng, F, ndim, ne, -2, 3);
+    FlTensor x = kt_rand(&rng, F, ndim, ne, lo, hi);
     FlTensor sc = kt_rand(&rng, F, 1, &C, 0.5, 1.5), bi = kt_rand(&rng, F, 1, &C, -1, 1);
     FlTensor mu = kt_rand(&rng, F, 1, &C, -0.5, 0.5), va = kt_rand(&rng, F, 1, &C, 0.5, 2);
     FlTensor r1[5], r2[5];
@@ -163,6 +163,10 @@ static void bn_case(int k, int ndim, const int64_t *ne, bool is_test) {
     kt_fini(5, r1), kt_fini(5, r2), kt_fini(3, d1), kt_fini(3, d2), kt_fini(3, d3);
 }
 
+static void bn_case(int k, int ndim, const int64_t *ne, bool is_test) {
+    bn_case_at(k, ndim, ne, is_test, -2, 3);
+}
+
 static void test_dnnl_batch_norm(void) {
     for (int t = 0; t < 2; t++) {
         bn_case(0, 4, (int64_t[]){4, 16, 8, 8}, t);
@@ -171,7 +175,40 @@ static void test_dnnl_batch_norm(void) {
         bn_case(3, 3, (int64_t[]){2, 5, 9}, t);
         bn_case(4, 4, (int64_t[]){16, 64, 8, 8}, t);
         bn_case(5, 2, (int64_t[]){8, 4096}, t); /* VGG-16's batch norm after its fc */
+        bn_case(6, 4, (int64_t[]){3, 5, 17, 19}, t); /* rows longer than a summing block, odd */
+        /* a mean large against the spread: (x - mean) must not cancel away in float */
+        bn_case_at(7, 4, (int64_t[]){4, 3, 9, 9}, t, 1000, 1001);
     }
+}
+
+/* batch_norm's fast path splits channels across the pool: its results do not depend on the
+ * thread count (each channel is computed by the same loops whatever the cut). */
+static void test_bn_threads_bits(void) {
+    int64_t ne[] = {8, 32, 12, 12}, C = 32;
+    FlTensor x = kt_rand(&rng, F, 4, ne, -2, 3), g = kt_rand(&rng, F, 4, ne, -1, 1);
+    FlTensor sc = kt_rand(&rng, F, 1, &C, 0.5, 1.5), bi = kt_rand(&rng, F, 1, &C, -1, 1);
+    FlTensor mu = kt_rand(&rng, F, 1, &C, -0.5, 0.5), va = kt_rand(&rng, F, 1, &C, 0.5, 2);
+    FlTensor r[2][5], d[2][3];
+    FlErr e;
+    FlPar *p = fl_par_new(2, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int t = 0; t < 2; t++) {
+        FlPar *old = fl_par_bind(t ? p : NULL);
+        CU_ASSERT_EQUAL(fl_par_width(), t ? 2 : 1);
+        for (int i = 0; i < 5; i++) fl_tensor_init(&r[t][i]);
+        for (int i = 0; i < 3; i++) fl_tensor_init(&d[t][i]);
+        KT_OK(fl_kernel_batch_norm(KE, &x, &sc, &bi, &mu, &va, 0.9, 1e-5, false, &r[t][0],
+                                   &r[t][1], &r[t][2], &r[t][3], &r[t][4]));
+        KT_OK(fl_kernel_batch_norm_grad(KE, &x, &sc, &r[t][3], &r[t][4], &g, false, &d[t][0],
+                                        &d[t][1], &d[t][2]));
+        fl_par_bind(old);
+    }
+    fl_par_free(p);
+    for (int i = 0; i < 5; i++) bits("batch_norm 1 vs 2 threads", i, &r[0][i], &r[1][i]);
+    for (int i = 0; i < 3; i++) bits("batch_norm_grad 1 vs 2 threads", i, &d[0][i], &d[1][i]);
+    FlTensor all[] = {x, g, sc, bi, mu, va};
+    kt_fini((int)FL_ARRAY_LEN(all), all);
+    kt_fini(5, r[0]), kt_fini(5, r[1]), kt_fini(3, d[0]), kt_fini(3, d[1]);
 }
 
 /* The three suites again with a kernel pool of 2 bound: oneDNN's primitives for a team of 2. */
@@ -192,7 +229,7 @@ int main(void) {
     fl_rng_init(&rng, 2024);
     static const KtCase cases[] = {
         KT_TEST(test_dnnl_conv2d), KT_TEST(test_dnnl_pool2d), KT_TEST(test_dnnl_batch_norm),
-        KT_TEST(test_dnnl_two_threads),
+        KT_TEST(test_dnnl_two_threads), KT_TEST(test_bn_threads_bits),
     };
     return kt_run("oneDNN == reference", cases, (int)FL_ARRAY_LEN(cases));
 }
