@@ -398,21 +398,35 @@ static void startm(FlSched *s, FlP *p, bool spinning) {
     }
     m = fl_xcalloc(1, sizeof *m);
     m->s = s;
-    m->p = p;
-    p->m = m;
     m->spinning = spinning;
     m->rng = seed_for(s->seed, -1 - atomic_load(&s->nm));
     m->memo_gen = fl_xcalloc((size_t)s->nprocs, sizeof *m->memo_gen);
     m->memo_t = fl_xcalloc((size_t)s->nprocs, sizeof *m->memo_t);
-    fl_lock(&s->lock);
-    m->all_next = s->allm;
-    s->allm = m;
-    atomic_fetch_add(&s->nm, 1);
-    fl_unlock(&s->lock);
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 1u << 20);
+    /* m joins allm and gets its thread under one hold of the lock: fl_sched_free joins every M
+     * of allm as it reads it under the lock, so an M in the list without its thread yet would be
+     * joined by a handle never set (an M started by a spinning worker while the scheduler shuts
+     * down). Once shutdown is set no M is started: p goes back to the idle list. */
+    fl_lock(&s->lock);
+    if (atomic_load(&s->shutdown)) {
+        pidle_put(s, p);
+        fl_unlock(&s->lock);
+        if (spinning) atomic_fetch_sub(&s->nspinning, 1); /* what the M would have done */
+        pthread_attr_destroy(&a);
+        free(m->memo_gen);
+        free(m->memo_t);
+        free(m);
+        return;
+    }
+    m->p = p;
+    p->m = m;
+    m->all_next = s->allm;
+    s->allm = m;
+    atomic_fetch_add(&s->nm, 1);
     int rc = pthread_create(&m->th, &a, m_main, m);
+    fl_unlock(&s->lock);
     pthread_attr_destroy(&a);
     if (rc != 0) fl_panic(__FILE__, __LINE__, "cannot start a scheduler thread: %s", strerror(rc));
 }
