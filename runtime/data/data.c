@@ -742,9 +742,8 @@ static bool seq_materialize(const Seq *q, const Feed *f, const size_t *rows, siz
     return true;
 }
 
-/* A dataset of the given source rows. mean/std: per source feed, the statistics to normalise
- * with (NULL entries for feeds not normalised); they are copied. */
-/* The dataset of src's rows[0..n) (normalised with mean and std where a feed says so). take:
+/* The dataset of src's rows[0..n). mean/std: per source feed, the statistics to normalise with
+ * (NULL entries for feeds not normalised); they are copied. take:
  * NULL, or src itself when rows are 0..n-1 in order and src is freed next: then the raw arrays
  * that already have the dataset's layout (int64 feeds, float feeds kept as float) move into the
  * dataset instead of being copied. */
@@ -795,10 +794,10 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         ds->data[i] = malloc(n ? n * nc * es : 1);
         if (!ds->data[i]) goto oom;
         prefault(ds->data[i], n * nc * es);
-        if (f->dtype == FL_DT_INT64) {
-            const int64_t *raw = src->raw[i];
-            int64_t *d = (int64_t *)ds->data[i];
-            for (size_t k = 0; k < n; k++) memcpy(d + k * nc, raw + rows[k] * nc, nc * sizeof *d);
+        if (f->dtype == FL_DT_INT64 || raw_is_f32(f)) { /* the raw rows have the dataset's layout */
+            const char *raw = src->raw[i];
+            unsigned char *d = ds->data[i];
+            for (size_t k = 0; k < n; k++) memcpy(d + k * nc * es, raw + rows[k] * nc * es, nc * es);
             continue;
         }
         /* locals: the stores below cannot alias them, so the loop keeps them in registers */
@@ -807,11 +806,6 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         double scale = f->scale;
         float *d32 = (float *)ds->data[i];
         double *d64 = (double *)ds->data[i];
-        if (raw_is_f32(f)) { /* rounded to float when parsed: the rows' copies */
-            const float *rf = src->raw[i];
-            for (size_t k = 0; k < n; k++) memcpy(d32 + k * nc, rf + rows[k] * nc, nc * sizeof *d32);
-            continue;
-        }
         for (size_t k = 0; k < n; k++) {
             const double *from = raw + rows[k] * nc;
             for (size_t c = 0; c < nc; c++) {
