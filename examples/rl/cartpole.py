@@ -7,8 +7,9 @@ N actor threads each step their own CartPole (the classic dynamics, below, in Py
 and choose their actions by predicting with the model's current parameters through one shared
 Executor (exe.predict, concurrently); a learner thread trains the same parameters (exe.run) on
 the actors' n-step segments as they come: advantage actor-critic with n-step returns, an entropy
-bonus and global-norm gradient clipping (the model and its loss: examples/rl/a2c.fl). The queue
-between them is short, so the actors act with parameters at most a few updates old.
+bonus and, with --clip C, global-norm gradient clipping (the model and its loss:
+examples/rl/a2c.fl). The queue between them is short, so the actors act with parameters at most
+a few updates old.
 
 SOLVED is CartPole-v0's criterion: the mean reward of 100 consecutive episodes (the last 100
 that the actors finished, with their sampling policy) >= 195, episodes capped at 200 steps. The
@@ -136,7 +137,8 @@ class TorchAgent:
                 - self.flags["entropy_coef"] * entropy)
         self.opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, self.flags["clip"])
+        if self.flags["clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(self.params, self.flags["clip"])
         self.opt.step()
 
 
@@ -275,7 +277,8 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=0.001)
     ap.add_argument("--entropy-coef", type=float, default=0.001)
     ap.add_argument("--value-coef", type=float, default=0.5)
-    ap.add_argument("--clip", type=float, default=0.5, help="global gradient norm clip")
+    ap.add_argument("--clip", type=float, default=0.0,
+                    help="clip the gradients to this global norm; 0: no clipping (default 0)")
     ap.add_argument("--norm-adv", type=int, default=1,
                     help="1: normalise the advantages of each batch to mean 0, std 1 (default 1)")
     ap.add_argument("--backend", choices=("fluidc", "torch"), default="fluidc")
@@ -289,6 +292,8 @@ def main(argv=None):
             ap.error("%s must be at least %d, found %d" % (what, lo, v))
     if args.seed < 0:
         ap.error("--seed must be >= 0, found %d" % args.seed)
+    if not args.clip >= 0:
+        ap.error("--clip must be >= 0 (0: no clipping), found %g" % args.clip)
     flags = {"lr": args.lr, "entropy_coef": args.entropy_coef, "value_coef": args.value_coef,
              "clip": args.clip}
 
