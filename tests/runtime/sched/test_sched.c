@@ -208,11 +208,14 @@ static void test_deadlock_after_last_goroutine_exits(void) {
 
 typedef struct Mpi {
     FlChan *c;
+    atomic_int listed; /* main has checked the listing: the region may end after ms */
     int ms;
 } Mpi;
 static void slow_mpi_recv(void *p) {
     Mpi *m = p;
     fl_sched_block_begin(); /* MPI_Recv waiting for a computing peer */
+    for (int i = 0; i < 30000 && !atomic_load(&m->listed); i++) /* at most 30 s */
+        usleep(1000);
     usleep((useconds_t)m->ms * 1000);
     fl_sched_block_end();
     st_send(m->c, 77);
@@ -224,16 +227,28 @@ static void test_blocking_region_not_reported(void) {
     FlSched *s = dl_sched(&d, 2);
     fl_sched_attach(s, "main.fl:1");
     FlChan *c = st_chan(0), *c2 = st_chan(0);
-    Mpi m = {c, 300};
+    Mpi m = {c, 0, 300};
     st_go(s, slow_mpi_recv, &m, "mpi.fl:4");
     st_go(s, waiter, c2, "w.fl:9");
-    fl_sched_block_begin();
-    usleep(50000);
-    fl_sched_block_end();
+    /* Wait until both goroutines have reached their states (a fixed 50 ms was too short under
+     * TSan on a loaded machine); the MPI goroutine stays in its region until main has looked. */
+    const char *want = "  goroutine 2 (mpi.fl:4): in blocking region\n"
+                       "  goroutine 3 (w.fl:9): chan receive\n";
     FlBuf b = {0};
-    CU_ASSERT_EQUAL(fl_sched_list(s, &b), 2);
-    CU_ASSERT_STRING_EQUAL(fl_buf_str(&b), "  goroutine 2 (mpi.fl:4): in blocking region\n"
-                                           "  goroutine 3 (w.fl:9): chan receive\n");
+    double t0 = st_now();
+    for (;;) {
+        fl_buf_free(&b);
+        b = (FlBuf){0};
+        fl_sched_block_begin();
+        usleep(10000);
+        fl_sched_block_end();
+        if (fl_sched_list(s, &b) == 2 && strcmp(fl_buf_str(&b), want) == 0)
+            break;
+        if (st_now() - t0 > 20.0)
+            break;
+    }
+    CU_ASSERT_STRING_EQUAL(fl_buf_str(&b), want);
+    atomic_store(&m.listed, 1);
     fl_buf_free(&b);
     /* main and w wait on channels; the MPI goroutine is in its region: not a deadlock */
     CU_ASSERT_EQUAL(st_recv(c, NULL), 77);
