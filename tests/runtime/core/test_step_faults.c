@@ -30,6 +30,19 @@ enum { BATCH = 32, PIX = 3 * 32 * 32, WARM = 3, STEPS = 4 }; /* warm: the limit 
  * thread's or a timer's first touch of a stack page, malloc's small blocks. */
 #define MAX_FAULTS_PER_STEP 16
 
+/* Under AddressSanitizer freed blocks wait in its quarantine and malloc hands out fresh ones
+ * (~270 faults a step here): the faults are its, so only the cache's misses are checked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECK_FAULTS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHECK_FAULTS 0
+#endif
+#endif
+#ifndef CHECK_FAULTS
+#define CHECK_FAULTS 1
+#endif
+
 static const char *net_src =
     "from fluid import layers, optimizer\n"
     "def conv_bn(x, ch, size, stride, pad, act=\"relu\"):\n"
@@ -106,10 +119,10 @@ static void run_threads(int threads) {
         fprintf(stderr, "\nthreads %d: %llu large buffers malloc'd in %d steady steps\n", threads,
                 (unsigned long long)(c1.misses - c0.misses), STEPS);
     CU_ASSERT_EQUAL(c1.misses, c0.misses);
-    if (per_step > MAX_FAULTS_PER_STEP)
+    if (CHECK_FAULTS && per_step > MAX_FAULTS_PER_STEP)
         fprintf(stderr, "\nthreads %d: %ld page faults per steady step (at most %d allowed)\n",
                 threads, per_step, MAX_FAULTS_PER_STEP);
-    CU_ASSERT(per_step <= MAX_FAULTS_PER_STEP);
+    CU_ASSERT(!CHECK_FAULTS || per_step <= MAX_FAULTS_PER_STEP);
     CU_ASSERT(isfinite(loss) && loss > 0);
 
     for (int b = 0; b < 2; b++) {
