@@ -15,7 +15,9 @@
  * list is newest first, so the buffer released last, the likeliest to be still in the CPU's
  * caches, is the one reused. One age list, newest first, bounds the cache: past its byte limit
  * the oldest buffers go back to malloc, and so does one that FL_BUFFER_CACHE_AGE allocations
- * have passed by. A mutex guards it all: held for a few list operations, never while freeing or
+ * have passed by. The sizes the byte limit evicted are remembered (the last NGHOST): a miss of
+ * one means the step takes back more than the limit lets the cache hold, and the limit grows by
+ * it (regrow). A mutex guards it all: held for a few list operations, never while freeing or
  * zero-filling. Smaller buffers bypass it (malloc's own free lists serve those without system
  * calls, and tiny ops pay no lock).
  *
@@ -61,6 +63,7 @@ enum {
     MIN_LOG = 14,     /* log2(FL_BUFFER_CACHE_MIN) */
     CLASS_BITS = 3,   /* 8 classes per power of two */
     NCLASS = (64 - MIN_LOG) << CLASS_BITS,
+    NGHOST = 64,      /* evicted sizes remembered */
 };
 _Static_assert(FL_BUFFER_CACHE_MIN == 1 << MIN_LOG, "MIN_LOG must match FL_BUFFER_CACHE_MIN");
 
@@ -73,6 +76,9 @@ typedef struct Cache {
     size_t bytes, count;
     uint64_t clock; /* allocations of cacheable size so far */
     uint64_t hits, misses, evicted;
+    size_t extra; /* bytes the limit grew by for sizes it had evicted (not when fixed) */
+    size_t ghost[NGHOST]; /* sizes of the last buffers evicted for the byte limit (0: none) */
+    int ghost_next;
     Block *newest, *oldest;
     Block *cls[NCLASS];
 } Cache;
@@ -107,7 +113,21 @@ static void configure(void) {
  * would otherwise fault most of them in anew every step, and memory the program has already
  * held at its peak adds nothing to its peak RSS in a repeating loop. */
 static size_t limit_now(void) {
-    return cache.fixed || cache.limit == 0 || cache.peak < cache.limit ? cache.limit : cache.peak;
+    if (cache.fixed || cache.limit == 0) return cache.limit;
+    return (cache.peak < cache.limit ? cache.limit : cache.peak) + cache.extra;
+}
+
+/* Under mu, on a miss of `size`: when the byte limit evicted a buffer of that size lately, the
+ * limit was too small for what the program takes back (a step's buffers are of exact sizes, and
+ * those of its temporaries can add up to more than its peak in use), so unless fixed it grows
+ * by the size, up to twice the peak in use. */
+static void regrow(size_t size) {
+    for (int i = 0; i < NGHOST; i++)
+        if (cache.ghost[i] == size) {
+            cache.ghost[i] = 0;
+            if (!cache.fixed && cache.limit && cache.extra + size <= cache.peak) cache.extra += size;
+            return;
+        }
 }
 
 /* Under mu: unlinks k from both lists. */
@@ -124,11 +144,16 @@ static void unlink_block(Block *k) {
 }
 
 /* Under mu: moves the oldest buffers onto *dead (a chain through next) until the cache holds at
- * most `limit` bytes and none older than FL_BUFFER_CACHE_AGE allocations. */
-static void evict(size_t limit, Block **dead) {
+ * most `limit` bytes and none older than FL_BUFFER_CACHE_AGE allocations; with `remember`, the
+ * sizes evicted for the byte limit go to the ghost ring (regrow). */
+static void evict(size_t limit, Block **dead, bool remember) {
     Block *k;
     while ((k = cache.oldest) &&
            (cache.bytes > limit || cache.clock - k->stamp > FL_BUFFER_CACHE_AGE)) {
+        if (remember && cache.bytes > limit) {
+            cache.ghost[cache.ghost_next] = k->b.size;
+            cache.ghost_next = (cache.ghost_next + 1) % NGHOST;
+        }
         unlink_block(k);
         k->next = *dead;
         *dead = k;
@@ -163,8 +188,9 @@ static Block *take(size_t size) {
         cache.hits++;
     } else {
         cache.misses++;
+        regrow(size);
     }
-    evict(limit_now(), &dead);
+    evict(limit_now(), &dead, true);
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
     if (got) UNPOISON(got->b.data, size);
@@ -204,7 +230,7 @@ static void put(Block *k) {
         k->stamp = cache.clock;
         cache.bytes += k->b.size;
         cache.count++;
-        evict(limit, &dead);
+        evict(limit, &dead, true);
     }
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
@@ -217,7 +243,7 @@ size_t fl_buffer_cache_set_limit(size_t bytes) {
     size_t old = limit_now();
     cache.limit = bytes;
     cache.fixed = true;
-    evict(bytes, &dead);
+    evict(bytes, &dead, false);
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
     return old;
@@ -226,7 +252,7 @@ size_t fl_buffer_cache_set_limit(size_t bytes) {
 void fl_buffer_cache_trim(void) {
     Block *dead = NULL;
     pthread_mutex_lock(&cache.mu);
-    evict(0, &dead);
+    evict(0, &dead, false);
     pthread_mutex_unlock(&cache.mu);
     free_chain(dead);
 }

@@ -37,7 +37,9 @@
  * system and faulting in again. The cache holds at most its limit in bytes, oldest out first:
  * by default the larger of FL_BUFFER_CACHE_LIMIT and the most bytes of cacheable buffers the
  * process has had in use at once (so a model whose step lives on more than the default limit
- * still reuses its buffers), or FLUIDC_BUFFER_CACHE_MB from the environment (read on first use;
+ * still reuses its buffers), grown by the size of each buffer it evicted for its limit that an
+ * allocation then missed (a step's exact sizes can add up to more than its peak in use; the
+ * growth stops at that peak again), or FLUIDC_BUFFER_CACHE_MB from the environment (read on first use;
  * 0 turns the cache off) or fl_buffer_cache_set_limit, which fix it; and it frees a buffer no
  * allocation has taken for FL_BUFFER_CACHE_AGE allocations. It is
  * thread-safe (one mutex). Every buffer whose last release may come must have been made by
