@@ -16,7 +16,9 @@
  * gradient is produced, the GETs of the run of recv ops posted at its first recv; each pserver
  * (one thread) updating a block's piece once every trainer's piece of it is in (the pserver's
  * streamed update), answering the GETs piece by piece. A link is a FIFO resource per host and
- * direction (ranks of a host share it); ranks of one host share the host's `local` channel.
+ * direction (ranks of a host share it); ranks of one host share the host's `local` channel. A
+ * message between hosts above the sender's eager limit waits for Open MPI's rendezvous (a round
+ * trip, the receiver's look, the sender's next MPI call) before its data takes the links.
  * The step ends when every trainer has every parameter back. Deterministic: the same inputs
  * give the same figures, bit for bit.
  *
@@ -65,6 +67,8 @@ typedef struct FlSimHost {
                          scheduled again; 0: none */
     double compute;   /* compute times are multiplied by this (1: this machine) */
     int64_t cores;    /* 0: not given; else its ranks beyond it share the cores (compute x ranks/cores) */
+    int64_t eager;    /* bytes: a message it sends to another host above this waits for Open MPI's
+                         rendezvous (btl_tcp_eager_limit; default 65536) */
     int machine;      /* index into FlSimCluster.machines: the host shares that machine's cores; -1: its own */
     bool trainers, pservers;    /* roles=trainers / roles=pservers */
     FlSimInts t_idx, p_idx; /* roles=t0,p1: these trainers and pservers */

@@ -21,7 +21,10 @@
 # probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
 # scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
 # model's configurations ranked alike.
-# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0)
+# The shaped spec's hosts take eager=$EAGER (bytes; default Open MPI's btl_tcp_eager_limit, 65536):
+# pieces above it wait for the rendezvous; EAGER=1000000000 predicts without it.
+# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0,
+#   EAGER=65536, MODELS="digits mlp784", SHAPINGS="1gbit/0.5ms 200mbit/2ms", LOCAL=0: no local rows)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +37,7 @@ flc=$(readlink -f "$flc") flrun=$(readlink -f "$flrun") link=$(readlink -f "$lin
 export OPENBLAS_NUM_THREADS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 EPOCHS=${EPOCHS:-6}
+EAGER=${EAGER:-65536}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/data"
@@ -116,7 +120,7 @@ fit_link() { # P T
 # flnetprobe's 24 MB at --rate 1gbit ran at 887 Mbit/s beside 2 busy loops, 170 beside 4). With
 # SHAPED_FIT=0 the spec is the shaping's figures and the calibration's wake-ups alone.
 spec_shaped() { # RATE DELAY POLLWAIT_US (or "" : the calibration's)
-    echo "host host1 roles=trainers bandwidth=$1 latency=$2; host host2 roles=pservers bandwidth=$1 latency=$2; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}"
+    echo "host host1 roles=trainers bandwidth=$1 latency=$2 eager=$EAGER; host host2 roles=pservers bandwidth=$1 latency=$2 eager=$EAGER; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}"
 }
 bytes_of_rate() { # 1gbit / 200mbit -> bytes/s
     echo "$1" | awk '{ v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u); m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 8; printf "%.0f\n", v * m / 8 }'
@@ -150,24 +154,24 @@ measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of t
 
 rows_file=$tmp/rows
 : >"$rows_file"
-for model in digits mlp784; do
+for model in ${MODELS:-digits mlp784}; do
     "$flc" build "$here/simulate/$model.fl" -o "$tmp/$model.flp"
     for pt in "1 2" "2 2" "2 4"; do
         set -- $pt
         P=$1 T=$2 np=$(($1 + $2))
         plan=$tmp/$model-$P$T.plan
         "$flc" transpile "$tmp/$model.flp" --pservers "$P" --trainers "$T" -o "$plan" >/dev/null
-        # local: the loopback link as a job of np ranks sees it
-        set -- $(fit_link "$P" "$T")
-        spec=$(spec_local "$np" "$1" "$2" "$3")
-        pred=$(predict "$plan" "$spec")
-        # the digits' epochs are short (12 steps at T = 2): four times as many
-        meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
-        echo "$model ${P}x$T local $pred ${meas:-failed} $(load)" >>"$rows_file"
+        if [ "${LOCAL:-1}" = 1 ]; then # local: the loopback link as a job of np ranks sees it
+            set -- $(fit_link "$P" "$T")
+            spec=$(spec_local "$np" "$1" "$2" "$3")
+            pred=$(predict "$plan" "$spec")
+            # the digits' epochs are short (12 steps at T = 2): four times as many
+            meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
+            echo "$model ${P}x$T local $pred ${meas:-failed} $(load)" >>"$rows_file"
+        fi
         [ "${SHAPED:-1}" = 1 ] || continue
-        for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
-            set -- $shaping
-            rate=$1 delay=$2
+        for shaping in ${SHAPINGS:-1gbit/0.5ms 200mbit/2ms}; do
+            rate=${shaping%/*} delay=${shaping#*/}
             if [ "$(id -u)" != 0 ]; then
                 echo "$model ${P}x$T $rate/$delay $(predict "$plan" "$(spec_shaped "$rate" "$delay" "")") unavailable -" >>"$rows_file"
                 continue
