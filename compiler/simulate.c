@@ -282,18 +282,22 @@ static FlStatus machine_line(FlSimCluster *c, int line, char **tok, int ntok, co
             if (!strcmp(v, "yes")) m.userswitch = true;
             else if (!strcmp(v, "no")) m.userswitch = false;
             else kst = fl_err(&inner, "expected yes (the hosts' links go through a switch thread on the machine) or no, found '%s'", v);
+        } else if (!strcmp(k, "switchrate")) {
+            kst = fl_sim_parse_rate(v, &m.switchrate, &inner);
         } else if (!strcmp(k, "wakeup")) {
             kst = fl_sim_parse_time(v, &m.wakeup, &inner);
         } else if (!strcmp(k, "pollwait")) {
             kst = fl_sim_parse_time(v, &m.pollwait, &inner);
         } else {
-            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, switch, wakeup or pollwait)", where, line, k);
+            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, switch, switchrate, wakeup or pollwait)", where, line, k);
             break;
         }
         if (kst != FL_OK) st = fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
     }
     if (st == FL_OK && (!m.cores || !m.host_list))
         st = fl_err(e, "%s:%d: 'machine' needs cores=N and hosts=LIST", where, line);
+    if (st == FL_OK && m.switchrate > 0 && !m.userswitch)
+        st = fl_err(e, "%s:%d: switchrate= is the switch thread's; it needs switch=yes", where, line);
     if (st != FL_OK) {
         free(m.host_list);
         return FL_ERROR;
@@ -679,6 +683,7 @@ typedef struct Sim {
     FL_VEC(Ev) heap;
     uint64_t seq;
     Res *out, *in, *loc;  /* per host */
+    Res *sw;              /* per machine: its switch thread (switchrate=), both ways */
     Res *cpu;             /* per pserver */
     FL_VEC(SBlk) *blks;   /* per pserver */
     FL_VEC(Recv) *recvs;  /* per trainer */
@@ -738,12 +743,17 @@ static double look(const Sim *s, int h) {
     return m >= 0 ? s->pollwait[m] : 0;
 }
 
-/* Frames between the hosts of a machine with switch=yes wait twice for the switch thread (read,
- * sent when due). */
-static double switch_wait(const Sim *s, int a, int b) {
+/* The machine whose switch thread carries the frames from host a to host b (both its hosts,
+ * switch=yes), or -1. */
+static int switch_of(const Sim *s, int a, int b) {
     int m = s->cl->hosts.data[b].machine;
-    bool sw = m >= 0 && a != b && s->cl->hosts.data[a].machine == m && s->cl->machines.data[m].userswitch;
-    return sw ? 2 * s->wakeup[m] : 0;
+    return m >= 0 && a != b && s->cl->hosts.data[a].machine == m && s->cl->machines.data[m].userswitch ? m : -1;
+}
+
+/* Frames through a switch thread wait twice for it to wake (read, sent when due). */
+static double switch_wait(const Sim *s, int a, int b) {
+    int m = switch_of(s, a, b);
+    return m >= 0 ? 2 * s->wakeup[m] : 0;
 }
 
 /* Open MPI's rendezvous (ob1 over the TCP BTL) for a message between hosts above the sender's
@@ -808,11 +818,19 @@ static void transfer(Sim *s, Ev ev) {
         s->r->links[ev.dst].in_bytes += ev.bytes;
     }
     lat += switch_wait(s, ev.src, ev.dst) + look(s, ev.dst);
+    /* a switch thread with a rate forwards the frames of all its machine's links, both ways, one
+     * at a time: a third FIFO resource, held at its own rate */
+    int m = switch_of(s, ev.src, ev.dst);
+    Res *r3 = m >= 0 && s->cl->machines.data[m].switchrate > 0 ? &s->sw[m] : r2;
+    double dur3 = r3 != r2 ? wire / s->cl->machines.data[m].switchrate : dur;
     if (r1->free > start) start = r1->free, pred = r1->last;
     if (r2->free > start) start = r2->free, pred = r2->last;
+    if (r3->free > start) start = r3->free, pred = r3->last;
+    dur = fmax(dur, dur3);
     int n = node(s, start + dur + lat, CAT_TRANSFER, ev.trainer, pred); /* the trainer whose message it is */
     r1->free = r2->free = start + dur;
-    r1->last = r2->last = n;
+    r3->free = start + dur3;
+    r1->last = r2->last = r3->last = n;
     s->r->messages++;
     ev.kind = EV_ARRIVE;
     ev.t = start + dur + lat;
@@ -1130,6 +1148,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     size_t nh = cl->hosts.len;
     s.out = fl_xcalloc(nh, sizeof(Res)), s.in = fl_xcalloc(nh, sizeof(Res)), s.loc = fl_xcalloc(nh, sizeof(Res));
     s.cpu = fl_xcalloc((size_t)P + 1, sizeof(Res));
+    s.sw = fl_xcalloc(cl->machines.len + 1, sizeof(Res));
     s.blks = fl_xcalloc((size_t)P + 1, sizeof *s.blks);
     s.recvs = fl_xcalloc((size_t)T, sizeof *s.recvs);
     s.end = fl_xcalloc((size_t)T, sizeof(double));
@@ -1233,7 +1252,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         FL_VEC_FREE(&s.recvs[t]);
         FL_VEC_FREE(&s.calls[t]);
     }
-    free(s.out), free(s.in), free(s.loc), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
+    free(s.out), free(s.in), free(s.loc), free(s.sw), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
     free(s.left), free(s.lr_cost), free(s.compute), free(after), free(s.calls), free(s.polls_from);
     free(s.share), free(s.wakeup), free(s.pollwait);
     FL_VEC_FREE(&s.nodes);

@@ -75,12 +75,13 @@ typedef struct FlSimHost {
     int line;
 } FlSimHost;
 
-/* `machine cores=N hosts=A,B [switch=yes] [wakeup=TIME pollwait=TIME]`: hosts that are one
+/* `machine cores=N hosts=A,B [switch=yes [switchrate=RATE]] [wakeup=TIME pollwait=TIME]`: hosts that are one
  * machine's network namespaces or containers (tests/cluster/cluster.sh), sharing its cores */
 typedef struct FlSimMachine {
     int64_t cores;
     bool userswitch;          /* switch=yes: their links go through a switch thread on the machine */
     double wakeup, pollwait;  /* s; -1: the calibration's */
+    double switchrate;        /* bytes/s the switch thread forwards, both ways together; 0: no limit */
     char *host_list;          /* hosts=, as given (resolved into FlSimHost.machine) */
     int line;
 } FlSimMachine;

@@ -314,10 +314,14 @@ static void test_errors(void) {
     spec_error("host a\nmachine cores=2 hosts=a switch=maybe\n",
                "spec.txt:2: switch: expected yes (the hosts' links go through a switch thread on the machine) or no, "
                "found 'maybe'");
+    spec_error("host a\nmachine cores=2 hosts=a switchrate=1gbit\n",
+               "spec.txt:2: switchrate= is the switch thread's; it needs switch=yes");
+    spec_error("host a\nmachine cores=2 hosts=a switch=yes switchrate=quick\n",
+               "spec.txt:2: switchrate: expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found 'quick'");
     spec_error("host a\nmachine cores=2 hosts=a pollwait=soon\n",
                "spec.txt:2: pollwait: expected a time such as 0.5ms, 20us or 1s, found 'soon'");
     spec_error("host a\nmachine cores=2 hosts=a speed=2\n",
-               "spec.txt:2: unknown key 'speed' (expected cores, hosts, switch, wakeup or pollwait)");
+               "spec.txt:2: unknown key 'speed' (expected cores, hosts, switch, switchrate, wakeup or pollwait)");
     calib_error("wakeup -3 us\n", "cal.txt:1: expected 'wakeup VALUE us' with VALUE 0 or above");
     spec_error("# nothing\n", "spec.txt: no 'host' line");
     calib_error("gemm 1x2 3 GFLOP/s\n", "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s'");
@@ -368,11 +372,12 @@ static void test_machine(void) {
     const char *hosts = "host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
                         "host b roles=pservers bandwidth=1gbit latency=0.5ms\n";
     char text[512];
-    double step[4];
-    const char *machine[4] = {"", "machine cores=2 hosts=a,b pollwait=0us wakeup=0us",
-                              "machine cores=2 hosts=a,b pollwait=1ms", "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms"};
-    FlSimResult r[4];
-    for (int i = 0; i < 4; i++) {
+    double step[5];
+    const char *machine[5] = {"", "machine cores=2 hosts=a,b pollwait=0us wakeup=0us",
+                              "machine cores=2 hosts=a,b pollwait=1ms", "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms",
+                              "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms switchrate=1gbit"};
+    FlSimResult r[5];
+    for (int i = 0; i < 5; i++) {
         snprintf(text, sizeof text, "%s%s", hosts, machine[i]);
         FlSimCluster cl;
         FlStatus st = fl_sim_cluster_parse(text, "<test>", &cl, &e);
@@ -384,8 +389,8 @@ static void test_machine(void) {
         step[i] = r[i].step_s;
         fl_sim_cluster_fini(&cl);
     }
-    printf("\n  own cores %.6f s; shared (6 ranks, 2 cores) %.6f s; +pollwait 1ms %.6f s; +switch 2x2ms %.6f s\n",
-           step[0], step[1], step[2], step[3]);
+    printf("\n  own cores %.6f s; shared (6 ranks, 2 cores) %.6f s; +pollwait 1ms %.6f s; +switch 2x2ms %.6f s; "
+           "switchrate=1gbit %.6f s\n", step[0], step[1], step[2], step[3], step[4]);
     /* 6 ranks on 2 cores: each trainer's compute three times as long */
     CU_ASSERT_DOUBLE_EQUAL(r[1].trainer_compute_s, 3 * r[0].trainer_compute_s, 1e-9);
     CU_ASSERT(step[1] > step[0]);
@@ -393,7 +398,13 @@ static void test_machine(void) {
      * path, at least 2 ms more, and the switch's 4 ms more per hop */
     CU_ASSERT(step[2] >= step[1] + 2e-3 - 1e-9);
     CU_ASSERT(step[3] >= step[2] + 8e-3 - 1e-9);
-    for (int i = 0; i < 4; i++) fl_sim_result_fini(&r[i]);
+    /* a switch thread of 1 Gbit/s carries both ways' bytes one after the other: 4 trainers x
+     * 2.68 MB of gradients and as much of parameters at 125 MB/s at least; the links alone
+     * carry the two ways side by side */
+    double both = 2 * 4 * 4.0 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) / 125e6;
+    CU_ASSERT(step[4] >= both);
+    CU_ASSERT(step[3] < both);
+    for (int i = 0; i < 5; i++) fl_sim_result_fini(&r[i]);
     /* no pollwait in the calibration nor on the line: refused where the line is */
     FlSimCluster cl;
     CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
