@@ -24,6 +24,8 @@
 
 #define MAX_PIECES (1 << 20) /* pieces of one gradient: events and memory stay bounded */
 #define HDR_BYTES 64.0 /* a message's header on the wire, for the time of GETs and headers */
+#define EAGER_DEFAULT 65536 /* Open MPI's btl_tcp_eager_limit (4.1: ompi_info --param btl tcp --level 9) */
+#define RECV_WINDOW 2 /* pieces of one gradient a pserver receives at once (runtime/mpi/pserver.c) */
 
 /* ---- small parsers ---- */
 
@@ -280,18 +282,22 @@ static FlStatus machine_line(FlSimCluster *c, int line, char **tok, int ntok, co
             if (!strcmp(v, "yes")) m.userswitch = true;
             else if (!strcmp(v, "no")) m.userswitch = false;
             else kst = fl_err(&inner, "expected yes (the hosts' links go through a switch thread on the machine) or no, found '%s'", v);
+        } else if (!strcmp(k, "switchrate")) {
+            kst = fl_sim_parse_rate(v, &m.switchrate, &inner);
         } else if (!strcmp(k, "wakeup")) {
             kst = fl_sim_parse_time(v, &m.wakeup, &inner);
         } else if (!strcmp(k, "pollwait")) {
             kst = fl_sim_parse_time(v, &m.pollwait, &inner);
         } else {
-            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, switch, wakeup or pollwait)", where, line, k);
+            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, switch, switchrate, wakeup or pollwait)", where, line, k);
             break;
         }
         if (kst != FL_OK) st = fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
     }
     if (st == FL_OK && (!m.cores || !m.host_list))
         st = fl_err(e, "%s:%d: 'machine' needs cores=N and hosts=LIST", where, line);
+    if (st == FL_OK && m.switchrate > 0 && !m.userswitch)
+        st = fl_err(e, "%s:%d: switchrate= is the switch thread's; it needs switch=yes", where, line);
     if (st != FL_OK) {
         free(m.host_list);
         return FL_ERROR;
@@ -359,7 +365,7 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
         if (!strcmp(c->hosts.data[i].name, tok[1]))
             return fl_err(e, "%s:%d: host '%s' is described twice (first on line %d)", where, line, tok[1],
                           c->hosts.data[i].line);
-    FlSimHost h = {.name = fl_xstrdup(tok[1]), .compute = 1, .machine = -1, .line = line};
+    FlSimHost h = {.name = fl_xstrdup(tok[1]), .compute = 1, .eager = EAGER_DEFAULT, .machine = -1, .line = line};
     FL_VEC_PUSH(&c->hosts, h);
     FlSimHost *hp = &c->hosts.data[c->hosts.len - 1];
     for (int i = 2; i < ntok; i++) {
@@ -378,13 +384,17 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
             st = fl_sim_parse_time(v, &hp->latency, &inner);
         } else if (!strcmp(k, "msgcost")) {
             st = fl_sim_parse_time(v, &hp->msgcost, &inner);
+        } else if (!strcmp(k, "eager")) {
+            if (!whole(v, 0, INT64_MAX, &hp->eager))
+                st = fl_err(&inner, "expected a whole number of bytes (Open MPI's btl_tcp_eager_limit, default %d), found '%s'",
+                            EAGER_DEFAULT, v);
         } else if (!strcmp(k, "compute")) {
             if (!num(v, &hp->compute) || hp->compute <= 0)
                 st = fl_err(&inner, "expected a factor above 0 (2: compute takes twice as long), found '%s'", v);
         } else if (!strcmp(k, "roles")) {
             if (host_roles(hp, v, where, line, e) != FL_OK) return FL_ERROR;
         } else {
-            return fl_err(e, "%s:%d: unknown key '%s' (expected slots, bandwidth, latency, msgcost, compute, cores or roles)",
+            return fl_err(e, "%s:%d: unknown key '%s' (expected slots, bandwidth, latency, msgcost, eager, compute, cores or roles)",
                           where, line, k);
         }
         if (st != FL_OK) return fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
@@ -609,6 +619,8 @@ static double op_cost(const FlSimCalib *c, const FlProgram *p, const FlBlock *b,
 
 enum { CAT_COMPUTE, CAT_TRANSFER, CAT_UPDATE, CAT_WAIT };
 
+typedef FL_VEC(double) Doubles;
+
 typedef struct Node {
     double end;
     int cat, trainer; /* trainer -1: a pserver's or no one's */
@@ -619,6 +631,20 @@ typedef struct Res {
     double free;
     int last; /* node that last used it */
 } Res;
+
+typedef struct Ev {
+    double t;
+    uint64_t seq;
+    int kind; /* EV_XFER, EV_ARRIVE, EV_DONE */
+    int node; /* the node that made it ready */
+    int src, dst; /* hosts */
+    double bytes;
+    int what; /* M_GRAD, M_GET, M_PARAM */
+    int trainer, ps, blk, recv;
+    int64_t piece;
+    bool handled; /* a message to a pserver: its thread has taken it (the host's msgcost) */
+    bool shaken;  /* above the sender's eager limit: its rendezvous is done, the data may flow */
+} Ev;
 
 typedef struct SBlk { /* a pserver's optimize block */
     int idx;
@@ -633,6 +659,7 @@ typedef struct SBlk { /* a pserver's optimize block */
     int *ready_node;
     double *done;      /* per piece: update done (-1 not yet) */
     int *done_node;
+    FL_VEC(Ev) parked; /* rendezvous pieces whose receive is not posted yet (piece k - RECV_WINDOW not applied) */
 } SBlk;
 
 typedef struct Recv { /* one recv of a trainer */
@@ -643,19 +670,6 @@ typedef struct Recv { /* one recv of a trainer */
     int get_node;
     int64_t sent;       /* pieces whose answer was sent */
 } Recv;
-
-typedef struct Ev {
-    double t;
-    uint64_t seq;
-    int kind; /* EV_XFER, EV_ARRIVE, EV_DONE */
-    int node; /* the node that made it ready */
-    int src, dst; /* hosts */
-    double bytes;
-    int what; /* M_GRAD, M_GET, M_PARAM */
-    int trainer, ps, blk, recv;
-    int64_t piece;
-    bool handled; /* a message to a pserver: its thread has taken it (the host's msgcost) */
-} Ev;
 
 enum { EV_XFER, EV_ARRIVE, EV_DONE };
 enum { M_GRAD, M_GET, M_PARAM };
@@ -669,6 +683,7 @@ typedef struct Sim {
     FL_VEC(Ev) heap;
     uint64_t seq;
     Res *out, *in, *loc;  /* per host */
+    Res *sw;              /* per machine: its switch thread (switchrate=), both ways */
     Res *cpu;             /* per pserver */
     FL_VEC(SBlk) *blks;   /* per pserver */
     FL_VEC(Recv) *recvs;  /* per trainer */
@@ -679,6 +694,8 @@ typedef struct Sim {
     double *compute;      /* per trainer: its compute before the recvs' wait */
     double *share;        /* per host: its compute x the share of a core its ranks get */
     double *wakeup, *pollwait; /* per machine, s */
+    Doubles *calls;            /* per trainer: when it calls MPI before its recvs (each send op) */
+    double *polls_from;        /* per trainer: from then on it waits in MPI, polling (its GETs) */
 } Sim;
 
 static int node(Sim *s, double end, int cat, int trainer, int pred) {
@@ -719,9 +736,69 @@ static Ev pop(Sim *s) {
     return top;
 }
 
+/* The rank of host h, waiting as MPI ranks wait, sees a message at its next look: pollwait on a
+ * machine's host. */
+static double look(const Sim *s, int h) {
+    int m = s->cl->hosts.data[h].machine;
+    return m >= 0 ? s->pollwait[m] : 0;
+}
+
+/* The machine whose switch thread carries the frames from host a to host b (both its hosts,
+ * switch=yes), or -1. */
+static int switch_of(const Sim *s, int a, int b) {
+    int m = s->cl->hosts.data[b].machine;
+    return m >= 0 && a != b && s->cl->hosts.data[a].machine == m && s->cl->machines.data[m].userswitch ? m : -1;
+}
+
+/* Frames through a switch thread wait twice for it to wake (read, sent when due). */
+static double switch_wait(const Sim *s, int a, int b) {
+    int m = switch_of(s, a, b);
+    return m >= 0 ? 2 * s->wakeup[m] : 0;
+}
+
+/* Open MPI's rendezvous (ob1 over the TCP BTL) for a message between hosts above the sender's
+ * eager limit: it posts an RTS, which the receiver matches once it has posted the receive and
+ * looks, answering with a CTS, which the sender sees at its next MPI call (a trainer before its
+ * recvs: its next send op; waiting in MPI: its next look); only then the data takes the links.
+ * The pieces of a burst were posted together and shake hands side by side; a pserver posts the
+ * receive of a gradient's piece k once piece k - RECV_WINDOW is applied (its ring), so such a
+ * piece waits here (parked) until then. Returns true when it took ev (rescheduled or parked). */
+static bool rendezvous(Sim *s, Ev *ev) {
+    const FlSimHost *a = &s->cl->hosts.data[ev->src], *b = &s->cl->hosts.data[ev->dst];
+    if (ev->shaken || ev->src == ev->dst || ev->bytes <= (double)a->eager) return false;
+    double lat = a->latency + b->latency;
+    double match = ev->t + lat + switch_wait(s, ev->src, ev->dst) + look(s, ev->dst); /* the RTS seen */
+    int pred = ev->node;
+    if (ev->what == M_GRAD && ev->piece >= RECV_WINDOW) {
+        SBlk *blk = &s->blks[ev->ps].data[ev->blk];
+        int64_t k = ev->piece - RECV_WINDOW;
+        if (blk->done[k] < 0) {
+            FL_VEC_PUSH(&blk->parked, *ev);
+            return true;
+        }
+        if (blk->done[k] > match) match = blk->done[k], pred = blk->done_node[k];
+    }
+    double cts = match + lat + switch_wait(s, ev->dst, ev->src), seen = cts + look(s, ev->src); /* the CTS in, seen */
+    if (ev->what == M_GRAD && cts < s->polls_from[ev->trainer]) { /* the trainer computes: its next send op */
+        seen = s->polls_from[ev->trainer];
+        const Doubles *c = &s->calls[ev->trainer];
+        for (size_t i = 0; i < c->len; i++)
+            if (c->data[i] >= cts) {
+                seen = c->data[i];
+                break;
+            }
+    }
+    ev->node = node(s, seen, CAT_TRANSFER, ev->trainer, pred);
+    ev->t = seen;
+    ev->shaken = true;
+    push(s, *ev);
+    return true;
+}
+
 /* Takes the link(s) for one message, FIFO: the sender's way out and the receiver's way in (or
  * the host's local channel), then the latencies. Schedules its arrival. */
 static void transfer(Sim *s, Ev ev) {
+    if (rendezvous(s, &ev)) return;
     const FlSimHost *a = &s->cl->hosts.data[ev.src], *b = &s->cl->hosts.data[ev.dst];
     double wire = ev.bytes > 0 ? ev.bytes : HDR_BYTES;
     double start = ev.t, dur, lat;
@@ -740,17 +817,20 @@ static void transfer(Sim *s, Ev ev) {
         s->r->links[ev.src].out_bytes += ev.bytes;
         s->r->links[ev.dst].in_bytes += ev.bytes;
     }
-    int mb = b->machine;
-    if (mb >= 0) { /* the receiving rank, waiting as MPI ranks wait, sees it at its next look; frames
-                      between the machine's hosts wait twice for the switch thread (read, sent when due) */
-        lat += s->pollwait[mb];
-        if (ev.src != ev.dst && a->machine == mb && s->cl->machines.data[mb].userswitch) lat += 2 * s->wakeup[mb];
-    }
+    lat += switch_wait(s, ev.src, ev.dst) + look(s, ev.dst);
+    /* a switch thread with a rate forwards the frames of all its machine's links, both ways, one
+     * at a time: a third FIFO resource, held at its own rate */
+    int m = switch_of(s, ev.src, ev.dst);
+    Res *r3 = m >= 0 && s->cl->machines.data[m].switchrate > 0 ? &s->sw[m] : r2;
+    double dur3 = r3 != r2 ? wire / s->cl->machines.data[m].switchrate : dur;
     if (r1->free > start) start = r1->free, pred = r1->last;
     if (r2->free > start) start = r2->free, pred = r2->last;
+    if (r3->free > start) start = r3->free, pred = r3->last;
+    dur = fmax(dur, dur3);
     int n = node(s, start + dur + lat, CAT_TRANSFER, ev.trainer, pred); /* the trainer whose message it is */
     r1->free = r2->free = start + dur;
-    r1->last = r2->last = n;
+    r3->free = start + dur3;
+    r1->last = r2->last = r3->last = n;
     s->r->messages++;
     ev.kind = EV_ARRIVE;
     ev.t = start + dur + lat;
@@ -830,6 +910,11 @@ static void done(Sim *s, const Ev *ev) {
     SBlk *b = &s->blks[ev->ps].data[ev->blk];
     b->done[ev->piece] = ev->t;
     b->done_node[ev->piece] = ev->node;
+    size_t keep = 0; /* the pieces whose receive the pserver posts now (rendezvous) */
+    for (size_t i = 0; i < b->parked.len; i++)
+        if (b->parked.data[i].piece == ev->piece + RECV_WINDOW) push(s, b->parked.data[i]);
+        else b->parked.data[keep++] = b->parked.data[i];
+    b->parked.len = keep;
     for (int64_t t = 0; t < s->r->T; t++)
         for (size_t i = 0; i < s->recvs[t].len; i++)
             if (s->recvs[t].data[i].ps == ev->ps && s->recvs[t].data[i].blk == ev->blk) answer(s, (int)t, (int)i, ev->t);
@@ -963,6 +1048,7 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
         }
         clock += c;
         if (is_send) {
+            FL_VEC_PUSH(&s->calls[t], clock); /* the send op posts its pieces and tests the pending sends */
             prev = node(s, clock, CAT_COMPUTE, t, prev);
             const FlSlot *x = fl_ir_op_input(op, "X");
             for (size_t j = 0; x && j < x->nargs; j++) {
@@ -1003,10 +1089,14 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
                                  .ps = rv->ps, .recv = (int)ri});
                 }
                 gets_posted = true;
+                s->polls_from[t] = clock;
             }
         }
     }
-    if (!gets_posted) prev = node(s, clock, CAT_COMPUTE, t, prev);
+    if (!gets_posted) {
+        prev = node(s, clock, CAT_COMPUTE, t, prev);
+        s->polls_from[t] = clock;
+    }
     s->end[t] = clock;
     s->end_node[t] = prev;
     s->compute[t] = clock;
@@ -1058,6 +1148,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     size_t nh = cl->hosts.len;
     s.out = fl_xcalloc(nh, sizeof(Res)), s.in = fl_xcalloc(nh, sizeof(Res)), s.loc = fl_xcalloc(nh, sizeof(Res));
     s.cpu = fl_xcalloc((size_t)P + 1, sizeof(Res));
+    s.sw = fl_xcalloc(cl->machines.len + 1, sizeof(Res));
     s.blks = fl_xcalloc((size_t)P + 1, sizeof *s.blks);
     s.recvs = fl_xcalloc((size_t)T, sizeof *s.recvs);
     s.end = fl_xcalloc((size_t)T, sizeof(double));
@@ -1065,6 +1156,8 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     s.left = fl_xcalloc((size_t)T, sizeof(int64_t));
     s.lr_cost = fl_xcalloc((size_t)P + 1, sizeof(double));
     s.compute = fl_xcalloc((size_t)T, sizeof(double));
+    s.calls = fl_xcalloc((size_t)T, sizeof *s.calls);
+    s.polls_from = fl_xcalloc((size_t)T, sizeof(double));
     double *after = fl_xcalloc((size_t)T, sizeof(double));
     FlStatus st = FL_OK;
     /* each host's compute factor: compute=, and the share of a core its ranks get when they
@@ -1151,12 +1244,16 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         for (size_t i = 0; i < s.blks[p].len; i++) {
             SBlk *b = &s.blks[p].data[i];
             free(b->grad), free(b->arrived), free(b->ready), free(b->ready_node), free(b->done), free(b->done_node);
+            FL_VEC_FREE(&b->parked);
         }
         FL_VEC_FREE(&s.blks[p]);
     }
-    for (int64_t t = 0; t < T; t++) FL_VEC_FREE(&s.recvs[t]);
-    free(s.out), free(s.in), free(s.loc), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
-    free(s.left), free(s.lr_cost), free(s.compute), free(after);
+    for (int64_t t = 0; t < T; t++) {
+        FL_VEC_FREE(&s.recvs[t]);
+        FL_VEC_FREE(&s.calls[t]);
+    }
+    free(s.out), free(s.in), free(s.loc), free(s.sw), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
+    free(s.left), free(s.lr_cost), free(s.compute), free(after), free(s.calls), free(s.polls_from);
     free(s.share), free(s.wakeup), free(s.pollwait);
     FL_VEC_FREE(&s.nodes);
     FL_VEC_FREE(&s.heap);

@@ -16,7 +16,9 @@
  * gradient is produced, the GETs of the run of recv ops posted at its first recv; each pserver
  * (one thread) updating a block's piece once every trainer's piece of it is in (the pserver's
  * streamed update), answering the GETs piece by piece. A link is a FIFO resource per host and
- * direction (ranks of a host share it); ranks of one host share the host's `local` channel.
+ * direction (ranks of a host share it); ranks of one host share the host's `local` channel. A
+ * message between hosts above the sender's eager limit waits for Open MPI's rendezvous (a round
+ * trip, the receiver's look, the sender's next MPI call) before its data takes the links.
  * The step ends when every trainer has every parameter back. Deterministic: the same inputs
  * give the same figures, bit for bit.
  *
@@ -65,18 +67,21 @@ typedef struct FlSimHost {
                          scheduled again; 0: none */
     double compute;   /* compute times are multiplied by this (1: this machine) */
     int64_t cores;    /* 0: not given; else its ranks beyond it share the cores (compute x ranks/cores) */
+    int64_t eager;    /* bytes: a message it sends to another host above this waits for Open MPI's
+                         rendezvous (btl_tcp_eager_limit; default 65536) */
     int machine;      /* index into FlSimCluster.machines: the host shares that machine's cores; -1: its own */
     bool trainers, pservers;    /* roles=trainers / roles=pservers */
     FlSimInts t_idx, p_idx; /* roles=t0,p1: these trainers and pservers */
     int line;
 } FlSimHost;
 
-/* `machine cores=N hosts=A,B [switch=yes] [wakeup=TIME pollwait=TIME]`: hosts that are one
+/* `machine cores=N hosts=A,B [switch=yes [switchrate=RATE]] [wakeup=TIME pollwait=TIME]`: hosts that are one
  * machine's network namespaces or containers (tests/cluster/cluster.sh), sharing its cores */
 typedef struct FlSimMachine {
     int64_t cores;
     bool userswitch;          /* switch=yes: their links go through a switch thread on the machine */
     double wakeup, pollwait;  /* s; -1: the calibration's */
+    double switchrate;        /* bytes/s the switch thread forwards, both ways together; 0: no limit */
     char *host_list;          /* hosts=, as given (resolved into FlSimHost.machine) */
     int line;
 } FlSimMachine;

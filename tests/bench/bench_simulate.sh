@@ -9,8 +9,9 @@
 #     host2, with --rate 1gbit --delay 0.5ms and --rate 200mbit --delay 2ms; the spec gives each
 #     host that latency (cluster.sh shapes both ends of a link: one way is 2 x delay, the model's
 #     latA + latB) and says with a 'machine' line that both are this machine's namespaces,
-#     sharing its cores, their frames through flswitch's thread; the ranks' pollwait and the
-#     bandwidth the job gets are fitted on the two probes run in the same cluster (below);
+#     sharing its cores, their frames through flswitch's thread; the links are the shaping's
+#     rate, the ranks' pollwait and the rate flswitch's one thread forwards (switchrate=, both
+#     ways together) are fitted on the two probes run in the same cluster (below);
 #     SHAPED_FIT=0: the shaping's rate and the calibration's wake-ups instead. When cluster.sh
 #     refuses or cannot make them: "shaping unavailable".
 # Measured step time: the median over epochs 2.. (the first, with the start-up, is left out) of
@@ -21,7 +22,11 @@
 # probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
 # scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
 # model's configurations ranked alike.
-# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0)
+# The shaped spec's hosts take eager=E for each E of $EAGERS (bytes; default Open MPI's
+# btl_tcp_eager_limit, 65536): pieces above it wait for the rendezvous; with several, each shaped
+# row is fitted and predicted under each, link ",eE" (EAGERS="65536 1000000000": with and without).
+# usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0,
+#   EAGERS=65536, MODELS="digits mlp784", SHAPINGS="1gbit/0.5ms 200mbit/2ms", LOCAL=0: no local rows)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +39,8 @@ flc=$(readlink -f "$flc") flrun=$(readlink -f "$flrun") link=$(readlink -f "$lin
 export OPENBLAS_NUM_THREADS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe"
 EPOCHS=${EPOCHS:-6}
+EAGERS=${EAGERS:-65536}
+EAGER=${EAGERS%% *} # the spec's eager limit (spec_shaped)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/data"
@@ -70,25 +77,25 @@ spec_local() { # NP LAT POLLWAIT BW: the host is the machine (its cores shared b
     # message waiting for its receiver's look: pollwait, fitted on the small probe)
     echo "host local slots=$1; machine cores=$cores hosts=local pollwait=${3}us; local bandwidth=${4}GB/s latency=${2}us"
 }
-bisect() { # PLAN TARGET_MS LO HI KIND(cost: pollwait|bw) NP LAT OTHER: the value of KIND whose prediction meets TARGET
-    lo=$3 hi=$4
+# bisect PLAN TARGET_MS KIND LO HI SPEC_FN ARGS...: the value of KIND (pw: pollwait or a cost, a
+# prediction grows with it; bw: a bandwidth, a prediction falls with it; geometric steps) whose
+# prediction of PLAN meets TARGET_MS, the spec being "SPEC_FN ARGS... VALUE"'s output
+bisect() {
+    b_plan=$1 b_target=$2 b_kind=$3 lo=$4 hi=$5
+    shift 5
     for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-        if [ "$5" = bw ]; then
-            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", sqrt(a * b) }')
-            p=$(predict "$1" "$(spec_local "$6" "$7" "$8" "$mid")")
+        mid=$(awk -v a="$lo" -v b="$hi" -v k="$b_kind" 'BEGIN { printf "%.6g", k == "bw" ? sqrt(a * b) : (a + b) / 2 }')
+        p=$(predict "$b_plan" "$("$@" "$mid")")
+        # pw: too little when the prediction is under; bw: too much when it is under
+        if awk -v p="$p" -v t="$b_target" 'BEGIN { exit !(p < t) }'; then
+            if [ "$b_kind" = bw ]; then hi=$mid; else lo=$mid; fi
         else
-            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
-            p=$(predict "$1" "$(spec_local "$6" "$7" "$mid" "$8")")
-        fi
-        # cost: too little when the prediction is under; bw: too much when it is under
-        if awk -v p="$p" -v t="$2" 'BEGIN { exit !(p < t) }'; then
-            if [ "$5" = bw ]; then hi=$mid; else lo=$mid; fi
-        else
-            if [ "$5" = bw ]; then lo=$mid; else hi=$mid; fi
+            if [ "$b_kind" = bw ]; then lo=$mid; else hi=$mid; fi
         fi
     done
     echo "$mid"
 }
+spec_local_pw() { spec_local "$1" "$2" "$4" "$3"; } # NP LAT BW POLLWAIT
 fit_link() { # P T
     np=$(($1 + $2))
     $MPIRUN -np "$np" "$link" 200 >"$tmp/link"
@@ -98,9 +105,9 @@ fit_link() { # P T
     small=$(measure "$tmp/probe.plan" "$np" $((64 * $2)) $((4 * EPOCHS)))
     big=$(measure "$tmp/probe_big.plan" "$np" $((64 * $2)))
     [ -n "$small" ] && [ -n "$big" ] || { echo "bench_simulate: a probe job failed" >&2; cat "$tmp/out" >&2; exit 1; }
-    cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" 10)
-    bw=$(bisect "$tmp/probe_big.plan" "$big" 0.001 100 bw "$np" "$lat" "$cost")
-    cost=$(bisect "$tmp/probe.plan" "$small" 0 20000 cost "$np" "$lat" "$bw")
+    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_pw "$np" "$lat" 10)
+    bw=$(bisect "$tmp/probe_big.plan" "$big" bw 0.001 100 spec_local "$np" "$lat" "$cost")
+    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_pw "$np" "$lat" "$bw")
     echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: pollwait $cost us, bandwidth $bw GB/s; load $(load))" >&2
     echo "$lat $cost $bw"
 }
@@ -111,33 +118,18 @@ fit_link() { # P T
 # waits for its receiver's look, pollwait, and twice for the switch's wake-up). Without
 # SHAPED_FIT=0 the link as the job's ranks see it is measured on two probe jobs of the same P x T
 # in the same cluster, as the local link's is (different models from the two of the table):
-# pollwait on the small probe, the bandwidth on the big one (on a loaded machine the polling ranks
-# and the switch thread share the 2 cores, and the rate a job gets falls far below the shaping's:
-# flnetprobe's 24 MB at --rate 1gbit ran at 887 Mbit/s beside 2 busy loops, 170 beside 4). With
+# pollwait on the small probe, the switch thread's rate on the big one (on a loaded machine the
+# polling ranks and the switch thread share the 2 cores, and the rate a job gets falls far below
+# the shaping's: flnetprobe's 24 MB at --rate 1gbit ran at 887 Mbit/s beside 2 busy loops, 170
+# beside 4; the thread forwards both ways' frames, so they share that rate). With
 # SHAPED_FIT=0 the spec is the shaping's figures and the calibration's wake-ups alone.
-spec_shaped() { # RATE DELAY POLLWAIT_US (or "" : the calibration's)
-    echo "host host1 roles=trainers bandwidth=$1 latency=$2; host host2 roles=pservers bandwidth=$1 latency=$2; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}"
+spec_shaped() { # RATE DELAY POLLWAIT_US (or "" : the calibration's) [SWITCHRATE (B/s)]
+    echo "host host1 roles=trainers bandwidth=$1 latency=$2 eager=$EAGER; host host2 roles=pservers bandwidth=$1 latency=$2 eager=$EAGER; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}${4:+ switchrate=$4}"
 }
+spec_shaped_pw() { spec_shaped "$rate" "$1" "$3" "$2"; } # DELAY SWITCHRATE POLLWAIT_US
+spec_shaped_sw() { spec_shaped "$rate" "$1" "$2" "$3"; } # DELAY POLLWAIT_US SWITCHRATE: the links at the shaping's rate
 bytes_of_rate() { # 1gbit / 200mbit -> bytes/s
     echo "$1" | awk '{ v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u); m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 8; printf "%.0f\n", v * m / 8 }'
-}
-bisect_shaped() { # PLAN TARGET_MS KIND(pw|bw) DELAY POLLWAIT BW LO HI: the pollwait (us) or bandwidth (B/s) that predicts TARGET
-    lo=$7 hi=$8
-    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18; do
-        if [ "$3" = bw ]; then
-            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.0f", sqrt(a * b) }')
-            p=$(predict "$1" "$(spec_shaped "$mid" "$4" "$5")")
-        else
-            mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6g", (a + b) / 2 }')
-            p=$(predict "$1" "$(spec_shaped "$6" "$4" "$mid")")
-        fi
-        if awk -v p="$p" -v t="$2" 'BEGIN { exit !(p < t) }'; then
-            if [ "$3" = bw ]; then hi=$mid; else lo=$mid; fi
-        else
-            if [ "$3" = bw ]; then lo=$mid; else hi=$mid; fi
-        fi
-    done
-    echo "$mid"
 }
 measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of the job in a 2-host cluster, or nothing
     "$repo/tests/cluster/cluster.sh" run 2 --slots "$3,$2" --rate "$4" --delay "$5" -- \
@@ -150,53 +142,65 @@ measure_cluster() { # PLAN P T RATE DELAY EPOCHS: the median step time (ms) of t
 
 rows_file=$tmp/rows
 : >"$rows_file"
-for model in digits mlp784; do
+for model in ${MODELS:-digits mlp784}; do
     "$flc" build "$here/simulate/$model.fl" -o "$tmp/$model.flp"
     for pt in "1 2" "2 2" "2 4"; do
         set -- $pt
         P=$1 T=$2 np=$(($1 + $2))
         plan=$tmp/$model-$P$T.plan
         "$flc" transpile "$tmp/$model.flp" --pservers "$P" --trainers "$T" -o "$plan" >/dev/null
-        # local: the loopback link as a job of np ranks sees it
-        set -- $(fit_link "$P" "$T")
-        spec=$(spec_local "$np" "$1" "$2" "$3")
-        pred=$(predict "$plan" "$spec")
-        # the digits' epochs are short (12 steps at T = 2): four times as many
-        meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
-        echo "$model ${P}x$T local $pred ${meas:-failed} $(load)" >>"$rows_file"
+        if [ "${LOCAL:-1}" = 1 ]; then # local: the loopback link as a job of np ranks sees it
+            set -- $(fit_link "$P" "$T")
+            spec=$(spec_local "$np" "$1" "$2" "$3")
+            pred=$(predict "$plan" "$spec")
+            # the digits' epochs are short (12 steps at T = 2): four times as many
+            meas=$(measure "$plan" "$np" $((64 * T)) $([ $model = digits ] && echo $((4 * EPOCHS)) || echo "$EPOCHS"))
+            echo "$model ${P}x$T local $pred ${meas:-failed} $(load)" >>"$rows_file"
+        fi
         [ "${SHAPED:-1}" = 1 ] || continue
-        for shaping in "1gbit 0.5ms" "200mbit 2ms"; do
-            set -- $shaping
-            rate=$1 delay=$2
+        for shaping in ${SHAPINGS:-1gbit/0.5ms 200mbit/2ms}; do
+            rate=${shaping%/*} delay=${shaping#*/}
             if [ "$(id -u)" != 0 ]; then
                 echo "$model ${P}x$T $rate/$delay $(predict "$plan" "$(spec_shaped "$rate" "$delay" "")") unavailable -" >>"$rows_file"
                 continue
             fi
-            # the probes in the same cluster fit pollwait and the bandwidth (once per P x T and
-            # shaping, for both models); then the model's job
-            fit=$tmp/fit-$P$T-$rate
-            [ "${SHAPED_FIT:-1}" = 1 ] || echo "- $rate" >"$fit"
-            if [ ! -f "$fit" ]; then
-                "$flc" transpile "$tmp/probe.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe.plan" >/dev/null
-                "$flc" transpile "$tmp/probe_big.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe_big.plan" >/dev/null
-                small=$(measure_cluster "$tmp/probe.plan" "$P" "$T" "$rate" "$delay" $((4 * EPOCHS)))
-                big=$(measure_cluster "$tmp/probe_big.plan" "$P" "$T" "$rate" "$delay" "$EPOCHS")
-                full=$(bytes_of_rate "$rate")
-                pw=0 bw=$full
-                if [ -n "$small" ] && [ -n "$big" ]; then
-                    pw=$(bisect_shaped "$tmp/probe.plan" "$small" pw "$delay" "" "$full" 0 50000)
-                    bw=$(bisect_shaped "$tmp/probe_big.plan" "$big" bw "$delay" "$pw" "" $((full / 100)) "$full")
-                    pw=$(bisect_shaped "$tmp/probe.plan" "$small" pw "$delay" "" "$bw" 0 50000)
-                fi
-                echo "  (${P}x$T $rate/$delay: probes measured ${small:-nothing} ms and ${big:-nothing} ms: pollwait $pw us, bandwidth $bw B/s; load $(load))" >&2
-                echo "$pw $bw" >"$fit"
+            # the probes in the same cluster (measured once per P x T and shaping, for both
+            # models) fit pollwait and the bandwidth, under each eager limit of $EAGERS; then the
+            # model's job, measured once, gives a row per eager limit
+            probes=$tmp/probes-$P$T-$rate
+            if [ ! -f "$probes" ] && [ "${SHAPED_FIT:-1}" = 1 ]; then
+                "$flc" transpile "$tmp/probe.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe-$P$T.plan" >/dev/null
+                "$flc" transpile "$tmp/probe_big.flp" --pservers "$P" --trainers "$T" -o "$tmp/probe_big-$P$T.plan" >/dev/null
+                small=$(measure_cluster "$tmp/probe-$P$T.plan" "$P" "$T" "$rate" "$delay" $((4 * EPOCHS)))
+                big=$(measure_cluster "$tmp/probe_big-$P$T.plan" "$P" "$T" "$rate" "$delay" "$EPOCHS")
+                echo "${small:--} ${big:--} $(load)" >"$probes"
             fi
-            set -- $(cat "$fit")
-            pw=$1 bw=$2
-            [ "$pw" != - ] || pw=
-            pred=$(predict "$plan" "$(spec_shaped "$bw" "$delay" "$pw")")
             meas=$(measure_cluster "$plan" "$P" "$T" "$rate" "$delay" "$([ $model = digits ] && echo $((2 * EPOCHS)) || echo "$EPOCHS")")
-            echo "$model ${P}x$T $rate/$delay $pred ${meas:-unavailable} $(load)" >>"$rows_file"
+            mload=$(load)
+            for EAGER in $EAGERS; do
+                label=$rate/$delay
+                [ "$EAGERS" = "${EAGERS% *}" ] || label=$label,e$EAGER
+                fit=$tmp/fit-$P$T-$rate-$EAGER
+                [ "${SHAPED_FIT:-1}" = 1 ] || echo "- -" >"$fit"
+                if [ ! -f "$fit" ]; then
+                    set -- $(cat "$probes")
+                    small=$1 big=$2 full=$(bytes_of_rate "$rate")
+                    pw=0 sw=
+                    if [ "$small" != - ] && [ "$big" != - ]; then
+                        pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "")
+                        sw=$(bisect "$tmp/probe_big-$P$T.plan" "$big" bw $((full / 100)) $((full * 20)) spec_shaped_sw "$delay" "$pw")
+                        pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "$sw")
+                    fi
+                    echo "  (${P}x$T $label: probes measured $small ms and $big ms at load $3: pollwait $pw us, switch thread ${sw:-(no fit)} B/s)" >&2
+                    echo "$pw ${sw:--}" >"$fit"
+                fi
+                set -- $(cat "$fit")
+                pw=$1 sw=$2
+                [ "$pw" != - ] || pw=
+                [ "$sw" != - ] || sw=
+                pred=$(predict "$plan" "$(spec_shaped "$rate" "$delay" "$pw" "$sw")")
+                echo "$model ${P}x$T $label $pred ${meas:-unavailable} $mload" >>"$rows_file"
+            done
             [ -n "$meas" ] || echo "  ($model ${P}x$T $rate/$delay: shaping unavailable: $(tail -n 1 "$tmp/cl.err"))" >&2
         done
     done
@@ -205,20 +209,20 @@ done
 awk '
 { model[NR] = $1; cfg[NR] = $2; link[NR] = $3; pred[NR] = $4; meas[NR] = $5; ld[NR] = $6 }
 END {
-    printf "%-8s %-6s %-14s %12s %12s %9s %6s\n", "model", "PxT", "link", "predicted", "measured", "error", "load"
+    printf "%-8s %-6s %-20s %12s %12s %9s %6s\n", "model", "PxT", "link", "predicted", "measured", "error", "load"
     ok = 0; all = 0
     for (i = 1; i <= NR; i++) {
         if (meas[i] == "unavailable" || meas[i] == "failed") {
-            printf "%-8s %-6s %-14s %9.3f ms %12s %9s\n", model[i], cfg[i], link[i], pred[i], meas[i] == "failed" ? "job failed" : "shaping unavailable", "-"
+            printf "%-8s %-6s %-20s %9.3f ms %12s %9s\n", model[i], cfg[i], link[i], pred[i], meas[i] == "failed" ? "job failed" : "shaping unavailable", "-"
             continue
         }
         err = 100 * (pred[i] - meas[i]) / meas[i]
         all++; if (err <= 25 && err >= -25) ok++
-        printf "%-8s %-6s %-14s %9.3f ms %9.3f ms %8.1f%% %6s\n", model[i], cfg[i], link[i], pred[i], meas[i], err, ld[i]
+        printf "%-8s %-6s %-20s %9.3f ms %9.3f ms %8.1f%% %6s\n", model[i], cfg[i], link[i], pred[i], meas[i], err, ld[i]
     }
     printf "within 25%%: %d of %d\n", ok, all
     # ranking: per model and link, the configurations from fastest to slowest
-    printf "ranking (fastest first)            predicted        measured\n"
+    printf "ranking (fastest first)                  predicted        measured\n"
     for (i = 1; i <= NR; i++) {
         key = model[i] " " link[i]
         if (key in done || meas[i] == "unavailable" || meas[i] == "failed") continue
@@ -233,6 +237,6 @@ END {
         }
         same = 1
         for (a = 1; a <= n; a++) { pr = pr (a > 1 ? " < " : "") cfg[pa[a]]; mr = mr (a > 1 ? " < " : "") cfg[ma[a]]; if (pa[a] != ma[a]) same = 0 }
-        printf "  %-8s %-14s %-16s %-16s %s\n", model[i], link[i], pr, mr, same ? "same" : "DIFFERENT"
+        printf "  %-8s %-20s %-16s %-16s %s\n", model[i], link[i], pr, mr, same ? "same" : "DIFFERENT"
     }
 }' "$rows_file"

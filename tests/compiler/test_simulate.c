@@ -9,6 +9,9 @@
  *     from the local program's parameters, independently of the model);
  *   - doubling the links' bandwidth cuts the transfer time and the step time; a pserver host's
  *     msgcost lengthens it;
+ *   - Open MPI's rendezvous: pieces above the eager limit wait a round trip for it (each a second
+ *     one, the answers' pieces too), a gradient's pieces beyond the pserver's ring of two wait for
+ *     the earlier ones to be applied, pieces at the limit go eagerly (the same step as without);
  *   - bad specs and calibrations: errors with FILE:LINE; the command line's errors (argv[1]: flc).
  * Runs from the repository root (ctest sets the working directory).
  */
@@ -27,8 +30,9 @@
 #define MLP "tests/bench/simulate/mlp784.fl"
 #define CALIB "tests/compiler/simulate/calib.txt"
 #define TWO_HOSTS "host a roles=trainers bandwidth=%s latency=0.5ms; host b roles=pservers bandwidth=%s latency=0.5ms"
-/* The golden step time (s) of the MLP, P=2 T=2, batch 64, 1 Gbit/s, calib.txt */
-#define GOLDEN_STEP 0.0904049279
+/* The golden step time (s) of the MLP, P=2 T=2, batch 64, 1 Gbit/s, calib.txt (its 1 MiB pieces
+ * above the default eager limit: with the rendezvous) */
+#define GOLDEN_STEP 0.0645224310
 
 static const char *flc_path;
 
@@ -131,7 +135,7 @@ static void test_golden(void) {
     CU_ASSERT_EQUAL(memcmp(&r1.step_s, &r2.step_s, sizeof r1.step_s), 0);
     CU_ASSERT_EQUAL(memcmp(&r1.transfer_s, &r2.transfer_s, sizeof r1.transfer_s), 0);
     CU_ASSERT_EQUAL(r1.messages, r2.messages);
-    printf("\n  step %.9g s, compute %.9g, transfer %.9g, update %.9g, wait %.9g\n", r1.step_s, r1.compute_s,
+    printf("\n  step %.12g s, compute %.9g, transfer %.9g, update %.9g, wait %.9g\n", r1.step_s, r1.compute_s,
            r1.transfer_s, r1.update_s, r1.wait_s);
     CU_ASSERT(fabs(r1.step_s - GOLDEN_STEP) <= 1e-8 * GOLDEN_STEP);
     double sum = r1.compute_s + r1.transfer_s + r1.update_s + r1.wait_s;
@@ -213,6 +217,58 @@ static void test_bandwidth(void) {
     fl_ir_bundle_free(b);
 }
 
+/* The step time (s) of plan with `piece`-byte pieces over two hosts of 10 Gbit/s and 5 ms one
+ * way (a round trip 20 ms), the trainers' with eager=EA, the pservers' with eager=EB ("": the
+ * default, 65536). */
+static double rendezvous_step(const FlPlan *plan, int64_t piece, const char *ea, const char *eb) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "host a roles=trainers bandwidth=10gbit latency=5ms%s%s; host b roles=pservers bandwidth=10gbit latency=5ms%s%s",
+             *ea ? " eager=" : "", ea, *eb ? " eager=" : "", eb);
+    FlSimCalib cal;
+    FlSimCluster cl;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(text, "<test>", &cl, &e), FL_OK);
+    FlSimOptions o = {.batch = 64, .piece = piece};
+    FlSimResult r;
+    FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r, &e);
+    if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+    double step = r.step_s;
+    fl_sim_result_fini(&r);
+    fl_sim_cluster_fini(&cl);
+    fl_sim_calib_fini(&cal);
+    return step;
+}
+
+static void test_rendezvous(void) {
+    FlBundle *b = compile(MLP);
+    FlPlan *plan = transpile(b, 1, 1);
+    const double rtt = 0.020;
+    const char *off = "1000000000";
+    double eager = rendezvous_step(plan, 1048576, off, off);
+    double mib = rendezvous_step(plan, 1048576, "", "");    /* every piece above 64 KiB */
+    double small = rendezvous_step(plan, 65536, "", "");    /* every piece at the limit: eager */
+    double quarter = rendezvous_step(plan, 262144, "", ""); /* W0's 1.6 MB in 7 pieces */
+    double grads = rendezvous_step(plan, 1048576, "", off); /* the pserver's answers eager */
+    printf("\n  eager %.6f s, 1 MiB pieces %.6f s (answers eager %.6f s), 256 KiB %.6f s, 64 KiB %.6f s\n", eager, mib,
+           grads, quarter, small);
+    CU_ASSERT_EQUAL(small, rendezvous_step(plan, 65536, off, off));
+    /* the gradients' pieces, then the answers' each wait one round trip before their data */
+    CU_ASSERT(mib >= eager + 2 * rtt * 0.95);
+    CU_ASSERT(mib <= eager + 2 * rtt * 1.1);
+    /* the limit is the sender's: with the pserver's answers eager, one round trip less (the
+     * first gradients' handshakes partly under the trainer's compute) */
+    CU_ASSERT(grads >= eager + rtt * 0.9);
+    CU_ASSERT(grads <= mib - rtt * 0.9);
+    /* the pserver receives two pieces of a gradient at a time: W0's 7 pieces shake hands in 4
+     * rounds, the third after the first is applied */
+    CU_ASSERT(quarter >= mib + 2 * rtt);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
 static void spec_error(const char *text, const char *want) {
     FlSimCluster c;
     FlErr e = {{0}};
@@ -229,7 +285,13 @@ static void calib_error(const char *text, const char *want) {
 
 static void test_errors(void) {
     spec_error("host a slots=2\nhost b bandwith=1gbit\n",
-               "spec.txt:2: unknown key 'bandwith' (expected slots, bandwidth, latency, msgcost, compute, cores or roles)");
+               "spec.txt:2: unknown key 'bandwith' (expected slots, bandwidth, latency, msgcost, eager, compute, cores or roles)");
+    spec_error("host a eager=64k\n",
+               "spec.txt:1: eager: expected a whole number of bytes (Open MPI's btl_tcp_eager_limit, default 65536), "
+               "found '64k'");
+    spec_error("host a\nhost b eager=-1\n",
+               "spec.txt:2: eager: expected a whole number of bytes (Open MPI's btl_tcp_eager_limit, default 65536), "
+               "found '-1'");
     spec_error("# two hosts\nhost a\nhost a\n", "spec.txt:3: host 'a' is described twice (first on line 2)");
     spec_error("host a bandwidth=fast\n",
                "spec.txt:1: bandwidth: expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found 'fast'");
@@ -252,10 +314,14 @@ static void test_errors(void) {
     spec_error("host a\nmachine cores=2 hosts=a switch=maybe\n",
                "spec.txt:2: switch: expected yes (the hosts' links go through a switch thread on the machine) or no, "
                "found 'maybe'");
+    spec_error("host a\nmachine cores=2 hosts=a switchrate=1gbit\n",
+               "spec.txt:2: switchrate= is the switch thread's; it needs switch=yes");
+    spec_error("host a\nmachine cores=2 hosts=a switch=yes switchrate=quick\n",
+               "spec.txt:2: switchrate: expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found 'quick'");
     spec_error("host a\nmachine cores=2 hosts=a pollwait=soon\n",
                "spec.txt:2: pollwait: expected a time such as 0.5ms, 20us or 1s, found 'soon'");
     spec_error("host a\nmachine cores=2 hosts=a speed=2\n",
-               "spec.txt:2: unknown key 'speed' (expected cores, hosts, switch, wakeup or pollwait)");
+               "spec.txt:2: unknown key 'speed' (expected cores, hosts, switch, switchrate, wakeup or pollwait)");
     calib_error("wakeup -3 us\n", "cal.txt:1: expected 'wakeup VALUE us' with VALUE 0 or above");
     spec_error("# nothing\n", "spec.txt: no 'host' line");
     calib_error("gemm 1x2 3 GFLOP/s\n", "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s'");
@@ -306,11 +372,12 @@ static void test_machine(void) {
     const char *hosts = "host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
                         "host b roles=pservers bandwidth=1gbit latency=0.5ms\n";
     char text[512];
-    double step[4];
-    const char *machine[4] = {"", "machine cores=2 hosts=a,b pollwait=0us wakeup=0us",
-                              "machine cores=2 hosts=a,b pollwait=1ms", "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms"};
-    FlSimResult r[4];
-    for (int i = 0; i < 4; i++) {
+    double step[5];
+    const char *machine[5] = {"", "machine cores=2 hosts=a,b pollwait=0us wakeup=0us",
+                              "machine cores=2 hosts=a,b pollwait=1ms", "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms",
+                              "machine cores=2 hosts=a,b switch=yes pollwait=1ms wakeup=2ms switchrate=1gbit"};
+    FlSimResult r[5];
+    for (int i = 0; i < 5; i++) {
         snprintf(text, sizeof text, "%s%s", hosts, machine[i]);
         FlSimCluster cl;
         FlStatus st = fl_sim_cluster_parse(text, "<test>", &cl, &e);
@@ -322,8 +389,8 @@ static void test_machine(void) {
         step[i] = r[i].step_s;
         fl_sim_cluster_fini(&cl);
     }
-    printf("\n  own cores %.6f s; shared (6 ranks, 2 cores) %.6f s; +pollwait 1ms %.6f s; +switch 2x2ms %.6f s\n",
-           step[0], step[1], step[2], step[3]);
+    printf("\n  own cores %.6f s; shared (6 ranks, 2 cores) %.6f s; +pollwait 1ms %.6f s; +switch 2x2ms %.6f s; "
+           "switchrate=1gbit %.6f s\n", step[0], step[1], step[2], step[3], step[4]);
     /* 6 ranks on 2 cores: each trainer's compute three times as long */
     CU_ASSERT_DOUBLE_EQUAL(r[1].trainer_compute_s, 3 * r[0].trainer_compute_s, 1e-9);
     CU_ASSERT(step[1] > step[0]);
@@ -331,7 +398,13 @@ static void test_machine(void) {
      * path, at least 2 ms more, and the switch's 4 ms more per hop */
     CU_ASSERT(step[2] >= step[1] + 2e-3 - 1e-9);
     CU_ASSERT(step[3] >= step[2] + 8e-3 - 1e-9);
-    for (int i = 0; i < 4; i++) fl_sim_result_fini(&r[i]);
+    /* a switch thread of 1 Gbit/s carries both ways' bytes one after the other: 4 trainers x
+     * 2.68 MB of gradients and as much of parameters at 125 MB/s at least; the links alone
+     * carry the two ways side by side */
+    double both = 2 * 4 * 4.0 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) / 125e6;
+    CU_ASSERT(step[4] >= both);
+    CU_ASSERT(step[3] < both);
+    for (int i = 0; i < 5; i++) fl_sim_result_fini(&r[i]);
     /* no pollwait in the calibration nor on the line: refused where the line is */
     FlSimCluster cl;
     CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms\n"
@@ -407,6 +480,7 @@ int main(int argc, char **argv) {
         {"golden prediction, deterministic", test_golden},
         {"bytes per link per step = T x parameter bytes", test_link_bytes},
         {"twice the bandwidth, less transfer time", test_bandwidth},
+        {"Open MPI's rendezvous above the eager limit", test_rendezvous},
         {"errors with file:line", test_errors},
         {"machine line: shared cores, wake-ups", test_machine},
         {"flc simulate", test_cli},
