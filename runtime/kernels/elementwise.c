@@ -476,6 +476,37 @@ static void col_sum_chunk(void *arg, int64_t lo, int64_t hi) {
     }
 }
 
+/* A channel's bias gradient: dOut [outer, cols, run] summed into d [cols] (Y [C] added with
+ * axis 1 into X [N, C, H, W]), on the kernel pool in chunks of channels. Each channel is summed
+ * over the outer dim, then along its run, in the order add_acc_*_f32's serial loop takes, so the
+ * cut changes no bit. */
+typedef struct ChanSumJob {
+    bool f32;
+    const void *g;
+    void *d;
+    int64_t outer, cols, run;
+} ChanSumJob;
+
+static void chan_sum_chunk(void *arg, int64_t lo, int64_t hi) {
+    const ChanSumJob *j = arg;
+    for (int64_t r = 0; r < j->outer; r++) {
+        for (int64_t c = lo; c < hi; c++) {
+            int64_t off = (r * j->cols + c) * j->run;
+            if (j->f32) {
+                const float *g = (const float *)j->g + off;
+                float *d = (float *)j->d + c, acc = *d;
+                for (int64_t i = 0; i < j->run; i++) acc += g[i];
+                *d = acc;
+            } else {
+                const double *g = (const double *)j->g + off;
+                double *d = (double *)j->d + c, acc = *d;
+                for (int64_t i = 0; i < j->run; i++) acc += g[i];
+                *d = acc;
+            }
+        }
+    }
+}
+
 static bool is_out_shape(const FlTensor *t, const KBcast *b) {
     return t->ndim == b->ondim && memcmp(t->ne, b->one, sizeof(int64_t) * (size_t)b->ondim) == 0;
 }
@@ -511,6 +542,13 @@ FlStatus fl_kernel_elementwise_add_grad(FlErr *e, const FlTensor *x, const FlTen
             ColSumJob j = {f32, fl_tensor_data(dout), fl_tensor_data(&r[k]), b.ne[0], b.ne[1]};
             int64_t grain = EW_GRAIN / b.ne[0];
             fl_par_for(b.ne[1], grain > 16 ? grain : 16, col_sum_chunk, &j);
+            continue;
+        }
+        if (b.nd == 3 && st[0] == 0 && st[1] == 1 && st[2] == 0) { /* [C] into [N, C, HW] */
+            ChanSumJob j = {f32, fl_tensor_data(dout), fl_tensor_data(&r[k]), b.ne[0], b.ne[1],
+                            b.ne[2]};
+            int64_t per = b.ne[0] * b.ne[2], grain = per > 0 ? EW_GRAIN / per : EW_GRAIN;
+            fl_par_for(b.ne[1], grain > 1 ? grain : 1, chan_sum_chunk, &j);
             continue;
         }
         Ctx c = {.g = fl_tensor_data(dout), .dx = k == 0 ? fl_tensor_data(&r[k]) : NULL,

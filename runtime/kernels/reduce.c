@@ -361,12 +361,43 @@ FlStatus fl_kernel_reduce_mean_grad(FlErr *e, const FlTensor *x, const FlTensor 
         }                                                                                    \
     } while (0)
 
+/* A float sum on the kernel pool, in chunks of elements: each element is X[0]'s, then each
+ * other input added in order, as SUM_LOOP does, so the cut changes no bit (the gradients of a
+ * ResNet's shortcut, 2^20 elements, accumulate this way). */
+typedef struct SumInJob {
+    const FlTensor *const *xs;
+    int n;
+    void *o;
+} SumInJob;
+
+#define SUM_IN_CHUNK(name, T)                                                                \
+    static void name(void *arg, int64_t lo, int64_t hi) {                                    \
+        const SumInJob *j = arg;                                                             \
+        T *restrict o = j->o;                                                                \
+        memcpy(o + lo, (const T *)fl_tensor_data(j->xs[0]) + lo, (size_t)(hi - lo) * sizeof(T)); \
+        for (int k = 1; k < j->n; k++) {                                                     \
+            const T *s = fl_tensor_data(j->xs[k]);                                           \
+            for (int64_t i = lo; i < hi; i++) o[i] = o[i] + s[i];                            \
+        }                                                                                    \
+    }
+SUM_IN_CHUNK(sum_in_chunk_f32, float)
+SUM_IN_CHUNK(sum_in_chunk_f64, double)
+
 FlStatus fl_kernel_sum(FlErr *e, const FlTensor *const *xs, int n, FlTensor *out) {
     if (n < 1) return fl_err(e, "sum: at least one input is needed");
     if (kneed_num(e, "sum", "X[0]", xs[0])) return FL_ERROR;
     for (int k = 1; k < n; k++)
         if (ksame(e, "sum", "X[0]", xs[0], "another input", xs[k])) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
+    int64_t numel = fl_tensor_numel(xs[0]);
+    bool f32 = xs[0]->dtype == FL_DT_FLOAT32;
+    if ((f32 || xs[0]->dtype == FL_DT_FLOAT64) && fl_par_chunks(numel, ROW_GRAIN) > 1) {
+        if (kalloc_raw_like(e, "sum", &r, xs[0])) return FL_ERROR;
+        SumInJob j = {xs, n, fl_tensor_data(&r)};
+        fl_par_for(numel, ROW_GRAIN, f32 ? sum_in_chunk_f32 : sum_in_chunk_f64, &j);
+        kout(out, &r);
+        return FL_OK;
+    }
     FlErr sub;
     if (fl_tensor_copy(&sub, &r, xs[0])) return fl_err(e, "sum: %s", sub.msg);
     int64_t m = fl_tensor_numel(&r);

@@ -109,9 +109,9 @@ static bool bits_equal(const FlTensor *a, const FlTensor *b) {
 
 /* The kernels under test, on the inputs of one case; out[k] receives result k. */
 typedef struct Case {
-    FlTensor x, w, a, b, img, filt, lr, img64, filt64, bias, lx, lw, lb;
+    FlTensor x, w, a, b, img, filt, lr, img64, filt64, bias, lx, lw, lb, cbias;
 } Case;
-enum { NOUT = 16 };
+enum { NOUT = 18 };
 /* The LSTM's batch: 128 sequences of 1 to 4 steps, D = 64 (a step's gate math, up to 128 x 64
  * units, splits into two chunks; its recurrent GEMM, 128x256x64, stays whole) */
 enum { LSEQ = 128, LD = 64 };
@@ -140,6 +140,11 @@ static void run_kernels(const Case *c, FlTensor *out) {
     fl_tensor_fini(&dx);
     FlLstmAttrs la = {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH}; /* gates in chunks */
     KT_OK(fl_kernel_lstm(KE, &c->lx, loff, LSEQ, NULL, NULL, &c->lw, &c->lb, &la, &out[13], &out[14], &out[15]));
+    /* a conv's bias [16] against [16, 16, 16, 16] (axis 1): channels in chunks */
+    KT_OK(fl_kernel_elementwise_add_grad(KE, &c->img, &c->cbias, &c->img, 1, &dx, &out[16]));
+    fl_tensor_fini(&dx);
+    const FlTensor *const in3[] = {&c->a, &c->b, &c->a}; /* sum: elements in chunks */
+    KT_OK(fl_kernel_sum(KE, in3, 3, &out[17]));
 }
 
 static Case make_case(void) {
@@ -154,6 +159,7 @@ static Case make_case(void) {
     c.img64 = kt_rand(&rng, FL_DT_FLOAT64, 4, (int64_t[]){8, 16, 12, 12}, -1, 1);
     c.filt64 = kt_rand(&rng, FL_DT_FLOAT64, 4, (int64_t[]){32, 16, 3, 3}, -1, 1);
     c.bias = kt_rand(&rng, F, 1, (int64_t[]){600}, -1, 1);
+    c.cbias = kt_rand(&rng, F, 1, (int64_t[]){16}, -1, 1);
     for (int s = 0; s < LSEQ; s++) loff[s + 1] = loff[s] + 1 + (s * 7 + 3) % 4;
     c.lx = kt_rand(&rng, F, 2, (int64_t[]){loff[LSEQ], 4 * LD}, -1, 1);
     c.lw = kt_rand(&rng, F, 2, (int64_t[]){LD, 4 * LD}, -0.5, 0.5);
@@ -163,7 +169,7 @@ static Case make_case(void) {
 
 static void free_case(Case *c) {
     FlTensor all[] = {c->x, c->w, c->a, c->b, c->img, c->filt, c->lr, c->img64, c->filt64, c->bias,
-                      c->lx, c->lw, c->lb};
+                      c->lx, c->lw, c->lb, c->cbias};
     kt_fini((int)FL_ARRAY_LEN(all), all);
 }
 
@@ -184,7 +190,8 @@ static void test_kernels_on_pool(void) {
         if (!bits_equal(&par1[k], &par2[k])) fprintf(stderr, "\nresult %d: two runs on 2 threads differ\n", k);
         CU_ASSERT(bits_equal(&par1[k], &par2[k]));
         /* element-wise, updates, the sum, im2col's images, softmax's rows, the bias
-         * gradient's columns and the LSTM's gate rows: the same bits as serial */
+         * gradient's columns, the LSTM's gate rows, a conv bias' gradient's channels and
+         * `sum`'s elements: the same bits as serial */
         bool exact = (k >= 1 && k <= 7) || k >= 9;
         double d = kt_rel_diff(&serial[k], &par1[k]);
         if (exact ? !bits_equal(&serial[k], &par1[k]) : !(d <= 1e-5))
