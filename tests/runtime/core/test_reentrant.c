@@ -209,7 +209,7 @@ static const char *emb_src = "from fluid import layers, optimizer\n"
 typedef struct EmbJob {
     Ct *c;
     int id;
-    atomic_int *stop;
+    atomic_int *stop, *ready; /* ready: readers holding their first tensor */
     int err, held;
 } EmbJob;
 
@@ -236,6 +236,9 @@ static void *emb_trainer(void *p) {
     FlErr e;
     FlRng r;
     fl_rng_init(&r, 11 + (uint64_t)j->id);
+    /* train only once every reader holds a tensor, or a busy machine could
+       run all the steps before a reader is scheduled and nothing is tested */
+    while (atomic_load(j->ready) < EREADERS) sched_yield();
     for (int s = 0; s < ESTEPS; s++)
         if (emb_step(j->c, &r, true, &e) != FL_OK) j->err++;
     return NULL;
@@ -253,9 +256,11 @@ static void *emb_reader(void *p) {
         if (fl_scope_get_tensor(j->c->scope, name, &h, &e) != FL_OK || fl_tensor_numel(&h) != EV * ED) {
             j->err++;
             fl_tensor_fini(&h);
+            if (j->held == 0) atomic_fetch_add(j->ready, 1);
             break;
         }
         for (int i = 0; i < EV * ED; i++) snap[j->id][i] = fl_tensor_get(&h, i);
+        if (j->held == 0) atomic_fetch_add(j->ready, 1);
         if (emb_step(j->c, &r, false, &e) != FL_OK) j->err++; /* the trainers go on meanwhile */
         sched_yield();
         for (int i = 0; i < EV * ED; i++)
@@ -268,11 +273,11 @@ static void *emb_reader(void *p) {
 
 static void test_sparse_train_while_holding(void) {
     Ct c = ct_open("emb.fl", emb_src);
-    atomic_int stop = 0;
+    atomic_int stop = 0, ready = 0;
     EmbJob jobs[2 + EREADERS];
     pthread_t th[2 + EREADERS];
     for (int i = 0; i < 2 + EREADERS; i++) {
-        jobs[i] = (EmbJob){.c = &c, .id = i < 2 ? i : i - 2, .stop = &stop};
+        jobs[i] = (EmbJob){.c = &c, .id = i < 2 ? i : i - 2, .stop = &stop, .ready = &ready};
         pthread_create(&th[i], NULL, i < 2 ? emb_trainer : emb_reader, &jobs[i]);
     }
     pthread_join(th[0], NULL);
