@@ -16,7 +16,9 @@
 # as PyTorch's making of its tensors is); flrun trains on WARM batches, then on WARM + TIMED
 # batches of the same rows, and the difference of the two phases is the TIMED batches' (the
 # first step's primitive creation and buffer allocation cancel out, as PyTorch's warm steps
-# leave them out). fluidc still pays the batch assembly (a copy of the batch's rows per step)
+# leave them out). Over TRIALS, fluidc keeps the shortest warm phase and the shortest full one
+# and takes their difference (the best of each; a best of differences would reward a warm run
+# that happened to be slow). fluidc still pays the batch assembly (a copy of the batch's rows per step)
 # that PyTorch's reused tensors do not. Two columns: wall-clock samples/s, and samples per second of
 # CPU time (user + sys; PyTorch's process_time), which other jobs on a shared machine do not
 # distort (one thread: on an idle machine the two agree; with T threads the wall clock is the
@@ -47,6 +49,9 @@ torch=no
 # get KEY TEXT: the value of key=KEY in TEXT, or "n/a"
 get() { v=$(echo "$2" | sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" | head -n 1); echo "${v:-n/a}"; }
 max() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b + 0 > a + 0) print b; else print a }'; }
+min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b + 0 < a + 0) print b; else print a }'; }
+# rate WARM ALL N: N samples over the seconds the longer run took beyond the warm one
+rate() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { print (b > a ? n / (b - a) : 0) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 
 # data NET ROWS FILE: ROWS random rows of NET's pixels in [0, 1) and a label in 0..9 (seeded)
@@ -99,15 +104,13 @@ for net in $nets; do
       else data "$net" $((bs * ${f#*:})) "$tmp/${f%:*}.csv"; fi
   done
   for thr in $threads_list; do
-    fw=n/a fc=n/a frss=0 pw=n/a pc=n/a prss=n/a
+    aw=n/a ac=n/a bw=n/a bc=n/a frss=0 pw=n/a pc=n/a prss=n/a
     i=0
     while [ $i -lt "$trials" ]; do
         set -- $(fl "$net" "$tmp/warm.csv" "$thr")
-        w1=$1 c1=$2
+        aw=$(min "$aw" "$1") ac=$(min "$ac" "$2")
         set -- $(fl "$net" "$tmp/all.csv" "$thr")
-        frss=$3
-        fw=$(max "$fw" "$(awk -v a="$w1" -v b="$1" -v n=$((bs * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
-        fc=$(max "$fc" "$(awk -v a="$c1" -v b="$2" -v n=$((bs * timed)) 'BEGIN { print (b > a ? n / (b - a) : 0) }')")
+        bw=$(min "$bw" "$1") bc=$(min "$bc" "$2") frss=$3
         if [ $torch = yes ]; then
             if [ "$net" = lstm ]; then  # steps to samples (sequences)
                 out=$(BENCH_THREADS=$thr "$py" "$here/lstm/bench_torch_lstm.py" "$tmp/all.csv" "$warm" \
@@ -122,6 +125,7 @@ for net in $nets; do
         fi
         i=$((i + 1))
     done
+    fw=$(rate "$aw" "$bw" $((bs * timed))) fc=$(rate "$ac" "$bc" $((bs * timed)))
     printf '%-8s %3s %10.1f %10s %7s | %10.1f %10s %7s | %6d MB %8s\n' "$net" "$thr" "$fw" "$pw" \
         "$(ratio "$fw" "$pw")" "$fc" "$pc" "$(ratio "$fc" "$pc")" $((frss / 1024)) \
         "$(awk -v r="$prss" 'BEGIN { if (r + 0 > 0) printf "%d MB", r / 1024; else print "n/a" }')"
