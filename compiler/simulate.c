@@ -603,7 +603,15 @@ static double op_cost(const FlSimCalib *c, const FlProgram *p, const FlBlock *b,
         for (size_t j = 0; j < op->ins.data[i].nargs; j++) bytes += var_bytes(p, b, op->ins.data[i].args[j], batch);
     for (size_t i = 0; i < op->outs.len; i++)
         for (size_t j = 0; j < op->outs.data[i].nargs; j++) bytes += var_bytes(p, b, op->outs.data[i].args[j], batch);
-    t += bytes / (((flags & FL_OPF_OPTIMIZE) ? c->optimizer_gbps : c->elementwise_gbps) * 1e9);
+    /* copies and streaming sums (a trainer's split of a gradient into blocks and concat of a
+     * parameter's, a pserver's sum of the trainers' gradients and its 1/T scale) move their bytes
+     * as memcpy does, which reads and writes one byte for each byte it copies; the calibration's
+     * element-wise rate is that of relu, scale, add and softmax together, softmax's exp the
+     * slowest of them */
+    bool streams = info && (info->id == FL_OPID_split || info->id == FL_OPID_concat || info->id == FL_OPID_sum ||
+                            info->id == FL_OPID_scale || info->id == FL_OPID_assign);
+    t += bytes / (streams ? 2 * c->memcpy_gbps * 1e9
+                          : ((flags & FL_OPF_OPTIMIZE) ? c->optimizer_gbps : c->elementwise_gbps) * 1e9);
     for (size_t i = 0; i < op->attrs.len; i++) {
         const FlAttr *a = &op->attrs.data[i];
         if (a->type == FL_ATTR_BLOCK && a->i > 0 && (size_t)a->i < p->blocks.len)
@@ -692,7 +700,7 @@ typedef struct Sim {
     int64_t *left;        /* per trainer: answer pieces still to come */
     double *lr_cost;      /* per pserver: its lr block, run before its first update */
     double *compute;      /* per trainer: its compute before the recvs' wait */
-    double *share;        /* per host: its compute x the share of a core its ranks get */
+    double *tshare, *pshare; /* per host: its compute x the share of a core its trainers (pservers) get */
     double *wakeup, *pollwait; /* per machine, s */
     Doubles *calls;            /* per trainer: when it calls MPI before its recvs (each send op) */
     double *polls_from;        /* per trainer: from then on it waits in MPI, polling (its GETs) */
@@ -887,7 +895,7 @@ static void arrive(Sim *s, const Ev *ev) {
         int pred = b->ready_node[k];
         if (cpu->free > start) start = cpu->free, pred = cpu->last;
         double dur = (b->cost / (double)b->pieces + (k == 0 ? b->fixed : 0) + s->lr_cost[ev->ps]) *
-                     s->share[s->r->pserver_host[ev->ps]];
+                     s->pshare[s->r->pserver_host[ev->ps]];
         s->r->servers[ev->ps].update_s += dur;
         s->lr_cost[ev->ps] = 0;
         int n = node(s, start + dur, CAT_UPDATE, -1, pred);
@@ -1006,7 +1014,7 @@ static int64_t epmap_at(const FlOpDesc *op, size_t i) {
 static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, FlErr *e) {
     const FlProgram *prog = bd->main;
     const FlBlock *b0 = fl_ir_block(prog, 0);
-    double factor = s->share[s->r->trainer_host[t]];
+    double factor = s->tshare[s->r->trainer_host[t]];
     int64_t batch = s->o->batch;
     /* the feeds: the vars of block 0 read before any op writes them, not persistable */
     double clock = 0;
@@ -1031,7 +1039,7 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
     clock *= factor;
     int prev = -1;
     bool in_recvs = false, gets_posted = false;
-    double post_wait = 0;
+    double post_wait = 0, local_copy = 0;
     for (size_t i = 0; i < b0->ops.len; i++) {
         const FlOpDesc *op = b0->ops.data[i];
         bool is_recv = fl_ops_is(op, FL_OPID_recv), is_send = fl_ops_is(op, FL_OPID_send);
@@ -1062,6 +1070,17 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
                     push(s, (Ev){.t = clock, .kind = EV_XFER, .node = prev, .src = s->r->trainer_host[t],
                                  .dst = s->r->pserver_host[ps], .bytes = bytes / (double)sb->pieces, .what = M_GRAD,
                                  .trainer = t, .ps = (int)ps, .blk = blk, .piece = k});
+                /* to a pserver of its own host the gradient goes through shared memory, copied
+                 * by the processes themselves: the trainer computes on only once its pieces are
+                 * across (a send op's pending pieces are tested until they are; flrun --timeline
+                 * shows the send ops taking that time) */
+                if (s->r->trainer_host[t] == s->r->pserver_host[ps] && s->cl->local_bandwidth > 0)
+                    local_copy += bytes / s->cl->local_bandwidth;
+            }
+            if (local_copy > 0) {
+                clock += local_copy * factor;
+                local_copy = 0;
+                prev = node(s, clock, CAT_TRANSFER, t, prev);
             }
         } else if (is_recv) {
             in_recvs = true;
@@ -1160,22 +1179,26 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     s.polls_from = fl_xcalloc((size_t)T, sizeof(double));
     double *after = fl_xcalloc((size_t)T, sizeof(double));
     FlStatus st = FL_OK;
-    /* each host's compute factor: compute=, and the share of a core its ranks get when they
-     * outnumber the cores (the host's cores=, or its machine's for all the machine's hosts'
-     * ranks): every rank takes a core, since MPI ranks poll while they wait */
+    /* each host's compute factor: compute=, and the share of a core that its trainers get when
+     * they outnumber the cores (the host's cores=, or its machine's for all the machine's hosts'
+     * trainers), and its pservers likewise: a sync step's trainers compute side by side while
+     * the pservers wait for their gradients, and the pservers update while the trainers wait for
+     * the parameters; a waiting rank sleeps between its looks and leaves the core to the others */
     size_t nm = cl->machines.len;
-    s.share = fl_xcalloc(nh, sizeof(double));
+    s.tshare = fl_xcalloc(nh, sizeof(double)), s.pshare = fl_xcalloc(nh, sizeof(double));
     s.wakeup = fl_xcalloc(nm + 1, sizeof(double)), s.pollwait = fl_xcalloc(nm + 1, sizeof(double));
-    int64_t *mranks = fl_xcalloc(nm + 1, sizeof(int64_t)), *hranks = fl_xcalloc(nh, sizeof(int64_t));
-    for (int64_t t = 0; t < T; t++) hranks[r->trainer_host[t]]++;
-    for (int64_t p = 0; p < P; p++) hranks[r->pserver_host[p]]++;
+    int64_t *mt = fl_xcalloc(nm + 1, sizeof(int64_t)), *ht = fl_xcalloc(nh, sizeof(int64_t));
+    int64_t *mp_ = fl_xcalloc(nm + 1, sizeof(int64_t)), *hp_ = fl_xcalloc(nh, sizeof(int64_t));
+    for (int64_t t = 0; t < T; t++) ht[r->trainer_host[t]]++;
+    for (int64_t p = 0; p < P; p++) hp_[r->pserver_host[p]]++;
     for (size_t h = 0; h < nh; h++)
-        if (cl->hosts.data[h].machine >= 0) mranks[cl->hosts.data[h].machine] += hranks[h];
+        if (cl->hosts.data[h].machine >= 0) mt[cl->hosts.data[h].machine] += ht[h], mp_[cl->hosts.data[h].machine] += hp_[h];
     for (size_t h = 0; h < nh; h++) {
         const FlSimHost *hp = &cl->hosts.data[h];
-        int64_t ranks = hp->machine >= 0 ? mranks[hp->machine] : hranks[h];
         int64_t cores = hp->machine >= 0 ? cl->machines.data[hp->machine].cores : hp->cores;
-        s.share[h] = hp->compute * (cores > 0 && ranks > cores ? (double)ranks / (double)cores : 1);
+        int64_t tr = hp->machine >= 0 ? mt[hp->machine] : ht[h], ps = hp->machine >= 0 ? mp_[hp->machine] : hp_[h];
+        s.tshare[h] = hp->compute * (cores > 0 && tr > cores ? (double)tr / (double)cores : 1);
+        s.pshare[h] = hp->compute * (cores > 0 && ps > cores ? (double)ps / (double)cores : 1);
     }
     for (size_t m = 0; m < nm && st == FL_OK; m++) {
         const FlSimMachine *mp = &cl->machines.data[m];
@@ -1186,7 +1209,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
                         "measures it), nor the line %s=", cl->where, mp->line, s.pollwait[m] < 0 ? "pollwait" : "wakeup",
                         s.pollwait[m] < 0 ? "pollwait" : "wakeup");
     }
-    free(mranks), free(hranks);
+    free(mt), free(ht), free(mp_), free(hp_);
     for (int64_t p = 0; p < P && st == FL_OK; p++) {
         const FlBundle *bd = role_of(plan, "pserver", p);
         st = bd ? read_server(&s, bd, (int)p, e) : fl_err(e, "the plan has no pserver %lld", (long long)p);
@@ -1254,7 +1277,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     }
     free(s.out), free(s.in), free(s.loc), free(s.sw), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
     free(s.left), free(s.lr_cost), free(s.compute), free(after), free(s.calls), free(s.polls_from);
-    free(s.share), free(s.wakeup), free(s.pollwait);
+    free(s.tshare), free(s.pshare), free(s.wakeup), free(s.pollwait);
     FL_VEC_FREE(&s.nodes);
     FL_VEC_FREE(&s.heap);
     if (st != FL_OK) goto fail_r;
