@@ -1188,15 +1188,15 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     s.tshare = fl_xcalloc(nh, sizeof(double)), s.pshare = fl_xcalloc(nh, sizeof(double));
     s.wakeup = fl_xcalloc(nm + 1, sizeof(double)), s.pollwait = fl_xcalloc(nm + 1, sizeof(double));
     int64_t *mt = fl_xcalloc(nm + 1, sizeof(int64_t)), *ht = fl_xcalloc(nh, sizeof(int64_t));
-    int64_t *mp_ = fl_xcalloc(nm + 1, sizeof(int64_t)), *hp_ = fl_xcalloc(nh, sizeof(int64_t));
+    int64_t *mps = fl_xcalloc(nm + 1, sizeof(int64_t)), *hps = fl_xcalloc(nh, sizeof(int64_t));
     for (int64_t t = 0; t < T; t++) ht[r->trainer_host[t]]++;
-    for (int64_t p = 0; p < P; p++) hp_[r->pserver_host[p]]++;
+    for (int64_t p = 0; p < P; p++) hps[r->pserver_host[p]]++;
     for (size_t h = 0; h < nh; h++)
-        if (cl->hosts.data[h].machine >= 0) mt[cl->hosts.data[h].machine] += ht[h], mp_[cl->hosts.data[h].machine] += hp_[h];
+        if (cl->hosts.data[h].machine >= 0) mt[cl->hosts.data[h].machine] += ht[h], mps[cl->hosts.data[h].machine] += hps[h];
     for (size_t h = 0; h < nh; h++) {
         const FlSimHost *hp = &cl->hosts.data[h];
         int64_t cores = hp->machine >= 0 ? cl->machines.data[hp->machine].cores : hp->cores;
-        int64_t tr = hp->machine >= 0 ? mt[hp->machine] : ht[h], ps = hp->machine >= 0 ? mp_[hp->machine] : hp_[h];
+        int64_t tr = hp->machine >= 0 ? mt[hp->machine] : ht[h], ps = hp->machine >= 0 ? mps[hp->machine] : hps[h];
         s.tshare[h] = hp->compute * (cores > 0 && tr > cores ? (double)tr / (double)cores : 1);
         s.pshare[h] = hp->compute * (cores > 0 && ps > cores ? (double)ps / (double)cores : 1);
     }
@@ -1209,7 +1209,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
                         "measures it), nor the line %s=", cl->where, mp->line, s.pollwait[m] < 0 ? "pollwait" : "wakeup",
                         s.pollwait[m] < 0 ? "pollwait" : "wakeup");
     }
-    free(mt), free(ht), free(mp_), free(hp_);
+    free(mt), free(ht), free(mps), free(hps);
     for (int64_t p = 0; p < P && st == FL_OK; p++) {
         const FlBundle *bd = role_of(plan, "pserver", p);
         st = bd ? read_server(&s, bd, (int)p, e) : fl_err(e, "the plan has no pserver %lld", (long long)p);
