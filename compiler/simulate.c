@@ -1039,7 +1039,7 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
     clock *= factor;
     int prev = -1;
     bool in_recvs = false, gets_posted = false;
-    double post_wait = 0, local_copy = 0;
+    double post_wait = 0;
     for (size_t i = 0; i < b0->ops.len; i++) {
         const FlOpDesc *op = b0->ops.data[i];
         bool is_recv = fl_ops_is(op, FL_OPID_recv), is_send = fl_ops_is(op, FL_OPID_send);
@@ -1059,6 +1059,7 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
             FL_VEC_PUSH(&s->calls[t], clock); /* the send op posts its pieces and tests the pending sends */
             prev = node(s, clock, CAT_COMPUTE, t, prev);
             const FlSlot *x = fl_ir_op_input(op, "X");
+            double copy = 0;
             for (size_t j = 0; x && j < x->nargs; j++) {
                 int64_t ps = epmap_at(op, j);
                 if (ps < 0 || ps >= s->r->P) return fl_err(e, "trainer %d: send '%s' to pserver %lld of %lld", t, x->args[j], (long long)ps, (long long)s->r->P);
@@ -1075,11 +1076,10 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
                  * across (a send op's pending pieces are tested until they are; flrun --timeline
                  * shows the send ops taking that time) */
                 if (s->r->trainer_host[t] == s->r->pserver_host[ps] && s->cl->local_bandwidth > 0)
-                    local_copy += bytes / s->cl->local_bandwidth;
+                    copy += bytes / s->cl->local_bandwidth;
             }
-            if (local_copy > 0) {
-                clock += local_copy * factor;
-                local_copy = 0;
+            if (copy > 0) {
+                clock += copy * factor;
                 prev = node(s, clock, CAT_TRANSFER, t, prev);
             }
         } else if (is_recv) {

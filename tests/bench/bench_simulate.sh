@@ -46,6 +46,9 @@ export OPENBLAS_NUM_THREADS=1
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --map-by core --bind-to core:overload-allowed"
 EPOCHS=${EPOCHS:-6}
 EAGERS=${EAGERS:-65536}
+case ${LOCAL_JOBS:-3} in
+    '' | *[!0-9]* | 0) echo "bench_simulate: LOCAL_JOBS must be a whole number >= 1, found '${LOCAL_JOBS}'" >&2; exit 2 ;;
+esac
 EAGER=${EAGERS%% *} # the spec's eager limit (spec_shaped)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -112,7 +115,7 @@ bisect() {
     done
     echo "$mid"
 }
-spec_local_pw() { spec_local "$1" "$2" "$4" "$3"; } # NP LAT BW MSGCOST
+spec_local_cost() { spec_local "$1" "$2" "$4" "$3"; } # NP LAT BW MSGCOST
 fit_link() { # P T
     np=$(($1 + $2))
     $MPIRUN -np "$np" "$link" 200 >"$tmp/link"
@@ -122,9 +125,9 @@ fit_link() { # P T
     small=$(measure "$tmp/probe.plan" "$np" $((64 * $2)) $((4 * EPOCHS)))
     big=$(measure "$tmp/probe_big.plan" "$np" $((64 * $2)))
     [ -n "$small" ] && [ -n "$big" ] || { echo "bench_simulate: a probe job failed" >&2; cat "$tmp/out1" >&2; exit 1; }
-    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_pw "$np" "$lat" 10)
+    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_cost "$np" "$lat" 10)
     bw=$(bisect "$tmp/probe_big.plan" "$big" bw 0.001 100 spec_local "$np" "$lat" "$cost")
-    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_pw "$np" "$lat" "$bw")
+    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_cost "$np" "$lat" "$bw")
     echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: msgcost $cost us, bandwidth $bw GB/s; load $(load))" >&2
     echo "$lat $cost $bw"
 }

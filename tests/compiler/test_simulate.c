@@ -444,6 +444,64 @@ static void test_machine(void) {
     fl_ir_bundle_free(b);
 }
 
+/* Every rank on one host: a trainer's gradients to its own host's pservers cross shared memory,
+ * copied by the processes, so its compute goes on only after them: halving the local bandwidth
+ * lengthens each trainer's own time by exactly its gradient bytes / the bandwidth. And the
+ * transpiler's split and concat of a block cost their bytes at memcpy speed: a faster memcpy
+ * shortens the trainer's compute, a faster element-wise rate leaves those ops alone. */
+static void test_local_copy(void) {
+    FlBundle *b = compile(MLP);
+    FlPlan *plan = transpile(b, 2, 2);
+    FlSimCalib cal;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    double own[2];
+    const char *specs[2] = {"host a slots=4\nlocal bandwidth=2GB/s latency=2us\n",
+                            "host a slots=4\nlocal bandwidth=1GB/s latency=2us\n"};
+    for (int i = 0; i < 2; i++) {
+        FlSimCluster cl;
+        CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(specs[i], "<test>", &cl, &e), FL_OK);
+        FlSimResult r;
+        FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r, &e);
+        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        own[i] = r.trainer_compute_s;
+        fl_sim_result_fini(&r);
+        fl_sim_cluster_fini(&cl);
+    }
+    double grad_bytes = 4.0 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10);
+    printf("\n  trainer's own time at 2 GB/s %.6f s, at 1 GB/s %.6f s\n", own[0], own[1]);
+    CU_ASSERT_DOUBLE_EQUAL(own[1] - own[0], grad_bytes / 1e9 - grad_bytes / 2e9, 1e-9);
+    /* split and concat at memcpy speed */
+    double c0, c1, c2;
+    FlSimCluster cl;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(specs[0], "<test>", &cl, &e), FL_OK);
+    FlSimResult r;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_OK);
+    c0 = r.trainer_compute_s;
+    fl_sim_result_fini(&r);
+    cal.memcpy_gbps *= 2;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_OK);
+    c1 = r.trainer_compute_s;
+    fl_sim_result_fini(&r);
+    cal.memcpy_gbps /= 2;
+    cal.elementwise_gbps *= 1000;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_OK);
+    c2 = r.trainer_compute_s;
+    fl_sim_result_fini(&r);
+    /* the trainer's split of fc_0's and fc_1's gradients and concat of their parameters move
+     * 2 x (784 + 512) x 512 floats, read and written, and its feeds (x, 64 x 784 floats; label,
+     * 64 int64) are copied in: at twice memcpy's rate, half the time */
+    double moved = 2 * 2 * 4.0 * (784 + 512) * 512, feeds = 64 * 784 * 4.0 + 64 * 8.0;
+    CU_ASSERT_DOUBLE_EQUAL(c0 - c1, (moved / 2 + feeds) / (cal.memcpy_gbps * 1e9) / 2, 1e-9);
+    CU_ASSERT(c2 < c0); /* the relus and adds do cost element-wise */
+    fl_sim_cluster_fini(&cl);
+    fl_sim_calib_fini(&cal);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
 static void test_cli(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(flc_path);
     FlBuf out = {0};
@@ -486,6 +544,7 @@ int main(int argc, char **argv) {
         {"Open MPI's rendezvous above the eager limit", test_rendezvous},
         {"errors with file:line", test_errors},
         {"machine line: shared cores, wake-ups", test_machine},
+        {"local link: the sender's copy, copies at memcpy speed", test_local_copy},
         {"flc simulate", test_cli},
     };
     return fl_test_run("simulate", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
