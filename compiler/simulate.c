@@ -175,6 +175,21 @@ static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char
         FL_VEC_PUSH(&c->gemm, g);
         return FL_OK;
     }
+    if (!strcmp(tok[0], "optimizer") && ntok == 4) { /* optimizer OP VALUE GB/s: that op's own rate */
+        const FlOpInfo *info = fl_ops_find(tok[1]);
+        if (!info || info->is_grad || !(info->flags & FL_OPF_OPTIMIZE))
+            return fl_err(e, "%s:%d: '%s' is not an optimizer op (expected 'optimizer [OP] VALUE GB/s', OP one of "
+                          "sgd, momentum, adam, ...: docs/ops.md)", where, line, tok[1]);
+        FlSimOptRate r = {.op = (int)info->id, .line = line};
+        for (size_t i = 0; i < c->optimizers.len; i++)
+            if (c->optimizers.data[i].op == r.op)
+                return fl_err(e, "%s:%d: 'optimizer %s' is given twice (first on line %d)", where, line, tok[1],
+                              c->optimizers.data[i].line);
+        if (!num(tok[2], &r.gbps) || r.gbps <= 0 || strcmp(tok[3], "GB/s") != 0)
+            return fl_err(e, "%s:%d: expected 'optimizer %s VALUE GB/s' with VALUE above 0", where, line, tok[1]);
+        FL_VEC_PUSH(&c->optimizers, r);
+        return FL_OK;
+    }
     static const char *keys[4] = {"elementwise", "optimizer", "memcpy", "op_overhead"};
     static const char *units[4] = {"GB/s", "GB/s", "GB/s", "us"};
     double *dst[4] = {&c->elementwise_gbps, &c->optimizer_gbps, &c->memcpy_gbps, &c->op_overhead_us};
@@ -233,7 +248,17 @@ FlStatus fl_sim_calib_load(const char *path, FlSimCalib *c, FlErr *e) {
     return st;
 }
 
-void fl_sim_calib_fini(FlSimCalib *c) { FL_VEC_FREE(&c->gemm); }
+void fl_sim_calib_fini(FlSimCalib *c) {
+    FL_VEC_FREE(&c->gemm);
+    FL_VEC_FREE(&c->optimizers);
+}
+
+/* GB/s of an optimizer op: its own line's, else the calibration's `optimizer` rate */
+static double optimizer_rate(const FlSimCalib *c, int op) {
+    for (size_t i = 0; i < c->optimizers.len; i++)
+        if (c->optimizers.data[i].op == op) return c->optimizers.data[i].gbps;
+    return c->optimizer_gbps;
+}
 
 /* ---- cluster ---- */
 
@@ -611,7 +636,7 @@ static double op_cost(const FlSimCalib *c, const FlProgram *p, const FlBlock *b,
     bool streams = info && (info->id == FL_OPID_split || info->id == FL_OPID_concat || info->id == FL_OPID_sum ||
                             info->id == FL_OPID_scale || info->id == FL_OPID_assign);
     t += bytes / (streams ? 2 * c->memcpy_gbps * 1e9
-                          : ((flags & FL_OPF_OPTIMIZE) ? c->optimizer_gbps : c->elementwise_gbps) * 1e9);
+                          : ((flags & FL_OPF_OPTIMIZE) ? optimizer_rate(c, (int)info->id) : c->elementwise_gbps) * 1e9);
     for (size_t i = 0; i < op->attrs.len; i++) {
         const FlAttr *a = &op->attrs.data[i];
         if (a->type == FL_ATTR_BLOCK && a->i > 0 && (size_t)a->i < p->blocks.len)

@@ -39,10 +39,18 @@ typedef struct FlSimGemm {
     double gflops;
 } FlSimGemm;
 
+typedef struct FlSimOptRate {
+    int op;      /* FlOpId of an optimizer op (compiler/ops.h) */
+    double gbps; /* GB/s of every input and output it names, run by the executor */
+    int line;    /* where the calibration gives it */
+} FlSimOptRate;
+
 typedef struct FlSimCalib {
     FL_VEC(FlSimGemm) gemm;
+    FL_VEC(FlSimOptRate) optimizers; /* `optimizer OP VALUE GB/s` lines: that op's own rate */
     double elementwise_gbps; /* GB/s (1e9 bytes) touched by an element-wise kernel */
-    double optimizer_gbps;   /* GB/s touched by an optimizer update (param, grad, state) */
+    double optimizer_gbps;   /* GB/s touched by an optimizer update (param, grad, state): the
+                                rate of an optimizer op without a line of its own */
     double memcpy_gbps;      /* GB/s copied (feeds) */
     double op_overhead_us;   /* the executor's fixed cost per op, µs */
     double wakeup_us;        /* optional (-1: not measured): a thread blocked in a read, woken by a

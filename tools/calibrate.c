@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ops.h"
 #include "runtime/api.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/tensor.h"
@@ -89,6 +90,21 @@ static FlStatus do_run(void *c, FlErr *e) {
     return fl_executor_run(r->ex, r->scope, NULL, 0, &r->f, 1, e);
 }
 
+/* Seconds per run of bd's main program (taken) on a scope its startup program filled, fetching
+ * one var. */
+static FlStatus time_program(FlBundle *bd, const char *fetch, double *secs, FlErr *e) {
+    FlLoadedProgram *prog = fl_program_from_bundle_take(bd);
+    Run r = {.scope = fl_scope_new(NULL), .f = {.name = fetch, .tensor = FL_TENSOR_INIT}};
+    FlStatus st = fl_executor_new(prog, NULL, &r.ex, e);
+    if (st == FL_OK) st = fl_executor_run_startup(r.ex, r.scope, e);
+    if (st == FL_OK) st = timeit(do_run, &r, secs, e);
+    fl_tensor_fini(&r.f.tensor);
+    if (r.ex) fl_executor_free(r.ex);
+    fl_scope_free(r.scope);
+    fl_program_free(prog);
+    return st;
+}
+
 static void bin_fini(Bin *b) {
     fl_tensor_fini(&b->x);
     fl_tensor_fini(&b->y);
@@ -139,18 +155,52 @@ static FlStatus run_chain(int64_t rows, int64_t cols, int nops, double *secs, do
         snprintf(name, sizeof name, "v%d", i);
         fl_ir_op_add_output(op, "Out", name);
     }
-    FlLoadedProgram *prog = fl_program_from_bundle_take(bd);
     char last[32];
     snprintf(last, sizeof last, "v%d", nops);
-    Run r = {.scope = fl_scope_new(NULL), .f = {.name = last, .tensor = FL_TENSOR_INIT}};
-    FlStatus st = fl_executor_new(prog, NULL, &r.ex, e);
-    if (st == FL_OK) st = fl_executor_run_startup(r.ex, r.scope, e);
-    if (st == FL_OK) st = timeit(do_run, &r, secs, e);
-    fl_tensor_fini(&r.f.tensor);
-    if (r.ex) fl_executor_free(r.ex);
-    fl_scope_free(r.scope);
-    fl_program_free(prog);
-    return st;
+    return time_program(bd, last, secs, e);
+}
+
+/* A slot of an optimizer op that holds one float: the learning rate and Adam's (Adamax's) powers
+ * of beta, in and out. Every other slot is a tensor of the parameter's size. */
+static bool scalar_slot(const char *name) { return !strcmp(name, "LearningRate") || strstr(name, "Pow") != NULL; }
+
+/* Seconds per run of a program of one optimizer op (info) on n floats, run by the executor as a
+ * pserver runs it: its outputs in place of the inputs they update (ParamOut of Param, ...), its
+ * state in the scope from the startup program, optional slots left out, attributes at their
+ * defaults. *bytes: what it reads and writes (the model's rule: every input and output). */
+static FlStatus run_optimizer(const FlOpInfo *info, int64_t n, double *secs, double *bytes, FlErr *e) {
+    FlBundle *bd = fl_ir_bundle_new();
+    FlBlock *s0 = fl_ir_block(bd->startup, 0), *b0 = fl_ir_block(bd->main, 0);
+    FlOpDesc *op = fl_ir_op_append(b0, info->name);
+    *bytes = 0;
+    for (int io = 0; io < 2; io++) {
+        const FlSlotInfo *slots = io ? info->outs : info->ins;
+        for (int i = 0; i < (io ? info->nouts : info->nins); i++) {
+            const char *slot = slots[i].name;
+            if (slots[i].optional) continue;
+            char var[64];
+            size_t len = strlen(slot);
+            /* an output NameOut updates the input Name: the same var */
+            if (io && len > 3 && !strcmp(slot + len - 3, "Out")) snprintf(var, sizeof var, "%.*s", (int)(len - 3), slot);
+            else snprintf(var, sizeof var, "%s", slot);
+            int64_t shape[1] = {scalar_slot(slot) ? 1 : n};
+            *bytes += 4.0 * (double)shape[0];
+            if (io) fl_ir_op_add_output(op, slot, var);
+            else fl_ir_op_add_input(op, slot, var);
+            if (fl_ir_var_lookup(bd->main, b0, var)) continue;
+            FlVarDesc *v = fl_ir_var_add(b0, var), *sv = fl_ir_var_add(s0, var);
+            fl_ir_var_set_shape(v, 1, shape);
+            fl_ir_var_set_shape(sv, 1, shape);
+            v->persistable = sv->persistable = true;
+            FlOpDesc *fill = fl_ir_op_append(s0, "fill_constant");
+            fl_ir_op_add_output(fill, "Out", var);
+            fl_ir_op_set_ints(fill, "shape", shape, 1);
+            /* a tiny learning rate keeps the values where they start; the rest positive, as
+             * the square roots of the moments want them */
+            fl_ir_op_set_float(fill, "value", !strcmp(slot, "LearningRate") ? 1e-6 : strstr(slot, "Pow") ? 0.9 : 0.5);
+        }
+    }
+    return time_program(bd, "LearningRate", secs, e);
 }
 
 /* ---- wake-ups: how long a waiting thread takes to run again on this machine, as loaded ---- */
@@ -269,6 +319,15 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
         if (st == FL_OK) fl_buf_printf(&body, "optimizer %.3f GB/s\n", 3.0 * 4 * (double)N / t / 1e9);
         bin_fini(&b);
     }
+    /* each optimizer op through the executor, as a pserver runs it: Adam's square root and
+     * division, not its bytes, set its pace (the sgd kernel's rate above is the default) */
+    for (size_t i = 0; i < fl_ops_count() && st == FL_OK; i++) {
+        const FlOpInfo *info = fl_ops_at(i);
+        if (info->is_grad || !(info->flags & FL_OPF_OPTIMIZE)) continue;
+        double t = 0, bytes = 0;
+        st = run_optimizer(info, N, &t, &bytes, e);
+        if (st == FL_OK) fl_buf_printf(&body, "optimizer %s %.3f GB/s\n", info->name, bytes / t / 1e9);
+    }
     if (st == FL_OK) {
         Cpy c = {.n = (size_t)16 << 20};
         c.a = fl_xmalloc(c.n), c.b = fl_xmalloc(c.n);
@@ -296,7 +355,8 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
                       "# NAME VALUE UNIT per line (docs/simulate.md). gemm MxNxK: C[M,N] = A[M,K] B[K,N]\n"
                       "# through fl_kernel_mul; elementwise: bytes read and written per s by a program of relu,\n"
                       "# scale, elementwise_add and softmax ops on [64, 4096] floats run by the executor;\n"
-                      "# optimizer: bytes of Param, Grad and ParamOut of an in-place sgd per s; memcpy: bytes\n"
+                      "# optimizer: bytes of Param, Grad and ParamOut of the in-place sgd kernel per s; optimizer OP: bytes\n"
+                      "# of every input and output of one OP on 1M floats run by the executor; memcpy: bytes\n"
                       "# copied per s; op_overhead: the executor's time per op of that program on one float;\n"
                       "# wakeup: a thread blocked in read() runs this long after the write; pollwait: a thread\n"
                       "# waiting as an MPI rank waits (spin, yield, 50 us sleeps) sees a flag this long after\n"

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compiler/ops.h"
 #include "compiler/simulate.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
@@ -120,6 +121,13 @@ static void test_calibrate(void) {
     CU_ASSERT(c.gemm.len >= 3);
     for (size_t i = 0; i < c.gemm.len; i++) CU_ASSERT(c.gemm.data[i].gflops > 0);
     CU_ASSERT(c.elementwise_gbps > 0 && c.optimizer_gbps > 0 && c.memcpy_gbps > 0 && c.op_overhead_us > 0);
+    /* every optimizer op timed through the executor, each with its own line */
+    size_t nopt = 0;
+    for (size_t i = 0; i < fl_ops_count(); i++)
+        nopt += !fl_ops_at(i)->is_grad && (fl_ops_at(i)->flags & FL_OPF_OPTIMIZE);
+    CU_ASSERT(nopt >= 10);
+    CU_ASSERT_EQUAL(c.optimizers.len, nopt);
+    for (size_t i = 0; i < c.optimizers.len; i++) CU_ASSERT(c.optimizers.data[i].gbps > 0);
     CU_ASSERT(c.wakeup_us > 0 && c.pollwait_us > 0); /* measured: a wake-up takes some time */
     fl_sim_calib_fini(&c);
     unlink(path);
@@ -502,6 +510,53 @@ static void test_local_copy(void) {
     fl_ir_bundle_free(b);
 }
 
+/* `optimizer OP VALUE GB/s`: an optimizer op's own rate (flc calibrate times each through the
+ * executor; Adam's square root and division set its pace, not its bytes). The digits MLP's
+ * pserver runs Adam on its 17226 parameters: each reads Param, Grad, Moment1, Moment2 and writes
+ * them back but Grad (7 floats an element), the learning rate and two powers of beta in, the
+ * powers out (5 floats a parameter); halving the rate adds exactly those bytes / the rate to the
+ * pserver's update. A line for another optimizer leaves an Adam plan alone. */
+static void test_optimizer_rate(void) {
+    FlBundle *b = compile("tests/bench/simulate/digits.fl");
+    FlPlan *plan = transpile(b, 1, 2);
+    FlErr e;
+    size_t len;
+    char *base = fl_read_file(CALIB, &len, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    const char *extra[4] = {"", "optimizer adam 4 GB/s\n", "optimizer adam 2 GB/s\n", "optimizer sgd 1 GB/s\n"};
+    double update[4];
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    FlSimCluster cl;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a slots=3\nlocal bandwidth=2GB/s latency=2us\n", "<test>", &cl, &e), FL_OK);
+    for (int i = 0; i < 4; i++) {
+        FlBuf txt = {0};
+        fl_buf_printf(&txt, "%s%s", base, extra[i]);
+        FlSimCalib cal;
+        CU_ASSERT_EQUAL_FATAL(fl_sim_calib_parse(fl_buf_str(&txt), "cal.txt", &cal, &e), FL_OK);
+        FlSimResult r;
+        FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r, &e);
+        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        update[i] = r.servers[0].update_s;
+        fl_sim_result_fini(&r);
+        fl_sim_calib_fini(&cal);
+        fl_buf_free(&txt);
+    }
+    double bytes = 4.0 * (7 * 17226 + 5 * 6);
+    CU_ASSERT_DOUBLE_EQUAL(update[2] - update[1], bytes * (1 / 2e9 - 1 / 4e9), 1e-12);
+    CU_ASSERT(update[1] > update[0]); /* 4 GB/s against the default's 63 */
+    CU_ASSERT_EQUAL(memcmp(&update[3], &update[0], sizeof update[0]), 0);
+    calib_error("optimizer relu 3 GB/s\n", "cal.txt:1: 'relu' is not an optimizer op (expected 'optimizer [OP] VALUE "
+                                            "GB/s', OP one of sgd, momentum, adam, ...: docs/ops.md)");
+    calib_error("optimizer adam 3 GB/s\noptimizer adam 4 GB/s\n",
+                "cal.txt:2: 'optimizer adam' is given twice (first on line 1)");
+    calib_error("optimizer adam 3 MB/s\n", "cal.txt:1: expected 'optimizer adam VALUE GB/s' with VALUE above 0");
+    free(base);
+    fl_sim_cluster_fini(&cl);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
 static void test_cli(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(flc_path);
     FlBuf out = {0};
@@ -545,6 +600,7 @@ int main(int argc, char **argv) {
         {"errors with file:line", test_errors},
         {"machine line: shared cores, wake-ups", test_machine},
         {"local link: the sender's copy, copies at memcpy speed", test_local_copy},
+        {"an optimizer op's own calibrated rate", test_optimizer_rate},
         {"flc simulate", test_cli},
     };
     return fl_test_run("simulate", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
