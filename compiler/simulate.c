@@ -381,10 +381,19 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
         c->local_line = line;
         return FL_OK;
     }
+    if (!strcmp(tok[0], "links")) {
+        if (c->links_line) return fl_err(e, "%s:%d: a second 'links' line (the first is line %d)", where, line, c->links_line);
+        if (ntok != 2 || (strcmp(tok[1], "fifo") != 0 && strcmp(tok[1], "shared") != 0))
+            return fl_err(e, "%s:%d: expected 'links fifo' (messages take a link one after the other) or 'links shared' "
+                          "(the messages on a link at once share it)", where, line);
+        c->links_shared = !strcmp(tok[1], "shared");
+        c->links_line = line;
+        return FL_OK;
+    }
     if (!strcmp(tok[0], "machine")) return machine_line(c, line, tok, ntok, where, e);
     if (strcmp(tok[0], "host") != 0)
-        return fl_err(e, "%s:%d: expected 'host NAME key=value...', 'local bandwidth=RATE latency=TIME' or 'machine "
-                      "cores=N hosts=LIST', found '%s'", where, line, tok[0]);
+        return fl_err(e, "%s:%d: expected 'host NAME key=value...', 'local bandwidth=RATE latency=TIME', 'machine "
+                      "cores=N hosts=LIST' or 'links fifo|shared', found '%s'", where, line, tok[0]);
     if (ntok < 2 || strchr(tok[1], '=')) return fl_err(e, "%s:%d: 'host' needs a name", where, line);
     for (size_t i = 0; i < c->hosts.len; i++)
         if (!strcmp(c->hosts.data[i].name, tok[1]))
@@ -677,7 +686,16 @@ typedef struct Ev {
     int64_t piece;
     bool handled; /* a message to a pserver: its thread has taken it (the host's msgcost) */
     bool shaken;  /* above the sender's eager limit: its rendezvous is done, the data may flow */
+    uint64_t ver; /* EV_FLOW: the flows' version it was scheduled for (stale when they changed) */
 } Ev;
+
+typedef struct Flow { /* a message between hosts on shared links (links shared) */
+    Ev ev;
+    double left;  /* bytes still to send */
+    double rate;  /* bytes/s, its fair share */
+    double lat;   /* after its last byte: the latencies, the switch's and the receiver's waits */
+    int res[3];   /* the sender's way out, the receiver's way in, the switch thread (-1: none) */
+} Flow;
 
 typedef struct SBlk { /* a pserver's optimize block */
     int idx;
@@ -704,7 +722,7 @@ typedef struct Recv { /* one recv of a trainer */
     int64_t sent;       /* pieces whose answer was sent */
 } Recv;
 
-enum { EV_XFER, EV_ARRIVE, EV_DONE };
+enum { EV_XFER, EV_ARRIVE, EV_DONE, EV_FLOW };
 enum { M_GRAD, M_GET, M_PARAM };
 
 typedef struct Sim {
@@ -729,6 +747,9 @@ typedef struct Sim {
     double *wakeup, *pollwait; /* per machine, s */
     Doubles *calls;            /* per trainer: when it calls MPI before its recvs (each send op) */
     double *polls_from;        /* per trainer: from then on it waits in MPI, polling (its GETs) */
+    FL_VEC(Flow) flows;        /* links shared: the messages on the links now */
+    double flows_t;            /* when their bytes left were last brought up to date */
+    uint64_t flows_ver;
 } Sim;
 
 static int node(Sim *s, double end, int cat, int trainer, int pred) {
@@ -828,10 +849,104 @@ static bool rendezvous(Sim *s, Ev *ev) {
     return true;
 }
 
+/* ---- shared links (links shared): the messages on a link at once share its bandwidth, as TCP
+ * connections do (max-min fair: each resource's capacity split evenly among its messages that
+ * no other resource holds back). Resources: host h's way out (h), way in (H + h), machine m's
+ * switch thread (2H + m). */
+
+static double res_cap(const Sim *s, int r) {
+    int nh = (int)s->cl->hosts.len;
+    if (r < 2 * nh) return s->cl->hosts.data[r % nh].bandwidth;
+    return s->cl->machines.data[r - 2 * nh].switchrate;
+}
+
+/* Each flow's fair share, by progressive filling. */
+static void flows_share(Sim *s) {
+    size_t n = s->flows.len, nr = 2 * s->cl->hosts.len + s->cl->machines.len;
+    if (!n) return;
+    double *cap = fl_xcalloc(nr, sizeof(double));
+    int *users = fl_xcalloc(nr, sizeof(int));
+    bool *fixed = fl_xcalloc(n, sizeof(bool));
+    for (size_t r = 0; r < nr; r++) cap[r] = res_cap(s, (int)r);
+    for (size_t left = n; left > 0;) {
+        for (size_t r = 0; r < nr; r++) users[r] = 0;
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < 3 && !fixed[i]; k++)
+                if (s->flows.data[i].res[k] >= 0) users[s->flows.data[i].res[k]]++;
+        int tight = -1;
+        double share = 0;
+        for (size_t r = 0; r < nr; r++)
+            if (users[r] && (tight < 0 || cap[r] / users[r] < share)) tight = (int)r, share = cap[r] / users[r];
+        for (size_t i = 0; i < n; i++) {
+            Flow *f = &s->flows.data[i];
+            if (fixed[i] || (f->res[0] != tight && f->res[1] != tight && f->res[2] != tight)) continue;
+            f->rate = share;
+            fixed[i] = true;
+            left--;
+            for (int k = 0; k < 3; k++)
+                if (f->res[k] >= 0) cap[f->res[k]] = fmax(cap[f->res[k]] - share, 0);
+        }
+    }
+    free(cap), free(users), free(fixed);
+}
+
+/* Brings the flows' bytes left up to time t; the flows done by then arrive (after their latency). */
+static void flows_advance(Sim *s, double t) {
+    double dt = t - s->flows_t;
+    size_t keep = 0;
+    for (size_t i = 0; i < s->flows.len; i++) {
+        Flow f = s->flows.data[i];
+        f.left -= f.rate * dt;
+        if (f.left <= 1e-6 * (f.ev.bytes > 0 ? f.ev.bytes : HDR_BYTES)) {
+            Ev ev = f.ev;
+            ev.node = node(s, t + f.lat, CAT_TRANSFER, ev.trainer, ev.node);
+            ev.kind = EV_ARRIVE;
+            ev.t = t + f.lat;
+            push(s, ev);
+        } else {
+            s->flows.data[keep++] = f;
+        }
+    }
+    s->flows.len = keep;
+    s->flows_t = t;
+}
+
+/* Shares the links anew among the flows and schedules the next one's end. */
+static void flows_next(Sim *s) {
+    flows_share(s);
+    double first = -1;
+    for (size_t i = 0; i < s->flows.len; i++) {
+        double end = s->flows_t + s->flows.data[i].left / s->flows.data[i].rate;
+        if (first < 0 || end < first) first = end;
+    }
+    if (first >= 0) push(s, (Ev){.t = first, .kind = EV_FLOW, .ver = ++s->flows_ver});
+}
+
+static void flow_event(Sim *s, const Ev *ev) {
+    if (ev->ver != s->flows_ver) return; /* the flows changed since: a later event stands */
+    flows_advance(s, ev->t);
+    flows_next(s);
+}
+
 /* Takes the link(s) for one message, FIFO: the sender's way out and the receiver's way in (or
- * the host's local channel), then the latencies. Schedules its arrival. */
+ * the host's local channel), then the latencies; with shared links, a message between hosts
+ * shares them with the others on them. Schedules its arrival. */
 static void transfer(Sim *s, Ev ev) {
     if (rendezvous(s, &ev)) return;
+    if (s->cl->links_shared && ev.src != ev.dst) {
+        int m = switch_of(s, ev.src, ev.dst), nh = (int)s->cl->hosts.len;
+        Flow f = {.ev = ev, .left = ev.bytes > 0 ? ev.bytes : HDR_BYTES,
+                  .lat = s->cl->hosts.data[ev.src].latency + s->cl->hosts.data[ev.dst].latency +
+                         switch_wait(s, ev.src, ev.dst) + look(s, ev.dst),
+                  .res = {ev.src, nh + ev.dst, m >= 0 && s->cl->machines.data[m].switchrate > 0 ? 2 * nh + m : -1}};
+        s->r->links[ev.src].out_bytes += ev.bytes;
+        s->r->links[ev.dst].in_bytes += ev.bytes;
+        s->r->messages++;
+        flows_advance(s, ev.t);
+        FL_VEC_PUSH(&s->flows, f);
+        flows_next(s);
+        return;
+    }
     const FlSimHost *a = &s->cl->hosts.data[ev.src], *b = &s->cl->hosts.data[ev.dst];
     double wire = ev.bytes > 0 ? ev.bytes : HDR_BYTES;
     double start = ev.t, dur, lat;
@@ -1247,6 +1362,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         Ev ev = pop(&s);
         if (ev.kind == EV_XFER) transfer(&s, ev);
         else if (ev.kind == EV_ARRIVE) arrive(&s, &ev);
+        else if (ev.kind == EV_FLOW) flow_event(&s, &ev);
         else done(&s, &ev);
     }
     for (int64_t t = 0; t < T && st == FL_OK; t++)
@@ -1305,6 +1421,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     free(s.tshare), free(s.pshare), free(s.wakeup), free(s.pollwait);
     FL_VEC_FREE(&s.nodes);
     FL_VEC_FREE(&s.heap);
+    FL_VEC_FREE(&s.flows);
     if (st != FL_OK) goto fail_r;
     return FL_OK;
 fail_r:

@@ -100,6 +100,9 @@ typedef struct FlSimCluster {
     FL_VEC(FlSimMachine) machines;
     double local_bandwidth, local_latency; /* ranks of one host; bandwidth 0: no 'local' line */
     int local_line;
+    bool links_shared; /* `links shared`: the messages on a link at once share it (TCP's fair
+                          share) instead of taking it one after the other (`links fifo`) */
+    int links_line;
 } FlSimCluster;
 
 /* Parses a spec. `where` names it in messages. */

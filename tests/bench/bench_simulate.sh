@@ -144,10 +144,11 @@ fit_link() { # P T
 # beside 4; the thread forwards both ways' frames, so they share that rate). With
 # SHAPED_FIT=0 the spec is the shaping's figures and the calibration's wake-ups alone.
 spec_shaped() { # RATE DELAY POLLWAIT_US (or "" : the calibration's) [SWITCHRATE (B/s)]
-    echo "host host1 roles=trainers bandwidth=$1 latency=$2 eager=$EAGER; host host2 roles=pservers bandwidth=$1 latency=$2 eager=$EAGER; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}${4:+ switchrate=$4}"
+    echo "links ${LINKS:-shared}; host host1 roles=trainers bandwidth=$1 latency=$2 eager=$EAGER; host host2 roles=pservers bandwidth=$1 latency=$2 eager=$EAGER; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}${4:+ switchrate=$4}"
 }
-spec_shaped_pw() { spec_shaped "$rate" "$1" "$3" "$2"; } # DELAY SWITCHRATE POLLWAIT_US
-spec_shaped_sw() { spec_shaped "$rate" "$1" "$2" "$3"; } # DELAY POLLWAIT_US SWITCHRATE: the links at the shaping's rate
+spec_shaped_pw() { spec_shaped "$linkrate" "$1" "$3" "$2"; } # DELAY SWITCHRATE POLLWAIT_US
+spec_shaped_sw() { spec_shaped "$linkrate" "$1" "$2" "$3"; } # DELAY POLLWAIT_US SWITCHRATE: the links at $linkrate
+spec_shaped_bw() { spec_shaped "$3" "$1" "$2" ""; } # DELAY POLLWAIT_US LINKRATE (B/s): no switch limit
 bytes_of_rate() { # 1gbit / 200mbit -> bytes/s
     echo "$1" | awk '{ v = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u); m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 8; printf "%.0f\n", v * m / 8 }'
 }
@@ -201,24 +202,30 @@ for model in ${MODELS:-digits mlp784}; do
                 label=$rate/$delay
                 [ "$EAGERS" = "${EAGERS% *}" ] || label=$label,e$EAGER
                 fit=$tmp/fit-$P$T-$rate-$EAGER
-                [ "${SHAPED_FIT:-1}" = 1 ] || echo "- -" >"$fit"
+                [ "${SHAPED_FIT:-1}" = 1 ] || echo "- - $rate" >"$fit"
                 if [ ! -f "$fit" ]; then
                     set -- $(cat "$probes")
                     small=$1 big=$2 full=$(bytes_of_rate "$rate")
-                    pw=0 sw=
-                    if [ "$small" != - ] && [ "$big" != - ]; then
+                    pw=0 sw= linkrate=$rate
+                    if [ "$small" != - ] && [ "$big" != - ] && [ "${LINKS:-shared}" = shared ]; then
+                        # shared links: the links' rate (the same both ways, no switch limit)
+                        pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "")
+                        linkrate=$(bisect "$tmp/probe_big-$P$T.plan" "$big" bw $((full / 100)) $((full * 20)) spec_shaped_bw "$delay" "$pw")
+                        pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "")
+                    elif [ "$small" != - ] && [ "$big" != - ]; then
+                        # fifo links: the switch thread's rate, both ways (the links at the shaping's)
                         pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "")
                         sw=$(bisect "$tmp/probe_big-$P$T.plan" "$big" bw $((full / 100)) $((full * 20)) spec_shaped_sw "$delay" "$pw")
                         pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "$sw")
                     fi
-                    echo "  (${P}x$T $label: probes measured $small ms and $big ms at load $3: pollwait $pw us, switch thread ${sw:-(no fit)} B/s)" >&2
-                    echo "$pw ${sw:--}" >"$fit"
+                    echo "  (${P}x$T $label: probes measured $small ms and $big ms at load $3: pollwait $pw us, links $linkrate, switch thread ${sw:-(none)} B/s)" >&2
+                    echo "$pw ${sw:--} $linkrate" >"$fit"
                 fi
                 set -- $(cat "$fit")
-                pw=$1 sw=$2
+                pw=$1 sw=$2 linkrate=${3:-$rate}
                 [ "$pw" != - ] || pw=
                 [ "$sw" != - ] || sw=
-                pred=$(predict "$plan" "$(spec_shaped "$rate" "$delay" "$pw" "$sw")")
+                pred=$(predict "$plan" "$(spec_shaped "$linkrate" "$delay" "$pw" "$sw")")
                 echo "$model ${P}x$T $label $pred ${meas:-unavailable} $mload" >>"$rows_file"
             done
             [ -n "$meas" ] || echo "  ($model ${P}x$T $rate/$delay: shaping unavailable: $(tail -n 1 "$tmp/cl.err"))" >&2

@@ -309,8 +309,8 @@ static void test_errors(void) {
                "spec.txt:1: roles: expected a list of trainers, pservers, tN (trainer N) or pN (pserver N), found 'q1'");
     spec_error("host a; local bandwidth=1GB/s\n", "spec.txt:2: 'local' needs bandwidth=RATE and latency=TIME");
     spec_error("switch s\n",
-               "spec.txt:1: expected 'host NAME key=value...', 'local bandwidth=RATE latency=TIME' or 'machine "
-               "cores=N hosts=LIST', found 'switch'");
+               "spec.txt:1: expected 'host NAME key=value...', 'local bandwidth=RATE latency=TIME', 'machine "
+               "cores=N hosts=LIST' or 'links fifo|shared', found 'switch'");
     spec_error("host a\nmachine cores=0 hosts=a\n", "spec.txt:2: cores: expected a whole number >= 1, found '0'");
     spec_error("host a\nmachine cores=2\n", "spec.txt:2: 'machine' needs cores=N and hosts=LIST");
     spec_error("host a\nmachine cores=2 hosts=a,,b\n", "spec.txt:2: hosts: expected a list of host names, found 'a,,b'");
@@ -557,6 +557,54 @@ static void test_optimizer_rate(void) {
     fl_ir_bundle_free(b);
 }
 
+/* `links shared`: the messages on a link at once share it, as TCP connections do. One trainer
+ * (host a) and two pservers (hosts b, c) of a layer 64 -> 8192 (probe_big.fl): its weights travel
+ * as two blocks of 1 MiB, one to each pserver, posted at once. One after the other (fifo), block
+ * 0 is in after 1 MiB / the bandwidth, its answer comes back while block 1 goes out, and block 1's
+ * answer follows: three transfer times. Shared, both go out at half the rate and are in after two,
+ * both answers come back at half the rate on the trainer's way in: four. The bias (32 KiB, to
+ * pserver 0) and the latencies aside, shared takes one transfer time more. The bytes on each
+ * link are the same either way. */
+static void test_links_shared(void) {
+    FlBundle *b = compile("tests/bench/simulate/probe_big.fl");
+    FlPlan *plan = transpile(b, 2, 1);
+    FlSimCalib cal;
+    FlErr e;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    FlSimOptions o = {.batch = 64, .piece = 1048576};
+    FlSimResult r[2];
+    for (int i = 0; i < 2; i++) {
+        char spec[512];
+        snprintf(spec, sizeof spec,
+                 "links %s\nhost a roles=t0 bandwidth=100MB/s latency=10us\n"
+                 "host b roles=p0 bandwidth=100MB/s latency=10us\n"
+                 "host c roles=p1 bandwidth=100MB/s latency=10us\n", i ? "shared" : "fifo");
+        FlSimCluster cl;
+        CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(spec, "<test>", &cl, &e), FL_OK);
+        FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r[i], &e);
+        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        fl_sim_cluster_fini(&cl);
+    }
+    double once = 1048576 / 100e6; /* one block's transfer time */
+    printf("\n  fifo %.6f s, shared %.6f s, one block %.6f s\n", r[0].step_s, r[1].step_s, once);
+    CU_ASSERT(fabs(r[1].step_s - r[0].step_s - once) < 0.05 * once);
+    CU_ASSERT(r[0].step_s > 3 * once && r[1].step_s > 4 * once);
+    for (int h = 0; h < 3; h++) {
+        CU_ASSERT_EQUAL(r[0].links[h].out_bytes, r[1].links[h].out_bytes);
+        CU_ASSERT_EQUAL(r[0].links[h].in_bytes, r[1].links[h].in_bytes);
+    }
+    CU_ASSERT_EQUAL(r[0].messages, r[1].messages);
+    fl_sim_result_fini(&r[0]);
+    fl_sim_result_fini(&r[1]);
+    spec_error("links sideways\nhost a\n", "spec.txt:1: expected 'links fifo' (messages take a link one after the other) "
+                                          "or 'links shared' (the messages on a link at once share it)");
+    spec_error("links shared\nlinks fifo\nhost a\n", "spec.txt:2: a second 'links' line (the first is line 1)");
+    fl_sim_calib_fini(&cal);
+    fl_ir_plan_free(plan);
+    fl_ir_bundle_free(b);
+}
+
 static void test_cli(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(flc_path);
     FlBuf out = {0};
@@ -601,6 +649,7 @@ int main(int argc, char **argv) {
         {"machine line: shared cores, wake-ups", test_machine},
         {"local link: the sender's copy, copies at memcpy speed", test_local_copy},
         {"an optimizer op's own calibrated rate", test_optimizer_rate},
+        {"links shared: messages on a link at once share it", test_links_shared},
         {"flc simulate", test_cli},
     };
     return fl_test_run("simulate", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
