@@ -437,7 +437,7 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
 }
 
 FlStatus fl_sim_cluster_parse(const char *text, const char *where, FlSimCluster *c, FlErr *e) {
-    *c = (FlSimCluster){.where = fl_xstrdup(where)};
+    *c = (FlSimCluster){.where = fl_xstrdup(where), .links_shared = true};
     if (each_line(text, where, cluster_line, c, e) != FL_OK) goto fail;
     if (resolve_machines(c, where, e) != FL_OK) goto fail;
     if (!c->hosts.len) {

@@ -15,8 +15,10 @@
  * a send posting its gradient in pieces of `piece` bytes on the links at the moment the
  * gradient is produced, the GETs of the run of recv ops posted at its first recv; each pserver
  * (one thread) updating a block's piece once every trainer's piece of it is in (the pserver's
- * streamed update), answering the GETs piece by piece. A link is a FIFO resource per host and
- * direction (ranks of a host share it); ranks of one host share the host's `local` channel. A
+ * streamed update), answering the GETs piece by piece. A link is a resource per host and
+ * direction (ranks of a host share it), which the messages on it at once share fairly (`links
+ * shared`, the default) or take one after the other (`links fifo`); ranks of one host share the
+ * host's `local` channel, first come, first served. A
  * message between hosts above the sender's eager limit waits for Open MPI's rendezvous (a round
  * trip, the receiver's look, the sender's next MPI call) before its data takes the links.
  * The step ends when every trainer has every parameter back. Deterministic: the same inputs

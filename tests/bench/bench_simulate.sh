@@ -9,9 +9,11 @@
 #     host2, with --rate 1gbit --delay 0.5ms and --rate 200mbit --delay 2ms; the spec gives each
 #     host that latency (cluster.sh shapes both ends of a link: one way is 2 x delay, the model's
 #     latA + latB) and says with a 'machine' line that both are this machine's namespaces,
-#     sharing its cores, their frames through flswitch's thread; the links are the shaping's
-#     rate, the ranks' pollwait and the rate flswitch's one thread forwards (switchrate=, both
-#     ways together) are fitted on the two probes run in the same cluster (below);
+#     sharing its cores, their frames through flswitch's thread; the links are shared (the
+#     messages on a link at once share it, 'links shared'); the ranks' pollwait and the links'
+#     rate are fitted on the two probes run in the same cluster (below). LINKS=fifo: the links
+#     taken one message after the other, at the shaping's rate, and the rate flswitch's one
+#     thread forwards (switchrate=, both ways together) fitted in place of the links' rate;
 #     SHAPED_FIT=0: the shaping's rate and the calibration's wake-ups instead. When cluster.sh
 #     refuses or cannot make them: "shaping unavailable".
 # Measured step time: the median over epochs 2.. (the first, with the start-up, is left out) of
@@ -28,7 +30,7 @@
 # row is fitted and predicted under each, link ",eE" (EAGERS="65536 1000000000": with and without).
 # usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0,
 #   EAGERS=65536, MODELS="digits mlp784", SHAPINGS="1gbit/0.5ms 200mbit/2ms", LOCAL=0: no local rows,
-#   LOCAL_JOBS=3)
+#   LOCAL_JOBS=3, LINKS=shared)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,6 +52,11 @@ case ${LOCAL_JOBS:-3} in
     '' | *[!0-9]* | 0) echo "bench_simulate: LOCAL_JOBS must be a whole number >= 1, found '${LOCAL_JOBS}'" >&2; exit 2 ;;
 esac
 EAGER=${EAGERS%% *} # the spec's eager limit (spec_shaped)
+LINKS=${LINKS:-shared}
+case $LINKS in
+    shared | fifo) ;;
+    *) echo "bench_simulate: LINKS must be shared or fifo, found '$LINKS'" >&2; exit 2 ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/data"
@@ -144,7 +151,7 @@ fit_link() { # P T
 # beside 4; the thread forwards both ways' frames, so they share that rate). With
 # SHAPED_FIT=0 the spec is the shaping's figures and the calibration's wake-ups alone.
 spec_shaped() { # RATE DELAY POLLWAIT_US (or "" : the calibration's) [SWITCHRATE (B/s)]
-    echo "links ${LINKS:-shared}; host host1 roles=trainers bandwidth=$1 latency=$2 eager=$EAGER; host host2 roles=pservers bandwidth=$1 latency=$2 eager=$EAGER; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}${4:+ switchrate=$4}"
+    echo "links $LINKS; host host1 roles=trainers bandwidth=$1 latency=$2 eager=$EAGER; host host2 roles=pservers bandwidth=$1 latency=$2 eager=$EAGER; machine cores=$cores hosts=host1,host2 switch=yes${3:+ pollwait=${3}us}${4:+ switchrate=$4}"
 }
 spec_shaped_pw() { spec_shaped "$linkrate" "$1" "$3" "$2"; } # DELAY SWITCHRATE POLLWAIT_US
 spec_shaped_sw() { spec_shaped "$linkrate" "$1" "$2" "$3"; } # DELAY POLLWAIT_US SWITCHRATE: the links at $linkrate
@@ -207,7 +214,7 @@ for model in ${MODELS:-digits mlp784}; do
                     set -- $(cat "$probes")
                     small=$1 big=$2 full=$(bytes_of_rate "$rate")
                     pw=0 sw= linkrate=$rate
-                    if [ "$small" != - ] && [ "$big" != - ] && [ "${LINKS:-shared}" = shared ]; then
+                    if [ "$small" != - ] && [ "$big" != - ] && [ "$LINKS" = shared ]; then
                         # shared links: the links' rate (the same both ways, no switch limit)
                         pw=$(bisect "$tmp/probe-$P$T.plan" "$small" pw 0 50000 spec_shaped_pw "$delay" "")
                         linkrate=$(bisect "$tmp/probe_big-$P$T.plan" "$big" bw $((full / 100)) $((full * 20)) spec_shaped_bw "$delay" "$pw")
