@@ -72,7 +72,7 @@ static const char *usage_text =
     "  --min-block-size N  transpile: a parameter is cut into blocks of at least N elements (8192)\n"
     "  --dispatch D     transpile: round_robin (default) or hash (deterministic) placement\n"
     "  --cluster SPEC   simulate: a cluster spec file, or the spec inline ('host a slots=2; ...')\n"
-    "  --calibration F  simulate: a file of flc calibrate (default: measure now, about 2 s)\n"
+    "  --calibration F  simulate: a file of flc calibrate (default: measure now, about 4 s)\n"
     "  --batch-size N   simulate: rows per trainer per step (default: the program's run spec)\n"
     "  --piece BYTES    simulate: flrun --piece, the message size of larger tensors (1048576)\n"
     "  --sweep P=..,T=..  simulate: step times over P and T (A..B ranges or lists: P=1,2,4,T=2)\n"
