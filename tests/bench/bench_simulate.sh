@@ -20,17 +20,17 @@
 # (rows per step) / (flrun's samples/s), over LOCAL_JOBS jobs (default 3) for the local rows and
 # probes, one job for a shaped row, the 1-minute load average printed beside it; the
 # data divide into whole batches. The digits and the small probe run 4 x EPOCHS epochs (theirs
-# are short). The local link's latency is bench_link's; the pserver's cost per message and the
-# bandwidth are fitted on two probe jobs of the same P x T (tests/bench/simulate/probe.fl,
-# probe_big.fl): on a shared machine they are mostly the time a waiting rank takes to be
-# scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
+# are short). The local link's latency and bandwidth are bench_link's; the pserver's cost per
+# message is fitted on a probe job of the same P x T (tests/bench/simulate/probe.fl; the big
+# probe, probe_big.fl, is a check): on a shared machine it is mostly the time a waiting rank
+# takes to be scheduled again, which a ping-pong does not show. The models' predictions are out of sample. Goal: every prediction within 25% of the measurement, and each
 # model's configurations ranked alike.
 # The shaped spec's hosts take eager=E for each E of $EAGERS (bytes; default Open MPI's
 # btl_tcp_eager_limit, 65536): pieces above it wait for the rendezvous; with several, each shaped
 # row is fitted and predicted under each, link ",eE" (EAGERS="65536 1000000000": with and without).
 # usage: tests/bench/bench_simulate.sh [BUILD_DIR]   (env: EPOCHS=6, SHAPED=0: no shaped rows, SHAPED_FIT=0,
 #   EAGERS=65536, MODELS="digits mlp784", SHAPINGS="1gbit/0.5ms 200mbit/2ms", LOCAL=0: no local rows,
-#   LOCAL_JOBS=3, LINKS=shared)
+#   LOCAL_JOBS=3, LINKS=shared, LOCAL_BW=link)
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,7 +52,11 @@ case ${LOCAL_JOBS:-3} in
     '' | *[!0-9]* | 0) echo "bench_simulate: LOCAL_JOBS must be a whole number >= 1, found '${LOCAL_JOBS}'" >&2; exit 2 ;;
 esac
 EAGER=${EAGERS%% *} # the spec's eager limit (spec_shaped)
-LINKS=${LINKS:-shared}
+LINKS=${LINKS:-shared} LOCAL_BW=${LOCAL_BW:-link}
+case $LOCAL_BW in
+    link | probe) ;;
+    *) echo "bench_simulate: LOCAL_BW must be link or probe, found '$LOCAL_BW'" >&2; exit 2 ;;
+esac
 case $LINKS in
     shared | fifo) ;;
     *) echo "bench_simulate: LINKS must be shared or fifo, found '$LINKS'" >&2; exit 2 ;;
@@ -87,11 +91,13 @@ predict() { # PLAN SPEC: predicted step time (ms)
 }
 
 # The local link as a P x T job sees it: its latency from bench_link (a ping-pong in a job of
-# the same ranks, waiting as the runtime waits), then, fitted on two probe jobs of that shape,
-# the pserver's cost per message (us: msgcost, each message it takes handled one after the
-# other on its one thread) under which the model predicts the small probe's measured step time
-# and the bandwidth (GB/s) under which it predicts the big probe's (bisections: a prediction
-# grows with the cost and falls with the bandwidth); the cost again with that bandwidth. Prints
+# the same ranks, waiting as the runtime waits) and its bandwidth (a ping-pong of large
+# messages in the same job), then the pserver's cost per message (us: msgcost, each message it
+# takes handled one after the other on its one thread) under which the model predicts the small
+# probe's measured step time (a bisection: a prediction grows with the cost); the big probe's
+# prediction is printed beside its measurement as a check. LOCAL_BW=probe fits the bandwidth on
+# the big probe instead, as runs 4 and 5 of docs/simulate.md did: the big probe's step is
+# mostly compute, so that fit swung from 4 to 100 GB/s (the bisection's top) run to run. Prints
 # "LAT MSGCOST BW". Bound to the cores in turn, the ranks look for messages often enough that
 # the wait for a look (pollwait) is left at 0: fitted instead of msgcost, it predicted the
 # digits' local steps 35-40% short, since its waits run side by side and the digits take three
@@ -132,10 +138,15 @@ fit_link() { # P T
     small=$(measure "$tmp/probe.plan" "$np" $((64 * $2)) $((4 * EPOCHS)))
     big=$(measure "$tmp/probe_big.plan" "$np" $((64 * $2)))
     [ -n "$small" ] && [ -n "$big" ] || { echo "bench_simulate: a probe job failed" >&2; cat "$tmp/out1" >&2; exit 1; }
-    cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_cost "$np" "$lat" 10)
-    bw=$(bisect "$tmp/probe_big.plan" "$big" bw 0.001 100 spec_local "$np" "$lat" "$cost")
+    if [ "$LOCAL_BW" = probe ]; then
+        cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_cost "$np" "$lat" 10)
+        bw=$(bisect "$tmp/probe_big.plan" "$big" bw 0.001 100 spec_local "$np" "$lat" "$cost")
+    else
+        bw=$(awk '/bandwidth_GBps/ { print $2 }' "$tmp/link")
+    fi
     cost=$(bisect "$tmp/probe.plan" "$small" pw 0 20000 spec_local_cost "$np" "$lat" "$bw")
-    echo "  (${1}x$2: bench_link latency $lat us; probes measured $small ms and $big ms: msgcost $cost us, bandwidth $bw GB/s; load $(load))" >&2
+    check=$(predict "$tmp/probe_big.plan" "$(spec_local "$np" "$lat" "$cost" "$bw")")
+    echo "  (${1}x$2: bench_link latency $lat us, bandwidth $bw GB/s; probes measured $small ms and $big ms: msgcost $cost us; the big probe predicted $check ms; load $(load))" >&2
     echo "$lat $cost $bw"
 }
 
