@@ -81,6 +81,20 @@ static void simulate(const FlPlan *plan, const char *bw, FlSimResult *r) {
     fl_sim_cluster_fini(&cl);
 }
 
+/* Simulates plan with cal on the cluster spec text (batch 64, 1 MiB pieces); asserts it runs. */
+static void run_spec(const FlPlan *plan, const FlSimCalib *cal, const char *spec, FlSimResult *r) {
+    FlSimCluster cl;
+    FlErr e;
+    FlStatus st = fl_sim_cluster_parse(spec, "<test>", &cl, &e);
+    if (st == FL_OK) {
+        FlSimOptions o = {.batch = 64, .piece = 1048576};
+        st = fl_sim_run(plan, cal, &cl, &o, r, &e);
+        fl_sim_cluster_fini(&cl);
+    }
+    if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
+    CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+}
+
 /* Runs argv (flc first), stdout+stderr into *out; returns the exit status. */
 static int run(const char *const *argv, FlBuf *out) {
     int fd[2];
@@ -463,39 +477,30 @@ static void test_local_copy(void) {
     FlSimCalib cal;
     FlErr e;
     CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
-    FlSimOptions o = {.batch = 64, .piece = 1048576};
     double own[2];
     const char *specs[2] = {"host a slots=4\nlocal bandwidth=2GB/s latency=2us\n",
                             "host a slots=4\nlocal bandwidth=1GB/s latency=2us\n"};
+    FlSimResult r;
     for (int i = 0; i < 2; i++) {
-        FlSimCluster cl;
-        CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(specs[i], "<test>", &cl, &e), FL_OK);
-        FlSimResult r;
-        FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r, &e);
-        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
-        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        run_spec(plan, &cal, specs[i], &r);
         own[i] = r.trainer_compute_s;
         fl_sim_result_fini(&r);
-        fl_sim_cluster_fini(&cl);
     }
     double grad_bytes = 4.0 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10);
     printf("\n  trainer's own time at 2 GB/s %.6f s, at 1 GB/s %.6f s\n", own[0], own[1]);
     CU_ASSERT_DOUBLE_EQUAL(own[1] - own[0], grad_bytes / 1e9 - grad_bytes / 2e9, 1e-9);
     /* split and concat at memcpy speed */
     double c0, c1, c2;
-    FlSimCluster cl;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(specs[0], "<test>", &cl, &e), FL_OK);
-    FlSimResult r;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_OK);
+    run_spec(plan, &cal, specs[0], &r);
     c0 = r.trainer_compute_s;
     fl_sim_result_fini(&r);
     cal.memcpy_gbps *= 2;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_OK);
+    run_spec(plan, &cal, specs[0], &r);
     c1 = r.trainer_compute_s;
     fl_sim_result_fini(&r);
     cal.memcpy_gbps /= 2;
     cal.elementwise_gbps *= 1000;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal, &cl, &o, &r, &e), FL_OK);
+    run_spec(plan, &cal, specs[0], &r);
     c2 = r.trainer_compute_s;
     fl_sim_result_fini(&r);
     /* the trainer's split of fc_0's and fc_1's gradients and concat of their parameters move
@@ -504,7 +509,6 @@ static void test_local_copy(void) {
     double moved = 2 * 2 * 4.0 * (784 + 512) * 512, feeds = 64 * 784 * 4.0 + 64 * 8.0;
     CU_ASSERT_DOUBLE_EQUAL(c0 - c1, (moved / 2 + feeds) / (cal.memcpy_gbps * 1e9) / 2, 1e-9);
     CU_ASSERT(c2 < c0); /* the relus and adds do cost element-wise */
-    fl_sim_cluster_fini(&cl);
     fl_sim_calib_fini(&cal);
     fl_ir_plan_free(plan);
     fl_ir_bundle_free(b);
@@ -525,18 +529,13 @@ static void test_optimizer_rate(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(base);
     const char *extra[4] = {"", "optimizer adam 4 GB/s\n", "optimizer adam 2 GB/s\n", "optimizer sgd 1 GB/s\n"};
     double update[4];
-    FlSimOptions o = {.batch = 64, .piece = 1048576};
-    FlSimCluster cl;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a slots=3\nlocal bandwidth=2GB/s latency=2us\n", "<test>", &cl, &e), FL_OK);
     for (int i = 0; i < 4; i++) {
         FlBuf txt = {0};
         fl_buf_printf(&txt, "%s%s", base, extra[i]);
         FlSimCalib cal;
         CU_ASSERT_EQUAL_FATAL(fl_sim_calib_parse(fl_buf_str(&txt), "cal.txt", &cal, &e), FL_OK);
         FlSimResult r;
-        FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r, &e);
-        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
-        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
+        run_spec(plan, &cal, "host a slots=3\nlocal bandwidth=2GB/s latency=2us\n", &r);
         update[i] = r.servers[0].update_s;
         fl_sim_result_fini(&r);
         fl_sim_calib_fini(&cal);
@@ -552,7 +551,6 @@ static void test_optimizer_rate(void) {
                 "cal.txt:2: 'optimizer adam' is given twice (first on line 1)");
     calib_error("optimizer adam 3 MB/s\n", "cal.txt:1: expected 'optimizer adam VALUE GB/s' with VALUE above 0");
     free(base);
-    fl_sim_cluster_fini(&cl);
     fl_ir_plan_free(plan);
     fl_ir_bundle_free(b);
 }
@@ -571,7 +569,6 @@ static void test_links_shared(void) {
     FlSimCalib cal;
     FlErr e;
     CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
-    FlSimOptions o = {.batch = 64, .piece = 1048576};
     FlSimResult r[2];
     for (int i = 0; i < 2; i++) {
         char spec[512];
@@ -579,12 +576,7 @@ static void test_links_shared(void) {
                  "links %s\nhost a roles=t0 bandwidth=100MB/s latency=10us\n"
                  "host b roles=p0 bandwidth=100MB/s latency=10us\n"
                  "host c roles=p1 bandwidth=100MB/s latency=10us\n", i ? "shared" : "fifo");
-        FlSimCluster cl;
-        CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse(spec, "<test>", &cl, &e), FL_OK);
-        FlStatus st = fl_sim_run(plan, &cal, &cl, &o, &r[i], &e);
-        if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
-        CU_ASSERT_EQUAL_FATAL(st, FL_OK);
-        fl_sim_cluster_fini(&cl);
+        run_spec(plan, &cal, spec, &r[i]);
     }
     double once = 1048576 / 100e6; /* one block's transfer time */
     printf("\n  fifo %.6f s, shared %.6f s, one block %.6f s\n", r[0].step_s, r[1].step_s, once);
