@@ -65,7 +65,7 @@ FlStatus fl_kernel_concat(FlErr *e, const FlTensor *const *xs, int n, int axis, 
     memcpy(ne, xs[0]->ne, sizeof ne);
     ne[ax] = total;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, "concat", &r, xs[0]->dtype, xs[0]->ndim, ne)) return FL_ERROR;
+    if (kalloc_raw(e, "concat", &r, xs[0]->dtype, xs[0]->ndim, ne)) return FL_ERROR; /* the slabs fill it */
     int64_t at = 0;
     for (int k = 0; k < n; k++) {
         copy_slab(xs[k], ax, 0, &r, at, xs[k]->ne[ax]);
@@ -82,8 +82,8 @@ static FlStatus slice(FlErr *e, const char *op, const FlTensor *x, int axis, int
     memcpy(ne, x->ne, sizeof ne);
     ne[axis] = len;
     FlTensor r = FL_TENSOR_INIT;
-    if (kalloc(e, op, &r, x->dtype, x->ndim, ne)) return FL_ERROR;
-    copy_slab(x, axis, start, &r, 0, len);
+    if (kalloc_raw(e, op, &r, x->dtype, x->ndim, ne)) return FL_ERROR;
+    copy_slab(x, axis, start, &r, 0, len); /* fills it */
     kout(out, &r);
     return FL_OK;
 }

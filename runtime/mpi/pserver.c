@@ -274,6 +274,33 @@ static FlStatus run_block(Server *s, size_t k, int64_t step, FlErr *e) {
     return st;
 }
 
+/* The mean's loops, 8 elements at a time in an inner loop of fixed length, which -O2 turns
+ * into vector instructions (a loop of unknown length it leaves scalar). */
+static void mean_first(float *restrict o, const float *restrict x, float w, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) o[i + k] = w * x[i + k];
+    for (; i < n; i++) o[i] = w * x[i];
+}
+static void mean_add(float *restrict o, const float *restrict x, float w, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) o[i + k] += w * x[i + k];
+    for (; i < n; i++) o[i] += w * x[i];
+}
+static void mean_scale(float *restrict o, float sc, float bi, bool bias_after, int64_t n) {
+    int64_t i = 0;
+    if (bias_after) {
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) o[i + k] = sc * o[i + k] + bi;
+        for (; i < n; i++) o[i] = sc * o[i] + bi;
+    } else {
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) o[i + k] = sc * (o[i + k] + bi);
+        for (; i < n; i++) o[i] = sc * (o[i] + bi);
+    }
+}
+
 /* n elements of a fused block's gradient into out from the trainers' src[t]: scale * sum_t w_t *
  * G_t + bias, the transpiled block's sum(G.trainer_t) and scale with the same float operations
  * in the same order. */
@@ -281,25 +308,16 @@ static void mean_piece(Server *s, const SGrad *g, FlDType dt, const void *const 
     int T = s->m->T;
     const FlDistMean *mn = &g->mean;
     if (dt == FL_DT_FLOAT32) {
-        const float *xs[64];
-        float w[64];
         float sc = (float)mn->scale, bi = (float)mn->bias;
-        float *o = out;
-        for (int64_t j0 = 0; j0 < n; j0 += 4096) { /* trainers in chunks of 64 per pass */
-            int64_t j1 = j0 + 4096 < n ? j0 + 4096 : n;
-            for (int t0 = 0; t0 < T; t0 += 64) {
-                int nt = T - t0 < 64 ? T - t0 : 64;
-                for (int t = 0; t < nt; t++) {
-                    xs[t] = src[t0 + t];
-                    w[t] = (float)g->w[t0 + t];
-                }
-                for (int64_t i = j0; i < j1; i++) {
-                    float a = t0 ? o[i] : w[0] * xs[0][i];
-                    for (int t = t0 ? 0 : 1; t < nt; t++) a += w[t] * xs[t][i];
-                    o[i] = a;
-                }
-            }
-            for (int64_t i = j0; i < j1; i++) o[i] = mn->bias_after_scale ? sc * o[i] + bi : sc * (o[i] + bi);
+        /* in chunks that stay in the L1 cache, one trainer at a time, each loop in vector
+         * instructions (the loop over the trainers inside the one over the elements ran scalar,
+         * a third of a 2 x 2 MLP 784 pserver's time); each element's sum in the same order */
+        for (int64_t j0 = 0; j0 < n; j0 += 4096) {
+            int64_t m = j0 + 4096 < n ? 4096 : n - j0;
+            float *o = (float *)out + j0;
+            mean_first(o, (const float *)src[0] + j0, (float)g->w[0], m);
+            for (int t = 1; t < T; t++) mean_add(o, (const float *)src[t] + j0, (float)g->w[t], m);
+            mean_scale(o, sc, bi, mn->bias_after_scale, m);
         }
     } else {
         double *o = out;
