@@ -307,6 +307,10 @@ static FlStatus machine_line(FlSimCluster *c, int line, char **tok, int ntok, co
             if (!strcmp(v, "yes")) m.userswitch = true;
             else if (!strcmp(v, "no")) m.userswitch = false;
             else kst = fl_err(&inner, "expected yes (the hosts' links go through a switch thread on the machine) or no, found '%s'", v);
+        } else if (!strcmp(k, "bind")) {
+            if (!strcmp(v, "core")) m.bind = true;
+            else if (!strcmp(v, "none")) m.bind = false;
+            else kst = fl_err(&inner, "expected core (its ranks bound to its cores in turn, in rank order) or none, found '%s'", v);
         } else if (!strcmp(k, "switchrate")) {
             kst = fl_sim_parse_rate(v, &m.switchrate, &inner);
         } else if (!strcmp(k, "wakeup")) {
@@ -314,7 +318,7 @@ static FlStatus machine_line(FlSimCluster *c, int line, char **tok, int ntok, co
         } else if (!strcmp(k, "pollwait")) {
             kst = fl_sim_parse_time(v, &m.pollwait, &inner);
         } else {
-            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, switch, switchrate, wakeup or pollwait)", where, line, k);
+            st = fl_err(e, "%s:%d: unknown key '%s' (expected cores, hosts, bind, switch, switchrate, wakeup or pollwait)", where, line, k);
             break;
         }
         if (kst != FL_OK) st = fl_err(e, "%s:%d: %s: %s", where, line, k, inner.msg);
@@ -750,6 +754,8 @@ typedef struct Sim {
     FL_VEC(Flow) flows;        /* links shared: the messages on the links now */
     double flows_t;            /* when their bytes left were last brought up to date */
     uint64_t flows_ver;
+    double *work_t, *work_p;   /* per trainer, pserver: the CPU its step takes (compute, updates,
+                                  messages taken, shared-memory copies it receives), unshared */
 } Sim;
 
 static int node(Sim *s, double end, int cat, int trainer, int pred) {
@@ -957,6 +963,9 @@ static void transfer(Sim *s, Ev ev) {
         dur = wire / s->cl->local_bandwidth;
         lat = s->cl->local_latency;
         s->r->links[ev.src].local_bytes += ev.bytes;
+        /* Open MPI's shared memory (vader, single copy by CMA): the receiver copies */
+        if (ev.what == M_PARAM) s->work_t[ev.trainer] += dur;
+        else s->work_p[ev.ps] += dur;
     } else {
         r1 = &s->out[ev.src];
         r2 = &s->in[ev.dst];
@@ -1016,6 +1025,7 @@ static void arrive(Sim *s, const Ev *ev) {
         double start = ev->t;
         int pred = ev->node;
         if (cpu->free > start) start = cpu->free, pred = cpu->last;
+        s->work_p[ev->ps] += cost;
         int n = node(s, start + cost, CAT_TRANSFER, ev->trainer, pred);
         cpu->free = start + cost;
         cpu->last = n;
@@ -1034,8 +1044,10 @@ static void arrive(Sim *s, const Ev *ev) {
         double start = b->ready[k];
         int pred = b->ready_node[k];
         if (cpu->free > start) start = cpu->free, pred = cpu->last;
-        double dur = (b->cost / (double)b->pieces + (k == 0 ? b->fixed : 0) + s->lr_cost[ev->ps]) *
-                     s->pshare[s->r->pserver_host[ev->ps]];
+        int h = s->r->pserver_host[ev->ps];
+        double own = b->cost / (double)b->pieces + (k == 0 ? b->fixed : 0) + s->lr_cost[ev->ps];
+        double dur = own * s->pshare[h];
+        s->work_p[ev->ps] += own * s->cl->hosts.data[h].compute;
         s->r->servers[ev->ps].update_s += dur;
         s->lr_cost[ev->ps] = 0;
         int n = node(s, start + dur, CAT_UPDATE, -1, pred);
@@ -1154,7 +1166,7 @@ static int64_t epmap_at(const FlOpDesc *op, size_t i) {
 static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, FlErr *e) {
     const FlProgram *prog = bd->main;
     const FlBlock *b0 = fl_ir_block(prog, 0);
-    double factor = s->tshare[s->r->trainer_host[t]];
+    double factor = s->tshare[s->r->trainer_host[t]], speed = s->cl->hosts.data[s->r->trainer_host[t]].compute;
     int64_t batch = s->o->batch;
     /* the feeds: the vars of block 0 read before any op writes them, not persistable */
     double clock = 0;
@@ -1176,6 +1188,7 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
                 fl_map_put_str(&written, op->outs.data[a].args[j], (void *)op->outs.data[a].args[j]);
     }
     fl_map_fini(&written);
+    s->work_t[t] += clock * speed;
     clock *= factor;
     int prev = -1;
     bool in_recvs = false, gets_posted = false;
@@ -1189,7 +1202,8 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
         }
         if (is_recv && gets_posted && !in_recvs)
             return fl_err(e, "trainer %d: two runs of recv ops; the model takes one per step", t);
-        double c = op_cost(s->c, prog, b0, op, batch) * factor;
+        double own = op_cost(s->c, prog, b0, op, batch), c = own * factor;
+        s->work_t[t] += own * speed;
         if (gets_posted) {
             post_wait += c;
             continue;
@@ -1263,6 +1277,61 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
     return FL_OK;
 }
 
+/* The work of the ranks that share cores bounds the step from below, however the events line
+ * up: a core does its ranks' work one piece after another. A machine's cores with bind=core: rank
+ * i of its ranks (trainers, then pservers, in rank order) on core i mod cores, each core's sum;
+ * unbound (or a host's cores=), the operating system spreads the ranks: their sum over the
+ * cores, or the busiest rank's own. When that is longer than the event model's step (`path`),
+ * the difference is the step's wait for it (cores_s). */
+static void busiest_core(Sim *s, double path) {
+    FlSimResult *r = s->r;
+    size_t nm = s->cl->machines.len, nh = s->cl->hosts.len;
+    r->busiest_machine = r->busiest_host = r->busiest_core = -1;
+    double worst = 0;
+    for (size_t g = 0; g < nm + nh; g++) { /* the machines, then the hosts with their own cores= */
+        bool machine = g < nm;
+        int64_t cores = machine ? s->cl->machines.data[g].cores : s->cl->hosts.data[g - nm].cores;
+        if (cores <= 0) continue;
+        bool bind = machine && s->cl->machines.data[g].bind;
+        double *core = fl_xcalloc((size_t)cores, sizeof(double)), sum = 0, one = 0;
+        int64_t n = 0;
+        for (int64_t k = 0; k < r->T + r->P; k++) {
+            int h = k < r->T ? r->trainer_host[k] : r->pserver_host[k - r->T];
+            if (machine ? s->cl->hosts.data[h].machine != (int)g : (size_t)h != g - nm) continue;
+            double w = k < r->T ? s->work_t[k] : s->work_p[k - r->T];
+            core[n++ % cores] += w;
+            sum += w;
+            one = fmax(one, w);
+        }
+        double load = fmax(sum / (double)cores, one);
+        int at = -1;
+        if (bind) {
+            load = 0;
+            for (int64_t c = 0; c < cores; c++)
+                if (core[c] > load) load = core[c], at = (int)c;
+        }
+        free(core);
+        if (load > worst) {
+            worst = load;
+            r->busiest_machine = machine ? (int)g : -1;
+            r->busiest_host = machine ? -1 : (int)(g - nm);
+            r->busiest_core = at;
+        }
+    }
+    /* its ranks, for the report */
+    fl_buf_free(&r->busiest_ranks);
+    for (int64_t k = 0, n = 0; k < r->T + r->P && (r->busiest_machine >= 0 || r->busiest_host >= 0); k++) {
+        int h = k < r->T ? r->trainer_host[k] : r->pserver_host[k - r->T];
+        if (r->busiest_machine >= 0 ? s->cl->hosts.data[h].machine != r->busiest_machine : h != r->busiest_host) continue;
+        int64_t cores = r->busiest_machine >= 0 ? s->cl->machines.data[r->busiest_machine].cores : s->cl->hosts.data[h].cores;
+        if (r->busiest_core < 0 || n % cores == r->busiest_core)
+            fl_buf_printf(&r->busiest_ranks, " %c%lld", k < r->T ? 't' : 'p', (long long)(k < r->T ? k : k - r->T));
+        n++;
+    }
+    r->busiest_work_s = worst;
+    r->cores_s = worst > path ? worst - path : 0;
+}
+
 static const FlBundle *role_of(const FlPlan *plan, const char *role, int64_t idx) {
     for (size_t i = 0; i < plan->roles.len; i++)
         if (plan->roles.data[i]->role && !strcmp(plan->roles.data[i]->role, role) && plan->roles.data[i]->role_index == idx)
@@ -1317,6 +1386,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     s.compute = fl_xcalloc((size_t)T, sizeof(double));
     s.calls = fl_xcalloc((size_t)T, sizeof *s.calls);
     s.polls_from = fl_xcalloc((size_t)T, sizeof(double));
+    s.work_t = fl_xcalloc((size_t)T, sizeof(double)), s.work_p = fl_xcalloc((size_t)P + 1, sizeof(double));
     double *after = fl_xcalloc((size_t)T, sizeof(double));
     FlStatus st = FL_OK;
     /* each host's compute factor: compute=, and the share of a core that its trainers get when
@@ -1377,6 +1447,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         }
         r->critical_trainer = crit;
         r->step_s = best;
+        busiest_core(&s, best);
         double cat[4] = {after[crit], 0, 0, 0};
         for (int n = s.end_node[crit]; n >= 0; n = s.nodes.data[n].pred) {
             const Node *x = &s.nodes.data[n];
@@ -1394,6 +1465,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         }
         r->compute_s = cat[CAT_COMPUTE], r->transfer_s = cat[CAT_TRANSFER], r->update_s = cat[CAT_UPDATE],
         r->wait_s = cat[CAT_WAIT];
+        r->step_s += r->cores_s;
         r->trainer_compute_s = s.compute[crit] + after[crit];
         for (int64_t p = 0; p < P; p++) {
             r->servers[p].busy_until = s.cpu[p].free;
@@ -1418,7 +1490,7 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     }
     free(s.out), free(s.in), free(s.loc), free(s.sw), free(s.cpu), free(s.blks), free(s.recvs), free(s.end), free(s.end_node);
     free(s.left), free(s.lr_cost), free(s.compute), free(after), free(s.calls), free(s.polls_from);
-    free(s.tshare), free(s.pshare), free(s.wakeup), free(s.pollwait);
+    free(s.tshare), free(s.pshare), free(s.wakeup), free(s.pollwait), free(s.work_t), free(s.work_p);
     FL_VEC_FREE(&s.nodes);
     FL_VEC_FREE(&s.heap);
     FL_VEC_FREE(&s.flows);
@@ -1431,6 +1503,7 @@ fail_r:
 
 void fl_sim_result_fini(FlSimResult *r) {
     free(r->links), free(r->servers), free(r->trainer_host), free(r->pserver_host);
+    fl_buf_free(&r->busiest_ranks);
     *r = (FlSimResult){0};
 }
 
@@ -1462,6 +1535,20 @@ void fl_sim_report(const FlPlan *plan, const FlSimCluster *cl, const FlSimOption
     double v[4] = {r->compute_s, r->transfer_s, r->update_s, r->wait_s};
     for (int i = 0; i < 4; i++)
         fl_buf_printf(b, "  %-14s %10.3f ms %6.1f%%\n", names[i], v[i] * 1e3, st > 0 ? 100 * v[i] / st : 0.0);
+    if (r->cores_s > 0) {
+        fl_buf_printf(b, "  %-14s %10.3f ms %6.1f%%\n", "shared cores", r->cores_s * 1e3, st > 0 ? 100 * r->cores_s / st : 0.0);
+        if (r->busiest_core >= 0)
+            fl_buf_printf(b, "  (core %d of the machine of line %d takes%s in turn: %.3f ms of work a step)\n", r->busiest_core,
+                          cl->machines.data[r->busiest_machine].line, fl_buf_str(&r->busiest_ranks), r->busiest_work_s * 1e3);
+        else if (r->busiest_machine >= 0)
+            fl_buf_printf(b, "  (the %lld cores of the machine of line %d take%s: %.3f ms of work a step each)\n",
+                          (long long)cl->machines.data[r->busiest_machine].cores, cl->machines.data[r->busiest_machine].line,
+                          fl_buf_str(&r->busiest_ranks), r->busiest_work_s * 1e3);
+        else
+            fl_buf_printf(b, "  (the %lld cores of host '%s' take%s: %.3f ms of work a step each)\n",
+                          (long long)cl->hosts.data[r->busiest_host].cores, cl->hosts.data[r->busiest_host].name,
+                          fl_buf_str(&r->busiest_ranks), r->busiest_work_s * 1e3);
+    }
     fl_buf_printf(b, "bytes per link per step (tensor payload; %lld messages):\n", (long long)r->messages);
     fl_buf_printf(b, "  %-12s %12s %12s %12s\n", "host", "out", "in", "local");
     for (int h = 0; h < r->nhosts; h++) {

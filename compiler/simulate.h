@@ -21,7 +21,10 @@
  * host's `local` channel, first come, first served. A
  * message between hosts above the sender's eager limit waits for Open MPI's rendezvous (a round
  * trip, the receiver's look, the sender's next MPI call) before its data takes the links.
- * The step ends when every trainer has every parameter back. Deterministic: the same inputs
+ * The step ends when every trainer has every parameter back, or, when that is later, when the
+ * busiest core has done the work of its ranks (cores shared by ranks, `machine ... bind=core`:
+ * a core does its ranks' compute, updates, message handling and shared-memory copies one after
+ * the other). Deterministic: the same inputs
  * give the same figures, bit for bit.
  *
  * Ownership: results and parsed structures are owned by the caller and released with their
@@ -85,13 +88,15 @@ typedef struct FlSimHost {
     int line;
 } FlSimHost;
 
-/* `machine cores=N hosts=A,B [switch=yes [switchrate=RATE]] [wakeup=TIME pollwait=TIME]`: hosts that are one
+/* `machine cores=N hosts=A,B [bind=core] [switch=yes [switchrate=RATE]] [wakeup=TIME pollwait=TIME]`: hosts that are one
  * machine's network namespaces or containers (tests/cluster/cluster.sh), sharing its cores */
 typedef struct FlSimMachine {
     int64_t cores;
     bool userswitch;          /* switch=yes: their links go through a switch thread on the machine */
     double wakeup, pollwait;  /* s; -1: the calibration's */
     double switchrate;        /* bytes/s the switch thread forwards, both ways together; 0: no limit */
+    bool bind;                /* bind=core: its ranks, in rank order, are bound to its cores in turn
+                                 (mpirun --map-by core --bind-to core) */
     char *host_list;          /* hosts=, as given (resolved into FlSimHost.machine) */
     int line;
 } FlSimMachine;
@@ -134,7 +139,14 @@ typedef struct FlSimServerLoad {
 
 typedef struct FlSimResult {
     double step_s;                                  /* the slowest trainer's step */
-    double compute_s, transfer_s, update_s, wait_s; /* the critical path, adding up to step_s */
+    double compute_s, transfer_s, update_s, wait_s; /* the critical path; with cores_s, step_s */
+    double cores_s;           /* beyond the path: the step's wait for the busiest core's work (its
+                                 ranks' compute, updates, message handling and shared-memory copies
+                                 one after the other), when that is longer; 0 when it is not */
+    int busiest_machine, busiest_host; /* the busiest cores: a machine's, or a host's own cores= (-1: not that) */
+    int busiest_core;                  /* bind=core: which of them (-1: all of them together) */
+    double busiest_work_s;             /* their work per step (per core) */
+    FlBuf busiest_ranks;               /* " t0 p0": the ranks on them */
     int critical_trainer;
     double trainer_compute_s; /* the critical trainer's own compute (its ops, feeds) */
     int64_t messages;         /* per step, every rank */

@@ -81,6 +81,26 @@ static void simulate(const FlPlan *plan, const char *bw, FlSimResult *r) {
     fl_sim_cluster_fini(&cl);
 }
 
+/* A program transpiled for P x T and the fixed calibration, as most tests start. */
+typedef struct Fixture {
+    FlBundle *b;
+    FlPlan *plan;
+    FlSimCalib cal;
+} Fixture;
+
+static void fixture(Fixture *f, const char *path, int64_t P, int64_t T) {
+    FlErr e;
+    f->b = compile(path);
+    f->plan = transpile(f->b, P, T);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &f->cal, &e), FL_OK);
+}
+
+static void fixture_fini(Fixture *f) {
+    fl_sim_calib_fini(&f->cal);
+    fl_ir_plan_free(f->plan);
+    fl_ir_bundle_free(f->b);
+}
+
 /* Simulates plan with cal on the cluster spec text (batch 64, 1 MiB pieces); asserts it runs. */
 static void run_spec(const FlPlan *plan, const FlSimCalib *cal, const char *spec, FlSimResult *r) {
     FlSimCluster cl;
@@ -343,7 +363,7 @@ static void test_errors(void) {
     spec_error("host a\nmachine cores=2 hosts=a pollwait=soon\n",
                "spec.txt:2: pollwait: expected a time such as 0.5ms, 20us or 1s, found 'soon'");
     spec_error("host a\nmachine cores=2 hosts=a speed=2\n",
-               "spec.txt:2: unknown key 'speed' (expected cores, hosts, switch, switchrate, wakeup or pollwait)");
+               "spec.txt:2: unknown key 'speed' (expected cores, hosts, bind, switch, switchrate, wakeup or pollwait)");
     calib_error("wakeup -3 us\n", "cal.txt:1: expected 'wakeup VALUE us' with VALUE 0 or above");
     spec_error("# nothing\n", "spec.txt: no 'host' line");
     calib_error("gemm 1x2 3 GFLOP/s\n", "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s'");
@@ -384,12 +404,10 @@ static void test_errors(void) {
  * namespaces) stretch a trainer's compute by trainers/cores, and each message waits for its receiver's look
  * (pollwait) and, through a switch thread, two wake-ups of it */
 static void test_machine(void) {
-    FlBundle *b = compile(MLP);
-    FlPlan *plan = transpile(b, 2, 4);
-    FlSimCalib cal;
+    Fixture f;
+    fixture(&f, MLP, 2, 4);
     FlErr e;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
-    CU_ASSERT_EQUAL(cal.pollwait_us, -1); /* the fixed calibration has none: optional */
+    CU_ASSERT_EQUAL(f.cal.pollwait_us, -1); /* the fixed calibration has none: optional */
     FlSimOptions o = {.batch = 64, .piece = 1048576};
     /* links of 10 Gbit/s, so the waits fall on the critical path: on links that set the pace
      * (1 Gbit/s) a wait can as well reorder the transfers queued on them */
@@ -407,7 +425,7 @@ static void test_machine(void) {
         FlStatus st = fl_sim_cluster_parse(text, "<test>", &cl, &e);
         if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
         CU_ASSERT_EQUAL_FATAL(st, FL_OK);
-        st = fl_sim_run(plan, &cal, &cl, &o, &r[i], &e);
+        st = fl_sim_run(f.plan, &f.cal, &cl, &o, &r[i], &e);
         if (st != FL_OK) fprintf(stderr, "%s\n", e.msg);
         CU_ASSERT_EQUAL_FATAL(st, FL_OK);
         step[i] = r[i].step_s;
@@ -436,7 +454,7 @@ static void test_machine(void) {
                                                "host b roles=pservers bandwidth=1gbit latency=0.5ms\n"
                                                "machine cores=2 hosts=a,b", "spec.txt", &cl, &e), FL_OK);
     FlSimResult bad;
-    CU_ASSERT_EQUAL(fl_sim_run(plan, &cal, &cl, &o, &bad, &e), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_sim_run(f.plan, &f.cal, &cl, &o, &bad, &e), FL_ERROR);
     CHECK_STR(e.msg, "spec.txt:3: the machine's ranks wait for wake-ups: the calibration has no 'pollwait' line (flc "
                      "calibrate measures it), nor the line pollwait=");
     fl_sim_cluster_fini(&cl);
@@ -455,15 +473,13 @@ static void test_machine(void) {
                                                "host b roles=pservers bandwidth=10gbit latency=0.5ms\n"
                                                "machine cores=2 hosts=a,b", "spec.txt", &cl, &e), FL_OK);
     FlSimResult good;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_run(plan, &cal2, &cl, &o, &good, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_sim_run(f.plan, &cal2, &cl, &o, &good, &e), FL_OK);
     CU_ASSERT_DOUBLE_EQUAL(good.step_s, step[2], 1e-9);
     fl_sim_result_fini(&good);
     fl_sim_cluster_fini(&cl);
     fl_buf_free(&txt);
     fl_sim_calib_fini(&cal2);
-    fl_sim_calib_fini(&cal);
-    fl_ir_plan_free(plan);
-    fl_ir_bundle_free(b);
+    fixture_fini(&f);
 }
 
 /* Every rank on one host: a trainer's gradients to its own host's pservers cross shared memory,
@@ -472,17 +488,14 @@ static void test_machine(void) {
  * transpiler's split and concat of a block cost their bytes at memcpy speed: a faster memcpy
  * shortens the trainer's compute, a faster element-wise rate leaves those ops alone. */
 static void test_local_copy(void) {
-    FlBundle *b = compile(MLP);
-    FlPlan *plan = transpile(b, 2, 2);
-    FlSimCalib cal;
-    FlErr e;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    Fixture f;
+    fixture(&f, MLP, 2, 2);
     double own[2];
     const char *specs[2] = {"host a slots=4\nlocal bandwidth=2GB/s latency=2us\n",
                             "host a slots=4\nlocal bandwidth=1GB/s latency=2us\n"};
     FlSimResult r;
     for (int i = 0; i < 2; i++) {
-        run_spec(plan, &cal, specs[i], &r);
+        run_spec(f.plan, &f.cal, specs[i], &r);
         own[i] = r.trainer_compute_s;
         fl_sim_result_fini(&r);
     }
@@ -491,27 +504,25 @@ static void test_local_copy(void) {
     CU_ASSERT_DOUBLE_EQUAL(own[1] - own[0], grad_bytes / 1e9 - grad_bytes / 2e9, 1e-9);
     /* split and concat at memcpy speed */
     double c0, c1, c2;
-    run_spec(plan, &cal, specs[0], &r);
+    run_spec(f.plan, &f.cal, specs[0], &r);
     c0 = r.trainer_compute_s;
     fl_sim_result_fini(&r);
-    cal.memcpy_gbps *= 2;
-    run_spec(plan, &cal, specs[0], &r);
+    f.cal.memcpy_gbps *= 2;
+    run_spec(f.plan, &f.cal, specs[0], &r);
     c1 = r.trainer_compute_s;
     fl_sim_result_fini(&r);
-    cal.memcpy_gbps /= 2;
-    cal.elementwise_gbps *= 1000;
-    run_spec(plan, &cal, specs[0], &r);
+    f.cal.memcpy_gbps /= 2;
+    f.cal.elementwise_gbps *= 1000;
+    run_spec(f.plan, &f.cal, specs[0], &r);
     c2 = r.trainer_compute_s;
     fl_sim_result_fini(&r);
     /* the trainer's split of fc_0's and fc_1's gradients and concat of their parameters move
      * 2 x (784 + 512) x 512 floats, read and written, and its feeds (x, 64 x 784 floats; label,
      * 64 int64) are copied in: at twice memcpy's rate, half the time */
     double moved = 2 * 2 * 4.0 * (784 + 512) * 512, feeds = 64 * 784 * 4.0 + 64 * 8.0;
-    CU_ASSERT_DOUBLE_EQUAL(c0 - c1, (moved / 2 + feeds) / (cal.memcpy_gbps * 1e9) / 2, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(c0 - c1, (moved / 2 + feeds) / (f.cal.memcpy_gbps * 1e9) / 2, 1e-9);
     CU_ASSERT(c2 < c0); /* the relus and adds do cost element-wise */
-    fl_sim_calib_fini(&cal);
-    fl_ir_plan_free(plan);
-    fl_ir_bundle_free(b);
+    fixture_fini(&f);
 }
 
 /* `optimizer OP VALUE GB/s`: an optimizer op's own rate (flc calibrate times each through the
@@ -564,11 +575,8 @@ static void test_optimizer_rate(void) {
  * pserver 0) and the latencies aside, shared takes one transfer time more. The bytes on each
  * link are the same either way. */
 static void test_links_shared(void) {
-    FlBundle *b = compile("tests/bench/simulate/probe_big.fl");
-    FlPlan *plan = transpile(b, 2, 1);
-    FlSimCalib cal;
-    FlErr e;
-    CU_ASSERT_EQUAL_FATAL(fl_sim_calib_load(CALIB, &cal, &e), FL_OK);
+    Fixture f;
+    fixture(&f, "tests/bench/simulate/probe_big.fl", 2, 1);
     FlSimResult r[2];
     for (int i = 0; i < 2; i++) {
         char spec[512];
@@ -576,7 +584,7 @@ static void test_links_shared(void) {
                  "links %s\nhost a roles=t0 bandwidth=100MB/s latency=10us\n"
                  "host b roles=p0 bandwidth=100MB/s latency=10us\n"
                  "host c roles=p1 bandwidth=100MB/s latency=10us\n", i ? "shared" : "fifo");
-        run_spec(plan, &cal, spec, &r[i]);
+        run_spec(f.plan, &f.cal, spec, &r[i]);
     }
     double once = 1048576 / 100e6; /* one block's transfer time */
     printf("\n  fifo %.6f s, shared %.6f s, one block %.6f s\n", r[0].step_s, r[1].step_s, once);
@@ -592,9 +600,46 @@ static void test_links_shared(void) {
     spec_error("links sideways\nhost a\n", "spec.txt:1: expected 'links fifo' (messages take a link one after the other) "
                                           "or 'links shared' (the messages on a link at once share it)");
     spec_error("links shared\nlinks fifo\nhost a\n", "spec.txt:2: a second 'links' line (the first is line 1)");
-    fl_sim_calib_fini(&cal);
-    fl_ir_plan_free(plan);
-    fl_ir_bundle_free(b);
+    fixture_fini(&f);
+}
+
+/* `machine ... bind=core`: ranks bound to the cores in turn (rank order: trainers, then
+ * pservers), so a core does its ranks' work one piece after another, and the busiest core's
+ * work bounds the step. The MLP at 1x2 on a 2-core machine: core 0 takes trainer 0 and the
+ * pserver (ranks 0 and 2), core 1 trainer 1. Over shared memory the receiver copies (Open MPI's
+ * single copy): core 0 copies trainer 0's parameters and both trainers' gradients in, three
+ * times the gradient bytes, so halving the local bandwidth (8 to 4 GB/s) adds exactly those bytes / the
+ * bandwidth to its work and, where that bounds the step, to the step. Unbound, the same work
+ * spreads over both cores and bounds the step less. */
+static void test_shared_cores(void) {
+    Fixture f;
+    fixture(&f, MLP, 1, 2);
+    const char *specs[3] = {"host a slots=3 msgcost=20us\nmachine cores=2 hosts=a bind=core pollwait=0us\nlocal bandwidth=8GB/s latency=2us\n",
+                            "host a slots=3 msgcost=20us\nmachine cores=2 hosts=a bind=core pollwait=0us\nlocal bandwidth=4GB/s latency=2us\n",
+                            "host a slots=3 msgcost=20us\nmachine cores=2 hosts=a pollwait=0us\nlocal bandwidth=8GB/s latency=2us\n"};
+    FlSimResult r[3];
+    for (int i = 0; i < 3; i++) run_spec(f.plan, &f.cal, specs[i], &r[i]);
+    printf("\n  bound: step %.6f s (core %d:%s %.6f s of work, %.6f s beyond the path); at half the bandwidth %.6f s; "
+           "unbound %.6f s\n", r[0].step_s, r[0].busiest_core, fl_buf_str(&r[0].busiest_ranks), r[0].busiest_work_s,
+           r[0].cores_s, r[1].step_s, r[2].step_s);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT(r[i].cores_s > 0); /* the core bounds the step */
+        CU_ASSERT_EQUAL(r[i].busiest_core, 0);
+        CHECK_STR(fl_buf_str(&r[i].busiest_ranks), " t0 p0");
+        CU_ASSERT_DOUBLE_EQUAL(r[i].step_s, r[i].busiest_work_s, 1e-12);
+        /* the critical path's parts and the wait for the core add up to the step */
+        CU_ASSERT_DOUBLE_EQUAL(r[i].compute_s + r[i].transfer_s + r[i].update_s + r[i].wait_s + r[i].cores_s, r[i].step_s, 1e-9);
+    }
+    /* the GETs' 64-byte headers are copied too: within 1 us */
+    double grad_bytes = 4.0 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10);
+    CU_ASSERT_DOUBLE_EQUAL(r[1].busiest_work_s - r[0].busiest_work_s, 3 * grad_bytes * (1 / 4e9 - 1 / 8e9), 1e-6);
+    /* unbound: the machine's work over its 2 cores, less than core 0's alone */
+    CU_ASSERT(r[2].step_s < r[0].step_s);
+    CU_ASSERT_EQUAL(r[2].busiest_core, -1);
+    for (int i = 0; i < 3; i++) fl_sim_result_fini(&r[i]);
+    spec_error("host a slots=3\nmachine cores=2 hosts=a bind=socket\n",
+               "spec.txt:2: bind: expected core (its ranks bound to its cores in turn, in rank order) or none, found 'socket'");
+    fixture_fini(&f);
 }
 
 static void test_cli(void) {
@@ -642,6 +687,7 @@ int main(int argc, char **argv) {
         {"local link: the sender's copy, copies at memcpy speed", test_local_copy},
         {"an optimizer op's own calibrated rate", test_optimizer_rate},
         {"links shared: messages on a link at once share it", test_links_shared},
+        {"bind=core: the busiest core's work bounds the step", test_shared_cores},
         {"flc simulate", test_cli},
     };
     return fl_test_run("simulate", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
