@@ -1277,59 +1277,58 @@ static FlStatus walk_trainer(Sim *s, const FlBundle *bd, int t, double *after, F
     return FL_OK;
 }
 
+/* The group of cores rank k (trainers 0..T-1, then pservers) shares: its host's machine's
+ * (0..machines-1), its host's own cores= (machines + host), or none (-1). */
+static int cores_group(const Sim *s, int64_t k) {
+    int h = k < s->r->T ? s->r->trainer_host[k] : s->r->pserver_host[k - s->r->T];
+    const FlSimHost *hp = &s->cl->hosts.data[h];
+    return hp->machine >= 0 ? hp->machine : hp->cores > 0 ? (int)s->cl->machines.len + h : -1;
+}
+
 /* The work of the ranks that share cores bounds the step from below, however the events line
- * up: a core does its ranks' work one piece after another. A machine's cores with bind=core: rank
- * i of its ranks (trainers, then pservers, in rank order) on core i mod cores, each core's sum;
- * unbound (or a host's cores=), the operating system spreads the ranks: their sum over the
- * cores, or the busiest rank's own. When that is longer than the event model's step (`path`),
- * the difference is the step's wait for it (cores_s). */
+ * up: a core does its ranks' work one piece after another. A machine's cores with bind=core: the
+ * i-th of its ranks in rank order on core i mod cores, each core's sum; unbound (or a host's
+ * cores=), the operating system spreads the ranks: their sum over the cores, or the busiest
+ * rank's own. When that is longer than the event model's step (`path`), the difference is the
+ * step's wait for it (cores_s). */
 static void busiest_core(Sim *s, double path) {
     FlSimResult *r = s->r;
-    size_t nm = s->cl->machines.len, nh = s->cl->hosts.len;
-    r->busiest_machine = r->busiest_host = r->busiest_core = -1;
+    int64_t nr = r->T + r->P;
+    size_t nm = s->cl->machines.len, ng = nm + s->cl->hosts.len;
+    int64_t *slot = fl_xcalloc((size_t)nr, sizeof(int64_t)), *seen = fl_xcalloc(ng, sizeof(int64_t));
+    double *work = fl_xcalloc(ng * (size_t)nr, sizeof(double)); /* [group][core] */
+    double *sum = fl_xcalloc(ng, sizeof(double)), *one = fl_xcalloc(ng, sizeof(double));
+    for (int64_t k = 0; k < nr; k++) {
+        int g = cores_group(s, k);
+        if (g < 0) continue;
+        int64_t cores = (size_t)g < nm ? s->cl->machines.data[g].cores : s->cl->hosts.data[(size_t)g - nm].cores;
+        double w = k < r->T ? s->work_t[k] : s->work_p[k - r->T];
+        slot[k] = seen[g]++ % cores;
+        work[(size_t)g * (size_t)nr + (size_t)slot[k]] += w;
+        sum[g] += w;
+        one[g] = fmax(one[g], w);
+    }
     double worst = 0;
-    for (size_t g = 0; g < nm + nh; g++) { /* the machines, then the hosts with their own cores= */
-        bool machine = g < nm;
-        int64_t cores = machine ? s->cl->machines.data[g].cores : s->cl->hosts.data[g - nm].cores;
-        if (cores <= 0) continue;
-        bool bind = machine && s->cl->machines.data[g].bind;
-        double *core = fl_xcalloc((size_t)cores, sizeof(double)), sum = 0, one = 0;
-        int64_t n = 0;
-        for (int64_t k = 0; k < r->T + r->P; k++) {
-            int h = k < r->T ? r->trainer_host[k] : r->pserver_host[k - r->T];
-            if (machine ? s->cl->hosts.data[h].machine != (int)g : (size_t)h != g - nm) continue;
-            double w = k < r->T ? s->work_t[k] : s->work_p[k - r->T];
-            core[n++ % cores] += w;
-            sum += w;
-            one = fmax(one, w);
-        }
-        double load = fmax(sum / (double)cores, one);
-        int at = -1;
-        if (bind) {
-            load = 0;
-            for (int64_t c = 0; c < cores; c++)
-                if (core[c] > load) load = core[c], at = (int)c;
-        }
-        free(core);
-        if (load > worst) {
-            worst = load;
-            r->busiest_machine = machine ? (int)g : -1;
-            r->busiest_host = machine ? -1 : (int)(g - nm);
-            r->busiest_core = at;
-        }
+    int wg = -1, wc = -1;
+    for (size_t g = 0; g < ng; g++) {
+        if (!seen[g]) continue;
+        bool bind = g < nm && s->cl->machines.data[g].bind;
+        int64_t cores = g < nm ? s->cl->machines.data[g].cores : s->cl->hosts.data[g - nm].cores;
+        for (int64_t c = 0; bind && c < cores && c < nr; c++)
+            if (work[g * (size_t)nr + (size_t)c] > worst) worst = work[g * (size_t)nr + (size_t)c], wg = (int)g, wc = (int)c;
+        double load = fmax(sum[g] / (double)cores, one[g]);
+        if (!bind && load > worst) worst = load, wg = (int)g, wc = -1;
     }
-    /* its ranks, for the report */
-    fl_buf_free(&r->busiest_ranks);
-    for (int64_t k = 0, n = 0; k < r->T + r->P && (r->busiest_machine >= 0 || r->busiest_host >= 0); k++) {
-        int h = k < r->T ? r->trainer_host[k] : r->pserver_host[k - r->T];
-        if (r->busiest_machine >= 0 ? s->cl->hosts.data[h].machine != r->busiest_machine : h != r->busiest_host) continue;
-        int64_t cores = r->busiest_machine >= 0 ? s->cl->machines.data[r->busiest_machine].cores : s->cl->hosts.data[h].cores;
-        if (r->busiest_core < 0 || n % cores == r->busiest_core)
+    r->busiest_machine = wg >= 0 && (size_t)wg < nm ? wg : -1;
+    r->busiest_host = wg >= 0 && (size_t)wg >= nm ? wg - (int)nm : -1;
+    r->busiest_core = wc;
+    fl_buf_free(&r->busiest_ranks); /* its ranks, for the report */
+    for (int64_t k = 0; k < nr && wg >= 0; k++)
+        if (cores_group(s, k) == wg && (wc < 0 || slot[k] == wc))
             fl_buf_printf(&r->busiest_ranks, " %c%lld", k < r->T ? 't' : 'p', (long long)(k < r->T ? k : k - r->T));
-        n++;
-    }
     r->busiest_work_s = worst;
     r->cores_s = worst > path ? worst - path : 0;
+    free(slot), free(seen), free(work), free(sum), free(one);
 }
 
 static const FlBundle *role_of(const FlPlan *plan, const char *role, int64_t idx) {
@@ -1541,11 +1540,11 @@ void fl_sim_report(const FlPlan *plan, const FlSimCluster *cl, const FlSimOption
             fl_buf_printf(b, "  (core %d of the machine of line %d takes%s in turn: %.3f ms of work a step)\n", r->busiest_core,
                           cl->machines.data[r->busiest_machine].line, fl_buf_str(&r->busiest_ranks), r->busiest_work_s * 1e3);
         else if (r->busiest_machine >= 0)
-            fl_buf_printf(b, "  (the %lld cores of the machine of line %d take%s: %.3f ms of work a step each)\n",
+            fl_buf_printf(b, "  (the %lld cores of the machine of line %d take%s: at least %.3f ms of work a step on the busiest)\n",
                           (long long)cl->machines.data[r->busiest_machine].cores, cl->machines.data[r->busiest_machine].line,
                           fl_buf_str(&r->busiest_ranks), r->busiest_work_s * 1e3);
         else
-            fl_buf_printf(b, "  (the %lld cores of host '%s' take%s: %.3f ms of work a step each)\n",
+            fl_buf_printf(b, "  (the %lld cores of host '%s' take%s: at least %.3f ms of work a step on the busiest)\n",
                           (long long)cl->hosts.data[r->busiest_host].cores, cl->hosts.data[r->busiest_host].name,
                           fl_buf_str(&r->busiest_ranks), r->busiest_work_s * 1e3);
     }

@@ -636,6 +636,8 @@ static void test_shared_cores(void) {
     /* unbound: the machine's work over its 2 cores, less than core 0's alone */
     CU_ASSERT(r[2].step_s < r[0].step_s);
     CU_ASSERT_EQUAL(r[2].busiest_core, -1);
+    CHECK_STR(fl_buf_str(&r[2].busiest_ranks), " t0 t1 p0");
+    CU_ASSERT(r[2].busiest_work_s < r[0].busiest_work_s && 2 * r[2].busiest_work_s > r[0].busiest_work_s);
     for (int i = 0; i < 3; i++) fl_sim_result_fini(&r[i]);
     spec_error("host a slots=3\nmachine cores=2 hosts=a bind=socket\n",
                "spec.txt:2: bind: expected core (its ranks bound to its cores in turn, in rank order) or none, found 'socket'");
