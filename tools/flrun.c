@@ -54,6 +54,7 @@
 #include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
 #include "runtime/core/scope.h"
+#include "runtime/kernels/kernels.h"
 #include "runtime/kernels/par.h"
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
@@ -685,6 +686,21 @@ static FlStatus load_server(Run *r, FlErr *e) {
     return st;
 }
 
+/* Once per job (rank 0): a warning when the matrix products run on narrower vectors than the
+ * CPU has (the user's OPENBLAS_CORETYPE, FL_GEMM or FL_DNNL chose so), and with --stats in a
+ * local run the GEMM library, its kernel and why. */
+static void gemm_notes(const Opts *o, bool mpi) {
+    const FlGemmInfo *g = fl_gemm_info();
+    FlBuf b = {0};
+    if (fl_gemm_warning(g, &b)) fprintf(stderr, "flrun: warning: %s\n", fl_buf_str(&b));
+    if (o->stats && !mpi) { /* an MPI rank names its GEMM in its own stats line, at the end */
+        b.len = 0;
+        fl_gemm_describe(g, &b);
+        fprintf(stderr, "flrun: stats gemm: %s\n", fl_buf_str(&b));
+    }
+    fl_buf_free(&b);
+}
+
 static int run_program(Opts *o) {
     FlErr e = {{0}};
     FlBundle *bundle;
@@ -731,6 +747,7 @@ static int run_program(Opts *o) {
     threads = o->threads > 0 ? (int)o->threads : mpi ? 1 : fl_par_cpus();
     FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .threads = threads, .trace = trace};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
+    if (!mpi || fl_mpi_rank(mpi) == 0) gemm_notes(o, mpi != NULL);
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
     /* goroutines: one scheduler for the process; runs attach their thread to it (conc.h) */
@@ -837,8 +854,12 @@ fail:
     fl_program_free(r.prog);
     fl_ir_plan_free(plan);
     if (mpi) {
-        if (o->stats) fprintf(stderr, "flrun: stats %s: %d kernel thread%s\n", fl_mpi_who(mpi), threads,
-                              threads == 1 ? "" : "s");
+        if (o->stats) {
+            const FlGemmInfo *g = fl_gemm_info();
+            fprintf(stderr, "flrun: stats %s: %d kernel thread%s, gemm %s %s (%s on a CPU with %s)\n",
+                    fl_mpi_who(mpi), threads, threads == 1 ? "" : "s", fl_gemm_path_name(g->path), g->kernel,
+                    fl_isa_name(g->kernel_isa), fl_isa_name(g->cpu_isa));
+        }
         fl_mpi_print_stats(mpi, stderr);
         fl_mpi_free(mpi);
     }
@@ -993,6 +1014,10 @@ int main(int argc, char **argv) {
     /* OpenBLAS stays single-threaded: the kernels cut large products into blocks on their own
      * pool (--threads), which also serves the other kernels and oneDNN (docs/kernels.md) */
     openblas_set_num_threads(1);
+    if (fl_gemm_info()->error[0]) { /* FL_GEMM names no library, or one that is off */
+        rc = usage_error("%s", fl_gemm_info()->error);
+        goto done;
+    }
     rc = run_program(&o);
 done:
     FL_VEC_FREE(&o.defines);

@@ -477,6 +477,49 @@ static bool pool_grad_impl(const PoolDims *p, int64_t N, const float *x, const f
     return ok;
 }
 
+/* ---- sgemm and the CPU ---- */
+
+/* oneDNN's sgemm picks its kernels by the CPU it runs on (the ISA below), where OpenBLAS 0.3.21
+ * picks them from a table of the CPUs it knows (gemm.c decides which of the two runs). One call
+ * runs on the calling thread alone: gemm.c cuts a large product into blocks on the kernel pool,
+ * as it does for OpenBLAS, so the OpenMP team of the call is 1 (set per call: a convolution on
+ * this thread may have set its team to the pool's width). */
+bool kdnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (!on()) return false;
+    if (G.omp_set_num_threads) G.omp_set_num_threads(1);
+    return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C,
+                      ldc) == dnnl_success;
+}
+
+const char *kdnnl_isa(FlIsa *isa) {
+    if (!on()) return NULL;
+    static const struct {
+        dnnl_cpu_isa_t id;
+        const char *name;
+        FlIsa isa;
+    } names[] = {
+        {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx", FL_ISA_AVX512},
+        {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16", FL_ISA_AVX512},
+        {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni", FL_ISA_AVX512},
+        {dnnl_cpu_isa_avx512_core, "avx512_core", FL_ISA_AVX512},
+        {dnnl_cpu_isa_avx512_mic_4ops, "avx512_mic_4ops", FL_ISA_AVX512},
+        {dnnl_cpu_isa_avx512_mic, "avx512_mic", FL_ISA_AVX512},
+        {dnnl_cpu_isa_avx2_vnni, "avx2_vnni", FL_ISA_AVX2},
+        {dnnl_cpu_isa_avx2, "avx2", FL_ISA_AVX2},
+        {dnnl_cpu_isa_avx, "avx", FL_ISA_AVX},
+        {dnnl_cpu_isa_sse41, "sse41", FL_ISA_SSE},
+    };
+    dnnl_cpu_isa_t id = dnnl_get_effective_cpu_isa();
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].id == id) {
+            *isa = names[i].isa;
+            return names[i].name;
+        }
+    *isa = FL_ISA_NONE;
+    return "reference";
+}
+
 /* ---- entry points: each holds the kernel pool (par.h) for its call, so oneDNN's OpenMP team
  * (of the pool's size) runs while the pool's own workers sleep ---- */
 

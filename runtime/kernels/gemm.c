@@ -1,16 +1,24 @@
-/* gemm.c: the one matrix-product routine the GEMM-shaped kernels share. The reference path is
- * a plain triple loop accumulating in double; the fast path (float32) is OpenBLAS cblas_sgemm.
- * Both are reentrant. OpenBLAS runs single-threaded (flrun sets it so): with a kernel pool of N
- * threads bound (par.h), a large product is cut into N blocks of C's rows (or columns, when C is
- * wide and short), one single-threaded cblas_sgemm per block, run on the pool's threads. OpenBLAS
+/* gemm.c: the one matrix-product routine the GEMM-shaped kernels share, and which library runs
+ * it. The reference path is a plain triple loop accumulating in double; the fast path (float32)
+ * is OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm, one of the two for the whole process
+ * (fl_gemm_info: OpenBLAS unless its kernel for this CPU is narrower than the CPU's vectors, as
+ * when OpenBLAS 0.3.21 does not know the CPU and falls back to SSE; the user's FL_GEMM,
+ * OPENBLAS_CORETYPE and FL_DNNL decide first). Both libraries run single-threaded (flrun sets
+ * OpenBLAS so; dnnl.c gives each sgemm an OpenMP team of 1): with a kernel pool of N threads
+ * bound (par.h), a large product is cut into N blocks of C's rows (or columns, when C is wide
+ * and short), one single-threaded sgemm per block, run on the pool's threads. Either library
  * picks its kernels and K blocking by a call's shape, so a block's elements may round
  * differently from the uncut product's: the cut depends on the shapes and N (never on timing),
- * so a given N gives the same bits run to run, and N = 1 the uncut product. Why not OpenBLAS's
- * own threads: measured slower on 2 cores (docs/kernels.md, "Threads"), a second pool beside
- * ours, and its split is its own business. */
+ * so a given N gives the same bits run to run, and N = 1 the uncut product. Why not the
+ * libraries' own threads: measured slower on 2 cores (docs/kernels.md, "Threads"), a second pool
+ * beside ours, and their split is their own business. */
 #include "runtime/kernels/kernels_impl.h"
 
 #include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "runtime/kernels/par.h"
 
@@ -27,8 +35,145 @@ typedef struct GemmJob {
     int nchunks;
 } GemmJob;
 
+/* ---- which library ---- */
+
+const char *fl_isa_name(FlIsa isa) {
+    switch (isa) {
+    case FL_ISA_NONE: return "none";
+    case FL_ISA_SSE: return "sse";
+    case FL_ISA_AVX: return "avx";
+    case FL_ISA_AVX2: return "avx2";
+    case FL_ISA_AVX512: return "avx512";
+    case FL_ISA_COUNT: break;
+    }
+    return "?";
+}
+
+const char *fl_gemm_path_name(FlGemmPath path) {
+    switch (path) {
+    case FL_GEMM_OPENBLAS: return "openblas";
+    case FL_GEMM_ONEDNN: return "onednn";
+    case FL_GEMM_PATH_COUNT: break;
+    }
+    return "?";
+}
+
+/* OpenBLAS 0.3.21's core names (driver/others/dynamic.c's table) by their widest vectors; any
+ * other name (the older SSE cores: Prescott, Core2, Nehalem, Atom, Opteron, Barcelona, ...) is
+ * SSE. */
+FlIsa fl_gemm_openblas_isa(const char *core) {
+    static const struct {
+        const char *name;
+        FlIsa isa;
+    } cores[] = {
+        {"SapphireRapids", FL_ISA_AVX512}, {"Cooperlake", FL_ISA_AVX512}, {"SkylakeX", FL_ISA_AVX512},
+        {"Zen", FL_ISA_AVX2}, {"Haswell", FL_ISA_AVX2}, {"Excavator", FL_ISA_AVX2},
+        {"Steamroller", FL_ISA_AVX}, {"Piledriver", FL_ISA_AVX}, {"Bulldozer", FL_ISA_AVX},
+        {"Sandybridge", FL_ISA_AVX},
+    };
+    if (!core || !*core) return FL_ISA_NONE;
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++)
+        if (strcasecmp(core, cores[i].name) == 0) return cores[i].isa;
+    return FL_ISA_SSE;
+}
+
+void fl_gemm_choose(FlGemmInfo *g, const char *fl_gemm, const char *coretype, const char *openblas_core,
+                    FlIsa cpu, const char *dnnl_isa, FlIsa dnnl_level) {
+    memset(g, 0, sizeof *g);
+    g->cpu_isa = cpu;
+    FlIsa ob = fl_gemm_openblas_isa(openblas_core);
+    bool set_core = coretype && *coretype;
+    const char *want = fl_gemm && *fl_gemm ? fl_gemm : "auto";
+    bool auto_ = strcmp(want, "auto") == 0;
+    if (!auto_ && strcmp(want, "openblas") != 0 && strcmp(want, "onednn") != 0) {
+        snprintf(g->error, sizeof g->error, "FL_GEMM=%s: expected openblas, onednn or auto", want);
+        auto_ = true;
+    } else if (strcmp(want, "onednn") == 0 && !dnnl_isa) {
+        snprintf(g->error, sizeof g->error, "FL_GEMM=onednn, but oneDNN is off (FL_DNNL=0)");
+        auto_ = true;
+    }
+    if (!auto_) {
+        g->path = strcmp(want, "onednn") == 0 ? FL_GEMM_ONEDNN : FL_GEMM_OPENBLAS;
+        snprintf(g->why, sizeof g->why, "FL_GEMM=%s", want);
+    } else if (!dnnl_isa) {
+        g->path = FL_GEMM_OPENBLAS;
+        snprintf(g->why, sizeof g->why, "oneDNN is off (FL_DNNL=0)");
+    } else if (set_core) {
+        g->path = FL_GEMM_OPENBLAS;
+        snprintf(g->why, sizeof g->why, "OPENBLAS_CORETYPE=%s is honoured", coretype);
+    } else if (ob < cpu && dnnl_level > ob) {
+        g->path = FL_GEMM_ONEDNN;
+        snprintf(g->why, sizeof g->why, "OpenBLAS's kernel for this CPU, %s, is %s, narrower than the CPU's %s",
+                 openblas_core ? openblas_core : "?", fl_isa_name(ob), fl_isa_name(cpu));
+    } else {
+        g->path = FL_GEMM_OPENBLAS;
+        snprintf(g->why, sizeof g->why, "OpenBLAS's kernel for this CPU, %s, is as wide as the CPU's vectors",
+                 openblas_core ? openblas_core : "?");
+    }
+    if (g->path == FL_GEMM_ONEDNN) {
+        g->kernel = dnnl_isa;
+        g->kernel_isa = dnnl_level;
+    } else {
+        g->kernel = openblas_core ? openblas_core : "?";
+        g->kernel_isa = ob;
+    }
+}
+
+/* The CPU's widest vectors the OS lets a program use (GCC's and clang's cpu model checks
+ * XCR0 too). */
+static FlIsa cpu_isa(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return FL_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return FL_ISA_AVX2;
+    if (__builtin_cpu_supports("avx")) return FL_ISA_AVX;
+    if (__builtin_cpu_supports("sse2")) return FL_ISA_SSE;
+#endif
+    return FL_ISA_NONE;
+}
+
+static struct {
+    pthread_once_t once;
+    FlGemmInfo info;
+} G = {PTHREAD_ONCE_INIT};
+
+static void decide(void) {
+    FlIsa dl = FL_ISA_NONE;
+    const char *dn = kdnnl_isa(&dl);
+    fl_gemm_choose(&G.info, getenv("FL_GEMM"), getenv("OPENBLAS_CORETYPE"), openblas_get_corename(),
+                   cpu_isa(), dn, dl);
+}
+
+const FlGemmInfo *fl_gemm_info(void) {
+    pthread_once(&G.once, decide);
+    return &G.info;
+}
+
+void fl_gemm_describe(const FlGemmInfo *g, FlBuf *out) {
+    fl_buf_printf(out, "%s %s (%s on a CPU with %s): %s", fl_gemm_path_name(g->path), g->kernel,
+                  fl_isa_name(g->kernel_isa), fl_isa_name(g->cpu_isa), g->why);
+}
+
+bool fl_gemm_warning(const FlGemmInfo *g, FlBuf *out) {
+    if (g->kernel_isa == FL_ISA_NONE || g->kernel_isa >= g->cpu_isa) return false;
+    /* measured (docs/kernels.md): AVX2 kernels at 0.6 of AVX-512 ones, SSE kernels at 0.25 */
+    fl_buf_printf(out, "matrix products run on %s's %s kernels (%s) on a CPU with %s, %s its speed (%s); ",
+                  g->path == FL_GEMM_ONEDNN ? "oneDNN" : "OpenBLAS", g->kernel, fl_isa_name(g->kernel_isa),
+                  fl_isa_name(g->cpu_isa), g->cpu_isa - g->kernel_isa > 1 ? "far below" : "below", g->why);
+    if (g->path == FL_GEMM_OPENBLAS)
+        fl_buf_puts(out, "unset OPENBLAS_CORETYPE, FL_GEMM and FL_DNNL to let fluidc choose (docs/kernels.md)");
+    else
+        fl_buf_puts(out, "unset ONEDNN_MAX_CPU_ISA and FL_GEMM to let fluidc choose (docs/kernels.md)");
+    return true;
+}
+
+/* ---- the product ---- */
+
 static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (fl_gemm_info()->path == FL_GEMM_ONEDNN &&
+        kdnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }

@@ -89,6 +89,59 @@ FlStatus fl_kernel_cast_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
                              FlTensor *dx) FL_WARN_UNUSED;
 
 /* ======================================================================================
+ * Which library runs the float32 matrix products (gemm.c)
+ * ====================================================================================== */
+
+/* The widest vector instructions of a CPU or of a GEMM kernel, in order: SSE (128-bit), AVX
+ * (256-bit, no FMA), AVX2 with FMA (256-bit), AVX-512. Each level does about twice the float
+ * operations per cycle of the one before. */
+typedef enum FlIsa { FL_ISA_NONE, FL_ISA_SSE, FL_ISA_AVX, FL_ISA_AVX2, FL_ISA_AVX512, FL_ISA_COUNT } FlIsa;
+
+typedef enum FlGemmPath { FL_GEMM_OPENBLAS, FL_GEMM_ONEDNN, FL_GEMM_PATH_COUNT } FlGemmPath;
+
+/* How this process runs float32 matrix products (mul, matmul, fc, the RNN cells, conv2d's
+ * im2col path), decided once, on the first product, from the environment and the CPU:
+ *   FL_GEMM=openblas or onednn     that library;
+ *   FL_DNNL=0                      OpenBLAS (oneDNN is off altogether);
+ *   OPENBLAS_CORETYPE=NAME         OpenBLAS with the kernel the user named (honoured as set);
+ *   otherwise (FL_GEMM=auto)       OpenBLAS when its kernel for this CPU is as wide as the CPU's
+ *                                  vectors, else oneDNN's sgemm, which detects the CPU itself
+ *                                  (OpenBLAS 0.3.21 falls back to its SSE kernels on CPUs its
+ *                                  table does not know: about a quarter of an AVX-512 CPU's speed).
+ * The choice depends on nothing but these, so a machine gives the same bits run to run.
+ * docs/kernels.md ("Which GEMM") has the measurements behind the rule. */
+typedef struct FlGemmInfo {
+    FlGemmPath path;
+    const char *kernel; /* OpenBLAS's core ("SkylakeX") or oneDNN's ISA ("avx512_core_amx") */
+    FlIsa kernel_isa;   /* the vectors that kernel uses */
+    FlIsa cpu_isa;      /* the CPU's widest vectors */
+    char why[192];      /* what decided the path, for --stats and the warning */
+    char error[192];    /* non-empty: the environment asks for something that cannot be (FL_GEMM
+                           of an unknown value, FL_GEMM=onednn with FL_DNNL=0); the path is then
+                           the auto one, and flrun refuses to run with this message */
+} FlGemmInfo;
+
+/* The process's choice (decided on the first call; any thread). */
+const FlGemmInfo *fl_gemm_info(void);
+/* The decision itself, from its inputs: FL_GEMM's and OPENBLAS_CORETYPE's values (NULL: unset),
+ * OpenBLAS's core name, the CPU's vectors, and oneDNN's ISA name and vectors (dnnl_isa NULL:
+ * oneDNN is off). fl_gemm_info calls it with this process's; tests with their own. */
+void fl_gemm_choose(FlGemmInfo *out, const char *fl_gemm, const char *coretype, const char *openblas_core,
+                    FlIsa cpu, const char *dnnl_isa, FlIsa dnnl_level);
+/* The vectors of an OpenBLAS core name (FL_ISA_NONE for a name this table does not know). */
+FlIsa fl_gemm_openblas_isa(const char *core);
+/* "sse", "avx", "avx2", "avx512" ("none" for FL_ISA_NONE). */
+const char *fl_isa_name(FlIsa isa);
+/* "openblas" or "onednn". */
+const char *fl_gemm_path_name(FlGemmPath path);
+/* One line for --stats and flc calibrate, without a newline: "openblas Cooperlake (avx512 on an
+ * avx512 CPU): OPENBLAS_CORETYPE is unset and OpenBLAS's kernel is as wide as the CPU's". */
+void fl_gemm_describe(const FlGemmInfo *g, FlBuf *out);
+/* A warning when the products run on narrower vectors than the CPU has (the user's
+ * OPENBLAS_CORETYPE, FL_GEMM or FL_DNNL chose so), without a newline; false when there is none. */
+bool fl_gemm_warning(const FlGemmInfo *g, FlBuf *out);
+
+/* ======================================================================================
  * Matrix products (linalg.c)
  * ====================================================================================== */
 

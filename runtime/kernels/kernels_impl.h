@@ -160,10 +160,18 @@ bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const f
 bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out);
 bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx);
 
+/* One product by oneDNN's sgemm on the calling thread (same contract as kgemm_f32's fast path);
+ * false when oneDNN is off or refused the call. */
+bool kdnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* oneDNN's ISA on this CPU (the CPU's, capped by ONEDNN_MAX_CPU_ISA) as its name, and its
+ * vectors in *isa; NULL when oneDNN is off (FL_DNNL=0 or no engine). */
+const char *kdnnl_isa(FlIsa *isa);
+
 /* ---- GEMM (gemm.c) ----
  * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when ta / tb; lda etc.
  * are the row strides of the matrices as stored. beta == 0 ignores C's old contents. `fast`
- * selects cblas (float32) instead of the plain loops. */
+ * selects the process's GEMM library (float32; fl_gemm_info) instead of the plain loops. */
 void kgemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
                bool fast);

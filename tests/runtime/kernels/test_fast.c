@@ -1,6 +1,8 @@
-/* test_fast.c: the OpenBLAS fast paths (mul, matmul, conv2d and their gradients, float32) give
- * the reference kernels' results on random shapes, within float32 rounding; elementwise_add's
- * fast path (and its gradient's) gives exactly the generic loops' results. */
+/* test_fast.c: the fast paths (mul, matmul, conv2d and their gradients, float32) give the
+ * reference kernels' results on random shapes, within float32 rounding, on the GEMM library the
+ * environment selects (CMake runs this test as it is, with FL_DNNL=0 and with FL_GEMM=onednn);
+ * elementwise_add's fast path (and its gradient's) gives exactly the generic loops' results; and
+ * the rule that picks the GEMM library (fl_gemm_choose), case by case. */
 #include "tests/runtime/kernels/kt.h"
 
 #define F FL_DT_FLOAT32
@@ -165,11 +167,73 @@ static void test_fast_mul_large(void) {
     kt_fini(4, all);
 }
 
+/* The library this process runs is the one its environment asks for. */
+static void test_gemm_path_env(void) {
+    const FlGemmInfo *g = fl_gemm_info();
+    const char *want = getenv("FL_GEMM"), *dnnl = getenv("FL_DNNL");
+    CU_ASSERT(g->error[0] == 0);
+    if (want && strcmp(want, "onednn") == 0) CU_ASSERT(g->path == FL_GEMM_ONEDNN);
+    if ((want && strcmp(want, "openblas") == 0) || (dnnl && strcmp(dnnl, "0") == 0))
+        CU_ASSERT(g->path == FL_GEMM_OPENBLAS);
+    CU_ASSERT(g->kernel && *g->kernel);
+}
+
+static void choose(const char *fl_gemm, const char *coretype, const char *core, FlIsa cpu,
+                   const char *dnnl, FlIsa dl, FlGemmPath want, const char *why, bool error) {
+    FlGemmInfo g;
+    fl_gemm_choose(&g, fl_gemm, coretype, core, cpu, dnnl, dl);
+    CU_ASSERT(g.path == want);
+    CU_ASSERT(strstr(g.why, why) != NULL);
+    CU_ASSERT((g.error[0] != 0) == error);
+    if (g.path != want || !strstr(g.why, why) || (g.error[0] != 0) != error)
+        fprintf(stderr, "\nFL_GEMM=%s OPENBLAS_CORETYPE=%s core %s: %s, why '%s', error '%s'\n",
+                fl_gemm ? fl_gemm : "-", coretype ? coretype : "-", core, fl_gemm_path_name(g.path), g.why,
+                g.error);
+}
+
+/* The rule: the user's FL_GEMM, FL_DNNL=0 and OPENBLAS_CORETYPE first; else OpenBLAS when its
+ * kernel is as wide as the CPU's vectors, oneDNN when OpenBLAS fell back to narrower ones. */
+static void test_gemm_choose(void) {
+    const FlIsa A512 = FL_ISA_AVX512, A2 = FL_ISA_AVX2;
+    /* an Intel CPU OpenBLAS 0.3.21 does not know: Prescott on AVX-512 -> oneDNN */
+    choose(NULL, NULL, "Prescott", A512, "avx512_core_amx", A512, FL_GEMM_ONEDNN, "narrower", false);
+    choose("auto", "", "Prescott", A512, "avx512_core_amx", A512, FL_GEMM_ONEDNN, "narrower", false);
+    /* a CPU it knows: its own kernel */
+    choose(NULL, NULL, "Cooperlake", A512, "avx512_core_bf16", A512, FL_GEMM_OPENBLAS, "as wide", false);
+    choose(NULL, NULL, "Haswell", A2, "avx2", A2, FL_GEMM_OPENBLAS, "as wide", false);
+    choose(NULL, NULL, "Zen", A2, "avx2", A2, FL_GEMM_OPENBLAS, "as wide", false);
+    /* the user's OPENBLAS_CORETYPE is honoured, even below the CPU */
+    choose(NULL, "Haswell", "Haswell", A512, "avx512_core", A512, FL_GEMM_OPENBLAS, "OPENBLAS_CORETYPE=Haswell", false);
+    /* oneDNN capped below OpenBLAS's kernel (ONEDNN_MAX_CPU_ISA): OpenBLAS stays */
+    choose(NULL, NULL, "Sandybridge", A512, "sse41", FL_ISA_SSE, FL_GEMM_OPENBLAS, "as wide", false);
+    /* FL_GEMM and FL_DNNL */
+    choose("openblas", NULL, "Prescott", A512, "avx512_core", A512, FL_GEMM_OPENBLAS, "FL_GEMM=openblas", false);
+    choose("onednn", NULL, "Cooperlake", A512, "avx512_core", A512, FL_GEMM_ONEDNN, "FL_GEMM=onednn", false);
+    choose(NULL, NULL, "Prescott", A512, NULL, FL_ISA_NONE, FL_GEMM_OPENBLAS, "FL_DNNL=0", false);
+    /* what cannot be: an error for flrun, and the auto path meanwhile */
+    choose("onednn", NULL, "Prescott", A512, NULL, FL_ISA_NONE, FL_GEMM_OPENBLAS, "FL_DNNL=0", true);
+    choose("mkl", NULL, "Prescott", A512, "avx512_core", A512, FL_GEMM_ONEDNN, "narrower", true);
+    /* the core names' vectors, and the warning when the kernel is narrower than the CPU */
+    CU_ASSERT(fl_gemm_openblas_isa("SkylakeX") == FL_ISA_AVX512);
+    CU_ASSERT(fl_gemm_openblas_isa("Sandybridge") == FL_ISA_AVX);
+    CU_ASSERT(fl_gemm_openblas_isa("Nehalem") == FL_ISA_SSE);
+    FlGemmInfo g;
+    FlBuf b = {0};
+    fl_gemm_choose(&g, NULL, "Prescott", "Prescott", A512, "avx512_core", A512);
+    CU_ASSERT(fl_gemm_warning(&g, &b) && strstr(fl_buf_str(&b), "far below") &&
+              strstr(fl_buf_str(&b), "OPENBLAS_CORETYPE=Prescott"));
+    fl_buf_free(&b);
+    fl_gemm_choose(&g, NULL, NULL, "Cooperlake", A512, "avx512_core", A512);
+    CU_ASSERT(!fl_gemm_warning(&g, &b));
+    fl_buf_free(&b);
+}
+
 int main(void) {
     fl_rng_init(&rng, 99);
     static const KtCase cases[] = {
         KT_TEST(test_fast_mul), KT_TEST(test_fast_matmul), KT_TEST(test_fast_conv2d),
-        KT_TEST(test_fast_mul_large), KT_TEST(test_fast_elementwise_add),
+        KT_TEST(test_fast_mul_large), KT_TEST(test_fast_elementwise_add), KT_TEST(test_gemm_path_env),
+        KT_TEST(test_gemm_choose),
     };
     return kt_run("fast == reference", cases, (int)FL_ARRAY_LEN(cases));
 }
