@@ -236,6 +236,62 @@ static double init_num(const FlValue *init, size_t i, double dflt) {
     return fl_v_num(init->list.items[i]);
 }
 
+/* The startup op `type` that initialises the parameter `name` (described by d): its output,
+ * shape and dtype set; the caller adds its attributes and checks it (init_op_check). */
+static FlOpDesc *init_op_new(Ctx *c, FlBlock *sb, const char *type, const char *name, const FlVarDesc *d,
+                             FlSpan sp) {
+    FlOpDesc *op = fl_ev_op_raw(c, sb, type, sp);
+    fl_ir_op_add_output(op, "Out", name);
+    fl_ir_op_set_ints(op, "shape", d->shape, (size_t)d->ndim);
+    fl_ir_op_set_int(op, "dtype", d->dtype);
+    return op;
+}
+
+static bool init_op_check(Ctx *c, FlOpDesc *op, FlSpan sp) {
+    FlErr e;
+    fl_ops_fill_defaults(op);
+    if (fl_ops_check(op, &e) != FL_OK) {
+        fl_ev_error(c, sp, "%s", e.msg);
+        return false;
+    }
+    return true;
+}
+
+/* ("numpy", shape, values) (fluid.initializer.NumpyArrayInitializer): an assign_value op in the
+ * startup program with the values, whose shape must be the parameter's. */
+static bool init_array(Ctx *c, FlBlock *sb, const char *name, const FlVarDesc *d, const FlValue *init,
+                       FlSpan sp) {
+    const FlValue *shape = init->list.len == 3 ? init->list.items[1] : NULL;
+    const FlValue *vals = init->list.len == 3 ? init->list.items[2] : NULL;
+    if (!shape || !fl_v_is_seq(shape) || !vals || !fl_v_is_seq(vals)) {
+        fl_ev_error(c, sp, "a 'numpy' initializer is ('numpy', shape, values): use fluid.initializer.NumpyArrayInitializer");
+        return false;
+    }
+    bool same = shape->list.len == (size_t)d->ndim;
+    for (size_t i = 0; same && i < shape->list.len; i++)
+        same = fl_v_is_num(shape->list.items[i]) && fl_v_num(shape->list.items[i]) == (double)d->shape[i];
+    if (!same) {
+        FlBuf want = {0}, got = {0};
+        fl_ir_shape_str(d->ndim, d->shape, &want);
+        fl_buf_putc(&got, '[');
+        for (size_t i = 0; i < shape->list.len; i++)
+            fl_buf_printf(&got, "%s%.0f", i ? ", " : "", fl_v_num(shape->list.items[i]));
+        fl_buf_putc(&got, ']');
+        fl_ev_error(c, sp, "NumpyArrayInitializer's array is %s, but parameter '%s' is %s", fl_buf_str(&got), name,
+                    fl_buf_str(&want));
+        fl_buf_free(&want);
+        fl_buf_free(&got);
+        return false;
+    }
+    size_t n = vals->list.len;
+    double *v = fl_xmalloc(fl_mul_size(n ? n : 1, sizeof *v));
+    for (size_t i = 0; i < n; i++) v[i] = fl_v_num(vals->list.items[i]);
+    FlOpDesc *op = init_op_new(c, sb, "assign_value", name, d, sp);
+    fl_ir_op_set_floats(op, "values", v, n);
+    free(v);
+    return init_op_check(c, op, sp);
+}
+
 /* init (from fluid.initializer): ("uniform", lo, hi, seed) | ("normal", mean, std, seed) |
  * ("truncated_normal", mean, std, seed) | ("constant", value) | ("xavier", uniform, fan_in, fan_out, seed) | ("msra", uniform, fan_in,
  * None, seed); fans None come from the shape, seed 0 from the program's sequence. */
@@ -249,6 +305,7 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
         }
         kind = init->list.items[0]->str.s;
     }
+    if (strcmp(kind, "numpy") == 0) return init_array(c, sb, name, d, init, sp);
     double p1 = init_num(init, 1, 0), p2 = init_num(init, 2, 0), seed = init_num(init, 3, 0);
     if (strcmp(kind, "xavier") == 0 || strcmp(kind, "msra") == 0) {
         double fi, fo;
@@ -268,13 +325,10 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
                        : strcmp(kind, "constant") == 0 ? "fill_constant"
                                                        : NULL;
     if (!type) {
-        fl_ev_error(c, sp, "unknown initializer '%s' (expected uniform, normal, truncated_normal, constant, xavier or msra)", kind);
+        fl_ev_error(c, sp, "unknown initializer '%s' (expected uniform, normal, truncated_normal, constant, xavier, msra or numpy)", kind);
         return false;
     }
-    FlOpDesc *op = fl_ev_op_raw(c, sb, type, sp);
-    fl_ir_op_add_output(op, "Out", name);
-    fl_ir_op_set_ints(op, "shape", d->shape, (size_t)d->ndim);
-    fl_ir_op_set_int(op, "dtype", d->dtype);
+    FlOpDesc *op = init_op_new(c, sb, type, name, d, sp);
     if (type[0] == 'u') {
         fl_ir_op_set_float(op, "min", p1);
         fl_ir_op_set_float(op, "max", p2);
@@ -286,13 +340,7 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
     } else {
         fl_ir_op_set_float(op, "value", p1);
     }
-    FlErr e;
-    fl_ops_fill_defaults(op);
-    if (fl_ops_check(op, &e) != FL_OK) {
-        fl_ev_error(c, sp, "%s", e.msg);
-        return false;
-    }
-    return true;
+    return init_op_check(c, op, sp);
 }
 
 /* A persistable var in block 0 of main and of startup, initialised in startup. */
