@@ -350,8 +350,12 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
             fclose(f);
         }
         const char *thr = getenv("OPENBLAS_NUM_THREADS");
+        FlBuf gemm = {0};
+        fl_gemm_describe(fl_gemm_info(), &gemm);
+        fl_buf_printf(out, "# fluidc calibration (flc calibrate) of host %s, OpenBLAS threads: %s\n"
+                      "# GEMM: %s\n", host, thr ? thr : "1", fl_buf_str(&gemm));
+        fl_buf_free(&gemm);
         fl_buf_printf(out,
-                      "# fluidc calibration (flc calibrate) of host %s, OpenBLAS threads: %s\n"
                       "# NAME VALUE UNIT per line (docs/simulate.md). gemm MxNxK: C[M,N] = A[M,K] B[K,N]\n"
                       "# through fl_kernel_mul; elementwise: bytes read and written per s by a program of relu,\n"
                       "# scale, elementwise_add and softmax ops on [64, 4096] floats run by the executor;\n"
@@ -361,8 +365,7 @@ FlStatus fl_calibrate(FlBuf *out, FlErr *e) {
                       "# wakeup: a thread blocked in read() runs this long after the write; pollwait: a thread\n"
                       "# waiting as an MPI rank waits (spin, yield, 50 us sleeps) sees a flag this long after\n"
                       "# it is set (means of 60 rounds; used by a cluster spec's 'machine' line).\n"
-                      "# MPI latency and bandwidth are the cluster spec's (flc simulate --cluster).\n",
-                      host, thr ? thr : "1");
+                      "# MPI latency and bandwidth are the cluster spec's (flc simulate --cluster).\n");
         fl_buf_puts(out, fl_buf_str(&body));
     }
     fl_buf_free(&body);

@@ -94,9 +94,11 @@ void fl_gemm_choose(FlGemmInfo *g, const char *fl_gemm, const char *coretype, co
     }
     if (!auto_) {
         g->path = strcmp(want, "onednn") == 0 ? FL_GEMM_ONEDNN : FL_GEMM_OPENBLAS;
+        g->named = true;
         snprintf(g->why, sizeof g->why, "FL_GEMM=%s", want);
     } else if (!dnnl_isa) {
         g->path = FL_GEMM_OPENBLAS;
+        g->named = true;
         snprintf(g->why, sizeof g->why, "oneDNN is off (FL_DNNL=0)");
     } else if (set_core) {
         g->path = FL_GEMM_OPENBLAS;
@@ -155,15 +157,15 @@ void fl_gemm_describe(const FlGemmInfo *g, FlBuf *out) {
 }
 
 bool fl_gemm_warning(const FlGemmInfo *g, FlBuf *out) {
-    if (g->kernel_isa == FL_ISA_NONE || g->kernel_isa >= g->cpu_isa) return false;
+    if (g->named || g->kernel_isa == FL_ISA_NONE || g->kernel_isa >= g->cpu_isa) return false;
     /* measured (docs/kernels.md): AVX2 kernels at 0.6 of AVX-512 ones, SSE kernels at 0.25 */
-    fl_buf_printf(out, "matrix products run on %s's %s kernels (%s) on a CPU with %s, %s its speed (%s); ",
-                  g->path == FL_GEMM_ONEDNN ? "oneDNN" : "OpenBLAS", g->kernel, fl_isa_name(g->kernel_isa),
-                  fl_isa_name(g->cpu_isa), g->cpu_isa - g->kernel_isa > 1 ? "far below" : "below", g->why);
-    if (g->path == FL_GEMM_OPENBLAS)
-        fl_buf_puts(out, "unset OPENBLAS_CORETYPE, FL_GEMM and FL_DNNL to let fluidc choose (docs/kernels.md)");
-    else
-        fl_buf_puts(out, "unset ONEDNN_MAX_CPU_ISA and FL_GEMM to let fluidc choose (docs/kernels.md)");
+    fl_buf_printf(out, "matrix products run on %s's %s kernels (%s) on a CPU with %s, %s its speed (%s); "
+                  "unset %s to let fluidc choose, or set FL_GEMM=%s to keep them without this warning "
+                  "(docs/kernels.md)", g->path == FL_GEMM_ONEDNN ? "oneDNN" : "OpenBLAS", g->kernel,
+                  fl_isa_name(g->kernel_isa), fl_isa_name(g->cpu_isa),
+                  g->cpu_isa - g->kernel_isa > 1 ? "far below" : "below", g->why,
+                  g->path == FL_GEMM_ONEDNN ? "ONEDNN_MAX_CPU_ISA" : "OPENBLAS_CORETYPE",
+                  fl_gemm_path_name(g->path));
     return true;
 }
 

@@ -116,6 +116,7 @@ typedef struct FlGemmInfo {
     FlIsa kernel_isa;   /* the vectors that kernel uses */
     FlIsa cpu_isa;      /* the CPU's widest vectors */
     char why[192];      /* what decided the path, for --stats and the warning */
+    bool named;         /* the user named the library: FL_GEMM=openblas|onednn, or FL_DNNL=0 */
     char error[192];    /* non-empty: the environment asks for something that cannot be (FL_GEMM
                            of an unknown value, FL_GEMM=onednn with FL_DNNL=0); the path is then
                            the auto one, and flrun refuses to run with this message */
@@ -137,8 +138,10 @@ const char *fl_gemm_path_name(FlGemmPath path);
 /* One line for --stats and flc calibrate, without a newline: "openblas Cooperlake (avx512 on an
  * avx512 CPU): OPENBLAS_CORETYPE is unset and OpenBLAS's kernel is as wide as the CPU's". */
 void fl_gemm_describe(const FlGemmInfo *g, FlBuf *out);
-/* A warning when the products run on narrower vectors than the CPU has (the user's
- * OPENBLAS_CORETYPE, FL_GEMM or FL_DNNL chose so), without a newline; false when there is none. */
+/* A warning when the products run on narrower vectors than the CPU has although the user did not
+ * name the library (an OPENBLAS_CORETYPE or ONEDNN_MAX_CPU_ISA in the environment chose so), without
+ * a newline; false when there is none. FL_GEMM=openblas|onednn or FL_DNNL=0 is the user's choice:
+ * no warning (flrun --stats still names the kernel). */
 bool fl_gemm_warning(const FlGemmInfo *g, FlBuf *out);
 
 /* ======================================================================================

@@ -225,6 +225,11 @@ static void test_gemm_choose(void) {
     fl_buf_free(&b);
     fl_gemm_choose(&g, NULL, NULL, "Cooperlake", A512, "avx512_core", A512);
     CU_ASSERT(!fl_gemm_warning(&g, &b));
+    /* the user named the library: FL_GEMM, or FL_DNNL=0 */
+    fl_gemm_choose(&g, "openblas", "Prescott", "Prescott", A512, "avx512_core", A512);
+    CU_ASSERT(!fl_gemm_warning(&g, &b));
+    fl_gemm_choose(&g, NULL, "Prescott", "Prescott", A512, NULL, FL_ISA_NONE);
+    CU_ASSERT(!fl_gemm_warning(&g, &b));
     fl_buf_free(&b);
 }
 
