@@ -37,17 +37,24 @@ cut_gz srl.csv.gz 200
 cut_gz simnet.csv.gz 600
 cut_gz mt.csv.gz 300
 
-# 3. train: NAME HOW OPTIONS... (HOW: train, test or runs; runs only checks that it trains)
+# 3. train: NAME HOW MARGIN OPTIONS... HOW says what must fall by at least MARGIN (an absolute
+# loss): "train", the mean training loss from the first epoch to the last; "test", the test loss
+# from the first evaluation to the last (and no evaluation above the one before it by more than
+# MARGIN); "runs" only checks that it trains. Why a margin: a kernel's rounding (OpenBLAS's
+# Haswell, SkylakeX or Prescott kernels, oneDNN's, the plain loops) moves these losses by about
+# 1e-6 of their value (the logs agree to 6 digits under every kernel), so a model that learns
+# nothing can still show a fall of that size; each MARGIN is far above it and at most half the
+# smallest fall measured under all of those kernels (docs/kernels.md, "Same results on every CPU").
 train() {
-    name=$1 how=$2
-    shift 2
+    name=$1 how=$2 margin=$3
+    shift 3
     log=$T/$name.$how.csv
     if ! "$FLRUN" "$EX/$name.fl" --data-dir "$T/fluid" -q --log "$log" "$@"; then
         echo "FAIL: $name $*: flrun failed"
         fail=1
         return
     fi
-    verdict=$(awk -F, -v how="$how" '
+    verdict=$(awk -F, -v how="$how" -v m="$margin" '
         NR == 1 { next }
         $5 != $5 + 0 || $5 ~ /nan|inf/ { bad = 1 }
         $1 == "train" { s[$3] += $5; n[$3]++; if (!first) first = $3; last = $3 }
@@ -56,29 +63,30 @@ train() {
             if (bad) { print "a loss is not a number"; exit }
             if (how == "train") {
                 a = s[first] / n[first]; b = s[last] / n[last]
-                print (b < a ? "ok" : "mean train loss " a " (epoch " first ") -> " b " (epoch " last ")")
+                print (b <= a - m ? "ok" : "FAIL") ": mean train loss " a " (epoch " first ") -> " b " (epoch " last "), fall " a - b " (margin " m ")"
             } else if (how == "test") {
-                for (i = 2; i <= nt; i++) if (t[i] >= t[i - 1]) { print "test loss " t[i - 1] " -> " t[i]; exit }
-                print (nt >= 2 ? "ok" : "fewer than 2 test rows")
-            } else print "ok"
+                if (nt < 2) { print "FAIL: fewer than 2 test rows"; exit }
+                for (i = 2; i <= nt; i++) if (t[i] > t[i - 1] + m) { print "FAIL: test loss " t[i - 1] " -> " t[i] " rose by more than " m; exit }
+                print (t[nt] <= t[1] - m ? "ok" : "FAIL") ": test loss " t[1] " -> " t[nt] ", fall " t[1] - t[nt] " (margin " m ")"
+            } else print "ok: runs"
         }' "$log")
-    if [ "$verdict" = ok ]; then
-        echo "ok: $name $how $*"
-    else
-        echo "FAIL: $name $*: $verdict"
-        fail=1
-    fi
+    case $verdict in
+    ok*) echo "ok: $name $how $*: ${verdict#ok: }" ;;
+    *) echo "FAIL: $name $*: ${verdict#FAIL: }"; fail=1 ;;
+    esac
 }
-train recognize_digits_mlp test --epochs 3
-train recognize_digits_conv test --epochs 3
-train word2vec train --epochs 3
-train dist_word2vec train --epochs 2
-train dist_mnist train --epochs 2
-train dist_ctr test --epochs 3
-train image_classification train --epochs 2 --batch-size 12
-train dist_transformer test --epochs 3 --batch-size 8 $SMALL_TR
+train recognize_digits_mlp test 0.3 --epochs 3
+train recognize_digits_conv test 0.5 --epochs 3
+train word2vec train 0.01 --epochs 8
+train dist_word2vec train 0.04 --epochs 2
+train dist_mnist train 0.012 --epochs 6
+train dist_ctr test 0.01 --epochs 3
+train image_classification train 0.9 --epochs 2 --batch-size 12
+# the transformer: Fluid's test model at a small size, its learning rate's warm-up cut from 4000
+# steps to 100 so that 5 epochs of 6 steps move it (the loss starts at ln 64)
+train dist_transformer test 0.025 --epochs 5 --batch-size 8 $SMALL_TR -D warmup_steps=100
 # sequences: the conv net beats chance clearly (accuracy checked below), the LSTM nets train
-train understand_sentiment test --epochs 3 --batch-size 32
+train understand_sentiment test 0.02 --epochs 3 --batch-size 32
 acc=$(awk -F, '$1 == "test" { a = $6 } END { print a }' "$T/understand_sentiment.test.csv")
 if awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 0.65) }'; then
     echo "ok: understand_sentiment conv test accuracy $acc"
@@ -86,19 +94,20 @@ else
     echo "FAIL: understand_sentiment conv test accuracy '$acc' (0.5 is chance)"
     fail=1
 fi
-train understand_sentiment train --epochs 2 --batch-size 64 -D net=stacked_lstm -D epochs=2
-train recommender_system train --epochs 4 --batch-size 32
-train label_semantic_roles train --epochs 2 -D hidden_dim=16 -D depth=2
-train dist_simnet_bow test --epochs 3 --batch-size 32 -D xavier=True
-train understand_sentiment train --epochs 2 --batch-size 64 -D net=dyn_rnn -D epochs=2
-train rnn_encoder_decoder train --epochs 3 -D lr=0.02
-train machine_translation train --epochs 3 --batch-size 16 -D lr=0.05
+train understand_sentiment train 0.04 --epochs 2 --batch-size 64 -D net=stacked_lstm -D epochs=2
+train recommender_system train 0.2 --epochs 4 --batch-size 32
+train label_semantic_roles train 2 --epochs 2 -D hidden_dim=16 -D depth=2
+train dist_simnet_bow test 0.0025 --epochs 3 --batch-size 32 -D xavier=True
+train understand_sentiment train 0.006 --epochs 2 --batch-size 64 -D net=dyn_rnn -D epochs=2
+train rnn_encoder_decoder train 0.15 --epochs 3 -D lr=0.02
+train machine_translation train 0.05 --epochs 3 --batch-size 16 -D lr=0.05
 
 # dist_se_resnext has no reader (fill_constant inputs): each flrun is one step; chain two by a
-# checkpoint and compare the losses Print shows
+# checkpoint and compare the losses Print shows: the second below the first by 0.05 (about 0.1
+# measured under every kernel)
 se() { "$FLRUN" "$EX/dist_se_resnext.fl" -D image_size=32 "$@" 2>&1 | sed -n 's/^loss .*: //p'; }
 l1=$(se --save "$T/se") && l2=$(se --load "$T/se" --save "$T/se")
-if awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(a != "" && b != "" && b + 0 < a + 0) }'; then
+if awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(a != "" && b != "" && b + 0 <= a - 0.05) }'; then
     echo "ok: dist_se_resnext $l1 -> $l2"
 else
     echo "FAIL: dist_se_resnext loss '$l1' -> '$l2'"

@@ -319,7 +319,11 @@ fluid_machine_translation)
     # loss is a mean over target words, so each trainer's mean is the global one only when the
     # trainers hold as many words: the 24 pairs are those with 12-word targets (sources of any
     # length), as sync training of token means in Fluid
-    MODEL=examples/fluid/machine_translation.fl BATCH=2 STATE=moment DEFS="-D lr=0.01"
+    # The parameters within 5e-4: two local runs under different GEMM kernels (OpenBLAS's
+    # Cooperlake and Prescott, oneDNN's) already differ by up to 1.2e-4 (fc_2.w_0, the softmax
+    # weights of words few targets hold: Adagrad divides their rounding by a small root), so the
+    # suite's 1e-4 would hold or not by the kernel's rounding (scripts/test_kernels.sh)
+    MODEL=examples/fluid/machine_translation.fl BATCH=2 STATE=moment DEFS="-D lr=0.01" PTOL=5e-4
     mkdir -p "$TMP/data" "$TMP/fluid"
     gzip -dc examples/data/mt.csv.gz | awk -F, 'split($3, w, " ") == 12' | head -n 24 | gzip >"$TMP/data/mt.csv.gz"
     RUN="--data-dir $TMP/fluid"
@@ -635,7 +639,8 @@ threads)
             { cat "$TMP/out"; fail "--threads $n: both ranks should report '$want' and their GEMM"; }
     done
     # the GEMM library each rank runs: FL_GEMM in the job's environment reaches every rank
-    FL_GEMM=onednn run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --stats >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "job (FL_GEMM=onednn)"; }
+    (unset FL_DNNL; FL_GEMM=onednn run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --stats) >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "job (FL_GEMM=onednn)"; }
     [ "$(grep -c "^flrun: stats rank [01] ([a-z]* 0): 1 kernel thread, gemm onednn " "$TMP/out")" = 2 ] ||
         { cat "$TMP/out"; fail "FL_GEMM=onednn: both ranks should report 'gemm onednn'"; }
     run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --threads 0 >"$TMP/out" 2>&1 && fail "--threads 0 was accepted"

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Runs the numeric tests again under each GEMM kernel a user's machine may give them, so that a
+# result only one kernel's rounding gives fails on any machine (docs/kernels.md, "Same results on
+# every CPU"): OpenBLAS's Haswell (AVX2), SkylakeX (AVX-512) and Prescott (SSE3) kernels
+# (FL_GEMM=openblas OPENBLAS_CORETYPE=...), oneDNN's sgemm (FL_GEMM=onednn) and oneDNN off
+# altogether (FL_DNNL=0: OpenBLAS's own kernel, the plain loops for conv2d's and pool2d's fast
+# paths).
+#   scripts/test_kernels.sh            the labels e2e, mpi, concurrency, runtime and python (the
+#                                      cluster jobs left out), in the normal build (build/)
+#   FL_SANITIZE, FL_BUILD_TYPE, CC     as for scripts/test.sh
+# Extra arguments go to ctest (e.g. -R e2e_fluid_examples). A kernel whose instructions this CPU
+# lacks (SkylakeX without AVX-512, Haswell without AVX2) is skipped with a line saying so.
+set -eu
+cd "$(dirname "$0")/.."
+args="$*"
+has() { grep -q "^flags.* $1\( \|$\)" /proc/cpuinfo; }
+fail=0
+# FL_GEMM=openblas with OPENBLAS_CORETYPE: the kernel is the test's choice, so flrun runs it
+# without its warning about a kernel narrower than the CPU
+for v in Haswell SkylakeX Prescott onednn dnnl-off; do
+    case $v in
+    Haswell) has avx2 || { echo "== $v: skipped (this CPU has no AVX2)"; continue; } ;;
+    SkylakeX) has avx512f || { echo "== $v: skipped (this CPU has no AVX-512)"; continue; } ;;
+    esac
+    case $v in
+    onednn) set -- FL_GEMM=onednn ;;
+    dnnl-off) set -- FL_DNNL=0 ;;
+    *) set -- FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
+    esac
+    echo "== $*"
+    env "$@" sh scripts/test.sh -L 'e2e|mpi|concurrency|runtime|python' -LE cluster $args || fail=1
+done
+exit $fail
