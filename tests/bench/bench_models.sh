@@ -26,6 +26,10 @@
 # runs; the two sides run back to back per model. Inference: the best and the median of RUNS
 # single-image forward passes, one thread (bench_infer through the embedding API; PyTorch in
 # eval mode under no_grad). Without python3-torch the PyTorch columns read n/a.
+# fluidc runs with the environment's defaults (OPENBLAS_CORETYPE and FL_GEMM unset: its own choice
+# of GEMM library, docs/kernels.md "Which GEMM"); PyTorch, which links the same OpenBLAS, at its
+# best: OPENBLAS_CORETYPE set to the OpenBLAS kernel with the best GEMM floor on this machine
+# (tests/bench/gemm_kernels.sh), printed before the table with the CPU's model name.
 # usage: tests/bench/bench_models.sh [BUILD_DIR]  (env: TRIALS=2, WARM=1, RUNS=30, NETS="resnet
 #        vgg cnn mlp lstm", THREADS="1 2", PYTHON=/usr/bin/python3; FL_DNNL=0 runs fluidc without oneDNN)
 set -eu
@@ -45,6 +49,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 torch=no
 [ -x "$py" ] && "$py" -c "import torch" 2>/dev/null && torch=yes
+# PyTorch's best OpenBLAS kernel here (the best GEMM floor among OpenBLAS's); fluidc's defaults
+pt_core=$(TRIALS=2 sh "$here/gemm_kernels.sh" "$build" |
+          awk '$1 ~ /^openblas:/ { for (i = 1; i <= NF; i++) if ($i ~ /^ms_per_step=/) v = substr($i, 13) + 0
+                                   if (!n++ || v < b) { b = v; k = $0 } }
+               END { for (i = 1; i <= split(k, f, " "); i++) if (f[i] ~ /^kernel=/) print substr(f[i], 8) }')
+unset FL_GEMM
+ptenv="env OPENBLAS_CORETYPE=$pt_core"
+echo "CPU: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1); fluidc's GEMM: $(env -u OPENBLAS_CORETYPE \
+      "$flrun" "$here/train/mlp.fl" --epochs 0 --stats -q 2>&1 | sed -n 's/^flrun: stats gemm: //p'); PyTorch: OPENBLAS_CORETYPE=$pt_core"
 
 # get KEY TEXT: the value of key=KEY in TEXT, or "n/a"
 get() { v=$(echo "$2" | sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" | head -n 1); echo "${v:-n/a}"; }
@@ -85,7 +98,7 @@ fl() {
     else set -- "$here/models/models.fl" "$2" "$3" -D net="$1"; fi
     prog=$1 d=$2 thr=$3
     shift 3
-    /usr/bin/time -f "%M" -o "$tmp/t" "$flrun" "$prog" -q --stats "$@" -D data="$d" \
+    /usr/bin/time -f "%M" -o "$tmp/t" env -u OPENBLAS_CORETYPE "$flrun" "$prog" -q --stats "$@" -D data="$d" \
         --threads "$thr" >/dev/null 2>"$tmp/stats"
     awk -v rss="$(cat "$tmp/t")" '/^flrun: stats epoch/ { w += $8; c += $10; n++ }
         END { if (!n) { print "bench_models: flrun printed no stats" > "/dev/stderr"; exit 1 }
@@ -113,11 +126,11 @@ for net in $nets; do
         bw=$(min "$bw" "$1") bc=$(min "$bc" "$2") frss=$3
         if [ $torch = yes ]; then
             if [ "$net" = lstm ]; then  # steps to samples (sequences)
-                out=$(BENCH_THREADS=$thr "$py" "$here/lstm/bench_torch_lstm.py" "$tmp/all.csv" "$warm" \
+                out=$($ptenv BENCH_THREADS=$thr "$py" "$here/lstm/bench_torch_lstm.py" "$tmp/all.csv" "$warm" \
                       "$timed" padded | awk '{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2 &&
                       kv[1] ~ /^steps_per/) { sub(/^steps/, "samples", kv[1]); $i = kv[1] "=" kv[2] * 32 } print }')
             else
-                out=$(BENCH_THREADS=$thr "$py" "$here/models/bench_torch_models.py" "$net" "$warm" "$timed")
+                out=$($ptenv BENCH_THREADS=$thr "$py" "$here/models/bench_torch_models.py" "$net" "$warm" "$timed")
             fi
             pw=$(max "$pw" "$(get samples_per_s "$out")")
             pc=$(max "$pc" "$(get samples_per_cpu_s "$out")")
@@ -132,10 +145,10 @@ for net in $nets; do
   done
 done
 
-out=$("$infer" "$build/tests/bench/models/resnet_infer.flp" 3 32 32 "$runs")
+out=$(env -u OPENBLAS_CORETYPE "$infer" "$build/tests/bench/models/resnet_infer.flp" 3 32 32 "$runs")
 fb=$(get best_ms "$out") fm=$(get median_ms "$out") pb=n/a pm=n/a
 if [ $torch = yes ]; then
-    out=$("$py" "$here/models/bench_torch_models.py" infer "$runs")
+    out=$($ptenv "$py" "$here/models/bench_torch_models.py" infer "$runs")
     pb=$(get best_ms "$out") pm=$(get median_ms "$out")
 fi
 printf '\nInference, ResNet-32, one 32x32x3 image (%d runs)\n' "$runs"

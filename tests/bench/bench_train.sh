@@ -5,12 +5,17 @@
 #   1. fluidc steps/s (tests/bench/train/bench_mlp: the embedding API, one executor and scope,
 #      fl_executor_run with feeds every step) vs the same model in PyTorch
 #      (tests/bench/train/bench_torch.py, Debian's python3-torch, torch.set_num_threads(1));
-#   2. the GEMM floor (tests/bench/train/bench_gemm: the step's 8 sgemm calls alone, with the
-#      kernels' shapes and transposes) and fluidc's share of it: floor ms / fluidc ms per step;
+#   2. the GEMM floor: the step's 8 sgemm calls alone, with the kernels' shapes and transposes
+#      (tests/bench/train/bench_gemm), by the best sgemm this machine has: every OpenBLAS kernel
+#      its CPU runs and oneDNN's, the fastest at these shapes (tests/bench/gemm_kernels.sh); and
+#      fluidc's share of it: floor ms / fluidc ms per step;
 #   3. the per-op time through the executor on a chain of 10,000 tiny ops
 #      (tests/runtime/core/bench_dispatch.c), next to PyTorch's eager per-op time on the same chain;
 #   4. peak RSS of fluidc's benchmark process and of PyTorch's.
 # Goals: >= 1.0x PyTorch, >= 0.95 of the GEMM floor, <= 0.2 us per tiny op, RSS <= PyTorch's.
+# fluidc runs with the environment's defaults (OPENBLAS_CORETYPE and FL_GEMM unset: its own
+# choice of library, docs/kernels.md "Which GEMM"); PyTorch, which links the same OpenBLAS, at
+# its best: OPENBLAS_CORETYPE set to the OpenBLAS kernel with the best floor here.
 # Each side keeps its best of TRIALS alternating runs (each itself the best of 5 rounds of 40
 # steps after 5 warm-up steps), since other jobs on a shared machine only ever slow a run down.
 # Details follow the table: each side's raw figures (fluidc's include page faults and buffer
@@ -45,23 +50,33 @@ best() { awk -v k="$2" -v mode="${3:-max}" '{ for (i = 1; i <= NF; i++) if (inde
 have_torch=0
 if [ -x "$py" ] && "$py" -c "import torch" 2>/dev/null; then have_torch=1; fi
 
-: > "$tmp/fl" ; : > "$tmp/pt"; : > "$tmp/gm"
+# the machine's GEMM kernels: the best one's floor, and the best OpenBLAS kernel for PyTorch
+sh "$here/gemm_kernels.sh" "$build" >"$tmp/kernels"
+best_kernel=$(sed -n 's/^best \([^ ]*\) .*/\1/p' "$tmp/kernels")
+sed -n 's/^best [^ ]* //p' "$tmp/kernels" >"$tmp/gmbest"
+pt_core=$(awk '$1 ~ /^openblas:/ { for (i = 1; i <= NF; i++) if ($i ~ /^ms_per_step=/) v = substr($i, 13) + 0
+                                    if (!n++ || v < b) { b = v; k = $0 } }
+               END { for (i = 1; i <= split(k, f, " "); i++) if (f[i] ~ /^kernel=/) print substr(f[i], 8) }' "$tmp/kernels")
+fl_env="env -u OPENBLAS_CORETYPE -u FL_GEMM"
+
+: > "$tmp/fl" ; : > "$tmp/pt"
 i=0
 # diagnostic: bench_mlp again without the buffer cache (what recycling buffers saves)
 : > "$tmp/flt"
 while [ $i -lt "$trials" ]; do
-    "$mlp" "$flp" >> "$tmp/fl" || { echo "bench_train: bench_mlp failed"; exit 1; }
-    FLUIDC_BUFFER_CACHE_MB=0 "$mlp" "$flp" >> "$tmp/flt" 2>/dev/null || :
-    "$gemm" >> "$tmp/gm"
-    if [ $have_torch = 1 ]; then "$py" "$here/train/bench_torch.py" >> "$tmp/pt" || have_torch=0; fi
+    $fl_env "$mlp" "$flp" >> "$tmp/fl" || { echo "bench_train: bench_mlp failed"; exit 1; }
+    FLUIDC_BUFFER_CACHE_MB=0 $fl_env "$mlp" "$flp" >> "$tmp/flt" 2>/dev/null || :
+    if [ $have_torch = 1 ]; then
+        OPENBLAS_CORETYPE=$pt_core "$py" "$here/train/bench_torch.py" >> "$tmp/pt" || have_torch=0
+    fi
     i=$((i + 1))
 done
 best "$tmp/fl" steps_per_s > "$tmp/fl1"
-best "$tmp/gm" ms_per_step min > "$tmp/gm1"
+cp "$tmp/gmbest" "$tmp/gm1"
 best "$tmp/pt" steps_per_s > "$tmp/pt1"
 : > "$tmp/d"; : > "$tmp/pd"
 if [ -x "$disp" ]; then "$disp" > "$tmp/d" || :; fi
-if [ $have_torch = 1 ]; then "$py" "$here/train/bench_torch.py" dispatch > "$tmp/pd" || :; fi
+if [ $have_torch = 1 ]; then OPENBLAS_CORETYPE=$pt_core "$py" "$here/train/bench_torch.py" dispatch > "$tmp/pd" || :; fi
 d_exec=$(sed -n 's/.*: \([0-9.]*\) ns\/op through the executor.*/\1/p' "$tmp/d")
 d_kern=$(sed -n 's/.*, \([0-9.]*\) ns\/op kernel alone.*/\1/p' "$tmp/d")
 d_over=$(sed -n 's/.*dispatch overhead \([0-9.-]*\) ns\/op.*/\1/p' "$tmp/d")
@@ -103,7 +118,12 @@ echo
 echo "details:"
 echo "  fluidc:  $(cat "$tmp/fl1")"
 echo "  pytorch: $( [ -s "$tmp/pt1" ] && cat "$tmp/pt1" || echo "n/a (no $py with torch)")"
-echo "  floor:   $(cat "$tmp/gm1")"
+echo "  floor:   $best_kernel $(cat "$tmp/gm1")"
+echo "  fluidc's GEMM: $($fl_env "$build/tools/flrun" "$here/train/mlp.fl" --epochs 0 --stats -q 2>&1 | sed -n 's/^flrun: stats gemm: //p')"
+echo "  PyTorch: OPENBLAS_CORETYPE=$pt_core (the OpenBLAS kernel with the best floor here)"
+echo "  the machine's GEMM kernels (bench_gemm, best of 3 each):"
+sed 's/^/    /' "$tmp/kernels"
+echo "  CPU: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)"
 awk -v pm="$pt_ms" -v gm="$gm_ms" -v tm="$flt_ms" -v tf="$flt_pf" 'BEGIN {
     if (pm != "n/a" && pm > 0)
         printf "  PyTorch: %.3f ms/step, its share of the GEMM floor %.2f\n", pm, gm / pm

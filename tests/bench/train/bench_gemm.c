@@ -5,15 +5,20 @@
  *   backward  dW  = X^T dOut       TN  [B, K]^T x [B, N] -> [K, N]   x 3 layers
  *             dX  = dOut W^T       NT  [B, N] x [K, N]^T -> [B, K]   layers 2 and 3 (the first
  *                                  layer's input is data: no gradient)
- * with (K, N) = (784, 512), (512, 512), (512, 10). ROUNDS rounds of STEPS steps; the best round
- * is reported as one line of `key=value` figures (bench_train.sh parses it):
- *   ms_per_step, gflops, mflop_per_step, openblas_core (OpenBLAS's kernel for this CPU), and
- * each call's time on stderr (with -v).
+ * with (K, N) = (784, 512), (512, 512), (512, 10), by OpenBLAS's cblas_sgemm (the kernel
+ * OPENBLAS_CORETYPE names, else OpenBLAS's choice for this CPU) or, with -l onednn, by oneDNN's
+ * dnnl_sgemm (its OpenMP team of 1, the ISA oneDNN detects) — the two libraries fluidc's GEMM
+ * may run (docs/kernels.md, "Which GEMM"). ROUNDS rounds of STEPS steps; the best round is
+ * reported as one line of `key=value` figures (bench_train.sh parses it):
+ *   ms_per_step, gflops, mflop_per_step, library (openblas or onednn), kernel (OpenBLAS's core
+ *   name or oneDNN's ISA), openblas_core, and each call's time on stderr (with -v).
  * Never fails on time.
  *
- *   usage: bench_gemm [-v] [BATCH=128] [STEPS=40] [ROUNDS=5]
+ *   usage: bench_gemm [-v] [-l openblas|onednn] [BATCH=128] [STEPS=40] [ROUNDS=5]
  */
 #include <cblas.h>
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,15 +51,34 @@ static float *buf(size_t n) {
     return p;
 }
 
+static bool onednn;
+
 static void run(const Call *c) {
+    if (onednn) {
+        dnnl_sgemm(c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->M, c->N, c->K, 1.0f, c->A, c->lda, c->B,
+                   c->ldb, 0.0f, c->C, c->ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans,
                 c->M, c->N, c->K, 1.0f, c->A, c->lda, c->B, c->ldb, 0.0f, c->C, c->ldc);
 }
 
 int main(int argc, char **argv) {
     int a = 1;
-    bool verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    bool verbose = argc > a && strcmp(argv[a], "-v") == 0;
     if (verbose) a++;
+    if (argc > a + 1 && strcmp(argv[a], "-l") == 0) {
+        if (strcmp(argv[a + 1], "onednn") == 0) onednn = true;
+        else if (strcmp(argv[a + 1], "openblas") != 0) {
+            fprintf(stderr, "bench_gemm: -l takes openblas or onednn, found '%s'\n", argv[a + 1]);
+            return 2;
+        }
+        a += 2;
+    }
+    if (onednn) { /* one thread per call, as fluidc runs it (found in the process: no OpenMP flags) */
+        void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+        if (set) set(1);
+    }
     int B = argc > a ? atoi(argv[a]) : 128;
     int steps = argc > a + 1 ? atoi(argv[a + 1]) : 40;
     int rounds = argc > a + 2 ? atoi(argv[a + 2]) : 5;
@@ -109,9 +133,22 @@ int main(int argc, char **argv) {
                     2.0 * c->M * c->N * c->K / per[i] * 1e-9);
         }
     }
-    printf("ms_per_step=%.4f gflops=%.2f mflop_per_step=%.1f calls=%d batch=%d openblas_core=%s\n",
-           best / steps * 1e3, flop * steps / best * 1e-9, flop * 1e-6, n, B,
-           openblas_get_corename());
+    static const struct {
+        dnnl_cpu_isa_t id;
+        const char *name;
+    } isas[] = {{dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"}, {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+                {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"}, {dnnl_cpu_isa_avx512_core, "avx512_core"},
+                {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"}, {dnnl_cpu_isa_avx2, "avx2"}, {dnnl_cpu_isa_avx, "avx"},
+                {dnnl_cpu_isa_sse41, "sse41"}};
+    const char *kernel = openblas_get_corename();
+    if (onednn) {
+        kernel = "other";
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
+            if (isas[i].id == dnnl_get_effective_cpu_isa()) kernel = isas[i].name;
+    }
+    printf("ms_per_step=%.4f gflops=%.2f mflop_per_step=%.1f calls=%d batch=%d library=%s kernel=%s "
+           "openblas_core=%s\n", best / steps * 1e3, flop * steps / best * 1e-9, flop * 1e-6, n, B,
+           onednn ? "onednn" : "openblas", kernel, openblas_get_corename());
     for (int l = 0; l < LAYERS; l++) {
         free(X[l]), free(W[l]), free(Out[l]), free(dOut[l]), free(dW[l]), free(dX[l]);
     }

@@ -1,0 +1,44 @@
+#!/bin/sh
+# The GEMM floor of the benchmark MLP's step (tests/bench/train/bench_gemm: the step's 8 sgemm
+# calls alone) under every GEMM kernel this machine can run: OpenBLAS's kernels for the vector
+# widths this CPU has, each forced by OPENBLAS_CORETYPE (Prescott: SSE3; Sandybridge: AVX;
+# Haswell: AVX2; SkylakeX and Cooperlake: AVX-512, Cooperlake with BF16), OpenBLAS's own choice
+# for this CPU, and oneDNN's sgemm (the two libraries fluidc may run; docs/kernels.md, "Which
+# GEMM"). Prints one bench_gemm line per kernel (the best of TRIALS runs) prefixed by its name,
+# then `best NAME LINE`, the fastest. bench_train.sh and bench_models.sh use it to take the
+# machine's best sgemm as the floor and as PyTorch's best setting.
+# usage: tests/bench/gemm_kernels.sh [BUILD_DIR]   (env: TRIALS=3)
+set -eu
+build=${1:-build}
+gemm=$build/tests/bench/train/bench_gemm
+[ -x "$gemm" ] || { echo "gemm_kernels: $gemm not found; build first (scripts/test.sh)"; exit 2; }
+trials=${TRIALS:-3}
+has() { grep -q "^flags.* $1\( \|$\)" /proc/cpuinfo; }
+# best_of NAME CMD...: the line of CMD's TRIALS runs with the smallest ms_per_step
+best_of() {
+    name=$1
+    shift
+    i=0
+    while [ $i -lt "$trials" ]; do "$@"; i=$((i + 1)); done |
+        awk -v name="$name" '{ for (i = 1; i <= NF; i++) if ($i ~ /^ms_per_step=/) v = substr($i, 13) + 0
+                               if (!n++ || v < b) { b = v; line = $0 } }
+                             END { if (n) print name, line }'
+}
+cores="Prescott"
+has avx && cores="$cores Sandybridge"
+has avx2 && has fma && cores="$cores Haswell"
+has avx512f && has avx512bw && has avx512vl && has avx512dq && cores="$cores SkylakeX"
+has avx512f && has avx512_bf16 && cores="$cores Cooperlake"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for c in $cores; do
+    line=$(OPENBLAS_CORETYPE=$c best_of "openblas:$c" "$gemm")
+    # a name this OpenBLAS does not know runs its own choice instead: leave it out
+    case $line in *" kernel=$c "*) echo "$line" >>"$out" ;; esac
+done
+(unset OPENBLAS_CORETYPE; best_of "openblas:default" "$gemm") >>"$out"
+best_of "onednn" "$gemm" -l onednn >>"$out"
+cat "$out"
+awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ms_per_step=/) v = substr($i, 13) + 0
+       if (!n++ || v < b) { b = v; line = $0 } }
+     END { print "best", line }' "$out"
