@@ -313,17 +313,6 @@ long fl_buffer_refs(const FlBuffer *b) {
     return b ? atomic_load_explicit(&((FlBuffer *)b)->refs, memory_order_acquire) : 0;
 }
 
-void fl_tensor_init(FlTensor *t) {
-    *t = (FlTensor)FL_TENSOR_INIT;
-}
-
-void fl_tensor_fini(FlTensor *t) {
-    if (!t) return;
-    fl_buffer_release(t->buf);
-    fl_tensor_init(t);
-}
-
-bool fl_tensor_has_data(const FlTensor *t) { return t && t->buf; }
 
 FlShapeStr fl_shape_str(int ndim, const int64_t *ne) {
     FlShapeStr r;

@@ -113,9 +113,21 @@ typedef struct FlShapeStr {
     char s[8 * 22 + 4];
 } FlShapeStr;
 
-void fl_tensor_init(FlTensor *t); /* empty */
-void fl_tensor_fini(FlTensor *t); /* drops the buffer reference; t becomes empty; NULL is a no-op */
-bool fl_tensor_has_data(const FlTensor *t);
+/* Inline: the executor inits and finis a tensor per argument of every op run. */
+static inline void fl_tensor_init(FlTensor *t) { /* empty */
+    t->dtype = FL_DT_FLOAT32;
+    t->ndim = 0;
+    for (int i = 0; i < FL_MAX_DIMS; i++) t->ne[i] = 1;
+    t->buf = NULL;
+    t->offset = 0;
+}
+/* Drops the buffer reference; t becomes empty; NULL is a no-op. */
+static inline void fl_tensor_fini(FlTensor *t) {
+    if (!t) return;
+    if (t->buf) fl_buffer_release(t->buf);
+    fl_tensor_init(t);
+}
+static inline bool fl_tensor_has_data(const FlTensor *t) { return t && t->buf; }
 
 /* Allocates a zero-filled tensor of the given dtype and shape into *t (releasing what t held).
  * Errors: ndim outside [0, FL_MAX_DIMS], a negative dimension, a byte size that overflows, or a

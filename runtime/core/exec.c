@@ -260,7 +260,10 @@ FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a) {
 
 #define STACK_ARGS 8
 
-/* The per-call argument arrays of run_compute: on the stack for up to STACK_ARGS each way. */
+/* The per-call argument arrays of run_compute: on the stack for up to STACK_ARGS each way. The
+ * SelectedRows slots are initialised only for the args that use them (in_rows[k]: input k's
+ * var held rows; an output's when its arg is a rows arg): most ops see none, and every op run
+ * pays for what it initialises. */
 typedef struct CallArgs {
     FlTensor *in, *out;
     const FlTensor **inp;
@@ -268,6 +271,7 @@ typedef struct CallArgs {
     FlSelectedRows *in_r, *out_r;
     const FlSelectedRows **in_rp;
     FlSelectedRows **out_rp;
+    bool *in_rows;
 } CallArgs;
 
 /* Loads input arg k of op into ca: a tensor, or a SelectedRows (as it is for a sparse adapter,
@@ -275,6 +279,8 @@ typedef struct CallArgs {
 static FlStatus load_input(RunCtx *rc, const ExecOp *op, FlVar *v, int k, CallArgs *ca, bool *found) {
     *found = true;
     if (fl_var_get_tensor(v, &ca->in[k])) return FL_OK;
+    fl_rows_init(&ca->in_r[k]);
+    ca->in_rows[k] = true;
     if (!fl_var_get_rows(v, &ca->in_r[k])) {
         *found = false;
         return FL_OK;
@@ -296,6 +302,7 @@ static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlSelectedRows in_r_st[STACK_ARGS], out_r_st[STACK_ARGS];
     const FlSelectedRows *in_rp_st[STACK_ARGS];
     FlSelectedRows *out_rp_st[STACK_ARGS];
+    bool in_rows_st[STACK_ARGS];
     bool heap = op->nin > STACK_ARGS || op->nout > STACK_ARGS;
     size_t ni = (size_t)op->nin + 1, no = (size_t)op->nout + 1;
     CallArgs ca = {
@@ -307,20 +314,21 @@ static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
         .out_r = heap ? fl_xcalloc(no, sizeof *ca.out_r) : out_r_st,
         .in_rp = heap ? fl_xcalloc(ni, sizeof *ca.in_rp) : in_rp_st,
         .out_rp = heap ? fl_xcalloc(no, sizeof *ca.out_rp) : out_rp_st,
+        .in_rows = heap ? fl_xcalloc(ni, sizeof *ca.in_rows) : in_rows_st,
     };
     FlStatus st = FL_OK;
     int loaded = 0;
     for (int k = 0; k < op->nout; k++) {
         const ArgRef *a = &op->args[op->nin + k];
         fl_tensor_init(&ca.out[k]);
-        fl_rows_init(&ca.out_r[k]);
         ca.outp[k] = a->idx >= 0 && !a->rows ? &ca.out[k] : NULL;
         ca.out_rp[k] = a->idx >= 0 && a->rows ? &ca.out_r[k] : NULL;
+        if (ca.out_rp[k]) fl_rows_init(ca.out_rp[k]);
     }
     for (; loaded < op->nin; loaded++) {
         const ArgRef *a = &op->args[loaded];
         fl_tensor_init(&ca.in[loaded]);
-        fl_rows_init(&ca.in_r[loaded]);
+        ca.in_rows[loaded] = false;
         ca.inp[loaded] = NULL;
         ca.in_rp[loaded] = NULL;
         if (a->idx < 0) continue;
@@ -367,11 +375,11 @@ static FlStatus run_compute(RunCtx *rc, const ExecOp *op, FlScope *s) {
 done:
     for (int k = 0; k < loaded; k++) {
         fl_tensor_fini(&ca.in[k]);
-        fl_rows_fini(&ca.in_r[k]);
+        if (ca.in_rows[k]) fl_rows_fini(&ca.in_r[k]);
     }
     for (int k = 0; k < op->nout; k++) {
         fl_tensor_fini(&ca.out[k]);
-        fl_rows_fini(&ca.out_r[k]);
+        if (ca.out_rp[k]) fl_rows_fini(ca.out_rp[k]);
     }
     if (heap) {
         free(ca.in);
@@ -382,6 +390,7 @@ done:
         free(ca.out_r);
         free(ca.in_rp);
         free(ca.out_rp);
+        free(ca.in_rows);
     }
     return st;
 }

@@ -48,17 +48,19 @@ void fl_var_retain(FlVar *v) {
     if (v) atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
 }
 
-/* Drops the content; the caller frees what it returns outside the lock. */
+/* Drops the content; the caller frees what it returns outside the lock. Only the buffers are
+ * kept (what releasing needs), and the rows tensor is reset only when it held one: a var's
+ * content changes with every op that writes it. */
 typedef struct Old {
-    FlTensor t, rows;
+    FlBuffer *t, *rows;
     void *obj;
     void (*obj_release)(void *);
 } Old;
 
 static Old take_content(FlVar *v) {
-    Old o = {.t = v->t, .rows = v->rows, .obj = v->obj, .obj_release = v->obj_release};
+    Old o = {.t = v->t.buf, .rows = v->rows.buf, .obj = v->obj, .obj_release = v->obj_release};
     fl_tensor_init(&v->t);
-    fl_tensor_init(&v->rows);
+    if (o.rows) fl_tensor_init(&v->rows);
     v->height = 0;
     v->obj = NULL;
     v->obj_release = NULL;
@@ -67,8 +69,8 @@ static Old take_content(FlVar *v) {
 }
 
 static void drop_old(Old *o) {
-    fl_tensor_fini(&o->t);
-    fl_tensor_fini(&o->rows);
+    if (o->t) fl_buffer_release(o->t);
+    if (o->rows) fl_buffer_release(o->rows);
     if (o->obj && o->obj_release) o->obj_release(o->obj);
 }
 
