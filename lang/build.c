@@ -72,6 +72,11 @@ bool fl_ev_is_channel(Ctx *c, FlValue *v) {
     return d && d->kind == FL_VAR_CHANNEL;
 }
 
+/* A var of that name is visible in the current block or declared in block 0. */
+static bool is_taken(Ctx *c, const char *name) {
+    return fl_ir_var_lookup(c->b.main, c->b.block, name) || fl_ir_var_find(fl_ir_block(c->b.main, 0), name);
+}
+
 const char *fl_ev_unique(Ctx *c, const char *prefix) {
     FlMap *m = c->unique_stack.len ? c->unique_stack.data[c->unique_stack.len - 1] : &c->unique;
     const char *key = fl_intern_str(&c->in, prefix);
@@ -84,8 +89,7 @@ const char *fl_ev_unique(Ctx *c, const char *prefix) {
     }
     for (;;) {
         char *name = fl_arena_printf(&c->arena, "%s_%lld", prefix, (long long)(*n)++);
-        if (!fl_ir_var_lookup(c->b.main, c->b.block, name) && !fl_ir_var_find(fl_ir_block(c->b.main, 0), name))
-            return fl_intern_str(&c->in, name);
+        if (!is_taken(c, name)) return fl_intern_str(&c->in, name);
     }
 }
 
@@ -324,6 +328,16 @@ static bool apply_lod(Ctx *c, const FlOpInfo *info, FlOpDesc *op, FlSpan sp) {
     return true;
 }
 
+/* The base of an op's output names "<base>.tmp_<k>": fl_ev_unique vouches for the base alone,
+ * and `with unique_name.guard():` restarts its counts, so an op of the same type made before the
+ * guard may hold "<base>.tmp_0" already; its outputs are other vars than this op's. */
+static const char *fresh_base(Ctx *c, const char *type) {
+    for (;;) {
+        const char *base = fl_ev_unique(c, type);
+        if (!is_taken(c, fl_arena_printf(&c->arena, "%s.tmp_0", base))) return base;
+    }
+}
+
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
     const FlOpInfo *info = fl_ops_find(type);
     if (!info) return fl_ev_error(c, sp, "unknown op '%s'", type);
@@ -387,7 +401,7 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
             continue;
         }
         if (si->optional) continue;
-        if (!base) base = fl_ev_unique(c, type);
+        if (!base) base = fresh_base(c, type);
         int64_t count = 1;
         if (si->list) {
             count = n_out;
@@ -405,9 +419,10 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
         FlValue *lst = si->list ? fl_v_list(c, VK_LIST) : NULL;
         fl_ir_op_add_output_slot(op, si->name);
         for (int64_t i = 0; i < count; i++) {
-            const char *name = named ? fl_ev_unique(c, named) : fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
-            FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
-            FL_ASSERT(d);
+            const char *name;
+            do name = named ? fl_ev_unique(c, named) : fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
+            while (is_taken(c, name));
+            fl_ev_new_var(c, b, name, sp); /* a fresh name: is_taken said so */
             fl_ir_op_add_output(op, si->name, name);
             FlValue *vv = fl_v_var(c, name);
             if (lst) fl_v_list_push(c, lst, vv);

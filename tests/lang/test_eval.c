@@ -1063,6 +1063,27 @@ static void test_parallel_for(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A data var stays fed whatever its stop_gradient: `x.stop_gradient = False` (or
+ * data(stop_gradient=False)) gives it a gradient, and its later uses read the fed value. */
+static void test_data_stop_gradient(void) {
+    static const char *const srcs[] = {
+        HDR "x = layers.data(name='x', shape=[3])\nx.stop_gradient = False\n",
+        HDR "x = layers.data(name='x', shape=[3], stop_gradient=False)\n",
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(srcs); i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%sy = layers.fc(x, size=2)\nz = layers.relu(x)\n"
+                                  "fluid.append_backward(layers.mean(y))\n", srcs[i]);
+        FlBundle *b = compile(src);
+        if (!b) continue;
+        const FlOpDesc *g = op_at(b, 0, "mul_grad", 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(g, "X@GRAD"), "x@GRAD");
+        CU_ASSERT(fl_ir_var_find(fl_ir_block(b->main, 0), "x")->fed);
+        fl_ir_bundle_free(b);
+    }
+}
+
 static void test_programs_and_guards(void) {
     FlBundle *b = compile(HDR "main = fluid.Program()\n"
                               "startup = fluid.Program()\n"
@@ -1081,6 +1102,14 @@ static void test_programs_and_guards(void) {
     CU_ASSERT(b->run.present && b->run.epochs == 2);
     CU_ASSERT(fl_ir_block(b->startup, 0)->ops.len >= 2);
     fl_ir_bundle_free(b);
+    /* a guard in the same program restarts the counts: the layers inside make other parameters
+     * and other outputs than the same layers before it (never an internal assertion) */
+    check_true("x = layers.data(name='x', shape=[3])\na = layers.fc(x, size=1)\np = layers.split(x, 3)\n"
+               "with fluid.unique_name.guard():\n    b = layers.fc(x, size=4)\n    q = layers.split(x, 3)\n"
+               "    m = layers.fc(x, size=1)\n",
+               "a.name != b.name and a.shape == [-1, 1] and b.shape == [-1, 4] and m.name not in (a.name, b.name) and "
+               "len(dict([(v.name, 1) for v in p + q])) == 6 and "
+               "fluid.default_main_program().global_block().var('fc_0.w_0').shape == [3, 1]");
 }
 
 /* Program methods: global_block().var(name); clone(for_test=True) copies the program as it is
@@ -1477,6 +1506,7 @@ int main(void) {
         {"runtime_loop_errors", test_runtime_loop_errors},
         {"channels_go_select", test_channels_go_select},
         {"parallel_for", test_parallel_for},
+        {"data_stop_gradient", test_data_stop_gradient},
         {"programs_and_guards", test_programs_and_guards},
         {"backward_sum", test_backward_sum},
         {"several_minimize", test_several_minimize},
