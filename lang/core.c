@@ -147,6 +147,7 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     fl_ir_var_set_shape(d, n, full);
     d->dtype = dt;
     d->stop_gradient = !v[5] || (v[5]->kind == VK_BOOL ? v[5]->b : true);
+    d->fed = true;
     int64_t levels = 0;
     if (v[4] && v[4]->kind != VK_NONE && !fl_ev_want_int(c, v[4], "lod_level", a->span, &levels)) return c->error;
     if (levels < 0 || levels > FL_IR_MAX_LOD)
@@ -178,6 +179,7 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
         fl_ir_var_set_shape(o, 1, &dim);
         o->dtype = FL_DT_INT64;
         o->stop_gradient = true;
+        o->fed = true;
     }
     fl_ir_var_set_lod(fl_ir_var_find(b0, dname), (int)levels, lods);
     FlValue *r = fl_v_var(c, dname);
