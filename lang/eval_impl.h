@@ -156,6 +156,7 @@ struct Ctx {
     FlDiag diag;
     const FlCompileOptions *opt;
     const char *stdlib_dir;
+    bool stdlib_from_env; /* stdlib_dir is $FLUIDC_STDLIB: an import that fails names it */
 
     FlBundle *bundle;
     BuildState b;
