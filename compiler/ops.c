@@ -381,6 +381,21 @@ static FlStatus check_slots(const FlOpDesc *op, const char *what, const FlSlot *
     return FL_OK;
 }
 
+/* The values that the table's types cannot say. A timer's seconds: Go takes any duration, but
+ * NaN, a negative wait or one past 1e9 s (31 years) is a mistake, and a ticker's period below
+ * 1e-6 s would spin. Checked here, the rule holds at the user's line when flc builds the op and
+ * for any op flrun loads. */
+static FlStatus check_values(const FlOpDesc *op, const FlOpInfo *info, FlErr *e) {
+    bool tick = info->id == FL_OPID_time_tick;
+    if (info->is_grad || (!tick && info->id != FL_OPID_time_after && info->id != FL_OPID_time_sleep)) return FL_OK;
+    const FlAttr *a = fl_ir_op_attr(op, "seconds");
+    double s = a ? a->f : 0, lo = tick ? 1e-6 : 0;
+    if (!(s >= lo && s <= 1e9))
+        return fl_err(e, "%s: seconds must be in [%g, 1e9]%s, found %g", op->type, lo,
+                      tick ? " (a ticker's period)" : "", s);
+    return FL_OK;
+}
+
 FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
     const FlOpInfo *info = fl_ops_of(op);
     if (!info) return fl_err(e, "unknown op '%s'", op->type);
@@ -398,7 +413,7 @@ FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
     for (int k = 0; k < info->nattrs; k++)
         if (info->attrs[k].required && !fl_ir_op_attr(op, info->attrs[k].name))
             return fl_err(e, "%s: missing attribute '%s'", op->type, info->attrs[k].name);
-    return FL_OK;
+    return check_values(op, info, e);
 }
 
 void fl_ops_fill_defaults(FlOpDesc *op) {
