@@ -360,6 +360,29 @@ static void test_layer_arguments(void) {
     free(e);
 }
 
+/* embedding's padding_idx follows Fluid's rule, a row in [-rows, rows) (a negative one from the
+ * end); anything else is refused with the value the program wrote. */
+static void test_embedding_padding_idx(void) {
+    static const ErrCase errs[] = {
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=-101)\n",
+         "snippet.fl:4:5: error: embedding() padding_idx must be an int in [-100, 100) for a table of 100 rows, found -101"},
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=-102)\n", "rows, found -102"},
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=100)\n", "rows, found 100"},
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=2.5)\n", "padding_idx must be an int, found 2.5"},
+    };
+    check_errors("w = layers.data(name='w', shape=[1], dtype='int64')\n", errs, FL_ARRAY_LEN(errs));
+    FlBundle *b = compile(HDR "w = layers.data(name='w', shape=[1], dtype='int64')\n"
+                              "a = layers.embedding(w, size=[100, 4], padding_idx=-100)\n"
+                              "b = layers.embedding(w, size=[100, 4], padding_idx=99)\n"
+                              "c = layers.embedding(w, size=[100, 4], padding_idx=-1)\n"
+                              "d = layers.embedding(w, size=[100, 4])\n");
+    if (!b) return;
+    static const int64_t want[] = {0, 99, 99, -1};
+    for (int k = 0; k < 4; k++)
+        CU_ASSERT_EQUAL(fl_ir_op_get_int(op_at(b, 0, "lookup_table", k), "padding_idx", -7), want[k]);
+    fl_ir_bundle_free(b);
+}
+
 /* The layers with attributes, fills, reductions and indexing: bad arguments are located errors at
  * the call; name= names the outputs as Fluid does; act= takes the parametrised activations; prelu
  * makes its alpha parameter of the mode's shape; unstack makes one output per slice. */
@@ -1489,6 +1512,7 @@ int main(void) {
         {"var_names_and_aliasing", test_var_names_and_aliasing},
         {"layer_arguments", test_layer_arguments},
         {"more_layers", test_more_layers},
+        {"embedding_padding_idx", test_embedding_padding_idx},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
