@@ -49,6 +49,9 @@
  *     path:LINE:COL: empty field (column 2, feed 'x')
  *     path:LINE:COL: '3.5' is not an integer (column 64, feed 'label' is int64)
  *     path:LINE: column 2: value '1e39' is out of float32 range (feed 'x')
+ *     path:LINE: column 2: value 3.5 scaled by 1e+38 is 3.5e+38, out of float32 range (feed 'x')
+ *                    (normalising and scaling are checked when a dataset is made: split, whole,
+ *                    open, predict_load; the value is the file's, the row's line is named)
  *     path:LINE: a NUL byte (byte column 5); a CSV file holds text
  *     path:LINE:COL: empty sequence (column 0, feed 'words')
  *     path:LINE:COL: empty sub-sequence before '|' (column 0, feed 'words')
@@ -180,6 +183,10 @@ bool fl_data_feed_is_label(const FlDataset *ds, size_t feed);
 bool fl_data_feed_stats(const FlDataset *ds, size_t feed, const double **mean, const double **std);
 /* The 0-based data row of the file (after skip_rows) that dataset row `row` came from. */
 size_t fl_data_row_origin(const FlDataset *ds, size_t row);
+/* The file the rows came from (as opened: resolved against the base directory; owned by ds) and
+ * the 1-based line of that file holding dataset row `row`: what errors about a row name. */
+const char *fl_data_file(const FlDataset *ds);
+size_t fl_data_row_line(const FlDataset *ds, size_t row);
 /* Writes rows[0..n) of dense `feed`, row-major [n, cols], in the feed's dtype. buf holds at
  * least bufsize bytes, n * cols * dtype size of them used. */
 void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *buf,
