@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,11 +187,13 @@ static int parse_attrs(const char *spec, FlAttrInfo *out) {
         FL_ASSERT(colon && n < FL_OPS_MAX_ATTRS);
         *colon = 0;
         char *type = colon + 1, *eq = strchr(type, '=');
+        size_t tlen = eq ? (size_t)(eq - type) : strlen(type);
         FlAttrInfo *ai = &out[n++];
         memset(ai, 0, sizeof *ai);
         ai->name = item;
-        ai->type = attr_type_of(type, eq ? (size_t)(eq - type) : strlen(type));
-        ai->required = eq == NULL;
+        ai->optional = !eq && tlen > 1 && type[tlen - 1] == '?';
+        ai->type = attr_type_of(type, tlen - ai->optional);
+        ai->required = eq == NULL && !ai->optional;
         ai->dflt.name = item;
         ai->dflt.type = ai->type;
         if (eq) parse_default(&ai->dflt, eq + 1);
@@ -345,6 +348,15 @@ const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr) {
     return NULL;
 }
 
+const FlAttrInfo *fl_ops_int_twin(const FlOpInfo *info, const char *attr) {
+    char twin[64];
+    if (snprintf(twin, sizeof twin, "int_%s", attr) >= (int)sizeof twin) return NULL;
+    const FlAttrInfo *a = fl_ops_attr(info, twin);
+    return a && a->type == FL_ATTR_INTS ? a : NULL;
+}
+
+bool fl_ops_needs_int_twin(int64_t v) { return v > ((int64_t)1 << 53) || v < -((int64_t)1 << 53); }
+
 static const char *type_name(FlAttrType t) {
     switch (t) {
     case FL_ATTR_INT: return "int";
@@ -386,6 +398,22 @@ static FlStatus check_slots(const FlOpDesc *op, const char *what, const FlSlot *
  * 1e-6 s would spin. Checked here, the rule holds at the user's line when flc builds the op and
  * for any op flrun loads. */
 static FlStatus check_values(const FlOpDesc *op, const FlOpInfo *info, FlErr *e) {
+    /* an int twin (fl_ops_int_twin) holds the float attribute's values exactly: as many, each
+     * the float rounded */
+    for (size_t i = 0; i < op->attrs.len; i++) {
+        const FlAttr *a = &op->attrs.data[i], *t;
+        const FlAttrInfo *ti = fl_ops_int_twin(info, a->name);
+        if (!ti || !(t = fl_ir_op_attr(op, ti->name)) || t->type != FL_ATTR_INTS || t->n == 0) continue;
+        size_t n = a->type == FL_ATTR_FLOATS ? a->n : 1;
+        const double *f = a->type == FL_ATTR_FLOATS ? a->floats : &a->f;
+        if (t->n != n)
+            return fl_err(e, "%s: attribute '%s' holds %zu values and '%s' %zu; they must hold as many", op->type,
+                          ti->name, t->n, a->name, n);
+        for (size_t k = 0; k < n; k++)
+            if ((double)t->ints[k] != f[k])
+                return fl_err(e, "%s: attribute '%s' value %zu is %lld, but '%s' holds %g: they must be the same number",
+                              op->type, ti->name, k, (long long)t->ints[k], a->name, f[k]);
+    }
     bool tick = info->id == FL_OPID_time_tick;
     if (info->is_grad || (!tick && info->id != FL_OPID_time_after && info->id != FL_OPID_time_sleep)) return FL_OK;
     const FlAttr *a = fl_ir_op_attr(op, "seconds");
@@ -421,7 +449,7 @@ void fl_ops_fill_defaults(FlOpDesc *op) {
     if (!info) return;
     for (int k = 0; k < info->nattrs; k++) {
         const FlAttrInfo *ai = &info->attrs[k];
-        if (ai->required || fl_ir_op_attr(op, ai->name)) continue;
+        if (ai->required || ai->optional || fl_ir_op_attr(op, ai->name)) continue;
         const FlAttr *d = &ai->dflt;
         switch (d->type) {
         case FL_ATTR_INT: fl_ir_op_set_int(op, ai->name, d->i); break;
@@ -487,6 +515,7 @@ static void md_attrs(FlBuf *out, const FlOpInfo *o) {
         const FlAttrInfo *a = &o->attrs[k];
         fl_buf_printf(out, "  - `%s` (%s): ", a->name, type_name(a->type));
         if (a->required) fl_buf_puts(out, "required");
+        else if (a->optional) fl_buf_puts(out, "optional");
         else fl_buf_puts(out, "default "), md_default(out, &a->dflt);
         fl_buf_putc(out, '\n');
     }

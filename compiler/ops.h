@@ -48,7 +48,9 @@ typedef struct FlAttrInfo {
     const char *name;
     FlAttrType type;
     bool required;
-    FlAttr dflt; /* the default value (name == the attr's name) when !required */
+    bool optional; /* "A:T?": may be absent, and then reads as its type's empty value (dflt);
+                      fl_ops_fill_defaults leaves it out */
+    FlAttr dflt;   /* the default value (name == the attr's name) when !required */
 } FlAttrInfo;
 
 typedef struct FlOpInfo {
@@ -80,6 +82,14 @@ const FlOpInfo *fl_ops_get(FlOpId id);
 const FlSlotInfo *fl_ops_in_slot(const FlOpInfo *info, const char *slot);
 const FlSlotInfo *fl_ops_out_slot(const FlOpInfo *info, const char *slot);
 const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr);
+/* Exact integers in float attributes: a FLOAT (FLOATS) attribute `A` of the table may have an
+ * INTS twin `int_A` (fill_constant's value and int_value, assign_value's values and int_values).
+ * When the values given are integers some of which a double cannot hold exactly (beyond
+ * +-2^53), the twin holds them all, exactly, and the int dtypes take them from it: an int64
+ * value stays exact from the .fl to the tensor. fl_ops_int_twin: the twin of `attr`, or NULL.
+ * fl_ops_needs_int_twin: whether v is such an integer. */
+const FlAttrInfo *fl_ops_int_twin(const FlOpInfo *info, const char *attr);
+bool fl_ops_needs_int_twin(int64_t v);
 /* Checks an op against the table: known type, every slot known and required ones present
  * (single slots hold at most one var), attributes known with the right types, required ones
  * present. The message names the op and what is wrong. */

@@ -130,6 +130,23 @@ static bool dtype_from_value(Ctx *c, FlValue *v, FlDType *dt) {
     return false;
 }
 
+void fl_ev_set_int_twin(Ctx *c, FlOpDesc *op, const char *attr, FlValue *v) {
+    const FlOpInfo *info = fl_ops_of(op);
+    const FlAttrInfo *twin = info ? fl_ops_int_twin(info, attr) : NULL;
+    if (!twin) return;
+    bool seq = fl_v_is_seq(v), need = false;
+    size_t n = seq ? v->list.len : 1;
+    FlValue *const *items = seq ? v->list.items : &v;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->kind != VK_INT) return;
+        need |= fl_ops_needs_int_twin(items[i]->i);
+    }
+    if (!need) return;
+    int64_t *a = fl_arena_alloc(&c->arena, (n + 1) * sizeof *a);
+    for (size_t i = 0; i < n; i++) a[i] = items[i]->i;
+    fl_ir_op_set_ints(op, twin->name, a, n);
+}
+
 /* Sets attribute `info` of op from a compile-time value; reports a type error. */
 static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, FlSpan sp) {
     const char *n = info->name;
@@ -152,6 +169,7 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
     case FL_ATTR_FLOAT:
         if (!fl_v_is_num(v)) break;
         fl_ir_op_set_float(op, n, fl_v_num(v));
+        fl_ev_set_int_twin(c, op, n, v);
         return true;
     case FL_ATTR_BOOL:
         if (v->kind != VK_BOOL && v->kind != VK_INT) break;
@@ -188,6 +206,7 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
             a[i] = fl_v_num(v->list.items[i]);
         }
         fl_ir_op_set_floats(op, n, a, v->list.len);
+        fl_ev_set_int_twin(c, op, n, v);
         return true;
     }
     case FL_ATTR_STRINGS: {
@@ -219,7 +238,7 @@ bad:;
     return false;
 }
 
-FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp) {
+FlValue *fl_ev_const_var(Ctx *c, FlValue *v, FlDType dt, FlSpan sp) {
     const char *name = fl_ev_unique(c, "fill_constant");
     name = fl_arena_printf(&c->arena, "%s.tmp_0", name);
     FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
@@ -228,7 +247,8 @@ FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp) {
     fl_ir_op_add_output(op, "Out", name);
     int64_t one = 1;
     fl_ir_op_set_ints(op, "shape", &one, 1);
-    fl_ir_op_set_float(op, "value", v);
+    fl_ir_op_set_float(op, "value", fl_v_num(v));
+    fl_ev_set_int_twin(c, op, "value", v);
     fl_ir_op_set_int(op, "dtype", dt);
     if (!fl_ev_infer(c, c->b.block, op, sp)) return c->error;
     return fl_v_var(c, name);
@@ -255,7 +275,7 @@ static bool add_slot_vars(Ctx *c, FlOpDesc *op, bool input, const FlSlotInfo *si
     for (size_t i = 0; i < n; i++) {
         FlValue *x = items[i];
         if (x->kind == VK_ERROR) return false;
-        if (input && fl_v_is_num(x)) x = fl_ev_const_var(c, fl_v_num(x), dt, sp);
+        if (input && fl_v_is_num(x)) x = fl_ev_const_var(c, x, dt, sp);
         if (x->kind == VK_ERROR) return false;
         if (x->kind != VK_VAR) {
             fl_ev_error(c, sp, "%s: '%s' must be a Var, found %s", op->type, si->name,
@@ -498,8 +518,8 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     if (op >= 100) {
         const char *name = cmp_op_name(op - 100);
         if (!name) return fl_ev_error(c, sp, "this comparison is not defined on Vars");
-        if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);
-        if (fl_v_is_num(r)) r = fl_ev_const_var(c, fl_v_num(r), d->dtype, sp);
+        if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, d->dtype, sp);
+        if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, d->dtype, sp);
         if (l->kind != VK_VAR || r->kind != VK_VAR)
             return l->kind == VK_ERROR || r->kind == VK_ERROR
                        ? c->error
@@ -531,8 +551,8 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         case FL_BINOP_COUNT: break;
         }
     }
-    if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);
-    if (fl_v_is_num(r)) r = fl_ev_const_var(c, fl_v_num(r), d->dtype, sp);
+    if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, d->dtype, sp);
+    if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, d->dtype, sp);
     if (l->kind == VK_ERROR || r->kind == VK_ERROR) return c->error;
     static const char *names[FL_BINOP_COUNT] = {
         [FL_OP_ADD] = "elementwise_add", [FL_OP_SUB] = "elementwise_sub",

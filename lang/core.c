@@ -287,6 +287,7 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
         fl_ir_op_set_int(op, "seed", seed != 0 ? (int64_t)seed : ++c->random_seed);
     } else {
         fl_ir_op_set_float(op, "value", p1);
+        if (init && init->list.len > 1) fl_ev_set_int_twin(c, op, "value", init->list.items[1]);
     }
     FlErr e;
     fl_ops_fill_defaults(op);
@@ -375,7 +376,7 @@ static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[3] && !want_dtype(c, v[3], a->span, &dt)) return c->error;
     FlValue *init = fl_v_list(c, VK_TUPLE);
     fl_v_list_push(c, init, fl_v_cstr(c, "constant"));
-    fl_v_list_push(c, init, fl_v_float(c, fl_v_num(v[2])));
+    fl_v_list_push(c, init, v[2]->kind == VK_INT ? v[2] : fl_v_float(c, fl_v_num(v[2])));
     return persistable(c, v[0]->str.s, nd, shape, dt, init, false, a->span);
 }
 

@@ -108,6 +108,13 @@ FlStatus fl_exec_check_lod(FlErr *e, const FlTensor *off, int64_t rows, const ch
     return FL_OK;
 }
 
+const int64_t *fl_exec_attr_exact(const ExecOp *op, const char *attr) {
+    const FlAttrInfo *twin = fl_ops_int_twin(op->info, attr);
+    size_t n = 0;
+    const int64_t *iv = twin ? fl_exec_attr_ints(op, twin->name, &n) : NULL;
+    return n ? iv : NULL;
+}
+
 const double *fl_exec_attr_floats(const ExecOp *op, const char *name, size_t *n) {
     const FlAttr *a = attr_or_default(op, name);
     *n = a ? a->n : 0;

@@ -267,6 +267,10 @@ bool fl_exec_attr_bool(const ExecOp *op, const char *name);
 const char *fl_exec_attr_string(const ExecOp *op, const char *name);
 /* An INTS attribute: its values and count (the default when absent). */
 const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n);
+/* The exact integers of FLOAT or FLOATS attribute `attr` in its INTS twin (fl_ops_int_twin):
+ * NULL when the twin is empty (the float values hold), else its values, as many as the float
+ * attribute holds and each the same number (fl_ops_check, run on every op loaded, says so). */
+const int64_t *fl_exec_attr_exact(const ExecOp *op, const char *attr);
 /* A FLOATS attribute: its values and count (the default when absent). */
 const double *fl_exec_attr_floats(const ExecOp *op, const char *name, size_t *n);
 /* An INTS attribute of at most FL_MAX_DIMS values into op->a.dims/ndims (axis lists) or

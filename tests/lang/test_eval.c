@@ -84,15 +84,21 @@ static void check_errors(const char *setup, const ErrCase *cases, size_t n) {
 
 /* Runs a snippet (its startup program, then its main program once) and checks the values its
  * `layers.Print(X, message="NAME")` ops would print: `want` is "NAME=VALUE ..." (one element
- * each). The Print ops are dropped and their inputs fetched instead. */
+ * each; an int tensor's exactly, as an int64). The Print ops are dropped and their inputs
+ * fetched instead. */
 static void check_run(const char *src, const char *want) {
     FlBundle *b = compile(src);
     if (!b) return;
     FlBlock *main = fl_ir_block(b->main, 0);
-    char names[8][32], vars[8][128];
+    char names[8][32], vars[8][128], text[8][32];
     double values[8];
+    long long ints[8];
     int n = 0, used = 0;
-    for (const char *p = want; n < 8 && sscanf(p, " %31[^=]=%lf%n", names[n], &values[n], &used) == 2; p += used) n++;
+    for (const char *p = want; n < 8 && sscanf(p, " %31[^=]=%31s%n", names[n], text[n], &used) == 2; p += used) {
+        values[n] = strtod(text[n], NULL);
+        ints[n] = strtoll(text[n], NULL, 10);
+        n++;
+    }
     CU_ASSERT_FATAL(n > 0);
     FlFetch fetch[8];
     for (int k = 0; k < n; k++) {
@@ -118,6 +124,13 @@ static void check_run(const char *src, const char *want) {
     if (!ok) fprintf(stderr, "run failed: %s\n%s\n", fl_error_message(&err), src);
     CU_ASSERT(ok);
     for (int k = 0; ok && k < n; k++) {
+        FlDType dt = fetch[k].tensor.dtype;
+        if (dt == FL_DT_INT64 || dt == FL_DT_INT32 || dt == FL_DT_BOOL) {
+            long long got = (long long)fl_tensor_get_int(&fetch[k].tensor, 0);
+            if (got != ints[k]) fprintf(stderr, "%s = %lld, expected %lld, in:\n%s\n", names[k], got, ints[k], src);
+            CU_ASSERT_EQUAL(got, ints[k]);
+            continue;
+        }
         double got = fl_tensor_get(&fetch[k].tensor, 0);
         if (got != values[k]) fprintf(stderr, "%s = %g, expected %g, in:\n%s\n", names[k], got, values[k], src);
         CU_ASSERT_EQUAL(got, values[k]);
@@ -358,6 +371,28 @@ static void test_layer_arguments(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(e, "'@EMPTY@' cannot name a var"));
     CU_ASSERT_PTR_NULL(strstr(e, "sum: no inputs"));
     free(e);
+}
+
+/* int64 values stay exact from the .fl to the tensor, beyond 2^53 where a double rounds: list
+ * constants, fill_constant, numbers meeting an int64 Var, a global var's and a Constant
+ * initializer's value. */
+static void test_int64_exact(void) {
+    check_run(HDR "a = layers.assign([9223372036854775807, 2**53 + 1])\nlayers.Print(a, message='a')\n"
+                  "a1 = layers.slice(a, axes=[0], starts=[1], ends=[2])\nlayers.Print(a1, message='a1')\n"
+                  "b = layers.fill_constant(shape=[1], dtype='int64', value=2**53 + 1)\nlayers.Print(b, message='b')\n"
+                  "c = layers.fill_constant(shape=[1], dtype='int64', value=-9223372036854775807 - 1)\n"
+                  "layers.Print(c, message='c')\n"
+                  "d = b + (2**53 + 1)\nlayers.Print(d, message='d')\n"
+                  "g = layers.create_global_var(shape=[1], value=2**53 + 3, dtype='int64')\nlayers.Print(g, message='g')\n"
+                  "p = layers.create_parameter(shape=[1], dtype='int64', "
+                  "default_initializer=fluid.initializer.Constant(2**53 + 5))\nlayers.Print(p, message='p')\n"
+                  "f = layers.fill_constant(shape=[1], dtype='float32', value=2**53 + 1)\nlayers.Print(f, message='f')\n",
+              "a=9223372036854775807 a1=9007199254740993 b=9007199254740993 c=-9223372036854775808 "
+              "d=18014398509481986 g=9007199254740995 p=9007199254740997 f=9007199254740992");
+    /* a hand-made twin that is not the float's value is refused where the op is checked */
+    check_error(HDR "import _core\n"
+                    "y = _core.op('fill_constant', shape=[1], dtype='int64', value=1.0, int_value=[2])\n",
+                "fill_constant: attribute 'int_value' value 0 is 2, but 'value' holds 1: they must be the same number");
 }
 
 /* embedding's padding_idx follows Fluid's rule, a row in [-rows, rows) (a negative one from the
@@ -1513,6 +1548,7 @@ int main(void) {
         {"layer_arguments", test_layer_arguments},
         {"more_layers", test_more_layers},
         {"embedding_padding_idx", test_embedding_padding_idx},
+        {"int64_exact", test_int64_exact},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
