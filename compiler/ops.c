@@ -348,6 +348,25 @@ const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr) {
     return NULL;
 }
 
+void fl_ops_lod_pairs(const FlProgram *p, const FlBlock *b, const FlOpDesc *op, FlLodPairs *out) {
+    const FlOpInfo *info = fl_ops_of(op);
+    if (!info || info->is_grad || !(info->flags & (FL_OPF_LOD_KEEP | FL_OPF_LOD_SAME))) return;
+    const FlVarDesc *first = NULL;
+    const char *first_slot = NULL;
+    for (size_t s = 0; s < op->ins.len; s++)
+        for (size_t i = 0; i < op->ins.data[s].nargs; i++) {
+            const FlVarDesc *d = fl_ir_var_lookup(p, b, op->ins.data[s].args[i]);
+            if (!d || d->lod_level == 0 || d == first) continue;
+            if (!first) {
+                first = d, first_slot = op->ins.data[s].name;
+                continue;
+            }
+            bool same = d->lod_level == first->lod_level;
+            for (int k = 0; same && k < d->lod_level; k++) same = strcmp(d->lod[k], first->lod[k]) == 0;
+            if (!same) FL_VEC_PUSH(out, ((FlLodPair){{first_slot, op->ins.data[s].name}, {first, d}}));
+        }
+}
+
 const FlAttrInfo *fl_ops_int_twin(const FlOpInfo *info, const char *attr) {
     char twin[64];
     if (snprintf(twin, sizeof twin, "int_%s", attr) >= (int)sizeof twin) return NULL;
@@ -555,10 +574,15 @@ void fl_ops_markdown(FlBuf *out) {
         md_attrs(out, o);
         md_grad(out, o);
         /* every op says how it treats sequences (docs/sequences.md) */
-        fl_buf_puts(out, (o->flags & FL_OPF_LOD_KEEP)  ? "- LoD: kept (the outputs take the first LoD input's)\n"
+        fl_buf_puts(out, (o->flags & FL_OPF_LOD_KEEP)
+                             ? "- LoD: kept (the outputs take the first LoD input's; the other LoD inputs must be cut "
+                               "into the same sequences)\n"
+                         : (o->flags & FL_OPF_LOD_SAME)
+                             ? "- LoD: taken (the outputs have none unless the layer sets it); its LoD inputs must be "
+                               "cut into the same sequences\n"
                          : (o->flags & FL_OPF_LOD_ANY) ? "- LoD: taken (the outputs have none unless the layer sets it)\n"
                                                        : "- LoD: refused (a LoD input is a compile error)\n");
-        if (o->flags & ~(FL_OPF_LOD_KEEP | FL_OPF_LOD_ANY)) {
+        if (o->flags & ~(FL_OPF_LOD_KEEP | FL_OPF_LOD_ANY | FL_OPF_LOD_SAME)) {
             fl_buf_puts(out, "- Flags:");
             if (o->flags & FL_OPF_SIDE_EFFECT) fl_buf_puts(out, " side effect (never pruned);");
             if (o->flags & FL_OPF_CONTROL) fl_buf_puts(out, " control (runs sub-blocks);");

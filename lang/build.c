@@ -323,8 +323,23 @@ static bool check_in_place(Ctx *c, const FlOpInfo *info, const FlOpDesc *op, FlS
 /* The LoD rule of the op table (FL_OPF_LOD_KEEP / FL_OPF_LOD_ANY, docs/sequences.md): an op that
  * keeps rows gives its outputs the LoD of its first LoD input; an op that takes LoD makes outputs
  * without it (its layer sets theirs); any other op refuses a LoD input here, at compile time,
- * rather than mixing up sequences at run time. */
+ * rather than mixing up sequences at run time. LoD inputs that an op combines row by row
+ * (fl_ops_lod_pairs) and whose offsets are other vars must have as many levels: the run
+ * compares their offsets. */
 static bool apply_lod(Ctx *c, const FlOpInfo *info, FlOpDesc *op, FlSpan sp) {
+    FlLodPairs pairs = {0};
+    fl_ops_lod_pairs(c->b.main, c->b.block, op, &pairs);
+    for (size_t i = 0; i < pairs.len; i++) {
+        const FlLodPair *q = &pairs.data[i];
+        if (q->var[0]->lod_level == q->var[1]->lod_level) continue;
+        fl_ev_error(c, sp, "%s: its inputs %s '%s' (lod_level %d) and %s '%s' (lod_level %d) must be cut into the same "
+                           "sequences, but they have different numbers of LoD levels",
+                    op->type, q->slot[0], q->var[0]->name, q->var[0]->lod_level, q->slot[1], q->var[1]->name,
+                    q->var[1]->lod_level);
+        FL_VEC_FREE(&pairs);
+        return false;
+    }
+    FL_VEC_FREE(&pairs);
     const FlVarDesc *from = NULL;
     const char *slot = NULL;
     for (size_t s = 0; s < op->ins.len && !from; s++)

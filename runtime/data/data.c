@@ -1093,6 +1093,18 @@ void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, siz
     seq_sizes(&ds->seq[feed], ds->feeds[feed].levels, rows, n, sizes);
 }
 
+bool fl_data_seq_same_cut(const FlDataset *ds, size_t fa, size_t fb, size_t row) {
+    FL_ASSERT(fa < ds->nfeeds && fb < ds->nfeeds && row < ds->nrows);
+    int levels = ds->feeds[fa].levels;
+    FL_ASSERT(levels && levels == ds->feeds[fb].levels);
+    const Seq *a = &ds->seq[fa], *b = &ds->seq[fb];
+    int64_t a0 = a->off[0][row], a1 = a->off[0][row + 1], b0 = b->off[0][row], b1 = b->off[0][row + 1];
+    if (a1 - a0 != b1 - b0) return false;
+    for (int64_t u = 0; levels == 2 && u < a1 - a0; u++)
+        if (a->off[1][a0 + u + 1] - a->off[1][a0 + u] != b->off[1][b0 + u + 1] - b->off[1][b0 + u]) return false;
+    return true;
+}
+
 void fl_data_fill_seq(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *vals,
                       size_t valbytes, int64_t *const *lod) {
     size_t sizes[FL_DATA_MAX_LEVELS + 1];

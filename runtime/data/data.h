@@ -199,6 +199,10 @@ int fl_data_feed_levels(const FlDataset *ds, size_t feed);
  * sizes[L] = T, the values. Offsets of level k have sizes[k] + 1 entries; the values are [T, 1]. */
 void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, size_t n,
                        size_t sizes[FL_DATA_MAX_LEVELS + 1]);
+/* Whether dataset row `row` of sequence feeds fa and fb (of as many levels) is cut alike: the
+ * same number of entries at every level, each of the same length (their packed offsets are then
+ * equal in every batch). */
+bool fl_data_seq_same_cut(const FlDataset *ds, size_t fa, size_t fb, size_t row);
 /* Packs rows[0..n) of sequence feed `feed`: their values one after the other into vals (the
  * feed's dtype, valbytes bytes, T * dtype size used) and the offsets of each level into lod[k]
  * (int64, sizes[k] + 1 entries, Fluid's absolute offsets: lod[k][0] == 0, non-decreasing; level

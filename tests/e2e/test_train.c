@@ -543,6 +543,15 @@ static void test_sequences(void) {
     CU_ASSERT_EQUAL(sh(&out, "%s %s/seq/tags.fl -q 2>&1", flrun, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "seq/tags.csv:2:3: 'x' is not a number (column 0, feed 'words')"));
     free(out);
+    /* Rows with other numbers of words and tags (the same total in each batch of 2) would train
+     * with tags shifted between sentences: the row is an error at its line before the first step. */
+    CU_ASSERT_EQUAL(sh(NULL, "printf '1,1\\n2 2,2 2\\n3 3 3,0 0\\n4 4,1 1 1\\n' > %s/seq/tags.csv", tmp), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/seq/tags.fl -q 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "seq/tags.csv:3: feed 'words' holds 3 values and feed 'tags' 2, but op "
+                                       "'cross_entropy' (tags.fl:14:20) combines them row by row: each row must cut "
+                                       "them into the same sequences"));
+    CU_ASSERT_PTR_NULL(strstr(out, "offsets words@LOD0")); /* no step ran */
+    free(out);
     /* A classifier of variable-length reviews (sequence_pool over the fed offsets) learns: test
      * accuracy well above chance (0.5) on a held-out fifth of examples/data/sentiment.csv.gz. */
     CU_ASSERT_EQUAL_FATAL(sh(NULL, "%s tests/e2e/seq/sentiment.fl -q --log %s", flrun, log), 0);
