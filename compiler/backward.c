@@ -1,8 +1,9 @@
 /* backward.c: append_backward (see backward.h for what it produces).
  *
  * Three linear passes over block 0 up to the last op that writes the loss:
- *   1. forward: a var "needs" a gradient if it is a chosen parameter or an output of an op with
- *      an input that needs one (FL_GRAD_STOP ops and stop_gradient vars break the chain);
+ *   1. forward: a var "needs" a gradient if it is a chosen parameter, a data var whose
+ *      stop_gradient the program cleared, or an output of an op with an input that needs one
+ *      (FL_GRAD_STOP ops and stop_gradient vars break the chain);
  *   2. backward from the loss: an op is "relevant" if an input needs a gradient and an output
  *      reaches the loss; its inputs that need a gradient then reach the loss too. A relevant
  *      FL_GRAD_NONE op is the user's error, found before anything is appended;
@@ -608,6 +609,10 @@ static FlStatus run(Bw *w, const char *loss, const char *const *params, size_t n
         }
     }
     fl_map_fini(&chosen);
+    /* a data var whose stop_gradient the program cleared gets its gradient too (Fluid's
+     * `x.stop_gradient = False`), though no optimizer updates it */
+    for (size_t i = 0; i < b0->vars.len; i++)
+        if (b0->vars.data[i]->fed && !b0->vars.data[i]->stop_gradient) state(w, b0->vars.data[i]->name)->need = true;
     state(w, loss)->reach = true;
     state(w, loss)->total = 1; /* the fill_constant */
     FlStatus st = diff(w, end, seed_loss, lv);

@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,11 +187,13 @@ static int parse_attrs(const char *spec, FlAttrInfo *out) {
         FL_ASSERT(colon && n < FL_OPS_MAX_ATTRS);
         *colon = 0;
         char *type = colon + 1, *eq = strchr(type, '=');
+        size_t tlen = eq ? (size_t)(eq - type) : strlen(type);
         FlAttrInfo *ai = &out[n++];
         memset(ai, 0, sizeof *ai);
         ai->name = item;
-        ai->type = attr_type_of(type, eq ? (size_t)(eq - type) : strlen(type));
-        ai->required = eq == NULL;
+        ai->optional = !eq && tlen > 1 && type[tlen - 1] == '?';
+        ai->type = attr_type_of(type, tlen - ai->optional);
+        ai->required = eq == NULL && !ai->optional;
         ai->dflt.name = item;
         ai->dflt.type = ai->type;
         if (eq) parse_default(&ai->dflt, eq + 1);
@@ -345,6 +348,34 @@ const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr) {
     return NULL;
 }
 
+void fl_ops_lod_pairs(const FlProgram *p, const FlBlock *b, const FlOpDesc *op, FlLodPairs *out) {
+    const FlOpInfo *info = fl_ops_of(op);
+    if (!info || info->is_grad || !(info->flags & (FL_OPF_LOD_KEEP | FL_OPF_LOD_SAME))) return;
+    const FlVarDesc *first = NULL;
+    const char *first_slot = NULL;
+    for (size_t s = 0; s < op->ins.len; s++)
+        for (size_t i = 0; i < op->ins.data[s].nargs; i++) {
+            const FlVarDesc *d = fl_ir_var_lookup(p, b, op->ins.data[s].args[i]);
+            if (!d || d->lod_level == 0 || d == first) continue;
+            if (!first) {
+                first = d, first_slot = op->ins.data[s].name;
+                continue;
+            }
+            bool same = d->lod_level == first->lod_level;
+            for (int k = 0; same && k < d->lod_level; k++) same = strcmp(d->lod[k], first->lod[k]) == 0;
+            if (!same) FL_VEC_PUSH(out, ((FlLodPair){{first_slot, op->ins.data[s].name}, {first, d}}));
+        }
+}
+
+const FlAttrInfo *fl_ops_int_twin(const FlOpInfo *info, const char *attr) {
+    char twin[64];
+    if (snprintf(twin, sizeof twin, "int_%s", attr) >= (int)sizeof twin) return NULL;
+    const FlAttrInfo *a = fl_ops_attr(info, twin);
+    return a && a->type == FL_ATTR_INTS ? a : NULL;
+}
+
+bool fl_ops_needs_int_twin(int64_t v) { return v > ((int64_t)1 << 53) || v < -((int64_t)1 << 53); }
+
 static const char *type_name(FlAttrType t) {
     switch (t) {
     case FL_ATTR_INT: return "int";
@@ -381,6 +412,37 @@ static FlStatus check_slots(const FlOpDesc *op, const char *what, const FlSlot *
     return FL_OK;
 }
 
+/* The values that the table's types cannot say. A timer's seconds: Go takes any duration, but
+ * NaN, a negative wait or one past 1e9 s (31 years) is a mistake, and a ticker's period below
+ * 1e-6 s would spin. Checked here, the rule holds at the user's line when flc builds the op and
+ * for any op flrun loads. */
+static FlStatus check_values(const FlOpDesc *op, const FlOpInfo *info, FlErr *e) {
+    /* an int twin (fl_ops_int_twin) holds the float attribute's values exactly: as many, each
+     * the float rounded */
+    for (size_t i = 0; i < op->attrs.len; i++) {
+        const FlAttr *a = &op->attrs.data[i], *t;
+        const FlAttrInfo *ti = fl_ops_int_twin(info, a->name);
+        if (!ti || !(t = fl_ir_op_attr(op, ti->name)) || t->type != FL_ATTR_INTS || t->n == 0) continue;
+        size_t n = a->type == FL_ATTR_FLOATS ? a->n : 1;
+        const double *f = a->type == FL_ATTR_FLOATS ? a->floats : &a->f;
+        if (t->n != n)
+            return fl_err(e, "%s: attribute '%s' holds %zu values and '%s' %zu; they must hold as many", op->type,
+                          ti->name, t->n, a->name, n);
+        for (size_t k = 0; k < n; k++)
+            if ((double)t->ints[k] != f[k])
+                return fl_err(e, "%s: attribute '%s' value %zu is %lld, but '%s' holds %g: they must be the same number",
+                              op->type, ti->name, k, (long long)t->ints[k], a->name, f[k]);
+    }
+    bool tick = info->id == FL_OPID_time_tick;
+    if (info->is_grad || (!tick && info->id != FL_OPID_time_after && info->id != FL_OPID_time_sleep)) return FL_OK;
+    const FlAttr *a = fl_ir_op_attr(op, "seconds");
+    double s = a ? a->f : 0, lo = tick ? 1e-6 : 0;
+    if (!(s >= lo && s <= 1e9))
+        return fl_err(e, "%s: seconds must be in [%g, 1e9]%s, found %g", op->type, lo,
+                      tick ? " (a ticker's period)" : "", s);
+    return FL_OK;
+}
+
 FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
     const FlOpInfo *info = fl_ops_of(op);
     if (!info) return fl_err(e, "unknown op '%s'", op->type);
@@ -398,7 +460,7 @@ FlStatus fl_ops_check(const FlOpDesc *op, FlErr *e) {
     for (int k = 0; k < info->nattrs; k++)
         if (info->attrs[k].required && !fl_ir_op_attr(op, info->attrs[k].name))
             return fl_err(e, "%s: missing attribute '%s'", op->type, info->attrs[k].name);
-    return FL_OK;
+    return check_values(op, info, e);
 }
 
 void fl_ops_fill_defaults(FlOpDesc *op) {
@@ -406,7 +468,7 @@ void fl_ops_fill_defaults(FlOpDesc *op) {
     if (!info) return;
     for (int k = 0; k < info->nattrs; k++) {
         const FlAttrInfo *ai = &info->attrs[k];
-        if (ai->required || fl_ir_op_attr(op, ai->name)) continue;
+        if (ai->required || ai->optional || fl_ir_op_attr(op, ai->name)) continue;
         const FlAttr *d = &ai->dflt;
         switch (d->type) {
         case FL_ATTR_INT: fl_ir_op_set_int(op, ai->name, d->i); break;
@@ -472,6 +534,7 @@ static void md_attrs(FlBuf *out, const FlOpInfo *o) {
         const FlAttrInfo *a = &o->attrs[k];
         fl_buf_printf(out, "  - `%s` (%s): ", a->name, type_name(a->type));
         if (a->required) fl_buf_puts(out, "required");
+        else if (a->optional) fl_buf_puts(out, "optional");
         else fl_buf_puts(out, "default "), md_default(out, &a->dflt);
         fl_buf_putc(out, '\n');
     }
@@ -511,10 +574,15 @@ void fl_ops_markdown(FlBuf *out) {
         md_attrs(out, o);
         md_grad(out, o);
         /* every op says how it treats sequences (docs/sequences.md) */
-        fl_buf_puts(out, (o->flags & FL_OPF_LOD_KEEP)  ? "- LoD: kept (the outputs take the first LoD input's)\n"
+        fl_buf_puts(out, (o->flags & FL_OPF_LOD_KEEP)
+                             ? "- LoD: kept (the outputs take the first LoD input's; the other LoD inputs must be cut "
+                               "into the same sequences)\n"
+                         : (o->flags & FL_OPF_LOD_SAME)
+                             ? "- LoD: taken (the outputs have none unless the layer sets it); its LoD inputs must be "
+                               "cut into the same sequences\n"
                          : (o->flags & FL_OPF_LOD_ANY) ? "- LoD: taken (the outputs have none unless the layer sets it)\n"
                                                        : "- LoD: refused (a LoD input is a compile error)\n");
-        if (o->flags & ~(FL_OPF_LOD_KEEP | FL_OPF_LOD_ANY)) {
+        if (o->flags & ~(FL_OPF_LOD_KEEP | FL_OPF_LOD_ANY | FL_OPF_LOD_SAME)) {
             fl_buf_puts(out, "- Flags:");
             if (o->flags & FL_OPF_SIDE_EFFECT) fl_buf_puts(out, " side effect (never pruned);");
             if (o->flags & FL_OPF_CONTROL) fl_buf_puts(out, " control (runs sub-blocks);");

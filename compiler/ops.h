@@ -26,6 +26,9 @@ enum {
     FL_OPF_LOD_ANY = 1 << 7,     /* takes LoD inputs; its outputs have no LoD unless the layer sets
                                     it (reductions, sequence ops). An op with neither flag refuses
                                     a LoD input at compile time */
+    FL_OPF_LOD_SAME = 1 << 8,    /* with FL_OPF_LOD_ANY: it combines its LoD inputs row by row (a
+                                    CRF's emission and label), so they must be cut into the same
+                                    sequences, as a FL_OPF_LOD_KEEP op's (fl_ops_lod_pairs) */
 };
 
 typedef enum FlOpId {
@@ -48,7 +51,9 @@ typedef struct FlAttrInfo {
     const char *name;
     FlAttrType type;
     bool required;
-    FlAttr dflt; /* the default value (name == the attr's name) when !required */
+    bool optional; /* "A:T?": may be absent, and then reads as its type's empty value (dflt);
+                      fl_ops_fill_defaults leaves it out */
+    FlAttr dflt;   /* the default value (name == the attr's name) when !required */
 } FlAttrInfo;
 
 typedef struct FlOpInfo {
@@ -80,6 +85,28 @@ const FlOpInfo *fl_ops_get(FlOpId id);
 const FlSlotInfo *fl_ops_in_slot(const FlOpInfo *info, const char *slot);
 const FlSlotInfo *fl_ops_out_slot(const FlOpInfo *info, const char *slot);
 const FlAttrInfo *fl_ops_attr(const FlOpInfo *info, const char *attr);
+/* The LoD rule of an op with several LoD inputs (docs/sequences.md): an FL_OPF_LOD_KEEP or
+ * FL_OPF_LOD_SAME forward op combines the rows of its LoD inputs, so each must be cut into the
+ * same sequences as the first. fl_ops_lod_pairs appends to out one pair per other LoD input
+ * (looked up from block b of p; inputs no block declares are left out) whose offsets are not the
+ * first's own vars at every level: those the compiler cannot prove alike. A pair with another
+ * lod_level is a compile error; the others are compared when the op runs, and a trainer
+ * compares fed sequences before the first step. The caller frees out's data. */
+typedef struct FlLodPair {
+    const char *slot[2];        /* [0]: the first LoD input's slot, [1]: the other's */
+    const FlVarDesc *var[2];    /* their vars (borrowed from the program): lod_level and offsets */
+} FlLodPair;
+typedef FL_VEC(FlLodPair) FlLodPairs;
+void fl_ops_lod_pairs(const FlProgram *p, const FlBlock *b, const FlOpDesc *op, FlLodPairs *out);
+
+/* Exact integers in float attributes: a FLOAT (FLOATS) attribute `A` of the table may have an
+ * INTS twin `int_A` (fill_constant's value and int_value, assign_value's values and int_values).
+ * When the values given are integers some of which a double cannot hold exactly (beyond
+ * +-2^53), the twin holds them all, exactly, and the int dtypes take them from it: an int64
+ * value stays exact from the .fl to the tensor. fl_ops_int_twin: the twin of `attr`, or NULL.
+ * fl_ops_needs_int_twin: whether v is such an integer. */
+const FlAttrInfo *fl_ops_int_twin(const FlOpInfo *info, const char *attr);
+bool fl_ops_needs_int_twin(int64_t v);
 /* Checks an op against the table: known type, every slot known and required ones present
  * (single slots hold at most one var), attributes known with the right types, required ones
  * present. The message names the op and what is wrong. */

@@ -340,7 +340,7 @@ int fl_verify_program(const FlProgram *main, const FlProgram *startup, FlVerifyI
         const FlBlock *b = main->blocks.data[bi];
         for (size_t i = 0; i < b->vars.len; i++) {
             const FlVarDesc *d = b->vars.data[i];
-            if (d->persistable || (d->stop_gradient && !fl_map_find_str(&v.writers, d->name)))
+            if (d->persistable || d->fed || (d->stop_gradient && !fl_map_find_str(&v.writers, d->name)))
                 define(&v, d->name);
         }
     }

@@ -4,9 +4,9 @@
  *   - every op is known and fl_ops_check-clean;
  *   - every input var is declared in the op's block or an ancestor and written before use: by
  *     an earlier op (in program order, sub-blocks where their op stands; a var written inside a
- *     sub-block counts as written after that op), by the startup program, or fed (a var with
- *     stop_gradient set and no writer in main is a data var; a persistable var is initialised by
- *     startup). Inside listen_and_serv's blocks a var no op writes is received from trainers;
+ *     sub-block counts as written after that op), by the startup program, or fed (a var marked
+ *     fed, and a var with stop_gradient set and no writer in main, are data vars, whatever a
+ *     program sets their stop_gradient to later; a persistable var is initialised by startup). Inside listen_and_serv's blocks a var no op writes is received from trainers;
  *     parallel_for's index_var and select's receive-case vars are written by their op;
  *   - every BLOCK / BLOCKS attribute (and listen_and_serv's lr_block) names an existing
  *     sub-block whose parent is the op's block, each sub-block is used by exactly one op;

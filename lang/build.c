@@ -72,6 +72,11 @@ bool fl_ev_is_channel(Ctx *c, FlValue *v) {
     return d && d->kind == FL_VAR_CHANNEL;
 }
 
+/* A var of that name is visible in the current block or declared in block 0. */
+static bool is_taken(Ctx *c, const char *name) {
+    return fl_ir_var_lookup(c->b.main, c->b.block, name) || fl_ir_var_find(fl_ir_block(c->b.main, 0), name);
+}
+
 const char *fl_ev_unique(Ctx *c, const char *prefix) {
     FlMap *m = c->unique_stack.len ? c->unique_stack.data[c->unique_stack.len - 1] : &c->unique;
     const char *key = fl_intern_str(&c->in, prefix);
@@ -84,8 +89,7 @@ const char *fl_ev_unique(Ctx *c, const char *prefix) {
     }
     for (;;) {
         char *name = fl_arena_printf(&c->arena, "%s_%lld", prefix, (long long)(*n)++);
-        if (!fl_ir_var_lookup(c->b.main, c->b.block, name) && !fl_ir_var_find(fl_ir_block(c->b.main, 0), name))
-            return fl_intern_str(&c->in, name);
+        if (!is_taken(c, name)) return fl_intern_str(&c->in, name);
     }
 }
 
@@ -126,6 +130,23 @@ static bool dtype_from_value(Ctx *c, FlValue *v, FlDType *dt) {
     return false;
 }
 
+void fl_ev_set_int_twin(Ctx *c, FlOpDesc *op, const char *attr, FlValue *v) {
+    const FlOpInfo *info = fl_ops_of(op);
+    const FlAttrInfo *twin = info ? fl_ops_int_twin(info, attr) : NULL;
+    if (!twin) return;
+    bool seq = fl_v_is_seq(v), need = false;
+    size_t n = seq ? v->list.len : 1;
+    FlValue *const *items = seq ? v->list.items : &v;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->kind != VK_INT) return;
+        need |= fl_ops_needs_int_twin(items[i]->i);
+    }
+    if (!need) return;
+    int64_t *a = fl_arena_alloc(&c->arena, (n + 1) * sizeof *a);
+    for (size_t i = 0; i < n; i++) a[i] = items[i]->i;
+    fl_ir_op_set_ints(op, twin->name, a, n);
+}
+
 /* Sets attribute `info` of op from a compile-time value; reports a type error. */
 static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, FlSpan sp) {
     const char *n = info->name;
@@ -148,6 +169,7 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
     case FL_ATTR_FLOAT:
         if (!fl_v_is_num(v)) break;
         fl_ir_op_set_float(op, n, fl_v_num(v));
+        fl_ev_set_int_twin(c, op, n, v);
         return true;
     case FL_ATTR_BOOL:
         if (v->kind != VK_BOOL && v->kind != VK_INT) break;
@@ -184,6 +206,7 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
             a[i] = fl_v_num(v->list.items[i]);
         }
         fl_ir_op_set_floats(op, n, a, v->list.len);
+        fl_ev_set_int_twin(c, op, n, v);
         return true;
     }
     case FL_ATTR_STRINGS: {
@@ -215,7 +238,7 @@ bad:;
     return false;
 }
 
-FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp) {
+FlValue *fl_ev_const_var(Ctx *c, FlValue *v, FlDType dt, FlSpan sp) {
     const char *name = fl_ev_unique(c, "fill_constant");
     name = fl_arena_printf(&c->arena, "%s.tmp_0", name);
     FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
@@ -224,7 +247,8 @@ FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp) {
     fl_ir_op_add_output(op, "Out", name);
     int64_t one = 1;
     fl_ir_op_set_ints(op, "shape", &one, 1);
-    fl_ir_op_set_float(op, "value", v);
+    fl_ir_op_set_float(op, "value", fl_v_num(v));
+    fl_ev_set_int_twin(c, op, "value", v);
     fl_ir_op_set_int(op, "dtype", dt);
     if (!fl_ev_infer(c, c->b.block, op, sp)) return c->error;
     return fl_v_var(c, name);
@@ -251,7 +275,7 @@ static bool add_slot_vars(Ctx *c, FlOpDesc *op, bool input, const FlSlotInfo *si
     for (size_t i = 0; i < n; i++) {
         FlValue *x = items[i];
         if (x->kind == VK_ERROR) return false;
-        if (input && fl_v_is_num(x)) x = fl_ev_const_var(c, fl_v_num(x), dt, sp);
+        if (input && fl_v_is_num(x)) x = fl_ev_const_var(c, x, dt, sp);
         if (x->kind == VK_ERROR) return false;
         if (x->kind != VK_VAR) {
             fl_ev_error(c, sp, "%s: '%s' must be a Var, found %s", op->type, si->name,
@@ -299,8 +323,23 @@ static bool check_in_place(Ctx *c, const FlOpInfo *info, const FlOpDesc *op, FlS
 /* The LoD rule of the op table (FL_OPF_LOD_KEEP / FL_OPF_LOD_ANY, docs/sequences.md): an op that
  * keeps rows gives its outputs the LoD of its first LoD input; an op that takes LoD makes outputs
  * without it (its layer sets theirs); any other op refuses a LoD input here, at compile time,
- * rather than mixing up sequences at run time. */
+ * rather than mixing up sequences at run time. LoD inputs that an op combines row by row
+ * (fl_ops_lod_pairs) and whose offsets are other vars must have as many levels: the run
+ * compares their offsets. */
 static bool apply_lod(Ctx *c, const FlOpInfo *info, FlOpDesc *op, FlSpan sp) {
+    FlLodPairs pairs = {0};
+    fl_ops_lod_pairs(c->b.main, c->b.block, op, &pairs);
+    for (size_t i = 0; i < pairs.len; i++) {
+        const FlLodPair *q = &pairs.data[i];
+        if (q->var[0]->lod_level == q->var[1]->lod_level) continue;
+        fl_ev_error(c, sp, "%s: its inputs %s '%s' (lod_level %d) and %s '%s' (lod_level %d) must be cut into the same "
+                           "sequences, but they have different numbers of LoD levels",
+                    op->type, q->slot[0], q->var[0]->name, q->var[0]->lod_level, q->slot[1], q->var[1]->name,
+                    q->var[1]->lod_level);
+        FL_VEC_FREE(&pairs);
+        return false;
+    }
+    FL_VEC_FREE(&pairs);
     const FlVarDesc *from = NULL;
     const char *slot = NULL;
     for (size_t s = 0; s < op->ins.len && !from; s++)
@@ -322,6 +361,16 @@ static bool apply_lod(Ctx *c, const FlOpInfo *info, FlOpDesc *op, FlSpan sp) {
             if (d && d != from) fl_ir_var_set_lod(d, from->lod_level, (const char *const *)from->lod);
         }
     return true;
+}
+
+/* The base of an op's output names "<base>.tmp_<k>": fl_ev_unique vouches for the base alone,
+ * and `with unique_name.guard():` restarts its counts, so an op of the same type made before the
+ * guard may hold "<base>.tmp_0" already; its outputs are other vars than this op's. */
+static const char *fresh_base(Ctx *c, const char *type) {
+    for (;;) {
+        const char *base = fl_ev_unique(c, type);
+        if (!is_taken(c, fl_arena_printf(&c->arena, "%s.tmp_0", base))) return base;
+    }
 }
 
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
@@ -387,7 +436,7 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
             continue;
         }
         if (si->optional) continue;
-        if (!base) base = fl_ev_unique(c, type);
+        if (!base) base = fresh_base(c, type);
         int64_t count = 1;
         if (si->list) {
             count = n_out;
@@ -405,9 +454,10 @@ FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
         FlValue *lst = si->list ? fl_v_list(c, VK_LIST) : NULL;
         fl_ir_op_add_output_slot(op, si->name);
         for (int64_t i = 0; i < count; i++) {
-            const char *name = named ? fl_ev_unique(c, named) : fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
-            FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
-            FL_ASSERT(d);
+            const char *name;
+            do name = named ? fl_ev_unique(c, named) : fl_arena_printf(&c->arena, "%s.tmp_%d", base, tmp++);
+            while (is_taken(c, name));
+            fl_ev_new_var(c, b, name, sp); /* a fresh name: is_taken said so */
             fl_ir_op_add_output(op, si->name, name);
             FlValue *vv = fl_v_var(c, name);
             if (lst) fl_v_list_push(c, lst, vv);
@@ -483,8 +533,8 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     if (op >= 100) {
         const char *name = cmp_op_name(op - 100);
         if (!name) return fl_ev_error(c, sp, "this comparison is not defined on Vars");
-        if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);
-        if (fl_v_is_num(r)) r = fl_ev_const_var(c, fl_v_num(r), d->dtype, sp);
+        if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, d->dtype, sp);
+        if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, d->dtype, sp);
         if (l->kind != VK_VAR || r->kind != VK_VAR)
             return l->kind == VK_ERROR || r->kind == VK_ERROR
                        ? c->error
@@ -516,8 +566,8 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         case FL_BINOP_COUNT: break;
         }
     }
-    if (fl_v_is_num(l)) l = fl_ev_const_var(c, fl_v_num(l), d->dtype, sp);
-    if (fl_v_is_num(r)) r = fl_ev_const_var(c, fl_v_num(r), d->dtype, sp);
+    if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, d->dtype, sp);
+    if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, d->dtype, sp);
     if (l->kind == VK_ERROR || r->kind == VK_ERROR) return c->error;
     static const char *names[FL_BINOP_COUNT] = {
         [FL_OP_ADD] = "elementwise_add", [FL_OP_SUB] = "elementwise_sub",

@@ -721,7 +721,7 @@ static FlValue *chan_send(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("send", "x", 1);
     FlValue *x = v[0];
     FlVarDesc *chd = fl_ev_var_desc(c, self);
-    if (fl_v_is_num(x)) x = fl_ev_const_var(c, fl_v_num(x), chd ? chd->dtype : FL_DT_FLOAT32, a->span);
+    if (fl_v_is_num(x)) x = fl_ev_const_var(c, x, chd ? chd->dtype : FL_DT_FLOAT32, a->span);
     if (x->kind != VK_VAR) return fl_ev_error(c, a->span, "send() needs a Var, found %s", fl_v_type_name(x));
     const char *names[2] = {"Channel", "X"};
     FlValue *vals[2] = {self, x};

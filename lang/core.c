@@ -147,6 +147,7 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     fl_ir_var_set_shape(d, n, full);
     d->dtype = dt;
     d->stop_gradient = !v[5] || (v[5]->kind == VK_BOOL ? v[5]->b : true);
+    d->fed = true;
     int64_t levels = 0;
     if (v[4] && v[4]->kind != VK_NONE && !fl_ev_want_int(c, v[4], "lod_level", a->span, &levels)) return c->error;
     if (levels < 0 || levels > FL_IR_MAX_LOD)
@@ -178,6 +179,7 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
         fl_ir_var_set_shape(o, 1, &dim);
         o->dtype = FL_DT_INT64;
         o->stop_gradient = true;
+        o->fed = true;
     }
     fl_ir_var_set_lod(fl_ir_var_find(b0, dname), (int)levels, lods);
     FlValue *r = fl_v_var(c, dname);
@@ -339,6 +341,7 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
         fl_ir_op_set_int(op, "seed", seed != 0 ? (int64_t)seed : ++c->random_seed);
     } else {
         fl_ir_op_set_float(op, "value", p1);
+        if (init && init->list.len > 1) fl_ev_set_int_twin(c, op, "value", init->list.items[1]);
     }
     return init_op_check(c, op, sp);
 }
@@ -421,7 +424,7 @@ static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[3] && !want_dtype(c, v[3], a->span, &dt)) return c->error;
     FlValue *init = fl_v_list(c, VK_TUPLE);
     fl_v_list_push(c, init, fl_v_cstr(c, "constant"));
-    fl_v_list_push(c, init, fl_v_float(c, fl_v_num(v[2])));
+    fl_v_list_push(c, init, v[2]->kind == VK_INT ? v[2] : fl_v_float(c, fl_v_num(v[2])));
     return persistable(c, v[0]->str.s, nd, shape, dt, init, false, a->span);
 }
 

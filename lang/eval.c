@@ -90,6 +90,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_init(&c->params);
     fl_map_init(&c->updates_at);
     c->stdlib_dir = opt->stdlib_dir ? opt->stdlib_dir : getenv("FLUIDC_STDLIB");
+    c->stdlib_from_env = !opt->stdlib_dir && c->stdlib_dir && *c->stdlib_dir;
     if (!c->stdlib_dir || !*c->stdlib_dir) c->stdlib_dir = fl_eval_default_stdlib();
     c->none = fl_v_new(c, VK_NONE);
     c->vtrue = fl_v_new(c, VK_BOOL);

@@ -156,6 +156,7 @@ struct Ctx {
     FlDiag diag;
     const FlCompileOptions *opt;
     const char *stdlib_dir;
+    bool stdlib_from_env; /* stdlib_dir is $FLUIDC_STDLIB: an import that fails names it */
 
     FlBundle *bundle;
     BuildState b;
@@ -274,7 +275,12 @@ bool fl_ev_infer(Ctx *c, FlBlock *b, FlOpDesc *op, FlSpan sp);
 /* An arithmetic operation (an FlBinOp) or, for op >= 100, a comparison (FlCmpOp op - 100)
  * where at least one side is a Var. */
 FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);
-FlValue *fl_ev_const_var(Ctx *c, double v, FlDType dt, FlSpan sp);
+/* The exact integers of float attribute `attr` of op in its INTS twin (fl_ops_int_twin), when v
+ * (the value the attribute was set from) is an int, or a list of ints, some beyond what a double
+ * holds exactly. */
+void fl_ev_set_int_twin(Ctx *c, FlOpDesc *op, const char *attr, FlValue *v);
+/* A fill_constant var [1] of dtype dt holding the number v (an int stays exact: fl_ops_int_twin). */
+FlValue *fl_ev_const_var(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
 /* Appends backward ops for loss; returns (params, grads) lists or ERROR. */
 FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp);
 bool fl_ev_is_var(const FlValue *v);

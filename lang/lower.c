@@ -641,7 +641,7 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
         fl_ev_error(c, s->loop.target->span, "'for ... in' a channel binds one name");
         return FLOW_ERROR;
     }
-    FlValue *ok = fl_ev_const_var(c, 1, FL_DT_BOOL, s->span);
+    FlValue *ok = fl_ev_const_var(c, c->vtrue, FL_DT_BOOL, s->span);
     if (ok->kind == VK_ERROR) return FLOW_ERROR;
     FlAstList *bodies[1] = {&s->loop.body};
     own_names(c, e, bodies, 1, s->span);
@@ -821,7 +821,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                     continue;
                 }
                 FlValue *x = fl_ev_expr(c, e, opn->call.args[0].value);
-                if (x->kind == VK_INT || x->kind == VK_FLOAT) x = fl_ev_const_var(c, fl_v_num(x), chd->dtype, opn->span);
+                if (x->kind == VK_INT || x->kind == VK_FLOAT) x = fl_ev_const_var(c, x, chd->dtype, opn->span);
                 if (x->kind != VK_VAR) {
                     if (x->kind != VK_ERROR) fl_ev_error(c, opn->span, "send() needs a Var, found %s", fl_v_type_name(x));
                     bad = true;

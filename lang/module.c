@@ -87,6 +87,19 @@ static FlValue *load_module_file(Ctx *c, const char *dotted, const char *path, b
     return mv;
 }
 
+/* A module found nowhere; when $FLUIDC_STDLIB chose the stdlib, the message names it and its
+ * value, and says when that is no directory (the usual cause). */
+static FlValue *no_module(Ctx *c, const char *dotted, const char *rel, FlSpan sp) {
+    if (!c->stdlib_from_env)
+        return fl_ev_error(c, sp, "no module named '%s' (looked for %s.fl next to the importing file and in the stdlib)",
+                           dotted, rel);
+    struct stat st;
+    bool is_dir = stat(c->stdlib_dir, &st) == 0 && S_ISDIR(st.st_mode);
+    return fl_ev_error(c, sp, "no module named '%s' (looked for %s.fl next to the importing file and in the stdlib "
+                              "that $FLUIDC_STDLIB names, '%s'%s)",
+                       dotted, rel, c->stdlib_dir, is_dir ? "" : ", which is not a directory");
+}
+
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir) {
     dotted = fl_intern_str(&c->in, dotted);
     FlValue *cached = fl_map_find_str(&c->modules, dotted);
@@ -131,7 +144,7 @@ FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_di
     }
     if (!res) {
         if (parent) res = fl_ev_error(c, sp, "module '%s' has no attribute or submodule '%s'", parent->mod->name, dot + 1);
-        else res = fl_ev_error(c, sp, "no module named '%s' (looked for %s.fl next to the importing file and in the stdlib)", dotted, fl_buf_str(&rel));
+        else res = no_module(c, dotted, fl_buf_str(&rel), sp);
     }
     if (res->kind == VK_MODULE && parent && !fl_map_find_str(&parent->mod->globals->map, dot + 1))
         fl_env_set(parent->mod->globals, fl_intern_str(&c->in, dot + 1), res);

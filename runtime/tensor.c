@@ -461,6 +461,20 @@ double fl_tensor_get(const FlTensor *t, int64_t i) {
     FL_UNREACHABLE();
 }
 
+int64_t fl_tensor_get_int(const FlTensor *t, int64_t i) {
+    const void *p = fl_tensor_data(t);
+    FL_ASSERT(p && i >= 0 && i < fl_tensor_numel(t));
+    switch (t->dtype) {
+    case FL_DT_FLOAT32: return fl_sat_i64(((const float *)p)[i]);
+    case FL_DT_FLOAT64: return fl_sat_i64(((const double *)p)[i]);
+    case FL_DT_INT32: return ((const int32_t *)p)[i];
+    case FL_DT_INT64: return ((const int64_t *)p)[i];
+    case FL_DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case FL_DT_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
 void fl_tensor_set(FlTensor *t, int64_t i, double v) {
     void *p = fl_tensor_data(t);
     FL_ASSERT(p && i >= 0 && i < fl_tensor_numel(t));

@@ -168,6 +168,10 @@ FlStatus fl_shape_numel(FlErr *e, int ndim, const int64_t *ne, int64_t *numel) F
 double fl_tensor_get(const FlTensor *t, int64_t i);
 /* Stores v converted to t's dtype: float to int saturates (fl_sat_i64/i32), bool is v != 0. */
 void fl_tensor_set(FlTensor *t, int64_t i, double v);
+/* Element i as an integer: exact for the int dtypes and bool (an int64 beyond 2^53 too, which
+ * fl_tensor_get rounds); a float truncated and saturated (fl_sat_i64). For ids, indices, lengths
+ * and printing. */
+int64_t fl_tensor_get_int(const FlTensor *t, int64_t i);
 
 /* The one float -> int conversion of the runtime (fill_constant, cast, fl_tensor_set): the value
  * truncated toward zero, saturated at the type's range (1e30 -> INT64_MAX, -inf -> INT64_MIN),
@@ -178,6 +182,8 @@ static inline int64_t fl_sat_i64(double v) {
     if (v < -9223372036854775808.0) return INT64_MIN;
     return (int64_t)v;
 }
+/* An int64 to int32, saturated at its range. */
+static inline int32_t fl_sat_i32_of(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
 static inline int32_t fl_sat_i32(double v) {
     if (v != v) return 0;
     if (v >= 2147483648.0) return INT32_MAX;

@@ -64,6 +64,8 @@ typedef struct FlVarDesc {
     bool persistable;              /* parameters, optimizer state, learning rates */
     bool trainable;                /* a parameter that append_backward differentiates */
     bool stop_gradient;            /* data vars, labels, constants */
+    bool fed;                      /* a data var (layers.data) or its offsets: fed by a reader or
+                                      the caller, whatever its stop_gradient */
     int64_t capacity;              /* channels: buffer size (0 = unbuffered) */
     int32_t elem_chans;            /* channels: the elements are channels nested this deep
                                       (0: tensors of dtype and shape; 1: channels of them...) */

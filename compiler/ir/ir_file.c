@@ -54,6 +54,7 @@ static Fluidc__VarDesc *enc_var(FlArena *a, const FlVarDesc *v) {
     if (v->persistable) m->has_persistable = m->persistable = 1;
     if (v->trainable) m->has_trainable = m->trainable = 1;
     if (v->stop_gradient) m->has_stop_gradient = m->stop_gradient = 1;
+    if (v->fed) m->has_fed = m->fed = 1;
     if (v->capacity) {
         m->has_capacity = 1;
         m->capacity = v->capacity;
@@ -378,6 +379,7 @@ static FlStatus dec_var(FlBlock *b, const Fluidc__VarDesc *m, FlErr *e) {
     v->persistable = m->persistable;
     v->trainable = m->trainable;
     v->stop_gradient = m->stop_gradient;
+    v->fed = m->fed;
     v->capacity = m->capacity;
     v->elem_chans = m->elem_chans;
     if (m->n_lod > FL_IR_MAX_LOD)

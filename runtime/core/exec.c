@@ -108,6 +108,13 @@ FlStatus fl_exec_check_lod(FlErr *e, const FlTensor *off, int64_t rows, const ch
     return FL_OK;
 }
 
+const int64_t *fl_exec_attr_exact(const ExecOp *op, const char *attr) {
+    const FlAttrInfo *twin = fl_ops_int_twin(op->info, attr);
+    size_t n = 0;
+    const int64_t *iv = twin ? fl_exec_attr_ints(op, twin->name, &n) : NULL;
+    return n ? iv : NULL;
+}
+
 const double *fl_exec_attr_floats(const ExecOp *op, const char *name, size_t *n) {
     const FlAttr *a = attr_or_default(op, name);
     *n = a ? a->n : 0;
@@ -395,11 +402,68 @@ done:
     return st;
 }
 
+/* "[0 2 3]": offsets o[0..n), the first 12 and the last when there are more. */
+static void put_offsets(FlBuf *b, const int64_t *o, int64_t n) {
+    fl_buf_putc(b, '[');
+    for (int64_t i = 0; i < n; i++) {
+        if (n > 16 && i == 12) {
+            fl_buf_printf(b, " ... %lld] (%lld offsets)", (long long)o[n - 1], (long long)n);
+            return;
+        }
+        fl_buf_printf(b, i ? " %lld" : "%lld", (long long)o[i]);
+    }
+    fl_buf_putc(b, ']');
+}
+
+/* The error of a LodCheck whose offsets a and b (int64 vectors) differ. */
+static FlStatus lod_mismatch(RunCtx *rc, const ExecOp *op, const LodCheck *lc, const FlTensor *a, const FlTensor *b) {
+    const int64_t *o[2] = {fl_tensor_data(a), fl_tensor_data(b)};
+    int64_t n[2] = {a->ne[0], b->ne[0]}, i = 0;
+    while (i + 1 < n[0] && i + 1 < n[1] && o[0][i + 1] - o[0][i] == o[1][i + 1] - o[1][i]) i++;
+    FlBuf m = {0};
+    fl_buf_printf(&m, "%s '%s' and %s '%s' must be cut into the same sequences, but %s's offsets '%s' are ", lc->slot[0],
+                  lc->var[0], lc->slot[1], lc->var[1], lc->slot[0], lc->off[0].name);
+    put_offsets(&m, o[0], n[0]);
+    fl_buf_printf(&m, " and %s's '%s' ", lc->slot[1], lc->off[1].name);
+    put_offsets(&m, o[1], n[1]);
+    if (i + 1 < n[0] && i + 1 < n[1])
+        fl_buf_printf(&m, ": sequence %lld holds %lld and %lld", (long long)i, (long long)(o[0][i + 1] - o[0][i]),
+                      (long long)(o[1][i + 1] - o[1][i]));
+    else
+        fl_buf_printf(&m, ": %lld sequences and %lld", (long long)(n[0] - 1), (long long)(n[1] - 1));
+    FlStatus st = fl_exec_op_error(rc, op, "%s", fl_buf_str(&m));
+    fl_buf_free(&m);
+    return st;
+}
+
+/* op's LoD inputs combined row by row are cut into the same sequences (docs/sequences.md):
+ * each LodCheck's offsets are equal. Offsets without a value yet are left to the op. */
+static FlStatus check_lods(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlStatus st = FL_OK;
+    for (int i = 0; i < op->nlods && st == FL_OK; i++) {
+        const LodCheck *lc = &op->lods[i];
+        FlTensor t[2] = {FL_TENSOR_INIT, FL_TENSOR_INIT};
+        bool have = true;
+        for (int j = 0; j < 2 && have; j++) {
+            FlVar *v = fl_exec_var_read(s, &lc->off[j]);
+            have = v && fl_var_get_tensor(v, &t[j]) && fl_tensor_has_data(&t[j]) && t[j].dtype == FL_DT_INT64 &&
+                   t[j].ndim == 1;
+        }
+        if (have && (t[0].ne[0] != t[1].ne[0] ||
+                     memcmp(fl_tensor_data(&t[0]), fl_tensor_data(&t[1]), (size_t)t[0].ne[0] * sizeof(int64_t)) != 0))
+            st = lod_mismatch(rc, op, lc, &t[0], &t[1]);
+        fl_tensor_fini(&t[0]);
+        fl_tensor_fini(&t[1]);
+    }
+    return st;
+}
+
 /* One op. Ops that may hold their thread for long (MPI, GEMM-shaped kernels) run inside a
  * blocking region: on a goroutine the worker's processor goes to another worker meanwhile, and
  * a goroutine waiting in MPI is never taken for deadlocked (runtime/sched/sched.h). Outside
  * goroutines and attached threads the region calls are no-ops. */
 static FlStatus run_op_plain(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    if (op->nlods && check_lods(rc, op, s) != FL_OK) return FL_ERROR;
     if (op->region && rc->sched) fl_sched_block_begin();
     FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
     if (op->region && rc->sched) fl_sched_block_end();
@@ -529,6 +593,29 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
         for (size_t j = 0; sl && j < sl->nargs; j++) resolve_arg(pb, sl->args[j], &op->args[n++]);
     }
     op->out_off[op->info->nouts] = n - nin;
+    /* LoD inputs combined row by row: the offsets compared before each run */
+    FlLodPairs pairs = {0};
+    fl_ops_lod_pairs(ex->prog, pb->b, d, &pairs);
+    for (size_t i = 0; i < pairs.len; i++) {
+        const FlLodPair *q = &pairs.data[i];
+        if (q->var[0]->lod_level != q->var[1]->lod_level) {
+            fl_err(e, "%s: its inputs %s '%s' (lod_level %d) and %s '%s' (lod_level %d) must be cut into the same "
+                      "sequences, but they have different numbers of LoD levels",
+                   where, q->slot[0], q->var[0]->name, q->var[0]->lod_level, q->slot[1], q->var[1]->name,
+                   q->var[1]->lod_level);
+            FL_VEC_FREE(&pairs);
+            return FL_ERROR;
+        }
+        for (int l = 0; l < q->var[0]->lod_level; l++) {
+            if (strcmp(q->var[0]->lod[l], q->var[1]->lod[l]) == 0) continue;
+            op->lods = fl_xrealloc(op->lods, (size_t)(op->nlods + 1) * sizeof *op->lods);
+            LodCheck *lc = &op->lods[op->nlods++];
+            *lc = (LodCheck){.slot = {q->slot[0], q->slot[1]}, .var = {q->var[0]->name, q->var[1]->name}};
+            resolve_arg(pb, q->var[0]->lod[l], &lc->off[0]);
+            resolve_arg(pb, q->var[1]->lod[l], &lc->off[1]);
+        }
+    }
+    FL_VEC_FREE(&pairs);
     /* SelectedRows: compute adapters read them densified; sparse adapters (compute or control:
      * send, listen_and_serv, allreduce) take them as they are; the others would find no tensor,
      * and only sparse adapters make them */
@@ -663,6 +750,7 @@ void fl_exec_free(FlExec *ex) {
             free(pb->ops[k].a.list);
             free(pb->ops[k].a.extra);
             free(pb->ops[k].trace_args);
+            free(pb->ops[k].lods);
         }
         free(pb->ops);
         fl_scope_layout_fini(&pb->layout);

@@ -43,6 +43,14 @@ typedef struct ArgRef {
     bool rows;        /* declared a SelectedRows (FL_VAR_SELECTED_ROWS) */
 } ArgRef;
 
+/* Two offsets vars of one LoD level that an op's LoD inputs must share (fl_ops_lod_pairs),
+ * compared before the op runs. */
+typedef struct LodCheck {
+    ArgRef off[2];       /* [0]: the first LoD input's offsets, [1]: the other input's */
+    const char *slot[2]; /* the inputs' slots and vars, for the message (borrowed) */
+    const char *var[2];
+} LodCheck;
+
 /* Parsed attributes; each adapter's prepare says which fields it uses. */
 typedef struct PAttrs {
     int64_t i[4];
@@ -91,6 +99,9 @@ struct ExecOp {
                             * fl_sched_block_begin/end so goroutines keep running (exec.c) */
     char *trace_args;      /* with FlExecOptions.trace: the args of its spans (JSON members:
                             * line, block, outputs), made at prepare; owned */
+    LodCheck *lods;        /* the offsets its LoD inputs must share, compared before it runs;
+                            * owned */
+    int nlods;
 };
 
 typedef struct SlotInfo {
@@ -267,6 +278,10 @@ bool fl_exec_attr_bool(const ExecOp *op, const char *name);
 const char *fl_exec_attr_string(const ExecOp *op, const char *name);
 /* An INTS attribute: its values and count (the default when absent). */
 const int64_t *fl_exec_attr_ints(const ExecOp *op, const char *name, size_t *n);
+/* The exact integers of FLOAT or FLOATS attribute `attr` in its INTS twin (fl_ops_int_twin):
+ * NULL when the twin is empty (the float values hold), else its values, as many as the float
+ * attribute holds and each the same number (fl_ops_check, run on every op loaded, says so). */
+const int64_t *fl_exec_attr_exact(const ExecOp *op, const char *attr);
 /* A FLOATS attribute: its values and count (the default when absent). */
 const double *fl_exec_attr_floats(const ExecOp *op, const char *name, size_t *n);
 /* An INTS attribute of at most FL_MAX_DIMS values into op->a.dims/ndims (axis lists) or

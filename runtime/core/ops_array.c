@@ -46,7 +46,7 @@ static FlStatus read_index(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, i
     const ArgRef *a = fl_exec_in_args(op, slot);
     if (in_tensor(rc, op, s, a, &t)) return FL_ERROR;
     bool ok = t.dtype == FL_DT_INT64 && fl_tensor_numel(&t) == 1;
-    if (ok) *i = (int64_t)fl_tensor_get(&t, 0);
+    if (ok) *i = fl_tensor_get_int(&t, 0);
     FlShapeStr sh = fl_tensor_shape(&t);
     FlDType dt = t.dtype;
     fl_tensor_fini(&t);

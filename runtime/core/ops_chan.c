@@ -434,13 +434,9 @@ FL_CONTROL_ADAPTER(select, prep_select, run_select);
 
 /* Timers sleep with fl_sched_sleep: inside a blocking region (the goroutine counts as running,
  * never reported as deadlocked, and its processor serves other goroutines meanwhile), ended
- * early when the program ends or panics, so a pending timer never delays the exit. */
+ * early when the program ends or panics, so a pending timer never delays the exit. The range
+ * of their seconds is the op table's rule (fl_ops_check, run on every op loaded). */
 
-static FlStatus prep_seconds(ExecOp *op, FlErr *e) {
-    double s = fl_exec_attr_float(op, "seconds");
-    if (!(s >= 0) || s > 1e9) return fl_err(e, "attribute 'seconds' must be in [0, 1e9], found %g", s);
-    return FL_OK;
-}
 
 static FlStatus run_sleep(RunCtx *rc, const ExecOp *op, FlScope *s) {
     (void)s;
@@ -448,7 +444,7 @@ static FlStatus run_sleep(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (fl_sched_sleep(fl_exec_attr_float(op, "seconds"), &e) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
     return FL_OK;
 }
-FL_CONTROL_ADAPTER(time_sleep, prep_seconds, run_sleep);
+FL_CONTROL_ADAPTER(time_sleep, NULL, run_sleep);
 
 /* The goroutine of time_after (once) and time_tick (every period): sleeps, then offers the
  * seconds since the timer started on its channel of capacity 1. A tick the receiver has not taken
@@ -483,10 +479,7 @@ static void timer_free(void *arg) {
     free(t);
 }
 
-static FlStatus prep_after(ExecOp *op, FlErr *e) {
-    if (one_arg(op, false, 0, "Out", e)) return FL_ERROR;
-    return prep_seconds(op, e);
-}
+static FlStatus prep_after(ExecOp *op, FlErr *e) { return one_arg(op, false, 0, "Out", e); }
 static FlStatus run_timer(RunCtx *rc, const ExecOp *op, FlScope *s, bool repeat) {
     if (fl_conc_need_sched(rc, op)) return FL_ERROR;
     FlErr e;
@@ -501,13 +494,8 @@ static FlStatus run_timer(RunCtx *rc, const ExecOp *op, FlScope *s, bool repeat)
 static FlStatus run_after(RunCtx *rc, const ExecOp *op, FlScope *s) { return run_timer(rc, op, s, false); }
 FL_CONTROL_ADAPTER(time_after, prep_after, run_after);
 
-static FlStatus prep_tick(ExecOp *op, FlErr *e) {
-    if (prep_after(op, e)) return FL_ERROR;
-    if (!(fl_exec_attr_float(op, "seconds") >= 1e-6)) return fl_err(e, "attribute 'seconds' must be at least 1e-6");
-    return FL_OK;
-}
 static FlStatus run_tick(RunCtx *rc, const ExecOp *op, FlScope *s) { return run_timer(rc, op, s, true); }
-FL_CONTROL_ADAPTER(time_tick, prep_tick, run_tick);
+FL_CONTROL_ADAPTER(time_tick, prep_after, run_tick);
 
 /* ---------------------------------------------------------------- CSP blocks */
 

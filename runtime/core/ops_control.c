@@ -181,7 +181,7 @@ static FlStatus run_list_index(RunCtx *rc, const ExecOp *op, FlScope *s) {
         return fl_exec_op_error(rc, op, "input Index '%s' has no value", ia->name);
     bool isint = t.dtype == FL_DT_INT64 || t.dtype == FL_DT_INT32;
     int64_t n = fl_tensor_numel(&t);
-    double d = n == 1 ? fl_tensor_get(&t, 0) : 0;
+    int64_t i = n == 1 ? fl_tensor_get_int(&t, 0) : 0;
     FlShapeStr sh = fl_tensor_shape(&t);
     FlDType dt = t.dtype;
     fl_tensor_fini(&t);
@@ -189,7 +189,6 @@ static FlStatus run_list_index(RunCtx *rc, const ExecOp *op, FlScope *s) {
         return fl_exec_op_error(rc, op, "Index '%s' must be one int32/int64 element, found %s %s",
                                 ia->name, fl_dtype_name(dt), sh.s);
     int nx = fl_exec_nin(op, FL_IN_list_index_X);
-    int64_t i = (int64_t)d;
     if (i < 0 || i >= nx)
         return fl_exec_op_error(rc, op, "Index '%s' is %lld, outside the list's [0, %d)", ia->name,
                                 (long long)i, nx);

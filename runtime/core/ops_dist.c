@@ -666,7 +666,7 @@ static FlStatus run_dist_lookup(RunCtx *rc, const ExecOp *op, FlScope *s) {
     IdPos *ip = fl_xcalloc((size_t)n + 1, sizeof *ip);
     int64_t m = 0;
     for (int64_t i = 0; i < n && st == FL_OK; i++) {
-        int64_t id = (int64_t)fl_tensor_get(&ids, i);
+        int64_t id = fl_tensor_get_int(&ids, i);
         if (id < 0 || id >= height)
             st = fl_exec_op_error(rc, op, "Ids %s row %lld is %lld, outside [0, %lld) (the table '%s')",
                                   fl_tensor_shape(&ids).s, (long long)i, (long long)id, (long long)height,

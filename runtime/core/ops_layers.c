@@ -117,8 +117,11 @@ static FlStatus prep_batch_like(ExecOp *op, FlErr *e) {
     if (op->a.i[0] < 0 || op->a.i[0] >= FL_MAX_DIMS || op->a.i[1] < 0 || op->a.i[1] >= FL_MAX_DIMS)
         return fl_err(e, "attributes 'input_dim_idx' %lld and 'output_dim_idx' %lld must be dims (0 to %d)",
                       (long long)op->a.i[0], (long long)op->a.i[1], FL_MAX_DIMS - 1);
-    if (fl_ops_attr(op->info, "value")) {
+    if (fl_ops_attr(op->info, "value")) { /* a.b[0], a.i[3]: int_value when it holds the value */
         op->a.f[0] = fl_exec_attr_float(op, "value");
+        const int64_t *exact = fl_exec_attr_exact(op, "value");
+        op->a.b[0] = exact != NULL;
+        op->a.i[3] = exact ? *exact : 0;
     } else {
         op->a.f[0] = fl_exec_attr_float(op, "min");
         op->a.f[1] = fl_exec_attr_float(op, "max");
@@ -141,7 +144,8 @@ static FlStatus run_fill_constant_batch_size_like(OpCall *c) {
         return FL_ERROR;
     return fl_kernel_fill_constant_batch_size_like(c->e, IN(FL_IN_fill_constant_batch_size_like_Input), nseq,
                                                    a->nshape, a->shape, (int)a->i[0], (int)a->i[1], a->f[0],
-                                                   (FlDType)a->i[2], OUT(FL_OUT_fill_constant_batch_size_like_Out));
+                                                   a->b[0] ? &a->i[3] : NULL, (FlDType)a->i[2],
+                                                   OUT(FL_OUT_fill_constant_batch_size_like_Out));
 }
 FL_ADAPTER(fill_constant_batch_size_like, prep_batch_like, run_fill_constant_batch_size_like);
 static FlStatus run_uniform_random_batch_size_like(OpCall *c) {

@@ -16,14 +16,18 @@ static FlStatus dtype_attr(ExecOp *op, const char *name, FlErr *e) {
 
 /* ---- creation ---- */
 
+/* a.f[0] value, a.i[1] dtype, a.b[0] and a.i[2]: int_value when it holds the value */
 static FlStatus prep_fill_constant(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "value");
+    const int64_t *exact = fl_exec_attr_exact(op, "value");
     if (dtype_attr(op, "dtype", e)) return FL_ERROR;
+    op->a.b[0] = exact != NULL;
+    op->a.i[2] = exact ? *exact : 0;
     return fl_exec_attr_shape(op, "shape", e);
 }
 static FlStatus run_fill_constant(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_fill_constant(c->e, a->nshape, a->shape, a->f[0], (FlDType)a->i[1],
+    return fl_kernel_fill_constant(c->e, a->nshape, a->shape, a->f[0], a->b[0] ? &a->i[2] : NULL, (FlDType)a->i[1],
                                    OUT(FL_OUT_fill_constant_Out));
 }
 FL_ADAPTER(fill_constant, prep_fill_constant, run_fill_constant);
@@ -36,7 +40,8 @@ static FlStatus run_assign_value(OpCall *c) {
     const PAttrs *a = &c->op->a;
     size_t n;
     const double *v = fl_exec_attr_floats(c->op, "values", &n);
-    return fl_kernel_assign_value(c->e, a->nshape, a->shape, v, n, (FlDType)a->i[1], OUT(FL_OUT_assign_value_Out));
+    return fl_kernel_assign_value(c->e, a->nshape, a->shape, v, fl_exec_attr_exact(c->op, "values"), n,
+                                  (FlDType)a->i[1], OUT(FL_OUT_assign_value_Out));
 }
 FL_ADAPTER(assign_value, prep_assign_value, run_assign_value);
 

@@ -250,17 +250,16 @@ static void print_tensor(const ExecOp *op, const char *name, const FlTensor *x, 
     for (int l = 0; l < nlod; l++) {
         fl_buf_putc(&b, '[');
         int64_t n = lods[l] ? fl_tensor_numel(lods[l]) : 0;
-        for (int64_t i = 0; i < n; i++) fl_buf_printf(&b, i ? " %lld" : "%lld", (long long)fl_tensor_get(lods[l], i));
+        for (int64_t i = 0; i < n; i++) fl_buf_printf(&b, i ? " %lld" : "%lld", (long long)fl_tensor_get_int(lods[l], i));
         fl_buf_putc(&b, ']');
     }
     while (b.len && b.data[b.len - 1] == ' ') b.len--;
     fl_buf_putc(&b, ':');
     int64_t n = fl_tensor_numel(x), lim = op->a.i[0] < 0 ? n : op->a.i[0];
     bool ints = x->dtype == FL_DT_INT64 || x->dtype == FL_DT_INT32 || x->dtype == FL_DT_BOOL;
-    for (int64_t i = 0; i < n && i < lim; i++) { /* integers whole: %g drops digits past 6 */
-        double v = fl_tensor_get(x, i);
-        if (ints) fl_buf_printf(&b, " %lld", (long long)v);
-        else fl_buf_printf(&b, " %g", v);
+    for (int64_t i = 0; i < n && i < lim; i++) { /* integers whole and exact: %g drops digits past 6 */
+        if (ints) fl_buf_printf(&b, " %lld", (long long)fl_tensor_get_int(x, i));
+        else fl_buf_printf(&b, " %g", fl_tensor_get(x, i));
     }
     if (lim < n) fl_buf_puts(&b, " ...");
     fl_buf_putc(&b, '\n');

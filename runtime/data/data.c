@@ -55,18 +55,22 @@ typedef struct Seq {
 } Seq;
 
 struct FlDataSource {
+    char *path; /* the file read, as opened */
     Feed *feeds;
     size_t nfeeds;
     size_t nrows, cap; /* cap: rows the raw arrays have room for */
+    size_t *line;      /* per row: its 1-based line in the file */
     void **raw;        /* per dense feed: double or int64_t [rows, ncols] */
     Seq *seq;          /* per feed: the rows of a sequence feed (unused for dense feeds) */
 };
 
 struct FlDataset {
+    char *path; /* the file its rows came from */
     Feed *feeds;
     size_t nfeeds;
     size_t nrows;
     size_t *origin;       /* per row: its source row */
+    size_t *line;         /* per row: its 1-based line in the file */
     double **mean, **std; /* per feed: [ncols], NULL unless the feed is normalised */
     unsigned char **data; /* per dense feed: [nrows, ncols] in the feed's dtype */
     Seq *seq;             /* per feed: the rows of a sequence feed (unused for dense feeds) */
@@ -385,6 +389,10 @@ static bool raw_is_f32(const Feed *f) {
 static FlStatus grow_rows(FlDataSource *src, const char *path, FlErr *e) {
     if (src->nrows < src->cap) return FL_OK;
     size_t cap = src->cap ? src->cap * 2 : 256;
+    if (cap > SIZE_MAX / 2 / sizeof *src->line) return fl_err(e, "%s: too many rows", path);
+    size_t *line = realloc(src->line, cap * sizeof *src->line);
+    if (!line) return fl_err(e, "%s: out of memory after %zu rows", path, src->nrows);
+    src->line = line;
     for (size_t i = 0; i < src->nfeeds; i++) {
         if (src->feeds[i].levels) continue; /* its values are in src->seq[i] */
         /* double and int64_t are both 8 bytes; float 4 */
@@ -558,7 +566,7 @@ static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char
                     ((double *)src->raw[i])[at] = dv;
             }
         }
-        src->nrows++;
+        src->line[src->nrows++] = r.line;
     }
     if (src->nrows == 0) {
         if (skip_rows)
@@ -577,12 +585,13 @@ fail:
     return st;
 }
 
-static FlDataSource *source_new(Feed *feeds_take, size_t nfeeds) {
+static FlDataSource *source_new(const char *path, Feed *feeds_take, size_t nfeeds) {
     FlDataSource *src = fl_xcalloc(1, sizeof *src);
     src->feeds = feeds_take;
     src->nfeeds = nfeeds;
     src->raw = fl_xcalloc(nfeeds, sizeof *src->raw);
     src->seq = fl_xcalloc(nfeeds, sizeof *src->seq);
+    src->path = fl_xstrdup(path);
     return src;
 }
 
@@ -592,6 +601,8 @@ void fl_data_source_free(FlDataSource *src) {
     free(src->raw);
     seqs_free(src->seq, src->nfeeds);
     feeds_free(src->feeds, src->nfeeds);
+    free(src->line);
+    free(src->path);
     free(src);
 }
 
@@ -619,10 +630,10 @@ FlStatus fl_data_source_load(const FlDataSpec *spec, const char *base_dir, FlDat
         feeds[i].has_scale = sf->has_scale;
         feeds[i].scale = sf->scale;
     }
-    FlDataSource *src = source_new(feeds, spec->nfeeds);
     char *path = fl_data_path(base_dir, spec->path);
-    FlStatus st = load(src, path, spec->skip_rows, spec->sep, e);
+    FlDataSource *src = source_new(path, feeds, spec->nfeeds);
     free(path);
+    FlStatus st = load(src, src->path, spec->skip_rows, spec->sep, e);
     if (st != FL_OK) {
         fl_data_source_free(src);
         return FL_ERROR;
@@ -646,6 +657,8 @@ void fl_data_free(FlDataset *ds) {
     free(ds->std);
     free(ds->data);
     free(ds->origin);
+    free(ds->line);
+    free(ds->path);
     seqs_free(ds->seq, ds->nfeeds);
     feeds_free(ds->feeds, ds->nfeeds);
     free(ds);
@@ -709,20 +722,48 @@ static void seq_gather(const Seq *q, int levels, size_t es, const size_t *rows, 
     }
 }
 
-/* d = rows[0..n) of the source sequence q of feed f, in f's dtype and scaled. */
-static bool seq_materialize(const Seq *q, const Feed *f, const size_t *rows, size_t n, Seq *d) {
+/* A value that normalising or scaling took out of its feed's dtype's range (a float32 feed: beyond
+ * FLT_MAX): an error at the row's line, not an inf that shows later as a diverged loss. raw is
+ * the file's value, v what it became; mu and sd the statistics when the feed is normalised. */
+static FlStatus out_of_range(const char *path, size_t line, const Feed *f, size_t c, double raw, double v,
+                             const double *mu, const double *sd, FlErr *e) {
+    char how[160] = "";
+    if (mu) snprintf(how, sizeof how, " normalised with mean %g and std %g", mu[c], sd[c]);
+    if (f->has_scale) {
+        size_t n = strlen(how);
+        snprintf(how + n, sizeof how - n, "%s scaled by %g", mu ? " and" : "", f->scale);
+    }
+    return fl_err(e, "%s:%zu: column %zu: value %g%s is %g, out of %s range (feed '%s')", path, line, f->cols[c], raw,
+                  how, v, fl_dtype_name(f->dtype), f->name);
+}
+
+/* The row (of the packed rows d) that holds value k of a sequence of `levels` levels. */
+static size_t seq_row_of(const Seq *d, int levels, size_t k) {
+    size_t u = k, r = 0;
+    if (levels == 2)
+        for (u = 0; (size_t)d->off[1][u + 1] <= k; u++) {}
+    while ((size_t)d->off[0][r + 1] <= u) r++;
+    return r;
+}
+
+/* The largest magnitude of a float feed's dtype. */
+static double dtype_max(FlDType t) { return t == FL_DT_FLOAT32 ? FLT_MAX : DBL_MAX; }
+
+/* d = rows[0..n) of the source sequence q of feed f (of src), in f's dtype and scaled. */
+static FlStatus seq_materialize(const FlDataSource *src, const Seq *q, const Feed *f, const size_t *rows, size_t n,
+                                Seq *d, FlErr *e) {
     size_t sizes[FL_DATA_MAX_LEVELS + 1];
     seq_sizes(q, f->levels, rows, n, sizes);
     size_t nv = sizes[f->levels], es = fl_dtype_size(f->dtype);
     unsigned char *raw = NULL;
     for (int k = 0; k < f->levels; k++) {
         d->noff[k] = d->capoff[k] = sizes[k] + 1;
-        if (!(d->off[k] = malloc(d->noff[k] * sizeof(int64_t)))) return false;
+        if (!(d->off[k] = malloc(d->noff[k] * sizeof(int64_t)))) return fl_err(e, "out of memory for a dataset of %zu rows", n);
     }
     d->nvals = d->capvals = nv;
     if (nv > SIZE_MAX / 8 || !(d->vals = malloc(nv ? nv * es : 1)) || !(raw = malloc(nv ? nv * 8 : 1))) {
         free(raw);
-        return false;
+        return fl_err(e, "out of memory for a dataset of %zu rows", n);
     }
     seq_gather(q, f->levels, 8, rows, n, raw, d->off);
     for (size_t k = 0; k < nv; k++) {
@@ -730,16 +771,20 @@ static bool seq_materialize(const Seq *q, const Feed *f, const size_t *rows, siz
             memcpy(d->vals + k * 8, raw + k * 8, 8);
             continue;
         }
-        double v;
-        memcpy(&v, raw + k * 8, 8);
-        if (f->has_scale) v *= f->scale;
+        double v, x;
+        memcpy(&x, raw + k * 8, 8);
+        v = f->has_scale ? x * f->scale : x;
+        if (!(fabs(v) <= dtype_max(f->dtype))) {
+            free(raw);
+            return out_of_range(src->path, src->line[rows[seq_row_of(d, f->levels, k)]], f, 0, x, v, NULL, NULL, e);
+        }
         if (f->dtype == FL_DT_FLOAT32)
             ((float *)d->vals)[k] = (float)v;
         else
             ((double *)d->vals)[k] = v;
     }
     free(raw);
-    return true;
+    return FL_OK;
 }
 
 /* The dataset of src's rows[0..n). mean/std: per source feed, the statistics to normalise with
@@ -768,14 +813,17 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         f.scale = sf->scale;
         ds->feeds[i] = f;
     }
+    ds->path = fl_xstrdup(src->path);
     ds->origin = malloc(n ? n * sizeof *ds->origin : 1);
-    if (!ds->origin) goto oom;
+    ds->line = malloc(n ? n * sizeof *ds->line : 1);
+    if (!ds->origin || !ds->line) goto oom;
     memcpy(ds->origin, rows, n * sizeof *rows);
+    for (size_t k = 0; k < n; k++) ds->line[k] = src->line[rows[k]];
     for (size_t i = 0; i < src->nfeeds; i++) {
         const Feed *f = &ds->feeds[i];
         size_t nc = f->ncols, es = fl_dtype_size(f->dtype);
         if (f->levels) {
-            if (!seq_materialize(&src->seq[i], f, rows, n, &ds->seq[i])) goto oom;
+            if (seq_materialize(src, &src->seq[i], f, rows, n, &ds->seq[i], e) != FL_OK) goto fail;
             continue;
         }
         if (f->normalize) {
@@ -803,7 +851,7 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
         /* locals: the stores below cannot alias them, so the loop keeps them in registers */
         const double *raw = src->raw[i], *mu = ds->mean[i], *sd = ds->std[i];
         bool norm = f->normalize, scaled = f->has_scale, f32 = f->dtype == FL_DT_FLOAT32;
-        double scale = f->scale;
+        double scale = f->scale, lim = dtype_max(f->dtype);
         float *d32 = (float *)ds->data[i];
         double *d64 = (double *)ds->data[i];
         for (size_t k = 0; k < n; k++) {
@@ -815,6 +863,10 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
                     if (sd[c] > 0) v /= sd[c];
                 }
                 if (scaled) v *= scale;
+                if (!(fabs(v) <= lim)) {
+                    out_of_range(src->path, src->line[rows[k]], f, c, from[c], v, mu, sd, e);
+                    goto fail;
+                }
                 if (f32)
                     d32[k * nc + c] = (float)v;
                 else
@@ -825,8 +877,10 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
     *out = ds;
     return FL_OK;
 oom:
+    fl_err(e, "out of memory for a dataset of %zu rows", n);
+fail:
     fl_data_free(ds);
-    return fl_err(e, "out of memory for a dataset of %zu rows", n);
+    return FL_ERROR;
 }
 
 static int cmp_size(const void *a, const void *b) {
@@ -949,7 +1003,7 @@ FlStatus fl_data_predict_load(const FlDataset *train, const char *path, size_t s
         std[j] = train->std[i];
         j++;
     }
-    FlDataSource *src = source_new(feeds, n);
+    FlDataSource *src = source_new(path, feeds, n);
     FlStatus st = load(src, path, skip_rows, sep, e);
     if (st == FL_OK) {
         size_t *order = fl_xmalloc(fl_mul_size(src->nrows, sizeof *order));
@@ -1007,6 +1061,13 @@ size_t fl_data_row_origin(const FlDataset *ds, size_t row) {
     return ds->origin[row];
 }
 
+const char *fl_data_file(const FlDataset *ds) { return ds->path; }
+
+size_t fl_data_row_line(const FlDataset *ds, size_t row) {
+    FL_ASSERT(row < ds->nrows);
+    return ds->line[row];
+}
+
 void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *buf,
                        size_t bufsize) {
     FL_ASSERT(feed < ds->nfeeds && !ds->feeds[feed].levels);
@@ -1030,6 +1091,18 @@ void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, siz
     FL_ASSERT(feed < ds->nfeeds && ds->feeds[feed].levels);
     for (size_t k = 0; k < n; k++) FL_ASSERT(rows[k] < ds->nrows);
     seq_sizes(&ds->seq[feed], ds->feeds[feed].levels, rows, n, sizes);
+}
+
+bool fl_data_seq_same_cut(const FlDataset *ds, size_t fa, size_t fb, size_t row) {
+    FL_ASSERT(fa < ds->nfeeds && fb < ds->nfeeds && row < ds->nrows);
+    int levels = ds->feeds[fa].levels;
+    FL_ASSERT(levels && levels == ds->feeds[fb].levels);
+    const Seq *a = &ds->seq[fa], *b = &ds->seq[fb];
+    int64_t a0 = a->off[0][row], a1 = a->off[0][row + 1], b0 = b->off[0][row], b1 = b->off[0][row + 1];
+    if (a1 - a0 != b1 - b0) return false;
+    for (int64_t u = 0; levels == 2 && u < a1 - a0; u++)
+        if (a->off[1][a0 + u + 1] - a->off[1][a0 + u] != b->off[1][b0 + u + 1] - b->off[1][b0 + u]) return false;
+    return true;
 }
 
 void fl_data_fill_seq(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *vals,

@@ -49,6 +49,9 @@
  *     path:LINE:COL: empty field (column 2, feed 'x')
  *     path:LINE:COL: '3.5' is not an integer (column 64, feed 'label' is int64)
  *     path:LINE: column 2: value '1e39' is out of float32 range (feed 'x')
+ *     path:LINE: column 2: value 3.5 scaled by 1e+38 is 3.5e+38, out of float32 range (feed 'x')
+ *                    (normalising and scaling are checked when a dataset is made: split, whole,
+ *                    open, predict_load; the value is the file's, the row's line is named)
  *     path:LINE: a NUL byte (byte column 5); a CSV file holds text
  *     path:LINE:COL: empty sequence (column 0, feed 'words')
  *     path:LINE:COL: empty sub-sequence before '|' (column 0, feed 'words')
@@ -180,6 +183,10 @@ bool fl_data_feed_is_label(const FlDataset *ds, size_t feed);
 bool fl_data_feed_stats(const FlDataset *ds, size_t feed, const double **mean, const double **std);
 /* The 0-based data row of the file (after skip_rows) that dataset row `row` came from. */
 size_t fl_data_row_origin(const FlDataset *ds, size_t row);
+/* The file the rows came from (as opened: resolved against the base directory; owned by ds) and
+ * the 1-based line of that file holding dataset row `row`: what errors about a row name. */
+const char *fl_data_file(const FlDataset *ds);
+size_t fl_data_row_line(const FlDataset *ds, size_t row);
 /* Writes rows[0..n) of dense `feed`, row-major [n, cols], in the feed's dtype. buf holds at
  * least bufsize bytes, n * cols * dtype size of them used. */
 void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, size_t n, void *buf,
@@ -192,6 +199,10 @@ int fl_data_feed_levels(const FlDataset *ds, size_t feed);
  * sizes[L] = T, the values. Offsets of level k have sizes[k] + 1 entries; the values are [T, 1]. */
 void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, size_t n,
                        size_t sizes[FL_DATA_MAX_LEVELS + 1]);
+/* Whether dataset row `row` of sequence feeds fa and fb (of as many levels) is cut alike: the
+ * same number of entries at every level, each of the same length (their packed offsets are then
+ * equal in every batch). */
+bool fl_data_seq_same_cut(const FlDataset *ds, size_t fa, size_t fb, size_t row);
 /* Packs rows[0..n) of sequence feed `feed`: their values one after the other into vals (the
  * feed's dtype, valbytes bytes, T * dtype size used) and the offsets of each level into lod[k]
  * (int64, sizes[k] + 1 entries, Fluid's absolute offsets: lod[k][0] == 0, non-decreasing; level

@@ -5,7 +5,7 @@
 #include "runtime/kernels/kernels_impl.h"
 #include "runtime/rng.h"
 
-FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value,
+FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value, const int64_t *exact,
                                  FlDType dtype, FlTensor *out) {
     FlTensor r = FL_TENSOR_INIT;
     FlErr sub;
@@ -16,17 +16,25 @@ FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, doubl
     switch (dtype) {
     case FL_DT_FLOAT32: for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)value; break;
     case FL_DT_FLOAT64: for (int64_t i = 0; i < n; i++) ((double *)p)[i] = value; break;
-    case FL_DT_INT32: for (int64_t i = 0; i < n; i++) ((int32_t *)p)[i] = fl_sat_i32(value); break;
-    case FL_DT_INT64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = fl_sat_i64(value); break;
-    case FL_DT_BOOL: memset(p, value != 0, (size_t)n); break;
+    case FL_DT_INT32: {
+        int32_t v = exact ? fl_sat_i32_of(*exact) : fl_sat_i32(value);
+        for (int64_t i = 0; i < n; i++) ((int32_t *)p)[i] = v;
+        break;
+    }
+    case FL_DT_INT64: {
+        int64_t v = exact ? *exact : fl_sat_i64(value);
+        for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = v;
+        break;
+    }
+    case FL_DT_BOOL: memset(p, exact ? *exact != 0 : value != 0, (size_t)n); break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
     kout(out, &r);
     return FL_OK;
 }
 
-FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const double *values, size_t n,
-                                FlDType dtype, FlTensor *out) {
+FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const double *values, const int64_t *ints,
+                                size_t n, FlDType dtype, FlTensor *out) {
     FlTensor r = FL_TENSOR_INIT;
     FlErr sub;
     if (fl_tensor_alloc(&sub, &r, dtype, ndim, shape)) return fl_err(e, "assign_value: %s", sub.msg);
@@ -40,9 +48,9 @@ FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const 
         switch (dtype) {
         case FL_DT_FLOAT32: ((float *)p)[i] = (float)values[i]; break;
         case FL_DT_FLOAT64: ((double *)p)[i] = values[i]; break;
-        case FL_DT_INT32: ((int32_t *)p)[i] = fl_sat_i32(values[i]); break;
-        case FL_DT_INT64: ((int64_t *)p)[i] = fl_sat_i64(values[i]); break;
-        case FL_DT_BOOL: ((unsigned char *)p)[i] = values[i] != 0; break;
+        case FL_DT_INT32: ((int32_t *)p)[i] = ints ? fl_sat_i32_of(ints[i]) : fl_sat_i32(values[i]); break;
+        case FL_DT_INT64: ((int64_t *)p)[i] = ints ? ints[i] : fl_sat_i64(values[i]); break;
+        case FL_DT_BOOL: ((unsigned char *)p)[i] = ints ? ints[i] != 0 : values[i] != 0; break;
         case FL_DT_COUNT: FL_UNREACHABLE();
         }
     }

@@ -22,12 +22,12 @@ static FlStatus batch_shape(FlErr *e, const char *op, const FlTensor *input, int
 }
 
 FlStatus fl_kernel_fill_constant_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape, const int64_t *shape,
-                                                 int input_dim_idx, int output_dim_idx, double value, FlDType dtype,
-                                                 FlTensor *out) {
+                                                 int input_dim_idx, int output_dim_idx, double value,
+                                                 const int64_t *exact, FlDType dtype, FlTensor *out) {
     int64_t ne[FL_MAX_DIMS];
     if (batch_shape(e, "fill_constant_batch_size_like", input, nseq, nshape, shape, input_dim_idx, output_dim_idx, ne))
         return FL_ERROR;
-    return fl_kernel_fill_constant(e, nshape, ne, value, dtype, out);
+    return fl_kernel_fill_constant(e, nshape, ne, value, exact, dtype, out);
 }
 
 FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape, const int64_t *shape,

@@ -167,7 +167,7 @@ FlStatus fl_kernel_pad(FlErr *e, const FlTensor *x, const int64_t *paddings, int
     int64_t before[FL_MAX_DIMS], big[FL_MAX_DIMS];
     if (pad_check(e, "pad", x, paddings, npaddings, before, big)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
-    if (fl_kernel_fill_constant(e, x->ndim, big, pad_value, x->dtype, &r)) return FL_ERROR;
+    if (fl_kernel_fill_constant(e, x->ndim, big, pad_value, NULL, x->dtype, &r)) return FL_ERROR;
     box_copy(x, ZEROS, &r, before, x->ne, x->ndim);
     kout(out, &r);
     return FL_OK;

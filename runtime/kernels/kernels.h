@@ -50,12 +50,14 @@
  * ====================================================================================== */
 
 /* assign_value: Out = values (n of them, row-major) as a tensor of shape and dtype (ints:
- * truncated, saturated). */
-FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const double *values, size_t n,
-                                FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
+ * truncated, saturated); ints: NULL, or the same n values exactly as integers, which an int
+ * dtype takes instead (int64 values beyond 2^53). */
+FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const double *values, const int64_t *ints,
+                                size_t n, FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
 /* fill_constant: Out = a tensor of `shape` (ndim dims, each >= 0) and `dtype`, every element
- * `value` (converted: truncated for ints, != 0 for bool). */
-FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value,
+ * `value` (converted: truncated for ints, != 0 for bool); exact: NULL, or value as an integer,
+ * exactly, which an int dtype takes instead (int32: saturated). */
+FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value, const int64_t *exact,
                                  FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
 /* fill_zeros_like: Out = zeros of X's shape and dtype. */
 FlStatus fl_kernel_fill_zeros_like(FlErr *e, const FlTensor *x, FlTensor *out) FL_WARN_UNUSED;

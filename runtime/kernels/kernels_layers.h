@@ -70,8 +70,8 @@ FlStatus fl_kernel_clip_by_norm_grad(FlErr *e, const FlTensor *x, const FlTensor
  * shape, uniform_random. Errors: an index outside Input's dims or shape, another dim of shape < 1. */
 FlStatus fl_kernel_fill_constant_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape,
                                                  const int64_t *shape, int input_dim_idx,
-                                                 int output_dim_idx, double value, FlDType dtype,
-                                                 FlTensor *out) FL_WARN_UNUSED;
+                                                 int output_dim_idx, double value, const int64_t *exact,
+                                                 FlDType dtype, FlTensor *out) FL_WARN_UNUSED;
 FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape,
                                                   const int64_t *shape, int input_dim_idx,
                                                   int output_dim_idx, double min, double max,

@@ -310,7 +310,7 @@ FlStatus fl_kernel_sequence_mask(FlErr *e, const FlTensor *x, int64_t maxlen, Fl
     if (maxlen < 0) {
         maxlen = 0;
         for (int64_t i = 0; i < n; i++) {
-            int64_t v = (int64_t)fl_tensor_get(x, i);
+            int64_t v = fl_tensor_get_int(x, i);
             maxlen = v > maxlen ? v : maxlen;
         }
     }
@@ -320,7 +320,7 @@ FlStatus fl_kernel_sequence_mask(FlErr *e, const FlTensor *x, int64_t maxlen, Fl
     FlTensor o = FL_TENSOR_INIT;
     if (kalloc(e, op, &o, dtype, x->ndim + 1, ne)) return FL_ERROR;
     for (int64_t i = 0; i < n; i++) {
-        int64_t len = (int64_t)fl_tensor_get(x, i);
+        int64_t len = fl_tensor_get_int(x, i);
         for (int64_t j = 0; j < maxlen && j < len; j++) fl_tensor_set(&o, i * maxlen + j, 1);
     }
     kout(out, &o);

@@ -469,9 +469,9 @@ FlStatus fl_kernel_accuracy(FlErr *e, const FlTensor *out, const FlTensor *indic
                       fl_tensor_shape(out).s, fl_tensor_shape(indices).s);
     int64_t good = 0;
     for (int64_t i = 0; i < n; i++) {
-        double l = fl_tensor_get(label, i);
+        int64_t l = fl_tensor_get_int(label, i);
         for (int64_t j = 0; j < k; j++)
-            if (fl_tensor_get(indices, i * k + j) == l) {
+            if (fl_tensor_get_int(indices, i * k + j) == l) {
                 good++;
                 break;
             }
@@ -529,7 +529,7 @@ static FlStatus check_lookup(FlErr *e, const char *op, const FlTensor *w, const 
         return fl_err(e, "%s: Ids %s must have 1 to %d dims", op, fl_tensor_shape(ids).s, FL_MAX_DIMS - 1);
     *n = fl_tensor_numel(ids);
     for (int64_t i = 0; i < *n; i++) {
-        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        int64_t id = fl_tensor_get_int(ids, i);
         if (id < 0 || id >= w->ne[0])
             return fl_err(e, "%s: Ids %s row %lld is %lld, outside [0, %lld) (W %s)", op,
                           fl_tensor_shape(ids).s, (long long)i, (long long)id,
@@ -553,7 +553,7 @@ FlStatus fl_kernel_lookup_table(FlErr *e, const FlTensor *w, const FlTensor *ids
     const unsigned char *src = fl_tensor_data(w);
     unsigned char *dst = fl_tensor_data(&r);
     for (int64_t i = 0; i < n; i++) {
-        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        int64_t id = fl_tensor_get_int(ids, i);
         if (id == padding_idx) continue; /* zeros */
         memcpy(dst + (size_t)i * row, src + (size_t)id * row, row);
     }
@@ -580,7 +580,7 @@ FlStatus fl_kernel_lookup_table_grad(FlErr *e, const FlTensor *w, const FlTensor
     FlTensor r = FL_TENSOR_INIT;
     if (fl_tensor_alloc_like(e, &r, w, w->dtype)) return FL_ERROR;
     for (int64_t i = 0; i < n; i++) {
-        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        int64_t id = fl_tensor_get_int(ids, i);
         if (id == padding_idx) continue;
         if (w->dtype == FL_DT_FLOAT32) {
             float *g = (float *)fl_tensor_data(&r) + id * d;
@@ -602,7 +602,7 @@ FlStatus fl_kernel_lookup_table_grad_rows(FlErr *e, const FlTensor *w, const FlT
     int64_t n, d = w->ne[1];
     if (check_lookup_grad(e, w, ids, dout, &n)) return FL_ERROR;
     int64_t kept = 0;
-    for (int64_t i = 0; i < n; i++) kept += (int64_t)fl_tensor_get(ids, i) != padding_idx;
+    for (int64_t i = 0; i < n; i++) kept += fl_tensor_get_int(ids, i) != padding_idx;
     FlSelectedRows r;
     fl_rows_init(&r);
     r.height = w->ne[0];
@@ -615,7 +615,7 @@ FlStatus fl_kernel_lookup_table_grad_rows(FlErr *e, const FlTensor *w, const FlT
     size_t row = (size_t)d * fl_dtype_size(w->dtype);
     int64_t *rows = fl_tensor_data(&r.rows), k = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t id = (int64_t)fl_tensor_get(ids, i);
+        int64_t id = fl_tensor_get_int(ids, i);
         if (id == padding_idx) continue; /* the padding row gets no gradient */
         rows[k] = id;
         memcpy((char *)fl_tensor_data(&r.value) + (size_t)k * row, (const char *)fl_tensor_data(dout) + (size_t)i * row, row);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ops.h"
 
 typedef struct Data {
     FlDataSource *src; /* when train and test come from one split */
@@ -162,6 +163,68 @@ static FlStatus check_lod_feeds(const FlBlock *b0, const FlDataset *ds, FlErr *e
     return FL_OK;
 }
 
+/* The sequence feed of ds whose data var is cut by exactly the offsets vars of v (its data var
+ * or a var the ops made from it row for row), or -1. */
+static ptrdiff_t feed_cut_like(const FlBlock *b0, const FlDataset *ds, const FlVarDesc *v) {
+    for (size_t f = 0; f < fl_data_feed_count(ds); f++) {
+        const FlVarDesc *d = fl_ir_var_find(b0, fl_data_feed_name(ds, f));
+        if (!d || d->lod_level != v->lod_level || fl_data_feed_levels(ds, f) != v->lod_level) continue;
+        bool same = true;
+        for (int k = 0; same && k < d->lod_level; k++) same = strcmp(d->lod[k], v->lod[k]) == 0;
+        if (same) return (ptrdiff_t)f;
+    }
+    return -1;
+}
+
+/* The error of dataset row r, where sequence feeds fa and fb, which op combines row by row, are
+ * cut differently: the file's line, what each holds and the op's .fl line. */
+static FlStatus cut_mismatch(const FlBundle *bu, const FlOpDesc *op, const FlDataset *ds, size_t fa, size_t fb, size_t r,
+                             FlErr *e) {
+    size_t sa[FL_DATA_MAX_LEVELS + 1], sb[FL_DATA_MAX_LEVELS + 1];
+    fl_data_seq_sizes(ds, fa, &r, 1, sa);
+    fl_data_seq_sizes(ds, fb, &r, 1, sb);
+    const char *na = fl_data_feed_name(ds, fa), *nb = fl_data_feed_name(ds, fb);
+    char held[256];
+    if (fl_data_feed_levels(ds, fa) == 1 || sa[1] != sb[1])
+        snprintf(held, sizeof held, "feed '%s' holds %zu %s and feed '%s' %zu", na, sa[1],
+                 fl_data_feed_levels(ds, fa) == 1 ? "values" : "sub-sequences", nb, sb[1]);
+    else
+        snprintf(held, sizeof held, "feeds '%s' and '%s' hold sub-sequences of other lengths", na, nb);
+    const char *src = op->loc.file >= 0 && (size_t)op->loc.file < bu->source_paths.len ? bu->source_paths.data[op->loc.file] : "?";
+    const char *base = strrchr(src, '/');
+    return fl_err(e, "%s:%zu: %s, but op '%s' (%s:%d:%d) combines them row by row: each row must cut them into the "
+                     "same sequences",
+                  fl_data_file(ds), fl_data_row_line(ds, r), held, op->type, base ? base + 1 : src, op->loc.line,
+                  op->loc.col);
+}
+
+/* The sequence feeds of ds that an op of the program combines row by row (fl_ops_lod_pairs: two
+ * LoD inputs cut by two feeds' offsets) are cut alike in every row, checked before the first
+ * step: a row that is not is an error at its line of the file, where the op would stop only at
+ * that row's batch, naming offsets, and a batch whose totals happen to agree mixed the
+ * sequences up. */
+static FlStatus check_seq_pairs(const FlBundle *bu, const FlDataset *ds, FlErr *e) {
+    const FlProgram *p = bu->main;
+    const FlBlock *b0 = fl_ir_block(p, 0);
+    FlStatus st = FL_OK;
+    for (size_t bi = 0; ds && bi < p->blocks.len && st == FL_OK; bi++) {
+        const FlBlock *b = p->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len && st == FL_OK; i++) {
+            FlLodPairs pairs = {0};
+            fl_ops_lod_pairs(p, b, b->ops.data[i], &pairs);
+            for (size_t k = 0; k < pairs.len && st == FL_OK; k++) {
+                ptrdiff_t fa = feed_cut_like(b0, ds, pairs.data[k].var[0]), fb = feed_cut_like(b0, ds, pairs.data[k].var[1]);
+                if (fa < 0 || fb < 0 || fa == fb) continue;
+                for (size_t r = 0; r < fl_data_rows(ds) && st == FL_OK; r++)
+                    if (!fl_data_seq_same_cut(ds, (size_t)fa, (size_t)fb, r))
+                        st = cut_mismatch(bu, b->ops.data[i], ds, (size_t)fa, (size_t)fb, r, e);
+            }
+            FL_VEC_FREE(&pairs);
+        }
+    }
+    return st;
+}
+
 /* The feeds of trainer `tr`'s share of batch b of an epoch (the whole batch with one trainer):
  * feed_tensors(ds) tensors, a sequence feed's values followed by its offsets, outermost first, fed
  * to the data var's offset vars. An empty share (a partial last batch) borrows the
@@ -236,7 +299,8 @@ FlStatus fl_train_new(const FlLoadedProgram *prog, FlExecutor *ex, FlScope *scop
     }
     const FlBlock *b0 = fl_ir_block(tr->bundle->main, 0);
     if (rs->present && (open_data(rs, &tr->d, err) != FL_OK || check_lod_feeds(b0, tr->d.train, err) != FL_OK ||
-                        check_lod_feeds(b0, tr->d.test, err) != FL_OK)) {
+                        check_lod_feeds(b0, tr->d.test, err) != FL_OK || check_seq_pairs(tr->bundle, tr->d.train, err) != FL_OK ||
+                        check_seq_pairs(tr->bundle, tr->d.test, err) != FL_OK)) {
         fl_train_free(tr);
         return FL_ERROR;
     }

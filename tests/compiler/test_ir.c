@@ -92,6 +92,7 @@ static FlBundle *make_bundle(void) {
     int64_t xs[] = {-1, 13}, ys[] = {-1, 1};
     FlVarDesc *x = var(b0, "x", FL_DT_FLOAT32, 2, xs);
     x->stop_gradient = true;
+    x->fed = true;
     x->loc = loc(0, 3, 5);
     FlVarDesc *w = var(b0, "fc_0.w_0", FL_DT_FLOAT32, 2, wshape);
     w->persistable = w->trainable = true;
@@ -251,7 +252,7 @@ static bool loc_eq(FlLoc a, FlLoc b) {
 static bool var_eq(const FlVarDesc *a, const FlVarDesc *b) {
     if (!str_eq(a->name, b->name) || a->kind != b->kind || a->dtype != b->dtype ||
         a->ndim != b->ndim || a->persistable != b->persistable || a->trainable != b->trainable ||
-        a->stop_gradient != b->stop_gradient || a->capacity != b->capacity ||
+        a->stop_gradient != b->stop_gradient || a->fed != b->fed || a->capacity != b->capacity ||
         a->elem_chans != b->elem_chans || a->lod_level != b->lod_level || !loc_eq(a->loc, b->loc))
         return false;
     for (int i = 0; i < a->lod_level; i++)

@@ -291,6 +291,18 @@ static void test_fill_defaults(void) {
     CU_ASSERT_EQUAL(fl_ir_op_get_int(op, "lr_block", 0), -1);
     fl_ir_op_free(op);
 
+    /* an optional attribute ("int_value:I?") is left out, and it is the twin of value */
+    op = new_op("fill_constant");
+    fl_ops_fill_defaults(op);
+    CU_ASSERT_PTR_NULL(fl_ir_op_attr(op, "int_value"));
+    CU_ASSERT_PTR_NOT_NULL(fl_ir_op_attr(op, "value"));
+    const FlAttrInfo *twin = fl_ops_int_twin(fl_ops_of(op), "value");
+    CU_ASSERT(twin && twin->optional && !twin->required && strcmp(twin->name, "int_value") == 0);
+    CU_ASSERT_PTR_NULL(fl_ops_int_twin(fl_ops_of(op), "dtype"));
+    CU_ASSERT(!fl_ops_needs_int_twin(1LL << 53) && fl_ops_needs_int_twin((1LL << 53) + 1) &&
+              fl_ops_needs_int_twin(INT64_MIN));
+    fl_ir_op_free(op);
+
     op = new_op("nope");
     fl_ops_fill_defaults(op); /* unknown: nothing */
     CU_ASSERT_EQUAL(op->attrs.len, 0);

@@ -543,6 +543,15 @@ static void test_sequences(void) {
     CU_ASSERT_EQUAL(sh(&out, "%s %s/seq/tags.fl -q 2>&1", flrun, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "seq/tags.csv:2:3: 'x' is not a number (column 0, feed 'words')"));
     free(out);
+    /* Rows with other numbers of words and tags (the same total in each batch of 2) would train
+     * with tags shifted between sentences: the row is an error at its line before the first step. */
+    CU_ASSERT_EQUAL(sh(NULL, "printf '1,1\\n2 2,2 2\\n3 3 3,0 0\\n4 4,1 1 1\\n' > %s/seq/tags.csv", tmp), 0);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/seq/tags.fl -q 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "seq/tags.csv:3: feed 'words' holds 3 values and feed 'tags' 2, but op "
+                                       "'cross_entropy' (tags.fl:14:20) combines them row by row: each row must cut "
+                                       "them into the same sequences"));
+    CU_ASSERT_PTR_NULL(strstr(out, "offsets words@LOD0")); /* no step ran */
+    free(out);
     /* A classifier of variable-length reviews (sequence_pool over the fed offsets) learns: test
      * accuracy well above chance (0.5) on a held-out fifth of examples/data/sentiment.csv.gz. */
     CU_ASSERT_EQUAL_FATAL(sh(NULL, "%s tests/e2e/seq/sentiment.fl -q --log %s", flrun, log), 0);
@@ -554,6 +563,40 @@ static void test_sequences(void) {
     CU_ASSERT_EQUAL(sh(&out, "%s tests/e2e/seq/tags.fl -q --epochs 1 --predict %s/seq/in.csv 2>&1", flrun, tmp), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--predict: 'softmax_0.tmp_0' has [6, 3] for a batch of 3 sequences; a prediction "
                                        "is one row per input row"));
+    free(out);
+}
+
+/* Writes text to tmp/name. */
+static void put_file(const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    FILE *f = fopen(p, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* int64 ids read from a file stay exact to what Print shows and what errors name, beyond 2^53
+ * where a double would round them (2^53 + 1 printed as 2^53). */
+static void test_int64_ids(void) {
+    char *out = NULL;
+    put_file("ids.csv", "9007199254740993,1\n3,2\n");
+    put_file("max.csv", "9223372036854775807,1\n");
+    put_file("ids.fl", "import fluid\n"
+                       "from fluid import layers, io\n"
+                       "ids = layers.data(name='ids', shape=[1], dtype='int64')\n"
+                       "y = layers.data(name='y', shape=[1], dtype='float32')\n"
+                       "layers.Print(ids, message='ids')\n"
+                       "loss = layers.mean(layers.embedding(ids, size=[10, 2]))\n"
+                       "fluid.train(reader=io.csv(fluid.flag('data', 'ids.csv'), columns={'ids': [0], 'y': [1]}),\n"
+                       "            batch_size=2, epochs=1, fetch={'loss': loss})\n");
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/ids.fl -q 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ids ids [2, 1] int64: 9007199254740993 3\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "Ids 'ids' [2, 1] row 0 is 9007199254740993, outside [0, 10)"));
+    free(out);
+    CU_ASSERT_EQUAL(sh(&out, "%s %s/ids.fl -q -D data=max.csv 2>&1", flrun, tmp), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ids ids [1, 1] int64: 9223372036854775807\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "Ids 'ids' [1, 1] row 0 is 9223372036854775807, outside [0, 10)"));
     free(out);
 }
 
@@ -579,6 +622,7 @@ int main(int argc, char **argv) {
         {"save_killed", test_save_killed},
         {"relocated", test_relocated},
         {"sequences", test_sequences},
+        {"int64_ids", test_int64_ids},
     };
     int rc = fl_test_run("train", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
     sh(NULL, "rm -rf %s", tmp);

@@ -84,15 +84,21 @@ static void check_errors(const char *setup, const ErrCase *cases, size_t n) {
 
 /* Runs a snippet (its startup program, then its main program once) and checks the values its
  * `layers.Print(X, message="NAME")` ops would print: `want` is "NAME=VALUE ..." (one element
- * each). The Print ops are dropped and their inputs fetched instead. */
+ * each; an int tensor's exactly, as an int64). The Print ops are dropped and their inputs
+ * fetched instead. */
 static void check_run(const char *src, const char *want) {
     FlBundle *b = compile(src);
     if (!b) return;
     FlBlock *main = fl_ir_block(b->main, 0);
-    char names[8][32], vars[8][128];
+    char names[8][32], vars[8][128], text[8][32];
     double values[8];
+    long long ints[8];
     int n = 0, used = 0;
-    for (const char *p = want; n < 8 && sscanf(p, " %31[^=]=%lf%n", names[n], &values[n], &used) == 2; p += used) n++;
+    for (const char *p = want; n < 8 && sscanf(p, " %31[^=]=%31s%n", names[n], text[n], &used) == 2; p += used) {
+        values[n] = strtod(text[n], NULL);
+        ints[n] = strtoll(text[n], NULL, 10);
+        n++;
+    }
     CU_ASSERT_FATAL(n > 0);
     FlFetch fetch[8];
     for (int k = 0; k < n; k++) {
@@ -118,6 +124,13 @@ static void check_run(const char *src, const char *want) {
     if (!ok) fprintf(stderr, "run failed: %s\n%s\n", fl_error_message(&err), src);
     CU_ASSERT(ok);
     for (int k = 0; ok && k < n; k++) {
+        FlDType dt = fetch[k].tensor.dtype;
+        if (dt == FL_DT_INT64 || dt == FL_DT_INT32 || dt == FL_DT_BOOL) {
+            long long got = (long long)fl_tensor_get_int(&fetch[k].tensor, 0);
+            if (got != ints[k]) fprintf(stderr, "%s = %lld, expected %lld, in:\n%s\n", names[k], got, ints[k], src);
+            CU_ASSERT_EQUAL(got, ints[k]);
+            continue;
+        }
         double got = fl_tensor_get(&fetch[k].tensor, 0);
         if (got != values[k]) fprintf(stderr, "%s = %g, expected %g, in:\n%s\n", names[k], got, values[k], src);
         CU_ASSERT_EQUAL(got, values[k]);
@@ -358,6 +371,51 @@ static void test_layer_arguments(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(e, "'@EMPTY@' cannot name a var"));
     CU_ASSERT_PTR_NULL(strstr(e, "sum: no inputs"));
     free(e);
+}
+
+/* int64 values stay exact from the .fl to the tensor, beyond 2^53 where a double rounds: list
+ * constants, fill_constant, numbers meeting an int64 Var, a global var's and a Constant
+ * initializer's value. */
+static void test_int64_exact(void) {
+    check_run(HDR "a = layers.assign([9223372036854775807, 2**53 + 1])\nlayers.Print(a, message='a')\n"
+                  "a1 = layers.slice(a, axes=[0], starts=[1], ends=[2])\nlayers.Print(a1, message='a1')\n"
+                  "b = layers.fill_constant(shape=[1], dtype='int64', value=2**53 + 1)\nlayers.Print(b, message='b')\n"
+                  "c = layers.fill_constant(shape=[1], dtype='int64', value=-9223372036854775807 - 1)\n"
+                  "layers.Print(c, message='c')\n"
+                  "d = b + (2**53 + 1)\nlayers.Print(d, message='d')\n"
+                  "g = layers.create_global_var(shape=[1], value=2**53 + 3, dtype='int64')\nlayers.Print(g, message='g')\n"
+                  "p = layers.create_parameter(shape=[1], dtype='int64', "
+                  "default_initializer=fluid.initializer.Constant(2**53 + 5))\nlayers.Print(p, message='p')\n"
+                  "f = layers.fill_constant(shape=[1], dtype='float32', value=2**53 + 1)\nlayers.Print(f, message='f')\n",
+              "a=9223372036854775807 a1=9007199254740993 b=9007199254740993 c=-9223372036854775808 "
+              "d=18014398509481986 g=9007199254740995 p=9007199254740997 f=9007199254740992");
+    /* a hand-made twin that is not the float's value is refused where the op is checked */
+    check_error(HDR "import _core\n"
+                    "y = _core.op('fill_constant', shape=[1], dtype='int64', value=1.0, int_value=[2])\n",
+                "fill_constant: attribute 'int_value' value 0 is 2, but 'value' holds 1: they must be the same number");
+}
+
+/* embedding's padding_idx follows Fluid's rule, a row in [-rows, rows) (a negative one from the
+ * end); anything else is refused with the value the program wrote. */
+static void test_embedding_padding_idx(void) {
+    static const ErrCase errs[] = {
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=-101)\n",
+         "snippet.fl:4:5: error: embedding() padding_idx must be an int in [-100, 100) for a table of 100 rows, found -101"},
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=-102)\n", "rows, found -102"},
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=100)\n", "rows, found 100"},
+        {"e = layers.embedding(w, size=[100, 4], padding_idx=2.5)\n", "padding_idx must be an int, found 2.5"},
+    };
+    check_errors("w = layers.data(name='w', shape=[1], dtype='int64')\n", errs, FL_ARRAY_LEN(errs));
+    FlBundle *b = compile(HDR "w = layers.data(name='w', shape=[1], dtype='int64')\n"
+                              "a = layers.embedding(w, size=[100, 4], padding_idx=-100)\n"
+                              "b = layers.embedding(w, size=[100, 4], padding_idx=99)\n"
+                              "c = layers.embedding(w, size=[100, 4], padding_idx=-1)\n"
+                              "d = layers.embedding(w, size=[100, 4])\n");
+    if (!b) return;
+    static const int64_t want[] = {0, 99, 99, -1};
+    for (int k = 0; k < 4; k++)
+        CU_ASSERT_EQUAL(fl_ir_op_get_int(op_at(b, 0, "lookup_table", k), "padding_idx", -7), want[k]);
+    fl_ir_bundle_free(b);
 }
 
 /* The layers with attributes, fills, reductions and indexing: bad arguments are located errors at
@@ -1063,6 +1121,27 @@ static void test_parallel_for(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A data var stays fed whatever its stop_gradient: `x.stop_gradient = False` (or
+ * data(stop_gradient=False)) gives it a gradient, and its later uses read the fed value. */
+static void test_data_stop_gradient(void) {
+    static const char *const srcs[] = {
+        HDR "x = layers.data(name='x', shape=[3])\nx.stop_gradient = False\n",
+        HDR "x = layers.data(name='x', shape=[3], stop_gradient=False)\n",
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(srcs); i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%sy = layers.fc(x, size=2)\nz = layers.relu(x)\n"
+                                  "fluid.append_backward(layers.mean(y))\n", srcs[i]);
+        FlBundle *b = compile(src);
+        if (!b) continue;
+        const FlOpDesc *g = op_at(b, 0, "mul_grad", 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        CU_ASSERT_STRING_EQUAL(fl_ir_op_output1(g, "X@GRAD"), "x@GRAD");
+        CU_ASSERT(fl_ir_var_find(fl_ir_block(b->main, 0), "x")->fed);
+        fl_ir_bundle_free(b);
+    }
+}
+
 static void test_programs_and_guards(void) {
     FlBundle *b = compile(HDR "main = fluid.Program()\n"
                               "startup = fluid.Program()\n"
@@ -1081,6 +1160,14 @@ static void test_programs_and_guards(void) {
     CU_ASSERT(b->run.present && b->run.epochs == 2);
     CU_ASSERT(fl_ir_block(b->startup, 0)->ops.len >= 2);
     fl_ir_bundle_free(b);
+    /* a guard in the same program restarts the counts: the layers inside make other parameters
+     * and other outputs than the same layers before it (never an internal assertion) */
+    check_true("x = layers.data(name='x', shape=[3])\na = layers.fc(x, size=1)\np = layers.split(x, 3)\n"
+               "with fluid.unique_name.guard():\n    b = layers.fc(x, size=4)\n    q = layers.split(x, 3)\n"
+               "    m = layers.fc(x, size=1)\n",
+               "a.name != b.name and a.shape == [-1, 1] and b.shape == [-1, 4] and m.name not in (a.name, b.name) and "
+               "len(dict([(v.name, 1) for v in p + q])) == 6 and "
+               "fluid.default_main_program().global_block().var('fc_0.w_0').shape == [3, 1]");
 }
 
 /* Program methods: global_block().var(name); clone(for_test=True) copies the program as it is
@@ -1460,6 +1547,8 @@ int main(void) {
         {"var_names_and_aliasing", test_var_names_and_aliasing},
         {"layer_arguments", test_layer_arguments},
         {"more_layers", test_more_layers},
+        {"embedding_padding_idx", test_embedding_padding_idx},
+        {"int64_exact", test_int64_exact},
         {"format", test_format},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
@@ -1477,6 +1566,7 @@ int main(void) {
         {"runtime_loop_errors", test_runtime_loop_errors},
         {"channels_go_select", test_channels_go_select},
         {"parallel_for", test_parallel_for},
+        {"data_stop_gradient", test_data_stop_gradient},
         {"programs_and_guards", test_programs_and_guards},
         {"backward_sum", test_backward_sum},
         {"several_minimize", test_several_minimize},

@@ -324,9 +324,20 @@ static void test_runtime_error_compiled(void) {
         CU_ASSERT_EQUAL(fl_tensor_get(&out.tensor, j), ct_get(c.scope, "embedding_0.w_0", 4 + j));
         CU_ASSERT_EQUAL(fl_tensor_get(&out.tensor, 4 + j), ct_get(c.scope, "embedding_0.w_0", 16 + j));
     }
+    /* an id beyond 2^53 is named as it is (a double would round it, and INT64_MAX overflow) */
+    FlTensor ids3 = FL_TENSOR_INIT;
+    CT_OK(fl_tensor_from_int64s(&e, &ids3, 2, (int64_t[]){2, 1}, (int64_t[]){INT64_MAX, 9007199254740993}), &e);
+    CU_ASSERT_EQUAL(fl_executor_run(c.ex, c.scope, &(FlFeed){"ids", &ids3}, 1, &out, 1, &e), FL_ERROR);
+    CT_MSG(e.msg, "runtime error in op 'lookup_table' (emb.fl:3:5): Ids 'ids' [2, 1] row 0 is 9223372036854775807, "
+                  "outside [0, 5) (W 'embedding_0.w_0' [5, 4])");
+    CT_OK(fl_tensor_from_int64s(&e, &ids3, 2, (int64_t[]){2, 1}, (int64_t[]){1, 9007199254740993}), &e);
+    CU_ASSERT_EQUAL(fl_executor_run(c.ex, c.scope, &(FlFeed){"ids", &ids3}, 1, &out, 1, &e), FL_ERROR);
+    CT_MSG(e.msg, "runtime error in op 'lookup_table' (emb.fl:3:5): Ids 'ids' [2, 1] row 1 is 9007199254740993, "
+                  "outside [0, 5) (W 'embedding_0.w_0' [5, 4])");
     fl_tensor_fini(&out.tensor);
     fl_tensor_fini(&ids);
     fl_tensor_fini(&ids2);
+    fl_tensor_fini(&ids3);
     ct_close(&c);
 }
 

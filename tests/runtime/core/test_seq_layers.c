@@ -76,11 +76,52 @@ static void test_bad_fed_offsets(void) {
     ct_close(&c);
 }
 
+/* Two LoD inputs that an op combines row by row are compared before it runs: fed offsets that
+ * cut the same rows otherwise (a tagging batch whose words and tags differ per sentence, the
+ * same total) are an error naming the op, its line and both offset vectors, never a loss over
+ * tags shifted between sentences; other totals are the same error, not only the kernel's shapes.
+ * Equal offsets run. */
+static void test_mixed_offsets(void) {
+    Ct c = ct_open("tag.fl", "import fluid\nfrom fluid import layers\n"
+                             "words = layers.data(name=\"words\", shape=[1], dtype=\"int64\", lod_level=1)\n"
+                             "tags = layers.data(name=\"tags\", shape=[1], dtype=\"int64\", lod_level=1)\n"
+                             "pred = layers.fc(input=layers.embedding(input=words, size=[8, 4]), size=3, act=\"softmax\")\n"
+                             "loss = layers.mean(layers.cross_entropy(input=pred, label=tags))\n");
+    double ids[3] = {1, 2, 3}, woff[3] = {0, 2, 3}, toff[3] = {0, 1, 3}, tg[4] = {0, 1, 2, 0}, toff4[3] = {0, 2, 4};
+    FlTensor w = ct_tensor(FL_DT_INT64, 2, (int64_t[]){3, 1}, ids);
+    FlTensor wo = ct_tensor(FL_DT_INT64, 1, (int64_t[]){3}, woff);
+    FlTensor t = ct_tensor(FL_DT_INT64, 2, (int64_t[]){3, 1}, tg);
+    FlTensor to = ct_tensor(FL_DT_INT64, 1, (int64_t[]){3}, toff);
+    FlTensor t4 = ct_tensor(FL_DT_INT64, 2, (int64_t[]){4, 1}, tg);
+    FlTensor to4 = ct_tensor(FL_DT_INT64, 1, (int64_t[]){3}, toff4);
+    FlFeed feeds[4] = {{"words", &w}, {"words@LOD0", &wo}, {"tags", &t}, {"tags@LOD0", &to}};
+    FlFetch f = {"mean_0.tmp_0", FL_TENSOR_INIT};
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_executor_run(c.ex, c.scope, feeds, 4, &f, 1, &e), FL_ERROR);
+    CT_MSG(e.msg, "runtime error in op 'cross_entropy' (tag.fl:6:20): X 'softmax_0.tmp_0' and Label 'tags' must be cut "
+                  "into the same sequences, but X's offsets 'words@LOD0' are [0 2 3] and Label's 'tags@LOD0' [0 1 3]: "
+                  "sequence 0 holds 2 and 1");
+    feeds[2].tensor = &t4;
+    feeds[3].tensor = &to4;
+    CU_ASSERT_EQUAL(fl_executor_run(c.ex, c.scope, feeds, 4, &f, 1, &e), FL_ERROR);
+    CT_MSG(e.msg, "runtime error in op 'cross_entropy' (tag.fl:6:20): X 'softmax_0.tmp_0' and Label 'tags' must be cut "
+                  "into the same sequences, but X's offsets 'words@LOD0' are [0 2 3] and Label's 'tags@LOD0' [0 2 4]: "
+                  "sequence 1 holds 1 and 2");
+    feeds[2].tensor = &t;
+    feeds[3].tensor = &wo; /* the same offsets: it runs */
+    CT_OK(fl_executor_run(c.ex, c.scope, feeds, 4, &f, 1, &e), &e);
+    fl_tensor_fini(&f.tensor);
+    FlTensor *all[6] = {&w, &wo, &t, &to, &t4, &to4};
+    for (int i = 0; i < 6; i++) fl_tensor_fini(all[i]);
+    ct_close(&c);
+}
+
 int main(void) {
     static const CtCase tc[] = {
         CT_TEST(test_embedding_pool_trains),
         CT_TEST(test_conv_pool_trains),
         CT_TEST(test_bad_fed_offsets),
+        CT_TEST(test_mixed_offsets),
     };
     return ct_run("sequence layers", tc, (int)FL_ARRAY_LEN(tc));
 }

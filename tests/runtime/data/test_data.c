@@ -1084,6 +1084,56 @@ static void test_seq_errors(void) {
     open_fails(&s.spec, NULL, "io.csv: sequence feed 'words' has 2 columns; it reads one");
 }
 
+/* A value that normalising or scaling takes out of its feed's dtype's range is an error naming
+ * the file, the row's line (blank and skipped lines counted), the column and the feed, when the
+ * dataset is made: never an inf that the training reports later as a diverged loss. */
+static void test_scale_out_of_range(void) {
+    Spec s;
+    tmp_spec(&s, "scale_big.csv", "h\n1,2,3\n\n4,-5e30,6\n", false);
+    s.spec.skip_rows = 1;
+    s.feeds[0].has_scale = true;
+    s.feeds[0].scale = 1e10;
+    expect_error(&s, ":4: column 1: value -5e+30 scaled by 1e+10 is -5e+40, out of float32 range (feed 'a')");
+    s.feeds[0].scale = 1e300; /* a float64 feed overflows a double */
+    s.feeds[0].dtype = FL_DT_FLOAT64;
+    expect_error(&s, ":4: column 1: value -5e+30 scaled by 1e+300 is -inf, out of float64 range (feed 'a')");
+    /* normalised then scaled: the z-scores of 1, 4 are -1, 1 */
+    tmp_spec(&s, "scale_norm.csv", "1,2,3\n4,5,6\n", false);
+    s.feeds[0].normalize = true;
+    s.feeds[0].has_scale = true;
+    s.feeds[0].scale = 4e38;
+    expect_error(&s, ":1: column 0: value 1 normalised with mean 2.5 and std 1.5 and scaled by 4e+38 is -4e+38, out of "
+                     "float32 range (feed 'a')");
+    /* prediction rows normalised with the training rows' statistics, without a scale */
+    tmp_spec(&s, "scale_train.csv", "1,0,0\n2,0,0\n", false);
+    s.feeds[0].normalize = true;
+    FlDataset *tr = open_ok(&s.spec);
+    const char *pred = tmp_write("scale_pred.csv", "1,0,0\n3e38,0,0\n");
+    FlErr e;
+    FlDataset *ds = (FlDataset *)1;
+    CU_ASSERT_EQUAL(fl_data_predict_load(tr, pred, 0, 0, &ds, &e), FL_ERROR);
+    char want[1024];
+    snprintf(want, sizeof want, "%s:2: column 0: value 3e+38 normalised with mean 1.5 and std 0.5 is 6e+38, out of "
+                                "float32 range (feed 'a')", pred);
+    CU_ASSERT_STRING_EQUAL(e.msg, want);
+    fl_data_free(tr);
+    /* a sequence feed: the row of the value */
+    seq_spec(&s, "scale_seq.csv", "1 2,0\n3 4|5e30 6,1\n", 2, FL_DT_FLOAT32);
+    s.feeds[0].has_scale = true;
+    s.feeds[0].scale = 1e9;
+    expect_error(&s, ":2: column 0: value 5e+30 scaled by 1e+09 is 5e+39, out of float32 range (feed 'words')");
+    /* within range: the lines of the rows */
+    tmp_spec(&s, "lines.csv", "h\n1,2,3\n\n4,5,6\n", false);
+    s.spec.skip_rows = 1;
+    s.feeds[0].has_scale = true;
+    s.feeds[0].scale = 1e30;
+    ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_row_line(ds, 0), 2);
+    CU_ASSERT_EQUAL(fl_data_row_line(ds, 1), 4);
+    CU_ASSERT_STRING_EQUAL(fl_data_file(ds), s.spec.path);
+    fl_data_free(ds);
+}
+
 /* ---- sharing between threads ---- */
 
 typedef struct Job {
@@ -1141,6 +1191,7 @@ int main(void) {
     CU_add_test(s, "split", test_split);
     CU_add_test(s, "normalize", test_normalize);
     CU_add_test(s, "scale", test_scale);
+    CU_add_test(s, "scale_out_of_range", test_scale_out_of_range);
     CU_add_test(s, "shuffle", test_shuffle);
     CU_add_test(s, "batching", test_batching);
     CU_add_test(s, "trainer shares", test_trainer_shares);

@@ -11,10 +11,10 @@
 
 static void test_fill_and_cast(void) {
     FlTensor o = FL_TENSOR_INIT, u = FL_TENSOR_INIT, u2 = FL_TENSOR_INIT, g = FL_TENSOR_INIT, c = FL_TENSOR_INIT;
-    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){2, 2}, 3.5, F, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){2, 2}, 3.5, NULL, F, &o));
     KT_SHAPE_IS(&o, KT_SHAPE(2, 2));
     KT_VALUES(&o, 0, 3.5, 3.5, 3.5, 3.5);
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){3}, 7.9, I, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){3}, 7.9, NULL, I, &o));
     CU_ASSERT_EQUAL(o.dtype, I);
     KT_VALUES(&o, 0, 7, 7, 7);
     KT_OK(fl_kernel_uniform_random(KE, 2, (int64_t[]){50, 40}, -2, 3, 11, 0, F, &u));
@@ -64,8 +64,8 @@ static void test_mul_matmul_values(void) {
     KT_OK(fl_kernel_mul(KE, &x3, &y, 1, 1, &o));
     KT_VALUES(&o, 1e-6, 4, 5, 10, 11);
     FlTensor big = FL_TENSOR_INIT, w = FL_TENSOR_INIT;
-    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){128, 784}, 0, F, &big));
-    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){10, 512}, 0, F, &w));
+    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){128, 784}, 0, NULL, F, &big));
+    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){10, 512}, 0, NULL, F, &w));
     KT_ERR(fl_kernel_mul(KE, &big, &w, 1, 1, &o),
            "mul: X [128, 784] and Y [10, 512]: X's columns (784) differ from Y's rows (10)");
     KT_ERR(fl_kernel_mul(KE, &big, &w, 2, 1, &o), "mul: x_num_col_dims (2) must be in [1, 2) for X [128, 784]");
@@ -197,18 +197,28 @@ static void test_int_wrap(void) {
 /* Float to int saturates at the type's range; NaN gives 0 (C leaves both undefined). */
 static void test_float_to_int_saturates(void) {
     FlTensor o = FL_TENSOR_INIT;
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, NAN, I, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, NAN, NULL, I, &o));
     CU_ASSERT_EQUAL(i64_at(&o, 0), 0);
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 1e30, I, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 1e30, NULL, I, &o));
     CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MAX);
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -1e30, I, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -1e30, NULL, I, &o));
     CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MIN);
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 1e30, FL_DT_INT32, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 1e30, NULL, FL_DT_INT32, &o));
     CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MAX);
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -3e9, FL_DT_INT32, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -3e9, NULL, FL_DT_INT32, &o));
     CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MIN);
-    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -7.9, FL_DT_INT32, &o));
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, -7.9, NULL, FL_DT_INT32, &o));
     CU_ASSERT_EQUAL(i32_at(&o, 0), -7);
+    /* an exact integer (fill_constant's int_value) wins over its double for the int dtypes */
+    int64_t big = INT64_MAX;
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 9.2e18, &big, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MAX);
+    KT_OK(fl_kernel_fill_constant(KE, 1, (int64_t[]){1}, 9.2e18, &big, FL_DT_INT32, &o));
+    CU_ASSERT_EQUAL(i32_at(&o, 0), INT32_MAX);
+    KT_OK(fl_kernel_assign_value(KE, 1, (int64_t[]){2}, (double[]){9.2e18, 9007199254740992.0},
+                                 (int64_t[]){INT64_MAX - 1, 9007199254740993}, 2, I, &o));
+    CU_ASSERT_EQUAL(i64_at(&o, 0), INT64_MAX - 1);
+    CU_ASSERT_EQUAL(i64_at(&o, 1), 9007199254740993);
     FlTensor x = KT_T(F, KT_SHAPE(5), NAN, 1e30, -1e30, INFINITY, -2.5);
     FlTensor xd = KT_T(D, KT_SHAPE(3), NAN, 9.3e18, -9.3e18);
     KT_OK(fl_kernel_cast(KE, &x, I, &o));
@@ -395,7 +405,7 @@ static void test_conv_pool_values(void) {
            "conv2d: Input [1, 1, 3, 3] and Filter [1, 2, 2, 2] with groups 1: Filter's dim 1 (2) times groups must equal Input's channels (1), and both channel counts must divide by groups");
     FlTensor p = FL_TENSOR_INIT;
     FlTensor g = FL_TENSOR_INIT;
-    KT_OK(fl_kernel_fill_constant(KE, 4, (int64_t[]){1, 1, 4, 4}, 0, F, &g));
+    KT_OK(fl_kernel_fill_constant(KE, 4, (int64_t[]){1, 1, 4, 4}, 0, NULL, F, &g));
     for (int i = 0; i < 16; i++) fl_tensor_set(&g, i, i);
     FlPool2dAttrs pa = {FL_POOL_MAX, {2, 2}, {2, 2}, {0, 0}, false, true, false};
     KT_OK(fl_kernel_pool2d(KE, &g, &pa, &p));
@@ -433,7 +443,7 @@ static void test_batch_norm_dropout_values(void) {
     KT_ERR(fl_kernel_batch_norm(KE, &x, &c2, &bi, &mean, &var, 0.9, 0, false, &y, NULL, NULL, NULL, NULL),
            "batch_norm: X [2, 1] and Scale [2]: Scale must be [C] with C = 1 (X's dim 1)");
     FlTensor d = FL_TENSOR_INIT, m = FL_TENSOR_INIT, d2 = FL_TENSOR_INIT, m2 = FL_TENSOR_INIT, ones = FL_TENSOR_INIT;
-    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){100, 100}, 1, F, &ones));
+    KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){100, 100}, 1, NULL, F, &ones));
     KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, 5, 0, &d, &m));
     KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, 5, 0, &d2, &m2));
     CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&m), fl_tensor_data(&m2), fl_tensor_nbytes(&m)), 0);

@@ -481,18 +481,18 @@ static void test_one_hot_and_fills(void) {
     KT_VALUES(&o, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1);
     KT_ERR(fl_kernel_one_hot(KE, &bad, 4, &o), "one_hot: X[0] is 4, outside [0, 4)");
     FlTensor in = kt_rand(&rng, F, 2, (int64_t[]){7, 3}, 0, 1);
-    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, -1, 3, (int64_t[]){-1, 2, 5}, 0, 0, 1.5, D, &o));
+    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, -1, 3, (int64_t[]){-1, 2, 5}, 0, 0, 1.5, NULL, D, &o));
     KT_SHAPE_IS(&o, KT_SHAPE(7, 2, 5));
     CU_ASSERT_EQUAL(o.dtype, D);
     CU_ASSERT_EQUAL(fl_tensor_get(&o, 69), 1.5);
-    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, -1, 2, (int64_t[]){4, 1}, 1, 1, 0, I, &o));
+    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, -1, 2, (int64_t[]){4, 1}, 1, 1, 0, NULL, I, &o));
     KT_SHAPE_IS(&o, KT_SHAPE(4, 3));
-    KT_ERR(fl_kernel_fill_constant_batch_size_like(KE, &in, -1, 2, (int64_t[]){4, 1}, 2, 0, 0, F, &o),
+    KT_ERR(fl_kernel_fill_constant_batch_size_like(KE, &in, -1, 2, (int64_t[]){4, 1}, 2, 0, 0, NULL, F, &o),
            "fill_constant_batch_size_like: input_dim_idx 2 is not a dim of Input [7, 3]");
     /* a LoD Input of 7 rows in 3 sequences: the batch is 3 when input_dim_idx is 0, else the dim */
-    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, 3, 2, (int64_t[]){-1, 4}, 0, 0, 2, F, &o));
+    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, 3, 2, (int64_t[]){-1, 4}, 0, 0, 2, NULL, F, &o));
     KT_SHAPE_IS(&o, KT_SHAPE(3, 4));
-    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, 3, 2, (int64_t[]){2, -1}, 1, 1, 2, F, &o));
+    KT_OK(fl_kernel_fill_constant_batch_size_like(KE, &in, 3, 2, (int64_t[]){2, -1}, 1, 1, 2, NULL, F, &o));
     KT_SHAPE_IS(&o, KT_SHAPE(2, 3));
     KT_OK(fl_kernel_uniform_random_batch_size_like(KE, &in, 3, 2, (int64_t[]){5, -1}, 0, 1, 2, 3, 5, F, &o));
     KT_SHAPE_IS(&o, KT_SHAPE(5, 3));
