@@ -290,6 +290,7 @@ static bool init_array(Ctx *c, FlBlock *sb, const char *name, const FlVarDesc *d
     for (size_t i = 0; i < n; i++) v[i] = fl_v_num(vals->list.items[i]);
     FlOpDesc *op = init_op_new(c, sb, "assign_value", name, d, sp);
     fl_ir_op_set_floats(op, "values", v, n);
+    fl_ev_set_int_twin(c, op, "values", (FlValue *)vals); /* ints beyond 2^53 stay exact */
     free(v);
     return init_op_check(c, op, sp);
 }

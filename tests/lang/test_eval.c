@@ -374,8 +374,8 @@ static void test_layer_arguments(void) {
 }
 
 /* int64 values stay exact from the .fl to the tensor, beyond 2^53 where a double rounds: list
- * constants, fill_constant, numbers meeting an int64 Var, a global var's and a Constant
- * initializer's value. */
+ * constants, fill_constant, numbers meeting an int64 Var, a global var's, a Constant
+ * initializer's and a NumpyArrayInitializer's values. */
 static void test_int64_exact(void) {
     check_run(HDR "a = layers.assign([9223372036854775807, 2**53 + 1])\nlayers.Print(a, message='a')\n"
                   "a1 = layers.slice(a, axes=[0], starts=[1], ends=[2])\nlayers.Print(a1, message='a1')\n"
@@ -386,9 +386,13 @@ static void test_int64_exact(void) {
                   "g = layers.create_global_var(shape=[1], value=2**53 + 3, dtype='int64')\nlayers.Print(g, message='g')\n"
                   "p = layers.create_parameter(shape=[1], dtype='int64', "
                   "default_initializer=fluid.initializer.Constant(2**53 + 5))\nlayers.Print(p, message='p')\n"
-                  "f = layers.fill_constant(shape=[1], dtype='float32', value=2**53 + 1)\nlayers.Print(f, message='f')\n",
+                  "f = layers.fill_constant(shape=[1], dtype='float32', value=2**53 + 1)\nlayers.Print(f, message='f')\n"
+                  "q = layers.create_parameter(shape=[2], dtype='int64', "
+                  "default_initializer=fluid.initializer.NumpyArrayInitializer([2**53 + 7, 3]))\n"
+                  "layers.Print(q, message='q')\n",
               "a=9223372036854775807 a1=9007199254740993 b=9007199254740993 c=-9223372036854775808 "
-              "d=18014398509481986 g=9007199254740995 p=9007199254740997 f=9007199254740992");
+              "d=18014398509481986 g=9007199254740995 p=9007199254740997 f=9007199254740992 "
+              "q=9007199254740999 3");
     /* a hand-made twin that is not the float's value is refused where the op is checked */
     check_error(HDR "import _core\n"
                     "y = _core.op('fill_constant', shape=[1], dtype='int64', value=1.0, int_value=[2])\n",
