@@ -13,6 +13,8 @@ build=${1:-build}
 gemm=$build/tests/bench/train/bench_gemm
 [ -x "$gemm" ] || { echo "gemm_kernels: $gemm not found; build first (scripts/test.sh)"; exit 2; }
 trials=${TRIALS:-3}
+# one thread per call, as fluidc runs either library (its kernel pool cuts large products)
+export OPENBLAS_NUM_THREADS=1
 has() { grep -q "^flags.* $1\( \|$\)" /proc/cpuinfo; }
 # best_of NAME CMD...: the line of CMD's TRIALS runs with the smallest ms_per_step
 best_of() {
