@@ -43,7 +43,9 @@ struct FlValue {
         struct { const char *s; size_t n; } str;
         struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
                                                   runtime blocks around the code that made it */
-        struct { FlValue **keys, **vals; size_t len, cap; } dict;
+        /* keys and vals in insertion order; index (NULL while the dict is small): each key's
+         * bytes -> its place + 1 (value.c) */
+        struct { FlValue **keys, **vals; size_t len, cap; FlMap *index; } dict;
         /* self: the instance a method is bound to (NULL: a plain function); owner: the class
          * whose body defined it (what a zero-argument super() starts from) */
         struct { FlAst *def; Env *closure; Module *mod; FlValue *self, *owner; } func;
@@ -221,6 +223,8 @@ void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v);
 /* NULL if absent. Keys are compared with ==; a comparison nesting too deeply (a key that holds
  * itself) counts as unequal. */
 FlValue *fl_v_dict_get(FlValue *d, FlValue *k);
+/* Removes the key at place i (< d's length) and its value; the keys after it move down one. */
+void fl_v_dict_remove(FlValue *d, size_t i);
 FlValue *fl_v_var(Ctx *c, const char *name);
 FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
 FlValue *fl_v_record(Ctx *c, const char *type);

@@ -7,8 +7,9 @@
  * Invariants: every value and every Env lives in the compilation's arena and is never freed one
  * by one (an Env's map is finalised at the end of the compilation through Ctx.envs); None, True,
  * False and ERROR are single values of the Ctx, so they may be compared by pointer; dicts keep
- * their keys in insertion order and compare keys with == (a linear scan: dicts of a program are
- * small); == and repr recurse at most FL_MAX_NESTING levels (repr shows a container met again
+ * their keys in insertion order and find a key as == would (a scan while the dict is small, then
+ * through an index from each key's bytes: a program's dict of every parameter is looked up once
+ * per layer); == and repr recurse at most FL_MAX_NESTING levels (repr shows a container met again
  * inside itself as [...], as Python does), so no value overflows the C stack.
  */
 #include "lang/eval_impl.h"
@@ -66,6 +67,80 @@ void fl_v_list_push(Ctx *c, FlValue *l, FlValue *v) {
 }
 FlValue *fl_v_dict(Ctx *c) { return fl_v_new(c, VK_DICT); }
 static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth);
+
+/* Appends to out the bytes that stand for key k in a dict's index: two keys get the same bytes
+ * exactly when == says they are equal (a number by its value, so that 1, 1.0 and True agree; a
+ * str by its text; a Var by its interned name; a tuple by its items; a value of a kind that ==
+ * compares by identity by its address). False for a key that has no such bytes: a list or a
+ * dict (they may change), a NaN (equal only to itself), a tuple holding one of those or nested
+ * deeper than DICT_KEY_NESTING; such keys are found by a scan with ==. */
+#define DICT_KEY_NESTING 32
+#define DICT_INDEX_MIN 16
+static bool key_bytes(const FlValue *k, FlBuf *out, int depth) {
+    switch (k->kind) {
+    case VK_NONE: fl_buf_putc(out, 'n'); return true;
+    case VK_BOOL:
+    case VK_INT:
+    case VK_FLOAT: {
+        double f = k->kind == VK_FLOAT ? k->f : 0;
+        if (k->kind == VK_FLOAT && isnan(f)) return false;
+        int64_t i;
+        if (k->kind != VK_FLOAT) {
+            i = k->kind == VK_INT ? k->i : k->b;
+        } else if (f == trunc(f) && f >= -9223372036854775808.0 && f < 9223372036854775808.0) {
+            i = (int64_t)f; /* an integral float equals the int of its value (0.0 and -0.0 too) */
+        } else {
+            fl_buf_putc(out, 'f');
+            fl_buf_append(out, (const char *)&f, sizeof f);
+            return true;
+        }
+        fl_buf_putc(out, 'i');
+        fl_buf_append(out, (const char *)&i, sizeof i);
+        return true;
+    }
+    case VK_STR:
+        fl_buf_putc(out, 's');
+        fl_buf_append(out, (const char *)&k->str.n, sizeof k->str.n);
+        fl_buf_append(out, k->str.s, k->str.n);
+        return true;
+    case VK_TUPLE:
+        if (depth >= DICT_KEY_NESTING) return false;
+        fl_buf_putc(out, 't');
+        fl_buf_append(out, (const char *)&k->list.len, sizeof k->list.len);
+        for (size_t i = 0; i < k->list.len; i++)
+            if (!key_bytes(k->list.items[i], out, depth + 1)) return false;
+        return true;
+    case VK_LIST:
+    case VK_DICT: return false;
+    case VK_VAR:
+        fl_buf_putc(out, 'v');
+        fl_buf_append(out, (const char *)&k->var.name, sizeof k->var.name);
+        return true;
+    case VK_FUNC: case VK_BUILTIN: case VK_MODULE: case VK_RECORD: case VK_GUARD: case VK_PROGRAM:
+    case VK_READER: case VK_ERROR: case VK_CLASS:
+        fl_buf_putc(out, 'p');
+        fl_buf_append(out, (const char *)&k, sizeof k);
+        return true;
+    case VK_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* Enters key i of dict d into its index, if the key has bytes (key_bytes). */
+static void index_key(Ctx *c, FlValue *d, size_t i) {
+    FlBuf b = {0};
+    if (key_bytes(d->dict.keys[i], &b, 0))
+        fl_map_put(d->dict.index, fl_arena_strndup(&c->arena, b.data, b.len), b.len, (void *)(uintptr_t)(i + 1));
+    fl_buf_free(&b);
+}
+
+/* Builds d's index, once it has DICT_INDEX_MIN keys: a smaller dict is scanned. */
+static void make_index(Ctx *c, FlValue *d) {
+    /* an Env of its own holds the map, so that it is finalised with the others */
+    d->dict.index = &fl_env_new(c, NULL)->map;
+    for (size_t i = 0; i < d->dict.len; i++) index_key(c, d, i);
+}
+
 FlValue *fl_v_dict_get(FlValue *d, FlValue *k) {
     ptrdiff_t i = dict_find(d, k, 0);
     return i >= 0 ? d->dict.vals[i] : NULL;
@@ -83,6 +158,26 @@ void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v) {
     }
     d->dict.keys[d->dict.len] = k;
     d->dict.vals[d->dict.len++] = v;
+    if (d->dict.index) index_key(c, d, d->dict.len - 1);
+    else if (d->dict.len == DICT_INDEX_MIN) make_index(c, d);
+}
+void fl_v_dict_remove(FlValue *d, size_t i) {
+    FL_ASSERT(i < d->dict.len);
+    FlMap *m = d->dict.index;
+    if (m) { /* key i leaves the index; the keys after it move down one place */
+        FlBuf b = {0};
+        if (key_bytes(d->dict.keys[i], &b, 0)) fl_map_remove(m, b.data, b.len);
+        fl_buf_free(&b);
+        for (size_t s = 0; s < m->cap; s++) {
+            if (!fl_map_slot_live(m, s)) continue;
+            uintptr_t at = (uintptr_t)m->buckets[s].val;
+            if (at > i + 1) m->buckets[s].val = (void *)(at - 1);
+        }
+    }
+    size_t rest = d->dict.len - i - 1;
+    memmove(d->dict.keys + i, d->dict.keys + i + 1, rest * sizeof(FlValue *));
+    memmove(d->dict.vals + i, d->dict.vals + i + 1, rest * sizeof(FlValue *));
+    d->dict.len--;
 }
 FlValue *fl_v_var(Ctx *c, const char *name) {
     FlValue *v = fl_v_new(c, VK_VAR);
@@ -145,6 +240,13 @@ static int eq(FlValue *a, FlValue *b, int depth);
 
 /* The index of key k in dict d, -1 if absent, -2 when comparing nests too deeply. */
 static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth) {
+    if (d->dict.index) {
+        FlBuf b = {0};
+        bool has = key_bytes(k, &b, 0);
+        uintptr_t at = has ? (uintptr_t)fl_map_find(d->dict.index, b.data, b.len) : 0;
+        fl_buf_free(&b);
+        if (has) return (ptrdiff_t)at - 1; /* a key with bytes equals only keys with the same bytes */
+    }
     for (size_t i = 0; i < d->dict.len; i++) {
         int r = eq(d->dict.keys[i], k, depth);
         if (r != 0) return r < 0 ? -2 : (ptrdiff_t)i;

@@ -248,6 +248,34 @@ static void test_nesting(void) {
     check_true("a = [1]\nb = [a, a]\n", "str(b) == '[[1], [1]]'");
 }
 
+/* A dict past a few keys finds them through an index of each key's bytes: it must agree with ==
+ * (1, 1.0 and True are one key; a NaN only itself; lists and dicts as keys by a scan), keep the
+ * insertion order, and follow pop's moving of the keys after the one removed. */
+static void test_big_dicts(void) {
+    const char *setup = "d = {}\n"
+                        "for i in range(100):\n    d['k' + str(i)] = i\n"
+                        "for i in range(100):\n    d[i] = -i\n"
+                        "d[1.0] = 'one'\nd[True] = 'true'\nd[2.5] = 'f'\nd[-0.0] = 'zero'\n"
+                        "d[(1, ('a', None))] = 't'\nd[None] = 'n'\n"
+                        "nan = float('nan')\nd[nan] = 'nan'\nd[2.0 ** 63] = 'f63'\nd[2 ** 62] = 'big'\n";
+    check_true(setup, "len(d) == 206 and d[1] == 'true' and d[1.0] == 'true' and d[True] == 'true' "
+                      "and d[0] == 'zero' and d[False] == 'zero' and d[2.5] == 'f' and 2.4 not in d "
+                      "and d[(1.0, ('a', None))] == 't' and (1, ('a', 0)) not in d and d[None] == 'n' "
+                      "and d[nan] == 'nan' and float('nan') not in d and d['k42'] == 42 and 'k100' not in d "
+                      "and d[2 ** 62] == 'big' and d[float(2 ** 62)] == 'big' and d[2.0 ** 63] == 'f63' "
+                      "and 9223372036854775807 not in d");
+    check_true(setup, "list(d)[:3] == ['k0', 'k1', 'k2'] and list(d)[100:102] == [0, 1] "
+                      "and list(d)[-1] == 2 ** 62");
+    char more[1024];
+    snprintf(more, sizeof more, "%sfor i in range(0, 100, 2):\n    d.pop('k' + str(i))\n"
+             "d.pop(5)\nd['k0'] = 'again'\n", setup);
+    check_true(more, "len(d) == 156 and d['k1'] == 1 and 'k2' not in d and d['k99'] == 99 and d[4] == -4 "
+                     "and 5 not in d and d[6] == -6 and d[nan] == 'nan' and list(d)[-1] == 'k0' "
+                     "and d['k0'] == 'again' and list(d)[:2] == ['k1', 'k3'] and d[2 ** 62] == 'big'");
+    check_true("d = {}\nfor i in range(40):\n    d[str(i)] = i\n",
+               "d == {str(i): i for i in range(40)} and d != {str(i): i + 1 for i in range(40)}");
+}
+
 /* Ints are int64 and exact: an overflow anywhere is a located error, sum() adds in int64, 0 to a
  * negative power is Python's ZeroDivisionError, and ** by squaring takes no time for 1 ** huge. */
 static void test_int_semantics(void) {
@@ -1454,6 +1482,7 @@ int main(void) {
         {"control_flow", test_control_flow},
         {"values", test_values},
         {"nesting", test_nesting},
+        {"big_dicts", test_big_dicts},
         {"exact_compare", test_exact_compare},
         {"int_semantics", test_int_semantics},
         {"size_limits", test_size_limits},
