@@ -684,13 +684,15 @@ static bool empty(const char *s) {
     return !s || !*s;
 }
 
-static FlStatus check_loc(FlLoc l, size_t nsources, FlErr *e, const char *what) {
+/* A location's checks; the error names block b's op or var (what) and its name. */
+static FlStatus check_loc(FlLoc l, size_t nsources, FlErr *e, const FlBlock *b, const char *what,
+                          const char *name) {
     if (l.file < -1 || (l.file >= 0 && (size_t)l.file >= nsources))
-        return fl_err(e, "%s: location names source file %d, but there are %zu", what, (int)l.file,
-                      nsources);
+        return fl_err(e, "block %d, %s '%.100s': location names source file %d, but there are %zu",
+                      b->idx, what, name, (int)l.file, nsources);
     if (l.line < 0 || l.col < 0 || l.len < 0)
-        return fl_err(e, "%s: negative location %d:%d (length %d)", what, (int)l.line, (int)l.col,
-                      (int)l.len);
+        return fl_err(e, "block %d, %s '%.100s': negative location %d:%d (length %d)", b->idx, what,
+                      name, (int)l.line, (int)l.col, (int)l.len);
     return FL_OK;
 }
 
@@ -784,9 +786,7 @@ static FlStatus check_op(const FlProgram *p, const FlBlock *b, const FlOpDesc *o
         case FL_ATTR_TYPE_COUNT: break;
         }
     }
-    char what[160];
-    snprintf(what, sizeof what, "block %d, op '%.100s'", b->idx, op->type);
-    return check_loc(op->loc, nsources, e, what);
+    return check_loc(op->loc, nsources, e, b, "op", op->type);
 }
 
 static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources, FlErr *e) {
@@ -811,9 +811,7 @@ static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources,
     if (v->elem_chans < 0 || v->elem_chans > FL_IR_MAX_DIMS || (v->elem_chans && v->kind != FL_VAR_CHANNEL))
         return fl_err(e, "block %d, var '%s': elem_chans %d (0..%d, channels only)", b->idx, v->name,
                       (int)v->elem_chans, FL_IR_MAX_DIMS);
-    char what[160];
-    snprintf(what, sizeof what, "block %d, var '%.100s'", b->idx, v->name);
-    return check_loc(v->loc, nsources, e, what);
+    return check_loc(v->loc, nsources, e, b, "var", v->name);
 }
 
 /* A LoD tensor's offset vars: each a dense int64 vector the block can see; a tensor array's: each
