@@ -43,9 +43,9 @@ struct FlValue {
         struct { const char *s; size_t n; } str;
         struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
                                                   runtime blocks around the code that made it */
-        /* keys and vals in insertion order; index (NULL while the dict is small): each key's
-         * bytes -> its place + 1 (value.c) */
-        struct { FlValue **keys, **vals; size_t len, cap; FlMap *index; } dict;
+        /* keys and vals in insertion order; the index (NULL while the dict is small): each str
+         * key's text (by_str) or other key's bytes (by_bytes) -> its place + 1 (value.c) */
+        struct { FlValue **keys, **vals; size_t len, cap; FlMap *by_str, *by_bytes; } dict;
         /* self: the instance a method is bound to (NULL: a plain function); owner: the class
          * whose body defined it (what a zero-argument super() starts from) */
         struct { FlAst *def; Env *closure; Module *mod; FlValue *self, *owner; } func;

@@ -68,7 +68,8 @@ void fl_v_list_push(Ctx *c, FlValue *l, FlValue *v) {
 FlValue *fl_v_dict(Ctx *c) { return fl_v_new(c, VK_DICT); }
 static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth);
 
-/* Appends to out the bytes that stand for key k in a dict's index: two keys get the same bytes
+/* Appends to out the bytes that stand for key k in a dict's index (a str key itself is indexed by
+ * its text, in a map of its own; a str in a tuple goes through here): two keys get the same bytes
  * exactly when == says they are equal (a number by its value, so that 1, 1.0 and True agree; a
  * str by its text; a Var by its interned name; a tuple by its items; a value of a kind that ==
  * compares by identity by its address). False for a key that has no such bytes: a list or a
@@ -126,18 +127,36 @@ static bool key_bytes(const FlValue *k, FlBuf *out, int depth) {
     FL_UNREACHABLE();
 }
 
-/* Enters key i of dict d into its index, if the key has bytes (key_bytes). */
+/* The map of d's index that holds key k and k's bytes there (*key, *klen): a str by its own text
+ * (it stays in the arena), any other key by key_bytes in *b. NULL when k has no bytes. */
+static FlMap *index_slot(FlValue *d, const FlValue *k, FlBuf *b, const char **key, size_t *klen) {
+    if (k->kind == VK_STR) {
+        *key = k->str.s;
+        *klen = k->str.n;
+        return d->dict.by_str;
+    }
+    if (!key_bytes(k, b, 0)) return NULL;
+    *key = b->data;
+    *klen = b->len;
+    return d->dict.by_bytes;
+}
+
+/* Enters key i of dict d into its index, if the key has bytes. */
 static void index_key(Ctx *c, FlValue *d, size_t i) {
     FlBuf b = {0};
-    if (key_bytes(d->dict.keys[i], &b, 0))
-        fl_map_put(d->dict.index, fl_arena_strndup(&c->arena, b.data, b.len), b.len, (void *)(uintptr_t)(i + 1));
+    const char *key;
+    size_t klen;
+    FlMap *m = index_slot(d, d->dict.keys[i], &b, &key, &klen);
+    if (m) fl_map_put(m, m == d->dict.by_str ? key : fl_arena_strndup(&c->arena, key, klen), klen,
+                      (void *)(uintptr_t)(i + 1));
     fl_buf_free(&b);
 }
 
 /* Builds d's index, once it has DICT_INDEX_MIN keys: a smaller dict is scanned. */
 static void make_index(Ctx *c, FlValue *d) {
-    /* an Env of its own holds the map, so that it is finalised with the others */
-    d->dict.index = &fl_env_new(c, NULL)->map;
+    /* Envs of their own hold the maps, so that they are finalised with the others */
+    d->dict.by_str = &fl_env_new(c, NULL)->map;
+    d->dict.by_bytes = &fl_env_new(c, NULL)->map;
     for (size_t i = 0; i < d->dict.len; i++) index_key(c, d, i);
 }
 
@@ -158,21 +177,25 @@ void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v) {
     }
     d->dict.keys[d->dict.len] = k;
     d->dict.vals[d->dict.len++] = v;
-    if (d->dict.index) index_key(c, d, d->dict.len - 1);
+    if (d->dict.by_str) index_key(c, d, d->dict.len - 1);
     else if (d->dict.len == DICT_INDEX_MIN) make_index(c, d);
 }
 void fl_v_dict_remove(FlValue *d, size_t i) {
     FL_ASSERT(i < d->dict.len);
-    FlMap *m = d->dict.index;
-    if (m) { /* key i leaves the index; the keys after it move down one place */
+    if (d->dict.by_str) { /* key i leaves the index; the keys after it move down one place */
         FlBuf b = {0};
-        if (key_bytes(d->dict.keys[i], &b, 0)) fl_map_remove(m, b.data, b.len);
+        const char *key;
+        size_t klen;
+        FlMap *m = index_slot(d, d->dict.keys[i], &b, &key, &klen);
+        if (m) fl_map_remove(m, key, klen);
         fl_buf_free(&b);
-        for (size_t s = 0; s < m->cap; s++) {
-            if (!fl_map_slot_live(m, s)) continue;
-            uintptr_t at = (uintptr_t)m->buckets[s].val;
-            if (at > i + 1) m->buckets[s].val = (void *)(at - 1);
-        }
+        FlMap *both[2] = {d->dict.by_str, d->dict.by_bytes};
+        for (int j = 0; j < 2; j++)
+            for (size_t s = 0; s < both[j]->cap; s++) {
+                if (!fl_map_slot_live(both[j], s)) continue;
+                uintptr_t at = (uintptr_t)both[j]->buckets[s].val;
+                if (at > i + 1) both[j]->buckets[s].val = (void *)(at - 1);
+            }
     }
     size_t rest = d->dict.len - i - 1;
     memmove(d->dict.keys + i, d->dict.keys + i + 1, rest * sizeof(FlValue *));
@@ -240,12 +263,14 @@ static int eq(FlValue *a, FlValue *b, int depth);
 
 /* The index of key k in dict d, -1 if absent, -2 when comparing nests too deeply. */
 static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth) {
-    if (d->dict.index) {
+    if (d->dict.by_str) {
         FlBuf b = {0};
-        bool has = key_bytes(k, &b, 0);
-        uintptr_t at = has ? (uintptr_t)fl_map_find(d->dict.index, b.data, b.len) : 0;
+        const char *key;
+        size_t klen;
+        FlMap *m = index_slot(d, k, &b, &key, &klen);
+        uintptr_t at = m ? (uintptr_t)fl_map_find(m, key, klen) : 0;
         fl_buf_free(&b);
-        if (has) return (ptrdiff_t)at - 1; /* a key with bytes equals only keys with the same bytes */
+        if (m) return (ptrdiff_t)at - 1; /* a key with bytes equals only keys with the same bytes */
     }
     for (size_t i = 0; i < d->dict.len; i++) {
         int r = eq(d->dict.keys[i], k, depth);
