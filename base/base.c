@@ -139,12 +139,19 @@ static FlMapEntry *lookup(const FlMap *m, const char *key, size_t klen, uint64_t
     for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         FlMapEntry *e = &m->buckets[i];
         if (!e->key) return NULL;
-        if (e->val && e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0) return e;
+        if (e->val && e->hash == h && e->klen == klen && (e->key == key || memcmp(e->key, key, klen) == 0))
+            return e; /* an interned key is found by its pointer */
     }
 }
 
 void *fl_map_find(const FlMap *m, const char *key, size_t klen) {
+    if (m->len == 0) return NULL;
     FlMapEntry *e = lookup(m, key, klen, fl_hash_bytes(key, klen));
+    return e ? e->val : NULL;
+}
+void *fl_map_find_hashed(const FlMap *m, const char *key, size_t klen, uint64_t hash) {
+    if (m->len == 0) return NULL;
+    FlMapEntry *e = lookup(m, key, klen, hash);
     return e ? e->val : NULL;
 }
 void *fl_map_find_str(const FlMap *m, const char *key) { return fl_map_find(m, key, strlen(key)); }

@@ -248,6 +248,8 @@ double fl_v_num(const FlValue *v);  /* the number of an int, float or bool */
 /* ---- environments (value.c) ---- */
 Env *fl_env_new(Ctx *c, Env *parent);
 FlValue *fl_env_find(Env *e, const char *name); /* walks parents */
+/* fl_env_find(e, name), else fl_env_find(then, name) (a name in a scope, else a builtin). */
+FlValue *fl_env_find_then(Env *e, Env *then, const char *name);
 void fl_env_set(Env *e, const char *name, FlValue *v);
 /* `global name` / `nonlocal name` in scope e: assignments to name in e go to `to`. */
 void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to);

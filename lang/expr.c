@@ -352,8 +352,7 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     FlValue *res = c->error;
     switch (n->kind) {
     case FL_AST_NAME: {
-        FlValue *v = fl_env_find(e, n->name);
-        if (!v) v = fl_env_find(c->builtins, n->name);
+        FlValue *v = fl_env_find_then(e, c->builtins, n->name);
         if (!v) {
             const char *sug = fl_ev_suggest(c, n->name, e);
             if (sug) res = fl_ev_error(c, n->span, "unknown name '%s'; did you mean '%s'?", n->name, sug);

@@ -464,15 +464,21 @@ Env *fl_env_new(Ctx *c, Env *parent) {
     FL_VEC_PUSH(&c->envs, e);
     return e;
 }
-FlValue *fl_env_find(Env *e, const char *name) {
-    for (; e; e = e->parent) {
-        Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
-        if (to) e = to;
-        FlValue *v = fl_map_find_str(&e->map, name);
-        if (v) return v;
-    }
+/* name in e or its parents, then (unless NULL) in `then` or its parents; the name is hashed once. */
+static FlValue *env_find(Env *e, Env *then, const char *name) {
+    size_t n = strlen(name);
+    uint64_t h = fl_hash_bytes(name, n);
+    for (int pass = 0; pass < 2; pass++, e = then)
+        for (; e; e = e->parent) {
+            Env *to = e->redirect ? fl_map_find_hashed(e->redirect, name, n, h) : NULL;
+            if (to) e = to;
+            FlValue *v = fl_map_find_hashed(&e->map, name, n, h);
+            if (v) return v;
+        }
     return NULL;
 }
+FlValue *fl_env_find(Env *e, const char *name) { return env_find(e, NULL, name); }
+FlValue *fl_env_find_then(Env *e, Env *then, const char *name) { return env_find(e, then, name); }
 void fl_env_set(Env *e, const char *name, FlValue *v) {
     Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
     fl_map_put_str(&(to ? to : e)->map, name, v);
