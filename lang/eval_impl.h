@@ -69,6 +69,8 @@ struct Env {
     Env *parent;
     FlMap *redirect; /* names declared global or nonlocal in this scope -> the Env they live in
                         (NULL when none is) */
+    bool shared;     /* a function closes over it or a class's attributes live in it, or in an Env
+                        under it: it may be used after the call that made it returns */
 };
 
 struct Module {
@@ -251,6 +253,8 @@ FlValue *fl_env_find(Env *e, const char *name); /* walks parents */
 /* fl_env_find(e, name), else fl_env_find(then, name) (a name in a scope, else a builtin). */
 FlValue *fl_env_find_then(Env *e, Env *then, const char *name);
 void fl_env_set(Env *e, const char *name, FlValue *v);
+/* Marks e and its parents shared (see Env): a function or a class keeps e. */
+void fl_env_share(Env *e);
 /* `global name` / `nonlocal name` in scope e: assignments to name in e go to `to`. */
 void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to);
 

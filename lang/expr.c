@@ -311,7 +311,9 @@ static bool comp_clause(Ctx *c, Comp *q, size_t k) {
  * their targets are bound in a scope of the comprehension's own (Python 3): they do not leak. */
 static FlValue *eval_comp(Ctx *c, Env *e, FlAst *n) {
     Comp q = {n, e, fl_env_new(c, e), n->kind == FL_AST_LISTCOMP ? fl_v_list(c, VK_LIST) : fl_v_dict(c)};
-    return comp_clause(c, &q, 0) ? q.out : c->error;
+    FlValue *r = comp_clause(c, &q, 0) ? q.out : c->error;
+    if (!q.scope->shared) fl_map_fini(&q.scope->map); /* as a call's locals (call_func) */
+    return r;
 }
 
 /* A comparison or a chain of them (`a < b < c` is `a < b and b < c` with b evaluated once):
@@ -500,6 +502,7 @@ FlValue *fl_ev_make_func(Ctx *c, Env *e, FlAst *n) {
     FlValue *f = fl_v_new(c, VK_FUNC);
     f->func.def = n;
     f->func.closure = e;
+    fl_env_share(e);
     f->func.mod = c->cur_mod;
     return f;
 }
@@ -595,6 +598,9 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->cur_locals = saved_locals;
     c->loop_depth = saved_loop;
     c->cur_mod = saved;
+    /* locals nothing can reach any more: their map's memory goes back now, not at the end of the
+     * compilation (a call of every layer would otherwise keep its own) */
+    if (!le->shared) fl_map_fini(&le->map);
     return r;
 }
 

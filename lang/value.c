@@ -464,6 +464,9 @@ Env *fl_env_new(Ctx *c, Env *parent) {
     FL_VEC_PUSH(&c->envs, e);
     return e;
 }
+void fl_env_share(Env *e) {
+    for (; e && !e->shared; e = e->parent) e->shared = true; /* a shared Env's parents are */
+}
 /* name in e or its parents, then (unless NULL) in `then` or its parents; the name is hashed once. */
 static FlValue *env_find(Env *e, Env *then, const char *name) {
     size_t n = strlen(name);

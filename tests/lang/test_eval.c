@@ -168,6 +168,20 @@ static void test_functions(void) {
                      "    return 1 if n <= 1 else n * fact(n - 1)\n"
                      "r = layers.data(name='r', shape=[fact(5)])\n",
                  120);
+    /* a call's locals are let go when it returns, unless something made in it keeps them: a
+     * function (also one made in a comprehension or a class body inside it, or one level
+     * further down) or a class; each here is used after the call that made it returned */
+    check_true("def counter():\n    n = [0]\n    def inc():\n        n[0] += 1\n        return n[0]\n    return inc\n"
+               "def deep(a):\n    def mid(b):\n        return lambda c: a * 100 + b * 10 + c\n    return mid\n"
+               "def fs(k):\n    return [lambda y: y * k for i in range(3)]\n"
+               "def klass(v):\n    class K:\n        def get(self):\n            return v\n    return K\n"
+               "def total(m):\n    t = 0\n    def add(x):\n        nonlocal t\n        t += x\n    for i in range(m):\n"
+               "        add(i)\n    return add, lambda: t\n"
+               "def plain(x):\n    y = [x * 2 for _ in range(2)]\n    return y\n"
+               "c = counter()\nc()\nd = deep(1)(2)\ng = fs(5)\nK = klass('v')\na, t = total(4)\na(10)\n"
+               "for i in range(50):\n    plain(i)\n",
+               "c() == 2 and d(3) == 123 and [h(2) for h in g] == [10, 10, 10] and K().get() == 'v' "
+               "and t() == 16 and plain(4) == [8, 8]");
     /* keyword-only binding errors */
     char *e = errors_of("def f(a, b=2):\n    return a\nf(1, c=3)\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(e, "f() got an unexpected keyword argument 'c'"));
