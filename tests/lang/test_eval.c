@@ -1486,6 +1486,8 @@ static void test_whole_float_attrs(void) {
         {"y = layers.conv2d(x, num_filters=4, filter_size=3, padding=3 / 2)\n",
          "note: '/' always gives a float; '//' divides ints to an int"},
         {"y = layers._op('top_k', X=x, k=1.5)\n", "error: top_k: attribute 'k' must be an int, found 1.5 (a float that is not a whole number)"},
+        {"y = layers._op('reshape', X=x, shape=[3, 64, 1.5])\n", "error: reshape: attribute 'shape' must be an int, found 1.5 (a float"},
+        {"y = layers._op('reshape', X=x, shape=2.5)\n", "error: reshape: attribute 'shape' must be an int, found 2.5 (a float"},
     };
     check_errors("x = layers.data(name='x', shape=[3, 8, 8])\n", errs, FL_ARRAY_LEN(errs));
 }
