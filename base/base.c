@@ -155,6 +155,10 @@ void *fl_map_find_hashed(const FlMap *m, const char *key, size_t klen, uint64_t 
     return e ? e->val : NULL;
 }
 void *fl_map_find_str(const FlMap *m, const char *key) { return fl_map_find(m, key, strlen(key)); }
+size_t fl_map_slot(const FlMap *m, const char *key, size_t klen) {
+    FlMapEntry *e = m->len ? lookup(m, key, klen, fl_hash_bytes(key, klen)) : NULL;
+    return e ? (size_t)(e - m->buckets) : m->cap;
+}
 
 static void rehash(FlMap *m, size_t cap) {
     FlMapEntry *old = m->buckets;

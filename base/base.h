@@ -112,6 +112,8 @@ bool fl_map_remove(FlMap *m, const char *key, size_t klen);
 uint64_t fl_hash_bytes(const void *p, size_t n);
 /* Iteration: for (size_t i = 0; i < m->cap; i++) if (fl_map_slot_live(m, i)) ... */
 bool fl_map_slot_live(const FlMap *m, size_t i);
+/* The slot of key (where that iteration meets it), m->cap when key is absent. */
+size_t fl_map_slot(const FlMap *m, const char *key, size_t klen);
 
 /* ---- string interning ---- */
 typedef struct FlInterner {

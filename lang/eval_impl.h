@@ -63,6 +63,8 @@ struct FlValue {
     };
 };
 
+typedef struct EnvJournal EnvJournal;
+
 /* A name -> value map with a parent (function scopes: locals -> closure -> module). */
 struct Env {
     FlMap map;
@@ -71,6 +73,17 @@ struct Env {
                         (NULL when none is) */
     bool shared;     /* a function closes over it or a class's attributes live in it, or in an Env
                         under it: it may be used after the call that made it returns */
+    EnvJournal *journal; /* the innermost journal kept of this Env's map, or NULL */
+};
+
+/* The names written into an Env's own map while the journal is kept (fl_env_set, fl_env_remove),
+ * each with the value it had when the journal began: what a runtime body changed, found without
+ * a walk over every name in scope (lower.c). Journals of one Env nest; ending one hands its
+ * names on to the one around it. */
+struct EnvJournal {
+    FlMap old;        /* name -> its value before (the map's own address: it was unbound) */
+    FL_VEC(const char *) names; /* the same names, in the order first written */
+    EnvJournal *outer;
 };
 
 struct Module {
@@ -255,6 +268,13 @@ FlValue *fl_env_find_then(Env *e, Env *then, const char *name);
 void fl_env_set(Env *e, const char *name, FlValue *v);
 /* Marks e and its parents shared (see Env): a function or a class keeps e. */
 void fl_env_share(Env *e);
+/* Unbinds name in e's own map (global and nonlocal names are not redirected). */
+void fl_env_remove(Env *e, const char *name);
+/* Keeps journal j of the names written into e's map from now on, until fl_env_journal_end. */
+void fl_env_journal_begin(Env *e, EnvJournal *j);
+void fl_env_journal_end(Env *e, EnvJournal *j);
+/* Whether j saw name written; *old: its value when j began (NULL: unbound). */
+bool fl_env_journal_old(const EnvJournal *j, const char *name, FlValue **old);
 /* `global name` / `nonlocal name` in scope e: assignments to name in e go to `to`. */
 void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to);
 

@@ -482,9 +482,53 @@ static FlValue *env_find(Env *e, Env *then, const char *name) {
 }
 FlValue *fl_env_find(Env *e, const char *name) { return env_find(e, NULL, name); }
 FlValue *fl_env_find_then(Env *e, Env *then, const char *name) { return env_find(e, then, name); }
+/* Notes in e's journal, if any, that name is about to be written. */
+static void journal_note(Env *e, const char *name) {
+    EnvJournal *j = e->journal;
+    if (!j) return;
+    size_t n = strlen(name);
+    if (fl_map_find(&j->old, name, n)) return;
+    FlValue *old = fl_map_find(&e->map, name, n);
+    fl_map_put(&j->old, name, n, old ? (void *)old : (void *)&j->old);
+    FL_VEC_PUSH(&j->names, name);
+}
 void fl_env_set(Env *e, const char *name, FlValue *v) {
     Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
-    fl_map_put_str(&(to ? to : e)->map, name, v);
+    Env *t = to ? to : e;
+    journal_note(t, name);
+    fl_map_put_str(&t->map, name, v);
+}
+void fl_env_remove(Env *e, const char *name) {
+    journal_note(e, name);
+    fl_map_remove(&e->map, name, strlen(name));
+}
+void fl_env_journal_begin(Env *e, EnvJournal *j) {
+    fl_map_init(&j->old);
+    j->names.data = NULL;
+    j->names.len = j->names.cap = 0;
+    j->outer = e->journal;
+    e->journal = j;
+}
+void fl_env_journal_end(Env *e, EnvJournal *j) {
+    FL_ASSERT(e->journal == j);
+    EnvJournal *o = e->journal = j->outer;
+    /* a name j saw first written was not written before j began, since o began: its value
+     * then is the one o must remember */
+    for (size_t i = 0; o && i < j->names.len; i++) {
+        const char *name = j->names.data[i];
+        size_t n = strlen(name);
+        if (fl_map_find(&o->old, name, n)) continue;
+        void *old = fl_map_find(&j->old, name, n);
+        fl_map_put(&o->old, name, n, old == (void *)&j->old ? (void *)&o->old : old);
+        FL_VEC_PUSH(&o->names, name);
+    }
+    fl_map_fini(&j->old);
+    FL_VEC_FREE(&j->names);
+}
+bool fl_env_journal_old(const EnvJournal *j, const char *name, FlValue **old) {
+    void *o = fl_map_find_str(&j->old, name);
+    *old = o == (const void *)&j->old ? NULL : o;
+    return o != NULL;
 }
 void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to) {
     if (!e->redirect) {
