@@ -409,6 +409,9 @@ static bool declared_inside(const FlProgram *p, const FlBlock *outer, const char
 }
 
 void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, FlBlockIo *io) {
+    FL_VEC(const FlOpDesc *) lis = {0}; /* the block's list_index ops, in order: most blocks have none */
+    for (size_t k = 0; k < b->ops.len; k++)
+        if (strcmp(b->ops.data[k]->type, "list_index") == 0) FL_VEC_PUSH(&lis, b->ops.data[k]);
     for (size_t k = 0; k < b->ops.len; k++) {
         FlOpDesc *op = b->ops.data[k];
         for (size_t s = 0; s < op->ins.len; s++)
@@ -421,10 +424,10 @@ void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, 
                 const char *n = op->outs.data[s].args[i];
                 if (!declared_inside(p, outer, n, b)) fl_ir_block_io_add(io, true, n);
                 /* writing a list_index output writes the picked var: every list item */
-                if (declared_inside(p, outer, n, b)) {
-                    for (size_t q = 0; q < b->ops.len; q++) {
-                        FlOpDesc *li = b->ops.data[q];
-                        if (strcmp(li->type, "list_index") != 0 || op == li) continue;
+                if (lis.len && declared_inside(p, outer, n, b)) {
+                    for (size_t q = 0; q < lis.len; q++) {
+                        const FlOpDesc *li = lis.data[q];
+                        if (op == li) continue;
                         const char *o = fl_ir_op_output1(li, "Out");
                         FlSlot *xs = fl_ir_op_input(li, "X");
                         if (!o || !xs || strcmp(o, n) != 0) continue;
@@ -439,6 +442,7 @@ void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, 
                 for (size_t j = 0; j < at->n; j++) fl_ir_block_io(p, outer, fl_ir_block(p, (int)at->ints[j]), io);
         }
     }
+    FL_VEC_FREE(&lis);
 }
 
 bool fl_ir_var_remove(FlBlock *b, const char *name) {
