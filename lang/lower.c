@@ -259,15 +259,26 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, const StrVec *written, FlBloc
         const char *target = carry_target(c, name, before, nd, parent, sp);
         if (target) FL_VEC_PUSH(&cs, ((Carry){name, now->var.name, target}));
     }
-    for (size_t i = 0; i < cs.len; i++)
-        for (size_t k = 0; k < cs.len && cs.data[i].src; k++)
-            if (k != i && strcmp(cs.data[i].src, cs.data[k].target) == 0) {
-                const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
-                fl_ir_var_copy(fl_ev_new_var(c, sub, tmp, sp), fl_ir_var_lookup(c->b.main, sub, cs.data[i].src));
-                assign_in(c, sub, cs.data[i].src, tmp, sp);
-                cs.data[i].src = tmp;
-                break;
-            }
+    /* the targets: each -> the place of its last carry + 1 and, in `twice`, whether two carries
+     * write it */
+    FlMap targets, twice;
+    fl_map_init(&targets);
+    fl_map_init(&twice);
+    for (size_t k = 0; k < cs.len; k++) {
+        if (fl_map_find_str(&targets, cs.data[k].target)) fl_map_put_str(&twice, cs.data[k].target, &twice);
+        fl_map_put_str(&targets, cs.data[k].target, (void *)(uintptr_t)(k + 1));
+    }
+    for (size_t i = 0; i < cs.len; i++) {
+        if (!cs.data[i].src) continue;
+        uintptr_t k = (uintptr_t)fl_map_find_str(&targets, cs.data[i].src);
+        if (!k || (k == i + 1 && !fl_map_find_str(&twice, cs.data[i].src))) continue; /* no other carry writes it */
+        const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
+        fl_ir_var_copy(fl_ev_new_var(c, sub, tmp, sp), fl_ir_var_lookup(c->b.main, sub, cs.data[i].src));
+        assign_in(c, sub, cs.data[i].src, tmp, sp);
+        cs.data[i].src = tmp;
+    }
+    fl_map_fini(&targets);
+    fl_map_fini(&twice);
     c->b.block = sub;
     for (size_t i = 0; i < cs.len; i++) {
         if (!cs.data[i].src) {
