@@ -363,9 +363,10 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
         else res = v;
         break;
     }
-    case FL_AST_INT: res = fl_v_int(c, n->ival); break;
-    case FL_AST_FLOAT: res = fl_v_float(c, n->fval); break;
-    case FL_AST_STR: res = fl_v_str(c, n->str, n->slen); break;
+    /* a literal is one value however often it runs, as a constant of a Python code object */
+    case FL_AST_INT: res = n->memo ? n->memo : (n->memo = fl_v_int(c, n->ival)); break;
+    case FL_AST_FLOAT: res = n->memo ? n->memo : (n->memo = fl_v_float(c, n->fval)); break;
+    case FL_AST_STR: res = n->memo ? n->memo : (n->memo = fl_v_str(c, n->str, n->slen)); break;
     case FL_AST_TRUE: res = c->vtrue; break;
     case FL_AST_FALSE: res = c->vfalse; break;
     case FL_AST_NONE: res = c->none; break;
