@@ -103,11 +103,17 @@ char *fl_arena_printf(FlArena *a, const char *fmt, ...) {
     va_list ap, ap2;
     va_start(ap, fmt);
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char small[256]; /* most texts fit: formatted once, then copied */
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     FL_ASSERT(n >= 0);
-    char *d = fl_arena_alloc(a, (size_t)n + 1);
-    vsnprintf(d, (size_t)n + 1, fmt, ap2);
+    char *d;
+    if ((size_t)n < sizeof small) {
+        d = fl_arena_strndup(a, small, (size_t)n);
+    } else {
+        d = fl_arena_alloc(a, (size_t)n + 1);
+        vsnprintf(d, (size_t)n + 1, fmt, ap2);
+    }
     va_end(ap2);
     return d;
 }
@@ -133,15 +139,26 @@ static FlMapEntry *lookup(const FlMap *m, const char *key, size_t klen, uint64_t
     for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         FlMapEntry *e = &m->buckets[i];
         if (!e->key) return NULL;
-        if (e->val && e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0) return e;
+        if (e->val && e->hash == h && e->klen == klen && (e->key == key || memcmp(e->key, key, klen) == 0))
+            return e; /* an interned key is found by its pointer */
     }
 }
 
 void *fl_map_find(const FlMap *m, const char *key, size_t klen) {
+    if (m->len == 0) return NULL;
     FlMapEntry *e = lookup(m, key, klen, fl_hash_bytes(key, klen));
     return e ? e->val : NULL;
 }
+void *fl_map_find_hashed(const FlMap *m, const char *key, size_t klen, uint64_t hash) {
+    if (m->len == 0) return NULL;
+    FlMapEntry *e = lookup(m, key, klen, hash);
+    return e ? e->val : NULL;
+}
 void *fl_map_find_str(const FlMap *m, const char *key) { return fl_map_find(m, key, strlen(key)); }
+size_t fl_map_slot(const FlMap *m, const char *key, size_t klen) {
+    FlMapEntry *e = m->len ? lookup(m, key, klen, fl_hash_bytes(key, klen)) : NULL;
+    return e ? (size_t)(e - m->buckets) : m->cap;
+}
 
 static void rehash(FlMap *m, size_t cap) {
     FlMapEntry *old = m->buckets;
@@ -220,10 +237,13 @@ void fl_buf_putc(FlBuf *b, char c) { fl_buf_append(b, &c, 1); }
 void fl_buf_vprintf(FlBuf *b, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    size_t room = b->cap > b->len ? b->cap - b->len : 0; /* formatted once when it fits */
+    int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
     FL_ASSERT(n >= 0);
-    fl_grow((void **)&b->data, &b->cap, b->len + (size_t)n + 1, 1);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+    if ((size_t)n >= room) {
+        fl_grow((void **)&b->data, &b->cap, b->len + (size_t)n + 1, 1);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+    }
     va_end(ap2);
     b->len += (size_t)n;
 }

@@ -101,6 +101,9 @@ void fl_map_init(FlMap *m);
 void fl_map_fini(FlMap *m);
 void *fl_map_find(const FlMap *m, const char *key, size_t klen); /* NULL if absent */
 void *fl_map_find_str(const FlMap *m, const char *key);
+/* fl_map_find with the key's fl_hash_bytes(key, klen) already computed (a key looked up in several
+ * maps in turn is hashed once). */
+void *fl_map_find_hashed(const FlMap *m, const char *key, size_t klen, uint64_t hash);
 void fl_map_put(FlMap *m, const char *key, size_t klen, void *val); /* insert or replace */
 void fl_map_put_str(FlMap *m, const char *key, void *val);
 bool fl_map_remove(FlMap *m, const char *key, size_t klen);
@@ -109,6 +112,8 @@ bool fl_map_remove(FlMap *m, const char *key, size_t klen);
 uint64_t fl_hash_bytes(const void *p, size_t n);
 /* Iteration: for (size_t i = 0; i < m->cap; i++) if (fl_map_slot_live(m, i)) ... */
 bool fl_map_slot_live(const FlMap *m, size_t i);
+/* The slot of key (where that iteration meets it), m->cap when key is absent. */
+size_t fl_map_slot(const FlMap *m, const char *key, size_t klen);
 
 /* ---- string interning ---- */
 typedef struct FlInterner {

@@ -70,14 +70,20 @@ static bool wanted(Bw *w, const char *name) {
 
 static const FlOpInfo *grad_info(const FlOpDesc *op) {
     char name[128];
-    snprintf(name, sizeof name, "%s_grad", op->type);
+    size_t n = strlen(op->type);
+    if (n + sizeof "_grad" > sizeof name) return NULL; /* no op has so long a name */
+    memcpy(name, op->type, n);
+    memcpy(name + n, "_grad", sizeof "_grad");
     return fl_ops_find(name);
 }
 
+/* slot without its gradient suffix, in buf (cap bytes), or NULL when slot has no such suffix. */
 static const char *strip_grad(char *buf, size_t cap, const char *slot) {
     size_t len = strlen(slot), sl = strlen(FL_GRAD_SUFFIX);
     if (len <= sl || strcmp(slot + len - sl, FL_GRAD_SUFFIX) != 0) return NULL;
-    snprintf(buf, cap, "%.*s", (int)(len - sl), slot);
+    size_t n = len - sl < cap ? len - sl : cap - 1;
+    memcpy(buf, slot, n);
+    buf[n] = 0;
     return buf;
 }
 

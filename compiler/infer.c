@@ -1809,7 +1809,9 @@ static FlStatus infer_optimizer(Ctx *c) {
         size_t len = strlen(out);
         FL_ASSERT(len > 3 && strcmp(out + len - 3, "Out") == 0);
         char in[64];
-        snprintf(in, sizeof in, "%.*s", (int)(len - 3), out);
+        size_t n = len - 3 < sizeof in ? len - 3 : sizeof in - 1;
+        memcpy(in, out, n);
+        in[n] = 0;
         FlVarDesc *v;
         if (in_opt(c, in, &v)) return FL_ERROR;
         if (v && set_like(c, out, v)) return FL_ERROR;
@@ -2057,7 +2059,9 @@ static FlStatus infer_grad(Ctx *c) {
         if (!fl_rule_is_grad(gs->name))
             return fl_err(c->e, "%s: output slot '%s' is not a gradient", c->t, gs->name);
         char fwd[64];
-        snprintf(fwd, sizeof fwd, "%.*s", (int)(len - sl), gs->name);
+        size_t n = len - sl < sizeof fwd ? len - sl : sizeof fwd - 1;
+        memcpy(fwd, gs->name, n);
+        fwd[n] = 0;
         FlSlot *fs = fl_ir_op_input(c->op, fwd);
         if (!fs) {
             for (size_t k = 0; k < c->op->ins.len && !fs; k++) {

@@ -4,7 +4,8 @@
  * each sub-block; (2) def-before-use, a walk in program order that descends into a control op's
  * sub-blocks where the op stands, with one set of written names (a name written anywhere so far
  * counts: scoping is checked by the declaration lookup); (3) goroutine races, per block, from
- * each go op's set of shared writes (vars written in its sub-block tree but declared outside it).
+ * each go op's set of shared writes (vars written in its sub-block tree but declared outside it),
+ * against the writes of the ops after it (a block without go ops has none to check).
  * Names in the maps are borrowed from the programs, which are not mutated.
  */
 #include "compiler/verify.h"
@@ -260,10 +261,12 @@ static int go_block(const FlOpDesc *op) {
 }
 
 static void check_races(Vf *v, const FlBlock *b) {
-    size_t n = b->ops.len;
+    size_t n = b->ops.len, first = 0; /* the ops before the first go op race with nothing */
+    while (first < n && go_block(b->ops.data[first]) < 0) first++;
+    if (first == n) return;
     Writes *ws = fl_xcalloc(n + 1, sizeof(Writes));
     bool any_go = false;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = first; i < n; i++) {
         const FlOpDesc *op = b->ops.data[i];
         int g = go_block(op);
         if (g >= 0 && blk(v, g) && v->valid_sub[g] && v->user[g] == op) {
@@ -273,7 +276,7 @@ static void check_races(Vf *v, const FlBlock *b) {
             collect_op(v, b, op, -1, &ws[i], 0);
         }
     }
-    for (size_t i = 0; any_go && i < n; i++) {
+    for (size_t i = first; any_go && i < n; i++) {
         const FlOpDesc *gop = b->ops.data[i];
         if (go_block(gop) < 0) continue;
         for (size_t k = i + 1; k < n; k++) {

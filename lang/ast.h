@@ -127,6 +127,8 @@ struct FlAst {
     FlAstKind kind;
     FlSpan span; /* the whole construct; for statements with bodies, the header line */
     int depth;   /* height of the subtree (a leaf is 1); <= FL_AST_MAX_DEPTH when parsing succeeded */
+    void *memo;  /* the evaluator's: an INT, FLOAT or STR literal's value, made when the literal is
+                    first evaluated (values are immutable, and live as long as the tree) */
     union {
         const char *name;
         int64_t ival;

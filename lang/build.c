@@ -147,6 +147,12 @@ void fl_ev_set_int_twin(Ctx *c, FlOpDesc *op, const char *attr, FlValue *v) {
     fl_ir_op_set_ints(op, twin->name, a, n);
 }
 
+/* How an error names attribute n of op, for fl_ev_whole_int: it can only need it for a float, so
+ * the text is made only then. */
+static const char *attr_what(Ctx *c, const FlOpDesc *op, const char *n, const FlValue *v) {
+    return v->kind == VK_FLOAT ? fl_arena_printf(&c->arena, "%s: attribute '%s'", op->type, n) : "";
+}
+
 /* Sets attribute `info` of op from a compile-time value; reports a type error. */
 static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, FlSpan sp) {
     const char *n = info->name;
@@ -160,7 +166,7 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
         }
         {
             int64_t x;
-            int w = fl_ev_whole_int(c, v, fl_arena_printf(&c->arena, "%s: attribute '%s'", op->type, n), sp, &x);
+            int w = fl_ev_whole_int(c, v, attr_what(c, op, n, v), sp, &x);
             if (w < 0) return false;
             if (w == 0) break;
             fl_ir_op_set_int(op, n, x);
@@ -180,10 +186,9 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
         fl_ir_op_set_string(op, n, v->str.s);
         return true;
     case FL_ATTR_INTS: {
-        const char *what = fl_arena_printf(&c->arena, "%s: attribute '%s'", op->type, n);
         int64_t x;
         if (v->kind == VK_INT || v->kind == VK_FLOAT) {
-            int w = fl_ev_whole_int(c, v, what, sp, &x);
+            int w = fl_ev_whole_int(c, v, attr_what(c, op, n, v), sp, &x);
             if (w < 0) return false;
             fl_ir_op_set_ints(op, n, &x, 1);
             return true;
@@ -193,7 +198,7 @@ static bool set_attr(Ctx *c, FlOpDesc *op, const FlAttrInfo *info, FlValue *v, F
         for (size_t i = 0; i < v->list.len; i++) {
             FlValue *it = v->list.items[i];
             if (it->kind != VK_INT && it->kind != VK_FLOAT) goto bad;
-            if (fl_ev_whole_int(c, it, what, sp, &a[i]) < 0) return false;
+            if (fl_ev_whole_int(c, it, attr_what(c, op, n, it), sp, &a[i]) < 0) return false;
         }
         fl_ir_op_set_ints(op, n, a, v->list.len);
         return true;

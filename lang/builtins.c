@@ -437,10 +437,7 @@ static FlValue *m_dict_pop(Ctx *c, FlValue *self, CallArgs *a) {
         if (!ok) return c->error;
         if (!eq) continue;
         FlValue *x = self->dict.vals[i];
-        size_t rest = self->dict.len - i - 1;
-        memmove(self->dict.keys + i, self->dict.keys + i + 1, rest * sizeof(FlValue *));
-        memmove(self->dict.vals + i, self->dict.vals + i + 1, rest * sizeof(FlValue *));
-        self->dict.len--;
+        fl_v_dict_remove(self, i);
         return x;
     }
     if (a->npos + a->nkw >= 2) return v[1] ? v[1] : c->none;

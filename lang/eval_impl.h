@@ -43,7 +43,9 @@ struct FlValue {
         struct { const char *s; size_t n; } str;
         struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
                                                   runtime blocks around the code that made it */
-        struct { FlValue **keys, **vals; size_t len, cap; } dict;
+        /* keys and vals in insertion order; the index (NULL while the dict is small): each str
+         * key's text (by_str) or other key's bytes (by_bytes) -> its place + 1 (value.c) */
+        struct { FlValue **keys, **vals; size_t len, cap; FlMap *by_str, *by_bytes; } dict;
         /* self: the instance a method is bound to (NULL: a plain function); owner: the class
          * whose body defined it (what a zero-argument super() starts from) */
         struct { FlAst *def; Env *closure; Module *mod; FlValue *self, *owner; } func;
@@ -61,12 +63,27 @@ struct FlValue {
     };
 };
 
+typedef struct EnvJournal EnvJournal;
+
 /* A name -> value map with a parent (function scopes: locals -> closure -> module). */
 struct Env {
     FlMap map;
     Env *parent;
     FlMap *redirect; /* names declared global or nonlocal in this scope -> the Env they live in
                         (NULL when none is) */
+    bool shared;     /* a function closes over it or a class's attributes live in it, or in an Env
+                        under it: it may be used after the call that made it returns */
+    EnvJournal *journal; /* the innermost journal kept of this Env's map, or NULL */
+};
+
+/* The names written into an Env's own map while the journal is kept (fl_env_set, fl_env_remove),
+ * each with the value it had when the journal began: what a runtime body changed, found without
+ * a walk over every name in scope (lower.c). Journals of one Env nest; ending one hands its
+ * names on to the one around it. */
+struct EnvJournal {
+    FlMap old;        /* name -> its value before (the map's own address: it was unbound) */
+    FL_VEC(const char *) names; /* the same names, in the order first written */
+    EnvJournal *outer;
 };
 
 struct Module {
@@ -222,6 +239,8 @@ void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v);
 /* NULL if absent. Keys are compared with ==; a comparison nesting too deeply (a key that holds
  * itself) counts as unequal. */
 FlValue *fl_v_dict_get(FlValue *d, FlValue *k);
+/* Removes the key at place i (< d's length) and its value; the keys after it move down one. */
+void fl_v_dict_remove(FlValue *d, size_t i);
 FlValue *fl_v_var(Ctx *c, const char *name);
 FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
 FlValue *fl_v_record(Ctx *c, const char *type);
@@ -245,7 +264,18 @@ double fl_v_num(const FlValue *v);  /* the number of an int, float or bool */
 /* ---- environments (value.c) ---- */
 Env *fl_env_new(Ctx *c, Env *parent);
 FlValue *fl_env_find(Env *e, const char *name); /* walks parents */
+/* fl_env_find(e, name), else fl_env_find(then, name) (a name in a scope, else a builtin). */
+FlValue *fl_env_find_then(Env *e, Env *then, const char *name);
 void fl_env_set(Env *e, const char *name, FlValue *v);
+/* Marks e and its parents shared (see Env): a function or a class keeps e. */
+void fl_env_share(Env *e);
+/* Unbinds name in e's own map (global and nonlocal names are not redirected). */
+void fl_env_remove(Env *e, const char *name);
+/* Keeps journal j of the names written into e's map from now on, until fl_env_journal_end. */
+void fl_env_journal_begin(Env *e, EnvJournal *j);
+void fl_env_journal_end(Env *e, EnvJournal *j);
+/* Whether j saw name written; *old: its value when j began (NULL: unbound). */
+bool fl_env_journal_old(const EnvJournal *j, const char *name, FlValue **old);
 /* `global name` / `nonlocal name` in scope e: assignments to name in e go to `to`. */
 void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to);
 

@@ -311,7 +311,9 @@ static bool comp_clause(Ctx *c, Comp *q, size_t k) {
  * their targets are bound in a scope of the comprehension's own (Python 3): they do not leak. */
 static FlValue *eval_comp(Ctx *c, Env *e, FlAst *n) {
     Comp q = {n, e, fl_env_new(c, e), n->kind == FL_AST_LISTCOMP ? fl_v_list(c, VK_LIST) : fl_v_dict(c)};
-    return comp_clause(c, &q, 0) ? q.out : c->error;
+    FlValue *r = comp_clause(c, &q, 0) ? q.out : c->error;
+    if (!q.scope->shared) fl_map_fini(&q.scope->map); /* as a call's locals (call_func) */
+    return r;
 }
 
 /* A comparison or a chain of them (`a < b < c` is `a < b and b < c` with b evaluated once):
@@ -352,8 +354,7 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     FlValue *res = c->error;
     switch (n->kind) {
     case FL_AST_NAME: {
-        FlValue *v = fl_env_find(e, n->name);
-        if (!v) v = fl_env_find(c->builtins, n->name);
+        FlValue *v = fl_env_find_then(e, c->builtins, n->name);
         if (!v) {
             const char *sug = fl_ev_suggest(c, n->name, e);
             if (sug) res = fl_ev_error(c, n->span, "unknown name '%s'; did you mean '%s'?", n->name, sug);
@@ -362,9 +363,10 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
         else res = v;
         break;
     }
-    case FL_AST_INT: res = fl_v_int(c, n->ival); break;
-    case FL_AST_FLOAT: res = fl_v_float(c, n->fval); break;
-    case FL_AST_STR: res = fl_v_str(c, n->str, n->slen); break;
+    /* a literal is one value however often it runs, as a constant of a Python code object */
+    case FL_AST_INT: res = n->memo ? n->memo : (n->memo = fl_v_int(c, n->ival)); break;
+    case FL_AST_FLOAT: res = n->memo ? n->memo : (n->memo = fl_v_float(c, n->fval)); break;
+    case FL_AST_STR: res = n->memo ? n->memo : (n->memo = fl_v_str(c, n->str, n->slen)); break;
     case FL_AST_TRUE: res = c->vtrue; break;
     case FL_AST_FALSE: res = c->vfalse; break;
     case FL_AST_NONE: res = c->none; break;
@@ -501,6 +503,7 @@ FlValue *fl_ev_make_func(Ctx *c, Env *e, FlAst *n) {
     FlValue *f = fl_v_new(c, VK_FUNC);
     f->func.def = n;
     f->func.closure = e;
+    fl_env_share(e);
     f->func.mod = c->cur_mod;
     return f;
 }
@@ -596,6 +599,9 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->cur_locals = saved_locals;
     c->loop_depth = saved_loop;
     c->cur_mod = saved;
+    /* locals nothing can reach any more: their map's memory goes back now, not at the end of the
+     * compilation (a call of every layer would otherwise keep its own) */
+    if (!le->shared) fl_map_fini(&le->map);
     return r;
 }
 
@@ -630,13 +636,59 @@ FlValue *fl_ev_call_simple(Ctx *c, FlValue *fn, FlSpan sp, FlValue **pos, size_t
     return fl_ev_call(c, fn, &a);
 }
 
+/* The arguments of one call being evaluated: in the caller's frame while they fit (nearly every
+ * call), on the heap past that. */
+#define CALL_ARGS_INLINE 8
+typedef struct ArgList {
+    FlValue *pos_in[CALL_ARGS_INLINE], *kwv_in[CALL_ARGS_INLINE];
+    FlSpan span_in[CALL_ARGS_INLINE];
+    const char *kwn_in[CALL_ARGS_INLINE];
+    FlValue **pos, **kwv;
+    FlSpan *spans;
+    const char **kwn;
+    size_t npos, pos_cap, nkw, kw_cap;
+} ArgList;
+
+/* Moves an array of len elements of `elem` bytes from buf (where it starts) or the heap to a heap
+ * block twice as large. */
+static void *args_grow(void *data, const void *buf, size_t len, size_t elem) {
+    void *p = fl_xmalloc(fl_mul_size(2 * len, elem));
+    memcpy(p, data, len * elem);
+    if (data != buf) free(data);
+    return p;
+}
+/* Room for one more element in the parallel arrays *x and *y (len of *cap used), which start in
+ * xbuf and ybuf. */
+static void args_room(void **x, void **y, const void *xbuf, const void *ybuf, size_t len, size_t *cap,
+                      size_t xe, size_t ye) {
+    if (len < *cap) return;
+    *x = args_grow(*x, xbuf, len, xe);
+    *y = args_grow(*y, ybuf, len, ye);
+    *cap *= 2;
+}
+static void args_push_pos(ArgList *l, FlValue *v, FlSpan sp) {
+    args_room((void **)&l->pos, (void **)&l->spans, l->pos_in, l->span_in, l->npos, &l->pos_cap,
+              sizeof *l->pos, sizeof *l->spans);
+    l->pos[l->npos] = v;
+    l->spans[l->npos++] = sp;
+}
+static void args_push_kw(ArgList *l, const char *name, FlValue *v) {
+    args_room((void **)&l->kwn, (void **)&l->kwv, l->kwn_in, l->kwv_in, l->nkw, &l->kw_cap,
+              sizeof *l->kwn, sizeof *l->kwv);
+    l->kwn[l->nkw] = name;
+    l->kwv[l->nkw++] = v;
+}
+
 static FlValue *eval_call(Ctx *c, Env *e, FlAst *n) {
     FlValue *fn = fl_ev_expr(c, e, n->call.fn);
     size_t na = n->call.nargs;
-    FL_VEC(FlValue *) pos = {0};
-    FL_VEC(FlSpan) pos_spans = {0};
-    FL_VEC(const char *) kwn = {0};
-    FL_VEC(FlValue *) kwv = {0};
+    ArgList l;
+    l.pos = l.pos_in;
+    l.kwv = l.kwv_in;
+    l.spans = l.span_in;
+    l.kwn = l.kwn_in;
+    l.npos = l.nkw = 0;
+    l.pos_cap = l.kw_cap = CALL_ARGS_INLINE;
     bool bad = fn->kind == VK_ERROR;
     for (size_t i = 0; i < na; i++) {
         FlAstArg *ar = &n->call.args[i];
@@ -651,10 +703,7 @@ static FlValue *eval_call(Ctx *c, Env *e, FlAst *n) {
                 bad = true;
                 continue;
             }
-            for (size_t k = 0; k < v->list.len; k++) {
-                FL_VEC_PUSH(&pos, v->list.items[k]);
-                FL_VEC_PUSH(&pos_spans, ar->span);
-            }
+            for (size_t k = 0; k < v->list.len; k++) args_push_pos(&l, v->list.items[k], ar->span);
         } else if (ar->star == 2) {
             if (v->kind != VK_DICT) {
                 fl_ev_error(c, ar->span, "argument after ** must be a dict, found %s", fl_v_type_name(v));
@@ -667,53 +716,56 @@ static FlValue *eval_call(Ctx *c, Env *e, FlAst *n) {
                     bad = true;
                     break;
                 }
-                FL_VEC_PUSH(&kwn, fl_intern_str(&c->in, v->dict.keys[k]->str.s));
-                FL_VEC_PUSH(&kwv, v->dict.vals[k]);
+                args_push_kw(&l, fl_intern_str(&c->in, v->dict.keys[k]->str.s), v->dict.vals[k]);
             }
         } else if (ar->name) {
-            for (size_t k = 0; k < kwn.len; k++)
-                if (kwn.data[k] == ar->name) {
+            for (size_t k = 0; k < l.nkw; k++)
+                if (l.kwn[k] == ar->name) {
                     fl_ev_error(c, ar->span, "keyword argument '%s' repeated", ar->name);
                     bad = true;
                 }
-            FL_VEC_PUSH(&kwn, ar->name);
-            FL_VEC_PUSH(&kwv, v);
+            args_push_kw(&l, ar->name, v);
         } else {
-            FL_VEC_PUSH(&pos, v);
-            FL_VEC_PUSH(&pos_spans, ar->span);
+            args_push_pos(&l, v, ar->span);
         }
     }
     FlValue *r = c->error;
     if (!bad) {
-        CallArgs a = {pos.data, pos.len, kwn.data, kwv.data, kwn.len, n->span, pos_spans.data};
+        CallArgs a = {l.pos, l.npos, l.kwn, l.kwv, l.nkw, n->span, l.spans};
         r = fl_ev_call(c, fn, &a);
     }
-    FL_VEC_FREE(&pos);
-    FL_VEC_FREE(&pos_spans);
-    FL_VEC_FREE(&kwn);
-    FL_VEC_FREE(&kwv);
+    if (l.pos != l.pos_in) free(l.pos);
+    if (l.spans != l.span_in) free(l.spans);
+    if (l.kwn != l.kwn_in) free(l.kwn);
+    if (l.kwv != l.kwv_in) free(l.kwv);
     return r;
 }
 
 bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValue **out) {
-    /* parse the spec into names */
+    /* the spec's names, read in place (each builtin call binds through here) */
     const char *names[32];
+    int nlen[32];
     bool opt[32];
     int star = -1, dstar = -1, np = 0;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok(buf, " "); tok && np < 32; tok = strtok(NULL, " ")) {
-        size_t l = strlen(tok);
-        opt[np] = l && tok[l - 1] == '=';
-        if (opt[np]) tok[l - 1] = 0;
-        if (tok[0] == '*' && tok[1] == '*') {
-            dstar = np;
-            tok += 2;
-        } else if (tok[0] == '*') {
-            star = np;
-            tok += 1;
+    for (const char *p = spec; *p && np < 32;) {
+        if (*p == ' ') {
+            p++;
+            continue;
         }
-        names[np++] = fl_intern_str(&c->in, tok);
+        if (p[0] == '*' && p[1] == '*') {
+            dstar = np;
+            p += 2;
+        } else if (p[0] == '*') {
+            star = np;
+            p += 1;
+        }
+        const char *q = p;
+        while (*q && *q != ' ') q++;
+        opt[np] = q > p && q[-1] == '=';
+        names[np] = p;
+        nlen[np] = (int)(q - p) - opt[np];
+        np++;
+        p = q;
     }
     for (int i = 0; i < np; i++) out[i] = NULL;
     int nfixed = 0;
@@ -731,10 +783,11 @@ bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValu
     }
     FlValue *kw = dstar >= 0 ? fl_v_dict(c) : NULL;
     for (size_t k = 0; k < a->nkw; k++) {
-        const char *kn = fl_intern_str(&c->in, a->kwnames[k]);
+        const char *kn = a->kwnames[k];
+        size_t kl = strlen(kn);
         int i;
         for (i = 0; i < np; i++)
-            if (i != star && i != dstar && names[i] == kn) break;
+            if (i != star && i != dstar && (size_t)nlen[i] == kl && memcmp(names[i], kn, kl) == 0) break;
         if (i == np) {
             if (kw) {
                 fl_v_dict_set(c, kw, fl_v_cstr(c, kn), a->kwvals[k]);
@@ -753,7 +806,7 @@ bool fl_ev_bind(Ctx *c, const char *fname, const char *spec, CallArgs *a, FlValu
         if (i == star) out[i] = rest;
         else if (i == dstar) out[i] = kw;
         else if (!out[i] && !opt[i]) {
-            fl_ev_error(c, a->span, "%s() missing required argument '%s'", fname, names[i]);
+            fl_ev_error(c, a->span, "%s() missing required argument '%.*s'", fname, nlen[i], names[i]);
             return false;
         }
         if (out[i] && out[i]->kind == VK_NONE && opt[i]) out[i] = NULL;

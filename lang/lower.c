@@ -32,30 +32,66 @@
 
 /* ------------------------------------------------------------------ sub-blocks and carried names */
 
+/* The names of e as a body found them: a journal of e (EnvJournal) kept from before the body, so
+ * that what the body changed costs the names it wrote, not every name in scope (a program's
+ * thousand names and thousand runtime ifs would otherwise take a million steps). */
 typedef struct Snapshot {
-    FlMap map;         /* name -> value before the body */
+    Env *e;
+    EnvJournal j;
     FlBlock *home;     /* the home block then (NULL when not taken by run_bound) */
     size_t home_nvars; /* and its number of vars */
 } Snapshot;
 
 static void snap_take(Env *e, Snapshot *s) {
+    s->e = e;
     s->home = NULL;
     s->home_nvars = 0;
-    fl_map_init(&s->map);
-    for (size_t i = 0; i < e->map.cap; i++)
-        if (fl_map_slot_live(&e->map, i)) fl_map_put(&s->map, e->map.buckets[i].key, e->map.buckets[i].klen, e->map.buckets[i].val);
+    fl_env_journal_begin(e, &s->j);
 }
 
+/* Ends the snapshot (its names go on to a snapshot of e around it). */
+static void snap_end(Snapshot *s) { fl_env_journal_end(s->e, &s->j); }
+
+/* name's value when the snapshot was taken (NULL: unbound). */
+static FlValue *snap_before(Snapshot *s, const char *name) {
+    FlValue *old;
+    return fl_env_journal_old(&s->j, name, &old) ? old : fl_map_find_str(&s->e->map, name);
+}
+
+typedef struct SlotName {
+    size_t slot;
+    const char *name;
+} SlotName;
+static int by_slot(const void *a, const void *b) {
+    size_t x = ((const SlotName *)a)->slot, y = ((const SlotName *)b)->slot;
+    return x < y ? -1 : x > y;
+}
+
+/* The names written since the snapshot that e binds now, in the order a walk over e's map meets
+ * them (the order the carry-out's ops come in), into out. */
+static void snap_written(Snapshot *s, StrVec *out) {
+    FlMap *m = &s->e->map;
+    size_t n = s->j.names.len, k = 0;
+    SlotName *sn = fl_xmalloc(fl_mul_size(n + 1, sizeof *sn));
+    for (size_t i = 0; i < n; i++) {
+        const char *name = s->j.names.data[i];
+        size_t slot = fl_map_slot(m, name, strlen(name));
+        if (slot < m->cap) sn[k++] = (SlotName){slot, name};
+    }
+    qsort(sn, k, sizeof *sn, by_slot);
+    for (size_t i = 0; i < k; i++) FL_VEC_PUSH(out, sn[i].name);
+    free(sn);
+}
+
+/* Drops the names the body added, rebinds the ones it rebound. */
 static void snap_restore(Env *e, Snapshot *s) {
-    /* drop names added by the body; restore rebound ones */
-    FL_VEC(const char *) drop = {0};
-    for (size_t i = 0; i < e->map.cap; i++)
-        if (fl_map_slot_live(&e->map, i) && !fl_map_find(&s->map, e->map.buckets[i].key, e->map.buckets[i].klen))
-            FL_VEC_PUSH(&drop, e->map.buckets[i].key);
-    for (size_t i = 0; i < drop.len; i++) fl_map_remove(&e->map, drop.data[i], strlen(drop.data[i]));
-    FL_VEC_FREE(&drop);
-    for (size_t i = 0; i < s->map.cap; i++)
-        if (fl_map_slot_live(&s->map, i)) fl_map_put(&e->map, s->map.buckets[i].key, s->map.buckets[i].klen, s->map.buckets[i].val);
+    for (size_t i = 0; i < s->j.names.len; i++) {
+        const char *name = s->j.names.data[i];
+        FlValue *old;
+        fl_env_journal_old(&s->j, name, &old);
+        if (old) fl_map_put_str(&e->map, name, old);
+        else fl_map_remove(&e->map, name, strlen(name));
+    }
 }
 
 /* ------------------------------------------------------------------ owning the carried vars */
@@ -148,11 +184,9 @@ typedef struct Carry {
     const char *name, *src, *target;
 } Carry;
 
-/* Whether var `name` was made in block b after its first `before` vars (during the body). */
-static bool made_since(FlBlock *b, size_t before, const char *name) {
-    for (size_t i = before; i < b->vars.len; i++)
-        if (strcmp(b->vars.data[i]->name, name) == 0) return true;
-    return false;
+/* The names of the vars made in block b after its first `before` vars (during the body), into m. */
+static void made_since(FlBlock *b, size_t before, FlMap *m) {
+    for (size_t i = before; i < b->vars.len; i++) fl_map_put_str(m, b->vars.data[i]->name, b->vars.data[i]);
 }
 
 /* The var a name that the body rebound to the Var whose desc is nd is carried into: the var it
@@ -199,13 +233,16 @@ static void assign_in(Ctx *c, FlBlock *sub, const char *src, const char *dst, Fl
  * (`a, b = b, a`) is copied first, so that every assign reads the value the body left. Names
  * bound to vars the body made in the home block (a nested body's carry-out of a new name) are
  * carried already. */
-static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub, FlSpan sp) {
+static void carry_out(Ctx *c, Env *e, Snapshot *s, const StrVec *written, FlBlock *parent, FlBlock *sub,
+                      FlSpan sp) {
     FL_VEC(Carry) cs = {0};
-    for (size_t i = 0; i < e->map.cap; i++) {
-        if (!fl_map_slot_live(&e->map, i)) continue;
-        const char *name = e->map.buckets[i].key;
-        FlValue *now = e->map.buckets[i].val;
-        FlValue *before = fl_map_find_str(&s->map, name);
+    FlMap made; /* the vars the body made in the home block */
+    fl_map_init(&made);
+    if (s->home) made_since(s->home, s->home_nvars, &made);
+    for (size_t i = 0; i < written->len; i++) { /* a name the body did not write is as it was */
+        const char *name = written->data[i];
+        FlValue *now = fl_map_find_str(&e->map, name);
+        FlValue *before = snap_before(s, name);
         if (now->kind == VK_NONE && before && fl_ev_is_channel(c, before) && fl_ir_var_lookup(c->b.main, parent, before->var.name)) {
             /* `ch = None`: Go's nil channel, a value the channel var holds (channel_nil) */
             FL_VEC_PUSH(&cs, ((Carry){name, NULL, before->var.name}));
@@ -218,19 +255,30 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
         }
         FlVarDesc *nd = fl_ir_var_lookup(c->b.main, sub, now->var.name);
         if (!nd) continue;
-        if (s->home && made_since(s->home, s->home_nvars, now->var.name) && s->home != sub) continue;
+        if (s->home && fl_map_find_str(&made, now->var.name) && s->home != sub) continue;
         const char *target = carry_target(c, name, before, nd, parent, sp);
         if (target) FL_VEC_PUSH(&cs, ((Carry){name, now->var.name, target}));
     }
-    for (size_t i = 0; i < cs.len; i++)
-        for (size_t k = 0; k < cs.len && cs.data[i].src; k++)
-            if (k != i && strcmp(cs.data[i].src, cs.data[k].target) == 0) {
-                const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
-                fl_ir_var_copy(fl_ev_new_var(c, sub, tmp, sp), fl_ir_var_lookup(c->b.main, sub, cs.data[i].src));
-                assign_in(c, sub, cs.data[i].src, tmp, sp);
-                cs.data[i].src = tmp;
-                break;
-            }
+    /* the targets: each -> the place of its last carry + 1 and, in `twice`, whether two carries
+     * write it */
+    FlMap targets, twice;
+    fl_map_init(&targets);
+    fl_map_init(&twice);
+    for (size_t k = 0; k < cs.len; k++) {
+        if (fl_map_find_str(&targets, cs.data[k].target)) fl_map_put_str(&twice, cs.data[k].target, &twice);
+        fl_map_put_str(&targets, cs.data[k].target, (void *)(uintptr_t)(k + 1));
+    }
+    for (size_t i = 0; i < cs.len; i++) {
+        if (!cs.data[i].src) continue;
+        uintptr_t k = (uintptr_t)fl_map_find_str(&targets, cs.data[i].src);
+        if (!k || (k == i + 1 && !fl_map_find_str(&twice, cs.data[i].src))) continue; /* no other carry writes it */
+        const char *tmp = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign"));
+        fl_ir_var_copy(fl_ev_new_var(c, sub, tmp, sp), fl_ir_var_lookup(c->b.main, sub, cs.data[i].src));
+        assign_in(c, sub, cs.data[i].src, tmp, sp);
+        cs.data[i].src = tmp;
+    }
+    fl_map_fini(&targets);
+    fl_map_fini(&twice);
     c->b.block = sub;
     for (size_t i = 0; i < cs.len; i++) {
         if (!cs.data[i].src) {
@@ -243,6 +291,7 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, FlBlock *parent, FlBlock *sub
         fl_env_set(e, cs.data[i].name, fl_v_var(c, cs.data[i].target));
     }
     FL_VEC_FREE(&cs);
+    fl_map_fini(&made);
 }
 
 /* A new var of the current block that an assign sets to the Var v. */
@@ -282,10 +331,11 @@ static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next
 /* A loop body that rebinds a name that was None when it started to a channel: the body was
  * compiled with the name None (a select case on it is never ready), but its next iteration would
  * start with a channel. Go's typed nil channel is what such a loop needs. */
-static void nil_to_chan(Ctx *c, Env *e, Snapshot *s, FlSpan sp) {
-    for (size_t i = 0; i < s->map.cap; i++) {
-        if (!fl_map_slot_live(&s->map, i) || ((FlValue *)s->map.buckets[i].val)->kind != VK_NONE) continue;
-        const char *name = s->map.buckets[i].key;
+static void nil_to_chan(Ctx *c, Env *e, Snapshot *s, const StrVec *written, FlSpan sp) {
+    for (size_t i = 0; i < written->len; i++) {
+        const char *name = written->data[i];
+        FlValue *before = snap_before(s, name);
+        if (!before || before->kind != VK_NONE) continue;
         FlValue *now = fl_map_find_str(&e->map, name);
         if (now && now->kind == VK_VAR && fl_ev_is_channel(c, now))
             fl_ev_error(c, sp, "'%s' is None when the loop starts and a channel after its body; start it as a nil "
@@ -336,11 +386,14 @@ static Flow run_bound(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next
     Flow f = next ? fl_ev_run_stmts(c, e, body, from, next) : fl_ev_block(c, e, body);
     c->rt_depth--;
     c->home = home;
-    if (carry && copy_in) nil_to_chan(c, e, &s, sp);
-    if (carry) carry_out(c, e, &s, parent, sub, sp);
+    StrVec written = {0};
+    if (carry) snap_written(&s, &written);
+    if (carry && copy_in) nil_to_chan(c, e, &s, &written, sp);
+    if (carry) carry_out(c, e, &s, &written, parent, sub, sp);
     else snap_restore(e, &s);
+    FL_VEC_FREE(&written);
     c->b.block = parent;
-    fl_map_fini(&s.map);
+    snap_end(&s);
     return f;
 }
 
@@ -668,7 +721,7 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     fl_ev_infer(c, sub, cb, s->span);
     /* the loop's name is the loop's (Go's `for v := range ch`); names the body bound are carried */
     if (prev) fl_env_set(e, tn, prev);
-    else fl_map_remove(&e->map, tn, strlen(tn));
+    else fl_env_remove(e, tn);
     c->b.block = parent;
     FlOpDesc *op = control_op(c, "while", sub, s->span);
     fl_ev_control_io(c, parent, sub, op, "X", "Out");
@@ -742,7 +795,7 @@ Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool 
     c->rtloops.len--;
     c->loop_depth = saved_loop;
     snap_restore(e, &snap);
-    fl_map_fini(&snap.map);
+    snap_end(&snap);
     c->b.block = parent;
     FlOpDesc *op = control_op(c, "parallel_for", sub, sp);
     fl_ir_op_set_int(op, "n", n);
@@ -788,26 +841,26 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                 (strcmp(opn->call.fn->attr.name, "recv") != 0 && strcmp(opn->call.fn->attr.name, "send") != 0)) {
                 fl_ev_error(c, opn->span, "a select case must be 'ch.recv()' or 'ch.send(x)'");
                 bad = true;
-                fl_map_fini(&snap.map);
+                snap_end(&snap);
                 continue;
             }
             bool is_send = strcmp(opn->call.fn->attr.name, "send") == 0;
             FlValue *ch = fl_ev_expr(c, e, opn->call.fn->attr.obj);
             if (ch->kind == VK_ERROR) {
                 bad = true;
-                fl_map_fini(&snap.map);
+                snap_end(&snap);
                 continue;
             }
             if (ch->kind == VK_NONE) { /* Go's nil channel, known at compile time: never ready */
                 nil_cases++;
-                fl_map_fini(&snap.map);
+                snap_end(&snap);
                 continue;
             }
             if (!fl_ev_is_channel(c, ch)) {
                 fl_ev_error(c, opn->call.fn->attr.obj->span, "'%s' needs a channel, found %s",
                             is_send ? "send" : "recv", fl_v_type_name(ch));
                 bad = true;
-                fl_map_fini(&snap.map);
+                snap_end(&snap);
                 continue;
             }
             FlVarDesc *chd = fl_ev_var_desc(c, ch);
@@ -817,7 +870,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                 if (opn->call.nargs != 1) {
                     fl_ev_error(c, opn->span, "send() takes one value");
                     bad = true;
-                    fl_map_fini(&snap.map);
+                    snap_end(&snap);
                     continue;
                 }
                 FlValue *x = fl_ev_expr(c, e, opn->call.args[0].value);
@@ -825,7 +878,7 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
                 if (x->kind != VK_VAR) {
                     if (x->kind != VK_ERROR) fl_ev_error(c, opn->span, "send() needs a Var, found %s", fl_v_type_name(x));
                     bad = true;
-                    fl_map_fini(&snap.map);
+                    snap_end(&snap);
                     continue;
                 }
                 vn = x->var.name;
@@ -873,12 +926,12 @@ Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s) {
         if (!assign_to) target_names(cs->case_.target, &declared);
         for (size_t k = 0; k < declared.len; k++) {
             const char *tn = declared.data[k];
-            FlValue *prev = fl_map_find_str(&snap.map, tn);
+            FlValue *prev = snap_before(&snap, tn);
             if (prev) fl_env_set(e, tn, prev);
-            else fl_map_remove(&e->map, tn, strlen(tn));
+            else fl_env_remove(e, tn);
         }
         FL_VEC_FREE(&declared);
-        fl_map_fini(&snap.map);
+        snap_end(&snap);
         if (f == FLOW_RETURN) {
             fl_ev_error(c, cs->span, "'return' inside a select case cannot be compiled (the case is chosen at run time)");
             bad = true;
@@ -1005,7 +1058,7 @@ Flow fl_ev_lower_rnn(Ctx *c, Env *e, FlAst *s, FlValue *g) {
     c->rtloops.len--;
     c->loop_depth = saved_loop;
     snap_restore(e, &snap);
-    fl_map_fini(&snap.map);
+    snap_end(&snap);
     if (f == FLOW_RETURN || f == FLOW_BREAK || f == FLOW_CONTINUE) {
         fl_ev_error(c, s->span, "'return', 'break' and 'continue' cannot leave the block of a recurrent layer");
         return FLOW_ERROR;

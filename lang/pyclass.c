@@ -112,6 +112,7 @@ Flow fl_ev_class(Ctx *c, Env *e, FlAst *s) {
     cls->cls.name = s->cls.name;
     cls->cls.base = base;
     cls->cls.attrs = fl_env_new(c, e);
+    fl_env_share(cls->cls.attrs);
     int saved_loop = c->loop_depth;
     c->loop_depth = 0;
     Flow f = fl_ev_block(c, cls->cls.attrs, &s->cls.body);

@@ -7,8 +7,9 @@
  * Invariants: every value and every Env lives in the compilation's arena and is never freed one
  * by one (an Env's map is finalised at the end of the compilation through Ctx.envs); None, True,
  * False and ERROR are single values of the Ctx, so they may be compared by pointer; dicts keep
- * their keys in insertion order and compare keys with == (a linear scan: dicts of a program are
- * small); == and repr recurse at most FL_MAX_NESTING levels (repr shows a container met again
+ * their keys in insertion order and find a key as == would (a scan while the dict is small, then
+ * through an index from each key's bytes: a program's dict of every parameter is looked up once
+ * per layer); == and repr recurse at most FL_MAX_NESTING levels (repr shows a container met again
  * inside itself as [...], as Python does), so no value overflows the C stack.
  */
 #include "lang/eval_impl.h"
@@ -66,6 +67,99 @@ void fl_v_list_push(Ctx *c, FlValue *l, FlValue *v) {
 }
 FlValue *fl_v_dict(Ctx *c) { return fl_v_new(c, VK_DICT); }
 static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth);
+
+/* Appends to out the bytes that stand for key k in a dict's index (a str key itself is indexed by
+ * its text, in a map of its own; a str in a tuple goes through here): two keys get the same bytes
+ * exactly when == says they are equal (a number by its value, so that 1, 1.0 and True agree; a
+ * str by its text; a Var by its interned name; a tuple by its items; a value of a kind that ==
+ * compares by identity by its address). False for a key that has no such bytes: a list or a
+ * dict (they may change), a NaN (equal only to itself), a tuple holding one of those or nested
+ * deeper than DICT_KEY_NESTING; such keys are found by a scan with ==. */
+#define DICT_KEY_NESTING 32
+#define DICT_INDEX_MIN 16
+static bool key_bytes(const FlValue *k, FlBuf *out, int depth) {
+    switch (k->kind) {
+    case VK_NONE: fl_buf_putc(out, 'n'); return true;
+    case VK_BOOL:
+    case VK_INT:
+    case VK_FLOAT: {
+        double f = k->kind == VK_FLOAT ? k->f : 0;
+        if (k->kind == VK_FLOAT && isnan(f)) return false;
+        int64_t i;
+        if (k->kind != VK_FLOAT) {
+            i = k->kind == VK_INT ? k->i : k->b;
+        } else if (f == trunc(f) && f >= -9223372036854775808.0 && f < 9223372036854775808.0) {
+            i = (int64_t)f; /* an integral float equals the int of its value (0.0 and -0.0 too) */
+        } else {
+            fl_buf_putc(out, 'f');
+            fl_buf_append(out, (const char *)&f, sizeof f);
+            return true;
+        }
+        fl_buf_putc(out, 'i');
+        fl_buf_append(out, (const char *)&i, sizeof i);
+        return true;
+    }
+    case VK_STR:
+        fl_buf_putc(out, 's');
+        fl_buf_append(out, (const char *)&k->str.n, sizeof k->str.n);
+        fl_buf_append(out, k->str.s, k->str.n);
+        return true;
+    case VK_TUPLE:
+        if (depth >= DICT_KEY_NESTING) return false;
+        fl_buf_putc(out, 't');
+        fl_buf_append(out, (const char *)&k->list.len, sizeof k->list.len);
+        for (size_t i = 0; i < k->list.len; i++)
+            if (!key_bytes(k->list.items[i], out, depth + 1)) return false;
+        return true;
+    case VK_LIST:
+    case VK_DICT: return false;
+    case VK_VAR:
+        fl_buf_putc(out, 'v');
+        fl_buf_append(out, (const char *)&k->var.name, sizeof k->var.name);
+        return true;
+    case VK_FUNC: case VK_BUILTIN: case VK_MODULE: case VK_RECORD: case VK_GUARD: case VK_PROGRAM:
+    case VK_READER: case VK_ERROR: case VK_CLASS:
+        fl_buf_putc(out, 'p');
+        fl_buf_append(out, (const char *)&k, sizeof k);
+        return true;
+    case VK_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* The map of d's index that holds key k and k's bytes there (*key, *klen): a str by its own text
+ * (it stays in the arena), any other key by key_bytes in *b. NULL when k has no bytes. */
+static FlMap *index_slot(FlValue *d, const FlValue *k, FlBuf *b, const char **key, size_t *klen) {
+    if (k->kind == VK_STR) {
+        *key = k->str.s;
+        *klen = k->str.n;
+        return d->dict.by_str;
+    }
+    if (!key_bytes(k, b, 0)) return NULL;
+    *key = b->data;
+    *klen = b->len;
+    return d->dict.by_bytes;
+}
+
+/* Enters key i of dict d into its index, if the key has bytes. */
+static void index_key(Ctx *c, FlValue *d, size_t i) {
+    FlBuf b = {0};
+    const char *key;
+    size_t klen;
+    FlMap *m = index_slot(d, d->dict.keys[i], &b, &key, &klen);
+    if (m) fl_map_put(m, m == d->dict.by_str ? key : fl_arena_strndup(&c->arena, key, klen), klen,
+                      (void *)(uintptr_t)(i + 1));
+    fl_buf_free(&b);
+}
+
+/* Builds d's index, once it has DICT_INDEX_MIN keys: a smaller dict is scanned. */
+static void make_index(Ctx *c, FlValue *d) {
+    /* Envs of their own hold the maps, so that they are finalised with the others */
+    d->dict.by_str = &fl_env_new(c, NULL)->map;
+    d->dict.by_bytes = &fl_env_new(c, NULL)->map;
+    for (size_t i = 0; i < d->dict.len; i++) index_key(c, d, i);
+}
+
 FlValue *fl_v_dict_get(FlValue *d, FlValue *k) {
     ptrdiff_t i = dict_find(d, k, 0);
     return i >= 0 ? d->dict.vals[i] : NULL;
@@ -83,6 +177,30 @@ void fl_v_dict_set(Ctx *c, FlValue *d, FlValue *k, FlValue *v) {
     }
     d->dict.keys[d->dict.len] = k;
     d->dict.vals[d->dict.len++] = v;
+    if (d->dict.by_str) index_key(c, d, d->dict.len - 1);
+    else if (d->dict.len == DICT_INDEX_MIN) make_index(c, d);
+}
+void fl_v_dict_remove(FlValue *d, size_t i) {
+    FL_ASSERT(i < d->dict.len);
+    if (d->dict.by_str) { /* key i leaves the index; the keys after it move down one place */
+        FlBuf b = {0};
+        const char *key;
+        size_t klen;
+        FlMap *m = index_slot(d, d->dict.keys[i], &b, &key, &klen);
+        if (m) fl_map_remove(m, key, klen);
+        fl_buf_free(&b);
+        FlMap *both[2] = {d->dict.by_str, d->dict.by_bytes};
+        for (int j = 0; j < 2; j++)
+            for (size_t s = 0; s < both[j]->cap; s++) {
+                if (!fl_map_slot_live(both[j], s)) continue;
+                uintptr_t at = (uintptr_t)both[j]->buckets[s].val;
+                if (at > i + 1) both[j]->buckets[s].val = (void *)(at - 1);
+            }
+    }
+    size_t rest = d->dict.len - i - 1;
+    memmove(d->dict.keys + i, d->dict.keys + i + 1, rest * sizeof(FlValue *));
+    memmove(d->dict.vals + i, d->dict.vals + i + 1, rest * sizeof(FlValue *));
+    d->dict.len--;
 }
 FlValue *fl_v_var(Ctx *c, const char *name) {
     FlValue *v = fl_v_new(c, VK_VAR);
@@ -145,6 +263,15 @@ static int eq(FlValue *a, FlValue *b, int depth);
 
 /* The index of key k in dict d, -1 if absent, -2 when comparing nests too deeply. */
 static ptrdiff_t dict_find(FlValue *d, FlValue *k, int depth) {
+    if (d->dict.by_str) {
+        FlBuf b = {0};
+        const char *key;
+        size_t klen;
+        FlMap *m = index_slot(d, k, &b, &key, &klen);
+        uintptr_t at = m ? (uintptr_t)fl_map_find(m, key, klen) : 0;
+        fl_buf_free(&b);
+        if (m) return (ptrdiff_t)at - 1; /* a key with bytes equals only keys with the same bytes */
+    }
     for (size_t i = 0; i < d->dict.len; i++) {
         int r = eq(d->dict.keys[i], k, depth);
         if (r != 0) return r < 0 ? -2 : (ptrdiff_t)i;
@@ -337,18 +464,71 @@ Env *fl_env_new(Ctx *c, Env *parent) {
     FL_VEC_PUSH(&c->envs, e);
     return e;
 }
-FlValue *fl_env_find(Env *e, const char *name) {
-    for (; e; e = e->parent) {
-        Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
-        if (to) e = to;
-        FlValue *v = fl_map_find_str(&e->map, name);
-        if (v) return v;
-    }
+void fl_env_share(Env *e) {
+    for (; e && !e->shared; e = e->parent) e->shared = true; /* a shared Env's parents are */
+}
+/* name in e or its parents, then (unless NULL) in `then` or its parents; the name is hashed once. */
+static FlValue *env_find(Env *e, Env *then, const char *name) {
+    size_t n = strlen(name);
+    uint64_t h = fl_hash_bytes(name, n);
+    for (int pass = 0; pass < 2; pass++, e = then)
+        for (; e; e = e->parent) {
+            Env *to = e->redirect ? fl_map_find_hashed(e->redirect, name, n, h) : NULL;
+            if (to) e = to;
+            FlValue *v = fl_map_find_hashed(&e->map, name, n, h);
+            if (v) return v;
+        }
     return NULL;
+}
+FlValue *fl_env_find(Env *e, const char *name) { return env_find(e, NULL, name); }
+FlValue *fl_env_find_then(Env *e, Env *then, const char *name) { return env_find(e, then, name); }
+/* Notes in e's journal, if any, that name is about to be written. */
+static void journal_note(Env *e, const char *name) {
+    EnvJournal *j = e->journal;
+    if (!j) return;
+    size_t n = strlen(name);
+    if (fl_map_find(&j->old, name, n)) return;
+    FlValue *old = fl_map_find(&e->map, name, n);
+    fl_map_put(&j->old, name, n, old ? (void *)old : (void *)&j->old);
+    FL_VEC_PUSH(&j->names, name);
 }
 void fl_env_set(Env *e, const char *name, FlValue *v) {
     Env *to = e->redirect ? fl_map_find_str(e->redirect, name) : NULL;
-    fl_map_put_str(&(to ? to : e)->map, name, v);
+    Env *t = to ? to : e;
+    journal_note(t, name);
+    fl_map_put_str(&t->map, name, v);
+}
+void fl_env_remove(Env *e, const char *name) {
+    journal_note(e, name);
+    fl_map_remove(&e->map, name, strlen(name));
+}
+void fl_env_journal_begin(Env *e, EnvJournal *j) {
+    fl_map_init(&j->old);
+    j->names.data = NULL;
+    j->names.len = j->names.cap = 0;
+    j->outer = e->journal;
+    e->journal = j;
+}
+void fl_env_journal_end(Env *e, EnvJournal *j) {
+    FL_ASSERT(e->journal == j);
+    EnvJournal *o = e->journal = j->outer;
+    /* a name j saw first written was not written before j began, since o began: its value
+     * then is the one o must remember */
+    for (size_t i = 0; o && i < j->names.len; i++) {
+        const char *name = j->names.data[i];
+        size_t n = strlen(name);
+        if (fl_map_find(&o->old, name, n)) continue;
+        void *old = fl_map_find(&j->old, name, n);
+        fl_map_put(&o->old, name, n, old == (void *)&j->old ? (void *)&o->old : old);
+        FL_VEC_PUSH(&o->names, name);
+    }
+    fl_map_fini(&j->old);
+    FL_VEC_FREE(&j->names);
+}
+bool fl_env_journal_old(const EnvJournal *j, const char *name, FlValue **old) {
+    void *o = fl_map_find_str(&j->old, name);
+    *old = o == (const void *)&j->old ? NULL : o;
+    return o != NULL;
 }
 void fl_env_redirect(Ctx *c, Env *e, const char *name, Env *to) {
     if (!e->redirect) {

@@ -409,6 +409,9 @@ static bool declared_inside(const FlProgram *p, const FlBlock *outer, const char
 }
 
 void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, FlBlockIo *io) {
+    FL_VEC(const FlOpDesc *) lis = {0}; /* the block's list_index ops, in order: most blocks have none */
+    for (size_t k = 0; k < b->ops.len; k++)
+        if (strcmp(b->ops.data[k]->type, "list_index") == 0) FL_VEC_PUSH(&lis, b->ops.data[k]);
     for (size_t k = 0; k < b->ops.len; k++) {
         FlOpDesc *op = b->ops.data[k];
         for (size_t s = 0; s < op->ins.len; s++)
@@ -421,10 +424,10 @@ void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, 
                 const char *n = op->outs.data[s].args[i];
                 if (!declared_inside(p, outer, n, b)) fl_ir_block_io_add(io, true, n);
                 /* writing a list_index output writes the picked var: every list item */
-                if (declared_inside(p, outer, n, b)) {
-                    for (size_t q = 0; q < b->ops.len; q++) {
-                        FlOpDesc *li = b->ops.data[q];
-                        if (strcmp(li->type, "list_index") != 0 || op == li) continue;
+                if (lis.len && declared_inside(p, outer, n, b)) {
+                    for (size_t q = 0; q < lis.len; q++) {
+                        const FlOpDesc *li = lis.data[q];
+                        if (op == li) continue;
                         const char *o = fl_ir_op_output1(li, "Out");
                         FlSlot *xs = fl_ir_op_input(li, "X");
                         if (!o || !xs || strcmp(o, n) != 0) continue;
@@ -439,6 +442,7 @@ void fl_ir_block_io(const FlProgram *p, const FlBlock *outer, const FlBlock *b, 
                 for (size_t j = 0; j < at->n; j++) fl_ir_block_io(p, outer, fl_ir_block(p, (int)at->ints[j]), io);
         }
     }
+    FL_VEC_FREE(&lis);
 }
 
 bool fl_ir_var_remove(FlBlock *b, const char *name) {
@@ -684,13 +688,15 @@ static bool empty(const char *s) {
     return !s || !*s;
 }
 
-static FlStatus check_loc(FlLoc l, size_t nsources, FlErr *e, const char *what) {
+/* A location's checks; the error names block b's op or var (what) and its name. */
+static FlStatus check_loc(FlLoc l, size_t nsources, FlErr *e, const FlBlock *b, const char *what,
+                          const char *name) {
     if (l.file < -1 || (l.file >= 0 && (size_t)l.file >= nsources))
-        return fl_err(e, "%s: location names source file %d, but there are %zu", what, (int)l.file,
-                      nsources);
+        return fl_err(e, "block %d, %s '%.100s': location names source file %d, but there are %zu",
+                      b->idx, what, name, (int)l.file, nsources);
     if (l.line < 0 || l.col < 0 || l.len < 0)
-        return fl_err(e, "%s: negative location %d:%d (length %d)", what, (int)l.line, (int)l.col,
-                      (int)l.len);
+        return fl_err(e, "block %d, %s '%.100s': negative location %d:%d (length %d)", b->idx, what,
+                      name, (int)l.line, (int)l.col, (int)l.len);
     return FL_OK;
 }
 
@@ -784,9 +790,7 @@ static FlStatus check_op(const FlProgram *p, const FlBlock *b, const FlOpDesc *o
         case FL_ATTR_TYPE_COUNT: break;
         }
     }
-    char what[160];
-    snprintf(what, sizeof what, "block %d, op '%.100s'", b->idx, op->type);
-    return check_loc(op->loc, nsources, e, what);
+    return check_loc(op->loc, nsources, e, b, "op", op->type);
 }
 
 static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources, FlErr *e) {
@@ -811,9 +815,7 @@ static FlStatus check_var(const FlBlock *b, const FlVarDesc *v, size_t nsources,
     if (v->elem_chans < 0 || v->elem_chans > FL_IR_MAX_DIMS || (v->elem_chans && v->kind != FL_VAR_CHANNEL))
         return fl_err(e, "block %d, var '%s': elem_chans %d (0..%d, channels only)", b->idx, v->name,
                       (int)v->elem_chans, FL_IR_MAX_DIMS);
-    char what[160];
-    snprintf(what, sizeof what, "block %d, var '%.100s'", b->idx, v->name);
-    return check_loc(v->loc, nsources, e, what);
+    return check_loc(v->loc, nsources, e, b, "var", v->name);
 }
 
 /* A LoD tensor's offset vars: each a dense int64 vector the block can see; a tensor array's: each

@@ -181,6 +181,20 @@ static void test_functions(void) {
                      "    return 1 if n <= 1 else n * fact(n - 1)\n"
                      "r = layers.data(name='r', shape=[fact(5)])\n",
                  120);
+    /* a call's locals are let go when it returns, unless something made in it keeps them: a
+     * function (also one made in a comprehension or a class body inside it, or one level
+     * further down) or a class; each here is used after the call that made it returned */
+    check_true("def counter():\n    n = [0]\n    def inc():\n        n[0] += 1\n        return n[0]\n    return inc\n"
+               "def deep(a):\n    def mid(b):\n        return lambda c: a * 100 + b * 10 + c\n    return mid\n"
+               "def fs(k):\n    return [lambda y: y * k for i in range(3)]\n"
+               "def klass(v):\n    class K:\n        def get(self):\n            return v\n    return K\n"
+               "def total(m):\n    t = 0\n    def add(x):\n        nonlocal t\n        t += x\n    for i in range(m):\n"
+               "        add(i)\n    return add, lambda: t\n"
+               "def plain(x):\n    y = [x * 2 for _ in range(2)]\n    return y\n"
+               "c = counter()\nc()\nd = deep(1)(2)\ng = fs(5)\nK = klass('v')\na, t = total(4)\na(10)\n"
+               "for i in range(50):\n    plain(i)\n",
+               "c() == 2 and d(3) == 123 and [h(2) for h in g] == [10, 10, 10] and K().get() == 'v' "
+               "and t() == 16 and plain(4) == [8, 8]");
     /* keyword-only binding errors */
     char *e = errors_of("def f(a, b=2):\n    return a\nf(1, c=3)\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(e, "f() got an unexpected keyword argument 'c'"));
@@ -259,6 +273,34 @@ static void test_nesting(void) {
     check_error(src, "snippet.fl:6:5: error: cannot convert to a string");
     /* the repr of a shared (not cyclic) list is written out each time */
     check_true("a = [1]\nb = [a, a]\n", "str(b) == '[[1], [1]]'");
+}
+
+/* A dict past a few keys finds them through an index of each key's bytes: it must agree with ==
+ * (1, 1.0 and True are one key; a NaN only itself; lists and dicts as keys by a scan), keep the
+ * insertion order, and follow pop's moving of the keys after the one removed. */
+static void test_big_dicts(void) {
+    const char *setup = "d = {}\n"
+                        "for i in range(100):\n    d['k' + str(i)] = i\n"
+                        "for i in range(100):\n    d[i] = -i\n"
+                        "d[1.0] = 'one'\nd[True] = 'true'\nd[2.5] = 'f'\nd[-0.0] = 'zero'\n"
+                        "d[(1, ('a', None))] = 't'\nd[None] = 'n'\n"
+                        "nan = float('nan')\nd[nan] = 'nan'\nd[2.0 ** 63] = 'f63'\nd[2 ** 62] = 'big'\n";
+    check_true(setup, "len(d) == 206 and d[1] == 'true' and d[1.0] == 'true' and d[True] == 'true' "
+                      "and d[0] == 'zero' and d[False] == 'zero' and d[2.5] == 'f' and 2.4 not in d "
+                      "and d[(1.0, ('a', None))] == 't' and (1, ('a', 0)) not in d and d[None] == 'n' "
+                      "and d[nan] == 'nan' and float('nan') not in d and d['k42'] == 42 and 'k100' not in d "
+                      "and d[2 ** 62] == 'big' and d[float(2 ** 62)] == 'big' and d[2.0 ** 63] == 'f63' "
+                      "and 9223372036854775807 not in d");
+    check_true(setup, "list(d)[:3] == ['k0', 'k1', 'k2'] and list(d)[100:102] == [0, 1] "
+                      "and list(d)[-1] == 2 ** 62");
+    char more[1024];
+    snprintf(more, sizeof more, "%sfor i in range(0, 100, 2):\n    d.pop('k' + str(i))\n"
+             "d.pop(5)\nd['k0'] = 'again'\n", setup);
+    check_true(more, "len(d) == 156 and d['k1'] == 1 and 'k2' not in d and d['k99'] == 99 and d[4] == -4 "
+                     "and 5 not in d and d[6] == -6 and d[nan] == 'nan' and list(d)[-1] == 'k0' "
+                     "and d['k0'] == 'again' and list(d)[:2] == ['k1', 'k3'] and d[2 ** 62] == 'big'");
+    check_true("d = {}\nfor i in range(40):\n    d[str(i)] = i\n",
+               "d == {str(i): i for i in range(40)} and d != {str(i): i + 1 for i in range(40)}");
 }
 
 /* Ints are int64 and exact: an overflow anywhere is a located error, sum() adds in int64, 0 to a
@@ -1535,6 +1577,8 @@ static void test_whole_float_attrs(void) {
         {"y = layers.conv2d(x, num_filters=4, filter_size=3, padding=3 / 2)\n",
          "note: '/' always gives a float; '//' divides ints to an int"},
         {"y = layers._op('top_k', X=x, k=1.5)\n", "error: top_k: attribute 'k' must be an int, found 1.5 (a float that is not a whole number)"},
+        {"y = layers._op('reshape', X=x, shape=[3, 64, 1.5])\n", "error: reshape: attribute 'shape' must be an int, found 1.5 (a float"},
+        {"y = layers._op('reshape', X=x, shape=2.5)\n", "error: reshape: attribute 'shape' must be an int, found 2.5 (a float"},
     };
     check_errors("x = layers.data(name='x', shape=[3, 8, 8])\n", errs, FL_ARRAY_LEN(errs));
 }
@@ -1545,6 +1589,7 @@ int main(void) {
         {"control_flow", test_control_flow},
         {"values", test_values},
         {"nesting", test_nesting},
+        {"big_dicts", test_big_dicts},
         {"exact_compare", test_exact_compare},
         {"int_semantics", test_int_semantics},
         {"size_limits", test_size_limits},
