@@ -515,6 +515,45 @@ static void print_plan_issues(const Opts *o, const FlPlanIssues *vi) {
         fprintf(stderr, "flrun: error: %s: %zu more issues\n", o->file, n - FL_PLAN_VERIFY_SHOWN);
 }
 
+/* The options of a job that its ranks must have alike, told to the announce exchange
+ * (fl_mpi_agree), each compared among the ranks that use it: the training's epochs and batch
+ * size as they take effect (the option, or the run spec's) and the checkpoint, log, timeline and
+ * prediction options among the trainers (trainer 0 writes and predicts, and a rank that trains
+ * differently waits on the others); the seed and --load on every rank of a plan (its pservers
+ * initialise or load their blocks with them), among the trainers of hand-written MPMD programs
+ * (a server program has its own). In a plan the trainers' run spec counts on every rank.
+ * --data-dir may differ: each host reads its own copy of the data (a plan's identity leaves the
+ * readers' folders out, and the trainers compare the rows they read: train.h). */
+static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *mine, FlMpi *m) {
+    const FlRunSpec *rs = plan ? &plan->roles.data[0]->run : &mine->run;
+    bool all = plan != NULL; /* the seed and --load: every rank of a plan */
+    struct {
+        const char *name;
+        int64_t given, spec;
+        bool trainers;
+    } nums[] = {{"--epochs", o->epochs, rs->epochs, true}, {"--batch-size", o->batch, rs->batch_size, true},
+                {"--seed", o->seed, rs->seed, !all}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        char key[32], shown[64];
+        int64_t v = nums[i].given >= 0 ? nums[i].given : nums[i].spec;
+        snprintf(key, sizeof key, "%lld", (long long)v);
+        snprintf(shown, sizeof shown, "%lld%s", (long long)v, nums[i].given >= 0 ? "" : " (the program's)");
+        fl_mpi_agree(m, nums[i].name, key, shown, nums[i].trainers);
+    }
+    struct {
+        const char *name, *value;
+        bool trainers;
+    } paths[] = {{"--load", o->load, !all},        {"--save", o->save, true},       {"--log", o->log, true},
+                 {"--timeline", o->timeline, true}, {"--predict", o->predict, true}, {"--predict-var", o->predict_var, true}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const char *v = paths[i].value;
+        FlBuf shown = {0};
+        fl_buf_printf(&shown, v ? "'%s'" : "none", v);
+        fl_mpi_agree(m, paths[i].name, v ? v : "", fl_buf_str(&shown), paths[i].trainers);
+        fl_buf_free(&shown);
+    }
+}
+
 /* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). A plan
  * with issues (every rank found the same) starts no work: rank 0 reports them, every rank
  * leaves with 1. Returns the exit code when the job cannot start, else -1. */
@@ -534,6 +573,7 @@ static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **
         return 1;
     }
     *out = m;
+    agree_options(o, plan, *bundle, m);
     /* collective: on an error every rank has the same message; rank 0 says it, all leave at once */
     if ((plan ? fl_mpi_assign_plan(m, plan, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) != FL_OK) {
         if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s\n", e.msg);
