@@ -399,8 +399,9 @@ static bool parse_row(const char **p, const char *end, char stop, int64_t *out) 
     return true;
 }
 
-/* The checkpoint format of dir into *version: 1 without a FORMAT file, else the N of its line
- * "fluidc checkpoint N" (the final newline optional). Errors: a FORMAT that is not a regular
+/* The checkpoint format of dir into *version: 1 without a FORMAT file (or with one that is a
+ * tensor file: a version-1 var named FORMAT), else the N of its line "fluidc checkpoint N" (the
+ * final newline optional). Errors: a FORMAT that is not a regular
  * file, cannot be read or holds anything else, and formats this reader does not know (newer
  * ones: "written by a newer fluidc", as a .flp of a newer format is refused). */
 static FlStatus read_format(const char *dir, int *version, FlErr *err) {
@@ -417,6 +418,10 @@ static FlStatus read_format(const char *dir, int *version, FlErr *err) {
     char *fmt = fl_read_regular_file(fl_buf_str(&path), &len, &e2);
     fl_buf_free(&path);
     if (!fmt) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    if (len >= 8 && !memcmp(fmt, MAGIC, 8)) { /* version 1, which named files after vars: a var "FORMAT" */
+        free(fmt);
+        return FL_OK;
+    }
     FlStatus st = FL_OK;
     size_t kw = strlen(FORMAT_WORDS), n = len && fmt[len - 1] == '\n' ? len - 1 : len;
     const char *q = fmt + kw;

@@ -292,6 +292,7 @@ static void test_format(void) {
         {"fluidc checkpoint 2\n\n", "its FORMAT is not a checkpoint's: 'fluidc checkpoint 2?'"},
         {"fluidc checkpoint 99999999999999999999\n", "its FORMAT is not a checkpoint's"},
         {"fluidc checkpoint -2\n", "its FORMAT is not a checkpoint's"},
+        {"FLTENSOR\x01", NULL}, /* a tensor file: version 1, whose var FORMAT had the file FORMAT */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *ck = copy_ck(src, "format_case");
