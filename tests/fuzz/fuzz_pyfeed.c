@@ -10,8 +10,9 @@
  * dtype code and rank may be out of range; its dims come from a table with 0, -1, INT64_MAX and
  * 2**40 in it; its elements are input bytes (NaNs, ids out of range). As the package does, the
  * buffer always holds the bytes the shape says when the shape is valid and small; a shape that is
- * not valid (a negative dim, a product past int64, a bad dtype or rank) goes with no buffer, and
- * the shim must refuse it before reading any. Any outcome is fine but a crash, a sanitizer
+ * not valid (a negative dim, a product past int64 or past size_t's bytes, a bad dtype or rank)
+ * goes with no buffer, and the shim must refuse it before reading any (a valid shape of more
+ * than 64 KiB is left out: only an allocation could tell it from a good one). Any outcome is fine but a crash, a sanitizer
  * report, a hang or a broken promise: a call returns 0 (or 1: fetches left in handles) or -1
  * with a message, and its results are what its meta says.
  *
@@ -107,8 +108,9 @@ static bool feed_of(Gen *g, FlpyFeed *f, int64_t *shape, char *name, uint8_t **b
     for (int k = 0; valid && k < f->ndim; k++) valid = shape[k] >= 0, zero |= shape[k] == 0;
     for (int k = 0; valid && !zero && k < f->ndim; k++) valid = !__builtin_mul_overflow(n, shape[k], &n);
     if (!valid) return true; /* the shim refuses it before it reads data */
-    size_t bytes = zero ? 0 : (size_t)n * fl_dtype_size((FlDType)f->dtype);
-    if (!zero && (uint64_t)n > (SIZE_MAX >> 4)) return true; /* too large to allocate: refused too */
+    size_t es = fl_dtype_size((FlDType)f->dtype);
+    if (!zero && (uint64_t)n > SIZE_MAX / es) return true; /* more bytes than size_t: refused too */
+    size_t bytes = zero ? 0 : (size_t)n * es;
     if (bytes > 65536) return false;
     *buf = malloc(bytes ? bytes : 1);
     for (size_t i = 0; i < bytes; i++) (*buf)[i] = (uint8_t)pick(g, 256);
