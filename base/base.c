@@ -4,6 +4,7 @@
 #include "base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,12 +270,40 @@ FlStatus fl_err(FlErr *e, const char *fmt, ...) {
     return FL_ERROR;
 }
 
-char *fl_read_file(const char *path, size_t *len, FlErr *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "of an unknown kind";
+}
+
+FILE *fl_open_regular(const char *path, FlErr *e) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         fl_err(e, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fl_err(e, "cannot read '%s': %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fl_err(e, "'%s' is not a regular file (%s)", path, file_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        fl_err(e, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+/* The rest of f, whole (f is closed). */
+static char *read_all(FILE *f, const char *path, size_t *len, FlErr *e) {
     FlBuf b = {0};
     char tmp[65536];
     size_t n;
@@ -289,6 +318,20 @@ char *fl_read_file(const char *path, size_t *len, FlErr *e) {
     if (!b.data) fl_buf_append(&b, "", 0);
     *len = b.len;
     return b.data;
+}
+
+char *fl_read_file(const char *path, size_t *len, FlErr *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fl_err(e, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    return read_all(f, path, len, e);
+}
+
+char *fl_read_regular_file(const char *path, size_t *len, FlErr *e) {
+    FILE *f = fl_open_regular(path, e);
+    return f ? read_all(f, path, len, e) : NULL;
 }
 
 FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e) {

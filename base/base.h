@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define FL_WARN_UNUSED __attribute__((warn_unused_result))
 #define FL_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -149,6 +150,14 @@ FlStatus fl_err(FlErr *e, const char *fmt, ...) FL_PRINTF(2, 3);
 /* Reads a whole file; returns NULL and sets e on failure. *len receives the size. The result is
  * NUL-terminated and owned by the caller (free). */
 char *fl_read_file(const char *path, size_t *len, FlErr *e) FL_WARN_UNUSED;
+/* Opens path for reading when it is a regular file (or a link to one); anything else (a FIFO, a
+ * device, a directory, a socket) is refused without blocking: the open is non-blocking, the
+ * kind comes from fstat, so a FIFO nobody writes never hangs the caller. Errors: "cannot open
+ * 'path': ...", "'path' is not a regular file (a FIFO)". The FILE is the caller's (fclose). */
+FILE *fl_open_regular(const char *path, FlErr *e) FL_WARN_UNUSED;
+/* fl_read_file of a regular file only (fl_open_regular's rule): for files a program does not
+ * name itself, such as the parts of a checkpoint directory. */
+char *fl_read_regular_file(const char *path, size_t *len, FlErr *e) FL_WARN_UNUSED;
 /* Writes a whole file atomically (to a new temporary file beside it, "path.tmp.XXXXXX", then
  * rename), so that nothing is left half-way and no other file is touched. */
 FlStatus fl_write_file(const char *path, const void *data, size_t len, FlErr *e) FL_WARN_UNUSED;

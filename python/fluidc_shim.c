@@ -5,24 +5,34 @@
  * caller's buffer, and errors as a message written into the caller's char buffer (one buffer per
  * call, so calls from many threads never share one).
  *
- * An FlpyExecutor is an executor with its own scope: the Python Executor. Every function may be
- * called from any number of threads at once (ctypes releases the GIL for the call) except the
- * _free functions, as in runtime/api.h. Functions that can fail return 0 or -1 (or NULL) and
- * write the message into err[0..errlen). Nothing here aborts on bad input.
+ * An FlpyProgram is a loaded program with a reference count: the Python Program holds one and
+ * every executor made from it another, so the program lives as long as any executor runs it,
+ * whatever Python drops first. An FlpyExecutor is an executor with its own scope: the Python
+ * Executor. Every function may be called from any number of threads at once (ctypes releases
+ * the GIL for the call) except the _free functions, as in runtime/api.h (the Python Executor
+ * waits for the calls in flight before it frees its handle). Functions that can fail return 0
+ * or -1 (or NULL) and write the message into err[0..errlen). Nothing here aborts on bad input.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ir/ir.h"
 #include "runtime/api.h"
 #include "runtime/params.h"
 
 #define FLPY_API __attribute__((visibility("default")))
 /* The ABI's version: __init__.py refuses a library of another version. */
-#define FLPY_ABI_VERSION 2
+#define FLPY_ABI_VERSION 3
+
+typedef struct FlpyProgram {
+    FlLoadedProgram *prog;
+    atomic_int refs; /* the Python Program's and one per executor */
+} FlpyProgram;
 
 typedef struct FlpyExecutor {
-    const FlLoadedProgram *prog; /* borrowed: the Python Executor keeps its Program alive */
+    FlpyProgram *prog; /* a reference: the program outlives the executor */
     FlExecutor *ex;
     FlScope *scope;
 } FlpyExecutor;
@@ -51,7 +61,7 @@ FLPY_API int flpy_abi_version(void) { return FLPY_ABI_VERSION; }
 
 /* ---- programs ---- */
 
-FLPY_API FlLoadedProgram *flpy_program_load(const char *path, char *err, size_t errlen) {
+FLPY_API FlpyProgram *flpy_program_load(const char *path, char *err, size_t errlen) {
     FlErr e;
     FlLoadedProgram *p = NULL;
     if (!path) {
@@ -62,15 +72,27 @@ FLPY_API FlLoadedProgram *flpy_program_load(const char *path, char *err, size_t 
         fail(err, errlen, &e);
         return NULL;
     }
-    return p;
+    FlpyProgram *h = calloc(1, sizeof *h);
+    if (!h) {
+        fl_program_free(p);
+        put_msg(err, errlen, "fluidc.load: out of memory");
+        return NULL;
+    }
+    h->prog = p;
+    atomic_init(&h->refs, 1);
+    return h;
 }
 
-FLPY_API void flpy_program_free(FlLoadedProgram *p) { fl_program_free(p); }
+/* Drops a reference (the Python Program's, or an executor's); the last one frees the program. */
+FLPY_API void flpy_program_free(FlpyProgram *h) {
+    if (!h || atomic_fetch_sub(&h->refs, 1) != 1) return;
+    fl_program_free(h->prog);
+    free(h);
+}
 
 /* ---- executors (each with its scope) ---- */
 
-FLPY_API FlpyExecutor *flpy_executor_new(const FlLoadedProgram *p, uint64_t seed, char *err,
-                                         size_t errlen) {
+FLPY_API FlpyExecutor *flpy_executor_new(FlpyProgram *p, uint64_t seed, char *err, size_t errlen) {
     FlErr e;
     if (!p) {
         put_msg(err, errlen, "fluidc.Executor: no program");
@@ -82,12 +104,13 @@ FLPY_API FlpyExecutor *flpy_executor_new(const FlLoadedProgram *p, uint64_t seed
         return NULL;
     }
     FlExecutorOptions opt = {.seed = seed};
-    x->prog = p;
-    if (fl_executor_new(p, &opt, &x->ex, &e) != FL_OK) {
+    if (fl_executor_new(p->prog, &opt, &x->ex, &e) != FL_OK) {
         fail(err, errlen, &e);
         free(x);
         return NULL;
     }
+    atomic_fetch_add(&p->refs, 1);
+    x->prog = p;
     x->scope = fl_scope_new(NULL);
     return x;
 }
@@ -96,6 +119,7 @@ FLPY_API void flpy_executor_free(FlpyExecutor *x) {
     if (!x) return;
     fl_scope_free(x->scope);
     fl_executor_free(x->ex);
+    flpy_program_free(x->prog);
     free(x);
 }
 
@@ -244,10 +268,36 @@ FLPY_API int flpy_executor_get(FlpyExecutor *x, const char *name, FlTensor **out
     return 0;
 }
 
-/* Sets scope var `name` to a copy of the array v (v.name is ignored but for messages). */
+/* Whether `name` is a var of the program's startup or main global block; if not, the message
+ * in e names it and the program's persistable vars (what a set usually means). */
+static bool is_program_var(const FlpyExecutor *x, const char *name, FlErr *e) {
+    const FlBundle *b = fl_program_bundle(x->prog->prog);
+    const FlBlock *main0 = fl_ir_block(b->main, 0), *start0 = fl_ir_block(b->startup, 0);
+    if (fl_ir_var_find(main0, name) || fl_ir_var_find(start0, name)) return true;
+    FlBuf known = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < main0->vars.len; i++) {
+        const FlVarDesc *v = main0->vars.data[i];
+        if (!v->persistable) continue;
+        if (n++ < 8) fl_buf_printf(&known, "%s'%s'", n > 1 ? ", " : "", v->name);
+    }
+    if (n > 8) fl_buf_printf(&known, " and %zu more", n - 8);
+    fl_err(e, "set: the program has no var '%s' (its parameters and other persistable vars: %s)", name,
+           n ? fl_buf_str(&known) : "none");
+    fl_buf_free(&known);
+    return false;
+}
+
+/* Sets scope var `name` (a var of the program: a parameter, or any var of its global blocks) to a
+ * copy of the array v. A name the program does not have is an error (a typo made a new var that
+ * nothing reads). */
 FLPY_API int flpy_executor_set(FlpyExecutor *x, const FlpyFeed *v, char *err, size_t errlen) {
     FlErr e;
     FlTensor t = FL_TENSOR_INIT;
+    if (!v->name || !is_program_var(x, v->name, &e)) {
+        if (!v->name) fl_err(&e, "set: no var name");
+        return fail(err, errlen, &e);
+    }
     if (make_tensor(v, &t, &e) != FL_OK) return fail(err, errlen, &e);
     fl_scope_set_tensor(x->scope, v->name, &t);
     fl_tensor_fini(&t);
@@ -257,12 +307,12 @@ FLPY_API int flpy_executor_set(FlpyExecutor *x, const FlpyFeed *v, char *err, si
 /* Checkpoints: the format and rules of flrun --save / --load (runtime/params.h). */
 FLPY_API int flpy_executor_save(FlpyExecutor *x, const char *dir, char *err, size_t errlen) {
     FlErr e;
-    return fl_params_save(x->prog, x->scope, dir, &e) == FL_OK ? 0 : fail(err, errlen, &e);
+    return fl_params_save(x->prog->prog, x->scope, dir, &e) == FL_OK ? 0 : fail(err, errlen, &e);
 }
 
 FLPY_API int flpy_executor_load(FlpyExecutor *x, const char *dir, char *err, size_t errlen) {
     FlErr e;
-    return fl_params_load(x->prog, x->scope, dir, &e) == FL_OK ? 0 : fail(err, errlen, &e);
+    return fl_params_load(x->prog->prog, x->scope, dir, &e) == FL_OK ? 0 : fail(err, errlen, &e);
 }
 
 /* ---- fetched tensors ---- */

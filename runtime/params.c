@@ -26,6 +26,8 @@ static void persistables(const FlLoadedProgram *p, VarList *out) {
         if (b->vars.data[i]->persistable && b->vars.data[i]->kind == FL_VAR_DENSE) FL_VEC_PUSH(out, b->vars.data[i]);
 }
 
+#define FORMAT_WORDS "fluidc checkpoint "
+#define FORMAT_VERSION 2
 #define FORMAT_LINE "fluidc checkpoint 2\n"
 /* A shard's file name: the escaped var name, this, "FIRST-END". An escaped name never holds it
  * (its '%' are followed by two hex digits), so no var's file is another's shard. */
@@ -84,14 +86,29 @@ static bool is_checkpoint(const char *dir, FlBuf *why) {
     fl_buf_printf(&path, "%s/MANIFEST", dir);
     size_t len;
     FlErr e2;
-    char *m = fl_read_file(fl_buf_str(&path), &len, &e2);
+    struct stat sb;
+    bool there = lstat(fl_buf_str(&path), &sb) == 0;
+    char *m = there ? fl_read_regular_file(fl_buf_str(&path), &len, &e2) : NULL;
     bool ok = m != NULL;
-    if (!m) fl_buf_printf(why, "it has no MANIFEST");
+    if (!there) fl_buf_printf(why, "it has no MANIFEST");
+    else if (!m && stat(fl_buf_str(&path), &sb) == 0 && !S_ISREG(sb.st_mode))
+        fl_buf_printf(why, "its MANIFEST is not a regular file");
+    else if (!m)
+        fl_buf_printf(why, "%s", e2.msg);
     DIR *d = ok ? opendir(dir) : NULL;
     struct dirent *ent;
     while (ok && d && (ent = readdir(d))) {
         const char *n = ent->d_name;
-        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "MANIFEST") || !strcmp(n, "FORMAT")) continue;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "MANIFEST")) continue;
+        path.len = 0;
+        fl_buf_printf(&path, "%s/%s", dir, n);
+        if (!strcmp(n, "FORMAT")) { /* ours only when it is a file (nothing reads it here) */
+            if (lstat(fl_buf_str(&path), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+                fl_buf_printf(why, "its FORMAT is not a regular file");
+                ok = false;
+            }
+            continue;
+        }
         bool listed = false;
         size_t k = strlen(n);
         for (const char *l = m; l < m + len && !listed;) {
@@ -101,13 +118,13 @@ static bool is_checkpoint(const char *dir, FlBuf *why) {
             l += ll + 1;
         }
         char magic[8] = {0};
-        path.len = 0;
-        fl_buf_printf(&path, "%s/%s", dir, n);
-        FILE *f = listed ? fopen(fl_buf_str(&path), "rb") : NULL;
+        bool regular = stat(fl_buf_str(&path), &sb) == 0 && S_ISREG(sb.st_mode);
+        FILE *f = listed && regular ? fl_open_regular(fl_buf_str(&path), &e2) : NULL;
         bool tensor = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, MAGIC, 8);
         if (f) fclose(f);
         if (!tensor) {
-            fl_buf_printf(why, "it holds '%s', which is not %s", n, listed ? "a saved tensor" : "in its MANIFEST");
+            fl_buf_printf(why, "it holds '%s', which is not %s", n,
+                          !listed ? "in its MANIFEST" : regular ? "a saved tensor" : "a regular file");
             ok = false;
         }
     }
@@ -330,7 +347,7 @@ FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) {
 
 FlStatus fl_params_write_shard(const char *dir, const char *name, int64_t height, int64_t row0, const FlTensor *t,
                                FlErr *err) {
-    if (t->ndim < 1 || row0 < 0 || row0 + t->ne[0] > height)
+    if (t->ndim < 1 || row0 < 0 || row0 > height || t->ne[0] > height - row0)
         return fl_err(err, "--save: rows [%lld, %lld) are not rows of '%s' (%lld rows)", (long long)row0,
                       (long long)(row0 + (t->ndim ? t->ne[0] : 0)), name, (long long)height);
     FlBuf path = {0};
@@ -368,6 +385,68 @@ FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *di
     return st;
 }
 
+/* A row number of a shard's name: decimal digits from *p up to `stop`, at most INT64_MAX, no
+ * sign, no leading zero (but "0"); *p moves past them. */
+static bool parse_row(const char **p, const char *end, char stop, int64_t *out) {
+    const char *q = *p;
+    int64_t v = 0;
+    if (q == end || *q < '0' || *q > '9' || (*q == '0' && q + 1 < end && q[1] != stop)) return false;
+    for (; q < end && *q != stop; q++)
+        if (*q < '0' || *q > '9' || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *q - '0', &v))
+            return false;
+    *p = q;
+    *out = v;
+    return true;
+}
+
+/* The checkpoint format of dir into *version: 1 without a FORMAT file (or with one that is a
+ * tensor file: a version-1 var named FORMAT), else the N of its line "fluidc checkpoint N" (the
+ * final newline optional). Errors: a FORMAT that is not a regular
+ * file, cannot be read or holds anything else, and formats this reader does not know (newer
+ * ones: "written by a newer fluidc", as a .flp of a newer format is refused). */
+static FlStatus read_format(const char *dir, int *version, FlErr *err) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/FORMAT", dir);
+    struct stat sb;
+    *version = 1;
+    if (lstat(fl_buf_str(&path), &sb) != 0 && errno == ENOENT) {
+        fl_buf_free(&path);
+        return FL_OK;
+    }
+    size_t len;
+    FlErr e2;
+    char *fmt = fl_read_regular_file(fl_buf_str(&path), &len, &e2);
+    fl_buf_free(&path);
+    if (!fmt) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    if (len >= 8 && !memcmp(fmt, MAGIC, 8)) { /* version 1, which named files after vars: a var "FORMAT" */
+        free(fmt);
+        return FL_OK;
+    }
+    FlStatus st = FL_OK;
+    size_t kw = strlen(FORMAT_WORDS), n = len && fmt[len - 1] == '\n' ? len - 1 : len;
+    const char *q = fmt + kw;
+    int64_t ver = 0;
+    if (n > kw && !memcmp(fmt, FORMAT_WORDS, kw) && parse_row(&q, fmt + n, 0, &ver) && q == fmt + n) {
+        if (ver > FORMAT_VERSION)
+            st = fl_err(err, "--load %s: the checkpoint was written by a newer fluidc (checkpoint format %lld; this one "
+                        "reads up to %d)", dir, (long long)ver, FORMAT_VERSION);
+        else if (ver != FORMAT_VERSION)
+            st = fl_err(err, "--load %s: its FORMAT names checkpoint format %lld, which this fluidc does not know (it "
+                        "reads format 1, which has no FORMAT file, and %d)", dir, (long long)ver, FORMAT_VERSION);
+        else
+            *version = FORMAT_VERSION;
+    } else {
+        FlBuf shown = {0};
+        for (size_t i = 0; i < n && i < 40; i++) fl_buf_putc(&shown, fmt[i] >= 0x20 && fmt[i] < 0x7f ? fmt[i] : '?');
+        if (n > 40) fl_buf_puts(&shown, "...");
+        st = fl_err(err, "--load %s: its FORMAT is %s%s%s (expected '%s%d')", dir, n ? "not a checkpoint's: '" : "empty",
+                    fl_buf_str(&shown), n ? "'" : "", FORMAT_WORDS, FORMAT_VERSION);
+        fl_buf_free(&shown);
+    }
+    free(fmt);
+    return st;
+}
+
 /* A tensor file's header as read: the var's whole shape and the rows it holds. */
 typedef struct FileHead {
     uint32_t version;
@@ -395,7 +474,9 @@ static bool read_head(FILE *f, FileHead *h) {
     h->rows = h->ndim ? h->ne[0] : 1;
     if (h->version == 2) {
         int64_t range[2];
-        if (fread(range, sizeof range, 1, f) != 1 || range[0] < 0 || range[1] < 0 || range[0] + range[1] > h->ne[0])
+        /* ne[0] - range[0] cannot overflow: both are >= 0 */
+        if (fread(range, sizeof range, 1, f) != 1 || range[0] < 0 || range[1] < 0 || range[0] > h->ne[0] ||
+            range[1] > h->ne[0] - range[0])
             return false;
         h->row0 = range[0];
         h->rows = range[1];
@@ -416,8 +497,9 @@ static size_t row_bytes(const FlVarDesc *v) {
  * [lo, hi) of v that it has into dst (rows [lo, hi) of v, contiguous). */
 static FlStatus read_file_rows(const char *dir, const char *path, const char *file, uint32_t version, const FlVarDesc *v,
                                int64_t lo, int64_t hi, char *dst, FlErr *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fl_err(err, "--load %s: cannot read '%s': %s", dir, file, strerror(errno));
+    FlErr e2;
+    FILE *f = fl_open_regular(path, &e2);
+    if (!f) return fl_err(err, "--load %s: %s", dir, e2.msg);
     FlStatus st = FL_ERROR;
     FileHead h;
     if (!read_head(f, &h) || h.version != version) {
@@ -440,9 +522,13 @@ static FlStatus read_file_rows(const char *dir, const char *path, const char *fi
         fl_buf_free(&got);
         goto done;
     }
-    size_t rb = row_bytes(v);
+    size_t rb = row_bytes(v), want;
     struct stat sb;
-    size_t want = h.off + (size_t)h.rows * rb;
+    if (__builtin_mul_overflow((size_t)h.rows, rb, &want) || __builtin_add_overflow(want, h.off, &want)) {
+        fl_err(err, "--load %s: '%s' is not a saved %s (its header claims more than %zu bytes)", dir, file,
+               version == 1 ? "tensor" : "shard", SIZE_MAX);
+        goto done;
+    }
     if (fstat(fileno(f), &sb) != 0 || (size_t)sb.st_size != want) {
         if (h.version == 1)
             fl_err(err, "--load %s: '%s' holds %zu bytes of data, expected %zu", dir, v->name,
@@ -479,48 +565,46 @@ static int cmp_shard(const void *a, const void *b) {
     return x->first < y->first ? -1 : x->first > y->first ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
-/* The shards of the var whose escaped name is `esc`, from the MANIFEST of dir, sorted by rows. */
-static void find_shards(const char *dir, const char *esc, Shards *out) {
+/* The shards of the var whose escaped name is `esc`, from the MANIFEST of dir, sorted by rows.
+ * Errors: a MANIFEST that cannot be read (missing: no shards). */
+static FlStatus find_shards(const char *dir, const char *esc, Shards *out, FlErr *err) {
     FlBuf path = {0};
     fl_buf_printf(&path, "%s/MANIFEST", dir);
-    size_t len;
+    size_t len = 0;
     FlErr e2;
-    char *m = fl_read_file(fl_buf_str(&path), &len, &e2);
+    struct stat sb;
+    bool there = lstat(fl_buf_str(&path), &sb) == 0;
+    char *m = there ? fl_read_regular_file(fl_buf_str(&path), &len, &e2) : NULL;
     fl_buf_free(&path);
+    if (there && !m) return fl_err(err, "--load %s: %s", dir, e2.msg);
     size_t k = strlen(esc), mk = strlen(SHARD_MARK);
     for (const char *l = m; m && l < m + len;) {
         const char *nl = memchr(l, '\n', (size_t)(m + len - l));
         size_t ll = nl ? (size_t)(nl - l) : (size_t)(m + len - l);
-        long long a, b;
-        int used = 0;
-        char tail[64];
-        if (ll > k + mk && ll - k - mk < sizeof tail && !memcmp(l, esc, k) && !memcmp(l + k, SHARD_MARK, mk)) {
-            memcpy(tail, l + k + mk, ll - k - mk);
-            tail[ll - k - mk] = 0;
-            if (sscanf(tail, "%lld-%lld%n", &a, &b, &used) == 2 && tail[used] == 0 && a >= 0 && a <= b) {
-                Shard sh = {fl_xmalloc(ll + 1), a, b};
-                memcpy(sh.file, l, ll);
-                sh.file[ll] = 0;
-                FL_VEC_PUSH(out, sh);
-            }
+        const char *q = l + k + mk, *end = l + ll;
+        int64_t a, b;
+        if (ll > k + mk && !memcmp(l, esc, k) && !memcmp(l + k, SHARD_MARK, mk) && parse_row(&q, end, '-', &a) &&
+            q < end && (q++, parse_row(&q, end, 0, &b)) && q == end && a <= b) {
+            Shard sh = {fl_xmalloc(ll + 1), a, b};
+            memcpy(sh.file, l, ll);
+            sh.file[ll] = 0;
+            FL_VEC_PUSH(out, sh);
         }
         l += ll + 1;
     }
     free(m);
     if (out->len) qsort(out->data, out->len, sizeof *out->data, cmp_shard);
+    return FL_OK;
 }
 
 FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
     int64_t height = var_rows(v);
     if (rows < 0) row0 = 0, rows = height;
     FL_ASSERT(row0 >= 0 && row0 + rows <= height && (v->ndim || (row0 == 0 && rows == 1)));
+    int version;
+    if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
+    bool v2 = version == 2;
     FlBuf path = {0};
-    fl_buf_printf(&path, "%s/FORMAT", dir);
-    size_t len;
-    FlErr e2;
-    char *fmt = fl_read_file(fl_buf_str(&path), &len, &e2);
-    bool v2 = fmt && len == strlen(FORMAT_LINE) && !memcmp(fmt, FORMAT_LINE, len);
-    free(fmt);
     FlBuf esc = {0};
     if (v2) escape_name(v->name, &esc);
     else fl_buf_puts(&esc, v->name);
@@ -529,9 +613,9 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
     Shards shards = {0};
     struct stat sb;
     bool whole = (v2 || safe_name(v->name)) && stat(fl_buf_str(&path), &sb) == 0;
-    if (!whole && v2) find_shards(dir, fl_buf_str(&esc), &shards);
     FlStatus st = FL_ERROR;
     FlTensor t = FL_TENSOR_INIT;
+    if (!whole && v2 && find_shards(dir, fl_buf_str(&esc), &shards, err) != FL_OK) goto done;
     int64_t ne[FL_MAX_DIMS];
     for (int k = 0; k < v->ndim; k++) ne[k] = v->shape[k];
     if (v->ndim) ne[0] = rows;
@@ -578,10 +662,13 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
         if (sh->end <= row0 || sh->first >= row0 + rows) continue;
         path.len = 0;
         fl_buf_printf(&path, "%s/%s", dir, sh->file);
-        FILE *f = fopen(fl_buf_str(&path), "rb");
+        FlErr e2;
+        bool there = stat(fl_buf_str(&path), &sb) == 0;
+        if (!there) snprintf(e2.msg, sizeof e2.msg, "%s", strerror(errno));
+        FILE *f = there ? fl_open_regular(fl_buf_str(&path), &e2) : NULL;
         if (!f) {
             fl_err(err, "--load %s: cannot read the shard '%s' of '%s' (rows [%lld, %lld)): %s", dir, sh->file, v->name,
-                   (long long)sh->first, (long long)sh->end, strerror(errno));
+                   (long long)sh->first, (long long)sh->end, e2.msg);
             goto done;
         }
         FileHead h;

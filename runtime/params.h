@@ -10,7 +10,11 @@
  *     u32 version (1), u32 dtype (FlDType), u32 ndim, u32 reserved (0)
  *     i64 dims[ndim]
  *     the elements, little-endian, row-major
- * Version 1 (no FORMAT file: files named after the vars themselves) is still read.
+ * Version 1 (no FORMAT file: files named after the vars themselves) is still read. A FORMAT of
+ * another version ("written by a newer fluidc" when higher) or that is not such a line is an
+ * error. Every file read (FORMAT, MANIFEST, a var's, a shard) must be a regular file: it is
+ * opened without blocking (fl_open_regular), so a FIFO in a checkpoint is an error, not a hang;
+ * the save target check applies the same rule to the files of the directory it would replace.
  * Shards (a distributed table and its row-shaped optimizer state, written by the pservers that
  * hold them: docs/distributed.md): a var may instead be saved as files named
  * "<escaped name>%shard-FIRST-END" (an escaped name never holds "%s"), each holding rows

@@ -329,11 +329,13 @@ FlShapeStr fl_tensor_shape(const FlTensor *t) { return fl_shape_str(t->ndim, t->
 FlStatus fl_shape_numel(FlErr *e, int ndim, const int64_t *ne, int64_t *numel) {
     if (ndim < 0 || ndim > FL_MAX_DIMS)
         return fl_err(e, "a tensor has %d dimensions; at most %d are supported", ndim, FL_MAX_DIMS);
-    int64_t n = 1;
+    /* extent: the product of the dims, each at least 1, which bounds every stride and index a
+     * kernel computes; an empty tensor's other dims may not multiply past int64 either */
+    int64_t n = 1, extent = 1;
     for (int i = 0; i < ndim; i++) {
         if (ne[i] < 0)
             return fl_err(e, "shape %s has a negative dimension", fl_shape_str(ndim, ne).s);
-        if (ne[i] && n > INT64_MAX / ne[i])
+        if (__builtin_mul_overflow(extent, ne[i] ? ne[i] : 1, &extent))
             return fl_err(e, "shape %s has too many elements", fl_shape_str(ndim, ne).s);
         n *= ne[i];
     }

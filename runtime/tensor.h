@@ -160,7 +160,8 @@ bool fl_tensor_same_shape(const FlTensor *a, const FlTensor *b); /* ndim and ne 
 FlShapeStr fl_tensor_shape(const FlTensor *t);
 FlShapeStr fl_shape_str(int ndim, const int64_t *ne);
 /* The checked element count of a shape: FL_ERROR with a message on a negative dimension or an
- * overflow. */
+ * overflow. The dims, each taken as at least 1, must multiply within int64, whichever of them is
+ * 0: so no stride or index of a tensor overflows, an empty one's included. */
 FlStatus fl_shape_numel(FlErr *e, int ndim, const int64_t *ne, int64_t *numel) FL_WARN_UNUSED;
 
 /* Slow element access by linear index, converting to and from double (bool: 0/1). For tests,

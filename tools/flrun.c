@@ -212,6 +212,103 @@ static void progress_line(void *ctx, const FlTrainEpoch *ep) {
     fflush(stdout);
 }
 
+/* ---------------------------------------------------------------- paths of the command line */
+
+/* path made absolute, its longest existing prefix resolved by realpath (links, "." and "..")
+ * and the rest applied as written: two spellings of one place resolve alike, whether the place
+ * exists yet or not. */
+static char *resolve_path(const char *path) {
+    FlBuf abs = {0};
+    if (path[0] != '/') {
+        char *cwd = getcwd(NULL, 0);
+        fl_buf_printf(&abs, "%s/", cwd ? cwd : "");
+        free(cwd);
+    }
+    fl_buf_puts(&abs, path);
+    while (abs.len > 1 && abs.data[abs.len - 1] == '/') abs.data[--abs.len] = 0;
+    char *pre = fl_xstrdup(fl_buf_str(&abs)), *real;
+    while (!(real = realpath(pre, NULL)) && strcmp(pre, "/") != 0) {
+        char *up = fl_path_dir(pre); /* a prefix of pre: abs is absolute */
+        free(pre);
+        pre = up;
+    }
+    const char *rest = fl_buf_str(&abs) + strlen(pre);
+    while (*rest == '/') rest++;
+    char *out = real ? fl_path_join(real, rest) : fl_xstrdup(fl_buf_str(&abs));
+    free(real);
+    free(pre);
+    fl_buf_free(&abs);
+    return out;
+}
+
+/* A path of the command line: an output the run writes or an input it reads. */
+typedef struct PathArg {
+    const char *what; /* "--log", "the program", ... */
+    const char *path; /* as given */
+    bool output;
+    bool dir;   /* a directory (--save, --load): other paths may lie inside it */
+    char *real; /* resolve_path */
+} PathArg;
+
+/* Whether b is the same place as a, or (a being a directory) inside it: by their resolved
+ * paths, and the same also as one existing file under two names (hard links). */
+static bool path_within(const PathArg *a, const PathArg *b, bool *same) {
+    struct stat sa, sb;
+    size_t n = strlen(a->real);
+    *same = !strcmp(a->real, b->real) ||
+            (stat(a->path, &sa) == 0 && stat(b->path, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+    return *same || (a->dir && !strncmp(a->real, b->real, n) && (b->real[n] == '/' || (n == 1 && b->real[1])));
+}
+
+/* Every output of the command line (--log, --timeline, --save) against every other and against
+ * every input it names (the program, --predict, --load): none may be the same place as another,
+ * nor inside another's directory (a --log in the --save directory, a --save inside the --load
+ * checkpoint, the --load checkpoint inside the --save directory that replaces it), but --save
+ * may name the --load checkpoint (read before training, replaced after). Checked
+ * before anything runs; a clash is bad usage (exit 2) naming both options and the paths. The
+ * data files the program reads are checked once it is loaded (check_output). */
+static int check_paths(const Opts *o) {
+    enum { LOG, TIMELINE, SAVE, PROGRAM, PREDICT, LOAD, N };
+    PathArg args[N] = {[LOG] = {"--log", o->log, true, false, NULL},
+                       [TIMELINE] = {"--timeline", o->timeline, true, false, NULL},
+                       [SAVE] = {"--save", o->save, true, true, NULL},
+                       [PROGRAM] = {"the program", o->file, false, false, NULL},
+                       [PREDICT] = {"the --predict file", o->predict, false, false, NULL},
+                       [LOAD] = {"the --load checkpoint", o->load, false, true, NULL}};
+    size_t n = N;
+    for (size_t i = 0; i < n; i++) args[i].real = args[i].path ? resolve_path(args[i].path) : NULL;
+    FlBuf msg = {0};
+    for (size_t i = 0; i < n && !msg.len; i++)
+        for (size_t j = i + 1; args[i].output && args[i].real && j < n && !msg.len; j++) {
+            const PathArg *a = &args[i], *b = &args[j];
+            bool same = false, in_a = b->real && path_within(a, b, &same);
+            bool in_b = b->real && !in_a && path_within(b, a, &same);
+            if (!in_a && !in_b) continue;
+            if (same && i == SAVE && j == LOAD) continue;
+            const PathArg *inner = in_a ? b : a, *outer = in_a ? a : b;
+            if (same && b->output)
+                fl_buf_printf(&msg, "%s '%s' and %s '%s' are the same path; each output needs its own", a->what, a->path,
+                              b->what, b->path);
+            else if (same)
+                fl_buf_printf(&msg, "%s '%s' is %s ('%s'); refusing to overwrite an input", a->what, a->path, b->what,
+                              b->path);
+            else if (b->output)
+                fl_buf_printf(&msg, "%s '%s' is inside %s '%s'; each output needs its own path", inner->what,
+                              inner->path, outer->what, outer->path);
+            else if (inner == a)
+                fl_buf_printf(&msg, "%s '%s' is inside %s ('%s'); refusing to write into an input", a->what, a->path,
+                              b->what, b->path);
+            else
+                fl_buf_printf(&msg, "%s '%s' holds %s ('%s'); refusing to replace an input", a->what, a->path,
+                              b->what, b->path);
+        }
+    for (size_t i = 0; i < n; i++) free(args[i].real);
+    int rc = msg.len ? 2 : -1;
+    if (msg.len) fprintf(stderr, "flrun: %s\nTry 'flrun --help'.\n", fl_buf_str(&msg));
+    fl_buf_free(&msg);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- outputs */
 
 /* Is `path` the file (or directory) st describes? */
@@ -220,20 +317,18 @@ static bool is_file(const char *path, const struct stat *st) {
     return stat(path, &sb) == 0 && sb.st_dev == st->st_dev && sb.st_ino == st->st_ino;
 }
 
-/* Refuses an output file (`flag` names its option: --log, --timeline) that is one of the run's
- * inputs (the program, the readers' data files, the files of the --load directory, the
- * --predict file; compared by device and inode, so links and other spellings count), that lies
- * in the --save directory, or that is not a regular file. */
+/* Refuses an output file (`flag` names its option: --log, --timeline) that is one of the
+ * readers' data files or a file of the --load directory (compared by device and inode, so hard
+ * links count too), or that is not a regular file. (The paths of the command line were
+ * compared with each other before anything ran: check_paths.) */
 static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *e) {
     Opts *o = r->o;
     struct stat out;
     if (!file || stat(file, &out) != 0) return FL_OK; /* a new file: nothing to overwrite */
     if (!S_ISREG(out.st_mode)) return fl_err(e, "%s: '%s' exists and is not a regular file", flag, file);
     const char *what = NULL, *which = NULL;
-    if (is_file(o->file, &out)) what = "the program", which = o->file;
     for (size_t i = 0; !what && i < fl_train_input_count(r->tr); i++)
         if (is_file(fl_train_input_path(r->tr, i), &out)) what = "a data file", which = fl_train_input_path(r->tr, i);
-    if (!what && o->predict && is_file(o->predict, &out)) what = "the --predict file", which = o->predict;
     FlBuf path = {0};
     DIR *d = o->load ? opendir(o->load) : NULL;
     for (struct dirent *ent; !what && d && (ent = readdir(d));) {
@@ -245,18 +340,10 @@ static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *
     FlStatus st = what ? fl_err(e, "%s '%s' is %s ('%s'); refusing to overwrite an input", flag, file, what, which)
                        : FL_OK;
     fl_buf_free(&path);
-    if (st != FL_OK || !o->save) return st;
-    /* in the --save directory: the save would find it there and refuse, after training */
-    char *dir = fl_xstrdup(file), *slash = strrchr(dir, '/');
-    if (slash) *(slash == dir ? slash + 1 : slash) = 0;
-    struct stat sd;
-    if (stat(o->save, &sd) == 0 && is_file(slash ? dir : ".", &sd))
-        st = fl_err(e, "%s '%s' is inside the --save directory '%s'", flag, file, o->save);
-    free(dir);
     return st;
 }
 
-/* Every output file the run writes, checked (check_output), and --log and --timeline apart. */
+/* Every output file the run writes, checked (check_output). */
 static FlStatus check_outputs(Run *r, FlErr *e) {
     Opts *o = r->o;
     if (check_output(r, "--log", o->log, e) != FL_OK || check_output(r, "--timeline", o->timeline, e) != FL_OK)
@@ -268,10 +355,6 @@ static FlStatus check_outputs(Run *r, FlErr *e) {
         free(dir);
         if (!ok) return st;
     }
-    struct stat a;
-    if (o->log && o->timeline &&
-        (!strcmp(o->log, o->timeline) || (stat(o->log, &a) == 0 && is_file(o->timeline, &a))))
-        return fl_err(e, "--timeline '%s' and --log '%s' are the same file", o->timeline, o->log);
     return FL_OK;
 }
 
@@ -433,6 +516,45 @@ static void print_plan_issues(const Opts *o, const FlPlanIssues *vi) {
         fprintf(stderr, "flrun: error: %s: %zu more issues\n", o->file, n - FL_PLAN_VERIFY_SHOWN);
 }
 
+/* The options of a job that its ranks must have alike, told to the announce exchange
+ * (fl_mpi_agree), each compared among the ranks that use it: the training's epochs and batch
+ * size as they take effect (the option, or the run spec's) and the checkpoint, log, timeline and
+ * prediction options among the trainers (trainer 0 writes and predicts, and a rank that trains
+ * differently waits on the others); the seed and --load on every rank of a plan (its pservers
+ * initialise or load their blocks with them), among the trainers of hand-written MPMD programs
+ * (a server program has its own). In a plan the trainers' run spec counts on every rank.
+ * --data-dir may differ: each host reads its own copy of the data (a plan's identity leaves the
+ * readers' folders out, and the trainers compare the rows they read: train.h). */
+static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *mine, FlMpi *m) {
+    const FlRunSpec *rs = plan ? &plan->roles.data[0]->run : &mine->run;
+    bool all = plan != NULL; /* the seed and --load: every rank of a plan */
+    struct {
+        const char *name;
+        int64_t given, spec;
+        bool trainers;
+    } nums[] = {{"--epochs", o->epochs, rs->epochs, true}, {"--batch-size", o->batch, rs->batch_size, true},
+                {"--seed", o->seed, rs->seed, !all}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        char key[32], shown[64];
+        int64_t v = nums[i].given >= 0 ? nums[i].given : nums[i].spec;
+        snprintf(key, sizeof key, "%lld", (long long)v);
+        snprintf(shown, sizeof shown, "%lld%s", (long long)v, nums[i].given >= 0 ? "" : " (the program's)");
+        fl_mpi_agree(m, nums[i].name, key, shown, nums[i].trainers);
+    }
+    struct {
+        const char *name, *value;
+        bool trainers;
+    } paths[] = {{"--load", o->load, !all},        {"--save", o->save, true},       {"--log", o->log, true},
+                 {"--timeline", o->timeline, true}, {"--predict", o->predict, true}, {"--predict-var", o->predict_var, true}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const char *v = paths[i].value;
+        FlBuf shown = {0};
+        fl_buf_printf(&shown, v ? "'%s'" : "none", v);
+        fl_mpi_agree(m, paths[i].name, v ? v : "", fl_buf_str(&shown), paths[i].trainers);
+        fl_buf_free(&shown);
+    }
+}
+
 /* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). A plan
  * with issues (every rank found the same) starts no work: rank 0 reports them, every rank
  * leaves with 1. Returns the exit code when the job cannot start, else -1. */
@@ -452,6 +574,7 @@ static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **
         return 1;
     }
     *out = m;
+    agree_options(o, plan, *bundle, m);
     /* collective: on an error every rank has the same message; rank 0 says it, all leave at once */
     if ((plan ? fl_mpi_assign_plan(m, plan, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) != FL_OK) {
         if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s\n", e.msg);
@@ -1011,6 +1134,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (o.timeline_events < 0) o.timeline_events = FL_TRACE_DEFAULT_CAP;
+    if ((rc = check_paths(&o)) >= 0) goto done;
     /* OpenBLAS stays single-threaded: the kernels cut large products into blocks on their own
      * pool (--threads), which also serves the other kernels and oneDNN (docs/kernels.md) */
     openblas_set_num_threads(1);

@@ -14,8 +14,9 @@ sits beside this file; numpy arrays in and out. See docs/python.md.
 Threads: ctypes releases the GIL during each call into the library, so run() and predict() of
 one Executor from many Python threads run at the same time, each with its own feeds and
 fetches, sharing the parameters (runtime/api.h's rules: a reader sees whole parameter tensors;
-concurrent training steps update them last-writer-wins). close() (or the Executor's garbage
-collection) must not race with calls on the same Executor.
+concurrent training steps update them last-writer-wins). close() waits for the calls in flight
+on the Executor to return, then frees it; later calls raise fluidc.Error. An Executor holds its
+Program (so does the library: the C program lives while an executor runs it).
 """
 
 import ctypes
@@ -25,7 +26,7 @@ import numpy as np
 
 __all__ = ["Error", "Program", "Executor", "load"]
 
-_ABI_VERSION = 2
+_ABI_VERSION = 3
 _ERRLEN = 4096
 
 # FlDType codes (compiler/ir/dtype.h) <-> numpy dtypes.
@@ -113,18 +114,25 @@ def _raise(buf):
 
 def _path(p, what):
     try:
-        return os.fsencode(p)
+        b = os.fsencode(p)
     except TypeError:
         raise Error("%s: a path must be a str, bytes or os.PathLike, not %s"
                     % (what, type(p).__name__)) from None
+    if b"\0" in b:  # C would cut it there: another path
+        raise Error("%s: the path %r holds a NUL byte" % (what, p))
+    return b
 
 
 def _name(n, what):
     if isinstance(n, bytes):
-        return n
-    if isinstance(n, str):
-        return n.encode("utf-8")
-    raise Error("%s: a var name must be a str, not %s" % (what, type(n).__name__))
+        b = n
+    elif isinstance(n, str):
+        b = n.encode("utf-8")
+    else:
+        raise Error("%s: a var name must be a str, not %s" % (what, type(n).__name__))
+    if b"\0" in b:  # C would cut it there: another name
+        raise Error("%s: the var name %r holds a NUL byte" % (what, n))
+    return b
 
 
 def _as_feed(name, value, keep):
@@ -224,7 +232,8 @@ class Program:
         self._h = h
 
     def __del__(self):
-        # Executors hold their Program, so this runs once none uses it.
+        # Drops the Program's reference to the C program; executors made from it hold their own
+        # (flpy_executor_new), so it is freed when the last of them is.
         h, self._h = getattr(self, "_h", None), None
         if h:
             _lib.flpy_program_free(h)
@@ -238,10 +247,43 @@ def load(path):
     return Program(path)
 
 
+class _InFlight:
+    """The calls running on an Executor's handle: close() waits for them before it frees it,
+    and refuses new ones from then on (a call that read the handle before close() freed it would
+    use freed memory)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.busy = 0
+        self.cond = threading.Condition(threading.Lock())
+
+    def enter(self):
+        with self.cond:
+            if not self.handle:
+                raise Error("fluidc.Executor: used after close()")
+            self.busy += 1
+            return self.handle
+
+    def leave(self):
+        with self.cond:
+            self.busy -= 1
+            if not self.busy:
+                self.cond.notify_all()
+
+    def close(self):
+        """The handle, once no call uses it (None when closed already)."""
+        with self.cond:
+            h, self.handle = self.handle, None
+            while self.busy:
+                self.cond.wait()
+        return h
+
+
 class Executor:
     """The program's startup and main programs, prepared once, and a scope holding its
     parameters. Construction runs the startup program (pass startup=False to skip it, e.g.
-    before load()). run() and predict() may be called from any number of threads at once."""
+    before load()). run() and predict() may be called from any number of threads at once;
+    close() waits for them."""
 
     def __init__(self, program, seed=0, startup=True):
         if not isinstance(program, Program):
@@ -249,26 +291,34 @@ class Executor:
                         % type(program).__name__)
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 64:
             raise Error("fluidc.Executor: seed must be an int in [0, 2**64), not %r" % (seed,))
-        self.program = program  # kept alive: the C executor borrows it
+        self._program = program
         buf = _errbuf()
         h = _lib.flpy_executor_new(program._h, seed, buf, _ERRLEN)
         if not h:
             _raise(buf)
-        self._h = h
+        self._calls = _InFlight(h)
         if startup:
             self.run_startup()
 
-    def _handle(self):
-        h = self._h
-        if not h:
-            raise Error("fluidc.Executor: used after close()")
-        return h
+    @property
+    def program(self):
+        """The Program this Executor runs (read-only: the Executor holds it)."""
+        return self._program
+
+    def _lib_call(self, fn, *args):
+        """fn(handle, *args), the handle kept from close() until fn returns."""
+        calls = self._calls
+        h = calls.enter()
+        try:
+            return fn(h, *args)
+        finally:
+            calls.leave()
 
     def run_startup(self):
         """Runs the startup program: creates and initialises the parameters (again, if they
         exist: a re-initialisation)."""
         buf = _errbuf()
-        if _lib.flpy_executor_run_startup(self._handle(), buf, _ERRLEN):
+        if self._lib_call(_lib.flpy_executor_run_startup, buf, _ERRLEN):
             _raise(buf)
 
     def _call(self, predict, feed, fetch_list):
@@ -316,9 +366,14 @@ class Executor:
                 keep.append(arr)
         n = p.nfetch
         sc = t.scratch
-        rc = _lib.flpy_executor_run_into(self._handle(), 1 if predict else 0, fs, p.nfeed,
-                                         p.cnames, n, p.out, p.meta_addr, t.scratch_addr,
-                                         sc.nbytes, t.err, _ERRLEN)
+        calls = self._calls  # _lib_call, inline: this is the fast path
+        h = calls.enter()
+        try:
+            rc = _lib.flpy_executor_run_into(h, 1 if predict else 0, fs, p.nfeed, p.cnames, n,
+                                             p.out, p.meta_addr, t.scratch_addr, sc.nbytes, t.err,
+                                             _ERRLEN)
+        finally:
+            calls.leave()
         if rc < 0:
             _raise(t.err)
         m = p.meta
@@ -366,36 +421,39 @@ class Executor:
         """A copy of the current value of scope var `name` (a parameter), as a numpy array."""
         buf = _errbuf()
         h = ctypes.c_void_p()
-        if _lib.flpy_executor_get(self._handle(), _name(name, "get"), ctypes.byref(h), buf,
-                                  _ERRLEN):
+        if self._lib_call(_lib.flpy_executor_get, _name(name, "get"), ctypes.byref(h), buf,
+                          _ERRLEN):
             _raise(buf)
         return _take(h.value)
 
     def set(self, name, value):
-        """Replaces scope var `name` (a parameter) with a copy of value, whole."""
+        """Replaces scope var `name` (a parameter, or another var of the program) with a copy of
+        value, whole. A name the program does not have is an error."""
         keep = []
         f = _as_feed(name, value, keep)
         buf = _errbuf()
-        if _lib.flpy_executor_set(self._handle(), ctypes.byref(f), buf, _ERRLEN):
+        if self._lib_call(_lib.flpy_executor_set, ctypes.byref(f), buf, _ERRLEN):
             _raise(buf)
 
     def save(self, dirname):
         """Saves the persistable vars (parameters, optimizer state) into directory dirname, in
         flrun --save's format (flrun --load reads it; runtime/params.h)."""
         buf = _errbuf()
-        if _lib.flpy_executor_save(self._handle(), _path(dirname, "save"), buf, _ERRLEN):
+        if self._lib_call(_lib.flpy_executor_save, _path(dirname, "save"), buf, _ERRLEN):
             _raise(buf)
 
     def load(self, dirname):
         """Loads the persistable vars from a checkpoint directory (flrun --save's or save()'s);
         every var is checked before any is set."""
         buf = _errbuf()
-        if _lib.flpy_executor_load(self._handle(), _path(dirname, "load"), buf, _ERRLEN):
+        if self._lib_call(_lib.flpy_executor_load, _path(dirname, "load"), buf, _ERRLEN):
             _raise(buf)
 
     def close(self):
-        """Frees the executor and its scope. No other call on this Executor may be running."""
-        h, self._h = getattr(self, "_h", None), None
+        """Frees the executor and its scope, once the calls on it that are running (from other
+        threads) have returned; calls made after close() raise fluidc.Error."""
+        calls = getattr(self, "_calls", None)  # None: __init__ failed before the handle
+        h = calls.close() if calls else None
         if h:
             _lib.flpy_executor_free(h)
 

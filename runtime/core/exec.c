@@ -783,15 +783,14 @@ static FlStatus check_feed(const FlVarDesc *vd, const FlExecFeed *f, FlTensor *t
         fl_tensor_ref(t, x);
         return FL_OK;
     }
-    /* flat rows: [N, k] (or any [N, ...]) into [-1, d1, ..., dm] with the same count per row */
+    /* flat rows: [N, k] (or any [N, ...]) into [-1, d1, ..., dm] with the same count per row
+     * (counts past int64, as an empty feed's other dims may have, match nothing) */
     if (vd->ndim >= 1 && vd->shape[0] < 0 && x->ndim >= 1) {
         int64_t want = 1, have = 1;
         bool known = true;
-        for (int i = 1; i < vd->ndim; i++) {
-            if (vd->shape[i] < 0) known = false;
-            want *= vd->shape[i];
-        }
-        for (int i = 1; i < x->ndim; i++) have *= x->ne[i];
+        for (int i = 1; i < vd->ndim; i++)
+            known = known && vd->shape[i] >= 0 && !__builtin_mul_overflow(want, vd->shape[i], &want);
+        for (int i = 1; i < x->ndim; i++) known = known && !__builtin_mul_overflow(have, x->ne[i], &have);
         if (known && want == have) {
             int64_t ne[FL_MAX_DIMS];
             ne[0] = x->ne[0];

@@ -540,7 +540,7 @@ FlStatus fl_kernel_elementwise_add_grad(FlErr *e, const FlTensor *x, const FlTen
         const int64_t *st = k == 0 ? b.sx : b.sy;
         if (b.nd == 2 && st[0] == 0 && st[1] == 1) { /* a bias: [cols] against [rows, cols] */
             ColSumJob j = {f32, fl_tensor_data(dout), fl_tensor_data(&r[k]), b.ne[0], b.ne[1]};
-            int64_t grain = EW_GRAIN / b.ne[0];
+            int64_t grain = b.ne[0] > 0 ? EW_GRAIN / b.ne[0] : EW_GRAIN; /* 0 rows: an empty batch */
             fl_par_for(b.ne[1], grain > 16 ? grain : 16, col_sum_chunk, &j);
             continue;
         }

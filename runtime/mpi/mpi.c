@@ -230,7 +230,7 @@ static void finish_barrier(FlMpi *m) {
  * decides from the same records (verdict), so an error seen by some ranks ends every rank's
  * start alike, and ranks running different things are told so instead of misreading each
  * other's messages. */
-#define ANNOUNCE_MAGIC 0x32414c46u /* "FLA2": the record's layout; another layout is another flrun */
+#define ANNOUNCE_MAGIC 0x33414c46u /* "FLA3": the record's layout; another layout is another flrun */
 enum { AK_PLAN = 1, AK_PROGRAM = 2 };
 enum { AM_NONE, AM_SYNC, AM_ASYNC, AM_ALLREDUCE };
 
@@ -243,7 +243,29 @@ typedef struct Announce {
     char file[64];    /* the file this rank runs (its last 63 bytes) */
     char msg[192];
     char host[FLM_HOST_MAX]; /* the rank's host name */
+    int32_t nagree, pad;
+    FlmAgree agree[FL_MPI_AGREE_MAX]; /* the options every rank (or trainer) must have alike */
 } Announce;
+
+/* FNV-1a of n bytes, continuing h (start: FNV_OFFSET). */
+#define FNV_OFFSET 1469598103934665603ull
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+    const uint8_t *d = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ d[i]) * 1099511628211ull;
+    return h;
+}
+
+void fl_mpi_agree(FlMpi *m, const char *option, const char *key, const char *shown, bool trainers_only) {
+    FL_ASSERT(m->nagree < FL_MPI_AGREE_MAX && strlen(option) < sizeof m->agree[0].option);
+    FlmAgree *a = &m->agree[m->nagree++];
+    memset(a, 0, sizeof *a);
+    snprintf(a->option, sizeof a->option, "%s", option);
+    size_t n = strlen(shown);
+    if (n < sizeof a->shown) snprintf(a->shown, sizeof a->shown, "%s", shown);
+    else snprintf(a->shown, sizeof a->shown, "%.*s...", (int)sizeof a->shown - 4, shown);
+    a->key = fnv(FNV_OFFSET, key, strlen(key));
+    a->trainers = trainers_only;
+}
 
 static void announce_init(Announce *a, int kind, const char *file) {
     memset(a, 0, sizeof *a);
@@ -334,6 +356,53 @@ static bool pick_pserver_mode(const Announce *a, const void *md) {
     return a->role == FL_MPI_PSERVER && a->mode == *(const int *)md;
 }
 static bool pick_timeline(const Announce *a, const void *on) { return a->timeline == *(const int *)on; }
+/* The ranks that compare option k (every rank, or the trainers) and have the value `key`. */
+typedef struct AgreePick {
+    int k;
+    uint64_t key;
+} AgreePick;
+static bool agree_counts(const Announce *a, int k) { return !a->agree[k].trainers || a->role == FL_MPI_TRAINER; }
+static bool pick_agree(const Announce *a, const void *arg) {
+    const AgreePick *p = arg;
+    return agree_counts(a, p->k) && a->agree[p->k].key == p->key;
+}
+
+/* The first option of the records that the ranks comparing it do not have alike, said in b:
+ * each value (up to 4) with the ranks that have it. */
+static bool options_differ(FlMpi *m, const Announce *all, FlBuf *b) {
+    int n = m->size;
+    for (int k = 0; k < all[0].nagree; k++) {
+        int first = -1;
+        bool differ = false;
+        for (int r = 0; r < n; r++)
+            if (agree_counts(&all[r], k)) {
+                if (first < 0) first = r;
+                else differ |= all[r].agree[k].key != all[first].agree[k].key;
+            }
+        if (!differ) continue;
+        const FlmAgree *o = &all[first].agree[k];
+        fl_buf_printf(b, "the ranks run with different %s: ", o->option);
+        uint64_t seen[4];
+        int nseen = 0;
+        for (int r = first; r < n && nseen < 4; r++) {
+            if (!agree_counts(&all[r], k)) continue;
+            bool old = false;
+            for (int i = 0; i < nseen; i++) old |= seen[i] == all[r].agree[k].key;
+            if (old) continue;
+            seen[nseen++] = all[r].agree[k].key;
+            AgreePick p = {k, all[r].agree[k].key};
+            int count = 0;
+            for (int q = 0; q < n; q++) count += pick_agree(&all[q], &p);
+            fl_buf_printf(b, "%s%s on ", nseen > 1 ? ", " : "", all[r].agree[k].shown);
+            char pn[FLM_PEER_NAME_MAX];
+            if (count == 1) fl_buf_puts(b, flm_peer_name(m, r, pn, sizeof pn));
+            else rank_list(all, n, pick_agree, &p, b);
+        }
+        fl_buf_printf(b, "; every %s of a job needs the same %s", o->trainers ? "trainer" : "rank", o->option);
+        return true;
+    }
+    return false;
+}
 
 /* Numbers trainers and pservers by rank order from the records' roles. */
 static void number_roles(FlMpi *m, const Announce *all) {
@@ -367,9 +436,12 @@ static void number_roles(FlMpi *m, const Announce *all) {
  * not take their roles, which modes disagree. */
 static FlStatus verdict(FlMpi *m, const Announce *all, FlErr *e) {
     int n = m->size;
-    for (int r = 0; r < n; r++)
-        if (all[r].magic != ANNOUNCE_MAGIC)
-            return fl_err(e, "rank %d runs another version of flrun (its announcement is not this one's)", r);
+    for (int r = 0; r < n; r++) {
+        bool same = all[r].magic == ANNOUNCE_MAGIC && all[r].nagree == all[0].nagree;
+        for (int k = 0; same && k < all[r].nagree; k++)
+            same = !strncmp(all[r].agree[k].option, all[0].agree[k].option, sizeof all[r].agree[k].option);
+        if (!same) return fl_err(e, "rank %d runs another version of flrun (its announcement is not this one's)", r);
+    }
     int plan = AK_PLAN, prog = AK_PROGRAM, nplan = 0;
     for (int r = 0; r < n; r++) nplan += all[r].kind == AK_PLAN;
     FlBuf b = {0};
@@ -427,6 +499,10 @@ static FlStatus verdict(FlMpi *m, const Announce *all, FlErr *e) {
                     fl_buf_str(&b), n - ntl == 1 ? "es" : "");
         goto done;
     }
+    if (options_differ(m, all, &b)) {
+        st = fl_err(e, "%s", fl_buf_str(&b));
+        goto done;
+    }
     int sync = AM_SYNC, async = AM_ASYNC, ar = AM_ALLREDUCE;
     bool t_sync = false, t_ar = false, t_other = false, p_async = false;
     for (int r = 0; r < n; r++) {
@@ -468,7 +544,17 @@ done:
 
 /* The announce exchange and its verdict; then the role communicators and the heartbeat. An
  * exchange that does not complete within the timeout (a rank that never comes) ends the job. */
-static FlStatus assign(FlMpi *m, const Announce *mine, FlErr *e) {
+static FlStatus assign(FlMpi *m, Announce *mine, FlErr *e) {
+    /* the transport's own options: every rank's heartbeats and patience, its message pieces */
+    char key[64], shown[64];
+    snprintf(key, sizeof key, "%.17g", m->timeout);
+    snprintf(shown, sizeof shown, "%g s", m->timeout);
+    fl_mpi_agree(m, "--timeout", key, shown, false);
+    snprintf(key, sizeof key, "%u", m->piece);
+    snprintf(shown, sizeof shown, "%u bytes", m->piece);
+    fl_mpi_agree(m, "--piece", key, shown, false);
+    mine->nagree = m->nagree;
+    memcpy(mine->agree, m->agree, sizeof m->agree);
     Announce *all = fl_xcalloc((size_t)m->size, sizeof *all);
     MPI_Request req;
     int rc = MPI_Iallgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, MPI_COMM_WORLD, &req);
@@ -490,13 +576,33 @@ static FlStatus assign(FlMpi *m, const Announce *mine, FlErr *e) {
     return FL_OK;
 }
 
-/* A hash of the plan's bytes (FNV-1a). */
+/* A hash of what the plan runs (FNV-1a of its encoding), where each rank reads its data left
+ * out: the readers' directories are the rank's own (the plan's folder on its host, its
+ * --data-dir), so they are encoded from shallow copies without them. */
 static uint64_t plan_id(const FlPlan *plan) {
+    size_t n = plan->roles.len;
+    FlPlan p = *plan;
+    FlBundle **roles = fl_xcalloc(n + 1, sizeof *roles), *b = fl_xcalloc(n + 1, sizeof *b);
+    FlReaderSpec *rd = fl_xcalloc(2 * n + 1, sizeof *rd);
+    for (size_t k = 0; k < n; k++) {
+        b[k] = *plan->roles.data[k];
+        FlReaderSpec **rs[2] = {&b[k].run.reader, &b[k].run.test_reader};
+        for (int i = 0; i < 2; i++)
+            if (*rs[i]) {
+                rd[2 * k + (size_t)i] = **rs[i];
+                rd[2 * k + (size_t)i].base_dir = NULL;
+                *rs[i] = &rd[2 * k + (size_t)i];
+            }
+        roles[k] = &b[k];
+    }
+    p.roles.data = roles;
     size_t len = 0;
-    uint8_t *data = fl_ir_encode_plan(plan, &len);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) h = (h ^ data[i]) * 1099511628211ull;
+    uint8_t *data = fl_ir_encode_plan(&p, &len);
+    uint64_t h = fnv(FNV_OFFSET, data, len);
     free(data);
+    free(rd);
+    free(b);
+    free(roles);
     return h;
 }
 

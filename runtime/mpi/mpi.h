@@ -96,6 +96,15 @@ FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlEr
  * sync trainers (barriers, sends marked sync) with async pservers, allreduce trainers with
  * pservers or with other trainers (the message names the ranks and their modes). */
 FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, FlErr *e) FL_WARN_UNUSED;
+/* Before the roles are assigned: an option of the job that every rank (trainers_only: every
+ * trainer) must have alike, such as flrun's --epochs or --seed. The announce exchange compares
+ * them, with the transport's own --timeout and --piece (every rank), and a job whose ranks
+ * differ does not start: the message names the option, its values and the ranks holding each
+ * ("the ranks run with different --seed: 1 on rank 0 (trainer 0), 2 on rank 1 (trainer 1); ...").
+ * `key` is what is compared (any length: its hash travels), `shown` what the message shows of
+ * the value (at most FLM_AGREE_SHOWN - 1 bytes are kept). At most FL_MPI_AGREE_MAX options. */
+#define FL_MPI_AGREE_MAX 12
+void fl_mpi_agree(FlMpi *m, const char *option, const char *key, const char *shown, bool trainers_only);
 
 FlMpiRole fl_mpi_role(const FlMpi *m);
 int fl_mpi_index(const FlMpi *m); /* trainer or pserver number */

@@ -33,6 +33,16 @@ enum { F_INLINE = 1, F_ZERO = 2, F_ROWS = 4 }; /* F_ROWS: the payload is a packe
 #define NAME_MAX_LEN 1024
 #define FLM_HOST_MAX 64       /* a host name as ranks tell it each other (longer ones are cut) */
 #define FLM_PEER_NAME_MAX 128 /* "rank R (pserver I on HOST)" */
+#define FLM_AGREE_SHOWN 64    /* bytes of an option's value a rank shows the others */
+
+/* An option the ranks must have alike (fl_mpi_agree), as the announce exchange carries it. */
+typedef struct FlmAgree {
+    char option[24];
+    char shown[FLM_AGREE_SHOWN];
+    uint64_t key;     /* a hash of the compared value */
+    int32_t trainers; /* 1: compared among the trainers only */
+    int32_t pad;
+} FlmAgree;
 
 typedef struct Hdr {
     uint32_t magic;
@@ -126,6 +136,8 @@ struct FlMpi {
     /* the timeline (timeline.c): NULL when off */
     FlTrace *trace;
     FlMpiClock clock;
+    FlmAgree agree[FL_MPI_AGREE_MAX]; /* the options to compare at the announce exchange */
+    int nagree;
     atomic_uint seq; /* GRAD messages sent (Hdr.seq) */
     /* stats */
     uint64_t bytes, msgs;

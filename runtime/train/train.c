@@ -405,6 +405,24 @@ static FlStatus merge_epoch(FlTrainer *tr, const FlTrainHooks *h, const double *
     return FL_OK;
 }
 
+/* A job's trainers read the training data each from its own copy (the plan's folder on its host,
+ * or --data-dir), and each takes its share of every global batch by the rows it has: trainers
+ * that read different numbers of rows would run different numbers of steps and wait on each
+ * other until the peer timeout. So before the first step trainer 0 gathers every trainer's rows
+ * and stops the job, naming the trainers and the file, when they differ. */
+static FlStatus same_data(FlTrainer *tr, FlErr *e) {
+    if (!tr->mpi || tr->T < 2) return FL_OK;
+    double mine = (double)fl_data_rows(tr->d.train), *all = tr->t == 0 ? fl_xcalloc((size_t)tr->T, sizeof *all) : NULL;
+    FlStatus st = fl_mpi_gather_trainers(tr->mpi, &mine, 1, all, e);
+    for (int t = 1; st == FL_OK && all && t < tr->T; t++)
+        if (all[t] != all[0])
+            st = fl_err(e, "the trainers read different data: trainer 0 has %.0f training rows (of '%s'), trainer %d "
+                        "has %.0f; every trainer reads the same data, each from its copy (the plan's folder or "
+                        "--data-dir)", all[0], tr->ninputs ? tr->inputs[0] : "?", t, all[t]);
+    free(all);
+    return st;
+}
+
 FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
     static const FlTrainHooks none = {0};
     const FlTrainHooks *h = hooks ? hooks : &none;
@@ -414,6 +432,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     int64_t batch = opt && opt->batch_size > 0 ? opt->batch_size : rs->batch_size;
     uint64_t seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed);
     if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
+    if (same_data(tr, e) != FL_OK) return FL_ERROR;
     bool lead = tr->t == 0; /* reports the figures and evaluates */
     size_t nf = feed_tensors(d->train), n = tr->nfetch;
     FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);

@@ -198,6 +198,35 @@ static void test_files(void) {
     free(out);
 }
 
+/* fl_open_regular / fl_read_regular_file: a regular file (or a link to one) reads; a FIFO that
+ * nobody writes, a directory and a character device are refused at once, by kind. */
+static void test_regular_files(void) {
+    FlErr e = {{0}};
+    size_t n = 0;
+    alarm(30); /* a blocking open of the FIFO would hang: fail instead */
+    char *reg = path_in("reg.txt"), *link = path_in("reg.link"), *fifo = path_in("fifo"), *dir = path_in("rdir");
+    CU_ASSERT_EQUAL(fl_write_file(reg, "abc", 3, &e), FL_OK);
+    CU_ASSERT_EQUAL(symlink(reg, link), 0);
+    char *back = fl_read_regular_file(link, &n, &e);
+    CU_ASSERT(back && n == 3 && memcmp(back, "abc", 3) == 0);
+    free(back);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0644), 0);
+    CU_ASSERT_PTR_NULL(fl_read_regular_file(fifo, &n, &e));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "/fifo' is not a regular file (a FIFO)"));
+    CU_ASSERT_EQUAL(mkdir(dir, 0755), 0);
+    FILE *f = fl_open_regular(dir, &e);
+    CU_ASSERT_PTR_NULL(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "/rdir' is not a regular file (a directory)"));
+    f = fl_open_regular("/dev/null", &e);
+    CU_ASSERT_PTR_NULL(f);
+    CU_ASSERT_STRING_EQUAL(e.msg, "'/dev/null' is not a regular file (a character device)");
+    CU_ASSERT_PTR_NULL(fl_open_regular(fifo + strlen(fifo), &e)); /* "" */
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "cannot open ''"));
+    alarm(0);
+    remove(reg), remove(link), remove(fifo), rmdir(dir);
+    free(reg), free(link), free(fifo), free(dir);
+}
+
 static void check_rel(const char *from, const char *to, const char *want) {
     char *r = fl_path_relative(from, to);
     CU_ASSERT_STRING_EQUAL(r, want);
@@ -297,6 +326,7 @@ int main(void) {
         {"map_stress", test_map_stress},
         {"arena_intern_buf", test_arena_intern_buf},
         {"files", test_files},
+        {"regular_files", test_regular_files},
         {"paths", test_paths},
         {"failing_allocator", test_failing_allocator},
     };

@@ -340,12 +340,21 @@ static void test_no_input_overwritten(void) {
     char *out = NULL;
     CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/params", flrun, w, w), 0);
     CU_ASSERT_EQUAL(sh(NULL, "cp %s/feat.csv %s/f.csv && cp -r %s/params %s/params.copy", w, w, w, w), 0);
-    const char *logs[] = {"data/boston_house_prices.csv", "fit_a_line.fl", "data/../fit_a_line.fl", "f.csv",
-                          "params/MANIFEST", "params/fc_0.w_0"};
+    /* a data file is found once the program is loaded (exit 1); the others are paths of the
+     * command line, compared before anything runs (bad usage, exit 2) */
+    const struct {
+        const char *log, *msg;
+        int rc;
+    } logs[] = {{"data/boston_house_prices.csv", "refusing to overwrite an input", 1},
+                {"fit_a_line.fl", "refusing to overwrite an input", 2},
+                {"data/../fit_a_line.fl", "refusing to overwrite an input", 2},
+                {"f.csv", "refusing to overwrite an input", 2},
+                {"params/MANIFEST", "refusing to write into an input", 2},
+                {"params/fc_0.w_0", "refusing to write into an input", 2}};
     for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
         CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl --epochs 2 --load %s/params --predict %s/f.csv --log %s/%s 2>&1",
-                           flrun, w, w, w, w, logs[i]), 1);
-        CU_ASSERT_PTR_NOT_NULL(strstr(out, "refusing to overwrite an input"));
+                           flrun, w, w, w, w, logs[i].log), logs[i].rc);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, logs[i].msg));
         CU_ASSERT_PTR_NULL(strstr(out, "epoch 1/2"));
         free(out);
     }
@@ -361,6 +370,57 @@ static void test_no_input_overwritten(void) {
     CU_ASSERT_NOT_EQUAL(sh(NULL, "%s build %s/fit_a_line.fl -o %s/link.fl 2>/dev/null", flc, w, w), 0);
     CU_ASSERT_EQUAL(sh(NULL, "cmp -s %s/fit_a_line.fl examples/fit_a_line.fl", w), 0);
     CU_ASSERT_EQUAL(sh(NULL, "%s build %s/fit_a_line.fl -o %s/x.flp", flc, w, w), 0); /* a new file: fine */
+}
+
+/* Outputs that clash with each other or with the --load checkpoint: --save X with --log X or
+ * --timeline X, a --log inside the --save directory (new or not), --save or --timeline inside
+ * the --load checkpoint, also through a link. Each is bad usage (exit 2) naming both options and
+ * the paths, before anything runs: nothing trained, nothing written (before, --save X --log X
+ * trained, wrote the log, and then refused the save: the trained result was lost). --save may
+ * still name the --load checkpoint. */
+static void test_outputs_apart(void) {
+    const char *w = workdir();
+    CU_ASSERT_EQUAL(sh(NULL, "rm -rf %s/ap && mkdir %s/ap && ln -s %s/ap %s/aplink", w, w, w, w), 0);
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --save %s/ap/ck", flrun, w, w), 0);
+    const struct {
+        const char *args, *msg;
+    } cases[] = {
+        {"--save X/ap/x --log X/ap/x", "--log 'X/ap/x' and --save 'X/ap/x' are the same path; each output needs its own"},
+        {"--save X/ap/x --timeline X/aplink/x", "--timeline 'X/aplink/x' and --save 'X/ap/x' are the same path"},
+        {"--log X/ap/x --timeline X/ap/./x", "--log 'X/ap/x' and --timeline 'X/ap/./x' are the same path"},
+        {"--save X/ap/new --log X/ap/new/log.csv", "--log 'X/ap/new/log.csv' is inside --save 'X/ap/new'; each output "
+                                                   "needs its own path"},
+        {"--save X/ap/ck --log X/aplink/ck/log.csv", "--log 'X/aplink/ck/log.csv' is inside --save 'X/ap/ck'"},
+        {"--load X/ap/ck --save X/ap/ck/sub", "--save 'X/ap/ck/sub' is inside the --load checkpoint ('X/ap/ck'); refusing "
+                                              "to write into an input"},
+        {"--load X/ap/ck --timeline X/aplink/ck/t.json", "--timeline 'X/aplink/ck/t.json' is inside the --load "
+                                                         "checkpoint ('X/ap/ck')"},
+        {"--load X/ap/ck/ --log X/ap/ck/new.csv", "--log 'X/ap/ck/new.csv' is inside the --load checkpoint"},
+        {"--load X/ap/ck --save X/ap", "--save 'X/ap' holds the --load checkpoint ('X/ap/ck'); refusing to replace an "
+                                       "input"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        FlBuf args = {0}, msg = {0};
+        for (const char *c = cases[i].args; *c; c++) /* X: the work directory */
+            if (*c == 'X') fl_buf_puts(&args, w);
+            else fl_buf_putc(&args, *c);
+        for (const char *c = cases[i].msg; *c; c++)
+            if (*c == 'X') fl_buf_puts(&msg, w);
+            else fl_buf_putc(&msg, *c);
+        char *out = NULL;
+        CU_ASSERT_EQUAL(sh(&out, "%s %s/fit_a_line.fl --epochs 2 %s 2>&1", flrun, w, fl_buf_str(&args)), 2);
+        if (!strstr(out, fl_buf_str(&msg))) printf("\n    %s:\n%s", fl_buf_str(&args), out);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, fl_buf_str(&msg)));
+        CU_ASSERT_PTR_NULL(strstr(out, "epoch 1/2"));
+        free(out);
+        fl_buf_free(&args);
+        fl_buf_free(&msg);
+    }
+    /* nothing was written: the directory holds the checkpoint alone, as it was */
+    CU_ASSERT_EQUAL(sh(NULL, "[ \"$(ls %s/ap)\" = ck ] && [ $(ls %s/ap/ck | wc -l) = 5 ]", w, w), 0);
+    /* --save naming the --load checkpoint, in other spellings: read before training, replaced after */
+    CU_ASSERT_EQUAL(sh(NULL, "%s %s/fit_a_line.fl -q --epochs 1 --load %s/ap/ck/ --save %s/aplink/ck", flrun, w, w, w), 0);
+    CU_ASSERT(loads(w, "ap/ck"));
 }
 
 /* Var names that were file names the checkpoint uses itself, or not file names at all. */
@@ -616,6 +676,7 @@ int main(int argc, char **argv) {
         {"bad_input", test_bad_input},
         {"save_targets", test_save_targets},
         {"no_input_overwritten", test_no_input_overwritten},
+        {"outputs_apart", test_outputs_apart},
         {"var_names", test_var_names},
         {"early_failures", test_early_failures},
         {"log_on_failure", test_log_on_failure},

@@ -53,13 +53,13 @@ grep -q "comes after" "$TMP/bad.out" || fail "the validator's message: $(cat "$T
 cp examples/fit_a_line.fl "$TMP/fit.fl"
 cp examples/fit_a_line.fl "$TMP/fit.orig"
 "$FLRUN" "$TMP/fit.fl" -q --epochs 1 --data-dir examples --timeline "$TMP/fit.fl" 2>"$TMP/r.err"
-[ $? -eq 1 ] || fail "--timeline onto the program: not exit 1"
-grep -q "^flrun: error: --timeline '$TMP/fit.fl' is the program ('$TMP/fit.fl'); refusing to overwrite an input$" "$TMP/r.err" ||
+[ $? -eq 2 ] || fail "--timeline onto the program: not exit 2"
+grep -q "^flrun: --timeline '$TMP/fit.fl' is the program ('$TMP/fit.fl'); refusing to overwrite an input$" "$TMP/r.err" ||
     { cat "$TMP/r.err"; fail "--timeline onto the program: the message"; }
 cmp -s "$TMP/fit.fl" "$TMP/fit.orig" || fail "the program was changed"
 "$FLRUN" examples/fit_a_line.fl -q --epochs 1 --log "$TMP/l.csv" --timeline "$TMP/l.csv" 2>"$TMP/r.err"
-[ $? -eq 1 ] || fail "--timeline onto --log: not exit 1"
-grep -q "^flrun: error: --timeline '$TMP/l.csv' and --log '$TMP/l.csv' are the same file$" "$TMP/r.err" ||
+[ $? -eq 2 ] || fail "--timeline onto --log: not exit 2"
+grep -q "^flrun: --log '$TMP/l.csv' and --timeline '$TMP/l.csv' are the same path; each output needs its own$" "$TMP/r.err" ||
     { cat "$TMP/r.err"; fail "--timeline onto --log: the message"; }
 "$FLRUN" examples/fit_a_line.fl --timeline-events 10 2>"$TMP/r.err"
 [ $? -eq 2 ] || fail "--timeline-events alone: not exit 2"

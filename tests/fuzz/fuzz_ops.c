@@ -21,18 +21,9 @@
 #include "lang/eval.h"
 #include "runtime/api.h"
 #include "runtime/core/scope.h"
+#include "tests/fuzz/fuzz_gen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct Gen {
-    const uint8_t *p;
-    size_t n, i;
-} Gen;
-
-static unsigned pick(Gen *g, unsigned n) { /* the next input byte, modulo n (0 when used up) */
-    unsigned b = g->i < g->n ? g->p[g->i++] : 0;
-    return n ? b % n : 0;
-}
 
 /* The pool: name, and how the program makes it. */
 static const char *const pool[][2] = {

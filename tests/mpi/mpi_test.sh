@@ -65,8 +65,10 @@
 #   stall_trainer                 the same for the one trainer of P=1 T=1 jobs, sync and async
 #   bad_jobs                      jobs that cannot start (a bad plan, a plan that does not
 #                                 verify, one rank failing, a plan beside a program, two plans,
-#                                 sync trainers and async pservers) end at once, non-zero, saying
-#                                 why
+#                                 sync trainers and async pservers, ranks with different seeds,
+#                                 epochs, batch sizes, --save or --timeout, trainers reading
+#                                 different data) end at once, non-zero, saying why; --data-dir
+#                                 on one rank only (the same data) trains
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
 #   threads                       kernel threads: 1 per rank by default, --threads 2 on every
 #                                 rank (--stats says so), --threads 0 refused; each rank names
@@ -616,6 +618,31 @@ bad_jobs)
     "$CHECK" role "$TMP/a.plan" 1 "$TMP/aps.flp" && "$CHECK" role "$TMP/s.plan" 0 "$TMP/str.flp" || fail "role"
     expect "sync and async" "the job mixes sync and async: sync trainers on rank 1, async pservers on rank 0" \
         -np 1 "$FLRUN" "$TMP/aps.flp" : -np 1 "$FLRUN" "$TMP/str.flp" -q
+    # job-wide options that differ between ranks: named with their values and ranks at the start
+    # (different seeds trained overlapping shares and exited 0; different epochs or batch sizes
+    # ended after timeouts blaming a peer; a --save on one rank only was ignored)
+    "$FLC" transpile "$TMP/d.flp" --mode allreduce --trainers 2 -o "$TMP/ar2.plan" >/dev/null || fail "transpile"
+    expect "two seeds" "the ranks run with different --seed: 1 on rank 0 (trainer 0), 2 on rank 1 (trainer 1); every rank of a job needs the same --seed" \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --seed 1 --timeout 3 : -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --seed 2 --timeout 3
+    expect "two epochs" "the ranks run with different --epochs: 2 (the program's) on rank 0 (trainer 0), 1 on rank 1 (trainer 1); every trainer of a job needs the same --epochs" \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --timeout 3 : -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --timeout 3
+    expect "two batch sizes" "the ranks run with different --batch-size: 7 on rank 0 (trainer 0), 50 (the program's) on rank 1 (trainer 1)" \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --batch-size 7 --timeout 3 : -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --timeout 3
+    expect "pserver's seed" "the ranks run with different --seed: 7 on rank 0 (trainer 0), 0 (the program's) on rank 1 (pserver 0)" \
+        -np 1 "$FLRUN" "$TMP/s.plan" -q --epochs 1 --seed 7 --timeout 3 : -np 1 "$FLRUN" "$TMP/s.plan" -q --epochs 1 --timeout 3
+    expect "save on one rank" "the ranks run with different --save: none on rank 0 (trainer 0), '$TMP/ck' on rank 1 (trainer 1)" \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 : -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --save "$TMP/ck"
+    expect "timeouts" "the ranks run with different --timeout: 60 s on rank 0 (trainer 0), 3 s on rank 1 (trainer 1)" \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 : -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --timeout 3
+    [ -e "$TMP/ck" ] && fail "a job that did not start saved"
+    # --data-dir on one rank only: each host may read its own copy (it was "the ranks run different
+    # plans: rank 0 runs 'ar2.plan', rank 1 'ar2.plan'"); the same data trains, other data is named
+    run_mpi -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --data-dir "$PWD/tests/mpi" : \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "--data-dir on one rank, the same data"; }
+    mkdir -p "$TMP/cut/a" "$TMP/examples/data"
+    gzip -dc examples/data/digits.csv.gz | head -n 500 | gzip >"$TMP/examples/data/digits.csv.gz"
+    expect "other data" "rank 0 (trainer 0): error: the trainers read different data: trainer 0 has 400 training rows (of '$TMP/cut/a/../../examples/data/digits.csv.gz'), trainer 1 has 1438" \
+        -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --data-dir "$TMP/cut/a" --timeout 3 : -np 1 "$FLRUN" "$TMP/ar2.plan" -q --epochs 1 --timeout 3
     ;;
 wrong_np)
     build

@@ -222,6 +222,16 @@ static void test_bad_feeds(void) {
     expect_feed_error(&c, (FlFeed[]){{"x", &ok}, {"nope", &ok}}, 2,
                       "feed 'nope': the program has no var of that name in its global block");
     expect_feed_error(&c, (FlFeed[]){{"x", &ok}, {"x", &ok}}, 2, "feed 'x' is given twice");
+    /* a declared row whose dims multiply past int64: the flat-rows count overflowed (fuzz_pyfeed
+     * found it with an empty feed of such dims, which fl_shape_numel now refuses to make) */
+    Ct big = ct_open("big.fl", "from fluid import layers\n"
+                               "x = layers.data(name='x', shape=[1099511627776, 1099511627776], dtype='float32')\n"
+                               "y = layers.scale(x, scale=2.0)\n");
+    FlErr be = {{0}};
+    FlFetch by = {"scale_0.tmp_0", FL_TENSOR_INIT};
+    CU_ASSERT_EQUAL(fl_executor_run(big.ex, big.scope, &(FlFeed){"x", &ok}, 1, &by, 1, &be), FL_ERROR);
+    CT_MSG(be.msg, "feed 'x': expected shape [-1, 1099511627776, 1099511627776], found [32, 13]");
+    ct_close(&big);
     /* [2, 13, 1] has 13 elements per row: reshaped to [2, 13] */
     FlErr e = {{0}};
     FlFetch out = {"mul_0.tmp_0", FL_TENSOR_INIT};

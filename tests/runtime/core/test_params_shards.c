@@ -2,7 +2,12 @@
  * written into a saving's directory are listed in MANIFEST; a var is read whole or by rows from
  * the shards that overlap the rows asked (re-sharding), or by rows from a whole file; overlapping
  * shards, rows no shard holds and a shard of another shape are errors naming the var and the
- * file. */
+ * file. And hostile checkpoints: a FIFO (or any file that is not regular) in place of any of a
+ * checkpoint's files is refused without blocking, by a load and by a save's target check; shard
+ * ranges near INT64_MAX, in a shard's header or its name, are errors, not overflows; a FORMAT
+ * of a newer, unknown or garbled format is refused. */
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/params.h"
@@ -111,11 +116,208 @@ static void test_shards(void) {
     fl_ir_program_free(p);
 }
 
+/* A program holding the var T [H, W] (*p: free with fl_ir_program_free). */
+static FlVarDesc *var_t(FlProgram **p) {
+    *p = fl_ir_program_new();
+    FlVarDesc *v = fl_ir_var_add(fl_ir_block(*p, 0), "T");
+    fl_ir_var_set_shape(v, 2, (int64_t[]){H, W});
+    return v;
+}
+
+/* A checkpoint root/NAME holding T whole (rows_of), its path into out. */
+static void save_whole(const char *name, char *out, size_t n) {
+    FlErr e = {{0}};
+    FlNamedTensors whole = {0};
+    FlNamedTensor nt = {"T", FL_TENSOR_INIT};
+    rows_of(0, H, &nt.t);
+    FL_VEC_PUSH(&whole, nt);
+    snprintf(out, n, "%s/%s", root, name);
+    CU_ASSERT_EQUAL_FATAL(fl_params_write(out, &whole, &e), FL_OK);
+    fl_params_free(&whole);
+}
+
+/* Writes n bytes to dir/name (replacing what is there: a FIFO, a file). */
+static void put_file(const char *dir, const char *name, const void *data, size_t n) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    remove(path);
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+/* Puts a FIFO (nobody writes it) at dir/name instead of the file there. */
+static void put_fifo(const char *dir, const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    remove(path);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0644), 0);
+}
+
+/* A copy of the checkpoint src as dst (cp -r). */
+static const char *copy_ck(const char *src, const char *name) {
+    static char dst[128];
+    snprintf(dst, sizeof dst, "%s/%s", root, name);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    return dst;
+}
+
+/* Each file of a checkpoint replaced by a FIFO: FORMAT, MANIFEST, a var's file, a shard. A load
+ * and the save target check refuse it at once, naming the file (before, the open blocked
+ * forever; the alarm fails the test instead of hanging it). */
+static void test_not_regular(void) {
+    FlProgram *p;
+    FlVarDesc *v = var_t(&p);
+    FlErr e = {{0}};
+    FlTensor t = FL_TENSOR_INIT;
+    alarm(60);
+    char path[256], good[256], good_sharded[256];
+    save_whole("reg", good, sizeof good);
+    snprintf(good_sharded, sizeof good_sharded, "%s", save("reg_sharded", H, (int64_t[]){0, 4}, (int64_t[]){4, 10}, 2));
+
+    static const struct {
+        int sharded;
+        const char *file, *msg, *target; /* the load's message, the save target check's */
+    } cases[] = {
+        {0, "FORMAT", "FORMAT' is not a regular file (a FIFO)", "(its FORMAT is not a regular file)"},
+        {0, "T", "/T' is not a regular file (a FIFO)", "(it holds 'T', which is not a regular file)"},
+        {1, "MANIFEST", "/MANIFEST' is not a regular file (a FIFO)", "(its MANIFEST is not a regular file)"},
+        {1, "T%shard-4-10", "cannot read the shard 'T%shard-4-10' of 'T' (rows [4, 10)): '",
+         "(it holds 'T%shard-4-10', which is not a regular file)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "fifo%zu", i);
+        const char *ck = copy_ck(cases[i].sharded ? good_sharded : good, name);
+        put_fifo(ck, cases[i].file);
+        e.msg[0] = 0;
+        CU_ASSERT_EQUAL(fl_params_read(ck, v, &t, &e), FL_ERROR);
+        if (!strstr(e.msg, cases[i].msg)) fprintf(stderr, "\n%s: %s\n", cases[i].file, e.msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, cases[i].msg));
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, ck));
+        /* nor may a save replace it (it is no checkpoint of ours), found without blocking */
+        e.msg[0] = 0;
+        CU_ASSERT_EQUAL(fl_params_check_target(ck, &e), FL_ERROR);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is a directory but not a checkpoint"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, cases[i].target));
+    }
+    /* a var's file that is a directory or a character device */
+    const char *ck = copy_ck(good, "dir");
+    snprintf(path, sizeof path, "%s/T", ck);
+    remove(path);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+    CU_ASSERT_EQUAL(fl_params_read(ck, v, &t, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "/T' is not a regular file (a directory)"));
+    ck = copy_ck(good, "dev");
+    snprintf(path, sizeof path, "%s/T", ck);
+    remove(path);
+    CU_ASSERT_EQUAL_FATAL(symlink("/dev/zero", path), 0);
+    CU_ASSERT_EQUAL(fl_params_read(ck, v, &t, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "/T' is not a regular file (a character device)"));
+    alarm(0);
+    fl_tensor_fini(&t);
+    fl_ir_program_free(p);
+}
+
+/* Shard ranges at the edge of int64: in the shard's header (first + rows overflowed) and in its
+ * name in MANIFEST (sscanf's overflow). Each is an error (the header: a bad header), never an
+ * overflow (UBSan aborted the load). */
+static void test_shard_ranges(void) {
+    FlProgram *p;
+    FlVarDesc *v = var_t(&p);
+    FlErr e = {{0}};
+    FlTensor t = FL_TENSOR_INIT;
+    const char *good = save("ranges", H, (int64_t[]){0, 4}, (int64_t[]){4, 10}, 2);
+    char src[128];
+    snprintf(src, sizeof src, "%s", good);
+    static const int64_t ranges[][2] = {{INT64_MAX, INT64_MAX}, {4, INT64_MAX}, {INT64_MAX, 6}, {INT64_MIN, 10},
+                                        {4, -1}, {4, INT64_MAX - 3}};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        const char *ck = copy_ck(src, "hostile_range");
+        FlBuf file = {0};
+        fl_buf_append(&file, "FLTENSOR", 8);
+        uint32_t hdr[4] = {2, FL_DT_FLOAT32, 2, 0};
+        int64_t ne[2] = {H, W};
+        fl_buf_append(&file, (const char *)hdr, sizeof hdr);
+        fl_buf_append(&file, (const char *)ne, sizeof ne);
+        fl_buf_append(&file, (const char *)ranges[i], sizeof ranges[i]);
+        float zero[6 * W] = {0};
+        fl_buf_append(&file, (const char *)zero, sizeof zero);
+        put_file(ck, "T%shard-4-10", file.data, file.len);
+        fl_buf_free(&file);
+        CU_ASSERT_EQUAL(fl_params_read(ck, v, &t, &e), FL_ERROR);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "the shard 'T%shard-4-10' of 'T' is not a saved shard of rows [4, 10) (bad header)"));
+    }
+    /* names in MANIFEST whose rows overflow int64, or are not plain decimal: not shards of 'T' */
+    static const char *names[] = {"T%shard-4-99999999999999999999", "T%shard-99999999999999999999-10",
+                                  "T%shard-4-+10", "T%shard--4-10", "T%shard-4-10-", "T%shard-04-10",
+                                  "T%shard-4-"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *ck = copy_ck(src, "hostile_name");
+        char m[128];
+        int n = snprintf(m, sizeof m, "T%%shard-0-4\n%s\n", names[i]);
+        put_file(ck, "MANIFEST", m, (size_t)n);
+        CU_ASSERT_EQUAL(fl_params_read(ck, v, &t, &e), FL_ERROR);
+        if (!strstr(e.msg, "no shard holds rows [4, 10) of 'T' (1 shard of its 10 rows saved)"))
+            fprintf(stderr, "\n%s: %s\n", names[i], e.msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "no shard holds rows [4, 10) of 'T' (1 shard of its 10 rows saved)"));
+    }
+    fl_tensor_fini(&t);
+    fl_ir_program_free(p);
+}
+
+/* FORMAT: version 2 (with or without its final newline) loads; a newer format is refused as a
+ * newer .flp is, and an unknown one, an empty or a garbled line are errors quoting it (before,
+ * all of them loaded as version 1). */
+static void test_format(void) {
+    FlProgram *p;
+    FlVarDesc *v = var_t(&p);
+    FlErr e = {{0}};
+    FlTensor t = FL_TENSOR_INIT;
+    char src[256];
+    save_whole("format", src, sizeof src);
+    static const struct {
+        const char *format, *msg; /* msg NULL: loads */
+    } cases[] = {
+        {"fluidc checkpoint 2\n", NULL},
+        {"fluidc checkpoint 2", NULL},
+        {"fluidc checkpoint 3\n", "the checkpoint was written by a newer fluidc (checkpoint format 3; this one reads up to 2)"},
+        {"fluidc checkpoint 1\n", "its FORMAT names checkpoint format 1, which this fluidc does not know"},
+        {"", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
+        {"\n", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
+        {"garbage\x01\n", "its FORMAT is not a checkpoint's: 'garbage?' (expected 'fluidc checkpoint 2')"},
+        {"fluidc checkpoint 2\n\n", "its FORMAT is not a checkpoint's: 'fluidc checkpoint 2?'"},
+        {"fluidc checkpoint 99999999999999999999\n", "its FORMAT is not a checkpoint's"},
+        {"fluidc checkpoint -2\n", "its FORMAT is not a checkpoint's"},
+        {"FLTENSOR\x01", NULL}, /* a tensor file: version 1, whose var FORMAT had the file FORMAT */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *ck = copy_ck(src, "format_case");
+        put_file(ck, "FORMAT", cases[i].format, strlen(cases[i].format));
+        e.msg[0] = 0;
+        FlStatus st = fl_params_read(ck, v, &t, &e);
+        if (!cases[i].msg) {
+            CU_ASSERT_EQUAL(st, FL_OK);
+            CU_ASSERT_TRUE(rows_are(&t, 0, H));
+            continue;
+        }
+        CU_ASSERT_EQUAL(st, FL_ERROR);
+        if (!strstr(e.msg, cases[i].msg)) fprintf(stderr, "\n'%s': %s\n", cases[i].format, e.msg);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, cases[i].msg));
+    }
+    fl_tensor_fini(&t);
+    fl_ir_program_free(p);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/fl_params_shards.XXXXXX");
     if (!mkdtemp(root)) return 1;
-    static const CtCase cases[] = {CT_TEST(test_shards)};
-    int rc = ct_run("params_shards", cases, 1);
+    static const CtCase cases[] = {CT_TEST(test_shards), CT_TEST(test_not_regular), CT_TEST(test_shard_ranges),
+                                   CT_TEST(test_format)};
+    int rc = ct_run("params_shards", cases, (int)(sizeof cases / sizeof cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0) rc = 1;

@@ -153,6 +153,16 @@ static void test_fast_elementwise_add(void) {
         FlTensor all[] = {x, y, o1, o2};
         kt_fini(4, all);
     }
+    /* an empty batch: a bias row's gradient over 0 rows is 0 (its chunking divided by the rows;
+     * fuzz_pyfeed found it through the Python package) */
+    FlTensor x = FL_TENSOR_INIT, g = FL_TENSOR_INIT, dy = FL_TENSOR_INIT;
+    FlTensor y = kt_rand(&rng, F, 1, (int64_t[]){3}, -1, 1);
+    KT_OK(fl_tensor_alloc(KE, &x, F, 2, (int64_t[]){0, 3}));
+    KT_OK(fl_tensor_alloc(KE, &g, F, 2, (int64_t[]){0, 3}));
+    KT_OK(fl_kernel_elementwise_add_grad(KE, &x, &y, &g, -1, NULL, &dy));
+    CU_ASSERT(fl_tensor_same_shape(&dy, &y) && fl_tensor_get(&dy, 0) == 0 && fl_tensor_get(&dy, 2) == 0);
+    FlTensor all[] = {x, y, g, dy};
+    kt_fini(4, all);
 }
 
 /* A realistic size once: the MNIST fc layer's GEMM. */

@@ -40,6 +40,12 @@ static void test_tensor_alloc_errors(void) {
     CU_ASSERT_STRING_EQUAL(e.msg, "shape [3, -1] has a negative dimension");
     CU_ASSERT_EQUAL(fl_tensor_alloc(&e, &t, FL_DT_FLOAT32, 2, (int64_t[]){1LL << 40, 1LL << 40}), FL_ERROR);
     CU_ASSERT_STRING_EQUAL(e.msg, "shape [1099511627776, 1099511627776] has too many elements");
+    /* with a 0 dim in any place: the strides of the others would overflow (fuzz_pyfeed) */
+    CU_ASSERT_EQUAL(fl_tensor_alloc(&e, &t, FL_DT_FLOAT32, 3, (int64_t[]){0, 1LL << 40, 1LL << 40}), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "shape [0, 1099511627776, 1099511627776] has too many elements");
+    CU_ASSERT_EQUAL(fl_tensor_alloc(&e, &t, FL_DT_FLOAT32, 3, (int64_t[]){INT64_MAX, 0, 3}), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_tensor_alloc(&e, &t, FL_DT_FLOAT32, 3, (int64_t[]){INT64_MAX, 0, 1}), FL_OK);
+    fl_tensor_fini(&t);
     CU_ASSERT_EQUAL(fl_tensor_alloc(&e, &t, FL_DT_FLOAT64, 1, (int64_t[]){1LL << 62}), FL_ERROR);
     CU_ASSERT_STRING_EQUAL(e.msg, "shape [4611686018427387904] is too large to allocate");
     CU_ASSERT_EQUAL(fl_tensor_alloc(&e, &t, FL_DT_FLOAT32, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}), FL_ERROR);
