@@ -371,14 +371,13 @@ static FlStatus predict(Run *r, FlErr *e) {
     return FL_OK;
 }
 
-/* Does the program hold distributed ops (send, recv, listen_and_serv, ...) in any block? */
-static bool has_op_flag(const FlProgram *p, unsigned flag, const char *type) {
+/* Does the program hold an op with the flag (FL_OPF_DIST: send, recv, listen_and_serv, ...;
+ * FL_OPF_CHAN: go, channels, parallel_for) in any block? */
+static bool has_op_flag(const FlProgram *p, unsigned flag) {
     for (size_t k = 0; k < p->blocks.len; k++) {
         const FlBlock *b = p->blocks.data[k];
-        for (size_t i = 0; i < b->ops.len; i++) {
-            const FlOpInfo *info = fl_ops_find(b->ops.data[i]->type);
-            if (type ? !strcmp(b->ops.data[i]->type, type) : info && (info->flags & flag)) return true;
-        }
+        for (size_t i = 0; i < b->ops.len; i++)
+            if (fl_ops_flags(b->ops.data[i]) & flag) return true;
     }
     return false;
 }
@@ -700,7 +699,7 @@ static int run_program(Opts *o) {
     int64_t seed = o->seed;
     /* the timeline's origin: before MPI starts, so every event of the run comes after it */
     FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
-    if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
+    if (plan || has_op_flag(bundle->main, FL_OPF_DIST)) {
         FlPlanIssues bad = {0};
         if (plan) fl_plan_verify(plan, &bad);
         code = start_mpi(o, plan, &bad, &bundle, &seed, trace, &mpi);
@@ -733,8 +732,9 @@ static int run_program(Opts *o) {
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
-    /* goroutines: one scheduler for the process; runs attach their thread to it (conc.h) */
-    if (has_op_flag(r.bundle->main, 0, "go") || has_op_flag(r.bundle->main, 0, "channel_create")) {
+    /* goroutines (go, channels, timers, parallel_for's iterations): one scheduler for the
+     * process, with --procs processors; runs attach their thread to it (conc.h) */
+    if (has_op_flag(r.bundle->main, FL_OPF_CHAN)) {
         FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
         if (!(sched = fl_sched_new(&sc, &e))) goto fail;
         fl_conc_attach(r.scope, sched);

@@ -171,10 +171,10 @@ __attribute__((noinline)) static FlM *self_m(void) {
     return m;
 }
 
-static void futex_wait(_Atomic int *a, int val) {
+void fl_futex_wait(_Atomic int *a, int val) {
     syscall(SYS_futex, a, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
-static void futex_wake(_Atomic int *a, int n) {
+void fl_futex_wake(_Atomic int *a, int n) {
     syscall(SYS_futex, a, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
@@ -187,9 +187,9 @@ void fl_lock_slow(FlLock *l) {
             return;
         fl_cpu_relax();
     }
-    while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0) futex_wait(&l->v, 2);
+    while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0) fl_futex_wait(&l->v, 2);
 }
-void fl_lock_wake(FlLock *l) { futex_wake(&l->v, 1); }
+void fl_lock_wake(FlLock *l) { fl_futex_wake(&l->v, 1); }
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -393,7 +393,7 @@ static void startm(FlSched *s, FlP *p, bool spinning) {
         p->m = m;
         m->spinning = spinning;
         atomic_store_explicit(&m->wake, 1, memory_order_release);
-        futex_wake(&m->wake, 1);
+        fl_futex_wake(&m->wake, 1);
         return;
     }
     m = fl_xcalloc(1, sizeof *m);
@@ -458,7 +458,7 @@ static bool stopm(FlM *m) {
     m->idle_next = s->midle;
     s->midle = m;
     fl_unlock(&s->lock);
-    while (atomic_load_explicit(&m->wake, memory_order_acquire) == 0) futex_wait(&m->wake, 0);
+    while (atomic_load_explicit(&m->wake, memory_order_acquire) == 0) fl_futex_wait(&m->wake, 0);
     return m->p != NULL;
 }
 
@@ -1019,7 +1019,7 @@ void fl_g_park(FlG *g, void (*unlock)(void *), void *arg) {
     }
     int z = 0;
     if (atomic_compare_exchange_strong(&g->wake, &z, 2))
-        while (atomic_load_explicit(&g->wake, memory_order_acquire) == 2) futex_wait(&g->wake, 2);
+        while (atomic_load_explicit(&g->wake, memory_order_acquire) == 2) fl_futex_wait(&g->wake, 2);
 }
 
 void fl_g_ready(FlG *g) {
@@ -1031,7 +1031,7 @@ void fl_g_ready(FlG *g) {
         /* after the exchange the thread may return and its G (on its stack) vanish; a late
          * futex_wake on that address is harmless */
         if (atomic_exchange_explicit(&g->wake, 1, memory_order_acq_rel) == 2)
-            futex_wake(&g->wake, 1);
+            fl_futex_wake(&g->wake, 1);
         return;
     }
     FlM *m = self_m();
@@ -1105,7 +1105,7 @@ void fl_sched_free(FlSched *s) {
     atomic_store(&s->shutdown, true);
     for (FlM *m = s->midle; m; m = m->idle_next) {
         atomic_store_explicit(&m->wake, 1, memory_order_release);
-        futex_wake(&m->wake, 1);
+        fl_futex_wake(&m->wake, 1);
     }
     s->midle = NULL;
     FlM *all = s->allm;
