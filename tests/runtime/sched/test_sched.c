@@ -546,29 +546,37 @@ static void test_each_100000_bounded_stacks(void) {
     free(m);
 }
 
+typedef struct Never {
+    FlChan *c;
+    _Atomic int returned;
+} Never;
 static void never_iter(void *p, int i) {
     (void)i;
+    Never *nv = p;
     FlErr e;
     int64_t v;
-    if (fl_chan_recv(p, &v, NULL, &e) == FL_OK) atomic_fetch_add(&st_failures, 1);
+    if (fl_chan_recv(nv->c, &v, NULL, &e) == FL_OK) atomic_fetch_add(&st_failures, 1);
+    atomic_fetch_add(&nv->returned, 1);
 }
 static void test_each_deadlock_reported(void) {
     /* both iterations wait on a channel nobody sends on, main waits for them: each is named */
     Dl d;
     FlSched *s = dl_main(&d, "pf.fl:4");
-    FlChan *c = st_chan(0);
+    Never nv = {st_chan(0), 0};
     double t0 = st_now();
     FlErr e = {{0}};
-    CU_ASSERT_EQUAL(fl_go_each(s, 2, never_iter, c, "pf.fl:5", &e), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_go_each(s, 2, never_iter, &nv, "pf.fl:5", &e), FL_ERROR);
     CU_ASSERT_STRING_EQUAL(e.msg, DEADLOCK);
     check_report(&d, s, t0,
                  DEADLOCK "\n  goroutine 1 (pf.fl:4): wait for iterations\n"
                           "  goroutine 2 (pf.fl:5): chan receive\n"
                           "  goroutine 3 (pf.fl:5): chan receive\n");
-    CU_ASSERT_EQUAL(fl_sched_stats(s).goroutines, 0); /* they have unwound */
+    CU_ASSERT_EQUAL(atomic_load(&nv.returned), 2); /* both unwound before the call returned */
     fl_sched_detach(s);
+    CU_ASSERT_EQUAL(fl_sched_wait(s, &e), FL_ERROR); /* and their goroutines exit */
+    CU_ASSERT_EQUAL(fl_sched_stats(s).goroutines, 0);
     fl_sched_free(s);
-    fl_chan_release(c);
+    fl_chan_release(nv.c);
 }
 
 typedef struct Nest {
