@@ -58,8 +58,11 @@ FlStatus fl_sim_parse_rate(const char *s, double *out, FlErr *e) {
     if (num_unit(s, &v, &u))
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (!strcmp(u, units[i].u)) {
-                if (v <= 0) return fl_err(e, "a bandwidth must be above 0, found '%s'", s);
-                *out = v * units[i].f;
+                double r = v * units[i].f;
+                if (!(r >= FL_SIM_RATE_MIN && r <= FL_SIM_RATE_MAX))
+                    return fl_err(e, "a bandwidth must be from 1kbit (%g bytes/s) to 10TB/s, found '%s'",
+                                  FL_SIM_RATE_MIN, s);
+                *out = r;
                 return FL_OK;
             }
     return fl_err(e, "expected a bandwidth such as 1gbit, 200mbit, 10GB/s or 500MB/s, found '%s'", s);
@@ -72,8 +75,11 @@ FlStatus fl_sim_parse_time(const char *s, double *out, FlErr *e) {
     if (num_unit(s, &v, &u))
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (!strcmp(u, units[i].u)) {
-                if (v < 0) return fl_err(e, "a latency cannot be negative, found '%s'", s);
-                *out = v * units[i].f;
+                double t = v * units[i].f;
+                if (!(t >= 0 && t <= FL_SIM_TIME_MAX))
+                    return fl_err(e, "a time must be from 0 to %gs (a link's latency, a message's cost, a wait), "
+                                  "found '%s'", FL_SIM_TIME_MAX, s);
+                *out = t;
                 return FL_OK;
             }
     return fl_err(e, "expected a time such as 0.5ms, 20us or 1s, found '%s'", s);
@@ -154,6 +160,9 @@ static FlStatus each_line(const char *text, const char *where, LineFn fn, void *
 
 /* ---- calibration ---- */
 
+/* A calibration's GFLOP/s or GB/s: from FL_SIM_CALIB_RATE_MIN to FL_SIM_CALIB_RATE_MAX. */
+static bool calib_rate_ok(double v) { return v >= FL_SIM_CALIB_RATE_MIN && v <= FL_SIM_CALIB_RATE_MAX; }
+
 typedef struct CalibCtx {
     FlSimCalib *c;
     int seen[4]; /* lines of elementwise, optimizer, memcpy, op_overhead */
@@ -168,9 +177,9 @@ static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char
         char tail;
         if (ntok != 4 || sscanf(tok[1], "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
             return fl_err(e, "%s:%d: expected 'gemm MxNxK VALUE GFLOP/s'", where, line);
-        if (!num(tok[2], &g.gflops) || g.gflops <= 0 || strcmp(tok[3], "GFLOP/s") != 0)
-            return fl_err(e, "%s:%d: expected 'gemm MxNxK VALUE GFLOP/s' with VALUE above 0, found '%s %s'", where,
-                          line, tok[2], ntok > 3 ? tok[3] : "");
+        if (!num(tok[2], &g.gflops) || !calib_rate_ok(g.gflops) || strcmp(tok[3], "GFLOP/s") != 0)
+            return fl_err(e, "%s:%d: expected 'gemm MxNxK VALUE GFLOP/s' with VALUE from %g to %.0f, found '%s %s'",
+                          where, line, FL_SIM_CALIB_RATE_MIN, FL_SIM_CALIB_RATE_MAX, tok[2], ntok > 3 ? tok[3] : "");
         g.m = m, g.n = n, g.k = k;
         FL_VEC_PUSH(&c->gemm, g);
         return FL_OK;
@@ -185,8 +194,9 @@ static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char
             if (c->optimizers.data[i].op == r.op)
                 return fl_err(e, "%s:%d: 'optimizer %s' is given twice (first on line %d)", where, line, tok[1],
                               c->optimizers.data[i].line);
-        if (!num(tok[2], &r.gbps) || r.gbps <= 0 || strcmp(tok[3], "GB/s") != 0)
-            return fl_err(e, "%s:%d: expected 'optimizer %s VALUE GB/s' with VALUE above 0", where, line, tok[1]);
+        if (!num(tok[2], &r.gbps) || !calib_rate_ok(r.gbps) || strcmp(tok[3], "GB/s") != 0)
+            return fl_err(e, "%s:%d: expected 'optimizer %s VALUE GB/s' with VALUE from %g to %.0f", where, line,
+                          tok[1], FL_SIM_CALIB_RATE_MIN, FL_SIM_CALIB_RATE_MAX);
         FL_VEC_PUSH(&c->optimizers, r);
         return FL_OK;
     }
@@ -197,8 +207,13 @@ static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char
         if (strcmp(tok[0], keys[i]) != 0) continue;
         if (cc->seen[i]) return fl_err(e, "%s:%d: '%s' is given twice (first on line %d)", where, line, keys[i], cc->seen[i]);
         double v;
-        if (ntok != 3 || !num(tok[1], &v) || strcmp(tok[2], units[i]) != 0 || v < 0 || (v == 0 && i < 3))
-            return fl_err(e, "%s:%d: expected '%s VALUE %s' with VALUE above 0", where, line, keys[i], units[i]);
+        bool rate = i < 3; /* the GB/s figures; op_overhead is a time, 0 allowed */
+        if (ntok != 3 || !num(tok[1], &v) || strcmp(tok[2], units[i]) != 0 ||
+            (rate ? !calib_rate_ok(v) : !(v >= 0 && v <= FL_SIM_CALIB_US_MAX)))
+            return rate ? fl_err(e, "%s:%d: expected '%s VALUE %s' with VALUE from %g to %.0f", where, line, keys[i],
+                                 units[i], FL_SIM_CALIB_RATE_MIN, FL_SIM_CALIB_RATE_MAX)
+                        : fl_err(e, "%s:%d: expected '%s VALUE %s' with VALUE from 0 to %.0f", where, line, keys[i],
+                                 units[i], FL_SIM_CALIB_US_MAX);
         *dst[i] = v;
         cc->seen[i] = line;
         return FL_OK;
@@ -209,8 +224,9 @@ static FlStatus calib_line(void *ctx, int line, char **tok, int ntok, const char
         if (strcmp(tok[0], opt[i]) != 0) continue;
         if (*odst[i] >= 0) return fl_err(e, "%s:%d: '%s' is given twice", where, line, opt[i]);
         double v;
-        if (ntok != 3 || !num(tok[1], &v) || strcmp(tok[2], "us") != 0 || v < 0)
-            return fl_err(e, "%s:%d: expected '%s VALUE us' with VALUE 0 or above", where, line, opt[i]);
+        if (ntok != 3 || !num(tok[1], &v) || strcmp(tok[2], "us") != 0 || !(v >= 0 && v <= FL_SIM_CALIB_US_MAX))
+            return fl_err(e, "%s:%d: expected '%s VALUE us' with VALUE from 0 to %.0f", where, line, opt[i],
+                          FL_SIM_CALIB_US_MAX);
         *odst[i] = v;
         return FL_OK;
     }
@@ -427,8 +443,9 @@ static FlStatus cluster_line(void *ctx, int line, char **tok, int ntok, const ch
                 st = fl_err(&inner, "expected a whole number of bytes (Open MPI's btl_tcp_eager_limit, default %d), found '%s'",
                             EAGER_DEFAULT, v);
         } else if (!strcmp(k, "compute")) {
-            if (!num(v, &hp->compute) || hp->compute <= 0)
-                st = fl_err(&inner, "expected a factor above 0 (2: compute takes twice as long), found '%s'", v);
+            if (!num(v, &hp->compute) || !(hp->compute >= FL_SIM_COMPUTE_MIN && hp->compute <= FL_SIM_COMPUTE_MAX))
+                st = fl_err(&inner, "expected a factor from %g to %g (2: compute takes twice as long), found '%s'",
+                            FL_SIM_COMPUTE_MIN, FL_SIM_COMPUTE_MAX, v);
         } else if (!strcmp(k, "roles")) {
             if (host_roles(hp, v, where, line, e) != FL_OK) return FL_ERROR;
         } else {
@@ -896,14 +913,21 @@ static void flows_share(Sim *s) {
     free(cap), free(users), free(fixed);
 }
 
+/* When flow f ends at its rate, from the flows' last update: the one expression that both
+ * schedules a flow's end (flows_next) and decides it (flows_advance), so the flow an EV_FLOW event
+ * was scheduled for ends at that event, whatever the rounding of t + left / rate (at t = 1e6 s a
+ * few bytes' time rounds away, and the flow would never end). */
+static double flow_end(const Sim *s, const Flow *f) { return s->flows_t + f->left / f->rate; }
+
 /* Brings the flows' bytes left up to time t; the flows done by then arrive (after their latency). */
 static void flows_advance(Sim *s, double t) {
     double dt = t - s->flows_t;
     size_t keep = 0;
     for (size_t i = 0; i < s->flows.len; i++) {
         Flow f = s->flows.data[i];
+        bool ended = !(flow_end(s, &f) > t); /* a NaN end too: it ends now */
         f.left -= f.rate * dt;
-        if (f.left <= 1e-6 * (f.ev.bytes > 0 ? f.ev.bytes : HDR_BYTES)) {
+        if (ended || f.left <= 1e-6 * (f.ev.bytes > 0 ? f.ev.bytes : HDR_BYTES)) {
             Ev ev = f.ev;
             ev.node = node(s, t + f.lat, CAT_TRANSFER, ev.trainer, ev.node);
             ev.kind = EV_ARRIVE;
@@ -922,7 +946,8 @@ static void flows_next(Sim *s) {
     flows_share(s);
     double first = -1;
     for (size_t i = 0; i < s->flows.len; i++) {
-        double end = s->flows_t + s->flows.data[i].left / s->flows.data[i].rate;
+        double end = flow_end(s, &s->flows.data[i]);
+        if (!(end >= s->flows_t)) end = s->flows_t; /* NaN: now (flows_advance ends it) */
         if (first < 0 || end < first) first = end;
     }
     if (first >= 0) push(s, (Ev){.t = first, .kind = EV_FLOW, .ver = ++s->flows_ver});
@@ -1343,7 +1368,11 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
     *r = (FlSimResult){0};
     if (strcmp(plan->mode, "sync") != 0)
         return fl_err(e, "the model takes sync plans; this one is in %s mode", plan->mode);
-    if (o->batch < 1 || o->piece < 1) return fl_err(e, "batch size and piece must be at least 1");
+    if (o->batch < 1 || o->batch > FL_SIM_BATCH_MAX)
+        return fl_err(e, "a batch of %lld rows per trainer: the model takes 1 to %d", (long long)o->batch, FL_SIM_BATCH_MAX);
+    if (o->piece < 8 || o->piece % 8 || o->piece > FL_RULE_PIECE_MAX)
+        return fl_err(e, "a piece of %lld bytes: the model takes flrun's pieces, a multiple of 8 from 8 to %u",
+                      (long long)o->piece, FL_RULE_PIECE_MAX);
     int64_t T = plan->trainers, P = plan->pservers;
     r->T = T, r->P = P;
     r->nhosts = (int)cl->hosts.len;
@@ -1465,6 +1494,9 @@ FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimClus
         r->compute_s = cat[CAT_COMPUTE], r->transfer_s = cat[CAT_TRANSFER], r->update_s = cat[CAT_UPDATE],
         r->wait_s = cat[CAT_WAIT];
         r->step_s += r->cores_s;
+        if (!isfinite(r->step_s))
+            st = fl_err(e, "the step's time overflows: trainer %d's vars are too large to time (batch %lld)", crit,
+                        (long long)o->batch);
         r->trainer_compute_s = s.compute[crit] + after[crit];
         for (int64_t p = 0; p < P; p++) {
             r->servers[p].busy_until = s.cpu[p].free;

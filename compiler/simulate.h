@@ -38,6 +38,19 @@
 
 typedef FL_VEC(int64_t) FlSimInts;
 
+/* ---- what the model takes (docs/simulate.md, "Bounds"): beyond these figures no machine or
+ * network is described and a step's figures would lose their sense (a step of 1e300 s); the
+ * parsers and fl_sim_run refuse them, naming the limit ---- */
+#define FL_SIM_TIME_MAX 10.0     /* s: a latency, a message's cost, a wake-up, a look */
+#define FL_SIM_RATE_MIN 125.0    /* bytes/s of a link or a switch thread: 1 kbit/s */
+#define FL_SIM_RATE_MAX 1e13     /* bytes/s: 10 TB/s */
+#define FL_SIM_COMPUTE_MIN 1e-3  /* a host's compute= factor */
+#define FL_SIM_COMPUTE_MAX 1e3
+#define FL_SIM_CALIB_RATE_MIN 1e-3 /* GFLOP/s, GB/s of a calibration */
+#define FL_SIM_CALIB_RATE_MAX 1e6
+#define FL_SIM_CALIB_US_MAX 1e7   /* µs of a calibration's op_overhead, wakeup, pollwait: 10 s */
+#define FL_SIM_BATCH_MAX (1 << 24) /* rows per trainer per step */
+
 /* ---- calibration ---- */
 typedef struct FlSimGemm {
     int64_t m, n, k; /* C[m, n] = A[m, k] B[k, n] */
@@ -120,8 +133,9 @@ void fl_sim_cluster_fini(FlSimCluster *c);
 
 /* ---- the model ---- */
 typedef struct FlSimOptions {
-    int64_t batch;  /* rows per trainer per step (> 0) */
-    int64_t piece;  /* flrun --piece: message size of larger tensors (> 0) */
+    int64_t batch;  /* rows per trainer per step, 1 to FL_SIM_BATCH_MAX */
+    int64_t piece;  /* flrun --piece: message size of larger tensors, a multiple of 8 from 8 to
+                       FL_RULE_PIECE_MAX */
 } FlSimOptions;
 
 typedef struct FlSimLinkLoad {
@@ -157,9 +171,11 @@ typedef struct FlSimResult {
     int *trainer_host, *pserver_host;
 } FlSimResult;
 
-/* Simulates one step of `plan` (sync mode). Errors: another mode, a rank without a host, a
- * message between hosts whose link has no bandwidth, ranks sharing a host without a 'local'
- * line, a role whose program the model cannot read. */
+/* Simulates one step of `plan` (sync mode). Errors: another mode, a batch or piece beyond the
+ * bounds, a rank without a host, a message between hosts whose link has no bandwidth, ranks
+ * sharing a host without a 'local' line, a role whose program the model cannot read, a step
+ * whose time overflows (a var too large to time). Ends on any input: every event is handled
+ * once, and each flow event ends a message. */
 FlStatus fl_sim_run(const FlPlan *plan, const FlSimCalib *calib, const FlSimCluster *cl, const FlSimOptions *o,
                     FlSimResult *r, FlErr *e) FL_WARN_UNUSED;
 void fl_sim_result_fini(FlSimResult *r);
@@ -170,8 +186,9 @@ void fl_sim_report(const FlPlan *plan, const FlSimCluster *cl, const FlSimOption
 /* "1..4" or "1,2,4" or "3" into a list of whole numbers in [1, 4096]; NULL on success. */
 FlStatus fl_sim_parse_range(const char *s, FlSimInts *out, FlErr *e) FL_WARN_UNUSED;
 
-/* Bytes per second from "1gbit", "200mbit", "10GB/s", "500MB/s", "1e9" (bytes/s); seconds from
- * "0.5ms", "20us", "1s". */
+/* Bytes per second from "1gbit", "200mbit", "10GB/s", "500MB/s", "1e9" (bytes/s), from
+ * FL_SIM_RATE_MIN to FL_SIM_RATE_MAX; seconds from "0.5ms", "20us", "1s", from 0 to
+ * FL_SIM_TIME_MAX. */
 FlStatus fl_sim_parse_rate(const char *s, double *out, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_sim_parse_time(const char *s, double *out, FlErr *e) FL_WARN_UNUSED;
 

@@ -177,10 +177,12 @@ typedef struct Writes {
     bool chan; /* the subtree uses a channel */
 } Writes;
 
-/* The op talks through a channel (creating one, or starting a goroutine, does not). */
+/* The op talks through a channel (creating one, or starting goroutines, does not: a parallel_for
+ * waits for its own iterations, not for a goroutine started before it). */
 static bool is_chan_op(const FlOpDesc *op) {
     return (fl_ops_flags(op) & FL_OPF_CHAN) && !fl_ops_is(op, FL_OPID_channel_create) &&
-           !fl_ops_is(op, FL_OPID_channel_assign) && !fl_ops_is(op, FL_OPID_channel_nil) && !fl_ops_is(op, FL_OPID_go);
+           !fl_ops_is(op, FL_OPID_channel_assign) && !fl_ops_is(op, FL_OPID_channel_nil) && !fl_ops_is(op, FL_OPID_go) &&
+           !fl_ops_is(op, FL_OPID_parallel_for);
 }
 
 static bool within(const Vf *v, int blk_idx, int root) {

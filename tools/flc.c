@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "compiler/plan_verify.h"
 #include "compiler/simulate.h"
@@ -261,8 +262,8 @@ static int simulate(const Args *a, const FlBundle *bundle, const FlPlan *plan) {
     if ((a->pservers && (rc = parse_count("--pservers", a->pservers, 1, 4096, &P))) ||
         (a->trainers && (rc = parse_count("--trainers", a->trainers, 1, 4096, &T))) ||
         (a->min_block && (rc = parse_count("--min-block-size", a->min_block, 1, INT64_MAX, &to.min_block_size))) ||
-        (a->batch && (rc = parse_count("--batch-size", a->batch, 1, INT64_MAX, &batch))) ||
-        (a->piece && (rc = parse_count("--piece", a->piece, 8, INT64_MAX, &piece))))
+        (a->batch && (rc = parse_count("--batch-size", a->batch, 1, FL_SIM_BATCH_MAX, &batch))) ||
+        (a->piece && (rc = parse_count("--piece", a->piece, 8, FL_RULE_PIECE_MAX, &piece))))
         return rc;
     if (piece % 8) return usage_error("--piece must be a multiple of 8 (as flrun's), found '%s'", a->piece);
     if (a->dispatch && fl_transpile_parse_dispatch(a->dispatch, &to.dispatch, &e) != FL_OK)

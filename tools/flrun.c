@@ -89,8 +89,9 @@ static const char *usage_text =
     "  -q, --quiet         no progress output\n"
     "  --timeout SECONDS   MPI jobs: how long a rank waits on a silent peer before it fails\n"
     "                      the job, naming the peer (default 60)\n"
-    "  --procs N           processors (worker threads) for goroutines (default: one per core;\n"
-    "                      the main program runs on its own thread beside them)\n"
+    "  --procs N           processors (worker threads) for goroutines and parallel_for's\n"
+    "                      iterations (default: one per core; the main program runs on its own\n"
+    "                      thread beside them)\n"
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
@@ -455,14 +456,13 @@ static FlStatus predict(Run *r, FlErr *e) {
     return FL_OK;
 }
 
-/* Does the program hold distributed ops (send, recv, listen_and_serv, ...) in any block? */
-static bool has_op_flag(const FlProgram *p, unsigned flag, const char *type) {
+/* Does the program hold an op with the flag (FL_OPF_DIST: send, recv, listen_and_serv, ...;
+ * FL_OPF_CHAN: go, channels, parallel_for) in any block? */
+static bool has_op_flag(const FlProgram *p, unsigned flag) {
     for (size_t k = 0; k < p->blocks.len; k++) {
         const FlBlock *b = p->blocks.data[k];
-        for (size_t i = 0; i < b->ops.len; i++) {
-            const FlOpInfo *info = fl_ops_find(b->ops.data[i]->type);
-            if (type ? !strcmp(b->ops.data[i]->type, type) : info && (info->flags & flag)) return true;
-        }
+        for (size_t i = 0; i < b->ops.len; i++)
+            if (fl_ops_flags(b->ops.data[i]) & flag) return true;
     }
     return false;
 }
@@ -839,7 +839,7 @@ static int run_program(Opts *o) {
     int64_t seed = o->seed;
     /* the timeline's origin: before MPI starts, so every event of the run comes after it */
     FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
-    if (plan || has_op_flag(bundle->main, FL_OPF_DIST, NULL)) {
+    if (plan || has_op_flag(bundle->main, FL_OPF_DIST)) {
         FlPlanIssues bad = {0};
         if (plan) fl_plan_verify(plan, &bad);
         code = start_mpi(o, plan, &bad, &bundle, &seed, trace, &mpi);
@@ -873,8 +873,9 @@ static int run_program(Opts *o) {
     if (!mpi || fl_mpi_rank(mpi) == 0) gemm_notes(o, mpi != NULL);
     r.scope = fl_scope_new(NULL);
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
-    /* goroutines: one scheduler for the process; runs attach their thread to it (conc.h) */
-    if (has_op_flag(r.bundle->main, 0, "go") || has_op_flag(r.bundle->main, 0, "channel_create")) {
+    /* goroutines (go, channels, timers, parallel_for's iterations): one scheduler for the
+     * process, with --procs processors; runs attach their thread to it (conc.h) */
+    if (has_op_flag(r.bundle->main, FL_OPF_CHAN)) {
         FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
         if (!(sched = fl_sched_new(&sc, &e))) goto fail;
         fl_conc_attach(r.scope, sched);

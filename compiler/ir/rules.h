@@ -26,6 +26,9 @@
 #define FL_RULE_BLOCK_INFIX ".block"  /* W -> W.block3 */
 #define FL_RULE_TRAINER_INFIX ".trainer_" /* W@GRAD.block0 -> W@GRAD.block0.trainer_1 */
 #define FL_RULE_MIN_BLOCK_SIZE 8192   /* Fluid's default min_block_size, in elements */
+/* The largest piece a tensor travels in between ranks (flrun --piece, a multiple of 8 bytes; the
+ * step model of flc simulate takes the same pieces) */
+#define FL_RULE_PIECE_MAX (1u << 30)
 
 /* "" or FL_RULE_EMPTY: the slot position holds no value. */
 bool fl_rule_is_empty(const char *name);

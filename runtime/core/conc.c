@@ -11,9 +11,10 @@
  * rewritten in place, only swapped (an atomic pointer in the scheduler): a report printed
  * while a goroutine moves on reads the old or the new text, never a torn one.
  *
- * Errors: a goroutine's error is Go's panic (go_failed): kept on the executor and returned by the
- * run in progress, which it ends at once; errors that only say the goroutine was woken by a
- * deadlock, a scheduler shutdown or another goroutine's panic are not kept.
+ * Errors: a goroutine's error (or a parallel_for iteration's) is Go's panic (fl_conc_panic): kept
+ * on the executor and returned by the run in progress, which it ends at once; errors that only
+ * say the goroutine was woken by a deadlock, a scheduler shutdown or another goroutine's panic
+ * (fl_conc_is_abort) are not kept.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -151,23 +152,25 @@ static void ctx_put(FlExec *ex, GoCtx *g) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A goroutine failed: Go's panic. Its error is kept for the end of the run (the first one
- * only), the executor's blocks stop at their next op and the scheduler wakes every blocked party
- * with FL_SCHED_PANIC_MSG, so the main program unwinds at once even while it loops or waits.
- * Errors that only say the goroutine was woken by a deadlock (reported by the run that detects
- * it), a shutdown or another goroutine's panic are not kept. */
-static void go_failed(GoCtx *g) {
-    const char *m = g->err.msg;
-    if (fl_sched_deadlock_report(g->rc.sched) || strstr(m, "goroutine abandoned") ||
-        strstr(m, FL_SCHED_PANIC_MSG))
-        return;
-    FlExec *ex = g->rc.ex;
+bool fl_conc_is_abort(RunCtx *rc, const char *msg) {
+    return fl_sched_deadlock_report(rc->sched) || strstr(msg, "goroutine abandoned") ||
+           strstr(msg, FL_SCHED_PANIC_MSG);
+}
+
+void fl_conc_panic(RunCtx *rc, const char *msg) {
+    FlExec *ex = rc->ex;
     FlExecConc *c = ex->conc;
     pthread_mutex_lock(&c->mu);
-    if (!c->err) c->err = fl_xstrdup(m);
+    if (!c->err) c->err = fl_xstrdup(msg);
     pthread_mutex_unlock(&c->mu);
     atomic_store(&ex->panic, true);
-    fl_sched_panic(g->rc.sched);
+    fl_sched_panic(rc->sched);
+}
+
+/* A goroutine failed: Go's panic, unless its error only says it was woken by a deadlock, a
+ * shutdown or another goroutine's panic. */
+static void go_failed(GoCtx *g) {
+    if (!fl_conc_is_abort(&g->rc, g->err.msg)) fl_conc_panic(&g->rc, g->err.msg);
 }
 
 static void go_main(void *arg) {
@@ -183,6 +186,7 @@ static void go_main(void *arg) {
 FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(void *arg), void *arg) {
     GoCtx *g = ctx_get(rc->ex);
     g->rc = *rc;
+    g->rc.iteration = false; /* a goroutine started by a parallel_for iteration is not one */
     g->op = op;
     g->body = body;
     g->done = done;

@@ -461,12 +461,15 @@ static FlStatus check_lods(RunCtx *rc, const ExecOp *op, FlScope *s) {
 /* One op. Ops that may hold their thread for long (MPI, GEMM-shaped kernels) run inside a
  * blocking region: on a goroutine the worker's processor goes to another worker meanwhile, and
  * a goroutine waiting in MPI is never taken for deadlocked (runtime/sched/sched.h). Outside
- * goroutines and attached threads the region calls are no-ops. */
+ * goroutines and attached threads the region calls are no-ops. In a parallel_for iteration a
+ * long kernel keeps its processor (only the ops that wait for a peer hand it on), so at most
+ * --procs iterations compute at once, on the processors' threads, however many there are. */
 static FlStatus run_op_plain(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (op->nlods && check_lods(rc, op, s) != FL_OK) return FL_ERROR;
-    if (op->region && rc->sched) fl_sched_block_begin();
+    bool region = op->region && rc->sched && (!rc->iteration || (op->info->flags & FL_OPF_DIST));
+    if (region) fl_sched_block_begin();
     FlStatus st = op->ad->run ? run_compute(rc, op, s) : op->ad->control(rc, op, s);
-    if (op->region && rc->sched) fl_sched_block_end();
+    if (region) fl_sched_block_end();
     return st;
 }
 
@@ -732,7 +735,6 @@ FlStatus fl_exec_new(const FlProgram *p, const char *const *sources, size_t nsou
             if (prepare_op(ex, pb, k, e) != FL_OK) goto fail;
     }
     compute_needs(ex);
-    ex->pool = fl_pool_new();
     *out = ex;
     return FL_OK;
 fail:
@@ -758,7 +760,6 @@ void fl_exec_free(FlExec *ex) {
     }
     free(ex->blocks);
     FL_VEC_FREE(&ex->needs);
-    fl_pool_free(ex->pool);
     free(ex);
 }
 

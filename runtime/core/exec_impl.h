@@ -24,7 +24,6 @@
 #include "compiler/op_slots.h" /* FL_IN_<op>_<slot>, FL_OUT_<op>_<slot>: generated from ops.def */
 #include "compiler/ops.h"
 #include "runtime/core/exec.h"
-#include "runtime/core/pool.h"
 #include "runtime/kernels/kernels.h"
 
 #define FL_EMPTY_ARG FL_RULE_EMPTY
@@ -130,7 +129,6 @@ struct FlExec {
     size_t nblocks;
     SizeVec needs;        /* block-0 slots read before written (feeds) */
     atomic_ullong runs;   /* run counter (dropout streams) */
-    FlPool *pool;
     FlExecConc *conc;     /* goroutine state (conc.c); NULL when the program has no
                            * go / channel / select op */
     atomic_bool panic;    /* a goroutine failed: every block of every run stops at its next op
@@ -144,6 +142,7 @@ struct RunCtx {
     FlErr *e;
     FlSched *sched;    /* the run's scheduler when the program uses concurrency ops */
     ConcLabel *label;  /* the running goroutine's (or attached thread's) report label */
+    bool iteration;    /* in a parallel_for iteration: long kernels keep the processor (exec.c) */
 };
 
 struct OpCall {
@@ -245,6 +244,13 @@ FlStatus fl_conc_need_sched(RunCtx *rc, const ExecOp *op) FL_WARN_UNUSED;
  * error and a report label of its own; a failing body's error is kept for the next run's end
  * (fl_conc_run_end). done(arg) releases what arg owns: after body returns, or at once when the
  * goroutine cannot start (then op's error is returned). rc->sched must be set. */
+/* Go's panic of a goroutine or parallel_for iteration that failed with msg: msg is kept for the
+ * end of the run (the first only), every block of the executor stops at its next op and the
+ * scheduler wakes every blocked party (fl_sched_panic). */
+void fl_conc_panic(RunCtx *rc, const char *msg);
+/* Whether a goroutine's error msg only says it was woken by a deadlock, a scheduler shutdown or
+ * another goroutine's panic (then it is no panic of its own). */
+bool fl_conc_is_abort(RunCtx *rc, const char *msg);
 typedef FlStatus (*FlConcBody)(RunCtx *rc, const ExecOp *op, void *arg);
 FlStatus fl_conc_go(RunCtx *rc, const ExecOp *op, FlConcBody body, void (*done)(void *arg),
                     void *arg) FL_WARN_UNUSED;

@@ -468,7 +468,7 @@ static FlStatus timer_body(RunCtx *rc, const ExecOp *op, void *arg) {
         FlSelectCase sc = {.chan = t->chan, .dir = FL_SELECT_SEND, .val = &it};
         int chosen = -1;
         FlStatus st = fl_select(&sc, 1, true, &chosen, &e); /* never blocks */
-        if (chosen != 0) item_drop(&it, NULL);
+        if (chosen != 0 || st != FL_OK) item_drop(&it, NULL); /* not taken: full, or closed */
         if (st != FL_OK || !t->repeat) return FL_OK; /* closed (a stopped ticker), or shutting down */
     }
 }

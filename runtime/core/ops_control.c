@@ -5,9 +5,9 @@
  *   while              again and again while Condition (an outer var the body re-assigns) is
  *                      true, a fresh scope per iteration (kept for while_grad when the op has
  *                      StepScopes: ops_rnn_ctl.c);
- *   parallel_for       n iterations on the executor's pool, at most the scheduler's processor
- *                      count at once (pool.h), each scope holding its int64 [1] index var; the
- *                      first failing iteration's error is reported;
+ *   parallel_for       n iterations, each a goroutine (fl_go_each) in a scope holding its int64
+ *                      [1] index var, the op waiting for all; an iteration's error is a
+ *                      goroutine's panic, and the first one is the op's error;
  *   list_index         binds Out, in the scope of Out's block, to the very var X[Index] names
  *                      (an alias, not a copy): later writes to Out land in the picked var.
  * Goroutines, channels and select are in ops_chan.c, the distributed ops in ops_dist.c. */
@@ -122,10 +122,13 @@ typedef struct PFor {
     const ExecOp *op;
     FlScope *s;
     pthread_mutex_t mu;
-    int failed; /* the lowest failing iteration, n when none (guarded by mu) */
-    FlErr err;  /* its error */
+    bool failed; /* an iteration failed (guarded by mu) */
+    FlErr err;   /* the first one's error */
 } PFor;
 
+/* One iteration, on its own goroutine: a RunCtx of its own (error, report label), and long
+ * kernels keep its processor (rc.iteration). A failure is Go's panic: the other iterations and
+ * goroutines unwind (conc.c), so none waits forever for the failed one. */
 static void pfor_iter(void *arg, int i) {
     PFor *p = arg;
     const ExecOp *op = p->op;
@@ -134,33 +137,44 @@ static void pfor_iter(void *arg, int i) {
     int64_t one = 1;
     double v = i;
     FlErr e;
+    ConcLabel label = {.owner = fl_go_id(), .op = op};
+    RunCtx rc = *p->rc;
+    rc.e = &e;
+    rc.label = &label;
+    rc.iteration = true;
     FlStatus st = fl_tensor_from(&e, &t, FL_DT_INT64, 1, &one, &v);
     if (st == FL_OK) {
         fl_var_take_tensor(fl_scope_slot_var(child, (size_t)op->a.i[1]), &t);
-        RunCtx rc = *p->rc;
-        rc.e = &e;
         st = fl_exec_block(&rc, op->sub, child);
     }
     fl_scope_release(child);
-    if (st == FL_OK) return;
+    if (st == FL_OK || fl_conc_is_abort(&rc, e.msg)) return;
     pthread_mutex_lock(&p->mu);
-    if (i < p->failed) {
-        p->failed = i;
+    if (!p->failed) {
+        p->failed = true;
         p->err = e;
     }
     pthread_mutex_unlock(&p->mu);
+    fl_conc_panic(&rc, e.msg);
 }
 
+/* The iterations are goroutines started by fl_go_each, the op's caller waiting for them as Go's
+ * WaitGroup.Wait (the detector sees it blocked at the op's line). */
 static FlStatus run_pfor(RunCtx *rc, const ExecOp *op, FlScope *s) {
     int n = (int)op->a.i[0];
     if (n == 0) return FL_OK;
-    PFor p = {.rc = rc, .op = op, .s = s, .failed = n};
+    if (fl_conc_need_sched(rc, op)) return FL_ERROR;
+    PFor p = {.rc = rc, .op = op, .s = s};
     pthread_mutex_init(&p.mu, NULL);
-    fl_pool_run(rc->ex->pool, n, fl_sched_nprocs(rc->sched), pfor_iter, &p);
+    fl_conc_set_where(rc, op);
+    FlErr e;
+    FlStatus st = fl_go_each(rc->sched, n, pfor_iter, &p, op->where[0] ? op->where : "parallel_for", &e);
     pthread_mutex_destroy(&p.mu);
-    if (p.failed == n) return FL_OK;
-    fl_err(rc->e, "%s", p.err.msg);
-    return FL_ERROR;
+    if (p.failed) {
+        fl_err(rc->e, "%s", p.err.msg);
+        return FL_ERROR;
+    }
+    return st == FL_OK ? FL_OK : fl_exec_op_error(rc, op, "%s", e.msg);
 }
 FL_CONTROL_ADAPTER(parallel_for, prep_pfor, run_pfor);
 

@@ -49,12 +49,13 @@
 
 #include "base/base.h"
 #include "compiler/ir/ir.h"
+#include "compiler/ir/rules.h"
 #include "runtime/core/dist.h"
 #include "runtime/trace.h"
 
 #define FL_MPI_INLINE 8192         /* payloads up to this many bytes travel inside the header */
 #define FL_MPI_PIECE (1u << 20)    /* a larger payload travels in data messages of this many bytes */
-#define FL_MPI_PIECE_MAX (1u << 30)
+#define FL_MPI_PIECE_MAX FL_RULE_PIECE_MAX
 #define FL_MPI_DEFAULT_TIMEOUT 60.0 /* seconds */
 
 typedef enum FlMpiRole { FL_MPI_TRAINER, FL_MPI_PSERVER, FL_MPI_ROLE_COUNT } FlMpiRole;

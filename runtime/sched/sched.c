@@ -171,10 +171,10 @@ __attribute__((noinline)) static FlM *self_m(void) {
     return m;
 }
 
-static void futex_wait(_Atomic int *a, int val) {
+void fl_futex_wait(_Atomic int *a, int val) {
     syscall(SYS_futex, a, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
-static void futex_wake(_Atomic int *a, int n) {
+void fl_futex_wake(_Atomic int *a, int n) {
     syscall(SYS_futex, a, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
@@ -187,9 +187,9 @@ void fl_lock_slow(FlLock *l) {
             return;
         fl_cpu_relax();
     }
-    while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0) futex_wait(&l->v, 2);
+    while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0) fl_futex_wait(&l->v, 2);
 }
-void fl_lock_wake(FlLock *l) { futex_wake(&l->v, 1); }
+void fl_lock_wake(FlLock *l) { fl_futex_wake(&l->v, 1); }
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -393,7 +393,7 @@ static void startm(FlSched *s, FlP *p, bool spinning) {
         p->m = m;
         m->spinning = spinning;
         atomic_store_explicit(&m->wake, 1, memory_order_release);
-        futex_wake(&m->wake, 1);
+        fl_futex_wake(&m->wake, 1);
         return;
     }
     m = fl_xcalloc(1, sizeof *m);
@@ -458,7 +458,7 @@ static bool stopm(FlM *m) {
     m->idle_next = s->midle;
     s->midle = m;
     fl_unlock(&s->lock);
-    while (atomic_load_explicit(&m->wake, memory_order_acquire) == 0) futex_wait(&m->wake, 0);
+    while (atomic_load_explicit(&m->wake, memory_order_acquire) == 0) fl_futex_wait(&m->wake, 0);
     return m->p != NULL;
 }
 
@@ -613,9 +613,21 @@ static void went_inactive(FlSched *s) {
 
 /* ---- goroutine life cycle ---- */
 
-static void g_to_g0(FlG *g, PostKind post);
+/* TSan must not instrument a goroutine's first frame (g_entry) nor the switch it leaves by
+ * (g_to_g0), not even their entry and exit: an exiting goroutine never returns from them, so
+ * their shadow frames would pile up on the G's fiber, which the next goroutine on the G reuses,
+ * and every stack trace TSan records would grow with the goroutines run before it. */
+#if FL_SCHED_TSAN && defined(__clang__)
+#define NO_TSAN_FRAME __attribute__((disable_sanitizer_instrumentation))
+#elif FL_SCHED_TSAN
+#define NO_TSAN_FRAME __attribute__((no_sanitize_thread))
+#else
+#define NO_TSAN_FRAME
+#endif
 
-static void g_entry(void *arg) {
+NO_TSAN_FRAME static void g_to_g0(FlG *g, PostKind post);
+
+NO_TSAN_FRAME static void g_entry(void *arg) {
     FlG *g = arg;
 #if FL_SCHED_ASAN
     {
@@ -633,7 +645,7 @@ static void g_entry(void *arg) {
 }
 
 /* Switches from goroutine g to its worker's g0, which performs `post`. Returns when g resumes. */
-static void g_to_g0(FlG *g, PostKind post) {
+NO_TSAN_FRAME static void g_to_g0(FlG *g, PostKind post) {
     FlM *m = g->m;
     m->post = post;
     m->post_g = g;
@@ -668,6 +680,19 @@ static void allg_remove(FlSched *s, FlG *g) { /* under s->lock */
     else
         s->allg = g->allnext;
     if (g->allnext) g->allnext->allprev = g->allprev;
+}
+
+/* Unmaps a G's stack and frees it (never the running one's). Its TSan fiber lives as long as the
+ * G, reused by the goroutines that reuse the G: making one costs more than a goroutine (its
+ * state is memset, ~100 us), and reuse adds no false ordering, as the next goroutine on a G
+ * already happens after the last one ended (the G passes from its exit to the next fl_go
+ * through the free lists' locks, and every switch through g0 synchronises). */
+static void g_free(FlSched *s, FlG *g) {
+#if FL_SCHED_TSAN
+    if (g->tsan_fiber) __tsan_destroy_fiber(g->tsan_fiber);
+#endif
+    munmap(g->stack, g->stack_size + s->page);
+    free(g);
 }
 
 static void gfree_put(FlSched *s, FlP *p, FlG *g) {
@@ -706,8 +731,7 @@ static void gfree_put(FlSched *s, FlP *p, FlG *g) {
     while (unmap) {
         FlG *x = unmap;
         unmap = x->schedlink;
-        munmap(x->stack, x->stack_size + s->page);
-        free(x);
+        g_free(s, x);
     }
 }
 
@@ -784,7 +808,7 @@ FlStatus fl_go(FlSched *s, void (*fn)(void *), void *arg, const char *label, FlE
     atomic_store_explicit(&g->wait_reason, NULL, memory_order_relaxed);
     g->sp = fl_ctx_make(g->stack + s->page + g->stack_size, g_entry, g);
 #if FL_SCHED_TSAN
-    g->tsan_fiber = __tsan_create_fiber(0);
+    if (!g->tsan_fiber) g->tsan_fiber = __tsan_create_fiber(0); /* kept with the G: see g_free */
 #endif
     atomic_fetch_add(&s->ngoroutines, 1);
     atomic_fetch_add(&s->nactive, 1);
@@ -801,10 +825,6 @@ FlStatus fl_go(FlSched *s, void (*fn)(void *), void *arg, const char *label, FlE
 static void g_exited(FlM *m, FlG *g) {
     FlSched *s = m->s;
     atomic_store(&g->status, FL_G_DEAD);
-#if FL_SCHED_TSAN
-    __tsan_destroy_fiber(g->tsan_fiber);
-    g->tsan_fiber = NULL;
-#endif
 #if FL_SCHED_ASAN
     __asan_unpoison_memory_region(g->stack + s->page, g->stack_size);
 #endif
@@ -1019,7 +1039,7 @@ void fl_g_park(FlG *g, void (*unlock)(void *), void *arg) {
     }
     int z = 0;
     if (atomic_compare_exchange_strong(&g->wake, &z, 2))
-        while (atomic_load_explicit(&g->wake, memory_order_acquire) == 2) futex_wait(&g->wake, 2);
+        while (atomic_load_explicit(&g->wake, memory_order_acquire) == 2) fl_futex_wait(&g->wake, 2);
 }
 
 void fl_g_ready(FlG *g) {
@@ -1031,7 +1051,7 @@ void fl_g_ready(FlG *g) {
         /* after the exchange the thread may return and its G (on its stack) vanish; a late
          * futex_wake on that address is harmless */
         if (atomic_exchange_explicit(&g->wake, 1, memory_order_acq_rel) == 2)
-            futex_wake(&g->wake, 1);
+            fl_futex_wake(&g->wake, 1);
         return;
     }
     FlM *m = self_m();
@@ -1105,7 +1125,7 @@ void fl_sched_free(FlSched *s) {
     atomic_store(&s->shutdown, true);
     for (FlM *m = s->midle; m; m = m->idle_next) {
         atomic_store_explicit(&m->wake, 1, memory_order_release);
-        futex_wake(&m->wake, 1);
+        fl_futex_wake(&m->wake, 1);
     }
     s->midle = NULL;
     FlM *all = s->allm;
@@ -1124,8 +1144,7 @@ void fl_sched_free(FlSched *s) {
     while (g) {
         FlG *next = g->allnext;
         FL_ASSERT(g->kind == FL_G_GOROUTINE);
-        munmap(g->stack, g->stack_size + s->page);
-        free(g);
+        g_free(s, g);
         g = next;
     }
     fl_buf_free(&s->report);

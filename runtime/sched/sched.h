@@ -70,6 +70,26 @@ void fl_sched_free(FlSched *s);
 FlStatus fl_go(FlSched *s, void (*fn)(void *arg), void *arg, const char *label,
                FlErr *e) FL_WARN_UNUSED;
 
+/* Go's
+ *     var wg sync.WaitGroup
+ *     for i := 0; i < n; i++ { wg.Add(1); go func(i int) { defer wg.Done(); fn(arg, i) }(i) }
+ *     wg.Wait()
+ * fn(arg, i) runs once for every i in [0, n), each on a goroutine of its own (labelled label, as
+ * fl_go's), and the caller (a goroutine, an attached or a plain thread) waits until every one has
+ * returned. Iterations may wait for each other (one sends, another receives) whatever n and the
+ * processors: each is a goroutine. While it waits the caller is blocked at "wait for iterations"
+ * for the deadlock detector, so iterations that all block with it are a deadlock whose report
+ * names each of them. The goroutines start as processors come free: at most nprocs of them wait
+ * to run at any time (each one that starts running starts the next), so only the running and the
+ * blocked ones hold stacks, and n may be large. Which i a goroutine gets is the order they start.
+ * Errors: when the wait is ended by a deadlock, a panic or a shutdown, the call returns that error
+ * once every goroutine already started has returned; the iterations not started by then are not
+ * run. When a goroutine cannot be started (no memory for its stack), the scheduler panics (as Go
+ * dies without memory), so iterations that wait for it unwind, and the call returns that error.
+ * Must not be called inside a blocking region. */
+FlStatus fl_go_each(FlSched *s, int n, void (*fn)(void *arg, int i), void *arg, const char *label,
+                    FlErr *e) FL_WARN_UNUSED;
+
 /* Blocks the calling OS thread until every goroutine of s has returned. While it waits the thread
  * counts as attached (so "main waits for goroutines that all block" is a deadlock, as
  * sync.WaitGroup.Wait is in Go). On a deadlock (detected now or before) it still waits until the

@@ -61,6 +61,9 @@ static inline void fl_unlock(FlLock *l) {
     if (atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2) fl_lock_wake(l);
 }
 static inline void fl_cpu_relax(void) { __builtin_ia32_pause(); }
+/* Sleeps while *a == val (spurious wake-ups happen: re-check); wakes up to n sleepers on a. */
+void fl_futex_wait(_Atomic int *a, int val);
+void fl_futex_wake(_Atomic int *a, int n);
 
 /* ---- goroutines and waiting threads ---- */
 typedef enum {

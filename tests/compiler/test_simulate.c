@@ -12,7 +12,10 @@
  *   - Open MPI's rendezvous: pieces above the eager limit wait a round trip for it (each a second
  *     one, the answers' pieces too), a gradient's pieces beyond the pserver's ring of two wait for
  *     the earlier ones to be applied, pieces at the limit go eagerly (the same step as without);
- *   - bad specs and calibrations: errors with FILE:LINE; the command line's errors (argv[1]: flc).
+ *   - bad specs and calibrations: errors with FILE:LINE; the command line's errors (argv[1]: flc);
+ *   - bounds: times, rates, factors, calibration figures, batch and piece beyond what the model
+ *     takes are refused, naming the bound; and the model ends on figures beyond them too (given
+ *     past the parsers) instead of looping on a time that rounds away.
  * Runs from the repository root (ctest sets the working directory).
  */
 #include "tests/cunit.h"
@@ -364,11 +367,11 @@ static void test_errors(void) {
                "spec.txt:2: pollwait: expected a time such as 0.5ms, 20us or 1s, found 'soon'");
     spec_error("host a\nmachine cores=2 hosts=a speed=2\n",
                "spec.txt:2: unknown key 'speed' (expected cores, hosts, bind, switch, switchrate, wakeup or pollwait)");
-    calib_error("wakeup -3 us\n", "cal.txt:1: expected 'wakeup VALUE us' with VALUE 0 or above");
+    calib_error("wakeup -3 us\n", "cal.txt:1: expected 'wakeup VALUE us' with VALUE from 0 to 10000000");
     spec_error("# nothing\n", "spec.txt: no 'host' line");
     calib_error("gemm 1x2 3 GFLOP/s\n", "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s'");
     calib_error("elementwise 3 GB/s\nelementwise 4 GB/s\n", "cal.txt:2: 'elementwise' is given twice (first on line 1)");
-    calib_error("memcpy 3 MB/s\n", "cal.txt:1: expected 'memcpy VALUE GB/s' with VALUE above 0");
+    calib_error("memcpy 3 MB/s\n", "cal.txt:1: expected 'memcpy VALUE GB/s' with VALUE from 0.001 to 1000000");
     calib_error("gemm 1x2x3 3 GFLOP/s\nelementwise 1 GB/s\noptimizer 1 GB/s\nmemcpy 1 GB/s\n",
                 "cal.txt: no 'op_overhead' line");
 
@@ -398,6 +401,96 @@ static void test_errors(void) {
     fl_sim_calib_fini(&cal);
     fl_ir_plan_free(plan);
     fl_ir_bundle_free(b);
+}
+
+/* Every figure is bounded where it is read (what makes sense for a cluster and a machine), and
+ * the event loop ends even on figures past the parsers: a latency of 1e6 s, a message cost of
+ * 1e300 s and a batch of 2^63-1 rows once made `t + left / rate` round to t forever. */
+static void test_bounds(void) {
+    spec_error("host a latency=1e6s\n",
+               "spec.txt:1: latency: a time must be from 0 to 10s (a link's latency, a message's cost, a wait), "
+               "found '1e6s'");
+    spec_error("host a\nhost b msgcost=1e300s\n",
+               "spec.txt:2: msgcost: a time must be from 0 to 10s (a link's latency, a message's cost, a wait), "
+               "found '1e300s'");
+    spec_error("host a latency=-1ms\n",
+               "spec.txt:1: latency: a time must be from 0 to 10s (a link's latency, a message's cost, a wait), "
+               "found '-1ms'");
+    spec_error("host a\nlocal bandwidth=1GB/s latency=11s\n",
+               "spec.txt:2: latency: a time must be from 0 to 10s (a link's latency, a message's cost, a wait), "
+               "found '11s'");
+    spec_error("host a\nmachine cores=2 hosts=a pollwait=20s\n",
+               "spec.txt:2: pollwait: a time must be from 0 to 10s (a link's latency, a message's cost, a wait), "
+               "found '20s'");
+    spec_error("host a bandwidth=1e-300\n", "spec.txt:1: bandwidth: a bandwidth must be from 1kbit (125 bytes/s) to "
+                                            "10TB/s, found '1e-300'");
+    spec_error("host a bandwidth=100Gbit\nhost b bandwidth=20000GB/s\n",
+               "spec.txt:2: bandwidth: a bandwidth must be from 1kbit (125 bytes/s) to 10TB/s, found '20000GB/s'");
+    spec_error("host a bandwidth=0\n", "spec.txt:1: bandwidth: a bandwidth must be from 1kbit (125 bytes/s) to "
+                                       "10TB/s, found '0'");
+    spec_error("host a compute=1e300\n",
+               "spec.txt:1: compute: expected a factor from 0.001 to 1000 (2: compute takes twice as long), found "
+               "'1e300'");
+    calib_error("gemm 64x64x64 1e300 GFLOP/s\n",
+                "cal.txt:1: expected 'gemm MxNxK VALUE GFLOP/s' with VALUE from 0.001 to 1000000, found "
+                "'1e300 GFLOP/s'");
+    calib_error("memcpy 1e-300 GB/s\n", "cal.txt:1: expected 'memcpy VALUE GB/s' with VALUE from 0.001 to 1000000");
+    calib_error("op_overhead 1e300 us\n", "cal.txt:1: expected 'op_overhead VALUE us' with VALUE from 0 to 10000000");
+
+    /* past the parsers (a program filling the structs itself): the model still ends, or refuses */
+    Fixture f;
+    fixture(&f, MLP, 2, 2);
+    FlErr e;
+    FlSimCluster cl;
+    CU_ASSERT_EQUAL_FATAL(fl_sim_cluster_parse("host a roles=trainers bandwidth=1gbit latency=0.5ms msgcost=10us\n"
+                                               "host b roles=pservers bandwidth=1gbit latency=0.5ms msgcost=10us\n",
+                                               "spec.txt", &cl, &e), FL_OK);
+    alarm(60); /* a loop that never ends kills the test (SIGALRM) instead of holding ctest */
+    double lat[3] = {1e6, 1e-3, 1e-3}, cost[3] = {1e-5, 1e300, 1e-5};
+    for (int i = 0; i < 3; i++) {
+        for (size_t h = 0; h < 2; h++) cl.hosts.data[h].latency = lat[i], cl.hosts.data[h].msgcost = cost[i];
+        FlSimOptions o = {.batch = i == 2 ? FL_SIM_BATCH_MAX : 64, .piece = 1048576};
+        FlSimResult r;
+        FlStatus st = fl_sim_run(f.plan, &f.cal, &cl, &o, &r, &e);
+        if (i == 0) { /* 2e6 s a hop: a GET and its answer at least */
+            CU_ASSERT_EQUAL(st, FL_OK);
+            if (st == FL_OK) CU_ASSERT(isfinite(r.step_s) && r.step_s >= 4e6);
+        } else if (i == 1) { /* every message a pserver takes costs 1e300 s, one after the other */
+            CU_ASSERT_EQUAL(st, FL_OK);
+            if (st == FL_OK) CU_ASSERT(isfinite(r.step_s) && r.step_s >= 1e300);
+        } else { /* the largest batch the model takes: finite, and longer than batch 64's */
+            CU_ASSERT_EQUAL(st, FL_OK);
+            if (st == FL_OK) CU_ASSERT(isfinite(r.step_s) && r.step_s > 1);
+        }
+        if (st == FL_OK) fl_sim_result_fini(&r);
+    }
+    alarm(0);
+    FlSimResult r;
+    FlSimOptions big = {.batch = (int64_t)FL_SIM_BATCH_MAX + 1, .piece = 1048576};
+    CU_ASSERT_EQUAL(fl_sim_run(f.plan, &f.cal, &cl, &big, &r, &e), FL_ERROR);
+    CHECK_STR(e.msg, "a batch of 16777217 rows per trainer: the model takes 1 to 16777216");
+    FlSimOptions odd = {.batch = 64, .piece = 12};
+    CU_ASSERT_EQUAL(fl_sim_run(f.plan, &f.cal, &cl, &odd, &r, &e), FL_ERROR);
+    CHECK_STR(e.msg, "a piece of 12 bytes: the model takes flrun's pieces, a multiple of 8 from 8 to 1073741824");
+    fl_sim_cluster_fini(&cl);
+    fixture_fini(&f);
+
+    /* the command line names the bound */
+    FlBuf out = {0};
+    const char *batch[] = {flc_path, "simulate", MLP, "--pservers", "1", "--trainers", "1", "--calibration", CALIB,
+                           "--batch-size", "9223372036854775807", "--cluster", "host a slots=2; local bandwidth=1GB/s latency=2us",
+                           NULL};
+    CU_ASSERT_EQUAL(run(batch, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "flc: --batch-size needs a whole number from 1 to 16777216, found "
+                                                    "'9223372036854775807'"));
+    out.len = 0;
+    const char *lat1e6[] = {flc_path, "simulate", MLP, "--pservers", "1", "--trainers", "1", "--calibration", CALIB,
+                            "--cluster", "host a roles=trainers bandwidth=1gbit latency=1e6s; host b roles=pservers "
+                            "bandwidth=1gbit latency=0.25ms", NULL};
+    CU_ASSERT_EQUAL(run(lat1e6, &out), 1);
+    CHECK_STR(fl_buf_str(&out), "flc: error: <cluster>:1: latency: a time must be from 0 to 10s (a link's latency, a "
+                                "message's cost, a wait), found '1e6s'\n");
+    fl_buf_free(&out);
 }
 
 /* `machine cores=N hosts=...`: hosts sharing one machine's cores (the test cluster's network
@@ -560,7 +653,8 @@ static void test_optimizer_rate(void) {
                                             "GB/s', OP one of sgd, momentum, adam, ...: docs/ops.md)");
     calib_error("optimizer adam 3 GB/s\noptimizer adam 4 GB/s\n",
                 "cal.txt:2: 'optimizer adam' is given twice (first on line 1)");
-    calib_error("optimizer adam 3 MB/s\n", "cal.txt:1: expected 'optimizer adam VALUE GB/s' with VALUE above 0");
+    calib_error("optimizer adam 3 MB/s\n",
+                "cal.txt:1: expected 'optimizer adam VALUE GB/s' with VALUE from 0.001 to 1000000");
     free(base);
     fl_ir_plan_free(plan);
     fl_ir_bundle_free(b);
@@ -685,6 +779,7 @@ int main(int argc, char **argv) {
         {"twice the bandwidth, less transfer time", test_bandwidth},
         {"Open MPI's rendezvous above the eager limit", test_rendezvous},
         {"errors with file:line", test_errors},
+        {"bounds on every figure; the model ends on any", test_bounds},
         {"machine line: shared cores, wake-ups", test_machine},
         {"local link: the sender's copy, copies at memcpy speed", test_local_copy},
         {"an optimizer op's own calibrated rate", test_optimizer_rate},

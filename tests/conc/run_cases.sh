@@ -3,6 +3,7 @@
 # TABLE holds cases, each a header then a program:
 #   @case NAME            starts a case
 #   @go TEXT              Go's behaviour that the case checks (documentation)
+#   @args ARGS            arguments given to flrun after the program (e.g. --procs 1)
 #   @exit N               expected exit status (default 0)
 #   @out LINE             expected stdout, one @out per Print line, reduced to "MESSAGE VALUES"
 #   @range MSG LO HI      the Print with message MSG holds one value in [LO, HI] (fairness)
@@ -25,7 +26,9 @@ for hdr in "$tmp"/*.hdr; do
     fl=$base.fl
     cp "$fl" "$tmp/$name.fl"
     limit=$(sed -n 's/^@timeout //p' "$hdr")
-    timeout "${limit:-10}" "$FLRUN" "$tmp/$name.fl" >"$base.out" 2>"$base.err"
+    args=$(sed -n 's/^@args //p' "$hdr")
+    # shellcheck disable=SC2086 # the arguments are split as words
+    timeout "${limit:-10}" "$FLRUN" "$tmp/$name.fl" $args >"$base.out" 2>"$base.err"
     rc=$?
     want=$(sed -n 's/^@exit //p' "$hdr")
     want=${want:-0}

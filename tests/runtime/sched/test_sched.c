@@ -1,6 +1,6 @@
 /* test_sched.c: the goroutine scheduler: deadlock detection (report text, promptness), blocking
  * regions (never reported; the processor is handed off), leaked-goroutine listing and shutdown,
- * plain threads, spawning and joining, stacks, yield. */
+ * plain threads, spawning and joining, groups of iterations (fl_go_each), stacks, yield. */
 #include <pthread.h>
 
 #include "tests/runtime/sched/st.h"
@@ -24,6 +24,13 @@ static FlSched *dl_sched(Dl *d, int nprocs) {
     FlSched *s = fl_sched_new(
         &(FlSchedConfig){.nprocs = nprocs, .on_deadlock = on_deadlock, .ud = d}, &e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    return s;
+}
+
+/* A scheduler of 2 processors reporting to d, the calling thread attached as label. */
+static FlSched *dl_main(Dl *d, const char *label) {
+    FlSched *s = dl_sched(d, 2);
+    fl_sched_attach(s, label);
     return s;
 }
 
@@ -55,8 +62,7 @@ static void relay(void *p) {
 static void test_deadlock_main_alone(void) {
     /* Go: func main() { c := make(chan int); <-c } */
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:3");
+    FlSched *s = dl_main(&d, "main.fl:3");
     FlChan *c = st_chan(0);
     double t0 = st_now();
     FlErr e = {{0}};
@@ -74,8 +80,7 @@ static void test_deadlock_main_alone(void) {
 static void test_deadlock_main_and_goroutine(void) {
     /* main waits on a, the goroutine waits on b before it would send on a */
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:3");
+    FlSched *s = dl_main(&d, "main.fl:3");
     Link l = {st_chan(0), st_chan(0)};
     st_go(s, relay, &l, "worker.fl:7");
     double t0 = st_now();
@@ -122,8 +127,7 @@ static void test_deadlock_cycle_of_three(void) {
 static void test_deadlock_full_buffer(void) {
     /* c := make(chan int, 1); c <- 1; c <- 2 */
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:5");
+    FlSched *s = dl_main(&d, "main.fl:5");
     FlChan *c = st_chan(1);
     st_send(c, 1);
     double t0 = st_now();
@@ -141,8 +145,7 @@ static void test_deadlock_full_buffer(void) {
 static void test_deadlock_select_no_ready_case(void) {
     /* select { case <-a: case b <- 1: } with nobody on a or b, no default */
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:9");
+    FlSched *s = dl_main(&d, "main.fl:9");
     FlChan *a = st_chan(0), *b = st_chan(0);
     int64_t v = 1, w;
     FlSelectCase cs[] = {{.chan = a, .dir = FL_SELECT_RECV, .val = &w},
@@ -191,8 +194,7 @@ static void just_return(void *p) { (void)p; }
 static void test_deadlock_after_last_goroutine_exits(void) {
     /* main waits for a value from a goroutine that returns without sending */
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:1");
+    FlSched *s = dl_main(&d, "main.fl:1");
     FlChan *c = st_chan(0);
     st_go(s, just_return, NULL, "quit.fl:2");
     double t0 = st_now();
@@ -224,8 +226,7 @@ static void waiter(void *p) { st_recv(p, NULL); }
 
 static void test_blocking_region_not_reported(void) {
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:1");
+    FlSched *s = dl_main(&d, "main.fl:1");
     FlChan *c = st_chan(0), *c2 = st_chan(0);
     Mpi m = {c, 0, 300};
     st_go(s, slow_mpi_recv, &m, "mpi.fl:4");
@@ -299,8 +300,7 @@ static void leak_recv(void *p) {
 }
 static void test_leaked_goroutines_listed_and_unwound(void) {
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "main.fl:1");
+    FlSched *s = dl_main(&d, "main.fl:1");
     FlChan *c = st_chan(0);
     st_go(s, leak_recv, c, "leak.fl:5");
     st_go(s, leak_recv, c, "leak.fl:6");
@@ -373,8 +373,7 @@ static void test_prime_sieve_verbatim_leaks(void) {
     /* Go's sieve as written in the Go tour leaves its 101 goroutines blocked when main ends */
     enum { N = 100 };
     Dl d;
-    FlSched *s = dl_sched(&d, 2);
-    fl_sched_attach(s, "sieve.fl:1");
+    FlSched *s = dl_main(&d, "sieve.fl:1");
     FlChan *ch[N + 1];
     LSieve sv[N + 1];
     ch[0] = st_chan(0);
@@ -447,6 +446,162 @@ static void test_spawn_10000_and_wait(void) {
     CU_ASSERT(st.stacks <= 10000); /* stacks are reused */
     CU_ASSERT(st.threads >= 1);
     CU_ASSERT_EQUAL(fl_go_id(), 0);
+    fl_sched_free(s);
+}
+
+/* ---- fl_go_each: iterations are goroutines (Go's `for i := range n { go ... }` + WaitGroup) ---- */
+
+typedef struct Meet {
+    FlChan *c;    /* unbuffered: iteration 0 sends, iteration 1 receives */
+    int64_t got;
+} Meet;
+static void meet_iter(void *p, int i) {
+    Meet *m = p;
+    if (i == 0) st_send(m->c, 42);
+    else m->got = st_recv(m->c, NULL);
+}
+typedef struct MeetRun {
+    FlSched *s;
+    Meet m;
+    FlStatus st;
+} MeetRun;
+static void meet_from_goroutine(void *p) {
+    MeetRun *r = p;
+    FlErr e;
+    r->st = fl_go_each(r->s, 2, meet_iter, &r->m, "meet.fl:2", &e);
+}
+static void test_each_iterations_meet(void) {
+    /* two iterations meet on an unbuffered channel, with 1, 2 and 4 processors, waited for by an
+     * attached thread, a plain thread and a goroutine */
+    for (int nprocs = 1; nprocs <= 4; nprocs *= 2) {
+        for (int caller = 0; caller < 3; caller++) {
+            Dl d;
+            FlSched *s = dl_sched(&d, nprocs);
+            MeetRun r = {s, {st_chan(0), -1}, FL_ERROR};
+            FlErr e = {{0}};
+            if (caller == 0) fl_sched_attach(s, "meet.fl:1");
+            if (caller == 2) {
+                st_go(s, meet_from_goroutine, &r, "meet.fl:1");
+                CU_ASSERT_EQUAL(fl_sched_wait(s, &e), FL_OK);
+            } else {
+                r.st = fl_go_each(s, 2, meet_iter, &r.m, "meet.fl:2", &e);
+            }
+            if (caller == 0) fl_sched_detach(s);
+            CU_ASSERT_EQUAL(r.st, FL_OK);
+            CU_ASSERT_EQUAL(r.m.got, 42);
+            CU_ASSERT_EQUAL(atomic_load(&d.calls), 0);
+            fl_sched_free(s);
+            fl_chan_release(r.m.c);
+        }
+    }
+}
+
+typedef struct Gate {
+    FlChan *gate;
+    _Atomic int passed;
+    int n;
+} Gate;
+static void gate_iter(void *p, int i) {
+    Gate *g = p;
+    if (i == g->n - 1) ST_OK(fl_chan_close(g->gate, ST_E)); /* the last to start opens it */
+    else st_recv(g->gate, NULL);
+    atomic_fetch_add(&g->passed, 1);
+}
+static void test_each_all_blocked_at_once(void) {
+    /* 2000 iterations on 2 processors are all blocked at once before the last one starts */
+    FlSched *s = st_sched(2);
+    fl_sched_attach(s, "gate.fl:1");
+    Gate g = {st_chan(0), 0, 2000};
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_go_each(s, g.n, gate_iter, &g, "gate.fl:2", &e), FL_OK);
+    CU_ASSERT_EQUAL(atomic_load(&g.passed), g.n);
+    fl_sched_detach(s);
+    fl_sched_free(s);
+    fl_chan_release(g.gate);
+}
+
+typedef struct Many {
+    _Atomic int64_t sum;
+    _Atomic int hits[100000];
+} Many;
+static void many_iter(void *p, int i) {
+    Many *m = p;
+    atomic_fetch_add(&m->sum, i);
+    atomic_fetch_add(&m->hits[i], 1);
+}
+static void test_each_100000_bounded_stacks(void) {
+    /* every index exactly once; iterations that never block need about one stack per processor */
+    FlSched *s = st_sched(2);
+    Many *m = calloc(1, sizeof *m);
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_go_each(s, 100000, many_iter, m, "many.fl:1", &e), FL_OK);
+    CU_ASSERT_EQUAL(atomic_load(&m->sum), (int64_t)99999 * 100000 / 2);
+    int bad = 0;
+    for (int i = 0; i < 100000; i++) bad += atomic_load(&m->hits[i]) != 1;
+    CU_ASSERT_EQUAL(bad, 0);
+    FlSchedStats st = fl_sched_stats(s);
+    CU_ASSERT(st.stacks <= 64);
+    if (st.stacks > 64) fprintf(stderr, "\n%lld stacks for 100000 iterations\n", (long long)st.stacks);
+    fl_sched_free(s);
+    free(m);
+}
+
+typedef struct Never {
+    FlChan *c;
+    _Atomic int returned;
+} Never;
+static void never_iter(void *p, int i) {
+    (void)i;
+    Never *nv = p;
+    FlErr e;
+    int64_t v;
+    if (fl_chan_recv(nv->c, &v, NULL, &e) == FL_OK) atomic_fetch_add(&st_failures, 1);
+    atomic_fetch_add(&nv->returned, 1);
+}
+static void test_each_deadlock_reported(void) {
+    /* both iterations wait on a channel nobody sends on, main waits for them: each is named */
+    Dl d;
+    FlSched *s = dl_main(&d, "pf.fl:4");
+    Never nv = {st_chan(0), 0};
+    double t0 = st_now();
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_go_each(s, 2, never_iter, &nv, "pf.fl:5", &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, DEADLOCK);
+    check_report(&d, s, t0,
+                 DEADLOCK "\n  goroutine 1 (pf.fl:4): wait for iterations\n"
+                          "  goroutine 2 (pf.fl:5): chan receive\n"
+                          "  goroutine 3 (pf.fl:5): chan receive\n");
+    CU_ASSERT_EQUAL(atomic_load(&nv.returned), 2); /* both unwound before the call returned */
+    fl_sched_detach(s);
+    CU_ASSERT_EQUAL(fl_sched_wait(s, &e), FL_ERROR); /* and their goroutines exit */
+    CU_ASSERT_EQUAL(fl_sched_stats(s).goroutines, 0);
+    fl_sched_free(s);
+    fl_chan_release(nv.c);
+}
+
+typedef struct Nest {
+    FlSched *s;
+    _Atomic int leaves;
+} Nest;
+static void leaf_iter(void *p, int i) {
+    (void)i;
+    atomic_fetch_add(&((Nest *)p)->leaves, 1);
+    fl_yield();
+}
+static void outer_iter(void *p, int i) {
+    (void)i;
+    Nest *n = p;
+    ST_OK(fl_go_each(n->s, 50, leaf_iter, n, "nest.fl:2", ST_E));
+}
+static void test_each_nested(void) {
+    /* iterations that wait for iterations of their own, on one processor */
+    FlSched *s = st_sched(1);
+    fl_sched_attach(s, "nest.fl:1");
+    Nest n = {s, 0};
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_go_each(s, 20, outer_iter, &n, "nest.fl:1", &e), FL_OK);
+    CU_ASSERT_EQUAL(atomic_load(&n.leaves), 1000);
+    fl_sched_detach(s);
     fl_sched_free(s);
 }
 
@@ -543,6 +698,11 @@ int main(void) {
         ST_TEST(test_prime_sieve_verbatim_leaks),
         ST_TEST(test_unattached_thread_talks_to_goroutine),
         ST_TEST(test_spawn_10000_and_wait),
+        ST_TEST(test_each_iterations_meet),
+        ST_TEST(test_each_all_blocked_at_once),
+        ST_TEST(test_each_100000_bounded_stacks),
+        ST_TEST(test_each_deadlock_reported),
+        ST_TEST(test_each_nested),
         ST_TEST(test_big_stack),
         ST_TEST(test_yield_alternates),
         ST_TEST(test_errors),
