@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ir/ir.h"
 #include "runtime/trace.h"
 
 enum { NENT = 2 * FL_OPID_COUNT };
@@ -32,24 +33,16 @@ struct FlProf {
     Ent ents[NENT];
 };
 
-static const char *const sort_names[FL_PROF_SORT_COUNT] = {NULL, "calls", "total", "max", "min", "ave"};
 static const char *const sort_domains[FL_PROF_SORT_COUNT] = {"event first end time", "number of calls", "total time",
                                                              "maximum time", "minimum time", "average time"};
-_Static_assert(FL_ARRAY_LEN(sort_names) == FL_PROF_SORT_COUNT, "a name per sort key");
+_Static_assert(FL_PROF_SORT_COUNT == FL_IR_PROFILE_SORT_KEYS, "the IR's sort keys, in FlProfSort's order");
 
-const char *fl_prof_sort_name(FlProfSort s) { return sort_names[s]; }
+const char *fl_prof_sort_name(FlProfSort s) { return fl_ir_profile_sort_keys[s]; }
 
 bool fl_prof_sort_parse(const char *name, FlProfSort *out) {
-    if (!name) {
-        *out = FL_PROF_SORT_DEFAULT;
-        return true;
-    }
-    for (int s = 1; s < FL_PROF_SORT_COUNT; s++)
-        if (!strcmp(name, sort_names[s])) {
-            *out = (FlProfSort)s;
-            return true;
-        }
-    return false;
+    int k = fl_ir_profile_sort_key(name);
+    if (k >= 0) *out = (FlProfSort)k;
+    return k >= 0;
 }
 
 static void clear(FlProf *p) {

@@ -45,12 +45,11 @@ typedef enum FlProfSort {
     FL_PROF_SORT_COUNT
 } FlProfSort;
 
-/* Fluid's name of a sort key ("calls", "total", ...; the default's is NULL: Fluid's None). */
+/* Fluid's name of a sort key ("calls", "total", ...; the default's is NULL: Fluid's None), as
+ * the IR names them (fl_ir_profile_sort_keys, in this order). */
 const char *fl_prof_sort_name(FlProfSort s);
 /* The sort key named `name` (NULL: the default). false for any other name. */
 bool fl_prof_sort_parse(const char *name, FlProfSort *out);
-/* "calls, total, max, min or ave": the names, for messages. */
-#define FL_PROF_SORT_NAMES "'calls', 'total', 'max', 'min' or 'ave'"
 
 /* A profiler, off, with nothing recorded. */
 FlProf *fl_prof_new(void);
