@@ -270,8 +270,15 @@ static void reduce(const Pts *in, Pts *out) {
     }
 }
 
-static void series(FlBuf *b, const FlCurves *c, size_t run, long fig, bool test, const Scale *xs, const Scale *ys,
-                   const char *metric) {
+/* The width of run `run` of n's lines: the first run's the widest, so that where runs coincide
+ * (a job following its local run step by step) every colour still shows. */
+static double line_width(size_t run, size_t n, bool test) {
+    double extra = n > 1 ? 1.6 * (double)(n - 1 - run) / (double)(n - 1) : 0;
+    return (test ? 2.0 : 1.2) + extra;
+}
+
+static void series(FlBuf *b, const FlCurves *c, size_t run, size_t nruns, long fig, bool test, const Scale *xs,
+                   const Scale *ys, const char *metric) {
     Pts p = {0}, q = {0};
     for (size_t i = 0; i < c->rows.len; i++) {
         const FlCurveRow *r = &c->rows.data[i];
@@ -290,7 +297,7 @@ static void series(FlBuf *b, const FlCurves *c, size_t run, long fig, bool test,
     fl_buf_puts(&extra, "\" data-metric=\"");
     fl_svg_escape(&extra, metric);
     fl_buf_printf(&extra, "\" data-phase=\"%s\"", test ? "test" : "train");
-    fl_svg_path(b, use->x.data, use->y.data, use->x.len, colour(run), test ? 2.0 : 1.4, test ? "6 4" : NULL,
+    fl_svg_path(b, use->x.data, use->y.data, use->x.len, colour(run), line_width(run, nruns, test), test ? "6 4" : NULL,
                 fl_buf_str(&extra));
     for (size_t i = 0; test && i < use->x.len; i++) /* a test figure per epoch: dots, seen even alone */
         if (isfinite(use->x.data[i]) && isfinite(use->y.data[i]))
@@ -395,8 +402,8 @@ static void panel(FlBuf *b, const FlCurves *runs, size_t n, const char *metric, 
     for (size_t r = 0; r < n; r++) {
         long k = name_index(&runs[r], metric);
         if (k < 0) continue;
-        series(b, &runs[r], r, k, false, xs, &ys, metric);
-        series(b, &runs[r], r, k, true, xs, &ys, metric);
+        series(b, &runs[r], r, n, k, false, xs, &ys, metric);
+        series(b, &runs[r], r, n, k, true, xs, &ys, metric);
     }
     /* the axes' names */
     FlBuf name = {0};

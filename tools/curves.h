@@ -6,7 +6,8 @@
  * value per figure (loss first, then the other fetches, as the log's columns say). The picture
  * has one panel per figure (the union of the runs' figures, in order of first appearance); in
  * each, every run is a colour, its training figures a solid line over the steps and its test
- * figures (one per epoch, over the whole test set) a dashed one. The first run's epochs are
+ * figures (one per epoch, over the whole test set) a dashed one with a dot per figure; an earlier
+ * run's lines are wider, so runs that coincide (a job that follows its local run) all show. The first run's epochs are
  * marked by dotted vertical lines, numbered. A panel whose values are all positive and span a
  * factor of 30 or more (a loss falling over decades) has a log scale, which its axis label says.
  * Legend: each run's name in its colour, and which line is train and which test. Every series is
