@@ -66,9 +66,7 @@ FlStatus fl_report_new(const FlReportOptions *o, FlReport **out, FlErr *e) {
 
 void fl_report_free(FlReport *r) {
     if (!r) return;
-    FlErr e;
-    if (fl_events_close(r->events, &e) != FL_OK) { /* a failed run's: what was written stays */
-    }
+    fl_events_abandon(r->events); /* a failed run's: what was written stays */
     if (r->open) fl_curves_fini(&r->curves);
     for (size_t i = 0; i < r->tags.len; i++) free(r->tags.data[i]);
     FL_VEC_FREE(&r->tags);
@@ -151,6 +149,9 @@ static void run_label(const FlReport *r, FlBuf *out) {
 FlStatus fl_report_open(FlReport *r, const FlTrainer *tr, const FlBundle *bundle, FlMpi *mpi, const FlPlan *plan,
                         FlErr *e) {
     FL_ASSERT(!r->open);
+    const char *what = r->o.plot ? "--plot" : "--tensorboard";
+    if ((r->o.plot || r->o.tensorboard) && !bundle->run.present)
+        return fl_err(e, "%s: the program has no run spec (fluid.train): it runs once and trains nothing to show", what);
     r->tr = tr;
     r->mpi = mpi;
     size_t n = fl_train_fetch_count(tr), loss = fl_train_loss_index(tr);

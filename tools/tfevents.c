@@ -129,6 +129,13 @@ FlStatus fl_events_scalars(FlEvents *w, int64_t step, double wall_time, const ch
     return st;
 }
 
+void fl_events_abandon(FlEvents *w) {
+    if (!w) return;
+    fclose(w->f);
+    free(w->path);
+    free(w);
+}
+
 FlStatus fl_events_close(FlEvents *w, FlErr *e) {
     if (!w) return FL_OK;
     FlStatus st = fclose(w->f) == 0 ? FL_OK : fl_err(e, "--tensorboard: cannot write '%s': %s", w->path, strerror(errno));

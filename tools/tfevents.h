@@ -40,6 +40,9 @@ FlStatus fl_events_scalars(FlEvents *ev, int64_t step, double wall_time, const c
                            size_t n, FlErr *e) FL_WARN_UNUSED;
 /* Closes the file (NULL: a no-op). Errors: the last write fails. */
 FlStatus fl_events_close(FlEvents *ev, FlErr *e) FL_WARN_UNUSED;
+/* Closes the file of a run that failed (NULL: a no-op): the records written stay, nothing is
+ * reported. */
+void fl_events_abandon(FlEvents *ev);
 
 /* The CRC32C of n bytes, and its masked form as the records hold it (exposed for tests). */
 uint32_t fl_events_crc32c(const void *data, size_t n);

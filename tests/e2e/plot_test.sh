@@ -7,7 +7,8 @@
 #  - each picture opened by Debian's chromium, headless, and its screenshot (a PNG) decoded:
 #    not blank, each run's colour drawn (tests/e2e/check_svg.py);
 #  - refusals: -o naming a log (the log stays as it was), a file that is not a log, a bad row
-#    (file:line), flrun --plot onto the program.
+#    (file:line), flrun --plot onto the program, flrun --plot of a program that trains nothing
+#    (no run spec; refused before it runs).
 # Without chromium the browser's part is skipped, said so, with exit 77 (ctest: "Skipped"); with
 # FL_REQUIRE_CHROMIUM=1 (CI) its absence fails the test.
 set -u
@@ -45,6 +46,10 @@ grep -q "^flc: error: $TMP/bad.csv:4: rank, epoch and step must be integers, fou
 "$FLRUN" examples/fit_a_line.fl -q --plot examples/fit_a_line.fl 2>"$TMP/e4" && fail "--plot onto the program"
 grep -q "^flrun: error: --plot 'examples/fit_a_line.fl' is the program ('examples/fit_a_line.fl'); refusing to overwrite an input$" "$TMP/e4" ||
     { cat "$TMP/e4"; fail "--plot onto the program: the message"; }
+"$FLRUN" examples/primes.fl --plot "$TMP/p.svg" >"$TMP/p.out" 2>"$TMP/e5" && fail "--plot of a program that trains nothing"
+grep -q "^flrun: error: --plot: the program has no run spec (fluid.train): it runs once and trains nothing to show$" "$TMP/e5" ||
+    { cat "$TMP/e5"; fail "--plot without a run spec: the message"; }
+[ -s "$TMP/p.out" ] && fail "the program ran although its --plot was refused"
 
 # a real browser: chromium headless, a screenshot of each picture at its size
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
