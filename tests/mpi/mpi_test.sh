@@ -701,7 +701,7 @@ report)
     "$FLC" build examples/seed_server.fl -o "$TMP/s.flp" && "$FLC" build examples/seed_worker.fl -o "$TMP/w.flp" || fail "build"
     run_mpi -np 1 "$FLRUN" "$TMP/s.flp" : -np 2 "$FLRUN" "$TMP/w.flp" --profile >"$TMP/m.out" 2>&1 &&
         fail "a job where some ranks profile started"
-    grep -q "^flrun: error: ranks 1-2 profile their ops (--profile, or a fluid.profiler region in the program) and rank 0 does not: a job's profile takes every rank (give each the --profile option)$" \
+    grep -q "^flrun: error: the ranks run with different --profile: off on rank 0 (pserver 0), on (--profile) on ranks 1-2; every rank of a job needs the same --profile$" \
         "$TMP/m.out" || { cat "$TMP/m.out"; fail "the ranks that disagree: the message"; }
     ;;
 *) fail "unknown case '$CASE'" ;;
