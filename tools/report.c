@@ -34,7 +34,8 @@ struct FlReport {
     const FlTrainer *tr;
     FlMpi *mpi;
     const char *lr;    /* the learning rate's var, or NULL */
-    int lr_from;       /* -1: this process's scope; else the pserver (role index) that holds it */
+    int lr_from;       /* -1: fetched by this process's steps (FlTrainOptions.watch); else the
+                          pserver (role index) that holds it */
 };
 
 FlStatus fl_report_new(const FlReportOptions *o, FlReport **out, FlErr *e) {
