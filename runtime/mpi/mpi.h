@@ -158,7 +158,12 @@ bool fl_mpi_is_lead(const FlMpi *m);
 /* This rank's host name (as the announce exchange told it). */
 const char *fl_mpi_host(const FlMpi *m);
 /* Collective over every rank: trainer 0 gets the n bytes of every rank, in rank order, appended
- * to *all (the others leave it as it is). Polled with the peer timeout. */
+ * to *all (the others leave it as it is). `what` names the bytes in messages ("the timeline");
+ * hint (or NULL) says how to make them fewer when the job's are more than MPI gathers (2 GiB).
+ * Polled with the peer timeout. */
+FlStatus fl_mpi_gather_bytes(FlMpi *m, const char *what, const char *hint, const char *mine, size_t n, FlBuf *all,
+                             FlErr *e) FL_WARN_UNUSED;
+/* fl_mpi_gather_bytes of the timeline's events. */
 FlStatus fl_mpi_gather_timeline(FlMpi *m, const char *mine, size_t n, FlBuf *all, FlErr *e) FL_WARN_UNUSED;
 
 /* Prints "flrun: rank R (role i): msg" on stderr and ends the whole job (MPI_Abort, exit 1). */

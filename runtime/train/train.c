@@ -440,6 +440,12 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     double *sum = fl_xcalloc(n + 1, sizeof(double)), *trm = fl_xcalloc(n + 1, sizeof(double));
     double *te = fl_xcalloc(n + 1, sizeof(double)), *vals = fl_xcalloc(n + 1, sizeof(double));
     double *rec = NULL, *all = NULL; /* MPI: this epoch's per-step records, and everyone's */
+    /* the fetches of a step: the run spec's, then the watched vars */
+    size_t nw = opt ? opt->nwatch : 0;
+    FlFetch *fetches = fl_xcalloc(n + nw + 1, sizeof *fetches);
+    double *watched = fl_xcalloc(nw + 1, sizeof *watched);
+    for (size_t i = 0; i < n + nw; i++)
+        fetches[i] = (FlFetch){i < n ? tr->fetches[i].name : opt->watch[i - n], FL_TENSOR_INIT};
     size_t w = 1 + n;
     FlStatus st = FL_OK;
     int64_t step = 0;
@@ -463,11 +469,12 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
         }
         for (size_t b = 0; b < nb && st == FL_OK; b++) {
             size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)tr->t);
+            double tb = now();
             for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
             st = share_feeds(fl_ir_block(tr->bundle->main, 0), d->train, ep, b, (size_t)tr->t, tens, feeds, e);
             if (st == FL_OK && tr->mpi) fl_mpi_step_begin(tr->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
             double ts = now();
-            if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, tr->fetches, n, e);
+            if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, fetches, n + nw, e);
             if (st == FL_OK && tr->mpi) {
                 st = fl_mpi_step_end(tr->mpi, e);
                 fl_mpi_add_compute(tr->mpi, now() - ts);
@@ -475,7 +482,9 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
             if (st != FL_OK) break;
             step++;
-            for (size_t i = 0; i < n; i++) vals[i] = mean_of(&tr->fetches[i].tensor);
+            double step_secs = now() - tb;
+            for (size_t i = 0; i < n; i++) vals[i] = mean_of(&fetches[i].tensor);
+            for (size_t i = 0; i < nw; i++) watched[i] = mean_of(&fetches[n + i].tensor);
             if (tr->mpi) {
                 rec[b * w] = (double)rows;
                 for (size_t i = 0; i < n; i++) rec[b * w + 1 + i] = vals[i];
@@ -486,6 +495,10 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             }
             if (rows > 0 && (st = check_finite(tr, epoch, step, vals, e)) != FL_OK) break;
             if (lead && h->step) h->step(h->ctx, epoch, epochs, b, nb, n ? vals[tr->loss_idx] : 0);
+            if (lead && h->step_done) {
+                FlTrainStep s = {epoch, step, (double)fl_data_epoch_batch_rows(ep, b), step_secs, watched};
+                if ((st = h->step_done(h->ctx, &s, e)) != FL_OK) break;
+            }
         }
         fl_data_epoch_free(ep);
         if (st == FL_OK && tr->mpi) {
@@ -505,6 +518,9 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
         FlTrainEpoch report = {epoch, epochs, step, trm, has_test ? te : NULL, sum_rows, secs, cpu};
         if (h->epoch) h->epoch(h->ctx, &report);
     }
+    for (size_t i = 0; i < n + nw; i++) fl_tensor_fini(&fetches[i].tensor);
+    free(fetches);
+    free(watched);
     free(rec);
     free(all);
     free(tens);
