@@ -1,0 +1,465 @@
+"""The detection layers' forward values against references written here in numpy from Fluid's
+operator definitions (paddle/fluid/operators/detection/*), on fixed inputs with the edge cases
+that decide behaviour: boxes outside the image, no box above a threshold, all boxes of one class,
+ties in matching and NMS, empty images. Each program is compiled with flc; a compile-time
+print("FETCH", key, var.name) names what the test fetches. Values agree within 1e-5 (relative
+above 1), in float32 and float64."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import fluidc
+from pyt_common import FLC, check, done, tmpdir
+
+TMP = tmpdir()
+TOL = 1e-5
+_count = [0]
+
+
+def compile_fl(name, src):
+    """flc build of src; returns (flp path, {key: var name}) from its FETCH lines."""
+    fl = os.path.join(TMP, name + ".fl")
+    with open(fl, "w") as f:
+        f.write(src)
+    out = os.path.join(TMP, name + ".flp")
+    r = subprocess.run([FLC, "build", fl, "-o", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("flc build %s failed:\n%s%s" % (name, r.stdout, r.stderr))
+    names = {}
+    for line in r.stdout.splitlines():
+        w = line.split()
+        if len(w) == 3 and w[0] == "FETCH":
+            names[w[1]] = w[2]
+    return out, names
+
+
+def run(name, src, feed):
+    """Compiles src and runs it once (predict: no parameter changes); {key: array}."""
+    flp, names = compile_fl(name, src)
+    exe = fluidc.Executor(fluidc.load(flp))
+    keys = sorted(names)
+    got = exe.predict(feed=feed, fetch_list=[names[k] for k in keys])
+    exe.close()
+    return dict(zip(keys, got))
+
+
+def close(what, got, want, tol=TOL):
+    """got == want within tol (relative above 1), same shape."""
+    _count[0] += 1
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        check(False, "%s: shape %s, expected %s" % (what, got.shape, want.shape))
+        return
+    # a degenerate box (zero width) gives Fluid's inf or nan: those must be the same non-finite
+    fin = np.isfinite(want)
+    same = (np.isnan(got) & np.isnan(want)) | (got == want)
+    with np.errstate(invalid="ignore"):
+        err = np.where(fin, np.abs(got - want) / np.maximum(1.0, np.abs(want)), np.where(same, 0.0, np.inf))
+    err = np.where(np.isnan(err), np.inf, err)
+    ok = bool(np.all(err <= tol)) if err.size else True
+    if not ok:
+        i = np.unravel_index(np.argmax(err), err.shape)
+        check(False, "%s: at %s got %r, expected %r (%d of %d elements differ)" %
+              (what, i, got[i], want[i], int(np.sum(err > tol)), err.size))
+
+
+def equal(what, got, want):
+    _count[0] += 1
+    got, want = np.asarray(got), np.asarray(want)
+    check(got.shape == want.shape and np.array_equal(got, want),
+          "%s: got %s, expected %s" % (what, got.tolist(), want.tolist()))
+
+
+HEAD = "import fluid\nimport _core\nfrom fluid import layers\n"
+
+
+def data(name, shape, dtype="float32", lod_level=0):
+    if lod_level:  # rows of sequences: [-1, ...] and its offsets NAME@LOD0 ...
+        return ("%s = layers.data(name=%r, shape=%r, dtype=%r, lod_level=%d)\n"
+                % (name, name, list(shape[1:]), dtype, lod_level))
+    return ("%s = layers.data(name=%r, shape=%r, dtype=%r, lod_level=%d, append_batch_size=False)\n"
+            % (name, name, list(shape), dtype, lod_level))
+
+
+def fetch(key, expr):
+    return "print(\"FETCH\", %r, (%s).name)\n" % (key, expr)
+
+
+def cround(x):
+    """C's round(): halves away from zero (numpy rounds them to even)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+# ---- references: priors and anchors ------------------------------------------------------------
+
+def expand_ratios(ars, flip):
+    out = [1.0]
+    for ar in ars:
+        if any(abs(ar - o) < 1e-6 for o in out):
+            continue
+        out.append(ar)
+        if flip:
+            out.append(1.0 / ar)
+    return out
+
+
+def ref_prior_box(H, W, IH, IW, min_sizes, max_sizes, ars, variances, flip, clip, step_w, step_h, offset, mm_order):
+    ars = expand_ratios(ars, flip)
+    if step_w == 0 or step_h == 0:
+        step_w, step_h = IW / W, IH / H
+    boxes = []
+    for h in range(H):
+        for w in range(W):
+            cx, cy = (w + offset) * step_w, (h + offset) * step_h
+            cell = []
+
+            def put(bw, bh):
+                cell.append([(cx - bw) / IW, (cy - bh) / IH, (cx + bw) / IW, (cy + bh) / IH])
+            for s, mn in enumerate(min_sizes):
+                if mm_order:
+                    put(mn / 2, mn / 2)
+                    if max_sizes:
+                        m = np.sqrt(mn * max_sizes[s]) / 2
+                        put(m, m)
+                    for ar in ars:
+                        if abs(ar - 1) < 1e-6:
+                            continue
+                        put(mn * np.sqrt(ar) / 2, mn / np.sqrt(ar) / 2)
+                else:
+                    for ar in ars:
+                        put(mn * np.sqrt(ar) / 2, mn / np.sqrt(ar) / 2)
+                    if max_sizes:
+                        m = np.sqrt(mn * max_sizes[s]) / 2
+                        put(m, m)
+            boxes.append(cell)
+    b = np.array(boxes).reshape(H, W, -1, 4)
+    if clip:
+        b = np.clip(b, 0, 1)
+    return b, np.broadcast_to(np.array(variances), b.shape)
+
+
+def ref_density_prior_box(H, W, IH, IW, densities, sizes, ratios, variances, clip, step_w, step_h, offset):
+    if step_w == 0 or step_h == 0:
+        step_w, step_h = IW / W, IH / H
+    step_avg = int((step_w + step_h) * 0.5)
+    out = []
+    for h in range(H):
+        for w in range(W):
+            cx, cy = (w + offset) * step_w, (h + offset) * step_h
+            cell = []
+            for s, size in enumerate(sizes):
+                d = densities[s]
+                shift = step_avg // d
+                for r in ratios:
+                    bw, bh = size * np.sqrt(r), size / np.sqrt(r)
+                    dcx, dcy = cx - step_avg / 2 + shift / 2, cy - step_avg / 2 + shift / 2
+                    for di in range(d):
+                        for dj in range(d):
+                            x, y = dcx + dj * shift, dcy + di * shift
+                            cell.append([max((x - bw / 2) / IW, 0), max((y - bh / 2) / IH, 0),
+                                         min((x + bw / 2) / IW, 1), min((y + bh / 2) / IH, 1)])
+            out.append(cell)
+    b = np.array(out).reshape(H, W, -1, 4)
+    if clip:
+        b = np.clip(b, 0, 1)
+    return b, np.broadcast_to(np.array(variances), b.shape)
+
+
+def ref_anchor_generator(H, W, sizes, ratios, variances, stride, offset):
+    sw, sh = stride
+    out = np.zeros((H, W, len(sizes) * len(ratios), 4))
+    for h in range(H):
+        for w in range(W):
+            xc, yc = w * sw + offset * (sw - 1), h * sh + offset * (sh - 1)
+            k = 0
+            for ar in ratios:
+                for size in sizes:
+                    base_w = cround(np.sqrt(sw * sh / ar))
+                    base_h = cround(base_w * ar)
+                    aw, ah = size / sw * base_w, size / sh * base_h
+                    out[h, w, k] = [xc - 0.5 * (aw - 1), yc - 0.5 * (ah - 1), xc + 0.5 * (aw - 1), yc + 0.5 * (ah - 1)]
+                    k += 1
+    return out, np.broadcast_to(np.array(variances), out.shape)
+
+
+def test_priors():
+    for dt in ("float32", "float64"):
+        src = HEAD + data("img", [1, 3, 20, 24], dt) + data("feat", [1, 8, 3, 4], dt)
+        src += "b1, v1 = layers.prior_box(feat, img, min_sizes=[4.0, 9.0], max_sizes=[8.0, 15.0], aspect_ratios=[2.0, 3.0, 2.0000001], flip=True)\n"
+        src += "b2, v2 = layers.prior_box(feat, img, min_sizes=[6.0], max_sizes=[11.0], aspect_ratios=[2.0, 1.0], clip=True, steps=[7.0, 5.0], offset=0.25, min_max_aspect_ratios_order=True, variance=[0.1, 0.2, 0.3, 0.4])\n"
+        src += "b3, v3 = layers.prior_box(feat, img, min_sizes=3.0, aspect_ratios=0.5)\n"
+        src += "d1, dv1 = layers.density_prior_box(feat, img, densities=[3, 1], fixed_sizes=[5.0, 12.0], fixed_ratios=[1.0, 2.0])\n"
+        src += "d2, dv2 = layers.density_prior_box(feat, img, densities=[2], fixed_sizes=[30.0], fixed_ratios=[0.5], clip=True, steps=[9.0, 9.0], offset=0.3, flatten_to_2d=True)\n"
+        src += "a1, av1 = layers.anchor_generator(feat, anchor_sizes=[16.0, 32.0], aspect_ratios=[0.5, 1.0, 2.0], stride=[8.0, 8.0])\n"
+        src += "a2, av2 = layers.anchor_generator(feat, anchor_sizes=24, aspect_ratios=[1.5], stride=[6.0, 10.0], offset=0.2, variance=[1.0, 2.0, 3.0, 4.0])\n"
+        for k in ("b1", "v1", "b2", "v2", "b3", "v3", "d1", "dv1", "d2", "dv2", "a1", "av1", "a2", "av2"):
+            src += fetch(k, k)
+        rng = np.random.default_rng(0)
+        got = run("priors_" + dt, src, {"img": rng.random((1, 3, 20, 24)).astype(dt),
+                                        "feat": rng.random((1, 8, 3, 4)).astype(dt)})
+        b, v = ref_prior_box(3, 4, 20, 24, [4.0, 9.0], [8.0, 15.0], [2.0, 3.0, 2.0000001], [0.1, 0.1, 0.2, 0.2],
+                             True, False, 0, 0, 0.5, False)
+        close("prior_box b1 " + dt, got["b1"], b)
+        close("prior_box v1 " + dt, got["v1"], v)
+        b, v = ref_prior_box(3, 4, 20, 24, [6.0], [11.0], [2.0, 1.0], [0.1, 0.2, 0.3, 0.4], False, True, 7.0, 5.0,
+                             0.25, True)
+        close("prior_box b2 (clip, steps, Caffe's order) " + dt, got["b2"], b)
+        close("prior_box v2 " + dt, got["v2"], v)
+        b, v = ref_prior_box(3, 4, 20, 24, [3.0], [], [0.5], [0.1, 0.1, 0.2, 0.2], False, False, 0, 0, 0.5, False)
+        close("prior_box b3 (scalars) " + dt, got["b3"], b)
+        b, v = ref_density_prior_box(3, 4, 20, 24, [3, 1], [5.0, 12.0], [1.0, 2.0], [0.1, 0.1, 0.2, 0.2], False, 0, 0,
+                                     0.5)
+        close("density_prior_box d1 " + dt, got["d1"], b)
+        close("density_prior_box dv1 " + dt, got["dv1"], v)
+        b, v = ref_density_prior_box(3, 4, 20, 24, [2], [30.0], [0.5], [0.1, 0.1, 0.2, 0.2], True, 9.0, 9.0, 0.3)
+        close("density_prior_box d2 (flatten_to_2d, clip) " + dt, got["d2"], b.reshape(-1, 4))
+        close("density_prior_box dv2 " + dt, got["dv2"], v.reshape(-1, 4))
+        a, av = ref_anchor_generator(3, 4, [16.0, 32.0], [0.5, 1.0, 2.0], [0.1, 0.1, 0.2, 0.2], [8.0, 8.0], 0.5)
+        close("anchor_generator a1 " + dt, got["a1"], a)
+        close("anchor_generator av1 " + dt, got["av1"], av)
+        a, av = ref_anchor_generator(3, 4, [24.0], [1.5], [1.0, 2.0, 3.0, 4.0], [6.0, 10.0], 0.2)
+        close("anchor_generator a2 " + dt, got["a2"], a)
+        close("anchor_generator av2 " + dt, got["av2"], av)
+
+
+# ---- references: IoU, coding, clipping, YOLO boxes ----------------------------------------------
+
+def ref_iou(x, y):
+    out = np.zeros((len(x), len(y)))
+    for i, a in enumerate(x):
+        for j, b in enumerate(y):
+            area1 = (a[3] - a[1]) * (a[2] - a[0])
+            area2 = (b[3] - b[1]) * (b[2] - b[0])
+            ih = max(min(a[3], b[3]) - max(a[1], b[1]), 0)
+            iw = max(min(a[2], b[2]) - max(a[0], b[0]), 0)
+            inter = ih * iw
+            u = area1 + area2 - inter
+            out[i, j] = inter / u if u != 0 else 0
+    return out
+
+
+def center_size(b, pixel):
+    return (b[..., 2] + b[..., 0]) / 2, (b[..., 3] + b[..., 1]) / 2, b[..., 2] - b[..., 0] + pixel, \
+        b[..., 3] - b[..., 1] + pixel
+
+
+def ref_encode(prior, var, target, normalized):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _ref_encode(prior, var, target, normalized)
+
+
+def _ref_encode(prior, var, target, normalized):
+    pixel = 0 if normalized else 1
+    pcx, pcy, pw, ph = center_size(prior[None, :, :], pixel)
+    tcx, tcy, tw, th = center_size(target[:, None, :], pixel)
+    v = np.broadcast_to(var, prior.shape)[None, :, :]
+    return np.stack([(tcx - pcx) / pw / v[..., 0], (tcy - pcy) / ph / v[..., 1],
+                     np.log(np.abs(tw / pw)) / v[..., 2], np.log(np.abs(th / ph)) / v[..., 3]], -1)
+
+
+def ref_decode(prior, var, target, normalized, axis):
+    pixel = 0 if normalized else 1
+    p = prior[None, :, :] if axis == 0 else prior[:, None, :]
+    v = np.broadcast_to(var, prior.shape)
+    v = v[None, :, :] if axis == 0 else v[:, None, :]
+    pcx, pcy, pw, ph = center_size(p, pixel)
+    cx = v[..., 0] * target[..., 0] * pw + pcx
+    cy = v[..., 1] * target[..., 1] * ph + pcy
+    w = np.exp(v[..., 2] * target[..., 2]) * pw
+    h = np.exp(v[..., 3] * target[..., 3]) * ph
+    return np.stack([cx - w / 2, cy - h / 2, cx + w / 2 - pixel, cy + h / 2 - pixel], -1)
+
+
+def ref_box_clip(boxes, im_info, lod):
+    out = boxes.copy()
+    for i in range(len(lod) - 1):
+        W = cround(im_info[i, 1] / im_info[i, 2])
+        H = cround(im_info[i, 0] / im_info[i, 2])
+        seg = out[lod[i]:lod[i + 1]]
+        seg[..., 0::2] = np.maximum(np.minimum(seg[..., 0::2], W - 1), 0)
+        seg[..., 1::2] = np.maximum(np.minimum(seg[..., 1::2], H - 1), 0)
+    return out
+
+
+def ref_polygon(x):
+    out = np.empty_like(x)
+    N, C, H, W = x.shape
+    hh, ww = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    for c in range(C):
+        out[:, c] = (ww if c % 2 == 0 else hh) * 4 - x[:, c]
+    return out
+
+
+def ref_decoder_assign(prior, var, target, score, box_clip):
+    N, C = score.shape
+    dec = np.zeros((N, C * 4))
+    assign = np.zeros((N, 4))
+    for i in range(N):
+        p = prior[i]
+        pw, ph = p[2] - p[0] + 1, p[3] - p[1] + 1
+        pcx, pcy = p[0] + pw / 2, p[1] + ph / 2
+        for j in range(C):
+            t = target[i, 4 * j:4 * j + 4]
+            dw, dh = min(var[2] * t[2], box_clip), min(var[3] * t[3], box_clip)
+            cx, cy = var[0] * t[0] * pw + pcx, var[1] * t[1] * ph + pcy
+            w, h = np.exp(dw) * pw, np.exp(dh) * ph
+            dec[i, 4 * j:4 * j + 4] = [cx - w / 2, cy - h / 2, cx + w / 2 - 1, cy + h / 2 - 1]
+        best, bj = -1, -1
+        for j in range(1, C):
+            if score[i, j] > best:
+                best, bj = score[i, j], j
+        assign[i] = dec[i, 4 * bj:4 * bj + 4] if bj > 0 else p
+    return dec, assign
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def ref_yolo_box(x, img_size, anchors, C, conf_thresh, ratio):
+    N, _, H, W = x.shape
+    A = len(anchors) // 2
+    x = x.reshape(N, A, 5 + C, H, W)
+    boxes = np.zeros((N, A, H, W, 4))
+    scores = np.zeros((N, A, H, W, C))
+    input_size = ratio * H
+    for n in range(N):
+        ih, iw = img_size[n]
+        for a in range(A):
+            for k in range(H):
+                for l in range(W):
+                    conf = sigmoid(x[n, a, 4, k, l])
+                    if conf < conf_thresh:
+                        continue
+                    cx = (l + sigmoid(x[n, a, 0, k, l])) * iw / H
+                    cy = (k + sigmoid(x[n, a, 1, k, l])) * ih / H
+                    w = np.exp(x[n, a, 2, k, l]) * anchors[2 * a] * iw / input_size
+                    h = np.exp(x[n, a, 3, k, l]) * anchors[2 * a + 1] * ih / input_size
+                    boxes[n, a, k, l] = [max(cx - w / 2, 0), max(cy - h / 2, 0), min(cx + w / 2, iw - 1),
+                                         min(cy + h / 2, ih - 1)]
+                    scores[n, a, k, l] = conf * sigmoid(x[n, a, 5:, k, l])
+    return boxes.reshape(N, -1, 4), scores.reshape(N, -1, C)
+
+
+def test_box_ops():
+    rng = np.random.default_rng(1)
+    for dt in ("float32", "float64"):
+        # ground truth of 2 images (3 and 1 boxes), priors, some boxes outside the image
+        gt = np.array([[0.1, 0.1, 0.4, 0.5], [0.0, 0.0, 1.0, 1.0], [0.6, 0.2, 0.62, 0.3], [0.3, 0.3, 0.3, 0.3]], dt)
+        lod = np.array([0, 3, 4], np.int64)
+        prior = np.array([[0.05, 0.1, 0.45, 0.5], [0.5, 0.5, 0.9, 0.8], [0.2, 0.0, 0.3, 0.1], [0.0, 0.0, 1.0, 1.0],
+                          [0.3, 0.3, 0.3, 0.3]], dt)
+        pvar = np.array([[0.1, 0.1, 0.2, 0.2]] * 3 + [[0.5, 0.4, 0.3, 0.2]] * 2, dt)
+        deltas = rng.normal(0, 1, (2, 5, 4)).astype(dt)
+        deltas1 = rng.normal(0, 1, (5, 2, 4)).astype(dt)
+        pix = np.array([[10, 20, 50, 60], [-5, -8, 30, 500], [100, 100, 140, 120], [3, 4, 5, 6]], dt)
+        info = np.array([[100, 80, 1.0], [60, 90, 0.5]], dt)
+        src = HEAD + data("gt", [4, 4], dt, 1) + data("prior", [5, 4], dt) + data("pvar", [5, 4], dt)
+        src += data("deltas", [2, 5, 4], dt) + data("deltas1", [5, 2, 4], dt) + data("pix", [4, 4], dt, 1)
+        src += data("info", [2, 3], dt) + data("dense", [2, 2, 4], dt) + data("geo", [2, 4, 3, 5], dt)
+        src += data("dprior", [3, 4], dt) + data("dvar", [4], dt) + data("dtarget", [3, 12], dt)
+        src += data("dscore", [3, 3], dt)
+        src += data("yx", [2, 2 * 8, 3, 3], dt) + data("ysize", [2, 2], "int32")
+        src += fetch("iou", "layers.iou_similarity(gt, prior)")
+        src += fetch("enc", "layers.box_coder(prior, pvar, gt)")
+        src += fetch("enc_list", "layers.box_coder(prior, [0.1, 0.2, 0.3, 0.4], gt, box_normalized=False)")
+        src += fetch("dec", "layers.box_coder(prior, pvar, deltas, code_type='decode_center_size')")
+        src += fetch("dec1", "layers.box_coder(prior, [1.0, 2.0, 0.5, 0.25], "
+                     "deltas1, code_type='decode_center_size', axis=1, box_normalized=False)")
+        src += fetch("clip", "layers.box_clip(pix, info)")
+        src += fetch("clip_dense", "layers.box_clip(dense, info)")
+        src += fetch("poly", "layers.polygon_box_transform(geo)")
+        src += "dec2, assign = layers.box_decoder_and_assign(dprior, dvar, dtarget, dscore, 1.5)\n"
+        src += fetch("dec2", "dec2") + fetch("assign", "assign")
+        src += "yb, ys = layers.yolo_box(yx, ysize, anchors=[10, 14, 23, 27], class_num=3, conf_thresh=0.4, downsample_ratio=8)\n"
+        src += fetch("yb", "yb") + fetch("ys", "ys")
+        dense = np.array([[[-3, 2, 200, 70], [5, -1, 10, 1000]], [[1, 2, 3, 4], [200, 200, 300, 300]]], dt)
+        geo = rng.normal(0, 3, (2, 4, 3, 5)).astype(dt)
+        dprior = np.array([[0, 0, 9, 19], [10, 5, 30, 25], [1, 1, 4, 4]], dt)
+        dvar = np.array([0.1, 0.1, 0.2, 0.2], dt)
+        dtarget = rng.normal(0, 5, (3, 12)).astype(dt)
+        dscore = np.array([[0.9, 0.05, 0.05], [0.1, 0.3, 0.6], [0.2, -2.0, -3.0]], dt)
+        yx = rng.normal(0, 1.5, (2, 16, 3, 3)).astype(dt)
+        ysize = np.array([[96, 128], [50, 40]], np.int32)
+        got = run("box_ops_" + dt, src, {
+            "gt": gt, "gt@LOD0": lod, "prior": prior, "pvar": pvar, "deltas": deltas, "deltas1": deltas1,
+            "pix": pix, "pix@LOD0": np.array([0, 2, 4], np.int64), "info": info, "dense": dense, "geo": geo,
+            "dprior": dprior, "dvar": dvar, "dtarget": dtarget, "dscore": dscore, "yx": yx, "ysize": ysize})
+        g64, p64, v64 = gt.astype(np.float64), prior.astype(np.float64), pvar.astype(np.float64)
+        close("iou_similarity " + dt, got["iou"], ref_iou(g64, p64))
+        close("box_coder encode " + dt, got["enc"], ref_encode(p64, v64, g64, True))
+        close("box_coder encode (variance list, pixels) " + dt, got["enc_list"],
+              ref_encode(p64, np.array([0.1, 0.2, 0.3, 0.4]), g64, False))
+        close("box_coder decode " + dt, got["dec"], ref_decode(p64, v64, deltas.astype(np.float64), True, 0))
+        close("box_coder decode (axis 1, pixels) " + dt, got["dec1"],
+              ref_decode(p64, np.array([1.0, 2.0, 0.5, 0.25]), deltas1.astype(np.float64), False, 1))
+        close("box_clip (LoD) " + dt, got["clip"], ref_box_clip(pix.astype(np.float64), info.astype(np.float64), [0, 2, 4]))
+        close("box_clip (dense) " + dt, got["clip_dense"],
+              ref_box_clip(dense.astype(np.float64), info.astype(np.float64), [0, 1, 2]))
+        close("polygon_box_transform " + dt, got["poly"], ref_polygon(geo.astype(np.float64)))
+        d, a = ref_decoder_assign(dprior.astype(np.float64), dvar.astype(np.float64), dtarget.astype(np.float64),
+                                  dscore.astype(np.float64), 1.5)
+        close("box_decoder_and_assign decode " + dt, got["dec2"], d)
+        close("box_decoder_and_assign assign " + dt, got["assign"], a)
+        b, s = ref_yolo_box(yx.astype(np.float64), ysize, [10, 14, 23, 27], 3, 0.4, 8)
+        close("yolo_box boxes " + dt, got["yb"], b)
+        close("yolo_box scores " + dt, got["ys"], s)
+        check(np.sum(np.all(s == 0, axis=-1)) > 0, "yolo_box: some rows should fall below conf_thresh")
+
+
+# ---- references: losses ------------------------------------------------------------------------
+
+def ref_smooth_l1(x, y, iw, ow, sigma):
+    s2 = sigma * sigma
+    d = (x - y) * (iw if iw is not None else 1)
+    a = np.abs(d)
+    f = np.where(a < 1 / s2, 0.5 * d * d * s2, a - 0.5 / s2)
+    if ow is not None:
+        f = f * ow
+    return f.reshape(len(x), -1).sum(1, keepdims=True)
+
+
+def ref_sigmoid_xent(x, label, ignore, normalize):
+    out = np.maximum(x, 0) - x * label + np.log1p(np.exp(-np.abs(x)))
+    keep = label.astype(np.int64) != ignore
+    out = np.where(keep, out, 0)
+    if normalize:
+        out = out / max(keep.sum(), 1e-6)
+    return out
+
+
+def test_losses():
+    rng = np.random.default_rng(2)
+    for dt in ("float32", "float64"):
+        x = rng.normal(0, 2, (5, 3, 2)).astype(dt)
+        y = rng.normal(0, 2, (5, 3, 2)).astype(dt)
+        iw = rng.random((5, 3, 2)).astype(dt)
+        ow = rng.random((5, 3, 2)).astype(dt)
+        lx = rng.normal(0, 3, (4, 6)).astype(dt)
+        lab = rng.integers(0, 2, (4, 6)).astype(dt)
+        lab[0, :3] = -1  # ignored
+        src = HEAD + data("x", [5, 3, 2], dt) + data("y", [5, 3, 2], dt) + data("iw", [5, 3, 2], dt)
+        src += data("ow", [5, 3, 2], dt) + data("lx", [4, 6], dt) + data("lab", [4, 6], dt)
+        src += fetch("l1", "layers.smooth_l1(x, y)")
+        src += fetch("l2", "layers.smooth_l1(x, y, inside_weight=iw, outside_weight=ow, sigma=2.0)")
+        src += fetch("l3", "layers.smooth_l1(x, y, outside_weight=ow, sigma=0.5)")
+        src += fetch("s1", "layers.sigmoid_cross_entropy_with_logits(lx, lab)")
+        src += fetch("s2", "layers.sigmoid_cross_entropy_with_logits(lx, lab, ignore_index=-1)")
+        src += fetch("s3", "layers.sigmoid_cross_entropy_with_logits(lx, lab, ignore_index=-1, normalize=True)")
+        got = run("losses_" + dt, src, {"x": x, "y": y, "iw": iw, "ow": ow, "lx": lx, "lab": lab})
+        x, y, iw, ow, lx, lab = (a.astype(np.float64) for a in (x, y, iw, ow, lx, lab))
+        close("smooth_l1 " + dt, got["l1"], ref_smooth_l1(x, y, None, None, 1.0))
+        close("smooth_l1 (weights, sigma 2) " + dt, got["l2"], ref_smooth_l1(x, y, iw, ow, 2.0))
+        close("smooth_l1 (outside weight, sigma 0.5) " + dt, got["l3"], ref_smooth_l1(x, y, None, ow, 0.5))
+        close("sigmoid_cross_entropy_with_logits " + dt, got["s1"], ref_sigmoid_xent(lx, lab, -100, False))
+        close("sigmoid_cross_entropy_with_logits (ignore -1) " + dt, got["s2"], ref_sigmoid_xent(lx, lab, -1, False))
+        close("sigmoid_cross_entropy_with_logits (normalize) " + dt, got["s3"], ref_sigmoid_xent(lx, lab, -1, True))
+
+
+test_priors()
+test_box_ops()
+test_losses()
+done("%d detection values agree with their numpy references" % _count[0])
