@@ -299,3 +299,27 @@ FlStatus fl_infer_sigmoid_xent(Ctx *c) {
         return fl_err(c->e, "%s: X %s and Label %s must have one shape", c->t, sstr(c, &xs), sstr(c, &ls));
     return set_like(c, "Out", x);
 }
+
+/* ---- non-maximum suppression ---- */
+
+FlStatus fl_infer_multiclass_nms(Ctx *c) {
+    FlVarDesc *b, *s;
+    if (boxes_in(c, "BBoxes", 3, &b) || float_rank(c, "Scores", 0, &s) || same_dtype(c, b, "BBoxes", s, "Scores"))
+        return FL_ERROR;
+    Shape bs = shape_of(b), ss = shape_of(s);
+    if (ss.nd != 3)
+        return fl_err(c->e, "%s: Scores must be [N, C, M] (the LoD form [M, C] with BBoxes [M, C, 4] is not supported), "
+                      "found %s", c->t, sstr(c, &ss));
+    if (!dims_agree(bs.d[0], ss.d[0]) || !dims_agree(bs.d[1], ss.d[2])) {
+        return fl_err(c->e, "%s: BBoxes %s and Scores %s must be [N, M, 4] and [N, C, M]", c->t, sstr(c, &bs),
+                      sstr(c, &ss));
+    }
+    if (iattr(c, "background_label") < -1)
+        return fl_err(c->e, "%s: background_label must be >= -1, found %lld", c->t,
+                      (long long)iattr(c, "background_label"));
+    double eta = float_attr(c, "nms_eta"), th = float_attr(c, "nms_threshold");
+    if (!(eta > 0 && eta <= 1)) return fl_err(c->e, "%s: nms_eta must be in (0, 1], found %g", c->t, eta);
+    if (!(th >= 0 && th <= 1)) return fl_err(c->e, "%s: nms_threshold must be in [0, 1], found %g", c->t, th);
+    Shape o = {.nd = 2, .d = {-1, 6}}, l = shape1(-1);
+    return set_out(c, "Out", b->dtype, &o) || set_out(c, "OutLod", FL_DT_INT64, &l) ? FL_ERROR : FL_OK;
+}

@@ -340,6 +340,7 @@ FlStatus fl_infer_box_decoder_and_assign(Ctx *c);
 FlStatus fl_infer_yolo_box(Ctx *c);
 FlStatus fl_infer_smooth_l1_loss(Ctx *c);
 FlStatus fl_infer_sigmoid_xent(Ctx *c);
+FlStatus fl_infer_multiclass_nms(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

@@ -289,3 +289,24 @@ static FlStatus run_sigmoid_xent_grad(OpCall *c) {
                                        c->op->a.b[0], OUT(FL_OUT_sigmoid_cross_entropy_with_logits_grad_X_GRAD));
 }
 FL_ADAPTER(sigmoid_cross_entropy_with_logits_grad, prep_xent, run_sigmoid_xent_grad);
+
+/* ---- multiclass_nms ---- */
+
+static FlStatus prep_multiclass_nms(ExecOp *op, FlErr *e) {
+    FlNmsAttrs *a = fl_xcalloc(1, sizeof *a);
+    op->a.extra = a;
+    a->background_label = fl_exec_attr_int(op, "background_label");
+    a->nms_top_k = fl_exec_attr_int(op, "nms_top_k");
+    a->keep_top_k = fl_exec_attr_int(op, "keep_top_k");
+    a->score_threshold = fl_exec_attr_float(op, "score_threshold");
+    a->nms_threshold = fl_exec_attr_float(op, "nms_threshold");
+    a->nms_eta = fl_exec_attr_float(op, "nms_eta");
+    a->normalized = fl_exec_attr_bool(op, "normalized");
+    if (!(a->nms_eta > 0 && a->nms_eta <= 1)) return fl_err(e, "attribute 'nms_eta' must be in (0, 1], found %g", a->nms_eta);
+    return FL_OK;
+}
+static FlStatus run_multiclass_nms(OpCall *c) {
+    return fl_kernel_multiclass_nms(c->e, IN(FL_IN_multiclass_nms_BBoxes), IN(FL_IN_multiclass_nms_Scores),
+                                    c->op->a.extra, OUT(FL_OUT_multiclass_nms_Out), OUT(FL_OUT_multiclass_nms_OutLod));
+}
+FL_ADAPTER(multiclass_nms, prep_multiclass_nms, run_multiclass_nms);

@@ -115,6 +115,24 @@ FlStatus fl_kernel_yolo_box(FlErr *e, const FlTensor *x, const FlTensor *img_siz
                             int n_anchors, int class_num, double conf_thresh, int downsample_ratio, FlTensor *boxes,
                             FlTensor *scores) FL_WARN_UNUSED;
 
+/* ---- selection (detection_match.c) ---- */
+
+typedef struct FlNmsAttrs {
+    int64_t background_label, nms_top_k, keep_top_k; /* background -1: none; top_k -1: all */
+    double score_threshold, nms_threshold, nms_eta;
+    bool normalized;
+} FlNmsAttrs;
+/* multiclass_nms: BBoxes [N, M, 4] and Scores [N, C, M] (one dtype) -> Out [No, 6] rows (label,
+ * score, box) and OutLod int64 [N + 1] cutting them into images. Per image and class (but the
+ * background), the scores above score_threshold best first (equal scores in index order; the
+ * nms_top_k best when it is > -1), each kept when its IoU (pixel boxes count both edges unless
+ * normalized) with every kept box of its class is at most the threshold, the threshold times
+ * nms_eta after each keep while it is above 0.5 (nms_eta < 1); then, when keep_top_k > -1 and
+ * the image keeps more, its keep_top_k best, regrouped by class. Rows by class ascending, within
+ * a class best first. Nothing kept in the whole batch: Out [1, 1] = -1 and OutLod [0, 1]. */
+FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTensor *scores, const FlNmsAttrs *a,
+                                  FlTensor *out, FlTensor *out_lod) FL_WARN_UNUSED;
+
 /* ---- losses (detection_loss.c) ---- */
 
 /* smooth_l1_loss: Diff = (X - Y) * InsideWeight (X, Y [N, ...]; the weights optional, X's

@@ -459,7 +459,123 @@ def test_losses():
         close("sigmoid_cross_entropy_with_logits (normalize) " + dt, got["s3"], ref_sigmoid_xent(lx, lab, -1, True))
 
 
+# ---- references: multiclass NMS, detection_output ----------------------------------------------
+
+def jaccard(a, b, normalized):
+    """Fluid's JaccardOverlap: 0 for boxes apart; pixel boxes count both edges."""
+    if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
+        return 0.0
+    n = 0.0 if normalized else 1.0
+
+    def area(x):
+        if x[2] < x[0] or x[3] < x[1]:
+            return 0.0
+        return (x[2] - x[0] + n) * (x[3] - x[1] + n)
+    inter = (min(a[2], b[2]) - max(a[0], b[0]) + n) * (min(a[3], b[3]) - max(a[1], b[1]) + n)
+    return inter / (area(a) + area(b) - inter)
+
+
+def ref_nms(boxes, scores, bg, sth, top_k, nth, eta, keep_k, normalized, f32):
+    """Fluid's MultiClassNMS image by image: rows (label, score, box) and the image offsets."""
+    if f32:  # Fluid's float kernel compares float32 values with float32 thresholds
+        sth, nth = float(np.float32(sth)), float(np.float32(nth))
+    N, C, M = scores.shape
+    rows, lod = [], [0]
+    for n in range(N):
+        sel = {}
+        for c in range(C):
+            if c == bg:
+                continue
+            cand = sorted([(scores[n, c, i], i) for i in range(M) if scores[n, c, i] > sth], key=lambda p: -p[0])
+            if top_k > -1:
+                cand = cand[:top_k]
+            kept, th = [], nth
+            for _, i in cand:
+                if all(jaccard(boxes[n, i], boxes[n, k], normalized) <= th for k in kept):
+                    kept.append(i)
+                    if eta < 1 and th > 0.5:
+                        th *= eta
+            sel[c] = kept
+        if keep_k > -1 and sum(len(v) for v in sel.values()) > keep_k:
+            pairs = sorted([(scores[n, c, i], c, i) for c in sorted(sel) for i in sel[c]], key=lambda p: -p[0])
+            sel = {}
+            for _, c, i in pairs[:keep_k]:
+                sel.setdefault(c, []).append(i)
+        for c in sorted(sel):
+            for i in sel[c]:
+                rows.append([c, scores[n, c, i]] + list(boxes[n, i]))
+        lod.append(len(rows))
+    if not rows:
+        return np.array([[-1.0]]), [0, 1]
+    return np.array(rows), lod
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_nms():
+    rng = np.random.default_rng(3)
+    for dt in ("float32", "float64"):
+        N, C, M = 3, 4, 12
+        # clustered boxes (overlaps around the thresholds), scores in tenths (ties, and scores equal to a threshold)
+        ctr = rng.random((N, M, 2)) * 0.6 + 0.2
+        ctr[:, 6:] = ctr[:, :6] + rng.normal(0, 0.03, (N, 6, 2))
+        half = rng.random((N, M, 2)) * 0.15 + 0.05
+        boxes = np.concatenate([ctr - half, ctr + half], -1).astype(dt)
+        scores = np.round(rng.random((N, C, M)), 1).astype(dt)  # many ties
+        scores[2] = 0.05  # image 2: no box above 0.1 (an image without detections)
+        boxes_pix = (boxes.astype(np.float64) * 50).astype(dt)
+        one_class = np.zeros((1, 3, M), dt)
+        one_class[0, 1] = scores[0, 1]
+        loc = rng.normal(0, 0.5, (2, M, 4)).astype(dt)
+        conf = rng.normal(0, 2, (2, M, 3)).astype(dt)
+        prior = boxes[0]
+        pvar = np.tile(np.array([0.1, 0.1, 0.2, 0.2], dt), (M, 1))
+        src = HEAD + data("boxes", [N, M, 4], dt) + data("scores", [N, C, M], dt)
+        src += data("boxes_pix", [N, M, 4], dt) + data("one_class", [1, 3, M], dt)
+        src += data("loc", [2, M, 4], dt) + data("conf", [2, M, 3], dt) + data("prior", [M, 4], dt)
+        src += data("pvar", [M, 4], dt)
+        cases = {
+            "plain": ("boxes", "scores", "score_threshold=0.1, nms_top_k=-1, keep_top_k=-1", 0, 0.1, -1, 0.3, 1.0, -1, True),
+            "keep": ("boxes", "scores", "score_threshold=0.3, nms_top_k=5, keep_top_k=6, nms_threshold=0.5", 0, 0.3, 5, 0.5, 1.0, 6, True),
+            "eta": ("boxes", "scores", "score_threshold=0.0, nms_top_k=-1, keep_top_k=100, nms_threshold=0.9, nms_eta=0.7, background_label=-1", -1, 0.0, -1, 0.9, 0.7, 100, True),
+            "pixels": ("boxes_pix", "scores", "score_threshold=0.3, nms_top_k=-1, keep_top_k=-1, nms_threshold=0.4, normalized=False, background_label=2", 2, 0.3, -1, 0.4, 1.0, -1, False),
+            "none": ("boxes", "scores", "score_threshold=1.0, nms_top_k=-1, keep_top_k=-1", 0, 1.0, -1, 0.3, 1.0, -1, True),
+            "one_class": ("boxes[:1]", "one_class", "score_threshold=0.0, nms_top_k=-1, keep_top_k=3", 0, 0.0, -1, 0.3, 1.0, 3, True),
+        }
+        for k, (b, s, args, *_) in cases.items():
+            bb = "layers.slice(boxes, axes=[0], starts=[0], ends=[1])" if b == "boxes[:1]" else b
+            src += "%s = layers.multiclass_nms(%s, %s, %s)\n" % (k, bb, s, args)
+            src += fetch(k, k) + fetch(k + "_lod", "_core.lod(%s)[0]" % k)
+        src += "det = layers.detection_output(loc, conf, prior, pvar, score_threshold=0.2, nms_top_k=6, keep_top_k=8)\n"
+        src += fetch("det", "det") + fetch("det_lod", "_core.lod(det)[0]")
+        got = run("nms_" + dt, src, {"boxes": boxes, "scores": scores, "boxes_pix": boxes_pix, "one_class": one_class,
+                                     "loc": loc, "conf": conf, "prior": prior, "pvar": pvar})
+        f32 = dt == "float32"
+        src_of = {"boxes": boxes, "boxes_pix": boxes_pix, "boxes[:1]": boxes[:1], "scores": scores,
+                  "one_class": one_class}
+        for k, (b, s, _, bg, sth, top_k, nth, eta, keep_k, norm) in cases.items():
+            rows, lod = ref_nms(src_of[b].astype(np.float64), src_of[s].astype(np.float64), bg, sth, top_k, nth, eta,
+                                keep_k, norm, f32)
+            close("multiclass_nms %s %s" % (k, dt), got[k], rows)
+            equal("multiclass_nms %s offsets %s" % (k, dt), got[k + "_lod"], np.array(lod))
+        check(got["plain_lod"][3] == got["plain_lod"][2], "multiclass_nms: image 2 should have no detection")
+        check(got["none"].shape == (1, 1), "multiclass_nms: nothing kept should be [[-1]]")
+        check(np.min(got["keep"][:, 1]) > 0.35, "multiclass_nms: a score equal to score_threshold 0.3 is not above it")
+        # detection_output: decode, softmax over classes, multiclass_nms
+        dec = ref_decode(prior.astype(np.float64), pvar.astype(np.float64), loc.astype(np.float64), True, 0)
+        probs = softmax(conf.astype(np.float64)).transpose(0, 2, 1)
+        if f32:
+            dec, probs = dec.astype(np.float32).astype(np.float64), probs.astype(np.float32).astype(np.float64)
+        rows, lod = ref_nms(dec, probs, 0, 0.2, 6, 0.3, 1.0, 8, True, f32)
+        close("detection_output " + dt, got["det"], rows)
+        equal("detection_output offsets " + dt, got["det_lod"], np.array(lod))
+
+
 test_priors()
 test_box_ops()
 test_losses()
+test_nms()
 done("%d detection values agree with their numpy references" % _count[0])
