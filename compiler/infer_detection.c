@@ -323,3 +323,37 @@ FlStatus fl_infer_multiclass_nms(Ctx *c) {
     Shape o = {.nd = 2, .d = {-1, 6}}, l = shape1(-1);
     return set_out(c, "Out", b->dtype, &o) || set_out(c, "OutLod", FL_DT_INT64, &l) ? FL_ERROR : FL_OK;
 }
+
+/* ---- matching and target assignment ---- */
+
+FlStatus fl_infer_bipartite_match(Ctx *c) {
+    FlVarDesc *d;
+    if (float_rank(c, "DistMat", 2, &d) || need_offsets(c, "DistMatLod", true)) return FL_ERROR;
+    const char *mt = sattr(c, "match_type");
+    if (strcmp(mt, "bipartite") != 0 && strcmp(mt, "per_prediction") != 0)
+        return fl_err(c->e, "%s: match_type must be 'bipartite' or 'per_prediction', found '%s'", c->t, mt);
+    FlVarDesc *lod = NULL;
+    if (in_opt(c, "DistMatLod", &lod)) return FL_ERROR;
+    int64_t n = lod ? (lod->shape[0] < 0 ? -1 : lod->shape[0] - 1) : 1;
+    Shape s = {.nd = 2, .d = {n, d->shape[1]}};
+    return set_out(c, "ColToRowMatchIndices", FL_DT_INT32, &s) || set_out(c, "ColToRowMatchDist", d->dtype, &s)
+               ? FL_ERROR
+               : FL_OK;
+}
+
+FlStatus fl_infer_target_assign(Ctx *c) {
+    FlVarDesc *x, *mi, *neg = NULL;
+    if (in1(c, "X", &x) || need_offsets(c, "XLod", false) || in1(c, "MatchIndices", &mi) ||
+        need_int_in(c, mi, "MatchIndices") || in_opt(c, "NegIndices", &neg) || need_offsets(c, "NegIndicesLod", true))
+        return FL_ERROR;
+    Shape xs = shape_of(x), ms = shape_of(mi);
+    if (xs.nd != 3) return fl_err(c->e, "%s: X must be [rows, P, K], found %s", c->t, sstr(c, &xs));
+    if (ms.nd != 2) return fl_err(c->e, "%s: MatchIndices must be [N, M], found %s", c->t, sstr(c, &ms));
+    if (neg) {
+        FlVarDesc *nl = NULL;
+        if (need_int_in(c, neg, "NegIndices") || in_opt(c, "NegIndicesLod", &nl)) return FL_ERROR;
+        if (!nl) return fl_err(c->e, "%s: NegIndices must come with its offsets NegIndicesLod", c->t);
+    }
+    Shape o = {.nd = 3, .d = {ms.d[0], ms.d[1], xs.d[2]}}, w = {.nd = 3, .d = {ms.d[0], ms.d[1], 1}};
+    return set_out(c, "Out", x->dtype, &o) || set_out(c, "OutWeight", FL_DT_FLOAT32, &w) ? FL_ERROR : FL_OK;
+}

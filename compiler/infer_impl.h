@@ -341,6 +341,8 @@ FlStatus fl_infer_yolo_box(Ctx *c);
 FlStatus fl_infer_smooth_l1_loss(Ctx *c);
 FlStatus fl_infer_sigmoid_xent(Ctx *c);
 FlStatus fl_infer_multiclass_nms(Ctx *c);
+FlStatus fl_infer_bipartite_match(Ctx *c);
+FlStatus fl_infer_target_assign(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

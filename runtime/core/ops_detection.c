@@ -310,3 +310,44 @@ static FlStatus run_multiclass_nms(OpCall *c) {
                                     c->op->a.extra, OUT(FL_OUT_multiclass_nms_Out), OUT(FL_OUT_multiclass_nms_OutLod));
 }
 FL_ADAPTER(multiclass_nms, prep_multiclass_nms, run_multiclass_nms);
+
+/* ---- bipartite_match, target_assign ---- */
+
+/* a.b[0] per_prediction, a.f[0] dist_threshold */
+static FlStatus prep_bipartite_match(ExecOp *op, FlErr *e) {
+    const char *mt = fl_exec_attr_string(op, "match_type");
+    if (strcmp(mt, "bipartite") != 0 && strcmp(mt, "per_prediction") != 0)
+        return fl_err(e, "attribute 'match_type' must be 'bipartite' or 'per_prediction', found '%s'", mt);
+    op->a.b[0] = strcmp(mt, "per_prediction") == 0;
+    op->a.f[0] = fl_exec_attr_float(op, "dist_threshold");
+    return FL_OK;
+}
+static FlStatus run_bipartite_match(OpCall *c) {
+    const FlTensor *d = IN(FL_IN_bipartite_match_DistMat);
+    const int64_t *off;
+    int64_t nseq;
+    if (lod_of(c, IN(FL_IN_bipartite_match_DistMatLod), d, "DistMatLod", &off, &nseq)) return FL_ERROR;
+    return fl_kernel_bipartite_match(c->e, d, off, nseq, c->op->a.b[0], c->op->a.f[0],
+                                     OUT(FL_OUT_bipartite_match_ColToRowMatchIndices),
+                                     OUT(FL_OUT_bipartite_match_ColToRowMatchDist));
+}
+FL_ADAPTER(bipartite_match, prep_bipartite_match, run_bipartite_match);
+
+static FlStatus prep_target_assign(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.i[0] = fl_exec_attr_int(op, "mismatch_value");
+    return FL_OK;
+}
+static FlStatus run_target_assign(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_target_assign_X), *neg = IN(FL_IN_target_assign_NegIndices);
+    const int64_t *off, *noff;
+    int64_t nseq, nnseq;
+    if (lod_of(c, IN(FL_IN_target_assign_XLod), x, "XLod", &off, &nseq) ||
+        lod_of(c, IN(FL_IN_target_assign_NegIndicesLod), neg, "NegIndicesLod", &noff, &nnseq))
+        return FL_ERROR;
+    if (!off) return fl_err(c->e, "XLod is missing");
+    if (neg && !noff) return fl_err(c->e, "NegIndicesLod is missing");
+    return fl_kernel_target_assign(c->e, x, off, nseq, IN(FL_IN_target_assign_MatchIndices), neg, noff, nnseq,
+                                   c->op->a.i[0], OUT(FL_OUT_target_assign_Out), OUT(FL_OUT_target_assign_OutWeight));
+}
+FL_ADAPTER(target_assign, prep_target_assign, run_target_assign);

@@ -121,3 +121,142 @@ done:
     free(box), free(sc), free(o), free(lod), free(cand), free(tmp), free(sel);
     return st;
 }
+
+/* ---- bipartite_match ---- */
+
+/* One image: rows [r0, r1) of dist (M columns) matched to columns. idx / md: M each, set. */
+static void match_image(const double *dist, int64_t r0, int64_t r1, int64_t M, bool per_prediction,
+                        double threshold, int32_t *idx, double *md, bool *row_used) {
+    const double eps = 1e-6;
+    for (int64_t j = 0; j < M; j++) idx[j] = -1, md[j] = 0;
+    for (int64_t i = r0; i < r1; i++) row_used[i - r0] = false;
+    /* greedy: the largest distance among free rows and columns, the first (column, then row) on ties */
+    for (int64_t round = r0; round < r1; round++) {
+        int64_t bj = -1, bi = -1;
+        double best = -1;
+        for (int64_t j = 0; j < M; j++) {
+            if (idx[j] != -1) continue;
+            for (int64_t i = r0; i < r1; i++) {
+                double d = dist[i * M + j];
+                if (row_used[i - r0] || d < eps) continue;
+                if (d > best) bj = j, bi = i, best = d;
+            }
+        }
+        if (bj < 0) break;
+        idx[bj] = (int32_t)(bi - r0), md[bj] = best, row_used[bi - r0] = true;
+    }
+    if (!per_prediction) return;
+    for (int64_t j = 0; j < M; j++) {
+        if (idx[j] != -1) continue;
+        int64_t bi = -1;
+        double best = -1;
+        for (int64_t i = r0; i < r1; i++) {
+            double d = dist[i * M + j];
+            if (d < eps) continue;
+            if (d >= threshold && d > best) bi = i, best = d;
+        }
+        if (bi >= 0) idx[j] = (int32_t)(bi - r0), md[j] = best;
+    }
+}
+
+FlStatus fl_kernel_bipartite_match(FlErr *e, const FlTensor *dist, const int64_t *off, int64_t nseq,
+                                   bool per_prediction, double threshold, FlTensor *indices, FlTensor *out_dist) {
+    const char *op = "bipartite_match";
+    if (kneed_float(e, op, "DistMat", dist)) return FL_ERROR;
+    if (dist->ndim != 2) return fl_err(e, "%s: DistMat %s must be [K, M]", op, fl_tensor_shape(dist).s);
+    int64_t K = dist->ne[0], M = dist->ne[1], whole[2] = {0, K};
+    if (!off) off = whole, nseq = 1;
+    if (koffsets(e, op, "DistMat", off, nseq, K)) return FL_ERROR;
+    if (dist->dtype == FL_DT_FLOAT32) threshold = (float)threshold;
+    double *d = NULL, *md = NULL;
+    bool *used = NULL;
+    FlTensor ti = FL_TENSOR_INIT, td = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    int64_t ne[2] = {nseq, M};
+    if (dload(e, op, dist, &d) || dscratch(e, op, nseq * M, &md) || kalloc_raw(e, op, &ti, FL_DT_INT32, 2, ne))
+        goto done;
+    used = malloc((size_t)(K > 0 ? K : 1));
+    if (!used) {
+        fl_err(e, "%s: out of memory for %lld rows", op, (long long)K);
+        goto done;
+    }
+    int32_t *idx = fl_tensor_data(&ti);
+    for (int64_t n = 0; n < nseq; n++)
+        match_image(d, off[n], off[n + 1], M, per_prediction, threshold, idx + n * M, md + n * M, used);
+    if (dnew(e, op, &td, dist->dtype, 2, ne, md)) goto done;
+    kout(indices, &ti);
+    kout(out_dist, &td);
+    st = FL_OK;
+done:
+    if (st) fl_tensor_fini(&ti);
+    free(d), free(md), free(used);
+    return st;
+}
+
+/* ---- target_assign ---- */
+
+FlStatus fl_kernel_target_assign(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq,
+                                  const FlTensor *match, const FlTensor *neg, const int64_t *neg_off, int64_t neg_nseq,
+                                  int64_t mismatch, FlTensor *out, FlTensor *out_weight) {
+    const char *op = "target_assign";
+    if (khas(e, op, "X", x) || kneed_int(e, op, "MatchIndices", match)) return FL_ERROR;
+    if (x->ndim != 3 || match->ndim != 2)
+        return fl_err(e, "%s: X %s and MatchIndices %s must be [rows, P, K] and [N, M]", op, fl_tensor_shape(x).s,
+                      fl_tensor_shape(match).s);
+    int64_t N = match->ne[0], M = match->ne[1], P = x->ne[1], K = x->ne[2], rows = x->ne[0];
+    if (koffsets(e, op, "X", off, nseq, rows)) return FL_ERROR;
+    if (nseq != N)
+        return fl_err(e, "%s: X holds %lld images (sequences) but MatchIndices %s has %lld rows", op,
+                      (long long)nseq, fl_tensor_shape(match).s, (long long)N);
+    if (P < 1 && N * M > 0) return fl_err(e, "%s: X %s has no column", op, fl_tensor_shape(x).s);
+    double *xd = NULL, *o = NULL, *w = NULL;
+    FlTensor to = FL_TENSOR_INIT, tw = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (dload(e, op, x, &xd) || dscratch(e, op, N * M * K, &o) || dscratch(e, op, N * M, &w)) goto done;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t j = 0; j < M; j++) {
+            int64_t id = iget(match, n * M + j), i = n * M + j;
+            if (id > -1) {
+                if (id >= off[n + 1] - off[n]) {
+                    fl_err(e, "%s: MatchIndices[%lld, %lld] = %lld but image %lld has %lld rows in X", op,
+                           (long long)n, (long long)j, (long long)id, (long long)n, (long long)(off[n + 1] - off[n]));
+                    goto done;
+                }
+                memcpy(o + i * K, xd + ((off[n] + id) * P + j % P) * K, (size_t)K * sizeof *o);
+                w[i] = 1;
+            } else {
+                for (int64_t k = 0; k < K; k++) o[i * K + k] = (double)mismatch;
+                w[i] = 0;
+            }
+        }
+    if (neg) {
+        if (kneed_int(e, op, "NegIndices", neg) || koffsets(e, op, "NegIndices", neg_off, neg_nseq, neg->ne[0]))
+            goto done;
+        if (neg_nseq != N) {
+            fl_err(e, "%s: NegIndices holds %lld images (sequences) but MatchIndices has %lld rows", op,
+                   (long long)neg_nseq, (long long)N);
+            goto done;
+        }
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t r = neg_off[n]; r < neg_off[n + 1]; r++) {
+                int64_t id = iget(neg, r);
+                if (id < 0 || id >= M) {
+                    fl_err(e, "%s: NegIndices row %lld = %lld is not a column of [0, %lld)", op, (long long)r,
+                           (long long)id, (long long)M);
+                    goto done;
+                }
+                for (int64_t k = 0; k < K; k++) o[(n * M + id) * K + k] = (double)mismatch;
+                w[n * M + id] = 1;
+            }
+    }
+    if (dnew(e, op, &to, x->dtype, 3, (int64_t[]){N, M, K}, o) ||
+        dnew(e, op, &tw, FL_DT_FLOAT32, 3, (int64_t[]){N, M, 1}, w))
+        goto done;
+    kout(out, &to);
+    kout(out_weight, &tw);
+    st = FL_OK;
+done:
+    if (st) fl_tensor_fini(&to);
+    free(xd), free(o), free(w);
+    return st;
+}

@@ -133,6 +133,24 @@ typedef struct FlNmsAttrs {
 FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTensor *scores, const FlNmsAttrs *a,
                                   FlTensor *out, FlTensor *out_lod) FL_WARN_UNUSED;
 
+/* bipartite_match: DistMat [K, M] (rows: entities, columns: priors), its rows cut into nseq
+ * images by off (NULL: one image) -> ColToRowMatchIndices int32 [nseq, M] (the row within its
+ * image, -1 unmatched) and ColToRowMatchDist [nseq, M] (0 unmatched). Per image the greedy
+ * bipartite matching: repeatedly the largest distance between a free row and a free column (the
+ * first in column, then row order on ties), distances below 1e-6 never; with per_prediction each
+ * still free column then takes its largest row distance at least `threshold`. */
+FlStatus fl_kernel_bipartite_match(FlErr *e, const FlTensor *dist, const int64_t *off, int64_t nseq,
+                                   bool per_prediction, double threshold, FlTensor *indices,
+                                   FlTensor *out_dist) FL_WARN_UNUSED;
+/* target_assign: X [rows, P, K] (float or int) cut into N images by off, MatchIndices int [N, M]
+ * -> Out [N, M, K] (X's dtype) and OutWeight float32 [N, M, 1]: Out[n, j] = X[off[n] + id, j % P]
+ * with weight 1 for id = MatchIndices[n, j] > -1, else mismatch and weight 0; then each index of
+ * image n's rows of NegIndices int [rows', 1] (cut by neg_off; neg NULL: none) gets mismatch and
+ * weight 1. */
+FlStatus fl_kernel_target_assign(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq,
+                                  const FlTensor *match, const FlTensor *neg, const int64_t *neg_off, int64_t neg_nseq,
+                                  int64_t mismatch, FlTensor *out, FlTensor *out_weight) FL_WARN_UNUSED;
+
 /* ---- losses (detection_loss.c) ---- */
 
 /* smooth_l1_loss: Diff = (X - Y) * InsideWeight (X, Y [N, ...]; the weights optional, X's

@@ -574,8 +574,109 @@ def test_nms():
         equal("detection_output offsets " + dt, got["det_lod"], np.array(lod))
 
 
+# ---- references: bipartite_match, target_assign ------------------------------------------------
+
+def ref_match(dist, lod, per_prediction, threshold):
+    """Fluid's BipartiteMatch (greedy, first column then row on ties, < 1e-6 never) and ArgMaxMatch."""
+    M = dist.shape[1]
+    idx = -np.ones((len(lod) - 1, M), np.int64)
+    md = np.zeros((len(lod) - 1, M))
+    for n in range(len(lod) - 1):
+        d = dist[lod[n]:lod[n + 1]]
+        pool = list(range(len(d)))
+        while pool:
+            best, bj, bi = -1, -1, -1
+            for j in range(M):
+                if idx[n, j] != -1:
+                    continue
+                for i in pool:
+                    if d[i, j] < 1e-6:
+                        continue
+                    if d[i, j] > best:
+                        best, bj, bi = d[i, j], j, i
+            if bj < 0:
+                break
+            idx[n, bj], md[n, bj] = bi, best
+            pool.remove(bi)
+        if per_prediction:
+            for j in range(M):
+                if idx[n, j] != -1:
+                    continue
+                best, bi = -1, -1
+                for i in range(len(d)):
+                    if d[i, j] < 1e-6:
+                        continue
+                    if d[i, j] >= threshold and d[i, j] > best:
+                        best, bi = d[i, j], i
+                if bi >= 0:
+                    idx[n, j], md[n, j] = bi, best
+    return idx, md
+
+
+def ref_target_assign(x, lod, match, neg, neg_lod, mismatch):
+    N, M = match.shape
+    P, K = x.shape[1], x.shape[2]
+    out = np.zeros((N, M, K))
+    w = np.zeros((N, M, 1))
+    for n in range(N):
+        for j in range(M):
+            i = match[n, j]
+            if i > -1:
+                out[n, j] = x[lod[n] + i, j % P]
+                w[n, j] = 1
+            else:
+                out[n, j] = mismatch
+        if neg is not None:
+            for r in range(neg_lod[n], neg_lod[n + 1]):
+                out[n, neg[r, 0]] = mismatch
+                w[n, neg[r, 0]] = 1
+    return out, w
+
+
+def test_match():
+    rng = np.random.default_rng(4)
+    for dt in ("float32", "float64"):
+        M = 7
+        lod = np.array([0, 3, 3, 5, 9], np.int64)  # image 1 has no ground truth
+        dist = np.round(rng.random((9, M)), 1).astype(dt)  # tenths: ties
+        dist[dist < 0.2] = 0  # no overlap
+        dist[0, :] = 0.9  # a row tied with itself across columns
+        dist[5:, 3] = 0.8  # rows tied on one column
+        tx = rng.normal(0, 1, (9, M, 4)).astype(dt)
+        tl = rng.integers(1, 5, (9, 1, 1)).astype(np.int32)
+        mi = np.array([[0, -1, 2, 1, -1, 0, 2], [-1] * M, [1, 1, 0, -1, -1, -1, 0], [3, 2, 1, 0, -1, 3, 3]], np.int32)
+        neg = np.array([[1], [4], [6], [4], [5]], np.int32)
+        neg_lod = np.array([0, 2, 3, 3, 5], np.int64)
+        src = HEAD + data("dist", [9, M], dt, 1) + data("tx", [9, M, 4], dt, 1) + data("tl", [9, 1, 1], "int32", 1)
+        src += data("mi", [4, M], "int32") + data("neg", [5, 1], "int32", 1)
+        src += "bi, bd = layers.bipartite_match(dist)\n" + fetch("bi", "bi") + fetch("bd", "bd")
+        src += "pi, pd = layers.bipartite_match(dist, match_type='per_prediction', dist_threshold=0.5)\n"
+        src += fetch("pi", "pi") + fetch("pd", "pd")
+        src += "ob, wb = layers.target_assign(tx, mi, mismatch_value=-3)\n" + fetch("ob", "ob") + fetch("wb", "wb")
+        src += "ol, wl = layers.target_assign(tl, bi, negative_indices=neg, mismatch_value=0)\n"
+        src += fetch("ol", "ol") + fetch("wl", "wl")
+        got = run("match_" + dt, src, {"dist": dist, "dist@LOD0": lod, "tx": tx, "tx@LOD0": lod, "tl": tl,
+                                       "tl@LOD0": lod, "mi": mi, "neg": neg, "neg@LOD0": neg_lod})
+        d64 = dist.astype(np.float64)
+        i, d = ref_match(d64, lod, False, 0.5)
+        equal("bipartite_match indices " + dt, got["bi"], i)
+        close("bipartite_match distances " + dt, got["bd"], d)
+        check(np.all(got["bi"][1] == -1), "bipartite_match: an image without rows matches nothing")
+        i2, d2 = ref_match(d64, lod, True, 0.5)
+        equal("bipartite_match per_prediction indices " + dt, got["pi"], i2)
+        close("bipartite_match per_prediction distances " + dt, got["pd"], d2)
+        check(np.sum(i2 >= 0) > np.sum(i >= 0), "per_prediction should match more columns")
+        o, w = ref_target_assign(tx.astype(np.float64), lod, mi, None, None, -3)
+        close("target_assign boxes " + dt, got["ob"], o)
+        close("target_assign weights " + dt, got["wb"], w)
+        o, w = ref_target_assign(tl, lod, i, neg, neg_lod, 0)
+        equal("target_assign labels " + dt, got["ol"], o.astype(np.int32))
+        close("target_assign label weights " + dt, got["wl"], w)
+
+
 test_priors()
 test_box_ops()
 test_losses()
 test_nms()
+test_match()
 done("%d detection values agree with their numpy references" % _count[0])
