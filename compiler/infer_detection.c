@@ -357,3 +357,26 @@ FlStatus fl_infer_target_assign(Ctx *c) {
     Shape o = {.nd = 3, .d = {ms.d[0], ms.d[1], xs.d[2]}}, w = {.nd = 3, .d = {ms.d[0], ms.d[1], 1}};
     return set_out(c, "Out", x->dtype, &o) || set_out(c, "OutWeight", FL_DT_FLOAT32, &w) ? FL_ERROR : FL_OK;
 }
+
+FlStatus fl_infer_mine_hard_examples(Ctx *c) {
+    FlVarDesc *cl, *loc = NULL, *mi, *md;
+    if (float_rank(c, "ClsLoss", 2, &cl) || in_opt(c, "LocLoss", &loc) || in1(c, "MatchIndices", &mi) ||
+        need_int_in(c, mi, "MatchIndices") || float_rank(c, "MatchDist", 2, &md))
+        return FL_ERROR;
+    if (strcmp(sattr(c, "mining_type"), "max_negative") != 0)
+        return fl_err(c->e, "%s: mining_type must be 'max_negative' (the only one Fluid's ssd_loss supports), found '%s'",
+                      c->t, sattr(c, "mining_type"));
+    if (loc) return fl_err(c->e, "%s: LocLoss is used by mining_type 'hard_example' only", c->t);
+    Shape cs = shape_of(cl), ms = shape_of(mi), ds = shape_of(md);
+    if (ms.nd != 2 || !dims_agree(cs.d[0], ms.d[0]) || !dims_agree(cs.d[1], ms.d[1]) || !dims_agree(ds.d[0], ms.d[0]) ||
+        !dims_agree(ds.d[1], ms.d[1]))
+        return fl_err(c->e, "%s: ClsLoss %s, MatchIndices %s and MatchDist %s must all be [N, P]", c->t, sstr(c, &cs),
+                      sstr(c, &ms), sstr(c, &ds));
+    if (float_attr(c, "neg_pos_ratio") < 0)
+        return fl_err(c->e, "%s: neg_pos_ratio must be >= 0, found %g", c->t, float_attr(c, "neg_pos_ratio"));
+    Shape n = {.nd = 2, .d = {-1, 1}}, l = shape1(cs.d[0] < 0 ? -1 : cs.d[0] + 1);
+    return set_out(c, "NegIndices", FL_DT_INT32, &n) || set_out(c, "NegIndicesLod", FL_DT_INT64, &l) ||
+                   set_out(c, "UpdatedMatchIndices", mi->dtype, &ms)
+               ? FL_ERROR
+               : FL_OK;
+}

@@ -351,3 +351,21 @@ static FlStatus run_target_assign(OpCall *c) {
                                    c->op->a.i[0], OUT(FL_OUT_target_assign_Out), OUT(FL_OUT_target_assign_OutWeight));
 }
 FL_ADAPTER(target_assign, prep_target_assign, run_target_assign);
+
+/* a.f[0] neg_pos_ratio, a.f[1] neg_dist_threshold */
+static FlStatus prep_mine_hard_examples(ExecOp *op, FlErr *e) {
+    const char *mt = fl_exec_attr_string(op, "mining_type");
+    if (strcmp(mt, "max_negative") != 0)
+        return fl_err(e, "attribute 'mining_type' must be 'max_negative', found '%s'", mt);
+    op->a.f[0] = fl_exec_attr_float(op, "neg_pos_ratio");
+    op->a.f[1] = fl_exec_attr_float(op, "neg_dist_threshold");
+    return FL_OK;
+}
+static FlStatus run_mine_hard_examples(OpCall *c) {
+    return fl_kernel_mine_hard_examples(c->e, IN(FL_IN_mine_hard_examples_ClsLoss), IN(FL_IN_mine_hard_examples_MatchIndices),
+                                        IN(FL_IN_mine_hard_examples_MatchDist), c->op->a.f[0], c->op->a.f[1],
+                                        OUT(FL_OUT_mine_hard_examples_NegIndices),
+                                        OUT(FL_OUT_mine_hard_examples_NegIndicesLod),
+                                        OUT(FL_OUT_mine_hard_examples_UpdatedMatchIndices));
+}
+FL_ADAPTER(mine_hard_examples, prep_mine_hard_examples, run_mine_hard_examples);

@@ -260,3 +260,63 @@ done:
     free(xd), free(o), free(w);
     return st;
 }
+
+/* ---- mine_hard_examples ---- */
+
+FlStatus fl_kernel_mine_hard_examples(FlErr *e, const FlTensor *cls_loss, const FlTensor *match, const FlTensor *dist,
+                                      double neg_pos_ratio, double neg_dist_threshold, FlTensor *neg,
+                                      FlTensor *neg_off, FlTensor *updated) {
+    const char *op = "mine_hard_examples";
+    if (kneed_float(e, op, "ClsLoss", cls_loss) || kneed_int(e, op, "MatchIndices", match) ||
+        kneed_float(e, op, "MatchDist", dist))
+        return FL_ERROR;
+    if (cls_loss->ndim != 2 || !fl_tensor_same_shape(cls_loss, match) || !fl_tensor_same_shape(cls_loss, dist))
+        return fl_err(e, "%s: ClsLoss %s, MatchIndices %s and MatchDist %s must all be [N, P]", op,
+                      fl_tensor_shape(cls_loss).s, fl_tensor_shape(match).s, fl_tensor_shape(dist).s);
+    int64_t N = cls_loss->ne[0], P = cls_loss->ne[1];
+    if (dist->dtype == FL_DT_FLOAT32) neg_dist_threshold = (float)neg_dist_threshold;
+    double *loss = NULL, *md = NULL, *sel = NULL, *off = NULL;
+    Cand *cand = NULL, *tmp = NULL;
+    bool *pick = NULL;
+    FlTensor tn = FL_TENSOR_INIT, to = FL_TENSOR_INIT, tu = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (dload(e, op, cls_loss, &loss) || dload(e, op, dist, &md) || dscratch(e, op, N * P, &sel) ||
+        dscratch(e, op, N + 1, &off))
+        goto done;
+    cand = malloc((size_t)(P > 0 ? P : 1) * sizeof *cand), tmp = malloc((size_t)(P > 0 ? P : 1) * sizeof *tmp);
+    pick = malloc((size_t)(P > 0 ? P : 1));
+    if (!cand || !tmp || !pick) {
+        fl_err(e, "%s: out of memory for %lld priors", op, (long long)P);
+        goto done;
+    }
+    int64_t nsel = 0;
+    off[0] = 0;
+    for (int64_t n = 0; n < N; n++) {
+        int64_t nc = 0, npos = 0;
+        for (int64_t p = 0; p < P; p++) {
+            int64_t id = iget(match, n * P + p);
+            if (id != -1) npos++;
+            else if (md[n * P + p] < neg_dist_threshold) cand[nc++] = (Cand){loss[n * P + p], 0, p};
+        }
+        int64_t k = (int64_t)((double)npos * neg_pos_ratio);
+        if (k > nc) k = nc;
+        sort_cands(cand, tmp, nc, false);
+        memset(pick, 0, (size_t)(P > 0 ? P : 1));
+        for (int64_t i = 0; i < k; i++) pick[cand[i].idx] = true;
+        for (int64_t p = 0; p < P; p++)
+            if (pick[p]) sel[nsel++] = (double)p;
+        off[n + 1] = (double)nsel;
+    }
+    if (dnew(e, op, &tn, FL_DT_INT32, 2, (int64_t[]){nsel, 1}, sel) ||
+        dnew(e, op, &to, FL_DT_INT64, 1, (int64_t[]){N + 1}, off) || kalloc_raw_like(e, op, &tu, match))
+        goto done;
+    memcpy(fl_tensor_data(&tu), fl_tensor_data(match), (size_t)fl_tensor_numel(match) * fl_dtype_size(match->dtype));
+    kout(neg, &tn);
+    kout(neg_off, &to);
+    kout(updated, &tu);
+    st = FL_OK;
+done:
+    if (st) fl_tensor_fini(&tn), fl_tensor_fini(&to), fl_tensor_fini(&tu);
+    free(loss), free(md), free(sel), free(off), free(cand), free(tmp), free(pick);
+    return st;
+}

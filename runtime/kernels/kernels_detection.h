@@ -151,6 +151,15 @@ FlStatus fl_kernel_target_assign(FlErr *e, const FlTensor *x, const int64_t *off
                                   const FlTensor *match, const FlTensor *neg, const int64_t *neg_off, int64_t neg_nseq,
                                   int64_t mismatch, FlTensor *out, FlTensor *out_weight) FL_WARN_UNUSED;
 
+/* mine_hard_examples (max_negative): ClsLoss [N, P], MatchIndices int [N, P], MatchDist [N, P]
+ * -> NegIndices int32 [n, 1] and its offsets neg_off int64 [N + 1] (a tensor), Updated a copy of
+ * MatchIndices. Per image, the candidates are the priors with index -1 and distance below
+ * neg_dist_threshold; the int(neg_pos_ratio * matched priors) of them (at most all) with the
+ * largest losses (equal losses: the lower prior first) are listed in prior order. */
+FlStatus fl_kernel_mine_hard_examples(FlErr *e, const FlTensor *cls_loss, const FlTensor *match, const FlTensor *dist,
+                                      double neg_pos_ratio, double neg_dist_threshold, FlTensor *neg,
+                                      FlTensor *neg_off, FlTensor *updated) FL_WARN_UNUSED;
+
 /* ---- losses (detection_loss.c) ---- */
 
 /* smooth_l1_loss: Diff = (X - Y) * InsideWeight (X, Y [N, ...]; the weights optional, X's

@@ -674,9 +674,83 @@ def test_match():
         close("target_assign label weights " + dt, got["wl"], w)
 
 
+# ---- references: mine_hard_examples, ssd_loss --------------------------------------------------
+
+def ref_mine(loss, idx, dist, ratio, th):
+    """Fluid's max_negative mining: the unmatched priors below th, the ratio * positives largest losses."""
+    neg, lod = [], [0]
+    for n in range(loss.shape[0]):
+        cand = [(loss[n, p], p) for p in range(loss.shape[1]) if idx[n, p] == -1 and dist[n, p] < th]
+        k = min(int(np.sum(idx[n] != -1) * ratio), len(cand))
+        cand.sort(key=lambda c: -c[0])
+        neg += sorted(p for _, p in cand[:k])
+        lod.append(len(neg))
+    return np.array(neg, np.int64).reshape(-1, 1), lod
+
+
+def xent_rows(logits, labels):
+    z = logits - logits.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return -logp[np.arange(len(labels)), labels]
+
+
+def ref_ssd_loss(loc, conf, gt, lab, lod, prior, pvar, bg, ovl, ratio, neg_ovl, lw, cw, match, normalize):
+    N, P, C = conf.shape
+    idx, d = ref_match(ref_iou(gt, prior), lod, match == "per_prediction", ovl)
+    lab3 = lab.reshape(-1, 1, 1)
+    tl, _ = ref_target_assign(lab3, lod, idx, None, None, bg)
+    conf2 = conf.reshape(-1, C)
+    closs = xent_rows(conf2, tl.reshape(-1).astype(np.int64)).reshape(N, P)
+    neg, neg_lod = ref_mine(closs, idx, d, ratio, neg_ovl)
+    enc = ref_encode(prior, pvar, gt, True)
+    tb, lwt = ref_target_assign(enc, lod, idx, None, None, bg)
+    tl2, cwt = ref_target_assign(lab3, lod, idx, neg, neg_lod, bg)
+    closs2 = xent_rows(conf2, tl2.reshape(-1).astype(np.int64)) * cwt.reshape(-1)
+    lloss = ref_smooth_l1(loc.reshape(-1, 4), tb.reshape(-1, 4), None, None, 1.0).reshape(-1) * lwt.reshape(-1)
+    loss = (cw * closs2 + lw * lloss).reshape(N, P).sum(1, keepdims=True)
+    if normalize:
+        loss = loss / lwt.sum()
+    return loss, neg, neg_lod
+
+
+def test_ssd_loss():
+    rng = np.random.default_rng(5)
+    for dt in ("float32", "float64"):
+        N, P, C = 3, 10, 4
+        ctr = rng.random((P, 2)) * 0.6 + 0.2
+        half = rng.random((P, 2)) * 0.2 + 0.05
+        prior = np.concatenate([ctr - half, ctr + half], -1).astype(dt)
+        pvar = np.tile(np.array([0.1, 0.1, 0.2, 0.2], dt), (P, 1))
+        lod = np.array([0, 2, 2, 5], np.int64)  # image 1: no ground truth
+        # ground truth near some priors
+        pick = [1, 4, 0, 7, 8]
+        gt = (prior[pick].astype(np.float64) + rng.normal(0, 0.03, (5, 4))).astype(dt)
+        lab = rng.integers(1, C, (5, 1)).astype(np.int32)
+        loc = rng.normal(0, 1, (N, P, 4)).astype(dt)
+        conf = rng.normal(0, 1, (N, P, C)).astype(dt)
+        src = HEAD + data("loc", [N, P, 4], dt) + data("conf", [N, P, C], dt) + data("gt", [5, 4], dt, 1)
+        src += data("lab", [5, 1], "int32", 1) + data("prior", [P, 4], dt) + data("pvar", [P, 4], dt)
+        src += fetch("l1", "layers.ssd_loss(loc, conf, gt, lab, prior, pvar)")
+        src += fetch("l2", "layers.ssd_loss(loc, conf, gt, lab, prior, pvar, background_label=0, overlap_threshold=0.3, "
+                     "neg_pos_ratio=1.0, neg_overlap=0.2, loc_loss_weight=0.5, conf_loss_weight=2.0, "
+                     "match_type='bipartite', normalize=False)")
+        got = run("ssd_" + dt, src, {"loc": loc, "conf": conf, "gt": gt, "gt@LOD0": lod, "lab": lab, "lab@LOD0": lod,
+                                     "prior": prior, "pvar": pvar})
+        a = [x.astype(np.float64) for x in (loc, conf, gt)]
+        want, neg, _ = ref_ssd_loss(a[0], a[1], a[2], lab, lod, prior.astype(np.float64), pvar.astype(np.float64),
+                                    0, 0.5, 3.0, 0.5, 1.0, 1.0, "per_prediction", True)
+        check(len(neg) > 0, "ssd_loss: the case should mine some negatives")
+        close("ssd_loss " + dt, got["l1"], want, 1e-5)
+        want, _, _ = ref_ssd_loss(a[0], a[1], a[2], lab, lod, prior.astype(np.float64), pvar.astype(np.float64),
+                                  0, 0.3, 1.0, 0.2, 0.5, 2.0, "bipartite", False)
+        close("ssd_loss (bipartite, weights, not normalized) " + dt, got["l2"], want, 1e-5)
+        check(got["l2"][1, 0] == 0, "ssd_loss: an image without ground truth has no positive and no negative")
+
+
 test_priors()
 test_box_ops()
 test_losses()
 test_nms()
 test_match()
+test_ssd_loss()
 done("%d detection values agree with their numpy references" % _count[0])
