@@ -747,10 +747,41 @@ def test_ssd_loss():
         check(got["l2"][1, 0] == 0, "ssd_loss: an image without ground truth has no positive and no negative")
 
 
+def test_multi_box_head():
+    rng = np.random.default_rng(6)
+    src = HEAD + data("img", [2, 3, 32, 32]) + data("c1", [2, 4, 8, 8]) + data("c2", [2, 4, 4, 4]) + data("c3", [2, 4, 2, 2])
+    src += data("gt", [3, 4], "float32", 1) + data("lab", [3, 1], "int32", 1)
+    src += ("loc, conf, box, var = layers.multi_box_head(inputs=[c1, c2, c3], image=img, num_classes=3, min_ratio=20, "
+            "max_ratio=90, aspect_ratios=[[2.], [2., 3.], [2.]], base_size=32, offset=0.5, flip=True, clip=True)\n")
+    src += "loss = layers.ssd_loss(loc, conf, gt, lab, box, var)\n"
+    src += "det = layers.detection_output(loc, conf, box, var, score_threshold=0.3)\n"
+    for k in ("loc", "conf", "box", "var", "loss"):
+        src += fetch(k, k)
+    got = run("multi_box_head", src, {
+        "img": rng.random((2, 3, 32, 32)).astype("float32"), "c1": rng.random((2, 4, 8, 8)).astype("float32"),
+        "c2": rng.random((2, 4, 4, 4)).astype("float32"), "c3": rng.random((2, 4, 2, 2)).astype("float32"),
+        "gt": np.array([[0.1, 0.1, 0.5, 0.5], [0.3, 0.2, 0.9, 0.9], [0.0, 0.5, 0.4, 1.0]], np.float32),
+        "gt@LOD0": np.array([0, 2, 3], np.int64), "lab": np.array([[1], [2], [1]], np.int32),
+        "lab@LOD0": np.array([0, 2, 3], np.int64)})
+    # Fluid's sizes from the ratios: step 70 -> min [3.2, 6.4, 28.8], max [6.4, 28.8, 51.2]
+    want_b, want_v = [], []
+    for (H, mn, mx, ar) in ((8, 3.2, 6.4, [2.0]), (4, 6.4, 28.8, [2.0, 3.0]), (2, 28.8, 51.2, [2.0])):
+        b, v = ref_prior_box(H, H, 32, 32, [mn], [mx], ar, [0.1, 0.1, 0.2, 0.2], True, True, 0, 0, 0.5, False)
+        want_b.append(b.reshape(-1, 4))
+        want_v.append(v.reshape(-1, 4))
+    close("multi_box_head boxes", got["box"], np.concatenate(want_b))
+    close("multi_box_head variances", got["var"], np.concatenate(want_v))
+    check(got["loc"].shape == (2, 368, 4) and got["conf"].shape == (2, 368, 3),
+          "multi_box_head: loc %s and conf %s should be [2, 368, 4] and [2, 368, 3]" % (got["loc"].shape, got["conf"].shape))
+    check(got["loss"].shape == (2, 1) and np.all(np.isfinite(got["loss"])) and np.all(got["loss"] > 0),
+          "ssd_loss over multi_box_head: %s" % got["loss"])
+
+
 test_priors()
 test_box_ops()
 test_losses()
 test_nms()
 test_match()
 test_ssd_loss()
+test_multi_box_head()
 done("%d detection values agree with their numpy references" % _count[0])
