@@ -380,3 +380,26 @@ FlStatus fl_infer_mine_hard_examples(Ctx *c) {
                ? FL_ERROR
                : FL_OK;
 }
+
+/* ---- evaluation ---- */
+
+FlStatus fl_infer_detection_map(Ctx *c) {
+    FlVarDesc *d, *l;
+    if (float_rank(c, "DetectRes", 2, &d) || need_offsets(c, "DetectResLod", false) || float_rank(c, "Label", 2, &l) ||
+        need_offsets(c, "LabelLod", false) || same_dtype(c, d, "DetectRes", l, "Label"))
+        return FL_ERROR;
+    Shape ds = shape_of(d), ls = shape_of(l);
+    if (ds.d[1] >= 0 && ds.d[1] != 6 && ds.d[1] != 1)
+        return fl_err(c->e, "%s: DetectRes must be [M, 6] (label, score, xmin, ymin, xmax, ymax), found %s", c->t,
+                      sstr(c, &ds));
+    if (ls.d[1] >= 0 && ls.d[1] != 6 && ls.d[1] != 5)
+        return fl_err(c->e, "%s: Label must be [G, 6] (label, difficult, box) or [G, 5] (label, box), found %s", c->t,
+                      sstr(c, &ls));
+    const char *ap = sattr(c, "ap_type");
+    if (strcmp(ap, "integral") != 0 && strcmp(ap, "11point") != 0)
+        return fl_err(c->e, "%s: ap_type must be 'integral' or '11point', found '%s'", c->t, ap);
+    if (iattr(c, "class_num") < 1)
+        return fl_err(c->e, "%s: class_num must be >= 1, found %lld", c->t, (long long)iattr(c, "class_num"));
+    Shape o = shape1(1);
+    return set_out(c, "MAP", d->dtype, &o);
+}

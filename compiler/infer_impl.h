@@ -344,6 +344,7 @@ FlStatus fl_infer_multiclass_nms(Ctx *c);
 FlStatus fl_infer_bipartite_match(Ctx *c);
 FlStatus fl_infer_target_assign(Ctx *c);
 FlStatus fl_infer_mine_hard_examples(Ctx *c);
+FlStatus fl_infer_detection_map(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

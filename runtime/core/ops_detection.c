@@ -369,3 +369,32 @@ static FlStatus run_mine_hard_examples(OpCall *c) {
                                         OUT(FL_OUT_mine_hard_examples_UpdatedMatchIndices));
 }
 FL_ADAPTER(mine_hard_examples, prep_mine_hard_examples, run_mine_hard_examples);
+
+/* ---- detection_map ---- */
+
+/* a.i[0] class_num, a.i[1] background_label, a.f[0] overlap_threshold, a.b[0] evaluate_difficult,
+ * a.b[1] 11point */
+static FlStatus prep_detection_map(ExecOp *op, FlErr *e) {
+    const char *ap = fl_exec_attr_string(op, "ap_type");
+    if (strcmp(ap, "integral") != 0 && strcmp(ap, "11point") != 0)
+        return fl_err(e, "attribute 'ap_type' must be 'integral' or '11point', found '%s'", ap);
+    op->a.b[1] = strcmp(ap, "11point") == 0;
+    op->a.i[0] = fl_exec_attr_int(op, "class_num");
+    op->a.i[1] = fl_exec_attr_int(op, "background_label");
+    op->a.f[0] = fl_exec_attr_float(op, "overlap_threshold");
+    op->a.b[0] = fl_exec_attr_bool(op, "evaluate_difficult");
+    if (op->a.i[0] < 1) return fl_err(e, "attribute 'class_num' must be >= 1, found %lld", (long long)op->a.i[0]);
+    return FL_OK;
+}
+static FlStatus run_detection_map(OpCall *c) {
+    const FlTensor *det = IN(FL_IN_detection_map_DetectRes), *lab = IN(FL_IN_detection_map_Label);
+    const int64_t *doff, *goff;
+    int64_t dn, gn;
+    if (lod_of(c, IN(FL_IN_detection_map_DetectResLod), det, "DetectResLod", &doff, &dn) ||
+        lod_of(c, IN(FL_IN_detection_map_LabelLod), lab, "LabelLod", &goff, &gn))
+        return FL_ERROR;
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_detection_map(c->e, det, doff, dn, lab, goff, gn, a->i[0], a->i[1], a->f[0], a->b[0], a->b[1],
+                                   OUT(FL_OUT_detection_map_MAP));
+}
+FL_ADAPTER(detection_map, prep_detection_map, run_detection_map);

@@ -160,6 +160,19 @@ FlStatus fl_kernel_mine_hard_examples(FlErr *e, const FlTensor *cls_loss, const 
                                       double neg_pos_ratio, double neg_dist_threshold, FlTensor *neg,
                                       FlTensor *neg_off, FlTensor *updated) FL_WARN_UNUSED;
 
+/* detection_map: DetectRes [M, 6] (label, score, xmin, ymin, xmax, ymax; [1, 1] = -1: no
+ * detection) cut into images by det_off, Label [G, 6] (label, difficult, box) or [G, 5] cut by
+ * gt_off (as many images) -> MAP [1]: Fluid's mean average precision over the classes with
+ * ground truth (a class with none is not counted; one whose positive count equals
+ * background_label is skipped, as Fluid's operator does): per image and class, detections best
+ * first (clipped to [0, 1]) against the class's boxes by IoU, a true positive above
+ * overlap_threshold on a box not yet taken (difficult boxes neither count nor match unless
+ * evaluate_difficult); AP integral (ap_11point false) or VOC's 11 points. */
+FlStatus fl_kernel_detection_map(FlErr *e, const FlTensor *det, const int64_t *det_off, int64_t det_nseq,
+                                 const FlTensor *label, const int64_t *gt_off, int64_t gt_nseq, int64_t class_num,
+                                 int64_t background_label, double overlap_threshold, bool evaluate_difficult,
+                                 bool ap_11point, FlTensor *map) FL_WARN_UNUSED;
+
 /* ---- losses (detection_loss.c) ---- */
 
 /* smooth_l1_loss: Diff = (X - Y) * InsideWeight (X, Y [N, ...]; the weights optional, X's

@@ -830,6 +830,131 @@ fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
     print("ssd training: loss %.4f -> %.4f" % (first, last))
 
 
+# ---- references: detection_map -----------------------------------------------------------------
+
+def ref_map(det, dlod, gt, glod, class_num, bg, thr, eval_difficult, ap, f32):
+    """Fluid's DetectionMAP (one batch, no state)."""
+    if f32:
+        thr = float(np.float32(thr))
+    W = gt.shape[1]
+    npos = {}
+    for r in gt:
+        c = int(r[0])
+        if eval_difficult or W == 5 or abs(r[1]) < 1e-6:
+            npos[c] = npos.get(c, 0) + 1
+    tp, fp = {}, {}
+    none = det.shape == (1, 1)
+    for n in range(0 if none else len(glod) - 1):
+        g = gt[glod[n]:glod[n + 1]]
+        d = det[dlod[n]:dlod[n + 1]]
+        for c in sorted(set(int(x) for x in d[:, 0])):
+            preds = [r for r in d if int(r[0]) == c]
+            gc = [r for r in g if int(r[0]) == c]
+            if not gc:
+                for r in preds:
+                    tp.setdefault(c, []).append((r[1], 0))
+                    fp.setdefault(c, []).append((r[1], 1))
+                continue
+            preds.sort(key=lambda r: -r[1])
+            taken = [False] * len(gc)
+            for r in preds:
+                pb = np.clip(r[2:6], 0, 1)
+                best, bj = -1, 0
+                for j, q in enumerate(gc):
+                    ov = jaccard(pb, q[W - 4:], True)
+                    if ov > best:
+                        best, bj = ov, j
+                if best > thr:
+                    difficult = W == 6 and abs(gc[bj][1]) >= 1e-6
+                    if eval_difficult or not difficult:
+                        if not taken[bj]:
+                            tp.setdefault(c, []).append((r[1], 1))
+                            fp.setdefault(c, []).append((r[1], 0))
+                            taken[bj] = True
+                        else:
+                            tp.setdefault(c, []).append((r[1], 0))
+                            fp.setdefault(c, []).append((r[1], 1))
+                else:
+                    tp.setdefault(c, []).append((r[1], 0))
+                    fp.setdefault(c, []).append((r[1], 1))
+    total, count = 0.0, 0
+    for c in sorted(npos):
+        if npos[c] == bg:
+            continue
+        count += 1
+        if c not in tp:
+            continue
+        t = np.cumsum([f for _, f in sorted(tp[c], key=lambda p: -p[0])])
+        f = np.cumsum([f for _, f in sorted(fp[c], key=lambda p: -p[0])])
+        prec, rec = t / (t + f), t / npos[c]
+        if ap == "integral":
+            prev = 0.0
+            for i in range(len(t)):
+                if abs(rec[i] - prev) > 1e-6:
+                    total += prec[i] * abs(rec[i] - prev)
+                prev = rec[i]
+        else:
+            mp = [0.0] * 11
+            start = len(t) - 1
+            for j in range(10, -1, -1):
+                for i in range(start, -1, -1):
+                    if rec[i] < j / 10.0:
+                        start = i
+                        if j > 0:
+                            mp[j - 1] = mp[j]
+                        break
+                    if mp[j] < prec[i]:
+                        mp[j] = prec[i]
+            total += sum(mp) / 11
+    return np.array([total / count if count else 0.0])
+
+
+def test_detection_map():
+    rng = np.random.default_rng(8)
+    for dt in ("float32", "float64"):
+        # 4 images: ground truth (label, difficult, box); image 2 has none
+        gt = np.array([[1, 0, 0.1, 0.1, 0.4, 0.4], [2, 0, 0.5, 0.5, 0.9, 0.9], [1, 1, 0.6, 0.1, 0.9, 0.3],
+                       [1, 0, 0.2, 0.2, 0.5, 0.6], [3, 0, 0.0, 0.0, 0.3, 0.3],
+                       [2, 1, 0.4, 0.4, 0.7, 0.8], [1, 0, 0.1, 0.5, 0.3, 0.9]], dt)
+        glod = np.array([0, 3, 5, 5, 7], np.int64)
+        # detections near the boxes (some duplicates, some outside [0, 1], some of classes without truth)
+        rows, dlod = [], [0]
+        for n in range(4):
+            g = gt[glod[n]:glod[n + 1]]
+            for r in g:
+                for _ in range(rng.integers(1, 4)):
+                    rows.append([r[0], np.round(rng.random(), 2)] + list(r[2:] + rng.normal(0, 0.06, 4)))
+            for _ in range(2):
+                c = rng.integers(1, 5)
+                x, y = rng.random(2) * 0.8
+                rows.append([c, np.round(rng.random(), 2), x - 0.1, y, x + 0.3, y + 0.25])
+            dlod.append(len(rows))
+        det = np.array(rows, dt)
+        src = HEAD + data("det", [len(rows), 6], dt, 1) + data("gt", [7, 6], dt, 1) + data("gt5", [7, 5], dt, 1)
+        src += data("none", [1, 1], dt, 1)
+        src += fetch("m1", "layers.detection_map(det, gt, class_num=5)")
+        src += fetch("m2", "layers.detection_map(det, gt, class_num=5, overlap_threshold=0.5, evaluate_difficult=False)")
+        src += fetch("m3", "layers.detection_map(det, gt, class_num=5, ap_version='11point')")
+        src += fetch("m4", "layers.detection_map(det, gt5, class_num=5, overlap_threshold=0.6, ap_version='11point', "
+                     "background_label=1)")
+        src += fetch("m5", "layers.detection_map(none, gt, class_num=5)")
+        gt5 = gt[:, [0, 2, 3, 4, 5]].copy()
+        got = run("map_" + dt, src, {"det": det, "det@LOD0": np.array(dlod, np.int64), "gt": gt, "gt@LOD0": glod,
+                                     "gt5": gt5, "gt5@LOD0": glod, "none": np.array([[-1]], dt),
+                                     "none@LOD0": np.array([0, 1], np.int64)})
+        d64, g64, f32 = det.astype(np.float64), gt.astype(np.float64), dt == "float32"
+        close("detection_map integral " + dt, got["m1"], ref_map(d64, dlod, g64, glod, 5, 0, 0.3, True, "integral", f32))
+        close("detection_map not difficult " + dt, got["m2"],
+              ref_map(d64, dlod, g64, glod, 5, 0, 0.5, False, "integral", f32))
+        close("detection_map 11point " + dt, got["m3"], ref_map(d64, dlod, g64, glod, 5, 0, 0.3, True, "11point", f32))
+        close("detection_map 5 columns, background 1 " + dt, got["m4"],
+              ref_map(d64, dlod, gt5.astype(np.float64), glod, 5, 1, 0.6, True, "11point", f32))
+        close("detection_map without detections " + dt, got["m5"], [0.0])
+        check(0.2 < got["m1"][0] < 1.0, "detection_map: %s should be between 0.2 and 1" % got["m1"])
+        ms = [round(float(got[k][0]), 6) for k in ("m1", "m2", "m3", "m4")]
+        check(len(set(ms)) == 4, "detection_map: each option should change the value, found %s" % ms)
+
+
 test_priors()
 test_box_ops()
 test_losses()
@@ -838,4 +963,5 @@ test_match()
 test_ssd_loss()
 test_multi_box_head()
 test_ssd_trains()
+test_detection_map()
 done("%d detection values agree with their numpy references" % _count[0])
