@@ -799,7 +799,8 @@ def ssd_images(rng, n):
 def test_ssd_trains():
     """multi_box_head + ssd_loss + Adam on 32 synthetic images: the loss falls by more than the
     stated margin (the mean of the last 10 steps under 60% of the first 5's; it falls to about a seventh:
-    the margin is under half the fall, whatever the BLAS kernel)."""
+    the margin is under half the fall, whatever the BLAS kernel), and detection_output + detection_map
+    on the training images rise from about 0.02 to about 0.95: above 0.5 and up by 0.3 is asked."""
     src = HEAD + """
 img = layers.data(name="img", shape=[3, 32, 32], dtype="float32")
 gt_box = layers.data(name="gt_box", shape=[4], dtype="float32", lod_level=1)
@@ -811,19 +812,34 @@ loc, conf, box, var = layers.multi_box_head([c1, c2], img, 32, 3, [[2.0], [2.0]]
                                             max_sizes=[16.0, 28.0], flip=True, kernel_size=3, pad=1)
 loss = layers.mean(layers.ssd_loss(loc, conf, gt_box, gt_label, box, var))
 fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+det = layers.detection_output(loc, conf, box, var, score_threshold=0.2, nms_threshold=0.45)
+label = layers.concat([layers.cast(gt_label, "float32"), gt_box], axis=1)
+mAP = layers.detection_map(det, label, class_num=3, overlap_threshold=0.5)
 """
-    src += fetch("loss", "loss")
+    src += fetch("loss", "loss") + fetch("map", "mAP")
     flp, names = compile_fl("ssd_train", src)
     exe = fluidc.Executor(fluidc.load(flp), seed=1)
     rng = np.random.default_rng(7)
     data_ = [ssd_images(rng, 8) for _ in range(4)]
+    def mean_ap():
+        maps = []
+        for imgs, boxes, labels, lod in data_:
+            m, = exe.predict(feed={"img": imgs, "gt_box": boxes, "gt_box@LOD0": lod, "gt_label": labels,
+                                   "gt_label@LOD0": lod}, fetch_list=[names["map"]])
+            maps.append(float(np.ravel(m)[0]))
+        return np.mean(maps)
+    map0 = mean_ap()
     losses = []
     for step in range(80):
         imgs, boxes, labels, lod = data_[step % 4]
         out, = exe.run(feed={"img": imgs, "gt_box": boxes, "gt_box@LOD0": lod, "gt_label": labels,
                              "gt_label@LOD0": lod}, fetch_list=[names["loss"]])
         losses.append(float(np.ravel(out)[0]))
+    map1 = mean_ap()
     exe.close()
+    check(map1 > 0.5 and map1 > map0 + 0.3,
+          "ssd training: the mAP on the training images %.3f -> %.3f, expected above 0.5 and up by 0.3" % (map0, map1))
+    print("ssd training: mAP %.3f -> %.3f" % (map0, map1))
     first, last = np.mean(losses[:5]), np.mean(losses[-10:])
     check(np.all(np.isfinite(losses)) and last < 0.6 * first,
           "ssd training: loss %.4f -> %.4f, expected below 60%% of the start" % (first, last))
