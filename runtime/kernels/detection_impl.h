@@ -1,7 +1,7 @@
 /* detection_impl.h: what the detection kernels (detection*.c) share: float and int inputs read
  * as double or int64 copies, outputs written from double arrays in their dtype, scratch memory,
- * the IoU of two boxes as Fluid's operators compute it, and a deterministic random stream for
- * the sampling ops. Never included from outside runtime/kernels/. */
+ * the IoU of two boxes as Fluid's operators compute it, and the scored items of the selection
+ * kernels with their stable sort. Never included from outside runtime/kernels/. */
 #ifndef FL_DETECTION_IMPL_H
 #define FL_DETECTION_IMPL_H
 
@@ -124,28 +124,27 @@ static inline double box_iou(const double *a, const double *b, bool normalized) 
     return uni > 0 ? inter / uni : 0;
 }
 
-/* A deterministic random stream (splitmix64) for the sampling ops: the op's seed and the run's
- * step give the same draws on every machine. */
-typedef struct DetRng {
-    uint64_t s;
-} DetRng;
-static inline uint64_t det_rng_next(DetRng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-static inline DetRng det_rng(uint64_t seed, uint64_t step) {
-    DetRng r = {seed ^ (step * 0xD1B54A32D192ED03u)};
-    det_rng_next(&r);
-    return r;
-}
-/* Uniform in [0, n), n > 0 (rejection removes the modulo bias). */
-static inline uint64_t det_rng_below(DetRng *r, uint64_t n) {
-    uint64_t lim = (0 - n) % n;
-    for (;;) {
-        uint64_t v = det_rng_next(r);
-        if (v >= lim) return v % n;
+/* A scored item of the selection kernels (NMS candidates, mining candidates, mAP verdicts): its
+ * score, class and row or prior, and for detection_map whether it is a true or false positive. */
+typedef struct DetItem {
+    double score;
+    int64_t cls, idx;
+    int tp, fp;
+} DetItem;
+
+/* A stable bottom-up merge sort of n items (tmp: n of scratch): by score descending (equal scores
+ * keep their order, as Fluid's stable sorts), or with by_class by class ascending. */
+static inline void det_sort(DetItem *a, DetItem *tmp, int64_t n, bool by_class) {
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = (by_class ? a[j].cls < a[i].cls : a[j].score > a[i].score) ? a[j++] : a[i++];
+            while (i < mid) tmp[k++] = a[i++];
+            while (j < hi) tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, (size_t)n * sizeof *a);
     }
 }
 

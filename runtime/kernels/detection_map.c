@@ -5,30 +5,11 @@
  * equals background_label; the 11-point loop's early stop) are kept, so the number is Fluid's. */
 #include "runtime/kernels/detection_impl.h"
 
-/* A detection's verdict: its score and class, true or false positive (or neither: a match of a
- * difficult box left out). */
-typedef struct Verdict {
-    double score;
-    int64_t cls, row;
-    int tp, fp;
-} Verdict;
-
-/* Stable merge sort of verdicts by score, descending. */
-static void sort_verdicts(Verdict *a, Verdict *tmp, int64_t n) {
-    for (int64_t w = 1; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) tmp[k++] = a[j].score > a[i].score ? a[j++] : a[i++];
-            while (i < mid) tmp[k++] = a[i++];
-            while (j < hi) tmp[k++] = a[j++];
-        }
-        memcpy(a, tmp, (size_t)n * sizeof *a);
-    }
-}
+/* A detection's verdict is a DetItem (idx: its row of DetectRes; tp / fp: true or false
+ * positive, or neither for the match of a difficult box left out). */
 
 /* The average precision of one class's verdicts v (n, sorted best first) with npos positives. */
-static double class_ap(const Verdict *v, int64_t n, int64_t npos, bool ap_11point, double *prec, double *rec) {
+static double class_ap(const DetItem *v, int64_t n, int64_t npos, bool ap_11point, double *prec, double *rec) {
     int64_t tp = 0, fp = 0;
     for (int64_t i = 0; i < n; i++) {
         tp += v[i].tp, fp += v[i].fp;
@@ -79,7 +60,7 @@ FlStatus fl_kernel_detection_map(FlErr *e, const FlTensor *det, const int64_t *d
     if (label->dtype == FL_DT_FLOAT32) overlap_threshold = (float)overlap_threshold;
     int64_t M = none ? 0 : det->ne[0], G = label->ne[0], W = label->ne[1];
     double *d = NULL, *g = NULL, *prec = NULL, *rec = NULL;
-    Verdict *v = NULL, *tmp = NULL, *cv = NULL;
+    DetItem *v = NULL, *tmp = NULL, *cv = NULL;
     int64_t *npos = NULL, *rows = NULL;
     bool *taken = NULL;
     FlStatus st = FL_ERROR;
@@ -112,14 +93,14 @@ FlStatus fl_kernel_detection_map(FlErr *e, const FlTensor *det, const int64_t *d
                 if ((int64_t)d[r * 6] == c) rows[k++] = r;
             if (k == 0) continue;
             for (int64_t i = g0; i < g1; i++) ngt += (int64_t)g[i * W] == c;
-            Verdict *iv = v + nv;
-            for (int64_t i = 0; i < k; i++) iv[i] = (Verdict){d[rows[i] * 6 + 1], c, rows[i], 0, 1};
+            DetItem *iv = v + nv;
+            for (int64_t i = 0; i < k; i++) iv[i] = (DetItem){d[rows[i] * 6 + 1], c, rows[i], 0, 1};
             if (ngt > 0) {
                 /* best first; each takes its best-overlapping box of the class if not taken */
-                sort_verdicts(iv, tmp, k);
+                det_sort(iv, tmp, k, false);
                 memset(taken, 0, ng);
                 for (int64_t i = 0; i < k; i++) {
-                    const double *b = d + iv[i].row * 6 + 2;
+                    const double *b = d + iv[i].idx * 6 + 2;
                     double pb[4] = {dmax(dmin(b[0], 1), 0), dmax(dmin(b[1], 1), 0), dmax(dmin(b[2], 1), 0),
                                     dmax(dmin(b[3], 1), 0)};
                     double best = -1;
@@ -153,7 +134,7 @@ FlStatus fl_kernel_detection_map(FlErr *e, const FlTensor *det, const int64_t *d
             if (v[i].cls == c && (v[i].tp || v[i].fp)) cv[k++] = v[i];
         count++;
         if (k == 0) continue;
-        sort_verdicts(cv, tmp, k);
+        det_sort(cv, tmp, k, false);
         sum += class_ap(cv, k, npos[c], ap_11point, prec, rec);
     }
     double m = count ? sum / (double)count : 0;

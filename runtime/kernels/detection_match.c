@@ -1,41 +1,20 @@
 /* detection_match.c: the selection kernels of Fluid's detection layers (kernels_detection.h):
- * multiclass non-maximum suppression. The order of candidates, the comparisons (a score above
+ * multiclass non-maximum suppression, bipartite matching, target assignment and hard negative
+ * mining. In the NMS the order of candidates, the comparisons (a score above
  * the threshold, an overlap at most the threshold), the adaptive threshold and the regrouping
  * after keep_top_k are those of Fluid's operator, so ties resolve as Fluid resolves them: equal
  * scores keep their index order (a stable sort). */
 #include "runtime/kernels/detection_impl.h"
 
-/* A candidate: its score, class and box index. */
-typedef struct Cand {
-    double score;
-    int64_t cls, idx;
-} Cand;
-
-/* A stable bottom-up merge sort (n can be thousands): by score descending, or with by_class by
- * class ascending. */
-static void sort_cands(Cand *a, Cand *tmp, int64_t n, bool by_class) {
-    for (int64_t w = 1; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                tmp[k++] = (by_class ? a[j].cls < a[i].cls : a[j].score > a[i].score) ? a[j++] : a[i++];
-            while (i < mid) tmp[k++] = a[i++];
-            while (j < hi) tmp[k++] = a[j++];
-        }
-        memcpy(a, tmp, (size_t)n * sizeof *a);
-    }
-}
-
 /* NMS of one class: the candidates of `sc` (M scores) above the threshold, best first (the
  * top_k best when top_k > -1), each kept when it overlaps no kept box by more than the adaptive
  * threshold. Appends the kept ones to out (their count returned). */
 static int64_t nms_class(const double *box, const double *sc, int64_t M, int64_t cls, const FlNmsAttrs *a,
-                         Cand *cand, Cand *tmp, Cand *out) {
+                         DetItem *cand, DetItem *tmp, DetItem *out) {
     int64_t n = 0, kept = 0;
     for (int64_t i = 0; i < M; i++)
-        if (sc[i] > a->score_threshold) cand[n++] = (Cand){sc[i], cls, i};
-    sort_cands(cand, tmp, n, false);
+        if (sc[i] > a->score_threshold) cand[n++] = (DetItem){sc[i], cls, i, 0, 0};
+    det_sort(cand, tmp, n, false);
     if (a->nms_top_k > -1 && a->nms_top_k < n) n = a->nms_top_k;
     double th = a->nms_threshold;
     for (int64_t i = 0; i < n; i++) {
@@ -64,7 +43,7 @@ FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTens
         at.score_threshold = (float)at.score_threshold, at.nms_threshold = (float)at.nms_threshold;
     a = &at;
     double *box = NULL, *sc = NULL, *o = NULL, *lod = NULL;
-    Cand *cand = NULL, *tmp = NULL, *sel = NULL;
+    DetItem *cand = NULL, *tmp = NULL, *sel = NULL;
     int64_t nsel = 0; /* rows of o */
     FlStatus st = FL_ERROR;
     /* every image keeps at most C * M boxes */
@@ -87,9 +66,9 @@ FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTens
         }
         if (a->keep_top_k > -1 && k > a->keep_top_k) {
             /* the keep_top_k best of the image (ties: the class-then-NMS order), regrouped by class */
-            sort_cands(sel, tmp, k, false);
+            det_sort(sel, tmp, k, false);
             k = a->keep_top_k;
-            sort_cands(sel, tmp, k, true);
+            det_sort(sel, tmp, k, true);
         }
         for (int64_t i = 0; i < k; i++) {
             double *r = o + (nsel + i) * 6;
@@ -276,7 +255,7 @@ FlStatus fl_kernel_mine_hard_examples(FlErr *e, const FlTensor *cls_loss, const 
     int64_t N = cls_loss->ne[0], P = cls_loss->ne[1];
     if (dist->dtype == FL_DT_FLOAT32) neg_dist_threshold = (float)neg_dist_threshold;
     double *loss = NULL, *md = NULL, *sel = NULL, *off = NULL;
-    Cand *cand = NULL, *tmp = NULL;
+    DetItem *cand = NULL, *tmp = NULL;
     bool *pick = NULL;
     FlTensor tn = FL_TENSOR_INIT, to = FL_TENSOR_INIT, tu = FL_TENSOR_INIT;
     FlStatus st = FL_ERROR;
@@ -296,11 +275,11 @@ FlStatus fl_kernel_mine_hard_examples(FlErr *e, const FlTensor *cls_loss, const 
         for (int64_t p = 0; p < P; p++) {
             int64_t id = iget(match, n * P + p);
             if (id != -1) npos++;
-            else if (md[n * P + p] < neg_dist_threshold) cand[nc++] = (Cand){loss[n * P + p], 0, p};
+            else if (md[n * P + p] < neg_dist_threshold) cand[nc++] = (DetItem){loss[n * P + p], 0, p, 0, 0};
         }
         int64_t k = (int64_t)((double)npos * neg_pos_ratio);
         if (k > nc) k = nc;
-        sort_cands(cand, tmp, nc, false);
+        det_sort(cand, tmp, nc, false);
         memset(pick, 0, (size_t)(P > 0 ? P : 1));
         for (int64_t i = 0; i < k; i++) pick[cand[i].idx] = true;
         for (int64_t p = 0; p < P; p++)

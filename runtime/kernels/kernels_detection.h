@@ -1,11 +1,10 @@
 /* kernels_detection.h: the kernels of Fluid's detection ops (detection.c: prior and anchor boxes,
- * box coding and clipping, IoU, YOLO boxes; detection_match.c: matching, target assignment, hard
- * example mining, multiclass NMS, mean average precision; detection_loss.c: smooth L1, sigmoid
- * cross entropy, the YOLOv3 loss; detection_rpn.c: proposals and their labels, FPN levels, mask
- * labels; detection_roi.c: RoI pooling, alignment, position-sensitive pooling, perspective
- * transform). The conventions of kernels.h hold: outputs replaced whole, NULL gradient outputs
- * not computed, errors name the op and the shapes, "F" = float32 or float64 (every float input
- * of one op shares its dtype, the float outputs take it; internals are double).
+ * box coding and clipping, IoU, YOLO boxes; detection_match.c: multiclass NMS, matching, target
+ * assignment, hard example mining; detection_map.c: mean average precision; detection_loss.c:
+ * smooth L1, sigmoid cross entropy). The conventions of kernels.h hold: outputs replaced whole,
+ * NULL gradient outputs not computed, errors name the op and the shapes, "F" = float32 or
+ * float64 (every float input of one op shares its dtype, the float outputs take it; internals are
+ * double).
  *
  * Boxes are rows [xmin, ymin, xmax, ymax]. "Normalized" boxes live in [0, 1] and a box's width
  * is xmax - xmin; pixel boxes (normalized false) count both edges, width xmax - xmin + 1, as
