@@ -185,6 +185,23 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_linear_chain_crf: return fl_infer_linear_chain_crf(&c);
     case FL_OPID_crf_decoding: return fl_infer_crf_decoding(&c);
     case FL_OPID_chunk_eval: return fl_infer_chunk_eval(&c);
+    /* infer_detection.c */
+    case FL_OPID_prior_box: return fl_infer_prior_box(&c);
+    case FL_OPID_density_prior_box: return fl_infer_density_prior_box(&c);
+    case FL_OPID_anchor_generator: return fl_infer_anchor_generator(&c);
+    case FL_OPID_iou_similarity: return fl_infer_iou_similarity(&c);
+    case FL_OPID_box_coder: return fl_infer_box_coder(&c);
+    case FL_OPID_box_clip: return fl_infer_box_clip(&c);
+    case FL_OPID_polygon_box_transform: return fl_infer_polygon_box_transform(&c);
+    case FL_OPID_box_decoder_and_assign: return fl_infer_box_decoder_and_assign(&c);
+    case FL_OPID_yolo_box: return fl_infer_yolo_box(&c);
+    case FL_OPID_smooth_l1_loss: return fl_infer_smooth_l1_loss(&c);
+    case FL_OPID_sigmoid_cross_entropy_with_logits: return fl_infer_sigmoid_xent(&c);
+    case FL_OPID_multiclass_nms: return fl_infer_multiclass_nms(&c);
+    case FL_OPID_bipartite_match: return fl_infer_bipartite_match(&c);
+    case FL_OPID_target_assign: return fl_infer_target_assign(&c);
+    case FL_OPID_mine_hard_examples: return fl_infer_mine_hard_examples(&c);
+    case FL_OPID_detection_map: return fl_infer_detection_map(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

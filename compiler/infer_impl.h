@@ -328,6 +328,24 @@ FlStatus fl_infer_linear_chain_crf(Ctx *c);
 FlStatus fl_infer_crf_decoding(Ctx *c);
 FlStatus fl_infer_chunk_eval(Ctx *c);
 
+/* infer_detection.c */
+FlStatus fl_infer_prior_box(Ctx *c);
+FlStatus fl_infer_density_prior_box(Ctx *c);
+FlStatus fl_infer_anchor_generator(Ctx *c);
+FlStatus fl_infer_iou_similarity(Ctx *c);
+FlStatus fl_infer_box_coder(Ctx *c);
+FlStatus fl_infer_box_clip(Ctx *c);
+FlStatus fl_infer_polygon_box_transform(Ctx *c);
+FlStatus fl_infer_box_decoder_and_assign(Ctx *c);
+FlStatus fl_infer_yolo_box(Ctx *c);
+FlStatus fl_infer_smooth_l1_loss(Ctx *c);
+FlStatus fl_infer_sigmoid_xent(Ctx *c);
+FlStatus fl_infer_multiclass_nms(Ctx *c);
+FlStatus fl_infer_bipartite_match(Ctx *c);
+FlStatus fl_infer_target_assign(Ctx *c);
+FlStatus fl_infer_mine_hard_examples(Ctx *c);
+FlStatus fl_infer_detection_map(Ctx *c);
+
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);
 FlStatus fl_infer_read_from_array(Ctx *c);

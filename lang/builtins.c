@@ -269,12 +269,26 @@ static FlValue *b_abs(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_ev_error(c, a->span, "abs() of a %s", fl_v_type_name(v[0]));
 }
 
+/* Python's start + x0 + x1 + ... with the language's +, when a Var is among them (Fluid's
+ * sum([a, b]) of Vars: 0 + a is a scale op, then elementwise adds). */
+static FlValue *sum_vars(Ctx *c, FlValue *l, FlValue *start, FlSpan sp) {
+    FlValue *acc = start ? start : fl_v_int(c, 0);
+    for (size_t k = 0; k < l->list.len; k++) {
+        acc = fl_ev_binop(c, FL_OP_ADD, acc, l->list.items[k], sp);
+        if (acc->kind == VK_ERROR) return acc;
+    }
+    return acc;
+}
+
 /* Ints add up exactly in int64 (an overflow is an error); from the first float on, the sum is a
- * float, as in Python. */
+ * float, as in Python. A Var among the values (or as start) makes it Python's sum by +. */
 static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("sum", "seq start=", 2);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
+    bool vars = v[1] && fl_ev_is_var(v[1]);
+    for (size_t k = 0; k < l->list.len && !vars; k++) vars = fl_ev_is_var(l->list.items[k]);
+    if (vars) return sum_vars(c, l, v[1], a->span);
     if (v[1] && !fl_v_is_num(v[1])) return fl_ev_error(c, a->span, "sum() start must be a number, found %s", fl_v_type_name(v[1]));
     bool isf = v[1] && v[1]->kind == VK_FLOAT;
     double f = isf ? v[1]->f : 0;

@@ -661,7 +661,9 @@ static void test_layers_modules(void) {
                "ops.sigmoid is layers.sigmoid and metric_op.auc is layers.auc and lrs.noam_decay is layers.noam_decay");
     check_true("", "fluid.layers.nn.sequence_pool is layers.sequence_pool and fluid.layers.nn.dynamic_lstm is layers.dynamic_lstm");
     check_true("import fluid.layers.detection as det\nimport fluid.layers.device as dev\n",
-               "len(det.__all__) == 0 and len(dev.__all__) == 0");
+               "det.prior_box is layers.prior_box and det.ssd_loss is layers.ssd_loss and "
+               "'multiclass_nms' in det.__all__ and fluid.layers.nn.smooth_l1 is layers.smooth_l1 and "
+               "len(dev.__all__) == 0");
     check_error("import fluid.layers.nn as nn\nx = nn.fill_constant([1], 'float32', 1.0)\n",
                 "module 'fluid.layers.nn' has no attribute 'fill_constant'");
     check_error("from fluid.layers import *\nprint(nn)\n", "unknown name 'nn'");
