@@ -59,6 +59,7 @@
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
 #include "runtime/train/train.h"
+#include "tools/launch.h"
 #include "tools/tool.h"
 
 static const char *usage_text =
@@ -111,7 +112,17 @@ static const char *usage_text =
     "  -h, --help          show this help\n"
     "  --version           show the version\n"
     "\n"
-    "Distributed plans (.plan, from flc transpile) run under mpirun, one rank per role:\n"
+    "Distributed plans (.plan, from flc transpile) run one rank per role. Run outside mpirun,\n"
+    "flrun starts the job itself through Open MPI's mpirun (the options above reach every rank):\n"
+    "  flrun FILE.plan [--hosts H1:S1,H2:S2,... | --hostfile FILE] [--network CIDR] [options]\n"
+    "  --hosts LIST        the machines and their slots (ranks each takes), trainers first:\n"
+    "                      host1:2,host2:2 (slots 1 when not given); default: this machine\n"
+    "  --hostfile FILE     the same from a file, Open MPI's syntax: 'HOST [slots=N]' per line\n"
+    "  --network CIDR      the network MPI's traffic takes between machines (10.1.0.0/16)\n"
+    "(the launcher adds --allow-run-as-root for root, --oversubscribe for more ranks than\n"
+    "cores, and Open MPI's keepalive settings; once a rank has failed, mpirun gets 2 s to end\n"
+    "the job, then the launcher ends it)\n"
+    "or under mpirun, as one rank each:\n"
     "  mpirun -np P+T flrun FILE.plan [options]\n"
     "(every rank first checks that the plan's roles fit together, as flc verify does, and the\n"
     "job ends with exit 1 and the issues before any work when they do not)\n"
@@ -123,6 +134,7 @@ static const char *usage_text =
 
 typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var, *data_dir, *timeline;
+    const char *hosts, *hostfile, *network; /* the launcher's (launch.h) */
     int64_t epochs, batch, seed, threads, timeline_events;
     double timeout;
     uint32_t piece;
@@ -991,6 +1003,32 @@ fail:
     return rc;
 }
 
+/* A plan run outside mpirun: the launcher starts its job (launch.h), the plan read first so that
+ * a bad plan is said once, here. Every argument but the plan and the launcher's own options
+ * reaches every rank, in order. */
+static int launch(const Opts *o, int argc, char **argv, const bool *launcher_arg) {
+    FlErr e = {{0}};
+    FlBundle *bundle = NULL;
+    FlPlan *plan = NULL;
+    if (fl_ir_read(o->file, &bundle, &plan, &e) != FL_OK || !plan) {
+        if (plan || !bundle) fprintf(stderr, "flrun: error: %s\n", e.msg);
+        else fprintf(stderr, "flrun: error: '%s' holds no plan\n", o->file);
+        fl_ir_bundle_free(bundle);
+        fl_ir_plan_free(plan);
+        return 1;
+    }
+    FL_VEC(char *) args = {0};
+    for (int i = 1; i < argc; i++)
+        if (!launcher_arg[i]) FL_VEC_PUSH(&args, argv[i]);
+    FlLaunchOptions lo = {.plan = o->file, .trainers = (int)plan->trainers, .pservers = (int)plan->pservers,
+                          .hosts = o->hosts, .hostfile = o->hostfile, .network = o->network,
+                          .rank_args = args.data, .nrank_args = args.len};
+    fl_ir_plan_free(plan);
+    int rc = fl_launch(&lo);
+    FL_VEC_FREE(&args);
+    return rc;
+}
+
 /* oneDNN's OpenMP threads (libgomp) spin at barriers and between parallel regions unless
  * OMP_WAIT_POLICY says otherwise, and libgomp reads it once, when the process starts: on cores
  * that other jobs share, a spinning team of 2 trained ResNet-32 3-4x slower than one thread
@@ -1013,6 +1051,9 @@ int main(int argc, char **argv) {
     Opts o = {0};
     o.epochs = o.batch = o.seed = o.threads = o.timeline_events = -1;
     int rc = 0;
+    /* the arguments that do not reach the ranks of a job the launcher starts: the program (its
+     * path is resolved) and the launcher's own options */
+    bool *launcher_arg = fl_xcalloc((size_t)argc + 1, sizeof *launcher_arg);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1107,6 +1148,12 @@ int main(int argc, char **argv) {
         } else if (!strcmp(s, "--data-dir")) {
             NEED_VAL();
             o.data_dir = val;
+        } else if (!strcmp(s, "--hosts") || !strcmp(s, "--hostfile") || !strcmp(s, "--network")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            if (!strcmp(s, "--hosts")) o.hosts = val;
+            else if (!strcmp(s, "--hostfile")) o.hostfile = val;
+            else o.network = val;
         } else if (!strncmp(s, "-D", 2)) {
             const char *dv = s[2] ? s + 2 : (++i < argc ? argv[i] : NULL);
             if (!dv || !strchr(dv, '=') || dv[0] == '=') {
@@ -1119,6 +1166,7 @@ int main(int argc, char **argv) {
             goto done;
         } else if (!o.file) {
             o.file = s;
+            launcher_arg[i] = true;
         } else {
             rc = usage_error("unexpected argument '%s'", s);
             goto done;
@@ -1136,6 +1184,22 @@ int main(int argc, char **argv) {
     }
     if (o.timeline_events < 0) o.timeline_events = FL_TRACE_DEFAULT_CAP;
     if ((rc = check_paths(&o)) >= 0) goto done;
+    bool launcher = ends_with(o.file, ".plan") && !fl_launch_under_mpi();
+    const char *lopt = o.hosts ? "--hosts" : o.hostfile ? "--hostfile" : o.network ? "--network" : NULL;
+    if (lopt && !launcher) {
+        rc = usage_error(ends_with(o.file, ".plan")
+                             ? "%s is the launcher's: run flrun PLAN without mpirun (under mpirun, give mpirun the hosts)"
+                             : "%s runs a plan's job: give a .plan (flc transpile)", lopt);
+        goto done;
+    }
+    if (o.hosts && o.hostfile) {
+        rc = usage_error("%s: give the hosts once, by --hosts or by --hostfile", "--hosts and --hostfile");
+        goto done;
+    }
+    if (launcher) {
+        rc = launch(&o, argc, argv, launcher_arg);
+        goto done;
+    }
     /* OpenBLAS stays single-threaded: the kernels cut large products into blocks on their own
      * pool (--threads), which also serves the other kernels and oneDNN (docs/kernels.md) */
     openblas_set_num_threads(1);
@@ -1146,5 +1210,6 @@ int main(int argc, char **argv) {
     rc = run_program(&o);
 done:
     FL_VEC_FREE(&o.defines);
+    free(launcher_arg);
     return rc;
 }

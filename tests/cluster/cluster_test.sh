@@ -21,6 +21,13 @@
 #                   --timeout + 5 s, non-zero, nothing left on host1-2, and trainer 0 (rank 0,
 #                   whose watch connections see rank 3's close: runtime/mpi/watch.c) names
 #                   "rank 3 (pserver 1 on host3)" as gone, before mpirun ends the job
+#   launch          flrun PLAN --hosts (the launcher starts mpirun itself) runs the same P=2 T=2
+#                   job as cluster.sh's mpirun line: the same log and parameters, byte for byte
+#   launch_link_down  link_down's job started by the launcher, on hosts that keep Linux's
+#                   default tcp_retries2 (15: mpirun would wait minutes for TCP to give host3
+#                   up): the job ends within --timeout + 5 s all the same, no sysctl or MCA
+#                   option given; no flrun left on host3 either, and nothing at all once its
+#                   link is back
 set -u
 CASE=$1 FLC=$2 FLRUN=$3 CHECK=$4
 HERE=$(dirname "$0")
@@ -41,7 +48,8 @@ if [ "${FLC_CLUSTER:-}" = "" ]; then
     sync_p2t2) UP="2 --slots 2" ;;
     sync_p2t4) UP="4 --slots 2,2,1,1" ;;
     allreduce_t4) UP="4" ;;
-    link_down | kill_host) UP="3 --slots 2,1,1" ;;
+    link_down | kill_host | launch) UP="3 --slots 2,1,1" ;;
+    launch_link_down) UP="3 --slots 2,1,1 --tcp-retries 15" ;;
     loss_host) UP="3 --slots 2,1,1 --delay 0.1ms" ;;
     *) echo "FAIL: unknown case '$CASE'" && exit 1 ;;
     esac
@@ -64,6 +72,9 @@ WHAT=$CASE
 set -- lib "$FLC" "$FLRUN" "$CHECK"
 . tests/mpi/mpi_test.sh
 run_mpi() { timeout 120 "$FLC_CLUSTER_SH" mpirun "$FLC_CLUSTER" -x FL_TEST_JOB -x OPENBLAS_NUM_THREADS "$@"; }
+# flrun (ARGS: a plan and its options) as the launcher on host1, the ranks on hosts $HOSTS
+HOSTS=host1:2,host2,host3
+launch() { timeout 120 "$FLC_CLUSTER_SH" launch "$FLC_CLUSTER" sh -c 'exec "$@" --network "$FLC_CLUSTER_NET"' - "$FLRUN" "$@" --hosts $HOSTS; }
 on() { "$FLC_CLUSTER_SH" pids "$FLC_CLUSTER" "$1"; }
 
 # fault WHAT: P=2 T=2 on host1 (trainers), host2 (pserver 0), host3 (pserver 1), --timeout 3;
@@ -72,7 +83,11 @@ TIMEOUT=3
 fault() {
     build
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
-    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 --timeout $TIMEOUT --log "$TMP/d.csv" >"$TMP/out" 2>&1 &
+    if [ "$1" = launch_link_down ]; then
+        launch "$TMP/x.plan" -q --epochs 1000000 --timeout $TIMEOUT --log "$TMP/d.csv" >"$TMP/out" 2>&1 &
+    else
+        run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1000000 --timeout $TIMEOUT --log "$TMP/d.csv" >"$TMP/out" 2>&1 &
+    fi
     JOB=$!
     TRIES=0
     until ls "$TMP"/d.csv.tmp.* >/dev/null 2>&1; do
@@ -83,7 +98,7 @@ fault() {
     sleep 1
     T0=$(now)
     case $1 in
-    link_down) "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 down || fail "link down" ;;
+    link_down | launch_link_down) "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 down || fail "link down" ;;
     loss_host) "$FLC_CLUSTER_SH" shape "$FLC_CLUSTER" 3 --loss 100% || fail "shape 3 --loss 100%" ;;
     kill_host) "$FLC_CLUSTER_SH" kill "$FLC_CLUSTER" 3 || fail "kill host3" ;;
     esac
@@ -107,8 +122,41 @@ idle() {
     done
 }
 
+# host3 gives its processes up within $1 s (its daemon loses mpirun)
+host3_empties() {
+    TRIES=0
+    while [ -n "$(on 3)" ]; do
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt $(($1 * 4)) ] || fail "processes left on host3 $1 s after $2: $(on 3)"
+        sleep 0.25
+    done
+}
+
 case $WHAT in
 sync_p2t2) equality 2 2 1024 && idle 2 ;;
+launch)
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 --min-block-size 512 -o "$TMP/x.plan" >/dev/null ||
+        fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --log "$TMP/m.csv" --save "$TMP/m" || fail "cluster.sh mpirun"
+    launch "$TMP/x.plan" -q --log "$TMP/l.csv" --save "$TMP/l" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the launcher"; }
+    cat "$TMP/out"
+    cmp "$TMP/m.csv" "$TMP/l.csv" || fail "the launcher's job logs other figures than mpirun's"
+    for f in "$TMP"/m/*; do cmp "$f" "$TMP/l/${f##*/}" || fail "the launcher's job saves other values ($f)"; done
+    [ "$(ls "$TMP/m" | wc -l)" = "$(ls "$TMP/l" | wc -l)" ] || fail "the checkpoints hold different files"
+    idle 3
+    ;;
+launch_link_down)
+    fault launch_link_down
+    grep -q "rank [01] (trainer [01] on host1): error: .*no answer from rank 3 (pserver 1 on host3) for $TIMEOUT s" "$TMP/out" ||
+        fail "no trainer names rank 3 (pserver 1 on host3)"
+    # the ranks on the cut-off host3 end themselves (their peer timeout); Open MPI's daemon there
+    # keeps its connection to the gone mpirun until TCP gives up (15 retries: minutes) or the link
+    # is back, when the launching host refuses it
+    for p in $(on 3); do [ "$(cat /proc/$p/comm 2>/dev/null)" = flrun ] && fail "flrun left on the cut-off host3 ($p)"; done
+    "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 up || fail "link up"
+    host3_empties 40 "its link came back"
+    ;;
 sync_p2t4) equality 2 4 1024 && idle 4 ;;
 allreduce_t4) equality 0 4 1024 && idle 4 ;;
 link_down | loss_host)
@@ -116,12 +164,7 @@ link_down | loss_host)
     grep -q "rank [01] (trainer [01] on host1): error: .*no answer from rank 3 (pserver 1 on host3) for $TIMEOUT s" "$TMP/out" ||
         fail "no trainer names rank 3 (pserver 1 on host3)"
     # host3 is cut off: its own daemon gives up on mpirun (TCP keepalive) and ends its ranks
-    TRIES=0
-    while [ -n "$(on 3)" ]; do
-        TRIES=$((TRIES + 1))
-        [ $TRIES -lt 80 ] || fail "processes left on the cut-off host3 20 s after the job: $(on 3)"
-        sleep 0.25
-    done
+    host3_empties 20 "the job"
     ;;
 kill_host)
     fault kill_host

@@ -70,6 +70,8 @@
 #                                 different data) end at once, non-zero, saying why; --data-dir
 #                                 on one rank only (the same data) trains
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
+#   launch                        flrun PLAN outside mpirun starts the job itself: the same log
+#                                 as the mpirun line; bad --hosts and --hostfile refused
 #   threads                       kernel threads: 1 per rank by default, --threads 2 on every
 #                                 rank (--stats says so), --threads 0 refused; each rank names
 #                                 its GEMM library, FL_GEMM=onednn reaching every rank
@@ -652,6 +654,36 @@ wrong_np)
     cat "$TMP/out"
     [ $RC -ne 0 ] || fail "exit status 0"
     grep -q "needs 4 ranks.*has 3" "$TMP/out" || fail "the message does not name 4 and 3"
+    ;;
+launch)
+    # flrun PLAN outside mpirun starts the job itself (mpirun -np 4 on this machine): the same
+    # log, byte for byte, as the mpirun line; the launcher's options are refused where they do
+    # not apply, and hosts without the plan's slots before any work
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --log "$TMP/m.csv" || fail "mpirun"
+    timeout 120 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --log "$TMP/l.csv" || fail "the launcher"
+    cmp "$TMP/m.csv" "$TMP/l.csv" || fail "the launcher's job logs other figures than mpirun's"
+    usage() { # WHAT PATTERN flrun-arguments...: exit 2 and PATTERN, nothing run
+        WHAT=$1 PAT=$2
+        shift 2
+        "$@" >"$TMP/out" 2>&1
+        RC=$?
+        cat "$TMP/out"
+        [ $RC = 2 ] || fail "$WHAT: exit status $RC"
+        grep -q "$PAT" "$TMP/out" || fail "$WHAT: no message '$PAT'"
+    }
+    usage "hosts for a program" "flrun: --hosts runs a plan's job: give a .plan (flc transpile)" \
+        "$FLRUN" "$TMP/d.flp" --hosts a:2
+    usage "few slots" "flrun: the plan needs 4 ranks (2 trainers + 2 pservers) but the hosts have 3 slots (a:2,b:1)" \
+        "$FLRUN" "$TMP/x.plan" --hosts a:2,b
+    usage "bad hosts" "flrun: --hosts: expected HOST or HOST:SLOTS (slots a number from 1), found 'b:0' in 'a:2,b:0'" \
+        "$FLRUN" "$TMP/x.plan" --hosts a:2,b:0
+    printf 'a slots=2\n# b\nb max_slots=2\n' >"$TMP/hosts"
+    usage "bad hostfile" "flrun: $TMP/hosts:3: expected 'HOST' or 'HOST slots=N', found 'b max_slots=2'" \
+        "$FLRUN" "$TMP/x.plan" --hostfile "$TMP/hosts"
+    usage "hosts under mpirun" "flrun: --hosts is the launcher's: run flrun PLAN without mpirun" \
+        run_mpi -np 4 "$FLRUN" "$TMP/x.plan" --hosts a:4
     ;;
 threads)
     # kernel threads in a job: 1 per rank by default, --threads N honoured on every rank

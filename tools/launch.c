@@ -1,0 +1,423 @@
+/* launch.c: the launcher of `flrun PLAN` outside mpirun (launch.h).
+ *
+ * How: the hosts come from --hosts or --hostfile (Open MPI's hostfile syntax, "NAME [slots=N]"
+ * per line); the ranks fill their slots in order, trainers first (ranks 0..T-1), as mpirun
+ * places them by slot. mpirun runs in a process group of its own with its stderr on a pipe that
+ * the launcher copies to its own, line by line, watching for a rank's error ("flrun: rank R
+ * (...): error: ...") or mpirun's notice of a lost rank or daemon. From the first such line,
+ * mpirun has FL_LAUNCH_GRACE seconds to end; then its group (mpirun, its local ranks and agents)
+ * gets SIGKILL. A signal to the launcher (INT, TERM, HUP) goes to mpirun, with the same grace.
+ *
+ * Invariants: the launcher never leaves mpirun running when it returns (waited for, killed at
+ * worst); it sends signals only to the processes it started (mpirun's group).
+ */
+#define _GNU_SOURCE
+#include "tools/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+extern char **environ;
+
+typedef struct Host {
+    char *name;
+    int slots;
+} Host;
+typedef FL_VEC(Host) Hosts;
+typedef FL_VEC(char *) Argv;
+
+/* The signal the launcher was sent (INT, TERM, HUP), for the loop to pass on: a handler may
+ * only set such a flag. */
+static volatile sig_atomic_t got_signal;
+static void on_signal(int sig) { got_signal = sig; }
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool fl_launch_under_mpi(void) {
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < FL_ARRAY_LEN(vars); i++)
+        if (getenv(vars[i])) return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- hosts */
+
+static void hosts_free(Hosts *h) {
+    for (size_t i = 0; i < h->len; i++) free(h->data[i].name);
+    FL_VEC_FREE(h);
+}
+
+/* A host name: letters, digits, '.', '-', '_' (what mpirun's --host takes without quoting). */
+static bool good_name(const char *s, size_t n) {
+    if (!n) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') && !(s[i] >= '0' && s[i] <= '9') &&
+            s[i] != '.' && s[i] != '-' && s[i] != '_')
+            return false;
+    return true;
+}
+
+static bool parse_slots(const char *s, size_t n, int *out) {
+    long v = 0;
+    if (!n || n > 6) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < 1) return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool add_host(Hosts *h, const char *name, size_t n, int slots, FlErr *e, const char *where) {
+    for (size_t i = 0; i < h->len; i++)
+        if (strlen(h->data[i].name) == n && !memcmp(h->data[i].name, name, n)) {
+            fl_err(e, "%s: host '%.*s' is listed twice", where, (int)n, name);
+            return false;
+        }
+    FL_VEC_PUSH(h, ((Host){fl_xstrndup(name, n), slots}));
+    return true;
+}
+
+/* --hosts "host1:2,host2,host3:4" (slots 1 when not given). */
+static bool parse_hosts(const char *spec, Hosts *h, FlErr *e) {
+    const char *p = spec;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        size_t nlen = colon ? (size_t)(colon - p) : len;
+        int slots = 1;
+        if (!good_name(p, nlen) || (colon && !parse_slots(colon + 1, len - nlen - 1, &slots))) {
+            fl_err(e, "--hosts: expected HOST or HOST:SLOTS (slots a number from 1), found '%.*s' in '%s'", (int)len, p,
+                   spec);
+            return false;
+        }
+        if (!add_host(h, p, nlen, slots, e, "--hosts")) return false;
+        if (!end) return true;
+        p = end + 1;
+    }
+}
+
+/* An Open MPI hostfile: "NAME [slots=N]" per line, '#' comments and blank lines. */
+static bool parse_hostfile(const char *path, Hosts *h, FlErr *e) {
+    size_t len;
+    char *text = fl_read_regular_file(path, &len, e);
+    if (!text) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        fl_err(e, "--hostfile: %s", msg);
+        return false;
+    }
+    bool ok = true;
+    int line = 0;
+    char where[1100];
+    for (char *l = text; ok && l < text + len; line++) {
+        char *nl = memchr(l, '\n', (size_t)(text + len - l));
+        size_t n = nl ? (size_t)(nl - l) : (size_t)(text + len - l);
+        char *hash = memchr(l, '#', n);
+        if (hash) n = (size_t)(hash - l);
+        snprintf(where, sizeof where, "%s:%d", path, line + 1);
+        /* the words of the line */
+        const char *w[3];
+        size_t wl[3];
+        int nw = 0;
+        for (size_t i = 0; i < n;) {
+            while (i < n && (l[i] == ' ' || l[i] == '\t' || l[i] == '\r')) i++;
+            if (i >= n) break;
+            size_t s = i;
+            while (i < n && l[i] != ' ' && l[i] != '\t' && l[i] != '\r') i++;
+            if (nw < 3) w[nw] = l + s, wl[nw] = i - s;
+            nw++;
+        }
+        int slots = 1;
+        if (nw == 0) {
+        } else if (nw > 2 || !good_name(w[0], wl[0]) ||
+                   (nw == 2 && (wl[1] < 7 || memcmp(w[1], "slots=", 6) || !parse_slots(w[1] + 6, wl[1] - 6, &slots)))) {
+            fl_err(e, "%s: expected 'HOST' or 'HOST slots=N', found '%.*s'", where, (int)n, l);
+            ok = false;
+        } else {
+            ok = add_host(h, w[0], wl[0], slots, e, where);
+        }
+        l += (nl ? (size_t)(nl - l) + 1 : (size_t)(text + len - l));
+    }
+    if (ok && !h->len) ok = fl_err(e, "--hostfile %s lists no host", path) == FL_OK;
+    free(text);
+    return ok;
+}
+
+/* "host1:2,host2:1": the slots of hosts the job's n ranks take, filled in order. */
+static void host_arg(const Hosts *h, int n, FlBuf *out) {
+    for (size_t i = 0; i < h->len && n > 0; i++) {
+        int s = h->data[i].slots < n ? h->data[i].slots : n;
+        fl_buf_printf(out, "%s%s:%d", out->len ? "," : "", h->data[i].name, s);
+        n -= s;
+    }
+}
+
+static int total_slots(const Hosts *h) {
+    int n = 0;
+    for (size_t i = 0; i < h->len; i++) n += h->data[i].slots;
+    return n;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+static void push(Argv *a, const char *s) { FL_VEC_PUSH(a, fl_xstrdup(s)); }
+
+static void argv_free(Argv *a) {
+    for (size_t i = 0; i < a->len; i++) free(a->data[i]);
+    FL_VEC_FREE(a);
+}
+
+/* The environment variables flrun and its libraries read reach every rank (mpirun passes a
+ * remote rank only what -x names). */
+static bool forwarded(const char *var) {
+    static const char *prefixes[] = {"FL_", "FLUIDC_", "OPENBLAS_", "OMP_"};
+    for (size_t i = 0; i < FL_ARRAY_LEN(prefixes); i++)
+        if (!strncmp(var, prefixes[i], strlen(prefixes[i]))) return true;
+    return false;
+}
+
+/* mpirun's command for the job: n ranks on `hosts` (none: this machine). */
+static void build_command(const FlLaunchOptions *o, const Hosts *hosts, int n, const char *self, const char *plan,
+                          Argv *a) {
+    char num[32];
+    push(a, "mpirun");
+    if (geteuid() == 0) push(a, "--allow-run-as-root");
+    if (!hosts->len) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cores < 1 || n > cores) push(a, "--oversubscribe");
+    }
+    push(a, "-np");
+    snprintf(num, sizeof num, "%d", n);
+    push(a, num);
+    if (hosts->len) {
+        FlBuf h = {0};
+        host_arg(hosts, n, &h);
+        push(a, "--host");
+        push(a, fl_buf_str(&h));
+        fl_buf_free(&h);
+        /* shared memory within a machine, TCP between machines */
+        push(a, "--mca"), push(a, "btl"), push(a, "tcp,vader,self");
+        /* Open MPI's daemons probe a silent connection: a daemon cut off from mpirun ends its
+         * ranks, and mpirun gives up a silent machine, 10-15 s after it fell silent */
+        push(a, "--mca"), push(a, "oob_tcp_keepalive_time"), push(a, "5");
+        push(a, "--mca"), push(a, "oob_tcp_keepalive_intvl"), push(a, "2");
+        push(a, "--mca"), push(a, "oob_tcp_keepalive_probes"), push(a, "5");
+    }
+    if (o->network) {
+        push(a, "--mca"), push(a, "btl_tcp_if_include"), push(a, o->network);
+        push(a, "--mca"), push(a, "oob_tcp_if_include"), push(a, o->network);
+    }
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || !forwarded(*e)) continue;
+        push(a, "-x");
+        FL_VEC_PUSH(a, fl_xstrndup(*e, (size_t)(eq - *e)));
+    }
+    push(a, self);
+    push(a, plan);
+    for (size_t i = 0; i < o->nrank_args; i++) push(a, o->rank_args[i]);
+    FL_VEC_PUSH(a, NULL);
+}
+
+/* ---------------------------------------------------------------- running mpirun */
+
+typedef struct Job {
+    pid_t pid;     /* mpirun, the leader of its process group */
+    int err;       /* the read end of its stderr */
+    FlBuf line;    /* a line not complete yet */
+    double failed; /* when a rank reported an error or mpirun a lost rank; 0: not yet */
+    bool killed;   /* the watchdog ended mpirun */
+    bool signalled; /* the launcher's signal was passed on */
+    int status;    /* waitpid's */
+    bool done;
+} Job;
+
+/* A line of what mpirun prints (the ranks' stderr and its own): a rank's error, or mpirun's
+ * notice that a rank or a daemon is lost, starts the watchdog. */
+static void scan_line(Job *j, const char *l, size_t n) {
+    static const char *lost[] = {"exited on signal", "lost communication with a remote daemon",
+                                 "ORTE has lost communication", "MPI_ABORT was invoked"};
+    bool failed = n > 12 && !memcmp(l, "flrun: rank ", 12) && memmem(l, n, "): error: ", 10);
+    for (size_t i = 0; !failed && i < FL_ARRAY_LEN(lost); i++) failed = memmem(l, n, lost[i], strlen(lost[i])) != NULL;
+    if (failed && !j->failed) j->failed = now();
+}
+
+/* Copies what mpirun printed to stderr, scanning its lines; returns false at end of file. */
+static bool pump(Job *j) {
+    char buf[4096];
+    ssize_t n = read(j->err, buf, sizeof buf);
+    if (n < 0) return errno == EINTR || errno == EAGAIN;
+    if (n == 0) return false;
+    (void)!write(STDERR_FILENO, buf, (size_t)n);
+    fl_buf_append(&j->line, buf, (size_t)n);
+    char *start = j->line.data, *nl;
+    while ((nl = memchr(start, '\n', (size_t)(j->line.data + j->line.len - start)))) {
+        scan_line(j, start, (size_t)(nl - start));
+        start = nl + 1;
+    }
+    size_t rest = (size_t)(j->line.data + j->line.len - start);
+    memmove(j->line.data, start, rest);
+    j->line.len = rest;
+    if (j->line.len > 65536) j->line.len = 0; /* no line that long is a rank's */
+    return true;
+}
+
+static bool start(Job *j, char *const *argv, FlErr *e) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return fl_err(e, "cannot make a pipe: %s", strerror(errno)) == FL_OK;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return fl_err(e, "cannot start mpirun: %s", strerror(errno)) == FL_OK;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fds[1], STDERR_FILENO);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        execvp(argv[0], argv);
+        fprintf(stderr, "flrun: cannot run mpirun (Open MPI starts the job's ranks): %s\n", strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here: a signal may come before the child has run */
+    close(fds[1]);
+    *j = (Job){.pid = pid, .err = fds[0]};
+    fcntl(j->err, F_SETFL, O_NONBLOCK);
+    return true;
+}
+
+/* The watchdog: mpirun had its grace since the first failure (or since the launcher passed a
+ * signal on), then SIGKILL to its group. Not SIGTERM: mpirun takes it for a second Ctrl-C
+ * while its abort is in progress, and crashed in its finalisation. */
+static void watchdog(Job *j) {
+    if (j->failed && !j->killed && now() - j->failed > FL_LAUNCH_GRACE) {
+        kill(-j->pid, SIGKILL);
+        j->killed = true;
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* A mpirun killed leaves its session directory (Open MPI's files for the job on this machine:
+ * $TMPDIR/ompi.HOST.UID/pid.PID); the launcher that killed it removes it. */
+static void remove_session(pid_t pid) {
+    char host[256], path[1024];
+    const char *tmp = getenv("TMPDIR");
+    if (gethostname(host, sizeof host) != 0) return;
+    host[sizeof host - 1] = 0;
+    snprintf(path, sizeof path, "%s/ompi.%s.%u/pid.%d", tmp && *tmp ? tmp : "/tmp", host, (unsigned)geteuid(), (int)pid);
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid())
+        nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Waits for mpirun to end, copying its stderr; returns the exit code flrun passes on. */
+static int wait_job(Job *j) {
+    bool eof = false;
+    while (!j->done) {
+        struct pollfd p = {.fd = eof ? -1 : j->err, .events = POLLIN};
+        int rc = poll(&p, 1, 100);
+        if (rc > 0 && !pump(j)) eof = true;
+        if (got_signal && !j->signalled) { /* passed on: mpirun ends the ranks */
+            kill(j->pid, got_signal == SIGINT ? SIGINT : SIGTERM);
+            j->signalled = true;
+            j->failed = now();
+        }
+        watchdog(j);
+        pid_t w = waitpid(j->pid, &j->status, WNOHANG);
+        if (w == j->pid) j->done = true;
+    }
+    /* what is left in the pipe (a process mpirun started may keep it open: no wait for its end) */
+    for (int k = 0; !eof && k < 20; k++) {
+        struct pollfd p = {.fd = j->err, .events = POLLIN};
+        if (poll(&p, 1, 10) <= 0 || !pump(j)) break;
+    }
+    if (j->line.len) (void)!write(STDERR_FILENO, "\n", 1);
+    close(j->err);
+    fl_buf_free(&j->line);
+    if (j->killed) remove_session(j->pid);
+    if (j->killed && !got_signal) {
+        fprintf(stderr, "flrun: mpirun did not end the failed job within %.1f s; the launcher ended it\n",
+                FL_LAUNCH_GRACE);
+        return 1;
+    }
+    if (WIFEXITED(j->status)) return WEXITSTATUS(j->status);
+    return WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
+}
+
+/* ---------------------------------------------------------------- the job */
+
+int fl_launch(const FlLaunchOptions *o) {
+    FlErr e = {{0}};
+    Hosts hosts = {0};
+    int n = o->trainers + o->pservers;
+    if ((o->hosts && !parse_hosts(o->hosts, &hosts, &e)) || (o->hostfile && !parse_hostfile(o->hostfile, &hosts, &e))) {
+        fprintf(stderr, "flrun: %s\nTry 'flrun --help'.\n", e.msg);
+        hosts_free(&hosts);
+        return 2;
+    }
+    if (hosts.len && total_slots(&hosts) < n) {
+        FlBuf h = {0};
+        for (size_t i = 0; i < hosts.len; i++)
+            fl_buf_printf(&h, "%s%s:%d", i ? "," : "", hosts.data[i].name, hosts.data[i].slots);
+        fprintf(stderr, "flrun: the plan needs %d ranks (%d trainers + %d pservers) but the hosts have %d slots (%s)\n"
+                "Try 'flrun --help'.\n", n, o->trainers, o->pservers, total_slots(&hosts), fl_buf_str(&h));
+        fl_buf_free(&h);
+        hosts_free(&hosts);
+        return 2;
+    }
+    char *self = realpath("/proc/self/exe", NULL), *plan = realpath(o->plan, NULL);
+    int rc = 1;
+    if (!self || !plan) {
+        fprintf(stderr, "flrun: error: cannot resolve the path of %s: %s\n", self ? o->plan : "flrun", strerror(errno));
+        goto done;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    Argv argv = {0};
+    build_command(o, &hosts, n, self, plan, &argv);
+    Job job;
+    if (!start(&job, argv.data, &e)) {
+        fprintf(stderr, "flrun: error: %s\n", e.msg);
+        argv_free(&argv);
+        goto done;
+    }
+    rc = wait_job(&job);
+    argv_free(&argv);
+    if (got_signal) rc = 128 + got_signal;
+done:
+    free(self);
+    free(plan);
+    hosts_free(&hosts);
+    return rc;
+}

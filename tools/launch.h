@@ -1,0 +1,44 @@
+/* launch.h: `flrun PLAN` run outside mpirun starts the plan's job itself, through Open MPI's
+ * mpirun (docs/cluster.md, "One launch command").
+ *
+ * The launcher builds one mpirun command: the plan's rank count, the hosts (--hosts
+ * host1:2,host2:2 or --hostfile FILE; none: this machine), MPI's interfaces pinned to --network
+ * CIDR, Open MPI's settings that make a lost machine notice and be noticed (its daemons' TCP
+ * keepalive), --allow-run-as-root for root and --oversubscribe for more ranks than a machine
+ * has cores, and flrun with the plan and the options every rank takes. It forwards what mpirun
+ * prints and watches the ranks' errors: once a rank has reported an error (or mpirun a lost
+ * rank), mpirun has FL_LAUNCH_GRACE s to end the job; past them the launcher ends mpirun itself
+ * (SIGKILL to its process group), so a job whose ranks have failed ends within the peer timeout and a
+ * few seconds, also when mpirun would wait minutes for TCP to give up on a machine cut off.
+ * Open MPI's daemons on the machines still reachable end their ranks when mpirun goes.
+ *
+ * The launcher is a process of its own that never joins the job: it starts mpirun (in a
+ * process group of its own, so a terminal's Ctrl-C reaches the launcher, which passes it on).
+ */
+#ifndef FL_LAUNCH_H
+#define FL_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FL_LAUNCH_GRACE 2.0 /* seconds mpirun has to end a job whose rank failed */
+
+typedef struct FlLaunchOptions {
+    const char *plan;        /* the plan's path, as given */
+    int trainers, pservers;  /* the plan's */
+    const char *hosts;       /* --hosts "host1:2,host2:2", or NULL */
+    const char *hostfile;    /* --hostfile FILE, or NULL */
+    const char *network;     /* --network CIDR, or NULL */
+    char *const *rank_args;  /* the options every rank takes, in order (the plan's path left out) */
+    size_t nrank_args;
+} FlLaunchOptions;
+
+/* Whether this process runs under an MPI launcher (mpirun, srun: its rank's environment). */
+bool fl_launch_under_mpi(void);
+
+/* Runs the job; returns flrun's exit code: 0 when the job ended well; mpirun's status when it
+ * failed (1 for a failed rank, 128 + N for mpirun killed by signal N); 1 when the launcher had
+ * to end mpirun; 2 for bad --hosts or --hostfile (said on stderr). */
+int fl_launch(const FlLaunchOptions *o);
+
+#endif
