@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
@@ -58,6 +59,7 @@
 #include "runtime/kernels/par.h"
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
+#include "runtime/train/ckpt.h"
 #include "runtime/train/train.h"
 #include "tools/launch.h"
 #include "tools/tool.h"
@@ -79,6 +81,13 @@ static const char *usage_text =
     "                      phase,rank,epoch,step,loss,<each other fetch>\n"
     "  --save DIR          save the persistable vars (parameters, optimizer state) after training\n"
     "  --load DIR          load them after the startup program (MPI jobs: every rank its part)\n"
+    "  --checkpoint DIR    where checkpoints during training go: DIR/step-N after N steps, the\n"
+    "                      vars, the reader's position, the epoch's figures, the random state and\n"
+    "                      the log so far, each written whole before it appears (the last 2 kept)\n"
+    "  --checkpoint-every STEPS\n"
+    "                      write one after every STEPS training steps (the job waits meanwhile)\n"
+    "  --resume            go on from the last checkpoint in --checkpoint DIR (none yet: from\n"
+    "                      the start): the steps after it as the uninterrupted run takes them\n"
     "  --predict DATA      after training (or --load), print the model's predictions for the\n"
     "                      feature rows of the CSV file DATA (no header lines; the features at\n"
     "                      the training data's column indices; one output line per row)\n"
@@ -135,6 +144,10 @@ static const char *usage_text =
 typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var, *data_dir, *timeline;
     const char *hosts, *hostfile, *network; /* the launcher's (launch.h) */
+    const char *checkpoint; /* --checkpoint DIR */
+    int64_t checkpoint_every;
+    bool resume;
+    char *resume_from; /* --resume: the checkpoint found in DIR (then also `load`), or NULL */
     int64_t epochs, batch, seed, threads, timeline_events;
     double timeout;
     uint32_t piece;
@@ -180,6 +193,9 @@ typedef struct Run {
     FlMpi *mpi;         /* NULL: a local run */
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
     FlTrace *trace;     /* --timeline's recorder, else NULL */
+    FlTrainState resumed; /* --resume from a checkpoint: its training state (trainers) */
+    int ckpt_n;           /* checkpoints written, and their seconds in all (--stats) */
+    double ckpt_secs, ckpt_max;
 } Run;
 
 static FlStatus log_row(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
@@ -273,7 +289,7 @@ static bool path_within(const PathArg *a, const PathArg *b, bool *same) {
     return *same || (a->dir && !strncmp(a->real, b->real, n) && (b->real[n] == '/' || (n == 1 && b->real[1])));
 }
 
-/* Every output of the command line (--log, --timeline, --save) against every other and against
+/* Every output of the command line (--log, --timeline, --save, --checkpoint) against every other and against
  * every input it names (the program, --predict, --load): none may be the same place as another,
  * nor inside another's directory (a --log in the --save directory, a --save inside the --load
  * checkpoint, the --load checkpoint inside the --save directory that replaces it), but --save
@@ -281,10 +297,11 @@ static bool path_within(const PathArg *a, const PathArg *b, bool *same) {
  * before anything runs; a clash is bad usage (exit 2) naming both options and the paths. The
  * data files the program reads are checked once it is loaded (check_output). */
 static int check_paths(const Opts *o) {
-    enum { LOG, TIMELINE, SAVE, PROGRAM, PREDICT, LOAD, N };
+    enum { LOG, TIMELINE, SAVE, CHECKPOINT, PROGRAM, PREDICT, LOAD, N };
     PathArg args[N] = {[LOG] = {"--log", o->log, true, false, NULL},
                        [TIMELINE] = {"--timeline", o->timeline, true, false, NULL},
                        [SAVE] = {"--save", o->save, true, true, NULL},
+                       [CHECKPOINT] = {"--checkpoint", o->checkpoint, true, true, NULL},
                        [PROGRAM] = {"the program", o->file, false, false, NULL},
                        [PREDICT] = {"the --predict file", o->predict, false, false, NULL},
                        [LOAD] = {"the --load checkpoint", o->load, false, true, NULL}};
@@ -377,11 +394,35 @@ static FlStatus open_log(Run *r, FlErr *e) {
     r->log = fopen(fl_buf_str(&r->log_tmp), "w");
     if (!r->log) return fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
     size_t n = fl_train_fetch_count(r->tr), loss = fl_train_loss_index(r->tr);
-    fprintf(r->log, "phase,rank,epoch,step,loss");
+    FlBuf head = {0};
+    fl_buf_puts(&head, "phase,rank,epoch,step,loss");
     for (size_t i = 0; i < n; i++)
-        if (i != loss) fprintf(r->log, ",%s", fl_train_fetch_name(r->tr, i));
-    fputc('\n', r->log);
-    return FL_OK;
+        if (i != loss) fl_buf_printf(&head, ",%s", fl_train_fetch_name(r->tr, i));
+    fl_buf_putc(&head, '\n');
+    /* resumed from a checkpoint: the log starts with its rows, the steps before it */
+    FlBuf path = {0};
+    size_t len = 0;
+    char *rows = NULL;
+    if (r->o->resume_from) {
+        fl_buf_printf(&path, "%s/log.csv", r->o->resume_from);
+        if (access(fl_buf_str(&path), F_OK) == 0 && !(rows = fl_read_regular_file(fl_buf_str(&path), &len, e))) {
+            fl_buf_free(&head);
+            fl_buf_free(&path);
+            return FL_ERROR;
+        }
+    }
+    FlStatus st = FL_OK;
+    if (rows && (len < head.len || memcmp(rows, head.data, head.len) != 0))
+        st = fl_err(e, "--resume: the checkpoint's log '%s' has other columns than this run's ('%.*s')",
+                    fl_buf_str(&path), (int)head.len - 1, head.data);
+    else if (rows)
+        fwrite(rows, 1, len, r->log);
+    else
+        fputs(fl_buf_str(&head), r->log);
+    free(rows);
+    fl_buf_free(&head);
+    fl_buf_free(&path);
+    return st;
 }
 
 static FlStatus close_log(Run *r, FlErr *e) {
@@ -446,9 +487,12 @@ static FlStatus write_timeline(Run *r, FlErr *e) {
     return st;
 }
 
+static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e);
+
 static FlStatus train(Run *r, FlErr *e) {
-    FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed};
-    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line};
+    FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed, r->o->checkpoint_every,
+                         r->o->resume_from ? &r->resumed : NULL};
+    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line, .checkpoint = checkpoint};
     return fl_train_run(r->tr, &to, &h, e);
 }
 
@@ -717,10 +761,9 @@ static bool shard_vars(const Run *r, const FlBundle *ps, const FlPlanVar *pv, si
  * local run loads as well as a job of any P and T. Distributed tables and their row-shaped state
  * are not asked for: each pserver writes its rows as shards (save_shards) when a SAVE message
  * sent here asks it to (*asked: whether any was sent). */
-static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
+static FlStatus collect_plan(Run *r, FlNamedTensors *out, bool *asked, FlErr *e) {
     FlNamedTensors v = {0};
     FlDist *d = fl_mpi_dist(r->mpi);
-    *out = NULL;
     *asked = false;
     FlStatus st = fl_params_collect(r->prog, r->scope, &v, e);
     size_t own = v.len; /* the trainer's own: not asked for */
@@ -750,10 +793,76 @@ static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
         free(shard);
         free(pv);
     }
+    *out = v;
+    return st;
+}
+
+static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
+    FlNamedTensors v = {0};
+    *out = NULL;
+    FlStatus st = collect_plan(r, &v, asked, e);
     if (st == FL_OK) st = fl_params_write_begin(r->o->save, &v, out, e);
     fl_params_free(&v);
     if (st == FL_OK && *asked) st = fl_mpi_save_ask(r->mpi, fl_params_saving_dir(*out), e);
     return st;
+}
+
+/* The --log rows so far, into the checkpoint being written (log.csv): a run resumed from it
+ * starts its log with them. */
+static FlStatus copy_log(Run *r, const char *dir, FlErr *e) {
+    if (fflush(r->log) != 0) return fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
+    size_t len;
+    char *text = fl_read_file(fl_buf_str(&r->log_tmp), &len, e);
+    if (!text) return FL_ERROR;
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/log.csv", dir);
+    FlStatus st = fl_write_file(fl_buf_str(&path), text, len, e);
+    fl_buf_free(&path);
+    free(text);
+    return st;
+}
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The checkpoint hook (train.h) of trainer 0 or the local run: DIR/step-N written whole (the
+ * vars, gathered from the pservers in a plan's job, the training state, the log so far) and
+ * switched in, the older ones pruned (ckpt.h). The others wait meanwhile: the job stops for as
+ * long as the write takes (--stats says how long). */
+static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e) {
+    Run *r = ctx;
+    (void)stop;
+    double t0 = wall_now();
+    char *path = fl_ckpt_path(r->o->checkpoint, st->step);
+    FlNamedTensors v = {0};
+    bool asked = false;
+    FlParamsSaving *sv = NULL;
+    FlStatus s = r->plan ? collect_plan(r, &v, &asked, e) : fl_params_collect(r->prog, r->scope, &v, e);
+    if (s == FL_OK) s = fl_params_write_begin(path, &v, &sv, e);
+    fl_params_free(&v);
+    if (s == FL_OK) s = fl_ckpt_write_state(fl_params_saving_dir(sv), st, e);
+    if (s == FL_OK && r->log) s = copy_log(r, fl_params_saving_dir(sv), e);
+    if (s == FL_OK) {
+        s = fl_params_write_end(sv, e);
+        sv = NULL;
+    }
+    fl_params_write_abandon(sv);
+    if (s == FL_OK) {
+        fl_ckpt_prune(r->o->checkpoint, st->step);
+        double dt = wall_now() - t0;
+        r->ckpt_n++;
+        r->ckpt_secs += dt;
+        if (dt > r->ckpt_max) r->ckpt_max = dt;
+    } else {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", strncmp(e->msg, "--save: ", 8) ? e->msg : e->msg + 8);
+        fl_err(e, "--checkpoint: the checkpoint after step %lld ('%s'): %s", (long long)st->step, path, msg);
+    }
+    free(path);
+    return s;
 }
 
 /* Trainer 0, after fl_mpi_finish: the pservers' answers (their shards written), then the new
@@ -821,6 +930,31 @@ static FlStatus load_server(Run *r, FlErr *e) {
     return st;
 }
 
+/* Trainer 0 (the local run) before training with --checkpoint-every: DIR ready for the
+ * checkpoints (ckpt.h), and a plan whose pservers alone hold rows of distributed tables refused
+ * (checkpoints during training gather the vars whole on trainer 0). */
+static FlStatus check_checkpoints(Run *r, FlErr *e) {
+    for (size_t k = 0; r->plan && k < r->plan->roles.len; k++) {
+        const FlBundle *ps = r->plan->roles.data[k];
+        if (!ps || strcmp(ps->role, "pserver") != 0) continue;
+        FlPlanVar *pv;
+        size_t n = fl_transpile_pserver_vars(ps, &pv);
+        bool *shard = fl_xcalloc(n + 1, sizeof *shard);
+        bool any = shard_vars(r, ps, pv, n, shard);
+        const char *table = NULL;
+        for (size_t i = 0; any && i < n && !table; i++)
+            if (shard[i]) table = pv[i].full->name;
+        FlStatus st = any ? fl_err(e, "--checkpoint-every: the plan has distributed tables ('%s'), whose rows only "
+                                      "the pservers hold; checkpoints during training take whole vars (--save at the "
+                                      "end takes the tables' shards)", table)
+                          : FL_OK;
+        free(shard);
+        free(pv);
+        if (st != FL_OK) return st;
+    }
+    return fl_ckpt_prepare(r->o->checkpoint, r->o->resume, e);
+}
+
 /* Once per job (rank 0): a warning when the matrix products run on narrower vectors than the
  * CPU has (the user's OPENBLAS_CORETYPE, FL_GEMM or FL_DNNL chose so), and with --stats in a
  * local run the GEMM library, its kernel and why. */
@@ -846,6 +980,22 @@ static int run_program(Opts *o) {
         fl_ir_bundle_free(bundle);
         fl_ir_plan_free(plan);
         return code;
+    }
+    if (o->checkpoint && !plan && has_op_flag(bundle->main, FL_OPF_DIST)) {
+        fprintf(stderr, "flrun: --checkpoint: '%s' is a hand-written distributed program; checkpoints during training "
+                "need a plan (flc transpile) or a local run\nTry 'flrun --help'.\n", o->file);
+        fl_ir_bundle_free(bundle);
+        return 2;
+    }
+    if (o->resume) { /* every rank finds the same last checkpoint (the job's ranks agree on --load) */
+        int64_t step;
+        if (fl_ckpt_latest(o->checkpoint, &o->resume_from, &step, &e) != FL_OK) {
+            fprintf(stderr, "flrun: error: %s\n", e.msg);
+            fl_ir_bundle_free(bundle);
+            fl_ir_plan_free(plan);
+            return 1;
+        }
+        o->load = o->resume_from;
     }
     FlMpi *mpi = NULL;
     int64_t seed = o->seed;
@@ -906,6 +1056,16 @@ static int run_program(Opts *o) {
     if (fl_train_new(r.prog, r.ex, r.scope, mpi, &r.tr, &e) != FL_OK) goto fail;
     /* every output is checked before the first step: nothing trains for an output that fails */
     if (lead && check_outputs(&r, &e) != FL_OK) goto fail;
+    if (lead && o->checkpoint_every && check_checkpoints(&r, &e) != FL_OK) goto fail;
+    if (o->resume_from && fl_ckpt_read_state(o->resume_from, &r.resumed, &e) != FL_OK) goto fail;
+    if (lead && o->resume && !o->quiet) {
+        if (o->resume_from)
+            printf("resuming from '%s': step %lld, epoch %lld, batch %lld\n", o->resume_from, (long long)r.resumed.step,
+                   (long long)r.resumed.epoch, (long long)r.resumed.batch + 1);
+        else
+            printf("--resume: no checkpoint in '%s' yet: training from the start\n", o->checkpoint);
+        fflush(stdout);
+    }
     if (o->save && lead && fl_params_check_target(o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && fl_train_predict_open(r.tr, o->predict, o->predict_var, &r.pin, &e) != FL_OK) goto fail;
     if (o->log && lead && open_log(&r, &e) != FL_OK) goto fail;
@@ -915,6 +1075,9 @@ static int run_program(Opts *o) {
     } else if (do_train) {
         if (train(&r, &e) != FL_OK) goto fail;
     }
+    if (lead && o->stats && r.ckpt_n)
+        fprintf(stderr, "flrun: stats checkpoints: %d written in %.3f s (%.3f s each, %.3f s at most)\n", r.ckpt_n,
+                r.ckpt_secs, r.ckpt_secs / r.ckpt_n, r.ckpt_max);
     if (o->save && lead && plan && save_plan(&r, &saving, &asked, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
     if (saving) {
@@ -984,6 +1147,7 @@ fail:
     }
     fl_buf_free(&r.log_tmp);
     fl_train_predict_input_free(r.pin);
+    fl_ckpt_state_fini(&r.resumed);
     fl_train_free(r.tr);
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);
@@ -1148,6 +1312,17 @@ int main(int argc, char **argv) {
         } else if (!strcmp(s, "--data-dir")) {
             NEED_VAL();
             o.data_dir = val;
+        } else if (!strcmp(s, "--checkpoint")) {
+            NEED_VAL();
+            o.checkpoint = val;
+        } else if (!strcmp(s, "--checkpoint-every")) {
+            NEED_VAL();
+            if (!parse_int(val, 1, &o.checkpoint_every)) {
+                rc = usage_error("%s needs a positive number of steps", s);
+                goto done;
+            }
+        } else if (!strcmp(s, "--resume")) {
+            o.resume = true;
         } else if (!strcmp(s, "--hosts") || !strcmp(s, "--hostfile") || !strcmp(s, "--network")) {
             NEED_VAL();
             launcher_arg[i - 1] = launcher_arg[i] = true;
@@ -1183,6 +1358,19 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (o.timeline_events < 0) o.timeline_events = FL_TRACE_DEFAULT_CAP;
+    if ((o.checkpoint_every || o.resume) && !o.checkpoint) {
+        rc = usage_error("%s needs --checkpoint DIR (where the checkpoints are)", o.resume ? "--resume" : "--checkpoint-every");
+        goto done;
+    }
+    if (o.checkpoint && !o.checkpoint_every && !o.resume) {
+        rc = usage_error("--checkpoint %s needs --checkpoint-every STEPS (when to write one), or --resume (to go on from "
+                         "the last)", o.checkpoint);
+        goto done;
+    }
+    if (o.resume && o.load) {
+        rc = usage_error("%s: --resume loads the last checkpoint of --checkpoint; give one of them", "--resume and --load");
+        goto done;
+    }
     if ((rc = check_paths(&o)) >= 0) goto done;
     bool launcher = ends_with(o.file, ".plan") && !fl_launch_under_mpi();
     const char *lopt = o.hosts ? "--hosts" : o.hostfile ? "--hostfile" : o.network ? "--network" : NULL;
@@ -1210,6 +1398,7 @@ int main(int argc, char **argv) {
     rc = run_program(&o);
 done:
     FL_VEC_FREE(&o.defines);
+    free(o.resume_from);
     free(launcher_arg);
     return rc;
 }

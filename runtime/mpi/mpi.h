@@ -125,6 +125,10 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
 /* Trainers: gathers n doubles from every trainer to trainer 0, into all[t * n + i] (all may be
  * NULL on the other trainers). Collective over the trainers. */
 FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) FL_WARN_UNUSED;
+/* Trainers: trainer 0's n bytes of buf into every trainer's buf (a checkpoint's word whether
+ * training goes on). Collective over the trainers; the wait on trainer 0 is the peer timeout's
+ * (up to three timeouts while it is alive: it may be writing a checkpoint). */
+FlStatus fl_mpi_bcast_trainers(FlMpi *m, void *buf, size_t n, FlErr *e) FL_WARN_UNUSED;
 /* Trainers: tells every pserver that this trainer is done. */
 FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
 

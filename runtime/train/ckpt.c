@@ -1,0 +1,220 @@
+/* ckpt.c: the checkpoints of a run that trains (ckpt.h): names, the last complete one, pruning
+ * and the TRAIN file.
+ *
+ * The TRAIN file is text, one "key value..." line each, so that a person can read where a run
+ * stands; doubles are written with 17 significant digits (%.17g), which read back exactly, and
+ * counts as integers.
+ */
+#define _GNU_SOURCE
+#include "runtime/train/ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/params.h"
+
+#define STATE_FILE "TRAIN"
+#define STATE_HEAD "fluidc training state 1"
+#define MAX_FIGURES 4096
+#define MAX_TRAINERS 4096
+
+char *fl_ckpt_path(const char *dir, int64_t step) {
+    FlBuf b = {0};
+    fl_buf_printf(&b, "%s/step-%lld", dir, (long long)step);
+    return b.data;
+}
+
+/* The step of a name "step-N" (N decimal, no sign, no leading zero), else -1; with `tmp`, the
+ * name of an unfinished write "step-N.tmp.PID" gives N too. */
+static int64_t name_step(const char *n, bool tmp) {
+    if (strncmp(n, "step-", 5) != 0) return -1;
+    const char *p = n + 5, *q = p;
+    int64_t v = 0;
+    while (*q >= '0' && *q <= '9' && q - p < 18) v = v * 10 + (*q++ - '0');
+    if (q == p || (*p == '0' && q - p > 1)) return -1;
+    if (*q == 0) return v;
+    return tmp && !strncmp(q, ".tmp.", 5) ? v : -1;
+}
+
+FlStatus fl_ckpt_prepare(const char *dir, bool resume, FlErr *e) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        if (errno != ENOENT || mkdir(dir, 0777) != 0)
+            return fl_err(e, "--checkpoint: cannot make '%s': %s", dir, strerror(errno));
+        return FL_OK;
+    }
+    if (!S_ISDIR(sb.st_mode)) return fl_err(e, "--checkpoint: '%s' exists and is not a directory", dir);
+    if (access(dir, W_OK) != 0) return fl_err(e, "--checkpoint: cannot write in '%s': %s", dir, strerror(errno));
+    char *last = NULL;
+    int64_t step;
+    if (fl_ckpt_latest(dir, &last, &step, e) != FL_OK) return FL_ERROR;
+    FlStatus st = FL_OK;
+    if (last && !resume)
+        st = fl_err(e, "--checkpoint: '%s' holds the checkpoints of another run (the last after step %lld); give "
+                    "--resume to go on with it, or another directory", dir, (long long)step);
+    free(last);
+    return st;
+}
+
+FlStatus fl_ckpt_latest(const char *dir, char **path, int64_t *step, FlErr *e) {
+    *path = NULL;
+    *step = -1;
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? FL_OK : fl_err(e, "--checkpoint: cannot read '%s': %s", dir, strerror(errno));
+    for (struct dirent *ent; (ent = readdir(d));) {
+        int64_t s = name_step(ent->d_name, false);
+        if (s > *step) *step = s;
+    }
+    closedir(d);
+    if (*step >= 0) *path = fl_ckpt_path(dir, *step);
+    return FL_OK;
+}
+
+void fl_ckpt_prune(const char *dir, int64_t newest) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    FL_VEC(int64_t) done = {0};
+    FL_VEC(char *) unfinished = {0};
+    for (struct dirent *ent; (ent = readdir(d));) {
+        int64_t s = name_step(ent->d_name, false);
+        if (s >= 0 && s <= newest) FL_VEC_PUSH(&done, s);
+        else if ((s = name_step(ent->d_name, true)) >= 0 && s < newest) FL_VEC_PUSH(&unfinished, fl_xstrdup(ent->d_name));
+    }
+    closedir(d);
+    FlBuf p = {0};
+    for (size_t i = 0; i < done.len; i++) {
+        size_t newer = 0; /* the checkpoints up to `newest` that are newer than this one */
+        for (size_t k = 0; k < done.len; k++) newer += done.data[k] > done.data[i];
+        if (newer < FL_CKPT_KEEP) continue;
+        char *path = fl_ckpt_path(dir, done.data[i]);
+        fl_params_remove(path);
+        free(path);
+    }
+    for (size_t i = 0; i < unfinished.len; i++) {
+        p.len = 0;
+        fl_buf_printf(&p, "%s/%s", dir, unfinished.data[i]);
+        fl_params_remove(fl_buf_str(&p));
+        free(unfinished.data[i]);
+    }
+    fl_buf_free(&p);
+    FL_VEC_FREE(&done);
+    FL_VEC_FREE(&unfinished);
+}
+
+FlStatus fl_ckpt_write_state(const char *ckpt, const FlTrainState *s, FlErr *e) {
+    FlBuf b = {0}, path = {0};
+    fl_buf_printf(&b, STATE_HEAD "\nstep %lld\nepoch %lld\nbatch %lld\nseed %llu\nglobal_batch %lld\nrows %lld\n",
+                  (long long)s->step, (long long)s->epoch, (long long)s->batch, (unsigned long long)s->seed,
+                  (long long)s->global_batch, (long long)s->rows);
+    fl_buf_printf(&b, "epoch_rows %.17g\nepoch_sums %zu", s->epoch_rows, s->nfetch);
+    for (size_t i = 0; i < s->nfetch; i++) fl_buf_printf(&b, " %.17g", s->epoch_sums[i]);
+    fl_buf_printf(&b, "\nruns %d", s->trainers);
+    for (int t = 0; t < s->trainers; t++) fl_buf_printf(&b, " %llu", (unsigned long long)s->runs[t]);
+    fl_buf_putc(&b, '\n');
+    fl_buf_printf(&path, "%s/" STATE_FILE, ckpt);
+    FlStatus st = fl_write_file(fl_buf_str(&path), b.data, b.len, e);
+    fl_buf_free(&b);
+    fl_buf_free(&path);
+    return st;
+}
+
+void fl_ckpt_state_fini(FlTrainState *s) {
+    free(s->epoch_sums);
+    free(s->runs);
+    memset(s, 0, sizeof *s);
+}
+
+/* A number of a line: *p moves past it and the blank after it. */
+static bool take_u64(char **p, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    if (**p < '0' || **p > '9') return false;
+    *out = strtoull(*p, &end, 10);
+    if (errno || (*end != ' ' && *end != 0)) return false;
+    *p = *end ? end + 1 : end;
+    return true;
+}
+static bool take_double(char **p, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(*p, &end);
+    if (errno || end == *p || (*end != ' ' && *end != 0)) return false;
+    *p = *end ? end + 1 : end;
+    return true;
+}
+
+/* Line `key ...` of the state into out: one number, or (epoch_sums, runs) a count and as many. */
+static bool read_line(char *l, const char *key, FlTrainState *out) {
+    size_t k = strlen(key);
+    if (strncmp(l, key, k) != 0 || l[k] != ' ') return false;
+    char *p = l + k + 1;
+    unsigned long long u = 0, c = 0;
+    bool ok = true;
+    if (!strcmp(key, "epoch_rows")) {
+        ok = take_double(&p, &out->epoch_rows);
+    } else if (!strcmp(key, "epoch_sums")) {
+        ok = take_u64(&p, &c) && c <= MAX_FIGURES;
+        out->epoch_sums = fl_xcalloc(ok ? c + 1 : 1, sizeof(double));
+        out->nfetch = ok ? c : 0;
+        for (size_t i = 0; ok && i < c; i++) ok = take_double(&p, &out->epoch_sums[i]);
+    } else if (!strcmp(key, "runs")) {
+        ok = take_u64(&p, &c) && c >= 1 && c <= MAX_TRAINERS;
+        out->runs = fl_xcalloc(ok ? c + 1 : 1, sizeof *out->runs);
+        out->trainers = ok ? (int)c : 0;
+        for (size_t i = 0; ok && i < c; i++) ok = take_u64(&p, &u), out->runs[i] = u;
+    } else {
+        ok = take_u64(&p, &u) && u <= INT64_MAX;
+        if (!strcmp(key, "step")) out->step = (int64_t)u;
+        else if (!strcmp(key, "epoch")) out->epoch = (int64_t)u;
+        else if (!strcmp(key, "batch")) out->batch = (int64_t)u;
+        else if (!strcmp(key, "seed")) out->seed = u;
+        else if (!strcmp(key, "global_batch")) out->global_batch = (int64_t)u;
+        else out->rows = (int64_t)u;
+    }
+    return ok && *p == 0;
+}
+
+FlStatus fl_ckpt_read_state(const char *ckpt, FlTrainState *out, FlErr *e) {
+    memset(out, 0, sizeof *out);
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/" STATE_FILE, ckpt);
+    size_t len;
+    char *text = fl_read_regular_file(fl_buf_str(&path), &len, e);
+    if (!text) {
+        fl_buf_free(&path);
+        return FL_ERROR;
+    }
+    static const char *keys[] = {"step", "epoch", "batch", "seed", "global_batch", "rows", "epoch_rows", "epoch_sums", "runs"};
+    FlStatus st = FL_OK;
+    int line = 0;
+    for (char *l = text, *nl; st == FL_OK && *l; l = nl + 1, line++) {
+        nl = strchr(l, '\n');
+        if (!nl) {
+            st = fl_err(e, "%s:%d: the line does not end", fl_buf_str(&path), line + 1);
+            break;
+        }
+        *nl = 0;
+        if (line == 0) {
+            if (strcmp(l, STATE_HEAD) != 0)
+                st = fl_err(e, "%s:1: not a training state ('%s'; expected '%s')", fl_buf_str(&path), l, STATE_HEAD);
+        } else if (line > (int)FL_ARRAY_LEN(keys)) {
+            st = fl_err(e, "%s:%d: an unexpected line", fl_buf_str(&path), line + 1);
+        } else if (!read_line(l, keys[line - 1], out)) {
+            st = fl_err(e, "%s:%d: expected '%s' and its value%s, found '%s'", fl_buf_str(&path), line + 1,
+                        keys[line - 1], line >= 8 ? "s (a count first)" : "", l);
+        }
+    }
+    if (st == FL_OK && line != (int)FL_ARRAY_LEN(keys) + 1)
+        st = fl_err(e, "%s: the training state ends after %d lines (expected %zu)", fl_buf_str(&path), line,
+                    FL_ARRAY_LEN(keys) + 1);
+    free(text);
+    fl_buf_free(&path);
+    if (st != FL_OK) fl_ckpt_state_fini(out);
+    return st;
+}
