@@ -194,7 +194,8 @@ typedef struct Run {
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
     FlTrace *trace;     /* --timeline's recorder, else NULL */
     FlTrainState resumed; /* --resume from a checkpoint: its training state (trainers) */
-    int ckpt_n;           /* checkpoints written, and their seconds in all (--stats) */
+    FlCkptWriter *writer; /* trainer 0 (the local run) with --checkpoint-every */
+    int ckpt_n;           /* checkpoints taken, and the seconds training stopped for them */
     double ckpt_secs, ckpt_max;
 } Run;
 
@@ -774,6 +775,7 @@ static FlStatus collect_plan(Run *r, FlNamedTensors *out, bool *asked, FlErr *e)
         size_t n = fl_transpile_pserver_vars(ps, &pv);
         bool *shard = fl_xcalloc(n + 1, sizeof *shard);
         *asked |= shard_vars(r, ps, pv, n, shard);
+        FL_VEC(size_t) ask = {0};
         for (size_t i = 0; i < n && st == FL_OK; i++) {
             /* a var the trainer has, or a whole copy already in (the transpiler copies a var
              * whole to every block that needs it, or cuts it into rows, never both) */
@@ -783,13 +785,20 @@ static FlStatus collect_plan(Run *r, FlNamedTensors *out, bool *asked, FlErr *e)
                 FlNamedTensor nc = {pv[i].full->name, FL_TENSOR_INIT};
                 st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
                 FL_VEC_PUSH(&v, nc);
-                c = &v.data[v.len - 1];
             }
+            FL_VEC_PUSH(&ask, i);
+        }
+        /* every request posted before the first answer is awaited: one round trip, not one per var */
+        for (size_t a = 0; a < ask.len && st == FL_OK && d->prefetch; a++)
+            st = d->prefetch(d, (int)ps->role_index, pv[ask.data[a]].var, e);
+        for (size_t a = 0; a < ask.len && st == FL_OK; a++) {
+            size_t i = ask.data[a];
             FlTensor x = FL_TENSOR_INIT;
-            if (st == FL_OK) st = d->recv(d, (int)ps->role_index, pv[i].var, &x, e);
-            if (st == FL_OK) st = put_rows(&c->t, &x, pv[i].row0, pv[i].rows, pv[i].var, e);
+            st = d->recv(d, (int)ps->role_index, pv[i].var, &x, e);
+            if (st == FL_OK) st = put_rows(&ckpt_find(&v, pv[i].full->name)->t, &x, pv[i].row0, pv[i].rows, pv[i].var, e);
             fl_tensor_fini(&x);
         }
+        FL_VEC_FREE(&ask);
         free(shard);
         free(pv);
     }
@@ -807,19 +816,12 @@ static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
     return st;
 }
 
-/* The --log rows so far, into the checkpoint being written (log.csv): a run resumed from it
- * starts its log with them. */
-static FlStatus copy_log(Run *r, const char *dir, FlErr *e) {
+/* The --log rows so far (*text, malloc'ed): a checkpoint keeps them (log.csv), so that a run
+ * resumed from it starts its log with them. */
+static FlStatus log_so_far(Run *r, char **text, size_t *len, FlErr *e) {
     if (fflush(r->log) != 0) return fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
-    size_t len;
-    char *text = fl_read_file(fl_buf_str(&r->log_tmp), &len, e);
-    if (!text) return FL_ERROR;
-    FlBuf path = {0};
-    fl_buf_printf(&path, "%s/log.csv", dir);
-    FlStatus st = fl_write_file(fl_buf_str(&path), text, len, e);
-    fl_buf_free(&path);
-    free(text);
-    return st;
+    *text = fl_read_file(fl_buf_str(&r->log_tmp), len, e);
+    return *text ? FL_OK : FL_ERROR;
 }
 
 static double wall_now(void) {
@@ -828,40 +830,28 @@ static double wall_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The checkpoint hook (train.h) of trainer 0 or the local run: DIR/step-N written whole (the
- * vars, gathered from the pservers in a plan's job, the training state, the log so far) and
- * switched in, the older ones pruned (ckpt.h). The others wait meanwhile: the job stops for as
- * long as the write takes (--stats says how long). */
+/* The checkpoint hook (train.h) of trainer 0 or the local run: the vars (gathered from the
+ * pservers in a plan's job), the training state and the log so far, handed to the writer, which
+ * writes DIR/step-N in the background (ckpt.h). Training stops only for the gathering (and for
+ * the last write, when it has not finished yet): --stats says how long, and how long the writes
+ * took. */
 static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e) {
     Run *r = ctx;
     (void)stop;
     double t0 = wall_now();
-    char *path = fl_ckpt_path(r->o->checkpoint, st->step);
     FlNamedTensors v = {0};
     bool asked = false;
-    FlParamsSaving *sv = NULL;
+    char *log = NULL;
+    size_t len = 0;
     FlStatus s = r->plan ? collect_plan(r, &v, &asked, e) : fl_params_collect(r->prog, r->scope, &v, e);
-    if (s == FL_OK) s = fl_params_write_begin(path, &v, &sv, e);
+    if (s == FL_OK && r->log) s = log_so_far(r, &log, &len, e);
+    if (s == FL_OK) s = fl_ckpt_writer_start(r->writer, &v, st, log, len, e);
     fl_params_free(&v);
-    if (s == FL_OK) s = fl_ckpt_write_state(fl_params_saving_dir(sv), st, e);
-    if (s == FL_OK && r->log) s = copy_log(r, fl_params_saving_dir(sv), e);
-    if (s == FL_OK) {
-        s = fl_params_write_end(sv, e);
-        sv = NULL;
-    }
-    fl_params_write_abandon(sv);
-    if (s == FL_OK) {
-        fl_ckpt_prune(r->o->checkpoint, st->step);
-        double dt = wall_now() - t0;
-        r->ckpt_n++;
-        r->ckpt_secs += dt;
-        if (dt > r->ckpt_max) r->ckpt_max = dt;
-    } else {
-        char msg[sizeof e->msg];
-        snprintf(msg, sizeof msg, "%s", strncmp(e->msg, "--save: ", 8) ? e->msg : e->msg + 8);
-        fl_err(e, "--checkpoint: the checkpoint after step %lld ('%s'): %s", (long long)st->step, path, msg);
-    }
-    free(path);
+    free(log);
+    double dt = wall_now() - t0;
+    r->ckpt_n++;
+    r->ckpt_secs += dt;
+    if (dt > r->ckpt_max) r->ckpt_max = dt;
     return s;
 }
 
@@ -1057,6 +1047,7 @@ static int run_program(Opts *o) {
     /* every output is checked before the first step: nothing trains for an output that fails */
     if (lead && check_outputs(&r, &e) != FL_OK) goto fail;
     if (lead && o->checkpoint_every && check_checkpoints(&r, &e) != FL_OK) goto fail;
+    if (lead && o->checkpoint_every) r.writer = fl_ckpt_writer_new(o->checkpoint);
     if (o->resume_from && fl_ckpt_read_state(o->resume_from, &r.resumed, &e) != FL_OK) goto fail;
     if (lead && o->resume && !o->quiet) {
         if (o->resume_from)
@@ -1075,9 +1066,15 @@ static int run_program(Opts *o) {
     } else if (do_train) {
         if (train(&r, &e) != FL_OK) goto fail;
     }
-    if (lead && o->stats && r.ckpt_n)
-        fprintf(stderr, "flrun: stats checkpoints: %d written in %.3f s (%.3f s each, %.3f s at most)\n", r.ckpt_n,
-                r.ckpt_secs, r.ckpt_secs / r.ckpt_n, r.ckpt_max);
+    if (r.writer && fl_ckpt_writer_wait(r.writer, &e) != FL_OK) goto fail; /* the last checkpoint in place */
+    if (r.writer && o->stats) {
+        int n;
+        double secs, most;
+        fl_ckpt_writer_stats(r.writer, &n, &secs, &most);
+        fprintf(stderr, "flrun: stats checkpoints: %d written; training stopped %.3f s for each (%.3f s at most), "
+                "the writes took %.3f s each (%.3f s at most) beside it\n", n, r.ckpt_n ? r.ckpt_secs / r.ckpt_n : 0,
+                r.ckpt_max, n ? secs / n : 0, most);
+    }
     if (o->save && lead && plan && save_plan(&r, &saving, &asked, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
     if (saving) {
@@ -1148,6 +1145,7 @@ fail:
     fl_buf_free(&r.log_tmp);
     fl_train_predict_input_free(r.pin);
     fl_ckpt_state_fini(&r.resumed);
+    fl_ckpt_writer_free(r.writer); /* a write in progress completes */
     fl_train_free(r.tr);
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);

@@ -11,13 +11,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
-
-#include "runtime/params.h"
 
 #define STATE_FILE "TRAIN"
 #define STATE_HEAD "fluidc training state 1"
@@ -217,4 +217,128 @@ FlStatus fl_ckpt_read_state(const char *ckpt, FlTrainState *out, FlErr *e) {
     fl_buf_free(&path);
     if (st != FL_OK) fl_ckpt_state_fini(out);
     return st;
+}
+
+/* ---------------------------------------------------------------- the writer */
+
+struct FlCkptWriter {
+    char *dir;
+    pthread_t thread;
+    bool running; /* a write was started and not waited for */
+    /* the write in progress (the thread's alone while running) */
+    FlNamedTensors v;
+    FlTrainState st;
+    char *log;
+    size_t log_len;
+    FlStatus status;
+    FlErr err;
+    /* figures */
+    int written;
+    double seconds, longest;
+};
+
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A failing part of a checkpoint's write: params.c says "--save: ..." of its own. */
+static FlStatus write_error(FlCkptWriter *w, const char *path) {
+    char msg[sizeof w->err.msg];
+    snprintf(msg, sizeof msg, "%s", strncmp(w->err.msg, "--save: ", 8) ? w->err.msg : w->err.msg + 8);
+    return fl_err(&w->err, "--checkpoint: the checkpoint after step %lld ('%s'): %s", (long long)w->st.step, path, msg);
+}
+
+static void *write_main(void *arg) {
+    FlCkptWriter *w = arg;
+    double t0 = mono_now();
+    char *path = fl_ckpt_path(w->dir, w->st.step);
+    FlParamsSaving *sv = NULL;
+    FlStatus st = fl_params_write_begin(path, &w->v, &sv, &w->err);
+    if (st == FL_OK) st = fl_ckpt_write_state(fl_params_saving_dir(sv), &w->st, &w->err);
+    if (st == FL_OK && w->log) {
+        FlBuf lp = {0};
+        fl_buf_printf(&lp, "%s/log.csv", fl_params_saving_dir(sv));
+        st = fl_write_file(fl_buf_str(&lp), w->log, w->log_len, &w->err);
+        fl_buf_free(&lp);
+    }
+    if (st == FL_OK) {
+        st = fl_params_write_end(sv, &w->err);
+        sv = NULL;
+    }
+    fl_params_write_abandon(sv);
+    if (st == FL_OK) {
+        fl_ckpt_prune(w->dir, w->st.step);
+        double dt = mono_now() - t0;
+        w->written++;
+        w->seconds += dt;
+        if (dt > w->longest) w->longest = dt;
+    } else {
+        write_error(w, path);
+    }
+    w->status = st;
+    free(path);
+    fl_params_free(&w->v);
+    return NULL;
+}
+
+FlCkptWriter *fl_ckpt_writer_new(const char *dir) {
+    FlCkptWriter *w = fl_xcalloc(1, sizeof *w);
+    w->dir = fl_xstrdup(dir);
+    return w;
+}
+
+FlStatus fl_ckpt_writer_wait(FlCkptWriter *w, FlErr *e) {
+    if (!w->running) return FL_OK;
+    pthread_join(w->thread, NULL);
+    w->running = false;
+    fl_ckpt_state_fini(&w->st);
+    free(w->log);
+    w->log = NULL;
+    if (w->status != FL_OK && e) *e = w->err;
+    return w->status;
+}
+
+FlStatus fl_ckpt_writer_start(FlCkptWriter *w, FlNamedTensors *v, const FlTrainState *st, const char *log,
+                              size_t log_len, FlErr *e) {
+    FlStatus s = fl_ckpt_writer_wait(w, e);
+    if (s != FL_OK) {
+        fl_params_free(v);
+        return s;
+    }
+    w->v = *v;
+    memset(v, 0, sizeof *v);
+    w->st = *st;
+    w->st.epoch_sums = fl_xcalloc(st->nfetch + 1, sizeof(double));
+    memcpy(w->st.epoch_sums, st->epoch_sums, st->nfetch * sizeof(double));
+    w->st.runs = fl_xcalloc((size_t)st->trainers + 1, sizeof *w->st.runs);
+    memcpy(w->st.runs, st->runs, (size_t)st->trainers * sizeof *w->st.runs);
+    w->log = log ? fl_xstrndup(log, log_len) : NULL;
+    w->log_len = log_len;
+    w->status = FL_OK;
+    if (pthread_create(&w->thread, NULL, write_main, w) != 0) { /* no thread: write it now */
+        write_main(w);
+        s = w->status;
+        if (s != FL_OK && e) *e = w->err;
+        fl_ckpt_state_fini(&w->st);
+        free(w->log);
+        w->log = NULL;
+        return s;
+    }
+    w->running = true;
+    return FL_OK;
+}
+
+void fl_ckpt_writer_stats(const FlCkptWriter *w, int *written, double *seconds, double *longest) {
+    *written = w->written;
+    *seconds = w->seconds;
+    *longest = w->longest;
+}
+
+void fl_ckpt_writer_free(FlCkptWriter *w) {
+    if (!w) return;
+    if (fl_ckpt_writer_wait(w, NULL) != FL_OK) { /* its error was the caller's to ask for */ }
+    free(w->dir);
+    free(w);
 }

@@ -11,7 +11,7 @@
  * the FL_CKPT_KEEP newest.
  *
  * Errors name the directory or the file and line. Not thread-safe for one DIR (one writer: the
- * run's trainer 0).
+ * run's trainer 0); the writer's thread is its own.
  */
 #ifndef FL_CKPT_H
 #define FL_CKPT_H
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "runtime/params.h"
 #include "runtime/train/train.h"
 
 #define FL_CKPT_KEEP 2
@@ -46,5 +47,27 @@ void fl_ckpt_prune(const char *dir, int64_t newest);
 FlStatus fl_ckpt_write_state(const char *ckpt, const FlTrainState *s, FlErr *err) FL_WARN_UNUSED;
 FlStatus fl_ckpt_read_state(const char *ckpt, FlTrainState *out, FlErr *err) FL_WARN_UNUSED;
 void fl_ckpt_state_fini(FlTrainState *s);
+
+/* ---- the writer: checkpoints written in the background ----
+ * A run stops only to take its checkpoint's values (references to the vars' tensors, which are
+ * never changed in place while held: runtime/tensor.h) and the state; a thread of the writer
+ * then writes the files, switches the checkpoint in and prunes the older ones while training
+ * goes on. One write at a time: a checkpoint that comes while the last one is still being
+ * written waits for it. A write that fails is said by the next start or by fl_ckpt_writer_wait.
+ * A process that dies meanwhile leaves the last complete checkpoint as it was. */
+typedef struct FlCkptWriter FlCkptWriter;
+/* A writer of DIR's checkpoints. */
+FlCkptWriter *fl_ckpt_writer_new(const char *dir);
+/* Waits for the write in progress, then starts writing DIR/step-N (N = st->step): the vars of
+ * *v (taken: the list is emptied; the writer releases them), the state and the log's text
+ * (both copied; log may be NULL). Errors: the write before failed (then nothing starts). */
+FlStatus fl_ckpt_writer_start(FlCkptWriter *w, FlNamedTensors *v, const FlTrainState *st, const char *log,
+                              size_t log_len, FlErr *err) FL_WARN_UNUSED;
+/* Waits for the write in progress. Errors: its. */
+FlStatus fl_ckpt_writer_wait(FlCkptWriter *w, FlErr *err) FL_WARN_UNUSED;
+/* The checkpoints written so far, and the seconds their writes took (in all, the longest). */
+void fl_ckpt_writer_stats(const FlCkptWriter *w, int *written, double *seconds, double *longest);
+/* Waits for the write in progress (its error dropped), then frees w (NULL: no-op). */
+void fl_ckpt_writer_free(FlCkptWriter *w);
 
 #endif

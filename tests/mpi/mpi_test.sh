@@ -70,6 +70,9 @@
 #                                 different data) end at once, non-zero, saying why; --data-dir
 #                                 on one rank only (the same data) trains
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
+#   checkpoint                    --checkpoint-every in a P=2 T=2 job, a pserver SIGKILLed, the job
+#                                 resumed: the uninterrupted job's log and parameters, byte for
+#                                 byte; the checkpoint resumed by a P=1 job within 1e-6
 #   launch                        flrun PLAN outside mpirun starts the job itself: the same log
 #                                 as the mpirun line; bad --hosts and --hostfile refused
 #   threads                       kernel threads: 1 per rank by default, --threads 2 on every
@@ -654,6 +657,43 @@ wrong_np)
     cat "$TMP/out"
     [ $RC -ne 0 ] || fail "exit status 0"
     grep -q "needs 4 ranks.*has 3" "$TMP/out" || fail "the message does not name 4 and 3"
+    ;;
+checkpoint)
+    # a P=2 T=2 job (Momentum: the velocities on the pservers) with a checkpoint every 50 steps
+    # logs what the job without them does; SIGKILLed (pserver 1) after some checkpoints and
+    # resumed, it ends with the uninterrupted job's log and parameters, byte for byte; its
+    # checkpoint resumed by a P=1 T=2 job (another plan) ends within 1e-6 of them
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --pservers 1 --trainers 2 -o "$TMP/p1.plan" >/dev/null || fail "transpile"
+    JOB="-q --epochs 80 --timeout 5"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "the uninterrupted job"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 >"$TMP/out" 2>&1 &
+    JOB_PID=$!
+    TRIES=0
+    until [ -d "$TMP/ck/step-300" ]; do
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 600 ] || fail "no checkpoint of step 300 within 60 s"
+        sleep 0.1
+    done
+    kill -9 "$(rank_pid 3)"
+    wait $JOB_PID && fail "the job with a killed pserver exited 0"
+    [ -e "$TMP/d.csv" ] && fail "the killed job wrote its log"
+    LAST=$(ls "$TMP/ck" | sed -n 's/^step-//p' | sort -n | tail -1)
+    echo "killed after the checkpoint of step $LAST"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 --resume >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the resumed job"; }
+    cmp "$TMP/ref.csv" "$TMP/d.csv" || fail "the resumed job's log differs from the uninterrupted one's"
+    for f in "$TMP"/ref/*; do cmp "$f" "$TMP/d/${f##*/}" || fail "the resumed job's ${f##*/} differs"; done
+    # the last two checkpoints are kept (1150 and 1200): the P=1 job goes on from step 1150
+    rm -r "$TMP/ck/step-1200" || fail "no checkpoint after the last step"
+    PREV=$(ls "$TMP/ck" | sed -n 's/^step-//p')
+    [ "$PREV" = 1150 ] || fail "the checkpoints kept: $(ls "$TMP/ck")"
+    run_mpi -np 3 "$FLRUN" "$TMP/p1.plan" $JOB --log "$TMP/p1.csv" --save "$TMP/p1" --checkpoint "$TMP/ck" --resume ||
+        fail "the P=1 job resumed from step $PREV"
+    "$CHECK" logs "$TMP/p1.csv" "$TMP/ref.csv" 1e-6 || fail "the P=1 job's log"
+    "$CHECK" params "$TMP/p1" "$TMP/ref" 1e-6 || fail "the P=1 job's parameters"
     ;;
 launch)
     # flrun PLAN outside mpirun starts the job itself (mpirun -np 4 on this machine): the same
