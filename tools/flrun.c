@@ -123,11 +123,15 @@ static const char *usage_text =
     "\n"
     "Distributed plans (.plan, from flc transpile) run one rank per role. Run outside mpirun,\n"
     "flrun starts the job itself through Open MPI's mpirun (the options above reach every rank):\n"
-    "  flrun FILE.plan [--hosts H1:S1,H2:S2,... | --hostfile FILE] [--network CIDR] [options]\n"
+    "  flrun FILE.plan [--hosts H1:S1,H2:S2,... | --hostfile FILE] [--network CIDR] [--restarts N]\n"
+    "                  [options]\n"
     "  --hosts LIST        the machines and their slots (ranks each takes), trainers first:\n"
     "                      host1:2,host2:2 (slots 1 when not given); default: this machine\n"
     "  --hostfile FILE     the same from a file, Open MPI's syntax: 'HOST [slots=N]' per line\n"
     "  --network CIDR      the network MPI's traffic takes between machines (10.1.0.0/16)\n"
+    "  --restarts N        a job that loses a rank or a host starts again, up to N times, on\n"
+    "                      the hosts that still answer (a spare takes a lost one's place), from\n"
+    "                      the last checkpoint of --checkpoint DIR (--checkpoint-every)\n"
     "(the launcher adds --allow-run-as-root for root, --oversubscribe for more ranks than\n"
     "cores, and Open MPI's keepalive settings; once a rank has failed, mpirun gets 2 s to end\n"
     "the job, then the launcher ends it)\n"
@@ -144,6 +148,7 @@ static const char *usage_text =
 typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var, *data_dir, *timeline;
     const char *hosts, *hostfile, *network; /* the launcher's (launch.h) */
+    int64_t restarts;
     const char *checkpoint; /* --checkpoint DIR */
     int64_t checkpoint_every;
     bool resume;
@@ -1184,6 +1189,7 @@ static int launch(const Opts *o, int argc, char **argv, const bool *launcher_arg
         if (!launcher_arg[i]) FL_VEC_PUSH(&args, argv[i]);
     FlLaunchOptions lo = {.plan = o->file, .trainers = (int)plan->trainers, .pservers = (int)plan->pservers,
                           .hosts = o->hosts, .hostfile = o->hostfile, .network = o->network,
+                          .restarts = (int)o->restarts, .checkpoint = o->checkpoint,
                           .rank_args = args.data, .nrank_args = args.len};
     fl_ir_plan_free(plan);
     int rc = fl_launch(&lo);
@@ -1321,6 +1327,13 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(s, "--resume")) {
             o.resume = true;
+        } else if (!strcmp(s, "--restarts")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            if (!parse_int(val, 0, &o.restarts) || o.restarts > 1000) {
+                rc = usage_error("%s needs a number of restarts from 0 to 1000", s);
+                goto done;
+            }
         } else if (!strcmp(s, "--hosts") || !strcmp(s, "--hostfile") || !strcmp(s, "--network")) {
             NEED_VAL();
             launcher_arg[i - 1] = launcher_arg[i] = true;
@@ -1371,7 +1384,11 @@ int main(int argc, char **argv) {
     }
     if ((rc = check_paths(&o)) >= 0) goto done;
     bool launcher = ends_with(o.file, ".plan") && !fl_launch_under_mpi();
-    const char *lopt = o.hosts ? "--hosts" : o.hostfile ? "--hostfile" : o.network ? "--network" : NULL;
+    const char *lopt = o.hosts      ? "--hosts"
+                       : o.hostfile ? "--hostfile"
+                       : o.network  ? "--network"
+                       : o.restarts ? "--restarts"
+                                    : NULL;
     if (lopt && !launcher) {
         rc = usage_error(ends_with(o.file, ".plan")
                              ? "%s is the launcher's: run flrun PLAN without mpirun (under mpirun, give mpirun the hosts)"

@@ -14,11 +14,13 @@
 #define _GNU_SOURCE
 #include "tools/launch.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,8 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "runtime/mpi/mpi.h"
+#include "runtime/train/ckpt.h"
 
 extern char **environ;
 
@@ -195,49 +199,6 @@ static bool forwarded(const char *var) {
     return false;
 }
 
-/* mpirun's command for the job: n ranks on `hosts` (none: this machine). */
-static void build_command(const FlLaunchOptions *o, const Hosts *hosts, int n, const char *self, const char *plan,
-                          Argv *a) {
-    char num[32];
-    push(a, "mpirun");
-    if (geteuid() == 0) push(a, "--allow-run-as-root");
-    if (!hosts->len) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        if (cores < 1 || n > cores) push(a, "--oversubscribe");
-    }
-    push(a, "-np");
-    snprintf(num, sizeof num, "%d", n);
-    push(a, num);
-    if (hosts->len) {
-        FlBuf h = {0};
-        host_arg(hosts, n, &h);
-        push(a, "--host");
-        push(a, fl_buf_str(&h));
-        fl_buf_free(&h);
-        /* shared memory within a machine, TCP between machines */
-        push(a, "--mca"), push(a, "btl"), push(a, "tcp,vader,self");
-        /* Open MPI's daemons probe a silent connection: a daemon cut off from mpirun ends its
-         * ranks, and mpirun gives up a silent machine, 10-15 s after it fell silent */
-        push(a, "--mca"), push(a, "oob_tcp_keepalive_time"), push(a, "5");
-        push(a, "--mca"), push(a, "oob_tcp_keepalive_intvl"), push(a, "2");
-        push(a, "--mca"), push(a, "oob_tcp_keepalive_probes"), push(a, "5");
-    }
-    if (o->network) {
-        push(a, "--mca"), push(a, "btl_tcp_if_include"), push(a, o->network);
-        push(a, "--mca"), push(a, "oob_tcp_if_include"), push(a, o->network);
-    }
-    for (char **e = environ; *e; e++) {
-        const char *eq = strchr(*e, '=');
-        if (!eq || !forwarded(*e)) continue;
-        push(a, "-x");
-        FL_VEC_PUSH(a, fl_xstrndup(*e, (size_t)(eq - *e)));
-    }
-    push(a, self);
-    push(a, plan);
-    for (size_t i = 0; i < o->nrank_args; i++) push(a, o->rank_args[i]);
-    FL_VEC_PUSH(a, NULL);
-}
-
 /* ---------------------------------------------------------------- running mpirun */
 
 typedef struct Job {
@@ -247,18 +208,28 @@ typedef struct Job {
     double failed; /* when a rank reported an error or mpirun a lost rank; 0: not yet */
     bool killed;   /* the watchdog ended mpirun */
     bool signalled; /* the launcher's signal was passed on */
+    bool lost;     /* a rank said it lost a peer, or mpirun a rank or a daemon */
+    bool program;  /* flrun said an error of its own (its program, data, options) */
     int status;    /* waitpid's */
     bool done;
+    const char *self; /* flrun's path: mpirun's children running it are its local ranks */
 } Job;
 
+static bool has(const char *l, size_t n, const char *what) { return memmem(l, n, what, strlen(what)) != NULL; }
+
 /* A line of what mpirun prints (the ranks' stderr and its own): a rank's error, or mpirun's
- * notice that a rank or a daemon is lost, starts the watchdog. */
+ * notice that a rank or a daemon is lost, starts the watchdog; and each tells whether the job
+ * failed for a lost rank or host (worth a restart) or for an error of the program's own. */
 static void scan_line(Job *j, const char *l, size_t n) {
     static const char *lost[] = {"exited on signal", "lost communication with a remote daemon",
-                                 "ORTE has lost communication", "MPI_ABORT was invoked"};
-    bool failed = n > 12 && !memcmp(l, "flrun: rank ", 12) && memmem(l, n, "): error: ", 10);
-    for (size_t i = 0; !failed && i < FL_ARRAY_LEN(lost); i++) failed = memmem(l, n, lost[i], strlen(lost[i])) != NULL;
-    if (failed && !j->failed) j->failed = now();
+                                 "ORTE has lost communication"};
+    bool flrun = n > 7 && !memcmp(l, "flrun: ", 7) && (has(l, n, "error") || has(l, n, "Try 'flrun --help'"));
+    bool peer = flrun && (has(l, n, FL_MPI_PEER_TIMEOUT) || has(l, n, FL_MPI_PEER_GONE));
+    bool gone = false;
+    for (size_t i = 0; i < FL_ARRAY_LEN(lost); i++) gone |= has(l, n, lost[i]);
+    j->lost |= peer || gone;
+    j->program |= flrun && !peer;
+    if ((flrun || gone || has(l, n, "MPI_ABORT was invoked")) && !j->failed) j->failed = now();
 }
 
 /* Copies what mpirun printed to stderr, scanning its lines; returns false at end of file. */
@@ -281,20 +252,23 @@ static bool pump(Job *j) {
     return true;
 }
 
-static bool start(Job *j, char *const *argv, FlErr *e) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return fl_err(e, "cannot make a pipe: %s", strerror(errno)) == FL_OK;
+/* Starts argv in a process group of its own: its stderr on a pipe (*err) or /dev/null (err
+ * NULL), its stdout the launcher's or /dev/null (quiet). Returns its pid, or -1. */
+static pid_t spawn(char *const *argv, int *err, bool quiet, FlErr *e) {
+    int fds[2] = {-1, -1};
+    if (err && pipe2(fds, O_CLOEXEC) != 0) return fl_err(e, "cannot make a pipe: %s", strerror(errno)), -1;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return fl_err(e, "cannot start mpirun: %s", strerror(errno)) == FL_OK;
+        if (err) close(fds[0]), close(fds[1]);
+        return fl_err(e, "cannot start mpirun: %s", strerror(errno)), -1;
     }
     if (pid == 0) {
         setpgid(0, 0);
-        dup2(fds[1], STDERR_FILENO);
+        int null = err && !quiet ? -1 : open("/dev/null", O_WRONLY);
+        dup2(err ? fds[1] : null, STDERR_FILENO);
+        if (quiet) dup2(null, STDOUT_FILENO);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
@@ -303,17 +277,46 @@ static bool start(Job *j, char *const *argv, FlErr *e) {
         _exit(127);
     }
     setpgid(pid, pid); /* also here: a signal may come before the child has run */
-    close(fds[1]);
-    *j = (Job){.pid = pid, .err = fds[0]};
-    fcntl(j->err, F_SETFL, O_NONBLOCK);
-    return true;
+    if (err) {
+        close(fds[1]);
+        *err = fds[0];
+        fcntl(*err, F_SETFL, O_NONBLOCK);
+    }
+    return pid;
+}
+
+/* SIGKILL to mpirun's local ranks: its children that run flrun (each in a process group of its
+ * own, so the kill of mpirun's group misses them, and they may outlive it). */
+static void kill_local_ranks(pid_t mpirun, const char *self) {
+    DIR *d = opendir("/proc");
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        char path[64], buf[512], exe[4096];
+        int pid = atoi(ent->d_name);
+        if (pid <= 0) continue;
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[n] = 0;
+        const char *close_paren = strrchr(buf, ')'); /* "pid (comm) state ppid ..." */
+        int ppid = 0;
+        char state;
+        if (!close_paren || sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2 || ppid != mpirun) continue;
+        snprintf(path, sizeof path, "/proc/%d/exe", pid);
+        ssize_t k = readlink(path, exe, sizeof exe - 1);
+        if (k <= 0) continue;
+        exe[k] = 0;
+        if (!strcmp(exe, self)) kill(pid, SIGKILL);
+    }
+    if (d) closedir(d);
 }
 
 /* The watchdog: mpirun had its grace since the first failure (or since the launcher passed a
- * signal on), then SIGKILL to its group. Not SIGTERM: mpirun takes it for a second Ctrl-C
- * while its abort is in progress, and crashed in its finalisation. */
+ * signal on), then SIGKILL to its local ranks and its group. Not SIGTERM: mpirun takes it for a
+ * second Ctrl-C while its abort is in progress, and crashed in its finalisation. */
 static void watchdog(Job *j) {
     if (j->failed && !j->killed && now() - j->failed > FL_LAUNCH_GRACE) {
+        kill_local_ranks(j->pid, j->self);
         kill(-j->pid, SIGKILL);
         j->killed = true;
     }
@@ -372,31 +375,200 @@ static int wait_job(Job *j) {
     return WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
 }
 
-/* ---------------------------------------------------------------- the job */
+/* ---------------------------------------------------------------- the job and its restarts */
+
+typedef struct Launch {
+    const FlLaunchOptions *o;
+    Hosts hosts; /* as given, in order */
+    bool *up;    /* per host: it answered its last probe (every host until probed) */
+    char *self, *plan;
+} Launch;
+
+/* "HH:MM:SS", the launcher's notes' time. */
+static void note(const char *fmt, ...) FL_PRINTF(1, 2);
+static void note(const char *fmt, ...) {
+    char when[16];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%H:%M:%S", localtime_r(&t, &tm));
+    FlBuf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    fl_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "flrun: launcher %s: %s\n", when, fl_buf_str(&b));
+    fl_buf_free(&b);
+}
+
+/* The common part of mpirun's commands: root, the network, the keepalive settings. */
+static void mpirun_options(const FlLaunchOptions *o, bool hosts, Argv *a) {
+    push(a, "mpirun");
+    if (geteuid() == 0) push(a, "--allow-run-as-root");
+    if (hosts) {
+        /* shared memory within a machine, TCP between machines */
+        push(a, "--mca"), push(a, "btl"), push(a, "tcp,vader,self");
+        /* Open MPI's daemons probe a silent connection: a daemon cut off from mpirun ends its
+         * ranks, and mpirun gives up a silent machine, 10-15 s after it fell silent */
+        push(a, "--mca"), push(a, "oob_tcp_keepalive_time"), push(a, "5");
+        push(a, "--mca"), push(a, "oob_tcp_keepalive_intvl"), push(a, "2");
+        push(a, "--mca"), push(a, "oob_tcp_keepalive_probes"), push(a, "5");
+    }
+    if (o->network) {
+        push(a, "--mca"), push(a, "btl_tcp_if_include"), push(a, o->network);
+        push(a, "--mca"), push(a, "oob_tcp_if_include"), push(a, o->network);
+    }
+}
+
+/* The hosts that answered (up), in order; their slots in *slots. */
+static void usable(const Launch *L, Hosts *out, int *slots) {
+    *slots = 0;
+    for (size_t i = 0; i < L->hosts.len; i++)
+        if (L->up[i]) {
+            FL_VEC_PUSH(out, ((Host){L->hosts.data[i].name, L->hosts.data[i].slots}));
+            *slots += L->hosts.data[i].slots;
+        }
+}
+
+/* mpirun's command for the job: n ranks on `hosts` (none: this machine); `resume`: the ranks go
+ * on from the last checkpoint. */
+static void build_command(const Launch *L, const Hosts *hosts, int n, bool resume, Argv *a) {
+    const FlLaunchOptions *o = L->o;
+    char num[32];
+    mpirun_options(o, hosts->len > 0, a);
+    if (!hosts->len) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cores < 1 || n > cores) push(a, "--oversubscribe");
+    }
+    push(a, "-np");
+    snprintf(num, sizeof num, "%d", n);
+    push(a, num);
+    if (hosts->len) {
+        FlBuf h = {0};
+        host_arg(hosts, n, &h);
+        push(a, "--host");
+        push(a, fl_buf_str(&h));
+        fl_buf_free(&h);
+    }
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || !forwarded(*e)) continue;
+        push(a, "-x");
+        FL_VEC_PUSH(a, fl_xstrndup(*e, (size_t)(eq - *e)));
+    }
+    push(a, L->self);
+    push(a, L->plan);
+    bool has_resume = false;
+    for (size_t i = 0; i < o->nrank_args; i++) {
+        push(a, o->rank_args[i]);
+        has_resume |= !strcmp(o->rank_args[i], "--resume");
+    }
+    if (resume && !has_resume) push(a, "--resume");
+    FL_VEC_PUSH(a, NULL);
+}
+
+/* Probes every host: a job of one process (`true`) started there by mpirun, as the job's ranks
+ * are; up[i] whether it ended well within FL_LAUNCH_PROBE_WAIT s (those that do not are ended). */
+static void probe(Launch *L) {
+    size_t n = L->hosts.len;
+    pid_t *pid = fl_xcalloc(n + 1, sizeof *pid);
+    for (size_t i = 0; i < n; i++) {
+        Argv a = {0};
+        mpirun_options(L->o, true, &a);
+        FlBuf h = {0};
+        fl_buf_printf(&h, "%s:1", L->hosts.data[i].name);
+        push(&a, "--host"), push(&a, fl_buf_str(&h)), push(&a, "-np"), push(&a, "1"), push(&a, "true");
+        FL_VEC_PUSH(&a, NULL);
+        FlErr e;
+        pid[i] = spawn(a.data, NULL, true, &e);
+        L->up[i] = false;
+        fl_buf_free(&h);
+        argv_free(&a);
+    }
+    double t0 = now();
+    for (size_t left = n; left > 0 && now() - t0 < FL_LAUNCH_PROBE_WAIT;) {
+        left = 0;
+        for (size_t i = 0; i < n; i++) {
+            int st;
+            if (pid[i] <= 0) continue;
+            if (waitpid(pid[i], &st, WNOHANG) == pid[i]) {
+                L->up[i] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+                pid[i] = 0;
+            } else {
+                left++;
+            }
+        }
+        if (left) usleep(20000);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (pid[i] > 0) {
+            kill_local_ranks(pid[i], "/bin/true");
+            kill(-pid[i], SIGKILL);
+            waitpid(pid[i], NULL, 0);
+            remove_session(pid[i]);
+        }
+    free(pid);
+}
+
+/* One attempt of the job on the hosts that are up: n ranks. Returns its exit code; *lost and
+ * *program say why it failed. */
+static int attempt(Launch *L, int n, bool resume, bool *lost, bool *program) {
+    Hosts use = {0};
+    int slots = 0;
+    usable(L, &use, &slots);
+    Argv argv = {0};
+    build_command(L, &use, n, resume, &argv);
+    FL_VEC_FREE(&use); /* its names are L's */
+    FlErr e = {{0}};
+    Job job = {.self = L->self};
+    job.pid = spawn(argv.data, &job.err, false, &e);
+    argv_free(&argv);
+    if (job.pid < 0) {
+        fprintf(stderr, "flrun: error: %s\n", e.msg);
+        *lost = false, *program = true;
+        return 1;
+    }
+    int rc = wait_job(&job);
+    *lost = job.lost;
+    *program = job.program;
+    return rc;
+}
+
+/* "host1:2,host2:1" of the hosts the job's n ranks take. */
+static void hosts_text(const Launch *L, int n, FlBuf *out) {
+    Hosts use = {0};
+    int slots;
+    usable(L, &use, &slots);
+    if (use.len) host_arg(&use, n, out);
+    else fl_buf_puts(out, "this machine");
+    FL_VEC_FREE(&use);
+}
 
 int fl_launch(const FlLaunchOptions *o) {
     FlErr e = {{0}};
-    Hosts hosts = {0};
+    Launch L = {.o = o};
     int n = o->trainers + o->pservers;
-    if ((o->hosts && !parse_hosts(o->hosts, &hosts, &e)) || (o->hostfile && !parse_hostfile(o->hostfile, &hosts, &e))) {
+    if ((o->hosts && !parse_hosts(o->hosts, &L.hosts, &e)) || (o->hostfile && !parse_hostfile(o->hostfile, &L.hosts, &e))) {
         fprintf(stderr, "flrun: %s\nTry 'flrun --help'.\n", e.msg);
-        hosts_free(&hosts);
+        hosts_free(&L.hosts);
         return 2;
     }
-    if (hosts.len && total_slots(&hosts) < n) {
+    if (L.hosts.len && total_slots(&L.hosts) < n) {
         FlBuf h = {0};
-        for (size_t i = 0; i < hosts.len; i++)
-            fl_buf_printf(&h, "%s%s:%d", i ? "," : "", hosts.data[i].name, hosts.data[i].slots);
+        for (size_t i = 0; i < L.hosts.len; i++)
+            fl_buf_printf(&h, "%s%s:%d", i ? "," : "", L.hosts.data[i].name, L.hosts.data[i].slots);
         fprintf(stderr, "flrun: the plan needs %d ranks (%d trainers + %d pservers) but the hosts have %d slots (%s)\n"
-                "Try 'flrun --help'.\n", n, o->trainers, o->pservers, total_slots(&hosts), fl_buf_str(&h));
+                "Try 'flrun --help'.\n", n, o->trainers, o->pservers, total_slots(&L.hosts), fl_buf_str(&h));
         fl_buf_free(&h);
-        hosts_free(&hosts);
+        hosts_free(&L.hosts);
         return 2;
     }
-    char *self = realpath("/proc/self/exe", NULL), *plan = realpath(o->plan, NULL);
+    L.up = fl_xcalloc(L.hosts.len + 1, sizeof *L.up);
+    for (size_t i = 0; i < L.hosts.len; i++) L.up[i] = true;
+    L.self = realpath("/proc/self/exe", NULL);
+    L.plan = realpath(o->plan, NULL);
     int rc = 1;
-    if (!self || !plan) {
-        fprintf(stderr, "flrun: error: cannot resolve the path of %s: %s\n", self ? o->plan : "flrun", strerror(errno));
+    if (!L.self || !L.plan) {
+        fprintf(stderr, "flrun: error: cannot resolve the path of %s: %s\n", L.self ? o->plan : "flrun", strerror(errno));
         goto done;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -404,20 +576,50 @@ int fl_launch(const FlLaunchOptions *o) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    Argv argv = {0};
-    build_command(o, &hosts, n, self, plan, &argv);
-    Job job;
-    if (!start(&job, argv.data, &e)) {
-        fprintf(stderr, "flrun: error: %s\n", e.msg);
-        argv_free(&argv);
-        goto done;
+    for (int restart = 0;; restart++) {
+        bool lost, program;
+        rc = attempt(&L, n, restart > 0 && o->checkpoint, &lost, &program);
+        if (rc == 0 || got_signal) break;
+        if (restart >= o->restarts || (program && !lost)) {
+            if (o->restarts && program && !lost)
+                note("the job failed with an error of its own (above), which a restart would meet again: no restart");
+            else if (o->restarts)
+                note("the job failed, and its %d restart%s are spent", o->restarts, o->restarts == 1 ? "" : "s");
+            break;
+        }
+        /* the hosts still there take the job: those that answer */
+        if (L.hosts.len) {
+            probe(&L);
+            for (size_t i = 0; i < L.hosts.len; i++)
+                if (!L.up[i]) note("%s does not answer: left out", L.hosts.data[i].name);
+        }
+        Hosts use = {0};
+        int slots = 0;
+        usable(&L, &use, &slots);
+        FL_VEC_FREE(&use);
+        if (L.hosts.len && slots < n) {
+            note("the hosts that answer have %d slots, the job needs %d: no restart", slots, n);
+            break;
+        }
+        FlBuf h = {0}, from = {0};
+        hosts_text(&L, n, &h);
+        char *last = NULL;
+        int64_t step = -1;
+        if (o->checkpoint && fl_ckpt_latest(o->checkpoint, &last, &step, &e) == FL_OK && last)
+            fl_buf_printf(&from, "from the checkpoint after step %lld ('%s')", (long long)step, last);
+        else
+            fl_buf_puts(&from, o->checkpoint ? "from the start (no checkpoint yet)" : "from the start (no --checkpoint)");
+        note("restart %d of %d: %d ranks (%d trainers, %d pservers) on %s, %s", restart + 1, o->restarts, n, o->trainers,
+             o->pservers, fl_buf_str(&h), fl_buf_str(&from));
+        free(last);
+        fl_buf_free(&h);
+        fl_buf_free(&from);
     }
-    rc = wait_job(&job);
-    argv_free(&argv);
     if (got_signal) rc = 128 + got_signal;
 done:
-    free(self);
-    free(plan);
-    hosts_free(&hosts);
+    free(L.self);
+    free(L.plan);
+    free(L.up);
+    hosts_free(&L.hosts);
     return rc;
 }

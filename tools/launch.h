@@ -12,6 +12,17 @@
  * few seconds, also when mpirun would wait minutes for TCP to give up on a machine cut off.
  * Open MPI's daemons on the machines still reachable end their ranks when mpirun goes.
  *
+ * Restarts (--restarts N): a job that failed because it lost a rank or a host (a rank named a
+ * lost peer, FL_MPI_PEER_TIMEOUT or FL_MPI_PEER_GONE, or mpirun a rank killed by a signal or a
+ * lost daemon) is started again, up to N times, with --resume when the ranks take --checkpoint
+ * DIR (the last checkpoint: the steps after it are taken again, as the uninterrupted job takes
+ * them). Before each restart every host is probed (a job of one process, `true`, through
+ * mpirun, within FL_LAUNCH_PROBE_WAIT s): the ranks fill the slots of the hosts that answer, in
+ * order, so a lost host is left out and a spare (slots beyond the job's) takes its place. A job
+ * that failed with an error of the program's own (its data, a diverging loss, bad options) is
+ * not restarted: it would fail again. Each restart is said on stderr ("flrun: launcher
+ * HH:MM:SS: ...": which hosts answer, where the ranks go, from which checkpoint).
+ *
  * The launcher is a process of its own that never joins the job: it starts mpirun (in a
  * process group of its own, so a terminal's Ctrl-C reaches the launcher, which passes it on).
  */
@@ -22,6 +33,7 @@
 #include <stddef.h>
 
 #define FL_LAUNCH_GRACE 2.0 /* seconds mpirun has to end a job whose rank failed */
+#define FL_LAUNCH_PROBE_WAIT 5.0 /* seconds a host has to answer a probe */
 
 typedef struct FlLaunchOptions {
     const char *plan;        /* the plan's path, as given */
@@ -29,6 +41,8 @@ typedef struct FlLaunchOptions {
     const char *hosts;       /* --hosts "host1:2,host2:2", or NULL */
     const char *hostfile;    /* --hostfile FILE, or NULL */
     const char *network;     /* --network CIDR, or NULL */
+    int restarts;            /* --restarts N: restarts of a job that lost a rank or a host */
+    const char *checkpoint;  /* --checkpoint DIR, or NULL: a restart goes on from its last */
     char *const *rank_args;  /* the options every rank takes, in order (the plan's path left out) */
     size_t nrank_args;
 } FlLaunchOptions;

@@ -213,7 +213,7 @@ static void finish_barrier(FlMpi *m) {
             double q = m->heard ? flm_silent(m, r) : flm_now() - t0;
             if (r != m->rank && q > m->timeout) {
                 char pn[FLM_PEER_NAME_MAX], msg[256];
-                snprintf(msg, sizeof msg, "finishing: no sign of life from %s for %.0f s (the peer timeout, flrun --timeout)",
+                snprintf(msg, sizeof msg, "finishing: no sign of life from %s for %.0f s " FL_MPI_PEER_TIMEOUT,
                          m->heard ? flm_peer_name(m, r, pn, sizeof pn) : "the other ranks", m->timeout);
                 fl_mpi_fail(m, msg);
             }

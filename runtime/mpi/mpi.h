@@ -58,6 +58,13 @@
 #define FL_MPI_PIECE_MAX FL_RULE_PIECE_MAX
 #define FL_MPI_DEFAULT_TIMEOUT 60.0 /* seconds */
 
+/* How a rank names a peer it lost: a wait that gave up on a silent peer ends its message with
+ * FL_MPI_PEER_TIMEOUT, the watch's message on a peer whose connection closed holds
+ * FL_MPI_PEER_GONE. The launcher tells a lost peer from a program's own error by them
+ * (tools/launch.c: it restarts a job for the first, not for the second). */
+#define FL_MPI_PEER_TIMEOUT "(the peer timeout, flrun --timeout)"
+#define FL_MPI_PEER_GONE "is gone: its connection to this rank closed without a goodbye"
+
 typedef enum FlMpiRole { FL_MPI_TRAINER, FL_MPI_PSERVER, FL_MPI_ROLE_COUNT } FlMpiRole;
 
 typedef struct FlMpiOptions {

@@ -700,7 +700,7 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
             r->since = tn;
         } else if (flm_waited_too_long(m, r->src, tn - r->since)) {
             char pn[FLM_PEER_NAME_MAX];
-            return fl_err(e, "receiving '%s': no data from %s for %.0f s (the peer timeout, flrun --timeout)",
+            return fl_err(e, "receiving '%s': no data from %s for %.0f s " FL_MPI_PEER_TIMEOUT,
                           s->g[r->gi].name, flm_peer_name(m, r->src, pn, sizeof pn), m->timeout);
         }
     }
@@ -788,7 +788,7 @@ static FlStatus check_stalls(Server *s, FlErr *e) {
             int r = s->m->trainer_rank[i];
             if (!b->contrib[i] && flm_waited_too_long(s->m, r, t - b->since)) {
                 char pn[FLM_PEER_NAME_MAX];
-                return fl_err(e, "step %lld: no gradient from %s for %.0f s (the peer timeout, flrun --timeout)%s",
+                return fl_err(e, "step %lld: no gradient from %s for %.0f s " FL_MPI_PEER_TIMEOUT "%s",
                               (long long)b->step, flm_peer_name(s->m, r, pn, sizeof pn), t - b->since,
                               flm_silent(s->m, r) <= s->m->timeout ? "; it is alive, but waits itself" : "");
             }
@@ -805,7 +805,7 @@ static FlStatus check_trainers(Server *s, const bool *done, FlErr *e) {
         int r = m->trainer_rank[t];
         if (done[t] || flm_silent(m, r) <= m->timeout) continue;
         char pn[FLM_PEER_NAME_MAX];
-        return fl_err(e, "no message from %s for %.0f s (the peer timeout, flrun --timeout)",
+        return fl_err(e, "no message from %s for %.0f s " FL_MPI_PEER_TIMEOUT,
                       flm_peer_name(m, r, pn, sizeof pn), m->timeout);
     }
     return FL_OK;

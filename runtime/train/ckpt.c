@@ -254,6 +254,10 @@ static void *write_main(void *arg) {
     FlCkptWriter *w = arg;
     double t0 = mono_now();
     char *path = fl_ckpt_path(w->dir, w->st.step);
+    struct stat sb;
+    /* the same step's checkpoint of an earlier attempt of the job (a restart goes on from the
+     * last one it finds, and a dying attempt may have put a later one in place meanwhile) */
+    if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) fl_params_remove(path);
     FlParamsSaving *sv = NULL;
     FlStatus st = fl_params_write_begin(path, &w->v, &sv, &w->err);
     if (st == FL_OK) st = fl_ckpt_write_state(fl_params_saving_dir(sv), &w->st, &w->err);

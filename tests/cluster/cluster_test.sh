@@ -23,6 +23,14 @@
 #                   "rank 3 (pserver 1 on host3)" as gone, before mpirun ends the job
 #   launch          flrun PLAN --hosts (the launcher starts mpirun itself) runs the same P=2 T=2
 #                   job as cluster.sh's mpirun line: the same log and parameters, byte for byte
+#   faults          a P=2 T=2 job started by the launcher with --checkpoint-every 50 and
+#                   --restarts 3: pserver 1 SIGKILLed, then trainer 1, then pserver 0 stopped
+#                   (SIGSTOP), each after a new checkpoint; the job completes with the log and
+#                   parameters of the same job without faults, byte for byte
+#   hosts           the same job with --restarts 2 on 5 hosts (two spares): host3's link cut,
+#                   then host2 lost whole (killed, its link down); each restart leaves the lost
+#                   host out and takes a spare; the same log and parameters, byte for byte;
+#                   Linux's default tcp_retries2; nothing left on any host once the links are back
 #   launch_link_down  link_down's job started by the launcher, on hosts that keep Linux's
 #                   default tcp_retries2 (15: mpirun would wait minutes for TCP to give host3
 #                   up): the job ends within --timeout + 5 s all the same, no sysctl or MCA
@@ -50,6 +58,8 @@ if [ "${FLC_CLUSTER:-}" = "" ]; then
     allreduce_t4) UP="4" ;;
     link_down | kill_host | launch) UP="3 --slots 2,1,1" ;;
     launch_link_down) UP="3 --slots 2,1,1 --tcp-retries 15" ;;
+    faults) UP="3 --slots 2,1,1" ;;
+    hosts) UP="5 --slots 2,1,1,1,1 --tcp-retries 15" ;;
     loss_host) UP="3 --slots 2,1,1 --delay 0.1ms" ;;
     *) echo "FAIL: unknown case '$CASE'" && exit 1 ;;
     esac
@@ -122,6 +132,60 @@ idle() {
     done
 }
 
+# A P=2 T=2 job of 100 epochs (1500 steps) with a checkpoint every 50 steps and --restarts $1,
+# started by the launcher on $HOSTS in the background (JOB_PID, its output in $TMP/out); first
+# the same plan without faults on this machine, the reference ($TMP/ref.csv, $TMP/ref)
+CKJOB="-q --epochs 100 --timeout 3"
+ckjob_start() {
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    # shellcheck disable=SC2086
+    timeout 120 "$FLRUN" "$TMP/x.plan" $CKJOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "the reference job"
+    # shellcheck disable=SC2086
+    launch "$TMP/x.plan" $CKJOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" --checkpoint-every 50 \
+        --restarts "$1" >"$TMP/out" 2>&1 &
+    JOB_PID=$!
+}
+# Waits (60 s at most) until the job wrote a checkpoint after step $1; CK: its step
+ckpt_after() {
+    TRIES=0
+    while :; do
+        CK=$(ls "$TMP/ck" 2>/dev/null | sed -n 's/^step-\([0-9]*\)$/\1/p' | sort -n | tail -1)
+        [ -n "$CK" ] && [ "$CK" -gt "$1" ] && return 0
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 600 ] || { cat "$TMP/out"; fail "no checkpoint after step $1 within 60 s"; }
+        sleep 0.1
+    done
+}
+# Waits (60 s at most) for the launcher's restart $1; FROM: the step it goes on from
+restarted() {
+    TRIES=0
+    until grep -q "restart $1 of" "$TMP/out"; do
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 600 ] || { cat "$TMP/out"; fail "no restart $1 within 60 s"; }
+        sleep 0.1
+    done
+    FROM=$(sed -n "s/.*restart $1 of .*from the checkpoint after step \([0-9]*\) .*/\1/p" "$TMP/out")
+    [ -n "$FROM" ] || { cat "$TMP/out"; fail "restart $1 is not from a checkpoint"; }
+}
+# The pid of rank $2's flrun on host $1
+rank_on() {
+    for p in $(on "$1"); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = flrun ] || continue
+        tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo $p && return
+    done
+}
+# The job ended well, with the reference job's log and parameters, byte for byte
+ckjob_same() {
+    wait $JOB_PID
+    RC=$?
+    cat "$TMP/out"
+    [ $RC = 0 ] || fail "the job with restarts ended with status $RC"
+    cmp "$TMP/ref.csv" "$TMP/d.csv" || fail "the log differs from the uninterrupted job's"
+    for f in "$TMP"/ref/*; do cmp "$f" "$TMP/d/${f##*/}" || fail "${f##*/} differs from the uninterrupted job's"; done
+    echo "the job's log and parameters are the uninterrupted job's, byte for byte"
+}
+
 # host3 gives its processes up within $1 s (its daemon loses mpirun)
 host3_empties() {
     TRIES=0
@@ -145,6 +209,48 @@ launch)
     for f in "$TMP"/m/*; do cmp "$f" "$TMP/l/${f##*/}" || fail "the launcher's job saves other values ($f)"; done
     [ "$(ls "$TMP/m" | wc -l)" = "$(ls "$TMP/l" | wc -l)" ] || fail "the checkpoints hold different files"
     idle 3
+    ;;
+faults)
+    # pserver 1 (host3) SIGKILLed, then trainer 1 (host1), then pserver 0 (host2) stopped: each
+    # failure restarts the job from its last checkpoint on the same hosts, which all answer
+    ckjob_start 3
+    ckpt_after 0
+    kill -9 "$(rank_on 3 3)" || fail "no pserver 1 on host3"
+    restarted 1
+    ckpt_after "$FROM"
+    kill -9 "$(rank_on 1 1)" || fail "no trainer 1 on host1"
+    restarted 2
+    ckpt_after "$FROM"
+    kill -STOP "$(rank_on 2 2)" || fail "no pserver 0 on host2"
+    restarted 3
+    ckjob_same
+    grep -q "no answer from rank 2 (pserver 0 on host2) for 3 s\|no gradient from\|no message from" "$TMP/out" ||
+        fail "no rank names the stopped pserver"
+    idle 3
+    ;;
+hosts)
+    # host3's link cut: the job (--timeout 3) restarts on host1, host2 and the spare host4; then
+    # host2 lost whole (its processes killed, its link down): on host1, host4 and host5. The hosts
+    # keep Linux's default tcp_retries2 (15): the launcher ends each failed attempt itself
+    HOSTS=host1:2,host2,host3,host4,host5
+    ckjob_start 2
+    ckpt_after 0
+    T0=$(now)
+    "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 down || fail "link down"
+    restarted 1
+    echo "restart 1 said $(echo "$(now) - $T0" | bc) s after host3's link went down"
+    grep -q "host3 does not answer: left out" "$TMP/out" || fail "host3 is not left out"
+    grep -q "restart 1 of 2: 4 ranks (2 trainers, 2 pservers) on host1:2,host2:1,host4:1," "$TMP/out" ||
+        fail "restart 1 is not on host1, host2 and host4"
+    ckpt_after "$FROM"
+    "$FLC_CLUSTER_SH" kill "$FLC_CLUSTER" 2 && "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 2 down || fail "losing host2"
+    restarted 2
+    grep -q "restart 2 of 2: 4 ranks (2 trainers, 2 pservers) on host1:2,host4:1,host5:1," "$TMP/out" ||
+        fail "restart 2 is not on host1, host4 and host5"
+    ckjob_same
+    "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 2 up && "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 up || fail "links up"
+    host3_empties 40 "its link came back"
+    idle 5
     ;;
 launch_link_down)
     fault launch_link_down

@@ -74,7 +74,10 @@
 #                                 resumed: the uninterrupted job's log and parameters, byte for
 #                                 byte; the checkpoint resumed by a P=1 job within 1e-6
 #   launch                        flrun PLAN outside mpirun starts the job itself: the same log
-#                                 as the mpirun line; bad --hosts and --hostfile refused
+#                                 as the mpirun line; bad --hosts and --hostfile refused; with
+#                                 --restarts a SIGKILLed pserver's job restarts from its last
+#                                 checkpoint and ends byte for byte as the uninterrupted job; a
+#                                 job that fails for its own error is not restarted
 #   threads                       kernel threads: 1 per rank by default, --threads 2 on every
 #                                 rank (--stats says so), --threads 0 refused; each rank names
 #                                 its GEMM library, FL_GEMM=onednn reaching every rank
@@ -724,6 +727,32 @@ launch)
         "$FLRUN" "$TMP/x.plan" --hostfile "$TMP/hosts"
     usage "hosts under mpirun" "flrun: --hosts is the launcher's: run flrun PLAN without mpirun" \
         run_mpi -np 4 "$FLRUN" "$TMP/x.plan" --hosts a:4
+    # --restarts 1: pserver 1 SIGKILLed after some checkpoints, the job restarts from the last
+    # and ends with the uninterrupted job's log and parameters, byte for byte
+    JOB="-q --epochs 60 --timeout 5"
+    timeout 120 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "the uninterrupted job"
+    timeout 120 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/r.csv" --save "$TMP/r" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 --restarts 1 >"$TMP/out" 2>&1 &
+    JOB_PID=$!
+    TRIES=0
+    until [ -d "$TMP/ck/step-200" ]; do
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 600 ] || fail "no checkpoint of step 200 within 60 s"
+        sleep 0.1
+    done
+    kill -9 "$(rank_pid 3)"
+    wait $JOB_PID || { cat "$TMP/out"; fail "the job with --restarts 1 failed"; }
+    cat "$TMP/out"
+    grep -q "^flrun: launcher [0-9:]*: restart 1 of 1: 4 ranks (2 trainers, 2 pservers) on this machine, from the checkpoint after step [0-9]* " \
+        "$TMP/out" || fail "no restart said"
+    cmp "$TMP/ref.csv" "$TMP/r.csv" || fail "the restarted job's log differs from the uninterrupted one's"
+    for f in "$TMP"/ref/*; do cmp "$f" "$TMP/r/${f##*/}" || fail "the restarted job's ${f##*/} differs"; done
+    # an error of the program's own (its data is not there) is not restarted
+    timeout 120 "$FLRUN" "$TMP/x.plan" -q --data-dir "$TMP" --restarts 2 >"$TMP/out" 2>&1 && fail "a job without data exited 0"
+    cat "$TMP/out"
+    grep -q "the job failed with an error of its own (above), which a restart would meet again: no restart" "$TMP/out" ||
+        fail "the job without data was not said unrestartable"
+    grep -q "restart 1 of" "$TMP/out" && fail "the job without data was restarted"
     ;;
 threads)
     # kernel threads in a job: 1 per rank by default, --threads N honoured on every rank
