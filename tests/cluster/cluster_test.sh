@@ -146,17 +146,6 @@ ckjob_start() {
         --restarts "$1" >"$TMP/out" 2>&1 &
     JOB_PID=$!
 }
-# Waits (60 s at most) until the job wrote a checkpoint after step $1; CK: its step
-ckpt_after() {
-    TRIES=0
-    while :; do
-        CK=$(ls "$TMP/ck" 2>/dev/null | sed -n 's/^step-\([0-9]*\)$/\1/p' | sort -n | tail -1)
-        [ -n "$CK" ] && [ "$CK" -gt "$1" ] && return 0
-        TRIES=$((TRIES + 1))
-        [ $TRIES -lt 600 ] || { cat "$TMP/out"; fail "no checkpoint after step $1 within 60 s"; }
-        sleep 0.1
-    done
-}
 # Waits (60 s at most) for the launcher's restart $1; FROM: the step it goes on from
 restarted() {
     TRIES=0
@@ -181,8 +170,7 @@ ckjob_same() {
     RC=$?
     cat "$TMP/out"
     [ $RC = 0 ] || fail "the job with restarts ended with status $RC"
-    cmp "$TMP/ref.csv" "$TMP/d.csv" || fail "the log differs from the uninterrupted job's"
-    for f in "$TMP"/ref/*; do cmp "$f" "$TMP/d/${f##*/}" || fail "${f##*/} differs from the uninterrupted job's"; done
+    same_as_ref "$TMP/d.csv" "$TMP/d"
     echo "the job's log and parameters are the uninterrupted job's, byte for byte"
 }
 

@@ -105,6 +105,24 @@ rank_pid() {
     done
 }
 
+# Waits (60 s at most) until the job wrote a checkpoint after step $1 into $TMP/ck; CK: its step
+ckpt_after() {
+    TRIES=0
+    while :; do
+        CK=$(ls "$TMP/ck" 2>/dev/null | sed -n 's/^step-\([0-9]*\)$/\1/p' | sort -n | tail -1)
+        [ -n "$CK" ] && [ "$CK" -gt "$1" ] && return 0
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 600 ] || { cat "$TMP/out"; fail "no checkpoint after step $1 within 60 s"; }
+        sleep 0.1
+    done
+}
+# The job's log $1 and saved parameters $2 are the uninterrupted job's ($TMP/ref.csv, $TMP/ref),
+# byte for byte
+same_as_ref() {
+    cmp "$TMP/ref.csv" "$1" || fail "$1 differs from the uninterrupted job's log"
+    for f in "$TMP"/ref/*; do cmp "$f" "$2/${f##*/}" || fail "$2: ${f##*/} differs from the uninterrupted job's"; done
+}
+
 STATE=velocity # a var of the optimizer's state that checkpoints must hold
 DEFS=""
 BATCH=50  # the batch size per trainer
@@ -674,12 +692,7 @@ checkpoint)
     run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
         --checkpoint-every 50 >"$TMP/out" 2>&1 &
     JOB_PID=$!
-    TRIES=0
-    until [ -d "$TMP/ck/step-300" ]; do
-        TRIES=$((TRIES + 1))
-        [ $TRIES -lt 600 ] || fail "no checkpoint of step 300 within 60 s"
-        sleep 0.1
-    done
+    ckpt_after 250
     kill -9 "$(rank_pid 3)"
     wait $JOB_PID && fail "the job with a killed pserver exited 0"
     [ -e "$TMP/d.csv" ] && fail "the killed job wrote its log"
@@ -687,8 +700,7 @@ checkpoint)
     echo "killed after the checkpoint of step $LAST"
     run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
         --checkpoint-every 50 --resume >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the resumed job"; }
-    cmp "$TMP/ref.csv" "$TMP/d.csv" || fail "the resumed job's log differs from the uninterrupted one's"
-    for f in "$TMP"/ref/*; do cmp "$f" "$TMP/d/${f##*/}" || fail "the resumed job's ${f##*/} differs"; done
+    same_as_ref "$TMP/d.csv" "$TMP/d"
     # the last two checkpoints are kept (1150 and 1200): the P=1 job goes on from step 1150
     rm -r "$TMP/ck/step-1200" || fail "no checkpoint after the last step"
     PREV=$(ls "$TMP/ck" | sed -n 's/^step-//p')
@@ -734,19 +746,13 @@ launch)
     timeout 120 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/r.csv" --save "$TMP/r" --checkpoint "$TMP/ck" \
         --checkpoint-every 50 --restarts 1 >"$TMP/out" 2>&1 &
     JOB_PID=$!
-    TRIES=0
-    until [ -d "$TMP/ck/step-200" ]; do
-        TRIES=$((TRIES + 1))
-        [ $TRIES -lt 600 ] || fail "no checkpoint of step 200 within 60 s"
-        sleep 0.1
-    done
+    ckpt_after 150
     kill -9 "$(rank_pid 3)"
     wait $JOB_PID || { cat "$TMP/out"; fail "the job with --restarts 1 failed"; }
     cat "$TMP/out"
     grep -q "^flrun: launcher [0-9:]*: restart 1 of 1: 4 ranks (2 trainers, 2 pservers) on this machine, from the checkpoint after step [0-9]* " \
         "$TMP/out" || fail "no restart said"
-    cmp "$TMP/ref.csv" "$TMP/r.csv" || fail "the restarted job's log differs from the uninterrupted one's"
-    for f in "$TMP"/ref/*; do cmp "$f" "$TMP/r/${f##*/}" || fail "the restarted job's ${f##*/} differs"; done
+    same_as_ref "$TMP/r.csv" "$TMP/r"
     # an error of the program's own (its data is not there) is not restarted
     timeout 120 "$FLRUN" "$TMP/x.plan" -q --data-dir "$TMP" --restarts 2 >"$TMP/out" 2>&1 && fail "a job without data exited 0"
     cat "$TMP/out"
