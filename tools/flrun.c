@@ -102,6 +102,9 @@ static const char *usage_text =
     "  --procs N           processors (worker threads) for goroutines and parallel_for's\n"
     "                      iterations (default: one per core; the main program runs on its own\n"
     "                      thread beside them)\n"
+    "  --trainers N        a plan's job: run N of its trainers (ranks 0..N-1; the pservers count\n"
+    "                      the others' gradients as zeros), keeping its global batch: each\n"
+    "                      trainer's share grows (the launcher's --elastic passes it)\n"
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
@@ -124,7 +127,7 @@ static const char *usage_text =
     "Distributed plans (.plan, from flc transpile) run one rank per role. Run outside mpirun,\n"
     "flrun starts the job itself through Open MPI's mpirun (the options above reach every rank):\n"
     "  flrun FILE.plan [--hosts H1:S1,H2:S2,... | --hostfile FILE] [--network CIDR] [--restarts N]\n"
-    "                  [options]\n"
+    "                  [--elastic MIN:MAX] [options]\n"
     "  --hosts LIST        the machines and their slots (ranks each takes), trainers first:\n"
     "                      host1:2,host2:2 (slots 1 when not given); default: this machine\n"
     "  --hostfile FILE     the same from a file, Open MPI's syntax: 'HOST [slots=N]' per line\n"
@@ -132,6 +135,10 @@ static const char *usage_text =
     "  --restarts N        a job that loses a rank or a host starts again, up to N times, on\n"
     "                      the hosts that still answer (a spare takes a lost one's place), from\n"
     "                      the last checkpoint of --checkpoint DIR (--checkpoint-every)\n"
+    "  --elastic MIN:MAX   trainers that come and go: each start runs as many of the plan's\n"
+    "                      trainers as the hosts that answer take (MIN to MAX), keeping the plan's\n"
+    "                      global batch; a host that comes back (or joins the --hostfile) is\n"
+    "                      taken at the next checkpoint (needs --checkpoint-every, --restarts)\n"
     "(the launcher adds --allow-run-as-root for root, --oversubscribe for more ranks than\n"
     "cores, and Open MPI's keepalive settings; once a rank has failed, mpirun gets 2 s to end\n"
     "the job, then the launcher ends it)\n"
@@ -149,8 +156,10 @@ typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var, *data_dir, *timeline;
     const char *hosts, *hostfile, *network; /* the launcher's (launch.h) */
     int64_t restarts;
+    int64_t elastic_min, elastic_max; /* --elastic MIN:MAX */
     const char *checkpoint; /* --checkpoint DIR */
     int64_t checkpoint_every;
+    int64_t trainers; /* --trainers N: N of the plan's trainers run (0: all) */
     bool resume;
     char *resume_from; /* --resume: the checkpoint found in DIR (then also `load`), or NULL */
     int64_t epochs, batch, seed, threads, timeline_events;
@@ -497,7 +506,7 @@ static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr 
 
 static FlStatus train(Run *r, FlErr *e) {
     FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed, r->o->checkpoint_every,
-                         r->o->resume_from ? &r->resumed : NULL};
+                         r->o->resume_from ? &r->resumed : NULL, r->plan ? r->plan->trainers : 0};
     FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line, .checkpoint = checkpoint};
     return fl_train_run(r->tr, &to, &h, e);
 }
@@ -595,7 +604,7 @@ static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *min
         int64_t given, spec;
         bool trainers;
     } nums[] = {{"--epochs", o->epochs, rs->epochs, true}, {"--batch-size", o->batch, rs->batch_size, true},
-                {"--seed", o->seed, rs->seed, !all}};
+                {"--seed", o->seed, rs->seed, !all}, {"--trainers", o->trainers ? o->trainers : -1, plan ? plan->trainers : 0, false}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         char key[32], shown[64];
         int64_t v = nums[i].given >= 0 ? nums[i].given : nums[i].spec;
@@ -638,14 +647,15 @@ static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **
     *out = m;
     agree_options(o, plan, *bundle, m);
     /* collective: on an error every rank has the same message; rank 0 says it, all leave at once */
-    if ((plan ? fl_mpi_assign_plan(m, plan, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) != FL_OK) {
+    if ((plan ? fl_mpi_assign_plan(m, plan, (int)o->trainers, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) !=
+        FL_OK) {
         if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s\n", e.msg);
         fl_mpi_free(m);
         *out = NULL;
         return 1;
     }
     if (plan) {
-        int64_t k = plan->rank_role.data[fl_mpi_rank(m)];
+        int64_t k = fl_mpi_plan_role(plan, (int)o->trainers, fl_mpi_rank(m));
         *bundle = plan->roles.data[k];
         plan->roles.data[k] = NULL;
         /* seed-0 random ops take their seed from the run seed: the trainers' run spec's, so that
@@ -842,7 +852,6 @@ static double wall_now(void) {
  * took. */
 static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e) {
     Run *r = ctx;
-    (void)stop;
     double t0 = wall_now();
     FlNamedTensors v = {0};
     bool asked = false;
@@ -857,6 +866,11 @@ static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr 
     r->ckpt_n++;
     r->ckpt_secs += dt;
     if (dt > r->ckpt_max) r->ckpt_max = dt;
+    /* DIR/STOP: the job ends well after this checkpoint (a launcher restarts it on more hosts) */
+    if (s == FL_OK && (*stop = fl_ckpt_take_stop(r->o->checkpoint)) && !r->o->quiet) {
+        printf("stopping after the checkpoint of step %lld, as %s/STOP asks\n", (long long)st->step, r->o->checkpoint);
+        fflush(stdout);
+    }
     return s;
 }
 
@@ -982,6 +996,17 @@ static int run_program(Opts *o) {
         fl_ir_bundle_free(bundle);
         return 2;
     }
+    if (o->trainers && (!plan || o->trainers > plan->trainers)) {
+        if (plan)
+            fprintf(stderr, "flrun: --trainers %lld: the plan has %lld trainers; a job runs at most its plan's (transpile it "
+                    "for more)\nTry 'flrun --help'.\n", (long long)o->trainers, (long long)plan->trainers);
+        else
+            fprintf(stderr, "flrun: --trainers runs some of a plan's trainers: '%s' is not a plan\nTry 'flrun --help'.\n",
+                    o->file);
+        fl_ir_bundle_free(bundle);
+        fl_ir_plan_free(plan);
+        return 2;
+    }
     if (o->resume) { /* every rank finds the same last checkpoint (the job's ranks agree on --load) */
         int64_t step;
         if (fl_ckpt_latest(o->checkpoint, &o->resume_from, &step, &e) != FL_OK) {
@@ -1072,6 +1097,9 @@ static int run_program(Opts *o) {
         if (train(&r, &e) != FL_OK) goto fail;
     }
     if (r.writer && fl_ckpt_writer_wait(r.writer, &e) != FL_OK) goto fail; /* the last checkpoint in place */
+    /* stopped at a checkpoint (DIR/STOP): nothing of a finished run is written (the run resumed
+     * from that checkpoint writes the log, --save and --predict) */
+    bool stopped = r.tr && fl_train_stopped(r.tr);
     if (r.writer && o->stats) {
         int n;
         double secs, most;
@@ -1080,7 +1108,8 @@ static int run_program(Opts *o) {
                 "the writes took %.3f s each (%.3f s at most) beside it\n", n, r.ckpt_n ? r.ckpt_secs / r.ckpt_n : 0,
                 r.ckpt_max, n ? secs / n : 0, most);
     }
-    if (o->save && lead && plan && save_plan(&r, &saving, &asked, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
+    if (o->save && lead && plan && !stopped && save_plan(&r, &saving, &asked, &e) != FL_OK)
+        goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
     if (saving) {
         FlParamsSaving *s = saving;
@@ -1088,9 +1117,9 @@ static int run_program(Opts *o) {
         if (finish_save(&r, s, asked, &e) != FL_OK) goto fail;
     }
     if (mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail; /* with the pservers, which are done */
-    if (r.log && close_log(&r, &e) != FL_OK) goto fail;
-    if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
-    if (o->predict && lead && predict(&r, &e) != FL_OK) goto fail;
+    if (r.log && !stopped && close_log(&r, &e) != FL_OK) goto fail;
+    if (o->save && lead && !plan && !stopped && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
+    if (o->predict && lead && !stopped && predict(&r, &e) != FL_OK) goto fail;
     if (!mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
@@ -1187,7 +1216,16 @@ static int launch(const Opts *o, int argc, char **argv, const bool *launcher_arg
     FL_VEC(char *) args = {0};
     for (int i = 1; i < argc; i++)
         if (!launcher_arg[i]) FL_VEC_PUSH(&args, argv[i]);
-    FlLaunchOptions lo = {.plan = o->file, .trainers = (int)plan->trainers, .pservers = (int)plan->pservers,
+    if (o->elastic_max > plan->trainers || (o->trainers && o->trainers > plan->trainers)) {
+        fprintf(stderr, "flrun: %s %lld: the plan has %lld trainers; a job runs at most its plan's (transpile it for more)\n"
+                "Try 'flrun --help'.\n", o->trainers ? "--trainers" : "--elastic ...:",
+                (long long)(o->trainers ? o->trainers : o->elastic_max), (long long)plan->trainers);
+        fl_ir_plan_free(plan);
+        return 2;
+    }
+    FlLaunchOptions lo = {.plan = o->file, .trainers = (int)(o->trainers ? o->trainers : plan->trainers),
+                          .pservers = (int)plan->pservers, .elastic_min = (int)o->elastic_min,
+                          .elastic_max = (int)o->elastic_max,
                           .hosts = o->hosts, .hostfile = o->hostfile, .network = o->network,
                           .restarts = (int)o->restarts, .checkpoint = o->checkpoint,
                           .rank_args = args.data, .nrank_args = args.len};
@@ -1327,11 +1365,29 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(s, "--resume")) {
             o.resume = true;
+        } else if (!strcmp(s, "--trainers")) {
+            NEED_VAL();
+            if (!parse_int(val, 1, &o.trainers) || o.trainers > 4096) {
+                rc = usage_error("%s needs a number of trainers from 1 to 4096", s);
+                goto done;
+            }
         } else if (!strcmp(s, "--restarts")) {
             NEED_VAL();
             launcher_arg[i - 1] = launcher_arg[i] = true;
             if (!parse_int(val, 0, &o.restarts) || o.restarts > 1000) {
                 rc = usage_error("%s needs a number of restarts from 0 to 1000", s);
+                goto done;
+            }
+        } else if (!strcmp(s, "--elastic")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            const char *colon = strchr(val, ':');
+            char lo[32] = "";
+            if (colon && (size_t)(colon - val) < sizeof lo) memcpy(lo, val, (size_t)(colon - val));
+            if (!colon || !parse_int(lo, 1, &o.elastic_min) || !parse_int(colon + 1, 1, &o.elastic_max) ||
+                o.elastic_min > o.elastic_max || o.elastic_max > 4096) {
+                rc = usage_error("--elastic needs MIN:MAX, the fewest and the most trainers (1 <= MIN <= MAX), found '%s'",
+                                 val);
                 goto done;
             }
         } else if (!strcmp(s, "--hosts") || !strcmp(s, "--hostfile") || !strcmp(s, "--network")) {
@@ -1388,11 +1444,18 @@ int main(int argc, char **argv) {
                        : o.hostfile ? "--hostfile"
                        : o.network  ? "--network"
                        : o.restarts ? "--restarts"
+                       : o.elastic_max ? "--elastic"
                                     : NULL;
     if (lopt && !launcher) {
         rc = usage_error(ends_with(o.file, ".plan")
                              ? "%s is the launcher's: run flrun PLAN without mpirun (under mpirun, give mpirun the hosts)"
                              : "%s runs a plan's job: give a .plan (flc transpile)", lopt);
+        goto done;
+    }
+    if (o.elastic_max && (!o.checkpoint_every || !o.restarts || o.trainers)) {
+        rc = usage_error(o.trainers ? "%s chooses the trainers itself: give it no --trainers"
+                                    : "%s needs --checkpoint DIR --checkpoint-every STEPS (where the job goes on from) and "
+                                      "--restarts N (how many losses it survives)", "--elastic");
         goto done;
     }
     if (o.hosts && o.hostfile) {

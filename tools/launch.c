@@ -341,8 +341,9 @@ static void remove_session(pid_t pid) {
         nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Waits for mpirun to end, copying its stderr; returns the exit code flrun passes on. */
-static int wait_job(Job *j) {
+/* Waits for mpirun to end, copying its stderr, calling tick(ctx) every 100 ms or so (NULL:
+ * none); returns the exit code flrun passes on. */
+static int wait_job(Job *j, void (*tick)(void *), void *ctx) {
     bool eof = false;
     while (!j->done) {
         struct pollfd p = {.fd = eof ? -1 : j->err, .events = POLLIN};
@@ -354,6 +355,7 @@ static int wait_job(Job *j) {
             j->failed = now();
         }
         watchdog(j);
+        if (tick) tick(ctx);
         pid_t w = waitpid(j->pid, &j->status, WNOHANG);
         if (w == j->pid) j->done = true;
     }
@@ -375,13 +377,29 @@ static int wait_job(Job *j) {
     return WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
 }
 
-/* ---------------------------------------------------------------- the job and its restarts */
+/* ---------------------------------------------------------------- hosts that answer */
+
+/* Probes of hosts running: a job of one process (`true`) started on each by mpirun, as the
+ * job's ranks are; a host answers when it ends well within FL_LAUNCH_PROBE_WAIT s. */
+typedef struct Probe {
+    pid_t *pid; /* per host: its probe's mpirun, 0: none */
+    size_t n;
+    double t0;
+    bool on;
+} Probe;
 
 typedef struct Launch {
     const FlLaunchOptions *o;
-    Hosts hosts; /* as given, in order */
+    Hosts hosts; /* as given (a hostfile's hosts added since appended), in order */
     bool *up;    /* per host: it answered its last probe (every host until probed) */
     char *self, *plan;
+    /* elastic (--elastic): the running attempt's trainers, and its watch for hosts coming back */
+    int trainers;
+    Probe watch;
+    double watched; /* when the last watch ended */
+    bool *was_up;   /* per host (nwas of them): it answered when the attempt started */
+    size_t nwas;
+    bool stop_asked;
 } Launch;
 
 /* "HH:MM:SS", the launcher's notes' time. */
@@ -419,6 +437,80 @@ static void mpirun_options(const FlLaunchOptions *o, bool hosts, Argv *a) {
     }
 }
 
+/* Starts probing the hosts (all of them, or those that did not answer last). */
+static void probe_start(Launch *L, Probe *p, bool all) {
+    p->n = L->hosts.len;
+    free(p->pid);
+    p->pid = fl_xcalloc(p->n + 1, sizeof *p->pid);
+    p->t0 = now();
+    p->on = false;
+    for (size_t i = 0; i < p->n; i++) {
+        if (!all && L->up[i]) continue;
+        Argv a = {0};
+        mpirun_options(L->o, true, &a);
+        FlBuf h = {0};
+        fl_buf_printf(&h, "%s:1", L->hosts.data[i].name);
+        push(&a, "--host"), push(&a, fl_buf_str(&h)), push(&a, "-np"), push(&a, "1"), push(&a, "true");
+        FL_VEC_PUSH(&a, NULL);
+        FlErr e;
+        pid_t pid = spawn(a.data, NULL, true, &e);
+        fl_buf_free(&h);
+        argv_free(&a);
+        L->up[i] = false;
+        if (pid > 0) p->pid[i] = pid, p->on = true;
+    }
+}
+
+/* Takes the probes that ended (their hosts' up); past FL_LAUNCH_PROBE_WAIT ends the others
+ * (those hosts do not answer). Returns whether every probe has ended. */
+static bool probe_poll(Launch *L, Probe *p) {
+    bool late = now() - p->t0 > FL_LAUNCH_PROBE_WAIT, left = false;
+    for (size_t i = 0; i < p->n; i++) {
+        int st;
+        if (p->pid[i] <= 0) continue;
+        if (waitpid(p->pid[i], &st, WNOHANG) == p->pid[i]) {
+            L->up[i] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            p->pid[i] = 0;
+        } else if (late) {
+            kill(-p->pid[i], SIGKILL);
+            waitpid(p->pid[i], NULL, 0);
+            remove_session(p->pid[i]);
+            p->pid[i] = 0;
+        } else {
+            left = true;
+        }
+    }
+    p->on = left;
+    return !left;
+}
+
+/* Every host probed, waited for. */
+static void probe(Launch *L) {
+    Probe p = {0};
+    probe_start(L, &p, true);
+    while (!probe_poll(L, &p)) usleep(20000);
+    free(p.pid);
+}
+
+/* The hostfile read again: hosts added since are appended (not probed yet). */
+static void reread_hostfile(Launch *L) {
+    if (!L->o->hostfile) return;
+    Hosts now_h = {0};
+    FlErr e;
+    if (parse_hostfile(L->o->hostfile, &now_h, &e)) {
+        for (size_t i = 0; i < now_h.len; i++) {
+            bool known = false;
+            for (size_t k = 0; k < L->hosts.len && !known; k++) known = !strcmp(L->hosts.data[k].name, now_h.data[i].name);
+            if (known) continue;
+            FL_VEC_PUSH(&L->hosts, ((Host){fl_xstrdup(now_h.data[i].name), now_h.data[i].slots}));
+            L->up = fl_xrealloc(L->up, (L->hosts.len + 1) * sizeof *L->up);
+            L->up[L->hosts.len - 1] = false;
+            note("%s is in %s now", now_h.data[i].name, L->o->hostfile);
+        }
+    }
+    hosts_free(&now_h);
+}
+
 /* The hosts that answered (up), in order; their slots in *slots. */
 static void usable(const Launch *L, Hosts *out, int *slots) {
     *slots = 0;
@@ -429,26 +521,45 @@ static void usable(const Launch *L, Hosts *out, int *slots) {
         }
 }
 
-/* mpirun's command for the job: n ranks on `hosts` (none: this machine); `resume`: the ranks go
- * on from the last checkpoint. */
-static void build_command(const Launch *L, const Hosts *hosts, int n, bool resume, Argv *a) {
+/* The trainers a job can run on the hosts that answer: the plan's, or elastic, as many as the
+ * free slots take up to its most (fewer than its least: 0). Without hosts: this machine. */
+static int trainers_now(const Launch *L) {
     const FlLaunchOptions *o = L->o;
+    int slots = 0;
+    for (size_t i = 0; i < L->hosts.len; i++) slots += L->up[i] ? L->hosts.data[i].slots : 0;
+    if (!o->elastic_max) return !L->hosts.len || slots >= o->trainers + o->pservers ? o->trainers : 0;
+    if (!L->hosts.len) return o->elastic_max;
+    int t = slots - o->pservers < o->elastic_max ? slots - o->pservers : o->elastic_max;
+    return t >= o->elastic_min ? t : 0;
+}
+
+/* ---------------------------------------------------------------- the job and its restarts */
+
+/* mpirun's command for the job: its trainers and the pservers on the hosts that answer (none
+ * given: this machine); `resume`: the ranks go on from the last checkpoint. */
+static void build_command(const Launch *L, int trainers, bool resume, Argv *a) {
+    const FlLaunchOptions *o = L->o;
+    int n = trainers + o->pservers;
+    Hosts hosts = {0};
+    int slots;
+    usable(L, &hosts, &slots);
     char num[32];
-    mpirun_options(o, hosts->len > 0, a);
-    if (!hosts->len) {
+    mpirun_options(o, L->hosts.len > 0, a);
+    if (!L->hosts.len) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         if (cores < 1 || n > cores) push(a, "--oversubscribe");
     }
     push(a, "-np");
     snprintf(num, sizeof num, "%d", n);
     push(a, num);
-    if (hosts->len) {
+    if (hosts.len) {
         FlBuf h = {0};
-        host_arg(hosts, n, &h);
+        host_arg(&hosts, n, &h);
         push(a, "--host");
         push(a, fl_buf_str(&h));
         fl_buf_free(&h);
     }
+    FL_VEC_FREE(&hosts); /* its names are L's */
     for (char **e = environ; *e; e++) {
         const char *eq = strchr(*e, '=');
         if (!eq || !forwarded(*e)) continue;
@@ -463,77 +574,14 @@ static void build_command(const Launch *L, const Hosts *hosts, int n, bool resum
         has_resume |= !strcmp(o->rank_args[i], "--resume");
     }
     if (resume && !has_resume) push(a, "--resume");
+    if (o->elastic_max) {
+        snprintf(num, sizeof num, "%d", trainers);
+        push(a, "--trainers"), push(a, num);
+    }
     FL_VEC_PUSH(a, NULL);
 }
 
-/* Probes every host: a job of one process (`true`) started there by mpirun, as the job's ranks
- * are; up[i] whether it ended well within FL_LAUNCH_PROBE_WAIT s (those that do not are ended). */
-static void probe(Launch *L) {
-    size_t n = L->hosts.len;
-    pid_t *pid = fl_xcalloc(n + 1, sizeof *pid);
-    for (size_t i = 0; i < n; i++) {
-        Argv a = {0};
-        mpirun_options(L->o, true, &a);
-        FlBuf h = {0};
-        fl_buf_printf(&h, "%s:1", L->hosts.data[i].name);
-        push(&a, "--host"), push(&a, fl_buf_str(&h)), push(&a, "-np"), push(&a, "1"), push(&a, "true");
-        FL_VEC_PUSH(&a, NULL);
-        FlErr e;
-        pid[i] = spawn(a.data, NULL, true, &e);
-        L->up[i] = false;
-        fl_buf_free(&h);
-        argv_free(&a);
-    }
-    double t0 = now();
-    for (size_t left = n; left > 0 && now() - t0 < FL_LAUNCH_PROBE_WAIT;) {
-        left = 0;
-        for (size_t i = 0; i < n; i++) {
-            int st;
-            if (pid[i] <= 0) continue;
-            if (waitpid(pid[i], &st, WNOHANG) == pid[i]) {
-                L->up[i] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-                pid[i] = 0;
-            } else {
-                left++;
-            }
-        }
-        if (left) usleep(20000);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (pid[i] > 0) {
-            kill_local_ranks(pid[i], "/bin/true");
-            kill(-pid[i], SIGKILL);
-            waitpid(pid[i], NULL, 0);
-            remove_session(pid[i]);
-        }
-    free(pid);
-}
-
-/* One attempt of the job on the hosts that are up: n ranks. Returns its exit code; *lost and
- * *program say why it failed. */
-static int attempt(Launch *L, int n, bool resume, bool *lost, bool *program) {
-    Hosts use = {0};
-    int slots = 0;
-    usable(L, &use, &slots);
-    Argv argv = {0};
-    build_command(L, &use, n, resume, &argv);
-    FL_VEC_FREE(&use); /* its names are L's */
-    FlErr e = {{0}};
-    Job job = {.self = L->self};
-    job.pid = spawn(argv.data, &job.err, false, &e);
-    argv_free(&argv);
-    if (job.pid < 0) {
-        fprintf(stderr, "flrun: error: %s\n", e.msg);
-        *lost = false, *program = true;
-        return 1;
-    }
-    int rc = wait_job(&job);
-    *lost = job.lost;
-    *program = job.program;
-    return rc;
-}
-
-/* "host1:2,host2:1" of the hosts the job's n ranks take. */
+/* "host1:2,host2:1" of the hosts the job's ranks take. */
 static void hosts_text(const Launch *L, int n, FlBuf *out) {
     Hosts use = {0};
     int slots;
@@ -543,21 +591,90 @@ static void hosts_text(const Launch *L, int n, FlBuf *out) {
     FL_VEC_FREE(&use);
 }
 
+/* Elastic, while a job runs on fewer trainers than its most: every FL_LAUNCH_REWATCH s the
+ * hosts that did not answer (and those added to the hostfile) are probed again; when they would
+ * give the job more trainers, it is asked to stop at its next checkpoint (DIR/STOP) and then
+ * restarts with them. */
+static void watch_hosts(void *arg) {
+    Launch *L = arg;
+    if (L->stop_asked || L->trainers >= L->o->elastic_max || !L->hosts.len) return;
+    if (!L->watch.on) {
+        if (now() - L->watched < FL_LAUNCH_REWATCH) return;
+        reread_hostfile(L);
+        probe_start(L, &L->watch, false);
+        if (L->watch.on) return;
+    } else if (!probe_poll(L, &L->watch)) {
+        return;
+    }
+    L->watched = now();
+    int t = trainers_now(L);
+    if (t <= L->trainers) return;
+    FlErr e;
+    FlBuf back = {0}; /* the hosts that answer now and did not when the attempt started */
+    for (size_t i = 0; i < L->hosts.len; i++)
+        if (L->up[i] && (i >= L->nwas || !L->was_up[i]))
+            fl_buf_printf(&back, "%s%s", back.len ? ", " : "", L->hosts.data[i].name);
+    if (fl_ckpt_ask_stop(L->o->checkpoint, &e) != FL_OK) {
+        note("cannot ask the job to stop (%s); it goes on with %d trainers", e.msg, L->trainers);
+    } else {
+        note("%s answer%s: the job stops at its next checkpoint to go on with %d trainers", fl_buf_str(&back),
+             strchr(fl_buf_str(&back), ',') ? "" : "s", t);
+        L->stop_asked = true;
+    }
+    fl_buf_free(&back);
+}
+
+/* One attempt of the job with `trainers` trainers. Returns its exit code; *lost and *program
+ * say why it failed. */
+static int attempt(Launch *L, int trainers, bool resume, bool *lost, bool *program) {
+    Argv argv = {0};
+    build_command(L, trainers, resume, &argv);
+    FlErr e = {{0}};
+    Job job = {.self = L->self};
+    L->trainers = trainers;
+    L->stop_asked = false;
+    L->watched = now();
+    free(L->was_up);
+    L->nwas = L->hosts.len;
+    L->was_up = fl_xcalloc(L->nwas + 1, sizeof *L->was_up);
+    memcpy(L->was_up, L->up, L->nwas * sizeof *L->up);
+    job.pid = spawn(argv.data, &job.err, false, &e);
+    argv_free(&argv);
+    if (job.pid < 0) {
+        fprintf(stderr, "flrun: error: %s\n", e.msg);
+        *lost = false, *program = true;
+        return 1;
+    }
+    int rc = wait_job(&job, L->o->elastic_max ? watch_hosts : NULL, L);
+    if (L->watch.on) { /* the watch's probes left: ended */
+        L->watch.t0 = 0;
+        probe_poll(L, &L->watch);
+    }
+    *lost = job.lost;
+    *program = job.program;
+    return rc;
+}
+
 int fl_launch(const FlLaunchOptions *o) {
     FlErr e = {{0}};
     Launch L = {.o = o};
-    int n = o->trainers + o->pservers;
+    int n = o->trainers + o->pservers, least = (o->elastic_max ? o->elastic_min : o->trainers) + o->pservers;
     if ((o->hosts && !parse_hosts(o->hosts, &L.hosts, &e)) || (o->hostfile && !parse_hostfile(o->hostfile, &L.hosts, &e))) {
         fprintf(stderr, "flrun: %s\nTry 'flrun --help'.\n", e.msg);
         hosts_free(&L.hosts);
         return 2;
     }
-    if (L.hosts.len && total_slots(&L.hosts) < n) {
+    if (L.hosts.len && total_slots(&L.hosts) < least) {
         FlBuf h = {0};
         for (size_t i = 0; i < L.hosts.len; i++)
             fl_buf_printf(&h, "%s%s:%d", i ? "," : "", L.hosts.data[i].name, L.hosts.data[i].slots);
-        fprintf(stderr, "flrun: the plan needs %d ranks (%d trainers + %d pservers) but the hosts have %d slots (%s)\n"
-                "Try 'flrun --help'.\n", n, o->trainers, o->pservers, total_slots(&L.hosts), fl_buf_str(&h));
+        if (o->elastic_max)
+            fprintf(stderr, "flrun: the job needs at least %d ranks (%d trainers + %d pservers) but the hosts have %d "
+                    "slots (%s)\nTry 'flrun --help'.\n", least, o->elastic_min, o->pservers, total_slots(&L.hosts),
+                    fl_buf_str(&h));
+        else
+            fprintf(stderr, "flrun: the plan needs %d ranks (%d trainers + %d pservers) but the hosts have %d slots (%s)\n"
+                    "Try 'flrun --help'.\n", n, o->trainers, o->pservers, total_slots(&L.hosts), fl_buf_str(&h));
         fl_buf_free(&h);
         hosts_free(&L.hosts);
         return 2;
@@ -576,10 +693,32 @@ int fl_launch(const FlLaunchOptions *o) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    for (int restart = 0;; restart++) {
+    if (o->elastic_max) fl_ckpt_clear_stop(o->checkpoint); /* a request of a launcher before */
+    bool resume = false;
+    for (int restart = 0;;) {
         bool lost, program;
-        rc = attempt(&L, n, restart > 0 && o->checkpoint, &lost, &program);
-        if (rc == 0 || got_signal) break;
+        int trainers = trainers_now(&L);
+        rc = attempt(&L, trainers, resume, &lost, &program);
+        resume = o->checkpoint != NULL;
+        if (got_signal) break;
+        if (o->elastic_max) {
+            bool stopped = fl_ckpt_stopped(o->checkpoint);
+            fl_ckpt_clear_stop(o->checkpoint);
+            if (rc == 0 && stopped) { /* the job stopped at a checkpoint to take the hosts that came */
+                FlBuf h = {0};
+                int t = trainers_now(&L);
+                hosts_text(&L, t + o->pservers, &h);
+                char *last = NULL;
+                int64_t step = -1;
+                if (fl_ckpt_latest(o->checkpoint, &last, &step, &e) != FL_OK) step = -1;
+                note("the job stopped after its checkpoint of step %lld: %d ranks (%d trainers, %d pservers) on %s from "
+                     "now on", (long long)step, t + o->pservers, t, o->pservers, fl_buf_str(&h));
+                free(last);
+                fl_buf_free(&h);
+                continue;
+            }
+        }
+        if (rc == 0) break;
         if (restart >= o->restarts || (program && !lost)) {
             if (o->restarts && program && !lost)
                 note("the job failed with an error of its own (above), which a restart would meet again: no restart");
@@ -587,39 +726,43 @@ int fl_launch(const FlLaunchOptions *o) {
                 note("the job failed, and its %d restart%s are spent", o->restarts, o->restarts == 1 ? "" : "s");
             break;
         }
+        restart++;
         /* the hosts still there take the job: those that answer */
         if (L.hosts.len) {
+            reread_hostfile(&L);
             probe(&L);
             for (size_t i = 0; i < L.hosts.len; i++)
                 if (!L.up[i]) note("%s does not answer: left out", L.hosts.data[i].name);
         }
-        Hosts use = {0};
-        int slots = 0;
-        usable(&L, &use, &slots);
-        FL_VEC_FREE(&use);
-        if (L.hosts.len && slots < n) {
-            note("the hosts that answer have %d slots, the job needs %d: no restart", slots, n);
+        int t = trainers_now(&L);
+        if (!t) {
+            int slots = 0;
+            for (size_t i = 0; i < L.hosts.len; i++) slots += L.up[i] ? L.hosts.data[i].slots : 0;
+            note("the hosts that answer have %d slots, the job needs %d: no restart", slots, least);
             break;
         }
         FlBuf h = {0}, from = {0};
-        hosts_text(&L, n, &h);
+        hosts_text(&L, t + o->pservers, &h);
         char *last = NULL;
         int64_t step = -1;
         if (o->checkpoint && fl_ckpt_latest(o->checkpoint, &last, &step, &e) == FL_OK && last)
             fl_buf_printf(&from, "from the checkpoint after step %lld ('%s')", (long long)step, last);
         else
             fl_buf_puts(&from, o->checkpoint ? "from the start (no checkpoint yet)" : "from the start (no --checkpoint)");
-        note("restart %d of %d: %d ranks (%d trainers, %d pservers) on %s, %s", restart + 1, o->restarts, n, o->trainers,
-             o->pservers, fl_buf_str(&h), fl_buf_str(&from));
+        note("restart %d of %d: %d ranks (%d trainer%s, %d pservers) on %s, %s", restart, o->restarts, t + o->pservers, t,
+             t == 1 ? "" : "s", o->pservers, fl_buf_str(&h), fl_buf_str(&from));
         free(last);
         fl_buf_free(&h);
         fl_buf_free(&from);
     }
     if (got_signal) rc = 128 + got_signal;
+    if (o->elastic_max) fl_ckpt_clear_stop(o->checkpoint);
 done:
     free(L.self);
     free(L.plan);
     free(L.up);
+    free(L.watch.pid);
+    free(L.was_up);
     hosts_free(&L.hosts);
     return rc;
 }

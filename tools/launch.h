@@ -23,6 +23,15 @@
  * not restarted: it would fail again. Each restart is said on stderr ("flrun: launcher
  * HH:MM:SS: ...": which hosts answer, where the ranks go, from which checkpoint).
  *
+ * Elastic jobs (--elastic MIN:MAX, with --checkpoint, --checkpoint-every and --restarts): each
+ * attempt runs as many of the plan's trainers as the slots of the hosts that answer take beyond
+ * the pservers, at most MAX, at least MIN (fewer: the launcher ends), passing the ranks
+ * --trainers N (they keep the plan's global batch: docs/distributed.md, "Elastic jobs"). While
+ * an attempt runs on fewer than MAX trainers, the hosts that did not answer (and hosts added to
+ * --hostfile) are probed every FL_LAUNCH_REWATCH s; when they would give it more trainers the
+ * launcher asks the job to stop at its next checkpoint (ckpt.h, DIR/STOP) and starts it again
+ * there with them (this is not a restart: --restarts counts failures). Each change is said.
+ *
  * The launcher is a process of its own that never joins the job: it starts mpirun (in a
  * process group of its own, so a terminal's Ctrl-C reaches the launcher, which passes it on).
  */
@@ -34,15 +43,17 @@
 
 #define FL_LAUNCH_GRACE 2.0 /* seconds mpirun has to end a job whose rank failed */
 #define FL_LAUNCH_PROBE_WAIT 5.0 /* seconds a host has to answer a probe */
+#define FL_LAUNCH_REWATCH 5.0 /* elastic: seconds between probes of the hosts that did not answer */
 
 typedef struct FlLaunchOptions {
     const char *plan;        /* the plan's path, as given */
-    int trainers, pservers;  /* the plan's */
+    int trainers, pservers;  /* the job's (the plan's, or --trainers) and the plan's */
     const char *hosts;       /* --hosts "host1:2,host2:2", or NULL */
     const char *hostfile;    /* --hostfile FILE, or NULL */
     const char *network;     /* --network CIDR, or NULL */
     int restarts;            /* --restarts N: restarts of a job that lost a rank or a host */
     const char *checkpoint;  /* --checkpoint DIR, or NULL: a restart goes on from its last */
+    int elastic_min, elastic_max; /* --elastic MIN:MAX (0, 0: not elastic; max <= the plan's) */
     char *const *rank_args;  /* the options every rank takes, in order (the plan's path left out) */
     size_t nrank_args;
 } FlLaunchOptions;

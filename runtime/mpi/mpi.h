@@ -96,9 +96,16 @@ int fl_mpi_size(const FlMpi *m);
  * `file`: what this rank runs, for messages. A rank that never joins the exchange within the
  * timeout ends the job (fl_mpi_fail).
  * fl_mpi_assign_plan: roles from the plan's rank map (fl_ir_validate_plan checked the map).
+ * `trainers` (1 up to the plan's T; 0: T) of the plan's trainers run: the job's ranks are
+ * trainers 0..trainers-1, then the pservers (fl_mpi_plan_role), and the pservers count the
+ * absent trainers' gradients as zero ones (a job that lost trainers keeps the plan's global
+ * batch: docs/distributed.md, "Elastic jobs").
  * Errors: the job's size differs from the plan's ranks (both numbers and the command to run);
  * ranks running different plans, or a plan beside hand-written programs. */
-FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, int trainers, const char *file, FlErr *e) FL_WARN_UNUSED;
+/* The plan's role (its index in plan->roles) of rank `rank` in a job of `trainers` of its
+ * trainers (0: all). */
+int64_t fl_mpi_plan_role(const FlPlan *plan, int trainers, int rank);
 /* Roles by announcement, for hand-written MPMD programs: a program with listen_and_serv (or the
  * role "pserver") is a pserver, the others trainers. Errors: no trainer; a plan beside them;
  * sync trainers (barriers, sends marked sync) with async pservers, allreduce trainers with

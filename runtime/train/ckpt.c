@@ -219,6 +219,46 @@ FlStatus fl_ckpt_read_state(const char *ckpt, FlTrainState *out, FlErr *e) {
     return st;
 }
 
+/* ---------------------------------------------------------------- stopping */
+
+static void stop_path(const char *dir, const char *name, FlBuf *out) { fl_buf_printf(out, "%s/%s", dir, name); }
+
+FlStatus fl_ckpt_ask_stop(const char *dir, FlErr *e) {
+    FlBuf p = {0};
+    stop_path(dir, "STOP", &p);
+    FlStatus st = fl_write_file(fl_buf_str(&p), "", 0, e);
+    fl_buf_free(&p);
+    return st;
+}
+
+bool fl_ckpt_take_stop(const char *dir) {
+    FlBuf a = {0}, b = {0};
+    stop_path(dir, "STOP", &a);
+    stop_path(dir, "STOPPED", &b);
+    bool took = rename(fl_buf_str(&a), fl_buf_str(&b)) == 0;
+    fl_buf_free(&a);
+    fl_buf_free(&b);
+    return took;
+}
+
+bool fl_ckpt_stopped(const char *dir) {
+    FlBuf p = {0};
+    stop_path(dir, "STOPPED", &p);
+    bool was = remove(fl_buf_str(&p)) == 0;
+    fl_buf_free(&p);
+    return was;
+}
+
+void fl_ckpt_clear_stop(const char *dir) {
+    FlBuf p = {0};
+    stop_path(dir, "STOP", &p);
+    remove(fl_buf_str(&p));
+    p.len = 0;
+    stop_path(dir, "STOPPED", &p);
+    remove(fl_buf_str(&p));
+    fl_buf_free(&p);
+}
+
 /* ---------------------------------------------------------------- the writer */
 
 struct FlCkptWriter {

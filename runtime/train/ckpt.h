@@ -8,7 +8,7 @@
  * rows up to step N when the run writes a log. It is written whole into DIR/step-N.tmp.PID and
  * renamed into place (params.h), so a step-N directory is always complete: the last complete
  * checkpoint is the step-N with the largest N. Once a new one is in place the older ones go but
- * the FL_CKPT_KEEP newest.
+ * the FL_CKPT_KEEP newest. DIR/STOP and DIR/STOPPED are the stop request's (below).
  *
  * Errors name the directory or the file and line. Not thread-safe for one DIR (one writer: the
  * run's trainer 0); the writer's thread is its own.
@@ -47,6 +47,17 @@ void fl_ckpt_prune(const char *dir, int64_t newest);
 FlStatus fl_ckpt_write_state(const char *ckpt, const FlTrainState *s, FlErr *err) FL_WARN_UNUSED;
 FlStatus fl_ckpt_read_state(const char *ckpt, FlTrainState *out, FlErr *err) FL_WARN_UNUSED;
 void fl_ckpt_state_fini(FlTrainState *s);
+
+/* ---- stopping at a checkpoint ----
+ * DIR/STOP asks a job to stop at its next checkpoint (a launcher that wants the job to restart
+ * on more hosts writes it; so may a person). Trainer 0 takes it there (fl_ckpt_take_stop renames
+ * it DIR/STOPPED) and the job ends well after that checkpoint; fl_ckpt_stopped then tells the
+ * launcher that the job stopped for it (and removes STOPPED). */
+FlStatus fl_ckpt_ask_stop(const char *dir, FlErr *err) FL_WARN_UNUSED;
+bool fl_ckpt_take_stop(const char *dir);
+bool fl_ckpt_stopped(const char *dir);
+/* Withdraws a request no job took (removes DIR/STOP and DIR/STOPPED). */
+void fl_ckpt_clear_stop(const char *dir);
 
 /* ---- the writer: checkpoints written in the background ----
  * A run stops only to take its checkpoint's values (references to the vars' tensors, which are

@@ -514,8 +514,9 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     tr->stopped = false;
     if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
     if (same_data(tr, e) != FL_OK) return FL_ERROR;
+    int64_t per = opt && opt->batch_trainers > 0 ? opt->batch_trainers : tr->T; /* batches in a global one */
     Loop L = {.tr = tr, .h = h, .lead = tr->t == 0, .n = tr->nfetch, .w = 1 + tr->nfetch,
-              .seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed), .global = batch * tr->T};
+              .seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed), .global = batch * per};
     if (resume && check_resume(&L, resume, e) != FL_OK) return FL_ERROR;
     size_t nf = feed_tensors(d->train), n = L.n;
     FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
@@ -535,8 +536,8 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     for (int64_t epoch = e0; epoch <= epochs && st == FL_OK && !stop; epoch++) {
         double t0 = now(), c0 = cpu_now();
         FlDataEpoch *ep;
-        if (fl_data_epoch_new(d->train, (size_t)batch, (size_t)tr->T, true, L.seed, (uint64_t)epoch - 1, &ep, e) !=
-            FL_OK) {
+        if (fl_data_epoch_new_global(d->train, (size_t)L.global, (size_t)tr->T, true, L.seed, (uint64_t)epoch - 1, &ep,
+                                     e) != FL_OK) {
             st = FL_ERROR;
             break;
         }

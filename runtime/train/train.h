@@ -33,8 +33,9 @@
  * files are ckpt.h's.
  *
  * Distributed (mpi != NULL, a trainer rank): trainer t of T reads rows [t*b, (t+1)*b) of each
- * global batch of T*b rows (data.h) and tells the transport its rows and the global rows before
- * each step; an empty share (a partial last batch) still runs the step on one borrowed row and
+ * global batch of T*b rows (data.h; a job running fewer trainers than its plan keeps the plan's
+ * global batch, FlTrainOptions.batch_trainers, and cuts it into its trainers' shares) and tells
+ * the transport its rows and the global rows before each step; an empty share (a partial last batch) still runs the step on one borrowed row and
  * counts with weight 0. At each epoch's end trainer 0 gathers every trainer's per-step figures
  * (and at each checkpoint) and reports each step's figures averaged over the trainers, weighted
  * by rows (the local run's figures on the global batch); trainer 0 alone evaluates the test set
@@ -86,8 +87,11 @@ typedef struct FlTrainOptions {
     int64_t checkpoint_every;   /* > 0: the checkpoint hook after every that many steps */
     const FlTrainState *resume; /* NULL, or where to go on from (its vars are loaded already):
                                  * the steps before it are not run again */
+    int64_t batch_trainers;     /* > 0: a global batch is that many batches (the trainers of the
+                                 * job's plan), cut into the job's trainers' shares as evenly as
+                                 * possible; 0: one batch per trainer of the job */
 } FlTrainOptions;
-#define FL_TRAIN_OPTIONS_INIT {-1, -1, -1, 0, NULL}
+#define FL_TRAIN_OPTIONS_INIT {-1, -1, -1, 0, NULL, 0}
 
 /* What an epoch's end reports (figures indexed like the fetches; borrowed for the call). */
 typedef struct FlTrainEpoch {

@@ -31,6 +31,9 @@
 #                   then host2 lost whole (killed, its link down); each restart leaves the lost
 #                   host out and takes a spare; the same log and parameters, byte for byte;
 #                   Linux's default tcp_retries2; nothing left on any host once the links are back
+#   elastic         --elastic 1:2 on 4 hosts of a slot each: host2 (trainer 1) cut off, the job
+#                   goes on with one trainer; host2 back, with two from the next checkpoint; the
+#                   log and parameters equal local training on the global batch within 1e-4
 #   launch_link_down  link_down's job started by the launcher, on hosts that keep Linux's
 #                   default tcp_retries2 (15: mpirun would wait minutes for TCP to give host3
 #                   up): the job ends within --timeout + 5 s all the same, no sysctl or MCA
@@ -60,6 +63,7 @@ if [ "${FLC_CLUSTER:-}" = "" ]; then
     launch_link_down) UP="3 --slots 2,1,1 --tcp-retries 15" ;;
     faults) UP="3 --slots 2,1,1" ;;
     hosts) UP="5 --slots 2,1,1,1,1 --tcp-retries 15" ;;
+    elastic) UP="4" ;;
     loss_host) UP="3 --slots 2,1,1 --delay 0.1ms" ;;
     *) echo "FAIL: unknown case '$CASE'" && exit 1 ;;
     esac
@@ -239,6 +243,39 @@ hosts)
     "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 2 up && "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 3 up || fail "links up"
     host3_empties 40 "its link came back"
     idle 5
+    ;;
+elastic)
+    # --elastic 1:2 on 4 hosts of one slot (trainer 0, trainer 1, pserver 0, pserver 1): host2's
+    # link cut, the job goes on with one trainer (host1, host3, host4) from its checkpoint; the
+    # link back, the launcher sees host2 answer and the job goes on with two from its next
+    # checkpoint; it ends equal to local training on the global batch (100 rows) within 1e-4
+    HOSTS=host1,host2,host3,host4 CKJOB="-q --epochs 400 --timeout 3"
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    # shellcheck disable=SC2086
+    "$FLRUN" "$TMP/d.flp" $CKJOB --batch-size 100 --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
+    # shellcheck disable=SC2086
+    launch "$TMP/x.plan" $CKJOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" --checkpoint-every 50 \
+        --restarts 2 --elastic 1:2 >"$TMP/out" 2>&1 &
+    JOB_PID=$!
+    ckpt_after 0
+    "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 2 down || fail "link down"
+    restarted 1
+    grep -q "restart 1 of 2: 3 ranks (1 trainer, 2 pservers) on host1:1,host3:1,host4:1," "$TMP/out" ||
+        fail "restart 1 is not one trainer on host1, pservers on host3 and host4"
+    ckpt_after "$FROM"
+    "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 2 up || fail "link up"
+    wait $JOB_PID
+    RC=$?
+    cat "$TMP/out"
+    [ $RC = 0 ] || fail "the elastic job ended with status $RC"
+    grep -q "host2 answers: the job stops at its next checkpoint to go on with 2 trainers" "$TMP/out" ||
+        fail "host2's return is not said"
+    grep -q "the job stopped after its checkpoint of step [0-9]*: 4 ranks (2 trainers, 2 pservers) on host1:1,host2:1,host3:1,host4:1 from now on" \
+        "$TMP/out" || fail "the job did not go on with 2 trainers"
+    "$CHECK" logs "$TMP/d.csv" "$TMP/local.csv" 1e-4 || fail "the elastic job's log differs from local training's"
+    "$CHECK" params "$TMP/d" "$TMP/local" 1e-4 || fail "the elastic job's parameters differ from local training's"
+    idle 4
     ;;
 launch_link_down)
     fault launch_link_down

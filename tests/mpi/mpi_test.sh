@@ -73,6 +73,9 @@
 #   checkpoint                    --checkpoint-every in a P=2 T=2 job, a pserver SIGKILLed, the job
 #                                 resumed: the uninterrupted job's log and parameters, byte for
 #                                 byte; the checkpoint resumed by a P=1 job within 1e-6
+#   trainers                      --trainers N: a P=2 T=3 and an allreduce T=3 plan on 2 trainers,
+#                                 and a P=2 T=2 job resumed on 1 trainer, equal to local training
+#                                 on the plan's global batch; wrong counts refused
 #   launch                        flrun PLAN outside mpirun starts the job itself: the same log
 #                                 as the mpirun line; bad --hosts and --hostfile refused; with
 #                                 --restarts a SIGKILLed pserver's job restarts from its last
@@ -709,6 +712,39 @@ checkpoint)
         fail "the P=1 job resumed from step $PREV"
     "$CHECK" logs "$TMP/p1.csv" "$TMP/ref.csv" 1e-6 || fail "the P=1 job's log"
     "$CHECK" params "$TMP/p1" "$TMP/ref" 1e-6 || fail "the P=1 job's parameters"
+    ;;
+trainers)
+    # --trainers N runs N of a plan's trainers with the plan's global batch: a P=2 T=3 plan on 2
+    # trainers (batch 25: global batches of 75 rows in shares of 38 and 37, the last one 13 + 0)
+    # and an allreduce T=3 plan on 2 equal local training on batch 75; a P=2 T=2 job's
+    # checkpoint resumed on one trainer (an elastic change) ends equal to local training on 100
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 3 -o "$TMP/t3.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --mode allreduce --trainers 3 -o "$TMP/a3.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 75 --log "$TMP/l75.csv" --save "$TMP/l75" || fail "local run"
+    for plan in t3 a3; do
+        NP=4
+        [ $plan = a3 ] && NP=2
+        run_mpi -np $NP "$FLRUN" "$TMP/$plan.plan" -q --batch-size 25 --trainers 2 --log "$TMP/$plan.csv" \
+            --save "$TMP/$plan" || fail "$plan on 2 trainers"
+        "$CHECK" logs "$TMP/$plan.csv" "$TMP/l75.csv" 1e-4 || fail "$plan on 2 trainers: the log"
+        "$CHECK" params "$TMP/$plan" "$TMP/l75" 1e-4 || fail "$plan on 2 trainers: the parameters"
+    done
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 100 --epochs 4 --log "$TMP/l100.csv" --save "$TMP/l100" || fail "local run"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 4 --checkpoint "$TMP/ck" --checkpoint-every 20 --log "$TMP/e.csv" ||
+        fail "the job on 2 trainers"
+    rm -r "$TMP/ck/step-60" || fail "no checkpoint at the end"
+    run_mpi -np 3 "$FLRUN" "$TMP/x.plan" -q --epochs 4 --checkpoint "$TMP/ck" --checkpoint-every 20 --resume \
+        --trainers 1 --log "$TMP/e.csv" --save "$TMP/e" || fail "the job resumed on 1 trainer"
+    "$CHECK" logs "$TMP/e.csv" "$TMP/l100.csv" 1e-4 || fail "2 trainers, then 1: the log"
+    "$CHECK" params "$TMP/e" "$TMP/l100" 1e-4 || fail "2 trainers, then 1: the parameters"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --trainers 1 >"$TMP/out" 2>&1 && fail "-np 4 with --trainers 1 was accepted"
+    grep -q "flrun: error: the job runs 1 of the plan's 2 trainers (--trainers): it needs 3 ranks (1 trainer + 2 pservers) but has 4: run mpirun -np 3 flrun .*x.plan --trainers 1" \
+        "$TMP/out" || { cat "$TMP/out"; fail "-np 4 with --trainers 1: no message"; }
+    "$FLRUN" "$TMP/x.plan" -q --trainers 3 >"$TMP/out" 2>&1
+    [ $? = 2 ] && grep -q "flrun: --trainers 3: the plan has 2 trainers; a job runs at most its plan's (transpile it for more)" \
+        "$TMP/out" || { cat "$TMP/out"; fail "--trainers 3 of 2"; }
     ;;
 launch)
     # flrun PLAN outside mpirun starts the job itself (mpirun -np 4 on this machine): the same
