@@ -718,6 +718,8 @@ int fl_launch(const FlLaunchOptions *o) {
                 continue;
             }
         }
+        if (rc == 0 && !o->elastic_max && o->checkpoint && fl_ckpt_stopped(o->checkpoint))
+            note("the job stopped after a checkpoint, as %s/STOP asked: --resume goes on from it", o->checkpoint);
         if (rc == 0) break;
         if (restart >= o->restarts || (program && !lost)) {
             if (o->restarts && program && !lost)
