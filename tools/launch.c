@@ -733,6 +733,7 @@ int fl_launch(const FlLaunchOptions *o) {
         if (L.hosts.len) {
             reread_hostfile(&L);
             probe(&L);
+            if (got_signal) break;
             for (size_t i = 0; i < L.hosts.len; i++)
                 if (!L.up[i]) note("%s does not answer: left out", L.hosts.data[i].name);
         }

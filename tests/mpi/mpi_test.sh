@@ -74,8 +74,9 @@
 #                                 resumed: the uninterrupted job's log and parameters, byte for
 #                                 byte; the checkpoint resumed by a P=1 job within 1e-6
 #   trainers                      --trainers N: a P=2 T=3 and an allreduce T=3 plan on 2 trainers,
-#                                 and a P=2 T=2 job resumed on 1 trainer, equal to local training
-#                                 on the plan's global batch; wrong counts refused
+#                                 a P=2 T=2 job resumed on 1 trainer, and ctr_sparse.fl's P=2 T=2
+#                                 plan on 1 trainer, equal to local training on the plan's global
+#                                 batch; wrong counts refused
 #   launch                        flrun PLAN outside mpirun starts the job itself: the same log
 #                                 as the mpirun line; bad --hosts and --hostfile refused; with
 #                                 --restarts a SIGKILLed pserver's job restarts from its last
@@ -739,6 +740,15 @@ trainers)
         --trainers 1 --log "$TMP/e.csv" --save "$TMP/e" || fail "the job resumed on 1 trainer"
     "$CHECK" logs "$TMP/e.csv" "$TMP/l100.csv" 1e-4 || fail "2 trainers, then 1: the log"
     "$CHECK" params "$TMP/e" "$TMP/l100" 1e-4 || fail "2 trainers, then 1: the parameters"
+    # sparse gradients (SelectedRows, Adagrad): the absent trainer's copies hold no rows
+    MODEL=tests/mpi/ctr_sparse.fl DEFS="-D opt=adagrad"
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/s.plan" >/dev/null || fail "transpile"
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 50 --log "$TMP/l50.csv" --save "$TMP/l50" || fail "local run"
+    run_mpi -np 3 "$FLRUN" "$TMP/s.plan" -q --batch-size 25 --trainers 1 --log "$TMP/s.csv" --save "$TMP/s" ||
+        fail "the sparse plan on 1 trainer"
+    "$CHECK" logs "$TMP/s.csv" "$TMP/l50.csv" 1e-4 || fail "the sparse plan on 1 trainer: the log"
+    "$CHECK" params "$TMP/s" "$TMP/l50" 1e-4 || fail "the sparse plan on 1 trainer: the parameters"
     run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --trainers 1 >"$TMP/out" 2>&1 && fail "-np 4 with --trainers 1 was accepted"
     grep -q "flrun: error: the job runs 1 of the plan's 2 trainers (--trainers): it needs 3 ranks (1 trainer + 2 pservers) but has 4: run mpirun -np 3 flrun .*x.plan --trainers 1" \
         "$TMP/out" || { cat "$TMP/out"; fail "-np 4 with --trainers 1: no message"; }
