@@ -562,6 +562,38 @@ void fl_ops_markdown(FlBuf *out) {
                 "2 int32, 3 int64 or\n4 bool. Gradient ops (`<op>_grad`) are listed at the "
                 "end.\n\nInteger `+`, `-`, `*` (elementwise, `sum`, `increment`) wrap in two's "
                 "complement on\noverflow, as in Go: `INT64_MAX + 1` is `INT64_MIN`.\n");
+    fl_buf_puts(out,
+                "\n"
+                "## Where an op lives\n"
+                "\n"
+                "The pieces of an op are found by its family's name (`nn` below: `compiler/ops/nn.def`,\n"
+                "`compiler/infer_nn.c`, `runtime/core/ops_nn.c`, `stdlib/fluid/layers/_nn.fl`):\n"
+                "\n"
+                "| family | table line (`compiler/ops/`) | shape rule (`compiler/`) | adapter (`runtime/core/`) | kernel (`runtime/kernels/`) | layer (`stdlib/fluid/layers/`) |\n"
+                "|---|---|---|---|---|---|\n"
+                "| math | `fill.def`, `elementwise.def`, `logic.def` | `infer_math.c` | `ops_math.c` | `fill.c`, `elementwise.c`, `activation.c` | `_math.fl`, `tensor.fl`, `ops.fl`, `control_flow.fl` |\n"
+                "| nn | `linalg.def`, `reduce.def`, `nn.def` | `infer_nn.c` | `ops_nn.c` | `linalg.c`, `gemm.c`, `reduce.c`, `conv.c`, `dnnl.c`, `norm.c` | `_nn.fl` |\n"
+                "| nn2 | `reduce.def`, `metric.def`, `nn.def` | `infer_nn2.c` | `ops_nn2.c` | `nn2.c` | `_nn2.fl`, `metric_op.fl` |\n"
+                "| layers | `layers.def` | `infer_layers.c` | `ops_layers.c` | `activation_param.c`, `fill_batch.c`, `reduce_minmax.c`, `index.c` | `_layers.fl` |\n"
+                "| shape | `shape.def`, `metric.def` | `infer_shape.c` | `ops_shape.c` | `shape.c` | `_nn.fl`, `tensor.fl`, `metric_op.fl` |\n"
+                "| seq, seqshape | `seq.def`, `seqshape.def` | `infer_seq.c`, `infer_seqshape.c` | `ops_seq.c`, `ops_seqshape.c` | `seq.c`, `seqshape.c` | `_seq.fl`, `_seqshape.fl` |\n"
+                "| rnn, crf | `rnn.def`, `crf.def` | `infer_rnn.c`, `infer_crf.c` | `ops_rnn.c`, `ops_crf.c` | `rnn.c`, `crf.c` | `_rnn.fl`, `_crf.fl` |\n"
+                "| array | `array.def` | `infer_array.c` | `ops_array.c` | `beam.c` | `control_flow.fl`, `_beam.fl` |\n"
+                "| optim | `optim.def` | `infer_optim.c` | `ops_optim.c`, `ops_shape.c` | `optim.c`, `optim_rules.c` | `fluid/optimizer.fl` |\n"
+                "| control, chan, dist | `control.def`, `chan.def`, `dist.def` | `infer_control.c`, `infer_chan.c`, `infer_dist.c` | `ops_control.c`, `ops_rnn_ctl.c`, `ops_chan.c`, `ops_dist.c` | `runtime/sched/`, `runtime/mpi/` | `fluid/rnn.fl`, `control_flow.fl`, `io.fl` |\n"
+                "| detection (empty) | `detection.def` | | | | `detection.fl` |\n"
+                "\n"
+                "A new op needs: its line at the end of its family's section (a new family: a section in\n"
+                "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"
+                "gives its id, slots, attributes, gradient kind and this reference (`FL_UPDATE_DOCS=1` rewrites\n"
+                "the page); a case in `fl_infer_op`'s switch (`compiler/infer.c`, in its family's group; the build\n"
+                "fails until it has one) calling a rule of `infer_<family>.c`, declared in `infer_impl.h`; the\n"
+                "adapters `fl_adapter_<op>` and, when it has a gradient, `fl_adapter_<op>_grad` in\n"
+                "`ops_<family>.c` (a missing one fails the link); its kernels, with tests against a reference and\n"
+                "finite differences for the gradient (docs/kernels.md, \"Tests\"); and its layer in the\n"
+                "`stdlib/fluid/layers/` module Fluid puts it in, listed in that module's `__all__`. Gradient ops\n"
+                "need no code in `compiler/backward.c`: `append_backward` builds `<op>_grad` from the op's line\n"
+                "(its `FL_GRAD_SLOTS` line for a custom gradient).\n");
     for (size_t k = 0, i = 0; k < FL_ARRAY_LEN(sections); k++) {
         if (sections[k]) {
             fl_buf_printf(out, "\n## %s\n", sections[k]);

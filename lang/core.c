@@ -1301,6 +1301,108 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
     return c->none;
 }
 
+/* ------------------------------------------------------------------ _core: the profiler */
+
+/* fluid.profiler (stdlib/fluid/profiler.fl): the script runs at compile time and fluid.train(...)
+ * records the whole training at once, so a region from start_profiler to stop_profiler profiles
+ * the training when the fluid.train call is inside it: stop_profiler then records the run spec's
+ * profile, which flrun follows. A region without that call, one never stopped, a stop without a
+ * start, a reset that would clear the training's records, and any state or sorted_key flrun could
+ * not honour are errors at the user's line. */
+
+/* Checks stop_profiler's arguments: sorted_key None or a name of the IR's sort keys, profile_path
+ * None or a non-empty str. */
+static bool profile_args(Ctx *c, FlValue *key, FlValue *path, FlSpan sp) {
+    bool key_ok = key->kind == VK_NONE || (key->kind == VK_STR && fl_ir_profile_sort_key(key->str.s) > 0);
+    if (!key_ok) {
+        fl_ev_error(c, sp, "sorted_key must be None, 'calls', 'total', 'max', 'min' or 'ave', found %s%s%s",
+                    key->kind == VK_STR ? "'" : "", key->kind == VK_STR ? key->str.s : fl_v_type_name(key),
+                    key->kind == VK_STR ? "'" : "");
+        return false;
+    }
+    if (path->kind != VK_NONE && (path->kind != VK_STR || !path->str.n)) {
+        fl_ev_error(c, sp, "profile_path must be None or a file name, found %s",
+                    path->kind == VK_STR ? "''" : fl_v_type_name(path));
+        return false;
+    }
+    return true;
+}
+
+/* Checks the profiler's state: 'CPU'; Fluid's 'GPU' and 'All' are refused with why. */
+static bool profile_state(Ctx *c, FlValue *state, FlSpan sp) {
+    if (!fl_ev_want_str(c, state, "state", sp)) return false;
+    const char *st = state->str.s;
+    if (!strcmp(st, "GPU") || !strcmp(st, "All"))
+        fl_ev_error(c, sp, "profiler state '%s' times CUDA kernels on a GPU, and fluidc runs on the CPU only (it "
+                    "has no GPU kernels to time): use 'CPU'", st);
+    else if (strcmp(st, "CPU") != 0)
+        fl_ev_error(c, sp, "the profiler state must be 'CPU', 'GPU' or 'All', found '%s'", st);
+    return !strcmp(st, "CPU");
+}
+
+/* profiler(state, sorted_key, profile_path)'s arguments, checked where it is called. */
+static FlValue *c_profile_args(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("profiler", "state sorted_key profile_path", 3);
+    return profile_state(c, v[0], a->span) && profile_args(c, v[1], v[2], a->span) ? c->none : c->error;
+}
+
+static FlValue *c_profile_start(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("start_profiler", "state", 1);
+    if (!profile_state(c, v[0], a->span)) return c->error;
+    if (c->prof.on) {
+        fl_ev_error(c, a->span, "the profiler is already on (a region inside another)");
+        fl_diag_note(&c->diag, c->prof.start, "it was started here");
+        return c->error;
+    }
+    c->prof.on = true;
+    c->prof.start = fl_ev_user_span(c, a->span);
+    c->prof.train_before = c->bundle->run.present;
+    c->prof.errors = c->diag.nerrors;
+    return c->none;
+}
+
+static FlValue *c_profile_stop(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("stop_profiler", "sorted_key profile_path", 2);
+    if (!profile_args(c, v[0], v[1], a->span)) return c->error;
+    if (!c->prof.on)
+        return fl_ev_error(c, a->span, "stop_profiler() but the profiler is not on (start it with "
+                           "fluid.profiler.start_profiler('CPU') before fluid.train(...))");
+    c->prof.on = false;
+    FlRunSpec *rs = &c->bundle->run;
+    if (c->diag.nerrors > c->prof.errors) return c->none; /* the region's body failed: said already */
+    if (!rs->present || c->prof.train_before) {
+        FlSpan here = fl_ev_user_span(c, a->span);
+        fl_ev_error(c, a->span, "the profiler region holds no fluid.train(...): the training is what runs, and it "
+                    "runs where fluid.train records it, so put that call inside the region (or profile the whole "
+                    "run with flrun --profile)");
+        if (here.file != c->prof.start.file || here.start != c->prof.start.start)
+            fl_diag_note(&c->diag, c->prof.start, "the region starts here");
+        return c->error;
+    }
+    rs->profile.present = true;
+    rs->profile.state = fl_xstrdup("CPU");
+    rs->profile.sorted_key = v[0]->kind == VK_STR ? fl_xstrdup(v[0]->str.s) : NULL;
+    rs->profile.path = v[1]->kind == VK_STR ? fl_xstrdup(v[1]->str.s) : NULL;
+    return c->none;
+}
+
+static FlValue *c_profile_reset(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("reset_profiler", "", 0);
+    (void)v;
+    if (c->prof.on && c->bundle->run.present && !c->prof.train_before)
+        return fl_ev_error(c, a->span, "reset_profiler() after fluid.train(...) would clear the records of the whole "
+                           "training, which fluid.train runs at once: call it before fluid.train(...), where nothing "
+                           "is recorded yet");
+    return c->none; /* before the training: nothing recorded to clear */
+}
+
+/* At the end of a compilation: a region never stopped. */
+void fl_ev_profile_end(Ctx *c) {
+    if (!c->prof.on) return;
+    fl_diag_error(&c->diag, c->prof.start, "the profiler started here is never stopped: end the region with "
+                  "fluid.profiler.stop_profiler() after fluid.train(...), or use `with fluid.profiler.profiler(...):`");
+}
+
 static FlValue *c_flag(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("flag", "name default=", 2);
     if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
@@ -1392,6 +1494,10 @@ static const NativeFn core_fns[] = {
     {"io_split", c_io_split},
     {"io_sequence", c_io_sequence},
     {"train", c_train},
+    {"profile_args", c_profile_args},
+    {"profile_start", c_profile_start},
+    {"profile_stop", c_profile_stop},
+    {"profile_reset", c_profile_reset},
     {"flag", c_flag},
 };
 

@@ -107,6 +107,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
 
     Module *m = fl_ev_run_file(c, "__main__", path, text, len, false);
     (void)m;
+    if (!c->aborted) fl_ev_profile_end(c);
     if (c->diag.nerrors == 0) {
         FlVerifyIssues vi = {0};
         if (fl_verify_program(c->bundle->main, c->bundle->startup, &vi) > 0) report_verify(c, &vi);

@@ -220,6 +220,12 @@ struct Ctx {
     FL_VEC(Env *) envs;     /* every Env made, so their maps can be freed at the end */
     FL_VEC(FlProgram *) programs;   /* made by fluid.Program(); NULL once the bundle adopts one */
     FL_VEC(FlReaderSpec *) readers; /* made by io.csv/io.split; the bundle keeps clones */
+    struct {                /* fluid.profiler (core.c): a region being evaluated */
+        bool on;            /* between start_profiler and stop_profiler */
+        bool train_before;  /* fluid.train(...) had been called when it started */
+        FlSpan start;       /* the user's line that started it */
+        int errors;         /* the errors reported before it started */
+    } prof;
     bool *define_read;      /* opt->defines[i] was read by a fluid.flag */
     StrVec flags_asked;     /* the names fluid.flag asked for, each once, in order */
     FlValue *none, *vtrue, *vfalse, *error;
@@ -464,6 +470,8 @@ bool fl_ev_has_value_method(const FlValue *obj, const char *name);
 
 /* ---- the `_core` module (core.c) ---- */
 Module *fl_ev_native_module(Ctx *c, const char *name);
+/* At the end of a compilation: a fluid.profiler region never stopped is an error at its start. */
+void fl_ev_profile_end(Ctx *c);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

@@ -69,6 +69,7 @@
 
 #include "base/base.h"
 #include "compiler/ir/dtype.h"
+#include "runtime/prof.h"
 #include "runtime/tensor.h"
 #include "runtime/trace.h"
 
@@ -97,6 +98,9 @@ typedef struct FlExecutorOptions {
     /* NULL, or the recorder (runtime/trace.h) every op run of both programs is written to, one
      * span per op; borrowed: it must outlive the executor. */
     FlTrace *trace;
+    /* NULL, or the op profiler (runtime/prof.h, fluid.profiler) each op run's time goes to while
+     * it is on, per op type; borrowed: it must outlive the executor. */
+    FlProf *prof;
     /* Kernel threads (flrun --threads): 0 or 1 runs every kernel on the thread that runs its op;
      * N > 1 gives the executor a pool of N threads (the running thread and N-1 workers) on which
      * large kernels split their work: one op at a time, so any number of threads running ops

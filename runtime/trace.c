@@ -180,12 +180,18 @@ static void put_us(FlBuf *b, int64_t ns) {
 }
 
 void fl_trace_format(const FlTrace *t, int pid, const char *process, const char *labels, int64_t origin, FlBuf *out) {
+    fl_trace_format_window(t, pid, process, labels, origin, INT64_MIN, INT64_MAX, out);
+}
+
+void fl_trace_format_window(const FlTrace *t, int pid, const char *process, const char *labels, int64_t origin,
+                            int64_t from, int64_t to, FlBuf *out) {
     size_t n = fl_trace_count(t), k = 0;
     Ev **evs = fl_xcalloc(n + 1, sizeof *evs);
     for (size_t i = 0; i < n; i++) {
         Ev *ch = atomic_load_explicit(&t->chunks[i / FL_TRACE_CHUNK], memory_order_acquire);
-        if (ch && atomic_load_explicit(&ch[i % FL_TRACE_CHUNK].ready, memory_order_acquire))
-            evs[k++] = &ch[i % FL_TRACE_CHUNK];
+        Ev *ev = ch ? &ch[i % FL_TRACE_CHUNK] : NULL;
+        if (ev && atomic_load_explicit(&ev->ready, memory_order_acquire) && ev->ts >= from && ev->ts <= to - ev->dur)
+            evs[k++] = ev;
     }
     qsort(evs, k, sizeof *evs, by_time);
     fl_buf_printf(out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pid);

@@ -66,6 +66,11 @@ void fl_trace_json_str(FlBuf *b, const char *s);
  * thread_name per lane), then the events sorted by time (ties: the longer span first), with
  * "pid" pid and "ts"/"dur" in microseconds since `origin` (a time of this process's clock). */
 void fl_trace_format(const FlTrace *t, int pid, const char *process, const char *labels, int64_t origin, FlBuf *out);
+/* The same with the events of a window only: spans that lie within [from, to], flow events in it
+ * (times of this process's clock, as fl_trace_now; a profiler's span: fluid.profiler's
+ * profile_path). */
+void fl_trace_format_window(const FlTrace *t, int pid, const char *process, const char *labels, int64_t origin,
+                            int64_t from, int64_t to, FlBuf *out);
 
 /* Writes the trace document {"traceEvents":[<events>],"displayTimeUnit":"ms","otherData":{...}}
  * to path: events is the concatenation of fl_trace_format outputs (a trailing ",\n" is cut);

@@ -13,6 +13,7 @@
  *                [--piece BYTES] [--pservers P --trainers T | --sweep P=1..4,T=1..4]
  *                                                       predict a sync plan's step time
  *   flc ops                                             the op reference (Markdown)
+ *   flc plot LOG.csv... -o OUT.svg [--title TEXT]       training curves of flrun logs (SVG)
  *
  * Exit codes: 0 success, 1 a user error (bad program, unreadable file), 2 bad usage.
  * The tool sits on top of every layer (lang, compiler); nothing includes it.
@@ -31,6 +32,7 @@
 #include "compiler/transpile.h"
 #include "lang/eval.h"
 #include "tools/calibrate.h"
+#include "tools/curves.h"
 #include "tools/tool.h"
 
 static const char *usage_text =
@@ -64,9 +66,15 @@ static const char *usage_text =
     "                                                  critical path, bytes per link, pserver load; a\n"
     "                                                  sweep transpiles the program for each P and T\n"
     "  ops                                             the op reference, as Markdown\n"
+    "  plot LOG.csv... -o OUT.svg [--title TEXT]       draw the training curves of flrun --log files\n"
+    "                                                  in one SVG picture: a panel per figure (loss,\n"
+    "                                                  ...) over the steps, train solid and test\n"
+    "                                                  dashed, a colour per log, epochs marked, a log\n"
+    "                                                  scale where values span decades\n"
     "\n"
     "options:\n"
-    "  -o FILE          output file (build, transpile, calibrate)\n"
+    "  -o FILE          output file (build, transpile, calibrate, plot)\n"
+    "  --title TEXT     plot: the picture's title (default: the logs' names)\n"
     "  --pservers P     transpile: number of parameter servers (>= 1; none for allreduce)\n"
     "  --trainers T     transpile: number of trainers (>= 1)\n"
     "  --mode M         transpile: sync (default), async or allreduce\n"
@@ -415,9 +423,79 @@ static char *default_out(const char *file) {
     return o;
 }
 
+/* The name a log goes by in a picture: its file name without ".csv". */
+static char *log_label(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 4 && ends_with(base, ".csv")) n -= 4;
+    return fl_xstrndup(base, n);
+}
+
+/* flc plot LOG.csv... -o OUT.svg [--title TEXT]: the curves of flrun logs (tools/curves.h).
+ * Logs of the same file name go by their paths. */
+static int plot(int argc, char **argv) {
+    const char *out = NULL, *title = NULL;
+    FL_VEC(const char *) files = {0};
+    int rc = 0;
+    for (int i = 2; i < argc && !rc; i++) {
+        const char *s = argv[i];
+        bool o = !strcmp(s, "-o"), t = !strcmp(s, "--title");
+        if ((o || t) && i + 1 >= argc) rc = usage_error("%s needs a value", s);
+        else if (o) out = argv[++i];
+        else if (t) title = argv[++i];
+        else if (s[0] == '-' && s[1]) rc = usage_error("plot takes LOG.csv files, -o OUT.svg and --title TEXT, not '%s'", s);
+        else FL_VEC_PUSH(&files, s);
+    }
+    if (!rc && !files.len) rc = usage_error("%s needs one or more flrun logs (flrun --log FILE.csv)", "plot");
+    if (!rc && !out) rc = usage_error("%s needs -o OUT.svg", "plot");
+    struct stat os, is;
+    for (size_t i = 0; !rc && i < files.len; i++) /* -o naming a log (any spelling or link) */
+        if (stat(out, &os) == 0 && stat(files.data[i], &is) == 0 && os.st_dev == is.st_dev && os.st_ino == is.st_ino)
+            rc = usage_error("-o '%s' is one of the logs; refusing to overwrite it", out);
+    FlCurves *runs = fl_xcalloc(files.len + 1, sizeof *runs);
+    size_t n = 0;
+    FlErr e;
+    for (size_t i = 0; !rc && i < files.len; i++, n++) {
+        char *label = log_label(files.data[i]);
+        for (size_t j = 0; j < files.len; j++) {
+            char *other = log_label(files.data[j]);
+            bool clash = j != i && !strcmp(other, label);
+            free(other);
+            if (clash) {
+                free(label);
+                label = fl_xstrdup(files.data[i]);
+                break;
+            }
+        }
+        if (fl_curves_read(files.data[i], label, &runs[i], &e) != FL_OK) {
+            fprintf(stderr, "flc: error: %s\n", e.msg);
+            rc = 1;
+            n--;
+        }
+        free(label);
+    }
+    if (!rc) {
+        FlBuf names = {0}, svg = {0};
+        for (size_t i = 0; i < n && !title; i++) fl_buf_printf(&names, "%s%s", i ? " vs " : "", runs[i].label);
+        fl_curves_svg(runs, n, title ? title : fl_buf_str(&names), &svg);
+        if (fl_write_file(out, svg.data, svg.len, &e) != FL_OK) {
+            fprintf(stderr, "flc: error: %s\n", e.msg);
+            rc = 1;
+        }
+        fl_buf_free(&names);
+        fl_buf_free(&svg);
+    }
+    for (size_t i = 0; i < n; i++) fl_curves_fini(&runs[i]);
+    free(runs);
+    FL_VEC_FREE(&files);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     Args a = {0};
     int rc = 0;
+    if (argc > 1 && !strcmp(argv[1], "plot")) return plot(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help") || !strcmp(s, "help")) {
@@ -479,6 +557,10 @@ int main(int argc, char **argv) {
         fl_ops_markdown(&b);
         fputs(fl_buf_str(&b), stdout);
         fl_buf_free(&b);
+        goto done;
+    }
+    if (!strcmp(a.cmd, "plot")) {
+        rc = usage_error("%s: give the command first: flc plot LOG.csv... -o OUT.svg", "plot");
         goto done;
     }
     bool known = !strcmp(a.cmd, "build") || !strcmp(a.cmd, "check") || !strcmp(a.cmd, "show") || !strcmp(a.cmd, "dot") ||

@@ -3,6 +3,7 @@
  *   flrun FILE.{fl,flp} [--epochs N] [--batch-size B] [--seed S] [--threads N] [--procs N]
  *         [--log FILE.csv] [--save DIR] [--load DIR] [--predict DATA] [--predict-var NAME]
  *         [--data-dir DIR] [--timeline FILE.json [--timeline-events N]] [-D name=value]... [-q]
+ *         [--plot FILE.svg] [--tensorboard DIR] [--profile [--profile-sort KEY]]
  *   mpirun -np P+T flrun FILE.plan [same options] [--timeout SECONDS] [--piece BYTES] [--stats]
  *   mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp      (hand-written MPMD programs)
  *
@@ -33,6 +34,8 @@
  * waits and server updates) in a runtime/trace.h recorder, and writes it as one Chrome
  * trace-event file: in an MPI job every rank's events go to trainer 0, their times put on trainer
  * 0's clock with the offsets measured when the roles were assigned (mpi.h).
+ * --plot, --tensorboard and the profiler (--profile, or a fluid.profiler region in the program)
+ * are tools/report.h's: this file makes the report, hands it the rows and steps, and finishes it.
  * The tool sits on top of every layer; nothing includes it.
  */
 #define _GNU_SOURCE
@@ -62,6 +65,7 @@
 #include "runtime/train/ckpt.h"
 #include "runtime/train/train.h"
 #include "tools/launch.h"
+#include "tools/report.h"
 #include "tools/tool.h"
 
 static const char *usage_text =
@@ -108,11 +112,12 @@ static const char *usage_text =
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
-    "  --stats             local runs: print each epoch's training time on stderr (wall clock\n"
-    "                      and CPU seconds of the steps, batch assembly included; reading the\n"
-    "                      data and evaluation left out) and its samples/s; MPI jobs: print\n"
-    "                      each rank's kernel threads, its bytes and messages sent (in total\n"
-    "                      and per step) and its time in communication vs compute at the end\n"
+    "  --stats             local runs: print on stderr the GEMM library and its kernel, then\n"
+    "                      each epoch's training time (wall clock and CPU seconds of the\n"
+    "                      steps, batch assembly included; reading the data and evaluation\n"
+    "                      left out) and its samples/s; MPI jobs: print each rank's kernel\n"
+    "                      threads and GEMM, its bytes and messages sent (in total and per\n"
+    "                      step) and its time in communication vs compute at the end\n"
     "  --timeline FILE.json\n"
     "                      write a Chrome trace-event file (chrome://tracing, Perfetto): a\n"
     "                      span per op run (its type, .fl line, output vars); in MPI jobs also\n"
@@ -121,6 +126,19 @@ static const char *usage_text =
     "                      arrow; trainer 0 writes the file (one process per rank)\n"
     "  --timeline-events N keep at most N events per process (default 1000000); later ones\n"
     "                      are dropped with a warning\n"
+    "  --plot FILE.svg     draw the training curves (each figure over the steps, train and test,\n"
+    "                      epochs marked) into a self-contained SVG picture at the end; flc plot\n"
+    "                      draws several logs in one\n"
+    "  --tensorboard DIR   write TensorBoard event files into DIR (made if new) as training goes:\n"
+    "                      each step's figures, learning rate and samples/s, each evaluation's\n"
+    "                      figures (tensorboard --logdir DIR); in MPI jobs trainer 0 writes them\n"
+    "  --profile           profile the whole run: at the end print Fluid's profiler table (per op\n"
+    "                      type: calls, total, min, max and average time, ratio); MPI jobs: one\n"
+    "                      table per rank, printed by trainer 0 (a fluid.profiler region in the\n"
+    "                      program profiles its training without this option)\n"
+    "  --profile-sort KEY  the table's order: calls, total (the default), max, min, ave, or none\n"
+    "                      (the order in which op types first ended); overrides the region's\n"
+    "                      sorted_key\n"
     "  -h, --help          show this help\n"
     "  --version           show the version\n"
     "\n"
@@ -150,6 +168,14 @@ static const char *usage_text =
     "  mpirun -np 1 flrun server.flp : -np 2 flrun worker.flp\n"
     "(as root add --allow-run-as-root; more ranks than cores need --oversubscribe)\n"
     "\n"
+    "environment:\n"
+    "  FL_GEMM=auto|openblas|onednn   the library of the matrix products (auto: OpenBLAS unless\n"
+    "                      its kernel for this CPU is narrower than the CPU's vectors, then\n"
+    "                      oneDNN's sgemm; --stats names it; docs/kernels.md \"Which GEMM\")\n"
+    "  OPENBLAS_CORETYPE   OpenBLAS's kernel, honoured as set (a warning when it is narrower than\n"
+    "                      the CPU's and FL_GEMM does not name the library)\n"
+    "  FL_DNNL=0           oneDNN off: the kernels' own loops for conv2d and pool2d, OpenBLAS\n"
+    "\n"
     "exit status: 0 success, 1 error in the program, its data or at run time, 2 bad usage\n";
 
 typedef struct Opts {
@@ -162,6 +188,8 @@ typedef struct Opts {
     int64_t trainers; /* --trainers N: N of the plan's trainers run (0: all) */
     bool resume;
     char *resume_from; /* --resume: the checkpoint found in DIR (then also `load`), or NULL */
+    const char *plot, *tensorboard, *profile_sort; /* tools/report.h */
+    bool profile;
     int64_t epochs, batch, seed, threads, timeline_events;
     double timeout;
     uint32_t piece;
@@ -206,7 +234,8 @@ typedef struct Run {
     bool tty;
     FlMpi *mpi;         /* NULL: a local run */
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
-    FlTrace *trace;     /* --timeline's recorder, else NULL */
+    FlTrace *trace;     /* --timeline's recorder (or profile_path's), else NULL */
+    FlReport *report;   /* curves, TensorBoard, the profiler (tools/report.h) */
     FlTrainState resumed; /* --resume from a checkpoint: its training state (trainers) */
     FlCkptWriter *writer; /* trainer 0 (the local run) with --checkpoint-every */
     int ckpt_n;           /* checkpoints taken, and the seconds training stopped for them */
@@ -214,8 +243,8 @@ typedef struct Run {
 } Run;
 
 static FlStatus log_row(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
-    (void)e;
     Run *r = ctx;
+    if (fl_report_row(r->report, phase, epoch, step, v, e) != FL_OK) return FL_ERROR;
     if (!r->log) return FL_OK;
     size_t n = fl_train_fetch_count(r->tr), loss = fl_train_loss_index(r->tr);
     fprintf(r->log, "%s,%d,%lld,%lld,%.9g", phase, r->mpi ? fl_mpi_rank(r->mpi) : 0, (long long)epoch, (long long)step,
@@ -304,19 +333,23 @@ static bool path_within(const PathArg *a, const PathArg *b, bool *same) {
     return *same || (a->dir && !strncmp(a->real, b->real, n) && (b->real[n] == '/' || (n == 1 && b->real[1])));
 }
 
-/* Every output of the command line (--log, --timeline, --save, --checkpoint) against every other and against
- * every input it names (the program, --predict, --load): none may be the same place as another,
+/* Every output of the command line (--log, --timeline, --save, --checkpoint, --plot, --tensorboard;
+ * and the program's profile_path, once it is known) against every other and against every input
+ * it names (the program, --predict, --load): none may be the same place as another,
  * nor inside another's directory (a --log in the --save directory, a --save inside the --load
  * checkpoint, the --load checkpoint inside the --save directory that replaces it), but --save
  * may name the --load checkpoint (read before training, replaced after). Checked
  * before anything runs; a clash is bad usage (exit 2) naming both options and the paths. The
  * data files the program reads are checked once it is loaded (check_output). */
-static int check_paths(const Opts *o) {
-    enum { LOG, TIMELINE, SAVE, CHECKPOINT, PROGRAM, PREDICT, LOAD, N };
+static int check_paths(const Opts *o, const char *profile_path) {
+    enum { LOG, TIMELINE, SAVE, CHECKPOINT, PLOT, TENSORBOARD, PROFILE, PROGRAM, PREDICT, LOAD, N };
     PathArg args[N] = {[LOG] = {"--log", o->log, true, false, NULL},
                        [TIMELINE] = {"--timeline", o->timeline, true, false, NULL},
                        [SAVE] = {"--save", o->save, true, true, NULL},
                        [CHECKPOINT] = {"--checkpoint", o->checkpoint, true, true, NULL},
+                       [PLOT] = {"--plot", o->plot, true, false, NULL},
+                       [TENSORBOARD] = {"--tensorboard", o->tensorboard, true, true, NULL},
+                       [PROFILE] = {"profile_path", profile_path, true, false, NULL},
                        [PROGRAM] = {"the program", o->file, false, false, NULL},
                        [PREDICT] = {"the --predict file", o->predict, false, false, NULL},
                        [LOAD] = {"the --load checkpoint", o->load, false, true, NULL}};
@@ -391,14 +424,18 @@ static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *
 /* Every output file the run writes, checked (check_output). */
 static FlStatus check_outputs(Run *r, FlErr *e) {
     Opts *o = r->o;
-    if (check_output(r, "--log", o->log, e) != FL_OK || check_output(r, "--timeline", o->timeline, e) != FL_OK)
-        return FL_ERROR;
-    if (o->timeline) { /* written at the end: its directory now, so nothing runs for a file that fails */
-        char *dir = fl_path_dir(o->timeline);
-        bool ok = access(dir, W_OK) == 0;
-        FlStatus st = ok ? FL_OK : fl_err(e, "--timeline '%s': cannot write in '%s': %s", o->timeline, dir, strerror(errno));
-        free(dir);
-        if (!ok) return st;
+    const char *flags[] = {"--log", "--timeline", "--plot", "profile_path"};
+    const char *files[] = {o->log, o->timeline, o->plot, fl_report_profile_path(r->report)};
+    for (size_t i = 0; i < FL_ARRAY_LEN(files); i++) {
+        if (!files[i]) continue;
+        if (check_output(r, flags[i], files[i], e) != FL_OK) return FL_ERROR;
+        if (i > 0) { /* written at the end: its directory now, so nothing runs for a file that fails */
+            char *dir = fl_path_dir(files[i]);
+            bool ok = access(dir, W_OK) == 0;
+            FlStatus st = ok ? FL_OK : fl_err(e, "%s '%s': cannot write in '%s': %s", flags[i], files[i], dir, strerror(errno));
+            free(dir);
+            if (!ok) return st;
+        }
     }
     return FL_OK;
 }
@@ -450,9 +487,10 @@ static FlStatus close_log(Run *r, FlErr *e) {
 }
 
 /* --timeline: this process's events (an MPI job: gathered to trainer 0, every rank's times on
- * trainer 0's clock since its trace began), written by the local run or trainer 0. A process
+ * trainer 0's clock since its trace began), written to `path` by the local run or trainer 0; with
+ * `window`, only those of the span the profiler was on (fluid.profiler's profile_path). A process
  * whose recorder reached its cap says so on stderr and in its process label. */
-static FlStatus write_timeline(Run *r, FlErr *e) {
+static FlStatus write_timeline(Run *r, const char *path, bool window, FlErr *e) {
     FlTrace *tr = r->trace;
     FlBuf mine = {0}, all = {0}, name = {0}, labels = {0}, other = {0};
     int pid = 0;
@@ -483,7 +521,9 @@ static FlStatus write_timeline(Run *r, FlErr *e) {
         fl_buf_printf(&labels, "%s%zu events dropped at the --timeline-events limit (%zu)", labels.len ? "; " : "",
                       dropped, fl_trace_cap(tr));
     }
-    fl_trace_format(tr, pid, fl_buf_str(&name), labels.len ? fl_buf_str(&labels) : NULL, origin, &mine);
+    int64_t from = INT64_MIN, to = INT64_MAX;
+    if (window && !fl_prof_window(fl_report_prof(r->report), &from, &to)) from = to = 0; /* never on: nothing */
+    fl_trace_format_window(tr, pid, fl_buf_str(&name), labels.len ? fl_buf_str(&labels) : NULL, origin, from, to, &mine);
     FlStatus st = FL_OK;
     if (r->mpi) st = fl_mpi_gather_timeline(r->mpi, fl_buf_str(&mine), mine.len, &all, e);
     else fl_buf_append(&all, fl_buf_str(&mine), mine.len);
@@ -492,7 +532,7 @@ static FlStatus write_timeline(Run *r, FlErr *e) {
         fl_trace_json_str(&other, r->o->file);
         fl_buf_printf(&other, ",\"ranks\":%d", r->mpi ? fl_mpi_size(r->mpi) : 1);
         if (r->mpi) fl_buf_printf(&other, ",\"clock\":\"trainer 0 (rank %d)\"", pid);
-        st = fl_trace_write(r->o->timeline, fl_buf_str(&all), all.len, fl_buf_str(&other), e);
+        st = fl_trace_write(path, fl_buf_str(&all), all.len, fl_buf_str(&other), e);
     }
     fl_buf_free(&mine);
     fl_buf_free(&all);
@@ -504,11 +544,29 @@ static FlStatus write_timeline(Run *r, FlErr *e) {
 
 static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e);
 
+static FlStatus step_done(void *ctx, const FlTrainStep *s, FlErr *e) {
+    Run *r = ctx;
+    return fl_report_step(r->report, s, e);
+}
+
 static FlStatus train(Run *r, FlErr *e) {
     FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed, r->o->checkpoint_every,
-                         r->o->resume_from ? &r->resumed : NULL, r->plan ? r->plan->trainers : 0};
-    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line, .checkpoint = checkpoint};
-    return fl_train_run(r->tr, &to, &h, e);
+                         r->o->resume_from ? &r->resumed : NULL, r->plan ? r->plan->trainers : 0, NULL, 0};
+    fl_report_watch(r->report, &to);
+    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line, .step_done = step_done,
+                      .checkpoint = checkpoint};
+    fl_report_train_begin(r->report);
+    FlStatus st = fl_train_run(r->tr, &to, &h, e);
+    fl_report_train_end(r->report);
+    return st;
+}
+
+/* The end of a run, on every rank after the timeline: the profile's trace (profile_path) and
+ * the report (the profiler's tables, the picture, the event file). */
+static FlStatus finish_report(Run *r, bool lead, FlErr *e) {
+    const char *path = fl_report_profile_path(r->report);
+    if (path && write_timeline(r, path, true, e) != FL_OK) return FL_ERROR;
+    return fl_report_finish(r->report, r->mpi, lead, e);
 }
 
 /* Regression prints each row's values; classification (an int64 label) the most probable class. */
@@ -595,8 +653,9 @@ static void print_plan_issues(const Opts *o, const FlPlanIssues *vi) {
  * initialise or load their blocks with them), among the trainers of hand-written MPMD programs
  * (a server program has its own). In a plan the trainers' run spec counts on every rank.
  * --data-dir may differ: each host reads its own copy of the data (a plan's identity leaves the
- * readers' folders out, and the trainers compare the rows they read: train.h). */
-static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *mine, FlMpi *m) {
+ * readers' folders out, and the trainers compare the rows they read: train.h). Whether the rank
+ * profiles (`profiling`: NULL, or what makes it) on every rank: each gives trainer 0 its table. */
+static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *mine, const char *profiling, FlMpi *m) {
     const FlRunSpec *rs = plan ? &plan->roles.data[0]->run : &mine->run;
     bool all = plan != NULL; /* the seed and --load: every rank of a plan */
     struct {
@@ -624,13 +683,17 @@ static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *min
         fl_mpi_agree(m, paths[i].name, v ? v : "", fl_buf_str(&shown), paths[i].trainers);
         fl_buf_free(&shown);
     }
+    FlBuf shown = {0};
+    fl_buf_printf(&shown, profiling ? "on (%s)" : "off", profiling);
+    fl_mpi_agree(m, "--profile", profiling ? "on" : "off", fl_buf_str(&shown), false);
+    fl_buf_free(&shown);
 }
 
 /* MPI: starts MPI and gives this rank its role and its bundle (taken from the plan). A plan
  * with issues (every rank found the same) starts no work: rank 0 reports them, every rank
  * leaves with 1. Returns the exit code when the job cannot start, else -1. */
 static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **bundle, int64_t *seed,
-                     FlTrace *trace, FlMpi **out) {
+                     FlTrace *trace, const char *profiling, FlMpi **out) {
     FlErr e = {{0}};
     FlMpiOptions mo = {.timeout = o->timeout, .stats = o->stats, .piece = o->piece, .trace = trace};
     FlMpi *m;
@@ -645,7 +708,7 @@ static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **
         return 1;
     }
     *out = m;
-    agree_options(o, plan, *bundle, m);
+    agree_options(o, plan, *bundle, profiling, m);
     /* collective: on an error every rank has the same message; rank 0 says it, all leave at once */
     if ((plan ? fl_mpi_assign_plan(m, plan, (int)o->trainers, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) !=
         FL_OK) {
@@ -1019,17 +1082,33 @@ static int run_program(Opts *o) {
     }
     FlMpi *mpi = NULL;
     int64_t seed = o->seed;
+    /* the report (curves, TensorBoard, the profiler): a plan's run spec is its trainers' */
+    FlReport *report;
+    FlReportOptions ro = {.program = o->file, .plot = o->plot, .tensorboard = o->tensorboard, .profile = o->profile,
+                          .profile_sort = o->profile_sort,
+                          .spec = plan ? (plan->roles.data[0] ? &plan->roles.data[0]->run.profile : NULL) : &bundle->run.profile};
+    code = fl_report_new(&ro, &report, &e) != FL_OK ? usage_error("%s", e.msg) : -1;
+    if (code < 0 && fl_report_profile_path(report)) code = check_paths(o, fl_report_profile_path(report));
+    if (code >= 0) {
+        fl_report_free(report);
+        fl_ir_bundle_free(bundle);
+        fl_ir_plan_free(plan);
+        return code;
+    }
     /* the timeline's origin: before MPI starts, so every event of the run comes after it */
-    FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
+    bool traced = o->timeline || fl_report_profile_path(report);
+    FlTrace *trace = traced ? fl_trace_new((size_t)o->timeline_events) : NULL;
     if (plan || has_op_flag(bundle->main, FL_OPF_DIST)) {
         FlPlanIssues bad = {0};
         if (plan) fl_plan_verify(plan, &bad);
-        code = start_mpi(o, plan, &bad, &bundle, &seed, trace, &mpi);
+        const char *profiling = !fl_report_prof(report) ? NULL : o->profile ? "--profile" : "a fluid.profiler region";
+        code = start_mpi(o, plan, &bad, &bundle, &seed, trace, profiling, &mpi);
         fl_plan_verify_issues_fini(&bad);
         if (code >= 0) {
             fl_ir_plan_free(plan);
             fl_ir_bundle_free(bundle);
             fl_trace_free(trace);
+            fl_report_free(report);
             return code;
         }
     }
@@ -1038,6 +1117,7 @@ static int run_program(Opts *o) {
     r.mpi = mpi;
     r.plan = plan;
     r.trace = trace;
+    r.report = report;
     bool server = mpi && fl_mpi_role(mpi) == FL_MPI_PSERVER;
     bool lead = !server && (!mpi || fl_mpi_index(mpi) == 0);
     r.prog = fl_program_from_bundle_take(bundle);
@@ -1050,7 +1130,8 @@ static int run_program(Opts *o) {
     /* kernel threads: --threads, else one per core locally and 1 per rank in an MPI job (the
      * ranks of a job usually share the machine's cores) */
     threads = o->threads > 0 ? (int)o->threads : mpi ? 1 : fl_par_cpus();
-    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .threads = threads, .trace = trace};
+    FlExecutorOptions xo = {.seed = (uint64_t)(seed >= 0 ? seed : r.bundle->run.seed), .threads = threads, .trace = trace,
+                            .prof = fl_report_prof(report)};
     if (fl_executor_new(r.prog, &xo, &r.ex, &e) != FL_OK) goto fail;
     if (!mpi || fl_mpi_rank(mpi) == 0) gemm_notes(o, mpi != NULL);
     r.scope = fl_scope_new(NULL);
@@ -1067,9 +1148,13 @@ static int run_program(Opts *o) {
         goto fail;
     const FlRunSpec *rs = &r.bundle->run;
     if (server) { /* startup, then listen_and_serv until every trainer is done */
-        if (fl_executor_run(r.ex, r.scope, NULL, 0, NULL, 0, &e) != FL_OK) goto fail;
+        fl_report_train_begin(report); /* a pserver's part of the training */
+        FlStatus run = fl_executor_run(r.ex, r.scope, NULL, 0, NULL, 0, &e);
+        fl_report_train_end(report);
+        if (run != FL_OK) goto fail;
         if (plan && save_shards(&r, &e) != FL_OK) goto fail;
-        if (trace && write_timeline(&r, &e) != FL_OK) goto fail;
+        if (o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail;
+        if (finish_report(&r, false, &e) != FL_OK) goto fail;
         rc = 0;
         goto fail;
     }
@@ -1090,6 +1175,7 @@ static int run_program(Opts *o) {
     if (o->save && lead && fl_params_check_target(o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && fl_train_predict_open(r.tr, o->predict, o->predict_var, &r.pin, &e) != FL_OK) goto fail;
     if (o->log && lead && open_log(&r, &e) != FL_OK) goto fail;
+    if (lead && fl_report_open(report, r.tr, r.bundle, mpi, plan, &e) != FL_OK) goto fail;
     bool do_train = rs->present && !(o->predict && o->load && o->epochs < 0);
     if (!rs->present) {
         if (fl_train_run_once(r.tr, &e) != FL_OK) goto fail;
@@ -1116,11 +1202,13 @@ static int run_program(Opts *o) {
         saving = NULL;
         if (finish_save(&r, s, asked, &e) != FL_OK) goto fail;
     }
-    if (mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail; /* with the pservers, which are done */
+    if (mpi && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail; /* with the pservers */
+    if (mpi && finish_report(&r, lead, &e) != FL_OK) goto fail;
     if (r.log && !stopped && close_log(&r, &e) != FL_OK) goto fail;
     if (o->save && lead && !plan && !stopped && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && !stopped && predict(&r, &e) != FL_OK) goto fail;
-    if (!mpi && trace && write_timeline(&r, &e) != FL_OK) goto fail;
+    if (!mpi && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail;
+    if (!mpi && finish_report(&r, true, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
     fl_params_write_abandon(saving);
@@ -1196,6 +1284,7 @@ fail:
         fl_mpi_free(mpi);
     }
     fl_trace_free(trace); /* after the scheduler: no goroutine records any more */
+    fl_report_free(report);
     return rc;
 }
 
@@ -1333,6 +1422,17 @@ int main(int argc, char **argv) {
         } else if (!strcmp(s, "--timeline")) {
             NEED_VAL();
             o.timeline = val;
+        } else if (!strcmp(s, "--plot")) {
+            NEED_VAL();
+            o.plot = val;
+        } else if (!strcmp(s, "--tensorboard")) {
+            NEED_VAL();
+            o.tensorboard = val;
+        } else if (!strcmp(s, "--profile")) {
+            o.profile = true;
+        } else if (!strcmp(s, "--profile-sort")) {
+            NEED_VAL();
+            o.profile_sort = val;
         } else if (!strcmp(s, "--timeline-events")) {
             NEED_VAL();
             if (!parse_int(val, 1, &o.timeline_events) || o.timeline_events > 1000000000) {
@@ -1438,7 +1538,7 @@ int main(int argc, char **argv) {
         rc = usage_error("%s: --resume loads the last checkpoint of --checkpoint; give one of them", "--resume and --load");
         goto done;
     }
-    if ((rc = check_paths(&o)) >= 0) goto done;
+    if ((rc = check_paths(&o, NULL)) >= 0) goto done;
     bool launcher = ends_with(o.file, ".plan") && !fl_launch_under_mpi();
     const char *lopt = o.hosts      ? "--hosts"
                        : o.hostfile ? "--hostfile"

@@ -620,7 +620,19 @@ FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r) {
     return c;
 }
 
+const char *const fl_ir_profile_sort_keys[FL_IR_PROFILE_SORT_KEYS] = {NULL, "calls", "total", "max", "min", "ave"};
+
+int fl_ir_profile_sort_key(const char *name) {
+    if (!name) return 0;
+    for (int i = 1; i < FL_IR_PROFILE_SORT_KEYS; i++)
+        if (!strcmp(name, fl_ir_profile_sort_keys[i])) return i;
+    return -1;
+}
+
 void fl_ir_run_fini(FlRunSpec *r) {
+    free(r->profile.state);
+    free(r->profile.sorted_key);
+    free(r->profile.path);
     fl_ir_reader_free(r->reader);
     fl_ir_reader_free(r->test_reader);
     free_strvec(r->fetch_names.data, r->fetch_names.len);
@@ -660,6 +672,10 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     c->run.seed = b->run.seed;
     STRVEC_COPY(&c->run.fetch_names, &b->run.fetch_names);
     STRVEC_COPY(&c->run.fetch_vars, &b->run.fetch_vars);
+    c->run.profile.present = b->run.profile.present;
+    c->run.profile.state = dup_or_null(b->run.profile.state);
+    c->run.profile.sorted_key = dup_or_null(b->run.profile.sorted_key);
+    c->run.profile.path = dup_or_null(b->run.profile.path);
     STRVEC_COPY(&c->source_paths, &b->source_paths);
     c->role = dup_or_null(b->role);
     c->role_index = b->role_index;
@@ -926,6 +942,13 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
         return FL_ERROR;
     if (check_names(r->fetch_vars.data, r->fetch_vars.len, "run spec: fetch var", e))
         return FL_ERROR;
+    const FlProfileSpec *pf = &r->profile;
+    if (pf->present && !r->present) return fl_err(e, "run spec: a profile but no training to profile");
+    if (pf->present && (!pf->state || strcmp(pf->state, "CPU") != 0))
+        return fl_err(e, "run spec: profiler state '%s' (this runtime times 'CPU' only)", pf->state ? pf->state : "");
+    if (pf->present && fl_ir_profile_sort_key(pf->sorted_key) < 0)
+        return fl_err(e, "run spec: unknown profiler sorted_key '%s'", pf->sorted_key);
+    if (pf->present && pf->path && !*pf->path) return fl_err(e, "run spec: an empty profile path");
     return FL_OK;
 }
 

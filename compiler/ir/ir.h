@@ -233,6 +233,22 @@ typedef struct FlReaderSpec {
     FlReaderPart part;
 } FlReaderSpec;
 
+/* A fluid.profiler region around fluid.train(...): the training is profiled. */
+typedef struct FlProfileSpec {
+    bool present;
+    char *state;      /* "CPU"; owned */
+    char *sorted_key; /* NULL: Fluid's None (the order of first ends); else a name of
+                       * fl_ir_profile_sort_keys; owned */
+    char *path;       /* NULL, or profile_path: where the profiled span's trace goes; owned */
+} FlProfileSpec;
+
+/* Fluid's sort keys of the profiler's table (sorted_key): [0] is None (NULL), then "calls",
+ * "total", "max", "min", "ave" (runtime/prof.h's FlProfSort follows this order). */
+#define FL_IR_PROFILE_SORT_KEYS 6
+extern const char *const fl_ir_profile_sort_keys[FL_IR_PROFILE_SORT_KEYS];
+/* The index of `name` among fl_ir_profile_sort_keys (NULL: 0), or -1. */
+int fl_ir_profile_sort_key(const char *name);
+
 typedef struct FlRunSpec {
     bool present;              /* false: run startup then main once */
     FlReaderSpec *reader;      /* owned; NULL if none */
@@ -241,6 +257,7 @@ typedef struct FlRunSpec {
     int64_t seed;              /* shuffling seed (default 0) */
     FL_VEC(char *) fetch_names; /* display names, in order */
     FL_VEC(char *) fetch_vars;  /* the var each name fetches */
+    FlProfileSpec profile;      /* a fluid.profiler region around fluid.train */
 } FlRunSpec;
 
 void fl_ir_reader_free(FlReaderSpec *r);

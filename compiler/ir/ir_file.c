@@ -229,6 +229,13 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
     rm->fetch_names = enc_strs(a, r->fetch_names.data, r->fetch_names.len);
     rm->n_fetch_vars = r->fetch_vars.len;
     rm->fetch_vars = enc_strs(a, r->fetch_vars.data, r->fetch_vars.len);
+    if (r->profile.present) {
+        Fluidc__ProfileSpec *pm = rm->profile = fl_arena_alloc(a, sizeof *pm);
+        fluidc__profile_spec__init(pm);
+        pm->state = r->profile.state;
+        pm->sorted_key = r->profile.sorted_key ? r->profile.sorted_key : "";
+        pm->path = r->profile.path ? r->profile.path : "";
+    }
     m->n_source_paths = b->source_paths.len;
     m->source_paths = enc_strs(a, b->source_paths.data, b->source_paths.len);
     m->role = b->role;
@@ -522,6 +529,12 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         r->seed = rm->seed;
         DEC_STRVEC(&r->fetch_names, rm->fetch_names, rm->n_fetch_names);
         DEC_STRVEC(&r->fetch_vars, rm->fetch_vars, rm->n_fetch_vars);
+        if (rm->profile) {
+            r->profile.present = true;
+            r->profile.state = dec_str(rm->profile->state);
+            r->profile.sorted_key = rm->profile->sorted_key && *rm->profile->sorted_key ? dec_str(rm->profile->sorted_key) : NULL;
+            r->profile.path = rm->profile->path && *rm->profile->path ? dec_str(rm->profile->path) : NULL;
+        }
     }
     return b;
 fail:

@@ -277,6 +277,10 @@ static void show_run(FlBuf *out, const FlRunSpec *r) {
                       r->fetch_names.data[i] ? r->fetch_names.data[i] : "", v ? v : "");
     }
     fl_buf_putc(out, '\n');
+    const FlProfileSpec *pf = &r->profile;
+    if (pf->present)
+        fl_buf_printf(out, "profile: %s, sorted_key %s, profile_path %s\n", pf->state ? pf->state : "",
+                      pf->sorted_key ? pf->sorted_key : "None", pf->path ? pf->path : "None");
 }
 
 void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {

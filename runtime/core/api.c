@@ -58,7 +58,8 @@ FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt,
         fl_err(err, "executor: %s", e2.msg);
         goto fail;
     }
-    FlExecOptions o = {.seed = opt ? opt->seed : 0, .par = ex->par, .trace = opt ? opt->trace : NULL};
+    FlExecOptions o = {.seed = opt ? opt->seed : 0, .par = ex->par, .trace = opt ? opt->trace : NULL,
+                      .prof = opt ? opt->prof : NULL};
     const FlBundle *b = p->bundle;
     const char *const *src = (const char *const *)b->source_paths.data;
     size_t ns = b->source_paths.len;

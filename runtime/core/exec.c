@@ -473,13 +473,18 @@ static FlStatus run_op_plain(RunCtx *rc, const ExecOp *op, FlScope *s) {
     return st;
 }
 
-/* With a trace (--timeline), each op run is a span; without, the one branch below is its cost. */
+/* With a trace (--timeline), each op run is a span; with a profiler that is on, its time goes to
+ * the op type's counters, from the same two clock reads; without either, the one branch below is
+ * its cost. */
 static FlStatus run_op(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlTrace *tr = rc->ex->opt.trace;
-    if (!tr) return run_op_plain(rc, op, s);
+    FlProf *pf = rc->ex->opt.prof && fl_prof_is_on(rc->ex->opt.prof) ? rc->ex->opt.prof : NULL;
+    if (!tr && !pf) return run_op_plain(rc, op, s);
     int64_t t0 = fl_trace_now();
     FlStatus st = run_op_plain(rc, op, s);
-    fl_trace_span(tr, "op", op->desc->type, t0, fl_trace_now(), op->trace_args);
+    int64_t t1 = fl_trace_now();
+    if (tr) fl_trace_span(tr, "op", op->desc->type, t0, t1, op->trace_args);
+    if (pf) fl_prof_record(pf, op->info, t0, t1);
     return st;
 }
 

@@ -41,6 +41,7 @@
 #include "runtime/core/scope.h"
 #include "runtime/kernels/par.h"
 #include "runtime/tensor.h"
+#include "runtime/prof.h"
 #include "runtime/trace.h"
 
 typedef struct FlExec FlExec;
@@ -49,6 +50,8 @@ typedef struct FlExecOptions {
     uint64_t seed; /* the program seed behind seed-0 random ops (default 0) */
     FlTrace *trace; /* NULL, or where every op run is recorded (one span per op: its type, .fl
                      * line, block and output vars); borrowed, outlives the FlExec */
+    FlProf *prof;   /* NULL, or the op profiler each op run's time is added to while it is on
+                     * (runtime/prof.h); borrowed, outlives the FlExec */
     FlPar *par;    /* the kernels' thread pool (runtime/kernels/par.h), borrowed: it must outlive
                     * the FlExec; NULL: every kernel runs on the thread running its op */
 } FlExecOptions;

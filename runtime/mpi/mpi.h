@@ -118,7 +118,7 @@ FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, F
  * ("the ranks run with different --seed: 1 on rank 0 (trainer 0), 2 on rank 1 (trainer 1); ...").
  * `key` is what is compared (any length: its hash travels), `shown` what the message shows of
  * the value (at most FLM_AGREE_SHOWN - 1 bytes are kept). At most FL_MPI_AGREE_MAX options. */
-#define FL_MPI_AGREE_MAX 12
+#define FL_MPI_AGREE_MAX 16
 void fl_mpi_agree(FlMpi *m, const char *option, const char *key, const char *shown, bool trainers_only);
 
 FlMpiRole fl_mpi_role(const FlMpi *m);
@@ -176,7 +176,12 @@ bool fl_mpi_is_lead(const FlMpi *m);
 /* This rank's host name (as the announce exchange told it). */
 const char *fl_mpi_host(const FlMpi *m);
 /* Collective over every rank: trainer 0 gets the n bytes of every rank, in rank order, appended
- * to *all (the others leave it as it is). Polled with the peer timeout. */
+ * to *all (the others leave it as it is). `what` names the bytes in messages ("the timeline");
+ * hint (or NULL) says how to make them fewer when the job's are more than MPI gathers (2 GiB).
+ * Polled with the peer timeout. */
+FlStatus fl_mpi_gather_bytes(FlMpi *m, const char *what, const char *hint, const char *mine, size_t n, FlBuf *all,
+                             FlErr *e) FL_WARN_UNUSED;
+/* fl_mpi_gather_bytes of the timeline's events. */
 FlStatus fl_mpi_gather_timeline(FlMpi *m, const char *mine, size_t n, FlBuf *all, FlErr *e) FL_WARN_UNUSED;
 
 /* Prints "flrun: rank R (role i): msg" on stderr and ends the whole job (MPI_Abort, exit 1). */

@@ -6,7 +6,8 @@
  * trainer 0 takes the other ranks one after the other, FLM_CLOCK_ROUNDS ping-pongs each on
  * TAG_CLOCK (its receive posted before its ping, the rank's clock read as the ping is seen),
  * keeps the round with the smallest round trip and sends the rank its offset and trainer 0's
- * trace origin. fl_mpi_gather_timeline gathers byte counts, then the bytes (MPI_Igatherv).
+ * trace origin. fl_mpi_gather_bytes (the timeline's events, the profiler's tables) gathers byte
+ * counts, then the bytes (MPI_Igatherv).
  *
  * Invariants: every wait is polled with the peer timeout (flm_wait_req); the clock exchange
  * uses its own tag, so nothing else of the protocol can be taken for it.
@@ -110,30 +111,32 @@ void flm_span(FlMpi *m, const char *name, int64_t t0, const char *var, const cha
     fl_trace_span_take(m->trace, "mpi", name, t0, t1, b.data);
 }
 
-FlStatus fl_mpi_gather_timeline(FlMpi *m, const char *mine, size_t n, FlBuf *all, FlErr *e) {
+FlStatus fl_mpi_gather_bytes(FlMpi *m, const char *what, const char *hint, const char *mine, size_t n, FlBuf *all,
+                             FlErr *e) {
     FL_ASSERT(m->assigned);
     int root = m->trainer_rank[0];
     bool lead = m->rank == root;
-    if (n > INT_MAX) return fl_err(e, "the timeline of %s is %zu bytes, more than MPI can gather (2 GiB)", m->who, n);
+    if (n > INT_MAX) return fl_err(e, "%s of %s is %zu bytes, more than MPI can gather (2 GiB)", what, m->who, n);
     int count = (int)n;
     int *counts = lead ? fl_xcalloc((size_t)m->size, sizeof *counts) : NULL;
     int *displs = lead ? fl_xcalloc((size_t)m->size, sizeof *displs) : NULL;
-    char *got = NULL;
+    char *got = NULL, ctx[96];
+    snprintf(ctx, sizeof ctx, "gathering %s", what);
     FlStatus st = FL_ERROR;
     MPI_Request req;
     int rc = MPI_Igather(&count, 1, MPI_INT, counts, 1, MPI_INT, root, MPI_COMM_WORLD, &req);
     if (rc != MPI_SUCCESS) {
-        flm_mpi_err(e, rc, "gathering the timeline");
+        flm_mpi_err(e, rc, ctx);
         goto done;
     }
-    if (flm_wait_req(m, &req, NULL, -1, "gathering the timeline", e) != FL_OK) goto done;
+    if (flm_wait_req(m, &req, NULL, -1, ctx, e) != FL_OK) goto done;
     size_t total = 0;
     for (int r = 0; lead && r < m->size; r++) {
         if (total + (size_t)counts[r] > INT_MAX) {
             /* the others are in the gather of the bytes already: end the job */
-            char msg[160];
-            snprintf(msg, sizeof msg, "error: the job's timeline is more than MPI can gather (2 GiB): lower "
-                     "--timeline-events");
+            char msg[256];
+            snprintf(msg, sizeof msg, "error: the job's %s is more than MPI can gather (2 GiB)%s%s",
+                     what + (strncmp(what, "the ", 4) ? 0 : 4), hint ? ": " : "", hint ? hint : "");
             fl_mpi_fail(m, msg);
         }
         displs[r] = (int)total;
@@ -142,10 +145,10 @@ FlStatus fl_mpi_gather_timeline(FlMpi *m, const char *mine, size_t n, FlBuf *all
     if (lead) got = fl_xmalloc(total + 1);
     rc = MPI_Igatherv(mine, count, MPI_BYTE, got, counts, displs, MPI_BYTE, root, MPI_COMM_WORLD, &req);
     if (rc != MPI_SUCCESS) {
-        flm_mpi_err(e, rc, "gathering the timeline");
+        flm_mpi_err(e, rc, ctx);
         goto done;
     }
-    if (flm_wait_req(m, &req, NULL, -1, "gathering the timeline", e) != FL_OK) goto done;
+    if (flm_wait_req(m, &req, NULL, -1, ctx, e) != FL_OK) goto done;
     if (lead) fl_buf_append(all, got, total);
     st = FL_OK;
 done:
@@ -153,4 +156,8 @@ done:
     free(counts);
     free(displs);
     return st;
+}
+
+FlStatus fl_mpi_gather_timeline(FlMpi *m, const char *mine, size_t n, FlBuf *all, FlErr *e) {
+    return fl_mpi_gather_bytes(m, "the timeline", "lower --timeline-events", mine, n, all, e);
 }

@@ -525,6 +525,12 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     L.vals = fl_xcalloc(n + 1, sizeof(double));
     L.runs = fl_xcalloc((size_t)tr->T + 1, sizeof *L.runs);
     double *trm = fl_xcalloc(n + 1, sizeof(double)), *te = fl_xcalloc(n + 1, sizeof(double));
+    /* the fetches of a step: the run spec's, then the watched vars */
+    size_t nw = opt ? opt->nwatch : 0;
+    FlFetch *fetches = fl_xcalloc(n + nw + 1, sizeof *fetches);
+    double *watched = fl_xcalloc(nw + 1, sizeof *watched);
+    for (size_t i = 0; i < n + nw; i++)
+        fetches[i] = (FlFetch){i < n ? tr->fetches[i].name : opt->watch[i - n], FL_TENSOR_INIT};
     FlStatus st = FL_OK;
     int64_t step = 0, e0 = 1, b0 = 0;
     if (resume) { /* the state the checkpoint's step left: position, the epoch's figures, random state */
@@ -557,11 +563,12 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
         }
         for (size_t b = first; b < nb && st == FL_OK && !stop; b++) {
             size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)tr->t);
+            double tb = now();
             for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
             st = share_feeds(fl_ir_block(tr->bundle->main, 0), d->train, ep, b, (size_t)tr->t, tens, feeds, e);
             if (st == FL_OK && tr->mpi) fl_mpi_step_begin(tr->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
             double ts = now();
-            if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, tr->fetches, n, e);
+            if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, fetches, n + nw, e);
             if (st == FL_OK && tr->mpi) {
                 st = fl_mpi_step_end(tr->mpi, e);
                 fl_mpi_add_compute(tr->mpi, now() - ts);
@@ -569,7 +576,9 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
             if (st != FL_OK) break;
             step++;
-            for (size_t i = 0; i < n; i++) L.vals[i] = mean_of(&tr->fetches[i].tensor);
+            double step_secs = now() - tb;
+            for (size_t i = 0; i < n; i++) L.vals[i] = mean_of(&fetches[i].tensor);
+            for (size_t i = 0; i < nw; i++) watched[i] = mean_of(&fetches[n + i].tensor);
             if (tr->mpi) {
                 L.rec[L.seg * L.w] = (double)rows;
                 for (size_t i = 0; i < n; i++) L.rec[L.seg * L.w + 1 + i] = L.vals[i];
@@ -582,6 +591,10 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             L.seg++;
             if (rows > 0 && (st = check_finite(tr, epoch, step, L.vals, e)) != FL_OK) break;
             if (L.lead && h->step) h->step(h->ctx, epoch, epochs, b, nb, n ? L.vals[tr->loss_idx] : 0);
+            if (L.lead && h->step_done) {
+                FlTrainStep s = {epoch, step, (double)fl_data_epoch_batch_rows(ep, b), step_secs, watched};
+                if ((st = h->step_done(h->ctx, &s, e)) != FL_OK) break;
+            }
             /* a checkpoint within the epoch; one after its last step comes after its evaluation */
             if (every && step % every == 0 && b + 1 < nb) {
                 st = report(&L, epoch, e);
@@ -611,6 +624,9 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
         }
     }
     tr->stopped = stop && st == FL_OK;
+    for (size_t i = 0; i < n + nw; i++) fl_tensor_fini(&fetches[i].tensor);
+    free(fetches);
+    free(watched);
     free(L.rec);
     free(L.all);
     free(L.runs);

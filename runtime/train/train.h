@@ -90,8 +90,12 @@ typedef struct FlTrainOptions {
     int64_t batch_trainers;     /* > 0: a global batch is that many batches (the trainers of the
                                  * job's plan), cut into the job's trainers' shares as evenly as
                                  * possible; 0: one batch per trainer of the job */
+    /* Vars of the main program's block 0 fetched by every step besides the run spec's fetches,
+     * their means reported to FlTrainHooks.step_done (e.g. a decaying learning rate); borrowed. */
+    const char *const *watch;
+    size_t nwatch;
 } FlTrainOptions;
-#define FL_TRAIN_OPTIONS_INIT {-1, -1, -1, 0, NULL, 0}
+#define FL_TRAIN_OPTIONS_INIT {-1, -1, -1, 0, NULL, 0, NULL, 0}
 
 /* What an epoch's end reports (figures indexed like the fetches; borrowed for the call). */
 typedef struct FlTrainEpoch {
@@ -105,11 +109,24 @@ typedef struct FlTrainEpoch {
     double cpu_seconds;    /* the same span in this process's CPU time (all its threads) */
 } FlTrainEpoch;
 
+/* What a step's end reports (for figures per step: samples/s, the learning rate). */
+typedef struct FlTrainStep {
+    int64_t epoch, step; /* the 1-based epoch; training steps so far over the whole run */
+    double rows;         /* the step's rows: the global batch's in a job (all trainers) */
+    double seconds;      /* this process's wall clock for the step: its batch's assembly, the run
+                            and, in a job, its sends completing */
+    const double *watched; /* the means of FlTrainOptions.watch's vars after the step (NaN for an
+                              empty one); borrowed for the call */
+} FlTrainStep;
+
 /* Callbacks of fl_train_run; any may be NULL. ctx is passed back. */
 typedef struct FlTrainHooks {
     void *ctx;
     /* After each of this process's steps (trainer 0 only in a job): batch b of nb. */
     void (*step)(void *ctx, int64_t epoch, int64_t epochs, size_t b, size_t nb, double loss);
+    /* After each of this process's steps too (trainer 0 only in a job), with the step's rows and
+     * time. An error stops training with its message. */
+    FlStatus (*step_done)(void *ctx, const FlTrainStep *s, FlErr *e);
     /* One row of figures: phase "train" (one per step) or "test" (one per epoch, `step` the
      * step it follows). An error stops training with its message. */
     FlStatus (*row)(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e);

@@ -182,6 +182,7 @@ static FlBundle *make_bundle(void) {
     FL_VEC_PUSH(&b->run.fetch_vars, strdup("fc_0.tmp_0"));
     FL_VEC_PUSH(&b->run.fetch_names, strdup("x"));
     FL_VEC_PUSH(&b->run.fetch_vars, strdup("x"));
+    b->run.profile = (FlProfileSpec){true, strdup("CPU"), strdup("ave"), strdup("/tmp/profile")};
     return b;
 }
 
@@ -225,6 +226,7 @@ static FlPlan *make_plan(void) {
     free(ps->role);
     ps->role = strdup("pserver");
     ps->run.present = false;
+    ps->run.profile.present = false;
     FL_VEC_PUSH(&p->roles, ps);
     int64_t map[] = {2, 0, 1};
     for (int i = 0; i < 3; i++) FL_VEC_PUSH(&p->rank_role, map[i]);
@@ -348,6 +350,10 @@ static bool bundle_eq(const FlBundle *a, const FlBundle *b) {
            strs_eq(x->fetch_names.data, x->fetch_names.len, y->fetch_names.data,
                    y->fetch_names.len) &&
            strs_eq(x->fetch_vars.data, x->fetch_vars.len, y->fetch_vars.data, y->fetch_vars.len) &&
+           x->profile.present == y->profile.present &&
+           (!x->profile.present || (str_eq(x->profile.state, y->profile.state) &&
+                                    str_eq(x->profile.sorted_key, y->profile.sorted_key) &&
+                                    str_eq(x->profile.path, y->profile.path))) &&
            strs_eq(a->source_paths.data, a->source_paths.len, b->source_paths.data,
                    b->source_paths.len) &&
            str_eq(a->role, b->role) && a->role_index == b->role_index;
@@ -1001,6 +1007,16 @@ static void test_invalid_programs(void) {
     expect_invalid(b, "run spec reader: 1 scaled feeds but 2 scale factors");
     b->run.reader->scale_factors.len = 1;
     CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_OK);
+    b->run.profile = (FlProfileSpec){true, strdup("GPU"), NULL, NULL};
+    expect_decode_error(b, "input is invalid: run spec: profiler state 'GPU' (this runtime times 'CPU' only)");
+    strcpy(b->run.profile.state, "CPU");
+    b->run.profile.sorted_key = strdup("Total");
+    expect_decode_error(b, "input is invalid: run spec: unknown profiler sorted_key 'Total'");
+    strcpy(b->run.profile.sorted_key, "total");
+    CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_OK);
+    b->run.present = false;
+    expect_invalid(b, "run spec: a profile but no training to profile");
+    b->run.present = true;
 
     /* a program with no blocks */
     FlProgram *none = fl_ir_program_new();
@@ -1126,6 +1142,7 @@ static void test_show_golden(void) {
     b->run.reader = make_reader("data/d.csv", FL_PART_TRAIN);
     FL_VEC_PUSH(&b->run.fetch_names, strdup("out"));
     FL_VEC_PUSH(&b->run.fetch_vars, strdup("y"));
+    b->run.profile = (FlProfileSpec){true, strdup("CPU"), NULL, strdup("p.json")};
     FlBlock *s0 = fl_ir_block(b->startup, 0);
     FlVarDesc *w = fl_ir_var_add(s0, "w");
     w->persistable = w->trainable = true;
@@ -1166,7 +1183,8 @@ static void test_show_golden(void) {
               "  normalize [x]\n"
               "  scale [x * 0.25]\n"
               "  split fraction 0.8 seed 7, part train\n"
-              "fetch: out -> y\n");
+              "fetch: out -> y\n"
+              "profile: CPU, sorted_key None, profile_path p.json\n");
     free(s);
     fl_ir_bundle_free(b);
 

@@ -19,7 +19,8 @@ P=$tmp/prefix
 fail() { echo "test_install: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$P" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install failed"; }
-for f in bin/flc bin/flrun share/fluidc/stdlib/fluid/__init__.fl share/fluidc/stdlib/fluid/layers.fl \
+for f in bin/flc bin/flrun share/fluidc/stdlib/fluid/__init__.fl share/fluidc/stdlib/fluid/layers/__init__.fl \
+         share/fluidc/stdlib/fluid/layers/_nn.fl share/fluidc/stdlib/fluid/layers/learning_rate_scheduler.fl \
          include/fluidc/runtime/api.h include/fluidc/runtime/tensor.h include/fluidc/base/base.h \
          "$libdir/libfluidc.a" "$libdir/cmake/fluidc/fluidcConfig.cmake" "$libdir/pkgconfig/fluidc.pc"; do
     [ -e "$P/$f" ] || fail "not installed: $f"

@@ -645,6 +645,30 @@ static void test_import_star(void) {
     check_error("def f():\n    from helper_mod import *\n", "2:5: error: 'import *' is only allowed at module level");
 }
 
+/* fluid.layers is a package of Fluid's modules: each layer is in the module Fluid puts it in, the
+ * package re-exports them (the same objects), and `import *` of it binds the layers, not the
+ * module names (io would hide fluid.io). */
+static void test_layers_modules(void) {
+    FlBundle *b = compile("import fluid.layers.nn as nn\n"
+                          "from fluid.layers.io import data\n"
+                          "x = data(name='x', shape=[3])\n"
+                          "y = nn.fc(x, size=2, act='relu')\n");
+    CU_ASSERT_EQUAL(count(b, 0, "relu"), 1);
+    fl_ir_bundle_free(b);
+    check_true("import fluid.layers.tensor as T\nimport fluid.layers.control_flow as CF\n",
+               "T.fill_constant is layers.fill_constant and CF.While is layers.While and CF.less_than is layers.less_than");
+    check_true("from fluid.layers import ops, metric_op, learning_rate_scheduler as lrs\n",
+               "ops.sigmoid is layers.sigmoid and metric_op.auc is layers.auc and lrs.noam_decay is layers.noam_decay");
+    check_true("", "fluid.layers.nn.sequence_pool is layers.sequence_pool and fluid.layers.nn.dynamic_lstm is layers.dynamic_lstm");
+    check_true("import fluid.layers.detection as det\nimport fluid.layers.device as dev\n",
+               "len(det.__all__) == 0 and len(dev.__all__) == 0");
+    check_error("import fluid.layers.nn as nn\nx = nn.fill_constant([1], 'float32', 1.0)\n",
+                "module 'fluid.layers.nn' has no attribute 'fill_constant'");
+    check_error("from fluid.layers import *\nprint(nn)\n", "unknown name 'nn'");
+    check_error("from fluid.layers import *\nprint(io)\n", "unknown name 'io'");
+    check_error("from fluid.layers.nn import *\nprint(_common)\n", "unknown name '_common'");
+}
+
 static void test_flags(void) {
     const char *defs[] = {"n=5", "name=cnn", "lr=0.5"};
     FlBundle *b = compile_defs(HDR "n = fluid.flag('n', 1)\n"
@@ -1602,6 +1626,7 @@ int main(void) {
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
         {"import_star", test_import_star},
+        {"layers_modules", test_layers_modules},
         {"flags", test_flags},
         {"flag_warnings", test_flag_warnings},
         {"run_spec_errors", test_run_spec_errors},

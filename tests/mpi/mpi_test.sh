@@ -82,6 +82,15 @@
 #                                 --restarts a SIGKILLed pserver's job restarts from its last
 #                                 checkpoint and ends byte for byte as the uninterrupted job; a
 #                                 job that fails for its own error is not restarted
+#   report                        what a job shows besides its log: digits_regularized.fl (its
+#                                 learning rate decaying on the pservers) on sync P=2 T=2 with
+#                                 --profile --timeline, --tensorboard and --plot: trainer 0
+#                                 prints one profiler table per rank, in rank order, each within
+#                                 5% of that rank's op spans (tests/e2e/check_profile.py); writes
+#                                 the event file, whose learning rate (asked from the pserver) is
+#                                 step by step the local run's (tests/e2e/check_tfevents.py), and
+#                                 the picture, named after the job's shape; a hand-written job
+#                                 whose workers alone profile does not start, naming the ranks
 #   threads                       kernel threads: 1 per rank by default, --threads 2 on every
 #                                 rank (--stats says so), --threads 0 refused; each rank names
 #                                 its GEMM library, FL_GEMM=onednn reaching every rank
@@ -825,6 +834,28 @@ threads)
         { cat "$TMP/out"; fail "FL_GEMM=onednn: both ranks should report 'gemm onednn'"; }
     run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --threads 0 >"$TMP/out" 2>&1 && fail "--threads 0 was accepted"
     grep -q "flrun: --threads needs a number of threads from 1 to 256, found '0'" "$TMP/out" || { cat "$TMP/out"; fail "--threads 0: no message"; }
+    ;;
+report)
+    "$FLRUN" tests/mpi/digits_regularized.fl -q --batch-size 100 --log "$TMP/local.csv" --tensorboard "$TMP/tb_local" ||
+        fail "the local run"
+    "$FLC" transpile tests/mpi/digits_regularized.fl --pservers 2 --trainers 2 -o "$TMP/digits_regularized.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/digits_regularized.plan" -q --profile --timeline "$TMP/t.json" --log "$TMP/job.csv" \
+        --tensorboard "$TMP/tb_job" --plot "$TMP/job.svg" >"$TMP/job.out" || fail "the job"
+    python3 tests/e2e/check_profile.py "$TMP/job.out" "$TMP/t.json" --ranks 4 --sort total || fail "the job's tables"
+    for r in "rank 0 (trainer 0)" "rank 1 (trainer 1)" "rank 2 (pserver 0)" "rank 3 (pserver 1)"; do
+        grep -q "^Process: $r on " "$TMP/job.out" || fail "no table of $r"
+    done
+    sed -n '/^Process: rank 2/,/^Process: rank 3/p' "$TMP/job.out" | grep -q "^rmsprop " || fail "pserver 0 ran no rmsprop"
+    python3 tests/e2e/check_tfevents.py "$TMP/tb_job" --proto tools/tfevents.proto --log "$TMP/job.csv" --lr \
+        --same-lr "$TMP/tb_local" || fail "the job's event file"
+    python3 tests/e2e/check_svg.py "$TMP/job.svg" --runs "digits_regularized (P=2 T=2)" --metrics loss,acc ||
+        fail "the job's picture"
+
+    "$FLC" build examples/seed_server.fl -o "$TMP/s.flp" && "$FLC" build examples/seed_worker.fl -o "$TMP/w.flp" || fail "build"
+    run_mpi -np 1 "$FLRUN" "$TMP/s.flp" : -np 2 "$FLRUN" "$TMP/w.flp" --profile >"$TMP/m.out" 2>&1 &&
+        fail "a job where some ranks profile started"
+    grep -q "^flrun: error: the ranks run with different --profile: off on rank 0 (pserver 0), on (--profile) on ranks 1-2; every rank of a job needs the same --profile$" \
+        "$TMP/m.out" || { cat "$TMP/m.out"; fail "the ranks that disagree: the message"; }
     ;;
 *) fail "unknown case '$CASE'" ;;
 esac

@@ -6,6 +6,7 @@
 
 #include <CUnit/Basic.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,47 @@ static inline FlTensor ct_tensor(FlDType dt, int ndim, const int64_t *ne, const 
     FlErr e;
     CU_ASSERT_EQUAL_FATAL(fl_tensor_from(&e, &t, dt, ndim, ne, v), FL_OK);
     return t;
+}
+
+/* A layer run by several threads at once (the recorders' tests): x [1, 3] -> fc(2, tanh). */
+#define CT_FC_TANH_SRC                                                                      \
+    "from fluid import layers\n"                                                             \
+    "x = layers.data(name=\"x\", shape=[3], dtype=\"float32\")\n"                            \
+    "y = layers.fc(x, size=2, act=\"tanh\")\n"
+
+typedef struct CtJob {
+    Ct *c;
+    int runs, bad;
+} CtJob;
+
+static inline void *ct_fc_tanh_runner(void *p) {
+    CtJob *j = p;
+    for (int r = 0; r < j->runs; r++) {
+        FlTensor x = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){1, 3}, (double[]){0.1, 0.2, 0.3});
+        FlFeed f = {"x", &x};
+        FlFetch o = {"tanh_0.tmp_0", FL_TENSOR_INIT};
+        FlErr e;
+        if (fl_executor_run(j->c->ex, j->c->scope, &f, 1, &o, 1, &e) != FL_OK) j->bad++;
+        fl_tensor_fini(&o.tensor);
+        fl_tensor_fini(&x);
+    }
+    return NULL;
+}
+
+/* Runs CT_FC_TANH_SRC's program `runs` times on each of `threads` threads (at most 16) at once;
+ * every run must succeed. */
+static inline void ct_fc_tanh_threads(Ct *c, int threads, int runs) {
+    CtJob jobs[16];
+    pthread_t th[16];
+    CU_ASSERT_FATAL(threads <= 16);
+    for (int i = 0; i < threads; i++) {
+        jobs[i] = (CtJob){c, runs, 0};
+        pthread_create(&th[i], NULL, ct_fc_tanh_runner, &jobs[i]);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(jobs[i].bad, 0);
+    }
 }
 
 /* The value of element i of a scope var (through the parents). */

@@ -158,9 +158,9 @@ static void put_fifo(const char *dir, const char *name) {
 /* A copy of the checkpoint src as dst (cp -r). */
 static const char *copy_ck(const char *src, const char *name) {
     static char dst[128];
-    snprintf(dst, sizeof dst, "%s/%s", root, name);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
+    CU_ASSERT_FATAL(snprintf(dst, sizeof dst, "%s/%s", root, name) < (int)sizeof dst);
+    char cmd[3 * sizeof dst + 64];
+    CU_ASSERT_FATAL(snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst) < (int)sizeof cmd);
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
     return dst;
 }

@@ -129,52 +129,20 @@ static void test_write(void) {
 
 /* ---- the executor with a trace, run from several threads ---- */
 
-static const char *prog_src = "from fluid import layers\n"
-                              "x = layers.data(name=\"x\", shape=[3], dtype=\"float32\")\n"
-                              "y = layers.fc(x, size=2, act=\"tanh\")\n";
-
-typedef struct Job {
-    Ct *c;
-    int bad;
-} Job;
-
 enum { RUNS = 50 };
-
-static void *runner(void *p) {
-    Job *j = p;
-    for (int r = 0; r < RUNS; r++) {
-        FlTensor x = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){1, 3}, (double[]){0.1, 0.2, 0.3});
-        FlFeed f = {"x", &x};
-        FlFetch o = {"tanh_0.tmp_0", FL_TENSOR_INIT};
-        FlErr e;
-        if (fl_executor_run(j->c->ex, j->c->scope, &f, 1, &o, 1, &e) != FL_OK) j->bad++;
-        fl_tensor_fini(&o.tensor);
-        fl_tensor_fini(&x);
-    }
-    return NULL;
-}
 
 static void test_exec_spans(void) {
     FlTrace *t = fl_trace_new(100000);
     Ct c = {0};
     FlErr e = {{0}};
-    c.prog = fl_program_from_bundle_take(ct_compile("traced.fl", prog_src));
+    c.prog = fl_program_from_bundle_take(ct_compile("traced.fl", CT_FC_TANH_SRC));
     FlExecutorOptions xo = {.trace = t};
     CU_ASSERT_EQUAL_FATAL(fl_executor_new(c.prog, &xo, &c.ex, &e), FL_OK);
     c.scope = fl_scope_new(NULL);
     CU_ASSERT_EQUAL_FATAL(fl_executor_run_startup(c.ex, c.scope, &e), FL_OK);
     size_t startup = fl_trace_count(t);
     CU_ASSERT(startup >= 2); /* the weight's and the bias's initialisers */
-    Job jobs[THREADS];
-    pthread_t th[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        jobs[i] = (Job){&c, 0};
-        pthread_create(&th[i], NULL, runner, &jobs[i]);
-    }
-    for (int i = 0; i < THREADS; i++) {
-        pthread_join(th[i], NULL);
-        CU_ASSERT_EQUAL(jobs[i].bad, 0);
-    }
+    ct_fc_tanh_threads(&c, THREADS, RUNS);
     size_t per_run = (fl_trace_count(t) - startup) / (THREADS * RUNS);
     CU_ASSERT(per_run >= 3); /* mul, elementwise_add, tanh */
     CU_ASSERT_EQUAL(fl_trace_count(t), startup + per_run * THREADS * RUNS);
