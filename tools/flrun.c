@@ -1203,12 +1203,13 @@ static int run_program(Opts *o) {
         if (finish_save(&r, s, asked, &e) != FL_OK) goto fail;
     }
     if (mpi && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail; /* with the pservers */
-    if (mpi && finish_report(&r, lead, &e) != FL_OK) goto fail;
+    /* stopped at a checkpoint: the picture is the finished run's (the event file keeps what it has) */
+    if (mpi && finish_report(&r, lead && !stopped, &e) != FL_OK) goto fail;
     if (r.log && !stopped && close_log(&r, &e) != FL_OK) goto fail;
     if (o->save && lead && !plan && !stopped && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && !stopped && predict(&r, &e) != FL_OK) goto fail;
     if (!mpi && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail;
-    if (!mpi && finish_report(&r, true, &e) != FL_OK) goto fail;
+    if (!mpi && finish_report(&r, !stopped, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
     fl_params_write_abandon(saving);
@@ -1560,6 +1561,15 @@ int main(int argc, char **argv) {
     }
     if (o.hosts && o.hostfile) {
         rc = usage_error("%s: give the hosts once, by --hosts or by --hostfile", "--hosts and --hostfile");
+        goto done;
+    }
+    if ((o.resume || o.restarts) && (o.plot || o.tensorboard)) {
+        /* the curves come from the run's own steps: a resumed run has only those after its checkpoint */
+        rc = usage_error(o.resume ? "%s: a run resumed from a checkpoint would draw only the steps after it; draw its "
+                                    "--log (which holds them all) with flc plot"
+                                  : "%s: a restarted job goes on from a checkpoint and would draw only the steps after "
+                                    "it; draw its --log (which holds them all) with flc plot",
+                         o.plot ? "--plot" : "--tensorboard");
         goto done;
     }
     if (launcher) {

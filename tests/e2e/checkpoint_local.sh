@@ -7,9 +7,12 @@
 #   - resumed from a checkpoint within an epoch (step 60) and at an epoch's end (step 58), a run
 #     ends with the uninterrupted run's log and parameters, byte for byte (the dropout masks
 #     too: the executor's run count is restored);
+#   - DIR/STOP stops a run at its next checkpoint, writing nothing of a finished run (no log,
+#     --save or picture); resumed, it ends as the uninterrupted run;
 #   - what is refused: checkpoint options without their partners, a directory of another run's
 #     checkpoints without --resume, a resume with another global batch, a damaged training
-#     state (named by file and line), a --checkpoint that is a file, a --log inside it.
+#     state (named by file and line), a --checkpoint that is a file, a --log inside it, --plot
+#     and --tensorboard on a resumed run (its curves would miss the steps before the checkpoint).
 set -u
 FLRUN=$1
 TMP=$(mktemp -d)
@@ -70,6 +73,21 @@ refused 1 "flrun: error: the checkpoint's run trains on global batches of 50 row
 sed -i 's/^batch 0$/batch x/' "$TMP/ck/step-87/TRAIN"
 refused 1 "flrun: error: $TMP/ck/step-87/TRAIN:4: expected 'batch' and its value, found 'batch x'" \
     $M -q --checkpoint "$TMP/ck" --resume
+refused 2 "flrun: --plot: a run resumed from a checkpoint would draw only the steps after it; draw its --log (which holds them all) with flc plot" \
+    $M --checkpoint "$TMP/ck" --resume --plot "$TMP/p.svg"
+refused 2 "flrun: --tensorboard: a run resumed from a checkpoint would draw only the steps after it; draw its --log (which holds them all) with flc plot" \
+    $M --checkpoint "$TMP/ck" --resume --tensorboard "$TMP/tb"
 touch "$TMP/file"
 refused 1 "flrun: error: --checkpoint: '$TMP/file' exists and is not a directory" $M -q --checkpoint "$TMP/file" --checkpoint-every 5
+# DIR/STOP: the run stops after its next checkpoint (step 20) and writes nothing of a finished
+# run (no log, no --save, no picture); resumed from that checkpoint it ends as the uninterrupted run
+rm -rf "$TMP/ck" "$TMP/a" "$TMP/a.csv"
+mkdir "$TMP/ck" && touch "$TMP/ck/STOP"
+"$FLRUN" $M -q --log "$TMP/a.csv" --save "$TMP/a" --plot "$TMP/a.svg" --checkpoint "$TMP/ck" --checkpoint-every 20 \
+    >"$TMP/out" 2>&1 || fail "the run stopped by DIR/STOP"
+[ "$(ls "$TMP/ck" | tr '\n' ' ')" = "STOPPED step-20 " ] || fail "after DIR/STOP: $(ls "$TMP/ck")"
+for f in a.csv a a.svg; do [ -e "$TMP/$f" ] && fail "the run stopped at its checkpoint wrote $f"; done
+"$FLRUN" $M -q --log "$TMP/a.csv" --save "$TMP/a" --checkpoint "$TMP/ck" --checkpoint-every 20 --resume >"$TMP/out" 2>&1 ||
+    fail "the run resumed after DIR/STOP"
+same "$TMP/a.csv" "$TMP/a"
 echo "checkpoint_local: ok"

@@ -794,6 +794,8 @@ launch)
         "$FLRUN" "$TMP/x.plan" --hostfile "$TMP/hosts"
     usage "hosts under mpirun" "flrun: --hosts is the launcher's: run flrun PLAN without mpirun" \
         run_mpi -np 4 "$FLRUN" "$TMP/x.plan" --hosts a:4
+    usage "curves of a restarted job" "flrun: --plot: a restarted job goes on from a checkpoint and would draw only the steps after it; draw its --log (which holds them all) with flc plot" \
+        "$FLRUN" "$TMP/x.plan" --checkpoint "$TMP/ck" --checkpoint-every 50 --restarts 1 --plot "$TMP/p.svg"
     # --restarts 1: pserver 1 SIGKILLed after some checkpoints, the job restarts from the last
     # and ends with the uninterrupted job's log and parameters, byte for byte
     JOB="-q --epochs 60 --timeout 5"
