@@ -72,7 +72,10 @@
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
 #   checkpoint                    --checkpoint-every in a P=2 T=2 job, a pserver SIGKILLed, the job
 #                                 resumed: the uninterrupted job's log and parameters, byte for
-#                                 byte; the checkpoint resumed by a P=1 job within 1e-6
+#                                 byte; the checkpoint resumed by a P=1 job within 1e-6; a
+#                                 decaying learning rate and RMSProp's state, on the trainers
+#                                 (allreduce T=2) and on the pservers (P=2 T=2), resumed byte
+#                                 for byte
 #   trainers                      --trainers N: a P=2 T=3 and an allreduce T=3 plan on 2 trainers,
 #                                 a P=2 T=2 job resumed on 1 trainer, and ctr_sparse.fl's P=2 T=2
 #                                 plan on 1 trainer, equal to local training on the plan's global
@@ -722,6 +725,30 @@ checkpoint)
         fail "the P=1 job resumed from step $PREV"
     "$CHECK" logs "$TMP/p1.csv" "$TMP/ref.csv" 1e-6 || fail "the P=1 job's log"
     "$CHECK" params "$TMP/p1" "$TMP/ref" 1e-6 || fail "the P=1 job's parameters"
+    # digits_regularized.fl (RMSProp, a decaying learning rate) as an allreduce T=2 job (the
+    # optimizer's state and the learning-rate counter on the trainers) and a P=2 T=2 one (on the
+    # pservers): their checkpoints hold both, and a job resumed from the one before the last
+    # ends as the uninterrupted job, byte for byte
+    "$FLC" transpile tests/mpi/digits_regularized.fl --mode allreduce --trainers 2 -o "$TMP/ra.plan" >/dev/null &&
+        "$FLC" transpile tests/mpi/digits_regularized.fl --pservers 2 --trainers 2 -o "$TMP/rp.plan" >/dev/null ||
+        fail "transpile digits_regularized.fl"
+    for NP in 2 4; do
+        [ $NP = 2 ] && PL="$TMP/ra.plan" || PL="$TMP/rp.plan"
+        JOB="-q --epochs 6 --timeout 5"
+        rm -rf "$TMP/ref" "$TMP/ref.csv" "$TMP/ck" "$TMP/d" "$TMP/d.csv"
+        run_mpi -np $NP "$FLRUN" "$PL" $JOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "$PL: the uninterrupted job"
+        CK="--checkpoint $TMP/ck --checkpoint-every 30"
+        run_mpi -np $NP "$FLRUN" "$PL" $JOB $CK --log "$TMP/d.csv" --save "$TMP/d" || fail "$PL: the job with checkpoints"
+        same_as_ref "$TMP/d.csv" "$TMP/d"
+        [ "$(ls "$TMP/ck" | tr '\n' ' ')" = "step-60 step-90 " ] || fail "$PL: the checkpoints kept: $(ls "$TMP/ck")"
+        for v in @LR_DECAY_COUNTER@ mean_square; do
+            grep -q "$v" "$TMP/ck/step-60/MANIFEST" || fail "$PL: the checkpoint lacks $v"
+        done
+        rm -r "$TMP/ck/step-90" "$TMP/d" "$TMP/d.csv"
+        run_mpi -np $NP "$FLRUN" "$PL" $JOB $CK --resume --log "$TMP/d.csv" --save "$TMP/d" >"$TMP/out" 2>&1 ||
+            { cat "$TMP/out"; fail "$PL: the job resumed from step 60"; }
+        same_as_ref "$TMP/d.csv" "$TMP/d"
+    done
     ;;
 trainers)
     # --trainers N runs N of a plan's trainers with the plan's global batch: a P=2 T=3 plan on 2
