@@ -44,6 +44,7 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     m->trace = opt ? opt->trace : NULL;
     atomic_init(&m->seq, 0u);
     m->piece = piece;
+    m->step = -1; /* no step yet: a GET now (a job that trains no step saving) reads the pservers' vars as they are */
     m->role_comm = MPI_COMM_NULL;
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);

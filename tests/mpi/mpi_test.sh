@@ -717,6 +717,12 @@ checkpoint)
     run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
         --checkpoint-every 50 --resume >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the resumed job"; }
     same_as_ref "$TMP/d.csv" "$TMP/d"
+    # resumed from the checkpoint after the last step, a job trains nothing and logs and saves
+    # what the uninterrupted job did (the pservers answer a request before any step)
+    rm -r "$TMP/d" "$TMP/d.csv"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 --resume >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the job resumed after its last step"; }
+    same_as_ref "$TMP/d.csv" "$TMP/d"
     # the last two checkpoints are kept (1150 and 1200): the P=1 job goes on from step 1150
     rm -r "$TMP/ck/step-1200" || fail "no checkpoint after the last step"
     PREV=$(ls "$TMP/ck" | sed -n 's/^step-//p')
