@@ -1,9 +1,10 @@
 /* gemm.c: the one matrix-product routine the GEMM-shaped kernels share, and which library runs
  * it. The reference path is a plain triple loop accumulating in double; the fast path (float32)
- * is OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm, one of the two for the whole process
- * (fl_gemm_info: OpenBLAS unless its kernel for this CPU is narrower than the CPU's vectors, as
- * when OpenBLAS 0.3.21 does not know the CPU and falls back to SSE; the user's FL_GEMM,
- * OPENBLAS_CORETYPE and FL_DNNL decide first). Both libraries run single-threaded (flrun sets
+ * is OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm, chosen once for the whole process
+ * (fl_gemm_info: by the product's shape, oneDNN for the large ones and OpenBLAS for the small ones,
+ * when OpenBLAS's kernel for this CPU is as wide as the CPU's vectors; oneDNN for all when
+ * OpenBLAS 0.3.21 does not know the CPU and falls back to SSE; the user's FL_GEMM,
+ * OPENBLAS_CORETYPE and FL_DNNL decide first) and per product by its whole shape. Both libraries run single-threaded (flrun sets
  * OpenBLAS so; dnnl.c gives each sgemm an OpenMP team of 1): with a kernel pool of N threads
  * bound (par.h), a large product is cut into N blocks of C's rows (or columns, when C is wide
  * and short), one single-threaded sgemm per block, run on the pool's threads. Either library
@@ -27,6 +28,7 @@
 enum { GEMM_GRAIN = 1 << 21 };
 
 typedef struct GemmJob {
+    FlGemmPath lib;
     bool ta, tb, rows; /* rows: blocks of C's rows, else of its columns */
     int64_t M, N, K, lda, ldb, ldc;
     float alpha, beta;
@@ -53,6 +55,7 @@ const char *fl_gemm_path_name(FlGemmPath path) {
     switch (path) {
     case FL_GEMM_OPENBLAS: return "openblas";
     case FL_GEMM_ONEDNN: return "onednn";
+    case FL_GEMM_BY_SHAPE: return "onednn+openblas";
     case FL_GEMM_PATH_COUNT: break;
     }
     return "?";
@@ -107,18 +110,40 @@ void fl_gemm_choose(FlGemmInfo *g, const char *fl_gemm, const char *coretype, co
         g->path = FL_GEMM_ONEDNN;
         snprintf(g->why, sizeof g->why, "OpenBLAS's kernel for this CPU, %s, is %s, narrower than the CPU's %s",
                  openblas_core ? openblas_core : "?", fl_isa_name(ob), fl_isa_name(cpu));
-    } else {
+    } else if (dnnl_level >= ob) {
+        g->path = FL_GEMM_BY_SHAPE;
+        snprintf(g->why, sizeof g->why, "by shape: oneDNN for products of 2^19 multiply-adds and more with "
+                 "over %d rows and columns, OpenBLAS (as wide as the CPU's vectors) for the rest",
+                 FL_GEMM_ONEDNN_SIDE);
+    } else { /* oneDNN capped below OpenBLAS's kernel (ONEDNN_MAX_CPU_ISA) */
         g->path = FL_GEMM_OPENBLAS;
-        snprintf(g->why, sizeof g->why, "OpenBLAS's kernel for this CPU, %s, is as wide as the CPU's vectors",
-                 openblas_core ? openblas_core : "?");
+        snprintf(g->why, sizeof g->why, "OpenBLAS's kernel for this CPU, %s, is as wide as the CPU's vectors "
+                 "and oneDNN's narrower", openblas_core ? openblas_core : "?");
     }
-    if (g->path == FL_GEMM_ONEDNN) {
+    const char *core = openblas_core ? openblas_core : "?";
+    switch (g->path) {
+    case FL_GEMM_ONEDNN:
         g->kernel = dnnl_isa;
         g->kernel_isa = dnnl_level;
-    } else {
-        g->kernel = openblas_core ? openblas_core : "?";
+        break;
+    case FL_GEMM_BY_SHAPE:
+        snprintf(g->kernels, sizeof g->kernels, "%s+%s", dnnl_isa, core);
+        g->kernel = g->kernels;
+        g->kernel_isa = dnnl_level < ob ? dnnl_level : ob;
+        break;
+    case FL_GEMM_OPENBLAS:
+    case FL_GEMM_PATH_COUNT:
+        g->kernel = core;
         g->kernel_isa = ob;
+        break;
     }
+}
+
+FlGemmPath fl_gemm_library(const FlGemmInfo *g, int64_t M, int64_t N, int64_t K) {
+    if (g->path != FL_GEMM_BY_SHAPE) return g->path;
+    bool big = M > FL_GEMM_ONEDNN_SIDE && N > FL_GEMM_ONEDNN_SIDE && K > 0 &&
+               (double)M * (double)N * (double)K >= (double)FL_GEMM_ONEDNN_MIN;
+    return big ? FL_GEMM_ONEDNN : FL_GEMM_OPENBLAS;
 }
 
 /* The CPU's widest vectors the OS lets a program use (GCC's and clang's cpu model checks
@@ -171,10 +196,12 @@ bool fl_gemm_warning(const FlGemmInfo *g, FlBuf *out) {
 
 /* ---- the product ---- */
 
-static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (fl_gemm_info()->path == FL_GEMM_ONEDNN &&
-        kdnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+/* lib: the library the whole product's shape chose (a block of a product cut on the kernel pool
+ * runs on the same one, whatever its own size). */
+static void sgemm(FlGemmPath lib, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                  int64_t ldc) {
+    if (lib == FL_GEMM_ONEDNN && kdnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
@@ -193,12 +220,12 @@ static void gemm_chunk(void *arg, int c) {
     if (g->rows) { /* rows [lo, hi) of C: rows of op(A) */
         block_range(g->M, c, g->nchunks, &lo, &hi);
         if (hi > lo)
-            sgemm(g->ta, g->tb, hi - lo, g->N, g->K, g->alpha, g->ta ? g->A + lo : g->A + lo * g->lda,
+            sgemm(g->lib, g->ta, g->tb, hi - lo, g->N, g->K, g->alpha, g->ta ? g->A + lo : g->A + lo * g->lda,
                   g->lda, g->B, g->ldb, g->beta, g->C + lo * g->ldc, g->ldc);
     } else { /* columns [lo, hi) of C: columns of op(B) */
         block_range(g->N, c, g->nchunks, &lo, &hi);
         if (hi > lo)
-            sgemm(g->ta, g->tb, g->M, hi - lo, g->K, g->alpha, g->A, g->lda,
+            sgemm(g->lib, g->ta, g->tb, g->M, hi - lo, g->K, g->alpha, g->A, g->lda,
                   g->tb ? g->B + lo * g->ldb : g->B + lo, g->ldb, g->beta, g->C + lo, g->ldc);
     }
 }
@@ -228,16 +255,17 @@ void kgemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
                 for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
             return;
         }
+        FlGemmPath lib = fl_gemm_library(fl_gemm_info(), M, N, K);
         /* up to N blocks of at least GEMM_GRAIN multiply-adds */
         bool rows = M >= N;
         int64_t span = rows ? M : N, per = rows ? N * K : M * K; /* work per row (column) */
         int64_t grain = GEMM_GRAIN / (per > 0 ? per : 1);
         int nchunks = fl_par_chunks((span + 15) / 16, (grain + 15) / 16);
         if (nchunks == 1) {
-            sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            sgemm(lib, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
             return;
         }
-        GemmJob g = {ta, tb, rows, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, nchunks};
+        GemmJob g = {lib, ta, tb, rows, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C, nchunks};
         fl_par_run(nchunks, gemm_chunk, &g);
         return;
     }

@@ -99,31 +99,45 @@ FlStatus fl_kernel_cast_grad(FlErr *e, const FlTensor *x, const FlTensor *dout,
  * operations per cycle of the one before. */
 typedef enum FlIsa { FL_ISA_NONE, FL_ISA_SSE, FL_ISA_AVX, FL_ISA_AVX2, FL_ISA_AVX512, FL_ISA_COUNT } FlIsa;
 
-typedef enum FlGemmPath { FL_GEMM_OPENBLAS, FL_GEMM_ONEDNN, FL_GEMM_PATH_COUNT } FlGemmPath;
+/* FL_GEMM_BY_SHAPE: oneDNN's sgemm for the products it runs faster, OpenBLAS's for the small
+ * ones, where oneDNN's call costs more than the product (fl_gemm_library says which). */
+typedef enum FlGemmPath { FL_GEMM_OPENBLAS, FL_GEMM_ONEDNN, FL_GEMM_BY_SHAPE, FL_GEMM_PATH_COUNT } FlGemmPath;
+
+/* The by-shape rule: oneDNN for products of at least FL_GEMM_ONEDNN_MIN multiply-adds whose C
+ * has more than FL_GEMM_ONEDNN_SIDE rows and columns; OpenBLAS for the rest (docs/kernels.md,
+ * "Which GEMM": oneDNN ran the MLP's, the LSTM's and the im2col products 1.0-1.7x faster on an AMD
+ * EPYC, OpenBLAS the products under 2^15 multiply-adds and those with 10 columns up to 7x). */
+enum { FL_GEMM_ONEDNN_MIN = 1 << 19, FL_GEMM_ONEDNN_SIDE = 16 };
 
 /* How this process runs float32 matrix products (mul, matmul, fc, the RNN cells, conv2d's
  * im2col path), decided once, on the first product, from the environment and the CPU:
- *   FL_GEMM=openblas or onednn     that library;
+ *   FL_GEMM=openblas or onednn     that library for every product;
  *   FL_DNNL=0                      OpenBLAS (oneDNN is off altogether);
  *   OPENBLAS_CORETYPE=NAME         OpenBLAS with the kernel the user named (honoured as set);
- *   otherwise (FL_GEMM=auto)       OpenBLAS when its kernel for this CPU is as wide as the CPU's
- *                                  vectors, else oneDNN's sgemm, which detects the CPU itself
- *                                  (OpenBLAS 0.3.21 falls back to its SSE kernels on CPUs its
- *                                  table does not know: about a quarter of an AVX-512 CPU's speed).
- * The choice depends on nothing but these, so a machine gives the same bits run to run.
- * docs/kernels.md ("Which GEMM") has the measurements behind the rule. */
+ *   otherwise (FL_GEMM=auto)       by shape (above) when OpenBLAS's kernel for this CPU is as wide
+ *                                  as the CPU's vectors; oneDNN's sgemm for every product when
+ *                                  OpenBLAS fell back to narrower ones (OpenBLAS 0.3.21 takes its
+ *                                  SSE kernels on CPUs its table does not know: about a quarter of
+ *                                  an AVX-512 CPU's speed), as oneDNN detects the CPU itself.
+ * The choice depends on nothing but these and a product's shape, so a machine gives the same bits
+ * run to run. docs/kernels.md ("Which GEMM") has the measurements behind the rule. */
 typedef struct FlGemmInfo {
     FlGemmPath path;
-    const char *kernel; /* OpenBLAS's core ("SkylakeX") or oneDNN's ISA ("avx512_core_amx") */
-    FlIsa kernel_isa;   /* the vectors that kernel uses */
+    const char *kernel; /* OpenBLAS's core ("SkylakeX"), oneDNN's ISA ("avx512_core_amx"), or for
+                           FL_GEMM_BY_SHAPE both ("avx512_core_bf16+Cooperlake") */
+    FlIsa kernel_isa;   /* the vectors of the narrower of the kernels used */
     FlIsa cpu_isa;      /* the CPU's widest vectors */
     char why[192];      /* what decided the path, for --stats and the warning */
     bool named;         /* the user named the library: FL_GEMM=openblas|onednn, or FL_DNNL=0 */
     char error[192];    /* non-empty: the environment asks for something that cannot be (FL_GEMM
                            of an unknown value, FL_GEMM=onednn with FL_DNNL=0); the path is then
                            the auto one, and flrun refuses to run with this message */
+    char kernels[64];   /* storage for `kernel` when it names two */
 } FlGemmInfo;
 
+/* The library that runs a product C[M, N] (K multiply-adds per element) under g: OpenBLAS or
+ * oneDNN, never FL_GEMM_BY_SHAPE. */
+FlGemmPath fl_gemm_library(const FlGemmInfo *g, int64_t M, int64_t N, int64_t K);
 /* The process's choice (decided on the first call; any thread). */
 const FlGemmInfo *fl_gemm_info(void);
 /* The decision itself, from its inputs: FL_GEMM's and OPENBLAS_CORETYPE's values (NULL: unset),
@@ -135,10 +149,10 @@ void fl_gemm_choose(FlGemmInfo *out, const char *fl_gemm, const char *coretype, 
 FlIsa fl_gemm_openblas_isa(const char *core);
 /* "sse", "avx", "avx2", "avx512" ("none" for FL_ISA_NONE). */
 const char *fl_isa_name(FlIsa isa);
-/* "openblas" or "onednn". */
+/* "openblas", "onednn" or (by shape) "onednn+openblas". */
 const char *fl_gemm_path_name(FlGemmPath path);
-/* One line for --stats and flc calibrate, without a newline: "openblas Cooperlake (avx512 on an
- * avx512 CPU): OPENBLAS_CORETYPE is unset and OpenBLAS's kernel is as wide as the CPU's". */
+/* One line for --stats and flc calibrate, without a newline: "onednn+openblas
+ * avx512_core_bf16+Cooperlake (avx512 on a CPU with avx512): by shape: ...". */
 void fl_gemm_describe(const FlGemmInfo *g, FlBuf *out);
 /* A warning when the products run on narrower vectors than the CPU has although the user did not
  * name the library (an OPENBLAS_CORETYPE or ONEDNN_MAX_CPU_ISA in the environment chose so), without

@@ -3,10 +3,11 @@
 # calls alone) under every GEMM kernel this machine can run: OpenBLAS's kernels for the vector
 # widths this CPU has, each forced by OPENBLAS_CORETYPE (Prescott: SSE3; Sandybridge: AVX;
 # Haswell: AVX2; SkylakeX and Cooperlake: AVX-512, Cooperlake with BF16), OpenBLAS's own choice
-# for this CPU, and oneDNN's sgemm (the two libraries fluidc may run; docs/kernels.md, "Which
-# GEMM"). Prints one bench_gemm line per kernel (the best of TRIALS runs) prefixed by its name,
-# then `best NAME LINE`, the fastest. bench_train.sh and bench_models.sh use it to take the
-# machine's best sgemm as the floor and as PyTorch's best setting.
+# for this CPU, oneDNN's sgemm, and fluidc's own choice per product with the environment's
+# defaults (the libraries fluidc may run; docs/kernels.md, "Which GEMM"). Prints one bench_gemm
+# line per kernel (the best of TRIALS runs) prefixed by its name, then `best NAME LINE`, the
+# fastest by the wall clock, and `best_cpu NAME LINE`, by CPU time. bench_train.sh and bench_models.sh use it to take the machine's best sgemm as the
+# floor and as PyTorch's best setting.
 # usage: tests/bench/gemm_kernels.sh [BUILD_DIR]   (env: TRIALS=3)
 set -eu
 build=${1:-build}
@@ -40,7 +41,14 @@ for c in $cores; do
 done
 (unset OPENBLAS_CORETYPE; best_of "openblas:default" "$gemm") >>"$out"
 best_of "onednn" "$gemm" -l onednn >>"$out"
+# fluidc's own mix with the environment's defaults (by shape where OpenBLAS knows the CPU)
+(unset OPENBLAS_CORETYPE FL_GEMM; best_of "fluidc" "$gemm" -l fluidc) >>"$out"
 cat "$out"
-awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ms_per_step=/) v = substr($i, 13) + 0
-       if (!n++ || v < b) { b = v; line = $0 } }
-     END { print "best", line }' "$out"
+# best KEY LABEL: the line with the smallest KEY (ms_per_step: wall clock; cpu_ms_per_step: CPU time)
+best() {
+    awk -v k="$1" -v label="$2" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) v = substr($i, length(k) + 2) + 0
+                                   if (!n++ || v < b) { b = v; line = $0 } }
+                                 END { print label, line }' "$out"
+}
+best ms_per_step best
+best cpu_ms_per_step best_cpu

@@ -859,7 +859,7 @@ threads)
         # shellcheck disable=SC2086
         run_mpi -np 2 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --stats $opt >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "job ($n)"; }
         [ $n = default ] && want="1 kernel thread" || want="$n kernel threads"
-        [ "$(grep -c "^flrun: stats rank [01] ([a-z]* 0): $want, gemm \(openblas\|onednn\) [A-Za-z0-9_]* (" "$TMP/out")" = 2 ] ||
+        [ "$(grep -c "^flrun: stats rank [01] ([a-z]* 0): $want, gemm \(openblas\|onednn\|onednn+openblas\) [A-Za-z0-9_+]* (" "$TMP/out")" = 2 ] ||
             { cat "$TMP/out"; fail "--threads $n: both ranks should report '$want' and their GEMM"; }
     done
     # the GEMM library each rank runs: FL_GEMM in the job's environment reaches every rank

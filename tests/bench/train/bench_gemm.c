@@ -7,14 +7,16 @@
  *                                  layer's input is data: no gradient)
  * with (K, N) = (784, 512), (512, 512), (512, 10), by OpenBLAS's cblas_sgemm (the kernel
  * OPENBLAS_CORETYPE names, else OpenBLAS's choice for this CPU) or, with -l onednn, by oneDNN's
- * dnnl_sgemm (its OpenMP team of 1, the ISA oneDNN detects) — the two libraries fluidc's GEMM
+ * dnnl_sgemm (its OpenMP team of 1, the ISA oneDNN detects), or with -l fluidc each product on
+ * the library fluidc's rule picks for its shape (fl_gemm_library) — the libraries fluidc's GEMM
  * may run (docs/kernels.md, "Which GEMM"). ROUNDS rounds of STEPS steps; the best round is
  * reported as one line of `key=value` figures (bench_train.sh parses it):
- *   ms_per_step, gflops, mflop_per_step, library (openblas or onednn), kernel (OpenBLAS's core
- *   name or oneDNN's ISA), openblas_core, and each call's time on stderr (with -v).
+ *   ms_per_step, cpu_ms_per_step (the best round by the process's CPU time, which other jobs on a
+ *   shared machine distort least), gflops, mflop_per_step, library (openblas or onednn), kernel
+ *   (OpenBLAS's core name or oneDNN's ISA), openblas_core, and each call's time on stderr (-v).
  * Never fails on time.
  *
- *   usage: bench_gemm [-v] [-l openblas|onednn] [BATCH=128] [STEPS=40] [ROUNDS=5]
+ *   usage: bench_gemm [-v] [-l openblas|onednn|fluidc] [BATCH=128] [STEPS=40] [ROUNDS=5]
  */
 #include <cblas.h>
 #include <dlfcn.h>
@@ -25,13 +27,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/kernels/kernels.h"
+
 enum { LAYERS = 3, CALLS = 8 };
 
-static double now(void) {
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 typedef struct Call {
     const char *what;
@@ -51,10 +56,12 @@ static float *buf(size_t n) {
     return p;
 }
 
-static bool onednn;
+static bool onednn, fluidc;
 
 static void run(const Call *c) {
-    if (onednn) {
+    /* -l fluidc: each product on the library fluidc's rule picks for its shape (gemm.c) */
+    bool dn = fluidc ? fl_gemm_library(fl_gemm_info(), c->M, c->N, c->K) == FL_GEMM_ONEDNN : onednn;
+    if (dn) {
         dnnl_sgemm(c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->M, c->N, c->K, 1.0f, c->A, c->lda, c->B,
                    c->ldb, 0.0f, c->C, c->ldc);
         return;
@@ -69,13 +76,14 @@ int main(int argc, char **argv) {
     if (verbose) a++;
     if (argc > a + 1 && strcmp(argv[a], "-l") == 0) {
         if (strcmp(argv[a + 1], "onednn") == 0) onednn = true;
+        else if (strcmp(argv[a + 1], "fluidc") == 0) fluidc = true;
         else if (strcmp(argv[a + 1], "openblas") != 0) {
-            fprintf(stderr, "bench_gemm: -l takes openblas or onednn, found '%s'\n", argv[a + 1]);
+            fprintf(stderr, "bench_gemm: -l takes openblas, onednn or fluidc, found '%s'\n", argv[a + 1]);
             return 2;
         }
         a += 2;
     }
-    if (onednn) { /* one thread per call, as fluidc runs it (found in the process: no OpenMP flags) */
+    if (onednn || fluidc) { /* one thread per call, as fluidc runs it (found in the process: no OpenMP flags) */
         void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
         if (set) set(1);
     }
@@ -111,13 +119,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) per[i] = 1e30;
     for (int w = 0; w < 3; w++)
         for (int i = 0; i < n; i++) run(&calls[i]);
-    double best = 1e30;
+    double best = 1e30, cbest = 1e30;
     for (int r = 0; r < rounds; r++) {
-        double t0 = now();
+        double t0 = now(), u0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         for (int s = 0; s < steps; s++)
             for (int i = 0; i < n; i++) run(&calls[i]);
-        double t = now() - t0;
+        double t = now() - t0, c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - u0;
         if (t < best) best = t;
+        if (c < cbest) cbest = c;
     }
     if (verbose) { /* each call alone, best of its runs */
         for (int i = 0; i < n; i++) {
@@ -141,14 +150,17 @@ int main(int argc, char **argv) {
                 {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"}, {dnnl_cpu_isa_avx2, "avx2"}, {dnnl_cpu_isa_avx, "avx"},
                 {dnnl_cpu_isa_sse41, "sse41"}};
     const char *kernel = openblas_get_corename();
-    if (onednn) {
+    if (fluidc) kernel = fl_gemm_info()->kernel;
+    else if (onednn) {
         kernel = "other";
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
             if (isas[i].id == dnnl_get_effective_cpu_isa()) kernel = isas[i].name;
     }
-    printf("ms_per_step=%.4f gflops=%.2f mflop_per_step=%.1f calls=%d batch=%d library=%s kernel=%s "
-           "openblas_core=%s\n", best / steps * 1e3, flop * steps / best * 1e-9, flop * 1e-6, n, B,
-           onednn ? "onednn" : "openblas", kernel, openblas_get_corename());
+    printf("ms_per_step=%.4f cpu_ms_per_step=%.4f gflops=%.2f mflop_per_step=%.1f calls=%d batch=%d library=%s "
+           "kernel=%s openblas_core=%s\n", best / steps * 1e3, cbest / steps * 1e3, flop * steps / best * 1e-9,
+           flop * 1e-6, n, B,
+           fluidc ? fl_gemm_path_name(fl_gemm_info()->path) : onednn ? "onednn" : "openblas", kernel,
+           openblas_get_corename());
     for (int l = 0; l < LAYERS; l++) {
         free(X[l]), free(W[l]), free(Out[l]), free(dOut[l]), free(dW[l]), free(dX[l]);
     }

@@ -201,21 +201,22 @@ static void choose(const char *fl_gemm, const char *coretype, const char *core, 
                 g.error);
 }
 
-/* The rule: the user's FL_GEMM, FL_DNNL=0 and OPENBLAS_CORETYPE first; else OpenBLAS when its
- * kernel is as wide as the CPU's vectors, oneDNN when OpenBLAS fell back to narrower ones. */
+/* The rule: the user's FL_GEMM, FL_DNNL=0 and OPENBLAS_CORETYPE first; else by shape when
+ * OpenBLAS's kernel is as wide as the CPU's vectors, oneDNN when OpenBLAS fell back to narrower
+ * ones. */
 static void test_gemm_choose(void) {
     const FlIsa A512 = FL_ISA_AVX512, A2 = FL_ISA_AVX2;
     /* an Intel CPU OpenBLAS 0.3.21 does not know: Prescott on AVX-512 -> oneDNN */
     choose(NULL, NULL, "Prescott", A512, "avx512_core_amx", A512, FL_GEMM_ONEDNN, "narrower", false);
     choose("auto", "", "Prescott", A512, "avx512_core_amx", A512, FL_GEMM_ONEDNN, "narrower", false);
-    /* a CPU it knows: its own kernel */
-    choose(NULL, NULL, "Cooperlake", A512, "avx512_core_bf16", A512, FL_GEMM_OPENBLAS, "as wide", false);
-    choose(NULL, NULL, "Haswell", A2, "avx2", A2, FL_GEMM_OPENBLAS, "as wide", false);
-    choose(NULL, NULL, "Zen", A2, "avx2", A2, FL_GEMM_OPENBLAS, "as wide", false);
+    /* a CPU it knows: by shape, oneDNN for the large products and OpenBLAS's own kernel for the rest */
+    choose(NULL, NULL, "Cooperlake", A512, "avx512_core_bf16", A512, FL_GEMM_BY_SHAPE, "by shape", false);
+    choose(NULL, NULL, "Haswell", A2, "avx2", A2, FL_GEMM_BY_SHAPE, "by shape", false);
+    choose(NULL, NULL, "Zen", A2, "avx2", A2, FL_GEMM_BY_SHAPE, "by shape", false);
     /* the user's OPENBLAS_CORETYPE is honoured, even below the CPU */
     choose(NULL, "Haswell", "Haswell", A512, "avx512_core", A512, FL_GEMM_OPENBLAS, "OPENBLAS_CORETYPE=Haswell", false);
     /* oneDNN capped below OpenBLAS's kernel (ONEDNN_MAX_CPU_ISA): OpenBLAS stays */
-    choose(NULL, NULL, "Sandybridge", A512, "sse41", FL_ISA_SSE, FL_GEMM_OPENBLAS, "as wide", false);
+    choose(NULL, NULL, "Sandybridge", A512, "sse41", FL_ISA_SSE, FL_GEMM_OPENBLAS, "oneDNN's narrower", false);
     /* FL_GEMM and FL_DNNL */
     choose("openblas", NULL, "Prescott", A512, "avx512_core", A512, FL_GEMM_OPENBLAS, "FL_GEMM=openblas", false);
     choose("onednn", NULL, "Cooperlake", A512, "avx512_core", A512, FL_GEMM_ONEDNN, "FL_GEMM=onednn", false);
@@ -223,6 +224,21 @@ static void test_gemm_choose(void) {
     /* what cannot be: an error for flrun, and the auto path meanwhile */
     choose("onednn", NULL, "Prescott", A512, NULL, FL_ISA_NONE, FL_GEMM_OPENBLAS, "FL_DNNL=0", true);
     choose("mkl", NULL, "Prescott", A512, "avx512_core", A512, FL_GEMM_ONEDNN, "narrower", true);
+    /* by shape: oneDNN from 2^19 multiply-adds with more than 16 rows and columns */
+    FlGemmInfo by;
+    fl_gemm_choose(&by, NULL, NULL, "Cooperlake", A512, "avx512_core_bf16", A512);
+    CU_ASSERT(strcmp(by.kernel, "avx512_core_bf16+Cooperlake") == 0);
+    CU_ASSERT(fl_gemm_library(&by, 128, 512, 784) == FL_GEMM_ONEDNN);
+    CU_ASSERT(fl_gemm_library(&by, 64, 128, 64) == FL_GEMM_ONEDNN); /* exactly 2^19 */
+    CU_ASSERT(fl_gemm_library(&by, 64, 128, 63) == FL_GEMM_OPENBLAS);
+    CU_ASSERT(fl_gemm_library(&by, 128, 10, 512) == FL_GEMM_OPENBLAS); /* 10 columns */
+    CU_ASSERT(fl_gemm_library(&by, 16, 4096, 4096) == FL_GEMM_OPENBLAS); /* 16 rows */
+    CU_ASSERT(fl_gemm_library(&by, 17, 4096, 4096) == FL_GEMM_ONEDNN);
+    CU_ASSERT(fl_gemm_library(&by, 8, 8, 8) == FL_GEMM_OPENBLAS);
+    fl_gemm_choose(&by, "onednn", NULL, "Cooperlake", A512, "avx512_core_bf16", A512);
+    CU_ASSERT(fl_gemm_library(&by, 8, 8, 8) == FL_GEMM_ONEDNN);
+    fl_gemm_choose(&by, "openblas", NULL, "Cooperlake", A512, "avx512_core_bf16", A512);
+    CU_ASSERT(fl_gemm_library(&by, 128, 512, 784) == FL_GEMM_OPENBLAS);
     /* the core names' vectors, and the warning when the kernel is narrower than the CPU */
     CU_ASSERT(fl_gemm_openblas_isa("SkylakeX") == FL_ISA_AVX512);
     CU_ASSERT(fl_gemm_openblas_isa("Sandybridge") == FL_ISA_AVX);
