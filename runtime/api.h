@@ -161,6 +161,12 @@ FlStatus fl_executor_run(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, si
 FlStatus fl_executor_predict(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, size_t nfeeds,
                              FlFetch *fetches, size_t nfetches, FlErr *err) FL_WARN_UNUSED;
 
+/* The main program's runs so far (fl_executor_run and fl_executor_predict alike): a dropout op
+ * draws its mask from its seed and this count, so it is the random state of training; restoring
+ * it (a run resumed from a checkpoint) draws the masks the uninterrupted run would. */
+uint64_t fl_executor_runs(const FlExecutor *ex);
+void fl_executor_set_runs(FlExecutor *ex, uint64_t runs);
+
 /* ---- tensors from and to C arrays (see runtime/tensor.h for the rest) ---- */
 
 /* Allocates *t (releasing what it held) with shape ne[0..ndim) and copies numel values in. */

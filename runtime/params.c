@@ -54,7 +54,7 @@ static void escape_name(const char *n, FlBuf *out) {
     }
 }
 
-static void rm_dir(const char *dir) {
+void fl_params_remove(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *ent;
@@ -174,7 +174,7 @@ static char *save_path(const char *dir, FlErr *err) {
     /* the new checkpoint is written beside it: try that now */
     FlBuf probe = {0};
     fl_buf_printf(&probe, "%s.tmp.%d", p, (int)getpid());
-    rm_dir(fl_buf_str(&probe));
+    fl_params_remove(fl_buf_str(&probe));
     if (mkdir(fl_buf_str(&probe), 0777) != 0) {
         fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&probe), strerror(errno));
         fl_buf_free(&probe);
@@ -205,7 +205,7 @@ static FlStatus switch_in(const char *tmp, const char *dir, FlErr *err) {
     }
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
         test_die_at("save-switch");
-        rm_dir(tmp);
+        fl_params_remove(tmp);
         return FL_OK;
     }
     if (errno != EINVAL && errno != ENOSYS) return fl_err(err, "--save: cannot replace '%s': %s", dir, strerror(errno));
@@ -218,7 +218,7 @@ static FlStatus switch_in(const char *tmp, const char *dir, FlErr *err) {
         st = fl_err(err, "--save: cannot create '%s': %s", dir, strerror(errno));
         (void)rename(fl_buf_str(&old), dir);
     } else {
-        rm_dir(fl_buf_str(&old));
+        fl_params_remove(fl_buf_str(&old));
     }
     fl_buf_free(&old);
     return st;
@@ -270,7 +270,7 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
     FlParamsSaving *s = fl_xcalloc(1, sizeof *s);
     s->target = target;
     fl_buf_printf(&s->tmp, "%s.tmp.%d", target, (int)getpid());
-    rm_dir(fl_buf_str(&s->tmp));
+    fl_params_remove(fl_buf_str(&s->tmp));
     FlStatus st = FL_ERROR;
     if (mkdir(fl_buf_str(&s->tmp), 0777) != 0) {
         fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&s->tmp), strerror(errno));
@@ -302,7 +302,7 @@ const char *fl_params_saving_dir(const FlParamsSaving *s) { return fl_buf_str(&s
 
 void fl_params_write_abandon(FlParamsSaving *s) {
     if (!s) return;
-    if (s->tmp.len) rm_dir(fl_buf_str(&s->tmp));
+    if (s->tmp.len) fl_params_remove(fl_buf_str(&s->tmp));
     free(s->target);
     fl_buf_free(&s->tmp);
     fl_buf_free(&s->manifest);

@@ -88,6 +88,8 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
 const char *fl_params_saving_dir(const FlParamsSaving *s);
 FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) FL_WARN_UNUSED;
 void fl_params_write_abandon(FlParamsSaving *s);
+/* Removes a saved directory: its files (a checkpoint's are all files), then itself. */
+void fl_params_remove(const char *dir);
 /* Writes t as rows [row0, row0 + t's rows) of the var `name` of `height` rows into dir (a
  * saving's directory). Errors: rows outside [0, height), I/O. */
 FlStatus fl_params_write_shard(const char *dir, const char *name, int64_t height, int64_t row0, const FlTensor *t,

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
@@ -61,7 +62,9 @@
 #include "runtime/kernels/par.h"
 #include "runtime/mpi/mpi.h"
 #include "runtime/params.h"
+#include "runtime/train/ckpt.h"
 #include "runtime/train/train.h"
+#include "tools/launch.h"
 #include "tools/report.h"
 #include "tools/tool.h"
 
@@ -82,6 +85,14 @@ static const char *usage_text =
     "                      phase,rank,epoch,step,loss,<each other fetch>\n"
     "  --save DIR          save the persistable vars (parameters, optimizer state) after training\n"
     "  --load DIR          load them after the startup program (MPI jobs: every rank its part)\n"
+    "  --checkpoint DIR    where checkpoints during training go: DIR/step-N after N steps, the\n"
+    "                      vars, the reader's position, the epoch's figures, the random state and\n"
+    "                      the log so far, each written whole before it appears (the last 2 kept)\n"
+    "  --checkpoint-every STEPS\n"
+    "                      write one after every STEPS training steps (training stops only to\n"
+    "                      take it: a thread writes it meanwhile)\n"
+    "  --resume            go on from the last checkpoint in --checkpoint DIR (none yet: from\n"
+    "                      the start): the steps after it as the uninterrupted run takes them\n"
     "  --predict DATA      after training (or --load), print the model's predictions for the\n"
     "                      feature rows of the CSV file DATA (no header lines; the features at\n"
     "                      the training data's column indices; one output line per row)\n"
@@ -96,6 +107,9 @@ static const char *usage_text =
     "  --procs N           processors (worker threads) for goroutines and parallel_for's\n"
     "                      iterations (default: one per core; the main program runs on its own\n"
     "                      thread beside them)\n"
+    "  --trainers N        a plan's job: run N of its trainers (ranks 0..N-1; the pservers count\n"
+    "                      the others' gradients as zeros), keeping its global batch: each\n"
+    "                      trainer's share grows (the launcher's --elastic passes it)\n"
     "  --piece BYTES       MPI jobs: tensors larger than this travel in messages of this many\n"
     "                      bytes (a multiple of 8; default 1048576); a pserver averages, applies\n"
     "                      and returns a large parameter piece by piece as it arrives\n"
@@ -115,7 +129,7 @@ static const char *usage_text =
     "                      are dropped with a warning\n"
     "  --plot FILE.svg     draw the training curves (each figure over the steps, train and test,\n"
     "                      epochs marked) into a self-contained SVG picture at the end; flc plot\n"
-    "                      draws several logs in one\n"
+    "                      draws several logs in one (not with --resume: draw its --log)\n"
     "  --tensorboard DIR   write TensorBoard event files into DIR (made if new) as training goes:\n"
     "                      each step's figures, learning rate and samples/s, each evaluation's\n"
     "                      figures (tensorboard --logdir DIR); in MPI jobs trainer 0 writes them\n"
@@ -129,7 +143,25 @@ static const char *usage_text =
     "  -h, --help          show this help\n"
     "  --version           show the version\n"
     "\n"
-    "Distributed plans (.plan, from flc transpile) run under mpirun, one rank per role:\n"
+    "Distributed plans (.plan, from flc transpile) run one rank per role. Run outside mpirun,\n"
+    "flrun starts the job itself through Open MPI's mpirun (the options above reach every rank):\n"
+    "  flrun FILE.plan [--hosts H1:S1,H2:S2,... | --hostfile FILE] [--network CIDR] [--restarts N]\n"
+    "                  [--elastic MIN:MAX] [options]\n"
+    "  --hosts LIST        the machines and their slots (ranks each takes), trainers first:\n"
+    "                      host1:2,host2:2 (slots 1 when not given); default: this machine\n"
+    "  --hostfile FILE     the same from a file, Open MPI's syntax: 'HOST [slots=N]' per line\n"
+    "  --network CIDR      the network MPI's traffic takes between machines (10.1.0.0/16)\n"
+    "  --restarts N        a job that loses a rank or a host starts again, up to N times, on\n"
+    "                      the hosts that still answer (a spare takes a lost one's place), from\n"
+    "                      the last checkpoint of --checkpoint DIR (--checkpoint-every)\n"
+    "  --elastic MIN:MAX   trainers that come and go: each start runs as many of the plan's\n"
+    "                      trainers as the hosts that answer take (MIN to MAX), keeping the plan's\n"
+    "                      global batch; a host that comes back (or joins the --hostfile) is\n"
+    "                      taken at the next checkpoint (needs --checkpoint-every, --restarts)\n"
+    "(the launcher adds --allow-run-as-root for root, --oversubscribe for more ranks than\n"
+    "cores, and Open MPI's keepalive settings; once a rank has failed, mpirun gets 2 s to end\n"
+    "the job, then the launcher ends it)\n"
+    "or under mpirun, as one rank each:\n"
     "  mpirun -np P+T flrun FILE.plan [options]\n"
     "(every rank first checks that the plan's roles fit together, as flc verify does, and the\n"
     "job ends with exit 1 and the issues before any work when they do not)\n"
@@ -149,6 +181,14 @@ static const char *usage_text =
 
 typedef struct Opts {
     const char *file, *log, *save, *load, *predict, *predict_var, *data_dir, *timeline;
+    const char *hosts, *hostfile, *network; /* the launcher's (launch.h) */
+    int64_t restarts;
+    int64_t elastic_min, elastic_max; /* --elastic MIN:MAX */
+    const char *checkpoint; /* --checkpoint DIR */
+    int64_t checkpoint_every;
+    int64_t trainers; /* --trainers N: N of the plan's trainers run (0: all) */
+    bool resume;
+    char *resume_from; /* --resume: the checkpoint found in DIR (then also `load`), or NULL */
     const char *plot, *tensorboard, *profile_sort; /* tools/report.h */
     bool profile;
     int64_t epochs, batch, seed, threads, timeline_events;
@@ -197,6 +237,10 @@ typedef struct Run {
     const FlPlan *plan; /* a plan's job: its roles (this rank's taken), for checkpoints */
     FlTrace *trace;     /* --timeline's recorder (or profile_path's), else NULL */
     FlReport *report;   /* curves, TensorBoard, the profiler (tools/report.h) */
+    FlTrainState resumed; /* --resume from a checkpoint: its training state (trainers) */
+    FlCkptWriter *writer; /* trainer 0 (the local run) with --checkpoint-every */
+    int ckpt_n;           /* checkpoints taken, and the seconds training stopped for them */
+    double ckpt_secs, ckpt_max;
 } Run;
 
 static FlStatus log_row(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
@@ -290,19 +334,20 @@ static bool path_within(const PathArg *a, const PathArg *b, bool *same) {
     return *same || (a->dir && !strncmp(a->real, b->real, n) && (b->real[n] == '/' || (n == 1 && b->real[1])));
 }
 
-/* Every output of the command line (--log, --timeline, --save, --plot, --tensorboard; and the
- * program's profile_path, once it is known) against every other and against every input it names
- * (the program, --predict, --load): none may be the same place as another,
+/* Every output of the command line (--log, --timeline, --save, --checkpoint, --plot, --tensorboard;
+ * and the program's profile_path, once it is known) against every other and against every input
+ * it names (the program, --predict, --load): none may be the same place as another,
  * nor inside another's directory (a --log in the --save directory, a --save inside the --load
  * checkpoint, the --load checkpoint inside the --save directory that replaces it), but --save
  * may name the --load checkpoint (read before training, replaced after). Checked
  * before anything runs; a clash is bad usage (exit 2) naming both options and the paths. The
  * data files the program reads are checked once it is loaded (check_output). */
 static int check_paths(const Opts *o, const char *profile_path) {
-    enum { LOG, TIMELINE, SAVE, PLOT, TENSORBOARD, PROFILE, PROGRAM, PREDICT, LOAD, N };
+    enum { LOG, TIMELINE, SAVE, CHECKPOINT, PLOT, TENSORBOARD, PROFILE, PROGRAM, PREDICT, LOAD, N };
     PathArg args[N] = {[LOG] = {"--log", o->log, true, false, NULL},
                        [TIMELINE] = {"--timeline", o->timeline, true, false, NULL},
                        [SAVE] = {"--save", o->save, true, true, NULL},
+                       [CHECKPOINT] = {"--checkpoint", o->checkpoint, true, true, NULL},
                        [PLOT] = {"--plot", o->plot, true, false, NULL},
                        [TENSORBOARD] = {"--tensorboard", o->tensorboard, true, true, NULL},
                        [PROFILE] = {"profile_path", profile_path, true, false, NULL},
@@ -402,11 +447,35 @@ static FlStatus open_log(Run *r, FlErr *e) {
     r->log = fopen(fl_buf_str(&r->log_tmp), "w");
     if (!r->log) return fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
     size_t n = fl_train_fetch_count(r->tr), loss = fl_train_loss_index(r->tr);
-    fprintf(r->log, "phase,rank,epoch,step,loss");
+    FlBuf head = {0};
+    fl_buf_puts(&head, "phase,rank,epoch,step,loss");
     for (size_t i = 0; i < n; i++)
-        if (i != loss) fprintf(r->log, ",%s", fl_train_fetch_name(r->tr, i));
-    fputc('\n', r->log);
-    return FL_OK;
+        if (i != loss) fl_buf_printf(&head, ",%s", fl_train_fetch_name(r->tr, i));
+    fl_buf_putc(&head, '\n');
+    /* resumed from a checkpoint: the log starts with its rows, the steps before it */
+    FlBuf path = {0};
+    size_t len = 0;
+    char *rows = NULL;
+    if (r->o->resume_from) {
+        fl_buf_printf(&path, "%s/log.csv", r->o->resume_from);
+        if (access(fl_buf_str(&path), F_OK) == 0 && !(rows = fl_read_regular_file(fl_buf_str(&path), &len, e))) {
+            fl_buf_free(&head);
+            fl_buf_free(&path);
+            return FL_ERROR;
+        }
+    }
+    FlStatus st = FL_OK;
+    if (rows && (len < head.len || memcmp(rows, head.data, head.len) != 0))
+        st = fl_err(e, "--resume: the checkpoint's log '%s' has other columns than this run's ('%.*s')",
+                    fl_buf_str(&path), (int)head.len - 1, head.data);
+    else if (rows)
+        fwrite(rows, 1, len, r->log);
+    else
+        fputs(fl_buf_str(&head), r->log);
+    free(rows);
+    fl_buf_free(&head);
+    fl_buf_free(&path);
+    return st;
 }
 
 static FlStatus close_log(Run *r, FlErr *e) {
@@ -474,15 +543,19 @@ static FlStatus write_timeline(Run *r, const char *path, bool window, FlErr *e) 
     return st;
 }
 
+static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e);
+
 static FlStatus step_done(void *ctx, const FlTrainStep *s, FlErr *e) {
     Run *r = ctx;
     return fl_report_step(r->report, s, e);
 }
 
 static FlStatus train(Run *r, FlErr *e) {
-    FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed, NULL, 0};
+    FlTrainOptions to = {r->o->epochs, r->o->batch, r->o->seed, r->o->checkpoint_every,
+                         r->o->resume_from ? &r->resumed : NULL, r->plan ? r->plan->trainers : 0, NULL, 0};
     fl_report_watch(r->report, &to);
-    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line, .step_done = step_done};
+    FlTrainHooks h = {.ctx = r, .step = progress_bar, .row = log_row, .epoch = progress_line, .step_done = step_done,
+                      .checkpoint = checkpoint};
     fl_report_train_begin(r->report);
     FlStatus st = fl_train_run(r->tr, &to, &h, e);
     fl_report_train_end(r->report);
@@ -591,7 +664,7 @@ static void agree_options(const Opts *o, const FlPlan *plan, const FlBundle *min
         int64_t given, spec;
         bool trainers;
     } nums[] = {{"--epochs", o->epochs, rs->epochs, true}, {"--batch-size", o->batch, rs->batch_size, true},
-                {"--seed", o->seed, rs->seed, !all}};
+                {"--seed", o->seed, rs->seed, !all}, {"--trainers", o->trainers ? o->trainers : -1, plan ? plan->trainers : 0, false}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         char key[32], shown[64];
         int64_t v = nums[i].given >= 0 ? nums[i].given : nums[i].spec;
@@ -638,14 +711,15 @@ static int start_mpi(Opts *o, FlPlan *plan, const FlPlanIssues *bad, FlBundle **
     *out = m;
     agree_options(o, plan, *bundle, profiling, m);
     /* collective: on an error every rank has the same message; rank 0 says it, all leave at once */
-    if ((plan ? fl_mpi_assign_plan(m, plan, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) != FL_OK) {
+    if ((plan ? fl_mpi_assign_plan(m, plan, (int)o->trainers, o->file, &e) : fl_mpi_assign_announce(m, *bundle, o->file, &e)) !=
+        FL_OK) {
         if (fl_mpi_rank(m) == 0) fprintf(stderr, "flrun: error: %s\n", e.msg);
         fl_mpi_free(m);
         *out = NULL;
         return 1;
     }
     if (plan) {
-        int64_t k = plan->rank_role.data[fl_mpi_rank(m)];
+        int64_t k = fl_mpi_plan_role(plan, (int)o->trainers, fl_mpi_rank(m));
         *bundle = plan->roles.data[k];
         plan->roles.data[k] = NULL;
         /* seed-0 random ops take their seed from the run seed: the trainers' run spec's, so that
@@ -767,10 +841,9 @@ static bool shard_vars(const Run *r, const FlBundle *ps, const FlPlanVar *pv, si
  * local run loads as well as a job of any P and T. Distributed tables and their row-shaped state
  * are not asked for: each pserver writes its rows as shards (save_shards) when a SAVE message
  * sent here asks it to (*asked: whether any was sent). */
-static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
+static FlStatus collect_plan(Run *r, FlNamedTensors *out, bool *asked, FlErr *e) {
     FlNamedTensors v = {0};
     FlDist *d = fl_mpi_dist(r->mpi);
-    *out = NULL;
     *asked = false;
     FlStatus st = fl_params_collect(r->prog, r->scope, &v, e);
     size_t own = v.len; /* the trainer's own: not asked for */
@@ -781,6 +854,7 @@ static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
         size_t n = fl_transpile_pserver_vars(ps, &pv);
         bool *shard = fl_xcalloc(n + 1, sizeof *shard);
         *asked |= shard_vars(r, ps, pv, n, shard);
+        FL_VEC(size_t) ask = {0};
         for (size_t i = 0; i < n && st == FL_OK; i++) {
             /* a var the trainer has, or a whole copy already in (the transpiler copies a var
              * whole to every block that needs it, or cuts it into rows, never both) */
@@ -790,20 +864,78 @@ static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
                 FlNamedTensor nc = {pv[i].full->name, FL_TENSOR_INIT};
                 st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
                 FL_VEC_PUSH(&v, nc);
-                c = &v.data[v.len - 1];
             }
+            FL_VEC_PUSH(&ask, i);
+        }
+        /* every request posted before the first answer is awaited: one round trip, not one per var */
+        for (size_t a = 0; a < ask.len && st == FL_OK && d->prefetch; a++)
+            st = d->prefetch(d, (int)ps->role_index, pv[ask.data[a]].var, e);
+        for (size_t a = 0; a < ask.len && st == FL_OK; a++) {
+            size_t i = ask.data[a];
             FlTensor x = FL_TENSOR_INIT;
-            if (st == FL_OK) st = d->recv(d, (int)ps->role_index, pv[i].var, &x, e);
-            if (st == FL_OK) st = put_rows(&c->t, &x, pv[i].row0, pv[i].rows, pv[i].var, e);
+            st = d->recv(d, (int)ps->role_index, pv[i].var, &x, e);
+            if (st == FL_OK) st = put_rows(&ckpt_find(&v, pv[i].full->name)->t, &x, pv[i].row0, pv[i].rows, pv[i].var, e);
             fl_tensor_fini(&x);
         }
+        FL_VEC_FREE(&ask);
         free(shard);
         free(pv);
     }
+    *out = v;
+    return st;
+}
+
+static FlStatus save_plan(Run *r, FlParamsSaving **out, bool *asked, FlErr *e) {
+    FlNamedTensors v = {0};
+    *out = NULL;
+    FlStatus st = collect_plan(r, &v, asked, e);
     if (st == FL_OK) st = fl_params_write_begin(r->o->save, &v, out, e);
     fl_params_free(&v);
     if (st == FL_OK && *asked) st = fl_mpi_save_ask(r->mpi, fl_params_saving_dir(*out), e);
     return st;
+}
+
+/* The --log rows so far (*text, malloc'ed): a checkpoint keeps them (log.csv), so that a run
+ * resumed from it starts its log with them. */
+static FlStatus log_so_far(Run *r, char **text, size_t *len, FlErr *e) {
+    if (fflush(r->log) != 0) return fl_err(e, "cannot write '%s': %s", r->o->log, strerror(errno));
+    *text = fl_read_file(fl_buf_str(&r->log_tmp), len, e);
+    return *text ? FL_OK : FL_ERROR;
+}
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The checkpoint hook (train.h) of trainer 0 or the local run: the vars (gathered from the
+ * pservers in a plan's job), the training state and the log so far, handed to the writer, which
+ * writes DIR/step-N in the background (ckpt.h). Training stops only for the gathering (and for
+ * the last write, when it has not finished yet): --stats says how long, and how long the writes
+ * took. */
+static FlStatus checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e) {
+    Run *r = ctx;
+    double t0 = wall_now();
+    FlNamedTensors v = {0};
+    bool asked = false;
+    char *log = NULL;
+    size_t len = 0;
+    FlStatus s = r->plan ? collect_plan(r, &v, &asked, e) : fl_params_collect(r->prog, r->scope, &v, e);
+    if (s == FL_OK && r->log) s = log_so_far(r, &log, &len, e);
+    if (s == FL_OK) s = fl_ckpt_writer_start(r->writer, &v, st, log, len, e);
+    fl_params_free(&v);
+    free(log);
+    double dt = wall_now() - t0;
+    r->ckpt_n++;
+    r->ckpt_secs += dt;
+    if (dt > r->ckpt_max) r->ckpt_max = dt;
+    /* DIR/STOP: the job ends well after this checkpoint (a launcher restarts it on more hosts) */
+    if (s == FL_OK && (*stop = fl_ckpt_take_stop(r->o->checkpoint)) && !r->o->quiet) {
+        printf("stopping after the checkpoint of step %lld, as %s/STOP asks\n", (long long)st->step, r->o->checkpoint);
+        fflush(stdout);
+    }
+    return s;
 }
 
 /* Trainer 0, after fl_mpi_finish: the pservers' answers (their shards written), then the new
@@ -871,6 +1003,31 @@ static FlStatus load_server(Run *r, FlErr *e) {
     return st;
 }
 
+/* Trainer 0 (the local run) before training with --checkpoint-every: DIR ready for the
+ * checkpoints (ckpt.h), and a plan whose pservers alone hold rows of distributed tables refused
+ * (checkpoints during training gather the vars whole on trainer 0). */
+static FlStatus check_checkpoints(Run *r, FlErr *e) {
+    for (size_t k = 0; r->plan && k < r->plan->roles.len; k++) {
+        const FlBundle *ps = r->plan->roles.data[k];
+        if (!ps || strcmp(ps->role, "pserver") != 0) continue;
+        FlPlanVar *pv;
+        size_t n = fl_transpile_pserver_vars(ps, &pv);
+        bool *shard = fl_xcalloc(n + 1, sizeof *shard);
+        bool any = shard_vars(r, ps, pv, n, shard);
+        const char *table = NULL;
+        for (size_t i = 0; any && i < n && !table; i++)
+            if (shard[i]) table = pv[i].full->name;
+        FlStatus st = any ? fl_err(e, "--checkpoint-every: the plan has distributed tables ('%s'), whose rows only "
+                                      "the pservers hold; checkpoints during training take whole vars (--save at the "
+                                      "end takes the tables' shards)", table)
+                          : FL_OK;
+        free(shard);
+        free(pv);
+        if (st != FL_OK) return st;
+    }
+    return fl_ckpt_prepare(r->o->checkpoint, r->o->resume, e);
+}
+
 /* Once per job (rank 0): a warning when the matrix products run on narrower vectors than the
  * CPU has (the user's OPENBLAS_CORETYPE, FL_GEMM or FL_DNNL chose so), and with --stats in a
  * local run the GEMM library, its kernel and why. */
@@ -896,6 +1053,33 @@ static int run_program(Opts *o) {
         fl_ir_bundle_free(bundle);
         fl_ir_plan_free(plan);
         return code;
+    }
+    if (o->checkpoint && !plan && has_op_flag(bundle->main, FL_OPF_DIST)) {
+        fprintf(stderr, "flrun: --checkpoint: '%s' is a hand-written distributed program; checkpoints during training "
+                "need a plan (flc transpile) or a local run\nTry 'flrun --help'.\n", o->file);
+        fl_ir_bundle_free(bundle);
+        return 2;
+    }
+    if (o->trainers && (!plan || o->trainers > plan->trainers)) {
+        if (plan)
+            fprintf(stderr, "flrun: --trainers %lld: the plan has %lld trainers; a job runs at most its plan's (transpile it "
+                    "for more)\nTry 'flrun --help'.\n", (long long)o->trainers, (long long)plan->trainers);
+        else
+            fprintf(stderr, "flrun: --trainers runs some of a plan's trainers: '%s' is not a plan\nTry 'flrun --help'.\n",
+                    o->file);
+        fl_ir_bundle_free(bundle);
+        fl_ir_plan_free(plan);
+        return 2;
+    }
+    if (o->resume) { /* every rank finds the same last checkpoint (the job's ranks agree on --load) */
+        int64_t step;
+        if (fl_ckpt_latest(o->checkpoint, &o->resume_from, &step, &e) != FL_OK) {
+            fprintf(stderr, "flrun: error: %s\n", e.msg);
+            fl_ir_bundle_free(bundle);
+            fl_ir_plan_free(plan);
+            return 1;
+        }
+        o->load = o->resume_from;
     }
     FlMpi *mpi = NULL;
     int64_t seed = o->seed;
@@ -978,6 +1162,17 @@ static int run_program(Opts *o) {
     if (fl_train_new(r.prog, r.ex, r.scope, mpi, &r.tr, &e) != FL_OK) goto fail;
     /* every output is checked before the first step: nothing trains for an output that fails */
     if (lead && check_outputs(&r, &e) != FL_OK) goto fail;
+    if (lead && o->checkpoint_every && check_checkpoints(&r, &e) != FL_OK) goto fail;
+    if (lead && o->checkpoint_every) r.writer = fl_ckpt_writer_new(o->checkpoint);
+    if (o->resume_from && fl_ckpt_read_state(o->resume_from, &r.resumed, &e) != FL_OK) goto fail;
+    if (lead && o->resume && !o->quiet) {
+        if (o->resume_from)
+            printf("resuming from '%s': step %lld, epoch %lld, batch %lld\n", o->resume_from, (long long)r.resumed.step,
+                   (long long)r.resumed.epoch, (long long)r.resumed.batch + 1);
+        else
+            printf("--resume: no checkpoint in '%s' yet: training from the start\n", o->checkpoint);
+        fflush(stdout);
+    }
     if (o->save && lead && fl_params_check_target(o->save, &e) != FL_OK) goto fail;
     if (o->predict && lead && fl_train_predict_open(r.tr, o->predict, o->predict_var, &r.pin, &e) != FL_OK) goto fail;
     if (o->log && lead && open_log(&r, &e) != FL_OK) goto fail;
@@ -988,7 +1183,20 @@ static int run_program(Opts *o) {
     } else if (do_train) {
         if (train(&r, &e) != FL_OK) goto fail;
     }
-    if (o->save && lead && plan && save_plan(&r, &saving, &asked, &e) != FL_OK) goto fail; /* asks the pservers: before finish */
+    if (r.writer && fl_ckpt_writer_wait(r.writer, &e) != FL_OK) goto fail; /* the last checkpoint in place */
+    /* stopped at a checkpoint (DIR/STOP): nothing of a finished run is written (the run resumed
+     * from that checkpoint writes the log, --save and --predict) */
+    bool stopped = r.tr && fl_train_stopped(r.tr);
+    if (r.writer && o->stats) {
+        int n;
+        double secs, most;
+        fl_ckpt_writer_stats(r.writer, &n, &secs, &most);
+        fprintf(stderr, "flrun: stats checkpoints: %d written; training stopped %.3f s for each (%.3f s at most), "
+                "the writes took %.3f s each (%.3f s at most) beside it\n", n, r.ckpt_n ? r.ckpt_secs / r.ckpt_n : 0,
+                r.ckpt_max, n ? secs / n : 0, most);
+    }
+    if (o->save && lead && plan && !stopped && save_plan(&r, &saving, &asked, &e) != FL_OK)
+        goto fail; /* asks the pservers: before finish */
     if (mpi && fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
     if (saving) {
         FlParamsSaving *s = saving;
@@ -996,12 +1204,13 @@ static int run_program(Opts *o) {
         if (finish_save(&r, s, asked, &e) != FL_OK) goto fail;
     }
     if (mpi && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail; /* with the pservers */
-    if (mpi && finish_report(&r, lead, &e) != FL_OK) goto fail;
-    if (r.log && close_log(&r, &e) != FL_OK) goto fail;
-    if (o->save && lead && !plan && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
-    if (o->predict && lead && predict(&r, &e) != FL_OK) goto fail;
+    /* stopped at a checkpoint: the picture is the finished run's (the event file keeps what it has) */
+    if (mpi && finish_report(&r, lead && !stopped, &e) != FL_OK) goto fail;
+    if (r.log && !stopped && close_log(&r, &e) != FL_OK) goto fail;
+    if (o->save && lead && !plan && !stopped && fl_params_save(r.prog, r.scope, o->save, &e) != FL_OK) goto fail;
+    if (o->predict && lead && !stopped && predict(&r, &e) != FL_OK) goto fail;
     if (!mpi && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto fail;
-    if (!mpi && finish_report(&r, true, &e) != FL_OK) goto fail;
+    if (!mpi && finish_report(&r, !stopped, &e) != FL_OK) goto fail;
     rc = 0;
 fail:
     fl_params_write_abandon(saving);
@@ -1059,6 +1268,8 @@ fail:
     }
     fl_buf_free(&r.log_tmp);
     fl_train_predict_input_free(r.pin);
+    fl_ckpt_state_fini(&r.resumed);
+    fl_ckpt_writer_free(r.writer); /* a write in progress completes */
     fl_train_free(r.tr);
     fl_scope_free(r.scope);
     fl_executor_free(r.ex);
@@ -1076,6 +1287,42 @@ fail:
     }
     fl_trace_free(trace); /* after the scheduler: no goroutine records any more */
     fl_report_free(report);
+    return rc;
+}
+
+/* A plan run outside mpirun: the launcher starts its job (launch.h), the plan read first so that
+ * a bad plan is said once, here. Every argument but the plan and the launcher's own options
+ * reaches every rank, in order. */
+static int launch(const Opts *o, int argc, char **argv, const bool *launcher_arg) {
+    FlErr e = {{0}};
+    FlBundle *bundle = NULL;
+    FlPlan *plan = NULL;
+    if (fl_ir_read(o->file, &bundle, &plan, &e) != FL_OK || !plan) {
+        if (plan || !bundle) fprintf(stderr, "flrun: error: %s\n", e.msg);
+        else fprintf(stderr, "flrun: error: '%s' holds no plan\n", o->file);
+        fl_ir_bundle_free(bundle);
+        fl_ir_plan_free(plan);
+        return 1;
+    }
+    FL_VEC(char *) args = {0};
+    for (int i = 1; i < argc; i++)
+        if (!launcher_arg[i]) FL_VEC_PUSH(&args, argv[i]);
+    if (o->elastic_max > plan->trainers || (o->trainers && o->trainers > plan->trainers)) {
+        fprintf(stderr, "flrun: %s %lld: the plan has %lld trainers; a job runs at most its plan's (transpile it for more)\n"
+                "Try 'flrun --help'.\n", o->trainers ? "--trainers" : "--elastic ...:",
+                (long long)(o->trainers ? o->trainers : o->elastic_max), (long long)plan->trainers);
+        fl_ir_plan_free(plan);
+        return 2;
+    }
+    FlLaunchOptions lo = {.plan = o->file, .trainers = (int)(o->trainers ? o->trainers : plan->trainers),
+                          .pservers = (int)plan->pservers, .elastic_min = (int)o->elastic_min,
+                          .elastic_max = (int)o->elastic_max,
+                          .hosts = o->hosts, .hostfile = o->hostfile, .network = o->network,
+                          .restarts = (int)o->restarts, .checkpoint = o->checkpoint,
+                          .rank_args = args.data, .nrank_args = args.len};
+    fl_ir_plan_free(plan);
+    int rc = fl_launch(&lo);
+    FL_VEC_FREE(&args);
     return rc;
 }
 
@@ -1101,6 +1348,9 @@ int main(int argc, char **argv) {
     Opts o = {0};
     o.epochs = o.batch = o.seed = o.threads = o.timeline_events = -1;
     int rc = 0;
+    /* the arguments that do not reach the ranks of a job the launcher starts: the program (its
+     * path is resolved) and the launcher's own options */
+    bool *launcher_arg = fl_xcalloc((size_t)argc + 1, sizeof *launcher_arg);
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1206,6 +1456,48 @@ int main(int argc, char **argv) {
         } else if (!strcmp(s, "--data-dir")) {
             NEED_VAL();
             o.data_dir = val;
+        } else if (!strcmp(s, "--checkpoint")) {
+            NEED_VAL();
+            o.checkpoint = val;
+        } else if (!strcmp(s, "--checkpoint-every")) {
+            NEED_VAL();
+            if (!parse_int(val, 1, &o.checkpoint_every)) {
+                rc = usage_error("%s needs a positive number of steps", s);
+                goto done;
+            }
+        } else if (!strcmp(s, "--resume")) {
+            o.resume = true;
+        } else if (!strcmp(s, "--trainers")) {
+            NEED_VAL();
+            if (!parse_int(val, 1, &o.trainers) || o.trainers > 4096) {
+                rc = usage_error("%s needs a number of trainers from 1 to 4096", s);
+                goto done;
+            }
+        } else if (!strcmp(s, "--restarts")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            if (!parse_int(val, 0, &o.restarts) || o.restarts > 1000) {
+                rc = usage_error("%s needs a number of restarts from 0 to 1000", s);
+                goto done;
+            }
+        } else if (!strcmp(s, "--elastic")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            const char *colon = strchr(val, ':');
+            char lo[32] = "";
+            if (colon && (size_t)(colon - val) < sizeof lo) memcpy(lo, val, (size_t)(colon - val));
+            if (!colon || !parse_int(lo, 1, &o.elastic_min) || !parse_int(colon + 1, 1, &o.elastic_max) ||
+                o.elastic_min > o.elastic_max || o.elastic_max > 4096) {
+                rc = usage_error("--elastic needs MIN:MAX, the fewest and the most trainers (1 <= MIN <= MAX), found '%s'",
+                                 val);
+                goto done;
+            }
+        } else if (!strcmp(s, "--hosts") || !strcmp(s, "--hostfile") || !strcmp(s, "--network")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            if (!strcmp(s, "--hosts")) o.hosts = val;
+            else if (!strcmp(s, "--hostfile")) o.hostfile = val;
+            else o.network = val;
         } else if (!strncmp(s, "-D", 2)) {
             const char *dv = s[2] ? s + 2 : (++i < argc ? argv[i] : NULL);
             if (!dv || !strchr(dv, '=') || dv[0] == '=') {
@@ -1218,6 +1510,7 @@ int main(int argc, char **argv) {
             goto done;
         } else if (!o.file) {
             o.file = s;
+            launcher_arg[i] = true;
         } else {
             rc = usage_error("unexpected argument '%s'", s);
             goto done;
@@ -1234,7 +1527,56 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (o.timeline_events < 0) o.timeline_events = FL_TRACE_DEFAULT_CAP;
+    if ((o.checkpoint_every || o.resume) && !o.checkpoint) {
+        rc = usage_error("%s needs --checkpoint DIR (where the checkpoints are)", o.resume ? "--resume" : "--checkpoint-every");
+        goto done;
+    }
+    if (o.checkpoint && !o.checkpoint_every && !o.resume) {
+        rc = usage_error("--checkpoint %s needs --checkpoint-every STEPS (when to write one), or --resume (to go on from "
+                         "the last)", o.checkpoint);
+        goto done;
+    }
+    if (o.resume && o.load) {
+        rc = usage_error("%s: --resume loads the last checkpoint of --checkpoint; give one of them", "--resume and --load");
+        goto done;
+    }
     if ((rc = check_paths(&o, NULL)) >= 0) goto done;
+    bool launcher = ends_with(o.file, ".plan") && !fl_launch_under_mpi();
+    const char *lopt = o.hosts      ? "--hosts"
+                       : o.hostfile ? "--hostfile"
+                       : o.network  ? "--network"
+                       : o.restarts ? "--restarts"
+                       : o.elastic_max ? "--elastic"
+                                    : NULL;
+    if (lopt && !launcher) {
+        rc = usage_error(ends_with(o.file, ".plan")
+                             ? "%s is the launcher's: run flrun PLAN without mpirun (under mpirun, give mpirun the hosts)"
+                             : "%s runs a plan's job: give a .plan (flc transpile)", lopt);
+        goto done;
+    }
+    if (o.elastic_max && (!o.checkpoint_every || !o.restarts || o.trainers)) {
+        rc = usage_error(o.trainers ? "%s chooses the trainers itself: give it no --trainers"
+                                    : "%s needs --checkpoint DIR --checkpoint-every STEPS (where the job goes on from) and "
+                                      "--restarts N (how many losses it survives)", "--elastic");
+        goto done;
+    }
+    if (o.hosts && o.hostfile) {
+        rc = usage_error("%s: give the hosts once, by --hosts or by --hostfile", "--hosts and --hostfile");
+        goto done;
+    }
+    if ((o.resume || o.restarts) && (o.plot || o.tensorboard)) {
+        /* the curves come from the run's own steps: a resumed run has only those after its checkpoint */
+        rc = usage_error(o.resume ? "%s: a run resumed from a checkpoint would draw only the steps after it; draw its "
+                                    "--log (which holds them all) with flc plot"
+                                  : "%s: a restarted job goes on from a checkpoint and would draw only the steps after "
+                                    "it; draw its --log (which holds them all) with flc plot",
+                         o.plot ? "--plot" : "--tensorboard");
+        goto done;
+    }
+    if (launcher) {
+        rc = launch(&o, argc, argv, launcher_arg);
+        goto done;
+    }
     /* OpenBLAS stays single-threaded: the kernels cut large products into blocks on their own
      * pool (--threads), which also serves the other kernels and oneDNN (docs/kernels.md) */
     openblas_set_num_threads(1);
@@ -1245,5 +1587,7 @@ int main(int argc, char **argv) {
     rc = run_program(&o);
 done:
     FL_VEC_FREE(&o.defines);
+    free(o.resume_from);
+    free(launcher_arg);
     return rc;
 }

@@ -127,6 +127,9 @@ FlStatus fl_executor_predict(FlExecutor *ex, FlScope *scope, const FlFeed *feeds
     return run(ex, scope, feeds, nfeeds, fetches, nfetches, FL_EXEC_PREDICT, err);
 }
 
+uint64_t fl_executor_runs(const FlExecutor *ex) { return fl_exec_runs(ex->main); }
+void fl_executor_set_runs(FlExecutor *ex, uint64_t runs) { fl_exec_set_runs(ex->main, runs); }
+
 /* t = a new tensor holding a copy of data (dtype's element type, numel(ne) elements). */
 static FlStatus from_raw(FlErr *err, FlTensor *t, FlDType dtype, int ndim, const int64_t *ne,
                          const void *data) {

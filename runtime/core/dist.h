@@ -102,6 +102,10 @@ bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *na
 /* The var `name` of the server program's global block (created empty when declared but unset;
  * persistable vars live in the root scope); NULL when the program has no such var. Borrowed. */
 FlVar *fl_dist_server_var(FlDistServer *s, const char *name);
+/* Sets var `name` to a zero gradient: zeros of its declared dtype and shape, or a SelectedRows of
+ * its declared height with no rows (an absent trainer's copy of a gradient). Errors: no such
+ * var, a shape with an unknown dimension. */
+FlStatus fl_dist_server_zero(FlDistServer *s, const char *name, FlErr *e) FL_WARN_UNUSED;
 /* Runs optimize block k (k == fl_dist_server_nblocks(): the lr_block) in a child scope of the
  * server's scope. Different blocks may run on different threads at once. */
 FlStatus fl_dist_server_run(FlDistServer *s, size_t k, FlErr *e) FL_WARN_UNUSED;

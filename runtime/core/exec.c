@@ -702,6 +702,9 @@ static void compute_needs(FlExec *ex) {
     free(needed);
 }
 
+uint64_t fl_exec_runs(const FlExec *ex) { return atomic_load(&((FlExec *)ex)->runs); }
+void fl_exec_set_runs(FlExec *ex, uint64_t runs) { atomic_store(&ex->runs, runs); }
+
 FlStatus fl_exec_new(const FlProgram *p, const char *const *sources, size_t nsources,
                      const FlExecOptions *opt, FlExec **out, FlErr *e) {
     *out = NULL;

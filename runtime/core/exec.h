@@ -81,6 +81,12 @@ FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t
                      const char *const *fetch_names, FlTensor *fetches, size_t nfetches,
                      unsigned flags, FlErr *e) FL_WARN_UNUSED;
 
+/* The runs of ex so far (each run's dropout masks come from its op's seed and this count), and
+ * its restore (a run resumed from a checkpoint draws the masks the uninterrupted one would).
+ * Thread-safe. */
+uint64_t fl_exec_runs(const FlExec *ex);
+void fl_exec_set_runs(FlExec *ex, uint64_t runs);
+
 /* Number of ops the prepared program holds (all blocks), for benchmarks and tests. */
 size_t fl_exec_op_count(const FlExec *ex);
 

@@ -356,6 +356,35 @@ bool fl_dist_server_block_writes(const FlDistServer *s, size_t k, const char *na
     return false;
 }
 
+FlStatus fl_dist_server_zero(FlDistServer *s, const char *name, FlErr *e) {
+    const PBlock *pb = s->op->block;
+    long slot = fl_scope_layout_find(&pb->layout, name);
+    const FlVarDesc *d = slot >= 0 ? pb->slots.data[slot].desc : NULL;
+    if (!d) return fl_err(e, "the pserver program has no '%s'", name);
+    for (int i = 0; i < d->ndim; i++)
+        if (d->shape[i] < 0)
+            return fl_err(e, "'%s' is %s: a zero gradient needs its whole shape", name,
+                          fl_shape_str(d->ndim, d->shape).s);
+    FlVar *v = fl_dist_server_var(s, name);
+    if (d->kind == FL_VAR_SELECTED_ROWS) { /* no rows, of the declared height and row shape */
+        FlSelectedRows r;
+        fl_rows_init(&r);
+        int64_t none = 0, ne[FL_MAX_DIMS] = {0};
+        for (int i = 1; i < d->ndim; i++) ne[i] = d->shape[i];
+        r.height = d->ndim ? d->shape[0] : 1;
+        FlStatus st = fl_tensor_alloc(e, &r.rows, FL_DT_INT64, 1, &none);
+        if (st == FL_OK) st = fl_tensor_alloc(e, &r.value, d->dtype, d->ndim ? d->ndim : 1, ne);
+        if (st == FL_OK) fl_var_take_rows(v, &r);
+        fl_rows_fini(&r);
+        return st;
+    }
+    FlTensor t = FL_TENSOR_INIT;
+    if (fl_tensor_alloc(e, &t, d->dtype, d->ndim, d->shape) != FL_OK) return FL_ERROR;
+    fl_var_take_tensor(v, &t);
+    fl_tensor_fini(&t);
+    return FL_OK;
+}
+
 FlVar *fl_dist_server_var(FlDistServer *s, const char *name) {
     const PBlock *pb = s->op->block;
     long slot = fl_scope_layout_find(&pb->layout, name);

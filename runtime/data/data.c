@@ -78,7 +78,7 @@ struct FlDataset {
 
 struct FlDataEpoch {
     const FlDataset *ds;
-    size_t batch, trainers, global, nbatches;
+    size_t trainers, global, nbatches;
     size_t *order;
 };
 
@@ -1125,11 +1125,18 @@ FlStatus fl_data_epoch_new(const FlDataset *ds, size_t batch_size, size_t traine
     if (batch_size > SIZE_MAX / trainers)
         return fl_err(e, "a global batch of %zu trainers x %zu rows is too large", trainers,
                       batch_size);
+    return fl_data_epoch_new_global(ds, batch_size * trainers, trainers, shuffle, seed, epoch, out, e);
+}
+
+FlStatus fl_data_epoch_new_global(const FlDataset *ds, size_t global, size_t trainers, bool shuffle,
+                                  uint64_t seed, uint64_t epoch, FlDataEpoch **out, FlErr *e) {
+    *out = NULL;
+    if (global == 0) return fl_err(e, "the global batch must hold at least 1 row");
+    if (trainers == 0) return fl_err(e, "the number of trainers must be at least 1");
     FlDataEpoch *ep = fl_xcalloc(1, sizeof *ep);
     ep->ds = ds;
-    ep->batch = batch_size;
     ep->trainers = trainers;
-    ep->global = batch_size * trainers;
+    ep->global = global;
     ep->nbatches = ds->nrows / ep->global + (ds->nrows % ep->global != 0);
     ep->order = fl_xmalloc(fl_mul_size(ds->nrows ? ds->nrows : 1, sizeof *ep->order));
     if (shuffle) {
@@ -1155,18 +1162,27 @@ size_t fl_data_epoch_batch_rows(const FlDataEpoch *ep, size_t batch) {
     return left < ep->global ? left : ep->global;
 }
 
+/* Where trainer t's share of a whole global batch starts: the global rows cut into `trainers`
+ * shares as evenly as possible, the first ones taking the extra rows (t * b with b rows each
+ * when they divide evenly). */
+static size_t share_start(const FlDataEpoch *ep, size_t t) {
+    size_t each = ep->global / ep->trainers, extra = ep->global % ep->trainers;
+    return t * each + (t < extra ? t : extra);
+}
+
 size_t fl_data_epoch_share_rows(const FlDataEpoch *ep, size_t batch, size_t trainer) {
     FL_ASSERT(trainer < ep->trainers);
-    size_t rows = fl_data_epoch_batch_rows(ep, batch), first = trainer * ep->batch;
+    size_t rows = fl_data_epoch_batch_rows(ep, batch), first = share_start(ep, trainer);
+    size_t end = share_start(ep, trainer + 1);
     if (rows <= first) return 0;
-    return rows - first < ep->batch ? rows - first : ep->batch;
+    return (rows < end ? rows : end) - first;
 }
 
 const size_t *fl_data_epoch_order(const FlDataEpoch *ep) { return ep->order; }
 
 const size_t *fl_data_epoch_share(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t *n) {
     *n = fl_data_epoch_share_rows(ep, batch, trainer);
-    return *n ? ep->order + batch * ep->global + trainer * ep->batch : ep->order;
+    return *n ? ep->order + batch * ep->global + share_start(ep, trainer) : ep->order;
 }
 
 void fl_data_epoch_fill(const FlDataEpoch *ep, size_t batch, size_t trainer, size_t feed, void *buf,

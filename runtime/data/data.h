@@ -223,13 +223,18 @@ void fl_data_fill_seq(const FlDataset *ds, size_t feed, const size_t *rows, size
 FlStatus fl_data_epoch_new(const FlDataset *ds, size_t batch_size, size_t trainers, bool shuffle,
                            uint64_t seed, uint64_t epoch, FlDataEpoch **out,
                            FlErr *e) FL_WARN_UNUSED;
+/* The same with a global batch of `global` rows cut into `trainers` shares as evenly as possible
+ * (the first global % trainers shares one row more): a job running fewer trainers than its plan
+ * keeps the plan's global batch, each trainer's share growing. Errors: global or trainers 0. */
+FlStatus fl_data_epoch_new_global(const FlDataset *ds, size_t global, size_t trainers, bool shuffle,
+                                  uint64_t seed, uint64_t epoch, FlDataEpoch **out, FlErr *e) FL_WARN_UNUSED;
 void fl_data_epoch_free(FlDataEpoch *ep);
-/* The number of global batches: ceil(rows / (trainers * batch_size)); 0 for an empty dataset. */
+/* The number of global batches: ceil(rows / global rows); 0 for an empty dataset. */
 size_t fl_data_epoch_batches(const FlDataEpoch *ep);
 /* Rows of global batch `batch` (all trainers together): the weight denominator. */
 size_t fl_data_epoch_batch_rows(const FlDataEpoch *ep, size_t batch);
-/* Rows of trainer `trainer`'s share of global batch `batch` (0..batch_size): the weight numerator.
- * The shares of a batch sum to its rows. */
+/* Rows of trainer `trainer`'s share of global batch `batch` (0..its share of a whole batch): the
+ * weight numerator. The shares of a batch sum to its rows. */
 size_t fl_data_epoch_share_rows(const FlDataEpoch *ep, size_t batch, size_t trainer);
 /* The epoch's row order: fl_data_rows() dataset row indices, each once. Owned by ep. */
 const size_t *fl_data_epoch_order(const FlDataEpoch *ep);

@@ -44,6 +44,7 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     m->trace = opt ? opt->trace : NULL;
     atomic_init(&m->seq, 0u);
     m->piece = piece;
+    m->step = -1; /* no step yet: a GET now (a job that trains no step saving) reads the pservers' vars as they are */
     m->role_comm = MPI_COMM_NULL;
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
@@ -213,7 +214,7 @@ static void finish_barrier(FlMpi *m) {
             double q = m->heard ? flm_silent(m, r) : flm_now() - t0;
             if (r != m->rank && q > m->timeout) {
                 char pn[FLM_PEER_NAME_MAX], msg[256];
-                snprintf(msg, sizeof msg, "finishing: no sign of life from %s for %.0f s (the peer timeout, flrun --timeout)",
+                snprintf(msg, sizeof msg, "finishing: no sign of life from %s for %.0f s " FL_MPI_PEER_TIMEOUT,
                          m->heard ? flm_peer_name(m, r, pn, sizeof pn) : "the other ranks", m->timeout);
                 fl_mpi_fail(m, msg);
             }
@@ -426,6 +427,7 @@ static void number_roles(FlMpi *m, const Announce *all) {
             m->trainer_rank[m->T++] = r;
         }
     }
+    m->TP = m->T;
     m->role = (FlMpiRole)m->role_of[m->rank];
     m->index = m->index_of[m->rank];
     m->assigned = true;
@@ -606,26 +608,39 @@ static uint64_t plan_id(const FlPlan *plan) {
     return h;
 }
 
-FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlErr *e) {
+int64_t fl_mpi_plan_role(const FlPlan *plan, int trainers, int rank) {
+    int64_t skip = trainers > 0 ? plan->trainers - trainers : 0; /* the absent trainers' ranks */
+    return plan->rank_role.data[rank < plan->trainers - skip ? rank : rank + skip];
+}
+
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, int trainers, const char *file, FlErr *e) {
     Announce a;
     announce_init(&a, AK_PLAN, file);
     a.timeline = m->trace != NULL;
     a.plan_id = plan_id(plan);
-    size_t nr = plan->rank_role.len;
+    FL_ASSERT(trainers >= 0 && trainers <= plan->trainers);
+    size_t nr = plan->rank_role.len - (size_t)(trainers ? plan->trainers - trainers : 0);
     char msg[sizeof a.msg];
-    if ((size_t)m->size != nr) {
+    if ((size_t)m->size != nr && trainers && trainers != plan->trainers) {
+        snprintf(msg, sizeof msg, "the job runs %d of the plan's %lld trainers (--trainers): it needs %zu ranks (%d trainer%s "
+                 "+ %lld pservers) but has %d: run mpirun -np %zu flrun %s --trainers %d", trainers,
+                 (long long)plan->trainers, nr, trainers, trainers == 1 ? "" : "s", (long long)plan->pservers, m->size, nr, file, trainers);
+        announce_error(&a, msg);
+    } else if ((size_t)m->size != nr) {
         snprintf(msg, sizeof msg, "the plan needs %zu ranks (%lld trainers + %lld pservers) but the job has %d: run "
                  "mpirun -np %zu flrun %s", nr, (long long)plan->trainers, (long long)plan->pservers, m->size, nr, file);
         announce_error(&a, msg);
     } else {
         /* fl_ir_validate_plan (the reader) holds the map to one rank per role, numbered in rank order */
-        int64_t k = plan->rank_role.data[m->rank];
+        int64_t k = fl_mpi_plan_role(plan, trainers, m->rank);
         FL_ASSERT(k >= 0 && (size_t)k < plan->roles.len);
         const FlBundle *b = plan->roles.data[k];
         a.role = !strcmp(b->role, "pserver") ? FL_MPI_PSERVER : FL_MPI_TRAINER;
         a.mode = !strcmp(plan->mode, "allreduce") ? AM_ALLREDUCE : !strcmp(plan->mode, "async") ? AM_ASYNC : AM_SYNC;
     }
-    return assign(m, &a, e);
+    FlStatus st = assign(m, &a, e);
+    if (st == FL_OK) m->TP = (int)plan->trainers;
+    return st;
 }
 
 FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, FlErr *e) {

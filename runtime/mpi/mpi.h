@@ -58,6 +58,13 @@
 #define FL_MPI_PIECE_MAX FL_RULE_PIECE_MAX
 #define FL_MPI_DEFAULT_TIMEOUT 60.0 /* seconds */
 
+/* How a rank names a peer it lost: a wait that gave up on a silent peer ends its message with
+ * FL_MPI_PEER_TIMEOUT, the watch's message on a peer whose connection closed holds
+ * FL_MPI_PEER_GONE. The launcher tells a lost peer from a program's own error by them
+ * (tools/launch.c: it restarts a job for the first, not for the second). */
+#define FL_MPI_PEER_TIMEOUT "(the peer timeout, flrun --timeout)"
+#define FL_MPI_PEER_GONE "is gone: its connection to this rank closed without a goodbye"
+
 typedef enum FlMpiRole { FL_MPI_TRAINER, FL_MPI_PSERVER, FL_MPI_ROLE_COUNT } FlMpiRole;
 
 typedef struct FlMpiOptions {
@@ -89,9 +96,16 @@ int fl_mpi_size(const FlMpi *m);
  * `file`: what this rank runs, for messages. A rank that never joins the exchange within the
  * timeout ends the job (fl_mpi_fail).
  * fl_mpi_assign_plan: roles from the plan's rank map (fl_ir_validate_plan checked the map).
+ * `trainers` (1 up to the plan's T; 0: T) of the plan's trainers run: the job's ranks are
+ * trainers 0..trainers-1, then the pservers (fl_mpi_plan_role), and the pservers count the
+ * absent trainers' gradients as zero ones (a job that lost trainers keeps the plan's global
+ * batch: docs/distributed.md, "Elastic jobs").
  * Errors: the job's size differs from the plan's ranks (both numbers and the command to run);
  * ranks running different plans, or a plan beside hand-written programs. */
-FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, const char *file, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_mpi_assign_plan(FlMpi *m, const FlPlan *plan, int trainers, const char *file, FlErr *e) FL_WARN_UNUSED;
+/* The plan's role (its index in plan->roles) of rank `rank` in a job of `trainers` of its
+ * trainers (0: all). */
+int64_t fl_mpi_plan_role(const FlPlan *plan, int trainers, int rank);
 /* Roles by announcement, for hand-written MPMD programs: a program with listen_and_serv (or the
  * role "pserver") is a pserver, the others trainers. Errors: no trainer; a plan beside them;
  * sync trainers (barriers, sends marked sync) with async pservers, allreduce trainers with
@@ -104,7 +118,7 @@ FlStatus fl_mpi_assign_announce(FlMpi *m, const FlBundle *b, const char *file, F
  * ("the ranks run with different --seed: 1 on rank 0 (trainer 0), 2 on rank 1 (trainer 1); ...").
  * `key` is what is compared (any length: its hash travels), `shown` what the message shows of
  * the value (at most FLM_AGREE_SHOWN - 1 bytes are kept). At most FL_MPI_AGREE_MAX options. */
-#define FL_MPI_AGREE_MAX 12
+#define FL_MPI_AGREE_MAX 16
 void fl_mpi_agree(FlMpi *m, const char *option, const char *key, const char *shown, bool trainers_only);
 
 FlMpiRole fl_mpi_role(const FlMpi *m);
@@ -125,6 +139,10 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
 /* Trainers: gathers n doubles from every trainer to trainer 0, into all[t * n + i] (all may be
  * NULL on the other trainers). Collective over the trainers. */
 FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *all, FlErr *e) FL_WARN_UNUSED;
+/* Trainers: trainer 0's n bytes of buf into every trainer's buf (a checkpoint's word whether
+ * training goes on). Collective over the trainers; the wait on trainer 0 is the peer timeout's
+ * (up to three timeouts while it is alive: it may be writing a checkpoint). */
+FlStatus fl_mpi_bcast_trainers(FlMpi *m, void *buf, size_t n, FlErr *e) FL_WARN_UNUSED;
 /* Trainers: tells every pserver that this trainer is done. */
 FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) FL_WARN_UNUSED;
 

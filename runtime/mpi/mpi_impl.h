@@ -107,6 +107,8 @@ struct FlMpi {
     bool hosts;                    /* the ranks run on more than one host: names say where */
     int *trainer_rank, *pserver_rank;
     int T, P;
+    int TP; /* the trainers the plan was transpiled for: T, or more when the job runs some of them
+             * (a pserver's sync means count the absent ones as zero gradients) */
     FlMpiRole role;
     int index;
     MPI_Comm role_comm;

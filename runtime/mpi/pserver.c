@@ -576,7 +576,7 @@ static FlStatus check_kind(Server *s, const SGrad *g, int src, const Hdr *h, con
 static FlStatus payload_in(Server *s, SGrad *g, int t, const Hdr *h, FlTensor *x, FlErr *e) {
     FlMpi *m = s->m;
     FlStatus st = FL_OK;
-    double wt = (double)m->T * share(s, h);
+    double wt = (double)m->TP * share(s, h);
     if (g->rows) { /* G.trainer_t = T * share * G_t as rows; the block merges and scales by 1/T */
         if (!g->per_trainer)
             st = fl_err(e, "gradient '%s' is a SelectedRows: a hand-written sync server takes it only as "
@@ -640,7 +640,7 @@ static FlStatus on_grad(Server *s, int t, int src, const Hdr *h, const char *nam
     g->have[t] = true;
     b->contrib[t] = true;
     b->hdrs++;
-    if (g->fused) g->w[t] = (double)m->T * share(s, h);
+    if (g->fused) g->w[t] = (double)m->TP * share(s, h);
     /* a gradient its block streams goes through the trainer's ring: it is averaged and applied
      * piece by piece and never exists whole (x has its shape and no buffer) */
     bool ring = b->g == g && !(h->flags & (F_INLINE | F_ZERO)) && h->nbytes > m->piece && /* two pieces or more */
@@ -700,7 +700,7 @@ static FlStatus advance(Server *s, bool *moved, FlErr *e) {
             r->since = tn;
         } else if (flm_waited_too_long(m, r->src, tn - r->since)) {
             char pn[FLM_PEER_NAME_MAX];
-            return fl_err(e, "receiving '%s': no data from %s for %.0f s (the peer timeout, flrun --timeout)",
+            return fl_err(e, "receiving '%s': no data from %s for %.0f s " FL_MPI_PEER_TIMEOUT,
                           s->g[r->gi].name, flm_peer_name(m, r->src, pn, sizeof pn), m->timeout);
         }
     }
@@ -788,7 +788,7 @@ static FlStatus check_stalls(Server *s, FlErr *e) {
             int r = s->m->trainer_rank[i];
             if (!b->contrib[i] && flm_waited_too_long(s->m, r, t - b->since)) {
                 char pn[FLM_PEER_NAME_MAX];
-                return fl_err(e, "step %lld: no gradient from %s for %.0f s (the peer timeout, flrun --timeout)%s",
+                return fl_err(e, "step %lld: no gradient from %s for %.0f s " FL_MPI_PEER_TIMEOUT "%s",
                               (long long)b->step, flm_peer_name(s->m, r, pn, sizeof pn), t - b->since,
                               flm_silent(s->m, r) <= s->m->timeout ? "; it is alive, but waits itself" : "");
             }
@@ -805,7 +805,7 @@ static FlStatus check_trainers(Server *s, const bool *done, FlErr *e) {
         int r = m->trainer_rank[t];
         if (done[t] || flm_silent(m, r) <= m->timeout) continue;
         char pn[FLM_PEER_NAME_MAX];
-        return fl_err(e, "no message from %s for %.0f s (the peer timeout, flrun --timeout)",
+        return fl_err(e, "no message from %s for %.0f s " FL_MPI_PEER_TIMEOUT,
                       flm_peer_name(m, r, pn, sizeof pn), m->timeout);
     }
     return FL_OK;
@@ -933,12 +933,15 @@ FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         s.b[g->block].need += (size_t)m->T;
         snprintf(vn, sizeof vn, "%s" FL_RULE_TRAINER_INFIX "0", g->name);
         if (fl_dist_server_sync(srv) && fl_dist_server_var(srv, vn)) {
-            g->per_trainer = fl_xcalloc((size_t)m->T, sizeof *g->per_trainer);
-            for (int t = 0; t < m->T && st == FL_OK; t++) {
+            /* the plan's trainers; those the job does not run send nothing: zero gradients */
+            g->per_trainer = fl_xcalloc((size_t)m->TP, sizeof *g->per_trainer);
+            for (int t = 0; t < m->TP && st == FL_OK; t++) {
                 snprintf(vn, sizeof vn, "%s" FL_RULE_TRAINER_INFIX "%d", g->name, t);
                 g->per_trainer[t] = fl_dist_server_var(srv, vn);
                 if (!g->per_trainer[t])
-                    st = fl_err(e, "the pserver program has no '%s': it was transpiled for fewer trainers than the job's %d", vn, m->T);
+                    st = fl_err(e, "the pserver program has no '%s': it was transpiled for fewer trainers than the job's %d", vn, m->TP);
+                else if (t >= m->T)
+                    st = fl_dist_server_zero(srv, vn, e);
             }
         }
         g->var = fl_dist_server_var(srv, g->name);
@@ -952,7 +955,7 @@ FlStatus flm_p_serve(FlDist *d, FlDistServer *srv, FlErr *e) {
         SGrad *g = &s.g[i];
         size_t same = 0;
         for (size_t j = 0; j < s.ng; j++) same += s.g[j].block == g->block;
-        if (!g->per_trainer || g->rows || same != 1 || !fl_dist_server_find_mean(srv, g->block, g->name, m->T, &g->mean)) continue;
+        if (!g->per_trainer || g->rows || same != 1 || !fl_dist_server_find_mean(srv, g->block, g->name, m->TP, &g->mean)) continue;
         g->fused = true;
         g->got = fl_xcalloc((size_t)m->T, sizeof *g->got);
         for (int t = 0; t < m->T; t++) g->got[t] = (FlTensor)FL_TENSOR_INIT;

@@ -380,6 +380,16 @@ FlStatus fl_mpi_gather_trainers(FlMpi *m, const double *mine, size_t n, double *
     return st;
 }
 
+FlStatus fl_mpi_bcast_trainers(FlMpi *m, void *buf, size_t n, FlErr *e) {
+    FL_ASSERT(m->assigned && m->role == FL_MPI_TRAINER);
+    double t0 = flm_now();
+    MPI_Request r;
+    MPI_TRY(MPI_Ibcast(buf, (int)n, MPI_BYTE, 0, m->role_comm, &r), "telling the trainers");
+    FlStatus st = flm_wait_req(m, &r, NULL, m->trainer_rank[0], "waiting for trainer 0's word", e);
+    flm_add_comm(m, t0);
+    return st;
+}
+
 FlStatus fl_mpi_finish(FlMpi *m, FlErr *e) {
     if (!m->assigned || m->role != FL_MPI_TRAINER) return FL_OK;
     if (drain_fetches(m, e) != FL_OK) return FL_ERROR;

@@ -101,7 +101,7 @@ static void say_all(FlmWatch *w, char c) {
 static void lost(FlmWatch *w, int rank) {
     char pn[FLM_PEER_NAME_MAX], msg[FLM_PEER_NAME_MAX + 160];
     snprintf(msg, sizeof msg,
-             "error: %s is gone: its connection to this rank closed without a goodbye (its process was killed, or "
+             "error: %s " FL_MPI_PEER_GONE " (its process was killed, or "
              "its host went down or rebooted)",
              flm_peer_name(w->m, rank, pn, sizeof pn));
     fl_mpi_fail(w->m, msg);

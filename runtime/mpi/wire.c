@@ -88,7 +88,7 @@ FlStatus flm_wait_req_adv(FlMpi *m, MPI_Request *req, MPI_Status *st, int peer, 
         double waited = flm_now() - t0;
         if (flm_waited_too_long(m, peer, waited)) {
             char pn[FLM_PEER_NAME_MAX];
-            return fl_err(e, "%s: no answer from %s for %.0f s (the peer timeout, flrun --timeout)%s", what,
+            return fl_err(e, "%s: no answer from %s for %.0f s " FL_MPI_PEER_TIMEOUT "%s", what,
                           peer >= 0     ? flm_peer_name(m, peer, pn, sizeof pn)
                           : m->assigned ? "the other trainers"
                                         : "the other ranks",
@@ -130,7 +130,7 @@ FlStatus flm_progress(FlMpi *m, bool all, FlErr *e) {
         if (!all || keep == 0) return FL_OK;
         if (flm_waited_too_long(m, peer, flm_now() - t0)) {
             char pn[FLM_PEER_NAME_MAX];
-            return fl_err(e, "sending to %s: no answer for %.0f s (the peer timeout, flrun --timeout)",
+            return fl_err(e, "sending to %s: no answer for %.0f s " FL_MPI_PEER_TIMEOUT,
                           flm_peer_name(m, peer, pn, sizeof pn), m->timeout);
         }
         flm_backoff(&b);

@@ -41,6 +41,7 @@ struct FlTrainer {
     size_t loss_idx;
     char *inputs[2]; /* the readers' files */
     size_t ninputs;
+    bool stopped; /* the last run ended at a checkpoint that asked to stop */
 };
 
 struct FlTrainPredictInput {
@@ -378,33 +379,6 @@ FlStatus fl_train_evaluate(FlTrainer *tr, const FlDataset *ds, size_t batch, dou
     return st;
 }
 
-/* MPI: trainer 0 turns every trainer's per-step records (rows, then the fetches' means) into the
- * log's rows and the epoch's sums: each step's figures averaged over the trainers, weighted by
- * rows. */
-static FlStatus merge_epoch(FlTrainer *tr, const FlTrainHooks *h, const double *all, size_t nb, int64_t epoch,
-                            int64_t step0, double *sum, double *sum_rows, double *vals, FlErr *e) {
-    size_t w = 1 + tr->nfetch;
-    for (size_t b = 0; b < nb; b++) {
-        double rows = 0;
-        for (size_t i = 0; i < tr->nfetch; i++) vals[i] = 0;
-        for (int t = 0; t < tr->T; t++) {
-            const double *rec = all + ((size_t)t * nb + b) * w;
-            if (rec[0] <= 0) continue;
-            rows += rec[0];
-            for (size_t i = 0; i < tr->nfetch; i++) vals[i] += rec[0] * rec[1 + i];
-        }
-        for (size_t i = 0; i < tr->nfetch; i++) {
-            sum[i] += vals[i];
-            vals[i] = rows > 0 ? vals[i] / rows : NAN;
-        }
-        *sum_rows += rows;
-        int64_t step = step0 + (int64_t)b + 1;
-        if (row(h, "train", epoch, step, vals, e) != FL_OK) return FL_ERROR;
-        if (check_finite(tr, epoch, step, vals, e) != FL_OK) return FL_ERROR;
-    }
-    return FL_OK;
-}
-
 /* A job's trainers read the training data each from its own copy (the plan's folder on its host,
  * or --data-dir), and each takes its share of every global batch by the rows it has: trainers
  * that read different numbers of rows would run different numbers of steps and wait on each
@@ -423,6 +397,111 @@ static FlStatus same_data(FlTrainer *tr, FlErr *e) {
     return st;
 }
 
+/* The training loop's state over the epochs (fl_train_run). Figures travel as per-step records
+ * (the step's rows, then the fetches' means); in an MPI job every trainer keeps the records of
+ * the steps since the last report (a segment: up to an epoch's end or a checkpoint), and its
+ * record block ends with its executor's run count. */
+typedef struct Loop {
+    FlTrainer *tr;
+    const FlTrainHooks *h;
+    bool lead;         /* trainer 0 (the local run): reports and evaluates */
+    size_t n, w;       /* fetches; a record's width, 1 + n */
+    double *sum, sum_rows; /* the epoch's figures so far, summed weighted by rows, and its rows */
+    double rows_here;  /* of them, the rows this run trained (not those before a resume) */
+    double *vals;
+    double *rec, *all; /* MPI: this trainer's records of the segment; trainer 0: everyone's */
+    size_t seg;        /* steps in the segment */
+    int64_t seg_step0; /* the step before the segment's first */
+    uint64_t *runs;    /* trainer 0: each trainer's run count at the last report (its own: now) */
+    uint64_t seed;
+    int64_t global;    /* rows of a global batch */
+} Loop;
+
+/* MPI: trainer 0 turns every trainer's records of the segment (nrec steps each, `stride`
+ * doubles per trainer) into the log's rows and the epoch's sums: each step's figures averaged
+ * over the trainers, weighted by rows; and keeps each trainer's run count. */
+static FlStatus merge_steps(Loop *L, size_t nrec, size_t stride, int64_t epoch, FlErr *e) {
+    FlTrainer *tr = L->tr;
+    for (size_t b = 0; b < nrec; b++) {
+        double rows = 0;
+        for (size_t i = 0; i < L->n; i++) L->vals[i] = 0;
+        for (int t = 0; t < tr->T; t++) {
+            const double *rec = L->all + (size_t)t * stride + b * L->w;
+            if (rec[0] <= 0) continue;
+            rows += rec[0];
+            for (size_t i = 0; i < L->n; i++) L->vals[i] += rec[0] * rec[1 + i];
+        }
+        for (size_t i = 0; i < L->n; i++) {
+            L->sum[i] += L->vals[i];
+            L->vals[i] = rows > 0 ? L->vals[i] / rows : NAN;
+        }
+        L->sum_rows += rows;
+        L->rows_here += rows;
+        int64_t step = L->seg_step0 + (int64_t)b + 1;
+        if (row(L->h, "train", epoch, step, L->vals, e) != FL_OK) return FL_ERROR;
+        if (check_finite(tr, epoch, step, L->vals, e) != FL_OK) return FL_ERROR;
+    }
+    for (int t = 0; t < tr->T; t++) L->runs[t] = (uint64_t)L->all[(size_t)t * stride + nrec * L->w];
+    return FL_OK;
+}
+
+/* The end of a segment: in an MPI job trainer 0 gathers the trainers' records and reports them
+ * (a local run reported each step as it ran). */
+static FlStatus report(Loop *L, int64_t epoch, FlErr *e) {
+    FlTrainer *tr = L->tr;
+    size_t nrec = L->seg;
+    L->seg = 0;
+    FlStatus st = FL_OK;
+    if (tr->mpi) {
+        size_t stride = nrec * L->w + 1;
+        L->rec[nrec * L->w] = (double)fl_executor_runs(tr->ex);
+        st = fl_mpi_gather_trainers(tr->mpi, L->rec, stride, L->all, e);
+        if (st == FL_OK && L->lead) st = merge_steps(L, nrec, stride, epoch, e);
+    }
+    L->seg_step0 += (int64_t)nrec;
+    return st;
+}
+
+/* A checkpoint after `step`, the next step being batch `batch` of `epoch`: trainer 0 calls the
+ * hook with the state, then tells the trainers whether training goes on. */
+static FlStatus checkpoint(Loop *L, int64_t step, int64_t epoch, int64_t batch, bool *stop, FlErr *e) {
+    FlTrainer *tr = L->tr;
+    FlStatus st = FL_OK;
+    *stop = false;
+    if (L->lead && L->h->checkpoint) {
+        L->runs[0] = fl_executor_runs(tr->ex); /* its evaluation's runs included */
+        FlTrainState s = {.step = step, .epoch = epoch, .batch = batch, .seed = L->seed, .global_batch = L->global,
+                          .rows = (int64_t)fl_data_rows(tr->d.train), .epoch_rows = L->sum_rows,
+                          .epoch_sums = L->sum, .nfetch = L->n, .runs = L->runs, .trainers = tr->T};
+        st = L->h->checkpoint(L->h->ctx, &s, stop, e);
+    }
+    if (st == FL_OK && tr->mpi && tr->T > 1) {
+        uint8_t word = *stop;
+        st = fl_mpi_bcast_trainers(tr->mpi, &word, 1, e);
+        *stop = word != 0;
+    }
+    return st;
+}
+
+/* A resume state fits this run: the same seed, global batch, data and figures. */
+static FlStatus check_resume(const Loop *L, const FlTrainState *r, FlErr *e) {
+    const FlTrainer *tr = L->tr;
+    size_t rows = fl_data_rows(tr->d.train);
+    if (r->seed != L->seed)
+        return fl_err(e, "the checkpoint's run shuffles with seed %llu, this one with %llu (--seed)",
+                      (unsigned long long)r->seed, (unsigned long long)L->seed);
+    if (r->global_batch != L->global)
+        return fl_err(e, "the checkpoint's run trains on global batches of %lld rows, this one on %lld (--batch-size "
+                      "is per trainer)", (long long)r->global_batch, (long long)L->global);
+    if (r->rows != (int64_t)rows)
+        return fl_err(e, "the checkpoint's run trains on %lld rows, this one reads %zu: other data",
+                      (long long)r->rows, rows);
+    if (r->nfetch != L->n || r->trainers < 1 || r->epoch < 1 || r->batch < 0 || r->step < 0)
+        return fl_err(e, "the checkpoint's training state is not this program's (%zu figures, this one has %zu)",
+                      r->nfetch, L->n);
+    return FL_OK;
+}
+
 FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
     static const FlTrainHooks none = {0};
     const FlTrainHooks *h = hooks ? hooks : &none;
@@ -430,44 +509,59 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     const Data *d = &tr->d;
     int64_t epochs = opt && opt->epochs >= 0 ? opt->epochs : rs->epochs;
     int64_t batch = opt && opt->batch_size > 0 ? opt->batch_size : rs->batch_size;
-    uint64_t seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed);
+    int64_t every = opt && opt->checkpoint_every > 0 ? opt->checkpoint_every : 0;
+    const FlTrainState *resume = opt ? opt->resume : NULL;
+    tr->stopped = false;
     if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
     if (same_data(tr, e) != FL_OK) return FL_ERROR;
-    bool lead = tr->t == 0; /* reports the figures and evaluates */
-    size_t nf = feed_tensors(d->train), n = tr->nfetch;
+    int64_t per = opt && opt->batch_trainers > 0 ? opt->batch_trainers : tr->T; /* batches in a global one */
+    Loop L = {.tr = tr, .h = h, .lead = tr->t == 0, .n = tr->nfetch, .w = 1 + tr->nfetch,
+              .seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed), .global = batch * per};
+    if (resume && check_resume(&L, resume, e) != FL_OK) return FL_ERROR;
+    size_t nf = feed_tensors(d->train), n = L.n;
     FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
     FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
-    double *sum = fl_xcalloc(n + 1, sizeof(double)), *trm = fl_xcalloc(n + 1, sizeof(double));
-    double *te = fl_xcalloc(n + 1, sizeof(double)), *vals = fl_xcalloc(n + 1, sizeof(double));
-    double *rec = NULL, *all = NULL; /* MPI: this epoch's per-step records, and everyone's */
+    L.sum = fl_xcalloc(n + 1, sizeof(double));
+    L.vals = fl_xcalloc(n + 1, sizeof(double));
+    L.runs = fl_xcalloc((size_t)tr->T + 1, sizeof *L.runs);
+    double *trm = fl_xcalloc(n + 1, sizeof(double)), *te = fl_xcalloc(n + 1, sizeof(double));
     /* the fetches of a step: the run spec's, then the watched vars */
     size_t nw = opt ? opt->nwatch : 0;
     FlFetch *fetches = fl_xcalloc(n + nw + 1, sizeof *fetches);
     double *watched = fl_xcalloc(nw + 1, sizeof *watched);
     for (size_t i = 0; i < n + nw; i++)
         fetches[i] = (FlFetch){i < n ? tr->fetches[i].name : opt->watch[i - n], FL_TENSOR_INIT};
-    size_t w = 1 + n;
     FlStatus st = FL_OK;
-    int64_t step = 0;
-    for (int64_t epoch = 1; epoch <= epochs && st == FL_OK; epoch++) {
+    int64_t step = 0, e0 = 1, b0 = 0;
+    if (resume) { /* the state the checkpoint's step left: position, the epoch's figures, random state */
+        step = resume->step, e0 = resume->epoch, b0 = resume->batch;
+        fl_executor_set_runs(tr->ex, resume->runs[tr->t < resume->trainers ? tr->t : 0]);
+    }
+    L.seg_step0 = step;
+    bool stop = false;
+    for (int64_t epoch = e0; epoch <= epochs && st == FL_OK && !stop; epoch++) {
         double t0 = now(), c0 = cpu_now();
         FlDataEpoch *ep;
-        if (fl_data_epoch_new(d->train, (size_t)batch, (size_t)tr->T, true, seed, (uint64_t)epoch - 1, &ep, e) !=
-            FL_OK) {
+        if (fl_data_epoch_new_global(d->train, (size_t)L.global, (size_t)tr->T, true, L.seed, (uint64_t)epoch - 1, &ep,
+                                     e) != FL_OK) {
             st = FL_ERROR;
             break;
         }
-        memset(sum, 0, n * sizeof *sum);
-        double sum_rows = 0;
-        size_t nb = fl_data_epoch_batches(ep);
-        int64_t step0 = step;
-        if (tr->mpi) {
-            free(rec);
-            free(all);
-            rec = fl_xcalloc(nb * w + 1, sizeof *rec);
-            all = lead ? fl_xcalloc((size_t)tr->T * nb * w + 1, sizeof *all) : NULL;
+        size_t nb = fl_data_epoch_batches(ep), first = epoch == e0 ? (size_t)b0 : 0;
+        int64_t step_e0 = step; /* the steps before the epoch's first here */
+        memset(L.sum, 0, n * sizeof *L.sum);
+        L.sum_rows = L.rows_here = 0;
+        if (resume && epoch == e0 && first > 0) {
+            memcpy(L.sum, resume->epoch_sums, n * sizeof *L.sum);
+            L.sum_rows = resume->epoch_rows;
         }
-        for (size_t b = 0; b < nb && st == FL_OK; b++) {
+        if (tr->mpi) {
+            free(L.rec);
+            free(L.all);
+            L.rec = fl_xcalloc(nb * L.w + 2, sizeof *L.rec);
+            L.all = L.lead ? fl_xcalloc((size_t)tr->T * (nb * L.w + 1) + 1, sizeof *L.all) : NULL;
+        }
+        for (size_t b = first; b < nb && st == FL_OK && !stop; b++) {
             size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)tr->t);
             double tb = now();
             for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
@@ -483,54 +577,69 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
             if (st != FL_OK) break;
             step++;
             double step_secs = now() - tb;
-            for (size_t i = 0; i < n; i++) vals[i] = mean_of(&fetches[i].tensor);
+            for (size_t i = 0; i < n; i++) L.vals[i] = mean_of(&fetches[i].tensor);
             for (size_t i = 0; i < nw; i++) watched[i] = mean_of(&fetches[n + i].tensor);
             if (tr->mpi) {
-                rec[b * w] = (double)rows;
-                for (size_t i = 0; i < n; i++) rec[b * w + 1 + i] = vals[i];
+                L.rec[L.seg * L.w] = (double)rows;
+                for (size_t i = 0; i < n; i++) L.rec[L.seg * L.w + 1 + i] = L.vals[i];
             } else {
-                for (size_t i = 0; i < n; i++) sum[i] += vals[i] * (double)rows;
-                sum_rows += (double)rows;
-                if ((st = row(h, "train", epoch, step, vals, e)) != FL_OK) break;
+                for (size_t i = 0; i < n; i++) L.sum[i] += L.vals[i] * (double)rows;
+                L.sum_rows += (double)rows;
+                L.rows_here += (double)rows;
+                if ((st = row(h, "train", epoch, step, L.vals, e)) != FL_OK) break;
             }
-            if (rows > 0 && (st = check_finite(tr, epoch, step, vals, e)) != FL_OK) break;
-            if (lead && h->step) h->step(h->ctx, epoch, epochs, b, nb, n ? vals[tr->loss_idx] : 0);
-            if (lead && h->step_done) {
+            L.seg++;
+            if (rows > 0 && (st = check_finite(tr, epoch, step, L.vals, e)) != FL_OK) break;
+            if (L.lead && h->step) h->step(h->ctx, epoch, epochs, b, nb, n ? L.vals[tr->loss_idx] : 0);
+            if (L.lead && h->step_done) {
                 FlTrainStep s = {epoch, step, (double)fl_data_epoch_batch_rows(ep, b), step_secs, watched};
                 if ((st = h->step_done(h->ctx, &s, e)) != FL_OK) break;
             }
+            /* a checkpoint within the epoch; one after its last step comes after its evaluation */
+            if (every && step % every == 0 && b + 1 < nb) {
+                st = report(&L, epoch, e);
+                if (st == FL_OK) st = checkpoint(&L, step, epoch, (int64_t)b + 1, &stop, e);
+            }
         }
         fl_data_epoch_free(ep);
-        if (st == FL_OK && tr->mpi) {
-            st = fl_mpi_gather_trainers(tr->mpi, rec, nb * w, all, e);
-            if (st == FL_OK && lead) st = merge_epoch(tr, h, all, nb, epoch, step0, sum, &sum_rows, vals, e);
+        if (st != FL_OK || stop) break;
+        if (L.seg && (st = report(&L, epoch, e)) != FL_OK) break;
+        if (L.lead) {
+            double secs = now() - t0, cpu = cpu_now() - c0;
+            for (size_t i = 0; i < n; i++) trm[i] = L.sum_rows > 0 ? L.sum[i] / L.sum_rows : NAN;
+            bool has_test = d->test && fl_data_rows(d->test) > 0;
+            if (has_test) {
+                double test_rows;
+                st = fl_train_evaluate(tr, d->test, (size_t)batch, te, &test_rows, e);
+                if (st == FL_OK) st = row(h, "test", epoch, step, te, e);
+                if (st != FL_OK) break;
+            }
+            FlTrainEpoch ep_report = {epoch, epochs, step, trm, has_test ? te : NULL, L.rows_here, secs, cpu};
+            if (h->epoch) h->epoch(h->ctx, &ep_report);
         }
-        if (st != FL_OK || !lead) continue;
-        double secs = now() - t0, cpu = cpu_now() - c0;
-        for (size_t i = 0; i < n; i++) trm[i] = sum_rows > 0 ? sum[i] / sum_rows : NAN;
-        bool has_test = d->test && fl_data_rows(d->test) > 0;
-        if (has_test) {
-            double test_rows;
-            st = fl_train_evaluate(tr, d->test, (size_t)batch, te, &test_rows, e);
-            if (st == FL_OK) st = row(h, "test", epoch, step, te, e);
-            if (st != FL_OK) break;
+        if (every && step % every == 0 && step > step_e0) {
+            memset(L.sum, 0, n * sizeof *L.sum); /* the next epoch starts with no figures */
+            L.sum_rows = 0;
+            st = checkpoint(&L, step, epoch + 1, 0, &stop, e);
         }
-        FlTrainEpoch report = {epoch, epochs, step, trm, has_test ? te : NULL, sum_rows, secs, cpu};
-        if (h->epoch) h->epoch(h->ctx, &report);
     }
+    tr->stopped = stop && st == FL_OK;
     for (size_t i = 0; i < n + nw; i++) fl_tensor_fini(&fetches[i].tensor);
     free(fetches);
     free(watched);
-    free(rec);
-    free(all);
+    free(L.rec);
+    free(L.all);
+    free(L.runs);
+    free(L.sum);
+    free(L.vals);
     free(tens);
     free(feeds);
-    free(sum);
     free(trm);
     free(te);
-    free(vals);
     return st;
 }
+
+bool fl_train_stopped(const FlTrainer *tr) { return tr->stopped; }
 
 FlStatus fl_train_run_once(FlTrainer *tr, FlErr *e) {
     if (tr->mpi) fl_mpi_step_begin(tr->mpi, 0, 0, 0);

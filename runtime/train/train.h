@@ -26,13 +26,20 @@
  * figures are over the whole test set in batches, each batch weighted by its rows. The loss
  * (the fetch named "loss", else the first) stops training when it is not finite.
  *
+ * Checkpoints (FlTrainOptions.checkpoint_every): after every that many steps the trainers
+ * report their figures so far (trainer 0 writes their log rows) and trainer 0 calls the
+ * checkpoint hook with the training state (FlTrainState: the position, the epoch's figures, each
+ * trainer's random state); FlTrainOptions.resume goes on from such a state. The checkpoints'
+ * files are ckpt.h's.
+ *
  * Distributed (mpi != NULL, a trainer rank): trainer t of T reads rows [t*b, (t+1)*b) of each
- * global batch of T*b rows (data.h) and tells the transport its rows and the global rows before
- * each step; an empty share (a partial last batch) still runs the step on one borrowed row and
+ * global batch of T*b rows (data.h; a job running fewer trainers than its plan keeps the plan's
+ * global batch, FlTrainOptions.batch_trainers, and cuts it into its trainers' shares) and tells
+ * the transport its rows and the global rows before each step; an empty share (a partial last batch) still runs the step on one borrowed row and
  * counts with weight 0. At each epoch's end trainer 0 gathers every trainer's per-step figures
- * and reports each step's figures averaged over the trainers, weighted by rows (the local run's
- * figures on the global batch); trainer 0 alone evaluates the test set and calls the row and
- * epoch hooks. Pserver ranks do not use this module (they run their main program once).
+ * (and at each checkpoint) and reports each step's figures averaged over the trainers, weighted
+ * by rows (the local run's figures on the global batch); trainer 0 alone evaluates the test set
+ * and calls the row, epoch and checkpoint hooks. Pserver ranks do not use this module (they run their main program once).
  *
  * Ownership: arguments are borrowed (the program, executor, scope and mpi must outlive the
  * trainer); objects returned through `out` belong to the caller and go with their _free /
@@ -56,17 +63,39 @@
 
 typedef struct FlTrainer FlTrainer;
 
+/* Where training stands after a step: what a checkpoint keeps beside the vars (ckpt.h) so that
+ * a run resumed from it computes what the uninterrupted run would, step for step. */
+typedef struct FlTrainState {
+    int64_t step;         /* training steps done, over the whole run */
+    int64_t epoch, batch; /* the next step's epoch (1-based) and its batch in the epoch (0-based) */
+    uint64_t seed;        /* the shuffling seed (the epoch's row order comes from seed and epoch) */
+    int64_t global_batch; /* rows of a whole global batch */
+    int64_t rows;         /* training rows of the data */
+    double epoch_rows;    /* rows the epoch's steps before the next one took (all trainers) */
+    double *epoch_sums;   /* [nfetch]: their figures, each summed weighted by rows */
+    size_t nfetch;
+    uint64_t *runs;       /* [trainers]: each trainer's main-program runs (fl_executor_runs): the
+                           * random state of its dropout ops */
+    int trainers;
+} FlTrainState;
+
 /* Overrides of the run spec; a negative value keeps the run spec's. */
 typedef struct FlTrainOptions {
     int64_t epochs;     /* >= 0 */
     int64_t batch_size; /* > 0: rows per batch (per trainer) */
     int64_t seed;       /* >= 0: the shuffling seed */
+    int64_t checkpoint_every;   /* > 0: the checkpoint hook after every that many steps */
+    const FlTrainState *resume; /* NULL, or where to go on from (its vars are loaded already):
+                                 * the steps before it are not run again */
+    int64_t batch_trainers;     /* > 0: a global batch is that many batches (the trainers of the
+                                 * job's plan), cut into the job's trainers' shares as evenly as
+                                 * possible; 0: one batch per trainer of the job */
     /* Vars of the main program's block 0 fetched by every step besides the run spec's fetches,
      * their means reported to FlTrainHooks.step_done (e.g. a decaying learning rate); borrowed. */
     const char *const *watch;
     size_t nwatch;
 } FlTrainOptions;
-#define FL_TRAIN_OPTIONS_INIT {-1, -1, -1, NULL, 0}
+#define FL_TRAIN_OPTIONS_INIT {-1, -1, -1, 0, NULL, 0, NULL, 0}
 
 /* What an epoch's end reports (figures indexed like the fetches; borrowed for the call). */
 typedef struct FlTrainEpoch {
@@ -74,7 +103,8 @@ typedef struct FlTrainEpoch {
     int64_t step;          /* training steps so far, over the whole run */
     const double *train;   /* the epoch's training figures */
     const double *test;    /* the test set's figures after the epoch; NULL without a test set */
-    double rows;           /* training rows of the epoch (all trainers) */
+    double rows;           /* training rows of the epoch (all trainers) that this run trained:
+                            * those before a resume within the epoch left out */
     double seconds;        /* the epoch's training time, evaluation left out: wall clock */
     double cpu_seconds;    /* the same span in this process's CPU time (all its threads) */
 } FlTrainEpoch;
@@ -102,6 +132,11 @@ typedef struct FlTrainHooks {
     FlStatus (*row)(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e);
     /* After each epoch's evaluation. */
     void (*epoch)(void *ctx, const FlTrainEpoch *ep);
+    /* With FlTrainOptions.checkpoint_every, on trainer 0 (the local run's one): after step
+     * st->step, its log rows reported (and, when it ends an epoch, the evaluation and the epoch
+     * hook). *stop (false on entry): end training here; every trainer of the job then returns
+     * from fl_train_run with FL_OK, and fl_train_stopped says so. An error stops training. */
+    FlStatus (*checkpoint)(void *ctx, const FlTrainState *st, bool *stop, FlErr *e);
 } FlTrainHooks;
 
 /* A trainer for prog (its run spec may be absent: then fl_train_run_once is all there is).
@@ -123,9 +158,12 @@ const FlDataset *fl_train_dataset(const FlTrainer *tr, bool test);
 size_t fl_train_input_count(const FlTrainer *tr);
 const char *fl_train_input_path(const FlTrainer *tr, size_t i);
 
-/* Trains: the epochs the options and the run spec say. Errors: no reader, the executor's, the
- * transport's, a loss that is not finite, a hook's. */
+/* Trains: the epochs the options and the run spec say, from the start or from opt->resume.
+ * Errors: no reader, the executor's, the transport's, a loss that is not finite, a hook's; a
+ * resume state of another run (another seed, global batch or data). */
 FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *err) FL_WARN_UNUSED;
+/* Whether the last fl_train_run ended at a checkpoint whose hook asked to stop. */
+bool fl_train_stopped(const FlTrainer *tr);
 /* A program without a run spec: its main program once, with the (empty) fetches. */
 FlStatus fl_train_run_once(FlTrainer *tr, FlErr *err) FL_WARN_UNUSED;
 /* The figures (fl_train_fetch_count() of them, into out) of ds in batches of `batch` rows, with

@@ -187,7 +187,7 @@ static int scaling(const char *mlp_path, const char *plan_path) {
     FlMpi *m = start();
     if (!m) return 1;
     FlPlan *plan = read_plan(m, plan_path);
-    if (fl_mpi_assign_plan(m, plan, "bench", &e)) die(m, &e);
+    if (fl_mpi_assign_plan(m, plan, 0, "bench", &e)) die(m, &e);
     int rank = fl_mpi_rank(m);
     Pair p;
     pair_open(m, mlp_path, plan, &p);
@@ -246,7 +246,7 @@ int main(int argc, char **argv) {
     FlMpi *m = start();
     if (!m) return 1;
     FlPlan *big = read_plan(m, argv[1]), *mlp = transfer ? NULL : read_plan(m, argv[3]);
-    if (fl_mpi_assign_plan(m, big, "bench", &e)) die(m, &e);
+    if (fl_mpi_assign_plan(m, big, 0, "bench", &e)) die(m, &e);
     int rank = fl_mpi_rank(m);
     FlDist *d = fl_mpi_dist(m);
 

@@ -19,8 +19,10 @@ STATE=/run/flcluster
 usage() {
     cat <<'EOF'
 usage: cluster.sh up N [--slots S1,S2,...] [--rate R1,...] [--delay D1,...] [--loss L1,...] [--mtu M]
+                       [--tcp-retries R]
        cluster.sh run N [up's options] -- COMMAND [ARG]...
        cluster.sh mpirun ID [mpirun's options]...
+       cluster.sh launch ID COMMAND [ARG]...
        cluster.sh exec ID HOST COMMAND [ARG]...
        cluster.sh pids ID HOST
        cluster.sh kill ID HOST
@@ -43,11 +45,17 @@ a private bridge, subnet 10.213.S.0/24 (host I is 10.213.S.I), reachable only fr
               next to the build, or at $FLC_SWITCH) replaces the kernel's bridge
               --mtu M   the links' MTU (576..65000; default 9000 through the switch, 1500
                         on the bridge): larger frames cost the switch less CPU per byte
+              --tcp-retries R  the hosts' net.ipv4.tcp_retries2 (1..15): how long TCP
+                        retransmits to a silent host (1: ~0.6 s, the default; 3 with --rate or
+                        --loss; 15: Linux's own default, up to 15 minutes)
   run N ... -- COMMAND  up, COMMAND with FLC_CLUSTER=ID and FLC_CLUSTER_SH=this script in its
               environment, then down (also on failure, Ctrl-C or TERM); exits with COMMAND's status
   mpirun ID ...  runs mpirun on host1 with the cluster's hostfile, its rsh agent
               (--mca plm_rsh_agent), and MPI's TCP traffic pinned to the test subnet
               (btl tcp,vader,self: shared memory only between ranks of one host)
+  launch ID CMD  runs CMD on host1 as a launcher that starts mpirun itself (flrun PLAN
+              --hosts ...): with OMPI_MCA_plm_rsh_agent set to the cluster's agent, and
+              FLC_CLUSTER_NET to its subnet (for --network)
   exec ID HOST CMD  runs CMD on HOST (1..N or hostI), inside its namespaces
   pids ID HOST      the pids of the processes on HOST
   kill ID HOST      SIGKILLs every process on HOST
@@ -138,7 +146,7 @@ parse_up() {
     case $N in '' | *[!0-9]*) die "up needs the number of hosts (1..200)" ;; esac
     [ "$N" -ge 1 ] && [ "$N" -le 200 ] || die "up needs 1..200 hosts, not $N"
     shift
-    SLOTS=1 RATE="" DELAY="" LOSS="" MTU=""
+    SLOTS=1 RATE="" DELAY="" LOSS="" MTU="" TCP_RETRIES=""
     while [ $# -gt 0 ]; do
         case $1 in
         --slots) SLOTS=${2:?--slots needs a value} && shift ;;
@@ -146,6 +154,7 @@ parse_up() {
         --delay) DELAY=${2:?--delay needs a value} && shift ;;
         --loss) LOSS=${2:?--loss needs a value} && shift ;;
         --mtu) MTU=${2:?--mtu needs a value} && shift ;;
+        --tcp-retries) TCP_RETRIES=${2:?--tcp-retries needs a value} && shift ;;
         --) shift && break ;;
         *) die "unknown option '$1' (cluster.sh --help)" ;;
         esac
@@ -156,6 +165,11 @@ parse_up() {
     '') ;;
     *[!0-9]*) die "bad --mtu '$MTU' (576..65000)" ;;
     *) [ "$MTU" -ge 576 ] && [ "$MTU" -le 65000 ] || die "bad --mtu '$MTU' (576..65000)" ;;
+    esac
+    case $TCP_RETRIES in
+    '') ;;
+    *[!0-9]*) die "bad --tcp-retries '$TCP_RETRIES' (1..15)" ;;
+    *) [ "$TCP_RETRIES" -ge 1 ] && [ "$TCP_RETRIES" -le 15 ] || die "bad --tcp-retries '$TCP_RETRIES' (1..15)" ;;
     esac
 }
 
@@ -205,6 +219,7 @@ up_run() {
     sub=10.213.$(($$ % 250 + 1))
     RETRIES=1
     [ -n "$RATE$LOSS" ] && RETRIES=3
+    [ -n "$TCP_RETRIES" ] && RETRIES=$TCP_RETRIES
     mkdir -p "$dir/uts" || die "cannot make $dir"
     echo "$OWNER" >"$dir/owner"
     echo "$sub.0/24" >"$dir/subnet"
@@ -315,6 +330,16 @@ mpirun)
         --hostfile "$STATE/$ID/hosts" --mca plm_rsh_agent "$STATE/$ID/agent" \
         --mca btl tcp,vader,self --mca btl_tcp_if_include "$SUB" --mca oob_tcp_if_include "$SUB" \
         --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 5 "$@"
+    ;;
+launch)
+    need_root
+    [ $# -ge 2 ] || die "launch needs ID COMMAND"
+    ID=$1
+    shift
+    [ -f "$STATE/$ID/hosts" ] || die "no cluster $ID"
+    host_of "$ID" 1
+    exec nsenter --net=/run/netns/$NS --uts=$UTS -- env OMPI_MCA_plm_rsh_agent="$STATE/$ID/agent" \
+        FLC_CLUSTER_NET="$(cat "$STATE/$ID/subnet")" "$@"
     ;;
 exec)
     need_root

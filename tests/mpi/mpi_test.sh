@@ -70,6 +70,21 @@
 #                                 different data) end at once, non-zero, saying why; --data-dir
 #                                 on one rank only (the same data) trains
 #   wrong_np                      -np different from the plan's ranks: both numbers, non-zero
+#   checkpoint                    --checkpoint-every in a P=2 T=2 job, a pserver SIGKILLed, the job
+#                                 resumed: the uninterrupted job's log and parameters, byte for
+#                                 byte; the checkpoint resumed by a P=1 job within 1e-6; a
+#                                 decaying learning rate and RMSProp's state, on the trainers
+#                                 (allreduce T=2) and on the pservers (P=2 T=2), resumed byte
+#                                 for byte
+#   trainers                      --trainers N: a P=2 T=3 and an allreduce T=3 plan on 2 trainers,
+#                                 a P=2 T=2 job resumed on 1 trainer, and ctr_sparse.fl's P=2 T=2
+#                                 plan on 1 trainer, equal to local training on the plan's global
+#                                 batch; wrong counts refused
+#   launch                        flrun PLAN outside mpirun starts the job itself: the same log
+#                                 as the mpirun line; bad --hosts and --hostfile refused; with
+#                                 --restarts a SIGKILLed pserver's job restarts from its last
+#                                 checkpoint and ends byte for byte as the uninterrupted job; a
+#                                 job that fails for its own error is not restarted
 #   report                        what a job shows besides its log: digits_regularized.fl (its
 #                                 learning rate decaying on the pservers) on sync P=2 T=2 with
 #                                 --profile --timeline, --tensorboard and --plot: trainer 0
@@ -104,6 +119,24 @@ rank_pid() {
             return
         fi
     done
+}
+
+# Waits (60 s at most) until the job wrote a checkpoint after step $1 into $TMP/ck; CK: its step
+ckpt_after() {
+    TRIES=0
+    while :; do
+        CK=$(ls "$TMP/ck" 2>/dev/null | sed -n 's/^step-\([0-9]*\)$/\1/p' | sort -n | tail -1)
+        [ -n "$CK" ] && [ "$CK" -gt "$1" ] && return 0
+        TRIES=$((TRIES + 1))
+        [ $TRIES -lt 600 ] || { cat "$TMP/out"; fail "no checkpoint after step $1 within 60 s"; }
+        sleep 0.1
+    done
+}
+# The job's log $1 and saved parameters $2 are the uninterrupted job's ($TMP/ref.csv, $TMP/ref),
+# byte for byte
+same_as_ref() {
+    cmp "$TMP/ref.csv" "$1" || fail "$1 differs from the uninterrupted job's log"
+    for f in "$TMP"/ref/*; do cmp "$f" "$2/${f##*/}" || fail "$2: ${f##*/} differs from the uninterrupted job's"; done
 }
 
 STATE=velocity # a var of the optimizer's state that checkpoints must hold
@@ -661,6 +694,161 @@ wrong_np)
     cat "$TMP/out"
     [ $RC -ne 0 ] || fail "exit status 0"
     grep -q "needs 4 ranks.*has 3" "$TMP/out" || fail "the message does not name 4 and 3"
+    ;;
+checkpoint)
+    # a P=2 T=2 job (Momentum: the velocities on the pservers) with a checkpoint every 50 steps
+    # logs what the job without them does; SIGKILLed (pserver 1) after some checkpoints and
+    # resumed, it ends with the uninterrupted job's log and parameters, byte for byte; its
+    # checkpoint resumed by a P=1 T=2 job (another plan) ends within 1e-6 of them
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --pservers 1 --trainers 2 -o "$TMP/p1.plan" >/dev/null || fail "transpile"
+    JOB="-q --epochs 80 --timeout 5"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "the uninterrupted job"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 >"$TMP/out" 2>&1 &
+    JOB_PID=$!
+    ckpt_after 250
+    kill -9 "$(rank_pid 3)"
+    wait $JOB_PID && fail "the job with a killed pserver exited 0"
+    [ -e "$TMP/d.csv" ] && fail "the killed job wrote its log"
+    LAST=$(ls "$TMP/ck" | sed -n 's/^step-//p' | sort -n | tail -1)
+    echo "killed after the checkpoint of step $LAST"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 --resume >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the resumed job"; }
+    same_as_ref "$TMP/d.csv" "$TMP/d"
+    # resumed from the checkpoint after the last step, a job trains nothing and logs and saves
+    # what the uninterrupted job did (the pservers answer a request before any step)
+    rm -r "$TMP/d" "$TMP/d.csv"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 --resume >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the job resumed after its last step"; }
+    same_as_ref "$TMP/d.csv" "$TMP/d"
+    # the last two checkpoints are kept (1150 and 1200): the P=1 job goes on from step 1150
+    rm -r "$TMP/ck/step-1200" || fail "no checkpoint after the last step"
+    PREV=$(ls "$TMP/ck" | sed -n 's/^step-//p')
+    [ "$PREV" = 1150 ] || fail "the checkpoints kept: $(ls "$TMP/ck")"
+    run_mpi -np 3 "$FLRUN" "$TMP/p1.plan" $JOB --log "$TMP/p1.csv" --save "$TMP/p1" --checkpoint "$TMP/ck" --resume ||
+        fail "the P=1 job resumed from step $PREV"
+    "$CHECK" logs "$TMP/p1.csv" "$TMP/ref.csv" 1e-6 || fail "the P=1 job's log"
+    "$CHECK" params "$TMP/p1" "$TMP/ref" 1e-6 || fail "the P=1 job's parameters"
+    # digits_regularized.fl (RMSProp, a decaying learning rate) as an allreduce T=2 job (the
+    # optimizer's state and the learning-rate counter on the trainers) and a P=2 T=2 one (on the
+    # pservers): their checkpoints hold both, and a job resumed from the one before the last
+    # ends as the uninterrupted job, byte for byte
+    "$FLC" transpile tests/mpi/digits_regularized.fl --mode allreduce --trainers 2 -o "$TMP/ra.plan" >/dev/null &&
+        "$FLC" transpile tests/mpi/digits_regularized.fl --pservers 2 --trainers 2 -o "$TMP/rp.plan" >/dev/null ||
+        fail "transpile digits_regularized.fl"
+    for NP in 2 4; do
+        [ $NP = 2 ] && PL="$TMP/ra.plan" || PL="$TMP/rp.plan"
+        JOB="-q --epochs 6 --timeout 5"
+        rm -rf "$TMP/ref" "$TMP/ref.csv" "$TMP/ck" "$TMP/d" "$TMP/d.csv"
+        run_mpi -np $NP "$FLRUN" "$PL" $JOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "$PL: the uninterrupted job"
+        CK="--checkpoint $TMP/ck --checkpoint-every 30"
+        run_mpi -np $NP "$FLRUN" "$PL" $JOB $CK --log "$TMP/d.csv" --save "$TMP/d" || fail "$PL: the job with checkpoints"
+        same_as_ref "$TMP/d.csv" "$TMP/d"
+        [ "$(ls "$TMP/ck" | tr '\n' ' ')" = "step-60 step-90 " ] || fail "$PL: the checkpoints kept: $(ls "$TMP/ck")"
+        for v in @LR_DECAY_COUNTER@ mean_square; do
+            grep -q "$v" "$TMP/ck/step-60/MANIFEST" || fail "$PL: the checkpoint lacks $v"
+        done
+        rm -r "$TMP/ck/step-90" "$TMP/d" "$TMP/d.csv"
+        run_mpi -np $NP "$FLRUN" "$PL" $JOB $CK --resume --log "$TMP/d.csv" --save "$TMP/d" >"$TMP/out" 2>&1 ||
+            { cat "$TMP/out"; fail "$PL: the job resumed from step 60"; }
+        same_as_ref "$TMP/d.csv" "$TMP/d"
+    done
+    ;;
+trainers)
+    # --trainers N runs N of a plan's trainers with the plan's global batch: a P=2 T=3 plan on 2
+    # trainers (batch 25: global batches of 75 rows in shares of 38 and 37, the last one 13 + 0)
+    # and an allreduce T=3 plan on 2 equal local training on batch 75; a P=2 T=2 job's
+    # checkpoint resumed on one trainer (an elastic change) ends equal to local training on 100
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 3 -o "$TMP/t3.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --mode allreduce --trainers 3 -o "$TMP/a3.plan" >/dev/null &&
+        "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 75 --log "$TMP/l75.csv" --save "$TMP/l75" || fail "local run"
+    for plan in t3 a3; do
+        NP=4
+        [ $plan = a3 ] && NP=2
+        run_mpi -np $NP "$FLRUN" "$TMP/$plan.plan" -q --batch-size 25 --trainers 2 --log "$TMP/$plan.csv" \
+            --save "$TMP/$plan" || fail "$plan on 2 trainers"
+        "$CHECK" logs "$TMP/$plan.csv" "$TMP/l75.csv" 1e-4 || fail "$plan on 2 trainers: the log"
+        "$CHECK" params "$TMP/$plan" "$TMP/l75" 1e-4 || fail "$plan on 2 trainers: the parameters"
+    done
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 100 --epochs 4 --log "$TMP/l100.csv" --save "$TMP/l100" || fail "local run"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 4 --checkpoint "$TMP/ck" --checkpoint-every 20 --log "$TMP/e.csv" ||
+        fail "the job on 2 trainers"
+    rm -r "$TMP/ck/step-60" || fail "no checkpoint at the end"
+    run_mpi -np 3 "$FLRUN" "$TMP/x.plan" -q --epochs 4 --checkpoint "$TMP/ck" --checkpoint-every 20 --resume \
+        --trainers 1 --log "$TMP/e.csv" --save "$TMP/e" || fail "the job resumed on 1 trainer"
+    "$CHECK" logs "$TMP/e.csv" "$TMP/l100.csv" 1e-4 || fail "2 trainers, then 1: the log"
+    "$CHECK" params "$TMP/e" "$TMP/l100" 1e-4 || fail "2 trainers, then 1: the parameters"
+    # sparse gradients (SelectedRows, Adagrad): the absent trainer's copies hold no rows
+    MODEL=tests/mpi/ctr_sparse.fl DEFS="-D opt=adagrad"
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/s.plan" >/dev/null || fail "transpile"
+    "$FLRUN" "$TMP/d.flp" -q --batch-size 50 --log "$TMP/l50.csv" --save "$TMP/l50" || fail "local run"
+    run_mpi -np 3 "$FLRUN" "$TMP/s.plan" -q --batch-size 25 --trainers 1 --log "$TMP/s.csv" --save "$TMP/s" ||
+        fail "the sparse plan on 1 trainer"
+    "$CHECK" logs "$TMP/s.csv" "$TMP/l50.csv" 1e-4 || fail "the sparse plan on 1 trainer: the log"
+    "$CHECK" params "$TMP/s" "$TMP/l50" 1e-4 || fail "the sparse plan on 1 trainer: the parameters"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --trainers 1 >"$TMP/out" 2>&1 && fail "-np 4 with --trainers 1 was accepted"
+    grep -q "flrun: error: the job runs 1 of the plan's 2 trainers (--trainers): it needs 3 ranks (1 trainer + 2 pservers) but has 4: run mpirun -np 3 flrun .*x.plan --trainers 1" \
+        "$TMP/out" || { cat "$TMP/out"; fail "-np 4 with --trainers 1: no message"; }
+    "$FLRUN" "$TMP/x.plan" -q --trainers 3 >"$TMP/out" 2>&1
+    [ $? = 2 ] && grep -q "flrun: --trainers 3: the plan has 2 trainers; a job runs at most its plan's (transpile it for more)" \
+        "$TMP/out" || { cat "$TMP/out"; fail "--trainers 3 of 2"; }
+    ;;
+launch)
+    # flrun PLAN outside mpirun starts the job itself (mpirun -np 4 on this machine): the same
+    # log, byte for byte, as the mpirun line; the launcher's options are refused where they do
+    # not apply, and hosts without the plan's slots before any work
+    build
+    "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
+    run_mpi -np 4 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --log "$TMP/m.csv" || fail "mpirun"
+    timeout 120 "$FLRUN" "$TMP/x.plan" -q --epochs 1 --log "$TMP/l.csv" || fail "the launcher"
+    cmp "$TMP/m.csv" "$TMP/l.csv" || fail "the launcher's job logs other figures than mpirun's"
+    usage() { # WHAT PATTERN flrun-arguments...: exit 2 and PATTERN, nothing run
+        WHAT=$1 PAT=$2
+        shift 2
+        "$@" >"$TMP/out" 2>&1
+        RC=$?
+        cat "$TMP/out"
+        [ $RC = 2 ] || fail "$WHAT: exit status $RC"
+        grep -q "$PAT" "$TMP/out" || fail "$WHAT: no message '$PAT'"
+    }
+    usage "hosts for a program" "flrun: --hosts runs a plan's job: give a .plan (flc transpile)" \
+        "$FLRUN" "$TMP/d.flp" --hosts a:2
+    usage "few slots" "flrun: the plan needs 4 ranks (2 trainers + 2 pservers) but the hosts have 3 slots (a:2,b:1)" \
+        "$FLRUN" "$TMP/x.plan" --hosts a:2,b
+    usage "bad hosts" "flrun: --hosts: expected HOST or HOST:SLOTS (slots a number from 1), found 'b:0' in 'a:2,b:0'" \
+        "$FLRUN" "$TMP/x.plan" --hosts a:2,b:0
+    printf 'a slots=2\n# b\nb max_slots=2\n' >"$TMP/hosts"
+    usage "bad hostfile" "flrun: $TMP/hosts:3: expected 'HOST' or 'HOST slots=N', found 'b max_slots=2'" \
+        "$FLRUN" "$TMP/x.plan" --hostfile "$TMP/hosts"
+    usage "hosts under mpirun" "flrun: --hosts is the launcher's: run flrun PLAN without mpirun" \
+        run_mpi -np 4 "$FLRUN" "$TMP/x.plan" --hosts a:4
+    usage "curves of a restarted job" "flrun: --plot: a restarted job goes on from a checkpoint and would draw only the steps after it; draw its --log (which holds them all) with flc plot" \
+        "$FLRUN" "$TMP/x.plan" --checkpoint "$TMP/ck" --checkpoint-every 50 --restarts 1 --plot "$TMP/p.svg"
+    # --restarts 1: pserver 1 SIGKILLed after some checkpoints, the job restarts from the last
+    # and ends with the uninterrupted job's log and parameters, byte for byte
+    JOB="-q --epochs 60 --timeout 5"
+    timeout 120 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/ref.csv" --save "$TMP/ref" || fail "the uninterrupted job"
+    timeout 120 "$FLRUN" "$TMP/x.plan" $JOB --log "$TMP/r.csv" --save "$TMP/r" --checkpoint "$TMP/ck" \
+        --checkpoint-every 50 --restarts 1 >"$TMP/out" 2>&1 &
+    JOB_PID=$!
+    ckpt_after 150
+    kill -9 "$(rank_pid 3)"
+    wait $JOB_PID || { cat "$TMP/out"; fail "the job with --restarts 1 failed"; }
+    cat "$TMP/out"
+    grep -q "^flrun: launcher [0-9:]*: restart 1 of 1: 4 ranks (2 trainers, 2 pservers) on this machine, from the checkpoint after step [0-9]* " \
+        "$TMP/out" || fail "no restart said"
+    same_as_ref "$TMP/r.csv" "$TMP/r"
+    # an error of the program's own (its data is not there) is not restarted
+    timeout 120 "$FLRUN" "$TMP/x.plan" -q --data-dir "$TMP" --restarts 2 >"$TMP/out" 2>&1 && fail "a job without data exited 0"
+    cat "$TMP/out"
+    grep -q "the job failed with an error of its own (above), which a restart would meet again: no restart" "$TMP/out" ||
+        fail "the job without data was not said unrestartable"
+    grep -q "restart 1 of" "$TMP/out" && fail "the job without data was restarted"
     ;;
 threads)
     # kernel threads in a job: 1 per rank by default, --threads N honoured on every rank

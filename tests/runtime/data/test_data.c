@@ -535,6 +535,36 @@ static void test_batching(void) {
     fl_data_free(ds);
 }
 
+/* Trainer shares of a global batch of G rows over T trainers (fl_data_epoch_new_global) against
+ * plain batching with batch G: the same rows, shares summing to the global batch; `whole` is the
+ * expected shares of a whole global batch, `last` of the last one. */
+static void check_global_shares(const FlDataset *ds, size_t G, size_t T, size_t nbatches, const size_t *whole,
+                                const size_t *last) {
+    FlErr e;
+    FlDataEpoch *ep, *g;
+    CU_ASSERT_FATAL(fl_data_epoch_new_global(ds, G, T, true, 11, 4, &ep, &e) == FL_OK);
+    CU_ASSERT_FATAL(fl_data_epoch_new(ds, G, 1, true, 11, 4, &g, &e) == FL_OK);
+    CU_ASSERT_EQUAL(fl_data_epoch_batches(ep), nbatches);
+    size_t nc = fl_data_feed_cols(ds, 0);
+    float *want = calloc(G * nc, sizeof *want), *got = calloc(G * nc, sizeof *got);
+    for (size_t i = 0; i < nbatches; i++) {
+        size_t rows = fl_data_epoch_batch_rows(ep, i), sum = 0;
+        fl_data_epoch_fill(g, i, 0, 0, want, G * nc * sizeof *want);
+        for (size_t t = 0; t < T; t++) {
+            size_t n = fl_data_epoch_share_rows(ep, i, t);
+            CU_ASSERT_EQUAL(n, i == nbatches - 1 ? last[t] : whole[t]);
+            fl_data_epoch_fill(ep, i, t, 0, got + sum * nc, (G - sum) * nc * sizeof *got);
+            sum += n;
+        }
+        CU_ASSERT_EQUAL(sum, rows);
+        CU_ASSERT_EQUAL(memcmp(got, want, rows * nc * sizeof *got), 0);
+    }
+    free(want);
+    free(got);
+    fl_data_epoch_free(ep);
+    fl_data_epoch_free(g);
+}
+
 /* Trainer shares of (b, T) against plain batching with batch T*b: the same rows, shares summing
  * to the global batch; `last` is the expected shares of the last global batch. */
 static void check_shares(const FlDataset *ds, size_t b, size_t T, size_t nbatches,
@@ -587,6 +617,15 @@ static void test_trainer_shares(void) {
     check_shares(ds, 64, 3, 3, (const size_t[]){21, 0, 0});      /* 2 x 192, then 21 */
     check_shares(ds, 45, 3, 3, (const size_t[]){45, 45, 45});    /* 405 = 3 x 135 exactly */
     check_shares(ds, 100, 3, 2, (const size_t[]){100, 5, 0});    /* 300, then 105 */
+    /* a global batch that the trainers do not divide (a job of fewer trainers than its plan's,
+     * keeping the plan's global batch): shares of 34, 33, 33; 405 = 4 x 100 + 5 */
+    check_global_shares(ds, 100, 3, 5, (const size_t[]){34, 33, 33}, (const size_t[]){5, 0, 0});
+    check_global_shares(ds, 100, 1, 5, (const size_t[]){100}, (const size_t[]){5});
+    check_global_shares(ds, 60, 4, 7, (const size_t[]){15, 15, 15, 15}, (const size_t[]){15, 15, 15, 0});
+    FlErr e;
+    FlDataEpoch *none;
+    CU_ASSERT_EQUAL(fl_data_epoch_new_global(ds, 0, 2, true, 1, 0, &none, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "the global batch must hold at least 1 row");
     fl_data_free(ds);
 }
 
