@@ -158,6 +158,8 @@ static const char *usage_text =
     "                      trainers as the hosts that answer take (MIN to MAX), keeping the plan's\n"
     "                      global batch; a host that comes back (or joins the --hostfile) is\n"
     "                      taken at the next checkpoint (needs --checkpoint-every, --restarts)\n"
+    "  --reprobe S         with --elastic: seconds between probes of the hosts that did not\n"
+    "                      answer (default 5)\n"
     "(the launcher adds --allow-run-as-root for root, --oversubscribe for more ranks than\n"
     "cores, and Open MPI's keepalive settings; once a rank has failed, mpirun gets 2 s to end\n"
     "the job, then the launcher ends it)\n"
@@ -184,6 +186,7 @@ typedef struct Opts {
     const char *hosts, *hostfile, *network; /* the launcher's (launch.h) */
     int64_t restarts;
     int64_t elastic_min, elastic_max; /* --elastic MIN:MAX */
+    double reprobe;                   /* --reprobe S (0: FL_LAUNCH_REWATCH) */
     const char *checkpoint; /* --checkpoint DIR */
     int64_t checkpoint_every;
     int64_t trainers; /* --trainers N: N of the plan's trainers run (0: all) */
@@ -1317,6 +1320,7 @@ static int launch(const Opts *o, int argc, char **argv, const bool *launcher_arg
     FlLaunchOptions lo = {.plan = o->file, .trainers = (int)(o->trainers ? o->trainers : plan->trainers),
                           .pservers = (int)plan->pservers, .elastic_min = (int)o->elastic_min,
                           .elastic_max = (int)o->elastic_max,
+                          .reprobe = o->reprobe > 0 ? o->reprobe : FL_LAUNCH_REWATCH,
                           .hosts = o->hosts, .hostfile = o->hostfile, .network = o->network,
                           .restarts = (int)o->restarts, .checkpoint = o->checkpoint,
                           .rank_args = args.data, .nrank_args = args.len};
@@ -1492,6 +1496,16 @@ int main(int argc, char **argv) {
                                  val);
                 goto done;
             }
+        } else if (!strcmp(s, "--reprobe")) {
+            NEED_VAL();
+            launcher_arg[i - 1] = launcher_arg[i] = true;
+            char *end;
+            errno = 0;
+            o.reprobe = strtod(val, &end);
+            if (errno || end == val || *end || !(o.reprobe >= 0.1) || o.reprobe > 3600) {
+                rc = usage_error("--reprobe needs seconds from 0.1 to 3600, found '%s'", val);
+                goto done;
+            }
         } else if (!strcmp(s, "--hosts") || !strcmp(s, "--hostfile") || !strcmp(s, "--network")) {
             NEED_VAL();
             launcher_arg[i - 1] = launcher_arg[i] = true;
@@ -1558,6 +1572,11 @@ int main(int argc, char **argv) {
         rc = usage_error(o.trainers ? "%s chooses the trainers itself: give it no --trainers"
                                     : "%s needs --checkpoint DIR --checkpoint-every STEPS (where the job goes on from) and "
                                       "--restarts N (how many losses it survives)", "--elastic");
+        goto done;
+    }
+    if (o.reprobe > 0 && !o.elastic_max) {
+        rc = usage_error("%s is how often an elastic job probes the hosts that did not answer: give --elastic MIN:MAX too",
+                         "--reprobe");
         goto done;
     }
     if (o.hosts && o.hostfile) {

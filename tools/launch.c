@@ -591,7 +591,7 @@ static void hosts_text(const Launch *L, int n, FlBuf *out) {
     FL_VEC_FREE(&use);
 }
 
-/* Elastic, while a job runs on fewer trainers than its most: every FL_LAUNCH_REWATCH s the
+/* Elastic, while a job runs on fewer trainers than its most: every --reprobe S the
  * hosts that did not answer (and those added to the hostfile) are probed again; when they would
  * give the job more trainers, it is asked to stop at its next checkpoint (DIR/STOP) and then
  * restarts with them. */
@@ -599,7 +599,7 @@ static void watch_hosts(void *arg) {
     Launch *L = arg;
     if (L->stop_asked || L->trainers >= L->o->elastic_max || !L->hosts.len) return;
     if (!L->watch.on) {
-        if (now() - L->watched < FL_LAUNCH_REWATCH) return;
+        if (now() - L->watched < L->o->reprobe) return;
         reread_hostfile(L);
         probe_start(L, &L->watch, false);
         if (L->watch.on) return;

@@ -28,7 +28,7 @@
  * the pservers, at most MAX, at least MIN (fewer: the launcher ends), passing the ranks
  * --trainers N (they keep the plan's global batch: docs/distributed.md, "Elastic jobs"). While
  * an attempt runs on fewer than MAX trainers, the hosts that did not answer (and hosts added to
- * --hostfile) are probed every FL_LAUNCH_REWATCH s; when they would give it more trainers the
+ * --hostfile) are probed every --reprobe S (FL_LAUNCH_REWATCH); when they would give it more trainers the
  * launcher asks the job to stop at its next checkpoint (ckpt.h, DIR/STOP) and starts it again
  * there with them (this is not a restart: --restarts counts failures). Each change is said.
  *
@@ -43,7 +43,7 @@
 
 #define FL_LAUNCH_GRACE 2.0 /* seconds mpirun has to end a job whose rank failed */
 #define FL_LAUNCH_PROBE_WAIT 5.0 /* seconds a host has to answer a probe */
-#define FL_LAUNCH_REWATCH 5.0 /* elastic: seconds between probes of the hosts that did not answer */
+#define FL_LAUNCH_REWATCH 5.0 /* --reprobe's default */
 
 typedef struct FlLaunchOptions {
     const char *plan;        /* the plan's path, as given */
@@ -54,6 +54,7 @@ typedef struct FlLaunchOptions {
     int restarts;            /* --restarts N: restarts of a job that lost a rank or a host */
     const char *checkpoint;  /* --checkpoint DIR, or NULL: a restart goes on from its last */
     int elastic_min, elastic_max; /* --elastic MIN:MAX (0, 0: not elastic; max <= the plan's) */
+    double reprobe;          /* --reprobe S: elastic: seconds between probes of the hosts that did not answer */
     char *const *rank_args;  /* the options every rank takes, in order (the plan's path left out) */
     size_t nrank_args;
 } FlLaunchOptions;

@@ -247,8 +247,12 @@ hosts)
 elastic)
     # --elastic 1:2 on 4 hosts of one slot (trainer 0, trainer 1, pserver 0, pserver 1): host2's
     # link cut, the job goes on with one trainer (host1, host3, host4) from its checkpoint; the
-    # link back, the launcher sees host2 answer and the job goes on with two from its next
-    # checkpoint; it ends equal to local training on the global batch (100 rows) within 1e-4
+    # link back, the launcher sees host2 answer (probing every 0.5 s: the job on one trainer lasts
+    # only a few seconds on an idle machine, less than the default 5 s) and the job goes on with two from its next
+    # checkpoint; it ends equal to local training on the global batch (100 rows) within 1e-3: the
+    # same plan without faults drifts from local training by up to 5.3e-4 over these 6000 steps (the
+    # rounding of two trainers' averaged gradients, docs/cluster.md), and how many of the steps run
+    # on two trainers depends on when host2 answers
     HOSTS=host1,host2,host3,host4 CKJOB="-q --epochs 400 --timeout 3"
     build
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
@@ -256,7 +260,7 @@ elastic)
     "$FLRUN" "$TMP/d.flp" $CKJOB --batch-size 100 --log "$TMP/local.csv" --save "$TMP/local" || fail "local run"
     # shellcheck disable=SC2086
     launch "$TMP/x.plan" $CKJOB --log "$TMP/d.csv" --save "$TMP/d" --checkpoint "$TMP/ck" --checkpoint-every 50 \
-        --restarts 2 --elastic 1:2 >"$TMP/out" 2>&1 &
+        --restarts 2 --elastic 1:2 --reprobe 0.5 >"$TMP/out" 2>&1 &
     JOB_PID=$!
     ckpt_after 0
     "$FLC_CLUSTER_SH" link "$FLC_CLUSTER" 2 down || fail "link down"
@@ -273,8 +277,8 @@ elastic)
         fail "host2's return is not said"
     grep -q "the job stopped after its checkpoint of step [0-9]*: 4 ranks (2 trainers, 2 pservers) on host1:1,host2:1,host3:1,host4:1 from now on" \
         "$TMP/out" || fail "the job did not go on with 2 trainers"
-    "$CHECK" logs "$TMP/d.csv" "$TMP/local.csv" 1e-4 || fail "the elastic job's log differs from local training's"
-    "$CHECK" params "$TMP/d" "$TMP/local" 1e-4 || fail "the elastic job's parameters differ from local training's"
+    "$CHECK" logs "$TMP/d.csv" "$TMP/local.csv" 1e-3 || fail "the elastic job's log differs from local training's"
+    "$CHECK" params "$TMP/d" "$TMP/local" 1e-3 || fail "the elastic job's parameters differ from local training's"
     idle 4
     ;;
 launch_link_down)

@@ -827,6 +827,12 @@ launch)
         "$FLRUN" "$TMP/x.plan" --hostfile "$TMP/hosts"
     usage "hosts under mpirun" "flrun: --hosts is the launcher's: run flrun PLAN without mpirun" \
         run_mpi -np 4 "$FLRUN" "$TMP/x.plan" --hosts a:4
+    usage "elastic without restarts" "flrun: --elastic needs --checkpoint DIR --checkpoint-every STEPS (where the job goes on from) and --restarts N" \
+        "$FLRUN" "$TMP/x.plan" --elastic 1:2
+    usage "reprobe without elastic" "flrun: --reprobe is how often an elastic job probes the hosts that did not answer: give --elastic MIN:MAX too" \
+        "$FLRUN" "$TMP/x.plan" --reprobe 1
+    usage "reprobe of 0 s" "flrun: --reprobe needs seconds from 0.1 to 3600, found '0'" \
+        "$FLRUN" "$TMP/x.plan" --checkpoint "$TMP/ck" --checkpoint-every 50 --restarts 1 --elastic 1:2 --reprobe 0
     usage "curves of a restarted job" "flrun: --plot: a restarted job goes on from a checkpoint and would draw only the steps after it; draw its --log (which holds them all) with flc plot" \
         "$FLRUN" "$TMP/x.plan" --checkpoint "$TMP/ck" --checkpoint-every 50 --restarts 1 --plot "$TMP/p.svg"
     # --restarts 1: pserver 1 SIGKILLed after some checkpoints, the job restarts from the last
