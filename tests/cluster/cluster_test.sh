@@ -249,11 +249,10 @@ elastic)
     # link cut, the job goes on with one trainer (host1, host3, host4) from its checkpoint; the
     # link back, the launcher sees host2 answer (probing every 0.5 s: the job on one trainer lasts
     # only a few seconds on an idle machine, less than the default 5 s) and the job goes on with two from its next
-    # checkpoint; it ends equal to local training on the global batch (100 rows) within 1e-3: the
-    # same plan without faults drifts from local training by up to 5.3e-4 over these 6000 steps (the
-    # rounding of two trainers' averaged gradients, docs/cluster.md), and how many of the steps run
-    # on two trainers depends on when host2 answers
-    HOSTS=host1,host2,host3,host4 CKJOB="-q --epochs 400 --timeout 3"
+    # checkpoint; it ends equal to local training on the global batch (100 rows) within 1e-4. The
+    # model is softmax regression (convex): the 64-32-10 MLP amplifies the rounding of two trainers'
+    # averaged gradients over these 6400 steps to 5.3e-4, also without faults (docs/cluster.md)
+    MODEL=tests/mpi/digits_softmax.fl HOSTS=host1,host2,host3,host4 CKJOB="-q --epochs 400 --timeout 3"
     build
     "$FLC" transpile "$TMP/d.flp" --pservers 2 --trainers 2 -o "$TMP/x.plan" >/dev/null || fail "transpile"
     # shellcheck disable=SC2086
@@ -277,8 +276,8 @@ elastic)
         fail "host2's return is not said"
     grep -q "the job stopped after its checkpoint of step [0-9]*: 4 ranks (2 trainers, 2 pservers) on host1:1,host2:1,host3:1,host4:1 from now on" \
         "$TMP/out" || fail "the job did not go on with 2 trainers"
-    "$CHECK" logs "$TMP/d.csv" "$TMP/local.csv" 1e-3 || fail "the elastic job's log differs from local training's"
-    "$CHECK" params "$TMP/d" "$TMP/local" 1e-3 || fail "the elastic job's parameters differ from local training's"
+    "$CHECK" logs "$TMP/d.csv" "$TMP/local.csv" 1e-4 || fail "the elastic job's log differs from local training's"
+    "$CHECK" params "$TMP/d" "$TMP/local" 1e-4 || fail "the elastic job's parameters differ from local training's"
     idle 4
     ;;
 launch_link_down)
