@@ -161,12 +161,17 @@ restarted() {
     FROM=$(sed -n "s/.*restart $1 of .*from the checkpoint after step \([0-9]*\) .*/\1/p" "$TMP/out")
     [ -n "$FROM" ] || { cat "$TMP/out"; fail "restart $1 is not from a checkpoint"; }
 }
-# The pid of rank $2's flrun on host $1
+# The pid of rank $2's flrun on host $1: the youngest, since on a loaded machine the rank of the
+# attempt a restart ended may still be on its way out beside the new attempt's
 rank_on() {
+    BEST= BEST_T=-1
     for p in $(on "$1"); do
         [ "$(cat /proc/$p/comm 2>/dev/null)" = flrun ] || continue
-        tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo $p && return
+        tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" || continue
+        T=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f20) # starttime, field 22
+        [ -n "$T" ] && [ "$T" -gt "$BEST_T" ] && BEST=$p BEST_T=$T
     done
+    [ -n "$BEST" ] && echo "$BEST"
 }
 # The job ended well, with the reference job's log and parameters, byte for byte
 ckjob_same() {
