@@ -94,7 +94,7 @@ static FlStatus put_boxes(FlErr *e, const char *op, double *d, int64_t n, bool c
 FlStatus fl_kernel_prior_box(FlErr *e, const FlTensor *input, const FlTensor *image, const FlPriorBoxAttrs *a,
                              FlTensor *boxes, FlTensor *variances) {
     const char *op = "prior_box";
-    int64_t H, W, IH, IW;
+    int64_t H = 0, W = 0, IH = 0, IW = 0; /* set by prior_grid (initialised for -O3's -Wmaybe-uninitialized) */
     double sw, sh, *d;
     if (a->n_ar > 64) return fl_err(e, "%s: at most 64 aspect ratios, found %d", op, a->n_ar);
     if (prior_grid(e, op, input, image, a->step_w, a->step_h, &H, &W, &IH, &IW, &sw, &sh)) return FL_ERROR;
@@ -146,7 +146,7 @@ int64_t fl_density_prior_box_count(const FlDensityPriorBoxAttrs *a) {
 FlStatus fl_kernel_density_prior_box(FlErr *e, const FlTensor *input, const FlTensor *image,
                                      const FlDensityPriorBoxAttrs *a, FlTensor *boxes, FlTensor *variances) {
     const char *op = "density_prior_box";
-    int64_t H, W, IH, IW;
+    int64_t H = 0, W = 0, IH = 0, IW = 0;
     double sw, sh;
     if (prior_grid(e, op, input, image, a->step_w, a->step_h, &H, &W, &IH, &IW, &sw, &sh)) return FL_ERROR;
     int64_t P = fl_density_prior_box_count(a), n = H * W * P * 4;
@@ -187,7 +187,7 @@ FlStatus fl_kernel_density_prior_box(FlErr *e, const FlTensor *input, const FlTe
 FlStatus fl_kernel_anchor_generator(FlErr *e, const FlTensor *input, const FlAnchorAttrs *a, FlTensor *anchors,
                                     FlTensor *variances) {
     const char *op = "anchor_generator";
-    int64_t H, W;
+    int64_t H = 0, W = 0; /* set by map_sizes (initialised for -O3's -Wmaybe-uninitialized) */
     if (map_sizes(e, op, input, NULL, &H, &W, NULL, NULL) || kneed_float(e, op, "Input", input)) return FL_ERROR;
     int64_t A = (int64_t)a->n_ratios * a->n_sizes, n = H * W * A * 4;
     double sw = a->stride[0], sh = a->stride[1];
