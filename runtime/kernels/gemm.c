@@ -1,10 +1,10 @@
 /* gemm.c: the one matrix-product routine the GEMM-shaped kernels share, and which library runs
  * it. The reference path is a plain triple loop accumulating in double; the fast path (float32)
- * is OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm, chosen once for the whole process
- * (fl_gemm_info: by the product's shape, oneDNN for the large ones and OpenBLAS for the small ones,
- * when OpenBLAS's kernel for this CPU is as wide as the CPU's vectors; oneDNN for all when
- * OpenBLAS 0.3.21 does not know the CPU and falls back to SSE; the user's FL_GEMM,
- * OPENBLAS_CORETYPE and FL_DNNL decide first) and per product by its whole shape. Both libraries run single-threaded (flrun sets
+ * is OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm. The rule is chosen once for the whole process
+ * (fl_gemm_info; the user's FL_GEMM, OPENBLAS_CORETYPE and FL_DNNL decide first): oneDNN for every
+ * product when OpenBLAS 0.3.21 does not know the CPU and falls back to SSE, else by shape (oneDNN
+ * for the large products, OpenBLAS for the small ones), applied per product to its whole shape
+ * (fl_gemm_library). Both libraries run single-threaded (flrun sets
  * OpenBLAS so; dnnl.c gives each sgemm an OpenMP team of 1): with a kernel pool of N threads
  * bound (par.h), a large product is cut into N blocks of C's rows (or columns, when C is wide
  * and short), one single-threaded sgemm per block, run on the pool's threads. Either library
