@@ -130,7 +130,26 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_brelu:
     case FL_OPID_soft_relu:
     case FL_OPID_softsign:
-    case FL_OPID_pow: return fl_infer_float_unary(&c);
+    case FL_OPID_pow:
+    case FL_OPID_logsigmoid:
+    case FL_OPID_atan:
+    case FL_OPID_tanh_shrink:
+    case FL_OPID_softshrink:
+    case FL_OPID_rsqrt:
+    case FL_OPID_ceil:
+    case FL_OPID_floor:
+    case FL_OPID_cos:
+    case FL_OPID_acos:
+    case FL_OPID_asin:
+    case FL_OPID_sin:
+    case FL_OPID_round:
+    case FL_OPID_reciprocal:
+    case FL_OPID_softplus:
+    case FL_OPID_hard_shrink:
+    case FL_OPID_thresholded_relu:
+    case FL_OPID_selu:
+    case FL_OPID_stanh:
+    case FL_OPID_sign: return fl_infer_float_unary(&c);
     case FL_OPID_prelu: return fl_infer_prelu(&c);
     case FL_OPID_fill_constant_batch_size_like:
     case FL_OPID_uniform_random_batch_size_like: return fl_infer_batch_size_like(&c);

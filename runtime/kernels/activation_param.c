@@ -1,6 +1,8 @@
 /* activation_param.c: the activations with attributes (leaky_relu, elu, relu6, swish,
- * hard_sigmoid, brelu, soft_relu, softsign, pow), clip, prelu and clip_by_norm, forward and
- * backward. One macro line per activation gives its forward expression in terms of the input
+ * hard_sigmoid, brelu, soft_relu, softsign, pow), clip, the elementwise math of Fluid's
+ * layers.ops (logsigmoid, atan, tanh_shrink, softshrink, rsqrt, ceil, floor, cos, acos, asin,
+ * sin, round, reciprocal, softplus, hard_shrink, thresholded_relu) and selu, stanh, sign,
+ * prelu and clip_by_norm, forward and backward. One macro line per activation gives its forward expression in terms of the input
  * `a` and its gradient in terms of the input `v` and the incoming gradient `go`; p1 and p2 are
  * the op's attributes, in the order kernels_layers.h lists them. */
 #include "runtime/kernels/kernels_impl.h"
@@ -10,6 +12,8 @@
 
 static inline double sigm(double z) { return 1 / (1 + exp(-z)); }
 static inline double clampd(double z, double lo, double hi) { return z < lo ? lo : z > hi ? hi : z; }
+/* log(1 + e^z) without overflow: max(z, 0) + log(1 + e^-|z|) */
+static inline double softplus(double z) { return (z > 0 ? z : 0) + log1p(exp(-fabs(z))); }
 
 /* kind, name, forward(a), gradient(v, go) */
 #define ACT_OPS(X)                                                                                          \
@@ -23,7 +27,26 @@ static inline double clampd(double z, double lo, double hi) { return z < lo ? lo
     X(FL_ACT_SOFT_RELU, soft_relu, log(1 + exp(clampd(a, -p1, p1))), v > -p1 && v < p1 ? go * sigm(v) : 0)   \
     X(FL_ACT_SOFTSIGN, softsign, a / (1 + fabs(a)), go / ((1 + fabs(v)) * (1 + fabs(v))))                    \
     X(FL_ACT_POW, pow, pow(a, p1), go * p1 * pow(v, p1 - 1))                                                  \
-    X(FL_ACT_CLIP, clip, clampd(a, p1, p2), v > p1 && v < p2 ? go : 0)
+    X(FL_ACT_CLIP, clip, clampd(a, p1, p2), v > p1 && v < p2 ? go : 0)                                       \
+    X(FL_ACT_LOGSIGMOID, logsigmoid, -softplus(-a), go * sigm(-v))                                           \
+    X(FL_ACT_ATAN, atan, atan(a), go / (1 + v * v))                                                          \
+    X(FL_ACT_TANH_SHRINK, tanh_shrink, a - tanh(a), go * tanh(v) * tanh(v))                                  \
+    X(FL_ACT_SOFTSHRINK, softshrink, a > p1 ? a - p1 : a < -p1 ? a + p1 : 0, v > p1 || v < -p1 ? go : 0)     \
+    X(FL_ACT_RSQRT, rsqrt, 1 / sqrt(a), -0.5 * go / (v * sqrt(v)))                                           \
+    X(FL_ACT_CEIL, ceil, ceil(a), 0 * go)                                                                    \
+    X(FL_ACT_FLOOR, floor, floor(a), 0 * go)                                                                 \
+    X(FL_ACT_COS, cos, cos(a), -go * sin(v))                                                                 \
+    X(FL_ACT_ACOS, acos, acos(a), -go / sqrt(1 - v * v))                                                     \
+    X(FL_ACT_ASIN, asin, asin(a), go / sqrt(1 - v * v))                                                      \
+    X(FL_ACT_SIN, sin, sin(a), go * cos(v))                                                                  \
+    X(FL_ACT_ROUND, round, round(a), 0 * go)                                                                 \
+    X(FL_ACT_RECIPROCAL, reciprocal, 1 / a, -go / (v * v))                                                   \
+    X(FL_ACT_SOFTPLUS, softplus, softplus(a), go * sigm(v))                                                  \
+    X(FL_ACT_HARD_SHRINK, hard_shrink, a > p1 || a < -p1 ? a : 0, v > p1 || v < -p1 ? go : 0)                \
+    X(FL_ACT_THRESHOLDED_RELU, thresholded_relu, a > p1 ? a : 0, v > p1 ? go : 0)                            \
+    X(FL_ACT_SELU, selu, a > 0 ? p1 * a : p1 * p2 * (exp(a) - 1), v > 0 ? go * p1 : go * p1 * p2 * exp(v))   \
+    X(FL_ACT_STANH, stanh, p2 * tanh(p1 * a), go * p1 * p2 * (1 - tanh(p1 * v) * tanh(p1 * v)))              \
+    X(FL_ACT_SIGN, sign, (a > 0) - (a < 0), 0 * go)
 
 /* The loops run in double (the attributes are doubles) and store in T. */
 #define DEF_LOOPS(kind, op, fwd, grad)                                                                      \
@@ -42,12 +65,14 @@ static inline double clampd(double z, double lo, double hi) { return z < lo ? lo
     static void op##_bwd_f32(const float *s, const float *g, float *d, int64_t n, double p1, double p2) {   \
         for (int64_t i = 0; i < n; i++) {                                                                   \
             double v = s[i], go = g[i];                                                                     \
+            (void)v;                                                                                        \
             d[i] = (float)(grad);                                                                           \
         }                                                                                                   \
     }                                                                                                       \
     static void op##_bwd_f64(const double *s, const double *g, double *d, int64_t n, double p1, double p2) { \
         for (int64_t i = 0; i < n; i++) {                                                                   \
             double v = s[i], go = g[i];                                                                     \
+            (void)v;                                                                                        \
             d[i] = (grad);                                                                                  \
         }                                                                                                   \
     }

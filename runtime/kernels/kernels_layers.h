@@ -21,6 +21,18 @@
  *   softsign:                   Out = X / (1 + |X|)
  *   pow(factor):                Out = X^factor
  *   clip(min, max):             Out = min(max(X, min), max);      dX = dOut where min < X < max
+ *   logsigmoid:                 Out = -log(1 + e^-X)
+ *   atan, cos, acos, asin, sin: Out = the function of X (acos, asin: X in [-1, 1])
+ *   tanh_shrink:                Out = X - tanh X
+ *   softshrink(lambda):         Out = X - lambda where X > lambda, X + lambda where X < -lambda, else 0
+ *   rsqrt, reciprocal:          Out = 1 / sqrt(X), 1 / X
+ *   ceil, floor, round, sign:   Out = the function of X (round: half away from zero; sign 0 at 0);
+ *                               dX = 0 * dOut, as Fluid's
+ *   softplus:                   Out = log(1 + e^X)
+ *   hard_shrink(threshold):     Out = X where |X| > threshold, else 0
+ *   thresholded_relu(threshold): Out = X where X > threshold, else 0
+ *   selu(scale, alpha):         Out = scale X where X > 0, else scale alpha (e^X - 1)
+ *   stanh(scale_a, scale_b):    Out = scale_b tanh(scale_a X)
  * (p1, p2: the op's attributes in the order listed; p2 unused by one-parameter ops.)
  * ====================================================================================== */
 typedef enum FlActKind {
@@ -34,6 +46,25 @@ typedef enum FlActKind {
     FL_ACT_SOFTSIGN,
     FL_ACT_POW,
     FL_ACT_CLIP,
+    FL_ACT_LOGSIGMOID,
+    FL_ACT_ATAN,
+    FL_ACT_TANH_SHRINK,
+    FL_ACT_SOFTSHRINK,
+    FL_ACT_RSQRT,
+    FL_ACT_CEIL,
+    FL_ACT_FLOOR,
+    FL_ACT_COS,
+    FL_ACT_ACOS,
+    FL_ACT_ASIN,
+    FL_ACT_SIN,
+    FL_ACT_ROUND,
+    FL_ACT_RECIPROCAL,
+    FL_ACT_SOFTPLUS,
+    FL_ACT_HARD_SHRINK,
+    FL_ACT_THRESHOLDED_RELU,
+    FL_ACT_SELU,
+    FL_ACT_STANH,
+    FL_ACT_SIGN,
     FL_ACT_COUNT
 } FlActKind;
 FlStatus fl_kernel_act(FlErr *e, FlActKind kind, const FlTensor *x, double p1, double p2,

@@ -137,6 +137,27 @@ static double act_ref(FlActKind k, double a, double p1, double p2) {
     case FL_ACT_SOFTSIGN: return a / (1 + fabs(a));
     case FL_ACT_POW: return pow(a, p1);
     case FL_ACT_CLIP: return clampd(a, p1, p2);
+    /* the math of layers.ops, written from Fluid's definitions (inputs in ranges where the plain
+     * formulas do not overflow) */
+    case FL_ACT_LOGSIGMOID: return log(sigm(a));
+    case FL_ACT_ATAN: return atan(a);
+    case FL_ACT_TANH_SHRINK: return a - tanh(a);
+    case FL_ACT_SOFTSHRINK: return fabs(a) <= p1 ? 0 : a - copysign(p1, a);
+    case FL_ACT_RSQRT: return pow(a, -0.5);
+    case FL_ACT_CEIL: return ceil(a);
+    case FL_ACT_FLOOR: return floor(a);
+    case FL_ACT_COS: return cos(a);
+    case FL_ACT_ACOS: return acos(a);
+    case FL_ACT_ASIN: return asin(a);
+    case FL_ACT_SIN: return sin(a);
+    case FL_ACT_ROUND: return a < 0 ? -floor(-a + 0.5) : floor(a + 0.5);
+    case FL_ACT_RECIPROCAL: return 1 / a;
+    case FL_ACT_SOFTPLUS: return log(1 + exp(a));
+    case FL_ACT_HARD_SHRINK: return fabs(a) > p1 ? a : 0;
+    case FL_ACT_THRESHOLDED_RELU: return a > p1 ? a : 0;
+    case FL_ACT_SELU: return p1 * (a > 0 ? a : p2 * (exp(a) - 1));
+    case FL_ACT_STANH: return p2 * tanh(p1 * a);
+    case FL_ACT_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
     case FL_ACT_COUNT: break;
     }
     return NAN;
@@ -157,6 +178,25 @@ static const struct {
     {"softsign", FL_ACT_SOFTSIGN, 0, 0, -3, 3},
     {"pow", FL_ACT_POW, 2.5, 0, 0.2, 2},
     {"clip", FL_ACT_CLIP, -0.3, 0.6, -1.5, 1.5},
+    {"logsigmoid", FL_ACT_LOGSIGMOID, 0, 0, -6, 6},
+    {"atan", FL_ACT_ATAN, 0, 0, -3, 3},
+    {"tanh_shrink", FL_ACT_TANH_SHRINK, 0, 0, -3, 3},
+    {"softshrink", FL_ACT_SOFTSHRINK, 0.5, 0, -2, 2},
+    {"rsqrt", FL_ACT_RSQRT, 0, 0, 0.2, 3},
+    {"ceil", FL_ACT_CEIL, 0, 0, -3, 3},
+    {"floor", FL_ACT_FLOOR, 0, 0, -3, 3},
+    {"cos", FL_ACT_COS, 0, 0, -4, 4},
+    {"acos", FL_ACT_ACOS, 0, 0, -0.9, 0.9},
+    {"asin", FL_ACT_ASIN, 0, 0, -0.9, 0.9},
+    {"sin", FL_ACT_SIN, 0, 0, -4, 4},
+    {"round", FL_ACT_ROUND, 0, 0, -3, 3},
+    {"reciprocal", FL_ACT_RECIPROCAL, 0, 0, 0.2, 3},
+    {"softplus", FL_ACT_SOFTPLUS, 0, 0, -6, 6},
+    {"hard_shrink", FL_ACT_HARD_SHRINK, 0.3, 0, -2, 2},
+    {"thresholded_relu", FL_ACT_THRESHOLDED_RELU, 0.4, 0, -2, 2},
+    {"selu", FL_ACT_SELU, 1.0507009873554805, 1.6732632423543772, -3, 3},
+    {"stanh", FL_ACT_STANH, 0.67, 1.7159, -3, 3},
+    {"sign", FL_ACT_SIGN, 0, 0, -3, 3},
 };
 
 static void test_act_values(void) {
@@ -165,7 +205,7 @@ static void test_act_values(void) {
             int64_t ne[2] = {4, 7};
             FlTensor x = ACTS[k].lo < 0 ? kt_rand(&rng, dt ? D : F, 2, ne, ACTS[k].lo, ACTS[k].hi)
                                         : kt_rand_away(&rng, dt ? D : F, 2, ne, ACTS[k].lo, ACTS[k].hi);
-            if (ACTS[k].k == FL_ACT_POW)
+            if (ACTS[k].k == FL_ACT_POW || ACTS[k].k == FL_ACT_RSQRT)
                 for (int i = 0; i < 28; i++) fl_tensor_set(&x, i, fabs(fl_tensor_get(&x, i)));
             FlTensor o = FL_TENSOR_INIT;
             KT_OK(fl_kernel_act(KE, ACTS[k].k, &x, ACTS[k].p1, ACTS[k].p2, &o));
@@ -195,6 +235,23 @@ static void test_act_values(void) {
     KT_VALUES(&o, 0, -1, -0.5, 0, 0.5, 1);
     KT_OK(fl_kernel_act(KE, FL_ACT_SOFT_RELU, &x, 40, 0, &o));
     KT_VALUES(&o, 1e-6, log(1 + exp(-2.0)), log(1 + exp(-0.5)), log(2.0), log(1 + exp(0.5)), log(1 + exp(7.0)));
+    KT_OK(fl_kernel_act(KE, FL_ACT_ROUND, &x, 0, 0, &o)); /* halves away from zero */
+    KT_VALUES(&o, 0, -2, -1, 0, 1, 7);
+    KT_OK(fl_kernel_act(KE, FL_ACT_SIGN, &x, 0, 0, &o));
+    KT_VALUES(&o, 0, -1, -1, 0, 1, 1);
+    KT_OK(fl_kernel_act(KE, FL_ACT_SOFTSHRINK, &x, 0.5, 0, &o)); /* |x| <= lambda gives 0 */
+    KT_VALUES(&o, 1e-7, -1.5, 0, 0, 0, 6.5);
+    KT_OK(fl_kernel_act(KE, FL_ACT_HARD_SHRINK, &x, 0.5, 0, &o));
+    KT_VALUES(&o, 0, -2, 0, 0, 0, 7);
+    KT_OK(fl_kernel_act(KE, FL_ACT_THRESHOLDED_RELU, &x, 1, 0, &o));
+    KT_VALUES(&o, 0, 0, 0, 0, 0, 7);
+    /* logsigmoid and softplus far out: no overflow, the limits */
+    FlTensor far = KT_T(F, KT_SHAPE(2), -100, 100);
+    KT_OK(fl_kernel_act(KE, FL_ACT_LOGSIGMOID, &far, 0, 0, &o));
+    KT_VALUES(&o, 1e-5, -100, 0);
+    KT_OK(fl_kernel_act(KE, FL_ACT_SOFTPLUS, &far, 0, 0, &o));
+    KT_VALUES(&o, 1e-5, 0, 100);
+    fl_tensor_fini(&far);
     FlTensor li = KT_T(I, KT_SHAPE(2), 1, 2);
     KT_ERR(fl_kernel_act(KE, FL_ACT_ELU, &li, 1, 0, &o), "elu: X [2] has dtype int64; float32 or float64 expected");
     FlTensor all[] = {x, o, li};
@@ -207,7 +264,7 @@ static void test_act_grads(void) {
         int64_t ne[2] = {3, 5};
         FlTensor in[1] = {ACTS[k].lo < 0 ? kt_rand(&rng, D, 2, ne, ACTS[k].lo, ACTS[k].hi)
                                          : kt_rand_away(&rng, D, 2, ne, ACTS[k].lo, ACTS[k].hi)};
-        if (ACTS[k].k == FL_ACT_POW)
+        if (ACTS[k].k == FL_ACT_POW || ACTS[k].k == FL_ACT_RSQRT)
             for (int i = 0; i < 15; i++) fl_tensor_set(&in[0], i, fabs(fl_tensor_get(&in[0], i)));
         check(ACTS[k].name, &c, in, ALL);
     }
