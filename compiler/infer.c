@@ -221,6 +221,20 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_target_assign: return fl_infer_target_assign(&c);
     case FL_OPID_mine_hard_examples: return fl_infer_mine_hard_examples(&c);
     case FL_OPID_detection_map: return fl_infer_detection_map(&c);
+    /* infer_tensor.c */
+    case FL_OPID_cumsum: return fl_infer_cumsum(&c);
+    case FL_OPID_reverse: return fl_infer_reverse(&c);
+    case FL_OPID_argmin: return fl_infer_argmin(&c);
+    case FL_OPID_argsort: return fl_infer_argsort(&c);
+    case FL_OPID_isinf:
+    case FL_OPID_isnan:
+    case FL_OPID_isfinite: return fl_infer_value_test(&c);
+    case FL_OPID_diag: return fl_infer_diag(&c);
+    case FL_OPID_where: return fl_infer_where(&c);
+    case FL_OPID_shape: return fl_infer_shape_op(&c);
+    case FL_OPID_log_loss: return fl_infer_log_loss(&c);
+    case FL_OPID_huber_loss: return fl_infer_huber_loss(&c);
+    case FL_OPID_kldiv_loss: return fl_infer_kldiv_loss(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -346,6 +346,19 @@ FlStatus fl_infer_target_assign(Ctx *c);
 FlStatus fl_infer_mine_hard_examples(Ctx *c);
 FlStatus fl_infer_detection_map(Ctx *c);
 
+/* infer_tensor.c */
+FlStatus fl_infer_cumsum(Ctx *c);
+FlStatus fl_infer_argsort(Ctx *c);
+FlStatus fl_infer_argmin(Ctx *c);
+FlStatus fl_infer_reverse(Ctx *c);
+FlStatus fl_infer_value_test(Ctx *c);
+FlStatus fl_infer_diag(Ctx *c);
+FlStatus fl_infer_where(Ctx *c);
+FlStatus fl_infer_shape_op(Ctx *c);
+FlStatus fl_infer_log_loss(Ctx *c);
+FlStatus fl_infer_huber_loss(Ctx *c);
+FlStatus fl_infer_kldiv_loss(Ctx *c);
+
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);
 FlStatus fl_infer_read_from_array(Ctx *c);

@@ -120,6 +120,14 @@ static inline int64_t kprod(const int64_t *ne, int from, int to) {
     for (int i = from; i < to; i++) p *= ne[i];
     return p;
 }
+/* The dims of x without axis ax into ne (argmax, argmin): their count, [1] when none is left. */
+static inline int kdims_without(const FlTensor *x, int ax, int64_t *ne) {
+    int nd = 0;
+    for (int i = 0; i < x->ndim; i++)
+        if (i != ax) ne[nd++] = x->ne[i];
+    if (nd == 0) ne[nd++] = 1;
+    return nd;
+}
 /* A scalar input (exactly one element) read as double. */
 static inline FlStatus kscalar(FlErr *e, const char *op, const char *slot, const FlTensor *t,
                                double *v) {

@@ -348,10 +348,7 @@ FlStatus fl_kernel_argmax(FlErr *e, const FlTensor *x, int axis, FlTensor *out) 
     if (ax < 0) return fl_err(e, "argmax: axis %d is out of range for X %s", axis, fl_tensor_shape(x).s);
     if (x->ne[ax] == 0) return fl_err(e, "argmax: X %s is empty along axis %d", fl_tensor_shape(x).s, ax);
     int64_t ne[FL_MAX_DIMS];
-    int nd = 0;
-    for (int i = 0; i < x->ndim; i++)
-        if (i != ax) ne[nd++] = x->ne[i];
-    if (nd == 0) ne[nd++] = 1;
+    int nd = kdims_without(x, ax, ne);
     FlTensor r = FL_TENSOR_INIT;
     if (kalloc(e, "argmax", &r, FL_DT_INT64, nd, ne)) return FL_ERROR;
     int64_t outer = kprod(x->ne, 0, ax), d = x->ne[ax], inner = kprod(x->ne, ax + 1, x->ndim);

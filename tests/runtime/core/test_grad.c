@@ -206,6 +206,7 @@ static const GradCase cases[] = {
     {"fc.fl", "P = param(\"P\", [3, 5])\nout = layers.fc(P, size=4, act=\"tanh\")\n", "[3, 4]"},
 #include "tests/runtime/core/grad_cases_nn2.inc"
 #include "tests/runtime/core/grad_cases_ops.inc"
+#include "tests/runtime/core/grad_cases_tensor.inc"
     /* Recurrent networks (DynamicRNN): sequences of 1, 2 and 17 steps; an fc over [word, prev,
      * static input], an initial memory put in the length order (need_reorder) and a second memory
      * from a fill, the step output used twice (memory and output) */

@@ -1,0 +1,451 @@
+/* tensor.c: the kernels of the tensor family (kernels_tensor.h): cumsum, reverse, argmin,
+ * argsort, the value tests, diag, where, shape, and the losses log_loss, huber_loss and
+ * kldiv_loss. The ops along an axis view X as [outer, d, inner] (d the axis' size). */
+#include <math.h>
+
+#include "runtime/kernels/kernels_impl.h"
+#include "runtime/kernels/kernels_tensor.h"
+
+/* ---- typed element access ---- */
+
+/* a float element as double (the losses: float32 or float64) */
+static inline double fget(const FlTensor *t, const void *p, int64_t i) {
+    return t->dtype == FL_DT_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static inline void fput(FlTensor *t, void *p, int64_t i, double v) {
+    if (t->dtype == FL_DT_FLOAT32) ((float *)p)[i] = (float)v;
+    else ((double *)p)[i] = v;
+}
+
+/* The order of elements i and j of a numeric buffer: -1, 0 or 1, NaN above every number. */
+static int ncmp(const void *p, FlDType dt, int64_t i, int64_t j) {
+    switch (dt) {
+    case FL_DT_INT32: {
+        int32_t a = ((const int32_t *)p)[i], b = ((const int32_t *)p)[j];
+        return (a > b) - (a < b);
+    }
+    case FL_DT_INT64: {
+        int64_t a = ((const int64_t *)p)[i], b = ((const int64_t *)p)[j];
+        return (a > b) - (a < b);
+    }
+    case FL_DT_FLOAT32:
+    case FL_DT_FLOAT64: {
+        double a = dt == FL_DT_FLOAT32 ? ((const float *)p)[i] : ((const double *)p)[i];
+        double b = dt == FL_DT_FLOAT32 ? ((const float *)p)[j] : ((const double *)p)[j];
+        if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
+        return (a > b) - (a < b);
+    }
+    case FL_DT_BOOL:
+    case FL_DT_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* X numeric, its axis normalised, and the [outer, d, inner] view. */
+static FlStatus along(FlErr *e, const char *op, const FlTensor *x, int axis, int *ax, int64_t *outer, int64_t *d,
+                      int64_t *inner) {
+    if (kneed_num(e, op, "X", x)) return FL_ERROR;
+    *ax = kaxis(axis, x->ndim);
+    if (*ax < 0) return fl_err(e, "%s: axis %d is out of range for X %s", op, axis, fl_tensor_shape(x).s);
+    *outer = kprod(x->ne, 0, *ax);
+    *d = x->ne[*ax];
+    *inner = kprod(x->ne, *ax + 1, x->ndim);
+    return FL_OK;
+}
+
+/* ---- cumsum ---- */
+
+#define CUMSUM_LOOP(T, ACC, ADD)                                                                 \
+    do {                                                                                         \
+        const T *s = fl_tensor_data(x);                                                          \
+        T *o = fl_tensor_data(&r);                                                               \
+        for (int64_t a = 0; a < outer; a++)                                                      \
+            for (int64_t c = 0; c < inner; c++) {                                                \
+                ACC acc = 0;                                                                     \
+                for (int64_t jj = 0; jj < d; jj++) {                                             \
+                    int64_t i = (a * d + (reverse ? d - 1 - jj : jj)) * inner + c;               \
+                    ACC next = ADD(acc, s[i]);                                                   \
+                    o[i] = (T)(exclusive ? acc : next);                                          \
+                    acc = next;                                                                  \
+                }                                                                                \
+            }                                                                                    \
+    } while (0)
+#define FADD(a, b) ((a) + (double)(b))
+#define IADD(a, b) kadd_i((a), (int64_t)(b))
+
+FlStatus fl_kernel_cumsum(FlErr *e, const FlTensor *x, int axis, bool exclusive, bool reverse, FlTensor *out) {
+    int ax;
+    int64_t outer, d, inner;
+    if (along(e, "cumsum", x, axis, &ax, &outer, &d, &inner)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, "cumsum", &r, x)) return FL_ERROR;
+    switch (x->dtype) {
+    case FL_DT_FLOAT32: CUMSUM_LOOP(float, double, FADD); break;
+    case FL_DT_FLOAT64: CUMSUM_LOOP(double, double, FADD); break;
+    case FL_DT_INT32: CUMSUM_LOOP(int32_t, int64_t, IADD); break;
+    case FL_DT_INT64: CUMSUM_LOOP(int64_t, int64_t, IADD); break;
+    case FL_DT_BOOL:
+    case FL_DT_COUNT: FL_UNREACHABLE();
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
+/* ---- reverse ---- */
+
+FlStatus fl_kernel_reverse(FlErr *e, const FlTensor *x, const int64_t *axes, int n, FlTensor *out) {
+    if (kneed_num(e, "reverse", "X", x)) return FL_ERROR;
+    bool flip[FL_MAX_DIMS] = {false};
+    for (int k = 0; k < n; k++) {
+        int a = kaxis((int)axes[k], x->ndim);
+        if (a < 0 || axes[k] != (int)axes[k])
+            return fl_err(e, "reverse: axis %lld is out of range for X %s", (long long)axes[k], fl_tensor_shape(x).s);
+        flip[a] = true;
+    }
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, "reverse", &r, x)) return FL_ERROR;
+    size_t es = fl_dtype_size(x->dtype);
+    const unsigned char *s = fl_tensor_data(x);
+    unsigned char *o = fl_tensor_data(&r);
+    int64_t numel = fl_tensor_numel(x), stride[FL_MAX_DIMS], at[FL_MAX_DIMS] = {0};
+    for (int i = 0; i < x->ndim; i++) stride[i] = kprod(x->ne, i + 1, x->ndim);
+    for (int64_t k = 0; k < numel; k++) {
+        int64_t src = 0;
+        for (int i = 0; i < x->ndim; i++) src += (flip[i] ? x->ne[i] - 1 - at[i] : at[i]) * stride[i];
+        memcpy(o + (size_t)k * es, s + (size_t)src * es, es);
+        for (int i = x->ndim - 1; i >= 0 && ++at[i] == x->ne[i]; i--) at[i] = 0;
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
+/* ---- argmin, argsort ---- */
+
+FlStatus fl_kernel_argmin(FlErr *e, const FlTensor *x, int axis, FlTensor *out) {
+    int ax;
+    int64_t outer, d, inner;
+    if (along(e, "argmin", x, axis, &ax, &outer, &d, &inner)) return FL_ERROR;
+    if (d == 0) return fl_err(e, "argmin: X %s is empty along axis %d", fl_tensor_shape(x).s, ax);
+    int64_t ne[FL_MAX_DIMS];
+    int nd = kdims_without(x, ax, ne);
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_raw(e, "argmin", &r, FL_DT_INT64, nd, ne)) return FL_ERROR;
+    const void *p = fl_tensor_data(x);
+    int64_t *o = fl_tensor_data(&r);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t c = 0; c < inner; c++) {
+            int64_t base = a * d * inner + c, best = 0;
+            for (int64_t j = 1; j < d; j++)
+                if (ncmp(p, x->dtype, base + j * inner, base + best * inner) < 0) best = j;
+            o[a * inner + c] = best;
+        }
+    kout(out, &r);
+    return FL_OK;
+}
+
+/* A stable merge sort of idx[0..n) (positions along the line at base with step inner) by value;
+ * tmp holds n. */
+static void sort_line(const void *p, FlDType dt, int64_t base, int64_t inner, int64_t *idx, int64_t *tmp, int64_t n) {
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = ncmp(p, dt, base + idx[j] * inner, base + idx[i] * inner) < 0 ? idx[j++] : idx[i++];
+            while (i < mid) tmp[k++] = idx[i++];
+            while (j < hi) tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
+FlStatus fl_kernel_argsort(FlErr *e, const FlTensor *x, int axis, FlTensor *out, FlTensor *indices) {
+    int ax;
+    int64_t outer, d, inner;
+    if (along(e, "argsort", x, axis, &ax, &outer, &d, &inner)) return FL_ERROR;
+    FlTensor ro = FL_TENSOR_INIT, ri = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, "argsort", &ro, x) || kalloc_raw(e, "argsort", &ri, FL_DT_INT64, x->ndim, x->ne)) {
+        fl_tensor_fini(&ro);
+        return FL_ERROR;
+    }
+    int64_t *idx = fl_xcalloc((size_t)(2 * d + 1), sizeof *idx), *tmp = idx + d;
+    size_t es = fl_dtype_size(x->dtype);
+    const unsigned char *s = fl_tensor_data(x);
+    unsigned char *o = fl_tensor_data(&ro);
+    int64_t *oi = fl_tensor_data(&ri);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t c = 0; c < inner; c++) {
+            int64_t base = a * d * inner + c;
+            for (int64_t j = 0; j < d; j++) idx[j] = j;
+            sort_line(s, x->dtype, base, inner, idx, tmp, d);
+            for (int64_t j = 0; j < d; j++) {
+                memcpy(o + (size_t)(base + j * inner) * es, s + (size_t)(base + idx[j] * inner) * es, es);
+                oi[base + j * inner] = idx[j];
+            }
+        }
+    free(idx);
+    kout(out, &ro);
+    kout(indices, &ri);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_argsort_grad(FlErr *e, const FlTensor *indices, const FlTensor *dout, int axis, FlTensor *dx) {
+    int ax;
+    int64_t outer, d, inner;
+    if (kneed_float(e, "argsort_grad", "Out@GRAD", dout) || khas(e, "argsort_grad", "Indices", indices) ||
+        along(e, "argsort_grad", dout, axis, &ax, &outer, &d, &inner))
+        return FL_ERROR;
+    if (indices->dtype != FL_DT_INT64 || !fl_tensor_same_shape(indices, dout))
+        return fl_err(e, "argsort_grad: Indices %s must be int64 of Out@GRAD's shape %s", fl_tensor_shape(indices).s,
+                      fl_tensor_shape(dout).s);
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_like(e, "argsort_grad", &r, dout)) return FL_ERROR;
+    const int64_t *ix = fl_tensor_data(indices);
+    const void *g = fl_tensor_data(dout);
+    void *o = fl_tensor_data(&r);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t c = 0; c < inner; c++)
+            for (int64_t j = 0; j < d; j++) {
+                int64_t i = (a * d + j) * inner + c, k = ix[i];
+                if (k < 0 || k >= d) {
+                    fl_tensor_fini(&r);
+                    return fl_err(e, "argsort_grad: index %lld is out of range [0, %lld)", (long long)k, (long long)d);
+                }
+                fput(&r, o, (a * d + k) * inner + c, fget(dout, g, i));
+            }
+    kout(dx, &r);
+    return FL_OK;
+}
+
+/* ---- tests of values ---- */
+
+FlStatus fl_kernel_value_test(FlErr *e, FlValueTest k, const FlTensor *x, FlTensor *out) {
+    static const char *const names[] = {"isinf", "isnan", "isfinite"};
+    if (kneed_num(e, names[k], "X", x)) return FL_ERROR;
+    bool any = false; /* an element that is inf (isinf), NaN (isnan), not finite (isfinite) */
+    if (kis_float(x->dtype)) {
+        const void *p = fl_tensor_data(x);
+        int64_t n = fl_tensor_numel(x);
+        for (int64_t i = 0; i < n && !any; i++) {
+            double v = fget(x, p, i);
+            switch (k) {
+            case FL_TEST_INF: any = isinf(v); break;
+            case FL_TEST_NAN: any = isnan(v); break;
+            case FL_TEST_FINITE: any = !isfinite(v); break;
+            }
+        }
+    }
+    FlTensor r = FL_TENSOR_INIT;
+    int64_t one = 1;
+    if (kalloc(e, names[k], &r, FL_DT_BOOL, 1, &one)) return FL_ERROR;
+    *(unsigned char *)fl_tensor_data(&r) = k == FL_TEST_FINITE ? !any : any;
+    kout(out, &r);
+    return FL_OK;
+}
+
+/* ---- diag, where, shape ---- */
+
+FlStatus fl_kernel_diag(FlErr *e, const FlTensor *d, FlTensor *out) {
+    if (kneed_num(e, "diag", "Diagonal", d)) return FL_ERROR;
+    if (d->ndim != 1) return fl_err(e, "diag: Diagonal %s must have rank 1", fl_tensor_shape(d).s);
+    int64_t n = d->ne[0], ne[2] = {n, n};
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, "diag", &r, d->dtype, 2, ne)) return FL_ERROR;
+    size_t es = fl_dtype_size(d->dtype);
+    unsigned char *o = fl_tensor_data(&r);
+    const unsigned char *s = fl_tensor_data(d);
+    for (int64_t i = 0; i < n; i++) memcpy(o + (size_t)(i * n + i) * es, s + (size_t)i * es, es);
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_diag_grad(FlErr *e, const FlTensor *dout, FlTensor *dd) {
+    if (kneed_float(e, "diag_grad", "Out@GRAD", dout)) return FL_ERROR;
+    if (dout->ndim != 2 || dout->ne[0] != dout->ne[1])
+        return fl_err(e, "diag_grad: Out@GRAD %s must be square", fl_tensor_shape(dout).s);
+    int64_t n = dout->ne[0];
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, "diag_grad", &r, dout->dtype, 1, &n)) return FL_ERROR;
+    const void *g = fl_tensor_data(dout);
+    void *o = fl_tensor_data(&r);
+    for (int64_t i = 0; i < n; i++) fput(&r, o, i, fget(dout, g, i * n + i));
+    kout(dd, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_where(FlErr *e, const FlTensor *cond, FlTensor *out) {
+    if (khas(e, "where", "Condition", cond)) return FL_ERROR;
+    if (cond->dtype != FL_DT_BOOL)
+        return fl_err(e, "where: Condition %s has dtype %s; bool expected", fl_tensor_shape(cond).s,
+                      fl_dtype_name(cond->dtype));
+    const unsigned char *p = fl_tensor_data(cond);
+    int64_t n = fl_tensor_numel(cond), k = 0, at[FL_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < n; i++) k += p[i] != 0;
+    int64_t ne[2] = {k, cond->ndim};
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, "where", &r, FL_DT_INT64, 2, ne)) return FL_ERROR;
+    int64_t *o = fl_tensor_data(&r);
+    for (int64_t i = 0; i < n; i++) {
+        if (p[i]) {
+            memcpy(o, at, (size_t)cond->ndim * sizeof *o);
+            o += cond->ndim;
+        }
+        for (int j = cond->ndim - 1; j >= 0 && ++at[j] == cond->ne[j]; j--) at[j] = 0;
+    }
+    kout(out, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_shape(FlErr *e, const FlTensor *x, FlTensor *out) {
+    if (khas(e, "shape", "Input", x)) return FL_ERROR;
+    int64_t nd = x->ndim;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc(e, "shape", &r, FL_DT_INT32, 1, &nd)) return FL_ERROR;
+    int32_t *o = fl_tensor_data(&r);
+    for (int i = 0; i < x->ndim; i++) o[i] = fl_sat_i32_of(x->ne[i]);
+    kout(out, &r);
+    return FL_OK;
+}
+
+/* ---- losses ---- */
+
+/* Two float inputs of one dtype and shape. */
+static FlStatus pair(FlErr *e, const char *op, const char *an, const FlTensor *a, const char *bn, const FlTensor *b) {
+    return kneed_float(e, op, an, a) || ksame(e, op, an, a, bn, b) ? FL_ERROR : FL_OK;
+}
+
+FlStatus fl_kernel_log_loss(FlErr *e, const FlTensor *p, const FlTensor *l, double eps, FlTensor *loss) {
+    if (pair(e, "log_loss", "Predicted", p, "Labels", l)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, "log_loss", &r, p)) return FL_ERROR;
+    const void *pp = fl_tensor_data(p), *pl = fl_tensor_data(l);
+    void *o = fl_tensor_data(&r);
+    int64_t n = fl_tensor_numel(p);
+    for (int64_t i = 0; i < n; i++) {
+        double v = fget(p, pp, i), y = fget(l, pl, i);
+        fput(&r, o, i, -y * log(v + eps) - (1 - y) * log(1 - v + eps));
+    }
+    kout(loss, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_log_loss_grad(FlErr *e, const FlTensor *p, const FlTensor *l, const FlTensor *dloss, double eps,
+                                 FlTensor *dp, FlTensor *dl) {
+    if (pair(e, "log_loss_grad", "Predicted", p, "Labels", l) ||
+        ksame(e, "log_loss_grad", "Predicted", p, "Loss@GRAD", dloss))
+        return FL_ERROR;
+    FlTensor rp = FL_TENSOR_INIT, rl = FL_TENSOR_INIT;
+    if ((dp && kalloc_raw_like(e, "log_loss_grad", &rp, p)) || (dl && kalloc_raw_like(e, "log_loss_grad", &rl, p))) {
+        fl_tensor_fini(&rp);
+        return FL_ERROR;
+    }
+    const void *pp = fl_tensor_data(p), *pl = fl_tensor_data(l), *pg = fl_tensor_data(dloss);
+    int64_t n = fl_tensor_numel(p);
+    for (int64_t i = 0; i < n; i++) {
+        double v = fget(p, pp, i), y = fget(l, pl, i), g = fget(dloss, pg, i);
+        if (dp) fput(&rp, fl_tensor_data(&rp), i, g * (-y / (v + eps) + (1 - y) / (1 - v + eps)));
+        if (dl) fput(&rl, fl_tensor_data(&rl), i, g * (-log(v + eps) + log(1 - v + eps)));
+    }
+    kout(dp, &rp);
+    kout(dl, &rl);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_huber_loss(FlErr *e, const FlTensor *x, const FlTensor *y, double delta, FlTensor *out,
+                              FlTensor *residual) {
+    if (pair(e, "huber_loss", "X", x, "Y", y)) return FL_ERROR;
+    FlTensor ro = FL_TENSOR_INIT, rr = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, "huber_loss", &ro, x) || kalloc_raw_like(e, "huber_loss", &rr, x)) {
+        fl_tensor_fini(&ro);
+        return FL_ERROR;
+    }
+    const void *px = fl_tensor_data(x), *py = fl_tensor_data(y);
+    void *o = fl_tensor_data(&ro), *res = fl_tensor_data(&rr);
+    int64_t n = fl_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++) {
+        double r = fget(y, py, i) - fget(x, px, i), a = fabs(r);
+        fput(&rr, res, i, r);
+        fput(&ro, o, i, a <= delta ? 0.5 * r * r : delta * (a - 0.5 * delta));
+    }
+    kout(out, &ro);
+    kout(residual, &rr);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_huber_loss_grad(FlErr *e, const FlTensor *residual, const FlTensor *dout, double delta,
+                                   FlTensor *dx, FlTensor *dy) {
+    if (pair(e, "huber_loss_grad", "Residual", residual, "Out@GRAD", dout)) return FL_ERROR;
+    FlTensor rx = FL_TENSOR_INIT, ry = FL_TENSOR_INIT;
+    if ((dx && kalloc_raw_like(e, "huber_loss_grad", &rx, dout)) ||
+        (dy && kalloc_raw_like(e, "huber_loss_grad", &ry, dout))) {
+        fl_tensor_fini(&rx);
+        return FL_ERROR;
+    }
+    const void *pr = fl_tensor_data(residual), *pg = fl_tensor_data(dout);
+    int64_t n = fl_tensor_numel(dout);
+    for (int64_t i = 0; i < n; i++) {
+        double r = fget(residual, pr, i), g = fget(dout, pg, i);
+        double d = g * (r > delta ? delta : r < -delta ? -delta : r);
+        if (dx) fput(&rx, fl_tensor_data(&rx), i, -d);
+        if (dy) fput(&ry, fl_tensor_data(&ry), i, d);
+    }
+    kout(dx, &rx);
+    kout(dy, &ry);
+    return FL_OK;
+}
+
+/* The factor of the elementwise loss in the reduced one (mean: 1/numel, batchmean: 1/N). */
+static double kl_scale(const FlTensor *x, FlKlReduction r) {
+    switch (r) {
+    case FL_KL_NONE:
+    case FL_KL_SUM: return 1;
+    case FL_KL_MEAN: return fl_tensor_numel(x) ? 1.0 / (double)fl_tensor_numel(x) : 0;
+    case FL_KL_BATCHMEAN: return x->ndim && x->ne[0] ? 1.0 / (double)x->ne[0] : 0;
+    }
+    FL_UNREACHABLE();
+}
+
+FlStatus fl_kernel_kldiv_loss(FlErr *e, const FlTensor *x, const FlTensor *t, FlKlReduction red, FlTensor *loss) {
+    if (pair(e, "kldiv_loss", "X", x, "Target", t)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    int64_t one = 1;
+    if (red == FL_KL_NONE ? kalloc_raw_like(e, "kldiv_loss", &r, x) : kalloc(e, "kldiv_loss", &r, x->dtype, 1, &one))
+        return FL_ERROR;
+    const void *px = fl_tensor_data(x), *pt = fl_tensor_data(t);
+    void *o = fl_tensor_data(&r);
+    int64_t n = fl_tensor_numel(x);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = fget(t, pt, i), l = v > 0 ? v * (log(v) - fget(x, px, i)) : 0;
+        if (red == FL_KL_NONE) fput(&r, o, i, l);
+        else sum += l;
+    }
+    if (red != FL_KL_NONE) fput(&r, o, 0, sum * kl_scale(x, red));
+    kout(loss, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_kldiv_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *t, const FlTensor *dloss,
+                                   FlKlReduction red, FlTensor *dx, FlTensor *dt) {
+    if (pair(e, "kldiv_loss_grad", "X", x, "Target", t) || kneed_float(e, "kldiv_loss_grad", "Loss@GRAD", dloss))
+        return FL_ERROR;
+    if (red == FL_KL_NONE ? !fl_tensor_same_shape(dloss, x) : fl_tensor_numel(dloss) != 1)
+        return fl_err(e, "kldiv_loss_grad: Loss@GRAD %s does not fit X %s", fl_tensor_shape(dloss).s,
+                      fl_tensor_shape(x).s);
+    FlTensor rx = FL_TENSOR_INIT, rt = FL_TENSOR_INIT;
+    if ((dx && kalloc_raw_like(e, "kldiv_loss_grad", &rx, x)) || (dt && kalloc_raw_like(e, "kldiv_loss_grad", &rt, x))) {
+        fl_tensor_fini(&rx);
+        return FL_ERROR;
+    }
+    const void *px = fl_tensor_data(x), *pt = fl_tensor_data(t), *pg = fl_tensor_data(dloss);
+    double s = kl_scale(x, red);
+    int64_t n = fl_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++) {
+        double v = fget(t, pt, i), g = s * fget(dloss, pg, red == FL_KL_NONE ? i : 0);
+        if (dx) fput(&rx, fl_tensor_data(&rx), i, v > 0 ? -v * g : 0);
+        if (dt) fput(&rt, fl_tensor_data(&rt), i, v > 0 ? (log(v) + 1 - fget(x, px, i)) * g : 0);
+    }
+    kout(dx, &rx);
+    kout(dt, &rt);
+    return FL_OK;
+}
