@@ -240,6 +240,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);
     case FL_OPID_lod_array_length: return fl_infer_array_scalar(&c, FL_DT_INT64);
     case FL_OPID_is_empty: return fl_infer_array_scalar(&c, FL_DT_BOOL);
+    case FL_OPID_tensor_array_to_tensor: return fl_infer_tensor_array_to_tensor(&c);
     case FL_OPID_beam_search: return fl_infer_beam_search(&c);
     case FL_OPID_beam_search_decode: return fl_infer_beam_search_decode(&c);
     /* infer_optim.c */

@@ -54,6 +54,20 @@ FlStatus fl_infer_array_scalar(Ctx *c, FlDType t) {
     return set_out(c, "Out", t, &one);
 }
 
+/* tensor_array_to_tensor: Out is the elements' shape with an unknown size along axis (the
+ * number of elements is known when it runs). */
+FlStatus fl_infer_tensor_array_to_tensor(Ctx *c) {
+    FlVarDesc *a;
+    if (need_array(c, "input", "X", &a)) return FL_ERROR;
+    Shape s = shape_of(a), idx = shape1(-1);
+    if (s.nd > 0) {
+        int axis = 0;
+        if (norm_axis(c, iattr(c, "axis"), s.nd, &s, &axis)) return FL_ERROR;
+        s.d[axis] = -1;
+    }
+    return set_out(c, "Out", a->dtype, &s) || set_out(c, "OutIndex", FL_DT_INT32, &idx) ? FL_ERROR : FL_OK;
+}
+
 FlStatus fl_infer_beam_search(Ctx *c) {
     FlVarDesc *pid, *psc, *ids, *sc;
     if (in1(c, "pre_ids", &pid) || in1(c, "pre_scores", &psc) || in_opt(c, "ids", &ids) || in1(c, "scores", &sc) ||

@@ -363,6 +363,7 @@ FlStatus fl_infer_kldiv_loss(Ctx *c);
 FlStatus fl_infer_write_to_array(Ctx *c);
 FlStatus fl_infer_read_from_array(Ctx *c);
 FlStatus fl_infer_array_scalar(Ctx *c, FlDType t);
+FlStatus fl_infer_tensor_array_to_tensor(Ctx *c);
 FlStatus fl_infer_beam_search(Ctx *c);
 FlStatus fl_infer_beam_search_decode(Ctx *c);
 

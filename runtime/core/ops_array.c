@@ -117,20 +117,17 @@ FL_CONTROL_ADAPTER(read_from_array, NULL, run_read);
  * write_to_array_grad takes element I as the gradient of the X written there (zeros when no
  * read reached it). */
 
-/* The gradient op's output X@GRAD, NULL when it makes none. */
+/* The op's output in slot `slot` (a gradient op's X@GRAD), NULL when it makes none. */
 static const ArgRef *grad_out(const ExecOp *op, int slot) {
     const ArgRef *ga = fl_exec_nout(op, slot) == 1 ? fl_exec_out_args(op, slot) : NULL;
     return ga && ga->idx >= 0 ? ga : NULL;
 }
 
-/* ---- read_from_array_grad: X I Out Out@GRAD -> X@GRAD ---- */
-static FlStatus run_read_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const ArgRef *ga = grad_out(op, FL_OUT_read_from_array_grad_X_GRAD);
-    if (!ga) return FL_OK;
-    int64_t i;
-    if (read_index(rc, op, s, FL_IN_read_from_array_grad_I, &i)) return FL_ERROR;
-    FlTensor g = FL_TENSOR_INIT, sum = FL_TENSOR_INIT;
-    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_read_from_array_grad_Out_GRAD), &g)) return FL_ERROR;
+/* Adds g (taking its reference) into element i of the gradient array ga (g alone when the element
+ * has none yet). */
+static FlStatus grad_add(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *ga, int64_t i, FlTensor *gp) {
+    FlTensor g = *gp, sum = FL_TENSOR_INIT;
+    fl_tensor_init(gp);
     FlVar *gv = fl_exec_var_write(s, ga);
     TArray *have = fl_var_retain_object(gv, tarray_retain);
     bool add = have && i < have->n && have->set[i];
@@ -149,6 +146,17 @@ static FlStatus run_read_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
         return st;
     }
     return array_put(rc, op, gv, i, &sum);
+}
+
+/* ---- read_from_array_grad: X I Out Out@GRAD -> X@GRAD ---- */
+static FlStatus run_read_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const ArgRef *ga = grad_out(op, FL_OUT_read_from_array_grad_X_GRAD);
+    if (!ga) return FL_OK;
+    int64_t i;
+    if (read_index(rc, op, s, FL_IN_read_from_array_grad_I, &i)) return FL_ERROR;
+    FlTensor g = FL_TENSOR_INIT;
+    if (in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_read_from_array_grad_Out_GRAD), &g)) return FL_ERROR;
+    return grad_add(rc, op, s, ga, i, &g);
 }
 FL_CONTROL_ADAPTER(read_from_array_grad, NULL, run_read_grad);
 
@@ -210,6 +218,76 @@ static FlStatus run_is_empty(OpCall *c) {
     return FL_OK;
 }
 FL_ADAPTER(is_empty, NULL, run_is_empty);
+
+/* ---- tensor_array_to_tensor: X (the array) -> Out (its elements concatenated along axis),
+ * OutIndex (int32 [n]: each one's size along axis); a.i[0] axis ---- */
+
+/* The elements of the array X as a list (borrowed from *a, which the caller releases), every one
+ * written. */
+static FlStatus array_elems(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, TArray **a, const FlTensor ***xs) {
+    const ArgRef *xa = fl_exec_in_args(op, slot);
+    *a = array_get(s, xa);
+    *xs = NULL;
+    int64_t n = *a ? (*a)->n : 0;
+    if (n == 0) return fl_exec_op_error(rc, op, "the array '%s' has no element", xa->name);
+    if (n > INT32_MAX) return fl_exec_op_error(rc, op, "the array '%s' has %lld elements", xa->name, (long long)n);
+    for (int64_t k = 0; k < n; k++)
+        if (!(*a)->set[k])
+            return fl_exec_op_error(rc, op, "element %lld of the array '%s' was never written", (long long)k, xa->name);
+    *xs = fl_xcalloc((size_t)n, sizeof **xs);
+    for (int64_t k = 0; k < n; k++) (*xs)[k] = &(*a)->items[k];
+    return FL_OK;
+}
+
+static FlStatus run_array_to_tensor(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    TArray *a;
+    const FlTensor **xs;
+    FlTensor out = FL_TENSOR_INIT, index = FL_TENSOR_INIT;
+    int axis = (int)op->a.i[0];
+    FlStatus st = array_elems(rc, op, s, FL_IN_tensor_array_to_tensor_X, &a, &xs);
+    if (st == FL_OK) st = fl_kernel_concat(rc->e, xs, (int)a->n, axis, &out);
+    if (st == FL_OK) st = fl_tensor_alloc(rc->e, &index, FL_DT_INT32, 1, &a->n);
+    if (st == FL_OK) {
+        int ax = axis < 0 ? axis + out.ndim : axis;
+        for (int64_t k = 0; k < a->n; k++) ((int32_t *)fl_tensor_data(&index))[k] = fl_sat_i32_of(xs[k]->ne[ax]);
+        fl_var_take_tensor(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_tensor_array_to_tensor_Out)), &out);
+        const ArgRef *ia = grad_out(op, FL_OUT_tensor_array_to_tensor_OutIndex);
+        if (ia) fl_var_take_tensor(fl_exec_var_write(s, ia), &index);
+    }
+    free(xs);
+    tarray_release(a);
+    fl_tensor_fini(&out);
+    fl_tensor_fini(&index);
+    return st;
+}
+FL_CONTROL_ADAPTER(tensor_array_to_tensor, fl_exec_prep_axis, run_array_to_tensor);
+
+/* tensor_array_to_tensor_grad: X Out OutIndex Out@GRAD -> X@GRAD, the slice of Out@GRAD that came
+ * from each element added into that element's gradient */
+static FlStatus run_array_to_tensor_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const ArgRef *ga = grad_out(op, FL_OUT_tensor_array_to_tensor_grad_X_GRAD);
+    if (!ga) return FL_OK;
+    TArray *a;
+    const FlTensor **xs;
+    FlTensor g = FL_TENSOR_INIT, *parts = NULL, **pp = NULL;
+    FlStatus st = array_elems(rc, op, s, FL_IN_tensor_array_to_tensor_grad_X, &a, &xs);
+    if (st == FL_OK) st = in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_tensor_array_to_tensor_grad_Out_GRAD), &g);
+    if (st == FL_OK) {
+        parts = fl_xcalloc((size_t)a->n, sizeof *parts);
+        pp = fl_xcalloc((size_t)a->n, sizeof *pp);
+        for (int64_t k = 0; k < a->n; k++) fl_tensor_init(&parts[k]), pp[k] = &parts[k];
+        st = fl_kernel_concat_grad(rc->e, xs, (int)a->n, &g, (int)op->a.i[0], pp);
+        for (int64_t k = 0; k < a->n && st == FL_OK; k++) st = grad_add(rc, op, s, ga, k, &parts[k]);
+        for (int64_t k = 0; k < a->n; k++) fl_tensor_fini(&parts[k]);
+    }
+    free(parts);
+    free(pp);
+    free(xs);
+    fl_tensor_fini(&g);
+    tarray_release(a);
+    return st;
+}
+FL_CONTROL_ADAPTER(tensor_array_to_tensor_grad, fl_exec_prep_axis, run_array_to_tensor_grad);
 
 /* ---- beam_search ---- */
 static FlStatus prep_beam(ExecOp *op, FlErr *e) {
