@@ -718,7 +718,10 @@ FlStatus fl_kernel_average_accumulates(FlErr *e, const FlTensor *param, const Fl
  *       p' = |lin'| > l1 ? (l1 sign(lin') - lin') / (pw(acc) / lr + 2 l2) : 0;  sq' = acc
  *   lars_momentum (mu, lars_coeff, lars_weight_decay; Velocity):  local = lr lars_coeff ||p|| /
  *       (||g|| + lars_weight_decay ||p||) when both norms are positive, else lr;
- *       v' = mu v + local (g + lars_weight_decay p);  p' = p - v' */
+ *       v' = mu v + local (g + lars_weight_decay p);  p' = p - v'
+ *   lamb (beta1, beta2, epsilon, weight_decay; Moment1, Moment2):  m' = b1 m + (1 - b1) g;
+ *       v' = b2 v + (1 - b2) g^2;  r = m' / (sqrt(v') + eps) + weight_decay p;
+ *       p' = p - lr ||p|| / ||r|| r (lr alone when a norm is 0; the norms in double) */
 typedef enum FlOptimRule {
     FL_OPTIM_ADAGRAD,
     FL_OPTIM_DECAYED_ADAGRAD,
@@ -727,6 +730,7 @@ typedef enum FlOptimRule {
     FL_OPTIM_ADADELTA,
     FL_OPTIM_FTRL,
     FL_OPTIM_LARS_MOMENTUM,
+    FL_OPTIM_LAMB,
     FL_OPTIM_COUNT
 } FlOptimRule;
 const char *fl_optim_rule_name(FlOptimRule rule);
