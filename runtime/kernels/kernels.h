@@ -555,17 +555,18 @@ FlStatus fl_kernel_batch_norm_grad_ref(FlErr *e, const FlTensor *x, const FlTens
                                        bool is_test, FlTensor *dx, FlTensor *dscale,
                                        FlTensor *dbias) FL_WARN_UNUSED;
 
-/* dropout (Paddle's "downgrade_in_infer"): training: Mask[i] = 1 with probability 1-p else 0,
- * Out = X * Mask; test: Out = X * (1 - p), Mask not written (may be NULL). X: F; Mask has X's
+/* dropout: training: Mask[i] = 1 with probability 1-p else 0, Out = X * Mask (Paddle's
+ * "downgrade_in_infer") or X * Mask / (1 - p) (upscale: "upscale_in_train"; 0 when p = 1); test:
+ * Out = X * (1 - p), or X when upscale; Mask not written (may be NULL). X: F; Mask has X's
  * shape and dtype. The mask is a deterministic function of (seed, step, shape): the executor
  * passes the op's seed and a step counter so that each step draws a new mask.
- * Errors: p outside [0, 1]. dropout_grad: dX = dOut * Mask (training) or dOut * (1-p) (test;
- * mask may then be NULL). */
-FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double dropout_prob, bool is_test,
+ * Errors: p outside [0, 1]. dropout_grad: dX = dOut * Mask (training; / (1 - p) when upscale)
+ * or dOut * (1-p) (test, 1 when upscale; mask may then be NULL). */
+FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double dropout_prob, bool is_test, bool upscale,
                            uint64_t seed, uint64_t step, FlTensor *out,
                            FlTensor *mask) FL_WARN_UNUSED;
 FlStatus fl_kernel_dropout_grad(FlErr *e, const FlTensor *mask, const FlTensor *dout,
-                                double dropout_prob, bool is_test, FlTensor *dx) FL_WARN_UNUSED;
+                                double dropout_prob, bool is_test, bool upscale, FlTensor *dx) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * More layers (nn2.c): layer norm, softmax with cross entropy, cosine similarity, local
