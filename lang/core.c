@@ -152,15 +152,18 @@ static FlValue *c_data(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[4] && v[4]->kind != VK_NONE && !fl_ev_want_int(c, v[4], "lod_level", a->span, &levels)) return c->error;
     if (levels < 0 || levels > FL_IR_MAX_LOD)
         return fl_ev_error(c, a->span, "lod_level must be 0 to %d, found %lld", FL_IR_MAX_LOD, (long long)levels);
-    if (levels > 0 && !batch) {
+    /* a shape given whole as [-1, d] is the rows of sequences, as [d] with the batch dimension
+     * added (Fluid's CTR tests declare their ids so); of a higher rank it is padded (below) */
+    bool rows = !batch && n == 2 && full[0] == -1;
+    if (levels > 0 && !batch && !rows) {
         /* Fluid's padded inputs (the Transformer's [batch, seq_len, 1] word ids) declare a lod_level
          * and are fed dense arrays, whose LoD is empty: say so, and make a dense var */
         FlBuf sh = {0};
         fl_ir_shape_str(n, full, &sh);
         fl_diag_warning(&c->diag, a->span,
                         "'%s' has lod_level=%lld and append_batch_size=False: its shape %s is given whole, so it is "
-                        "a dense (padded) tensor without sequence offsets; with append_batch_size=True its rows "
-                        "are the tokens of sequences",
+                        "a dense (padded) tensor without sequence offsets; with append_batch_size=True (or a shape "
+                        "[-1, d]) its rows are the tokens of sequences",
                         v[0]->str.s, (long long)levels, fl_buf_str(&sh));
         fl_buf_free(&sh);
         levels = 0;
