@@ -771,6 +771,13 @@ static FlValue *c_while_block(Ctx *c, FlValue *self, CallArgs *a) {
     return guard(c, GK_WHILE, v[0], NULL, 0);
 }
 
+/* cond_block(cond): the guard whose body runs when cond (a bool [1] Var) holds (layers.Switch). */
+static FlValue *c_cond_block(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("cond_block", "cond", 1);
+    if (!fl_ev_is_var(v[0])) return fl_ev_error(c, a->span, "a case needs a bool Variable as its condition, found %s", fl_v_type_name(v[0]));
+    return guard(c, GK_COND, v[0], NULL, 0);
+}
+
 /* block_index(): the index of the block ops go to now. */
 static FlValue *c_block_index(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("block_index", "", 0);
@@ -1514,6 +1521,7 @@ static const NativeFn core_fns[] = {
     {"parallel_for", c_parallel_for},
     {"rnn_block", c_rnn_block},
     {"while_block", c_while_block},
+    {"cond_block", c_cond_block},
     {"block_index", c_block_index},
     {"block_io", c_block_io},
     {"listen_and_serv", c_listen_and_serv},
