@@ -30,6 +30,7 @@ typedef enum ValKind {
 
 typedef enum GuardKind {
     GK_PROGRAM, GK_UNIQUE_NAME, GK_NAME_SCOPE, GK_SERVER_DO, GK_GO, GK_PARALLEL_FOR, GK_RNN, GK_WHILE,
+    GK_COND,  /* _core.cond_block(cond): a: the bool [1] Var */
     GK_CALLS, /* _core.guard(enter, exit): a: enter, b: exit (NULL: none), called with no arguments */
     GK_COUNT
 } GuardKind;
@@ -395,6 +396,9 @@ Flow fl_ev_lower_rnn(Ctx *c, Env *e, FlAst *s, FlValue *g);
  * condition through less_than(cond=), counters through increment); names bound in the body do
  * not leave it. */
 Flow fl_ev_lower_while_guard(Ctx *c, Env *e, FlAst *s, FlValue *g);
+/* `with _core.cond_block(cond):` (layers.Switch's cases; g->guard.a: cond, a bool [1] Var): the
+ * body becomes a conditional_block on cond, as the then branch of a runtime `if`. */
+Flow fl_ev_lower_cond_guard(Ctx *c, Env *e, FlAst *s, FlValue *g);
 
 /* ---- Python builtins and methods (builtins.c) ---- */
 /* Binds the CallArgs `a` of builtin fname to spec into FlValue *v[n] or returns ERROR. */

@@ -1105,3 +1105,16 @@ Flow fl_ev_lower_while_guard(Ctx *c, Env *e, FlAst *s, FlValue *g) {
     fl_ev_infer(c, parent, op, s->span);
     return FLOW_NORMAL;
 }
+
+Flow fl_ev_lower_cond_guard(Ctx *c, Env *e, FlAst *s, FlValue *g) {
+    FlValue *cond = g->guard.a;
+    if (s->with.as_name) {
+        fl_ev_error(c, s->span, "'with switch.case(...)' binds no name");
+        return FLOW_ERROR;
+    }
+    if (!check_cond_var(c, cond, s->span, "a Switch case")) return FLOW_ERROR;
+    FlAstList *bodies[1] = {&s->with.body};
+    own_names(c, e, bodies, 1, s->span);
+    Flow f = cond_block(c, e, &s->with.body, 0, NULL, cond->var.name, false, s->span);
+    return branch_flow(c, f, s->span, "a Switch case");
+}

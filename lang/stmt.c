@@ -422,7 +422,7 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     if (g->kind != VK_GUARD) {
         fl_ev_error(c, s->with.expr->span, "'with' needs a guard (program_guard, unique_name.guard, "
                                            "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block(), "
-                                           "ModelAverage.apply()), found %s",
+                                           "Switch(), ModelAverage.apply()), found %s",
                     fl_v_type_name(g));
         return FLOW_ERROR;
     }
@@ -464,6 +464,7 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     case GK_SERVER_DO: return fl_ev_lower_server_do(c, e, s, g);
     case GK_RNN: return fl_ev_lower_rnn(c, e, s, g);
     case GK_WHILE: return fl_ev_lower_while_guard(c, e, s, g);
+    case GK_COND: return fl_ev_lower_cond_guard(c, e, s, g);
     case GK_CALLS: {
         FlValue *r = fl_ev_call_simple(c, g->guard.a, s->with.expr->span, NULL, 0);
         if (r->kind == VK_ERROR) return FLOW_ERROR;
