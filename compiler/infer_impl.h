@@ -346,6 +346,9 @@ FlStatus fl_infer_target_assign(Ctx *c);
 FlStatus fl_infer_mine_hard_examples(Ctx *c);
 FlStatus fl_infer_detection_map(Ctx *c);
 
+/* infer_proposals.c */
+FlStatus fl_infer_yolov3_loss(Ctx *c);
+
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);
 FlStatus fl_infer_read_from_array(Ctx *c);

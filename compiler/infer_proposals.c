@@ -1,0 +1,72 @@
+/* infer_proposals.c: shape rules of the proposal ops (compiler/ops/proposals.def; adapters in
+ * runtime/core/ops_proposals.c, kernels in runtime/kernels/proposals.c). Each rule checks what
+ * Fluid's InferShape and attribute checkers check, so a mistake is a compile error at the layer's
+ * line; sizes that depend on the data (proposals, sampled anchors) are -1. */
+#include "compiler/infer_impl.h"
+
+static double fattr(Ctx *c, const char *name) {
+    FlAttr *a = fl_ir_op_attr(c->op, name);
+    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
+    return a && a->type == FL_ATTR_FLOAT ? a->f : a ? (double)a->i : ai ? ai->dflt.f : 0;
+}
+
+/* An input of rank nd and a dtype class (float, or int when want_int). */
+static FlStatus ranked(Ctx *c, const char *slot, int nd, bool want_int, FlVarDesc **v) {
+    if (in1(c, slot, v) || (want_int ? need_int_in(c, *v, slot) : need_float_in(c, *v, slot))) return FL_ERROR;
+    if ((*v)->ndim == nd) return FL_OK;
+    Shape s = shape_of(*v);
+    return fl_err(c->e, "%s: %s must have rank %d, found %s", c->t, slot, nd, sstr(c, &s));
+}
+
+/* ---- yolov3_loss ---- */
+
+FlStatus fl_infer_yolov3_loss(Ctx *c) {
+    FlVarDesc *x, *box, *lab, *score;
+    if (ranked(c, "X", 4, false, &x) || ranked(c, "GTBox", 3, false, &box) || ranked(c, "GTLabel", 2, true, &lab) ||
+        in_opt(c, "GTScore", &score))
+        return FL_ERROR;
+    size_t na, nm;
+    bool ok, ok2;
+    const int64_t *an = intsattr(c, "anchors", &na, &ok), *mask = intsattr(c, "anchor_mask", &nm, &ok2);
+    if (!ok || !ok2) return FL_ERROR;
+    if (na == 0 || na % 2)
+        return fl_err(c->e, "%s: anchors must hold (width, height) pairs, found %zu values", c->t, na);
+    for (size_t i = 0; i < na; i++)
+        if (an[i] <= 0) return fl_err(c->e, "%s: anchors must be > 0, found %lld", c->t, (long long)an[i]);
+    if (nm == 0) return fl_err(c->e, "%s: anchor_mask must hold at least one anchor index", c->t);
+    for (size_t i = 0; i < nm; i++)
+        if (mask[i] < 0 || mask[i] >= (int64_t)(na / 2))
+            return fl_err(c->e, "%s: anchor_mask must index the %zu anchors, found %lld", c->t, na / 2,
+                          (long long)mask[i]);
+    int64_t C = iattr(c, "class_num");
+    if (C < 1) return fl_err(c->e, "%s: class_num must be >= 1, found %lld", c->t, (long long)C);
+    if (iattr(c, "downsample_ratio") < 1)
+        return fl_err(c->e, "%s: downsample_ratio must be >= 1, found %lld", c->t,
+                      (long long)iattr(c, "downsample_ratio"));
+    double th = fattr(c, "ignore_thresh");
+    if (!(th >= 0 && th <= 1)) return fl_err(c->e, "%s: ignore_thresh must be in [0, 1], found %g", c->t, th);
+    Shape xs = shape_of(x), bs = shape_of(box), ls = shape_of(lab);
+    if (!dims_agree(xs.d[2], xs.d[3]))
+        return fl_err(c->e, "%s: X %s must be a square map [N, C, H, H]", c->t, sstr(c, &xs));
+    if (!dims_agree(xs.d[1], (int64_t)nm * (5 + C)))
+        return fl_err(c->e, "%s: X %s must have %lld channels: %zu masked anchors times (5 + class_num %lld)", c->t,
+                      sstr(c, &xs), (long long)((int64_t)nm * (5 + C)), nm, (long long)C);
+    if (!dims_agree(bs.d[2], 4) || !dims_agree(bs.d[0], xs.d[0]))
+        return fl_err(c->e, "%s: GTBox must be [N, B, 4] (centre x, y, width, height) for X %s, found %s", c->t,
+                      sstr(c, &xs), sstr(c, &bs));
+    if (box->dtype != x->dtype) return fl_err(c->e, "%s: GTBox is %s but X is %s", c->t, dt(box->dtype), dt(x->dtype));
+    if (!dims_agree(ls.d[0], bs.d[0]) || !dims_agree(ls.d[1], bs.d[1]))
+        return fl_err(c->e, "%s: GTLabel %s must be [N, B] for GTBox %s", c->t, sstr(c, &ls), sstr(c, &bs));
+    if (score) {
+        Shape ss = shape_of(score);
+        if (score->dtype != x->dtype || ss.nd != 2 || !dims_agree(ss.d[0], bs.d[0]) || !dims_agree(ss.d[1], bs.d[1]))
+            return fl_err(c->e, "%s: GTScore %s %s must be %s [N, B] for GTBox %s", c->t, dt(score->dtype),
+                          sstr(c, &ss), dt(x->dtype), sstr(c, &bs));
+    }
+    Shape l = shape1(xs.d[0]), o = {.nd = 4, .d = {xs.d[0], (int64_t)nm, xs.d[2], xs.d[3]}},
+          m = {.nd = 2, .d = {bs.d[0], bs.d[1]}};
+    return set_out(c, "Loss", x->dtype, &l) || set_out(c, "ObjectnessMask", x->dtype, &o) ||
+                   set_out(c, "GTMatchMask", FL_DT_INT32, &m)
+               ? FL_ERROR
+               : FL_OK;
+}

@@ -1,0 +1,61 @@
+/* ops_proposals.c: adapters of the proposal ops (compiler/ops/proposals.def; kernels in
+ * runtime/kernels/proposals.c). Each prepare reads the op's attributes once into op->a (lists
+ * into op->a.extra, freed with it). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/exec_impl.h"
+#include "runtime/kernels/kernels_proposals.h"
+
+#define IN(s) fl_call_in(c, (s))
+#define OUT(s) fl_call_out(c, (s))
+
+/* ---- yolov3_loss ---- */
+
+/* op->a.extra: an FlYoloLossAttrs followed by its anchors and mask */
+static FlStatus prep_yolov3_loss(ExecOp *op, FlErr *e) {
+    size_t na, nm;
+    const int64_t *an = fl_exec_attr_ints(op, "anchors", &na), *mask = fl_exec_attr_ints(op, "anchor_mask", &nm);
+    FlYoloLossAttrs *a = fl_xcalloc(1, sizeof *a + (na + nm) * sizeof(int64_t));
+    op->a.extra = a;
+    int64_t *lists = (int64_t *)(a + 1);
+    if (na) memcpy(lists, an, na * sizeof *an);
+    if (nm) memcpy(lists + na, mask, nm * sizeof *mask);
+    a->anchors = lists, a->mask = lists + na;
+    a->n_anchors = (int)(na / 2), a->n_mask = (int)nm;
+    int64_t C = fl_exec_attr_int(op, "class_num"), ratio = fl_exec_attr_int(op, "downsample_ratio");
+    a->ignore_thresh = fl_exec_attr_float(op, "ignore_thresh");
+    a->label_smooth = fl_exec_attr_bool(op, "use_label_smooth");
+    if (na == 0 || na % 2)
+        return fl_err(e, "attribute 'anchors' must hold (width, height) pairs, found %zu values", na);
+    for (size_t i = 0; i < na; i++)
+        if (an[i] <= 0 || an[i] > (1 << 24))
+            return fl_err(e, "attribute 'anchors' must be in [1, 2^24], found %lld", (long long)an[i]);
+    if (nm == 0 || nm > 1024) return fl_err(e, "attribute 'anchor_mask' must hold 1 to 1024 indices, found %zu", nm);
+    for (size_t i = 0; i < nm; i++)
+        if (mask[i] < 0 || mask[i] >= (int64_t)(na / 2))
+            return fl_err(e, "attribute 'anchor_mask' must index the %zu anchors, found %lld", na / 2,
+                          (long long)mask[i]);
+    if (C < 1 || C > (1 << 20))
+        return fl_err(e, "attribute 'class_num' must be in [1, 2^20], found %lld", (long long)C);
+    if (ratio < 1 || ratio > (1 << 20))
+        return fl_err(e, "attribute 'downsample_ratio' must be in [1, 2^20], found %lld", (long long)ratio);
+    a->class_num = (int)C, a->downsample_ratio = (int)ratio;
+    return FL_OK;
+}
+static FlStatus run_yolov3_loss(OpCall *c) {
+    return fl_kernel_yolov3_loss(c->e, IN(FL_IN_yolov3_loss_X), IN(FL_IN_yolov3_loss_GTBox),
+                                 IN(FL_IN_yolov3_loss_GTLabel), IN(FL_IN_yolov3_loss_GTScore), c->op->a.extra,
+                                 OUT(FL_OUT_yolov3_loss_Loss), OUT(FL_OUT_yolov3_loss_ObjectnessMask),
+                                 OUT(FL_OUT_yolov3_loss_GTMatchMask));
+}
+FL_ADAPTER(yolov3_loss, prep_yolov3_loss, run_yolov3_loss);
+/* yolov3_loss_grad: X GTBox GTLabel GTScore? ObjectnessMask GTMatchMask Loss@GRAD -> X@GRAD? */
+static FlStatus run_yolov3_loss_grad(OpCall *c) {
+    return fl_kernel_yolov3_loss_grad(
+        c->e, IN(FL_IN_yolov3_loss_grad_X), IN(FL_IN_yolov3_loss_grad_GTBox), IN(FL_IN_yolov3_loss_grad_GTLabel),
+        IN(FL_IN_yolov3_loss_grad_GTScore), IN(FL_IN_yolov3_loss_grad_ObjectnessMask),
+        IN(FL_IN_yolov3_loss_grad_GTMatchMask), IN(FL_IN_yolov3_loss_grad_Loss_GRAD), c->op->a.extra,
+        OUT(FL_OUT_yolov3_loss_grad_X_GRAD));
+}
+FL_ADAPTER(yolov3_loss_grad, prep_yolov3_loss, run_yolov3_loss_grad);
