@@ -204,6 +204,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_detection_map: return fl_infer_detection_map(&c);
     /* infer_proposals.c */
     case FL_OPID_yolov3_loss: return fl_infer_yolov3_loss(&c);
+    case FL_OPID_generate_proposals: return fl_infer_generate_proposals(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -70,3 +70,40 @@ FlStatus fl_infer_yolov3_loss(Ctx *c) {
                ? FL_ERROR
                : FL_OK;
 }
+
+/* ---- generate_proposals ---- */
+
+FlStatus fl_infer_generate_proposals(Ctx *c) {
+    FlVarDesc *s, *d, *info, *an, *var;
+    if (ranked(c, "Scores", 4, false, &s) || ranked(c, "BboxDeltas", 4, false, &d) ||
+        ranked(c, "ImInfo", 2, false, &info) || in1(c, "Anchors", &an) || need_float_in(c, an, "Anchors") ||
+        in1(c, "Variances", &var) || need_float_in(c, var, "Variances"))
+        return FL_ERROR;
+    const FlVarDesc *all[] = {d, info, an, var};
+    const char *names[] = {"BboxDeltas", "ImInfo", "Anchors", "Variances"};
+    for (int i = 0; i < 4; i++)
+        if (all[i]->dtype != s->dtype)
+            return fl_err(c->e, "%s: %s is %s but Scores is %s", c->t, names[i], dt(all[i]->dtype), dt(s->dtype));
+    Shape ss = shape_of(s), ds = shape_of(d), is = shape_of(info), as = shape_of(an), vs = shape_of(var);
+    if (!dims_agree(ds.d[0], ss.d[0]) || !dims_agree(ds.d[1], ss.d[1] < 0 ? -1 : 4 * ss.d[1]) ||
+        !dims_agree(ds.d[2], ss.d[2]) || !dims_agree(ds.d[3], ss.d[3]))
+        return fl_err(c->e, "%s: BboxDeltas %s must be [N, 4A, H, W] for Scores %s [N, A, H, W]", c->t, sstr(c, &ds),
+                      sstr(c, &ss));
+    if (!dims_agree(is.d[0], ss.d[0]) || !dims_agree(is.d[1], 3))
+        return fl_err(c->e, "%s: ImInfo %s must be [N, 3] (height, width, scale)", c->t, sstr(c, &is));
+    if (as.nd < 1 || !dims_agree(as.d[as.nd - 1], 4) || !shapes_agree(&as, &vs))
+        return fl_err(c->e, "%s: Anchors %s and Variances %s must be boxes [H, W, A, 4] of one shape", c->t,
+                      sstr(c, &as), sstr(c, &vs));
+    int64_t na = prod(&as, 0, as.nd), nk = prod(&ss, 1, 4);
+    if (na >= 0 && nk >= 0 && na != 4 * nk)
+        return fl_err(c->e, "%s: Anchors %s must hold one box per score of Scores %s (A * H * W)", c->t, sstr(c, &as),
+                      sstr(c, &ss));
+    double th = fattr(c, "nms_thresh"), eta = fattr(c, "eta");
+    if (!(th <= 1)) return fl_err(c->e, "%s: nms_thresh must be <= 1, found %g", c->t, th);
+    if (!(eta > 0 && eta <= 1)) return fl_err(c->e, "%s: eta must be in (0, 1], found %g", c->t, eta);
+    Shape r = {.nd = 2, .d = {-1, 4}}, p = {.nd = 2, .d = {-1, 1}}, l = shape1(ss.d[0] < 0 ? -1 : ss.d[0] + 1);
+    return set_out(c, "RpnRois", s->dtype, &r) || set_out(c, "RpnRoiProbs", s->dtype, &p) ||
+                   set_out(c, "RpnRoisLod", FL_DT_INT64, &l)
+               ? FL_ERROR
+               : FL_OK;
+}

@@ -59,3 +59,26 @@ static FlStatus run_yolov3_loss_grad(OpCall *c) {
         OUT(FL_OUT_yolov3_loss_grad_X_GRAD));
 }
 FL_ADAPTER(yolov3_loss_grad, prep_yolov3_loss, run_yolov3_loss_grad);
+
+/* ---- generate_proposals ---- */
+
+/* a.i[0..1] pre_nms_topN, post_nms_topN; a.f[0..2] nms_thresh, min_size, eta */
+static FlStatus prep_generate_proposals(ExecOp *op, FlErr *e) {
+    static const char *const ints[] = {"pre_nms_topN", "post_nms_topN"};
+    static const char *const floats[] = {"nms_thresh", "min_size", "eta"};
+    for (int i = 0; i < 2; i++) op->a.i[i] = fl_exec_attr_int(op, ints[i]);
+    for (int i = 0; i < 3; i++) op->a.f[i] = fl_exec_attr_float(op, floats[i]);
+    if (!(op->a.f[2] > 0 && op->a.f[2] <= 1))
+        return fl_err(e, "attribute 'eta' must be in (0, 1], found %g", op->a.f[2]);
+    return FL_OK;
+}
+static FlStatus run_generate_proposals(OpCall *c) {
+    const PAttrs *p = &c->op->a;
+    FlProposalAttrs a = {p->i[0], p->i[1], p->f[0], p->f[1], p->f[2]};
+    return fl_kernel_generate_proposals(
+        c->e, IN(FL_IN_generate_proposals_Scores), IN(FL_IN_generate_proposals_BboxDeltas),
+        IN(FL_IN_generate_proposals_ImInfo), IN(FL_IN_generate_proposals_Anchors),
+        IN(FL_IN_generate_proposals_Variances), &a, OUT(FL_OUT_generate_proposals_RpnRois),
+        OUT(FL_OUT_generate_proposals_RpnRoiProbs), OUT(FL_OUT_generate_proposals_RpnRoisLod));
+}
+FL_ADAPTER(generate_proposals, prep_generate_proposals, run_generate_proposals);

@@ -39,4 +39,24 @@ FlStatus fl_kernel_yolov3_loss_grad(FlErr *e, const FlTensor *x, const FlTensor 
                                     const FlTensor *gt_score, const FlTensor *obj_mask, const FlTensor *match_mask,
                                     const FlTensor *dloss, const FlYoloLossAttrs *a, FlTensor *dx) FL_WARN_UNUSED;
 
+/* ---- generate_proposals ---- */
+
+typedef struct FlProposalAttrs {
+    int64_t pre_nms_top_n, post_nms_top_n; /* <= 0: all */
+    double nms_thresh, min_size, eta;      /* nms_thresh <= 0: no NMS */
+} FlProposalAttrs;
+/* generate_proposals: Scores [N, A, H, W], BboxDeltas [N, 4A, H, W], ImInfo [N, 3] (height,
+ * width, scale), Anchors and Variances of A * H * W boxes (row (h * W + w) * A + a: anchor a at
+ * (h, w), pixel boxes) -> RpnRois [R, 4], RpnRoiProbs [R, 1] and rois_lod int64 [N + 1]. Per
+ * image: the anchors by score, best first (equal scores in anchor order), the pre_nms_top_n best;
+ * each decoded around its anchor (centre + var * delta * size, size * exp(min(var * delta,
+ * log(1000 / 16))), pixel boxes), clipped to [0, width - 1] x [0, height - 1]; kept when its
+ * width and height over the scale (plus 1) are at least max(min_size, 1) and its centre is in
+ * the image; then greedy NMS (pixel IoU at most the threshold, lowered by eta after each keep
+ * while above 0.5) and the post_nms_top_n first. An image with no box left gives one zero row
+ * (score 0). */
+FlStatus fl_kernel_generate_proposals(FlErr *e, const FlTensor *scores, const FlTensor *deltas, const FlTensor *im_info,
+                                      const FlTensor *anchors, const FlTensor *variances, const FlProposalAttrs *a,
+                                      FlTensor *rois, FlTensor *probs, FlTensor *rois_lod) FL_WARN_UNUSED;
+
 #endif

@@ -239,3 +239,127 @@ done:
     free(g), free(dl), free(om);
     return st;
 }
+
+/* ---- generate_proposals ---- */
+
+/* Fluid's cap on a decoded log size ratio: boxes at most 1000/16 times their anchor. */
+#define BBOX_CLIP_DEFAULT 4.1351665567423558 /* log(1000 / 16) */
+
+/* Anchor `an` moved by deltas `d` (scaled by variances `v`) into pixel box `o`. */
+static void decode_pixel(const double *an, const double *v, const double *d, double *o) {
+    double aw = an[2] - an[0] + 1, ah = an[3] - an[1] + 1;
+    double cx = an[0] + 0.5 * aw + v[0] * d[0] * aw, cy = an[1] + 0.5 * ah + v[1] * d[1] * ah;
+    double w = exp(dmin(v[2] * d[2], BBOX_CLIP_DEFAULT)) * aw, h = exp(dmin(v[3] * d[3], BBOX_CLIP_DEFAULT)) * ah;
+    o[0] = cx - w / 2, o[1] = cy - h / 2, o[2] = cx + w / 2 - 1, o[3] = cy + h / 2 - 1;
+}
+
+/* Whether box b overlaps one of the kept boxes (rows `kept` of box) by more than th. */
+static bool suppressed(const double *box, const DetItem *kept, int64_t nkept, const double *b, double th) {
+    for (int64_t k = 0; k < nkept; k++)
+        if (box_iou(b, box + 4 * kept[k].idx, false) > th) return true;
+    return false;
+}
+
+/* One image's proposals: appends their boxes and scores to ob, os (count returned). cand, tmp: K
+ * items of scratch; box: 4 K of scratch. */
+static int64_t proposals_image(const FlProposalAttrs *a, const double *sc, const double *dl, const double *an,
+                               const double *var, const double *info, int64_t A, int64_t hw, DetItem *cand,
+                               DetItem *tmp, double *box, double *ob, double *os) {
+    int64_t K = A * hw, n = 0;
+    for (int64_t i = 0; i < K; i++) cand[i] = (DetItem){sc[(i % A) * hw + i / A], 0, i, 0, 0};
+    det_sort(cand, tmp, K, false);
+    if (a->pre_nms_top_n > 0 && a->pre_nms_top_n < K) K = a->pre_nms_top_n;
+    double min_size = dmax(a->min_size, 1.0);
+    for (int64_t i = 0; i < K; i++) {
+        int64_t r = cand[i].idx, at = r / A, k = r % A;
+        double d[4] = {dl[(4 * k) * hw + at], dl[(4 * k + 1) * hw + at], dl[(4 * k + 2) * hw + at],
+                       dl[(4 * k + 3) * hw + at]};
+        double *b = box + 4 * r;
+        decode_pixel(an + 4 * r, var + 4 * r, d, b);
+        for (int c = 0; c < 4; c++) b[c] = dmax(dmin(b[c], info[c % 2 ? 0 : 1] - 1), 0);
+        double ws = b[2] - b[0] + 1, hs = b[3] - b[1] + 1;
+        if ((b[2] - b[0]) / info[2] + 1 >= min_size && (b[3] - b[1]) / info[2] + 1 >= min_size &&
+            b[0] + ws / 2 <= info[1] && b[1] + hs / 2 <= info[0])
+            cand[n++] = cand[i];
+    }
+    if (n == 0) {
+        memset(ob, 0, 4 * sizeof *ob);
+        os[0] = 0;
+        return 1;
+    }
+    int64_t kept = 0;
+    double th = a->nms_thresh;
+    for (int64_t i = 0; i < n; i++) {
+        if (a->nms_thresh > 0 && suppressed(box, tmp, kept, box + 4 * cand[i].idx, th)) continue;
+        tmp[kept++] = cand[i];
+        if (a->nms_thresh > 0 && a->eta < 1 && th > 0.5) th *= a->eta;
+    }
+    if (a->nms_thresh > 0 && a->post_nms_top_n > 0 && a->post_nms_top_n < kept) kept = a->post_nms_top_n;
+    for (int64_t i = 0; i < kept; i++) {
+        memcpy(ob + 4 * i, box + 4 * tmp[i].idx, 4 * sizeof *ob);
+        os[i] = tmp[i].score;
+    }
+    return kept;
+}
+
+FlStatus fl_kernel_generate_proposals(FlErr *e, const FlTensor *scores, const FlTensor *deltas, const FlTensor *im_info,
+                                      const FlTensor *anchors, const FlTensor *variances, const FlProposalAttrs *a,
+                                      FlTensor *rois, FlTensor *probs, FlTensor *rois_lod) {
+    const char *op = "generate_proposals";
+    if (kneed_float(e, op, "Scores", scores) || kneed_float(e, op, "BboxDeltas", deltas) ||
+        kneed_float(e, op, "ImInfo", im_info) || kboxes(e, op, "Anchors", anchors) ||
+        kboxes(e, op, "Variances", variances) || ksame_dtype(e, op, "Scores", scores, "BboxDeltas", deltas) ||
+        ksame_dtype(e, op, "Scores", scores, "ImInfo", im_info) ||
+        ksame_dtype(e, op, "Scores", scores, "Anchors", anchors) ||
+        ksame_dtype(e, op, "Scores", scores, "Variances", variances))
+        return FL_ERROR;
+    if (scores->ndim != 4 || deltas->ndim != 4 || deltas->ne[0] != scores->ne[0] ||
+        deltas->ne[1] != 4 * scores->ne[1] || deltas->ne[2] != scores->ne[2] || deltas->ne[3] != scores->ne[3])
+        return fl_err(e, "%s: Scores %s and BboxDeltas %s must be [N, A, H, W] and [N, 4A, H, W]", op,
+                      fl_tensor_shape(scores).s, fl_tensor_shape(deltas).s);
+    int64_t N = scores->ne[0], A = scores->ne[1], hw = scores->ne[2] * scores->ne[3], K = A * hw;
+    if (im_info->ndim != 2 || im_info->ne[0] != N || im_info->ne[1] != 3)
+        return fl_err(e, "%s: ImInfo %s must be [%lld, 3] (height, width, scale)", op, fl_tensor_shape(im_info).s,
+                      (long long)N);
+    if (fl_tensor_numel(anchors) != 4 * K || fl_tensor_numel(variances) != 4 * K)
+        return fl_err(e, "%s: Anchors %s and Variances %s must hold %lld boxes, one per score of Scores %s", op,
+                      fl_tensor_shape(anchors).s, fl_tensor_shape(variances).s, (long long)K,
+                      fl_tensor_shape(scores).s);
+    FlStatus st = FL_ERROR;
+    double *sc = NULL, *dl = NULL, *info = NULL, *an = NULL, *var = NULL, *box = NULL, *ob = NULL, *os = NULL;
+    double *lod = NULL;
+    DetItem *cand = NULL, *tmp = NULL;
+    FlTensor rt = FL_TENSOR_INIT, pt = FL_TENSOR_INIT, lt = FL_TENSOR_INIT;
+    if (dload(e, op, scores, &sc) || dload(e, op, deltas, &dl) || dload(e, op, im_info, &info) ||
+        dload(e, op, anchors, &an) || dload(e, op, variances, &var) || dscratch(e, op, 4 * K, &box) ||
+        dscratch(e, op, 4 * N * K + 4, &ob) || dscratch(e, op, N * K + 1, &os) || dscratch(e, op, N + 1, &lod))
+        goto done;
+    cand = malloc((size_t)(K > 0 ? K : 1) * sizeof *cand);
+    tmp = malloc((size_t)(K > 0 ? K : 1) * sizeof *tmp);
+    if (!cand || !tmp) {
+        fl_err(e, "%s: out of memory for %lld candidates", op, (long long)K);
+        goto done;
+    }
+    int64_t R = 0;
+    lod[0] = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const double *in = info + 3 * n;
+        if (!(in[2] > 0)) {
+            fl_err(e, "%s: ImInfo row %lld has scale %g; it must be > 0", op, (long long)n, in[2]);
+            goto done;
+        }
+        R += proposals_image(a, sc + n * K, dl + n * 4 * K, an, var, in, A, hw, cand, tmp, box, ob + 4 * R, os + R);
+        lod[n + 1] = (double)R;
+    }
+    if (dnew(e, op, &rt, scores->dtype, 2, (int64_t[]){R, 4}, ob) ||
+        dnew(e, op, &pt, scores->dtype, 2, (int64_t[]){R, 1}, os) ||
+        dnew(e, op, &lt, FL_DT_INT64, 1, (int64_t[]){N + 1}, lod))
+        goto done;
+    kout(rois, &rt), kout(probs, &pt), kout(rois_lod, &lt);
+    st = FL_OK;
+done:
+    fl_tensor_fini(&rt), fl_tensor_fini(&pt), fl_tensor_fini(&lt);
+    free(sc), free(dl), free(info), free(an), free(var), free(box), free(ob), free(os), free(lod);
+    free(cand), free(tmp);
+    return st;
+}

@@ -111,5 +111,104 @@ def test_yolov3_loss():
                   (dt, obj.ravel().tolist(), match.tolist()))
 
 
+# ---- references: generate_proposals ----------------------------------------------------------
+
+def pixel_iou(a, b):
+    if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
+        return 0.0
+    def area(x):
+        return 0.0 if x[2] < x[0] or x[3] < x[1] else (x[2] - x[0] + 1) * (x[3] - x[1] + 1)
+    iw, ih = min(a[2], b[2]) - max(a[0], b[0]) + 1, min(a[3], b[3]) - max(a[1], b[1]) + 1
+    inter = iw * ih
+    u = area(a) + area(b) - inter
+    return inter / u if u > 0 else 0.0
+
+
+def ref_generate_proposals(scores, deltas, info, anchors, var, pre, post, nms, min_size, eta):
+    """-> (rois, probs, lod) as Fluid's GenerateProposalsKernel, ties in anchor order."""
+    N, A, H, W = scores.shape
+    anchors, var = anchors.reshape(-1, 4), var.reshape(-1, 4)
+    clip = np.log(1000.0 / 16.0)
+    rois, probs, lod = [], [], [0]
+    for n in range(N):
+        sc = scores[n].transpose(1, 2, 0).ravel()             # (h, w, a)
+        dl = deltas[n].reshape(A, 4, H, W).transpose(2, 3, 0, 1).reshape(-1, 4)
+        order = sorted(range(len(sc)), key=lambda i: (-sc[i], i))
+        if 0 < pre < len(order):
+            order = order[:pre]
+        ih, iw, scale = info[n]
+        kept = []
+        for i in order:
+            a, v, d = anchors[i], var[i], dl[i]
+            aw, ah = a[2] - a[0] + 1, a[3] - a[1] + 1
+            cx, cy = a[0] + 0.5 * aw + v[0] * d[0] * aw, a[1] + 0.5 * ah + v[1] * d[1] * ah
+            w, h = np.exp(min(v[2] * d[2], clip)) * aw, np.exp(min(v[3] * d[3], clip)) * ah
+            b = [cx - w / 2, cy - h / 2, cx + w / 2 - 1, cy + h / 2 - 1]
+            b = [max(min(b[0], iw - 1), 0), max(min(b[1], ih - 1), 0), max(min(b[2], iw - 1), 0),
+                 max(min(b[3], ih - 1), 0)]
+            ms = max(min_size, 1.0)
+            ws, hs = b[2] - b[0] + 1, b[3] - b[1] + 1
+            if (b[2] - b[0]) / scale + 1 >= ms and (b[3] - b[1]) / scale + 1 >= ms and \
+                    b[0] + ws / 2 <= iw and b[1] + hs / 2 <= ih:
+                kept.append((b, sc[i]))
+        if not kept:
+            kept = [([0.0] * 4, 0.0)]
+        elif nms > 0:
+            sel, th = [], nms
+            for b, s in kept:
+                if all(pixel_iou(b, k[0]) <= th for k in sel):
+                    sel.append((b, s))
+                    if eta < 1 and th > 0.5:
+                        th *= eta
+            kept = sel[:post] if 0 < post < len(sel) else sel
+        rois += [k[0] for k in kept]
+        probs += [[k[1]] for k in kept]
+        lod.append(len(rois))
+    return np.array(rois), np.array(probs), np.array(lod)
+
+
+def test_generate_proposals():
+    rng = np.random.default_rng(5)
+    N, A, H, W = 2, 3, 4, 5
+    # anchors: 3 shapes on a 16-pixel grid; variances not all 1
+    anchors = np.zeros((H, W, A, 4))
+    for h in range(H):
+        for w in range(W):
+            for a, (bw, bh) in enumerate(((16, 16), (24, 12), (12, 30))):
+                cx, cy = w * 16 + 7.5, h * 16 + 7.5
+                anchors[h, w, a] = [cx - (bw - 1) / 2, cy - (bh - 1) / 2, cx + (bw - 1) / 2, cy + (bh - 1) / 2]
+    var = np.tile([0.1, 0.1, 0.2, 0.2], (H, W, A, 1)) * rng.uniform(0.5, 2.0, (H, W, A, 1))
+    info = np.array([[64, 80, 1.0], [48, 60, 2.0]])
+    for dt in ("float32", "float64"):
+        scores = np.round(rng.random((N, A, H, W)), 2).astype(dt)     # rounded: ties
+        deltas = rng.normal(0, 1.0, (N, 4 * A, H, W)).astype(dt)
+        deltas[0, 2, 0, 0] = 30.0                                     # a log size past the cap
+        feed = {"scores": scores, "deltas": deltas, "info": info.astype(dt), "anchors": anchors.astype(dt),
+                "var": var.astype(dt)}
+        src = HEAD + data("scores", scores.shape, dt) + data("deltas", deltas.shape, dt) + data("info", info.shape, dt)
+        src += data("anchors", anchors.shape, dt) + data("var", var.shape, dt)
+        cases = {"d": (6000, 1000, 0.5, 0.1, 1.0), "k": (12, 5, 0.7, 4.0, 0.8), "n": (20, 3, 0.0, 2.0, 1.0),
+                 "e": (-1, -1, 0.3, 200.0, 1.0)}
+        for k, (pre, post, nms, ms, eta) in sorted(cases.items()):
+            src += "r_%s, p_%s = layers.generate_proposals(scores, deltas, info, anchors, var, pre_nms_top_n=%d, " \
+                   "post_nms_top_n=%d, nms_thresh=%r, min_size=%r, eta=%r)\n" % (k, k, pre, post, nms, ms, eta)
+            src += fetch("r_" + k, "r_" + k) + fetch("p_" + k, "p_" + k)
+            src += fetch("l_" + k, "_core.lod(r_%s)[0]" % k) + fetch("m_" + k, "_core.lod(p_%s)[0]" % k)
+        got = run("proposals_" + dt, src, feed)
+        f64 = {k: v.astype(np.float64) for k, v in feed.items()}
+        for k, (pre, post, nms, ms, eta) in sorted(cases.items()):
+            rois, probs, lod = ref_generate_proposals(f64["scores"], f64["deltas"], f64["info"], f64["anchors"],
+                                                      f64["var"], pre, post, nms, ms, eta)
+            what = "generate_proposals %s %s" % (k, dt)
+            equal(what + " lod", got["l_" + k], lod)
+            equal(what + " probs' lod", got["m_" + k], lod)
+            close(what + " rois", got["r_" + k], rois)
+            close(what + " probs", got["p_" + k], probs)
+        check(len(got["p_k"]) == 10 and len(got["p_e"]) == 2 and not np.any(got["r_e"]),
+              "generate_proposals %s: post_nms_top_n 5 per image and the empty images' zero rows: %s %s" %
+              (dt, got["l_k"], got["r_e"].tolist()))
+
+
 test_yolov3_loss()
+test_generate_proposals()
 done("%d proposal values agree with their numpy references" % _count[0])
