@@ -349,6 +349,7 @@ FlStatus fl_infer_detection_map(Ctx *c);
 /* infer_proposals.c */
 FlStatus fl_infer_yolov3_loss(Ctx *c);
 FlStatus fl_infer_generate_proposals(Ctx *c);
+FlStatus fl_infer_rpn_target_assign(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

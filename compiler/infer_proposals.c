@@ -107,3 +107,38 @@ FlStatus fl_infer_generate_proposals(Ctx *c) {
                ? FL_ERROR
                : FL_OK;
 }
+
+/* ---- rpn_target_assign ---- */
+
+FlStatus fl_infer_rpn_target_assign(Ctx *c) {
+    FlVarDesc *an, *gt, *crowd, *info;
+    if (ranked(c, "Anchor", 2, false, &an) || ranked(c, "GtBoxes", 2, false, &gt) ||
+        need_offsets(c, "GtBoxesLod", false) || in1(c, "IsCrowd", &crowd) || need_int_in(c, crowd, "IsCrowd") ||
+        need_offsets(c, "IsCrowdLod", false) || ranked(c, "ImInfo", 2, false, &info))
+        return FL_ERROR;
+    Shape as = shape_of(an), gs = shape_of(gt), is = shape_of(info);
+    if (!dims_agree(as.d[1], 4) || !dims_agree(gs.d[1], 4))
+        return fl_err(c->e, "%s: Anchor %s and GtBoxes %s must hold boxes [M, 4] and [G, 4]", c->t, sstr(c, &as),
+                      sstr(c, &gs));
+    if (!dims_agree(is.d[1], 3))
+        return fl_err(c->e, "%s: ImInfo %s must be [N, 3] (height, width, scale)", c->t, sstr(c, &is));
+    if (gt->dtype != an->dtype || info->dtype != an->dtype)
+        return fl_err(c->e, "%s: GtBoxes (%s) and ImInfo (%s) must have Anchor's dtype %s", c->t, dt(gt->dtype),
+                      dt(info->dtype), dt(an->dtype));
+    double pos = fattr(c, "rpn_positive_overlap"), neg = fattr(c, "rpn_negative_overlap"),
+           frac = fattr(c, "rpn_fg_fraction");
+    if (iattr(c, "rpn_batch_size_per_im") < 1)
+        return fl_err(c->e, "%s: rpn_batch_size_per_im must be >= 1, found %lld", c->t,
+                      (long long)iattr(c, "rpn_batch_size_per_im"));
+    if (!(frac >= 0 && frac <= 1)) return fl_err(c->e, "%s: rpn_fg_fraction must be in [0, 1], found %g", c->t, frac);
+    if (!(neg <= pos))
+        return fl_err(c->e, "%s: rpn_negative_overlap (%g) must be at most rpn_positive_overlap (%g)", c->t, neg, pos);
+    Shape idx = shape1(-1), box = {.nd = 2, .d = {-1, 4}}, lab = {.nd = 2, .d = {-1, 1}},
+          lod = shape1(is.d[0] < 0 ? -1 : is.d[0] + 1);
+    return set_out(c, "LocationIndex", FL_DT_INT32, &idx) || set_out(c, "ScoreIndex", FL_DT_INT32, &idx) ||
+                   set_out(c, "TargetBBox", an->dtype, &box) || set_out(c, "TargetLabel", FL_DT_INT32, &lab) ||
+                   set_out(c, "BBoxInsideWeight", an->dtype, &box) || set_out(c, "LocationLod", FL_DT_INT64, &lod) ||
+                   set_out(c, "ScoreLod", FL_DT_INT64, &lod)
+               ? FL_ERROR
+               : FL_OK;
+}

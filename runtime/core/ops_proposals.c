@@ -82,3 +82,40 @@ static FlStatus run_generate_proposals(OpCall *c) {
         OUT(FL_OUT_generate_proposals_RpnRoiProbs), OUT(FL_OUT_generate_proposals_RpnRoisLod));
 }
 FL_ADAPTER(generate_proposals, prep_generate_proposals, run_generate_proposals);
+
+/* ---- rpn_target_assign ---- */
+
+/* a.i[0] rpn_batch_size_per_im; a.f[0..3] straddle, positive, negative overlap, fg fraction;
+ * a.b[0] use_random */
+static FlStatus prep_rpn_target_assign(ExecOp *op, FlErr *e) {
+    static const char *const floats[] = {"rpn_straddle_thresh", "rpn_positive_overlap", "rpn_negative_overlap",
+                                         "rpn_fg_fraction"};
+    op->a.i[0] = fl_exec_attr_int(op, "rpn_batch_size_per_im");
+    for (int i = 0; i < 4; i++) op->a.f[i] = fl_exec_attr_float(op, floats[i]);
+    op->a.b[0] = fl_exec_attr_bool(op, "use_random");
+    if (op->a.i[0] < 1) return fl_err(e, "attribute 'rpn_batch_size_per_im' must be >= 1");
+    if (!(op->a.f[3] >= 0 && op->a.f[3] <= 1))
+        return fl_err(e, "attribute 'rpn_fg_fraction' must be in [0, 1], found %g", op->a.f[3]);
+    return FL_OK;
+}
+/* each run draws its samples from (seed, run number), as dropout its mask */
+static FlStatus run_rpn_target_assign(OpCall *c) {
+    const PAttrs *p = &c->op->a;
+    static const char *const slots[2] = {"GtBoxesLod", "IsCrowdLod"};
+    const int lod_in[2] = {FL_IN_rpn_target_assign_GtBoxesLod, FL_IN_rpn_target_assign_IsCrowdLod};
+    const FlTensor *t[2] = {IN(FL_IN_rpn_target_assign_GtBoxes), IN(FL_IN_rpn_target_assign_IsCrowd)};
+    const int64_t *off[2];
+    int64_t n[2];
+    for (int i = 0; i < 2; i++)
+        if (fl_exec_check_lod(c->e, IN(lod_in[i]), t[i] ? t[i]->ne[0] : -1, slots[i], &off[i], &n[i])) return FL_ERROR;
+    if (n[0] != n[1])
+        return fl_err(c->e, "GtBoxes holds %lld images but IsCrowd %lld", (long long)n[0], (long long)n[1]);
+    FlRpnTargetAttrs a = {p->i[0], p->f[0], p->f[1], p->f[2], p->f[3], p->b[0], c->op->seed, c->rc->step};
+    FlRpnTargets out = {OUT(FL_OUT_rpn_target_assign_LocationIndex), OUT(FL_OUT_rpn_target_assign_ScoreIndex),
+                        OUT(FL_OUT_rpn_target_assign_TargetBBox), OUT(FL_OUT_rpn_target_assign_TargetLabel),
+                        OUT(FL_OUT_rpn_target_assign_BBoxInsideWeight), OUT(FL_OUT_rpn_target_assign_LocationLod),
+                        OUT(FL_OUT_rpn_target_assign_ScoreLod)};
+    return fl_kernel_rpn_target_assign(c->e, IN(FL_IN_rpn_target_assign_Anchor), t[0], off[0], n[0], t[1], off[1],
+                                       IN(FL_IN_rpn_target_assign_ImInfo), &a, &out);
+}
+FL_ADAPTER(rpn_target_assign, prep_rpn_target_assign, run_rpn_target_assign);

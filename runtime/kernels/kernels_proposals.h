@@ -59,4 +59,33 @@ FlStatus fl_kernel_generate_proposals(FlErr *e, const FlTensor *scores, const Fl
                                       const FlTensor *anchors, const FlTensor *variances, const FlProposalAttrs *a,
                                       FlTensor *rois, FlTensor *probs, FlTensor *rois_lod) FL_WARN_UNUSED;
 
+/* ---- rpn_target_assign ---- */
+
+typedef struct FlRpnTargetAttrs {
+    int64_t batch_size_per_im;
+    double straddle_thresh, positive_overlap, negative_overlap, fg_fraction;
+    bool use_random;
+    uint64_t seed, stream; /* the sampling's generator: fl_rng_init2(seed, stream) */
+} FlRpnTargetAttrs;
+/* The outputs of rpn_target_assign (kernel-made tensors moved into the non-NULL ones). */
+typedef struct FlRpnTargets {
+    FlTensor *loc_index, *score_index, *target_bbox, *target_label, *inside_weight, *loc_lod, *score_lod;
+} FlRpnTargets;
+/* rpn_target_assign: Anchor [M, 4] (pixel boxes), GtBoxes [G, 4] cut into N images by gt_off,
+ * IsCrowd int [G', 1] cut by crowd_off (N sequences as long as the boxes'), ImInfo [N, 3] ->
+ * FlRpnTargets. Per image: the anchors inside it (x1, y1 >= -t, x2 < width + t, y2 < height + t;
+ * t < 0: all), its boxes with IsCrowd 0 times the scale, their pixel IoU; foreground candidates in
+ * anchor order: an anchor within 1e-5 of some box's best IoU or at positive_overlap or more;
+ * reservoir-sampled (use_random: rows past the first k swap in at random; else the first k) down
+ * to int(fg_fraction * batch_size_per_im); background candidates, IoU below negative_overlap,
+ * down to the rest of the batch; a foreground also drawn as background becomes background and
+ * the location list gets the first sampled foreground with weight 0 for it (Fluid's). Location
+ * rows: those, then the foreground in anchor order (weight 1), each with the deltas from its
+ * anchor to its best box (pixel centre and log size, unscaled); score rows: the foreground, then
+ * the background. Indices are anchor + image * M. */
+FlStatus fl_kernel_rpn_target_assign(FlErr *e, const FlTensor *anchor, const FlTensor *gt, const int64_t *gt_off,
+                                     int64_t nseq, const FlTensor *crowd, const int64_t *crowd_off,
+                                     const FlTensor *im_info, const FlRpnTargetAttrs *a,
+                                     const FlRpnTargets *out) FL_WARN_UNUSED;
+
 #endif

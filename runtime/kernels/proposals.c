@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/detection_impl.h"
 #include "runtime/kernels/kernels_proposals.h"
+#include "runtime/rng.h"
 
 /* ---- yolov3_loss ---- */
 
@@ -361,5 +362,192 @@ done:
     fl_tensor_fini(&rt), fl_tensor_fini(&pt), fl_tensor_fini(&lt);
     free(sc), free(dl), free(info), free(an), free(var), free(box), free(ob), free(os), free(lod);
     free(cand), free(tmp);
+    return st;
+}
+
+/* ---- rpn_target_assign ---- */
+
+/* Fluid's BboxOverlaps: the IoU of pixel boxes (both edges counted), 0 without intersection. */
+static double overlap_px(const double *a, const double *b) {
+    double iw = dmax(dmin(a[2], b[2]) - dmax(a[0], b[0]) + 1, 0), ih = dmax(dmin(a[3], b[3]) - dmax(a[1], b[1]) + 1, 0);
+    double inter = iw * ih;
+    if (inter == 0) return 0;
+    return inter / ((a[2] - a[0] + 1) * (a[3] - a[1] + 1) + (b[2] - b[0] + 1) * (b[3] - b[1] + 1) - inter);
+}
+
+/* Keeps num of the len entries of v (all when len <= num): with use_random Fluid's reservoir
+ * sampling (entry i >= num replaces entry floor(u * i) when that is below num), else the first
+ * num. Returns the count kept. */
+static int64_t reservoir(int64_t *v, int64_t len, int64_t num, bool use_random, FlRng *r) {
+    if (len <= num) return len;
+    for (int64_t i = num; use_random && i < len; i++) {
+        int64_t k = (int64_t)floor(fl_rng_uniform(r) * (double)i);
+        if (k < num) {
+            int64_t t = v[k];
+            v[k] = v[i], v[i] = t;
+        }
+    }
+    return num;
+}
+
+/* Fluid's BoxToDelta (pixel boxes, no weights): the deltas from box ex to box gt. */
+static void box_delta(const double *ex, const double *gt, double *o) {
+    double ew = ex[2] - ex[0] + 1, eh = ex[3] - ex[1] + 1, gw = gt[2] - gt[0] + 1, gh = gt[3] - gt[1] + 1;
+    o[0] = (gt[0] + 0.5 * gw - (ex[0] + 0.5 * ew)) / ew, o[1] = (gt[1] + 0.5 * gh - (ex[1] + 0.5 * eh)) / eh;
+    o[2] = log(gw / ew), o[3] = log(gh / eh);
+}
+
+/* The per-anchor scratch of one image, and the growing outputs. */
+typedef struct Rpn {
+    const FlRpnTargetAttrs *a;
+    const double *anchor;
+    int64_t M;
+    double *ov, *amax, *gmax, *gts;    /* IoU [inside, G], per anchor max, per box max, boxes */
+    int64_t *inside, *amaxi, *fg, *bg; /* inside anchors, per anchor argmax, sampled lists */
+    int *label;
+    double *box, *wt, *loc, *score, *lab; /* outputs so far */
+    int64_t nloc, nscore;
+    FlRng rng;
+} Rpn;
+
+static void rpn_image(Rpn *s, int64_t img, const double *gt, const int64_t *crowd_of, int64_t G, const double *info) {
+    const FlRpnTargetAttrs *a = s->a;
+    double t = a->straddle_thresh;
+    int64_t ni = 0, ng = 0;
+    for (int64_t i = 0; i < s->M; i++) {
+        const double *b = s->anchor + 4 * i;
+        if (t < 0 || (b[0] >= -t && b[1] >= -t && b[2] < info[1] + t && b[3] < info[0] + t)) s->inside[ni++] = i;
+    }
+    for (int64_t j = 0; j < G; j++)
+        if (crowd_of[j] == 0) {
+            for (int c = 0; c < 4; c++) s->gts[4 * ng + c] = gt[4 * j + c] * info[2];
+            ng++;
+        }
+    for (int64_t j = 0; j < ng; j++) s->gmax[j] = -INFINITY;
+    for (int64_t i = 0; i < ni; i++) {
+        s->amax[i] = -INFINITY, s->amaxi[i] = 0, s->label[i] = -1;
+        for (int64_t j = 0; j < ng; j++) {
+            double v = s->ov[i * ng + j] = overlap_px(s->anchor + 4 * s->inside[i], s->gts + 4 * j);
+            if (v > s->amax[i]) s->amax[i] = v, s->amaxi[i] = j;
+            if (v > s->gmax[j]) s->gmax[j] = v;
+        }
+    }
+    int64_t nfg = 0, nbg = 0;
+    for (int64_t i = 0; i < ni; i++) {
+        bool best = s->amax[i] >= a->positive_overlap;
+        for (int64_t j = 0; j < ng && !best; j++) best = fabs(s->ov[i * ng + j] - s->gmax[j]) < 1e-5;
+        if (best) s->fg[nfg++] = i;
+    }
+    nfg = reservoir(s->fg, nfg, (int64_t)(a->fg_fraction * (double)a->batch_size_per_im), a->use_random, &s->rng);
+    for (int64_t k = 0; k < nfg; k++) s->label[s->fg[k]] = 1;
+    for (int64_t i = 0; i < ni; i++)
+        if (s->amax[i] < a->negative_overlap) s->bg[nbg++] = i;
+    nbg = reservoir(s->bg, nbg, a->batch_size_per_im - nfg, a->use_random, &s->rng);
+    int64_t off = img * s->M, start = s->nloc;
+    /* a foreground the background took back: Fluid's location row of the first foreground, weight 0 */
+    for (int64_t k = 0; k < nbg; k++) {
+        if (s->label[s->bg[k]] == 1) {
+            s->loc[s->nloc] = (double)s->fg[0];
+            memset(s->wt + 4 * s->nloc++, 0, 4 * sizeof *s->wt);
+        }
+        s->label[s->bg[k]] = 0;
+    }
+    for (int64_t i = 0; i < ni; i++)
+        if (s->label[i] == 1) {
+            s->loc[s->nloc] = (double)i;
+            for (int c = 0; c < 4; c++) s->wt[4 * s->nloc + c] = 1;
+            s->nloc++;
+        }
+    for (int64_t r = start; r < s->nloc; r++) {
+        int64_t i = (int64_t)s->loc[r];
+        box_delta(s->anchor + 4 * s->inside[i], s->gts + 4 * s->amaxi[i], s->box + 4 * r);
+        s->loc[r] = (double)(s->inside[i] + off);
+    }
+    for (int64_t want = 1; want >= 0; want--)
+        for (int64_t i = 0; i < ni; i++)
+            if (s->label[i] == want) {
+                s->score[s->nscore] = (double)(s->inside[i] + off);
+                s->lab[s->nscore++] = (double)want;
+            }
+}
+
+static void rpn_free(Rpn *s) {
+    free(s->ov), free(s->amax), free(s->gmax), free(s->gts), free(s->inside), free(s->amaxi), free(s->fg);
+    free(s->bg), free(s->label), free(s->box), free(s->wt), free(s->loc), free(s->score), free(s->lab);
+}
+
+FlStatus fl_kernel_rpn_target_assign(FlErr *e, const FlTensor *anchor, const FlTensor *gt, const int64_t *gt_off,
+                                     int64_t nseq, const FlTensor *crowd, const int64_t *crowd_off,
+                                     const FlTensor *im_info, const FlRpnTargetAttrs *a, const FlRpnTargets *out) {
+    const char *op = "rpn_target_assign";
+    if (kboxes(e, op, "Anchor", anchor) || kboxes(e, op, "GtBoxes", gt) || kneed_int(e, op, "IsCrowd", crowd) ||
+        kneed_float(e, op, "ImInfo", im_info) || ksame_dtype(e, op, "Anchor", anchor, "GtBoxes", gt) ||
+        ksame_dtype(e, op, "Anchor", anchor, "ImInfo", im_info) ||
+        koffsets(e, op, "GtBoxes", gt_off, nseq, gt->ne[0]) ||
+        koffsets(e, op, "IsCrowd", crowd_off, nseq, crowd->ne[0]))
+        return FL_ERROR;
+    if (anchor->ndim != 2 || gt->ndim != 2)
+        return fl_err(e, "%s: Anchor %s and GtBoxes %s must be [M, 4] and [G, 4]", op, fl_tensor_shape(anchor).s,
+                      fl_tensor_shape(gt).s);
+    if (im_info->ndim != 2 || im_info->ne[0] != nseq || im_info->ne[1] != 3)
+        return fl_err(e, "%s: ImInfo %s must be [%lld, 3] (height, width, scale): one row per image of GtBoxes", op,
+                      fl_tensor_shape(im_info).s, (long long)nseq);
+    int64_t gmax = 0, M = anchor->ne[0];
+    for (int64_t n = 0; n < nseq; n++) {
+        if (gt_off[n + 1] - gt_off[n] != crowd_off[n + 1] - crowd_off[n])
+            return fl_err(e, "%s: image %lld has %lld boxes in GtBoxes but %lld rows in IsCrowd", op, (long long)n,
+                          (long long)(gt_off[n + 1] - gt_off[n]), (long long)(crowd_off[n + 1] - crowd_off[n]));
+        gmax = gt_off[n + 1] - gt_off[n] > gmax ? gt_off[n + 1] - gt_off[n] : gmax;
+    }
+    if (fl_tensor_numel(crowd) != crowd->ne[0])
+        return fl_err(e, "%s: IsCrowd %s must be [G, 1]", op, fl_tensor_shape(crowd).s);
+    Rpn s = {.a = a, .M = M};
+    FlStatus st = FL_ERROR;
+    double *an = NULL, *g = NULL, *info = NULL, *lods = NULL;
+    int64_t *cr = NULL;
+    FlTensor t[7];
+    for (int i = 0; i < 7; i++) t[i] = (FlTensor)FL_TENSOR_INIT;
+    int64_t cap = nseq * M;
+    if (dload(e, op, anchor, &an) || dload(e, op, gt, &g) || dload(e, op, im_info, &info) ||
+        iscratch(e, op, crowd->ne[0], &cr) || dscratch(e, op, M * gmax, &s.ov) || dscratch(e, op, M, &s.amax) ||
+        dscratch(e, op, gmax, &s.gmax) || dscratch(e, op, 4 * gmax, &s.gts) || iscratch(e, op, M, &s.inside) ||
+        iscratch(e, op, M, &s.amaxi) || iscratch(e, op, M, &s.fg) || iscratch(e, op, M, &s.bg) ||
+        dscratch(e, op, 4 * cap, &s.box) || dscratch(e, op, 4 * cap, &s.wt) || dscratch(e, op, cap, &s.loc) ||
+        dscratch(e, op, cap, &s.score) || dscratch(e, op, cap, &s.lab) || dscratch(e, op, 2 * (nseq + 1), &lods))
+        goto done;
+    s.label = malloc((size_t)(M > 0 ? M : 1) * sizeof *s.label);
+    if (!s.label) {
+        fl_err(e, "%s: out of memory for %lld anchors", op, (long long)M);
+        goto done;
+    }
+    s.anchor = an;
+    for (int64_t i = 0; i < crowd->ne[0]; i++) cr[i] = iget(crowd, i);
+    fl_rng_init2(&s.rng, a->seed, a->stream);
+    lods[0] = lods[nseq + 1] = 0;
+    for (int64_t n = 0; n < nseq; n++) {
+        if (!(info[3 * n + 2] > 0)) {
+            fl_err(e, "%s: ImInfo row %lld has scale %g; it must be > 0", op, (long long)n, info[3 * n + 2]);
+            goto done;
+        }
+        rpn_image(&s, n, g + 4 * gt_off[n], cr + crowd_off[n], gt_off[n + 1] - gt_off[n], info + 3 * n);
+        lods[n + 1] = (double)s.nloc, lods[nseq + 2 + n] = (double)s.nscore;
+    }
+    int64_t F = s.nloc, S = s.nscore;
+    if (dnew(e, op, &t[0], FL_DT_INT32, 1, (int64_t[]){F}, s.loc) ||
+        dnew(e, op, &t[1], FL_DT_INT32, 1, (int64_t[]){S}, s.score) ||
+        dnew(e, op, &t[2], anchor->dtype, 2, (int64_t[]){F, 4}, s.box) ||
+        dnew(e, op, &t[3], FL_DT_INT32, 2, (int64_t[]){S, 1}, s.lab) ||
+        dnew(e, op, &t[4], anchor->dtype, 2, (int64_t[]){F, 4}, s.wt) ||
+        dnew(e, op, &t[5], FL_DT_INT64, 1, (int64_t[]){nseq + 1}, lods) ||
+        dnew(e, op, &t[6], FL_DT_INT64, 1, (int64_t[]){nseq + 1}, lods + nseq + 1))
+        goto done;
+    kout(out->loc_index, &t[0]), kout(out->score_index, &t[1]), kout(out->target_bbox, &t[2]);
+    kout(out->target_label, &t[3]), kout(out->inside_weight, &t[4]), kout(out->loc_lod, &t[5]);
+    kout(out->score_lod, &t[6]);
+    st = FL_OK;
+done:
+    for (int i = 0; i < 7; i++) fl_tensor_fini(&t[i]);
+    rpn_free(&s);
+    free(an), free(g), free(info), free(lods), free(cr);
     return st;
 }

@@ -209,6 +209,140 @@ def test_generate_proposals():
               (dt, got["l_k"], got["r_e"].tolist()))
 
 
+# ---- references: rpn_target_assign -----------------------------------------------------------
+
+def overlap_px(a, b):
+    iw = max(min(a[2], b[2]) - max(a[0], b[0]) + 1, 0)
+    ih = max(min(a[3], b[3]) - max(a[1], b[1]) + 1, 0)
+    inter = iw * ih
+    if inter == 0:
+        return 0.0
+    return inter / ((a[2] - a[0] + 1) * (a[3] - a[1] + 1) + (b[2] - b[0] + 1) * (b[3] - b[1] + 1) - inter)
+
+
+def rpn_candidates(anchors, gt, glod, crowd, info, n, straddle, pos, neg):
+    """Image n's inside anchors, boxes (scaled), best box per inside anchor, and foreground and
+    background candidates (positions in the inside list), as Fluid's kernel finds them."""
+    M = len(anchors)
+    h, w, sc = info[n]
+    inside = [i for i in range(M) if straddle < 0 or (anchors[i][0] >= -straddle and anchors[i][1] >= -straddle
+                                                      and anchors[i][2] < w + straddle and anchors[i][3] < h + straddle)]
+    gts = [gt[j] * sc for j in range(glod[n], glod[n + 1]) if crowd[j] == 0]
+    ov = np.array([[overlap_px(anchors[i], g) for g in gts] for i in inside]).reshape(len(inside), len(gts))
+    amax = ov.max(axis=1) if gts else np.full(len(inside), -np.inf)
+    arg = ov.argmax(axis=1) if gts else np.zeros(len(inside), int)
+    gmax = ov.max(axis=0) if gts else []
+    fg = [k for k in range(len(inside)) if amax[k] >= pos or any(abs(ov[k, j] - gmax[j]) < 1e-5
+                                                                  for j in range(len(gts)))]
+    bg = [k for k in range(len(inside)) if amax[k] < neg]
+    return inside, gts, arg, fg, bg
+
+
+def ref_rpn_target_assign(anchors, gt, glod, crowd, info, batch, straddle, pos, neg, frac):
+    """-> (loc index, score index, target boxes, labels, inside weights, loc lod, score lod) as Fluid's
+    RpnTargetAssignKernel with use_random False (the first candidates are kept)."""
+    M = len(anchors)
+    loc, score, boxes, labels, weights, llod, slod = [], [], [], [], [], [0], [0]
+    for n in range(len(glod) - 1):
+        inside, gts, arg, fg, bg = rpn_candidates(anchors, gt, glod, crowd, info, n, straddle, pos, neg)
+        fg = fg[:int(frac * batch)]
+        label = [-1] * len(inside)
+        for k in fg:
+            label[k] = 1
+        bg = bg[:batch - len(fg)]
+        rows = []
+        for k in bg:
+            if label[k] == 1:
+                rows.append((fg[0], 0.0))
+            label[k] = 0
+        rows += [(k, 1.0) for k in range(len(inside)) if label[k] == 1]
+        for k, wt in rows:
+            a, g = anchors[inside[k]], gts[arg[k]]
+            ew, eh, gw, gh = a[2] - a[0] + 1, a[3] - a[1] + 1, g[2] - g[0] + 1, g[3] - g[1] + 1
+            boxes.append([(g[0] + 0.5 * gw - a[0] - 0.5 * ew) / ew, (g[1] + 0.5 * gh - a[1] - 0.5 * eh) / eh,
+                          np.log(gw / ew), np.log(gh / eh)])
+            loc.append(inside[k] + n * M)
+            weights.append([wt] * 4)
+        for want in (1, 0):
+            for k in range(len(inside)):
+                if label[k] == want:
+                    score.append(inside[k] + n * M)
+                    labels.append([want])
+        llod.append(len(loc))
+        slod.append(len(score))
+    return (np.array(loc), np.array(score), np.array(boxes).reshape(-1, 4), np.array(labels).reshape(-1, 1),
+            np.array(weights).reshape(-1, 4), np.array(llod), np.array(slod))
+
+
+def test_rpn_target_assign():
+    # anchors of a 4x4 map (stride 8) in 3 shapes, some past the image's edge
+    anchors = []
+    for h in range(4):
+        for w in range(4):
+            for bw, bh in ((12, 12), (20, 10), (8, 24)):
+                cx, cy = w * 8 + 3.5, h * 8 + 3.5
+                anchors.append([cx - (bw - 1) / 2, cy - (bh - 1) / 2, cx + (bw - 1) / 2, cy + (bh - 1) / 2])
+    anchors = np.array(anchors)
+    M = len(anchors)
+    # image 0: two boxes, a crowd box, a 3-pixel box (its best anchor is below the negative overlap);
+    # image 1 (scale 2): boxes in original pixels, doubled by the op
+    gt = np.array([[2, 3, 14, 13], [16, 14, 30, 26], [0, 0, 31, 31], [24, 2, 26, 4],
+                   [1, 1, 7, 6], [8, 9, 14, 15]], np.float64)
+    glod = np.array([0, 4, 6], np.int64)
+    crowd = np.array([[0], [0], [1], [0], [0], [0]], np.int32)
+    info = np.array([[32, 32, 1.0], [32, 30, 2.0]])
+    for dt in ("float32", "float64"):
+        feed = {"anchors": anchors.astype(dt), "var": np.ones_like(anchors).astype(dt), "gt": gt.astype(dt),
+                "gt@LOD0": glod, "crowd": crowd, "crowd@LOD0": glod, "info": info.astype(dt),
+                "cls": np.arange(2 * M, dtype=dt).reshape(2, M, 1),
+                "pred": np.arange(2 * M * 4, dtype=dt).reshape(2, M, 4)}
+        src = HEAD + data("anchors", anchors.shape, dt) + data("var", anchors.shape, dt)
+        src += data("gt", gt.shape, dt, 1) + data("crowd", crowd.shape, "int32", 1) + data("info", info.shape, dt)
+        src += data("cls", (2, M, 1), dt) + data("pred", (2, M, 4), dt)
+        cases = {"a": (256, 0.0, 0.5, 0.7, 0.3, False), "b": (10, 0.0, 0.3, 0.5, 0.2, False),
+                 "c": (64, -1.0, 0.25, 0.6, 0.3, False), "r": (12, 0.0, 0.5, 0.5, 0.3, True)}
+        for k, (batch, straddle, frac, pos, neg, rnd) in sorted(cases.items()):
+            src += "c_%s, p_%s, l_%s, b_%s, w_%s = layers.rpn_target_assign(pred, cls, anchors, var, gt, crowd, " \
+                   "info, rpn_batch_size_per_im=%d, rpn_straddle_thresh=%r, rpn_fg_fraction=%r, " \
+                   "rpn_positive_overlap=%r, rpn_negative_overlap=%r, use_random=%r)\n" % (
+                       k, k, k, k, k, batch, straddle, frac, pos, neg, rnd)
+            for v in "cplbw":
+                src += fetch(v + "_" + k, v + "_" + k)
+            src += fetch("ll_" + k, "_core.lod(b_%s)[0]" % k) + fetch("sl_" + k, "_core.lod(l_%s)[0]" % k)
+        got = run("rpn_" + dt, src, feed)
+        for k, (batch, straddle, frac, pos, neg, rnd) in sorted(cases.items()):
+            loc, score, boxes, labels, weights, llod, slod = ref_rpn_target_assign(
+                anchors, gt, glod, crowd.ravel(), info, batch, straddle, pos, neg, frac if not rnd else 0.0)
+            what = "rpn_target_assign %s %s" % (k, dt)
+            if rnd:
+                # sampled at random: per image at most int(0.5 * 12) = 6 foreground rows, 12 rows in all,
+                # each a candidate of its kind, the sample not simply the first candidates
+                sl, c, lab = got["sl_" + k], got["c_" + k].ravel().astype(int), got["l_" + k].ravel()
+                firsts = True
+                for n in range(2):
+                    inside, _, _, fg, bg = rpn_candidates(anchors, gt, glod, crowd.ravel(), info, n, straddle, pos, neg)
+                    rows = list(zip(c[sl[n]:sl[n + 1]] - n * M, lab[sl[n]:sl[n + 1]]))
+                    fgs = set(inside[q] for q in fg)
+                    bgs = set(inside[q] for q in bg)
+                    check(len(rows) <= 12 and sum(l for _, l in rows) <= 6 and
+                          all((i in fgs) if l == 1 else (i in bgs) for i, l in rows),
+                          what + ": image %d's rows %s should be candidates of their kind" % (n, rows))
+                    firsts = firsts and [i for i, l in rows if l == 0] == sorted(
+                        inside[q] for q in bg[:12 - sum(l for _, l in rows)])
+                check(not firsts, what + ": use_random should not keep the first background candidates")
+                continue
+            equal(what + " score index", got["c_" + k].ravel().astype(int), score)
+            equal(what + " location index", (got["p_" + k][:, 0] / 4).astype(int), loc)
+            equal(what + " labels", got["l_" + k], labels)
+            close(what + " target deltas", got["b_" + k], boxes)
+            close(what + " inside weights", got["w_" + k], weights)
+            equal(what + " location lod", got["ll_" + k], llod)
+            equal(what + " score lod", got["sl_" + k], slod)
+        check(np.any(got["w_a"] == 0) and np.any(got["w_a"] == 1),
+              "rpn_target_assign: case a should have a foreground taken back by the background (weight 0)")
+
+
 test_yolov3_loss()
 test_generate_proposals()
+test_rpn_target_assign()
 done("%d proposal values agree with their numpy references" % _count[0])
