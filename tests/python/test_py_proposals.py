@@ -5,7 +5,8 @@ in the mask, two boxes in one cell, predictions past ignore_thresh, label smooth
 scores. Values agree within 1e-5 (relative above 1), in float32 and float64."""
 import numpy as np
 
-from det_common import HEAD, _count, close, data, equal, fetch, run
+import fluidc
+from det_common import HEAD, _count, close, compile_fl, data, equal, fetch, run
 from pyt_common import check, done
 
 
@@ -342,7 +343,116 @@ def test_rpn_target_assign():
               "rpn_target_assign: case a should have a foreground taken back by the background (weight 0)")
 
 
+# ---- a tiny YOLOv3 head and a tiny RPN train -------------------------------------------------
+
+def box_images(rng, n, size=32):
+    """n images [3, size, size] of noise with 1 or 2 squares (side 6 to 14) coloured by class 0 or 1
+    (red, green): their pixel boxes, classes and offsets."""
+    imgs = rng.normal(0, 0.1, (n, 3, size, size)).astype("float32")
+    boxes, labels, lod = [], [], [0]
+    for i in range(n):
+        for _ in range(rng.integers(1, 3)):
+            s = int(rng.integers(6, 15))
+            x, y = (int(v) for v in rng.integers(0, size - s, 2))
+            c = int(rng.integers(0, 2))
+            imgs[i, c, y:y + s, x:x + s] += 1.0
+            boxes.append([x, y, x + s - 1, y + s - 1])
+            labels.append([c])
+        lod.append(len(boxes))
+    return imgs, np.array(boxes, "float32"), np.array(labels, "int32"), np.array(lod, np.int64)
+
+
+def train(name, src, feeds, steps):
+    """Adam steps over the feeds in turn; -> the losses."""
+    flp, names = compile_fl(name, src + fetch("loss", "loss"))
+    exe = fluidc.Executor(fluidc.load(flp), seed=1)
+    losses = []
+    for step in range(steps):
+        out, = exe.run(feed=feeds[step % len(feeds)], fetch_list=[names["loss"]])
+        losses.append(float(np.ravel(out)[0]))
+    exe.close()
+    return losses
+
+
+def check_falls(what, losses, ratio):
+    first, last = np.mean(losses[:5]), np.mean(losses[-10:])
+    check(np.all(np.isfinite(losses)) and last < ratio * first,
+          "%s: loss %.4f -> %.4f, expected below %d%% of the start" % (what, first, last, int(ratio * 100)))
+    print("%s: loss %.4f -> %.4f" % (what, first, last))
+
+
+def test_yolov3_trains():
+    """A 3-convolution backbone and YOLOv3's head (4x4 map, 3 anchors, 2 classes) on 16 synthetic
+    images, Adam: the mean loss of the last 10 steps must be under 65% of the first 5's (it falls to
+    about a quarter: the margin is under half the fall)."""
+    src = HEAD + """
+img = layers.data(name="img", shape=[3, 32, 32], dtype="float32")
+gt_box = layers.data(name="gt_box", shape=[2, 4], dtype="float32")
+gt_label = layers.data(name="gt_label", shape=[2], dtype="int32")
+h = layers.conv2d(img, num_filters=8, filter_size=3, stride=2, padding=1, act="relu")
+h = layers.conv2d(h, num_filters=16, filter_size=3, stride=2, padding=1, act="relu")
+h = layers.conv2d(h, num_filters=16, filter_size=3, stride=2, padding=1, act="relu")
+head = layers.conv2d(h, num_filters=3 * (5 + 2), filter_size=1)
+loss = layers.mean(layers.yolov3_loss(head, gt_box, gt_label, anchors=[6, 6, 10, 10, 14, 14], anchor_mask=[0, 1, 2],
+                                      class_num=2, ignore_thresh=0.7, downsample_ratio=8))
+fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+"""
+    rng = np.random.default_rng(11)
+    feeds = []
+    for _ in range(2):
+        imgs, boxes, labels, lod = box_images(rng, 8)
+        gb = np.zeros((8, 2, 4), "float32")
+        gl = np.zeros((8, 2), "int32")
+        for i in range(8):
+            for k, r in enumerate(range(lod[i], lod[i + 1])):
+                x1, y1, x2, y2 = boxes[r]
+                gb[i, k] = [(x1 + x2 + 1) / 64, (y1 + y2 + 1) / 64, (x2 - x1 + 1) / 32, (y2 - y1 + 1) / 32]
+                gl[i, k] = labels[r, 0]
+        feeds.append({"img": imgs, "gt_box": gb, "gt_label": gl})
+    check_falls("yolov3 training", train("yolo_train", src, feeds, 60), 0.65)
+
+
+def test_rpn_trains():
+    """Faster R-CNN's RPN head (anchor_generator, rpn_target_assign sampling at random,
+    sigmoid cross entropy and smooth L1, generate_proposals) on 16 synthetic images, Adam: the mean
+    loss of the last 10 steps must be under 60% of the first 5's (it falls to about an eighth: the
+    margin is under half the fall)."""
+    src = HEAD + """
+img = layers.data(name="img", shape=[3, 32, 32], dtype="float32")
+im_info = layers.data(name="im_info", shape=[3], dtype="float32")
+gt_box = layers.data(name="gt_box", shape=[4], dtype="float32", lod_level=1)
+is_crowd = layers.data(name="is_crowd", shape=[1], dtype="int32", lod_level=1)
+h = layers.conv2d(img, num_filters=8, filter_size=3, stride=2, padding=1, act="relu")
+feat = layers.conv2d(h, num_filters=16, filter_size=3, stride=2, padding=1, act="relu")
+rpn_cls = layers.conv2d(feat, num_filters=2, filter_size=1)
+rpn_bbox = layers.conv2d(feat, num_filters=8, filter_size=1)
+anchors, var = layers.anchor_generator(feat, anchor_sizes=[8.0, 14.0], aspect_ratios=[1.0],
+                                       variance=[1.0, 1.0, 1.0, 1.0], stride=[4.0, 4.0])
+cls_logits = layers.reshape(layers.transpose(rpn_cls, perm=[0, 2, 3, 1]), shape=[0, -1, 1])
+bbox_pred = layers.reshape(layers.transpose(rpn_bbox, perm=[0, 2, 3, 1]), shape=[0, -1, 4])
+score_pred, loc_pred, score_tgt, loc_tgt, weight = layers.rpn_target_assign(
+    bbox_pred, cls_logits, layers.reshape(anchors, [-1, 4]), layers.reshape(var, [-1, 4]), gt_box, is_crowd, im_info,
+    rpn_batch_size_per_im=32, rpn_positive_overlap=0.5, rpn_negative_overlap=0.3)
+cls_loss = layers.mean(layers.sigmoid_cross_entropy_with_logits(score_pred, layers.cast(score_tgt, "float32")))
+reg_loss = layers.mean(layers.smooth_l1(loc_pred, loc_tgt, inside_weight=weight, outside_weight=weight, sigma=3.0))
+loss = cls_loss + reg_loss
+fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+rois, probs = layers.generate_proposals(layers.sigmoid(rpn_cls), rpn_bbox, im_info, anchors, var,
+                                        pre_nms_top_n=50, post_nms_top_n=10, nms_thresh=0.7)
+"""
+    rng = np.random.default_rng(12)
+    feeds = []
+    for _ in range(2):
+        imgs, boxes, labels, lod = box_images(rng, 8)
+        feeds.append({"img": imgs, "im_info": np.tile(np.array([[32, 32, 1]], "float32"), (8, 1)),
+                      "gt_box": boxes, "gt_box@LOD0": lod, "is_crowd": np.zeros((len(boxes), 1), "int32"),
+                      "is_crowd@LOD0": lod})
+    check_falls("rpn training", train("rpn_train", src + fetch("rois", "rois"), feeds, 60), 0.6)
+
+
 test_yolov3_loss()
 test_generate_proposals()
 test_rpn_target_assign()
+test_yolov3_trains()
+test_rpn_trains()
 done("%d proposal values agree with their numpy references" % _count[0])
