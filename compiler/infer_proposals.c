@@ -142,3 +142,61 @@ FlStatus fl_infer_rpn_target_assign(Ctx *c) {
                ? FL_ERROR
                : FL_OK;
 }
+
+/* ---- distribute_fpn_proposals, collect_fpn_proposals ---- */
+
+static size_t nargs_of(Ctx *c, bool out, const char *slot) {
+    FlSlot *s = out ? fl_ir_op_output(c->op, slot) : fl_ir_op_input(c->op, slot);
+    return s ? s->nargs : 0;
+}
+
+FlStatus fl_infer_distribute_fpn_proposals(Ctx *c) {
+    FlVarDesc *r;
+    if (ranked(c, "FpnRois", 2, false, &r) || need_offsets(c, "FpnRoisLod", false)) return FL_ERROR;
+    Shape rs = shape_of(r);
+    if (!dims_agree(rs.d[1], 4)) return fl_err(c->e, "%s: FpnRois must be boxes [R, 4], found %s", c->t, sstr(c, &rs));
+    int64_t lo = iattr(c, "min_level"), hi = iattr(c, "max_level");
+    if (lo < 0 || hi < lo || hi - lo >= 64)
+        return fl_err(c->e, "%s: min_level %lld and max_level %lld must make 1 to 64 levels from 0 up", c->t,
+                      (long long)lo, (long long)hi);
+    if (iattr(c, "refer_scale") < 1)
+        return fl_err(c->e, "%s: refer_scale must be >= 1, found %lld", c->t, (long long)iattr(c, "refer_scale"));
+    size_t n = nargs_of(c, true, "MultiFpnRois");
+    if (n != (size_t)(hi - lo + 1) || nargs_of(c, true, "MultiFpnRoisLod") != n)
+        return fl_err(c->e, "%s: MultiFpnRois and MultiFpnRoisLod must hold one var per level (%lld), found %zu and "
+                      "%zu", c->t, (long long)(hi - lo + 1), n, nargs_of(c, true, "MultiFpnRoisLod"));
+    FlVarDesc *lod;
+    if (in1(c, "FpnRoisLod", &lod)) return FL_ERROR;
+    Shape b = {.nd = 2, .d = {-1, 4}}, l = shape1(lod->shape[0]), ri = {.nd = 2, .d = {rs.d[0], 1}};
+    return set_out(c, "MultiFpnRois", r->dtype, &b) || set_out(c, "MultiFpnRoisLod", FL_DT_INT64, &l) ||
+                   set_out(c, "RestoreIndex", FL_DT_INT32, &ri)
+               ? FL_ERROR
+               : FL_OK;
+}
+
+FlStatus fl_infer_collect_fpn_proposals(Ctx *c) {
+    FlSlot *rois = fl_ir_op_input(c->op, "MultiLevelRois"), *scores = fl_ir_op_input(c->op, "MultiLevelScores");
+    size_t n = rois ? rois->nargs : 0;
+    if (n == 0 || nargs_of(c, false, "MultiLevelScores") != n || nargs_of(c, false, "MultiLevelLod") != n)
+        return fl_err(c->e, "%s: MultiLevelRois, MultiLevelScores and MultiLevelLod must hold one var per level, "
+                      "found %zu, %zu and %zu", c->t, n, nargs_of(c, false, "MultiLevelScores"),
+                      nargs_of(c, false, "MultiLevelLod"));
+    FlDType t = FL_DT_FLOAT32;
+    for (size_t i = 0; i < n; i++) {
+        FlVarDesc *r, *s;
+        if (lookup(c, "input", "MultiLevelRois", rois->args[i], &r) ||
+            lookup(c, "input", "MultiLevelScores", scores->args[i], &s) || need_float_in(c, r, "MultiLevelRois") ||
+            need_float_in(c, s, "MultiLevelScores"))
+            return FL_ERROR;
+        Shape rs = shape_of(r), ss = shape_of(s);
+        if (rs.nd != 2 || !dims_agree(rs.d[1], 4) || ss.nd != 2 || !dims_agree(ss.d[1], 1) ||
+            !dims_agree(rs.d[0], ss.d[0]) || r->dtype != s->dtype || (i && r->dtype != t))
+            return fl_err(c->e, "%s: level %zu's RoIs %s %s and scores %s %s must be [R, 4] and [R, 1] of one float "
+                          "dtype", c->t, i, dt(r->dtype), sstr(c, &rs), dt(s->dtype), sstr(c, &ss));
+        t = r->dtype;
+    }
+    if (iattr(c, "post_nms_topN") < 0)
+        return fl_err(c->e, "%s: post_nms_topN must be >= 0, found %lld", c->t, (long long)iattr(c, "post_nms_topN"));
+    Shape b = {.nd = 2, .d = {-1, 4}}, l = shape1(-1);
+    return set_out(c, "FpnRois", t, &b) || set_out(c, "FpnRoisLod", FL_DT_INT64, &l) ? FL_ERROR : FL_OK;
+}

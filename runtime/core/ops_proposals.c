@@ -119,3 +119,66 @@ static FlStatus run_rpn_target_assign(OpCall *c) {
                                        IN(FL_IN_rpn_target_assign_ImInfo), &a, &out);
 }
 FL_ADAPTER(rpn_target_assign, prep_rpn_target_assign, run_rpn_target_assign);
+
+/* ---- distribute_fpn_proposals, collect_fpn_proposals ---- */
+
+/* a.i[0..3] min_level, max_level, refer_level, refer_scale */
+static FlStatus prep_distribute_fpn(ExecOp *op, FlErr *e) {
+    static const char *const names[] = {"min_level", "max_level", "refer_level", "refer_scale"};
+    for (int i = 0; i < 4; i++) op->a.i[i] = fl_exec_attr_int(op, names[i]);
+    if (op->a.i[0] < 0 || op->a.i[1] < op->a.i[0] || op->a.i[1] - op->a.i[0] >= 64 || op->a.i[2] < -64 ||
+        op->a.i[2] > 64 || op->a.i[3] < 1 || op->a.i[3] > (1 << 24))
+        return fl_err(e, "attributes min_level %lld, max_level %lld, refer_level %lld, refer_scale %lld out of range",
+                      (long long)op->a.i[0], (long long)op->a.i[1], (long long)op->a.i[2], (long long)op->a.i[3]);
+    return FL_OK;
+}
+static FlStatus run_distribute_fpn(OpCall *c) {
+    const PAttrs *p = &c->op->a;
+    const FlTensor *r = IN(FL_IN_distribute_fpn_proposals_FpnRois);
+    const int64_t *off;
+    int64_t nseq;
+    int L = (int)(p->i[1] - p->i[0] + 1);
+    if (fl_exec_check_lod(c->e, IN(FL_IN_distribute_fpn_proposals_FpnRoisLod), r ? r->ne[0] : -1, "FpnRoisLod", &off,
+                          &nseq))
+        return FL_ERROR;
+    if (fl_call_nout(c, FL_OUT_distribute_fpn_proposals_MultiFpnRois) != L ||
+        fl_call_nout(c, FL_OUT_distribute_fpn_proposals_MultiFpnRoisLod) != L)
+        return fl_err(c->e, "MultiFpnRois and MultiFpnRoisLod must hold %d vars, one per level", L);
+    return fl_kernel_distribute_fpn_proposals(
+        c->e, r, off, nseq, (int)p->i[0], (int)p->i[1], (int)p->i[2], (int)p->i[3],
+        fl_call_outs(c, FL_OUT_distribute_fpn_proposals_MultiFpnRois),
+        fl_call_outs(c, FL_OUT_distribute_fpn_proposals_MultiFpnRoisLod),
+        OUT(FL_OUT_distribute_fpn_proposals_RestoreIndex));
+}
+FL_ADAPTER(distribute_fpn_proposals, prep_distribute_fpn, run_distribute_fpn);
+
+static FlStatus prep_collect_fpn(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "post_nms_topN");
+    if (op->a.i[0] < 0) return fl_err(e, "attribute 'post_nms_topN' must be >= 0, found %lld", (long long)op->a.i[0]);
+    return FL_OK;
+}
+static FlStatus run_collect_fpn(OpCall *c) {
+    int L = fl_call_nin(c, FL_IN_collect_fpn_proposals_MultiLevelRois);
+    const FlTensor *const *rois = fl_call_ins(c, FL_IN_collect_fpn_proposals_MultiLevelRois);
+    const FlTensor *const *lods = fl_call_ins(c, FL_IN_collect_fpn_proposals_MultiLevelLod);
+    if (L < 1 || fl_call_nin(c, FL_IN_collect_fpn_proposals_MultiLevelScores) != L ||
+        fl_call_nin(c, FL_IN_collect_fpn_proposals_MultiLevelLod) != L)
+        return fl_err(c->e, "MultiLevelRois, MultiLevelScores and MultiLevelLod must hold one var per level");
+    const int64_t **offs = fl_xcalloc((size_t)L, sizeof *offs);
+    int64_t nseq = 0, n;
+    FlStatus st = FL_OK;
+    for (int k = 0; k < L && st == FL_OK; k++) {
+        st = fl_exec_check_lod(c->e, lods[k], rois[k] ? rois[k]->ne[0] : -1, "MultiLevelLod", &offs[k], &n);
+        if (st == FL_OK && k && n != nseq)
+            st = fl_err(c->e, "level %d's RoIs are cut into %lld images, level 0's into %lld", k, (long long)n,
+                        (long long)nseq);
+        nseq = n;
+    }
+    if (st == FL_OK)
+        st = fl_kernel_collect_fpn_proposals(c->e, rois, fl_call_ins(c, FL_IN_collect_fpn_proposals_MultiLevelScores),
+                                             offs, L, nseq, c->op->a.i[0], OUT(FL_OUT_collect_fpn_proposals_FpnRois),
+                                             OUT(FL_OUT_collect_fpn_proposals_FpnRoisLod));
+    free(offs);
+    return st;
+}
+FL_ADAPTER(collect_fpn_proposals, prep_collect_fpn, run_collect_fpn);

@@ -88,4 +88,23 @@ FlStatus fl_kernel_rpn_target_assign(FlErr *e, const FlTensor *anchor, const FlT
                                      const FlTensor *im_info, const FlRpnTargetAttrs *a,
                                      const FlRpnTargets *out) FL_WARN_UNUSED;
 
+/* ---- feature pyramid proposals ---- */
+
+/* distribute_fpn_proposals: RoIs [R, 4] (pixel boxes) cut into nseq images by off -> per level
+ * k of [min_level, max_level] rois[k] [Rk, 4] and lods[k] int64 [nseq + 1] (the RoIs of level k,
+ * image by image in their order), and restore int32 [R, 1] (RoI i's row in the levels'
+ * concatenation). A RoI's level: floor(refer_level + log2(sqrt((w + 1)(h + 1)) / refer_scale))
+ * clamped to the range (an empty box: min_level). */
+FlStatus fl_kernel_distribute_fpn_proposals(FlErr *e, const FlTensor *rois, const int64_t *off, int64_t nseq,
+                                            int min_level, int max_level, int refer_level, int refer_scale,
+                                            FlTensor *const *level_rois, FlTensor *const *level_lods,
+                                            FlTensor *restore) FL_WARN_UNUSED;
+/* collect_fpn_proposals: nlevel levels of RoIs [Rk, 4] and scores [Rk, 1], each cut into the
+ * same nseq images by offs[k] -> FpnRois [K, 4] and lod int64 [nseq + 1]: the top_n best of all
+ * (K = min(top_n, all); equal scores in level, then row order), grouped by image (an image may
+ * keep none), best first within an image. */
+FlStatus fl_kernel_collect_fpn_proposals(FlErr *e, const FlTensor *const *rois, const FlTensor *const *scores,
+                                         const int64_t *const *offs, int nlevel, int64_t nseq, int64_t top_n,
+                                         FlTensor *out, FlTensor *lod) FL_WARN_UNUSED;
+
 #endif

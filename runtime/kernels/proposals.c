@@ -551,3 +551,117 @@ done:
     free(an), free(g), free(info), free(lods), free(cr);
     return st;
 }
+
+/* ---- feature pyramid proposals ---- */
+
+static int fpn_level(const double *b, int lo, int hi, int refer_level, int refer_scale) {
+    double area = box_area(b, false);
+    if (!(area > 0)) return lo;
+    double l = floor(log2(sqrt(area) / (double)refer_scale) + (double)refer_level);
+    return l < lo ? lo : l > hi ? hi : (int)l;
+}
+
+FlStatus fl_kernel_distribute_fpn_proposals(FlErr *e, const FlTensor *rois, const int64_t *off, int64_t nseq,
+                                            int min_level, int max_level, int refer_level, int refer_scale,
+                                            FlTensor *const *level_rois, FlTensor *const *level_lods,
+                                            FlTensor *restore) {
+    const char *op = "distribute_fpn_proposals";
+    if (kboxes(e, op, "FpnRois", rois)) return FL_ERROR;
+    if (rois->ndim != 2) return fl_err(e, "%s: FpnRois %s must be [R, 4]", op, fl_tensor_shape(rois).s);
+    int64_t R = rois->ne[0];
+    int L = max_level - min_level + 1;
+    if (koffsets(e, op, "FpnRois", off, nseq, R)) return FL_ERROR;
+    FlStatus st = FL_ERROR;
+    double *r = NULL, *lv = NULL, *out = NULL, *lod = NULL, *ri = NULL;
+    FlTensor tmp = FL_TENSOR_INIT;
+    if (dload(e, op, rois, &r) || dscratch(e, op, R, &lv) || dscratch(e, op, 4 * R, &out) ||
+        dscratch(e, op, nseq + 1, &lod) || dscratch(e, op, R, &ri))
+        goto done;
+    for (int64_t i = 0; i < R; i++) lv[i] = fpn_level(r + 4 * i, min_level, max_level, refer_level, refer_scale);
+    int64_t base = 0; /* rows of the levels before this one */
+    for (int k = 0; k < L; k++) {
+        int64_t n = 0;
+        lod[0] = 0;
+        for (int64_t s = 0; s < nseq; s++) {
+            for (int64_t i = off[s]; i < off[s + 1]; i++)
+                if (lv[i] == min_level + k) {
+                    memcpy(out + 4 * n, r + 4 * i, 4 * sizeof *out);
+                    ri[i] = (double)(base + n++);
+                }
+            lod[s + 1] = (double)n;
+        }
+        if (kalloc_raw(e, op, &tmp, rois->dtype, 2, (int64_t[]){n, 4})) goto done;
+        dstore(&tmp, out, 4 * n);
+        kout(level_rois[k], &tmp);
+        if (dnew(e, op, &tmp, FL_DT_INT64, 1, (int64_t[]){nseq + 1}, lod)) goto done;
+        kout(level_lods[k], &tmp);
+        base += n;
+    }
+    if (dnew(e, op, &tmp, FL_DT_INT32, 2, (int64_t[]){R, 1}, ri)) goto done;
+    kout(restore, &tmp);
+    st = FL_OK;
+done:
+    fl_tensor_fini(&tmp);
+    free(r), free(lv), free(out), free(lod), free(ri);
+    return st;
+}
+
+FlStatus fl_kernel_collect_fpn_proposals(FlErr *e, const FlTensor *const *rois, const FlTensor *const *scores,
+                                         const int64_t *const *offs, int nlevel, int64_t nseq, int64_t top_n,
+                                         FlTensor *out, FlTensor *lod) {
+    const char *op = "collect_fpn_proposals";
+    int64_t total = 0;
+    for (int k = 0; k < nlevel; k++) {
+        if (kboxes(e, op, "MultiLevelRois", rois[k]) || kneed_float(e, op, "MultiLevelScores", scores[k]) ||
+            ksame_dtype(e, op, "MultiLevelRois", rois[0], "MultiLevelRois", rois[k]) ||
+            ksame_dtype(e, op, "MultiLevelRois", rois[0], "MultiLevelScores", scores[k]))
+            return FL_ERROR;
+        if (rois[k]->ndim != 2 || fl_tensor_numel(scores[k]) != rois[k]->ne[0])
+            return fl_err(e, "%s: level %d's RoIs %s and scores %s must be [R, 4] and [R, 1]", op, k,
+                          fl_tensor_shape(rois[k]).s, fl_tensor_shape(scores[k]).s);
+        if (koffsets(e, op, "MultiLevelRois", offs[k], nseq, rois[k]->ne[0])) return FL_ERROR;
+        total += rois[k]->ne[0];
+    }
+    FlStatus st = FL_ERROR;
+    DetItem *it = NULL, *tmp = NULL;
+    size_t nl = nlevel > 0 ? (size_t)nlevel : 1;
+    double *o = NULL, *l = NULL, **rd = calloc(nl, sizeof *rd), **sd = calloc(nl, sizeof *sd);
+    FlTensor ot = FL_TENSOR_INIT, lt = FL_TENSOR_INIT;
+    if (!rd || !sd) {
+        fl_err(e, "%s: out of memory", op);
+        goto done;
+    }
+    for (int k = 0; k < nlevel; k++)
+        if (dload(e, op, rois[k], &rd[k]) || dload(e, op, scores[k], &sd[k])) goto done;
+    it = malloc((size_t)(total + 1) * sizeof *it);
+    tmp = malloc((size_t)(total + 1) * sizeof *tmp);
+    if (!it || !tmp || dscratch(e, op, 4 * total, &o) || dscratch(e, op, nseq + 1, &l)) {
+        if (!it || !tmp) fl_err(e, "%s: out of memory for %lld RoIs", op, (long long)total);
+        goto done;
+    }
+    int64_t n = 0;
+    for (int k = 0; k < nlevel; k++)
+        for (int64_t s = 0; s < nseq; s++)
+            for (int64_t i = offs[k][s]; i < offs[k][s + 1]; i++) /* cls: the image; idx, tp: row, level */
+                it[n++] = (DetItem){sd[k][i], s, i, k, 0};
+    det_sort(it, tmp, n, false);
+    if (top_n < n) n = top_n;
+    det_sort(it, tmp, n, true);
+    int64_t s = 0;
+    l[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        while (s < it[i].cls) l[++s] = (double)i;
+        memcpy(o + 4 * i, rd[it[i].tp] + 4 * it[i].idx, 4 * sizeof *o);
+    }
+    while (s < nseq) l[++s] = (double)n;
+    if (dnew(e, op, &ot, rois[0]->dtype, 2, (int64_t[]){n, 4}, o) ||
+        dnew(e, op, &lt, FL_DT_INT64, 1, (int64_t[]){nseq + 1}, l))
+        goto done;
+    kout(out, &ot), kout(lod, &lt);
+    st = FL_OK;
+done:
+    fl_tensor_fini(&ot), fl_tensor_fini(&lt);
+    for (int k = 0; rd && sd && k < nlevel; k++) free(rd[k]), free(sd[k]);
+    free(rd), free(sd), free(it), free(tmp), free(o), free(l);
+    return st;
+}

@@ -450,9 +450,97 @@ rois, probs = layers.generate_proposals(layers.sigmoid(rpn_cls), rpn_bbox, im_in
     check_falls("rpn training", train("rpn_train", src + fetch("rois", "rois"), feeds, 60), 0.6)
 
 
+# ---- references: distribute_fpn_proposals, collect_fpn_proposals -----------------------------
+
+def ref_distribute(rois, lod, lo, hi, refer_level, refer_scale):
+    """-> ([level RoIs], [level lods], restore index [R, 1]) as Fluid's kernel."""
+    def level(b):
+        area = 0.0 if b[2] < b[0] or b[3] < b[1] else (b[2] - b[0] + 1) * (b[3] - b[1] + 1)
+        if area <= 0:
+            return lo
+        return int(min(hi, max(lo, np.floor(np.log2(np.sqrt(area) / refer_scale) + refer_level))))
+    lv = [level(b) for b in rois]
+    out, lods, restore, base = [], [], np.zeros((len(rois), 1), np.int64), 0
+    for k in range(lo, hi + 1):
+        rows, l = [], [0]
+        for n in range(len(lod) - 1):
+            for i in range(lod[n], lod[n + 1]):
+                if lv[i] == k:
+                    restore[i, 0] = base + len(rows)
+                    rows.append(rois[i])
+            l.append(len(rows))
+        out.append(np.array(rows).reshape(-1, 4))
+        lods.append(np.array(l))
+        base += len(rows)
+    return out, lods, restore
+
+
+def ref_collect(rois, scores, lods, top_n):
+    items = []
+    for k in range(len(rois)):
+        for n in range(len(lods[k]) - 1):
+            for i in range(lods[k][n], lods[k][n + 1]):
+                items.append((-scores[k][i, 0], k, i, n))
+    items = sorted(items, key=lambda t: t[0])[:top_n]          # stable: level, then row on ties
+    items = sorted(items, key=lambda t: t[3])
+    nimg = len(lods[0]) - 1
+    out = np.array([rois[k][i] for _, k, i, _ in items]).reshape(-1, 4)
+    lod = [0] + [sum(1 for t in items if t[3] <= n) for n in range(nimg)]
+    return out, np.array(lod)
+
+
+def test_fpn_proposals():
+    rng = np.random.default_rng(9)
+    for dt in ("float32", "float64"):
+        # 3 images (the second without RoIs), RoIs from 2 to 900 pixels wide, one inverted
+        sizes = np.exp(rng.uniform(np.log(2), np.log(900), (15, 2)))
+        xy = rng.uniform(0, 200, (15, 2))
+        rois = np.concatenate([xy, xy + sizes], axis=1)
+        rois[4] = [50, 50, 40, 40]
+        for i, side in enumerate((30, 150, 300, 600)):  # one RoI of each level at least
+            rois[10 + i, 2:] = rois[10 + i, :2] + side
+        lod = np.array([0, 9, 9, 15], np.int64)
+        src = HEAD + data("rois", rois.shape, dt, 1)
+        src += "multi, restore = layers.distribute_fpn_proposals(rois, min_level=2, max_level=5, refer_level=4, " \
+               "refer_scale=224)\n"
+        for k in range(4):
+            src += fetch("r%d" % k, "multi[%d]" % k) + fetch("l%d" % k, "_core.lod(multi[%d])[0]" % k)
+        src += fetch("restore", "restore")
+        src += fetch("back", "layers.gather(layers.concat([_core.set_lod(m, []) for m in multi]), restore)")
+        # collect: three levels of RoIs and scores (ties across levels), cut into the same 3 images
+        lv = [rng.uniform(0, 100, (n, 4)) for n in (5, 7, 4)]
+        lv = [np.concatenate([b[:, :2], b[:, :2] + b[:, 2:]], axis=1) for b in lv]
+        sc = [np.round(rng.random((len(b), 1)), 1) for b in lv]
+        llods = [np.array(l, np.int64) for l in ([0, 2, 2, 5], [0, 3, 4, 7], [0, 0, 1, 4])]
+        feed = {"rois": rois.astype(dt), "rois@LOD0": lod}
+        for k in range(3):
+            src += data("b%d" % k, lv[k].shape, dt, 1) + data("s%d" % k, sc[k].shape, dt, 1)
+            feed.update({"b%d" % k: lv[k].astype(dt), "b%d@LOD0" % k: llods[k], "s%d" % k: sc[k].astype(dt),
+                         "s%d@LOD0" % k: llods[k]})
+        for top in (100, 6, 0):
+            src += "c%d = layers.collect_fpn_proposals([b0, b1, b2, b0], [s0, s1, s2, s0], min_level=2, " \
+                   "max_level=4, post_nms_top_n=%d)\n" % (top, top)
+            src += fetch("c%d" % top, "c%d" % top) + fetch("cl%d" % top, "_core.lod(c%d)[0]" % top)
+        got = run("fpn_" + dt, src, feed)
+        f = rois.astype(dt).astype(np.float64)
+        out, lods, restore = ref_distribute(f, lod, 2, 5, 4, 224)
+        for k in range(4):
+            close("distribute_fpn_proposals level %d %s" % (k + 2, dt), got["r%d" % k], out[k])
+            equal("distribute_fpn_proposals level %d lod %s" % (k + 2, dt), got["l%d" % k], lods[k])
+        equal("distribute_fpn_proposals restore index " + dt, got["restore"], restore)
+        close("distribute_fpn_proposals gathered back " + dt, got["back"], f)
+        check(all(len(got["r%d" % k]) > 0 for k in range(4)), "distribute_fpn_proposals: every level should get RoIs")
+        for top in (100, 6, 0):
+            want, wl = ref_collect([b.astype(dt).astype(np.float64) for b in lv],
+                                   [x.astype(dt).astype(np.float64) for x in sc], llods, top)
+            close("collect_fpn_proposals top %d %s" % (top, dt), got["c%d" % top], want)
+            equal("collect_fpn_proposals top %d lod %s" % (top, dt), got["cl%d" % top], wl)
+
+
 test_yolov3_loss()
 test_generate_proposals()
 test_rpn_target_assign()
+test_fpn_proposals()
 test_yolov3_trains()
 test_rpn_trains()
 done("%d proposal values agree with their numpy references" % _count[0])
