@@ -350,6 +350,7 @@ FlStatus fl_infer_detection_map(Ctx *c);
 FlStatus fl_infer_yolov3_loss(Ctx *c);
 FlStatus fl_infer_generate_proposals(Ctx *c);
 FlStatus fl_infer_rpn_target_assign(Ctx *c);
+FlStatus fl_infer_generate_proposal_labels(Ctx *c);
 FlStatus fl_infer_distribute_fpn_proposals(Ctx *c);
 FlStatus fl_infer_collect_fpn_proposals(Ctx *c);
 

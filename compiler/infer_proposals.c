@@ -10,6 +10,17 @@ static double fattr(Ctx *c, const char *name) {
     return a && a->type == FL_ATTR_FLOAT ? a->f : a ? (double)a->i : ai ? ai->dflt.f : 0;
 }
 
+/* Int attribute `name` must be >= lo; float attribute `name` in [lo, hi]. */
+static FlStatus int_min(Ctx *c, const char *name, int64_t lo) {
+    if (iattr(c, name) >= lo) return FL_OK;
+    return fl_err(c->e, "%s: %s must be >= %lld, found %lld", c->t, name, (long long)lo, (long long)iattr(c, name));
+}
+static FlStatus float_in(Ctx *c, const char *name, double lo, double hi) {
+    double v = fattr(c, name);
+    if (v >= lo && v <= hi) return FL_OK;
+    return fl_err(c->e, "%s: %s must be in [%g, %g], found %g", c->t, name, lo, hi, v);
+}
+
 /* An input of rank nd and a dtype class (float, or int when want_int). */
 static FlStatus ranked(Ctx *c, const char *slot, int nd, bool want_int, FlVarDesc **v) {
     if (in1(c, slot, v) || (want_int ? need_int_in(c, *v, slot) : need_float_in(c, *v, slot))) return FL_ERROR;
@@ -39,12 +50,8 @@ FlStatus fl_infer_yolov3_loss(Ctx *c) {
             return fl_err(c->e, "%s: anchor_mask must index the %zu anchors, found %lld", c->t, na / 2,
                           (long long)mask[i]);
     int64_t C = iattr(c, "class_num");
-    if (C < 1) return fl_err(c->e, "%s: class_num must be >= 1, found %lld", c->t, (long long)C);
-    if (iattr(c, "downsample_ratio") < 1)
-        return fl_err(c->e, "%s: downsample_ratio must be >= 1, found %lld", c->t,
-                      (long long)iattr(c, "downsample_ratio"));
-    double th = fattr(c, "ignore_thresh");
-    if (!(th >= 0 && th <= 1)) return fl_err(c->e, "%s: ignore_thresh must be in [0, 1], found %g", c->t, th);
+    if (int_min(c, "class_num", 1) || int_min(c, "downsample_ratio", 1) || float_in(c, "ignore_thresh", 0, 1))
+        return FL_ERROR;
     Shape xs = shape_of(x), bs = shape_of(box), ls = shape_of(lab);
     if (!dims_agree(xs.d[2], xs.d[3]))
         return fl_err(c->e, "%s: X %s must be a square map [N, C, H, H]", c->t, sstr(c, &xs));
@@ -125,12 +132,8 @@ FlStatus fl_infer_rpn_target_assign(Ctx *c) {
     if (gt->dtype != an->dtype || info->dtype != an->dtype)
         return fl_err(c->e, "%s: GtBoxes (%s) and ImInfo (%s) must have Anchor's dtype %s", c->t, dt(gt->dtype),
                       dt(info->dtype), dt(an->dtype));
-    double pos = fattr(c, "rpn_positive_overlap"), neg = fattr(c, "rpn_negative_overlap"),
-           frac = fattr(c, "rpn_fg_fraction");
-    if (iattr(c, "rpn_batch_size_per_im") < 1)
-        return fl_err(c->e, "%s: rpn_batch_size_per_im must be >= 1, found %lld", c->t,
-                      (long long)iattr(c, "rpn_batch_size_per_im"));
-    if (!(frac >= 0 && frac <= 1)) return fl_err(c->e, "%s: rpn_fg_fraction must be in [0, 1], found %g", c->t, frac);
+    double pos = fattr(c, "rpn_positive_overlap"), neg = fattr(c, "rpn_negative_overlap");
+    if (int_min(c, "rpn_batch_size_per_im", 1) || float_in(c, "rpn_fg_fraction", 0, 1)) return FL_ERROR;
     if (!(neg <= pos))
         return fl_err(c->e, "%s: rpn_negative_overlap (%g) must be at most rpn_positive_overlap (%g)", c->t, neg, pos);
     Shape idx = shape1(-1), box = {.nd = 2, .d = {-1, 4}}, lab = {.nd = 2, .d = {-1, 1}},
@@ -159,8 +162,7 @@ FlStatus fl_infer_distribute_fpn_proposals(Ctx *c) {
     if (lo < 0 || hi < lo || hi - lo >= 64)
         return fl_err(c->e, "%s: min_level %lld and max_level %lld must make 1 to 64 levels from 0 up", c->t,
                       (long long)lo, (long long)hi);
-    if (iattr(c, "refer_scale") < 1)
-        return fl_err(c->e, "%s: refer_scale must be >= 1, found %lld", c->t, (long long)iattr(c, "refer_scale"));
+    if (int_min(c, "refer_scale", 1)) return FL_ERROR;
     size_t n = nargs_of(c, true, "MultiFpnRois");
     if (n != (size_t)(hi - lo + 1) || nargs_of(c, true, "MultiFpnRoisLod") != n)
         return fl_err(c->e, "%s: MultiFpnRois and MultiFpnRoisLod must hold one var per level (%lld), found %zu and "
@@ -195,8 +197,40 @@ FlStatus fl_infer_collect_fpn_proposals(Ctx *c) {
                           "dtype", c->t, i, dt(r->dtype), sstr(c, &rs), dt(s->dtype), sstr(c, &ss));
         t = r->dtype;
     }
-    if (iattr(c, "post_nms_topN") < 0)
-        return fl_err(c->e, "%s: post_nms_topN must be >= 0, found %lld", c->t, (long long)iattr(c, "post_nms_topN"));
+    if (int_min(c, "post_nms_topN", 0)) return FL_ERROR;
     Shape b = {.nd = 2, .d = {-1, 4}}, l = shape1(-1);
     return set_out(c, "FpnRois", t, &b) || set_out(c, "FpnRoisLod", FL_DT_INT64, &l) ? FL_ERROR : FL_OK;
+}
+
+/* ---- generate_proposal_labels ---- */
+
+FlStatus fl_infer_generate_proposal_labels(Ctx *c) {
+    FlVarDesc *r, *cls, *crowd, *gt, *info;
+    if (ranked(c, "RpnRois", 2, false, &r) || need_offsets(c, "RpnRoisLod", false) ||
+        ranked(c, "GtClasses", 2, true, &cls) || ranked(c, "IsCrowd", 2, true, &crowd) ||
+        ranked(c, "GtBoxes", 2, false, &gt) || need_offsets(c, "GtBoxesLod", false) ||
+        ranked(c, "ImInfo", 2, false, &info))
+        return FL_ERROR;
+    if (gt->dtype != r->dtype || info->dtype != r->dtype)
+        return fl_err(c->e, "%s: GtBoxes (%s) and ImInfo (%s) must have RpnRois' dtype %s", c->t, dt(gt->dtype),
+                      dt(info->dtype), dt(r->dtype));
+    int64_t C = iattr(c, "class_nums");
+    if (int_min(c, "class_nums", 1) || int_min(c, "batch_size_per_im", 1) || float_in(c, "fg_fraction", 0, 1))
+        return FL_ERROR;
+    size_t nw;
+    const FlAttrInfo *ai = fl_ops_attr(c->info, "bbox_reg_weights");
+    FlAttr *a = fl_ir_op_attr(c->op, "bbox_reg_weights");
+    nw = a ? a->n : ai->dflt.n;
+    const double *w = a ? a->floats : ai->dflt.floats;
+    if (nw != 4) return fl_err(c->e, "%s: bbox_reg_weights must hold 4 values, found %zu", c->t, nw);
+    for (size_t i = 0; i < 4; i++)
+        if (w[i] == 0)
+            return fl_err(c->e, "%s: bbox_reg_weights must not be 0 (the targets are divided by them)", c->t);
+    Shape b = {.nd = 2, .d = {-1, 4}}, l = {.nd = 2, .d = {-1, 1}}, t = {.nd = 2, .d = {-1, 4 * C}},
+          lod = shape1(-1);
+    return set_out(c, "Rois", r->dtype, &b) || set_out(c, "LabelsInt32", FL_DT_INT32, &l) ||
+                   set_out(c, "BboxTargets", r->dtype, &t) || set_out(c, "BboxInsideWeights", r->dtype, &t) ||
+                   set_out(c, "BboxOutsideWeights", r->dtype, &t) || set_out(c, "RoisLod", FL_DT_INT64, &lod)
+               ? FL_ERROR
+               : FL_OK;
 }

@@ -10,6 +10,20 @@
 #define IN(s) fl_call_in(c, (s))
 #define OUT(s) fl_call_out(c, (s))
 
+/* The offsets of two LoD inputs (slots in[i], their offsets lod[i], named name[i]) and the
+ * images they cut, which must be as many. */
+static FlStatus two_lods(OpCall *c, const int in[2], const int lod[2], const char *const name[2],
+                         const FlTensor *t[2], const int64_t *off[2], int64_t *nseq) {
+    int64_t n[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = IN(in[i]);
+        if (fl_exec_check_lod(c->e, IN(lod[i]), t[i] ? t[i]->ne[0] : -1, name[i], &off[i], &n[i])) return FL_ERROR;
+    }
+    *nseq = n[0];
+    if (n[0] == n[1]) return FL_OK;
+    return fl_err(c->e, "%s cuts %lld images but %s %lld", name[0], (long long)n[0], name[1], (long long)n[1]);
+}
+
 /* ---- yolov3_loss ---- */
 
 /* op->a.extra: an FlYoloLossAttrs followed by its anchors and mask */
@@ -101,21 +115,19 @@ static FlStatus prep_rpn_target_assign(ExecOp *op, FlErr *e) {
 /* each run draws its samples from (seed, run number), as dropout its mask */
 static FlStatus run_rpn_target_assign(OpCall *c) {
     const PAttrs *p = &c->op->a;
-    static const char *const slots[2] = {"GtBoxesLod", "IsCrowdLod"};
-    const int lod_in[2] = {FL_IN_rpn_target_assign_GtBoxesLod, FL_IN_rpn_target_assign_IsCrowdLod};
-    const FlTensor *t[2] = {IN(FL_IN_rpn_target_assign_GtBoxes), IN(FL_IN_rpn_target_assign_IsCrowd)};
+    static const char *const names[2] = {"GtBoxesLod", "IsCrowdLod"};
+    const int in[2] = {FL_IN_rpn_target_assign_GtBoxes, FL_IN_rpn_target_assign_IsCrowd};
+    const int lod[2] = {FL_IN_rpn_target_assign_GtBoxesLod, FL_IN_rpn_target_assign_IsCrowdLod};
+    const FlTensor *t[2];
     const int64_t *off[2];
-    int64_t n[2];
-    for (int i = 0; i < 2; i++)
-        if (fl_exec_check_lod(c->e, IN(lod_in[i]), t[i] ? t[i]->ne[0] : -1, slots[i], &off[i], &n[i])) return FL_ERROR;
-    if (n[0] != n[1])
-        return fl_err(c->e, "GtBoxes holds %lld images but IsCrowd %lld", (long long)n[0], (long long)n[1]);
+    int64_t nseq;
+    if (two_lods(c, in, lod, names, t, off, &nseq)) return FL_ERROR;
     FlRpnTargetAttrs a = {p->i[0], p->f[0], p->f[1], p->f[2], p->f[3], p->b[0], c->op->seed, c->rc->step};
     FlRpnTargets out = {OUT(FL_OUT_rpn_target_assign_LocationIndex), OUT(FL_OUT_rpn_target_assign_ScoreIndex),
                         OUT(FL_OUT_rpn_target_assign_TargetBBox), OUT(FL_OUT_rpn_target_assign_TargetLabel),
                         OUT(FL_OUT_rpn_target_assign_BBoxInsideWeight), OUT(FL_OUT_rpn_target_assign_LocationLod),
                         OUT(FL_OUT_rpn_target_assign_ScoreLod)};
-    return fl_kernel_rpn_target_assign(c->e, IN(FL_IN_rpn_target_assign_Anchor), t[0], off[0], n[0], t[1], off[1],
+    return fl_kernel_rpn_target_assign(c->e, IN(FL_IN_rpn_target_assign_Anchor), t[0], off[0], nseq, t[1], off[1],
                                        IN(FL_IN_rpn_target_assign_ImInfo), &a, &out);
 }
 FL_ADAPTER(rpn_target_assign, prep_rpn_target_assign, run_rpn_target_assign);
@@ -182,3 +194,47 @@ static FlStatus run_collect_fpn(OpCall *c) {
     return st;
 }
 FL_ADAPTER(collect_fpn_proposals, prep_collect_fpn, run_collect_fpn);
+
+/* ---- generate_proposal_labels ---- */
+
+/* a.i[0..1] batch_size_per_im, class_nums; a.f[0..3] fg_fraction, fg_thresh, bg_thresh_hi,
+ * bg_thresh_lo; a.b[0] use_random; op->a.extra the 4 bbox_reg_weights */
+static FlStatus prep_proposal_labels(ExecOp *op, FlErr *e) {
+    static const char *const floats[] = {"fg_fraction", "fg_thresh", "bg_thresh_hi", "bg_thresh_lo"};
+    op->a.i[0] = fl_exec_attr_int(op, "batch_size_per_im");
+    op->a.i[1] = fl_exec_attr_int(op, "class_nums");
+    for (int i = 0; i < 4; i++) op->a.f[i] = fl_exec_attr_float(op, floats[i]);
+    op->a.b[0] = fl_exec_attr_bool(op, "use_random");
+    size_t n;
+    const double *w = fl_exec_attr_floats(op, "bbox_reg_weights", &n);
+    double *ws = fl_xcalloc(4, sizeof *ws);
+    op->a.extra = ws;
+    if (n != 4) return fl_err(e, "attribute 'bbox_reg_weights' must hold 4 values, found %zu", n);
+    memcpy(ws, w, 4 * sizeof *ws);
+    if (op->a.i[0] < 1 || op->a.i[1] < 1 || op->a.i[1] > (1 << 20))
+        return fl_err(e, "attributes 'batch_size_per_im' (%lld) and 'class_nums' (%lld) must be >= 1",
+                      (long long)op->a.i[0], (long long)op->a.i[1]);
+    return FL_OK;
+}
+static FlStatus run_proposal_labels(OpCall *c) {
+    const PAttrs *p = &c->op->a;
+    static const char *const names[2] = {"RpnRoisLod", "GtBoxesLod"};
+    const int in[2] = {FL_IN_generate_proposal_labels_RpnRois, FL_IN_generate_proposal_labels_GtBoxes};
+    const int lod[2] = {FL_IN_generate_proposal_labels_RpnRoisLod, FL_IN_generate_proposal_labels_GtBoxesLod};
+    const FlTensor *t[2];
+    const int64_t *off[2];
+    int64_t nseq;
+    if (two_lods(c, in, lod, names, t, off, &nseq)) return FL_ERROR;
+    const double *w = p->extra;
+    FlProposalLabelAttrs a = {p->i[0], p->i[1], p->f[0], p->f[1], p->f[2], p->f[3], {w[0], w[1], w[2], w[3]},
+                              p->b[0], c->op->seed, c->rc->step};
+    FlProposalLabels out = {OUT(FL_OUT_generate_proposal_labels_Rois), OUT(FL_OUT_generate_proposal_labels_LabelsInt32),
+                            OUT(FL_OUT_generate_proposal_labels_BboxTargets),
+                            OUT(FL_OUT_generate_proposal_labels_BboxInsideWeights),
+                            OUT(FL_OUT_generate_proposal_labels_BboxOutsideWeights),
+                            OUT(FL_OUT_generate_proposal_labels_RoisLod)};
+    return fl_kernel_generate_proposal_labels(c->e, t[0], off[0], nseq, IN(FL_IN_generate_proposal_labels_GtClasses),
+                                              IN(FL_IN_generate_proposal_labels_IsCrowd), t[1], off[1],
+                                              IN(FL_IN_generate_proposal_labels_ImInfo), &a, &out);
+}
+FL_ADAPTER(generate_proposal_labels, prep_proposal_labels, run_proposal_labels);

@@ -665,3 +665,105 @@ done:
     free(rd), free(sd), free(it), free(tmp), free(o), free(l);
     return st;
 }
+
+/* ---- generate_proposal_labels ---- */
+
+FlStatus fl_kernel_generate_proposal_labels(FlErr *e, const FlTensor *rois, const int64_t *roi_off, int64_t nseq,
+                                            const FlTensor *classes, const FlTensor *crowd, const FlTensor *gt,
+                                            const int64_t *gt_off, const FlTensor *im_info,
+                                            const FlProposalLabelAttrs *a, const FlProposalLabels *out) {
+    const char *op = "generate_proposal_labels";
+    if (kboxes(e, op, "RpnRois", rois) || kboxes(e, op, "GtBoxes", gt) || kneed_int(e, op, "GtClasses", classes) ||
+        kneed_int(e, op, "IsCrowd", crowd) || kneed_float(e, op, "ImInfo", im_info) ||
+        ksame_dtype(e, op, "RpnRois", rois, "GtBoxes", gt) ||
+        ksame_dtype(e, op, "RpnRois", rois, "ImInfo", im_info) ||
+        koffsets(e, op, "RpnRois", roi_off, nseq, rois->ne[0]) || koffsets(e, op, "GtBoxes", gt_off, nseq, gt->ne[0]))
+        return FL_ERROR;
+    int64_t R = rois->ne[0], G = gt->ne[0], C = a->class_nums, W = 4 * C;
+    if (rois->ndim != 2 || gt->ndim != 2 || fl_tensor_numel(classes) != G || fl_tensor_numel(crowd) != G)
+        return fl_err(e, "%s: RpnRois %s, GtBoxes %s, GtClasses %s and IsCrowd %s must be [R, 4], [G, 4], [G, 1] and "
+                      "[G, 1]", op, fl_tensor_shape(rois).s, fl_tensor_shape(gt).s, fl_tensor_shape(classes).s,
+                      fl_tensor_shape(crowd).s);
+    if (im_info->ndim != 2 || im_info->ne[0] != nseq || im_info->ne[1] != 3)
+        return fl_err(e, "%s: ImInfo %s must be [%lld, 3] (height, width, scale)", op, fl_tensor_shape(im_info).s,
+                      (long long)nseq);
+    for (int64_t i = 0; i < G; i++)
+        if (iget(classes, i) < 0 || iget(classes, i) >= C)
+            return fl_err(e, "%s: GtClasses row %lld is %lld, outside [0, class_nums %lld)", op, (long long)i,
+                          (long long)iget(classes, i), (long long)C);
+    int64_t cap = R + G; /* candidates of all images; at most that many rows */
+    FlStatus st = FL_ERROR;
+    double *r = NULL, *g = NULL, *info = NULL, *cand = NULL, *o[4] = {0}, *lod = NULL;
+    int64_t *fg = NULL, *fgt = NULL, *bg = NULL;
+    FlTensor t[6];
+    for (int i = 0; i < 6; i++) t[i] = (FlTensor)FL_TENSOR_INIT;
+    if (dload(e, op, rois, &r) || dload(e, op, gt, &g) || dload(e, op, im_info, &info) ||
+        dscratch(e, op, 4 * cap, &cand) || iscratch(e, op, cap, &fg) ||
+        iscratch(e, op, cap, &fgt) || iscratch(e, op, cap, &bg) || dscratch(e, op, 4 * cap, &o[0]) ||
+        dscratch(e, op, cap, &o[1]) || dscratch(e, op, W * cap, &o[2]) || dscratch(e, op, W * cap, &o[3]) ||
+        dscratch(e, op, nseq + 1, &lod))
+        goto done;
+    memset(o[2], 0, (size_t)(W * cap) * sizeof *o[2]);
+    memset(o[3], 0, (size_t)(W * cap) * sizeof *o[3]);
+    FlRng rng;
+    fl_rng_init2(&rng, a->seed, a->stream);
+    int64_t S = 0;
+    lod[0] = 0;
+    for (int64_t n = 0; n < nseq; n++) {
+        double scale = info[3 * n + 2];
+        if (!(scale > 0)) {
+            fl_err(e, "%s: ImInfo row %lld has scale %g; it must be > 0", op, (long long)n, scale);
+            goto done;
+        }
+        const double *gb = g + 4 * gt_off[n];
+        int64_t ng = gt_off[n + 1] - gt_off[n], nc = ng + roi_off[n + 1] - roi_off[n], nfg = 0, nbg = 0;
+        memcpy(cand, gb, (size_t)(4 * ng) * sizeof *cand);
+        for (int64_t i = 4 * roi_off[n]; i < 4 * roi_off[n + 1]; i++)
+            cand[4 * ng + i - 4 * roi_off[n]] = r[i] / scale;
+        for (int64_t i = 0; i < nc; i++) {
+            double m = -INFINITY;
+            for (int64_t j = 0; j < ng; j++) m = dmax(m, overlap_px(cand + 4 * i, gb + 4 * j));
+            if (i < ng && iget(crowd, gt_off[n] + i)) m = -1;
+            if (m > a->fg_thresh) {
+                int64_t j = 0;
+                while (j < ng && !(fabs(m - overlap_px(cand + 4 * i, gb + 4 * j)) < 1e-5)) j++;
+                fg[nfg] = i, fgt[nfg++] = j;
+            } else if (m >= a->bg_thresh_lo && m < a->bg_thresh_hi) {
+                bg[nbg++] = i;
+            }
+        }
+        /* foreground sampled with its box: the pairs are coded into one index */
+        for (int64_t k = 0; k < nfg; k++) fg[k] = fg[k] * (ng + 1) + fgt[k];
+        int64_t fg_max = (int64_t)floor((double)a->batch_size_per_im * a->fg_fraction);
+        nfg = reservoir(fg, nfg, fg_max, a->use_random, &rng);
+        nbg = reservoir(bg, nbg, a->batch_size_per_im - nfg, a->use_random, &rng);
+        for (int64_t k = 0; k < nfg + nbg; k++, S++) {
+            int64_t i = k < nfg ? fg[k] / (ng + 1) : bg[k - nfg], j = k < nfg ? fg[k] % (ng + 1) : -1;
+            int64_t c = j >= 0 ? iget(classes, gt_off[n] + j) : 0;
+            for (int q = 0; q < 4; q++) o[0][4 * S + q] = cand[4 * i + q] * scale;
+            o[1][S] = (double)c;
+            if (c > 0) {
+                double d[4];
+                box_delta(cand + 4 * i, gb + 4 * j, d);
+                for (int q = 0; q < 4; q++)
+                    o[2][W * S + 4 * c + q] = d[q] / a->reg_weights[q], o[3][W * S + 4 * c + q] = 1;
+            }
+        }
+        lod[n + 1] = (double)S;
+    }
+    if (dnew(e, op, &t[0], rois->dtype, 2, (int64_t[]){S, 4}, o[0]) ||
+        dnew(e, op, &t[1], FL_DT_INT32, 2, (int64_t[]){S, 1}, o[1]) ||
+        dnew(e, op, &t[2], rois->dtype, 2, (int64_t[]){S, W}, o[2]) ||
+        dnew(e, op, &t[3], rois->dtype, 2, (int64_t[]){S, W}, o[3]) ||
+        dnew(e, op, &t[4], rois->dtype, 2, (int64_t[]){S, W}, o[3]) ||
+        dnew(e, op, &t[5], FL_DT_INT64, 1, (int64_t[]){nseq + 1}, lod))
+        goto done;
+    kout(out->rois, &t[0]), kout(out->labels, &t[1]), kout(out->targets, &t[2]);
+    kout(out->inside_weights, &t[3]), kout(out->outside_weights, &t[4]), kout(out->rois_lod, &t[5]);
+    st = FL_OK;
+done:
+    for (int i = 0; i < 6; i++) fl_tensor_fini(&t[i]);
+    free(r), free(g), free(info), free(cand), free(fg), free(fgt), free(bg), free(lod);
+    for (int i = 0; i < 4; i++) free(o[i]);
+    return st;
+}

@@ -537,10 +537,113 @@ def test_fpn_proposals():
             equal("collect_fpn_proposals top %d lod %s" % (top, dt), got["cl%d" % top], wl)
 
 
+# ---- references: generate_proposal_labels ----------------------------------------------------
+
+def ref_proposal_labels(rois, rlod, cls, crowd, gt, glod, info, batch, frac, fg_th, bg_hi, bg_lo, weights, C):
+    """-> (rois, labels, targets, inside weights, outside weights, lod) as Fluid's
+    GenerateProposalLabelsKernel with use_random False (the first candidates are kept)."""
+    out = [[], [], [], [], []]
+    lod = [0]
+    for n in range(len(rlod) - 1):
+        scale = info[n][2]
+        g = gt[glod[n]:glod[n + 1]]
+        boxes = list(g) + [r / scale for r in rois[rlod[n]:rlod[n + 1]]]
+        ov = np.array([[overlap_px(b, x) for x in g] for b in boxes]).reshape(len(boxes), len(g))
+        fg, fgt, bg = [], [], []
+        for i in range(len(boxes)):
+            m = ov[i].max() if len(g) else -np.inf
+            if i < len(g) and crowd[glod[n] + i]:
+                m = -1.0
+            if m > fg_th:
+                j = next(j for j in range(len(g)) if abs(m - ov[i, j]) < 1e-5)
+                fg.append(i)
+                fgt.append(j)
+            elif bg_lo <= m < bg_hi:
+                bg.append(i)
+        nf = min(int(np.floor(batch * frac)), len(fg))
+        nb = min(batch - nf, len(bg))
+        for k, i in enumerate(fg[:nf] + bg[:nb]):
+            b = boxes[i]
+            label = int(cls[glod[n] + fgt[k]]) if k < nf else 0
+            t, w = np.zeros(4 * C), np.zeros(4 * C)
+            if label > 0:
+                x = g[fgt[k]]
+                ew, eh, gw, gh = b[2] - b[0] + 1, b[3] - b[1] + 1, x[2] - x[0] + 1, x[3] - x[1] + 1
+                d = [(x[0] + 0.5 * gw - b[0] - 0.5 * ew) / ew, (x[1] + 0.5 * gh - b[1] - 0.5 * eh) / eh,
+                     np.log(gw / ew), np.log(gh / eh)]
+                t[4 * label:4 * label + 4] = np.array(d) / np.array(weights)
+                w[4 * label:4 * label + 4] = 1
+            out[0].append(np.array(b) * scale)
+            out[1].append([label])
+            out[2].append(t)
+            out[3].append(w)
+            out[4].append(w)
+        lod.append(len(out[0]))
+    return [np.array(o).reshape(len(o), -1) for o in out] + [np.array(lod)]
+
+
+def test_generate_proposal_labels():
+    rng = np.random.default_rng(21)
+    # 2 images: scale 1 with 3 boxes (one crowd), scale 2 with 1 box; RoIs around the boxes and elsewhere
+    gt = np.array([[4, 4, 20, 20], [30, 10, 50, 40], [0, 0, 60, 60], [10, 12, 30, 28]], np.float64)
+    glod = np.array([0, 3, 4], np.int64)
+    cls = np.array([[1], [2], [1], [3]], np.int32)
+    crowd = np.array([[0], [0], [1], [0]], np.int32)
+    info = np.array([[64, 64, 1.0], [80, 80, 2.0]])
+    rois = []
+    for n, (lo, hi) in enumerate(((0, 2), (3, 4))):
+        for j in range(lo, hi):
+            for _ in range(6):
+                rois.append((gt[j] + rng.normal(0, 3, 4)) * info[n][2])
+        for _ in range(8):
+            x, y = rng.uniform(0, 50, 2)
+            rois.append(np.array([x, y, x + rng.uniform(5, 20), y + rng.uniform(5, 20)]) * info[n][2])
+    rois = np.array(rois)
+    rlod = np.array([0, 20, 34], np.int64)
+    for dt in ("float32", "float64"):
+        feed = {"rois": rois.astype(dt), "rois@LOD0": rlod, "cls": cls, "cls@LOD0": glod, "crowd": crowd,
+                "crowd@LOD0": glod, "gt": gt.astype(dt), "gt@LOD0": glod, "info": info.astype(dt)}
+        src = HEAD + data("rois", rois.shape, dt, 1) + data("cls", cls.shape, "int32", 1)
+        src += data("crowd", crowd.shape, "int32", 1) + data("gt", gt.shape, dt, 1) + data("info", info.shape, dt)
+        cases = {"a": (512, 0.25, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2]), "b": (8, 0.5, 0.6, 0.4, 0.1, [1.0, 1.0, 1.0, 1.0]),
+                 "r": (10, 0.5, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2])}
+        for k, (batch, frac, fg, hi, lo, w) in sorted(cases.items()):
+            src += "o_%s = layers.generate_proposal_labels(rois, cls, crowd, gt, info, batch_size_per_im=%d, " \
+                   "fg_fraction=%r, fg_thresh=%r, bg_thresh_hi=%r, bg_thresh_lo=%r, bbox_reg_weights=%r, " \
+                   "class_nums=4, use_random=%r)\n" % (k, batch, frac, fg, hi, lo, w, k == "r")
+            for i in range(5):
+                src += fetch("%s%d" % (k, i), "o_%s[%d]" % (k, i))
+            src += fetch(k + "lod", "_core.lod(o_%s[0])[0]" % k)
+        got = run("proposal_labels_" + dt, src, feed)
+        f = {key: v.astype(np.float64) if v.dtype.kind == "f" else v for key, v in feed.items()}
+        for k, (batch, frac, fg, hi, lo, w) in sorted(cases.items()):
+            what = "generate_proposal_labels %s %s" % (k, dt)
+            if k == "r":
+                # sampled at random: per image at most 5 foreground rows and 10 in all, each row a
+                # foreground (label > 0, its targets in its class's columns) or a background one
+                _, labs, _, inw, _, l = ref_proposal_labels(f["rois"], rlod, cls.ravel(), crowd.ravel(), f["gt"], glod,
+                                                            f["info"], 10 ** 6, 0.5, fg, hi, lo, w, 4)
+                gl, gw, gll = got["r1"].ravel(), got["r3"], got["rlod"]
+                check(all(gll[n + 1] - gll[n] <= 10 and np.sum(gl[gll[n]:gll[n + 1]] > 0) <= 5 for n in range(2)) and
+                      all((gw[i, 4 * gl[i]:4 * gl[i] + 4] == 1).all() == (gl[i] > 0) and gw[i].sum() == 4 * (gl[i] > 0)
+                          for i in range(len(gl))), what + ": the sample's sizes and weights")
+                continue
+            want = ref_proposal_labels(f["rois"], rlod, cls.ravel(), crowd.ravel(), f["gt"], glod, f["info"], batch,
+                                       frac, fg, hi, lo, w, 4)
+            close(what + " rois", got[k + "0"], want[0])
+            equal(what + " labels", got[k + "1"], want[1])
+            close(what + " targets", got[k + "2"], want[2])
+            close(what + " inside weights", got[k + "3"], want[3])
+            close(what + " outside weights", got[k + "4"], want[4])
+            equal(what + " lod", got[k + "lod"], want[5])
+        check(len(set(got["a1"].ravel().tolist())) == 4, "generate_proposal_labels a: labels 0 to 3 should all appear")
+
+
 test_yolov3_loss()
 test_generate_proposals()
 test_rpn_target_assign()
 test_fpn_proposals()
+test_generate_proposal_labels()
 test_yolov3_trains()
 test_rpn_trains()
 done("%d proposal values agree with their numpy references" % _count[0])
