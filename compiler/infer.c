@@ -235,6 +235,13 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_log_loss: return fl_infer_log_loss(&c);
     case FL_OPID_huber_loss: return fl_infer_huber_loss(&c);
     case FL_OPID_kldiv_loss: return fl_infer_kldiv_loss(&c);
+    /* infer_proposals.c */
+    case FL_OPID_yolov3_loss: return fl_infer_yolov3_loss(&c);
+    case FL_OPID_generate_proposals: return fl_infer_generate_proposals(&c);
+    case FL_OPID_rpn_target_assign: return fl_infer_rpn_target_assign(&c);
+    case FL_OPID_generate_proposal_labels: return fl_infer_generate_proposal_labels(&c);
+    case FL_OPID_distribute_fpn_proposals: return fl_infer_distribute_fpn_proposals(&c);
+    case FL_OPID_collect_fpn_proposals: return fl_infer_collect_fpn_proposals(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

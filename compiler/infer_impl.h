@@ -358,6 +358,13 @@ FlStatus fl_infer_shape_op(Ctx *c);
 FlStatus fl_infer_log_loss(Ctx *c);
 FlStatus fl_infer_huber_loss(Ctx *c);
 FlStatus fl_infer_kldiv_loss(Ctx *c);
+/* infer_proposals.c */
+FlStatus fl_infer_yolov3_loss(Ctx *c);
+FlStatus fl_infer_generate_proposals(Ctx *c);
+FlStatus fl_infer_rpn_target_assign(Ctx *c);
+FlStatus fl_infer_generate_proposal_labels(Ctx *c);
+FlStatus fl_infer_distribute_fpn_proposals(Ctx *c);
+FlStatus fl_infer_collect_fpn_proposals(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

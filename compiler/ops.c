@@ -584,6 +584,8 @@ void fl_ops_markdown(FlBuf *out) {
                 "| detection | `detection.def` | `infer_detection.c` | `ops_detection.c` | `detection.c`, `detection_loss.c`, "
                 "`detection_match.c` | `detection.fl`, `_detection.fl` |\n"
                 "| tensor | `tensor.def` | `infer_tensor.c` | `ops_tensor.c` | `tensor.c` | `_tensor.fl`, `tensor.fl`, `ops.fl` |\n"
+                "| proposals | `proposals.def` | `infer_proposals.c` | `ops_proposals.c` | `proposals.c` | `detection.fl`, "
+                "`_proposals.fl` |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"

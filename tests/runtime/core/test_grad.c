@@ -338,6 +338,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_while.inc"
 /* detection: box_coder, smooth_l1, sigmoid_cross_entropy_with_logits */
 #include "tests/runtime/core/grad_cases_detection.inc"
+/* proposals: yolov3_loss */
+#include "tests/runtime/core/grad_cases_proposals.inc"
 };
 
 static void test_grad_ops(void) {
