@@ -202,6 +202,12 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_target_assign: return fl_infer_target_assign(&c);
     case FL_OPID_mine_hard_examples: return fl_infer_mine_hard_examples(&c);
     case FL_OPID_detection_map: return fl_infer_detection_map(&c);
+    /* infer_conv3.c */
+    case FL_OPID_conv3d: return fl_infer_conv3d(&c);
+    case FL_OPID_conv3d_transpose: return fl_infer_conv3d_transpose(&c);
+    case FL_OPID_pool3d: return fl_infer_pool3d(&c);
+    case FL_OPID_max_pool2d_with_index: return fl_infer_max_pool_with_index(&c, 2);
+    case FL_OPID_max_pool3d_with_index: return fl_infer_max_pool_with_index(&c, 3);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -221,6 +221,26 @@ static inline FlStatus pair_attr(Ctx *c, const char *name, int64_t v[2]) {
     return FL_OK;
 }
 
+/* Output size of a sliding window; -1 if in is unknown; sets *empty if it would be < 1. */
+static inline int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil, bool *empty) {
+    if (in < 0 || k < 0) return -1;
+    int64_t span = sadd(smul(d, k - 1), 1), padded = sadd(in, smul(2, p));
+    int64_t o = padded < span ? 0 : (ceil ? sadd(padded - span, s - 1) : padded - span) / s + 1;
+    if (padded < span || o < 1) *empty = true;
+    return o;
+}
+
+/* An attribute of n ints (strides, paddings, dilations, ksize of an n-D window) into v. */
+static inline FlStatus ints_attr(Ctx *c, const char *name, int n, int64_t *v) {
+    size_t got;
+    bool ok;
+    const int64_t *a = intsattr(c, name, &got, &ok);
+    if (!ok) return FL_ERROR;
+    if (got != (size_t)n) return fl_err(c->e, "%s: %s must hold %d values, found %zu", c->t, name, n, got);
+    for (int i = 0; i < n; i++) v[i] = a[i];
+    return FL_OK;
+}
+
 static inline FlStatus need_float_in(Ctx *c, const FlVarDesc *v, const char *slot) {
     if (is_float(v->dtype)) return FL_OK;
     return fl_err(c->e, "%s: %s must be float32 or float64, found %s", c->t, slot, dt(v->dtype));
@@ -370,6 +390,12 @@ FlStatus fl_infer_time_after(Ctx *c);
 FlStatus fl_infer_channel_nil(Ctx *c);
 FlStatus fl_infer_channel_len(Ctx *c);
 FlStatus fl_infer_channel_assign(Ctx *c);
+
+/* infer_conv3.c */
+FlStatus fl_infer_conv3d(Ctx *c);
+FlStatus fl_infer_conv3d_transpose(Ctx *c);
+FlStatus fl_infer_pool3d(Ctx *c);
+FlStatus fl_infer_max_pool_with_index(Ctx *c, int nsp);
 
 /* infer_dist.c */
 FlStatus fl_infer_distributed_lookup_table(Ctx *c);

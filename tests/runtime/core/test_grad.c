@@ -336,6 +336,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_while.inc"
 /* detection: box_coder, smooth_l1, sigmoid_cross_entropy_with_logits */
 #include "tests/runtime/core/grad_cases_detection.inc"
+/* 3-D convolution and pooling, adaptive pooling */
+#include "tests/runtime/core/grad_cases_conv3.inc"
 };
 
 static void test_grad_ops(void) {
