@@ -202,6 +202,16 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_target_assign: return fl_infer_target_assign(&c);
     case FL_OPID_mine_hard_examples: return fl_infer_mine_hard_examples(&c);
     case FL_OPID_detection_map: return fl_infer_detection_map(&c);
+    /* infer_vision.c */
+    case FL_OPID_pixel_shuffle: return fl_infer_pixel_shuffle(&c);
+    case FL_OPID_shuffle_channel: return fl_infer_shuffle_channel(&c);
+    case FL_OPID_space_to_depth: return fl_infer_space_to_depth(&c);
+    case FL_OPID_temporal_shift: return fl_infer_temporal_shift(&c);
+    case FL_OPID_maxout: return fl_infer_maxout(&c);
+    case FL_OPID_affine_channel: return fl_infer_affine_channel(&c);
+    case FL_OPID_pad2d: return fl_infer_pad2d(&c);
+    case FL_OPID_pad_constant_like: return fl_infer_pad_constant_like(&c);
+    case FL_OPID_group_norm: return fl_infer_group_norm(&c);
     /* infer_conv3.c */
     case FL_OPID_conv3d: return fl_infer_conv3d(&c);
     case FL_OPID_conv3d_transpose: return fl_infer_conv3d_transpose(&c);

@@ -152,6 +152,14 @@ static inline const char *sattr(Ctx *c, const char *name) {
     return ai && ai->dflt.s ? ai->dflt.s : "";
 }
 
+static inline double fattr(Ctx *c, const char *name) {
+    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
+    FlAttr *a = fl_ir_op_attr(c->op, name);
+    if (a && a->type == FL_ATTR_FLOAT) return a->f;
+    if (a && (a->type == FL_ATTR_INT || a->type == FL_ATTR_BOOL)) return (double)a->i;
+    return ai ? ai->dflt.f : 0;
+}
+
 /* An ints attribute: *n values (the default when absent). Returns NULL if required and absent
  * after setting the error. */
 static inline const int64_t *intsattr(Ctx *c, const char *name, size_t *n, bool *ok) {
@@ -390,6 +398,17 @@ FlStatus fl_infer_time_after(Ctx *c);
 FlStatus fl_infer_channel_nil(Ctx *c);
 FlStatus fl_infer_channel_len(Ctx *c);
 FlStatus fl_infer_channel_assign(Ctx *c);
+
+/* infer_vision.c */
+FlStatus fl_infer_pixel_shuffle(Ctx *c);
+FlStatus fl_infer_shuffle_channel(Ctx *c);
+FlStatus fl_infer_space_to_depth(Ctx *c);
+FlStatus fl_infer_temporal_shift(Ctx *c);
+FlStatus fl_infer_maxout(Ctx *c);
+FlStatus fl_infer_affine_channel(Ctx *c);
+FlStatus fl_infer_pad2d(Ctx *c);
+FlStatus fl_infer_pad_constant_like(Ctx *c);
+FlStatus fl_infer_group_norm(Ctx *c);
 
 /* infer_conv3.c */
 FlStatus fl_infer_conv3d(Ctx *c);

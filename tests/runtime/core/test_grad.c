@@ -338,6 +338,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_detection.inc"
 /* 3-D convolution and pooling, adaptive pooling */
 #include "tests/runtime/core/grad_cases_conv3.inc"
+/* the image layers: rearranging, padding, group_norm */
+#include "tests/runtime/core/grad_cases_vision.inc"
 };
 
 static void test_grad_ops(void) {
