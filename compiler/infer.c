@@ -218,6 +218,10 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_pool3d: return fl_infer_pool3d(&c);
     case FL_OPID_max_pool2d_with_index: return fl_infer_max_pool_with_index(&c, 2);
     case FL_OPID_max_pool3d_with_index: return fl_infer_max_pool_with_index(&c, 3);
+    /* infer_roi.c */
+    case FL_OPID_roi_pool: return fl_infer_roi_pool(&c);
+    case FL_OPID_roi_align: return fl_infer_roi_align(&c);
+    case FL_OPID_psroi_pool: return fl_infer_psroi_pool(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

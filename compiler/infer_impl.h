@@ -416,6 +416,11 @@ FlStatus fl_infer_conv3d_transpose(Ctx *c);
 FlStatus fl_infer_pool3d(Ctx *c);
 FlStatus fl_infer_max_pool_with_index(Ctx *c, int nsp);
 
+/* infer_roi.c */
+FlStatus fl_infer_roi_pool(Ctx *c);
+FlStatus fl_infer_roi_align(Ctx *c);
+FlStatus fl_infer_psroi_pool(Ctx *c);
+
 /* infer_dist.c */
 FlStatus fl_infer_distributed_lookup_table(Ctx *c);
 FlStatus fl_infer_distributed_lookup_grad_rows(Ctx *c);

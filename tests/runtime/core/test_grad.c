@@ -340,6 +340,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_conv3.inc"
 /* the image layers: rearranging, padding, group_norm */
 #include "tests/runtime/core/grad_cases_vision.inc"
+/* the pooling of regions of interest */
+#include "tests/runtime/core/grad_cases_roi.inc"
 };
 
 static void test_grad_ops(void) {
