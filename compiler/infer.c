@@ -239,7 +239,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_adamax:
     case FL_OPID_adadelta:
     case FL_OPID_ftrl:
-    case FL_OPID_lars_momentum: return fl_infer_optimizer(&c);
+    case FL_OPID_lars_momentum:
+    case FL_OPID_lamb: return fl_infer_optimizer(&c);
     case FL_OPID_average_accumulates: return fl_infer_average_accumulates(&c);
     /* infer_control.c */
     case FL_OPID_list_index: return fl_infer_list_index(&c);

@@ -780,12 +780,14 @@ static FlStatus cut(Tp *tp) {
         int64_t pieces = pr->dist ? (dim0 < tp->P ? dim0 : tp->P) : fl_rule_block_count(dim0, numel, tp->P, tp->minb);
         pr->sliced = pieces > 1;
         if (pr->sliced && pr->spath.len && check_sliced_path(tp, pr, pieces, numel)) return FL_ERROR;
-        if (pr->sliced && fl_ops_is(pr->opt, FL_OPID_lars_momentum))
+        bool lamb = fl_ops_is(pr->opt, FL_OPID_lamb);
+        if (pr->sliced && (lamb || fl_ops_is(pr->opt, FL_OPID_lars_momentum)))
             return fl_err(tp->e,
-                          "%slars_momentum scales '%s' by the norms of the whole parameter and "
-                          "gradient, but the plan cuts it into %lld blocks: raise "
-                          "--min-block-size above %lld elements, or use --mode allreduce",
-                          where(tp, pr->opt->loc), pr->name, (long long)pieces, (long long)numel);
+                          "%s%s scales '%s' by the norms of the whole parameter and %s, but the plan "
+                          "cuts it into %lld blocks: raise --min-block-size above %lld elements, or "
+                          "use --mode allreduce",
+                          where(tp, pr->opt->loc), lamb ? "lamb" : "lars_momentum", pr->name,
+                          lamb ? "its update" : "gradient", (long long)pieces, (long long)numel);
         for (int64_t k = 0; k < pieces; k++) {
             Piece pc = {.param = block_name(tp, pr->name, pr->sliced, (size_t)k),
                         .grad = block_name(tp, pr->grad, pr->sliced, (size_t)k),

@@ -295,9 +295,39 @@ static bool init_array(Ctx *c, FlBlock *sb, const char *name, const FlVarDesc *d
     return init_op_check(c, op, sp);
 }
 
+/* ("bilinear",) (fluid.initializer.Bilinear): Fluid's bilinear upsampling filter for a
+ * conv2d_transpose weight [C_in, C_out, K, K], each K x K plane the same: element (y, x) is
+ * (1 - |x / f - c|) (1 - |y / f - c|) with f = ceil(K / 2) and c = (2f - 1 - f mod 2) / 2f; an
+ * assign_value op in the startup program. */
+static bool init_bilinear(Ctx *c, FlBlock *sb, const char *name, const FlVarDesc *d, FlSpan sp) {
+    bool ok = d->ndim == 4 && d->shape[2] == d->shape[3];
+    int64_t n = 1;
+    for (int i = 0; ok && i < d->ndim; i++) ok = d->shape[i] > 0 && !__builtin_mul_overflow(n, d->shape[i], &n);
+    if (!ok || n > (int64_t)1 << 26) {
+        FlBuf got = {0};
+        fl_ir_shape_str(d->ndim, d->shape, &got);
+        fl_ev_error(c, sp, "BilinearInitializer needs a 4-D parameter [C_in, C_out, K, K] (a conv2d_transpose filter, "
+                    "its last two dimensions equal, at most 2^26 elements), but '%s' is %s", name, fl_buf_str(&got));
+        fl_buf_free(&got);
+        return false;
+    }
+    int64_t k = d->shape[3];
+    double f = ceil((double)k / 2), ctr = (2 * f - 1 - fmod(f, 2)) / (2 * f);
+    double *v = fl_xmalloc(fl_mul_size((size_t)n, sizeof *v));
+    for (int64_t i = 0; i < n; i++) {
+        double x = (double)(i % k), y = (double)(i / k % k);
+        v[i] = (1 - fabs(x / f - ctr)) * (1 - fabs(y / f - ctr));
+    }
+    FlOpDesc *op = init_op_new(c, sb, "assign_value", name, d, sp);
+    fl_ir_op_set_floats(op, "values", v, (size_t)n);
+    free(v);
+    return init_op_check(c, op, sp);
+}
+
 /* init (from fluid.initializer): ("uniform", lo, hi, seed) | ("normal", mean, std, seed) |
  * ("truncated_normal", mean, std, seed) | ("constant", value) | ("xavier", uniform, fan_in, fan_out, seed) | ("msra", uniform, fan_in,
- * None, seed); fans None come from the shape, seed 0 from the program's sequence. */
+ * None, seed) | ("numpy", shape, values) | ("bilinear",); fans None come from the shape, seed 0
+ * from the program's sequence. */
 static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, FlValue *init, FlSpan sp) {
     FlBlock *sb = fl_ir_block(startup, 0);
     const char *kind = "constant";
@@ -309,6 +339,7 @@ static bool init_op(Ctx *c, FlProgram *startup, const char *name, FlVarDesc *d, 
         kind = init->list.items[0]->str.s;
     }
     if (strcmp(kind, "numpy") == 0) return init_array(c, sb, name, d, init, sp);
+    if (strcmp(kind, "bilinear") == 0) return init_bilinear(c, sb, name, d, sp);
     double p1 = init_num(init, 1, 0), p2 = init_num(init, 2, 0), seed = init_num(init, 3, 0);
     if (strcmp(kind, "xavier") == 0 || strcmp(kind, "msra") == 0) {
         double fi, fo;

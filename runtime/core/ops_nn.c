@@ -264,6 +264,10 @@ FL_ADAPTER(batch_norm_grad, prep_batch_norm, run_batch_norm_grad);
 static FlStatus prep_dropout(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "dropout_prob");
     op->a.b[0] = fl_exec_attr_bool(op, "is_test");
+    const char *impl = fl_exec_attr_string(op, "dropout_implementation");
+    op->a.b[1] = !strcmp(impl, "upscale_in_train");
+    if (!op->a.b[1] && strcmp(impl, "downgrade_in_infer"))
+        return fl_err(e, "dropout_implementation must be 'downgrade_in_infer' or 'upscale_in_train', found '%s'", impl);
     return FL_OK;
 }
 /* X -> Out Mask; each run draws a new mask from (seed, run number); a predicting run is
@@ -271,7 +275,7 @@ static FlStatus prep_dropout(ExecOp *op, FlErr *e) {
 static FlStatus run_dropout(OpCall *c) {
     const PAttrs *a = &c->op->a;
     bool is_test = a->b[0] || c->rc->read_only;
-    return fl_kernel_dropout(c->e, IN(FL_IN_dropout_X), a->f[0], is_test, c->op->seed, c->rc->step,
+    return fl_kernel_dropout(c->e, IN(FL_IN_dropout_X), a->f[0], is_test, a->b[1], c->op->seed, c->rc->step,
                              OUT(FL_OUT_dropout_Out), is_test ? NULL : OUT(FL_OUT_dropout_Mask));
 }
 FL_ADAPTER(dropout, prep_dropout, run_dropout);
@@ -280,6 +284,6 @@ static FlStatus run_dropout_grad(OpCall *c) {
     const PAttrs *a = &c->op->a;
     if (!OUT(FL_OUT_dropout_grad_X_GRAD)) return FL_OK;
     return fl_kernel_dropout_grad(c->e, IN(FL_IN_dropout_grad_Mask), IN(FL_IN_dropout_grad_Out_GRAD), a->f[0],
-                                  a->b[0], OUT(FL_OUT_dropout_grad_X_GRAD));
+                                  a->b[0], a->b[1], OUT(FL_OUT_dropout_grad_X_GRAD));
 }
 FL_ADAPTER(dropout_grad, prep_dropout, run_dropout_grad);

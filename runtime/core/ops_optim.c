@@ -1,5 +1,5 @@
 /* ops_optim.c: adapters of the elementwise optimizers of fl_kernel_optim (adagrad,
- * decayed_adagrad, rmsprop, adamax, adadelta, ftrl, lars_momentum). Each prepare reads the
+ * decayed_adagrad, rmsprop, adamax, adadelta, ftrl, lars_momentum, lamb). Each prepare reads the
  * rule's attributes into a.f in the order kernels.h gives; each run passes its state slots in
  * the rule's order. An absent state output is written to a temporary and dropped.
  *
@@ -195,6 +195,14 @@ static FlStatus run_lars_momentum(OpCall *c) {
                OUT(FL_OUT_lars_momentum_ParamOut), OUT(FL_OUT_lars_momentum_VelocityOut), NULL, NULL, NULL);
 }
 FL_ADAPTER(lars_momentum, prep_lars_momentum, run_lars_momentum);
+
+static FlStatus prep_lamb(ExecOp *op, FlErr *e) { return attrs(op, "beta1", "beta2", "epsilon", "weight_decay"); }
+static FlStatus run_lamb(OpCall *c) {
+    return run(c, FL_OPTIM_LAMB, IN(FL_IN_lamb_Param), IN(FL_IN_lamb_Grad), IN(FL_IN_lamb_LearningRate),
+               IN(FL_IN_lamb_Moment1), IN(FL_IN_lamb_Moment2), NULL, NULL, OUT(FL_OUT_lamb_ParamOut),
+               OUT(FL_OUT_lamb_Moment1Out), OUT(FL_OUT_lamb_Moment2Out), NULL, NULL);
+}
+FL_ADAPTER(lamb, prep_lamb, run_lamb);
 
 static FlStatus prep_average_accumulates(ExecOp *op, FlErr *e) {
     op->a.f[0] = fl_exec_attr_float(op, "average_window");

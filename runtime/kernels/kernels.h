@@ -555,17 +555,18 @@ FlStatus fl_kernel_batch_norm_grad_ref(FlErr *e, const FlTensor *x, const FlTens
                                        bool is_test, FlTensor *dx, FlTensor *dscale,
                                        FlTensor *dbias) FL_WARN_UNUSED;
 
-/* dropout (Paddle's "downgrade_in_infer"): training: Mask[i] = 1 with probability 1-p else 0,
- * Out = X * Mask; test: Out = X * (1 - p), Mask not written (may be NULL). X: F; Mask has X's
+/* dropout: training: Mask[i] = 1 with probability 1-p else 0, Out = X * Mask (Paddle's
+ * "downgrade_in_infer") or X * Mask / (1 - p) (upscale: "upscale_in_train"; 0 when p = 1); test:
+ * Out = X * (1 - p), or X when upscale; Mask not written (may be NULL). X: F; Mask has X's
  * shape and dtype. The mask is a deterministic function of (seed, step, shape): the executor
  * passes the op's seed and a step counter so that each step draws a new mask.
- * Errors: p outside [0, 1]. dropout_grad: dX = dOut * Mask (training) or dOut * (1-p) (test;
- * mask may then be NULL). */
-FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double dropout_prob, bool is_test,
+ * Errors: p outside [0, 1]. dropout_grad: dX = dOut * Mask (training; / (1 - p) when upscale)
+ * or dOut * (1-p) (test, 1 when upscale; mask may then be NULL). */
+FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double dropout_prob, bool is_test, bool upscale,
                            uint64_t seed, uint64_t step, FlTensor *out,
                            FlTensor *mask) FL_WARN_UNUSED;
 FlStatus fl_kernel_dropout_grad(FlErr *e, const FlTensor *mask, const FlTensor *dout,
-                                double dropout_prob, bool is_test, FlTensor *dx) FL_WARN_UNUSED;
+                                double dropout_prob, bool is_test, bool upscale, FlTensor *dx) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * More layers (nn2.c): layer norm, softmax with cross entropy, cosine similarity, local
@@ -718,7 +719,10 @@ FlStatus fl_kernel_average_accumulates(FlErr *e, const FlTensor *param, const Fl
  *       p' = |lin'| > l1 ? (l1 sign(lin') - lin') / (pw(acc) / lr + 2 l2) : 0;  sq' = acc
  *   lars_momentum (mu, lars_coeff, lars_weight_decay; Velocity):  local = lr lars_coeff ||p|| /
  *       (||g|| + lars_weight_decay ||p||) when both norms are positive, else lr;
- *       v' = mu v + local (g + lars_weight_decay p);  p' = p - v' */
+ *       v' = mu v + local (g + lars_weight_decay p);  p' = p - v'
+ *   lamb (beta1, beta2, epsilon, weight_decay; Moment1, Moment2):  m' = b1 m + (1 - b1) g;
+ *       v' = b2 v + (1 - b2) g^2;  r = m' / (sqrt(v') + eps) + weight_decay p;
+ *       p' = p - lr ||p|| / ||r|| r (lr alone when a norm is 0; the norms in double) */
 typedef enum FlOptimRule {
     FL_OPTIM_ADAGRAD,
     FL_OPTIM_DECAYED_ADAGRAD,
@@ -727,6 +731,7 @@ typedef enum FlOptimRule {
     FL_OPTIM_ADADELTA,
     FL_OPTIM_FTRL,
     FL_OPTIM_LARS_MOMENTUM,
+    FL_OPTIM_LAMB,
     FL_OPTIM_COUNT
 } FlOptimRule;
 const char *fl_optim_rule_name(FlOptimRule rule);

@@ -259,7 +259,11 @@ FlStatus fl_kernel_batch_norm_grad_ref(FlErr *e, const FlTensor *x, const FlTens
 
 /* ---- dropout ---- */
 
-FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double p, bool is_test, uint64_t seed,
+/* what a kept element is multiplied by: 1, or 1 / (1 - p) when upscale (0 when p = 1, where
+ * nothing is kept) */
+static double kept_scale(double p, bool upscale) { return !upscale ? 1 : p < 1 ? 1 / (1 - p) : 0; }
+
+FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double p, bool is_test, bool upscale, uint64_t seed,
                            uint64_t step, FlTensor *out, FlTensor *mask) {
     if (kneed_float(e, "dropout", "X", x)) return FL_ERROR;
     if (!(p >= 0 && p <= 1)) return fl_err(e, "dropout: dropout_prob (%g) must be in [0, 1]", p);
@@ -275,13 +279,14 @@ FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double p, bool is_test, 
     void *os = fl_tensor_data(&ro), *ms = is_test ? NULL : fl_tensor_data(&rm);
     FlRng rng;
     fl_rng_init2(&rng, seed, step);
+    double s = is_test ? (upscale ? 1 : 1 - p) : kept_scale(p, upscale);
     for (int64_t i = 0; i < n; i++) {
-        double keep = is_test ? 1 - p : (fl_rng_uniform(&rng) >= p ? 1 : 0);
+        double keep = is_test ? 1 : (fl_rng_uniform(&rng) >= p ? 1 : 0);
         if (f32) {
-            ((float *)os)[i] = ((const float *)xs)[i] * (float)keep;
+            ((float *)os)[i] = ((const float *)xs)[i] * (float)(keep * s);
             if (ms) ((float *)ms)[i] = (float)keep;
         } else {
-            ((double *)os)[i] = ((const double *)xs)[i] * keep;
+            ((double *)os)[i] = ((const double *)xs)[i] * (keep * s);
             if (ms) ((double *)ms)[i] = keep;
         }
     }
@@ -291,11 +296,16 @@ FlStatus fl_kernel_dropout(FlErr *e, const FlTensor *x, double p, bool is_test, 
 }
 
 FlStatus fl_kernel_dropout_grad(FlErr *e, const FlTensor *mask, const FlTensor *dout, double p,
-                                bool is_test, FlTensor *dx) {
+                                bool is_test, bool upscale, FlTensor *dx) {
     if (kneed_float(e, "dropout_grad", "Out@GRAD", dout)) return FL_ERROR;
-    if (is_test) return dx ? fl_kernel_scale(e, dout, 1 - p, 0, true, dx) : FL_OK;
+    if (is_test) return dx ? fl_kernel_scale(e, dout, upscale ? 1 : 1 - p, 0, true, dx) : FL_OK;
     if (!mask) return fl_err(e, "dropout_grad: Mask is needed in training mode");
     if (ksame(e, "dropout_grad", "Mask", mask, "Out@GRAD", dout)) return FL_ERROR;
     if (!dx) return FL_OK;
-    return fl_kernel_elementwise_mul(e, dout, mask, -1, dx);
+    if (!upscale) return fl_kernel_elementwise_mul(e, dout, mask, -1, dx);
+    FlTensor t = FL_TENSOR_INIT;
+    FlStatus st = fl_kernel_elementwise_mul(e, dout, mask, -1, &t);
+    if (!st) st = fl_kernel_scale(e, &t, kept_scale(p, true), 0, true, dx);
+    fl_tensor_fini(&t);
+    return st;
 }

@@ -1,6 +1,6 @@
 /* optim_rules.c: the optimizers whose update is elementwise over the parameter and state
  * tensors shaped like it (adagrad, decayed_adagrad, rmsprop, adamax, adadelta, ftrl,
- * lars_momentum): one kernel, fl_kernel_optim, with the rule as an argument; the formulas are in
+ * lars_momentum, lamb): one kernel, fl_kernel_optim, with the rule as an argument; the formulas are in
  * kernels.h, the loops in optim_rules_t.inc. Outputs are written in place when the output is
  * the input's own struct and nobody else holds its buffer, else into new tensors committed once
  * every check has passed (as optim.c). */
@@ -23,6 +23,7 @@ static const struct {
     [FL_OPTIM_ADADELTA] = {"adadelta", 2, {"AvgSquaredGrad", "AvgSquaredUpdate"}},
     [FL_OPTIM_FTRL] = {"ftrl", 2, {"SquaredAccum", "LinearAccum"}},
     [FL_OPTIM_LARS_MOMENTUM] = {"lars_momentum", 1, {"Velocity"}},
+    [FL_OPTIM_LAMB] = {"lamb", 2, {"Moment1", "Moment2"}},
 };
 _Static_assert(sizeof rules / sizeof rules[0] == FL_OPTIM_COUNT, "one entry per rule");
 

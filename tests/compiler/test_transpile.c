@@ -397,17 +397,29 @@ static void test_optimizer_goldens(void) {
               "parameter into 2 blocks: raise --min-block-size above 32 elements, or use --mode "
               "allreduce");
     fl_ir_bundle_free(b);
-    /* lars_momentum needs the whole parameter's norms */
-    b = compile_text("tests/compiler/lars.fl",
-        OPT_HEAD "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=1), y))\n"
-        "optimizer.LarsMomentum(learning_rate=0.1, momentum=0.9).minimize(loss)\n");
-    CHECK_STR(err_of(b, 2, 1, 0, 8, 0),
-              "tests/compiler/lars.fl:6:1: lars_momentum scales 'fc_0.w_0' by the norms of the "
-              "whole parameter and gradient, but the plan cuts it into 2 blocks: raise "
-              "--min-block-size above 16 elements, or use --mode allreduce");
-    FlPlan *p = transpile(b, 2, 1, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN); /* whole: fine */
-    fl_ir_plan_free(p);
-    fl_ir_bundle_free(b);
+    /* lars_momentum and lamb need the whole parameter's norms; whole, its plan is fine */
+    static const struct {
+        const char *file, *minimize, *err;
+    } norms[] = {
+        {"tests/compiler/lars.fl", "optimizer.LarsMomentum(learning_rate=0.1, momentum=0.9).minimize(loss)\n",
+         "tests/compiler/lars.fl:6:1: lars_momentum scales 'fc_0.w_0' by the norms of the whole parameter and "
+         "gradient, but the plan cuts it into 2 blocks: raise --min-block-size above 16 elements, or use --mode "
+         "allreduce"},
+        {"tests/compiler/lamb.fl", "optimizer.Lamb(learning_rate=0.1).minimize(loss)\n",
+         "tests/compiler/lamb.fl:6:1: lamb scales 'fc_0.w_0' by the norms of the whole parameter and its "
+         "update, but the plan cuts it into 2 blocks: raise --min-block-size above 16 elements, or use --mode "
+         "allreduce"},
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(norms); i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s%s%s", OPT_HEAD,
+                 "loss = layers.mean(layers.square_error_cost(layers.fc(x, size=1), y))\n", norms[i].minimize);
+        b = compile_text(norms[i].file, src);
+        CHECK_STR(err_of(b, 2, 1, 0, 8, 0), norms[i].err);
+        FlPlan *p = transpile(b, 2, 1, FL_TRANSPILE_SYNC, 0, FL_TRANSPILE_ROUND_ROBIN);
+        fl_ir_plan_free(p);
+        fl_ir_bundle_free(b);
+    }
 }
 
 /* ---- slicing and placement ---- */

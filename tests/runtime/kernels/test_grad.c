@@ -92,7 +92,7 @@ static FlStatus fwd(const void *vc, FlErr *e, FlTensor *in, FlTensor *out) {
                                            c->b1, out, NULL, NULL, NULL, NULL);
     case G_DROPOUT: {
         FlTensor m = FL_TENSOR_INIT;
-        FlStatus s = fl_kernel_dropout(e, &in[0], c->d1, c->b1, 7, 3, out, &m);
+        FlStatus s = fl_kernel_dropout(e, &in[0], c->d1, c->b1, c->b2, 7, 3, out, &m);
         fl_tensor_fini(&m);
         return s;
     }
@@ -178,8 +178,8 @@ static FlStatus bwd(const void *vc, FlErr *e, FlTensor *in, const FlTensor *out,
     }
     case G_DROPOUT: {
         FlTensor o = FL_TENSOR_INIT, m = FL_TENSOR_INIT;
-        FlStatus s = fl_kernel_dropout(e, &in[0], c->d1, c->b1, 7, 3, &o, &m);
-        if (!s) s = fl_kernel_dropout_grad(e, c->b1 ? NULL : &m, g, c->d1, c->b1, &din[0]);
+        FlStatus s = fl_kernel_dropout(e, &in[0], c->d1, c->b1, c->b2, 7, 3, &o, &m);
+        if (!s) s = fl_kernel_dropout_grad(e, c->b1 ? NULL : &m, g, c->d1, c->b1, c->b2, &din[0]);
         fl_tensor_fini(&o);
         fl_tensor_fini(&m);
         return s;
@@ -402,8 +402,8 @@ static void test_grad_batch_norm(void) {
 }
 
 static void test_grad_dropout(void) {
-    for (int test = 0; test < 2; test++) {
-        G c = {.op = G_DROPOUT, .nin = 1, .d1 = 0.3, .b1 = test};
+    for (int mode = 0; mode < 4; mode++) { /* train/test x downgrade_in_infer/upscale_in_train */
+        G c = {.op = G_DROPOUT, .nin = 1, .d1 = 0.3, .b1 = mode & 1, .b2 = mode >> 1};
         FlTensor in[1] = {kt_rand(&rng, D, 2, (int64_t[]){4, 5}, -1, 1)};
         check("dropout", &c, in, ALL);
     }

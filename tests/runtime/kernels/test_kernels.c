@@ -444,8 +444,8 @@ static void test_batch_norm_dropout_values(void) {
            "batch_norm: X [2, 1] and Scale [2]: Scale must be [C] with C = 1 (X's dim 1)");
     FlTensor d = FL_TENSOR_INIT, m = FL_TENSOR_INIT, d2 = FL_TENSOR_INIT, m2 = FL_TENSOR_INIT, ones = FL_TENSOR_INIT;
     KT_OK(fl_kernel_fill_constant(KE, 2, (int64_t[]){100, 100}, 1, NULL, F, &ones));
-    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, 5, 0, &d, &m));
-    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, 5, 0, &d2, &m2));
+    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, false, 5, 0, &d, &m));
+    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, false, 5, 0, &d2, &m2));
     CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&m), fl_tensor_data(&m2), fl_tensor_nbytes(&m)), 0);
     double kept = 0;
     for (int i = 0; i < 10000; i++) {
@@ -455,11 +455,19 @@ static void test_batch_norm_dropout_values(void) {
         kept += v;
     }
     CU_ASSERT(fabs(kept / 10000 - 0.7) < 0.02);
-    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, 5, 1, &d2, &m2)); /* the next step: a new mask */
+    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, false, 5, 1, &d2, &m2)); /* the next step: a new mask */
     CU_ASSERT_NOT_EQUAL(memcmp(fl_tensor_data(&m), fl_tensor_data(&m2), fl_tensor_nbytes(&m)), 0);
-    KT_OK(fl_kernel_dropout(KE, &x, 0.3, true, 5, 0, &d, NULL));
+    /* upscale_in_train: the same mask, the kept elements / 0.7; in test mode X itself */
+    KT_OK(fl_kernel_dropout(KE, &ones, 0.3, false, true, 5, 0, &d2, &m2));
+    CU_ASSERT_EQUAL(memcmp(fl_tensor_data(&m), fl_tensor_data(&m2), fl_tensor_nbytes(&m)), 0);
+    for (int i = 0; i < 10000; i++) CU_ASSERT(fabs(fl_tensor_get(&d2, i) - fl_tensor_get(&m, i) / 0.7) < 1e-6);
+    KT_OK(fl_kernel_dropout(KE, &x, 0.3, true, true, 5, 0, &d, NULL));
+    KT_VALUES(&d, 1e-6, 1, 3);
+    KT_OK(fl_kernel_dropout(KE, &ones, 1.0, false, true, 5, 0, &d2, &m2)); /* nothing kept: 0, not NaN */
+    for (int i = 0; i < 10000; i++) CU_ASSERT(fl_tensor_get(&d2, i) == 0);
+    KT_OK(fl_kernel_dropout(KE, &x, 0.3, true, false, 5, 0, &d, NULL));
     KT_VALUES(&d, 1e-6, 0.7, 2.1);
-    KT_ERR(fl_kernel_dropout(KE, &x, 1.5, false, 5, 0, &d, &m), "dropout: dropout_prob (1.5) must be in [0, 1]");
+    KT_ERR(fl_kernel_dropout(KE, &x, 1.5, false, false, 5, 0, &d, &m), "dropout: dropout_prob (1.5) must be in [0, 1]");
     FlTensor all[] = {x, sc, bi, mean, var, y, mo, vo, sm, sv, c2, d, m, d2, m2, ones};
     kt_fini((int)FL_ARRAY_LEN(all), all);
 }

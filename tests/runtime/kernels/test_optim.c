@@ -1,5 +1,5 @@
 /* test_optim.c: the elementwise optimizers of fl_kernel_optim (adagrad, decayed_adagrad, rmsprop
- * plain and centered, adamax, adadelta, ftrl, lars_momentum) against a float64 reference of each
+ * plain and centered, adamax, adadelta, ftrl, lars_momentum, lamb) against a float64 reference of each
  * update rule written out here element by element, over 10 steps of random gradients; the
  * float32 kernel follows the same reference closely; in-place and separate outputs agree; bad
  * inputs give their errors. average_accumulates (ModelAverage's sums) against the plain mean of
@@ -24,6 +24,19 @@ static void ref_step(FlOptimRule rule, Ref *r, const double *g, double lr, const
         pn = sqrt(pn);
         gn = sqrt(gn);
         if (pn > 0 && gn > 0) lr = lr * hp[1] * pn / (gn + hp[2] * pn);
+    }
+    if (rule == FL_OPTIM_LAMB) { /* the moments, r, the norms, then the step */
+        double rv[N], pn = 0, rn = 0;
+        for (int i = 0; i < N; i++) {
+            r->s[0][i] = hp[0] * r->s[0][i] + (1 - hp[0]) * g[i];
+            r->s[1][i] = hp[1] * r->s[1][i] + (1 - hp[1]) * g[i] * g[i];
+            rv[i] = r->s[0][i] / (sqrt(r->s[1][i]) + hp[2]) + hp[3] * r->p[i];
+            pn += r->p[i] * r->p[i];
+            rn += rv[i] * rv[i];
+        }
+        double ratio = pn > 0 && rn > 0 ? sqrt(pn) / sqrt(rn) : 1;
+        for (int i = 0; i < N; i++) r->p[i] -= lr * ratio * rv[i];
+        return;
     }
     for (int i = 0; i < N; i++) {
         double *p = &r->p[i], *a = &r->s[0][i], *b = &r->s[1][i], *c = &r->s[2][i], gi = g[i];
@@ -71,6 +84,7 @@ static void ref_step(FlOptimRule rule, Ref *r, const double *g, double lr, const
             *a = hp[0] * *a + lr * (gi + hp[2] * *p);
             *p -= *a;
             break;
+        case FL_OPTIM_LAMB:
         case FL_OPTIM_COUNT: break;
         }
     }
@@ -85,7 +99,8 @@ static int nstates(FlOptimRule rule, const double *hp) {
     case FL_OPTIM_RMSPROP: return hp[3] != 0 ? 3 : 2;
     case FL_OPTIM_ADAMAX:
     case FL_OPTIM_ADADELTA:
-    case FL_OPTIM_FTRL: return 2;
+    case FL_OPTIM_FTRL:
+    case FL_OPTIM_LAMB: return 2;
     case FL_OPTIM_COUNT: break;
     }
     return 0;
@@ -196,6 +211,12 @@ static void test_ftrl(void) {
 static void test_lars_momentum(void) {
     check_all_modes(FL_OPTIM_LARS_MOMENTUM, (double[]){0.9, 0.001, 0.0005, 0}, 1.0, 0);
     check_all_modes(FL_OPTIM_LARS_MOMENTUM, (double[]){0.5, 0.1, 0.01, 0}, 0.3, 0);
+}
+
+static void test_lamb(void) {
+    check_all_modes(FL_OPTIM_LAMB, (double[]){0.9, 0.999, 1e-6, 0.01}, 0.01, 0);
+    check_all_modes(FL_OPTIM_LAMB, (double[]){0.5, 0.9, 1e-3, 0}, 0.3, 0);   /* no weight decay */
+    check_all_modes(FL_OPTIM_LAMB, (double[]){0.0, 0.0, 0.1, 2.0}, 1.0, 0);  /* no memory, large decay */
 }
 
 static void test_errors(void) {
@@ -350,7 +371,7 @@ int main(void) {
     static const KtCase cases[] = {
         KT_TEST(test_adagrad),  KT_TEST(test_decayed_adagrad), KT_TEST(test_rmsprop),
         KT_TEST(test_adamax),   KT_TEST(test_adadelta),        KT_TEST(test_ftrl),
-        KT_TEST(test_lars_momentum), KT_TEST(test_errors), KT_TEST(test_average_accumulates),
+        KT_TEST(test_lars_momentum), KT_TEST(test_lamb), KT_TEST(test_errors), KT_TEST(test_average_accumulates),
         KT_TEST(test_average_errors),
     };
     return kt_run("optim", cases, (int)FL_ARRAY_LEN(cases));
