@@ -242,6 +242,26 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_generate_proposal_labels: return fl_infer_generate_proposal_labels(&c);
     case FL_OPID_distribute_fpn_proposals: return fl_infer_distribute_fpn_proposals(&c);
     case FL_OPID_collect_fpn_proposals: return fl_infer_collect_fpn_proposals(&c);
+    /* infer_vision.c */
+    case FL_OPID_pixel_shuffle: return fl_infer_pixel_shuffle(&c);
+    case FL_OPID_shuffle_channel: return fl_infer_shuffle_channel(&c);
+    case FL_OPID_space_to_depth: return fl_infer_space_to_depth(&c);
+    case FL_OPID_temporal_shift: return fl_infer_temporal_shift(&c);
+    case FL_OPID_maxout: return fl_infer_maxout(&c);
+    case FL_OPID_affine_channel: return fl_infer_affine_channel(&c);
+    case FL_OPID_pad2d: return fl_infer_pad2d(&c);
+    case FL_OPID_pad_constant_like: return fl_infer_pad_constant_like(&c);
+    case FL_OPID_group_norm: return fl_infer_group_norm(&c);
+    /* infer_conv3.c */
+    case FL_OPID_conv3d: return fl_infer_conv3d(&c);
+    case FL_OPID_conv3d_transpose: return fl_infer_conv3d_transpose(&c);
+    case FL_OPID_pool3d: return fl_infer_pool3d(&c);
+    case FL_OPID_max_pool2d_with_index: return fl_infer_max_pool_with_index(&c, 2);
+    case FL_OPID_max_pool3d_with_index: return fl_infer_max_pool_with_index(&c, 3);
+    /* infer_roi.c */
+    case FL_OPID_roi_pool: return fl_infer_roi_pool(&c);
+    case FL_OPID_roi_align: return fl_infer_roi_align(&c);
+    case FL_OPID_psroi_pool: return fl_infer_psroi_pool(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

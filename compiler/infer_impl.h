@@ -152,6 +152,14 @@ static inline const char *sattr(Ctx *c, const char *name) {
     return ai && ai->dflt.s ? ai->dflt.s : "";
 }
 
+static inline double fattr(Ctx *c, const char *name) {
+    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
+    FlAttr *a = fl_ir_op_attr(c->op, name);
+    if (a && a->type == FL_ATTR_FLOAT) return a->f;
+    if (a && (a->type == FL_ATTR_INT || a->type == FL_ATTR_BOOL)) return (double)a->i;
+    return ai ? ai->dflt.f : 0;
+}
+
 /* An ints attribute: *n values (the default when absent). Returns NULL if required and absent
  * after setting the error. */
 static inline const int64_t *intsattr(Ctx *c, const char *name, size_t *n, bool *ok) {
@@ -218,6 +226,26 @@ static inline FlStatus pair_attr(Ctx *c, const char *name, int64_t v[2]) {
     if (n != 2)
         return fl_err(c->e, "%s: %s must hold 2 values (height, width), found %zu", c->t, name, n);
     v[0] = a[0], v[1] = a[1];
+    return FL_OK;
+}
+
+/* Output size of a sliding window; -1 if in is unknown; sets *empty if it would be < 1. */
+static inline int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil, bool *empty) {
+    if (in < 0 || k < 0) return -1;
+    int64_t span = sadd(smul(d, k - 1), 1), padded = sadd(in, smul(2, p));
+    int64_t o = padded < span ? 0 : (ceil ? sadd(padded - span, s - 1) : padded - span) / s + 1;
+    if (padded < span || o < 1) *empty = true;
+    return o;
+}
+
+/* An attribute of n ints (strides, paddings, dilations, ksize of an n-D window) into v. */
+static inline FlStatus ints_attr(Ctx *c, const char *name, int n, int64_t *v) {
+    size_t got;
+    bool ok;
+    const int64_t *a = intsattr(c, name, &got, &ok);
+    if (!ok) return FL_ERROR;
+    if (got != (size_t)n) return fl_err(c->e, "%s: %s must hold %d values, found %zu", c->t, name, n, got);
+    for (int i = 0; i < n; i++) v[i] = a[i];
     return FL_OK;
 }
 
@@ -391,6 +419,28 @@ FlStatus fl_infer_time_after(Ctx *c);
 FlStatus fl_infer_channel_nil(Ctx *c);
 FlStatus fl_infer_channel_len(Ctx *c);
 FlStatus fl_infer_channel_assign(Ctx *c);
+
+/* infer_vision.c */
+FlStatus fl_infer_pixel_shuffle(Ctx *c);
+FlStatus fl_infer_shuffle_channel(Ctx *c);
+FlStatus fl_infer_space_to_depth(Ctx *c);
+FlStatus fl_infer_temporal_shift(Ctx *c);
+FlStatus fl_infer_maxout(Ctx *c);
+FlStatus fl_infer_affine_channel(Ctx *c);
+FlStatus fl_infer_pad2d(Ctx *c);
+FlStatus fl_infer_pad_constant_like(Ctx *c);
+FlStatus fl_infer_group_norm(Ctx *c);
+
+/* infer_conv3.c */
+FlStatus fl_infer_conv3d(Ctx *c);
+FlStatus fl_infer_conv3d_transpose(Ctx *c);
+FlStatus fl_infer_pool3d(Ctx *c);
+FlStatus fl_infer_max_pool_with_index(Ctx *c, int nsp);
+
+/* infer_roi.c */
+FlStatus fl_infer_roi_pool(Ctx *c);
+FlStatus fl_infer_roi_align(Ctx *c);
+FlStatus fl_infer_psroi_pool(Ctx *c);
 
 /* infer_dist.c */
 FlStatus fl_infer_distributed_lookup_table(Ctx *c);

@@ -5,13 +5,6 @@
  * fill_batch.c, index.c). */
 #include "compiler/infer_impl.h"
 
-static double fattr(Ctx *c, const char *name) {
-    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
-    FlAttr *a = fl_ir_op_attr(c->op, name);
-    if (a && a->type == FL_ATTR_FLOAT) return a->f;
-    if (a && (a->type == FL_ATTR_INT || a->type == FL_ATTR_BOOL)) return (double)a->i;
-    return ai ? ai->dflt.f : 0;
-}
 
 
 

@@ -170,15 +170,6 @@ FlStatus fl_infer_reduce(Ctx *c) {
 /* ---- convolution and pooling ---- */
 
 
-/* Output size of a sliding window; -1 if in is unknown; sets *empty if it would be < 1. */
-static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil,
-                          bool *empty) {
-    if (in < 0 || k < 0) return -1;
-    int64_t span = sadd(smul(d, k - 1), 1), padded = sadd(in, smul(2, p));
-    int64_t o = padded < span ? 0 : (ceil ? sadd(padded - span, s - 1) : padded - span) / s + 1;
-    if (padded < span || o < 1) *empty = true;
-    return o;
-}
 
 FlStatus fl_infer_conv2d(Ctx *c) {
     FlVarDesc *iv, *fv;
@@ -241,6 +232,10 @@ FlStatus fl_infer_pool2d(Ctx *c) {
         if (k[i] < 1 || st[i] < 1 || pd[i] < 0)
             return fl_err(c->e, "%s: ksize and strides must be positive and paddings non-negative",
                           c->t);
+        if (iattr(c, "adaptive")) { /* ksize is the output's size */
+            out.d[2 + i] = k[i];
+            continue;
+        }
         bool empty = false;
         out.d[2 + i] = window_out(x.d[2 + i], k[i], st[i], pd[i], 1, iattr(c, "ceil_mode") != 0, &empty);
         if (empty)

@@ -4,12 +4,6 @@
  * line; sizes that depend on the data (proposals, sampled anchors) are -1. */
 #include "compiler/infer_impl.h"
 
-static double fattr(Ctx *c, const char *name) {
-    FlAttr *a = fl_ir_op_attr(c->op, name);
-    const FlAttrInfo *ai = fl_ops_attr(c->info, name);
-    return a && a->type == FL_ATTR_FLOAT ? a->f : a ? (double)a->i : ai ? ai->dflt.f : 0;
-}
-
 /* Int attribute `name` must be >= lo; float attribute `name` in [lo, hi]. */
 static FlStatus int_min(Ctx *c, const char *name, int64_t lo) {
     if (iattr(c, name) >= lo) return FL_OK;

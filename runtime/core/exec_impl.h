@@ -311,6 +311,10 @@ FlStatus fl_exec_prep_reduce(ExecOp *op, FlErr *e);
 /* strides, paddings, dilations (2 ints each) and groups into an FlConv2dAttrs in op->a.extra
  * (conv2d, conv2d_transpose). */
 FlStatus fl_exec_prep_conv2d(ExecOp *op, FlErr *e);
+/* pooling_type (when the op has it), ksize, strides, paddings (nsp ints each), global_pooling,
+ * exclusive, ceil_mode and adaptive into an FlPoolNdAttrs in op->a.extra (pool3d, the
+ * with_index poolings, pool2d's adaptive windows; ops_conv3.c). */
+FlStatus fl_exec_prep_pool_nd(ExecOp *op, FlErr *e, int nsp);
 
 /* ---- the adapter tables ---- */
 #define FL_OP(id, ins, outs, attrs, grad, flags, desc) extern const FlAdapter fl_adapter_##id;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/core/exec_impl.h"
+#include "runtime/kernels/kernels_conv3.h"
 
 #define IN(s) fl_call_in(c, (s))
 #define OUT(s) fl_call_out(c, (s))
@@ -191,7 +192,10 @@ static FlStatus run_conv2d_grad(OpCall *c) {
 }
 FL_ADAPTER(conv2d_grad, fl_exec_prep_conv2d, run_conv2d_grad);
 
+/* pool2d with adaptive windows runs on the N-D pooling kernel (op->a.b[0]; its attributes an
+ * FlPoolNdAttrs) */
 static FlStatus prep_pool2d(ExecOp *op, FlErr *e) {
+    if ((op->a.b[0] = fl_exec_attr_bool(op, "adaptive"))) return fl_exec_prep_pool_nd(op, e, 2);
     FlPool2dAttrs *pa = fl_xcalloc(1, sizeof *pa);
     op->a.extra = pa;
     const char *t = fl_exec_attr_string(op, "pooling_type");
@@ -207,12 +211,16 @@ static FlStatus prep_pool2d(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_pool2d(OpCall *c) {
+    if (c->op->a.b[0]) return fl_kernel_pool_nd(c->e, IN(FL_IN_pool2d_X), c->op->a.extra, OUT(FL_OUT_pool2d_Out), NULL);
     return fl_kernel_pool2d(c->e, IN(FL_IN_pool2d_X), c->op->a.extra, OUT(FL_OUT_pool2d_Out));
 }
 FL_ADAPTER(pool2d, prep_pool2d, run_pool2d);
 /* pool2d_grad: X, Out, Out@GRAD -> X@GRAD */
 static FlStatus run_pool2d_grad(OpCall *c) {
     if (!OUT(FL_OUT_pool2d_grad_X_GRAD)) return FL_OK;
+    if (c->op->a.b[0])
+        return fl_kernel_pool_nd_grad(c->e, IN(FL_IN_pool2d_grad_X), NULL, IN(FL_IN_pool2d_grad_Out_GRAD),
+                                      c->op->a.extra, OUT(FL_OUT_pool2d_grad_X_GRAD));
     return fl_kernel_pool2d_grad(c->e, IN(FL_IN_pool2d_grad_X), IN(FL_IN_pool2d_grad_Out),
                                  IN(FL_IN_pool2d_grad_Out_GRAD), c->op->a.extra,
                                  OUT(FL_OUT_pool2d_grad_X_GRAD));

@@ -1,5 +1,5 @@
-/* dnnl.c: the oneDNN fast paths of conv2d and pool2d (float32, NCHW), through
- * oneDNN's C API.
+/* dnnl.c: the oneDNN fast paths of conv2d, conv3d, pool2d and pool3d (float32, NCHW and NCDHW),
+ * through oneDNN's C API.
  *
  * How: an op's shape and attributes form a key; the first call with a key builds its
  * primitives (and the reorders between the kernels' plain nchw / oihw tensors and the layouts
@@ -80,12 +80,6 @@ static void init(void) {
 static bool on(void) {
     pthread_once(&G.once, init);
     return G.on;
-}
-
-static void md4(dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t d,
-                dnnl_format_tag_t tag, bool *ok) {
-    dnnl_dims_t dims = {a, b, c, d};
-    if (dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag) != dnnl_success) *ok = false;
 }
 
 /* The user-scratchpad attribute every primitive here is built with. */
@@ -258,7 +252,14 @@ static const Entry *lookup(const int64_t *key_in, BuildFn build, const void *ctx
     return en && en->ok ? en : NULL;
 }
 
-/* ---- conv2d ---- */
+/* ---- convolution (2 or 3 spatial dims) ---- */
+
+/* A memory descriptor of nd dims (nd <= 6). */
+static void mdn(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag, bool *ok) {
+    dnnl_dims_t dd = {0};
+    for (int i = 0; i < nd; i++) dd[i] = dims[i];
+    if (*ok && dnnl_memory_desc_init_by_tag(md, nd, dd, dnnl_f32, tag) != dnnl_success) *ok = false;
+}
 
 typedef struct ConvMds {
     dnnl_memory_desc_t x, w, y, xa, wa, ya; /* plain, and "any" for the primitive */
@@ -266,35 +267,38 @@ typedef struct ConvMds {
     dnnl_convolution_desc_t fwd;
 } ConvMds;
 
-static bool conv_mds(const ConvDims *d, ConvMds *m) {
-    bool ok = true;
-    md4(&m->x, d->N, d->C, d->H, d->W, dnnl_nchw, &ok);
-    md4(&m->y, d->N, d->M, d->Ho, d->Wo, dnnl_nchw, &ok);
-    md4(&m->xa, d->N, d->C, d->H, d->W, dnnl_format_tag_any, &ok);
-    md4(&m->ya, d->N, d->M, d->Ho, d->Wo, dnnl_format_tag_any, &ok);
-    if (d->groups == 1) {
-        md4(&m->w, d->M, d->C, d->kh, d->kw, dnnl_oihw, &ok);
-        md4(&m->wa, d->M, d->C, d->kh, d->kw, dnnl_format_tag_any, &ok);
-    } else { /* [M, Cg, kh, kw] is goihw's memory: [groups, Mg, Cg, kh, kw] */
-        dnnl_dims_t wd = {d->groups, d->Mg, d->Cg, d->kh, d->kw};
-        ok = ok && dnnl_memory_desc_init_by_tag(&m->w, 5, wd, dnnl_f32, dnnl_goihw) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&m->wa, 5, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success;
+static bool conv_mds(const ConvNd *d, ConvMds *m) {
+    bool ok = true, d3 = d->nsp == 3;
+    int nd = 2 + d->nsp;
+    int64_t x[5] = {d->N, d->C}, y[5] = {d->N, d->M}, w[6] = {d->M, d->C}, gw[6] = {d->groups, d->Mg, d->Cg};
+    for (int i = 0; i < d->nsp; i++) {
+        x[2 + i] = d->in[i], y[2 + i] = d->out[i], w[2 + i] = d->k[i], gw[3 + i] = d->k[i];
+        m->strides[i] = d->s[i], m->dil[i] = d->d[i] - 1, m->pl[i] = d->p[i], m->pr[i] = d->p[i];
     }
-    int64_t s[2] = {d->sh, d->sw}, dl[2] = {d->dh - 1, d->dw - 1}, p[2] = {d->ph, d->pw};
-    memcpy(m->strides, s, sizeof s);
-    memcpy(m->dil, dl, sizeof dl);
-    memcpy(m->pl, p, sizeof p);
-    memcpy(m->pr, p, sizeof p);
+    mdn(&m->x, nd, x, d3 ? dnnl_ncdhw : dnnl_nchw, &ok);
+    mdn(&m->y, nd, y, d3 ? dnnl_ncdhw : dnnl_nchw, &ok);
+    mdn(&m->xa, nd, x, dnnl_format_tag_any, &ok);
+    mdn(&m->ya, nd, y, dnnl_format_tag_any, &ok);
+    if (d->groups == 1) {
+        mdn(&m->w, nd, w, d3 ? dnnl_oidhw : dnnl_oihw, &ok);
+        mdn(&m->wa, nd, w, dnnl_format_tag_any, &ok);
+    } else { /* [M, Cg, k...] is goihw's memory: [groups, Mg, Cg, k...] */
+        mdn(&m->w, nd + 1, gw, d3 ? dnnl_goidhw : dnnl_goihw, &ok);
+        mdn(&m->wa, nd + 1, gw, dnnl_format_tag_any, &ok);
+    }
     return ok && dnnl_dilated_convolution_forward_desc_init(
                      &m->fwd, dnnl_forward_training, dnnl_convolution_direct, &m->xa, &m->wa, NULL,
                      &m->ya, m->strides, m->dil, m->pl, m->pr) == dnnl_success;
 }
 
-static void conv_key(int64_t *key, OpKind k, const ConvDims *d) {
-    int64_t v[] = {k, d->N, d->C, d->H, d->W, d->M, d->kh, d->kw, d->groups,
-                   d->sh, d->sw, d->ph, d->pw, d->dh, d->dw};
+static void conv_key(int64_t *key, OpKind k, const ConvNd *d) {
+    int64_t v[] = {k, d->nsp, d->N, d->C, d->M, d->groups};
     memset(key, 0, KEY_LEN * sizeof *key);
     memcpy(key, v, sizeof v);
+    for (int i = 0; i < d->nsp; i++) {
+        int64_t *q = key + FL_ARRAY_LEN(v) + 5 * i;
+        q[0] = d->in[i], q[1] = d->k[i], q[2] = d->s[i], q[3] = d->p[i], q[4] = d->d[i];
+    }
 }
 
 static bool build_conv(Entry *en, const void *ctx) {
@@ -306,7 +310,7 @@ static bool build_conv(Entry *en, const void *ctx) {
                      (bool[]){false, false, true}, (dnnl_memory_desc_t[]){m.x, m.w, m.y});
 }
 
-static bool conv_impl(const ConvDims *d, const float *in, const float *w, float *out) {
+static bool conv_impl(const ConvNd *d, const float *in, const float *w, float *out) {
     int64_t key[KEY_LEN];
     conv_key(key, K_CONV, d);
     const Entry *en = lookup(key, build_conv, d);
@@ -345,7 +349,7 @@ static bool build_conv_grad(Entry *en, const void *ctx) {
     return ok;
 }
 
-static bool conv_grad_impl(const ConvDims *d, const float *in, const float *w, const float *dout,
+static bool conv_grad_impl(const ConvNd *d, const float *in, const float *w, const float *dout,
                      float *din, float *dw) {
     int64_t key[KEY_LEN];
     conv_key(key, K_CONV_GRAD, d);
@@ -367,27 +371,31 @@ static bool conv_grad_impl(const ConvDims *d, const float *in, const float *w, c
            (!dw || run(&en->prims[1], (void *[]){(void *)dout, (void *)in, dw}));
 }
 
-/* ---- pool2d ---- */
+/* conv2d's dims as a ConvNd of 2 spatial dims. */
+static ConvNd conv_nd2(const ConvDims *d) {
+    return (ConvNd){.nsp = 2, .N = d->N, .C = d->C, .M = d->M, .groups = d->groups, .Cg = d->Cg,
+                    .Mg = d->Mg, .in = {d->H, d->W}, .k = {d->kh, d->kw}, .out = {d->Ho, d->Wo},
+                    .s = {d->sh, d->sw}, .p = {d->ph, d->pw}, .d = {d->dh, d->dw}};
+}
 
-typedef struct PoolCtx {
-    const PoolDims *p;
-    int64_t N;
-} PoolCtx;
+/* ---- pooling (2 or 3 spatial dims) ---- */
 
 /* The descriptor of the pooling: `fwd` for forward (training keeps a workspace for max),
  * else backward. The right padding is what makes oneDNN's output size ours: the left one, or
  * more with ceil_mode's overhanging last window. */
-static bool pool_desc(const PoolCtx *c, bool fwd, dnnl_prop_kind_t prop,
+static bool pool_desc(const PoolNd *p, bool fwd, dnnl_prop_kind_t prop,
                       dnnl_pooling_v2_desc_t *pd, dnnl_memory_desc_t *x, dnnl_memory_desc_t *y) {
-    const PoolDims *p = c->p;
     bool ok = true;
-    int64_t C = p->NC / c->N;
-    md4(x, c->N, C, p->H, p->W, dnnl_nchw, &ok);
-    md4(y, c->N, C, p->Ho, p->Wo, dnnl_nchw, &ok);
-    int64_t rh = (p->Ho - 1) * p->sh + p->kh - p->H - p->ph;
-    int64_t rw = (p->Wo - 1) * p->sw + p->kw - p->W - p->pw;
-    dnnl_dims_t st = {p->sh, p->sw}, k = {p->kh, p->kw}, dil = {0, 0}, pl = {p->ph, p->pw},
-                pr = {rh > p->ph ? rh : p->ph, rw > p->pw ? rw : p->pw};
+    int nd = 2 + p->nsp;
+    int64_t xd[5] = {p->N, p->C}, yd[5] = {p->N, p->C};
+    dnnl_dims_t st, k, dil, pl, pr;
+    for (int i = 0; i < p->nsp; i++) {
+        int64_t r = (p->out[i] - 1) * p->s[i] + p->k[i] - p->in[i] - p->p[i];
+        xd[2 + i] = p->in[i], yd[2 + i] = p->out[i];
+        st[i] = p->s[i], k[i] = p->k[i], dil[i] = 0, pl[i] = p->p[i], pr[i] = r > p->p[i] ? r : p->p[i];
+    }
+    mdn(x, nd, xd, p->nsp == 3 ? dnnl_ncdhw : dnnl_nchw, &ok);
+    mdn(y, nd, yd, p->nsp == 3 ? dnnl_ncdhw : dnnl_nchw, &ok);
     dnnl_alg_kind_t alg = p->type == FL_POOL_MAX ? dnnl_pooling_max
                           : p->exclusive         ? dnnl_pooling_avg_exclude_padding
                                                  : dnnl_pooling_avg_include_padding;
@@ -396,12 +404,14 @@ static bool pool_desc(const PoolCtx *c, bool fwd, dnnl_prop_kind_t prop,
     return dnnl_pooling_v2_backward_desc_init(pd, alg, x, y, st, k, dil, pl, pr) == dnnl_success;
 }
 
-static void pool_key(int64_t *key, OpKind k, const PoolCtx *c) {
-    const PoolDims *p = c->p;
-    int64_t v[] = {k, c->N, p->NC, p->H, p->W, p->Ho, p->Wo, p->kh, p->kw,
-                   p->sh, p->sw, p->ph, p->pw, p->type, p->exclusive};
+static void pool_key(int64_t *key, OpKind k, const PoolNd *p) {
+    int64_t v[] = {k, p->nsp, p->N, p->C, p->type, p->exclusive};
     memset(key, 0, KEY_LEN * sizeof *key);
     memcpy(key, v, sizeof v);
+    for (int i = 0; i < p->nsp; i++) {
+        int64_t *q = key + FL_ARRAY_LEN(v) + 5 * i;
+        q[0] = p->in[i], q[1] = p->out[i], q[2] = p->k[i], q[3] = p->s[i], q[4] = p->p[i];
+    }
 }
 
 static bool build_pool(Entry *en, const void *ctx) {
@@ -415,24 +425,23 @@ static bool build_pool(Entry *en, const void *ctx) {
                      (bool[]){false, true}, (dnnl_memory_desc_t[]){x, y});
 }
 
-static bool pool_impl(const PoolDims *p, int64_t N, const float *x, float *out) {
-    PoolCtx c = {p, N};
+static bool pool_impl(const PoolNd *p, const float *x, float *out) {
     int64_t key[KEY_LEN];
-    pool_key(key, K_POOL, &c);
-    const Entry *en = lookup(key, build_pool, &c);
+    pool_key(key, K_POOL, p);
+    const Entry *en = lookup(key, build_pool, p);
     return en && run(&en->prims[0], (void *[]){(void *)x, out});
 }
 
 /* prims[0]: backward; for max, prims[1]: the training forward that finds the argmax cells (its
  * workspace; the kernel's gradient takes X, not the forward's workspace). */
 static bool build_pool_grad(Entry *en, const void *ctx) {
-    const PoolCtx *c = ctx;
+    const PoolNd *p = ctx;
     dnnl_pooling_v2_desc_t fd, bd;
     dnnl_memory_desc_t x, y;
     dnnl_primitive_desc_t fwd, bwd;
-    if (!pool_desc(c, true, dnnl_forward_training, &fd, &x, &y) || !pd_new(&fwd, &fd, NULL))
+    if (!pool_desc(p, true, dnnl_forward_training, &fd, &x, &y) || !pd_new(&fwd, &fd, NULL))
         return false;
-    bool max = c->p->type == FL_POOL_MAX, ok = pool_desc(c, false, 0, &bd, &x, &y) && pd_new(&bwd, &bd, fwd);
+    bool max = p->type == FL_POOL_MAX, ok = pool_desc(p, false, 0, &bd, &x, &y) && pd_new(&bwd, &bd, fwd);
     const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(fwd, dnnl_query_workspace_md, 0);
     dnnl_memory_desc_t wsd = ws ? *ws : (dnnl_memory_desc_t){0};
     if (ok && max && wsd.ndims == 0) {
@@ -457,11 +466,10 @@ static bool build_pool_grad(Entry *en, const void *ctx) {
     return ok;
 }
 
-static bool pool_grad_impl(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
-    PoolCtx c = {p, N};
+static bool pool_grad_impl(const PoolNd *p, const float *x, const float *dout, float *dx) {
     int64_t key[KEY_LEN];
-    pool_key(key, K_POOL_GRAD, &c);
-    const Entry *en = lookup(key, build_pool_grad, &c);
+    pool_key(key, K_POOL_GRAD, p);
+    const Entry *en = lookup(key, build_pool_grad, p);
     if (!en) return false;
     if (en->nprims == 1) return run(&en->prims[0], (void *[]){(void *)dout, dx});
     /* max: the forward again for its workspace (and a scratch Out), both from the buffer cache
@@ -475,6 +483,21 @@ static bool pool_grad_impl(const PoolDims *p, int64_t N, const float *x, const f
     fl_tensor_fini(&wt);
     fl_tensor_fini(&yt);
     return ok;
+}
+
+/* Whether a window of ceil_mode lies wholly in the right padding: oneDNN's max gives it the
+ * lowest float where the loops give 0 (kernels_conv3.h), so such a pooling is left to them. */
+static bool pool_empty_window(const PoolNd *p) {
+    for (int i = 0; i < p->nsp; i++)
+        if ((p->out[i] - 1) * p->s[i] - p->p[i] >= p->in[i]) return true;
+    return false;
+}
+
+/* pool2d's dims (X [N, C, H, W], NC = N * C) as a PoolNd of 2 spatial dims. */
+static PoolNd pool_nd2(const PoolDims *p, int64_t N) {
+    return (PoolNd){.nsp = 2, .N = N, .C = p->NC / N, .in = {p->H, p->W}, .out = {p->Ho, p->Wo},
+                    .k = {p->kh, p->kw}, .s = {p->sh, p->sw}, .p = {p->ph, p->pw}, .type = p->type,
+                    .exclusive = p->exclusive};
 }
 
 /* ---- sgemm and the CPU ---- */
@@ -532,30 +555,53 @@ const char *kdnnl_isa(FlIsa *isa) {
 #define LEAVE() fl_par_leave(), tls_threads = prev_
 
 bool kdnnl_conv(const ConvDims *d, const float *in, const float *w, float *out) {
+    ConvNd n = conv_nd2(d);
+    return kdnnl_conv_nd(&n, in, w, out);
+}
+
+bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const float *dout,
+                     float *din, float *dw) {
+    ConvNd n = conv_nd2(d);
+    return kdnnl_conv_nd_grad(&n, in, w, dout, din, dw);
+}
+
+bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out) {
+    PoolNd n = pool_nd2(p, N);
+    return kdnnl_pool_nd(&n, x, out);
+}
+
+bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
+    PoolNd n = pool_nd2(p, N);
+    return kdnnl_pool_nd_grad(&n, x, dout, dx);
+}
+
+bool kdnnl_conv_nd(const ConvNd *d, const float *in, const float *w, float *out) {
     ENTER();
     bool ok = conv_impl(d, in, w, out);
     LEAVE();
     return ok;
 }
 
-bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const float *dout,
-                     float *din, float *dw) {
+bool kdnnl_conv_nd_grad(const ConvNd *d, const float *in, const float *w, const float *dout, float *din,
+                        float *dw) {
     ENTER();
     bool ok = conv_grad_impl(d, in, w, dout, din, dw);
     LEAVE();
     return ok;
 }
 
-bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out) {
+bool kdnnl_pool_nd(const PoolNd *p, const float *x, float *out) {
+    if (p->adaptive || pool_empty_window(p)) return false;
     ENTER();
-    bool ok = pool_impl(p, N, x, out);
+    bool ok = pool_impl(p, x, out);
     LEAVE();
     return ok;
 }
 
-bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx) {
+bool kdnnl_pool_nd_grad(const PoolNd *p, const float *x, const float *dout, float *dx) {
+    if (p->adaptive || pool_empty_window(p)) return false;
     ENTER();
-    bool ok = pool_grad_impl(p, N, x, dout, dx);
+    bool ok = pool_grad_impl(p, x, dout, dx);
     LEAVE();
     return ok;
 }

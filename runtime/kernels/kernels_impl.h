@@ -154,6 +154,27 @@ typedef struct PoolDims {
     bool exclusive;
 } PoolDims;
 
+/* ---- 2-D and 3-D convolution and pooling shapes (conv3.c), shared with dnnl.c ----
+ * ConvNd: Input [N, C, in...], Filter [M, Cg, k...] in `groups` groups, Output [N, M, out...]
+ * over nsp spatial dims (2 or 3, the outermost first), with strides s, paddings p (both sides)
+ * and dilations d (1 = none). PoolNd: X [N, C, in...] pooled to [N, C, out...] with windows k,
+ * strides s and left paddings p (global pooling and ceil_mode already applied to k, p and out);
+ * adaptive: window i of a dim spans [floor(i*in/out), ceil((i+1)*in/out)) and k, s, p are
+ * unused. */
+typedef struct ConvNd {
+    int nsp;
+    int64_t N, C, M, groups, Cg, Mg;
+    int64_t in[3], k[3], out[3], s[3], p[3], d[3];
+} ConvNd;
+
+typedef struct PoolNd {
+    int nsp;
+    int64_t N, C;
+    int64_t in[3], out[3], k[3], s[3], p[3];
+    FlPoolType type;
+    bool exclusive, adaptive;
+} PoolNd;
+
 /* ---- oneDNN fast paths (dnnl.c) ----
  * float32, NCHW tensors as the kernels store them. Each returns true when it computed the
  * result, false when oneDNN is switched off (environment FL_DNNL=0), does not take the shape or
@@ -167,6 +188,12 @@ bool kdnnl_conv_grad(const ConvDims *d, const float *in, const float *w, const f
 /* x is [N, C, H, W] with N * C == p->NC. */
 bool kdnnl_pool(const PoolDims *p, int64_t N, const float *x, float *out);
 bool kdnnl_pool_grad(const PoolDims *p, int64_t N, const float *x, const float *dout, float *dx);
+/* The same for any ConvNd / PoolNd (2 or 3 spatial dims; not adaptive pooling). */
+bool kdnnl_conv_nd(const ConvNd *d, const float *in, const float *w, float *out);
+bool kdnnl_conv_nd_grad(const ConvNd *d, const float *in, const float *w, const float *dout, float *din,
+                        float *dw);
+bool kdnnl_pool_nd(const PoolNd *p, const float *x, float *out);
+bool kdnnl_pool_nd_grad(const PoolNd *p, const float *x, const float *dout, float *dx);
 
 /* One product by oneDNN's sgemm on the calling thread (same contract as kgemm_f32's fast path);
  * false when oneDNN is off or refused the call. */
