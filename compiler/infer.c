@@ -202,6 +202,11 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_target_assign: return fl_infer_target_assign(&c);
     case FL_OPID_mine_hard_examples: return fl_infer_mine_hard_examples(&c);
     case FL_OPID_detection_map: return fl_infer_detection_map(&c);
+    /* infer_ctc.c */
+    case FL_OPID_warpctc: return fl_infer_warpctc(&c);
+    case FL_OPID_ctc_align: return fl_infer_ctc_align(&c);
+    case FL_OPID_edit_distance: return fl_infer_edit_distance(&c);
+    case FL_OPID_sequence_erase: return fl_infer_sequence_erase(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -345,6 +345,11 @@ FlStatus fl_infer_bipartite_match(Ctx *c);
 FlStatus fl_infer_target_assign(Ctx *c);
 FlStatus fl_infer_mine_hard_examples(Ctx *c);
 FlStatus fl_infer_detection_map(Ctx *c);
+/* infer_ctc.c */
+FlStatus fl_infer_warpctc(Ctx *c);
+FlStatus fl_infer_ctc_align(Ctx *c);
+FlStatus fl_infer_edit_distance(Ctx *c);
+FlStatus fl_infer_sequence_erase(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

@@ -336,6 +336,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_while.inc"
 /* detection: box_coder, smooth_l1, sigmoid_cross_entropy_with_logits */
 #include "tests/runtime/core/grad_cases_detection.inc"
+/* the sequence and NLP layers: CTC, sampled losses, sequence ops */
+#include "tests/runtime/core/grad_cases_seqnlp.inc"
 };
 
 static void test_grad_ops(void) {
