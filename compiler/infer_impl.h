@@ -350,6 +350,10 @@ FlStatus fl_infer_warpctc(Ctx *c);
 FlStatus fl_infer_ctc_align(Ctx *c);
 FlStatus fl_infer_edit_distance(Ctx *c);
 FlStatus fl_infer_sequence_erase(Ctx *c);
+/* infer_rankloss.c */
+FlStatus fl_infer_rank_loss(Ctx *c);
+FlStatus fl_infer_margin_rank_loss(Ctx *c);
+FlStatus fl_infer_bpr_loss(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);
