@@ -1,0 +1,34 @@
+/* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse and its
+ * gradient (kernels in runtime/kernels/seqnlp.c). Each checks its offsets against the rows they
+ * cut (fl_exec_check_lod) before the kernel runs. */
+#include "runtime/core/exec_impl.h"
+#include "runtime/kernels/kernels_seqnlp.h"
+
+#define IN(s) fl_call_in(c, (s))
+#define OUT(s) fl_call_out(c, (s))
+
+/* The offsets in slot s, checked against the rows of x. */
+static FlStatus lod_of(OpCall *c, int s, const FlTensor *x, const char *slot, const int64_t **off, int64_t *nseq) {
+    if (!x || !fl_tensor_has_data(x)) return fl_err(c->e, "the input %s cuts has no value", slot);
+    return fl_exec_check_lod(c->e, IN(s), x->ndim ? x->ne[0] : 1, slot, off, nseq);
+}
+
+static FlStatus run_sequence_reverse(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_sequence_reverse_X);
+    const int64_t *off;
+    int64_t n;
+    if (lod_of(c, FL_IN_sequence_reverse_XLod, x, "XLod", &off, &n)) return FL_ERROR;
+    return fl_kernel_sequence_reverse(c->e, "sequence_reverse", x, off, n, OUT(FL_OUT_sequence_reverse_Y));
+}
+FL_ADAPTER(sequence_reverse, NULL, run_sequence_reverse);
+/* sequence_reverse_grad: XLod Y@GRAD -> X@GRAD? */
+static FlStatus run_sequence_reverse_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_sequence_reverse_grad_X_GRAD);
+    if (!dx) return FL_OK;
+    const FlTensor *dy = IN(FL_IN_sequence_reverse_grad_Y_GRAD);
+    const int64_t *off;
+    int64_t n;
+    if (lod_of(c, FL_IN_sequence_reverse_grad_XLod, dy, "XLod", &off, &n)) return FL_ERROR;
+    return fl_kernel_sequence_reverse(c->e, "sequence_reverse_grad", dy, off, n, dx);
+}
+FL_ADAPTER(sequence_reverse_grad, NULL, run_sequence_reverse_grad);

@@ -1,0 +1,15 @@
+/* kernels_seqnlp.h: the kernels of the further sequence ops of the NLP layers (seqnlp.c):
+ * sequence_reverse. The conventions of kernels.h hold (outputs replaced whole, errors name the
+ * op and the shapes). Sequences: a tensor's rows are cut by offsets off[0..nseq] (off[0] == 0,
+ * non-decreasing, off[nseq] == rows), checked by the caller (fl_exec_check_lod). */
+#ifndef FL_KERNELS_SEQNLP_H
+#define FL_KERNELS_SEQNLP_H
+
+#include "runtime/kernels/kernels.h"
+
+/* sequence_reverse: Y = x [T, ...] (any dtype) with each sequence's rows in reverse order; its
+ * own gradient too (dX = dY reversed the same way; op names the op in errors). */
+FlStatus fl_kernel_sequence_reverse(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
+                                    FlTensor *y) FL_WARN_UNUSED;
+
+#endif
