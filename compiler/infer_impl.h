@@ -356,6 +356,7 @@ FlStatus fl_infer_margin_rank_loss(Ctx *c);
 FlStatus fl_infer_bpr_loss(Ctx *c);
 /* infer_seqnlp.c */
 FlStatus fl_infer_sequence_reverse(Ctx *c);
+FlStatus fl_infer_row_conv(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

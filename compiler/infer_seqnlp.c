@@ -1,5 +1,5 @@
-/* infer_seqnlp.c: shape rules of the further sequence ops of the NLP layers, sequence_reverse
- * (adapters in runtime/core/ops_seqnlp.c; kernels in runtime/kernels/seqnlp.c). */
+/* infer_seqnlp.c: shape rules of the further sequence ops of the NLP layers, sequence_reverse and
+ * row_conv (adapters in runtime/core/ops_seqnlp.c; kernels in runtime/kernels/seqnlp.c). */
 #include "compiler/infer_impl.h"
 
 FlStatus fl_infer_sequence_reverse(Ctx *c) {
@@ -10,4 +10,19 @@ FlStatus fl_infer_sequence_reverse(Ctx *c) {
         return fl_err(c->e, "%s: X must be [T, ...] with at least two dims (a row per step), found %s", c->t,
                       sstr(c, &s));
     return set_like(c, "Y", x);
+}
+
+FlStatus fl_infer_row_conv(Ctx *c) {
+    FlVarDesc *x, *f;
+    if (in1(c, "X", &x) || need_float_in(c, x, "X") || need_offsets(c, "XLod", false) || in1(c, "Filter", &f) ||
+        need_float_in(c, f, "Filter"))
+        return FL_ERROR;
+    Shape xs = shape_of(x), fs = shape_of(f);
+    if (xs.nd != 2) return fl_err(c->e, "%s: X must be [T, D] (a row per step), found %s", c->t, sstr(c, &xs));
+    if (fs.nd != 2 || !dims_agree(fs.d[1], xs.d[1]) || fs.d[0] == 0)
+        return fl_err(c->e, "%s: Filter must be [k, D] (k >= 1 weights per column of X %s), found %s", c->t,
+                      sstr(c, &xs), sstr(c, &fs));
+    if (f->dtype != x->dtype)
+        return fl_err(c->e, "%s: X is %s but Filter is %s: they must have one dtype", c->t, dt(x->dtype), dt(f->dtype));
+    return set_like(c, "Out", x);
 }

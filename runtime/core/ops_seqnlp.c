@@ -1,6 +1,6 @@
-/* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse and its
- * gradient (kernels in runtime/kernels/seqnlp.c). Each checks its offsets against the rows they
- * cut (fl_exec_check_lod) before the kernel runs. */
+/* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse and
+ * row_conv, and their gradients (kernels in runtime/kernels/seqnlp.c). Each checks its offsets
+ * against the rows they cut (fl_exec_check_lod) before the kernel runs. */
 #include "runtime/core/exec_impl.h"
 #include "runtime/kernels/kernels_seqnlp.h"
 
@@ -32,3 +32,23 @@ static FlStatus run_sequence_reverse_grad(OpCall *c) {
     return fl_kernel_sequence_reverse(c->e, "sequence_reverse_grad", dy, off, n, dx);
 }
 FL_ADAPTER(sequence_reverse_grad, NULL, run_sequence_reverse_grad);
+
+static FlStatus run_row_conv(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_row_conv_X);
+    const int64_t *off;
+    int64_t n;
+    if (lod_of(c, FL_IN_row_conv_XLod, x, "XLod", &off, &n)) return FL_ERROR;
+    return fl_kernel_row_conv(c->e, x, off, n, IN(FL_IN_row_conv_Filter), OUT(FL_OUT_row_conv_Out));
+}
+FL_ADAPTER(row_conv, NULL, run_row_conv);
+static FlStatus run_row_conv_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_row_conv_grad_X_GRAD), *df = OUT(FL_OUT_row_conv_grad_Filter_GRAD);
+    if (!dx && !df) return FL_OK;
+    const FlTensor *x = IN(FL_IN_row_conv_grad_X);
+    const int64_t *off;
+    int64_t n;
+    if (lod_of(c, FL_IN_row_conv_grad_XLod, x, "XLod", &off, &n)) return FL_ERROR;
+    return fl_kernel_row_conv_grad(c->e, x, off, n, IN(FL_IN_row_conv_grad_Filter), IN(FL_IN_row_conv_grad_Out_GRAD),
+                                   dx, df);
+}
+FL_ADAPTER(row_conv_grad, NULL, run_row_conv_grad);

@@ -1,5 +1,5 @@
 /* kernels_seqnlp.h: the kernels of the further sequence ops of the NLP layers (seqnlp.c):
- * sequence_reverse. The conventions of kernels.h hold (outputs replaced whole, errors name the
+ * sequence_reverse and row_conv. The conventions of kernels.h hold (outputs replaced whole, errors name the
  * op and the shapes). Sequences: a tensor's rows are cut by offsets off[0..nseq] (off[0] == 0,
  * non-decreasing, off[nseq] == rows), checked by the caller (fl_exec_check_lod). */
 #ifndef FL_KERNELS_SEQNLP_H
@@ -11,5 +11,14 @@
  * own gradient too (dX = dY reversed the same way; op names the op in errors). */
 FlStatus fl_kernel_sequence_reverse(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
                                     FlTensor *y) FL_WARN_UNUSED;
+
+/* row_conv: Out [T, D] (F) = for each row t of sequence s, sum over w < k with t + w < off[s + 1]
+ * of x[t + w] * filter[w] (elementwise; x [T, D] and filter [k, D] float of one dtype). */
+FlStatus fl_kernel_row_conv(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *filter,
+                            FlTensor *out) FL_WARN_UNUSED;
+/* row_conv_grad: dX and dFilter (either may be NULL) of row_conv given dOut [T, D]. */
+FlStatus fl_kernel_row_conv_grad(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq,
+                                 const FlTensor *filter, const FlTensor *dout, FlTensor *dx,
+                                 FlTensor *dfilter) FL_WARN_UNUSED;
 
 #endif

@@ -1,4 +1,5 @@
-/* seqnlp.c: the further sequence kernels of the NLP layers (kernels_seqnlp.h). */
+/* seqnlp.c: the further sequence kernels of the NLP layers, sequence_reverse and row_conv
+ * (kernels_seqnlp.h). */
 #include "runtime/kernels/kernels_seqnlp.h"
 
 #include <string.h>
@@ -21,4 +22,77 @@ FlStatus fl_kernel_sequence_reverse(FlErr *e, const char *op, const FlTensor *x,
             if (row) memcpy(dst + (size_t)j * row, src + (size_t)i * row, row);
     kout(y, &o);
     return FL_OK;
+}
+
+/* ---- row_conv ---- */
+
+static FlStatus row_conv_check(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
+                               const FlTensor *filter) {
+    if (kneed_float(e, op, "X", x) || kneed_float(e, op, "Filter", filter) ||
+        ksame_dtype(e, op, "X", x, "Filter", filter))
+        return FL_ERROR;
+    if (x->ndim != 2 || off[nseq] != x->ne[0])
+        return fl_err(e, "%s: X %s must be [T, D] with the %lld rows its offsets cut", op, fl_tensor_shape(x).s,
+                      (long long)off[nseq]);
+    if (filter->ndim != 2 || filter->ne[1] != x->ne[1] || filter->ne[0] < 1)
+        return fl_err(e, "%s: Filter %s must be [k, D] (k >= 1) for X %s", op, fl_tensor_shape(filter).s,
+                      fl_tensor_shape(x).s);
+    return FL_OK;
+}
+
+static void put(FlTensor *t, int64_t i, double v) {
+    if (t->dtype == FL_DT_FLOAT32) ((float *)fl_tensor_data(t))[i] = (float)v;
+    else ((double *)fl_tensor_data(t))[i] = v;
+}
+
+FlStatus fl_kernel_row_conv(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *filter,
+                            FlTensor *out) {
+    const char *op = "row_conv";
+    if (kwant(e, op, "Out", out) || row_conv_check(e, op, x, off, nseq, filter)) return FL_ERROR;
+    int64_t D = x->ne[1], k = filter->ne[0];
+    FlTensor o = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &o, x)) return FL_ERROR;
+    for (int64_t s = 0; s < nseq; s++)
+        for (int64_t t = off[s]; t < off[s + 1]; t++)
+            for (int64_t d = 0; d < D; d++) {
+                double v = 0;
+                for (int64_t w = 0; w < k && t + w < off[s + 1]; w++)
+                    v += fl_tensor_get(x, (t + w) * D + d) * fl_tensor_get(filter, w * D + d);
+                put(&o, t * D + d, v);
+            }
+    kout(out, &o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_row_conv_grad(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq,
+                                 const FlTensor *filter, const FlTensor *dout, FlTensor *dx, FlTensor *dfilter) {
+    const char *op = "row_conv_grad";
+    if (!dx && !dfilter) return FL_OK;
+    if (row_conv_check(e, op, x, off, nseq, filter) || ksame(e, op, "X", x, "Out@GRAD", dout)) return FL_ERROR;
+    int64_t D = x->ne[1], k = filter->ne[0];
+    double *gx = fl_xcalloc((size_t)(x->ne[0] * D + 1), sizeof(double));
+    double *gf = fl_xcalloc((size_t)(k * D), sizeof(double));
+    for (int64_t s = 0; s < nseq; s++)
+        for (int64_t t = off[s]; t < off[s + 1]; t++)
+            for (int64_t d = 0; d < D; d++) {
+                double g = fl_tensor_get(dout, t * D + d);
+                for (int64_t w = 0; w < k && t + w < off[s + 1]; w++) {
+                    gx[(t + w) * D + d] += g * fl_tensor_get(filter, w * D + d);
+                    gf[w * D + d] += g * fl_tensor_get(x, (t + w) * D + d);
+                }
+            }
+    FlTensor a = FL_TENSOR_INIT, b = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (kalloc_like(e, op, &a, x) || kalloc_like(e, op, &b, filter)) goto done;
+    for (int64_t i = 0; i < x->ne[0] * D; i++) put(&a, i, gx[i]);
+    for (int64_t i = 0; i < k * D; i++) put(&b, i, gf[i]);
+    kout(dx, &a);
+    kout(dfilter, &b);
+    st = FL_OK;
+done:
+    fl_tensor_fini(&a);
+    fl_tensor_fini(&b);
+    free(gx);
+    free(gf);
+    return st;
 }
