@@ -214,6 +214,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     /* infer_seqnlp.c */
     case FL_OPID_sequence_reverse: return fl_infer_sequence_reverse(&c);
     case FL_OPID_row_conv: return fl_infer_row_conv(&c);
+    case FL_OPID_add_position_encoding: return fl_infer_add_position_encoding(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -1,5 +1,5 @@
-/* infer_seqnlp.c: shape rules of the further sequence ops of the NLP layers, sequence_reverse and
- * row_conv (adapters in runtime/core/ops_seqnlp.c; kernels in runtime/kernels/seqnlp.c). */
+/* infer_seqnlp.c: shape rules of the further sequence ops of the NLP layers, sequence_reverse,
+ * row_conv and add_position_encoding (adapters in runtime/core/ops_seqnlp.c; kernels in runtime/kernels/seqnlp.c). */
 #include "compiler/infer_impl.h"
 
 FlStatus fl_infer_sequence_reverse(Ctx *c) {
@@ -24,5 +24,18 @@ FlStatus fl_infer_row_conv(Ctx *c) {
                       sstr(c, &xs), sstr(c, &fs));
     if (f->dtype != x->dtype)
         return fl_err(c->e, "%s: X is %s but Filter is %s: they must have one dtype", c->t, dt(x->dtype), dt(f->dtype));
+    return set_like(c, "Out", x);
+}
+
+FlStatus fl_infer_add_position_encoding(Ctx *c) {
+    FlVarDesc *x;
+    if (in1(c, "X", &x) || need_float_in(c, x, "X") || need_offsets(c, "XLod", true)) return FL_ERROR;
+    bool lod = fl_ir_op_input1(c->op, "XLod") != NULL;
+    Shape s = shape_of(x);
+    if (s.nd != (lod ? 2 : 3))
+        return fl_err(c->e, "%s: X must be %s, found %s", c->t,
+                      lod ? "[T, P] (sequences of steps)" : "[B, M, P] (a batch of M steps)", sstr(c, &s));
+    if (s.d[s.nd - 1] >= 0 && s.d[s.nd - 1] % 2)
+        return fl_err(c->e, "%s: the encoding size (X's last dim) must be even, found %s", c->t, sstr(c, &s));
     return set_like(c, "Out", x);
 }

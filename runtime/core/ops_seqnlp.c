@@ -1,6 +1,6 @@
-/* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse and
- * row_conv, and their gradients (kernels in runtime/kernels/seqnlp.c). Each checks its offsets
- * against the rows they cut (fl_exec_check_lod) before the kernel runs. */
+/* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse,
+ * row_conv and add_position_encoding, and their gradients (kernels in runtime/kernels/seqnlp.c).
+ * Each checks its offsets against the rows they cut (fl_exec_check_lod) before the kernel runs. */
 #include "runtime/core/exec_impl.h"
 #include "runtime/kernels/kernels_seqnlp.h"
 
@@ -52,3 +52,28 @@ static FlStatus run_row_conv_grad(OpCall *c) {
                                    dx, df);
 }
 FL_ADAPTER(row_conv_grad, NULL, run_row_conv_grad);
+
+/* a.f[0] alpha, a.f[1] beta */
+static FlStatus prep_add_position_encoding(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.f[0] = fl_exec_attr_float(op, "alpha");
+    op->a.f[1] = fl_exec_attr_float(op, "beta");
+    return FL_OK;
+}
+static FlStatus run_add_position_encoding(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_add_position_encoding_X);
+    const int64_t *off = NULL;
+    int64_t n = 0;
+    if (IN(FL_IN_add_position_encoding_XLod) && lod_of(c, FL_IN_add_position_encoding_XLod, x, "XLod", &off, &n))
+        return FL_ERROR;
+    return fl_kernel_add_position_encoding(c->e, x, off, n, c->op->a.f[0], c->op->a.f[1],
+                                           OUT(FL_OUT_add_position_encoding_Out));
+}
+FL_ADAPTER(add_position_encoding, prep_add_position_encoding, run_add_position_encoding);
+/* add_position_encoding_grad: Out@GRAD -> X@GRAD? (alpha * Out@GRAD) */
+static FlStatus run_add_position_encoding_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_add_position_encoding_grad_X_GRAD);
+    if (!dx) return FL_OK;
+    return fl_kernel_scale_grad(c->e, IN(FL_IN_add_position_encoding_grad_Out_GRAD), c->op->a.f[0], dx);
+}
+FL_ADAPTER(add_position_encoding_grad, prep_add_position_encoding, run_add_position_encoding_grad);

@@ -1,5 +1,5 @@
 /* kernels_seqnlp.h: the kernels of the further sequence ops of the NLP layers (seqnlp.c):
- * sequence_reverse and row_conv. The conventions of kernels.h hold (outputs replaced whole, errors name the
+ * sequence_reverse, row_conv and add_position_encoding. The conventions of kernels.h hold (outputs replaced whole, errors name the
  * op and the shapes). Sequences: a tensor's rows are cut by offsets off[0..nseq] (off[0] == 0,
  * non-decreasing, off[nseq] == rows), checked by the caller (fl_exec_check_lod). */
 #ifndef FL_KERNELS_SEQNLP_H
@@ -20,5 +20,13 @@ FlStatus fl_kernel_row_conv(FlErr *e, const FlTensor *x, const int64_t *off, int
 FlStatus fl_kernel_row_conv_grad(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq,
                                  const FlTensor *filter, const FlTensor *dout, FlTensor *dx,
                                  FlTensor *dfilter) FL_WARN_UNUSED;
+
+/* add_position_encoding: Out = alpha * x + beta * PE, x [B, M, P] (off NULL: each of the B rows
+ * a sequence of M steps) or [T, P] cut by off into sequences; step j (counted from each
+ * sequence's start) gets PE[k] = sin(v), PE[P/2 + k] = cos(v) for k < P/2, v = j / 10000^(k /
+ * (P/2 - 1)) (j / 10000 when P = 2). P must be even. The gradient is alpha * dOut
+ * (fl_kernel_scale's work). */
+FlStatus fl_kernel_add_position_encoding(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, double alpha,
+                                         double beta, FlTensor *out) FL_WARN_UNUSED;
 
 #endif

@@ -1,7 +1,8 @@
-/* seqnlp.c: the further sequence kernels of the NLP layers, sequence_reverse and row_conv
- * (kernels_seqnlp.h). */
+/* seqnlp.c: the further sequence kernels of the NLP layers, sequence_reverse, row_conv and
+ * add_position_encoding (kernels_seqnlp.h). */
 #include "runtime/kernels/kernels_seqnlp.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "runtime/kernels/kernels_impl.h"
@@ -95,4 +96,33 @@ done:
     free(gx);
     free(gf);
     return st;
+}
+
+/* ---- add_position_encoding ---- */
+
+FlStatus fl_kernel_add_position_encoding(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, double alpha,
+                                         double beta, FlTensor *out) {
+    const char *op = "add_position_encoding";
+    if (kwant(e, op, "Out", out) || kneed_float(e, op, "X", x)) return FL_ERROR;
+    if (x->ndim != (off ? 2 : 3) || (off && off[nseq] != x->ne[0]))
+        return fl_err(e, "%s: X %s must be %s", op, fl_tensor_shape(x).s,
+                      off ? "[T, P] with the rows its offsets cut" : "[B, M, P]");
+    int64_t P = x->ne[x->ndim - 1], half = P / 2;
+    if (P % 2) return fl_err(e, "%s: the encoding size of X %s must be even", op, fl_tensor_shape(x).s);
+    FlTensor o = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &o, x)) return FL_ERROR;
+    int64_t B = off ? nseq : x->ne[0];
+    for (int64_t b = 0; b < B; b++) {
+        int64_t r0 = off ? off[b] : b * x->ne[1], len = off ? off[b + 1] - off[b] : x->ne[1];
+        for (int64_t j = 0; j < len; j++) {
+            int64_t base = (r0 + j) * P;
+            for (int64_t k = 0; k < half; k++) {
+                double v = half > 1 ? (double)j / pow(10000.0, (double)k / (double)(half - 1)) : (double)j / 10000.0;
+                put(&o, base + k, alpha * fl_tensor_get(x, base + k) + beta * sin(v));
+                put(&o, base + half + k, alpha * fl_tensor_get(x, base + half + k) + beta * cos(v));
+            }
+        }
+    }
+    kout(out, &o);
+    return FL_OK;
 }
