@@ -358,6 +358,7 @@ FlStatus fl_infer_bpr_loss(Ctx *c);
 FlStatus fl_infer_sequence_reverse(Ctx *c);
 FlStatus fl_infer_row_conv(Ctx *c);
 FlStatus fl_infer_add_position_encoding(Ctx *c);
+FlStatus fl_infer_sampling_id(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

@@ -1,5 +1,5 @@
 /* infer_seqnlp.c: shape rules of the further sequence ops of the NLP layers, sequence_reverse,
- * row_conv and add_position_encoding (adapters in runtime/core/ops_seqnlp.c; kernels in runtime/kernels/seqnlp.c). */
+ * row_conv, add_position_encoding and sampling_id (adapters in runtime/core/ops_seqnlp.c; kernels in runtime/kernels/seqnlp.c). */
 #include "compiler/infer_impl.h"
 
 FlStatus fl_infer_sequence_reverse(Ctx *c) {
@@ -38,4 +38,14 @@ FlStatus fl_infer_add_position_encoding(Ctx *c) {
     if (s.d[s.nd - 1] >= 0 && s.d[s.nd - 1] % 2)
         return fl_err(c->e, "%s: the encoding size (X's last dim) must be even, found %s", c->t, sstr(c, &s));
     return set_like(c, "Out", x);
+}
+
+FlStatus fl_infer_sampling_id(Ctx *c) {
+    FlVarDesc *x;
+    if (in1(c, "X", &x) || need_float_in(c, x, "X")) return FL_ERROR;
+    Shape s = shape_of(x);
+    if (s.nd != 2 || s.d[1] == 0)
+        return fl_err(c->e, "%s: X must be [N, C] (a distribution over C ids per row), found %s", c->t, sstr(c, &s));
+    Shape o = shape1(s.d[0]);
+    return set_out(c, "Out", FL_DT_INT64, &o);
 }

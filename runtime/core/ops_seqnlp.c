@@ -1,6 +1,7 @@
 /* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse,
- * row_conv and add_position_encoding, and their gradients (kernels in runtime/kernels/seqnlp.c).
- * Each checks its offsets against the rows they cut (fl_exec_check_lod) before the kernel runs. */
+ * row_conv, add_position_encoding (and their gradients) and sampling_id (kernels in
+ * runtime/kernels/seqnlp.c). Each checks its offsets against the rows they cut
+ * (fl_exec_check_lod) before the kernel runs. */
 #include "runtime/core/exec_impl.h"
 #include "runtime/kernels/kernels_seqnlp.h"
 
@@ -77,3 +78,16 @@ static FlStatus run_add_position_encoding_grad(OpCall *c) {
     return fl_kernel_scale_grad(c->e, IN(FL_IN_add_position_encoding_grad_Out_GRAD), c->op->a.f[0], dx);
 }
 FL_ADAPTER(add_position_encoding_grad, prep_add_position_encoding, run_add_position_encoding_grad);
+
+/* a.f[0] min, a.f[1] max */
+static FlStatus prep_sampling_id(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.f[0] = fl_exec_attr_float(op, "min");
+    op->a.f[1] = fl_exec_attr_float(op, "max");
+    return FL_OK;
+}
+static FlStatus run_sampling_id(OpCall *c) {
+    return fl_kernel_sampling_id(c->e, IN(FL_IN_sampling_id_X), c->op->a.f[0], c->op->a.f[1], c->op->seed,
+                                 c->rc->step, OUT(FL_OUT_sampling_id_Out));
+}
+FL_ADAPTER(sampling_id, prep_sampling_id, run_sampling_id);

@@ -1,5 +1,5 @@
 /* kernels_seqnlp.h: the kernels of the further sequence ops of the NLP layers (seqnlp.c):
- * sequence_reverse, row_conv and add_position_encoding. The conventions of kernels.h hold (outputs replaced whole, errors name the
+ * sequence_reverse, row_conv, add_position_encoding and sampling_id. The conventions of kernels.h hold (outputs replaced whole, errors name the
  * op and the shapes). Sequences: a tensor's rows are cut by offsets off[0..nseq] (off[0] == 0,
  * non-decreasing, off[nseq] == rows), checked by the caller (fl_exec_check_lod). */
 #ifndef FL_KERNELS_SEQNLP_H
@@ -28,5 +28,12 @@ FlStatus fl_kernel_row_conv_grad(FlErr *e, const FlTensor *x, const int64_t *off
  * (fl_kernel_scale's work). */
 FlStatus fl_kernel_add_position_encoding(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, double alpha,
                                          double beta, FlTensor *out) FL_WARN_UNUSED;
+
+/* sampling_id: Out [N] (int64) = for each row of x [N, C] (F), the first j with r - x[0] - ... -
+ * x[j] < 0 (C - 1 when none), r = min + (max - min) u, u uniform in [0, 1) from an FlRng seeded
+ * with (seed, step): a deterministic function of them, a new draw for each step. Errors: min >
+ * max. */
+FlStatus fl_kernel_sampling_id(FlErr *e, const FlTensor *x, double min, double max, uint64_t seed, uint64_t step,
+                               FlTensor *out) FL_WARN_UNUSED;
 
 #endif

@@ -1,11 +1,12 @@
-/* seqnlp.c: the further sequence kernels of the NLP layers, sequence_reverse, row_conv and
- * add_position_encoding (kernels_seqnlp.h). */
+/* seqnlp.c: the further sequence kernels of the NLP layers, sequence_reverse, row_conv,
+ * add_position_encoding and sampling_id (kernels_seqnlp.h). */
 #include "runtime/kernels/kernels_seqnlp.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "runtime/kernels/kernels_impl.h"
+#include "runtime/rng.h"
 
 FlStatus fl_kernel_sequence_reverse(FlErr *e, const char *op, const FlTensor *x, const int64_t *off, int64_t nseq,
                                     FlTensor *y) {
@@ -122,6 +123,35 @@ FlStatus fl_kernel_add_position_encoding(FlErr *e, const FlTensor *x, const int6
                 put(&o, base + half + k, alpha * fl_tensor_get(x, base + half + k) + beta * cos(v));
             }
         }
+    }
+    kout(out, &o);
+    return FL_OK;
+}
+
+/* ---- sampling_id ---- */
+
+FlStatus fl_kernel_sampling_id(FlErr *e, const FlTensor *x, double min, double max, uint64_t seed, uint64_t step,
+                               FlTensor *out) {
+    const char *op = "sampling_id";
+    if (kwant(e, op, "Out", out) || kneed_float(e, op, "X", x)) return FL_ERROR;
+    if (x->ndim != 2 || x->ne[1] < 1)
+        return fl_err(e, "%s: X %s must be [N, C] (a distribution over C ids per row)", op, fl_tensor_shape(x).s);
+    if (!(min <= max)) return fl_err(e, "%s: min (%g) is greater than max (%g)", op, min, max);
+    int64_t N = x->ne[0], C = x->ne[1];
+    FlTensor o = FL_TENSOR_INIT;
+    if (kalloc(e, op, &o, FL_DT_INT64, 1, (int64_t[]){N})) return FL_ERROR;
+    int64_t *ids = fl_tensor_data(&o);
+    FlRng rng;
+    fl_rng_init2(&rng, seed, step);
+    for (int64_t i = 0; i < N; i++) {
+        double r = min + (max - min) * fl_rng_uniform(&rng);
+        int64_t id = C - 1;
+        for (int64_t j = 0; j < C; j++)
+            if ((r -= fl_tensor_get(x, i * C + j)) < 0) {
+                id = j;
+                break;
+            }
+        ids[i] = id;
     }
     kout(out, &o);
     return FL_OK;
