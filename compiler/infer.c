@@ -262,6 +262,20 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_roi_pool: return fl_infer_roi_pool(&c);
     case FL_OPID_roi_align: return fl_infer_roi_align(&c);
     case FL_OPID_psroi_pool: return fl_infer_psroi_pool(&c);
+    /* infer_ctc.c */
+    case FL_OPID_warpctc: return fl_infer_warpctc(&c);
+    case FL_OPID_ctc_align: return fl_infer_ctc_align(&c);
+    case FL_OPID_edit_distance: return fl_infer_edit_distance(&c);
+    case FL_OPID_sequence_erase: return fl_infer_sequence_erase(&c);
+    /* infer_rankloss.c */
+    case FL_OPID_rank_loss: return fl_infer_rank_loss(&c);
+    case FL_OPID_margin_rank_loss: return fl_infer_margin_rank_loss(&c);
+    case FL_OPID_bpr_loss: return fl_infer_bpr_loss(&c);
+    /* infer_seqnlp.c */
+    case FL_OPID_sequence_reverse: return fl_infer_sequence_reverse(&c);
+    case FL_OPID_row_conv: return fl_infer_row_conv(&c);
+    case FL_OPID_add_position_encoding: return fl_infer_add_position_encoding(&c);
+    case FL_OPID_sampling_id: return fl_infer_sampling_id(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -373,6 +373,20 @@ FlStatus fl_infer_bipartite_match(Ctx *c);
 FlStatus fl_infer_target_assign(Ctx *c);
 FlStatus fl_infer_mine_hard_examples(Ctx *c);
 FlStatus fl_infer_detection_map(Ctx *c);
+/* infer_ctc.c */
+FlStatus fl_infer_warpctc(Ctx *c);
+FlStatus fl_infer_ctc_align(Ctx *c);
+FlStatus fl_infer_edit_distance(Ctx *c);
+FlStatus fl_infer_sequence_erase(Ctx *c);
+/* infer_rankloss.c */
+FlStatus fl_infer_rank_loss(Ctx *c);
+FlStatus fl_infer_margin_rank_loss(Ctx *c);
+FlStatus fl_infer_bpr_loss(Ctx *c);
+/* infer_seqnlp.c */
+FlStatus fl_infer_sequence_reverse(Ctx *c);
+FlStatus fl_infer_row_conv(Ctx *c);
+FlStatus fl_infer_add_position_encoding(Ctx *c);
+FlStatus fl_infer_sampling_id(Ctx *c);
 
 /* infer_tensor.c */
 FlStatus fl_infer_cumsum(Ctx *c);

@@ -850,6 +850,7 @@ static void test_program(void) {
 
 #include "tests/compiler/infer_nn2.inc"
 #include "tests/compiler/infer_crf.inc"
+#include "tests/compiler/infer_seqnlp.inc"
 
 static void test_sequences(void) {
     V("sx", F32, "-1,3");
@@ -987,6 +988,7 @@ int main(void) {
         {"layer_norm, fused losses, lrn, conv2d_transpose, interpolation", test_nn2_layers},
         {"comparisons, logic, increment, Print", test_compare_logic},
         {"linear_chain_crf, crf_decoding, chunk_eval", test_crf_ops},
+        {"CTC and edit distance", test_ctc_ops},
         {"optimizers", test_optimizers},
         {"control, channels, dist, list_index", test_control_dist},
         {"layers: activations, batch-size fills, indexing, padding", test_layers},

@@ -346,6 +346,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_vision.inc"
 /* the pooling of regions of interest */
 #include "tests/runtime/core/grad_cases_roi.inc"
+/* the sequence and NLP layers: CTC, sampled losses, sequence ops */
+#include "tests/runtime/core/grad_cases_seqnlp.inc"
 };
 
 static void test_grad_ops(void) {
