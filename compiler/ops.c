@@ -583,6 +583,8 @@ void fl_ops_markdown(FlBuf *out) {
                 "| control, chan, dist | `control.def`, `chan.def`, `dist.def` | `infer_control.c`, `infer_chan.c`, `infer_dist.c` | `ops_control.c`, `ops_rnn_ctl.c`, `ops_chan.c`, `ops_dist.c` | `runtime/sched/`, `runtime/mpi/` | `fluid/rnn.fl`, `control_flow.fl`, `io.fl` |\n"
                 "| detection | `detection.def` | `infer_detection.c` | `ops_detection.c` | `detection.c`, `detection_loss.c`, "
                 "`detection_match.c` | `detection.fl`, `_detection.fl` |\n"
+                "| driver | `driver.def` | `infer_driver.c` | `ops_driver.c` (host: `driver.h`) | — | "
+                "`fluid/executor.fl`, `threading.fl`, `time.fl` (and `lang/driver.c`) |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"
