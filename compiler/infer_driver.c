@@ -53,3 +53,38 @@ FlStatus fl_infer_scope_new(Ctx *c) {
     o->stop_gradient = true;
     return FL_OK;
 }
+
+/* Out = X's shape without its first dim; an index outside a known first dim is an error. */
+FlStatus fl_infer_index(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv), out = {.nd = x.nd - 1};
+    if (x.nd < 1) return fl_err(c->e, "index: X '%s' is a number (rank 0): it has no elements to index", xv->name);
+    const FlAttr *ia = fl_ir_op_attr(c->op, "i");
+    int64_t i = ia ? ia->i : 0;
+    if (x.d[0] >= 0 && (i >= x.d[0] || i < -x.d[0]))
+        return fl_err(c->e, "index %lld is out of bounds for the first dim of X '%s' %s", (long long)i, xv->name,
+                      sstr(c, &x));
+    for (int k = 1; k < x.nd; k++) out.d[k - 1] = x.d[k];
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+/* Out: a number of dtype; X must be able to hold one element (a known size other than 1 is an
+ * error). */
+FlStatus fl_infer_item(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    int64_t n = 1;
+    bool known = true;
+    for (int k = 0; k < x.nd; k++) {
+        if (x.d[k] < 0) known = false;
+        else n *= x.d[k];
+    }
+    if (known && n != 1)
+        return fl_err(c->e, "item: X '%s' %s has %lld elements: only a one-element array converts to a number",
+                      xv->name, sstr(c, &x), (long long)n);
+    const FlAttr *da = fl_ir_op_attr(c->op, "dtype");
+    Shape scalar = {.nd = 0};
+    return set_out(c, "Out", da ? (FlDType)da->i : FL_DT_FLOAT32, &scalar);
+}

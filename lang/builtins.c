@@ -187,6 +187,7 @@ static FlValue *b_str(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("int", "x=", 1);
     if (!v[0]) return fl_v_int(c, 0);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_item(c, v[0], FL_DT_INT64, a->span);
     if (v[0]->kind == VK_INT) return v[0];
     if (v[0]->kind == VK_BOOL) return fl_v_int(c, v[0]->b);
     if (v[0]->kind == VK_FLOAT) {
@@ -206,6 +207,7 @@ static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_float(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("float", "x=", 1);
     if (!v[0]) return fl_v_float(c, 0);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_item(c, v[0], FL_DT_FLOAT64, a->span);
     if (fl_v_is_num(v[0])) return fl_v_float(c, fl_v_num(v[0]));
     if (v[0]->kind == VK_STR) {
         char *end;

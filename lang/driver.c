@@ -17,6 +17,9 @@
  * an op whose inputs are driver vars goes to the driver's global block (fl_ev_op and
  * fl_ev_binop_var route it through fl_ev_driver_enter), so `time.time() - start` is the driver's.
  *
+ * Fetched values: arithmetic and comparisons go to the driver through fl_ev_binop_var; v[i] is an
+ * index op and float(v), int(v) an item op (fl_ev_driver_index, fl_ev_driver_item).
+ *
  * Run-time strings: str(v), '...{}'.format(v) and '%d' % v of a driver var make a RuntimeStr
  * record, a format (texts between the values, a printf spec per value) and its driver vars;
  * `+` joins them with strings, and print(...) of one (or of a driver var) appends a print_line.
@@ -207,6 +210,27 @@ FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end,
     bool ok = fl_ev_infer(c, c->b.block, op, sp);
     fl_ev_driver_leave(c, &s);
     return ok ? c->none : c->error;
+}
+
+/* ------------------------------------------------------------------ operations on fetched values */
+
+/* op(X=v, attr=n) on the driver (fl_ev_op sends it there: v is a driver var). */
+static FlValue *driver_op1(Ctx *c, const char *type, FlValue *v, const char *attr, FlValue *n, FlSpan sp) {
+    const char *names[2] = {"X", attr};
+    FlValue *vals[2] = {v, n};
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 2, .span = sp};
+    return fl_ev_op(c, type, &a, sp);
+}
+
+FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
+    if (idx->kind != VK_INT && idx->kind != VK_BOOL)
+        return fl_ev_error(c, sp, "a fetched value is indexed by an int here (v[0], v[-1]), found %s; slices and "
+                                  "index lists are not compiled yet", fl_v_type_name(idx));
+    return driver_op1(c, "index", v, "i", fl_v_int(c, idx->kind == VK_INT ? idx->i : idx->b), sp);
+}
+
+FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp) {
+    return driver_op1(c, "item", v, "dtype", fl_v_int(c, dt), sp);
 }
 
 /* ------------------------------------------------------------------ constants */

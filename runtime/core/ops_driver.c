@@ -6,14 +6,16 @@
  *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once
  *   scope_new    Parent? -> Out: a new scope under Parent's (else the root), held by Out
  *   print_line   X*: texts and values through their specs, one line in one write
- *   time_now     Out = the wall-clock seconds (float64 [1])
+ *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
+ *   index, item  X[i] (a view of row i) and float(X) / int(X) of a one-element X
  *
  * A value prints as numpy's str prints an array ("[3]", "[1.  2.5]", "[[1 2]\n [3 4]]"): ints in
  * columns of one width, floats in fixed point with the fewest digits that give each element back
  * (its dtype's shortest form) and one number of fraction digits for all, trailing zeros as spaces,
  * or, when numpy would switch to scientific notation (a magnitude of 1e8 or more, below 1e-4, or
  * a ratio of the largest to the smallest above 1e3), C's %e form with the shortest digits. numpy's
- * line wrapping at 75 characters is not done.
+ * line wrapping at 75 characters is not done. A number (rank 0: time.time(), float(v), v[0] of a
+ * vector) prints as Python prints a float or an int ("4.0", "0.00073", "1e+16", "3").
  */
 #include <math.h>
 #include <stdarg.h>
@@ -221,8 +223,33 @@ static void elem_text(const FlTensor *t, int64_t i, const ElemFmt *f, FlBuf *out
     for (int k = keep; k < n; k++) fl_buf_putc(out, ' ');
 }
 
+/* A float as Python's repr writes it: the shortest digits, fixed point for exponents in
+ * [-4, 16) with at least one fraction digit, else "1e+16". */
+static void python_float(double x, FlDType dt, FlBuf *out) {
+    if (!isfinite(x)) {
+        fl_buf_puts(out, isnan(x) ? "nan" : x < 0 ? "-inf" : "inf");
+        return;
+    }
+    int p = shortest_digits(x, dt);
+    char b[400];
+    snprintf(b, sizeof b, "%.*e", p - 1, x);
+    int exp = atoi(strchr(b, 'e') + 1);
+    if (exp < -4 || exp >= 16) {
+        snprintf(b, sizeof b, "%.*g", p, x);
+        fl_buf_puts(out, b);
+        return;
+    }
+    int frac = p - 1 - exp;
+    snprintf(b, sizeof b, "%.*f", frac > 0 ? frac : 1, x);
+    fl_buf_puts(out, b);
+}
+
 static void array_text(const FlTensor *t, FlBuf *out) {
     int64_t n = fl_tensor_numel(t);
+    if (t->ndim == 0 && n == 1 && is_float_dt(t->dtype)) {
+        python_float(fl_tensor_get(t, 0), t->dtype, out);
+        return;
+    }
     ElemFmt f = {0};
     if (is_float_dt(t->dtype)) {
         double lo = INFINITY, hi = 0;
@@ -372,3 +399,45 @@ static FlStatus run_print_line(RunCtx *rc, const ExecOp *op, FlScope *s) {
     return st;
 }
 FL_CONTROL_ADAPTER(print_line, prep_print_line, run_print_line);
+
+/* ---------------------------------------------------------------- index, item */
+
+/* index: Out = a view of X's row i (rows are contiguous), without the first dim. */
+static FlStatus run_index(OpCall *c) {
+    const FlTensor *x = fl_call_in(c, FL_IN_index_X);
+    if (x->ndim < 1) return fl_err(c->e, "X is a number (rank 0): it has no elements to index");
+    int64_t i = c->op->a.i[0], n = x->ne[0];
+    if (i < -n || i >= n)
+        return fl_err(c->e, "index %lld is out of bounds for X %s", (long long)i, fl_tensor_shape(x).s);
+    if (i < 0) i += n;
+    int64_t inner = n ? fl_tensor_numel(x) / n : 0;
+    return fl_tensor_view(c->e, fl_call_out(c, FL_OUT_index_Out), x, i * inner, x->ndim - 1, x->ne + 1);
+}
+static FlStatus prep_index(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.i[0] = fl_exec_attr_int(op, "i");
+    return FL_OK;
+}
+FL_ADAPTER(index, prep_index, run_index);
+
+/* item: Out = X's one element, converted to dtype (the int dtypes exactly). */
+static FlStatus run_item(OpCall *c) {
+    const FlTensor *x = fl_call_in(c, FL_IN_item_X);
+    if (fl_tensor_numel(x) != 1)
+        return fl_err(c->e, "X %s has %lld elements: only a one-element array converts to a number (as numpy's)",
+                      fl_tensor_shape(x).s, (long long)fl_tensor_numel(x));
+    FlTensor *out = fl_call_out(c, FL_OUT_item_Out);
+    FlDType dt = (FlDType)c->op->a.i[0];
+    if (fl_tensor_alloc(c->e, out, dt, 0, NULL) != FL_OK) return FL_ERROR;
+    if (dt == FL_DT_INT64 && x->dtype != FL_DT_FLOAT32 && x->dtype != FL_DT_FLOAT64)
+        *(int64_t *)fl_tensor_data(out) = fl_tensor_get_int(x, 0);
+    else
+        fl_tensor_set(out, 0, fl_tensor_get(x, 0));
+    return FL_OK;
+}
+static FlStatus prep_item(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "dtype");
+    if (op->a.i[0] < 0 || op->a.i[0] > FL_DT_BOOL) return fl_err(e, "dtype %lld is not a dtype", (long long)op->a.i[0]);
+    return FL_OK;
+}
+FL_ADAPTER(item, prep_item, run_item);
