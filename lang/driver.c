@@ -417,7 +417,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         d->loc = loc;
         d->persistable = d->trainable = d->fed = false;
         d->stop_gradient = true;
-        d->lod_level = 0; /* offsets are not fetched yet */
+        fl_ir_var_set_lod(d, 0, NULL); /* offsets are not fetched yet */
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));
     }
