@@ -328,6 +328,13 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_fetch_barrier:
     case FL_OPID_listen_and_serv: return FL_OK;
     case FL_OPID_allreduce: return fl_infer_allreduce(&c);
+    /* infer_driver.c: a fetch keeps the declaration the compiler gave it (the fetched var's) */
+    case FL_OPID_run_program: return fl_infer_run_program(&c);
+    case FL_OPID_print_line: return fl_infer_print_line(&c);
+    case FL_OPID_time_now: return fl_infer_time_now(&c);
+    case FL_OPID_scope_new: return fl_infer_scope_new(&c);
+    case FL_OPID_index: return fl_infer_index(&c);
+    case FL_OPID_item: return fl_infer_item(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -461,4 +461,12 @@ FlStatus fl_infer_distributed_lookup_table(Ctx *c);
 FlStatus fl_infer_distributed_lookup_grad_rows(Ctx *c);
 FlStatus fl_infer_allreduce(Ctx *c);
 
+/* infer_driver.c */
+FlStatus fl_infer_run_program(Ctx *c);
+FlStatus fl_infer_print_line(Ctx *c);
+FlStatus fl_infer_time_now(Ctx *c);
+FlStatus fl_infer_scope_new(Ctx *c);
+FlStatus fl_infer_index(Ctx *c);
+FlStatus fl_infer_item(Ctx *c);
+
 #endif

@@ -1655,6 +1655,9 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     *out = NULL;
     if (check_options(opt, e)) return FL_ERROR;
     FL_ASSERT(local && local->main && local->startup);
+    if (local->driver) /* docs/driver.md, "Plans: each role's driver": not built yet */
+        return fl_err(e, "the program runs its own loop (a driver: exe.run in the script); a plan of it is not made yet: "
+                         "train it with fluid.train to transpile it");
     Tp tp = {.local = local,
              .lb = fl_ir_block(local->main, 0),
              .P = opt->pservers,

@@ -366,3 +366,44 @@ void fl_verify_issues_fini(FlVerifyIssues *v) {
     for (size_t i = 0; i < v->items.len; i++) free(v->items.data[i].msg);
     FL_VEC_FREE(&v->items);
 }
+
+/* ---- the driver ---- */
+
+static void driver_run_program(Vf *v, const FlBundle *b, const FlBlock *db, const FlOpDesc *op) {
+    const FlAttr *pa = fl_ir_op_attr(op, "program");
+    const char *pn = pa && pa->s ? pa->s : "";
+    const FlProgram *p = !strcmp(pn, "startup") ? b->startup : !strcmp(pn, "main") ? b->main : NULL;
+    if (!p) {
+        issue(v, op->loc, "run_program: program '%s' is not a program of the bundle (startup or main)", pn);
+        return;
+    }
+    const FlBlock *g = fl_ir_block(p, 0);
+    const FlAttr *fn = fl_ir_op_attr(op, "feed_names"), *tn = fl_ir_op_attr(op, "fetch_names");
+    for (size_t i = 0; fn && i < fn->n; i++)
+        if (!fl_ir_var_find(g, fn->strs[i]))
+            issue(v, op->loc, "run_program: feed '%s' is not a var of the %s program's global block", fn->strs[i], pn);
+    const FlSlot *fetch = fl_ir_op_output(op, "Fetch");
+    for (size_t i = 0; tn && i < tn->n; i++) {
+        const FlVarDesc *src = fl_ir_var_find(g, tn->strs[i]);
+        if (!src) {
+            issue(v, op->loc, "run_program: fetch '%s' is not a var of the %s program's global block", tn->strs[i], pn);
+            continue;
+        }
+        const FlVarDesc *dst = fetch && i < fetch->nargs ? fl_ir_var_lookup(v->p, db, fetch->args[i]) : NULL;
+        if (dst && dst->dtype != src->dtype)
+            issue(v, op->loc, "run_program: fetch '%s' is %s but the driver's var '%s' is %s", tn->strs[i],
+                  fl_dtype_name(src->dtype), dst->name, fl_dtype_name(dst->dtype));
+    }
+}
+
+int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out) {
+    if (!b->driver) return 0;
+    int n = fl_verify_program(b->driver, NULL, out);
+    Vf v = {.p = b->driver, .out = out};
+    for (size_t bi = 0; bi < b->driver->blocks.len; bi++) {
+        const FlBlock *db = b->driver->blocks.data[bi];
+        for (size_t i = 0; i < db->ops.len; i++)
+            if (fl_ops_is(db->ops.data[i], FL_OPID_run_program)) driver_run_program(&v, b, db, db->ops.data[i]);
+    }
+    return n + v.count;
+}

@@ -41,5 +41,10 @@ typedef struct FlVerifyIssues {
  * may be NULL (nothing initialised). */
 int fl_verify_program(const FlProgram *main, const FlProgram *startup, FlVerifyIssues *out);
 void fl_verify_issues_fini(FlVerifyIssues *v);
+/* A bundle's driver (docs/driver.md): fl_verify_program's checks of it alone, and each
+ * run_program's against the program it runs: the program is the bundle's, every feed name is a
+ * var of its global block, every fetch name one too, and the driver var a fetch goes to has the
+ * fetched var's dtype. 0 when the bundle has no driver. */
+int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out);
 
 #endif

@@ -214,6 +214,7 @@ static FlValue *format_percent(Ctx *c, FlValue *l, FlValue *r, FlSpan sp) {
     const char *s = l->str.s;
     size_t n = l->str.n;
     FlBuf b = {0};
+    FlValue *rt = NULL; /* a run-time string once an argument is a run-time value (driver.c) */
     for (size_t i = 0; i < n; i++) {
         if (s[i] != '%') {
             fl_buf_putc(&b, s[i]);
@@ -255,7 +256,23 @@ static FlValue *format_percent(Ctx *c, FlValue *l, FlValue *r, FlSpan sp) {
             return fl_ev_error(c, sp, "not enough arguments for the format string (%zu given)", nargs);
         }
         cv.conv = s[i];
-        if (!format_one(c, &b, &cv, args ? args->list.items[ai] : r, sp)) {
+        FlValue *x = args ? args->list.items[ai] : r;
+        if (fl_ev_is_runtime(c, x)) { /* the conversion as written, applied when the driver prints */
+            if (!strchr("dioxXeEfFgGs", cv.conv) || (fl_ev_is_rtstr(x) && (cv.conv != 's' || i != start + 1))) {
+                fl_buf_free(&b);
+                return fl_ev_error(c, sp, "the conversion '%.*s' of a run-time value is not one print can apply "
+                                          "(%%d, %%i, %%o, %%x, %%e, %%f, %%g, %%s with flags, width and precision)",
+                                   (int)(i - start + 1), s + start);
+            }
+            if (!rt) rt = fl_ev_rtstr_new(c);
+            fl_ev_rtstr_text(c, rt, fl_buf_str(&b), b.len);
+            b.len = 0;
+            if (fl_ev_is_rtstr(x)) rt = fl_ev_rtstr_cat(c, rt, x);
+            else fl_ev_rtstr_value(c, rt, x, fl_intern_str(&c->in, fl_arena_printf(&c->arena, "%.*s", (int)(i - start + 1), s + start)));
+            ai++;
+            continue;
+        }
+        if (!format_one(c, &b, &cv, x, sp)) {
             fl_buf_free(&b);
             return c->error;
         }
@@ -272,7 +289,7 @@ static FlValue *format_percent(Ctx *c, FlValue *l, FlValue *r, FlSpan sp) {
     }
     FlValue *v = fl_v_str(c, fl_buf_str(&b), b.len);
     fl_buf_free(&b);
-    return v;
+    return rt ? fl_ev_rtstr_cat(c, rt, v) : v;
 }
 
 static const char *binop_sym(int op) {
@@ -282,6 +299,11 @@ static const char *binop_sym(int op) {
 
 FlValue *fl_ev_binop(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     if (l->kind == VK_ERROR || r->kind == VK_ERROR) return c->error;
+    if (op == FL_OP_MOD && l->kind == VK_STR && (r->kind != VK_VAR || fl_ev_is_driver_var(c, r)))
+        return format_percent(c, l, r, sp);
+    if (op == FL_OP_ADD && (fl_ev_is_rtstr(l) || fl_ev_is_rtstr(r)) && (l->kind == VK_STR || fl_ev_is_rtstr(l)) &&
+        (r->kind == VK_STR || fl_ev_is_rtstr(r)))
+        return fl_ev_rtstr_cat(c, l, r); /* a run-time string (driver.c) */
     if (l->kind == VK_VAR || r->kind == VK_VAR) return fl_ev_binop_var(c, op, l, r, sp);
     if (fl_v_is_num(l) && fl_v_is_num(r)) return num_binop(c, op, l, r, sp);
     if (op == FL_OP_ADD && l->kind == VK_STR && r->kind == VK_STR) {

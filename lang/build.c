@@ -59,6 +59,8 @@ FlLoc fl_ev_loc(Ctx *c, FlSpan sp) {
 
 FlVarDesc *fl_ev_var_desc(Ctx *c, FlValue *v) {
     if (v->kind != VK_VAR) return NULL;
+    if (fl_ev_is_driver_var(c, v) && !fl_ev_in_driver(c)) /* from a program being built: the driver's own */
+        return fl_ir_var_find(fl_ir_block(v->var.prog, 0), v->var.name);
     FlVarDesc *d = fl_ir_var_lookup(c->b.main, c->b.block, v->var.name);
     if (!d && v->var.prog != c->b.main) {
         /* a var of another program (program_guard): look in its global block */
@@ -378,8 +380,33 @@ static const char *fresh_base(Ctx *c, const char *type) {
     }
 }
 
+/* Whether an input of the op is a var of the driver (a fetched value, time.time()). */
+static bool driver_inputs(Ctx *c, const FlOpInfo *info, CallArgs *a) {
+    for (size_t k = 0; k < a->nkw; k++) {
+        FlValue *v = a->kwvals[k];
+        if (!fl_ops_in_slot(info, a->kwnames[k])) continue;
+        if (fl_ev_is_driver_var(c, v)) return true;
+        for (size_t i = 0; fl_v_is_seq(v) && i < v->list.len; i++)
+            if (fl_ev_is_driver_var(c, v->list.items[i])) return true;
+    }
+    return false;
+}
+
+static FlValue *op_here(Ctx *c, const FlOpInfo *info, const char *type, CallArgs *a, FlSpan sp);
+
+/* An op goes to the program its inputs belong to: one on driver vars to the driver
+ * (docs/driver.md, "Which ops go where"). */
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
     const FlOpInfo *info = fl_ops_find(type);
+    if (!info || fl_ev_in_driver(c) || !driver_inputs(c, info, a)) return op_here(c, info, type, a, sp);
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    FlValue *r = op_here(c, info, type, a, sp);
+    fl_ev_driver_leave(c, &s);
+    return r;
+}
+
+static FlValue *op_here(Ctx *c, const FlOpInfo *info, const char *type, CallArgs *a, FlSpan sp) {
     if (!info) return fl_ev_error(c, sp, "unknown op '%s'", type);
     if (info->is_grad)
         return fl_ev_error(c, sp, "'%s' is a gradient op: append_backward makes those, with the gradient "
@@ -528,7 +555,20 @@ static const char *cmp_op_name(int op) {
 
 /* An arithmetic binary operation where at least one side is a Var. op >= 100 marks a
  * comparison (op - 100 is the FlCmpOp). */
+static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);
+
+/* On driver vars (a fetched value, time.time()), the ops and their constants go to the driver. */
 FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
+    if (fl_ev_in_driver(c) || !(fl_ev_is_driver_var(c, l) || fl_ev_is_driver_var(c, r)))
+        return binop_var_here(c, op, l, r, sp);
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    FlValue *v = binop_var_here(c, op, l, r, sp);
+    fl_ev_driver_leave(c, &s);
+    return v;
+}
+
+static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     FlValue *var = l->kind == VK_VAR ? l : r;
     FlVarDesc *d = fl_ev_var_desc(c, var);
     if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);

@@ -152,12 +152,16 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     return out;
 }
 
-/* print(*values, sep=' ', end='\n', flush=False): at compile time, to standard output. */
+/* print(*values, sep=' ', end='\n', flush=False): at compile time, to standard output; when a
+ * value is known only at run time (a fetched value, a string made of one), the driver prints the
+ * line when it runs (docs/driver.md). */
 static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("print", "*values sep= end= flush=", 4);
     if ((v[1] && !fl_ev_want_str(c, v[1], "print() sep", a->span)) ||
         (v[2] && !fl_ev_want_str(c, v[2], "print() end", a->span)))
         return c->error;
+    for (size_t i = 0; i < v[0]->list.len; i++)
+        if (fl_ev_is_runtime(c, v[0]->list.items[i])) return fl_ev_driver_print(c, v[0], v[1], v[2], a->span);
     FlBuf b = {0};
     bool ok = true;
     for (size_t i = 0; i < v[0]->list.len && ok; i++) {
@@ -173,6 +177,7 @@ static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_str(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("str", "obj=", 1);
     if (!v[0]) return fl_v_cstr(c, "");
+    if (fl_ev_is_runtime(c, v[0])) return fl_ev_rtstr_of(c, v[0]);
     FlBuf b = {0};
     FlValue *r = fl_v_repr_at(c, v[0], &b, a->span) ? fl_v_str(c, fl_buf_str(&b), b.len) : c->error;
     fl_buf_free(&b);
@@ -182,6 +187,7 @@ static FlValue *b_str(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("int", "x=", 1);
     if (!v[0]) return fl_v_int(c, 0);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_item(c, v[0], FL_DT_INT64, a->span);
     if (v[0]->kind == VK_INT) return v[0];
     if (v[0]->kind == VK_BOOL) return fl_v_int(c, v[0]->b);
     if (v[0]->kind == VK_FLOAT) {
@@ -201,6 +207,7 @@ static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_float(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("float", "x=", 1);
     if (!v[0]) return fl_v_float(c, 0);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_item(c, v[0], FL_DT_FLOAT64, a->span);
     if (fl_v_is_num(v[0])) return fl_v_float(c, fl_v_num(v[0]));
     if (v[0]->kind == VK_STR) {
         char *end;
@@ -561,6 +568,7 @@ static bool format_spec(Ctx *c, FlBuf *b, FlValue *x, const char *spec, size_t n
  * optional :spec; {{ and }} stand for braces. */
 static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
     FlBuf b = {0};
+    FlValue *rt = NULL; /* a run-time string once a field is a run-time value (driver.c) */
     size_t k = 0;
     const char *s = self->str.s;
     size_t n = self->str.n;
@@ -596,6 +604,24 @@ static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, a->span, "format(): no argument for the field '{%.*s}'", (int)(fe - i - 1), s + i + 1);
         }
         const char *spec = colon < fe ? s + colon + 1 : "";
+        if (fl_ev_is_runtime(c, x)) {
+            const char *ps = fl_ev_rtstr_pyspec(c, spec, colon < fe ? fe - colon - 1 : 0, a->span);
+            if (!ps) {
+                fl_buf_free(&b);
+                return c->error;
+            }
+            if (!rt) rt = fl_ev_rtstr_new(c);
+            fl_ev_rtstr_text(c, rt, fl_buf_str(&b), b.len);
+            b.len = 0;
+            if (fl_ev_is_rtstr(x) && *ps) {
+                fl_buf_free(&b);
+                return fl_ev_error(c, a->span, "a format spec of a run-time string is not applied; format its values");
+            }
+            if (fl_ev_is_rtstr(x)) rt = fl_ev_rtstr_cat(c, rt, x);
+            else fl_ev_rtstr_value(c, rt, x, ps);
+            i = fe;
+            continue;
+        }
         if (!format_spec(c, &b, x, spec, colon < fe ? fe - colon - 1 : 0, a->span)) {
             fl_buf_free(&b);
             return c->error;
@@ -604,7 +630,7 @@ static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
     }
     FlValue *r = fl_v_str(c, fl_buf_str(&b), b.len);
     fl_buf_free(&b);
-    return r;
+    return rt ? fl_ev_rtstr_cat(c, rt, r) : r;
 }
 
 /* str.split(sep=None, maxsplit=-1): on runs of whitespace without sep. */
@@ -830,5 +856,6 @@ void fl_builtins_install(Ctx *c) {
         fl_env_set(c->builtins, fl_intern_str(&c->in, py_builtins[i].name),
                    fl_v_builtin(c, py_builtins[i].name, py_builtins[i].fn, NULL));
     fl_ev_native_module(c, "_core");
+    fl_ev_driver_install(c);
     fl_ev_pylib_install(c);
 }

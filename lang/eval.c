@@ -108,9 +108,14 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     Module *m = fl_ev_run_file(c, "__main__", path, text, len, false);
     (void)m;
     if (!c->aborted) fl_ev_profile_end(c);
+    if (c->diag.nerrors == 0 && c->bundle->driver && c->bundle->run.present) /* docs/driver.md, "Status" */
+        fl_diag_error_plain(&c->diag, "the program both calls fluid.train(...) and runs programs itself (exe.run): "
+                                      "fluid.train over the driver is not built yet; use one or the other");
     if (c->diag.nerrors == 0) {
         FlVerifyIssues vi = {0};
         if (fl_verify_program(c->bundle->main, c->bundle->startup, &vi) > 0) report_verify(c, &vi);
+        fl_verify_issues_fini(&vi);
+        if (fl_verify_driver(c->bundle, &vi) > 0) report_verify(c, &vi);
         fl_verify_issues_fini(&vi);
     }
     if (c->diag.nerrors == 0) {

@@ -155,6 +155,13 @@ typedef struct RtLoop {
     bool in_ct_loop;    /* (is_select) the select is inside a compile-time loop */
 } RtLoop;
 
+/* The current program and block saved while ops go to the driver (driver.c). */
+typedef struct DriverSwap {
+    bool swapped; /* false: the driver was current already */
+    FlProgram *main;
+    FlBlock *block, *home;
+} DriverSwap;
+
 /* Where ops currently go. */
 typedef struct BuildState {
     FlProgram *main, *startup;
@@ -386,6 +393,8 @@ Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool 
                               FlAstList *body, FlSpan sp);
 Flow fl_ev_lower_select(Ctx *c, Env *e, FlAst *s);
 Flow fl_ev_lower_server_do(Ctx *c, Env *e, FlAst *s, FlValue *g); /* g: the server.do guard */
+/* Thread.start(): see driver.c; the current program must be the driver. */
+FlValue *fl_ev_lower_thread(Ctx *c, FlValue *fn, FlValue *args, FlValue *kwargs, FlSpan sp);
 /* A recurrent layer's block (g: an rnn_block guard, g->guard.a its owner object): the body goes
  * into a new sub-block of the current block, after owner._block_begin(index) and before
  * owner._block_end(), which the stdlib uses to emit the op that runs the block. Names bound in
@@ -476,6 +485,30 @@ bool fl_ev_has_value_method(const FlValue *obj, const char *name);
 Module *fl_ev_native_module(Ctx *c, const char *name);
 /* At the end of a compilation: a fluid.profiler region never stopped is an error at its start. */
 void fl_ev_profile_end(Ctx *c);
+
+/* ---- the driver program (driver.c; docs/driver.md) ---- */
+FlProgram *fl_ev_driver(Ctx *c);                 /* the bundle's driver, made on first use */
+bool fl_ev_in_driver(const Ctx *c);             /* ops go to the driver now (a thread's body) */
+bool fl_ev_is_driver_var(const Ctx *c, const FlValue *v);
+/* Makes the driver's global block current unless the driver is current already; leave undoes it. */
+void fl_ev_driver_enter(Ctx *c, DriverSwap *s);
+void fl_ev_driver_leave(Ctx *c, DriverSwap *s);
+/* Run-time strings: a driver var, or a RuntimeStr record (a format and its driver vars). */
+bool fl_ev_is_rtstr(const FlValue *v);
+bool fl_ev_is_runtime(const Ctx *c, const FlValue *v);
+FlValue *fl_ev_rtstr_new(Ctx *c);                                        /* empty */
+void fl_ev_rtstr_text(Ctx *c, FlValue *rt, const char *s, size_t n);     /* appends text */
+void fl_ev_rtstr_value(Ctx *c, FlValue *rt, FlValue *var, const char *spec); /* a value, printf spec */
+FlValue *fl_ev_rtstr_cat(Ctx *c, FlValue *a, FlValue *b); /* str/RuntimeStr/driver var + same */
+FlValue *fl_ev_rtstr_of(Ctx *c, FlValue *v);              /* str(v) of a run-time value */
+/* str.format's spec of a run-time value as a printf conversion ("" for none); NULL, reported. */
+const char *fl_ev_rtstr_pyspec(Ctx *c, const char *spec, size_t n, FlSpan sp);
+/* print(*values, sep=, end=) when a value is a run-time one: a print_line of the driver. */
+FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, FlSpan sp);
+void fl_ev_driver_install(Ctx *c); /* the native module _driver */
+/* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
+FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
+FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

@@ -133,6 +133,7 @@ static FlValue *index_value(Ctx *c, FlValue *obj, FlValue *idx, FlSpan sp) {
         if (v) return v;
         return fl_ev_error(c, sp, "%s has no item '%s'", obj->rec.type, idx->str.s);
     }
+    if (fl_ev_is_driver_var(c, obj)) return fl_ev_driver_index(c, obj, idx, sp); /* a fetched value */
     if (obj->kind == VK_VAR) return fl_ev_error(c, sp, "indexing a Var is not supported; use layers.split or layers.reshape");
     return fl_ev_error(c, sp, "%s is not subscriptable", fl_v_type_name(obj));
 }

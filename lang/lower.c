@@ -756,6 +756,68 @@ Flow fl_ev_lower_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp) {
     return FLOW_NORMAL;
 }
 
+/* Thread.start() (driver.c; the current program is the driver): a channel (bool [1], capacity 1)
+ * and a go whose body calls fn(*args, **kwargs), compiled into the go's block as a go body is,
+ * then sends on the channel, which Thread.join() receives from. Returns the channel Var. */
+FlValue *fl_ev_lower_thread(Ctx *c, FlValue *fn, FlValue *args, FlValue *kwargs, FlSpan sp) {
+    FlBlock *parent = c->b.block;
+    const char *ch = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "thread"));
+    FlVarDesc *cd = fl_ev_new_var(c, parent, ch, sp);
+    int64_t one = 1;
+    cd->kind = FL_VAR_CHANNEL;
+    cd->dtype = FL_DT_BOOL;
+    fl_ir_var_set_shape(cd, 1, &one);
+    cd->capacity = 1;
+    cd->stop_gradient = true;
+    FlOpDesc *mk = fl_ev_op_raw(c, parent, "channel_create", sp);
+    fl_ir_op_add_output(mk, "Out", ch);
+    fl_ir_op_set_int(mk, "dtype", FL_DT_BOOL);
+    fl_ir_op_set_int(mk, "capacity", 1);
+    if (!fl_ev_infer(c, parent, mk, sp)) return c->error;
+    FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx), *home = c->home;
+    int saved_loop = c->loop_depth;
+    c->b.block = c->home = sub;
+    c->loop_depth = 0;
+    c->rt_depth++;
+    FL_VEC_PUSH(&c->rtloops, NULL);
+    CallArgs ca = {.pos = args->list.items, .npos = args->list.len, .span = sp};
+    ca.nkw = kwargs->dict.len;
+    ca.kwnames = fl_arena_alloc(&c->arena, (ca.nkw + 1) * sizeof *ca.kwnames);
+    ca.kwvals = kwargs->dict.vals;
+    bool ok = true;
+    for (size_t i = 0; i < ca.nkw && ok; i++) {
+        if (kwargs->dict.keys[i]->kind != VK_STR) {
+            fl_ev_error(c, sp, "Thread(kwargs=...) keys must be strings");
+            ok = false;
+        } else {
+            ca.kwnames[i] = kwargs->dict.keys[i]->str.s;
+        }
+    }
+    /* a user's function locates its ops at its own lines, not at the start() that runs it */
+    bool saved_have = c->have_err_span;
+    FlSpan saved_span = c->err_span;
+    if (fn->kind == VK_FUNC && fn->func.mod && !fn->func.mod->is_stdlib) c->have_err_span = false;
+    if (ok) ok = fl_ev_call(c, fn, &ca)->kind != VK_ERROR;
+    c->have_err_span = saved_have;
+    c->err_span = saved_span;
+    FlValue *done = ok ? fl_ev_const_var(c, c->vtrue, FL_DT_BOOL, sp) : c->error;
+    if (ok && done->kind == VK_VAR) {
+        FlOpDesc *snd = fl_ev_op_raw(c, sub, "channel_send", sp);
+        fl_ir_op_add_input(snd, "Channel", ch);
+        fl_ir_op_add_input(snd, "X", done->var.name);
+        ok = fl_ev_infer(c, sub, snd, sp);
+    }
+    c->rtloops.len--;
+    c->rt_depth--;
+    c->loop_depth = saved_loop;
+    c->home = home;
+    c->b.block = parent;
+    FlOpDesc *op = control_op(c, "go", sub, sp);
+    fl_ev_control_io(c, parent, sub, op, "X", NULL);
+    fl_ev_infer(c, parent, op, sp);
+    return ok ? fl_v_var(c, ch) : c->error;
+}
+
 /* parallel_for: n concurrent iterations; idx_name is bound to the index Var (or, with
  * as_rec, a record whose .idx is). */
 Flow fl_ev_lower_parallel_for(Ctx *c, Env *e, int64_t n, const char *bind, bool as_rec, FlAstList *body, FlSpan sp) {

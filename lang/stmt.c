@@ -310,7 +310,12 @@ static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
             }
             c->loop_depth--;
             c->loop_rt_depth = loop_rt_depth;
-            return fl_ev_lower_while(c, e, s, t);
+            if (!fl_ev_is_driver_var(c, t) || fl_ev_in_driver(c)) return fl_ev_lower_while(c, e, s, t);
+            DriverSwap sw; /* a loop on a fetched value is the driver's (docs/driver.md) */
+            fl_ev_driver_enter(c, &sw);
+            Flow f = fl_ev_lower_while(c, e, s, t);
+            fl_ev_driver_leave(c, &sw);
+            return f;
         }
         bool ok;
         bool tv = fl_v_truthy(c, t, s->loop.iter->span, &ok);
@@ -673,7 +678,14 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
     case FL_AST_IF: {
         FlValue *t = fl_ev_expr(c, e, s->cond.test);
         if (t->kind == VK_ERROR) return FLOW_ERROR;
-        if (t->kind == VK_VAR) return fl_ev_lower_if(c, e, s, t);
+        if (t->kind == VK_VAR && (!fl_ev_is_driver_var(c, t) || fl_ev_in_driver(c))) return fl_ev_lower_if(c, e, s, t);
+        if (t->kind == VK_VAR) { /* an if on a fetched value is the driver's (docs/driver.md) */
+            DriverSwap sw;
+            fl_ev_driver_enter(c, &sw);
+            Flow f = fl_ev_lower_if(c, e, s, t);
+            fl_ev_driver_leave(c, &sw);
+            return f;
+        }
         bool ok;
         bool tv = fl_v_truthy(c, t, s->cond.test->span, &ok);
         if (!ok) return FLOW_ERROR;

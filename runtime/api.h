@@ -109,7 +109,8 @@ typedef struct FlExecutorOptions {
     int threads;
 } FlExecutorOptions;
 
-/* Prepares p's startup and main programs (p must outlive the executor). opt may be NULL (seed
+/* Prepares p's startup and main programs, and its driver when it has one (p must outlive the
+ * executor). opt may be NULL (seed
  * 0). Errors: an op unknown to this runtime or malformed; the message names the op. */
 FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt, FlExecutor **out,
                          FlErr *err) FL_WARN_UNUSED;
@@ -160,6 +161,17 @@ FlStatus fl_executor_run(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, si
  * running statistics. */
 FlStatus fl_executor_predict(FlExecutor *ex, FlScope *scope, const FlFeed *feeds, size_t nfeeds,
                              FlFetch *fetches, size_t nfetches, FlErr *err) FL_WARN_UNUSED;
+
+/* Whether the program has a driver (docs/driver.md): the script's run-time half, which
+ * fl_executor_run_driver runs instead of the startup program once and the main program once. */
+bool fl_executor_has_driver(const FlExecutor *ex);
+/* Runs the driver on `scope` (the root scope its programs run on): its run_program ops run the
+ * startup and main programs there (or on the scopes it makes under it), from its goroutines too.
+ * A driver with goroutines needs a scheduler attached to scope (runtime/core/conc.h), or makes
+ * its own. Errors: the program has no driver; an op of the driver or of a program it runs failed
+ * (the message names the driver's op and line, then the program's). Goroutines it started and
+ * did not wait for may still run when it returns, as in Go. */
+FlStatus fl_executor_run_driver(FlExecutor *ex, FlScope *scope, FlErr *err) FL_WARN_UNUSED;
 
 /* The main program's runs so far (fl_executor_run and fl_executor_predict alike): a dropout op
  * draws its mask from its seed and this count, so it is the random state of training; restoring

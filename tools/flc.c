@@ -8,6 +8,7 @@
  *   flc transpile FILE.{fl,flp} --mode allreduce --trainers T
  *                 [--min-block-size N] [--dispatch round_robin|hash] [-D name=value]... -o OUT.plan
  *   flc verify FILE.plan                                check a plan's roles against each other
+ *   flc verify FILE.flp                                 check a bundle's driver (docs/driver.md)
  *   flc calibrate [-o FILE]                             measure this machine's kernels
  *   flc simulate FILE.{plan,fl,flp} --cluster SPEC [--calibration FILE] [--batch-size N]
  *                [--piece BYTES] [--pservers P --trainers T | --sweep P=1..4,T=1..4]
@@ -28,6 +29,7 @@
 #include "compiler/ir/rules.h"
 #include "compiler/ops.h"
 #include "compiler/plan_verify.h"
+#include "compiler/verify.h"
 #include "compiler/simulate.h"
 #include "compiler/transpile.h"
 #include "lang/eval.h"
@@ -56,6 +58,8 @@ static const char *usage_text =
     "                                                  and recvs, barriers, blocks, optimizer state,\n"
     "                                                  ranks, allreduce lists, each program (flrun\n"
     "                                                  runs it before a plan's job starts)\n"
+    "  verify FILE.flp                                 check a program's driver: its ops, and each\n"
+    "                                                  exe.run's feeds and fetches against its program\n"
     "  calibrate [-o FILE]                             measure this machine's kernels (GEMM, element-wise,\n"
     "                                                  optimizer, memcpy, the cost per op) into a\n"
     "                                                  calibration file (default: stdout; docs/simulate.md)\n"
@@ -371,6 +375,30 @@ out0:
     return rc;
 }
 
+/* flc verify FILE.flp: every issue of the bundle's driver on stderr, or one line saying what was
+ * checked. */
+static int verify_driver(const Args *a, const FlBundle *b) {
+    if (!b->driver) {
+        printf("%s: ok: no driver (flrun runs the startup program, then the main program)\n", a->file);
+        return 0;
+    }
+    FlVerifyIssues vi = {0};
+    int n = fl_verify_driver(b, &vi);
+    for (int i = 0; i < n && i < FL_PLAN_VERIFY_SHOWN; i++) {
+        FlLoc l = vi.items.data[i].loc;
+        const char *src = l.file >= 0 && (size_t)l.file < b->source_paths.len ? b->source_paths.data[l.file] : NULL;
+        if (src) fprintf(stderr, "flc: error: %s: driver (%s:%d:%d): %s\n", a->file, src, l.line, l.col, vi.items.data[i].msg);
+        else fprintf(stderr, "flc: error: %s: driver: %s\n", a->file, vi.items.data[i].msg);
+    }
+    if (n > FL_PLAN_VERIFY_SHOWN) fprintf(stderr, "flc: error: %s: %d more issues\n", a->file, n - FL_PLAN_VERIFY_SHOWN);
+    fl_verify_issues_fini(&vi);
+    if (n) return 1;
+    size_t ops = 0;
+    for (size_t i = 0; i < b->driver->blocks.len; i++) ops += b->driver->blocks.data[i]->ops.len;
+    printf("%s: ok: a driver of %zu ops in %zu blocks\n", a->file, ops, b->driver->blocks.len);
+    return 0;
+}
+
 /* flc verify: every issue of the plan on stderr, or one line saying it is consistent. */
 static int verify(const Args *a, const FlPlan *plan) {
     FlPlanIssues vi = {0};
@@ -578,7 +606,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (!strcmp(a.cmd, "verify") && ends_with(a.file, ".fl")) {
-        rc = usage_error("'verify' checks a plan (.plan, from flc transpile), not '%s'", a.file);
+        rc = usage_error("'verify' checks a plan (.plan, from flc transpile) or a compiled program (.flp), not '%s'", a.file);
         goto done;
     }
     if (a.out && strcmp(a.cmd, "build") != 0 && strcmp(a.cmd, "transpile") != 0) {
@@ -621,7 +649,7 @@ int main(int argc, char **argv) {
     if (is_sim) {
         rc = simulate(&a, bundle, plan);
     } else if (!strcmp(a.cmd, "verify")) {
-        rc = plan ? verify(&a, plan) : usage_error("'verify' checks a plan (.plan, from flc transpile), not '%s'", a.file);
+        rc = plan ? verify(&a, plan) : verify_driver(&a, bundle);
     } else if (is_tp && plan) {
         rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);
     } else if (is_tp) {

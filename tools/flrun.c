@@ -1046,6 +1046,67 @@ static void gemm_notes(const Opts *o, bool mpi) {
     fl_buf_free(&b);
 }
 
+/* The first flrun option that a program with a driver does not take yet (docs/driver.md,
+ * "flrun's features"), NULL when none: its loop, figures and saving are the script's own. */
+static const char *driver_refused(const Opts *o) {
+    if (o->epochs >= 0) return "--epochs";
+    if (o->batch >= 0) return "--batch-size";
+    const char *const named[][2] = {{"--log", o->log}, {"--save", o->save}, {"--load", o->load},
+                                    {"--predict", o->predict}, {"--predict-var", o->predict_var},
+                                    {"--data-dir", o->data_dir}, {"--timeline", o->timeline},
+                                    {"--checkpoint", o->checkpoint}, {"--plot", o->plot},
+                                    {"--tensorboard", o->tensorboard}};
+    for (size_t i = 0; i < FL_ARRAY_LEN(named); i++)
+        if (named[i][1]) return named[i][0];
+    if (o->resume) return "--resume";
+    if (o->profile) return "--profile";
+    if (o->trainers) return "--trainers";
+    return NULL;
+}
+
+/* A bundle with a driver: the driver runs (its run_program ops run startup and main), on one
+ * executor and one root scope, with a goroutine scheduler when it or main uses goroutines. */
+static int run_driver(const Opts *o, FlBundle *bundle) {
+    const char *flag = driver_refused(o);
+    if (flag) {
+        fprintf(stderr, "flrun: %s: '%s' runs its own loop (exe.run in the script: docs/driver.md); %s does not "
+                "apply to it\nTry 'flrun --help'.\n", flag, o->file, flag);
+        fl_ir_bundle_free(bundle);
+        return 2;
+    }
+    if (has_op_flag(bundle->main, FL_OPF_DIST) || has_op_flag(bundle->startup, FL_OPF_DIST)) {
+        fprintf(stderr, "flrun: error: '%s': a program with a driver runs locally; its main program talks to other "
+                "ranks\n", o->file);
+        fl_ir_bundle_free(bundle);
+        return 1;
+    }
+    FlErr e = {{0}};
+    int rc = 1;
+    FlLoadedProgram *prog = fl_program_from_bundle_take(bundle);
+    FlExecutor *ex = NULL;
+    FlSched *sched = NULL;
+    FlScope *scope = fl_scope_new(NULL);
+    FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : 0),
+                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus()};
+    if (fl_executor_new(prog, &xo, &ex, &e) != FL_OK) goto done;
+    if (has_op_flag(bundle->driver, FL_OPF_CHAN) || has_op_flag(bundle->main, FL_OPF_CHAN)) {
+        FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
+        if (!(sched = fl_sched_new(&sc, &e))) goto done;
+        fl_conc_attach(scope, sched);
+    }
+    if (fl_executor_run_driver(ex, scope, &e) != FL_OK) goto done;
+    rc = 0;
+done:;
+    const char *deadlock = sched ? fl_sched_deadlock_report(sched) : NULL;
+    if (rc && deadlock && strstr(e.msg, "deadlock: all goroutines are blocked")) fputs(deadlock, stderr);
+    else if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
+    fl_sched_free(sched); /* wakes goroutines still blocked and waits until they have unwound */
+    fl_scope_free(scope);
+    fl_executor_free(ex);
+    fl_program_free(prog);
+    return rc;
+}
+
 static int run_program(Opts *o) {
     FlErr e = {{0}};
     FlBundle *bundle;
@@ -1057,6 +1118,7 @@ static int run_program(Opts *o) {
         fl_ir_plan_free(plan);
         return code;
     }
+    if (bundle && bundle->driver) return run_driver(o, bundle);
     if (o->checkpoint && !plan && has_op_flag(bundle->main, FL_OPF_DIST)) {
         fprintf(stderr, "flrun: --checkpoint: '%s' is a hand-written distributed program; checkpoints during training "
                 "need a plan (flc transpile) or a local run\nTry 'flrun --help'.\n", o->file);

@@ -654,6 +654,7 @@ void fl_ir_bundle_free(FlBundle *b) {
     if (!b) return;
     fl_ir_program_free(b->startup);
     fl_ir_program_free(b->main);
+    fl_ir_program_free(b->driver);
     fl_ir_run_fini(&b->run);
     free_strvec(b->source_paths.data, b->source_paths.len);
     free(b->role);
@@ -664,6 +665,7 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     FlBundle *c = fl_xcalloc(1, sizeof *c);
     c->startup = b->startup ? fl_ir_program_clone(b->startup) : NULL;
     c->main = b->main ? fl_ir_program_clone(b->main) : NULL;
+    c->driver = b->driver ? fl_ir_program_clone(b->driver) : NULL;
     c->run.present = b->run.present;
     c->run.reader = fl_ir_reader_clone(b->run.reader);
     c->run.test_reader = fl_ir_reader_clone(b->run.test_reader);
@@ -926,6 +928,8 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
         return fl_err(e, "startup program: %s", sub.msg);
     if (fl_ir_validate_program(b->main, b->source_paths.len, &sub))
         return fl_err(e, "main program: %s", sub.msg);
+    if (b->driver && fl_ir_validate_program(b->driver, b->source_paths.len, &sub))
+        return fl_err(e, "driver program: %s", sub.msg);
     if (empty(b->role)) return fl_err(e, "the bundle has no role");
     if (b->role_index < 0)
         return fl_err(e, "negative role index %lld", (long long)b->role_index);

@@ -28,10 +28,13 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-/* The format writers write and the newest this build reads. 2: the random fills are
+/* The newest format this build reads and writes. 3: a bundle may hold a driver program
+ * (docs/driver.md), and a bundle that holds one is written as version 3; every other file is
+ * written as version 2 (FL_IR_FORMAT_BASE), byte for byte as before. 2: the random fills are
  * counter-based (Philox4x32-10, runtime/rng.h) and take shard_offset, and a var may be a
  * SelectedRows; version 1 drew the fills from one sequential stream (docs/ir.md). */
-#define FL_IR_FORMAT_VERSION 2
+#define FL_IR_FORMAT_VERSION 3
+#define FL_IR_FORMAT_BASE 2
 #define FL_IR_MAGIC "fluidc"
 
 /* A var's kind (proto enum VarKind; values are part of the format). */
@@ -272,6 +275,9 @@ typedef struct FlBundle {
     char *role;        /* "local", "trainer", "pserver"; for hand-written MPMD programs the
                           role its program has ("pserver" if it has listen_and_serv) */
     int64_t role_index; /* trainer or pserver number inside a plan */
+    FlProgram *driver;  /* owned; NULL: the default driver (startup once, then main once). The
+                           script's run-time half (docs/driver.md): its run_program ops run
+                           startup and main */
 } FlBundle;
 
 FlBundle *fl_ir_bundle_new(void); /* empty startup and main programs */
@@ -310,9 +316,10 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
 /* Encodes to a malloc'ed buffer (*len bytes); deterministic; does not validate (the writers
  * above do). Test hooks for odd headers: compiler/ir/ir_test.h. */
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len);
-/* The format version a writer puts in the file: FL_IR_FORMAT_VERSION (a version-1 reader would
- * fill a pserver's blocks with other values than the local program's, and take a SelectedRows for
- * a dense tensor). b or p may be NULL. */
+/* The format version a writer puts in the file: 3 when a bundle (or a role of the plan) holds a
+ * driver (a version-2 reader would run main once instead), else 2 (a version-1 reader would fill a
+ * pserver's blocks with other values than the local program's, and take a SelectedRows for a
+ * dense tensor). b or p may be NULL. */
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p);
 uint8_t *fl_ir_encode_plan(const FlPlan *p, size_t *len);
 

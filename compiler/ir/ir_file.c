@@ -238,6 +238,7 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
     }
     m->n_source_paths = b->source_paths.len;
     m->source_paths = enc_strs(a, b->source_paths.data, b->source_paths.len);
+    if (b->driver) m->driver = enc_program(a, b->driver);
     m->role = b->role;
     m->has_role_index = 1;
     m->role_index = b->role_index;
@@ -290,8 +291,9 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
 }
 
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    (void)b, (void)p;
-    return FL_IR_FORMAT_VERSION;
+    bool driver = b && b->driver;
+    for (size_t i = 0; p && i < p->roles.len; i++) driver = driver || p->roles.data[i]->driver;
+    return driver ? FL_IR_FORMAT_VERSION : FL_IR_FORMAT_BASE;
 }
 
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len) {
@@ -514,6 +516,13 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
     if (dec_program(m->main, b->main, &sub)) {
         fl_err(e, "main program: %s", sub.msg);
         goto fail;
+    }
+    if (m->driver) {
+        b->driver = fl_ir_program_empty();
+        if (dec_program(m->driver, b->driver, &sub)) {
+            fl_err(e, "driver program: %s", sub.msg);
+            goto fail;
+        }
     }
     DEC_STRVEC(&b->source_paths, m->source_paths, m->n_source_paths);
     b->role = dec_str(m->role);

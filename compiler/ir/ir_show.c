@@ -293,6 +293,7 @@ void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     fl_buf_putc(out, '\n');
     fl_ir_show_program(b->startup, "startup program", b, out);
     fl_ir_show_program(b->main, "main program", b, out);
+    if (b->driver) fl_ir_show_program(b->driver, "driver program", b, out);
     show_run(out, &b->run);
 }
 

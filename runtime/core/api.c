@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compiler/ir/ir.h"
+#include "runtime/core/driver.h"
 #include "runtime/core/exec.h"
 #include "runtime/core/scope.h"
 
@@ -15,6 +16,7 @@ struct FlLoadedProgram {
 
 struct FlExecutor {
     FlExec *startup, *main;
+    FlExec *driver; /* NULL when the bundle has none */
     FlPar *par; /* the kernels' pool of both programs; NULL with threads <= 1 */
 };
 
@@ -71,6 +73,10 @@ FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt,
         fl_err(err, "main %s", e2.msg);
         goto fail;
     }
+    if (b->driver && fl_exec_new(b->driver, src, ns, &o, &ex->driver, &e2) != FL_OK) {
+        fl_err(err, "driver %s", e2.msg);
+        goto fail;
+    }
     *out = ex;
     return FL_OK;
 fail:
@@ -80,6 +86,7 @@ fail:
 
 void fl_executor_free(FlExecutor *ex) {
     if (!ex) return;
+    fl_exec_free(ex->driver); /* first: its goroutines may still run the others */
     fl_exec_free(ex->startup);
     fl_exec_free(ex->main);
     fl_par_free(ex->par);
@@ -88,6 +95,17 @@ void fl_executor_free(FlExecutor *ex) {
 
 FlStatus fl_executor_run_startup(FlExecutor *ex, FlScope *scope, FlErr *err) {
     return fl_exec_run(ex->startup, scope, NULL, 0, NULL, NULL, 0, 0, err);
+}
+
+bool fl_executor_has_driver(const FlExecutor *ex) { return ex->driver != NULL; }
+
+FlStatus fl_executor_run_driver(FlExecutor *ex, FlScope *scope, FlErr *err) {
+    if (!ex->driver) return fl_err(err, "the program has no driver (run its startup, then its main program)");
+    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main};
+    FlScope *ds = fl_driver_scope(scope, &h);
+    FlStatus st = fl_exec_run(ex->driver, ds, NULL, 0, NULL, NULL, 0, 0, err);
+    fl_scope_release(ds);
+    return st;
 }
 
 #define STACK_N 16

@@ -612,6 +612,54 @@ static void test_bundle_round_trip(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A driver program (docs/driver.md) is kept, shown and checked; a bundle with one is written as
+ * format 3, a bundle without one as format 2, byte for byte as before the field existed. */
+static void test_driver_round_trip(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 2);
+    size_t n0, n2;
+    uint8_t *d0 = fl_ir_encode_bundle(b, &n0), *d2 = fl_ir_encode_bundle_version(b, 2, &n2);
+    CU_ASSERT_TRUE(n0 == n2 && memcmp(d0, d2, n0) == 0);
+    free(d2);
+    b->driver = fl_ir_program_new();
+    FlBlock *d = fl_ir_block(b->driver, 0);
+    int64_t one = 1;
+    var(d, "fetch_0.tmp_0", FL_DT_FLOAT32, 1, &one);
+    FlOpDesc *op = fl_ir_op_append(d, "run_program");
+    fl_ir_op_set_string(op, "program", "main");
+    fl_ir_op_add_output(op, "Fetch", "fetch_0.tmp_0");
+    fl_ir_op_set_strings(op, "fetch_names", (const char *const[]){"y"}, 1);
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), FL_IR_FORMAT_VERSION);
+    CU_ASSERT_EQUAL(FL_IR_FORMAT_VERSION, 3);
+    size_t n1;
+    uint8_t *d1 = fl_ir_encode_bundle(b, &n1);
+    CU_ASSERT_TRUE(n1 > n0); /* the driver is in the file */
+    free(d1);
+    free(d0);
+    const char *path = tmp_path("driver.flp");
+    CU_ASSERT_EQUAL_FATAL(fl_ir_bundle_write(b, path, &e), FL_OK);
+    FlBundle *r = NULL;
+    FlPlan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(path, &r, &p, &e), FL_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r->driver);
+    char *s1 = show_bundle(b), *s2 = show_bundle(r);
+    CHECK_STR(s2, s1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "== driver program ==\nblock 0 (parent -1)\n  var fetch_0.tmp_0 : float32[1]"));
+    free(s1);
+    free(s2);
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_PTR_NOT_NULL(cl->driver);
+    CU_ASSERT_NOT_EQUAL(cl->driver, r->driver);
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    /* a broken driver is refused, and says it is the driver */
+    fl_ir_op_set_block(op, "sub_block", 7);
+    CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "driver program: "));
+    fl_ir_bundle_free(b);
+}
+
 /* A file stores its readers' directory relative to itself, so a program moved with its data
  * still finds it; --data-dir's hook points every reader elsewhere. */
 static void test_relocate(void) {
@@ -836,7 +884,7 @@ static void test_header_errors(void) {
     CU_ASSERT_TRUE(rb == NULL && rp == NULL);
     char want[700];
     snprintf(want, sizeof want,
-             "'%s' was written by a newer fluidc (format version 7; this one reads up to 2)", path);
+             "'%s' was written by a newer fluidc (format version 7; this one reads up to %d)", path, FL_IR_FORMAT_VERSION);
     CHECK_STR(e.msg, want);
     /* the current version reads */
     d = fl_ir_encode_bundle_version(b, FL_IR_FORMAT_VERSION, &n);
@@ -1384,6 +1432,7 @@ int main(void) {
     CU_add_test(s, "clone", test_clone);
     CU_add_test(s, "block io", test_block_io);
     CU_add_test(s, "bundle round trip", test_bundle_round_trip);
+    CU_add_test(s, "driver round trip", test_driver_round_trip);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);
     CU_add_test(s, "truncated", test_truncated);

@@ -576,7 +576,7 @@ static void test_tools(void) {
     fl_buf_free(&want);
     snprintf(cmd, sizeof cmd, "'%s' verify " FIT, flc_path);
     CU_ASSERT_EQUAL(run(cmd, &out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "'verify' checks a plan (.plan, from flc transpile), not 'examples/fit_a_line.fl'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "'verify' checks a plan (.plan, from flc transpile) or a compiled program (.flp), not 'examples/fit_a_line.fl'"));
     free(out);
     /* flrun refuses the plan before any work: exit 1, the message once (no rank starts) */
     snprintf(cmd, sizeof cmd, "'%s' '%s' --epochs 1", flrun_path, bad);

@@ -1,11 +1,13 @@
 #!/bin/sh
-# run_cases.sh FLRUN TABLE: the table-driven .fl tests of channels and select (label concurrency).
+# run_cases.sh FLRUN TABLE: the table-driven .fl tests of channels and select (label concurrency)
+# and of the driver program (tests/e2e/driver_cases.fltab).
 # TABLE holds cases, each a header then a program:
 #   @case NAME            starts a case
 #   @go TEXT              Go's behaviour that the case checks (documentation)
 #   @args ARGS            arguments given to flrun after the program (e.g. --procs 1)
 #   @exit N               expected exit status (default 0)
 #   @out LINE             expected stdout, one @out per Print line, reduced to "MESSAGE VALUES"
+#   @line LINE            expected stdout exactly, one @line per line (all of it when given)
 #   @range MSG LO HI      the Print with message MSG holds one value in [LO, HI] (fairness)
 #   @err TEXT             stderr contains TEXT
 #   @timeout S            the case must finish within S seconds (default 10; for the ThreadSanitizer
@@ -39,6 +41,10 @@ for hdr in "$tmp"/*.hdr; do
     if grep -q '^@out ' "$hdr"; then
         sed -n 's/^@out //p' "$hdr" >"$base.want"
         cmp -s "$base.got" "$base.want" || why="$why; stdout [$(tr '\n' '|' <"$base.got")] expected [$(tr '\n' '|' <"$base.want")]"
+    fi
+    if grep -q '^@line' "$hdr"; then
+        sed -n 's/^@line \{0,1\}//p' "$hdr" >"$base.lines"
+        cmp -s "$base.out" "$base.lines" || why="$why; stdout [$(tr '\n' '|' <"$base.out")] expected [$(tr '\n' '|' <"$base.lines")]"
     fi
     sed -n 's/^@range //p' "$hdr" | while read -r msg lo hi; do
         v=$(awk -v m="$msg" '$1 == m { print $2 }' "$base.got")

@@ -1,0 +1,90 @@
+/* infer_driver.c: shape rules of the driver's ops (compiler/ops/driver.def; docs/driver.md). A
+ * run_program's fetches are declared by the compiler as the vars they fetch (the driver does not
+ * hold the programs it runs); what is checked here is what the driver alone says. */
+#include "compiler/infer_impl.h"
+
+/* Feeds and fetches pair with their names; a Scope is a raw var (a scope_new's). */
+FlStatus fl_infer_run_program(Ctx *c) {
+    const FlAttr *prog = fl_ir_op_attr(c->op, "program");
+    if (!prog || (strcmp(prog->s, "startup") != 0 && strcmp(prog->s, "main") != 0))
+        return fl_err(c->e, "run_program: program '%s' is not a program of the bundle (startup or main)",
+                      prog ? prog->s : "");
+    const FlAttr *fn = fl_ir_op_attr(c->op, "feed_names"), *tn = fl_ir_op_attr(c->op, "fetch_names");
+    const FlSlot *feed = fl_ir_op_input(c->op, "Feed"), *fetch = fl_ir_op_output(c->op, "Fetch");
+    size_t nfeed = feed ? feed->nargs : 0, nfetch = fetch ? fetch->nargs : 0;
+    if ((fn ? fn->n : 0) != nfeed)
+        return fl_err(c->e, "run_program: %zu feeds but %zu feed_names", nfeed, fn ? fn->n : 0);
+    if ((tn ? tn->n : 0) != nfetch)
+        return fl_err(c->e, "run_program: %zu fetches but %zu fetch_names", nfetch, tn ? tn->n : 0);
+    FlVarDesc *s;
+    if (in_opt(c, "Scope", &s)) return FL_ERROR;
+    if (s && s->kind != FL_VAR_RAW) return fl_err(c->e, "run_program: Scope '%s' is not a scope", s->name);
+    return FL_OK;
+}
+
+/* One text more than values; a spec per value when given. */
+FlStatus fl_infer_print_line(Ctx *c) {
+    const FlAttr *texts = fl_ir_op_attr(c->op, "texts"), *specs = fl_ir_op_attr(c->op, "specs");
+    const FlSlot *x = fl_ir_op_input(c->op, "X");
+    size_t n = x ? x->nargs : 0;
+    if (!texts || texts->n != n + 1)
+        return fl_err(c->e, "print_line: %zu values need %zu texts, found %zu", n, n + 1, texts ? texts->n : 0);
+    if (specs && specs->n && specs->n != n)
+        return fl_err(c->e, "print_line: %zu values but %zu specs", n, specs->n);
+    const FlAttr *st = fl_ir_op_attr(c->op, "stream");
+    if (st && strcmp(st->s, "stdout") != 0 && strcmp(st->s, "stderr") != 0)
+        return fl_err(c->e, "print_line: stream '%s' (stdout or stderr)", st->s);
+    return FL_OK;
+}
+
+FlStatus fl_infer_time_now(Ctx *c) {
+    Shape scalar = {.nd = 0}; /* a number, as Python's float: it prints as one */
+    return set_out(c, "Out", FL_DT_FLOAT64, &scalar);
+}
+
+FlStatus fl_infer_scope_new(Ctx *c) {
+    FlVarDesc *p, *o;
+    if (in_opt(c, "Parent", &p)) return FL_ERROR;
+    if (p && p->kind != FL_VAR_RAW) return fl_err(c->e, "scope_new: Parent '%s' is not a scope", p->name);
+    const char *out = fl_ir_op_output1(c->op, "Out");
+    if (!out) return fl_err(c->e, "scope_new: output Out is missing");
+    if (lookup(c, "output", "Out", out, &o)) return FL_ERROR;
+    o->kind = FL_VAR_RAW;
+    o->stop_gradient = true;
+    return FL_OK;
+}
+
+/* Out = X's shape without its first dim; an index outside a known first dim is an error. */
+FlStatus fl_infer_index(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv), out = {.nd = x.nd - 1};
+    if (x.nd < 1) return fl_err(c->e, "index: X '%s' is a number (rank 0): it has no elements to index", xv->name);
+    const FlAttr *ia = fl_ir_op_attr(c->op, "i");
+    int64_t i = ia ? ia->i : 0;
+    if (x.d[0] >= 0 && (i >= x.d[0] || i < -x.d[0]))
+        return fl_err(c->e, "index %lld is out of bounds for the first dim of X '%s' %s", (long long)i, xv->name,
+                      sstr(c, &x));
+    for (int k = 1; k < x.nd; k++) out.d[k - 1] = x.d[k];
+    return set_out(c, "Out", xv->dtype, &out);
+}
+
+/* Out: a number of dtype; X must be able to hold one element (a known size other than 1 is an
+ * error). */
+FlStatus fl_infer_item(Ctx *c) {
+    FlVarDesc *xv;
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    int64_t n = 1;
+    bool known = true;
+    for (int k = 0; k < x.nd; k++) {
+        if (x.d[k] < 0) known = false;
+        else n *= x.d[k];
+    }
+    if (known && n != 1)
+        return fl_err(c->e, "item: X '%s' %s has %lld elements: only a one-element array converts to a number",
+                      xv->name, sstr(c, &x), (long long)n);
+    const FlAttr *da = fl_ir_op_attr(c->op, "dtype");
+    Shape scalar = {.nd = 0};
+    return set_out(c, "Out", da ? (FlDType)da->i : FL_DT_FLOAT32, &scalar);
+}

@@ -1,0 +1,31 @@
+/* driver.h: the hook between the driver's ops (ops_driver.c) and the programs they run.
+ *
+ * A bundle's driver program (docs/driver.md) runs the bundle's other programs: its run_program
+ * op needs their prepared executors and the root scope they run on. The embedder (the embedding
+ * API's fl_executor_run_driver, runtime/core/api.c) hands them over as an FlDriverHost kept in
+ * the object var FL_DRIVER_VAR of a scope made for the driver's run (fl_driver_scope), a child of
+ * the root scope, as conc.h attaches the goroutine scheduler: every scope of the driver's run,
+ * its goroutines' included, finds it by walking up.
+ *
+ * Ownership: the host is copied into the var; the executors and the root scope it names are
+ * borrowed and must outlive every run of the driver (and every goroutine it started).
+ */
+#ifndef FL_DRIVER_H
+#define FL_DRIVER_H
+
+#include "runtime/core/exec.h"
+#include "runtime/core/scope.h"
+
+#define FL_DRIVER_VAR "@DRIVER@" /* the driver scope's object var holding its FlDriverHost */
+
+typedef struct FlDriverHost {
+    FlScope *root;          /* where the programs run unless a run_program names a scope */
+    FlExec *startup, *main; /* the bundle's programs, prepared */
+} FlDriverHost;
+
+/* A new scope (one reference) under root holding a copy of *h: run the driver on it. */
+FlScope *fl_driver_scope(FlScope *root, const FlDriverHost *h);
+/* The host of the driver run that s belongs to; NULL outside one. */
+const FlDriverHost *fl_driver_find(FlScope *s);
+
+#endif

@@ -1,0 +1,443 @@
+/* ops_driver.c: the adapters of the driver program's ops (compiler/ops/driver.def;
+ * docs/driver.md), on the driver host of driver.h.
+ *
+ *   run_program  Feed*, Scope? -> Fetch*: fl_exec_run of the bundle's startup or main program on
+ *                the Scope's scope (else the root) with the feeds, fetches set from its vars;
+ *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once
+ *   scope_new    Parent? -> Out: a new scope under Parent's (else the root), held by Out
+ *   print_line   X*: texts and values through their specs, one line in one write
+ *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
+ *   index, item  X[i] (a view of row i) and float(X) / int(X) of a one-element X
+ *
+ * A value prints as numpy's str prints an array ("[3]", "[1.  2.5]", "[[1 2]\n [3 4]]"): ints in
+ * columns of one width, floats in fixed point with the fewest digits that give each element back
+ * (its dtype's shortest form) and one number of fraction digits for all, trailing zeros as spaces,
+ * or, when numpy would switch to scientific notation (a magnitude of 1e8 or more, below 1e-4, or
+ * a ratio of the largest to the smallest above 1e3), C's %e form with the shortest digits. numpy's
+ * line wrapping at 75 characters is not done. A number (rank 0: time.time(), float(v), v[0] of a
+ * vector) prints as Python prints a float or an int ("4.0", "0.00073", "1e+16", "3").
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/core/driver.h"
+#include "runtime/core/exec_impl.h"
+
+/* ---------------------------------------------------------------- the host */
+
+static void host_release(void *h) { free(h); }
+
+FlScope *fl_driver_scope(FlScope *root, const FlDriverHost *h) {
+    FlScope *s = fl_scope_new(root);
+    FlDriverHost *copy = fl_xmalloc(sizeof *copy);
+    *copy = *h;
+    fl_var_set_object(fl_scope_var(s, FL_DRIVER_VAR), copy, host_release);
+    return s;
+}
+
+const FlDriverHost *fl_driver_find(FlScope *s) {
+    FlVar *v = fl_scope_find(s, FL_DRIVER_VAR);
+    return v ? fl_var_get_object(v) : NULL;
+}
+
+static const FlDriverHost *need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = fl_driver_find(s);
+    if (!h) fl_exec_op_error(rc, op, "a driver op runs only in a bundle's driver (fl_executor_run_driver)");
+    return h;
+}
+
+static void scope_retain_cb(void *s) { fl_scope_retain(s); }
+static void scope_release_cb(void *s) { fl_scope_release(s); }
+
+/* The scope input arg `a` holds (a new reference), else a new reference to dflt. */
+static FlStatus arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, FlScope *dflt, FlScope **out) {
+    *out = NULL;
+    if (!a) {
+        fl_scope_retain(dflt);
+        *out = dflt;
+        return FL_OK;
+    }
+    FlVar *v = fl_exec_var_read(s, a);
+    FlScope *sc = v ? fl_var_retain_object(v, scope_retain_cb) : NULL;
+    if (!sc) return fl_exec_op_error(rc, op, "'%s' holds no scope", a->name);
+    *out = sc;
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- run_program */
+
+static const FlAttr *strs_attr(const ExecOp *op, const char *name) { return fl_ir_op_attr(op->desc, name); }
+
+static FlStatus prep_run_program(ExecOp *op, FlErr *e) {
+    const char *p = fl_exec_attr_string(op, "program");
+    if (strcmp(p, "startup") != 0 && strcmp(p, "main") != 0)
+        return fl_err(e, "program '%s' is not a program of the bundle (startup or main)", p);
+    op->a.i[0] = strcmp(p, "main") == 0;
+    const FlAttr *fn = strs_attr(op, "feed_names"), *tn = strs_attr(op, "fetch_names");
+    int nfeed = fl_exec_nin(op, FL_IN_run_program_Feed), nfetch = fl_exec_nout(op, FL_OUT_run_program_Fetch);
+    if ((size_t)nfeed != (fn ? fn->n : 0))
+        return fl_err(e, "%d feeds but %zu feed_names", nfeed, fn ? fn->n : 0);
+    if ((size_t)nfetch != (tn ? tn->n : 0))
+        return fl_err(e, "%d fetches but %zu fetch_names", nfetch, tn ? tn->n : 0);
+    return FL_OK;
+}
+
+static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    const FlAttr *fn = strs_attr(op, "feed_names"), *tn = strs_attr(op, "fetch_names");
+    size_t nfeed = fn ? fn->n : 0, nfetch = tn ? tn->n : 0;
+    const ArgRef *feeds = fl_exec_in_args(op, FL_IN_run_program_Feed);
+    const ArgRef *fetches = fl_exec_out_args(op, FL_OUT_run_program_Fetch);
+    bool has_scope = fl_exec_nin(op, FL_IN_run_program_Scope) > 0;
+    FlScope *sc;
+    if (arg_scope(rc, op, s, has_scope ? fl_exec_in_args(op, FL_IN_run_program_Scope) : NULL, h->root, &sc))
+        return FL_ERROR;
+    FlTensor *ft = fl_xcalloc(nfeed + nfetch + 1, sizeof *ft);
+    FlExecFeed *f = fl_xcalloc(nfeed + 1, sizeof *f);
+    FlStatus st = FL_OK;
+    for (size_t i = 0; i < nfeed + nfetch; i++) fl_tensor_init(&ft[i]);
+    for (size_t i = 0; i < nfeed && st == FL_OK; i++) {
+        FlVar *v = fl_exec_var_read(s, &feeds[i]);
+        if (!v || !fl_var_get_tensor(v, &ft[i]))
+            st = fl_exec_op_error(rc, op, "feed '%s': '%s' holds no tensor", fn->strs[i], feeds[i].name);
+        f[i] = (FlExecFeed){fn->strs[i], &ft[i]};
+    }
+    if (st == FL_OK) {
+        FlErr e;
+        FlExec *ex = op->a.i[0] ? h->main : h->startup;
+        if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch, 0, &e))
+            st = fl_exec_op_error(rc, op, "the %s program: %s", op->a.i[0] ? "main" : "startup", e.msg);
+    }
+    for (size_t i = 0; i < nfetch && st == FL_OK; i++)
+        fl_var_take_tensor(fl_exec_var_write(s, &fetches[i]), &ft[nfeed + i]);
+    for (size_t i = 0; i < nfeed + nfetch; i++) fl_tensor_fini(&ft[i]);
+    free(ft);
+    free(f);
+    fl_scope_release(sc);
+    return st;
+}
+FL_CONTROL_ADAPTER(run_program, prep_run_program, run_run_program);
+
+/* ---------------------------------------------------------------- scope_new */
+
+static FlStatus run_scope_new(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    bool has_parent = fl_exec_nin(op, FL_IN_scope_new_Parent) > 0;
+    FlScope *parent;
+    if (arg_scope(rc, op, s, has_parent ? fl_exec_in_args(op, FL_IN_scope_new_Parent) : NULL, h->root, &parent))
+        return FL_ERROR;
+    FlScope *n = fl_scope_new(parent);
+    fl_scope_release(parent); /* n holds its own reference */
+    fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_scope_new_Out)), n, scope_release_cb);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(scope_new, NULL, run_scope_new);
+
+/* ---------------------------------------------------------------- time_now */
+
+static FlStatus run_time_now(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    FlTensor t = FL_TENSOR_INIT;
+    FlErr e;
+    if (fl_tensor_from(&e, &t, FL_DT_FLOAT64, 0, NULL, &now) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
+    fl_var_take_tensor(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_time_now_Out)), &t);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(time_now, NULL, run_time_now);
+
+/* ---------------------------------------------------------------- print_line */
+
+static bool is_float_dt(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+
+/* The fewest significant digits (%.*g) that give x back in its dtype. */
+static int shortest_digits(double x, FlDType dt) {
+    char b[64];
+    int max = dt == FL_DT_FLOAT32 ? 9 : 17;
+    for (int p = 1; p < max; p++) {
+        snprintf(b, sizeof b, "%.*g", p, x);
+        double y = strtod(b, NULL);
+        if (dt == FL_DT_FLOAT32 ? (float)y == (float)x : y == x) return p;
+    }
+    return max;
+}
+
+/* Fraction digits of x's shortest fixed-point form. */
+static int frac_digits(double x, FlDType dt) {
+    char b[400];
+    snprintf(b, sizeof b, "%.*g", shortest_digits(x, dt), x);
+    if (strchr(b, 'e')) { /* digits in the mantissa minus the exponent */
+        int exp = atoi(strchr(b, 'e') + 1);
+        const char *dot = strchr(b, '.');
+        int mant = dot ? (int)(strchr(b, 'e') - dot - 1) : 0;
+        return mant - exp > 0 ? mant - exp : 0;
+    }
+    const char *dot = strchr(b, '.');
+    return dot ? (int)strlen(dot + 1) : 0;
+}
+
+/* Element i of t as numpy writes it alone (before column padding). */
+typedef struct ElemFmt {
+    bool sci;
+    int frac; /* fixed point: fraction digits of every element */
+} ElemFmt;
+
+static void elem_text(const FlTensor *t, int64_t i, const ElemFmt *f, FlBuf *out) {
+    if (t->dtype == FL_DT_BOOL) {
+        fl_buf_puts(out, fl_tensor_get(t, i) != 0 ? "True" : "False");
+        return;
+    }
+    if (!is_float_dt(t->dtype)) {
+        fl_buf_printf(out, "%lld", (long long)fl_tensor_get_int(t, i));
+        return;
+    }
+    double x = fl_tensor_get(t, i);
+    if (isnan(x)) {
+        fl_buf_puts(out, "nan");
+        return;
+    }
+    if (isinf(x)) {
+        fl_buf_puts(out, x < 0 ? "-inf" : "inf");
+        return;
+    }
+    if (f->sci) {
+        fl_buf_printf(out, "%.*e", shortest_digits(x, t->dtype) - 1, x);
+        return;
+    }
+    char b[400];
+    int n = snprintf(b, sizeof b, "%.*f", f->frac, x);
+    if (f->frac == 0) {
+        fl_buf_printf(out, "%s.", b);
+        return;
+    }
+    int keep = n; /* trailing zeros become spaces, as numpy pads them */
+    while (keep > 0 && b[keep - 1] == '0') keep--;
+    fl_buf_append(out, b, (size_t)keep);
+    for (int k = keep; k < n; k++) fl_buf_putc(out, ' ');
+}
+
+/* A float as Python's repr writes it: the shortest digits, fixed point for exponents in
+ * [-4, 16) with at least one fraction digit, else "1e+16". */
+static void python_float(double x, FlDType dt, FlBuf *out) {
+    if (!isfinite(x)) {
+        fl_buf_puts(out, isnan(x) ? "nan" : x < 0 ? "-inf" : "inf");
+        return;
+    }
+    int p = shortest_digits(x, dt);
+    char b[400];
+    snprintf(b, sizeof b, "%.*e", p - 1, x);
+    int exp = atoi(strchr(b, 'e') + 1);
+    if (exp < -4 || exp >= 16) {
+        snprintf(b, sizeof b, "%.*g", p, x);
+        fl_buf_puts(out, b);
+        return;
+    }
+    int frac = p - 1 - exp;
+    snprintf(b, sizeof b, "%.*f", frac > 0 ? frac : 1, x);
+    fl_buf_puts(out, b);
+}
+
+static void array_text(const FlTensor *t, FlBuf *out) {
+    int64_t n = fl_tensor_numel(t);
+    if (t->ndim == 0 && n == 1 && is_float_dt(t->dtype)) {
+        python_float(fl_tensor_get(t, 0), t->dtype, out);
+        return;
+    }
+    ElemFmt f = {0};
+    if (is_float_dt(t->dtype)) {
+        double lo = INFINITY, hi = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double a = fabs(fl_tensor_get(t, i));
+            if (!isfinite(a)) continue;
+            if (a > hi) hi = a;
+            if (a > 0 && a < lo) lo = a;
+        }
+        f.sci = hi >= 1e8 || (lo < 1e-4) || (lo < INFINITY && hi / lo > 1e3);
+        if (lo == INFINITY) f.sci = hi >= 1e8;
+        for (int64_t i = 0; i < n && !f.sci; i++) {
+            double x = fl_tensor_get(t, i);
+            if (isfinite(x)) {
+                int d = frac_digits(x, t->dtype);
+                if (d > f.frac) f.frac = d;
+            }
+        }
+    }
+    FlBuf *cells = fl_xcalloc((size_t)(n ? n : 1), sizeof *cells);
+    size_t width = 0;
+    for (int64_t i = 0; i < n; i++) {
+        elem_text(t, i, &f, &cells[i]);
+        if (cells[i].len > width) width = cells[i].len;
+    }
+    if (t->ndim == 0) {
+        fl_buf_puts(out, n ? fl_buf_str(&cells[0]) : "");
+    } else {
+        int64_t idx[FL_MAX_DIMS] = {0};
+        for (int d = 0; d < t->ndim; d++) fl_buf_putc(out, '[');
+        for (int64_t i = 0; i < n; i++) {
+            if (i > 0) { /* close the dims that wrapped, open them again */
+                int closed = 0;
+                for (int d = t->ndim - 1; d >= 0; d--) {
+                    if (++idx[d] < t->ne[d]) break;
+                    idx[d] = 0;
+                    closed++;
+                }
+                for (int k = 0; k < closed; k++) fl_buf_putc(out, ']');
+                if (closed) {
+                    for (int k = 0; k < closed; k++) fl_buf_putc(out, '\n');
+                    for (int k = 0; k < t->ndim - closed; k++) fl_buf_putc(out, ' ');
+                    for (int k = 0; k < closed; k++) fl_buf_putc(out, '[');
+                } else {
+                    fl_buf_putc(out, ' ');
+                }
+            }
+            for (size_t k = cells[i].len; k < width; k++) fl_buf_putc(out, ' ');
+            fl_buf_append(out, fl_buf_str(&cells[i]), cells[i].len);
+        }
+        for (int d = 0; d < t->ndim; d++) fl_buf_putc(out, ']');
+    }
+    for (int64_t i = 0; i < n; i++) fl_buf_free(&cells[i]);
+    free(cells);
+}
+
+/* printf with a conversion that prep_print_line checked (a runtime string, hence not a literal). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void printf_checked(FlBuf *out, const char *spec, ...) {
+    char b[512];
+    va_list ap;
+    va_start(ap, spec);
+    vsnprintf(b, sizeof b, spec, ap);
+    va_end(ap);
+    fl_buf_puts(out, b);
+}
+#pragma GCC diagnostic pop
+
+/* One value through spec: "" as numpy's str; a printf conversion of one element ("%s": str). */
+static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, const FlTensor *t, const char *spec,
+                             FlBuf *out) {
+    size_t n = strlen(spec);
+    char conv = n ? spec[n - 1] : 0;
+    if (!n || conv == 's') {
+        FlBuf s = {0};
+        array_text(t, &s);
+        if (!n) fl_buf_append(out, fl_buf_str(&s), s.len);
+        else printf_checked(out, spec, fl_buf_str(&s));
+        fl_buf_free(&s);
+        return FL_OK;
+    }
+    if (fl_tensor_numel(t) != 1)
+        return fl_exec_op_error(rc, op, "'%s' %s has %lld elements: the conversion '%s' takes one (as numpy converts "
+                                "only one-element arrays to numbers)", name, fl_tensor_shape(t).s,
+                                (long long)fl_tensor_numel(t), spec);
+    if (strchr("dioxX", conv)) {
+        char f[80];
+        snprintf(f, sizeof f, "%.*sll%c", (int)n - 1, spec, conv);
+        printf_checked(out, f, (long long)fl_sat_i64(fl_tensor_get(t, 0)));
+    } else {
+        printf_checked(out, spec, fl_tensor_get(t, 0));
+    }
+    return FL_OK;
+}
+
+/* A spec is "" or '%', flags, width and precision, then one of d i o x X e E f F g G s. */
+static FlStatus prep_print_line(ExecOp *op, FlErr *e) {
+    const FlAttr *texts = strs_attr(op, "texts"), *specs = strs_attr(op, "specs");
+    int n = fl_exec_nin(op, FL_IN_print_line_X);
+    if (!texts || texts->n != (size_t)n + 1)
+        return fl_err(e, "%d values need %d texts, found %zu", n, n + 1, texts ? texts->n : 0);
+    if (specs && specs->n && specs->n != (size_t)n) return fl_err(e, "%d values but %zu specs", n, specs->n);
+    for (size_t i = 0; specs && i < specs->n; i++) {
+        const char *s = specs->strs[i];
+        size_t len = strlen(s);
+        if (!len) continue;
+        size_t k = 1;
+        while (k < len && strchr("-+ #0", s[k])) k++;
+        while (k < len && s[k] >= '0' && s[k] <= '9') k++;
+        if (k < len && s[k] == '.') k++;
+        while (k < len && s[k] >= '0' && s[k] <= '9') k++;
+        if (s[0] != '%' || k != len - 1 || !strchr("dioxXeEfFgGs", s[k]) || len > 32)
+            return fl_err(e, "spec %zu '%s' is not a conversion ('%%d', '%%.2f', '%%s', ...)", i, s);
+    }
+    const char *st = fl_exec_attr_string(op, "stream");
+    if (strcmp(st, "stdout") != 0 && strcmp(st, "stderr") != 0)
+        return fl_err(e, "stream '%s' (stdout or stderr)", st);
+    op->a.b[0] = strcmp(st, "stderr") == 0;
+    return FL_OK;
+}
+
+static FlStatus run_print_line(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlAttr *texts = strs_attr(op, "texts"), *specs = strs_attr(op, "specs");
+    int n = fl_exec_nin(op, FL_IN_print_line_X);
+    const ArgRef *x = fl_exec_in_args(op, FL_IN_print_line_X);
+    FlBuf line = {0};
+    FlStatus st = FL_OK;
+    fl_buf_puts(&line, texts->strs[0]);
+    for (int i = 0; i < n && st == FL_OK; i++) {
+        FlTensor t = FL_TENSOR_INIT;
+        FlVar *v = fl_exec_var_read(s, &x[i]);
+        if (!v || !fl_var_get_tensor(v, &t)) st = fl_exec_op_error(rc, op, "'%s' holds no tensor", x[i].name);
+        else st = format_value(rc, op, x[i].name, &t, specs && specs->n ? specs->strs[i] : "", &line);
+        fl_tensor_fini(&t);
+        fl_buf_puts(&line, texts->strs[i + 1]);
+    }
+    if (st == FL_OK) {
+        fl_buf_putc(&line, '\n');
+        FILE *f = op->a.b[0] ? stderr : stdout;
+        flockfile(f);
+        fwrite(fl_buf_str(&line), 1, line.len, f);
+        fflush(f);
+        funlockfile(f);
+    }
+    fl_buf_free(&line);
+    return st;
+}
+FL_CONTROL_ADAPTER(print_line, prep_print_line, run_print_line);
+
+/* ---------------------------------------------------------------- index, item */
+
+/* index: Out = a view of X's row i (rows are contiguous), without the first dim. */
+static FlStatus run_index(OpCall *c) {
+    const FlTensor *x = fl_call_in(c, FL_IN_index_X);
+    if (x->ndim < 1) return fl_err(c->e, "X is a number (rank 0): it has no elements to index");
+    int64_t i = c->op->a.i[0], n = x->ne[0];
+    if (i < -n || i >= n)
+        return fl_err(c->e, "index %lld is out of bounds for X %s", (long long)i, fl_tensor_shape(x).s);
+    if (i < 0) i += n;
+    int64_t inner = n ? fl_tensor_numel(x) / n : 0;
+    return fl_tensor_view(c->e, fl_call_out(c, FL_OUT_index_Out), x, i * inner, x->ndim - 1, x->ne + 1);
+}
+static FlStatus prep_index(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.i[0] = fl_exec_attr_int(op, "i");
+    return FL_OK;
+}
+FL_ADAPTER(index, prep_index, run_index);
+
+/* item: Out = X's one element, converted to dtype (the int dtypes exactly). */
+static FlStatus run_item(OpCall *c) {
+    const FlTensor *x = fl_call_in(c, FL_IN_item_X);
+    if (fl_tensor_numel(x) != 1)
+        return fl_err(c->e, "X %s has %lld elements: only a one-element array converts to a number (as numpy's)",
+                      fl_tensor_shape(x).s, (long long)fl_tensor_numel(x));
+    FlTensor *out = fl_call_out(c, FL_OUT_item_Out);
+    FlDType dt = (FlDType)c->op->a.i[0];
+    if (fl_tensor_alloc(c->e, out, dt, 0, NULL) != FL_OK) return FL_ERROR;
+    if (dt == FL_DT_INT64 && x->dtype != FL_DT_FLOAT32 && x->dtype != FL_DT_FLOAT64)
+        *(int64_t *)fl_tensor_data(out) = fl_tensor_get_int(x, 0);
+    else
+        fl_tensor_set(out, 0, fl_tensor_get(x, 0));
+    return FL_OK;
+}
+static FlStatus prep_item(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "dtype");
+    if (op->a.i[0] < 0 || op->a.i[0] > FL_DT_BOOL) return fl_err(e, "dtype %lld is not a dtype", (long long)op->a.i[0]);
+    return FL_OK;
+}
+FL_ADAPTER(item, prep_item, run_item);
