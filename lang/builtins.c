@@ -786,11 +786,44 @@ static FlValue *chan_close(Ctx *c, FlValue *self, CallArgs *a) {
     return r->kind == VK_ERROR ? r : c->none;
 }
 
+/* Variable.astype(dtype): a cast op (Fluid's math_op_patch). */
+static FlValue *var_astype(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("astype", "dtype", 1);
+    FlVarDesc *d = fl_ev_var_desc(c, self);
+    if (!d) return fl_ev_error(c, a->span, "var '%s' is not visible here", self->var.name);
+    const char *names[3] = {"X", "in_dtype", "out_dtype"};
+    FlValue *vals[3] = {self, fl_v_cstr(c, fl_dtype_name(d->dtype)), v[0]};
+    CallArgs oa = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = a->span};
+    return fl_ev_op(c, "cast", &oa, a->span);
+}
+
+/* Variable.to_string(throw_on_error, with_details=False): the var as `flc show` prints it. */
+static FlValue *var_to_string(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("to_string", "throw_on_error with_details=", 2);
+    if (v[0]->kind != VK_BOOL || (v[1] && v[1]->kind != VK_BOOL))
+        return fl_ev_error(c, a->span, "to_string() takes throw_on_error and with_details, both bools");
+    FlVarDesc *d = fl_ev_var_desc(c, self);
+    if (!d) return fl_ev_error(c, a->span, "var '%s' is not visible here", self->var.name);
+    FlBuf b = {0};
+    fl_buf_printf(&b, "var %s : %s", self->var.name, fl_dtype_name(d->dtype));
+    fl_ir_shape_str(d->ndim, d->shape, &b);
+    if (d->lod_level) fl_buf_printf(&b, " lod_level %d", d->lod_level);
+    if (v[1] && v[1]->b) /* with_details: Fluid adds stop_gradient, persistable and more */
+        fl_buf_printf(&b, " stop_gradient %s persistable %s", d->stop_gradient ? "True" : "False",
+                      d->persistable ? "True" : "False");
+    FlValue *r = fl_v_cstr(c, fl_buf_str(&b));
+    fl_buf_free(&b);
+    return r;
+}
+
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, var);
     if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);
     if (strcmp(name, "name") == 0) return fl_v_cstr(c, var->var.name);
     if (strcmp(name, "dtype") == 0) return fl_v_cstr(c, fl_dtype_name(d->dtype));
+    if (strcmp(name, "lod_level") == 0) return fl_v_int(c, d->lod_level);
+    if (strcmp(name, "astype") == 0 && d->kind != FL_VAR_CHANNEL) return fl_v_builtin(c, name, var_astype, var);
+    if (strcmp(name, "to_string") == 0) return fl_v_builtin(c, name, var_to_string, var);
     if (strcmp(name, "persistable") == 0) return fl_v_bool(c, d->persistable);
     if (strcmp(name, "stop_gradient") == 0) return fl_v_bool(c, d->stop_gradient);
     if (strcmp(name, "shape") == 0) {
@@ -811,8 +844,8 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
         BuiltinFn fn = name[0] == 's' ? chan_send : name[0] == 'r' ? chan_recv : chan_close;
         return fl_v_builtin(c, name, fn, var);
     }
-    return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype%s)", name,
-                       is_chan ? ", send, recv, close" : "");
+    return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype, lod_level, persistable, "
+                       "stop_gradient, to_string%s)", name, is_chan ? ", send, recv, close" : ", astype");
 }
 bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, var);
