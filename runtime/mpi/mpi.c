@@ -183,9 +183,17 @@ double flm_silent(const FlMpi *m, int rank) {
 
 bool flm_waited_too_long(FlMpi *m, int peer, double waited) {
     if (waited <= m->timeout) return false;
-    if (peer < 0 || !m->heard) return true;
+    if (!m->heard) return true;
     flm_alive_poll(m);
-    return flm_silent(m, peer) > m->timeout || waited > FLM_ALIVE_FACTOR * m->timeout;
+    if (waited > FLM_ALIVE_FACTOR * m->timeout) return true;
+    if (peer >= 0) return flm_silent(m, peer) > m->timeout;
+    /* a collective: too long once one of its ranks is silent (a trainer's are the trainers') */
+    bool trainers = m->assigned && m->role == FL_MPI_TRAINER;
+    for (int k = 0; k < (trainers ? m->T : m->size); k++) {
+        int r = trainers ? m->trainer_rank[k] : k;
+        if (r != m->rank && flm_silent(m, r) > m->timeout) return true;
+    }
+    return false;
 }
 
 void flm_alive_poll(FlMpi *m) {

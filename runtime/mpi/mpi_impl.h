@@ -156,11 +156,13 @@ struct FlMpi {
 void flm_heard(FlMpi *m, int rank);
 /* Seconds since rank `rank` last sent something (heartbeats included); 0 before the roles. */
 double flm_silent(const FlMpi *m, int rank);
-/* Whether a wait of `waited` seconds on rank `peer` (-1: several) has lasted too long: past the
- * timeout when the peer is silent too (no heartbeat either: stopped, dead or cut off); past
- * FLM_ALIVE_FACTOR timeouts when it still sends heartbeats (alive, but itself waiting on
+/* Whether a wait of `waited` seconds on rank `peer` (-1: a collective of several) has lasted too
+ * long: past the timeout when the peer (one of the collective's ranks: the trainers for a
+ * trainer, else every rank) is silent too (no heartbeat either: stopped, dead or cut off); past
+ * FLM_ALIVE_FACTOR timeouts when they still send heartbeats (alive, but themselves waiting on
  * another rank). So the rank waiting on a dead peer reports it first, naming the right rank,
- * instead of a rank waiting on a live one that is stuck behind it. Polls the heartbeats. */
+ * instead of a rank waiting on a live one that is stuck behind it (trainer 0 gathering the
+ * figures while trainer 1 waits on a stopped pserver). Polls the heartbeats. */
 #define FLM_ALIVE_FACTOR 3
 bool flm_waited_too_long(FlMpi *m, int peer, double waited);
 
