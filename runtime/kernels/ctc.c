@@ -136,9 +136,21 @@ FlStatus fl_kernel_warpctc(FlErr *e, const FlTensor *logits, const int64_t *loff
         if (loff[s + 1] - loff[s] > maxT) maxT = loff[s + 1] - loff[s];
         if (laboff[s + 1] - laboff[s] > maxL) maxL = laboff[s + 1] - laboff[s];
     }
-    int64_t S = 2 * maxL + 1;
-    CtcWork w = {fl_xcalloc((size_t)(maxT * S + 1), sizeof(double)),
-                 fl_xcalloc((size_t)(maxT * S + 1), sizeof(double)), fl_xcalloc((size_t)S, sizeof(int64_t))};
+    int64_t S = 2 * maxL + 1, cells;
+    /* the tables of the longest sequence and label: their product may not fit though each does */
+    CtcWork w = {NULL, NULL, NULL};
+    if (!__builtin_mul_overflow(maxT, S, &cells) && (uint64_t)cells < SIZE_MAX / sizeof(double) - 1)
+        w = (CtcWork){calloc((size_t)cells + 1, sizeof(double)), calloc((size_t)cells + 1, sizeof(double)),
+                      calloc((size_t)S, sizeof(int64_t))};
+    if (!w.alpha || !w.beta || !w.ext) {
+        free(w.alpha);
+        free(w.beta);
+        free(w.ext);
+        fl_tensor_fini(&lo);
+        fl_tensor_fini(&go);
+        return fl_err(e, "%s: out of memory for the CTC tables of %lld frames by %lld label states", op,
+                      (long long)maxT, (long long)S);
+    }
     double *lp = fl_xcalloc((size_t)(maxT * C + 1), sizeof(double));
     double *post = grad ? fl_xcalloc((size_t)(maxT * C + 1), sizeof(double)) : NULL;
     int64_t *lab = fl_xcalloc((size_t)maxL + 1, sizeof(int64_t));

@@ -55,6 +55,13 @@ static FlStatus roi_geom(FlErr *e, RoiKind k, bool grad, const FlTensor *x, cons
     if (!off || nseq != g->N || off[nseq] != g->R)
         return fl_err(e, "%s: ROIs %s need the offsets of their LoD, one sequence per image of X %s (found %lld)", op,
                       fl_tensor_shape(rois).s, fl_tensor_shape(x).s, (long long)(off ? nseq : 0));
+    /* coordinates become cell indices: each must be finite, and scaled within 2^40 of the image */
+    for (int64_t i = 0; i < g->R * 4; i++) {
+        double v = fl_tensor_get(rois, i);
+        if (!(fabs(v * a->spatial_scale) < 0x1p40))
+            return fl_err(e, "%s: ROI %lld has the coordinate %g: boxes must be finite and near the image", op,
+                          (long long)(i / 4), v);
+    }
     g->bid = fl_xcalloc((size_t)(g->R ? g->R : 1), sizeof *g->bid);
     for (int64_t b = 0; b < nseq; b++)
         for (int64_t r = off[b]; r < off[b + 1]; r++) g->bid[r] = b;
@@ -102,6 +109,7 @@ static AlignPt *align_points(const RoiGeom *g, const FlTensor *rois, int64_t r, 
     int64_t gh = a->sampling_ratio > 0 ? a->sampling_ratio : (int64_t)ceil(bh);
     int64_t gw = a->sampling_ratio > 0 ? a->sampling_ratio : (int64_t)ceil(bw);
     *n = gh * gw;
+    if (g->ph * g->pw * *n > (int64_t)1 << 26) return NULL; /* the caller says which box */
     AlignPt *pts = fl_xcalloc((size_t)(g->ph * g->pw * *n), sizeof *pts);
     AlignPt *p = pts;
     for (int64_t i = 0; i < g->ph; i++)
@@ -143,6 +151,12 @@ static FlStatus roi_run(FlErr *e, RoiKind k, const FlTensor *x, const FlTensor *
         if (!st && k == ROI_POOL &&
             (khas(e, op, "Argmax", argmax) || argmax->dtype != FL_DT_INT64 || !fl_tensor_same_shape(argmax, dout)))
             st = st ? st : fl_err(e, "%s: Argmax %s must be int64 of Out@GRAD's shape", op, fl_tensor_shape(argmax).s);
+        for (int64_t i = 0; !st && k == ROI_POOL && i < fl_tensor_numel(argmax); i++) {
+            int64_t v = ((const int64_t *)fl_tensor_data(argmax))[i];
+            if (v < -1 || v >= g.H * g.W)
+                st = fl_err(e, "%s: Argmax holds %lld, not a cell of the %lld x %lld image (nor -1)", op, (long long)v,
+                            (long long)g.H, (long long)g.W);
+        }
         if (!st) st = kalloc_like(e, op, &r, x);
     } else {
         st = kalloc(e, op, &r, x->dtype, 4, one);
@@ -155,6 +169,11 @@ static FlStatus roi_run(FlErr *e, RoiKind k, const FlTensor *x, const FlTensor *
         if (k == ROI_ALIGN) {
             int64_t n;
             AlignPt *pts = align_points(&g, rois, b, a, &n);
+            if (!pts) {
+                st = fl_err(e, "%s: ROI %lld needs %lld sample points a bin (sampling_ratio -1: one a cell): too many; "
+                            "give a sampling_ratio", op, (long long)b, (long long)n);
+                break;
+            }
             if (f32) roi_align_box_f32(fl_tensor_data(x), fl_tensor_data(&r), dout ? fl_tensor_data(dout) : NULL, xo, oo, &g, pts, n);
             else roi_align_box_f64(fl_tensor_data(x), fl_tensor_data(&r), dout ? fl_tensor_data(dout) : NULL, xo, oo, &g, pts, n);
             free(pts);
