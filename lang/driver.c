@@ -510,9 +510,8 @@ static FlValue *d_array(Ctx *c, FlValue *self, CallArgs *a) {
 }
 
 static FlValue *d_cuda_note(Ctx *c, FlValue *self, CallArgs *a) {
-    static const char key[] = "@cuda_note";
-    if (!fl_map_find_str(&c->unique, key)) {
-        fl_map_put_str(&c->unique, fl_intern_str(&c->in, key), c->vtrue);
+    if (!c->cuda_noted) {
+        c->cuda_noted = true;
         fl_diag_warning(&c->diag, fl_ev_user_span(c, a->span),
                         "fluid.CUDAPlace means the CPU here: fluidc has no GPU kernels, and the program runs the "
                         "same ops on the CPU");

@@ -223,6 +223,7 @@ struct Ctx {
                                updates begin); later minimizes' backwards go before it */
     bool in_server_do;
     bool aborted;           /* a limit was hit: stop evaluating */
+    bool cuda_noted;        /* the note that CUDAPlace means the CPU was given (once a compilation) */
     FlBlock *server_block;
     Module *cur_mod;        /* the module whose code is running */
     FL_VEC(Env *) envs;     /* every Env made, so their maps can be freed at the end */

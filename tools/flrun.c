@@ -1061,6 +1061,7 @@ static const char *driver_refused(const Opts *o) {
     if (o->resume) return "--resume";
     if (o->profile) return "--profile";
     if (o->trainers) return "--trainers";
+    if (o->stats) return "--stats";
     return NULL;
 }
 

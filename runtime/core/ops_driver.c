@@ -310,12 +310,10 @@ static void array_text(const FlTensor *t, FlBuf *out) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 static void printf_checked(FlBuf *out, const char *spec, ...) {
-    char b[512];
     va_list ap;
     va_start(ap, spec);
-    vsnprintf(b, sizeof b, spec, ap);
+    fl_buf_vprintf(out, spec, ap);
     va_end(ap);
-    fl_buf_puts(out, b);
 }
 #pragma GCC diagnostic pop
 
