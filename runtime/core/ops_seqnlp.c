@@ -1,5 +1,5 @@
 /* ops_seqnlp.c: adapters of the further sequence ops of the NLP layers, sequence_reverse,
- * row_conv, add_position_encoding (and their gradients) and sampling_id (kernels in
+ * row_conv, add_position_encoding, im2sequence (and their gradients) and sampling_id (kernels in
  * runtime/kernels/seqnlp.c). Each checks its offsets against the rows they cut
  * (fl_exec_check_lod) before the kernel runs. */
 #include "runtime/core/exec_impl.h"
@@ -91,3 +91,36 @@ static FlStatus run_sampling_id(OpCall *c) {
                                  c->rc->step, OUT(FL_OUT_sampling_id_Out));
 }
 FL_ADAPTER(sampling_id, prep_sampling_id, run_sampling_id);
+
+/* im2sequence: an FlIm2SeqAttrs in a.extra */
+static FlStatus prep_im2sequence(ExecOp *op, FlErr *e) {
+    FlIm2SeqAttrs *p = fl_xcalloc(1, sizeof *p);
+    op->a.extra = p;
+    struct {
+        const char *name;
+        int64_t *to;
+        size_t n;
+    } at[] = {{"kernels", p->k, 2}, {"strides", p->s, 2}, {"paddings", p->p, 4}, {"out_stride", p->os, 2}};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        size_t n;
+        const int64_t *v = fl_exec_attr_ints(op, at[i].name, &n);
+        if (n != at[i].n) return fl_err(e, "attribute '%s' must hold %zu ints, found %zu", at[i].name, at[i].n, n);
+        for (size_t j = 0; j < n; j++) {
+            if (v[j] < (i == 2 ? 0 : 1) || v[j] > INT32_MAX)
+                return fl_err(e, "attribute '%s' holds %lld", at[i].name, (long long)v[j]);
+            at[i].to[j] = v[j];
+        }
+    }
+    return FL_OK;
+}
+static FlStatus run_im2sequence(OpCall *c) {
+    return fl_kernel_im2sequence(c->e, IN(FL_IN_im2sequence_X), IN(FL_IN_im2sequence_Y), c->op->a.extra,
+                                 OUT(FL_OUT_im2sequence_Out), OUT(FL_OUT_im2sequence_OutLod));
+}
+FL_ADAPTER(im2sequence, prep_im2sequence, run_im2sequence);
+/* im2sequence_grad: X Y? Out@GRAD -> X@GRAD? */
+static FlStatus run_im2sequence_grad(OpCall *c) {
+    return fl_kernel_im2sequence_grad(c->e, IN(FL_IN_im2sequence_grad_X), IN(FL_IN_im2sequence_grad_Y), c->op->a.extra,
+                                      IN(FL_IN_im2sequence_grad_Out_GRAD), OUT(FL_OUT_im2sequence_grad_X_GRAD));
+}
+FL_ADAPTER(im2sequence_grad, prep_im2sequence, run_im2sequence_grad);

@@ -1,5 +1,5 @@
 /* kernels_seqnlp.h: the kernels of the further sequence ops of the NLP layers (seqnlp.c):
- * sequence_reverse, row_conv, add_position_encoding and sampling_id. The conventions of kernels.h hold (outputs replaced whole, errors name the
+ * sequence_reverse, row_conv, add_position_encoding, sampling_id and im2sequence. The conventions of kernels.h hold (outputs replaced whole, errors name the
  * op and the shapes). Sequences: a tensor's rows are cut by offsets off[0..nseq] (off[0] == 0,
  * non-decreasing, off[nseq] == rows), checked by the caller (fl_exec_check_lod). */
 #ifndef FL_KERNELS_SEQNLP_H
@@ -35,5 +35,22 @@ FlStatus fl_kernel_add_position_encoding(FlErr *e, const FlTensor *x, const int6
  * max. */
 FlStatus fl_kernel_sampling_id(FlErr *e, const FlTensor *x, double min, double max, uint64_t seed, uint64_t step,
                                FlTensor *out) FL_WARN_UNUSED;
+
+/* im2sequence's attributes: the kernel (kh, kw), strides (sh, sw), paddings (up, left, down,
+ * right) and out_stride (the divisor of the real sizes of Y). */
+typedef struct FlIm2SeqAttrs {
+    int64_t k[2], s[2], p[4], os[2];
+} FlIm2SeqAttrs;
+/* im2sequence: Out [T, C * kh * kw] (x's dtype) = the patches of each image of x [N, C, H, W]
+ * (float), row-major over the patch positions, each row channel by channel, then the kernel's rows
+ * and columns (zeros where the patch covers the padding); out_lod (int64 [N + 1]) the offsets of
+ * each image's patches. real (float [N, 2], may be NULL): image i's real height and width; its
+ * patches are then the first ceil(h / os) and ceil(w / os) sized grid's only. */
+FlStatus fl_kernel_im2sequence(FlErr *e, const FlTensor *x, const FlTensor *real, const FlIm2SeqAttrs *a,
+                               FlTensor *out, FlTensor *out_lod) FL_WARN_UNUSED;
+/* im2sequence_grad: dX [N, C, H, W] = the sum over the patches covering each pixel of their dOut
+ * entries (real as in the forward). */
+FlStatus fl_kernel_im2sequence_grad(FlErr *e, const FlTensor *x, const FlTensor *real, const FlIm2SeqAttrs *a,
+                                    const FlTensor *dout, FlTensor *dx) FL_WARN_UNUSED;
 
 #endif

@@ -1,8 +1,9 @@
 /* seqnlp.c: the further sequence kernels of the NLP layers, sequence_reverse, row_conv,
- * add_position_encoding and sampling_id (kernels_seqnlp.h). */
+ * add_position_encoding, sampling_id and im2sequence (kernels_seqnlp.h). */
 #include "runtime/kernels/kernels_seqnlp.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernels/kernels_impl.h"
@@ -154,5 +155,130 @@ FlStatus fl_kernel_sampling_id(FlErr *e, const FlTensor *x, double min, double m
         ids[i] = id;
     }
     kout(out, &o);
+    return FL_OK;
+}
+
+/* ---- im2sequence ---- */
+
+/* The patch grid of image i: oh x ow positions (the real size's when real is given). */
+static FlStatus im2seq_grid(FlErr *e, const char *op, const FlTensor *x, const FlTensor *real, const FlIm2SeqAttrs *a,
+                            int64_t i, int64_t *oh, int64_t *ow) {
+    int64_t size[2] = {x->ne[2], x->ne[3]};
+    for (int d = 0; d < 2; d++) {
+        int64_t n = size[d];
+        if (real) {
+            double r = fl_tensor_get(real, i * 2 + d);
+            if (!(r >= 1 && r <= (double)size[d]))
+                return fl_err(e, "%s: Y row %lld gives a real %s of %g, outside the image's [1, %lld]", op,
+                              (long long)i, d ? "width" : "height", r, (long long)size[d]);
+            int64_t v = (int64_t)r;
+            n = v / a->os[d] + (v % a->os[d] != 0);
+        }
+        int64_t g = (n + a->p[d] + a->p[d + 2] - a->k[d]) / a->s[d] + 1;
+        if (n + a->p[d] + a->p[d + 2] < a->k[d])
+            return fl_err(e, "%s: image %lld's %s %lld (padded %lld) is smaller than the kernel's %lld", op,
+                          (long long)i, d ? "width" : "height", (long long)n, (long long)(n + a->p[d] + a->p[d + 2]),
+                          (long long)a->k[d]);
+        *(d ? ow : oh) = g;
+    }
+    return FL_OK;
+}
+
+static FlStatus im2seq_check(FlErr *e, const char *op, const FlTensor *x, const FlTensor *real) {
+    if (kneed_float(e, op, "X", x)) return FL_ERROR;
+    if (x->ndim != 4) return fl_err(e, "%s: X %s must be [N, C, H, W]", op, fl_tensor_shape(x).s);
+    if (real && (kneed_float(e, op, "Y", real) || real->ndim != 2 || real->ne[0] != x->ne[0] || real->ne[1] != 2))
+        return fl_err(e, "%s: Y %s must be float [N, 2] for X %s", op, fl_tensor_shape(real).s, fl_tensor_shape(x).s);
+    return FL_OK;
+}
+
+/* The pixel of image i, channel ch, under row j, column q of the patch at (r, col), or -1 in the
+ * padding. */
+static int64_t im2seq_pixel(const FlTensor *x, const FlIm2SeqAttrs *a, int64_t i, int64_t ch, int64_t r, int64_t col,
+                            int64_t j, int64_t q) {
+    int64_t h = r * a->s[0] - a->p[0] + j, w = col * a->s[1] - a->p[1] + q;
+    if (h < 0 || h >= x->ne[2] || w < 0 || w >= x->ne[3]) return -1;
+    return ((i * x->ne[1] + ch) * x->ne[2] + h) * x->ne[3] + w;
+}
+
+/* The map of Out's elements to x's: *map[k] the pixel of element k (-1: padding), *rows Out's
+ * rows, off (N + 1, may be NULL) each image's first row; both allocated here. */
+static FlStatus im2seq_map(FlErr *e, const char *op, const FlTensor *x, const FlTensor *real, const FlIm2SeqAttrs *a,
+                           int64_t **map, int64_t *rows, int64_t **off) {
+    int64_t N = x->ne[0], C = x->ne[1], width = C * a->k[0] * a->k[1], n = 0;
+    int64_t *o = fl_xcalloc((size_t)N + 1, sizeof(int64_t)), *grid = fl_xcalloc((size_t)N * 2 + 1, sizeof(int64_t));
+    for (int64_t i = 0; i < N; i++) {
+        if (im2seq_grid(e, op, x, real, a, i, &grid[2 * i], &grid[2 * i + 1])) {
+            free(o);
+            free(grid);
+            return FL_ERROR;
+        }
+        o[i + 1] = n += grid[2 * i] * grid[2 * i + 1];
+    }
+    int64_t *m = fl_xcalloc((size_t)(n * width) + 1, sizeof(int64_t)), k = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t r = 0; r < grid[2 * i]; r++)
+            for (int64_t col = 0; col < grid[2 * i + 1]; col++)
+                for (int64_t ch = 0; ch < C; ch++)
+                    for (int64_t j = 0; j < a->k[0]; j++)
+                        for (int64_t q = 0; q < a->k[1]; q++) m[k++] = im2seq_pixel(x, a, i, ch, r, col, j, q);
+    free(grid);
+    *map = m;
+    *rows = n;
+    if (off) *off = o;
+    else free(o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_im2sequence(FlErr *e, const FlTensor *x, const FlTensor *real, const FlIm2SeqAttrs *a,
+                               FlTensor *out, FlTensor *out_lod) {
+    const char *op = "im2sequence";
+    if (kwant(e, op, "Out", out) || im2seq_check(e, op, x, real)) return FL_ERROR;
+    int64_t N = x->ne[0], width = x->ne[1] * a->k[0] * a->k[1], rows, *map, *off;
+    if (im2seq_map(e, op, x, real, a, &map, &rows, &off)) return FL_ERROR;
+    FlTensor o = FL_TENSOR_INIT, l = FL_TENSOR_INIT;
+    FlStatus st = FL_ERROR;
+    if (kalloc(e, op, &o, x->dtype, 2, (int64_t[]){rows, width}) ||
+        (out_lod && kalloc(e, op, &l, FL_DT_INT64, 1, (int64_t[]){N + 1}))) {
+        fl_tensor_fini(&o);
+        goto done;
+    }
+    for (int64_t k = 0; k < rows * width; k++) put(&o, k, map[k] < 0 ? 0.0 : fl_tensor_get(x, map[k]));
+    if (out_lod) {
+        memcpy(fl_tensor_data(&l), off, (size_t)(N + 1) * sizeof(int64_t));
+        kout(out_lod, &l);
+    }
+    kout(out, &o);
+    st = FL_OK;
+done:
+    free(map);
+    free(off);
+    return st;
+}
+
+FlStatus fl_kernel_im2sequence_grad(FlErr *e, const FlTensor *x, const FlTensor *real, const FlIm2SeqAttrs *a,
+                                    const FlTensor *dout, FlTensor *dx) {
+    const char *op = "im2sequence_grad";
+    if (!dx) return FL_OK;
+    if (im2seq_check(e, op, x, real) || kneed_float(e, op, "Out@GRAD", dout)) return FL_ERROR;
+    int64_t width = x->ne[1] * a->k[0] * a->k[1], rows, *map;
+    if (im2seq_map(e, op, x, real, a, &map, &rows, NULL)) return FL_ERROR;
+    FlTensor d = FL_TENSOR_INIT;
+    if (dout->ndim != 2 || dout->ne[0] != rows || dout->ne[1] != width) {
+        free(map);
+        return fl_err(e, "%s: Out@GRAD %s must be [%lld, %lld], Out's shape", op, fl_tensor_shape(dout).s,
+                      (long long)rows, (long long)width);
+    }
+    double *g = fl_xcalloc((size_t)fl_tensor_numel(x) + 1, sizeof(double));
+    for (int64_t k = 0; k < rows * width; k++)
+        if (map[k] >= 0) g[map[k]] += fl_tensor_get(dout, k);
+    free(map);
+    if (kalloc_like(e, op, &d, x)) {
+        free(g);
+        return FL_ERROR;
+    }
+    for (int64_t i = 0; i < fl_tensor_numel(x); i++) put(&d, i, g[i]);
+    free(g);
+    kout(dx, &d);
     return FL_OK;
 }
