@@ -277,6 +277,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_add_position_encoding: return fl_infer_add_position_encoding(&c);
     case FL_OPID_sampling_id: return fl_infer_sampling_id(&c);
     case FL_OPID_im2sequence: return fl_infer_im2sequence(&c);
+    /* infer_vocab.c */
+    case FL_OPID_hierarchical_sigmoid: return fl_infer_hierarchical_sigmoid(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

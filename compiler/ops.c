@@ -592,6 +592,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "| ctc, rankloss, seqnlp | `ctc.def`, `rankloss.def`, `seqnlp.def` | `infer_ctc.c`, `infer_rankloss.c`, "
                 "`infer_seqnlp.c` | `ops_ctc.c`, `ops_rankloss.c`, `ops_seqnlp.c` | `ctc.c`, `rankloss.c`, `seqnlp.c` | "
                 "`_ctc.fl`, `_rankloss.fl`, `_seqnlp.fl` |\n"
+                "| vocab | `vocab.def` | `infer_vocab.c` | `ops_vocab.c` | `vocab.c` | `_vocab.fl` |\n"
                 "| driver | `driver.def` | `infer_driver.c` | `ops_driver.c` (host: `driver.h`) | — | "
                 "`fluid/executor.fl`, `threading.fl`, `time.fl` (and `lang/driver.c`) |\n"
                 "\n"

@@ -1,0 +1,51 @@
+/* infer_vocab.c: shape rules of the losses over large vocabularies, hierarchical_sigmoid
+ * (adapters in runtime/core/ops_vocab.c; kernels in runtime/kernels/vocab.c). */
+#include "compiler/infer_impl.h"
+
+/* The length of the default tree's longest path: the position of the highest bit of
+ * num_classes - 1. */
+static int64_t code_length(int64_t num_classes) {
+    int64_t n = 0;
+    for (uint64_t v = (uint64_t)(num_classes - 1); v; v >>= 1) n++;
+    return n;
+}
+
+FlStatus fl_infer_hierarchical_sigmoid(Ctx *c) {
+    FlVarDesc *x, *w, *l, *pt, *pc, *b;
+    if (in1(c, "X", &x) || need_float_in(c, x, "X") || in1(c, "W", &w) || in1(c, "Label", &l) ||
+        need_int_in(c, l, "Label") || in_opt(c, "PathTable", &pt) || in_opt(c, "PathCode", &pc) ||
+        in_opt(c, "Bias", &b))
+        return FL_ERROR;
+    Shape xs = shape_of(x), ws = shape_of(w), ls = shape_of(l);
+    int64_t nc = iattr(c, "num_classes");
+    if (xs.nd != 2) return fl_err(c->e, "%s: X must be [N, D], found %s", c->t, sstr(c, &xs));
+    if (ls.nd != 2 || !dims_agree(ls.d[1], 1) || !dims_agree(ls.d[0], xs.d[0]))
+        return fl_err(c->e, "%s: Label must be [N, 1] (a class per row of X %s), found %s", c->t, sstr(c, &xs),
+                      sstr(c, &ls));
+    if ((pt == NULL) != (pc == NULL))
+        return fl_err(c->e, "%s: a custom tree needs both PathTable and PathCode", c->t);
+    if (!pt && nc < 2) return fl_err(c->e, "%s: num_classes must be >= 2, found %lld", c->t, (long long)nc);
+    int64_t nodes = pt ? nc : nc - 1, len = code_length(nc);
+    if (ws.nd != 2 || !dims_agree(ws.d[1], xs.d[1]) || (!pt && !dims_agree(ws.d[0], nodes)))
+        return fl_err(c->e, "%s: W must be [%lld, D] (a row per inner node of the tree) for X %s, found %s", c->t,
+                      (long long)nodes, sstr(c, &xs), sstr(c, &ws));
+    if (w->dtype != x->dtype)
+        return fl_err(c->e, "%s: X is %s but W is %s: they must have one dtype", c->t, dt(x->dtype), dt(w->dtype));
+    if (b) {
+        Shape bs = shape_of(b);
+        if (bs.nd != 2 || !dims_agree(bs.d[1], 1) || !dims_agree(bs.d[0], ws.d[0]) || b->dtype != x->dtype)
+            return fl_err(c->e, "%s: Bias must be %s [W's rows, 1], found %s %s", c->t, dt(x->dtype), dt(b->dtype),
+                          sstr(c, &bs));
+    }
+    if (pt) {
+        Shape ts = shape_of(pt), cs = shape_of(pc);
+        if (need_int_in(c, pt, "PathTable") || need_int_in(c, pc, "PathCode")) return FL_ERROR;
+        if (ts.nd != 2 || cs.nd != 2 || !dims_agree(ts.d[0], xs.d[0]) || !dims_agree(cs.d[0], xs.d[0]) ||
+            !dims_agree(ts.d[1], cs.d[1]))
+            return fl_err(c->e, "%s: PathTable and PathCode must be [N, L] of one shape (a path per row of X %s), "
+                                "found %s and %s", c->t, sstr(c, &xs), sstr(c, &ts), sstr(c, &cs));
+        len = ts.d[1];
+    }
+    Shape o = {.nd = 2, .d = {xs.d[0], 1}}, p = {.nd = 2, .d = {xs.d[0], len}};
+    return set_out(c, "Out", x->dtype, &o) || set_out(c, "PreOut", x->dtype, &p) ? FL_ERROR : FL_OK;
+}
