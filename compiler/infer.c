@@ -279,6 +279,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_im2sequence: return fl_infer_im2sequence(&c);
     /* infer_vocab.c */
     case FL_OPID_hierarchical_sigmoid: return fl_infer_hierarchical_sigmoid(&c);
+    case FL_OPID_nce: return fl_infer_nce(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -389,6 +389,7 @@ FlStatus fl_infer_add_position_encoding(Ctx *c);
 FlStatus fl_infer_sampling_id(Ctx *c);
 FlStatus fl_infer_im2sequence(Ctx *c);
 FlStatus fl_infer_hierarchical_sigmoid(Ctx *c);
+FlStatus fl_infer_nce(Ctx *c);
 
 /* infer_tensor.c */
 FlStatus fl_infer_cumsum(Ctx *c);

@@ -1,4 +1,4 @@
-/* infer_vocab.c: shape rules of the losses over large vocabularies, hierarchical_sigmoid
+/* infer_vocab.c: shape rules of the losses over large vocabularies, hierarchical_sigmoid and nce
  * (adapters in runtime/core/ops_vocab.c; kernels in runtime/kernels/vocab.c). */
 #include "compiler/infer_impl.h"
 
@@ -48,4 +48,42 @@ FlStatus fl_infer_hierarchical_sigmoid(Ctx *c) {
     }
     Shape o = {.nd = 2, .d = {xs.d[0], 1}}, p = {.nd = 2, .d = {xs.d[0], len}};
     return set_out(c, "Out", x->dtype, &o) || set_out(c, "PreOut", x->dtype, &p) ? FL_ERROR : FL_OK;
+}
+
+FlStatus fl_infer_nce(Ctx *c) {
+    FlVarDesc *x, *l, *w, *b, *sw;
+    if (in1(c, "Input", &x) || need_float_in(c, x, "Input") || in1(c, "Label", &l) || need_int_in(c, l, "Label") ||
+        in1(c, "Weight", &w) || in_opt(c, "Bias", &b) || in_opt(c, "SampleWeight", &sw))
+        return FL_ERROR;
+    Shape xs = shape_of(x), ls = shape_of(l), ws = shape_of(w);
+    int64_t total = iattr(c, "num_total_classes"), neg = iattr(c, "num_neg_samples"), sampler = iattr(c, "sampler");
+    if (xs.nd != 2) return fl_err(c->e, "%s: Input must be [N, D], found %s", c->t, sstr(c, &xs));
+    if (ls.nd != 2 || !dims_agree(ls.d[0], xs.d[0]) || ls.d[1] == 0)
+        return fl_err(c->e, "%s: Label must be [N, T] (T true classes per row of Input %s), found %s", c->t,
+                      sstr(c, &xs), sstr(c, &ls));
+    if (total < 1 || neg < 0 || sampler < 0 || sampler > 2)
+        return fl_err(c->e, "%s: num_total_classes must be >= 1, num_neg_samples >= 0 and sampler 0, 1 or 2, found "
+                            "%lld, %lld and %lld", c->t, (long long)total, (long long)neg, (long long)sampler);
+    if (ws.nd != 2 || !dims_agree(ws.d[0], total) || !dims_agree(ws.d[1], xs.d[1]) || w->dtype != x->dtype)
+        return fl_err(c->e, "%s: Weight must be %s [%lld, D] for Input %s, found %s %s", c->t, dt(x->dtype),
+                      (long long)total, sstr(c, &xs), dt(w->dtype), sstr(c, &ws));
+    if (b) {
+        Shape bs = shape_of(b);
+        if (bs.nd != 2 || !dims_agree(bs.d[0], total) || !dims_agree(bs.d[1], 1) || b->dtype != x->dtype)
+            return fl_err(c->e, "%s: Bias must be %s [%lld, 1], found %s %s", c->t, dt(x->dtype), (long long)total,
+                          dt(b->dtype), sstr(c, &bs));
+    }
+    if (sw) {
+        Shape ss = shape_of(sw);
+        int64_t n = ss.nd == 1 || (ss.nd == 2 && dims_agree(ss.d[1], 1)) ? ss.d[0] : -2;
+        if (n == -2 || !dims_agree(n, xs.d[0]) || sw->dtype != x->dtype)
+            return fl_err(c->e, "%s: SampleWeight must be %s [N] or [N, 1] (a weight per row of Input %s), found %s %s",
+                          c->t, dt(x->dtype), sstr(c, &xs), dt(sw->dtype), sstr(c, &ss));
+    }
+    int64_t cols = ls.d[1] < 0 ? -1 : ls.d[1] + neg;
+    Shape o = {.nd = 2, .d = {xs.d[0], 1}}, s = {.nd = 2, .d = {xs.d[0], cols}};
+    return set_out(c, "Cost", x->dtype, &o) || set_out(c, "SampleLogits", x->dtype, &s) ||
+                   set_out(c, "SampleLabels", FL_DT_INT64, &s)
+               ? FL_ERROR
+               : FL_OK;
 }

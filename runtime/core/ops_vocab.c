@@ -1,6 +1,8 @@
-/* ops_vocab.c: adapters of the losses over large vocabularies, hierarchical_sigmoid and its
- * gradient (kernels in runtime/kernels/vocab.c). */
+/* ops_vocab.c: adapters of the losses over large vocabularies, hierarchical_sigmoid and nce and
+ * their gradients (kernels in runtime/kernels/vocab.c). */
 #include "runtime/core/exec_impl.h"
+#include <stdlib.h>
+
 #include "runtime/kernels/kernels_vocab.h"
 
 #define IN(s) fl_call_in(c, (s))
@@ -33,3 +35,48 @@ static FlStatus run_hierarchical_sigmoid_grad(OpCall *c) {
         OUT(FL_OUT_hierarchical_sigmoid_grad_Bias_GRAD));
 }
 FL_ADAPTER(hierarchical_sigmoid_grad, prep_hierarchical_sigmoid, run_hierarchical_sigmoid_grad);
+
+/* nce: an FlNceAttrs in a.extra (dist points into the op's attribute; seed and step set per run) */
+static FlStatus prep_nce(ExecOp *op, FlErr *e) {
+    FlNceAttrs *p = fl_xcalloc(1, sizeof *p);
+    op->a.extra = p;
+    p->num_total = fl_exec_attr_int(op, "num_total_classes");
+    p->num_neg = fl_exec_attr_int(op, "num_neg_samples");
+    int64_t s = fl_exec_attr_int(op, "sampler");
+    p->dist = fl_exec_attr_floats(op, "custom_dist", &p->ndist);
+    size_t nneg;
+    p->neg = fl_exec_attr_ints(op, "custom_neg_classes", &nneg);
+    if (nneg == 0) p->neg = NULL;
+    else if ((int64_t)nneg != p->num_neg)
+        return fl_err(e, "custom_neg_classes holds %zu classes but num_neg_samples is %lld", nneg,
+                      (long long)p->num_neg);
+    if (p->num_total < 1 || p->num_neg < 0 || s < 0 || s > 2)
+        return fl_err(e, "num_total_classes %lld, num_neg_samples %lld and sampler %lld are not >= 1, >= 0 and 0..2",
+                      (long long)p->num_total, (long long)p->num_neg, (long long)s);
+    p->sampler = (int)s;
+    return FL_OK;
+}
+static FlNceAttrs nce_attrs(OpCall *c) {
+    FlNceAttrs a = *(const FlNceAttrs *)c->op->a.extra;
+    a.seed = c->op->seed;
+    a.step = c->rc->step;
+    return a;
+}
+static FlStatus run_nce(OpCall *c) {
+    FlNceAttrs a = nce_attrs(c);
+    return fl_kernel_nce(c->e, IN(FL_IN_nce_Input), IN(FL_IN_nce_Label), IN(FL_IN_nce_Weight), IN(FL_IN_nce_Bias),
+                         IN(FL_IN_nce_SampleWeight), &a, OUT(FL_OUT_nce_Cost), OUT(FL_OUT_nce_SampleLogits),
+                         OUT(FL_OUT_nce_SampleLabels));
+}
+FL_ADAPTER(nce, prep_nce, run_nce);
+/* nce_grad: Input Label Weight Bias? SampleWeight? SampleLogits SampleLabels Cost@GRAD -> Input@GRAD?
+ * Weight@GRAD? Bias@GRAD? */
+static FlStatus run_nce_grad(OpCall *c) {
+    FlNceAttrs a = nce_attrs(c);
+    return fl_kernel_nce_grad(c->e, IN(FL_IN_nce_grad_Input), IN(FL_IN_nce_grad_Label), IN(FL_IN_nce_grad_Weight),
+                              IN(FL_IN_nce_grad_Bias), IN(FL_IN_nce_grad_SampleWeight), &a,
+                              IN(FL_IN_nce_grad_SampleLogits), IN(FL_IN_nce_grad_SampleLabels),
+                              IN(FL_IN_nce_grad_Cost_GRAD), OUT(FL_OUT_nce_grad_Input_GRAD),
+                              OUT(FL_OUT_nce_grad_Weight_GRAD), OUT(FL_OUT_nce_grad_Bias_GRAD));
+}
+FL_ADAPTER(nce_grad, prep_nce, run_nce_grad);

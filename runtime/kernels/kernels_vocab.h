@@ -1,5 +1,5 @@
 /* kernels_vocab.h: the kernels of the losses over large vocabularies (vocab.c): the hierarchical
- * sigmoid and its gradient. The conventions of kernels.h hold (outputs replaced whole, NULL
+ * sigmoid and noise-contrastive estimation, with their gradients. The conventions of kernels.h hold (outputs replaced whole, NULL
  * gradient outputs not computed, errors name the op and the shapes, "F" = float32 or float64).
  * Internals are double. */
 #ifndef FL_KERNELS_VOCAB_H
@@ -31,5 +31,29 @@ FlStatus fl_kernel_hsigmoid(FlErr *e, const FlTensor *x, const FlTensor *w, cons
 FlStatus fl_kernel_hsigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *w, const FlTensor *label,
                                  const FlTensor *bias, const FlHsigmoidTree *tree, const FlTensor *pre_out,
                                  const FlTensor *dout, FlTensor *dx, FlTensor *dw, FlTensor *dbias) FL_WARN_UNUSED;
+
+/* nce's sampler and draws: sampler 0 uniform over [0, num_total), 1 log-uniform, 2 the
+ * distribution dist (ndist = num_total probabilities); the draws of a run come from (seed, step). */
+typedef struct FlNceAttrs {
+    int64_t num_total, num_neg;
+    int sampler;
+    const double *dist;
+    size_t ndist;
+    const int64_t *neg; /* custom_neg_classes (num_neg of them) instead of draws, or NULL */
+    uint64_t seed, step;
+} FlNceAttrs;
+/* nce: cost [N, 1], sample_logits and sample_labels [N, T + S] (see compiler/ops/vocab.def): x F
+ * [N, D], label int [N, T] (in [0, num_total): an error names the row otherwise), w F [num_total,
+ * D], bias F [num_total, 1] and sample_weight F [N] (each may be NULL). */
+FlStatus fl_kernel_nce(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *w, const FlTensor *bias,
+                       const FlTensor *sample_weight, const FlNceAttrs *a, FlTensor *cost, FlTensor *sample_logits,
+                       FlTensor *sample_labels) FL_WARN_UNUSED;
+/* nce_grad: dX, dW and dBias (each may be NULL) from the forward's sample_logits and sample_labels
+ * and dCost [N, 1]: the logit gradient w * b (o - 1) / (o + b) of a true class and w * o (1 - o) /
+ * (o + b) of a drawn one, times dCost. */
+FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *w,
+                            const FlTensor *bias, const FlTensor *sample_weight, const FlNceAttrs *a,
+                            const FlTensor *sample_logits, const FlTensor *sample_labels, const FlTensor *dcost,
+                            FlTensor *dx, FlTensor *dw, FlTensor *dbias) FL_WARN_UNUSED;
 
 #endif

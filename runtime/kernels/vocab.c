@@ -1,15 +1,44 @@
-/* vocab.c: the losses over large vocabularies: the hierarchical sigmoid and its gradient
- * (kernels_vocab.h). */
+/* vocab.c: the losses over large vocabularies: the hierarchical sigmoid and noise-contrastive
+ * estimation, with their gradients (kernels_vocab.h). */
 #include "runtime/kernels/kernels_vocab.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #include "runtime/kernels/kernels_impl.h"
+#include "runtime/rng.h"
 
 static void put(FlTensor *t, int64_t i, double v) {
     if (t->dtype == FL_DT_FLOAT32) ((float *)fl_tensor_data(t))[i] = (float)v;
     else ((double *)fl_tensor_data(t))[i] = v;
+}
+
+/* Writes the gradients gathered in doubles into dX (like x), dW (like w) and dBias ([rows of w,
+ * 1]), each when asked for. */
+static FlStatus give_grads(FlErr *e, const char *op, const FlTensor *x, const FlTensor *w, const double *gx,
+                           const double *gw, const double *gb, FlTensor *dx, FlTensor *dw, FlTensor *dbias) {
+    int64_t R = w->ne[0];
+    FlTensor a = FL_TENSOR_INIT, b = FL_TENSOR_INIT, c = FL_TENSOR_INIT;
+    if ((dx && kalloc_like(e, op, &a, x)) || (dw && kalloc_like(e, op, &b, w)) ||
+        (dbias && kalloc(e, op, &c, w->dtype, 2, (int64_t[]){R, 1}))) {
+        fl_tensor_fini(&a);
+        fl_tensor_fini(&b);
+        fl_tensor_fini(&c);
+        return FL_ERROR;
+    }
+    if (dx) {
+        for (int64_t i = 0; i < fl_tensor_numel(x); i++) put(&a, i, gx[i]);
+        kout(dx, &a);
+    }
+    if (dw) {
+        for (int64_t i = 0; i < fl_tensor_numel(w); i++) put(&b, i, gw[i]);
+        kout(dw, &b);
+    }
+    if (dbias) {
+        for (int64_t i = 0; i < R; i++) put(&c, i, gb[i]);
+        kout(dbias, &c);
+    }
+    return FL_OK;
 }
 
 static double softplus(double v) { return fmax(v, 0) + log1p(exp(-fabs(v))); }
@@ -164,32 +193,162 @@ FlStatus fl_kernel_hsigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *w,
             }
         }
     }
-    FlTensor a = FL_TENSOR_INIT, b = FL_TENSOR_INIT, c = FL_TENSOR_INIT;
-    if (st == FL_OK && ((dx && kalloc_like(e, op, &a, x)) || (dw && kalloc_like(e, op, &b, w)) ||
-                        (dbias && kalloc(e, op, &c, w->dtype, 2, (int64_t[]){R, 1}))))
-        st = FL_ERROR;
-    if (st == FL_OK) {
-        if (dx) {
-            for (int64_t i = 0; i < N * D; i++) put(&a, i, gx[i]);
-            kout(dx, &a);
-        }
-        if (dw) {
-            for (int64_t i = 0; i < R * D; i++) put(&b, i, gw[i]);
-            kout(dw, &b);
-        }
-        if (dbias) {
-            for (int64_t i = 0; i < R; i++) put(&c, i, gb[i]);
-            kout(dbias, &c);
-        }
-    } else {
-        fl_tensor_fini(&a);
-        fl_tensor_fini(&b);
-        fl_tensor_fini(&c);
-    }
+    st = st == FL_OK ? give_grads(e, op, x, w, gx, gw, gb, dx, dw, dbias) : st;
     free(gx);
     free(gw);
     free(gb);
     free(node);
     free(bit);
+    return st;
+}
+
+/* ---- nce ---- */
+
+/* The sampler's probability of class c. */
+static double nce_prob(const FlNceAttrs *a, int64_t c) {
+    switch (a->sampler) {
+    case 0: return 1.0 / (double)a->num_total;
+    case 1: return log((double)(c + 2) / (double)(c + 1)) / log((double)a->num_total + 1);
+    default: return a->dist[c];
+    }
+}
+
+/* A class drawn from the sampler (cum: the custom distribution's running sums). */
+static int64_t nce_draw(const FlNceAttrs *a, const double *cum, FlRng *rng) {
+    double u = fl_rng_uniform(rng);
+    int64_t c;
+    switch (a->sampler) {
+    case 0: c = (int64_t)(u * (double)a->num_total); break;
+    case 1: c = (int64_t)exp(u * log((double)a->num_total + 1)) - 1; break;
+    default: {
+        int64_t lo = 0, hi = a->num_total - 1;
+        double t = u * cum[a->num_total - 1];
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (cum[mid] > t) hi = mid;
+            else lo = mid + 1;
+        }
+        c = lo;
+    }
+    }
+    return c < 0 ? 0 : c >= a->num_total ? a->num_total - 1 : c;
+}
+
+static FlStatus nce_check(FlErr *e, const char *op, const FlTensor *x, const FlTensor *label, const FlTensor *w,
+                          const FlTensor *bias, const FlTensor *sw, const FlNceAttrs *a) {
+    if (kneed_float(e, op, "Input", x) || kneed_float(e, op, "Weight", w) || ksame_dtype(e, op, "Input", x, "Weight", w) ||
+        khas(e, op, "Label", label))
+        return FL_ERROR;
+    if (x->ndim != 2 || w->ndim != 2 || w->ne[0] != a->num_total || w->ne[1] != x->ne[1])
+        return fl_err(e, "%s: Input %s and Weight %s must be [N, D] and [%lld, D]", op, fl_tensor_shape(x).s,
+                      fl_tensor_shape(w).s, (long long)a->num_total);
+    if (label->ndim != 2 || label->ne[0] != x->ne[0])
+        return fl_err(e, "%s: Label %s must be [N, T] for Input %s", op, fl_tensor_shape(label).s, fl_tensor_shape(x).s);
+    if (bias && (ksame_dtype(e, op, "Input", x, "Bias", bias) || fl_tensor_numel(bias) != a->num_total))
+        return fl_err(e, "%s: Bias %s must hold %lld values", op, fl_tensor_shape(bias).s, (long long)a->num_total);
+    if (sw && (ksame_dtype(e, op, "Input", x, "SampleWeight", sw) || fl_tensor_numel(sw) != x->ne[0]))
+        return fl_err(e, "%s: SampleWeight %s must hold a weight per row of Input %s", op, fl_tensor_shape(sw).s,
+                      fl_tensor_shape(x).s);
+    for (int64_t k = 0; a->neg && k < a->num_neg; k++)
+        if (a->neg[k] < 0 || a->neg[k] >= a->num_total)
+            return fl_err(e, "%s: custom_neg_classes holds %lld, outside the %lld classes", op, (long long)a->neg[k],
+                          (long long)a->num_total);
+    if (a->sampler == 2 && a->ndist != (size_t)a->num_total)
+        return fl_err(e, "%s: custom_dist holds %zu probabilities for %lld classes", op, a->ndist,
+                      (long long)a->num_total);
+    int64_t n = fl_tensor_numel(label);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = fl_tensor_get_int(label, i);
+        if (c < 0 || c >= a->num_total)
+            return fl_err(e, "%s: Label row %lld holds %lld, outside the %lld classes [0, %lld)", op,
+                          (long long)(i / label->ne[1]), (long long)c, (long long)a->num_total, (long long)a->num_total);
+    }
+    return FL_OK;
+}
+
+FlStatus fl_kernel_nce(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *w, const FlTensor *bias,
+                       const FlTensor *sample_weight, const FlNceAttrs *a, FlTensor *cost, FlTensor *sample_logits,
+                       FlTensor *sample_labels) {
+    const char *op = "nce";
+    if (kwant(e, op, "Cost", cost) || nce_check(e, op, x, label, w, bias, sample_weight, a)) return FL_ERROR;
+    int64_t N = x->ne[0], D = x->ne[1], T = label->ne[1], K = T + a->num_neg;
+    FlTensor c = FL_TENSOR_INIT, o = FL_TENSOR_INIT, l = FL_TENSOR_INIT;
+    if (kalloc(e, op, &c, x->dtype, 2, (int64_t[]){N, 1}) || kalloc(e, op, &o, x->dtype, 2, (int64_t[]){N, K}) ||
+        kalloc(e, op, &l, FL_DT_INT64, 2, (int64_t[]){N, K})) {
+        fl_tensor_fini(&c);
+        fl_tensor_fini(&o);
+        return FL_ERROR;
+    }
+    double *cum = NULL;
+    if (a->sampler == 2) {
+        cum = fl_xcalloc((size_t)a->num_total, sizeof(double));
+        for (int64_t t = 0; t < a->num_total; t++) cum[t] = (t ? cum[t - 1] : 0) + a->dist[t];
+    }
+    FlRng rng;
+    fl_rng_init2(&rng, a->seed, a->step);
+    int64_t *labels = fl_tensor_data(&l);
+    for (int64_t i = 0; i < N; i++) {
+        double loss = 0, sw = sample_weight ? fl_tensor_get(sample_weight, i) : 1;
+        for (int64_t k = 0; k < K; k++) {
+            int64_t t = k < T ? fl_tensor_get_int(label, i * T + k) : a->neg ? a->neg[k - T] : nce_draw(a, cum, &rng);
+            double z = bias ? fl_tensor_get(bias, t) : 0;
+            for (int64_t d = 0; d < D; d++) z += fl_tensor_get(x, i * D + d) * fl_tensor_get(w, t * D + d);
+            double p = 1 / (1 + exp(-z)), b = nce_prob(a, t) * (double)a->num_neg;
+            loss += sw * (k < T ? -log(p / (p + b)) : -log(b / (p + b)));
+            labels[i * K + k] = t;
+            put(&o, i * K + k, p);
+        }
+        put(&c, i, loss);
+    }
+    free(cum);
+    kout(cost, &c);
+    if (sample_logits) kout(sample_logits, &o);
+    else fl_tensor_fini(&o);
+    if (sample_labels) kout(sample_labels, &l);
+    else fl_tensor_fini(&l);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *w,
+                            const FlTensor *bias, const FlTensor *sample_weight, const FlNceAttrs *a,
+                            const FlTensor *sample_logits, const FlTensor *sample_labels, const FlTensor *dcost,
+                            FlTensor *dx, FlTensor *dw, FlTensor *dbias) {
+    const char *op = "nce_grad";
+    if (!dx && !dw && !dbias) return FL_OK;
+    if (nce_check(e, op, x, label, w, bias, sample_weight, a) || kneed_float(e, op, "SampleLogits", sample_logits) ||
+        khas(e, op, "SampleLabels", sample_labels) || kneed_float(e, op, "Cost@GRAD", dcost))
+        return FL_ERROR;
+    int64_t N = x->ne[0], D = x->ne[1], T = label->ne[1], K = T + a->num_neg;
+    if (!fl_tensor_same_shape(sample_logits, sample_labels) || sample_logits->ndim != 2 ||
+        sample_logits->ne[0] != N || sample_logits->ne[1] != K || fl_tensor_numel(dcost) != N)
+        return fl_err(e, "%s: SampleLogits %s, SampleLabels %s and Cost@GRAD %s must be [%lld, %lld] and [%lld, 1]",
+                      op, fl_tensor_shape(sample_logits).s, fl_tensor_shape(sample_labels).s,
+                      fl_tensor_shape(dcost).s, (long long)N, (long long)K, (long long)N);
+    int64_t R = a->num_total;
+    double *gx = fl_xcalloc((size_t)(N * D) + 1, sizeof(double)), *gw = fl_xcalloc((size_t)(R * D) + 1, sizeof(double));
+    double *gb = fl_xcalloc((size_t)R + 1, sizeof(double));
+    FlStatus st = FL_OK;
+    for (int64_t i = 0; i < N && st == FL_OK; i++) {
+        double sw = sample_weight ? fl_tensor_get(sample_weight, i) : 1, dc = fl_tensor_get(dcost, i);
+        for (int64_t k = 0; k < K; k++) {
+            int64_t t = fl_tensor_get_int(sample_labels, i * K + k);
+            if (t < 0 || t >= R) {
+                st = fl_err(e, "%s: SampleLabels row %lld holds %lld, outside the %lld classes", op, (long long)i,
+                            (long long)t, (long long)R);
+                break;
+            }
+            double o = fl_tensor_get(sample_logits, i * K + k), b = nce_prob(a, t) * (double)a->num_neg;
+            double g = dc * sw * (k < T ? b * (o - 1) / (o + b) : o * (1 - o) / (o + b));
+            gb[t] += g;
+            for (int64_t d = 0; d < D; d++) {
+                gx[i * D + d] += g * fl_tensor_get(w, t * D + d);
+                gw[t * D + d] += g * fl_tensor_get(x, i * D + d);
+            }
+        }
+    }
+    st = st == FL_OK ? give_grads(e, op, x, w, gx, gw, gb, dx, dw, dbias) : st;
+    free(gx);
+    free(gw);
+    free(gb);
     return st;
 }
