@@ -9,6 +9,11 @@ Standard library only.  Usage:  python3 gen_fluid_data.py [OUTDIR]   (default: t
                         imikolov's dictionary in the word2vec chapter). The text is a Markov chain:
                         the next word follows the previous one through a fixed random permutation
                         with probability 0.75, else it is a random word among the 200 most frequent.
+  skipgram.csv.gz       center, context, then the context word's path in a Huffman tree over the
+                        context words' counts: 16 inner-node ids (-1 past the path) and 16 bits,
+                        for hsigmoid's custom tree. The pairs are the (3rd word, 4th word) and (3rd
+                        word, 2nd word) of imikolov_5gram.csv's rows: the Markov chain makes the
+                        next word predictable from the center 3 times in 4.
   cifar_synth.csv.gz    3*32*32 pixel values 0..15 (scale by 1/15), then a label 0..9: each class
                         brightens one of 10 fixed 8x8 patches of one channel, over uniform noise.
   wmt_synth.csv.gz      the padded inputs of the Transformer (max length 16, 8 heads): src_word,
@@ -19,6 +24,7 @@ Standard library only.  Usage:  python3 gen_fluid_data.py [OUTDIR]   (default: t
                         3..63 of a vocabulary of 10000); sentences of 4..15 words, padded with <e>.
 """
 import gzip
+import heapq
 import os
 import random
 import sys
@@ -45,6 +51,42 @@ def imikolov(n_rows=4000, dict_size=2073, seed=1):
         text.append(w)
         w = perm[w] if rnd.random() < 0.75 else rnd.randrange(200)
     return [text[i:i + 5] for i in range(n_rows)]
+
+
+def skipgram(dict_size=2073, width=16):
+    pairs = []
+    for r in imikolov():
+        pairs.append((r[2], r[3]))
+        pairs.append((r[2], r[1]))
+    counts = [0] * dict_size
+    for _, ctx in pairs:
+        counts[ctx] += 1
+    # Huffman tree over the words (count + 1, so every word has a leaf): leaves are 0..dict_size-1,
+    # inner nodes dict_size.. in merge order; ties broken by the smaller id (heapq on tuples)
+    heap = [(counts[w] + 1, w) for w in range(dict_size)]
+    heapq.heapify(heap)
+    parent, bit = {}, {}
+    nxt = dict_size
+    while len(heap) > 1:
+        ca, a = heapq.heappop(heap)
+        cb, b = heapq.heappop(heap)
+        parent[a], bit[a] = nxt, 0
+        parent[b], bit[b] = nxt, 1
+        heapq.heappush(heap, (ca + cb, nxt))
+        nxt += 1
+    root = nxt - 1
+    paths = {}
+    for w in range(dict_size):
+        nodes, bits, v = [], [], w
+        while v != root:
+            # inner node ids from 0 at the root down: root - id
+            nodes.append(root - parent[v])
+            bits.append(bit[v])
+            v = parent[v]
+        if len(nodes) > width:
+            raise SystemExit("skipgram: a Huffman path of %d nodes is longer than %d" % (len(nodes), width))
+        paths[w] = (nodes + [-1] * (width - len(nodes)), bits + [0] * (width - len(bits)))
+    return [[c, ctx] + paths[ctx][0] + paths[ctx][1] for c, ctx in pairs]
 
 
 def cifar(n_rows=256, seed=3):
@@ -86,5 +128,6 @@ def wmt(n_rows=64, max_len=16, n_head=8, seed=4):
 
 if __name__ == "__main__":
     write("imikolov_5gram.csv", imikolov())
+    write("skipgram.csv.gz", skipgram())
     write("cifar_synth.csv.gz", cifar())
     write("wmt_synth.csv.gz", wmt())
