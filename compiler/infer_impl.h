@@ -390,6 +390,7 @@ FlStatus fl_infer_sampling_id(Ctx *c);
 FlStatus fl_infer_im2sequence(Ctx *c);
 FlStatus fl_infer_hierarchical_sigmoid(Ctx *c);
 FlStatus fl_infer_nce(Ctx *c);
+FlStatus fl_infer_sample_logits(Ctx *c);
 
 /* infer_tensor.c */
 FlStatus fl_infer_cumsum(Ctx *c);

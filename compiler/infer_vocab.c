@@ -1,5 +1,5 @@
-/* infer_vocab.c: shape rules of the losses over large vocabularies, hierarchical_sigmoid and nce
- * (adapters in runtime/core/ops_vocab.c; kernels in runtime/kernels/vocab.c). */
+/* infer_vocab.c: shape rules of the losses over large vocabularies, hierarchical_sigmoid, nce
+ * and sample_logits (adapters in runtime/core/ops_vocab.c; kernels in runtime/kernels/vocab.c). */
 #include "compiler/infer_impl.h"
 
 /* The length of the default tree's longest path: the position of the highest bit of
@@ -84,6 +84,43 @@ FlStatus fl_infer_nce(Ctx *c) {
     Shape o = {.nd = 2, .d = {xs.d[0], 1}}, s = {.nd = 2, .d = {xs.d[0], cols}};
     return set_out(c, "Cost", x->dtype, &o) || set_out(c, "SampleLogits", x->dtype, &s) ||
                    set_out(c, "SampleLabels", FL_DT_INT64, &s)
+               ? FL_ERROR
+               : FL_OK;
+}
+
+FlStatus fl_infer_sample_logits(Ctx *c) {
+    FlVarDesc *x, *l, *cs, *cp;
+    if (in1(c, "Logits", &x) || need_float_in(c, x, "Logits") || in1(c, "Labels", &l) || need_int_in(c, l, "Labels") ||
+        in_opt(c, "CustomizedSamples", &cs) || in_opt(c, "CustomizedProbabilities", &cp))
+        return FL_ERROR;
+    Shape xs = shape_of(x), ls = shape_of(l);
+    int64_t S = iattr(c, "num_samples");
+    bool custom = iattr(c, "use_customized_samples") != 0;
+    if (xs.nd != 2) return fl_err(c->e, "%s: Logits must be [N, K], found %s", c->t, sstr(c, &xs));
+    if (ls.nd != 2 || !dims_agree(ls.d[0], xs.d[0]) || ls.d[1] == 0)
+        return fl_err(c->e, "%s: Labels must be [N, T] (T true classes per row of Logits %s), found %s", c->t,
+                      sstr(c, &xs), sstr(c, &ls));
+    if (S < 1 || (xs.d[1] >= 0 && S > xs.d[1]))
+        return fl_err(c->e, "%s: num_samples must be in [1, K] for Logits %s (distinct classes are drawn), found %lld",
+                      c->t, sstr(c, &xs), (long long)S);
+    int64_t cols = ls.d[1] < 0 ? -1 : ls.d[1] + S;
+    if (custom) {
+        if (!cs || !cp)
+            return fl_err(c->e, "%s: use_customized_samples needs CustomizedSamples and CustomizedProbabilities", c->t);
+        Shape ss = shape_of(cs), ps = shape_of(cp);
+        if (need_int_in(c, cs, "CustomizedSamples") || need_float_in(c, cp, "CustomizedProbabilities")) return FL_ERROR;
+        if (ss.nd != 2 || ps.nd != 2 || !dims_agree(ss.d[0], xs.d[0]) || !dims_agree(ss.d[1], cols) ||
+            !dims_agree(ps.d[0], xs.d[0]) || !dims_agree(ps.d[1], cols))
+            return fl_err(c->e, "%s: CustomizedSamples and CustomizedProbabilities must be [N, T + S] = [%lld, %lld], "
+                                "found %s and %s", c->t, (long long)xs.d[0], (long long)cols, sstr(c, &ss),
+                          sstr(c, &ps));
+    } else if (cs || cp) {
+        return fl_err(c->e, "%s: CustomizedSamples and CustomizedProbabilities are read only with "
+                            "use_customized_samples", c->t);
+    }
+    Shape o = {.nd = 2, .d = {xs.d[0], cols}};
+    return set_out(c, "Samples", FL_DT_INT64, &o) || set_out(c, "Probabilities", x->dtype, &o) ||
+                   set_out(c, "SampledLogits", x->dtype, &o) || set_out(c, "SampledLabels", FL_DT_INT64, &ls)
                ? FL_ERROR
                : FL_OK;
 }

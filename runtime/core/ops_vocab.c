@@ -1,5 +1,5 @@
-/* ops_vocab.c: adapters of the losses over large vocabularies, hierarchical_sigmoid and nce and
- * their gradients (kernels in runtime/kernels/vocab.c). */
+/* ops_vocab.c: adapters of the losses over large vocabularies, hierarchical_sigmoid, nce and
+ * sample_logits and their gradients (kernels in runtime/kernels/vocab.c). */
 #include "runtime/core/exec_impl.h"
 #include <stdlib.h>
 
@@ -80,3 +80,30 @@ static FlStatus run_nce_grad(OpCall *c) {
                               OUT(FL_OUT_nce_grad_Weight_GRAD), OUT(FL_OUT_nce_grad_Bias_GRAD));
 }
 FL_ADAPTER(nce_grad, prep_nce, run_nce_grad);
+
+/* sample_logits: a.i[0] num_samples, a.i[1] use_customized_samples, a.i[2] remove_accidental_hits */
+static FlStatus prep_sample_logits(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "num_samples");
+    op->a.i[1] = fl_exec_attr_int(op, "use_customized_samples") != 0;
+    op->a.i[2] = fl_exec_attr_int(op, "remove_accidental_hits") != 0;
+    if (!fl_exec_attr_int(op, "uniq"))
+        return fl_err(e, "uniq=False (draws with repeats) is not supported: the drawn classes are distinct");
+    return FL_OK;
+}
+static FlStatus run_sample_logits(OpCall *c) {
+    bool custom = c->op->a.i[1];
+    return fl_kernel_sample_logits(c->e, IN(FL_IN_sample_logits_Logits), IN(FL_IN_sample_logits_Labels),
+                                   custom ? IN(FL_IN_sample_logits_CustomizedSamples) : NULL,
+                                   custom ? IN(FL_IN_sample_logits_CustomizedProbabilities) : NULL, c->op->a.i[0],
+                                   c->op->a.i[2], c->op->seed, c->rc->step, OUT(FL_OUT_sample_logits_Samples),
+                                   OUT(FL_OUT_sample_logits_Probabilities), OUT(FL_OUT_sample_logits_SampledLogits),
+                                   OUT(FL_OUT_sample_logits_SampledLabels));
+}
+FL_ADAPTER(sample_logits, prep_sample_logits, run_sample_logits);
+/* sample_logits_grad: Logits Samples SampledLogits@GRAD -> Logits@GRAD? */
+static FlStatus run_sample_logits_grad(OpCall *c) {
+    return fl_kernel_sample_logits_grad(c->e, IN(FL_IN_sample_logits_grad_Logits), IN(FL_IN_sample_logits_grad_Samples),
+                                        IN(FL_IN_sample_logits_grad_SampledLogits_GRAD),
+                                        OUT(FL_OUT_sample_logits_grad_Logits_GRAD));
+}
+FL_ADAPTER(sample_logits_grad, NULL, run_sample_logits_grad);

@@ -1,5 +1,6 @@
 /* kernels_vocab.h: the kernels of the losses over large vocabularies (vocab.c): the hierarchical
- * sigmoid and noise-contrastive estimation, with their gradients. The conventions of kernels.h hold (outputs replaced whole, NULL
+ * sigmoid, noise-contrastive estimation and sampled softmax's sample_logits, with their
+ * gradients. The conventions of kernels.h hold (outputs replaced whole, NULL
  * gradient outputs not computed, errors name the op and the shapes, "F" = float32 or float64).
  * Internals are double. */
 #ifndef FL_KERNELS_VOCAB_H
@@ -55,5 +56,18 @@ FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, 
                             const FlTensor *bias, const FlTensor *sample_weight, const FlNceAttrs *a,
                             const FlTensor *sample_logits, const FlTensor *sample_labels, const FlTensor *dcost,
                             FlTensor *dx, FlTensor *dw, FlTensor *dbias) FL_WARN_UNUSED;
+
+/* sample_logits: samples, probabilities and sampled_logits [N, T + S] and sampled_labels [N, T]
+ * (see compiler/ops/vocab.def) from logits F [N, K] and labels int [N, T] (in [0, K): an error
+ * names the row otherwise); with custom_samples and custom_probs (both non-NULL, [N, T + S]) no
+ * class is drawn; else S distinct classes are drawn from (seed, step) for the whole batch. */
+FlStatus fl_kernel_sample_logits(FlErr *e, const FlTensor *logits, const FlTensor *labels,
+                                 const FlTensor *custom_samples, const FlTensor *custom_probs, int64_t num_samples,
+                                 bool remove_accidental_hits, uint64_t seed, uint64_t step, FlTensor *samples,
+                                 FlTensor *probabilities, FlTensor *sampled_logits,
+                                 FlTensor *sampled_labels) FL_WARN_UNUSED;
+/* sample_logits_grad: dLogits [N, K] = dSampledLogits added at each row's samples. */
+FlStatus fl_kernel_sample_logits_grad(FlErr *e, const FlTensor *logits, const FlTensor *samples,
+                                      const FlTensor *dsampled, FlTensor *dlogits) FL_WARN_UNUSED;
 
 #endif

@@ -1,5 +1,5 @@
-/* vocab.c: the losses over large vocabularies: the hierarchical sigmoid and noise-contrastive
- * estimation, with their gradients (kernels_vocab.h). */
+/* vocab.c: the losses over large vocabularies: the hierarchical sigmoid, noise-contrastive
+ * estimation and sampled softmax's sample_logits, with their gradients (kernels_vocab.h). */
 #include "runtime/kernels/kernels_vocab.h"
 
 #include <math.h>
@@ -351,4 +351,143 @@ FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, 
     free(gw);
     free(gb);
     return st;
+}
+
+/* ---- sample_logits ---- */
+
+/* The log-uniform probability of class c among K. */
+static double loguniform_prob(int64_t c, int64_t K) { return log((double)(c + 2) / (double)(c + 1)) / log((double)K + 1); }
+
+FlStatus fl_kernel_sample_logits(FlErr *e, const FlTensor *logits, const FlTensor *labels,
+                                 const FlTensor *custom_samples, const FlTensor *custom_probs, int64_t num_samples,
+                                 bool remove_accidental_hits, uint64_t seed, uint64_t step, FlTensor *samples,
+                                 FlTensor *probabilities, FlTensor *sampled_logits, FlTensor *sampled_labels) {
+    const char *op = "sample_logits";
+    if (kwant(e, op, "SampledLogits", sampled_logits) || kneed_float(e, op, "Logits", logits) ||
+        khas(e, op, "Labels", labels))
+        return FL_ERROR;
+    if (logits->ndim != 2 || labels->ndim != 2 || labels->ne[0] != logits->ne[0])
+        return fl_err(e, "%s: Logits %s and Labels %s must be [N, K] and [N, T]", op, fl_tensor_shape(logits).s,
+                      fl_tensor_shape(labels).s);
+    int64_t N = logits->ne[0], K = logits->ne[1], T = labels->ne[1], S = num_samples, C = T + S;
+    if (S < 1 || S > K) return fl_err(e, "%s: num_samples %lld is not in [1, %lld]", op, (long long)S, (long long)K);
+    for (int64_t i = 0; i < N * T; i++) {
+        int64_t v = fl_tensor_get_int(labels, i);
+        if (v < 0 || v >= K)
+            return fl_err(e, "%s: Labels row %lld holds %lld, outside the %lld classes", op, (long long)(i / T),
+                          (long long)v, (long long)K);
+    }
+    if (custom_samples) {
+        if (kneed_float(e, op, "CustomizedProbabilities", custom_probs)) return FL_ERROR;
+        if (custom_samples->ndim != 2 || custom_samples->ne[0] != N || custom_samples->ne[1] != C ||
+            !fl_tensor_same_shape(custom_samples, custom_probs))
+            return fl_err(e, "%s: CustomizedSamples %s and CustomizedProbabilities %s must be [%lld, %lld]", op,
+                          fl_tensor_shape(custom_samples).s, fl_tensor_shape(custom_probs).s, (long long)N,
+                          (long long)C);
+    }
+    FlTensor ts = FL_TENSOR_INIT, tp = FL_TENSOR_INIT, tl = FL_TENSOR_INIT, tb = FL_TENSOR_INIT;
+    if (kalloc(e, op, &ts, FL_DT_INT64, 2, (int64_t[]){N, C}) || kalloc(e, op, &tp, logits->dtype, 2, (int64_t[]){N, C}) ||
+        kalloc(e, op, &tl, logits->dtype, 2, (int64_t[]){N, C}) || kalloc(e, op, &tb, FL_DT_INT64, 2, (int64_t[]){N, T})) {
+        fl_tensor_fini(&ts);
+        fl_tensor_fini(&tp);
+        fl_tensor_fini(&tl);
+        return FL_ERROR;
+    }
+    int64_t *sm = fl_tensor_data(&ts), *sl = fl_tensor_data(&tb);
+    FlStatus st = FL_OK;
+    if (custom_samples) {
+        for (int64_t i = 0; i < N * C && st == FL_OK; i++) {
+            sm[i] = fl_tensor_get_int(custom_samples, i);
+            double p = fl_tensor_get(custom_probs, i);
+            if (sm[i] < 0 || sm[i] >= K || !(p > 0 && p <= 1))
+                st = fl_err(e, "%s: CustomizedSamples row %lld holds class %lld with probability %g: classes are in "
+                               "[0, %lld) and probabilities in (0, 1]", op, (long long)(i / C), (long long)sm[i], p,
+                            (long long)K);
+            put(&tp, i, p);
+        }
+    } else {
+        /* S distinct classes for the whole batch, and the number of draws it took */
+        int64_t *drawn = fl_xcalloc((size_t)S, sizeof(int64_t)), n = 0, tries = 0;
+        unsigned char *seen = fl_xcalloc((size_t)K, 1);
+        FlRng rng;
+        fl_rng_init2(&rng, seed, step);
+        while (n < S) {
+            int64_t v = ((int64_t)exp(fl_rng_uniform(&rng) * log((double)K + 1)) - 1) % K;
+            tries++;
+            if (v < 0 || seen[v]) continue;
+            seen[v] = 1;
+            drawn[n++] = v;
+        }
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t j = 0; j < C; j++) {
+                int64_t v = j < T ? fl_tensor_get_int(labels, i * T + j) : drawn[j - T];
+                double p = loguniform_prob(v, K);
+                sm[i * C + j] = v;
+                put(&tp, i * C + j, tries == S ? p * (double)S : -expm1((double)tries * log1p(-p)));
+            }
+        free(drawn);
+        free(seen);
+    }
+    for (int64_t i = 0; i < N && st == FL_OK; i++) {
+        for (int64_t t = 0; t < T; t++) sl[i * T + t] = t;
+        for (int64_t j = 0; j < C; j++) {
+            int64_t v = sm[i * C + j];
+            double z = fl_tensor_get(logits, i * K + v) - log(fl_tensor_get(&tp, i * C + j));
+            for (int64_t t = 0; remove_accidental_hits && j >= T && t < T; t++)
+                if (fl_tensor_get_int(labels, i * T + t) == v) {
+                    z -= 1e20;
+                    break;
+                }
+            put(&tl, i * C + j, z);
+        }
+    }
+    if (st != FL_OK) {
+        fl_tensor_fini(&ts);
+        fl_tensor_fini(&tp);
+        fl_tensor_fini(&tl);
+        fl_tensor_fini(&tb);
+        return FL_ERROR;
+    }
+    kout(sampled_logits, &tl);
+    if (samples) kout(samples, &ts);
+    else fl_tensor_fini(&ts);
+    if (probabilities) kout(probabilities, &tp);
+    else fl_tensor_fini(&tp);
+    if (sampled_labels) kout(sampled_labels, &tb);
+    else fl_tensor_fini(&tb);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_sample_logits_grad(FlErr *e, const FlTensor *logits, const FlTensor *samples,
+                                      const FlTensor *dsampled, FlTensor *dlogits) {
+    const char *op = "sample_logits_grad";
+    if (!dlogits) return FL_OK;
+    if (kneed_float(e, op, "Logits", logits) || khas(e, op, "Samples", samples) ||
+        kneed_float(e, op, "SampledLogits@GRAD", dsampled))
+        return FL_ERROR;
+    if (logits->ndim != 2 || samples->ndim != 2 || samples->ne[0] != logits->ne[0] ||
+        !fl_tensor_same_shape(samples, dsampled))
+        return fl_err(e, "%s: Logits %s, Samples %s and SampledLogits@GRAD %s do not agree", op,
+                      fl_tensor_shape(logits).s, fl_tensor_shape(samples).s, fl_tensor_shape(dsampled).s);
+    int64_t N = logits->ne[0], K = logits->ne[1], C = samples->ne[1];
+    double *g = fl_xcalloc((size_t)(N * K) + 1, sizeof(double));
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < C; j++) {
+            int64_t v = fl_tensor_get_int(samples, i * C + j);
+            if (v < 0 || v >= K) {
+                free(g);
+                return fl_err(e, "%s: Samples row %lld holds %lld, outside the %lld classes", op, (long long)i,
+                              (long long)v, (long long)K);
+            }
+            g[i * K + v] += fl_tensor_get(dsampled, i * C + j);
+        }
+    FlTensor d = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &d, logits)) {
+        free(g);
+        return FL_ERROR;
+    }
+    for (int64_t i = 0; i < N * K; i++) put(&d, i, g[i]);
+    free(g);
+    kout(dlogits, &d);
+    return FL_OK;
 }
