@@ -153,6 +153,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_prelu: return fl_infer_prelu(&c);
     case FL_OPID_fill_constant_batch_size_like:
     case FL_OPID_uniform_random_batch_size_like: return fl_infer_batch_size_like(&c);
+    case FL_OPID_gaussian_random_batch_size_like: return fl_infer_batch_size_like(&c);
     case FL_OPID_slice: return fl_infer_slice(&c);
     case FL_OPID_gather: return fl_infer_gather(&c);
     case FL_OPID_scatter: return fl_infer_scatter(&c);

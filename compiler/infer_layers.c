@@ -39,7 +39,7 @@ FlStatus fl_infer_prelu(Ctx *c) {
     return set_like(c, "Out", xv);
 }
 
-/* fill_constant_batch_size_like, uniform_random_batch_size_like */
+/* fill_constant_batch_size_like, uniform_random_batch_size_like, gaussian_random_batch_size_like */
 FlStatus fl_infer_batch_size_like(Ctx *c) {
     FlVarDesc *iv;
     if (in1(c, "Input", &iv)) return FL_ERROR;
@@ -70,6 +70,10 @@ FlStatus fl_infer_batch_size_like(Ctx *c) {
         if (!is_float(t)) return fl_err(c->e, "%s: dtype must be float32 or float64, found %s", c->t, dt(t));
         if (fattr(c, "min") > fattr(c, "max"))
             return fl_err(c->e, "%s: min %g is above max %g", c->t, fattr(c, "min"), fattr(c, "max"));
+    }
+    if (c->info->id == FL_OPID_gaussian_random_batch_size_like) {
+        if (!is_float(t)) return fl_err(c->e, "%s: dtype must be float32 or float64, found %s", c->t, dt(t));
+        if (!(fattr(c, "std") >= 0)) return fl_err(c->e, "%s: std must be >= 0, found %g", c->t, fattr(c, "std"));
     }
     return set_out(c, "Out", t, &s);
 }

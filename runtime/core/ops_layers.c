@@ -141,6 +141,9 @@ static FlStatus prep_batch_like(ExecOp *op, FlErr *e) {
         const int64_t *exact = fl_exec_attr_exact(op, "value");
         op->a.b[0] = exact != NULL;
         op->a.i[3] = exact ? *exact : 0;
+    } else if (fl_ops_attr(op->info, "std")) { /* a.f[0] mean, a.f[1] std */
+        op->a.f[0] = fl_exec_attr_float(op, "mean");
+        op->a.f[1] = fl_exec_attr_float(op, "std");
     } else {
         op->a.f[0] = fl_exec_attr_float(op, "min");
         op->a.f[1] = fl_exec_attr_float(op, "max");
@@ -178,6 +181,17 @@ static FlStatus run_uniform_random_batch_size_like(OpCall *c) {
         a->f[0], a->f[1], c->op->seed, (FlDType)a->i[2], OUT(FL_OUT_uniform_random_batch_size_like_Out));
 }
 FL_ADAPTER(uniform_random_batch_size_like, prep_batch_like, run_uniform_random_batch_size_like);
+static FlStatus run_gaussian_random_batch_size_like(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    int64_t nseq;
+    if (batch_nseq(c, FL_IN_gaussian_random_batch_size_like_Input, FL_IN_gaussian_random_batch_size_like_InputLod,
+                   &nseq))
+        return FL_ERROR;
+    return fl_kernel_gaussian_random_batch_size_like(
+        c->e, IN(FL_IN_gaussian_random_batch_size_like_Input), nseq, a->nshape, a->shape, (int)a->i[0], (int)a->i[1],
+        a->f[0], a->f[1], c->op->seed, (FlDType)a->i[2], OUT(FL_OUT_gaussian_random_batch_size_like_Out));
+}
+FL_ADAPTER(gaussian_random_batch_size_like, prep_batch_like, run_gaussian_random_batch_size_like);
 
 /* ---- reduce_max, reduce_min, reduce_prod ---- */
 

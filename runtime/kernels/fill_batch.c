@@ -1,4 +1,5 @@
-/* fill_batch.c: fill_constant_batch_size_like and uniform_random_batch_size_like, the fills
+/* fill_batch.c: fill_constant_batch_size_like, uniform_random_batch_size_like and
+ * gaussian_random_batch_size_like, the fills
  * whose shape takes one dim (the batch size) from an input at run time. */
 #include "runtime/kernels/kernels_impl.h"
 #include "runtime/kernels/kernels_layers.h"
@@ -37,4 +38,15 @@ FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *inpu
     if (batch_shape(e, "uniform_random_batch_size_like", input, nseq, nshape, shape, input_dim_idx, output_dim_idx, ne))
         return FL_ERROR;
     return fl_kernel_uniform_random(e, nshape, ne, min, max, seed, 0, dtype, out);
+}
+
+FlStatus fl_kernel_gaussian_random_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape,
+                                                   const int64_t *shape, int input_dim_idx, int output_dim_idx,
+                                                   double mean, double std, uint64_t seed, FlDType dtype,
+                                                   FlTensor *out) {
+    int64_t ne[FL_MAX_DIMS];
+    if (batch_shape(e, "gaussian_random_batch_size_like", input, nseq, nshape, shape, input_dim_idx, output_dim_idx,
+                    ne))
+        return FL_ERROR;
+    return fl_kernel_gaussian_random(e, nshape, ne, mean, std, seed, 0, dtype, out);
 }

@@ -108,6 +108,10 @@ FlStatus fl_kernel_uniform_random_batch_size_like(FlErr *e, const FlTensor *inpu
                                                   int output_dim_idx, double min, double max,
                                                   uint64_t seed, FlDType dtype,
                                                   FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_gaussian_random_batch_size_like(FlErr *e, const FlTensor *input, int64_t nseq, int nshape,
+                                                   const int64_t *shape, int input_dim_idx, int output_dim_idx,
+                                                   double mean, double std, uint64_t seed, FlDType dtype,
+                                                   FlTensor *out) FL_WARN_UNUSED;
 
 /* ======================================================================================
  * Reductions by max, min and product (reduce_minmax.c); dims, keep_dim and reduce_all as
