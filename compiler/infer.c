@@ -236,6 +236,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_log_loss: return fl_infer_log_loss(&c);
     case FL_OPID_huber_loss: return fl_infer_huber_loss(&c);
     case FL_OPID_kldiv_loss: return fl_infer_kldiv_loss(&c);
+    case FL_OPID_multiplex: return fl_infer_multiplex(&c);
     /* infer_proposals.c */
     case FL_OPID_yolov3_loss: return fl_infer_yolov3_loss(&c);
     case FL_OPID_generate_proposals: return fl_infer_generate_proposals(&c);

@@ -404,6 +404,7 @@ FlStatus fl_infer_shape_op(Ctx *c);
 FlStatus fl_infer_log_loss(Ctx *c);
 FlStatus fl_infer_huber_loss(Ctx *c);
 FlStatus fl_infer_kldiv_loss(Ctx *c);
+FlStatus fl_infer_multiplex(Ctx *c);
 /* infer_proposals.c */
 FlStatus fl_infer_yolov3_loss(Ctx *c);
 FlStatus fl_infer_generate_proposals(Ctx *c);

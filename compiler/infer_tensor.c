@@ -132,3 +132,25 @@ FlStatus fl_infer_kldiv_loss(Ctx *c) {
     Shape one = shape1(1);
     return set_out(c, "Loss", x->dtype, &one);
 }
+
+FlStatus fl_infer_multiplex(Ctx *c) {
+    FlSlot *xs = fl_ir_op_input(c->op, "X");
+    FlVarDesc *ids, *first;
+    if (!xs || xs->nargs < 1) return fl_err(c->e, "%s: needs the inputs to choose from", c->t);
+    if (lookup(c, "input", "X", xs->args[0], &first) || in1(c, "Ids", &ids) || need_int_in(c, ids, "Ids"))
+        return FL_ERROR;
+    Shape out = shape_of(first), is = shape_of(ids);
+    if (out.nd < 1) return fl_err(c->e, "%s: X must have rows, found %s", c->t, sstr(c, &out));
+    for (size_t i = 1; i < xs->nargs; i++) {
+        FlVarDesc *v;
+        if (lookup(c, "input", "X", xs->args[i], &v)) return FL_ERROR;
+        Shape s = shape_of(v);
+        if (v->dtype != first->dtype || !shapes_agree(&out, &s))
+            return fl_err(c->e, "%s: the inputs must have one shape and dtype, found %s %s and %s %s", c->t,
+                          dt(first->dtype), sstr(c, &out), dt(v->dtype), sstr(c, &s));
+    }
+    if (is.nd != 2 || !dims_agree(is.d[1], 1) || !dims_agree(is.d[0], out.d[0]))
+        return fl_err(c->e, "%s: Ids must be [M, 1] (an input's index per row of X %s), found %s", c->t,
+                      sstr(c, &out), sstr(c, &is));
+    return set_out(c, "Out", first->dtype, &out);
+}

@@ -100,8 +100,8 @@ static int parse_slots(const char *spec, FlSlotInfo *out) {
         FL_ASSERT(n < FL_OPS_MAX_SLOTS);
         FlSlotInfo *si = &out[n++];
         memset(si, 0, sizeof *si);
-        if (start[len - 1] == '*') si->list = true, len--;
-        else if (start[len - 1] == '?') si->optional = true, len--;
+        if (start[len - 1] == '?') si->optional = true, len--; /* "X?", "X@GRAD*?": may be absent */
+        if (len && start[len - 1] == '*') si->list = true, len--;
         FL_ASSERT(len > 0);
         si->name = fl_arena_strndup(&arena, start, len);
     }

@@ -157,3 +157,18 @@ static FlStatus run_kldiv_loss_grad(OpCall *c) {
                                      OUT(FL_OUT_kldiv_loss_grad_X_GRAD), OUT(FL_OUT_kldiv_loss_grad_Target_GRAD));
 }
 FL_ADAPTER(kldiv_loss_grad, prep_kldiv, run_kldiv_loss_grad);
+
+static FlStatus run_multiplex(OpCall *c) {
+    return fl_kernel_multiplex(c->e, fl_call_ins(c, FL_IN_multiplex_X), fl_call_nin(c, FL_IN_multiplex_X),
+                               IN(FL_IN_multiplex_Ids), OUT(FL_OUT_multiplex_Out));
+}
+FL_ADAPTER(multiplex, NULL, run_multiplex);
+/* multiplex_grad: X* Ids Out@GRAD -> X@GRAD* (one per X, or none) */
+static FlStatus run_multiplex_grad(OpCall *c) {
+    int n = fl_call_nin(c, FL_IN_multiplex_grad_X), nout = fl_call_nout(c, FL_OUT_multiplex_grad_X_GRAD);
+    if (nout == 0) return FL_OK;
+    if (nout != n) return fl_err(c->e, "multiplex_grad: %d inputs but %d input gradients", n, nout);
+    return fl_kernel_multiplex_grad(c->e, fl_call_ins(c, FL_IN_multiplex_grad_X), n, IN(FL_IN_multiplex_grad_Ids),
+                                    IN(FL_IN_multiplex_grad_Out_GRAD), fl_call_outs(c, FL_OUT_multiplex_grad_X_GRAD));
+}
+FL_ADAPTER(multiplex_grad, NULL, run_multiplex_grad);

@@ -68,4 +68,12 @@ FlStatus fl_kernel_kldiv_loss(FlErr *e, const FlTensor *x, const FlTensor *t, Fl
 FlStatus fl_kernel_kldiv_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *t, const FlTensor *dloss,
                                    FlKlReduction r, FlTensor *dx, FlTensor *dt) FL_WARN_UNUSED;
 
+/* multiplex: out = row i of xs[ids[i]] for each row i of the n inputs xs (one shape and dtype, any
+ * dtype); ids int [M, 1] (each in [0, n): an error names the row otherwise). */
+FlStatus fl_kernel_multiplex(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids,
+                             FlTensor *out) FL_WARN_UNUSED;
+/* multiplex_grad: dxs[k] (NULL: not wanted) = dOut's rows i with ids[i] == k, zeros elsewhere. */
+FlStatus fl_kernel_multiplex_grad(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids,
+                                  const FlTensor *dout, FlTensor *const *dxs) FL_WARN_UNUSED;
+
 #endif

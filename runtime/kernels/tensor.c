@@ -2,6 +2,7 @@
  * argsort, the value tests, diag, where, shape, and the losses log_loss, huber_loss and
  * kldiv_loss. The ops along an axis view X as [outer, d, inner] (d the axis' size). */
 #include <math.h>
+#include <string.h>
 
 #include "runtime/kernels/kernels_impl.h"
 #include "runtime/kernels/kernels_tensor.h"
@@ -447,5 +448,60 @@ FlStatus fl_kernel_kldiv_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *
     }
     kout(dx, &rx);
     kout(dt, &rt);
+    return FL_OK;
+}
+
+/* ---- multiplex ---- */
+
+static FlStatus multiplex_check(FlErr *e, const char *op, const FlTensor *const *xs, int n, const FlTensor *ids) {
+    if (n < 1) return fl_err(e, "%s: no inputs to choose from", op);
+    for (int k = 0; k < n; k++) {
+        if (khas(e, op, "X", xs[k])) return FL_ERROR;
+        if (xs[k]->ndim < 1 || (k && !fl_tensor_same_shape(xs[0], xs[k])) || xs[k]->dtype != xs[0]->dtype)
+            return fl_err(e, "%s: X %d is %s %s but X 0 is %s %s: the inputs must have one shape and dtype", op, k,
+                          fl_dtype_name(xs[k]->dtype), fl_tensor_shape(xs[k]).s, fl_dtype_name(xs[0]->dtype),
+                          fl_tensor_shape(xs[0]).s);
+    }
+    if (khas(e, op, "Ids", ids)) return FL_ERROR;
+    int64_t M = xs[0]->ne[0];
+    if (fl_tensor_numel(ids) != M)
+        return fl_err(e, "%s: Ids %s must hold one index per row of X %s", op, fl_tensor_shape(ids).s,
+                      fl_tensor_shape(xs[0]).s);
+    for (int64_t i = 0; i < M; i++) {
+        int64_t k = fl_tensor_get_int(ids, i);
+        if (k < 0 || k >= n)
+            return fl_err(e, "%s: Ids row %lld is %lld, outside the %d inputs [0, %d)", op, (long long)i, (long long)k,
+                          n, n);
+    }
+    return FL_OK;
+}
+
+FlStatus fl_kernel_multiplex(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids, FlTensor *out) {
+    const char *op = "multiplex";
+    if (kwant(e, op, "Out", out) || multiplex_check(e, op, xs, n, ids)) return FL_ERROR;
+    int64_t M = xs[0]->ne[0], row = M ? fl_tensor_numel(xs[0]) / M * (int64_t)fl_dtype_size(xs[0]->dtype) : 0;
+    FlTensor o = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, op, &o, xs[0])) return FL_ERROR;
+    for (int64_t i = 0; i < M; i++)
+        memcpy((char *)fl_tensor_data(&o) + i * row,
+               (const char *)fl_tensor_data(xs[fl_tensor_get_int(ids, i)]) + i * row, (size_t)row);
+    kout(out, &o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_multiplex_grad(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids,
+                                  const FlTensor *dout, FlTensor *const *dxs) {
+    const char *op = "multiplex_grad";
+    if (multiplex_check(e, op, xs, n, ids) || ksame(e, op, "X", xs[0], "Out@GRAD", dout)) return FL_ERROR;
+    int64_t M = xs[0]->ne[0], row = M ? fl_tensor_numel(xs[0]) / M * (int64_t)fl_dtype_size(xs[0]->dtype) : 0;
+    for (int k = 0; k < n; k++) {
+        if (!dxs[k]) continue;
+        FlTensor d = FL_TENSOR_INIT;
+        if (kalloc_like(e, op, &d, xs[0])) return FL_ERROR;
+        for (int64_t i = 0; i < M; i++)
+            if (fl_tensor_get_int(ids, i) == k)
+                memcpy((char *)fl_tensor_data(&d) + i * row, (const char *)fl_tensor_data(dout) + i * row, (size_t)row);
+        kout(dxs[k], &d);
+    }
     return FL_OK;
 }
