@@ -380,7 +380,9 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_INDEX: {
         FlValue *o = fl_ev_expr(c, e, n->index.obj);
         FlAst *ix = n->index.index;
-        if (ix->kind == FL_AST_SLICE) {
+        if (fl_ev_is_driver_var(c, o)) { /* a fetched value: numpy's indexing (driver_values.c) */
+            res = fl_ev_driver_subscript(c, e, o, ix, n->span);
+        } else if (ix->kind == FL_AST_SLICE) {
             FlValue *lo = ix->slice.lo ? fl_ev_expr(c, e, ix->slice.lo) : NULL;
             FlValue *hi = ix->slice.hi ? fl_ev_expr(c, e, ix->slice.hi) : NULL;
             FlValue *st = ix->slice.step ? fl_ev_expr(c, e, ix->slice.step) : NULL;

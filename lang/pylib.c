@@ -407,6 +407,7 @@ static bool num_arg(Ctx *c, FlValue *x, const char *fname, FlSpan sp, double *ou
 /* The value of a math function of one number, or a "math domain error". */
 static FlValue *math1(Ctx *c, CallArgs *a, const char *fname, double (*fn)(double), double lo, bool open) {
     ARGS(fname, "x", 1);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_math(c, fname, v[0], a->span); /* at run time */
     double x;
     if (!num_arg(c, v[0], fname, a->span, &x)) return c->error;
     if (open ? !(x > lo) : !(x >= lo)) return fl_ev_error(c, a->span, "math.%s(): math domain error (%g)", fname, x);
@@ -424,6 +425,7 @@ static FlValue *m_fabs(Ctx *c, FlValue *self, CallArgs *a) { return math1(c, a, 
 
 static FlValue *m_log(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("log", "x base=", 2);
+    if (fl_ev_is_driver_var(c, v[0]) && !v[1]) return fl_ev_driver_math(c, "log", v[0], a->span); /* at run time */
     double x, b = 0;
     if (!num_arg(c, v[0], "log", a->span, &x) || (v[1] && !num_arg(c, v[1], "log", a->span, &b))) return c->error;
     if (!(x > 0) || (v[1] && (!(b > 0) || b == 1))) return fl_ev_error(c, a->span, "math.log(): math domain error");
@@ -454,14 +456,22 @@ static FlValue *m_ceil(Ctx *c, FlValue *self, CallArgs *a) { return round_to_int
 
 static FlValue *m_isnan(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("isnan", "x", 1);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_math(c, "isnan", v[0], a->span); /* at run time */
     double x;
     return num_arg(c, v[0], "isnan", a->span, &x) ? fl_v_bool(c, isnan(x)) : c->error;
+}
+static FlValue *m_isinf(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("isinf", "x", 1);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_math(c, "isinf", v[0], a->span); /* at run time */
+    double x;
+    return num_arg(c, v[0], "isinf", a->span, &x) ? fl_v_bool(c, isinf(x)) : c->error;
 }
 
 static const NativeFn math_fns[] = {
     {"sqrt", m_sqrt}, {"exp", m_exp},   {"log", m_log},     {"log2", m_log2},   {"log10", m_log10},
     {"pow", m_pow},   {"floor", m_floor}, {"ceil", m_ceil}, {"sin", m_sin},     {"cos", m_cos},
     {"tan", m_tan},   {"tanh", m_tanh}, {"fabs", m_fabs},   {"isnan", m_isnan},
+    {"isinf", m_isinf},
 };
 static const NativeFn functools_fns[] = {{"reduce", f_reduce}, {"partial", f_partial}};
 

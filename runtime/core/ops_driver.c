@@ -8,6 +8,7 @@
  *   print_line   X*: texts and values through their specs, one line in one write
  *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
  *   index, item  X[i] (a view of row i) and float(X) / int(X) of a one-element X
+ *   exit         ends the run with a code (sys.exit), recorded in the host
  *
  * A value prints as numpy's str prints an array ("[3]", "[1.  2.5]", "[[1 2]\n [3 4]]"): ints in
  * columns of one width, floats in fixed point with the fewest digits that give each element back
@@ -439,3 +440,23 @@ static FlStatus prep_item(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 FL_ADAPTER(item, prep_item, run_item);
+
+/* ---------------------------------------------------------------- exit */
+
+/* exit: records its code in the host (the first exit wins) and ends the run with an error that
+ * unwinds it: the driver's ops after it, its loops and its goroutines stop as they do on any
+ * error; fl_executor_run_driver_exit then reports the code instead of the error. */
+static FlStatus run_exit(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    bool was = false;
+    if (h->exit && atomic_compare_exchange_strong(&h->exit->exited, &was, true)) h->exit->code = (int)op->a.i[0];
+    return fl_exec_op_error(rc, op, "exit(%d)", (int)op->a.i[0]);
+}
+static FlStatus prep_exit(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "code");
+    if (op->a.i[0] < 0 || op->a.i[0] > 255)
+        return fl_err(e, "code %lld is not an exit status (0 to 255)", (long long)op->a.i[0]);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(exit, prep_exit, run_exit);
