@@ -58,6 +58,7 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     switch (o->kind) {
     case VK_STR: return fl_v_int(c, (int64_t)o->str.n);
     case VK_LIST:
+    case VK_SET:
     case VK_TUPLE: return fl_v_int(c, (int64_t)o->list.len);
     case VK_DICT: return fl_v_int(c, (int64_t)o->dict.len);
     case VK_RECORD: {
@@ -103,6 +104,10 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp) {
     if (fl_v_is_seq(o)) return o;
     FlValue *l = fl_v_list(c, VK_LIST);
+    if (o->kind == VK_SET) { /* its elements, in insertion order */
+        for (size_t i = 0; i < o->list.len; i++) fl_v_list_push(c, l, o->list.items[i]);
+        return l;
+    }
     if (o->kind == VK_DICT) {
         for (size_t i = 0; i < o->dict.len; i++) fl_v_list_push(c, l, o->dict.keys[i]);
         return l;
@@ -753,6 +758,7 @@ bool fl_ev_has_value_method(const FlValue *obj, const char *name) {
 
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     if (obj->kind == VK_PROGRAM) return fl_ev_program_method(c, obj, name, sp);
+    if (obj->kind == VK_SET) return fl_ev_set_method(c, obj, name, sp);
     for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
         if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0)
             return fl_v_builtin(c, methods[i].name, methods[i].fn, obj);

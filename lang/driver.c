@@ -358,6 +358,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     if (feed && feed->kind != VK_DICT)
         return fl_ev_error(c, sp, "feed must be a dict of var names to values, found %s", fl_v_type_name(feed));
     FlValue *fetch = v[2] && v[2]->kind != VK_NONE ? v[2] : NULL;
+    if (fetch && fetch->kind == VK_SET) fetch = fl_ev_as_list(c, fetch, sp); /* fetch_list={g_img} */
     if (fetch && fetch->kind == VK_VAR) return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found a Variable: write [%s]", fetch->var.name);
     if (fetch && !fl_v_is_seq(fetch))
         return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found %s", fl_v_type_name(fetch));
@@ -454,9 +455,12 @@ static FlValue *s_new_scope(Ctx *c, FlValue *self, CallArgs *a) {
     return ok ? scope_record(c, var) : c->error;
 }
 
+/* find_var(name): a Variable record whose get_tensor() reads the var from the scope when the
+ * driver runs (driver_values.c); None when neither the main nor the startup program has it. */
 static FlValue *s_find_var(Ctx *c, FlValue *self, CallArgs *a) {
-    (void)self;
-    return fl_ev_error(c, a->span, "scope.find_var() is not compiled yet: fetch the var with exe.run(fetch_list=[...])");
+    ARGS("find_var", "name", 1);
+    if (v[0]->kind != VK_STR) return fl_ev_error(c, a->span, "find_var(name) takes a str, found %s", fl_v_type_name(v[0]));
+    return fl_ev_scope_find_var(c, rec_get(self, "_var"), v[0]->str.s, a->span);
 }
 
 /* A Scope record: var is the driver var holding it (None: the root scope). */

@@ -76,9 +76,9 @@ FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp) {
     fl_ir_op_set_floats(op, "values", fv, nums->list.len);
     fl_ev_set_int_twin(c, op, "values", nums);
     free(fv);
-    bool ok = fl_ev_infer(c, c->b.block, op, sp);
+    FlValue *r = fl_ev_infer(c, c->b.block, op, sp) ? fl_v_var(c, name) : c->error; /* the driver's */
     fl_ev_driver_leave(c, &s);
-    return ok ? fl_v_var(c, name) : c->error;
+    return r;
 }
 
 /* A driver value of v: a driver var as it is; compile-time numbers or nested lists of them a
@@ -457,6 +457,47 @@ void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp) {
                                                         "line %d\n%s", f ? (base ? base + 1 : f->path) : "?", line, msg)));
     if (fl_ev_driver_print_stream(c, vals, NULL, NULL, "stderr", sp)->kind == VK_ERROR) return;
     fl_ev_driver_exit(c, 1, sp);
+}
+
+/* ------------------------------------------------------------------ scopes' vars */
+
+/* get_tensor() of a find_var record: a scope_var op whose Out is declared as the program's var. */
+static FlValue *fv_get_tensor(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("get_tensor", "", 0);
+    (void)v;
+    FlValue *scope = fl_map_find_str(&self->rec.attrs->map, "_scope");
+    FlValue *name = fl_map_find_str(&self->rec.attrs->map, "name");
+    const FlVarDesc *from = fl_ir_var_find(fl_ir_block(c->bundle->main, 0), name->str.s);
+    if (!from) from = fl_ir_var_find(fl_ir_block(c->bundle->startup, 0), name->str.s);
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    const char *out = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "scope_var"));
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, out, a->span);
+    FlLoc loc = d->loc;
+    fl_ir_var_copy(d, from);
+    d->loc = loc;
+    d->persistable = d->trainable = d->fed = false;
+    d->stop_gradient = true;
+    fl_ir_var_set_lod(d, 0, NULL);
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "scope_var", a->span);
+    if (scope && scope->kind == VK_VAR) fl_ir_op_add_input(op, "Scope", scope->var.name);
+    fl_ir_op_add_output(op, "Out", out);
+    fl_ir_op_set_string(op, "name", name->str.s);
+    bool ok = fl_ev_infer(c, c->b.block, op, a->span);
+    FlValue *r = ok ? fl_v_var(c, out) : c->error; /* a var of the driver: made while it is current */
+    fl_ev_driver_leave(c, &s);
+    return r;
+}
+
+FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSpan sp) {
+    (void)sp;
+    if (!fl_ir_var_find(fl_ir_block(c->bundle->main, 0), name) && !fl_ir_var_find(fl_ir_block(c->bundle->startup, 0), name))
+        return c->none; /* Fluid's None: no program makes the var */
+    FlValue *r = fl_v_record(c, "Variable");
+    fl_v_rec_set(c, r, "_scope", scope_var ? scope_var : c->none);
+    fl_v_rec_set(c, r, "name", fl_v_cstr(c, name));
+    fl_v_rec_set(c, r, "get_tensor", fl_v_builtin(c, "get_tensor", fv_get_tensor, r));
+    return r;
 }
 
 static const NativeFn values_fns[] = {

@@ -25,6 +25,7 @@ typedef FlValue *(*BuiltinFn)(Ctx *c, FlValue *self, CallArgs *a);
 typedef enum ValKind {
     VK_NONE, VK_BOOL, VK_INT, VK_FLOAT, VK_STR, VK_LIST, VK_TUPLE, VK_DICT, VK_FUNC, VK_BUILTIN,
     VK_MODULE, VK_VAR, VK_RECORD, VK_GUARD, VK_PROGRAM, VK_READER, VK_ERROR, VK_CLASS,
+    VK_SET, /* a Python set: its distinct elements in list.items, in insertion order (pyset.c) */
     VK_COUNT
 } ValKind;
 
@@ -465,6 +466,10 @@ bool fl_ev_is_subclass(FlValue *sub, FlValue *cls);
 FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* The exception classes and super() into the builtins. */
 void fl_ev_pyclass_install(Ctx *c);
+/* sets (pyset.c): the builtin set, a display {a, b}, a set's methods */
+void fl_ev_pyset_install(Ctx *c);
+FlValue *fl_ev_set_display(Ctx *c, Env *e, FlAst *n);
+FlValue *fl_ev_set_method(Ctx *c, FlValue *s, const char *name, FlSpan sp);
 /* isinstance, hasattr, setattr, sorted, map, filter, any, all, super and the exception types
  * into the builtins; the modules math and functools. */
 void fl_ev_pylib_install(Ctx *c);
@@ -524,6 +529,8 @@ FlValue *fl_ev_driver_math(Ctx *c, const char *fn, FlValue *x, FlSpan sp); /* ma
 FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp); /* numbers as a constant of the driver */
 FlValue *fl_ev_driver_exit(Ctx *c, int64_t code, FlSpan sp); /* an exit op */
 void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp); /* a raise under a runtime condition */
+/* scope.find_var(name) of the Scope whose driver var is scope_var (None: the root scope). */
+FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSpan sp);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

@@ -203,7 +203,7 @@ FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
     case VK_TUPLE: case VK_DICT: case VK_VAR: case VK_GUARD: case VK_PROGRAM: case VK_READER:
-    case VK_ERROR: case VK_COUNT: break;
+    case VK_ERROR: case VK_SET: case VK_COUNT: break;
     }
     return NULL;
 }
@@ -236,7 +236,7 @@ FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         break;
     }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
-    case VK_TUPLE: case VK_DICT: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_COUNT: break;
+    case VK_TUPLE: case VK_DICT: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_SET: case VK_COUNT: break;
     }
     return fl_ev_value_method(c, obj, name, sp);
 }
@@ -398,6 +398,10 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_SLICE: res = fl_ev_error(c, n->span, "a slice is only valid inside [...]"); break;
     case FL_AST_LIST:
     case FL_AST_TUPLE: {
+        if (n->list.set) { /* {a, b}: pyset.c */
+            res = fl_ev_set_display(c, e, n);
+            break;
+        }
         FlValue *l = fl_v_list(c, n->kind == FL_AST_LIST ? VK_LIST : VK_TUPLE);
         bool bad = false;
         for (size_t i = 0; i < n->list.items.len; i++) {

@@ -178,11 +178,12 @@ static bool instance_of(FlValue *obj, FlValue *t) {
     if (!strcmp(n, "list")) return obj->kind == VK_LIST;
     if (!strcmp(n, "tuple")) return obj->kind == VK_TUPLE;
     if (!strcmp(n, "dict")) return obj->kind == VK_DICT;
+    if (!strcmp(n, "set")) return obj->kind == VK_SET;
     return false;
 }
 
 static bool is_type(FlValue *t) {
-    static const char *const types[] = {"object", "int", "float", "bool", "str", "list", "tuple", "dict"};
+    static const char *const types[] = {"object", "int", "float", "bool", "str", "list", "tuple", "dict", "set"};
     if (t->kind == VK_CLASS || t->kind == VK_FUNC) return true;
     if (t->kind != VK_BUILTIN) return false;
     for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
@@ -300,7 +301,7 @@ static FlValue *b_type(Ctx *c, FlValue *self, CallArgs *a) {
         ValKind k;
         const char *name;
     } types[] = {{VK_INT, "int"}, {VK_FLOAT, "float"}, {VK_BOOL, "bool"}, {VK_STR, "str"},
-                 {VK_LIST, "list"}, {VK_TUPLE, "tuple"}, {VK_DICT, "dict"}};
+                 {VK_LIST, "list"}, {VK_TUPLE, "tuple"}, {VK_DICT, "dict"}, {VK_SET, "set"}};
     for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
         if (types[i].k == o->kind) return fl_env_find(c->builtins, fl_intern_str(&c->in, types[i].name));
     return fl_ev_error(c, a->span, "type() of a %s is not supported", fl_v_type_name(o));
@@ -511,4 +512,5 @@ void fl_ev_pylib_install(Ctx *c) {
     for (size_t i = 0; i < FL_ARRAY_LEN(features); i++)
         fl_env_set(fut->globals, fl_intern_str(&c->in, features[i]), c->vtrue);
     fl_ev_pyclass_install(c);
+    fl_ev_pyset_install(c);
 }

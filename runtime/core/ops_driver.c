@@ -9,6 +9,7 @@
  *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
  *   index, item  X[i] (a view of row i) and float(X) / int(X) of a one-element X
  *   exit         ends the run with a code (sys.exit), recorded in the host
+ *   scope_var    Scope? -> Out: the tensor a var of the scope holds (scope.find_var(name).get_tensor())
  *
  * A value prints as numpy's str prints an array ("[3]", "[1.  2.5]", "[[1 2]\n [3 4]]"): ints in
  * columns of one width, floats in fixed point with the fewest digits that give each element back
@@ -69,6 +70,15 @@ static FlStatus arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef
     return FL_OK;
 }
 
+/* The scope of the op's optional scope input `slot` (a new reference), else the root scope of
+ * the driver's run. */
+static FlStatus slot_scope(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, FlScope **out) {
+    *out = NULL;
+    const FlDriverHost *h = need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    return arg_scope(rc, op, s, fl_exec_nin(op, slot) > 0 ? fl_exec_in_args(op, slot) : NULL, h->root, out);
+}
+
 /* ---------------------------------------------------------------- run_program */
 
 static const FlAttr *strs_attr(const ExecOp *op, const char *name) { return fl_ir_op_attr(op->desc, name); }
@@ -127,12 +137,8 @@ FL_CONTROL_ADAPTER(run_program, prep_run_program, run_run_program);
 /* ---------------------------------------------------------------- scope_new */
 
 static FlStatus run_scope_new(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlDriverHost *h = need_host(rc, op, s);
-    if (!h) return FL_ERROR;
-    bool has_parent = fl_exec_nin(op, FL_IN_scope_new_Parent) > 0;
     FlScope *parent;
-    if (arg_scope(rc, op, s, has_parent ? fl_exec_in_args(op, FL_IN_scope_new_Parent) : NULL, h->root, &parent))
-        return FL_ERROR;
+    if (slot_scope(rc, op, s, FL_IN_scope_new_Parent, &parent)) return FL_ERROR;
     FlScope *n = fl_scope_new(parent);
     fl_scope_release(parent); /* n holds its own reference */
     fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_scope_new_Out)), n, scope_release_cb);
@@ -460,3 +466,23 @@ static FlStatus prep_exit(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 FL_CONTROL_ADAPTER(exit, prep_exit, run_exit);
+
+/* ---------------------------------------------------------------- scope_var */
+
+/* scope_var: Out = a reference to the tensor the scope's var holds now (a tensor in a var is
+ * never changed in place, so later runs do not change Out). */
+static FlStatus run_scope_var(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlScope *sc;
+    if (slot_scope(rc, op, s, FL_IN_scope_var_Scope, &sc)) return FL_ERROR;
+    const char *name = fl_exec_attr_string(op, "name");
+    FlVar *v = fl_scope_find(sc, name);
+    FlTensor t = FL_TENSOR_INIT;
+    FlStatus st = FL_OK;
+    if (!v) st = fl_exec_op_error(rc, op, "the scope has no var '%s' (find_var(name) is None: run a program that makes it first)", name);
+    else if (!fl_var_get_tensor(v, &t)) st = fl_exec_op_error(rc, op, "the scope's var '%s' holds no tensor", name);
+    else fl_var_take_tensor(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_scope_var_Out)), &t);
+    fl_tensor_fini(&t);
+    fl_scope_release(sc);
+    return st;
+}
+FL_CONTROL_ADAPTER(scope_var, NULL, run_scope_var);
