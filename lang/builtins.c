@@ -58,6 +58,8 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     switch (o->kind) {
     case VK_STR: return fl_v_int(c, (int64_t)o->str.n);
     case VK_LIST:
+        if (fl_ev_is_rt_list(o)) return fl_ev_driver_list_len(c, o, a->span);
+        return fl_v_int(c, (int64_t)o->list.len);
     case VK_SET:
     case VK_TUPLE: return fl_v_int(c, (int64_t)o->list.len);
     case VK_DICT: return fl_v_int(c, (int64_t)o->dict.len);
@@ -102,6 +104,9 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
 }
 
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp) {
+    if (fl_ev_is_rt_list(o))
+        return fl_ev_error(c, sp, "a list filled at run time has no elements when the script compiles: use len(l), "
+                                  "l[i], sum(l), numpy.array(l) or numpy.mean(l)");
     if (fl_v_is_seq(o)) return o;
     FlValue *l = fl_v_list(c, VK_LIST);
     if (o->kind == VK_SET) { /* its elements, in insertion order */
@@ -303,6 +308,7 @@ static FlValue *sum_vars(Ctx *c, FlValue *l, FlValue *start, FlSpan sp) {
  * float, as in Python. A Var among the values (or as start) makes it Python's sum by +. */
 static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("sum", "seq start=", 2);
+    if (fl_ev_is_rt_list(v[0]) && !v[1]) return fl_ev_driver_list_sum(c, v[0], a->span);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     bool vars = v[1] && fl_ev_is_var(v[1]);
@@ -357,6 +363,8 @@ static FlValue *b_getattr(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *m_append(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("append", "x", 1);
+    if (fl_ev_is_rt_list(self) || (fl_ev_in_driver(c) && self->list.rt_depth < c->rt_depth)) /* at run time */
+        return fl_ev_driver_list_append(c, self, v[0], a->span);
     fl_v_list_push(c, self, v[0]);
     return c->none;
 }

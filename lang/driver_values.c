@@ -83,8 +83,11 @@ FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp) {
 
 /* A driver value of v: a driver var as it is; compile-time numbers or nested lists of them a
  * constant of the driver (float64 unless they are all ints, as numpy's arrays); else NULL. */
+static FlValue *list_stack(Ctx *c, FlValue *l, FlSpan sp);
+
 static FlValue *as_value(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
     if (fl_ev_is_driver_var(c, v)) return v;
+    if (fl_ev_is_rt_list(v)) return list_stack(c, v, sp);
     if (fl_v_is_num(v) || fl_v_is_seq(v)) {
         FlValue *r = fl_ev_driver_const(c, v, sp);
         if (r->kind != VK_ERROR) return r;
@@ -300,6 +303,113 @@ bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp) {
     return false;
 }
 
+/* ------------------------------------------------------------------ runtime lists */
+
+/* x as the element an array of the runtime list holds: [1, ...x's dims] (numpy.array(l) is the
+ * elements stacked: the array's elements concatenated along their first dim). */
+static FlValue *as_element(Ctx *c, FlValue *x, FlSpan sp) {
+    if (!fl_ev_is_driver_var(c, x)) {
+        if (!fl_v_is_num(x))
+            return fl_ev_error(c, sp, "a list filled at run time holds fetched values and numbers, found %s",
+                               fl_v_type_name(x));
+        x = fl_ev_driver_const(c, x, sp);
+        if (x->kind == VK_ERROR) return x;
+    }
+    int64_t zero = 0;
+    const char *names[2] = {"X", "axes"};
+    FlValue *vals[2] = {x, ints(c, &zero, 1)};
+    return dop(c, "unsqueeze", names, vals, 2, sp);
+}
+
+/* A runtime list's array and its length (an int64 [1] counter var of the driver, which each
+ * append increments: a count kept beside the array, so that nothing reads the array before a
+ * write has made it). */
+static FlValue *rt_arr(FlValue *l) { return l->list.rt_array->list.items[0]; }
+static FlValue *rt_count(FlValue *l) { return l->list.rt_array->list.items[1]; }
+
+/* arr[count] = x, then count += 1, in the current block. */
+static bool array_push(Ctx *c, FlValue *arr, FlValue *count, FlValue *x, FlSpan sp) {
+    FlValue *el = as_element(c, x, sp);
+    if (el->kind == VK_ERROR) return false;
+    const char *names[3] = {"X", "I", "Out"};
+    FlValue *vals[3] = {el, count, arr};
+    if (dop(c, "write_to_array", names, vals, 3, sp)->kind == VK_ERROR) return false;
+    const char *in[2] = {"X", "Out"};
+    FlValue *iv[2] = {count, count};
+    return dop(c, "increment", in, iv, 2, sp)->kind != VK_ERROR;
+}
+
+bool fl_ev_is_rt_list(const FlValue *v) { return v->kind == VK_LIST && v->list.rt_array; }
+
+FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
+    if (!l->list.rt_array) { /* it becomes one: an array of the driver where the list was made */
+        if (l->list.rt_depth != 0)
+            return fl_ev_error(c, sp, "a list filled at run time is made outside the driver's runtime blocks (at the "
+                               "top of the script or of a function that runs at compile time)");
+        FlDType dt = FL_DT_FLOAT64;
+        FlVarDesc *xd = fl_ev_is_driver_var(c, x) ? desc(c, x) : NULL;
+        if (xd) dt = xd->dtype;
+        else if (x->kind == VK_INT || x->kind == VK_BOOL) dt = FL_DT_INT64;
+        FlBlock *here = c->b.block;
+        DriverSwap s;
+        fl_ev_driver_enter(c, &s);
+        c->b.block = fl_ir_block(c->b.main, 0);
+        const char *name = fl_ev_unique(c, "list");
+        FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+        d->kind = FL_VAR_TENSOR_ARRAY;
+        d->dtype = dt;
+        d->stop_gradient = true;
+        FlValue *arr = fl_v_var(c, name);
+        int64_t one = 1;
+        const char *fn[3] = {"shape", "value", "dtype"};
+        FlValue *fv[3] = {ints(c, &one, 1), fl_v_int(c, 0), fl_v_int(c, FL_DT_INT64)};
+        FlValue *count = dop(c, "fill_constant", fn, fv, 3, sp);
+        bool ok = count->kind != VK_ERROR;
+        for (size_t i = 0; i < l->list.len && ok; i++) ok = array_push(c, arr, count, l->list.items[i], sp);
+        c->b.block = here;
+        fl_ev_driver_leave(c, &s);
+        if (!ok) return c->error;
+        FlValue *t = fl_v_list(c, VK_TUPLE);
+        fl_v_list_push(c, t, arr);
+        fl_v_list_push(c, t, count);
+        l->list.rt_array = t;
+        l->list.len = 0;
+    }
+    return array_push(c, rt_arr(l), rt_count(l), x, sp) ? c->none : c->error;
+}
+
+/* The elements of runtime list l stacked (numpy.array(l)). */
+static FlValue *list_stack(Ctx *c, FlValue *l, FlSpan sp) {
+    const char *names[2] = {"X", "axis"};
+    FlValue *vals[2] = {rt_arr(l), fl_v_int(c, 0)};
+    FlValue *r = dop(c, "tensor_array_to_tensor", names, vals, 2, sp);
+    return r->kind == VK_TUPLE ? r->list.items[0] : r;
+}
+
+FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp) { return fl_ev_driver_item(c, rt_count(l), FL_DT_INT64, sp); }
+
+/* l[i]: element i (from the start; one never appended is a run-time error). */
+FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp) {
+    int64_t i, one = 1;
+    if (!int_index(c, idx, &i, sp)) return c->error;
+    if (i < 0)
+        return fl_ev_error(c, sp, "a list filled at run time is indexed from its start here (l[0], l[i]), found %lld",
+                           (long long)i);
+    const char *fn[3] = {"shape", "value", "dtype"};
+    FlValue *fv[3] = {ints(c, &one, 1), fl_v_int(c, i), fl_v_int(c, FL_DT_INT64)};
+    FlValue *at = dop(c, "fill_constant", fn, fv, 3, sp);
+    if (at->kind == VK_ERROR) return at;
+    const char *names[2] = {"X", "I"};
+    FlValue *vals[2] = {rt_arr(l), at};
+    FlValue *el = dop(c, "read_from_array", names, vals, 2, sp);
+    return el->kind == VK_ERROR ? el : fl_ev_driver_index(c, el, fl_v_int(c, 0), sp);
+}
+
+FlValue *fl_ev_driver_list_sum(Ctx *c, FlValue *l, FlSpan sp) {
+    FlValue *stacked = list_stack(c, l, sp);
+    return stacked->kind == VK_ERROR ? stacked : reduce(c, "sum", stacked, NULL, sp);
+}
+
 /* ------------------------------------------------------------------ the module _values */
 
 static FlValue *need(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
@@ -353,7 +463,8 @@ static FlValue *n_concatenate(Ctx *c, FlValue *self, CallArgs *a) {
  * values, their stack (numpy's array of equal-shaped arrays). */
 static FlValue *n_array(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("array", "object dtype", 2);
-    FlValue *x = v[0];
+    FlValue *x = fl_ev_is_rt_list(v[0]) ? list_stack(c, v[0], a->span) : v[0];
+    if (x->kind == VK_ERROR) return x;
     if (!fl_ev_is_driver_var(c, x)) {
         FlValue *xs = value_list(c, x, "numpy.array()", a->span);
         if (xs->kind == VK_ERROR) return xs;
@@ -370,7 +481,7 @@ static FlValue *n_array(Ctx *c, FlValue *self, CallArgs *a) {
 /* Whether numpy.array(obj) needs the driver: obj is a driver value or a list holding one. */
 static FlValue *n_is_runtime(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("is_runtime", "object", 1);
-    bool r = fl_ev_is_driver_var(c, v[0]);
+    bool r = fl_ev_is_driver_var(c, v[0]) || fl_ev_is_rt_list(v[0]);
     for (size_t i = 0; !r && fl_v_is_seq(v[0]) && i < v[0]->list.len; i++)
         r = fl_ev_is_driver_var(c, v[0]->list.items[i]);
     return fl_v_bool(c, r);

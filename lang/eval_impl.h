@@ -43,8 +43,9 @@ struct FlValue {
         int64_t i;
         double f;
         struct { const char *s; size_t n; } str;
-        struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
-                                                  runtime blocks around the code that made it */
+        /* LIST, TUPLE, SET; rt_depth: the runtime blocks around the code that made it; rt_array:
+         * a list filled at run time, the driver's tensor array that holds it (driver_values.c) */
+        struct { FlValue **items; size_t len, cap; int rt_depth; FlValue *rt_array; } list;
         /* keys and vals in insertion order; the index (NULL while the dict is small): each str
          * key's text (by_str) or other key's bytes (by_bytes) -> its place + 1 (value.c) */
         struct { FlValue **keys, **vals; size_t len, cap; FlMap *by_str, *by_bytes; } dict;
@@ -531,6 +532,13 @@ FlValue *fl_ev_driver_exit(Ctx *c, int64_t code, FlSpan sp); /* an exit op */
 void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp); /* a raise under a runtime condition */
 /* scope.find_var(name) of the Scope whose driver var is scope_var (None: the root scope). */
 FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSpan sp);
+/* Lists filled at run time (docs/driver.md): l.append(x) in a runtime block of the driver makes
+ * l a tensor array of the driver (list.rt_array); len(l), l[i], sum(l) of one. */
+bool fl_ev_is_rt_list(const FlValue *v);
+FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp);
+FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp);
+FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp);
+FlValue *fl_ev_driver_list_sum(Ctx *c, FlValue *l, FlSpan sp);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

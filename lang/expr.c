@@ -68,6 +68,7 @@ static FlValue *eval_call(Ctx *c, Env *e, FlAst *n);
 
 static FlValue *index_value(Ctx *c, FlValue *obj, FlValue *idx, FlSpan sp) {
     if (obj->kind == VK_ERROR || idx->kind == VK_ERROR) return c->error;
+    if (fl_ev_is_rt_list(obj)) return fl_ev_driver_list_index(c, obj, idx, sp); /* driver_values.c */
     if (fl_v_is_seq(obj) && idx->kind == VK_VAR) {
         /* a compile-time list indexed by a runtime index (parallel_for): list_index */
         if (obj->list.len == 0) return fl_ev_error(c, sp, "indexing an empty list");

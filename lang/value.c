@@ -462,6 +462,11 @@ static int repr_top(Ctx *c, FlValue *v, FlBuf *out) {
 bool fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) { return repr_top(c, v, out) == 0; }
 
 bool fl_v_repr_at(Ctx *c, FlValue *v, FlBuf *out, FlSpan sp) {
+    if (fl_ev_is_rt_list(v)) {
+        fl_ev_error(c, sp, "a list filled at run time is printed as numpy.array(l) (its elements are known only "
+                           "when the driver runs)");
+        return false;
+    }
     int why = repr_top(c, v, out);
     if (why == 1)
         fl_ev_error(c, sp, "cannot convert to a string: the value is nested too deeply (more than %d levels)",
