@@ -342,6 +342,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_scope_new: return fl_infer_scope_new(&c);
     case FL_OPID_index: return fl_infer_index(&c);
     case FL_OPID_item: return fl_infer_item(&c);
+    case FL_OPID_exit: return fl_infer_exit(&c);
+    case FL_OPID_scope_var: return fl_infer_scope_var(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

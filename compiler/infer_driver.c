@@ -88,3 +88,22 @@ FlStatus fl_infer_item(Ctx *c) {
     Shape scalar = {.nd = 0};
     return set_out(c, "Out", da ? (FlDType)da->i : FL_DT_FLOAT32, &scalar);
 }
+
+/* An exit status is what a process can return (0..255, as sys.exit's reaches the shell). */
+FlStatus fl_infer_exit(Ctx *c) {
+    const FlAttr *ca = fl_ir_op_attr(c->op, "code");
+    int64_t code = ca ? ca->i : 0;
+    if (code < 0 || code > 255) return fl_err(c->e, "exit: code %lld is not an exit status (0 to 255)", (long long)code);
+    return FL_OK;
+}
+
+/* Out keeps the declaration the compiler gave it (the program var's, as a fetch's); Scope is a
+ * scope and the name is not empty. */
+FlStatus fl_infer_scope_var(Ctx *c) {
+    FlVarDesc *s;
+    if (in_opt(c, "Scope", &s)) return FL_ERROR;
+    if (s && s->kind != FL_VAR_RAW) return fl_err(c->e, "scope_var: Scope '%s' is not a scope", s->name);
+    const FlAttr *na = fl_ir_op_attr(c->op, "name");
+    if (!na || !na->s || !*na->s) return fl_err(c->e, "scope_var: the name of the var is empty");
+    return FL_OK;
+}

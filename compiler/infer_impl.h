@@ -473,5 +473,7 @@ FlStatus fl_infer_time_now(Ctx *c);
 FlStatus fl_infer_scope_new(Ctx *c);
 FlStatus fl_infer_index(Ctx *c);
 FlStatus fl_infer_item(Ctx *c);
+FlStatus fl_infer_exit(Ctx *c);
+FlStatus fl_infer_scope_var(Ctx *c);
 
 #endif

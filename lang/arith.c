@@ -374,6 +374,7 @@ bool fl_v_truthy(Ctx *c, FlValue *v, FlSpan sp, bool *ok) {
     case VK_FLOAT: return v->f != 0;
     case VK_STR: return v->str.n != 0;
     case VK_LIST:
+    case VK_SET:
     case VK_TUPLE: return v->list.len != 0;
     case VK_DICT: return v->dict.len != 0;
     case VK_ERROR: *ok = false; return false;
@@ -404,7 +405,7 @@ FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
     case FL_CMP_IN:
     case FL_CMP_NOT_IN: {
         bool found = false;
-        if (fl_v_is_seq(r)) {
+        if (fl_v_is_seq(r) || r->kind == VK_SET) {
             bool ok = true;
             for (size_t i = 0; i < r->list.len && !found && ok; i++) found = fl_v_equal(c, l, r->list.items[i], sp, &ok);
             if (!ok) return c->error;
@@ -413,7 +414,7 @@ FlValue *fl_ev_compare(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
         } else if (r->kind == VK_STR && l->kind == VK_STR) {
             found = l->str.n == 0 || (memmem(r->str.s, r->str.n, l->str.s, l->str.n) != NULL);
         } else {
-            return fl_ev_error(c, sp, "'in' needs a list, tuple, dict or str on its right, found %s",
+            return fl_ev_error(c, sp, "'in' needs a list, tuple, set, dict or str on its right, found %s",
                                fl_v_type_name(r));
         }
         return fl_v_bool(c, op == FL_CMP_IN ? found : !found);

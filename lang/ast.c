@@ -151,7 +151,7 @@ static void dump(const FlAst *n, FlBuf *b) {
         return;
     case FL_AST_LIST:
     case FL_AST_TUPLE:
-        fl_buf_puts(b, n->kind == FL_AST_LIST ? "(list" : "(tuple");
+        fl_buf_puts(b, n->kind == FL_AST_LIST ? (n->list.set ? "(set" : "(list") : "(tuple");
         for (size_t i = 0; i < n->list.items.len; i++) sp(n->list.items.items[i], b);
         fl_buf_putc(b, ')');
         return;

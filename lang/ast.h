@@ -138,7 +138,7 @@ struct FlAst {
         struct { FlAst *fn; FlAstArg *args; size_t nargs; } call;
         struct { FlAst *obj, *index; } index;
         struct { FlAst *lo, *hi, *step; } slice;
-        struct { FlAstList items; } list;
+        struct { FlAstList items; bool set; } list; /* set: a set display {a, b} (FL_AST_LIST) */
         struct { FlAstList keys, vals; } dict;
         struct { int op; FlAst *l, *r; } binop;
         struct { int op; FlAst *e; } unop;

@@ -58,6 +58,9 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     switch (o->kind) {
     case VK_STR: return fl_v_int(c, (int64_t)o->str.n);
     case VK_LIST:
+        if (fl_ev_is_rt_list(o)) return fl_ev_driver_list_len(c, o, a->span);
+        return fl_v_int(c, (int64_t)o->list.len);
+    case VK_SET:
     case VK_TUPLE: return fl_v_int(c, (int64_t)o->list.len);
     case VK_DICT: return fl_v_int(c, (int64_t)o->dict.len);
     case VK_RECORD: {
@@ -67,6 +70,7 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     }
     case VK_VAR: {
         if (fl_ev_is_channel(c, o)) return fl_ev_chan_len(c, o, false, a->span); /* its shape is its elements' */
+        if (fl_ev_is_driver_var(c, o)) return fl_ev_driver_len(c, o, a->span);
         FlVarDesc *d = fl_ev_var_desc(c, o);
         if (d && d->ndim > 0 && d->shape[0] >= 0) return fl_v_int(c, d->shape[0]);
         return fl_ev_error(c, a->span, "len() of a Var whose first dimension is only known at run time");
@@ -100,8 +104,15 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
 }
 
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp) {
+    if (fl_ev_is_rt_list(o))
+        return fl_ev_error(c, sp, "a list filled at run time has no elements when the script compiles: use len(l), "
+                                  "l[i], sum(l), numpy.array(l) or numpy.mean(l)");
     if (fl_v_is_seq(o)) return o;
     FlValue *l = fl_v_list(c, VK_LIST);
+    if (o->kind == VK_SET) { /* its elements, in insertion order */
+        for (size_t i = 0; i < o->list.len; i++) fl_v_list_push(c, l, o->list.items[i]);
+        return l;
+    }
     if (o->kind == VK_DICT) {
         for (size_t i = 0; i < o->dict.len; i++) fl_v_list_push(c, l, o->dict.keys[i]);
         return l;
@@ -152,24 +163,30 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     return out;
 }
 
-/* print(*values, sep=' ', end='\n', flush=False): at compile time, to standard output; when a
- * value is known only at run time (a fetched value, a string made of one), the driver prints the
- * line when it runs (docs/driver.md). */
+/* print(*values, sep=' ', end='\n', flush=False, file=None): at compile time, to standard output
+ * (file=sys.stderr: standard error); when a value is known only at run time (a fetched value, a
+ * string made of one), the driver prints the line when it runs (docs/driver.md). */
 static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("print", "*values sep= end= flush=", 4);
+    ARGS("print", "*values sep= end= flush= file=", 5);
     if ((v[1] && !fl_ev_want_str(c, v[1], "print() sep", a->span)) ||
         (v[2] && !fl_ev_want_str(c, v[2], "print() end", a->span)))
         return c->error;
+    FlValue *stream = v[4] && v[4]->kind == VK_RECORD ? fl_map_find_str(&v[4]->rec.attrs->map, "_stream") : NULL;
+    if (v[4] && v[4]->kind != VK_NONE && (!stream || stream->kind != VK_STR))
+        return fl_ev_error(c, a->span, "print(file=...) takes sys.stdout or sys.stderr, found %s", fl_v_type_name(v[4]));
+    bool to_err = stream && strcmp(stream->str.s, "stderr") == 0;
+    bool rt = fl_ev_in_driver(c); /* in a runtime if, loop or thread of the driver: when it runs */
     for (size_t i = 0; i < v[0]->list.len; i++)
-        if (fl_ev_is_runtime(c, v[0]->list.items[i])) return fl_ev_driver_print(c, v[0], v[1], v[2], a->span);
+        if (rt || fl_ev_is_runtime(c, v[0]->list.items[i]))
+            return fl_ev_driver_print_stream(c, v[0], v[1], v[2], to_err ? "stderr" : "stdout", a->span);
     FlBuf b = {0};
     bool ok = true;
     for (size_t i = 0; i < v[0]->list.len && ok; i++) {
         if (i) fl_buf_puts(&b, v[1] ? v[1]->str.s : " ");
         ok = fl_v_repr_at(c, v[0]->list.items[i], &b, a->span);
     }
-    if (ok) printf("%s%s", fl_buf_str(&b), v[2] ? v[2]->str.s : "\n");
-    if (ok && v[3]) fflush(stdout); /* flush=True; output is flushed at exit anyway */
+    if (ok) fprintf(to_err ? stderr : stdout, "%s%s", fl_buf_str(&b), v[2] ? v[2]->str.s : "\n");
+    if (ok && v[3]) fflush(to_err ? stderr : stdout); /* flush=True; output is flushed at exit anyway */
     fl_buf_free(&b);
     return ok ? c->none : c->error;
 }
@@ -291,6 +308,7 @@ static FlValue *sum_vars(Ctx *c, FlValue *l, FlValue *start, FlSpan sp) {
  * float, as in Python. A Var among the values (or as start) makes it Python's sum by +. */
 static FlValue *b_sum(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("sum", "seq start=", 2);
+    if (fl_ev_is_rt_list(v[0]) && !v[1]) return fl_ev_driver_list_sum(c, v[0], a->span);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     bool vars = v[1] && fl_ev_is_var(v[1]);
@@ -345,6 +363,8 @@ static FlValue *b_getattr(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *m_append(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("append", "x", 1);
+    if (fl_ev_is_rt_list(self) || (fl_ev_in_driver(c) && self->list.rt_depth < c->rt_depth)) /* at run time */
+        return fl_ev_driver_list_append(c, self, v[0], a->span);
     fl_v_list_push(c, self, v[0]);
     return c->none;
 }
@@ -746,6 +766,7 @@ bool fl_ev_has_value_method(const FlValue *obj, const char *name) {
 
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     if (obj->kind == VK_PROGRAM) return fl_ev_program_method(c, obj, name, sp);
+    if (obj->kind == VK_SET) return fl_ev_set_method(c, obj, name, sp);
     for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
         if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0)
             return fl_v_builtin(c, methods[i].name, methods[i].fn, obj);
@@ -819,6 +840,8 @@ static FlValue *var_to_string(Ctx *c, FlValue *self, CallArgs *a) {
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, var);
     if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);
+    FlValue *dv = fl_ev_is_driver_var(c, var) ? fl_ev_driver_attr(c, var, name, sp) : NULL; /* numpy's */
+    if (dv) return dv;
     if (strcmp(name, "name") == 0) return fl_v_cstr(c, var->var.name);
     if (strcmp(name, "dtype") == 0) return fl_v_cstr(c, fl_dtype_name(d->dtype));
     if (strcmp(name, "lod_level") == 0) return fl_v_int(c, d->lod_level);

@@ -1478,7 +1478,7 @@ static FlValue *c_flag(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, a->span, "-D %s=%s: expected true or false", name, val);
         case VK_NONE: case VK_STR: case VK_LIST: case VK_TUPLE: case VK_DICT: case VK_FUNC:
         case VK_BUILTIN: case VK_MODULE: case VK_VAR: case VK_RECORD: case VK_GUARD:
-        case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_CLASS: case VK_COUNT: break;
+        case VK_PROGRAM: case VK_READER: case VK_ERROR: case VK_CLASS: case VK_SET: case VK_COUNT: break;
         }
         return fl_v_cstr(c, val);
     }

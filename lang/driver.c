@@ -170,6 +170,10 @@ const char *fl_ev_rtstr_pyspec(Ctx *c, const char *spec, size_t n, FlSpan sp) {
 /* print(*values, sep, end) of run-time values: a print_line op where the first driver var is
  * (the driver's global block, or the thread body being compiled). */
 FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, FlSpan sp) {
+    return fl_ev_driver_print_stream(c, values, sep, end, "stdout", sp);
+}
+
+FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, const char *stream, FlSpan sp) {
     const char *endt = end ? end->str.s : "\n";
     size_t el = strlen(endt);
     if (el == 0 || endt[el - 1] != '\n')
@@ -204,7 +208,7 @@ FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end,
     for (size_t i = 0; i < vars->list.len; i++) fl_ir_op_add_input(op, "X", vars->list.items[i]->var.name);
     fl_ir_op_set_strings(op, "texts", tx, texts->list.len);
     if (any_spec) fl_ir_op_set_strings(op, "specs", sx, specs->list.len);
-    fl_ir_op_set_string(op, "stream", "stdout");
+    fl_ir_op_set_string(op, "stream", stream);
     free(tx);
     free(sx);
     bool ok = fl_ev_infer(c, c->b.block, op, sp);
@@ -237,7 +241,7 @@ FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp) {
 
 /* The shape and values of a nested list of numbers (or one number); false (reported) when it is
  * ragged or holds something else. */
-static bool flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *ndim, FlValue *out, FlSpan sp) {
+bool fl_ev_driver_flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *ndim, FlValue *out, FlSpan sp) {
     if (fl_v_is_num(v)) {
         if (depth == 0) *ndim = 0;
         else if (depth != *ndim) goto ragged;
@@ -258,7 +262,7 @@ static bool flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *ndim, Fl
         goto ragged;
     }
     for (size_t i = 0; i < v->list.len; i++)
-        if (!flatten(c, v->list.items[i], depth + 1, shape, ndim, out, sp)) return false;
+        if (!fl_ev_driver_flatten(c, v->list.items[i], depth + 1, shape, ndim, out, sp)) return false;
     return true;
 ragged:
     fl_ev_error(c, sp, "a feed value is not rectangular (numpy would make an array of objects of it)");
@@ -272,7 +276,7 @@ static FlValue *feed_const(Ctx *c, FlValue *v, const FlVarDesc *to, FlDType want
     int64_t shape[FL_IR_MAX_DIMS];
     int ndim = -1;
     FlValue *vals = fl_v_list(c, VK_LIST);
-    if (!flatten(c, v, 0, shape, &ndim, vals, sp)) return c->error;
+    if (!fl_ev_driver_flatten(c, v, 0, shape, &ndim, vals, sp)) return c->error;
     if (ndim == 0) { /* a number: one element in the var's rank */
         ndim = to->ndim > 0 ? to->ndim : 1;
         for (int i = 0; i < ndim; i++) shape[i] = 1;
@@ -354,6 +358,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     if (feed && feed->kind != VK_DICT)
         return fl_ev_error(c, sp, "feed must be a dict of var names to values, found %s", fl_v_type_name(feed));
     FlValue *fetch = v[2] && v[2]->kind != VK_NONE ? v[2] : NULL;
+    if (fetch && fetch->kind == VK_SET) fetch = fl_ev_as_list(c, fetch, sp); /* fetch_list={g_img} */
     if (fetch && fetch->kind == VK_VAR) return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found a Variable: write [%s]", fetch->var.name);
     if (fetch && !fl_v_is_seq(fetch))
         return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found %s", fl_v_type_name(fetch));
@@ -450,9 +455,12 @@ static FlValue *s_new_scope(Ctx *c, FlValue *self, CallArgs *a) {
     return ok ? scope_record(c, var) : c->error;
 }
 
+/* find_var(name): a Variable record whose get_tensor() reads the var from the scope when the
+ * driver runs (driver_values.c); None when neither the main nor the startup program has it. */
 static FlValue *s_find_var(Ctx *c, FlValue *self, CallArgs *a) {
-    (void)self;
-    return fl_ev_error(c, a->span, "scope.find_var() is not compiled yet: fetch the var with exe.run(fetch_list=[...])");
+    ARGS("find_var", "name", 1);
+    if (v[0]->kind != VK_STR) return fl_ev_error(c, a->span, "find_var(name) takes a str, found %s", fl_v_type_name(v[0]));
+    return fl_ev_scope_find_var(c, rec_get(self, "_var"), v[0]->str.s, a->span);
 }
 
 /* A Scope record: var is the driver var holding it (None: the root scope). */
@@ -487,24 +495,14 @@ static FlValue *d_time_now(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *d_array(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("array", "object dtype=", 2);
     if (fl_ev_is_runtime(c, v[0]))
-        return fl_ev_error(c, a->span, "numpy.array() of a fetched value is not compiled yet: use the value itself");
+        return fl_ev_error(c, a->span, "numpy.array() of a string known only at run time");
     if (is_rec(v[0], NDARRAY_TYPE) && !v[1]) return v[0];
     FlValue *r = fl_v_record(c, NDARRAY_TYPE);
     fl_v_rec_set(c, r, "_value", is_rec(v[0], NDARRAY_TYPE) ? rec_get(v[0], "_value") : v[0]);
     if (v[1] && v[1]->kind != VK_NONE) {
-        static const struct {
-            const char *name;
-            FlDType dt;
-        } names[] = {{"float32", FL_DT_FLOAT32}, {"float64", FL_DT_FLOAT64}, {"int32", FL_DT_INT32},
-                     {"int64", FL_DT_INT64},     {"bool", FL_DT_BOOL},       {"float", FL_DT_FLOAT64},
-                     {"int", FL_DT_INT64}};
-        const char *n = v[1]->kind == VK_STR ? v[1]->str.s : NULL;
-        size_t i = 0;
-        while (n && i < FL_ARRAY_LEN(names) && strcmp(names[i].name, n) != 0) i++;
-        if (!n || i == FL_ARRAY_LEN(names))
-            return fl_ev_error(c, a->span, "numpy.array(dtype=...) takes float32, float64, int32, int64 or bool, "
-                               "found %s", n ? n : fl_v_type_name(v[1]));
-        fl_v_rec_set(c, r, "_dtype", fl_v_int(c, names[i].dt));
+        FlDType dt;
+        if (!fl_ev_driver_dtype(c, v[1], &dt, a->span)) return c->error; /* driver_values.c */
+        fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dt));
     }
     return r;
 }
@@ -564,4 +562,7 @@ static const NativeFn driver_fns[] = {
     {"thread_join", d_thread_join},
 };
 
-void fl_ev_driver_install(Ctx *c) { fl_ev_module_of_fns(c, "_driver", driver_fns, FL_ARRAY_LEN(driver_fns)); }
+void fl_ev_driver_install(Ctx *c) {
+    fl_ev_module_of_fns(c, "_driver", driver_fns, FL_ARRAY_LEN(driver_fns));
+    fl_ev_values_install(c); /* driver_values.c */
+}

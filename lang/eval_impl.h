@@ -25,6 +25,7 @@ typedef FlValue *(*BuiltinFn)(Ctx *c, FlValue *self, CallArgs *a);
 typedef enum ValKind {
     VK_NONE, VK_BOOL, VK_INT, VK_FLOAT, VK_STR, VK_LIST, VK_TUPLE, VK_DICT, VK_FUNC, VK_BUILTIN,
     VK_MODULE, VK_VAR, VK_RECORD, VK_GUARD, VK_PROGRAM, VK_READER, VK_ERROR, VK_CLASS,
+    VK_SET, /* a Python set: its distinct elements in list.items, in insertion order (pyset.c) */
     VK_COUNT
 } ValKind;
 
@@ -42,8 +43,9 @@ struct FlValue {
         int64_t i;
         double f;
         struct { const char *s; size_t n; } str;
-        struct { FlValue **items; size_t len, cap; int rt_depth; } list; /* LIST, TUPLE; rt_depth: the
-                                                  runtime blocks around the code that made it */
+        /* LIST, TUPLE, SET; rt_depth: the runtime blocks around the code that made it; rt_array:
+         * a list filled at run time, the driver's tensor array that holds it (driver_values.c) */
+        struct { FlValue **items; size_t len, cap; int rt_depth; FlValue *rt_array; } list;
         /* keys and vals in insertion order; the index (NULL while the dict is small): each str
          * key's text (by_str) or other key's bytes (by_bytes) -> its place + 1 (value.c) */
         struct { FlValue **keys, **vals; size_t len, cap; FlMap *by_str, *by_bytes; } dict;
@@ -465,6 +467,10 @@ bool fl_ev_is_subclass(FlValue *sub, FlValue *cls);
 FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp);
 /* The exception classes and super() into the builtins. */
 void fl_ev_pyclass_install(Ctx *c);
+/* sets (pyset.c): the builtin set, a display {a, b}, a set's methods */
+void fl_ev_pyset_install(Ctx *c);
+FlValue *fl_ev_set_display(Ctx *c, Env *e, FlAst *n);
+FlValue *fl_ev_set_method(Ctx *c, FlValue *s, const char *name, FlSpan sp);
 /* isinstance, hasattr, setattr, sorted, map, filter, any, all, super and the exception types
  * into the builtins; the modules math and functools. */
 void fl_ev_pylib_install(Ctx *c);
@@ -510,6 +516,29 @@ void fl_ev_driver_install(Ctx *c); /* the native module _driver */
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
+/* print(...) to stream ("stdout", "stderr"); the shape and numbers of a nested list (driver.c). */
+FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, const char *stream, FlSpan sp);
+bool fl_ev_driver_flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *ndim, FlValue *out, FlSpan sp);
+/* ---- fetched values: numpy's indexing, functions and methods, math, sys.exit (driver_values.c) ---- */
+void fl_ev_values_install(Ctx *c); /* the native module _values */
+FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp); /* v[...] */
+FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp);
+/* v.NAME of a driver var (shape, ndim, mean, sum, min, max, astype, flatten); NULL: not one of them. */
+FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
+bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp); /* numpy's dtype names */
+FlValue *fl_ev_driver_math(Ctx *c, const char *fn, FlValue *x, FlSpan sp); /* math.fn(v) */
+FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp); /* numbers as a constant of the driver */
+FlValue *fl_ev_driver_exit(Ctx *c, int64_t code, FlSpan sp); /* an exit op */
+void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp); /* a raise under a runtime condition */
+/* scope.find_var(name) of the Scope whose driver var is scope_var (None: the root scope). */
+FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSpan sp);
+/* Lists filled at run time (docs/driver.md): l.append(x) in a runtime block of the driver makes
+ * l a tensor array of the driver (list.rt_array); len(l), l[i], sum(l) of one. */
+bool fl_ev_is_rt_list(const FlValue *v);
+FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp);
+FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp);
+FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp);
+FlValue *fl_ev_driver_list_sum(Ctx *c, FlValue *l, FlSpan sp);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

@@ -68,6 +68,7 @@ static FlValue *eval_call(Ctx *c, Env *e, FlAst *n);
 
 static FlValue *index_value(Ctx *c, FlValue *obj, FlValue *idx, FlSpan sp) {
     if (obj->kind == VK_ERROR || idx->kind == VK_ERROR) return c->error;
+    if (fl_ev_is_rt_list(obj)) return fl_ev_driver_list_index(c, obj, idx, sp); /* driver_values.c */
     if (fl_v_is_seq(obj) && idx->kind == VK_VAR) {
         /* a compile-time list indexed by a runtime index (parallel_for): list_index */
         if (obj->list.len == 0) return fl_ev_error(c, sp, "indexing an empty list");
@@ -203,7 +204,7 @@ FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
     case VK_TUPLE: case VK_DICT: case VK_VAR: case VK_GUARD: case VK_PROGRAM: case VK_READER:
-    case VK_ERROR: case VK_COUNT: break;
+    case VK_ERROR: case VK_SET: case VK_COUNT: break;
     }
     return NULL;
 }
@@ -236,7 +237,7 @@ FlValue *fl_ev_getattr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
         break;
     }
     case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_LIST:
-    case VK_TUPLE: case VK_DICT: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_COUNT: break;
+    case VK_TUPLE: case VK_DICT: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_SET: case VK_COUNT: break;
     }
     return fl_ev_value_method(c, obj, name, sp);
 }
@@ -380,7 +381,9 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_INDEX: {
         FlValue *o = fl_ev_expr(c, e, n->index.obj);
         FlAst *ix = n->index.index;
-        if (ix->kind == FL_AST_SLICE) {
+        if (fl_ev_is_driver_var(c, o)) { /* a fetched value: numpy's indexing (driver_values.c) */
+            res = fl_ev_driver_subscript(c, e, o, ix, n->span);
+        } else if (ix->kind == FL_AST_SLICE) {
             FlValue *lo = ix->slice.lo ? fl_ev_expr(c, e, ix->slice.lo) : NULL;
             FlValue *hi = ix->slice.hi ? fl_ev_expr(c, e, ix->slice.hi) : NULL;
             FlValue *st = ix->slice.step ? fl_ev_expr(c, e, ix->slice.step) : NULL;
@@ -396,6 +399,10 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_SLICE: res = fl_ev_error(c, n->span, "a slice is only valid inside [...]"); break;
     case FL_AST_LIST:
     case FL_AST_TUPLE: {
+        if (n->list.set) { /* {a, b}: pyset.c */
+            res = fl_ev_set_display(c, e, n);
+            break;
+        }
         FlValue *l = fl_v_list(c, n->kind == FL_AST_LIST ? VK_LIST : VK_TUPLE);
         bool bad = false;
         for (size_t i = 0; i < n->list.items.len; i++) {

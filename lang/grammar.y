@@ -501,6 +501,8 @@ atom:
   | '[' expr comp_clauses ']'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); }
   | '(' expr comp_clauses ')'   { $$ = comp(p, FL_AST_LISTCOMP, $2, NULL, $3, @$); } /* a generator: made at once */
   | '{' '}'                     { $$ = dict(p, NULL, @$); }
+  | '{' exprs '}'               { $$ = seq(p, FL_AST_LIST, $2, @$); $$->list.set = true; }
+  | '{' exprs ',' '}'           { $$ = seq(p, FL_AST_LIST, $2, @$); $$->list.set = true; }
   | '{' dict_items '}'          { $$ = dict(p, $2, @$); }
   | '{' dict_items ',' '}'      { $$ = dict(p, $2, @$); }
   | '{' expr ':' expr comp_clauses '}' { $$ = comp(p, FL_AST_DICTCOMP, $2, $4, $5, @$); }

@@ -178,11 +178,12 @@ static bool instance_of(FlValue *obj, FlValue *t) {
     if (!strcmp(n, "list")) return obj->kind == VK_LIST;
     if (!strcmp(n, "tuple")) return obj->kind == VK_TUPLE;
     if (!strcmp(n, "dict")) return obj->kind == VK_DICT;
+    if (!strcmp(n, "set")) return obj->kind == VK_SET;
     return false;
 }
 
 static bool is_type(FlValue *t) {
-    static const char *const types[] = {"object", "int", "float", "bool", "str", "list", "tuple", "dict"};
+    static const char *const types[] = {"object", "int", "float", "bool", "str", "list", "tuple", "dict", "set"};
     if (t->kind == VK_CLASS || t->kind == VK_FUNC) return true;
     if (t->kind != VK_BUILTIN) return false;
     for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
@@ -300,7 +301,7 @@ static FlValue *b_type(Ctx *c, FlValue *self, CallArgs *a) {
         ValKind k;
         const char *name;
     } types[] = {{VK_INT, "int"}, {VK_FLOAT, "float"}, {VK_BOOL, "bool"}, {VK_STR, "str"},
-                 {VK_LIST, "list"}, {VK_TUPLE, "tuple"}, {VK_DICT, "dict"}};
+                 {VK_LIST, "list"}, {VK_TUPLE, "tuple"}, {VK_DICT, "dict"}, {VK_SET, "set"}};
     for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
         if (types[i].k == o->kind) return fl_env_find(c->builtins, fl_intern_str(&c->in, types[i].name));
     return fl_ev_error(c, a->span, "type() of a %s is not supported", fl_v_type_name(o));
@@ -407,6 +408,7 @@ static bool num_arg(Ctx *c, FlValue *x, const char *fname, FlSpan sp, double *ou
 /* The value of a math function of one number, or a "math domain error". */
 static FlValue *math1(Ctx *c, CallArgs *a, const char *fname, double (*fn)(double), double lo, bool open) {
     ARGS(fname, "x", 1);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_math(c, fname, v[0], a->span); /* at run time */
     double x;
     if (!num_arg(c, v[0], fname, a->span, &x)) return c->error;
     if (open ? !(x > lo) : !(x >= lo)) return fl_ev_error(c, a->span, "math.%s(): math domain error (%g)", fname, x);
@@ -424,6 +426,7 @@ static FlValue *m_fabs(Ctx *c, FlValue *self, CallArgs *a) { return math1(c, a, 
 
 static FlValue *m_log(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("log", "x base=", 2);
+    if (fl_ev_is_driver_var(c, v[0]) && !v[1]) return fl_ev_driver_math(c, "log", v[0], a->span); /* at run time */
     double x, b = 0;
     if (!num_arg(c, v[0], "log", a->span, &x) || (v[1] && !num_arg(c, v[1], "log", a->span, &b))) return c->error;
     if (!(x > 0) || (v[1] && (!(b > 0) || b == 1))) return fl_ev_error(c, a->span, "math.log(): math domain error");
@@ -454,14 +457,22 @@ static FlValue *m_ceil(Ctx *c, FlValue *self, CallArgs *a) { return round_to_int
 
 static FlValue *m_isnan(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("isnan", "x", 1);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_math(c, "isnan", v[0], a->span); /* at run time */
     double x;
     return num_arg(c, v[0], "isnan", a->span, &x) ? fl_v_bool(c, isnan(x)) : c->error;
+}
+static FlValue *m_isinf(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("isinf", "x", 1);
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_math(c, "isinf", v[0], a->span); /* at run time */
+    double x;
+    return num_arg(c, v[0], "isinf", a->span, &x) ? fl_v_bool(c, isinf(x)) : c->error;
 }
 
 static const NativeFn math_fns[] = {
     {"sqrt", m_sqrt}, {"exp", m_exp},   {"log", m_log},     {"log2", m_log2},   {"log10", m_log10},
     {"pow", m_pow},   {"floor", m_floor}, {"ceil", m_ceil}, {"sin", m_sin},     {"cos", m_cos},
     {"tan", m_tan},   {"tanh", m_tanh}, {"fabs", m_fabs},   {"isnan", m_isnan},
+    {"isinf", m_isinf},
 };
 static const NativeFn functools_fns[] = {{"reduce", f_reduce}, {"partial", f_partial}};
 
@@ -501,4 +512,5 @@ void fl_ev_pylib_install(Ctx *c) {
     for (size_t i = 0; i < FL_ARRAY_LEN(features); i++)
         fl_env_set(fut->globals, fl_intern_str(&c->in, features[i]), c->vtrue);
     fl_ev_pyclass_install(c);
+    fl_ev_pyset_install(c);
 }

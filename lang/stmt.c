@@ -538,6 +538,10 @@ static bool is_recv2(const FlAst *s) {
  * or select case, a note that the program is built once (whether that code runs is only known
  * at run time). */
 static void raise_error(Ctx *c, FlSpan sp, const char *msg) {
+    if (c->rt_depth > 0 && fl_ev_in_driver(c)) { /* under a runtime condition of the driver: when it runs */
+        fl_ev_driver_raise(c, msg, sp);
+        return;
+    }
     fl_ev_error(c, sp, "%s", msg);
     if (c->rt_depth > 0)
         fl_diag_note(&c->diag, fl_ev_user_span(c, sp), "this is inside a runtime 'if', loop or select case: the "
@@ -566,7 +570,7 @@ static Flow stmt_assert(Ctx *c, Env *e, FlAst *s) {
     }
     raise_error(c, s->span, fl_arena_printf(&c->arena, "assertion failed%s%s", m ? ": " : "", fl_buf_str(&b)));
     fl_buf_free(&b);
-    return FLOW_ERROR;
+    return c->rt_depth > 0 && fl_ev_in_driver(c) ? FLOW_NORMAL : FLOW_ERROR;
 }
 
 /* `raise E("msg")`: an error at the statement, naming the exception and quoting its message. */
@@ -596,7 +600,7 @@ static Flow stmt_raise(Ctx *c, Env *e, FlAst *s) {
     }
     if (ok) raise_error(c, s->span, fl_buf_str(&b));
     fl_buf_free(&b);
-    return FLOW_ERROR;
+    return ok && c->rt_depth > 0 && fl_ev_in_driver(c) ? FLOW_NORMAL : FLOW_ERROR;
 }
 
 /* `global a, b` / `nonlocal a`: assignments to the names in this scope bind them in the module

@@ -112,6 +112,7 @@ static bool key_bytes(const FlValue *k, FlBuf *out, int depth) {
             if (!key_bytes(k->list.items[i], out, depth + 1)) return false;
         return true;
     case VK_LIST:
+    case VK_SET:
     case VK_DICT: return false;
     case VK_VAR:
         fl_buf_putc(out, 'v');
@@ -283,7 +284,7 @@ static int eq(FlValue *a, FlValue *b, int depth) {
     if (a == b) return 1;
     if (fl_v_is_num(a) && fl_v_is_num(b)) return fl_v_num_cmp(a, b) == 0;
     if (a->kind != b->kind) return 0;
-    bool container = fl_v_is_seq(a) || a->kind == VK_DICT;
+    bool container = fl_v_is_seq(a) || a->kind == VK_DICT || a->kind == VK_SET;
     if (container && depth >= FL_MAX_NESTING) return -1;
     switch (a->kind) {
     case VK_NONE: return 1;
@@ -293,6 +294,14 @@ static int eq(FlValue *a, FlValue *b, int depth) {
         if (a->list.len != b->list.len) return 0;
         for (size_t i = 0; i < a->list.len; i++) {
             int r = eq(a->list.items[i], b->list.items[i], depth + 1);
+            if (r != 1) return r;
+        }
+        return 1;
+    case VK_SET: /* the same elements, in any order */
+        if (a->list.len != b->list.len) return 0;
+        for (size_t i = 0; i < a->list.len; i++) {
+            int r = 0;
+            for (size_t j = 0; j < b->list.len && r == 0; j++) r = eq(a->list.items[i], b->list.items[j], depth + 1);
             if (r != 1) return r;
         }
         return 1;
@@ -342,6 +351,7 @@ const char *fl_v_type_name(const FlValue *v) {
     case VK_READER: return "reader";
     case VK_ERROR: return "error";
     case VK_CLASS: return "type";
+    case VK_SET: return "set";
     case VK_COUNT: break;
     }
     return "?";
@@ -410,6 +420,13 @@ static void repr(Ctx *c, FlValue *v, FlBuf *out, Repr *r) {
         break;
     }
     case VK_STR: fl_buf_append(out, v->str.s, v->str.n); break;
+    case VK_SET:
+        if (v->list.len == 0) {
+            fl_buf_puts(out, "set()");
+            break;
+        }
+        repr_container(c, v, out, r);
+        break;
     case VK_LIST:
     case VK_TUPLE:
     case VK_DICT: repr_container(c, v, out, r); break;
@@ -445,6 +462,11 @@ static int repr_top(Ctx *c, FlValue *v, FlBuf *out) {
 bool fl_v_repr(Ctx *c, FlValue *v, FlBuf *out) { return repr_top(c, v, out) == 0; }
 
 bool fl_v_repr_at(Ctx *c, FlValue *v, FlBuf *out, FlSpan sp) {
+    if (fl_ev_is_rt_list(v)) {
+        fl_ev_error(c, sp, "a list filled at run time is printed as numpy.array(l) (its elements are known only "
+                           "when the driver runs)");
+        return false;
+    }
     int why = repr_top(c, v, out);
     if (why == 1)
         fl_ev_error(c, sp, "cannot convert to a string: the value is nested too deeply (more than %d levels)",

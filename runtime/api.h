@@ -172,6 +172,10 @@ bool fl_executor_has_driver(const FlExecutor *ex);
  * (the message names the driver's op and line, then the program's). Goroutines it started and
  * did not wait for may still run when it returns, as in Go. */
 FlStatus fl_executor_run_driver(FlExecutor *ex, FlScope *scope, FlErr *err) FL_WARN_UNUSED;
+/* Like fl_executor_run_driver, and a driver that ends through sys.exit (its exit op) returns FL_OK
+ * with *exit_code set to the exit's code (what the driver printed, it printed); 0 when it ran to
+ * its end. fl_executor_run_driver makes a code other than 0 an error. */
+FlStatus fl_executor_run_driver_exit(FlExecutor *ex, FlScope *scope, int *exit_code, FlErr *err) FL_WARN_UNUSED;
 
 /* The main program's runs so far (fl_executor_run and fl_executor_predict alike): a dropout op
  * draws its mask from its seed and this count, so it is the random state of training; restoring

@@ -1082,7 +1082,7 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         return 1;
     }
     FlErr e = {{0}};
-    int rc = 1;
+    int rc = 1, code = 0; /* code: of the script's sys.exit(code), else 0 */
     FlLoadedProgram *prog = fl_program_from_bundle_take(bundle);
     FlExecutor *ex = NULL;
     FlSched *sched = NULL;
@@ -1095,12 +1095,13 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         if (!(sched = fl_sched_new(&sc, &e))) goto done;
         fl_conc_attach(scope, sched);
     }
-    if (fl_executor_run_driver(ex, scope, &e) != FL_OK) goto done;
-    rc = 0;
+    if (fl_executor_run_driver_exit(ex, scope, &code, &e) != FL_OK) goto done;
+    rc = code; /* what the script printed before its exit, it printed */
+    e.msg[0] = 0;
 done:;
     const char *deadlock = sched ? fl_sched_deadlock_report(sched) : NULL;
-    if (rc && deadlock && strstr(e.msg, "deadlock: all goroutines are blocked")) fputs(deadlock, stderr);
-    else if (rc) fprintf(stderr, "flrun: error: %s\n", e.msg);
+    if (e.msg[0] && deadlock && strstr(e.msg, "deadlock: all goroutines are blocked")) fputs(deadlock, stderr);
+    else if (e.msg[0]) fprintf(stderr, "flrun: error: %s\n", e.msg);
     fl_sched_free(sched); /* wakes goroutines still blocked and waits until they have unwound */
     fl_scope_free(scope);
     fl_executor_free(ex);

@@ -99,13 +99,27 @@ FlStatus fl_executor_run_startup(FlExecutor *ex, FlScope *scope, FlErr *err) {
 
 bool fl_executor_has_driver(const FlExecutor *ex) { return ex->driver != NULL; }
 
-FlStatus fl_executor_run_driver(FlExecutor *ex, FlScope *scope, FlErr *err) {
+FlStatus fl_executor_run_driver_exit(FlExecutor *ex, FlScope *scope, int *exit_code, FlErr *err) {
+    *exit_code = 0;
     if (!ex->driver) return fl_err(err, "the program has no driver (run its startup, then its main program)");
-    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main};
+    FlDriverExit done = {.code = 0};
+    atomic_init(&done.exited, false);
+    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main, .exit = &done};
     FlScope *ds = fl_driver_scope(scope, &h);
     FlStatus st = fl_exec_run(ex->driver, ds, NULL, 0, NULL, NULL, 0, 0, err);
     fl_scope_release(ds);
+    if (atomic_load(&done.exited)) { /* an exit op ended it: its code, not the error that unwound the run */
+        *exit_code = done.code;
+        return FL_OK;
+    }
     return st;
+}
+
+FlStatus fl_executor_run_driver(FlExecutor *ex, FlScope *scope, FlErr *err) {
+    int code;
+    if (fl_executor_run_driver_exit(ex, scope, &code, err) != FL_OK) return FL_ERROR;
+    if (code) return fl_err(err, "the driver ended with sys.exit(%d)", code);
+    return FL_OK;
 }
 
 #define STACK_N 16

@@ -13,14 +13,24 @@
 #ifndef FL_DRIVER_H
 #define FL_DRIVER_H
 
+#include <stdatomic.h>
+
 #include "runtime/core/exec.h"
 #include "runtime/core/scope.h"
 
 #define FL_DRIVER_VAR "@DRIVER@" /* the driver scope's object var holding its FlDriverHost */
 
+/* How a driver's run ended through an exit op (sys.exit): set once, by the first exit op that
+ * runs (a goroutine's or the driver's own), before the op's error unwinds the run. */
+typedef struct FlDriverExit {
+    atomic_bool exited;
+    int code; /* written by the exit op that set exited, read after the run */
+} FlDriverExit;
+
 typedef struct FlDriverHost {
     FlScope *root;          /* where the programs run unless a run_program names a scope */
     FlExec *startup, *main; /* the bundle's programs, prepared */
+    FlDriverExit *exit;     /* where an exit op records its code; borrowed, as the others */
 } FlDriverHost;
 
 /* A new scope (one reference) under root holding a copy of *h: run the driver on it. */

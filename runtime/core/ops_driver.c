@@ -8,6 +8,8 @@
  *   print_line   X*: texts and values through their specs, one line in one write
  *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
  *   index, item  X[i] (a view of row i) and float(X) / int(X) of a one-element X
+ *   exit         ends the run with a code (sys.exit), recorded in the host
+ *   scope_var    Scope? -> Out: the tensor a var of the scope holds (scope.find_var(name).get_tensor())
  *
  * A value prints as numpy's str prints an array ("[3]", "[1.  2.5]", "[[1 2]\n [3 4]]"): ints in
  * columns of one width, floats in fixed point with the fewest digits that give each element back
@@ -68,6 +70,15 @@ static FlStatus arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef
     return FL_OK;
 }
 
+/* The scope of the op's optional scope input `slot` (a new reference), else the root scope of
+ * the driver's run. */
+static FlStatus slot_scope(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, FlScope **out) {
+    *out = NULL;
+    const FlDriverHost *h = need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    return arg_scope(rc, op, s, fl_exec_nin(op, slot) > 0 ? fl_exec_in_args(op, slot) : NULL, h->root, out);
+}
+
 /* ---------------------------------------------------------------- run_program */
 
 static const FlAttr *strs_attr(const ExecOp *op, const char *name) { return fl_ir_op_attr(op->desc, name); }
@@ -126,12 +137,8 @@ FL_CONTROL_ADAPTER(run_program, prep_run_program, run_run_program);
 /* ---------------------------------------------------------------- scope_new */
 
 static FlStatus run_scope_new(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlDriverHost *h = need_host(rc, op, s);
-    if (!h) return FL_ERROR;
-    bool has_parent = fl_exec_nin(op, FL_IN_scope_new_Parent) > 0;
     FlScope *parent;
-    if (arg_scope(rc, op, s, has_parent ? fl_exec_in_args(op, FL_IN_scope_new_Parent) : NULL, h->root, &parent))
-        return FL_ERROR;
+    if (slot_scope(rc, op, s, FL_IN_scope_new_Parent, &parent)) return FL_ERROR;
     FlScope *n = fl_scope_new(parent);
     fl_scope_release(parent); /* n holds its own reference */
     fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_scope_new_Out)), n, scope_release_cb);
@@ -439,3 +446,43 @@ static FlStatus prep_item(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 FL_ADAPTER(item, prep_item, run_item);
+
+/* ---------------------------------------------------------------- exit */
+
+/* exit: records its code in the host (the first exit wins) and ends the run with an error that
+ * unwinds it: the driver's ops after it, its loops and its goroutines stop as they do on any
+ * error; fl_executor_run_driver_exit then reports the code instead of the error. */
+static FlStatus run_exit(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    bool was = false;
+    if (h->exit && atomic_compare_exchange_strong(&h->exit->exited, &was, true)) h->exit->code = (int)op->a.i[0];
+    return fl_exec_op_error(rc, op, "exit(%d)", (int)op->a.i[0]);
+}
+static FlStatus prep_exit(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "code");
+    if (op->a.i[0] < 0 || op->a.i[0] > 255)
+        return fl_err(e, "code %lld is not an exit status (0 to 255)", (long long)op->a.i[0]);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(exit, prep_exit, run_exit);
+
+/* ---------------------------------------------------------------- scope_var */
+
+/* scope_var: Out = a reference to the tensor the scope's var holds now (a tensor in a var is
+ * never changed in place, so later runs do not change Out). */
+static FlStatus run_scope_var(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlScope *sc;
+    if (slot_scope(rc, op, s, FL_IN_scope_var_Scope, &sc)) return FL_ERROR;
+    const char *name = fl_exec_attr_string(op, "name");
+    FlVar *v = fl_scope_find(sc, name);
+    FlTensor t = FL_TENSOR_INIT;
+    FlStatus st = FL_OK;
+    if (!v) st = fl_exec_op_error(rc, op, "the scope has no var '%s' (find_var(name) is None: run a program that makes it first)", name);
+    else if (!fl_var_get_tensor(v, &t)) st = fl_exec_op_error(rc, op, "the scope's var '%s' holds no tensor", name);
+    else fl_var_take_tensor(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_scope_var_Out)), &t);
+    fl_tensor_fini(&t);
+    fl_scope_release(sc);
+    return st;
+}
+FL_CONTROL_ADAPTER(scope_var, NULL, run_scope_var);

@@ -1330,6 +1330,32 @@ static void check_asserts(const char *src) {
     fl_ir_bundle_free(b);
 }
 
+/* Python's sets: displays, set(), `in`, len, iteration, equality and the methods (pyset.c). */
+static void test_sets(void) {
+    check_asserts("s = {1, 2, 2, 'a'}\n"
+                  "assert len(s) == 3 and 2 in s and 3 not in s and 'a' in s\n"
+                  "assert s == {'a', 2, 1} and s != {1, 2} and isinstance(s, set) and type(s) == set\n"
+                  "t = set([3, 1, 3])\n"
+                  "t.add(4)\n"
+                  "t.add(1)\n"
+                  "assert sorted(t) == [1, 3, 4] and len(set()) == 0 and not set() and bool(t)\n"
+                  "t.update([5], (6,))\n"
+                  "t.discard(99)\n"
+                  "t.remove(3)\n"
+                  "assert list(t) == [1, 4, 5, 6] and [x * 2 for x in t] == [2, 8, 10, 12]\n"
+                  "u = t.union({7}, [1])\n"
+                  "assert len(u) == 5 and len(t) == 4 and t.copy() == t and set('aba') == {'a', 'b'}\n"
+                  "assert str({1}) == '{1}' and str(set()) == 'set()' and {(1, 2), (1, 2)} == {(1, 2)}\n"
+                  "assert {'k': 1} == dict(k=1) and {} == dict() and {*[1, 2], 3} == {1, 2, 3}\n");
+    static const ErrCase errs[] = {
+        {"{[1]}\n", "error: unhashable type: 'list'"},
+        {"s = {1}\ns.remove(2)\n", "error: set.remove(x): x is not in the set (KeyError: 2)"},
+        {"{1}.append(2)\n", "error: 'set' object has no attribute 'append'"},
+        {"{1}[0]\n", "error: set is not subscriptable"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
 static void test_classes(void) {
     check_asserts("class Base(object):\n"
                   "    scale = 2\n"
@@ -1444,7 +1470,7 @@ static void test_classes(void) {
         {"super()\n", "error: super() without arguments is only valid in a method"},
         {"isinstance(1, 2)\n", "error: isinstance() arg 2 must be a class, a type or a tuple of them, found int"},
         {"@staticmethod(1)\ndef f():\n    pass\n", "error: 'int' object is not callable"},
-        {"print(1, file=2)\n", "error: print() got an unexpected keyword argument 'file'"},
+        {"print(1, file=2)\n", "error: print(file=...) takes sys.stdout or sys.stderr, found int"},
         {"for i in range(2):\n    class A:\n        break\n", "error: 'break' outside a loop"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));
@@ -1648,6 +1674,7 @@ int main(void) {
         {"several_minimize", test_several_minimize},
         {"program_methods", test_program_methods},
         {"classes", test_classes},
+        {"sets", test_sets},
         {"python_library", test_python_library},
         {"python_statements", test_python_statements},
         {"whole_float_attrs", test_whole_float_attrs},

@@ -1,0 +1,620 @@
+/* driver_values.c: what a script does with fetched values beyond v[i], float(v) and printing
+ * (docs/driver.md, "Fetched values"): numpy's indexing and slicing, its functions and methods,
+ * math of a one-element value, and sys.exit. Each is an op (or a few) of the driver, which the
+ * runtime's kernels run; nothing here computes a fetched value at compile time.
+ *
+ *   v[a:b], v[:, k], v[i, j]   slice over the sliced axes, squeeze of the int ones
+ *   v.shape, len(v)            compile-time ints where the dims are known, else a shape op
+ *   v.mean() v.sum() v.min() v.max(), numpy.mean/average/sum/min/max(v, axis=None)
+ *                              reduce_* (every axis: a number, rank 0, as numpy's scalars)
+ *   numpy.sort(v)              argsort along the last axis
+ *   numpy.array(v), numpy.array([a, b]), numpy.concatenate([a, b], axis)
+ *                              the value itself (or cast), stack, concat
+ *   math.isnan/isinf/sqrt/exp/log(v)
+ *                              the one element as a float64 number, then isnan/isinf/sqrt/...
+ *   sys.exit(x)                exit (with a print_line to stderr of a message first)
+ *
+ * The native module `_values` holds the functions stdlib/numpy.fl and stdlib/sys.fl call;
+ * expr.c, builtins.c, pylib.c and stmt.c dispatch driver vars here (one call each).
+ */
+#include <stdint.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/eval_impl.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+/* op(kw...) on the driver: in the driver's current block (its global one outside a driver
+ * body), whatever the inputs. */
+static FlValue *dop(Ctx *c, const char *type, const char **names, FlValue **vals, size_t n, FlSpan sp) {
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = n, .span = sp};
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    FlValue *r = fl_ev_op(c, type, &a, sp);
+    fl_ev_driver_leave(c, &s);
+    return r;
+}
+
+static FlValue *ints(Ctx *c, const int64_t *v, size_t n) {
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_int(c, v[i]));
+    return l;
+}
+
+/* The declaration of driver var v (looked up in the driver, wherever ops go now). */
+static FlVarDesc *desc(Ctx *c, FlValue *v) {
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    FlVarDesc *d = fl_ev_var_desc(c, v);
+    fl_ev_driver_leave(c, &s);
+    return d;
+}
+
+FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp) {
+    int64_t shape[FL_IR_MAX_DIMS];
+    int ndim = -1;
+    FlValue *nums = fl_v_list(c, VK_LIST);
+    if (!fl_ev_driver_flatten(c, v, 0, shape, &ndim, nums, sp)) return c->error;
+    bool all_int = true;
+    double *fv = fl_xcalloc(nums->list.len + 1, sizeof *fv);
+    for (size_t i = 0; i < nums->list.len; i++) {
+        all_int = all_int && nums->list.items[i]->kind != VK_FLOAT;
+        fv[i] = fl_v_num(nums->list.items[i]);
+    }
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign_value"));
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+    d->stop_gradient = true;
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "assign_value", sp);
+    fl_ir_op_add_output(op, "Out", name);
+    fl_ir_op_set_ints(op, "shape", shape, (size_t)(ndim > 0 ? ndim : 0));
+    fl_ir_op_set_int(op, "dtype", all_int ? FL_DT_INT64 : FL_DT_FLOAT64);
+    fl_ir_op_set_floats(op, "values", fv, nums->list.len);
+    fl_ev_set_int_twin(c, op, "values", nums);
+    free(fv);
+    FlValue *r = fl_ev_infer(c, c->b.block, op, sp) ? fl_v_var(c, name) : c->error; /* the driver's */
+    fl_ev_driver_leave(c, &s);
+    return r;
+}
+
+/* A driver value of v: a driver var as it is; compile-time numbers or nested lists of them a
+ * constant of the driver (float64 unless they are all ints, as numpy's arrays); else NULL. */
+static FlValue *list_stack(Ctx *c, FlValue *l, FlSpan sp);
+
+static FlValue *as_value(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
+    if (fl_ev_is_driver_var(c, v)) return v;
+    if (fl_ev_is_rt_list(v)) return list_stack(c, v, sp);
+    if (fl_v_is_num(v) || fl_v_is_seq(v)) {
+        FlValue *r = fl_ev_driver_const(c, v, sp);
+        if (r->kind != VK_ERROR) return r;
+        return NULL;
+    }
+    fl_ev_error(c, sp, "%s takes a fetched value, a number or a list of numbers, found %s", what, fl_v_type_name(v));
+    return NULL;
+}
+
+/* X converted to dt (a cast op), or X when it has that dtype. */
+static FlValue *cast_to(Ctx *c, FlValue *x, FlDType dt, FlSpan sp) {
+    FlVarDesc *d = desc(c, x);
+    if (!d || d->dtype == dt) return x;
+    const char *names[3] = {"X", "in_dtype", "out_dtype"};
+    FlValue *vals[3] = {x, fl_v_int(c, d->dtype), fl_v_int(c, dt)};
+    return dop(c, "cast", names, vals, 3, sp);
+}
+
+/* ------------------------------------------------------------------ indexing and slicing */
+
+/* An index of a fetched value as an int, false (reported) for anything else. */
+static bool int_index(Ctx *c, FlValue *x, int64_t *out, FlSpan sp) {
+    if (x->kind == VK_INT || x->kind == VK_BOOL) {
+        *out = x->kind == VK_INT ? x->i : x->b;
+        return true;
+    }
+    fl_ev_error(c, sp, "a fetched value is indexed by ints and slices here (v[0], v[-1], v[1:3], v[:, k]), found %s",
+                fl_v_type_name(x));
+    return false;
+}
+
+FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp) {
+    if (ix->kind != FL_AST_SLICE && ix->kind != FL_AST_TUPLE) { /* v[i]: the index op */
+        FlValue *i = fl_ev_expr(c, e, ix);
+        return i->kind == VK_ERROR ? i : fl_ev_driver_index(c, v, i, sp);
+    }
+    FlAst *one[1] = {ix};
+    FlAst **items = ix->kind == FL_AST_TUPLE ? ix->list.items.items : one;
+    size_t n = ix->kind == FL_AST_TUPLE ? ix->list.items.len : 1;
+    bool all_int = true;
+    for (size_t k = 0; k < n; k++) all_int = all_int && items[k]->kind != FL_AST_SLICE;
+    if (all_int) { /* v[i, j] is v[i][j]: index ops */
+        FlValue *r = v;
+        for (size_t k = 0; k < n && r->kind != VK_ERROR; k++) {
+            FlValue *i = fl_ev_expr(c, e, items[k]);
+            r = i->kind == VK_ERROR ? i : fl_ev_driver_index(c, r, i, items[k]->span);
+        }
+        return r;
+    }
+    FlVarDesc *d = desc(c, v);
+    if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", v->var.name);
+    if ((int)n > d->ndim)
+        return fl_ev_error(c, sp, "too many indices for the fetched value '%s': it has %d dims, %zu are given",
+                           v->var.name, d->ndim, n);
+    int64_t axes[FL_IR_MAX_DIMS], starts[FL_IR_MAX_DIMS], ends[FL_IR_MAX_DIMS], drop[FL_IR_MAX_DIMS];
+    size_t na = 0, nd = 0;
+    for (size_t k = 0; k < n; k++) {
+        FlAst *it = items[k];
+        int64_t dim = d->shape[k];
+        if (it->kind != FL_AST_SLICE) {
+            FlValue *x = fl_ev_expr(c, e, it);
+            int64_t i;
+            if (x->kind == VK_ERROR || !int_index(c, x, &i, it->span)) return c->error;
+            if (dim >= 0 && (i >= dim || i < -dim))
+                return fl_ev_error(c, it->span, "index %lld is out of bounds for dim %zu of the fetched value '%s' "
+                                   "(size %lld)", (long long)i, k, v->var.name, (long long)dim);
+            axes[na] = (int64_t)k;
+            starts[na] = i;
+            ends[na++] = i == -1 ? INT32_MAX : i + 1;
+            drop[nd++] = (int64_t)k;
+            continue;
+        }
+        FlValue *b[3] = {NULL, NULL, NULL};
+        FlAst *parts[3] = {it->slice.lo, it->slice.hi, it->slice.step};
+        for (int p = 0; p < 3; p++) {
+            if (!parts[p]) continue;
+            b[p] = fl_ev_expr(c, e, parts[p]);
+            if (b[p]->kind == VK_ERROR) return c->error;
+            if (b[p]->kind == VK_NONE) b[p] = NULL;
+        }
+        int64_t lo = 0, hi = INT32_MAX, st = 1;
+        if ((b[2] && !int_index(c, b[2], &st, it->span)) || (b[0] && !int_index(c, b[0], &lo, it->span)) ||
+            (b[1] && !int_index(c, b[1], &hi, it->span)))
+            return c->error;
+        if (st != 1)
+            return fl_ev_error(c, it->span, "a slice of a fetched value takes a step of 1 here (v[a:b]), found %lld",
+                               (long long)st);
+        if (!b[0] && !b[1]) continue; /* `:` keeps the axis whole */
+        axes[na] = (int64_t)k;
+        starts[na] = lo;
+        ends[na++] = hi;
+    }
+    FlValue *r = v;
+    if (na) {
+        const char *names[4] = {"Input", "axes", "starts", "ends"};
+        FlValue *vals[4] = {r, ints(c, axes, na), ints(c, starts, na), ints(c, ends, na)};
+        r = dop(c, "slice", names, vals, 4, sp);
+        if (r->kind == VK_ERROR) return r;
+    }
+    if (nd) {
+        const char *names[2] = {"X", "axes"};
+        FlValue *vals[2] = {r, ints(c, drop, nd)};
+        r = dop(c, "squeeze", names, vals, 2, sp);
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------------ attributes and len */
+
+/* v.shape: a tuple of ints when every dim is known at compile time, else a shape op (int32 [rank]). */
+static FlValue *shape_of(Ctx *c, FlValue *v, FlSpan sp) {
+    FlVarDesc *d = desc(c, v);
+    bool known = d != NULL;
+    for (int i = 0; d && i < d->ndim; i++) known = known && d->shape[i] >= 0;
+    if (known) {
+        FlValue *t = fl_v_list(c, VK_TUPLE);
+        for (int i = 0; i < d->ndim; i++) fl_v_list_push(c, t, fl_v_int(c, d->shape[i]));
+        return t;
+    }
+    const char *names[1] = {"Input"};
+    FlValue *vals[1] = {v};
+    return dop(c, "shape", names, vals, 1, sp);
+}
+
+FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp) {
+    FlVarDesc *d = desc(c, v);
+    if (d && d->ndim == 0) return fl_ev_error(c, sp, "len() of a number (a fetched value of rank 0)");
+    if (d && d->shape[0] >= 0) return fl_v_int(c, d->shape[0]);
+    FlValue *s = shape_of(c, v, sp);
+    return s->kind == VK_ERROR ? s : fl_ev_driver_index(c, s, fl_v_int(c, 0), sp);
+}
+
+/* numpy's reductions: over axis (None: every axis, giving a number of rank 0). mean of ints is
+ * float64, as numpy's. */
+static FlValue *reduce(Ctx *c, const char *kind, FlValue *x, FlValue *axis, FlSpan sp) {
+    char type[32];
+    snprintf(type, sizeof type, "reduce_%s", kind);
+    FlVarDesc *d = desc(c, x);
+    if (d && strcmp(kind, "mean") == 0 && d->dtype != FL_DT_FLOAT32 && d->dtype != FL_DT_FLOAT64)
+        x = cast_to(c, x, FL_DT_FLOAT64, sp);
+    if (x->kind == VK_ERROR) return x;
+    bool all = !axis || axis->kind == VK_NONE;
+    if (!all && axis->kind != VK_INT)
+        return fl_ev_error(c, sp, "numpy.%s(axis=...) takes an int or None here, found %s", kind, fl_v_type_name(axis));
+    const char *names[3] = {"X", all ? "reduce_all" : "dim", "keep_dim"};
+    FlValue *vals[3] = {x, all ? c->vtrue : ints(c, all ? NULL : &axis->i, 1), c->vfalse};
+    FlValue *r = dop(c, type, names, vals, 3, sp);
+    if (r->kind == VK_ERROR || !all) return r;
+    FlVarDesc *rd = desc(c, r);
+    return fl_ev_driver_item(c, r, rd ? rd->dtype : FL_DT_FLOAT32, sp);
+}
+
+/* v.mean(), v.sum(), ... as methods: a builtin bound to the value. */
+static FlValue *m_reduce(Ctx *c, FlValue *self, CallArgs *a, const char *kind) {
+    ARGS(kind, "axis=", 1);
+    return reduce(c, kind, self, v[0], a->span);
+}
+static FlValue *m_mean(Ctx *c, FlValue *self, CallArgs *a) { return m_reduce(c, self, a, "mean"); }
+static FlValue *m_sum(Ctx *c, FlValue *self, CallArgs *a) { return m_reduce(c, self, a, "sum"); }
+static FlValue *m_min(Ctx *c, FlValue *self, CallArgs *a) { return m_reduce(c, self, a, "min"); }
+static FlValue *m_max(Ctx *c, FlValue *self, CallArgs *a) { return m_reduce(c, self, a, "max"); }
+
+static FlValue *m_astype(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("astype", "dtype", 1);
+    FlDType dt;
+    if (!fl_ev_driver_dtype(c, v[0], &dt, a->span)) return c->error;
+    FlValue *r = cast_to(c, self, dt, a->span);
+    return r;
+}
+
+static FlValue *m_flatten(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("flatten", "", 0);
+    (void)v;
+    int64_t m1 = -1;
+    const char *names[2] = {"X", "shape"};
+    FlValue *vals[2] = {self, ints(c, &m1, 1)};
+    return dop(c, "reshape", names, vals, 2, a->span);
+}
+
+FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
+    static const struct {
+        const char *name;
+        BuiltinFn fn;
+    } methods[] = {{"mean", m_mean}, {"sum", m_sum},         {"min", m_min},
+                   {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten}};
+    if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
+    if (strcmp(name, "ndim") == 0) {
+        FlVarDesc *d = desc(c, v);
+        return d ? fl_v_int(c, d->ndim) : NULL;
+    }
+    for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
+        if (strcmp(methods[i].name, name) == 0) return fl_v_builtin(c, name, methods[i].fn, v);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ dtypes */
+
+bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp) {
+    static const struct {
+        const char *name;
+        FlDType dt;
+    } names[] = {{"float32", FL_DT_FLOAT32}, {"float64", FL_DT_FLOAT64}, {"int32", FL_DT_INT32},
+                 {"int64", FL_DT_INT64},     {"bool", FL_DT_BOOL},       {"float", FL_DT_FLOAT64},
+                 {"int", FL_DT_INT64}};
+    const char *n = v && v->kind == VK_STR ? v->str.s : NULL;
+    for (size_t i = 0; n && i < FL_ARRAY_LEN(names); i++)
+        if (strcmp(names[i].name, n) == 0) {
+            *out = names[i].dt;
+            return true;
+        }
+    fl_ev_error(c, sp, "a dtype here is numpy.float32, float64, int32, int64, bool, np.int, np.float or one of "
+                "their names, found %s", n ? n : fl_v_type_name(v));
+    return false;
+}
+
+/* ------------------------------------------------------------------ runtime lists */
+
+/* x as the element an array of the runtime list holds: [1, ...x's dims] (numpy.array(l) is the
+ * elements stacked: the array's elements concatenated along their first dim). */
+static FlValue *as_element(Ctx *c, FlValue *x, FlSpan sp) {
+    if (!fl_ev_is_driver_var(c, x)) {
+        if (!fl_v_is_num(x))
+            return fl_ev_error(c, sp, "a list filled at run time holds fetched values and numbers, found %s",
+                               fl_v_type_name(x));
+        x = fl_ev_driver_const(c, x, sp);
+        if (x->kind == VK_ERROR) return x;
+    }
+    int64_t zero = 0;
+    const char *names[2] = {"X", "axes"};
+    FlValue *vals[2] = {x, ints(c, &zero, 1)};
+    return dop(c, "unsqueeze", names, vals, 2, sp);
+}
+
+/* A runtime list's array and its length (an int64 [1] counter var of the driver, which each
+ * append increments: a count kept beside the array, so that nothing reads the array before a
+ * write has made it). */
+static FlValue *rt_arr(FlValue *l) { return l->list.rt_array->list.items[0]; }
+static FlValue *rt_count(FlValue *l) { return l->list.rt_array->list.items[1]; }
+
+/* arr[count] = x, then count += 1, in the current block. */
+static bool array_push(Ctx *c, FlValue *arr, FlValue *count, FlValue *x, FlSpan sp) {
+    FlValue *el = as_element(c, x, sp);
+    if (el->kind == VK_ERROR) return false;
+    const char *names[3] = {"X", "I", "Out"};
+    FlValue *vals[3] = {el, count, arr};
+    if (dop(c, "write_to_array", names, vals, 3, sp)->kind == VK_ERROR) return false;
+    const char *in[2] = {"X", "Out"};
+    FlValue *iv[2] = {count, count};
+    return dop(c, "increment", in, iv, 2, sp)->kind != VK_ERROR;
+}
+
+bool fl_ev_is_rt_list(const FlValue *v) { return v->kind == VK_LIST && v->list.rt_array; }
+
+FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
+    if (!l->list.rt_array) { /* it becomes one: an array of the driver where the list was made */
+        if (l->list.rt_depth != 0)
+            return fl_ev_error(c, sp, "a list filled at run time is made outside the driver's runtime blocks (at the "
+                               "top of the script or of a function that runs at compile time)");
+        FlDType dt = FL_DT_FLOAT64;
+        FlVarDesc *xd = fl_ev_is_driver_var(c, x) ? desc(c, x) : NULL;
+        if (xd) dt = xd->dtype;
+        else if (x->kind == VK_INT || x->kind == VK_BOOL) dt = FL_DT_INT64;
+        FlBlock *here = c->b.block;
+        DriverSwap s;
+        fl_ev_driver_enter(c, &s);
+        c->b.block = fl_ir_block(c->b.main, 0);
+        const char *name = fl_ev_unique(c, "list");
+        FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+        d->kind = FL_VAR_TENSOR_ARRAY;
+        d->dtype = dt;
+        d->stop_gradient = true;
+        FlValue *arr = fl_v_var(c, name);
+        int64_t one = 1;
+        const char *fn[3] = {"shape", "value", "dtype"};
+        FlValue *fv[3] = {ints(c, &one, 1), fl_v_int(c, 0), fl_v_int(c, FL_DT_INT64)};
+        FlValue *count = dop(c, "fill_constant", fn, fv, 3, sp);
+        bool ok = count->kind != VK_ERROR;
+        for (size_t i = 0; i < l->list.len && ok; i++) ok = array_push(c, arr, count, l->list.items[i], sp);
+        c->b.block = here;
+        fl_ev_driver_leave(c, &s);
+        if (!ok) return c->error;
+        FlValue *t = fl_v_list(c, VK_TUPLE);
+        fl_v_list_push(c, t, arr);
+        fl_v_list_push(c, t, count);
+        l->list.rt_array = t;
+        l->list.len = 0;
+    }
+    return array_push(c, rt_arr(l), rt_count(l), x, sp) ? c->none : c->error;
+}
+
+/* The elements of runtime list l stacked (numpy.array(l)). */
+static FlValue *list_stack(Ctx *c, FlValue *l, FlSpan sp) {
+    const char *names[2] = {"X", "axis"};
+    FlValue *vals[2] = {rt_arr(l), fl_v_int(c, 0)};
+    FlValue *r = dop(c, "tensor_array_to_tensor", names, vals, 2, sp);
+    return r->kind == VK_TUPLE ? r->list.items[0] : r;
+}
+
+FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp) { return fl_ev_driver_item(c, rt_count(l), FL_DT_INT64, sp); }
+
+/* l[i]: element i (from the start; one never appended is a run-time error). */
+FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp) {
+    int64_t i, one = 1;
+    if (!int_index(c, idx, &i, sp)) return c->error;
+    if (i < 0)
+        return fl_ev_error(c, sp, "a list filled at run time is indexed from its start here (l[0], l[i]), found %lld",
+                           (long long)i);
+    const char *fn[3] = {"shape", "value", "dtype"};
+    FlValue *fv[3] = {ints(c, &one, 1), fl_v_int(c, i), fl_v_int(c, FL_DT_INT64)};
+    FlValue *at = dop(c, "fill_constant", fn, fv, 3, sp);
+    if (at->kind == VK_ERROR) return at;
+    const char *names[2] = {"X", "I"};
+    FlValue *vals[2] = {rt_arr(l), at};
+    FlValue *el = dop(c, "read_from_array", names, vals, 2, sp);
+    return el->kind == VK_ERROR ? el : fl_ev_driver_index(c, el, fl_v_int(c, 0), sp);
+}
+
+FlValue *fl_ev_driver_list_sum(Ctx *c, FlValue *l, FlSpan sp) {
+    FlValue *stacked = list_stack(c, l, sp);
+    return stacked->kind == VK_ERROR ? stacked : reduce(c, "sum", stacked, NULL, sp);
+}
+
+/* ------------------------------------------------------------------ the module _values */
+
+static FlValue *need(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
+    FlValue *r = as_value(c, v, what, sp);
+    return r ? r : c->error;
+}
+
+/* reduce(kind, a, axis) */
+static FlValue *n_reduce(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("reduce", "kind a axis", 3);
+    const char *kind = v[0]->kind == VK_STR ? v[0]->str.s : "";
+    FlValue *x = need(c, v[1], fl_arena_printf(&c->arena, "numpy.%s()", kind), a->span);
+    return x->kind == VK_ERROR ? x : reduce(c, kind, x, v[2], a->span);
+}
+
+/* type(X=x, axis=axis) on the driver; the first output. */
+static FlValue *axis_op(Ctx *c, const char *type, FlValue *x, FlValue *axis, const char *what, FlSpan sp) {
+    if (x->kind == VK_ERROR) return x;
+    if (axis->kind != VK_INT) return fl_ev_error(c, sp, "%s(axis=...) takes an int here", what);
+    const char *names[2] = {"X", "axis"};
+    FlValue *vals[2] = {x, axis};
+    FlValue *r = dop(c, type, names, vals, 2, sp);
+    return r->kind == VK_TUPLE ? r->list.items[0] : r;
+}
+
+static FlValue *n_sort(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("sort", "a axis", 2);
+    return axis_op(c, "argsort", need(c, v[0], "numpy.sort()", a->span), v[1], "numpy.sort", a->span);
+}
+
+/* The driver values of a list (the elements of numpy.array([a, b]), numpy.concatenate). */
+static FlValue *value_list(Ctx *c, FlValue *l, const char *what, FlSpan sp) {
+    if (!fl_v_is_seq(l) || l->list.len == 0)
+        return fl_ev_error(c, sp, "%s takes a non-empty list of values, found %s", what, fl_v_type_name(l));
+    FlValue *r = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < l->list.len; i++) {
+        FlValue *x = need(c, l->list.items[i], what, sp);
+        if (x->kind == VK_ERROR) return x;
+        fl_v_list_push(c, r, x);
+    }
+    return r;
+}
+
+static FlValue *n_concatenate(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("concatenate", "arrays axis", 2);
+    FlValue *xs = value_list(c, v[0], "numpy.concatenate()", a->span);
+    return axis_op(c, "concat", xs, v[1], "numpy.concatenate", a->span);
+}
+
+/* array(obj, dtype): of a driver value, the value (cast to dtype); of a list holding driver
+ * values, their stack (numpy's array of equal-shaped arrays). */
+static FlValue *n_array(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("array", "object dtype", 2);
+    FlValue *x = fl_ev_is_rt_list(v[0]) ? list_stack(c, v[0], a->span) : v[0];
+    if (x->kind == VK_ERROR) return x;
+    if (!fl_ev_is_driver_var(c, x)) {
+        FlValue *xs = value_list(c, x, "numpy.array()", a->span);
+        if (xs->kind == VK_ERROR) return xs;
+        const char *names[2] = {"X", "axis"};
+        FlValue *vals[2] = {xs, fl_v_int(c, 0)};
+        x = dop(c, "stack", names, vals, 2, a->span);
+        if (x->kind == VK_ERROR) return x;
+    }
+    if (v[1]->kind == VK_NONE) return x;
+    FlDType dt;
+    return fl_ev_driver_dtype(c, v[1], &dt, a->span) ? cast_to(c, x, dt, a->span) : c->error;
+}
+
+/* Whether numpy.array(obj) needs the driver: obj is a driver value or a list holding one. */
+static FlValue *n_is_runtime(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("is_runtime", "object", 1);
+    bool r = fl_ev_is_driver_var(c, v[0]) || fl_ev_is_rt_list(v[0]);
+    for (size_t i = 0; !r && fl_v_is_seq(v[0]) && i < v[0]->list.len; i++)
+        r = fl_ev_is_driver_var(c, v[0]->list.items[i]);
+    return fl_v_bool(c, r);
+}
+
+/* math(fn, x): math.fn of a fetched value's one element, a float64 number (bool for isnan,
+ * isinf), when the driver runs. */
+FlValue *fl_ev_driver_math(Ctx *c, const char *fn, FlValue *x, FlSpan sp) {
+    static const char *const ok[] = {"isnan", "isinf", "sqrt", "exp", "log", "sin", "cos", "tanh"};
+    size_t k = 0;
+    while (k < FL_ARRAY_LEN(ok) && strcmp(ok[k], fn) != 0) k++;
+    if (k == FL_ARRAY_LEN(ok))
+        return fl_ev_error(c, sp, "math.%s() of a fetched value is not compiled (the driver has math.isnan, isinf, "
+                           "sqrt, exp, log, sin, cos, tanh)", fn);
+    FlValue *n = fl_ev_driver_item(c, x, FL_DT_FLOAT64, sp);
+    if (n->kind == VK_ERROR) return n;
+    bool test = strcmp(fn, "isnan") == 0 || strcmp(fn, "isinf") == 0;
+    const char *names[1] = {"X"};
+    FlValue *vals[1] = {n};
+    FlValue *r = dop(c, fn, names, vals, 1, sp);
+    if (r->kind == VK_ERROR || !test) return r;
+    return fl_ev_driver_item(c, r, FL_DT_BOOL, sp); /* a bool, as Python's */
+}
+
+/* exit(code, message): sys.exit. message (None, a string or a runtime string) is printed on
+ * stderr first; the code is 1 with a message, code & 255 otherwise (as the shell sees it). */
+static FlValue *n_exit(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("exit", "arg", 1);
+    FlValue *x = v[0];
+    int64_t code = 0;
+    if (x->kind == VK_INT || x->kind == VK_BOOL) code = (x->kind == VK_INT ? x->i : x->b) & 255;
+    else if (x->kind != VK_NONE) code = 1;
+    if (x->kind != VK_NONE && x->kind != VK_INT && x->kind != VK_BOOL) {
+        FlValue *vals = fl_v_list(c, VK_LIST);
+        if (x->kind == VK_STR || fl_ev_is_runtime(c, x)) {
+            fl_v_list_push(c, vals, x);
+        } else {
+            FlBuf b = {0};
+            bool ok = fl_v_repr_at(c, x, &b, a->span);
+            if (ok) fl_v_list_push(c, vals, fl_v_str(c, fl_buf_str(&b), b.len));
+            fl_buf_free(&b);
+            if (!ok) return c->error;
+        }
+        if (fl_ev_driver_print_stream(c, vals, NULL, NULL, "stderr", a->span)->kind == VK_ERROR) return c->error;
+    }
+    return fl_ev_driver_exit(c, code, a->span);
+}
+
+FlValue *fl_ev_driver_exit(Ctx *c, int64_t code, FlSpan sp) {
+    const char *names[1] = {"code"};
+    FlValue *vals[1] = {fl_v_int(c, code)};
+    FlValue *r = dop(c, "exit", names, vals, 1, sp);
+    return r->kind == VK_ERROR ? r : c->none;
+}
+
+/* getenv(name): the compile-time environment's value, None when unset (os.getenv, os.environ). */
+static FlValue *n_getenv(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("getenv", "name", 1);
+    if (v[0]->kind != VK_STR) return fl_ev_error(c, a->span, "os.getenv() takes a str, found %s", fl_v_type_name(v[0]));
+    const char *s = getenv(v[0]->str.s);
+    return s ? fl_v_cstr(c, s) : c->none;
+}
+
+/* exists(path): whether path names a file or directory when the script compiles. */
+static FlValue *n_exists(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("exists", "path", 1);
+    if (v[0]->kind != VK_STR) return fl_ev_error(c, a->span, "os.path.exists() takes a str, found %s", fl_v_type_name(v[0]));
+    struct stat st;
+    return fl_v_bool(c, stat(v[0]->str.s, &st) == 0);
+}
+
+/* An uncaught raise (or a failing assert) reached under a runtime condition of the driver: its
+ * "Name: message" and the script's line on stderr, then exit 1, as Python ends on one. */
+void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp) {
+    FlSpan us = fl_ev_user_span(c, sp);
+    const FlSourceFile *f = fl_sources_file(&c->sources, us.file);
+    int line = 0, col = 0;
+    fl_sources_linecol(&c->sources, us.file, us.start, &line, &col);
+    const char *base = f ? strrchr(f->path, '/') : NULL;
+    if (strncmp(msg, "assertion failed", 16) == 0) /* the compile-time wording, Python's name at run time */
+        msg = fl_arena_printf(&c->arena, "AssertionError%s", msg + 16);
+    FlValue *vals = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, vals, fl_v_cstr(c, fl_arena_printf(&c->arena, "Traceback (most recent call last):\n  File \"%s\", "
+                                                        "line %d\n%s", f ? (base ? base + 1 : f->path) : "?", line, msg)));
+    if (fl_ev_driver_print_stream(c, vals, NULL, NULL, "stderr", sp)->kind == VK_ERROR) return;
+    fl_ev_driver_exit(c, 1, sp);
+}
+
+/* ------------------------------------------------------------------ scopes' vars */
+
+/* get_tensor() of a find_var record: a scope_var op whose Out is declared as the program's var. */
+static FlValue *fv_get_tensor(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("get_tensor", "", 0);
+    (void)v;
+    FlValue *scope = fl_map_find_str(&self->rec.attrs->map, "_scope");
+    FlValue *name = fl_map_find_str(&self->rec.attrs->map, "name");
+    const FlVarDesc *from = fl_ir_var_find(fl_ir_block(c->bundle->main, 0), name->str.s);
+    if (!from) from = fl_ir_var_find(fl_ir_block(c->bundle->startup, 0), name->str.s);
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    const char *out = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "scope_var"));
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, out, a->span);
+    FlLoc loc = d->loc;
+    fl_ir_var_copy(d, from);
+    d->loc = loc;
+    d->persistable = d->trainable = d->fed = false;
+    d->stop_gradient = true;
+    fl_ir_var_set_lod(d, 0, NULL);
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "scope_var", a->span);
+    if (scope && scope->kind == VK_VAR) fl_ir_op_add_input(op, "Scope", scope->var.name);
+    fl_ir_op_add_output(op, "Out", out);
+    fl_ir_op_set_string(op, "name", name->str.s);
+    bool ok = fl_ev_infer(c, c->b.block, op, a->span);
+    FlValue *r = ok ? fl_v_var(c, out) : c->error; /* a var of the driver: made while it is current */
+    fl_ev_driver_leave(c, &s);
+    return r;
+}
+
+FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSpan sp) {
+    (void)sp;
+    if (!fl_ir_var_find(fl_ir_block(c->bundle->main, 0), name) && !fl_ir_var_find(fl_ir_block(c->bundle->startup, 0), name))
+        return c->none; /* Fluid's None: no program makes the var */
+    FlValue *r = fl_v_record(c, "Variable");
+    fl_v_rec_set(c, r, "_scope", scope_var ? scope_var : c->none);
+    fl_v_rec_set(c, r, "name", fl_v_cstr(c, name));
+    fl_v_rec_set(c, r, "get_tensor", fl_v_builtin(c, "get_tensor", fv_get_tensor, r));
+    return r;
+}
+
+static const NativeFn values_fns[] = {
+    {"getenv", n_getenv}, {"exists", n_exists},
+    {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
+    {"is_runtime", n_is_runtime}, {"exit", n_exit},
+};
+
+void fl_ev_values_install(Ctx *c) { fl_ev_module_of_fns(c, "_values", values_fns, FL_ARRAY_LEN(values_fns)); }
