@@ -335,6 +335,10 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_scope_new: return fl_infer_scope_new(&c);
     case FL_OPID_index: return fl_infer_index(&c);
     case FL_OPID_item: return fl_infer_item(&c);
+    /* infer_reader.c: reader_next's fields keep the declarations the compiler gave them */
+    case FL_OPID_reader_open: return fl_infer_reader_open(&c);
+    case FL_OPID_reader_epoch: return fl_infer_reader_epoch(&c);
+    case FL_OPID_reader_next: return fl_infer_reader_next(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -469,4 +469,9 @@ FlStatus fl_infer_scope_new(Ctx *c);
 FlStatus fl_infer_index(Ctx *c);
 FlStatus fl_infer_item(Ctx *c);
 
+/* infer_reader.c */
+FlStatus fl_infer_reader_open(Ctx *c);
+FlStatus fl_infer_reader_epoch(Ctx *c);
+FlStatus fl_infer_reader_next(Ctx *c);
+
 #endif

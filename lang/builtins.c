@@ -135,6 +135,7 @@ static FlValue *b_zip(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("enumerate", "seq start=", 2);
+    if (fl_ev_is_reader_iter(v[0])) return fl_ev_reader_enumerate(c, v[0], v[1], a->span);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     int64_t st = 0;
@@ -890,5 +891,6 @@ void fl_builtins_install(Ctx *c) {
                    fl_v_builtin(c, py_builtins[i].name, py_builtins[i].fn, NULL));
     fl_ev_native_module(c, "_core");
     fl_ev_driver_install(c);
+    fl_ev_driver_data_install(c);
     fl_ev_pylib_install(c);
 }
