@@ -28,8 +28,8 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-/* The newest format this build reads and writes. 3: a bundle may hold a driver program
- * (docs/driver.md), and a bundle that holds one is written as version 3; every other file is
+/* The newest format this build reads and writes. 3: a bundle may hold a driver program and the
+ * readers it opens (docs/driver.md), and a bundle that holds either is written as version 3; every other file is
  * written as version 2 (FL_IR_FORMAT_BASE), byte for byte as before. 2: the random fills are
  * counter-based (Philox4x32-10, runtime/rng.h) and take shard_offset, and a var may be a
  * SelectedRows; version 1 drew the fills from one sequential stream (docs/ir.md). */
