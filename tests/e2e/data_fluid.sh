@@ -4,7 +4,7 @@
 #   - fit_a_line trains one epoch through paddle.batch, paddle.reader.shuffle and DataFeeder, and
 #     its batches (rows, sums of x and y as fed) match numpy's reading of housing.data as Paddle
 #     reads it (check_uci.py: normalisation, the 80% split; the loss falls);
-#   - a shuffle is the same with one seed and another with --seed 5;
+#   - a shuffle is the same with one seed and another with --seed 5, and each epoch has its own;
 #   - mnist's first test batches match numpy's reading of the idx files (check_mnist.py);
 #   - the reader cases of data_cases.fltab run (tests/conc/run_cases.sh);
 #   - a missing file is an error naming it and scripts/make_dataset_cache.sh.
@@ -36,6 +36,9 @@ cmp -s "$T/uci1.log" "$T/uci2.log" || fail "the shuffle with seed 0 differs from
 "$FLRUN" "$D/fit_a_line_reader.fl" -D shuffle=1 --seed 5 > "$T/uci3.log" || fail "--seed 5"
 $PY "$D/check_uci.py" "$T/cache/uci_housing/housing.data" "$T/uci3.log" 1 || fail "uci_housing, --seed 5"
 cmp -s "$T/uci1.log" "$T/uci3.log" && fail "--seed 5 shuffled as seed 0 does"
+"$FLRUN" "$D/epochs.fl" > "$T/epochs.log" || fail "epochs.fl"
+[ "$(wc -l < "$T/epochs.log")" = 2 ] && [ "$(cut -d' ' -f3 "$T/epochs.log" | sort -u | wc -l)" = 2 ] ||
+    { cat "$T/epochs.log"; fail "two epochs of a shuffled reader: the same first batch"; }
 
 "$FLRUN" "$D/mnist_sums.fl" > "$T/mnist.log" || fail "mnist_sums.fl"
 $PY "$D/check_mnist.py" "$T/cache/mnist" "$T/mnist.log" || fail "mnist"
