@@ -476,4 +476,9 @@ FlStatus fl_infer_item(Ctx *c);
 FlStatus fl_infer_exit(Ctx *c);
 FlStatus fl_infer_scope_var(Ctx *c);
 
+/* infer_reader.c */
+FlStatus fl_infer_reader_open(Ctx *c);
+FlStatus fl_infer_reader_epoch(Ctx *c);
+FlStatus fl_infer_reader_next(Ctx *c);
+
 #endif

@@ -595,6 +595,8 @@ void fl_ops_markdown(FlBuf *out) {
                 "| vocab | `vocab.def` | `infer_vocab.c` | `ops_vocab.c` | `vocab.c` | `_vocab.fl` |\n"
                 "| driver | `driver.def` | `infer_driver.c` | `ops_driver.c` (host: `driver.h`) | — | "
                 "`fluid/executor.fl`, `threading.fl`, `time.fl` (and `lang/driver.c`) |\n"
+                "| reader | `reader.def` | `infer_reader.c` | `ops_reader.c` (over `dataset/`) | — | "
+                "`paddle/reader.fl`, `paddle/dataset/*.fl`, `fluid/data_feeder.fl` (and `lang/driver_data.c`) |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"

@@ -402,8 +402,15 @@ int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out) {
     Vf v = {.p = b->driver, .out = out};
     for (size_t bi = 0; bi < b->driver->blocks.len; bi++) {
         const FlBlock *db = b->driver->blocks.data[bi];
-        for (size_t i = 0; i < db->ops.len; i++)
-            if (fl_ops_is(db->ops.data[i], FL_OPID_run_program)) driver_run_program(&v, b, db, db->ops.data[i]);
+        for (size_t i = 0; i < db->ops.len; i++) {
+            const FlOpDesc *op = db->ops.data[i];
+            if (fl_ops_is(op, FL_OPID_run_program)) driver_run_program(&v, b, db, op);
+            if (!fl_ops_is(op, FL_OPID_reader_open)) continue;
+            int64_t r = fl_ir_op_get_int(op, "reader", -1); /* Bundle.readers[r] */
+            if (r < 0 || (size_t)r >= b->readers.len)
+                issue(&v, op->loc, "reader_open: reader %lld is not a reader of the bundle (it has %zu)", (long long)r,
+                      b->readers.len);
+        }
     }
     return n + v.count;
 }

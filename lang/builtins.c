@@ -146,6 +146,7 @@ static FlValue *b_zip(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("enumerate", "seq start=", 2);
+    if (fl_ev_is_reader_iter(v[0])) return fl_ev_reader_enumerate(c, v[0], v[1], a->span);
     FlValue *l = fl_ev_as_list(c, v[0], a->span);
     if (l->kind == VK_ERROR) return l;
     int64_t st = 0;
@@ -840,7 +841,10 @@ static FlValue *var_to_string(Ctx *c, FlValue *self, CallArgs *a) {
 FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, var);
     if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);
-    FlValue *dv = fl_ev_is_driver_var(c, var) ? fl_ev_driver_attr(c, var, name, sp) : NULL; /* numpy's */
+    /* a fetched value in the user's script has numpy's attributes; the library (DataFeeder, the
+     * readers) works on the driver's vars as Vars, with their declared shapes */
+    bool user = !(c->cur_mod && c->cur_mod->is_stdlib);
+    FlValue *dv = user && fl_ev_is_driver_var(c, var) ? fl_ev_driver_attr(c, var, name, sp) : NULL;
     if (dv) return dv;
     if (strcmp(name, "name") == 0) return fl_v_cstr(c, var->var.name);
     if (strcmp(name, "dtype") == 0) return fl_v_cstr(c, fl_dtype_name(d->dtype));
@@ -913,5 +917,6 @@ void fl_builtins_install(Ctx *c) {
                    fl_v_builtin(c, py_builtins[i].name, py_builtins[i].fn, NULL));
     fl_ev_native_module(c, "_core");
     fl_ev_driver_install(c);
+    fl_ev_driver_data_install(c);
     fl_ev_pylib_install(c);
 }

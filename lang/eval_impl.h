@@ -388,6 +388,12 @@ Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp);
 Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from);
 Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
+/* A runtime loop over what an op gives each iteration (`for v in ch`, `for data in reader()`):
+ * ok = true; while ok: next(...) appends to `sub` the ops that give the next value and set the
+ * bool [1] var `ok`, and returns the value (a tuple for `for a, b in ...`); if ok: the body with
+ * the target bound to it. break and continue work as in any runtime loop (RtLoop). */
+typedef FlValue *(*LoopNextFn)(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp);
+Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg);
 Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch);   /* `for v in ch` */
 Flow fl_ev_lower_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp);
 /* n concurrent iterations of body; bind (if not NULL) is bound to the index Var or, with
@@ -513,6 +519,12 @@ const char *fl_ev_rtstr_pyspec(Ctx *c, const char *spec, size_t n, FlSpan sp);
 /* print(*values, sep=, end=) when a value is a run-time one: a print_line of the driver. */
 FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, FlSpan sp);
 void fl_ev_driver_install(Ctx *c); /* the native module _driver */
+/* driver_data.c: readers (docs/driver.md, "Data"): the native module _reader and builtin next();
+ * `for data in reader():` and enumerate(reader()). */
+void fl_ev_driver_data_install(Ctx *c);
+bool fl_ev_is_reader_iter(const FlValue *v);
+Flow fl_ev_lower_for_reader(Ctx *c, Env *e, FlAst *s, FlValue *it);
+FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp);
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);

@@ -686,31 +686,78 @@ FlValue *fl_ev_chan_len(Ctx *c, FlValue *ch, bool cap, FlSpan sp) {
     return fl_ev_op(c, "channel_len", &a, sp);
 }
 
+/* for_chan's receive: the channel's next element into a new var of `sub`, ok its status. */
+static FlValue *chan_next(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp) {
+    FlValue *ch = arg;
+    FlVarDesc *chd = fl_ev_var_desc(c, ch);
+    if (!chd) return c->error;
+    const char *vname = recv_var(c, chd, "channel_recv", sp); /* c->b.block is sub */
+    FlOpDesc *rv = fl_ev_op_raw(c, sub, "channel_recv", sp);
+    fl_ir_op_add_input(rv, "Channel", ch->var.name);
+    fl_ir_op_add_output(rv, "Out", vname);
+    fl_ir_op_add_output(rv, "Status", ok);
+    fl_ev_infer(c, sub, rv, sp);
+    return fl_v_var(c, vname);
+}
+
 /* `for v in ch`: ok = true; while ok: v, ok = recv(ch); if ok: body. break clears ok. */
 Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
-    FlBlock *parent = c->b.block;
-    FlVarDesc *chd = fl_ev_var_desc(c, ch);
     if (s->loop.target->kind != FL_AST_NAME) {
         fl_ev_error(c, s->loop.target->span, "'for ... in' a channel binds one name");
         return FLOW_ERROR;
     }
+    return fl_ev_lower_for_next(c, e, s, chan_next, ch);
+}
+
+/* Binds the loop's target (a name, or a tuple of names given a tuple) to v for the body; the
+ * names' previous values go to prev. */
+static bool bind_target(Ctx *c, Env *e, FlAst *t, FlValue *v, FlValue **prev, size_t *n) {
+    if (t->kind == FL_AST_NAME) {
+        prev[(*n)++] = fl_map_find_str(&e->map, t->name);
+        fl_env_set(e, t->name, v);
+        return true;
+    }
+    if (t->kind != FL_AST_TUPLE || v->kind != VK_TUPLE || t->list.items.len != v->list.len || t->list.items.len > 8) {
+        fl_ev_error(c, t->span, "this runtime loop binds %s",
+                    v->kind == VK_TUPLE ? "a pair of names (for i, data in enumerate(...))" : "one name");
+        return false;
+    }
+    for (size_t i = 0; i < t->list.items.len; i++) {
+        FlAst *ti = t->list.items.items[i];
+        if (ti->kind != FL_AST_NAME) {
+            fl_ev_error(c, ti->span, "this runtime loop binds names");
+            return false;
+        }
+        if (!bind_target(c, e, ti, v->list.items[i], prev, n)) return false;
+    }
+    return true;
+}
+
+static void unbind_target(Env *e, FlAst *t, FlValue **prev, size_t *n) {
+    if (t->kind == FL_AST_NAME) {
+        FlValue *p = prev[(*n)++];
+        if (p) fl_env_set(e, t->name, p);
+        else fl_env_remove(e, t->name);
+        return;
+    }
+    for (size_t i = 0; i < t->list.items.len; i++) unbind_target(e, t->list.items.items[i], prev, n);
+}
+
+Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg) {
+    FlBlock *parent = c->b.block;
     FlValue *ok = fl_ev_const_var(c, c->vtrue, FL_DT_BOOL, s->span);
     if (ok->kind == VK_ERROR) return FLOW_ERROR;
     FlAstList *bodies[1] = {&s->loop.body};
     own_names(c, e, bodies, 1, s->span);
     FlBlock *sub = fl_ir_block_new(c->b.main, parent->idx);
     c->b.block = sub;
-    const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "channel_recv"));
-    FlVarDesc *vd = fl_ev_new_var(c, sub, vname, s->loop.target->span);
-    fl_ir_var_set_elem(vd, chd);
-    FlOpDesc *rv = fl_ev_op_raw(c, sub, "channel_recv", s->span);
-    fl_ir_op_add_input(rv, "Channel", ch->var.name);
-    fl_ir_op_add_output(rv, "Out", vname);
-    fl_ir_op_add_output(rv, "Status", ok->var.name);
-    fl_ev_infer(c, sub, rv, s->span);
-    const char *tn = s->loop.target->name;
-    FlValue *prev = fl_map_find_str(&e->map, tn);
-    fl_env_set(e, tn, fl_v_var(c, vname));
+    FlValue *v = next(c, sub, ok->var.name, arg, s->loop.target->span);
+    FlValue *prev[9];
+    size_t np = 0;
+    if (v->kind == VK_ERROR || !bind_target(c, e, s->loop.target, v, prev, &np)) {
+        c->b.block = parent;
+        return FLOW_ERROR;
+    }
     RtLoop loop = {.cond = ok->var.name, .body = fl_ir_block_new(c->b.main, sub->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
     Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
@@ -719,9 +766,9 @@ Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch) {
     fl_ir_op_add_input(cb, "Cond", ok->var.name);
     fl_ev_control_io(c, sub, loop.body, cb, "X", "Out");
     fl_ev_infer(c, sub, cb, s->span);
-    /* the loop's name is the loop's (Go's `for v := range ch`); names the body bound are carried */
-    if (prev) fl_env_set(e, tn, prev);
-    else fl_env_remove(e, tn);
+    /* the loop's names are the loop's (Go's `for v := range ch`); names the body bound are carried */
+    np = 0;
+    unbind_target(e, s->loop.target, prev, &np);
     c->b.block = parent;
     FlOpDesc *op = control_op(c, "while", sub, s->span);
     fl_ev_control_io(c, parent, sub, op, "X", "Out");

@@ -264,6 +264,7 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
         fl_ev_assign(c, e, s->loop.target, c->error);
         return FLOW_ERROR;
     }
+    if (fl_ev_is_reader_iter(it)) return fl_ev_lower_for_reader(c, e, s, it); /* docs/driver.md, "Data" */
     if (it->kind == VK_VAR) {
         if (fl_ev_is_channel(c, it)) return fl_ev_lower_for_chan(c, e, s, it);
         fl_ev_error(c, s->loop.iter->span, "cannot iterate over a tensor Var; iterate over a channel, a list or range(n)");

@@ -658,7 +658,30 @@ void fl_ir_bundle_free(FlBundle *b) {
     fl_ir_run_fini(&b->run);
     free_strvec(b->source_paths.data, b->source_paths.len);
     free(b->role);
+    for (size_t i = 0; i < b->readers.len; i++) fl_ir_reader_desc_free(b->readers.data[i]);
+    FL_VEC_FREE(&b->readers);
     free(b);
+}
+
+void fl_ir_reader_desc_free(FlReaderDesc *r) {
+    if (!r) return;
+    free(r->kind);
+    FL_VEC_FREE(&r->inputs);
+    free(r->dataset);
+    free(r->part);
+    free(r);
+}
+
+static FlReaderDesc *reader_desc_clone(const FlReaderDesc *r) {
+    FlReaderDesc *c = fl_xcalloc(1, sizeof *c);
+    *c = *r;
+    c->kind = dup_or_null(r->kind);
+    c->dataset = dup_or_null(r->dataset);
+    c->part = dup_or_null(r->part);
+    c->inputs.data = NULL;
+    c->inputs.len = c->inputs.cap = 0;
+    for (size_t i = 0; i < r->inputs.len; i++) FL_VEC_PUSH(&c->inputs, r->inputs.data[i]);
+    return c;
 }
 
 FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
@@ -681,6 +704,7 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     STRVEC_COPY(&c->source_paths, &b->source_paths);
     c->role = dup_or_null(b->role);
     c->role_index = b->role_index;
+    for (size_t i = 0; i < b->readers.len; i++) FL_VEC_PUSH(&c->readers, reader_desc_clone(b->readers.data[i]));
     return c;
 }
 
@@ -918,6 +942,31 @@ static FlStatus check_reader(const FlReaderSpec *r, const char *which, FlErr *e)
     return FL_OK;
 }
 
+/* Reader i of Bundle.readers: a known kind with its number of inputs, each an earlier reader, and
+ * its arguments in range (the runtime relies on it). */
+static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
+    static const struct {
+        const char *kind;
+        size_t min_in, max_in;
+        int64_t min_n; /* -1: n unused */
+    } kinds[] = {{"dataset", 0, 0, -1}, {"shuffle", 1, 1, 1}, {"batch", 1, 1, 1}, {"firstn", 1, 1, 0},
+                 {"chain", 1, SIZE_MAX, -1}, {"compose", 1, SIZE_MAX, -1}, {"buffered", 1, 1, 1}};
+    size_t k = 0;
+    while (k < FL_ARRAY_LEN(kinds) && (!r->kind || strcmp(r->kind, kinds[k].kind) != 0)) k++;
+    if (k == FL_ARRAY_LEN(kinds)) return fl_err(e, "reader %zu: unknown kind '%s'", i, r->kind ? r->kind : "");
+    if (r->inputs.len < kinds[k].min_in || r->inputs.len > kinds[k].max_in)
+        return fl_err(e, "reader %zu (%s): %zu inputs", i, r->kind, r->inputs.len);
+    for (size_t j = 0; j < r->inputs.len; j++)
+        if (r->inputs.data[j] < 0 || (size_t)r->inputs.data[j] >= i)
+            return fl_err(e, "reader %zu (%s): input %d is not an earlier reader", i, r->kind, (int)r->inputs.data[j]);
+    if (kinds[k].min_n >= 0 && r->n < kinds[k].min_n)
+        return fl_err(e, "reader %zu (%s): size %lld below %lld", i, r->kind, (long long)r->n,
+                      (long long)kinds[k].min_n);
+    if (k == 0 && (empty(r->dataset) || empty(r->part)))
+        return fl_err(e, "reader %zu: a dataset reader without its module or part", i);
+    return FL_OK;
+}
+
 FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
     FlErr sub;
     if (!b) return fl_err(e, "missing bundle");
@@ -953,6 +1002,8 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
     if (pf->present && fl_ir_profile_sort_key(pf->sorted_key) < 0)
         return fl_err(e, "run spec: unknown profiler sorted_key '%s'", pf->sorted_key);
     if (pf->present && pf->path && !*pf->path) return fl_err(e, "run spec: an empty profile path");
+    for (size_t i = 0; i < b->readers.len; i++)
+        if (check_reader_desc(b->readers.data[i], i, e)) return FL_ERROR;
     return FL_OK;
 }
 

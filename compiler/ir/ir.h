@@ -28,8 +28,8 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-/* The newest format this build reads and writes. 3: a bundle may hold a driver program
- * (docs/driver.md), and a bundle that holds one is written as version 3; every other file is
+/* The newest format this build reads and writes. 3: a bundle may hold a driver program and the
+ * readers it opens (docs/driver.md), and a bundle that holds either is written as version 3; every other file is
  * written as version 2 (FL_IR_FORMAT_BASE), byte for byte as before. 2: the random fills are
  * counter-based (Philox4x32-10, runtime/rng.h) and take shard_offset, and a var may be a
  * SelectedRows; version 1 drew the fills from one sequential stream (docs/ir.md). */
@@ -266,6 +266,20 @@ typedef struct FlRunSpec {
 void fl_ir_reader_free(FlReaderSpec *r);
 FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r);
 
+/* One node of a data pipeline of the driver (Bundle.readers; docs/driver.md, "Data"): a
+ * paddle.dataset source or a decorator of earlier nodes, which reader_open opens by index. */
+typedef struct FlReaderDesc {
+    char *kind;                /* "dataset", "shuffle", "batch", "firstn", "chain", "compose",
+                                  "buffered"; owned */
+    FL_VEC(int32_t) inputs;    /* the nodes it decorates: indices of earlier readers */
+    char *dataset, *part;      /* kind "dataset": the module and its reader; owned, else NULL */
+    int64_t n;                 /* shuffle buf_size, batch batch_size, firstn n, buffered size */
+    bool drop_last;            /* batch */
+    bool check_alignment;      /* compose */
+} FlReaderDesc;
+
+void fl_ir_reader_desc_free(FlReaderDesc *r);
+
 /* ---- bundle (.flp) ---- */
 typedef struct FlBundle {
     FlProgram *startup; /* owned */
@@ -278,6 +292,7 @@ typedef struct FlBundle {
     FlProgram *driver;  /* owned; NULL: the default driver (startup once, then main once). The
                            script's run-time half (docs/driver.md): its run_program ops run
                            startup and main */
+    FL_VEC(FlReaderDesc *) readers; /* owned; the pipelines the driver's reader_open ops open */
 } FlBundle;
 
 FlBundle *fl_ir_bundle_new(void); /* empty startup and main programs */
@@ -317,7 +332,7 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
  * above do). Test hooks for odd headers: compiler/ir/ir_test.h. */
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len);
 /* The format version a writer puts in the file: 3 when a bundle (or a role of the plan) holds a
- * driver (a version-2 reader would run main once instead), else 2 (a version-1 reader would fill a
+ * driver or readers (a version-2 reader would run main once instead), else 2 (a version-1 reader would fill a
  * pserver's blocks with other values than the local program's, and take a SelectedRows for a
  * dense tensor). b or p may be NULL. */
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p);

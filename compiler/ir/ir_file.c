@@ -209,6 +209,21 @@ static Fluidc__ReaderSpec *enc_reader(FlArena *a, const FlReaderSpec *r, const c
     return m;
 }
 
+static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
+    Fluidc__ReaderDesc *m = fl_arena_alloc(a, sizeof *m);
+    fluidc__reader_desc__init(m);
+    m->kind = enc_str(r->kind);
+    m->n_inputs = r->inputs.len;
+    m->inputs = r->inputs.data;
+    m->dataset = r->dataset;
+    m->part = r->part;
+    m->has_n = r->n != 0;
+    m->n = r->n;
+    m->has_drop_last = m->drop_last = r->drop_last;
+    m->has_check_alignment = m->check_alignment = r->check_alignment;
+    return m;
+}
+
 static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir) {
     Fluidc__Bundle *m = fl_arena_alloc(a, sizeof *m);
     fluidc__bundle__init(m);
@@ -239,6 +254,9 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
     m->n_source_paths = b->source_paths.len;
     m->source_paths = enc_strs(a, b->source_paths.data, b->source_paths.len);
     if (b->driver) m->driver = enc_program(a, b->driver);
+    m->n_readers = b->readers.len;
+    if (b->readers.len) m->readers = fl_arena_alloc(a, fl_mul_size(b->readers.len, sizeof *m->readers));
+    for (size_t i = 0; i < b->readers.len; i++) m->readers[i] = enc_reader_desc(a, b->readers.data[i]);
     m->role = b->role;
     m->has_role_index = 1;
     m->role_index = b->role_index;
@@ -291,8 +309,9 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
 }
 
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    bool driver = b && b->driver;
-    for (size_t i = 0; p && i < p->roles.len; i++) driver = driver || p->roles.data[i]->driver;
+    bool driver = b && (b->driver || b->readers.len);
+    for (size_t i = 0; p && i < p->roles.len; i++)
+        driver = driver || p->roles.data[i]->driver || p->roles.data[i]->readers.len;
     return driver ? FL_IR_FORMAT_VERSION : FL_IR_FORMAT_BASE;
 }
 
@@ -525,6 +544,20 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         }
     }
     DEC_STRVEC(&b->source_paths, m->source_paths, m->n_source_paths);
+    FL_VEC_RESERVE(&b->readers, m->n_readers);
+    for (size_t i = 0; i < m->n_readers; i++) {
+        const Fluidc__ReaderDesc *rm = m->readers[i];
+        FlReaderDesc *r = fl_xcalloc(1, sizeof *r);
+        b->readers.data[b->readers.len++] = r;
+        r->kind = dec_str(rm->kind);
+        FL_VEC_RESERVE(&r->inputs, rm->n_inputs);
+        for (size_t j = 0; j < rm->n_inputs; j++) r->inputs.data[r->inputs.len++] = rm->inputs[j];
+        r->dataset = rm->dataset ? dec_str(rm->dataset) : NULL;
+        r->part = rm->part ? dec_str(rm->part) : NULL;
+        r->n = rm->n;
+        r->drop_last = rm->drop_last;
+        r->check_alignment = rm->check_alignment;
+    }
     b->role = dec_str(m->role);
     b->role_index = m->role_index;
     const Fluidc__RunSpec *rm = m->run;

@@ -283,6 +283,23 @@ static void show_run(FlBuf *out, const FlRunSpec *r) {
                       pf->sorted_key ? pf->sorted_key : "None", pf->path ? pf->path : "None");
 }
 
+/* Bundle.readers, one line each: "reader 2: batch(1) 20 drop_last". */
+static void show_readers(FlBuf *out, const FlBundle *b) {
+    if (!b->readers.len) return;
+    fl_buf_puts(out, "== readers ==\n");
+    for (size_t i = 0; i < b->readers.len; i++) {
+        const FlReaderDesc *r = b->readers.data[i];
+        fl_buf_printf(out, "reader %zu: %s(", i, r->kind);
+        for (size_t j = 0; j < r->inputs.len; j++) fl_buf_printf(out, "%s%d", j ? ", " : "", (int)r->inputs.data[j]);
+        fl_buf_putc(out, ')');
+        if (r->dataset) fl_buf_printf(out, " %s.%s", r->dataset, r->part ? r->part : "");
+        if (r->n) fl_buf_printf(out, " %lld", (long long)r->n);
+        if (r->drop_last) fl_buf_puts(out, " drop_last");
+        if (r->check_alignment) fl_buf_puts(out, " check_alignment");
+        fl_buf_putc(out, '\n');
+    }
+}
+
 void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     fl_buf_printf(out, "bundle: role %s, index %lld\n", b->role ? b->role : "",
                   (long long)b->role_index);
@@ -294,6 +311,7 @@ void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     fl_ir_show_program(b->startup, "startup program", b, out);
     fl_ir_show_program(b->main, "main program", b, out);
     if (b->driver) fl_ir_show_program(b->driver, "driver program", b, out);
+    show_readers(out, b);
     show_run(out, &b->run);
 }
 

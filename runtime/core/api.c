@@ -18,6 +18,8 @@ struct FlExecutor {
     FlExec *startup, *main;
     FlExec *driver; /* NULL when the bundle has none */
     FlPar *par; /* the kernels' pool of both programs; NULL with threads <= 1 */
+    const FlBundle *bundle; /* the program's (its readers); borrowed */
+    uint64_t seed;          /* FlExecutorOptions.seed: the driver's readers shuffle with it */
 };
 
 FlStatus fl_program_load(const char *path, FlLoadedProgram **out, FlErr *err) {
@@ -63,6 +65,8 @@ FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt,
     FlExecOptions o = {.seed = opt ? opt->seed : 0, .par = ex->par, .trace = opt ? opt->trace : NULL,
                       .prof = opt ? opt->prof : NULL};
     const FlBundle *b = p->bundle;
+    ex->bundle = b;
+    ex->seed = o.seed;
     const char *const *src = (const char *const *)b->source_paths.data;
     size_t ns = b->source_paths.len;
     if (fl_exec_new(b->startup, src, ns, &o, &ex->startup, &e2) != FL_OK) {
@@ -104,7 +108,8 @@ FlStatus fl_executor_run_driver_exit(FlExecutor *ex, FlScope *scope, int *exit_c
     if (!ex->driver) return fl_err(err, "the program has no driver (run its startup, then its main program)");
     FlDriverExit done = {.code = 0};
     atomic_init(&done.exited, false);
-    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main, .exit = &done};
+    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main, .exit = &done, .bundle = ex->bundle,
+                      .seed = ex->seed};
     FlScope *ds = fl_driver_scope(scope, &h);
     FlStatus st = fl_exec_run(ex->driver, ds, NULL, 0, NULL, NULL, 0, 0, err);
     fl_scope_release(ds);

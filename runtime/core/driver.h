@@ -31,6 +31,8 @@ typedef struct FlDriverHost {
     FlScope *root;          /* where the programs run unless a run_program names a scope */
     FlExec *startup, *main; /* the bundle's programs, prepared */
     FlDriverExit *exit;     /* where an exit op records its code; borrowed, as the others */
+    const FlBundle *bundle; /* its readers (Bundle.readers), which reader_open opens */
+    uint64_t seed;          /* the run's seed (flrun --seed, else 0): the readers' shuffles */
 } FlDriverHost;
 
 /* A new scope (one reference) under root holding a copy of *h: run the driver on it. */

@@ -612,6 +612,65 @@ static void test_bundle_round_trip(void) {
     fl_ir_bundle_free(b);
 }
 
+/* Bundle.readers (docs/driver.md, "Data"): a bundle with readers is written as format 3, read
+ * back, shown, cloned; a node of an unknown kind, with an input that is not an earlier node or a
+ * batch of size 0 is refused, naming the reader. */
+static FlReaderDesc *reader_desc(const char *kind, int32_t input, int64_t n) {
+    FlReaderDesc *r = fl_xcalloc(1, sizeof *r);
+    r->kind = fl_xstrdup(kind);
+    if (input >= 0) FL_VEC_PUSH(&r->inputs, input);
+    r->n = n;
+    return r;
+}
+
+static void test_readers_round_trip(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    FlReaderDesc *src = reader_desc("dataset", -1, 0);
+    src->dataset = fl_xstrdup("uci_housing");
+    src->part = fl_xstrdup("train");
+    FL_VEC_PUSH(&b->readers, src);
+    FL_VEC_PUSH(&b->readers, reader_desc("shuffle", 0, 500));
+    FlReaderDesc *bt = reader_desc("batch", 1, 20);
+    bt->drop_last = true;
+    FL_VEC_PUSH(&b->readers, bt);
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 3);
+    const char *path = tmp_path("readers.flp");
+    CU_ASSERT_EQUAL_FATAL(fl_ir_bundle_write(b, path, &e), FL_OK);
+    FlBundle *r = NULL;
+    FlPlan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(path, &r, &p, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(r->readers.len, 3);
+    CU_ASSERT_STRING_EQUAL(r->readers.data[0]->dataset, "uci_housing");
+    CU_ASSERT_EQUAL(r->readers.data[2]->inputs.data[0], 1);
+    CU_ASSERT_TRUE(r->readers.data[2]->drop_last);
+    char *s1 = show_bundle(b), *s2 = show_bundle(r);
+    CHECK_STR(s2, s1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "== readers ==\nreader 0: dataset() uci_housing.train\n"
+                                      "reader 1: shuffle(0) 500\nreader 2: batch(1) 20 drop_last\n"));
+    free(s1);
+    free(s2);
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_EQUAL(cl->readers.len, 3);
+    CU_ASSERT_NOT_EQUAL(cl->readers.data[0], r->readers.data[0]);
+    CU_ASSERT_STRING_EQUAL(cl->readers.data[0]->part, "train");
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    b->readers.data[2]->inputs.data[0] = 2; /* itself: not an earlier reader */
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 2 (batch): input 2 is not an earlier reader"));
+    b->readers.data[2]->inputs.data[0] = 1;
+    b->readers.data[2]->n = 0;
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 2 (batch): size 0 below 1"));
+    b->readers.data[2]->n = 20;
+    free(b->readers.data[1]->kind);
+    b->readers.data[1]->kind = fl_xstrdup("map");
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 1: unknown kind 'map'"));
+    fl_ir_bundle_free(b);
+}
+
 /* A driver program (docs/driver.md) is kept, shown and checked; a bundle with one is written as
  * format 3, a bundle without one as format 2, byte for byte as before the field existed. */
 static void test_driver_round_trip(void) {
@@ -1433,6 +1492,7 @@ int main(void) {
     CU_add_test(s, "block io", test_block_io);
     CU_add_test(s, "bundle round trip", test_bundle_round_trip);
     CU_add_test(s, "driver round trip", test_driver_round_trip);
+    CU_add_test(s, "readers round trip", test_readers_round_trip);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);
     CU_add_test(s, "truncated", test_truncated);

@@ -252,8 +252,34 @@ static void test_races(void) {
     end();
 }
 
+/* A driver's reader_open names a reader of the bundle (Bundle.readers). */
+static void test_driver_readers(void) {
+    FlBundle *b = fl_ir_bundle_new();
+    b->driver = fl_ir_program_new();
+    FlBlock *d = fl_ir_block(b->driver, 0);
+    V(d, "r")->kind = FL_VAR_RAW;
+    line = 0;
+    FlOpDesc *op = OP(d, "reader_open", "", "Out=r");
+    fl_ir_op_set_int(op, "reader", 0);
+    FlVerifyIssues vi = {0};
+    CU_ASSERT_EQUAL(fl_verify_driver(b, &vi), 1);
+    CU_ASSERT_EQUAL_FATAL(vi.items.len, 1);
+    CHECK_STR(vi.items.data[0].msg, "reader_open: reader 0 is not a reader of the bundle (it has 0)");
+    CU_ASSERT_EQUAL(vi.items.data[0].loc.line, 1);
+    fl_verify_issues_fini(&vi);
+    FlReaderDesc *r = fl_xcalloc(1, sizeof *r);
+    r->kind = fl_xstrdup("dataset");
+    r->dataset = fl_xstrdup("mnist");
+    r->part = fl_xstrdup("train");
+    FL_VEC_PUSH(&b->readers, r);
+    CU_ASSERT_EQUAL(fl_verify_driver(b, &vi), 0);
+    fl_verify_issues_fini(&vi);
+    fl_ir_bundle_free(b);
+}
+
 int main(void) {
     static const FlTestCase cases[] = {
+        {"driver readers", test_driver_readers},
         {"a clean program", test_clean},
         {"use before definition", test_use_before_def},
         {"ops against the table", test_ops_checked},

@@ -1,0 +1,246 @@
+/* dataset.c: paddle.dataset's readers over Paddle's cache folder (dataset.h).
+ *
+ * Each module is a row of `modules`: its parts, their layout and a loader. A file is read whole
+ * through zlib (gzopen reads plain files too), then parsed from memory. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "dataset/dataset.h"
+
+/* ---------------------------------------------------------------- files */
+
+char *fl_ds_dir(const char *name) {
+    FlBuf b = {0};
+    const char *home = getenv("FLUIDC_DATA_HOME");
+    if (home && *home) fl_buf_printf(&b, "%s/%s", home, name);
+    else fl_buf_printf(&b, "%s/.cache/paddle/dataset/%s", getenv("HOME") ? getenv("HOME") : "", name);
+    return b.data;
+}
+
+/* The path of file `file` of module `name` (malloc'd), and in *shown how a message names it: '~'
+ * for the home folder when $FLUIDC_DATA_HOME is not set. */
+static char *ds_path(const char *name, const char *file, FlBuf *shown) {
+    char *dir = fl_ds_dir(name);
+    FlBuf b = {0};
+    fl_buf_printf(&b, "%s/%s", dir, file);
+    free(dir);
+    const char *home = getenv("FLUIDC_DATA_HOME");
+    if (home && *home) fl_buf_puts(shown, b.data);
+    else fl_buf_printf(shown, "~/.cache/paddle/dataset/%s/%s", name, file);
+    return b.data;
+}
+
+/* Reads file `file` of module `name` whole (gunzipped when it is gzip). */
+static FlStatus ds_read(const char *name, const char *part, const char *file, char **out, size_t *len,
+                        FlErr *e) {
+    *out = NULL;
+    FlBuf shown = {0};
+    char *path = ds_path(name, file, &shown);
+    FlStatus st = FL_OK;
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            st = fl_err(e, "paddle.dataset.%s: '%s' is missing: Paddle downloads it (python -c \"import "
+                        "paddle.dataset.%s as m; m.%s()\"), or make a cache with scripts/make_dataset_cache.sh",
+                        name, shown.data, name, part);
+        else st = fl_err(e, "paddle.dataset.%s: cannot open '%s': %s", name, shown.data, strerror(errno));
+        goto done;
+    }
+    FlBuf b = {0};
+    char chunk[1 << 16];
+    int n;
+    while ((n = gzread(f, chunk, sizeof chunk)) > 0) fl_buf_append(&b, chunk, (size_t)n);
+    int errnum = 0;
+    const char *msg = n < 0 ? gzerror(f, &errnum) : NULL;
+    gzclose(f);
+    if (msg) {
+        fl_buf_free(&b);
+        st = fl_err(e, "paddle.dataset.%s: '%s': %s", name, shown.data, msg);
+        goto done;
+    }
+    *len = b.len;
+    *out = b.data ? b.data : fl_xstrdup("");
+done:
+    fl_buf_free(&shown);
+    free(path);
+    return st;
+}
+
+static FlDsTable *table_new(const FlDsLayout *l, size_t rows) {
+    FlDsTable *t = fl_xcalloc(1, sizeof *t);
+    t->layout = *l;
+    t->rows = rows;
+    for (size_t f = 0; f < l->nfields; f++)
+        t->data[f] = fl_xcalloc(rows ? rows : 1, fl_mul_size(l->fields[f].width, fl_dtype_size(l->fields[f].dtype)));
+    return t;
+}
+
+void fl_ds_free(FlDsTable *t) {
+    if (!t) return;
+    for (size_t f = 0; f < t->layout.nfields; f++) free(t->data[f]);
+    free(t);
+}
+
+/* ---------------------------------------------------------------- uci_housing */
+
+#define UCI_COLS 14
+
+static void uci_layout(FlDsLayout *l) {
+    *l = (FlDsLayout){.nfields = 2,
+                      .fields = {{"x", FL_DT_FLOAT32, UCI_COLS - 1}, {"y", FL_DT_FLOAT32, 1}}};
+}
+
+/* housing.data: numbers separated by blanks, 14 a row (np.fromfile(sep=' ') then a reshape);
+ * features normalised over the whole file, the first int(0.8 * rows) rows train. */
+static FlStatus uci_load(const char *part, FlDsTable **out, FlErr *e) {
+    char *text;
+    size_t len;
+    if (ds_read("uci_housing", part, "housing.data", &text, &len, e)) return FL_ERROR;
+    FL_VEC(double) v = {0};
+    FlStatus st = FL_OK;
+    for (char *p = text; st == FL_OK;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        if (!*p) break;
+        char *end;
+        double d = strtod(p, &end);
+        if (end == p || !isfinite(d))
+            st = fl_err(e, "paddle.dataset.uci_housing: housing.data: '%.20s' is not a number (number %zu)", p,
+                        v.len + 1);
+        else FL_VEC_PUSH(&v, d);
+        p = end;
+    }
+    if ((size_t)strlen(text) != len && st == FL_OK) st = fl_err(e, "paddle.dataset.uci_housing: housing.data holds a NUL byte");
+    free(text);
+    size_t rows = v.len / UCI_COLS;
+    if (st == FL_OK && (v.len % UCI_COLS || rows < 2))
+        st = fl_err(e, "paddle.dataset.uci_housing: housing.data holds %zu numbers, not rows of %d (at least 2)",
+                    v.len, UCI_COLS);
+    if (st) {
+        FL_VEC_FREE(&v);
+        return FL_ERROR;
+    }
+    for (size_t c = 0; c + 1 < UCI_COLS; c++) {
+        double mx = -INFINITY, mn = INFINITY, sum = 0;
+        for (size_t r = 0; r < rows; r++) {
+            double x = v.data[r * UCI_COLS + c];
+            mx = x > mx ? x : mx;
+            mn = x < mn ? x : mn;
+            sum += x;
+        }
+        if (mx == mn) {
+            FL_VEC_FREE(&v);
+            return fl_err(e, "paddle.dataset.uci_housing: housing.data: column %zu is constant (%g): it cannot be "
+                          "normalised by its range", c, mx);
+        }
+        double avg = sum / (double)rows;
+        for (size_t r = 0; r < rows; r++) v.data[r * UCI_COLS + c] = (v.data[r * UCI_COLS + c] - avg) / (mx - mn);
+    }
+    size_t offset = (size_t)((double)rows * 0.8), from = strcmp(part, "train") == 0 ? 0 : offset;
+    size_t n = strcmp(part, "train") == 0 ? offset : rows - offset;
+    FlDsLayout l;
+    uci_layout(&l);
+    FlDsTable *t = table_new(&l, n);
+    float *x = t->data[0], *y = t->data[1];
+    for (size_t r = 0; r < n; r++) {
+        const double *row = v.data + (from + r) * UCI_COLS;
+        for (size_t c = 0; c + 1 < UCI_COLS; c++) x[r * (UCI_COLS - 1) + c] = (float)row[c];
+        y[r] = (float)row[UCI_COLS - 1];
+    }
+    FL_VEC_FREE(&v);
+    *out = t;
+    return FL_OK;
+}
+
+/* ---------------------------------------------------------------- mnist */
+
+static void mnist_layout(FlDsLayout *l) {
+    *l = (FlDsLayout){.nfields = 2, .fields = {{"pixel", FL_DT_FLOAT32, 784}, {"label", FL_DT_INT64, 1}}};
+}
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The idx files of `part`: images (magic 2051, n, 28, 28, then bytes) and labels (magic 2049, n,
+ * then bytes 0..9). */
+static FlStatus mnist_load(const char *part, FlDsTable **out, FlErr *e) {
+    const char *pre = strcmp(part, "train") == 0 ? "train" : "t10k";
+    char fimg[64], flab[64];
+    snprintf(fimg, sizeof fimg, "%s-images-idx3-ubyte.gz", pre);
+    snprintf(flab, sizeof flab, "%s-labels-idx1-ubyte.gz", pre);
+    char *img = NULL, *lab = NULL;
+    size_t ni, nl;
+    FlStatus st = FL_ERROR;
+    if (ds_read("mnist", part, fimg, &img, &ni, e) || ds_read("mnist", part, flab, &lab, &nl, e)) goto done;
+    const unsigned char *pi = (const unsigned char *)img, *pl = (const unsigned char *)lab;
+    if (ni < 16 || be32(pi) != 2051 || be32(pi + 8) != 28 || be32(pi + 12) != 28 ||
+        (ni - 16) / 784 < be32(pi + 4)) {
+        fl_err(e, "paddle.dataset.mnist: '%s' is not an idx3 file of 28x28 images (magic 2051)", fimg);
+        goto done;
+    }
+    if (nl < 8 || be32(pl) != 2049 || nl - 8 < be32(pl + 4)) {
+        fl_err(e, "paddle.dataset.mnist: '%s' is not an idx1 file of labels (magic 2049)", flab);
+        goto done;
+    }
+    size_t n = be32(pi + 4);
+    if (be32(pl + 4) != n) {
+        fl_err(e, "paddle.dataset.mnist: '%s' holds %zu images but '%s' %zu labels", fimg, n, flab,
+               (size_t)be32(pl + 4));
+        goto done;
+    }
+    FlDsLayout l;
+    mnist_layout(&l);
+    FlDsTable *t = table_new(&l, n);
+    float *x = t->data[0];
+    int64_t *y = t->data[1];
+    for (size_t i = 0; i < n * 784; i++) x[i] = (float)((double)pi[16 + i] / 255.0 * 2.0 - 1.0);
+    for (size_t i = 0; i < n; i++) y[i] = pl[8 + i];
+    *out = t;
+    st = FL_OK;
+done:
+    free(img);
+    free(lab);
+    return st;
+}
+
+/* ---------------------------------------------------------------- modules */
+
+static const struct {
+    const char *name;
+    void (*layout)(FlDsLayout *l);
+    FlStatus (*load)(const char *part, FlDsTable **out, FlErr *e);
+} modules[] = {{"uci_housing", uci_layout, uci_load}, {"mnist", mnist_layout, mnist_load}};
+
+static const char *const not_yet[] = {"cifar", "imdb", "imikolov", "movielens", "conll05", "wmt14", "wmt16",
+                                      "flowers", "sentiment", "voc2012", "mq2007"};
+
+static FlStatus find(const char *name, const char *part, size_t *out, FlErr *e) {
+    for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++)
+        if (strcmp(modules[i].name, name) == 0) {
+            if (strcmp(part, "train") != 0 && strcmp(part, "test") != 0)
+                return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has train and test)", name, part);
+            *out = i;
+            return FL_OK;
+        }
+    for (size_t i = 0; i < FL_ARRAY_LEN(not_yet); i++)
+        if (strcmp(not_yet[i], name) == 0)
+            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing and mnist are)", name);
+    return fl_err(e, "paddle.dataset has no module '%s'", name);
+}
+
+FlStatus fl_ds_layout(const char *name, const char *part, FlDsLayout *out, FlErr *e) {
+    size_t i;
+    if (find(name, part, &i, e)) return FL_ERROR;
+    modules[i].layout(out);
+    return FL_OK;
+}
+
+FlStatus fl_ds_load(const char *name, const char *part, FlDsTable **out, FlErr *e) {
+    *out = NULL;
+    size_t i;
+    if (find(name, part, &i, e)) return FL_ERROR;
+    return modules[i].load(part, out, e);
+}

@@ -1,0 +1,60 @@
+/* dataset.h: paddle.dataset's files, read in Paddle's formats from Paddle's cache folder
+ * (docs/driver.md, "Data"). The compiler asks for a reader's fields (fl_ds_layout) when a script
+ * names it; the runtime loads its samples (fl_ds_load) when the driver opens it. Nothing is
+ * downloaded: a missing file is an error naming it and how to get it.
+ *
+ * Where: $FLUIDC_DATA_HOME/NAME/ when that is set, else ~/.cache/paddle/dataset/NAME/ (Paddle's
+ * DATA_HOME). The readers and what they give, as Paddle's python/paddle/dataset/NAME.py gives it:
+ *
+ *   uci_housing  train, test   housing.data (506 rows of 14 numbers): features 0..12 become
+ *                              (x - mean) / (max - min) over the whole file, the first 80% of
+ *                              the rows are train, the rest test; fields x [13] and y [1] (float32)
+ *   mnist        train, test   {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz: pixels scaled to
+ *                              [-1, 1] (p / 255 * 2 - 1), fields pixel [784] (float32) and label
+ *                              [1] (int64)
+ *
+ * The other modules of paddle.dataset (cifar, imdb, imikolov, movielens, conll05, wmt14, wmt16)
+ * are an error naming the module: they are not read yet.
+ *
+ * A table holds every sample of a reader, field by field (a sample is one row of each field);
+ * tables are immutable once loaded, so threads may read one at once.
+ */
+#ifndef FL_DATASET_H
+#define FL_DATASET_H
+
+#include <stddef.h>
+
+#include "base/base.h"
+#include "compiler/ir/dtype.h"
+
+#define FL_DS_MAX_FIELDS 4
+
+typedef struct FlDsField {
+    const char *name; /* Paddle's name of the sample's element (static storage) */
+    FlDType dtype;    /* FL_DT_FLOAT32 or FL_DT_INT64 */
+    size_t width;     /* elements per sample */
+} FlDsField;
+
+typedef struct FlDsLayout {
+    size_t nfields;
+    FlDsField fields[FL_DS_MAX_FIELDS];
+} FlDsLayout;
+
+typedef struct FlDsTable {
+    FlDsLayout layout;
+    size_t rows;
+    void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major */
+} FlDsTable;
+
+/* The fields of reader `part` of module `name` ("mnist", "train"). An unknown module or part, or a
+ * module not read yet, is an error naming it: "paddle.dataset.cifar is not read yet ...". */
+FlStatus fl_ds_layout(const char *name, const char *part, FlDsLayout *out, FlErr *e) FL_WARN_UNUSED;
+/* Reads the samples of reader `part` of module `name` from the cache folder. */
+FlStatus fl_ds_load(const char *name, const char *part, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_free(FlDsTable *t);
+
+/* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
+ * $HOME/.cache/paddle/dataset/name. */
+char *fl_ds_dir(const char *name);
+
+#endif

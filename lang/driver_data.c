@@ -1,0 +1,325 @@
+/* driver_data.c: data the Fluid way (docs/driver.md, "Data"): readers as compile-time
+ * descriptions that the driver's reader ops read at run time. The native module `_reader` (used
+ * by stdlib/paddle/reader.fl, stdlib/paddle/dataset/ and stdlib/fluid/data_feeder.fl):
+ *
+ *   dataset(name, part)   paddle.dataset.NAME.part(): a reader of the module's samples, whose
+ *                         fields dataset/ gives (fl_ds_layout; an unknown module is an error)
+ *   decorate(kind, readers, n, drop_last, check_alignment)
+ *                         paddle.batch, paddle.reader.shuffle/firstn/chain/compose/buffered
+ *   fields(data)          the field vars of a batch (DataFeeder.feed)
+ *
+ * A reader is a builtin function (Paddle's reader is a function returning a generator) bound to
+ * a Reader record: its kind, inputs, arguments and fields. Calling it gives a ReaderIter record;
+ * `for data in reader():` (fl_ev_lower_for_reader) and `next(reader())` read it in the driver:
+ * reader_open (once per reader, in the driver's global block: the data is read once), then
+ * reader_epoch and reader_next in a runtime loop (lang/lower.c's fl_ev_lower_for_next), so break
+ * and continue work. A batch `data` is a ReaderBatch record: its field vars ([rows, width]) and
+ * its rows (len(data)). The readers a driver reads are written to Bundle.readers when a loop
+ * first reads them (a reader's index is kept in its record).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/dataset.h"
+#include "lang/eval_impl.h"
+
+#define READER_TYPE "Reader"
+#define ITER_TYPE "ReaderIter"
+#define BATCH_TYPE "ReaderBatch"
+
+static FlValue *get(FlValue *r, const char *name) {
+    return r && r->kind == VK_RECORD && r->rec.attrs ? fl_map_find_str(&r->rec.attrs->map, name) : NULL;
+}
+
+static bool is_rec(const FlValue *v, const char *type) {
+    return v && v->kind == VK_RECORD && !v->rec.cls && v->rec.type && strcmp(v->rec.type, type) == 0;
+}
+
+static FlValue *r_call(Ctx *c, FlValue *self, CallArgs *a);
+
+/* The Reader record of a reader value, else NULL. */
+static FlValue *reader_of(FlValue *v) {
+    return v && v->kind == VK_BUILTIN && v->builtin.fn == r_call ? v->builtin.self : NULL;
+}
+
+static FlValue *r_call(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("reader", "", 0);
+    (void)v;
+    FlValue *it = fl_v_record(c, ITER_TYPE);
+    fl_v_rec_set(c, it, "_reader", self);
+    fl_v_rec_set(c, it, "_start", fl_v_int(c, -1)); /* enumerate's start; -1: not enumerated */
+    return it;
+}
+
+bool fl_ev_is_reader_iter(const FlValue *v) { return is_rec(v, ITER_TYPE); }
+
+/* A new Reader record and its reader value. */
+static FlValue *reader_new(Ctx *c, const char *kind, FlValue *inputs, FlValue *fields, bool batched) {
+    FlValue *r = fl_v_record(c, READER_TYPE);
+    fl_v_rec_set(c, r, "_kind", fl_v_cstr(c, kind));
+    fl_v_rec_set(c, r, "_inputs", inputs);
+    fl_v_rec_set(c, r, "_fields", fields);
+    fl_v_rec_set(c, r, "_batched", fl_v_bool(c, batched));
+    return fl_v_builtin(c, "reader", r_call, r);
+}
+
+/* The fields of a layout: a list of (dtype, width, name) tuples. */
+static FlValue *layout_fields(Ctx *c, const FlDsLayout *l) {
+    FlValue *out = fl_v_list(c, VK_LIST);
+    for (size_t f = 0; f < l->nfields; f++) {
+        FlValue *t = fl_v_list(c, VK_TUPLE);
+        fl_v_list_push(c, t, fl_v_int(c, l->fields[f].dtype));
+        fl_v_list_push(c, t, fl_v_int(c, (int64_t)l->fields[f].width));
+        fl_v_list_push(c, t, fl_v_cstr(c, l->fields[f].name));
+        fl_v_list_push(c, out, t);
+    }
+    return out;
+}
+
+static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("dataset", "name part args= kwargs=", 4);
+    if (!fl_ev_want_str(c, v[0], "dataset name", a->span) || !fl_ev_want_str(c, v[1], "dataset part", a->span))
+        return c->error;
+    FlDsLayout l;
+    FlErr e;
+    if (fl_ds_layout(v[0]->str.s, v[1]->str.s, &l, &e)) return fl_ev_error(c, a->span, "%s", e.msg);
+    if ((v[2] && v[2]->kind == VK_TUPLE && v[2]->list.len) || (v[3] && v[3]->kind == VK_DICT && v[3]->dict.len))
+        return fl_ev_error(c, a->span, "paddle.dataset.%s.%s() takes no arguments", v[0]->str.s, v[1]->str.s);
+    FlValue *rv = reader_new(c, "dataset", fl_v_list(c, VK_LIST), layout_fields(c, &l), false);
+    fl_v_rec_set(c, rv->builtin.self, "_dataset", v[0]);
+    fl_v_rec_set(c, rv->builtin.self, "_part", v[1]);
+    return rv;
+}
+
+/* Whether two field lists are the same (chain joins only readers of the same fields). */
+static bool same_fields(const FlValue *a, const FlValue *b) {
+    if (a->list.len != b->list.len) return false;
+    for (size_t i = 0; i < a->list.len; i++)
+        for (size_t k = 0; k < 2; k++)
+            if (a->list.items[i]->list.items[k]->i != b->list.items[i]->list.items[k]->i) return false;
+    return true;
+}
+
+/* decorate(kind, readers, n, drop_last, check_alignment): the decorators of paddle.reader and
+ * paddle.batch; the .fl functions check their own argument types. */
+static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("decorate", "kind readers n drop_last check_alignment", 5);
+    const char *kind = v[0]->str.s;
+    FlValue *ins = v[1], *inputs = fl_v_list(c, VK_LIST), *fields = NULL;
+    bool batched = false;
+    for (size_t i = 0; i < ins->list.len; i++) {
+        FlValue *r = reader_of(ins->list.items[i]);
+        if (!r) {
+            if (ins->list.items[i]->kind == VK_READER)
+                return fl_ev_error(c, a->span, "paddle.reader.%s of an io.csv reader: io.csv and io.split readers are "
+                                   "read by fluid.train (docs/language.md); paddle.batch and paddle.reader take "
+                                   "paddle.dataset readers", kind);
+            return fl_ev_error(c, a->span, "paddle.reader.%s takes readers (paddle.dataset.NAME.train(), or one of "
+                               "paddle.batch and paddle.reader's), found %s", kind,
+                               fl_v_type_name(ins->list.items[i]));
+        }
+        bool b = get(r, "_batched")->b;
+        if (b && strcmp(kind, "firstn") != 0 && strcmp(kind, "buffered") != 0)
+            return fl_ev_error(c, a->span, "%s of a batched reader: apply paddle.batch last (after %s)",
+                               strcmp(kind, "batch") == 0 ? "paddle.batch" : kind, kind);
+        batched = batched || b;
+        FlValue *f = get(r, "_fields");
+        if (!fields) {
+            fields = f;
+        } else if (strcmp(kind, "compose") == 0) {
+            FlValue *all = fl_v_list(c, VK_LIST);
+            for (size_t k = 0; k < fields->list.len; k++) fl_v_list_push(c, all, fields->list.items[k]);
+            for (size_t k = 0; k < f->list.len; k++) fl_v_list_push(c, all, f->list.items[k]);
+            fields = all;
+        } else if (!same_fields(fields, f)) {
+            return fl_ev_error(c, a->span, "paddle.reader.chain: reader %zu gives samples of other fields than "
+                               "reader 1", i + 1);
+        }
+        fl_v_list_push(c, inputs, r);
+    }
+    if (!fields) return fl_ev_error(c, a->span, "paddle.reader.%s needs a reader", kind);
+    if (fields->list.len > FL_DS_MAX_FIELDS * 4)
+        return fl_ev_error(c, a->span, "paddle.reader.compose: %zu fields (at most %d)", fields->list.len,
+                           FL_DS_MAX_FIELDS * 4);
+    FlValue *rv = reader_new(c, kind, inputs, fields, batched || strcmp(kind, "batch") == 0);
+    fl_v_rec_set(c, rv->builtin.self, "_n", v[2]);
+    fl_v_rec_set(c, rv->builtin.self, "_drop_last", v[3]);
+    fl_v_rec_set(c, rv->builtin.self, "_check", v[4]);
+    return rv;
+}
+
+static FlValue *d_fields(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("fields", "data", 1);
+    if (!is_rec(v[0], BATCH_TYPE))
+        return fl_ev_error(c, a->span, "DataFeeder.feed(data) takes a batch of a reader (for data in reader(): ...), "
+                           "found %s", fl_v_type_name(v[0]));
+    return get(v[0], "_fields");
+}
+
+/* ------------------------------------------------------------------ Bundle.readers */
+
+static char *dup_str(const FlValue *v) { return v && v->kind == VK_STR ? fl_xstrdup(v->str.s) : NULL; }
+
+/* The index of reader record r in Bundle.readers, its inputs written first. */
+static int32_t emit(Ctx *c, FlValue *r) {
+    FlValue *ix = get(r, "_index");
+    if (ix) return (int32_t)ix->i;
+    FlReaderDesc *d = fl_xcalloc(1, sizeof *d);
+    FlValue *ins = get(r, "_inputs");
+    for (size_t i = 0; i < ins->list.len; i++) {
+        int32_t k = emit(c, ins->list.items[i]);
+        FL_VEC_PUSH(&d->inputs, k);
+    }
+    d->kind = dup_str(get(r, "_kind"));
+    d->dataset = dup_str(get(r, "_dataset"));
+    d->part = dup_str(get(r, "_part"));
+    FlValue *n = get(r, "_n"), *dl = get(r, "_drop_last"), *ck = get(r, "_check");
+    d->n = n && n->kind == VK_INT ? n->i : 0;
+    d->drop_last = dl && dl->kind == VK_BOOL && dl->b;
+    d->check_alignment = ck && ck->kind == VK_BOOL && ck->b;
+    FL_VEC_PUSH(&c->bundle->readers, d);
+    int32_t idx = (int32_t)(c->bundle->readers.len - 1);
+    fl_v_rec_set(c, r, "_index", fl_v_int(c, idx));
+    return idx;
+}
+
+/* A new var of the current block (of the driver). */
+static const char *new_var(Ctx *c, const char *prefix, FlDType dt, int nd, const int64_t *shape, FlSpan sp) {
+    const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));
+    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+    d->dtype = dt;
+    if (nd >= 0) fl_ir_var_set_shape(d, nd, shape);
+    d->stop_gradient = true;
+    return name;
+}
+
+/* The var holding reader r opened: a reader_open appended to the driver's global block the first
+ * time (before the loop being built, which is appended after its body). */
+static const char *opened(Ctx *c, FlValue *r, FlSpan sp) {
+    FlValue *ov = get(r, "_open");
+    if (ov) return ov->var.name;
+    int32_t idx = emit(c, r);
+    FlBlock *saved = c->b.block;
+    c->b.block = fl_ir_block(fl_ev_driver(c), 0);
+    const char *name = new_var(c, "reader", FL_DT_FLOAT32, -1, NULL, sp);
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "reader_open", sp);
+    fl_ir_op_set_int(op, "reader", idx);
+    fl_ir_op_add_output(op, "Out", name);
+    bool ok = fl_ev_infer(c, c->b.block, op, sp);
+    c->b.block = saved;
+    if (!ok) return NULL;
+    fl_v_rec_set(c, r, "_open", fl_v_var(c, name));
+    return name;
+}
+
+/* reader_epoch of reader r in the current block: the epoch var. */
+static const char *epoch(Ctx *c, FlValue *r, FlSpan sp) {
+    const char *rd = opened(c, r, sp);
+    if (!rd) return NULL;
+    const char *name = new_var(c, "reader_epoch", FL_DT_FLOAT32, -1, NULL, sp);
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "reader_epoch", sp);
+    fl_ir_op_add_input(op, "Reader", rd);
+    fl_ir_op_add_output(op, "Out", name);
+    return fl_ev_infer(c, c->b.block, op, sp) ? name : NULL;
+}
+
+typedef struct NextArg {
+    FlValue *reader;
+    const char *epoch, *counter; /* counter: enumerate's, else NULL */
+} NextArg;
+
+/* reader_next of the epoch into `sub`: a ReaderBatch (and with enumerate, (i, batch)). */
+static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp) {
+    NextArg *na = arg;
+    FlValue *fields = get(na->reader, "_fields"), *vars = fl_v_list(c, VK_LIST);
+    FlOpDesc *op = fl_ev_op_raw(c, sub, "reader_next", sp);
+    fl_ir_op_add_input(op, "Epoch", na->epoch);
+    for (size_t f = 0; f < fields->list.len; f++) {
+        FlValue **t = fields->list.items[f]->list.items;
+        int64_t shape[2] = {-1, t[1]->i};
+        const char *name = new_var(c, "reader_data", (FlDType)t[0]->i, 2, shape, sp);
+        fl_ir_op_add_output(op, "Out", name);
+        fl_v_list_push(c, vars, fl_v_var(c, name));
+    }
+    int64_t one = 1;
+    const char *rows = new_var(c, "reader_rows", FL_DT_INT64, 1, &one, sp);
+    fl_ir_op_add_output(op, "Rows", rows);
+    fl_ir_op_add_output(op, "Ok", ok);
+    if (!fl_ev_infer(c, sub, op, sp)) return c->error;
+    FlValue *batch = fl_v_record(c, BATCH_TYPE);
+    fl_v_rec_set(c, batch, "_fields", vars);
+    fl_v_rec_set(c, batch, "__len__", fl_v_var(c, rows));
+    if (!na->counter) return batch;
+    FlValue *i = fl_ev_op2(c, "assign", fl_v_var(c, na->counter), NULL, sp);
+    if (i->kind == VK_ERROR) return i;
+    FlOpDesc *inc = fl_ev_op_raw(c, sub, "increment", sp);
+    fl_ir_op_add_input(inc, "X", na->counter);
+    fl_ir_op_add_output(inc, "Out", na->counter);
+    if (!fl_ev_infer(c, sub, inc, sp)) return c->error;
+    FlValue *pair = fl_v_list(c, VK_TUPLE);
+    fl_v_list_push(c, pair, i);
+    fl_v_list_push(c, pair, batch);
+    return pair;
+}
+
+Flow fl_ev_lower_for_reader(Ctx *c, Env *e, FlAst *s, FlValue *it) {
+    DriverSwap sw; /* a reader is read by the driver */
+    fl_ev_driver_enter(c, &sw);
+    Flow f = FLOW_ERROR;
+    NextArg na = {.reader = get(it, "_reader")};
+    int64_t start = get(it, "_start")->i;
+    if (!(na.epoch = epoch(c, na.reader, s->loop.iter->span))) goto done;
+    if (start >= 0) {
+        FlValue *cv = fl_ev_const_var(c, fl_v_int(c, start), FL_DT_INT64, s->span);
+        if (cv->kind == VK_ERROR) goto done;
+        na.counter = cv->var.name;
+    }
+    f = fl_ev_lower_for_next(c, e, s, next_batch, &na);
+done:
+    fl_ev_driver_leave(c, &sw);
+    return f;
+}
+
+FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp) {
+    int64_t st = 0;
+    if (start && !fl_ev_want_int(c, start, "start", sp, &st)) return c->error;
+    if (st < 0) return fl_ev_error(c, sp, "enumerate() of a reader: start %lld is negative", (long long)st);
+    if (get(it, "_start")->i >= 0) return fl_ev_error(c, sp, "enumerate() of an enumerated reader");
+    FlValue *r = fl_v_record(c, ITER_TYPE);
+    fl_v_rec_set(c, r, "_reader", get(it, "_reader"));
+    fl_v_rec_set(c, r, "_start", fl_v_int(c, st));
+    return r;
+}
+
+/* next(reader()): the first batch of a new epoch (Paddle's next of a fresh generator). */
+static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("next", "iterator default=", 2);
+    if (!fl_ev_is_reader_iter(v[0]))
+        return fl_ev_error(c, a->span, "next() takes a reader's iterator (next(reader())), found %s",
+                           fl_v_type_name(v[0]));
+    if (v[1]) return fl_ev_error(c, a->span, "next(reader(), default): a default is not compiled: a reader's first "
+                                 "batch is known only when the program runs");
+    if (get(v[0], "_start")->i >= 0) return fl_ev_error(c, a->span, "next() of enumerate(reader()) is not compiled");
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    NextArg na = {.reader = get(v[0], "_reader")};
+    FlValue *r = c->error;
+    if ((na.epoch = epoch(c, na.reader, a->span))) {
+        int64_t one = 1;
+        const char *ok = new_var(c, "reader_ok", FL_DT_BOOL, 1, &one, a->span);
+        r = next_batch(c, c->b.block, ok, &na, a->span);
+    }
+    fl_ev_driver_leave(c, &sw);
+    return r;
+}
+
+static const NativeFn reader_fns[] = {
+    {"dataset", d_dataset},
+    {"decorate", d_decorate},
+    {"fields", d_fields},
+};
+
+void fl_ev_driver_data_install(Ctx *c) {
+    fl_ev_module_of_fns(c, "_reader", reader_fns, FL_ARRAY_LEN(reader_fns));
+    fl_env_set(c->builtins, fl_intern_str(&c->in, "next"), fl_v_builtin(c, "next", b_next, NULL));
+}

@@ -1,0 +1,279 @@
+/* ops_reader.c: the adapters of the driver's reader ops (compiler/ops/reader.def; docs/driver.md,
+ * "Data") over dataset/, on the driver host of driver.h (the bundle's readers, the run's seed).
+ *
+ *   reader_open   Out = a Reader: the tables of the paddle.dataset sources under reader `reader`
+ *                 of Bundle.readers, read once
+ *   reader_epoch  Out = an Epoch: the samples the reader's nodes give, in order (a sample is one
+ *                 row of each source a compose joins), and its batch size
+ *   reader_next   the next batch: one tensor [rows, width] per field, Rows, Ok
+ *
+ * An epoch is computed whole when it starts (a list of row references, no copy of the data), so
+ * Paddle's decorators are list operations: shuffle(buf) shuffles each run of buf samples (Paddle's
+ * buffer fills with buf samples, is shuffled and emptied), firstn keeps the first n samples (or
+ * batches, after a batch), chain concatenates, compose zips (check_alignment: the inputs must end
+ * together), buffered changes nothing but when samples are read, batch cuts the list. The
+ * shuffles draw from one generator seeded with the run's seed and the reader's count of epochs,
+ * nodes in the order of Bundle.readers.
+ *
+ * A Reader is shared by the epochs made from it (a reference count): a later reader_open of the
+ * same var replaces it while an epoch still reads it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/dataset.h"
+#include "runtime/core/driver.h"
+#include "runtime/core/exec_impl.h"
+#include "runtime/rng.h"
+
+/* A sample's row of one source. */
+typedef struct Ref {
+    const FlDsTable *t;
+    size_t row;
+} Ref;
+
+typedef struct Reader {
+    int refs;
+    const FlBundle *b;   /* borrowed: outlives the driver's run */
+    size_t root;
+    FlDsTable **tables;  /* per node of b->readers: the table of a dataset node under root, else NULL */
+    uint64_t seed, epochs;
+} Reader;
+
+/* The samples of a node in one epoch: n samples of w refs each; batch > 0 once batched. */
+typedef struct Samples {
+    Ref *refs;
+    size_t n, w, batch, max_batches;
+    bool drop_last, limited; /* limited: a firstn after the batch keeps max_batches batches */
+} Samples;
+
+typedef struct Epoch {
+    Reader *r;
+    Samples s;
+    size_t batches, next;
+} Epoch;
+
+static void reader_release(void *p) {
+    Reader *r = p;
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (size_t i = 0; i < r->b->readers.len; i++) fl_ds_free(r->tables[i]);
+    free(r->tables);
+    free(r);
+}
+
+static void reader_retain(void *p) { __atomic_add_fetch(&((Reader *)p)->refs, 1, __ATOMIC_ACQ_REL); }
+
+static void epoch_release(void *p) {
+    Epoch *ep = p;
+    reader_release(ep->r);
+    free(ep->s.refs);
+    free(ep);
+}
+
+/* ---------------------------------------------------------------- reader_open */
+
+/* Reads the tables of the dataset nodes under node i. */
+static FlStatus load(Reader *r, size_t i, FlErr *e) {
+    const FlReaderDesc *d = r->b->readers.data[i];
+    if (strcmp(d->kind, "dataset") == 0) {
+        if (r->tables[i]) return FL_OK;
+        return fl_ds_load(d->dataset, d->part, &r->tables[i], e);
+    }
+    for (size_t k = 0; k < d->inputs.len; k++)
+        if (load(r, (size_t)d->inputs.data[k], e)) return FL_ERROR;
+    return FL_OK;
+}
+
+static FlStatus run_reader_open(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = fl_driver_find(s);
+    if (!h || !h->bundle) return fl_exec_op_error(rc, op, "a reader op runs only in a bundle's driver");
+    int64_t idx = fl_exec_attr_int(op, "reader");
+    if (idx < 0 || (size_t)idx >= h->bundle->readers.len)
+        return fl_exec_op_error(rc, op, "reader %lld is not a reader of the bundle (it has %zu)", (long long)idx,
+                                h->bundle->readers.len);
+    Reader *r = fl_xcalloc(1, sizeof *r);
+    r->refs = 1;
+    r->b = h->bundle;
+    r->root = (size_t)idx;
+    r->seed = h->seed;
+    r->tables = fl_xcalloc(h->bundle->readers.len + 1, sizeof *r->tables);
+    FlErr e;
+    if (load(r, r->root, &e)) {
+        reader_release(r);
+        return fl_exec_op_error(rc, op, "%s", e.msg);
+    }
+    fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_reader_open_Out)), r, reader_release);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(reader_open, NULL, run_reader_open);
+
+/* ---------------------------------------------------------------- reader_epoch */
+
+static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e);
+
+/* Whether the field layouts of two sources are the same (chain joins only those). */
+static bool same_layout(const FlDsLayout *a, const FlDsLayout *b) {
+    if (a->nfields != b->nfields) return false;
+    for (size_t f = 0; f < a->nfields; f++)
+        if (a->fields[f].dtype != b->fields[f].dtype || a->fields[f].width != b->fields[f].width) return false;
+    return true;
+}
+
+static FlStatus join(Reader *r, const FlReaderDesc *d, FlRng *rng, Samples *out, FlErr *e) {
+    bool compose = strcmp(d->kind, "compose") == 0;
+    size_t k = d->inputs.len;
+    Samples *in = fl_xcalloc(k, sizeof *in);
+    FlStatus st = FL_OK;
+    size_t total = 0, w = 0, n = SIZE_MAX;
+    for (size_t j = 0; j < k && st == FL_OK; j++) {
+        st = samples(r, (size_t)d->inputs.data[j], rng, &in[j], e);
+        if (st == FL_OK && in[j].batch) st = fl_err(e, "%s: reader %d is batched: %s joins readers of samples", d->kind,
+                                                    (int)d->inputs.data[j], d->kind);
+        if (st) break;
+        total += in[j].n;
+        w += in[j].w;
+        n = in[j].n < n ? in[j].n : n;
+        if (!compose && j && (in[j].w != in[0].w ||
+                              (in[j].n && in[0].n && !same_layout(&in[j].refs[0].t->layout, &in[0].refs[0].t->layout))))
+            st = fl_err(e, "chain: reader %d gives samples of other fields than reader %d", (int)d->inputs.data[j],
+                        (int)d->inputs.data[0]);
+        if (compose && d->check_alignment && in[j].n != in[0].n)
+            st = fl_err(e, "compose: reader %d gives %zu samples but reader %d %zu (ComposeNotAligned; "
+                        "check_alignment=False stops at the shortest)", (int)d->inputs.data[j], in[j].n,
+                        (int)d->inputs.data[0], in[0].n);
+    }
+    if (st == FL_OK && compose) {
+        *out = (Samples){.refs = fl_xcalloc(n * w + 1, sizeof(Ref)), .n = n, .w = w};
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0, o = 0; j < k; o += in[j].w, j++)
+                memcpy(&out->refs[i * w + o], &in[j].refs[i * in[j].w], in[j].w * sizeof(Ref));
+    } else if (st == FL_OK) {
+        w = in[0].w;
+        *out = (Samples){.refs = fl_xcalloc(total * w + 1, sizeof(Ref)), .n = total, .w = w};
+        for (size_t j = 0, o = 0; j < k; o += in[j].n, j++)
+            memcpy(&out->refs[o * w], in[j].refs, in[j].n * w * sizeof(Ref));
+    }
+    for (size_t j = 0; j < k; j++) free(in[j].refs);
+    free(in);
+    return st;
+}
+
+/* The samples node i gives in this epoch. */
+static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e) {
+    const FlReaderDesc *d = r->b->readers.data[i];
+    *out = (Samples){0};
+    if (strcmp(d->kind, "dataset") == 0) {
+        const FlDsTable *t = r->tables[i];
+        *out = (Samples){.refs = fl_xcalloc(t->rows + 1, sizeof(Ref)), .n = t->rows, .w = 1};
+        for (size_t k = 0; k < t->rows; k++) out->refs[k] = (Ref){t, k};
+        return FL_OK;
+    }
+    if (strcmp(d->kind, "chain") == 0 || strcmp(d->kind, "compose") == 0) return join(r, d, rng, out, e);
+    if (samples(r, (size_t)d->inputs.data[0], rng, out, e)) return FL_ERROR;
+    size_t n = (size_t)d->n;
+    if (strcmp(d->kind, "shuffle") == 0) {
+        if (out->batch) {
+            free(out->refs);
+            return fl_err(e, "shuffle of reader %d: it is batched (shuffle the samples, then batch them)",
+                          (int)d->inputs.data[0]);
+        }
+        Ref *tmp = fl_xcalloc(out->w + 1, sizeof(Ref));
+        for (size_t from = 0; from < out->n; from += n) {
+            size_t m = out->n - from < n ? out->n - from : n;
+            Ref *base = out->refs + from * out->w;
+            for (size_t k = m; k > 1; k--) { /* Fisher-Yates */
+                size_t j = (size_t)(fl_rng_uniform(rng) * (double)k);
+                memcpy(tmp, base + (k - 1) * out->w, out->w * sizeof(Ref));
+                memcpy(base + (k - 1) * out->w, base + j * out->w, out->w * sizeof(Ref));
+                memcpy(base + j * out->w, tmp, out->w * sizeof(Ref));
+            }
+        }
+        free(tmp);
+    } else if (strcmp(d->kind, "batch") == 0) {
+        if (out->batch) {
+            free(out->refs);
+            return fl_err(e, "batch of reader %d: it is batched already", (int)d->inputs.data[0]);
+        }
+        out->batch = n;
+        out->drop_last = d->drop_last;
+    } else if (strcmp(d->kind, "firstn") == 0) {
+        if (out->batch) {
+            out->max_batches = out->limited && out->max_batches < n ? out->max_batches : n;
+            out->limited = true;
+        } else {
+            out->n = out->n < n ? out->n : n;
+        }
+    }
+    return FL_OK; /* buffered: the same samples */
+}
+
+static FlStatus run_reader_epoch(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlVar *v = fl_exec_var_read(s, fl_exec_in_args(op, FL_IN_reader_epoch_Reader));
+    Reader *r = v ? fl_var_retain_object(v, reader_retain) : NULL;
+    if (!r) return fl_exec_op_error(rc, op, "Reader holds no reader (reader_open has not run)");
+    FlRng rng;
+    fl_rng_init2(&rng, r->seed, __atomic_fetch_add(&r->epochs, 1, __ATOMIC_ACQ_REL));
+    Epoch *ep = fl_xcalloc(1, sizeof *ep);
+    ep->r = r;
+    FlErr e;
+    if (samples(r, r->root, &rng, &ep->s, &e)) {
+        epoch_release(ep);
+        return fl_exec_op_error(rc, op, "%s", e.msg);
+    }
+    size_t b = ep->s.batch ? ep->s.batch : 1;
+    ep->batches = ep->s.drop_last ? ep->s.n / b : (ep->s.n + b - 1) / b;
+    if (ep->s.limited && ep->batches > ep->s.max_batches) ep->batches = ep->s.max_batches;
+    fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_reader_epoch_Out)), ep, epoch_release);
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(reader_epoch, NULL, run_reader_epoch);
+
+/* ---------------------------------------------------------------- reader_next */
+
+static FlStatus set_scalar(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, FlDType dt, double val) {
+    FlTensor t = FL_TENSOR_INIT;
+    int64_t one = 1;
+    FlErr e;
+    if (fl_tensor_from(&e, &t, dt, 1, &one, &val)) return fl_exec_op_error(rc, op, "%s", e.msg);
+    fl_var_take_tensor(fl_exec_var_write(s, fl_exec_out_args(op, slot)), &t);
+    return FL_OK;
+}
+
+static FlStatus run_reader_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlVar *v = fl_exec_var_read(s, fl_exec_in_args(op, FL_IN_reader_next_Epoch));
+    Epoch *ep = v ? fl_var_get_object(v) : NULL;
+    if (!ep) return fl_exec_op_error(rc, op, "Epoch holds no epoch (reader_epoch has not run)");
+    bool ok = ep->next < ep->batches;
+    int64_t rows = 0;
+    if (ok) {
+        size_t b = ep->s.batch ? ep->s.batch : 1, from = ep->next++ * b;
+        size_t n = ep->s.n - from < b ? ep->s.n - from : b;
+        rows = (int64_t)n;
+        const ArgRef *outs = fl_exec_out_args(op, FL_OUT_reader_next_Out);
+        int nout = fl_exec_nout(op, FL_OUT_reader_next_Out), o = 0;
+        const Ref *first = &ep->s.refs[from * ep->s.w];
+        for (size_t k = 0; k < ep->s.w; k++) {
+            const FlDsLayout *l = &first[k].t->layout;
+            for (size_t f = 0; f < l->nfields; f++, o++) {
+                if (o >= nout) continue;
+                const FlDsField *fd = &l->fields[f];
+                size_t rowbytes = fd->width * fl_dtype_size(fd->dtype);
+                FlTensor t = FL_TENSOR_INIT;
+                int64_t ne[2] = {(int64_t)n, (int64_t)fd->width};
+                FlErr e;
+                if (fl_tensor_alloc_uninit(&e, &t, fd->dtype, 2, ne)) return fl_exec_op_error(rc, op, "%s", e.msg);
+                char *dst = fl_tensor_data(&t);
+                for (size_t i = 0; i < n; i++) {
+                    const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+                    memcpy(dst + i * rowbytes, (const char *)ref->t->data[f] + ref->row * rowbytes, rowbytes);
+                }
+                fl_var_take_tensor(fl_exec_var_write(s, &outs[o]), &t);
+            }
+        }
+        if (o != nout)
+            return fl_exec_op_error(rc, op, "the reader's samples have %d fields but the op takes %d", o, nout);
+    }
+    if (set_scalar(rc, op, s, FL_OUT_reader_next_Rows, FL_DT_INT64, (double)rows)) return FL_ERROR;
+    return set_scalar(rc, op, s, FL_OUT_reader_next_Ok, FL_DT_BOOL, ok);
+}
+FL_CONTROL_ADAPTER(reader_next, NULL, run_reader_next);
