@@ -6,17 +6,18 @@
  * scores keep their index order (a stable sort). */
 #include "runtime/kernels/detection_impl.h"
 
-/* NMS of one class: the candidates of `sc` (M scores) above the threshold, best first (the
+/* NMS of one class: the candidates of `sc` (M scores) above the threshold sth, best first (the
  * top_k best when top_k > -1), each kept when it overlaps no kept box by more than the adaptive
- * threshold. Appends the kept ones to out (their count returned). */
+ * threshold (nth at first). Appends the kept ones to out (their count returned). The thresholds
+ * come as values (the attributes rounded to the inputs' precision). */
 static int64_t nms_class(const double *box, const double *sc, int64_t M, int64_t cls, const FlNmsAttrs *a,
-                         DetItem *cand, DetItem *tmp, DetItem *out) {
+                         double sth, double nth, DetItem *cand, DetItem *tmp, DetItem *out) {
     int64_t n = 0, kept = 0;
     for (int64_t i = 0; i < M; i++)
-        if (sc[i] > a->score_threshold) cand[n++] = (DetItem){sc[i], cls, i, 0, 0};
+        if (sc[i] > sth) cand[n++] = (DetItem){sc[i], cls, i, 0, 0};
     det_sort(cand, tmp, n, false);
     if (a->nms_top_k > -1 && a->nms_top_k < n) n = a->nms_top_k;
-    double th = a->nms_threshold;
+    double th = nth;
     for (int64_t i = 0; i < n; i++) {
         bool keep = true;
         for (int64_t k = 0; k < kept && keep; k++)
@@ -28,28 +29,54 @@ static int64_t nms_class(const double *box, const double *sc, int64_t M, int64_t
     return kept;
 }
 
-FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTensor *scores, const FlNmsAttrs *a,
-                                  FlTensor *out, FlTensor *out_lod) {
-    const char *op = "multiclass_nms";
+/* Items of one class by row ascending (the LoD form's order; rows are distinct in a class). */
+static int by_row(const void *pa, const void *pb) {
+    const DetItem *a = pa, *b = pb;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* The shapes of the two forms: BBoxes [N, M, 4] with Scores [N, C, M], or (off set) BBoxes
+ * [M, C, 4] with Scores [M, C] and off cutting the M rows into nseq images. */
+static FlStatus nms_shapes(FlErr *e, const char *op, const FlTensor *bboxes, const FlTensor *scores,
+                           const int64_t *off, int64_t nseq) {
     if (kboxes(e, op, "BBoxes", bboxes) || kneed_float(e, op, "Scores", scores) ||
         ksame_dtype(e, op, "BBoxes", bboxes, "Scores", scores))
         return FL_ERROR;
-    if (bboxes->ndim != 3 || scores->ndim != 3 || bboxes->ne[0] != scores->ne[0] || bboxes->ne[1] != scores->ne[2])
-        return fl_err(e, "%s: BBoxes %s and Scores %s must be [N, M, 4] and [N, C, M]", op,
+    if (!off) {
+        if (bboxes->ndim != 3 || scores->ndim != 3 || bboxes->ne[0] != scores->ne[0] ||
+            bboxes->ne[1] != scores->ne[2])
+            return fl_err(e, "%s: BBoxes %s and Scores %s must be [N, M, 4] and [N, C, M]", op,
+                          fl_tensor_shape(bboxes).s, fl_tensor_shape(scores).s);
+        return FL_OK;
+    }
+    if (bboxes->ndim != 3 || scores->ndim != 2 || bboxes->ne[0] != scores->ne[0] || bboxes->ne[1] != scores->ne[1])
+        return fl_err(e, "%s: BBoxes %s and Scores %s must be [M, C, 4] and [M, C] in the LoD form", op,
                       fl_tensor_shape(bboxes).s, fl_tensor_shape(scores).s);
-    int64_t N = scores->ne[0], C = scores->ne[1], M = scores->ne[2];
-    FlNmsAttrs at = *a; /* float32 inputs compare with float32 thresholds, as Fluid's float kernel */
-    if (scores->dtype == FL_DT_FLOAT32)
-        at.score_threshold = (float)at.score_threshold, at.nms_threshold = (float)at.nms_threshold;
-    a = &at;
-    double *box = NULL, *sc = NULL, *o = NULL, *lod = NULL;
+    return koffsets(e, op, "BBoxes", off, nseq, bboxes->ne[0]);
+}
+
+FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTensor *scores, const int64_t *off,
+                                  int64_t nseq, const FlNmsAttrs *a, FlTensor *out, FlTensor *out_lod) {
+    const char *op = "multiclass_nms";
+    if (nms_shapes(e, op, bboxes, scores, off, nseq)) return FL_ERROR;
+    bool lod_form = off != NULL;
+    /* N images of at most M rows each, C classes */
+    int64_t N = lod_form ? nseq : scores->ne[0], C = scores->ne[1], M = lod_form ? 0 : scores->ne[2];
+    if (lod_form)
+        for (int64_t n = 0; n < N; n++) M = off[n + 1] - off[n] > M ? off[n + 1] - off[n] : M;
+    int64_t rows = lod_form ? scores->ne[0] : N * M; /* the batch's boxes of one class */
+    /* float32 inputs compare with float32 thresholds, as Fluid's float kernel */
+    bool f32 = scores->dtype == FL_DT_FLOAT32;
+    double sth = f32 ? (double)(float)a->score_threshold : a->score_threshold;
+    double nth = f32 ? (double)(float)a->nms_threshold : a->nms_threshold;
+    double *box = NULL, *sc = NULL, *o = NULL, *lod = NULL, *cbox = NULL, *csc = NULL;
     DetItem *cand = NULL, *tmp = NULL, *sel = NULL;
     int64_t nsel = 0; /* rows of o */
     FlStatus st = FL_ERROR;
     /* every image keeps at most C * M boxes */
     size_t per = (size_t)(C * M > 0 ? C * M : 1);
     if (dload(e, op, bboxes, &box) || dload(e, op, scores, &sc) || dscratch(e, op, N + 1, &lod) ||
-        dscratch(e, op, N * C * M * 6, &o))
+        dscratch(e, op, rows * C * 6, &o) || (lod_form && (dscratch(e, op, M * 4, &cbox) || dscratch(e, op, M, &csc))))
         goto done;
     cand = malloc(per * sizeof *cand), tmp = malloc(per * sizeof *tmp), sel = malloc(per * sizeof *sel);
     if (!cand || !tmp || !sel) {
@@ -58,23 +85,38 @@ FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTens
     }
     lod[0] = 0;
     for (int64_t n = 0; n < N; n++) {
-        const double *b = box + n * M * 4;
-        int64_t k = 0;
+        int64_t r0 = lod_form ? off[n] : 0, m = lod_form ? off[n + 1] - off[n] : M, k = 0;
+        const double *b = lod_form ? box + r0 * C * 4 : box + n * M * 4;
         for (int64_t c = 0; c < C; c++) {
             if (c == a->background_label) continue;
-            k += nms_class(b, sc + (n * C + c) * M, M, c, a, cand, tmp, sel + k);
+            if (!lod_form) {
+                k += nms_class(b, sc + (n * C + c) * M, M, c, a, sth, nth, cand, tmp, sel + k);
+                continue;
+            }
+            /* the class's column of scores and its boxes, then its kept rows in row order */
+            for (int64_t i = 0; i < m; i++) {
+                csc[i] = sc[(r0 + i) * C + c];
+                memcpy(cbox + 4 * i, b + (i * C + c) * 4, 4 * sizeof *cbox);
+            }
+            int64_t kc = nms_class(cbox, csc, m, c, a, sth, nth, cand, tmp, sel + k);
+            qsort(sel + k, (size_t)kc, sizeof *sel, by_row);
+            k += kc;
         }
         if (a->keep_top_k > -1 && k > a->keep_top_k) {
             /* the keep_top_k best of the image (ties: the class-then-NMS order), regrouped by class */
             det_sort(sel, tmp, k, false);
             k = a->keep_top_k;
             det_sort(sel, tmp, k, true);
+            for (int64_t i = 0, j; lod_form && i < k; i = j) { /* each class's rows in row order */
+                for (j = i; j < k && sel[j].cls == sel[i].cls; j++) {}
+                qsort(sel + i, (size_t)(j - i), sizeof *sel, by_row);
+            }
         }
         for (int64_t i = 0; i < k; i++) {
             double *r = o + (nsel + i) * 6;
             r[0] = (double)sel[i].cls;
             r[1] = sel[i].score;
-            memcpy(r + 2, b + 4 * sel[i].idx, 4 * sizeof *r);
+            memcpy(r + 2, lod_form ? b + (sel[i].idx * C + sel[i].cls) * 4 : b + 4 * sel[i].idx, 4 * sizeof *r);
         }
         nsel += k;
         lod[n + 1] = (double)nsel;
@@ -97,7 +139,7 @@ FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTens
     kout(out_lod, &l);
     st = FL_OK;
 done:
-    free(box), free(sc), free(o), free(lod), free(cand), free(tmp), free(sel);
+    free(box), free(sc), free(o), free(lod), free(cbox), free(csc), free(cand), free(tmp), free(sel);
     return st;
 }
 
