@@ -119,3 +119,25 @@ def nms_class(items, box, sth, top_k, nth, eta, normalized):
             if eta < 1 and th > 0.5:
                 th *= eta
     return kept
+
+
+def ref_nms(boxes, scores, bg, sth, top_k, nth, eta, keep_k, normalized, f32):
+    """Fluid's MultiClassNMS image by image (boxes [N, M, 4], scores [N, C, M]): rows (label, score,
+    box) and the image offsets; [[-1]] cut by [0, 1] when nothing is kept. With f32 the thresholds
+    are float32 values, as Fluid's float kernel compares them."""
+    if f32:
+        sth, nth = float(np.float32(sth)), float(np.float32(nth))
+    N, C, M = scores.shape
+    rows, lod = [], [0]
+    for n in range(N):
+        sel = {c: nms_class([(scores[n, c, i], i) for i in range(M)], lambda i: boxes[n, i], sth, top_k, nth, eta,
+                            normalized) for c in range(C) if c != bg}
+        if keep_k > -1 and sum(len(v) for v in sel.values()) > keep_k:
+            pairs = sorted([(scores[n, c, i], c, i) for c in sorted(sel) for i in sel[c]], key=lambda p: -p[0])
+            sel = {}
+            for _, c, i in pairs[:keep_k]:
+                sel.setdefault(c, []).append(i)
+        for c in sorted(sel):
+            rows += [[c, scores[n, c, i]] + list(boxes[n, i]) for i in sel[c]]
+        lod.append(len(rows))
+    return (np.array(rows), lod) if rows else (np.array([[-1.0]]), [0, 1])

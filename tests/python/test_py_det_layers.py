@@ -6,7 +6,7 @@ outside the image, keep_top_k cutting through a tie, nothing kept. Values agree 
 (relative above 1), in float32 and float64."""
 import numpy as np
 
-from det_common import HEAD, _count, close, data, equal, fetch, nms_class, run
+from det_common import HEAD, _count, close, data, equal, fetch, nms_class, ref_nms, run
 from pyt_common import check, done
 
 
@@ -89,5 +89,53 @@ def test_nms_lod():
               "multiclass_nms LoD: the inputs should show a class's rows in row order (a lower score first)")
 
 
+def test_nms_many():
+    """Past 128 candidates the kernel files kept boxes in a grid (detection_match.c): the same
+    verdicts as the plain greedy pass, checked on 500 boxes of mixed sizes with odd ones among
+    them (inverted, zero-sized, far outside the image, one covering everything), both forms,
+    normalized and pixel boxes, and an adaptive threshold."""
+    rng = np.random.default_rng(11)
+    for dt in ("float32", "float64"):
+        M, C = 500, 3
+        ctr = rng.random((M, 2)) * 1.2 - 0.1
+        half = rng.uniform(0.005, 0.08, (M, 2)) * np.where(rng.random((M, 1)) < 0.1, 4.0, 1.0)
+        boxes = np.concatenate([ctr - half, ctr + half], 1)
+        boxes[5] = [0.6, 0.6, 0.4, 0.4]      # inverted
+        boxes[6] = [0.3, 0.3, 0.3, 0.3]      # a point
+        boxes[7] = [-0.5, -0.5, 1.5, 1.5]    # covers everything
+        boxes[8] = [3.0, 3.0, 3.2, 3.1]      # far outside
+        boxes[9] = boxes[10]                 # a duplicate (ties with its twin)
+        boxes = boxes.astype(dt)
+        scores = np.round(rng.random((1, C, M)), 2).astype(dt)  # ties
+        scores[0, :, 7] = 0.5
+        pix = (boxes.astype(np.float64) * 300).astype(dt)
+        lod = [0, 200, 500]
+        per_class = np.repeat(boxes[:, None, :], C, 1) + rng.normal(0, 0.003, (M, C, 4)).astype(dt)
+        per_class = per_class.astype(dt)
+        sc2 = scores[0].T.copy()
+        src = HEAD + data("b", [1, M, 4], dt) + data("bp", [1, M, 4], dt) + data("s", [1, C, M], dt)
+        src += data("pc", [M, C, 4], dt, lod_level=1) + data("s2", [M, C], dt)
+        src += "d1 = layers.multiclass_nms(b, s, score_threshold=0.0, nms_top_k=-1, keep_top_k=-1, nms_threshold=0.3, background_label=-1)\n"
+        src += "d2 = layers.multiclass_nms(bp, s, score_threshold=0.2, nms_top_k=500, keep_top_k=400, nms_threshold=0.45, normalized=False, background_label=0)\n"
+        src += "d3 = layers.multiclass_nms(b, s, score_threshold=0.0, nms_top_k=200, keep_top_k=-1, nms_threshold=0.9, nms_eta=0.8, background_label=-1)\n"
+        src += "d4 = layers.multiclass_nms(pc, s2, score_threshold=0.1, nms_top_k=-1, keep_top_k=-1, nms_threshold=0.3, background_label=-1)\n"
+        src += "d5 = layers.multiclass_nms(b, s, score_threshold=0.0, nms_top_k=-1, keep_top_k=-1, nms_threshold=0.0, background_label=-1)\n"
+        for k in ("d1", "d2", "d3", "d4", "d5"):
+            src += fetch(k, k)
+        got = run("nms_many_" + dt, src, {"b": boxes[None], "bp": pix[None], "s": scores, "pc": per_class,
+                                          "pc@LOD0": np.array(lod, np.int64), "s2": sc2})
+        f32 = dt == "float32"
+        b64, p64, s64 = boxes[None].astype(np.float64), pix[None].astype(np.float64), scores.astype(np.float64)
+        close("multiclass_nms many " + dt, got["d1"], ref_nms(b64, s64, -1, 0.0, -1, 0.3, 1.0, -1, True, f32)[0])
+        close("multiclass_nms many pixels " + dt, got["d2"], ref_nms(p64, s64, 0, 0.2, 500, 0.45, 1.0, 400, False, f32)[0])
+        close("multiclass_nms many eta " + dt, got["d3"], ref_nms(b64, s64, -1, 0.0, 200, 0.9, 0.8, -1, True, f32)[0])
+        close("multiclass_nms many LoD " + dt, got["d4"],
+              ref_nms_lod(per_class.astype(np.float64), sc2.astype(np.float64), lod, -1, 0.1, -1, 0.3, 1.0, -1, True, f32)[0])
+        close("multiclass_nms many threshold 0 " + dt, got["d5"], ref_nms(b64, s64, -1, 0.0, -1, 0.0, 1.0, -1, True, f32)[0])
+        check(len(got["d1"]) > 600, "multiclass_nms many: most boxes should survive 0.3, kept %d" % len(got["d1"]))
+
+
+
 test_nms_lod()
+test_nms_many()
 done("%d detection values agree with their numpy references" % _count[0])

@@ -7,7 +7,7 @@ above 1), in float32 and float64."""
 import numpy as np
 
 import fluidc
-from det_common import HEAD, _count, close, compile_fl, cround, data, equal, fetch, jaccard, nms_class, run
+from det_common import HEAD, _count, close, compile_fl, cround, data, equal, fetch, jaccard, ref_nms, run
 from pyt_common import check, done
 
 
@@ -378,33 +378,6 @@ def test_losses():
 
 
 # ---- references: multiclass NMS, detection_output ----------------------------------------------
-
-def ref_nms(boxes, scores, bg, sth, top_k, nth, eta, keep_k, normalized, f32):
-    """Fluid's MultiClassNMS image by image: rows (label, score, box) and the image offsets."""
-    if f32:  # Fluid's float kernel compares float32 values with float32 thresholds
-        sth, nth = float(np.float32(sth)), float(np.float32(nth))
-    N, C, M = scores.shape
-    rows, lod = [], [0]
-    for n in range(N):
-        sel = {}
-        for c in range(C):
-            if c == bg:
-                continue
-            sel[c] = nms_class([(scores[n, c, i], i) for i in range(M)], lambda i: boxes[n, i], sth, top_k, nth, eta,
-                               normalized)
-        if keep_k > -1 and sum(len(v) for v in sel.values()) > keep_k:
-            pairs = sorted([(scores[n, c, i], c, i) for c in sorted(sel) for i in sel[c]], key=lambda p: -p[0])
-            sel = {}
-            for _, c, i in pairs[:keep_k]:
-                sel.setdefault(c, []).append(i)
-        for c in sorted(sel):
-            for i in sel[c]:
-                rows.append([c, scores[n, c, i]] + list(boxes[n, i]))
-        lod.append(len(rows))
-    if not rows:
-        return np.array([[-1.0]]), [0, 1]
-    return np.array(rows), lod
-
 
 def softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
