@@ -303,14 +303,22 @@ FlStatus fl_infer_sigmoid_xent(Ctx *c) {
 /* ---- non-maximum suppression ---- */
 
 FlStatus fl_infer_multiclass_nms(Ctx *c) {
-    FlVarDesc *b, *s;
-    if (boxes_in(c, "BBoxes", 3, &b) || float_rank(c, "Scores", 0, &s) || same_dtype(c, b, "BBoxes", s, "Scores"))
+    FlVarDesc *b, *s, *lod = NULL;
+    if (boxes_in(c, "BBoxes", 3, &b) || float_rank(c, "Scores", 0, &s) || same_dtype(c, b, "BBoxes", s, "Scores") ||
+        need_offsets(c, "BBoxesLod", true) || in_opt(c, "BBoxesLod", &lod))
         return FL_ERROR;
     Shape bs = shape_of(b), ss = shape_of(s);
-    if (ss.nd != 3)
-        return fl_err(c->e, "%s: Scores must be [N, C, M] (the LoD form [M, C] with BBoxes [M, C, 4] is not supported), "
-                      "found %s", c->t, sstr(c, &ss));
-    if (!dims_agree(bs.d[0], ss.d[0]) || !dims_agree(bs.d[1], ss.d[2])) {
+    if (ss.nd == 2) { /* the LoD form: a box per class, rows cut into images */
+        if (!lod)
+            return fl_err(c->e, "%s: Scores %s [M, C] needs BBoxes [M, C, 4] cut into images by its LoD", c->t,
+                          sstr(c, &ss));
+        if (!dims_agree(bs.d[0], ss.d[0]) || !dims_agree(bs.d[1], ss.d[1]))
+            return fl_err(c->e, "%s: BBoxes %s and Scores %s must be [M, C, 4] and [M, C]", c->t, sstr(c, &bs),
+                          sstr(c, &ss));
+    } else if (ss.nd != 3 || lod) {
+        return fl_err(c->e, "%s: Scores must be [N, C, M] (or [M, C] with BBoxes [M, C, 4] cut by LoD), found %s%s",
+                      c->t, sstr(c, &ss), lod ? " with LoD" : "");
+    } else if (!dims_agree(bs.d[0], ss.d[0]) || !dims_agree(bs.d[1], ss.d[2])) {
         return fl_err(c->e, "%s: BBoxes %s and Scores %s must be [N, M, 4] and [N, C, M]", c->t, sstr(c, &bs),
                       sstr(c, &ss));
     }

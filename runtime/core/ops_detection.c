@@ -306,8 +306,12 @@ static FlStatus prep_multiclass_nms(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_multiclass_nms(OpCall *c) {
-    return fl_kernel_multiclass_nms(c->e, IN(FL_IN_multiclass_nms_BBoxes), IN(FL_IN_multiclass_nms_Scores),
-                                    c->op->a.extra, OUT(FL_OUT_multiclass_nms_Out), OUT(FL_OUT_multiclass_nms_OutLod));
+    const FlTensor *b = IN(FL_IN_multiclass_nms_BBoxes);
+    const int64_t *off;
+    int64_t nseq;
+    if (lod_of(c, IN(FL_IN_multiclass_nms_BBoxesLod), b, "BBoxesLod", &off, &nseq)) return FL_ERROR;
+    return fl_kernel_multiclass_nms(c->e, b, IN(FL_IN_multiclass_nms_Scores), off, nseq, c->op->a.extra,
+                                    OUT(FL_OUT_multiclass_nms_Out), OUT(FL_OUT_multiclass_nms_OutLod));
 }
 FL_ADAPTER(multiclass_nms, prep_multiclass_nms, run_multiclass_nms);
 

@@ -215,32 +215,55 @@ FlStatus fl_kernel_anchor_generator(FlErr *e, const FlTensor *input, const FlAnc
 
 /* ---- iou_similarity ---- */
 
-/* The IoU of iou_similarity (Fluid's IOUSimilarity): normalized areas, the intersection's sides
- * floored at 0; an empty union gives 0 (where Fluid divides 0 by 0). */
-static double iou_sim(const double *a, const double *b) {
-    double area1 = (a[3] - a[1]) * (a[2] - a[0]), area2 = (b[3] - b[1]) * (b[2] - b[0]);
+/* The IoU of iou_similarity (Fluid's IOUSimilarity): normalized areas (area2 b's, computed once
+ * per box), the intersection's sides floored at 0; an empty union gives 0 (where Fluid divides 0
+ * by 0). */
+static double iou_sim(const double *a, const double *b, double area2) {
+    double area1 = (a[3] - a[1]) * (a[2] - a[0]);
     double ih = dmax(dmin(a[3], b[3]) - dmax(a[1], b[1]), 0), iw = dmax(dmin(a[2], b[2]) - dmax(a[0], b[0]), 0);
     double inter = iw * ih, uni = area1 + area2 - inter;
     return uni != 0 ? inter / uni : 0;
 }
 
+/* Out is written row by row in its dtype (no [N, M] of doubles: 8,000 boxes against themselves
+ * are 64M values; tests/bench/bench_nms.sh). */
 FlStatus fl_kernel_iou_similarity(FlErr *e, const FlTensor *x, const FlTensor *y, FlTensor *out) {
     const char *op = "iou_similarity";
     if (kboxes(e, op, "X", x) || kboxes(e, op, "Y", y) || ksame_dtype(e, op, "X", x, "Y", y)) return FL_ERROR;
     if (x->ndim != 2 || y->ndim != 2)
         return fl_err(e, "%s: X %s and Y %s must be [N, 4] and [M, 4]", op, fl_tensor_shape(x).s, fl_tensor_shape(y).s);
     int64_t N = x->ne[0], M = y->ne[0];
-    double *xd = NULL, *yd = NULL, *o = NULL;
+    double *xd = NULL, *yd = NULL, *area = NULL;
     FlStatus st = FL_ERROR;
-    if (dload(e, op, x, &xd) || dload(e, op, y, &yd) || dscratch(e, op, N * M, &o)) goto done;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t j = 0; j < M; j++) o[i * M + j] = iou_sim(xd + 4 * i, yd + 4 * j);
     FlTensor t = FL_TENSOR_INIT;
-    if (dnew(e, op, &t, x->dtype, 2, (int64_t[]){N, M}, o)) goto done;
+    if (dload(e, op, x, &xd) || dload(e, op, y, &yd) || dscratch(e, op, M, &area) ||
+        kalloc_raw(e, op, &t, x->dtype, 2, (int64_t[]){N, M}))
+        goto done;
+    for (int64_t j = 0; j < M; j++) {
+        const double *b = yd + 4 * j;
+        area[j] = (b[3] - b[1]) * (b[2] - b[0]);
+    }
+    void *o = fl_tensor_data(&t);
+    for (int64_t i = 0; i < N; i++) {
+        const double *a = xd + 4 * i;
+        switch (t.dtype) { /* kboxes took floats only */
+        case FL_DT_FLOAT32:
+            for (int64_t j = 0; j < M; j++) ((float *)o)[i * M + j] = (float)iou_sim(a, yd + 4 * j, area[j]);
+            break;
+        case FL_DT_FLOAT64:
+            for (int64_t j = 0; j < M; j++) ((double *)o)[i * M + j] = iou_sim(a, yd + 4 * j, area[j]);
+            break;
+        case FL_DT_INT32:
+        case FL_DT_INT64:
+        case FL_DT_BOOL:
+        case FL_DT_COUNT: FL_UNREACHABLE();
+        }
+    }
     kout(out, &t);
     st = FL_OK;
 done:
-    free(xd), free(yd), free(o);
+    if (st != FL_OK) fl_tensor_fini(&t);
+    free(xd), free(yd), free(area);
     return st;
 }
 

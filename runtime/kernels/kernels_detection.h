@@ -128,9 +128,13 @@ typedef struct FlNmsAttrs {
  * normalized) with every kept box of its class is at most the threshold, the threshold times
  * nms_eta after each keep while it is above 0.5 (nms_eta < 1); then, when keep_top_k > -1 and
  * the image keeps more, its keep_top_k best, regrouped by class. Rows by class ascending, within
- * a class best first. Nothing kept in the whole batch: Out [1, 1] = -1 and OutLod [0, 1]. */
-FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTensor *scores, const FlNmsAttrs *a,
-                                  FlTensor *out, FlTensor *out_lod) FL_WARN_UNUSED;
+ * a class best first. Nothing kept in the whole batch: Out [1, 1] = -1 and OutLod [0, 1].
+ * The LoD form (off set, as Fluid's for Faster R-CNN's per-class boxes): BBoxes [M, C, 4] and
+ * Scores [M, C], off[0..nseq] cutting the M rows into images; class c's candidates are column c
+ * and its boxes BBoxes[:, c]; a class's kept rows are written (and regrouped after keep_top_k)
+ * in row order instead of best first. An image of no rows keeps nothing. */
+FlStatus fl_kernel_multiclass_nms(FlErr *e, const FlTensor *bboxes, const FlTensor *scores, const int64_t *off,
+                                  int64_t nseq, const FlNmsAttrs *a, FlTensor *out, FlTensor *out_lod) FL_WARN_UNUSED;
 
 /* bipartite_match: DistMat [K, M] (rows: entities, columns: priors), its rows cut into nseq
  * images by off (NULL: one image) -> ColToRowMatchIndices int32 [nseq, M] (the row within its

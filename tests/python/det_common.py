@@ -1,6 +1,7 @@
-"""What the detection tests (test_py_detection.py, test_py_proposals.py) share: compiling a program
-with flc and running it once, comparing values with a stated tolerance, and writing the .fl lines
-that declare inputs and name what a test fetches (a compile-time print("FETCH", key, var.name))."""
+"""What the detection tests (test_py_detection.py, test_py_proposals.py, test_py_det_layers.py) share:
+compiling a program with flc and running it once, comparing values with a stated tolerance, writing
+the .fl lines that declare inputs and name what a test fetches (a compile-time print("FETCH", key,
+var.name)), and Fluid's box overlap."""
 import os
 import subprocess
 import sys
@@ -88,3 +89,55 @@ def fetch(key, expr):
 def cround(x):
     """C's round(): halves away from zero (numpy rounds them to even)."""
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def jaccard(a, b, normalized):
+    """Fluid's JaccardOverlap: 0 for boxes apart; pixel boxes count both edges."""
+    if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
+        return 0.0
+    n = 0.0 if normalized else 1.0
+
+    def area(x):
+        if x[2] < x[0] or x[3] < x[1]:
+            return 0.0
+        return (x[2] - x[0] + n) * (x[3] - x[1] + n)
+    inter = (min(a[2], b[2]) - max(a[0], b[0]) + n) * (min(a[3], b[3]) - max(a[1], b[1]) + n)
+    return inter / (area(a) + area(b) - inter)
+
+
+def nms_class(items, box, sth, top_k, nth, eta, normalized):
+    """Fluid's NMSFast of one class: items (score, index), box(index) its box; the indices above
+    sth, best first (stable), the top_k best, each kept when it overlaps no kept box by more than
+    the threshold (times eta after a keep while above 0.5). The kept indices in that order."""
+    cand = sorted([(s, i) for s, i in items if s > sth], key=lambda p: -p[0])
+    if top_k > -1:
+        cand = cand[:top_k]
+    kept, th = [], nth
+    for _, i in cand:
+        if all(jaccard(box(i), box(k), normalized) <= th for k in kept):
+            kept.append(i)
+            if eta < 1 and th > 0.5:
+                th *= eta
+    return kept
+
+
+def ref_nms(boxes, scores, bg, sth, top_k, nth, eta, keep_k, normalized, f32):
+    """Fluid's MultiClassNMS image by image (boxes [N, M, 4], scores [N, C, M]): rows (label, score,
+    box) and the image offsets; [[-1]] cut by [0, 1] when nothing is kept. With f32 the thresholds
+    are float32 values, as Fluid's float kernel compares them."""
+    if f32:
+        sth, nth = float(np.float32(sth)), float(np.float32(nth))
+    N, C, M = scores.shape
+    rows, lod = [], [0]
+    for n in range(N):
+        sel = {c: nms_class([(scores[n, c, i], i) for i in range(M)], lambda i: boxes[n, i], sth, top_k, nth, eta,
+                            normalized) for c in range(C) if c != bg}
+        if keep_k > -1 and sum(len(v) for v in sel.values()) > keep_k:
+            pairs = sorted([(scores[n, c, i], c, i) for c in sorted(sel) for i in sel[c]], key=lambda p: -p[0])
+            sel = {}
+            for _, c, i in pairs[:keep_k]:
+                sel.setdefault(c, []).append(i)
+        for c in sorted(sel):
+            rows += [[c, scores[n, c, i]] + list(boxes[n, i]) for i in sel[c]]
+        lod.append(len(rows))
+    return (np.array(rows), lod) if rows else (np.array([[-1.0]]), [0, 1])

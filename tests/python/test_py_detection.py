@@ -7,7 +7,7 @@ above 1), in float32 and float64."""
 import numpy as np
 
 import fluidc
-from det_common import HEAD, _count, close, compile_fl, cround, data, equal, fetch, run
+from det_common import HEAD, _count, close, compile_fl, cround, data, equal, fetch, jaccard, ref_nms, run
 from pyt_common import check, done
 
 
@@ -378,55 +378,6 @@ def test_losses():
 
 
 # ---- references: multiclass NMS, detection_output ----------------------------------------------
-
-def jaccard(a, b, normalized):
-    """Fluid's JaccardOverlap: 0 for boxes apart; pixel boxes count both edges."""
-    if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
-        return 0.0
-    n = 0.0 if normalized else 1.0
-
-    def area(x):
-        if x[2] < x[0] or x[3] < x[1]:
-            return 0.0
-        return (x[2] - x[0] + n) * (x[3] - x[1] + n)
-    inter = (min(a[2], b[2]) - max(a[0], b[0]) + n) * (min(a[3], b[3]) - max(a[1], b[1]) + n)
-    return inter / (area(a) + area(b) - inter)
-
-
-def ref_nms(boxes, scores, bg, sth, top_k, nth, eta, keep_k, normalized, f32):
-    """Fluid's MultiClassNMS image by image: rows (label, score, box) and the image offsets."""
-    if f32:  # Fluid's float kernel compares float32 values with float32 thresholds
-        sth, nth = float(np.float32(sth)), float(np.float32(nth))
-    N, C, M = scores.shape
-    rows, lod = [], [0]
-    for n in range(N):
-        sel = {}
-        for c in range(C):
-            if c == bg:
-                continue
-            cand = sorted([(scores[n, c, i], i) for i in range(M) if scores[n, c, i] > sth], key=lambda p: -p[0])
-            if top_k > -1:
-                cand = cand[:top_k]
-            kept, th = [], nth
-            for _, i in cand:
-                if all(jaccard(boxes[n, i], boxes[n, k], normalized) <= th for k in kept):
-                    kept.append(i)
-                    if eta < 1 and th > 0.5:
-                        th *= eta
-            sel[c] = kept
-        if keep_k > -1 and sum(len(v) for v in sel.values()) > keep_k:
-            pairs = sorted([(scores[n, c, i], c, i) for c in sorted(sel) for i in sel[c]], key=lambda p: -p[0])
-            sel = {}
-            for _, c, i in pairs[:keep_k]:
-                sel.setdefault(c, []).append(i)
-        for c in sorted(sel):
-            for i in sel[c]:
-                rows.append([c, scores[n, c, i]] + list(boxes[n, i]))
-        lod.append(len(rows))
-    if not rows:
-        return np.array([[-1.0]]), [0, 1]
-    return np.array(rows), lod
-
 
 def softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
