@@ -409,5 +409,19 @@ FlStatus fl_infer_detection_map(Ctx *c) {
     if (iattr(c, "class_num") < 1)
         return fl_err(c->e, "%s: class_num must be >= 1, found %lld", c->t, (long long)iattr(c, "class_num"));
     Shape o = shape1(1);
-    return set_out(c, "MAP", d->dtype, &o);
+    if (set_out(c, "MAP", d->dtype, &o)) return FL_ERROR;
+    /* the accumulated state: all of it or none */
+    static const char *const in[] = {"HasState", "PosCount", "TruePos", "TruePosLod", "FalsePos", "FalsePosLod"};
+    int given = 0;
+    for (size_t k = 0; k < sizeof in / sizeof *in; k++) given += fl_ir_op_input1(c->op, in[k]) != NULL;
+    if (given != 0 && given != (int)(sizeof in / sizeof *in))
+        return fl_err(c->e, "%s: the accumulated state needs HasState, PosCount, TruePos and FalsePos (with their offsets) "
+                            "together", c->t);
+    int64_t C = iattr(c, "class_num");
+    Shape pc = {.nd = 2, .d = {C, 1}}, rows = {.nd = 2, .d = {-1, 2}}, offs = shape1(C + 1);
+    return set_out(c, "AccumPosCount", FL_DT_INT32, &pc) || set_out(c, "AccumTruePos", d->dtype, &rows) ||
+                   set_out(c, "AccumTruePosLod", FL_DT_INT64, &offs) || set_out(c, "AccumFalsePos", d->dtype, &rows) ||
+                   set_out(c, "AccumFalsePosLod", FL_DT_INT64, &offs)
+               ? FL_ERROR
+               : FL_OK;
 }

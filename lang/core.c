@@ -1257,16 +1257,16 @@ static bool check_reader(Ctx *c, FlReaderSpec *r, FlSpan sp) {
         int64_t numel = 1;
         for (int k = 0; k < d->ndim; k++)
             if (d->shape[k] > 0) numel *= d->shape[k];
-        if (levels && numel != 1) {
+        if (levels == 2 && numel != 1) { /* one level: steps of numel values (boxes: shape=[4]) */
             FlBuf b = {0};
             fl_ir_shape_str(d->ndim, d->shape, &b);
-            fl_ev_error(c, sp, "the reader gives '%s' one value per step of its sequences but the data var has shape %s "
+            fl_ev_error(c, sp, "the reader gives '%s' one value per step of its nested sequences but the data var has shape %s "
                                "(%lld values per row); declare it with shape=[1]",
                         d->name, fl_buf_str(&b), (long long)numel);
             fl_buf_free(&b);
             return false;
         }
-        if (numel != (int64_t)r->feeds.data[i].ncols) {
+        if (!levels && numel != (int64_t)r->feeds.data[i].ncols) {
             FlBuf b = {0};
             fl_ir_shape_str(d->ndim, d->shape, &b);
             fl_ev_error(c, sp, "the reader gives '%s' %zu columns but the data var has shape %s (%lld values per row)",

@@ -398,7 +398,25 @@ static FlStatus run_detection_map(OpCall *c) {
         lod_of(c, IN(FL_IN_detection_map_LabelLod), lab, "LabelLod", &goff, &gn))
         return FL_ERROR;
     const PAttrs *a = &c->op->a;
+    /* the accumulated state, read when HasState holds a value other than 0 */
+    const FlTensor *has = IN(FL_IN_detection_map_HasState);
+    FlDetMapState in = {IN(FL_IN_detection_map_PosCount), IN(FL_IN_detection_map_TruePos),
+                        IN(FL_IN_detection_map_FalsePos), NULL, NULL, 0, 0};
+    bool state = false;
+    if (has) {
+        if (has->dtype != FL_DT_INT32 || fl_tensor_numel(has) != 1)
+            return fl_err(c->e, "detection_map: HasState %s %s must be int32 [1]", fl_tensor_shape(has).s,
+                          fl_dtype_name(has->dtype));
+        state = *(const int32_t *)fl_tensor_data(has) != 0;
+    }
+    if (state && (lod_of(c, IN(FL_IN_detection_map_TruePosLod), in.true_pos, "TruePosLod", &in.true_off, &in.true_nseq) ||
+                  lod_of(c, IN(FL_IN_detection_map_FalsePosLod), in.false_pos, "FalsePosLod", &in.false_off,
+                         &in.false_nseq)))
+        return FL_ERROR;
+    FlDetMapAccum out = {OUT(FL_OUT_detection_map_AccumPosCount), OUT(FL_OUT_detection_map_AccumTruePos),
+                         OUT(FL_OUT_detection_map_AccumTruePosLod), OUT(FL_OUT_detection_map_AccumFalsePos),
+                         OUT(FL_OUT_detection_map_AccumFalsePosLod)};
     return fl_kernel_detection_map(c->e, det, doff, dn, lab, goff, gn, a->i[0], a->i[1], a->f[0], a->b[0], a->b[1],
-                                   OUT(FL_OUT_detection_map_MAP));
+                                   state ? &in : NULL, &out, OUT(FL_OUT_detection_map_MAP));
 }
 FL_ADAPTER(detection_map, prep_detection_map, run_detection_map);

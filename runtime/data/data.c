@@ -37,6 +37,7 @@ typedef struct Feed {
     size_t *cols;
     size_t ncols;
     int levels; /* 0: dense */
+    size_t width; /* a sequence's values per step (>= 1) */
     FlDType dtype;
     bool label, normalize, has_scale;
     double scale;
@@ -85,6 +86,9 @@ struct FlDataEpoch {
 /* ---- feeds ---- */
 
 static bool is_float(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+/* An integer feed (int64, or int32 as detection programs declare their labels): parsed and kept
+ * raw as int64, an int32 one checked to fit when parsed. */
+static bool is_int(FlDType t) { return t == FL_DT_INT64 || t == FL_DT_INT32; }
 
 static void feeds_free(Feed *f, size_t n) {
     if (!f) return;
@@ -95,8 +99,8 @@ static void feeds_free(Feed *f, size_t n) {
     free(f);
 }
 
-static Feed feed_copy(const char *name, const size_t *cols, size_t ncols, int levels) {
-    Feed f = {.name = fl_xstrdup(name), .ncols = ncols, .levels = levels};
+static Feed feed_copy(const char *name, const size_t *cols, size_t ncols, int levels, size_t width) {
+    Feed f = {.name = fl_xstrdup(name), .ncols = ncols, .levels = levels, .width = width ? width : 1};
     f.cols = fl_xmalloc(fl_mul_size(ncols, sizeof *cols));
     memcpy(f.cols, cols, ncols * sizeof *cols);
     return f;
@@ -158,10 +162,13 @@ static FlStatus check_spec(const FlDataSpec *spec, FlErr *e) {
         if (f->levels == 2 && spec->sep == '|')
             return fl_err(e, "io.csv: feed '%s' is a nested sequence, whose sub-sequences "
                              "'|' separates; the separator cannot be '|'", f->name);
+        if (f->width > 1 && f->levels != 1)
+            return fl_err(e, "io.csv: feed '%s' has steps of %zu values; only a sequence of one level may", f->name,
+                          f->width);
         if (f->levels && f->normalize)
             return fl_err(e, "io.csv: feed '%s' is a sequence and cannot be normalised", f->name);
-        if (!is_float(f->dtype) && f->dtype != FL_DT_INT64)
-            return fl_err(e, "io.csv: feed '%s' has dtype %s; expected float32, float64 or int64",
+        if (!is_float(f->dtype) && !is_int(f->dtype))
+            return fl_err(e, "io.csv: feed '%s' has dtype %s; expected float32, float64, int32 or int64",
                           f->name, fl_dtype_name(f->dtype));
         if (f->normalize && !is_float(f->dtype))
             return fl_err(e, "io.csv: feed '%s' is %s and cannot be normalised", f->name,
@@ -323,15 +330,15 @@ static bool fast_decimal(const char *s, double *out) {
 /* Parses the field text s (NUL-terminated, trimmed, not empty) for feed f. */
 static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t c, char *s,
                             locale_t loc, double *dv, int64_t *iv, FlErr *e) {
-    if (f->dtype != FL_DT_INT64 && fast_decimal(s, dv)) return FL_OK;
+    if (!is_int(f->dtype) && fast_decimal(s, dv)) return FL_OK;
     char text[64];
     size_t n = strlen(s);
     quote(text, sizeof text, s, n);
-    if (f->dtype == FL_DT_INT64) {
+    if (is_int(f->dtype)) {
         char *end;
         errno = 0;
         long long v = strtoll(s, &end, 10);
-        if (end == s + n && errno == 0) {
+        if (end == s + n && errno == 0 && (f->dtype == FL_DT_INT64 || (v >= INT32_MIN && v <= INT32_MAX))) {
             *iv = v;
             return FL_OK;
         }
@@ -347,13 +354,14 @@ static FlStatus parse_value(const Reader *r, size_t col0, const Feed *f, size_t 
     if (f->dtype == FL_DT_FLOAT32 && fabs(v) > FLT_MAX)
         return fl_err(e, "%s:%zu: column %zu: value '%s' is out of float32 range (feed '%s')", r->path, r->line,
                       f->cols[c], text, f->name);
-    if (f->dtype == FL_DT_INT64) {
+    if (is_int(f->dtype)) {
         if (v != floor(v))
-            return fl_err(e, "%s:%zu:%zu: '%s' is not an integer (column %zu, feed '%s' is int64)",
-                          r->path, r->line, col0 + 1, text, f->cols[c], f->name);
-        if (v < -9223372036854775808.0 || v >= 9223372036854775808.0)
-            return fl_err(e, "%s:%zu:%zu: '%s' is out of range (column %zu, feed '%s' is int64)",
-                          r->path, r->line, col0 + 1, text, f->cols[c], f->name);
+            return fl_err(e, "%s:%zu:%zu: '%s' is not an integer (column %zu, feed '%s' is %s)",
+                          r->path, r->line, col0 + 1, text, f->cols[c], f->name, fl_dtype_name(f->dtype));
+        double lim = f->dtype == FL_DT_INT32 ? 2147483648.0 : 9223372036854775808.0;
+        if (v < -lim || v >= lim)
+            return fl_err(e, "%s:%zu:%zu: '%s' is out of range (column %zu, feed '%s' is %s)",
+                          r->path, r->line, col0 + 1, text, f->cols[c], f->name, fl_dtype_name(f->dtype));
         *iv = (int64_t)v;
     } else {
         *dv = v;
@@ -460,13 +468,18 @@ static FlStatus parse_seq(FlDataSource *src, size_t i, const Reader *r, char *li
         line[k] = saved;
         if (ps != FL_OK) return FL_ERROR;
         if (!reserve((void **)&q->vals, &q->capvals, q->nvals + 1, 8)) goto oom;
-        if (f->dtype == FL_DT_INT64)
+        if (is_int(f->dtype))
             memcpy(q->vals + q->nvals * 8, &iv, 8);
         else
             memcpy(q->vals + q->nvals * 8, &dv, 8);
         q->nvals++;
         in_sub++;
     }
+    size_t in_row = q->nvals - (size_t)q->off[0][q->noff[0] - 1];
+    if (!last && in_row % f->width != 0)
+        return fl_err(e, "%s:%zu:%zu: the sequence holds %zu numbers, not a multiple of %zu, the values of one step "
+                         "(column %zu, feed '%s')",
+                      r->path, r->line, s + 1, in_row, f->width, f->cols[0], f->name);
     if (push_off(q, 0, last ? (int64_t)q->noff[last] - 1 : (int64_t)q->nvals)) return FL_OK;
 oom:
     return fl_err(e, "%s: out of memory after %zu rows", r->path, src->nrows);
@@ -558,7 +571,7 @@ static FlStatus load(FlDataSource *src, const char *path, size_t skip_rows, char
                 FlStatus ps = parse_value(&r, s, f, c, line + s, loc, &dv, &iv, e);
                 line[t] = saved;
                 if (ps != FL_OK) goto fail;
-                if (f->dtype == FL_DT_INT64)
+                if (is_int(f->dtype))
                     ((int64_t *)src->raw[i])[at] = iv;
                 else if (raw_is_f32(f))
                     ((float *)src->raw[i])[at] = (float)dv;
@@ -623,7 +636,7 @@ FlStatus fl_data_source_load(const FlDataSpec *spec, const char *base_dir, FlDat
     Feed *feeds = fl_xcalloc(spec->nfeeds, sizeof *feeds);
     for (size_t i = 0; i < spec->nfeeds; i++) {
         const FlDataFeed *sf = &spec->feeds[i];
-        feeds[i] = feed_copy(sf->name, sf->cols, sf->ncols, sf->levels);
+        feeds[i] = feed_copy(sf->name, sf->cols, sf->ncols, sf->levels, sf->width);
         feeds[i].dtype = sf->dtype;
         feeds[i].label = sf->label;
         feeds[i].normalize = sf->normalize;
@@ -767,8 +780,13 @@ static FlStatus seq_materialize(const FlDataSource *src, const Seq *q, const Fee
     }
     seq_gather(q, f->levels, 8, rows, n, raw, d->off);
     for (size_t k = 0; k < nv; k++) {
-        if (f->dtype == FL_DT_INT64) {
-            memcpy(d->vals + k * 8, raw + k * 8, 8);
+        if (is_int(f->dtype)) {
+            int64_t iv;
+            memcpy(&iv, raw + k * 8, 8);
+            if (f->dtype == FL_DT_INT64)
+                ((int64_t *)d->vals)[k] = iv;
+            else
+                ((int32_t *)d->vals)[k] = (int32_t)iv; /* fits: parse_value */
             continue;
         }
         double v, x;
@@ -805,7 +823,7 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
     ds->seq = fl_xcalloc(src->nfeeds, sizeof *ds->seq);
     for (size_t i = 0; i < src->nfeeds; i++) {
         const Feed *sf = &src->feeds[i];
-        Feed f = feed_copy(sf->name, sf->cols, sf->ncols, sf->levels);
+        Feed f = feed_copy(sf->name, sf->cols, sf->ncols, sf->levels, sf->width);
         f.dtype = sf->dtype;
         f.label = sf->label;
         f.normalize = sf->normalize;
@@ -837,6 +855,15 @@ static FlStatus materialize(const FlDataSource *src, const size_t *rows, size_t 
             void *p = realloc(take->raw[i], n * nc * es); /* gives back the rows grown beyond n */
             ds->data[i] = p ? p : take->raw[i];
             take->raw[i] = NULL;
+            continue;
+        }
+        if (f->dtype == FL_DT_INT32) { /* raw int64 values, each fitting int32 (parse_value) */
+            const int64_t *raw = src->raw[i];
+            int32_t *d = malloc(n ? n * nc * es : 1);
+            if (!d) goto oom;
+            ds->data[i] = (unsigned char *)d;
+            for (size_t k = 0; k < n; k++)
+                for (size_t c = 0; c < nc; c++) d[k * nc + c] = (int32_t)raw[rows[k] * nc + c];
             continue;
         }
         ds->data[i] = malloc(n ? n * nc * es : 1);
@@ -994,7 +1021,7 @@ FlStatus fl_data_predict_load(const FlDataset *train, const char *path, size_t s
     for (size_t i = 0, j = 0; i < train->nfeeds; i++) {
         const Feed *tf = &train->feeds[i];
         if (tf->label) continue;
-        feeds[j] = feed_copy(tf->name, tf->cols, tf->ncols, tf->levels);
+        feeds[j] = feed_copy(tf->name, tf->cols, tf->ncols, tf->levels, tf->width);
         feeds[j].dtype = tf->dtype;
         feeds[j].normalize = tf->normalize;
         feeds[j].has_scale = tf->has_scale;
@@ -1086,11 +1113,18 @@ int fl_data_feed_levels(const FlDataset *ds, size_t feed) {
     return ds->feeds[feed].levels;
 }
 
+size_t fl_data_feed_width(const FlDataset *ds, size_t feed) {
+    FL_ASSERT(feed < ds->nfeeds);
+    return ds->feeds[feed].width;
+}
+
 void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, size_t n,
                        size_t sizes[FL_DATA_MAX_LEVELS + 1]) {
     FL_ASSERT(feed < ds->nfeeds && ds->feeds[feed].levels);
     for (size_t k = 0; k < n; k++) FL_ASSERT(rows[k] < ds->nrows);
-    seq_sizes(&ds->seq[feed], ds->feeds[feed].levels, rows, n, sizes);
+    int levels = ds->feeds[feed].levels;
+    seq_sizes(&ds->seq[feed], levels, rows, n, sizes);
+    sizes[levels] /= ds->feeds[feed].width; /* steps (a multiple of width in every row: parse_seq) */
 }
 
 bool fl_data_seq_same_cut(const FlDataset *ds, size_t fa, size_t fb, size_t row) {
@@ -1099,6 +1133,7 @@ bool fl_data_seq_same_cut(const FlDataset *ds, size_t fa, size_t fb, size_t row)
     FL_ASSERT(levels && levels == ds->feeds[fb].levels);
     const Seq *a = &ds->seq[fa], *b = &ds->seq[fb];
     int64_t a0 = a->off[0][row], a1 = a->off[0][row + 1], b0 = b->off[0][row], b1 = b->off[0][row + 1];
+    if (levels == 1) return (a1 - a0) / (int64_t)ds->feeds[fa].width == (b1 - b0) / (int64_t)ds->feeds[fb].width;
     if (a1 - a0 != b1 - b0) return false;
     for (int64_t u = 0; levels == 2 && u < a1 - a0; u++)
         if (a->off[1][a0 + u + 1] - a->off[1][a0 + u] != b->off[1][b0 + u + 1] - b->off[1][b0 + u]) return false;
@@ -1111,8 +1146,10 @@ void fl_data_fill_seq(const FlDataset *ds, size_t feed, const size_t *rows, size
     fl_data_seq_sizes(ds, feed, rows, n, sizes);
     const Feed *f = &ds->feeds[feed];
     size_t es = fl_dtype_size(f->dtype);
-    FL_ASSERT(sizes[f->levels] <= valbytes / es);
+    FL_ASSERT(sizes[f->levels] <= valbytes / es / f->width);
     seq_gather(&ds->seq[feed], f->levels, es, rows, n, vals, lod);
+    if (f->width > 1) /* offsets counting steps, not values */
+        for (size_t k = 0; k <= n; k++) lod[0][k] /= (int64_t)f->width;
 }
 
 /* ---- epochs ---- */

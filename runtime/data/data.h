@@ -89,12 +89,15 @@
  * the row's sequence: numbers separated by blanks (spaces or tabs), and with 2 levels
  * sub-sequences separated by '|' ("3 4 5|6 7|8": one row of three sub-sequences). A row's
  * sequence and each sub-sequence hold at least one number. A batch of such rows is packed without
- * padding: the values [T, 1] and the offsets of each level (see fl_data_fill_seq). */
+ * padding: the values [T, 1] and the offsets of each level (see fl_data_fill_seq). A one-level
+ * sequence of steps of `width` values each (a detection program's boxes: 4 numbers a step) holds
+ * a multiple of width numbers per row and packs as [T, width], its offsets counting steps. */
 typedef struct FlDataFeed {
     const char *name;
     const size_t *cols; /* 0-based column indices, in the order they fill the feed's row */
     size_t ncols;       /* at least 1; exactly 1 for a sequence feed */
     int levels;         /* 0: dense (ncols values per row); 1..FL_DATA_MAX_LEVELS: a sequence */
+    size_t width;       /* a one-level sequence: the values of one step (0 or 1: one) */
     FlDType dtype;      /* FL_DT_FLOAT32, FL_DT_FLOAT64 or FL_DT_INT64 (values must be integral) */
     bool label;         /* a label: left out of prediction input */
     bool normalize;     /* z-score each column with the training part's mean and std (float and
@@ -194,9 +197,12 @@ void fl_data_fill_rows(const FlDataset *ds, size_t feed, const size_t *rows, siz
 
 /* 0 for a dense feed, else the levels of a sequence feed. */
 int fl_data_feed_levels(const FlDataset *ds, size_t feed);
+/* The values of one step of sequence feed `feed` (1, or FlDataFeed.width). */
+size_t fl_data_feed_width(const FlDataset *ds, size_t feed);
 /* The sizes of the packed batch of rows[0..n) of sequence feed `feed` with L levels:
  * sizes[0] = n (the rows' sequences), with 2 levels sizes[1] = their sub-sequences, and
- * sizes[L] = T, the values. Offsets of level k have sizes[k] + 1 entries; the values are [T, 1]. */
+ * sizes[L] = T, the values (the steps of `width` values). Offsets of level k have sizes[k] + 1
+ * entries; the values are [T, 1] ([T, width]). */
 void fl_data_seq_sizes(const FlDataset *ds, size_t feed, const size_t *rows, size_t n,
                        size_t sizes[FL_DATA_MAX_LEVELS + 1]);
 /* Whether dataset row `row` of sequence feeds fa and fb (of as many levels) is cut alike: the

@@ -170,11 +170,28 @@ FlStatus fl_kernel_mine_hard_examples(FlErr *e, const FlTensor *cls_loss, const 
  * background_label is skipped, as Fluid's operator does): per image and class, detections best
  * first (clipped to [0, 1]) against the class's boxes by IoU, a true positive above
  * overlap_threshold on a box not yet taken (difficult boxes neither count nor match unless
- * evaluate_difficult); AP integral (ap_11point false) or VOC's 11 points. */
+ * evaluate_difficult); AP integral (ap_11point false) or VOC's 11 points.
+ *
+ * The accumulated state (Fluid's PosCount, TruePos, FalsePos): `in`, when not NULL, holds the
+ * earlier batches' positives per class and their verdicts, which come before this batch's; every
+ * class then counts (its positive count read, 0 or not, as Fluid's operator reads them all).
+ * `out` (any member NULL: not wanted) receives the state after this batch. */
+typedef struct FlDetMapState {
+    const FlTensor *pos_count;             /* int32 [class_num, 1] */
+    const FlTensor *true_pos, *false_pos;  /* [n, 2] rows (score, flag), DetectRes's dtype */
+    const int64_t *true_off, *false_off;   /* their rows of each class: class_num + 1 offsets */
+    int64_t true_nseq, false_nseq;         /* the classes the offsets cut (must be class_num) */
+} FlDetMapState;
+typedef struct FlDetMapAccum {
+    FlTensor *pos_count;            /* int32 [class_num, 1] */
+    FlTensor *true_pos, *true_off;  /* [n, 2] and int64 [class_num + 1], the classes in order */
+    FlTensor *false_pos, *false_off;
+} FlDetMapAccum;
 FlStatus fl_kernel_detection_map(FlErr *e, const FlTensor *det, const int64_t *det_off, int64_t det_nseq,
                                  const FlTensor *label, const int64_t *gt_off, int64_t gt_nseq, int64_t class_num,
                                  int64_t background_label, double overlap_threshold, bool evaluate_difficult,
-                                 bool ap_11point, FlTensor *map) FL_WARN_UNUSED;
+                                 bool ap_11point, const FlDetMapState *in, const FlDetMapAccum *out,
+                                 FlTensor *map) FL_WARN_UNUSED;
 
 /* ---- losses (detection_loss.c) ---- */
 

@@ -65,7 +65,16 @@ static double cpu_now(void) {
 
 /* ---------------------------------------------------------------- data */
 
-static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t *nfeeds) {
+/* The values of one step of sequence var `name` of block 0: its row's size ([-1, 4]: 4), else 1. */
+static size_t seq_width(const FlBlock *b0, const char *name) {
+    const FlVarDesc *d = b0 ? fl_ir_var_find(b0, name) : NULL;
+    int64_t n = 1;
+    for (int k = 1; d && k < d->ndim; k++)
+        if (d->shape[k] > 0) n *= d->shape[k];
+    return (size_t)n;
+}
+
+static FlDataSpec spec_of(const FlReaderSpec *r, const FlBlock *b0, FlDataFeed **feeds_out, size_t *nfeeds) {
     FlDataFeed *feeds = fl_xcalloc(r->feeds.len + 1, sizeof *feeds);
     for (size_t i = 0; i < r->feeds.len; i++) {
         const FlFeedCols *fc = &r->feeds.data[i];
@@ -75,6 +84,7 @@ static FlDataSpec spec_of(const FlReaderSpec *r, FlDataFeed **feeds_out, size_t 
         feeds[i].cols = cols;
         feeds[i].ncols = fc->ncols;
         feeds[i].levels = fc->lod_level;
+        if (fc->lod_level == 1) feeds[i].width = seq_width(b0, fc->feed);
         feeds[i].dtype = fc->dtype;
         feeds[i].label = i + 1 == r->feeds.len && r->feeds.len > 1; /* the last feed is the label */
         for (size_t k = 0; k < r->normalize.len; k++)
@@ -110,9 +120,9 @@ static bool same_source(const FlReaderSpec *a, const FlReaderSpec *b) {
            a->split_seed == b->split_seed && a->part != b->part;
 }
 
-static FlStatus open_data(const FlRunSpec *rs, Data *d, FlErr *e) {
+static FlStatus open_data(const FlRunSpec *rs, const FlBlock *b0, Data *d, FlErr *e) {
     if (!rs->reader) return FL_OK;
-    FlDataSpec s = spec_of(rs->reader, &d->feeds, &d->nfeeds);
+    FlDataSpec s = spec_of(rs->reader, b0, &d->feeds, &d->nfeeds);
     if (same_source(rs->reader, rs->test_reader)) {
         /* one load, one split: the test part is normalised with the training part's statistics */
         if (fl_data_source_load(&s, rs->reader->base_dir, &d->src, e) != FL_OK) return FL_ERROR;
@@ -126,7 +136,7 @@ static FlStatus open_data(const FlRunSpec *rs, Data *d, FlErr *e) {
     if (rs->test_reader) {
         FlDataFeed *tf;
         size_t ntf;
-        FlDataSpec ts = spec_of(rs->test_reader, &tf, &ntf);
+        FlDataSpec ts = spec_of(rs->test_reader, b0, &tf, &ntf);
         FlStatus st = fl_data_open(&ts, rs->test_reader->base_dir, &d->test, e);
         free_feeds(tf, ntf);
         if (st != FL_OK) return FL_ERROR;
@@ -255,7 +265,7 @@ static FlStatus share_feeds(const FlBlock *b0, const FlDataset *ds, const FlData
         FL_ASSERT(vd && vd->lod_level == levels); /* check_lod_feeds */
         size_t sizes[FL_DATA_MAX_LEVELS + 1];
         fl_data_seq_sizes(ds, f, which, rows, sizes);
-        int64_t ne[2] = {(int64_t)sizes[levels], 1};
+        int64_t ne[2] = {(int64_t)sizes[levels], (int64_t)fl_data_feed_width(ds, f)};
         if (fl_tensor_alloc(e, t, fl_data_feed_dtype(ds, f), 2, ne) != FL_OK) return FL_ERROR;
         int64_t *lod[FL_DATA_MAX_LEVELS];
         for (int l = 0; l < levels; l++) {
@@ -299,7 +309,7 @@ FlStatus fl_train_new(const FlLoadedProgram *prog, FlExecutor *ex, FlScope *scop
         else tr->inputs[tr->ninputs++] = p;
     }
     const FlBlock *b0 = fl_ir_block(tr->bundle->main, 0);
-    if (rs->present && (open_data(rs, &tr->d, err) != FL_OK || check_lod_feeds(b0, tr->d.train, err) != FL_OK ||
+    if (rs->present && (open_data(rs, b0, &tr->d, err) != FL_OK || check_lod_feeds(b0, tr->d.train, err) != FL_OK ||
                         check_lod_feeds(b0, tr->d.test, err) != FL_OK || check_seq_pairs(tr->bundle, tr->d.train, err) != FL_OK ||
                         check_seq_pairs(tr->bundle, tr->d.test, err) != FL_OK)) {
         fl_train_free(tr);

@@ -778,15 +778,15 @@ static void test_io_sequence(void) {
          "read its column with io.sequence(column, levels=2)"},
         {"r = fluid.io.csv('a.csv', {'s3': [0]})\nfluid.train(reader=r)\n",
          "snippet.fl:9:1: error: the data var 's3' holds sequences of 3 levels; a reader gives at most 2 (io.sequence)"},
-        {"r = fluid.io.csv('a.csv', {'wide': fluid.io.sequence(0)})\nfluid.train(reader=r)\n",
-         "snippet.fl:9:1: error: the reader gives 'wide' one value per step of its sequences but the data var has shape "
-         "[-1, 2] (2 values per row); declare it with shape=[1]"},
+        {"r = fluid.io.csv('a.csv', {'wide': fluid.io.sequence(0, levels=2)})\nfluid.train(reader=r)\n",
+         "snippet.fl:9:1: error: the reader gives 'wide' one value per step of its nested sequences but the data var has "
+         "shape [-1, 2] (2 values per row); declare it with shape=[1]"},
     };
     check_errors("d = layers.data(name='d', shape=[1])\n"
                  "s1 = layers.data(name='s1', shape=[1], lod_level=1)\n"
                  "s2 = layers.data(name='s2', shape=[1], lod_level=2)\n"
                  "s3 = layers.data(name='s3', shape=[1], lod_level=3)\n"
-                 "wide = layers.data(name='wide', shape=[2], lod_level=1)\n",
+                 "wide = layers.data(name='wide', shape=[2], lod_level=2)\n",
                  feeds, FL_ARRAY_LEN(feeds));
 }
 

@@ -20,6 +20,8 @@
 #                                 sync P=2 T=2, equal to local training; with is_sparse=True
 #                                 (L2Decay on a table of two lookups) on sync P=2 T=2 and
 #                                 allreduce T=2 too
+#   fluid_ssd                     examples/fluid/ssd_mobilenet.fl (its variant without batch_norm,
+#                                 a sum of unnormalized losses) on sync P=2 T=2, equal to local
 #   fluid_dist_simnet_bow         the same for a sequence model: io.sequence data, each trainer's
 #                                 share whole sequences, sequence_pool over the shared table
 #   sparse_sync                   tests/mpi/ctr_sparse.fl (two is_sparse tables: SelectedRows
@@ -401,6 +403,17 @@ fluid_dist_transformer)
     cut_data wmt_synth.csv.gz 33
     equality 2 2 1048576
     equality 0 2 1048576
+    ;;
+fluid_ssd)
+    # examples/fluid/ssd_mobilenet.fl (LoD ground truth read by io.sequence, ssd_loss,
+    # detection_output, metrics.DetectionMAP) without batch_norm and with ssd_loss unnormalized:
+    # the loss is the sum of the images' losses, whose gradients the trainers add. 2 epochs of its
+    # 64 images, batch 8 per trainer, on sync P=2 T=2 against the local run on batch 16: every
+    # step's per-image loss and the parameters within 1e-4. The logged sum is each trainer's share's
+    # (averaged: half the local one) and the mAP state each trainer's own, so neither is compared
+    MODEL=examples/fluid/ssd_mobilenet.fl BATCH=8 STATE=moment1 COLS=image_loss SKIP=map_eval
+    DEFS="-D batch_norm=False -D normalize=False -D epochs=2"
+    equality 2 2 1048576
     ;;
 fluid_dist_se_resnext)
     # the 50 layers on 32x32 images, 32 filters in the first stage; batch_norm included: the

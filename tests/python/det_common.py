@@ -86,6 +86,28 @@ def fetch(key, expr):
     return "print(\"FETCH\", %r, (%s).name)\n" % (key, expr)
 
 
+def ref_ap(prec, rec, ap):
+    """Fluid's average precision of one class from its precisions and recalls (best first):
+    'integral' (the area under the curve) or '11point' (VOC2007, with the operator's early stop)."""
+    if ap == "integral":
+        total, prev = 0.0, 0.0
+        for i in range(len(prec)):
+            if abs(rec[i] - prev) > 1e-6:
+                total += prec[i] * abs(rec[i] - prev)
+            prev = rec[i]
+        return total
+    mp, start = [0.0] * 11, len(prec) - 1
+    for j in range(10, -1, -1):
+        for i in range(start, -1, -1):
+            if rec[i] < j / 10.0:
+                start = i
+                if j > 0:
+                    mp[j - 1] = mp[j]
+                break
+            mp[j] = max(mp[j], prec[i])
+    return sum(mp) / 11
+
+
 def cround(x):
     """C's round(): halves away from zero (numpy rounds them to even)."""
     return np.sign(x) * np.floor(np.abs(x) + 0.5)

@@ -7,7 +7,7 @@ above 1), in float32 and float64."""
 import numpy as np
 
 import fluidc
-from det_common import HEAD, _count, close, compile_fl, cround, data, equal, fetch, jaccard, ref_nms, run
+from det_common import HEAD, _count, close, compile_fl, cround, data, equal, fetch, jaccard, ref_ap, ref_nms, run
 from pyt_common import check, done
 
 
@@ -771,26 +771,7 @@ def ref_map(det, dlod, gt, glod, class_num, bg, thr, eval_difficult, ap, f32):
             continue
         t = np.cumsum([f for _, f in sorted(tp[c], key=lambda p: -p[0])])
         f = np.cumsum([f for _, f in sorted(fp[c], key=lambda p: -p[0])])
-        prec, rec = t / (t + f), t / npos[c]
-        if ap == "integral":
-            prev = 0.0
-            for i in range(len(t)):
-                if abs(rec[i] - prev) > 1e-6:
-                    total += prec[i] * abs(rec[i] - prev)
-                prev = rec[i]
-        else:
-            mp = [0.0] * 11
-            start = len(t) - 1
-            for j in range(10, -1, -1):
-                for i in range(start, -1, -1):
-                    if rec[i] < j / 10.0:
-                        start = i
-                        if j > 0:
-                            mp[j - 1] = mp[j]
-                        break
-                    if mp[j] < prec[i]:
-                        mp[j] = prec[i]
-            total += sum(mp) / 11
+        total += ref_ap(t / (t + f), t / npos[c], ap)
     return np.array([total / count if count else 0.0])
 
 

@@ -763,8 +763,8 @@ static void test_errors(void) {
     b.feeds[1].normalize = true;
     open_fails(&b.spec, NULL, "io.csv: feed 'label' is int64 and cannot be normalised");
     digits(&b, false);
-    b.feeds[1].dtype = FL_DT_INT32;
-    open_fails(&b.spec, NULL, "io.csv: feed 'label' has dtype int32; expected float32, float64 or int64");
+    b.feeds[1].dtype = FL_DT_BOOL;
+    open_fails(&b.spec, NULL, "io.csv: feed 'label' has dtype bool; expected float32, float64, int32 or int64");
     digits(&b, false);
     b.feeds[0].ncols = 0;
     open_fails(&b.spec, NULL, "io.csv: feed 'img' has no columns");
@@ -984,6 +984,66 @@ static void test_seq_load(void) {
     CU_ASSERT_EQUAL(o[1], 2);
     CU_ASSERT_EQUAL(o[2], 3);
     fl_data_free(ds);
+}
+
+/* A sequence of steps of 4 values (a detection program's boxes, layers.data(shape=[4],
+ * lod_level=1)): a row holds a multiple of 4 numbers; the sizes and offsets count steps, the
+ * values pack as [T, 4]; two feeds are cut alike when they hold as many steps. */
+static void test_seq_width(void) {
+    Spec s;
+    seq_spec(&s, "seqw.csv", "1 2 3 4 5 6 7 8,1\n9 10 11 12,0\n", 1, FL_DT_INT64);
+    s.feeds[0].width = 4;
+    FlDataset *ds = open_ok(&s.spec);
+    CU_ASSERT_EQUAL(fl_data_feed_width(ds, 0), 4);
+    size_t sz[FL_DATA_MAX_LEVELS + 1];
+    fl_data_seq_sizes(ds, 0, (const size_t[]){1, 0}, 2, sz);
+    CU_ASSERT_EQUAL(sz[0], 2);
+    CU_ASSERT_EQUAL(sz[1], 3);
+    int64_t v[12], o[3];
+    int64_t *lod[1] = {o};
+    fl_data_fill_seq(ds, 0, (const size_t[]){1, 0}, 2, v, sizeof v, lod);
+    CU_ASSERT_EQUAL(memcmp(v, ((const int64_t[]){9, 10, 11, 12, 1, 2, 3, 4, 5, 6, 7, 8}), sizeof v), 0);
+    CU_ASSERT_EQUAL(memcmp(o, ((const int64_t[]){0, 1, 3}), sizeof o), 0);
+    fl_data_free(ds);
+
+    /* boxes and their labels: 2 steps and 2 values, cut alike; 2 steps and 1 value, not */
+    static const size_t COLS01[3] = {0, 1, 2};
+    memset(&s, 0, sizeof s);
+    s.feeds[0] = (FlDataFeed){.name = "box", .cols = COLS01, .ncols = 1, .levels = 1, .width = 4, .dtype = FL_DT_FLOAT32};
+    s.feeds[1] = (FlDataFeed){.name = "label", .cols = COLS01 + 1, .ncols = 1, .levels = 1, .dtype = FL_DT_INT64};
+    s.spec = (FlDataSpec){.path = tmp_write("seqw2.csv", "0 0 1 1 2 2 3 3,1 2\n0 0 1 1 2 2 3 3,1\n"), .feeds = s.feeds,
+                          .nfeeds = 2};
+    ds = open_ok(&s.spec);
+    CU_ASSERT(fl_data_seq_same_cut(ds, 0, 1, 0));
+    CU_ASSERT(!fl_data_seq_same_cut(ds, 0, 1, 1));
+    fl_data_free(ds);
+
+    /* int32 (detection programs' labels), a sequence and a column: read exactly, checked to fit */
+    s.feeds[0] = (FlDataFeed){.name = "label", .cols = COLS01 + 1, .ncols = 1, .levels = 1, .dtype = FL_DT_INT32};
+    s.feeds[1] = (FlDataFeed){.name = "n", .cols = COLS01 + 2, .ncols = 1, .dtype = FL_DT_INT32};
+    s.spec = (FlDataSpec){.path = tmp_write("seqw4.csv", "0 0 1 1,-2147483648,7\n0 0 1 1 2 2 3 3,2147483647 3,-1\n"),
+                          .feeds = s.feeds, .nfeeds = 2};
+    ds = open_ok(&s.spec);
+    int32_t lab[3], nn[2];
+    int64_t lo[3];
+    int64_t *llod[1] = {lo};
+    fl_data_fill_seq(ds, 0, (const size_t[]){0, 1}, 2, lab, sizeof lab, llod);
+    CU_ASSERT(lab[0] == INT32_MIN && lab[1] == INT32_MAX && lab[2] == 3);
+    fl_data_fill_rows(ds, 1, (const size_t[]){1, 0}, 2, nn, sizeof nn);
+    CU_ASSERT(nn[0] == -1 && nn[1] == 7);
+    fl_data_free(ds);
+    const char *big = tmp_write("seqw5.csv", "0 0 1 1,1 2147483648,7\n");
+    s.spec.path = big;
+    char want[512];
+    snprintf(want, sizeof want, "%s:1:11: '2147483648' is out of range (column 1, feed 'label' is int32)", big);
+    open_fails(&s.spec, NULL, want);
+
+    /* a row that is not whole steps is an error at its line; steps of several values need one level */
+    seq_spec(&s, "seqw3.csv", "1 2 3 4,1\n 5 6 7,0\n", 1, FL_DT_INT64);
+    s.feeds[0].width = 4;
+    expect_error(&s, ":2:2: the sequence holds 3 numbers, not a multiple of 4, the values of one step (column 0, feed 'words')");
+    s.feeds[0].levels = 2;
+    open_fails(&s.spec, NULL, "io.csv: feed 'words' has steps of 4 values; only a sequence of one level may");
 }
 
 /* n rows "i i+1 ... " of length 1 + i % 5, label i % 2: a file for split and share tests. */
@@ -1243,6 +1303,7 @@ int main(void) {
     CU_add_test(s, "sequence load and packing", test_seq_load);
     CU_add_test(s, "sequence split, shuffle, shares", test_seq_split_shuffle_shares);
     CU_add_test(s, "sequence errors", test_seq_errors);
+    CU_add_test(s, "sequence of steps of several values", test_seq_width);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
