@@ -160,6 +160,8 @@ static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
     if ((v[1] && !fl_ev_want_str(c, v[1], "print() sep", a->span)) ||
         (v[2] && !fl_ev_want_str(c, v[2], "print() end", a->span)))
         return c->error;
+    /* inside a runtime loop, if or thread of the driver, every print is the driver's */
+    if (fl_ev_in_driver(c)) return fl_ev_driver_print(c, v[0], v[1], v[2], a->span);
     for (size_t i = 0; i < v[0]->list.len; i++)
         if (fl_ev_is_runtime(c, v[0]->list.items[i])) return fl_ev_driver_print(c, v[0], v[1], v[2], a->span);
     FlBuf b = {0};

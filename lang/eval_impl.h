@@ -387,6 +387,12 @@ Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from);
 Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
 Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch);   /* `for v in ch` */
+/* `for v in range(start, stop, step)` on the driver: start and stop ints or int driver vars, step
+ * a nonzero int (lower.c); driver_loop.c decides which `for` is one. */
+Flow fl_ev_lower_for_range(Ctx *c, Env *e, FlAst *s, FlValue *start, FlValue *stop, int64_t step);
+/* The iterable of `for` statement s; NULL when s is a runtime loop of the driver, which it then
+ * lowered (*flow says how that went; driver_loop.c). */
+FlValue *fl_ev_for_iter(Ctx *c, Env *e, FlAst *s, Flow *flow);
 Flow fl_ev_lower_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp);
 /* n concurrent iterations of body; bind (if not NULL) is bound to the index Var or, with
  * as_rec, to a record whose .idx is. */

@@ -259,7 +259,9 @@ static Flow loop_end(Ctx *c, Env *e, FlAst *s, int loop_rt_depth, bool broke, Fl
 }
 
 static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
-    FlValue *it = fl_ev_expr(c, e, s->loop.iter);
+    Flow rt;
+    FlValue *it = fl_ev_for_iter(c, e, s, &rt); /* NULL: a runtime loop of the driver (docs/driver.md) */
+    if (!it) return rt;
     if (it->kind == VK_ERROR) {
         fl_ev_assign(c, e, s->loop.target, c->error);
         return FLOW_ERROR;
