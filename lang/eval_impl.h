@@ -516,6 +516,13 @@ void fl_ev_driver_install(Ctx *c); /* the native module _driver */
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
+/* program.c: Programs and Blocks as values. A Block record of block idx of program value prog;
+ * var.block (its program's global block); a Program attribute other than clone and random_seed
+ * (NULL: none); clone(for_test=True)'s pruning of p (false: reported). */
+FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx);
+FlValue *fl_ev_var_block(Ctx *c, FlValue *var);
+FlValue *fl_ev_program_attr(Ctx *c, FlValue *prog, const char *name);
+bool fl_ev_program_for_test(Ctx *c, FlProgram *p, FlSpan sp);
 /* The name a run_program gives program p ("main", "startup", program_N: the bundle adopts a
  * Program() or a clone the first time); NULL when the script did not make p. */
 const char *fl_ev_program_name(Ctx *c, const FlProgram *p);
