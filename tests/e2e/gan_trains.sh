@@ -13,6 +13,9 @@ trap 'rm -rf "$T"' EXIT
 "$FLC" build "$ROOT/examples/fluid/gan.fl" -o "$T/gan.flp" || { echo "FAIL: gan.fl does not compile"; exit 1; }
 n=$("$FLC" show "$T/gan.flp" | grep -c 'op run_program')
 [ "$n" -eq 5 ] || { echo "FAIL: $n run_program ops in the driver, expected 5 (startup and the loop's 4)"; exit 1; }
+# the startup, d_program, g_program (the clone) and dg_program are the bundle's named programs
+"$FLC" verify "$T/gan.flp" | grep -q 'ok: a driver of .* running 4 named programs$' ||
+    { echo "FAIL: flc verify does not check 4 named programs"; "$FLC" verify "$T/gan.flp"; exit 1; }
 "$FLRUN" "$T/gan.flp" >"$T/out" 2>"$T/err" || { echo "FAIL: flrun exited $?"; cat "$T/err"; exit 1; }
 cat "$T/out"
 awk '
