@@ -96,8 +96,9 @@ static bool scan_node(Scan *s, const FlAst *n) {
     case FL_AST_COMP_IF: return scan_node(s, n->cond.test);
     case FL_AST_EXPR_STMT: case FL_AST_RETURN: case FL_AST_RAISE: return scan_node(s, n->expr.e);
     case FL_AST_ASSIGN: case FL_AST_AUGASSIGN: return scan_node(s, n->assign.value);
-    case FL_AST_IF: case FL_AST_ASSERT:
+    case FL_AST_IF:
         return scan_node(s, n->cond.test) || scan_list(s, &n->cond.then_body) || scan_list(s, &n->cond.else_body);
+    case FL_AST_ASSERT: return scan_node(s, n->cond.test) || scan_node(s, n->cond.then);
     case FL_AST_FOR: case FL_AST_WHILE: case FL_AST_PARALLEL_FOR:
         return scan_node(s, n->loop.iter) || scan_list(s, &n->loop.body) || scan_list(s, &n->loop.else_body);
     case FL_AST_WITH: return scan_node(s, n->with.expr) || scan_list(s, &n->with.body);
