@@ -444,7 +444,8 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         FlBlock *home = c->home;
         c->b.main = g->guard.a->prog;
         c->b.startup = g->guard.b ? g->guard.b->prog : saved.startup;
-        c->b.block = c->home = fl_ir_block(c->b.main, 0);
+        if (c->b.main != saved.main) /* the same program keeps its current block, as Fluid's does */
+            c->b.block = c->home = fl_ir_block(c->b.main, 0);
         if (s->with.as_name) fl_env_set(e, s->with.as_name, g->guard.a);
         Flow f = fl_ev_block(c, e, &s->with.body);
         c->b = saved;
