@@ -6,9 +6,8 @@
 /* Feeds and fetches pair with their names; a Scope is a raw var (a scope_new's). */
 FlStatus fl_infer_run_program(Ctx *c) {
     const FlAttr *prog = fl_ir_op_attr(c->op, "program");
-    if (!prog || (strcmp(prog->s, "startup") != 0 && strcmp(prog->s, "main") != 0))
-        return fl_err(c->e, "run_program: program '%s' is not a program of the bundle (startup or main)",
-                      prog ? prog->s : "");
+    if (!prog || !prog->s || !*prog->s) /* which programs the bundle has: fl_verify_driver */
+        return fl_err(c->e, "run_program names no program");
     const FlAttr *fn = fl_ir_op_attr(c->op, "feed_names"), *tn = fl_ir_op_attr(c->op, "fetch_names");
     const FlSlot *feed = fl_ir_op_input(c->op, "Feed"), *fetch = fl_ir_op_output(c->op, "Fetch");
     size_t nfeed = feed ? feed->nargs : 0, nfetch = fetch ? fetch->nargs : 0;

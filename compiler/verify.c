@@ -372,9 +372,9 @@ void fl_verify_issues_fini(FlVerifyIssues *v) {
 static void driver_run_program(Vf *v, const FlBundle *b, const FlBlock *db, const FlOpDesc *op) {
     const FlAttr *pa = fl_ir_op_attr(op, "program");
     const char *pn = pa && pa->s ? pa->s : "";
-    const FlProgram *p = !strcmp(pn, "startup") ? b->startup : !strcmp(pn, "main") ? b->main : NULL;
+    const FlProgram *p = fl_ir_bundle_program(b, pn);
     if (!p) {
-        issue(v, op->loc, "run_program: program '%s' is not a program of the bundle (startup or main)", pn);
+        issue(v, op->loc, "run_program: program '%s' is not a program of the bundle (startup, main or a named one)", pn);
         return;
     }
     const FlBlock *g = fl_ir_block(p, 0);
@@ -399,6 +399,7 @@ static void driver_run_program(Vf *v, const FlBundle *b, const FlBlock *db, cons
 int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out) {
     if (!b->driver) return 0;
     int n = fl_verify_program(b->driver, NULL, out);
+    for (size_t i = 0; i < b->programs.len; i++) n += fl_verify_program(b->programs.data[i].program, NULL, out);
     Vf v = {.p = b->driver, .out = out};
     for (size_t bi = 0; bi < b->driver->blocks.len; bi++) {
         const FlBlock *db = b->driver->blocks.data[bi];

@@ -849,6 +849,7 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     if (strcmp(name, "name") == 0) return fl_v_cstr(c, var->var.name);
     if (strcmp(name, "dtype") == 0) return fl_v_cstr(c, fl_dtype_name(d->dtype));
     if (strcmp(name, "lod_level") == 0) return fl_v_int(c, d->lod_level);
+    if (strcmp(name, "block") == 0) return fl_ev_var_block(c, var);
     if (strcmp(name, "astype") == 0 && d->kind != FL_VAR_CHANNEL) return fl_v_builtin(c, name, var_astype, var);
     if (strcmp(name, "to_string") == 0) return fl_v_builtin(c, name, var_to_string, var);
     if (strcmp(name, "persistable") == 0) return fl_v_bool(c, d->persistable);
@@ -871,8 +872,8 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
         BuiltinFn fn = name[0] == 's' ? chan_send : name[0] == 'r' ? chan_recv : chan_close;
         return fl_v_builtin(c, name, fn, var);
     }
-    return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype, lod_level, persistable, "
-                       "stop_gradient, to_string%s)", name, is_chan ? ", send, recv, close" : ", astype");
+    return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype, lod_level, block, "
+                       "persistable, stop_gradient, to_string%s)", name, is_chan ? ", send, recv, close" : ", astype");
 }
 bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, var);

@@ -639,47 +639,24 @@ static FlValue *c_program(Ctx *c, FlValue *self, CallArgs *a) {
     FL_VEC_PUSH(&c->programs, p->prog);
     return p;
 }
-/* Program.global_block().var(name): the var of block 0 (of the program being built). */
-static FlValue *block_var(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("var", "name", 1);
-    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
-    if (self->prog != c->b.main)
-        return fl_ev_error(c, a->span, "var() reads the vars of the main program being built (in its program_guard)");
-    if (!fl_ir_var_find(fl_ir_block(self->prog, 0), v[0]->str.s))
-        return fl_ev_error(c, a->span, "the global block has no var named '%s'", v[0]->str.s);
-    return fl_v_var(c, v[0]->str.s);
-}
-static FlValue *prog_global_block(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("global_block", "", 0);
-    (void)v;
-    FlValue *r = fl_v_record(c, "Block");
-    fl_v_rec_set(c, r, "var", fl_v_builtin(c, "var", block_var, self));
-    fl_v_rec_set(c, r, "program", self);
-    fl_v_rec_set(c, r, "idx", fl_v_int(c, 0));
-    return r;
-}
 /* Program.clone(for_test=False): a copy; for_test sets is_test on every op that has it (dropout,
- * batch_norm), as Fluid's test programs are made (clone before minimize: the copy holds what the
- * program held then). */
+ * batch_norm) and drops the backward and the optimizer, as Fluid's test programs are made
+ * (fl_ev_program_for_test, program.c). */
 static FlValue *prog_clone(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("clone", "for_test=", 1);
     if (v[0] && v[0]->kind != VK_BOOL) return fl_ev_error(c, a->span, "for_test must be True or False, found %s", fl_v_type_name(v[0]));
     FlValue *p = fl_v_new(c, VK_PROGRAM);
     p->prog = fl_ir_program_clone(self->prog);
     FL_VEC_PUSH(&c->programs, p->prog);
-    if (v[0] && v[0]->b)
-        for (size_t i = 0; i < p->prog->blocks.len; i++) {
-            FlBlock *b = p->prog->blocks.data[i];
-            for (size_t j = 0; j < b->ops.len; j++)
-                if (fl_ir_op_attr(b->ops.data[j], "is_test")) fl_ir_op_set_bool(b->ops.data[j], "is_test", true);
-        }
+    if (v[0] && v[0]->b && !fl_ev_program_for_test(c, p->prog, a->span)) return c->error;
     return p;
 }
 FlValue *fl_ev_program_method(Ctx *c, FlValue *prog, const char *name, FlSpan sp) {
-    if (strcmp(name, "global_block") == 0) return fl_v_builtin(c, "global_block", prog_global_block, prog);
+    FlValue *m = fl_ev_program_attr(c, prog, name);
+    if (m) return m;
     if (strcmp(name, "clone") == 0) return fl_v_builtin(c, "clone", prog_clone, prog);
     if (strcmp(name, "random_seed") == 0) return fl_v_int(c, c->random_seed);
-    return fl_ev_error(c, sp, "a Program has no attribute '%s' (it has global_block, clone, random_seed)", name);
+    return fl_ev_error(c, sp, "a Program has no attribute '%s' (it has global_block, block, current_block, num_blocks, list_vars, to_string, clone, random_seed)", name);
 }
 
 /* program.random_seed = N (Fluid's way to make a program's random ops reproducible): the random
@@ -1299,6 +1276,9 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[6] || v[7]) {
         if (!v[6] || v[6]->kind != VK_PROGRAM || (v[7] && v[7]->kind != VK_PROGRAM))
             return fl_ev_error(c, a->span, "main_program and startup_program must be Programs");
+        for (size_t i = 0; i < c->bundle->programs.len; i++)
+            if (c->bundle->programs.data[i].program == v[6]->prog || (v[7] && c->bundle->programs.data[i].program == v[7]->prog))
+                return fl_ev_error(c, a->span, "train(): the program is run by exe.run already; use one or the other");
         if (v[6]->prog != c->bundle->main) {
             fl_ir_program_free(c->bundle->main);
             c->bundle->main = v[6]->prog;

@@ -395,6 +395,12 @@ Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a b
 typedef FlValue *(*LoopNextFn)(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp);
 Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg);
 Flow fl_ev_lower_for_chan(Ctx *c, Env *e, FlAst *s, FlValue *ch);   /* `for v in ch` */
+/* `for v in range(start, stop, step)` on the driver: start and stop ints or int driver vars, step
+ * a nonzero int (lower.c); driver_loop.c decides which `for` is one. */
+Flow fl_ev_lower_for_range(Ctx *c, Env *e, FlAst *s, FlValue *start, FlValue *stop, int64_t step);
+/* The iterable of `for` statement s; NULL when s is a runtime loop of the driver, which it then
+ * lowered (*flow says how that went; driver_loop.c). */
+FlValue *fl_ev_for_iter(Ctx *c, Env *e, FlAst *s, Flow *flow);
 Flow fl_ev_lower_go(Ctx *c, Env *e, FlAstList *body, FlSpan sp);
 /* n concurrent iterations of body; bind (if not NULL) is bound to the index Var or, with
  * as_rec, to a record whose .idx is. */
@@ -551,6 +557,16 @@ FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp);
 FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp);
 FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_list_sum(Ctx *c, FlValue *l, FlSpan sp);
+/* program.c: Programs and Blocks as values. A Block record of block idx of program value prog;
+ * var.block (its program's global block); a Program attribute other than clone and random_seed
+ * (NULL: none); clone(for_test=True)'s pruning of p (false: reported). */
+FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx);
+FlValue *fl_ev_var_block(Ctx *c, FlValue *var);
+FlValue *fl_ev_program_attr(Ctx *c, FlValue *prog, const char *name);
+bool fl_ev_program_for_test(Ctx *c, FlProgram *p, FlSpan sp);
+/* The name a run_program gives program p ("main", "startup", program_N: the bundle adopts a
+ * Program() or a clone the first time); NULL when the script did not make p. */
+const char *fl_ev_program_name(Ctx *c, const FlProgram *p);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

@@ -566,10 +566,23 @@ static Flow loop_body(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp) {
     return f;
 }
 
-/* The end of an iteration, after the carry-out (RtLoop): a while's condition is evaluated again
- * into the condition var (recompute) unless a break ran, and a break clears it. f is the flow
- * of the body. */
-static void loop_end(Ctx *c, Env *e, FlAst *s, RtLoop *l, Flow f, bool recompute) {
+/* What a loop computes for its next iteration, into the block current when called: the new
+ * value of its condition (a Var), or an error value (reported). */
+typedef FlValue *(*LoopNext)(Ctx *c, Env *e, FlAst *s, const void *arg);
+
+/* A while's next condition: its expression again. */
+static FlValue *while_next(Ctx *c, Env *e, FlAst *s, const void *arg) {
+    (void)arg;
+    FlValue *c2 = fl_ev_expr(c, e, s->loop.iter);
+    if (c2->kind != VK_VAR && c2->kind != VK_ERROR)
+        return fl_ev_error(c, s->loop.iter->span, "the loop condition stopped being a Var inside the body");
+    return c2;
+}
+
+/* The end of an iteration, after the carry-out (RtLoop): the loop's next condition (next, NULL
+ * for none) is computed into the condition var unless a break ran, and a break clears it. f is
+ * the flow of the body. */
+static void loop_end(Ctx *c, Env *e, FlAst *s, RtLoop *l, Flow f, LoopNext next, const void *arg) {
     FlBlock *saved = c->b.block, *b = l->body;
     c->b.block = b;
     FlValue *nb = NULL;
@@ -581,17 +594,15 @@ static void loop_end(Ctx *c, Env *e, FlAst *s, RtLoop *l, Flow f, bool recompute
         nb = fl_ev_op2(c, "logical_not", fl_v_var(c, l->broke), NULL, s->span);
         if (nb->kind == VK_ERROR) goto done;
     }
-    if (recompute) {
+    if (next) {
         FlBlock *guard = nb ? fl_ir_block_new(c->b.main, b->idx) : NULL;
         c->b.block = guard ? guard : b;
-        FlValue *c2 = fl_ev_expr(c, e, s->loop.iter);
+        FlValue *c2 = next(c, e, s, arg);
         if (c2->kind == VK_VAR && c2->var.name != l->cond) {
             FlOpDesc *as = fl_ev_op_raw(c, c->b.block, "assign", s->span);
             fl_ir_op_add_input(as, "X", c2->var.name);
             fl_ir_op_add_output(as, "Out", l->cond);
             fl_ev_infer(c, c->b.block, as, s->span);
-        } else if (c2->kind != VK_VAR && c2->kind != VK_ERROR) {
-            fl_ev_error(c, s->loop.iter->span, "the loop condition stopped being a Var inside the body");
         }
         c->b.block = b;
         if (guard) {
@@ -622,6 +633,22 @@ static Flow loop_else(Ctx *c, Env *e, FlAst *s, RtLoop *l) {
                        "a runtime loop's 'else'");
 }
 
+/* The body of runtime loop l (of statement s) into l->body, the end of its iteration (next), the
+ * while op in l->outer on l->cond, and the else clause. */
+static Flow while_op(Ctx *c, Env *e, FlAst *s, RtLoop *l, LoopNext next, const void *arg) {
+    Flow f = loop_body(c, e, &s->loop.body, l, s->span);
+    loop_end(c, e, s, l, f, next, arg);
+    FlOpDesc *op = control_op(c, "while", l->body, s->span);
+    fl_ev_control_io(c, l->outer, l->body, op, "X", "Out");
+    fl_ir_op_add_input(op, "Condition", l->cond);
+    fl_ev_infer(c, l->outer, op, s->span);
+    if (f == FLOW_RETURN) {
+        fl_ev_error(c, s->span, "'return' inside a runtime loop cannot be compiled");
+        return FLOW_ERROR;
+    }
+    return loop_else(c, e, s, l);
+}
+
 /* while on a Var: the body and the re-evaluated condition become the sub-block. */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     if (!check_cond_var(c, cond, s->loop.iter->span, "while")) return FLOW_ERROR;
@@ -630,17 +657,88 @@ Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     own_names(c, e, bodies, 1, s->span);
     RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
-    Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
-    loop_end(c, e, s, &loop, f, true);
-    FlOpDesc *op = control_op(c, "while", loop.body, s->span);
-    fl_ev_control_io(c, parent, loop.body, op, "X", "Out");
-    fl_ir_op_add_input(op, "Condition", cond->var.name);
-    fl_ev_infer(c, parent, op, s->span);
-    if (f == FLOW_RETURN) {
-        fl_ev_error(c, s->span, "'return' inside a runtime loop cannot be compiled");
+    return while_op(c, e, s, &loop, while_next, NULL);
+}
+
+/* `for NAME in range(...)` at run time (the driver's: docs/driver.md, "Which `for` is a runtime
+ * loop"): a counter (int64 [1]) from start, a while on counter < stop (> for a negative step)
+ * whose body binds NAME to the counter's value (a number: index 0 of the counter), runs the
+ * statements and steps the counter, also after a continue. */
+typedef struct RangeNext {
+    const char *counter, *stop;
+    int64_t step;
+} RangeNext;
+
+static FlValue *range_cond(Ctx *c, const RangeNext *r, FlSpan sp) {
+    return fl_ev_op2(c, r->step > 0 ? "less_than" : "greater_than", fl_v_var(c, r->counter), fl_v_var(c, r->stop), sp);
+}
+
+static FlValue *range_next(Ctx *c, Env *e, FlAst *s, const void *arg) {
+    (void)e;
+    const RangeNext *r = arg;
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "increment", s->span);
+    fl_ir_op_add_input(op, "X", r->counter);
+    fl_ir_op_add_output(op, "Out", r->counter);
+    fl_ir_op_set_float(op, "step", (double)r->step);
+    if (!fl_ev_infer(c, c->b.block, op, s->span)) return c->error;
+    return range_cond(c, r, s->span);
+}
+
+/* An int64 [1] var of the current block holding bound v (an int, or a driver var of one
+ * element: its item as an int64, an error when it runs if it has more). */
+static FlValue *range_bound(Ctx *c, FlValue *v, FlSpan sp) {
+    if (v->kind == VK_INT) return fl_ev_const_var(c, v, FL_DT_INT64, sp);
+    FlVarDesc *d = fl_ev_var_desc(c, v);
+    if (!d || (d->dtype != FL_DT_INT64 && d->dtype != FL_DT_INT32))
+        return fl_ev_error(c, sp, "a range() bound that is a run-time value must be an int (int64 or int32), found %s",
+                           d ? fl_dtype_name(d->dtype) : "a var not visible here");
+    FlValue *n = fl_ev_driver_item(c, v, FL_DT_INT64, sp);
+    if (n->kind == VK_ERROR) return n;
+    const char *names[2] = {"X", "shape"};
+    FlValue *shape = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, shape, fl_v_int(c, 1));
+    FlValue *vals[2] = {n, shape};
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 2, .span = sp};
+    return fl_ev_op(c, "reshape", &a, sp);
+}
+
+Flow fl_ev_lower_for_range(Ctx *c, Env *e, FlAst *s, FlValue *start, FlValue *stop, int64_t step) {
+    if (s->loop.target->kind != FL_AST_NAME) {
+        fl_ev_error(c, s->loop.target->span, "a runtime 'for ... in range()' binds one name");
         return FLOW_ERROR;
     }
-    return loop_else(c, e, s, &loop);
+    FlBlock *parent = c->b.block;
+    FlValue *counter = range_bound(c, start, s->loop.iter->span);
+    if (counter->kind == VK_ERROR) return FLOW_ERROR;
+    if (start->kind != VK_INT) { /* the counter is the loop's own: a copy of a driver var */
+        FlValue *own = fl_ev_const_var(c, fl_v_int(c, 0), FL_DT_INT64, s->span);
+        FlOpDesc *as = fl_ev_op_raw(c, parent, "assign", s->span);
+        fl_ir_op_add_input(as, "X", counter->var.name);
+        fl_ir_op_add_output(as, "Out", own->var.name);
+        if (!fl_ev_infer(c, parent, as, s->span)) return FLOW_ERROR;
+        counter = own;
+    }
+    FlValue *stopv = range_bound(c, stop, s->loop.iter->span);
+    if (stopv->kind == VK_ERROR) return FLOW_ERROR;
+    RangeNext rn = {counter->var.name, stopv->var.name, step};
+    FlValue *cond = range_cond(c, &rn, s->span);
+    if (cond->kind == VK_ERROR) return FLOW_ERROR;
+    FlAstList *bodies[1] = {&s->loop.body};
+    own_names(c, e, bodies, 1, s->span);
+    RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    /* NAME is a var of the parent (the counter's value, a number), which each iteration sets
+     * first: the body reads it, and after the loop it holds the last value, as Python's does
+     * (start when the loop ran no iteration, where Python leaves the name as it was) */
+    FlValue *item = fl_ev_driver_index(c, counter, fl_v_int(c, 0), s->loop.target->span);
+    if (item->kind == VK_ERROR) return FLOW_ERROR;
+    FlOpDesc *ix = fl_ev_op_raw(c, loop.body, "index", s->loop.target->span);
+    fl_ir_op_add_input(ix, "X", counter->var.name);
+    fl_ir_op_add_output(ix, "Out", item->var.name);
+    fl_ir_op_set_int(ix, "i", 0);
+    if (!fl_ev_infer(c, loop.body, ix, s->span)) return FLOW_ERROR;
+    fl_env_set(e, s->loop.target->name, item);
+    return while_op(c, e, s, &loop, range_next, &rn);
 }
 
 /* A new var of the current block for a value received from the channel whose desc is chd. */
@@ -761,7 +859,7 @@ Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg) 
     RtLoop loop = {.cond = ok->var.name, .body = fl_ir_block_new(c->b.main, sub->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
     Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
-    loop_end(c, e, s, &loop, f, false);
+    loop_end(c, e, s, &loop, f, NULL, NULL);
     FlOpDesc *cb = control_op(c, "conditional_block", loop.body, s->span);
     fl_ir_op_add_input(cb, "Cond", ok->var.name);
     fl_ev_control_io(c, sub, loop.body, cb, "X", "Out");

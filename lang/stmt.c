@@ -259,7 +259,9 @@ static Flow loop_end(Ctx *c, Env *e, FlAst *s, int loop_rt_depth, bool broke, Fl
 }
 
 static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
-    FlValue *it = fl_ev_expr(c, e, s->loop.iter);
+    Flow rt;
+    FlValue *it = fl_ev_for_iter(c, e, s, &rt); /* NULL: a runtime loop of the driver (docs/driver.md) */
+    if (!it) return rt;
     if (it->kind == VK_ERROR) {
         fl_ev_assign(c, e, s->loop.target, c->error);
         return FLOW_ERROR;
@@ -443,7 +445,8 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         FlBlock *home = c->home;
         c->b.main = g->guard.a->prog;
         c->b.startup = g->guard.b ? g->guard.b->prog : saved.startup;
-        c->b.block = c->home = fl_ir_block(c->b.main, 0);
+        if (c->b.main != saved.main) /* the same program keeps its current block, as Fluid's does */
+            c->b.block = c->home = fl_ir_block(c->b.main, 0);
         if (s->with.as_name) fl_env_set(e, s->with.as_name, g->guard.a);
         Flow f = fl_ev_block(c, e, &s->with.body);
         c->b = saved;

@@ -33,7 +33,13 @@ typedef struct FlDriverHost {
     FlDriverExit *exit;     /* where an exit op records its code; borrowed, as the others */
     const FlBundle *bundle; /* its readers (Bundle.readers), which reader_open opens */
     uint64_t seed;          /* the run's seed (flrun --seed, else 0): the readers' shuffles */
+    const char *const *names; /* the bundle's named programs (Bundle.programs), in order */
+    FlExec *const *programs;  /* each prepared */
+    size_t nprograms;
 } FlDriverHost;
+
+/* The prepared program a run_program names ("startup", "main" or a named one); NULL if none. */
+FlExec *fl_driver_program(const FlDriverHost *h, const char *name);
 
 /* A new scope (one reference) under root holding a copy of *h: run the driver on it. */
 FlScope *fl_driver_scope(FlScope *root, const FlDriverHost *h);

@@ -1,0 +1,163 @@
+/* driver_loop.c: which `for ... in range(...)` is a runtime loop of the driver (docs/driver.md,
+ * "Which `for` is a runtime loop").
+ *
+ * A `for` over range(...) is the driver's when a bound is a driver var (a fetched value), or when
+ * its body runs programs: a static scan of the body finds a call of a `run` method (exe.run), or
+ * a call of a function the compiler can name at that point (a function bound to a name, a method
+ * of an object bound to a name, a method of `self` inside a method) whose body does, a few calls
+ * deep. Such a loop is lowered by fl_ev_lower_for_range (lower.c) into the driver: a counter and a
+ * `while`, with break, continue and else as in any runtime loop. Every other `for` is unrolled at
+ * compile time, as before; its range() is called once, with the arguments evaluated here.
+ */
+#include <string.h>
+
+#include "lang/eval_impl.h"
+
+#define SCAN_CALL_DEPTH 6 /* how many calls deep the scan follows named functions */
+
+typedef struct Scan {
+    Ctx *c;
+    Env *env;       /* where names of the code scanned are looked up */
+    FlValue *self;  /* the class of `self` in a method scanned (NULL: none) */
+    const char *self_name;
+    int depth;
+} Scan;
+
+static bool scan_node(Scan *s, const FlAst *n);
+
+static bool scan_list(Scan *s, const FlAstList *l) {
+    for (size_t i = 0; i < l->len; i++)
+        if (scan_node(s, l->items[i])) return true;
+    return false;
+}
+
+/* Whether function value f (a def of the script, perhaps a bound method) runs programs. */
+static bool scan_func(Scan *s, FlValue *f) {
+    if (!f || f->kind != VK_FUNC || !f->func.def || s->depth >= SCAN_CALL_DEPTH) return false;
+    const FlAst *def = f->func.def;
+    Scan inner = {.c = s->c, .env = f->func.closure, .depth = s->depth + 1};
+    if (f->func.owner && def->def.nparams > 0) { /* a method: its first parameter is the instance */
+        inner.self = f->func.owner;
+        inner.self_name = def->def.params[0].name;
+    }
+    return scan_list(&inner, &def->def.body);
+}
+
+/* The function a call's callee names, when the compiler can name it here; NULL otherwise. */
+static FlValue *callee(Scan *s, const FlAst *fn) {
+    if (fn->kind == FL_AST_NAME) {
+        FlValue *v = s->env ? fl_env_find_then(s->env, s->c->builtins, fn->name) : NULL;
+        return v && v->kind == VK_FUNC ? v : NULL;
+    }
+    if (fn->kind != FL_AST_ATTR || fn->attr.obj->kind != FL_AST_NAME) return NULL;
+    const char *on = fn->attr.obj->name;
+    FlValue *cls = NULL;
+    if (s->self && on == s->self_name) {
+        cls = s->self;
+    } else {
+        FlValue *o = s->env ? fl_env_find(s->env, on) : NULL;
+        if (o && o->kind == VK_RECORD && o->rec.cls) cls = o->rec.cls;
+        if (o && o->kind == VK_CLASS) cls = o;
+    }
+    FlValue *m = cls ? fl_ev_class_attr(cls, fn->attr.name) : NULL;
+    return m && m->kind == VK_FUNC ? m : NULL;
+}
+
+static bool scan_call(Scan *s, const FlAst *n) {
+    const FlAst *fn = n->call.fn;
+    if (fn->kind == FL_AST_ATTR && strcmp(fn->attr.name, "run") == 0) return true; /* exe.run, pe.run */
+    for (size_t i = 0; i < n->call.nargs; i++)
+        if (scan_node(s, n->call.args[i].value)) return true;
+    if (scan_node(s, fn)) return true;
+    return scan_func(s, callee(s, fn));
+}
+
+static bool scan_node(Scan *s, const FlAst *n) {
+    if (!n) return false;
+    switch (n->kind) {
+    case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE: case FL_AST_FALSE:
+    case FL_AST_NONE: case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_IMPORT:
+    case FL_AST_FROM_IMPORT: case FL_AST_GLOBAL:
+        return false;
+    case FL_AST_ATTR: return scan_node(s, n->attr.obj);
+    case FL_AST_CALL: return scan_call(s, n);
+    case FL_AST_INDEX: return scan_node(s, n->index.obj) || scan_node(s, n->index.index);
+    case FL_AST_SLICE: return scan_node(s, n->slice.lo) || scan_node(s, n->slice.hi) || scan_node(s, n->slice.step);
+    case FL_AST_LIST: case FL_AST_TUPLE: return scan_list(s, &n->list.items);
+    case FL_AST_DICT: return scan_list(s, &n->dict.keys) || scan_list(s, &n->dict.vals);
+    case FL_AST_BINOP: case FL_AST_AND: case FL_AST_OR: case FL_AST_COMPARE: case FL_AST_CMP_CHAIN:
+        return scan_node(s, n->binop.l) || scan_node(s, n->binop.r);
+    case FL_AST_UNOP: case FL_AST_STARRED: return scan_node(s, n->unop.e);
+    case FL_AST_COND: return scan_node(s, n->cond.test) || scan_node(s, n->cond.then) || scan_node(s, n->cond.other);
+    case FL_AST_LAMBDA: case FL_AST_DEF: case FL_AST_CLASS: return false; /* defining runs nothing */
+    case FL_AST_LISTCOMP: case FL_AST_DICTCOMP:
+        return scan_node(s, n->comp.elt) || scan_node(s, n->comp.val) || scan_list(s, &n->comp.clauses);
+    case FL_AST_COMP_FOR: return scan_node(s, n->loop.iter);
+    case FL_AST_COMP_IF: return scan_node(s, n->cond.test);
+    case FL_AST_EXPR_STMT: case FL_AST_RETURN: case FL_AST_RAISE: return scan_node(s, n->expr.e);
+    case FL_AST_ASSIGN: case FL_AST_AUGASSIGN: return scan_node(s, n->assign.value);
+    case FL_AST_IF:
+        return scan_node(s, n->cond.test) || scan_list(s, &n->cond.then_body) || scan_list(s, &n->cond.else_body);
+    case FL_AST_ASSERT: return scan_node(s, n->cond.test) || scan_node(s, n->cond.then);
+    case FL_AST_FOR: case FL_AST_WHILE: case FL_AST_PARALLEL_FOR:
+        return scan_node(s, n->loop.iter) || scan_list(s, &n->loop.body) || scan_list(s, &n->loop.else_body);
+    case FL_AST_WITH: return scan_node(s, n->with.expr) || scan_list(s, &n->with.body);
+    case FL_AST_GO: return scan_list(s, &n->with.body);
+    case FL_AST_SELECT: return scan_list(s, &n->select.cases);
+    case FL_AST_CASE: return scan_node(s, n->case_.op) || scan_list(s, &n->case_.body);
+    case FL_AST_COUNT: return false;
+    }
+    return false;
+}
+
+/* range(...) of the builtin: its argument expressions (1 to 3 positional), else false. */
+static bool range_call(Ctx *c, Env *e, const FlAst *it) {
+    if (it->kind != FL_AST_CALL || it->call.fn->kind != FL_AST_NAME || strcmp(it->call.fn->name, "range") != 0)
+        return false;
+    FlValue *r = fl_env_find_then(e, c->builtins, it->call.fn->name);
+    if (!r || r->kind != VK_BUILTIN || strcmp(r->builtin.name, "range") != 0) return false;
+    if (it->call.nargs < 1 || it->call.nargs > 3) return false;
+    for (size_t i = 0; i < it->call.nargs; i++)
+        if (it->call.args[i].name || it->call.args[i].star) return false;
+    return true;
+}
+
+FlValue *fl_ev_for_iter(Ctx *c, Env *e, FlAst *s, Flow *flow) {
+    FlAst *it = s->loop.iter;
+    *flow = FLOW_NORMAL;
+    if (!range_call(c, e, it)) return fl_ev_expr(c, e, it);
+    FlValue *args[3];
+    size_t n = it->call.nargs;
+    bool driver_bound = false;
+    for (size_t i = 0; i < n; i++) {
+        args[i] = fl_ev_expr(c, e, it->call.args[i].value);
+        if (args[i]->kind == VK_ERROR) return args[i];
+        driver_bound |= fl_ev_is_driver_var(c, args[i]);
+    }
+    Scan sc = {.c = c, .env = e};
+    if (!driver_bound && !scan_list(&sc, &s->loop.body)) /* a compile-time loop */
+        return fl_ev_call_simple(c, fl_env_find_then(e, c->builtins, "range"), it->span, args, n);
+    FlValue *start = n >= 2 ? args[0] : fl_v_int(c, 0), *stop = n >= 2 ? args[1] : args[0];
+    int64_t step = 1;
+    if (n == 3 && (args[2]->kind != VK_INT || args[2]->i == 0)) {
+        fl_ev_error(c, it->call.args[2].span, "the step of a runtime loop's range() must be a nonzero int known when "
+                                             "the program compiles, found %s", args[2]->kind == VK_INT ? "0" : fl_v_type_name(args[2]));
+        *flow = FLOW_ERROR;
+        return NULL;
+    }
+    if (n == 3) step = args[2]->i;
+    for (int k = 0; k < 2; k++) {
+        FlValue *b = k ? stop : start;
+        if (b->kind != VK_INT && !fl_ev_is_driver_var(c, b)) {
+            fl_ev_error(c, it->span, "a runtime loop's range() takes ints or fetched values, found %s",
+                        fl_v_type_name(b));
+            *flow = FLOW_ERROR;
+            return NULL;
+        }
+    }
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    *flow = fl_ev_lower_for_range(c, e, s, start, stop, step);
+    fl_ev_driver_leave(c, &sw);
+    return NULL;
+}
