@@ -335,6 +335,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_scope_new: return fl_infer_scope_new(&c);
     case FL_OPID_index: return fl_infer_index(&c);
     case FL_OPID_item: return fl_infer_item(&c);
+    case FL_OPID_save_vars:
+    case FL_OPID_load_vars: return fl_infer_save_load_vars(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -88,3 +88,19 @@ FlStatus fl_infer_item(Ctx *c) {
     Shape scalar = {.nd = 0};
     return set_out(c, "Out", da ? (FlDType)da->i : FL_DT_FLOAT32, &scalar);
 }
+
+/* save_vars, load_vars: a checkpoint directory, the vars of startup or main it holds, a scope. */
+FlStatus fl_infer_save_load_vars(Ctx *c) {
+    const char *op = c->op->type;
+    const FlAttr *dir = fl_ir_op_attr(c->op, "dir"), *prog = fl_ir_op_attr(c->op, "program");
+    if (!dir || !dir->s || !dir->s[0]) return fl_err(c->e, "%s: dir is empty", op);
+    if (prog && prog->s && strcmp(prog->s, "startup") != 0 && strcmp(prog->s, "main") != 0)
+        return fl_err(c->e, "%s: program '%s' is not a program of the bundle (startup or main)", op, prog->s);
+    const FlAttr *names = fl_ir_op_attr(c->op, "names");
+    for (size_t i = 0; names && i < names->n; i++)
+        if (!names->strs[i][0]) return fl_err(c->e, "%s: names[%zu] is empty", op, i);
+    FlVarDesc *s;
+    if (in_opt(c, "Scope", &s)) return FL_ERROR;
+    if (s && s->kind != FL_VAR_RAW) return fl_err(c->e, "%s: Scope '%s' is not a scope", op, s->name);
+    return FL_OK;
+}

@@ -890,5 +890,6 @@ void fl_builtins_install(Ctx *c) {
                    fl_v_builtin(c, py_builtins[i].name, py_builtins[i].fn, NULL));
     fl_ev_native_module(c, "_core");
     fl_ev_driver_install(c);
+    fl_ev_driver_io_install(c);
     fl_ev_pylib_install(c);
 }

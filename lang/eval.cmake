@@ -5,7 +5,8 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/value.c ${FL_LANG_DIR}/build.c ${FL_LANG_DIR}/arith.c ${FL_LANG_DIR}/expr.c
   ${FL_LANG_DIR}/stmt.c ${FL_LANG_DIR}/lower.c ${FL_LANG_DIR}/eval.c ${FL_LANG_DIR}/builtins.c
   ${FL_LANG_DIR}/core.c ${FL_LANG_DIR}/module.c ${FL_LANG_DIR}/pyclass.c ${FL_LANG_DIR}/pylib.c
-  ${FL_LANG_DIR}/driver.c)
+  ${FL_LANG_DIR}/driver.c
+  ${FL_LANG_DIR}/driver_io.c)
 fl_target(fl_lang)
 target_compile_definitions(fl_lang PRIVATE FL_STDLIB_DIR="${PROJECT_SOURCE_DIR}/stdlib")
 target_link_libraries(fl_lang PUBLIC fl_parse fl_passes fl_ops fl_ir fl_base m)

@@ -44,7 +44,7 @@ const FlDriverHost *fl_driver_find(FlScope *s) {
     return v ? fl_var_get_object(v) : NULL;
 }
 
-static const FlDriverHost *need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
+const FlDriverHost *fl_driver_need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlDriverHost *h = fl_driver_find(s);
     if (!h) fl_exec_op_error(rc, op, "a driver op runs only in a bundle's driver (fl_executor_run_driver)");
     return h;
@@ -54,7 +54,7 @@ static void scope_retain_cb(void *s) { fl_scope_retain(s); }
 static void scope_release_cb(void *s) { fl_scope_release(s); }
 
 /* The scope input arg `a` holds (a new reference), else a new reference to dflt. */
-static FlStatus arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, FlScope *dflt, FlScope **out) {
+FlStatus fl_driver_arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, FlScope *dflt, FlScope **out) {
     *out = NULL;
     if (!a) {
         fl_scope_retain(dflt);
@@ -87,7 +87,7 @@ static FlStatus prep_run_program(ExecOp *op, FlErr *e) {
 }
 
 static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlDriverHost *h = need_host(rc, op, s);
+    const FlDriverHost *h = fl_driver_need_host(rc, op, s);
     if (!h) return FL_ERROR;
     const FlAttr *fn = strs_attr(op, "feed_names"), *tn = strs_attr(op, "fetch_names");
     size_t nfeed = fn ? fn->n : 0, nfetch = tn ? tn->n : 0;
@@ -95,7 +95,7 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const ArgRef *fetches = fl_exec_out_args(op, FL_OUT_run_program_Fetch);
     bool has_scope = fl_exec_nin(op, FL_IN_run_program_Scope) > 0;
     FlScope *sc;
-    if (arg_scope(rc, op, s, has_scope ? fl_exec_in_args(op, FL_IN_run_program_Scope) : NULL, h->root, &sc))
+    if (fl_driver_arg_scope(rc, op, s, has_scope ? fl_exec_in_args(op, FL_IN_run_program_Scope) : NULL, h->root, &sc))
         return FL_ERROR;
     FlTensor *ft = fl_xcalloc(nfeed + nfetch + 1, sizeof *ft);
     FlExecFeed *f = fl_xcalloc(nfeed + 1, sizeof *f);
@@ -126,11 +126,11 @@ FL_CONTROL_ADAPTER(run_program, prep_run_program, run_run_program);
 /* ---------------------------------------------------------------- scope_new */
 
 static FlStatus run_scope_new(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlDriverHost *h = need_host(rc, op, s);
+    const FlDriverHost *h = fl_driver_need_host(rc, op, s);
     if (!h) return FL_ERROR;
     bool has_parent = fl_exec_nin(op, FL_IN_scope_new_Parent) > 0;
     FlScope *parent;
-    if (arg_scope(rc, op, s, has_parent ? fl_exec_in_args(op, FL_IN_scope_new_Parent) : NULL, h->root, &parent))
+    if (fl_driver_arg_scope(rc, op, s, has_parent ? fl_exec_in_args(op, FL_IN_scope_new_Parent) : NULL, h->root, &parent))
         return FL_ERROR;
     FlScope *n = fl_scope_new(parent);
     fl_scope_release(parent); /* n holds its own reference */
