@@ -5,6 +5,9 @@
  *   save(what, dirname, program, vars, predicate, kind, filename)
  *   load(...)     the same arguments
  *
+ * filename: a combined checkpoint, every var in that one file of dirname (Fluid's); without it
+ * one file per var.
+ *
  * The vars are chosen at compile time with Fluid's rules: `vars` (Variables or names of the
  * program's global block), else those of the program's global block for which `predicate(var)`
  * is true, else by `kind`: "params" (the program's parameters: create_parameter's and the
@@ -118,19 +121,26 @@ static FlValue *io_op(Ctx *c, CallArgs *a, bool load) {
     if (v[1]->kind != VK_STR || !v[1]->str.n)
         return fl_ev_error(c, sp, "%s(dirname=...) takes a directory's path, found %s", what,
                            v[1]->kind == VK_STR ? "''" : fl_v_type_name(v[1]));
-    if (v[6] && v[6]->kind != VK_NONE)
-        return fl_ev_error(c, sp, "%s(filename=...): a combined checkpoint (every var in one file) is not written "
-                           "yet: leave filename out, and the vars are saved one file each in '%s'", what, v[1]->str.s);
+    const char *file = NULL;
+    if (v[6] && v[6]->kind != VK_NONE) {
+        if (v[6]->kind != VK_STR || !v[6]->str.n || strchr(v[6]->str.s, '/'))
+            return fl_ev_error(c, sp, "%s(filename=...) takes the name of a file in dirname (no '/'), found %s", what,
+                               v[6]->kind == VK_STR ? v[6]->str.s : fl_v_type_name(v[6]));
+        file = v[6]->str.s;
+    }
     FlProgram *p;
     const char *pname = io_program(c, what, v[2], &p, sp);
     if (!pname) return c->error;
     FlValue *names = fl_v_list(c, VK_LIST);
     if (!io_select(c, what, p, v[3], v[4], v[5], names, sp)) return c->error;
+    if (file && !load && !names->list.len)
+        return fl_ev_error(c, sp, "%s(filename='%s'): no vars to save into it", what, file);
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, load ? "load_vars" : "save_vars", sp);
     fl_ir_op_set_string(op, "dir", v[1]->str.s);
     fl_ir_op_set_string(op, "program", pname);
+    if (file) fl_ir_op_set_string(op, "file", file);
     const char **nv = fl_arena_alloc(&c->arena, (names->list.len + 1) * sizeof *nv);
     for (size_t i = 0; i < names->list.len; i++) nv[i] = names->list.items[i]->str.s;
     if (names->list.len) fl_ir_op_set_strings(op, "names", nv, names->list.len);

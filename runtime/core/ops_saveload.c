@@ -3,9 +3,11 @@
  * on the checkpoint format and the rules of runtime/params.h (a save goes to a new path or
  * replaces an earlier checkpoint, atomically; a load checks every var before it sets any).
  *
- *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir`
+ *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` (a file
+ *              per var, or with `file` all of them in that one file: a combined checkpoint)
  *   load_vars  Scope? : the vars `names` of the program `program` (startup or main) read from
- *              `dir`, each checked against its declaration, then all set in the scope
+ *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
+ *              against its declaration, then all set in the scope
  *
  * The compiler chose the names (parameters, persistables, a user's list or predicate); the
  * program's declarations give a load the dtype and shape each saved tensor must have.
@@ -44,6 +46,7 @@ typedef struct SaveLoad {
     const FlDriverHost *h;
     FlScope *scope;
     const char *dir;
+    const char *file; /* a combined checkpoint's file; "": a file per var */
     const FlAttr *names;
 } SaveLoad;
 
@@ -51,6 +54,7 @@ static FlStatus save_load_args(RunCtx *rc, const ExecOp *op, FlScope *s, int slo
     if (!(out->h = fl_driver_need_host(rc, op, s))) return FL_ERROR;
     bool has = fl_exec_nin(op, slot) > 0;
     out->dir = fl_exec_attr_string(op, "dir");
+    out->file = fl_exec_attr_string(op, "file");
     out->names = fl_ir_op_attr(op->desc, "names");
     return fl_driver_arg_scope(rc, op, s, has ? fl_exec_in_args(op, slot) : NULL, out->h->root, &out->scope);
 }
@@ -67,7 +71,7 @@ static FlStatus run_save_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
             st = fl_exec_op_error(rc, op, "saving '%s': %s (run the startup program before saving)", a.dir, e.msg);
         FL_VEC_PUSH(&v, nt);
     }
-    if (st == FL_OK && fl_params_write(a.dir, &v, &e) != FL_OK)
+    if (st == FL_OK && (a.file[0] ? fl_params_write_combined(a.dir, a.file, &v, &e) : fl_params_write(a.dir, &v, &e)) != FL_OK)
         st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, params_msg(e.msg));
     fl_params_free(&v);
     fl_scope_release(a.scope);
@@ -86,6 +90,8 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     struct stat sb;
     if (stat(a.dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         st = fl_exec_op_error(rc, op, "loading '%s': it is not a directory of saved vars", a.dir);
+    else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &e) != FL_OK)
+        st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, params_msg(e.msg));
     size_t got = 0;
     for (; st == FL_OK && got < n; got++) {
         t[got] = (FlTensor)FL_TENSOR_INIT;

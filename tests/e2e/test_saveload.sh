@@ -35,15 +35,27 @@ script() { # script NAME WIDTH LINES...: the model of width WIDTH, then LINES
 }
 script train 1 'for i in range(5):' '    exe.run(feed=feed, fetch_list=[loss])' \
     'fluid.io.save_params(exe, "params")' 'fluid.io.save_persistables(exe, "pers/")' \
+    'fluid.io.save_params(exe, "cparams", filename="__params__")' \
+    'fluid.io.save_persistables(exe, "cpers", main_program=fluid.default_main_program(), filename="all")' \
     'l, = exe.run(feed=feed, fetch_list=[loss])' 'print("loss %.9g" % l)'
 script params 1 'fluid.io.load_params(exe, "params")' 'l, = exe.run(feed=feed, fetch_list=[loss])' 'print("loss %.9g" % l)'
 script pers 1 'fluid.io.load_persistables(exe, "pers")' 'l, = exe.run(feed=feed, fetch_list=[loss])' 'print("loss %.9g" % l)'
+script cparams 1 'fluid.io.load_params(exe, "cparams", filename="__params__")' \
+    'l, = exe.run(feed=feed, fetch_list=[loss])' 'print("loss %.9g" % l)'
+script cpers 1 'fluid.io.load_vars(exe, "cpers", predicate=lambda v: v.persistable, filename="all")' \
+    'l, = exe.run(feed=feed, fetch_list=[loss])' 'print("loss %.9g" % l)'
 script wide 2 'fluid.io.load_params(exe, "params")'
+script notcombined 1 'fluid.io.load_params(exe, "params", filename="__params__")'
 
 "$FLRUN" train.fl >train.out 2>&1 || bad "train.fl: $(cat train.out)"
 [ "$(cat params/MANIFEST)" = "$(printf 'fc_0.w_0\nfc_0.b_0')" ] || bad "params/MANIFEST: $(cat params/MANIFEST)"
 [ "$(cat pers/MANIFEST)" = "$(printf 'fc_0.w_0\nfc_0.b_0\nlearning_rate_0')" ] || bad "pers/MANIFEST: $(cat pers/MANIFEST)"
-for f in params pers; do
+[ "$(cat cparams/FORMAT)" = "fluidc checkpoint 3" ] || bad "cparams/FORMAT: $(cat cparams/FORMAT)"
+[ "$(ls cparams | tr '\n' ' ')" = "FORMAT MANIFEST __params__ " ] || bad "cparams holds $(ls cparams)"
+[ "$(cat cparams/MANIFEST)" = "$(printf '__params__\nfc_0.w_0\nfc_0.b_0')" ] || bad "cparams/MANIFEST: $(cat cparams/MANIFEST)"
+# the combined file is the tensor files one after the other
+[ "$(cat params/fc_0.w_0 params/fc_0.b_0 | cksum)" = "$(cksum <cparams/__params__)" ] || bad "cparams/__params__ is not params' files joined"
+for f in params pers cparams cpers; do
     "$FLRUN" $f.fl >$f.out 2>&1 || bad "$f.fl: $(cat $f.out)"
     awk 'NR == FNR { a = $2; next } { b = $2 }
          END { d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a; exit !(a != "" && b != "" && d <= 1e-6 * (m > 1 ? m : 1)) }' \
@@ -51,13 +63,20 @@ for f in params pers; do
 done
 # a second save replaces the checkpoint the first one wrote
 "$FLRUN" train.fl >train2.out 2>&1 || bad "train.fl again: $(cat train2.out)"
-# flrun --load reads a checkpoint of save_persistables (fit_a_line.fl has the same vars)
-"$FLRUN" "$ROOT/examples/fit_a_line.fl" -q --load pers --predict "$ROOT/examples/data/boston_features.csv" >pred.out 2>&1 ||
-    bad "flrun --load pers: $(cat pred.out)"
-[ "$(grep -c '^-\{0,1\}[0-9]' pred.out)" = 3 ] || bad "flrun --load pers --predict: $(cat pred.out)"
+# flrun --load reads a checkpoint of save_persistables, combined or not (fit_a_line.fl has the
+# same vars), and predicts the same
+for d in pers cpers; do
+    "$FLRUN" "$ROOT/examples/fit_a_line.fl" -q --load $d --predict "$ROOT/examples/data/boston_features.csv" >$d.pred 2>&1 ||
+        bad "flrun --load $d: $(cat $d.pred)"
+    [ "$(grep -c '^-\{0,1\}[0-9]' $d.pred)" = 3 ] || bad "flrun --load $d --predict: $(cat $d.pred)"
+done
+cmp -s pers.pred cpers.pred || bad "--load cpers predicts [$(cat cpers.pred)], --load pers [$(cat pers.pred)]"
 # another shape: refused at the load, naming the var and both shapes
 if "$FLRUN" wide.fl >wide.out 2>&1; then bad "wide.fl loaded [1]-wide params into a [2]-wide fc"; fi
 grep -qF "runtime error in op 'load_vars' (wide.fl:12:1): loading 'params': 'fc_0.w_0' is float32 [13, 1] in the file but float32 [13, 2] in the program" wide.out ||
     bad "wide.fl: $(cat wide.out)"
+# filename= of a checkpoint that has a file per var
+if "$FLRUN" notcombined.fl >nc.out 2>&1; then bad "notcombined.fl loaded"; fi
+grep -qF "loading 'params': it holds a file per var, not one combined file '__params__'" nc.out || bad "notcombined.fl: $(cat nc.out)"
 [ $fail = 0 ] && echo "test_saveload: ok"
 exit $fail
