@@ -6,9 +6,8 @@
 /* Feeds and fetches pair with their names; a Scope is a raw var (a scope_new's). */
 FlStatus fl_infer_run_program(Ctx *c) {
     const FlAttr *prog = fl_ir_op_attr(c->op, "program");
-    if (!prog || (strcmp(prog->s, "startup") != 0 && strcmp(prog->s, "main") != 0))
-        return fl_err(c->e, "run_program: program '%s' is not a program of the bundle (startup or main)",
-                      prog ? prog->s : "");
+    if (!prog || !prog->s || !*prog->s) /* which programs the bundle has: fl_verify_driver */
+        return fl_err(c->e, "run_program names no program");
     const FlAttr *fn = fl_ir_op_attr(c->op, "feed_names"), *tn = fl_ir_op_attr(c->op, "fetch_names");
     const FlSlot *feed = fl_ir_op_input(c->op, "Feed"), *fetch = fl_ir_op_output(c->op, "Fetch");
     size_t nfeed = feed ? feed->nargs : 0, nfetch = fetch ? fetch->nargs : 0;
@@ -89,13 +88,13 @@ FlStatus fl_infer_item(Ctx *c) {
     return set_out(c, "Out", da ? (FlDType)da->i : FL_DT_FLOAT32, &scalar);
 }
 
-/* save_vars, load_vars: a checkpoint directory, the vars of startup or main it holds, a scope. */
+/* save_vars, load_vars: a checkpoint directory, the vars of a program it holds, a scope. */
 FlStatus fl_infer_save_load_vars(Ctx *c) {
     const char *op = c->op->type;
     const FlAttr *dir = fl_ir_op_attr(c->op, "dir"), *prog = fl_ir_op_attr(c->op, "program");
     if (!dir || !dir->s || !dir->s[0]) return fl_err(c->e, "%s: dir is empty", op);
-    if (prog && prog->s && strcmp(prog->s, "startup") != 0 && strcmp(prog->s, "main") != 0)
-        return fl_err(c->e, "%s: program '%s' is not a program of the bundle (startup or main)", op, prog->s);
+    if (prog && (!prog->s || !prog->s[0])) /* which programs the bundle has: fl_verify_driver */
+        return fl_err(c->e, "%s names no program", op);
     const FlAttr *names = fl_ir_op_attr(c->op, "names");
     for (size_t i = 0; names && i < names->n; i++)
         if (!names->strs[i][0]) return fl_err(c->e, "%s: names[%zu] is empty", op, i);

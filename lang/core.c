@@ -1299,6 +1299,9 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[6] || v[7]) {
         if (!v[6] || v[6]->kind != VK_PROGRAM || (v[7] && v[7]->kind != VK_PROGRAM))
             return fl_ev_error(c, a->span, "main_program and startup_program must be Programs");
+        for (size_t i = 0; i < c->bundle->programs.len; i++)
+            if (c->bundle->programs.data[i].program == v[6]->prog || (v[7] && c->bundle->programs.data[i].program == v[7]->prog))
+                return fl_ev_error(c, a->span, "train(): the program is run by exe.run already; use one or the other");
         if (v[6]->prog != c->bundle->main) {
             fl_ir_program_free(c->bundle->main);
             c->bundle->main = v[6]->prog;

@@ -299,6 +299,26 @@ static FlValue *feed_const(Ctx *c, FlValue *v, const FlVarDesc *to, FlDType want
 
 /* ------------------------------------------------------------------ exe.run */
 
+/* The name a run_program gives program p: "main", "startup", or the name of a named program of the
+ * bundle (Bundle.programs), which adopts a Program() or a clone the first time the driver runs it:
+ * program_1, program_2, ... in that order. The program stays the same object, so ops the script
+ * appends to it later are in the bundle too. */
+const char *fl_ev_program_name(Ctx *c, const FlProgram *p) {
+    if (p == c->bundle->main) return "main";
+    if (p == c->bundle->startup) return "startup";
+    for (size_t i = 0; i < c->bundle->programs.len; i++)
+        if (c->bundle->programs.data[i].program == p) return c->bundle->programs.data[i].name;
+    for (size_t i = 0; i < c->programs.len; i++)
+        if (c->programs.data[i] == p) {
+            char name[32];
+            snprintf(name, sizeof name, "program_%zu", c->bundle->programs.len + 1);
+            fl_ir_bundle_add_program(c->bundle, name, c->programs.data[i]);
+            c->programs.data[i] = NULL; /* adopted by the bundle */
+            return c->bundle->programs.data[c->bundle->programs.len - 1].name;
+        }
+    return NULL;
+}
+
 static const char *program_name(Ctx *c, FlValue *p, FlSpan sp) {
     if (!p || p->kind == VK_NONE) return "main";
     FlValue *inner = p->kind == VK_RECORD ? rec_get(p, "_program") : NULL; /* a CompiledProgram */
@@ -307,11 +327,13 @@ static const char *program_name(Ctx *c, FlValue *p, FlSpan sp) {
         fl_ev_error(c, sp, "exe.run(program=...) takes a Program, found %s", fl_v_type_name(p));
         return NULL;
     }
-    if (p->prog == c->bundle->main) return "main";
-    if (p->prog == c->bundle->startup) return "startup";
-    fl_ev_error(c, sp, "exe.run runs fluid.default_main_program() and fluid.default_startup_program(); other "
-                "programs (Program(), clone(), inference programs) are not run by the driver yet");
-    return NULL;
+    if (p->prog == c->bundle->driver) {
+        fl_ev_error(c, sp, "exe.run(program=...): the program is the driver itself (what runs the others)");
+        return NULL;
+    }
+    const char *name = fl_ev_program_name(c, p->prog);
+    if (!name) fl_ev_error(c, sp, "exe.run(program=...): the program is not one this script made");
+    return name;
 }
 
 /* The name of a feed key or a fetch (a Var or a var name), NULL (reported) for anything else. */
@@ -335,7 +357,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     FlSpan sp = a->span;
     const char *pname = program_name(c, v[0], sp);
     if (!pname) return c->error;
-    const FlProgram *prog = strcmp(pname, "main") == 0 ? c->bundle->main : c->bundle->startup;
+    const FlProgram *prog = fl_ir_bundle_program(c->bundle, pname);
     const FlBlock *g = fl_ir_block(prog, 0);
     for (int k = 3; k <= 4; k++)
         if (v[k] && v[k]->kind != VK_STR)

@@ -20,25 +20,22 @@
 
 #include "lang/eval_impl.h"
 
-/* The program argument: None is the default main program; startup and main are the programs
- * the driver can name today. NULL (reported) for anything else. */
+/* The program argument: None is the default main program; else a program the driver can name
+ * (startup, main, or a Program() or clone the bundle adopts as a named program). NULL (reported)
+ * for anything else. */
 static const char *io_program(Ctx *c, const char *what, FlValue *p, FlProgram **out, FlSpan sp) {
-    if (!p || p->kind == VK_NONE) p = NULL;
-    if (p && p->kind != VK_PROGRAM) {
-        fl_ev_error(c, sp, "%s(main_program=...) takes a Program, found %s", what, fl_v_type_name(p));
-        return NULL;
-    }
-    if (!p || p->prog == c->bundle->main) {
+    if (!p || p->kind == VK_NONE) {
         *out = c->bundle->main;
         return "main";
     }
-    if (p->prog == c->bundle->startup) {
-        *out = c->bundle->startup;
-        return "startup";
+    if (p->kind != VK_PROGRAM) {
+        fl_ev_error(c, sp, "%s(main_program=...) takes a Program, found %s", what, fl_v_type_name(p));
+        return NULL;
     }
-    fl_ev_error(c, sp, "%s: main_program is a program the driver does not hold yet (Program(), clone()); save "
-                "and load the vars of fluid.default_main_program() or fluid.default_startup_program()", what);
-    return NULL;
+    const char *name = p->prog == c->bundle->driver ? NULL : fl_ev_program_name(c, p->prog);
+    if (!name) fl_ev_error(c, sp, "%s(main_program=...): the program is not one this script made", what);
+    *out = p->prog;
+    return name;
 }
 
 static bool is_param(Ctx *c, const FlProgram *p, const char *name) {

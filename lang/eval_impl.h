@@ -511,6 +511,9 @@ void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's sa
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
+/* The name a run_program gives program p ("main", "startup", program_N: the bundle adopts a
+ * Program() or a clone the first time); NULL when the script did not make p. */
+const char *fl_ev_program_name(Ctx *c, const FlProgram *p);
 
 /* ---- modules (module.c) ---- */
 FlValue *fl_ev_import(Ctx *c, const char *dotted, FlSpan sp, const char *from_dir);

@@ -395,7 +395,9 @@ static int verify_driver(const Args *a, const FlBundle *b) {
     if (n) return 1;
     size_t ops = 0;
     for (size_t i = 0; i < b->driver->blocks.len; i++) ops += b->driver->blocks.data[i]->ops.len;
-    printf("%s: ok: a driver of %zu ops in %zu blocks\n", a->file, ops, b->driver->blocks.len);
+    printf("%s: ok: a driver of %zu ops in %zu blocks", a->file, ops, b->driver->blocks.len);
+    if (b->programs.len) printf(", running %zu named program%s", b->programs.len, b->programs.len == 1 ? "" : "s");
+    putchar('\n');
     return 0;
 }
 

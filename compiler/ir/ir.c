@@ -655,10 +655,27 @@ void fl_ir_bundle_free(FlBundle *b) {
     fl_ir_program_free(b->startup);
     fl_ir_program_free(b->main);
     fl_ir_program_free(b->driver);
+    for (size_t i = 0; i < b->programs.len; i++) {
+        free(b->programs.data[i].name);
+        fl_ir_program_free(b->programs.data[i].program);
+    }
+    FL_VEC_FREE(&b->programs);
     fl_ir_run_fini(&b->run);
     free_strvec(b->source_paths.data, b->source_paths.len);
     free(b->role);
     free(b);
+}
+
+const FlProgram *fl_ir_bundle_program(const FlBundle *b, const char *name) {
+    if (strcmp(name, "startup") == 0) return b->startup;
+    if (strcmp(name, "main") == 0) return b->main;
+    for (size_t i = 0; i < b->programs.len; i++)
+        if (strcmp(b->programs.data[i].name, name) == 0) return b->programs.data[i].program;
+    return NULL;
+}
+
+void fl_ir_bundle_add_program(FlBundle *b, const char *name, FlProgram *p) {
+    FL_VEC_PUSH(&b->programs, ((FlNamedProgram){fl_xstrdup(name), p}));
 }
 
 FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
@@ -666,6 +683,8 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     c->startup = b->startup ? fl_ir_program_clone(b->startup) : NULL;
     c->main = b->main ? fl_ir_program_clone(b->main) : NULL;
     c->driver = b->driver ? fl_ir_program_clone(b->driver) : NULL;
+    for (size_t i = 0; i < b->programs.len; i++)
+        fl_ir_bundle_add_program(c, b->programs.data[i].name, fl_ir_program_clone(b->programs.data[i].program));
     c->run.present = b->run.present;
     c->run.reader = fl_ir_reader_clone(b->run.reader);
     c->run.test_reader = fl_ir_reader_clone(b->run.test_reader);
@@ -930,6 +949,18 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
         return fl_err(e, "main program: %s", sub.msg);
     if (b->driver && fl_ir_validate_program(b->driver, b->source_paths.len, &sub))
         return fl_err(e, "driver program: %s", sub.msg);
+    for (size_t i = 0; i < b->programs.len; i++) {
+        const FlNamedProgram *np = &b->programs.data[i];
+        if (empty(np->name)) return fl_err(e, "named program %zu has no name", i);
+        if (!strcmp(np->name, "startup") || !strcmp(np->name, "main") || !strcmp(np->name, "driver"))
+            return fl_err(e, "a named program is called '%s', the name of one of the bundle's own", np->name);
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(b->programs.data[k].name, np->name))
+                return fl_err(e, "two named programs are called '%s'", np->name);
+        if (!np->program) return fl_err(e, "named program '%s' has no program", np->name);
+        if (fl_ir_validate_program(np->program, b->source_paths.len, &sub))
+            return fl_err(e, "program '%s': %s", np->name, sub.msg);
+    }
     if (empty(b->role)) return fl_err(e, "the bundle has no role");
     if (b->role_index < 0)
         return fl_err(e, "negative role index %lld", (long long)b->role_index);

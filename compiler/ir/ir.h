@@ -28,8 +28,8 @@
 
 #define FL_IR_MAX_DIMS 8
 #define FL_IR_MAX_LOD 4 /* LoD levels a var may have */
-/* The newest format this build reads and writes. 3: a bundle may hold a driver program
- * (docs/driver.md), and a bundle that holds one is written as version 3; every other file is
+/* The newest format this build reads and writes. 3: a bundle may hold a driver program and
+ * named programs (docs/driver.md), and a bundle that holds either is written as version 3; every other file is
  * written as version 2 (FL_IR_FORMAT_BASE), byte for byte as before. 2: the random fills are
  * counter-based (Philox4x32-10, runtime/rng.h) and take shard_offset, and a var may be a
  * SelectedRows; version 1 drew the fills from one sequential stream (docs/ir.md). */
@@ -267,6 +267,12 @@ void fl_ir_reader_free(FlReaderSpec *r);
 FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r);
 
 /* ---- bundle (.flp) ---- */
+/* A program of the bundle besides startup and main, named for the driver's run_program ops. */
+typedef struct FlNamedProgram {
+    char *name;          /* owned; unique, not "startup", "main" or "driver" */
+    FlProgram *program;  /* owned */
+} FlNamedProgram;
+
 typedef struct FlBundle {
     FlProgram *startup; /* owned */
     FlProgram *main;    /* owned */
@@ -278,11 +284,16 @@ typedef struct FlBundle {
     FlProgram *driver;  /* owned; NULL: the default driver (startup once, then main once). The
                            script's run-time half (docs/driver.md): its run_program ops run
                            startup and main */
+    FL_VEC(FlNamedProgram) programs; /* the other programs the driver runs (Program(), clones) */
 } FlBundle;
 
 FlBundle *fl_ir_bundle_new(void); /* empty startup and main programs */
 void fl_ir_bundle_free(FlBundle *b);
 FlBundle *fl_ir_bundle_clone(const FlBundle *b);
+/* The program a run_program op names: "startup", "main" or one of b->programs; NULL if none. */
+const FlProgram *fl_ir_bundle_program(const FlBundle *b, const char *name);
+/* Adds p (owned from now on) to b->programs as `name` (copied). */
+void fl_ir_bundle_add_program(FlBundle *b, const char *name, FlProgram *p);
 
 /* ---- plan (.plan) ---- */
 typedef struct FlPlan {
@@ -317,8 +328,8 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
  * above do). Test hooks for odd headers: compiler/ir/ir_test.h. */
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len);
 /* The format version a writer puts in the file: 3 when a bundle (or a role of the plan) holds a
- * driver (a version-2 reader would run main once instead), else 2 (a version-1 reader would fill a
- * pserver's blocks with other values than the local program's, and take a SelectedRows for a
+ * driver or named programs (a version-2 reader would run main once instead), else 2 (a
+ * version-1 reader would fill a pserver's blocks with other values than the local program's, and take a SelectedRows for a
  * dense tensor). b or p may be NULL. */
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p);
 uint8_t *fl_ir_encode_plan(const FlPlan *p, size_t *len);

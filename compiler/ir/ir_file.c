@@ -239,6 +239,14 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
     m->n_source_paths = b->source_paths.len;
     m->source_paths = enc_strs(a, b->source_paths.data, b->source_paths.len);
     if (b->driver) m->driver = enc_program(a, b->driver);
+    m->n_programs = b->programs.len;
+    if (b->programs.len) m->programs = fl_arena_alloc(a, fl_mul_size(b->programs.len, sizeof *m->programs));
+    for (size_t i = 0; i < b->programs.len; i++) {
+        Fluidc__NamedProgram *np = m->programs[i] = fl_arena_alloc(a, sizeof *np);
+        fluidc__named_program__init(np);
+        np->name = b->programs.data[i].name;
+        np->program = enc_program(a, b->programs.data[i].program);
+    }
     m->role = b->role;
     m->has_role_index = 1;
     m->role_index = b->role_index;
@@ -291,8 +299,9 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
 }
 
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    bool driver = b && b->driver;
-    for (size_t i = 0; p && i < p->roles.len; i++) driver = driver || p->roles.data[i]->driver;
+    bool driver = b && (b->driver || b->programs.len);
+    for (size_t i = 0; p && i < p->roles.len; i++)
+        driver = driver || p->roles.data[i]->driver || p->roles.data[i]->programs.len;
     return driver ? FL_IR_FORMAT_VERSION : FL_IR_FORMAT_BASE;
 }
 
@@ -521,6 +530,19 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         b->driver = fl_ir_program_empty();
         if (dec_program(m->driver, b->driver, &sub)) {
             fl_err(e, "driver program: %s", sub.msg);
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < m->n_programs; i++) {
+        const Fluidc__NamedProgram *np = m->programs[i];
+        if (!np->program) {
+            fl_err(e, "named program %zu has no program", i);
+            goto fail;
+        }
+        FlProgram *p = fl_ir_program_empty();
+        fl_ir_bundle_add_program(b, np->name ? np->name : "", p);
+        if (dec_program(np->program, p, &sub)) {
+            fl_err(e, "program '%s': %s", np->name ? np->name : "", sub.msg);
             goto fail;
         }
     }

@@ -293,6 +293,12 @@ void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     fl_buf_putc(out, '\n');
     fl_ir_show_program(b->startup, "startup program", b, out);
     fl_ir_show_program(b->main, "main program", b, out);
+    for (size_t i = 0; i < b->programs.len; i++) {
+        FlBuf t = {0};
+        fl_buf_printf(&t, "program '%s'", b->programs.data[i].name);
+        fl_ir_show_program(b->programs.data[i].program, fl_buf_str(&t), b, out);
+        fl_buf_free(&t);
+    }
     if (b->driver) fl_ir_show_program(b->driver, "driver program", b, out);
     show_run(out, &b->run);
 }

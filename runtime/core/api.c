@@ -17,6 +17,9 @@ struct FlLoadedProgram {
 struct FlExecutor {
     FlExec *startup, *main;
     FlExec *driver; /* NULL when the bundle has none */
+    FlExec **programs; /* the bundle's named programs, prepared (Bundle.programs' order) */
+    const char **names; /* their names (borrowed from the bundle) */
+    size_t nprograms;
     FlPar *par; /* the kernels' pool of both programs; NULL with threads <= 1 */
 };
 
@@ -73,6 +76,16 @@ FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt,
         fl_err(err, "main %s", e2.msg);
         goto fail;
     }
+    ex->programs = fl_xcalloc(b->programs.len + 1, sizeof *ex->programs);
+    ex->names = fl_xcalloc(b->programs.len + 1, sizeof *ex->names);
+    for (; ex->nprograms < b->programs.len; ex->nprograms++) {
+        const FlNamedProgram *np = &b->programs.data[ex->nprograms];
+        ex->names[ex->nprograms] = np->name;
+        if (fl_exec_new(np->program, src, ns, &o, &ex->programs[ex->nprograms], &e2) != FL_OK) {
+            fl_err(err, "program '%s' %s", np->name, e2.msg);
+            goto fail;
+        }
+    }
     if (b->driver && fl_exec_new(b->driver, src, ns, &o, &ex->driver, &e2) != FL_OK) {
         fl_err(err, "driver %s", e2.msg);
         goto fail;
@@ -89,6 +102,9 @@ void fl_executor_free(FlExecutor *ex) {
     fl_exec_free(ex->driver); /* first: its goroutines may still run the others */
     fl_exec_free(ex->startup);
     fl_exec_free(ex->main);
+    for (size_t i = 0; i < ex->nprograms; i++) fl_exec_free(ex->programs[i]);
+    free(ex->programs);
+    free(ex->names);
     fl_par_free(ex->par);
     free(ex);
 }
@@ -101,7 +117,8 @@ bool fl_executor_has_driver(const FlExecutor *ex) { return ex->driver != NULL; }
 
 FlStatus fl_executor_run_driver(FlExecutor *ex, FlScope *scope, FlErr *err) {
     if (!ex->driver) return fl_err(err, "the program has no driver (run its startup, then its main program)");
-    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main};
+    FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main, .names = ex->names,
+                      .programs = ex->programs, .nprograms = ex->nprograms};
     FlScope *ds = fl_driver_scope(scope, &h);
     FlStatus st = fl_exec_run(ex->driver, ds, NULL, 0, NULL, NULL, 0, 0, err);
     fl_scope_release(ds);

@@ -21,7 +21,13 @@
 typedef struct FlDriverHost {
     FlScope *root;          /* where the programs run unless a run_program names a scope */
     FlExec *startup, *main; /* the bundle's programs, prepared */
+    const char *const *names; /* the bundle's named programs (Bundle.programs), in order */
+    FlExec *const *programs;  /* each prepared */
+    size_t nprograms;
 } FlDriverHost;
+
+/* The prepared program a run_program names ("startup", "main" or a named one); NULL if none. */
+FlExec *fl_driver_program(const FlDriverHost *h, const char *name);
 
 /* A new scope (one reference) under root holding a copy of *h: run the driver on it. */
 FlScope *fl_driver_scope(FlScope *root, const FlDriverHost *h);

@@ -1,7 +1,7 @@
 /* ops_driver.c: the adapters of the driver program's ops (compiler/ops/driver.def;
  * docs/driver.md), on the driver host of driver.h.
  *
- *   run_program  Feed*, Scope? -> Fetch*: fl_exec_run of the bundle's startup or main program on
+ *   run_program  Feed*, Scope? -> Fetch*: fl_exec_run of the bundle's program it names on
  *                the Scope's scope (else the root) with the feeds, fetches set from its vars;
  *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once
  *   scope_new    Parent? -> Out: a new scope under Parent's (else the root), held by Out
@@ -44,6 +44,14 @@ const FlDriverHost *fl_driver_find(FlScope *s) {
     return v ? fl_var_get_object(v) : NULL;
 }
 
+FlExec *fl_driver_program(const FlDriverHost *h, const char *name) {
+    if (strcmp(name, "startup") == 0) return h->startup;
+    if (strcmp(name, "main") == 0) return h->main;
+    for (size_t i = 0; i < h->nprograms; i++)
+        if (strcmp(h->names[i], name) == 0) return h->programs[i];
+    return NULL;
+}
+
 const FlDriverHost *fl_driver_need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlDriverHost *h = fl_driver_find(s);
     if (!h) fl_exec_op_error(rc, op, "a driver op runs only in a bundle's driver (fl_executor_run_driver)");
@@ -73,10 +81,7 @@ FlStatus fl_driver_arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const Arg
 static const FlAttr *strs_attr(const ExecOp *op, const char *name) { return fl_ir_op_attr(op->desc, name); }
 
 static FlStatus prep_run_program(ExecOp *op, FlErr *e) {
-    const char *p = fl_exec_attr_string(op, "program");
-    if (strcmp(p, "startup") != 0 && strcmp(p, "main") != 0)
-        return fl_err(e, "program '%s' is not a program of the bundle (startup or main)", p);
-    op->a.i[0] = strcmp(p, "main") == 0;
+    if (!*fl_exec_attr_string(op, "program")) return fl_err(e, "run_program names no program");
     const FlAttr *fn = strs_attr(op, "feed_names"), *tn = strs_attr(op, "fetch_names");
     int nfeed = fl_exec_nin(op, FL_IN_run_program_Feed), nfetch = fl_exec_nout(op, FL_OUT_run_program_Fetch);
     if ((size_t)nfeed != (fn ? fn->n : 0))
@@ -107,11 +112,14 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
             st = fl_exec_op_error(rc, op, "feed '%s': '%s' holds no tensor", fn->strs[i], feeds[i].name);
         f[i] = (FlExecFeed){fn->strs[i], &ft[i]};
     }
+    const char *pn = fl_exec_attr_string(op, "program");
+    FlExec *ex = fl_driver_program(h, pn);
+    if (st == FL_OK && !ex)
+        st = fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle (startup, main or a named one)", pn);
     if (st == FL_OK) {
         FlErr e;
-        FlExec *ex = op->a.i[0] ? h->main : h->startup;
         if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch, 0, &e))
-            st = fl_exec_op_error(rc, op, "the %s program: %s", op->a.i[0] ? "main" : "startup", e.msg);
+            st = fl_exec_op_error(rc, op, "the %s program: %s", pn, e.msg);
     }
     for (size_t i = 0; i < nfetch && st == FL_OK; i++)
         fl_var_take_tensor(fl_exec_var_write(s, &fetches[i]), &ft[nfeed + i]);

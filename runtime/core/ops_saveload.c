@@ -5,7 +5,7 @@
  *
  *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` (a file
  *              per var, or with `file` all of them in that one file: a combined checkpoint)
- *   load_vars  Scope? : the vars `names` of the program `program` (startup or main) read from
+ *   load_vars  Scope? : the vars `names` of the program `program` (a program of the bundle) read from
  *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
  *              against its declaration, then all set in the scope
  *
@@ -32,10 +32,7 @@ static const char *params_msg(const char *m) {
 }
 
 static FlStatus prep_save_load(ExecOp *op, FlErr *e) {
-    const char *p = fl_exec_attr_string(op, "program");
-    if (strcmp(p, "startup") != 0 && strcmp(p, "main") != 0)
-        return fl_err(e, "program '%s' is not a program of the bundle (startup or main)", p);
-    op->a.i[0] = strcmp(p, "main") == 0;
+    if (!fl_exec_attr_string(op, "program")[0]) return fl_err(e, "program is empty");
     if (!fl_exec_attr_string(op, "dir")[0]) return fl_err(e, "dir is empty");
     return FL_OK;
 }
@@ -83,7 +80,13 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     SaveLoad a;
     if (save_load_args(rc, op, s, FL_IN_load_vars_Scope, &a)) return FL_ERROR;
     size_t n = a.names ? a.names->n : 0;
-    const FlBlock *g = fl_ir_block((op->a.i[0] ? a.h->main : a.h->startup)->prog, 0);
+    const char *pname = fl_exec_attr_string(op, "program");
+    FlExec *ex = fl_driver_program(a.h, pname);
+    if (!ex) {
+        fl_scope_release(a.scope);
+        return fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle", pname);
+    }
+    const FlBlock *g = fl_ir_block(ex->prog, 0);
     FlTensor *t = fl_xcalloc(n + 1, sizeof *t);
     FlStatus st = FL_OK;
     FlErr e;
@@ -98,7 +101,7 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
         const FlVarDesc *d = fl_ir_var_find(g, a.names->strs[got]);
         if (!d)
             st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[got],
-                                  op->a.i[0] ? "main" : "startup");
+                                  pname);
         else if (fl_params_read(a.dir, d, &t[got], &e) != FL_OK)
             st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, params_msg(e.msg));
     }

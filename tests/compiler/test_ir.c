@@ -612,6 +612,15 @@ static void test_bundle_round_trip(void) {
     fl_ir_bundle_free(b);
 }
 
+/* a and b show the same, and the text holds want. */
+static void shown_same(const FlBundle *a, const FlBundle *b, const char *want) {
+    char *s1 = show_bundle(a), *s2 = show_bundle(b);
+    CHECK_STR(s2, s1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s1, want));
+    free(s1);
+    free(s2);
+}
+
 /* A driver program (docs/driver.md) is kept, shown and checked; a bundle with one is written as
  * format 3, a bundle without one as format 2, byte for byte as before the field existed. */
 static void test_driver_round_trip(void) {
@@ -643,11 +652,7 @@ static void test_driver_round_trip(void) {
     FlPlan *p = NULL;
     CU_ASSERT_EQUAL_FATAL(fl_ir_read(path, &r, &p, &e), FL_OK);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r->driver);
-    char *s1 = show_bundle(b), *s2 = show_bundle(r);
-    CHECK_STR(s2, s1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "== driver program ==\nblock 0 (parent -1)\n  var fetch_0.tmp_0 : float32[1]"));
-    free(s1);
-    free(s2);
+    shown_same(b, r, "== driver program ==\nblock 0 (parent -1)\n  var fetch_0.tmp_0 : float32[1]");
     FlBundle *cl = fl_ir_bundle_clone(r);
     CU_ASSERT_PTR_NOT_NULL(cl->driver);
     CU_ASSERT_NOT_EQUAL(cl->driver, r->driver);
@@ -657,6 +662,57 @@ static void test_driver_round_trip(void) {
     fl_ir_op_set_block(op, "sub_block", 7);
     CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "driver program: "));
+    fl_ir_bundle_free(b);
+}
+
+/* Named programs (Bundle.programs, docs/driver.md "Programs in a bundle") are kept in order, shown
+ * and cloned; a bundle with one is format 3 even without a driver; a name that is missing,
+ * doubled or the name of one of the bundle's own programs is refused, and so is a broken one. */
+static void test_named_programs(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    fl_ir_bundle_add_program(b, "program_1", fl_ir_program_clone(b->main));
+    fl_ir_bundle_add_program(b, "program_2", fl_ir_program_new());
+    int64_t one = 1;
+    var(fl_ir_block(b->programs.data[1].program, 0), "z", FL_DT_INT64, 1, &one);
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 3);
+    CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_OK);
+    CU_ASSERT_PTR_EQUAL(fl_ir_bundle_program(b, "program_2"), b->programs.data[1].program);
+    CU_ASSERT_PTR_EQUAL(fl_ir_bundle_program(b, "main"), b->main);
+    CU_ASSERT_PTR_NULL(fl_ir_bundle_program(b, "program_3"));
+    /* in memory as in a file (a version-2 writer would drop them: the file says 3) */
+    size_t n;
+    uint8_t *d = fl_ir_encode_bundle(b, &n);
+    FlBundle *r = NULL;
+    FlPlan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_decode(d, n, &r, &p, &e), FL_OK);
+    free(d);
+    CU_ASSERT_EQUAL_FATAL(r->programs.len, 2);
+    CU_ASSERT_STRING_EQUAL(r->programs.data[0].name, "program_1");
+    CU_ASSERT_STRING_EQUAL(r->programs.data[1].name, "program_2");
+    shown_same(b, r, "== program 'program_2' ==\nblock 0 (parent -1)\n  var z : int64[1]");
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_EQUAL(cl->programs.len, 2);
+    CU_ASSERT_NOT_EQUAL(cl->programs.data[0].program, r->programs.data[0].program);
+    shown_same(cl, r, "program 'program_1'");
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    static const char *const bad[] = {"main", "startup", "driver", "program_1", ""};
+    static const char *const want[] = {"the name of one of the bundle's own", "the name of one of the bundle's own",
+                                       "the name of one of the bundle's own", "two named programs are called 'program_1'",
+                                       "has no name"};
+    for (size_t i = 0; i < FL_ARRAY_LEN(bad); i++) {
+        free(b->programs.data[1].name);
+        b->programs.data[1].name = fl_xstrdup(bad[i]);
+        CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_ERROR);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, want[i]));
+    }
+    free(b->programs.data[1].name);
+    b->programs.data[1].name = fl_xstrdup("program_2");
+    FlOpDesc *op = fl_ir_op_append(fl_ir_block(b->programs.data[1].program, 0), "while");
+    fl_ir_op_set_block(op, "sub_block", 7);
+    CU_ASSERT_EQUAL(fl_ir_validate_bundle(b, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "program 'program_2': "));
     fl_ir_bundle_free(b);
 }
 
@@ -1433,6 +1489,7 @@ int main(void) {
     CU_add_test(s, "block io", test_block_io);
     CU_add_test(s, "bundle round trip", test_bundle_round_trip);
     CU_add_test(s, "driver round trip", test_driver_round_trip);
+    CU_add_test(s, "named programs", test_named_programs);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);
     CU_add_test(s, "truncated", test_truncated);

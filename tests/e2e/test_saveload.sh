@@ -75,6 +75,28 @@ cmp -s pers.pred cpers.pred || bad "--load cpers predicts [$(cat cpers.pred)], -
 if "$FLRUN" wide.fl >wide.out 2>&1; then bad "wide.fl loaded [1]-wide params into a [2]-wide fc"; fi
 grep -qF "runtime error in op 'load_vars' (wide.fl:12:1): loading 'params': 'fc_0.w_0' is float32 [13, 1] in the file but float32 [13, 2] in the program" wide.out ||
     bad "wide.fl: $(cat wide.out)"
+# the vars of a Program() (a named program of the bundle): saved with one initializer, loaded
+# into a run whose initializer differs, which then computes what the saving run did
+named() { # named INIT LINES...: an fc of Program() whose weights start at INIT
+    init=$1
+    shift
+    { cat <<EOT
+import paddle.fluid as fluid
+prog, start = fluid.Program(), fluid.Program()
+with fluid.program_guard(prog, start):
+    x = fluid.layers.data(name='x', shape=[2], dtype='float32')
+    p = fluid.layers.fc(input=x, size=1, param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant($init)))
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(start)
+EOT
+      printf '%s\n' "$@"; } >named_$init.fl
+}
+named 0.5 'fluid.io.save_params(exe, "np_params", main_program=prog, filename="w")'
+named 0.25 'fluid.io.load_params(exe, "np_params", main_program=prog, filename="w")' \
+    "print(exe.run(prog, feed={'x': [[1.0, 2.0]]}, fetch_list=[p])[0])"
+"$FLRUN" named_0.5.fl >np1.out 2>&1 || bad "named_0.5.fl: $(cat np1.out)"
+"$FLRUN" named_0.25.fl >np2.out 2>&1 || bad "named_0.25.fl: $(cat np2.out)"
+[ "$(cat np2.out)" = "[[1.5]]" ] || bad "named_0.25.fl printed [$(cat np2.out)], expected [[1.5]] (0.5 * (1 + 2))"
 # filename= of a checkpoint that has a file per var
 if "$FLRUN" notcombined.fl >nc.out 2>&1; then bad "notcombined.fl loaded"; fi
 grep -qF "loading 'params': it holds a file per var, not one combined file '__params__'" nc.out || bad "notcombined.fl: $(cat nc.out)"
