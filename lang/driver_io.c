@@ -4,6 +4,8 @@
  *
  *   save(what, dirname, program, vars, predicate, kind, filename)
  *   load(...)     the same arguments
+ *   has_var(program, name)  whether the program's global block has the var (fluid.compiler)
+ *   is_program(x)           whether x is a Program
  *
  * filename: a combined checkpoint, every var in that one file of dirname (Fluid's); without it
  * one file per var.
@@ -156,9 +158,27 @@ static FlValue *io_load(Ctx *c, FlValue *self, CallArgs *a) {
     return io_op(c, a, true);
 }
 
+/* has_var(program, name): whether name is a var of program's global block (CompiledProgram's
+ * loss_name). */
+static FlValue *io_has_var(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("has_var", "program name", 2);
+    if (v[0]->kind != VK_PROGRAM) return fl_ev_error(c, a->span, "has_var() takes a Program, found %s", fl_v_type_name(v[0]));
+    if (!fl_ev_want_str(c, v[1], "has_var() name", a->span)) return c->error;
+    return fl_v_bool(c, fl_ir_var_find(fl_ir_block(v[0]->prog, 0), v[1]->str.s) != NULL);
+}
+
+static FlValue *io_is_program(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("is_program", "x", 1);
+    return fl_v_bool(c, v[0]->kind == VK_PROGRAM);
+}
+
 static const NativeFn io_fns[] = {
     {"save", io_save},
     {"load", io_load},
+    {"has_var", io_has_var},
+    {"is_program", io_is_program},
 };
 
 void fl_ev_driver_io_install(Ctx *c) { fl_ev_module_of_fns(c, "_driver_io", io_fns, FL_ARRAY_LEN(io_fns)); }
