@@ -6,6 +6,10 @@
  *   load(...)     the same arguments
  *   has_var(program, name)  whether the program's global block has the var (fluid.compiler)
  *   is_program(x)           whether x is a Program
+ *   inference_program(program, feeded_var_names, target_vars)
+ *                           save_inference_model's program: program pruned to what the targets
+ *                           need from the feeds, in test mode (compiler/prune.c), a program of
+ *                           the bundle; [it, the feed names, the targets as its Vars]
  *
  * filename: a combined checkpoint, every var in that one file of dirname (Fluid's); without it
  * one file per var.
@@ -20,6 +24,7 @@
  */
 #include <string.h>
 
+#include "compiler/prune.h"
 #include "lang/eval_impl.h"
 
 /* The program argument: None is the default main program; else a program the driver can name
@@ -158,6 +163,67 @@ static FlValue *io_load(Ctx *c, FlValue *self, CallArgs *a) {
     return io_op(c, a, true);
 }
 
+/* ------------------------------------------------------------------ inference models */
+
+/* A list of str from a str or a list of str / Vars (feeded_var_names, target_vars). NULL
+ * (reported) for anything else. */
+static FlValue *name_list(Ctx *c, const char *what, FlValue *v, FlSpan sp) {
+    FlValue *l = fl_v_list(c, VK_LIST);
+    if (v->kind == VK_STR || v->kind == VK_VAR) {
+        fl_v_list_push(c, l, v->kind == VK_STR ? v : fl_v_cstr(c, v->var.name));
+        return l;
+    }
+    if (!fl_v_is_seq(v)) {
+        fl_ev_error(c, sp, "save_inference_model(%s=...) takes a list, found %s", what, fl_v_type_name(v));
+        return NULL;
+    }
+    for (size_t i = 0; i < v->list.len; i++) {
+        FlValue *x = v->list.items[i];
+        if (x->kind != VK_STR && x->kind != VK_VAR) {
+            fl_ev_error(c, sp, "save_inference_model: %s[%zu] is %s, not a %s", what, i, fl_v_type_name(x),
+                        strcmp(what, "feeded_var_names") == 0 ? "var name" : "Variable");
+            return NULL;
+        }
+        fl_v_list_push(c, l, x->kind == VK_STR ? x : fl_v_cstr(c, x->var.name));
+    }
+    return l;
+}
+
+/* inference_program(program, feeded_var_names, target_vars): [the pruned program (a program of
+ * the bundle), its feed names, its targets (Vars of it)]. */
+static FlValue *io_inference_program(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("inference_program", "program feeded_var_names target_vars", 3);
+    FlSpan sp = a->span;
+    FlProgram *p;
+    if (!io_program(c, "save_inference_model", v[0], &p, sp)) return c->error;
+    FlValue *feeds = name_list(c, "feeded_var_names", v[1], sp);
+    FlValue *targets = feeds ? name_list(c, "target_vars", v[2], sp) : NULL;
+    if (!targets) return c->error;
+    const char **fv = fl_arena_alloc(&c->arena, (feeds->list.len + 1) * sizeof *fv);
+    const char **tv = fl_arena_alloc(&c->arena, (targets->list.len + 1) * sizeof *tv);
+    for (size_t i = 0; i < feeds->list.len; i++) fv[i] = feeds->list.items[i]->str.s;
+    for (size_t i = 0; i < targets->list.len; i++) tv[i] = targets->list.items[i]->str.s;
+    FlErr e;
+    FlProgram *q = fl_prune_for_inference(p, fv, feeds->list.len, tv, targets->list.len, &e);
+    if (!q) return fl_ev_error(c, sp, "save_inference_model: %s", e.msg);
+    FL_VEC_PUSH(&c->programs, q);
+    if (!fl_ev_program_name(c, q)) return fl_ev_error(c, sp, "save_inference_model: the bundle did not take the program");
+    FlValue *prog = fl_v_new(c, VK_PROGRAM);
+    prog->prog = q;
+    FlValue *fetch = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < targets->list.len; i++) {
+        FlValue *t = fl_v_var(c, tv[i]);
+        t->var.prog = q;
+        fl_v_list_push(c, fetch, t);
+    }
+    FlValue *r = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, r, prog);
+    fl_v_list_push(c, r, feeds);
+    fl_v_list_push(c, r, fetch);
+    return r;
+}
+
 /* has_var(program, name): whether name is a var of program's global block (CompiledProgram's
  * loss_name). */
 static FlValue *io_has_var(Ctx *c, FlValue *self, CallArgs *a) {
@@ -179,6 +245,7 @@ static const NativeFn io_fns[] = {
     {"load", io_load},
     {"has_var", io_has_var},
     {"is_program", io_is_program},
+    {"inference_program", io_inference_program},
 };
 
 void fl_ev_driver_io_install(Ctx *c) { fl_ev_module_of_fns(c, "_driver_io", io_fns, FL_ARRAY_LEN(io_fns)); }

@@ -97,6 +97,24 @@ named 0.25 'fluid.io.load_params(exe, "np_params", main_program=prog, filename="
 "$FLRUN" named_0.5.fl >np1.out 2>&1 || bad "named_0.5.fl: $(cat np1.out)"
 "$FLRUN" named_0.25.fl >np2.out 2>&1 || bad "named_0.25.fl: $(cat np2.out)"
 [ "$(cat np2.out)" = "[[1.5]]" ] || bad "named_0.25.fl printed [$(cat np2.out)], expected [[1.5]] (0.5 * (1 + 2))"
+# save_inference_model, then a training step that computes the prediction with the saved
+# parameters (and changes them), then load_inference_model: the inference program's prediction
+# is the training step's (within 1e-6), on the parameters loaded back; combined in a params file
+for pf in None '"__params__"'; do
+    script infer 1 'for i in range(3):' '    exe.run(feed=feed, fetch_list=[loss])' \
+        "fluid.io.save_inference_model('inf', ['x'], [pred], exe, params_filename=$pf)" \
+        'pt, = exe.run(feed=feed, fetch_list=[pred])' \
+        "[prog, feed_names, fetch_targets] = fluid.io.load_inference_model('inf', exe, params_filename=$pf)" \
+        "pi, = exe.run(prog, feed={feed_names[0]: feed['x']}, fetch_list=fetch_targets)" \
+        'print("train %.9g %.9g" % (pt[0][0], pt[1][0]))' 'print("infer %.9g %.9g" % (pi[0][0], pi[1][0]))'
+    rm -rf inf
+    "$FLRUN" infer.fl >infer.out 2>&1 || bad "infer.fl ($pf): $(cat infer.out)"
+    awk '/^train/ { t1 = $2; t2 = $3 } /^infer/ { i1 = $2; i2 = $3 }
+         function off(a, b) { d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a; return d > 1e-6 * (m > 1 ? m : 1) }
+         END { exit (t1 == "" || i1 == "" || off(t1, i1) || off(t2, i2)) }' infer.out ||
+        bad "infer.fl ($pf): the inference program's prediction is not the training run's: $(tr '\n' '|' <infer.out)"
+    [ "$(sed -n 1p inf/MANIFEST)" = "$([ "$pf" = None ] && echo fc_0.w_0 || echo __params__)" ] || bad "inf/MANIFEST ($pf): $(cat inf/MANIFEST)"
+done
 # filename= of a checkpoint that has a file per var
 if "$FLRUN" notcombined.fl >nc.out 2>&1; then bad "notcombined.fl loaded"; fi
 grep -qF "loading 'params': it holds a file per var, not one combined file '__params__'" nc.out || bad "notcombined.fl: $(cat nc.out)"
