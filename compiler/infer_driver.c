@@ -106,3 +106,19 @@ FlStatus fl_infer_scope_var(Ctx *c) {
     if (!na || !na->s || !*na->s) return fl_err(c->e, "scope_var: the name of the var is empty");
     return FL_OK;
 }
+
+/* save_vars, load_vars: a checkpoint directory, the vars of a program it holds, a scope. */
+FlStatus fl_infer_save_load_vars(Ctx *c) {
+    const char *op = c->op->type;
+    const FlAttr *dir = fl_ir_op_attr(c->op, "dir"), *prog = fl_ir_op_attr(c->op, "program");
+    if (!dir || !dir->s || !dir->s[0]) return fl_err(c->e, "%s: dir is empty", op);
+    if (prog && (!prog->s || !prog->s[0])) /* which programs the bundle has: fl_verify_driver */
+        return fl_err(c->e, "%s names no program", op);
+    const FlAttr *names = fl_ir_op_attr(c->op, "names");
+    for (size_t i = 0; names && i < names->n; i++)
+        if (!names->strs[i][0]) return fl_err(c->e, "%s: names[%zu] is empty", op, i);
+    FlVarDesc *s;
+    if (in_opt(c, "Scope", &s)) return FL_ERROR;
+    if (s && s->kind != FL_VAR_RAW) return fl_err(c->e, "%s: Scope '%s' is not a scope", op, s->name);
+    return FL_OK;
+}

@@ -396,6 +396,22 @@ static void driver_run_program(Vf *v, const FlBundle *b, const FlBlock *db, cons
     }
 }
 
+/* save_vars, load_vars: a program of the bundle, and tensor vars of its global block. */
+static void driver_save_load(Vf *v, const FlBundle *b, const FlOpDesc *op) {
+    const FlAttr *pa = fl_ir_op_attr(op, "program"), *na = fl_ir_op_attr(op, "names");
+    const char *pn = pa && pa->s ? pa->s : "main";
+    const FlProgram *p = fl_ir_bundle_program(b, pn);
+    if (!p) {
+        issue(v, op->loc, "%s: program '%s' is not a program of the bundle (startup, main or a named one)", op->type, pn);
+        return;
+    }
+    for (size_t i = 0; na && i < na->n; i++) {
+        const FlVarDesc *d = fl_ir_var_find(fl_ir_block(p, 0), na->strs[i]);
+        if (!d || d->kind != FL_VAR_DENSE)
+            issue(v, op->loc, "%s: '%s' is not a tensor var of the %s program's global block", op->type, na->strs[i], pn);
+    }
+}
+
 int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out) {
     if (!b->driver) return 0;
     int n = fl_verify_program(b->driver, NULL, out);
@@ -406,6 +422,7 @@ int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out) {
         for (size_t i = 0; i < db->ops.len; i++) {
             const FlOpDesc *op = db->ops.data[i];
             if (fl_ops_is(op, FL_OPID_run_program)) driver_run_program(&v, b, db, op);
+            if (fl_ops_is(op, FL_OPID_save_vars) || fl_ops_is(op, FL_OPID_load_vars)) driver_save_load(&v, b, op);
             if (!fl_ops_is(op, FL_OPID_reader_open)) continue;
             int64_t r = fl_ir_op_get_int(op, "reader", -1); /* Bundle.readers[r] */
             if (r < 0 || (size_t)r >= b->readers.len)

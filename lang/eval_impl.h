@@ -531,6 +531,7 @@ void fl_ev_driver_data_install(Ctx *c);
 bool fl_ev_is_reader_iter(const FlValue *v);
 Flow fl_ev_lower_for_reader(Ctx *c, Env *e, FlAst *s, FlValue *it);
 FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp);
+void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);

@@ -27,8 +27,9 @@ static void persistables(const FlLoadedProgram *p, VarList *out) {
 }
 
 #define FORMAT_WORDS "fluidc checkpoint "
-#define FORMAT_VERSION 2
-#define FORMAT_LINE "fluidc checkpoint 2\n"
+#define FORMAT_SPLIT 2    /* a file per var (and shards) */
+#define FORMAT_COMBINED 3 /* every var in one file that MANIFEST names: fl_params_write_combined */
+#define FORMAT_VERSION FORMAT_COMBINED /* the newest this code reads */
 /* A shard's file name: the escaped var name, this, "FIRST-END". An escaped name never holds it
  * (its '%' are followed by two hex digits), so no var's file is another's shard. */
 #define SHARD_MARK "%shard-"
@@ -243,26 +244,46 @@ static void put_header(FlBuf *file, const FlTensor *t, int64_t height, int64_t r
 
 /* Writes t's header and elements to path (the elements straight from the tensor: a shard may be
  * gigabytes). */
-static FlStatus write_tensor(const char *path, const FlTensor *t, int64_t height, int64_t row0, FlErr *err) {
+static FlStatus put_tensor(FILE *f, const char *path, const FlTensor *t, int64_t height, int64_t row0, FlErr *err) {
     FlBuf head = {0};
     put_header(&head, t, height, row0);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(head.data, 1, head.len, f) == head.len &&
+    bool ok = fwrite(head.data, 1, head.len, f) == head.len &&
               fwrite(fl_tensor_data(t), 1, fl_tensor_nbytes(t), f) == fl_tensor_nbytes(t);
-    int errno2 = errno;
-    if (f && fclose(f) != 0) ok = false, errno2 = errno;
     fl_buf_free(&head);
-    if (!ok) return fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno2));
+    if (!ok) return fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno));
     return FL_OK;
+}
+
+static FlStatus write_tensor(const char *path, const FlTensor *t, int64_t height, int64_t row0, FlErr *err) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno));
+    FlStatus st = put_tensor(f, path, t, height, row0, err);
+    if (fclose(f) != 0 && st == FL_OK) st = fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno));
+    return st;
 }
 
 struct FlParamsSaving {
     char *target;  /* DIR resolved */
     FlBuf tmp;     /* DIR.tmp.PID, being filled */
-    FlBuf manifest; /* the whole vars' files, in var order */
+    FlBuf manifest; /* the whole vars' files, in var order (combined: the file, then the vars) */
+    bool combined;
 };
 
-FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) {
+/* Checks that `file` can name a combined checkpoint's file: a plain name of the directory that
+ * is none of the checkpoint's own files. */
+static FlStatus check_combined_name(const char *file, FlErr *err) {
+    if (!file[0] || strchr(file, '/') || file[0] == '.' || reserved(file))
+        return fl_err(err, "--save: '%s' cannot name the file of a combined checkpoint (a plain file name, not "
+                      "MANIFEST or FORMAT, not starting with '.')", file);
+    for (const char *p = file; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return fl_err(err, "--save: the name of a combined checkpoint's file holds a control character");
+    return FL_OK;
+}
+
+/* fl_params_write_begin, or with `combined` (a file name) every var into that one file. */
+static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char *combined, FlParamsSaving **out,
+                            FlErr *err) {
     *out = NULL;
     FlBuf path = {0}, fname = {0};
     char *target = save_path(dir, err);
@@ -272,9 +293,19 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
     fl_buf_printf(&s->tmp, "%s.tmp.%d", target, (int)getpid());
     fl_params_remove(fl_buf_str(&s->tmp));
     FlStatus st = FL_ERROR;
+    FILE *cf = NULL;
     if (mkdir(fl_buf_str(&s->tmp), 0777) != 0) {
         fl_err(err, "--save: cannot create '%s': %s", fl_buf_str(&s->tmp), strerror(errno));
         goto fail;
+    }
+    if (combined) {
+        s->combined = true;
+        fl_buf_printf(&s->manifest, "%s\n", combined);
+        fl_buf_printf(&path, "%s/%s", fl_buf_str(&s->tmp), combined);
+        if (!(cf = fopen(fl_buf_str(&path), "wb"))) {
+            fl_err(err, "--save: cannot write '%s': %s", fl_buf_str(&path), strerror(errno));
+            goto fail;
+        }
     }
     for (size_t i = 0; i < v->len; i++) {
         const char *name = v->data[i].name;
@@ -284,18 +315,42 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
         }
         fname.len = 0;
         escape_name(name, &fname);
+        fl_buf_printf(&s->manifest, "%s\n", fl_buf_str(&fname));
+        if (cf) {
+            if (put_tensor(cf, fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
+            continue;
+        }
         path.len = 0;
         fl_buf_printf(&path, "%s/%s", fl_buf_str(&s->tmp), fl_buf_str(&fname));
         if (write_tensor(fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
-        fl_buf_printf(&s->manifest, "%s\n", fl_buf_str(&fname));
+    }
+    if (cf) {
+        int bad = fclose(cf);
+        cf = NULL;
+        if (bad) {
+            fl_err(err, "--save: cannot write '%s': %s", fl_buf_str(&path), strerror(errno));
+            goto fail;
+        }
     }
     st = FL_OK;
     *out = s;
 fail:
+    if (cf) fclose(cf);
     if (st != FL_OK) fl_params_write_abandon(s);
     fl_buf_free(&path);
     fl_buf_free(&fname);
     return st;
+}
+
+FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) {
+    return write_begin(dir, v, NULL, out, err);
+}
+
+FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNamedTensors *v, FlErr *err) {
+    if (check_combined_name(file, err) != FL_OK) return FL_ERROR;
+    FlParamsSaving *s;
+    if (write_begin(dir, v, file, &s, err) != FL_OK) return FL_ERROR;
+    return fl_params_write_end(s, err);
 }
 
 const char *fl_params_saving_dir(const FlParamsSaving *s) { return fl_buf_str(&s->tmp); }
@@ -323,7 +378,9 @@ FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) {
     if (shards.len) qsort(shards.data, shards.len, sizeof *shards.data, cmp_str);
     for (size_t i = 0; i < shards.len; i++) fl_buf_printf(&s->manifest, "%s\n", shards.data[i]);
     fl_buf_printf(&path, "%s/FORMAT", fl_buf_str(&s->tmp));
-    if (fl_write_file(fl_buf_str(&path), FORMAT_LINE, strlen(FORMAT_LINE), err) != FL_OK) goto fail;
+    char line[64];
+    int ln = snprintf(line, sizeof line, "%s%d\n", FORMAT_WORDS, s->combined ? FORMAT_COMBINED : FORMAT_SPLIT);
+    if (fl_write_file(fl_buf_str(&path), line, (size_t)ln, err) != FL_OK) goto fail;
     path.len = 0;
     fl_buf_printf(&path, "%s/MANIFEST", fl_buf_str(&s->tmp));
     if (fl_write_file(fl_buf_str(&path), fl_buf_str(&s->manifest), s->manifest.len, err) != FL_OK) goto fail;
@@ -430,17 +487,18 @@ static FlStatus read_format(const char *dir, int *version, FlErr *err) {
         if (ver > FORMAT_VERSION)
             st = fl_err(err, "--load %s: the checkpoint was written by a newer fluidc (checkpoint format %lld; this one "
                         "reads up to %d)", dir, (long long)ver, FORMAT_VERSION);
-        else if (ver != FORMAT_VERSION)
+        else if (ver < FORMAT_SPLIT)
             st = fl_err(err, "--load %s: its FORMAT names checkpoint format %lld, which this fluidc does not know (it "
-                        "reads format 1, which has no FORMAT file, and %d)", dir, (long long)ver, FORMAT_VERSION);
+                        "reads format 1, which has no FORMAT file, and %d to %d)", dir, (long long)ver, FORMAT_SPLIT,
+                        FORMAT_VERSION);
         else
-            *version = FORMAT_VERSION;
+            *version = (int)ver;
     } else {
         FlBuf shown = {0};
         for (size_t i = 0; i < n && i < 40; i++) fl_buf_putc(&shown, fmt[i] >= 0x20 && fmt[i] < 0x7f ? fmt[i] : '?');
         if (n > 40) fl_buf_puts(&shown, "...");
         st = fl_err(err, "--load %s: its FORMAT is %s%s%s (expected '%s%d')", dir, n ? "not a checkpoint's: '" : "empty",
-                    fl_buf_str(&shown), n ? "'" : "", FORMAT_WORDS, FORMAT_VERSION);
+                    fl_buf_str(&shown), n ? "'" : "", FORMAT_WORDS, FORMAT_SPLIT);
         fl_buf_free(&shown);
     }
     free(fmt);
@@ -494,15 +552,19 @@ static size_t row_bytes(const FlVarDesc *v) {
 }
 
 /* From the file `path` (shown as `file`), which must hold v's dtype and whole shape, the rows
- * [lo, hi) of v that it has into dst (rows [lo, hi) of v, contiguous). */
+ * [lo, hi) of v that it has into dst (rows [lo, hi) of v, contiguous). base >= 0: the tensor
+ * begins at that offset of a combined checkpoint's file, which may hold more after it; else it
+ * is the whole file. */
 static FlStatus read_file_rows(const char *dir, const char *path, const char *file, uint32_t version, const FlVarDesc *v,
-                               int64_t lo, int64_t hi, char *dst, FlErr *err) {
+                               int64_t lo, int64_t hi, int64_t base, char *dst, FlErr *err) {
     FlErr e2;
     FILE *f = fl_open_regular(path, &e2);
     if (!f) return fl_err(err, "--load %s: %s", dir, e2.msg);
     FlStatus st = FL_ERROR;
     FileHead h;
-    if (!read_head(f, &h) || h.version != version) {
+    bool alone = base < 0;
+    if (alone) base = 0;
+    if (fseeko(f, (off_t)base, SEEK_SET) != 0 || !read_head(f, &h) || h.version != version) {
         fl_err(err, "--load %s: '%s' is not a saved %s (bad header)", dir, file, version == 1 ? "tensor" : "shard");
         goto done;
     }
@@ -524,12 +586,14 @@ static FlStatus read_file_rows(const char *dir, const char *path, const char *fi
     }
     size_t rb = row_bytes(v), want;
     struct stat sb;
-    if (__builtin_mul_overflow((size_t)h.rows, rb, &want) || __builtin_add_overflow(want, h.off, &want)) {
+    if (__builtin_mul_overflow((size_t)h.rows, rb, &want) || __builtin_add_overflow(want, h.off, &want) ||
+        __builtin_add_overflow(want, (size_t)base, &want)) {
         fl_err(err, "--load %s: '%s' is not a saved %s (its header claims more than %zu bytes)", dir, file,
                version == 1 ? "tensor" : "shard", SIZE_MAX);
         goto done;
     }
-    if (fstat(fileno(f), &sb) != 0 || (size_t)sb.st_size != want) {
+    if (fstat(fileno(f), &sb) != 0 || (alone ? (size_t)sb.st_size != want : (size_t)sb.st_size < want)) {
+        h.off += (size_t)base; /* the bytes before the tensor's data */
         if (h.version == 1)
             fl_err(err, "--load %s: '%s' holds %zu bytes of data, expected %zu", dir, v->name,
                    (size_t)sb.st_size > h.off ? (size_t)sb.st_size - h.off : 0, want - h.off);
@@ -541,7 +605,7 @@ static FlStatus read_file_rows(const char *dir, const char *path, const char *fi
     int64_t a = lo > h.row0 ? lo : h.row0, b = hi < h.row0 + h.rows ? hi : h.row0 + h.rows;
     if (a < b) {
         size_t n = (size_t)(b - a) * rb;
-        if (fseeko(f, (off_t)(h.off + (size_t)(a - h.row0) * rb), SEEK_SET) != 0 ||
+        if (fseeko(f, (off_t)((size_t)base + h.off + (size_t)(a - h.row0) * rb), SEEK_SET) != 0 ||
             fread(dst + (size_t)(a - lo) * rb, 1, n, f) != n) {
             fl_err(err, "--load %s: cannot read '%s': %s", dir, file, ferror(f) ? strerror(errno) : "it is shorter than its header says");
             goto done;
@@ -597,13 +661,114 @@ static FlStatus find_shards(const char *dir, const char *esc, Shards *out, FlErr
     return FL_OK;
 }
 
+/* Format 3, a combined checkpoint: MANIFEST's first line names the file, its other lines the
+ * vars (escaped) in the file's order; the file is their tensor files, version 1, one after the
+ * other. Rows [row0, row0 + rows) of v into *out (released first). */
+static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out,
+                              FlErr *err) {
+    FlBuf path = {0}, esc = {0};
+    fl_buf_printf(&path, "%s/MANIFEST", dir);
+    size_t len = 0;
+    FlErr e2;
+    char *m = fl_read_regular_file(fl_buf_str(&path), &len, &e2);
+    FlStatus st = FL_ERROR;
+    FlTensor t = FL_TENSOR_INIT;
+    FILE *f = NULL;
+    if (!m) {
+        fl_err(err, "--load %s: %s", dir, e2.msg);
+        goto done;
+    }
+    escape_name(v->name, &esc);
+    char *file = NULL;
+    int64_t index = -1, k = 0;
+    for (char *l = m; l < m + len; k++) {
+        char *nl = memchr(l, '\n', (size_t)(m + len - l));
+        size_t ll = nl ? (size_t)(nl - l) : (size_t)(m + len - l);
+        l[ll] = 0; /* the newline, or the byte past the data that fl_read_regular_file adds */
+        if (k == 0) file = l;
+        else if (index < 0 && ll == esc.len && !memcmp(l, fl_buf_str(&esc), ll)) index = k - 1;
+        l += ll + 1;
+    }
+    if (!file || !file[0] || check_combined_name(file, &e2) != FL_OK) {
+        fl_err(err, "--load %s: its MANIFEST does not name the file of a combined checkpoint on its first line", dir);
+        goto done;
+    }
+    if (index < 0) {
+        fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+        goto done;
+    }
+    path.len = 0;
+    fl_buf_printf(&path, "%s/%s", dir, file);
+    if (!(f = fl_open_regular(fl_buf_str(&path), &e2))) {
+        fl_err(err, "--load %s: %s", dir, e2.msg);
+        goto done;
+    }
+    int64_t base = 0; /* where the tensors before v's end */
+    for (int64_t i = 0; i < index; i++) {
+        FileHead h;
+        size_t n = 1, size;
+        bool ok = fseeko(f, (off_t)base, SEEK_SET) == 0 && read_head(f, &h) && h.version == 1;
+        for (int d = 0; ok && d < h.ndim; d++) ok = !__builtin_mul_overflow(n, (size_t)h.ne[d], &n);
+        ok = ok && !__builtin_mul_overflow(n, fl_dtype_size(h.dtype), &size) &&
+             !__builtin_add_overflow(size, h.off, &size) && size <= (size_t)INT64_MAX - (size_t)base;
+        if (!ok) {
+            fl_err(err, "--load %s: '%s' is not a combined checkpoint's file (a bad header at byte %lld)", dir, file,
+                   (long long)base);
+            goto done;
+        }
+        base += (int64_t)size;
+    }
+    FILE *g = f;
+    f = NULL;
+    fclose(g);
+    int64_t ne[FL_MAX_DIMS];
+    for (int d = 0; d < v->ndim; d++) ne[d] = v->shape[d];
+    if (v->ndim) ne[0] = rows;
+    if (fl_tensor_alloc_uninit(err, &t, v->dtype, v->ndim, ne) != FL_OK) goto done;
+    if (read_file_rows(dir, fl_buf_str(&path), file, 1, v, row0, row0 + rows, base, fl_tensor_data(&t), err) != FL_OK)
+        goto done;
+    fl_tensor_fini(out);
+    *out = t;
+    t = (FlTensor)FL_TENSOR_INIT;
+    st = FL_OK;
+done:
+    if (f) fclose(f);
+    fl_tensor_fini(&t);
+    free(m);
+    fl_buf_free(&path);
+    fl_buf_free(&esc);
+    return st;
+}
+
+FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) {
+    int version;
+    if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
+    if (version != FORMAT_COMBINED)
+        return fl_err(err, "--load %s: it holds a file per var, not one combined file '%s' (load it without a file "
+                      "name)", dir, file);
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/MANIFEST", dir);
+    size_t len = 0;
+    FlErr e2;
+    char *m = fl_read_regular_file(fl_buf_str(&path), &len, &e2);
+    fl_buf_free(&path);
+    if (!m) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    size_t n = strcspn(m, "\n");
+    FlStatus st = FL_OK;
+    if (n != strlen(file) || memcmp(m, file, n) != 0)
+        st = fl_err(err, "--load %s: its combined file is '%.*s', not '%s'", dir, (int)(n < 200 ? n : 200), m, file);
+    free(m);
+    return st;
+}
+
 FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
     int64_t height = var_rows(v);
     if (rows < 0) row0 = 0, rows = height;
     FL_ASSERT(row0 >= 0 && row0 + rows <= height && (v->ndim || (row0 == 0 && rows == 1)));
     int version;
     if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
-    bool v2 = version == 2;
+    if (version == FORMAT_COMBINED) return read_combined(dir, v, row0, rows, out, err);
+    bool v2 = version == FORMAT_SPLIT;
     FlBuf path = {0};
     FlBuf esc = {0};
     if (v2) escape_name(v->name, &esc);
@@ -654,7 +819,8 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
     }
     if (fl_tensor_alloc_uninit(err, &t, v->dtype, v->ndim, ne) != FL_OK) goto done;
     if (whole) {
-        if (read_file_rows(dir, fl_buf_str(&path), fl_buf_str(&esc), 1, v, row0, row0 + rows, fl_tensor_data(&t), err) != FL_OK)
+        if (read_file_rows(dir, fl_buf_str(&path), fl_buf_str(&esc), 1, v, row0, row0 + rows, -1, fl_tensor_data(&t),
+                           err) != FL_OK)
             goto done;
     }
     for (size_t i = 0; !whole && i < shards.len; i++) {
@@ -679,7 +845,8 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
                    sh->file, v->name, (long long)sh->first, (long long)sh->end);
             goto done;
         }
-        if (read_file_rows(dir, fl_buf_str(&path), sh->file, 2, v, row0, row0 + rows, fl_tensor_data(&t), err) != FL_OK)
+        if (read_file_rows(dir, fl_buf_str(&path), sh->file, 2, v, row0, row0 + rows, -1, fl_tensor_data(&t), err) !=
+            FL_OK)
             goto done;
     }
     fl_tensor_fini(out);

@@ -1,7 +1,7 @@
 /* params.h: saving and loading a program's persistable vars (parameters, optimizer state,
  * learning rates) — `flrun --save DIR` / `--load DIR`, and for embedders.
  *
- * Format (version 2): DIR holds FORMAT ("fluidc checkpoint 2\n"), MANIFEST (one file name per
+ * Format (version 2; version 3 is the combined form below): DIR holds FORMAT ("fluidc checkpoint 2\n"), MANIFEST (one file name per
  * line, in var order) and one file per var. A var's file name is its name with '%', '/', control
  * bytes, a leading '.' and the first byte of a name equal to MANIFEST or FORMAT (any case)
  * written as %XX (two upper-case hex digits), so no var name can collide with another's file or
@@ -39,6 +39,10 @@
  * killed at any moment leaves DIR holding the old or the new complete checkpoint (and maybe a
  * stale DIR.tmp.PID beside it). On a filesystem without RENAME_EXCHANGE the old checkpoint is
  * renamed aside to DIR.old.PID first (a kill between the two renames leaves it there).
+ * Combined (format 3, "fluidc checkpoint 3"; Fluid's save_vars(filename=...)): every var in one
+ * file of DIR that MANIFEST's first line names; MANIFEST's other lines are the vars' escaped
+ * names, in the file's order, and the file is their tensor files (version 1) one after the
+ * other. Loading reads it as it reads the other formats (fl_params_read, fl_params_load).
  * Loading checks every persistable var of the program before it sets any: a missing file, a
  * different dtype or shape is an error naming the var, and the scope is left untouched.
  * Not thread-safe for one DIR: one save or load of a directory at a time.
@@ -69,6 +73,12 @@ void fl_params_free(FlNamedTensors *v); /* releases the tensors and the list */
 /* Writes the list as a saved directory (atomically, as fl_params_save does). Errors: a target
  * that is neither new nor a checkpoint, I/O. */
 FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) FL_WARN_UNUSED;
+/* fl_params_write with every var in the one file `file` of dir (a combined checkpoint, format 3).
+ * Errors: those of fl_params_write, a file name that is not a plain name of the directory or is
+ * the checkpoint's own (MANIFEST, FORMAT). */
+FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNamedTensors *v, FlErr *err) FL_WARN_UNUSED;
+/* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not). */
+FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) FL_WARN_UNUSED;
 /* One var's saved value into *out (released first), checked against v's dtype and shape; from
  * its file or assembled from its shards. */
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;

@@ -46,4 +46,15 @@ FlScope *fl_driver_scope(FlScope *root, const FlDriverHost *h);
 /* The host of the driver run that s belongs to; NULL outside one. */
 const FlDriverHost *fl_driver_find(FlScope *s);
 
+/* For the adapters of the driver's ops (ops_driver.c, ops_saveload.c). The host of s's driver
+ * run; NULL (op's error reported) outside one. */
+struct RunCtx;
+struct ExecOp;
+struct ArgRef;
+const FlDriverHost *fl_driver_need_host(struct RunCtx *rc, const struct ExecOp *op, FlScope *s);
+/* *out = the scope the input arg a holds (a new reference), or a new reference to dflt when a is
+ * NULL; an error (reported) when a holds none. */
+FlStatus fl_driver_arg_scope(struct RunCtx *rc, const struct ExecOp *op, FlScope *s, const struct ArgRef *a,
+                             FlScope *dflt, FlScope **out);
+
 #endif

@@ -54,7 +54,7 @@ FlExec *fl_driver_program(const FlDriverHost *h, const char *name) {
     return NULL;
 }
 
-static const FlDriverHost *need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
+const FlDriverHost *fl_driver_need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlDriverHost *h = fl_driver_find(s);
     if (!h) fl_exec_op_error(rc, op, "a driver op runs only in a bundle's driver (fl_executor_run_driver)");
     return h;
@@ -64,7 +64,7 @@ static void scope_retain_cb(void *s) { fl_scope_retain(s); }
 static void scope_release_cb(void *s) { fl_scope_release(s); }
 
 /* The scope input arg `a` holds (a new reference), else a new reference to dflt. */
-static FlStatus arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, FlScope *dflt, FlScope **out) {
+FlStatus fl_driver_arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef *a, FlScope *dflt, FlScope **out) {
     *out = NULL;
     if (!a) {
         fl_scope_retain(dflt);
@@ -82,9 +82,9 @@ static FlStatus arg_scope(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef
  * the driver's run. */
 static FlStatus slot_scope(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, FlScope **out) {
     *out = NULL;
-    const FlDriverHost *h = need_host(rc, op, s);
+    const FlDriverHost *h = fl_driver_need_host(rc, op, s);
     if (!h) return FL_ERROR;
-    return arg_scope(rc, op, s, fl_exec_nin(op, slot) > 0 ? fl_exec_in_args(op, slot) : NULL, h->root, out);
+    return fl_driver_arg_scope(rc, op, s, fl_exec_nin(op, slot) > 0 ? fl_exec_in_args(op, slot) : NULL, h->root, out);
 }
 
 /* ---------------------------------------------------------------- run_program */
@@ -103,7 +103,7 @@ static FlStatus prep_run_program(ExecOp *op, FlErr *e) {
 }
 
 static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlDriverHost *h = need_host(rc, op, s);
+    const FlDriverHost *h = fl_driver_need_host(rc, op, s);
     if (!h) return FL_ERROR;
     const FlAttr *fn = strs_attr(op, "feed_names"), *tn = strs_attr(op, "fetch_names");
     size_t nfeed = fn ? fn->n : 0, nfetch = tn ? tn->n : 0;
@@ -111,7 +111,7 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const ArgRef *fetches = fl_exec_out_args(op, FL_OUT_run_program_Fetch);
     bool has_scope = fl_exec_nin(op, FL_IN_run_program_Scope) > 0;
     FlScope *sc;
-    if (arg_scope(rc, op, s, has_scope ? fl_exec_in_args(op, FL_IN_run_program_Scope) : NULL, h->root, &sc))
+    if (fl_driver_arg_scope(rc, op, s, has_scope ? fl_exec_in_args(op, FL_IN_run_program_Scope) : NULL, h->root, &sc))
         return FL_ERROR;
     FlTensor *ft = fl_xcalloc(nfeed + nfetch + 1, sizeof *ft);
     FlExecFeed *f = fl_xcalloc(nfeed + 1, sizeof *f);
@@ -461,7 +461,7 @@ FL_ADAPTER(item, prep_item, run_item);
  * unwinds it: the driver's ops after it, its loops and its goroutines stop as they do on any
  * error; fl_executor_run_driver_exit then reports the code instead of the error. */
 static FlStatus run_exit(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlDriverHost *h = need_host(rc, op, s);
+    const FlDriverHost *h = fl_driver_need_host(rc, op, s);
     if (!h) return FL_ERROR;
     bool was = false;
     if (h->exit && atomic_compare_exchange_strong(&h->exit->exited, &was, true)) h->exit->code = (int)op->a.i[0];

@@ -6,3 +6,4 @@ fl_test(test_backward SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_backward.c LIBS fl_
         LABELS compiler)
 fl_test(test_verify SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_verify.c LIBS fl_passes
         LABELS compiler)
+fl_test(test_prune SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prune.c LIBS fl_passes LABELS compiler)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compiler/verify.h"
+#include "tests/compiler/op_text.h"
 
 
 static FlProgram *P, *S;
@@ -33,20 +34,8 @@ static FlVarDesc *V(FlBlock *b, const char *name) {
 
 /* An op in block b with "X=a Y=b,c" slots; loc line = ++line. Vars are not declared. */
 static FlOpDesc *OP(FlBlock *b, const char *type, const char *ins, const char *outs) {
-    FlOpDesc *op = fl_ir_op_append(b, type);
+    FlOpDesc *op = fl_test_op(b, type, ins, outs, NULL);
     op->loc = (FlLoc){0, ++line, 1, 1};
-    for (int pass = 0; pass < 2; pass++) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", pass ? outs : ins);
-        char *s1 = NULL;
-        for (char *tok = strtok_r(buf, " ", &s1); tok; tok = strtok_r(NULL, " ", &s1)) {
-            char *eq = strchr(tok, '=');
-            *eq = 0;
-            char *s2 = NULL;
-            for (char *a = strtok_r(eq + 1, ",", &s2); a; a = strtok_r(NULL, ",", &s2))
-                (pass ? fl_ir_op_add_output : fl_ir_op_add_input)(op, tok, a);
-        }
-    }
     return op;
 }
 

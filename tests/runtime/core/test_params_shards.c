@@ -54,6 +54,17 @@ static bool rows_are(const FlTensor *t, int64_t row0, int64_t rows) {
     return true;
 }
 
+static void manifest_is(const char *dir, const char *want) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/MANIFEST", dir);
+    size_t len;
+    FlErr e;
+    char *m = fl_read_file(fl_buf_str(&path), &len, &e);
+    CU_ASSERT_STRING_EQUAL(m ? m : e.msg, want);
+    free(m);
+    fl_buf_free(&path);
+}
+
 static void test_shards(void) {
     FlProgram *p = fl_ir_program_new();
     FlVarDesc *v = fl_ir_var_add(fl_ir_block(p, 0), "T");
@@ -67,12 +78,7 @@ static void test_shards(void) {
     CU_ASSERT_TRUE(rows_are(&t, 0, H));
     CU_ASSERT_EQUAL(fl_params_read_rows(ck, v, 3, 5, &t, &e), FL_OK);
     CU_ASSERT_TRUE(rows_are(&t, 3, 5));
-    FlBuf path = {0};
-    fl_buf_printf(&path, "%s/MANIFEST", ck);
-    size_t len;
-    char *m = fl_read_file(fl_buf_str(&path), &len, &e);
-    CU_ASSERT_STRING_EQUAL(m, "T%shard-0-4\nT%shard-4-10\n");
-    free(m);
+    manifest_is(ck, "T%shard-0-4\nT%shard-4-10\n");
 
     /* rows no shard holds: an error for the rows asked, not for others */
     ck = save("gap", H, (int64_t[]){0, 6}, (int64_t[]){4, 10}, 2);
@@ -93,6 +99,7 @@ static void test_shards(void) {
         strstr(e.msg, "the shard 'T%shard-0-10' is of a float32 [12, 3] var but 'T' is float32 [10, 3] in the program"));
 
     /* rows out of a whole var's file */
+    FlBuf path = {0};
     FlNamedTensors whole = {0};
     FlNamedTensor nt = {"T", FL_TENSOR_INIT};
     rows_of(0, H, &nt.t);
@@ -284,7 +291,8 @@ static void test_format(void) {
     } cases[] = {
         {"fluidc checkpoint 2\n", NULL},
         {"fluidc checkpoint 2", NULL},
-        {"fluidc checkpoint 3\n", "the checkpoint was written by a newer fluidc (checkpoint format 3; this one reads up to 2)"},
+        {"fluidc checkpoint 4\n", "the checkpoint was written by a newer fluidc (checkpoint format 4; this one reads up to 3)"},
+        {"fluidc checkpoint 3\n", "no saved value for 'T'"}, /* combined: MANIFEST's first line names the file */
         {"fluidc checkpoint 1\n", "its FORMAT names checkpoint format 1, which this fluidc does not know"},
         {"", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
         {"\n", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
@@ -312,11 +320,68 @@ static void test_format(void) {
     fl_ir_program_free(p);
 }
 
+/* A combined checkpoint (format 3): every var in one file that MANIFEST names first, read whole
+ * and by rows, its vars in any order; a file cut short, a name that is the checkpoint's own, and
+ * fl_params_check_combined's answers. */
+static void test_combined(void) {
+    FlProgram *p;
+    FlVarDesc *v = var_t(&p);
+    FlVarDesc *s = fl_ir_var_add(fl_ir_block(p, 0), "s%/x"); /* a scalar, with an escaped name */
+    fl_ir_var_set_shape(s, 0, NULL);
+    FlErr e = {{0}};
+    FlNamedTensors vars = {0};
+    FlNamedTensor a = {"s%/x", FL_TENSOR_INIT}, b = {"T", FL_TENSOR_INIT};
+    double seven = 7;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_from(&e, &a.t, FL_DT_FLOAT32, 0, NULL, &seven), FL_OK);
+    rows_of(0, H, &b.t);
+    FL_VEC_PUSH(&vars, a);
+    FL_VEC_PUSH(&vars, b);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/combined", root);
+    CU_ASSERT_EQUAL(fl_params_write_combined(dir, "MANIFEST", &vars, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'MANIFEST' cannot name the file of a combined checkpoint"));
+    CU_ASSERT_EQUAL(fl_params_write_combined(dir, "a/b", &vars, &e), FL_ERROR);
+    CU_ASSERT_EQUAL_FATAL(fl_params_write_combined(dir, "all", &vars, &e), FL_OK);
+    manifest_is(dir, "all\ns%25%2Fx\nT\n");
+    FlTensor t = FL_TENSOR_INIT;
+    CU_ASSERT_EQUAL(fl_params_read(dir, v, &t, &e), FL_OK);
+    CU_ASSERT_TRUE(rows_are(&t, 0, H));
+    CU_ASSERT_EQUAL(fl_params_read_rows(dir, v, 2, 5, &t, &e), FL_OK);
+    CU_ASSERT_TRUE(rows_are(&t, 2, 5));
+    CU_ASSERT_EQUAL(fl_params_read(dir, s, &t, &e), FL_OK);
+    CU_ASSERT_TRUE(t.ndim == 0 && fl_tensor_get(&t, 0) == 7);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &e), FL_OK);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "other", &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "its combined file is 'all', not 'other'"));
+    /* replaced by a checkpoint of a file per var, which check_combined tells apart */
+    CU_ASSERT_EQUAL_FATAL(fl_params_write(dir, &vars, &e), FL_OK);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "it holds a file per var, not one combined file 'all'"));
+    /* and back; then the file cut inside T */
+    CU_ASSERT_EQUAL_FATAL(fl_params_write_combined(dir, "all", &vars, &e), FL_OK);
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/all", dir);
+    struct stat sb;
+    CU_ASSERT_EQUAL_FATAL(stat(fl_buf_str(&path), &sb), 0);
+    CU_ASSERT_EQUAL(truncate(fl_buf_str(&path), sb.st_size - 4), 0);
+    CU_ASSERT_EQUAL(fl_params_read(dir, v, &t, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'T' holds"));
+    CU_ASSERT_EQUAL(fl_params_read(dir, s, &t, &e), FL_OK); /* the var before the cut still loads */
+    /* cut inside the first header: the vars after it are not found in a bad file */
+    CU_ASSERT_EQUAL(truncate(fl_buf_str(&path), 10), 0);
+    CU_ASSERT_EQUAL(fl_params_read(dir, v, &t, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'all' is not a combined checkpoint's file (a bad header at byte 0)"));
+    fl_tensor_fini(&t);
+    fl_buf_free(&path);
+    fl_params_free(&vars);
+    fl_ir_program_free(p);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/fl_params_shards.XXXXXX");
     if (!mkdtemp(root)) return 1;
     static const CtCase cases[] = {CT_TEST(test_shards), CT_TEST(test_not_regular), CT_TEST(test_shard_ranges),
-                                   CT_TEST(test_format)};
+                                   CT_TEST(test_format), CT_TEST(test_combined)};
     int rc = ct_run("params_shards", cases, (int)(sizeof cases / sizeof cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

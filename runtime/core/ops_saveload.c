@@ -1,0 +1,114 @@
+/* ops_saveload.c: the adapters of the driver's save_vars and load_vars (compiler/ops/driver.def;
+ * docs/driver.md, "Saving and serving"): Fluid's fluid.io.save_* and load_* when the driver runs,
+ * on the checkpoint format and the rules of runtime/params.h (a save goes to a new path or
+ * replaces an earlier checkpoint, atomically; a load checks every var before it sets any).
+ *
+ *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` (a file
+ *              per var, or with `file` all of them in that one file: a combined checkpoint)
+ *   load_vars  Scope? : the vars `names` of the program `program` (a program of the bundle) read from
+ *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
+ *              against its declaration, then all set in the scope
+ *
+ * The compiler chose the names (parameters, persistables, a user's list or predicate); the
+ * program's declarations give a load the dtype and shape each saved tensor must have.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/core/driver.h"
+#include "runtime/core/exec_impl.h"
+#include "runtime/params.h"
+
+/* The checkpoint code's messages name flrun's options ("--save: ", "--load DIR: "): the op's
+ * error names the op and the directory instead. */
+static const char *params_msg(const char *m) {
+    if (!strncmp(m, "--save: ", 8)) return m + 8;
+    if (!strncmp(m, "--load", 6)) {
+        const char *p = strstr(m, ": ");
+        if (p) return p + 2;
+    }
+    return m;
+}
+
+static FlStatus prep_save_load(ExecOp *op, FlErr *e) {
+    if (!fl_exec_attr_string(op, "program")[0]) return fl_err(e, "program is empty");
+    if (!fl_exec_attr_string(op, "dir")[0]) return fl_err(e, "dir is empty");
+    return FL_OK;
+}
+
+/* What both ops read: the driver's host, the op's scope (its Scope input's, else the root the
+ * programs run on; a new reference), its directory and its names (NULL: none). */
+typedef struct SaveLoad {
+    const FlDriverHost *h;
+    FlScope *scope;
+    const char *dir;
+    const char *file; /* a combined checkpoint's file; "": a file per var */
+    const FlAttr *names;
+} SaveLoad;
+
+static FlStatus save_load_args(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, SaveLoad *out) {
+    if (!(out->h = fl_driver_need_host(rc, op, s))) return FL_ERROR;
+    bool has = fl_exec_nin(op, slot) > 0;
+    out->dir = fl_exec_attr_string(op, "dir");
+    out->file = fl_exec_attr_string(op, "file");
+    out->names = fl_ir_op_attr(op->desc, "names");
+    return fl_driver_arg_scope(rc, op, s, has ? fl_exec_in_args(op, slot) : NULL, out->h->root, &out->scope);
+}
+
+static FlStatus run_save_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    SaveLoad a;
+    if (save_load_args(rc, op, s, FL_IN_save_vars_Scope, &a)) return FL_ERROR;
+    FlNamedTensors v = {0};
+    FlStatus st = FL_OK;
+    FlErr e;
+    for (size_t i = 0; a.names && i < a.names->n && st == FL_OK; i++) {
+        FlNamedTensor nt = {a.names->strs[i], FL_TENSOR_INIT};
+        if (fl_scope_get_tensor(a.scope, nt.name, &nt.t, &e) != FL_OK)
+            st = fl_exec_op_error(rc, op, "saving '%s': %s (run the startup program before saving)", a.dir, e.msg);
+        FL_VEC_PUSH(&v, nt);
+    }
+    if (st == FL_OK && (a.file[0] ? fl_params_write_combined(a.dir, a.file, &v, &e) : fl_params_write(a.dir, &v, &e)) != FL_OK)
+        st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, params_msg(e.msg));
+    fl_params_free(&v);
+    fl_scope_release(a.scope);
+    return st;
+}
+FL_CONTROL_ADAPTER(save_vars, prep_save_load, run_save_vars);
+
+static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    SaveLoad a;
+    if (save_load_args(rc, op, s, FL_IN_load_vars_Scope, &a)) return FL_ERROR;
+    size_t n = a.names ? a.names->n : 0;
+    const char *pname = fl_exec_attr_string(op, "program");
+    FlExec *ex = fl_driver_program(a.h, pname);
+    if (!ex) {
+        fl_scope_release(a.scope);
+        return fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle", pname);
+    }
+    const FlBlock *g = fl_ir_block(ex->prog, 0);
+    FlTensor *t = fl_xcalloc(n + 1, sizeof *t);
+    FlStatus st = FL_OK;
+    FlErr e;
+    struct stat sb;
+    if (stat(a.dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        st = fl_exec_op_error(rc, op, "loading '%s': it is not a directory of saved vars", a.dir);
+    else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &e) != FL_OK)
+        st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, params_msg(e.msg));
+    size_t got = 0;
+    for (; st == FL_OK && got < n; got++) {
+        t[got] = (FlTensor)FL_TENSOR_INIT;
+        const FlVarDesc *d = fl_ir_var_find(g, a.names->strs[got]);
+        if (!d)
+            st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[got],
+                                  pname);
+        else if (fl_params_read(a.dir, d, &t[got], &e) != FL_OK)
+            st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, params_msg(e.msg));
+    }
+    for (size_t i = 0; st == FL_OK && i < n; i++) fl_scope_set_tensor(a.scope, a.names->strs[i], &t[i]); /* all checked */
+    for (size_t i = 0; i < got; i++) fl_tensor_fini(&t[i]);
+    free(t);
+    fl_scope_release(a.scope);
+    return st;
+}
+FL_CONTROL_ADAPTER(load_vars, prep_save_load, run_load_vars);
