@@ -157,8 +157,7 @@ FlStatus fl_kernel_hsigmoid(FlErr *e, const FlTensor *x, const FlTensor *w, cons
         return FL_ERROR;
     }
     kout(out, &o);
-    if (pre_out) kout(pre_out, &p);
-    else fl_tensor_fini(&p);
+    kout(pre_out, &p);
     return FL_OK;
 }
 
@@ -302,10 +301,8 @@ FlStatus fl_kernel_nce(FlErr *e, const FlTensor *x, const FlTensor *label, const
     }
     free(cum);
     kout(cost, &c);
-    if (sample_logits) kout(sample_logits, &o);
-    else fl_tensor_fini(&o);
-    if (sample_labels) kout(sample_labels, &l);
-    else fl_tensor_fini(&l);
+    kout(sample_logits, &o);
+    kout(sample_labels, &l);
     return FL_OK;
 }
 
@@ -449,12 +446,9 @@ FlStatus fl_kernel_sample_logits(FlErr *e, const FlTensor *logits, const FlTenso
         return FL_ERROR;
     }
     kout(sampled_logits, &tl);
-    if (samples) kout(samples, &ts);
-    else fl_tensor_fini(&ts);
-    if (probabilities) kout(probabilities, &tp);
-    else fl_tensor_fini(&tp);
-    if (sampled_labels) kout(sampled_labels, &tb);
-    else fl_tensor_fini(&tb);
+    kout(samples, &ts);
+    kout(probabilities, &tp);
+    kout(sampled_labels, &tb);
     return FL_OK;
 }
 
