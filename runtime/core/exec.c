@@ -659,6 +659,7 @@ static FlStatus prepare_op(FlExec *ex, PBlock *pb, size_t k, FlErr *e) {
     /* random ops: the effective seed */
     if (fl_ops_attr(op->info, "seed")) {
         uint64_t seed = (uint64_t)fl_exec_attr_int(op, "seed");
+        op->seed_given = seed != 0;
         if (seed == 0) {
             uint64_t x = ex->opt.seed ^ ((uint64_t)pb->b->idx << 32) ^ (uint64_t)k;
             x += 0x9e3779b97f4a7c15ULL;
@@ -700,6 +701,13 @@ static void compute_needs(FlExec *ex) {
     }
     free(written);
     free(needed);
+}
+
+uint64_t fl_call_draw_seed(const OpCall *c) {
+    if (c->op->seed_given || c->rc->step == 0) return c->op->seed;
+    uint64_t x = c->op->seed ^ (c->rc->step * 0x9e3779b97f4a7c15ULL);
+    uint64_t seed = fl_rng_splitmix64(&x);
+    return seed ? seed : 1;
 }
 
 uint64_t fl_exec_runs(const FlExec *ex) { return atomic_load(&((FlExec *)ex)->runs); }

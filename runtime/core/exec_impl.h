@@ -90,6 +90,7 @@ struct ExecOp {
     int out_off[FL_OPS_MAX_SLOTS + 1]; /* per table output slot (offsets from args + nin) */
     PAttrs a;
     uint64_t seed;         /* random ops: the effective seed */
+    bool seed_given;       /* its program gave the seed attribute (not 0) */
     const PBlock *sub;     /* the BLOCK attribute's block, if any */
     atomic_long count;     /* Print's first_n counter */
     char where[160];       /* "file:line:col" of the op ("" without a loc): the label a goroutine
@@ -169,6 +170,12 @@ static inline int fl_exec_nin(const ExecOp *op, int s) { return op->in_off[s + 1
 static inline int fl_exec_nout(const ExecOp *op, int s) { return op->out_off[s + 1] - op->out_off[s]; }
 static inline const ArgRef *fl_exec_in_args(const ExecOp *op, int s) { return &op->args[op->in_off[s]]; }
 static inline const ArgRef *fl_exec_out_args(const ExecOp *op, int s) { return &op->args[op->nin + op->out_off[s]]; }
+/* The seed of this run's draws for the ops that draw a fresh tensor each run (uniform_random,
+ * gaussian_random, ...): with a seed from the program, the op's seed every run (Fluid re-seeds
+ * its engine with it on each run, so the values repeat); with seed 0, the op's derived seed on
+ * the first run and a mix of it and the run number after (Fluid draws anew from
+ * std::random_device each run; here the draws stay a function of flrun --seed). */
+uint64_t fl_call_draw_seed(const OpCall *c);
 static inline int fl_call_nin(const OpCall *c, int s) { return c->op->in_off[s + 1] - c->op->in_off[s]; }
 static inline int fl_call_nout(const OpCall *c, int s) { return c->op->out_off[s + 1] - c->op->out_off[s]; }
 /* The first tensor of input slot s; NULL when the slot is absent, empty or FL_EMPTY_ARG. */

@@ -178,7 +178,7 @@ static FlStatus run_uniform_random_batch_size_like(OpCall *c) {
         return FL_ERROR;
     return fl_kernel_uniform_random_batch_size_like(
         c->e, IN(FL_IN_uniform_random_batch_size_like_Input), nseq, a->nshape, a->shape, (int)a->i[0], (int)a->i[1],
-        a->f[0], a->f[1], c->op->seed, (FlDType)a->i[2], OUT(FL_OUT_uniform_random_batch_size_like_Out));
+        a->f[0], a->f[1], fl_call_draw_seed(c), (FlDType)a->i[2], OUT(FL_OUT_uniform_random_batch_size_like_Out));
 }
 FL_ADAPTER(uniform_random_batch_size_like, prep_batch_like, run_uniform_random_batch_size_like);
 static FlStatus run_gaussian_random_batch_size_like(OpCall *c) {
@@ -189,7 +189,7 @@ static FlStatus run_gaussian_random_batch_size_like(OpCall *c) {
         return FL_ERROR;
     return fl_kernel_gaussian_random_batch_size_like(
         c->e, IN(FL_IN_gaussian_random_batch_size_like_Input), nseq, a->nshape, a->shape, (int)a->i[0], (int)a->i[1],
-        a->f[0], a->f[1], c->op->seed, (FlDType)a->i[2], OUT(FL_OUT_gaussian_random_batch_size_like_Out));
+        a->f[0], a->f[1], fl_call_draw_seed(c), (FlDType)a->i[2], OUT(FL_OUT_gaussian_random_batch_size_like_Out));
 }
 FL_ADAPTER(gaussian_random_batch_size_like, prep_batch_like, run_gaussian_random_batch_size_like);
 

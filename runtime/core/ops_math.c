@@ -64,7 +64,7 @@ static FlStatus prep_random(ExecOp *op, const char *p0, const char *p1, FlErr *e
 static FlStatus prep_uniform_random(ExecOp *op, FlErr *e) { return prep_random(op, "min", "max", e); }
 static FlStatus run_uniform_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_uniform_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed, a->i[0],
+    return fl_kernel_uniform_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], fl_call_draw_seed(c), a->i[0],
                                     (FlDType)a->i[1], OUT(FL_OUT_uniform_random_Out));
 }
 FL_ADAPTER(uniform_random, prep_uniform_random, run_uniform_random);
@@ -72,14 +72,14 @@ FL_ADAPTER(uniform_random, prep_uniform_random, run_uniform_random);
 static FlStatus prep_gaussian_random(ExecOp *op, FlErr *e) { return prep_random(op, "mean", "std", e); }
 static FlStatus run_gaussian_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed, a->i[0],
+    return fl_kernel_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], fl_call_draw_seed(c), a->i[0],
                                      (FlDType)a->i[1], OUT(FL_OUT_gaussian_random_Out));
 }
 FL_ADAPTER(gaussian_random, prep_gaussian_random, run_gaussian_random);
 
 static FlStatus run_truncated_gaussian_random(OpCall *c) {
     const PAttrs *a = &c->op->a;
-    return fl_kernel_truncated_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], c->op->seed,
+    return fl_kernel_truncated_gaussian_random(c->e, a->nshape, a->shape, a->f[0], a->f[1], fl_call_draw_seed(c),
                                                a->i[0], (FlDType)a->i[1],
                                                OUT(FL_OUT_truncated_gaussian_random_Out));
 }
