@@ -145,8 +145,8 @@ FlStatus fl_infer_auc(Ctx *c) {
     if (p.nd != 2 || l.nd < 1 || !dims_agree(p.d[0], l.d[0]) || (lv->dtype != FL_DT_INT64 && lv->dtype != FL_DT_INT32))
         return fl_err(c->e, "%s: the prediction must be [N, classes] and the label int [N, 1], found %s and %s %s", c->t,
                       sstr(c, &p), sstr(c, &l), dt(lv->dtype));
-    if (strcmp(sattr(c, "curve"), "ROC") != 0)
-        return fl_err(c->e, "%s: curve '%s' is not supported (ROC only)", c->t, sattr(c, "curve"));
+    if (strcmp(sattr(c, "curve"), "ROC") != 0 && strcmp(sattr(c, "curve"), "PR") != 0)
+        return fl_err(c->e, "%s: curve must be 'ROC' or 'PR', found '%s'", c->t, sattr(c, "curve"));
     int64_t nt = iattr(c, "num_thresholds"), steps = iattr(c, "slide_steps");
     if (nt < 1 || nt > (1 << 24) || steps < 0)
         return fl_err(c->e, "%s: num_thresholds must be in [1, 2^24] and slide_steps >= 0, found %lld and %lld", c->t,

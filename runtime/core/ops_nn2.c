@@ -166,7 +166,9 @@ FL_ADAPTER(nearest_interp_grad, prep_nearest, run_nearest_interp_grad);
 
 static FlStatus prep_auc(ExecOp *op, FlErr *e) {
     const char *curve = fl_exec_attr_string(op, "curve");
-    if (strcmp(curve, "ROC") != 0) return fl_err(e, "attribute 'curve' must be 'ROC', found '%s'", curve);
+    if (strcmp(curve, "ROC") != 0 && strcmp(curve, "PR") != 0)
+        return fl_err(e, "attribute 'curve' must be 'ROC' or 'PR', found '%s'", curve);
+    op->a.b[0] = strcmp(curve, "PR") == 0;
     op->a.i[0] = fl_exec_attr_int(op, "num_thresholds");
     op->a.i[1] = fl_exec_attr_int(op, "slide_steps");
     if (op->a.i[0] < 1 || op->a.i[0] > (1 << 24) || op->a.i[1] < 0 || op->a.i[1] > (1 << 20))
@@ -178,7 +180,7 @@ static FlStatus prep_auc(ExecOp *op, FlErr *e) {
 static FlStatus run_auc(OpCall *c) {
     const PAttrs *a = &c->op->a;
     return fl_kernel_auc(c->e, IN(FL_IN_auc_Predict), IN(FL_IN_auc_Label), IN(FL_IN_auc_StatPos),
-                         IN(FL_IN_auc_StatNeg), (int)a->i[0], (int)a->i[1], OUT(FL_OUT_auc_AUC),
+                         IN(FL_IN_auc_StatNeg), a->b[0], (int)a->i[0], (int)a->i[1], OUT(FL_OUT_auc_AUC),
                          OUT(FL_OUT_auc_StatPosOut), OUT(FL_OUT_auc_StatNegOut));
 }
 FL_ADAPTER(auc, prep_auc, run_auc);

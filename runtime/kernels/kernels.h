@@ -637,15 +637,17 @@ FlStatus fl_kernel_conv2d_transpose_grad(FlErr *e, const FlTensor *input, const 
                                          const FlTensor *doutput, const FlConv2dAttrs *a,
                                          FlTensor *dinput, FlTensor *dfilter) FL_WARN_UNUSED;
 
-/* auc (ROC): each row of Predict [N, W] (F) puts its last column p into bin
+/* auc: each row of Predict [N, W] (F) puts its last column p into bin
  * floor(p * num_thresholds) (clipped to [0, num_thresholds]) of the positive or the negative
  * counts by Label [N, 1] (int; non-zero = positive). StatPos, StatNeg: int64 [R, num_thresholds + 1]
  * with R = slide_steps, a window of batches: the rows shift down one, the batch goes into row 0
  * and AUC comes from the rows' sum; with slide_steps 0 (R = 1) the batch is added to the
- * running counts and AUC comes from them. AUC [1] float64 = the trapezoid area under the curve
- * from the highest bin down, / (positives * negatives) (0 without both). */
+ * running counts and AUC comes from them. AUC [1] float64: the trapezoid area under the curve,
+ * its points the bins from the highest down (a threshold each); !pr: the ROC curve, / (positives *
+ * negatives) (0 without both); pr: the precision-recall curve from (recall 0, precision 1)
+ * through each threshold that selects a row (0 without positives). */
 FlStatus fl_kernel_auc(FlErr *e, const FlTensor *predict, const FlTensor *label, const FlTensor *stat_pos,
-                       const FlTensor *stat_neg, int num_thresholds, int slide_steps, FlTensor *auc,
+                       const FlTensor *stat_neg, bool pr, int num_thresholds, int slide_steps, FlTensor *auc,
                        FlTensor *stat_pos_out, FlTensor *stat_neg_out) FL_WARN_UNUSED;
 
 /* ======================================================================================

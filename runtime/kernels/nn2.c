@@ -487,7 +487,7 @@ FlStatus fl_kernel_conv2d_transpose_grad(FlErr *e, const FlTensor *input, const 
 /* ---- auc ---- */
 
 FlStatus fl_kernel_auc(FlErr *e, const FlTensor *predict, const FlTensor *label, const FlTensor *stat_pos,
-                       const FlTensor *stat_neg, int num_thresholds, int slide_steps, FlTensor *auc,
+                       const FlTensor *stat_neg, bool pr, int num_thresholds, int slide_steps, FlTensor *auc,
                        FlTensor *stat_pos_out, FlTensor *stat_neg_out) {
     const char *op = "auc";
     if (kneed_float(e, op, "Predict", predict) || khas(e, op, "Label", label) || khas(e, op, "StatPos", stat_pos) ||
@@ -529,16 +529,26 @@ FlStatus fl_kernel_auc(FlErr *e, const FlTensor *predict, const FlTensor *label,
         if (fl_tensor_get(label, i) != 0) pos[bin]++;
         else neg[bin]++;
     }
-    double area = 0, tp = 0, tn = 0;
+    double sums[2] = {0, 0}; /* every positive, every negative */
+    for (int64_t k = 0; k < R * B; k++) sums[0] += (double)pos[k], sums[1] += (double)neg[k];
+    /* from the highest bin down, tp and fp: the rows at or above the threshold */
+    double area = 0, tp = 0, fp = 0, rec0 = 0, prec0 = 1;
     for (int64_t b = B - 1; b >= 0; b--) {
         double sp = 0, sn = 0;
         for (int64_t k = 0; k < R; k++) sp += (double)pos[k * B + b], sn += (double)neg[k * B + b];
-        double tp0 = tp, tn0 = tn;
+        double tp0 = tp, fp0 = fp;
         tp += sp;
-        tn += sn;
-        area += (tn - tn0) * (tp + tp0) / 2;
+        fp += sn;
+        if (!pr) {
+            area += (fp - fp0) * (tp + tp0) / 2;
+        } else if (tp + fp > 0 && sums[0] > 0) {
+            double rec = tp / sums[0], prec = tp / (tp + fp);
+            area += (rec - rec0) * (prec + prec0) / 2;
+            rec0 = rec, prec0 = prec;
+        }
     }
-    *(double *)fl_tensor_data(&r[0]) = tp > 0 && tn > 0 ? area / tp / tn : 0;
+    double v = pr ? (sums[0] > 0 ? area : 0) : (tp > 0 && fp > 0 ? area / tp / fp : 0);
+    *(double *)fl_tensor_data(&r[0]) = v;
     kout(auc, &r[0]);
     kout(stat_pos_out, &r[1]);
     kout(stat_neg_out, &r[2]);

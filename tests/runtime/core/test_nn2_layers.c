@@ -31,10 +31,71 @@ static double brute_auc(const double *p, const int *lab, int n, int T) {
     return pairs ? good / pairs : 0;
 }
 
+/* layers.auc over x [N, 2] and lab [N, 1] with the arguments ARGS */
+#define AUC_PROGRAM(ARGS)                                                                                  \
+    HEAD "x = layers.data(name=\"x\", shape=[2])\n"                                                        \
+         "lab = layers.data(name=\"lab\", shape=[1], dtype=\"int64\")\n"                                   \
+         "auc, batch_auc, stats = layers.auc(x, lab, " ARGS ")\n"
+
+/* Feeds B rows: x [B, 2] = (1 - p, p) as float32 (pred[i] becomes what the op bins), lab [B, 1]
+ * = labs; fetches f. */
+static void feed_binary(Ct *c, double *pred, const int *labs, int B, FlFetch *f, size_t nf) {
+    double xv[2 * 64], lv[64];
+    CU_ASSERT_FATAL(B <= 64);
+    for (int i = 0; i < B; i++) xv[2 * i] = 1 - pred[i], xv[2 * i + 1] = pred[i], lv[i] = labs[i];
+    FlTensor xt = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){B, 2}, xv);
+    FlTensor lt = ct_tensor(FL_DT_INT64, 2, (int64_t[]){B, 1}, lv);
+    for (int i = 0; i < B; i++) pred[i] = fl_tensor_get(&xt, 2 * i + 1);
+    FlFeed feeds[2] = {{"x", &xt}, {"lab", &lt}};
+    run(c, feeds, 2, f, nf);
+    fl_tensor_fini(&xt);
+    fl_tensor_fini(&lt);
+}
+
+/* PR AUC from the rows: for each distinct bin from the highest, the rows at or above it give a
+ * (recall, precision) point; trapezoids from (0, 1) through them. */
+static double brute_pr_auc(const double *p, const int *lab, int n, int T) {
+    double area = 0, rec0 = 0, prec0 = 1, npos = 0;
+    for (int i = 0; i < n; i++) npos += lab[i];
+    for (long t = T; t >= 0 && npos > 0; t--) {
+        double tp = 0, sel = 0, here = 0;
+        for (int i = 0; i < n; i++) {
+            long b = (long)(p[i] * T);
+            here += b == t;
+            if (b >= t) sel++, tp += lab[i];
+        }
+        if (!here) continue;
+        area += (tp / npos - rec0) * (tp / sel + prec0) / 2;
+        rec0 = tp / npos, prec0 = tp / sel;
+    }
+    return area;
+}
+
+static void test_auc_pr(void) {
+    Ct c = ct_open("auc_pr.fl", AUC_PROGRAM("curve=\"PR\", num_thresholds=30"));
+    enum { B = 8, STEPS = 3 };
+    double pred[STEPS * B];
+    int labs[STEPS * B];
+    FlRng r;
+    fl_rng_init(&r, 5);
+    FlFetch f[1] = {{"auc_1.tmp_0", FL_TENSOR_INIT}};
+    for (int s = 0; s < STEPS; s++) {
+        for (int i = 0; i < B; i++) {
+            int k = s * B + i;
+            labs[k] = fl_rng_uniform(&r) < 0.4;
+            pred[k] = labs[k] ? 0.2 + 0.8 * fl_rng_uniform(&r) : 0.8 * fl_rng_uniform(&r);
+        }
+        feed_binary(&c, pred + s * B, labs + s * B, B, f, 1);
+        double want = brute_pr_auc(pred, labs, (s + 1) * B, 30);
+        CU_ASSERT(want > 0.3 && want < 1); /* a curve, not a corner */
+        CT_NEAR(fl_tensor_get(&f[0].tensor, 0), want, 1e-12);
+    }
+    fl_tensor_fini(&f[0].tensor);
+    ct_close(&c);
+}
+
 static void test_auc(void) {
-    Ct c = ct_open("auc.fl", HEAD "x = layers.data(name=\"x\", shape=[2])\n"
-                                  "lab = layers.data(name=\"lab\", shape=[1], dtype=\"int64\")\n"
-                                  "auc, batch_auc, stats = layers.auc(x, lab, num_thresholds=20, slide_steps=2)\n");
+    Ct c = ct_open("auc.fl", AUC_PROGRAM("num_thresholds=20, slide_steps=2"));
     enum { B = 6, STEPS = 4 };
     double pred[STEPS * B];
     int labs[STEPS * B];
@@ -42,29 +103,20 @@ static void test_auc(void) {
     fl_rng_init(&r, 21);
     FlFetch f[2] = {{"auc_1.tmp_0", FL_TENSOR_INIT}, {"auc_0.tmp_0", FL_TENSOR_INIT}};
     for (int s = 0; s < STEPS; s++) {
-        double xv[2 * B], lv[B];
         for (int i = 0; i < B; i++) {
             int k = s * B + i;
             labs[k] = fl_rng_uniform(&r) < 0.5;
             /* positives lean high, with overlap; some exact bin ties */
             pred[k] = labs[k] ? 0.3 + 0.7 * fl_rng_uniform(&r) : 0.7 * fl_rng_uniform(&r);
             if (i == 0) pred[k] = 0.5;
-            xv[2 * i] = 1 - pred[k], xv[2 * i + 1] = pred[k], lv[i] = labs[k];
         }
-        FlTensor xt = ct_tensor(FL_DT_FLOAT32, 2, (int64_t[]){B, 2}, xv);
-        FlTensor lt = ct_tensor(FL_DT_INT64, 2, (int64_t[]){B, 1}, lv);
-        /* the float32 feed is what the op bins */
-        for (int i = 0; i < B; i++) pred[s * B + i] = fl_tensor_get(&xt, 2 * i + 1);
-        FlFeed feeds[2] = {{"x", &xt}, {"lab", &lt}};
-        run(&c, feeds, 2, f, 2);
+        feed_binary(&c, pred + s * B, labs + s * B, B, f, 2);
         CU_ASSERT_EQUAL(f[0].tensor.dtype, FL_DT_FLOAT64);
         double whole = brute_auc(pred, labs, (s + 1) * B, 20);
         int first = s > 0 ? (s - 1) * B : 0;
         double window = brute_auc(pred + first, labs + first, (s + 1) * B - first, 20);
         CT_NEAR(fl_tensor_get(&f[0].tensor, 0), whole, 1e-12);
         CT_NEAR(fl_tensor_get(&f[1].tensor, 0), window, 1e-12);
-        fl_tensor_fini(&xt);
-        fl_tensor_fini(&lt);
     }
     /* the global counts hold every row once */
     double total = 0;
@@ -239,6 +291,7 @@ static void test_metrics(void) {
 int main(void) {
     static const CtCase tc[] = {
         CT_TEST(test_auc),
+        CT_TEST(test_auc_pr),
         CT_TEST(test_accuracy_counts_and_ignore),
         CT_TEST(test_batch_norm_nhwc),
         CT_TEST(test_attention_values),

@@ -287,14 +287,14 @@ static void test_pool_ceil_values(void) {
 /* ---- auc: known curves (the brute-force comparison over fed batches is in
  * tests/runtime/core/test_nn2_layers.c) ---- */
 
-static double auc_of(const FlTensor *p, const FlTensor *l, int T) {
+static double auc_of(const FlTensor *p, const FlTensor *l, int T, bool pr) {
     int64_t ne[2] = {1, T + 1};
     FlTensor sp = FL_TENSOR_INIT, sn = FL_TENSOR_INIT, a = FL_TENSOR_INIT;
     FlErr e;
     CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &sp, FL_DT_INT64, 2, ne), FL_OK);
     CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &sn, FL_DT_INT64, 2, ne), FL_OK);
     FlTensor po = FL_TENSOR_INIT, no = FL_TENSOR_INIT;
-    KT_OK(fl_kernel_auc(KE, p, l, &sp, &sn, T, 0, &a, &po, &no));
+    KT_OK(fl_kernel_auc(KE, p, l, &sp, &sn, pr, T, 0, &a, &po, &no));
     double v = fl_tensor_get(&a, 0);
     FlTensor all[] = {sp, sn, a, po, no};
     kt_fini(5, all);
@@ -304,18 +304,28 @@ static double auc_of(const FlTensor *p, const FlTensor *l, int T) {
 static void test_auc_values(void) {
     FlTensor p = KT_T(FL_DT_FLOAT32, KT_SHAPE(4, 2), 0.9, 0.1, 0.8, 0.2, 0.3, 0.7, 0.1, 0.9);
     FlTensor sep = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 0, 0, 1, 1), rev = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 1, 1, 0, 0);
-    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 100), 1, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &rev, 100), 0, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 1), 0.5, 1e-12); /* one threshold: every score in bin 0 */
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 100, false), 1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &rev, 100, false), 0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 1, false), 0.5, 1e-12); /* one threshold: every score in bin 0 */
     FlTensor one = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 1, 1, 1, 1);
-    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &one, 100), 0, 0); /* no negatives: 0, as Paddle */
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &one, 100, false), 0, 0); /* no negatives: 0, as Paddle */
     FlTensor mix = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 0, 1, 0, 1); /* pos 0.2, 0.9; neg 0.1, 0.7 */
-    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &mix, 100), 0.75, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &mix, 100, false), 0.75, 1e-12);
+    /* PR: trapezoids from (recall 0, precision 1) through (recall, precision) at each bin that
+     * selects a row, from the top: mix (0.5, 1) (0.5, 0.5) (1, 2/3) (1, 0.5) = 0.5 + 0.5 * (1/2 +
+     * 2/3) / 2; rev (0, 0) (0, 0) (0.5, 1/3) (1, 1/2) = 0.5 * 1/3 / 2 + 0.5 * (1/3 + 1/2) / 2 */
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &sep, 100, true), 1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &mix, 100, true), 0.5 + 0.5 * (0.5 + 2.0 / 3) / 2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &rev, 100, true), 0.5 / 3 / 2 + 0.5 * (1.0 / 3 + 0.5) / 2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &one, 100, true), 1, 1e-12); /* every row positive */
+    FlTensor none = KT_T(FL_DT_INT64, KT_SHAPE(4, 1), 0, 0, 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(auc_of(&p, &none, 100, true), 0, 0); /* no positives: 0 */
+    fl_tensor_fini(&none);
     int64_t bad_ne[2] = {1, 5};
     FlTensor bad = FL_TENSOR_INIT, a = FL_TENSOR_INIT;
     FlErr e;
     CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &bad, FL_DT_INT64, 2, bad_ne), FL_OK);
-    CU_ASSERT_EQUAL(fl_kernel_auc(&e, &p, &sep, &bad, &bad, 100, 0, &a, NULL, NULL), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_kernel_auc(&e, &p, &sep, &bad, &bad, false, 100, 0, &a, NULL, NULL), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "must be int64 [1, 101]"));
     FlTensor all[] = {p, sep, rev, one, mix, bad};
     kt_fini(6, all);
@@ -345,7 +355,7 @@ static void test_nn2_bad_inputs(void) {
         CU_ASSERT_EQUAL(fl_kernel_interp_grad(&e, x, NULL, &ia, &o1), FL_ERROR);
         CU_ASSERT_EQUAL(fl_kernel_conv2d_transpose(&e, x, &f4, &ca, &o1), FL_ERROR);
         CU_ASSERT_EQUAL(fl_kernel_conv2d_transpose_grad(&e, x, &f4, NULL, &ca, &o1, &o2), FL_ERROR);
-        CU_ASSERT_EQUAL(fl_kernel_auc(&e, x, NULL, NULL, NULL, 10, 1, &o1, &o2, &o3), FL_ERROR);
+        CU_ASSERT_EQUAL(fl_kernel_auc(&e, x, NULL, NULL, NULL, false, 10, 1, &o1, &o2, &o3), FL_ERROR);
     }
     /* the layer norm of a float 2-D input works; its gradient without Mean does not */
     KT_OK(fl_kernel_layer_norm(KE, &f2, NULL, NULL, 1, 1e-5, &o1, &o2, &o3));
