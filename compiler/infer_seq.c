@@ -70,10 +70,14 @@ FlStatus fl_infer_sequence_expand(Ctx *c) {
 }
 
 FlStatus fl_infer_sequence_mask(Ctx *c) {
-    FlVarDesc *xv;
-    if (in1(c, "X", &xv) || need_int_in(c, xv, "X")) return FL_ERROR;
-    Shape y = shape_of(xv);
-    int64_t maxlen = iattr(c, "maxlen"), odt = iattr(c, "out_dtype");
+    FlVarDesc *xv, *mv;
+    if (in1(c, "X", &xv) || need_int_in(c, xv, "X") || in_opt(c, "MaxLenTensor", &mv) ||
+        (mv && need_int_in(c, mv, "MaxLenTensor")))
+        return FL_ERROR;
+    Shape y = shape_of(xv), m = mv ? shape_of(mv) : shape1(1);
+    if (prod(&m, 0, m.nd) != 1 && prod(&m, 0, m.nd) != -1)
+        return fl_err(c->e, "%s: MaxLenTensor must hold one int, found %s", c->t, sstr(c, &m));
+    int64_t maxlen = mv ? -1 : iattr(c, "maxlen"), odt = iattr(c, "out_dtype");
     if (odt < 0 || odt >= FL_DT_COUNT) return fl_err(c->e, "%s: out_dtype %lld is not a dtype", c->t, (long long)odt);
     if (y.nd >= FL_IR_MAX_DIMS) return fl_err(c->e, "%s: X %s has too many dims to add one", c->t, sstr(c, &y));
     y.d[y.nd++] = maxlen < 0 ? -1 : maxlen;

@@ -166,7 +166,16 @@ static FlStatus prep_sequence_mask(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 static FlStatus run_sequence_mask(OpCall *c) {
-    return fl_kernel_sequence_mask(c->e, IN(FL_IN_sequence_mask_X), c->op->a.i[0], (FlDType)c->op->a.i[1],
+    const FlTensor *m = IN(FL_IN_sequence_mask_MaxLenTensor);
+    int64_t maxlen = c->op->a.i[0];
+    if (m) {
+        if (fl_tensor_numel(m) != 1 || (m->dtype != FL_DT_INT32 && m->dtype != FL_DT_INT64))
+            return fl_err(c->e, "sequence_mask: MaxLenTensor %s (%s) must hold one int", fl_tensor_shape(m).s,
+                          fl_dtype_name(m->dtype));
+        maxlen = (int64_t)fl_tensor_get(m, 0);
+        if (maxlen < 0) return fl_err(c->e, "sequence_mask: MaxLenTensor holds %lld, must be >= 0", (long long)maxlen);
+    }
+    return fl_kernel_sequence_mask(c->e, IN(FL_IN_sequence_mask_X), maxlen, (FlDType)c->op->a.i[1],
                                    OUT(FL_OUT_sequence_mask_Y));
 }
 FL_ADAPTER(sequence_mask, prep_sequence_mask, run_sequence_mask);
