@@ -400,6 +400,8 @@ FlStatus fl_infer_reverse(Ctx *c);
 FlStatus fl_infer_value_test(Ctx *c);
 FlStatus fl_infer_diag(Ctx *c);
 FlStatus fl_infer_where(Ctx *c);
+FlStatus fl_infer_range(Ctx *c);
+FlStatus fl_infer_linspace(Ctx *c);
 FlStatus fl_infer_shape_op(Ctx *c);
 FlStatus fl_infer_log_loss(Ctx *c);
 FlStatus fl_infer_huber_loss(Ctx *c);

@@ -80,6 +80,40 @@ FlStatus fl_infer_diag(Ctx *c) {
     return set_out(c, "Out", d->dtype, &o);
 }
 
+/* One number of slot `slot` (its numel 1, or unknown); *v its desc. */
+static FlStatus one_number(Ctx *c, const char *slot, FlVarDesc **v) {
+    if (in1(c, slot, v) || need_num_in(c, *v, slot)) return FL_ERROR;
+    Shape s = shape_of(*v);
+    int64_t n = prod(&s, 0, s.nd);
+    if (n == 1 || n == -1) return FL_OK;
+    return fl_err(c->e, "%s: %s must hold one number, found %s", c->t, slot, sstr(c, &s));
+}
+
+FlStatus fl_infer_range(Ctx *c) {
+    FlVarDesc *v[3];
+    const char *slots[3] = {"Start", "End", "Step"};
+    for (int i = 0; i < 3; i++) {
+        if (one_number(c, slots[i], &v[i])) return FL_ERROR;
+        if (v[i]->dtype != v[0]->dtype)
+            return fl_err(c->e, "%s: Start, End and Step must have one dtype, found %s and %s", c->t,
+                          dt(v[0]->dtype), dt(v[i]->dtype));
+    }
+    Shape o = shape1(-1);
+    return set_out(c, "Out", v[0]->dtype, &o);
+}
+
+FlStatus fl_infer_linspace(Ctx *c) {
+    FlVarDesc *start, *stop, *num;
+    if (one_number(c, "Start", &start) || one_number(c, "Stop", &stop) || one_number(c, "Num", &num)) return FL_ERROR;
+    if (!is_float(start->dtype) || stop->dtype != start->dtype)
+        return fl_err(c->e, "%s: Start and Stop must be float32 or float64 of one dtype, found %s and %s", c->t,
+                      dt(start->dtype), dt(stop->dtype));
+    if (num->dtype != FL_DT_INT32 && num->dtype != FL_DT_INT64)
+        return fl_err(c->e, "%s: Num must be int32 or int64, found %s", c->t, dt(num->dtype));
+    Shape o = shape1(-1);
+    return set_out(c, "Out", start->dtype, &o);
+}
+
 FlStatus fl_infer_where(Ctx *c) {
     FlVarDesc *v;
     if (in1(c, "Condition", &v)) return FL_ERROR;

@@ -94,6 +94,17 @@ static FlStatus run_diag_grad(OpCall *c) {
 }
 FL_ADAPTER(diag_grad, NULL, run_diag_grad);
 
+static FlStatus run_range(OpCall *c) {
+    return fl_kernel_range(c->e, IN(FL_IN_range_Start), IN(FL_IN_range_End), IN(FL_IN_range_Step),
+                           OUT(FL_OUT_range_Out));
+}
+FL_ADAPTER(range, NULL, run_range);
+static FlStatus run_linspace(OpCall *c) {
+    return fl_kernel_linspace(c->e, IN(FL_IN_linspace_Start), IN(FL_IN_linspace_Stop), IN(FL_IN_linspace_Num),
+                              OUT(FL_OUT_linspace_Out));
+}
+FL_ADAPTER(linspace, NULL, run_linspace);
+
 static FlStatus run_where(OpCall *c) { return fl_kernel_where(c->e, IN(FL_IN_where_Condition), OUT(FL_OUT_where_Out)); }
 FL_ADAPTER(where, NULL, run_where);
 

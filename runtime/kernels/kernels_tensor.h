@@ -72,6 +72,18 @@ FlStatus fl_kernel_kldiv_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *
  * dtype); ids int [M, 1] (each in [0, n): an error names the row otherwise). */
 FlStatus fl_kernel_multiplex(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids,
                              FlTensor *out) FL_WARN_UNUSED;
+/* range: Out [n] (start's dtype, N) = start, start + step, ... short of end, each a one-element
+ * tensor of that dtype: n = ceil(|end - start| / |step|) (for ints (|end - start| + |step| - 1)
+ * / |step|), each value the previous + step in the dtype (float32 accumulates in float, as
+ * Fluid's kernel). Errors: step 0, a step pointing away from end, n above 2^31. */
+FlStatus fl_kernel_range(FlErr *e, const FlTensor *start, const FlTensor *end, const FlTensor *step,
+                         FlTensor *out) FL_WARN_UNUSED;
+
+/* linspace: Out [num] (start's float dtype) = start + i * step, step = (stop - start) / (num - 1)
+ * computed in the dtype; num 1: [start]. num: one int > 0 (at most 2^31). */
+FlStatus fl_kernel_linspace(FlErr *e, const FlTensor *start, const FlTensor *stop, const FlTensor *num,
+                            FlTensor *out) FL_WARN_UNUSED;
+
 /* multiplex_grad: dxs[k] (NULL: not wanted) = dOut's rows i with ids[i] == k, zeros elsewhere. */
 FlStatus fl_kernel_multiplex_grad(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids,
                                   const FlTensor *dout, FlTensor *const *dxs) FL_WARN_UNUSED;
