@@ -352,6 +352,9 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_reader_next: return fl_infer_reader_next(&c);
     case FL_OPID_save_vars:
     case FL_OPID_load_vars: return fl_infer_save_load_vars(&c);
+    /* infer_random.c */
+    case FL_OPID_random_state: return fl_infer_random_state(&c);
+    case FL_OPID_random_draw: return fl_infer_random_draw(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -479,6 +479,10 @@ FlStatus fl_infer_item(Ctx *c);
 FlStatus fl_infer_exit(Ctx *c);
 FlStatus fl_infer_scope_var(Ctx *c);
 
+/* infer_random.c */
+FlStatus fl_infer_random_state(Ctx *c);
+FlStatus fl_infer_random_draw(Ctx *c);
+
 /* infer_reader.c */
 FlStatus fl_infer_reader_open(Ctx *c);
 FlStatus fl_infer_reader_epoch(Ctx *c);

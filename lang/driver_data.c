@@ -291,6 +291,29 @@ FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp) 
     return r;
 }
 
+bool fl_ev_is_reader_batch(const FlValue *v) { return is_rec(v, BATCH_TYPE); }
+
+/* [s[k] for s in data] over a batch (Paddle's book: numpy.array([d[0] for d in data])): the
+ * samples' field k, one row each, which is the batch's field var k ([rows, width]) itself; the
+ * comprehension runs once, its target bound to the tuple of the batch's field vars. Anything else
+ * over a batch is an error: its samples are read when the program runs. */
+FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch) {
+    FlAst *cl = n->comp.clauses.items[0];
+    if (n->kind != FL_AST_LISTCOMP || n->comp.clauses.len != 1 || cl->loop.target->kind != FL_AST_NAME)
+        return fl_ev_error(c, n->span, "a comprehension over a reader's batch is compiled only as [s[k] for s in "
+                                       "data] (field k of each sample, as one array): the samples are read when "
+                                       "the program runs");
+    FlValue *fields = get(batch, "_fields"), *sample = fl_v_list(c, VK_TUPLE);
+    for (size_t i = 0; i < fields->list.len; i++) fl_v_list_push(c, sample, fields->list.items[i]);
+    fl_env_set(scope, cl->loop.target->name, sample);
+    FlValue *x = fl_ev_expr(c, scope, n->comp.elt);
+    if (x->kind == VK_ERROR) return x;
+    for (size_t i = 0; i < fields->list.len; i++)
+        if (x == fields->list.items[i]) return x;
+    return fl_ev_error(c, n->comp.elt->span, "a comprehension over a reader's batch takes one field of each sample "
+                                             "([s[k] for s in data]), found %s", fl_v_type_name(x));
+}
+
 /* next(reader()): the first batch of a new epoch (Paddle's next of a fresh generator). */
 static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("next", "iterator default=", 2);

@@ -8,6 +8,11 @@
  * deep. Such a loop is lowered by fl_ev_lower_for_range (lower.c) into the driver: a counter and a
  * `while`, with break, continue and else as in any runtime loop. Every other `for` is unrolled at
  * compile time, as before; its range() is called once, with the arguments evaluated here.
+ *
+ * Exits (docs/driver.md, "Exits"): a `return` inside a runtime loop or `if` of a function call
+ * clears the call's `alive` flag (RtFunc, made at the call's start where the call's first ops
+ * went, when the first such return needs it), breaks every runtime loop of the call around it,
+ * and the statements after each statement that lowered one run on `alive` (fl_ev_lower_rest).
  */
 #include <string.h>
 
@@ -160,4 +165,57 @@ FlValue *fl_ev_for_iter(Ctx *c, Env *e, FlAst *s, Flow *flow) {
     *flow = fl_ev_lower_for_range(c, e, s, start, stop, step);
     fl_ev_driver_leave(c, &sw);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ exits */
+
+void fl_ev_rtfunc_begin(Ctx *c, RtFunc *f) {
+    FlProgram *d = c->bundle->driver;
+    *f = (RtFunc){.mark = c->rtloops.len - 1, .rt_depth = c->rt_depth, .prog = c->b.main, .block = c->b.block,
+                  .pos = c->b.block->ops.len, .driver_pos = d && d != c->b.main ? fl_ir_block(d, 0)->ops.len : 0};
+    c->rtfunc = f;
+}
+
+/* The call's alive flag, made true before the call's first op: in the block current at the call,
+ * or in the driver's block 0 when the return is the driver's and the call was not (the driver is
+ * entered there, fl_ev_driver_enter). */
+static const char *func_alive(Ctx *c, RtFunc *f, FlSpan sp) {
+    if (f->alive) return f->alive;
+    bool in_driver = fl_ev_in_driver(c);
+    FlBlock *b = f->block;
+    size_t pos = f->pos;
+    if (c->b.main != f->prog) {
+        b = fl_ir_block(c->b.main, 0);
+        pos = in_driver ? f->driver_pos : 0;
+    }
+    if (pos > b->ops.len) pos = b->ops.len;
+    f->alive = fl_ev_new_flag(c, b, "func_alive", pos, true, sp);
+    f->alive_in_driver = in_driver;
+    return f->alive;
+}
+
+Flow fl_ev_lower_return(Ctx *c, FlAst *s) {
+    RtFunc *f = c->rtfunc;
+    size_t k = c->rtloops.len;
+    while (k > 0 && c->rtloops.data[k - 1]) k--;
+    if (k == 0 || k - 1 != f->mark) return FLOW_RETURN; /* in a goroutine or parallel_for: reported there */
+    for (size_t i = k; i < c->rtloops.len; i++)
+        if (c->rtloops.data[i]->is_select) return FLOW_RETURN; /* reported at the select */
+    if (c->ret->kind == VK_ERROR) return FLOW_ERROR;
+    if (c->ret != c->none) {
+        fl_ev_error(c, s->expr.e->span, "a 'return' inside a runtime loop or 'if' returns None: its value would be "
+                                        "known only at run time (docs/driver.md, \"Exits\")");
+        return FLOW_ERROR;
+    }
+    if (c->loop_depth > 0) {
+        fl_ev_error(c, s->span, "a runtime 'return' (inside a runtime loop or 'if') cannot leave a loop that is "
+                                "unrolled when the program is built");
+        return FLOW_ERROR;
+    }
+    fl_ev_set_flag(c, func_alive(c, f, s->span), false, s->span);
+    f->exits++;
+    if (k == c->rtloops.len) return FLOW_NORMAL; /* no runtime loop: fl_ev_run_stmts ends the list */
+    /* every runtime loop of the call ends, the innermost as a break here does */
+    for (size_t i = k; i + 1 < c->rtloops.len; i++) fl_ev_lower_exit(c, c->rtloops.data[i], true, s->span);
+    return fl_ev_lower_exit(c, c->rtloops.data[c->rtloops.len - 1], true, s->span);
 }

@@ -342,10 +342,11 @@ static bool array_push(Ctx *c, FlValue *arr, FlValue *count, FlValue *x, FlSpan 
 bool fl_ev_is_rt_list(const FlValue *v) { return v->kind == VK_LIST && v->list.rt_array; }
 
 FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
-    if (!l->list.rt_array) { /* it becomes one: an array of the driver where the list was made */
-        if (l->list.rt_depth != 0)
-            return fl_ev_error(c, sp, "a list filled at run time is made outside the driver's runtime blocks (at the "
-                               "top of the script or of a function that runs at compile time)");
+    if (!l->list.rt_array) { /* it becomes one: an array of the driver where the list was made (in a
+                                runtime block, a new one each time the driver runs the block) */
+        if (l->list.rt_depth != 0 && !l->list.rt_block)
+            return fl_ev_error(c, sp, "a list filled at run time is made in a runtime block of a program that is "
+                               "not the driver");
         FlDType dt = FL_DT_FLOAT64;
         FlVarDesc *xd = fl_ev_is_driver_var(c, x) ? desc(c, x) : NULL;
         if (xd) dt = xd->dtype;
@@ -353,7 +354,7 @@ FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
         FlBlock *here = c->b.block;
         DriverSwap s;
         fl_ev_driver_enter(c, &s);
-        c->b.block = fl_ir_block(c->b.main, 0);
+        c->b.block = l->list.rt_block ? l->list.rt_block : fl_ir_block(c->b.main, 0);
         const char *name = fl_ev_unique(c, "list");
         FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
         d->kind = FL_VAR_TENSOR_ARRAY;

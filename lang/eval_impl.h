@@ -43,9 +43,10 @@ struct FlValue {
         int64_t i;
         double f;
         struct { const char *s; size_t n; } str;
-        /* LIST, TUPLE, SET; rt_depth: the runtime blocks around the code that made it; rt_array:
-         * a list filled at run time, the driver's tensor array that holds it (driver_values.c) */
-        struct { FlValue **items; size_t len, cap; int rt_depth; FlValue *rt_array; } list;
+        /* LIST, TUPLE, SET; rt_depth: the runtime blocks around the code that made it; rt_block:
+         * the driver's block it was made in (NULL: made outside the driver); rt_array: a list
+         * filled at run time, the driver's tensor array that holds it (driver_values.c) */
+        struct { FlValue **items; size_t len, cap; int rt_depth; FlBlock *rt_block; FlValue *rt_array; } list;
         /* keys and vals in insertion order; the index (NULL while the dict is small): each str
          * key's text (by_str) or other key's bytes (by_bytes) -> its place + 1 (value.c) */
         struct { FlValue **keys, **vals; size_t len, cap; FlMap *by_str, *by_bytes; } dict;
@@ -157,6 +158,22 @@ typedef struct RtLoop {
     bool in_ct_loop;    /* (is_select) the select is inside a compile-time loop */
 } RtLoop;
 
+/* A function call's returns under a runtime condition (docs/driver.md, "Exits";
+ * driver_loop.c): a `return` inside a runtime loop or if of the call clears `alive`, breaks every
+ * runtime loop of the call around it, and the statements after each statement that lowered one
+ * run in a conditional_block on `alive` (as a loop's `alive` guards the rest of its body). */
+typedef struct RtFunc {
+    size_t mark;          /* the index of the call's NULL in c->rtloops */
+    int rt_depth;         /* c->rt_depth at the call: a return deeper than that is a runtime one */
+    FlProgram *prog;      /* the program current at the call, its block and that block's length */
+    FlBlock *block;
+    size_t pos;
+    size_t driver_pos;    /* the length of the driver's block 0 at the call (prog not the driver) */
+    const char *alive;    /* bool [1], true until a return runs; NULL until a return needs it */
+    bool alive_in_driver; /* alive is a var of the driver */
+    int exits;            /* returns lowered so far */
+} RtFunc;
+
 /* The current program and block saved while ops go to the driver (driver.c). */
 typedef struct DriverSwap {
     bool swapped; /* false: the driver was current already */
@@ -196,6 +213,7 @@ struct Ctx {
     FL_VEC(const char *) name_scopes;
     FL_VEC(RtLoop *) rtloops; /* runtime loops being built, innermost last; a NULL hides the
                                  ones below it (a function body, a goroutine, a parallel_for) */
+    RtFunc *rtfunc;         /* the innermost function call being evaluated (NULL: none) */
     int loop_depth;         /* compile-time loops around the code being evaluated (within the
                                innermost function, goroutine or runtime loop body), for break
                                and continue */
@@ -386,6 +404,10 @@ FlValue *fl_ev_chan_len(Ctx *c, FlValue *ch, bool cap, FlSpan sp);
 Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp);
 /* body->items[from..] after a statement that lowered an exit: run while the iteration lives. */
 Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from);
+const char *fl_ev_new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, bool value, FlSpan sp);
+void fl_ev_set_flag(Ctx *c, const char *name, bool value, FlSpan sp);
+Flow fl_ev_lower_return(Ctx *c, FlAst *s);
+void fl_ev_rtfunc_begin(Ctx *c, RtFunc *f);
 Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
 /* A runtime loop over what an op gives each iteration (`for v in ch`, `for data in reader()`):
@@ -528,7 +550,10 @@ void fl_ev_driver_install(Ctx *c); /* the native module _driver */
 /* driver_data.c: readers (docs/driver.md, "Data"): the native module _reader and builtin next();
  * `for data in reader():` and enumerate(reader()). */
 void fl_ev_driver_data_install(Ctx *c);
+void fl_ev_driver_random_install(Ctx *c); /* driver_random.c: numpy.random */
 bool fl_ev_is_reader_iter(const FlValue *v);
+bool fl_ev_is_reader_batch(const FlValue *v);
+FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch);
 Flow fl_ev_lower_for_reader(Ctx *c, Env *e, FlAst *s, FlValue *it);
 FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp);
 void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */

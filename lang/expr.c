@@ -285,6 +285,10 @@ static bool comp_clause(Ctx *c, Comp *q, size_t k) {
     /* as in Python, the first iterable is evaluated in the enclosing scope */
     FlValue *it = fl_ev_expr(c, k == 0 ? q->outer : q->scope, cl->loop.iter);
     if (it->kind == VK_ERROR) return false;
+    if (fl_ev_is_reader_batch(it)) { /* the driver's (docs/driver.md, "Data") */
+        q->out = fl_ev_batch_comp(c, q->scope, n, it);
+        return q->out->kind != VK_ERROR;
+    }
     if (it->kind == VK_VAR) {
         if (fl_ev_is_channel(c, it))
             fl_ev_error(c, cl->loop.iter->span, "a comprehension cannot iterate over a channel: it runs at compile "
@@ -588,6 +592,8 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->cur_owner = fn->func.owner;
     c->cur_self = np && !ps[0].star ? vals[0] : NULL;
     FL_VEC_PUSH(&c->rtloops, NULL); /* break and continue cannot leave a function */
+    RtFunc rtf, *saved_rtf = c->rtfunc;
+    fl_ev_rtfunc_begin(c, &rtf);
     c->func_depth++;
     FlValue *saved_ret = c->ret;
     c->ret = c->none;
@@ -601,6 +607,7 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     FlValue *r = fl == FLOW_ERROR ? c->error : c->ret;
     c->ret = saved_ret;
     c->func_depth--;
+    c->rtfunc = saved_rtf;
     c->rtloops.len--;
     c->cur_owner = saved_owner;
     c->cur_self = saved_self;

@@ -505,7 +505,7 @@ static void fill_flag(Ctx *c, FlBlock *b, FlOpDesc *op, const char *name, bool v
 }
 
 /* A new bool [1] var of block b, set to `value` by a fill_constant inserted at ops[pos]. */
-static const char *new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, bool value, FlSpan sp) {
+const char *fl_ev_new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, bool value, FlSpan sp) {
     const char *name = fl_ev_unique(c, prefix);
     FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
     int64_t one = 1;
@@ -517,7 +517,7 @@ static const char *new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, 
 }
 
 /* Sets the bool [1] var `name` to `value` in the current block. */
-static void set_flag(Ctx *c, const char *name, bool value, FlSpan sp) {
+void fl_ev_set_flag(Ctx *c, const char *name, bool value, FlSpan sp) {
     fill_flag(c, c->b.block, fl_ir_op_append(c->b.block, "fill_constant"), name, value, sp);
 }
 
@@ -526,13 +526,13 @@ static void set_flag(Ctx *c, const char *name, bool value, FlSpan sp) {
 Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp) {
     bool nested = c->rt_depth != l->depth;
     if (is_break && (nested || l->has_else)) {
-        if (!l->broke) l->broke = new_flag(c, l->outer, "loop_broke", l->outer->ops.len, false, sp);
-        set_flag(c, l->broke, true, sp);
+        if (!l->broke) l->broke = fl_ev_new_flag(c, l->outer, "loop_broke", l->outer->ops.len, false, sp);
+        fl_ev_set_flag(c, l->broke, true, sp);
     }
     l->has_break |= is_break;
     if (nested) {
-        if (!l->alive) l->alive = new_flag(c, l->body, "loop_alive", 0, true, sp);
-        set_flag(c, l->alive, false, sp);
+        if (!l->alive) l->alive = fl_ev_new_flag(c, l->body, "loop_alive", 0, true, sp);
+        fl_ev_set_flag(c, l->alive, false, sp);
         l->exits++;
     }
     return is_break ? FLOW_BREAK : FLOW_CONTINUE;
@@ -543,13 +543,19 @@ Flow fl_ev_lower_exit(Ctx *c, RtLoop *l, bool is_break, FlSpan sp) {
  * conditional_blocks on `alive`, one after the other (not one inside the other: `alive` is never
  * set again in the iteration), each up to the next statement that lowers an exit. */
 Flow fl_ev_lower_rest(Ctx *c, Env *e, FlAstList *body, size_t from) {
-    const char *alive = fl_ev_rt_loop(c)->alive;
-    while (from < body->len) {
+    RtLoop *l = fl_ev_rt_loop(c);
+    const char *alive = l ? l->alive : c->rtfunc->alive; /* no loop: after a return (RtFunc) */
+    DriverSwap sw; /* a return of the driver's, reached from code of another program */
+    if (!l && c->rtfunc->alive_in_driver) fl_ev_driver_enter(c, &sw);
+    else sw.swapped = false;
+    Flow f = FLOW_NORMAL;
+    while (from < body->len && f == FLOW_NORMAL) {
         FlSpan sp = body->items[from]->span;
-        Flow f = branch_flow(c, cond_block(c, e, body, from, &from, alive, true, sp), sp, "a runtime loop");
-        if (f != FLOW_NORMAL) return f;
+        f = branch_flow(c, cond_block(c, e, body, from, &from, alive, true, sp), sp,
+                        l ? "a runtime loop" : "the rest of a function after a runtime 'return'");
     }
-    return FLOW_NORMAL;
+    fl_ev_driver_leave(c, &sw);
+    return f;
 }
 
 /* Evaluates a runtime loop's body into l->body (a new block of the current one) with l as the
@@ -587,7 +593,7 @@ static void loop_end(Ctx *c, Env *e, FlAst *s, RtLoop *l, Flow f, LoopNext next,
     c->b.block = b;
     FlValue *nb = NULL;
     if (f == FLOW_BREAK) { /* a break directly in the body: every iteration that gets here broke */
-        set_flag(c, l->cond, false, s->span);
+        fl_ev_set_flag(c, l->cond, false, s->span);
         goto done;
     }
     if (l->broke) {

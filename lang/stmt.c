@@ -203,11 +203,13 @@ Flow fl_ev_run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next)
             c->aborted = true;
             return FLOW_ERROR;
         }
-        int exits = l ? l->exits : 0;
+        int exits = l ? l->exits : 0, returns = c->rtfunc ? c->rtfunc->exits : 0;
         Flow f = eval_stmt(c, e, body->items[i]);
         if (f != FLOW_NORMAL && f != FLOW_ERROR) return f;
         if (f == FLOW_ERROR && stop_at_error(c)) return FLOW_ERROR;
-        if (l && l->exits != exits && i + 1 < body->len) {
+        bool returned = !l && c->rtfunc && c->rtfunc->exits != returns; /* a runtime return (RtFunc) */
+        if (returned && body->items[i]->kind == FL_AST_RETURN) return FLOW_NORMAL; /* what follows never runs */
+        if (((l && l->exits != exits) || returned) && i + 1 < body->len) {
             *next = i + 1;
             return FLOW_NORMAL;
         }
@@ -238,7 +240,14 @@ bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what) {
  * a return, or an error (*res) -- any error when `any_error`, else one that stop_at_error says
  * ends the statements around it. */
 static bool loop_pass(Ctx *c, Env *e, FlAst *s, bool any_error, bool *broke, Flow *res) {
+    int returns = c->rtfunc ? c->rtfunc->exits : 0;
     Flow f = fl_ev_block(c, e, &s->loop.body);
+    if (c->rtfunc && c->rtfunc->exits != returns) { /* the next unrolled pass would run regardless */
+        fl_ev_error(c, s->span, "a runtime 'return' (inside a runtime loop or 'if') cannot leave this loop, which "
+                                "is unrolled when the program is built");
+        *res = FLOW_ERROR;
+        return false;
+    }
     if (f == FLOW_BREAK) {
         *broke = true;
         return false;
@@ -682,6 +691,7 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
             return FLOW_ERROR;
         }
         c->ret = s->expr.e ? fl_ev_expr(c, e, s->expr.e) : c->none;
+        if (c->rtfunc && c->rt_depth > c->rtfunc->rt_depth) return fl_ev_lower_return(c, s);
         return FLOW_RETURN;
     case FL_AST_IF: {
         FlValue *t = fl_ev_expr(c, e, s->cond.test);

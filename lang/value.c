@@ -48,6 +48,7 @@ FlValue *fl_v_cstr(Ctx *c, const char *s) { return fl_v_str(c, s, strlen(s)); }
 FlValue *fl_v_list(Ctx *c, ValKind k) {
     FlValue *l = fl_v_new(c, k);
     l->list.rt_depth = c->rt_depth;
+    l->list.rt_block = c->rt_depth && fl_ev_in_driver(c) ? c->b.block : NULL;
     return l;
 }
 
