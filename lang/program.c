@@ -3,7 +3,8 @@
  *
  *   Program: global_block(), block(i), current_block(), num_blocks, list_vars(),
  *            to_string(throw_on_error, with_details=False), clone(for_test) (core.c), random_seed
- *   Block:   idx, parent_idx, program, var(name), has_var(name), vars (a dict), all_parameters()
+ *   Block:   idx, parent_idx, program, var(name), has_var(name), vars (a dict), all_parameters(),
+ *            ops (a list of Operators: type, input(slot), output(slot), attr(name), ...)
  *   Var.block: the global block of the var's program (so minimize appends to loss.block.program)
  *
  * clone(for_test=True) of a program that has a backward drops it as Fluid's clone does: the
@@ -64,6 +65,103 @@ static FlValue *b_all_parameters(Ctx *c, FlValue *self, CallArgs *a) {
     return l;
 }
 
+/* ------------------------------------------------------------------ Block.ops */
+
+/* Operator (Fluid's framework.Operator, read-only): type, idx, input_names, output_names,
+ * input_arg_names, output_arg_names, attr_names, input(slot), output(slot), attr(name),
+ * has_attr(name), all_attrs(), block; a snapshot of the op when Block.ops was read. */
+
+static FlValue *str_list(Ctx *c, char *const *s, size_t n) {
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_cstr(c, s[i]));
+    return l;
+}
+
+static FlValue *attr_value(Ctx *c, FlValue *prog, const FlAttr *at) {
+    FlValue *l;
+    switch (at->type) {
+    case FL_ATTR_INT: return fl_v_int(c, at->i);
+    case FL_ATTR_FLOAT: return fl_v_float(c, at->f);
+    case FL_ATTR_STRING: return fl_v_cstr(c, at->s);
+    case FL_ATTR_BOOL: return fl_v_bool(c, at->i != 0);
+    case FL_ATTR_INTS:
+        l = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < at->n; i++) fl_v_list_push(c, l, fl_v_int(c, at->ints[i]));
+        return l;
+    case FL_ATTR_FLOATS:
+        l = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < at->n; i++) fl_v_list_push(c, l, fl_v_float(c, at->floats[i]));
+        return l;
+    case FL_ATTR_STRINGS: return str_list(c, at->strs, at->n);
+    case FL_ATTR_BLOCK: return fl_ev_block_record(c, prog, (int)at->i);
+    case FL_ATTR_BLOCKS:
+        l = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < at->n; i++) fl_v_list_push(c, l, fl_ev_block_record(c, prog, (int)at->ints[i]));
+        return l;
+    case FL_ATTR_TYPE_COUNT: break;
+    }
+    FL_UNREACHABLE();
+}
+
+/* The entry `key` of the op's private dict `dict` ("_inputs", "_outputs", "_attrs"). */
+static FlValue *op_lookup(Ctx *c, FlValue *self, CallArgs *a, const char *fn, const char *dict, bool must) {
+    ARGS(fn, "name", 1);
+    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
+    FlValue *r = fl_v_dict_get(block_attr(self, dict), v[0]);
+    if (!r && must)
+        return fl_ev_error(c, a->span, "%s('%s'): op '%s' has no such %s", fn, v[0]->str.s,
+                           block_attr(self, "type")->str.s, strcmp(dict, "_attrs") == 0 ? "attribute" : "slot");
+    return r ? r : fl_v_list(c, VK_LIST);
+}
+static FlValue *o_input(Ctx *c, FlValue *self, CallArgs *a) { return op_lookup(c, self, a, "input", "_inputs", true); }
+static FlValue *o_output(Ctx *c, FlValue *self, CallArgs *a) { return op_lookup(c, self, a, "output", "_outputs", true); }
+static FlValue *o_attr(Ctx *c, FlValue *self, CallArgs *a) { return op_lookup(c, self, a, "attr", "_attrs", true); }
+static FlValue *o_has_attr(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("has_attr", "name", 1);
+    if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
+    return fl_v_bool(c, fl_v_dict_get(block_attr(self, "_attrs"), v[0]) != NULL);
+}
+static FlValue *o_all_attrs(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("all_attrs", "", 0);
+    (void)v;
+    return block_attr(self, "_attrs");
+}
+
+/* One slot list: the names of the slots that have args, the dict slot -> args, every arg. */
+static void op_slots(Ctx *c, FlValue *r, const char *what, const FlSlot *slots, size_t n) {
+    FlValue *names = fl_v_list(c, VK_LIST), *dict = fl_v_dict(c), *args = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < n; i++) {
+        fl_v_list_push(c, names, fl_v_cstr(c, slots[i].name));
+        fl_v_dict_set(c, dict, fl_v_cstr(c, slots[i].name), str_list(c, slots[i].args, slots[i].nargs));
+        for (size_t k = 0; k < slots[i].nargs; k++) fl_v_list_push(c, args, fl_v_cstr(c, slots[i].args[k]));
+    }
+    fl_v_rec_set(c, r, fl_arena_printf(&c->arena, "%s_names", what), names);
+    fl_v_rec_set(c, r, fl_arena_printf(&c->arena, "_%ss", what), dict);
+    fl_v_rec_set(c, r, fl_arena_printf(&c->arena, "%s_arg_names", what), args);
+}
+
+static FlValue *op_record(Ctx *c, FlValue *prog, FlValue *block, const FlOpDesc *op, size_t idx) {
+    FlValue *r = fl_v_record(c, "Operator");
+    fl_v_rec_set(c, r, "type", fl_v_cstr(c, op->type));
+    fl_v_rec_set(c, r, "idx", fl_v_int(c, (int64_t)idx));
+    fl_v_rec_set(c, r, "block", block);
+    op_slots(c, r, "input", op->ins.data, op->ins.len);
+    op_slots(c, r, "output", op->outs.data, op->outs.len);
+    FlValue *attrs = fl_v_dict(c), *names = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < op->attrs.len; i++) {
+        fl_v_list_push(c, names, fl_v_cstr(c, op->attrs.data[i].name));
+        fl_v_dict_set(c, attrs, fl_v_cstr(c, op->attrs.data[i].name), attr_value(c, prog, &op->attrs.data[i]));
+    }
+    fl_v_rec_set(c, r, "attr_names", names);
+    fl_v_rec_set(c, r, "_attrs", attrs);
+    fl_v_rec_set(c, r, "input", fl_v_builtin(c, "input", o_input, r));
+    fl_v_rec_set(c, r, "output", fl_v_builtin(c, "output", o_output, r));
+    fl_v_rec_set(c, r, "attr", fl_v_builtin(c, "attr", o_attr, r));
+    fl_v_rec_set(c, r, "has_attr", fl_v_builtin(c, "has_attr", o_has_attr, r));
+    fl_v_rec_set(c, r, "all_attrs", fl_v_builtin(c, "all_attrs", o_all_attrs, r));
+    return r;
+}
+
 FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx) {
     const FlBlock *b = fl_ir_block(prog->prog, idx);
     FlValue *r = fl_v_record(c, "Block");
@@ -77,6 +175,9 @@ FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx) {
     for (size_t i = 0; i < b->vars.len; i++)
         fl_v_dict_set(c, vars, fl_v_cstr(c, b->vars.data[i]->name), var_of(c, prog, b->vars.data[i]->name));
     fl_v_rec_set(c, r, "vars", vars);
+    FlValue *ops = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < b->ops.len; i++) fl_v_list_push(c, ops, op_record(c, prog, r, b->ops.data[i], i));
+    fl_v_rec_set(c, r, "ops", ops);
     return r;
 }
 
