@@ -83,6 +83,15 @@ static void test_die_at(const char *point) {
 /* Whether the regular file at path is an inference model's program (a bundle with an inference
  * spec: fluid.io.save_inference_model's __model__), which a save may replace with its checkpoint. */
 static bool is_model_file(const char *path) {
+    /* a .flp starts with its FlFile's magic field (1, length 6, "fluidc"): other files are not
+     * read whole */
+    static const char head[8] = {0x0a, 0x06, 'f', 'l', 'u', 'i', 'd', 'c'};
+    char got[8] = {0};
+    FlErr e0;
+    FILE *f = fl_open_regular(path, &e0);
+    bool flp = f && fread(got, 1, 8, f) == 8 && !memcmp(got, head, 8);
+    if (f) fclose(f);
+    if (!flp) return false;
     FlBundle *b = NULL;
     FlPlan *p = NULL;
     FlErr e;
