@@ -56,8 +56,10 @@ near "$t1" "$(awk 'NR == 1 { print $1 }' m2.pred)" && near "$t2" "$(awk 'NR == 2
 "$EMBED" m2/model.flp 1.5 0.5 -0.5 1.0 >c2.out 2>&1 || bad "embed_model m2/model.flp: $(cat c2.out)"
 near "$t1" "$(cat c1.out)" && near "$t2" "$(cat c2.out)" ||
     bad "embed_model: [$(cat c1.out)] [$(cat c2.out)], the script predicted [$(cat train.out)]"
-# flc show names the feeds and targets
+# flc show names the feeds and targets; flc verify says what the file is
 "$FLC" show m/__model__ | grep -qx "inference model: feeds x; targets elementwise_add_1.tmp_0" || bad "flc show m/__model__: $("$FLC" show m/__model__ | tail -1)"
+[ "$("$FLC" verify m2/model.flp)" = "m2/model.flp: ok: an inference model (flrun FILE --predict DATA prints its targets)" ] ||
+    bad "flc verify m2/model.flp: $("$FLC" verify m2/model.flp 2>&1)"
 # a second run replaces the two models
 "$FLRUN" train.fl >train2.out 2>&1 || bad "train.fl again: $(cat train2.out)"
 # bad directories and files
