@@ -60,6 +60,24 @@ near "$t1" "$(cat c1.out)" && near "$t2" "$(cat c2.out)" ||
 "$FLC" show m/__model__ | grep -qx "inference model: feeds x; targets elementwise_add_1.tmp_0" || bad "flc show m/__model__: $("$FLC" show m/__model__ | tail -1)"
 [ "$("$FLC" verify m2/model.flp)" = "m2/model.flp: ok: an inference model (flrun FILE --predict DATA prints its targets)" ] ||
     bad "flc verify m2/model.flp: $("$FLC" verify m2/model.flp 2>&1)"
+# two feeds: a row holds the first feed's values, then the second's, in the order the save named them
+cat >two.fl <<'EOT'
+import paddle.fluid as fluid
+x = fluid.layers.data(name='x', shape=[2], dtype='float32')
+z = fluid.layers.data(name='z', shape=[3], dtype='float32')
+out = fluid.layers.fc(input=[x, z], size=2, act='sigmoid')
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())
+fluid.io.save_inference_model('two', ['z', 'x'], [out], exe)
+o, = exe.run(feed={'x': [[1.0, -2.0]], 'z': [[0.5, 0.25, -1.0]]}, fetch_list=[out])
+print("%.9g %.9g" % (o[0][0], o[0][1]))
+EOT
+"$FLRUN" two.fl >two.out 2>&1 || bad "two.fl: $(cat two.out)"
+echo '0.5 0.25 -1.0 1.0 -2.0' >two.csv
+"$FLRUN" two --predict two.csv >two.pred 2>&1 || bad "flrun two --predict: $(cat two.pred)"
+near "$(awk '{ print $1 }' two.out)" "$(awk '{ print $1 }' two.pred)" &&
+    near "$(awk '{ print $2 }' two.out)" "$(awk '{ print $2 }' two.pred)" ||
+    bad "flrun two --predict: [$(cat two.pred)], the script computed [$(cat two.out)]"
 # a second run replaces the two models
 "$FLRUN" train.fl >train2.out 2>&1 || bad "train.fl again: $(cat train2.out)"
 # bad directories and files
