@@ -7,7 +7,6 @@
  * significant digits (a float32 printed so that it reads back the same). */
 #include "tools/flrun_model.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +38,6 @@ static FlStatus read_rows(const char *path, size_t width, Doubles *vals, int64_t
             char save = *end;
             *end = 0;
             char *after;
-            errno = 0;
             double v = strtod(q, &after);
             *end = save;
             if (after == q || (after < end && !strchr(" \t\r,", *after))) {
