@@ -161,18 +161,35 @@ static FlValue *io_op(Ctx *c, CallArgs *a, bool load) {
     const char **nv = fl_arena_alloc(&c->arena, (names->list.len + 1) * sizeof *nv);
     for (size_t i = 0; i < names->list.len; i++) nv[i] = names->list.items[i]->str.s;
     if (names->list.len) fl_ir_op_set_strings(op, "names", nv, names->list.len);
+    bool ok = true;
     if (model) {
         fl_ir_op_set_string(op, "model", model);
-        for (int k = 8; k <= 9; k++) { /* feeds, targets: lists of str (inference_program's) */
+        for (int k = 8; k <= 9 && ok; k++) { /* feeds, targets: lists of names or Vars of the program */
             FlValue *l = v[k];
+            const char *field = k == 8 ? "feeded_var_names" : "target_vars";
             size_t n = l && fl_v_is_seq(l) ? l->list.len : 0;
+            if (k == 9 && !n) {
+                fl_ev_error(c, sp, "%s: no target_vars: name the vars the model computes", what);
+                ok = false;
+            }
             const char **sv = fl_arena_alloc(&c->arena, (n + 1) * sizeof *sv);
-            for (size_t i = 0; i < n; i++)
-                sv[i] = l->list.items[i]->kind == VK_VAR ? l->list.items[i]->var.name : l->list.items[i]->str.s;
-            if (n) fl_ir_op_set_strings(op, k == 8 ? "feeds" : "targets", sv, n);
+            for (size_t i = 0; i < n && ok; i++) {
+                FlValue *x = l->list.items[i];
+                sv[i] = x->kind == VK_VAR ? x->var.name : x->kind == VK_STR ? x->str.s : NULL;
+                if (!sv[i] || !fl_ir_var_find(fl_ir_block(p, 0), sv[i])) {
+                    if (sv[i])
+                        fl_ev_error(c, sp, "%s: %s[%zu] '%s' is not a var of the program's global block", what, field, i,
+                                    sv[i]);
+                    else
+                        fl_ev_error(c, sp, "%s: %s[%zu] is %s, not a var name or a Variable", what, field, i,
+                                    fl_v_type_name(x));
+                    ok = false;
+                }
+            }
+            if (ok && n) fl_ir_op_set_strings(op, k == 8 ? "feeds" : "targets", sv, n);
         }
     }
-    bool ok = fl_ev_infer(c, c->b.block, op, sp);
+    ok = ok && fl_ev_infer(c, c->b.block, op, sp);
     fl_ev_driver_leave(c, &s);
     return ok ? c->none : c->error;
 }

@@ -78,6 +78,22 @@ echo '0.5 0.25 -1.0 1.0 -2.0' >two.csv
 near "$(awk '{ print $1 }' two.out)" "$(awk '{ print $1 }' two.pred)" &&
     near "$(awk '{ print $2 }' two.out)" "$(awk '{ print $2 }' two.pred)" ||
     bad "flrun two --predict: [$(cat two.pred)], the script computed [$(cat two.out)]"
+# export_for_deployment=False: the whole program (the loss and its label too), as __model__.main_program
+cat >whole.fl <<'EOT'
+import paddle.fluid as fluid
+x = fluid.layers.data(name='x', shape=[2], dtype='float32')
+y = fluid.layers.data(name='y', shape=[1], dtype='float32')
+loss = fluid.layers.mean(fluid.layers.square_error_cost(input=fluid.layers.fc(input=x, size=1), label=y))
+fluid.optimizer.SGD(learning_rate=0.05).minimize(loss)
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())
+print(fluid.io.save_inference_model('whole', 'x', loss, exe, export_for_deployment=False))
+EOT
+"$FLRUN" whole.fl >whole.out 2>&1 || bad "whole.fl: $(cat whole.out)"
+[ "$(cat whole.out)" = "['mean_0.tmp_0']" ] || bad "whole.fl returned $(cat whole.out)"
+[ "$(ls whole | tr '\n' ' ')" = "FORMAT MANIFEST __model__.main_program fc_0.b_0 fc_0.w_0 learning_rate_0 " ] ||
+    bad "whole holds $(ls whole)"
+"$FLC" show whole/__model__.main_program | grep -q "op sgd" || bad "whole/__model__.main_program is not the whole program"
 # a second run replaces the two models
 "$FLRUN" train.fl >train2.out 2>&1 || bad "train.fl again: $(cat train2.out)"
 # bad directories and files
