@@ -2,8 +2,10 @@
  * the native module `_driver_io` under stdlib/fluid/io.fl's save_vars, save_params,
  * save_persistables and their load_* twins.
  *
- *   save(what, dirname, program, vars, predicate, kind, filename)
- *   load(...)     the same arguments
+ *   save(what, dirname, program, vars, predicate, kind, filename, model=, feeds=, targets=)
+ *                 model: also the program as an inference model in that file of dirname, with
+ *                 the feeds (names) and targets (Vars) inference_program gave
+ *   load(...)     the same arguments but the last three
  *   has_var(program, name)  whether the program's global block has the var (fluid.compiler)
  *   is_program(x)           whether x is a Program
  *   inference_program(program, feeded_var_names, target_vars)
@@ -23,6 +25,7 @@
  * it runs (runtime/core/ops_saveload.c), on the checkpoint format of docs/running.md.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "compiler/prune.h"
 #include "lang/eval_impl.h"
@@ -119,7 +122,7 @@ static bool io_select(Ctx *c, const char *what, FlProgram *p, FlValue *vars, FlV
 }
 
 static FlValue *io_op(Ctx *c, CallArgs *a, bool load) {
-    ARGS(load ? "load" : "save", "what dirname program vars predicate kind filename", 7);
+    ARGS(load ? "load" : "save", "what dirname program vars predicate kind filename model= feeds= targets=", 10);
     FlSpan sp = a->span;
     const char *what = v[0]->kind == VK_STR ? v[0]->str.s : (load ? "load_vars" : "save_vars");
     if (v[1]->kind != VK_STR || !v[1]->str.n)
@@ -131,6 +134,16 @@ static FlValue *io_op(Ctx *c, CallArgs *a, bool load) {
             return fl_ev_error(c, sp, "%s(filename=...) takes the name of a file in dirname (no '/'), found %s", what,
                                v[6]->kind == VK_STR ? v[6]->str.s : fl_v_type_name(v[6]));
         file = v[6]->str.s;
+    }
+    const char *model = NULL;
+    if (!load && v[7] && v[7]->kind != VK_NONE) {
+        if (v[7]->kind != VK_STR || !v[7]->str.n || strchr(v[7]->str.s, '/') || v[7]->str.s[0] == '.' ||
+            !strcasecmp(v[7]->str.s, "MANIFEST") || !strcasecmp(v[7]->str.s, "FORMAT") ||
+            (file && !strcmp(file, v[7]->str.s)))
+            return fl_ev_error(c, sp, "%s(model_filename=...) takes a file name for the program in dirname (not "
+                               "starting with '.', not MANIFEST or FORMAT, not params_filename), found %s", what,
+                               v[7]->kind == VK_STR ? (v[7]->str.n ? v[7]->str.s : "''") : fl_v_type_name(v[7]));
+        model = v[7]->str.s;
     }
     FlProgram *p;
     const char *pname = io_program(c, what, v[2], &p, sp);
@@ -148,7 +161,35 @@ static FlValue *io_op(Ctx *c, CallArgs *a, bool load) {
     const char **nv = fl_arena_alloc(&c->arena, (names->list.len + 1) * sizeof *nv);
     for (size_t i = 0; i < names->list.len; i++) nv[i] = names->list.items[i]->str.s;
     if (names->list.len) fl_ir_op_set_strings(op, "names", nv, names->list.len);
-    bool ok = fl_ev_infer(c, c->b.block, op, sp);
+    bool ok = true;
+    if (model) {
+        fl_ir_op_set_string(op, "model", model);
+        for (int k = 8; k <= 9 && ok; k++) { /* feeds, targets: lists of names or Vars of the program */
+            FlValue *l = v[k];
+            const char *field = k == 8 ? "feeded_var_names" : "target_vars";
+            size_t n = l && fl_v_is_seq(l) ? l->list.len : 0;
+            if (k == 9 && !n) {
+                fl_ev_error(c, sp, "%s: no target_vars: name the vars the model computes", what);
+                ok = false;
+            }
+            const char **sv = fl_arena_alloc(&c->arena, (n + 1) * sizeof *sv);
+            for (size_t i = 0; i < n && ok; i++) {
+                FlValue *x = l->list.items[i];
+                sv[i] = x->kind == VK_VAR ? x->var.name : x->kind == VK_STR ? x->str.s : NULL;
+                if (!sv[i] || !fl_ir_var_find(fl_ir_block(p, 0), sv[i])) {
+                    if (sv[i])
+                        fl_ev_error(c, sp, "%s: %s[%zu] '%s' is not a var of the program's global block", what, field, i,
+                                    sv[i]);
+                    else
+                        fl_ev_error(c, sp, "%s: %s[%zu] is %s, not a var name or a Variable", what, field, i,
+                                    fl_v_type_name(x));
+                    ok = false;
+                }
+            }
+            if (ok && n) fl_ir_op_set_strings(op, k == 8 ? "feeds" : "targets", sv, n);
+        }
+    }
+    ok = ok && fl_ev_infer(c, c->b.block, op, sp);
     fl_ev_driver_leave(c, &s);
     return ok ? c->none : c->error;
 }

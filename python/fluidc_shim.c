@@ -24,7 +24,7 @@
 
 #define FLPY_API __attribute__((visibility("default")))
 /* The ABI's version: __init__.py refuses a library of another version. */
-#define FLPY_ABI_VERSION 3
+#define FLPY_ABI_VERSION 4
 
 typedef struct FlpyProgram {
     FlLoadedProgram *prog;
@@ -88,6 +88,23 @@ FLPY_API void flpy_program_free(FlpyProgram *h) {
     if (!h || atomic_fetch_sub(&h->refs, 1) != 1) return;
     fl_program_free(h->prog);
     free(h);
+}
+
+/* An inference model's feed names (targets 0) or target names (targets 1), each followed by a NUL,
+ * into buf[0..len) when they fit; returns the bytes they take, or -1 when the program is not an
+ * inference model. */
+FLPY_API long flpy_program_model_names(FlpyProgram *h, int targets, char *buf, size_t len) {
+    const FlInferenceSpec *s = fl_program_bundle(h->prog)->inference;
+    if (!s) return -1;
+    char *const *v = targets ? s->targets.data : s->feeds.data;
+    size_t n = targets ? s->targets.len : s->feeds.len, need = 0;
+    for (size_t i = 0; i < n; i++) need += strlen(v[i]) + 1;
+    for (size_t i = 0, at = 0; need <= len && i < n; i++) {
+        size_t k = strlen(v[i]) + 1;
+        memcpy(buf + at, v[i], k);
+        at += k;
+    }
+    return (long)need;
 }
 
 /* ---- executors (each with its scope) ---- */

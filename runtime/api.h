@@ -80,8 +80,14 @@ typedef struct FlBundle FlBundle;               /* compiler/ir/ir.h, for tools *
 
 /* ---- programs ---- */
 
-/* Loads a .flp file. Errors: I/O, not a .flp (or a .plan: run those with flrun under mpirun), a
- * newer format version, a corrupt or structurally invalid program. */
+/* Loads a .flp file, or an inference model: a directory that fluid.io.save_inference_model wrote
+ * (its __model__), or the model file itself (save_inference_model(model_filename=...)), whose
+ * parameters are then read from the checkpoint beside it and checked against the program, and
+ * set by fl_executor_run_startup. Its feeds and targets: fl_program_bundle(p)->inference
+ * (docs/driver.md, "Saving and serving"). Errors: I/O, not a .flp (or a .plan: run those with
+ * flrun under mpirun), a newer format version, a corrupt or structurally invalid program; a
+ * directory without a __model__ or whose __model__ is not an inference model; a parameter the
+ * checkpoint lacks or holds in another dtype or shape (naming it). */
 FlStatus fl_program_load(const char *path, FlLoadedProgram **out, FlErr *err) FL_WARN_UNUSED;
 /* Wraps a bundle that the caller built or compiled (tools); the program takes ownership of it. */
 FlLoadedProgram *fl_program_from_bundle_take(FlBundle *bundle);
@@ -131,7 +137,8 @@ void fl_scope_set_tensor(FlScope *s, const char *name, const FlTensor *t);
 /* ---- running ---- */
 
 /* Runs the startup program: creates and initialises the persistable vars (parameters, optimizer
- * state) in `scope`. Run it once per scope before the main program. */
+ * state) in `scope`; for an inference model, sets its saved parameters there. Run it once per
+ * scope before the main program. */
 FlStatus fl_executor_run_startup(FlExecutor *ex, FlScope *scope, FlErr *err) FL_WARN_UNUSED;
 
 typedef struct FlFeed {

@@ -80,8 +80,30 @@ static void test_die_at(const char *point) {
     if (v && !strcmp(v, point)) raise(SIGKILL);
 }
 
+/* Whether the regular file at path is an inference model's program (a bundle with an inference
+ * spec: fluid.io.save_inference_model's __model__), which a save may replace with its checkpoint. */
+static bool is_model_file(const char *path) {
+    /* a .flp starts with its FlFile's magic field (1, length 6, "fluidc"): other files are not
+     * read whole */
+    static const char head[8] = {0x0a, 0x06, 'f', 'l', 'u', 'i', 'd', 'c'};
+    char got[8] = {0};
+    FlErr e0;
+    FILE *f = fl_open_regular(path, &e0);
+    bool flp = f && fread(got, 1, 8, f) == 8 && !memcmp(got, head, 8);
+    if (f) fclose(f);
+    if (!flp) return false;
+    FlBundle *b = NULL;
+    FlPlan *p = NULL;
+    FlErr e;
+    bool model = fl_ir_read(path, &b, &p, &e) == FL_OK && b && b->inference;
+    fl_ir_bundle_free(b);
+    fl_ir_plan_free(p);
+    return model;
+}
+
 /* Is dir an earlier checkpoint: a MANIFEST whose every entry is a saved tensor file, and no
- * other files (but FORMAT)? If not, *why says what is there instead. */
+ * other files (but FORMAT, and inference models' programs)? If not, *why says what is there
+ * instead. */
 static bool is_checkpoint(const char *dir, FlBuf *why) {
     FlBuf path = {0};
     fl_buf_printf(&path, "%s/MANIFEST", dir);
@@ -120,6 +142,7 @@ static bool is_checkpoint(const char *dir, FlBuf *why) {
         }
         char magic[8] = {0};
         bool regular = stat(fl_buf_str(&path), &sb) == 0 && S_ISREG(sb.st_mode);
+        if (!listed && regular && is_model_file(fl_buf_str(&path))) continue; /* an inference model's */
         FILE *f = listed && regular ? fl_open_regular(fl_buf_str(&path), &e2) : NULL;
         bool tensor = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, MAGIC, 8);
         if (f) fclose(f);
@@ -346,11 +369,26 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
     return write_begin(dir, v, NULL, out, err);
 }
 
+FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
+                                        FlErr *err) {
+    *out = NULL;
+    if (file && check_combined_name(file, err) != FL_OK) return FL_ERROR;
+    return write_begin(dir, v, file, out, err);
+}
+
 FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNamedTensors *v, FlErr *err) {
-    if (check_combined_name(file, err) != FL_OK) return FL_ERROR;
     FlParamsSaving *s;
-    if (write_begin(dir, v, file, &s, err) != FL_OK) return FL_ERROR;
+    if (fl_params_write_begin_combined(dir, file, v, &s, err) != FL_OK) return FL_ERROR;
     return fl_params_write_end(s, err);
+}
+
+const char *fl_params_msg(const char *m) {
+    if (!strncmp(m, "--save: ", 8)) return m + 8;
+    if (!strncmp(m, "--load", 6)) {
+        const char *p = strstr(m, ": ");
+        if (p) return p + 2;
+    }
+    return m;
 }
 
 const char *fl_params_saving_dir(const FlParamsSaving *s) { return fl_buf_str(&s->tmp); }

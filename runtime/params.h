@@ -30,7 +30,8 @@
  *
  * Targets: a save goes to a new path (in an existing, writable directory) or replaces an
  * earlier checkpoint: a directory holding a MANIFEST whose every entry is a saved tensor file
- * and nothing else but FORMAT. Anything else (a directory of other files, a regular file) is
+ * and nothing else but FORMAT and inference models' programs (a .flp with an inference spec: the
+ * __model__ of fluid.io.save_inference_model, docs/driver.md). Anything else (a directory of other files, a regular file) is
  * refused, and nothing is touched. Trailing slashes are ignored; an existing DIR that is a
  * symlink is resolved first, so the checkpoint it points at is the one replaced.
  * Atomicity: the new checkpoint is written completely into DIR.tmp.PID beside DIR, then switched
@@ -77,6 +78,9 @@ FlStatus fl_params_write(const char *dir, const FlNamedTensors *v, FlErr *err) F
  * Errors: those of fl_params_write, a file name that is not a plain name of the directory or is
  * the checkpoint's own (MANIFEST, FORMAT). */
 FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNamedTensors *v, FlErr *err) FL_WARN_UNUSED;
+/* The message m of this module without the flrun option and directory it starts with ("--save: ",
+ * "--load DIR: "), for callers that name them their own way. */
+const char *fl_params_msg(const char *m);
 /* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not). */
 FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) FL_WARN_UNUSED;
 /* One var's saved value into *out (released first), checked against v's dtype and shape; from
@@ -95,6 +99,9 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
  * and _abandon free s (NULL: no-op). */
 typedef struct FlParamsSaving FlParamsSaving;
 FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) FL_WARN_UNUSED;
+/* fl_params_write_begin with every var in the one file `file` of dir (NULL: a file per var). */
+FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
+                                        FlErr *err) FL_WARN_UNUSED;
 const char *fl_params_saving_dir(const FlParamsSaving *s);
 FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) FL_WARN_UNUSED;
 void fl_params_write_abandon(FlParamsSaving *s);

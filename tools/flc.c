@@ -378,6 +378,10 @@ out0:
 /* flc verify FILE.flp: every issue of the bundle's driver on stderr, or one line saying what was
  * checked. */
 static int verify_driver(const Args *a, const FlBundle *b) {
+    if (!b->driver && b->inference) { /* checked as a bundle when it was read (its feeds and targets too) */
+        printf("%s: ok: an inference model (flrun FILE --predict DATA prints its targets)\n", a->file);
+        return 0;
+    }
     if (!b->driver) {
         printf("%s: ok: no driver (flrun runs the startup program, then the main program)\n", a->file);
         return 0;

@@ -64,6 +64,7 @@
 #include "runtime/params.h"
 #include "runtime/train/ckpt.h"
 #include "runtime/train/train.h"
+#include "tools/flrun_model.h"
 #include "tools/launch.h"
 #include "tools/report.h"
 #include "tools/tool.h"
@@ -1109,11 +1110,38 @@ done:;
     return rc;
 }
 
+/* An inference model (a directory of fluid.io.save_inference_model, or its model file): --predict
+ * DATA prints its targets for each row (tools/flrun_model.c); the training options do not apply. */
+static int run_model(const Opts *o) {
+    Opts t = *o;
+    t.predict = t.predict_var = NULL;
+    const char *flag = driver_refused(&t);
+    if (flag || o->defines.len) {
+        fprintf(stderr, "flrun: %s: '%s' is an inference model, which only predicts (--predict DATA [--predict-var "
+                "NAME])\nTry 'flrun --help'.\n", flag ? flag : "-D", o->file);
+        return 2;
+    }
+    if (!o->predict) {
+        fprintf(stderr, "flrun: '%s' is an inference model: give --predict DATA (a row of its feeds' values per line) "
+                "to print its targets\nTry 'flrun --help'.\n", o->file);
+        return 2;
+    }
+    FlModelRun m = {.model = o->file, .predict = o->predict, .predict_var = o->predict_var,
+                    .seed = (uint64_t)(o->seed >= 0 ? o->seed : 0), .threads = o->threads > 0 ? (int)o->threads : 1};
+    return fl_flrun_model(&m);
+}
+
 static int run_program(Opts *o) {
     FlErr e = {{0}};
     FlBundle *bundle;
     FlPlan *plan;
+    struct stat dst;
+    if (stat(o->file, &dst) == 0 && S_ISDIR(dst.st_mode)) return run_model(o);
     int code = load(o, &bundle, &plan);
+    if (code < 0 && bundle && bundle->inference) {
+        fl_ir_bundle_free(bundle);
+        return run_model(o);
+    }
     if (code < 0) code = set_data_dir(o, bundle, plan);
     if (code >= 0) {
         fl_ir_bundle_free(bundle);

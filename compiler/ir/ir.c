@@ -665,7 +665,15 @@ void fl_ir_bundle_free(FlBundle *b) {
     free(b->role);
     for (size_t i = 0; i < b->readers.len; i++) fl_ir_reader_desc_free(b->readers.data[i]);
     FL_VEC_FREE(&b->readers);
+    fl_ir_inference_free(b->inference);
     free(b);
+}
+
+void fl_ir_inference_free(FlInferenceSpec *s) {
+    if (!s) return;
+    free_strvec(s->feeds.data, s->feeds.len);
+    free_strvec(s->targets.data, s->targets.len);
+    free(s);
 }
 
 void fl_ir_reader_desc_free(FlReaderDesc *r) {
@@ -724,6 +732,11 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     c->role = dup_or_null(b->role);
     c->role_index = b->role_index;
     for (size_t i = 0; i < b->readers.len; i++) FL_VEC_PUSH(&c->readers, reader_desc_clone(b->readers.data[i]));
+    if (b->inference) {
+        c->inference = fl_xcalloc(1, sizeof *c->inference);
+        STRVEC_COPY(&c->inference->feeds, &b->inference->feeds);
+        STRVEC_COPY(&c->inference->targets, &b->inference->targets);
+    }
     return c;
 }
 
@@ -986,6 +999,24 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
     return FL_OK;
 }
 
+/* An inference model: targets, and feeds and targets that are vars of main's global block. */
+static FlStatus check_inference(const FlBundle *b, FlErr *e) {
+    const FlInferenceSpec *s = b->inference;
+    if (!s) return FL_OK;
+    if (!s->targets.len) return fl_err(e, "inference model: no targets");
+    const FlBlock *g = fl_ir_block(b->main, 0);
+    for (size_t k = 0; k < 2; k++) {
+        char *const *v = k ? s->targets.data : s->feeds.data;
+        size_t n = k ? s->targets.len : s->feeds.len;
+        if (check_names(v, n, k ? "inference model: target" : "inference model: feed", e)) return FL_ERROR;
+        for (size_t i = 0; i < n; i++)
+            if (!fl_ir_var_find(g, v[i]))
+                return fl_err(e, "inference model: %s '%.100s' is not a var of the main program's global block",
+                              k ? "target" : "feed", v[i]);
+    }
+    return FL_OK;
+}
+
 FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
     FlErr sub;
     if (!b) return fl_err(e, "missing bundle");
@@ -1035,7 +1066,7 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
     if (pf->present && pf->path && !*pf->path) return fl_err(e, "run spec: an empty profile path");
     for (size_t i = 0; i < b->readers.len; i++)
         if (check_reader_desc(b->readers.data[i], i, e)) return FL_ERROR;
-    return FL_OK;
+    return check_inference(b, e);
 }
 
 FlStatus fl_ir_validate_plan(const FlPlan *p, FlErr *e) {

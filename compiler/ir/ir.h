@@ -287,6 +287,13 @@ typedef struct FlNamedProgram {
     FlProgram *program;  /* owned */
 } FlNamedProgram;
 
+/* An inference model's feeds and targets (Bundle.inference), in the order of the call that saved it. */
+typedef struct FlInferenceSpec {
+    FL_VEC(char *) feeds;
+    FL_VEC(char *) targets;
+} FlInferenceSpec;
+void fl_ir_inference_free(FlInferenceSpec *s);
+
 typedef struct FlBundle {
     FlProgram *startup; /* owned */
     FlProgram *main;    /* owned */
@@ -300,6 +307,8 @@ typedef struct FlBundle {
                            startup and main */
     FL_VEC(FlReaderDesc *) readers; /* owned; the pipelines the driver's reader_open ops open */
     FL_VEC(FlNamedProgram) programs; /* the other programs the driver runs (Program(), clones) */
+    FlInferenceSpec *inference; /* owned; NULL, or: an inference model (save_inference_model's
+                                   __model__), main its program, its parameters in the file's directory */
 } FlBundle;
 
 FlBundle *fl_ir_bundle_new(void); /* empty startup and main programs */
@@ -343,7 +352,7 @@ FlStatus fl_ir_decode(const uint8_t *data, size_t len, FlBundle **bundle, FlPlan
  * above do). Test hooks for odd headers: compiler/ir/ir_test.h. */
 uint8_t *fl_ir_encode_bundle(const FlBundle *b, size_t *len);
 /* The format version a writer puts in the file: 3 when a bundle (or a role of the plan) holds a
- * driver, named programs or readers (a version-2 reader would run main once instead), else 2 (a
+ * driver, named programs, readers or an inference spec (a version-2 reader would run main once instead), else 2 (a
  * version-1 reader would fill a pserver's blocks with other values than the local program's, and take a SelectedRows for a
  * dense tensor). b or p may be NULL. */
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p);

@@ -265,6 +265,14 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
         np->name = b->programs.data[i].name;
         np->program = enc_program(a, b->programs.data[i].program);
     }
+    if (b->inference) {
+        Fluidc__InferenceSpec *im = m->inference = fl_arena_alloc(a, sizeof *im);
+        fluidc__inference_spec__init(im);
+        im->n_feeds = b->inference->feeds.len;
+        im->feeds = enc_strs(a, b->inference->feeds.data, b->inference->feeds.len);
+        im->n_targets = b->inference->targets.len;
+        im->targets = enc_strs(a, b->inference->targets.data, b->inference->targets.len);
+    }
     m->role = b->role;
     m->has_role_index = 1;
     m->role_index = b->role_index;
@@ -317,9 +325,10 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
 }
 
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    bool driver = b && (b->driver || b->readers.len || b->programs.len);
+    bool driver = b && (b->driver || b->readers.len || b->programs.len || b->inference);
     for (size_t i = 0; p && i < p->roles.len; i++)
-        driver = driver || p->roles.data[i]->driver || p->roles.data[i]->readers.len || p->roles.data[i]->programs.len;
+        driver = driver || p->roles.data[i]->driver || p->roles.data[i]->readers.len || p->roles.data[i]->programs.len ||
+                 p->roles.data[i]->inference;
     return driver ? FL_IR_FORMAT_VERSION : FL_IR_FORMAT_BASE;
 }
 
@@ -578,6 +587,11 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         r->n = rm->n;
         r->drop_last = rm->drop_last;
         r->check_alignment = rm->check_alignment;
+    }
+    if (m->inference) {
+        b->inference = fl_xcalloc(1, sizeof *b->inference);
+        DEC_STRVEC(&b->inference->feeds, m->inference->feeds, m->inference->n_feeds);
+        DEC_STRVEC(&b->inference->targets, m->inference->targets, m->inference->n_targets);
     }
     b->role = dec_str(m->role);
     b->role_index = m->role_index;

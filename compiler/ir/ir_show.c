@@ -319,6 +319,15 @@ void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     if (b->driver) fl_ir_show_program(b->driver, "driver program", b, out);
     show_readers(out, b);
     show_run(out, &b->run);
+    if (b->inference) { /* "inference model: feeds x; targets fc_0.tmp_1" */
+        fl_buf_puts(out, "inference model: feeds");
+        for (size_t i = 0; i < b->inference->feeds.len; i++)
+            fl_buf_printf(out, "%s %s", i ? "," : "", b->inference->feeds.data[i]);
+        fl_buf_puts(out, "; targets");
+        for (size_t i = 0; i < b->inference->targets.len; i++)
+            fl_buf_printf(out, "%s %s", i ? "," : "", b->inference->targets.data[i]);
+        fl_buf_putc(out, '\n');
+    }
 }
 
 /* The ranks of each role, as text: "rank 2", "ranks 0, 3" or "no rank" (one pass). */

@@ -26,7 +26,7 @@ import numpy as np
 
 __all__ = ["Error", "Program", "Executor", "load"]
 
-_ABI_VERSION = 3
+_ABI_VERSION = 4
 _ERRLEN = 4096
 
 # FlDType codes (compiler/ir/dtype.h) <-> numpy dtypes.
@@ -71,6 +71,7 @@ def _load_library():
         "flpy_abi_version": (I, []),
         "flpy_program_load": (P, [C, C, S]),
         "flpy_program_free": (None, [P]),
+        "flpy_program_model_names": (ctypes.c_long, [P, I, C, S]),
         "flpy_executor_new": (P, [P, ctypes.c_uint64, C, S]),
         "flpy_executor_free": (None, [P]),
         "flpy_executor_run_startup": (I, [P, C, S]),
@@ -220,7 +221,10 @@ def _thread_state():
 
 
 class Program:
-    """A loaded .flp bundle (flc build model.fl -o model.flp): its startup and main programs."""
+    """A loaded .flp bundle (flc build model.fl -o model.flp): its startup and main programs; or
+    an inference model (a directory fluid.io.save_inference_model wrote, or its model file),
+    whose feed_names and fetch_names say what to feed and fetch (None for other programs) and
+    whose saved parameters an Executor starts with."""
 
     def __init__(self, path):
         buf = _errbuf()
@@ -230,6 +234,16 @@ class Program:
         if not h:
             _raise(buf)
         self._h = h
+        self.feed_names = self._model_names(0)
+        self.fetch_names = self._model_names(1)
+
+    def _model_names(self, targets):
+        n = _lib.flpy_program_model_names(self._h, targets, None, 0)
+        if n < 0:
+            return None
+        buf = ctypes.create_string_buffer(max(n, 1))
+        _lib.flpy_program_model_names(self._h, targets, buf, n)
+        return [b.decode("utf-8", "replace") for b in buf.raw[:n].split(b"\0")[:-1]]
 
     def __del__(self):
         # Drops the Program's reference to the C program; executors made from it hold their own
@@ -243,7 +257,9 @@ class Program:
 
 
 def load(path):
-    """Loads a compiled program (.flp). Raises fluidc.Error (I/O, not a .flp, corrupt)."""
+    """Loads a compiled program (.flp) or an inference model directory (save_inference_model's:
+    its __model__ and parameters). Raises fluidc.Error (I/O, not a .flp, corrupt, a directory
+    without a model, a parameter missing or of another shape)."""
     return Program(path)
 
 

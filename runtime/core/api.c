@@ -4,14 +4,17 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compiler/ir/ir.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/exec.h"
 #include "runtime/core/scope.h"
+#include "runtime/params.h"
 
 struct FlLoadedProgram {
     FlBundle *bundle;
+    FlNamedTensors model_params; /* an inference model's parameters, read by fl_program_load */
 };
 
 struct FlExecutor {
@@ -22,21 +25,62 @@ struct FlExecutor {
     size_t nprograms;
     FlPar *par; /* the kernels' pool of both programs; NULL with threads <= 1 */
     const FlBundle *bundle; /* the program's (its readers); borrowed */
+    const FlNamedTensors *model_params; /* an inference model's parameters (the program's); borrowed */
     uint64_t seed;          /* FlExecutorOptions.seed: the driver's readers shuffle with it */
 };
+
+/* An inference model's parameters (the persistable tensor vars of its main program) from the
+ * checkpoint in dir, each checked against its declaration, into p. */
+static FlStatus read_model_params(FlLoadedProgram *p, const char *dir, const char *path, FlErr *err) {
+    const FlBlock *g = fl_ir_block(p->bundle->main, 0);
+    FlErr e;
+    for (size_t i = 0; i < g->vars.len; i++) {
+        const FlVarDesc *d = g->vars.data[i];
+        if (!d->persistable || d->kind != FL_VAR_DENSE) continue;
+        FlNamedTensor nt = {d->name, FL_TENSOR_INIT};
+        FlStatus st = fl_params_read(dir, d, &nt.t, &e);
+        FL_VEC_PUSH(&p->model_params, nt);
+        if (st != FL_OK) return fl_err(err, "inference model '%s': %s", path, fl_params_msg(e.msg));
+    }
+    return FL_OK;
+}
 
 FlStatus fl_program_load(const char *path, FlLoadedProgram **out, FlErr *err) {
     *out = NULL;
     FlBundle *b = NULL;
     FlPlan *plan = NULL;
-    if (fl_ir_read(path, &b, &plan, err) != FL_OK) return FL_ERROR;
-    if (plan) {
-        fl_ir_plan_free(plan);
-        return fl_err(err, "%s: a distributed plan, not a program: run it with flrun under mpirun",
-                      path);
+    struct stat sb;
+    bool dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    FlBuf file = {0};
+    fl_buf_printf(&file, dir ? "%s/__model__" : "%s", path);
+    if (dir && stat(fl_buf_str(&file), &sb) != 0) {
+        fl_buf_free(&file);
+        return fl_err(err, "%s: a directory without an inference model (no __model__ in it: "
+                      "fluid.io.save_inference_model writes one)", path);
     }
-    *out = fl_program_from_bundle_take(b);
-    return FL_OK;
+    FlStatus st = fl_ir_read(fl_buf_str(&file), &b, &plan, err);
+    if (st == FL_OK && plan)
+        st = fl_err(err, "%s: a distributed plan, not a program: run it with flrun under mpirun", path);
+    else if (st == FL_OK && dir && !b->inference)
+        st = fl_err(err, "%s: its __model__ is a compiled program but not an inference model (it names no feeds "
+                    "and targets)", path);
+    if (st == FL_OK) {
+        *out = fl_program_from_bundle_take(b);
+        b = NULL;
+        if ((*out)->bundle->inference) { /* the parameters sit beside the model file */
+            char *d = fl_path_dir(fl_buf_str(&file));
+            st = read_model_params(*out, d, path, err);
+            free(d);
+        }
+        if (st != FL_OK) {
+            fl_program_free(*out);
+            *out = NULL;
+        }
+    }
+    fl_ir_bundle_free(b);
+    fl_ir_plan_free(plan);
+    fl_buf_free(&file);
+    return st;
 }
 
 FlLoadedProgram *fl_program_from_bundle_take(FlBundle *bundle) {
@@ -47,6 +91,7 @@ FlLoadedProgram *fl_program_from_bundle_take(FlBundle *bundle) {
 
 void fl_program_free(FlLoadedProgram *p) {
     if (!p) return;
+    fl_params_free(&p->model_params);
     fl_ir_bundle_free(p->bundle);
     free(p);
 }
@@ -69,6 +114,7 @@ FlStatus fl_executor_new(const FlLoadedProgram *p, const FlExecutorOptions *opt,
                       .prof = opt ? opt->prof : NULL};
     const FlBundle *b = p->bundle;
     ex->bundle = b;
+    ex->model_params = &p->model_params;
     ex->seed = o.seed;
     const char *const *src = (const char *const *)b->source_paths.data;
     size_t ns = b->source_paths.len;
@@ -114,7 +160,10 @@ void fl_executor_free(FlExecutor *ex) {
 }
 
 FlStatus fl_executor_run_startup(FlExecutor *ex, FlScope *scope, FlErr *err) {
-    return fl_exec_run(ex->startup, scope, NULL, 0, NULL, NULL, 0, 0, err);
+    if (fl_exec_run(ex->startup, scope, NULL, 0, NULL, NULL, 0, 0, err) != FL_OK) return FL_ERROR;
+    for (size_t i = 0; i < ex->model_params->len; i++) /* an inference model: its saved parameters */
+        fl_scope_set_tensor(scope, ex->model_params->data[i].name, &ex->model_params->data[i].t);
+    return FL_OK;
 }
 
 bool fl_executor_has_driver(const FlExecutor *ex) { return ex->driver != NULL; }

@@ -4,7 +4,9 @@
  * replaces an earlier checkpoint, atomically; a load checks every var before it sets any).
  *
  *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` (a file
- *              per var, or with `file` all of them in that one file: a combined checkpoint)
+ *              per var, or with `file` all of them in that one file: a combined checkpoint);
+ *              with `model`, the program `program` too, as an inference model (feeds, targets)
+ *              in that file of dir: fluid.io.save_inference_model
  *   load_vars  Scope? : the vars `names` of the program `program` (a program of the bundle) read from
  *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
  *              against its declaration, then all set in the scope
@@ -19,17 +21,6 @@
 #include "runtime/core/driver.h"
 #include "runtime/core/exec_impl.h"
 #include "runtime/params.h"
-
-/* The checkpoint code's messages name flrun's options ("--save: ", "--load DIR: "): the op's
- * error names the op and the directory instead. */
-static const char *params_msg(const char *m) {
-    if (!strncmp(m, "--save: ", 8)) return m + 8;
-    if (!strncmp(m, "--load", 6)) {
-        const char *p = strstr(m, ": ");
-        if (p) return p + 2;
-    }
-    return m;
-}
 
 static FlStatus prep_save_load(ExecOp *op, FlErr *e) {
     if (!fl_exec_attr_string(op, "program")[0]) return fl_err(e, "program is empty");
@@ -56,6 +47,42 @@ static FlStatus save_load_args(RunCtx *rc, const ExecOp *op, FlScope *s, int slo
     return fl_driver_arg_scope(rc, op, s, has ? fl_exec_in_args(op, slot) : NULL, out->h->root, &out->scope);
 }
 
+/* With the op's model attribute: the program it saves the vars of, as an inference model (a bundle
+ * whose main program it is, with the feeds and targets) in that file of the new checkpoint s
+ * (fl_params_write_abandon(s) on failure, by the caller). Without it: nothing. */
+static FlStatus write_model(const FlDriverHost *h, const ExecOp *op, FlParamsSaving *s, FlErr *e) {
+    const char *model = fl_exec_attr_string(op, "model");
+    if (!model[0]) return FL_OK;
+    const char *pname = fl_exec_attr_string(op, "program");
+    FlExec *ex = fl_driver_program(h, pname);
+    if (!ex) return fl_err(e, "program '%s' is not a program of the bundle", pname);
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/%s", fl_params_saving_dir(s), model);
+    struct stat sb;
+    FlStatus st = FL_ERROR;
+    if (lstat(fl_buf_str(&path), &sb) == 0) {
+        fl_err(e, "the model file '%s' would be the file of a saved var of the same name: name the model file "
+               "otherwise (model_filename=)", model);
+        goto done;
+    }
+    FlBundle *b = fl_ir_bundle_new();
+    fl_ir_program_free(b->main);
+    b->main = fl_ir_program_clone(ex->prog);
+    for (size_t i = 0; i < h->bundle->source_paths.len; i++)
+        FL_VEC_PUSH(&b->source_paths, fl_xstrdup(h->bundle->source_paths.data[i]));
+    b->inference = fl_xcalloc(1, sizeof *b->inference);
+    const FlAttr *fa = fl_ir_op_attr(op->desc, "feeds"), *ta = fl_ir_op_attr(op->desc, "targets");
+    for (size_t i = 0; fa && i < fa->n; i++) FL_VEC_PUSH(&b->inference->feeds, fl_xstrdup(fa->strs[i]));
+    for (size_t i = 0; ta && i < ta->n; i++) FL_VEC_PUSH(&b->inference->targets, fl_xstrdup(ta->strs[i]));
+    FlErr e2;
+    if (fl_ir_validate_bundle(b, &e2) != FL_OK) fl_err(e, "the inference model '%s': %s", model, e2.msg);
+    else st = fl_ir_bundle_write(b, fl_buf_str(&path), e);
+    fl_ir_bundle_free(b);
+done:
+    fl_buf_free(&path);
+    return st;
+}
+
 static FlStatus run_save_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     SaveLoad a;
     if (save_load_args(rc, op, s, FL_IN_save_vars_Scope, &a)) return FL_ERROR;
@@ -68,8 +95,14 @@ static FlStatus run_save_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
             st = fl_exec_op_error(rc, op, "saving '%s': %s (run the startup program before saving)", a.dir, e.msg);
         FL_VEC_PUSH(&v, nt);
     }
-    if (st == FL_OK && (a.file[0] ? fl_params_write_combined(a.dir, a.file, &v, &e) : fl_params_write(a.dir, &v, &e)) != FL_OK)
-        st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, params_msg(e.msg));
+    FlParamsSaving *sv = NULL;
+    if (st == FL_OK && fl_params_write_begin_combined(a.dir, a.file[0] ? a.file : NULL, &v, &sv, &e) != FL_OK)
+        st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, fl_params_msg(e.msg));
+    else if (st == FL_OK && write_model(a.h, op, sv, &e) != FL_OK) {
+        fl_params_write_abandon(sv);
+        st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, fl_params_msg(e.msg));
+    } else if (st == FL_OK && fl_params_write_end(sv, &e) != FL_OK) /* frees sv either way */
+        st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, fl_params_msg(e.msg));
     fl_params_free(&v);
     fl_scope_release(a.scope);
     return st;
@@ -94,7 +127,7 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (stat(a.dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         st = fl_exec_op_error(rc, op, "loading '%s': it is not a directory of saved vars", a.dir);
     else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &e) != FL_OK)
-        st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, params_msg(e.msg));
+        st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
     size_t got = 0;
     for (; st == FL_OK && got < n; got++) {
         t[got] = (FlTensor)FL_TENSOR_INIT;
@@ -103,7 +136,7 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
             st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[got],
                                   pname);
         else if (fl_params_read(a.dir, d, &t[got], &e) != FL_OK)
-            st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, params_msg(e.msg));
+            st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
     }
     for (size_t i = 0; st == FL_OK && i < n; i++) fl_scope_set_tensor(a.scope, a.names->strs[i], &t[i]); /* all checked */
     for (size_t i = 0; i < got; i++) fl_tensor_fini(&t[i]);
