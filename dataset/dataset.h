@@ -12,9 +12,17 @@
  *   mnist        train, test   {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz: pixels scaled to
  *                              [-1, 1] (p / 255 * 2 - 1), fields pixel [784] (float32) and label
  *                              [1] (int64)
+ *   imikolov     train, test   simple-examples.tgz (Paddle 2's name: imikolov%2Fsimple-examples.tgz),
+ *                              its ./simple-examples/data/ptb.{train,valid}.txt: train(word_idx,
+ *                              n) gives each line's n-grams of ids over ['<s>', words..., '<e>']
+ *                              (words not in word_idx are word_idx['<unk>']), n int64 fields
+ *                              [1]; build_dict(min_word_freq) (fl_ds_dict) the words of both
+ *                              files seen more than min_word_freq times ('<s>' and '<e>' once a
+ *                              line, '<unk>' not counted), by falling count then bytes, and
+ *                              '<unk>' last
  *
- * The other modules of paddle.dataset (cifar, imdb, imikolov, movielens, conll05, wmt14, wmt16)
- * are an error naming the module: they are not read yet.
+ * The other modules of paddle.dataset (cifar, imdb, movielens, conll05, wmt14, wmt16) are an
+ * error naming the module: they are not read yet.
  *
  * A table holds every sample of a reader, field by field (a sample is one row of each field);
  * tables are immutable once loaded, so threads may read one at once.
@@ -27,7 +35,7 @@
 #include "base/base.h"
 #include "compiler/ir/dtype.h"
 
-#define FL_DS_MAX_FIELDS 4
+#define FL_DS_MAX_FIELDS 8
 
 typedef struct FlDsField {
     const char *name; /* Paddle's name of the sample's element (static storage) */
@@ -46,12 +54,36 @@ typedef struct FlDsTable {
     void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major */
 } FlDsTable;
 
-/* The fields of reader `part` of module `name` ("mnist", "train"). An unknown module or part, or a
- * module not read yet, is an error naming it: "paddle.dataset.cifar is not read yet ...". */
-FlStatus fl_ds_layout(const char *name, const char *part, FlDsLayout *out, FlErr *e) FL_WARN_UNUSED;
+/* The arguments of a reader, as the module's function takes them: uci_housing and mnist take none
+ * (all zero), imikolov a word dict (has_dict; word words[i] has id ids[i]) and n. */
+typedef struct FlDsArgs {
+    bool has_dict;
+    size_t nwords;
+    char *const *words;
+    const int64_t *ids;
+    int64_t n;
+} FlDsArgs;
+
+/* The fields of reader `part` of module `name` ("mnist", "train") given args. An unknown module or
+ * part, arguments the reader does not take, or a module not read yet, is an error naming it:
+ * "paddle.dataset.cifar is not read yet ...". */
+FlStatus fl_ds_layout(const char *name, const char *part, const FlDsArgs *args, FlDsLayout *out,
+                      FlErr *e) FL_WARN_UNUSED;
 /* Reads the samples of reader `part` of module `name` from the cache folder. */
-FlStatus fl_ds_load(const char *name, const char *part, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, FlDsTable **out,
+                    FlErr *e) FL_WARN_UNUSED;
 void fl_ds_free(FlDsTable *t);
+
+/* A word dict: word words[i] has id i. */
+typedef struct FlDsDict {
+    size_t n;
+    char **words; /* owned */
+} FlDsDict;
+
+/* The dict function `fn` of module `name` ("imikolov", "build_dict") with its cutoff argument
+ * (imikolov's min_word_freq), read from the cache folder. */
+FlStatus fl_ds_dict(const char *name, const char *fn, int64_t cutoff, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_dict_free(FlDsDict *d);
 
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
  * $HOME/.cache/paddle/dataset/name. */

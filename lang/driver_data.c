@@ -2,8 +2,12 @@
  * descriptions that the driver's reader ops read at run time. The native module `_reader` (used
  * by stdlib/paddle/reader.fl, stdlib/paddle/dataset/ and stdlib/fluid/data_feeder.fl):
  *
- *   dataset(name, part)   paddle.dataset.NAME.part(): a reader of the module's samples, whose
- *                         fields dataset/ gives (fl_ds_layout; an unknown module is an error)
+ *   dataset(name, part, args, kwargs, word_idx=, n=)
+ *                         paddle.dataset.NAME.part(...): a reader of the module's samples, whose
+ *                         fields dataset/ gives (fl_ds_layout; an unknown module is an error); a
+ *                         word dict is copied into Bundle.readers when a loop reads the reader
+ *   word_dict(name, fn, cutoff)
+ *                         a module's word dict (imikolov.build_dict), read when the script compiles
  *   decorate(kind, readers, n, drop_last, check_alignment)
  *                         paddle.batch, paddle.reader.shuffle/firstn/chain/compose/buffered
  *   fields(data)          the field vars of a batch (DataFeeder.feed)
@@ -76,19 +80,85 @@ static FlValue *layout_fields(Ctx *c, const FlDsLayout *l) {
     return out;
 }
 
+/* A word dict (a dict of str to int) as dataset/ takes it; the vectors point into the dict. */
+static bool dict_args(Ctx *c, FlValue *d, const char *fname, FlSpan sp, FlDsArgs *out, char ***words,
+                      int64_t **ids) {
+    if (!d || d->kind != VK_DICT)
+        return fl_ev_error(c, sp, "%s: word_idx must be a dict of words to ids (imikolov.build_dict()), found %s",
+                           fname, d ? fl_v_type_name(d) : "nothing"), false;
+    *words = fl_xmalloc(fl_mul_size(d->dict.len + 1, sizeof **words));
+    *ids = fl_xmalloc(fl_mul_size(d->dict.len + 1, sizeof **ids));
+    for (size_t i = 0; i < d->dict.len; i++) {
+        FlValue *k = d->dict.keys[i], *val = d->dict.vals[i];
+        if (k->kind != VK_STR || val->kind != VK_INT) {
+            free(*words);
+            free(*ids);
+            return fl_ev_error(c, sp, "%s: word_idx maps %s to %s; it must map words (str) to ids (int)", fname,
+                               fl_v_type_name(k), fl_v_type_name(val)), false;
+        }
+        (*words)[i] = (char *)k->str.s;
+        (*ids)[i] = val->i;
+    }
+    *out = (FlDsArgs){.has_dict = true, .nwords = d->dict.len, .words = *words, .ids = *ids};
+    return true;
+}
+
+/* dataset(name, part, args, kwargs, word_idx=None, n=0): paddle.dataset.NAME.part(...); the .fl
+ * functions of the modules that are read pass their arguments by name (word_idx, n), the others
+ * pass theirs through to be refused. */
 static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("dataset", "name part args= kwargs=", 4);
+    ARGS("dataset", "name part args= kwargs= word_idx= n=", 6);
     if (!fl_ev_want_str(c, v[0], "dataset name", a->span) || !fl_ev_want_str(c, v[1], "dataset part", a->span))
         return c->error;
+    FlDsArgs da = {0};
+    char **words = NULL;
+    int64_t *ids = NULL;
+    char fname[128];
+    snprintf(fname, sizeof fname, "paddle.dataset.%s.%s", v[0]->str.s, v[1]->str.s);
+    if (v[4] && v[4]->kind != VK_NONE && !dict_args(c, v[4], fname, a->span, &da, &words, &ids)) return c->error;
+    if (v[5] && !fl_ev_want_int(c, v[5], "n", a->span, &da.n)) {
+        free(words);
+        free(ids);
+        return c->error;
+    }
     FlDsLayout l;
     FlErr e;
-    if (fl_ds_layout(v[0]->str.s, v[1]->str.s, &l, &e)) return fl_ev_error(c, a->span, "%s", e.msg);
-    if ((v[2] && v[2]->kind == VK_TUPLE && v[2]->list.len) || (v[3] && v[3]->kind == VK_DICT && v[3]->dict.len))
-        return fl_ev_error(c, a->span, "paddle.dataset.%s.%s() takes no arguments", v[0]->str.s, v[1]->str.s);
+    FlStatus st = fl_ds_layout(v[0]->str.s, v[1]->str.s, &da, &l, &e);
+    if (st == FL_OK &&
+        ((v[2] && v[2]->kind == VK_TUPLE && v[2]->list.len) || (v[3] && v[3]->kind == VK_DICT && v[3]->dict.len)))
+        st = fl_err(&e, "%s() takes no arguments", fname);
+    if (st) {
+        free(words);
+        free(ids);
+        return fl_ev_error(c, a->span, "%s", e.msg);
+    }
     FlValue *rv = reader_new(c, "dataset", fl_v_list(c, VK_LIST), layout_fields(c, &l), false);
     fl_v_rec_set(c, rv->builtin.self, "_dataset", v[0]);
     fl_v_rec_set(c, rv->builtin.self, "_part", v[1]);
+    if (da.has_dict) { /* a copy: the words the reader reads are those of this call */
+        FlValue *copy = fl_v_dict(c);
+        for (size_t i = 0; i < v[4]->dict.len; i++) fl_v_dict_set(c, copy, v[4]->dict.keys[i], v[4]->dict.vals[i]);
+        fl_v_rec_set(c, rv->builtin.self, "_word_idx", copy);
+        fl_v_rec_set(c, rv->builtin.self, "_n", fl_v_int(c, da.n));
+    }
+    free(words);
+    free(ids);
     return rv;
+}
+
+/* word_dict(name, fn, cutoff): a module's word dict (imikolov.build_dict(min_word_freq)), read
+ * from the cache folder when the script compiles: a dict of str to int. */
+static FlValue *d_word_dict(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("word_dict", "name fn cutoff", 3);
+    int64_t cutoff;
+    if (!fl_ev_want_int(c, v[2], "the word count cutoff", a->span, &cutoff)) return c->error;
+    FlDsDict d;
+    FlErr e;
+    if (fl_ds_dict(v[0]->str.s, v[1]->str.s, cutoff, &d, &e)) return fl_ev_error(c, a->span, "%s", e.msg);
+    FlValue *out = fl_v_dict(c);
+    for (size_t i = 0; i < d.n; i++) fl_v_dict_set(c, out, fl_v_cstr(c, d.words[i]), fl_v_int(c, (int64_t)i));
+    fl_ds_dict_free(&d);
+    return out;
 }
 
 /* Whether two field lists are the same (chain joins only readers of the same fields). */
@@ -173,8 +243,12 @@ static int32_t emit(Ctx *c, FlValue *r) {
     d->kind = dup_str(get(r, "_kind"));
     d->dataset = dup_str(get(r, "_dataset"));
     d->part = dup_str(get(r, "_part"));
-    FlValue *n = get(r, "_n"), *dl = get(r, "_drop_last"), *ck = get(r, "_check");
+    FlValue *n = get(r, "_n"), *dl = get(r, "_drop_last"), *ck = get(r, "_check"), *wi = get(r, "_word_idx");
     d->n = n && n->kind == VK_INT ? n->i : 0;
+    for (size_t i = 0; wi && i < wi->dict.len; i++) { /* d_dataset checked its keys and values */
+        FL_VEC_PUSH(&d->words, fl_xstrdup(wi->dict.keys[i]->str.s));
+        FL_VEC_PUSH(&d->word_ids, wi->dict.vals[i]->i);
+    }
     d->drop_last = dl && dl->kind == VK_BOOL && dl->b;
     d->check_alignment = ck && ck->kind == VK_BOOL && ck->b;
     FL_VEC_PUSH(&c->bundle->readers, d);
@@ -317,6 +391,7 @@ static const NativeFn reader_fns[] = {
     {"dataset", d_dataset},
     {"decorate", d_decorate},
     {"fields", d_fields},
+    {"word_dict", d_word_dict},
 };
 
 void fl_ev_driver_data_install(Ctx *c) {

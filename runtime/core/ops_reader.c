@@ -77,7 +77,9 @@ static FlStatus load(Reader *r, size_t i, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
-        return fl_ds_load(d->dataset, d->part, &r->tables[i], e);
+        FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,
+                      .ids = d->word_ids.data, .n = d->n};
+        return fl_ds_load(d->dataset, d->part, &a, &r->tables[i], e);
     }
     for (size_t k = 0; k < d->inputs.len; k++)
         if (load(r, (size_t)d->inputs.data[k], e)) return FL_ERROR;
