@@ -83,14 +83,19 @@ FlDsTable *fl_ds_table_new(const FlDsLayout *l, size_t rows) {
     FlDsTable *t = fl_xcalloc(1, sizeof *t);
     t->layout = *l;
     t->rows = rows;
-    for (size_t f = 0; f < l->nfields; f++)
-        t->data[f] = fl_xcalloc(rows ? rows : 1, fl_mul_size(l->fields[f].width, fl_dtype_size(l->fields[f].dtype)));
+    for (size_t f = 0; f < l->nfields; f++) {
+        if (l->fields[f].seq) t->offsets[f] = fl_xcalloc(rows + 1, sizeof(int64_t));
+        else t->data[f] = fl_xcalloc(rows ? rows : 1, fl_mul_size(l->fields[f].width, fl_dtype_size(l->fields[f].dtype)));
+    }
     return t;
 }
 
 void fl_ds_free(FlDsTable *t) {
     if (!t) return;
-    for (size_t f = 0; f < t->layout.nfields; f++) free(t->data[f]);
+    for (size_t f = 0; f < t->layout.nfields; f++) {
+        free(t->data[f]);
+        free(t->offsets[f]);
+    }
     free(t);
 }
 
@@ -221,7 +226,7 @@ done:
 
 /* ---------------------------------------------------------------- modules */
 
-typedef enum { TAKES_NONE, TAKES_DICT_N } Takes;
+typedef enum { TAKES_NONE, TAKES_DICT, TAKES_DICT_N } Takes;
 
 static const struct {
     const char *name;
@@ -230,15 +235,16 @@ static const struct {
     FlStatus (*load)(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e);
 } modules[] = {{"uci_housing", TAKES_NONE, uci_layout, uci_load},
                {"mnist", TAKES_NONE, mnist_layout, mnist_load},
-               {"imikolov", TAKES_DICT_N, fl_ds_imikolov_layout, fl_ds_imikolov_load}};
+               {"imikolov", TAKES_DICT_N, fl_ds_imikolov_layout, fl_ds_imikolov_load},
+               {"imdb", TAKES_DICT, fl_ds_imdb_layout, fl_ds_imdb_load}};
 
-static const char *const not_yet[] = {"cifar", "imdb", "movielens", "conll05", "wmt14", "wmt16",
+static const char *const not_yet[] = {"cifar", "movielens", "conll05", "wmt14", "wmt16",
                                       "flowers", "sentiment", "voc2012", "mq2007"};
 
 static FlStatus not_read(const char *name, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(not_yet); i++)
         if (strcmp(not_yet[i], name) == 0)
-            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist and imikolov are)",
+            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov and imdb are)",
                           name);
     return fl_err(e, "paddle.dataset has no module '%s'", name);
 }
@@ -254,14 +260,17 @@ static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size
             if (a->has_dict || a->n)
                 return fl_err(e, "paddle.dataset.%s.%s() takes no arguments", name, part);
             break;
+        case TAKES_DICT:
         case TAKES_DICT_N:
-            if (!a->has_dict) return fl_err(e, "paddle.dataset.%s.%s(word_idx, n) needs its word dict", name, part);
+            if (!a->has_dict) return fl_err(e, "paddle.dataset.%s.%s(word_idx, ...) needs its word dict", name, part);
+            if (modules[i].takes == TAKES_DICT && a->n)
+                return fl_err(e, "paddle.dataset.%s.%s(word_idx) takes no n", name, part);
             bool unk = false;
             for (size_t w = 0; w < a->nwords && !unk; w++) unk = strcmp(a->words[w], "<unk>") == 0;
             if (!unk)
                 return fl_err(e, "paddle.dataset.%s.%s: word_idx has no '<unk>' (KeyError: '<unk>'; %s.build_dict() "
                               "gives it)", name, part, name);
-            if (a->n < 1 || a->n > FL_DS_MAX_FIELDS)
+            if (modules[i].takes == TAKES_DICT_N && (a->n < 1 || a->n > FL_DS_MAX_FIELDS))
                 return fl_err(e, "paddle.dataset.%s.%s(word_idx, n): n is %lld; n-grams of 1 to %d words are read",
                               name, part, (long long)a->n, FL_DS_MAX_FIELDS);
             break;
@@ -286,13 +295,14 @@ FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, Fl
     return modules[i].load(part, args, out, e);
 }
 
-FlStatus fl_ds_dict(const char *name, const char *fn, int64_t cutoff, FlDsDict *out, FlErr *e) {
+FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) {
     *out = (FlDsDict){0};
-    if (strcmp(name, "imikolov") == 0) {
-        if (strcmp(fn, "build_dict") != 0) return fl_err(e, "paddle.dataset.imikolov has no dict '%s'", fn);
-        return fl_ds_imikolov_dict(cutoff, out, e);
+    if (strcmp(name, "imikolov") == 0) return fl_ds_imikolov_dict(cutoff, out, e);
+    if (strcmp(name, "imdb") == 0) {
+        if (!pattern) return fl_err(e, "paddle.dataset.imdb.build_dict(pattern, cutoff) needs its pattern");
+        return fl_ds_imdb_dict(pattern, cutoff, out, e);
     }
     for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++)
-        if (strcmp(modules[i].name, name) == 0) return fl_err(e, "paddle.dataset.%s has no %s()", name, fn);
+        if (strcmp(modules[i].name, name) == 0) return fl_err(e, "paddle.dataset.%s has no word dict", name);
     return not_read(name, e);
 }

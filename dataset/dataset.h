@@ -21,8 +21,18 @@
  *                              line, '<unk>' not counted), by falling count then bytes, and
  *                              '<unk>' last
  *
- * The other modules of paddle.dataset (cifar, imdb, movielens, conll05, wmt14, wmt16) are an
- * error naming the module: they are not read yet.
+ *   imdb         train, test   aclImdb_v1.tar.gz (Paddle 2's name: imdb%2FaclImdb_v1.tar.gz):
+ *                              train(word_idx) gives the files aclImdb/train/pos/NAME.txt (label 0)
+ *                              then aclImdb/train/neg/NAME.txt (label 1), in the archive's order,
+ *                              each as the ids of its words (punctuation removed, ASCII lowered,
+ *                              split at blanks; '<unk>''s id for words not in word_idx): fields
+ *                              word (an int64 sequence) and label [1] (int64); build_dict(pattern,
+ *                              cutoff) the words of the files the pattern matches seen more than
+ *                              cutoff times, by falling count then bytes, '<unk>' last
+ *                              (word_dict(): train and test, pos and neg, cutoff 150)
+ *
+ * The other modules of paddle.dataset (cifar, movielens, conll05, wmt14, wmt16) are an error
+ * naming the module: they are not read yet.
  *
  * A table holds every sample of a reader, field by field (a sample is one row of each field);
  * tables are immutable once loaded, so threads may read one at once.
@@ -40,7 +50,8 @@
 typedef struct FlDsField {
     const char *name; /* Paddle's name of the sample's element (static storage) */
     FlDType dtype;    /* FL_DT_FLOAT32 or FL_DT_INT64 */
-    size_t width;     /* elements per sample */
+    size_t width;     /* elements per sample; of a sequence field, per step */
+    bool seq;         /* a sequence (imdb's words): each sample has its own number of steps */
 } FlDsField;
 
 typedef struct FlDsLayout {
@@ -51,7 +62,11 @@ typedef struct FlDsLayout {
 typedef struct FlDsTable {
     FlDsLayout layout;
     size_t rows;
-    void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major */
+    void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major; a
+                                     sequence field: offsets[f][rows] * width, the rows' steps one
+                                     after the other */
+    int64_t *offsets[FL_DS_MAX_FIELDS]; /* a sequence field: row r is steps offsets[f][r] to
+                                           offsets[f][r + 1] (rows + 1 of them), else NULL */
 } FlDsTable;
 
 /* The arguments of a reader, as the module's function takes them: uci_housing and mnist take none
@@ -80,9 +95,11 @@ typedef struct FlDsDict {
     char **words; /* owned */
 } FlDsDict;
 
-/* The dict function `fn` of module `name` ("imikolov", "build_dict") with its cutoff argument
- * (imikolov's min_word_freq), read from the cache folder. */
-FlStatus fl_ds_dict(const char *name, const char *fn, int64_t cutoff, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+/* The word dict of module `name` (its build_dict) with its cutoff argument (imikolov's
+ * min_word_freq, imdb's cutoff) and imdb's pattern (a POSIX extended regular expression matched
+ * from the start of each file's name; NULL for imikolov), read from the cache folder. */
+FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out,
+                    FlErr *e) FL_WARN_UNUSED;
 void fl_ds_dict_free(FlDsDict *d);
 
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else

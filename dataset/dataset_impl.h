@@ -10,7 +10,16 @@
  * `file` is looked for under that name too (a name another Paddle version downloads it as). */
 FlStatus fl_ds_read(const char *name, const char *file, const char *alt, char **out,
                     size_t *len, FlErr *e) FL_WARN_UNUSED;
+/* A table of `rows` rows: the data of each plain field allocated (zeros), and the offsets of each
+ * sequence field, whose data (malloc'd) the loader sets. */
 FlDsTable *fl_ds_table_new(const FlDsLayout *l, size_t rows);
+
+/* Calls fn for each file of a tar archive in memory, in the archive's order, with its name (a
+ * leading "./" left out; not NUL-terminated) and its data; fn returns 0 to go on, 1 to stop, -1
+ * for an error it has set in e. A damaged archive is an error naming `what`. */
+typedef int (*FlDsTarFn)(void *arg, const char *name, size_t nlen, const char *data, size_t size);
+FlStatus fl_ds_tar_each(const char *tar, size_t len, const char *what, FlDsTarFn fn, void *arg,
+                        FlErr *e) FL_WARN_UNUSED;
 
 /* Member `member` of a tar archive in memory (ustar, GNU long names, pax paths; a leading "./"
  * of either name does not count): *data and *size, pointing into tar. Not found is an error
@@ -37,9 +46,12 @@ void fl_ds_count_fini(FlDsCount *c);
 /* Python's bytes.split(): the next blank-separated token of [*p, end), NULL at the end. */
 const char *fl_ds_token(const char **p, const char *end, size_t *len);
 
-/* The modules beyond uci_housing and mnist (imikolov.c). */
+/* The modules beyond uci_housing and mnist (imikolov.c, imdb.c). */
 void fl_ds_imikolov_layout(const FlDsArgs *a, FlDsLayout *l);
 FlStatus fl_ds_imikolov_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_ds_imikolov_dict(int64_t min_word_freq, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_imdb_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_imdb_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_imdb_dict(const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
 
 #endif

@@ -16,7 +16,7 @@ static const char *member_of(const char *part) {
 
 void fl_ds_imikolov_layout(const FlDsArgs *a, FlDsLayout *l) {
     l->nfields = (size_t)a->n;
-    for (size_t f = 0; f < l->nfields; f++) l->fields[f] = (FlDsField){gram_names[f], FL_DT_INT64, 1};
+    for (size_t f = 0; f < l->nfields; f++) l->fields[f] = (FlDsField){gram_names[f], FL_DT_INT64, 1, false};
 }
 
 /* The text of member `part` of the archive: *tgz (free it) and [*text, *end). */

@@ -41,10 +41,7 @@ static const char *pax_path(const char *d, size_t size, size_t *plen) {
     return NULL;
 }
 
-FlStatus fl_ds_tar_member(const char *tar, size_t len, const char *member, const char *what, const char **data,
-                          size_t *size, FlErr *e) {
-    size_t want_len = strlen(member);
-    const char *want = skip_dot(member, &want_len);
+FlStatus fl_ds_tar_each(const char *tar, size_t len, const char *what, FlDsTarFn fn, void *arg, FlErr *e) {
     const char *long_name = NULL;
     size_t long_len = 0;
     for (size_t pos = 0; pos + 512 <= len;) {
@@ -76,15 +73,39 @@ FlStatus fl_ds_tar_member(const char *tar, size_t len, const char *member, const
             }
             long_name = NULL;
             nm = skip_dot(nm, &nlen);
-            if ((type == '0' || type == '\0') && nlen == want_len && memcmp(nm, want, nlen) == 0) {
-                *data = body;
-                *size = (size_t)sz;
-                return FL_OK;
-            }
+            int stop = 0;
+            if ((type == '0' || type == '\0') && (stop = fn(arg, nm, nlen, body, (size_t)sz)) != 0)
+                return stop < 0 ? FL_ERROR : FL_OK;
         }
         pos = next;
     }
-    return fl_err(e, "%s holds no '%s'", what, member);
+    return FL_OK;
+}
+
+typedef struct Member {
+    const char *want;
+    size_t want_len;
+    const char *data;
+    size_t size;
+    bool found;
+} Member;
+
+static int is_member(void *arg, const char *name, size_t nlen, const char *data, size_t size) {
+    Member *m = arg;
+    if (nlen != m->want_len || memcmp(name, m->want, nlen) != 0) return 0;
+    *m = (Member){.data = data, .size = size, .found = true};
+    return 1;
+}
+
+FlStatus fl_ds_tar_member(const char *tar, size_t len, const char *member, const char *what, const char **data,
+                          size_t *size, FlErr *e) {
+    Member m = {.want_len = strlen(member)};
+    m.want = skip_dot(member, &m.want_len);
+    if (fl_ds_tar_each(tar, len, what, is_member, &m, e)) return FL_ERROR;
+    if (!m.found) return fl_err(e, "%s holds no '%s'", what, member);
+    *data = m.data;
+    *size = m.size;
+    return FL_OK;
 }
 
 /* ---------------------------------------------------------------- tokens */

@@ -5,6 +5,10 @@
 #     Paddle's imikolov.py does (Python's tarfile, Paddle's algorithm);
 #   - the word2vec N-gram network trains on imikolov to the book's criterion (a loss under 5.0)
 #     from a first loss near ln(dict_size), within one pass;
+#   - imdb's word_dict, build_dict and sequence readers match check_imdb.py (Paddle's algorithm),
+#     through DataFeeder's sequence feeds;
+#   - understand_sentiment's convolution_net trains on imdb from a test accuracy near chance to
+#     over 0.8;
 #   - flc show lists a reader's word dict; a missing archive names it (compile time, for
 #     build_dict) and a corrupt one says so;
 #   - the cases of text_cases.fltab run (tests/conc/run_cases.sh).
@@ -23,6 +27,14 @@ $PY "$D/check_imikolov.py" "$T/cache/imikolov/simple-examples.tgz" "$T/grams.log
 awk '/^dict_size/ { n = $2 } /^first/ { first = $2 } /^under 5.0/ { last = $NF }
      END { exit !(n > 300 && first > log(n) - 0.3 && first > 5.6 && last < 5.0) }' "$T/w2v.log" ||
     { cat "$T/w2v.log"; fail "word2vec: the loss did not fall from ln(dict_size) to under 5.0"; }
+
+"$FLRUN" "$D/imdb_seqs.fl" > "$T/imdb.log" || fail "imdb_seqs.fl"
+$PY "$D/check_imdb.py" "$T/cache/imdb/aclImdb_v1.tar.gz" "$T/imdb.log" || fail "imdb"
+
+"$FLRUN" "$D/sentiment_train.fl" > "$T/sent.log" || { cat "$T/sent.log"; fail "sentiment_train.fl"; }
+awk '/^untrained test accuracy/ { a0 = $4 } /^test accuracy/ { a1 = $3 } /^first/ { c0 = $2 } /^pass 4/ { c4 = $3 }
+     END { exit !(a0 < 0.7 && a1 > 0.8 && a1 - a0 > 0.15 && c4 < c0 - 0.2) }' "$T/sent.log" ||
+    { cat "$T/sent.log"; fail "understand_sentiment: the test accuracy did not rise from chance to over 0.8"; }
 
 "$FLC" build "$D/word2vec_train.fl" -o "$T/w2v.flp" || fail "flc build word2vec_train.fl"
 "$FLC" show "$T/w2v.flp" > "$T/show.txt" || fail "flc show"
