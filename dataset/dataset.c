@@ -249,6 +249,12 @@ static FlStatus not_read(const char *name, FlErr *e) {
     return fl_err(e, "paddle.dataset has no module '%s'", name);
 }
 
+static bool has_word(const FlDsArgs *a, const char *w) {
+    for (size_t i = 0; i < a->nwords; i++)
+        if (strcmp(a->words[i], w) == 0) return true;
+    return false;
+}
+
 /* Module `name`'s row, its reader `part` and the arguments it takes. */
 static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size_t *out, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++) {
@@ -257,20 +263,24 @@ static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size
             return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has train and test)", name, part);
         switch (modules[i].takes) {
         case TAKES_NONE:
-            if (a->has_dict || a->n)
+            if (a->has_dict || a->n || a->data_type)
                 return fl_err(e, "paddle.dataset.%s.%s() takes no arguments", name, part);
             break;
         case TAKES_DICT:
         case TAKES_DICT_N:
             if (!a->has_dict) return fl_err(e, "paddle.dataset.%s.%s(word_idx, ...) needs its word dict", name, part);
-            if (modules[i].takes == TAKES_DICT && a->n)
-                return fl_err(e, "paddle.dataset.%s.%s(word_idx) takes no n", name, part);
-            bool unk = false;
-            for (size_t w = 0; w < a->nwords && !unk; w++) unk = strcmp(a->words[w], "<unk>") == 0;
-            if (!unk)
-                return fl_err(e, "paddle.dataset.%s.%s: word_idx has no '<unk>' (KeyError: '<unk>'; %s.build_dict() "
-                              "gives it)", name, part, name);
-            if (modules[i].takes == TAKES_DICT_N && (a->n < 1 || a->n > FL_DS_MAX_FIELDS))
+            if (modules[i].takes == TAKES_DICT && (a->n || a->data_type))
+                return fl_err(e, "paddle.dataset.%s.%s(word_idx) takes no n nor data_type", name, part);
+            if (a->data_type < 0 || a->data_type > 2)
+                return fl_err(e, "paddle.dataset.%s.%s: Unknown data type %lld", name, part, (long long)a->data_type);
+            for (int k = 0; k < 3; k++) { /* '<s>' and '<e>' for imikolov's DataType.SEQ */
+                const char *want = k == 0 ? "<unk>" : k == 1 ? "<s>" : "<e>";
+                if (k && a->data_type != 2) break;
+                if (!has_word(a, want))
+                    return fl_err(e, "paddle.dataset.%s.%s: word_idx has no '%s' (KeyError: '%s'; %s.build_dict() "
+                                  "gives it)", name, part, want, want, name);
+            }
+            if (modules[i].takes == TAKES_DICT_N && a->data_type != 2 && (a->n < 1 || a->n > FL_DS_MAX_FIELDS))
                 return fl_err(e, "paddle.dataset.%s.%s(word_idx, n): n is %lld; n-grams of 1 to %d words are read",
                               name, part, (long long)a->n, FL_DS_MAX_FIELDS);
             break;

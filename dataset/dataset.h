@@ -19,8 +19,10 @@
  *                              [1]; build_dict(min_word_freq) (fl_ds_dict) the words of both
  *                              files seen more than min_word_freq times ('<s>' and '<e>' once a
  *                              line, '<unk>' not counted), by falling count then bytes, and
- *                              '<unk>' last
- *
+ *                              '<unk>' last; with data_type 2 (DataType.SEQ) each line of fewer
+ *                              than n words (any length when n <= 0) gives two int64 sequence
+ *                              fields, src (word_idx['<s>'] and the words) and trg (the words and
+ *                              word_idx['<e>'])
  *   imdb         train, test   aclImdb_v1.tar.gz (Paddle 2's name: imdb%2FaclImdb_v1.tar.gz):
  *                              train(word_idx) gives the files aclImdb/train/pos/NAME.txt (label 0)
  *                              then aclImdb/train/neg/NAME.txt (label 1), in the archive's order,
@@ -77,6 +79,7 @@ typedef struct FlDsArgs {
     char *const *words;
     const int64_t *ids;
     int64_t n;
+    int64_t data_type; /* imikolov's DataType: 0 or 1 NGRAM, 2 SEQ */
 } FlDsArgs;
 
 /* The fields of reader `part` of module `name` ("mnist", "train") given args. An unknown module or

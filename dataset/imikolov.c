@@ -15,6 +15,10 @@ static const char *member_of(const char *part) {
 }
 
 void fl_ds_imikolov_layout(const FlDsArgs *a, FlDsLayout *l) {
+    if (a->data_type == 2) {
+        *l = (FlDsLayout){.nfields = 2, .fields = {{"src", FL_DT_INT64, 1, true}, {"trg", FL_DT_INT64, 1, true}}};
+        return;
+    }
     l->nfields = (size_t)a->n;
     for (size_t f = 0; f < l->nfields; f++) l->fields[f] = (FlDsField){gram_names[f], FL_DT_INT64, 1, false};
 }
@@ -74,6 +78,39 @@ static int64_t id_of(const FlDsArgs *a, const FlMap *m, const char *w, size_t le
     return slot ? a->ids[slot - 1] : unk;
 }
 
+/* Paddle's reader_creator of DataType.SEQ: each line's ids with word_idx['<s>'] before them (src)
+ * and with word_idx['<e>'] after them (trg), when that makes at most n ids or n <= 0. */
+static FlStatus load_seq(const FlDsArgs *a, const FlMap *m, int64_t unk, const char *p, const char *end,
+                         FlDsTable **out) {
+    int64_t bos = id_of(a, m, "<s>", 3, unk), eos = id_of(a, m, "<e>", 3, unk); /* fl_ds_load checked both */
+    FL_VEC(int64_t) src = {0}, trg = {0}, offs = {0};
+    FL_VEC_PUSH(&offs, 0);
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+        size_t from = src.len, len;
+        FL_VEC_PUSH(&src, bos);
+        for (const char *w; (w = fl_ds_token(&p, le, &len));) {
+            int64_t id = id_of(a, m, w, len, unk);
+            FL_VEC_PUSH(&src, id);
+            FL_VEC_PUSH(&trg, id);
+        }
+        FL_VEC_PUSH(&trg, eos);
+        if (a->n > 0 && src.len - from > (size_t)a->n) src.len = trg.len = from; /* too long: skipped */
+        else FL_VEC_PUSH(&offs, (int64_t)src.len);
+        p = nl ? nl + 1 : end;
+    }
+    FlDsLayout l;
+    fl_ds_imikolov_layout(a, &l);
+    FlDsTable *t = fl_ds_table_new(&l, offs.len - 1);
+    memcpy(t->offsets[0], offs.data, offs.len * sizeof *offs.data);
+    memcpy(t->offsets[1], offs.data, offs.len * sizeof *offs.data);
+    t->data[0] = src.data ? (void *)src.data : fl_xcalloc(1, sizeof(int64_t));
+    t->data[1] = trg.data ? (void *)trg.data : fl_xcalloc(1, sizeof(int64_t));
+    FL_VEC_FREE(&offs);
+    *out = t;
+    return FL_OK;
+}
+
 /* Paddle's reader_creator of DataType.NGRAM: each line's words between '<s>' and '<e>', mapped to
  * ids (unknown words to '<unk>''s), give every window of n of them when the line has n or more. */
 FlStatus fl_ds_imikolov_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) {
@@ -86,6 +123,12 @@ FlStatus fl_ds_imikolov_load(const char *part, const FlDsArgs *a, FlDsTable **ou
     if (text_of(part, &tgz, &p, &end, e)) {
         fl_map_fini(&m);
         return FL_ERROR;
+    }
+    if (a->data_type == 2) {
+        FlStatus st = load_seq(a, &m, unk, p, end, out);
+        free(tgz);
+        fl_map_fini(&m);
+        return st;
     }
     size_t n = (size_t)a->n;
     FL_VEC(int64_t) grams = {0}, line = {0};

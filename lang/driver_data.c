@@ -107,11 +107,11 @@ static bool dict_args(Ctx *c, FlValue *d, const char *fname, FlSpan sp, FlDsArgs
     return true;
 }
 
-/* dataset(name, part, args, kwargs, word_idx=None, n=0): paddle.dataset.NAME.part(...); the .fl
- * functions of the modules that are read pass their arguments by name (word_idx, n), the others
- * pass theirs through to be refused. */
+/* dataset(name, part, args, kwargs, word_idx=None, n=0, data_type=0): paddle.dataset.NAME.part(...);
+ * the .fl functions of the modules that are read pass their arguments by name (word_idx, n,
+ * data_type), the others pass theirs through to be refused. */
 static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("dataset", "name part args= kwargs= word_idx= n=", 6);
+    ARGS("dataset", "name part args= kwargs= word_idx= n= data_type=", 7);
     if (!fl_ev_want_str(c, v[0], "dataset name", a->span) || !fl_ev_want_str(c, v[1], "dataset part", a->span))
         return c->error;
     FlDsArgs da = {0};
@@ -120,7 +120,8 @@ static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
     char fname[128];
     snprintf(fname, sizeof fname, "paddle.dataset.%s.%s", v[0]->str.s, v[1]->str.s);
     if (v[4] && v[4]->kind != VK_NONE && !dict_args(c, v[4], fname, a->span, &da, &words, &ids)) return c->error;
-    if (v[5] && !fl_ev_want_int(c, v[5], "n", a->span, &da.n)) {
+    if ((v[5] && !fl_ev_want_int(c, v[5], "n", a->span, &da.n)) ||
+        (v[6] && !fl_ev_want_int(c, v[6], "data_type", a->span, &da.data_type))) {
         free(words);
         free(ids);
         return c->error;
@@ -144,6 +145,7 @@ static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
         for (size_t i = 0; i < v[4]->dict.len; i++) fl_v_dict_set(c, copy, v[4]->dict.keys[i], v[4]->dict.vals[i]);
         fl_v_rec_set(c, rv->builtin.self, "_word_idx", copy);
         fl_v_rec_set(c, rv->builtin.self, "_n", fl_v_int(c, da.n));
+        fl_v_rec_set(c, rv->builtin.self, "_data_type", fl_v_int(c, da.data_type));
     }
     free(words);
     free(ids);
@@ -259,6 +261,8 @@ static int32_t emit(Ctx *c, FlValue *r) {
     d->part = dup_str(get(r, "_part"));
     FlValue *n = get(r, "_n"), *dl = get(r, "_drop_last"), *ck = get(r, "_check"), *wi = get(r, "_word_idx");
     d->n = n && n->kind == VK_INT ? n->i : 0;
+    FlValue *dt = get(r, "_data_type");
+    d->data_type = dt && dt->kind == VK_INT ? dt->i : 0;
     for (size_t i = 0; wi && i < wi->dict.len; i++) { /* d_dataset checked its keys and values */
         FL_VEC_PUSH(&d->words, fl_xstrdup(wi->dict.keys[i]->str.s));
         FL_VEC_PUSH(&d->word_ids, wi->dict.vals[i]->i);

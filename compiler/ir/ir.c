@@ -994,6 +994,8 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
     if (r->words.len != r->word_ids.len)
         return fl_err(e, "reader %zu (%s): %zu words but %zu word ids", i, r->kind, r->words.len, r->word_ids.len);
     if (k != 0 && r->words.len) return fl_err(e, "reader %zu (%s): a word dict on a decorator", i, r->kind);
+    if (r->data_type < 0 || r->data_type > 2 || (k != 0 && r->data_type))
+        return fl_err(e, "reader %zu (%s): data_type %lld", i, r->kind, (long long)r->data_type);
     return FL_OK;
 }
 

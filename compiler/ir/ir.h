@@ -279,6 +279,7 @@ typedef struct FlReaderDesc {
     bool check_alignment;      /* compose */
     FL_VEC(char *) words;      /* dataset: the word dict, word i having id word_ids[i]; owned */
     FL_VEC(int64_t) word_ids;
+    int64_t data_type;         /* dataset: imikolov's DataType (2: SEQ); 0: the module's default */
 } FlReaderDesc;
 
 void fl_ir_reader_desc_free(FlReaderDesc *r);

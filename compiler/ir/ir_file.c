@@ -225,6 +225,8 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->words = enc_strs(a, r->words.data, r->words.len);
     m->n_word_ids = r->word_ids.len;
     m->word_ids = r->word_ids.data;
+    m->has_data_type = r->data_type != 0;
+    m->data_type = r->data_type;
     return m;
 }
 
@@ -585,6 +587,7 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         DEC_STRVEC(&r->words, rm->words, rm->n_words);
         FL_VEC_RESERVE(&r->word_ids, rm->n_word_ids);
         for (size_t j = 0; j < rm->n_word_ids; j++) r->word_ids.data[r->word_ids.len++] = rm->word_ids[j];
+        r->data_type = rm->data_type;
     }
     b->role = dec_str(m->role);
     b->role_index = m->role_index;

@@ -683,6 +683,7 @@ static void test_reader_word_dict(void) {
     FL_VEC_PUSH(&src->word_ids, 4);
     FL_VEC_PUSH(&src->words, fl_xstrdup("<unk>"));
     FL_VEC_PUSH(&src->word_ids, 0);
+    src->data_type = 2;
     FL_VEC_PUSH(&b->readers, src);
     FL_VEC_PUSH(&b->readers, reader_desc("batch", 0, 32));
     const char *path = tmp_path("words.flp");
@@ -696,15 +697,17 @@ static void test_reader_word_dict(void) {
     CU_ASSERT_STRING_EQUAL(d->words.data[1], "<unk>");
     CU_ASSERT_EQUAL(d->word_ids.data[0], 4);
     CU_ASSERT_EQUAL(d->n, 5);
+    CU_ASSERT_EQUAL(d->data_type, 2);
     char *s1 = show_bundle(b), *s2 = show_bundle(r);
     CHECK_STR(s2, s1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "reader 0: dataset() imikolov.train 5 word_idx of 2 words\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "reader 0: dataset() imikolov.train 5 word_idx of 2 words data_type 2\n"));
     free(s1);
     free(s2);
     FlBundle *cl = fl_ir_bundle_clone(r);
     CU_ASSERT_NOT_EQUAL(cl->readers.data[0]->words.data[0], d->words.data[0]);
     CU_ASSERT_STRING_EQUAL(cl->readers.data[0]->words.data[0], "the");
     CU_ASSERT_EQUAL(cl->readers.data[0]->word_ids.data[1], 0);
+    CU_ASSERT_EQUAL(cl->readers.data[0]->data_type, 2);
     fl_ir_bundle_free(cl);
     fl_ir_bundle_free(r);
     src->word_ids.len = 1;

@@ -38,7 +38,7 @@ awk '/^untrained test accuracy/ { a0 = $4 } /^test accuracy/ { a1 = $3 } /^first
 
 "$FLC" build "$D/word2vec_train.fl" -o "$T/w2v.flp" || fail "flc build word2vec_train.fl"
 "$FLC" show "$T/w2v.flp" > "$T/show.txt" || fail "flc show"
-grep -q '^reader 0: dataset() imikolov.train 5 word_idx of 311 words$' "$T/show.txt" ||
+grep -q '^reader 0: dataset() imikolov.train 5 word_idx of 311 words data_type 1$' "$T/show.txt" ||
     { sed -n '/== readers/,$p' "$T/show.txt"; fail "flc show: the imikolov reader"; }
 
 # a missing archive: build_dict stops the compilation naming it; a corrupt one is not a tar

@@ -1,6 +1,8 @@
 """Reads simple-examples.tgz as Paddle's paddle.dataset.imikolov does (build_dict, the n-gram
-reader) and checks the lines imikolov_grams.fl printed: the dict's size and ids, the first 8
-5-grams of train and the 3-grams of test, batch by batch (count and sum of ids).
+reader, DataType.SEQ's) and checks the lines imikolov_grams.fl printed: the dict's size and ids,
+the first 8 5-grams of train, the 3-grams of test batch by batch (count and sum of ids), and
+test's sequences with n = -1, 21 and 20 batch by batch (count, sums of src and trg, the first
+sequence's length, the offset after the last).
 Usage: check_imikolov.py TGZ LOG"""
 import collections
 import sys
@@ -38,6 +40,17 @@ def grams(tf, name, word_idx, n):
                 yield tuple(l[i - n:i])
 
 
+def seqs(tf, name, word_idx, n):
+    unk = word_idx[b'<unk>']
+    for l in tf.extractfile(name):
+        l = [word_idx.get(w, unk) for w in l.strip().split()]
+        src_seq = [word_idx[b'<s>']] + l
+        trg_seq = l + [word_idx[b'<e>']]
+        if n > 0 and len(src_seq) > n:
+            continue
+        yield src_seq, trg_seq
+
+
 def main():
     tf = tarfile.open(sys.argv[1])
     d = build_dict(tf, 50)
@@ -52,6 +65,12 @@ def main():
     for i in range(0, len(t), 1000):
         b = t[i:i + 1000]
         want.append('test3 %d %d' % (len(b), sum(sum(x) for x in b)))
+    for n in (-1, 21, 20):
+        s = list(seqs(tf, VALID, d, n))
+        for i in range(0, len(s), 150):
+            b = s[i:i + 150]
+            want.append('seq%d %d %d %d %d %d' % (n, len(b), sum(sum(x) for x, _ in b), sum(sum(y) for _, y in b),
+                                                len(b[0][0]), sum(len(x) for x, _ in b)))
     got = open(sys.argv[2]).read().split('\n')
     got = [l for l in got if l]
     if got != want:
