@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "dataset/dataset.h"
+#include "dataset/dataset_impl.h"
 
 /* ---------------------------------------------------------------- files */
 
@@ -33,19 +33,29 @@ static char *ds_path(const char *name, const char *file, FlBuf *shown) {
     return b.data;
 }
 
-/* Reads file `file` of module `name` whole (gunzipped when it is gzip). */
-static FlStatus ds_read(const char *name, const char *part, const char *file, char **out, size_t *len,
-                        FlErr *e) {
+FlStatus fl_ds_read(const char *name, const char *file, const char *alt, char **out,
+                    size_t *len, FlErr *e) {
     *out = NULL;
     FlBuf shown = {0};
     char *path = ds_path(name, file, &shown);
     FlStatus st = FL_OK;
     gzFile f = gzopen(path, "rb");
+    if (!f && errno == ENOENT && alt) {
+        FlBuf ignored = {0};
+        char *apath = ds_path(name, alt, &ignored);
+        fl_buf_free(&ignored);
+        f = gzopen(apath, "rb");
+        free(apath);
+        if (!f) errno = ENOENT;
+    }
     if (!f) {
         if (errno == ENOENT)
             st = fl_err(e, "paddle.dataset.%s: '%s' is missing: Paddle downloads it (python -c \"import "
-                        "paddle.dataset.%s as m; m.%s()\"), or make a cache with scripts/make_dataset_cache.sh",
-                        name, shown.data, name, part);
+                        "paddle.dataset.%s as m; m.fetch()\"), or %s",
+                        name, shown.data, name,
+                        strcmp(name, "uci_housing") == 0 || strcmp(name, "mnist") == 0
+                            ? "make a cache with scripts/make_dataset_cache.sh"
+                            : "scripts/make_synthetic_datasets.sh makes made-up files for tests");
         else st = fl_err(e, "paddle.dataset.%s: cannot open '%s': %s", name, shown.data, strerror(errno));
         goto done;
     }
@@ -69,18 +79,23 @@ done:
     return st;
 }
 
-static FlDsTable *table_new(const FlDsLayout *l, size_t rows) {
+FlDsTable *fl_ds_table_new(const FlDsLayout *l, size_t rows) {
     FlDsTable *t = fl_xcalloc(1, sizeof *t);
     t->layout = *l;
     t->rows = rows;
-    for (size_t f = 0; f < l->nfields; f++)
-        t->data[f] = fl_xcalloc(rows ? rows : 1, fl_mul_size(l->fields[f].width, fl_dtype_size(l->fields[f].dtype)));
+    for (size_t f = 0; f < l->nfields; f++) {
+        if (l->fields[f].seq) t->offsets[f] = fl_xcalloc(rows + 1, sizeof(int64_t));
+        else t->data[f] = fl_xcalloc(rows ? rows : 1, fl_mul_size(l->fields[f].width, fl_dtype_size(l->fields[f].dtype)));
+    }
     return t;
 }
 
 void fl_ds_free(FlDsTable *t) {
     if (!t) return;
-    for (size_t f = 0; f < t->layout.nfields; f++) free(t->data[f]);
+    for (size_t f = 0; f < t->layout.nfields; f++) {
+        free(t->data[f]);
+        free(t->offsets[f]);
+    }
     free(t);
 }
 
@@ -88,17 +103,19 @@ void fl_ds_free(FlDsTable *t) {
 
 #define UCI_COLS 14
 
-static void uci_layout(FlDsLayout *l) {
+/* uci_housing and mnist take no arguments (find() checks). */
+static void uci_layout(const FlDsArgs *a, FlDsLayout *l) {
+    (void)a;
     *l = (FlDsLayout){.nfields = 2,
                       .fields = {{"x", FL_DT_FLOAT32, UCI_COLS - 1}, {"y", FL_DT_FLOAT32, 1}}};
 }
 
 /* housing.data: numbers separated by blanks, 14 a row (np.fromfile(sep=' ') then a reshape);
  * features normalised over the whole file, the first int(0.8 * rows) rows train. */
-static FlStatus uci_load(const char *part, FlDsTable **out, FlErr *e) {
+static FlStatus uci_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) {
     char *text;
     size_t len;
-    if (ds_read("uci_housing", part, "housing.data", &text, &len, e)) return FL_ERROR;
+    if (fl_ds_read("uci_housing", "housing.data", NULL, &text, &len, e)) return FL_ERROR;
     FL_VEC(double) v = {0};
     FlStatus st = FL_OK;
     for (char *p = text; st == FL_OK;) {
@@ -141,8 +158,8 @@ static FlStatus uci_load(const char *part, FlDsTable **out, FlErr *e) {
     size_t offset = (size_t)((double)rows * 0.8), from = strcmp(part, "train") == 0 ? 0 : offset;
     size_t n = strcmp(part, "train") == 0 ? offset : rows - offset;
     FlDsLayout l;
-    uci_layout(&l);
-    FlDsTable *t = table_new(&l, n);
+    uci_layout(a, &l);
+    FlDsTable *t = fl_ds_table_new(&l, n);
     float *x = t->data[0], *y = t->data[1];
     for (size_t r = 0; r < n; r++) {
         const double *row = v.data + (from + r) * UCI_COLS;
@@ -156,7 +173,8 @@ static FlStatus uci_load(const char *part, FlDsTable **out, FlErr *e) {
 
 /* ---------------------------------------------------------------- mnist */
 
-static void mnist_layout(FlDsLayout *l) {
+static void mnist_layout(const FlDsArgs *a, FlDsLayout *l) {
+    (void)a;
     *l = (FlDsLayout){.nfields = 2, .fields = {{"pixel", FL_DT_FLOAT32, 784}, {"label", FL_DT_INT64, 1}}};
 }
 
@@ -166,7 +184,7 @@ static uint32_t be32(const unsigned char *p) {
 
 /* The idx files of `part`: images (magic 2051, n, 28, 28, then bytes) and labels (magic 2049, n,
  * then bytes 0..9). */
-static FlStatus mnist_load(const char *part, FlDsTable **out, FlErr *e) {
+static FlStatus mnist_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) {
     const char *pre = strcmp(part, "train") == 0 ? "train" : "t10k";
     char fimg[64], flab[64];
     snprintf(fimg, sizeof fimg, "%s-images-idx3-ubyte.gz", pre);
@@ -174,7 +192,7 @@ static FlStatus mnist_load(const char *part, FlDsTable **out, FlErr *e) {
     char *img = NULL, *lab = NULL;
     size_t ni, nl;
     FlStatus st = FL_ERROR;
-    if (ds_read("mnist", part, fimg, &img, &ni, e) || ds_read("mnist", part, flab, &lab, &nl, e)) goto done;
+    if (fl_ds_read("mnist", fimg, NULL, &img, &ni, e) || fl_ds_read("mnist", flab, NULL, &lab, &nl, e)) goto done;
     const unsigned char *pi = (const unsigned char *)img, *pl = (const unsigned char *)lab;
     if (ni < 16 || be32(pi) != 2051 || be32(pi + 8) != 28 || be32(pi + 12) != 28 ||
         (ni - 16) / 784 < be32(pi + 4)) {
@@ -192,8 +210,8 @@ static FlStatus mnist_load(const char *part, FlDsTable **out, FlErr *e) {
         goto done;
     }
     FlDsLayout l;
-    mnist_layout(&l);
-    FlDsTable *t = table_new(&l, n);
+    mnist_layout(a, &l);
+    FlDsTable *t = fl_ds_table_new(&l, n);
     float *x = t->data[0];
     int64_t *y = t->data[1];
     for (size_t i = 0; i < n * 784; i++) x[i] = (float)((double)pi[16 + i] / 255.0 * 2.0 - 1.0);
@@ -208,39 +226,93 @@ done:
 
 /* ---------------------------------------------------------------- modules */
 
+typedef enum { TAKES_NONE, TAKES_DICT, TAKES_DICT_N } Takes;
+
 static const struct {
     const char *name;
-    void (*layout)(FlDsLayout *l);
-    FlStatus (*load)(const char *part, FlDsTable **out, FlErr *e);
-} modules[] = {{"uci_housing", uci_layout, uci_load}, {"mnist", mnist_layout, mnist_load}};
+    Takes takes;
+    void (*layout)(const FlDsArgs *a, FlDsLayout *l);
+    FlStatus (*load)(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e);
+} modules[] = {{"uci_housing", TAKES_NONE, uci_layout, uci_load},
+               {"mnist", TAKES_NONE, mnist_layout, mnist_load},
+               {"imikolov", TAKES_DICT_N, fl_ds_imikolov_layout, fl_ds_imikolov_load},
+               {"imdb", TAKES_DICT, fl_ds_imdb_layout, fl_ds_imdb_load}};
 
-static const char *const not_yet[] = {"cifar", "imdb", "imikolov", "movielens", "conll05", "wmt14", "wmt16",
+static const char *const not_yet[] = {"cifar", "movielens", "conll05", "wmt14", "wmt16",
                                       "flowers", "sentiment", "voc2012", "mq2007"};
 
-static FlStatus find(const char *name, const char *part, size_t *out, FlErr *e) {
-    for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++)
-        if (strcmp(modules[i].name, name) == 0) {
-            if (strcmp(part, "train") != 0 && strcmp(part, "test") != 0)
-                return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has train and test)", name, part);
-            *out = i;
-            return FL_OK;
-        }
+static FlStatus not_read(const char *name, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(not_yet); i++)
         if (strcmp(not_yet[i], name) == 0)
-            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing and mnist are)", name);
+            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov and imdb are)",
+                          name);
     return fl_err(e, "paddle.dataset has no module '%s'", name);
 }
 
-FlStatus fl_ds_layout(const char *name, const char *part, FlDsLayout *out, FlErr *e) {
+static bool has_word(const FlDsArgs *a, const char *w) {
+    for (size_t i = 0; i < a->nwords; i++)
+        if (strcmp(a->words[i], w) == 0) return true;
+    return false;
+}
+
+/* Module `name`'s row, its reader `part` and the arguments it takes. */
+static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size_t *out, FlErr *e) {
+    for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++) {
+        if (strcmp(modules[i].name, name) != 0) continue;
+        if (strcmp(part, "train") != 0 && strcmp(part, "test") != 0)
+            return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has train and test)", name, part);
+        switch (modules[i].takes) {
+        case TAKES_NONE:
+            if (a->has_dict || a->n || a->data_type)
+                return fl_err(e, "paddle.dataset.%s.%s() takes no arguments", name, part);
+            break;
+        case TAKES_DICT:
+        case TAKES_DICT_N:
+            if (!a->has_dict) return fl_err(e, "paddle.dataset.%s.%s(word_idx, ...) needs its word dict", name, part);
+            if (modules[i].takes == TAKES_DICT && (a->n || a->data_type))
+                return fl_err(e, "paddle.dataset.%s.%s(word_idx) takes no n nor data_type", name, part);
+            if (a->data_type < 0 || a->data_type > 2)
+                return fl_err(e, "paddle.dataset.%s.%s: Unknown data type %lld", name, part, (long long)a->data_type);
+            for (int k = 0; k < 3; k++) { /* '<s>' and '<e>' for imikolov's DataType.SEQ */
+                const char *want = k == 0 ? "<unk>" : k == 1 ? "<s>" : "<e>";
+                if (k && a->data_type != 2) break;
+                if (!has_word(a, want))
+                    return fl_err(e, "paddle.dataset.%s.%s: word_idx has no '%s' (KeyError: '%s'; %s.build_dict() "
+                                  "gives it)", name, part, want, want, name);
+            }
+            if (modules[i].takes == TAKES_DICT_N && a->data_type != 2 && (a->n < 1 || a->n > FL_DS_MAX_FIELDS))
+                return fl_err(e, "paddle.dataset.%s.%s(word_idx, n): n is %lld; n-grams of 1 to %d words are read",
+                              name, part, (long long)a->n, FL_DS_MAX_FIELDS);
+            break;
+        }
+        *out = i;
+        return FL_OK;
+    }
+    return not_read(name, e);
+}
+
+FlStatus fl_ds_layout(const char *name, const char *part, const FlDsArgs *args, FlDsLayout *out, FlErr *e) {
     size_t i;
-    if (find(name, part, &i, e)) return FL_ERROR;
-    modules[i].layout(out);
+    if (find(name, part, args, &i, e)) return FL_ERROR;
+    modules[i].layout(args, out);
     return FL_OK;
 }
 
-FlStatus fl_ds_load(const char *name, const char *part, FlDsTable **out, FlErr *e) {
+FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, FlDsTable **out, FlErr *e) {
     *out = NULL;
     size_t i;
-    if (find(name, part, &i, e)) return FL_ERROR;
-    return modules[i].load(part, out, e);
+    if (find(name, part, args, &i, e)) return FL_ERROR;
+    return modules[i].load(part, args, out, e);
+}
+
+FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) {
+    *out = (FlDsDict){0};
+    if (strcmp(name, "imikolov") == 0) return fl_ds_imikolov_dict(cutoff, out, e);
+    if (strcmp(name, "imdb") == 0) {
+        if (!pattern) return fl_err(e, "paddle.dataset.imdb.build_dict(pattern, cutoff) needs its pattern");
+        return fl_ds_imdb_dict(pattern, cutoff, out, e);
+    }
+    for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++)
+        if (strcmp(modules[i].name, name) == 0) return fl_err(e, "paddle.dataset.%s has no word dict", name);
+    return not_read(name, e);
 }

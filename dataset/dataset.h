@@ -12,9 +12,29 @@
  *   mnist        train, test   {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz: pixels scaled to
  *                              [-1, 1] (p / 255 * 2 - 1), fields pixel [784] (float32) and label
  *                              [1] (int64)
+ *   imikolov     train, test   simple-examples.tgz (Paddle 2's name: imikolov%2Fsimple-examples.tgz),
+ *                              its ./simple-examples/data/ptb.{train,valid}.txt: train(word_idx,
+ *                              n) gives each line's n-grams of ids over ['<s>', words..., '<e>']
+ *                              (words not in word_idx are word_idx['<unk>']), n int64 fields
+ *                              [1]; build_dict(min_word_freq) (fl_ds_dict) the words of both
+ *                              files seen more than min_word_freq times ('<s>' and '<e>' once a
+ *                              line, '<unk>' not counted), by falling count then bytes, and
+ *                              '<unk>' last; with data_type 2 (DataType.SEQ) each line of fewer
+ *                              than n words (any length when n <= 0) gives two int64 sequence
+ *                              fields, src (word_idx['<s>'] and the words) and trg (the words and
+ *                              word_idx['<e>'])
+ *   imdb         train, test   aclImdb_v1.tar.gz (Paddle 2's name: imdb%2FaclImdb_v1.tar.gz):
+ *                              train(word_idx) gives the files aclImdb/train/pos/NAME.txt (label 0)
+ *                              then aclImdb/train/neg/NAME.txt (label 1), in the archive's order,
+ *                              each as the ids of its words (punctuation removed, ASCII lowered,
+ *                              split at blanks; '<unk>''s id for words not in word_idx): fields
+ *                              word (an int64 sequence) and label [1] (int64); build_dict(pattern,
+ *                              cutoff) the words of the files the pattern matches seen more than
+ *                              cutoff times, by falling count then bytes, '<unk>' last
+ *                              (word_dict(): train and test, pos and neg, cutoff 150)
  *
- * The other modules of paddle.dataset (cifar, imdb, imikolov, movielens, conll05, wmt14, wmt16)
- * are an error naming the module: they are not read yet.
+ * The other modules of paddle.dataset (cifar, movielens, conll05, wmt14, wmt16) are an error
+ * naming the module: they are not read yet.
  *
  * A table holds every sample of a reader, field by field (a sample is one row of each field);
  * tables are immutable once loaded, so threads may read one at once.
@@ -27,12 +47,13 @@
 #include "base/base.h"
 #include "compiler/ir/dtype.h"
 
-#define FL_DS_MAX_FIELDS 4
+#define FL_DS_MAX_FIELDS 8
 
 typedef struct FlDsField {
     const char *name; /* Paddle's name of the sample's element (static storage) */
     FlDType dtype;    /* FL_DT_FLOAT32 or FL_DT_INT64 */
-    size_t width;     /* elements per sample */
+    size_t width;     /* elements per sample; of a sequence field, per step */
+    bool seq;         /* a sequence (imdb's words): each sample has its own number of steps */
 } FlDsField;
 
 typedef struct FlDsLayout {
@@ -43,15 +64,46 @@ typedef struct FlDsLayout {
 typedef struct FlDsTable {
     FlDsLayout layout;
     size_t rows;
-    void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major */
+    void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major; a
+                                     sequence field: offsets[f][rows] * width, the rows' steps one
+                                     after the other */
+    int64_t *offsets[FL_DS_MAX_FIELDS]; /* a sequence field: row r is steps offsets[f][r] to
+                                           offsets[f][r + 1] (rows + 1 of them), else NULL */
 } FlDsTable;
 
-/* The fields of reader `part` of module `name` ("mnist", "train"). An unknown module or part, or a
- * module not read yet, is an error naming it: "paddle.dataset.cifar is not read yet ...". */
-FlStatus fl_ds_layout(const char *name, const char *part, FlDsLayout *out, FlErr *e) FL_WARN_UNUSED;
+/* The arguments of a reader, as the module's function takes them: uci_housing and mnist take none
+ * (all zero), imikolov a word dict (has_dict; word words[i] has id ids[i]) and n. */
+typedef struct FlDsArgs {
+    bool has_dict;
+    size_t nwords;
+    char *const *words;
+    const int64_t *ids;
+    int64_t n;
+    int64_t data_type; /* imikolov's DataType: 0 or 1 NGRAM, 2 SEQ */
+} FlDsArgs;
+
+/* The fields of reader `part` of module `name` ("mnist", "train") given args. An unknown module or
+ * part, arguments the reader does not take, or a module not read yet, is an error naming it:
+ * "paddle.dataset.cifar is not read yet ...". */
+FlStatus fl_ds_layout(const char *name, const char *part, const FlDsArgs *args, FlDsLayout *out,
+                      FlErr *e) FL_WARN_UNUSED;
 /* Reads the samples of reader `part` of module `name` from the cache folder. */
-FlStatus fl_ds_load(const char *name, const char *part, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, FlDsTable **out,
+                    FlErr *e) FL_WARN_UNUSED;
 void fl_ds_free(FlDsTable *t);
+
+/* A word dict: word words[i] has id i. */
+typedef struct FlDsDict {
+    size_t n;
+    char **words; /* owned */
+} FlDsDict;
+
+/* The word dict of module `name` (its build_dict) with its cutoff argument (imikolov's
+ * min_word_freq, imdb's cutoff) and imdb's pattern (a POSIX extended regular expression matched
+ * from the start of each file's name; NULL for imikolov), read from the cache folder. */
+FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out,
+                    FlErr *e) FL_WARN_UNUSED;
+void fl_ds_dict_free(FlDsDict *d);
 
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
  * $HOME/.cache/paddle/dataset/name. */

@@ -2,11 +2,18 @@
  * descriptions that the driver's reader ops read at run time. The native module `_reader` (used
  * by stdlib/paddle/reader.fl, stdlib/paddle/dataset/ and stdlib/fluid/data_feeder.fl):
  *
- *   dataset(name, part)   paddle.dataset.NAME.part(): a reader of the module's samples, whose
- *                         fields dataset/ gives (fl_ds_layout; an unknown module is an error)
+ *   dataset(name, part, args, kwargs, word_idx=, n=)
+ *                         paddle.dataset.NAME.part(...): a reader of the module's samples, whose
+ *                         fields dataset/ gives (fl_ds_layout; an unknown module is an error); a
+ *                         word dict is copied into Bundle.readers when a loop reads the reader
+ *   word_dict(name, pattern, cutoff)
+ *                         a module's word dict (imikolov.build_dict, imdb.build_dict), read when
+ *                         the script compiles
  *   decorate(kind, readers, n, drop_last, check_alignment)
  *                         paddle.batch, paddle.reader.shuffle/firstn/chain/compose/buffered
  *   fields(data)          the field vars of a batch (DataFeeder.feed)
+ *   lods(data)            the offsets var of each sequence field of a batch ([rows + 1] int64,
+ *                         data var NAME's NAME@LOD0), None for the others
  *
  * A reader is a builtin function (Paddle's reader is a function returning a generator) bound to
  * a Reader record: its kind, inputs, arguments and fields. Calling it gives a ReaderIter record;
@@ -63,7 +70,7 @@ static FlValue *reader_new(Ctx *c, const char *kind, FlValue *inputs, FlValue *f
     return fl_v_builtin(c, "reader", r_call, r);
 }
 
-/* The fields of a layout: a list of (dtype, width, name) tuples. */
+/* The fields of a layout: a list of (dtype, width, name, seq) tuples. */
 static FlValue *layout_fields(Ctx *c, const FlDsLayout *l) {
     FlValue *out = fl_v_list(c, VK_LIST);
     for (size_t f = 0; f < l->nfields; f++) {
@@ -71,32 +78,105 @@ static FlValue *layout_fields(Ctx *c, const FlDsLayout *l) {
         fl_v_list_push(c, t, fl_v_int(c, l->fields[f].dtype));
         fl_v_list_push(c, t, fl_v_int(c, (int64_t)l->fields[f].width));
         fl_v_list_push(c, t, fl_v_cstr(c, l->fields[f].name));
+        fl_v_list_push(c, t, fl_v_bool(c, l->fields[f].seq));
         fl_v_list_push(c, out, t);
     }
     return out;
 }
 
+/* A word dict (a dict of str to int) as dataset/ takes it; the vectors point into the dict. */
+static bool dict_args(Ctx *c, FlValue *d, const char *fname, FlSpan sp, FlDsArgs *out, char ***words,
+                      int64_t **ids) {
+    if (!d || d->kind != VK_DICT)
+        return fl_ev_error(c, sp, "%s: word_idx must be a dict of words to ids (imikolov.build_dict()), found %s",
+                           fname, d ? fl_v_type_name(d) : "nothing"), false;
+    *words = fl_xmalloc(fl_mul_size(d->dict.len + 1, sizeof **words));
+    *ids = fl_xmalloc(fl_mul_size(d->dict.len + 1, sizeof **ids));
+    for (size_t i = 0; i < d->dict.len; i++) {
+        FlValue *k = d->dict.keys[i], *val = d->dict.vals[i];
+        if (k->kind != VK_STR || val->kind != VK_INT) {
+            free(*words);
+            free(*ids);
+            return fl_ev_error(c, sp, "%s: word_idx maps %s to %s; it must map words (str) to ids (int)", fname,
+                               fl_v_type_name(k), fl_v_type_name(val)), false;
+        }
+        (*words)[i] = (char *)k->str.s;
+        (*ids)[i] = val->i;
+    }
+    *out = (FlDsArgs){.has_dict = true, .nwords = d->dict.len, .words = *words, .ids = *ids};
+    return true;
+}
+
+/* dataset(name, part, args, kwargs, word_idx=None, n=0, data_type=0): paddle.dataset.NAME.part(...);
+ * the .fl functions of the modules that are read pass their arguments by name (word_idx, n,
+ * data_type), the others pass theirs through to be refused. */
 static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("dataset", "name part args= kwargs=", 4);
+    ARGS("dataset", "name part args= kwargs= word_idx= n= data_type=", 7);
     if (!fl_ev_want_str(c, v[0], "dataset name", a->span) || !fl_ev_want_str(c, v[1], "dataset part", a->span))
         return c->error;
+    FlDsArgs da = {0};
+    char **words = NULL;
+    int64_t *ids = NULL;
+    char fname[128];
+    snprintf(fname, sizeof fname, "paddle.dataset.%s.%s", v[0]->str.s, v[1]->str.s);
+    if (v[4] && v[4]->kind != VK_NONE && !dict_args(c, v[4], fname, a->span, &da, &words, &ids)) return c->error;
+    if ((v[5] && !fl_ev_want_int(c, v[5], "n", a->span, &da.n)) ||
+        (v[6] && !fl_ev_want_int(c, v[6], "data_type", a->span, &da.data_type))) {
+        free(words);
+        free(ids);
+        return c->error;
+    }
     FlDsLayout l;
     FlErr e;
-    if (fl_ds_layout(v[0]->str.s, v[1]->str.s, &l, &e)) return fl_ev_error(c, a->span, "%s", e.msg);
-    if ((v[2] && v[2]->kind == VK_TUPLE && v[2]->list.len) || (v[3] && v[3]->kind == VK_DICT && v[3]->dict.len))
-        return fl_ev_error(c, a->span, "paddle.dataset.%s.%s() takes no arguments", v[0]->str.s, v[1]->str.s);
+    FlStatus st = fl_ds_layout(v[0]->str.s, v[1]->str.s, &da, &l, &e);
+    if (st == FL_OK &&
+        ((v[2] && v[2]->kind == VK_TUPLE && v[2]->list.len) || (v[3] && v[3]->kind == VK_DICT && v[3]->dict.len)))
+        st = fl_err(&e, "%s() takes no arguments", fname);
+    if (st) {
+        free(words);
+        free(ids);
+        return fl_ev_error(c, a->span, "%s", e.msg);
+    }
     FlValue *rv = reader_new(c, "dataset", fl_v_list(c, VK_LIST), layout_fields(c, &l), false);
     fl_v_rec_set(c, rv->builtin.self, "_dataset", v[0]);
     fl_v_rec_set(c, rv->builtin.self, "_part", v[1]);
+    if (da.has_dict) { /* a copy: the words the reader reads are those of this call */
+        FlValue *copy = fl_v_dict(c);
+        for (size_t i = 0; i < v[4]->dict.len; i++) fl_v_dict_set(c, copy, v[4]->dict.keys[i], v[4]->dict.vals[i]);
+        fl_v_rec_set(c, rv->builtin.self, "_word_idx", copy);
+        fl_v_rec_set(c, rv->builtin.self, "_n", fl_v_int(c, da.n));
+        fl_v_rec_set(c, rv->builtin.self, "_data_type", fl_v_int(c, da.data_type));
+    }
+    free(words);
+    free(ids);
     return rv;
+}
+
+/* word_dict(name, pattern, cutoff): a module's word dict (imikolov.build_dict(min_word_freq),
+ * imdb.build_dict(pattern, cutoff)), read from the cache folder when the script compiles: a dict
+ * of str to int. */
+static FlValue *d_word_dict(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("word_dict", "name pattern cutoff", 3);
+    int64_t cutoff;
+    if (!fl_ev_want_int(c, v[2], "the word count cutoff", a->span, &cutoff)) return c->error;
+    if (v[1]->kind != VK_NONE && !fl_ev_want_str(c, v[1], "the pattern (a str)", a->span)) return c->error;
+    FlDsDict d;
+    FlErr e;
+    if (fl_ds_dict(v[0]->str.s, v[1]->kind == VK_STR ? v[1]->str.s : NULL, cutoff, &d, &e))
+        return fl_ev_error(c, a->span, "%s", e.msg);
+    FlValue *out = fl_v_dict(c);
+    for (size_t i = 0; i < d.n; i++) fl_v_dict_set(c, out, fl_v_cstr(c, d.words[i]), fl_v_int(c, (int64_t)i));
+    fl_ds_dict_free(&d);
+    return out;
 }
 
 /* Whether two field lists are the same (chain joins only readers of the same fields). */
 static bool same_fields(const FlValue *a, const FlValue *b) {
     if (a->list.len != b->list.len) return false;
-    for (size_t i = 0; i < a->list.len; i++)
-        for (size_t k = 0; k < 2; k++)
-            if (a->list.items[i]->list.items[k]->i != b->list.items[i]->list.items[k]->i) return false;
+    for (size_t i = 0; i < a->list.len; i++) {
+        FlValue **x = a->list.items[i]->list.items, **y = b->list.items[i]->list.items;
+        if (x[0]->i != y[0]->i || x[1]->i != y[1]->i || x[3]->b != y[3]->b) return false;
+    }
     return true;
 }
 
@@ -148,13 +228,19 @@ static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
     return rv;
 }
 
-static FlValue *d_fields(Ctx *c, FlValue *self, CallArgs *a) {
+/* fields(data): the field vars of a batch; lods(data): the offsets var of each sequence field, None
+ * for the others. */
+static FlValue *batch_part(Ctx *c, CallArgs *a, const char *part) {
     ARGS("fields", "data", 1);
     if (!is_rec(v[0], BATCH_TYPE))
         return fl_ev_error(c, a->span, "DataFeeder.feed(data) takes a batch of a reader (for data in reader(): ...), "
                            "found %s", fl_v_type_name(v[0]));
-    return get(v[0], "_fields");
+    return get(v[0], part);
 }
+
+static FlValue *d_fields(Ctx *c, FlValue *self, CallArgs *a) { return batch_part(c, a, "_fields"); }
+
+static FlValue *d_lods(Ctx *c, FlValue *self, CallArgs *a) { return batch_part(c, a, "_lods"); }
 
 /* ------------------------------------------------------------------ Bundle.readers */
 
@@ -173,8 +259,14 @@ static int32_t emit(Ctx *c, FlValue *r) {
     d->kind = dup_str(get(r, "_kind"));
     d->dataset = dup_str(get(r, "_dataset"));
     d->part = dup_str(get(r, "_part"));
-    FlValue *n = get(r, "_n"), *dl = get(r, "_drop_last"), *ck = get(r, "_check");
+    FlValue *n = get(r, "_n"), *dl = get(r, "_drop_last"), *ck = get(r, "_check"), *wi = get(r, "_word_idx");
     d->n = n && n->kind == VK_INT ? n->i : 0;
+    FlValue *dt = get(r, "_data_type");
+    d->data_type = dt && dt->kind == VK_INT ? dt->i : 0;
+    for (size_t i = 0; wi && i < wi->dict.len; i++) { /* d_dataset checked its keys and values */
+        FL_VEC_PUSH(&d->words, fl_xstrdup(wi->dict.keys[i]->str.s));
+        FL_VEC_PUSH(&d->word_ids, wi->dict.vals[i]->i);
+    }
     d->drop_last = dl && dl->kind == VK_BOOL && dl->b;
     d->check_alignment = ck && ck->kind == VK_BOOL && ck->b;
     FL_VEC_PUSH(&c->bundle->readers, d);
@@ -231,15 +323,22 @@ typedef struct NextArg {
 /* reader_next of the epoch into `sub`: a ReaderBatch (and with enumerate, (i, batch)). */
 static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp) {
     NextArg *na = arg;
-    FlValue *fields = get(na->reader, "_fields"), *vars = fl_v_list(c, VK_LIST);
+    FlValue *fields = get(na->reader, "_fields"), *vars = fl_v_list(c, VK_LIST), *lods = fl_v_list(c, VK_LIST);
     FlOpDesc *op = fl_ev_op_raw(c, sub, "reader_next", sp);
     fl_ir_op_add_input(op, "Epoch", na->epoch);
     for (size_t f = 0; f < fields->list.len; f++) {
         FlValue **t = fields->list.items[f]->list.items;
-        int64_t shape[2] = {-1, t[1]->i};
+        int64_t shape[2] = {-1, t[1]->i}, nlod = -1;
         const char *name = new_var(c, "reader_data", (FlDType)t[0]->i, 2, shape, sp);
         fl_ir_op_add_output(op, "Out", name);
         fl_v_list_push(c, vars, fl_v_var(c, name));
+        if (!t[3]->b) {
+            fl_v_list_push(c, lods, c->none);
+            continue;
+        }
+        const char *lod = new_var(c, "reader_lod", FL_DT_INT64, 1, &nlod, sp); /* a sequence: its offsets */
+        fl_ir_op_add_output(op, "Out", lod);
+        fl_v_list_push(c, lods, fl_v_var(c, lod));
     }
     int64_t one = 1;
     const char *rows = new_var(c, "reader_rows", FL_DT_INT64, 1, &one, sp);
@@ -248,6 +347,7 @@ static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSp
     if (!fl_ev_infer(c, sub, op, sp)) return c->error;
     FlValue *batch = fl_v_record(c, BATCH_TYPE);
     fl_v_rec_set(c, batch, "_fields", vars);
+    fl_v_rec_set(c, batch, "_lods", lods);
     fl_v_rec_set(c, batch, "__len__", fl_v_var(c, rows));
     if (!na->counter) return batch;
     FlValue *i = fl_ev_op2(c, "assign", fl_v_var(c, na->counter), NULL, sp);
@@ -340,6 +440,8 @@ static const NativeFn reader_fns[] = {
     {"dataset", d_dataset},
     {"decorate", d_decorate},
     {"fields", d_fields},
+    {"lods", d_lods},
+    {"word_dict", d_word_dict},
 };
 
 void fl_ev_driver_data_install(Ctx *c) {

@@ -682,6 +682,8 @@ void fl_ir_reader_desc_free(FlReaderDesc *r) {
     FL_VEC_FREE(&r->inputs);
     free(r->dataset);
     free(r->part);
+    free_strvec(r->words.data, r->words.len);
+    FL_VEC_FREE(&r->word_ids);
     free(r);
 }
 
@@ -694,6 +696,12 @@ static FlReaderDesc *reader_desc_clone(const FlReaderDesc *r) {
     c->inputs.data = NULL;
     c->inputs.len = c->inputs.cap = 0;
     for (size_t i = 0; i < r->inputs.len; i++) FL_VEC_PUSH(&c->inputs, r->inputs.data[i]);
+    c->words.data = NULL;
+    c->words.len = c->words.cap = 0;
+    STRVEC_COPY(&c->words, &r->words);
+    c->word_ids.data = NULL;
+    c->word_ids.len = c->word_ids.cap = 0;
+    for (size_t i = 0; i < r->word_ids.len; i++) FL_VEC_PUSH(&c->word_ids, r->word_ids.data[i]);
     return c;
 }
 
@@ -996,6 +1004,11 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
                       (long long)kinds[k].min_n);
     if (k == 0 && (empty(r->dataset) || empty(r->part)))
         return fl_err(e, "reader %zu: a dataset reader without its module or part", i);
+    if (r->words.len != r->word_ids.len)
+        return fl_err(e, "reader %zu (%s): %zu words but %zu word ids", i, r->kind, r->words.len, r->word_ids.len);
+    if (k != 0 && r->words.len) return fl_err(e, "reader %zu (%s): a word dict on a decorator", i, r->kind);
+    if (r->data_type < 0 || r->data_type > 2 || (k != 0 && r->data_type))
+        return fl_err(e, "reader %zu (%s): data_type %lld", i, r->kind, (long long)r->data_type);
     return FL_OK;
 }
 

@@ -273,9 +273,13 @@ typedef struct FlReaderDesc {
                                   "buffered"; owned */
     FL_VEC(int32_t) inputs;    /* the nodes it decorates: indices of earlier readers */
     char *dataset, *part;      /* kind "dataset": the module and its reader; owned, else NULL */
-    int64_t n;                 /* shuffle buf_size, batch batch_size, firstn n, buffered size */
+    int64_t n;                 /* shuffle buf_size, batch batch_size, firstn n, buffered size;
+                                  dataset: the module's size argument (imikolov's gram length) */
     bool drop_last;            /* batch */
     bool check_alignment;      /* compose */
+    FL_VEC(char *) words;      /* dataset: the word dict, word i having id word_ids[i]; owned */
+    FL_VEC(int64_t) word_ids;
+    int64_t data_type;         /* dataset: imikolov's DataType (2: SEQ); 0: the module's default */
 } FlReaderDesc;
 
 void fl_ir_reader_desc_free(FlReaderDesc *r);

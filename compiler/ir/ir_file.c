@@ -221,6 +221,12 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->n = r->n;
     m->has_drop_last = m->drop_last = r->drop_last;
     m->has_check_alignment = m->check_alignment = r->check_alignment;
+    m->n_words = r->words.len;
+    m->words = enc_strs(a, r->words.data, r->words.len);
+    m->n_word_ids = r->word_ids.len;
+    m->word_ids = r->word_ids.data;
+    m->has_data_type = r->data_type != 0;
+    m->data_type = r->data_type;
     return m;
 }
 
@@ -587,6 +593,10 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         r->n = rm->n;
         r->drop_last = rm->drop_last;
         r->check_alignment = rm->check_alignment;
+        DEC_STRVEC(&r->words, rm->words, rm->n_words);
+        FL_VEC_RESERVE(&r->word_ids, rm->n_word_ids);
+        for (size_t j = 0; j < rm->n_word_ids; j++) r->word_ids.data[r->word_ids.len++] = rm->word_ids[j];
+        r->data_type = rm->data_type;
     }
     if (m->inference) {
         b->inference = fl_xcalloc(1, sizeof *b->inference);

@@ -5,7 +5,8 @@
  *                 of Bundle.readers, read once
  *   reader_epoch  Out = an Epoch: the samples the reader's nodes give, in order (a sample is one
  *                 row of each source a compose joins), and its batch size
- *   reader_next   the next batch: one tensor [rows, width] per field, Rows, Ok
+ *   reader_next   the next batch: one tensor [rows, width] per field (a sequence field: its steps
+ *                 [steps, width] and their offsets [rows + 1]), Rows, Ok
  *
  * An epoch is computed whole when it starts (a list of row references, no copy of the data), so
  * Paddle's decorators are list operations: shuffle(buf) shuffles each run of buf samples (Paddle's
@@ -77,7 +78,9 @@ static FlStatus load(Reader *r, size_t i, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
-        return fl_ds_load(d->dataset, d->part, &r->tables[i], e);
+        FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,
+                      .ids = d->word_ids.data, .n = d->n, .data_type = d->data_type};
+        return fl_ds_load(d->dataset, d->part, &a, &r->tables[i], e);
     }
     for (size_t k = 0; k < d->inputs.len; k++)
         if (load(r, (size_t)d->inputs.data[k], e)) return FL_ERROR;
@@ -115,7 +118,9 @@ static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e)
 static bool same_layout(const FlDsLayout *a, const FlDsLayout *b) {
     if (a->nfields != b->nfields) return false;
     for (size_t f = 0; f < a->nfields; f++)
-        if (a->fields[f].dtype != b->fields[f].dtype || a->fields[f].width != b->fields[f].width) return false;
+        if (a->fields[f].dtype != b->fields[f].dtype || a->fields[f].width != b->fields[f].width ||
+            a->fields[f].seq != b->fields[f].seq)
+            return false;
     return true;
 }
 
@@ -239,6 +244,49 @@ static FlStatus set_scalar(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, F
     return FL_OK;
 }
 
+/* Field f of source k of the batch's n samples from `from` into out[0] ([rows, width]); a sequence
+ * field's steps one after the other ([steps, width]) and their offsets into out[1] ([n + 1]). */
+static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch *ep, size_t from, size_t n,
+                           size_t k, size_t f, const ArgRef *out) {
+    const Ref *first = &ep->s.refs[from * ep->s.w + k];
+    const FlDsField *fd = &first->t->layout.fields[f];
+    size_t rowbytes = fd->width * fl_dtype_size(fd->dtype), steps = n;
+    FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
+    FlErr e;
+    int64_t *offs = NULL;
+    if (fd->seq) {
+        int64_t nl = (int64_t)n + 1;
+        if (fl_tensor_alloc_uninit(&e, &lod, FL_DT_INT64, 1, &nl)) return fl_exec_op_error(rc, op, "%s", e.msg);
+        offs = fl_tensor_data(&lod);
+        offs[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+            const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+            offs[i + 1] = offs[i] + ref->t->offsets[f][ref->row + 1] - ref->t->offsets[f][ref->row];
+        }
+        steps = (size_t)offs[n];
+    }
+    int64_t ne[2] = {(int64_t)steps, (int64_t)fd->width};
+    if (fl_tensor_alloc_uninit(&e, &t, fd->dtype, 2, ne)) {
+        fl_tensor_fini(&lod);
+        return fl_exec_op_error(rc, op, "%s", e.msg);
+    }
+    char *dst = fl_tensor_data(&t);
+    for (size_t i = 0; i < n; i++) {
+        const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+        const char *src = ref->t->data[f];
+        if (!fd->seq) {
+            memcpy(dst + i * rowbytes, src + ref->row * rowbytes, rowbytes);
+            continue;
+        }
+        const int64_t *ro = ref->t->offsets[f];
+        memcpy(dst + (size_t)offs[i] * rowbytes, src + (size_t)ro[ref->row] * rowbytes,
+               (size_t)(ro[ref->row + 1] - ro[ref->row]) * rowbytes);
+    }
+    fl_var_take_tensor(fl_exec_var_write(s, &out[0]), &t);
+    if (fd->seq) fl_var_take_tensor(fl_exec_var_write(s, &out[1]), &lod);
+    return FL_OK;
+}
+
 static FlStatus run_reader_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlVar *v = fl_exec_var_read(s, fl_exec_in_args(op, FL_IN_reader_next_Epoch));
     Epoch *ep = v ? fl_var_get_object(v) : NULL;
@@ -255,19 +303,13 @@ static FlStatus run_reader_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
         for (size_t k = 0; k < ep->s.w; k++) {
             const FlDsLayout *l = &first[k].t->layout;
             for (size_t f = 0; f < l->nfields; f++, o++) {
-                if (o >= nout) continue;
                 const FlDsField *fd = &l->fields[f];
-                size_t rowbytes = fd->width * fl_dtype_size(fd->dtype);
-                FlTensor t = FL_TENSOR_INIT;
-                int64_t ne[2] = {(int64_t)n, (int64_t)fd->width};
-                FlErr e;
-                if (fl_tensor_alloc_uninit(&e, &t, fd->dtype, 2, ne)) return fl_exec_op_error(rc, op, "%s", e.msg);
-                char *dst = fl_tensor_data(&t);
-                for (size_t i = 0; i < n; i++) {
-                    const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
-                    memcpy(dst + i * rowbytes, (const char *)ref->t->data[f] + ref->row * rowbytes, rowbytes);
+                if (o + (int)fd->seq >= nout) {
+                    o += fd->seq;
+                    continue;
                 }
-                fl_var_take_tensor(fl_exec_var_write(s, &outs[o]), &t);
+                if (next_field(rc, op, s, ep, from, n, k, f, &outs[o])) return FL_ERROR;
+                o += fd->seq;
             }
         }
         if (o != nout)

@@ -671,6 +671,56 @@ static void test_readers_round_trip(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A dataset reader's word dict (imikolov.train(word_idx, n)) is written, read back, shown and
+ * cloned; words without as many ids, or a dict on a decorator, are refused. */
+static void test_reader_word_dict(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    FlReaderDesc *src = reader_desc("dataset", -1, 5);
+    src->dataset = fl_xstrdup("imikolov");
+    src->part = fl_xstrdup("train");
+    FL_VEC_PUSH(&src->words, fl_xstrdup("the"));
+    FL_VEC_PUSH(&src->word_ids, 4);
+    FL_VEC_PUSH(&src->words, fl_xstrdup("<unk>"));
+    FL_VEC_PUSH(&src->word_ids, 0);
+    src->data_type = 2;
+    FL_VEC_PUSH(&b->readers, src);
+    FL_VEC_PUSH(&b->readers, reader_desc("batch", 0, 32));
+    const char *path = tmp_path("words.flp");
+    CU_ASSERT_EQUAL_FATAL(fl_ir_bundle_write(b, path, &e), FL_OK);
+    FlBundle *r = NULL;
+    FlPlan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(path, &r, &p, &e), FL_OK);
+    const FlReaderDesc *d = r->readers.data[0];
+    CU_ASSERT_EQUAL_FATAL(d->words.len, 2);
+    CU_ASSERT_EQUAL_FATAL(d->word_ids.len, 2);
+    CU_ASSERT_STRING_EQUAL(d->words.data[1], "<unk>");
+    CU_ASSERT_EQUAL(d->word_ids.data[0], 4);
+    CU_ASSERT_EQUAL(d->n, 5);
+    CU_ASSERT_EQUAL(d->data_type, 2);
+    char *s1 = show_bundle(b), *s2 = show_bundle(r);
+    CHECK_STR(s2, s1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "reader 0: dataset() imikolov.train 5 word_idx of 2 words data_type 2\n"));
+    free(s1);
+    free(s2);
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_NOT_EQUAL(cl->readers.data[0]->words.data[0], d->words.data[0]);
+    CU_ASSERT_STRING_EQUAL(cl->readers.data[0]->words.data[0], "the");
+    CU_ASSERT_EQUAL(cl->readers.data[0]->word_ids.data[1], 0);
+    CU_ASSERT_EQUAL(cl->readers.data[0]->data_type, 2);
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    src->word_ids.len = 1;
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 0 (dataset): 2 words but 1 word ids"));
+    src->word_ids.len = 2;
+    FL_VEC_PUSH(&b->readers.data[1]->words, fl_xstrdup("a"));
+    FL_VEC_PUSH(&b->readers.data[1]->word_ids, 1);
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 1 (batch): a word dict on a decorator"));
+    fl_ir_bundle_free(b);
+}
+
 /* a and b show the same, and the text holds want. */
 static void shown_same(const FlBundle *a, const FlBundle *b, const char *want) {
     char *s1 = show_bundle(a), *s2 = show_bundle(b);
@@ -1549,6 +1599,7 @@ int main(void) {
     CU_add_test(s, "bundle round trip", test_bundle_round_trip);
     CU_add_test(s, "driver round trip", test_driver_round_trip);
     CU_add_test(s, "readers round trip", test_readers_round_trip);
+    CU_add_test(s, "reader word dict", test_reader_word_dict);
     CU_add_test(s, "named programs", test_named_programs);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);

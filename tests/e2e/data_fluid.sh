@@ -11,10 +11,7 @@
 # Usage: data_fluid.sh FLRUN FLC REPO_ROOT
 set -u
 FLRUN=$1 FLC=$2 ROOT=$3
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-PY=/usr/bin/python3
+. "$ROOT/tests/e2e/data_common.sh"
 if ! $PY -c 'import numpy' 2>/dev/null; then
     echo "skipped: /usr/bin/python3 with numpy not found (Debian package python3-numpy)"
     exit 77
@@ -23,7 +20,6 @@ if [ ! -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
     echo "skipped: Debian's dataset-fashion-mnist is not installed (apt-get install dataset-fashion-mnist)"
     exit 77
 fi
-D=$ROOT/tests/e2e/data
 sh "$ROOT/scripts/make_dataset_cache.sh" "$T/cache" > /dev/null || fail "make_dataset_cache.sh"
 export FLUIDC_DATA_HOME=$T/cache
 
@@ -54,7 +50,7 @@ grep -q '^reader 1: shuffle(0) 500$' "$T/show.txt" && grep -q '^reader 2: batch(
 # a missing file: the run stops at the reader_open, naming the file and how to get it
 mkdir "$T/empty"
 FLUIDC_DATA_HOME=$T/empty "$FLRUN" "$T/fit.flp" > /dev/null 2> "$T/err.txt" && fail "a missing housing.data ran"
-grep -qF "paddle.dataset.uci_housing: '$T/empty/uci_housing/housing.data' is missing: Paddle downloads it (python -c \"import paddle.dataset.uci_housing as m; m.train()\"), or make a cache with scripts/make_dataset_cache.sh" "$T/err.txt" ||
+grep -qF "paddle.dataset.uci_housing: '$T/empty/uci_housing/housing.data' is missing: Paddle downloads it (python -c \"import paddle.dataset.uci_housing as m; m.fetch()\"), or make a cache with scripts/make_dataset_cache.sh" "$T/err.txt" ||
     { cat "$T/err.txt"; fail "the missing file's message"; }
 FLUIDC_DATA_HOME= HOME=$T/empty "$FLRUN" "$T/fit.flp" > /dev/null 2> "$T/err.txt" && fail "a missing housing.data ran"
 grep -qF "'~/.cache/paddle/dataset/uci_housing/housing.data' is missing" "$T/err.txt" ||

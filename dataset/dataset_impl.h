@@ -1,0 +1,57 @@
+/* dataset_impl.h: what the readers of dataset/ share (dataset.c): the cache's files, tables, tar
+ * archives and word counts. Not a public header. */
+#ifndef FL_DATASET_IMPL_H
+#define FL_DATASET_IMPL_H
+
+#include "dataset/dataset.h"
+
+/* Reads file `file` of module `name` whole (gunzipped when it is gzip); a missing file is an
+ * error naming it and how to get it. With `alt` (may be NULL), a missing
+ * `file` is looked for under that name too (a name another Paddle version downloads it as). */
+FlStatus fl_ds_read(const char *name, const char *file, const char *alt, char **out,
+                    size_t *len, FlErr *e) FL_WARN_UNUSED;
+/* A table of `rows` rows: the data of each plain field allocated (zeros), and the offsets of each
+ * sequence field, whose data (malloc'd) the loader sets. */
+FlDsTable *fl_ds_table_new(const FlDsLayout *l, size_t rows);
+
+/* Calls fn for each file of a tar archive in memory, in the archive's order, with its name (a
+ * leading "./" left out; not NUL-terminated) and its data; fn returns 0 to go on, 1 to stop, -1
+ * for an error it has set in e. A damaged archive is an error naming `what`. */
+typedef int (*FlDsTarFn)(void *arg, const char *name, size_t nlen, const char *data, size_t size);
+FlStatus fl_ds_tar_each(const char *tar, size_t len, const char *what, FlDsTarFn fn, void *arg,
+                        FlErr *e) FL_WARN_UNUSED;
+
+/* Member `member` of a tar archive in memory (ustar, GNU long names, pax paths; a leading "./"
+ * of either name does not count): *data and *size, pointing into tar. Not found is an error
+ * naming `what` (the archive) and the member. */
+FlStatus fl_ds_tar_member(const char *tar, size_t len, const char *member, const char *what, const char **data,
+                          size_t *size, FlErr *e) FL_WARN_UNUSED;
+
+/* Word counts: words (borrowed byte strings) and how often each was seen. */
+typedef struct FlDsWord {
+    const char *w;
+    size_t len;
+    int64_t count;
+} FlDsWord;
+typedef struct FlDsCount {
+    FlMap index; /* word -> its 1-based slot in words */
+    FL_VEC(FlDsWord) words;
+} FlDsCount;
+void fl_ds_count_add(FlDsCount *c, const char *w, size_t len);
+/* The words seen more than `cutoff` times, by falling count then bytes (Python's sort by (-count,
+ * word)), with `last` (if not NULL) appended: a dict. */
+void fl_ds_count_dict(const FlDsCount *c, int64_t cutoff, const char *last, FlDsDict *out);
+void fl_ds_count_fini(FlDsCount *c);
+
+/* Python's bytes.split(): the next blank-separated token of [*p, end), NULL at the end. */
+const char *fl_ds_token(const char **p, const char *end, size_t *len);
+
+/* The modules beyond uci_housing and mnist (imikolov.c, imdb.c). */
+void fl_ds_imikolov_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_imikolov_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_imikolov_dict(int64_t min_word_freq, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_imdb_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_imdb_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_imdb_dict(const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+
+#endif
