@@ -1,6 +1,8 @@
 """Detection layers against references written here in numpy from Fluid's operator definitions
 (paddle/fluid/operators/detection/*): multiclass_nms's LoD form (Scores [M, C] with BBoxes
-[M, C, 4] cut into images, as Faster R-CNN's heads give them). Fixed inputs with the cases that
+[M, C, 4] cut into images, as Faster R-CNN's heads give them), and roi_perspective_transform
+(roi_perspective_transform_op.cc: its matrix, its test of a point against the quadrilateral, its
+bilinear sampling, all with its tolerance of 1e-4). Fixed inputs with the cases that
 decide behaviour: an image without rows, ties in scores, a score equal to the threshold, boxes
 outside the image, keep_top_k cutting through a tie, nothing kept. Values agree within 1e-5
 (relative above 1), in float32 and float64."""
@@ -136,6 +138,136 @@ def test_nms_many():
 
 
 
+# ---- roi_perspective_transform ------------------------------------------------------------------
+
+EPS = 1e-4
+
+
+def _ge(a, b):
+    return a > b or abs(a - b) < EPS
+
+
+def _le(a, b):
+    return a < b or abs(a - b) < EPS
+
+
+def _gt(a, b):
+    return a - b > EPS
+
+
+def _in_quad(x, y, qx, qy):
+    for i in range(4):
+        xs, ys, xe, ye = qx[i], qy[i], qx[(i + 1) % 4], qy[(i + 1) % 4]
+        if abs(ys - ye) < EPS:
+            if abs(y - ys) < EPS and abs(y - ye) < EPS and _ge(x, min(xs, xe)) and _le(x, max(xs, xe)):
+                return True
+        else:
+            ix = (y - ys) * (xe - xs) / (ye - ys) + xs
+            if abs(ix - x) < EPS and _ge(y, min(ys, ye)) and _le(y, max(ys, ye)):
+                return True
+    cross = 0
+    for i in range(4):
+        xs, ys, xe, ye = qx[i], qy[i], qx[(i + 1) % 4], qy[(i + 1) % 4]
+        if abs(ys - ye) < EPS or _le(y, min(ys, ye)) or _gt(y, max(ys, ye)):
+            continue
+        ix = (y - ys) * (xe - xs) / (ye - ys) + xs
+        if abs(ix - x) < EPS:
+            return True
+        if _gt(ix, x):
+            cross += 1
+    return cross % 2 == 1
+
+
+def _matrix(qx, qy, th, tw):
+    x0, x1, x2, x3 = qx
+    y0, y1, y2, y3 = qy
+    l1, l2 = np.hypot(x0 - x1, y0 - y1), np.hypot(x1 - x2, y1 - y2)
+    l3, l4 = np.hypot(x2 - x3, y2 - y3), np.hypot(x3 - x0, y3 - y0)
+    eh, ew = (l2 + l4) / 2, (l1 + l3) / 2
+    nh = max(2, th)
+    v = ew * (nh - 1) / eh
+    nw = max(2, min(int(np.floor(v + 0.5)) + 1, tw))  # std::round: halves away from zero (v >= 0)
+    dx1, dx2, dx3 = x1 - x2, x3 - x2, x0 - x1 + x2 - x3
+    dy1, dy2, dy3 = y1 - y2, y3 - y2, y0 - y1 + y2 - y3
+    den = dx1 * dy2 - dx2 * dy1 + 1e-5
+    m = np.zeros(9)
+    m[6] = (dx3 * dy2 - dx2 * dy3) / den / (nw - 1)
+    m[7] = (dx1 * dy3 - dx3 * dy1) / den / (nh - 1)
+    m[8] = 1
+    m[3] = (y1 - y0 + m[6] * (nw - 1) * y1) / (nw - 1)
+    m[4] = (y3 - y0 + m[7] * (nh - 1) * y3) / (nh - 1)
+    m[5] = y0
+    m[0] = (x1 - x0 + m[6] * (nw - 1) * x1) / (nw - 1)
+    m[1] = (x3 - x0 + m[7] * (nh - 1) * x3) / (nh - 1)
+    m[2] = x0
+    return m
+
+
+def _bilinear(img, x, y):
+    H, W = img.shape
+    if _ge(-0.5, x) or _ge(x, W - 0.5) or _ge(-0.5, y) or _ge(y, H - 0.5):
+        return 0.0
+    x = 0.0 if _ge(0, x) else x
+    y = 0.0 if _ge(0, y) else y
+    xf, yf = int(np.floor(x)), int(np.floor(y))
+    xc, yc = xf + 1, yf + 1
+    if xf >= W - 1:
+        xf = xc = W - 1
+        x = float(xf)
+    if yf >= H - 1:
+        yf = yc = H - 1
+        y = float(yf)
+    fx, fy = x - xf, y - yf
+    return ((1 - fx) * (1 - fy) * img[yf, xf] + (1 - fx) * fy * img[yc, xf] + fx * fy * img[yc, xc] +
+            fx * (1 - fy) * img[yf, xc])
+
+
+def ref_perspective(x, rois, lod, th, tw, scale):
+    """Fluid's CPUROIPerspectiveTransformOpKernel in float64."""
+    out = np.zeros((len(rois), x.shape[1], th, tw))
+    for n in range(len(lod) - 1):
+        for r in range(lod[n], lod[n + 1]):
+            qx, qy = rois[r, 0::2] * scale, rois[r, 1::2] * scale
+            m = _matrix(qx, qy, th, tw)
+            for h in range(th):
+                for w in range(tw):
+                    u, v, z = m[0] * w + m[1] * h + m[2], m[3] * w + m[4] * h + m[5], m[6] * w + m[7] * h + m[8]
+                    sx, sy = u / z, v / z
+                    if _in_quad(sx, sy, qx, qy):
+                        for c in range(x.shape[1]):
+                            out[r, c, h, w] = _bilinear(x[n, c], sx, sy)
+    return out
+
+
+def test_roi_perspective_transform():
+    rng = np.random.default_rng(9)
+    x = rng.normal(0, 1, (3, 2, 9, 11))
+    # image 0: the whole image (the identity where nw = tw), a rotated square, a trapezoid (a true
+    # perspective), a region reaching past the image's corner; image 1 none; image 2: a sliver
+    # wider than high (nw clamped to tw), corners at half cells, a region of one cell
+    rois = np.array([[0, 0, 10, 0, 10, 8, 0, 8], [5, 0, 9, 4, 5, 8, 1, 4], [2, 1, 8, 1, 10, 7, 0, 7],
+                     [6, 5, 13, 4, 14, 11, 7, 12], [0.5, 3, 10.5, 3, 10.5, 4, 0.5, 4], [1.5, 1.5, 6.5, 2.5, 6, 7.5, 1, 6.5],
+                     [4, 4, 5, 4, 5, 5, 4, 5]], np.float64)
+    lod = [0, 4, 4, 7]
+    cases = {"a": (9, 11, 1.0), "b": (5, 7, 1.0), "c": (1, 3, 1.0), "d": (6, 12, 0.5), "e": (4, 4, 2.0)}
+    for dt in ("float32", "float64"):
+        src = HEAD + "x = layers.data(name='x', shape=[2, 9, 11], dtype=%r)\n" % dt + data("r", rois.shape, dt, 1)
+        for k, (th, tw, sc) in sorted(cases.items()):
+            src += "%s = layers.roi_perspective_transform(x, r, %d, %d, spatial_scale=%r)\n" % (k, th, tw, sc)
+            src += fetch(k, k)
+        got = run("roi_perspective_" + dt, src, {"x": x.astype(dt), "r": rois.astype(dt), "r@LOD0": np.array(lod, np.int64)})
+        xf, rf = x.astype(dt).astype(np.float64), rois.astype(dt).astype(np.float64)
+        for k, (th, tw, sc) in sorted(cases.items()):
+            close("roi_perspective_transform %s %s" % (k, dt), got[k], ref_perspective(xf, rf, lod, th, tw, sc))
+        # the whole image at its own size is the image; a region narrower than tw leaves zeros
+        close("roi_perspective_transform identity " + dt, got["a"][0], xf[0])
+        check(np.all(got["a"][1][:, :, 9:] == 0) and np.all(got["a"][1][:, :, :9] != 0),
+              "roi_perspective_transform a: the rotated square fills 9 columns (nw 9), the last 2 are 0")
+        check(np.all(got["d"][3][:, :, -1] == 0) and np.any(got["d"][3] != 0),
+              "roi_perspective_transform d: the region past the image's corner keeps some values and zeros")
+
+
 test_nms_lod()
 test_nms_many()
+test_roi_perspective_transform()
 done("%d detection values agree with their numpy references" % _count[0])
