@@ -599,6 +599,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "`paddle/reader.fl`, `paddle/dataset/*.fl`, `fluid/data_feeder.fl` (and `lang/driver_data.c`) |\n"
                 "| perspective | `perspective.def` | `infer_perspective.c` | `ops_perspective.c` | `perspective.c` | "
                 "`detection.fl`, `_perspective.fl` |\n"
+                "| masks | `masks.def` | `infer_masks.c` | `ops_masks.c` | `masks.c` | `detection.fl`, `_masks.fl` |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"

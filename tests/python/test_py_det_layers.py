@@ -2,7 +2,8 @@
 (paddle/fluid/operators/detection/*): multiclass_nms's LoD form (Scores [M, C] with BBoxes
 [M, C, 4] cut into images, as Faster R-CNN's heads give them), and roi_perspective_transform
 (roi_perspective_transform_op.cc: its matrix, its test of a point against the quadrilateral, its
-bilinear sampling, all with its tolerance of 1e-4). Fixed inputs with the cases that
+bilinear sampling, all with its tolerance of 1e-4), and generate_mask_labels (generate_mask_labels_op.cc
+and mask_util.cc: COCO's polygon-to-mask, in float32 as Fluid's kernel). Fixed inputs with the cases that
 decide behaviour: an image without rows, ties in scores, a score equal to the threshold, boxes
 outside the image, keep_top_k cutting through a tie, nothing kept. Values agree within 1e-5
 (relative above 1), in float32 and float64."""
@@ -267,7 +268,169 @@ def test_roi_perspective_transform():
               "roi_perspective_transform d: the region past the image's corner keeps some values and zeros")
 
 
+# ---- generate_mask_labels -----------------------------------------------------------------------
+
+F = np.float32
+
+
+def ref_poly2mask(xy, h, w):
+    """mask_util.cc's Poly2Mask: the polygon xy (k x 2, float32) into an h x w 0/1 mask."""
+    k = len(xy)
+    x = [int(5.0 * float(p[0]) + .5) for p in xy] + [0]
+    y = [int(5.0 * float(p[1]) + .5) for p in xy] + [0]
+    x[k], y[k] = x[0], y[0]
+    u, v = [], []
+    for j in range(k):
+        xs, xe, ys, ye = x[j], x[j + 1], y[j], y[j + 1]
+        dx, dy = abs(xe - xs), abs(ys - ye)
+        flip = (dx >= dy and xs > xe) or (dx < dy and ys > ye)
+        if flip:
+            xs, xe, ys, ye = xe, xs, ye, ys
+        s = (ye - ys) / dx if dx >= dy else (xe - xs) / dy
+        for d in range((dx if dx >= dy else dy) + 1):
+            t = (dx if dx >= dy else dy) - d if flip else d
+            if dx >= dy:
+                u.append(t + xs)
+                v.append(int(ys + s * t + .5))
+            else:
+                v.append(t + ys)
+                u.append(int(xs + s * t + .5))
+    a = []
+    for j in range(1, len(u)):
+        if u[j] == u[j - 1]:
+            continue
+        xd = float(u[j] if u[j] < u[j - 1] else u[j] - 1)
+        xd = (xd + .5) / 5.0 - .5
+        if np.floor(xd) != xd or xd < 0 or xd > w - 1:
+            continue
+        yd = float(v[j] if v[j] < v[j - 1] else v[j - 1])
+        yd = (yd + .5) / 5.0 - .5
+        yd = np.ceil(0 if yd < 0 else h if yd > h else yd)
+        a.append(int(xd) * h + int(yd))
+    a.append(h * w)
+    a.sort()
+    a = [a[0]] + [a[j] - a[j - 1] for j in range(1, len(a))]
+    b, j = [a[0]], 1
+    while j < len(a):
+        if a[j] > 0:
+            b.append(a[j])
+            j += 1
+        else:
+            j += 1
+            if j < len(a):
+                b[-1] += a[j]
+                j += 1
+    flat, val = [], 0
+    for cnt in b:
+        flat += [val] * cnt
+        val = 1 - val
+    return np.array(flat[:h * w], np.int32).reshape(w, h).T
+
+
+def _iou_f32(a, b):
+    iw = F(min(a[2], b[2]) - max(a[0], b[0]) + F(1))
+    ih = F(min(a[3], b[3]) - max(a[1], b[1]) + F(1))
+    inter = F(max(iw, F(0)) * max(ih, F(0)))
+    if inter == 0:
+        return F(0)
+    return F(inter / F(F((a[2] - a[0] + F(1)) * (a[3] - a[1] + F(1))) + F((b[2] - b[0] + F(1)) * (b[3] - b[1] + F(1))) - inter))
+
+
+def ref_mask_labels(info, cls, glod, crowd, objs, rois, labels, rlod, C, M):
+    """Fluid's GenerateMaskLabelsKernel: objs[g] the polygons (lists of (x, y)) of object g."""
+    out_r, out_h, out_m, lod = [], [], [], [0]
+    for n in range(len(rlod) - 1):
+        r0, r1 = rlod[n], rlod[n + 1]
+        if r0 == r1:
+            lod.append(len(out_r))
+            continue
+        scale = F(info[n][2])
+        gts = [g for g in range(glod[n], glod[n + 1]) if cls[g] > 0 and crowd[g] == 0]
+        boxes = []
+        for g in gts:
+            pts = np.concatenate([np.array(p, F) for p in objs[g]])
+            boxes.append([pts[:, 0].min(), pts[:, 1].min(), max(F(np.finfo(F).tiny), pts[:, 0].max()),
+                          max(F(np.finfo(F).tiny), pts[:, 1].max())])
+        fg = [r for r in range(r0, r1) if labels[r] > 0]
+        for r in fg:
+            box = [F(F(v) / scale) for v in rois[r]]
+            best, top = 0, F(np.finfo(F).tiny)
+            for j, b in enumerate(boxes):
+                o = _iou_f32(box, b)
+                if o > top:
+                    best, top = j, o
+            w, h = max(F(box[2] - box[0]), F(1)), max(F(box[3] - box[1]), F(1))
+            mask = np.zeros((M, M), np.int32)
+            for poly in objs[gts[best]]:
+                p = [(F(F(F(x) - box[0]) * F(M)) / w, F(F(F(y) - box[1]) * F(M)) / h) for x, y in poly]
+                mask |= ref_poly2mask(p, M, M)
+            row = -np.ones(C * M * M, np.int32)
+            row[labels[r] * M * M:(labels[r] + 1) * M * M] = mask.ravel()
+            out_r.append([F(v * scale) for v in box])
+            out_h.append([r - r0])
+            out_m.append(row)
+        if not fg:
+            out_r.append([F(F(F(v) / scale) * scale) for v in rois[r0]])
+            out_h.append([0])
+            out_m.append(-np.ones(C * M * M, np.int32))
+        lod.append(len(out_r))
+    return np.array(out_r).reshape(-1, 4), np.array(out_h).reshape(-1, 1), np.array(out_m).reshape(len(out_m), -1), lod
+
+
+def test_generate_mask_labels():
+    # image 0 (scale 1): a triangle of class 1, an object of class 2 in two polygons (their union),
+    # a crowd object and one of class 0 (neither gives masks), a pentagon of class 3 reaching past
+    # the image's left edge; RoIs around them, one overlapping nothing (the first object's mask),
+    # background ones; image 1: no RoIs; image 2 (scale 2): background RoIs only (its first RoI,
+    # class 0, all -1)
+    objs = [[[(3, 2), (14, 4), (6, 15)]],
+            [[(20, 20), (28, 20), (28, 26)], [(22, 27), (30, 27.5), (30, 34), (21.3, 33.8)]],
+            [[(0, 0), (10, 0), (10, 10)]], [[(5, 5), (8, 5), (8, 8)]],
+            [[(-3, 10), (4, 12.5), (6, 20), (0.7, 24), (-2, 18)]],
+            [[(2, 2), (9, 2), (9, 9), (2, 9)]]]
+    cls = np.array([1, 2, 1, 0, 3, 2], np.int32)
+    crowd = np.array([0, 0, 1, 0, 0, 0], np.int32)
+    glod = [0, 5, 5, 6]
+    rois = np.array([[2, 1, 15, 16], [19.5, 18, 31, 35], [-4, 9, 7, 25], [40, 40, 50, 50], [3, 3, 12, 12],
+                     [0, 0, 30, 30], [4, 4, 20, 20], [10, 10, 30, 30]], np.float32)
+    labels = np.array([1, 2, 3, 1, 0, 2, 0, 0], np.int32)
+    rlod = [0, 6, 6, 8]
+    info = np.array([[40, 40, 1], [40, 40, 1], [80, 80, 2]], np.float32)
+    pts = [p for o in objs for poly in o for p in poly]
+    l2 = np.cumsum([0] + [len(poly) for o in objs for poly in o])
+    l1 = np.cumsum([0] + [len(o) for o in objs])
+    feed = {"info": info, "cls": cls.reshape(-1, 1), "cls@LOD0": np.array(glod, np.int64),
+            "crowd": crowd.reshape(-1, 1), "crowd@LOD0": np.array(glod, np.int64),
+            "segms": np.array(pts, np.float32), "segms@LOD0": np.array(glod, np.int64),
+            "segms@LOD1": l1.astype(np.int64), "segms@LOD2": l2.astype(np.int64),
+            "rois": rois, "rois@LOD0": np.array(rlod, np.int64), "labels": labels.reshape(-1, 1),
+            "labels@LOD0": np.array(rlod, np.int64)}
+    src = HEAD + data("info", info.shape) + data("cls", [6, 1], "int32", 1) + data("crowd", [6, 1], "int32", 1)
+    src += "segms = layers.data(name='segms', shape=[2], dtype='float32', lod_level=3)\n"
+    src += data("rois", rois.shape, "float32", 1) + data("labels", [8, 1], "int32", 1)
+    for k, (C, M) in (("a", (4, 14)), ("b", (5, 7)), ("c", (4, 3))):
+        src += "%s = layers.generate_mask_labels(info, cls, crowd, segms, rois, labels, num_classes=%d, resolution=%d)\n" % (k, C, M)
+        for i in range(3):
+            src += fetch("%s%d" % (k, i), "%s[%d]" % (k, i))
+        src += fetch(k + "lod", "_core.lod(%s[0])[0]" % k)
+    got = run("mask_labels", src, feed)
+    for k, (C, M) in (("a", (4, 14)), ("b", (5, 7)), ("c", (4, 3))):
+        want = ref_mask_labels(info, cls, glod, crowd, objs, rois, labels, rlod, C, M)
+        close("generate_mask_labels %s rois" % k, got[k + "0"], want[0])
+        equal("generate_mask_labels %s roi_has_mask" % k, got[k + "1"], want[1])
+        close("generate_mask_labels %s masks" % k, got[k + "2"], want[2])
+        equal("generate_mask_labels %s lod" % k, got[k + "lod"], np.array(want[3]))
+    # the triangle at 14x14 in its own box: a filled triangle (neither empty nor full); the RoI far
+    # from every object takes the first object's mask (all outside: 0); the two polygons of class 2
+    # both show in the RoI around them; image 2's row is all -1
+    m = got["a2"].reshape(-1, 4, 14, 14)
+    check(0.3 < m[0, 1].mean() < 0.7 and m[0, 0].min() == -1 and m[3, 1].sum() == 0 and
+          m[1, 2, :6].sum() > 0 and m[1, 2, 8:].sum() > 0 and (m[5] == -1).all(),
+          "generate_mask_labels a: the masks' shapes %s" % [m[0, 1].mean(), m[3, 1].sum(), m[1, 2, :6].sum(), m[1, 2, 8:].sum()])
+
+
 test_nms_lod()
 test_nms_many()
 test_roi_perspective_transform()
+test_generate_mask_labels()
 done("%d detection values agree with their numpy references" % _count[0])
