@@ -27,7 +27,8 @@ FlStatus fl_infer_generate_mask_labels(Ctx *c) {
     for (size_t i = 0; i < sizeof lods / sizeof *lods; i++)
         if (need_offsets(c, lods[i], false)) return FL_ERROR;
     Shape s = shape_of(segms), r = shape_of(rois);
-    if (!dims_agree(s.d[1], 2)) return fl_err(c->e, "%s: GtSegms must be [S, 2] (x, y points), found %s", c->t, sstr(c, &s));
+    if (!dims_agree(s.d[1], 2))
+        return fl_err(c->e, "%s: GtSegms must be [S, 2] (x, y points), found %s", c->t, sstr(c, &s));
     if (!dims_agree(r.d[1], 4)) return fl_err(c->e, "%s: Rois must be [R, 4], found %s", c->t, sstr(c, &r));
     int64_t C = iattr(c, "num_classes"), res = iattr(c, "resolution");
     if (C < 1 || res < 1 || C > INT32_MAX || res > 16384 || C * res * res > ((int64_t)1 << 28))

@@ -31,7 +31,8 @@ static FlStatus run_mask_labels(OpCall *c) {
                          .rois = IN(FL_IN_generate_mask_labels_Rois),
                          .labels = IN(FL_IN_generate_mask_labels_LabelsInt32)};
     int64_t n[5], nseq;
-    if (offs(c, FL_IN_generate_mask_labels_GtSegmsLod2, rows_of(in.segms), "GtSegmsLod2", &in.segm_off[2], &in.n_poly) ||
+    if (offs(c, FL_IN_generate_mask_labels_GtSegmsLod2, rows_of(in.segms), "GtSegmsLod2", &in.segm_off[2],
+             &in.n_poly) ||
         offs(c, FL_IN_generate_mask_labels_GtSegmsLod1, in.n_poly, "GtSegmsLod1", &in.segm_off[1], &in.n_obj) ||
         offs(c, FL_IN_generate_mask_labels_GtSegmsLod0, in.n_obj, "GtSegmsLod0", &in.segm_off[0], &nseq) ||
         offs(c, FL_IN_generate_mask_labels_GtClassesLod, rows_of(in.gt_classes), "GtClassesLod", &in.gt_off, &n[0]) ||

@@ -178,7 +178,8 @@ FlStatus fl_kernel_generate_mask_labels(FlErr *e, const FlMaskLabelsIn *in, int 
     const float *pts = fl_tensor_data(in->segms), *rois = fl_tensor_data(in->rois), *info = fl_tensor_data(in->im_info);
     FlTensor t[4];
     for (int i = 0; i < 4; i++) t[i] = (FlTensor)FL_TENSOR_INIT;
-    float *ob = fl_xcalloc((size_t)(4 * (in->n_obj + 1)), sizeof *ob), *buf = fl_xcalloc((size_t)(2 * maxk + 2), sizeof *buf);
+    float *ob = fl_xcalloc((size_t)(4 * (in->n_obj + 1)), sizeof *ob);
+    float *buf = fl_xcalloc((size_t)(2 * maxk + 2), sizeof *buf);
     uint8_t *mask = fl_xcalloc((size_t)MM, 1), *tmp = fl_xcalloc((size_t)MM, 1);
     int64_t *objs = fl_xcalloc((size_t)(in->n_obj + 1), sizeof *objs);
     FlStatus st = FL_ERROR;

@@ -168,14 +168,12 @@ static FlStatus run(FlErr *e, const FlTensor *x, const FlTensor *rois, const int
             }
             for (int64_t c = 0; c < C; c++) {
                 int64_t xo = (b * C + c) * img, oo = (k * C + c) * n;
-                if (f32 && dout)
-                    apply_f32(pts, n, NULL, NULL, (const float *)fl_tensor_data(dout) + oo, (float *)fl_tensor_data(&r) + xo);
-                else if (f32)
-                    apply_f32(pts, n, (const float *)fl_tensor_data(x) + xo, (float *)fl_tensor_data(&r) + oo, NULL, NULL);
-                else if (dout)
-                    apply_f64(pts, n, NULL, NULL, (const double *)fl_tensor_data(dout) + oo, (double *)fl_tensor_data(&r) + xo);
-                else
-                    apply_f64(pts, n, (const double *)fl_tensor_data(x) + xo, (double *)fl_tensor_data(&r) + oo, NULL, NULL);
+                void *rd = fl_tensor_data(&r);
+                const void *xd = fl_tensor_data(x), *gd = dout ? fl_tensor_data(dout) : NULL;
+                if (f32 && dout) apply_f32(pts, n, NULL, NULL, (const float *)gd + oo, (float *)rd + xo);
+                else if (f32) apply_f32(pts, n, (const float *)xd + xo, (float *)rd + oo, NULL, NULL);
+                else if (dout) apply_f64(pts, n, NULL, NULL, (const double *)gd + oo, (double *)rd + xo);
+                else apply_f64(pts, n, (const double *)xd + xo, (double *)rd + oo, NULL, NULL);
             }
         }
     free(pts);
