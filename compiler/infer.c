@@ -266,6 +266,10 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_roi_pool: return fl_infer_roi_pool(&c);
     case FL_OPID_roi_align: return fl_infer_roi_align(&c);
     case FL_OPID_psroi_pool: return fl_infer_psroi_pool(&c);
+    /* infer_perspective.c */
+    case FL_OPID_roi_perspective_transform: return fl_infer_roi_perspective_transform(&c);
+    /* infer_masks.c */
+    case FL_OPID_generate_mask_labels: return fl_infer_generate_mask_labels(&c);
     /* infer_ctc.c */
     case FL_OPID_warpctc: return fl_infer_warpctc(&c);
     case FL_OPID_ctc_align: return fl_infer_ctc_align(&c);

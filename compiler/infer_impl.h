@@ -463,6 +463,12 @@ FlStatus fl_infer_roi_pool(Ctx *c);
 FlStatus fl_infer_roi_align(Ctx *c);
 FlStatus fl_infer_psroi_pool(Ctx *c);
 
+/* infer_perspective.c */
+FlStatus fl_infer_roi_perspective_transform(Ctx *c);
+
+/* infer_masks.c */
+FlStatus fl_infer_generate_mask_labels(Ctx *c);
+
 /* infer_dist.c */
 FlStatus fl_infer_distributed_lookup_table(Ctx *c);
 FlStatus fl_infer_distributed_lookup_grad_rows(Ctx *c);

@@ -209,7 +209,8 @@ FlStatus fl_infer_generate_proposal_labels(Ctx *c) {
         return fl_err(c->e, "%s: GtBoxes (%s) and ImInfo (%s) must have RpnRois' dtype %s", c->t, dt(gt->dtype),
                       dt(info->dtype), dt(r->dtype));
     int64_t C = iattr(c, "class_nums");
-    if (int_min(c, "class_nums", 1) || int_min(c, "batch_size_per_im", 1) || float_in(c, "fg_fraction", 0, 1))
+    if (int_min(c, "class_nums", iattr(c, "is_cls_agnostic") ? 2 : 1) || int_min(c, "batch_size_per_im", 1) ||
+        float_in(c, "fg_fraction", 0, 1))
         return FL_ERROR;
     size_t nw;
     const FlAttrInfo *ai = fl_ops_attr(c->info, "bbox_reg_weights");

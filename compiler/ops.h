@@ -38,7 +38,7 @@ typedef enum FlOpId {
     FL_OPID_COUNT
 } FlOpId;
 
-#define FL_OPS_MAX_SLOTS 12
+#define FL_OPS_MAX_SLOTS 16
 #define FL_OPS_MAX_ATTRS 12
 
 typedef struct FlSlotInfo {

@@ -198,13 +198,15 @@ FL_ADAPTER(collect_fpn_proposals, prep_collect_fpn, run_collect_fpn);
 /* ---- generate_proposal_labels ---- */
 
 /* a.i[0..1] batch_size_per_im, class_nums; a.f[0..3] fg_fraction, fg_thresh, bg_thresh_hi,
- * bg_thresh_lo; a.b[0] use_random; op->a.extra the 4 bbox_reg_weights */
+ * bg_thresh_lo; a.b[0..2] use_random, is_cls_agnostic, is_cascade_rcnn; op->a.extra the 4 bbox_reg_weights */
 static FlStatus prep_proposal_labels(ExecOp *op, FlErr *e) {
     static const char *const floats[] = {"fg_fraction", "fg_thresh", "bg_thresh_hi", "bg_thresh_lo"};
     op->a.i[0] = fl_exec_attr_int(op, "batch_size_per_im");
     op->a.i[1] = fl_exec_attr_int(op, "class_nums");
     for (int i = 0; i < 4; i++) op->a.f[i] = fl_exec_attr_float(op, floats[i]);
     op->a.b[0] = fl_exec_attr_bool(op, "use_random");
+    op->a.b[1] = fl_exec_attr_bool(op, "is_cls_agnostic");
+    op->a.b[2] = fl_exec_attr_bool(op, "is_cascade_rcnn");
     size_t n;
     const double *w = fl_exec_attr_floats(op, "bbox_reg_weights", &n);
     double *ws = fl_xcalloc(4, sizeof *ws);
@@ -227,7 +229,7 @@ static FlStatus run_proposal_labels(OpCall *c) {
     if (two_lods(c, in, lod, names, t, off, &nseq)) return FL_ERROR;
     const double *w = p->extra;
     FlProposalLabelAttrs a = {p->i[0], p->i[1], p->f[0], p->f[1], p->f[2], p->f[3], {w[0], w[1], w[2], w[3]},
-                              p->b[0], c->op->seed, c->rc->step};
+                              p->b[0], p->b[1], p->b[2], c->op->seed, c->rc->step};
     FlProposalLabels out = {OUT(FL_OUT_generate_proposal_labels_Rois), OUT(FL_OUT_generate_proposal_labels_LabelsInt32),
                             OUT(FL_OUT_generate_proposal_labels_BboxTargets),
                             OUT(FL_OUT_generate_proposal_labels_BboxInsideWeights),

@@ -93,7 +93,7 @@ FlStatus fl_kernel_rpn_target_assign(FlErr *e, const FlTensor *anchor, const FlT
 typedef struct FlProposalLabelAttrs {
     int64_t batch_size_per_im, class_nums;
     double fg_fraction, fg_thresh, bg_thresh_hi, bg_thresh_lo, reg_weights[4];
-    bool use_random;
+    bool use_random, cls_agnostic, cascade; /* is_cls_agnostic, is_cascade_rcnn */
     uint64_t seed, stream;
 } FlProposalLabelAttrs;
 /* The outputs of generate_proposal_labels (kernel-made tensors moved into the non-NULL ones). */
@@ -103,12 +103,14 @@ typedef struct FlProposalLabels {
 /* generate_proposal_labels: RpnRois [R, 4] cut into N images by roi_off; GtBoxes [G, 4], GtClasses
  * and IsCrowd int [G, 1] cut by gt_off; ImInfo [N, 3]. Per image, the candidates are its boxes then
  * its RoIs over the scale; their best pixel IoU with the boxes (-1 for a crowd box's own row);
- * foreground above fg_thresh (its box: the first within 1e-5 of the best), the first
+ * foreground at or above fg_thresh (its box: the first within 1e-5 of the best), the first
  * min(floor(batch * fg_fraction), count) of them after reservoir sampling with use_random;
- * background in [bg_thresh_lo, bg_thresh_hi), likewise up to the rest of the batch. Rows:
+ * background in [bg_thresh_lo, bg_thresh_hi), likewise up to the rest of the batch. With
+ * a->cascade the image's first G RoIs are not candidates (an error when it has fewer), nor those
+ * less than a pixel wide or high, and all the foreground and background are kept. Rows:
  * foreground then background, the candidate times the scale, its box's class (0 background), and
  * for a foreground of class c the deltas to its box over reg_weights in columns 4c .. 4c + 3 of
- * BboxTargets [S, 4 * class_nums], the weights 1 there. */
+ * BboxTargets [S, 4 * class_nums] (c = 1 with a->cls_agnostic), the weights 1 there. */
 FlStatus fl_kernel_generate_proposal_labels(FlErr *e, const FlTensor *rois, const int64_t *roi_off, int64_t nseq,
                                             const FlTensor *classes, const FlTensor *crowd, const FlTensor *gt,
                                             const int64_t *gt_off, const FlTensor *im_info,

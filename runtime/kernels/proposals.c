@@ -687,10 +687,16 @@ FlStatus fl_kernel_generate_proposal_labels(FlErr *e, const FlTensor *rois, cons
     if (im_info->ndim != 2 || im_info->ne[0] != nseq || im_info->ne[1] != 3)
         return fl_err(e, "%s: ImInfo %s must be [%lld, 3] (height, width, scale)", op, fl_tensor_shape(im_info).s,
                       (long long)nseq);
-    for (int64_t i = 0; i < G; i++)
-        if (iget(classes, i) < 0 || iget(classes, i) >= C)
+    for (int64_t i = 0; i < G; i++) /* class-agnostic targets go in class 1's columns, whatever the class */
+        if (iget(classes, i) < 0 || (!a->cls_agnostic && iget(classes, i) >= C))
             return fl_err(e, "%s: GtClasses row %lld is %lld, outside [0, class_nums %lld)", op, (long long)i,
                           (long long)iget(classes, i), (long long)C);
+    for (int64_t n = 0; a->cascade && n < nseq; n++)
+        if (roi_off[n + 1] - roi_off[n] < gt_off[n + 1] - gt_off[n])
+            return fl_err(e, "%s: is_cascade_rcnn: image %lld has %lld RoIs, fewer than its %lld ground-truth boxes "
+                          "(a cascade stage's RoIs start with the image's boxes, which are left out)", op,
+                          (long long)n, (long long)(roi_off[n + 1] - roi_off[n]),
+                          (long long)(gt_off[n + 1] - gt_off[n]));
     int64_t cap = R + G; /* candidates of all images; at most that many rows */
     FlStatus st = FL_ERROR;
     double *r = NULL, *g = NULL, *info = NULL, *cand = NULL, *o[4] = {0}, *lod = NULL;
@@ -716,15 +722,18 @@ FlStatus fl_kernel_generate_proposal_labels(FlErr *e, const FlTensor *rois, cons
             goto done;
         }
         const double *gb = g + 4 * gt_off[n];
-        int64_t ng = gt_off[n + 1] - gt_off[n], nc = ng + roi_off[n + 1] - roi_off[n], nfg = 0, nbg = 0;
+        /* a cascade stage's RoIs repeat the image's boxes first: they are left out */
+        int64_t ng = gt_off[n + 1] - gt_off[n], r0 = roi_off[n] + (a->cascade ? ng : 0);
+        int64_t nc = ng + roi_off[n + 1] - r0, nfg = 0, nbg = 0;
         memcpy(cand, gb, (size_t)(4 * ng) * sizeof *cand);
-        for (int64_t i = 4 * roi_off[n]; i < 4 * roi_off[n + 1]; i++)
-            cand[4 * ng + i - 4 * roi_off[n]] = r[i] / scale;
+        for (int64_t i = 4 * r0; i < 4 * roi_off[n + 1]; i++) cand[4 * ng + i - 4 * r0] = r[i] / scale;
         for (int64_t i = 0; i < nc; i++) {
+            const double *b = cand + 4 * i;
+            if (a->cascade && !(b[2] - b[0] + 1 > 0 && b[3] - b[1] + 1 > 0)) continue;
             double m = -INFINITY;
             for (int64_t j = 0; j < ng; j++) m = dmax(m, overlap_px(cand + 4 * i, gb + 4 * j));
             if (i < ng && iget(crowd, gt_off[n] + i)) m = -1;
-            if (m > a->fg_thresh) {
+            if (m >= a->fg_thresh) {
                 int64_t j = 0;
                 while (j < ng && !(fabs(m - overlap_px(cand + 4 * i, gb + 4 * j)) < 1e-5)) j++;
                 fg[nfg] = i, fgt[nfg++] = j;
@@ -734,9 +743,11 @@ FlStatus fl_kernel_generate_proposal_labels(FlErr *e, const FlTensor *rois, cons
         }
         /* foreground sampled with its box: the pairs are coded into one index */
         for (int64_t k = 0; k < nfg; k++) fg[k] = fg[k] * (ng + 1) + fgt[k];
-        int64_t fg_max = (int64_t)floor((double)a->batch_size_per_im * a->fg_fraction);
-        nfg = reservoir(fg, nfg, fg_max, a->use_random, &rng);
-        nbg = reservoir(bg, nbg, a->batch_size_per_im - nfg, a->use_random, &rng);
+        if (!a->cascade) { /* a cascade stage keeps them all */
+            int64_t fg_max = (int64_t)floor((double)a->batch_size_per_im * a->fg_fraction);
+            nfg = reservoir(fg, nfg, fg_max, a->use_random, &rng);
+            nbg = reservoir(bg, nbg, a->batch_size_per_im - nfg, a->use_random, &rng);
+        }
         for (int64_t k = 0; k < nfg + nbg; k++, S++) {
             int64_t i = k < nfg ? fg[k] / (ng + 1) : bg[k - nfg], j = k < nfg ? fg[k] % (ng + 1) : -1;
             int64_t c = j >= 0 ? iget(classes, gt_off[n] + j) : 0;
@@ -744,9 +755,10 @@ FlStatus fl_kernel_generate_proposal_labels(FlErr *e, const FlTensor *rois, cons
             o[1][S] = (double)c;
             if (c > 0) {
                 double d[4];
+                int64_t col = 4 * (a->cls_agnostic ? 1 : c);
                 box_delta(cand + 4 * i, gb + 4 * j, d);
                 for (int q = 0; q < 4; q++)
-                    o[2][W * S + 4 * c + q] = d[q] / a->reg_weights[q], o[3][W * S + 4 * c + q] = 1;
+                    o[2][W * S + col + q] = d[q] / a->reg_weights[q], o[3][W * S + col + q] = 1;
             }
         }
         lod[n + 1] = (double)S;

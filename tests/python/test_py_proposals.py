@@ -539,29 +539,38 @@ def test_fpn_proposals():
 
 # ---- references: generate_proposal_labels ----------------------------------------------------
 
-def ref_proposal_labels(rois, rlod, cls, crowd, gt, glod, info, batch, frac, fg_th, bg_hi, bg_lo, weights, C):
-    """-> (rois, labels, targets, inside weights, outside weights, lod) as Fluid's
-    GenerateProposalLabelsKernel with use_random False (the first candidates are kept)."""
+def ref_proposal_labels(rois, rlod, cls, crowd, gt, glod, info, batch, frac, fg_th, bg_hi, bg_lo, weights, C,
+                        agnostic=False, cascade=False):
+    """-> (rois, labels, targets, inside weights, outside weights, lod) as Fluid 1.5's
+    GenerateProposalLabelsKernel with use_random False (the first candidates are kept): foreground
+    at or above fg_th; with cascade (is_cascade_rcnn) the image's first G RoIs dropped, candidates
+    with a width or height (+1) <= 0 left out and no sampling; with agnostic (is_cls_agnostic) the
+    targets in class 1's columns."""
     out = [[], [], [], [], []]
     lod = [0]
     for n in range(len(rlod) - 1):
         scale = info[n][2]
         g = gt[glod[n]:glod[n + 1]]
-        boxes = list(g) + [r / scale for r in rois[rlod[n]:rlod[n + 1]]]
+        r = rois[rlod[n]:rlod[n + 1]]
+        if cascade:
+            r = r[len(g):]
+        boxes = list(g) + [x / scale for x in r]
         ov = np.array([[overlap_px(b, x) for x in g] for b in boxes]).reshape(len(boxes), len(g))
         fg, fgt, bg = [], [], []
         for i in range(len(boxes)):
             m = ov[i].max() if len(g) else -np.inf
             if i < len(g) and crowd[glod[n] + i]:
                 m = -1.0
-            if m > fg_th:
+            if cascade and not (boxes[i][2] - boxes[i][0] + 1 > 0 and boxes[i][3] - boxes[i][1] + 1 > 0):
+                continue
+            if m >= fg_th:
                 j = next(j for j in range(len(g)) if abs(m - ov[i, j]) < 1e-5)
                 fg.append(i)
                 fgt.append(j)
             elif bg_lo <= m < bg_hi:
                 bg.append(i)
-        nf = min(int(np.floor(batch * frac)), len(fg))
-        nb = min(batch - nf, len(bg))
+        nf = len(fg) if cascade else min(int(np.floor(batch * frac)), len(fg))
+        nb = len(bg) if cascade else min(batch - nf, len(bg))
         for k, i in enumerate(fg[:nf] + bg[:nb]):
             b = boxes[i]
             label = int(cls[glod[n] + fgt[k]]) if k < nf else 0
@@ -571,8 +580,9 @@ def ref_proposal_labels(rois, rlod, cls, crowd, gt, glod, info, batch, frac, fg_
                 ew, eh, gw, gh = b[2] - b[0] + 1, b[3] - b[1] + 1, x[2] - x[0] + 1, x[3] - x[1] + 1
                 d = [(x[0] + 0.5 * gw - b[0] - 0.5 * ew) / ew, (x[1] + 0.5 * gh - b[1] - 0.5 * eh) / eh,
                      np.log(gw / ew), np.log(gh / eh)]
-                t[4 * label:4 * label + 4] = np.array(d) / np.array(weights)
-                w[4 * label:4 * label + 4] = 1
+                col = 4 if agnostic else 4 * label
+                t[col:col + 4] = np.array(d) / np.array(weights)
+                w[col:col + 4] = 1
             out[0].append(np.array(b) * scale)
             out[1].append([label])
             out[2].append(t)
@@ -598,25 +608,37 @@ def test_generate_proposal_labels():
         for _ in range(8):
             x, y = rng.uniform(0, 50, 2)
             rois.append(np.array([x, y, x + rng.uniform(5, 20), y + rng.uniform(5, 20)]) * info[n][2])
+        if n == 0:
+            # IoU exactly 0.5 with the first box (foreground at fg_thresh 0.5), and an inverted RoI
+            # (a background candidate, left out by is_cascade_rcnn)
+            rois += [np.array([4.0, 4, 37, 20]), np.array([30.0, 30, 20, 40])]
     rois = np.array(rois)
-    rlod = np.array([0, 20, 34], np.int64)
+    rlod = np.array([0, 22, 36], np.int64)
     for dt in ("float32", "float64"):
         feed = {"rois": rois.astype(dt), "rois@LOD0": rlod, "cls": cls, "cls@LOD0": glod, "crowd": crowd,
                 "crowd@LOD0": glod, "gt": gt.astype(dt), "gt@LOD0": glod, "info": info.astype(dt)}
         src = HEAD + data("rois", rois.shape, dt, 1) + data("cls", cls.shape, "int32", 1)
         src += data("crowd", crowd.shape, "int32", 1) + data("gt", gt.shape, dt, 1) + data("info", info.shape, dt)
-        cases = {"a": (512, 0.25, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2]), "b": (8, 0.5, 0.6, 0.4, 0.1, [1.0, 1.0, 1.0, 1.0]),
-                 "r": (10, 0.5, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2])}
-        for k, (batch, frac, fg, hi, lo, w) in sorted(cases.items()):
+        # key: batch, fg_fraction, fg_thresh, bg_thresh_hi, bg_thresh_lo, weights, class_nums,
+        # is_cls_agnostic, is_cascade_rcnn (c: a batch far below the candidates, which it ignores;
+        # g: the agnostic targets with class_nums 2 and classes up to 3, as Cascade R-CNN passes it)
+        cases = {"a": (512, 0.25, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2], 4, False, False),
+                 "b": (8, 0.5, 0.6, 0.4, 0.1, [1.0, 1.0, 1.0, 1.0], 4, False, False),
+                 "c": (4, 0.25, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2], 4, False, True),
+                 "d": (512, 0.25, 0.6, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2], 2, True, True),
+                 "g": (6, 0.5, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2], 2, True, False),
+                 "r": (10, 0.5, 0.5, 0.5, 0.0, [0.1, 0.1, 0.2, 0.2], 4, False, False)}
+        for k, (batch, frac, fg, hi, lo, w, C, agn, casc) in sorted(cases.items()):
             src += "o_%s = layers.generate_proposal_labels(rois, cls, crowd, gt, info, batch_size_per_im=%d, " \
                    "fg_fraction=%r, fg_thresh=%r, bg_thresh_hi=%r, bg_thresh_lo=%r, bbox_reg_weights=%r, " \
-                   "class_nums=4, use_random=%r)\n" % (k, batch, frac, fg, hi, lo, w, k == "r")
+                   "class_nums=%d, use_random=%r, is_cls_agnostic=%r, is_cascade_rcnn=%r)\n" % (
+                       k, batch, frac, fg, hi, lo, w, C, k == "r", agn, casc)
             for i in range(5):
                 src += fetch("%s%d" % (k, i), "o_%s[%d]" % (k, i))
             src += fetch(k + "lod", "_core.lod(o_%s[0])[0]" % k)
         got = run("proposal_labels_" + dt, src, feed)
         f = {key: v.astype(np.float64) if v.dtype.kind == "f" else v for key, v in feed.items()}
-        for k, (batch, frac, fg, hi, lo, w) in sorted(cases.items()):
+        for k, (batch, frac, fg, hi, lo, w, C, agn, casc) in sorted(cases.items()):
             what = "generate_proposal_labels %s %s" % (k, dt)
             if k == "r":
                 # sampled at random: per image at most 5 foreground rows and 10 in all, each row a
@@ -629,7 +651,7 @@ def test_generate_proposal_labels():
                           for i in range(len(gl))), what + ": the sample's sizes and weights")
                 continue
             want = ref_proposal_labels(f["rois"], rlod, cls.ravel(), crowd.ravel(), f["gt"], glod, f["info"], batch,
-                                       frac, fg, hi, lo, w, 4)
+                                       frac, fg, hi, lo, w, C, agn, casc)
             close(what + " rois", got[k + "0"], want[0])
             equal(what + " labels", got[k + "1"], want[1])
             close(what + " targets", got[k + "2"], want[2])
@@ -637,6 +659,15 @@ def test_generate_proposal_labels():
             close(what + " outside weights", got[k + "4"], want[4])
             equal(what + " lod", got[k + "lod"], want[5])
         check(len(set(got["a1"].ravel().tolist())) == 4, "generate_proposal_labels a: labels 0 to 3 should all appear")
+        # the RoI at IoU 0.5 is a foreground of case a (fg_thresh 0.5); the cascade keeps more rows
+        # than its batch, none of them the inverted RoI, and is not the plain case's first rows
+        check(any(np.allclose(r, [4, 4, 37, 20]) for r in got["a0"][got["a1"].ravel() > 0]),
+              "generate_proposal_labels a: the RoI at IoU 0.5 should be foreground")
+        check(got["clod"][1] > 4 and not any(np.allclose(r, [30, 30, 20, 40]) for r in got["c0"]) and
+              any(np.allclose(r, [30, 30, 20, 40]) for r in got["a0"]),
+              "generate_proposal_labels c: all candidates kept but the inverted RoI")
+        check(got["d2"].shape[1] == 8 and (got["d3"][:, :4] == 0).all() and (got["d1"].ravel() == 3).any(),
+              "generate_proposal_labels d: class 3's targets in class 1's columns of [S, 8]")
 
 
 test_yolov3_loss()
