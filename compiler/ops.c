@@ -593,6 +593,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "`infer_seqnlp.c` | `ops_ctc.c`, `ops_rankloss.c`, `ops_seqnlp.c` | `ctc.c`, `rankloss.c`, `seqnlp.c` | "
                 "`_ctc.fl`, `_rankloss.fl`, `_seqnlp.fl` |\n"
                 "| vocab | `vocab.def` | `infer_vocab.c` | `ops_vocab.c` | `vocab.c` | `_vocab.fl` |\n"
+                "| cudnnlstm | `cudnnlstm.def` | `infer_cudnnlstm.c` | `ops_cudnnlstm.c` | `cudnnlstm.c` | `_cudnnlstm.fl` |\n"
                 "| driver | `driver.def` | `infer_driver.c` | `ops_driver.c` (host: `driver.h`) | — | "
                 "`fluid/executor.fl`, `threading.fl`, `time.fl` (and `lang/driver.c`) |\n"
                 "| reader | `reader.def` | `infer_reader.c` | `ops_reader.c` (over `dataset/`) | — | "

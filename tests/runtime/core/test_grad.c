@@ -348,6 +348,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_roi.inc"
 /* the sequence and NLP layers: CTC, sampled losses, sequence ops */
 #include "tests/runtime/core/grad_cases_seqnlp.inc"
+/* the stacked LSTM in cuDNN's layout */
+#include "tests/runtime/core/grad_cases_cudnnlstm.inc"
 };
 
 static void test_grad_ops(void) {
