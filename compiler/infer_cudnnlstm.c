@@ -25,9 +25,11 @@ FlStatus fl_infer_cudnn_lstm(Ctx *c) {
     int64_t L = iattr(c, "num_layers"), H = iattr(c, "hidden_size"), I = iattr(c, "input_size");
     int64_t max_len = iattr(c, "max_len"), D = iattr(c, "is_bidirec") ? 2 : 1;
     double p = fattr(c, "dropout_prob");
-    if (L < 1 || H < 1 || I < 1 || max_len < 1)
-        return fl_err(c->e, "%s: num_layers (%lld), hidden_size (%lld), input_size (%lld) and max_len (%lld) must be >= 1",
-                      c->t, (long long)L, (long long)H, (long long)I, (long long)max_len);
+    if (!fl_cudnn_lstm_dims_ok(L, I, H) || max_len < 1)
+        return fl_err(c->e,
+                      "%s: num_layers (%lld), hidden_size (%lld) and input_size (%lld) must be in [1, %d], max_len (%lld) "
+                      ">= 1",
+                      c->t, (long long)L, (long long)H, (long long)I, FL_CUDNN_LSTM_MAX_DIM, (long long)max_len);
     if (!(p >= 0 && p < 1)) return fl_err(c->e, "%s: dropout_prob (%g) must be in [0, 1)", c->t, p);
     if (in1(c, "Input", &x) || need_float_in(c, x, "Input")) return FL_ERROR;
     Shape xs = shape_of(x);

@@ -415,6 +415,8 @@ FlStatus fl_infer_collect_fpn_proposals(Ctx *c);
 
 /* infer_cudnnlstm.c */
 FlStatus fl_infer_cudnn_lstm(Ctx *c);
+/* infer_statnorm.c */
+FlStatus fl_infer_data_norm(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

@@ -14,7 +14,16 @@
 #ifndef FL_CUDNNLSTM_LAYOUT_H
 #define FL_CUDNNLSTM_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+/* the sizes these functions take: num_layers, input and hidden sizes in [1, 2^20], so that no
+ * size below overflows (the shape rule and the kernels refuse others) */
+#define FL_CUDNN_LSTM_MAX_DIM (1 << 20)
+static inline bool fl_cudnn_lstm_dims_ok(int64_t L, int64_t I, int64_t H) {
+    return L >= 1 && I >= 1 && H >= 1 && L <= FL_CUDNN_LSTM_MAX_DIM && I <= FL_CUDNN_LSTM_MAX_DIM &&
+           H <= FL_CUDNN_LSTM_MAX_DIM;
+}
 
 static inline int64_t fl_cudnn_lstm_in(int64_t l, int64_t D, int64_t I, int64_t H) { return l == 0 ? I : H * D; }
 

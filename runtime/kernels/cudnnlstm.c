@@ -56,6 +56,10 @@ static FlStatus check_state(FlErr *e, const char *op, const char *slot, const Fl
 static FlStatus check(FlErr *e, const char *op, const FlTensor *x, const FlTensor *h0, const FlTensor *c0,
                       const FlTensor *w, const FlCudnnLstmAttrs *a, Dims *d) {
     if (kneed_float(e, op, "Input", x)) return FL_ERROR;
+    if (!fl_cudnn_lstm_dims_ok(a->num_layers, a->input_size, a->hidden_size))
+        return fl_err(e, "%s: num_layers (%lld), hidden_size (%lld) and input_size (%lld) must be in [1, %d]", op,
+                      (long long)a->num_layers, (long long)a->hidden_size, (long long)a->input_size,
+                      FL_CUDNN_LSTM_MAX_DIM);
     if (x->ndim != 3 || x->ne[2] != a->input_size)
         return fl_err(e, "%s: Input %s must be [seq_len, batch, input_size] with input_size %lld", op,
                       fl_tensor_shape(x).s, (long long)a->input_size);
