@@ -287,6 +287,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_cudnn_lstm: return fl_infer_cudnn_lstm(&c);
     /* infer_statnorm.c */
     case FL_OPID_data_norm: return fl_infer_data_norm(&c);
+    case FL_OPID_spectral_norm: return fl_infer_spectral_norm(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -417,6 +417,7 @@ FlStatus fl_infer_collect_fpn_proposals(Ctx *c);
 FlStatus fl_infer_cudnn_lstm(Ctx *c);
 /* infer_statnorm.c */
 FlStatus fl_infer_data_norm(Ctx *c);
+FlStatus fl_infer_spectral_norm(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

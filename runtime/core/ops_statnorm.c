@@ -30,3 +30,28 @@ static FlStatus run_data_norm_grad(OpCall *c) {
                                     OUT(FL_OUT_data_norm_grad_BatchSquareSum_GRAD));
 }
 FL_ADAPTER(data_norm_grad, prep_data_norm, run_data_norm_grad);
+
+/* ---- spectral_norm: a.i[0] dim, a.i[1] power_iters, a.f[0] eps ---- */
+
+static FlStatus prep_spectral_norm(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.i[0] = fl_exec_attr_int(op, "dim");
+    op->a.i[1] = fl_exec_attr_int(op, "power_iters");
+    op->a.f[0] = fl_exec_attr_float(op, "eps");
+    return FL_OK;
+}
+static FlStatus run_spectral_norm(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_spectral_norm(c->e, IN(FL_IN_spectral_norm_Weight), IN(FL_IN_spectral_norm_U),
+                                   IN(FL_IN_spectral_norm_V), (int)a->i[0], a->i[1], a->f[0],
+                                   OUT(FL_OUT_spectral_norm_Out));
+}
+FL_ADAPTER(spectral_norm, prep_spectral_norm, run_spectral_norm);
+/* spectral_norm_grad: Weight U V Out@GRAD -> Weight@GRAD? */
+static FlStatus run_spectral_norm_grad(OpCall *c) {
+    const PAttrs *a = &c->op->a;
+    return fl_kernel_spectral_norm_grad(c->e, IN(FL_IN_spectral_norm_grad_Weight), IN(FL_IN_spectral_norm_grad_U),
+                                        IN(FL_IN_spectral_norm_grad_V), IN(FL_IN_spectral_norm_grad_Out_GRAD),
+                                        (int)a->i[0], a->i[1], a->f[0], OUT(FL_OUT_spectral_norm_grad_Weight_GRAD));
+}
+FL_ADAPTER(spectral_norm_grad, prep_spectral_norm, run_spectral_norm_grad);

@@ -18,4 +18,15 @@ FlStatus fl_kernel_data_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *m
                                   const FlTensor *dy, double epsilon, FlTensor *dx, FlTensor *d_size,
                                   FlTensor *d_sum, FlTensor *d_square_sum) FL_WARN_UNUSED;
 
+/* spectral_norm: out = weight / sigma (weight F of rank 2 to 5, seen as W [h, w] with h = its
+ * axis dim, moved first, by the rest; u F [h], v F [w]): power_iters rounds of v = W^T u /
+ * (|W^T u| + eps), u = W v / (|W v| + eps) on copies of u and v, then sigma = u^T W v.
+ * spectral_norm_grad: dweight = (dout - <dout, out> u v^T) / sigma with the final u and v held
+ * fixed (moved back to weight's layout). */
+FlStatus fl_kernel_spectral_norm(FlErr *e, const FlTensor *weight, const FlTensor *u, const FlTensor *v, int dim,
+                                 int64_t power_iters, double eps, FlTensor *out) FL_WARN_UNUSED;
+FlStatus fl_kernel_spectral_norm_grad(FlErr *e, const FlTensor *weight, const FlTensor *u, const FlTensor *v,
+                                      const FlTensor *dout, int dim, int64_t power_iters, double eps,
+                                      FlTensor *dweight) FL_WARN_UNUSED;
+
 #endif

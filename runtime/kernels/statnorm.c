@@ -85,3 +85,129 @@ FlStatus fl_kernel_data_norm_grad(FlErr *e, const FlTensor *x, const FlTensor *m
     kout(d_square_sum, &gq);
     return FL_OK;
 }
+
+/* ---- spectral_norm ---- */
+
+/* W [h, w] of weight's axis dim by the rest: idx[r * w + c] is the element's index in weight */
+typedef struct SnMat {
+    int64_t h, w;
+    int64_t *idx;
+    double *W, *u, *v, sigma;
+} SnMat;
+
+static FlStatus sn_check(FlErr *e, const char *op, const FlTensor *weight, const FlTensor *u, const FlTensor *v,
+                         int dim, int64_t iters, double eps) {
+    if (kneed_float(e, op, "Weight", weight) || kneed_float(e, op, "U", u) || kneed_float(e, op, "V", v) ||
+        ksame_dtype(e, op, "Weight", weight, "U", u) || ksame_dtype(e, op, "Weight", weight, "V", v))
+        return FL_ERROR;
+    if (weight->ndim < 2 || weight->ndim > 5 || dim < 0 || dim >= weight->ndim)
+        return fl_err(e, "%s: Weight %s must have rank 2 to 5 and dim (%d) be one of its axes", op,
+                      fl_tensor_shape(weight).s, dim);
+    if (iters < 0 || !(eps > 0))
+        return fl_err(e, "%s: power_iters (%lld) must be >= 0 and eps (%g) > 0", op, (long long)iters, eps);
+    int64_t h = weight->ne[dim], w = fl_tensor_numel(weight) / (h ? h : 1);
+    if (u->ndim != 1 || u->ne[0] != h || v->ndim != 1 || v->ne[0] != w)
+        return fl_err(e, "%s: U %s and V %s must be [%lld] and [%lld] for Weight %s (dim %d)", op, fl_tensor_shape(u).s,
+                      fl_tensor_shape(v).s, (long long)h, (long long)w, fl_tensor_shape(weight).s, dim);
+    return FL_OK;
+}
+
+static double norm2(const double *x, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+    return sqrt(s);
+}
+
+/* y = W x / (|W x| + eps) for W [h, w] (transposed: W^T x) */
+static void power_step(const double *W, int64_t h, int64_t w, bool transposed, const double *x, double *y,
+                       double eps) {
+    int64_t ny = transposed ? w : h, nx = transposed ? h : w;
+    for (int64_t i = 0; i < ny; i++) {
+        double s = 0;
+        for (int64_t k = 0; k < nx; k++) s += (transposed ? W[k * w + i] : W[i * w + k]) * x[k];
+        y[i] = s;
+    }
+    double n = norm2(y, ny) + eps;
+    for (int64_t i = 0; i < ny; i++) y[i] /= n;
+}
+
+/* the matrix, the power iteration and sigma */
+static void sn_build(SnMat *m, const FlTensor *weight, const FlTensor *u, const FlTensor *v, int dim, int64_t iters,
+                     double eps) {
+    int nd = weight->ndim;
+    m->h = weight->ne[dim];
+    m->w = fl_tensor_numel(weight) / (m->h ? m->h : 1);
+    int64_t n = m->h * m->w, stride[FL_MAX_DIMS];
+    stride[nd - 1] = 1;
+    for (int i = nd - 2; i >= 0; i--) stride[i] = stride[i + 1] * weight->ne[i + 1];
+    m->idx = fl_xcalloc((size_t)n + 1, sizeof(int64_t));
+    m->W = fl_xcalloc((size_t)n + 1, sizeof(double));
+    m->u = fl_xcalloc((size_t)m->h + 1, sizeof(double));
+    m->v = fl_xcalloc((size_t)m->w + 1, sizeof(double));
+    for (int64_t r = 0; r < m->h; r++)
+        for (int64_t c = 0; c < m->w; c++) {
+            /* c counts the other axes row-major, in their order */
+            int64_t rem = c, k = r * stride[dim];
+            for (int i = nd - 1; i >= 0; i--) {
+                if (i == dim) continue;
+                k += (rem % weight->ne[i]) * stride[i];
+                rem /= weight->ne[i];
+            }
+            m->idx[r * m->w + c] = k;
+            m->W[r * m->w + c] = fl_tensor_get(weight, k);
+        }
+    for (int64_t r = 0; r < m->h; r++) m->u[r] = fl_tensor_get(u, r);
+    for (int64_t c = 0; c < m->w; c++) m->v[c] = fl_tensor_get(v, c);
+    for (int64_t it = 0; it < iters; it++) {
+        power_step(m->W, m->h, m->w, true, m->u, m->v, eps);
+        power_step(m->W, m->h, m->w, false, m->v, m->u, eps);
+    }
+    double sigma = 0;
+    for (int64_t r = 0; r < m->h; r++)
+        for (int64_t c = 0; c < m->w; c++) sigma += m->u[r] * m->W[r * m->w + c] * m->v[c];
+    m->sigma = sigma;
+}
+
+static void sn_free(SnMat *m) {
+    free(m->idx);
+    free(m->W);
+    free(m->u);
+    free(m->v);
+}
+
+FlStatus fl_kernel_spectral_norm(FlErr *e, const FlTensor *weight, const FlTensor *u, const FlTensor *v, int dim,
+                                 int64_t power_iters, double eps, FlTensor *out) {
+    const char *op = "spectral_norm";
+    if (kwant(e, op, "Out", out) || sn_check(e, op, weight, u, v, dim, power_iters, eps)) return FL_ERROR;
+    FlTensor o = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &o, weight)) return FL_ERROR;
+    SnMat m;
+    sn_build(&m, weight, u, v, dim, power_iters, eps);
+    for (int64_t k = 0; k < m.h * m.w; k++) fl_tensor_set(&o, m.idx[k], m.W[k] / m.sigma);
+    sn_free(&m);
+    kout(out, &o);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_spectral_norm_grad(FlErr *e, const FlTensor *weight, const FlTensor *u, const FlTensor *v,
+                                      const FlTensor *dout, int dim, int64_t power_iters, double eps,
+                                      FlTensor *dweight) {
+    const char *op = "spectral_norm_grad";
+    if (!dweight) return FL_OK;
+    if (sn_check(e, op, weight, u, v, dim, power_iters, eps) || ksame(e, op, "Weight", weight, "Out@GRAD", dout))
+        return FL_ERROR;
+    FlTensor g = FL_TENSOR_INIT;
+    if (kalloc_like(e, op, &g, weight)) return FL_ERROR;
+    SnMat m;
+    sn_build(&m, weight, u, v, dim, power_iters, eps);
+    double dot = 0; /* <dOut, Out> */
+    for (int64_t k = 0; k < m.h * m.w; k++) dot += fl_tensor_get(dout, m.idx[k]) * m.W[k] / m.sigma;
+    for (int64_t r = 0; r < m.h; r++)
+        for (int64_t c = 0; c < m.w; c++) {
+            int64_t k = r * m.w + c;
+            fl_tensor_set(&g, m.idx[k], (fl_tensor_get(dout, m.idx[k]) - dot * m.u[r] * m.v[c]) / m.sigma);
+        }
+    sn_free(&m);
+    kout(dweight, &g);
+    return FL_OK;
+}

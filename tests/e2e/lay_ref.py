@@ -4,7 +4,11 @@ definitions in plain Python (no numpy): prints each case's expected values as it
 
 cudnn_lstm (Fluid's cudnn_lstm_op.cc and its test's lstm_naive, extended to layers and
 directions in cuDNN's layout: per layer and direction Wx [4H, in], Wh [4H, H]; then per layer
-and direction bx [4H], bh [4H]; gates i, f, c, o)."""
+and direction bx [4H], bh [4H]; gates i, f, c, o).
+
+spectral_norm (Fluid's spectral_norm_op.h): the power method run to convergence gives the
+largest singular value of the weight seen as [its dim'th axis, the rest], here from the
+eigenvalues of M M^T."""
 import math
 import struct
 
@@ -91,4 +95,16 @@ def case_lstm_stacked_bidirec():
     print("@out lc", fmt(flat(lc)))
 
 
+def case_spectral_norm_converged():
+    w = [[[1.0, 2.0], [0.5, -1.0]], [[3.0, 0.0], [1.0, 1.0]], [[-2.0, 1.0], [0.0, 2.0]]]
+    # dim 1: rows are axis 1, columns axes 0 and 2 in order
+    m = [[w[a][r][c] for a in range(3) for c in range(2)] for r in range(2)]
+    g = [[sum(m[i][k] * m[j][k] for k in range(6)) for j in range(2)] for i in range(2)]
+    tr, det = g[0][0] + g[1][1], g[0][0] * g[1][1] - g[0][1] * g[1][0]
+    sigma = math.sqrt((tr + math.sqrt(tr * tr - 4 * det)) / 2)
+    print("# spectral_norm_converged: sigma", sigma)
+    print("@out y", fmt([v / sigma for v in flat(w)]))
+
+
 case_lstm_stacked_bidirec()
+case_spectral_norm_converged()

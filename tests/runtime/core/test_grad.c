@@ -350,6 +350,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_seqnlp.inc"
 /* the stacked LSTM in cuDNN's layout */
 #include "tests/runtime/core/grad_cases_cudnnlstm.inc"
+/* spectral_norm */
+#include "tests/runtime/core/grad_cases_statnorm.inc"
 };
 
 static void test_grad_ops(void) {
