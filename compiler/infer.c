@@ -288,6 +288,9 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     /* infer_statnorm.c */
     case FL_OPID_data_norm: return fl_infer_data_norm(&c);
     case FL_OPID_spectral_norm: return fl_infer_spectral_norm(&c);
+    /* infer_gridsample.c */
+    case FL_OPID_affine_grid: return fl_infer_affine_grid(&c);
+    case FL_OPID_grid_sampler: return fl_infer_grid_sampler(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

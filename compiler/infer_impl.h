@@ -418,6 +418,9 @@ FlStatus fl_infer_cudnn_lstm(Ctx *c);
 /* infer_statnorm.c */
 FlStatus fl_infer_data_norm(Ctx *c);
 FlStatus fl_infer_spectral_norm(Ctx *c);
+/* infer_gridsample.c */
+FlStatus fl_infer_affine_grid(Ctx *c);
+FlStatus fl_infer_grid_sampler(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

@@ -595,6 +595,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "| vocab | `vocab.def` | `infer_vocab.c` | `ops_vocab.c` | `vocab.c` | `_vocab.fl` |\n"
                 "| cudnnlstm | `cudnnlstm.def` | `infer_cudnnlstm.c` | `ops_cudnnlstm.c` | `cudnnlstm.c` | `_cudnnlstm.fl` |\n"
                 "| statnorm | `statnorm.def` | `infer_statnorm.c` | `ops_statnorm.c` | `statnorm.c` | `_statnorm.fl` |\n"
+                "| gridsample | `gridsample.def` | `infer_gridsample.c` | `ops_gridsample.c` | `gridsample.c` | `_gridsample.fl` |\n"
                 "| driver | `driver.def` | `infer_driver.c` | `ops_driver.c` (host: `driver.h`) | — | "
                 "`fluid/executor.fl`, `threading.fl`, `time.fl` (and `lang/driver.c`) |\n"
                 "| reader | `reader.def` | `infer_reader.c` | `ops_reader.c` (over `dataset/`) | — | "

@@ -352,6 +352,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_cudnnlstm.inc"
 /* spectral_norm */
 #include "tests/runtime/core/grad_cases_statnorm.inc"
+/* affine_grid, grid_sampler */
+#include "tests/runtime/core/grad_cases_gridsample.inc"
 };
 
 static void test_grad_ops(void) {
