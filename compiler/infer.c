@@ -289,6 +289,14 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_hierarchical_sigmoid: return fl_infer_hierarchical_sigmoid(&c);
     case FL_OPID_nce: return fl_infer_nce(&c);
     case FL_OPID_sample_logits: return fl_infer_sample_logits(&c);
+    /* infer_cudnnlstm.c */
+    case FL_OPID_cudnn_lstm: return fl_infer_cudnn_lstm(&c);
+    /* infer_statnorm.c */
+    case FL_OPID_data_norm: return fl_infer_data_norm(&c);
+    case FL_OPID_spectral_norm: return fl_infer_spectral_norm(&c);
+    /* infer_gridsample.c */
+    case FL_OPID_affine_grid: return fl_infer_affine_grid(&c);
+    case FL_OPID_grid_sampler: return fl_infer_grid_sampler(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

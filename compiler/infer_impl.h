@@ -415,6 +415,15 @@ FlStatus fl_infer_generate_proposal_labels(Ctx *c);
 FlStatus fl_infer_distribute_fpn_proposals(Ctx *c);
 FlStatus fl_infer_collect_fpn_proposals(Ctx *c);
 
+/* infer_cudnnlstm.c */
+FlStatus fl_infer_cudnn_lstm(Ctx *c);
+/* infer_statnorm.c */
+FlStatus fl_infer_data_norm(Ctx *c);
+FlStatus fl_infer_spectral_norm(Ctx *c);
+/* infer_gridsample.c */
+FlStatus fl_infer_affine_grid(Ctx *c);
+FlStatus fl_infer_grid_sampler(Ctx *c);
+
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);
 FlStatus fl_infer_read_from_array(Ctx *c);

@@ -348,6 +348,12 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_roi.inc"
 /* the sequence and NLP layers: CTC, sampled losses, sequence ops */
 #include "tests/runtime/core/grad_cases_seqnlp.inc"
+/* the stacked LSTM in cuDNN's layout */
+#include "tests/runtime/core/grad_cases_cudnnlstm.inc"
+/* spectral_norm */
+#include "tests/runtime/core/grad_cases_statnorm.inc"
+/* affine_grid, grid_sampler */
+#include "tests/runtime/core/grad_cases_gridsample.inc"
 };
 
 static void test_grad_ops(void) {
@@ -401,6 +407,53 @@ static void test_dropout_grad(void) {
     fl_program_free(prog);
 }
 
+/* data_norm: dX = dY * Scales (Y is linear in X), and in place of the statistics' gradients the
+ * batch's summary, as Fluid's op gives them: N, the column sums of X, the column sums of
+ * (X - Means)^2 + N * epsilon. Statistics 4, 2 and 8: Means 0.5, Scales sqrt(1/2). */
+static void test_data_norm_grad(void) {
+    FlBundle *b = ct_compile("data_norm.fl", HEAD
+                             "P = param(\"P\", [5, 3])\n"
+                             "R = param(\"R\", [5, 3])\n"
+                             "y = layers.data_norm(layers.scale(P, scale=1.0), epsilon=0.001, name=\"dn\",\n"
+                             "                     param_attr={\"batch_size\": 4.0, \"batch_sum\": 2.0, \"batch_square\": 8.0})\n"
+                             "loss = layers.mean(layers.elementwise_mul(y, R))\n");
+    FlBlock *b0 = fl_ir_block(b->main, 0);
+    const char *loss = fl_ir_op_output1(b0->ops.data[b0->ops.len - 1], "Out");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
+    char *lossname = fl_xstrdup(loss);
+    FlBackwardResult r = {0};
+    FlErr e = {{0}};
+    CT_OK(fl_backward_append(b->main, lossname, NULL, 0, &r, &e, NULL), &e);
+    note_ops(b0);
+    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
+    FlExecutor *ex;
+    CT_OK(fl_executor_new(prog, NULL, &ex, &e), &e);
+    FlScope *s = fl_scope_new(NULL);
+    CT_OK(fl_executor_run_startup(ex, s, &e), &e);
+    FlFetch f[6] = {{"P", FL_TENSOR_INIT},         {"R", FL_TENSOR_INIT},
+                    {"P@GRAD", FL_TENSOR_INIT},    {"dn.batch_size@GRAD", FL_TENSOR_INIT},
+                    {"dn.batch_sum@GRAD", FL_TENSOR_INIT}, {"dn.batch_square_sum@GRAD", FL_TENSOR_INIT}};
+    CT_OK(fl_executor_run(ex, s, NULL, 0, f, 6, &e), &e);
+    for (int j = 0; j < 3; j++) {
+        double sum = 0, sq = 0;
+        for (int i = 0; i < 5; i++) {
+            double p = fl_tensor_get(&f[0].tensor, i * 3 + j);
+            sum += p;
+            sq += (p - 0.5) * (p - 0.5);
+            CT_NEAR(fl_tensor_get(&f[2].tensor, i * 3 + j), fl_tensor_get(&f[1].tensor, i * 3 + j) / 15 * sqrt(0.5), 1e-6);
+        }
+        CT_NEAR(fl_tensor_get(&f[3].tensor, j), 5, 1e-6);
+        CT_NEAR(fl_tensor_get(&f[4].tensor, j), sum, 1e-5);
+        CT_NEAR(fl_tensor_get(&f[5].tensor, j), sq + 5 * 0.001, 1e-5);
+    }
+    for (int k = 0; k < 6; k++) fl_tensor_fini(&f[k].tensor);
+    free(lossname);
+    fl_backward_result_fini(&r);
+    fl_scope_free(s);
+    fl_executor_free(ex);
+    fl_program_free(prog);
+}
+
 /* Runs last: every gradient op of the op table was exercised by a case above. */
 static void test_grad_coverage(void) {
     CU_ASSERT(nseen < (int)FL_ARRAY_LEN(seen)); /* a full table would hide op types: make it larger */
@@ -422,6 +475,7 @@ int main(void) {
     static const CtCase tc[] = {
         CT_TEST(test_grad_ops),
         CT_TEST(test_dropout_grad),
+        CT_TEST(test_data_norm_grad),
         CT_TEST(test_grad_coverage),
     };
     return ct_run("gradient adapters", tc, (int)FL_ARRAY_LEN(tc));
