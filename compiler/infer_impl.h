@@ -481,5 +481,6 @@ FlStatus fl_infer_scope_var(Ctx *c);
 FlStatus fl_infer_reader_open(Ctx *c);
 FlStatus fl_infer_reader_epoch(Ctx *c);
 FlStatus fl_infer_reader_next(Ctx *c);
+FlStatus fl_infer_reader_end(Ctx *c);
 
 #endif
