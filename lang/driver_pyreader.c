@@ -297,6 +297,8 @@ static bool raise_eof(Ctx *c, FlValue *h, const char *cond, FlSpan sp) {
         c->rt_depth = saved;
         if (k < t->pending) t->pending = k;
     } else {
+        for (size_t j = 0; j < c->rtloops.len; j++)
+            if (c->rtloops.data[j]) c->rtloops.data[j]->ends_run = true;
         FlValue *msg = fl_v_list(c, VK_LIST);
         fl_v_list_push(c, msg, fl_v_cstr(c, fl_arena_printf(&c->arena, "fluid.core.EOFException: there is no next "
                                                            "data (py_reader '%s' gave its last batch; catch it with "

@@ -157,6 +157,7 @@ typedef struct RtLoop {
     bool in_ct_loop;    /* (is_select) the select is inside a compile-time loop */
     bool is_try;        /* the body of a try around a reader's EOFException, run once
                            (fl_ev_lower_once): only the EOFException leaves it */
+    bool ends_run;      /* an uncaught EOFException in the body ends the run (driver_pyreader.c) */
 } RtLoop;
 
 /* The current program and block saved while ops go to the driver (driver.c). */

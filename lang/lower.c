@@ -675,7 +675,15 @@ Flow fl_ev_lower_while_true(Ctx *c, Env *e, FlAst *s) {
     own_names(c, e, bodies, 1, s->span);
     RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
-    return while_op(c, e, s, &loop, NULL, NULL);
+    Flow f = while_op(c, e, s, &loop, NULL, NULL);
+    if (f != FLOW_ERROR && !loop.has_break && !loop.ends_run) {
+        fl_ev_error(c, s->span, "this 'while True:' runs programs and would never end: no 'break' of it is reached at "
+                                "run time (one under an 'if' on a compile-time value, such as a counter the loop "
+                                "adds to, is decided once, when the script compiles) and no py_reader's "
+                                "EOFException leaves it; break on a fetched value, or loop over range(n)");
+        return FLOW_ERROR;
+    }
+    return f;
 }
 
 /* The body of a `try` around a reader's EOFException (driver_pyreader.c): a runtime loop l that
