@@ -362,6 +362,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_reader_open: return fl_infer_reader_open(&c);
     case FL_OPID_reader_epoch: return fl_infer_reader_epoch(&c);
     case FL_OPID_reader_next: return fl_infer_reader_next(&c);
+    case FL_OPID_reader_end: return fl_infer_reader_end(&c);
     case FL_OPID_save_vars:
     case FL_OPID_load_vars: return fl_infer_save_load_vars(&c);
     /* infer_random.c */

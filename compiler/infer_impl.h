@@ -502,5 +502,6 @@ FlStatus fl_infer_random_draw(Ctx *c);
 FlStatus fl_infer_reader_open(Ctx *c);
 FlStatus fl_infer_reader_epoch(Ctx *c);
 FlStatus fl_infer_reader_next(Ctx *c);
+FlStatus fl_infer_reader_end(Ctx *c);
 
 #endif

@@ -33,6 +33,16 @@ FlStatus fl_infer_reader_epoch(Ctx *c) {
     return raw_out(c, "reader_epoch");
 }
 
+FlStatus fl_infer_reader_end(Ctx *c) {
+    const char *out = fl_ir_op_output1(c->op, "Epoch");
+    FlVarDesc *o;
+    if (!out) return fl_err(c->e, "reader_end: output Epoch is missing");
+    if (lookup(c, "output", "Epoch", out, &o)) return FL_ERROR;
+    o->kind = FL_VAR_RAW;
+    o->stop_gradient = true;
+    return FL_OK;
+}
+
 FlStatus fl_infer_reader_next(Ctx *c) {
     if (raw_in(c, "reader_next", "Epoch")) return FL_ERROR;
     Shape one = {.nd = 1, .d = {1}};

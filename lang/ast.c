@@ -332,6 +332,16 @@ static void dump(const FlAst *n, FlBuf *b) {
         sp(n->expr.e, b);
         fl_buf_putc(b, ')');
         return;
+    case FL_AST_TRY:
+        fl_buf_puts(b, "(try");
+        dump_list("body", n->loop.body, b);
+        fl_buf_puts(b, " (except");
+        if (n->loop.iter) sp(n->loop.iter, b);
+        if (n->loop.target) sp(n->loop.target, b);
+        fl_buf_putc(b, ')');
+        dump_list("handler", n->loop.else_body, b);
+        fl_buf_putc(b, ')');
+        return;
     case FL_AST_GLOBAL:
         fl_buf_puts(b, n->decl.nonlocal ? "(nonlocal" : "(global");
         for (size_t i = 0; i < n->decl.nnames; i++) fl_buf_printf(b, " %s", n->decl.names[i]);

@@ -68,6 +68,9 @@
     X(FL_AST_ASSERT, "assert")       /* cond.test, cond.then (the message; may be NULL) */ \
     X(FL_AST_RAISE, "raise")         /* expr.e (may be NULL) */                          \
     X(FL_AST_GLOBAL, "global")       /* decl.names, decl.nnames, decl.nonlocal */        \
+    X(FL_AST_TRY, "try")             /* loop.body (the try body), loop.iter (the exception; \
+                                        NULL: bare), loop.target (the `as` NAME or NULL),   \
+                                        loop.else_body (the except body) */                 \
     X(FL_AST_CASE, "case")           /* case_.target (NULL or a NAME/TUPLE to bind a      \
                                         received value), case_.op (the ch.recv()/ch.send(x) \
                                         call; NULL for default), case_.body */

@@ -921,5 +921,6 @@ void fl_builtins_install(Ctx *c) {
     fl_ev_driver_data_install(c);
     fl_ev_driver_random_install(c);
     fl_ev_driver_io_install(c);
+    fl_ev_driver_pyreader_install(c);
     fl_ev_pylib_install(c);
 }

@@ -377,6 +377,8 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         if (scope_var && scope_var->kind == VK_NONE) scope_var = NULL;
     }
     FlValue *feed = v[1] && v[1]->kind != VK_NONE ? v[1] : NULL;
+    if (feed && feed->kind == VK_LIST && feed->list.len == 1 && feed->list.items[0]->kind == VK_DICT)
+        feed = feed->list.items[0]; /* one place's feed (the batch of an iterable PyReader) */
     if (feed && feed->kind != VK_DICT)
         return fl_ev_error(c, sp, "feed must be a dict of var names to values, found %s", fl_v_type_name(feed));
     FlValue *fetch = v[2] && v[2]->kind != VK_NONE ? v[2] : NULL;
@@ -431,6 +433,12 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         }
         if ((feedv[i] = feed_const(c, x, to, want, sp))->kind == VK_ERROR) goto done;
     }
+    FlBlock *outer = c->b.block; /* with a py_reader's guard, the run goes in a block of its own */
+    const char *guard = NULL;
+    if (!fl_ev_pyreader_feeds(c, prog, feed, &fnames, &feedv, &nfeed, &guard, sp)) {
+        c->b.block = outer;
+        goto done;
+    }
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "run_program", sp);
     fl_ir_op_set_string(op, "program", pname);
     for (size_t i = 0; i < nfeed; i++) fl_ir_op_add_input(op, "Feed", feedv[i]->var.name);
@@ -438,19 +446,23 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     result = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < nfetch; i++) {
         const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "fetch"));
-        FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+        /* a run a py_reader feeds keeps its fetches in the driver's global block: after the
+         * EOFException they hold the last batch's, as the script's names do in Python */
+        FlVarDesc *d = fl_ev_new_var(c, guard ? fl_ir_block(c->b.main, 0) : outer, name, sp);
         FlLoc loc = d->loc;
         fl_ir_var_copy(d, fl_ir_var_find(g, tnames[i]));
         d->loc = loc;
         d->persistable = d->trainable = d->fed = false;
         d->stop_gradient = true;
         fl_ir_var_set_lod(d, 0, NULL); /* offsets are not fetched yet */
+        if (guard && !fl_ev_pyreader_fetch_init(c, d, sp)) result = c->error;
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));
     }
     if (nfeed) fl_ir_op_set_strings(op, "feed_names", fnames, nfeed);
     if (nfetch) fl_ir_op_set_strings(op, "fetch_names", tnames, nfetch);
     if (!fl_ev_infer(c, c->b.block, op, sp)) result = c->error;
+    if (guard && !fl_ev_pyreader_guard_end(c, outer, guard, sp)) result = c->error;
 done:
     fl_ev_driver_leave(c, &s);
     return result;

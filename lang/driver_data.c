@@ -304,16 +304,18 @@ static const char *opened(Ctx *c, FlValue *r, FlSpan sp) {
     return name;
 }
 
-/* reader_epoch of reader r in the current block: the epoch var. */
-static const char *epoch(Ctx *c, FlValue *r, FlSpan sp) {
+/* reader_epoch of reader r in the current block: the epoch var (into, else a new one). */
+static const char *epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan sp) {
     const char *rd = opened(c, r, sp);
     if (!rd) return NULL;
-    const char *name = new_var(c, "reader_epoch", FL_DT_FLOAT32, -1, NULL, sp);
+    const char *name = into ? into : new_var(c, "reader_epoch", FL_DT_FLOAT32, -1, NULL, sp);
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "reader_epoch", sp);
     fl_ir_op_add_input(op, "Reader", rd);
     fl_ir_op_add_output(op, "Out", name);
     return fl_ev_infer(c, c->b.block, op, sp) ? name : NULL;
 }
+
+static const char *epoch(Ctx *c, FlValue *r, FlSpan sp) { return epoch_into(c, r, NULL, sp); }
 
 typedef struct NextArg {
     FlValue *reader;
@@ -434,6 +436,22 @@ static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
     }
     fl_ev_driver_leave(c, &sw);
     return r;
+}
+
+/* ------------------------------------------------------------------ for the py_reader family (driver_pyreader.c) */
+
+FlValue *fl_ev_reader_record(FlValue *v) { return reader_of(v); }
+
+FlValue *fl_ev_reader_attr(FlValue *r, const char *name) { return get(r, name); }
+
+const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan sp) {
+    return epoch_into(c, r, into, sp);
+}
+
+FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var, FlSpan sp) {
+    NextArg na = {.reader = r, .epoch = epoch_var};
+    FlValue *b = next_batch(c, sub, ok, &na, sp);
+    return b->kind == VK_ERROR ? b : get(b, "_fields");
 }
 
 static const NativeFn reader_fns[] = {

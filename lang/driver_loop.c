@@ -107,12 +107,18 @@ static bool scan_node(Scan *s, const FlAst *n) {
     case FL_AST_FOR: case FL_AST_WHILE: case FL_AST_PARALLEL_FOR:
         return scan_node(s, n->loop.iter) || scan_list(s, &n->loop.body) || scan_list(s, &n->loop.else_body);
     case FL_AST_WITH: return scan_node(s, n->with.expr) || scan_list(s, &n->with.body);
+    case FL_AST_TRY: return scan_list(s, &n->loop.body) || scan_list(s, &n->loop.else_body);
     case FL_AST_GO: return scan_list(s, &n->with.body);
     case FL_AST_SELECT: return scan_list(s, &n->select.cases);
     case FL_AST_CASE: return scan_node(s, n->case_.op) || scan_list(s, &n->case_.body);
     case FL_AST_COUNT: return false;
     }
     return false;
+}
+
+bool fl_ev_body_runs_programs(Ctx *c, Env *e, FlAstList *body) {
+    Scan sc = {.c = c, .env = e};
+    return scan_list(&sc, body);
 }
 
 /* range(...) of the builtin: its argument expressions (1 to 3 positional), else false. */

@@ -149,6 +149,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     FL_VEC_FREE(&c->unique_prefix);
     FL_VEC_FREE(&c->name_scopes);
     FL_VEC_FREE(&c->rtloops);
+    FL_VEC_FREE(&c->tries);
     FL_VEC_FREE(&c->src_map);
     fl_map_fini(&c->modules);
     fl_map_fini(&c->unique);

@@ -156,6 +156,9 @@ typedef struct RtLoop {
     bool is_select;     /* a select case's body, lowered as a loop that runs once: a break ends
                            the case (Go), as a continue would; no cond, no broke */
     bool in_ct_loop;    /* (is_select) the select is inside a compile-time loop */
+    bool is_try;        /* the body of a try around a reader's EOFException, run once
+                           (fl_ev_lower_once): only the EOFException leaves it */
+    bool ends_run;      /* an uncaught EOFException in the body ends the run (driver_pyreader.c) */
 } RtLoop;
 
 /* A function call's returns under a runtime condition (docs/driver.md, "Exits";
@@ -214,6 +217,9 @@ struct Ctx {
     FL_VEC(RtLoop *) rtloops; /* runtime loops being built, innermost last; a NULL hides the
                                  ones below it (a function body, a goroutine, a parallel_for) */
     RtFunc *rtfunc;         /* the innermost function call being evaluated (NULL: none) */
+    FL_VEC(struct TryFrame *) tries; /* runtime trys around a reader's EOFException being built,
+                                        innermost last (driver_pyreader.c) */
+    int user_calls;         /* calls of the script's own functions being evaluated */
     int loop_depth;         /* compile-time loops around the code being evaluated (within the
                                innermost function, goroutine or runtime loop body), for break
                                and continue */
@@ -410,6 +416,9 @@ Flow fl_ev_lower_return(Ctx *c, FlAst *s);
 void fl_ev_rtfunc_begin(Ctx *c, RtFunc *f);
 Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
+Flow fl_ev_lower_while_true(Ctx *c, Env *e, FlAst *s);
+Flow fl_ev_lower_once(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp);
+Flow fl_ev_lower_cond_body(Ctx *c, Env *e, FlAstList *body, const char *cond, FlSpan sp, const char *where);
 /* A runtime loop over what an op gives each iteration (`for v in ch`, `for data in reader()`):
  * ok = true; while ok: next(...) appends to `sub` the ops that give the next value and set the
  * bool [1] var `ok`, and returns the value (a tuple for `for a, b in ...`); if ok: the body with
@@ -556,7 +565,37 @@ bool fl_ev_is_reader_batch(const FlValue *v);
 FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch);
 Flow fl_ev_lower_for_reader(Ctx *c, Env *e, FlAst *s, FlValue *it);
 FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp);
+/* For driver_pyreader.c: the Reader record of a reader value (else NULL) and its attributes
+ * (_fields: (dtype, width, name) tuples; _batched); reader_epoch of record r into the driver var
+ * `into` (NULL: a new var), after its reader_open; reader_next of epoch var into block sub
+ * setting the bool var ok: the list of its field vars ([rows, width]), or an error value. */
+FlValue *fl_ev_reader_record(FlValue *v);
+FlValue *fl_ev_reader_attr(FlValue *r, const char *name);
+const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan sp);
+FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var, FlSpan sp);
 void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */
+/* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
+ * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
+ * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of
+ * a block within it) in which an EOFException left a loop inside l, it leaves l too. */
+void fl_ev_driver_pyreader_install(Ctx *c);
+Flow fl_ev_stmt_try(Ctx *c, Env *e, FlAst *s);
+void fl_ev_eof_after_stmt(Ctx *c, RtLoop *l, FlSpan sp);
+/* The feeds exe.run of program pname adds from the py_readers that feed it (their batch, after the
+ * EOFException when there is none), appended to names and vals; with *guard set to the bool var
+ * the run_program must run under (NULL: none). false: an error (reported). */
+bool fl_ev_pyreader_feeds(Ctx *c, const FlProgram *prog, FlValue *feed, const char ***names, FlValue ***vals,
+                          size_t *n, const char **guard, FlSpan sp);
+/* After fl_ev_pyreader_feeds set a guard: the blocks back to outer, the run under the guard. */
+bool fl_ev_pyreader_guard_end(Ctx *c, FlBlock *outer, const char *guard, FlSpan sp);
+/* A fetch var d of such a run (in the driver's global block): zeros there first, the batch dim 0
+ * (what it holds when no batch came), so every later read finds it written. */
+bool fl_ev_pyreader_fetch_init(Ctx *c, FlVarDesc *d, FlSpan sp);
+/* `for data in reader():` of an iterable PyReader (reader() gave a PyReaderIter). */
+bool fl_ev_is_pyreader_iter(const FlValue *v);
+Flow fl_ev_lower_for_pyreader(Ctx *c, Env *e, FlAst *s, FlValue *it);
+/* driver_loop.c: whether statements run programs (the static scan of a runtime loop's body). */
+bool fl_ev_body_runs_programs(Ctx *c, Env *e, FlAstList *body);
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);

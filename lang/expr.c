@@ -501,7 +501,7 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_WHILE: case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS:
     case FL_AST_IMPORT: case FL_AST_FROM_IMPORT: case FL_AST_WITH: case FL_AST_GO:
     case FL_AST_PARALLEL_FOR: case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_CLASS:
-    case FL_AST_ASSERT: case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_COUNT:
+    case FL_AST_ASSERT: case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_TRY: case FL_AST_COUNT:
         res = fl_ev_error(c, n->span, "a %s is not an expression", fl_ast_kind_name(n->kind));
         break;
     }
@@ -595,6 +595,8 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     RtFunc rtf, *saved_rtf = c->rtfunc;
     fl_ev_rtfunc_begin(c, &rtf);
     c->func_depth++;
+    bool user_fn = fn->func.mod && !fn->func.mod->is_stdlib;
+    c->user_calls += user_fn;
     FlValue *saved_ret = c->ret;
     c->ret = c->none;
     Flow fl;
@@ -608,6 +610,7 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
     c->ret = saved_ret;
     c->func_depth--;
     c->rtfunc = saved_rtf;
+    c->user_calls -= user_fn;
     c->rtloops.len--;
     c->cur_owner = saved_owner;
     c->cur_self = saved_self;

@@ -129,6 +129,7 @@ static FlAst *decorated(FlParser *p, FlNodeVec *decos, FlAst *n);
 %token IS "'is'" TRUE "'True'" FALSE "'False'" NONE "'None'" LAMBDA "'lambda'" GO "'go'"
 %token PARALLEL_FOR "'parallel_for'" SELECT "'select'"
 %token CLASS "'class'" ASSERT "'assert'" RAISE "'raise'" GLOBAL "'global'" NONLOCAL "'nonlocal'"
+%token TRY "'try'" EXCEPT "'except'" FINALLY "'finally'"
 %token POW "'**'" DSLASH "'//'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='" ARROW "'->'"
 %token <op> AUGASSIGN "augmented assignment"
 
@@ -140,7 +141,7 @@ static FlAst *decorated(FlParser *p, FlNodeVec *decos, FlAst *n);
 %type <vec> stmts stmt recover simple_stmts small_list block else_part else_opt cases
 %type <vec> exprs target_items subscript_items dict_items import_list assign_lhs comp_clauses
 %type <node> small_stmt compound if_stmt for_stmt while_stmt def_stmt with_stmt go_stmt pfor_stmt
-%type <node> select_stmt case_clause from_stmt class_stmt star_expr decorated
+%type <node> select_stmt case_clause from_stmt class_stmt star_expr decorated try_stmt
 %type <vec> decorators
 %type <node> testlist expr expr_opt or_test and_test not_test comparison cmp_chain arith primary
 %type <strs> strings
@@ -245,7 +246,7 @@ from_names:
 
 compound:
     if_stmt | for_stmt | while_stmt | def_stmt | with_stmt | go_stmt | pfor_stmt | select_stmt
-  | class_stmt | decorated
+  | class_stmt | decorated | try_stmt
   ;
 
 /* @d1 @d2 def f: f = d1(d2(f)); the decorators are evaluated first, top to bottom */
@@ -289,6 +290,15 @@ while_stmt:
 
 pfor_stmt:
     PARALLEL_FOR NAME IN expr ':' block { $$ = loop(p, FL_AST_PARALLEL_FOR, name(p, $2, @2), $4, $6, NULL, join(@1, @5)); }
+  ;
+
+/* try with one except clause (docs/driver.md, "Data": a reader's EOFException); loop.body is the
+ * try body, loop.iter the exception (NULL: a bare except), loop.target the `as` name, loop.else_body
+ * the handler. */
+try_stmt:
+    TRY ':' block EXCEPT ':' block { $$ = loop(p, FL_AST_TRY, NULL, NULL, $3, $6, join(@1, @2)); }
+  | TRY ':' block EXCEPT expr ':' block { $$ = loop(p, FL_AST_TRY, NULL, $5, $3, $7, join(@1, @2)); }
+  | TRY ':' block EXCEPT expr AS NAME ':' block { $$ = loop(p, FL_AST_TRY, name(p, $7, @7), $5, $3, $9, join(@1, @2)); }
   ;
 
 def_stmt:
@@ -1099,7 +1109,7 @@ static const char *const expr_start[] = {"name", "integer", "float", "string", "
 static const char *const stmt_start[] = {"'def'", "'if'", "'for'", "'while'", "'with'", "'go'",
                                          "'parallel_for'", "'select'", "'return'", "'pass'", "'break'",
                                          "'continue'", "'import'", "'from'", "'class'", "'assert'", "'raise'",
-                                         "'global'", "'nonlocal'", "'@'", NULL};
+                                         "'global'", "'nonlocal'", "'@'", "'try'", NULL};
 /* Tokens that continue an expression: when many are possible, they say little. */
 static const char *const binary_op[] = {"'*'", "'/'", "'%'", "'@'", "'//'", "'**'", "'<'", "'>'", "'=='",
                                         "'!='", "'<='", "'>='", NULL};

@@ -130,6 +130,11 @@ static void assigned_names(FlAstList *body, StrVec *out) {
             assigned_names(&s->loop.else_body, out);
             break;
         case FL_AST_WITH: assigned_names(&s->with.body, out); break;
+        case FL_AST_TRY:
+            target_names(s->loop.target, out);
+            assigned_names(&s->loop.body, out);
+            assigned_names(&s->loop.else_body, out);
+            break;
         case FL_AST_SELECT:
             for (size_t k = 0; k < s->select.cases.len; k++) {
                 target_names(s->select.cases.items[k]->case_.target, out);
@@ -664,6 +669,56 @@ Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond) {
     RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
     return while_op(c, e, s, &loop, while_next, NULL);
+}
+
+/* `while True:` whose body runs programs (the driver's: docs/driver.md, "Runtime loops"): a while
+ * on a flag that only a break (or a reader's EOFException, driver_pyreader.c) clears. */
+Flow fl_ev_lower_while_true(Ctx *c, Env *e, FlAst *s) {
+    FlBlock *parent = c->b.block;
+    FlValue *cond = fl_ev_const_var(c, c->vtrue, FL_DT_BOOL, s->span);
+    if (cond->kind == VK_ERROR) return FLOW_ERROR;
+    FlAstList *bodies[1] = {&s->loop.body};
+    own_names(c, e, bodies, 1, s->span);
+    RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    Flow f = while_op(c, e, s, &loop, NULL, NULL);
+    if (f != FLOW_ERROR && !loop.has_break && !loop.ends_run) {
+        fl_ev_error(c, s->span, "this 'while True:' runs programs and would never end: no 'break' of it is reached at "
+                                "run time (one under an 'if' on a compile-time value, such as a counter the loop "
+                                "adds to, is decided once, when the script compiles) and no py_reader's "
+                                "EOFException leaves it; break on a fetched value, or loop over range(n)");
+        return FLOW_ERROR;
+    }
+    return f;
+}
+
+/* The body of a `try` around a reader's EOFException (driver_pyreader.c): a runtime loop l that
+ * runs once, so that the EOFException a run raises in it leaves it as a break would (l->is_try:
+ * the user's break and continue are not its). Returns the body's flow. */
+Flow fl_ev_lower_once(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp) {
+    FlBlock *parent = c->b.block;
+    FlValue *cond = fl_ev_const_var(c, c->vtrue, FL_DT_BOOL, sp);
+    if (cond->kind == VK_ERROR) return FLOW_ERROR;
+    FlAstList *bodies[1] = {body};
+    own_names(c, e, bodies, 1, sp);
+    *l = (RtLoop){.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
+                  .is_try = true};
+    Flow f = loop_body(c, e, body, l, sp);
+    FlBlock *saved = c->b.block;
+    c->b.block = l->body;
+    set_flag(c, l->cond, false, sp);
+    c->b.block = saved;
+    FlOpDesc *op = control_op(c, "while", l->body, sp);
+    fl_ev_control_io(c, parent, l->body, op, "X", "Out");
+    fl_ir_op_add_input(op, "Condition", l->cond);
+    fl_ev_infer(c, parent, op, sp);
+    return f;
+}
+
+/* body in a conditional_block on the bool var cond (an `except` clause's, driver_pyreader.c);
+ * where: what the body is, for a 'return' in it. */
+Flow fl_ev_lower_cond_body(Ctx *c, Env *e, FlAstList *body, const char *cond, FlSpan sp, const char *where) {
+    return branch_flow(c, cond_block(c, e, body, 0, NULL, cond, true, sp), sp, where);
 }
 
 /* `for NAME in range(...)` at run time (the driver's: docs/driver.md, "Which `for` is a runtime

@@ -46,6 +46,10 @@ static void placement(Ctx *c, FlAstList *body, bool break_ok, bool continue_ok, 
             break;
         case FL_AST_PARALLEL_FOR: placement(c, &s->loop.body, false, false, in_def); break;
         case FL_AST_GO: placement(c, &s->with.body, false, false, in_def); break;
+        case FL_AST_TRY:
+            placement(c, &s->loop.body, break_ok, continue_ok, in_def);
+            placement(c, &s->loop.else_body, break_ok, continue_ok, in_def);
+            break;
         case FL_AST_WITH: placement(c, &s->with.body, break_ok, continue_ok, in_def); break;
         case FL_AST_SELECT: /* Go: a break leaves the select, a continue is the loop's */
             for (size_t k = 0; k < s->select.cases.len; k++)
@@ -170,7 +174,8 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
     case FL_AST_BREAK: case FL_AST_CONTINUE: case FL_AST_PASS: case FL_AST_IMPORT:
     case FL_AST_FROM_IMPORT: case FL_AST_WITH: case FL_AST_GO: case FL_AST_PARALLEL_FOR:
     case FL_AST_SELECT: case FL_AST_CASE: case FL_AST_STARRED: case FL_AST_CMP_CHAIN:
-    case FL_AST_CLASS: case FL_AST_ASSERT: case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_COUNT: break;
+    case FL_AST_CLASS: case FL_AST_ASSERT: case FL_AST_RAISE: case FL_AST_GLOBAL: case FL_AST_TRY:
+    case FL_AST_COUNT: break;
     }
     fl_ev_error(c, t->span, "cannot assign to a %s", fl_ast_kind_name(t->kind));
     return false;
@@ -205,6 +210,7 @@ Flow fl_ev_run_stmts(Ctx *c, Env *e, FlAstList *body, size_t from, size_t *next)
         }
         int exits = l ? l->exits : 0, returns = c->rtfunc ? c->rtfunc->exits : 0;
         Flow f = eval_stmt(c, e, body->items[i]);
+        if (l && c->tries.len) fl_ev_eof_after_stmt(c, l, body->items[i]->span);
         if (f != FLOW_NORMAL && f != FLOW_ERROR) return f;
         if (f == FLOW_ERROR && stop_at_error(c)) return FLOW_ERROR;
         bool returned = !l && c->rtfunc && c->rtfunc->exits != returns; /* a runtime return (RtFunc) */
@@ -276,6 +282,7 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
         return FLOW_ERROR;
     }
     if (fl_ev_is_reader_iter(it)) return fl_ev_lower_for_reader(c, e, s, it); /* docs/driver.md, "Data" */
+    if (fl_ev_is_pyreader_iter(it)) return fl_ev_lower_for_pyreader(c, e, s, it);
     if (it->kind == VK_VAR) {
         if (fl_ev_is_channel(c, it)) return fl_ev_lower_for_chan(c, e, s, it);
         fl_ev_error(c, s->loop.iter->span, "cannot iterate over a tensor Var; iterate over a channel, a list or range(n)");
@@ -303,6 +310,15 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
 }
 
 static Flow stmt_while(Ctx *c, Env *e, FlAst *s) {
+    FlAst *lit = s->loop.iter;
+    if ((lit->kind == FL_AST_TRUE || (lit->kind == FL_AST_INT && lit->ival != 0)) &&
+        fl_ev_body_runs_programs(c, e, &s->loop.body)) { /* `while True:` running programs: the driver's */
+        DriverSwap sw;
+        fl_ev_driver_enter(c, &sw);
+        Flow f = fl_ev_lower_while_true(c, e, s);
+        fl_ev_driver_leave(c, &sw);
+        return f;
+    }
     int loop_rt_depth = c->loop_rt_depth;
     c->loop_rt_depth = c->rt_depth;
     c->loop_depth++;
@@ -722,6 +738,12 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
             return FLOW_BREAK; /* ends the unrolling: said once */
         }
         RtLoop *l = fl_ev_rt_loop(c);
+        if (l && l->is_try) {
+            fl_ev_error(c, s->span, "'%s' inside a 'try' around a reader's EOFException is not compiled: the try "
+                                    "body runs once at run time; put the '%s' in the 'except' clause or in a loop "
+                                    "inside the try", is_break ? "break" : "continue", is_break ? "break" : "continue");
+            return FLOW_ERROR;
+        }
         if (l && l->is_select) return select_exit(c, is_break, s->span);
         if (l) return fl_ev_lower_exit(c, l, is_break, s->span);
         fl_ev_error(c, s->span, "'%s' outside a loop", is_break ? "break" : "continue");
@@ -747,6 +769,7 @@ static Flow eval_stmt(Ctx *c, Env *e, FlAst *s) {
     case FL_AST_ASSERT: return stmt_assert(c, e, s);
     case FL_AST_RAISE: return stmt_raise(c, e, s);
     case FL_AST_GLOBAL: return stmt_decl(c, e, s);
+    case FL_AST_TRY: return fl_ev_stmt_try(c, e, s);
     case FL_AST_NAME: case FL_AST_INT: case FL_AST_FLOAT: case FL_AST_STR: case FL_AST_TRUE:
     case FL_AST_FALSE: case FL_AST_NONE: case FL_AST_ATTR: case FL_AST_CALL: case FL_AST_INDEX:
     case FL_AST_SLICE: case FL_AST_LIST: case FL_AST_TUPLE: case FL_AST_DICT: case FL_AST_BINOP:

@@ -287,10 +287,46 @@ static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch
     return FL_OK;
 }
 
+/* The field layouts of node i's samples in order (a compose joins its inputs'), into out[*n..]. */
+static void layouts(const Reader *r, size_t i, const FlDsLayout **out, size_t *n, size_t max) {
+    const FlReaderDesc *d = r->b->readers.data[i];
+    if (strcmp(d->kind, "dataset") == 0) {
+        if (*n < max && r->tables[i]) out[(*n)++] = &r->tables[i]->layout;
+        return;
+    }
+    size_t k = strcmp(d->kind, "compose") == 0 ? d->inputs.len : 1;
+    for (size_t j = 0; j < k && j < d->inputs.len; j++) layouts(r, (size_t)d->inputs.data[j], out, n, max);
+}
+
+/* After the last batch: each Out an empty batch ([0, width] of its field's dtype; a sequence
+ * field's offsets [1] = {0}), so that what converts it (a py_reader's cast and reshape) runs on
+ * no rows. */
+static FlStatus empty_batch(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch *ep) {
+    const FlDsLayout *ls[FL_DS_MAX_FIELDS * 4];
+    size_t nl = 0;
+    layouts(ep->r, ep->r->root, ls, &nl, FL_ARRAY_LEN(ls));
+    const ArgRef *outs = fl_exec_out_args(op, FL_OUT_reader_next_Out);
+    int nout = fl_exec_nout(op, FL_OUT_reader_next_Out), o = 0;
+    for (size_t k = 0; k < nl; k++)
+        for (size_t f = 0; f < ls[k]->nfields && o < nout; f++, o++) {
+            FlTensor t = FL_TENSOR_INIT;
+            int64_t ne[2] = {0, (int64_t)ls[k]->fields[f].width}, one = 1;
+            FlErr e;
+            if (fl_tensor_alloc_uninit(&e, &t, ls[k]->fields[f].dtype, 2, ne)) return fl_exec_op_error(rc, op, "%s", e.msg);
+            fl_var_take_tensor(fl_exec_var_write(s, &outs[o]), &t);
+            if (!ls[k]->fields[f].seq || o + 1 >= nout) continue;
+            FlTensor lod = FL_TENSOR_INIT;
+            if (fl_tensor_alloc(&e, &lod, FL_DT_INT64, 1, &one)) return fl_exec_op_error(rc, op, "%s", e.msg);
+            fl_var_take_tensor(fl_exec_var_write(s, &outs[++o]), &lod);
+        }
+    return FL_OK;
+}
+
 static FlStatus run_reader_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlVar *v = fl_exec_var_read(s, fl_exec_in_args(op, FL_IN_reader_next_Epoch));
     Epoch *ep = v ? fl_var_get_object(v) : NULL;
-    if (!ep) return fl_exec_op_error(rc, op, "Epoch holds no epoch (reader_epoch has not run)");
+    if (!ep) return fl_exec_op_error(rc, op, "Epoch holds no epoch (reader_epoch has not run: for a py_reader, "
+                                           "start() has not run before exe.run)");
     bool ok = ep->next < ep->batches;
     int64_t rows = 0;
     if (ok) {
@@ -314,8 +350,20 @@ static FlStatus run_reader_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
         }
         if (o != nout)
             return fl_exec_op_error(rc, op, "the reader's samples have %d fields but the op takes %d", o, nout);
+    } else if (empty_batch(rc, op, s, ep)) {
+        return FL_ERROR;
     }
     if (set_scalar(rc, op, s, FL_OUT_reader_next_Rows, FL_DT_INT64, (double)rows)) return FL_ERROR;
     return set_scalar(rc, op, s, FL_OUT_reader_next_Ok, FL_DT_BOOL, ok);
 }
 FL_CONTROL_ADAPTER(reader_next, NULL, run_reader_next);
+
+/* ---------------------------------------------------------------- reader_end */
+
+static FlStatus run_reader_end(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    (void)rc;
+    Epoch *ep = fl_var_get_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_reader_end_Epoch)));
+    if (ep) ep->next = ep->batches;
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(reader_end, NULL, run_reader_end);

@@ -6,7 +6,8 @@
 #     reads it (check_uci.py: normalisation, the 80% split; the loss falls);
 #   - a shuffle is the same with one seed and another with --seed 5, and each epoch has its own;
 #   - mnist's first test batches match numpy's reading of the idx files (check_mnist.py);
-#   - the reader cases of data_cases.fltab run (tests/conc/run_cases.sh);
+#   - the reader cases of data_cases.fltab and the py_reader cases of pyreader_cases.fltab run
+#     (tests/conc/run_cases.sh);
 #   - a missing file is an error naming it and scripts/make_dataset_cache.sh.
 # Usage: data_fluid.sh FLRUN FLC REPO_ROOT
 set -u
@@ -40,6 +41,7 @@ cmp -s "$T/uci1.log" "$T/uci3.log" && fail "--seed 5 shuffled as seed 0 does"
 $PY "$D/check_mnist.py" "$T/cache/mnist" "$T/mnist.log" || fail "mnist"
 
 sh "$ROOT/tests/conc/run_cases.sh" "$FLRUN" "$ROOT/tests/e2e/data_cases.fltab" || fail "data_cases.fltab"
+sh "$ROOT/tests/conc/run_cases.sh" "$FLRUN" "$ROOT/tests/e2e/pyreader_cases.fltab" || fail "pyreader_cases.fltab"
 
 # the bundle holds its readers (format 3) and flc show lists them
 "$FLC" build "$D/fit_a_line_reader.fl" -D shuffle=1 -o "$T/fit.flp" || fail "flc build"
