@@ -706,7 +706,7 @@ Flow fl_ev_lower_once(Ctx *c, Env *e, FlAstList *body, RtLoop *l, FlSpan sp) {
     Flow f = loop_body(c, e, body, l, sp);
     FlBlock *saved = c->b.block;
     c->b.block = l->body;
-    set_flag(c, l->cond, false, sp);
+    fl_ev_set_flag(c, l->cond, false, sp);
     c->b.block = saved;
     FlOpDesc *op = control_op(c, "while", l->body, sp);
     fl_ev_control_io(c, parent, l->body, op, "X", "Out");
