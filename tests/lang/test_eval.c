@@ -1133,7 +1133,7 @@ static void test_runtime_loop_errors(void) {
                     "            return i\n"
                     "    return i\n"
                     "f(i)\n",
-                "'return' inside a runtime 'if' cannot be compiled");
+                "a 'return' inside a runtime loop or 'if' returns None: its value would be known only at run time");
 }
 
 static void test_channels_go_select(void) {
