@@ -919,6 +919,7 @@ void fl_builtins_install(Ctx *c) {
     fl_ev_native_module(c, "_core");
     fl_ev_driver_install(c);
     fl_ev_driver_data_install(c);
+    fl_ev_dist_install(c);
     fl_ev_driver_io_install(c);
     fl_ev_pylib_install(c);
 }
