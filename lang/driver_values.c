@@ -38,6 +38,10 @@ static FlValue *dop(Ctx *c, const char *type, const char **names, FlValue **vals
     return r;
 }
 
+FlValue *fl_ev_driver_kwop(Ctx *c, const char *type, const char **names, FlValue **vals, size_t n, FlSpan sp) {
+    return dop(c, type, names, vals, n, sp);
+}
+
 static FlValue *ints(Ctx *c, const int64_t *v, size_t n) {
     FlValue *l = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_int(c, v[i]));
