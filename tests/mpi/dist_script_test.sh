@@ -1,7 +1,7 @@
 #!/bin/sh
 # dist_script_test.sh FLC FLRUN: Paddle's distributed MNIST test as a script
 # (examples/fluid/dist/dist_mnist.fl: dist_mnist.py with test_dist_base.py's runtime_main folded
-# in) on real mpirun jobs (label mpi; run from the project root). Two launches:
+# in) on real mpirun jobs (label mpi; run from the project root). Three launches:
 #   1. `flc build` of the script with Paddle's environment (PADDLE_PSERVER_ENDPOINTS: two pservers,
 #      PADDLE_TRAINERS_NUM=2) makes a P=2 T=2 plan, one compilation per role; each trainer feeds
 #      its half of every batch of 2 (the script's get_data); the mean of the two trainers' losses
@@ -9,6 +9,9 @@
 #      programs are those `flc transpile` makes of the local bundle (the drivers aside).
 #   2. `flc transpile` of the local bundle (a driver: the script's own loop): each trainer feeds
 #      the whole batch, so each trainer's loss is the local loss.
+#   3. examples/fluid/dist/fleet_fit_a_line.fl through fluid.incubate.fleet (PaddleCloudRoleMaker,
+#      distributed_optimizer, init_server/run_server, init_worker/stop_worker): each trainer's loss
+#      is the local loss, step by step.
 # The data: Paddle's mnist cache made from Debian's Fashion-MNIST (skipped when it is absent).
 set -u
 FLC=$1 FLRUN=$2
@@ -49,4 +52,11 @@ cmp -s "$TMP/a.txt" "$TMP/b.txt" || { diff "$TMP/a.txt" "$TMP/b.txt" | head -20;
 # 2. flc transpile of the local bundle: each trainer runs the script's loop on whole batches
 run_mpi --tag-output -np 4 "$FLRUN" "$TMP/local.plan" > "$TMP/lp.txt" 2>&1 || { cat "$TMP/lp.txt"; fail "the job (flc transpile)"; }
 python3 tests/mpi/check_dist_losses.py "$TMP/local.txt" "$TMP/lp.txt" each || fail "the transpiled local bundle's losses"
+# 3. the same through fluid.incubate.fleet: each trainer feeds the whole batch of 8
+F=examples/fluid/dist/fleet_fit_a_line.fl
+"$FLC" build "$F" -o "$TMP/fleet.flp" && "$FLRUN" "$TMP/fleet.flp" > "$TMP/fleet_local.txt" || fail "the fleet script, locally"
+PADDLE_PSERVERS_IP_PORT_LIST=127.0.0.1:6170,127.0.0.1:6171 PADDLE_TRAINERS_NUM=2 \
+    "$FLC" build "$F" -o "$TMP/fleet.plan" > /dev/null || fail "flc build (the fleet's plan)"
+run_mpi --tag-output -np 4 "$FLRUN" "$TMP/fleet.plan" > "$TMP/fleet.txt" 2>&1 || { cat "$TMP/fleet.txt"; fail "the fleet's job"; }
+python3 tests/mpi/check_dist_losses.py "$TMP/fleet_local.txt" "$TMP/fleet.txt" each || fail "the fleet's losses"
 echo "PASS: dist_script"
