@@ -185,6 +185,40 @@ static FlStatus check_ops(Tp *tp) {
     return FL_OK;
 }
 
+/* Block bi of the driver runs in a goroutine: it or an enclosing block is the body of a go or
+ * parallel_for op. */
+static bool in_goroutine(const FlProgram *d, int bi) {
+    for (int depth = 0; bi > 0 && depth < 4096; depth++) {
+        const FlBlock *parent = fl_ir_block(d, fl_ir_block(d, bi)->parent);
+        for (size_t i = 0; i < parent->ops.len; i++) {
+            const FlOpDesc *op = parent->ops.data[i];
+            const FlAttr *sb = fl_ir_op_attr(op, "sub_block");
+            if (sb && sb->i == bi && (fl_ops_is(op, FL_OPID_go) || fl_ops_is(op, FL_OPID_parallel_for))) return true;
+        }
+        bi = fl_ir_block(d, bi)->parent;
+    }
+    return false;
+}
+
+/* A trainer's runs of main are the job's steps, one after the other (the pservers number them):
+ * the driver must not run main from goroutines. */
+static FlStatus check_driver_steps(Tp *tp) {
+    const FlProgram *d = tp->local->driver;
+    for (size_t bi = 1; d && bi < d->blocks.len; bi++) {
+        const FlBlock *b = d->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            const FlOpDesc *op = b->ops.data[i];
+            const FlAttr *pa = fl_ops_is(op, FL_OPID_run_program) ? fl_ir_op_attr(op, "program") : NULL;
+            if (pa && pa->s && !strcmp(pa->s, "main") && in_goroutine(d, (int)bi))
+                return fl_err(tp->e,
+                              "%sthe driver runs the main program in a thread (a goroutine); a trainer's runs of "
+                              "main are the job's steps, one after the other: run it from the driver's own loop",
+                              where(tp, op->loc));
+        }
+    }
+    return FL_OK;
+}
+
 /* A bundle with a driver (docs/driver.md, "Plans: each role's driver"): the trainers keep the
  * driver, its named programs and its readers (role_bundle clones them), and their main is the
  * trainer program, so the driver's runs of main send and receive. A named program runs on the
@@ -208,7 +242,7 @@ static FlStatus check_named_programs(Tp *tp) {
             }
         }
     }
-    return FL_OK;
+    return check_driver_steps(tp);
 }
 
 static Param *param_find(Tp *tp, const char *name) {

@@ -75,7 +75,8 @@
  * A bundle with a driver (a script's own loop: docs/driver.md): every trainer keeps the driver,
  * its named programs and its readers, with main the trainer program (the driver's runs of main
  * are the job's steps); a named program with optimizer or distributed ops is refused (it would
- * train apart from the job). The pservers get no driver (startup, then listen_and_serv).
+ * train apart from the job), and so is a run of main from a goroutine (the runs of main are the
+ * job's steps, one after the other). The pservers get no driver (startup, then listen_and_serv).
  *
  * Every program of the plan passes fl_infer_program and fl_verify_program, and the plan
  * fl_ir_validate_plan; a failure there is reported as an internal error.

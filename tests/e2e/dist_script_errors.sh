@@ -4,7 +4,7 @@
 # script's driver and whose pservers are the transpiler's (flc verify passes it); and what is
 # refused says where and why: a role that does not do its part, a config or argument that is not
 # built, flrun or flc transpile of such a script, and flc transpile of a driver that trains a
-# program of its own. (tests/mpi/dist_script_test.sh runs such plans.)
+# program of its own or runs main from a thread. (tests/mpi/dist_script_test.sh runs such plans.)
 set -u
 FLC=$1 FLRUN=$2
 T=$(mktemp -d)
@@ -92,4 +92,25 @@ FL
 "$FLC" transpile two.fl --pservers 1 --trainers 2 -o two.plan > two.out 2> two.err && fail "two.fl transpiled"
 grep -qF "two.fl:9:5: the driver's program 'program_1' trains (op 'sgd'); a plan trains the main program alone" two.err ||
     { cat two.err; fail "two.fl: the message"; }
+# ... and of a driver that runs main from threads (a trainer's steps are one after the other)
+cat > thr.fl <<'FL'
+import threading
+import paddle.fluid as fluid
+x = fluid.layers.data(name='x', shape=[4], dtype='float32')
+loss = fluid.layers.mean(fluid.layers.fc(input=x, size=1))
+fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())
+
+
+def step():
+    exe.run(feed={"x": [[1.0, 2.0, 3.0, 4.0]]})
+
+
+t = threading.Thread(target=step)
+t.start()
+t.join()
+FL
+"$FLC" transpile thr.fl --pservers 1 --trainers 2 -o thr.plan > thr.out 2> thr.err && fail "thr.fl transpiled"
+grep -qF "thr.fl:11:5: the driver runs the main program in a thread (a goroutine)" thr.err || { cat thr.err; fail "thr.fl: the message"; }
 echo "PASS"
