@@ -185,6 +185,66 @@ static FlStatus check_ops(Tp *tp) {
     return FL_OK;
 }
 
+/* Block bi of the driver runs in a goroutine: it or an enclosing block is the body of a go or
+ * parallel_for op. */
+static bool in_goroutine(const FlProgram *d, int bi) {
+    for (int depth = 0; bi > 0 && depth < 4096; depth++) {
+        const FlBlock *parent = fl_ir_block(d, fl_ir_block(d, bi)->parent);
+        for (size_t i = 0; i < parent->ops.len; i++) {
+            const FlOpDesc *op = parent->ops.data[i];
+            const FlAttr *sb = fl_ir_op_attr(op, "sub_block");
+            if (sb && sb->i == bi && (fl_ops_is(op, FL_OPID_go) || fl_ops_is(op, FL_OPID_parallel_for))) return true;
+        }
+        bi = fl_ir_block(d, bi)->parent;
+    }
+    return false;
+}
+
+/* A trainer's runs of main are the job's steps, one after the other (the pservers number them):
+ * the driver must not run main from goroutines. */
+static FlStatus check_driver_steps(Tp *tp) {
+    const FlProgram *d = tp->local->driver;
+    for (size_t bi = 1; d && bi < d->blocks.len; bi++) {
+        const FlBlock *b = d->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            const FlOpDesc *op = b->ops.data[i];
+            const FlAttr *pa = fl_ops_is(op, FL_OPID_run_program) ? fl_ir_op_attr(op, "program") : NULL;
+            if (pa && pa->s && !strcmp(pa->s, "main") && in_goroutine(d, (int)bi))
+                return fl_err(tp->e,
+                              "%sthe driver runs the main program in a thread (a goroutine); a trainer's runs of "
+                              "main are the job's steps, one after the other: run it from the driver's own loop",
+                              where(tp, op->loc));
+        }
+    }
+    return FL_OK;
+}
+
+/* A bundle with a driver (docs/driver.md, "Plans: each role's driver"): the trainers keep the
+ * driver, its named programs and its readers (role_bundle clones them), and their main is the
+ * trainer program, so the driver's runs of main send and receive. A named program runs on the
+ * trainer's scope as it is: one that trains (optimizer ops: a second model of its own) or talks
+ * to other ranks would train apart from the job, and is refused. */
+static FlStatus check_named_programs(Tp *tp) {
+    for (size_t k = 0; k < tp->local->programs.len; k++) {
+        const FlNamedProgram *np = &tp->local->programs.data[k];
+        for (size_t bi = 0; bi < np->program->blocks.len; bi++) {
+            const FlBlock *b = np->program->blocks.data[bi];
+            for (size_t i = 0; i < b->ops.len; i++) {
+                const FlOpDesc *op = b->ops.data[i];
+                unsigned f = op_flags(op);
+                if (f & (FL_OPF_OPTIMIZE | FL_OPF_DIST))
+                    return fl_err(tp->e,
+                                  "%sthe driver's program '%s' %s (op '%s'); a plan trains the main program "
+                                  "alone: the trainers run the other programs of the driver as they are (a test "
+                                  "clone), so make this one the main program or leave its optimizer out",
+                                  where(tp, op->loc), np->name,
+                                  (f & FL_OPF_OPTIMIZE) ? "trains" : "has distributed ops", op->type);
+            }
+        }
+    }
+    return check_driver_steps(tp);
+}
+
 static Param *param_find(Tp *tp, const char *name) {
     uintptr_t i = (uintptr_t)fl_map_find_str(&tp->param_index, name);
     return i ? &tp->params.data[i - 1] : NULL;
@@ -1655,9 +1715,6 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     *out = NULL;
     if (check_options(opt, e)) return FL_ERROR;
     FL_ASSERT(local && local->main && local->startup);
-    if (local->driver) /* docs/driver.md, "Plans: each role's driver": not built yet */
-        return fl_err(e, "the program runs its own loop (a driver: exe.run in the script); a plan of it is not made yet: "
-                         "train it with fluid.train to transpile it");
     Tp tp = {.local = local,
              .lb = fl_ir_block(local->main, 0),
              .P = opt->pservers,
@@ -1675,7 +1732,7 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     fl_map_init(&nd.names);
     bool allreduce = tp.mode == FL_TRANSPILE_ALLREDUCE;
     find_loss_kind(&tp);
-    if (check_ops(&tp) || collect_params(&tp) || find_grad_paths(&tp) || find_dist_tables(&tp) ||
+    if (check_ops(&tp) || check_named_programs(&tp) || collect_params(&tp) || find_grad_paths(&tp) || find_dist_tables(&tp) ||
         (!allreduce && (find_lr_ops(&tp) || check_lr_inputs(&tp) || cut(&tp))))
         goto fail;
     tmain = allreduce ? build_allreduce_trainer(&tp) : build_trainer(&tp);

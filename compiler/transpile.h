@@ -72,11 +72,18 @@
  * batch and applies the same optimizer and learning-rate ops to the same parameters (they stay
  * equal without being sent anywhere). The startup program is the local one.
  *
+ * A bundle with a driver (a script's own loop: docs/driver.md): every trainer keeps the driver,
+ * its named programs and its readers, with main the trainer program (the driver's runs of main
+ * are the job's steps); a named program with optimizer or distributed ops is refused (it would
+ * train apart from the job), and so is a run of main from a goroutine (the runs of main are the
+ * job's steps, one after the other). The pservers get no driver (startup, then listen_and_serv).
+ *
  * Every program of the plan passes fl_infer_program and fl_verify_program, and the plan
  * fl_ir_validate_plan; a failure there is reported as an internal error.
  *
  * Errors (returned with e set; the user's or the caller's): P or T < 1, a negative block size,
- * an unknown mode or dispatch, a program without optimizer ops, a program that already holds
+ * an unknown mode or dispatch, a program without optimizer ops, a driver's program that trains,
+ * a program that already holds
  * distributed ops, an optimizer op outside block 0, a parameter updated twice, a parameter
  * with an unknown dim, a state var shared by the optimizers of several parameters, a var name
  * the transpiler needs already taken. Messages that concern an op start with its .fl location

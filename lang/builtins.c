@@ -121,6 +121,8 @@ FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp) {
         for (size_t i = 0; i < o->str.n; i++) fl_v_list_push(c, l, fl_v_str(c, o->str.s + i, 1));
         return l;
     }
+    FlValue *samples = fl_ev_batch_samples(c, o, sp); /* a reader's batch: its samples */
+    if (samples) return samples;
     return fl_ev_error(c, sp, "'%s' object is not iterable", fl_v_type_name(o));
 }
 
@@ -854,6 +856,7 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     if (strcmp(name, "to_string") == 0) return fl_v_builtin(c, name, var_to_string, var);
     if (strcmp(name, "persistable") == 0) return fl_v_bool(c, d->persistable);
     if (strcmp(name, "stop_gradient") == 0) return fl_v_bool(c, d->stop_gradient);
+    if (strcmp(name, "is_data") == 0) return fl_v_bool(c, fl_ev_var_is_data(c, var, d));
     if (strcmp(name, "shape") == 0) {
         FlValue *l = fl_v_list(c, VK_LIST);
         for (int i = 0; i < d->ndim; i++) fl_v_list_push(c, l, fl_v_int(c, d->shape[i]));
@@ -873,7 +876,7 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
         return fl_v_builtin(c, name, fn, var);
     }
     return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype, lod_level, block, "
-                       "persistable, stop_gradient, to_string%s)", name, is_chan ? ", send, recv, close" : ", astype");
+                       "persistable, stop_gradient, is_data, to_string%s)", name, is_chan ? ", send, recv, close" : ", astype");
 }
 bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, var);
@@ -920,6 +923,7 @@ void fl_builtins_install(Ctx *c) {
     fl_ev_driver_install(c);
     fl_ev_driver_data_install(c);
     fl_ev_driver_random_install(c);
+    fl_ev_dist_install(c);
     fl_ev_driver_io_install(c);
     fl_ev_driver_pyreader_install(c);
     fl_ev_pylib_install(c);

@@ -55,6 +55,8 @@ static FlValue *r_call(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *it = fl_v_record(c, ITER_TYPE);
     fl_v_rec_set(c, it, "_reader", self);
     fl_v_rec_set(c, it, "_start", fl_v_int(c, -1)); /* enumerate's start; -1: not enumerated */
+    /* the driver block its epoch belongs to (made by its first next()): where it was made */
+    fl_v_rec_set(c, it, "_home", fl_v_int(c, fl_ev_in_driver(c) ? c->b.block->idx : 0));
     return it;
 }
 
@@ -232,6 +234,7 @@ static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
  * for the others. */
 static FlValue *batch_part(Ctx *c, CallArgs *a, const char *part) {
     ARGS("fields", "data", 1);
+    if (v[0]->kind == VK_LIST) return fl_ev_samples_fields(c, v[0], a->span); /* samples of batches */
     if (!is_rec(v[0], BATCH_TYPE))
         return fl_ev_error(c, a->span, "DataFeeder.feed(data) takes a batch of a reader (for data in reader(): ...), "
                            "found %s", fl_v_type_name(v[0]));
@@ -351,6 +354,7 @@ static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSp
     fl_v_rec_set(c, batch, "_fields", vars);
     fl_v_rec_set(c, batch, "_lods", lods);
     fl_v_rec_set(c, batch, "__len__", fl_v_var(c, rows));
+    fl_v_rec_set(c, batch, "_reader", na->reader); /* its size, for its samples (driver_batch.c) */
     if (!na->counter) return batch;
     FlValue *i = fl_ev_op2(c, "assign", fl_v_var(c, na->counter), NULL, sp);
     if (i->kind == VK_ERROR) return i;
@@ -416,7 +420,10 @@ FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch) {
                                              "([s[k] for s in data]), found %s", fl_v_type_name(x));
 }
 
-/* next(reader()): the first batch of a new epoch (Paddle's next of a fresh generator). */
+/* next(it): the next batch of the iterator's epoch, which its first next() starts in the driver
+ * block where the iterator was made (before the loop being built there, appended after its
+ * body): next(reader()) is a new epoch's first batch, and a generator kept in a variable
+ * (g = reader(); ... next(g) in a loop) gives its batches one after the other, as Python's. */
 static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("next", "iterator default=", 2);
     if (!fl_ev_is_reader_iter(v[0]))
@@ -428,8 +435,17 @@ static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
     DriverSwap sw;
     fl_ev_driver_enter(c, &sw);
     NextArg na = {.reader = get(v[0], "_reader")};
-    FlValue *r = c->error;
-    if ((na.epoch = epoch(c, na.reader, a->span))) {
+    FlValue *r = c->error, *ep = get(v[0], "_epoch");
+    if (ep) {
+        na.epoch = ep->var.name;
+    } else {
+        FlBlock *here = c->b.block;
+        c->b.block = fl_ir_block(fl_ev_driver(c), (int)get(v[0], "_home")->i);
+        na.epoch = epoch(c, na.reader, a->span);
+        c->b.block = here;
+        if (na.epoch) fl_v_rec_set(c, v[0], "_epoch", fl_v_var(c, na.epoch));
+    }
+    if (na.epoch) {
         int64_t one = 1;
         const char *ok = new_var(c, "reader_ok", FL_DT_BOOL, 1, &one, a->span);
         r = next_batch(c, c->b.block, ok, &na, a->span);
@@ -454,8 +470,26 @@ FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue 
     return b->kind == VK_ERROR ? b : get(b, "_fields");
 }
 
+/* fetch(name): paddle.dataset.NAME.fetch(), which downloads the module's files in Paddle: here
+ * the files must be in the cache already; each part is read once to say so when the script
+ * compiles (the error names a missing file and how to get it). */
+static FlValue *d_fetch(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("fetch", "name", 1);
+    if (!fl_ev_want_str(c, v[0], "dataset name", a->span)) return c->error;
+    const char *parts[2] = {"train", "test"};
+    for (size_t i = 0; i < 2; i++) {
+        FlDsTable *t = NULL;
+        FlErr e;
+        if (fl_ds_load(v[0]->str.s, parts[i], &t, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
+        fl_ds_free(t);
+    }
+    return c->none;
+}
+
 static const NativeFn reader_fns[] = {
     {"dataset", d_dataset},
+    {"fetch", d_fetch},
     {"decorate", d_decorate},
     {"fields", d_fields},
     {"lods", d_lods},

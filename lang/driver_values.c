@@ -38,6 +38,10 @@ static FlValue *dop(Ctx *c, const char *type, const char **names, FlValue **vals
     return r;
 }
 
+FlValue *fl_ev_driver_kwop(Ctx *c, const char *type, const char **names, FlValue **vals, size_t n, FlSpan sp) {
+    return dop(c, type, names, vals, n, sp);
+}
+
 static FlValue *ints(Ctx *c, const int64_t *v, size_t n) {
     FlValue *l = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < n; i++) fl_v_list_push(c, l, fl_v_int(c, v[i]));
@@ -538,11 +542,16 @@ FlValue *fl_ev_driver_exit(Ctx *c, int64_t code, FlSpan sp) {
     return r->kind == VK_ERROR ? r : c->none;
 }
 
-/* getenv(name): the compile-time environment's value, None when unset (os.getenv, os.environ). */
+/* getenv(name): the compile-time environment's value (FlCompileOptions.env first), None when unset
+ * (os.getenv, os.environ). */
 static FlValue *n_getenv(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("getenv", "name", 1);
     if (v[0]->kind != VK_STR) return fl_ev_error(c, a->span, "os.getenv() takes a str, found %s", fl_v_type_name(v[0]));
-    const char *s = getenv(v[0]->str.s);
+    const char *s = NULL;
+    size_t kn = strlen(v[0]->str.s);
+    for (size_t i = 0; i < c->opt->nenv && !s; i++) /* a role's variables (flc build of a plan) first */
+        if (!strncmp(c->opt->env[i], v[0]->str.s, kn) && c->opt->env[i][kn] == '=') s = c->opt->env[i] + kn + 1;
+    if (!s) s = getenv(v[0]->str.s);
     return s ? fl_v_cstr(c, s) : c->none;
 }
 

@@ -108,6 +108,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     Module *m = fl_ev_run_file(c, "__main__", path, text, len, false);
     (void)m;
     if (!c->aborted) fl_ev_profile_end(c);
+    if (!c->aborted) fl_ev_dist_finish(c);
     if (c->diag.nerrors == 0 && c->bundle->driver && c->bundle->run.present) /* docs/driver.md, "Status" */
         fl_diag_error_plain(&c->diag, "the program both calls fluid.train(...) and runs programs itself (exe.run): "
                                       "fluid.train over the driver is not built yet; use one or the other");
@@ -138,6 +139,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     }
     for (size_t i = 0; i < c->envs.len; i++) fl_map_fini(&c->envs.data[i]->map);
     FL_VEC_FREE(&c->envs);
+    fl_ev_dist_free(c);
     for (size_t i = 0; i < c->programs.len; i++)
         if (c->programs.data[i]) fl_ir_program_free(c->programs.data[i]);
     FL_VEC_FREE(&c->programs);

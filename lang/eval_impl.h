@@ -250,6 +250,7 @@ struct Ctx {
     bool in_server_do;
     bool aborted;           /* a limit was hit: stop evaluating */
     bool cuda_noted;        /* the note that CUDAPlace means the CPU was given (once a compilation) */
+    struct DistState *dist; /* what fluid.DistributeTranspiler asked (driver_dist.c); NULL: nothing */
     FlBlock *server_block;
     Module *cur_mod;        /* the module whose code is running */
     FL_VEC(Env *) envs;     /* every Env made, so their maps can be freed at the end */
@@ -556,6 +557,19 @@ const char *fl_ev_rtstr_pyspec(Ctx *c, const char *spec, size_t n, FlSpan sp);
 /* print(*values, sep=, end=) when a value is a run-time one: a print_line of the driver. */
 FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, FlSpan sp);
 void fl_ev_driver_install(Ctx *c); /* the native module _driver */
+/* driver_dist.c: fluid.DistributeTranspiler's native module _dist (docs/distributed.md). finish
+ * fills opt->dist at the end of a compilation (or reports a transpile() nobody asked for). */
+void fl_ev_dist_install(Ctx *c);
+void fl_ev_dist_finish(Ctx *c);
+void fl_ev_dist_free(Ctx *c);
+/* driver_batch.c: a batch as Paddle's list of samples. The samples of a ReaderBatch (NULL when b
+ * is none; the error value when its size is unknown), and the fields of a list of samples. */
+FlValue *fl_ev_batch_samples(Ctx *c, FlValue *b, FlSpan sp);
+FlValue *fl_ev_samples_fields(Ctx *c, FlValue *samples, FlSpan sp);
+/* driver_values.c: type(names[i]=vals[i]...) as an op of the driver (its current block). */
+FlValue *fl_ev_driver_kwop(Ctx *c, const char *type, const char **names, FlValue **vals, size_t n, FlSpan sp);
+/* Fluid's Variable.is_data: a var layers.data made (fed), not its offsets. */
+bool fl_ev_var_is_data(Ctx *c, FlValue *var, const FlVarDesc *d);
 /* driver_data.c: readers (docs/driver.md, "Data"): the native module _reader and builtin next();
  * `for data in reader():` and enumerate(reader()). */
 void fl_ev_driver_data_install(Ctx *c);

@@ -150,6 +150,8 @@ static int parse_count(const char *opt, const char *v, long long lo, long long h
 }
 
 /* flc transpile: reads the options, transpiles the bundle and writes the plan. */
+static int write_plan(const FlPlan *plan, const char *out);
+
 static int transpile(const Args *a, const FlBundle *bundle) {
     FlTranspileOptions o = {0};
     FlErr e;
@@ -172,28 +174,36 @@ static int transpile(const Args *a, const FlBundle *bundle) {
         fprintf(stderr, "flc: error: %s\n", e.msg);
         return 1;
     }
-    rc = 0;
-    if (fl_ir_plan_write(plan, a->out, &e) != FL_OK) {
+    rc = write_plan(plan, a->out);
+    fl_ir_plan_free(plan);
+    return rc;
+}
+
+/* Writes plan to out and says what it is and how to run it. */
+static int write_plan(const FlPlan *plan, const char *out) {
+    FlErr e;
+    bool allreduce = !strcmp(plan->mode, "allreduce");
+    int rc = 0;
+    if (fl_ir_plan_write(plan, out, &e) != FL_OK) {
         fprintf(stderr, "flc: error: %s\n", e.msg);
         rc = 1;
     } else {
         FlBuf b = {0};
         if (allreduce)
             fl_buf_printf(&b, "%s: allreduce mode, %lld trainers (ranks 0-%lld), no pservers; run: mpirun -np %lld flrun %s\n",
-                          a->out, (long long)plan->trainers, (long long)plan->trainers - 1,
-                          (long long)plan->trainers, a->out);
+                          out, (long long)plan->trainers, (long long)plan->trainers - 1,
+                          (long long)plan->trainers, out);
         else
             fl_buf_printf(&b, "%s: %s mode, %lld trainers (ranks 0-%lld), %lld pservers (ranks "
-                          "%lld-%lld); run: mpirun -np %lld flrun %s\n", a->out, plan->mode,
+                          "%lld-%lld); run: mpirun -np %lld flrun %s\n", out, plan->mode,
                           (long long)plan->trainers, (long long)plan->trainers - 1,
                           (long long)plan->pservers, (long long)plan->trainers,
                           (long long)(plan->trainers + plan->pservers - 1),
-                          (long long)(plan->trainers + plan->pservers), a->out);
+                          (long long)(plan->trainers + plan->pservers), out);
         if (!allreduce) fl_transpile_show_placement(plan, &b);
         fputs(fl_buf_str(&b), stdout);
         fl_buf_free(&b);
     }
-    fl_ir_plan_free(plan);
     return rc;
 }
 
@@ -429,10 +439,19 @@ static int load(const Args *a, FlBundle **bundle, FlPlan **plan) {
     *plan = NULL;
     if (ends_with(a->file, ".fl")) {
         char *stdlib_dir = fl_tool_stdlib_dir();
+        FlScriptDist sd = {0}; /* a script that transpiles itself is a plan (docs/distributed.md) */
         FlCompileOptions opt = {.defines = a->defines.data, .ndefines = a->defines.len,
-                                .stdlib_dir = stdlib_dir};
+                                .stdlib_dir = stdlib_dir, .dist = &sd};
         FlBuf diag = {0};
         int nerr = fl_compile_file(a->file, &opt, bundle, &diag);
+        if (!nerr && sd.present) {
+            fl_ir_bundle_free(*bundle);
+            *bundle = NULL;
+            diag.len = 0;
+            opt.dist = NULL;
+            nerr = fl_compile_plan(a->file, &opt, plan, &diag);
+        }
+        fl_script_dist_fini(&sd);
         free(stdlib_dir);
         fputs(fl_buf_str(&diag), stderr);
         fl_buf_free(&diag);
@@ -447,13 +466,13 @@ static int load(const Args *a, FlBundle **bundle, FlPlan **plan) {
     return 0;
 }
 
-static char *default_out(const char *file) {
+static char *default_out(const char *file, const char *ext) {
     size_t n = strlen(file);
-    char *o = malloc(n + 2);
+    char *o = malloc(n + strlen(ext) + 1);
     if (!o) return NULL;
     memcpy(o, file, n + 1);
-    if (ends_with(o, ".fl")) strcpy(o + n - 3, ".flp");
-    else strcat(o, ".flp");
+    if (ends_with(o, ".fl")) strcpy(o + n - 3, ext);
+    else strcat(o, ext);
     return o;
 }
 
@@ -656,12 +675,18 @@ int main(int argc, char **argv) {
         rc = simulate(&a, bundle, plan);
     } else if (!strcmp(a.cmd, "verify")) {
         rc = plan ? verify(&a, plan) : verify_driver(&a, bundle);
+    } else if (is_tp && plan && ends_with(a.file, ".fl")) {
+        rc = usage_error("'%s' transpiles itself (DistributeTranspiler.transpile): flc build makes its plan", a.file);
     } else if (is_tp && plan) {
         rc = usage_error("transpile takes a .fl or .flp file, not a plan ('%s')", a.file);
     } else if (is_tp) {
         rc = transpile(&a, bundle);
+    } else if (!strcmp(a.cmd, "build") && plan) { /* a script that transpiles itself */
+        char *out = a.out ? NULL : default_out(a.file, ".plan");
+        rc = write_plan(plan, a.out ? a.out : out);
+        free(out);
     } else if (!strcmp(a.cmd, "build")) {
-        char *out = a.out ? NULL : default_out(a.file);
+        char *out = a.out ? NULL : default_out(a.file, ".flp");
         FlErr e;
         if (fl_ir_bundle_write(bundle, a.out ? a.out : out, &e) != FL_OK) {
             fprintf(stderr, "flc: error: %s\n", e.msg);

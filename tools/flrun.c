@@ -1149,6 +1149,13 @@ static int run_program(Opts *o) {
         return code;
     }
     if (bundle && bundle->driver) return run_driver(o, bundle);
+    if (plan && plan->trainers > 0 && plan->roles.data[0]->driver && driver_refused(o)) {
+        const char *flag = driver_refused(o);
+        fprintf(stderr, "flrun: %s: the trainers of '%s' run their own loop (exe.run in the script: docs/driver.md); "
+                "%s does not apply to them\nTry 'flrun --help'.\n", flag, o->file, flag);
+        fl_ir_plan_free(plan);
+        return 2;
+    }
     if (o->checkpoint && !plan && has_op_flag(bundle->main, FL_OPF_DIST)) {
         fprintf(stderr, "flrun: --checkpoint: '%s' is a hand-written distributed program; checkpoints during training "
                 "need a plan (flc transpile) or a local run\nTry 'flrun --help'.\n", o->file);
@@ -1234,10 +1241,21 @@ static int run_program(Opts *o) {
     if (mpi) fl_dist_attach(r.scope, fl_mpi_dist(mpi));
     /* goroutines (go, channels, timers, parallel_for's iterations): one scheduler for the
      * process, with --procs processors; runs attach their thread to it (conc.h) */
-    if (has_op_flag(r.bundle->main, FL_OPF_CHAN)) {
+    if (has_op_flag(r.bundle->main, FL_OPF_CHAN) || (r.bundle->driver && has_op_flag(r.bundle->driver, FL_OPF_CHAN))) {
         FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
         if (!(sched = fl_sched_new(&sc, &e))) goto fail;
         fl_conc_attach(r.scope, sched);
+    }
+    if (r.bundle->driver) { /* a trainer whose script runs its own loop: its driver runs startup and main */
+        int status = 0;
+        if (fl_executor_run_driver_exit(r.ex, r.scope, &status, &e) != FL_OK) goto fail;
+        if (status) {
+            snprintf(e.msg, sizeof e.msg, "%s: the script ended with exit status %d", fl_mpi_who(mpi), status);
+            goto fail;
+        }
+        if (fl_mpi_finish(mpi, &e) != FL_OK) goto fail;
+        rc = 0;
+        goto fail;
     }
     if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail;
     if (o->load && (server && plan ? load_server(&r, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)

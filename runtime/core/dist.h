@@ -77,6 +77,11 @@ struct FlDist {
      * same point (inside the allreduce op, in X's order). May be NULL. */
     FlStatus (*allgather_rows)(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
                                FlSelectedRows *out, FlErr *e);
+    /* A driver's step (docs/driver.md, "Plans: each role's driver"): the driver's run_program of a
+     * trainer's main program calls step_begin before it (the next step, equal weights: the script
+     * feeds the trainer's own batch) and step_end after it (its sends completed). May be NULL. */
+    void (*step_begin)(FlDist *d);
+    FlStatus (*step_end)(FlDist *d, FlErr *e);
 };
 
 /* Makes d the transport of every program run on `root` and its child scopes (d is borrowed: it

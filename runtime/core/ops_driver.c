@@ -3,7 +3,9 @@
  *
  *   run_program  Feed*, Scope? -> Fetch*: fl_exec_run of the bundle's program it names on
  *                the Scope's scope (else the root) with the feeds, fetches set from its vars;
- *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once
+ *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once;
+ *                in a trainer of a plan (a transport on the scope), a run of main is a step of
+ *                the job (FlDist.step_begin / step_end around it)
  *   scope_new    Parent? -> Out: a new scope under Parent's (else the root), held by Out
  *   print_line   X*: texts and values through their specs, one line in one write
  *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/core/dist.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/exec_impl.h"
 
@@ -127,9 +130,14 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlExec *ex = fl_driver_program(h, pn);
     if (st == FL_OK && !ex)
         st = fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle (startup, main or a named one)", pn);
+    /* a trainer of a plan (a transport attached): each run of main is one step of the job */
+    FlDist *d = strcmp(pn, "main") == 0 ? fl_dist_find(sc) : NULL;
+    if (d && !(d->step_begin && d->step_end)) d = NULL;
     if (st == FL_OK) {
         FlErr e;
-        if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch, 0, &e))
+        if (d) d->step_begin(d);
+        if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch, 0, &e) ||
+            (d && d->step_end(d, &e)))
             st = fl_exec_op_error(rc, op, "the %s program: %s", pn, e.msg);
     }
     for (size_t i = 0; i < nfetch && st == FL_OK; i++)

@@ -62,7 +62,8 @@ FlStatus fl_mpi_init(const FlMpiOptions *opt, FlMpi **out, FlErr *e) {
     snprintf(m->who, sizeof m->who, "rank %d", m->rank);
     fl_map_init(&m->spares);
     m->dist = (FlDist){.send = flm_t_send, .send_rows = flm_t_send_rows, .recv = flm_t_recv, .barrier = flm_t_barrier, .prefetch = flm_t_prefetch, .lookup = flm_t_lookup, .serve = flm_p_serve,
-                       .allreduce = flm_t_allreduce, .allgather_rows = flm_t_allgather_rows};
+                       .allreduce = flm_t_allreduce, .allgather_rows = flm_t_allgather_rows,
+                       .step_begin = flm_t_step_begin, .step_end = flm_t_step_end};
     *out = m;
     return FL_OK;
 }

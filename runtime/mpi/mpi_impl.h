@@ -254,6 +254,8 @@ FlStatus flm_t_send_rows(FlDist *d, int ps, const char *name, const FlSelectedRo
 FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
 FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
+void flm_t_step_begin(FlDist *d);
+FlStatus flm_t_step_end(FlDist *d, FlErr *e);
 FlStatus flm_t_lookup(FlDist *d, size_t n, const int *ps, const char *const *names, const FlTensor *ids, FlTensor *out,
                       FlErr *e);
 

@@ -362,6 +362,14 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
     return st;
 }
 
+/* FlDist's driver steps: numbered from the steps run so far, equal weights. */
+void flm_t_step_begin(FlDist *d) {
+    FlMpi *m = (FlMpi *)d;
+    fl_mpi_step_begin(m, m->steps, 0, 0);
+}
+
+FlStatus flm_t_step_end(FlDist *d, FlErr *e) { return fl_mpi_step_end((FlMpi *)d, e); }
+
 void fl_mpi_add_compute(FlMpi *m, double seconds) {
     pthread_mutex_lock(&m->mu);
     m->compute += seconds;
