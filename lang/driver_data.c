@@ -481,7 +481,8 @@ static FlValue *d_fetch(Ctx *c, FlValue *self, CallArgs *a) {
     for (size_t i = 0; i < 2; i++) {
         FlDsTable *t = NULL;
         FlErr e;
-        if (fl_ds_load(v[0]->str.s, parts[i], &t, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
+        FlDsArgs none = {0};
+        if (fl_ds_load(v[0]->str.s, parts[i], &none, &t, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
         fl_ds_free(t);
     }
     return c->none;
