@@ -62,7 +62,11 @@ FlValue *fl_ev_batch_samples(Ctx *c, FlValue *batch, FlSpan sp) {
     if (n > 4096)
         return fl_ev_error(c, sp, "iterating a batch of %lld samples: each is compiled as ops of the driver; at most "
                            "4096", (long long)n);
-    FlValue *fields = attr(batch, "_fields"), *out = fl_v_list(c, VK_LIST);
+    FlValue *fields = attr(batch, "_fields"), *lods = attr(batch, "_lods"), *out = fl_v_list(c, VK_LIST);
+    for (size_t f = 0; lods && f < lods->list.len; f++)
+        if (lods->list.items[f]->kind != VK_NONE)
+            return fl_ev_error(c, sp, "iterating a batch whose field %zu is a sequence is not compiled: feed the "
+                               "batch whole (feeder.feed(data))", f);
     for (int64_t i = 0; i < n; i++) {
         FlValue *sample = fl_v_list(c, VK_TUPLE);
         for (size_t f = 0; f < fields->list.len; f++) {

@@ -234,7 +234,13 @@ static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
  * for the others. */
 static FlValue *batch_part(Ctx *c, CallArgs *a, const char *part) {
     ARGS("fields", "data", 1);
-    if (v[0]->kind == VK_LIST) return fl_ev_samples_fields(c, v[0], a->span); /* samples of batches */
+    if (v[0]->kind == VK_LIST) { /* samples of batches: dense fields (a batch with sequences is not iterated) */
+        FlValue *fields = fl_ev_samples_fields(c, v[0], a->span);
+        if (fields->kind == VK_ERROR || strcmp(part, "_lods") != 0) return fields;
+        FlValue *none = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < fields->list.len; i++) fl_v_list_push(c, none, c->none);
+        return none;
+    }
     if (!is_rec(v[0], BATCH_TYPE))
         return fl_ev_error(c, a->span, "DataFeeder.feed(data) takes a batch of a reader (for data in reader(): ...), "
                            "found %s", fl_v_type_name(v[0]));
