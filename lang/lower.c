@@ -231,6 +231,14 @@ static void assign_in(Ctx *c, FlBlock *sub, const char *src, const char *dst, Fl
     fl_ev_infer(c, sub, op, sp);
 }
 
+static bool is_number(const FlValue *v) { return v->kind == VK_INT || v->kind == VK_FLOAT || v->kind == VK_BOOL; }
+
+static bool same_number(const FlValue *a, const FlValue *b) {
+    double x = a->kind == VK_FLOAT ? a->f : a->kind == VK_BOOL ? (double)a->b : (double)a->i;
+    double y = b->kind == VK_FLOAT ? b->f : b->kind == VK_BOOL ? (double)b->b : (double)b->i;
+    return a->kind == b->kind && x == y;
+}
+
 /* Carries names rebound to Vars in the sub-block out to the parent (see the file comment): every
  * name whose Var changed, whether the body made the new Var (`x = x + 1`) or bound the name to a
  * Var from outside (`x = y`, the value received by a select case or a `for v in ch`): a plain
@@ -252,6 +260,20 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, const StrVec *written, FlBloc
             /* `ch = None`: Go's nil channel, a value the channel var holds (channel_nil) */
             FL_VEC_PUSH(&cs, ((Carry){name, NULL, before->var.name}));
             continue;
+        }
+        if (now != before && before && is_number(before) && is_number(now) && !same_number(before, now)) {
+            /* a compile-time number the body changes: after the block it would hold the body's
+             * one compile-time pass's value whether the body ran once, never or many times */
+            FlBuf a = {0}, b = {0};
+            fl_v_repr(c, before, &a);
+            fl_v_repr(c, now, &b);
+            fl_ev_error(c, sp, "'%s' is a number known when the script compiles (%s) that this runtime block "
+                        "changes (to %s): its value cannot follow the block's runs; use enumerate(...) or the "
+                        "loop's own variable to count, or compute it from fetched values", name,
+                        fl_buf_str(&a), fl_buf_str(&b));
+            fl_buf_free(&a);
+            fl_buf_free(&b);
+            break;
         }
         if (now == before || now->kind != VK_VAR) continue;
         if (before && before->kind == VK_VAR && before->var.name == now->var.name) {
