@@ -107,7 +107,7 @@ void fl_ds_free(FlDsTable *t) {
 static void uci_layout(const FlDsArgs *a, FlDsLayout *l) {
     (void)a;
     *l = (FlDsLayout){.nfields = 2,
-                      .fields = {{"x", FL_DT_FLOAT32, UCI_COLS - 1}, {"y", FL_DT_FLOAT32, 1}}};
+                      .fields = {{"x", FL_DT_FLOAT32, UCI_COLS - 1, false}, {"y", FL_DT_FLOAT32, 1, false}}};
 }
 
 /* housing.data: numbers separated by blanks, 14 a row (np.fromfile(sep=' ') then a reshape);
@@ -175,7 +175,7 @@ static FlStatus uci_load(const char *part, const FlDsArgs *a, FlDsTable **out, F
 
 static void mnist_layout(const FlDsArgs *a, FlDsLayout *l) {
     (void)a;
-    *l = (FlDsLayout){.nfields = 2, .fields = {{"pixel", FL_DT_FLOAT32, 784}, {"label", FL_DT_INT64, 1}}};
+    *l = (FlDsLayout){.nfields = 2, .fields = {{"pixel", FL_DT_FLOAT32, 784, false}, {"label", FL_DT_INT64, 1, false}}};
 }
 
 static uint32_t be32(const unsigned char *p) {
