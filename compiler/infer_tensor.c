@@ -114,6 +114,26 @@ FlStatus fl_infer_linspace(Ctx *c) {
     return set_out(c, "Out", start->dtype, &o);
 }
 
+FlStatus fl_infer_mean_iou(Ctx *c) {
+    FlVarDesc *p, *l;
+    if (in1(c, "Predictions", &p) || in1(c, "Labels", &l)) return FL_ERROR;
+    for (int i = 0; i < 2; i++) {
+        const FlVarDesc *v = i ? l : p;
+        if (v->dtype != FL_DT_INT32 && v->dtype != FL_DT_INT64)
+            return fl_err(c->e, "%s: %s must be int32 or int64 class ids, found %s", c->t, i ? "Labels" : "Predictions",
+                          dt(v->dtype));
+    }
+    Shape ps = shape_of(p), ls = shape_of(l);
+    if (p->dtype != l->dtype || !shapes_agree(&ps, &ls))
+        return fl_err(c->e, "%s: Predictions %s %s and Labels %s %s must have one dtype and shape", c->t,
+                      dt(p->dtype), sstr(c, &ps), dt(l->dtype), sstr(c, &ls));
+    int64_t k = iattr(c, "num_classes");
+    if (k < 1) return fl_err(c->e, "%s: num_classes must be >= 1, found %lld", c->t, (long long)k);
+    Shape one = shape1(1), cls = shape1(k);
+    return set_out(c, "OutMeanIou", FL_DT_FLOAT32, &one) || set_out(c, "OutWrong", FL_DT_INT32, &cls) ||
+           set_out(c, "OutCorrect", FL_DT_INT32, &cls);
+}
+
 FlStatus fl_infer_where(Ctx *c) {
     FlVarDesc *v;
     if (in1(c, "Condition", &v)) return FL_ERROR;

@@ -94,6 +94,19 @@ static FlStatus run_diag_grad(OpCall *c) {
 }
 FL_ADAPTER(diag_grad, NULL, run_diag_grad);
 
+static FlStatus prep_mean_iou(ExecOp *op, FlErr *e) {
+    op->a.i[0] = fl_exec_attr_int(op, "num_classes");
+    if (op->a.i[0] < 1 || op->a.i[0] > (1 << 24))
+        return fl_err(e, "attribute 'num_classes' (%lld) must be in [1, 2^24]", (long long)op->a.i[0]);
+    return FL_OK;
+}
+static FlStatus run_mean_iou(OpCall *c) {
+    return fl_kernel_mean_iou(c->e, IN(FL_IN_mean_iou_Predictions), IN(FL_IN_mean_iou_Labels), c->op->a.i[0],
+                              OUT(FL_OUT_mean_iou_OutMeanIou), OUT(FL_OUT_mean_iou_OutWrong),
+                              OUT(FL_OUT_mean_iou_OutCorrect));
+}
+FL_ADAPTER(mean_iou, prep_mean_iou, run_mean_iou);
+
 static FlStatus run_range(OpCall *c) {
     return fl_kernel_range(c->e, IN(FL_IN_range_Start), IN(FL_IN_range_End), IN(FL_IN_range_Step),
                            OUT(FL_OUT_range_Out));

@@ -46,6 +46,11 @@ static inline int64_t kmul_i(int64_t a, int64_t b) { return (int64_t)((uint64_t)
 
 /* The input must hold data: a program may leave an input without a value (an absent optional
  * slot, a gradient op built by hand), so this is an error naming the op, never an abort. */
+/* Frees every tensor of a result set (an error after some were allocated). */
+static inline void kfini_all(FlTensor *r, int n) {
+    for (int i = 0; i < n; i++) fl_tensor_fini(&r[i]);
+}
+
 static inline FlStatus khas(FlErr *e, const char *op, const char *slot, const FlTensor *t) {
     return t && t->buf ? FL_OK : fl_err(e, "%s: input %s has no value", op, slot);
 }

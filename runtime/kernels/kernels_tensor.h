@@ -72,6 +72,14 @@ FlStatus fl_kernel_kldiv_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *
  * dtype); ids int [M, 1] (each in [0, n): an error names the row otherwise). */
 FlStatus fl_kernel_multiplex(FlErr *e, const FlTensor *const *xs, int n, const FlTensor *ids,
                              FlTensor *out) FL_WARN_UNUSED;
+/* mean_iou: over the elements of pred and label (int32 or int64, one shape, each in [0, k)):
+ * correct[c] (int32 [k]) += 1 where both are c; where they differ, wrong[label] and wrong[pred]
+ * += 1; miou (float32 [1]) = the sum over classes of correct / (correct + wrong), 0 / 0 counted
+ * as 0, divided by the classes with correct + wrong > 0 (NaN when none, as Fluid). Errors: an id
+ * outside [0, k), naming its element. */
+FlStatus fl_kernel_mean_iou(FlErr *e, const FlTensor *pred, const FlTensor *label, int64_t k, FlTensor *miou,
+                            FlTensor *wrong, FlTensor *correct) FL_WARN_UNUSED;
+
 /* range: Out [n] (start's dtype, N) = start, start + step, ... short of end, each a one-element
  * tensor of that dtype: n = ceil(|end - start| / |step|) (for ints (|end - start| + |step| - 1)
  * / |step|), each value the previous + step in the dtype (float32 accumulates in float, as

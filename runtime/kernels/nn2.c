@@ -25,11 +25,6 @@ static double ktolerable_log(double p) {
 #define FL_TMPL "nn2_t.inc"
 #include "runtime/kernels/tmpl.h"
 
-/* Frees every tensor of a result set (an error after some were allocated). */
-static void kfini_all(FlTensor *r, int n) {
-    for (int i = 0; i < n; i++) fl_tensor_fini(&r[i]);
-}
-
 /* ---- layer_norm ---- */
 
 static FlStatus ln_check(FlErr *e, const char *op, const FlTensor *x, const FlTensor *scale,

@@ -517,9 +517,12 @@ static FlStatus one_elem(FlErr *e, const char *op, const char *slot, const FlTen
     return FL_OK;
 }
 
-static int64_t int_elem(const FlTensor *t) {
-    return t->dtype == FL_DT_INT32 ? *(const int32_t *)fl_tensor_data(t) : *(const int64_t *)fl_tensor_data(t);
+/* Element i of an int32 or int64 tensor */
+static int64_t int_of(const FlTensor *t, int64_t i) {
+    return t->dtype == FL_DT_INT32 ? ((const int32_t *)fl_tensor_data(t))[i] : ((const int64_t *)fl_tensor_data(t))[i];
 }
+
+static int64_t int_elem(const FlTensor *t) { return int_of(t, 0); }
 
 #define FL_RANGE_MAX ((int64_t)1 << 31)
 
@@ -602,5 +605,56 @@ FlStatus fl_kernel_linspace(FlErr *e, const FlTensor *start, const FlTensor *sto
         for (int64_t i = 0; i < n; i++) ((double *)o)[i] = a + by * (double)i;
     }
     kout(out, &r);
+    return FL_OK;
+}
+
+/* ---- mean_iou ---- */
+
+FlStatus fl_kernel_mean_iou(FlErr *e, const FlTensor *pred, const FlTensor *label, int64_t k, FlTensor *miou,
+                            FlTensor *wrong, FlTensor *correct) {
+    const char *op = "mean_iou";
+    if (khas(e, op, "Predictions", pred) || khas(e, op, "Labels", label)) return FL_ERROR;
+    if ((pred->dtype != FL_DT_INT32 && pred->dtype != FL_DT_INT64) || label->dtype != pred->dtype ||
+        pred->ndim != label->ndim || memcmp(pred->ne, label->ne, sizeof pred->ne) != 0)
+        return fl_err(e, "%s: Predictions %s (%s) and Labels %s (%s) must be int32 or int64 of one shape", op,
+                      fl_tensor_shape(pred).s, fl_dtype_name(pred->dtype), fl_tensor_shape(label).s,
+                      fl_dtype_name(label->dtype));
+    if (k < 1) return fl_err(e, "%s: num_classes is %lld, must be >= 1", op, (long long)k);
+    FlTensor r[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    int64_t one = 1;
+    if (kalloc(e, op, &r[0], FL_DT_FLOAT32, 1, &one) || kalloc(e, op, &r[1], FL_DT_INT32, 1, &k) ||
+        kalloc(e, op, &r[2], FL_DT_INT32, 1, &k)) {
+        kfini_all(r, 3);
+        return FL_ERROR;
+    }
+    int32_t *w = fl_tensor_data(&r[1]), *ok = fl_tensor_data(&r[2]);
+    memset(w, 0, (size_t)k * sizeof *w);
+    memset(ok, 0, (size_t)k * sizeof *ok);
+    int64_t n = fl_tensor_numel(pred);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = int_of(pred, i), l = int_of(label, i);
+        if (p < 0 || p >= k || l < 0 || l >= k) {
+            kfini_all(r, 3);
+            return fl_err(e, "%s: element %lld has prediction %lld and label %lld; class ids must be in [0, %lld)", op,
+                          (long long)i, (long long)p, (long long)l, (long long)k);
+        }
+        if (p == l) {
+            ok[p]++;
+        } else {
+            w[l]++;
+            w[p]++;
+        }
+    }
+    float sum = 0;
+    int valid = 0;
+    for (int64_t c = 0; c < k; c++) {
+        int32_t d = w[c] + ok[c];
+        valid += d > 0;
+        sum += (float)ok[c] / (float)(d > 0 ? d : 1);
+    }
+    *(float *)fl_tensor_data(&r[0]) = sum / (float)valid; /* 0 / 0: NaN, as Fluid */
+    kout(miou, &r[0]);
+    kout(wrong, &r[1]);
+    kout(correct, &r[2]);
     return FL_OK;
 }
