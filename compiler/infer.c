@@ -234,6 +234,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_where: return fl_infer_where(&c);
     case FL_OPID_range: return fl_infer_range(&c);
     case FL_OPID_mean_iou: return fl_infer_mean_iou(&c);
+    case FL_OPID_teacher_student_sigmoid_loss: return fl_infer_teacher_student_sigmoid_loss(&c);
     case FL_OPID_linspace: return fl_infer_linspace(&c);
     case FL_OPID_shape: return fl_infer_shape_op(&c);
     case FL_OPID_log_loss: return fl_infer_log_loss(&c);

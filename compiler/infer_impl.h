@@ -402,6 +402,7 @@ FlStatus fl_infer_diag(Ctx *c);
 FlStatus fl_infer_where(Ctx *c);
 FlStatus fl_infer_range(Ctx *c);
 FlStatus fl_infer_mean_iou(Ctx *c);
+FlStatus fl_infer_teacher_student_sigmoid_loss(Ctx *c);
 FlStatus fl_infer_linspace(Ctx *c);
 FlStatus fl_infer_shape_op(Ctx *c);
 FlStatus fl_infer_log_loss(Ctx *c);

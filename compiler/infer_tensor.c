@@ -170,6 +170,15 @@ FlStatus fl_infer_log_loss(Ctx *c) {
     return set_like(c, "Loss", p);
 }
 
+FlStatus fl_infer_teacher_student_sigmoid_loss(Ctx *c) {
+    FlVarDesc *x, *l;
+    if (float_pair(c, "X", "Label", true, &x, &l)) return FL_ERROR;
+    if (fattr(c, "soft_max_lower_bound") >= fattr(c, "soft_max_up_bound"))
+        return fl_err(c->e, "%s: soft_max_lower_bound (%g) must be below soft_max_up_bound (%g)", c->t,
+                      fattr(c, "soft_max_lower_bound"), fattr(c, "soft_max_up_bound"));
+    return set_like(c, "Y", x);
+}
+
 FlStatus fl_infer_huber_loss(Ctx *c) {
     FlVarDesc *x, *y;
     if (float_pair(c, "X", "Y", true, &x, &y)) return FL_ERROR;

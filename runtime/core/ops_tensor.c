@@ -143,6 +143,28 @@ static FlStatus run_log_loss_grad(OpCall *c) {
 }
 FL_ADAPTER(log_loss_grad, prep_log_loss, run_log_loss_grad);
 
+static FlStatus prep_ts_sigmoid(ExecOp *op, FlErr *e) {
+    op->a.f[0] = fl_exec_attr_float(op, "soft_max_up_bound");
+    op->a.f[1] = fl_exec_attr_float(op, "soft_max_lower_bound");
+    if (!(op->a.f[1] < op->a.f[0]))
+        return fl_err(e, "attribute 'soft_max_lower_bound' (%g) must be below 'soft_max_up_bound' (%g)", op->a.f[1],
+                      op->a.f[0]);
+    return FL_OK;
+}
+static FlStatus run_ts_sigmoid(OpCall *c) {
+    return fl_kernel_ts_sigmoid_loss(c->e, IN(FL_IN_teacher_student_sigmoid_loss_X),
+                                     IN(FL_IN_teacher_student_sigmoid_loss_Label),
+                                     OUT(FL_OUT_teacher_student_sigmoid_loss_Y));
+}
+FL_ADAPTER(teacher_student_sigmoid_loss, prep_ts_sigmoid, run_ts_sigmoid);
+static FlStatus run_ts_sigmoid_grad(OpCall *c) {
+    return fl_kernel_ts_sigmoid_loss_grad(
+        c->e, IN(FL_IN_teacher_student_sigmoid_loss_grad_X), IN(FL_IN_teacher_student_sigmoid_loss_grad_Label),
+        IN(FL_IN_teacher_student_sigmoid_loss_grad_Y_GRAD), c->op->a.f[0], c->op->a.f[1],
+        OUT(FL_OUT_teacher_student_sigmoid_loss_grad_X_GRAD), OUT(FL_OUT_teacher_student_sigmoid_loss_grad_Label_GRAD));
+}
+FL_ADAPTER(teacher_student_sigmoid_loss_grad, prep_ts_sigmoid, run_ts_sigmoid_grad);
+
 static FlStatus prep_huber(ExecOp *op, FlErr *e) {
     (void)e;
     op->a.f[0] = fl_exec_attr_float(op, "delta");

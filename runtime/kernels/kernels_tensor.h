@@ -52,6 +52,15 @@ FlStatus fl_kernel_log_loss(FlErr *e, const FlTensor *p, const FlTensor *l, doub
 FlStatus fl_kernel_log_loss_grad(FlErr *e, const FlTensor *p, const FlTensor *l, const FlTensor *dloss, double eps,
                                  FlTensor *dp, FlTensor *dl) FL_WARN_UNUSED;
 
+/* teacher_student_sigmoid_loss: Y = ce(x, clk) + (with a q) ce(x, q), ce(x, z) = max(x, 0) - x z +
+ * log(1 + exp(-|x|)), from Label l: l < -1 no click and no q, l < 0 a click and no q, l < 1 no
+ * click and q = l, else a click and q = l - 1 (X, Label, Y one shape). The gradient as Fluid's:
+ * with s = sigmoid(clip(x, lo, up)), dX = dY * (s, s - 1, 2 s - l for the three label ranges),
+ * 0 where x is at or past a bound; dLabel = dY * -x where l >= 0, else 0 (either NULL). */
+FlStatus fl_kernel_ts_sigmoid_loss(FlErr *e, const FlTensor *x, const FlTensor *label, FlTensor *y) FL_WARN_UNUSED;
+FlStatus fl_kernel_ts_sigmoid_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *dy,
+                                        double up, double lo, FlTensor *dx, FlTensor *dlabel) FL_WARN_UNUSED;
+
 /* huber_loss: Residual = Y - X, Out = r^2 / 2 where |r| <= delta, else delta (|r| - delta / 2);
  * the gradient from Residual and dOut: dY = dOut * clip(r, -delta, delta), dX = -dY. */
 FlStatus fl_kernel_huber_loss(FlErr *e, const FlTensor *x, const FlTensor *y, double delta, FlTensor *out,

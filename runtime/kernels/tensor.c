@@ -315,6 +315,16 @@ static FlStatus pair(FlErr *e, const char *op, const char *an, const FlTensor *a
     return kneed_float(e, op, an, a) || ksame(e, op, an, a, bn, b) ? FL_ERROR : FL_OK;
 }
 
+/* The results of a two-input loss's gradient, shaped like `like`: a (want_a) and b (want_b). */
+static FlStatus two_grads(FlErr *e, const char *op, const FlTensor *like, bool want_a, FlTensor *a, bool want_b,
+                          FlTensor *b) {
+    if ((want_a && kalloc_raw_like(e, op, a, like)) || (want_b && kalloc_raw_like(e, op, b, like))) {
+        fl_tensor_fini(a);
+        return FL_ERROR;
+    }
+    return FL_OK;
+}
+
 FlStatus fl_kernel_log_loss(FlErr *e, const FlTensor *p, const FlTensor *l, double eps, FlTensor *loss) {
     if (pair(e, "log_loss", "Predicted", p, "Labels", l)) return FL_ERROR;
     FlTensor r = FL_TENSOR_INIT;
@@ -336,10 +346,7 @@ FlStatus fl_kernel_log_loss_grad(FlErr *e, const FlTensor *p, const FlTensor *l,
         ksame(e, "log_loss_grad", "Predicted", p, "Loss@GRAD", dloss))
         return FL_ERROR;
     FlTensor rp = FL_TENSOR_INIT, rl = FL_TENSOR_INIT;
-    if ((dp && kalloc_raw_like(e, "log_loss_grad", &rp, p)) || (dl && kalloc_raw_like(e, "log_loss_grad", &rl, p))) {
-        fl_tensor_fini(&rp);
-        return FL_ERROR;
-    }
+    if (two_grads(e, "log_loss_grad", p, dp != NULL, &rp, dl != NULL, &rl)) return FL_ERROR;
     const void *pp = fl_tensor_data(p), *pl = fl_tensor_data(l), *pg = fl_tensor_data(dloss);
     int64_t n = fl_tensor_numel(p);
     for (int64_t i = 0; i < n; i++) {
@@ -349,6 +356,45 @@ FlStatus fl_kernel_log_loss_grad(FlErr *e, const FlTensor *p, const FlTensor *l,
     }
     kout(dp, &rp);
     kout(dl, &rl);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_ts_sigmoid_loss(FlErr *e, const FlTensor *x, const FlTensor *label, FlTensor *y) {
+    const char *op = "teacher_student_sigmoid_loss";
+    if (pair(e, op, "X", x, "Label", label)) return FL_ERROR;
+    FlTensor r = FL_TENSOR_INIT;
+    if (kalloc_raw_like(e, op, &r, x)) return FL_ERROR;
+    const void *px = fl_tensor_data(x), *pl = fl_tensor_data(label);
+    void *o = fl_tensor_data(&r);
+    int64_t n = fl_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++) {
+        double v = fget(x, px, i), l = fget(label, pl, i);
+        double ce0 = (v > 0 ? v : 0) + log1p(exp(-fabs(v))); /* the cross-entropy against 0 */
+        double out = l < -1 ? ce0 : l < 0 ? ce0 - v : l < 1 ? ce0 + ce0 - v * l : ce0 - v + ce0 - v * (l - 1);
+        fput(&r, o, i, out);
+    }
+    kout(y, &r);
+    return FL_OK;
+}
+
+FlStatus fl_kernel_ts_sigmoid_loss_grad(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *dy,
+                                        double up, double lo, FlTensor *dx, FlTensor *dlabel) {
+    const char *op = "teacher_student_sigmoid_loss_grad";
+    if (pair(e, op, "X", x, "Label", label) || ksame(e, op, "X", x, "Y@GRAD", dy)) return FL_ERROR;
+    FlTensor rx = FL_TENSOR_INIT, rl = FL_TENSOR_INIT;
+    if (two_grads(e, op, x, dx != NULL, &rx, dlabel != NULL, &rl)) return FL_ERROR;
+    const void *px = fl_tensor_data(x), *pl = fl_tensor_data(label), *pg = fl_tensor_data(dy);
+    int64_t n = fl_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++) {
+        double v = fget(x, px, i), l = fget(label, pl, i), g = fget(dy, pg, i);
+        double c = v > up ? up : v < lo ? lo : v, s = 1 / (1 + exp(-c));
+        double d = l < -1 ? s : l < 0 ? s - 1 : 2 * s - l;
+        if (c >= up || c <= lo) d = 0;
+        if (dx) fput(&rx, fl_tensor_data(&rx), i, g * d);
+        if (dlabel) fput(&rl, fl_tensor_data(&rl), i, l >= 0 ? -g * v : 0);
+    }
+    kout(dx, &rx);
+    kout(dlabel, &rl);
     return FL_OK;
 }
 
