@@ -41,6 +41,39 @@ static double loss_of(FlExecutor *ex, FlScope *s, const char *loss) {
     return v;
 }
 
+/* A compiled case with its backward appended (from the last op's Out, the loss), its executor
+ * and a scope its startup has run on. */
+typedef struct GradRun {
+    FlLoadedProgram *prog;
+    FlExecutor *ex;
+    FlScope *s;
+    FlBackwardResult r;
+    char *loss;
+} GradRun;
+
+static void grad_open(GradRun *gr, const char *name, const char *src) {
+    FlBundle *b = ct_compile(name, src);
+    FlBlock *b0 = fl_ir_block(b->main, 0);
+    const char *loss = fl_ir_op_output1(b0->ops.data[b0->ops.len - 1], "Out");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
+    *gr = (GradRun){.loss = fl_xstrdup(loss)};
+    FlErr e = {{0}};
+    CT_OK(fl_backward_append(b->main, gr->loss, NULL, 0, &gr->r, &e, NULL), &e);
+    note_ops(b0);
+    gr->prog = fl_program_from_bundle_take(b);
+    CT_OK(fl_executor_new(gr->prog, NULL, &gr->ex, &e), &e);
+    gr->s = fl_scope_new(NULL);
+    CT_OK(fl_executor_run_startup(gr->ex, gr->s, &e), &e);
+}
+
+static void grad_close(GradRun *gr) {
+    free(gr->loss);
+    fl_backward_result_fini(&gr->r);
+    fl_scope_free(gr->s);
+    fl_executor_free(gr->ex);
+    fl_program_free(gr->prog);
+}
+
 static void check_case(const GradCase *gc) {
     char src[4096];
     snprintf(src, sizeof src,
@@ -48,30 +81,21 @@ static void check_case(const GradCase *gc) {
                   "R = param(\"R\", %s)\n"
                   "loss = layers.mean(layers.elementwise_mul(out, R))\n",
              gc->body, gc->shape);
-    FlBundle *b = ct_compile(gc->name, src);
-    FlBlock *b0 = fl_ir_block(b->main, 0);
-    const char *loss = fl_ir_op_output1(b0->ops.data[b0->ops.len - 1], "Out");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
-    char *lossname = fl_xstrdup(loss);
-    FlBackwardResult r = {0};
+    GradRun gr;
+    grad_open(&gr, gc->name, src);
+    FlExecutor *ex = gr.ex;
+    FlScope *s = gr.s;
     FlErr e = {{0}};
-    CT_OK(fl_backward_append(b->main, lossname, NULL, 0, &r, &e, NULL), &e);
-    note_ops(b0);
-    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
-    FlExecutor *ex;
-    CT_OK(fl_executor_new(prog, NULL, &ex, &e), &e);
-    FlScope *s = fl_scope_new(NULL);
-    CT_OK(fl_executor_run_startup(ex, s, &e), &e);
     /* analytic gradients: one full run */
-    size_t np = r.pairs.len;
+    size_t np = gr.r.pairs.len;
     FlFetch *g = fl_xcalloc(np + 1, sizeof *g);
-    for (size_t i = 0; i < np; i++) g[i] = (FlFetch){r.pairs.data[i].grad, FL_TENSOR_INIT};
+    for (size_t i = 0; i < np; i++) g[i] = (FlFetch){gr.r.pairs.data[i].grad, FL_TENSOR_INIT};
     FlStatus st = fl_executor_run(ex, s, NULL, 0, g, np, &e);
     if (st) fprintf(stderr, "\n%s: %s\n", gc->name, e.msg);
     CU_ASSERT_EQUAL_FATAL(st, FL_OK);
     int bad = 0, checked = 0;
     for (size_t i = 0; i < np; i++) {
-        const char *pn = r.pairs.data[i].param;
+        const char *pn = gr.r.pairs.data[i].param;
         FlTensor p = FL_TENSOR_INIT, q = FL_TENSOR_INIT;
         CT_OK(fl_scope_get_tensor(s, pn, &p, &e), &e);
         CU_ASSERT_TRUE(fl_tensor_same_shape(&p, &g[i].tensor));
@@ -82,11 +106,11 @@ static void check_case(const GradCase *gc) {
             CT_OK(fl_tensor_copy(&e, &q, &p), &e);
             fl_tensor_set(&q, k, v + eps);
             fl_scope_set_tensor(s, pn, &q);
-            lp = loss_of(ex, s, lossname);
+            lp = loss_of(ex, s, gr.loss);
             CT_OK(fl_tensor_copy(&e, &q, &p), &e);
             fl_tensor_set(&q, k, v - eps);
             fl_scope_set_tensor(s, pn, &q);
-            lm = loss_of(ex, s, lossname);
+            lm = loss_of(ex, s, gr.loss);
             fl_scope_set_tensor(s, pn, &p);
             double num = (lp - lm) / (2 * eps), ana = fl_tensor_get(&g[i].tensor, k);
             checked++;
@@ -103,11 +127,7 @@ static void check_case(const GradCase *gc) {
     CU_ASSERT_TRUE(checked > 0);
     for (size_t i = 0; i < np; i++) fl_tensor_fini(&g[i].tensor);
     free(g);
-    free(lossname);
-    fl_backward_result_fini(&r);
-    fl_scope_free(s);
-    fl_executor_free(ex);
-    fl_program_free(prog);
+    grad_close(&gr);
 }
 
 static const GradCase cases[] = {
@@ -411,29 +431,18 @@ static void test_dropout_grad(void) {
  * batch's summary, as Fluid's op gives them: N, the column sums of X, the column sums of
  * (X - Means)^2 + N * epsilon. Statistics 4, 2 and 8: Means 0.5, Scales sqrt(1/2). */
 static void test_data_norm_grad(void) {
-    FlBundle *b = ct_compile("data_norm.fl", HEAD
-                             "P = param(\"P\", [5, 3])\n"
-                             "R = param(\"R\", [5, 3])\n"
-                             "y = layers.data_norm(layers.scale(P, scale=1.0), epsilon=0.001, name=\"dn\",\n"
-                             "                     param_attr={\"batch_size\": 4.0, \"batch_sum\": 2.0, \"batch_square\": 8.0})\n"
-                             "loss = layers.mean(layers.elementwise_mul(y, R))\n");
-    FlBlock *b0 = fl_ir_block(b->main, 0);
-    const char *loss = fl_ir_op_output1(b0->ops.data[b0->ops.len - 1], "Out");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
-    char *lossname = fl_xstrdup(loss);
-    FlBackwardResult r = {0};
+    GradRun gr;
+    grad_open(&gr, "data_norm.fl", HEAD
+              "P = param(\"P\", [5, 3])\n"
+              "R = param(\"R\", [5, 3])\n"
+              "y = layers.data_norm(layers.scale(P, scale=1.0), epsilon=0.001, name=\"dn\",\n"
+              "                     param_attr={\"batch_size\": 4.0, \"batch_sum\": 2.0, \"batch_square\": 8.0})\n"
+              "loss = layers.mean(layers.elementwise_mul(y, R))\n");
     FlErr e = {{0}};
-    CT_OK(fl_backward_append(b->main, lossname, NULL, 0, &r, &e, NULL), &e);
-    note_ops(b0);
-    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
-    FlExecutor *ex;
-    CT_OK(fl_executor_new(prog, NULL, &ex, &e), &e);
-    FlScope *s = fl_scope_new(NULL);
-    CT_OK(fl_executor_run_startup(ex, s, &e), &e);
     FlFetch f[6] = {{"P", FL_TENSOR_INIT},         {"R", FL_TENSOR_INIT},
                     {"P@GRAD", FL_TENSOR_INIT},    {"dn.batch_size@GRAD", FL_TENSOR_INIT},
                     {"dn.batch_sum@GRAD", FL_TENSOR_INIT}, {"dn.batch_square_sum@GRAD", FL_TENSOR_INIT}};
-    CT_OK(fl_executor_run(ex, s, NULL, 0, f, 6, &e), &e);
+    CT_OK(fl_executor_run(gr.ex, gr.s, NULL, 0, f, 6, &e), &e);
     for (int j = 0; j < 3; j++) {
         double sum = 0, sq = 0;
         for (int i = 0; i < 5; i++) {
@@ -447,11 +456,7 @@ static void test_data_norm_grad(void) {
         CT_NEAR(fl_tensor_get(&f[5].tensor, j), sq + 5 * 0.001, 1e-5);
     }
     for (int k = 0; k < 6; k++) fl_tensor_fini(&f[k].tensor);
-    free(lossname);
-    fl_backward_result_fini(&r);
-    fl_scope_free(s);
-    fl_executor_free(ex);
-    fl_program_free(prog);
+    grad_close(&gr);
 }
 
 /* Runs last: every gradient op of the op table was exercised by a case above. */
