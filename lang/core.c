@@ -463,18 +463,42 @@ static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
     return persistable(c, v[0]->str.s, nd, shape, dt, init, false, a->span);
 }
 
+/* create_var(prefix=, shape=, dtype=, name=, persistable=): a var of the current block to be
+ * written later. With name= it is that var (the one of that name when the block has it, as
+ * Fluid's Block.create_var gives), else a new one named from prefix; persistable=True makes it a
+ * var of the main program's block 0 that keeps its value across runs and is saved as the
+ * parameters are (Fluid's create_tensor(persistable=True)). */
 static FlValue *c_create_var(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("create_var", "prefix= shape= dtype=", 3);
+    ARGS("create_var", "prefix= shape= dtype= name= persistable=", 5);
     const char *prefix = v[0] && v[0]->kind == VK_STR ? v[0]->str.s : "tmp";
-    const char *name = fl_ev_unique(c, prefix);
-    FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, a->span);
+    if (v[4] && v[4]->kind != VK_BOOL)
+        return fl_ev_error(c, a->span, "persistable must be True or False, found %s", fl_v_type_name(v[4]));
+    bool keep = v[4] && v[4]->b;
+    FlBlock *b = keep ? fl_ir_block(c->b.main, 0) : c->b.block;
+    if (keep && b != c->b.block)
+        return fl_ev_error(c, a->span, "a persistable var is made in the program's global block, not inside a block of control flow");
+    FlDType dt = FL_DT_FLOAT32;
+    if (v[2] && !want_dtype(c, v[2], a->span, &dt)) return c->error;
+    if (v[3] && !want_var_name(c, v[3], a->span)) return c->error;
+    FlVarDesc *d = v[3] ? fl_ir_var_find(b, v[3]->str.s) : NULL;
+    if (d) {
+        if (v[2] && d->dtype != dt)
+            return fl_ev_error(c, a->span, "a var named '%s' already exists as %s, not %s", v[3]->str.s,
+                               fl_dtype_name(d->dtype), fl_dtype_name(dt));
+        if (keep && !d->persistable)
+            return fl_ev_error(c, a->span, "a var named '%s' already exists and is not persistable", v[3]->str.s);
+        return fl_v_var(c, d->name);
+    }
+    const char *name = v[3] ? v[3]->str.s : fl_ev_unique(c, prefix);
+    d = fl_ev_new_var(c, b, name, a->span);
     if (v[1]) {
         int nd;
         int64_t shape[FL_IR_MAX_DIMS];
         if (!want_shape(c, v[1], "shape", a->span, &nd, shape)) return c->error;
         fl_ir_var_set_shape(d, nd, shape);
     }
-    if (v[2] && !want_dtype(c, v[2], a->span, &d->dtype)) return c->error;
+    if (v[2]) d->dtype = dt;
+    d->persistable = keep;
     return fl_v_var(c, name);
 }
 
