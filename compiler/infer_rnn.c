@@ -26,8 +26,8 @@ FlStatus fl_infer_rnn(Ctx *c, int gates) {
     FlVarDesc *xv, *lv, *wv, *bv, *hv = NULL, *cv = NULL;
     if (in1(c, "Input", &xv) || in1(c, "InputLod", &lv) || in1(c, "Weight", &wv) || in_opt(c, "Bias", &bv))
         return FL_ERROR;
-    if (c->info->id != FL_OPID_lstmp && in_opt(c, "H0", &hv)) return FL_ERROR;
-    if (c->info->id == FL_OPID_lstm && in_opt(c, "C0", &cv)) return FL_ERROR;
+    if (in_opt(c, "H0", &hv)) return FL_ERROR;
+    if (gates == 4 && in_opt(c, "C0", &cv)) return FL_ERROR;
     if (need_float(c, "the input", xv)) return FL_ERROR;
     Shape x = shape_of(xv), l = shape_of(lv);
     if (x.nd != 2 || x.d[1] <= 0 || x.d[1] % gates != 0)
@@ -45,7 +45,10 @@ FlStatus fl_infer_rnn(Ctx *c, int gates) {
     if (gates == 4 && !bv) return fl_err(c->e, "%s: missing input Bias", c->t);
     int64_t bcols = gates == 4 && iattr(c, "use_peepholes") ? 7 * D : gates * D;
     if (bv && rnn_mat(c, "Bias", bv, xv, 1, bcols)) return FL_ERROR;
-    if (hv && rnn_mat(c, "H0", hv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
+    if (hv && rnn_mat(c, "H0", hv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, P)) return FL_ERROR;
+    if (pv && (fattr(c, "cell_clip") < 0 || fattr(c, "proj_clip") < 0))
+        return fl_err(c->e, "%s: cell_clip and proj_clip must be >= 0 (0: no clipping), found %g and %g", c->t,
+                      fattr(c, "cell_clip"), fattr(c, "proj_clip"));
     if (cv && rnn_mat(c, "C0", cv, xv, l.d[0] < 0 ? -1 : l.d[0] - 1, D)) return FL_ERROR;
     if (rnn_act(c, "gate_activation") ||
         (gates == 4 ? rnn_act(c, "cell_activation") || rnn_act(c, "candidate_activation")

@@ -72,6 +72,8 @@ FL_ADAPTER(lstm_grad, prep_lstm, run_lstm_grad);
 static FlStatus prep_lstmp(ExecOp *op, FlErr *e) {
     if (prep_lstm(op, e)) return FL_ERROR;
     FlLstmAttrs *a = op->a.extra;
+    a->cell_clip = fl_exec_attr_float(op, "cell_clip");
+    a->proj_clip = fl_exec_attr_float(op, "proj_clip");
     return act_attr(op, "proj_activation", &a->proj, e);
 }
 static FlStatus run_lstmp(OpCall *c) {
@@ -80,26 +82,29 @@ static FlStatus run_lstmp(OpCall *c) {
     int64_t nseq;
     if (!x) return fl_err(c->e, "input Input has no value");
     if (lod_of(c, IN(FL_IN_lstmp_InputLod), x, &off, &nseq)) return FL_ERROR;
-    return fl_kernel_lstmp(c->e, x, off, nseq, IN(FL_IN_lstmp_Weight), IN(FL_IN_lstmp_ProjWeight), IN(FL_IN_lstmp_Bias),
-                           c->op->a.extra, OUT(FL_OUT_lstmp_Projection), OUT(FL_OUT_lstmp_Cell),
+    return fl_kernel_lstmp(c->e, x, off, nseq, IN(FL_IN_lstmp_H0), IN(FL_IN_lstmp_C0), IN(FL_IN_lstmp_Weight),
+                           IN(FL_IN_lstmp_ProjWeight), IN(FL_IN_lstmp_Bias), c->op->a.extra, OUT(FL_OUT_lstmp_Projection), OUT(FL_OUT_lstmp_Cell),
                            OUT(FL_OUT_lstmp_Hidden), OUT(FL_OUT_lstmp_Gate));
 }
 FL_ADAPTER(lstmp, prep_lstmp, run_lstmp);
-/* lstmp_grad: Input InputLod Weight ProjWeight Bias Projection Cell Hidden Gate Projection@GRAD
- *          Cell@GRAD -> Input@GRAD? Weight@GRAD? ProjWeight@GRAD? Bias@GRAD? */
+/* lstmp_grad: Input InputLod H0? C0? Weight ProjWeight Bias Projection Cell Hidden Gate
+ *          Projection@GRAD Cell@GRAD -> Input@GRAD? H0@GRAD? C0@GRAD? Weight@GRAD? ProjWeight@GRAD?
+ *          Bias@GRAD? */
 static FlStatus run_lstmp_grad(OpCall *c) {
     FlTensor *dx = OUT(FL_OUT_lstmp_grad_Input_GRAD), *dw = OUT(FL_OUT_lstmp_grad_Weight_GRAD),
-             *dpw = OUT(FL_OUT_lstmp_grad_ProjWeight_GRAD), *db = OUT(FL_OUT_lstmp_grad_Bias_GRAD);
-    if (!dx && !dw && !dpw && !db) return FL_OK;
+             *dpw = OUT(FL_OUT_lstmp_grad_ProjWeight_GRAD), *db = OUT(FL_OUT_lstmp_grad_Bias_GRAD),
+             *dh0 = OUT(FL_OUT_lstmp_grad_H0_GRAD), *dc0 = OUT(FL_OUT_lstmp_grad_C0_GRAD);
+    if (!dx && !dw && !dpw && !db && !dh0 && !dc0) return FL_OK;
     const FlTensor *gate = IN(FL_IN_lstmp_grad_Gate);
     const int64_t *off;
     int64_t nseq;
     if (!gate) return fl_err(c->e, "input Gate has no value");
     if (lod_of(c, IN(FL_IN_lstmp_grad_InputLod), gate, &off, &nseq)) return FL_ERROR;
-    return fl_kernel_lstmp_grad(c->e, off, nseq, IN(FL_IN_lstmp_grad_Weight), IN(FL_IN_lstmp_grad_ProjWeight),
-                                IN(FL_IN_lstmp_grad_Bias), IN(FL_IN_lstmp_grad_Projection), IN(FL_IN_lstmp_grad_Cell),
-                                IN(FL_IN_lstmp_grad_Hidden), gate, IN(FL_IN_lstmp_grad_Projection_GRAD),
-                                IN(FL_IN_lstmp_grad_Cell_GRAD), c->op->a.extra, dx, dw, dpw, db);
+    return fl_kernel_lstmp_grad(c->e, off, nseq, IN(FL_IN_lstmp_grad_H0), IN(FL_IN_lstmp_grad_C0),
+                                IN(FL_IN_lstmp_grad_Weight), IN(FL_IN_lstmp_grad_ProjWeight), IN(FL_IN_lstmp_grad_Bias),
+                                IN(FL_IN_lstmp_grad_Projection), IN(FL_IN_lstmp_grad_Cell), IN(FL_IN_lstmp_grad_Hidden),
+                                gate, IN(FL_IN_lstmp_grad_Projection_GRAD), IN(FL_IN_lstmp_grad_Cell_GRAD),
+                                c->op->a.extra, dx, dh0, dc0, dw, dpw, db);
 }
 FL_ADAPTER(lstmp_grad, prep_lstmp, run_lstmp_grad);
 

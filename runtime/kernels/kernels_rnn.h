@@ -41,7 +41,8 @@ bool fl_rnn_act_find(const char *name, FlRnnAct *act);
 typedef struct FlLstmAttrs {
     bool peepholes, reverse;
     FlRnnAct gate, cell, cand;
-    FlRnnAct proj; /* lstmp only */
+    FlRnnAct proj;                /* lstmp only */
+    double cell_clip, proj_clip; /* lstmp only: > 0 clips c' to [-cell_clip, cell_clip], r' likewise */
 } FlLstmAttrs;
 FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *h0,
                         const FlTensor *c0, const FlTensor *w, const FlTensor *b, const FlLstmAttrs *a,
@@ -53,17 +54,23 @@ FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const F
                              FlTensor *db) FL_WARN_UNUSED;
 
 /* lstmp: lstm whose recurrent input is the projection r = proj(h ProjW) instead of h:
- * ProjW [D, P], W [P, 4D]; g = X[row] + B[:4D] + r W (r zero at a sequence's first step).
- * Outputs: Projection [T, P] = r', Cell [T, D], Hidden [T, D] = h' (before the projection) and
- * Gate [T, 4D], which the gradient reads. lstmp_grad: dX, dW, dProjW, dB from the forward's
- * W, ProjW, B and outputs and dProjection, dCell (either may be NULL: zero). */
-FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
-                         const FlTensor *proj_w, const FlTensor *b, const FlLstmAttrs *a, FlTensor *proj,
-                         FlTensor *cell, FlTensor *hidden, FlTensor *gate) FL_WARN_UNUSED;
-FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *proj_w,
-                              const FlTensor *b, const FlTensor *proj, const FlTensor *cell, const FlTensor *hidden,
-                              const FlTensor *gate, const FlTensor *dproj, const FlTensor *dcell,
-                              const FlLstmAttrs *a, FlTensor *dx, FlTensor *dw, FlTensor *dproj_w,
+ * ProjW [D, P], W [P, 4D]; g = X[row] + B[:4D] + r W. H0 [nseq, P] and C0 [nseq, D] (either
+ * may be NULL: zeros) are each sequence's initial r and c. With a->cell_clip > 0 the cell c' is
+ * clipped to [-cell_clip, cell_clip] before o and h' read it; with a->proj_clip > 0 r' is
+ * clipped to [-proj_clip, proj_clip] after the activation (Fluid's lstmp). Outputs:
+ * Projection [T, P] = r', Cell [T, D], Hidden [T, D] = h' (before the projection) and Gate
+ * [T, 4D], which the gradient reads. lstmp_grad: dX, dH0, dC0, dW, dProjW, dB from the forward's
+ * H0, C0, W, ProjW, B and outputs and dProjection, dCell (either may be NULL: zero); a clipped
+ * value passes no gradient (nor one at the bound, as Fluid's kernel). */
+FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *h0,
+                         const FlTensor *c0, const FlTensor *w, const FlTensor *proj_w, const FlTensor *b,
+                         const FlLstmAttrs *a, FlTensor *proj, FlTensor *cell, FlTensor *hidden,
+                         FlTensor *gate) FL_WARN_UNUSED;
+FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *h0, const FlTensor *c0,
+                              const FlTensor *w, const FlTensor *proj_w, const FlTensor *b, const FlTensor *proj,
+                              const FlTensor *cell, const FlTensor *hidden, const FlTensor *gate,
+                              const FlTensor *dproj, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
+                              FlTensor *dh0, FlTensor *dc0, FlTensor *dw, FlTensor *dproj_w,
                               FlTensor *db) FL_WARN_UNUSED;
 
 /* ======================================================================================

@@ -157,7 +157,7 @@ static FlStatus lstm_forward(FlErr *e, const char *op, const FlTensor *x, const 
                              const FlTensor *b, const FlLstmAttrs *a, FlTensor *hidden, FlTensor *cell, FlTensor *gate,
                              FlTensor *proj) {
     int64_t D = 0, R = 0;
-    if (lstm_inputs(e, op, x, w, pw, b, a, &D, &R) || (h0 && need_mat(e, op, "H0", h0, x, nseq, D)) ||
+    if (lstm_inputs(e, op, x, w, pw, b, a, &D, &R) || (h0 && need_mat(e, op, "H0", h0, x, nseq, R)) ||
         (c0 && need_mat(e, op, "C0", c0, x, nseq, D)))
         return FL_ERROR;
     int64_t T = x->ne[0];
@@ -190,11 +190,11 @@ FlStatus fl_kernel_lstm(FlErr *e, const FlTensor *x, const int64_t *off, int64_t
     return lstm_forward(e, "lstm", x, off, nseq, h0, c0, w, NULL, b, a, hidden, cell, gate, NULL);
 }
 
-FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *w,
-                         const FlTensor *proj_w, const FlTensor *b, const FlLstmAttrs *a, FlTensor *proj,
-                         FlTensor *cell, FlTensor *hidden, FlTensor *gate) {
+FlStatus fl_kernel_lstmp(FlErr *e, const FlTensor *x, const int64_t *off, int64_t nseq, const FlTensor *h0,
+                         const FlTensor *c0, const FlTensor *w, const FlTensor *proj_w, const FlTensor *b,
+                         const FlLstmAttrs *a, FlTensor *proj, FlTensor *cell, FlTensor *hidden, FlTensor *gate) {
     if (khas(e, "lstmp", "ProjWeight", proj_w)) return FL_ERROR;
-    return lstm_forward(e, "lstmp", x, off, nseq, NULL, NULL, w, proj_w, b, a, hidden, cell, gate, proj);
+    return lstm_forward(e, "lstmp", x, off, nseq, h0, c0, w, proj_w, b, a, hidden, cell, gate, proj);
 }
 
 /* The gradient of lstm (pw NULL: dh, dw, db) and lstmp (dproj, dpw too). */
@@ -205,7 +205,7 @@ static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int6
                               const FlTensor *dproj, const FlLstmAttrs *a, FlTensor *dx, FlTensor *dh0,
                               FlTensor *dc0, FlTensor *dw, FlTensor *dpw, FlTensor *db) {
     int64_t D = 0, R = 0;
-    if (lstm_inputs(e, op, gate, w, pw, b, a, &D, &R) || (h0 && need_mat(e, op, "H0", h0, gate, nseq, D)) ||
+    if (lstm_inputs(e, op, gate, w, pw, b, a, &D, &R) || (h0 && need_mat(e, op, "H0", h0, gate, nseq, R)) ||
         (c0 && need_mat(e, op, "C0", c0, gate, nseq, D)))
         return FL_ERROR;
     int64_t T = gate->ne[0];
@@ -222,7 +222,7 @@ static FlStatus lstm_backward(FlErr *e, const char *op, const int64_t *off, int6
     Sched sc;
     FlTensor ws = FL_TENSOR_INIT, o[6] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT,
                                           FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
-    const int64_t shapes[6][2] = {{T, 4 * D}, {R, 4 * D}, {1, b->ne[1]}, {D, R}, {nseq, D}, {nseq, D}};
+    const int64_t shapes[6][2] = {{T, 4 * D}, {R, 4 * D}, {1, b->ne[1]}, {D, R}, {nseq, R}, {nseq, D}};
     int nout = pw ? 4 : 3;
     if (sched_init(e, op, off, nseq, &sc)) return FL_ERROR;
     if ((dh0 && kalloc(e, op, &o[4], gate->dtype, 2, shapes[4])) ||
@@ -263,13 +263,14 @@ FlStatus fl_kernel_lstm_grad(FlErr *e, const int64_t *off, int64_t nseq, const F
                          NULL, a, dx, dh0, dc0, dw, NULL, db);
 }
 
-FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *w, const FlTensor *proj_w,
-                              const FlTensor *b, const FlTensor *proj, const FlTensor *cell, const FlTensor *hidden,
-                              const FlTensor *gate, const FlTensor *dproj, const FlTensor *dcell,
-                              const FlLstmAttrs *a, FlTensor *dx, FlTensor *dw, FlTensor *dproj_w, FlTensor *db) {
+FlStatus fl_kernel_lstmp_grad(FlErr *e, const int64_t *off, int64_t nseq, const FlTensor *h0, const FlTensor *c0,
+                              const FlTensor *w, const FlTensor *proj_w, const FlTensor *b, const FlTensor *proj,
+                              const FlTensor *cell, const FlTensor *hidden, const FlTensor *gate,
+                              const FlTensor *dproj, const FlTensor *dcell, const FlLstmAttrs *a, FlTensor *dx,
+                              FlTensor *dh0, FlTensor *dc0, FlTensor *dw, FlTensor *dproj_w, FlTensor *db) {
     if (khas(e, "lstmp_grad", "ProjWeight", proj_w)) return FL_ERROR;
-    return lstm_backward(e, "lstmp_grad", off, nseq, NULL, NULL, w, proj_w, b, hidden, cell, gate, proj, NULL, dcell,
-                         dproj, a, dx, NULL, NULL, dw, dproj_w, db);
+    return lstm_backward(e, "lstmp_grad", off, nseq, h0, c0, w, proj_w, b, hidden, cell, gate, proj, NULL, dcell,
+                         dproj, a, dx, dh0, dc0, dw, dproj_w, db);
 }
 
 static FlStatus gru_inputs(FlErr *e, const char *op, const FlTensor *x, int64_t nseq, const FlTensor *h0,

@@ -320,6 +320,11 @@ static const GradCase cases[] = {
      "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
      "r, c = layers.dynamic_lstmp(P, size=8, proj_size=3, is_reverse=True)\nout = layers.concat([r, c], axis=1)\n",
      "[20, 5]"},
+    {"lstmp_h0_c0.fl",
+     "import _core\nP = _core.set_lod(layers.scale(param(\"P\", [20, 8])), [layers.assign([0, 1, 3, 20])])\n"
+     "r, c = layers.dynamic_lstmp(P, size=8, proj_size=3, h_0=param(\"H\", [3, 3]), c_0=param(\"C\", [3, 2]))\n"
+     "out = layers.concat([r, c], axis=1)\n",
+     "[20, 5]"},
     {"lstm_unit.fl",
      "X = param(\"X\", [3, 4])\nH = param(\"H\", [3, 2])\nC = param(\"C\", [3, 2])\n"
      "h, c = layers.lstm_unit(X, H, C, forget_bias=0.5)\nout = layers.elementwise_add(h, c)\n",

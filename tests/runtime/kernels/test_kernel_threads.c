@@ -138,7 +138,7 @@ static void run_kernels(const Case *c, FlTensor *out) {
     FlTensor dx = FL_TENSOR_INIT;                                           /* a bias' gradient: */
     KT_OK(fl_kernel_elementwise_add_grad(KE, &c->a, &c->bias, &c->b, 1, &dx, &out[12])); /* columns */
     fl_tensor_fini(&dx);
-    FlLstmAttrs la = {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH}; /* gates in chunks */
+    FlLstmAttrs la = {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH, 0, 0}; /* gates in chunks */
     KT_OK(fl_kernel_lstm(KE, &c->lx, loff, LSEQ, NULL, NULL, &c->lw, &c->lb, &la, &out[13], &out[14], &out[15]));
     /* a conv's bias [16] against [16, 16, 16, 16] (axis 1): channels in chunks */
     KT_OK(fl_kernel_elementwise_add_grad(KE, &c->img, &c->cbias, &c->img, 1, &dx, &out[16]));

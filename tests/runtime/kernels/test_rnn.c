@@ -33,10 +33,10 @@ static void ref_lstm(const FlTensor *x, const FlTensor *h0, const FlTensor *c0, 
     int64_t R = pw ? pw->ne[1] : D;
     for (int s = 0; s < NSEQ; s++) {
         for (int j = 0; j < 8; j++) h[j] = c[j] = rec[j] = 0;
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < R; j++)
             if (h0) rec[j] = at(h0, s, j);
+        for (int j = 0; j < D; j++)
             if (c0) c[j] = at(c0, s, j);
-        }
         int64_t len = OFF[s + 1] - OFF[s];
         for (int64_t t = 0; t < len; t++) {
             int64_t r = a->reverse ? OFF[s + 1] - 1 - t : OFF[s] + t;
@@ -50,6 +50,7 @@ static void ref_lstm(const FlTensor *x, const FlTensor *h0, const FlTensor *c0, 
                 double cand = act(a->cand, g[j]), in = act(a->gate, g[D + j] + pi * c[j]);
                 double fg = act(a->gate, g[2 * D + j] + pf * c[j]);
                 c[j] = cand * in + c[j] * fg;
+                if (a->cell_clip > 0) c[j] = fmin(fmax(c[j], -a->cell_clip), a->cell_clip);
                 double og = act(a->gate, g[3 * D + j] + po * c[j]);
                 h[j] = og * act(a->cell, c[j]);
                 hidden[r * D + j] = h[j];
@@ -59,6 +60,7 @@ static void ref_lstm(const FlTensor *x, const FlTensor *h0, const FlTensor *c0, 
                 double v = 0;
                 for (int j = 0; j < D; j++) v += h[j] * (pw ? at(pw, j, k) : j == k);
                 rec[k] = pw ? act(a->proj, v) : v;
+                if (pw && a->proj_clip > 0) rec[k] = fmin(fmax(rec[k], -a->proj_clip), a->proj_clip);
                 if (pw) projv[r * R + k] = rec[k];
             }
         }
@@ -95,10 +97,10 @@ static void ref_gru(const FlTensor *x, const FlTensor *h0, const FlTensor *w, co
 }
 
 static const FlLstmAttrs LSTM_CASES[] = {
-    {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH},
-    {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_IDENTITY},
-    {false, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_SIGMOID},
-    {true, true, FL_RNN_SIGMOID, FL_RNN_RELU, FL_RNN_IDENTITY, FL_RNN_TANH},
+    {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH, 0, 0},
+    {true, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_IDENTITY, 0, 0},
+    {false, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_SIGMOID, 0, 0},
+    {true, true, FL_RNN_SIGMOID, FL_RNN_RELU, FL_RNN_IDENTITY, FL_RNN_TANH, 0, 0},
 };
 
 static void test_lstm_values(void) {
@@ -256,7 +258,7 @@ static void test_rnn_grads_f32(void) {
     FlTensor b = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){1, 7 * D}, -0.5, 0.5);
     FlTensor dh = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){TROWS, D}, -1, 1);
     FlTensor res[2][3];
-    const FlLstmAttrs a = {true, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH};
+    const FlLstmAttrs a = {true, true, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH, 0, 0};
     for (int k = 0; k < 2; k++) {
         FlDType dt = k ? FL_DT_FLOAT64 : FL_DT_FLOAT32;
         FlTensor xs = FL_TENSOR_INIT, ws = FL_TENSOR_INIT, bs = FL_TENSOR_INIT, dhs = FL_TENSOR_INIT;
@@ -289,7 +291,7 @@ static void test_rnn_bad_inputs(void) {
     FlTensor x4 = KT_T(FL_DT_FLOAT32, KT_SHAPE(2, 4), 0, 0, 0, 0, 0, 0, 0, 0);
     FlTensor w64 = KT_T(FL_DT_FLOAT64, KT_SHAPE(1, 4), 0, 0, 0, 0), o = FL_TENSOR_INIT;
     const int64_t off[] = {0, 2};
-    FlLstmAttrs a = {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH};
+    FlLstmAttrs a = {false, false, FL_RNN_SIGMOID, FL_RNN_TANH, FL_RNN_TANH, FL_RNN_TANH, 0, 0};
     KT_ERR(fl_kernel_lstm(KE, &x, off, 1, NULL, NULL, &w4, &b4, &a, &o, NULL, NULL), "lstm: Input [2, 5] must be [T, 4 * D]");
     KT_ERR(fl_kernel_lstm(KE, &x4, off, 1, NULL, NULL, &w64, &b4, &a, &o, NULL, NULL),
            "lstm: Input [2, 4] is float32 but Weight [1, 4] is float64");
@@ -413,32 +415,68 @@ static void test_unit_grads(void) {
 
 /* ---- lstmp ---- */
 
+/* The lstmp cases: LSTM_CASES without clipping, then two with cell_clip and proj_clip (0.3 and
+ * 0.25 clip a good part of the values drawn below). */
+static FlLstmAttrs lstmp_case(size_t c) {
+    FlLstmAttrs a = LSTM_CASES[c % FL_ARRAY_LEN(LSTM_CASES)];
+    if (c >= FL_ARRAY_LEN(LSTM_CASES)) {
+        a.cell_clip = 0.3;
+        a.proj_clip = c % 2 ? 0.25 : 0;
+    }
+    return a;
+}
+
 static void test_lstmp_values(void) {
     FlRng r;
     fl_rng_init(&r, 17);
     const int64_t D = 3, P = 2;
     FlDType dts[2] = {FL_DT_FLOAT32, FL_DT_FLOAT64};
     for (int k = 0; k < 2; k++)
-        for (size_t c = 0; c < FL_ARRAY_LEN(LSTM_CASES); c++) {
-            const FlLstmAttrs *a = &LSTM_CASES[c];
+        for (size_t c = 0; c < FL_ARRAY_LEN(LSTM_CASES) + 2; c++) {
+            FlLstmAttrs a = lstmp_case(c);
             FlTensor x = kt_rand(&r, dts[k], 2, (int64_t[]){TROWS, 4 * D}, -1, 1);
             FlTensor w = kt_rand(&r, dts[k], 2, (int64_t[]){P, 4 * D}, -0.8, 0.8);
             FlTensor pw = kt_rand(&r, dts[k], 2, (int64_t[]){D, P}, -0.8, 0.8);
-            FlTensor b = kt_rand(&r, dts[k], 2, (int64_t[]){1, (a->peepholes ? 7 : 4) * D}, -0.5, 0.5);
-            FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
-            KT_OK(fl_kernel_lstmp(KE, &x, OFF, NSEQ, &w, &pw, &b, a, &o[0], &o[1], &o[2], &o[3]));
-            double rh[TROWS * 3], rc[TROWS * 3], rp[TROWS * 2];
-            ref_lstm(&x, NULL, NULL, &w, &b, a, D, &pw, rh, rc, rp);
-            CU_ASSERT(kt_values(&o[0], rp, TROWS * P, k ? 1e-12 : 1e-5));
-            CU_ASSERT(kt_values(&o[1], rc, TROWS * D, k ? 1e-12 : 1e-5));
-            CU_ASSERT(kt_values(&o[2], rh, TROWS * D, k ? 1e-12 : 1e-5));
-            FlTensor all[] = {x, w, pw, b, o[0], o[1], o[2], o[3]};
-            kt_fini(8, all);
+            FlTensor b = kt_rand(&r, dts[k], 2, (int64_t[]){1, (a.peepholes ? 7 : 4) * D}, -0.5, 0.5);
+            FlTensor h0 = kt_rand(&r, dts[k], 2, (int64_t[]){NSEQ, P}, -1, 1);
+            FlTensor c0 = kt_rand(&r, dts[k], 2, (int64_t[]){NSEQ, D}, -1, 1);
+            /* without initial states, with both, with only H0 [nseq, P], with only C0 */
+            for (int init = 0; init < 4; init++) {
+                const FlTensor *ph0 = init == 1 || init == 2 ? &h0 : NULL, *pc0 = init == 1 || init == 3 ? &c0 : NULL;
+                FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+                KT_OK(fl_kernel_lstmp(KE, &x, OFF, NSEQ, ph0, pc0, &w, &pw, &b, &a, &o[0], &o[1], &o[2], &o[3]));
+                double rh[TROWS * 3], rc[TROWS * 3], rp[TROWS * 2];
+                ref_lstm(&x, ph0, pc0, &w, &b, &a, D, &pw, rh, rc, rp);
+                CU_ASSERT(kt_values(&o[0], rp, TROWS * P, k ? 1e-12 : 1e-5));
+                CU_ASSERT(kt_values(&o[1], rc, TROWS * D, k ? 1e-12 : 1e-5));
+                CU_ASSERT(kt_values(&o[2], rh, TROWS * D, k ? 1e-12 : 1e-5));
+                if (a.cell_clip > 0) { /* the clip bounds the cell and bites on these draws */
+                    double m = 0;
+                    for (int64_t i = 0; i < TROWS * D; i++) m = fmax(m, fabs(rc[i]));
+                    CU_ASSERT(m == a.cell_clip);
+                }
+                kt_fini(4, o);
+            }
+            FlTensor all[] = {x, w, pw, b, h0, c0};
+            kt_fini(6, all);
         }
+    /* H0 is [nseq, P] (the initial projection), not [nseq, D] */
+    FlTensor x = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){TROWS, 4 * D}, -1, 1);
+    FlTensor w = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){P, 4 * D}, -0.8, 0.8);
+    FlTensor pw = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){D, P}, -0.8, 0.8);
+    FlTensor b = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){1, 4 * D}, -0.5, 0.5);
+    FlTensor h0 = kt_rand(&r, FL_DT_FLOAT64, 2, (int64_t[]){NSEQ, D}, -1, 1);
+    FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
+    KT_ERR(fl_kernel_lstmp(KE, &x, OFF, NSEQ, &h0, NULL, &w, &pw, &b, &LSTM_CASES[0], &o[0], &o[1], &o[2], &o[3]),
+           "lstmp: H0 [4, 3] must be [4, 2] (Input [20, 12])");
+    FlTensor all[] = {x, w, pw, b, h0};
+    kt_fini(5, all);
 }
 
+/* in: X, W, B, ProjW, H0, C0 */
 static FlStatus pg_fwd_all(const FlLstmAttrs *a, FlErr *e, FlTensor *in, FlTensor *o) {
-    return fl_kernel_lstmp(e, &in[0], OFF, NSEQ, &in[1], &in[3], &in[2], a, &o[0], &o[1], &o[2], &o[3]);
+    return fl_kernel_lstmp(e, &in[0], OFF, NSEQ, &in[4], &in[5], &in[1], &in[3], &in[2], a, &o[0], &o[1], &o[2],
+                           &o[3]);
 }
 static FlStatus pg_fwd(const void *ctx, FlErr *e, FlTensor *in, FlTensor *out) {
     FlTensor o[4] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
@@ -456,8 +494,8 @@ static FlStatus pg_bwd(const void *ctx, FlErr *e, FlTensor *in, const FlTensor *
     if (!st) st = fl_tensor_view(e, &dp, dout, 0, 2, o[0].ne);
     if (!st) st = fl_tensor_view(e, &dc, dout, fl_tensor_numel(&o[0]), 2, o[1].ne);
     if (!st)
-        st = fl_kernel_lstmp_grad(e, OFF, NSEQ, &in[1], &in[3], &in[2], &o[0], &o[1], &o[2], &o[3], &dp, &dc, ctx,
-                                  &din[0], &din[1], &din[3], &din[2]);
+        st = fl_kernel_lstmp_grad(e, OFF, NSEQ, &in[4], &in[5], &in[1], &in[3], &in[2], &o[0], &o[1], &o[2], &o[3],
+                                  &dp, &dc, ctx, &din[0], &din[4], &din[5], &din[1], &din[3], &din[2]);
     kt_fini(4, o);
     fl_tensor_fini(&dp);
     fl_tensor_fini(&dc);
@@ -469,14 +507,20 @@ static void test_lstmp_grads(void) {
     fl_rng_init(&r, 18);
     const int64_t D = 3, P = 2;
     const FlDType d = FL_DT_FLOAT64;
-    for (size_t c = 0; c < 3; c++) { /* the cases without relu's kink */
-        const FlLstmAttrs *a = &LSTM_CASES[c];
-        FlTensor in[4] = {kt_rand(&r, d, 2, (int64_t[]){TROWS, 4 * D}, -1, 1),
+    /* the cases without relu's kink, and the clipped ones (a value within the finite difference's
+     * step of a bound would break the check; none of these draws is) */
+    const size_t cases[] = {0, 1, 2, FL_ARRAY_LEN(LSTM_CASES), FL_ARRAY_LEN(LSTM_CASES) + 1};
+    for (size_t c = 0; c < FL_ARRAY_LEN(cases); c++) {
+        FlLstmAttrs a = lstmp_case(cases[c]);
+        FlTensor in[6] = {kt_rand(&r, d, 2, (int64_t[]){TROWS, 4 * D}, -1, 1),
                           kt_rand(&r, d, 2, (int64_t[]){P, 4 * D}, -0.8, 0.8),
-                          kt_rand(&r, d, 2, (int64_t[]){1, (a->peepholes ? 7 : 4) * D}, -0.5, 0.5),
-                          kt_rand(&r, d, 2, (int64_t[]){D, P}, -0.8, 0.8)};
-        CU_ASSERT(kt_grad_check("lstmp", a, 4, in, (bool[]){true, true, true, true}, pg_fwd, pg_bwd, 1e-6));
-        kt_fini(4, in);
+                          kt_rand(&r, d, 2, (int64_t[]){1, (a.peepholes ? 7 : 4) * D}, -0.5, 0.5),
+                          kt_rand(&r, d, 2, (int64_t[]){D, P}, -0.8, 0.8),
+                          kt_rand(&r, d, 2, (int64_t[]){NSEQ, P}, -1, 1),
+                          kt_rand(&r, d, 2, (int64_t[]){NSEQ, D}, -1, 1)};
+        CU_ASSERT(kt_grad_check("lstmp", &a, 6, in, (bool[]){true, true, true, true, true, true}, pg_fwd, pg_bwd,
+                                1e-6));
+        kt_fini(6, in);
     }
 }
 
