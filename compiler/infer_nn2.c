@@ -100,6 +100,15 @@ FlStatus fl_infer_interp(Ctx *c) {
                       (long long)w);
     if (fl_ir_op_attr(c->op, "align_mode") && iattr(c, "align_mode") != 0 && iattr(c, "align_mode") != 1)
         return fl_err(c->e, "%s: align_mode must be 0 or 1, found %lld", c->t, (long long)iattr(c, "align_mode"));
+    FlVarDesc *sv = NULL;
+    if (in_opt(c, "OutSize", &sv)) return FL_ERROR;
+    if (sv) {
+        Shape s = shape_of(sv);
+        if ((sv->dtype != FL_DT_INT32 && sv->dtype != FL_DT_INT64) || s.nd != 1 || (s.d[0] >= 0 && s.d[0] != 2))
+            return fl_err(c->e, "%s: OutSize must be the int32 [2] size [h, w], found %s %s", c->t, dt(sv->dtype),
+                          sstr(c, &s));
+    }
+    /* with OutSize the run's size may differ: the shape when compiling is out_h, out_w (Fluid's) */
     x.d[2] = h, x.d[3] = w;
     return set_out(c, "Out", xv->dtype, &x);
 }

@@ -139,26 +139,51 @@ static FlStatus prep_interp(ExecOp *op, FlErr *e, FlInterpMethod m) {
 }
 static FlStatus prep_bilinear(ExecOp *op, FlErr *e) { return prep_interp(op, e, FL_INTERP_BILINEAR); }
 static FlStatus prep_nearest(ExecOp *op, FlErr *e) { return prep_interp(op, e, FL_INTERP_NEAREST); }
+
+/* The attributes of this run: the op's, with the size [h, w] of OutSize when it has one. */
+static FlStatus interp_run_attrs(OpCall *c, const FlTensor *size, FlInterpAttrs *a) {
+    *a = *(const FlInterpAttrs *)c->op->a.extra;
+    if (!size) return FL_OK;
+    if ((size->dtype != FL_DT_INT32 && size->dtype != FL_DT_INT64) || fl_tensor_numel(size) != 2)
+        return fl_err(c->e, "OutSize must be the int32 [2] size [h, w], found %s %s", fl_dtype_name(size->dtype),
+                      fl_tensor_shape(size).s);
+    int64_t hw[2];
+    for (int i = 0; i < 2; i++)
+        hw[i] = size->dtype == FL_DT_INT32 ? ((const int32_t *)fl_tensor_data(size))[i]
+                                           : ((const int64_t *)fl_tensor_data(size))[i];
+    if (hw[0] < 1 || hw[1] < 1 || hw[0] > INT32_MAX || hw[1] > INT32_MAX)
+        return fl_err(c->e, "OutSize [%lld, %lld] must be a positive size [h, w]", (long long)hw[0], (long long)hw[1]);
+    a->out_h = (int)hw[0];
+    a->out_w = (int)hw[1];
+    return FL_OK;
+}
+static FlStatus run_interp(OpCall *c, const FlTensor *x, const FlTensor *size, FlTensor *out) {
+    FlInterpAttrs a;
+    return interp_run_attrs(c, size, &a) || fl_kernel_interp(c->e, x, &a, out);
+}
+static FlStatus run_interp_grad(OpCall *c, const FlTensor *x, const FlTensor *size, const FlTensor *dout,
+                                FlTensor *dx) {
+    FlInterpAttrs a;
+    if (!dx) return FL_OK;
+    return interp_run_attrs(c, size, &a) || fl_kernel_interp_grad(c->e, x, dout, &a, dx);
+}
 static FlStatus run_bilinear_interp(OpCall *c) {
-    return fl_kernel_interp(c->e, IN(FL_IN_bilinear_interp_X), c->op->a.extra, OUT(FL_OUT_bilinear_interp_Out));
+    return run_interp(c, IN(FL_IN_bilinear_interp_X), IN(FL_IN_bilinear_interp_OutSize),
+                      OUT(FL_OUT_bilinear_interp_Out));
 }
 FL_ADAPTER(bilinear_interp, prep_bilinear, run_bilinear_interp);
 static FlStatus run_bilinear_interp_grad(OpCall *c) {
-    FlTensor *dx = OUT(FL_OUT_bilinear_interp_grad_X_GRAD);
-    if (!dx) return FL_OK;
-    return fl_kernel_interp_grad(c->e, IN(FL_IN_bilinear_interp_grad_X), IN(FL_IN_bilinear_interp_grad_Out_GRAD),
-                                 c->op->a.extra, dx);
+    return run_interp_grad(c, IN(FL_IN_bilinear_interp_grad_X), IN(FL_IN_bilinear_interp_grad_OutSize),
+                           IN(FL_IN_bilinear_interp_grad_Out_GRAD), OUT(FL_OUT_bilinear_interp_grad_X_GRAD));
 }
 FL_ADAPTER(bilinear_interp_grad, prep_bilinear, run_bilinear_interp_grad);
 static FlStatus run_nearest_interp(OpCall *c) {
-    return fl_kernel_interp(c->e, IN(FL_IN_nearest_interp_X), c->op->a.extra, OUT(FL_OUT_nearest_interp_Out));
+    return run_interp(c, IN(FL_IN_nearest_interp_X), IN(FL_IN_nearest_interp_OutSize), OUT(FL_OUT_nearest_interp_Out));
 }
 FL_ADAPTER(nearest_interp, prep_nearest, run_nearest_interp);
 static FlStatus run_nearest_interp_grad(OpCall *c) {
-    FlTensor *dx = OUT(FL_OUT_nearest_interp_grad_X_GRAD);
-    if (!dx) return FL_OK;
-    return fl_kernel_interp_grad(c->e, IN(FL_IN_nearest_interp_grad_X), IN(FL_IN_nearest_interp_grad_Out_GRAD),
-                                 c->op->a.extra, dx);
+    return run_interp_grad(c, IN(FL_IN_nearest_interp_grad_X), IN(FL_IN_nearest_interp_grad_OutSize),
+                           IN(FL_IN_nearest_interp_grad_Out_GRAD), OUT(FL_OUT_nearest_interp_grad_X_GRAD));
 }
 FL_ADAPTER(nearest_interp_grad, prep_nearest, run_nearest_interp_grad);
 
