@@ -75,8 +75,15 @@ bool fl_ev_is_channel(Ctx *c, FlValue *v) {
 }
 
 /* A var of that name is visible in the current block or declared in block 0. */
-static bool is_taken(Ctx *c, const char *name) {
+static bool is_taken1(Ctx *c, const char *name) {
     return fl_ir_var_lookup(c->b.main, c->b.block, name) || fl_ir_var_find(fl_ir_block(c->b.main, 0), name);
+}
+
+/* A name is taken when a var of the program has it, or has it with the ".tmp_0" that op outputs
+ * add (so that after unique_name.guard() restarts the counts, a new output does not land on an
+ * old one of the same program). */
+static bool is_taken(Ctx *c, const char *name) {
+    return is_taken1(c, name) || is_taken1(c, fl_arena_printf(&c->arena, "%s.tmp_0", name));
 }
 
 const char *fl_ev_unique(Ctx *c, const char *prefix) {

@@ -857,6 +857,12 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     if (strcmp(name, "persistable") == 0) return fl_v_bool(c, d->persistable);
     if (strcmp(name, "stop_gradient") == 0) return fl_v_bool(c, d->stop_gradient);
     if (strcmp(name, "is_data") == 0) return fl_v_bool(c, fl_ev_var_is_data(c, var, d));
+    if (strcmp(name, "type") == 0) { /* Fluid's var.type, as fluid.core.VarDesc.VarType names it */
+        static const char *const kinds[FL_VAR_KIND_COUNT] = {
+            [FL_VAR_DENSE] = "LOD_TENSOR", [FL_VAR_CHANNEL] = "CHANNEL", [FL_VAR_RAW] = "RAW",
+            [FL_VAR_SELECTED_ROWS] = "SELECTED_ROWS", [FL_VAR_TENSOR_ARRAY] = "LOD_TENSOR_ARRAY"};
+        return fl_v_cstr(c, kinds[d->kind]);
+    }
     if (strcmp(name, "shape") == 0) {
         FlValue *l = fl_v_list(c, VK_LIST);
         for (int i = 0; i < d->ndim; i++) fl_v_list_push(c, l, fl_v_int(c, d->shape[i]));
@@ -875,7 +881,7 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
         BuiltinFn fn = name[0] == 's' ? chan_send : name[0] == 'r' ? chan_recv : chan_close;
         return fl_v_builtin(c, name, fn, var);
     }
-    return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype, lod_level, block, "
+    return fl_ev_error(c, sp, "a Var has no attribute '%s' (it has name, shape, dtype, type, lod_level, block, "
                        "persistable, stop_gradient, is_data, to_string%s)", name, is_chan ? ", send, recv, close" : ", astype");
 }
 bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp) {

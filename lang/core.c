@@ -502,6 +502,14 @@ static FlValue *c_create_var(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_var(c, name);
 }
 
+/* Variable: fluid.framework.Variable, the type of every Var (isinstance(v, fluid.Variable);
+ * lang/pylib.c). A script makes Vars with layers and Block.create_var, not by calling it. */
+static FlValue *c_variable(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    return fl_ev_error(c, a->span, "fluid.framework.Variable(...) is not called to make a var: use a layer, "
+                                   "fluid.layers.create_tensor or block.create_var; Variable is for isinstance()");
+}
+
 /* create_array(dtype): a new tensor array var (Fluid's LOD_TENSOR_ARRAY) in the current block. */
 static FlValue *c_create_array(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("create_array", "dtype", 1);
@@ -1496,6 +1504,7 @@ static const NativeFn core_fns[] = {
     {"create_parameter", c_create_parameter},
     {"global_var", c_global_var},
     {"create_var", c_create_var},
+    {"Variable", c_variable},
     {"create_array", c_create_array},
     {"array_lod", c_array_lod},
     {"lod", c_lod},

@@ -163,7 +163,8 @@ FlValue *fl_ev_min_max(Ctx *c, CallArgs *a, bool is_max) {
 /* ------------------------------------------------------------------ builtins */
 
 /* Whether obj is an instance of t: a user class, a builtin type (int, float, str, bool, list,
- * tuple, dict, object), or a function that makes records of its name (fluid.ParamAttr). */
+ * tuple, dict, object), a function that makes records of its name (fluid.ParamAttr), or
+ * fluid.framework.Variable (_core.Variable), of which every Var is one. */
 static bool instance_of(FlValue *obj, FlValue *t) {
     if (t->kind == VK_CLASS) return obj->kind == VK_RECORD && fl_ev_is_subclass(obj->rec.cls, t);
     if (t->kind == VK_FUNC)
@@ -179,11 +180,13 @@ static bool instance_of(FlValue *obj, FlValue *t) {
     if (!strcmp(n, "tuple")) return obj->kind == VK_TUPLE;
     if (!strcmp(n, "dict")) return obj->kind == VK_DICT;
     if (!strcmp(n, "set")) return obj->kind == VK_SET;
+    if (!strcmp(n, "Variable")) return obj->kind == VK_VAR;
     return false;
 }
 
 static bool is_type(FlValue *t) {
-    static const char *const types[] = {"object", "int", "float", "bool", "str", "list", "tuple", "dict", "set"};
+    static const char *const types[] = {"object", "int", "float", "bool", "str", "list", "tuple", "dict", "set",
+                                        "Variable"};
     if (t->kind == VK_CLASS || t->kind == VK_FUNC) return true;
     if (t->kind != VK_BUILTIN) return false;
     for (size_t i = 0; i < FL_ARRAY_LEN(types); i++)
