@@ -407,19 +407,56 @@ static void repr_container(Ctx *c, FlValue *v, FlBuf *out, Repr *r) {
     r->depth--;
 }
 
+/* Python's repr of a float: the fewest digits that read back as the same double, in fixed
+ * notation for exponents -4..15 (with ".0" when whole) and as d.ddde+XX otherwise. */
+static void float_repr(double f, FlBuf *out) {
+    if (isnan(f)) {
+        fl_buf_puts(out, "nan");
+        return;
+    }
+    if (isinf(f)) {
+        fl_buf_puts(out, f < 0 ? "-inf" : "inf");
+        return;
+    }
+    char e[40];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, f);
+        if (strtod(e, NULL) == f) break;
+    }
+    /* e: [-]d[.ddd]e[+-]XX: the sign, the digits and the decimal exponent */
+    const char *q = e;
+    bool neg = *q == '-';
+    if (neg) q++;
+    char digits[24];
+    int nd = 0;
+    for (; *q && *q != 'e'; q++)
+        if (*q != '.') digits[nd++] = *q;
+    digits[nd] = 0;
+    int exp = atoi(q + 1);
+    while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = 0;
+    if (neg) fl_buf_putc(out, '-');
+    if (exp < -4 || exp >= 16) {
+        fl_buf_putc(out, digits[0]);
+        if (nd > 1) fl_buf_printf(out, ".%s", digits + 1);
+        fl_buf_printf(out, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    } else if (exp < 0) {
+        fl_buf_puts(out, "0.");
+        for (int i = 0; i < -exp - 1; i++) fl_buf_putc(out, '0');
+        fl_buf_puts(out, digits);
+    } else {
+        for (int i = 0; i <= exp; i++) fl_buf_putc(out, i < nd ? digits[i] : '0');
+        fl_buf_putc(out, '.');
+        fl_buf_puts(out, nd > exp + 1 ? digits + exp + 1 : "0");
+    }
+}
+
 static void repr(Ctx *c, FlValue *v, FlBuf *out, Repr *r) {
     if (r->too_deep || r->too_long) return;
     switch (v->kind) {
     case VK_NONE: fl_buf_puts(out, "None"); break;
     case VK_BOOL: fl_buf_puts(out, v->b ? "True" : "False"); break;
     case VK_INT: fl_buf_printf(out, "%lld", (long long)v->i); break;
-    case VK_FLOAT: {
-        char tmp[64];
-        snprintf(tmp, sizeof tmp, "%.17g", v->f);
-        if (!strpbrk(tmp, ".eEn")) strcat(tmp, ".0");
-        fl_buf_puts(out, tmp);
-        break;
-    }
+    case VK_FLOAT: float_repr(v->f, out); break;
     case VK_STR: fl_buf_append(out, v->str.s, v->str.n); break;
     case VK_SET:
         if (v->list.len == 0) {
