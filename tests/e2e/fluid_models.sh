@@ -1,0 +1,76 @@
+#!/bin/sh
+# The models of examples/fluid/models/ (Fluid programs of Paddle's models repository, written as
+# Fluid writes them): each compiles with every variant its flags select, and trains on its small
+# data with a stated learning margin. Why a margin: a kernel's rounding (OpenBLAS's Haswell,
+# SkylakeX or Prescott kernels, oneDNN's, the plain loops) moves these losses by about 1e-6 of
+# their value, so a model that learns nothing can still show a fall of that size; each margin is
+# far above it and at most half the smallest fall measured under all of those kernels
+# (scripts/test_kernels.sh -R e2e_fluid_models).
+# Usage: fluid_models.sh FLC FLRUN REPO_ROOT
+set -u
+FLC=$1 FLRUN=$2 ROOT=$3
+M=$ROOT/examples/fluid/models
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# fall NAME LOG MARGIN: the mean training loss of the log's last epoch is below its first's by at
+# least MARGIN (the log: flrun --log's CSV, phase,epoch... with the loss in column 5)
+fall() {
+    v=$(awk -F, -v m="$3" '
+        NR == 1 { next }
+        $5 != $5 + 0 || $5 ~ /nan|inf/ { bad = 1 }
+        $1 == "train" { s[$3] += $5; n[$3]++; if (first == "") first = $3; last = $3 }
+        END {
+            if (bad || first == "") { print "FAIL: no loss, or a loss that is not a number"; exit }
+            a = s[first] / n[first]; b = s[last] / n[last]
+            print (b <= a - m ? "ok" : "FAIL") ": mean train loss " a " (epoch " first ") -> " b " (epoch " last "), fall " a - b " (margin " m ")"
+        }' "$2")
+    case $v in
+    ok*) echo "ok: $1: ${v#ok: }" ;;
+    *) bad "$1: ${v#FAIL: }" ;;
+    esac
+}
+# train NAME MARGIN FLRUN-ARGS...: runs examples/fluid/models/NAME.fl and checks its fall
+train() {
+    name=$1 margin=$2
+    shift 2
+    log=$T/$name$(echo "$*" | tr -c 'a-z0-9' _).csv
+    if "$FLRUN" "$M/$name.fl" -q --log "$log" "$@"; then
+        fall "$name $*" "$log" "$margin"
+    else
+        bad "$name $*: flrun failed"
+    fi
+}
+# same NAME FLAGS...: the losses of NAME with -D is_sparse=True and False agree step by step within
+# 1e-5 (a sparse gradient holds the dense one's nonzero rows: SGD applies the same update)
+same() {
+    name=$1
+    shift
+    "$FLRUN" "$M/$name.fl" -q --log "$T/s.csv" -D is_sparse=True "$@" &&
+        "$FLRUN" "$M/$name.fl" -q --log "$T/d.csv" -D is_sparse=False "$@" || { bad "$name $*: flrun failed"; return; }
+    paste -d, "$T/s.csv" "$T/d.csv" | awk -F, -v what="$name $*" '
+        NR == 1 { for (i = 1; i <= NF; i++) if ($i == "loss") { if (!a) a = i; else b = i } next }
+        $1 == "train" { n++; d = $a - $b; if (d < 0) d = -d; if (d > m) m = d }
+        END { ok = n >= 50 && m <= 1e-5
+              printf "%s: %s sparse and dense, %d steps, max |difference| %g\n", ok ? "ok" : "FAIL", what, n, m
+              exit !ok }' || fail=1
+}
+
+# 1. skip-gram (word2vec with nce and hsigmoid). The tables' gradients are SelectedRows with
+# is_sparse; sparse and dense training follow one curve. Falls over 4 epochs at lr 10: nce 0.44,
+# hsigmoid 3.2, both 3.7 (measured)
+for loss in nce hsigmoid both; do
+    "$FLC" check -D loss=$loss "$M/skip_gram.fl" || bad "skip_gram -D loss=$loss does not compile"
+done
+"$FLC" show -D loss=both "$M/skip_gram.fl" >"$T/sg.txt" || bad "flc show skip_gram"
+for v in nce_w embedding_0.w_0 hierarchical_sigmoid_0.w_0; do
+    grep -q "var $v@GRAD : selected_rows<" "$T/sg.txt" || bad "skip_gram: $v@GRAD is not a SelectedRows"
+done
+grep -q "var nce_b@GRAD : float32" "$T/sg.txt" || bad "skip_gram: nce_b@GRAD is not dense"
+same skip_gram -D loss=both --epochs 1
+train skip_gram 0.2 --epochs 4
+train skip_gram 1.5 --epochs 4 -D loss=hsigmoid
+
+exit $fail
