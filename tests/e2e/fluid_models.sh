@@ -96,4 +96,11 @@ else
     echo "skipped: dcgan's training (Debian's dataset-fashion-mnist is not installed)"
 fi
 
+# 3. NER: word and mark embeddings, two stacks of dynamic_lstm joined by fc(param_attr=[...]),
+# linear_chain_crf and crf_decoding sharing "crfw", chunk_eval. At hidden_dim 32 on the 540
+# training sentences of ner.csv.gz the mean CRF cost falls from 19.10 to 16.25 in 4 epochs
+# (2.85 under every kernel): at least 1.0
+"$FLC" check "$M/ner.fl" || bad "ner does not compile"
+train ner 1.0 --epochs 4 -D hidden_dim=32
+
 exit $fail
