@@ -11,6 +11,10 @@ Usage:  python3 gen_model_data.py [OUTDIR]   (default: this directory)
                0..239 are entity words of type w % 4; an entity is a run of 1 to 3 of them, so a
                word's tag follows from the word and the one before it. 600 sentences of 3 to 20
                words.
+  ocr.csv.gz   text-line images for the CRNN-CTC model (ocr_crnn_ctc.fl): 16x64 pixels (0..15,
+               row-major, scaled by 1/15 when read), then the line's characters (classes 0..9, a
+               sequence of 1 to 4). Each class has a fixed 16x16 glyph of random pixels, drawn in
+               the line's first slots of 16 columns (the rest stay 0) over noise of 0..3. 400 lines.
 """
 import gzip
 import os
@@ -48,5 +52,21 @@ def ner(n_rows=600, vocab=400, entity_words=240, types=4, seed=31):
     return rows
 
 
+def ocr(n_rows=400, classes=10, height=16, width=64, slot=16, seed=47):
+    rng = random.Random(seed)
+    glyphs = [[[rng.choice((0, 12, 15)) for _ in range(slot)] for _ in range(height)] for _ in range(classes)]
+    rows = []
+    for _ in range(n_rows):
+        text = [rng.randrange(classes) for _ in range(rng.randint(1, width // slot))]
+        img = [[rng.randint(0, 3) for _ in range(width)] for _ in range(height)]
+        for k, ch in enumerate(text):
+            for y in range(height):
+                for x in range(slot):
+                    img[y][k * slot + x] = max(img[y][k * slot + x], glyphs[ch][y][x])
+        rows.append([v for line in img for v in line] + [" ".join(map(str, text))])
+    return rows
+
+
 if __name__ == "__main__":
     write("ner.csv.gz", ner())
+    write("ocr.csv.gz", ocr())
