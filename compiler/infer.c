@@ -11,6 +11,14 @@
 
 #include "compiler/infer_impl.h"
 
+/* The input slot of a table whose gradient an is_sparse op makes a SelectedRows (the rows it
+ * read), or NULL for an op without one. */
+static const char *sparse_table_slot(FlOpId id) {
+    if (id == FL_OPID_lookup_table || id == FL_OPID_hierarchical_sigmoid) return "W";
+    if (id == FL_OPID_nce) return "Weight";
+    return NULL;
+}
+
 /* A gradient op: "<X>@GRAD" takes the forward var in input slot X (else the first gradient
  * input: dropout_grad's X@GRAD is shaped like Out@GRAD). */
 static FlStatus infer_grad(Ctx *c) {
@@ -43,10 +51,11 @@ static FlStatus infer_grad(Ctx *c) {
                 return FL_ERROR;
             gv->dtype = fv->dtype;
             fl_ir_var_set_shape(gv, fv->ndim, fv->shape);
-            /* an is_sparse lookup's table gradient holds the looked-up rows only; in a step
-             * block (DynamicRNN, StaticRNN) it stays dense: the recurrent gradient ops add the
-             * steps' gradients up as tensors */
-            if (c->info->id == FL_OPID_lookup_table && strcmp(fs->name, "W") == 0)
+            /* an is_sparse op's table gradient holds the rows it read only; in a step block
+             * (DynamicRNN, StaticRNN) it stays dense: the recurrent gradient ops add the steps'
+             * gradients up as tensors */
+            const char *table = sparse_table_slot(c->info->id);
+            if (table && strcmp(fs->name, table) == 0)
                 gv->kind = iattr(c, "is_sparse") && c->b->idx == 0 ? FL_VAR_SELECTED_ROWS : FL_VAR_DENSE;
         }
     }

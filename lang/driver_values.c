@@ -271,12 +271,39 @@ static FlValue *m_flatten(Ctx *c, FlValue *self, CallArgs *a) {
     return dop(c, "reshape", names, vals, 2, a->span);
 }
 
+/* v.reshape(d0, d1, ...) or v.reshape((d0, d1, ...)): numpy's, positive dims and at most one -1
+ * (Fluid's reshape op reads 0 as "keep this dim", which numpy does not: refused). */
+static FlValue *m_reshape(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("reshape", "d0 d1= d2= d3= d4= d5=", 6);
+    FlValue **dims = v;
+    size_t n = 0;
+    while (n < 6 && v[n]) n++;
+    if (n == 1 && (v[0]->kind == VK_LIST || v[0]->kind == VK_TUPLE)) {
+        dims = v[0]->list.items;
+        n = v[0]->list.len;
+    }
+    if (n == 0 || n > 6) return fl_ev_error(c, a->span, "reshape() takes 1 to 6 dims here, found %zu", n);
+    int64_t shape[6];
+    int unknown = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!fl_ev_want_int(c, dims[i], "a reshape() dim", a->span, &shape[i])) return c->error;
+        unknown += shape[i] == -1;
+        if ((shape[i] < 1 && shape[i] != -1) || unknown > 1)
+            return fl_ev_error(c, a->span, "reshape() takes dims >= 1 and at most one -1, found %lld at dim %zu",
+                               (long long)shape[i], i);
+    }
+    const char *names[2] = {"X", "shape"};
+    FlValue *vals[2] = {self, ints(c, shape, n)};
+    return dop(c, "reshape", names, vals, 2, a->span);
+}
+
 FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     static const struct {
         const char *name;
         BuiltinFn fn;
     } methods[] = {{"mean", m_mean}, {"sum", m_sum},         {"min", m_min},
-                   {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten}};
+                   {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten},
+                   {"reshape", m_reshape}};
     if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
     if (strcmp(name, "ndim") == 0) {
         FlVarDesc *d = desc(c, v);
@@ -464,6 +491,53 @@ static FlValue *n_concatenate(Ctx *c, FlValue *self, CallArgs *a) {
     return axis_op(c, "concat", xs, v[1], "numpy.concatenate", a->span);
 }
 
+/* filled(shape, value, dtype): numpy.zeros / ones of a shape one of whose dims is a number known
+ * only when the driver runs (a batch's rows: x.shape[0]), on the driver: a range of that many
+ * steps gives the dim to fill_constant_batch_size_like. None when every dim is a compile-time
+ * number (numpy.fl makes the constant). */
+static FlValue *n_filled(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("filled", "shape value dtype", 3);
+    (void)self;
+    FlValue *shape = v[0];
+    if (!fl_v_is_seq(shape)) return c->none;
+    size_t n = shape->list.len, k = n;
+    int64_t dims[FL_IR_MAX_DIMS];
+    if (n > FL_IR_MAX_DIMS) return c->none;
+    for (size_t i = 0; i < n; i++) {
+        FlValue *d = shape->list.items[i];
+        if (fl_ev_is_driver_var(c, d)) {
+            if (k < n)
+                return fl_ev_error(c, a->span, "numpy.zeros/ones: one dim known only when the driver runs is "
+                                               "compiled here, found dims %zu and %zu", k, i);
+            k = i;
+            dims[i] = -1;
+        } else if (!fl_ev_want_int(c, d, "a numpy.zeros/ones dim", a->span, &dims[i])) {
+            return c->error;
+        }
+    }
+    if (k == n) return c->none;
+    FlDType dt = FL_DT_FLOAT64;
+    if (v[2]->kind != VK_NONE && !fl_ev_driver_dtype(c, v[2], &dt, a->span)) return c->error;
+    double value = v[1]->kind == VK_FLOAT ? v[1]->f : (double)v[1]->i;
+    FlValue *rows = cast_to(c, shape->list.items[k], FL_DT_INT64, a->span);
+    if (rows->kind == VK_ERROR) return rows;
+    int64_t one = 1;
+    const char *fnames[4] = {"shape", "value", "dtype", "force_cpu"};
+    FlValue *zero_v[3] = {ints(c, &one, 1), fl_v_float(c, 0), fl_v_int(c, FL_DT_INT64)};
+    FlValue *start = dop(c, "fill_constant", fnames, zero_v, 3, a->span);
+    FlValue *one_v[3] = {ints(c, &one, 1), fl_v_float(c, 1), fl_v_int(c, FL_DT_INT64)};
+    FlValue *step = dop(c, "fill_constant", fnames, one_v, 3, a->span);
+    if (start->kind == VK_ERROR || step->kind == VK_ERROR) return c->error;
+    const char *rnames[3] = {"Start", "End", "Step"};
+    FlValue *rvals[3] = {start, rows, step};
+    FlValue *ref = dop(c, "range", rnames, rvals, 3, a->span);
+    if (ref->kind == VK_ERROR) return ref;
+    const char *names[6] = {"Input", "shape", "value", "dtype", "input_dim_idx", "output_dim_idx"};
+    FlValue *vals[6] = {ref, ints(c, dims, n), fl_v_float(c, value), fl_v_int(c, dt), fl_v_int(c, 0),
+                        fl_v_int(c, (int64_t)k)};
+    return dop(c, "fill_constant_batch_size_like", names, vals, 6, a->span);
+}
+
 /* array(obj, dtype): of a driver value, the value (cast to dtype); of a list holding driver
  * values, their stack (numpy's array of equal-shaped arrays). */
 static FlValue *n_array(Ctx *c, FlValue *self, CallArgs *a) {
@@ -624,7 +698,7 @@ FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSp
 static const NativeFn values_fns[] = {
     {"getenv", n_getenv}, {"exists", n_exists},
     {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
-    {"is_runtime", n_is_runtime}, {"exit", n_exit},
+    {"is_runtime", n_is_runtime}, {"exit", n_exit}, {"filled", n_filled},
 };
 
 void fl_ev_values_install(Ctx *c) { fl_ev_module_of_fns(c, "_values", values_fns, FL_ARRAY_LEN(values_fns)); }

@@ -32,9 +32,10 @@ static FlStatus run_hierarchical_sigmoid_grad(OpCall *c) {
         IN(FL_IN_hierarchical_sigmoid_grad_Label), IN(FL_IN_hierarchical_sigmoid_grad_Bias), &t,
         IN(FL_IN_hierarchical_sigmoid_grad_PreOut), IN(FL_IN_hierarchical_sigmoid_grad_Out_GRAD),
         OUT(FL_OUT_hierarchical_sigmoid_grad_X_GRAD), OUT(FL_OUT_hierarchical_sigmoid_grad_W_GRAD),
-        OUT(FL_OUT_hierarchical_sigmoid_grad_Bias_GRAD));
+        fl_call_out_rows(c, FL_OUT_hierarchical_sigmoid_grad_W_GRAD), OUT(FL_OUT_hierarchical_sigmoid_grad_Bias_GRAD));
 }
-FL_ADAPTER(hierarchical_sigmoid_grad, prep_hierarchical_sigmoid, run_hierarchical_sigmoid_grad);
+/* sparse: W@GRAD is a SelectedRows when the program declares it one (is_sparse) */
+FL_SPARSE_ADAPTER(hierarchical_sigmoid_grad, prep_hierarchical_sigmoid, run_hierarchical_sigmoid_grad);
 
 /* nce: an FlNceAttrs in a.extra (dist points into the op's attribute; seed and step set per run) */
 static FlStatus prep_nce(ExecOp *op, FlErr *e) {
@@ -77,9 +78,11 @@ static FlStatus run_nce_grad(OpCall *c) {
                               IN(FL_IN_nce_grad_Bias), IN(FL_IN_nce_grad_SampleWeight), &a,
                               IN(FL_IN_nce_grad_SampleLogits), IN(FL_IN_nce_grad_SampleLabels),
                               IN(FL_IN_nce_grad_Cost_GRAD), OUT(FL_OUT_nce_grad_Input_GRAD),
-                              OUT(FL_OUT_nce_grad_Weight_GRAD), OUT(FL_OUT_nce_grad_Bias_GRAD));
+                              OUT(FL_OUT_nce_grad_Weight_GRAD), fl_call_out_rows(c, FL_OUT_nce_grad_Weight_GRAD),
+                              OUT(FL_OUT_nce_grad_Bias_GRAD));
 }
-FL_ADAPTER(nce_grad, prep_nce, run_nce_grad);
+/* sparse: Weight@GRAD is a SelectedRows when the program declares it one (is_sparse) */
+FL_SPARSE_ADAPTER(nce_grad, prep_nce, run_nce_grad);
 
 /* sample_logits: a.i[0] num_samples, a.i[1] use_customized_samples, a.i[2] remove_accidental_hits */
 static FlStatus prep_sample_logits(ExecOp *op, FlErr *e) {

@@ -28,10 +28,12 @@ FlStatus fl_kernel_hsigmoid(FlErr *e, const FlTensor *x, const FlTensor *w, cons
 /* hierarchical_sigmoid_grad: dX, dW and dBias (each may be NULL) given pre_out and dOut [N, 1]:
  * with g_j = dOut * (sigmoid(z_j) - bit_j) over the path (sigmoid(z) = 1 - exp(-pre_out)), dX =
  * sum g_j w[node_j], dW[node_j] += g_j x, dBias[node_j] += g_j (no subgradient of the clip, as
- * Fluid's). */
+ * Fluid's). dw_rows (is_sparse; may be NULL, then dW is dense): W's gradient as a SelectedRows of
+ * the nodes on the batch's paths, ascending, each once (the same values as dW's rows). */
 FlStatus fl_kernel_hsigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *w, const FlTensor *label,
                                  const FlTensor *bias, const FlHsigmoidTree *tree, const FlTensor *pre_out,
-                                 const FlTensor *dout, FlTensor *dx, FlTensor *dw, FlTensor *dbias) FL_WARN_UNUSED;
+                                 const FlTensor *dout, FlTensor *dx, FlTensor *dw, FlSelectedRows *dw_rows,
+                                 FlTensor *dbias) FL_WARN_UNUSED;
 
 /* nce's sampler and draws: sampler 0 uniform over [0, num_total), 1 log-uniform, 2 the
  * distribution dist (ndist = num_total probabilities); the draws of a run come from (seed, step). */
@@ -51,11 +53,12 @@ FlStatus fl_kernel_nce(FlErr *e, const FlTensor *x, const FlTensor *label, const
                        FlTensor *sample_labels) FL_WARN_UNUSED;
 /* nce_grad: dX, dW and dBias (each may be NULL) from the forward's sample_logits and sample_labels
  * and dCost [N, 1]: the logit gradient w * b (o - 1) / (o + b) of a true class and w * o (1 - o) /
- * (o + b) of a drawn one, times dCost. */
+ * (o + b) of a drawn one, times dCost. dw_rows (is_sparse; may be NULL, then dW is dense): W's
+ * gradient as a SelectedRows of the sampled classes, ascending, each once. */
 FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *w,
                             const FlTensor *bias, const FlTensor *sample_weight, const FlNceAttrs *a,
                             const FlTensor *sample_logits, const FlTensor *sample_labels, const FlTensor *dcost,
-                            FlTensor *dx, FlTensor *dw, FlTensor *dbias) FL_WARN_UNUSED;
+                            FlTensor *dx, FlTensor *dw, FlSelectedRows *dw_rows, FlTensor *dbias) FL_WARN_UNUSED;
 
 /* sample_logits: samples, probabilities and sampled_logits [N, T + S] and sampled_labels [N, T]
  * (see compiler/ops/vocab.def) from logits F [N, K] and labels int [N, T] (in [0, K): an error

@@ -14,23 +14,42 @@ static void put(FlTensor *t, int64_t i, double v) {
 }
 
 /* Writes the gradients gathered in doubles into dX (like x), dW (like w) and dBias ([rows of w,
- * 1]), each when asked for. */
+ * 1]), each when asked for; dw_rows (when not NULL, instead of dW) gets W's gradient as a
+ * SelectedRows of the rows marked in `touched`, ascending. */
 static FlStatus give_grads(FlErr *e, const char *op, const FlTensor *x, const FlTensor *w, const double *gx,
-                           const double *gw, const double *gb, FlTensor *dx, FlTensor *dw, FlTensor *dbias) {
-    int64_t R = w->ne[0];
+                           const double *gw, const double *gb, const bool *touched, FlTensor *dx, FlTensor *dw,
+                           FlSelectedRows *dw_rows, FlTensor *dbias) {
+    int64_t R = w->ne[0], D = w->ne[1], kept = 0;
+    for (int64_t r = 0; dw_rows && r < R; r++) kept += touched[r];
     FlTensor a = FL_TENSOR_INIT, b = FL_TENSOR_INIT, c = FL_TENSOR_INIT;
-    if ((dx && kalloc_like(e, op, &a, x)) || (dw && kalloc_like(e, op, &b, w)) ||
-        (dbias && kalloc(e, op, &c, w->dtype, 2, (int64_t[]){R, 1}))) {
+    FlSelectedRows sr;
+    fl_rows_init(&sr);
+    if ((dx && kalloc_like(e, op, &a, x)) || (dw && !dw_rows && kalloc_like(e, op, &b, w)) ||
+        (dbias && kalloc(e, op, &c, w->dtype, 2, (int64_t[]){R, 1})) ||
+        (dw_rows && (kalloc(e, op, &sr.rows, FL_DT_INT64, 1, &kept) ||
+                     kalloc(e, op, &sr.value, w->dtype, 2, (int64_t[]){kept, D})))) {
         fl_tensor_fini(&a);
         fl_tensor_fini(&b);
         fl_tensor_fini(&c);
+        fl_rows_fini(&sr);
         return FL_ERROR;
     }
     if (dx) {
         for (int64_t i = 0; i < fl_tensor_numel(x); i++) put(&a, i, gx[i]);
         kout(dx, &a);
     }
-    if (dw) {
+    if (dw_rows) {
+        int64_t *rows = fl_tensor_data(&sr.rows), k = 0;
+        for (int64_t r = 0; r < R; r++) {
+            if (!touched[r]) continue;
+            rows[k] = r;
+            for (int64_t d = 0; d < D; d++) put(&sr.value, k * D + d, gw[r * D + d]);
+            k++;
+        }
+        sr.height = R;
+        fl_rows_fini(dw_rows);
+        *dw_rows = sr;
+    } else if (dw) {
         for (int64_t i = 0; i < fl_tensor_numel(w); i++) put(&b, i, gw[i]);
         kout(dw, &b);
     }
@@ -163,9 +182,10 @@ FlStatus fl_kernel_hsigmoid(FlErr *e, const FlTensor *x, const FlTensor *w, cons
 
 FlStatus fl_kernel_hsigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *w, const FlTensor *label,
                                  const FlTensor *bias, const FlHsigmoidTree *tree, const FlTensor *pre_out,
-                                 const FlTensor *dout, FlTensor *dx, FlTensor *dw, FlTensor *dbias) {
+                                 const FlTensor *dout, FlTensor *dx, FlTensor *dw, FlSelectedRows *dw_rows,
+                                 FlTensor *dbias) {
     const char *op = "hierarchical_sigmoid_grad";
-    if (!dx && !dw && !dbias) return FL_OK;
+    if (!dx && !dw && !dw_rows && !dbias) return FL_OK;
     if (check(e, op, x, w, label, bias, tree) || kneed_float(e, op, "PreOut", pre_out) ||
         kneed_float(e, op, "Out@GRAD", dout))
         return FL_ERROR;
@@ -175,6 +195,7 @@ FlStatus fl_kernel_hsigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *w,
                       fl_tensor_shape(pre_out).s, fl_tensor_shape(dout).s, (long long)N, (long long)L, (long long)N);
     double *gx = fl_xcalloc((size_t)(N * D) + 1, sizeof(double)), *gw = fl_xcalloc((size_t)(R * D) + 1, sizeof(double));
     double *gb = fl_xcalloc((size_t)R + 1, sizeof(double));
+    bool *touched = fl_xcalloc((size_t)R + 1, sizeof(bool));
     int64_t *node = fl_xcalloc((size_t)L + 1, sizeof(int64_t)), *bit = fl_xcalloc((size_t)L + 1, sizeof(int64_t));
     FlStatus st = FL_OK;
     for (int64_t i = 0; i < N; i++) {
@@ -186,16 +207,18 @@ FlStatus fl_kernel_hsigmoid_grad(FlErr *e, const FlTensor *x, const FlTensor *w,
         for (int64_t j = 0; j < n; j++) {
             double g = fl_tensor_get(dout, i) * ((1 - exp(-fl_tensor_get(pre_out, i * L + j))) - (double)bit[j]);
             gb[node[j]] += g;
+            touched[node[j]] = true;
             for (int64_t d = 0; d < D; d++) {
                 gx[i * D + d] += g * fl_tensor_get(w, node[j] * D + d);
                 gw[node[j] * D + d] += g * fl_tensor_get(x, i * D + d);
             }
         }
     }
-    st = st == FL_OK ? give_grads(e, op, x, w, gx, gw, gb, dx, dw, dbias) : st;
+    st = st == FL_OK ? give_grads(e, op, x, w, gx, gw, gb, touched, dx, dw, dw_rows, dbias) : st;
     free(gx);
     free(gw);
     free(gb);
+    free(touched);
     free(node);
     free(bit);
     return st;
@@ -309,9 +332,9 @@ FlStatus fl_kernel_nce(FlErr *e, const FlTensor *x, const FlTensor *label, const
 FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, const FlTensor *w,
                             const FlTensor *bias, const FlTensor *sample_weight, const FlNceAttrs *a,
                             const FlTensor *sample_logits, const FlTensor *sample_labels, const FlTensor *dcost,
-                            FlTensor *dx, FlTensor *dw, FlTensor *dbias) {
+                            FlTensor *dx, FlTensor *dw, FlSelectedRows *dw_rows, FlTensor *dbias) {
     const char *op = "nce_grad";
-    if (!dx && !dw && !dbias) return FL_OK;
+    if (!dx && !dw && !dw_rows && !dbias) return FL_OK;
     if (nce_check(e, op, x, label, w, bias, sample_weight, a) || kneed_float(e, op, "SampleLogits", sample_logits) ||
         khas(e, op, "SampleLabels", sample_labels) || kneed_float(e, op, "Cost@GRAD", dcost))
         return FL_ERROR;
@@ -324,6 +347,7 @@ FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, 
     int64_t R = a->num_total;
     double *gx = fl_xcalloc((size_t)(N * D) + 1, sizeof(double)), *gw = fl_xcalloc((size_t)(R * D) + 1, sizeof(double));
     double *gb = fl_xcalloc((size_t)R + 1, sizeof(double));
+    bool *touched = fl_xcalloc((size_t)R + 1, sizeof(bool));
     FlStatus st = FL_OK;
     for (int64_t i = 0; i < N && st == FL_OK; i++) {
         double sw = sample_weight ? fl_tensor_get(sample_weight, i) : 1, dc = fl_tensor_get(dcost, i);
@@ -337,16 +361,18 @@ FlStatus fl_kernel_nce_grad(FlErr *e, const FlTensor *x, const FlTensor *label, 
             double o = fl_tensor_get(sample_logits, i * K + k), b = nce_prob(a, t) * (double)a->num_neg;
             double g = dc * sw * (k < T ? b * (o - 1) / (o + b) : o * (1 - o) / (o + b));
             gb[t] += g;
+            touched[t] = true;
             for (int64_t d = 0; d < D; d++) {
                 gx[i * D + d] += g * fl_tensor_get(w, t * D + d);
                 gw[t * D + d] += g * fl_tensor_get(x, i * D + d);
             }
         }
     }
-    st = st == FL_OK ? give_grads(e, op, x, w, gx, gw, gb, dx, dw, dbias) : st;
+    st = st == FL_OK ? give_grads(e, op, x, w, gx, gw, gb, touched, dx, dw, dw_rows, dbias) : st;
     free(gx);
     free(gw);
     free(gb);
+    free(touched);
     return st;
 }
 
