@@ -39,3 +39,23 @@ run "$ROOT/examples/fluid/machine_translation.fl" -D decode=1 > "$T/loop.txt"
 [ "$(grep -c '^ids lod \[' "$T/dec.txt")" -ge 10 ] || { echo "FAIL: decoder_mt.fl decoded too few batches"; exit 1; }
 cmp -s "$T/dec.txt" "$T/loop.txt" || { echo "FAIL: BeamSearchDecoder decodes otherwise than the While loop"; diff "$T/dec.txt" "$T/loop.txt" | head; exit 1; }
 echo "ok: BeamSearchDecoder decodes $(grep -c '^ids' "$T/dec.txt") batches as the While loop"
+
+# examples/fluid/rnn_search.fl -D decode=1: BeamSearchDecoder.decode() with the attention's
+# memory given through input_var_dict (the encoder's steps, expanded to the prefixes at each
+# step): every batch decodes its 2 sources into at most 2 sentences each, each the start id 0 and
+# 1 to 8 words, ended by the end id 1 or cut at 8
+run "$ROOT/examples/fluid/rnn_search.fl" -D decode=1 > "$T/rs.txt"
+awk '/^ids lod \[/ {
+        line = $0; sub(/^ids lod \[/, "", line)
+        i = index(line, "]["); ns = split(substr(line, 1, i - 1), src, " "); line = substr(line, i + 2)
+        i = index(line, "]: "); nw = split(substr(line, 1, i - 1), w, " "); n = split(substr(line, i + 3), ids, " ")
+        nb++
+        if (ns != 3 || src[ns] != nw - 1 || w[nw] != n) { print "FAIL: batch " nb ": offsets " $0; bad = 1; exit 1 }
+        for (s = 1; s < ns; s++) if (src[s + 1] - src[s] < 1 || src[s + 1] - src[s] > 2) { print "FAIL: batch " nb ": a source has " src[s + 1] - src[s] " sentences"; bad = 1; exit 1 }
+        for (k = 1; k < nw; k++) {
+            len = w[k + 1] - w[k]
+            if (len < 2 || len > 9 || ids[w[k] + 1] != 0 || (len < 9 && ids[w[k + 1]] != 1)) { print "FAIL: batch " nb ": sentence " k " of " len " words"; bad = 1; exit 1 }
+        }
+     }
+     END { if (bad) exit 1; if (nb < 10) { print "FAIL: rnn_search decoded " nb + 0 " batches"; exit 1 }
+           print "ok: rnn_search decodes " nb " batches" }' "$T/rs.txt"
