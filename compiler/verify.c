@@ -144,7 +144,7 @@ static void walk_block(Vf *v, int idx, bool dist) {
         const FlOpInfo *oi = fl_ops_of(op);
         if (oi && oi->id == FL_OPID_dynamic_rnn) { /* and its gradient */
             /* the step vars the op sets before each run of its block (ops_rnn_ctl.c) */
-            static const char *const given[] = {"step_inputs", "static_inputs", "ex_states", "seeds"};
+            static const char *const given[] = {"step_inputs", "static_inputs", "ex_states", "seeds", "static_lods"};
             for (size_t g = 0; g < FL_ARRAY_LEN(given); g++) {
                 const FlAttr *a = fl_ir_op_attr(op, given[g]);
                 for (size_t k = 0; a && a->type == FL_ATTR_STRINGS && k < a->n; k++) define(v, a->strs[k]);

@@ -773,11 +773,28 @@ static FlValue *c_rnn_block(Ctx *c, FlValue *self, CallArgs *a) {
     return guard(c, GK_RNN, v[0], NULL, 0);
 }
 
-/* while_block(cond): the guard of layers.While(cond).block() (lower.c). */
+/* while_block(cond, end=None): the guard of layers.While(cond).block() (lower.c); end, a function
+ * of no arguments, is called in the loop's block after the body (the contrib decoders' step end). */
 static FlValue *c_while_block(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("while_block", "cond", 1);
+    ARGS("while_block", "cond end=", 2);
     if (!fl_ev_is_var(v[0])) return fl_ev_error(c, a->span, "While() needs a bool Variable as its condition, found %s", fl_v_type_name(v[0]));
-    return guard(c, GK_WHILE, v[0], NULL, 0);
+    if (v[1] && v[1]->kind != VK_NONE && v[1]->kind != VK_FUNC)
+        return fl_ev_error(c, a->span, "while_block() end must be a function, found %s", fl_v_type_name(v[1]));
+    return guard(c, GK_WHILE, v[0], v[1] && v[1]->kind == VK_FUNC ? v[1] : NULL, 0);
+}
+
+/* block_guard(index): the guard whose body's ops and vars go to block `index`, the current block
+ * or one that encloses it (Fluid's parent_block().append_op from inside a loop's block). */
+static FlValue *c_block_guard(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("block_guard", "index", 1);
+    int64_t idx;
+    if (!fl_ev_want_int(c, v[0], "index", a->span, &idx)) return c->error;
+    for (const FlBlock *b = c->b.block;; b = fl_ir_block(c->b.main, b->parent)) {
+        if (b->idx == idx) return guard(c, GK_BLOCK, NULL, NULL, idx);
+        if (b->idx == 0 || b->parent < 0) break;
+    }
+    return fl_ev_error(c, a->span, "block_guard(): block %lld does not enclose the current block %d", (long long)idx,
+                       c->b.block->idx);
 }
 
 /* cond_block(cond): the guard whose body runs when cond (a bool [1] Var) holds (layers.Switch). */
@@ -1536,6 +1553,7 @@ static const NativeFn core_fns[] = {
     {"while_block", c_while_block},
     {"cond_block", c_cond_block},
     {"block_index", c_block_index},
+    {"block_guard", c_block_guard},
     {"block_io", c_block_io},
     {"listen_and_serv", c_listen_and_serv},
     {"make_chan", c_make_chan},

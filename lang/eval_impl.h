@@ -33,6 +33,7 @@ typedef enum GuardKind {
     GK_PROGRAM, GK_UNIQUE_NAME, GK_NAME_SCOPE, GK_SERVER_DO, GK_GO, GK_PARALLEL_FOR, GK_RNN, GK_WHILE,
     GK_COND,  /* _core.cond_block(cond): a: the bool [1] Var */
     GK_CALLS, /* _core.guard(enter, exit): a: enter, b: exit (NULL: none), called with no arguments */
+    GK_BLOCK, /* _core.block_guard(index): n: an enclosing block of the current one, where the body's ops go */
     GK_COUNT
 } GuardKind;
 

@@ -1373,6 +1373,15 @@ Flow fl_ev_lower_while_guard(Ctx *c, Env *e, FlAst *s, FlValue *g) {
     c->loop_depth = 0;
     FL_VEC_PUSH(&c->rtloops, NULL);
     FlBlock *sub = fl_ev_sub_block(c, e, &s->with.body, false, s->span, &f);
+    if (f == FLOW_NORMAL && g->guard.b) { /* the guard's own end of the body, in the loop's block */
+        FlBlock *home = c->home;
+        c->b.block = c->home = sub;
+        c->rt_depth++;
+        if (fl_ev_call_simple(c, g->guard.b, s->span, NULL, 0)->kind == VK_ERROR) f = FLOW_ERROR;
+        c->rt_depth--;
+        c->b.block = parent;
+        c->home = home;
+    }
     c->rtloops.len--;
     c->loop_depth = saved_loop;
     if (f == FLOW_RETURN || f == FLOW_BREAK || f == FLOW_CONTINUE) {

@@ -508,6 +508,15 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
             return FLOW_ERROR;
         return f;
     }
+    case GK_BLOCK: {
+        if (s->with.as_name) fl_ev_error(c, s->span, "'with block_guard()' binds no name");
+        FlBlock *block = c->b.block, *home = c->home;
+        c->b.block = c->home = fl_ir_block(c->b.main, (int)g->guard.n);
+        Flow f = fl_ev_block(c, e, &s->with.body);
+        c->b.block = block;
+        c->home = home;
+        return f;
+    }
     case GK_COUNT: break;
     }
     return FLOW_NORMAL;

@@ -6,7 +6,9 @@
  * sequences (those longer than t) are the first n_t of that order and n_t only shrinks. Before
  * each step the op sets, in a fresh scope with the block's layout (a child of the op's scope):
  *   - each step input var: row t of every active sequence of its X, in the sorted order;
- *   - each static input var: the active rows of its StaticInput (one row per sequence, sorted);
+ *   - each static input var: the active rows of its StaticInput (one row per sequence, sorted),
+ *     or of a LoD StaticInput (one sequence per sequence) the active sequences' rows, sorted,
+ *     with their offsets in its static_lods var (attention over an encoder's steps);
  *   - each ex_state (the memory as the block reads it): the first n_t rows of the state the
  *     step before left in its `states` var, or at step 0 the initial memory: InitMem rows put in
  *     the sorted order (need_reorder) or taken as given, or a fill of mem_value.
@@ -46,6 +48,7 @@ typedef struct RnnAttrs {
     int nx, nst, nmem, nout, nparam;
     const char *const *x_names, *const *st_names, *const *pre_names, *const *post_names, *const *out_names;
     long *x, *st, *pre, *post, *out; /* slots in the forward block's layout (forward op) */
+    long *stl;                       /* per static input: the slot of its offsets var (-1: dense) */
     long *seed;                      /* gradient op: slots of the seeds (nout + nmem) */
     long *gx, *gst, *gpre, *gparam;  /* gradient op: slots of the gradients (-1: none) */
     const int64_t *init, *reorder;
@@ -93,7 +96,10 @@ static FlStatus prep_rnn(ExecOp *op, FlErr *e, bool grad) {
     if (fo != nout) return fl_err(e, "step_outputs must name one block var per Out (%d), found %d", fo, nout);
     if (grad && nseed != nout + npre) return fl_err(e, "seeds must name one var per step output and state");
     int nmem = npre;
-    size_t nl = (size_t)(nx + nst + 2 * nmem + nout) + (size_t)(nout + nmem + nx + nst + nmem + nparam);
+    int nstn;
+    const char *const *stl_names = strs_attr(op, "static_lods", &nstn);
+    if (nstn != 0 && nstn != nst) return fl_err(e, "static_lods must have one entry per static input");
+    size_t nl = (size_t)(nx + 2 * nst + 2 * nmem + nout) + (size_t)(nout + nmem + nx + nst + nmem + nparam);
     RnnAttrs *a = calloc(1, sizeof *a + nl * sizeof(long));
     if (!a) return fl_err(e, "out of memory");
     op->a.extra = a;
@@ -102,6 +108,7 @@ static FlStatus prep_rnn(ExecOp *op, FlErr *e, bool grad) {
     a->x_names = xs, a->st_names = sts, a->pre_names = pres, a->post_names = posts, a->out_names = outs;
     a->x = p, p += nx;
     a->st = p, p += nst;
+    a->stl = p, p += nst;
     a->pre = p, p += nmem;
     a->post = p, p += nmem;
     a->out = p, p += nout;
@@ -113,6 +120,16 @@ static FlStatus prep_rnn(ExecOp *op, FlErr *e, bool grad) {
     a->init = init, a->reorder = re, a->value = val;
     a->dense = fl_exec_attr_bool(op, "dense");
     const FlScopeLayout *l = &op->sub->layout;
+    int nlod = 0; /* the gradient reads the offsets from the forward run */
+    for (int k = 0; k < nst; k++) {
+        a->stl[k] = -1;
+        if (grad || nstn == 0 || !stl_names[k] || !stl_names[k][0]) continue;
+        if ((a->stl[k] = fl_scope_layout_find(l, stl_names[k])) < 0)
+            return fl_err(e, "static_lods var '%s' is not a var of its sub-block", stl_names[k]);
+        nlod++;
+    }
+    if (!grad && nlod != fl_exec_nin(op, FL_IN_dynamic_rnn_StaticLod))
+        return fl_err(e, "static_lods names %d offsets vars, StaticLod has %d", nlod, fl_exec_nin(op, FL_IN_dynamic_rnn_StaticLod));
     if (!grad) {
         for (int i = 0; i < nmem; i++)
             if (init[i] < -1 || init[i] >= fl_exec_nin(op, FL_IN_dynamic_rnn_InitMem))
@@ -146,6 +163,10 @@ typedef struct RnnRun {
     int64_t *active;      /* per step: the sequences still running */
     int64_t *off;         /* the sequences' first rows (nseq + 1; LoD mode) */
     FlScope **steps;      /* maxlen scopes */
+    int nst;              /* per static input (NULL: dense): */
+    int64_t **st_off;     /*   its sequences' first rows in StaticInput (nseq + 1) */
+    int64_t **st_cum;     /*   its sorted sequences' first rows (nseq + 1): the rows of the first
+                           *   n active ones are a prefix */
 } RnnRun;
 
 static void run_free(void *p) {
@@ -153,6 +174,12 @@ static void run_free(void *p) {
     if (!r) return;
     for (int64_t t = 0; r->steps && t < r->maxlen; t++) fl_scope_release(r->steps[t]);
     free(r->steps);
+    for (int k = 0; k < r->nst; k++) {
+        if (r->st_off) free(r->st_off[k]);
+        if (r->st_cum) free(r->st_cum[k]);
+    }
+    free(r->st_off);
+    free(r->st_cum);
     free(r->order);
     free(r->active);
     free(r->off);
@@ -263,6 +290,35 @@ static FlStatus sorted_rows(RunCtx *rc, const ExecOp *op, const RnnRun *r, const
     return FL_OK;
 }
 
+/* The sequences of a LoD static input src (offsets lod, one sequence per sequence of the batch)
+ * in sorted order, as a new tensor; keeps its offsets and the sorted ones in r. */
+static FlStatus sorted_seqs(RunCtx *rc, const ExecOp *op, RnnRun *r, int k, const FlTensor *src, const FlTensor *lod,
+                            const char *name, FlTensor *dst) {
+    const int64_t *off;
+    int64_t nseq;
+    FlErr le;
+    if (fl_exec_check_lod(&le, lod, src->ndim >= 1 ? src->ne[0] : 0, "StaticLod", &off, &nseq))
+        return fl_exec_op_error(rc, op, "static input '%s': %s", name, le.msg);
+    if (nseq != r->nseq)
+        return fl_exec_op_error(rc, op, "static input '%s' holds %lld sequences, the step inputs %lld: it needs one "
+                                        "sequence per sequence", name, (long long)nseq, (long long)r->nseq);
+    int64_t *so = r->st_off[k] = malloc(((size_t)nseq + 1) * sizeof *so);
+    int64_t *cum = r->st_cum[k] = malloc(((size_t)nseq + 1) * sizeof *cum);
+    if (!so || !cum) return fl_exec_op_error(rc, op, "out of memory");
+    memcpy(so, off, ((size_t)nseq + 1) * sizeof *so);
+    if (alloc_rows(rc->e, dst, src, 1, src->ne[0], false)) return FL_ERROR;
+    size_t rb = trail_bytes(src, 1);
+    const char *s = fl_tensor_data(src);
+    char *d = fl_tensor_data(dst);
+    cum[0] = 0;
+    for (int64_t j = 0; j < nseq; j++) {
+        int64_t q = r->order[j], len = so[q + 1] - so[q];
+        memcpy(d + (size_t)cum[j] * rb, s + (size_t)so[q] * rb, (size_t)len * rb);
+        cum[j + 1] = cum[j] + len;
+    }
+    return FL_OK;
+}
+
 /* The first n rows of t, as a view. */
 static FlStatus first_rows(FlErr *e, const FlTensor *t, int64_t n, FlTensor *out) {
     int64_t ne[FL_MAX_DIMS];
@@ -319,10 +375,25 @@ static FlStatus run_rnn(RunCtx *rc, const ExecOp *op, FlScope *s) {
         if (os) goto done;
     }
     const ArgRef *sa = fl_exec_in_args(op, FL_IN_dynamic_rnn_StaticInput);
-    for (int k = 0; k < a->nst; k++) {
-        FlTensor t = FL_TENSOR_INIT;
+    const ArgRef *sla = fl_exec_in_args(op, FL_IN_dynamic_rnn_StaticLod);
+    r->nst = a->nst;
+    r->st_off = calloc((size_t)a->nst + 1, sizeof *r->st_off);
+    r->st_cum = calloc((size_t)a->nst + 1, sizeof *r->st_cum);
+    if (!r->st_off || !r->st_cum) {
+        fl_exec_op_error(rc, op, "out of memory");
+        goto done;
+    }
+    for (int k = 0, nlod = 0; k < a->nst; k++) {
+        FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
         if (in_tensor(rc, op, s, &sa[k], &t)) goto done;
-        FlStatus ss = sorted_rows(rc, op, r, &t, true, "static input", sa[k].name, &sts[k]);
+        FlStatus ss;
+        if (a->stl[k] >= 0) {
+            ss = in_tensor(rc, op, s, &sla[nlod++], &lod);
+            if (ss == FL_OK) ss = sorted_seqs(rc, op, r, k, &t, &lod, sa[k].name, &sts[k]);
+            fl_tensor_fini(&lod);
+        } else {
+            ss = sorted_rows(rc, op, r, &t, true, "static input", sa[k].name, &sts[k]);
+        }
         fl_tensor_fini(&t);
         if (ss) goto done;
     }
@@ -364,8 +435,14 @@ static FlStatus run_rnn(RunCtx *rc, const ExecOp *op, FlScope *s) {
         }
         for (int k = 0; k < a->nst; k++) {
             FlTensor v = FL_TENSOR_INIT;
-            if (first_rows(rc->e, &sts[k], n, &v)) goto done;
+            if (first_rows(rc->e, &sts[k], a->stl[k] >= 0 ? r->st_cum[k][n] : n, &v)) goto done;
             set_slot(sc, a->st[k], &v);
+            if (a->stl[k] < 0) continue;
+            FlTensor o = FL_TENSOR_INIT;
+            int64_t ne = n + 1;
+            if (fl_tensor_alloc_uninit(rc->e, &o, FL_DT_INT64, 1, &ne)) goto done;
+            memcpy(fl_tensor_data(&o), r->st_cum[k], (size_t)ne * sizeof(int64_t));
+            set_slot(sc, a->stl[k], &o);
         }
         for (int i = 0; i < a->nmem; i++) {
             FlTensor v = FL_TENSOR_INIT;
@@ -571,8 +648,12 @@ static FlStatus run_rnn_grad(RunCtx *rc, const ExecOp *op, FlScope *s) {
         FlTensor g = FL_TENSOR_INIT;
         if (fl_tensor_alloc_like(rc->e, &g, &sts[k], sts[k].dtype)) goto done;
         size_t rb = trail_bytes(&g, 1);
-        for (int64_t j = 0; j < r->nseq; j++)
-            memcpy((char *)fl_tensor_data(&g) + (size_t)r->order[j] * rb, (char *)fl_tensor_data(&dst[k]) + (size_t)j * rb, rb);
+        const int64_t *so = k < r->nst && r->st_off ? r->st_off[k] : NULL, *cum = so ? r->st_cum[k] : NULL;
+        for (int64_t j = 0; j < r->nseq; j++) { /* a row, or a sequence's rows, back to its place */
+            int64_t q = r->order[j], at = so ? so[q] : q, from = so ? cum[j] : j, len = so ? cum[j + 1] - cum[j] : 1;
+            memcpy((char *)fl_tensor_data(&g) + (size_t)at * rb, (char *)fl_tensor_data(&dst[k]) + (size_t)from * rb,
+                   (size_t)len * rb);
+        }
         fl_var_take_tensor(fl_exec_var_write(s, &dsa[k]), &g);
     }
     const ArgRef *ia = fl_exec_in_args(op, FL_IN_dynamic_rnn_grad_InitMem);

@@ -24,6 +24,8 @@ done
 for net in dyn_rnn stacked_lstm; do
     "$FLC" check -D net=$net "$EX/understand_sentiment.fl" || { echo "FAIL: sentiment $net does not compile"; fail=1; }
 done
+"$FLC" check -D decode=1 "$EX/rnn_search.fl" || { echo "FAIL: rnn_search's decoding does not compile"; fail=1; }
+"$FLC" check -D dropout=0.2 "$EX/ptb_lm.fl" || { echo "FAIL: ptb_lm with dropout does not compile"; fail=1; }
 
 # 2. the data, cut: DIR/fluid is where the programs' '../data/...' paths are resolved from
 mkdir -p "$T/data" "$T/fluid"
@@ -110,6 +112,10 @@ train dist_simnet_bow test 0.0025 --epochs 3 --batch-size 32 -D xavier=True
 train understand_sentiment train 0.006 --epochs 2 --batch-size 64 -D net=dyn_rnn -D epochs=2
 train rnn_encoder_decoder train 0.15 --epochs 3 -D lr=0.02
 train machine_translation train 0.05 --epochs 3 --batch-size 16 -D lr=0.05
+# RNNsearch (attention, contrib.decoder's TrainingDecoder): a fall of 0.36 over 3 epochs measured
+train rnn_search train 0.15 --epochs 3
+# the PTB LSTM language model (StaticRNN) on the 5-gram windows: a fall of 3.03 over 3 epochs
+train ptb_lm train 1.0 --epochs 3
 # word2vec's skip-gram with its three losses over the 2073 words (falls of 0.67, 3.6 and 4.1 over
 # 6 epochs measured)
 train skip_gram train 0.3 --epochs 6

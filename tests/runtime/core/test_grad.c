@@ -262,6 +262,28 @@ static const GradCase cases[] = {
      "    drnn.output(h)\n"
      "out = drnn()\n",
      "[20, 4]"},
+    /* a LoD static input (attention over an encoder's steps, as RNNsearch's decoder): sequences of
+     * 3, 1 and 3 encoder rows for step sequences of 1, 2 and 5 steps (sorted 5, 2, 1: the rows go
+     * back to their sequences' places in E's gradient) */
+    {"dynamic_rnn_lod_static.fl",
+     "import _core\n"
+     "X = _core.set_lod(layers.scale(param(\"X\", [8, 3]), scale=1.0), [layers.assign([0, 1, 3, 8])])\n"
+     "E = _core.set_lod(layers.scale(param(\"E\", [7, 3]), scale=1.0), [layers.assign([0, 3, 4, 7])])\n"
+     "B = param(\"B\", [3, 4])\n"
+     "drnn = layers.DynamicRNN()\n"
+     "with drnn.block():\n"
+     "    word = drnn.step_input(X)\n"
+     "    enc = drnn.static_input(E)\n"
+     "    prev = drnn.memory(init=B, need_reorder=True)\n"
+     "    st = layers.fc(input=prev, size=3, bias_attr=False)\n"
+     "    mix = layers.tanh(layers.elementwise_add(enc, layers.sequence_expand(st, enc)))\n"
+     "    att = layers.sequence_softmax(layers.fc(input=mix, size=1, bias_attr=False))\n"
+     "    ctx = layers.sequence_pool(layers.elementwise_mul(enc, layers.reshape(att, [-1]), axis=0), \"sum\")\n"
+     "    h = layers.fc(input=[word, prev, ctx], size=4, act=\"tanh\")\n"
+     "    drnn.update_memory(prev, h)\n"
+     "    drnn.output(h)\n"
+     "out = drnn()\n",
+     "[8, 4]"},
     /* StaticRNN: 4 steps over a batch of 3, an initial memory and a memory from shape= */
     {"static_rnn.fl",
      "X = layers.scale(param(\"X\", [4, 3, 2]), scale=1.0)\n"
