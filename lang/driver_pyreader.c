@@ -425,7 +425,11 @@ bool fl_ev_pyreader_fetch_init(Ctx *c, FlVarDesc *d, FlSpan sp) {
     fl_ir_op_set_ints(op, "shape", shape, (size_t)nd);
     fl_ir_op_set_float(op, "value", 0);
     fl_ir_op_set_int(op, "dtype", dt);
-    bool ok = fl_ev_infer(c, g, op, sp);
+    bool empty = false;
+    for (int i = 0; i < nd; i++) empty = empty || shape[i] == 0;
+    /* an empty tensor (a batch dim of 0) is what the op makes at run time; its shape rule asks
+     * for sizes a program can use, and the declaration is the fetched var's anyway */
+    bool ok = empty || fl_ev_infer(c, g, op, sp);
     fl_ir_var_set_shape(d, nd, keep); /* the declaration stays the fetched var's */
     d->dtype = dt;
     return ok;
