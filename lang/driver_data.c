@@ -470,9 +470,11 @@ const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan
     return epoch_into(c, r, into, sp);
 }
 
-FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var, FlSpan sp) {
+FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var,
+                                  FlValue **lods, FlSpan sp) {
     NextArg na = {.reader = r, .epoch = epoch_var};
     FlValue *b = next_batch(c, sub, ok, &na, sp);
+    *lods = b->kind == VK_ERROR ? b : get(b, "_lods");
     return b->kind == VK_ERROR ? b : get(b, "_fields");
 }
 

@@ -24,8 +24,10 @@
  * feed, fetch and raw vars). A save_vars op or a load_vars op of the driver does the rest when
  * it runs (runtime/core/ops_saveload.c), on the checkpoint format of docs/running.md.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "compiler/prune.h"
 #include "lang/eval_impl.h"
@@ -265,6 +267,85 @@ static FlValue *io_inference_program(Ctx *c, FlValue *self, CallArgs *a) {
     return r;
 }
 
+/* read_model(dirname, model_file): the inference model another compilation saved, read from
+ * dirname/model_file when the script compiles (as imikolov.build_dict reads its file): [its
+ * program (a program of the bundle), its feed names, its targets (Vars of it)], the program's
+ * source locations pointing at the saving script's files, which join the bundle's source table.
+ * The parameters are loaded when the driver gets to the call (load_vars, which checks them
+ * against this program). */
+static void model_relocate(Ctx *c, FlProgram *q, const FlBundle *m) {
+    FL_VEC(int32_t) to = {0};
+    for (size_t i = 0; i < m->source_paths.len; i++) {
+        const char *path = m->source_paths.data[i] ? m->source_paths.data[i] : "";
+        size_t k = 0;
+        while (k < c->bundle->source_paths.len && strcmp(c->bundle->source_paths.data[k], path)) k++;
+        if (k == c->bundle->source_paths.len) FL_VEC_PUSH(&c->bundle->source_paths, fl_xstrdup(path));
+        FL_VEC_PUSH(&to, (int32_t)k);
+    }
+    for (size_t bi = 0; bi < q->blocks.len; bi++) {
+        FlBlock *b = q->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            FlLoc *l = &b->ops.data[i]->loc;
+            *l = l->file >= 0 && (size_t)l->file < to.len ? (FlLoc){to.data[l->file], l->line, l->col, l->len}
+                                                          : FL_LOC_NONE;
+        }
+        for (size_t i = 0; i < b->vars.len; i++) {
+            FlLoc *l = &b->vars.data[i]->loc;
+            *l = l->file >= 0 && (size_t)l->file < to.len ? (FlLoc){to.data[l->file], l->line, l->col, l->len}
+                                                          : FL_LOC_NONE;
+        }
+    }
+    FL_VEC_FREE(&to);
+}
+
+static FlValue *io_read_model(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("read_model", "dirname model_file", 2);
+    FlSpan sp = a->span;
+    if (v[0]->kind != VK_STR || !v[0]->str.n)
+        return fl_ev_error(c, sp, "load_inference_model(dirname=...) takes a directory's path, found %s",
+                           v[0]->kind == VK_STR ? "''" : fl_v_type_name(v[0]));
+    if (!fl_ev_want_str(c, v[1], "load_inference_model(model_filename=...)", sp)) return c->error;
+    const char *path = fl_arena_printf(&c->arena, "%s/%s", v[0]->str.s, v[1]->str.s);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return fl_ev_error(c, sp, "load_inference_model: '%s' is missing: fluid.io.save_inference_model('%s', ...) "
+                           "writes it, and a script reads the model when it compiles", path, v[0]->str.s);
+    FlBundle *m;
+    FlPlan *plan;
+    FlErr e;
+    if (fl_ir_read(path, &m, &plan, &e) != FL_OK)
+        return fl_ev_error(c, sp, "load_inference_model: %s", e.msg);
+    if (plan) {
+        fl_ir_plan_free(plan);
+        return fl_ev_error(c, sp, "load_inference_model: '%s' is a plan, not an inference model", path);
+    }
+    if (!m->inference) {
+        fl_ir_bundle_free(m);
+        return fl_ev_error(c, sp, "load_inference_model: '%s' is a compiled program but not an inference model (it "
+                           "names no feeds and targets: fluid.io.save_inference_model writes one)", path);
+    }
+    FlProgram *q = fl_ir_program_clone(m->main);
+    model_relocate(c, q, m);
+    FL_VEC_PUSH(&c->programs, q);
+    FlValue *prog = fl_v_new(c, VK_PROGRAM);
+    prog->prog = q;
+    FlValue *feeds = fl_v_list(c, VK_LIST), *fetch = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < m->inference->feeds.len; i++) fl_v_list_push(c, feeds, fl_v_cstr(c, m->inference->feeds.data[i]));
+    for (size_t i = 0; i < m->inference->targets.len; i++) {
+        FlValue *t = fl_v_var(c, m->inference->targets.data[i]);
+        t->var.prog = q;
+        fl_v_list_push(c, fetch, t);
+    }
+    fl_ir_bundle_free(m);
+    if (!fl_ev_program_name(c, q)) return fl_ev_error(c, sp, "load_inference_model: the bundle did not take the program");
+    FlValue *r = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, r, prog);
+    fl_v_list_push(c, r, feeds);
+    fl_v_list_push(c, r, fetch);
+    return r;
+}
+
 /* has_var(program, name): whether name is a var of program's global block (CompiledProgram's
  * loss_name). */
 static FlValue *io_has_var(Ctx *c, FlValue *self, CallArgs *a) {
@@ -287,6 +368,7 @@ static const NativeFn io_fns[] = {
     {"has_var", io_has_var},
     {"is_program", io_is_program},
     {"inference_program", io_inference_program},
+    {"read_model", io_read_model},
 };
 
 void fl_ev_driver_io_install(Ctx *c) { fl_ev_module_of_fns(c, "_driver_io", io_fns, FL_ARRAY_LEN(io_fns)); }

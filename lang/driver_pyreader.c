@@ -98,6 +98,15 @@ static bool fields_fit(Ctx *c, FlValue *h, FlValue *r, FlSpan sp) {
                         "takes %lld a row", rname(h), i, (long long)want, d->name, (long long)have);
             return false;
         }
+        bool seq = fields->list.items[i]->list.items[3]->b; /* a sequence field: its steps and offsets */
+        if (d && seq != (d->lod_level == 1)) {
+            fl_ev_error(c, sp, seq ? "py_reader '%s': field %zu of the reader's samples is a sequence but data var '%s' "
+                                     "has lod_level %d (lod_levels=[..., 1, ...], or layers.data(..., lod_level=1))"
+                                   : "py_reader '%s': field %zu of the reader's samples is not a sequence but data var "
+                                     "'%s' has lod_level %d",
+                        rname(h), i, d->name, d->lod_level);
+            return false;
+        }
     }
     return true;
 }
@@ -110,10 +119,9 @@ static FlValue *p_set_vars(Ctx *c, FlValue *self, CallArgs *a) {
         FlVarDesc *d = x->kind == VK_VAR ? fl_ev_var_desc(c, x) : NULL;
         if (!d) return fl_ev_error(c, a->span, "feed_list must hold data vars (fluid.layers.data), found %s",
                                    fl_v_type_name(x));
-        if (d->lod_level > 0)
-            return fl_ev_error(c, a->span, "py_reader '%s': data var '%s' has lod_level %d: sequence (LoD) fields are "
-                               "not read by readers yet (feed sequences through io.csv(..., io.sequence(k)) and "
-                               "fluid.train, docs/data.md)", rname(v[0]), d->name, d->lod_level);
+        if (d->lod_level > 1)
+            return fl_ev_error(c, a->span, "py_reader '%s': data var '%s' has lod_level %d: a reader's sequence "
+                               "fields have one level of offsets (lod_level 1)", rname(v[0]), d->name, d->lod_level);
     }
     fl_v_rec_set(c, v[0], "_vars", v[1]);
     FlValue *r = get(v[0], "_reader");
@@ -370,30 +378,34 @@ bool fl_ev_pyreader_feeds(Ctx *c, const FlProgram *prog, FlValue *feed, const ch
     okd->dtype = FL_DT_BOOL;
     fl_ir_var_set_shape(okd, 1, &one);
     okd->stop_gradient = true;
-    FlValue *fields = fl_ev_reader_next_fields(c, c->b.block, ok, r, ep, sp);
+    FlValue *lods, *fields = fl_ev_reader_next_fields(c, c->b.block, ok, r, ep, &lods, sp);
     if (fields->kind == VK_ERROR) return false;
     FlValue *notok = fl_ev_op2(c, "logical_not", fl_v_var(c, ok), NULL, sp);
     if (notok->kind == VK_ERROR || !raise_eof(c, h, notok->var.name, sp)) return false;
     enter_sub(c);
     FlValue *vars = get(h, "_vars");
-    size_t add = vars->list.len;
+    size_t add = 2 * vars->list.len, k = *n; /* each field, and a sequence field's offsets */
     const char **nn = fl_arena_alloc(&c->arena, (*n + add + 1) * sizeof *nn);
     FlValue **nv = fl_arena_alloc(&c->arena, (*n + add + 1) * sizeof *nv);
     memcpy(nn, *names, *n * sizeof *nn);
     memcpy(nv, *vals, *n * sizeof *nv);
-    for (size_t i = 0; i < add; i++) {
+    for (size_t i = 0; i < vars->list.len; i++) {
         FlVarDesc *to = fl_ev_var_desc(c, vars->list.items[i]);
         FlValue *x = convert(c, fields->list.items[i], to, sp);
         if (x->kind == VK_ERROR) {
             c->rt_depth--; /* the caller restores the block */
             return false;
         }
-        nn[*n + i] = to->name;
-        nv[*n + i] = x;
+        nn[k] = to->name;
+        nv[k++] = x;
+        if (to->lod_level == 1) {
+            nn[k] = to->lod[0];
+            nv[k++] = lods->list.items[i];
+        }
     }
     *names = nn;
     *vals = nv;
-    *n += add;
+    *n = k;
     *guard = ok;
     return true;
 }
@@ -413,7 +425,11 @@ bool fl_ev_pyreader_fetch_init(Ctx *c, FlVarDesc *d, FlSpan sp) {
     fl_ir_op_set_ints(op, "shape", shape, (size_t)nd);
     fl_ir_op_set_float(op, "value", 0);
     fl_ir_op_set_int(op, "dtype", dt);
-    bool ok = fl_ev_infer(c, g, op, sp);
+    bool empty = false;
+    for (int i = 0; i < nd; i++) empty = empty || shape[i] == 0;
+    /* an empty tensor (a batch dim of 0) is what the op makes at run time; its shape rule asks
+     * for sizes a program can use, and the declaration is the fetched var's anyway */
+    bool ok = empty || fl_ev_infer(c, g, op, sp);
     fl_ir_var_set_shape(d, nd, keep); /* the declaration stays the fetched var's */
     d->dtype = dt;
     return ok;
@@ -435,7 +451,7 @@ typedef struct IterArg {
 /* The next batch as Fluid's iterable PyReader gives it: a list of one feed dict (one place). */
 static FlValue *iter_next(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp) {
     IterArg *ia = arg;
-    FlValue *fields = fl_ev_reader_next_fields(c, sub, ok, ia->reader, ia->epoch, sp);
+    FlValue *lods, *fields = fl_ev_reader_next_fields(c, sub, ok, ia->reader, ia->epoch, &lods, sp);
     if (fields->kind == VK_ERROR) return fields;
     FlValue *vars = get(ia->h, "_vars"), *d = fl_v_dict(c), *out = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < vars->list.len; i++) {
@@ -443,6 +459,7 @@ static FlValue *iter_next(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpa
         FlValue *x = convert(c, fields->list.items[i], to, sp);
         if (x->kind == VK_ERROR) return x;
         fl_v_dict_set(c, d, fl_v_cstr(c, to->name), x);
+        if (to->lod_level == 1) fl_v_dict_set(c, d, fl_v_cstr(c, to->lod[0]), lods->list.items[i]);
     }
     fl_v_list_push(c, out, d);
     return out;

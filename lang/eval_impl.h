@@ -583,12 +583,15 @@ FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp);
 /* For driver_pyreader.c: the Reader record of a reader value (else NULL) and its attributes
  * (_fields: (dtype, width, name) tuples; _batched); reader_epoch of record r into the driver var
  * `into` (NULL: a new var), after its reader_open; reader_next of epoch var into block sub
- * setting the bool var ok: the list of its field vars ([rows, width]), or an error value. */
+ * setting the bool var ok: the list of its field vars ([rows, width]), or an error value; *lods the
+ * list of each field's offsets var (a sequence field's) or None. */
 FlValue *fl_ev_reader_record(FlValue *v);
 FlValue *fl_ev_reader_attr(FlValue *r, const char *name);
 const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan sp);
-FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var, FlSpan sp);
+FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var,
+                                  FlValue **lods, FlSpan sp);
 void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */
+void fl_ev_driver_metrics_install(Ctx *c); /* _metrics (driver_metrics.c): metrics' states on the driver */
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
  * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
  * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of

@@ -42,6 +42,27 @@ printf '0.5, -1.0, 2.0, 0.25\n\n1.5 0.5 -0.5 1.0\n' >rows.csv
 t1=$(awk '{ print $1 }' train.out) t2=$(awk '{ print $2 }' train.out)
 [ "$(ls m | tr '\n' ' ')" = "FORMAT MANIFEST __model__ fc_0.b_0 fc_0.w_0 fc_1.b_0 fc_1.w_0 " ] || bad "m holds $(ls m)"
 [ "$(ls m2 | tr '\n' ' ')" = "FORMAT MANIFEST model.flp params " ] || bad "m2 holds $(ls m2)"
+# another script loads both models (read when it compiles, their parameters when it runs) and
+# predicts what the training script did; a second feed order and the model's second target too
+cat >infer.fl <<'EOT'
+import paddle.fluid as fluid
+import numpy
+exe = fluid.Executor(fluid.CPUPlace())
+[prog, feeds, fetches] = fluid.io.load_inference_model('m', exe)
+[prog2, feeds2, fetches2] = fluid.io.load_inference_model('m2', exe, model_filename='sub/model.flp',
+                                                          params_filename='params')
+x = numpy.array([[0.5, -1.0, 2.0, 0.25], [1.5, 0.5, -0.5, 1.0]], dtype='float32')
+p, = exe.run(prog, feed={feeds[0]: x}, fetch_list=fetches)
+q, h = exe.run(prog2, feed={feeds2[0]: x}, fetch_list=fetches2)
+print("%.9g %.9g %.9g %.9g" % (p[0][0], p[1][0], q[0][0], q[1][0]))
+print(feeds, feeds2, h.shape)
+EOT
+"$FLRUN" infer.fl >infer.out 2>&1 || bad "infer.fl: $(cat infer.out)"
+i1=$(awk 'NR == 1 { print $1 }' infer.out) i2=$(awk 'NR == 1 { print $2 }' infer.out)
+i3=$(awk 'NR == 1 { print $3 }' infer.out) i4=$(awk 'NR == 1 { print $4 }' infer.out)
+near "$t1" "$i1" && near "$t2" "$i2" && near "$t1" "$i3" && near "$t2" "$i4" ||
+    bad "infer.fl predicted [$(head -1 infer.out)], the training script [$(cat train.out)]"
+[ "$(sed -n 2p infer.out)" = "['x'] ['x'] [2 8]" ] || bad "infer.fl: $(sed -n 2p infer.out)"
 # flrun: one line per row, the targets' values of that row
 "$FLRUN" m --predict rows.csv >m.pred 2>&1 || bad "flrun m --predict: $(cat m.pred)"
 [ "$(wc -l <m.pred)" = 2 ] || bad "flrun m --predict printed $(cat m.pred)"
@@ -108,6 +129,17 @@ mkdir plain && "$FLC" build plain.fl -o plain/__model__ >/dev/null 2>&1 || bad "
 "$FLRUN" plain --predict rows.csv >e3.out 2>&1 && bad "flrun plain --predict ran"
 grep -qF "plain: its __model__ is a compiled program but not an inference model (it names no feeds and targets)" e3.out ||
     bad "flrun plain: $(cat e3.out)"
+printf '%s\n' 'import paddle.fluid as fluid' 'exe = fluid.Executor(fluid.CPUPlace())' \
+    'prog, feeds, fetches = fluid.io.load_inference_model("plain", exe)' >loadplain.fl
+"$FLC" check loadplain.fl >e8.out 2>&1 && bad "loadplain.fl compiled"
+grep -qF "loadplain.fl:3:24: error: load_inference_model: 'plain/__model__' is a compiled program but not an inference model" e8.out ||
+    bad "loadplain.fl: $(cat e8.out)"
+# a model saved again with other shapes after the script compiled: its parameters are refused
+"$FLC" build infer.fl -o infer.flp >/dev/null 2>&1 || bad "flc build infer.fl"
+sed 's/size=8/size=3/' train.fl >narrow.fl
+"$FLRUN" narrow.fl >narrow.out 2>&1 || bad "narrow.fl: $(cat narrow.out)"
+"$FLRUN" infer.flp >e9.out 2>&1 && bad "infer.flp ran on a model of other shapes"
+grep -qF "loading 'm': 'fc_0.w_0' is float32 [4, 3] in the file but float32 [4, 8] in the program" e9.out || bad "infer.flp on a model of other shapes: $(cat e9.out)"
 cp -r m nobias && rm nobias/fc_1.b_0
 "$EMBED" nobias 1 2 3 4 >e4.out 2>&1 && bad "embed_model nobias ran"
 grep -qF "inference model 'nobias': no saved value for 'fc_1.b_0'" e4.out || bad "embed_model nobias: $(cat e4.out)"
