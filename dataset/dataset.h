@@ -33,8 +33,15 @@
  *                              cutoff times, by falling count then bytes, '<unk>' last
  *                              (word_dict(): train and test, pos and neg, cutoff 150)
  *
- * The other modules of paddle.dataset (cifar, movielens, conll05, wmt14, wmt16) are an error
- * naming the module: they are not read yet.
+ *   cifar        train10,      cifar-10-python.tar.gz (train10: its members named *data_batch*,
+ *                test10,       test10: *test_batch*) and cifar-100-python.tar.gz (train100: *train*,
+ *                train100,     test100: *test*), in the archive's order, each a pickled dict of a
+ *                test100       uint8 numpy array 'data' (rows of 3072 pixels) and a list of
+ *                              'labels' (CIFAR-100: 'fine_labels'): fields image [3072] (the
+ *                              pixels / 255, float32) and label [1] (int64)
+ *
+ * The other modules of paddle.dataset (movielens, conll05, wmt14, wmt16) are an error naming the
+ * module: they are not read yet.
  *
  * A table holds every sample of a reader, field by field (a sample is one row of each field);
  * tables are immutable once loaded, so threads may read one at once.
@@ -91,6 +98,9 @@ FlStatus fl_ds_layout(const char *name, const char *part, const FlDsArgs *args, 
 FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, FlDsTable **out,
                     FlErr *e) FL_WARN_UNUSED;
 void fl_ds_free(FlDsTable *t);
+/* paddle.dataset.NAME.fetch(): reads each reader of the module that takes no arguments once, so
+ * that a missing or damaged file is an error now. */
+FlStatus fl_ds_fetch(const char *name, FlErr *e) FL_WARN_UNUSED;
 
 /* A word dict: word words[i] has id i. */
 typedef struct FlDsDict {

@@ -477,20 +477,14 @@ FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue 
 }
 
 /* fetch(name): paddle.dataset.NAME.fetch(), which downloads the module's files in Paddle: here
- * the files must be in the cache already; each part is read once to say so when the script
- * compiles (the error names a missing file and how to get it). */
+ * the files must be in the cache already; each reader is read once to say so when the script
+ * compiles (fl_ds_fetch; the error names a missing file and how to get it). */
 static FlValue *d_fetch(Ctx *c, FlValue *self, CallArgs *a) {
     (void)self;
     ARGS("fetch", "name", 1);
     if (!fl_ev_want_str(c, v[0], "dataset name", a->span)) return c->error;
-    const char *parts[2] = {"train", "test"};
-    for (size_t i = 0; i < 2; i++) {
-        FlDsTable *t = NULL;
-        FlErr e;
-        FlDsArgs none = {0};
-        if (fl_ds_load(v[0]->str.s, parts[i], &none, &t, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
-        fl_ds_free(t);
-    }
+    FlErr e;
+    if (fl_ds_fetch(v[0]->str.s, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
     return c->none;
 }
 

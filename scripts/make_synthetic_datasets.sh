@@ -13,6 +13,12 @@
 #       five from the label's 10 words ("great", ... or "awful", ...) and one in thirty from the
 #       other label's, capitals, punctuation and "<br />" as Paddle's tokenizer meets them, and a
 #       rare word per review (under word_dict()'s cutoff of 150: '<unk>')
+#   DIR/cifar/cifar-10-python.tar.gz   cifar-10-batches-py/data_batch_{1..5} (200 images each),
+#       test_batch (200) and batches.meta; DIR/cifar/cifar-100-python.tar.gz: cifar-100-python/train
+#       (500), test (100) and meta: Python 2 pickles (protocol 2, as the real files) of dicts whose
+#       'data' is a numpy uint8 array of rows of 3072 pixels and whose 'labels' (CIFAR-100:
+#       'fine_labels' and 'coarse_labels') a list; each class has its own colour and stripes,
+#       under noise (a Park-Miller generator), so a small net tells them apart
 # A file already in DIR is left as it is.
 set -eu
 if [ $# -ne 1 ]; then
@@ -94,4 +100,76 @@ if [ ! -e "$dir/imdb/aclImdb_v1.tar.gz" ]; then
     (cd "$tmp" && tar --format=ustar --sort=name --owner=0 --group=0 --mtime=@0 -czf imdb.tgz aclImdb)
     mv "$tmp/imdb.tgz" "$dir/imdb/aclImdb_v1.tar.gz"
 fi
-echo "make_synthetic_datasets.sh: $dir holds imikolov/ and imdb/"
+# cifar_batch FILE COUNT CLASSES SEED KEY NAME: a pickled batch of COUNT images of CLASSES classes,
+# its labels under KEY ('labels' or 'fine_labels', the latter with 'coarse_labels' too)
+cifar_batch() {
+    LC_ALL=C awk -v file="$1" -v count="$2" -v classes="$3" -v seed="$4" -v key="$5" -v name="$6" '
+    function byte(v) { printf "%c", v > file }
+    function int4(v) { byte(v % 256); byte(int(v / 256) % 256); byte(int(v / 65536) % 256); byte(int(v / 16777216)) }
+    function sstr(s) { byte(85); byte(length(s)); printf "%s", s > file }
+    function put() { byte(113); byte(++memo) }
+    function small(v) { if (v < 256) { byte(75); byte(v) } else { byte(77); byte(v % 256); byte(int(v / 256)) } }
+    function ints(a, n,    i) { byte(93); put(); for (i = 0; i < n; i++) { if (i % 1000 == 0) byte(40); small(a[i]); if (i % 1000 == 999 || i == n - 1) byte(101) } }
+    function rnd() { x = (x * 16807) % 2147483647; return x }
+    BEGIN {
+        x = seed
+        for (i = 0; i < count; i++) label[i] = rnd() % classes
+        printf "%c%c}", 128, 2 > file; put(); byte(40)
+        sstr("data"); put()
+        printf "cnumpy.core.multiarray\n_reconstruct\n" > file; put()
+        printf "cnumpy\nndarray\n" > file; put()
+        small(0); byte(133); put(); sstr("b"); put(); byte(135); put(); byte(82); put()
+        byte(40); small(1); small(count); small(3072); byte(134); put()
+        printf "cnumpy\ndtype\n" > file; put(); sstr("u1"); put(); small(0); small(1); byte(135); put(); byte(82); put()
+        byte(40); small(3); sstr("|"); put(); printf "NNN" > file
+        byte(74); int4(4294967295); byte(74); int4(4294967295); small(0); byte(116); put(); byte(98)
+        byte(137); byte(84); int4(count * 3072)
+        for (i = 0; i < count; i++) {
+            k = label[i]; ci = classes == 10 ? k : k % 50; horiz = classes == 10 ? k % 2 : int(k / 50)
+            for (c = 0; c < 3; c++) {
+                off = classes == 10 ? (int(ci / 3 ^ c) % 3 - 1) * 45 : (int(ci / 4 ^ c) % 4) * 30 - 45
+                for (y = 0; y < 32; y++) for (z = 0; z < 32; z++) {
+                    stripe = int((horiz ? y : z) / 4) % 2 ? 25 : -25
+                    v = 128 + off + stripe + rnd() % 61 - 30
+                    byte(v < 0 ? 0 : v > 255 ? 255 : v)
+                }
+            }
+        }
+        put(); byte(116); put(); byte(98)
+        sstr(key); put(); ints(label, count)
+        if (key == "fine_labels") { for (i = 0; i < count; i++) coarse[i] = int(label[i] / 5); sstr("coarse_labels"); put(); ints(coarse, count) }
+        sstr("batch_label"); put(); sstr(name); put()
+        byte(117); byte(46)
+    }'
+}
+# cifar_meta FILE KEY WORD N: a pickled dict of a list of N names WORD0.. under KEY
+cifar_meta() {
+    LC_ALL=C awk -v file="$1" -v key="$2" -v word="$3" -v n="$4" 'BEGIN {
+        printf "%c%c}(U%c%s](", 128, 2, length(key), key > file
+        for (i = 0; i < n; i++) { s = word i; printf "U%c%s", length(s), s > file }
+        printf "eu." > file
+    }'
+}
+
+if [ ! -e "$dir/cifar/cifar-10-python.tar.gz" ]; then
+    mkdir -p "$tmp/cifar-10-batches-py" "$dir/cifar"
+    for i in 1 2 3 4 5; do
+        cifar_batch "$tmp/cifar-10-batches-py/data_batch_$i" 200 10 $((i * 17)) labels "training batch $i of 5"
+    done
+    cifar_batch "$tmp/cifar-10-batches-py/test_batch" 200 10 101 labels "testing batch 1 of 1"
+    cifar_meta "$tmp/cifar-10-batches-py/batches.meta" label_names class 10
+    (cd "$tmp" && tar --format=ustar --owner=0 --group=0 --mtime=@0 -czf cifar10.tgz cifar-10-batches-py/data_batch_1 \
+        cifar-10-batches-py/data_batch_2 cifar-10-batches-py/data_batch_3 cifar-10-batches-py/data_batch_4 \
+        cifar-10-batches-py/data_batch_5 cifar-10-batches-py/test_batch cifar-10-batches-py/batches.meta)
+    mv "$tmp/cifar10.tgz" "$dir/cifar/cifar-10-python.tar.gz"
+fi
+if [ ! -e "$dir/cifar/cifar-100-python.tar.gz" ]; then
+    mkdir -p "$tmp/cifar-100-python" "$dir/cifar"
+    cifar_batch "$tmp/cifar-100-python/train" 500 100 7 fine_labels "training batch 1 of 1"
+    cifar_batch "$tmp/cifar-100-python/test" 100 100 13 fine_labels "testing batch 1 of 1"
+    cifar_meta "$tmp/cifar-100-python/meta" fine_label_names fine 100
+    (cd "$tmp" && tar --format=ustar --owner=0 --group=0 --mtime=@0 -czf cifar100.tgz cifar-100-python/train \
+        cifar-100-python/test cifar-100-python/meta)
+    mv "$tmp/cifar100.tgz" "$dir/cifar/cifar-100-python.tar.gz"
+fi
+echo "make_synthetic_datasets.sh: $dir holds imikolov/, imdb/ and cifar/"
