@@ -237,7 +237,8 @@ static const struct {
                {"mnist", TAKES_NONE, mnist_layout, mnist_load},
                {"imikolov", TAKES_DICT_N, fl_ds_imikolov_layout, fl_ds_imikolov_load},
                {"imdb", TAKES_DICT, fl_ds_imdb_layout, fl_ds_imdb_load},
-               {"cifar", TAKES_NONE, fl_ds_cifar_layout, fl_ds_cifar_load}};
+               {"cifar", TAKES_NONE, fl_ds_cifar_layout, fl_ds_cifar_load},
+               {"movielens", TAKES_NONE, fl_ds_movielens_layout, fl_ds_movielens_load}};
 
 /* The readers of the modules whose readers are not train and test, blank-separated. */
 static const struct {
@@ -250,13 +251,13 @@ static const char *parts_of(const char *name) {
     return "train test";
 }
 
-static const char *const not_yet[] = {"movielens", "conll05", "wmt14", "wmt16",
+static const char *const not_yet[] = {"conll05", "wmt14", "wmt16",
                                       "flowers", "sentiment", "voc2012", "mq2007"};
 
 static FlStatus not_read(const char *name, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(not_yet); i++)
         if (strcmp(not_yet[i], name) == 0)
-            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov, imdb and cifar are)",
+            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov, imdb, cifar and movielens are)",
                           name);
     return fl_err(e, "paddle.dataset has no module '%s'", name);
 }

@@ -88,5 +88,7 @@ bool fl_ds_pk_is_global(const FlPk *o, const char *module, const char *name);
 /* paddle.dataset.cifar and movielens (cifar.c, movielens.c). */
 void fl_ds_cifar_layout(const FlDsArgs *a, FlDsLayout *l);
 FlStatus fl_ds_cifar_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_movielens_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_movielens_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
 
 #endif

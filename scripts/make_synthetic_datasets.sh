@@ -19,6 +19,9 @@
 #       'data' is a numpy uint8 array of rows of 3072 pixels and whose 'labels' (CIFAR-100:
 #       'fine_labels' and 'coarse_labels') a list; each class has its own colour and stripes,
 #       under noise (a Park-Miller generator), so a small net tells them apart
+#   DIR/movielens/ml-1m.zip            ml-1m/users.dat (60 users), movies.dat (120 movies, titles of
+#       2 to 4 words and a year, Latin-1, 1 to 3 of MovieLens's 18 genres) and ratings.dat (6000
+#       ratings, 1 to 5, from the user's and the movie's group), '::'-separated as MovieLens's
 # A file already in DIR is left as it is.
 set -eu
 if [ $# -ne 1 ]; then
@@ -172,4 +175,35 @@ if [ ! -e "$dir/cifar/cifar-100-python.tar.gz" ]; then
         cifar-100-python/test cifar-100-python/meta)
     mv "$tmp/cifar100.tgz" "$dir/cifar/cifar-100-python.tar.gz"
 fi
-echo "make_synthetic_datasets.sh: $dir holds imikolov/, imdb/ and cifar/"
+if [ ! -e "$dir/movielens/ml-1m.zip" ]; then
+    mkdir -p "$tmp/ml-1m" "$dir/movielens"
+    LC_ALL=C awk -v d="$tmp/ml-1m" 'BEGIN {
+        split("1 18 25 35 45 50 56", ages, " ")
+        for (u = 1; u <= 60; u++)
+            printf "%d::%s::%d::%d::%05d\n", u, u % 3 ? "M" : "F", ages[1 + u % 7], u % 21, 10000 + u * 7 > (d "/users.dat")
+        ng = split("Action Adventure Animation Children'"'"'s Comedy Crime Documentary Drama Fantasy Film-Noir " \
+                   "Horror Musical Mystery Romance Sci-Fi Thriller War Western", genres, " ")
+        nw = split("The Night Day Story Love War Man Woman City River Dark Last First Little Big Lost Return King " \
+                   "Dream Star Secret House Road Summer Winter Game", words, " ")
+        for (m = 1; m <= 120; m++) {
+            t = ""
+            for (k = 0; k < 2 + m % 3; k++) t = t (k ? " " : "") words[1 + (m * 7 + k * 11) % nw]
+            if (m % 17 == 0) t = t " Caf" sprintf("%c", 233)
+            g = genres[1 + m % ng]
+            for (k = 1; k <= m % 3; k++) g = g "|" genres[1 + (m * 5 + k * 3) % ng]
+            printf "%d::%s (%d)::%s\n", m, t, 1950 + m % 50, g > (d "/movies.dat")
+        }
+        x = 7
+        for (i = 0; i < 6000; i++) {
+            x = (x * 16807) % 2147483647; u = 1 + x % 60
+            x = (x * 16807) % 2147483647; m = 1 + x % 120
+            x = (x * 16807) % 2147483647
+            r = 1 + ((u % 5) * (m % 5) + (x % 7 == 0)) % 5
+            printf "%d::%d::%d::%d\n", u, m, r, 978300000 + i > (d "/ratings.dat")
+        }
+    }'
+    TZ=UTC touch -t 198001010000 "$tmp/ml-1m" "$tmp/ml-1m/users.dat" "$tmp/ml-1m/movies.dat" "$tmp/ml-1m/ratings.dat"
+    (cd "$tmp" && TZ=UTC zip -q -X ml-1m.zip ml-1m/movies.dat ml-1m/users.dat ml-1m/ratings.dat)
+    mv "$tmp/ml-1m.zip" "$dir/movielens/ml-1m.zip"
+fi
+echo "make_synthetic_datasets.sh: $dir holds imikolov/, imdb/, cifar/ and movielens/"
