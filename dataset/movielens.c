@@ -48,6 +48,8 @@ static FlStatus zip_member(const char *zip, size_t len, const char *member, char
             return FL_OK;
         }
         if (method != 8) return fl_err(e, "%s: %s is compressed by method %zu (deflate and stored are read)", WHAT, member, method);
+        if (usize / 1032 > csize + 1) /* deflate's largest ratio: a damaged size, not an allocation to try */
+            return fl_err(e, "%s: %s claims %zu bytes from %zu compressed", WHAT, member, usize, csize);
         char *buf = fl_xmalloc(usize + 1);
         z_stream s = {0};
         if (inflateInit2(&s, -15) != Z_OK) {
