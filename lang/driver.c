@@ -231,9 +231,14 @@ static FlValue *driver_op1(Ctx *c, const char *type, FlValue *v, const char *att
 static FlValue *index_by_var(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
     FlVarDesc *d = fl_ev_var_desc(c, idx);
     if (!d || (d->dtype != FL_DT_INT64 && d->dtype != FL_DT_INT32) || d->ndim > 1 ||
-        (d->ndim == 1 && d->shape[0] != 1))
-        return fl_ev_error(c, sp, "a fetched value is indexed by an int here (v[0], v[i]), found a Var of %s",
-                           d ? fl_dtype_name(d->dtype) : "another program");
+        (d->ndim == 1 && d->shape[0] != 1)) {
+        FlBuf b = {0};
+        if (d) fl_ir_shape_str(d->ndim, d->shape, &b);
+        fl_ev_error(c, sp, "a fetched value is indexed by one int here (v[0], v[i]), found a Var of %s %s",
+                    d ? fl_dtype_name(d->dtype) : "another program", fl_buf_str(&b));
+        fl_buf_free(&b);
+        return c->error;
+    }
     FlValue *one = fl_v_list(c, VK_LIST);
     fl_v_list_push(c, one, fl_v_int(c, 1));
     FlValue *i1 = driver_op1(c, "reshape", idx, "shape", one, sp); /* gather's Index is [N] */
