@@ -236,15 +236,28 @@ static const struct {
 } modules[] = {{"uci_housing", TAKES_NONE, uci_layout, uci_load},
                {"mnist", TAKES_NONE, mnist_layout, mnist_load},
                {"imikolov", TAKES_DICT_N, fl_ds_imikolov_layout, fl_ds_imikolov_load},
-               {"imdb", TAKES_DICT, fl_ds_imdb_layout, fl_ds_imdb_load}};
+               {"imdb", TAKES_DICT, fl_ds_imdb_layout, fl_ds_imdb_load},
+               {"cifar", TAKES_NONE, fl_ds_cifar_layout, fl_ds_cifar_load},
+               {"movielens", TAKES_NONE, fl_ds_movielens_layout, fl_ds_movielens_load}};
 
-static const char *const not_yet[] = {"cifar", "movielens", "conll05", "wmt14", "wmt16",
+/* The readers of the modules whose readers are not train and test, blank-separated. */
+static const struct {
+    const char *name, *parts;
+} part_lists[] = {{"cifar", "train10 test10 train100 test100"}};
+
+static const char *parts_of(const char *name) {
+    for (size_t i = 0; i < FL_ARRAY_LEN(part_lists); i++)
+        if (strcmp(part_lists[i].name, name) == 0) return part_lists[i].parts;
+    return "train test";
+}
+
+static const char *const not_yet[] = {"conll05", "wmt14", "wmt16",
                                       "flowers", "sentiment", "voc2012", "mq2007"};
 
 static FlStatus not_read(const char *name, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(not_yet); i++)
         if (strcmp(not_yet[i], name) == 0)
-            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov and imdb are)",
+            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov, imdb, cifar and movielens are)",
                           name);
     return fl_err(e, "paddle.dataset has no module '%s'", name);
 }
@@ -255,12 +268,21 @@ static bool has_word(const FlDsArgs *a, const char *w) {
     return false;
 }
 
+/* Whether `part` is one of the blank-separated `parts`. */
+static bool has_part(const char *parts, const char *part) {
+    const char *p = parts, *end = p + strlen(p);
+    size_t len, want = strlen(part);
+    for (const char *w; (w = fl_ds_token(&p, end, &len));)
+        if (len == want && memcmp(w, part, len) == 0) return true;
+    return false;
+}
+
 /* Module `name`'s row, its reader `part` and the arguments it takes. */
 static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size_t *out, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++) {
         if (strcmp(modules[i].name, name) != 0) continue;
-        if (strcmp(part, "train") != 0 && strcmp(part, "test") != 0)
-            return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has train and test)", name, part);
+        if (!has_part(parts_of(name), part))
+            return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has %s)", name, part, parts_of(name));
         switch (modules[i].takes) {
         case TAKES_NONE:
             if (a->has_dict || a->n || a->data_type)
@@ -303,6 +325,25 @@ FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, Fl
     size_t i;
     if (find(name, part, args, &i, e)) return FL_ERROR;
     return modules[i].load(part, args, out, e);
+}
+
+FlStatus fl_ds_fetch(const char *name, FlErr *e) {
+    for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++) {
+        if (strcmp(modules[i].name, name) != 0) continue;
+        const char *p = parts_of(name), *end = p + strlen(p);
+        size_t len;
+        for (const char *w; (w = fl_ds_token(&p, end, &len));) {
+            char part[32];
+            snprintf(part, sizeof part, "%.*s", (int)len, w);
+            FlDsTable *t = NULL;
+            FlDsArgs none = {0};
+            FlStatus st = fl_ds_load(name, part, &none, &t, e);
+            fl_ds_free(t);
+            if (st) return FL_ERROR;
+        }
+        return FL_OK;
+    }
+    return not_read(name, e);
 }
 
 FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) {

@@ -33,8 +33,25 @@
  *                              cutoff times, by falling count then bytes, '<unk>' last
  *                              (word_dict(): train and test, pos and neg, cutoff 150)
  *
- * The other modules of paddle.dataset (cifar, movielens, conll05, wmt14, wmt16) are an error
- * naming the module: they are not read yet.
+ *   cifar        train10,      cifar-10-python.tar.gz (train10: its members named *data_batch*,
+ *                test10,       test10: *test_batch*) and cifar-100-python.tar.gz (train100: *train*,
+ *                train100,     test100: *test*), in the archive's order, each a pickled dict of a
+ *                test100       uint8 numpy array 'data' (rows of 3072 pixels) and a list of
+ *                              'labels' (CIFAR-100: 'fine_labels'): fields image [3072] (the
+ *                              pixels / 255, float32) and label [1] (int64)
+
+ *   movielens    train, test   ml-1m.zip (Paddle 2's name: movielens%2Fml-1m.zip), its
+ *                              ml-1m/{users,movies,ratings}.dat: each rating line (test: those for
+ *                              which numpy.random seeded with 0 draws under 0.1, train the others)
+ *                              gives user_id, gender_id (0 M, 1 F), age_id (the index in
+ *                              age_table), job_id, movie_id (int64 [1] each), category_id and
+ *                              movie_title (int64 sequences: ids of the categories and of the
+ *                              lowered title words, numbered by their bytes) and score (the rating
+ *                              * 2 - 5, float32 [1]); fl_ds_movielens_meta the ids' maxima and
+ *                              the two dicts
+ *
+ * The other modules of paddle.dataset (conll05, wmt14, wmt16) are an error naming the module:
+ * they are not read yet.
  *
  * A table holds every sample of a reader, field by field (a sample is one row of each field);
  * tables are immutable once loaded, so threads may read one at once.
@@ -91,6 +108,9 @@ FlStatus fl_ds_layout(const char *name, const char *part, const FlDsArgs *args, 
 FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, FlDsTable **out,
                     FlErr *e) FL_WARN_UNUSED;
 void fl_ds_free(FlDsTable *t);
+/* paddle.dataset.NAME.fetch(): reads each reader of the module that takes no arguments once, so
+ * that a missing or damaged file is an error now. */
+FlStatus fl_ds_fetch(const char *name, FlErr *e) FL_WARN_UNUSED;
 
 /* A word dict: word words[i] has id i. */
 typedef struct FlDsDict {
@@ -104,6 +124,15 @@ typedef struct FlDsDict {
 FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out,
                     FlErr *e) FL_WARN_UNUSED;
 void fl_ds_dict_free(FlDsDict *d);
+
+/* What paddle.dataset.movielens gives when a script compiles: max_user_id(), max_movie_id(),
+ * max_job_id(), movie_categories() and get_movie_title_dict() (word i has id i). */
+typedef struct FlDsMovielens {
+    int64_t max_user_id, max_movie_id, max_job_id;
+    FlDsDict categories, titles;
+} FlDsMovielens;
+FlStatus fl_ds_movielens_meta(FlDsMovielens *out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_movielens_fini(FlDsMovielens *m);
 
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
  * $HOME/.cache/paddle/dataset/name. */

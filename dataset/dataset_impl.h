@@ -54,4 +54,41 @@ void fl_ds_imdb_layout(const FlDsArgs *a, FlDsLayout *l);
 FlStatus fl_ds_imdb_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_ds_imdb_dict(const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
 
+/* Python pickles (pickle.c), read as data: a tree of nodes in an arena. Python 2's str and
+ * Python 3's bytes are FL_PK_BYTES, unicode FL_PK_STR (UTF-8); a REDUCE or NEWOBJ is a
+ * FL_PK_CALL of items[0] (the callable) with items[1] (its argument tuple) and, after a BUILD,
+ * its state; a global names module `s` and `name`. */
+typedef enum {
+    FL_PK_NONE, FL_PK_BOOL, FL_PK_INT, FL_PK_FLOAT, FL_PK_BYTES, FL_PK_STR, FL_PK_TUPLE, FL_PK_LIST,
+    FL_PK_DICT, FL_PK_GLOBAL, FL_PK_CALL, FL_PK_KIND_COUNT
+} FlPkKind;
+typedef struct FlPk FlPk;
+struct FlPk {
+    FlPkKind kind;
+    int64_t i;            /* BOOL, INT */
+    double f;             /* FLOAT */
+    const char *s;        /* BYTES, STR: the bytes (len of them); GLOBAL: the module */
+    size_t len;
+    const char *name;     /* GLOBAL: the name */
+    FlPk **items;         /* TUPLE, LIST; DICT: keys and values alternating; CALL: callable, args */
+    size_t n, cap;
+    FlPk *state;          /* CALL: what BUILD gave it, else NULL */
+};
+/* The object that pickle `data` holds; its nodes come from `a`, its strings point into data. A
+ * pickle Python would not read (a truncated one, an unknown opcode) is an error naming `what`
+ * and the byte. */
+FlStatus fl_ds_pickle_load(FlArena *a, const char *data, size_t len, const char *what, FlPk **out,
+                           FlErr *e) FL_WARN_UNUSED;
+/* Whether o is a str or bytes equal to s; a dict's value under such a key, else NULL; whether o
+ * is the global module.name. */
+bool fl_ds_pk_is_str(const FlPk *o, const char *s);
+FlPk *fl_ds_pk_find(const FlPk *dict, const char *key);
+bool fl_ds_pk_is_global(const FlPk *o, const char *module, const char *name);
+
+/* paddle.dataset.cifar and movielens (cifar.c, movielens.c). */
+void fl_ds_cifar_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_cifar_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_movielens_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_movielens_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+
 #endif

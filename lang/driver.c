@@ -226,7 +226,35 @@ static FlValue *driver_op1(Ctx *c, const char *type, FlValue *v, const char *att
     return fl_ev_op(c, type, &a, sp);
 }
 
+/* v[i] with i an int of the driver (`for i in range(len(v)): v[i]`): gather's row i, its first
+ * axis dropped; an i outside [0, len(v)) is gather's run-time error. */
+static FlValue *index_by_var(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
+    FlVarDesc *d = fl_ev_var_desc(c, idx);
+    if (!d || (d->dtype != FL_DT_INT64 && d->dtype != FL_DT_INT32) || d->ndim > 1 ||
+        (d->ndim == 1 && d->shape[0] != 1)) {
+        FlBuf b = {0};
+        if (d) fl_ir_shape_str(d->ndim, d->shape, &b);
+        fl_ev_error(c, sp, "a fetched value is indexed by one int here (v[0], v[i]), found a Var of %s %s",
+                    d ? fl_dtype_name(d->dtype) : "another program", fl_buf_str(&b));
+        fl_buf_free(&b);
+        return c->error;
+    }
+    FlValue *one = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, one, fl_v_int(c, 1));
+    FlValue *i1 = driver_op1(c, "reshape", idx, "shape", one, sp); /* gather's Index is [N] */
+    if (i1->kind == VK_ERROR) return i1;
+    const char *gn[2] = {"X", "Index"};
+    FlValue *gv[2] = {v, i1};
+    CallArgs ga = {.kwnames = gn, .kwvals = gv, .nkw = 2, .span = sp};
+    FlValue *row = fl_ev_op(c, "gather", &ga, sp);
+    if (row->kind == VK_ERROR) return row;
+    FlValue *axes = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, axes, fl_v_int(c, 0));
+    return driver_op1(c, "squeeze", row, "axes", axes, sp);
+}
+
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
+    if (idx->kind == VK_VAR) return index_by_var(c, v, idx, sp);
     if (idx->kind != VK_INT && idx->kind != VK_BOOL)
         return fl_ev_error(c, sp, "a fetched value is indexed by an int here (v[0], v[-1]), found %s; slices and "
                                   "index lists are not compiled yet", fl_v_type_name(idx));

@@ -479,24 +479,44 @@ FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue 
 }
 
 /* fetch(name): paddle.dataset.NAME.fetch(), which downloads the module's files in Paddle: here
- * the files must be in the cache already; each part is read once to say so when the script
- * compiles (the error names a missing file and how to get it). */
+ * the files must be in the cache already; each reader is read once to say so when the script
+ * compiles (fl_ds_fetch; the error names a missing file and how to get it). */
 static FlValue *d_fetch(Ctx *c, FlValue *self, CallArgs *a) {
     (void)self;
     ARGS("fetch", "name", 1);
     if (!fl_ev_want_str(c, v[0], "dataset name", a->span)) return c->error;
-    const char *parts[2] = {"train", "test"};
-    for (size_t i = 0; i < 2; i++) {
-        FlDsTable *t = NULL;
-        FlErr e;
-        FlDsArgs none = {0};
-        if (fl_ds_load(v[0]->str.s, parts[i], &none, &t, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
-        fl_ds_free(t);
-    }
+    FlErr e;
+    if (fl_ds_fetch(v[0]->str.s, &e) != FL_OK) return fl_ev_error(c, a->span, "%s", e.msg);
     return c->none;
 }
 
+/* movielens_meta(): what paddle.dataset.movielens gives when a script compiles, read from the
+ * cache folder: a dict of max_user_id, max_movie_id, max_job_id (ints), categories and titles
+ * (dicts of str to int). */
+static FlValue *d_movielens_meta(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("movielens_meta", "", 0);
+    (void)v;
+    FlDsMovielens m;
+    FlErr e;
+    if (fl_ds_movielens_meta(&m, &e)) return fl_ev_error(c, a->span, "%s", e.msg);
+    FlValue *out = fl_v_dict(c);
+    fl_v_dict_set(c, out, fl_v_cstr(c, "max_user_id"), fl_v_int(c, m.max_user_id));
+    fl_v_dict_set(c, out, fl_v_cstr(c, "max_movie_id"), fl_v_int(c, m.max_movie_id));
+    fl_v_dict_set(c, out, fl_v_cstr(c, "max_job_id"), fl_v_int(c, m.max_job_id));
+    const FlDsDict *ds[2] = {&m.categories, &m.titles};
+    const char *names[2] = {"categories", "titles"};
+    for (int k = 0; k < 2; k++) {
+        FlValue *d = fl_v_dict(c);
+        for (size_t i = 0; i < ds[k]->n; i++) fl_v_dict_set(c, d, fl_v_cstr(c, ds[k]->words[i]), fl_v_int(c, (int64_t)i));
+        fl_v_dict_set(c, out, fl_v_cstr(c, names[k]), d);
+    }
+    fl_ds_movielens_fini(&m);
+    return out;
+}
+
 static const NativeFn reader_fns[] = {
+    {"movielens_meta", d_movielens_meta},
     {"dataset", d_dataset},
     {"fetch", d_fetch},
     {"decorate", d_decorate},

@@ -587,10 +587,57 @@ static void raise_error(Ctx *c, FlSpan sp, const char *msg) {
                      "when it runs");
 }
 
-/* `assert test, msg`: a false compile-time test is an error at the statement, quoting msg. */
+/* The message of a failed `assert test, msg`: "assertion failed: msg" (msg's repr), NULL
+ * (reported) when msg is in error. */
+static const char *assert_message(Ctx *c, Env *e, FlAst *s) {
+    FlValue *m = s->cond.then ? fl_ev_expr(c, e, s->cond.then) : NULL;
+    if (m && m->kind == VK_ERROR) return NULL;
+    FlBuf b = {0};
+    const char *msg = NULL;
+    if (!m || fl_v_repr_at(c, m, &b, s->span))
+        msg = fl_arena_printf(&c->arena, "assertion failed%s%s", m ? ": " : "", fl_buf_str(&b));
+    fl_buf_free(&b);
+    return msg;
+}
+
+/* `assert test, msg` of a bool value of the driver (a fetched value compared): a conditional
+ * block that, when the test is false at run time, stops the run as Python's AssertionError. */
+static Flow assert_at_run_time(Ctx *c, Env *e, FlAst *s, FlValue *t) {
+    FlVarDesc *d = fl_ev_var_desc(c, t);
+    if (!d || d->kind != FL_VAR_DENSE || d->dtype != FL_DT_BOOL) {
+        fl_ev_error(c, s->cond.test->span, "'assert' of a value of the driver needs a bool (a comparison), found %s",
+                    d ? fl_dtype_name(d->dtype) : "a var not visible here");
+        return FLOW_ERROR;
+    }
+    const char *msg = assert_message(c, e, s);
+    if (!msg) return FLOW_ERROR;
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    Flow f = FLOW_ERROR;
+    FlValue *nc = fl_ev_op2(c, "logical_not", t, NULL, s->span);
+    if (nc->kind != VK_ERROR) {
+        FlBlock *parent = c->b.block, *sub = fl_ir_block_new(c->b.main, parent->idx);
+        c->b.block = sub;
+        c->rt_depth++;
+        fl_ev_driver_raise(c, msg, s->span);
+        c->rt_depth--;
+        c->b.block = parent;
+        FlOpDesc *op = fl_ev_op_raw(c, parent, "conditional_block", s->span);
+        fl_ir_op_set_block(op, "sub_block", sub->idx);
+        fl_ir_op_add_input(op, "Cond", nc->var.name);
+        fl_ev_control_io(c, parent, sub, op, "X", "Out");
+        f = fl_ev_infer(c, parent, op, s->span) ? FLOW_NORMAL : FLOW_ERROR;
+    }
+    fl_ev_driver_leave(c, &sw);
+    return f;
+}
+
+/* `assert test, msg`: a false compile-time test is an error at the statement, quoting msg; a
+ * test on the driver's values is checked when the driver runs. */
 static Flow stmt_assert(Ctx *c, Env *e, FlAst *s) {
     FlValue *t = fl_ev_expr(c, e, s->cond.test);
     if (t->kind == VK_ERROR) return FLOW_ERROR;
+    if (t->kind == VK_VAR && (fl_ev_in_driver(c) || fl_ev_is_driver_var(c, t))) return assert_at_run_time(c, e, s, t);
     if (t->kind == VK_VAR) {
         fl_ev_error(c, s->cond.test->span, "'assert' needs a compile-time condition, found a Var (its value is "
                                            "only known at run time)");
@@ -599,15 +646,9 @@ static Flow stmt_assert(Ctx *c, Env *e, FlAst *s) {
     bool ok, tv = fl_v_truthy(c, t, s->cond.test->span, &ok);
     if (!ok) return FLOW_ERROR;
     if (tv) return FLOW_NORMAL;
-    FlValue *m = s->cond.then ? fl_ev_expr(c, e, s->cond.then) : NULL;
-    if (m && m->kind == VK_ERROR) return FLOW_ERROR;
-    FlBuf b = {0};
-    if (m && !fl_v_repr_at(c, m, &b, s->span)) {
-        fl_buf_free(&b);
-        return FLOW_ERROR;
-    }
-    raise_error(c, s->span, fl_arena_printf(&c->arena, "assertion failed%s%s", m ? ": " : "", fl_buf_str(&b)));
-    fl_buf_free(&b);
+    const char *msg = assert_message(c, e, s);
+    if (!msg) return FLOW_ERROR;
+    raise_error(c, s->span, msg);
     return c->rt_depth > 0 && fl_ev_in_driver(c) ? FLOW_NORMAL : FLOW_ERROR;
 }
 

@@ -13,6 +13,15 @@
 #       five from the label's 10 words ("great", ... or "awful", ...) and one in thirty from the
 #       other label's, capitals, punctuation and "<br />" as Paddle's tokenizer meets them, and a
 #       rare word per review (under word_dict()'s cutoff of 150: '<unk>')
+#   DIR/cifar/cifar-10-python.tar.gz   cifar-10-batches-py/data_batch_{1..5} (200 images each),
+#       test_batch (200) and batches.meta; DIR/cifar/cifar-100-python.tar.gz: cifar-100-python/train
+#       (500), test (100) and meta: Python 2 pickles (protocol 2, as the real files) of dicts whose
+#       'data' is a numpy uint8 array of rows of 3072 pixels and whose 'labels' (CIFAR-100:
+#       'fine_labels' and 'coarse_labels') a list; each class has its own colour and stripes,
+#       under noise (a Park-Miller generator), so a small net tells them apart
+#   DIR/movielens/ml-1m.zip            ml-1m/users.dat (60 users), movies.dat (120 movies, titles of
+#       2 to 4 words and a year, Latin-1, 1 to 3 of MovieLens's 18 genres) and ratings.dat (6000
+#       ratings, 1 to 5, from the user's and the movie's group), '::'-separated as MovieLens's
 # A file already in DIR is left as it is.
 set -eu
 if [ $# -ne 1 ]; then
@@ -94,4 +103,107 @@ if [ ! -e "$dir/imdb/aclImdb_v1.tar.gz" ]; then
     (cd "$tmp" && tar --format=ustar --sort=name --owner=0 --group=0 --mtime=@0 -czf imdb.tgz aclImdb)
     mv "$tmp/imdb.tgz" "$dir/imdb/aclImdb_v1.tar.gz"
 fi
-echo "make_synthetic_datasets.sh: $dir holds imikolov/ and imdb/"
+# cifar_batch FILE COUNT CLASSES SEED KEY NAME: a pickled batch of COUNT images of CLASSES classes,
+# its labels under KEY ('labels' or 'fine_labels', the latter with 'coarse_labels' too)
+cifar_batch() {
+    LC_ALL=C awk -v file="$1" -v count="$2" -v classes="$3" -v seed="$4" -v key="$5" -v name="$6" '
+    function byte(v) { printf "%c", v > file }
+    function int4(v) { byte(v % 256); byte(int(v / 256) % 256); byte(int(v / 65536) % 256); byte(int(v / 16777216)) }
+    function sstr(s) { byte(85); byte(length(s)); printf "%s", s > file }
+    function put() { byte(113); byte(++memo) }
+    function small(v) { if (v < 256) { byte(75); byte(v) } else { byte(77); byte(v % 256); byte(int(v / 256)) } }
+    function ints(a, n,    i) { byte(93); put(); for (i = 0; i < n; i++) { if (i % 1000 == 0) byte(40); small(a[i]); if (i % 1000 == 999 || i == n - 1) byte(101) } }
+    function rnd() { x = (x * 16807) % 2147483647; return x }
+    BEGIN {
+        x = seed
+        for (i = 0; i < count; i++) label[i] = rnd() % classes
+        printf "%c%c}", 128, 2 > file; put(); byte(40)
+        sstr("data"); put()
+        printf "cnumpy.core.multiarray\n_reconstruct\n" > file; put()
+        printf "cnumpy\nndarray\n" > file; put()
+        small(0); byte(133); put(); sstr("b"); put(); byte(135); put(); byte(82); put()
+        byte(40); small(1); small(count); small(3072); byte(134); put()
+        printf "cnumpy\ndtype\n" > file; put(); sstr("u1"); put(); small(0); small(1); byte(135); put(); byte(82); put()
+        byte(40); small(3); sstr("|"); put(); printf "NNN" > file
+        byte(74); int4(4294967295); byte(74); int4(4294967295); small(0); byte(116); put(); byte(98)
+        byte(137); byte(84); int4(count * 3072)
+        for (i = 0; i < count; i++) {
+            k = label[i]; ci = classes == 10 ? k : k % 50; horiz = classes == 10 ? k % 2 : int(k / 50)
+            for (c = 0; c < 3; c++) {
+                off = classes == 10 ? (int(ci / 3 ^ c) % 3 - 1) * 45 : (int(ci / 4 ^ c) % 4) * 30 - 45
+                for (y = 0; y < 32; y++) for (z = 0; z < 32; z++) {
+                    stripe = int((horiz ? y : z) / 4) % 2 ? 25 : -25
+                    v = 128 + off + stripe + rnd() % 61 - 30
+                    byte(v < 0 ? 0 : v > 255 ? 255 : v)
+                }
+            }
+        }
+        put(); byte(116); put(); byte(98)
+        sstr(key); put(); ints(label, count)
+        if (key == "fine_labels") { for (i = 0; i < count; i++) coarse[i] = int(label[i] / 5); sstr("coarse_labels"); put(); ints(coarse, count) }
+        sstr("batch_label"); put(); sstr(name); put()
+        byte(117); byte(46)
+    }'
+}
+# cifar_meta FILE KEY WORD N: a pickled dict of a list of N names WORD0.. under KEY
+cifar_meta() {
+    LC_ALL=C awk -v file="$1" -v key="$2" -v word="$3" -v n="$4" 'BEGIN {
+        printf "%c%c}(U%c%s](", 128, 2, length(key), key > file
+        for (i = 0; i < n; i++) { s = word i; printf "U%c%s", length(s), s > file }
+        printf "eu." > file
+    }'
+}
+
+if [ ! -e "$dir/cifar/cifar-10-python.tar.gz" ]; then
+    mkdir -p "$tmp/cifar-10-batches-py" "$dir/cifar"
+    for i in 1 2 3 4 5; do
+        cifar_batch "$tmp/cifar-10-batches-py/data_batch_$i" 200 10 $((i * 17)) labels "training batch $i of 5"
+    done
+    cifar_batch "$tmp/cifar-10-batches-py/test_batch" 200 10 101 labels "testing batch 1 of 1"
+    cifar_meta "$tmp/cifar-10-batches-py/batches.meta" label_names class 10
+    (cd "$tmp" && tar --format=ustar --owner=0 --group=0 --mtime=@0 -czf cifar10.tgz cifar-10-batches-py/data_batch_1 \
+        cifar-10-batches-py/data_batch_2 cifar-10-batches-py/data_batch_3 cifar-10-batches-py/data_batch_4 \
+        cifar-10-batches-py/data_batch_5 cifar-10-batches-py/test_batch cifar-10-batches-py/batches.meta)
+    mv "$tmp/cifar10.tgz" "$dir/cifar/cifar-10-python.tar.gz"
+fi
+if [ ! -e "$dir/cifar/cifar-100-python.tar.gz" ]; then
+    mkdir -p "$tmp/cifar-100-python" "$dir/cifar"
+    cifar_batch "$tmp/cifar-100-python/train" 500 100 7 fine_labels "training batch 1 of 1"
+    cifar_batch "$tmp/cifar-100-python/test" 100 100 13 fine_labels "testing batch 1 of 1"
+    cifar_meta "$tmp/cifar-100-python/meta" fine_label_names fine 100
+    (cd "$tmp" && tar --format=ustar --owner=0 --group=0 --mtime=@0 -czf cifar100.tgz cifar-100-python/train \
+        cifar-100-python/test cifar-100-python/meta)
+    mv "$tmp/cifar100.tgz" "$dir/cifar/cifar-100-python.tar.gz"
+fi
+if [ ! -e "$dir/movielens/ml-1m.zip" ]; then
+    mkdir -p "$tmp/ml-1m" "$dir/movielens"
+    LC_ALL=C awk -v d="$tmp/ml-1m" 'BEGIN {
+        split("1 18 25 35 45 50 56", ages, " ")
+        for (u = 1; u <= 60; u++)
+            printf "%d::%s::%d::%d::%05d\n", u, u % 3 ? "M" : "F", ages[1 + u % 7], u % 21, 10000 + u * 7 > (d "/users.dat")
+        ng = split("Action Adventure Animation Children'"'"'s Comedy Crime Documentary Drama Fantasy Film-Noir " \
+                   "Horror Musical Mystery Romance Sci-Fi Thriller War Western", genres, " ")
+        nw = split("The Night Day Story Love War Man Woman City River Dark Last First Little Big Lost Return King " \
+                   "Dream Star Secret House Road Summer Winter Game", words, " ")
+        for (m = 1; m <= 120; m++) {
+            t = ""
+            for (k = 0; k < 2 + m % 3; k++) t = t (k ? " " : "") words[1 + (m * 7 + k * 11) % nw]
+            if (m % 17 == 0) t = t " Caf" sprintf("%c", 233)
+            g = genres[1 + m % ng]
+            for (k = 1; k <= m % 3; k++) g = g "|" genres[1 + (m * 5 + k * 3) % ng]
+            printf "%d::%s (%d)::%s\n", m, t, 1950 + m % 50, g > (d "/movies.dat")
+        }
+        x = 7
+        for (i = 0; i < 6000; i++) {
+            x = (x * 16807) % 2147483647; u = 1 + x % 60
+            x = (x * 16807) % 2147483647; m = 1 + x % 120
+            x = (x * 16807) % 2147483647
+            r = 1 + ((u % 5) * (m % 5) + (x % 7 == 0)) % 5
+            printf "%d::%d::%d::%d\n", u, m, r, 978300000 + i > (d "/ratings.dat")
+        }
+    }'
+    TZ=UTC touch -t 198001010000 "$tmp/ml-1m" "$tmp/ml-1m/users.dat" "$tmp/ml-1m/movies.dat" "$tmp/ml-1m/ratings.dat"
+    (cd "$tmp" && TZ=UTC zip -q -X ml-1m.zip ml-1m/movies.dat ml-1m/users.dat ml-1m/ratings.dat)
+    mv "$tmp/ml-1m.zip" "$dir/movielens/ml-1m.zip"
+fi
+echo "make_synthetic_datasets.sh: $dir holds imikolov/, imdb/, cifar/ and movielens/"
