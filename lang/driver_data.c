@@ -416,8 +416,10 @@ bool fl_ev_is_reader_batch(const FlValue *v) { return is_rec(v, BATCH_TYPE); }
 
 /* [s[k] for s in data] over a batch (Paddle's book: numpy.array([d[0] for d in data])): the
  * samples' field k, one row each, which is the batch's field var k ([rows, width]) itself; the
- * comprehension runs once, its target bound to the tuple of the batch's field vars. Anything else
- * over a batch is an error: its samples are read when the program runs. */
+ * comprehension runs once, its target bound to the tuple of the batch's field vars.
+ * [[s[0], s[2]] for s in data] (machine_translation's feeder.feed([[x[0]] for x in data])) is a
+ * batch of those fields. Anything else over a batch is an error: its samples are read when the
+ * program runs. */
 FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch) {
     FlAst *cl = n->comp.clauses.items[0];
     if (n->kind != FL_AST_LISTCOMP || n->comp.clauses.len != 1 || cl->loop.target->kind != FL_AST_NAME)
@@ -431,8 +433,27 @@ FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch) {
     if (x->kind == VK_ERROR) return x;
     for (size_t i = 0; i < fields->list.len; i++)
         if (x == fields->list.items[i]) return x;
+    if (fl_v_is_seq(x) && x->list.len) { /* [[s[0]] for s in data]: a batch of those fields of each sample */
+        FlValue *lods = get(batch, "_lods"), *fs = fl_v_list(c, VK_LIST), *ls = fl_v_list(c, VK_LIST);
+        for (size_t k = 0; k < x->list.len; k++) {
+            size_t i = 0;
+            while (i < fields->list.len && x->list.items[k] != fields->list.items[i]) i++;
+            if (i == fields->list.len) break;
+            fl_v_list_push(c, fs, fields->list.items[i]);
+            fl_v_list_push(c, ls, lods->list.items[i]);
+        }
+        if (fs->list.len == x->list.len) {
+            FlValue *sub = fl_v_record(c, BATCH_TYPE);
+            fl_v_rec_set(c, sub, "_fields", fs);
+            fl_v_rec_set(c, sub, "_lods", ls);
+            fl_v_rec_set(c, sub, "__len__", get(batch, "__len__"));
+            fl_v_rec_set(c, sub, "_reader", get(batch, "_reader"));
+            return sub;
+        }
+    }
     return fl_ev_error(c, n->comp.elt->span, "a comprehension over a reader's batch takes one field of each sample "
-                                             "([s[k] for s in data]), found %s", fl_v_type_name(x));
+                                             "([s[k] for s in data]) or a list of fields ([[s[0], s[2]] for s in "
+                                             "data]: a batch of those fields), found %s", fl_v_type_name(x));
 }
 
 /* next(it): the next batch of the iterator's epoch, which its first next() starts in the driver

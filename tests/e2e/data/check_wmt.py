@@ -1,7 +1,7 @@
 """Reads wmt14.tgz and wmt16.tar.gz as Paddle's paddle.dataset.wmt14 and wmt16 do (their dicts
 and reader_creators; wmt16's dicts built as its __build_dict writes them) and checks the lines
 wmt_seqs.fl printed: the dicts' sizes and some entries, and for each batch of 500 pairs, its count
-and the sums and lengths of its three fields.
+and the sums and lengths of its three fields; and wmt14's test batches' source words alone.
 Usage: check_wmt.py CACHE_DIR LOG"""
 import collections
 import sys
@@ -91,6 +91,9 @@ def main():
             want.append('%s %d %s' % (name, len(b), ' '.join(
                 ['%d' % sum(sum(x[f]) for x in b) for f in range(3)] +
                 ['%d' % sum(len(x[f]) for x in b) for f in range(3)])))
+    s = list(wmt14(p14, 'test/test', 30))
+    for i in range(0, len(s), 500):
+        want.append('wmt14.test src %d %d' % (len(s[i:i + 500]), sum(sum(x[0]) for x in s[i:i + 500])))
     check_common.compare(sys.argv[2], want)
 
 
