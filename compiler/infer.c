@@ -369,6 +369,9 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_item: return fl_infer_item(&c);
     case FL_OPID_exit: return fl_infer_exit(&c);
     case FL_OPID_scope_var: return fl_infer_scope_var(&c);
+    /* infer_tensorfile.c */
+    case FL_OPID_scope_set: return fl_infer_scope_set(&c);
+    case FL_OPID_read_file: return fl_infer_read_file(&c);
     /* infer_reader.c: reader_next's fields keep the declarations the compiler gave them */
     case FL_OPID_reader_open: return fl_infer_reader_open(&c);
     case FL_OPID_reader_epoch: return fl_infer_reader_epoch(&c);

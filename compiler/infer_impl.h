@@ -495,6 +495,9 @@ FlStatus fl_infer_index(Ctx *c);
 FlStatus fl_infer_item(Ctx *c);
 FlStatus fl_infer_exit(Ctx *c);
 FlStatus fl_infer_scope_var(Ctx *c);
+/* infer_tensorfile.c */
+FlStatus fl_infer_scope_set(Ctx *c);
+FlStatus fl_infer_read_file(Ctx *c);
 
 /* infer_random.c */
 FlStatus fl_infer_random_state(Ctx *c);

@@ -12,7 +12,12 @@
 
 /* ---------------------------------------------------------------- files */
 
+/* The cache's folder of module `name`: its name, but for conll05's (Paddle's download names it
+ * conll05st). */
+static const char *dir_of(const char *name) { return strcmp(name, "conll05") == 0 ? "conll05st" : name; }
+
 char *fl_ds_dir(const char *name) {
+    name = dir_of(name);
     FlBuf b = {0};
     const char *home = getenv("FLUIDC_DATA_HOME");
     if (home && *home) fl_buf_printf(&b, "%s/%s", home, name);
@@ -29,7 +34,7 @@ static char *ds_path(const char *name, const char *file, FlBuf *shown) {
     free(dir);
     const char *home = getenv("FLUIDC_DATA_HOME");
     if (home && *home) fl_buf_puts(shown, b.data);
-    else fl_buf_printf(shown, "~/.cache/paddle/dataset/%s/%s", name, file);
+    else fl_buf_printf(shown, "~/.cache/paddle/dataset/%s/%s", dir_of(name), file);
     return b.data;
 }
 
@@ -77,6 +82,36 @@ done:
     fl_buf_free(&shown);
     free(path);
     return st;
+}
+
+char *fl_ds_file(const char *name, const char *file, const char *alt, FlErr *e) {
+    FlBuf shown = {0};
+    char *path = ds_path(name, file, &shown);
+    FILE *f = fopen(path, "rb");
+    if (!f && errno == ENOENT && alt) {
+        FlBuf ignored = {0};
+        char *apath = ds_path(name, alt, &ignored);
+        fl_buf_free(&ignored);
+        if ((f = fopen(apath, "rb"))) {
+            free(path);
+            path = apath;
+        } else {
+            free(apath);
+            errno = ENOENT;
+        }
+    }
+    if (f) fclose(f);
+    else {
+        if (errno == ENOENT)
+            fl_err(e, "paddle.dataset.%s: '%s' is missing: Paddle downloads it (python -c \"import paddle.dataset.%s as "
+                   "m; m.fetch()\"), or scripts/make_synthetic_datasets.sh makes made-up files for tests",
+                   name, shown.data, name);
+        else fl_err(e, "paddle.dataset.%s: cannot open '%s': %s", name, shown.data, strerror(errno));
+        free(path);
+        path = NULL;
+    }
+    fl_buf_free(&shown);
+    return path;
 }
 
 FlDsTable *fl_ds_table_new(const FlDsLayout *l, size_t rows) {
@@ -226,7 +261,7 @@ done:
 
 /* ---------------------------------------------------------------- modules */
 
-typedef enum { TAKES_NONE, TAKES_DICT, TAKES_DICT_N } Takes;
+typedef enum { TAKES_NONE, TAKES_DICT, TAKES_DICT_N, TAKES_SIZE, TAKES_SIZES_LANG } Takes;
 
 static const struct {
     const char *name;
@@ -238,12 +273,16 @@ static const struct {
                {"imikolov", TAKES_DICT_N, fl_ds_imikolov_layout, fl_ds_imikolov_load},
                {"imdb", TAKES_DICT, fl_ds_imdb_layout, fl_ds_imdb_load},
                {"cifar", TAKES_NONE, fl_ds_cifar_layout, fl_ds_cifar_load},
-               {"movielens", TAKES_NONE, fl_ds_movielens_layout, fl_ds_movielens_load}};
+               {"movielens", TAKES_NONE, fl_ds_movielens_layout, fl_ds_movielens_load},
+               {"conll05", TAKES_NONE, fl_ds_conll05_layout, fl_ds_conll05_load},
+               {"wmt14", TAKES_SIZE, fl_ds_wmt_layout, fl_ds_wmt14_load},
+               {"wmt16", TAKES_SIZES_LANG, fl_ds_wmt_layout, fl_ds_wmt16_load}};
 
-/* The readers of the modules whose readers are not train and test, blank-separated. */
+/* The readers of the modules whose readers are not train and test, blank-separated (Paddle's
+ * conll05 reads the public test set only). */
 static const struct {
     const char *name, *parts;
-} part_lists[] = {{"cifar", "train10 test10 train100 test100"}};
+} part_lists[] = {{"cifar", "train10 test10 train100 test100"}, {"conll05", "test"}, {"wmt16", "train test validation"}};
 
 static const char *parts_of(const char *name) {
     for (size_t i = 0; i < FL_ARRAY_LEN(part_lists); i++)
@@ -251,14 +290,19 @@ static const char *parts_of(const char *name) {
     return "train test";
 }
 
-static const char *const not_yet[] = {"conll05", "wmt14", "wmt16",
-                                      "flowers", "sentiment", "voc2012", "mq2007"};
+static const char *const not_yet[] = {"flowers", "sentiment", "voc2012", "mq2007"};
 
 static FlStatus not_read(const char *name, FlErr *e) {
     for (size_t i = 0; i < FL_ARRAY_LEN(not_yet); i++)
-        if (strcmp(not_yet[i], name) == 0)
-            return fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.uci_housing, mnist, imikolov, imdb, cifar and movielens are)",
-                          name);
+        if (strcmp(not_yet[i], name) == 0) {
+            FlBuf read = {0}; /* the modules that are: "uci_housing, mnist, ... and imdb" */
+            for (size_t k = 0; k < FL_ARRAY_LEN(modules); k++)
+                fl_buf_printf(&read, "%s%s", k == 0 ? "" : k + 1 == FL_ARRAY_LEN(modules) ? " and " : ", ",
+                              modules[k].name);
+            fl_err(e, "paddle.dataset.%s is not read yet (paddle.dataset.%s are)", name, read.data);
+            fl_buf_free(&read);
+            return FL_ERROR;
+        }
     return fl_err(e, "paddle.dataset has no module '%s'", name);
 }
 
@@ -285,8 +329,21 @@ static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size
             return fl_err(e, "paddle.dataset.%s has no reader '%s' (it has %s)", name, part, parts_of(name));
         switch (modules[i].takes) {
         case TAKES_NONE:
-            if (a->has_dict || a->n || a->data_type)
+            if (a->has_dict || a->n || a->data_type || a->n2 || a->lang)
                 return fl_err(e, "paddle.dataset.%s.%s() takes no arguments", name, part);
+            break;
+        case TAKES_SIZE:
+        case TAKES_SIZES_LANG:
+            if (a->has_dict || a->data_type) return fl_err(e, "paddle.dataset.%s.%s takes no word dict", name, part);
+            if (modules[i].takes == TAKES_SIZE && (a->n < 1 || a->n2 || a->lang))
+                return fl_err(e, "paddle.dataset.%s.%s(dict_size): dict_size is %lld; it must be at least 1", name,
+                              part, (long long)a->n);
+            if (modules[i].takes == TAKES_SIZES_LANG && (a->n < 1 || a->n2 < 1))
+                return fl_err(e, "paddle.dataset.%s.%s(src_dict_size, trg_dict_size, src_lang): the sizes are %lld and "
+                              "%lld; each must be at least 1", name, part, (long long)a->n, (long long)a->n2);
+            if (modules[i].takes == TAKES_SIZES_LANG && (!a->lang || (strcmp(a->lang, "en") && strcmp(a->lang, "de"))))
+                return fl_err(e, "paddle.dataset.%s.%s: src_lang is '%s'; it is 'en' (English) or 'de' (German) "
+                              "(ValueError in Paddle)", name, part, a->lang ? a->lang : "");
             break;
         case TAKES_DICT:
         case TAKES_DICT_N:
@@ -302,9 +359,9 @@ static FlStatus find(const char *name, const char *part, const FlDsArgs *a, size
                     return fl_err(e, "paddle.dataset.%s.%s: word_idx has no '%s' (KeyError: '%s'; %s.build_dict() "
                                   "gives it)", name, part, want, want, name);
             }
-            if (modules[i].takes == TAKES_DICT_N && a->data_type != 2 && (a->n < 1 || a->n > FL_DS_MAX_FIELDS))
+            if (modules[i].takes == TAKES_DICT_N && a->data_type != 2 && (a->n < 1 || a->n > FL_DS_MAX_GRAM))
                 return fl_err(e, "paddle.dataset.%s.%s(word_idx, n): n is %lld; n-grams of 1 to %d words are read",
-                              name, part, (long long)a->n, FL_DS_MAX_FIELDS);
+                              name, part, (long long)a->n, FL_DS_MAX_GRAM);
             break;
         }
         *out = i;
@@ -352,6 +409,12 @@ FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsD
     if (strcmp(name, "imdb") == 0) {
         if (!pattern) return fl_err(e, "paddle.dataset.imdb.build_dict(pattern, cutoff) needs its pattern");
         return fl_ds_imdb_dict(pattern, cutoff, out, e);
+    }
+    if (strcmp(name, "conll05") == 0 || strcmp(name, "wmt14") == 0 || strcmp(name, "wmt16") == 0) {
+        if (!pattern) return fl_err(e, "paddle.dataset.%s's dicts are named (conll05: word, verb, label; wmt14: src, "
+                                    "trg; wmt16: en, de)", name);
+        if (strcmp(name, "conll05") == 0) return fl_ds_conll05_dict(pattern, out, e);
+        return fl_ds_wmt_dict(name, pattern, cutoff, out, e);
     }
     for (size_t i = 0; i < FL_ARRAY_LEN(modules); i++)
         if (strcmp(modules[i].name, name) == 0) return fl_err(e, "paddle.dataset.%s has no word dict", name);

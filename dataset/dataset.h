@@ -49,9 +49,27 @@
  *                              lowered title words, numbered by their bytes) and score (the rating
  *                              * 2 - 5, float32 [1]); fl_ds_movielens_meta the ids' maxima and
  *                              the two dicts
- *
- * The other modules of paddle.dataset (conll05, wmt14, wmt16) are an error naming the module:
- * they are not read yet.
+
+ *   conll05      test          conll05st/conll05st-tests.tar.gz (gzip files of words and props
+ *                              inside) and the dicts wordDict.txt, verbDict.txt, targetDict.txt
+ *                              (Paddle 2's names: conll05st%2FwordDict.txt, ...): a sample per
+ *                              predicate of each sentence, nine int64 sequence fields of the
+ *                              sentence's length: word, ctx_n2, ctx_n1, ctx_0, ctx_p1, ctx_p2 (the
+ *                              words around the predicate, 'bos'/'eos' beyond the sentence, id 0
+ *                              for words the dict lacks), verb, mark (1 within two words of the
+ *                              predicate) and label (B-/I-/O tags of the bracketed columns);
+ *                              fl_ds_dict's "word", "verb", "label" dicts (get_dict()), the label
+ *                              dict's tags in the order of their first line of targetDict.txt
+ *   wmt14        train, test   wmt14/wmt14.tgz: train(dict_size) gives the pairs of the members
+ *                              ending in train/train (test/test) with at most 80 ids a side:
+ *                              src_ids ('<s>' words '<e>'), trg_ids ('<s>' words), trg_ids_next
+ *                              (words '<e>'), int64 sequences, id 2 for unknown words; dicts "src"
+ *                              and "trg" (the first dict_size lines of *src.dict, *trg.dict)
+ *   wmt16        train, test, validation
+ *                              wmt16/wmt16.tar.gz: train(src_dict_size, trg_dict_size, src_lang)
+ *                              (n, n2, lang) the pairs of wmt16/train (test, val), as wmt14's
+ *                              fields, '<s>' '<e>' '<unk>' the source dict's; dicts "en" and "de"
+ *                              (wmt.c: the cache's LANG_SIZE.dict, else built as Paddle builds it)
  *
  * A table holds every sample of a reader, field by field (a sample is one row of each field);
  * tables are immutable once loaded, so threads may read one at once.
@@ -64,7 +82,8 @@
 #include "base/base.h"
 #include "compiler/ir/dtype.h"
 
-#define FL_DS_MAX_FIELDS 8
+#define FL_DS_MAX_FIELDS 9 /* conll05's samples have nine */
+#define FL_DS_MAX_GRAM 8   /* imikolov's n-grams: of 1 to 8 words */
 
 typedef struct FlDsField {
     const char *name; /* Paddle's name of the sample's element (static storage) */
@@ -97,6 +116,8 @@ typedef struct FlDsArgs {
     const int64_t *ids;
     int64_t n;
     int64_t data_type; /* imikolov's DataType: 0 or 1 NGRAM, 2 SEQ */
+    int64_t n2;        /* wmt16: trg_dict_size (n is src_dict_size; wmt14's n its dict_size) */
+    const char *lang;  /* wmt16: src_lang ("en" or "de"), else NULL */
 } FlDsArgs;
 
 /* The fields of reader `part` of module `name` ("mnist", "train") given args. An unknown module or
@@ -120,7 +141,9 @@ typedef struct FlDsDict {
 
 /* The word dict of module `name` (its build_dict) with its cutoff argument (imikolov's
  * min_word_freq, imdb's cutoff) and imdb's pattern (a POSIX extended regular expression matched
- * from the start of each file's name; NULL for imikolov), read from the cache folder. */
+ * from the start of each file's name; NULL for imikolov), read from the cache folder. conll05's,
+ * wmt14's and wmt16's dicts are named by `pattern` (conll05: "word", "verb", "label"; wmt14:
+ * "src", "trg"; wmt16: "en", "de"), wmt's with their dict_size as `cutoff`. */
 FlStatus fl_ds_dict(const char *name, const char *pattern, int64_t cutoff, FlDsDict *out,
                     FlErr *e) FL_WARN_UNUSED;
 void fl_ds_dict_free(FlDsDict *d);
@@ -135,7 +158,12 @@ FlStatus fl_ds_movielens_meta(FlDsMovielens *out, FlErr *e) FL_WARN_UNUSED;
 void fl_ds_movielens_fini(FlDsMovielens *m);
 
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
- * $HOME/.cache/paddle/dataset/name. */
+ * $HOME/.cache/paddle/dataset/name (conll05's: conll05st, as Paddle names it). */
 char *fl_ds_dir(const char *name);
+
+/* The path (malloc'd) of file `file` of module `name`'s cache folder, or of `alt` (may be NULL: a
+ * name another Paddle version downloads it as) when only that is there; NULL and an error naming
+ * the file and how to get it when neither is. */
+char *fl_ds_file(const char *name, const char *file, const char *alt, FlErr *e);
 
 #endif

@@ -53,6 +53,16 @@ FlStatus fl_ds_imikolov_dict(int64_t min_word_freq, FlDsDict *out, FlErr *e) FL_
 void fl_ds_imdb_layout(const FlDsArgs *a, FlDsLayout *l);
 FlStatus fl_ds_imdb_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
 FlStatus fl_ds_imdb_dict(const char *pattern, int64_t cutoff, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+/* conll05.c and wmt.c. conll05's dicts are "word", "verb" and "label"; wmt14's "src" and "trg" of
+ * dict_size words, wmt16's a language's ("en", "de"). */
+void fl_ds_conll05_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_conll05_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_conll05_dict(const char *which, FlDsDict *out, FlErr *e) FL_WARN_UNUSED;
+void fl_ds_wmt_layout(const FlDsArgs *a, FlDsLayout *l);
+FlStatus fl_ds_wmt14_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_wmt16_load(const char *part, const FlDsArgs *a, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ds_wmt_dict(const char *name, const char *which, int64_t dict_size, FlDsDict *out,
+                        FlErr *e) FL_WARN_UNUSED;
 
 /* Python pickles (pickle.c), read as data: a tree of nodes in an arena. Python 2's str and
  * Python 3's bytes are FL_PK_BYTES, unicode FL_PK_STR (UTF-8); a REDUCE or NEWOBJ is a

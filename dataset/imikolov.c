@@ -8,7 +8,7 @@
 #define TGZ "simple-examples.tgz"
 #define TGZ_ALT "imikolov%2Fsimple-examples.tgz" /* Paddle 2's file name */
 
-static const char *const gram_names[FL_DS_MAX_FIELDS] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+static const char *const gram_names[FL_DS_MAX_GRAM] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
 
 static const char *member_of(const char *part) {
     return strcmp(part, "train") == 0 ? "./simple-examples/data/ptb.train.txt" : "./simple-examples/data/ptb.valid.txt";

@@ -564,15 +564,50 @@ static const char *cmp_op_name(int op) {
  * comparison (op - 100 is the FlCmpOp). */
 static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);
 
+/* A number, or a rank-0 Var (a Python number of the run: float(v), a loop's index, a counter). */
+static bool scalar_operand(Ctx *c, FlValue *v) {
+    if (fl_v_is_num(v)) return true;
+    FlVarDesc *d = v->kind == VK_VAR ? fl_ev_var_desc(c, v) : NULL;
+    return d && d->ndim == 0;
+}
+
+/* binop_var_here on the driver: two Python numbers of the run give one (rank 0, as `item`
+ * makes), not the [1] tensor their constants' broadcast would. */
+static FlValue *binop_var_driver(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
+    bool scalar = scalar_operand(c, l) && scalar_operand(c, r);
+    FlValue *v = binop_var_here(c, op, l, r, sp);
+    FlVarDesc *d = scalar && v->kind == VK_VAR ? fl_ev_var_desc(c, v) : NULL;
+    return d && d->ndim != 0 ? fl_ev_driver_item(c, v, d->dtype, sp) : v;
+}
+
 /* On driver vars (a fetched value, time.time()), the ops and their constants go to the driver. */
 FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
-    if (fl_ev_in_driver(c) || !(fl_ev_is_driver_var(c, l) || fl_ev_is_driver_var(c, r)))
-        return binop_var_here(c, op, l, r, sp);
+    if (fl_ev_in_driver(c)) return binop_var_driver(c, op, l, r, sp);
+    if (!(fl_ev_is_driver_var(c, l) || fl_ev_is_driver_var(c, r))) return binop_var_here(c, op, l, r, sp);
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
-    FlValue *v = binop_var_here(c, op, l, r, sp);
+    FlValue *v = binop_var_driver(c, op, l, r, sp);
     fl_ev_driver_leave(c, &s);
     return v;
+}
+
+static bool is_int_dtype(FlDType dt) { return dt == FL_DT_INT32 || dt == FL_DT_INT64; }
+
+/* On the driver, an int Var with a float one is cast to the float's dtype first, as numpy
+ * promotes (a step counter dividing a time); false after an error. */
+static bool promote_driver_ints(Ctx *c, FlValue **l, FlValue **r, FlSpan sp) {
+    FlVarDesc *ld = fl_ev_var_desc(c, *l), *rd = fl_ev_var_desc(c, *r);
+    if (!ld || !rd) return true;
+    bool lf = ld->dtype == FL_DT_FLOAT32 || ld->dtype == FL_DT_FLOAT64;
+    bool rf = rd->dtype == FL_DT_FLOAT32 || rd->dtype == FL_DT_FLOAT64;
+    FlValue **which = lf && is_int_dtype(rd->dtype) ? r : rf && is_int_dtype(ld->dtype) ? l : NULL;
+    if (!which) return true;
+    FlDType from = which == l ? ld->dtype : rd->dtype, to = which == l ? rd->dtype : ld->dtype;
+    const char *names[3] = {"X", "in_dtype", "out_dtype"};
+    FlValue *vals[3] = {*which, fl_v_int(c, from), fl_v_int(c, to)};
+    CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = sp};
+    *which = fl_ev_op(c, "cast", &a, sp);
+    return (*which)->kind != VK_ERROR;
 }
 
 static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
@@ -592,6 +627,7 @@ static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp
                        ? c->error
                        : fl_ev_error(c, sp, "cannot compare a Var with %s",
                                      fl_v_type_name(l->kind == VK_VAR ? r : l));
+        if (fl_ev_in_driver(c) && !promote_driver_ints(c, &l, &r, sp)) return c->error;
         return fl_ev_op2(c, name, l, r, sp);
     }
     FlValue *other = var == l ? r : l;
@@ -621,6 +657,7 @@ static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp
     if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, d->dtype, sp);
     if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, d->dtype, sp);
     if (l->kind == VK_ERROR || r->kind == VK_ERROR) return c->error;
+    if (fl_ev_in_driver(c) && !promote_driver_ints(c, &l, &r, sp)) return c->error;
     static const char *names[FL_BINOP_COUNT] = {
         [FL_OP_ADD] = "elementwise_add", [FL_OP_SUB] = "elementwise_sub",
         [FL_OP_MUL] = "elementwise_mul", [FL_OP_DIV] = "elementwise_div",

@@ -113,7 +113,7 @@ static bool dict_args(Ctx *c, FlValue *d, const char *fname, FlSpan sp, FlDsArgs
  * the .fl functions of the modules that are read pass their arguments by name (word_idx, n,
  * data_type), the others pass theirs through to be refused. */
 static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("dataset", "name part args= kwargs= word_idx= n= data_type=", 7);
+    ARGS("dataset", "name part args= kwargs= word_idx= n= data_type= n2= lang=", 9);
     if (!fl_ev_want_str(c, v[0], "dataset name", a->span) || !fl_ev_want_str(c, v[1], "dataset part", a->span))
         return c->error;
     FlDsArgs da = {0};
@@ -123,11 +123,14 @@ static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
     snprintf(fname, sizeof fname, "paddle.dataset.%s.%s", v[0]->str.s, v[1]->str.s);
     if (v[4] && v[4]->kind != VK_NONE && !dict_args(c, v[4], fname, a->span, &da, &words, &ids)) return c->error;
     if ((v[5] && !fl_ev_want_int(c, v[5], "n", a->span, &da.n)) ||
-        (v[6] && !fl_ev_want_int(c, v[6], "data_type", a->span, &da.data_type))) {
+        (v[6] && !fl_ev_want_int(c, v[6], "data_type", a->span, &da.data_type)) ||
+        (v[7] && !fl_ev_want_int(c, v[7], "trg_dict_size", a->span, &da.n2)) ||
+        (v[8] && v[8]->kind != VK_NONE && !fl_ev_want_str(c, v[8], "src_lang", a->span))) {
         free(words);
         free(ids);
         return c->error;
     }
+    if (v[8] && v[8]->kind == VK_STR) da.lang = v[8]->str.s;
     FlDsLayout l;
     FlErr e;
     FlStatus st = fl_ds_layout(v[0]->str.s, v[1]->str.s, &da, &l, &e);
@@ -149,6 +152,9 @@ static FlValue *d_dataset(Ctx *c, FlValue *self, CallArgs *a) {
         fl_v_rec_set(c, rv->builtin.self, "_n", fl_v_int(c, da.n));
         fl_v_rec_set(c, rv->builtin.self, "_data_type", fl_v_int(c, da.data_type));
     }
+    if (!da.has_dict && da.n) fl_v_rec_set(c, rv->builtin.self, "_n", fl_v_int(c, da.n)); /* wmt's sizes */
+    if (da.n2) fl_v_rec_set(c, rv->builtin.self, "_n2", fl_v_int(c, da.n2));
+    if (da.lang) fl_v_rec_set(c, rv->builtin.self, "_lang", v[8]);
     free(words);
     free(ids);
     return rv;
@@ -272,6 +278,9 @@ static int32_t emit(Ctx *c, FlValue *r) {
     d->n = n && n->kind == VK_INT ? n->i : 0;
     FlValue *dt = get(r, "_data_type");
     d->data_type = dt && dt->kind == VK_INT ? dt->i : 0;
+    FlValue *n2 = get(r, "_n2");
+    d->n2 = n2 && n2->kind == VK_INT ? n2->i : 0;
+    d->lang = dup_str(get(r, "_lang"));
     for (size_t i = 0; wi && i < wi->dict.len; i++) { /* d_dataset checked its keys and values */
         FL_VEC_PUSH(&d->words, fl_xstrdup(wi->dict.keys[i]->str.s));
         FL_VEC_PUSH(&d->word_ids, wi->dict.vals[i]->i);
@@ -407,8 +416,10 @@ bool fl_ev_is_reader_batch(const FlValue *v) { return is_rec(v, BATCH_TYPE); }
 
 /* [s[k] for s in data] over a batch (Paddle's book: numpy.array([d[0] for d in data])): the
  * samples' field k, one row each, which is the batch's field var k ([rows, width]) itself; the
- * comprehension runs once, its target bound to the tuple of the batch's field vars. Anything else
- * over a batch is an error: its samples are read when the program runs. */
+ * comprehension runs once, its target bound to the tuple of the batch's field vars.
+ * [[s[0], s[2]] for s in data] (machine_translation's feeder.feed([[x[0]] for x in data])) is a
+ * batch of those fields. Anything else over a batch is an error: its samples are read when the
+ * program runs. */
 FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch) {
     FlAst *cl = n->comp.clauses.items[0];
     if (n->kind != FL_AST_LISTCOMP || n->comp.clauses.len != 1 || cl->loop.target->kind != FL_AST_NAME)
@@ -422,8 +433,27 @@ FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch) {
     if (x->kind == VK_ERROR) return x;
     for (size_t i = 0; i < fields->list.len; i++)
         if (x == fields->list.items[i]) return x;
+    if (fl_v_is_seq(x) && x->list.len) { /* [[s[0]] for s in data]: a batch of those fields of each sample */
+        FlValue *lods = get(batch, "_lods"), *fs = fl_v_list(c, VK_LIST), *ls = fl_v_list(c, VK_LIST);
+        for (size_t k = 0; k < x->list.len; k++) {
+            size_t i = 0;
+            while (i < fields->list.len && x->list.items[k] != fields->list.items[i]) i++;
+            if (i == fields->list.len) break;
+            fl_v_list_push(c, fs, fields->list.items[i]);
+            fl_v_list_push(c, ls, lods->list.items[i]);
+        }
+        if (fs->list.len == x->list.len) {
+            FlValue *sub = fl_v_record(c, BATCH_TYPE);
+            fl_v_rec_set(c, sub, "_fields", fs);
+            fl_v_rec_set(c, sub, "_lods", ls);
+            fl_v_rec_set(c, sub, "__len__", get(batch, "__len__"));
+            fl_v_rec_set(c, sub, "_reader", get(batch, "_reader"));
+            return sub;
+        }
+    }
     return fl_ev_error(c, n->comp.elt->span, "a comprehension over a reader's batch takes one field of each sample "
-                                             "([s[k] for s in data]), found %s", fl_v_type_name(x));
+                                             "([s[k] for s in data]) or a list of fields ([[s[0], s[2]] for s in "
+                                             "data]: a batch of those fields), found %s", fl_v_type_name(x));
 }
 
 /* next(it): the next batch of the iterator's epoch, which its first next() starts in the driver
@@ -515,8 +545,26 @@ static FlValue *d_movielens_meta(Ctx *c, FlValue *self, CallArgs *a) {
     return out;
 }
 
+/* file(name, file, alt): the path of a file of module NAME's cache folder (conll05.get_embedding()
+ * gives its emb file's), or of `alt` (None, or the name Paddle's download gives the file) when
+ * only that is there; a missing file is an error naming it and how to get it. */
+static FlValue *d_file(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("file", "name file alt", 3);
+    if (!fl_ev_want_str(c, v[0], "dataset name", a->span) || !fl_ev_want_str(c, v[1], "file name", a->span) ||
+        (v[2]->kind != VK_NONE && !fl_ev_want_str(c, v[2], "file name", a->span)))
+        return c->error;
+    FlErr e;
+    char *path = fl_ds_file(v[0]->str.s, v[1]->str.s, v[2]->kind == VK_STR ? v[2]->str.s : NULL, &e);
+    if (!path) return fl_ev_error(c, a->span, "%s", e.msg);
+    FlValue *r = fl_v_cstr(c, path);
+    free(path);
+    return r;
+}
+
 static const NativeFn reader_fns[] = {
     {"movielens_meta", d_movielens_meta},
+    {"file", d_file},
     {"dataset", d_dataset},
     {"fetch", d_fetch},
     {"decorate", d_decorate},

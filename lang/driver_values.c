@@ -303,7 +303,7 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
         BuiltinFn fn;
     } methods[] = {{"mean", m_mean}, {"sum", m_sum},         {"min", m_min},
                    {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten},
-                   {"reshape", m_reshape}};
+                   {"reshape", m_reshape}, {"set", fl_ev_driver_m_set}};
     if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
     if (strcmp(name, "ndim") == 0) {
         FlVarDesc *d = desc(c, v);
@@ -699,6 +699,7 @@ static const NativeFn values_fns[] = {
     {"getenv", n_getenv}, {"exists", n_exists},
     {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
     {"is_runtime", n_is_runtime}, {"exit", n_exit}, {"filled", n_filled},
+    {"fromfile", fl_ev_driver_fromfile},
 };
 
 void fl_ev_values_install(Ctx *c) { fl_ev_module_of_fns(c, "_values", values_fns, FL_ARRAY_LEN(values_fns)); }

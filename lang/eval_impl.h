@@ -629,6 +629,9 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
 bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp); /* numpy's dtype names */
 FlValue *fl_ev_driver_math(Ctx *c, const char *fn, FlValue *x, FlSpan sp); /* math.fn(v) */
 FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp); /* numbers as a constant of the driver */
+/* driver_tensorfile.c: a scope tensor's set(array, place), numpy.fromfile(...) */
+FlValue *fl_ev_driver_m_set(Ctx *c, FlValue *self, CallArgs *a);
+FlValue *fl_ev_driver_fromfile(Ctx *c, FlValue *self, CallArgs *a);
 FlValue *fl_ev_driver_exit(Ctx *c, int64_t code, FlSpan sp); /* an exit op */
 void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp); /* a raise under a runtime condition */
 /* scope.find_var(name) of the Scope whose driver var is scope_var (None: the root scope). */

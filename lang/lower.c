@@ -166,6 +166,14 @@ static void own_names(Ctx *c, Env *e, FlAstList **bodies, size_t n, FlSpan sp) {
     for (size_t i = 0; i < n; i++) assigned_names(bodies[i], &names);
     for (size_t i = 0; i < names.len; i++) {
         FlValue *v = fl_map_find_str(&e->map, names.data[i]);
+        if (v && v->kind == VK_INT && fl_ev_in_driver(c)) {
+            /* an int of the script that a runtime body of the driver rebinds (a step counter
+             * `batch_id += 1`) counts at run time: an int64 [1] var of the driver from here on */
+            FlValue *cv = fl_ev_const_var(c, v, FL_DT_INT64, sp);
+            if (cv->kind == VK_VAR) cv = fl_ev_driver_item(c, cv, FL_DT_INT64, sp); /* a number: rank 0 */
+            if (cv->kind == VK_VAR) fl_env_set(e, names.data[i], cv);
+            continue;
+        }
         if (!v || v->kind != VK_VAR) continue;
         bool seen = false;
         for (size_t k = 0; k < i && !seen; k++) seen = names.data[k] == names.data[i];

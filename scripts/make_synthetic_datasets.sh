@@ -22,6 +22,17 @@
 #   DIR/movielens/ml-1m.zip            ml-1m/users.dat (60 users), movies.dat (120 movies, titles of
 #       2 to 4 words and a year, Latin-1, 1 to 3 of MovieLens's 18 genres) and ratings.dat (6000
 #       ratings, 1 to 5, from the user's and the movie's group), '::'-separated as MovieLens's
+#   DIR/conll05st/conll05st-tests.tar.gz, wordDict.txt, verbDict.txt, targetDict.txt, emb
+#       conll05st-release/test.wsj/{words,props}/test.wsj.{words,props}.gz: 600 sentences "A0 verb
+#       A1 [AM-LOC] [while A0 verb A1]" (a Park-Miller generator) with their bracketed role
+#       columns, one or two predicates each; the dicts of its words ('<unk>' first), verbs and
+#       tags; emb: a 16-byte header and 32 float32 values in {-1, -0.5, 0.5, 1} per word
+#   DIR/wmt14/wmt14.tgz                wmt14/{src,trg}.dict ('<s>', '<e>', '<unk>', then 40 words
+#       each) and wmt14/{train/train,test/test,gen/gen}: pairs of 3 to 8 source words "sK" and
+#       their target words "tK" in the same order (a word for word code), a few words beyond
+#       the dicts
+#   DIR/wmt16/wmt16.tar.gz             wmt16/{train,test,val}: pairs "eK ...\tdK ..." likewise,
+#       the words drawn unevenly (low K more often) so the built dicts' order means something
 # A file already in DIR is left as it is.
 set -eu
 if [ $# -ne 1 ]; then
@@ -206,4 +217,103 @@ if [ ! -e "$dir/movielens/ml-1m.zip" ]; then
     (cd "$tmp" && TZ=UTC zip -q -X ml-1m.zip ml-1m/movies.dat ml-1m/users.dat ml-1m/ratings.dat)
     mv "$tmp/ml-1m.zip" "$dir/movielens/ml-1m.zip"
 fi
-echo "make_synthetic_datasets.sh: $dir holds imikolov/, imdb/, cifar/ and movielens/"
+# srl_corpus N SEED WORDS PROPS: N sentences as the words file and the props file (a word, and its
+# role columns, a line; a blank line after each sentence)
+srl_corpus() {
+    awk -v count="$1" -v seed="$2" -v wf="$3" -v pf="$4" '
+    function rnd(n) { x = (x * 16807) % 2147483647; return x % n }
+    function span(tag, w1, w2) { # a role of two words: its words and bracketed cells
+        nw++; W[nw] = w1; C[nw] = "(" tag "*"; nw++; W[nw] = w2; C[nw] = "*)"
+    }
+    BEGIN {
+        split("the a this that", det, " ")
+        split("man woman dog cat company bank market child teacher city", noun, " ")
+        split("bought sold saw liked found took gave made", verb, " ")
+        split("bought sold saw liked found took gave made", lemma, " ")
+        split("in at near", prep, " ")
+        x = seed
+        for (s = 0; s < count; s++) {
+            nw = 0; delete W; delete C
+            span("A0", det[1 + rnd(4)], noun[1 + rnd(10)]); a0 = nw
+            v = 1 + rnd(8); nw++; W[nw] = verb[v]; C[nw] = "(V*)"; v1 = nw; l1 = lemma[v]
+            span("A1", det[1 + rnd(4)], noun[1 + rnd(10)])
+            if (rnd(2)) { nw++; W[nw] = prep[1 + rnd(3)]; C[nw] = "(AM-LOC*"; span("X", det[1 + rnd(4)], noun[1 + rnd(10)]); C[nw - 1] = "*" }
+            end1 = nw; two = rnd(3) == 0
+            if (two) {
+                nw++; W[nw] = "while"; C[nw] = "*"
+                span("A0", det[1 + rnd(4)], noun[1 + rnd(10)])
+                v = 1 + rnd(8); nw++; W[nw] = verb[v]; C[nw] = "(V*)"; v2 = nw; l2 = lemma[v]
+                span("A1", det[1 + rnd(4)], noun[1 + rnd(10)])
+            }
+            if (end1 > v1 + 2) C[end1] = "*)" # the location span closes at its last word
+            for (i = 1; i <= nw; i++) {
+                print W[i] > wf
+                c0 = i == v1 ? l1 : (two && i == v2 ? l2 : "-")
+                c1 = i <= end1 ? C[i] : "*"
+                line = c0 " " c1
+                if (two) line = line " " (i > end1 + 1 ? C[i] : "*")
+                print line > pf
+            }
+            print "" > wf; print "" > pf
+        }
+    }'
+}
+
+if [ ! -e "$dir/conll05st/conll05st-tests.tar.gz" ]; then
+    c=$tmp/conll05st-release/test.wsj
+    mkdir -p "$c/words" "$c/props" "$dir/conll05st"
+    srl_corpus 600 7 "$c/words/test.wsj.words" "$c/props/test.wsj.props"
+    gzip -n "$c/words/test.wsj.words" "$c/props/test.wsj.props"
+    (cd "$tmp" && tar --format=ustar --sort=name --owner=0 --group=0 --mtime=@0 -czf conll05.tgz conll05st-release)
+    { printf '<unk>\nbos\neos\nwhile\nin\nat\nnear\n'
+      for w in the a this that man woman dog cat company bank market child teacher city bought sold saw liked \
+               found took gave made; do echo "$w"; done; } > "$tmp/wordDict.txt"
+    printf 'bought\nsold\nsaw\nliked\nfound\ntook\ngave\nmade\n' > "$tmp/verbDict.txt"
+    printf 'B-A0\nI-A0\nB-A1\nI-A1\nB-AM-LOC\nI-AM-LOC\nB-V\nI-V\nO\n' > "$tmp/targetDict.txt"
+    # emb: Paddle's parameter header (16 bytes), then 32 float32 values a word, little-endian
+    awk -v n="$(wc -l < "$tmp/wordDict.txt")" 'BEGIN {
+        split("\\000\\000\\200\\277 \\000\\000\\000\\277 \\000\\000\\000\\077 \\000\\000\\200\\077", v, " ")
+        printf "\\000\\000\\000\\000\\004\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\\000\n"
+        x = 3
+        for (i = 0; i < n * 32; i++) { x = (x * 16807) % 2147483647; printf "%s", v[1 + x % 4]; if (i % 32 == 31) printf "\n" }
+    }' | while IFS= read -r line; do printf "$line"; done > "$tmp/emb"
+    mv "$tmp/wordDict.txt" "$tmp/verbDict.txt" "$tmp/targetDict.txt" "$tmp/emb" "$dir/conll05st/"
+    mv "$tmp/conll05.tgz" "$dir/conll05st/conll05st-tests.tar.gz"
+fi
+# mt_pairs N SEED SRC TRG WORDS: N lines "SRC-words\tTRG-words", word K of the source side being
+# SRCK and TRGK its translation, K from 0 to WORDS + 1 (the last two beyond dicts of WORDS)
+mt_pairs() {
+    awk -v count="$1" -v seed="$2" -v s="$3" -v t="$4" -v words="$5" 'BEGIN {
+        x = seed
+        for (i = 0; i < count; i++) {
+            x = (x * 16807) % 2147483647; len = 3 + x % 6
+            a = ""; b = ""
+            for (k = 0; k < len; k++) {
+                x = (x * 16807) % 2147483647; r = x % 1000
+                w = r < 10 ? words + r % 2 : int(words * (r / 1000) * (r / 1000))
+                a = a (k ? " " : "") s w; b = b (k ? " " : "") t w
+            }
+            print a "\t" b
+        }
+    }'
+}
+
+if [ ! -e "$dir/wmt14/wmt14.tgz" ]; then
+    mkdir -p "$tmp/wmt14/train" "$tmp/wmt14/test" "$tmp/wmt14/gen" "$dir/wmt14"
+    { printf '<s>\n<e>\n<unk>\n'; awk 'BEGIN { for (k = 0; k < 40; k++) print "s" k }'; } > "$tmp/wmt14/src.dict"
+    { printf '<s>\n<e>\n<unk>\n'; awk 'BEGIN { for (k = 0; k < 40; k++) print "t" k }'; } > "$tmp/wmt14/trg.dict"
+    mt_pairs 2000 5 s t 40 > "$tmp/wmt14/train/train"
+    mt_pairs 200 9 s t 40 > "$tmp/wmt14/test/test"
+    mt_pairs 20 13 s t 40 > "$tmp/wmt14/gen/gen"
+    (cd "$tmp" && tar --format=ustar --sort=name --owner=0 --group=0 --mtime=@0 -czf wmt14.tgz wmt14)
+    mv "$tmp/wmt14.tgz" "$dir/wmt14/wmt14.tgz"
+fi
+if [ ! -e "$dir/wmt16/wmt16.tar.gz" ]; then
+    mkdir -p "$tmp/wmt16" "$dir/wmt16"
+    mt_pairs 2000 17 e d 40 > "$tmp/wmt16/train"
+    mt_pairs 200 19 e d 40 > "$tmp/wmt16/test"
+    mt_pairs 200 23 e d 40 > "$tmp/wmt16/val"
+    (cd "$tmp" && tar --format=ustar --sort=name --owner=0 --group=0 --mtime=@0 -czf wmt16.tgz wmt16)
+    mv "$tmp/wmt16.tgz" "$dir/wmt16/wmt16.tar.gz"
+fi
+echo "make_synthetic_datasets.sh: $dir holds imikolov/, imdb/, cifar/, movielens/, conll05st/, wmt14/ and wmt16/"

@@ -684,6 +684,7 @@ void fl_ir_reader_desc_free(FlReaderDesc *r) {
     free(r->part);
     free_strvec(r->words.data, r->words.len);
     FL_VEC_FREE(&r->word_ids);
+    free(r->lang);
     free(r);
 }
 
@@ -693,6 +694,7 @@ static FlReaderDesc *reader_desc_clone(const FlReaderDesc *r) {
     c->kind = dup_or_null(r->kind);
     c->dataset = dup_or_null(r->dataset);
     c->part = dup_or_null(r->part);
+    c->lang = dup_or_null(r->lang);
     c->inputs.data = NULL;
     c->inputs.len = c->inputs.cap = 0;
     for (size_t i = 0; i < r->inputs.len; i++) FL_VEC_PUSH(&c->inputs, r->inputs.data[i]);
@@ -1009,6 +1011,7 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
     if (k != 0 && r->words.len) return fl_err(e, "reader %zu (%s): a word dict on a decorator", i, r->kind);
     if (r->data_type < 0 || r->data_type > 2 || (k != 0 && r->data_type))
         return fl_err(e, "reader %zu (%s): data_type %lld", i, r->kind, (long long)r->data_type);
+    if (k != 0 && (r->n2 || r->lang)) return fl_err(e, "reader %zu (%s): a dataset's arguments on a decorator", i, r->kind);
     return FL_OK;
 }
 

@@ -280,6 +280,8 @@ typedef struct FlReaderDesc {
     FL_VEC(char *) words;      /* dataset: the word dict, word i having id word_ids[i]; owned */
     FL_VEC(int64_t) word_ids;
     int64_t data_type;         /* dataset: imikolov's DataType (2: SEQ); 0: the module's default */
+    int64_t n2;                /* dataset: wmt16's trg_dict_size (n: its src_dict_size) */
+    char *lang;                /* dataset: wmt16's src_lang; owned, else NULL */
 } FlReaderDesc;
 
 void fl_ir_reader_desc_free(FlReaderDesc *r);

@@ -227,6 +227,9 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->word_ids = r->word_ids.data;
     m->has_data_type = r->data_type != 0;
     m->data_type = r->data_type;
+    m->has_n2 = r->n2 != 0;
+    m->n2 = r->n2;
+    m->lang = r->lang;
     return m;
 }
 
@@ -597,6 +600,8 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         FL_VEC_RESERVE(&r->word_ids, rm->n_word_ids);
         for (size_t j = 0; j < rm->n_word_ids; j++) r->word_ids.data[r->word_ids.len++] = rm->word_ids[j];
         r->data_type = rm->data_type;
+        r->n2 = rm->n2;
+        r->lang = rm->lang ? dec_str(rm->lang) : NULL;
     }
     if (m->inference) {
         b->inference = fl_xcalloc(1, sizeof *b->inference);

@@ -298,6 +298,8 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
         if (r->check_alignment) fl_buf_puts(out, " check_alignment");
         if (r->words.len) fl_buf_printf(out, " word_idx of %zu words", r->words.len);
         if (r->data_type) fl_buf_printf(out, " data_type %lld", (long long)r->data_type);
+        if (r->n2) fl_buf_printf(out, " %lld", (long long)r->n2);
+        if (r->lang) fl_buf_printf(out, " %s", r->lang);
         fl_buf_putc(out, '\n');
     }
 }

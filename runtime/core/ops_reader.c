@@ -79,7 +79,8 @@ static FlStatus load(Reader *r, size_t i, FlErr *e) {
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
         FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,
-                      .ids = d->word_ids.data, .n = d->n, .data_type = d->data_type};
+                      .ids = d->word_ids.data, .n = d->n, .data_type = d->data_type,
+                      .n2 = d->n2, .lang = d->lang};
         return fl_ds_load(d->dataset, d->part, &a, &r->tables[i], e);
     }
     for (size_t k = 0; k < d->inputs.len; k++)

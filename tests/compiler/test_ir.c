@@ -671,6 +671,16 @@ static void test_readers_round_trip(void) {
     fl_ir_bundle_free(b);
 }
 
+/* b written to path and read back (a bundle: no plan). */
+static FlBundle *written_and_read(const FlBundle *b, const char *path) {
+    FlErr e = {{0}};
+    FlBundle *r = NULL;
+    FlPlan *p = NULL;
+    CU_ASSERT_EQUAL_FATAL(fl_ir_bundle_write(b, path, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_ir_read(path, &r, &p, &e), FL_OK);
+    return r;
+}
+
 /* A dataset reader's word dict (imikolov.train(word_idx, n)) is written, read back, shown and
  * cloned; words without as many ids, or a dict on a decorator, are refused. */
 static void test_reader_word_dict(void) {
@@ -687,10 +697,7 @@ static void test_reader_word_dict(void) {
     FL_VEC_PUSH(&b->readers, src);
     FL_VEC_PUSH(&b->readers, reader_desc("batch", 0, 32));
     const char *path = tmp_path("words.flp");
-    CU_ASSERT_EQUAL_FATAL(fl_ir_bundle_write(b, path, &e), FL_OK);
-    FlBundle *r = NULL;
-    FlPlan *p = NULL;
-    CU_ASSERT_EQUAL_FATAL(fl_ir_read(path, &r, &p, &e), FL_OK);
+    FlBundle *r = written_and_read(b, path);
     const FlReaderDesc *d = r->readers.data[0];
     CU_ASSERT_EQUAL_FATAL(d->words.len, 2);
     CU_ASSERT_EQUAL_FATAL(d->word_ids.len, 2);
@@ -718,6 +725,39 @@ static void test_reader_word_dict(void) {
     FL_VEC_PUSH(&b->readers.data[1]->word_ids, 1);
     CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 1 (batch): a word dict on a decorator"));
+    fl_ir_bundle_free(b);
+}
+
+/* wmt16's arguments (train(src_dict_size, trg_dict_size, src_lang)) are written, read back, shown
+ * and cloned; on a decorator they are refused. */
+static void test_reader_wmt16_args(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    FlReaderDesc *src = reader_desc("dataset", -1, 100);
+    src->dataset = fl_xstrdup("wmt16");
+    src->part = fl_xstrdup("validation");
+    src->n2 = 120;
+    src->lang = fl_xstrdup("de");
+    FL_VEC_PUSH(&b->readers, src);
+    FL_VEC_PUSH(&b->readers, reader_desc("batch", 0, 4));
+    const char *path = tmp_path("wmt16.flp");
+    FlBundle *r = written_and_read(b, path);
+    const FlReaderDesc *d = r->readers.data[0];
+    CU_ASSERT_EQUAL(d->n, 100);
+    CU_ASSERT_EQUAL(d->n2, 120);
+    CU_ASSERT_STRING_EQUAL(d->lang, "de");
+    char *s1 = show_bundle(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s1, "reader 0: dataset() wmt16.validation 100 120 de\n"));
+    free(s1);
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_NOT_EQUAL(cl->readers.data[0]->lang, d->lang);
+    CU_ASSERT_STRING_EQUAL(cl->readers.data[0]->lang, "de");
+    CU_ASSERT_EQUAL(cl->readers.data[0]->n2, 120);
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    b->readers.data[1]->lang = fl_xstrdup("en");
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 1 (batch): a dataset's arguments on a decorator"));
     fl_ir_bundle_free(b);
 }
 
@@ -1600,6 +1640,7 @@ int main(void) {
     CU_add_test(s, "driver round trip", test_driver_round_trip);
     CU_add_test(s, "readers round trip", test_readers_round_trip);
     CU_add_test(s, "reader word dict", test_reader_word_dict);
+    CU_add_test(s, "reader wmt16 args", test_reader_wmt16_args);
     CU_add_test(s, "named programs", test_named_programs);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);

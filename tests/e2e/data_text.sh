@@ -16,9 +16,7 @@
 set -u
 FLRUN=$1 FLC=$2 ROOT=$3
 . "$ROOT/tests/e2e/data_common.sh"
-[ -x $PY ] || { echo "skipped: /usr/bin/python3 not found"; exit 77; }
-sh "$ROOT/scripts/make_synthetic_datasets.sh" "$T/cache" > /dev/null || fail "make_synthetic_datasets.sh"
-export FLUIDC_DATA_HOME=$T/cache
+synthetic_datasets
 
 "$FLRUN" "$D/imikolov_grams.fl" > "$T/grams.log" || fail "imikolov_grams.fl"
 $PY "$D/check_imikolov.py" "$T/cache/imikolov/simple-examples.tgz" "$T/grams.log" || fail "imikolov"

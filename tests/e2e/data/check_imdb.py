@@ -9,6 +9,8 @@ import string
 import sys
 import tarfile
 
+import check_common
+
 
 def tokenize(path, pattern):
     with tarfile.open(path) as tarf:
@@ -54,13 +56,7 @@ def main():
             b = s[i:i + 500]
             want.append('%s %d %d %d %d %d %d' % (part, len(b), sum(sum(x) for x, _ in b), sum(len(x) for x, _ in b),
                                                 sum(x[0] for x, _ in b), len(b[0][0]), sum(l for _, l in b)))
-    got = [l for l in open(sys.argv[2]).read().split('\n') if l]
-    if got != want:
-        for i in range(max(len(got), len(want))):
-            a = got[i] if i < len(got) else '<none>'
-            b = want[i] if i < len(want) else '<none>'
-            print('%s %-44s %s' % ('  ' if a == b else '!=', a, b))
-        sys.exit(1)
+    check_common.compare(sys.argv[2], want)
 
 
 main()

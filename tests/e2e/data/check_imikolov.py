@@ -8,6 +8,8 @@ import collections
 import sys
 import tarfile
 
+import check_common
+
 TRAIN = './simple-examples/data/ptb.train.txt'
 VALID = './simple-examples/data/ptb.valid.txt'
 
@@ -71,14 +73,7 @@ def main():
             b = s[i:i + 150]
             want.append('seq%d %d %d %d %d %d' % (n, len(b), sum(sum(x) for x, _ in b), sum(sum(y) for _, y in b),
                                                 len(b[0][0]), sum(len(x) for x, _ in b)))
-    got = open(sys.argv[2]).read().split('\n')
-    got = [l for l in got if l]
-    if got != want:
-        for i in range(max(len(got), len(want))):
-            a = got[i] if i < len(got) else '<none>'
-            b = want[i] if i < len(want) else '<none>'
-            print('%s %-40s %s' % ('  ' if a == b else '!=', a, b))
-        sys.exit(1)
+    check_common.compare(sys.argv[2], want)
     if len(d) < 300 or d[b'<unk>'] != len(d) - 1:
         sys.exit('the dict is not the synthetic set\'s')
 
