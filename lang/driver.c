@@ -381,6 +381,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         feed = feed->list.items[0]; /* one place's feed (the batch of an iterable PyReader) */
     if (feed && feed->kind != VK_DICT)
         return fl_ev_error(c, sp, "feed must be a dict of var names to values, found %s", fl_v_type_name(feed));
+    if (feed && (feed = fl_ev_lod_feeds(c, feed, g, sp))->kind == VK_ERROR) return feed; /* LoDTensors */
     FlValue *fetch = v[2] && v[2]->kind != VK_NONE ? v[2] : NULL;
     if (fetch && fetch->kind == VK_SET) fetch = fl_ev_as_list(c, fetch, sp); /* fetch_list={g_img} */
     if (fetch && fetch->kind == VK_VAR) return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found a Variable: write [%s]", fetch->var.name);
@@ -525,20 +526,47 @@ static FlValue *d_time_now(Ctx *c, FlValue *self, CallArgs *a) {
     return r;
 }
 
+static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp);
+
+/* The shape of a nested list of numbers into shape (from depth on); false when it is ragged or
+ * holds something else (the feed reports it). */
+static bool nd_shape(Ctx *c, FlValue *v, size_t depth, FlValue *shape) {
+    if (fl_v_is_num(v)) return depth == shape->list.len;
+    if (!fl_v_is_seq(v) || depth >= FL_IR_MAX_DIMS) return false;
+    if (depth == shape->list.len) fl_v_list_push(c, shape, fl_v_int(c, (int64_t)v->list.len));
+    else if (shape->list.items[depth]->i != (int64_t)v->list.len) return false;
+    for (size_t i = 0; i < v->list.len; i++)
+        if (!nd_shape(c, v->list.items[i], depth + 1, shape)) return false;
+    return v->list.len > 0 || depth + 1 == shape->list.len;
+}
+
+/* a.astype(dtype) of numbers kept for a feed: the same numbers in that dtype. */
+static FlValue *nd_astype(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("astype", "dtype", 1);
+    return ndarray_new(c, rec_get(self, "_value"), v[0], a->span);
+}
+
+static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp) {
+    FlValue *r = fl_v_record(c, NDARRAY_TYPE);
+    fl_v_rec_set(c, r, "_value", value);
+    if (dtype && dtype->kind != VK_NONE) {
+        FlDType dt;
+        if (!fl_ev_driver_dtype(c, dtype, &dt, sp)) return c->error; /* driver_values.c */
+        fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dt));
+    }
+    fl_v_rec_set(c, r, "astype", fl_v_builtin(c, "astype", nd_astype, r));
+    FlValue *shape = fl_v_list(c, VK_TUPLE);
+    if (nd_shape(c, value, 0, shape)) fl_v_rec_set(c, r, "shape", shape); /* numpy's, when rectangular */
+    return r;
+}
+
 /* array(obj, dtype=None): obj's numbers kept for a feed; dtype a numpy dtype name. */
 static FlValue *d_array(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("array", "object dtype=", 2);
     if (fl_ev_is_runtime(c, v[0]))
         return fl_ev_error(c, a->span, "numpy.array() of a string known only at run time");
     if (is_rec(v[0], NDARRAY_TYPE) && !v[1]) return v[0];
-    FlValue *r = fl_v_record(c, NDARRAY_TYPE);
-    fl_v_rec_set(c, r, "_value", is_rec(v[0], NDARRAY_TYPE) ? rec_get(v[0], "_value") : v[0]);
-    if (v[1] && v[1]->kind != VK_NONE) {
-        FlDType dt;
-        if (!fl_ev_driver_dtype(c, v[1], &dt, a->span)) return c->error; /* driver_values.c */
-        fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dt));
-    }
-    return r;
+    return ndarray_new(c, is_rec(v[0], NDARRAY_TYPE) ? rec_get(v[0], "_value") : v[0], v[1], a->span);
 }
 
 static FlValue *d_cuda_note(Ctx *c, FlValue *self, CallArgs *a) {

@@ -278,6 +278,8 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     } methods[] = {{"mean", m_mean}, {"sum", m_sum},         {"min", m_min},
                    {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten}};
     if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
+    FlValue *lod = fl_ev_lod_fetched_attr(c, v, name, sp); /* lod(), recursive_sequence_lengths() */
+    if (lod) return lod;
     if (strcmp(name, "ndim") == 0) {
         FlVarDesc *d = desc(c, v);
         return d ? fl_v_int(c, d->ndim) : NULL;

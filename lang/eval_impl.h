@@ -588,6 +588,13 @@ FlValue *fl_ev_reader_attr(FlValue *r, const char *name);
 const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan sp);
 FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var, FlSpan sp);
 void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */
+/* driver_lod.c: Fluid's LoDTensor (the native module _lod); exe.run's feed dict with each LoDTensor
+ * replaced by its data and the offsets of the var it feeds (feed itself when it holds none); a
+ * fetched value's lod() and recursive_sequence_lengths() (NULL: another name). */
+void fl_ev_driver_lod_install(Ctx *c);
+bool fl_ev_is_lod_tensor(const FlValue *v);
+FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp);
+FlValue *fl_ev_lod_fetched_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
  * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
  * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of
