@@ -31,15 +31,7 @@
 #define LOD_TYPE "LoDTensor"
 #define NDARRAY_TYPE "ndarray"
 
-static FlValue *get(FlValue *r, const char *name) {
-    return r && r->kind == VK_RECORD && r->rec.attrs ? fl_map_find_str(&r->rec.attrs->map, name) : NULL;
-}
-
-static bool is_rec(const FlValue *v, const char *type) {
-    return v && v->kind == VK_RECORD && !v->rec.cls && v->rec.type && strcmp(v->rec.type, type) == 0;
-}
-
-bool fl_ev_is_lod_tensor(const FlValue *v) { return is_rec(v, LOD_TYPE); }
+bool fl_ev_is_lod_tensor(const FlValue *v) { return fl_v_is_rec(v, LOD_TYPE); }
 
 /* Whether v is fluid.CPUPlace() or CUDAPlace(n) (stdlib/fluid/executor.fl's classes). */
 static bool want_place(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
@@ -53,7 +45,7 @@ static bool want_place(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
 /* The rows of data (its first dim) when the script compiles, else -1 (a driver value whose batch
  * is known only at run time, or no data). */
 static int64_t data_rows(Ctx *c, FlValue *d) {
-    if (is_rec(d, NDARRAY_TYPE)) d = get(d, "_value");
+    if (fl_v_is_rec(d, NDARRAY_TYPE)) d = fl_v_rec_get(d, "_value");
     if (d && fl_v_is_seq(d)) return (int64_t)d->list.len;
     if (!fl_ev_is_driver_var(c, d)) return -1;
     DriverSwap s;
@@ -132,12 +124,12 @@ static FlValue *t_set(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("set", "array place", 2);
     if (!want_place(c, v[1], "LoDTensor.set(array, place)", a->span)) return c->error;
     FlValue *d = v[0];
-    if (fl_ev_is_lod_tensor(d)) d = get(d, "_data");
-    if (!is_rec(d, NDARRAY_TYPE) && !fl_ev_is_driver_var(c, d) && !fl_v_is_seq(d))
+    if (fl_ev_is_lod_tensor(d)) d = fl_v_rec_get(d, "_data");
+    if (!fl_v_is_rec(d, NDARRAY_TYPE) && !fl_ev_is_driver_var(c, d) && !fl_v_is_seq(d))
         return fl_ev_error(c, a->span, "LoDTensor.set(array, place) takes a numpy array (numpy.array(...), a fetched "
                                        "value), found %s", fl_v_type_name(d));
     int64_t rows = data_rows(c, d);
-    FlValue *lens = get(self, "_lens");
+    FlValue *lens = fl_v_rec_get(self, "_lens");
     if (lens->list.len && !check_lens(c, lens, rows, "LoDTensor.set", a->span)) return c->error;
     fl_v_rec_set(c, self, "_data", d);
     return c->none;
@@ -145,7 +137,7 @@ static FlValue *t_set(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *t_set_lens(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("set_recursive_sequence_lengths", "recursive_sequence_lengths", 1);
-    FlValue *d = get(self, "_data");
+    FlValue *d = fl_v_rec_get(self, "_data");
     FlValue *lens = check_lens(c, v[0], d->kind == VK_NONE ? -1 : data_rows(c, d),
                                "LoDTensor.set_recursive_sequence_lengths", a->span);
     if (!lens) return c->error;
@@ -182,7 +174,7 @@ static FlValue *t_set_lod(Ctx *c, FlValue *self, CallArgs *a) {
         }
         fl_v_list_push(c, lens, l);
     }
-    FlValue *d = get(self, "_data");
+    FlValue *d = fl_v_rec_get(self, "_data");
     if (!(lens = check_lens(c, lens, d->kind == VK_NONE ? -1 : data_rows(c, d), "LoDTensor.set_lod", sp)))
         return c->error;
     fl_v_rec_set(c, self, "_lens", lens);
@@ -192,13 +184,13 @@ static FlValue *t_set_lod(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *t_lod(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("lod", "", 0);
     (void)v;
-    return offsets(c, get(self, "_lens"));
+    return offsets(c, fl_v_rec_get(self, "_lens"));
 }
 
 static FlValue *t_lens(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("recursive_sequence_lengths", "", 0);
     (void)v;
-    return copy_lens(c, get(self, "_lens"));
+    return copy_lens(c, fl_v_rec_get(self, "_lens"));
 }
 
 /* Fluid's check of the lengths against the data: known when the script compiles here, or an
@@ -206,7 +198,7 @@ static FlValue *t_lens(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *t_valid(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("has_valid_recursive_sequence_lengths", "", 0);
     (void)v;
-    FlValue *d = get(self, "_data"), *lens = get(self, "_lens");
+    FlValue *d = fl_v_rec_get(self, "_data"), *lens = fl_v_rec_get(self, "_lens");
     int64_t rows = d->kind == VK_NONE ? 0 : data_rows(c, d);
     if (rows < 0)
         return fl_ev_error(c, a->span, "LoDTensor.has_valid_recursive_sequence_lengths(): the data's rows are known "
@@ -224,10 +216,10 @@ static FlValue *t_valid(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *t_shape(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("shape", "", 0);
     (void)v;
-    FlValue *d = get(self, "_data");
+    FlValue *d = fl_v_rec_get(self, "_data");
     if (d->kind == VK_NONE) return fl_v_list(c, VK_LIST);
     if (fl_ev_is_driver_var(c, d)) return fl_ev_driver_attr(c, d, "shape", a->span);
-    if (is_rec(d, NDARRAY_TYPE)) d = get(d, "_value");
+    if (fl_v_is_rec(d, NDARRAY_TYPE)) d = fl_v_rec_get(d, "_value");
     int64_t shape[FL_IR_MAX_DIMS];
     int ndim = -1;
     if (!fl_ev_driver_flatten(c, d, 0, shape, &ndim, fl_v_list(c, VK_LIST), a->span)) return c->error;
@@ -272,7 +264,7 @@ static FlValue *n_create(Ctx *c, FlValue *self, CallArgs *a) {
     FlSpan sp = a->span;
     FlValue *d = v[0];
     bool from_tensor = fl_ev_is_lod_tensor(d); /* Fluid's create_lod_tensor(numpy.array(t), ...) */
-    if (from_tensor) d = get(d, "_data");
+    if (from_tensor) d = fl_v_rec_get(d, "_data");
     if (d->kind == VK_LIST && !from_tensor) {
         FlValue *flat = fl_v_list(c, VK_LIST), *lens = fl_v_list(c, VK_LIST), *want = v[1];
         for (size_t i = 0; i < d->list.len; i++) {
@@ -303,7 +295,7 @@ static FlValue *n_create(Ctx *c, FlValue *self, CallArgs *a) {
     FlValue *t = lod_tensor_new(c);
     FlValue *lens = check_lens(c, v[1], data_rows(c, d), "create_lod_tensor", sp);
     if (!lens) return c->error;
-    if (!is_rec(d, NDARRAY_TYPE) && !fl_ev_is_driver_var(c, d) && !fl_v_is_seq(d))
+    if (!fl_v_is_rec(d, NDARRAY_TYPE) && !fl_ev_is_driver_var(c, d) && !fl_v_is_seq(d))
         return fl_ev_error(c, sp, "create_lod_tensor takes a numpy array, a list of sequences or a LoDTensor, "
                                   "found %s", fl_v_type_name(v[0]));
     fl_v_rec_set(c, t, "_data", d);
@@ -320,7 +312,7 @@ static FlValue *n_is_lod_tensor(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *n_data(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("data", "tensor", 1);
     (void)self;
-    FlValue *d = fl_ev_is_lod_tensor(v[0]) ? get(v[0], "_data") : NULL;
+    FlValue *d = fl_ev_is_lod_tensor(v[0]) ? fl_v_rec_get(v[0], "_data") : NULL;
     if (!d || d->kind == VK_NONE)
         return fl_ev_error(c, a->span, "numpy.array() of a LoDTensor that holds no data yet (set(array, place) it)");
     return d;
@@ -355,7 +347,7 @@ FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp) {
             fl_v_dict_set(c, out, k, t);
             continue;
         }
-        FlValue *d = get(t, "_data"), *lens = get(t, "_lens");
+        FlValue *d = fl_v_rec_get(t, "_data"), *lens = fl_v_rec_get(t, "_lens");
         if (d->kind == VK_NONE)
             return fl_ev_error(c, sp, "feed '%s': the LoDTensor holds no data (set(array, place) it)", name);
         fl_v_dict_set(c, out, k, d);

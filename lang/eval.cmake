@@ -11,7 +11,7 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/driver_random.c
   ${FL_LANG_DIR}/driver_pyreader.c
   ${FL_LANG_DIR}/driver_dist.c ${FL_LANG_DIR}/driver_batch.c
-  ${FL_LANG_DIR}/driver_lod.c)
+  ${FL_LANG_DIR}/driver_lod.c ${FL_LANG_DIR}/driver_file.c)
 fl_target(fl_lang)
 target_compile_definitions(fl_lang PRIVATE FL_STDLIB_DIR="${PROJECT_SOURCE_DIR}/stdlib")
 target_link_libraries(fl_lang PUBLIC fl_parse fl_passes fl_ops fl_ir fl_dataset fl_base m)

@@ -287,6 +287,10 @@ FlValue *fl_v_var(Ctx *c, const char *name);
 FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
 FlValue *fl_v_record(Ctx *c, const char *type);
 void fl_v_rec_set(Ctx *c, FlValue *rec, const char *name, FlValue *v);
+/* A record's attribute (NULL: none, or not a record); whether v is a native record of that type
+ * (not an instance of a user class). */
+FlValue *fl_v_rec_get(FlValue *r, const char *name);
+bool fl_v_is_rec(const FlValue *v, const char *type);
 /* Python's ==, exact for ints (not through a double), dicts equal when they map the same keys
  * to equal values. A comparison nesting deeper than FL_MAX_NESTING (two lists that hold
  * themselves: Python's RecursionError) is reported at sp, *ok false. */
@@ -595,6 +599,12 @@ void fl_ev_driver_lod_install(Ctx *c);
 bool fl_ev_is_lod_tensor(const FlValue *v);
 FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp);
 FlValue *fl_ev_lod_fetched_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
+/* driver_file.c: the builtin open() of a file to write a program to, `with` on it, and
+ * program.desc (its serialize_to_string() is what f.write takes). */
+void fl_ev_driver_file_install(Ctx *c);
+bool fl_ev_is_file(const FlValue *v);
+FlValue *fl_ev_file_guard(Ctx *c, FlValue *f);
+FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog);
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
  * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
  * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of
