@@ -227,9 +227,10 @@ static FlValue *driver_op1(Ctx *c, const char *type, FlValue *v, const char *att
 }
 
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
+    if (idx->kind == VK_LIST) return fl_ev_driver_take(c, v, idx, sp); /* v[[0, 2]]: driver_values.c */
     if (idx->kind != VK_INT && idx->kind != VK_BOOL)
-        return fl_ev_error(c, sp, "a fetched value is indexed by an int here (v[0], v[-1]), found %s; slices and "
-                                  "index lists are not compiled yet", fl_v_type_name(idx));
+        return fl_ev_error(c, sp, "a fetched value is indexed by an int (v[0], v[-1]), a slice (v[a:b]) or a list "
+                                  "of ints (v[[0, 2]]) here, found %s", fl_v_type_name(idx));
     return driver_op1(c, "index", v, "i", fl_v_int(c, idx->kind == VK_INT ? idx->i : idx->b), sp);
 }
 
@@ -302,6 +303,18 @@ static FlValue *feed_const(Ctx *c, FlValue *v, const FlVarDesc *to, FlDType want
 }
 
 /* ------------------------------------------------------------------ exe.run */
+
+FlVarDesc *fl_ev_driver_value_var(Ctx *c, FlBlock *b, const char *prefix, const FlVarDesc *like, FlSpan sp) {
+    const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));
+    FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
+    FlLoc loc = d->loc;
+    fl_ir_var_copy(d, like);
+    d->loc = loc;
+    d->persistable = d->trainable = d->fed = false;
+    d->stop_gradient = true;
+    fl_ir_var_set_lod(d, 0, NULL); /* offsets are not fetched yet */
+    return d;
+}
 
 /* The name a run_program gives program p: "main", "startup", or the name of a named program of the
  * bundle (Bundle.programs), which adopts a Program() or a clone the first time the driver runs it:
@@ -446,16 +459,11 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     if (scope_var) fl_ir_op_add_input(op, "Scope", scope_var->var.name);
     result = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < nfetch; i++) {
-        const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "fetch"));
         /* a run a py_reader feeds keeps its fetches in the driver's global block: after the
          * EOFException they hold the last batch's, as the script's names do in Python */
-        FlVarDesc *d = fl_ev_new_var(c, guard ? fl_ir_block(c->b.main, 0) : outer, name, sp);
-        FlLoc loc = d->loc;
-        fl_ir_var_copy(d, fl_ir_var_find(g, tnames[i]));
-        d->loc = loc;
-        d->persistable = d->trainable = d->fed = false;
-        d->stop_gradient = true;
-        fl_ir_var_set_lod(d, 0, NULL); /* offsets are not fetched yet */
+        FlVarDesc *d = fl_ev_driver_value_var(c, guard ? fl_ir_block(c->b.main, 0) : outer, "fetch",
+                                              fl_ir_var_find(g, tnames[i]), sp);
+        const char *name = d->name;
         if (guard && !fl_ev_pyreader_fetch_init(c, d, sp)) result = c->error;
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));

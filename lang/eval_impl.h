@@ -175,6 +175,8 @@ typedef struct RtFunc {
     const char *alive;    /* bool [1], true until a return runs; NULL until a return needs it */
     bool alive_in_driver; /* alive is a var of the driver */
     int exits;            /* returns lowered so far */
+    const char *result;   /* the driver var a `return value` under a runtime condition assigns, the
+                             call's value (NULL: none yet) */
 } RtFunc;
 
 /* The current program and block saved while ops go to the driver (driver.c). */
@@ -419,6 +421,10 @@ const char *fl_ev_new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, b
 void fl_ev_set_flag(Ctx *c, const char *name, bool value, FlSpan sp);
 Flow fl_ev_lower_return(Ctx *c, FlAst *s);
 void fl_ev_rtfunc_begin(Ctx *c, RtFunc *f);
+/* The value of a call whose body is def (r: what it returned when it ended): r, or the call's
+ * result var when it returned a value under a runtime condition (an error when its body can end
+ * without a return of a value there). */
+FlValue *fl_ev_rtfunc_value(Ctx *c, RtFunc *f, const FlAst *def, FlValue *r, FlSpan sp);
 Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
 Flow fl_ev_lower_while_true(Ctx *c, Env *e, FlAst *s);
@@ -637,6 +643,10 @@ bool fl_ev_driver_flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *nd
 void fl_ev_values_install(Ctx *c); /* the native module _values */
 FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp); /* v[...] */
 FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp);
+FlValue *fl_ev_driver_take(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp); /* v[[0, 2]]: a gather */
+/* A new var PREFIX_N.tmp_0 of driver block b holding a value declared as `like` is (its dtype
+ * and shape; not persistable, no gradient, no offsets): a fetched value, a scope's var, a result. */
+FlVarDesc *fl_ev_driver_value_var(Ctx *c, FlBlock *b, const char *prefix, const FlVarDesc *like, FlSpan sp);
 /* v.NAME of a driver var (shape, ndim, mean, sum, min, max, astype, flatten); NULL: not one of them. */
 FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
 bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp); /* numpy's dtype names */
