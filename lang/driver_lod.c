@@ -357,7 +357,10 @@ FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp) {
                                       "(set_recursive_sequence_lengths)", name, to->lod_level,
                                to->lod_level == 1 ? "" : "s", lens->list.len);
         FlValue *offs = offsets(c, lens);
-        for (int l = 0; l < to->lod_level; l++) fl_v_dict_set(c, out, fl_v_cstr(c, to->lod[l]), offs->list.items[l]);
+        for (int l = 0; l < to->lod_level; l++) {
+            if (!to->lod[l]) return fl_ev_error(c, sp, "feed '%s': level %d of its offsets has no var", name, l);
+            fl_v_dict_set(c, out, fl_v_cstr(c, to->lod[l]), offs->list.items[l]);
+        }
     }
     return out;
 }
