@@ -18,7 +18,8 @@
  *
  * exe.run(feed={name: t}) of a LoDTensor (fl_ev_lod_feeds) feeds its data to the var, and to a var
  * of lod_level L its first L levels as offsets (the var's NAME@LOD0.., constants of the driver),
- * as DataFeeder feeds a reader's sequences; a var without LoD takes the data alone, as in Fluid.
+ * as DataFeeder feeds a reader's sequences; a var without LoD takes the data alone, as in Fluid. A
+ * sequence var fed anything else without its offsets beside it is a located error.
  * A fetched value's lod() and recursive_sequence_lengths() (fl_ev_lod_fetched_attr) are [] when
  * the program's var has no LoD (the value Fluid gives, known when the script compiles); the offsets
  * of a fetched sequence are not fetched, a located error.
@@ -329,10 +330,36 @@ void fl_ev_driver_lod_install(Ctx *c) { fl_ev_module_of_fns(c, "_lod", lod_fns, 
 
 /* ------------------------------------------------------------------ exe.run */
 
+/* The var a feed key names (a Var or a name) in g, else NULL. */
+static const FlVarDesc *feed_var(FlValue *k, const FlBlock *g, const char **name) {
+    *name = k->kind == VK_VAR ? k->var.name : k->kind == VK_STR ? k->str.s : NULL;
+    return *name ? fl_ir_var_find(g, *name) : NULL;
+}
+
+/* Whether feed has a key naming name. */
+static bool has_key(FlValue *feed, const char *name) {
+    for (size_t i = 0; i < feed->dict.len; i++) {
+        FlValue *k = feed->dict.keys[i];
+        const char *n = k->kind == VK_VAR ? k->var.name : k->kind == VK_STR ? k->str.s : NULL;
+        if (n && strcmp(n, name) == 0) return true;
+    }
+    return false;
+}
+
 FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp) {
     bool any = false;
-    for (size_t i = 0; feed && feed->kind == VK_DICT && i < feed->dict.len; i++)
-        any = any || fl_ev_is_lod_tensor(feed->dict.vals[i]);
+    for (size_t i = 0; feed && feed->kind == VK_DICT && i < feed->dict.len; i++) {
+        FlValue *t = feed->dict.vals[i];
+        const char *name;
+        const FlVarDesc *to = feed_var(feed->dict.keys[i], g, &name);
+        any = any || fl_ev_is_lod_tensor(t);
+        /* a sequence var fed without its offsets (numpy.array(t), numbers): Fluid's sequence ops
+         * would find no LoD when they run */
+        if (!fl_ev_is_lod_tensor(t) && to && to->lod_level > 0 && to->lod[0] && !has_key(feed, to->lod[0]))
+            return fl_ev_error(c, sp, "feed '%s' is a sequence var (lod_level %d) but its value has no sequence "
+                                      "lengths: feed a LoDTensor (fluid.create_lod_tensor(data, recursive_seq_lens, "
+                                      "place)) or DataFeeder.feed(data)", name, to->lod_level);
+    }
     if (!any) return feed;
     FlValue *out = fl_v_dict(c);
     for (size_t i = 0; i < feed->dict.len; i++) {
@@ -341,8 +368,8 @@ FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp) {
             fl_v_dict_set(c, out, k, t);
             continue;
         }
-        const char *name = k->kind == VK_VAR ? k->var.name : k->kind == VK_STR ? k->str.s : NULL;
-        const FlVarDesc *to = name ? fl_ir_var_find(g, name) : NULL;
+        const char *name;
+        const FlVarDesc *to = feed_var(k, g, &name);
         if (!to) { /* exe.run reports the key */
             fl_v_dict_set(c, out, k, t);
             continue;
