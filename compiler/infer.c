@@ -379,6 +379,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_reader_end: return fl_infer_reader_end(&c);
     case FL_OPID_save_vars:
     case FL_OPID_load_vars: return fl_infer_save_load_vars(&c);
+    case FL_OPID_save_program: return fl_infer_save_program(&c);
     /* infer_random.c */
     case FL_OPID_random_state: return fl_infer_random_state(&c);
     case FL_OPID_random_draw: return fl_infer_random_draw(&c);

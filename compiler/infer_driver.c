@@ -122,3 +122,11 @@ FlStatus fl_infer_save_load_vars(Ctx *c) {
     if (s && s->kind != FL_VAR_RAW) return fl_err(c->e, "%s: Scope '%s' is not a scope", op, s->name);
     return FL_OK;
 }
+
+/* save_program: a program (which the bundle has: fl_verify_driver) and a path. */
+FlStatus fl_infer_save_program(Ctx *c) {
+    const FlAttr *prog = fl_ir_op_attr(c->op, "program"), *path = fl_ir_op_attr(c->op, "path");
+    if (!prog || !prog->s || !prog->s[0]) return fl_err(c->e, "save_program names no program");
+    if (!path || !path->s || !path->s[0]) return fl_err(c->e, "save_program: path is empty");
+    return FL_OK;
+}

@@ -491,6 +491,7 @@ FlStatus fl_infer_print_line(Ctx *c);
 FlStatus fl_infer_time_now(Ctx *c);
 FlStatus fl_infer_scope_new(Ctx *c);
 FlStatus fl_infer_save_load_vars(Ctx *c);
+FlStatus fl_infer_save_program(Ctx *c);
 FlStatus fl_infer_index(Ctx *c);
 FlStatus fl_infer_item(Ctx *c);
 FlStatus fl_infer_exit(Ctx *c);

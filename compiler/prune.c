@@ -12,6 +12,18 @@ static bool in(const char *const *v, size_t n, const char *s) {
     return false;
 }
 
+/* Whether name is fed: one of feeds, or the offsets of a fed LoD var (a LoDTensor fed to a var
+ * carries its offsets, as Fluid's feed of one does). */
+static bool fed(const FlBlock *g, const char *const *feeds, size_t nfeeds, const char *name) {
+    if (in(feeds, nfeeds, name)) return true;
+    for (size_t i = 0; i < nfeeds; i++) {
+        const FlVarDesc *d = fl_ir_var_find(g, feeds[i]);
+        for (int k = 0; d && k < d->lod_level && k < FL_IR_MAX_LOD; k++)
+            if (d->lod[k] && strcmp(d->lod[k], name) == 0) return true;
+    }
+    return false;
+}
+
 /* Marks name needed (once), with the offsets vars of a LoD var. */
 static void need(FlMap *needed, Names *work, const FlBlock *g, const char *name) {
     if (fl_map_find_str(needed, name)) return;
@@ -109,7 +121,7 @@ FlProgram *fl_prune_for_inference(const FlProgram *p, const char *const *feeds, 
         bool only_feeds = true;
         for (size_t s = 0; s < op->outs.len && only_feeds; s++)
             for (size_t a = 0; a < op->outs.data[s].nargs && only_feeds; a++)
-                only_feeds = in(feeds, nfeeds, op->outs.data[s].args[a]) ||
+                only_feeds = fed(g, feeds, nfeeds, op->outs.data[s].args[a]) ||
                              !fl_map_find_str(&needed, op->outs.data[s].args[a]);
         if (!writes_needed(op, &needed) || only_feeds) continue;
         keep[i] = true;
@@ -123,7 +135,7 @@ FlProgram *fl_prune_for_inference(const FlProgram *p, const char *const *feeds, 
     for (size_t w = 0; w < work.len; w++) {
         const char *n = work.data[w];
         const FlVarDesc *d = fl_ir_var_find(g, n);
-        if (!d || d->persistable || in(feeds, nfeeds, n)) continue;
+        if (!d || d->persistable || fed(g, feeds, nfeeds, n)) continue;
         bool made = false;
         for (size_t i = 0; i < g->ops.len && !made; i++) made = keep[i] && writes(p, g->ops.data[i], n, 0);
         if (!made) {
@@ -139,7 +151,7 @@ FlProgram *fl_prune_for_inference(const FlProgram *p, const char *const *feeds, 
     /* the vars of block 0 that nothing kept refers to go (the optimizer's state, the label) */
     for (size_t i = g->vars.len; i-- > 0;) {
         const char *n = g->vars.data[i]->name;
-        if (!fl_map_find_str(&needed, n) && !in(feeds, nfeeds, n)) fl_ir_var_remove(ob, n);
+        if (!fl_map_find_str(&needed, n) && !fed(g, feeds, nfeeds, n)) fl_ir_var_remove(ob, n);
     }
     /* test mode, as clone(for_test=True) */
     for (size_t b = 0; b < out->blocks.len; b++) {

@@ -9,8 +9,8 @@
  * sub-blocks are kept as they are. Every op with an is_test attribute gets is_test = True (test
  * mode, as Program.clone(for_test=True)).
  * Errors (NULL, e set): no targets, a feed or a target that is not a var of p's block 0, a
- * needed var that is neither fed, persistable nor computed by a kept op ("add it to the feeds"
- * when it is a data var).
+ * needed var that is neither fed (a fed LoD var brings its offsets), persistable nor computed by
+ * a kept op ("add it to the feeds" when it is a data var).
  */
 #ifndef FL_PRUNE_H
 #define FL_PRUNE_H

@@ -396,7 +396,7 @@ static void driver_run_program(Vf *v, const FlBundle *b, const FlBlock *db, cons
     }
 }
 
-/* save_vars, load_vars: a program of the bundle, and tensor vars of its global block. */
+/* save_vars, load_vars, save_program: a program of the bundle, and tensor vars of its global block. */
 static void driver_save_load(Vf *v, const FlBundle *b, const FlOpDesc *op) {
     const FlAttr *pa = fl_ir_op_attr(op, "program"), *na = fl_ir_op_attr(op, "names");
     const char *pn = pa && pa->s ? pa->s : "main";
@@ -422,7 +422,8 @@ int fl_verify_driver(const FlBundle *b, FlVerifyIssues *out) {
         for (size_t i = 0; i < db->ops.len; i++) {
             const FlOpDesc *op = db->ops.data[i];
             if (fl_ops_is(op, FL_OPID_run_program)) driver_run_program(&v, b, db, op);
-            if (fl_ops_is(op, FL_OPID_save_vars) || fl_ops_is(op, FL_OPID_load_vars)) driver_save_load(&v, b, op);
+            if (fl_ops_is(op, FL_OPID_save_vars) || fl_ops_is(op, FL_OPID_load_vars) || fl_ops_is(op, FL_OPID_save_program))
+                driver_save_load(&v, b, op);
             if (!fl_ops_is(op, FL_OPID_reader_open)) continue;
             int64_t r = fl_ir_op_get_int(op, "reader", -1); /* Bundle.readers[r] */
             if (r < 0 || (size_t)r >= b->readers.len)

@@ -255,9 +255,10 @@ static FlValue *index_by_var(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
 
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
     if (idx->kind == VK_VAR) return index_by_var(c, v, idx, sp);
+    if (idx->kind == VK_LIST) return fl_ev_driver_take(c, v, idx, sp); /* v[[0, 2]]: driver_values.c */
     if (idx->kind != VK_INT && idx->kind != VK_BOOL)
-        return fl_ev_error(c, sp, "a fetched value is indexed by an int here (v[0], v[-1]), found %s; slices and "
-                                  "index lists are not compiled yet", fl_v_type_name(idx));
+        return fl_ev_error(c, sp, "a fetched value is indexed by an int (v[0], v[-1]), a slice (v[a:b]) or a list "
+                                  "of ints (v[[0, 2]]) here, found %s", fl_v_type_name(idx));
     return driver_op1(c, "index", v, "i", fl_v_int(c, idx->kind == VK_INT ? idx->i : idx->b), sp);
 }
 
@@ -330,6 +331,18 @@ static FlValue *feed_const(Ctx *c, FlValue *v, const FlVarDesc *to, FlDType want
 }
 
 /* ------------------------------------------------------------------ exe.run */
+
+FlVarDesc *fl_ev_driver_value_var(Ctx *c, FlBlock *b, const char *prefix, const FlVarDesc *like, FlSpan sp) {
+    const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));
+    FlVarDesc *d = fl_ev_new_var(c, b, name, sp);
+    FlLoc loc = d->loc;
+    fl_ir_var_copy(d, like);
+    d->loc = loc;
+    d->persistable = d->trainable = d->fed = false;
+    d->stop_gradient = true;
+    fl_ir_var_set_lod(d, 0, NULL); /* offsets are not fetched yet */
+    return d;
+}
 
 /* The name a run_program gives program p: "main", "startup", or the name of a named program of the
  * bundle (Bundle.programs), which adopts a Program() or a clone the first time the driver runs it:
@@ -409,6 +422,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         feed = feed->list.items[0]; /* one place's feed (the batch of an iterable PyReader) */
     if (feed && feed->kind != VK_DICT)
         return fl_ev_error(c, sp, "feed must be a dict of var names to values, found %s", fl_v_type_name(feed));
+    if (feed && (feed = fl_ev_lod_feeds(c, feed, g, sp))->kind == VK_ERROR) return feed; /* LoDTensors */
     FlValue *fetch = v[2] && v[2]->kind != VK_NONE ? v[2] : NULL;
     if (fetch && fetch->kind == VK_SET) fetch = fl_ev_as_list(c, fetch, sp); /* fetch_list={g_img} */
     if (fetch && fetch->kind == VK_VAR) return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found a Variable: write [%s]", fetch->var.name);
@@ -473,16 +487,11 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     if (scope_var) fl_ir_op_add_input(op, "Scope", scope_var->var.name);
     result = fl_v_list(c, VK_LIST);
     for (size_t i = 0; i < nfetch; i++) {
-        const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "fetch"));
         /* a run a py_reader feeds keeps its fetches in the driver's global block: after the
          * EOFException they hold the last batch's, as the script's names do in Python */
-        FlVarDesc *d = fl_ev_new_var(c, guard ? fl_ir_block(c->b.main, 0) : outer, name, sp);
-        FlLoc loc = d->loc;
-        fl_ir_var_copy(d, fl_ir_var_find(g, tnames[i]));
-        d->loc = loc;
-        d->persistable = d->trainable = d->fed = false;
-        d->stop_gradient = true;
-        fl_ir_var_set_lod(d, 0, NULL); /* offsets are not fetched yet */
+        FlVarDesc *d = fl_ev_driver_value_var(c, guard ? fl_ir_block(c->b.main, 0) : outer, "fetch",
+                                              fl_ir_var_find(g, tnames[i]), sp);
+        const char *name = d->name;
         if (guard && !fl_ev_pyreader_fetch_init(c, d, sp)) result = c->error;
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));
@@ -553,20 +562,47 @@ static FlValue *d_time_now(Ctx *c, FlValue *self, CallArgs *a) {
     return r;
 }
 
+static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp);
+
+/* The shape of a nested list of numbers into shape (from depth on); false when it is ragged or
+ * holds something else (the feed reports it). */
+static bool nd_shape(Ctx *c, FlValue *v, size_t depth, FlValue *shape) {
+    if (fl_v_is_num(v)) return depth == shape->list.len;
+    if (!fl_v_is_seq(v) || depth >= FL_IR_MAX_DIMS) return false;
+    if (depth == shape->list.len) fl_v_list_push(c, shape, fl_v_int(c, (int64_t)v->list.len));
+    else if (shape->list.items[depth]->i != (int64_t)v->list.len) return false;
+    for (size_t i = 0; i < v->list.len; i++)
+        if (!nd_shape(c, v->list.items[i], depth + 1, shape)) return false;
+    return v->list.len > 0 || depth + 1 == shape->list.len;
+}
+
+/* a.astype(dtype) of numbers kept for a feed: the same numbers in that dtype. */
+static FlValue *nd_astype(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("astype", "dtype", 1);
+    return ndarray_new(c, rec_get(self, "_value"), v[0], a->span);
+}
+
+static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp) {
+    FlValue *r = fl_v_record(c, NDARRAY_TYPE);
+    fl_v_rec_set(c, r, "_value", value);
+    if (dtype && dtype->kind != VK_NONE) {
+        FlDType dt;
+        if (!fl_ev_driver_dtype(c, dtype, &dt, sp)) return c->error; /* driver_values.c */
+        fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dt));
+    }
+    fl_v_rec_set(c, r, "astype", fl_v_builtin(c, "astype", nd_astype, r));
+    FlValue *shape = fl_v_list(c, VK_TUPLE);
+    if (nd_shape(c, value, 0, shape)) fl_v_rec_set(c, r, "shape", shape); /* numpy's, when rectangular */
+    return r;
+}
+
 /* array(obj, dtype=None): obj's numbers kept for a feed; dtype a numpy dtype name. */
 static FlValue *d_array(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("array", "object dtype=", 2);
     if (fl_ev_is_runtime(c, v[0]))
         return fl_ev_error(c, a->span, "numpy.array() of a string known only at run time");
     if (is_rec(v[0], NDARRAY_TYPE) && !v[1]) return v[0];
-    FlValue *r = fl_v_record(c, NDARRAY_TYPE);
-    fl_v_rec_set(c, r, "_value", is_rec(v[0], NDARRAY_TYPE) ? rec_get(v[0], "_value") : v[0]);
-    if (v[1] && v[1]->kind != VK_NONE) {
-        FlDType dt;
-        if (!fl_ev_driver_dtype(c, v[1], &dt, a->span)) return c->error; /* driver_values.c */
-        fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dt));
-    }
-    return r;
+    return ndarray_new(c, is_rec(v[0], NDARRAY_TYPE) ? rec_get(v[0], "_value") : v[0], v[1], a->span);
 }
 
 static FlValue *d_cuda_note(Ctx *c, FlValue *self, CallArgs *a) {

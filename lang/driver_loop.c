@@ -13,6 +13,8 @@
  * clears the call's `alive` flag (RtFunc, made at the call's start where the call's first ops
  * went, when the first such return needs it), breaks every runtime loop of the call around it,
  * and the statements after each statement that lowered one run on `alive` (fl_ev_lower_rest).
+ * A `return value` there assigns the value to the call's result var, a var of the driver that is
+ * the call's value (return_value, fl_ev_rtfunc_value).
  */
 #include <string.h>
 
@@ -200,6 +202,82 @@ static const char *func_alive(Ctx *c, RtFunc *f, FlSpan sp) {
     return f->alive;
 }
 
+/* A runtime return's value (c->ret), assigned to the call's result var: made in the driver's
+ * block 0 at the first such return, declared as its value is; a number takes the result's dtype.
+ * Every runtime return of a call gives a value (a fetched value or a number, of one dtype and
+ * rank) or none does. false: an error (reported). */
+static bool return_value(Ctx *c, RtFunc *f, FlAst *s) {
+    FlValue *v = c->ret;
+    bool valued = v != c->none;
+    if (!valued && !f->result) return true;
+    FlSpan sp = valued ? s->expr.e->span : s->span;
+    if (!valued || (f->exits > 0 && !f->result)) {
+        fl_ev_error(c, sp, "this runtime 'return' %s where an earlier one of the call %s: the call's value would "
+                           "be known only at run time, and None is not a value the driver has (docs/driver.md, "
+                           "\"Exits\")", valued ? "gives a value" : "gives None", valued ? "gave None" : "gave a value");
+        return false;
+    }
+    if (!fl_ev_in_driver(c)) {
+        fl_ev_error(c, sp, "a 'return' of a value inside a runtime loop or 'if' of a program (not of the code around "
+                           "exe.run): return it after the loop");
+        return false;
+    }
+    bool number = fl_v_is_num(v);
+    if (number) v = fl_ev_driver_const(c, v, sp);
+    if (v->kind == VK_ERROR) return false;
+    if (!fl_ev_is_driver_var(c, v)) {
+        fl_ev_error(c, sp, "a 'return' inside a runtime loop or 'if' returns a fetched value or a number (a value "
+                           "known only at run time), found %s", fl_v_type_name(v));
+        return false;
+    }
+    const FlVarDesc *d = fl_ev_var_desc(c, v);
+    FlBlock *g = fl_ir_block(c->b.main, 0);
+    FlVarDesc *r = f->result ? fl_ir_var_find(g, f->result) : NULL;
+    if (r && number && d->dtype != r->dtype) {
+        const char *names[3] = {"X", "in_dtype", "out_dtype"};
+        FlValue *vals[3] = {v, fl_v_int(c, d->dtype), fl_v_int(c, r->dtype)};
+        v = fl_ev_driver_kwop(c, "cast", names, vals, 3, sp);
+        if (v->kind == VK_ERROR) return false;
+        d = fl_ev_var_desc(c, v);
+    }
+    if (r && (d->dtype != r->dtype || d->ndim != r->ndim)) {
+        FlBuf a = {0}, b = {0};
+        fl_ir_shape_str(d->ndim, d->shape, &a);
+        fl_ir_shape_str(r->ndim, r->shape, &b);
+        fl_ev_error(c, sp, "this runtime 'return' gives a value of %s %s where an earlier one of the call gave %s %s: "
+                           "the call's value is one var of the driver", fl_dtype_name(d->dtype), fl_buf_str(&a),
+                    fl_dtype_name(r->dtype), fl_buf_str(&b));
+        fl_buf_free(&a);
+        fl_buf_free(&b);
+        return false;
+    }
+    if (!r) {
+        r = fl_ev_driver_value_var(c, g, "func_result", d, sp);
+        f->result = r->name;
+    }
+    for (int i = 0; i < r->ndim; i++) /* a dim the returns differ in is known only at run time */
+        if (r->shape[i] != d->shape[i]) r->shape[i] = -1;
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "assign", sp);
+    fl_ir_op_add_input(op, "X", v->var.name);
+    fl_ir_op_add_output(op, "Out", f->result);
+    return fl_ev_infer(c, c->b.block, op, sp);
+}
+
+FlValue *fl_ev_rtfunc_value(Ctx *c, RtFunc *f, const FlAst *def, FlValue *r, FlSpan sp) {
+    (void)r;
+    const FlAstList *body = &def->def.body;
+    const FlAst *last = body->len ? body->items[body->len - 1] : NULL;
+    if (!last || (last->kind != FL_AST_RAISE && (last->kind != FL_AST_RETURN || !last->expr.e)))
+        return fl_ev_error(c, sp, "%s() returns a value under a runtime condition, so every way out of it must: end "
+                                  "it with a 'return' of a value or a 'raise' (falling off its end returns None, "
+                                  "which is not a value the driver has)", def->def.name ? def->def.name : "the function");
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    FlValue *v = fl_v_var(c, f->result);
+    fl_ev_driver_leave(c, &sw);
+    return v;
+}
+
 Flow fl_ev_lower_return(Ctx *c, FlAst *s) {
     RtFunc *f = c->rtfunc;
     size_t k = c->rtloops.len;
@@ -208,16 +286,12 @@ Flow fl_ev_lower_return(Ctx *c, FlAst *s) {
     for (size_t i = k; i < c->rtloops.len; i++)
         if (c->rtloops.data[i]->is_select) return FLOW_RETURN; /* reported at the select */
     if (c->ret->kind == VK_ERROR) return FLOW_ERROR;
-    if (c->ret != c->none) {
-        fl_ev_error(c, s->expr.e->span, "a 'return' inside a runtime loop or 'if' returns None: its value would be "
-                                        "known only at run time (docs/driver.md, \"Exits\")");
-        return FLOW_ERROR;
-    }
     if (c->loop_depth > 0) {
         fl_ev_error(c, s->span, "a runtime 'return' (inside a runtime loop or 'if') cannot leave a loop that is "
                                 "unrolled when the program is built");
         return FLOW_ERROR;
     }
+    if (!return_value(c, f, s)) return FLOW_ERROR;
     fl_ev_set_flag(c, func_alive(c, f, s->span), false, s->span);
     f->exits++;
     if (k == c->rtloops.len) return FLOW_NORMAL; /* no runtime loop: fl_ev_run_stmts ends the list */

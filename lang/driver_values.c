@@ -123,6 +123,34 @@ static bool int_index(Ctx *c, FlValue *x, int64_t *out, FlSpan sp) {
     return false;
 }
 
+/* v[[i, j, ...]]: numpy's integer-array indexing along the first dim, the rows i, j, ... in that
+ * order (a gather of a constant index; a negative index counts from the end, which needs the dim
+ * known when the script compiles). */
+FlValue *fl_ev_driver_take(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp) {
+    FlVarDesc *d = desc(c, v);
+    if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", v->var.name);
+    if (d->ndim == 0) return fl_ev_error(c, sp, "an index list of a number (a fetched value of rank 0)");
+    if (idx->list.len == 0) return fl_ev_error(c, sp, "an empty index list of a fetched value");
+    int64_t dim = d->shape[0];
+    FlValue *rows = fl_v_list(c, VK_LIST);
+    for (size_t k = 0; k < idx->list.len; k++) {
+        int64_t i;
+        if (!int_index(c, idx->list.items[k], &i, sp)) return c->error;
+        if (dim >= 0 && (i >= dim || i < -dim))
+            return fl_ev_error(c, sp, "index %lld is out of bounds for dim 0 of the fetched value '%s' (size %lld)",
+                               (long long)i, v->var.name, (long long)dim);
+        if (i < 0 && dim < 0)
+            return fl_ev_error(c, sp, "a negative index (%lld) in an index list of '%s', whose first dim is known only "
+                                      "at run time: index from the start", (long long)i, v->var.name);
+        fl_v_list_push(c, rows, fl_v_int(c, i < 0 ? i + dim : i));
+    }
+    FlValue *index = fl_ev_driver_const(c, rows, sp);
+    if (index->kind == VK_ERROR) return index;
+    const char *names[2] = {"X", "Index"};
+    FlValue *vals[2] = {v, index};
+    return dop(c, "gather", names, vals, 2, sp);
+}
+
 FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp) {
     if (ix->kind != FL_AST_SLICE && ix->kind != FL_AST_TUPLE) { /* v[i]: the index op */
         FlValue *i = fl_ev_expr(c, e, ix);
@@ -305,6 +333,8 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
                    {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten},
                    {"reshape", m_reshape}, {"set", fl_ev_driver_m_set}};
     if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
+    FlValue *lod = fl_ev_lod_fetched_attr(c, v, name, sp); /* lod(), recursive_sequence_lengths() */
+    if (lod) return lod;
     if (strcmp(name, "ndim") == 0) {
         FlVarDesc *d = desc(c, v);
         return d ? fl_v_int(c, d->ndim) : NULL;
@@ -666,14 +696,7 @@ static FlValue *fv_get_tensor(Ctx *c, FlValue *self, CallArgs *a) {
     if (!from) from = fl_ir_var_find(fl_ir_block(c->bundle->startup, 0), name->str.s);
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
-    const char *out = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "scope_var"));
-    FlVarDesc *d = fl_ev_new_var(c, c->b.block, out, a->span);
-    FlLoc loc = d->loc;
-    fl_ir_var_copy(d, from);
-    d->loc = loc;
-    d->persistable = d->trainable = d->fed = false;
-    d->stop_gradient = true;
-    fl_ir_var_set_lod(d, 0, NULL);
+    const char *out = fl_ev_driver_value_var(c, c->b.block, "scope_var", from, a->span)->name;
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "scope_var", a->span);
     if (scope && scope->kind == VK_VAR) fl_ir_op_add_input(op, "Scope", scope->var.name);
     fl_ir_op_add_output(op, "Out", out);

@@ -11,7 +11,8 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/driver_random.c
   ${FL_LANG_DIR}/driver_pyreader.c
   ${FL_LANG_DIR}/driver_metrics.c
-  ${FL_LANG_DIR}/driver_dist.c ${FL_LANG_DIR}/driver_batch.c)
+  ${FL_LANG_DIR}/driver_dist.c ${FL_LANG_DIR}/driver_batch.c
+  ${FL_LANG_DIR}/driver_lod.c ${FL_LANG_DIR}/driver_file.c)
 # numpy.fromfile and a scope's tensors' set() on the driver
 target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_tensorfile.c)
 fl_target(fl_lang)

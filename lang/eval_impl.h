@@ -176,6 +176,8 @@ typedef struct RtFunc {
     const char *alive;    /* bool [1], true until a return runs; NULL until a return needs it */
     bool alive_in_driver; /* alive is a var of the driver */
     int exits;            /* returns lowered so far */
+    const char *result;   /* the driver var a `return value` under a runtime condition assigns, the
+                             call's value (NULL: none yet) */
 } RtFunc;
 
 /* The current program and block saved while ops go to the driver (driver.c). */
@@ -288,6 +290,10 @@ FlValue *fl_v_var(Ctx *c, const char *name);
 FlValue *fl_v_builtin(Ctx *c, const char *name, BuiltinFn fn, FlValue *self);
 FlValue *fl_v_record(Ctx *c, const char *type);
 void fl_v_rec_set(Ctx *c, FlValue *rec, const char *name, FlValue *v);
+/* A record's attribute (NULL: none, or not a record); whether v is a native record of that type
+ * (not an instance of a user class). */
+FlValue *fl_v_rec_get(FlValue *r, const char *name);
+bool fl_v_is_rec(const FlValue *v, const char *type);
 /* Python's ==, exact for ints (not through a double), dicts equal when they map the same keys
  * to equal values. A comparison nesting deeper than FL_MAX_NESTING (two lists that hold
  * themselves: Python's RecursionError) is reported at sp, *ok false. */
@@ -416,6 +422,10 @@ const char *fl_ev_new_flag(Ctx *c, FlBlock *b, const char *prefix, size_t pos, b
 void fl_ev_set_flag(Ctx *c, const char *name, bool value, FlSpan sp);
 Flow fl_ev_lower_return(Ctx *c, FlAst *s);
 void fl_ev_rtfunc_begin(Ctx *c, RtFunc *f);
+/* The value of a call whose body is def (r: what it returned when it ended): r, or the call's
+ * result var when it returned a value under a runtime condition (an error when its body can end
+ * without a return of a value there). */
+FlValue *fl_ev_rtfunc_value(Ctx *c, RtFunc *f, const FlAst *def, FlValue *r, FlSpan sp);
 Flow fl_ev_lower_if(Ctx *c, Env *e, FlAst *s, FlValue *cond);       /* cond: a bool Var */
 Flow fl_ev_lower_while(Ctx *c, Env *e, FlAst *s, FlValue *cond);    /* cond: a bool Var */
 Flow fl_ev_lower_while_true(Ctx *c, Env *e, FlAst *s);
@@ -592,6 +602,19 @@ FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue 
                                   FlValue **lods, FlSpan sp);
 void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */
 void fl_ev_driver_metrics_install(Ctx *c); /* _metrics (driver_metrics.c): metrics' states on the driver */
+/* driver_lod.c: Fluid's LoDTensor (the native module _lod); exe.run's feed dict with each LoDTensor
+ * replaced by its data and the offsets of the var it feeds (feed itself when it holds none); a
+ * fetched value's lod() and recursive_sequence_lengths() (NULL: another name). */
+void fl_ev_driver_lod_install(Ctx *c);
+bool fl_ev_is_lod_tensor(const FlValue *v);
+FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp);
+FlValue *fl_ev_lod_fetched_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
+/* driver_file.c: the builtin open() of a file to write a program to, `with` on it, and
+ * program.desc (its serialize_to_string() is what f.write takes). */
+void fl_ev_driver_file_install(Ctx *c);
+bool fl_ev_is_file(const FlValue *v);
+FlValue *fl_ev_file_guard(Ctx *c, FlValue *f);
+FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog);
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
  * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
  * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of
@@ -624,6 +647,10 @@ bool fl_ev_driver_flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *nd
 void fl_ev_values_install(Ctx *c); /* the native module _values */
 FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp); /* v[...] */
 FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp);
+FlValue *fl_ev_driver_take(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp); /* v[[0, 2]]: a gather */
+/* A new var PREFIX_N.tmp_0 of driver block b holding a value declared as `like` is (its dtype
+ * and shape; not persistable, no gradient, no offsets): a fetched value, a scope's var, a result. */
+FlVarDesc *fl_ev_driver_value_var(Ctx *c, FlBlock *b, const char *prefix, const FlVarDesc *like, FlSpan sp);
 /* v.NAME of a driver var (shape, ndim, mean, sum, min, max, astype, flatten); NULL: not one of them. */
 FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
 bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp); /* numpy's dtype names */

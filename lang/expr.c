@@ -607,6 +607,7 @@ static FlValue *call_func(Ctx *c, FlValue *fn, CallArgs *a) {
         fl = fl_ev_block(c, le, &def->def.body);
     }
     FlValue *r = fl == FLOW_ERROR ? c->error : c->ret;
+    if (rtf.result && r->kind != VK_ERROR) r = fl_ev_rtfunc_value(c, &rtf, def, r, sp); /* driver_loop.c */
     c->ret = saved_ret;
     c->func_depth--;
     c->rtfunc = saved_rtf;

@@ -247,6 +247,7 @@ FlValue *fl_ev_program_attr(Ctx *c, FlValue *prog, const char *name) {
     if (strcmp(name, "list_vars") == 0) return fl_v_builtin(c, "list_vars", p_list_vars, prog);
     if (strcmp(name, "to_string") == 0) return fl_v_builtin(c, "to_string", p_to_string, prog);
     if (strcmp(name, "num_blocks") == 0) return fl_v_int(c, (int64_t)prog->prog->blocks.len);
+    if (strcmp(name, "desc") == 0) return fl_ev_program_desc(c, prog); /* driver_file.c */
     return NULL;
 }
 

@@ -452,6 +452,7 @@ static Flow stmt_import(Ctx *c, Env *e, FlAst *s) {
 static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
     FlValue *g = fl_ev_expr(c, e, s->with.expr);
     if (g->kind == VK_ERROR) return FLOW_ERROR;
+    if (fl_ev_is_file(g)) g = fl_ev_file_guard(c, g); /* with open(...) as f: */
     if (g->kind != VK_GUARD) {
         fl_ev_error(c, s->with.expr->span, "'with' needs a guard (program_guard, unique_name.guard, "
                                            "name_scope, go, parallel_for, server.do, DynamicRNN.block(), While.block(), "

@@ -227,6 +227,14 @@ void fl_v_rec_set(Ctx *c, FlValue *rec, const char *name, FlValue *v) {
     fl_env_set(rec->rec.attrs, fl_intern_str(&c->in, name), v);
 }
 
+FlValue *fl_v_rec_get(FlValue *r, const char *name) {
+    return r && r->kind == VK_RECORD && r->rec.attrs ? fl_map_find_str(&r->rec.attrs->map, name) : NULL;
+}
+
+bool fl_v_is_rec(const FlValue *v, const char *type) {
+    return v && v->kind == VK_RECORD && !v->rec.cls && v->rec.type && strcmp(v->rec.type, type) == 0;
+}
+
 bool fl_v_is_num(const FlValue *v) {
     return v->kind == VK_INT || v->kind == VK_FLOAT || v->kind == VK_BOOL;
 }

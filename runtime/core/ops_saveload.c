@@ -10,6 +10,8 @@
  *   load_vars  Scope? : the vars `names` of the program `program` (a program of the bundle) read from
  *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
  *              against its declaration, then all set in the scope
+ *   save_program the program `program` as a bundle of its own at `path` (Fluid's
+ *              open(path, 'wb').write(program.desc.serialize_to_string()))
  *
  * The compiler chose the names (parameters, persistables, a user's list or predicate); the
  * program's declarations give a load the dtype and shape each saved tensor must have.
@@ -47,6 +49,17 @@ static FlStatus save_load_args(RunCtx *rc, const ExecOp *op, FlScope *s, int slo
     return fl_driver_arg_scope(rc, op, s, has ? fl_exec_in_args(op, slot) : NULL, out->h->root, &out->scope);
 }
 
+/* A new bundle whose main program is a copy of ex's, with the running bundle's source table (the
+ * ops' locations point into it). */
+static FlBundle *program_bundle(const FlDriverHost *h, const FlExec *ex) {
+    FlBundle *b = fl_ir_bundle_new();
+    fl_ir_program_free(b->main);
+    b->main = fl_ir_program_clone(ex->prog);
+    for (size_t i = 0; i < h->bundle->source_paths.len; i++)
+        FL_VEC_PUSH(&b->source_paths, fl_xstrdup(h->bundle->source_paths.data[i]));
+    return b;
+}
+
 /* With the op's model attribute: the program it saves the vars of, as an inference model (a bundle
  * whose main program it is, with the feeds and targets) in that file of the new checkpoint s
  * (fl_params_write_abandon(s) on failure, by the caller). Without it: nothing. */
@@ -65,11 +78,7 @@ static FlStatus write_model(const FlDriverHost *h, const ExecOp *op, FlParamsSav
                "otherwise (model_filename=)", model);
         goto done;
     }
-    FlBundle *b = fl_ir_bundle_new();
-    fl_ir_program_free(b->main);
-    b->main = fl_ir_program_clone(ex->prog);
-    for (size_t i = 0; i < h->bundle->source_paths.len; i++)
-        FL_VEC_PUSH(&b->source_paths, fl_xstrdup(h->bundle->source_paths.data[i]));
+    FlBundle *b = program_bundle(h, ex);
     b->inference = fl_xcalloc(1, sizeof *b->inference);
     const FlAttr *fa = fl_ir_op_attr(op->desc, "feeds"), *ta = fl_ir_op_attr(op->desc, "targets");
     for (size_t i = 0; fa && i < fa->n; i++) FL_VEC_PUSH(&b->inference->feeds, fl_xstrdup(fa->strs[i]));
@@ -145,3 +154,29 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     return st;
 }
 FL_CONTROL_ADAPTER(load_vars, prep_save_load, run_load_vars);
+
+/* save_program: the program as a bundle of its own at path, written atomically (a directory or
+ * another non-regular file there is left as it is, and the op fails). */
+static FlStatus prep_save_program(ExecOp *op, FlErr *e) {
+    if (!fl_exec_attr_string(op, "program")[0]) return fl_err(e, "program is empty");
+    if (!fl_exec_attr_string(op, "path")[0]) return fl_err(e, "path is empty");
+    return FL_OK;
+}
+
+static FlStatus run_save_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlDriverHost *h = fl_driver_need_host(rc, op, s);
+    if (!h) return FL_ERROR;
+    const char *pname = fl_exec_attr_string(op, "program"), *path = fl_exec_attr_string(op, "path");
+    FlExec *ex = fl_driver_program(h, pname);
+    if (!ex) return fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle", pname);
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return fl_exec_op_error(rc, op, "writing the %s program to '%s': it is not a regular file (left as it is)",
+                                pname, path);
+    FlBundle *b = program_bundle(h, ex);
+    FlErr e;
+    FlStatus st = fl_ir_bundle_write(b, path, &e);
+    fl_ir_bundle_free(b);
+    return st == FL_OK ? FL_OK : fl_exec_op_error(rc, op, "writing the %s program to '%s': %s", pname, path, e.msg);
+}
+FL_CONTROL_ADAPTER(save_program, prep_save_program, run_save_program);

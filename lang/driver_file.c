@@ -1,0 +1,124 @@
+/* driver_file.c: a program written to a file by the script (docs/driver.md, "Saving and
+ * serving"): Fluid's
+ *
+ *     with open(os.path.join(dir, "main_program"), "wb") as f:
+ *         f.write(program.desc.serialize_to_string())
+ *
+ * `program.desc` is a ProgramDesc record of the program; its serialize_to_string() gives a
+ * ProgramBytes record (the program, to be written); the builtin open(file, mode) gives a File
+ * record (a path known when the script compiles, mode 'w' or 'wb'), which `with` closes at its end
+ * (fl_ev_file_guard); f.write(bytes) appends the driver's save_program op, which writes the
+ * program when the driver gets there, as a bundle whose main program it is (fluidc's program
+ * format stands for Fluid's ProgramDesc protobuf: flc show prints the file, flrun runs it),
+ * replacing the file atomically. Python's open truncates the file at once; here the file is
+ * written, whole, by the write. Reading files (mode 'r'), appending, and writing anything but a
+ * program's serialize_to_string() are located errors: the driver reads data through readers.
+ */
+#include <string.h>
+
+#include "lang/eval_impl.h"
+
+#define FILE_TYPE "File"
+#define DESC_TYPE "ProgramDesc"
+#define BYTES_TYPE "ProgramBytes"
+
+bool fl_ev_is_file(const FlValue *v) { return fl_v_is_rec(v, FILE_TYPE); }
+
+/* ------------------------------------------------------------------ program.desc */
+
+static FlValue *d_serialize(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("serialize_to_string", "", 0);
+    (void)v;
+    FlValue *b = fl_v_record(c, BYTES_TYPE);
+    fl_v_rec_set(c, b, "_program", fl_v_rec_get(self, "_program"));
+    return b;
+}
+
+FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog) {
+    FlValue *d = fl_v_record(c, DESC_TYPE);
+    fl_v_rec_set(c, d, "_program", prog);
+    fl_v_rec_set(c, d, "serialize_to_string", fl_v_builtin(c, "serialize_to_string", d_serialize, d));
+    return d;
+}
+
+/* ------------------------------------------------------------------ open() */
+
+static FlValue *f_write(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("write", "data", 1);
+    FlSpan sp = a->span;
+    const char *path = fl_v_rec_get(self, "_path")->str.s;
+    if (fl_v_rec_get(self, "_closed")->b) return fl_ev_error(c, sp, "write() to '%s' after it was closed", path);
+    if (fl_v_rec_get(self, "_written")->b)
+        return fl_ev_error(c, sp, "a second write() to '%s': the driver writes a file whole, once per open()", path);
+    if (!fl_v_is_rec(v[0], BYTES_TYPE))
+        return fl_ev_error(c, sp, "write() to '%s' takes a program's desc.serialize_to_string() here, found %s: the "
+                                  "driver writes programs, and reads and writes data through readers and fluid.io",
+                           path, fl_v_type_name(v[0]));
+    FlValue *prog = fl_v_rec_get(v[0], "_program");
+    if (prog->prog == c->bundle->driver)
+        return fl_ev_error(c, sp, "write() to '%s': the program is the driver itself (what runs the others)", path);
+    const char *pname = fl_ev_program_name(c, prog->prog);
+    if (!pname) return fl_ev_error(c, sp, "write() to '%s': the program is not one this script made", path);
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "save_program", sp);
+    fl_ir_op_set_string(op, "program", pname);
+    fl_ir_op_set_string(op, "path", path);
+    bool ok = fl_ev_infer(c, c->b.block, op, sp);
+    fl_ev_driver_leave(c, &s);
+    fl_v_rec_set(c, self, "_written", fl_v_bool(c, true));
+    return ok ? c->none : c->error;
+}
+
+static FlValue *f_close(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("close", "", 0);
+    (void)v;
+    fl_v_rec_set(c, self, "_closed", fl_v_bool(c, true));
+    return c->none;
+}
+
+/* open(file, mode='r'): a File record to write a program to; other modes are refused. */
+static FlValue *b_open(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("open", "file mode=", 2);
+    (void)self;
+    FlSpan sp = a->span;
+    if (v[0]->kind != VK_STR)
+        return fl_ev_error(c, sp, "open(file) takes a path known when the script compiles (a str), found %s",
+                           fl_v_type_name(v[0]));
+    const char *mode = v[1] ? (v[1]->kind == VK_STR ? v[1]->str.s : NULL) : "r";
+    if (!mode) return fl_ev_error(c, sp, "open(mode=...) takes a str, found %s", fl_v_type_name(v[1]));
+    if (strcmp(mode, "w") != 0 && strcmp(mode, "wb") != 0)
+        return fl_ev_error(c, sp, "open('%s', '%s'): a script opens a file to write a program to it ('w' or 'wb': "
+                                  "f.write(program.desc.serialize_to_string())); data is read through readers "
+                                  "(paddle.dataset, fluid.io.csv) and fluid.io's load functions",
+                           v[0]->str.s, mode);
+    if (!v[0]->str.s[0]) return fl_ev_error(c, sp, "open(''): the path is empty");
+    FlValue *f = fl_v_record(c, FILE_TYPE);
+    fl_v_rec_set(c, f, "_path", v[0]);
+    fl_v_rec_set(c, f, "_closed", fl_v_bool(c, false));
+    fl_v_rec_set(c, f, "_written", fl_v_bool(c, false));
+    fl_v_rec_set(c, f, "name", v[0]);
+    fl_v_rec_set(c, f, "mode", fl_v_cstr(c, mode));
+    fl_v_rec_set(c, f, "write", fl_v_builtin(c, "write", f_write, f));
+    fl_v_rec_set(c, f, "close", fl_v_builtin(c, "close", f_close, f));
+    return f;
+}
+
+/* `with open(...) as f:`: a guard whose entering gives f and whose leaving closes it. */
+static FlValue *g_enter(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)a;
+    (void)c;
+    return self;
+}
+
+FlValue *fl_ev_file_guard(Ctx *c, FlValue *f) {
+    FlValue *g = fl_v_new(c, VK_GUARD);
+    g->guard.kind = GK_CALLS;
+    g->guard.a = fl_v_builtin(c, "__enter__", g_enter, f);
+    g->guard.b = fl_v_rec_get(f, "close");
+    return g;
+}
+
+void fl_ev_driver_file_install(Ctx *c) {
+    fl_env_set(c->builtins, fl_intern_str(&c->in, "open"), fl_v_builtin(c, "open", b_open, NULL));
+}
