@@ -38,6 +38,13 @@ typedef struct FlDriverHost {
     size_t nprograms;
 } FlDriverHost;
 
+/* Runs `driver`, a driver program the caller built for ex's bundle (runtime/train's of a run
+ * spec), as fl_executor_run_driver_exit runs the bundle's own: prepared for this run, its own ops
+ * neither traced nor profiled (the programs it runs are). driver is borrowed. */
+struct FlExecutor;
+FlStatus fl_executor_run_driver_program(struct FlExecutor *ex, const FlProgram *driver, FlScope *scope,
+                                        int *exit_code, FlErr *err) FL_WARN_UNUSED;
+
 /* The prepared program a run_program names ("startup", "main" or a named one); NULL if none. */
 FlExec *fl_driver_program(const FlDriverHost *h, const char *name);
 
