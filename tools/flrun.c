@@ -57,6 +57,7 @@
 #include "runtime/api.h"
 #include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
+#include "runtime/core/driver.h"
 #include "runtime/core/scope.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/par.h"
@@ -1066,10 +1067,39 @@ static const char *driver_refused(const Opts *o) {
     return NULL;
 }
 
+/* Does a run_program of the driver (any block) run the program `name`? */
+static bool driver_runs(const FlProgram *driver, const char *name) {
+    for (size_t k = 0; k < driver->blocks.len; k++) {
+        const FlBlock *b = driver->blocks.data[k];
+        for (size_t i = 0; i < b->ops.len; i++)
+            if (fl_ops_is(b->ops.data[i], FL_OPID_run_program) &&
+                !strcmp(fl_ir_op_get_string(b->ops.data[i], "program", ""), name))
+                return true;
+    }
+    return false;
+}
+
+/* --load over a user's driver: the checkpoint replaces what each run of the startup program made. */
+typedef struct DriverLoad {
+    const FlLoadedProgram *prog;
+    const char *dir;
+    bool applied;
+} DriverLoad;
+
+static FlStatus load_after_startup(void *ctx, FlScope *scope, FlErr *e) {
+    DriverLoad *l = ctx;
+    l->applied = true;
+    return fl_params_load(l->prog, scope, l->dir, e);
+}
+
 /* A bundle with a driver: the driver runs (its run_program ops run startup and main), on one
- * executor and one root scope, with a goroutine scheduler when it or main uses goroutines. */
+ * executor and one root scope, with a goroutine scheduler when it or main uses goroutines.
+ * --load applies after each run of the startup program; --save writes the main program's
+ * persistable vars of the root scope when the script ends with status 0. */
 static int run_driver(const Opts *o, FlBundle *bundle) {
-    const char *flag = driver_refused(o);
+    Opts own = *o; /* the options that do apply to a user's loop */
+    own.load = own.save = NULL;
+    const char *flag = driver_refused(&own);
     if (flag) {
         fprintf(stderr, "flrun: %s: '%s' runs its own loop (exe.run in the script: docs/driver.md); %s does not "
                 "apply to it\nTry 'flrun --help'.\n", flag, o->file, flag);
@@ -1082,6 +1112,13 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         fl_ir_bundle_free(bundle);
         return 1;
     }
+    if (o->load && !driver_runs(bundle->driver, "startup")) {
+        fprintf(stderr, "flrun: --load: '%s' never runs its startup program (exe.run(fluid.default_startup_program()) "
+                "in the script), after which the checkpoint would replace its parameters\nTry 'flrun --help'.\n",
+                o->file);
+        fl_ir_bundle_free(bundle);
+        return 2;
+    }
     FlErr e = {{0}};
     int rc = 1, code = 0; /* code: of the script's sys.exit(code), else 0 */
     FlLoadedProgram *prog = fl_program_from_bundle_take(bundle);
@@ -1090,6 +1127,10 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
     FlScope *scope = fl_scope_new(NULL);
     FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : 0),
                             .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus()};
+    DriverLoad dl = {.prog = prog, .dir = o->load};
+    FlDriverHooks hooks = {.ctx = &dl, .startup_done = load_after_startup};
+    if (o->save && fl_params_check_target(o->save, &e) != FL_OK) goto done; /* before the run, not after it */
+    if (o->load) fl_driver_hooks_attach(scope, &hooks);
     if (fl_executor_new(prog, &xo, &ex, &e) != FL_OK) goto done;
     if (has_op_flag(bundle->driver, FL_OPF_CHAN) || has_op_flag(bundle->main, FL_OPF_CHAN)) {
         FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
@@ -1097,6 +1138,12 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         fl_conc_attach(scope, sched);
     }
     if (fl_executor_run_driver_exit(ex, scope, &code, &e) != FL_OK) goto done;
+    if (!code && o->load && !dl.applied) {
+        snprintf(e.msg, sizeof e.msg, "--load: the script never ran its startup program, so the checkpoint '%s' "
+                 "was not loaded", o->load);
+        goto done;
+    }
+    if (!code && o->save && fl_params_save(prog, scope, o->save, &e) != FL_OK) goto done;
     rc = code; /* what the script printed before its exit, it printed */
     e.msg[0] = 0;
 done:;
