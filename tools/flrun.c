@@ -411,7 +411,7 @@ static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *
     if (!file || stat(file, &out) != 0) return FL_OK; /* a new file: nothing to overwrite */
     if (!S_ISREG(out.st_mode)) return fl_err(e, "%s: '%s' exists and is not a regular file", flag, file);
     const char *what = NULL, *which = NULL;
-    for (size_t i = 0; !what && i < fl_train_input_count(r->tr); i++)
+    for (size_t i = 0; !what && r->tr && i < fl_train_input_count(r->tr); i++)
         if (is_file(fl_train_input_path(r->tr, i), &out)) what = "a data file", which = fl_train_input_path(r->tr, i);
     FlBuf path = {0};
     DIR *d = o->load ? opendir(o->load) : NULL;
@@ -431,7 +431,7 @@ static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *
 static FlStatus check_outputs(Run *r, FlErr *e) {
     Opts *o = r->o;
     const char *flags[] = {"--log", "--timeline", "--plot", "profile_path"};
-    const char *files[] = {o->log, o->timeline, o->plot, fl_report_profile_path(r->report)};
+    const char *files[] = {o->log, o->timeline, o->plot, r->report ? fl_report_profile_path(r->report) : NULL};
     for (size_t i = 0; i < FL_ARRAY_LEN(files); i++) {
         if (!files[i]) continue;
         if (check_output(r, flags[i], files[i], e) != FL_OK) return FL_ERROR;
@@ -1095,10 +1095,11 @@ static FlStatus load_after_startup(void *ctx, FlScope *scope, FlErr *e) {
 /* A bundle with a driver: the driver runs (its run_program ops run startup and main), on one
  * executor and one root scope, with a goroutine scheduler when it or main uses goroutines.
  * --load applies after each run of the startup program; --save writes the main program's
- * persistable vars of the root scope when the script ends with status 0. */
+ * persistable vars of the root scope when the script ends with status 0, and --timeline every
+ * op run, the driver's own included. */
 static int run_driver(const Opts *o, FlBundle *bundle) {
     Opts own = *o; /* the options that do apply to a user's loop */
-    own.load = own.save = NULL;
+    own.load = own.save = own.timeline = NULL;
     const char *flag = driver_refused(&own);
     if (flag) {
         fprintf(stderr, "flrun: %s: '%s' runs its own loop (exe.run in the script: docs/driver.md); %s does not "
@@ -1125,11 +1126,16 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
     FlExecutor *ex = NULL;
     FlSched *sched = NULL;
     FlScope *scope = fl_scope_new(NULL);
+    /* --timeline: every op run, the driver's included (a run_program's span holds its program's) */
+    FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
+    Run r = {.o = (Opts *)o, .trace = trace};
     FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : 0),
-                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus()};
+                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus(), .trace = trace};
     DriverLoad dl = {.prog = prog, .dir = o->load};
     FlDriverHooks hooks = {.ctx = &dl, .startup_done = load_after_startup};
-    if (o->save && fl_params_check_target(o->save, &e) != FL_OK) goto done; /* before the run, not after it */
+    /* the outputs are checked before the run, not after it */
+    if (check_outputs(&r, &e) != FL_OK) goto done;
+    if (o->save && fl_params_check_target(o->save, &e) != FL_OK) goto done;
     if (o->load) fl_driver_hooks_attach(scope, &hooks);
     if (fl_executor_new(prog, &xo, &ex, &e) != FL_OK) goto done;
     if (has_op_flag(bundle->driver, FL_OPF_CHAN) || has_op_flag(bundle->main, FL_OPF_CHAN)) {
@@ -1144,6 +1150,7 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         goto done;
     }
     if (!code && o->save && fl_params_save(prog, scope, o->save, &e) != FL_OK) goto done;
+    if (!code && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto done;
     rc = code; /* what the script printed before its exit, it printed */
     e.msg[0] = 0;
 done:;
@@ -1154,6 +1161,7 @@ done:;
     fl_scope_free(scope);
     fl_executor_free(ex);
     fl_program_free(prog);
+    fl_trace_free(trace); /* after the scheduler: no goroutine records any more */
     return rc;
 }
 

@@ -1,13 +1,15 @@
 #!/bin/sh
-# driver_flrun_options.sh FLRUN: flrun's --save and --load over a script's own loop (docs/driver.md,
-# "flrun's features"). A script trains 5 steps and flrun --save writes its parameters when it
+# driver_flrun_options.sh FLRUN: flrun's --save, --load and --timeline over a script's own loop
+# (docs/driver.md, "flrun's features"). A script trains 5 steps and flrun --save writes its parameters when it
 # ends; a second script that runs its startup program and computes the loss gets the trained loss
 # with --load (within 1e-6, relative: the same float32 ops on the same values) and another one
 # without; --load of a script that never runs its startup program is refused before it runs, a
 # --save target holding other files before the script runs, and a script that exits with an
-# error saves nothing.
+# error saves nothing; --timeline holds the driver's run_program spans and the programs' op spans
+# (check_timeline.py), and is refused onto the program itself before the script runs.
 set -u
 FLRUN=$1
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -71,4 +73,17 @@ rc=$?
 [ "$rc" = 1 ] || bad "a failing script: exit $rc, want 1"
 grep -q stopped f.err || bad "a failing script: $(cat f.err)"
 [ -e failed ] && bad "a failing script saved its parameters"
+
+"$FLRUN" train.fl --timeline t.json >t.out 2>t.err || bad "--timeline: $(cat t.err)"
+python3 "$ROOT/tests/e2e/check_timeline.py" t.json --span run_program --span mul --span sgd || bad "the driver's timeline"
+n=$(grep -c '"name":"sgd","cat":"op"' t.json)
+[ "$n" -eq 10 ] || bad "$n sgd spans in the timeline, want 10 (the weight's and the bias's, 5 steps)"
+n=$(grep -c '"name":"run_program","cat":"op"' t.json)
+[ "$n" -eq 7 ] || bad "$n run_program spans in the timeline, want 7 (startup, 5 steps, the test clone)"
+cp train.fl keep.fl
+"$FLRUN" train.fl --timeline train.fl >tt.out 2>tt.err
+rc=$?
+[ "$rc" = 2 ] || bad "--timeline onto the program: exit $rc, want 2"
+cmp -s train.fl keep.fl || bad "--timeline onto the program changed it"
+[ -s tt.out ] && bad "--timeline onto the program ran the script: $(cat tt.out)"
 exit $fail
