@@ -1095,11 +1095,12 @@ static FlStatus load_after_startup(void *ctx, FlScope *scope, FlErr *e) {
 /* A bundle with a driver: the driver runs (its run_program ops run startup and main), on one
  * executor and one root scope, with a goroutine scheduler when it or main uses goroutines.
  * --load applies after each run of the startup program; --save writes the main program's
- * persistable vars of the root scope when the script ends with status 0, and --timeline every
- * op run, the driver's own included. */
+ * persistable vars of the root scope when the script ends with status 0, and --timeline and
+ * --profile every op run, the driver's own included. */
 static int run_driver(const Opts *o, FlBundle *bundle) {
     Opts own = *o; /* the options that do apply to a user's loop */
     own.load = own.save = own.timeline = NULL;
+    own.profile = false;
     const char *flag = driver_refused(&own);
     if (flag) {
         fprintf(stderr, "flrun: %s: '%s' runs its own loop (exe.run in the script: docs/driver.md); %s does not "
@@ -1128,9 +1129,20 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
     FlScope *scope = fl_scope_new(NULL);
     /* --timeline: every op run, the driver's included (a run_program's span holds its program's) */
     FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
-    Run r = {.o = (Opts *)o, .trace = trace};
+    /* --profile: the profiler's table of every op run, the driver's included */
+    FlReportOptions ro = {.program = o->file, .profile = o->profile, .profile_sort = o->profile_sort};
+    FlReport *report = NULL;
+    if (fl_report_new(&ro, &report, &e) != FL_OK) {
+        fprintf(stderr, "flrun: %s\nTry 'flrun --help'.\n", e.msg);
+        fl_trace_free(trace);
+        fl_scope_free(scope);
+        fl_program_free(prog);
+        return 2;
+    }
+    Run r = {.o = (Opts *)o, .trace = trace, .report = report};
     FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : 0),
-                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus(), .trace = trace};
+                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus(), .trace = trace,
+                            .prof = fl_report_prof(report)};
     DriverLoad dl = {.prog = prog, .dir = o->load};
     FlDriverHooks hooks = {.ctx = &dl, .startup_done = load_after_startup};
     /* the outputs are checked before the run, not after it */
@@ -1151,6 +1163,7 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
     }
     if (!code && o->save && fl_params_save(prog, scope, o->save, &e) != FL_OK) goto done;
     if (!code && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto done;
+    if (!code && fl_report_finish(report, NULL, true, &e) != FL_OK) goto done;
     rc = code; /* what the script printed before its exit, it printed */
     e.msg[0] = 0;
 done:;
@@ -1162,6 +1175,7 @@ done:;
     fl_executor_free(ex);
     fl_program_free(prog);
     fl_trace_free(trace); /* after the scheduler: no goroutine records any more */
+    fl_report_free(report);
     return rc;
 }
 

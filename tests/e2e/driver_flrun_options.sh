@@ -1,12 +1,13 @@
 #!/bin/sh
-# driver_flrun_options.sh FLRUN: flrun's --save, --load and --timeline over a script's own loop
+# driver_flrun_options.sh FLRUN: flrun's --save, --load, --timeline and --profile over a script's own loop
 # (docs/driver.md, "flrun's features"). A script trains 5 steps and flrun --save writes its parameters when it
 # ends; a second script that runs its startup program and computes the loss gets the trained loss
 # with --load (within 1e-6, relative: the same float32 ops on the same values) and another one
 # without; --load of a script that never runs its startup program is refused before it runs, a
 # --save target holding other files before the script runs, and a script that exits with an
 # error saves nothing; --timeline holds the driver's run_program spans and the programs' op spans
-# (check_timeline.py), and is refused onto the program itself before the script runs.
+# (check_timeline.py), and is refused onto the program itself before the script runs; --profile's
+# table counts the driver's run_program calls and the programs' ops.
 set -u
 FLRUN=$1
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -86,4 +87,9 @@ rc=$?
 [ "$rc" = 2 ] || bad "--timeline onto the program: exit $rc, want 2"
 cmp -s train.fl keep.fl || bad "--timeline onto the program changed it"
 [ -s tt.out ] && bad "--timeline onto the program ran the script: $(cat tt.out)"
+
+"$FLRUN" train.fl --profile --profile-sort calls >p.out 2>p.err || bad "--profile: $(cat p.err)"
+grep -q "Profiling Report" p.out || bad "--profile printed no table: $(cat p.out)"
+[ "$(awk '$1 == "run_program" { print $2 }' p.out)" = 7 ] || bad "--profile: run_program calls: $(cat p.out)"
+[ "$(awk '$1 == "sgd" { print $2 }' p.out)" = 10 ] || bad "--profile: sgd calls: $(cat p.out)"
 exit $fail
