@@ -1079,6 +1079,24 @@ static bool driver_runs(const FlProgram *driver, const char *name) {
     return false;
 }
 
+/* Where a driver's loop runs a program, for a message: "exe.run at FILE:LINE" of its first
+ * run_program that has a location (the file's base name), else "exe.run in the script". */
+static void driver_loop_at(const FlBundle *b, FlBuf *out) {
+    for (size_t k = 0; b->driver && k < b->driver->blocks.len; k++) {
+        const FlBlock *bl = b->driver->blocks.data[k];
+        for (size_t i = 0; i < bl->ops.len; i++) {
+            const FlOpDesc *op = bl->ops.data[i];
+            if (!fl_ops_is(op, FL_OPID_run_program) || op->loc.line <= 0 || op->loc.file < 0 ||
+                (size_t)op->loc.file >= b->source_paths.len)
+                continue;
+            const char *src = b->source_paths.data[op->loc.file], *base = strrchr(src, '/');
+            fl_buf_printf(out, "exe.run at %s:%d", base ? base + 1 : src, op->loc.line);
+            return;
+        }
+    }
+    fl_buf_puts(out, "exe.run in the script");
+}
+
 /* --load over a user's driver: the checkpoint replaces what each run of the startup program made. */
 typedef struct DriverLoad {
     const FlLoadedProgram *prog;
@@ -1103,8 +1121,14 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
     own.profile = false;
     const char *flag = driver_refused(&own);
     if (flag) {
-        fprintf(stderr, "flrun: %s: '%s' runs its own loop (exe.run in the script: docs/driver.md); %s does not "
-                "apply to it\nTry 'flrun --help'.\n", flag, o->file, flag);
+        FlBuf at = {0};
+        driver_loop_at(bundle, &at);
+        const char *why = !strcmp(flag, "--epochs") ? "its epochs are the script's"
+                          : !strcmp(flag, "--batch-size") ? "its batches are the script's"
+                                                          : "the option is fluid.train's, which the script does not call";
+        fprintf(stderr, "flrun: %s: '%s' runs its own loop (%s; docs/driver.md): %s\nTry 'flrun --help'.\n", flag,
+                o->file, fl_buf_str(&at), why);
+        fl_buf_free(&at);
         fl_ir_bundle_free(bundle);
         return 2;
     }
