@@ -21,8 +21,7 @@
  *     fl_train_predict_input_free(in);
  *     fl_train_free(tr);
  *
- * The loop. A local run without checkpoints (mpi NULL, no checkpoint_every, no resume) runs the
- * run spec's driver program (train_driver.h: option, report_open, report_next, run_program,
+ * The loop. A local run (mpi NULL, batch_trainers 0) runs the run spec's driver program (train_driver.h: option, report_open, report_next, run_program,
  * report_step, report_epoch in two while loops; docs/driver.md, "fluid.train over the driver")
  * with this module as the report host of its report ops (runtime/core/report_host.h); the other
  * runs go through the C loop of train.c. Both report the same figures through the same hooks,

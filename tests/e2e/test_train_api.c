@@ -3,7 +3,7 @@
  * over the 101 test rows that fl_train_evaluate reproduces, the same figures as flrun's log
  * (flrun drives this module), and predictions for a features file; a local run goes through the
  * run spec's driver program (report ops) and reports what the C loop of a job reports, figure for
- * figure, sequences and test sets included.
+ * figure, sequences, test sets and checkpoints' states included.
  *   test_train_api FLRUN     (run from the repository root) */
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
@@ -196,17 +196,32 @@ static void rep_epoch(void *ctx, const FlTrainEpoch *ep) {
     fl_buf_printf(&r->b, "\n");
 }
 
-/* What training `file` for `epochs` epochs reports; loop: through the C loop of a job's trainers
- * (checkpoints enabled, none ever due), else as a local run does. */
-static char *reported(const char *file, int64_t epochs, bool loop) {
+/* A checkpoint's state, as text (every `every` steps). */
+static FlStatus rep_checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e) {
+    (void)e;
+    Report *r = ctx;
+    fl_buf_printf(&r->b, "checkpoint step %lld epoch %lld batch %lld seed %llu global %lld rows %lld epoch_rows %.0f",
+                  (long long)st->step, (long long)st->epoch, (long long)st->batch, (unsigned long long)st->seed,
+                  (long long)st->global_batch, (long long)st->rows, st->epoch_rows);
+    for (size_t i = 0; i < st->nfetch; i++) fl_buf_printf(&r->b, " %.9g", st->epoch_sums[i]);
+    fl_buf_printf(&r->b, " runs %llu\n", (unsigned long long)st->runs[0]);
+    *stop = false;
+    return FL_OK;
+}
+
+/* What training `file` for `epochs` epochs reports, with a checkpoint every `every` steps (0:
+ * none); loop: through the C loop of a job's trainers (a plan's global batch of one trainer's
+ * batch, as a local run's), else as a local run does. */
+static char *reported(const char *file, int64_t epochs, int64_t every, bool loop) {
     FlErr e = {{0}};
     Opened op = open_trainer(file);
     FlTrainer *tr = op.tr;
     Report r = {.n = fl_train_fetch_count(tr)};
     FlTrainOptions o = FL_TRAIN_OPTIONS_INIT;
     o.epochs = epochs;
-    if (loop) o.checkpoint_every = INT64_MAX;
-    FlTrainHooks h = {.ctx = &r, .step = rep_step, .row = rep_row, .epoch = rep_epoch};
+    o.checkpoint_every = every;
+    if (loop) o.batch_trainers = 1;
+    FlTrainHooks h = {.ctx = &r, .step = rep_step, .row = rep_row, .epoch = rep_epoch, .checkpoint = rep_checkpoint};
     CU_ASSERT_EQUAL(fl_train_run(tr, &o, &h, &e), FL_OK);
     close_trainer(&op);
     char *text = strdup(fl_buf_str(&r.b));
@@ -214,9 +229,10 @@ static char *reported(const char *file, int64_t epochs, bool loop) {
     return text;
 }
 
-static void check_same(const char *file, int64_t epochs, size_t min_len) {
-    char *drv = reported(file, epochs, false), *loop = reported(file, epochs, true);
+static void check_same(const char *file, int64_t epochs, int64_t every, size_t min_len) {
+    char *drv = reported(file, epochs, every, false), *loop = reported(file, epochs, every, true);
     CU_ASSERT(strlen(drv) >= min_len);
+    CU_ASSERT(!every || strstr(drv, "checkpoint step"));
     CU_ASSERT_STRING_EQUAL(drv, loop);
     if (strcmp(drv, loop)) fprintf(stderr, "%s: the driver reported\n%s\nthe loop\n%s", file, drv, loop);
     free(drv);
@@ -224,8 +240,10 @@ static void check_same(const char *file, int64_t epochs, size_t min_len) {
 }
 
 static void test_driver_reports_as_loop(void) {
-    check_same("examples/fit_a_line.fl", 2, 42 * 20);         /* 21 steps an epoch, a test set */
-    check_same("examples/fluid/understand_sentiment.fl", 1, 100); /* sequence feeds */
+    check_same("examples/fit_a_line.fl", 2, 0, 42 * 20);         /* 21 steps an epoch, a test set */
+    check_same("examples/fit_a_line.fl", 2, 8, 42 * 20);         /* checkpoints, within and at an epoch's end */
+    check_same("examples/fit_a_line.fl", 2, 21, 42 * 20);
+    check_same("examples/fluid/understand_sentiment.fl", 1, 0, 100); /* sequence feeds */
 }
 
 /* The driver a local run runs: the run spec's loop as ops, whose report ops need the report host
