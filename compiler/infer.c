@@ -383,6 +383,12 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     /* infer_random.c */
     case FL_OPID_random_state: return fl_infer_random_state(&c);
     case FL_OPID_random_draw: return fl_infer_random_draw(&c);
+    /* infer_report.c: report_next's feeds keep the declarations of the main program's data vars */
+    case FL_OPID_option: return fl_infer_option(&c);
+    case FL_OPID_report_open: return fl_infer_report_open(&c);
+    case FL_OPID_report_next: return fl_infer_report_next(&c);
+    case FL_OPID_report_step:
+    case FL_OPID_report_epoch: return fl_infer_report_in(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -510,4 +510,10 @@ FlStatus fl_infer_reader_epoch(Ctx *c);
 FlStatus fl_infer_reader_next(Ctx *c);
 FlStatus fl_infer_reader_end(Ctx *c);
 
+/* infer_report.c */
+FlStatus fl_infer_option(Ctx *c);
+FlStatus fl_infer_report_open(Ctx *c);
+FlStatus fl_infer_report_next(Ctx *c);
+FlStatus fl_infer_report_in(Ctx *c);
+
 #endif

@@ -603,6 +603,8 @@ void fl_ops_markdown(FlBuf *out) {
                 "| perspective | `perspective.def` | `infer_perspective.c` | `ops_perspective.c` | `perspective.c` | "
                 "`detection.fl`, `_perspective.fl` |\n"
                 "| masks | `masks.def` | `infer_masks.c` | `ops_masks.c` | `masks.c` | `detection.fl`, `_masks.fl` |\n"
+                "| report | `report.def` | `infer_report.c` | `ops_report.c` (host: `report_host.h`, given by "
+                "`runtime/train/train.c`) | — | the driver of a run spec (`runtime/train/train_driver.c`) |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"

@@ -57,6 +57,7 @@
 #include "runtime/api.h"
 #include "runtime/core/conc.h"
 #include "runtime/core/dist.h"
+#include "runtime/core/driver.h"
 #include "runtime/core/scope.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/par.h"
@@ -410,7 +411,7 @@ static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *
     if (!file || stat(file, &out) != 0) return FL_OK; /* a new file: nothing to overwrite */
     if (!S_ISREG(out.st_mode)) return fl_err(e, "%s: '%s' exists and is not a regular file", flag, file);
     const char *what = NULL, *which = NULL;
-    for (size_t i = 0; !what && i < fl_train_input_count(r->tr); i++)
+    for (size_t i = 0; !what && r->tr && i < fl_train_input_count(r->tr); i++)
         if (is_file(fl_train_input_path(r->tr, i), &out)) what = "a data file", which = fl_train_input_path(r->tr, i);
     FlBuf path = {0};
     DIR *d = o->load ? opendir(o->load) : NULL;
@@ -430,7 +431,7 @@ static FlStatus check_output(Run *r, const char *flag, const char *file, FlErr *
 static FlStatus check_outputs(Run *r, FlErr *e) {
     Opts *o = r->o;
     const char *flags[] = {"--log", "--timeline", "--plot", "profile_path"};
-    const char *files[] = {o->log, o->timeline, o->plot, fl_report_profile_path(r->report)};
+    const char *files[] = {o->log, o->timeline, o->plot, r->report ? fl_report_profile_path(r->report) : NULL};
     for (size_t i = 0; i < FL_ARRAY_LEN(files); i++) {
         if (!files[i]) continue;
         if (check_output(r, flags[i], files[i], e) != FL_OK) return FL_ERROR;
@@ -1066,13 +1067,68 @@ static const char *driver_refused(const Opts *o) {
     return NULL;
 }
 
+/* Does a run_program of the driver (any block) run the program `name`? */
+static bool driver_runs(const FlProgram *driver, const char *name) {
+    for (size_t k = 0; k < driver->blocks.len; k++) {
+        const FlBlock *b = driver->blocks.data[k];
+        for (size_t i = 0; i < b->ops.len; i++)
+            if (fl_ops_is(b->ops.data[i], FL_OPID_run_program) &&
+                !strcmp(fl_ir_op_get_string(b->ops.data[i], "program", ""), name))
+                return true;
+    }
+    return false;
+}
+
+/* Where a driver's loop runs a program, for a message: "exe.run at FILE:LINE" of its first
+ * run_program that has a location (the file's base name), else "exe.run in the script". */
+static void driver_loop_at(const FlBundle *b, FlBuf *out) {
+    for (size_t k = 0; b->driver && k < b->driver->blocks.len; k++) {
+        const FlBlock *bl = b->driver->blocks.data[k];
+        for (size_t i = 0; i < bl->ops.len; i++) {
+            const FlOpDesc *op = bl->ops.data[i];
+            if (!fl_ops_is(op, FL_OPID_run_program) || op->loc.line <= 0 || op->loc.file < 0 ||
+                (size_t)op->loc.file >= b->source_paths.len)
+                continue;
+            const char *src = b->source_paths.data[op->loc.file], *base = strrchr(src, '/');
+            fl_buf_printf(out, "exe.run at %s:%d", base ? base + 1 : src, op->loc.line);
+            return;
+        }
+    }
+    fl_buf_puts(out, "exe.run in the script");
+}
+
+/* --load over a user's driver: the checkpoint replaces what each run of the startup program made. */
+typedef struct DriverLoad {
+    const FlLoadedProgram *prog;
+    const char *dir;
+    bool applied;
+} DriverLoad;
+
+static FlStatus load_after_startup(void *ctx, FlScope *scope, FlErr *e) {
+    DriverLoad *l = ctx;
+    l->applied = true;
+    return fl_params_load(l->prog, scope, l->dir, e);
+}
+
 /* A bundle with a driver: the driver runs (its run_program ops run startup and main), on one
- * executor and one root scope, with a goroutine scheduler when it or main uses goroutines. */
+ * executor and one root scope, with a goroutine scheduler when it or main uses goroutines.
+ * --load applies after each run of the startup program; --save writes the main program's
+ * persistable vars of the root scope when the script ends with status 0, and --timeline and
+ * --profile every op run, the driver's own included. */
 static int run_driver(const Opts *o, FlBundle *bundle) {
-    const char *flag = driver_refused(o);
+    Opts own = *o; /* the options that do apply to a user's loop */
+    own.load = own.save = own.timeline = NULL;
+    own.profile = false;
+    const char *flag = driver_refused(&own);
     if (flag) {
-        fprintf(stderr, "flrun: %s: '%s' runs its own loop (exe.run in the script: docs/driver.md); %s does not "
-                "apply to it\nTry 'flrun --help'.\n", flag, o->file, flag);
+        FlBuf at = {0};
+        driver_loop_at(bundle, &at);
+        const char *why = !strcmp(flag, "--epochs") ? "its epochs are the script's"
+                          : !strcmp(flag, "--batch-size") ? "its batches are the script's"
+                                                          : "the option is fluid.train's, which the script does not call";
+        fprintf(stderr, "flrun: %s: '%s' runs its own loop (%s; docs/driver.md): %s\nTry 'flrun --help'.\n", flag,
+                o->file, fl_buf_str(&at), why);
+        fl_buf_free(&at);
         fl_ir_bundle_free(bundle);
         return 2;
     }
@@ -1082,14 +1138,41 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         fl_ir_bundle_free(bundle);
         return 1;
     }
+    if (o->load && !driver_runs(bundle->driver, "startup")) {
+        fprintf(stderr, "flrun: --load: '%s' never runs its startup program (exe.run(fluid.default_startup_program()) "
+                "in the script), after which the checkpoint would replace its parameters\nTry 'flrun --help'.\n",
+                o->file);
+        fl_ir_bundle_free(bundle);
+        return 2;
+    }
     FlErr e = {{0}};
     int rc = 1, code = 0; /* code: of the script's sys.exit(code), else 0 */
     FlLoadedProgram *prog = fl_program_from_bundle_take(bundle);
     FlExecutor *ex = NULL;
     FlSched *sched = NULL;
     FlScope *scope = fl_scope_new(NULL);
+    /* --timeline: every op run, the driver's included (a run_program's span holds its program's) */
+    FlTrace *trace = o->timeline ? fl_trace_new((size_t)o->timeline_events) : NULL;
+    /* --profile: the profiler's table of every op run, the driver's included */
+    FlReportOptions ro = {.program = o->file, .profile = o->profile, .profile_sort = o->profile_sort};
+    FlReport *report = NULL;
+    if (fl_report_new(&ro, &report, &e) != FL_OK) {
+        fprintf(stderr, "flrun: %s\nTry 'flrun --help'.\n", e.msg);
+        fl_trace_free(trace);
+        fl_scope_free(scope);
+        fl_program_free(prog);
+        return 2;
+    }
+    Run r = {.o = (Opts *)o, .trace = trace, .report = report};
     FlExecutorOptions xo = {.seed = (uint64_t)(o->seed >= 0 ? o->seed : 0),
-                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus()};
+                            .threads = o->threads > 0 ? (int)o->threads : fl_par_cpus(), .trace = trace,
+                            .prof = fl_report_prof(report)};
+    DriverLoad dl = {.prog = prog, .dir = o->load};
+    FlDriverHooks hooks = {.ctx = &dl, .startup_done = load_after_startup};
+    /* the outputs are checked before the run, not after it */
+    if (check_outputs(&r, &e) != FL_OK) goto done;
+    if (o->save && fl_params_check_target(o->save, &e) != FL_OK) goto done;
+    if (o->load) fl_driver_hooks_attach(scope, &hooks);
     if (fl_executor_new(prog, &xo, &ex, &e) != FL_OK) goto done;
     if (has_op_flag(bundle->driver, FL_OPF_CHAN) || has_op_flag(bundle->main, FL_OPF_CHAN)) {
         FlSchedConfig sc = {.stack_size = FL_CONC_STACK_SIZE, .nprocs = o->procs};
@@ -1097,6 +1180,14 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         fl_conc_attach(scope, sched);
     }
     if (fl_executor_run_driver_exit(ex, scope, &code, &e) != FL_OK) goto done;
+    if (!code && o->load && !dl.applied) {
+        snprintf(e.msg, sizeof e.msg, "--load: the script never ran its startup program, so the checkpoint '%s' "
+                 "was not loaded", o->load);
+        goto done;
+    }
+    if (!code && o->save && fl_params_save(prog, scope, o->save, &e) != FL_OK) goto done;
+    if (!code && o->timeline && write_timeline(&r, o->timeline, false, &e) != FL_OK) goto done;
+    if (!code && fl_report_finish(report, NULL, true, &e) != FL_OK) goto done;
     rc = code; /* what the script printed before its exit, it printed */
     e.msg[0] = 0;
 done:;
@@ -1107,6 +1198,8 @@ done:;
     fl_scope_free(scope);
     fl_executor_free(ex);
     fl_program_free(prog);
+    fl_trace_free(trace); /* after the scheduler: no goroutine records any more */
+    fl_report_free(report);
     return rc;
 }
 

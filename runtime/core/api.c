@@ -168,20 +168,41 @@ FlStatus fl_executor_run_startup(FlExecutor *ex, FlScope *scope, FlErr *err) {
 
 bool fl_executor_has_driver(const FlExecutor *ex) { return ex->driver != NULL; }
 
-FlStatus fl_executor_run_driver_exit(FlExecutor *ex, FlScope *scope, int *exit_code, FlErr *err) {
+/* Runs the prepared driver drv on scope, its programs ex's (fl_executor_run_driver_exit). */
+static FlStatus run_driver(FlExecutor *ex, FlExec *drv, FlScope *scope, int *exit_code, FlErr *err) {
     *exit_code = 0;
-    if (!ex->driver) return fl_err(err, "the program has no driver (run its startup, then its main program)");
     FlDriverExit done = {.code = 0};
     atomic_init(&done.exited, false);
     FlDriverHost h = {.root = scope, .startup = ex->startup, .main = ex->main, .exit = &done, .bundle = ex->bundle,
                       .seed = ex->seed, .names = ex->names, .programs = ex->programs, .nprograms = ex->nprograms};
     FlScope *ds = fl_driver_scope(scope, &h);
-    FlStatus st = fl_exec_run(ex->driver, ds, NULL, 0, NULL, NULL, 0, 0, err);
+    FlStatus st = fl_exec_run(drv, ds, NULL, 0, NULL, NULL, 0, 0, err);
     fl_scope_release(ds);
     if (atomic_load(&done.exited)) { /* an exit op ended it: its code, not the error that unwound the run */
         *exit_code = done.code;
         return FL_OK;
     }
+    return st;
+}
+
+FlStatus fl_executor_run_driver_exit(FlExecutor *ex, FlScope *scope, int *exit_code, FlErr *err) {
+    *exit_code = 0;
+    if (!ex->driver) return fl_err(err, "the program has no driver (run its startup, then its main program)");
+    return run_driver(ex, ex->driver, scope, exit_code, err);
+}
+
+FlStatus fl_executor_run_driver_program(FlExecutor *ex, const FlProgram *driver, FlScope *scope, int *exit_code,
+                                        FlErr *err) {
+    *exit_code = 0;
+    /* its own ops are neither traced nor profiled: the programs it runs are, as when run directly */
+    FlExecOptions o = {.seed = ex->seed};
+    FlExec *drv;
+    FlErr e2;
+    const FlBundle *b = ex->bundle;
+    if (fl_exec_new(driver, (const char *const *)b->source_paths.data, b->source_paths.len, &o, &drv, &e2) != FL_OK)
+        return fl_err(err, "driver %s", e2.msg);
+    FlStatus st = run_driver(ex, drv, scope, exit_code, err);
+    fl_exec_free(drv);
     return st;
 }
 

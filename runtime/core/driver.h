@@ -38,6 +38,25 @@ typedef struct FlDriverHost {
     size_t nprograms;
 } FlDriverHost;
 
+/* Runs `driver`, a driver program the caller built for ex's bundle (runtime/train's of a run
+ * spec), as fl_executor_run_driver_exit runs the bundle's own: prepared for this run, its own ops
+ * neither traced nor profiled (the programs it runs are). driver is borrowed. */
+struct FlExecutor;
+FlStatus fl_executor_run_driver_program(struct FlExecutor *ex, const FlProgram *driver, FlScope *scope,
+                                        int *exit_code, FlErr *err) FL_WARN_UNUSED;
+
+/* What the runner of a driver does at points of its run (flrun's options over a user's driver:
+ * docs/driver.md, "flrun's features"), attached to the root scope the driver runs on as the
+ * report host is (report_host.h); borrowed, it must outlive the run. startup_done: after each
+ * run_program of the startup program, on the scope it ran on (flrun --load replaces the
+ * parameters the startup made); its error is the op's. */
+typedef struct FlDriverHooks {
+    void *ctx;
+    FlStatus (*startup_done)(void *ctx, FlScope *scope, FlErr *e);
+} FlDriverHooks;
+#define FL_DRIVER_HOOKS_VAR "@DRIVER_HOOKS@" /* the root scope's object var holding them */
+void fl_driver_hooks_attach(FlScope *root, const FlDriverHooks *h); /* NULL detaches */
+
 /* The prepared program a run_program names ("startup", "main" or a named one); NULL if none. */
 FlExec *fl_driver_program(const FlDriverHost *h, const char *name);
 

@@ -57,6 +57,17 @@ FlExec *fl_driver_program(const FlDriverHost *h, const char *name) {
     return NULL;
 }
 
+void fl_driver_hooks_attach(FlScope *root, const FlDriverHooks *h) {
+    fl_var_set_object(fl_scope_var(root, FL_DRIVER_HOOKS_VAR), (void *)h, NULL);
+}
+
+/* After a run of the startup program on sc: the runner's hook (driver.h), if any. */
+static FlStatus startup_done(FlScope *s, FlScope *sc, FlErr *e) {
+    FlVar *v = fl_scope_find(s, FL_DRIVER_HOOKS_VAR);
+    const FlDriverHooks *k = v ? fl_var_get_object(v) : NULL;
+    return k && k->startup_done ? k->startup_done(k->ctx, sc, e) : FL_OK;
+}
+
 const FlDriverHost *fl_driver_need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlDriverHost *h = fl_driver_find(s);
     if (!h) fl_exec_op_error(rc, op, "a driver op runs only in a bundle's driver (fl_executor_run_driver)");
@@ -139,6 +150,8 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
         if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch, 0, &e) ||
             (d && d->step_end(d, &e)))
             st = fl_exec_op_error(rc, op, "the %s program: %s", pn, e.msg);
+        else if (ex == h->startup && startup_done(s, sc, &e))
+            st = fl_exec_op_error(rc, op, "%s", e.msg);
     }
     for (size_t i = 0; i < nfetch && st == FL_OK; i++)
         fl_var_take_tensor(fl_exec_var_write(s, &fetches[i]), &ft[nfeed + i]);

@@ -20,6 +20,9 @@
 
 #include "compiler/ir/ir.h"
 #include "compiler/ops.h"
+#include "runtime/core/driver.h"
+#include "runtime/core/report_host.h"
+#include "runtime/train/train_driver.h"
 
 typedef struct Data {
     FlDataSource *src; /* when train and test come from one split */
@@ -512,6 +515,194 @@ static FlStatus check_resume(const Loop *L, const FlTrainState *r, FlErr *e) {
     return FL_OK;
 }
 
+/* ---------------------------------------------------------------- the loop as a driver */
+
+/* The report host (runtime/core/report_host.h) of a local run of the run spec's driver
+ * (train_driver.h): what fl_train_run's C loop below does at each point of a local run, called
+ * by the driver's report ops, with the same figures in the same order, the same hooks and the same
+ * checkpoints. Epochs before a resumed one and all after a checkpoint that stops give no batch
+ * and report nothing. */
+typedef struct DriverRun {
+    Loop L;                 /* the figures, the checkpoints' state (L.lead: a local run) */
+    const FlTrainOptions *opt;
+    int64_t epochs, batch, every;
+    const FlTrainState *resume;
+    int64_t e0, b0;         /* where the run starts: epoch and batch (1, 0 unless resumed) */
+    bool stop;              /* a checkpoint asked to stop: nothing more runs */
+    size_t nw;              /* the watched vars */
+    FlDataEpoch *ep;        /* the epoch being read (epoch `epoch`), NULL between epochs */
+    int64_t epoch, step, step_e0; /* the epoch, the steps so far, and before the epoch's first here */
+    size_t next, b, nb;     /* the epoch's next batch, the current step's batch, its batches */
+    double t0, c0, tb;      /* the epoch's start (wall, CPU) and the current step's */
+    double *watched, *trm, *te;
+    bool failed;            /* a callback's error: err holds it, as the C loop reports it */
+    FlErr err;
+} DriverRun;
+
+static FlStatus dr_fail(DriverRun *d, FlErr *e) {
+    d->failed = true;
+    d->err = *e;
+    return FL_ERROR;
+}
+
+static FlStatus dr_option(void *ctx, const char *name, int64_t dflt, int64_t *out, FlErr *e) {
+    const FlTrainOptions *o = ((DriverRun *)ctx)->opt;
+    if (!strcmp(name, "epochs")) *out = o && o->epochs >= 0 ? o->epochs : dflt;
+    else if (!strcmp(name, "batch_size")) *out = o && o->batch_size > 0 ? o->batch_size : dflt;
+    else if (!strcmp(name, "seed")) *out = o && o->seed >= 0 ? o->seed : dflt;
+    else return fl_err(e, "option '%s' is not an option of the run (epochs, batch_size, seed)", name);
+    return FL_OK;
+}
+
+static FlStatus dr_open(void *ctx, int64_t epochs, int64_t batch, int64_t seed, FlErr *e) {
+    DriverRun *d = ctx;
+    d->epochs = epochs, d->batch = batch;
+    d->L.seed = (uint64_t)seed, d->L.global = batch;
+    d->e0 = 1, d->b0 = 0;
+    if (d->resume) { /* the state the checkpoint's step left: position, the epoch's figures, random state */
+        if (check_resume(&d->L, d->resume, e) != FL_OK) return dr_fail(d, e);
+        d->step = d->resume->step, d->e0 = d->resume->epoch, d->b0 = d->resume->batch;
+        fl_executor_set_runs(d->L.tr->ex, d->resume->runs[0]);
+    }
+    return FL_OK;
+}
+
+static FlStatus dr_next(void *ctx, int64_t epoch, FlTensor *out, size_t nout, int64_t *rows, bool *ok, FlErr *e) {
+    DriverRun *d = ctx;
+    FlTrainer *tr = d->L.tr;
+    Loop *L = &d->L;
+    *ok = false;
+    *rows = 0;
+    if (d->stop || epoch < d->e0) return FL_OK;
+    if (!d->ep || d->epoch != epoch) { /* the epoch's first batch here: its order and its clocks */
+        fl_data_epoch_free(d->ep);
+        d->ep = NULL;
+        d->t0 = now(), d->c0 = cpu_now();
+        if (fl_data_epoch_new_global(tr->d.train, (size_t)L->global, 1, true, L->seed, (uint64_t)epoch - 1, &d->ep,
+                                     e) != FL_OK)
+            return dr_fail(d, e);
+        d->epoch = epoch;
+        d->nb = fl_data_epoch_batches(d->ep);
+        d->next = epoch == d->e0 ? (size_t)d->b0 : 0;
+        d->step_e0 = d->step;
+        memset(L->sum, 0, L->n * sizeof *L->sum);
+        L->sum_rows = L->rows_here = 0;
+        if (d->resume && epoch == d->e0 && d->b0 > 0) {
+            memcpy(L->sum, d->resume->epoch_sums, L->n * sizeof *L->sum);
+            L->sum_rows = d->resume->epoch_rows;
+        }
+    }
+    if (d->next >= d->nb) return FL_OK;
+    size_t nf = feed_tensors(tr->d.train);
+    if (nout != nf) return dr_fail(d, (fl_err(e, "report_next: the reader gives %zu feed tensors, the op takes %zu", nf, nout), e));
+    d->b = d->next++;
+    d->tb = now();
+    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
+    FlStatus st = share_feeds(fl_ir_block(tr->bundle->main, 0), tr->d.train, d->ep, d->b, 0, out, feeds, e);
+    free(feeds);
+    if (st != FL_OK) return dr_fail(d, e);
+    *rows = (int64_t)fl_data_epoch_share_rows(d->ep, d->b, 0);
+    *ok = true;
+    return FL_OK;
+}
+
+static FlStatus dr_step(void *ctx, const FlTensor *fig, size_t n, int64_t rows, FlErr *e) {
+    DriverRun *d = ctx;
+    Loop *L = &d->L;
+    FlTrainer *tr = L->tr;
+    const FlTrainHooks *h = L->h;
+    if (n != L->n + d->nw) return dr_fail(d, (fl_err(e, "report_step: %zu figures, the run has %zu", n, L->n + d->nw), e));
+    d->step++;
+    double step_secs = now() - d->tb;
+    for (size_t i = 0; i < L->n; i++) L->vals[i] = mean_of(&fig[i]);
+    for (size_t i = 0; i < d->nw; i++) d->watched[i] = mean_of(&fig[L->n + i]);
+    for (size_t i = 0; i < L->n; i++) L->sum[i] += L->vals[i] * (double)rows;
+    L->sum_rows += (double)rows;
+    L->rows_here += (double)rows;
+    if (row(h, "train", d->epoch, d->step, L->vals, e) != FL_OK) return dr_fail(d, e);
+    if (rows > 0 && check_finite(tr, d->epoch, d->step, L->vals, e) != FL_OK) return dr_fail(d, e);
+    if (h->step) h->step(h->ctx, d->epoch, d->epochs, d->b, d->nb, L->n ? L->vals[tr->loss_idx] : 0);
+    if (h->step_done) {
+        FlTrainStep s = {d->epoch, d->step, (double)fl_data_epoch_batch_rows(d->ep, d->b), step_secs, d->watched};
+        if (h->step_done(h->ctx, &s, e) != FL_OK) return dr_fail(d, e);
+    }
+    /* a checkpoint within the epoch; one after its last step comes after its evaluation */
+    if (d->every && d->step % d->every == 0 && d->b + 1 < d->nb &&
+        checkpoint(L, d->step, d->epoch, (int64_t)d->b + 1, &d->stop, e) != FL_OK)
+        return dr_fail(d, e);
+    return FL_OK;
+}
+
+static FlStatus dr_epoch(void *ctx, int64_t epoch, FlErr *e) {
+    DriverRun *d = ctx;
+    Loop *L = &d->L;
+    FlTrainer *tr = L->tr;
+    const FlTrainHooks *h = L->h;
+    fl_data_epoch_free(d->ep);
+    d->ep = NULL;
+    if (d->stop || epoch < d->e0) return FL_OK;
+    if (epoch != d->epoch) return dr_fail(d, (fl_err(e, "report_epoch: epoch %lld ends, but epoch %lld is read",
+                                                      (long long)epoch, (long long)d->epoch), e));
+    d->epoch = 0; /* the next report_next starts an epoch */
+    double secs = now() - d->t0, cpu = cpu_now() - d->c0;
+    for (size_t i = 0; i < L->n; i++) d->trm[i] = L->sum_rows > 0 ? L->sum[i] / L->sum_rows : NAN;
+    bool has_test = tr->d.test && fl_data_rows(tr->d.test) > 0;
+    if (has_test) {
+        double test_rows;
+        if (fl_train_evaluate(tr, tr->d.test, (size_t)d->batch, d->te, &test_rows, e) != FL_OK ||
+            row(h, "test", epoch, d->step, d->te, e) != FL_OK)
+            return dr_fail(d, e);
+    }
+    FlTrainEpoch rep = {epoch, d->epochs, d->step, d->trm, has_test ? d->te : NULL, L->rows_here, secs, cpu};
+    if (h->epoch) h->epoch(h->ctx, &rep);
+    if (d->every && d->step % d->every == 0 && d->step > d->step_e0) {
+        memset(L->sum, 0, L->n * sizeof *L->sum); /* the next epoch starts with no figures */
+        L->sum_rows = 0;
+        if (checkpoint(L, d->step, epoch + 1, 0, &d->stop, e) != FL_OK) return dr_fail(d, e);
+    }
+    return FL_OK;
+}
+
+/* A local run: the run spec's driver (train_driver.h) on the report host above. The errors are
+ * the loop's own (a callback's, or the main program's as fl_executor_run gives it), not the
+ * driver op's around them. */
+static FlStatus run_as_driver(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *h, FlErr *e) {
+    size_t nw = opt ? opt->nwatch : 0;
+    FlProgram *drv;
+    if (fl_train_driver_build(tr->bundle, opt ? opt->watch : NULL, nw, &drv, e) != FL_OK) return FL_ERROR;
+    size_t n = tr->nfetch;
+    DriverRun d = {.L = {.tr = tr, .h = h, .lead = true, .n = n, .w = 1 + n}, .opt = opt, .nw = nw,
+                   .every = opt && opt->checkpoint_every > 0 ? opt->checkpoint_every : 0,
+                   .resume = opt ? opt->resume : NULL};
+    d.L.sum = fl_xcalloc(n + 1, sizeof(double));
+    d.L.vals = fl_xcalloc(n + 1, sizeof(double));
+    d.L.runs = fl_xcalloc(2, sizeof *d.L.runs);
+    d.trm = fl_xcalloc(n + 1, sizeof(double));
+    d.te = fl_xcalloc(n + 1, sizeof(double));
+    d.watched = fl_xcalloc(nw + 1, sizeof(double));
+    FlReportHost host = {&d, dr_option, dr_open, dr_next, dr_step, dr_epoch};
+    fl_report_host_attach(tr->scope, &host);
+    int code = 0;
+    FlStatus st = fl_executor_run_driver_program(tr->ex, drv, tr->scope, &code, e);
+    fl_report_host_attach(tr->scope, NULL);
+    if (st != FL_OK && d.failed) {
+        *e = d.err;
+    } else if (st != FL_OK && e) { /* the main program's error, as fl_executor_run gives it */
+        const char *m = strstr(e->msg, ": the main program: ");
+        if (m) memmove(e->msg, m + strlen(": the main program: "), strlen(m + strlen(": the main program: ")) + 1);
+    }
+    tr->stopped = d.stop && st == FL_OK;
+    fl_data_epoch_free(d.ep);
+    free(d.L.sum);
+    free(d.L.vals);
+    free(d.L.runs);
+    free(d.trm);
+    free(d.te);
+    free(d.watched);
+    fl_ir_program_free(drv);
+    return st;
+}
+
 FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
     static const FlTrainHooks none = {0};
     const FlTrainHooks *h = hooks ? hooks : &none;
@@ -523,6 +714,9 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     const FlTrainState *resume = opt ? opt->resume : NULL;
     tr->stopped = false;
     if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
+    /* a local run runs the run spec's driver; a job's trainers (and a run cut into a plan's
+     * global batches) are this loop's still (docs/driver.md, "Status") */
+    if (!tr->mpi && !(opt && opt->batch_trainers > 0)) return run_as_driver(tr, opt, h, e);
     if (same_data(tr, e) != FL_OK) return FL_ERROR;
     int64_t per = opt && opt->batch_trainers > 0 ? opt->batch_trainers : tr->T; /* batches in a global one */
     Loop L = {.tr = tr, .h = h, .lead = tr->t == 0, .n = tr->nfetch, .w = 1 + tr->nfetch,

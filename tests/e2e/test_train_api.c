@@ -1,7 +1,9 @@
 /* test_train_api: the training driver (runtime/train/train.h) called from C as an embedder would:
  * fit_a_line trained for 2 epochs reports 21 steps an epoch (405 rows, batch 20), test figures
  * over the 101 test rows that fl_train_evaluate reproduces, the same figures as flrun's log
- * (flrun drives this module), and predictions for a features file.
+ * (flrun drives this module), and predictions for a features file; a local run goes through the
+ * run spec's driver program (report ops) and reports what the C loop of a job reports, figure for
+ * figure, sequences, test sets and checkpoints' states included.
  *   test_train_api FLRUN     (run from the repository root) */
 #define _GNU_SOURCE
 #include <CUnit/Basic.h>
@@ -13,7 +15,9 @@
 
 #include "compiler/ir/ir.h"
 #include "lang/eval.h"
+#include "runtime/core/driver.h"
 #include "runtime/train/train.h"
+#include "runtime/train/train_driver.h"
 #include "tests/cunit.h"
 
 static const char *flrun;
@@ -73,19 +77,41 @@ static double log_test_loss(const char *path) {
     return v;
 }
 
-static void test_train_evaluate_predict(void) {
+/* A trainer of `file` compiled, its executor and root scope made and its startup run; the caller
+ * frees them with close_trainer. */
+typedef struct Opened {
+    FlLoadedProgram *prog;
+    FlExecutor *ex;
+    FlScope *scope;
+    FlTrainer *tr;
+} Opened;
+
+static Opened open_trainer(const char *file) {
     FlBundle *b = NULL;
     FlBuf diag = {0};
-    CU_ASSERT_EQUAL_FATAL(fl_compile_file("examples/fit_a_line.fl", NULL, &b, &diag), 0);
+    Opened o = {0};
+    CU_ASSERT_EQUAL_FATAL(fl_compile_file(file, NULL, &b, &diag), 0);
     fl_buf_free(&diag);
     FlErr e = {{0}};
-    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
-    FlExecutor *ex;
-    CU_ASSERT_EQUAL_FATAL(fl_executor_new(prog, NULL, &ex, &e), FL_OK);
-    FlScope *scope = fl_scope_new(NULL);
-    CU_ASSERT_EQUAL_FATAL(fl_executor_run_startup(ex, scope, &e), FL_OK);
-    FlTrainer *tr;
-    CU_ASSERT_EQUAL_FATAL(fl_train_new(prog, ex, scope, NULL, &tr, &e), FL_OK);
+    o.prog = fl_program_from_bundle_take(b);
+    CU_ASSERT_EQUAL_FATAL(fl_executor_new(o.prog, NULL, &o.ex, &e), FL_OK);
+    o.scope = fl_scope_new(NULL);
+    CU_ASSERT_EQUAL_FATAL(fl_executor_run_startup(o.ex, o.scope, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_train_new(o.prog, o.ex, o.scope, NULL, &o.tr, &e), FL_OK);
+    return o;
+}
+
+static void close_trainer(Opened *o) {
+    fl_train_free(o->tr);
+    fl_scope_free(o->scope);
+    fl_executor_free(o->ex);
+    fl_program_free(o->prog);
+}
+
+static void test_train_evaluate_predict(void) {
+    FlErr e = {{0}};
+    Opened op = open_trainer("examples/fit_a_line.fl");
+    FlTrainer *tr = op.tr;
     CU_ASSERT_EQUAL(fl_train_fetch_count(tr), 1);
     CU_ASSERT_STRING_EQUAL(fl_train_fetch_name(tr, 0), "loss");
     CU_ASSERT_EQUAL(fl_data_rows(fl_train_dataset(tr, false)), 405);
@@ -138,7 +164,121 @@ static void test_train_evaluate_predict(void) {
     /* an unknown --predict-var is found when the input is opened */
     CU_ASSERT_EQUAL(fl_train_predict_open(tr, "examples/data/boston_features.csv", "nope", &in, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(fl_error_message(&e), "'nope'"));
-    fl_train_free(tr);
+    close_trainer(&op);
+}
+
+/* ---- the driver and the loop report alike ---- */
+
+/* Everything a run reports, as text: the log's rows (%.9g, as flrun writes them), the progress
+ * calls and the epochs' figures. */
+typedef struct Report {
+    FlBuf b;
+    size_t n; /* figures */
+} Report;
+
+static FlStatus rep_row(void *ctx, const char *phase, int64_t epoch, int64_t step, const double *v, FlErr *e) {
+    (void)e;
+    Report *r = ctx;
+    fl_buf_printf(&r->b, "%s,%lld,%lld", phase, (long long)epoch, (long long)step);
+    for (size_t i = 0; i < r->n; i++) fl_buf_printf(&r->b, ",%.9g", v[i]);
+    fl_buf_printf(&r->b, "\n");
+    return FL_OK;
+}
+static void rep_step(void *ctx, int64_t epoch, int64_t epochs, size_t b, size_t nb, double loss) {
+    fl_buf_printf(&((Report *)ctx)->b, "step %lld/%lld %zu/%zu %.9g\n", (long long)epoch, (long long)epochs, b, nb, loss);
+}
+static void rep_epoch(void *ctx, const FlTrainEpoch *ep) {
+    Report *r = ctx;
+    fl_buf_printf(&r->b, "epoch %lld/%lld step %lld rows %.0f", (long long)ep->epoch, (long long)ep->epochs,
+                  (long long)ep->step, ep->rows);
+    for (size_t i = 0; i < r->n; i++) fl_buf_printf(&r->b, " %.9g", ep->train[i]);
+    for (size_t i = 0; ep->test && i < r->n; i++) fl_buf_printf(&r->b, " test %.9g", ep->test[i]);
+    fl_buf_printf(&r->b, "\n");
+}
+
+/* A checkpoint's state, as text (every `every` steps). */
+static FlStatus rep_checkpoint(void *ctx, const FlTrainState *st, bool *stop, FlErr *e) {
+    (void)e;
+    Report *r = ctx;
+    fl_buf_printf(&r->b, "checkpoint step %lld epoch %lld batch %lld seed %llu global %lld rows %lld epoch_rows %.0f",
+                  (long long)st->step, (long long)st->epoch, (long long)st->batch, (unsigned long long)st->seed,
+                  (long long)st->global_batch, (long long)st->rows, st->epoch_rows);
+    for (size_t i = 0; i < st->nfetch; i++) fl_buf_printf(&r->b, " %.9g", st->epoch_sums[i]);
+    fl_buf_printf(&r->b, " runs %llu\n", (unsigned long long)st->runs[0]);
+    *stop = false;
+    return FL_OK;
+}
+
+/* What training `file` for `epochs` epochs reports, with a checkpoint every `every` steps (0:
+ * none); loop: through the C loop of a job's trainers (a plan's global batch of one trainer's
+ * batch, as a local run's), else as a local run does. */
+static char *reported(const char *file, int64_t epochs, int64_t every, bool loop) {
+    FlErr e = {{0}};
+    Opened op = open_trainer(file);
+    FlTrainer *tr = op.tr;
+    Report r = {.n = fl_train_fetch_count(tr)};
+    FlTrainOptions o = FL_TRAIN_OPTIONS_INIT;
+    o.epochs = epochs;
+    o.checkpoint_every = every;
+    if (loop) o.batch_trainers = 1;
+    FlTrainHooks h = {.ctx = &r, .step = rep_step, .row = rep_row, .epoch = rep_epoch, .checkpoint = rep_checkpoint};
+    CU_ASSERT_EQUAL(fl_train_run(tr, &o, &h, &e), FL_OK);
+    close_trainer(&op);
+    char *text = strdup(fl_buf_str(&r.b));
+    fl_buf_free(&r.b);
+    return text;
+}
+
+static void check_same(const char *file, int64_t epochs, int64_t every, size_t min_len) {
+    char *drv = reported(file, epochs, every, false), *loop = reported(file, epochs, every, true);
+    CU_ASSERT(strlen(drv) >= min_len);
+    CU_ASSERT(!every || strstr(drv, "checkpoint step"));
+    CU_ASSERT_STRING_EQUAL(drv, loop);
+    if (strcmp(drv, loop)) fprintf(stderr, "%s: the driver reported\n%s\nthe loop\n%s", file, drv, loop);
+    free(drv);
+    free(loop);
+}
+
+static void test_driver_reports_as_loop(void) {
+    check_same("examples/fit_a_line.fl", 2, 0, 42 * 20);         /* 21 steps an epoch, a test set */
+    check_same("examples/fit_a_line.fl", 2, 8, 42 * 20);         /* checkpoints, within and at an epoch's end */
+    check_same("examples/fit_a_line.fl", 2, 21, 42 * 20);
+    check_same("examples/fluid/understand_sentiment.fl", 1, 0, 100); /* sequence feeds */
+}
+
+/* The driver a local run runs: the run spec's loop as ops, whose report ops need the report host
+ * that fl_train_run gives them. */
+static void test_run_spec_driver(void) {
+    FlBundle *b = NULL;
+    FlBuf diag = {0};
+    CU_ASSERT_EQUAL_FATAL(fl_compile_file("examples/fit_a_line.fl", NULL, &b, &diag), 0);
+    fl_buf_free(&diag);
+    FlErr e = {{0}};
+    FlProgram *drv;
+    CU_ASSERT_EQUAL_FATAL(fl_train_driver_build(b, NULL, 0, &drv, &e), FL_OK);
+    FlBuf text = {0};
+    fl_ir_show_program(drv, "driver", b, &text);
+    static const char *const ops[] = {"op option", "op report_open", "op while", "op report_next", "op run_program",
+                                      "op report_step", "op report_epoch", "op increment"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&text), ops[i]));
+        if (!strstr(fl_buf_str(&text), ops[i])) fprintf(stderr, "no '%s' in\n%s", ops[i], fl_buf_str(&text));
+    }
+    fl_buf_free(&text);
+    FlLoadedProgram *prog = fl_program_from_bundle_take(b);
+    FlExecutor *ex;
+    CU_ASSERT_EQUAL_FATAL(fl_executor_new(prog, NULL, &ex, &e), FL_OK);
+    FlScope *scope = fl_scope_new(NULL);
+    int code = -1;
+    CU_ASSERT_EQUAL(fl_executor_run_driver_program(ex, drv, scope, &code, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "report_open"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "a report op runs only where a training reports its figures"));
+    fl_ir_program_free(drv);
+    /* a bundle without a run spec has no such driver */
+    FlBundle *none = fl_ir_bundle_new();
+    CU_ASSERT_EQUAL(fl_train_driver_build(none, NULL, 0, &drv, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "the run spec has no reader: nothing to train on");
+    fl_ir_bundle_free(none);
     fl_scope_free(scope);
     fl_executor_free(ex);
     fl_program_free(prog);
@@ -152,6 +292,8 @@ int main(int argc, char **argv) {
     flrun = argv[1];
     static const FlTestCase cases[] = {
         {"train_evaluate_predict", test_train_evaluate_predict},
+        {"driver_reports_as_loop", test_driver_reports_as_loop},
+        {"run_spec_driver", test_run_spec_driver},
     };
     return fl_test_run("train_api", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }
