@@ -79,11 +79,22 @@ static bool is_taken(Ctx *c, const char *name) {
     return fl_ir_var_lookup(c->b.main, c->b.block, name) || fl_ir_var_find(fl_ir_block(c->b.main, 0), name);
 }
 
+/* The counts names come from now, and their prefix (may be NULL). */
+static FlMap **cur_counts(Ctx *c, const char ***prefix) {
+    if (c->unique_stack.len) {
+        *prefix = &c->unique_prefix.data[c->unique_prefix.len - 1];
+        return &c->unique_stack.data[c->unique_stack.len - 1];
+    }
+    if (!c->unique_base) c->unique_base = &c->unique;
+    *prefix = &c->unique_base_prefix;
+    return &c->unique_base;
+}
+
 const char *fl_ev_unique(Ctx *c, const char *prefix) {
-    FlMap *m = c->unique_stack.len ? c->unique_stack.data[c->unique_stack.len - 1] : &c->unique;
+    const char **pre;
+    FlMap *m = *cur_counts(c, &pre);
     const char *key = fl_intern_str(&c->in, prefix);
-    if (c->unique_prefix.len && *c->unique_prefix.data[c->unique_prefix.len - 1])
-        prefix = fl_arena_printf(&c->arena, "%s%s", c->unique_prefix.data[c->unique_prefix.len - 1], prefix);
+    if (*pre && **pre) prefix = fl_arena_printf(&c->arena, "%s%s", *pre, prefix);
     int64_t *n = fl_map_find_str(m, key);
     if (!n) {
         n = fl_arena_alloc(&c->arena, sizeof *n);
@@ -93,6 +104,48 @@ const char *fl_ev_unique(Ctx *c, const char *prefix) {
         char *name = fl_arena_printf(&c->arena, "%s_%lld", prefix, (long long)(*n)++);
         if (!is_taken(c, name)) return fl_intern_str(&c->in, name);
     }
+}
+
+static FlMap *new_counts(Ctx *c) {
+    FlMap *m = fl_arena_alloc(&c->arena, sizeof *m);
+    fl_map_init(m);
+    return m;
+}
+
+static int64_t gen_index(Ctx *c, FlMap *m) {
+    for (size_t i = 0; i < c->unique_gens.len; i++)
+        if (c->unique_gens.data[i] == m) return (int64_t)i;
+    return -1;
+}
+
+void fl_ev_unique_push(Ctx *c, const char *prefix) {
+    FL_VEC_PUSH(&c->unique_stack, new_counts(c));
+    FL_VEC_PUSH(&c->unique_prefix, prefix ? prefix : "");
+}
+
+void fl_ev_unique_pop(Ctx *c) {
+    FlMap *m = c->unique_stack.data[--c->unique_stack.len];
+    c->unique_prefix.len--;
+    if (gen_index(c, m) < 0) fl_map_fini(m); /* else a generator value holds it */
+}
+
+int64_t fl_ev_unique_switch(Ctx *c, int64_t to, const char *prefix) {
+    const char **pre;
+    FlMap **cur = cur_counts(c, &pre);
+    int64_t old = gen_index(c, *cur);
+    if (old < 0) {
+        old = (int64_t)c->unique_gens.len;
+        FL_VEC_PUSH(&c->unique_gens, *cur);
+        FL_VEC_PUSH(&c->unique_gen_prefix, *pre ? *pre : "");
+    }
+    if (to < 0) {
+        *cur = new_counts(c);
+        *pre = prefix ? prefix : "";
+    } else {
+        *cur = c->unique_gens.data[to];
+        *pre = c->unique_gen_prefix.data[to];
+    }
+    return old;
 }
 
 FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp) {

@@ -556,6 +556,18 @@ static FlValue *c_unique_name(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_cstr(c, fl_ev_unique(c, v[0]->str.s));
 }
 
+/* unique_name_switch(to, prefix=None): names come from generator `to` (an index this returned;
+ * None: a new one, with prefix) from now on; returns the index of the one they came from. */
+static FlValue *c_unique_switch(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("unique_name_switch", "to prefix=", 2);
+    int64_t to = -1;
+    if (v[0]->kind != VK_NONE &&
+        (!fl_ev_want_int(c, v[0], "generator", a->span, &to) || to < 0 || to >= (int64_t)c->unique_gens.len))
+        return fl_ev_error(c, a->span, "unique_name.switch(): not a generator of this program");
+    if (v[1] && v[1]->kind != VK_NONE && !fl_ev_want_str(c, v[1], "prefix", a->span)) return c->error;
+    return fl_v_int(c, fl_ev_unique_switch(c, to, v[1] && v[1]->kind == VK_STR ? v[1]->str.s : NULL));
+}
+
 static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("append_backward", "loss parameter_list= no_grad_set= callbacks=", 4);
     /* Fluid's names, accepted so its programs read the same, refused when given: ignoring them
@@ -1480,6 +1492,7 @@ static const NativeFn core_fns[] = {
     {"parameters", c_parameters},
     {"unique_name", c_unique_name},
     {"unique_name_guard", c_unique_guard},
+    {"unique_name_switch", c_unique_switch},
     {"append_backward", c_append_backward},
     {"minimize_backward", c_minimize_backward},
     {"error", c_error},

@@ -149,6 +149,10 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     FL_VEC_FREE(&c->flags_asked);
     FL_VEC_FREE(&c->unique_stack);
     FL_VEC_FREE(&c->unique_prefix);
+    for (size_t i = 0; i < c->unique_gens.len; i++)
+        if (c->unique_gens.data[i] != &c->unique) fl_map_fini(c->unique_gens.data[i]);
+    FL_VEC_FREE(&c->unique_gens);
+    FL_VEC_FREE(&c->unique_gen_prefix);
     FL_VEC_FREE(&c->name_scopes);
     FL_VEC_FREE(&c->rtloops);
     FL_VEC_FREE(&c->tries);

@@ -212,6 +212,14 @@ struct Ctx {
     FlMap unique;           /* prefix -> counter (int64 stored as pointer-to-arena int) */
     FL_VEC(FlMap *) unique_stack;
     FL_VEC(const char *) unique_prefix; /* beside unique_stack: guard(new_generator="p") names p<key>_<n> */
+    /* unique_name.switch's generators (build.c): names come from the innermost guard's counts
+     * (unique_stack), else from unique_base (NULL: &unique) with unique_base_prefix; unique_gens[i]
+     * and unique_gen_prefix[i] are generator i's counts and prefix (a value of the program holds
+     * i), kept to the end (those of guards too, once held) */
+    FlMap *unique_base;
+    const char *unique_base_prefix;
+    FL_VEC(FlMap *) unique_gens;
+    FL_VEC(const char *) unique_gen_prefix;
     int64_t random_seed;    /* counter for the seeds of random init ops */
     FL_VEC(const char *) name_scopes;
     FL_VEC(RtLoop *) rtloops; /* runtime loops being built, innermost last; a NULL hides the
@@ -332,6 +340,14 @@ const char *fl_ev_suggest(Ctx *c, const char *name, Env *e);
 /* ---- the op builder (build.c) ---- */
 FlVarDesc *fl_ev_var_desc(Ctx *c, FlValue *v); /* the desc of a VK_VAR visible from the block */
 const char *fl_ev_unique(Ctx *c, const char *prefix); /* "fc" -> "fc_0", "fc_1", ... */
+/* `with unique_name.guard(prefix)`: names inside count afresh (prefix NULL or "": none) until
+ * fl_ev_unique_pop. */
+void fl_ev_unique_push(Ctx *c, const char *prefix);
+void fl_ev_unique_pop(Ctx *c);
+/* unique_name.switch: names come from generator `to` from now on (-1: a new one, its names
+ * prefixed by prefix unless NULL); returns the generator they came from (its index, made one
+ * when it had none). */
+int64_t fl_ev_unique_switch(Ctx *c, int64_t to, const char *prefix);
 FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp);
 /* Appends an op of `type` to the current block: inputs/outputs from keyword-named slots, attrs
  * from the rest; creates missing outputs; runs shape inference, reporting its errors at the
