@@ -299,6 +299,11 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     /* infer_gridsample.c */
     case FL_OPID_affine_grid: return fl_infer_affine_grid(&c);
     case FL_OPID_grid_sampler: return fl_infer_grid_sampler(&c);
+    /* infer_ctr.c */
+    case FL_OPID_hash: return fl_infer_hash(&c);
+    case FL_OPID_cvm: return fl_infer_cvm(&c);
+    case FL_OPID_merge_selected_rows: return fl_infer_merge_selected_rows(&c);
+    case FL_OPID_get_tensor_from_selected_rows: return fl_infer_get_tensor_from_selected_rows(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);
