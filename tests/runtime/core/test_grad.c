@@ -374,6 +374,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_statnorm.inc"
 /* affine_grid, grid_sampler */
 #include "tests/runtime/core/grad_cases_gridsample.inc"
+/* sequence_scatter */
+#include "tests/runtime/core/grad_cases_seqedit.inc"
 };
 
 static void test_grad_ops(void) {

@@ -1,0 +1,19 @@
+/* kernels_seqedit.h: the kernels of the ops that write into rows by a sequence of indices
+ * (seqedit.c): sequence_scatter and its gradient. The conventions of kernels.h hold (outputs
+ * replaced whole, NULL gradient outputs not computed, errors name the op and the shapes, "F" =
+ * float32 or float64). */
+#ifndef FL_KERNELS_SEQEDIT_H
+#define FL_KERNELS_SEQEDIT_H
+
+#include "runtime/kernels/kernels.h"
+
+/* sequence_scatter: out = x [N, ...] (F) with updates[j] (F [M, 1] or [M]) added at element ids[j]
+ * (int64, ids' shape) of row i flattened, for each j of sequence i of the nseq (<= N) that off
+ * cuts the M ids into. An index outside [0, the row's elements) is an error. */
+FlStatus fl_kernel_sequence_scatter(FlErr *e, const FlTensor *x, const FlTensor *ids, const FlTensor *updates,
+                                    const int64_t *off, int64_t nseq, FlTensor *out) FL_WARN_UNUSED;
+/* Its gradient: dx = dout; dupdates[j] = dout at the element updates[j] went to (ids' shape). */
+FlStatus fl_kernel_sequence_scatter_grad(FlErr *e, const FlTensor *ids, const int64_t *off, int64_t nseq,
+                                         const FlTensor *dout, FlTensor *dx, FlTensor *dupdates) FL_WARN_UNUSED;
+
+#endif
