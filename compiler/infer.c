@@ -306,6 +306,9 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_get_tensor_from_selected_rows: return fl_infer_get_tensor_from_selected_rows(&c);
     /* infer_seqedit.c */
     case FL_OPID_sequence_scatter: return fl_infer_sequence_scatter(&c);
+    /* infer_imgsel.c */
+    case FL_OPID_random_crop: return fl_infer_random_crop(&c);
+    case FL_OPID_similarity_focus: return fl_infer_similarity_focus(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -432,6 +432,9 @@ FlStatus fl_infer_merge_selected_rows(Ctx *c);
 FlStatus fl_infer_get_tensor_from_selected_rows(Ctx *c);
 /* infer_seqedit.c */
 FlStatus fl_infer_sequence_scatter(Ctx *c);
+/* infer_imgsel.c */
+FlStatus fl_infer_random_crop(Ctx *c);
+FlStatus fl_infer_similarity_focus(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

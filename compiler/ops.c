@@ -605,6 +605,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "| masks | `masks.def` | `infer_masks.c` | `ops_masks.c` | `masks.c` | `detection.fl`, `_masks.fl` |\n"
                 "| ctr | `ctr.def` | `infer_ctr.c` | `ops_ctr.c` | `ctr.c` | `_ctr.fl` |\n"
                 "| seqedit | `seqedit.def` | `infer_seqedit.c` | `ops_seqedit.c` | `seqedit.c` | `_seqedit.fl` |\n"
+                "| imgsel | `imgsel.def` | `infer_imgsel.c` | `ops_imgsel.c` | `imgsel.c` | `_imgsel.fl` |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"
