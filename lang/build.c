@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compiler/backward.h"
+#include "compiler/ir/rules.h"
 #include "compiler/infer.h"
 #include "compiler/ops.h"
 
@@ -692,6 +693,42 @@ static bool loc_span(Ctx *c, FlLoc loc, FlSpan *out) {
         return true;
     }
     return false;
+}
+
+/* Whether op writes var `name`. */
+static bool op_writes(const FlOpDesc *op, const char *name) {
+    for (size_t s = 0; s < op->outs.len; s++)
+        for (size_t k = 0; k < op->outs.data[s].nargs; k++)
+            if (strcmp(op->outs.data[s].args[k], name) == 0) return true;
+    return false;
+}
+
+bool fl_ev_error_clips(Ctx *c, size_t from, FlSpan sp) {
+    FlBlock *b0 = fl_ir_block(c->b.main, 0);
+    for (size_t i = 0; i < b0->vars.len; i++) {
+        FlVarDesc *d = b0->vars.data[i];
+        FlValue *clip = fl_map_find_str(&c->error_clips, fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, d->name));
+        if (!clip) continue;
+        const char *g = fl_rule_grad_name(&c->arena, d->name);
+        size_t at = b0->ops.len;
+        for (size_t k = from; k < b0->ops.len; k++)
+            if (op_writes(b0->ops.data[k], g)) at = k;
+        if (at == b0->ops.len) continue; /* no gradient reaches it */
+        FlVarDesc *gd = fl_ir_var_find(b0, g);
+        if (gd && gd->kind == FL_VAR_SELECTED_ROWS) {
+            fl_ev_error(c, sp, "the error_clip of '%s' cannot clip its gradient, a SelectedRows (a sparse table's): "
+                               "clip the parameter's gradient with ParamAttr(gradient_clip=...) instead", d->name);
+            return false;
+        }
+        FlValue *lo = fl_map_find_str(&clip->rec.attrs->map, "min"), *hi = fl_map_find_str(&clip->rec.attrs->map, "max");
+        FlOpDesc *op = fl_ir_op_insert(b0, at + 1, "clip");
+        op->loc = b0->ops.data[at]->loc;
+        fl_ir_op_add_input(op, "X", g);
+        fl_ir_op_add_output(op, "Out", g);
+        fl_ir_op_set_float(op, "min", fl_v_num(lo));
+        fl_ir_op_set_float(op, "max", fl_v_num(hi));
+    }
+    return true;
 }
 
 FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp) {

@@ -574,9 +574,14 @@ static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
      * would differentiate what the program asked to leave out */
     if (v[2] && v[2]->kind != VK_NONE)
         return fl_ev_error(c, a->span, "append_backward(): 'no_grad_set' is not supported (set stop_gradient = True on those vars)");
-    if (v[3] && v[3]->kind != VK_NONE)
+    /* callbacks: fluid.backward passes True for Fluid's error_clip_callback, the one it takes */
+    if (v[3] && v[3]->kind != VK_NONE && v[3]->kind != VK_BOOL)
         return fl_ev_error(c, a->span, "append_backward(): 'callbacks' is not supported");
-    return fl_ev_append_backward(c, v[0], v[1], a->span);
+    size_t n0 = fl_ir_block(c->b.main, 0)->ops.len;
+    FlValue *r = fl_ev_append_backward(c, v[0], v[1], a->span);
+    if (r->kind != VK_ERROR && v[3] && v[3]->kind == VK_BOOL && v[3]->b && !fl_ev_error_clips(c, n0, a->span))
+        return c->error;
+    return r;
 }
 
 /* minimize()'s backward: append_backward, its ops then moved before the updates of the
@@ -590,6 +595,8 @@ static FlValue *c_minimize_backward(Ctx *c, FlValue *self, CallArgs *a) {
     size_t n0 = b0->ops.len;
     FlValue *r = fl_ev_append_backward(c, v[0], v[1], a->span);
     if (r->kind == VK_ERROR || c->b.block != b0) return r;
+    /* Fluid's minimize passes error_clip_callback to its backward */
+    if (!fl_ev_error_clips(c, n0, a->span)) return c->error;
     size_t n1 = b0->ops.len;
     const char *key = fl_arena_printf(&c->arena, "%p", (void *)c->b.main);
     size_t *at = fl_map_find_str(&c->updates_at, key);

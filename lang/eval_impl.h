@@ -252,6 +252,8 @@ struct Ctx {
     FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of
                                the user's line that created it: a second create_parameter of
                                that name shares it */
+    FlMap error_clips;      /* "<main program>/<name>" of a var given an error_clip -> its ErrorClipByValue
+                               record: its gradient is clipped where the backward makes it (build.c) */
     FlMap updates_at;       /* "<main program>" -> size_t* (arena): the index in its block 0 of
                                the first op after the first minimize()'s backward (where the
                                updates begin); later minimizes' backwards go before it */
@@ -371,6 +373,10 @@ void fl_ev_set_int_twin(Ctx *c, FlOpDesc *op, const char *attr, FlValue *v);
 FlValue *fl_ev_const_var(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
 /* Appends backward ops for loss; returns (params, grads) lists or ERROR. */
 FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp);
+/* Fluid's error_clip_callback over the backward ops of block 0 from op index `from` on: each var
+ * with an error_clip gets its gradient clipped in place right after the op that makes it. False
+ * (reported at sp) when one cannot be (a sparse gradient). */
+bool fl_ev_error_clips(Ctx *c, size_t from, FlSpan sp);
 bool fl_ev_is_var(const FlValue *v);
 bool fl_ev_is_channel(Ctx *c, FlValue *v);
 
