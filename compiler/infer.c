@@ -306,6 +306,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_get_tensor_from_selected_rows: return fl_infer_get_tensor_from_selected_rows(&c);
     /* infer_seqedit.c */
     case FL_OPID_sequence_scatter: return fl_infer_sequence_scatter(&c);
+    case FL_OPID_lod_rank_table: return fl_infer_lod_rank_table(&c);
+    case FL_OPID_reorder_lod_tensor_by_rank: return fl_infer_reorder_lod_tensor_by_rank(&c);
     /* infer_imgsel.c */
     case FL_OPID_random_crop: return fl_infer_random_crop(&c);
     case FL_OPID_similarity_focus: return fl_infer_similarity_focus(&c);

@@ -1,4 +1,5 @@
-/* ops_seqedit.c: the adapters of sequence_scatter and its gradient (kernels in
+/* ops_seqedit.c: the adapters of sequence_scatter, lod_rank_table and reorder_lod_tensor_by_rank
+ * (and their gradients) (kernels in
  * runtime/kernels/seqedit.c); the offsets are checked against the ids they cut
  * (fl_exec_check_lod) before the kernel runs. */
 #include "runtime/core/exec_impl.h"
@@ -33,3 +34,45 @@ static FlStatus run_sequence_scatter_grad(OpCall *c) {
     return fl_kernel_sequence_scatter_grad(c->e, ids, off, n, IN(FL_IN_sequence_scatter_grad_Out_GRAD), dx, du);
 }
 FL_ADAPTER(sequence_scatter_grad, NULL, run_sequence_scatter_grad);
+
+/* ---- lod_rank_table, reorder_lod_tensor_by_rank ---- */
+
+static FlStatus run_lod_rank_table(OpCall *c) {
+    const int64_t *off;
+    int64_t n;
+    if (fl_exec_check_lod(c->e, IN(FL_IN_lod_rank_table_XLod), -1, "XLod", &off, &n)) return FL_ERROR;
+    return fl_kernel_lod_rank_table(c->e, off, n, OUT(FL_OUT_lod_rank_table_Out));
+}
+FL_ADAPTER(lod_rank_table, NULL, run_lod_rank_table);
+
+/* X's sequences: those XLod cuts (checked against X's rows), else its rows (off NULL). */
+static FlStatus seqs_of(OpCall *c, int s, const FlTensor *x, const int64_t **off, int64_t *n) {
+    if (!x || !fl_tensor_has_data(x) || x->ndim < 1) return fl_err(c->e, "the input X has no rows");
+    const FlTensor *lod = IN(s);
+    if (lod && fl_tensor_has_data(lod)) return fl_exec_check_lod(c->e, lod, x->ne[0], "XLod", off, n);
+    *off = NULL;
+    *n = x->ne[0];
+    return FL_OK;
+}
+static FlStatus run_reorder_by_rank(OpCall *c) {
+    const FlTensor *x = IN(FL_IN_reorder_lod_tensor_by_rank_X);
+    const int64_t *off;
+    int64_t n;
+    if (seqs_of(c, FL_IN_reorder_lod_tensor_by_rank_XLod, x, &off, &n)) return FL_ERROR;
+    return fl_kernel_reorder_by_rank(c->e, x, off, n, IN(FL_IN_reorder_lod_tensor_by_rank_RankTable),
+                                     OUT(FL_OUT_reorder_lod_tensor_by_rank_Out),
+                                     OUT(FL_OUT_reorder_lod_tensor_by_rank_OutLod));
+}
+FL_ADAPTER(reorder_lod_tensor_by_rank, NULL, run_reorder_by_rank);
+/* reorder_lod_tensor_by_rank_grad: X XLod? RankTable Out@GRAD -> X@GRAD? */
+static FlStatus run_reorder_by_rank_grad(OpCall *c) {
+    FlTensor *dx = OUT(FL_OUT_reorder_lod_tensor_by_rank_grad_X_GRAD);
+    if (!dx) return FL_OK;
+    const int64_t *off;
+    int64_t n;
+    if (seqs_of(c, FL_IN_reorder_lod_tensor_by_rank_grad_XLod, IN(FL_IN_reorder_lod_tensor_by_rank_grad_X), &off, &n))
+        return FL_ERROR;
+    return fl_kernel_reorder_by_rank_grad(c->e, IN(FL_IN_reorder_lod_tensor_by_rank_grad_Out_GRAD), off, n,
+                                          IN(FL_IN_reorder_lod_tensor_by_rank_grad_RankTable), dx);
+}
+FL_ADAPTER(reorder_lod_tensor_by_rank_grad, NULL, run_reorder_by_rank_grad);
