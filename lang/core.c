@@ -438,6 +438,12 @@ static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
     }
     bool trainable = !v[4] || v[4]->kind != VK_BOOL || v[4]->b;
     const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, name);
+    FlValue *hook = fl_map_find_str(&c->param_hooks, key);
+    if (hook) { /* the parameter is made by its hook: hook(shape, dtype, init, trainable) */
+        FlValue *hargs[4] = {v[0], fl_v_cstr(c, fl_dtype_name(dt)), v[3] ? v[3] : c->none, fl_v_bool(c, trainable)};
+        CallArgs ha = {.pos = hargs, .npos = 4, .span = a->span};
+        return fl_ev_call(c, hook, &ha);
+    }
     FlSpan *first = fl_map_find_str(&c->params, key);
     if (first) return shared_parameter(c, name, nd, shape, dt, *first, a->span);
     FlValue *r = persistable(c, name, nd, shape, dt, v[3] ? v[3] : NULL, trainable, a->span);
@@ -566,6 +572,17 @@ static FlValue *c_unique_switch(Ctx *c, FlValue *self, CallArgs *a) {
         return fl_ev_error(c, a->span, "unique_name.switch(): not a generator of this program");
     if (v[1] && v[1]->kind != VK_NONE && !fl_ev_want_str(c, v[1], "prefix", a->span)) return c->error;
     return fl_v_int(c, fl_ev_unique_switch(c, to, v[1] && v[1]->kind == VK_STR ? v[1]->str.s : NULL));
+}
+
+/* param_hook(name, fn): create_parameter(name) of the main program calls fn(shape, dtype, init,
+ * trainable) from now on and gives its result (a WeightNormParamAttr's weight, made of others). */
+static FlValue *c_param_hook(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("param_hook", "name fn", 2);
+    if (!want_var_name(c, v[0], a->span)) return c->error;
+    if (v[1]->kind != VK_FUNC) return fl_ev_error(c, a->span, "param_hook() needs a function, found %s", fl_v_type_name(v[1]));
+    const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, v[0]->str.s);
+    fl_map_put_str(&c->param_hooks, fl_intern_str(&c->in, key), v[1]);
+    return c->none;
 }
 
 static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
@@ -1500,6 +1517,7 @@ static const NativeFn core_fns[] = {
     {"unique_name", c_unique_name},
     {"unique_name_guard", c_unique_guard},
     {"unique_name_switch", c_unique_switch},
+    {"param_hook", c_param_hook},
     {"append_backward", c_append_backward},
     {"minimize_backward", c_minimize_backward},
     {"error", c_error},

@@ -252,6 +252,8 @@ struct Ctx {
     FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of
                                the user's line that created it: a second create_parameter of
                                that name shares it */
+    FlMap param_hooks;      /* "<main program>/<name>" of a parameter -> the function that makes it
+                               (param_hook(): a WeightNormParamAttr's g and v and their product) */
     FlMap error_clips;      /* "<main program>/<name>" of a var given an error_clip -> its ErrorClipByValue
                                record: its gradient is clipped where the backward makes it (build.c) */
     FlMap updates_at;       /* "<main program>" -> size_t* (arena): the index in its block 0 of
