@@ -308,6 +308,18 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     /* infer_gridsample.c */
     case FL_OPID_affine_grid: return fl_infer_affine_grid(&c);
     case FL_OPID_grid_sampler: return fl_infer_grid_sampler(&c);
+    /* infer_ctr.c */
+    case FL_OPID_hash: return fl_infer_hash(&c);
+    case FL_OPID_cvm: return fl_infer_cvm(&c);
+    case FL_OPID_merge_selected_rows: return fl_infer_merge_selected_rows(&c);
+    case FL_OPID_get_tensor_from_selected_rows: return fl_infer_get_tensor_from_selected_rows(&c);
+    /* infer_seqedit.c */
+    case FL_OPID_sequence_scatter: return fl_infer_sequence_scatter(&c);
+    case FL_OPID_lod_rank_table: return fl_infer_lod_rank_table(&c);
+    case FL_OPID_reorder_lod_tensor_by_rank: return fl_infer_reorder_lod_tensor_by_rank(&c);
+    /* infer_imgsel.c */
+    case FL_OPID_random_crop: return fl_infer_random_crop(&c);
+    case FL_OPID_similarity_focus: return fl_infer_similarity_focus(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -425,6 +425,18 @@ FlStatus fl_infer_spectral_norm(Ctx *c);
 /* infer_gridsample.c */
 FlStatus fl_infer_affine_grid(Ctx *c);
 FlStatus fl_infer_grid_sampler(Ctx *c);
+/* infer_ctr.c */
+FlStatus fl_infer_hash(Ctx *c);
+FlStatus fl_infer_cvm(Ctx *c);
+FlStatus fl_infer_merge_selected_rows(Ctx *c);
+FlStatus fl_infer_get_tensor_from_selected_rows(Ctx *c);
+/* infer_seqedit.c */
+FlStatus fl_infer_sequence_scatter(Ctx *c);
+FlStatus fl_infer_lod_rank_table(Ctx *c);
+FlStatus fl_infer_reorder_lod_tensor_by_rank(Ctx *c);
+/* infer_imgsel.c */
+FlStatus fl_infer_random_crop(Ctx *c);
+FlStatus fl_infer_similarity_focus(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compiler/backward.h"
+#include "compiler/ir/rules.h"
 #include "compiler/infer.h"
 #include "compiler/ops.h"
 
@@ -86,11 +87,22 @@ static bool is_taken(Ctx *c, const char *name) {
     return is_taken1(c, name) || is_taken1(c, fl_arena_printf(&c->arena, "%s.tmp_0", name));
 }
 
+/* The counts names come from now, and their prefix (may be NULL). */
+static FlMap **cur_counts(Ctx *c, const char ***prefix) {
+    if (c->unique_stack.len) {
+        *prefix = &c->unique_prefix.data[c->unique_prefix.len - 1];
+        return &c->unique_stack.data[c->unique_stack.len - 1];
+    }
+    if (!c->unique_base) c->unique_base = &c->unique;
+    *prefix = &c->unique_base_prefix;
+    return &c->unique_base;
+}
+
 const char *fl_ev_unique(Ctx *c, const char *prefix) {
-    FlMap *m = c->unique_stack.len ? c->unique_stack.data[c->unique_stack.len - 1] : &c->unique;
+    const char **pre;
+    FlMap *m = *cur_counts(c, &pre);
     const char *key = fl_intern_str(&c->in, prefix);
-    if (c->unique_prefix.len && *c->unique_prefix.data[c->unique_prefix.len - 1])
-        prefix = fl_arena_printf(&c->arena, "%s%s", c->unique_prefix.data[c->unique_prefix.len - 1], prefix);
+    if (*pre && **pre) prefix = fl_arena_printf(&c->arena, "%s%s", *pre, prefix);
     int64_t *n = fl_map_find_str(m, key);
     if (!n) {
         n = fl_arena_alloc(&c->arena, sizeof *n);
@@ -100,6 +112,48 @@ const char *fl_ev_unique(Ctx *c, const char *prefix) {
         char *name = fl_arena_printf(&c->arena, "%s_%lld", prefix, (long long)(*n)++);
         if (!is_taken(c, name)) return fl_intern_str(&c->in, name);
     }
+}
+
+static FlMap *new_counts(Ctx *c) {
+    FlMap *m = fl_arena_alloc(&c->arena, sizeof *m);
+    fl_map_init(m);
+    return m;
+}
+
+static int64_t gen_index(Ctx *c, FlMap *m) {
+    for (size_t i = 0; i < c->unique_gens.len; i++)
+        if (c->unique_gens.data[i] == m) return (int64_t)i;
+    return -1;
+}
+
+void fl_ev_unique_push(Ctx *c, const char *prefix) {
+    FL_VEC_PUSH(&c->unique_stack, new_counts(c));
+    FL_VEC_PUSH(&c->unique_prefix, prefix ? prefix : "");
+}
+
+void fl_ev_unique_pop(Ctx *c) {
+    FlMap *m = c->unique_stack.data[--c->unique_stack.len];
+    c->unique_prefix.len--;
+    if (gen_index(c, m) < 0) fl_map_fini(m); /* else a generator value holds it */
+}
+
+int64_t fl_ev_unique_switch(Ctx *c, int64_t to, const char *prefix) {
+    const char **pre;
+    FlMap **cur = cur_counts(c, &pre);
+    int64_t old = gen_index(c, *cur);
+    if (old < 0) {
+        old = (int64_t)c->unique_gens.len;
+        FL_VEC_PUSH(&c->unique_gens, *cur);
+        FL_VEC_PUSH(&c->unique_gen_prefix, *pre ? *pre : "");
+    }
+    if (to < 0) {
+        *cur = new_counts(c);
+        *pre = prefix ? prefix : "";
+    } else {
+        *cur = c->unique_gens.data[to];
+        *pre = c->unique_gen_prefix.data[to];
+    }
+    return old;
 }
 
 FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp) {
@@ -683,6 +737,42 @@ static bool loc_span(Ctx *c, FlLoc loc, FlSpan *out) {
         return true;
     }
     return false;
+}
+
+/* Whether op writes var `name`. */
+static bool op_writes(const FlOpDesc *op, const char *name) {
+    for (size_t s = 0; s < op->outs.len; s++)
+        for (size_t k = 0; k < op->outs.data[s].nargs; k++)
+            if (strcmp(op->outs.data[s].args[k], name) == 0) return true;
+    return false;
+}
+
+bool fl_ev_error_clips(Ctx *c, size_t from, FlSpan sp) {
+    FlBlock *b0 = fl_ir_block(c->b.main, 0);
+    for (size_t i = 0; i < b0->vars.len; i++) {
+        FlVarDesc *d = b0->vars.data[i];
+        FlValue *clip = fl_map_find_str(&c->error_clips, fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, d->name));
+        if (!clip) continue;
+        const char *g = fl_rule_grad_name(&c->arena, d->name);
+        size_t at = b0->ops.len;
+        for (size_t k = from; k < b0->ops.len; k++)
+            if (op_writes(b0->ops.data[k], g)) at = k;
+        if (at == b0->ops.len) continue; /* no gradient reaches it */
+        FlVarDesc *gd = fl_ir_var_find(b0, g);
+        if (gd && gd->kind == FL_VAR_SELECTED_ROWS) {
+            fl_ev_error(c, sp, "the error_clip of '%s' cannot clip its gradient, a SelectedRows (a sparse table's): "
+                               "clip the parameter's gradient with ParamAttr(gradient_clip=...) instead", d->name);
+            return false;
+        }
+        FlValue *lo = fl_map_find_str(&clip->rec.attrs->map, "min"), *hi = fl_map_find_str(&clip->rec.attrs->map, "max");
+        FlOpDesc *op = fl_ir_op_insert(b0, at + 1, "clip");
+        op->loc = b0->ops.data[at]->loc;
+        fl_ir_op_add_input(op, "X", g);
+        fl_ir_op_add_output(op, "Out", g);
+        fl_ir_op_set_float(op, "min", fl_v_num(lo));
+        fl_ir_op_set_float(op, "max", fl_v_num(hi));
+    }
+    return true;
 }
 
 FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp) {

@@ -856,6 +856,10 @@ FlValue *fl_ev_var_method(Ctx *c, FlValue *var, const char *name, FlSpan sp) {
     if (strcmp(name, "to_string") == 0) return fl_v_builtin(c, name, var_to_string, var);
     if (strcmp(name, "persistable") == 0) return fl_v_bool(c, d->persistable);
     if (strcmp(name, "stop_gradient") == 0) return fl_v_bool(c, d->stop_gradient);
+    if (strcmp(name, "error_clip") == 0) {
+        FlValue *clip = fl_map_find_str(&c->error_clips, fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, var->var.name));
+        return clip ? clip : c->none;
+    }
     if (strcmp(name, "is_data") == 0) return fl_v_bool(c, fl_ev_var_is_data(c, var, d));
     if (strcmp(name, "type") == 0) { /* Fluid's var.type, as fluid.core.VarDesc.VarType names it */
         static const char *const kinds[FL_VAR_KIND_COUNT] = {
@@ -890,8 +894,18 @@ bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp
         fl_ev_error(c, sp, "var '%s' is not visible here", var->var.name);
         return false;
     }
+    if (strcmp(name, "error_clip") == 0) {
+        /* Fluid's var.error_clip: an ErrorClipByValue (fluid.clip) or None */
+        if (v->kind != VK_NONE && !(v->kind == VK_RECORD && strcmp(v->rec.type, "ErrorClipByValue") == 0)) {
+            fl_ev_error(c, sp, "error_clip must be a fluid.clip.ErrorClipByValue or None, found %s", fl_v_type_name(v));
+            return false;
+        }
+        const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, var->var.name);
+        fl_map_put_str(&c->error_clips, fl_intern_str(&c->in, key), v->kind == VK_NONE ? NULL : v); /* NULL: none */
+        return true;
+    }
     if (strcmp(name, "stop_gradient") != 0) {
-        fl_ev_error(c, sp, "cannot set attribute '%s' of a Var (only stop_gradient)", name);
+        fl_ev_error(c, sp, "cannot set attribute '%s' of a Var (only stop_gradient and error_clip)", name);
         return false;
     }
     if (v->kind != VK_BOOL) {

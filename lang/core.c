@@ -438,6 +438,12 @@ static FlValue *c_create_parameter(Ctx *c, FlValue *self, CallArgs *a) {
     }
     bool trainable = !v[4] || v[4]->kind != VK_BOOL || v[4]->b;
     const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, name);
+    FlValue *hook = fl_map_find_str(&c->param_hooks, key);
+    if (hook) { /* the parameter is made by its hook: hook(shape, dtype, init, trainable) */
+        FlValue *hargs[4] = {v[0], fl_v_cstr(c, fl_dtype_name(dt)), v[3] ? v[3] : c->none, fl_v_bool(c, trainable)};
+        CallArgs ha = {.pos = hargs, .npos = 4, .span = a->span};
+        return fl_ev_call(c, hook, &ha);
+    }
     FlSpan *first = fl_map_find_str(&c->params, key);
     if (first) return shared_parameter(c, name, nd, shape, dt, *first, a->span);
     FlValue *r = persistable(c, name, nd, shape, dt, v[3] ? v[3] : NULL, trainable, a->span);
@@ -588,15 +594,43 @@ static FlValue *c_unique_name(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_cstr(c, fl_ev_unique(c, v[0]->str.s));
 }
 
+/* unique_name_switch(to, prefix=None): names come from generator `to` (an index this returned;
+ * None: a new one, with prefix) from now on; returns the index of the one they came from. */
+static FlValue *c_unique_switch(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("unique_name_switch", "to prefix=", 2);
+    int64_t to = -1;
+    if (v[0]->kind != VK_NONE &&
+        (!fl_ev_want_int(c, v[0], "generator", a->span, &to) || to < 0 || to >= (int64_t)c->unique_gens.len))
+        return fl_ev_error(c, a->span, "unique_name.switch(): not a generator of this program");
+    if (v[1] && v[1]->kind != VK_NONE && !fl_ev_want_str(c, v[1], "prefix", a->span)) return c->error;
+    return fl_v_int(c, fl_ev_unique_switch(c, to, v[1] && v[1]->kind == VK_STR ? v[1]->str.s : NULL));
+}
+
+/* param_hook(name, fn): create_parameter(name) of the main program calls fn(shape, dtype, init,
+ * trainable) from now on and gives its result (a WeightNormParamAttr's weight, made of others). */
+static FlValue *c_param_hook(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("param_hook", "name fn", 2);
+    if (!want_var_name(c, v[0], a->span)) return c->error;
+    if (v[1]->kind != VK_FUNC) return fl_ev_error(c, a->span, "param_hook() needs a function, found %s", fl_v_type_name(v[1]));
+    const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, v[0]->str.s);
+    fl_map_put_str(&c->param_hooks, fl_intern_str(&c->in, key), v[1]);
+    return c->none;
+}
+
 static FlValue *c_append_backward(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("append_backward", "loss parameter_list= no_grad_set= callbacks=", 4);
     /* Fluid's names, accepted so its programs read the same, refused when given: ignoring them
      * would differentiate what the program asked to leave out */
     if (v[2] && v[2]->kind != VK_NONE)
         return fl_ev_error(c, a->span, "append_backward(): 'no_grad_set' is not supported (set stop_gradient = True on those vars)");
-    if (v[3] && v[3]->kind != VK_NONE)
+    /* callbacks: fluid.backward passes True for Fluid's error_clip_callback, the one it takes */
+    if (v[3] && v[3]->kind != VK_NONE && v[3]->kind != VK_BOOL)
         return fl_ev_error(c, a->span, "append_backward(): 'callbacks' is not supported");
-    return fl_ev_append_backward(c, v[0], v[1], a->span);
+    size_t n0 = fl_ir_block(c->b.main, 0)->ops.len;
+    FlValue *r = fl_ev_append_backward(c, v[0], v[1], a->span);
+    if (r->kind != VK_ERROR && v[3] && v[3]->kind == VK_BOOL && v[3]->b && !fl_ev_error_clips(c, n0, a->span))
+        return c->error;
+    return r;
 }
 
 /* minimize()'s backward: append_backward, its ops then moved before the updates of the
@@ -610,6 +644,8 @@ static FlValue *c_minimize_backward(Ctx *c, FlValue *self, CallArgs *a) {
     size_t n0 = b0->ops.len;
     FlValue *r = fl_ev_append_backward(c, v[0], v[1], a->span);
     if (r->kind == VK_ERROR || c->b.block != b0) return r;
+    /* Fluid's minimize passes error_clip_callback to its backward */
+    if (!fl_ev_error_clips(c, n0, a->span)) return c->error;
     size_t n1 = b0->ops.len;
     const char *key = fl_arena_printf(&c->arena, "%p", (void *)c->b.main);
     size_t *at = fl_map_find_str(&c->updates_at, key);
@@ -1530,6 +1566,8 @@ static const NativeFn core_fns[] = {
     {"parameters", c_parameters},
     {"unique_name", c_unique_name},
     {"unique_name_guard", c_unique_guard},
+    {"unique_name_switch", c_unique_switch},
+    {"param_hook", c_param_hook},
     {"append_backward", c_append_backward},
     {"minimize_backward", c_minimize_backward},
     {"error", c_error},

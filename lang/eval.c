@@ -88,6 +88,8 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_init(&c->unique);
     fl_map_init(&c->block_of_var);
     fl_map_init(&c->params);
+    fl_map_init(&c->error_clips);
+    fl_map_init(&c->param_hooks);
     fl_map_init(&c->updates_at);
     c->stdlib_dir = opt->stdlib_dir ? opt->stdlib_dir : getenv("FLUIDC_STDLIB");
     c->stdlib_from_env = !opt->stdlib_dir && c->stdlib_dir && *c->stdlib_dir;
@@ -149,6 +151,10 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     FL_VEC_FREE(&c->flags_asked);
     FL_VEC_FREE(&c->unique_stack);
     FL_VEC_FREE(&c->unique_prefix);
+    for (size_t i = 0; i < c->unique_gens.len; i++)
+        if (c->unique_gens.data[i] != &c->unique) fl_map_fini(c->unique_gens.data[i]);
+    FL_VEC_FREE(&c->unique_gens);
+    FL_VEC_FREE(&c->unique_gen_prefix);
     FL_VEC_FREE(&c->name_scopes);
     FL_VEC_FREE(&c->rtloops);
     FL_VEC_FREE(&c->tries);
@@ -157,6 +163,8 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_fini(&c->unique);
     fl_map_fini(&c->block_of_var);
     fl_map_fini(&c->params);
+    fl_map_fini(&c->error_clips);
+    fl_map_fini(&c->param_hooks);
     fl_map_fini(&c->updates_at);
     fl_diag_fini(&c->diag);
     fl_sources_fini(&c->sources);

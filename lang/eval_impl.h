@@ -215,6 +215,14 @@ struct Ctx {
     FlMap unique;           /* prefix -> counter (int64 stored as pointer-to-arena int) */
     FL_VEC(FlMap *) unique_stack;
     FL_VEC(const char *) unique_prefix; /* beside unique_stack: guard(new_generator="p") names p<key>_<n> */
+    /* unique_name.switch's generators (build.c): names come from the innermost guard's counts
+     * (unique_stack), else from unique_base (NULL: &unique) with unique_base_prefix; unique_gens[i]
+     * and unique_gen_prefix[i] are generator i's counts and prefix (a value of the program holds
+     * i), kept to the end (those of guards too, once held) */
+    FlMap *unique_base;
+    const char *unique_base_prefix;
+    FL_VEC(FlMap *) unique_gens;
+    FL_VEC(const char *) unique_gen_prefix;
     int64_t random_seed;    /* counter for the seeds of random init ops */
     FL_VEC(const char *) name_scopes;
     FL_VEC(RtLoop *) rtloops; /* runtime loops being built, innermost last; a NULL hides the
@@ -247,6 +255,10 @@ struct Ctx {
     FlMap params;           /* "<main program>/<name>" of each parameter -> FlSpan* (arena) of
                                the user's line that created it: a second create_parameter of
                                that name shares it */
+    FlMap param_hooks;      /* "<main program>/<name>" of a parameter -> the function that makes it
+                               (param_hook(): a WeightNormParamAttr's g and v and their product) */
+    FlMap error_clips;      /* "<main program>/<name>" of a var given an error_clip -> its ErrorClipByValue
+                               record: its gradient is clipped where the backward makes it (build.c) */
     FlMap updates_at;       /* "<main program>" -> size_t* (arena): the index in its block 0 of
                                the first op after the first minimize()'s backward (where the
                                updates begin); later minimizes' backwards go before it */
@@ -339,6 +351,14 @@ const char *fl_ev_suggest(Ctx *c, const char *name, Env *e);
 /* ---- the op builder (build.c) ---- */
 FlVarDesc *fl_ev_var_desc(Ctx *c, FlValue *v); /* the desc of a VK_VAR visible from the block */
 const char *fl_ev_unique(Ctx *c, const char *prefix); /* "fc" -> "fc_0", "fc_1", ... */
+/* `with unique_name.guard(prefix)`: names inside count afresh (prefix NULL or "": none) until
+ * fl_ev_unique_pop. */
+void fl_ev_unique_push(Ctx *c, const char *prefix);
+void fl_ev_unique_pop(Ctx *c);
+/* unique_name.switch: names come from generator `to` from now on (-1: a new one, its names
+ * prefixed by prefix unless NULL); returns the generator they came from (its index, made one
+ * when it had none). */
+int64_t fl_ev_unique_switch(Ctx *c, int64_t to, const char *prefix);
 FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp);
 /* Appends an op of `type` to the current block: inputs/outputs from keyword-named slots, attrs
  * from the rest; creates missing outputs; runs shape inference, reporting its errors at the
@@ -362,6 +382,10 @@ void fl_ev_set_int_twin(Ctx *c, FlOpDesc *op, const char *attr, FlValue *v);
 FlValue *fl_ev_const_var(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
 /* Appends backward ops for loss; returns (params, grads) lists or ERROR. */
 FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpan sp);
+/* Fluid's error_clip_callback over the backward ops of block 0 from op index `from` on: each var
+ * with an error_clip gets its gradient clipped in place right after the op that makes it. False
+ * (reported at sp) when one cannot be (a sparse gradient). */
+bool fl_ev_error_clips(Ctx *c, size_t from, FlSpan sp);
 bool fl_ev_is_var(const FlValue *v);
 bool fl_ev_is_channel(Ctx *c, FlValue *v);
 

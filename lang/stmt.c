@@ -480,14 +480,9 @@ static Flow stmt_with(Ctx *c, Env *e, FlAst *s) {
         return f;
     }
     case GK_UNIQUE_NAME: {
-        FlMap *m = fl_arena_alloc(&c->arena, sizeof *m);
-        fl_map_init(m);
-        FL_VEC_PUSH(&c->unique_stack, m);
-        FL_VEC_PUSH(&c->unique_prefix, g->guard.a ? g->guard.a->str.s : "");
+        fl_ev_unique_push(c, g->guard.a ? g->guard.a->str.s : NULL);
         Flow f = fl_ev_block(c, e, &s->with.body);
-        c->unique_stack.len--;
-        c->unique_prefix.len--;
-        fl_map_fini(m);
+        fl_ev_unique_pop(c);
         return f;
     }
     case GK_NAME_SCOPE: {

@@ -1253,6 +1253,15 @@ static void test_program_methods(void) {
                "fluid.default_main_program().global_block().var('enc_fc_0.w_0').shape == [4, 3]");
     check_true("x = layers.data(name='x', shape=[4])\nh = layers.fc(x, size=3)\n",
                "fluid.default_main_program().global_block().var('fc_0.w_0').shape == [4, 3]");
+    /* unique_name.switch(): a generator keeps its own counts while another is current; switch()
+     * returns the one it replaces, which guard() and a later switch() make current again; inside
+     * a guard it replaces the guard's, which comes back at the guard's end */
+    check_true("un = fluid.unique_name\ng = un.generate\na = g('k')\nold = un.switch()\nb = g('k')\nc = g('k')\n"
+               "mid = un.switch(old)\nd = g('k')\nun.switch(mid)\ne = g('k')\nwith un.guard(old):\n    f = g('k')\n"
+               "h = g('k')\nwith un.guard('p_'):\n    o2 = un.switch()\n    i = g('k')\n    un.switch(o2)\n    j = g('k')\n"
+               "k = g('k')\nwith un.guard(un.UniqueNameGenerator('q_')):\n    m = g('k')\n",
+               "[a, b, c, d, e, f, h, i, j, k, m] == ['k_0', 'k_0', 'k_1', 'k_1', 'k_2', 'k_2', 'k_3', 'k_0', 'p_k_0', "
+               "'k_4', 'q_k_0']");
     /* a layer name used twice makes new parameters (Fluid's unique names); a parameter name
      * given twice shares one */
     check_true("x = layers.data(name='x', shape=[4])\na = layers.fc(x, size=4, name='proj')\n"
@@ -1273,6 +1282,8 @@ static void test_program_methods(void) {
     static const ErrCase errs[] = {
         {"v = fluid.default_main_program().global_block().var('nope')\n", "the global block has no var named 'nope'"},
         {"p = fluid.default_main_program().clone(for_test=1)\n", "for_test must be True or False, found int"},
+        {"fluid.unique_name.switch('enc_')\n", "unique_name.switch(): new_generator must be a UniqueNameGenerator "
+                                              "(one switch() returned) or None, found str"},
         {"p = fluid.default_main_program().blocks\n", "a Program has no attribute 'blocks' (it has global_block, block, current_block, num_blocks, list_vars, to_string, clone, random_seed)"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));

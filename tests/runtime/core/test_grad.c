@@ -401,6 +401,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_statnorm.inc"
 /* affine_grid, grid_sampler */
 #include "tests/runtime/core/grad_cases_gridsample.inc"
+/* sequence_scatter */
+#include "tests/runtime/core/grad_cases_seqedit.inc"
 };
 
 static void test_grad_ops(void) {
@@ -486,6 +488,36 @@ static void test_data_norm_grad(void) {
     grad_close(&gr);
 }
 
+/* continuous_value_model (the cvm op): Fluid's gradient, not the derivative: dY passed through to
+ * the columns Y keeps (use_cvm: all of them, not through the logs; else all but the first two) and
+ * the CVM input's row in the first two, from each of the two layers. With loss = mean(Y * R) +
+ * mean(N * S): dP = 2 C in the first two columns, R / 12 + S / 6 in the others. */
+static void test_cvm_grad(void) {
+    GradRun gr;
+    grad_open(&gr, "cvm.fl", HEAD
+              "P = param(\"P\", [3, 4])\n"
+              "R = param(\"R\", [3, 4])\n"
+              "S = param(\"S\", [3, 2])\n"
+              "C = param(\"C\", [3, 2])\n"
+              "c = layers.assign(C)\n"
+              "c.stop_gradient = True\n"
+              "y = layers.continuous_value_model(layers.scale(P, scale=1.0), c)\n"
+              "n = layers.continuous_value_model(P, c, use_cvm=False)\n"
+              "loss = layers.elementwise_add(layers.mean(layers.elementwise_mul(y, R)), "
+              "layers.mean(layers.elementwise_mul(n, S)))\n");
+    FlErr e = {{0}};
+    FlFetch f[4] = {{"R", FL_TENSOR_INIT}, {"S", FL_TENSOR_INIT}, {"C", FL_TENSOR_INIT}, {"P@GRAD", FL_TENSOR_INIT}};
+    CT_OK(fl_executor_run(gr.ex, gr.s, NULL, 0, f, 4, &e), &e);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            double want = j < 2 ? 2 * fl_tensor_get(&f[2].tensor, i * 2 + j)
+                                : fl_tensor_get(&f[0].tensor, i * 4 + j) / 12 + fl_tensor_get(&f[1].tensor, i * 2 + j - 2) / 6;
+            CT_NEAR(fl_tensor_get(&f[3].tensor, i * 4 + j), want, 1e-6);
+        }
+    for (int k = 0; k < 4; k++) fl_tensor_fini(&f[k].tensor);
+    grad_close(&gr);
+}
+
 /* Runs last: every gradient op of the op table was exercised by a case above. */
 static void test_grad_coverage(void) {
     CU_ASSERT(nseen < (int)FL_ARRAY_LEN(seen)); /* a full table would hide op types: make it larger */
@@ -508,6 +540,7 @@ int main(void) {
         CT_TEST(test_grad_ops),
         CT_TEST(test_dropout_grad),
         CT_TEST(test_data_norm_grad),
+        CT_TEST(test_cvm_grad),
         CT_TEST(test_grad_coverage),
     };
     return ct_run("gradient adapters", tc, (int)FL_ARRAY_LEN(tc));
