@@ -1133,7 +1133,7 @@ static void test_runtime_loop_errors(void) {
                     "            return i\n"
                     "    return i\n"
                     "f(i)\n",
-                "a 'return' inside a runtime loop or 'if' returns None: its value would be known only at run time");
+                "a 'return' of a value inside a runtime loop or 'if' of a program (not of the code around exe.run): return it after the loop");
 }
 
 static void test_channels_go_select(void) {
