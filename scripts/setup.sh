@@ -3,7 +3,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config flex bison protobuf-c-compiler libprotobuf-c-dev \
 libopenmpi-dev openmpi-bin libopenblas-dev libcunit1-dev libdnnl-dev zlib1g-dev graphviz time protobuf-compiler \
-python3-numpy iproute2 procps bc chromium dataset-fashion-mnist"
+python3-numpy iproute2 procps bc chromium dataset-fashion-mnist zip unzip"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
