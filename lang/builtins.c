@@ -904,13 +904,28 @@ bool fl_ev_var_set(Ctx *c, FlValue *var, const char *name, FlValue *v, FlSpan sp
         fl_map_put_str(&c->error_clips, fl_intern_str(&c->in, key), v->kind == VK_NONE ? NULL : v); /* NULL: none */
         return true;
     }
-    if (strcmp(name, "stop_gradient") != 0) {
-        fl_ev_error(c, sp, "cannot set attribute '%s' of a Var (only stop_gradient and error_clip)", name);
+    if (strcmp(name, "stop_gradient") != 0 && strcmp(name, "persistable") != 0) {
+        fl_ev_error(c, sp, "cannot set attribute '%s' of a Var (only stop_gradient, persistable and error_clip)", name);
         return false;
     }
     if (v->kind != VK_BOOL) {
         fl_ev_error(c, sp, "%s must be True or False, found %s", name, fl_v_type_name(v));
         return false;
+    }
+    if (name[0] == 'p') { /* Fluid's var.persistable: kept in the scope from one run to the next */
+        const char *pkey = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, var->var.name);
+        if (!v->b && fl_map_find_str(&c->params, pkey)) {
+            fl_ev_error(c, sp, "'%s' is a parameter: it stays persistable (the optimizer's updates live in the scope)",
+                        var->var.name);
+            return false;
+        }
+        if (v->b && !fl_ir_var_find(fl_ir_block(c->b.main, 0), var->var.name)) {
+            fl_ev_error(c, sp, "'%s' is a var of a block of control flow: only a var of the program's global block can "
+                        "be persistable", var->var.name);
+            return false;
+        }
+        d->persistable = v->b;
+        return true;
     }
     d->stop_gradient = v->b;
     const char *key = fl_arena_printf(&c->arena, "%p/%s", (void *)c->b.main, var->var.name);
