@@ -371,7 +371,8 @@ static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSp
     fl_v_rec_set(c, batch, "__len__", fl_v_var(c, rows));
     fl_v_rec_set(c, batch, "_reader", na->reader); /* its size, for its samples (driver_batch.c) */
     if (!na->counter) return batch;
-    FlValue *i = fl_ev_op2(c, "assign", fl_v_var(c, na->counter), NULL, sp);
+    /* the index as a number (rank 0), as Python's int prints: index 0 of the counter */
+    FlValue *i = fl_ev_driver_index(c, fl_v_var(c, na->counter), fl_v_int(c, 0), sp);
     if (i->kind == VK_ERROR) return i;
     FlOpDesc *inc = fl_ev_op_raw(c, sub, "increment", sp);
     fl_ir_op_add_input(inc, "X", na->counter);

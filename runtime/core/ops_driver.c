@@ -361,8 +361,22 @@ static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, con
     if (!n || conv == 's') {
         FlBuf s = {0};
         array_text(t, &s);
-        if (!n) fl_buf_append(out, fl_buf_str(&s), s.len);
-        else printf_checked(out, spec, fl_buf_str(&s));
+        size_t k = 1, width = 0;
+        bool zero = false, left = false;
+        for (; k < n && strchr("-+ #0", spec[k]); k++) zero |= spec[k] == '0', left |= spec[k] == '-';
+        for (; k < n && spec[k] >= '0' && spec[k] <= '9'; k++) width = width * 10 + (size_t)(spec[k] - '0');
+        if (!n) {
+            fl_buf_append(out, fl_buf_str(&s), s.len);
+        } else if (zero && !left && t->ndim == 0 && s.len < width) {
+            /* Python's '{:05}' of a number: zeros after the sign up to the width */
+            const char *txt = fl_buf_str(&s);
+            size_t sign = txt[0] == '-';
+            fl_buf_append(out, txt, sign);
+            for (size_t i = s.len; i < width; i++) fl_buf_putc(out, '0');
+            fl_buf_append(out, txt + sign, s.len - sign);
+        } else {
+            printf_checked(out, spec, fl_buf_str(&s));
+        }
         fl_buf_free(&s);
         return FL_OK;
     }
