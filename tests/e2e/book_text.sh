@@ -47,8 +47,9 @@ for net in conv stacked_lstm dyn_rnn_lstm; do
     [ $net = dyn_rnn_lstm ] && continue  # main() saves none for it, as the book's test
     [ -f understand_sentiment_$net.inference.model/__model__ ] || fail "understand_sentiment ($net): the model"
     grep -qx 'Inference Shape:  \[3 2\]' $net.log || { cat $net.log; fail "understand_sentiment ($net): the shape"; }
-    sed -n 's/^\(Inference results:  \)\{0,1\} *\[*\([0-9.e-]* [0-9.e-]*\)\]*$/\2/p' $net.log |
-        awk '{ n++; if ($1 < 0 || $2 < 0 || $1 + $2 < 0.999 || $1 + $2 > 1.001) exit 1 } END { exit n != 3 }' ||
+    # the rows as numpy prints them: brackets, and blanks that align the columns
+    sed -n '/^Inference results:/,/\]\]$/p' $net.log | sed 's/^Inference results://' | tr -d '[]' |
+        awk 'NF { n++; if (NF != 2 || $1 < 0 || $2 < 0 || $1 + $2 < 0.999 || $1 + $2 > 1.001) exit 1 } END { exit n != 3 }' ||
         { cat $net.log; fail "understand_sentiment ($net): three rows of two probabilities"; }
 done
 
