@@ -19,9 +19,7 @@
 set -u
 FLRUN=$1 ROOT=$2
 . "$ROOT/tests/e2e/data_common.sh"
-[ -x $PY ] && $PY -c 'import numpy' 2> /dev/null || { echo "skipped: /usr/bin/python3 with numpy not found"; exit 77; }
-sh "$ROOT/scripts/make_synthetic_datasets.sh" "$T/cache" > /dev/null || fail "make_synthetic_datasets.sh"
-export FLUIDC_DATA_HOME=$T/cache
+synthetic_datasets numpy
 
 "$FLRUN" "$D/cifar_sums.fl" > "$T/sums.log" || fail "cifar_sums.fl"
 $PY "$D/check_cifar.py" "$T/cache/cifar" "$T/sums.log" || fail "cifar against Paddle's reading"
