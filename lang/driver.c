@@ -318,6 +318,10 @@ static FlValue *feed_const(Ctx *c, FlValue *v, const FlVarDesc *to, FlDType want
     for (size_t i = 0; i < vals->list.len; i++) fv[i] = fl_v_num(vals->list.items[i]);
     const char *name = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, "assign_value"));
     FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
+    if (!d) {
+        free(fv);
+        return fl_ev_error(c, sp, "a constant of the driver for feed '%s' cannot be named '%s': a var has that name", to->name, name);
+    }
     d->stop_gradient = true;
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "assign_value", sp);
     fl_ir_op_add_output(op, "Out", name);

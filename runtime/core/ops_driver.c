@@ -367,8 +367,9 @@ static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, con
         for (; k < n && spec[k] >= '0' && spec[k] <= '9'; k++) width = width * 10 + (size_t)(spec[k] - '0');
         if (!n) {
             fl_buf_append(out, fl_buf_str(&s), s.len);
-        } else if (zero && !left && t->ndim == 0 && s.len < width) {
-            /* Python's '{:05}' of a number: zeros after the sign up to the width */
+        } else if (zero && !left && t->ndim == 0 && t->dtype != FL_DT_BOOL && s.len < width) {
+            /* Python's '{:05}' of a number: zeros after the sign up to the width (a bool prints as
+             * True/False here, which no zeros pad) */
             const char *txt = fl_buf_str(&s);
             size_t sign = txt[0] == '-';
             fl_buf_append(out, txt, sign);
