@@ -6,7 +6,11 @@
 # altogether (FL_DNNL=0: OpenBLAS's own kernel, the plain loops for conv2d's and pool2d's fast
 # paths).
 #   scripts/test_kernels.sh            the labels e2e, mpi, concurrency, runtime and python (the
-#                                      cluster jobs left out), in the normal build (build/)
+#                                      cluster jobs left out), in the normal build (build/), but
+#                                      for the tests that compute no figure a GEMM kernel could
+#                                      change (bad jobs, stalls, kills, launches, errors, fuzzing,
+#                                      channels and goroutines, timelines, pictures, installs):
+#                                      they run once in scripts/test.sh
 #   FL_SANITIZE, FL_BUILD_TYPE, CC     as for scripts/test.sh
 # Extra arguments go to ctest (e.g. -R e2e_fluid_examples). A kernel whose instructions this CPU
 # lacks (SkylakeX without AVX-512, Haswell without AVX2) is skipped with a line saying so.
@@ -15,6 +19,7 @@ cd "$(dirname "$0")/.."
 args="$*"
 has() { grep -q "^flags.* $1\( \|$\)" /proc/cpuinfo; }
 fail=0
+same='^(mpi_bad_jobs|mpi_stall|mpi_stall_trainer|mpi_kill|mpi_launch|mpi_wrong_np|e2e_plot|e2e_timeline|mpi_timeline|e2e_profile|test_install|python_install|fuzz_.*|core_test_step_faults|conc_chan_cases|conc_go_cases|conc_deadlock|conc_docs|e2e_dist_script_errors|python_errors|python_misuse|python_docs|exits_cases|include_arrows|flc_version|flrun_version)$'
 # FL_GEMM=openblas with OPENBLAS_CORETYPE: the kernel is the test's choice, so flrun runs it
 # without its warning about a kernel narrower than the CPU
 for v in Haswell SkylakeX Prescott onednn dnnl-off; do
@@ -28,6 +33,6 @@ for v in Haswell SkylakeX Prescott onednn dnnl-off; do
     *) set -- FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     esac
     echo "== $*"
-    env "$@" sh scripts/test.sh -L 'e2e|mpi|concurrency|runtime|python' -LE cluster $args || fail=1
+    env "$@" sh scripts/test.sh -L 'e2e|mpi|concurrency|runtime|python' -LE cluster -E "$same" $args || fail=1
 done
 exit $fail
