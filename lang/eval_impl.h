@@ -625,6 +625,7 @@ const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan
 FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var,
                                   FlValue **lods, FlSpan sp);
 void fl_ev_driver_io_install(Ctx *c); /* _driver_io (driver_io.c): fluid.io's save and load of vars */
+void fl_ev_contrib_install(Ctx *c); /* _contrib (driver_contrib.c): fluid.contrib's lookup table utils */
 void fl_ev_driver_metrics_install(Ctx *c); /* _metrics (driver_metrics.c): metrics' states on the driver */
 /* driver_lod.c: Fluid's LoDTensor (the native module _lod); exe.run's feed dict with each LoDTensor
  * replaced by its data and the offsets of the var it feeds (feed itself when it holds none); a
