@@ -320,6 +320,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     /* infer_imgsel.c */
     case FL_OPID_random_crop: return fl_infer_random_crop(&c);
     case FL_OPID_similarity_focus: return fl_infer_similarity_focus(&c);
+    /* infer_tree.c */
+    case FL_OPID_tree_conv: return fl_infer_tree_conv(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

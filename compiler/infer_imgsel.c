@@ -3,7 +3,7 @@
 #include "compiler/infer_impl.h"
 
 /* random_crop: X [d..., e...] (any numeric dtype) -> [d..., shape], shape k >= 1 sizes of the last k
- * dims, each in [1, e]. */
+ * dims, each in [1, e]; Seed (optional) one int64 value -> SeedOut like it. */
 FlStatus fl_infer_random_crop(Ctx *c) {
     FlVarDesc *x;
     if (in1(c, "X", &x) || check_dtype(c, x->dtype)) return FL_ERROR;
@@ -22,6 +22,16 @@ FlStatus fl_infer_random_crop(Ctx *c) {
             return fl_err(c->e, "%s: shape[%zu] = %lld must be in [1, %lld], the size of X %s's dim %d", c->t, i,
                           (long long)sh[i], (long long)e, sstr(c, &s), s.nd - (int)k + (int)i);
         o.d[s.nd - (int)k + (int)i] = sh[i];
+    }
+    FlVarDesc *seed = NULL;
+    if (in_opt(c, "Seed", &seed)) return FL_ERROR;
+    if (seed) {
+        Shape ss = shape_of(seed);
+        int64_t n = prod(&ss, 0, ss.nd);
+        if (seed->dtype != FL_DT_INT64 || (n >= 0 && n != 1))
+            return fl_err(c->e, "%s: Seed '%s' must be one int64 value, found %s %s", c->t, seed->name, dt(seed->dtype),
+                          sstr(c, &ss));
+        if (set_out(c, "SeedOut", FL_DT_INT64, &ss)) return FL_ERROR;
     }
     return set_out(c, "Out", x->dtype, &o);
 }

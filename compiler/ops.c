@@ -608,6 +608,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "| ctr | `ctr.def` | `infer_ctr.c` | `ops_ctr.c` | `ctr.c` | `_ctr.fl` |\n"
                 "| seqedit | `seqedit.def` | `infer_seqedit.c` | `ops_seqedit.c` | `seqedit.c` | `_seqedit.fl` |\n"
                 "| imgsel | `imgsel.def` | `infer_imgsel.c` | `ops_imgsel.c` | `imgsel.c` | `_imgsel.fl` |\n"
+                "| tree | `tree.def` | `infer_tree.c` | `ops_tree.c` | `tree.c` | `_tree.fl` |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"

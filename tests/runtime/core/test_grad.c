@@ -403,6 +403,8 @@ static const GradCase cases[] = {
 #include "tests/runtime/core/grad_cases_gridsample.inc"
 /* sequence_scatter */
 #include "tests/runtime/core/grad_cases_seqedit.inc"
+/* tree_conv */
+#include "tests/runtime/core/grad_cases_tree.inc"
 };
 
 static void test_grad_ops(void) {
