@@ -13,10 +13,10 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/driver_metrics.c
   ${FL_LANG_DIR}/driver_dist.c ${FL_LANG_DIR}/driver_batch.c
   ${FL_LANG_DIR}/driver_lod.c ${FL_LANG_DIR}/driver_file.c)
-# numpy.fromfile and a scope's tensors' set() on the driver
-target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_tensorfile.c)
 # Fluid's Dataset API over MultiSlot files
 target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_dataset.c)
+# numpy.fromfile and a scope's tensors' set() on the driver
+target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_tensorfile.c)
 fl_target(fl_lang)
 target_compile_definitions(fl_lang PRIVATE FL_STDLIB_DIR="${PROJECT_SOURCE_DIR}/stdlib")
 target_link_libraries(fl_lang PUBLIC fl_parse fl_passes fl_ops fl_ir fl_dataset fl_base m)
