@@ -82,7 +82,7 @@
 #include "base/base.h"
 #include "compiler/ir/dtype.h"
 
-#define FL_DS_MAX_FIELDS 9 /* conll05's samples have nine */
+#define FL_DS_MAX_FIELDS 64 /* conll05's samples have nine; a MultiSlot dataset one per used slot */
 #define FL_DS_MAX_GRAM 8   /* imikolov's n-grams: of 1 to 8 words */
 
 typedef struct FlDsField {
@@ -156,6 +156,20 @@ typedef struct FlDsMovielens {
 } FlDsMovielens;
 FlStatus fl_ds_movielens_meta(FlDsMovielens *out, FlErr *e) FL_WARN_UNUSED;
 void fl_ds_movielens_fini(FlDsMovielens *m);
+
+/* Fluid's Dataset over MultiSlot text files (multislot.c): the slots of each line, in order. A
+ * used slot is a field of the table: width 0 a sparse slot (a sequence of ids or floats), width w
+ * > 0 a dense slot of w values a line; width -1 a slot read past (is_used false). */
+typedef struct FlDsSlot {
+    const char *name;
+    bool is_float; /* "float"; else "uint64" (int64 fields) */
+    int64_t width;
+} FlDsSlot;
+FlStatus fl_ds_multislot_layout(const FlDsSlot *slots, size_t n, FlDsLayout *out, FlErr *e) FL_WARN_UNUSED;
+/* The instances of the files, one after the other; a line not in the format is an error naming
+ * FILE:LINE, the slot and what is wrong. */
+FlStatus fl_ds_multislot_load(char *const *files, size_t nfiles, const FlDsSlot *slots, size_t n, FlDsTable **out,
+                              FlErr *e) FL_WARN_UNUSED;
 
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
  * $HOME/.cache/paddle/dataset/name (conll05's: conll05st, as Paddle names it). */

@@ -963,6 +963,7 @@ void fl_builtins_install(Ctx *c) {
     fl_ev_driver_metrics_install(c);
     fl_ev_driver_pyreader_install(c);
     fl_ev_driver_lod_install(c);
+    fl_ev_driver_dataset_install(c);
     fl_ev_driver_file_install(c);
     fl_ev_contrib_install(c);
     fl_ev_pylib_install(c);

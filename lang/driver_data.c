@@ -287,6 +287,15 @@ static int32_t emit(Ctx *c, FlValue *r) {
     }
     d->drop_last = dl && dl->kind == VK_BOOL && dl->b;
     d->check_alignment = ck && ck->kind == VK_BOOL && ck->b;
+    /* a MultiSlot dataset's files and slots (driver_dataset.c checked them) */
+    FlValue *msf = get(r, "_files"), *msn = get(r, "_slot_names"), *mst = get(r, "_slot_types"),
+            *msw = get(r, "_slot_widths");
+    for (size_t i = 0; msf && i < msf->list.len; i++) FL_VEC_PUSH(&d->files, fl_xstrdup(msf->list.items[i]->str.s));
+    for (size_t i = 0; msn && i < msn->list.len; i++) {
+        FL_VEC_PUSH(&d->slot_names, fl_xstrdup(msn->list.items[i]->str.s));
+        FL_VEC_PUSH(&d->slot_types, fl_xstrdup(mst->list.items[i]->str.s));
+        FL_VEC_PUSH(&d->slot_widths, msw->list.items[i]->i);
+    }
     FL_VEC_PUSH(&c->bundle->readers, d);
     int32_t idx = (int32_t)(c->bundle->readers.len - 1);
     fl_v_rec_set(c, r, "_index", fl_v_int(c, idx));
@@ -494,6 +503,12 @@ static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
 /* ------------------------------------------------------------------ for the py_reader family (driver_pyreader.c) */
 
 FlValue *fl_ev_reader_record(FlValue *v) { return reader_of(v); }
+
+/* ------------------------------------------------------------------ for Fluid's Dataset API (driver_dataset.c) */
+
+FlValue *fl_ev_reader_source(Ctx *c, const char *kind, const FlDsLayout *l) {
+    return reader_new(c, kind, fl_v_list(c, VK_LIST), layout_fields(c, l), false);
+}
 
 FlValue *fl_ev_reader_attr(FlValue *r, const char *name) { return get(r, name); }
 

@@ -13,6 +13,8 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/driver_metrics.c
   ${FL_LANG_DIR}/driver_dist.c ${FL_LANG_DIR}/driver_batch.c
   ${FL_LANG_DIR}/driver_lod.c ${FL_LANG_DIR}/driver_file.c)
+# Fluid's Dataset API over MultiSlot files
+target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_dataset.c)
 # numpy.fromfile and a scope's tensors' set() on the driver
 target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_tensorfile.c)
 # fluid.contrib's programs with distributed lookup tables

@@ -620,6 +620,12 @@ FlValue *fl_ev_reader_enumerate(Ctx *c, FlValue *it, FlValue *start, FlSpan sp);
  * setting the bool var ok: the list of its field vars ([rows, width]), or an error value; *lods the
  * list of each field's offsets var (a sequence field's) or None. */
 FlValue *fl_ev_reader_record(FlValue *v);
+/* driver_dataset.c: Fluid's Dataset API (the native module _dataset): a source reader of kind
+ * `kind` giving the fields of layout l (its record's _files, _slot_names, _slot_types and
+ * _slot_widths, set by the caller, go to Bundle.readers). */
+void fl_ev_driver_dataset_install(Ctx *c);
+struct FlDsLayout;
+FlValue *fl_ev_reader_source(Ctx *c, const char *kind, const struct FlDsLayout *l);
 FlValue *fl_ev_reader_attr(FlValue *r, const char *name);
 const char *fl_ev_reader_epoch_into(Ctx *c, FlValue *r, const char *into, FlSpan sp);
 FlValue *fl_ev_reader_next_fields(Ctx *c, FlBlock *sub, const char *ok, FlValue *r, const char *epoch_var,

@@ -685,6 +685,10 @@ void fl_ir_reader_desc_free(FlReaderDesc *r) {
     free_strvec(r->words.data, r->words.len);
     FL_VEC_FREE(&r->word_ids);
     free(r->lang);
+    free_strvec(r->files.data, r->files.len);
+    free_strvec(r->slot_names.data, r->slot_names.len);
+    free_strvec(r->slot_types.data, r->slot_types.len);
+    FL_VEC_FREE(&r->slot_widths);
     free(r);
 }
 
@@ -704,6 +708,14 @@ static FlReaderDesc *reader_desc_clone(const FlReaderDesc *r) {
     c->word_ids.data = NULL;
     c->word_ids.len = c->word_ids.cap = 0;
     for (size_t i = 0; i < r->word_ids.len; i++) FL_VEC_PUSH(&c->word_ids, r->word_ids.data[i]);
+    c->files.data = c->slot_names.data = c->slot_types.data = NULL;
+    c->files.len = c->files.cap = c->slot_names.len = c->slot_names.cap = c->slot_types.len = c->slot_types.cap = 0;
+    STRVEC_COPY(&c->files, &r->files);
+    STRVEC_COPY(&c->slot_names, &r->slot_names);
+    STRVEC_COPY(&c->slot_types, &r->slot_types);
+    c->slot_widths.data = NULL;
+    c->slot_widths.len = c->slot_widths.cap = 0;
+    for (size_t i = 0; i < r->slot_widths.len; i++) FL_VEC_PUSH(&c->slot_widths, r->slot_widths.data[i]);
     return c;
 }
 
@@ -992,7 +1004,8 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
         size_t min_in, max_in;
         int64_t min_n; /* -1: n unused */
     } kinds[] = {{"dataset", 0, 0, -1}, {"shuffle", 1, 1, 1}, {"batch", 1, 1, 1}, {"firstn", 1, 1, 0},
-                 {"chain", 1, SIZE_MAX, -1}, {"compose", 1, SIZE_MAX, -1}, {"buffered", 1, 1, 1}};
+                 {"chain", 1, SIZE_MAX, -1}, {"compose", 1, SIZE_MAX, -1}, {"buffered", 1, 1, 1},
+                 {"multislot", 0, 0, -1}};
     size_t k = 0;
     while (k < FL_ARRAY_LEN(kinds) && (!r->kind || strcmp(r->kind, kinds[k].kind) != 0)) k++;
     if (k == FL_ARRAY_LEN(kinds)) return fl_err(e, "reader %zu: unknown kind '%s'", i, r->kind ? r->kind : "");
@@ -1012,6 +1025,18 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
     if (r->data_type < 0 || r->data_type > 2 || (k != 0 && r->data_type))
         return fl_err(e, "reader %zu (%s): data_type %lld", i, r->kind, (long long)r->data_type);
     if (k != 0 && (r->n2 || r->lang)) return fl_err(e, "reader %zu (%s): a dataset's arguments on a decorator", i, r->kind);
+    bool ms = strcmp(r->kind, "multislot") == 0;
+    if (!ms && (r->files.len || r->slot_names.len || r->slot_types.len || r->slot_widths.len))
+        return fl_err(e, "reader %zu (%s): MultiSlot files or slots on another kind of reader", i, r->kind);
+    if (ms && (!r->slot_names.len || r->slot_types.len != r->slot_names.len ||
+               r->slot_widths.len != r->slot_names.len))
+        return fl_err(e, "reader %zu (multislot): %zu slot names, %zu types, %zu widths", i, r->slot_names.len,
+                      r->slot_types.len, r->slot_widths.len);
+    for (size_t j = 0; ms && j < r->slot_names.len; j++)
+        if ((strcmp(r->slot_types.data[j], "uint64") != 0 && strcmp(r->slot_types.data[j], "float") != 0) ||
+            r->slot_widths.data[j] < -1)
+            return fl_err(e, "reader %zu (multislot): slot '%s' of type '%s' and width %lld", i,
+                          r->slot_names.data[j], r->slot_types.data[j], (long long)r->slot_widths.data[j]);
     return FL_OK;
 }
 

@@ -282,6 +282,12 @@ typedef struct FlReaderDesc {
     int64_t data_type;         /* dataset: imikolov's DataType (2: SEQ); 0: the module's default */
     int64_t n2;                /* dataset: wmt16's trg_dict_size (n: its src_dict_size) */
     char *lang;                /* dataset: wmt16's src_lang; owned, else NULL */
+    /* multislot: Fluid's Dataset over MultiSlot files: the files, and per slot of a line its name,
+       type ("uint64", "float") and width (-1 unused, 0 sparse, w > 0 dense); owned */
+    FL_VEC(char *) files;
+    FL_VEC(char *) slot_names;
+    FL_VEC(char *) slot_types;
+    FL_VEC(int64_t) slot_widths;
 } FlReaderDesc;
 
 void fl_ir_reader_desc_free(FlReaderDesc *r);

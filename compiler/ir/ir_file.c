@@ -230,6 +230,14 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->has_n2 = r->n2 != 0;
     m->n2 = r->n2;
     m->lang = r->lang;
+    m->n_files = r->files.len;
+    m->files = enc_strs(a, r->files.data, r->files.len);
+    m->n_slot_names = r->slot_names.len;
+    m->slot_names = enc_strs(a, r->slot_names.data, r->slot_names.len);
+    m->n_slot_types = r->slot_types.len;
+    m->slot_types = enc_strs(a, r->slot_types.data, r->slot_types.len);
+    m->n_slot_widths = r->slot_widths.len;
+    m->slot_widths = r->slot_widths.data;
     return m;
 }
 
@@ -602,6 +610,11 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         r->data_type = rm->data_type;
         r->n2 = rm->n2;
         r->lang = rm->lang ? dec_str(rm->lang) : NULL;
+        DEC_STRVEC(&r->files, rm->files, rm->n_files);
+        DEC_STRVEC(&r->slot_names, rm->slot_names, rm->n_slot_names);
+        DEC_STRVEC(&r->slot_types, rm->slot_types, rm->n_slot_types);
+        FL_VEC_RESERVE(&r->slot_widths, rm->n_slot_widths);
+        for (size_t j = 0; j < rm->n_slot_widths; j++) r->slot_widths.data[r->slot_widths.len++] = rm->slot_widths[j];
     }
     if (m->inference) {
         b->inference = fl_xcalloc(1, sizeof *b->inference);

@@ -300,6 +300,11 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
         if (r->data_type) fl_buf_printf(out, " data_type %lld", (long long)r->data_type);
         if (r->n2) fl_buf_printf(out, " %lld", (long long)r->n2);
         if (r->lang) fl_buf_printf(out, " %s", r->lang);
+        for (size_t j = 0; j < r->slot_names.len; j++) /* multislot: slot name:type:width */
+            fl_buf_printf(out, "%s%s:%s:%lld", j ? " " : " slots ", r->slot_names.data[j],
+                          j < r->slot_types.len ? r->slot_types.data[j] : "?",
+                          j < r->slot_widths.len ? (long long)r->slot_widths.data[j] : 0LL);
+        for (size_t j = 0; j < r->files.len; j++) fl_buf_printf(out, "%s%s", j ? " " : " files ", r->files.data[j]);
         fl_buf_putc(out, '\n');
     }
 }

@@ -73,9 +73,27 @@ static void epoch_release(void *p) {
 
 /* ---------------------------------------------------------------- reader_open */
 
-/* Reads the tables of the dataset nodes under node i. */
+/* Whether node d is a source: a paddle.dataset reader or a MultiSlot dataset, a table of samples. */
+static bool is_source(const FlReaderDesc *d) {
+    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0;
+}
+
+/* A MultiSlot dataset's table (Fluid's Dataset API, docs/data.md): its files read now. */
+static FlStatus load_multislot(const FlReaderDesc *d, FlDsTable **out, FlErr *e) {
+    size_t n = d->slot_names.len;
+    FlDsSlot *slots = fl_xcalloc(n + 1, sizeof *slots);
+    for (size_t k = 0; k < n; k++) /* flc verify checked the three lists have n entries */
+        slots[k] = (FlDsSlot){d->slot_names.data[k], strcmp(d->slot_types.data[k], "float") == 0,
+                              d->slot_widths.data[k]};
+    FlStatus st = fl_ds_multislot_load(d->files.data, d->files.len, slots, n, out, e);
+    free(slots);
+    return st;
+}
+
+/* Reads the tables of the source nodes under node i. */
 static FlStatus load(Reader *r, size_t i, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
+    if (strcmp(d->kind, "multislot") == 0) return r->tables[i] ? FL_OK : load_multislot(d, &r->tables[i], e);
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
         FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,
@@ -168,7 +186,7 @@ static FlStatus join(Reader *r, const FlReaderDesc *d, FlRng *rng, Samples *out,
 static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
     *out = (Samples){0};
-    if (strcmp(d->kind, "dataset") == 0) {
+    if (is_source(d)) {
         const FlDsTable *t = r->tables[i];
         *out = (Samples){.refs = fl_xcalloc(t->rows + 1, sizeof(Ref)), .n = t->rows, .w = 1};
         for (size_t k = 0; k < t->rows; k++) out->refs[k] = (Ref){t, k};
@@ -291,7 +309,7 @@ static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch
 /* The field layouts of node i's samples in order (a compose joins its inputs'), into out[*n..]. */
 static void layouts(const Reader *r, size_t i, const FlDsLayout **out, size_t *n, size_t max) {
     const FlReaderDesc *d = r->b->readers.data[i];
-    if (strcmp(d->kind, "dataset") == 0) {
+    if (is_source(d)) {
         if (*n < max && r->tables[i]) out[(*n)++] = &r->tables[i]->layout;
         return;
     }

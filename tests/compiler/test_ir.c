@@ -770,6 +770,55 @@ static void shown_same(const FlBundle *a, const FlBundle *b, const char *want) {
     free(s2);
 }
 
+/* A MultiSlot dataset's files and slots (Fluid's Dataset API) are written, read back, shown and
+ * cloned; slots without a type each, a type but "uint64" and "float", or slots on a decorator are
+ * refused. */
+static void test_reader_multislot(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    FlReaderDesc *src = reader_desc("multislot", -1, 0);
+    FL_VEC_PUSH(&src->files, fl_xstrdup("a.txt"));
+    FL_VEC_PUSH(&src->files, fl_xstrdup("b.txt"));
+    const char *names[3] = {"words", "dense", "click"}, *types[3] = {"uint64", "float", "uint64"};
+    int64_t widths[3] = {0, 13, 1};
+    for (int i = 0; i < 3; i++) {
+        FL_VEC_PUSH(&src->slot_names, fl_xstrdup(names[i]));
+        FL_VEC_PUSH(&src->slot_types, fl_xstrdup(types[i]));
+        FL_VEC_PUSH(&src->slot_widths, widths[i]);
+    }
+    FL_VEC_PUSH(&b->readers, src);
+    FL_VEC_PUSH(&b->readers, reader_desc("batch", 0, 32));
+    const char *path = tmp_path("multislot.flp");
+    FlBundle *r = written_and_read(b, path);
+    const FlReaderDesc *d = r->readers.data[0];
+    CU_ASSERT_EQUAL_FATAL(d->files.len, 2);
+    CU_ASSERT_EQUAL_FATAL(d->slot_widths.len, 3);
+    CU_ASSERT_STRING_EQUAL(d->files.data[1], "b.txt");
+    CU_ASSERT_STRING_EQUAL(d->slot_types.data[1], "float");
+    CU_ASSERT_EQUAL(d->slot_widths.data[1], 13);
+    shown_same(b, r, "reader 0: multislot() slots words:uint64:0 dense:float:13 click:uint64:1 files a.txt b.txt\n");
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_NOT_EQUAL(cl->readers.data[0]->slot_names.data[2], d->slot_names.data[2]);
+    CU_ASSERT_STRING_EQUAL(cl->readers.data[0]->slot_names.data[2], "click");
+    CU_ASSERT_EQUAL(cl->readers.data[0]->slot_widths.data[0], 0);
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    src->slot_types.len = 2;
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 0 (multislot): 3 slot names, 2 types, 3 widths"));
+    src->slot_types.len = 3;
+    free(src->slot_types.data[1]);
+    src->slot_types.data[1] = fl_xstrdup("double");
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 0 (multislot): slot 'dense' of type 'double' and width 13"));
+    free(src->slot_types.data[1]);
+    src->slot_types.data[1] = fl_xstrdup("float");
+    FL_VEC_PUSH(&b->readers.data[1]->files, fl_xstrdup("c.txt"));
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 1 (batch): MultiSlot files or slots on another kind of reader"));
+    fl_ir_bundle_free(b);
+}
+
 /* A driver program (docs/driver.md) is kept, shown and checked; a bundle with one is written as
  * format 3, a bundle without one as format 2, byte for byte as before the field existed. */
 static void test_driver_round_trip(void) {
@@ -1641,6 +1690,7 @@ int main(void) {
     CU_add_test(s, "readers round trip", test_readers_round_trip);
     CU_add_test(s, "reader word dict", test_reader_word_dict);
     CU_add_test(s, "reader wmt16 args", test_reader_wmt16_args);
+    CU_add_test(s, "reader multislot", test_reader_multislot);
     CU_add_test(s, "named programs", test_named_programs);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);

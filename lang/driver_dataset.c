@@ -1,0 +1,252 @@
+/* driver_dataset.c: Fluid's Dataset API (stdlib/fluid/dataset.fl; docs/data.md, "Fluid's
+ * Dataset: MultiSlot files"). The native module `_dataset`:
+ *
+ *   multislot(files, names, types, widths)
+ *                 a reader of the instances of MultiSlot text files (dataset/multislot.c), one
+ *                 sample per line, one field per used slot: a source of Bundle.readers (kind
+ *                 "multislot") that paddle.batch and paddle.reader.shuffle decorate and
+ *                 `for data in reader():` reads, as a paddle.dataset reader; the files are read
+ *                 when the driver opens it
+ *   feed_desc(path)
+ *                 a DataFeedDesc in protobuf's text format (Fluid's data_feed.proto: name,
+ *                 batch_size, pipe_command, multi_slot_desc { slots { name type is_dense is_used
+ *                 shape } }), read when the script compiles: a dict of those fields, the slots a
+ *                 list of dicts; a field data_feed.proto has not, or a value of the wrong kind, is
+ *                 an error naming PATH:LINE
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/dataset.h"
+#include "lang/eval_impl.h"
+
+static bool str_list(Ctx *c, FlValue *v, const char *what, FlSpan sp) {
+    if (!v || (v->kind != VK_LIST && v->kind != VK_TUPLE))
+        return fl_ev_error(c, sp, "%s must be a list, found %s", what, v ? fl_v_type_name(v) : "nothing"), false;
+    for (size_t i = 0; i < v->list.len; i++)
+        if (v->list.items[i]->kind != VK_STR)
+            return fl_ev_error(c, sp, "%s must be a list of str, found %s at %zu", what,
+                               fl_v_type_name(v->list.items[i]), i), false;
+    return true;
+}
+
+static FlValue *d_multislot(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("multislot", "files names types widths", 4);
+    if (!str_list(c, v[0], "the file list", a->span) || !str_list(c, v[1], "the slot names", a->span) ||
+        !str_list(c, v[2], "the slot types", a->span))
+        return c->error;
+    size_t n = v[1]->list.len;
+    if (v[2]->list.len != n || (v[3]->kind != VK_LIST && v[3]->kind != VK_TUPLE) || v[3]->list.len != n)
+        return fl_ev_error(c, a->span, "multislot: a name, a type and a width for each slot");
+    FlDsSlot *slots = fl_xcalloc(n + 1, sizeof *slots);
+    for (size_t i = 0; i < n; i++) {
+        const char *t = v[2]->list.items[i]->str.s;
+        FlValue *w = v[3]->list.items[i];
+        if ((strcmp(t, "uint64") != 0 && strcmp(t, "float") != 0) || w->kind != VK_INT || w->i < -1) {
+            free(slots);
+            return fl_ev_error(c, a->span, "slot '%s': type '%s' (a MultiSlot slot is \"uint64\" or \"float\")",
+                               v[1]->list.items[i]->str.s, t);
+        }
+        slots[i] = (FlDsSlot){v[1]->list.items[i]->str.s, strcmp(t, "float") == 0, w->i};
+    }
+    FlDsLayout l;
+    FlErr e;
+    FlStatus st = fl_ds_multislot_layout(slots, n, &l, &e);
+    free(slots);
+    if (st) return fl_ev_error(c, a->span, "%s", e.msg);
+    FlValue *rv = fl_ev_reader_source(c, "multislot", &l);
+    FlValue *r = fl_ev_reader_record(rv);
+    const char *attrs[4] = {"_files", "_slot_names", "_slot_types", "_slot_widths"};
+    for (int k = 0; k < 4; k++) { /* copies: later changes of the script's lists do not reach the reader */
+        FlValue *copy = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < v[k]->list.len; i++) fl_v_list_push(c, copy, v[k]->list.items[i]);
+        fl_v_rec_set(c, r, attrs[k], copy);
+    }
+    return rv;
+}
+
+/* ------------------------------------------------------------------ DataFeedDesc's text format */
+
+typedef struct Tok {
+    const char *p, *end, *path;
+    int line;
+    FlErr *e;
+} Tok;
+
+static void skip_blank(Tok *t) {
+    for (;;) {
+        while (t->p < t->end && (*t->p == ' ' || *t->p == '\t' || *t->p == '\r' || *t->p == '\n')) {
+            if (*t->p == '\n') t->line++;
+            t->p++;
+        }
+        if (t->p < t->end && *t->p == '#') { /* a comment to the end of the line */
+            while (t->p < t->end && *t->p != '\n') t->p++;
+            continue;
+        }
+        return;
+    }
+}
+
+static bool ident_char(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           ch == '-' || ch == '.' || ch == '+';
+}
+
+/* The next word (a field name, a number, true/false) into buf; false at anything else. */
+static bool word(Tok *t, char *buf, size_t cap) {
+    skip_blank(t);
+    size_t n = 0;
+    while (t->p < t->end && ident_char(*t->p) && n + 1 < cap) buf[n++] = *t->p++;
+    buf[n] = '\0';
+    return n > 0;
+}
+
+static bool punct(Tok *t, char ch) {
+    skip_blank(t);
+    if (t->p < t->end && *t->p == ch) {
+        t->p++;
+        return true;
+    }
+    return false;
+}
+
+static FlStatus bad(Tok *t, const char *what) {
+    return fl_err(t->e, "%s:%d: DataFeedDesc: %s", t->path, t->line, what);
+}
+
+/* A quoted string value (protobuf's text format: "..." or '...', with \\ escapes of " ' \\ n t). */
+static FlStatus quoted(Ctx *c, Tok *t, FlValue **out) {
+    skip_blank(t);
+    if (t->p >= t->end || (*t->p != '"' && *t->p != '\'')) return bad(t, "expected a quoted string");
+    char q = *t->p++;
+    FlBuf b = {0};
+    while (t->p < t->end && *t->p != q && *t->p != '\n') {
+        char ch = *t->p++;
+        if (ch == '\\' && t->p < t->end) {
+            ch = *t->p++;
+            ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+        }
+        fl_buf_putc(&b, ch);
+    }
+    if (t->p >= t->end || *t->p != q) {
+        fl_buf_free(&b);
+        return bad(t, "a string without its closing quote");
+    }
+    t->p++;
+    fl_buf_putc(&b, '\0');
+    *out = fl_v_cstr(c, b.data);
+    fl_buf_free(&b);
+    return FL_OK;
+}
+
+static FlStatus int_value(Tok *t, int64_t *out) {
+    char w[64], *end;
+    if (!punct(t, ':') || !word(t, w, sizeof w)) return bad(t, "expected ': NUMBER'");
+    long long x = strtoll(w, &end, 10);
+    if (*end) return bad(t, "expected an integer");
+    *out = x;
+    return FL_OK;
+}
+
+static FlStatus bool_value(Tok *t, bool *out) {
+    char w[16];
+    if (!punct(t, ':') || !word(t, w, sizeof w)) return bad(t, "expected ': true' or ': false'");
+    if (strcmp(w, "true") == 0 || strcmp(w, "1") == 0) *out = true;
+    else if (strcmp(w, "false") == 0 || strcmp(w, "0") == 0) *out = false;
+    else return bad(t, "expected true or false");
+    return FL_OK;
+}
+
+/* slots { name: "..." type: "..." is_dense: B is_used: B shape: N ... }: a dict of the fields the
+ * text sets (protobuf's presence: desc() prints those), shape a list. */
+static FlStatus slot(Ctx *c, Tok *t, FlValue **out) {
+    FlValue *d = fl_v_dict(c), *shape = NULL;
+    char w[64];
+    while (!punct(t, '}')) {
+        if (!word(t, w, sizeof w)) return bad(t, "expected a field of slots or '}'");
+        FlValue *s;
+        int64_t n;
+        bool b = false;
+        if (strcmp(w, "name") == 0 || strcmp(w, "type") == 0) {
+            if (!punct(t, ':') || quoted(c, t, &s)) return bad(t, "expected ': \"...\"'");
+            fl_v_dict_set(c, d, fl_v_cstr(c, w), s);
+        } else if (strcmp(w, "is_dense") == 0 || strcmp(w, "is_used") == 0) {
+            if (bool_value(t, &b)) return FL_ERROR;
+            fl_v_dict_set(c, d, fl_v_cstr(c, w), fl_v_bool(c, b));
+        } else if (strcmp(w, "shape") == 0) {
+            if (int_value(t, &n)) return FL_ERROR;
+            if (!shape) {
+                shape = fl_v_list(c, VK_LIST);
+                fl_v_dict_set(c, d, fl_v_cstr(c, "shape"), shape);
+            }
+            fl_v_list_push(c, shape, fl_v_int(c, n));
+        } else {
+            char msg[128];
+            snprintf(msg, sizeof msg, "slots has no field '%s' (name, type, is_dense, is_used, shape)", w);
+            return bad(t, msg);
+        }
+    }
+    *out = d;
+    return FL_OK;
+}
+
+static FlStatus parse_desc(Ctx *c, Tok *t, FlValue *out) {
+    FlValue *slots = fl_v_list(c, VK_LIST);
+    fl_v_dict_set(c, out, fl_v_cstr(c, "slots"), slots);
+    char w[64];
+    for (;;) {
+        skip_blank(t);
+        if (t->p >= t->end) return FL_OK;
+        if (!word(t, w, sizeof w)) return bad(t, "expected a field name");
+        FlValue *s;
+        int64_t n;
+        if (strcmp(w, "name") == 0 || strcmp(w, "pipe_command") == 0) {
+            if (!punct(t, ':') || quoted(c, t, &s)) return bad(t, "expected ': \"...\"'");
+            fl_v_dict_set(c, out, fl_v_cstr(c, w), s);
+        } else if (strcmp(w, "batch_size") == 0) {
+            if (int_value(t, &n)) return FL_ERROR;
+            fl_v_dict_set(c, out, fl_v_cstr(c, w), fl_v_int(c, n));
+        } else if (strcmp(w, "multi_slot_desc") == 0) {
+            punct(t, ':');
+            if (!punct(t, '{')) return bad(t, "expected '{' after multi_slot_desc");
+            while (!punct(t, '}')) {
+                if (!word(t, w, sizeof w) || strcmp(w, "slots") != 0)
+                    return bad(t, "multi_slot_desc holds slots { ... } only");
+                punct(t, ':');
+                if (!punct(t, '{')) return bad(t, "expected '{' after slots");
+                if (slot(c, t, &s)) return FL_ERROR;
+                fl_v_list_push(c, slots, s);
+            }
+        } else {
+            char msg[160];
+            snprintf(msg, sizeof msg, "no field '%s' (name, batch_size, pipe_command, multi_slot_desc)", w);
+            return bad(t, msg);
+        }
+    }
+}
+
+static FlValue *d_feed_desc(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("feed_desc", "path", 1);
+    if (!fl_ev_want_str(c, v[0], "DataFeedDesc(proto_file)", a->span)) return c->error;
+    FlErr e;
+    size_t len;
+    char *text = fl_read_regular_file(v[0]->str.s, &len, &e);
+    if (!text) return fl_ev_error(c, a->span, "DataFeedDesc(proto_file): %s", e.msg);
+    Tok t = {.p = text, .end = text + len, .path = v[0]->str.s, .line = 1, .e = &e};
+    FlValue *out = fl_v_dict(c);
+    FlStatus st = parse_desc(c, &t, out);
+    free(text);
+    if (st) return fl_ev_error(c, a->span, "%s", e.msg);
+    return out;
+}
+
+static const NativeFn dataset_fns[] = {
+    {"multislot", d_multislot},
+    {"feed_desc", d_feed_desc},
+};
+
+void fl_ev_driver_dataset_install(Ctx *c) {
+    fl_ev_module_of_fns(c, "_dataset", dataset_fns, FL_ARRAY_LEN(dataset_fns));
+}
