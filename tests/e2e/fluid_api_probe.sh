@@ -13,6 +13,8 @@
 #                           a line of its own program (file:line:col: error: WHY), and WHY is
 #                           the row's note
 #   @note TEXT              a note for the row (what differs from Fluid), joined with "; "
+#   @file NAME ... @end     the lines between are a file NAME in the directory the probes run
+#                           in (a file a name reads when the script compiles)
 # A probe without @refuse must compile (`flc check`); a probe with @refuse must not. Either
 # failing is a test failure, as is a probe of a name the TSV does not list.
 #
@@ -41,12 +43,16 @@ awk -v dir="$tmp" '
         printf "%s", pre > (f ".fl")
         next
     }
+    /^@end[ \t]*$/ && file != "" { close(file); file = ""; next }
+    file != "" { print > file; next }
+    /^@file [^ \/]+[ \t]*$/ { file = dir "/" $2; printf "" > file; next }
     /^@refuse[ \t]*$/ && f != "" { print "refuse\t1" >> (f ".hdr"); next }
     /^@note / && f != "" { print "note\t" substr($0, 7) >> (f ".hdr"); next }
     /^@/ { print "PROBES:" NR ": unknown directive: " $0 > "/dev/stderr"; exit 2 }
     inpre { pre = pre $0 "\n"; npre++; next }
     f != "" { print >> (f ".fl") }
-    END { close_probe(); print npre > (dir "/prelude_lines") }' "$PROBES" || exit 2
+    END { if (file != "") { print "PROBES: @file without @end" > "/dev/stderr"; exit 2 }
+          close_probe(); print npre > (dir "/prelude_lines") }' "$PROBES" || exit 2
 npre=$(cat "$tmp/prelude_lines")
 
 # 2. run each probe; DIR/results gets "module<TAB>name<TAB>aspect<TAB>verdict<TAB>text" with
