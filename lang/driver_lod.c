@@ -496,7 +496,6 @@ static FlValue *fetched_lod(Ctx *c, FlValue *v, const FlVarDesc *from, bool offs
 }
 
 static FlValue *f_fetched_lod(Ctx *c, FlValue *self, CallArgs *a, bool offs) {
-    (void)a;
     const FlVarDesc *from = fetched_from(c, self->var.name);
     if (from && from->lod_level > 0) return fetched_lod(c, self, from, offs, a->span);
     return fl_v_list(c, VK_LIST); /* no LoD: Fluid's [] */
