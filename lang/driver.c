@@ -78,7 +78,9 @@ static bool is_rec(const FlValue *v, const char *type) {
 
 bool fl_ev_is_rtstr(const FlValue *v) { return is_rec(v, RTSTR_TYPE); }
 
-bool fl_ev_is_runtime(const Ctx *c, const FlValue *v) { return fl_ev_is_rtstr(v) || fl_ev_is_driver_var(c, v); }
+bool fl_ev_is_runtime(const Ctx *c, const FlValue *v) {
+    return fl_ev_is_rtstr(v) || fl_ev_is_driver_var(c, v) || fl_ev_is_lod_lengths(v);
+}
 
 FlValue *fl_ev_rtstr_new(Ctx *c) {
     FlValue *r = fl_v_record(c, RTSTR_TYPE);
@@ -110,7 +112,8 @@ void fl_ev_rtstr_value(Ctx *c, FlValue *rt, FlValue *var, const char *spec) {
 static void rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
     if (v->kind == VK_STR) {
         fl_ev_rtstr_text(c, rt, v->str.s, v->str.n);
-    } else if (fl_ev_is_rtstr(v)) {
+    } else if (fl_ev_is_rtstr(v) || fl_ev_is_lod_lengths(v)) {
+        if (fl_ev_is_lod_lengths(v)) v = fl_ev_lod_lengths_str(c, v); /* a fetched sequence's lengths */
         FlValue *t = rec_get(v, "_texts"), *vars = rec_get(v, "_vars"), *specs = rec_get(v, "_specs");
         fl_ev_rtstr_text(c, rt, t->list.items[0]->str.s, t->list.items[0]->str.n);
         for (size_t i = 0; i < vars->list.len; i++) {
@@ -586,6 +589,64 @@ static FlValue *nd_astype(Ctx *c, FlValue *self, CallArgs *a) {
     return ndarray_new(c, rec_get(self, "_value"), v[0], a->span);
 }
 
+/* The numbers of a rectangular nested list, in order, into flat. */
+static void nd_flatten(Ctx *c, FlValue *v, FlValue *flat) {
+    if (!fl_v_is_seq(v)) {
+        fl_v_list_push(c, flat, v);
+        return;
+    }
+    for (size_t i = 0; i < v->list.len; i++) nd_flatten(c, v->list.items[i], flat);
+}
+
+/* The nested list of dims[d..nd) taking the numbers of flat from *at on. */
+static FlValue *nd_nest(Ctx *c, FlValue *flat, const int64_t *dims, size_t d, size_t nd, size_t *at) {
+    if (d == nd) return flat->list.items[(*at)++];
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (int64_t i = 0; i < dims[d]; i++) fl_v_list_push(c, l, nd_nest(c, flat, dims, d + 1, nd, at));
+    return l;
+}
+
+/* a.reshape(d0, d1, ...) or a.reshape((d0, d1, ...)) of numbers kept for a feed: numpy's (the
+ * same numbers in order; one dim may be -1, the rest's quotient). */
+static FlValue *nd_reshape(Ctx *c, FlValue *self, CallArgs *a) {
+    FlSpan sp = a->span;
+    FlValue *shape = rec_get(self, "shape");
+    if (!shape) return fl_ev_error(c, sp, "reshape() of a ragged array (its rows differ in length)");
+    if (a->nkw) return fl_ev_error(c, sp, "reshape() takes the dims (order= is not compiled)");
+    FlValue *const *dv = a->pos;
+    size_t nd = a->npos;
+    if (nd == 1 && fl_v_is_seq(dv[0])) {
+        nd = dv[0]->list.len;
+        dv = dv[0]->list.items;
+    }
+    if (nd == 0 || nd > FL_IR_MAX_DIMS)
+        return fl_ev_error(c, sp, "reshape() takes 1 to %d dims, found %zu", FL_IR_MAX_DIMS, nd);
+    int64_t dims[FL_IR_MAX_DIMS], known = 1, numel = 1;
+    int unknown = -1;
+    for (size_t k = 0; k < shape->list.len; k++) numel *= shape->list.items[k]->i;
+    for (size_t k = 0; k < nd; k++) {
+        if (dv[k]->kind != VK_INT || dv[k]->i < -1 || (dv[k]->i == -1 && unknown >= 0))
+            return fl_ev_error(c, sp, "reshape(): each dim is an int >= 0, one of them may be -1, found %s",
+                               dv[k]->kind == VK_INT ? "another -1 or a negative int" : fl_v_type_name(dv[k]));
+        if (dv[k]->i == -1) unknown = (int)k;
+        else known *= dv[k]->i;
+        dims[k] = dv[k]->i;
+    }
+    if (unknown >= 0 && known > 0 && numel % known == 0) dims[unknown] = numel / known;
+    int64_t got = 1;
+    for (size_t k = 0; k < nd; k++) got *= dims[k];
+    if (got != numel || (unknown >= 0 && known == 0))
+        return fl_ev_error(c, sp, "cannot reshape an array of %lld numbers into %zu dims of %lld", (long long)numel,
+                           nd, (long long)known);
+    FlValue *flat = fl_v_list(c, VK_LIST);
+    nd_flatten(c, rec_get(self, "_value"), flat);
+    size_t at = 0;
+    FlValue *dt = rec_get(self, "_dtype");
+    FlValue *r = ndarray_new(c, nd_nest(c, flat, dims, 0, nd, &at), NULL, sp);
+    if (r->kind != VK_ERROR && dt) fl_v_rec_set(c, r, "_dtype", dt);
+    return r;
+}
+
 static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp) {
     FlValue *r = fl_v_record(c, NDARRAY_TYPE);
     fl_v_rec_set(c, r, "_value", value);
@@ -595,6 +656,7 @@ static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp) {
         fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dt));
     }
     fl_v_rec_set(c, r, "astype", fl_v_builtin(c, "astype", nd_astype, r));
+    fl_v_rec_set(c, r, "reshape", fl_v_builtin(c, "reshape", nd_reshape, r));
     FlValue *shape = fl_v_list(c, VK_TUPLE);
     if (nd_shape(c, value, 0, shape)) fl_v_rec_set(c, r, "shape", shape); /* numpy's, when rectangular */
     return r;

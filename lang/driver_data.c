@@ -188,6 +188,96 @@ static bool same_fields(const FlValue *a, const FlValue *b) {
     return true;
 }
 
+/* The map_readers node a reader's samples come through (itself, or below shuffle, buffered,
+ * firstn and batch, which keep the fields), else NULL. */
+static FlValue *mapped_by(FlValue *r) {
+    for (int depth = 0; r && depth < 64; depth++) {
+        FlValue *k = get(r, "_kind"), *ins = get(r, "_inputs");
+        if (!k || k->kind != VK_STR) return NULL;
+        if (!strcmp(k->str.s, "map")) return r;
+        if (strcmp(k->str.s, "shuffle") && strcmp(k->str.s, "buffered") && strcmp(k->str.s, "firstn") &&
+            strcmp(k->str.s, "batch"))
+            return NULL;
+        r = ins && ins->list.len ? ins->list.items[0] : NULL;
+    }
+    return NULL;
+}
+
+#define FIELD_TYPE "field of a sample"
+
+/* map(func, readers): paddle.reader.map_readers(func, *readers), Paddle's
+ * `for e in zip(*readers): yield func(*e)`, for a func (a lambda or a def) that makes each
+ * sample of the fields of the readers' samples: it is called once, when the script compiles, on
+ * samples whose fields stand for every sample's, and must give a tuple or list of them (chosen,
+ * repeated, reordered: `lambda s: (s[0], s[2])`, `def f(a, b): return a + b`); the runtime's
+ * readers then give the zip of the readers (compose with check_alignment=False) and the batch
+ * takes those fields. A func that computes with a field is refused where it does: no Python runs
+ * per sample here. */
+static FlValue *d_map(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("map", "func readers", 2);
+    (void)self;
+    FlValue *ins = v[1], *inputs = fl_v_list(c, VK_LIST), *all = fl_v_list(c, VK_LIST);
+    size_t n = ins->list.len;
+    if (!n) return fl_ev_error(c, a->span, "paddle.reader.map_readers(func) needs a reader");
+    FlValue **samples = fl_arena_alloc(&c->arena, n * sizeof *samples);
+    for (size_t i = 0; i < n; i++) {
+        FlValue *r = reader_of(ins->list.items[i]);
+        if (!r)
+            return fl_ev_error(c, a->span, "paddle.reader.map_readers takes readers (paddle.dataset.NAME.train(), or "
+                               "one of paddle.reader's), found %s", fl_v_type_name(ins->list.items[i]));
+        if (get(r, "_batched")->b)
+            return fl_ev_error(c, a->span, "map_readers of a batched reader: apply paddle.batch last (after "
+                               "map_readers)");
+        if (mapped_by(r))
+            return fl_ev_error(c, a->span, "map_readers of a reader map_readers gives already: make one func of "
+                               "the two");
+        FlValue *f = get(r, "_fields");
+        samples[i] = fl_v_list(c, VK_TUPLE);
+        for (size_t k = 0; k < f->list.len; k++) {
+            FlValue *fv = fl_v_record(c, FIELD_TYPE);
+            fl_v_rec_set(c, fv, "_at", fl_v_int(c, (int64_t)all->list.len));
+            fl_v_list_push(c, samples[i], fv);
+            fl_v_list_push(c, all, f->list.items[k]);
+        }
+        fl_v_list_push(c, inputs, r);
+    }
+    FlValue *out = fl_ev_call_simple(c, v[0], a->span, samples, n);
+    if (out->kind == VK_ERROR) {
+        fl_diag_note(&c->diag, fl_ev_user_span(c, a->span), "map_readers calls func once, when the script compiles, "
+                     "on samples whose fields stand for every sample's: it may choose and order them, and compute "
+                     "nothing with them (no Python runs per sample; compute in the program's layers)");
+        return out;
+    }
+    if (!fl_v_is_seq(out) || !out->list.len)
+        return fl_ev_error(c, a->span, "paddle.reader.map_readers: func gives %s for a sample, where a sample is a "
+                           "tuple or list of fields", fl_v_is_seq(out) ? "an empty one" : is_rec(out, FIELD_TYPE)
+                           ? "one field" : fl_v_type_name(out));
+    FlValue *fields = fl_v_list(c, VK_LIST), *sel = fl_v_list(c, VK_LIST);
+    for (size_t j = 0; j < out->list.len; j++) {
+        FlValue *fv = out->list.items[j];
+        if (!is_rec(fv, FIELD_TYPE))
+            return fl_ev_error(c, a->span, "paddle.reader.map_readers: field %zu of func's sample is %s, not a field "
+                               "of the readers' samples: the runtime maps a sample by choosing and ordering its "
+                               "fields (no Python runs per sample); compute with the values in the program's "
+                               "layers", j, fl_v_type_name(fv));
+        FlValue *at = get(fv, "_at");
+        fl_v_list_push(c, sel, at);
+        fl_v_list_push(c, fields, all->list.items[at->i]);
+    }
+    FlValue *under = ins->list.items[0];
+    if (n > 1) { /* zip: Paddle's compose without its alignment check */
+        under = reader_new(c, "compose", inputs, all, false);
+        fl_v_rec_set(c, under->builtin.self, "_n", fl_v_int(c, 0));
+        fl_v_rec_set(c, under->builtin.self, "_drop_last", fl_v_bool(c, false));
+        fl_v_rec_set(c, under->builtin.self, "_check", fl_v_bool(c, false));
+    }
+    FlValue *one = fl_v_list(c, VK_LIST);
+    fl_v_list_push(c, one, reader_of(under));
+    FlValue *rv = reader_new(c, "map", one, fields, false);
+    fl_v_rec_set(c, rv->builtin.self, "_select", sel);
+    return rv;
+}
+
 /* decorate(kind, readers, n, drop_last, check_alignment): the decorators of paddle.reader and
  * paddle.batch; the .fl functions check their own argument types. */
 static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
@@ -207,6 +297,9 @@ static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
                                fl_v_type_name(ins->list.items[i]));
         }
         bool b = get(r, "_batched")->b;
+        if ((!strcmp(kind, "chain") || !strcmp(kind, "compose")) && mapped_by(r))
+            return fl_ev_error(c, a->span, "paddle.reader.%s of a reader map_readers gives: the runtime maps the "
+                               "samples where they are batched; %s the readers first, then map_readers", kind, kind);
         if (b && strcmp(kind, "firstn") != 0 && strcmp(kind, "buffered") != 0)
             return fl_ev_error(c, a->span, "%s of a batched reader: apply paddle.batch last (after %s)",
                                strcmp(kind, "batch") == 0 ? "paddle.batch" : kind, kind);
@@ -265,6 +358,9 @@ static char *dup_str(const FlValue *v) { return v && v->kind == VK_STR ? fl_xstr
 static int32_t emit(Ctx *c, FlValue *r) {
     FlValue *ix = get(r, "_index");
     if (ix) return (int32_t)ix->i;
+    FlValue *kd = get(r, "_kind");
+    if (kd && kd->kind == VK_STR && !strcmp(kd->str.s, "map")) /* the runtime reads its input: next_batch maps */
+        return emit(c, get(r, "_inputs")->list.items[0]);
     FlReaderDesc *d = fl_xcalloc(1, sizeof *d);
     FlValue *ins = get(r, "_inputs");
     for (size_t i = 0; i < ins->list.len; i++) {
@@ -352,7 +448,9 @@ typedef struct NextArg {
 /* reader_next of the epoch into `sub`: a ReaderBatch (and with enumerate, (i, batch)). */
 static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSpan sp) {
     NextArg *na = arg;
-    FlValue *fields = get(na->reader, "_fields"), *vars = fl_v_list(c, VK_LIST), *lods = fl_v_list(c, VK_LIST);
+    FlValue *map = mapped_by(na->reader); /* the reader's fields, then map_readers' choice of them */
+    FlValue *fields = get(map ? get(map, "_inputs")->list.items[0] : na->reader, "_fields");
+    FlValue *vars = fl_v_list(c, VK_LIST), *lods = fl_v_list(c, VK_LIST);
     FlOpDesc *op = fl_ev_op_raw(c, sub, "reader_next", sp);
     fl_ir_op_add_input(op, "Epoch", na->epoch);
     for (size_t f = 0; f < fields->list.len; f++) {
@@ -374,6 +472,15 @@ static FlValue *next_batch(Ctx *c, FlBlock *sub, const char *ok, void *arg, FlSp
     fl_ir_op_add_output(op, "Rows", rows);
     fl_ir_op_add_output(op, "Ok", ok);
     if (!fl_ev_infer(c, sub, op, sp)) return c->error;
+    if (map) {
+        FlValue *sel = get(map, "_select"), *mv = fl_v_list(c, VK_LIST), *ml = fl_v_list(c, VK_LIST);
+        for (size_t j = 0; j < sel->list.len; j++) {
+            fl_v_list_push(c, mv, vars->list.items[sel->list.items[j]->i]);
+            fl_v_list_push(c, ml, lods->list.items[sel->list.items[j]->i]);
+        }
+        vars = mv;
+        lods = ml;
+    }
     FlValue *batch = fl_v_record(c, BATCH_TYPE);
     fl_v_rec_set(c, batch, "_fields", vars);
     fl_v_rec_set(c, batch, "_lods", lods);
@@ -584,6 +691,7 @@ static const NativeFn reader_fns[] = {
     {"dataset", d_dataset},
     {"fetch", d_fetch},
     {"decorate", d_decorate},
+    {"map", d_map},
     {"fields", d_fields},
     {"lods", d_lods},
     {"word_dict", d_word_dict},

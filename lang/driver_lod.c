@@ -21,8 +21,11 @@
  * as DataFeeder feeds a reader's sequences; a var without LoD takes the data alone, as in Fluid. A
  * sequence var fed anything else without its offsets beside it is a located error.
  * A fetched value's lod() and recursive_sequence_lengths() (fl_ev_lod_fetched_attr) are [] when
- * the program's var has no LoD (the value Fluid gives, known when the script compiles); the offsets
- * of a fetched sequence are not fetched, a located error.
+ * the program's var has no LoD (the value Fluid gives, known when the script compiles); of a
+ * fetched sequence, the run that fetched it fetches its offsets too (each level's var), and the
+ * lengths are their differences, computed when the driver gets there: a LoDLengths record that
+ * print() and str() show as Python shows the list of lists ([[3, 4, 2]]); indexing it is not
+ * compiled (a located error: it is no list when the script compiles).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,7 @@
 
 #define LOD_TYPE "LoDTensor"
 #define NDARRAY_TYPE "ndarray"
+#define LENS_TYPE "LoDLengths"
 
 bool fl_ev_is_lod_tensor(const FlValue *v) { return fl_v_is_rec(v, LOD_TYPE); }
 
@@ -392,9 +396,9 @@ FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp) {
     return out;
 }
 
-/* The program var a fetched value was fetched from: the run_program of the driver whose Fetch
- * gives it, and the name at that place of its fetch_names. */
-static const FlVarDesc *fetched_from(Ctx *c, const char *name) {
+/* The run_program op of the driver whose Fetch gives the driver var `name` (its index there in
+ * *j), else NULL. */
+static FlOpDesc *fetch_op(Ctx *c, const char *name, size_t *j) {
     FlProgram *d = c->bundle->driver;
     for (size_t b = 0; d && b < d->blocks.len; b++) {
         FlBlock *blk = d->blocks.data[b];
@@ -403,36 +407,115 @@ static const FlVarDesc *fetched_from(Ctx *c, const char *name) {
             if (strcmp(op->type, "run_program") != 0) continue;
             FlSlot *f = fl_ir_op_output(op, "Fetch");
             FlAttr *fn = fl_ir_op_attr(op, "fetch_names");
-            for (size_t j = 0; f && fn && j < f->nargs && j < fn->n; j++) {
-                if (strcmp(f->args[j], name) != 0) continue;
-                const FlProgram *p = fl_ir_bundle_program(c->bundle, fl_ir_op_get_string(op, "program", "main"));
-                return p ? fl_ir_var_find(fl_ir_block(p, 0), fn->strs[j]) : NULL;
-            }
+            for (*j = 0; f && fn && *j < f->nargs && *j < fn->n; (*j)++)
+                if (strcmp(f->args[*j], name) == 0) return op;
         }
     }
     return NULL;
 }
 
+/* The program var a fetched value was fetched from: the run_program of the driver whose Fetch
+ * gives it, and the name at that place of its fetch_names. */
+static const FlVarDesc *fetched_from(Ctx *c, const char *name) {
+    size_t j;
+    FlOpDesc *op = fetch_op(c, name, &j);
+    if (!op) return NULL;
+    const FlProgram *p = fl_ir_bundle_program(c->bundle, fl_ir_op_get_string(op, "program", "main"));
+    return p ? fl_ir_var_find(fl_ir_block(p, 0), fl_ir_op_attr(op, "fetch_names")->strs[j]) : NULL;
+}
+
+/* The driver var in which the run that fetched `fetched` gives the program var `pvar` too: a
+ * fetch of it the run has, else one appended to the run, declared in the block of `fetched`
+ * (so that a fetched sequence's offsets come with it, from the same run). */
+static FlValue *fetch_also(Ctx *c, const char *fetched, const char *pvar, FlSpan sp) {
+    size_t j;
+    FlOpDesc *op = fetch_op(c, fetched, &j);
+    FlAttr *fn = op ? fl_ir_op_attr(op, "fetch_names") : NULL;
+    FlSlot *f = op ? fl_ir_op_output(op, "Fetch") : NULL;
+    if (!op || !fn || !f) return fl_ev_error(c, sp, "'%s' is not a value a run fetched", fetched);
+    for (size_t k = 0; k < fn->n && k < f->nargs; k++)
+        if (strcmp(fn->strs[k], pvar) == 0) return fl_v_var(c, f->args[k]);
+    const FlProgram *p = fl_ir_bundle_program(c->bundle, fl_ir_op_get_string(op, "program", "main"));
+    const FlVarDesc *like = p ? fl_ir_var_find(fl_ir_block(p, 0), pvar) : NULL;
+    FlProgram *d = c->bundle->driver;
+    FlBlock *home = NULL;
+    for (size_t b = 0; b < d->blocks.len && !home; b++)
+        if (fl_ir_var_find(d->blocks.data[b], fetched)) home = d->blocks.data[b];
+    if (!like || !home) return fl_ev_error(c, sp, "the offsets '%s' of '%s' are not a var of its program", pvar, fetched);
+    FlVarDesc *nv = fl_ev_driver_value_var(c, home, "fetch", like, sp);
+    const char **names = fl_arena_alloc(&c->arena, (fn->n + 1) * sizeof *names);
+    for (size_t k = 0; k < fn->n; k++) names[k] = fn->strs[k];
+    names[fn->n] = pvar;
+    size_t n = fn->n + 1;
+    fl_ir_op_add_output(op, "Fetch", nv->name);
+    fl_ir_op_set_strings(op, "fetch_names", names, n);
+    return fl_v_var(c, nv->name);
+}
+
+bool fl_ev_is_lod_lengths(const FlValue *v) { return fl_v_is_rec(v, LENS_TYPE); }
+
+FlValue *fl_ev_lod_lengths_str(Ctx *c, FlValue *v) { return fl_v_rec_get(v, "_str"); }
+
+/* The lod() (offsets) or recursive_sequence_lengths() of a fetched sequence, when the driver
+ * gets there: the run that fetched it fetches its offsets too, and each level's lengths are the
+ * differences of its offsets. A LoDLengths record: its levels (driver vars of int64) and a
+ * runtime string that prints them as Python prints the list of lists. */
+static FlValue *fetched_lod(Ctx *c, FlValue *v, const FlVarDesc *from, bool offs, FlSpan sp) {
+    FlValue *levels = fl_v_list(c, VK_LIST), *rt = fl_ev_rtstr_new(c);
+    fl_ev_rtstr_text(c, rt, "[", 1);
+    for (int l = 0; l < from->lod_level; l++) {
+        if (!from->lod[l]) return fl_ev_error(c, sp, "level %d of the offsets of '%s' has no var", l, from->name);
+        FlValue *o = fetch_also(c, v->var.name, from->lod[l], sp);
+        if (o->kind == VK_ERROR) return o;
+        if (!offs) {
+            const char *sn[4] = {"Input", "axes", "starts", "ends"};
+            FlValue *hi_v[4] = {o, fl_v_list(c, VK_LIST), fl_v_list(c, VK_LIST), fl_v_list(c, VK_LIST)};
+            FlValue *lo_v[4] = {o, fl_v_list(c, VK_LIST), fl_v_list(c, VK_LIST), fl_v_list(c, VK_LIST)};
+            int64_t hv[3] = {0, 1, INT32_MAX}, lv[3] = {0, 0, -1};
+            for (int k = 0; k < 3; k++) {
+                fl_v_list_push(c, hi_v[k + 1], fl_v_int(c, hv[k]));
+                fl_v_list_push(c, lo_v[k + 1], fl_v_int(c, lv[k]));
+            }
+            FlValue *hi = fl_ev_driver_kwop(c, "slice", sn, hi_v, 4, sp);
+            FlValue *lo = hi->kind == VK_ERROR ? hi : fl_ev_driver_kwop(c, "slice", sn, lo_v, 4, sp);
+            if (lo->kind == VK_ERROR) return lo;
+            const char *dn[2] = {"X", "Y"};
+            FlValue *dv[2] = {hi, lo};
+            o = fl_ev_driver_kwop(c, "elementwise_sub", dn, dv, 2, sp);
+            if (o->kind == VK_ERROR) return o;
+        }
+        fl_v_list_push(c, levels, o);
+        if (l) fl_ev_rtstr_text(c, rt, ", ", 2);
+        fl_ev_rtstr_value(c, rt, o, "list");
+    }
+    fl_ev_rtstr_text(c, rt, "]", 1);
+    FlValue *r = fl_v_record(c, LENS_TYPE);
+    fl_v_rec_set(c, r, "_levels", levels);
+    fl_v_rec_set(c, r, "_str", rt);
+    return r;
+}
+
+static FlValue *f_fetched_lod(Ctx *c, FlValue *self, CallArgs *a, bool offs) {
+    const FlVarDesc *from = fetched_from(c, self->var.name);
+    if (from && from->lod_level > 0) return fetched_lod(c, self, from, offs, a->span);
+    return fl_v_list(c, VK_LIST); /* no LoD: Fluid's [] */
+}
+
 static FlValue *f_lod(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("lod", "", 0);
     (void)v;
-    (void)self;
-    return fl_v_list(c, VK_LIST);
+    return f_fetched_lod(c, self, a, true);
 }
 
 static FlValue *f_lens(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("recursive_sequence_lengths", "", 0);
     (void)v;
-    (void)self;
-    return fl_v_list(c, VK_LIST);
+    return f_fetched_lod(c, self, a, false);
 }
 
 FlValue *fl_ev_lod_fetched_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     bool lod = strcmp(name, "lod") == 0;
     if (!lod && strcmp(name, "recursive_sequence_lengths") != 0) return NULL;
-    const FlVarDesc *from = fetched_from(c, v->var.name);
-    if (from && from->lod_level > 0)
-        return fl_ev_error(c, sp, "%s() of a fetched sequence: the offsets of '%s' are not fetched with it (fetch "
-                                  "'%s' and compute the lengths from the offsets)", name, from->name, from->lod[0]);
+    (void)sp;
     return fl_v_builtin(c, name, lod ? f_lod : f_lens, v);
 }

@@ -60,9 +60,16 @@ FlValue *fl_ev_driver_m_set(Ctx *c, FlValue *self, CallArgs *a) {
 }
 
 /* numpy.fromfile(file, dtype=float, count=-1, sep='', offset=0) of a path (as the run sees it,
- * relative to its working folder as Python's): a read_file op. sep (text) is refused. */
+ * relative to its working folder as Python's) or of a file open(path, 'rb') gave (offset counting
+ * from its position, which moves past the values: driver_file.c): a read_file op. sep (text) is
+ * refused. */
 FlValue *fl_ev_driver_fromfile(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("fromfile", "file dtype count sep offset", 5);
+    FlValue *f = fl_ev_is_file(v[0]) ? v[0] : NULL;
+    const char *fpath = NULL;
+    int64_t fpos = 0;
+    if (f && !fl_ev_file_read_at(c, f, "numpy.fromfile(f)", a->span, &fpath, &fpos)) return c->error;
+    if (f) v[0] = fl_v_cstr(c, fpath);
     if (v[0]->kind != VK_STR || !v[0]->str.s[0])
         return fl_ev_error(c, a->span, "numpy.fromfile(file, ...): file is a path known when the script compiles (a "
                            "str), found %s", v[0]->kind == VK_STR ? "''" : fl_v_type_name(v[0]));
@@ -79,6 +86,9 @@ FlValue *fl_ev_driver_fromfile(Ctx *c, FlValue *self, CallArgs *a) {
         return fl_ev_error(c, a->span, "numpy.fromfile: offset is a number of bytes (an int, 0 or more), found %s",
                            fl_v_type_name(v[4]));
     const char *names[4] = {"path", "dtype", "count", "offset"};
-    FlValue *vals[4] = {v[0], fl_v_int(c, dt), v[2], v[4]};
-    return fl_ev_driver_kwop(c, "read_file", names, vals, 4, a->span);
+    FlValue *vals[4] = {v[0], fl_v_int(c, dt), v[2], fl_v_int(c, fpos + v[4]->i)};
+    FlValue *r = fl_ev_driver_kwop(c, "read_file", names, vals, 4, a->span);
+    /* a file object's position moves past what was read: numpy's offset counts from it */
+    if (f && r->kind != VK_ERROR) fl_ev_file_moved(c, f, v[2]->i < 0 ? -1 : fpos + v[4]->i + v[2]->i * (int64_t)fl_dtype_size(dt));
+    return r;
 }

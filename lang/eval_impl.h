@@ -640,10 +640,17 @@ void fl_ev_driver_lod_install(Ctx *c);
 bool fl_ev_is_lod_tensor(const FlValue *v);
 FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp);
 FlValue *fl_ev_lod_fetched_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
-/* driver_file.c: the builtin open() of a file to write a program to, `with` on it, and
- * program.desc (its serialize_to_string() is what f.write takes). */
+/* The lengths (or offsets) of a fetched sequence: a run-time value that prints as Python's list. */
+bool fl_ev_is_lod_lengths(const FlValue *v);
+FlValue *fl_ev_lod_lengths_str(Ctx *c, FlValue *v); /* its RuntimeStr */
+/* driver_file.c: the builtin open() of a file to write a program to or to read values from,
+ * `with` on it, and program.desc (its serialize_to_string() is what f.write takes). */
 void fl_ev_driver_file_install(Ctx *c);
 bool fl_ev_is_file(const FlValue *v);
+/* A File open for reading: its path and position (bytes from the start) into *path and *pos, or
+ * false, reported at sp naming what (the call), when it is closed, written or read to its end. */
+bool fl_ev_file_read_at(Ctx *c, FlValue *f, const char *what, FlSpan sp, const char **path, int64_t *pos);
+void fl_ev_file_moved(Ctx *c, FlValue *f, int64_t pos); /* its position now; -1: at the end */
 FlValue *fl_ev_file_guard(Ctx *c, FlValue *f);
 FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog);
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,

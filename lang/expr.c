@@ -135,6 +135,9 @@ static FlValue *index_value(Ctx *c, FlValue *obj, FlValue *idx, FlSpan sp) {
         return fl_ev_error(c, sp, "%s has no item '%s'", obj->rec.type, idx->str.s);
     }
     if (fl_ev_is_driver_var(c, obj)) return fl_ev_driver_index(c, obj, idx, sp); /* a fetched value */
+    if (fl_ev_is_lod_lengths(obj))
+        return fl_ev_error(c, sp, "the lod() or recursive_sequence_lengths() of a fetched sequence is known when the "
+                                  "driver runs, as a whole: print() or str() it (indexing it is not compiled)");
     if (obj->kind == VK_VAR) return fl_ev_error(c, sp, "indexing a Var is not supported; use layers.split or layers.reshape");
     return fl_ev_error(c, sp, "%s is not subscriptable", fl_v_type_name(obj));
 }

@@ -353,11 +353,22 @@ static void printf_checked(FlBuf *out, const char *spec, ...) {
 }
 #pragma GCC diagnostic pop
 
-/* One value through spec: "" as numpy's str; a printf conversion of one element ("%s": str). */
+/* One value through spec: "" as numpy's str; "list" a vector of ints as Python's list; a printf
+ * conversion of one element ("%s": str). */
 static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, const FlTensor *t, const char *spec,
                              FlBuf *out) {
     size_t n = strlen(spec);
     char conv = n ? spec[n - 1] : 0;
+    if (strcmp(spec, "list") == 0) { /* Python's str of a list of ints: the lengths of a LoD's level */
+        if (t->ndim != 1 || (t->dtype != FL_DT_INT64 && t->dtype != FL_DT_INT32))
+            return fl_exec_op_error(rc, op, "'%s' %s %s: the spec 'list' prints a vector of ints as Python's list",
+                                    name, fl_dtype_name(t->dtype), fl_tensor_shape(t).s);
+        fl_buf_putc(out, '[');
+        for (int64_t i = 0; i < fl_tensor_numel(t); i++)
+            fl_buf_printf(out, "%s%lld", i ? ", " : "", (long long)fl_sat_i64(fl_tensor_get(t, i)));
+        fl_buf_putc(out, ']');
+        return FL_OK;
+    }
     if (!n || conv == 's') {
         FlBuf s = {0};
         array_text(t, &s);
@@ -395,7 +406,7 @@ static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, con
     return FL_OK;
 }
 
-/* A spec is "" or '%', flags, width and precision, then one of d i o x X e E f F g G s. */
+/* A spec is "", "list", or '%', flags, width and precision, then one of d i o x X e E f F g G s. */
 static FlStatus prep_print_line(ExecOp *op, FlErr *e) {
     const FlAttr *texts = strs_attr(op, "texts"), *specs = strs_attr(op, "specs");
     int n = fl_exec_nin(op, FL_IN_print_line_X);
@@ -405,7 +416,7 @@ static FlStatus prep_print_line(ExecOp *op, FlErr *e) {
     for (size_t i = 0; specs && i < specs->n; i++) {
         const char *s = specs->strs[i];
         size_t len = strlen(s);
-        if (!len) continue;
+        if (!len || strcmp(s, "list") == 0) continue;
         size_t k = 1;
         while (k < len && strchr("-+ #0", s[k])) k++;
         while (k < len && s[k] >= '0' && s[k] <= '9') k++;
