@@ -362,10 +362,10 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
     return st;
 }
 
-/* FlDist's driver steps: numbered from the steps run so far, equal weights. */
-void flm_t_step_begin(FlDist *d) {
+/* FlDist's driver steps: a negative step is the next after the steps run so far. */
+void flm_t_step_begin(FlDist *d, int64_t step, int64_t rows, int64_t rows_global) {
     FlMpi *m = (FlMpi *)d;
-    fl_mpi_step_begin(m, m->steps, 0, 0);
+    fl_mpi_step_begin(m, step < 0 ? m->steps : step, (size_t)rows, (size_t)rows_global);
 }
 
 FlStatus flm_t_step_end(FlDist *d, FlErr *e) { return fl_mpi_step_end((FlMpi *)d, e); }
