@@ -1280,8 +1280,10 @@ static int run_program(Opts *o) {
         return code;
     }
     if (bundle && bundle->driver) return run_driver(o, bundle);
-    if (plan && plan->trainers > 0 && plan->roles.data[0]->driver && driver_refused(o)) {
-        const char *flag = driver_refused(o);
+    Opts in_job = *o; /* the options that apply to a job's trainers running their own loop */
+    in_job.stats = false;
+    if (plan && plan->trainers > 0 && plan->roles.data[0]->driver && driver_refused(&in_job)) {
+        const char *flag = driver_refused(&in_job);
         fprintf(stderr, "flrun: %s: the trainers of '%s' run their own loop (exe.run in the script: docs/driver.md); "
                 "%s does not apply to them\nTry 'flrun --help'.\n", flag, o->file, flag);
         fl_ir_plan_free(plan);

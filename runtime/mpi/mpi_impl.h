@@ -149,6 +149,7 @@ struct FlMpi {
     uint64_t rbytes;                             /* a trainer: bytes of the answers it received */
     int64_t steps;
     double comm, compute;
+    double step_t0; /* a driver's step (FlDist.step_begin): when it began */
 };
 
 /* ---- liveness (mpi.c) ---- */

@@ -534,7 +534,7 @@ typedef struct DriverRun {
     FlDataEpoch *ep;        /* the epoch being read (epoch `epoch`), NULL between epochs */
     int64_t epoch, step, step_e0; /* the epoch, the steps so far, and before the epoch's first here */
     size_t next, b, nb;     /* the epoch's next batch, the current step's batch, its batches */
-    double t0, c0, tb, ts;  /* the epoch's start (wall, CPU), the current step's and its run's */
+    double t0, c0, tb;      /* the epoch's start (wall, CPU) and the current step's */
     double secs, cpu;       /* the epoch's training time, at its report_train_end */
     bool trained;           /* between an epoch's report_train_end and its report_epoch */
     FlDataEpoch *tep;       /* the evaluation's batches (trainer 0), NULL outside it */
@@ -657,7 +657,6 @@ static FlStatus dr_next(void *ctx, int64_t epoch, bool test, FlTensor *out, size
     *global = (int64_t)fl_data_epoch_batch_rows(d->ep, d->b);
     *step = d->step;
     *ok = true;
-    d->ts = now();
     return FL_OK;
 }
 
@@ -667,7 +666,6 @@ static FlStatus dr_step(void *ctx, const FlTensor *fig, size_t n, int64_t rows, 
     FlTrainer *tr = L->tr;
     const FlTrainHooks *h = L->h;
     if (n != L->n + d->nw) return dr_fail(d, (fl_err(e, "report_step: %zu figures, the run has %zu", n, L->n + d->nw), e));
-    if (tr->mpi) fl_mpi_add_compute(tr->mpi, now() - d->ts);
     d->step++;
     double step_secs = now() - d->tb;
     for (size_t i = 0; i < L->n; i++) L->vals[i] = mean_of(&fig[i]);
