@@ -402,7 +402,9 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_report_open: return fl_infer_report_open(&c);
     case FL_OPID_report_next: return fl_infer_report_next(&c);
     case FL_OPID_report_step:
-    case FL_OPID_report_epoch: return fl_infer_report_in(&c);
+    case FL_OPID_report_epoch:
+    case FL_OPID_report_train_end:
+    case FL_OPID_report_test: return fl_infer_report_in(&c);
     case FL_OPID_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -38,7 +38,9 @@ FlStatus fl_infer_report_open(Ctx *c) {
 FlStatus fl_infer_report_next(Ctx *c) {
     if (raw_in(c, "report_next", "Report")) return FL_ERROR;
     Shape one = {.nd = 1, .d = {1}};
-    if (set_out(c, "Rows", FL_DT_INT64, &one)) return FL_ERROR;
+    if (set_out(c, "Rows", FL_DT_INT64, &one) || set_out(c, "GlobalRows", FL_DT_INT64, &one) ||
+        set_out(c, "Step", FL_DT_INT64, &one))
+        return FL_ERROR;
     return set_out(c, "Ok", FL_DT_BOOL, &one);
 }
 

@@ -120,7 +120,8 @@ static const char *usage_text =
     "                      steps, batch assembly included; reading the data and evaluation\n"
     "                      left out) and its samples/s; MPI jobs: print each rank's kernel\n"
     "                      threads and GEMM, its bytes and messages sent (in total and per\n"
-    "                      step) and its time in communication vs compute at the end\n"
+    "                      step) and its time in communication vs compute at the end; a\n"
+    "                      script's own loop: the GEMM library, then the run's time\n"
     "  --timeline FILE.json\n"
     "                      write a Chrome trace-event file (chrome://tracing, Perfetto): a\n"
     "                      span per op run (its type, .fl line, output vars); in MPI jobs also\n"
@@ -914,6 +915,13 @@ static double wall_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* This process's CPU seconds so far (user + system, all threads). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The checkpoint hook (train.h) of trainer 0 or the local run: the vars (gathered from the
  * pservers in a plan's job), the training state and the log so far, handed to the writer, which
  * writes DIR/step-N in the background (ckpt.h). Training stops only for the gathering (and for
@@ -1110,22 +1118,46 @@ static FlStatus load_after_startup(void *ctx, FlScope *scope, FlErr *e) {
     return fl_params_load(l->prog, scope, l->dir, e);
 }
 
+/* Why `flag` (driver_refused's) has no meaning over a script's own loop. */
+static const char *driver_refused_why(const char *flag) {
+    static const char *const why[][2] = {
+        {"--epochs", "its epochs are the script's"},
+        {"--batch-size", "its batches are the script's"},
+        {"--log", "the log's rows are fluid.train's figures (its fetches per step, its test set's per epoch), "
+                  "which the script does not call; the script prints what it fetches"},
+        {"--plot", "the curves are fluid.train's figures, which the script does not call; the script prints what "
+                   "it fetches"},
+        {"--tensorboard", "the scalars are fluid.train's figures, which the script does not call; the script prints "
+                          "what it fetches"},
+        {"--predict", "it predicts with fluid.train's reader's columns; the script's own model predicts from the "
+                      "directory its fluid.io.save_inference_model writes (flrun DIR --predict DATA)"},
+        {"--predict-var", "it predicts with fluid.train's reader's columns; the script's own model predicts from the "
+                          "directory its fluid.io.save_inference_model writes (flrun DIR --predict DATA)"},
+        {"--checkpoint", "a checkpoint keeps fluid.train's place in its epochs and batches; the script saves its own "
+                         "(fluid.io.save_persistables)"},
+        {"--resume", "it resumes fluid.train's epochs and batches; the script loads its own "
+                     "(fluid.io.load_persistables, or --load DIR)"},
+    };
+    for (size_t i = 0; i < FL_ARRAY_LEN(why); i++)
+        if (!strcmp(flag, why[i][0])) return why[i][1];
+    return "the option is fluid.train's, which the script does not call";
+}
+
 /* A bundle with a driver: the driver runs (its run_program ops run startup and main), on one
  * executor and one root scope, with a goroutine scheduler when it or main uses goroutines.
  * --load applies after each run of the startup program; --save writes the main program's
- * persistable vars of the root scope when the script ends with status 0, and --timeline and
- * --profile every op run, the driver's own included. */
+ * persistable vars of the root scope when the script ends with status 0, --timeline and
+ * --profile every op run, the driver's own included, and --stats the GEMM library and the run's
+ * time. */
 static int run_driver(const Opts *o, FlBundle *bundle) {
     Opts own = *o; /* the options that do apply to a user's loop */
     own.load = own.save = own.timeline = NULL;
-    own.profile = false;
+    own.profile = own.stats = false;
     const char *flag = driver_refused(&own);
     if (flag) {
         FlBuf at = {0};
         driver_loop_at(bundle, &at);
-        const char *why = !strcmp(flag, "--epochs") ? "its epochs are the script's"
-                          : !strcmp(flag, "--batch-size") ? "its batches are the script's"
-                                                          : "the option is fluid.train's, which the script does not call";
+        const char *why = driver_refused_why(flag);
         fprintf(stderr, "flrun: %s: '%s' runs its own loop (%s; docs/driver.md): %s\nTry 'flrun --help'.\n", flag,
                 o->file, fl_buf_str(&at), why);
         fl_buf_free(&at);
@@ -1147,6 +1179,7 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
     }
     FlErr e = {{0}};
     int rc = 1, code = 0; /* code: of the script's sys.exit(code), else 0 */
+    double t0 = 0, c0 = 0;  /* --stats: the run's start */
     FlLoadedProgram *prog = fl_program_from_bundle_take(bundle);
     FlExecutor *ex = NULL;
     FlSched *sched = NULL;
@@ -1179,7 +1212,12 @@ static int run_driver(const Opts *o, FlBundle *bundle) {
         if (!(sched = fl_sched_new(&sc, &e))) goto done;
         fl_conc_attach(scope, sched);
     }
+    if (o->stats) gemm_notes(o, false);
+    t0 = wall_now(), c0 = cpu_now();
     if (fl_executor_run_driver_exit(ex, scope, &code, &e) != FL_OK) goto done;
+    if (o->stats) /* the script's whole run: its loop is its own, so no epochs to count */
+        fprintf(stderr, "flrun: stats run: %.6f s, %.6f CPU s; the main program ran %llu times\n", wall_now() - t0,
+                cpu_now() - c0, (unsigned long long)fl_executor_runs(ex));
     if (!code && o->load && !dl.applied) {
         snprintf(e.msg, sizeof e.msg, "--load: the script never ran its startup program, so the checkpoint '%s' "
                  "was not loaded", o->load);
@@ -1242,8 +1280,10 @@ static int run_program(Opts *o) {
         return code;
     }
     if (bundle && bundle->driver) return run_driver(o, bundle);
-    if (plan && plan->trainers > 0 && plan->roles.data[0]->driver && driver_refused(o)) {
-        const char *flag = driver_refused(o);
+    Opts in_job = *o; /* the options that apply to a job's trainers running their own loop */
+    in_job.stats = false;
+    if (plan && plan->trainers > 0 && plan->roles.data[0]->driver && driver_refused(&in_job)) {
+        const char *flag = driver_refused(&in_job);
         fprintf(stderr, "flrun: %s: the trainers of '%s' run their own loop (exe.run in the script: docs/driver.md); "
                 "%s does not apply to them\nTry 'flrun --help'.\n", flag, o->file, flag);
         fl_ir_plan_free(plan);

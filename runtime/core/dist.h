@@ -78,9 +78,12 @@ struct FlDist {
     FlStatus (*allgather_rows)(FlDist *d, const char *name, const FlSelectedRows *in, bool loss_sum,
                                FlSelectedRows *out, FlErr *e);
     /* A driver's step (docs/driver.md, "Plans: each role's driver"): the driver's run_program of a
-     * trainer's main program calls step_begin before it (the next step, equal weights: the script
-     * feeds the trainer's own batch) and step_end after it (its sends completed). May be NULL. */
-    void (*step_begin)(FlDist *d);
+     * trainer's main program calls step_begin before it and step_end after it (its sends
+     * completed). step: the step's number over the run (0-based), negative for the next after
+     * the steps so far; rows and rows_global: the trainer's rows and the global batch's
+     * (fluid.train's share), 0 and 0 for equal weights (a script feeding its trainer's own
+     * batch). May be NULL. */
+    void (*step_begin)(FlDist *d, int64_t step, int64_t rows, int64_t rows_global);
     FlStatus (*step_end)(FlDist *d, FlErr *e);
 };
 

@@ -5,7 +5,8 @@
  *                the Scope's scope (else the root) with the feeds, fetches set from its vars;
  *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once;
  *                in a trainer of a plan (a transport on the scope), a run of main is a step of
- *                the job (FlDist.step_begin / step_end around it)
+ *                the job (FlDist.step_begin / step_end around it, with Step, Rows and
+ *                GlobalRows when given); predict: a prediction (FL_EXEC_PREDICT), no step
  *   scope_new    Parent? -> Out: a new scope under Parent's (else the root), held by Out
  *   print_line   X*: texts and values through their specs, one line in one write
  *   time_now     Out = the wall-clock seconds (a float64 number: rank 0)
@@ -116,6 +117,20 @@ static FlStatus prep_run_program(ExecOp *op, FlErr *e) {
     return FL_OK;
 }
 
+/* *out = the one number of the optional input `slot` (int64 [1]); dflt when absent. */
+static FlStatus opt_number(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, int64_t dflt, int64_t *out) {
+    *out = dflt;
+    if (fl_exec_nin(op, slot) == 0) return FL_OK;
+    const ArgRef *a = fl_exec_in_args(op, slot);
+    FlVar *v = fl_exec_var_read(s, a);
+    FlTensor t = FL_TENSOR_INIT;
+    if (!v || !fl_var_get_tensor(v, &t)) return fl_exec_op_error(rc, op, "'%s' holds no tensor", a->name);
+    bool one = fl_tensor_numel(&t) == 1;
+    if (one) *out = fl_tensor_get_int(&t, 0);
+    fl_tensor_fini(&t);
+    return one ? FL_OK : fl_exec_op_error(rc, op, "'%s' is not one number", a->name);
+}
+
 static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlDriverHost *h = fl_driver_need_host(rc, op, s);
     if (!h) return FL_ERROR;
@@ -142,12 +157,19 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (st == FL_OK && !ex)
         st = fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle (startup, main or a named one)", pn);
     /* a trainer of a plan (a transport attached): each run of main is one step of the job */
-    FlDist *d = strcmp(pn, "main") == 0 ? fl_dist_find(sc) : NULL;
+    bool predict = fl_exec_attr_bool(op, "predict");
+    FlDist *d = strcmp(pn, "main") == 0 && !predict ? fl_dist_find(sc) : NULL;
     if (d && !(d->step_begin && d->step_end)) d = NULL;
+    int64_t step, rows, global;
+    if (st == FL_OK && (opt_number(rc, op, s, FL_IN_run_program_Step, -1, &step) ||
+                        opt_number(rc, op, s, FL_IN_run_program_Rows, 0, &rows) ||
+                        opt_number(rc, op, s, FL_IN_run_program_GlobalRows, 0, &global)))
+        st = FL_ERROR;
     if (st == FL_OK) {
         FlErr e;
-        if (d) d->step_begin(d);
-        if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch, 0, &e) ||
+        if (d) d->step_begin(d, step, rows, global);
+        if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch,
+                        predict ? FL_EXEC_PREDICT : 0, &e) ||
             (d && d->step_end(d, &e)))
             st = fl_exec_op_error(rc, op, "the %s program: %s", pn, e.msg);
         else if (ex == h->startup && startup_done(s, sc, &e))

@@ -3,8 +3,11 @@
  *
  *   option        Out = the host's value of the run's option name, else value (int64 [1])
  *   report_open   Epochs BatchSize Seed -> Out: the host's training begun; Out a raw var naming it
- *   report_next   Report Epoch -> Out* Rows Ok: the next batch of the epoch, from the host
+ *   report_next   Report Epoch -> Out* Rows GlobalRows Step Ok: the next batch of the epoch (test:
+ *                 of its evaluation), from the host
  *   report_step   Report Figures* Rows: the step's figures to the host
+ *   report_train_end  Report Epoch: the end of the epoch's training to the host
+ *   report_test   Report Figures* Rows: an evaluation batch's figures to the host
  *   report_epoch  Report Epoch: the epoch's end to the host
  *
  * Without a host (a driver run by fl_executor_run_driver alone) option gives its value and the
@@ -93,14 +96,14 @@ static const FlReportHost *report_in(RunCtx *rc, const ExecOp *op, FlScope *s, i
 
 static FlStatus run_report_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlReportHost *h = report_in(rc, op, s, FL_IN_report_next_Report);
-    int64_t epoch, rows = 0;
+    int64_t epoch, rows = 0, global = 0, step = 0;
     if (!h || int_in(rc, op, s, FL_IN_report_next_Epoch, &epoch)) return FL_ERROR;
     size_t n = (size_t)fl_exec_nout(op, FL_OUT_report_next_Out);
     FlTensor *t = fl_xcalloc(n + 1, sizeof *t);
     for (size_t i = 0; i < n; i++) t[i] = (FlTensor)FL_TENSOR_INIT;
     bool ok = false;
     FlErr e;
-    FlStatus st = h->next(h->ctx, epoch, t, n, &rows, &ok, &e);
+    FlStatus st = h->next(h->ctx, epoch, fl_exec_attr_bool(op, "test"), t, n, &rows, &global, &step, &ok, &e);
     if (st != FL_OK) st = fl_exec_op_error(rc, op, "%s", e.msg);
     const ArgRef *outs = fl_exec_out_args(op, FL_OUT_report_next_Out);
     for (size_t i = 0; i < n; i++) {
@@ -108,19 +111,25 @@ static FlStatus run_report_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
         fl_tensor_fini(&t[i]);
     }
     free(t);
-    if (st != FL_OK || set_int(rc, op, s, FL_OUT_report_next_Rows, FL_DT_INT64, rows)) return FL_ERROR;
+    if (st != FL_OK || set_int(rc, op, s, FL_OUT_report_next_Rows, FL_DT_INT64, rows) ||
+        set_int(rc, op, s, FL_OUT_report_next_GlobalRows, FL_DT_INT64, global) ||
+        set_int(rc, op, s, FL_OUT_report_next_Step, FL_DT_INT64, step))
+        return FL_ERROR;
     return set_int(rc, op, s, FL_OUT_report_next_Ok, FL_DT_BOOL, ok);
 }
 FL_CONTROL_ADAPTER(report_next, NULL, run_report_next);
 
-/* ---------------------------------------------------------------- report_step */
+/* ---------------------------------------------------------------- report_step, report_test */
 
-static FlStatus run_report_step(RunCtx *rc, const ExecOp *op, FlScope *s) {
-    const FlReportHost *h = report_in(rc, op, s, FL_IN_report_step_Report);
+typedef FlStatus (*FiguresFn)(void *ctx, const FlTensor *figures, size_t n, int64_t rows, FlErr *e);
+
+/* The figures of Figures (slot `figs_slot`) over Rows (slot `rows_slot`) to the host's fn. */
+static FlStatus figures_to(RunCtx *rc, const ExecOp *op, FlScope *s, const FlReportHost *h, FiguresFn fn,
+                           int figs_slot, int rows_slot) {
     int64_t rows;
-    if (!h || int_in(rc, op, s, FL_IN_report_step_Rows, &rows)) return FL_ERROR;
-    size_t n = (size_t)fl_exec_nin(op, FL_IN_report_step_Figures);
-    const ArgRef *figs = fl_exec_in_args(op, FL_IN_report_step_Figures);
+    if (!h || int_in(rc, op, s, rows_slot, &rows)) return FL_ERROR;
+    size_t n = (size_t)fl_exec_nin(op, figs_slot);
+    const ArgRef *figs = fl_exec_in_args(op, figs_slot);
     FlTensor *t = fl_xcalloc(n + 1, sizeof *t);
     FlStatus st = FL_OK;
     for (size_t i = 0; i < n; i++) {
@@ -130,21 +139,44 @@ static FlStatus run_report_step(RunCtx *rc, const ExecOp *op, FlScope *s) {
             st = fl_exec_op_error(rc, op, "'%s' holds no tensor", figs[i].name);
     }
     FlErr e;
-    if (st == FL_OK && h->step(h->ctx, t, n, rows, &e) != FL_OK) st = fl_exec_op_error(rc, op, "%s", e.msg);
+    if (st == FL_OK && fn(h->ctx, t, n, rows, &e) != FL_OK) st = fl_exec_op_error(rc, op, "%s", e.msg);
     for (size_t i = 0; i < n; i++) fl_tensor_fini(&t[i]);
     free(t);
     return st;
 }
+
+static FlStatus run_report_step(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlReportHost *h = report_in(rc, op, s, FL_IN_report_step_Report);
+    return figures_to(rc, op, s, h, h ? h->step : NULL, FL_IN_report_step_Figures, FL_IN_report_step_Rows);
+}
 FL_CONTROL_ADAPTER(report_step, NULL, run_report_step);
 
-/* ---------------------------------------------------------------- report_epoch */
+static FlStatus run_report_test(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlReportHost *h = report_in(rc, op, s, FL_IN_report_test_Report);
+    return figures_to(rc, op, s, h, h ? h->test : NULL, FL_IN_report_test_Figures, FL_IN_report_test_Rows);
+}
+FL_CONTROL_ADAPTER(report_test, NULL, run_report_test);
+
+/* ---------------------------------------------------------------- report_train_end, report_epoch */
+
+typedef FlStatus (*EpochFn)(void *ctx, int64_t epoch, FlErr *e);
+
+static FlStatus epoch_to(RunCtx *rc, const ExecOp *op, FlScope *s, const FlReportHost *h, EpochFn fn, int slot) {
+    int64_t epoch;
+    if (!h || int_in(rc, op, s, slot, &epoch)) return FL_ERROR;
+    FlErr e;
+    if (fn(h->ctx, epoch, &e) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
+    return FL_OK;
+}
+
+static FlStatus run_report_train_end(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    const FlReportHost *h = report_in(rc, op, s, FL_IN_report_train_end_Report);
+    return epoch_to(rc, op, s, h, h ? h->train_end : NULL, FL_IN_report_train_end_Epoch);
+}
+FL_CONTROL_ADAPTER(report_train_end, NULL, run_report_train_end);
 
 static FlStatus run_report_epoch(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlReportHost *h = report_in(rc, op, s, FL_IN_report_epoch_Report);
-    int64_t epoch;
-    if (!h || int_in(rc, op, s, FL_IN_report_epoch_Epoch, &epoch)) return FL_ERROR;
-    FlErr e;
-    if (h->epoch(h->ctx, epoch, &e) != FL_OK) return fl_exec_op_error(rc, op, "%s", e.msg);
-    return FL_OK;
+    return epoch_to(rc, op, s, h, h ? h->epoch : NULL, FL_IN_report_epoch_Epoch);
 }
 FL_CONTROL_ADAPTER(report_epoch, NULL, run_report_epoch);

@@ -30,12 +30,20 @@ typedef struct FlReportHost {
     /* report_open: the training begins with these counts. */
     FlStatus (*open)(void *ctx, int64_t epochs, int64_t batch, int64_t seed, FlErr *e);
     /* report_next: the next batch of epoch `epoch` into out[0..nout) (the feeds in the run
-     * spec's order, a sequence feed's values then its offsets), *rows its rows, *ok false after
-     * the epoch's last batch (out then untouched). Errors: nout is not the feeds' count, data. */
-    FlStatus (*next)(void *ctx, int64_t epoch, FlTensor *out, size_t nout, int64_t *rows, bool *ok, FlErr *e);
+     * spec's order, a sequence feed's values then its offsets; in a job, this trainer's share),
+     * *rows its rows, *global the global batch's, *step the step it is (0-based over the run),
+     * *ok false after the epoch's last batch (out then untouched); with test, the next batch of
+     * the evaluation after the epoch (*global and *step 0). Errors: nout is not the feeds'
+     * count, data. */
+    FlStatus (*next)(void *ctx, int64_t epoch, bool test, FlTensor *out, size_t nout, int64_t *rows, int64_t *global,
+                     int64_t *step, bool *ok, FlErr *e);
     /* report_step: the step's fetched figures (n of them) over `rows` rows. */
     FlStatus (*step)(void *ctx, const FlTensor *figures, size_t n, int64_t rows, FlErr *e);
-    /* report_epoch: epoch `epoch` ends (its evaluation and its line). */
+    /* report_train_end: epoch `epoch`'s training steps are done. */
+    FlStatus (*train_end)(void *ctx, int64_t epoch, FlErr *e);
+    /* report_test: a batch of the evaluation's fetched figures (n of them) over `rows` rows. */
+    FlStatus (*test)(void *ctx, const FlTensor *figures, size_t n, int64_t rows, FlErr *e);
+    /* report_epoch: epoch `epoch` ends (its test row, its line, a checkpoint). */
     FlStatus (*epoch)(void *ctx, int64_t epoch, FlErr *e);
 } FlReportHost;
 

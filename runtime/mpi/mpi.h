@@ -200,7 +200,8 @@ typedef struct FlMpiStats {
     double comm, compute; /* seconds */
 } FlMpiStats;
 void fl_mpi_get_stats(const FlMpi *m, FlMpiStats *out);
-/* Compute time measured by the caller (trainers: a step's run minus its communication). */
+/* Compute time measured by the caller (trainers: a step's run minus its communication; the
+ * steps a driver marks through FlDist's step_begin/step_end count their own). */
 void fl_mpi_add_compute(FlMpi *m, double seconds);
 
 #endif

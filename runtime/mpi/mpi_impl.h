@@ -149,6 +149,7 @@ struct FlMpi {
     uint64_t rbytes;                             /* a trainer: bytes of the answers it received */
     int64_t steps;
     double comm, compute;
+    double step_t0; /* a driver's step (FlDist.step_begin): when it began */
 };
 
 /* ---- liveness (mpi.c) ---- */
@@ -254,7 +255,7 @@ FlStatus flm_t_send_rows(FlDist *d, int ps, const char *name, const FlSelectedRo
 FlStatus flm_t_recv(FlDist *d, int ps, const char *name, FlTensor *out, FlErr *e);
 FlStatus flm_t_barrier(FlDist *d, FlDistBarrier kind, FlErr *e);
 FlStatus flm_t_prefetch(FlDist *d, int ps, const char *name, FlErr *e);
-void flm_t_step_begin(FlDist *d);
+void flm_t_step_begin(FlDist *d, int64_t step, int64_t rows, int64_t rows_global);
 FlStatus flm_t_step_end(FlDist *d, FlErr *e);
 FlStatus flm_t_lookup(FlDist *d, size_t n, const int *ps, const char *const *names, const FlTensor *ids, FlTensor *out,
                       FlErr *e);

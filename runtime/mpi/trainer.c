@@ -362,13 +362,21 @@ FlStatus fl_mpi_step_end(FlMpi *m, FlErr *e) {
     return st;
 }
 
-/* FlDist's driver steps: numbered from the steps run so far, equal weights. */
-void flm_t_step_begin(FlDist *d) {
+/* FlDist's driver steps: a negative step is the next after the steps run so far; the step's
+ * time, from its beginning to its sends completed, is compute time (--stats subtracts the time
+ * spent communicating). */
+void flm_t_step_begin(FlDist *d, int64_t step, int64_t rows, int64_t rows_global) {
     FlMpi *m = (FlMpi *)d;
-    fl_mpi_step_begin(m, m->steps, 0, 0);
+    fl_mpi_step_begin(m, step < 0 ? m->steps : step, (size_t)rows, (size_t)rows_global);
+    m->step_t0 = flm_now();
 }
 
-FlStatus flm_t_step_end(FlDist *d, FlErr *e) { return fl_mpi_step_end((FlMpi *)d, e); }
+FlStatus flm_t_step_end(FlDist *d, FlErr *e) {
+    FlMpi *m = (FlMpi *)d;
+    FlStatus st = fl_mpi_step_end(m, e);
+    if (st == FL_OK) fl_mpi_add_compute(m, flm_now() - m->step_t0);
+    return st;
+}
 
 void fl_mpi_add_compute(FlMpi *m, double seconds) {
     pthread_mutex_lock(&m->mu);

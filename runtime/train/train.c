@@ -2,11 +2,12 @@
  * batches (or trainer shares) fed to the executor, figures weighted by rows, evaluation and
  * prediction.
  *
- * How: a trainer keeps the readers' datasets and one fetch list; each step fills one tensor per
- * feed from the epoch (data.h) and runs the main program; a sequence feed fills its values
- * [T, 1] and one tensor per LoD level, fed to the data var's offset vars (VarDesc.lod). In an MPI
- * job each trainer records (rows, figures...) per step and trainer 0 merges everyone's records at
- * the epoch's end.
+ * How: a trainer keeps the readers' datasets and one fetch list; fl_train_run runs the run
+ * spec's driver (train_driver.h), whose report ops call the report host below: each step's
+ * report_next fills one tensor per feed from the epoch (data.h) and the driver runs the main
+ * program; a sequence feed fills its values [T, 1] and one tensor per LoD level, fed to the data
+ * var's offset vars (VarDesc.lod). In an MPI job each trainer records (rows, figures...) per step
+ * and trainer 0 merges everyone's records at the epoch's end.
  * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
  * job of T trainers with batch b reports what a local run with batch T*b reports.
  */
@@ -410,7 +411,7 @@ static FlStatus same_data(FlTrainer *tr, FlErr *e) {
     return st;
 }
 
-/* The training loop's state over the epochs (fl_train_run). Figures travel as per-step records
+/* The training's state over the epochs (fl_train_run's report host). Figures travel as per-step records
  * (the step's rows, then the fetches' means); in an MPI job every trainer keeps the records of
  * the steps since the last report (a segment: up to an epoch's end or a checkpoint), and its
  * record block ends with its executor's run count. */
@@ -517,13 +518,13 @@ static FlStatus check_resume(const Loop *L, const FlTrainState *r, FlErr *e) {
 
 /* ---------------------------------------------------------------- the loop as a driver */
 
-/* The report host (runtime/core/report_host.h) of a local run of the run spec's driver
- * (train_driver.h): what fl_train_run's C loop below does at each point of a local run, called
- * by the driver's report ops, with the same figures in the same order, the same hooks and the same
- * checkpoints. Epochs before a resumed one and all after a checkpoint that stops give no batch
- * and report nothing. */
+/* The report host (runtime/core/report_host.h) of the run spec's driver (train_driver.h): the
+ * training's state behind its report ops, for a local run and a job's trainer alike. Every
+ * trainer of a job runs the same driver, so the collective calls (the figures' gathering, the
+ * checkpoints' word) come at the same points on each. Epochs before a resumed one and all after a
+ * checkpoint that stops give no batch and report nothing. */
 typedef struct DriverRun {
-    Loop L;                 /* the figures, the checkpoints' state (L.lead: a local run) */
+    Loop L;                 /* the figures, the checkpoints' state (L.lead: trainer 0) */
     const FlTrainOptions *opt;
     int64_t epochs, batch, every;
     const FlTrainState *resume;
@@ -534,8 +535,13 @@ typedef struct DriverRun {
     int64_t epoch, step, step_e0; /* the epoch, the steps so far, and before the epoch's first here */
     size_t next, b, nb;     /* the epoch's next batch, the current step's batch, its batches */
     double t0, c0, tb;      /* the epoch's start (wall, CPU) and the current step's */
+    double secs, cpu;       /* the epoch's training time, at its report_train_end */
+    bool trained;           /* between an epoch's report_train_end and its report_epoch */
+    FlDataEpoch *tep;       /* the evaluation's batches (trainer 0), NULL outside it */
+    size_t tnext;
+    double *te_sum, te_rows; /* the evaluation's figures so far, summed weighted by rows */
     double *watched, *trm, *te;
-    bool failed;            /* a callback's error: err holds it, as the C loop reports it */
+    bool failed;            /* a callback's error: err holds it, as the loop reports it */
     FlErr err;
 } DriverRun;
 
@@ -543,6 +549,11 @@ static FlStatus dr_fail(DriverRun *d, FlErr *e) {
     d->failed = true;
     d->err = *e;
     return FL_ERROR;
+}
+
+static bool dr_has_test(const DriverRun *d) {
+    const FlTrainer *tr = d->L.tr;
+    return tr->d.test && fl_data_rows(tr->d.test) > 0;
 }
 
 static FlStatus dr_option(void *ctx, const char *name, int64_t dflt, int64_t *out, FlErr *e) {
@@ -556,52 +567,95 @@ static FlStatus dr_option(void *ctx, const char *name, int64_t dflt, int64_t *ou
 
 static FlStatus dr_open(void *ctx, int64_t epochs, int64_t batch, int64_t seed, FlErr *e) {
     DriverRun *d = ctx;
+    FlTrainer *tr = d->L.tr;
+    const FlTrainOptions *o = d->opt;
+    int64_t per = o && o->batch_trainers > 0 ? o->batch_trainers : tr->T; /* batches in a global one */
     d->epochs = epochs, d->batch = batch;
-    d->L.seed = (uint64_t)seed, d->L.global = batch;
+    d->L.seed = (uint64_t)seed, d->L.global = batch * per;
     d->e0 = 1, d->b0 = 0;
+    if (same_data(tr, e) != FL_OK) return dr_fail(d, e);
     if (d->resume) { /* the state the checkpoint's step left: position, the epoch's figures, random state */
         if (check_resume(&d->L, d->resume, e) != FL_OK) return dr_fail(d, e);
         d->step = d->resume->step, d->e0 = d->resume->epoch, d->b0 = d->resume->batch;
-        fl_executor_set_runs(d->L.tr->ex, d->resume->runs[0]);
+        fl_executor_set_runs(tr->ex, d->resume->runs[tr->t < d->resume->trainers ? tr->t : 0]);
+    }
+    d->L.seg_step0 = d->step;
+    return FL_OK;
+}
+
+/* The epoch's first batch here: its order, its clocks, its figures (a resumed epoch's so far). */
+static FlStatus dr_epoch_begin(DriverRun *d, int64_t epoch, FlErr *e) {
+    FlTrainer *tr = d->L.tr;
+    Loop *L = &d->L;
+    fl_data_epoch_free(d->ep);
+    d->ep = NULL;
+    d->t0 = now(), d->c0 = cpu_now();
+    if (fl_data_epoch_new_global(tr->d.train, (size_t)L->global, (size_t)tr->T, true, L->seed, (uint64_t)epoch - 1,
+                                 &d->ep, e) != FL_OK)
+        return FL_ERROR;
+    d->epoch = epoch;
+    d->nb = fl_data_epoch_batches(d->ep);
+    d->next = epoch == d->e0 ? (size_t)d->b0 : 0;
+    d->step_e0 = d->step;
+    memset(L->sum, 0, L->n * sizeof *L->sum);
+    L->sum_rows = L->rows_here = 0;
+    if (d->resume && epoch == d->e0 && d->b0 > 0) {
+        memcpy(L->sum, d->resume->epoch_sums, L->n * sizeof *L->sum);
+        L->sum_rows = d->resume->epoch_rows;
+    }
+    if (tr->mpi) { /* the epoch's records of its steps */
+        free(L->rec);
+        free(L->all);
+        L->rec = fl_xcalloc(d->nb * L->w + 2, sizeof *L->rec);
+        L->all = L->lead ? fl_xcalloc((size_t)tr->T * (d->nb * L->w + 1) + 1, sizeof *L->all) : NULL;
     }
     return FL_OK;
 }
 
-static FlStatus dr_next(void *ctx, int64_t epoch, FlTensor *out, size_t nout, int64_t *rows, bool *ok, FlErr *e) {
+/* The next batch of the evaluation after the epoch: trainer 0's, in order. */
+static FlStatus dr_next_test(DriverRun *d, FlTensor *out, size_t nout, int64_t *rows, bool *ok, FlErr *e) {
+    FlTrainer *tr = d->L.tr;
+    if (!d->trained || !d->L.lead || !dr_has_test(d)) return FL_OK;
+    if (!d->tep) {
+        if (fl_data_epoch_new(tr->d.test, (size_t)d->batch, 1, false, 0, 0, &d->tep, e) != FL_OK) return FL_ERROR;
+        d->tnext = 0;
+        memset(d->te_sum, 0, d->L.n * sizeof *d->te_sum);
+        d->te_rows = 0;
+    }
+    if (d->tnext >= fl_data_epoch_batches(d->tep)) return FL_OK;
+    size_t nf = feed_tensors(tr->d.test);
+    if (nout != nf) return fl_err(e, "report_next: the test reader gives %zu feed tensors, the op takes %zu", nf, nout);
+    size_t b = d->tnext++;
+    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
+    FlStatus st = share_feeds(fl_ir_block(tr->bundle->main, 0), tr->d.test, d->tep, b, 0, out, feeds, e);
+    free(feeds);
+    if (st != FL_OK) return FL_ERROR;
+    *rows = (int64_t)fl_data_epoch_batch_rows(d->tep, b);
+    *ok = true;
+    return FL_OK;
+}
+
+static FlStatus dr_next(void *ctx, int64_t epoch, bool test, FlTensor *out, size_t nout, int64_t *rows,
+                        int64_t *global, int64_t *step, bool *ok, FlErr *e) {
     DriverRun *d = ctx;
     FlTrainer *tr = d->L.tr;
-    Loop *L = &d->L;
     *ok = false;
-    *rows = 0;
+    *rows = *global = *step = 0;
     if (d->stop || epoch < d->e0) return FL_OK;
-    if (!d->ep || d->epoch != epoch) { /* the epoch's first batch here: its order and its clocks */
-        fl_data_epoch_free(d->ep);
-        d->ep = NULL;
-        d->t0 = now(), d->c0 = cpu_now();
-        if (fl_data_epoch_new_global(tr->d.train, (size_t)L->global, 1, true, L->seed, (uint64_t)epoch - 1, &d->ep,
-                                     e) != FL_OK)
-            return dr_fail(d, e);
-        d->epoch = epoch;
-        d->nb = fl_data_epoch_batches(d->ep);
-        d->next = epoch == d->e0 ? (size_t)d->b0 : 0;
-        d->step_e0 = d->step;
-        memset(L->sum, 0, L->n * sizeof *L->sum);
-        L->sum_rows = L->rows_here = 0;
-        if (d->resume && epoch == d->e0 && d->b0 > 0) {
-            memcpy(L->sum, d->resume->epoch_sums, L->n * sizeof *L->sum);
-            L->sum_rows = d->resume->epoch_rows;
-        }
-    }
+    if (test) return dr_next_test(d, out, nout, rows, ok, e) != FL_OK ? dr_fail(d, e) : FL_OK;
+    if ((!d->ep || d->epoch != epoch) && dr_epoch_begin(d, epoch, e) != FL_OK) return dr_fail(d, e);
     if (d->next >= d->nb) return FL_OK;
     size_t nf = feed_tensors(tr->d.train);
     if (nout != nf) return dr_fail(d, (fl_err(e, "report_next: the reader gives %zu feed tensors, the op takes %zu", nf, nout), e));
     d->b = d->next++;
     d->tb = now();
     FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
-    FlStatus st = share_feeds(fl_ir_block(tr->bundle->main, 0), tr->d.train, d->ep, d->b, 0, out, feeds, e);
+    FlStatus st = share_feeds(fl_ir_block(tr->bundle->main, 0), tr->d.train, d->ep, d->b, (size_t)tr->t, out, feeds, e);
     free(feeds);
     if (st != FL_OK) return dr_fail(d, e);
-    *rows = (int64_t)fl_data_epoch_share_rows(d->ep, d->b, 0);
+    *rows = (int64_t)fl_data_epoch_share_rows(d->ep, d->b, (size_t)tr->t);
+    *global = (int64_t)fl_data_epoch_batch_rows(d->ep, d->b);
+    *step = d->step;
     *ok = true;
     return FL_OK;
 }
@@ -616,45 +670,71 @@ static FlStatus dr_step(void *ctx, const FlTensor *fig, size_t n, int64_t rows, 
     double step_secs = now() - d->tb;
     for (size_t i = 0; i < L->n; i++) L->vals[i] = mean_of(&fig[i]);
     for (size_t i = 0; i < d->nw; i++) d->watched[i] = mean_of(&fig[L->n + i]);
-    for (size_t i = 0; i < L->n; i++) L->sum[i] += L->vals[i] * (double)rows;
-    L->sum_rows += (double)rows;
-    L->rows_here += (double)rows;
-    if (row(h, "train", d->epoch, d->step, L->vals, e) != FL_OK) return dr_fail(d, e);
+    if (tr->mpi) { /* trainer 0 reports the merged figures at the segment's end */
+        L->rec[L->seg * L->w] = (double)rows;
+        for (size_t i = 0; i < L->n; i++) L->rec[L->seg * L->w + 1 + i] = L->vals[i];
+    } else {
+        for (size_t i = 0; i < L->n; i++) L->sum[i] += L->vals[i] * (double)rows;
+        L->sum_rows += (double)rows;
+        L->rows_here += (double)rows;
+        if (row(h, "train", d->epoch, d->step, L->vals, e) != FL_OK) return dr_fail(d, e);
+    }
+    L->seg++;
     if (rows > 0 && check_finite(tr, d->epoch, d->step, L->vals, e) != FL_OK) return dr_fail(d, e);
-    if (h->step) h->step(h->ctx, d->epoch, d->epochs, d->b, d->nb, L->n ? L->vals[tr->loss_idx] : 0);
-    if (h->step_done) {
+    if (L->lead && h->step) h->step(h->ctx, d->epoch, d->epochs, d->b, d->nb, L->n ? L->vals[tr->loss_idx] : 0);
+    if (L->lead && h->step_done) {
         FlTrainStep s = {d->epoch, d->step, (double)fl_data_epoch_batch_rows(d->ep, d->b), step_secs, d->watched};
         if (h->step_done(h->ctx, &s, e) != FL_OK) return dr_fail(d, e);
     }
     /* a checkpoint within the epoch; one after its last step comes after its evaluation */
     if (d->every && d->step % d->every == 0 && d->b + 1 < d->nb &&
-        checkpoint(L, d->step, d->epoch, (int64_t)d->b + 1, &d->stop, e) != FL_OK)
+        (report(L, d->epoch, e) != FL_OK || checkpoint(L, d->step, d->epoch, (int64_t)d->b + 1, &d->stop, e) != FL_OK))
         return dr_fail(d, e);
+    return FL_OK;
+}
+
+static FlStatus dr_train_end(void *ctx, int64_t epoch, FlErr *e) {
+    DriverRun *d = ctx;
+    Loop *L = &d->L;
+    fl_data_epoch_free(d->ep);
+    d->ep = NULL;
+    if (d->stop || epoch < d->e0) return FL_OK;
+    if (epoch != d->epoch) return dr_fail(d, (fl_err(e, "report_train_end: epoch %lld ends, but epoch %lld is read",
+                                                      (long long)epoch, (long long)d->epoch), e));
+    d->epoch = 0; /* the next report_next starts an epoch */
+    if (L->seg && report(L, epoch, e) != FL_OK) return dr_fail(d, e);
+    d->secs = now() - d->t0, d->cpu = cpu_now() - d->c0;
+    for (size_t i = 0; i < L->n; i++) d->trm[i] = L->sum_rows > 0 ? L->sum[i] / L->sum_rows : NAN;
+    d->trained = true;
+    return FL_OK;
+}
+
+static FlStatus dr_test(void *ctx, const FlTensor *fig, size_t n, int64_t rows, FlErr *e) {
+    DriverRun *d = ctx;
+    if (!d->tep) return dr_fail(d, (fl_err(e, "report_test: no evaluation is read"), e));
+    if (n != d->L.n) return dr_fail(d, (fl_err(e, "report_test: %zu figures, the run has %zu", n, d->L.n), e));
+    for (size_t i = 0; i < n; i++) d->te_sum[i] += mean_of(&fig[i]) * (double)rows;
+    d->te_rows += (double)rows;
     return FL_OK;
 }
 
 static FlStatus dr_epoch(void *ctx, int64_t epoch, FlErr *e) {
     DriverRun *d = ctx;
     Loop *L = &d->L;
-    FlTrainer *tr = L->tr;
     const FlTrainHooks *h = L->h;
-    fl_data_epoch_free(d->ep);
-    d->ep = NULL;
-    if (d->stop || epoch < d->e0) return FL_OK;
-    if (epoch != d->epoch) return dr_fail(d, (fl_err(e, "report_epoch: epoch %lld ends, but epoch %lld is read",
-                                                      (long long)epoch, (long long)d->epoch), e));
-    d->epoch = 0; /* the next report_next starts an epoch */
-    double secs = now() - d->t0, cpu = cpu_now() - d->c0;
-    for (size_t i = 0; i < L->n; i++) d->trm[i] = L->sum_rows > 0 ? L->sum[i] / L->sum_rows : NAN;
-    bool has_test = tr->d.test && fl_data_rows(tr->d.test) > 0;
-    if (has_test) {
-        double test_rows;
-        if (fl_train_evaluate(tr, tr->d.test, (size_t)d->batch, d->te, &test_rows, e) != FL_OK ||
-            row(h, "test", epoch, d->step, d->te, e) != FL_OK)
-            return dr_fail(d, e);
+    fl_data_epoch_free(d->tep);
+    d->tep = NULL;
+    if (!d->trained) return FL_OK;
+    d->trained = false;
+    if (L->lead) {
+        bool has_test = dr_has_test(d);
+        if (has_test) {
+            for (size_t i = 0; i < L->n; i++) d->te[i] = d->te_rows > 0 ? d->te_sum[i] / d->te_rows : NAN;
+            if (row(h, "test", epoch, d->step, d->te, e) != FL_OK) return dr_fail(d, e);
+        }
+        FlTrainEpoch rep = {epoch, d->epochs, d->step, d->trm, has_test ? d->te : NULL, L->rows_here, d->secs, d->cpu};
+        if (h->epoch) h->epoch(h->ctx, &rep);
     }
-    FlTrainEpoch rep = {epoch, d->epochs, d->step, d->trm, has_test ? d->te : NULL, L->rows_here, secs, cpu};
-    if (h->epoch) h->epoch(h->ctx, &rep);
     if (d->every && d->step % d->every == 0 && d->step > d->step_e0) {
         memset(L->sum, 0, L->n * sizeof *L->sum); /* the next epoch starts with no figures */
         L->sum_rows = 0;
@@ -663,24 +743,29 @@ static FlStatus dr_epoch(void *ctx, int64_t epoch, FlErr *e) {
     return FL_OK;
 }
 
-/* A local run: the run spec's driver (train_driver.h) on the report host above. The errors are
- * the loop's own (a callback's, or the main program's as fl_executor_run gives it), not the
- * driver op's around them. */
-static FlStatus run_as_driver(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *h, FlErr *e) {
+/* A run: the run spec's driver (train_driver.h) on the report host above. The errors are the
+ * loop's own (a callback's, or the main program's as fl_executor_run gives it), not the driver
+ * op's around them. */
+FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
+    static const FlTrainHooks none = {0};
+    const FlTrainHooks *h = hooks ? hooks : &none;
+    tr->stopped = false;
+    if (!tr->d.train) return fl_err(e, "the run spec has no reader: nothing to train on");
     size_t nw = opt ? opt->nwatch : 0;
     FlProgram *drv;
     if (fl_train_driver_build(tr->bundle, opt ? opt->watch : NULL, nw, &drv, e) != FL_OK) return FL_ERROR;
     size_t n = tr->nfetch;
-    DriverRun d = {.L = {.tr = tr, .h = h, .lead = true, .n = n, .w = 1 + n}, .opt = opt, .nw = nw,
+    DriverRun d = {.L = {.tr = tr, .h = h, .lead = tr->t == 0, .n = n, .w = 1 + n}, .opt = opt, .nw = nw,
                    .every = opt && opt->checkpoint_every > 0 ? opt->checkpoint_every : 0,
                    .resume = opt ? opt->resume : NULL};
     d.L.sum = fl_xcalloc(n + 1, sizeof(double));
     d.L.vals = fl_xcalloc(n + 1, sizeof(double));
-    d.L.runs = fl_xcalloc(2, sizeof *d.L.runs);
+    d.L.runs = fl_xcalloc((size_t)tr->T + 1, sizeof *d.L.runs);
     d.trm = fl_xcalloc(n + 1, sizeof(double));
     d.te = fl_xcalloc(n + 1, sizeof(double));
+    d.te_sum = fl_xcalloc(n + 1, sizeof(double));
     d.watched = fl_xcalloc(nw + 1, sizeof(double));
-    FlReportHost host = {&d, dr_option, dr_open, dr_next, dr_step, dr_epoch};
+    FlReportHost host = {&d, dr_option, dr_open, dr_next, dr_step, dr_train_end, dr_test, dr_epoch};
     fl_report_host_attach(tr->scope, &host);
     int code = 0;
     FlStatus st = fl_executor_run_driver_program(tr->ex, drv, tr->scope, &code, e);
@@ -688,158 +773,23 @@ static FlStatus run_as_driver(FlTrainer *tr, const FlTrainOptions *opt, const Fl
     if (st != FL_OK && d.failed) {
         *e = d.err;
     } else if (st != FL_OK && e) { /* the main program's error, as fl_executor_run gives it */
-        const char *m = strstr(e->msg, ": the main program: ");
-        if (m) memmove(e->msg, m + strlen(": the main program: "), strlen(m + strlen(": the main program: ")) + 1);
+        static const char pre[] = ": the main program: ";
+        const char *m = strstr(e->msg, pre);
+        if (m) memmove(e->msg, m + strlen(pre), strlen(m + strlen(pre)) + 1);
     }
     tr->stopped = d.stop && st == FL_OK;
     fl_data_epoch_free(d.ep);
+    fl_data_epoch_free(d.tep);
+    free(d.L.rec);
+    free(d.L.all);
     free(d.L.sum);
     free(d.L.vals);
     free(d.L.runs);
     free(d.trm);
     free(d.te);
+    free(d.te_sum);
     free(d.watched);
     fl_ir_program_free(drv);
-    return st;
-}
-
-FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
-    static const FlTrainHooks none = {0};
-    const FlTrainHooks *h = hooks ? hooks : &none;
-    const FlRunSpec *rs = &tr->bundle->run;
-    const Data *d = &tr->d;
-    int64_t epochs = opt && opt->epochs >= 0 ? opt->epochs : rs->epochs;
-    int64_t batch = opt && opt->batch_size > 0 ? opt->batch_size : rs->batch_size;
-    int64_t every = opt && opt->checkpoint_every > 0 ? opt->checkpoint_every : 0;
-    const FlTrainState *resume = opt ? opt->resume : NULL;
-    tr->stopped = false;
-    if (!d->train) return fl_err(e, "the run spec has no reader: nothing to train on");
-    /* a local run runs the run spec's driver; a job's trainers (and a run cut into a plan's
-     * global batches) are this loop's still (docs/driver.md, "Status") */
-    if (!tr->mpi && !(opt && opt->batch_trainers > 0)) return run_as_driver(tr, opt, h, e);
-    if (same_data(tr, e) != FL_OK) return FL_ERROR;
-    int64_t per = opt && opt->batch_trainers > 0 ? opt->batch_trainers : tr->T; /* batches in a global one */
-    Loop L = {.tr = tr, .h = h, .lead = tr->t == 0, .n = tr->nfetch, .w = 1 + tr->nfetch,
-              .seed = (uint64_t)(opt && opt->seed >= 0 ? opt->seed : rs->seed), .global = batch * per};
-    if (resume && check_resume(&L, resume, e) != FL_OK) return FL_ERROR;
-    size_t nf = feed_tensors(d->train), n = L.n;
-    FlTensor *tens = fl_xcalloc(nf + 1, sizeof *tens);
-    FlFeed *feeds = fl_xcalloc(nf + 1, sizeof *feeds);
-    L.sum = fl_xcalloc(n + 1, sizeof(double));
-    L.vals = fl_xcalloc(n + 1, sizeof(double));
-    L.runs = fl_xcalloc((size_t)tr->T + 1, sizeof *L.runs);
-    double *trm = fl_xcalloc(n + 1, sizeof(double)), *te = fl_xcalloc(n + 1, sizeof(double));
-    /* the fetches of a step: the run spec's, then the watched vars */
-    size_t nw = opt ? opt->nwatch : 0;
-    FlFetch *fetches = fl_xcalloc(n + nw + 1, sizeof *fetches);
-    double *watched = fl_xcalloc(nw + 1, sizeof *watched);
-    for (size_t i = 0; i < n + nw; i++)
-        fetches[i] = (FlFetch){i < n ? tr->fetches[i].name : opt->watch[i - n], FL_TENSOR_INIT};
-    FlStatus st = FL_OK;
-    int64_t step = 0, e0 = 1, b0 = 0;
-    if (resume) { /* the state the checkpoint's step left: position, the epoch's figures, random state */
-        step = resume->step, e0 = resume->epoch, b0 = resume->batch;
-        fl_executor_set_runs(tr->ex, resume->runs[tr->t < resume->trainers ? tr->t : 0]);
-    }
-    L.seg_step0 = step;
-    bool stop = false;
-    for (int64_t epoch = e0; epoch <= epochs && st == FL_OK && !stop; epoch++) {
-        double t0 = now(), c0 = cpu_now();
-        FlDataEpoch *ep;
-        if (fl_data_epoch_new_global(d->train, (size_t)L.global, (size_t)tr->T, true, L.seed, (uint64_t)epoch - 1, &ep,
-                                     e) != FL_OK) {
-            st = FL_ERROR;
-            break;
-        }
-        size_t nb = fl_data_epoch_batches(ep), first = epoch == e0 ? (size_t)b0 : 0;
-        int64_t step_e0 = step; /* the steps before the epoch's first here */
-        memset(L.sum, 0, n * sizeof *L.sum);
-        L.sum_rows = L.rows_here = 0;
-        if (resume && epoch == e0 && first > 0) {
-            memcpy(L.sum, resume->epoch_sums, n * sizeof *L.sum);
-            L.sum_rows = resume->epoch_rows;
-        }
-        if (tr->mpi) {
-            free(L.rec);
-            free(L.all);
-            L.rec = fl_xcalloc(nb * L.w + 2, sizeof *L.rec);
-            L.all = L.lead ? fl_xcalloc((size_t)tr->T * (nb * L.w + 1) + 1, sizeof *L.all) : NULL;
-        }
-        for (size_t b = first; b < nb && st == FL_OK && !stop; b++) {
-            size_t rows = fl_data_epoch_share_rows(ep, b, (size_t)tr->t);
-            double tb = now();
-            for (size_t f = 0; f < nf; f++) tens[f] = (FlTensor)FL_TENSOR_INIT;
-            st = share_feeds(fl_ir_block(tr->bundle->main, 0), d->train, ep, b, (size_t)tr->t, tens, feeds, e);
-            if (st == FL_OK && tr->mpi) fl_mpi_step_begin(tr->mpi, step, rows, fl_data_epoch_batch_rows(ep, b));
-            double ts = now();
-            if (st == FL_OK) st = fl_executor_run(tr->ex, tr->scope, feeds, nf, fetches, n + nw, e);
-            if (st == FL_OK && tr->mpi) {
-                st = fl_mpi_step_end(tr->mpi, e);
-                fl_mpi_add_compute(tr->mpi, now() - ts);
-            }
-            for (size_t f = 0; f < nf; f++) fl_tensor_fini(&tens[f]);
-            if (st != FL_OK) break;
-            step++;
-            double step_secs = now() - tb;
-            for (size_t i = 0; i < n; i++) L.vals[i] = mean_of(&fetches[i].tensor);
-            for (size_t i = 0; i < nw; i++) watched[i] = mean_of(&fetches[n + i].tensor);
-            if (tr->mpi) {
-                L.rec[L.seg * L.w] = (double)rows;
-                for (size_t i = 0; i < n; i++) L.rec[L.seg * L.w + 1 + i] = L.vals[i];
-            } else {
-                for (size_t i = 0; i < n; i++) L.sum[i] += L.vals[i] * (double)rows;
-                L.sum_rows += (double)rows;
-                L.rows_here += (double)rows;
-                if ((st = row(h, "train", epoch, step, L.vals, e)) != FL_OK) break;
-            }
-            L.seg++;
-            if (rows > 0 && (st = check_finite(tr, epoch, step, L.vals, e)) != FL_OK) break;
-            if (L.lead && h->step) h->step(h->ctx, epoch, epochs, b, nb, n ? L.vals[tr->loss_idx] : 0);
-            if (L.lead && h->step_done) {
-                FlTrainStep s = {epoch, step, (double)fl_data_epoch_batch_rows(ep, b), step_secs, watched};
-                if ((st = h->step_done(h->ctx, &s, e)) != FL_OK) break;
-            }
-            /* a checkpoint within the epoch; one after its last step comes after its evaluation */
-            if (every && step % every == 0 && b + 1 < nb) {
-                st = report(&L, epoch, e);
-                if (st == FL_OK) st = checkpoint(&L, step, epoch, (int64_t)b + 1, &stop, e);
-            }
-        }
-        fl_data_epoch_free(ep);
-        if (st != FL_OK || stop) break;
-        if (L.seg && (st = report(&L, epoch, e)) != FL_OK) break;
-        if (L.lead) {
-            double secs = now() - t0, cpu = cpu_now() - c0;
-            for (size_t i = 0; i < n; i++) trm[i] = L.sum_rows > 0 ? L.sum[i] / L.sum_rows : NAN;
-            bool has_test = d->test && fl_data_rows(d->test) > 0;
-            if (has_test) {
-                double test_rows;
-                st = fl_train_evaluate(tr, d->test, (size_t)batch, te, &test_rows, e);
-                if (st == FL_OK) st = row(h, "test", epoch, step, te, e);
-                if (st != FL_OK) break;
-            }
-            FlTrainEpoch ep_report = {epoch, epochs, step, trm, has_test ? te : NULL, L.rows_here, secs, cpu};
-            if (h->epoch) h->epoch(h->ctx, &ep_report);
-        }
-        if (every && step % every == 0 && step > step_e0) {
-            memset(L.sum, 0, n * sizeof *L.sum); /* the next epoch starts with no figures */
-            L.sum_rows = 0;
-            st = checkpoint(&L, step, epoch + 1, 0, &stop, e);
-        }
-    }
-    tr->stopped = stop && st == FL_OK;
-    for (size_t i = 0; i < n + nw; i++) fl_tensor_fini(&fetches[i].tensor);
-    free(fetches);
-    free(watched);
-    free(L.rec);
-    free(L.all);
-    free(L.runs);
-    free(L.sum);
-    free(L.vals);
-    free(tens);
-    free(feeds);
-    free(trm);
-    free(te);
     return st;
 }
 

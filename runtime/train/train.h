@@ -21,11 +21,12 @@
  *     fl_train_predict_input_free(in);
  *     fl_train_free(tr);
  *
- * The loop. A local run (mpi NULL, batch_trainers 0) runs the run spec's driver program (train_driver.h: option, report_open, report_next, run_program,
- * report_step, report_epoch in two while loops; docs/driver.md, "fluid.train over the driver")
- * with this module as the report host of its report ops (runtime/core/report_host.h); the other
- * runs go through the C loop of train.c. Both report the same figures through the same hooks,
- * and an error is the same message: a hook's or the loop's own, or the main program's.
+ * The loop. fl_train_run runs the run spec's driver program (train_driver.h: option,
+ * report_open, report_next, run_program, report_step, report_train_end, the test set's
+ * run_program predictions and report_test, report_epoch; docs/driver.md, "fluid.train over the
+ * driver") with this module as the report host of its report ops (runtime/core/report_host.h),
+ * in a local run and in a job's trainers alike. An error is the loop's own message: a hook's or
+ * the loop's, or the main program's.
  *
  * Figures. Every step fetches the run spec's fetches; a fetch's figure is the mean of its
  * tensor. An epoch's training figures are the steps' figures weighted by their rows; the test

@@ -5,15 +5,25 @@
  *   report = report_open(epochs, batch, seed)
  *   epoch = 1
  *   while epoch <= epochs:
- *       feeds..., rows, ok = report_next(report, epoch)
+ *       feeds..., rows, global_rows, step, ok = report_next(report, epoch)
  *       while ok:
- *           figures... = run_program(main, feeds, fetch = the run spec's fetches, then `watch`)
+ *           figures... = run_program(main, feeds, Step=step, Rows=rows, GlobalRows=global_rows,
+ *                                    fetch = the run spec's fetches, then `watch`)
  *           report_step(report, figures..., rows)
- *           feeds..., rows, ok = report_next(report, epoch)
+ *           feeds..., rows, global_rows, step, ok = report_next(report, epoch)
+ *       report_train_end(report, epoch)
+ *       test_feeds..., test_rows, ..., test_ok = report_next(report, epoch, test=True)  # a test reader
+ *       while test_ok:
+ *           test_figures... = run_program(main, test_feeds, predict=True, fetch = the run spec's)
+ *           report_test(report, test_figures..., test_rows)
+ *           test_feeds..., test_rows, ..., test_ok = report_next(report, epoch, test=True)
  *       report_epoch(report, epoch)
  *       epoch += 1
  *
- * The feeds are the run spec's reader's, in its order, a sequence feed followed by its offset
+ * In a job's trainer, report_next gives the trainer's share and run_program marks the step with
+ * its number and rows (the transport's weights); the report host gathers the figures.
+ *
+ * The feeds are the run spec's readers', in their order, a sequence feed followed by its offset
  * vars (outermost first), declared as the main program declares them.
  *
  * Ownership: *out is the caller's (fl_ir_program_free). Errors: a bundle without a run spec or a

@@ -7,7 +7,9 @@
 # --save target holding other files before the script runs, and a script that exits with an
 # error saves nothing; --timeline holds the driver's run_program spans and the programs' op spans
 # (check_timeline.py), and is refused onto the program itself before the script runs; --profile's
-# table counts the driver's run_program calls and the programs' ops.
+# table counts the driver's run_program calls and the programs' ops; --stats prints the GEMM line
+# and the run's time with the main program's runs (5 steps; the test clone is another program),
+# and leaves stdout as it was.
 set -u
 FLRUN=$1
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -92,4 +94,9 @@ cmp -s train.fl keep.fl || bad "--timeline onto the program changed it"
 grep -q "Profiling Report" p.out || bad "--profile printed no table: $(cat p.out)"
 [ "$(awk '$1 == "run_program" { print $2 }' p.out)" = 7 ] || bad "--profile: run_program calls: $(cat p.out)"
 [ "$(awk '$1 == "sgd" { print $2 }' p.out)" = 10 ] || bad "--profile: sgd calls: $(cat p.out)"
+"$FLRUN" train.fl --stats >s.out 2>s.err || bad "--stats: $(cat s.err)"
+cmp -s s.out train.out || bad "--stats changed the script's output: $(cat s.out)"
+grep -q '^flrun: stats gemm: ' s.err || bad "--stats printed no GEMM line: $(cat s.err)"
+grep -Eq '^flrun: stats run: [0-9]+\.[0-9]{6} s, [0-9]+\.[0-9]{6} CPU s; the main program ran 5 times$' s.err ||
+    bad "--stats: the run's line: $(cat s.err)"
 exit $fail

@@ -50,8 +50,15 @@ no_drivers "$TMP/local.plan" > "$TMP/a.txt" && no_drivers "$TMP/dist.plan" > "$T
 cmp -s "$TMP/a.txt" "$TMP/b.txt" || { diff "$TMP/a.txt" "$TMP/b.txt" | head -20; fail "the script's plan is not flc transpile's"; }
 
 # 2. flc transpile of the local bundle: each trainer runs the script's loop on whole batches
-run_mpi --tag-output -np 4 "$FLRUN" "$TMP/local.plan" > "$TMP/lp.txt" 2>&1 || { cat "$TMP/lp.txt"; fail "the job (flc transpile)"; }
+# (with --stats: each rank's traffic and time at the end; a trainer's 10 steps are the script's
+# runs of main, and their time is compute beside the communication)
+run_mpi --tag-output -np 4 "$FLRUN" "$TMP/local.plan" --stats > "$TMP/lp.txt" 2> "$TMP/lp_err.txt" ||
+    { cat "$TMP/lp.txt" "$TMP/lp_err.txt"; fail "the job (flc transpile)"; }
 python3 tests/mpi/check_dist_losses.py "$TMP/local.txt" "$TMP/lp.txt" each || fail "the transpiled local bundle's losses"
+for t in 0 1; do
+    grep -Eq "flrun: stats rank $t \(trainer $t\): 10 steps, sent [1-9][0-9]* bytes .*compute [0-9.]*[1-9][0-9]* s" \
+        "$TMP/lp_err.txt" || { cat "$TMP/lp_err.txt"; fail "--stats: trainer $t's line"; }
+done
 # 3. the same through fluid.incubate.fleet: each trainer feeds the whole batch of 8
 F=examples/fluid/dist/fleet_fit_a_line.fl
 "$FLC" build "$F" -o "$TMP/fleet.flp" && "$FLRUN" "$TMP/fleet.flp" > "$TMP/fleet_local.txt" || fail "the fleet script, locally"
