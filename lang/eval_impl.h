@@ -432,6 +432,10 @@ bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what);
 FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry_out, FlSpan sp, Flow *flow);
 void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot,
                       const char *out_slot);
+/* Appends to b a fill_constant setting the dense var d to zeros, its unknown dims 0 (an empty
+ * batch): what a var holds before the runtime block that sets it first has run, so every later
+ * read finds it written; d's declaration stays as it was. false: an error (reported). */
+bool fl_ev_zero_init(Ctx *c, FlBlock *b, FlVarDesc *d, FlSpan sp);
 /* `v, ok = ch.recv()` (target: a tuple or list of two targets; ch: a channel): Go's two-value
  * receive, a channel_recv with its Status; binds v to the value (the zero value once ch is
  * closed and drained) and ok to a bool [1] Var, false then. */
