@@ -107,7 +107,7 @@ void fl_ev_rtstr_value(Ctx *c, FlValue *rt, FlValue *var, const char *spec) {
 }
 
 /* Appends v (a str, a RuntimeStr or a driver var, which prints as numpy's str) to rt. */
-static void rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
+void fl_ev_rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
     if (v->kind == VK_STR) {
         fl_ev_rtstr_text(c, rt, v->str.s, v->str.n);
     } else if (fl_ev_is_rtstr(v)) {
@@ -124,15 +124,20 @@ static void rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
 
 FlValue *fl_ev_rtstr_cat(Ctx *c, FlValue *a, FlValue *b) {
     FlValue *rt = fl_ev_rtstr_new(c);
-    rtstr_add(c, rt, a);
-    rtstr_add(c, rt, b);
+    fl_ev_rtstr_add(c, rt, a);
+    fl_ev_rtstr_add(c, rt, b);
     return rt;
+}
+
+FlValue *fl_ev_rtstr_settle(Ctx *c, FlValue *rt) {
+    FlValue *texts = rec_get(rt, "_texts");
+    return texts->list.len == 1 ? texts->list.items[0] : rt;
 }
 
 FlValue *fl_ev_rtstr_of(Ctx *c, FlValue *v) {
     if (fl_ev_is_rtstr(v)) return v;
     FlValue *rt = fl_ev_rtstr_new(c);
-    rtstr_add(c, rt, v);
+    fl_ev_rtstr_add(c, rt, v);
     return rt;
 }
 
@@ -183,7 +188,7 @@ FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValu
         FlValue *v = values->list.items[i];
         if (i) fl_ev_rtstr_text(c, rt, sep ? sep->str.s : " ", sep ? sep->str.n : 1);
         if (v->kind == VK_STR || fl_ev_is_runtime(c, v)) {
-            rtstr_add(c, rt, v);
+            fl_ev_rtstr_add(c, rt, v);
         } else {
             FlBuf b = {0};
             bool ok = fl_v_repr_at(c, v, &b, sp);

@@ -4,7 +4,8 @@
  * runtime's kernels run; nothing here computes a fetched value at compile time.
  *
  *   v[a:b], v[:, k], v[i, j]   slice over the sliced axes, squeeze of the int ones
- *   v.shape, len(v)            compile-time ints where the dims are known, else a shape op
+ *   v.shape, len(v)            a tuple of ints: compile-time ones where the dims are known, else
+ *                              numbers of the driver (a shape op's)
  *   v.mean() v.sum() v.min() v.max(), numpy.mean/average/sum/min/max(v, axis=None)
  *                              reduce_* (every axis: a number, rank 0, as numpy's scalars)
  *   numpy.sort(v)              argsort along the last axis
@@ -229,19 +230,32 @@ FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp
 
 /* ------------------------------------------------------------------ attributes and len */
 
-/* v.shape: a tuple of ints when every dim is known at compile time, else a shape op (int32 [rank]). */
+/* v.shape: a tuple of ints, as numpy's: compile-time ints when every dim is known when the script
+ * compiles, else numbers of the driver (int64, rank 0), the dims of a shape op (a run may give the
+ * other dims too: resize's actual_shape). */
 static FlValue *shape_of(Ctx *c, FlValue *v, FlSpan sp) {
     FlVarDesc *d = desc(c, v);
-    bool known = d != NULL;
-    for (int i = 0; d && i < d->ndim; i++) known = known && d->shape[i] >= 0;
-    if (known) {
-        FlValue *t = fl_v_list(c, VK_TUPLE);
-        for (int i = 0; i < d->ndim; i++) fl_v_list_push(c, t, fl_v_int(c, d->shape[i]));
-        return t;
+    if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", v->var.name);
+    bool known = true;
+    for (int i = 0; i < d->ndim; i++) known = known && d->shape[i] >= 0;
+    FlValue *t = fl_v_list(c, VK_TUPLE), *s = NULL;
+    for (int i = 0; i < d->ndim; i++) {
+        if (known) {
+            fl_v_list_push(c, t, fl_v_int(c, d->shape[i]));
+            continue;
+        }
+        if (!s) {
+            const char *names[1] = {"Input"};
+            FlValue *vals[1] = {v};
+            s = dop(c, "shape", names, vals, 1, sp);
+            if (s->kind == VK_ERROR) return s;
+        }
+        FlValue *k = fl_ev_driver_index(c, s, fl_v_int(c, i), sp);
+        if (k->kind != VK_ERROR) k = cast_to(c, k, FL_DT_INT64, sp);
+        if (k->kind == VK_ERROR) return k;
+        fl_v_list_push(c, t, k);
     }
-    const char *names[1] = {"Input"};
-    FlValue *vals[1] = {v};
-    return dop(c, "shape", names, vals, 1, sp);
+    return t;
 }
 
 FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp) {
@@ -249,7 +263,7 @@ FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp) {
     if (d && d->ndim == 0) return fl_ev_error(c, sp, "len() of a number (a fetched value of rank 0)");
     if (d && d->shape[0] >= 0) return fl_v_int(c, d->shape[0]);
     FlValue *s = shape_of(c, v, sp);
-    return s->kind == VK_ERROR ? s : fl_ev_driver_index(c, s, fl_v_int(c, 0), sp);
+    return s->kind == VK_ERROR ? s : s->list.items[0];
 }
 
 /* numpy's reductions: over axis (None: every axis, giving a number of rank 0). mean of ints is

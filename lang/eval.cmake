@@ -15,6 +15,8 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/driver_lod.c ${FL_LANG_DIR}/driver_file.c)
 # numpy.fromfile and a scope's tensors' set() on the driver
 target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_tensorfile.c)
+# str() and print of fetched values in containers and of objects with __str__
+target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_print.c)
 fl_target(fl_lang)
 target_compile_definitions(fl_lang PRIVATE FL_STDLIB_DIR="${PROJECT_SOURCE_DIR}/stdlib")
 target_link_libraries(fl_lang PUBLIC fl_parse fl_passes fl_ops fl_ir fl_dataset fl_base m)

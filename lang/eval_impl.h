@@ -591,6 +591,14 @@ void fl_ev_rtstr_text(Ctx *c, FlValue *rt, const char *s, size_t n);     /* appe
 void fl_ev_rtstr_value(Ctx *c, FlValue *rt, FlValue *var, const char *spec); /* a value, printf spec */
 FlValue *fl_ev_rtstr_cat(Ctx *c, FlValue *a, FlValue *b); /* str/RuntimeStr/driver var + same */
 FlValue *fl_ev_rtstr_of(Ctx *c, FlValue *v);              /* str(v) of a run-time value */
+void fl_ev_rtstr_add(Ctx *c, FlValue *rt, FlValue *v);    /* appends a str/RuntimeStr/driver var */
+FlValue *fl_ev_rtstr_settle(Ctx *c, FlValue *rt);         /* rt, or its str when it holds no value */
+/* driver_print.c: str(v) (repr: repr(v)) as Python gives it, a class's __str__/__repr__ and the
+ * items of containers included: a str, or a RuntimeStr when a part is a run-time value. */
+FlValue *fl_ev_str_of(Ctx *c, FlValue *v, bool repr, FlSpan sp);
+/* A '%s'/'{}' argument (repr: '%r'): an object or container that needs fl_ev_str_of as its
+ * string, else x itself. */
+FlValue *fl_ev_format_arg(Ctx *c, FlValue *x, bool repr, FlSpan sp);
 /* str.format's spec of a run-time value as a printf conversion ("" for none); NULL, reported. */
 const char *fl_ev_rtstr_pyspec(Ctx *c, const char *spec, size_t n, FlSpan sp);
 /* print(*values, sep=, end=) when a value is a run-time one: a print_line of the driver. */
