@@ -504,6 +504,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         if (guard && !fl_ev_pyreader_fetch_init(c, d, sp)) result = c->error;
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));
+        if (v[6] && v[6]->kind == VK_BOOL && !v[6]->b) fl_map_put_str(&c->tensor_fetches, name, (void *)name);
     }
     if (nfeed) fl_ir_op_set_strings(op, "feed_names", fnames, nfeed);
     if (nfetch) fl_ir_op_set_strings(op, "fetch_names", tnames, nfetch);

@@ -339,6 +339,23 @@ static FlValue *m_reshape(Ctx *c, FlValue *self, CallArgs *a) {
     return dop(c, "reshape", names, vals, 2, a->span);
 }
 
+/* t.shape() and t._dtype() of a LoDTensor exe.run(return_numpy=False) gave (Fluid's core.Tensor):
+ * its dims as a list, its dtype as core.VarDesc.VarType's (a dtype name here). */
+static FlValue *t_shape(Ctx *c, FlValue *self, CallArgs *a) {
+    if (a->npos || a->nkw) return fl_ev_error(c, a->span, "shape() takes no arguments");
+    FlValue *t = shape_of(c, self, a->span);
+    if (t->kind == VK_ERROR) return t;
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < t->list.len; i++) fl_v_list_push(c, l, t->list.items[i]);
+    return l;
+}
+
+static FlValue *t_dtype(Ctx *c, FlValue *self, CallArgs *a) {
+    if (a->npos || a->nkw) return fl_ev_error(c, a->span, "_dtype() takes no arguments");
+    FlVarDesc *d = desc(c, self);
+    return d ? fl_v_cstr(c, fl_dtype_name(d->dtype)) : c->error;
+}
+
 FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     static const struct {
         const char *name;
@@ -346,6 +363,10 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     } methods[] = {{"mean", m_mean}, {"sum", m_sum},         {"min", m_min},
                    {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten},
                    {"reshape", m_reshape}, {"set", fl_ev_driver_m_set}};
+    if (fl_map_find_str(&c->tensor_fetches, v->var.name)) { /* a LoDTensor: shape() is a method */
+        if (strcmp(name, "shape") == 0) return fl_v_builtin(c, name, t_shape, v);
+        if (strcmp(name, "_dtype") == 0) return fl_v_builtin(c, name, t_dtype, v);
+    }
     if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
     FlValue *lod = fl_ev_lod_fetched_attr(c, v, name, sp); /* lod(), recursive_sequence_lengths() */
     if (lod) return lod;
@@ -594,6 +615,12 @@ static FlValue *n_array(Ctx *c, FlValue *self, CallArgs *a) {
         const char *names[2] = {"X", "axis"};
         FlValue *vals[2] = {xs, fl_v_int(c, 0)};
         x = dop(c, "stack", names, vals, 2, a->span);
+        if (x->kind == VK_ERROR) return x;
+    }
+    if (fl_map_find_str(&c->tensor_fetches, x->var.name)) { /* of a LoDTensor: an array (its .shape numpy's) */
+        const char *names[1] = {"X"};
+        FlValue *vals[1] = {x};
+        x = dop(c, "assign", names, vals, 1, a->span);
         if (x->kind == VK_ERROR) return x;
     }
     if (v[1]->kind == VK_NONE) return x;

@@ -257,6 +257,8 @@ struct Ctx {
                                that name shares it */
     FlMap param_hooks;      /* "<main program>/<name>" of a parameter -> the function that makes it
                                (param_hook(): a WeightNormParamAttr's g and v and their product) */
+    FlMap tensor_fetches;   /* names of the driver vars exe.run(return_numpy=False) fetched -> the
+                               var: Fluid's LoDTensor methods shape() and _dtype() (driver_values.c) */
     FlMap error_clips;      /* "<main program>/<name>" of a var given an error_clip -> its ErrorClipByValue
                                record: its gradient is clipped where the backward makes it (build.c) */
     FlMap updates_at;       /* "<main program>" -> size_t* (arena): the index in its block 0 of
