@@ -759,11 +759,28 @@ FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSp
     return r;
 }
 
+/* Program.parse_from_string(binary) (stdlib/fluid/framework.fl): a program read back from
+ * program.desc.serialize_to_string() of this script, when it compiles: a copy of that program,
+ * as Fluid's gives a Program of the same desc. */
+static FlValue *n_parse_program(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("parse_program", "binary", 1);
+    (void)self;
+    FlValue *prog = fl_ev_program_bytes_program(v[0]);
+    if (!prog)
+        return fl_ev_error(c, a->span, "Program.parse_from_string takes program.desc.serialize_to_string() of a "
+                                       "program of this script, found %s (a program another script saved is read by "
+                                       "fluid.io.load_inference_model(dirname, exe))", fl_v_type_name(v[0]));
+    FlValue *p = fl_v_new(c, VK_PROGRAM);
+    p->prog = fl_ir_program_clone(prog->prog);
+    FL_VEC_PUSH(&c->programs, p->prog);
+    return p;
+}
+
 static const NativeFn values_fns[] = {
     {"getenv", n_getenv}, {"exists", n_exists},
     {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
     {"is_runtime", n_is_runtime}, {"exit", n_exit}, {"filled", n_filled},
-    {"fromfile", fl_ev_driver_fromfile},
+    {"fromfile", fl_ev_driver_fromfile}, {"parse_program", n_parse_program},
 };
 
 void fl_ev_values_install(Ctx *c) { fl_ev_module_of_fns(c, "_values", values_fns, FL_ARRAY_LEN(values_fns)); }

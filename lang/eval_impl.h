@@ -653,6 +653,8 @@ void fl_ev_driver_file_install(Ctx *c);
 bool fl_ev_is_file(const FlValue *v);
 FlValue *fl_ev_file_guard(Ctx *c, FlValue *f);
 FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog);
+/* The program of v, a serialize_to_string() result (a ProgramBytes record); NULL for anything else. */
+FlValue *fl_ev_program_bytes_program(const FlValue *v);
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
  * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
  * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of
