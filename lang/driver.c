@@ -450,6 +450,10 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         if (!(tnames[i] = var_name_of(c, fetch->list.items[i], "a fetch", sp))) return c->error;
         if (!fl_ir_var_find(g, tnames[i]))
             return fl_ev_error(c, sp, "fetch '%s' is not a var of the %s program's global block", tnames[i], pname);
+        if (fl_ir_var_find(g, tnames[i])->kind == FL_VAR_TENSOR_ARRAY)
+            return fl_ev_error(c, sp, "fetch '%s' is a tensor array: a fetched LoDTensorArray is not built; fetch its "
+                                      "elements (fluid.layers.array_read(array, i)) or a tensor_array_to_tensor of it",
+                               tnames[i]);
     }
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
