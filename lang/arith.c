@@ -257,6 +257,11 @@ static FlValue *format_percent(Ctx *c, FlValue *l, FlValue *r, FlSpan sp) {
         }
         cv.conv = s[i];
         FlValue *x = args ? args->list.items[ai] : r;
+        if (cv.conv == 's' || cv.conv == 'r') x = fl_ev_format_arg(c, x, cv.conv == 'r', sp); /* __str__ */
+        if (x->kind == VK_ERROR) {
+            fl_buf_free(&b);
+            return x;
+        }
         if (fl_ev_is_runtime(c, x)) { /* the conversion as written, applied when the driver prints */
             if (!strchr("dioxXeEfFgGs", cv.conv) || (fl_ev_is_rtstr(x) && (cv.conv != 's' || i != start + 1))) {
                 fl_buf_free(&b);

@@ -647,21 +647,45 @@ FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
 
 static bool is_int_dtype(FlDType dt) { return dt == FL_DT_INT32 || dt == FL_DT_INT64; }
 
-/* On the driver, an int Var with a float one is cast to the float's dtype first, as numpy
- * promotes (a step counter dividing a time); false after an error. */
-static bool promote_driver_ints(Ctx *c, FlValue **l, FlValue **r, FlSpan sp) {
-    FlVarDesc *ld = fl_ev_var_desc(c, *l), *rd = fl_ev_var_desc(c, *r);
-    if (!ld || !rd) return true;
-    bool lf = ld->dtype == FL_DT_FLOAT32 || ld->dtype == FL_DT_FLOAT64;
-    bool rf = rd->dtype == FL_DT_FLOAT32 || rd->dtype == FL_DT_FLOAT64;
-    FlValue **which = lf && is_int_dtype(rd->dtype) ? r : rf && is_int_dtype(ld->dtype) ? l : NULL;
-    if (!which) return true;
-    FlDType from = which == l ? ld->dtype : rd->dtype, to = which == l ? rd->dtype : ld->dtype;
+/* numpy's kinds, in its promotion order: bool < int < float. */
+static int dt_kind(FlDType t) { return t == FL_DT_BOOL ? 0 : is_int_dtype(t) ? 1 : 2; }
+
+/* numpy.promote_types over fluidc's dtypes: the wider of one kind; an int with a float is float64,
+ * which holds both (numpy's int32 or int64 with float32). */
+static FlDType promote_types(FlDType a, FlDType b) {
+    int ka = dt_kind(a), kb = dt_kind(b);
+    if (a == b || kb == 0) return a;
+    if (ka == 0) return b;
+    if (ka == kb) return fl_dtype_size(a) >= fl_dtype_size(b) ? a : b;
+    return FL_DT_FLOAT64;
+}
+
+static bool cast_var(Ctx *c, FlValue **v, FlDType from, FlDType to, FlSpan sp) {
+    if (from == to) return true;
     const char *names[3] = {"X", "in_dtype", "out_dtype"};
-    FlValue *vals[3] = {*which, fl_v_int(c, from), fl_v_int(c, to)};
+    FlValue *vals[3] = {*v, fl_v_int(c, from), fl_v_int(c, to)};
     CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = sp};
-    *which = fl_ev_op(c, "cast", &a, sp);
-    return (*which)->kind != VK_ERROR;
+    *v = fl_ev_op(c, "cast", &a, sp);
+    return (*v)->kind != VK_ERROR;
+}
+
+/* On the driver, two values of other dtypes are cast to the dtype numpy (1.x) gives their
+ * operation: two arrays, or two numbers (rank 0: Python's and numpy's scalars), by
+ * promote_types; an array and a number of a kind no higher than the array's take the array's
+ * dtype (a float32 loss times a Python float stays float32), else promote_types. With
+ * true_div, ints divide as float64 (Python's and numpy's `/`). false after an error. */
+static bool promote_driver(Ctx *c, FlValue **l, FlValue **r, bool true_div, FlSpan sp) {
+    FlVarDesc *ld = fl_ev_var_desc(c, *l), *rd = fl_ev_var_desc(c, *r);
+    if (!ld || !rd || ld->kind != FL_VAR_DENSE || rd->kind != FL_VAR_DENSE) return true;
+    FlDType a = ld->dtype, b = rd->dtype, to;
+    if ((ld->ndim == 0) == (rd->ndim == 0)) {
+        to = promote_types(a, b);
+    } else {
+        FlDType arr = ld->ndim == 0 ? b : a, num = ld->ndim == 0 ? a : b;
+        to = dt_kind(num) > dt_kind(arr) ? promote_types(arr, num) : arr;
+    }
+    if (true_div && dt_kind(to) < 2) to = FL_DT_FLOAT64;
+    return cast_var(c, l, a, to, sp) && cast_var(c, r, b, to, sp);
 }
 
 static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp) {
@@ -681,7 +705,7 @@ static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp
                        ? c->error
                        : fl_ev_error(c, sp, "cannot compare a Var with %s",
                                      fl_v_type_name(l->kind == VK_VAR ? r : l));
-        if (fl_ev_in_driver(c) && !promote_driver_ints(c, &l, &r, sp)) return c->error;
+        if (fl_ev_in_driver(c) && !promote_driver(c, &l, &r, false, sp)) return c->error;
         return fl_ev_op2(c, name, l, r, sp);
     }
     FlValue *other = var == l ? r : l;
@@ -708,10 +732,12 @@ static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp
         case FL_BINOP_COUNT: break;
         }
     }
-    if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, d->dtype, sp);
-    if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, d->dtype, sp);
+    /* a Python number: the var's dtype, but a float with an int var (numpy: float64) */
+    FlDType kdt = fl_ev_in_driver(c) && !is_float && (l->kind == VK_FLOAT || r->kind == VK_FLOAT) ? FL_DT_FLOAT64 : d->dtype;
+    if (fl_v_is_num(l)) l = fl_ev_const_var(c, l, kdt, sp);
+    if (fl_v_is_num(r)) r = fl_ev_const_var(c, r, kdt, sp);
     if (l->kind == VK_ERROR || r->kind == VK_ERROR) return c->error;
-    if (fl_ev_in_driver(c) && !promote_driver_ints(c, &l, &r, sp)) return c->error;
+    if (fl_ev_in_driver(c) && !promote_driver(c, &l, &r, op == FL_OP_DIV, sp)) return c->error;
     static const char *names[FL_BINOP_COUNT] = {
         [FL_OP_ADD] = "elementwise_add", [FL_OP_SUB] = "elementwise_sub",
         [FL_OP_MUL] = "elementwise_mul", [FL_OP_DIV] = "elementwise_div",

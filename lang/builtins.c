@@ -65,6 +65,8 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     case VK_DICT: return fl_v_int(c, (int64_t)o->dict.len);
     case VK_RECORD: {
         FlValue *l = fl_map_find_str(&o->rec.attrs->map, "__len__");
+        /* a batch's rows (int64 [1]) as Python's len gives them: a number */
+        if (l && fl_ev_is_driver_var(c, l)) return fl_ev_driver_item(c, l, FL_DT_INT64, a->span);
         if (l) return l;
         break;
     }
@@ -179,14 +181,19 @@ static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
         return fl_ev_error(c, a->span, "print(file=...) takes sys.stdout or sys.stderr, found %s", fl_v_type_name(v[4]));
     bool to_err = stream && strcmp(stream->str.s, "stderr") == 0;
     bool rt = fl_ev_in_driver(c); /* in a runtime if, loop or thread of the driver: when it runs */
-    for (size_t i = 0; i < v[0]->list.len; i++)
-        if (rt || fl_ev_is_runtime(c, v[0]->list.items[i]))
-            return fl_ev_driver_print_stream(c, v[0], v[1], v[2], to_err ? "stderr" : "stdout", a->span);
+    FlValue *texts = fl_v_list(c, VK_LIST); /* str() of each value (driver_print.c) */
+    for (size_t i = 0; i < v[0]->list.len; i++) {
+        FlValue *t = fl_ev_str_of(c, v[0]->list.items[i], false, a->span);
+        if (t->kind == VK_ERROR) return t;
+        rt = rt || t->kind != VK_STR;
+        fl_v_list_push(c, texts, t);
+    }
+    if (rt) return fl_ev_driver_print_stream(c, texts, v[1], v[2], to_err ? "stderr" : "stdout", a->span);
     FlBuf b = {0};
     bool ok = true;
-    for (size_t i = 0; i < v[0]->list.len && ok; i++) {
+    for (size_t i = 0; i < texts->list.len; i++) {
         if (i) fl_buf_puts(&b, v[1] ? v[1]->str.s : " ");
-        ok = fl_v_repr_at(c, v[0]->list.items[i], &b, a->span);
+        fl_buf_append(&b, texts->list.items[i]->str.s, texts->list.items[i]->str.n);
     }
     if (ok) fprintf(to_err ? stderr : stdout, "%s%s", fl_buf_str(&b), v[2] ? v[2]->str.s : "\n");
     if (ok && v[3]) fflush(to_err ? stderr : stdout); /* flush=True; output is flushed at exit anyway */
@@ -197,11 +204,7 @@ static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
 static FlValue *b_str(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("str", "obj=", 1);
     if (!v[0]) return fl_v_cstr(c, "");
-    if (fl_ev_is_runtime(c, v[0])) return fl_ev_rtstr_of(c, v[0]);
-    FlBuf b = {0};
-    FlValue *r = fl_v_repr_at(c, v[0], &b, a->span) ? fl_v_str(c, fl_buf_str(&b), b.len) : c->error;
-    fl_buf_free(&b);
-    return r;
+    return fl_ev_str_of(c, v[0], false, a->span);
 }
 
 static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
@@ -627,6 +630,11 @@ static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, a->span, "format(): no argument for the field '{%.*s}'", (int)(fe - i - 1), s + i + 1);
         }
         const char *spec = colon < fe ? s + colon + 1 : "";
+        x = fl_ev_format_arg(c, x, false, a->span); /* an object's __str__, a container's items */
+        if (x->kind == VK_ERROR) {
+            fl_buf_free(&b);
+            return x;
+        }
         if (fl_ev_is_runtime(c, x)) {
             const char *ps = fl_ev_rtstr_pyspec(c, spec, colon < fe ? fe - colon - 1 : 0, a->span);
             if (!ps) {

@@ -109,7 +109,7 @@ void fl_ev_rtstr_value(Ctx *c, FlValue *rt, FlValue *var, const char *spec) {
 }
 
 /* Appends v (a str, a RuntimeStr or a driver var, which prints as numpy's str) to rt. */
-static void rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
+void fl_ev_rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
     if (v->kind == VK_STR) {
         fl_ev_rtstr_text(c, rt, v->str.s, v->str.n);
     } else if (fl_ev_is_rtstr(v) || fl_ev_is_lod_lengths(v)) {
@@ -127,15 +127,20 @@ static void rtstr_add(Ctx *c, FlValue *rt, FlValue *v) {
 
 FlValue *fl_ev_rtstr_cat(Ctx *c, FlValue *a, FlValue *b) {
     FlValue *rt = fl_ev_rtstr_new(c);
-    rtstr_add(c, rt, a);
-    rtstr_add(c, rt, b);
+    fl_ev_rtstr_add(c, rt, a);
+    fl_ev_rtstr_add(c, rt, b);
     return rt;
+}
+
+FlValue *fl_ev_rtstr_settle(Ctx *c, FlValue *rt) {
+    FlValue *texts = rec_get(rt, "_texts");
+    return texts->list.len == 1 ? texts->list.items[0] : rt;
 }
 
 FlValue *fl_ev_rtstr_of(Ctx *c, FlValue *v) {
     if (fl_ev_is_rtstr(v)) return v;
     FlValue *rt = fl_ev_rtstr_new(c);
-    rtstr_add(c, rt, v);
+    fl_ev_rtstr_add(c, rt, v);
     return rt;
 }
 
@@ -186,7 +191,7 @@ FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValu
         FlValue *v = values->list.items[i];
         if (i) fl_ev_rtstr_text(c, rt, sep ? sep->str.s : " ", sep ? sep->str.n : 1);
         if (v->kind == VK_STR || fl_ev_is_runtime(c, v)) {
-            rtstr_add(c, rt, v);
+            fl_ev_rtstr_add(c, rt, v);
         } else {
             FlBuf b = {0};
             bool ok = fl_v_repr_at(c, v, &b, sp);
@@ -448,6 +453,10 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         if (!(tnames[i] = var_name_of(c, fetch->list.items[i], "a fetch", sp))) return c->error;
         if (!fl_ir_var_find(g, tnames[i]))
             return fl_ev_error(c, sp, "fetch '%s' is not a var of the %s program's global block", tnames[i], pname);
+        if (fl_ir_var_find(g, tnames[i])->kind == FL_VAR_TENSOR_ARRAY)
+            return fl_ev_error(c, sp, "fetch '%s' is a tensor array: a fetched LoDTensorArray is not built; fetch its "
+                                      "elements (fluid.layers.array_read(array, i)) or a tensor_array_to_tensor of it",
+                               tnames[i]);
     }
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
@@ -502,6 +511,7 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         if (guard && !fl_ev_pyreader_fetch_init(c, d, sp)) result = c->error;
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));
+        if (v[6] && v[6]->kind == VK_BOOL && !v[6]->b) fl_map_put_str(&c->tensor_fetches, name, (void *)name);
     }
     if (nfeed) fl_ir_op_set_strings(op, "feed_names", fnames, nfeed);
     if (nfetch) fl_ir_op_set_strings(op, "fetch_names", tnames, nfetch);

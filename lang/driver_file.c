@@ -51,6 +51,10 @@ static FlValue *d_serialize(Ctx *c, FlValue *self, CallArgs *a) {
     return b;
 }
 
+FlValue *fl_ev_program_bytes_program(const FlValue *v) {
+    return fl_v_is_rec(v, BYTES_TYPE) ? fl_v_rec_get((FlValue *)v, "_program") : NULL;
+}
+
 FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog) {
     FlValue *d = fl_v_record(c, DESC_TYPE);
     fl_v_rec_set(c, d, "_program", prog);

@@ -411,28 +411,7 @@ bool fl_ev_pyreader_feeds(Ctx *c, const FlProgram *prog, FlValue *feed, const ch
 }
 
 bool fl_ev_pyreader_fetch_init(Ctx *c, FlVarDesc *d, FlSpan sp) {
-    if (d->kind != FL_VAR_DENSE) return true;
-    int nd = d->ndim;
-    int64_t shape[FL_IR_MAX_DIMS], keep[FL_IR_MAX_DIMS];
-    for (int i = 0; i < nd; i++) {
-        keep[i] = d->shape[i];
-        shape[i] = d->shape[i] < 0 ? 0 : d->shape[i];
-    }
-    FlDType dt = d->dtype;
-    FlBlock *g = fl_ir_block(fl_ev_driver(c), 0);
-    FlOpDesc *op = fl_ev_op_raw(c, g, "fill_constant", sp);
-    fl_ir_op_add_output(op, "Out", d->name);
-    fl_ir_op_set_ints(op, "shape", shape, (size_t)nd);
-    fl_ir_op_set_float(op, "value", 0);
-    fl_ir_op_set_int(op, "dtype", dt);
-    bool empty = false;
-    for (int i = 0; i < nd; i++) empty = empty || shape[i] == 0;
-    /* an empty tensor (a batch dim of 0) is what the op makes at run time; its shape rule asks
-     * for sizes a program can use, and the declaration is the fetched var's anyway */
-    bool ok = empty || fl_ev_infer(c, g, op, sp);
-    fl_ir_var_set_shape(d, nd, keep); /* the declaration stays the fetched var's */
-    d->dtype = dt;
-    return ok;
+    return fl_ev_zero_init(c, fl_ir_block(fl_ev_driver(c), 0), d, sp);
 }
 
 bool fl_ev_pyreader_guard_end(Ctx *c, FlBlock *outer, const char *guard, FlSpan sp) {

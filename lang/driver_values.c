@@ -4,7 +4,8 @@
  * runtime's kernels run; nothing here computes a fetched value at compile time.
  *
  *   v[a:b], v[:, k], v[i, j]   slice over the sliced axes, squeeze of the int ones
- *   v.shape, len(v)            compile-time ints where the dims are known, else a shape op
+ *   v.shape, len(v)            a tuple of ints: compile-time ones where the dims are known, else
+ *                              numbers of the driver (a shape op's)
  *   v.mean() v.sum() v.min() v.max(), numpy.mean/average/sum/min/max(v, axis=None)
  *                              reduce_* (every axis: a number, rank 0, as numpy's scalars)
  *   numpy.sort(v)              argsort along the last axis
@@ -229,19 +230,32 @@ FlValue *fl_ev_driver_subscript(Ctx *c, Env *e, FlValue *v, FlAst *ix, FlSpan sp
 
 /* ------------------------------------------------------------------ attributes and len */
 
-/* v.shape: a tuple of ints when every dim is known at compile time, else a shape op (int32 [rank]). */
+/* v.shape: a tuple of ints, as numpy's: compile-time ints when every dim is known when the script
+ * compiles, else numbers of the driver (int64, rank 0), the dims of a shape op (a run may give the
+ * other dims too: resize's actual_shape). */
 static FlValue *shape_of(Ctx *c, FlValue *v, FlSpan sp) {
     FlVarDesc *d = desc(c, v);
-    bool known = d != NULL;
-    for (int i = 0; d && i < d->ndim; i++) known = known && d->shape[i] >= 0;
-    if (known) {
-        FlValue *t = fl_v_list(c, VK_TUPLE);
-        for (int i = 0; i < d->ndim; i++) fl_v_list_push(c, t, fl_v_int(c, d->shape[i]));
-        return t;
+    if (!d) return fl_ev_error(c, sp, "var '%s' is not visible here", v->var.name);
+    bool known = true;
+    for (int i = 0; i < d->ndim; i++) known = known && d->shape[i] >= 0;
+    FlValue *t = fl_v_list(c, VK_TUPLE), *s = NULL;
+    for (int i = 0; i < d->ndim; i++) {
+        if (known) {
+            fl_v_list_push(c, t, fl_v_int(c, d->shape[i]));
+            continue;
+        }
+        if (!s) {
+            const char *names[1] = {"Input"};
+            FlValue *vals[1] = {v};
+            s = dop(c, "shape", names, vals, 1, sp);
+            if (s->kind == VK_ERROR) return s;
+        }
+        FlValue *k = fl_ev_driver_index(c, s, fl_v_int(c, i), sp);
+        if (k->kind != VK_ERROR) k = cast_to(c, k, FL_DT_INT64, sp);
+        if (k->kind == VK_ERROR) return k;
+        fl_v_list_push(c, t, k);
     }
-    const char *names[1] = {"Input"};
-    FlValue *vals[1] = {v};
-    return dop(c, "shape", names, vals, 1, sp);
+    return t;
 }
 
 FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp) {
@@ -249,7 +263,7 @@ FlValue *fl_ev_driver_len(Ctx *c, FlValue *v, FlSpan sp) {
     if (d && d->ndim == 0) return fl_ev_error(c, sp, "len() of a number (a fetched value of rank 0)");
     if (d && d->shape[0] >= 0) return fl_v_int(c, d->shape[0]);
     FlValue *s = shape_of(c, v, sp);
-    return s->kind == VK_ERROR ? s : fl_ev_driver_index(c, s, fl_v_int(c, 0), sp);
+    return s->kind == VK_ERROR ? s : s->list.items[0];
 }
 
 /* numpy's reductions: over axis (None: every axis, giving a number of rank 0). mean of ints is
@@ -325,6 +339,23 @@ static FlValue *m_reshape(Ctx *c, FlValue *self, CallArgs *a) {
     return dop(c, "reshape", names, vals, 2, a->span);
 }
 
+/* t.shape() and t._dtype() of a LoDTensor exe.run(return_numpy=False) gave (Fluid's core.Tensor):
+ * its dims as a list, its dtype as core.VarDesc.VarType's (a dtype name here). */
+static FlValue *t_shape(Ctx *c, FlValue *self, CallArgs *a) {
+    if (a->npos || a->nkw) return fl_ev_error(c, a->span, "shape() takes no arguments");
+    FlValue *t = shape_of(c, self, a->span);
+    if (t->kind == VK_ERROR) return t;
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < t->list.len; i++) fl_v_list_push(c, l, t->list.items[i]);
+    return l;
+}
+
+static FlValue *t_dtype(Ctx *c, FlValue *self, CallArgs *a) {
+    if (a->npos || a->nkw) return fl_ev_error(c, a->span, "_dtype() takes no arguments");
+    FlVarDesc *d = desc(c, self);
+    return d ? fl_v_cstr(c, fl_dtype_name(d->dtype)) : c->error;
+}
+
 FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     static const struct {
         const char *name;
@@ -332,6 +363,10 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp) {
     } methods[] = {{"mean", m_mean}, {"sum", m_sum},         {"min", m_min},
                    {"max", m_max},   {"astype", m_astype}, {"flatten", m_flatten},
                    {"reshape", m_reshape}, {"set", fl_ev_driver_m_set}};
+    if (fl_map_find_str(&c->tensor_fetches, v->var.name)) { /* a LoDTensor: shape() is a method */
+        if (strcmp(name, "shape") == 0) return fl_v_builtin(c, name, t_shape, v);
+        if (strcmp(name, "_dtype") == 0) return fl_v_builtin(c, name, t_dtype, v);
+    }
     if (strcmp(name, "shape") == 0) return shape_of(c, v, sp);
     FlValue *lod = fl_ev_lod_fetched_attr(c, v, name, sp); /* lod(), recursive_sequence_lengths() */
     if (lod) return lod;
@@ -582,6 +617,12 @@ static FlValue *n_array(Ctx *c, FlValue *self, CallArgs *a) {
         x = dop(c, "stack", names, vals, 2, a->span);
         if (x->kind == VK_ERROR) return x;
     }
+    if (fl_map_find_str(&c->tensor_fetches, x->var.name)) { /* of a LoDTensor: an array (its .shape numpy's) */
+        const char *names[1] = {"X"};
+        FlValue *vals[1] = {x};
+        x = dop(c, "assign", names, vals, 1, a->span);
+        if (x->kind == VK_ERROR) return x;
+    }
     if (v[1]->kind == VK_NONE) return x;
     FlDType dt;
     return fl_ev_driver_dtype(c, v[1], &dt, a->span) ? cast_to(c, x, dt, a->span) : c->error;
@@ -718,11 +759,28 @@ FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSp
     return r;
 }
 
+/* Program.parse_from_string(binary) (stdlib/fluid/framework.fl): a program read back from
+ * program.desc.serialize_to_string() of this script, when it compiles: a copy of that program,
+ * as Fluid's gives a Program of the same desc. */
+static FlValue *n_parse_program(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("parse_program", "binary", 1);
+    (void)self;
+    FlValue *prog = fl_ev_program_bytes_program(v[0]);
+    if (!prog)
+        return fl_ev_error(c, a->span, "Program.parse_from_string takes program.desc.serialize_to_string() of a "
+                                       "program of this script, found %s (a program another script saved is read by "
+                                       "fluid.io.load_inference_model(dirname, exe))", fl_v_type_name(v[0]));
+    FlValue *p = fl_v_new(c, VK_PROGRAM);
+    p->prog = fl_ir_program_clone(prog->prog);
+    FL_VEC_PUSH(&c->programs, p->prog);
+    return p;
+}
+
 static const NativeFn values_fns[] = {
     {"getenv", n_getenv}, {"exists", n_exists},
     {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
     {"is_runtime", n_is_runtime}, {"exit", n_exit}, {"filled", n_filled},
-    {"fromfile", fl_ev_driver_fromfile},
+    {"fromfile", fl_ev_driver_fromfile}, {"parse_program", n_parse_program},
 };
 
 void fl_ev_values_install(Ctx *c) { fl_ev_module_of_fns(c, "_values", values_fns, FL_ARRAY_LEN(values_fns)); }

@@ -89,6 +89,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_init(&c->block_of_var);
     fl_map_init(&c->params);
     fl_map_init(&c->error_clips);
+    fl_map_init(&c->tensor_fetches);
     fl_map_init(&c->param_hooks);
     fl_map_init(&c->updates_at);
     c->stdlib_dir = opt->stdlib_dir ? opt->stdlib_dir : getenv("FLUIDC_STDLIB");
@@ -164,6 +165,7 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     fl_map_fini(&c->block_of_var);
     fl_map_fini(&c->params);
     fl_map_fini(&c->error_clips);
+    fl_map_fini(&c->tensor_fetches);
     fl_map_fini(&c->param_hooks);
     fl_map_fini(&c->updates_at);
     fl_diag_fini(&c->diag);

@@ -19,6 +19,8 @@ target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_dataset.c)
 target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_tensorfile.c)
 # fluid.contrib's programs with distributed lookup tables
 target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_contrib.c)
+# str() and print of fetched values in containers and of objects with __str__
+target_sources(fl_lang PRIVATE ${FL_LANG_DIR}/driver_print.c)
 fl_target(fl_lang)
 target_compile_definitions(fl_lang PRIVATE FL_STDLIB_DIR="${PROJECT_SOURCE_DIR}/stdlib")
 target_link_libraries(fl_lang PUBLIC fl_parse fl_passes fl_ops fl_ir fl_dataset fl_base m)

@@ -257,6 +257,8 @@ struct Ctx {
                                that name shares it */
     FlMap param_hooks;      /* "<main program>/<name>" of a parameter -> the function that makes it
                                (param_hook(): a WeightNormParamAttr's g and v and their product) */
+    FlMap tensor_fetches;   /* names of the driver vars exe.run(return_numpy=False) fetched -> the
+                               var: Fluid's LoDTensor methods shape() and _dtype() (driver_values.c) */
     FlMap error_clips;      /* "<main program>/<name>" of a var given an error_clip -> its ErrorClipByValue
                                record: its gradient is clipped where the backward makes it (build.c) */
     FlMap updates_at;       /* "<main program>" -> size_t* (arena): the index in its block 0 of
@@ -432,6 +434,10 @@ bool fl_ev_ct_iteration(Ctx *c, FlSpan sp, const char *what);
 FlBlock *fl_ev_sub_block(Ctx *c, Env *e, FlAstList *body, bool carry_out, FlSpan sp, Flow *flow);
 void fl_ev_control_io(Ctx *c, FlBlock *parent, FlBlock *sub, FlOpDesc *op, const char *in_slot,
                       const char *out_slot);
+/* Appends to b a fill_constant setting the dense var d to zeros, its unknown dims 0 (an empty
+ * batch): what a var holds before the runtime block that sets it first has run, so every later
+ * read finds it written; d's declaration stays as it was. false: an error (reported). */
+bool fl_ev_zero_init(Ctx *c, FlBlock *b, FlVarDesc *d, FlSpan sp);
 /* `v, ok = ch.recv()` (target: a tuple or list of two targets; ch: a channel): Go's two-value
  * receive, a channel_recv with its Status; binds v to the value (the zero value once ch is
  * closed and drained) and ok to a bool [1] Var, false then. */
@@ -587,6 +593,14 @@ void fl_ev_rtstr_text(Ctx *c, FlValue *rt, const char *s, size_t n);     /* appe
 void fl_ev_rtstr_value(Ctx *c, FlValue *rt, FlValue *var, const char *spec); /* a value, printf spec */
 FlValue *fl_ev_rtstr_cat(Ctx *c, FlValue *a, FlValue *b); /* str/RuntimeStr/driver var + same */
 FlValue *fl_ev_rtstr_of(Ctx *c, FlValue *v);              /* str(v) of a run-time value */
+void fl_ev_rtstr_add(Ctx *c, FlValue *rt, FlValue *v);    /* appends a str/RuntimeStr/driver var */
+FlValue *fl_ev_rtstr_settle(Ctx *c, FlValue *rt);         /* rt, or its str when it holds no value */
+/* driver_print.c: str(v) (repr: repr(v)) as Python gives it, a class's __str__/__repr__ and the
+ * items of containers included: a str, or a RuntimeStr when a part is a run-time value. */
+FlValue *fl_ev_str_of(Ctx *c, FlValue *v, bool repr, FlSpan sp);
+/* A '%s'/'{}' argument (repr: '%r'): an object or container that needs fl_ev_str_of as its
+ * string, else x itself. */
+FlValue *fl_ev_format_arg(Ctx *c, FlValue *x, bool repr, FlSpan sp);
 /* str.format's spec of a run-time value as a printf conversion ("" for none); NULL, reported. */
 const char *fl_ev_rtstr_pyspec(Ctx *c, const char *spec, size_t n, FlSpan sp);
 /* print(*values, sep=, end=) when a value is a run-time one: a print_line of the driver. */
@@ -653,6 +667,8 @@ bool fl_ev_file_read_at(Ctx *c, FlValue *f, const char *what, FlSpan sp, const c
 void fl_ev_file_moved(Ctx *c, FlValue *f, int64_t pos); /* its position now; -1: at the end */
 FlValue *fl_ev_file_guard(Ctx *c, FlValue *f);
 FlValue *fl_ev_program_desc(Ctx *c, FlValue *prog);
+/* The program of v, a serialize_to_string() result (a ProgramBytes record); NULL for anything else. */
+FlValue *fl_ev_program_bytes_program(const FlValue *v);
 /* driver_pyreader.c: the py_reader family (docs/driver.md, "Data"): the native module _pyreader,
  * `try: ... except fluid.core.EOFException:`, and the EOFException an exe.run of a program a
  * py_reader feeds raises. fl_ev_eof_after_stmt: after a statement of runtime loop l's body (or of

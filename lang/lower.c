@@ -191,6 +191,30 @@ static FlBlock *home_block(Ctx *c, FlBlock *parent) {
     return parent;
 }
 
+bool fl_ev_zero_init(Ctx *c, FlBlock *b, FlVarDesc *d, FlSpan sp) {
+    if (d->kind != FL_VAR_DENSE) return true;
+    int nd = d->ndim;
+    int64_t shape[FL_IR_MAX_DIMS], keep[FL_IR_MAX_DIMS];
+    bool empty = false;
+    for (int i = 0; i < nd; i++) {
+        keep[i] = d->shape[i];
+        shape[i] = d->shape[i] < 0 ? 0 : d->shape[i];
+        empty = empty || shape[i] == 0;
+    }
+    FlDType dt = d->dtype;
+    FlOpDesc *op = fl_ev_op_raw(c, b, "fill_constant", sp);
+    fl_ir_op_add_output(op, "Out", d->name);
+    fl_ir_op_set_ints(op, "shape", shape, (size_t)nd);
+    fl_ir_op_set_float(op, "value", 0);
+    fl_ir_op_set_int(op, "dtype", dt);
+    /* an empty tensor (a batch dim of 0) is what the op makes at run time; its shape rule asks
+     * for sizes a program can use, and the declaration is the var's anyway */
+    bool ok = empty || fl_ev_infer(c, b, op, sp);
+    fl_ir_var_set_shape(d, nd, keep);
+    d->dtype = dt;
+    return ok;
+}
+
 /* One name carried out: the body left it bound to src; the assign writes target (src NULL: a
  * channel name bound to None, carried as the nil channel). */
 typedef struct Carry {
@@ -209,10 +233,14 @@ static const char *carry_target(Ctx *c, const char *name, FlValue *before, FlVar
     FlVarDesc *bd = before && before->kind == VK_VAR ? fl_ir_var_lookup(c->b.main, parent, before->var.name) : NULL;
     if (!bd) {
         const char *target = fl_ev_unique(c, name);
-        FlVarDesc *td = fl_ev_new_var(c, home_block(c, parent), target, sp);
+        FlBlock *home = home_block(c, parent);
+        FlVarDesc *td = fl_ev_new_var(c, home, target, sp);
         fl_ir_var_copy(td, nd);
         td->loc = fl_ev_loc(c, sp);
         td->persistable = false;
+        /* a driver name first bound in a nested runtime block (a loop inside a loop) is read by
+         * blocks around it once bound, as a Python name is: it is written before they run */
+        if (home != parent && fl_ev_in_driver(c) && !fl_ev_zero_init(c, home, td, sp)) return NULL;
         return target;
     }
     bool same = bd->kind == nd->kind && bd->dtype == nd->dtype && bd->ndim == nd->ndim && bd->elem_chans == nd->elem_chans;
@@ -922,14 +950,40 @@ static bool bind_target(Ctx *c, Env *e, FlAst *t, FlValue *v, FlValue **prev, si
     return true;
 }
 
-static void unbind_target(Env *e, FlAst *t, FlValue **prev, size_t *n) {
+/* Unbinds the loop's target after the loop (prev: what bind_target kept), but for a name bound to
+ * a var of the parent block (enumerate's index), which keeps its last value as Python's does. */
+static void unbind_target(Ctx *c, FlBlock *parent, Env *e, FlAst *t, FlValue **prev, size_t *n) {
     if (t->kind == FL_AST_NAME) {
-        FlValue *p = prev[(*n)++];
+        FlValue *p = prev[(*n)++], *now = fl_map_find_str(&e->map, t->name);
+        if (now && now->kind == VK_VAR && fl_ir_var_lookup(c->b.main, parent, now->var.name)) return;
         if (p) fl_env_set(e, t->name, p);
         else fl_env_remove(e, t->name);
         return;
     }
-    for (size_t i = 0; i < t->list.items.len; i++) unbind_target(e, t->list.items.items[i], prev, n);
+    for (size_t i = 0; i < t->list.items.len; i++) unbind_target(c, parent, e, t->list.items.items[i], prev, n);
+}
+
+/* A driver loop's target names bound to vars of sub (enumerate's index): each is bound to a var of
+ * the parent instead, zeros before the loop, that an assign at the start of the body sets, so
+ * that after the loop the name holds its last value as Python's does (unbind_target keeps it). */
+static bool keep_targets(Ctx *c, Env *e, FlAst *t, FlBlock *sub, FlBlock *parent, FlBlock *body, FlSpan sp) {
+    if (t->kind == FL_AST_TUPLE) {
+        for (size_t i = 0; i < t->list.items.len; i++)
+            if (!keep_targets(c, e, t->list.items.items[i], sub, parent, body, sp)) return false;
+        return true;
+    }
+    FlValue *v = t->kind == FL_AST_NAME ? fl_map_find_str(&e->map, t->name) : NULL;
+    FlVarDesc *d = v && v->kind == VK_VAR ? fl_ir_var_find(sub, v->var.name) : NULL;
+    if (!d || d->kind != FL_VAR_DENSE) return true;
+    const char *kept = fl_ev_unique(c, t->name);
+    FlVarDesc *kd = fl_ev_new_var(c, parent, kept, sp);
+    fl_ir_var_copy(kd, d);
+    kd->persistable = false;
+    kd->loc = fl_ev_loc(c, t->span);
+    if (!fl_ev_zero_init(c, parent, kd, sp)) return false;
+    assign_in(c, body, v->var.name, kept, sp);
+    fl_env_set(e, t->name, fl_v_var(c, kept));
+    return true;
 }
 
 Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg) {
@@ -949,6 +1003,10 @@ Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg) 
     }
     RtLoop loop = {.cond = ok->var.name, .body = fl_ir_block_new(c->b.main, sub->idx), .outer = parent,
                    .has_else = s->loop.else_body.len > 0};
+    if (fl_ev_in_driver(c) && !keep_targets(c, e, s->loop.target, sub, parent, loop.body, s->span)) {
+        c->b.block = parent;
+        return FLOW_ERROR;
+    }
     Flow f = loop_body(c, e, &s->loop.body, &loop, s->span);
     loop_end(c, e, s, &loop, f, NULL, NULL);
     FlOpDesc *cb = control_op(c, "conditional_block", loop.body, s->span);
@@ -957,7 +1015,7 @@ Flow fl_ev_lower_for_next(Ctx *c, Env *e, FlAst *s, LoopNextFn next, void *arg) 
     fl_ev_infer(c, sub, cb, s->span);
     /* the loop's names are the loop's (Go's `for v := range ch`); names the body bound are carried */
     np = 0;
-    unbind_target(e, s->loop.target, prev, &np);
+    unbind_target(c, parent, e, s->loop.target, prev, &np);
     c->b.block = parent;
     FlOpDesc *op = control_op(c, "while", sub, s->span);
     fl_ev_control_io(c, parent, sub, op, "X", "Out");

@@ -227,24 +227,54 @@ static int shortest_digits(double x, FlDType dt) {
     return max;
 }
 
-/* Fraction digits of x's shortest fixed-point form. */
+/* numpy's print precision: an array's elements keep at most this many digits after the point
+ * (numpy.set_printoptions' precision=8, floatmode 'maxprec'). */
+enum { NUMPY_PRECISION = 8 };
+
+/* Digits after the point of text b (a "%f" or "%e" form) once trailing zeros are dropped. */
+static int kept_digits(const char *b) {
+    const char *dot = strchr(b, '.');
+    if (!dot) return 0;
+    const char *end = strchr(dot, 'e');
+    if (!end) end = dot + strlen(dot);
+    while (end > dot + 1 && end[-1] == '0') end--;
+    return (int)(end - dot - 1);
+}
+
+/* Fraction digits of x's shortest fixed-point form, at most NUMPY_PRECISION (x rounded to that,
+ * its trailing zeros dropped, as numpy does). */
 static int frac_digits(double x, FlDType dt) {
     char b[400];
     snprintf(b, sizeof b, "%.*g", shortest_digits(x, dt), x);
+    int d;
     if (strchr(b, 'e')) { /* digits in the mantissa minus the exponent */
         int exp = atoi(strchr(b, 'e') + 1);
         const char *dot = strchr(b, '.');
         int mant = dot ? (int)(strchr(b, 'e') - dot - 1) : 0;
-        return mant - exp > 0 ? mant - exp : 0;
+        d = mant - exp > 0 ? mant - exp : 0;
+    } else {
+        const char *dot = strchr(b, '.');
+        d = dot ? (int)strlen(dot + 1) : 0;
     }
-    const char *dot = strchr(b, '.');
-    return dot ? (int)strlen(dot + 1) : 0;
+    if (d <= NUMPY_PRECISION) return d;
+    snprintf(b, sizeof b, "%.*f", NUMPY_PRECISION, x);
+    return kept_digits(b);
+}
+
+/* Mantissa digits after the point of x's shortest scientific form, at most NUMPY_PRECISION. */
+static int sci_digits(double x, FlDType dt) {
+    int d = shortest_digits(x, dt) - 1;
+    if (d <= NUMPY_PRECISION) return d;
+    char b[64];
+    snprintf(b, sizeof b, "%.*e", NUMPY_PRECISION, x);
+    return kept_digits(b);
 }
 
 /* Element i of t as numpy writes it alone (before column padding). */
 typedef struct ElemFmt {
     bool sci;
-    int frac; /* fixed point: fraction digits of every element */
+    int frac;      /* fraction digits of every element (scientific: of its mantissa) */
+    int exp_width; /* scientific: the exponent's digits, at least 2 */
 } ElemFmt;
 
 static void elem_text(const FlTensor *t, int64_t i, const ElemFmt *f, FlBuf *out) {
@@ -265,20 +295,24 @@ static void elem_text(const FlTensor *t, int64_t i, const ElemFmt *f, FlBuf *out
         fl_buf_puts(out, x < 0 ? "-inf" : "inf");
         return;
     }
-    if (f->sci) {
-        fl_buf_printf(out, "%.*e", shortest_digits(x, t->dtype) - 1, x);
-        return;
-    }
     char b[400];
-    int n = snprintf(b, sizeof b, "%.*f", f->frac, x);
-    if (f->frac == 0) {
-        fl_buf_printf(out, "%s.", b);
+    if (f->sci) { /* numpy's: every mantissa with f->frac digits of x, a point always, the
+                   * exponents padded to one width */
+        snprintf(b, sizeof b, "%.*e", f->frac, x);
+        char *e = strchr(b, 'e');
+        fl_buf_append(out, b, (size_t)(e - b));
+        if (f->frac == 0) fl_buf_putc(out, '.');
+        fl_buf_printf(out, "e%c%0*d", e[1], f->exp_width, abs(atoi(e + 2)));
         return;
     }
-    int keep = n; /* trailing zeros become spaces, as numpy pads them */
-    while (keep > 0 && b[keep - 1] == '0') keep--;
-    fl_buf_append(out, b, (size_t)keep);
-    for (int k = keep; k < n; k++) fl_buf_putc(out, ' ');
+    /* fixed point: each element with its own digits (at most f->frac), padded with spaces to
+     * f->frac as numpy pads */
+    int d = frac_digits(x, t->dtype);
+    if (d > f->frac) d = f->frac;
+    snprintf(b, sizeof b, "%.*f", d, x);
+    fl_buf_puts(out, b);
+    if (d == 0) fl_buf_putc(out, '.');
+    for (int k = d; k < f->frac; k++) fl_buf_putc(out, ' ');
 }
 
 /* A float as Python's repr writes it: the shortest digits, fixed point for exponents in
@@ -319,11 +353,17 @@ static void array_text(const FlTensor *t, FlBuf *out) {
         }
         f.sci = hi >= 1e8 || (lo < 1e-4) || (lo < INFINITY && hi / lo > 1e3);
         if (lo == INFINITY) f.sci = hi >= 1e8;
-        for (int64_t i = 0; i < n && !f.sci; i++) {
+        f.exp_width = 2;
+        for (int64_t i = 0; i < n; i++) {
             double x = fl_tensor_get(t, i);
-            if (isfinite(x)) {
-                int d = frac_digits(x, t->dtype);
-                if (d > f.frac) f.frac = d;
+            if (!isfinite(x)) continue;
+            int d = f.sci ? sci_digits(x, t->dtype) : frac_digits(x, t->dtype);
+            if (d > f.frac) f.frac = d;
+            if (f.sci) { /* the exponent's digits as printed, rounding included */
+                char b[64];
+                snprintf(b, sizeof b, "%.*e", d, x);
+                int w = (int)strlen(strchr(b, 'e') + 2);
+                if (w > f.exp_width) f.exp_width = w;
             }
         }
     }

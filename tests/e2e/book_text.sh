@@ -31,7 +31,7 @@ for f in __model__ param startup_program main_program; do [ -f $M/$f ] || fail "
 grep -q "op lookup_table .*shared_w" main.txt && grep -q "op sgd" main.txt ||
     { head -30 main.txt; fail "word2vec: main_program holds the training program"; }
 "$FLC" show $M/startup_program | grep -q "op uniform_random" || fail "word2vec: startup_program"
-grep -qx '\[\]' w2v.log && grep -qx 'Inference Shape:  \[  1 311\]' w2v.log ||
+grep -qx '\[\]' w2v.log && grep -qx 'Inference Shape:  (1, 311)' w2v.log ||
     { cat w2v.log; fail "word2vec: infer()'s lengths and shape"; }
 # a second run refuses to replace a model directory holding other files (the descs), naming one
 "$FLRUN" "$B/word2vec.fl" > /dev/null 2> w2v.err && fail "word2vec: the second save replaced the directory"
@@ -46,7 +46,7 @@ for net in conv stacked_lstm dyn_rnn_lstm; do
         { cat $net.log; fail "understand_sentiment ($net): the criterion"; }
     [ $net = dyn_rnn_lstm ] && continue  # main() saves none for it, as the book's test
     [ -f understand_sentiment_$net.inference.model/__model__ ] || fail "understand_sentiment ($net): the model"
-    grep -qx 'Inference Shape:  \[3 2\]' $net.log || { cat $net.log; fail "understand_sentiment ($net): the shape"; }
+    grep -qx 'Inference Shape:  (3, 2)' $net.log || { cat $net.log; fail "understand_sentiment ($net): the shape"; }
     # the rows as numpy prints them: brackets, and blanks that align the columns
     sed -n '/^Inference results:/,/\]\]$/p' $net.log | sed 's/^Inference results://' | tr -d '[]' |
         awk 'NF { n++; if (NF != 2 || $1 < 0 || $2 < 0 || $1 + $2 < 0.999 || $1 + $2 > 1.001) exit 1 } END { exit n != 3 }' ||

@@ -62,7 +62,7 @@ i1=$(awk 'NR == 1 { print $1 }' infer.out) i2=$(awk 'NR == 1 { print $2 }' infer
 i3=$(awk 'NR == 1 { print $3 }' infer.out) i4=$(awk 'NR == 1 { print $4 }' infer.out)
 near "$t1" "$i1" && near "$t2" "$i2" && near "$t1" "$i3" && near "$t2" "$i4" ||
     bad "infer.fl predicted [$(head -1 infer.out)], the training script [$(cat train.out)]"
-[ "$(sed -n 2p infer.out)" = "['x'] ['x'] [2 8]" ] || bad "infer.fl: $(sed -n 2p infer.out)"
+[ "$(sed -n 2p infer.out)" = "['x'] ['x'] (2, 8)" ] || bad "infer.fl: $(sed -n 2p infer.out)"
 # flrun: one line per row, the targets' values of that row
 "$FLRUN" m --predict rows.csv >m.pred 2>&1 || bad "flrun m --predict: $(cat m.pred)"
 [ "$(wc -l <m.pred)" = 2 ] || bad "flrun m --predict printed $(cat m.pred)"
