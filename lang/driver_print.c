@@ -22,7 +22,7 @@ static bool needs_walk(Ctx *c, FlValue *v, int depth) {
     if (depth > FL_MAX_NESTING) return false;
     if (fl_ev_is_runtime(c, v)) return true;
     switch (v->kind) {
-    case VK_RECORD: return str_method(v, false) != NULL;
+    case VK_RECORD: return fl_ev_is_lod_lengths(v) || str_method(v, false) != NULL;
     case VK_LIST: case VK_TUPLE: case VK_SET:
         if (fl_ev_is_rt_list(v)) return false; /* value.c reports it */
         for (size_t i = 0; i < v->list.len; i++)
@@ -92,6 +92,7 @@ static FlValue *container_str(Ctx *c, FlValue *v, int depth, FlSpan sp) {
 static FlValue *str_of(Ctx *c, FlValue *v, bool repr, int depth, FlSpan sp) {
     if (fl_ev_is_rtstr(v)) return v;
     if (fl_ev_is_driver_var(c, v)) return fl_ev_rtstr_of(c, v);
+    if (fl_ev_is_lod_lengths(v)) return fl_ev_lod_lengths_str(c, v); /* a fetched sequence's lengths */
     const char *m = str_method(v, repr);
     if (m) return method_str(c, v, m, sp);
     if (v->kind != VK_RECORD && needs_walk(c, v, depth)) return container_str(c, v, depth, sp);
