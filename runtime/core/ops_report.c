@@ -36,6 +36,7 @@ static const FlReportHost *need_host(RunCtx *rc, const ExecOp *op, FlScope *s) {
 
 /* The one value of the int64 input slot `slot`. */
 static FlStatus int_in(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, int64_t *out) {
+    *out = 0; /* set on every path: gcc -O2 cannot follow the status to the caller's use */
     const ArgRef *a = fl_exec_in_args(op, slot);
     FlVar *v = fl_exec_nin(op, slot) ? fl_exec_var_read(s, a) : NULL;
     FlTensor t = FL_TENSOR_INIT;
