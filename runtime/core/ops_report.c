@@ -74,7 +74,7 @@ FL_CONTROL_ADAPTER(option, NULL, run_option);
 
 static FlStatus run_report_open(RunCtx *rc, const ExecOp *op, FlScope *s) {
     const FlReportHost *h = need_host(rc, op, s);
-    int64_t epochs = 0, batch = 0, seed = 0;
+    int64_t epochs, batch, seed; /* int_in sets each, also when it fails */
     if (!h || int_in(rc, op, s, FL_IN_report_open_Epochs, &epochs) || int_in(rc, op, s, FL_IN_report_open_BatchSize, &batch) ||
         int_in(rc, op, s, FL_IN_report_open_Seed, &seed))
         return FL_ERROR;
