@@ -30,4 +30,15 @@ if [ "$san" = thread ]; then
     # TSan cannot see the synchronisation inside MPI calls and reports races that are not there.
     exec ctest --output-on-failure -L concurrency -LE mpi "$@"
 fi
-exec ctest --output-on-failure -j"$(nproc)" "$@"
+# The tests that run a GEMM or oneDNN kernel mark themselves in kernel-marks/ (FL_KERNEL_MARKS);
+# a whole run with oneDNN on (whichever GEMM kernel: the marks say whether a test runs one, not
+# which) starts the folder afresh and, when it passes, leaves kernel-marks/.complete, after which
+# scripts/test_kernels.sh runs just the marked tests.
+export FL_KERNEL_MARKS="$PWD/kernel-marks"
+whole=
+[ $# -eq 0 ] && [ -z "$san" ] && [ "${FL_DNNL:-}" != 0 ] && whole=1
+[ -n "$whole" ] && rm -rf kernel-marks
+mkdir -p kernel-marks
+ctest --output-on-failure -j"$(nproc)" "$@"
+[ -n "$whole" ] && touch kernel-marks/.complete
+exit 0

@@ -11,7 +11,11 @@
 #                                      change (bad jobs, stalls, kills, launches, errors, fuzzing,
 #                                      channels and goroutines, timelines, pictures, installs):
 #                                      they run once in scripts/test.sh
-#   FL_SANITIZE, FL_BUILD_TYPE, CC     as for scripts/test.sh
+#                                      and, after a whole passing run of scripts/test.sh in build/
+#                                      (build/kernel-marks/.complete), just the tests that ran a
+#                                      GEMM or oneDNN kernel in it (build/kernel-marks/NAME): a
+#                                      test that runs none computes the same bits under every one
+#   FL_SANITIZE, FL_BUILD_TYPE, CC     as for scripts/test.sh (then every test of the labels)
 # Extra arguments go to ctest (e.g. -R e2e_fluid_examples). A kernel whose instructions this CPU
 # lacks (SkylakeX without AVX-512, Haswell without AVX2) is skipped with a line saying so.
 set -eu
@@ -20,6 +24,13 @@ args="$*"
 has() { grep -q "^flags.* $1\( \|$\)" /proc/cpuinfo; }
 fail=0
 same='^(mpi_bad_jobs|mpi_stall|mpi_stall_trainer|mpi_kill|mpi_launch|mpi_wrong_np|e2e_plot|e2e_timeline|mpi_timeline|e2e_profile|test_install|python_install|fuzz_.*|core_test_step_faults|conc_chan_cases|conc_go_cases|conc_deadlock|conc_docs|e2e_dist_script_errors|python_errors|python_misuse|python_docs|exits_cases|include_arrows|flc_version|flrun_version)$'
+only=
+if [ -z "$args" ] && [ -z "${FL_SANITIZE:-}${FL_BUILD_TYPE:-}${CC:-}" ] && [ -f build/kernel-marks/.complete ]; then
+    marked=$(ls build/kernel-marks)
+    [ -n "$marked" ] || { echo "scripts/test_kernels.sh: no test ran a GEMM or oneDNN kernel in the last whole run: nothing to test"; exit 1; }
+    echo "== $(echo "$marked" | wc -l) tests ran a GEMM or oneDNN kernel in the last whole run of scripts/test.sh (build/kernel-marks): they run under each kernel"
+    only="^($(echo "$marked" | paste -sd'|'))\$"
+fi
 # FL_GEMM=openblas with OPENBLAS_CORETYPE: the kernel is the test's choice, so flrun runs it
 # without its warning about a kernel narrower than the CPU
 for v in Haswell SkylakeX Prescott onednn dnnl-off; do
@@ -33,6 +44,6 @@ for v in Haswell SkylakeX Prescott onednn dnnl-off; do
     *) set -- FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     esac
     echo "== $*"
-    env "$@" sh scripts/test.sh -L 'e2e|mpi|concurrency|runtime|python' -LE cluster -E "$same" $args || fail=1
+    env "$@" sh scripts/test.sh -L 'e2e|mpi|concurrency|runtime|python' -LE cluster -E "$same" ${only:+-R "$only"} $args || fail=1
 done
 exit $fail

@@ -162,6 +162,7 @@ static bool tmp_mem(dnnl_memory_t *m, FlTensor *t, const dnnl_memory_desc_t *md)
  * into temporaries first, outputs reordered back after; an input whose bit i is set in `pre` is
  * in the primitive's layout already (reorder_input's copy). */
 static bool run_pre(const Prim *pr, void *const *ptr, unsigned pre) {
+    kmark_kernel_used();
     dnnl_stream_t st = NULL;
     dnnl_memory_t user[MAX_ARGS] = {0}, tmp[MAX_ARGS] = {0}, scratch = NULL;
     FlTensor bufs[MAX_ARGS + 1];

@@ -208,6 +208,13 @@ bool kdnnl_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
  * vectors in *isa; NULL when oneDNN is off (FL_DNNL=0 or no engine). */
 const char *kdnnl_isa(FlIsa *isa);
 
+/* Notes once per process that a kernel whose rounding depends on the machine ran (OpenBLAS's or
+ * oneDNN's sgemm, a oneDNN primitive): with FL_KERNEL_MARKS=DIR and FL_TEST_NAME=NAME in the
+ * environment (ctest gives every test its name; scripts/test.sh the folder), it creates DIR/NAME,
+ * so that scripts/test_kernels.sh runs under each kernel just the tests a kernel can change
+ * (docs/kernels.md, "Same results on every CPU"). Otherwise it does nothing. */
+void kmark_kernel_used(void);
+
 /* ---- GEMM (gemm.c) ----
  * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when ta / tb; lda etc.
  * are the row strides of the matrices as stored. beta == 0 ignores C's old contents. `fast`
