@@ -238,6 +238,10 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->slot_types = enc_strs(a, r->slot_types.data, r->slot_types.len);
     m->n_slot_widths = r->slot_widths.len;
     m->slot_widths = r->slot_widths.data;
+    m->n_slot_keys = r->slot_keys.len;
+    m->slot_keys = r->slot_keys.data;
+    m->line_format = r->line_format;
+    m->has_gzip = m->gzip = r->gzip;
     return m;
 }
 
@@ -615,6 +619,10 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         DEC_STRVEC(&r->slot_types, rm->slot_types, rm->n_slot_types);
         FL_VEC_RESERVE(&r->slot_widths, rm->n_slot_widths);
         for (size_t j = 0; j < rm->n_slot_widths; j++) r->slot_widths.data[r->slot_widths.len++] = rm->slot_widths[j];
+        FL_VEC_RESERVE(&r->slot_keys, rm->n_slot_keys);
+        for (size_t j = 0; j < rm->n_slot_keys; j++) r->slot_keys.data[r->slot_keys.len++] = rm->slot_keys[j];
+        r->line_format = rm->line_format ? dec_str(rm->line_format) : NULL;
+        r->gzip = rm->gzip;
     }
     if (m->inference) {
         b->inference = fl_xcalloc(1, sizeof *b->inference);

@@ -304,6 +304,9 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
             fl_buf_printf(out, "%s%s:%s:%lld", j ? " " : " slots ", r->slot_names.data[j],
                           j < r->slot_types.len ? r->slot_types.data[j] : "?",
                           j < r->slot_widths.len ? (long long)r->slot_widths.data[j] : 0LL);
+        for (size_t j = 0; j < r->slot_keys.len; j++) /* ctr: each slot's field (csv) or slot id (svm) */
+            fl_buf_printf(out, "%s%lld", j ? " " : " keys ", (long long)r->slot_keys.data[j]);
+        if (r->line_format) fl_buf_printf(out, " %s%s", r->line_format, r->gzip ? " gzip" : " plain");
         for (size_t j = 0; j < r->files.len; j++) fl_buf_printf(out, "%s%s", j ? " " : " files ", r->files.data[j]);
         fl_buf_putc(out, '\n');
     }
