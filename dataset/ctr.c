@@ -35,7 +35,8 @@ FlStatus fl_ds_ctr_layout(const FlDsCtr *d, FlDsLayout *out, FlErr *e) {
         if (!label && d->keys[i] < (d->csv ? 1 : 0))
             return fl_err(e, "ctr_reader: slot '%s' has %s %lld", s->name, d->csv ? "field" : "slot id",
                           (long long)d->keys[i]);
-        if (!label && s->width < 0) return fl_err(e, "ctr_reader: slot '%s' of width %lld", s->name, (long long)s->width);
+        if (!label && s->width < 0)
+            return fl_err(e, "ctr_reader: slot '%s' of width %lld", s->name, (long long)s->width);
         if (!label && (s->width == 0) == s->is_float)
             return fl_err(e, "ctr_reader: slot '%s': a sparse slot holds ids, a dense one floats", s->name);
         if (!d->csv && !label && s->width)
@@ -164,8 +165,8 @@ static FlStatus csv_line(Line *l, const char *file, size_t lineno, size_t ntok, 
 static FlStatus svm_line(Line *l, const char *file, size_t lineno, size_t ntok, FlErr *e) {
     const FlDsCtr *d = l->d;
     if (ntok < 3)
-        return fl_err(e, "%s:%zu: an svm line holds two fields, the label and then feasign:slot pairs; this one has "
-                      "%zu field%s", file, lineno, ntok, ntok == 1 ? "" : "s");
+        return fl_err(e, "%s:%zu: an svm line holds two fields read past, the label, then feasign:slot pairs; this "
+                      "one has %zu field%s", file, lineno, ntok, ntok == 1 ? "" : "s");
     int64_t label;
     size_t li = 0;
     while (d->keys[li] != -1) li++; /* fl_ds_ctr_layout: one label */
