@@ -666,6 +666,7 @@ void fl_ir_bundle_free(FlBundle *b) {
     for (size_t i = 0; i < b->readers.len; i++) fl_ir_reader_desc_free(b->readers.data[i]);
     FL_VEC_FREE(&b->readers);
     fl_ir_inference_free(b->inference);
+    free(b->load);
     free(b);
 }
 
@@ -759,6 +760,7 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     STRVEC_COPY(&c->source_paths, &b->source_paths);
     c->role = dup_or_null(b->role);
     c->role_index = b->role_index;
+    c->load = dup_or_null(b->load);
     for (size_t i = 0; i < b->readers.len; i++) FL_VEC_PUSH(&c->readers, reader_desc_clone(b->readers.data[i]));
     if (b->inference) {
         c->inference = fl_xcalloc(1, sizeof *c->inference);
@@ -1120,6 +1122,9 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
     if (pf->present && pf->path && !*pf->path) return fl_err(e, "run spec: an empty profile path");
     for (size_t i = 0; i < b->readers.len; i++)
         if (check_reader_desc(b->readers.data[i], i, e)) return FL_ERROR;
+    if (b->load && (!b->load[0] || !b->role || strcmp(b->role, "pserver") != 0))
+        return fl_err(e, "a bundle loads checkpoint '%s' after its startup program, but only a pserver role does",
+                      b->load);
     return check_inference(b, e);
 }
 

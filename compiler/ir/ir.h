@@ -327,6 +327,8 @@ typedef struct FlBundle {
     FL_VEC(FlNamedProgram) programs; /* the other programs the driver runs (Program(), clones) */
     FlInferenceSpec *inference; /* owned; NULL, or: an inference model (save_inference_model's
                                    __model__), main its program, its parameters in the file's directory */
+    char *load;                 /* owned; NULL, or (a pserver role) the checkpoint it loads its vars from
+                                   after its startup program, as flrun --load (load_persistables_for_increment) */
 } FlBundle;
 
 FlBundle *fl_ir_bundle_new(void); /* empty startup and main programs */

@@ -294,6 +294,7 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
         im->n_targets = b->inference->targets.len;
         im->targets = enc_strs(a, b->inference->targets.data, b->inference->targets.len);
     }
+    m->load = b->load;
     m->role = b->role;
     m->has_role_index = 1;
     m->role_index = b->role_index;
@@ -346,10 +347,10 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
 }
 
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    bool driver = b && (b->driver || b->readers.len || b->programs.len || b->inference);
+    bool driver = b && (b->driver || b->readers.len || b->programs.len || b->inference || b->load);
     for (size_t i = 0; p && i < p->roles.len; i++)
         driver = driver || p->roles.data[i]->driver || p->roles.data[i]->readers.len || p->roles.data[i]->programs.len ||
-                 p->roles.data[i]->inference;
+                 p->roles.data[i]->inference || p->roles.data[i]->load;
     return driver ? FL_IR_FORMAT_VERSION : FL_IR_FORMAT_BASE;
 }
 
@@ -629,6 +630,7 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         DEC_STRVEC(&b->inference->feeds, m->inference->feeds, m->inference->n_feeds);
         DEC_STRVEC(&b->inference->targets, m->inference->targets, m->inference->n_targets);
     }
+    b->load = m->load ? dec_str(m->load) : NULL;
     b->role = dec_str(m->role);
     b->role_index = m->role_index;
     const Fluidc__RunSpec *rm = m->run;

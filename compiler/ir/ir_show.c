@@ -315,6 +315,7 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
 void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     fl_buf_printf(out, "bundle: role %s, index %lld\n", b->role ? b->role : "",
                   (long long)b->role_index);
+    if (b->load) fl_buf_printf(out, "load: %s (after the startup program)\n", b->load);
     fl_buf_puts(out, "sources:");
     for (size_t i = 0; i < b->source_paths.len; i++)
         fl_buf_printf(out, "%s [%zu] %s", i ? "," : "", i,
