@@ -64,24 +64,30 @@ FlStatus fl_ds_read(const char *name, const char *file, const char *alt, char **
         else st = fl_err(e, "paddle.dataset.%s: cannot open '%s': %s", name, shown.data, strerror(errno));
         goto done;
     }
+    FlErr why;
+    if (fl_ds_gz_read_all(f, shown.data, out, len, &why)) st = fl_err(e, "paddle.dataset.%s: %s", name, why.msg);
+done:
+    fl_buf_free(&shown);
+    free(path);
+    return st;
+}
+
+FlStatus fl_ds_gz_read_all(gzFile f, const char *shown, char **out, size_t *len, FlErr *e) {
     FlBuf b = {0};
     char chunk[1 << 16];
     int n;
     while ((n = gzread(f, chunk, sizeof chunk)) > 0) fl_buf_append(&b, chunk, (size_t)n);
     int errnum = 0;
     const char *msg = n < 0 ? gzerror(f, &errnum) : NULL;
+    FlStatus st = msg ? fl_err(e, "'%s': %s", shown, msg) : FL_OK;
     gzclose(f);
-    if (msg) {
+    if (st) {
         fl_buf_free(&b);
-        st = fl_err(e, "paddle.dataset.%s: '%s': %s", name, shown.data, msg);
-        goto done;
+        return st;
     }
     *len = b.len;
     *out = b.data ? b.data : fl_xstrdup("");
-done:
-    fl_buf_free(&shown);
-    free(path);
-    return st;
+    return FL_OK;
 }
 
 char *fl_ds_file(const char *name, const char *file, const char *alt, FlErr *e) {

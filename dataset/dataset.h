@@ -171,6 +171,24 @@ FlStatus fl_ds_multislot_layout(const FlDsSlot *slots, size_t n, FlDsLayout *out
 FlStatus fl_ds_multislot_load(char *const *files, size_t nfiles, const FlDsSlot *slots, size_t n, FlDsTable **out,
                               FlErr *e) FL_WARN_UNUSED;
 
+/* The files of Fluid's contrib.ctr_reader (ctr.c): 'svm' or 'csv' lines, plain or gzip. Each slot
+ * is a field of the table, in order, with its key: csv its field of a line (the label 0, whose
+ * slot is "uint64" of width 1), svm its slot id (the label -1); width 0 a sparse slot (ids, a
+ * sequence), w > 0 a dense one (w floats, csv only). */
+typedef struct FlDsCtr {
+    bool csv, gzip;
+    size_t threads; /* the read threads (at least 1), each taking the next file */
+    char *const *files;
+    size_t nfiles;
+    const FlDsSlot *slots;
+    const int64_t *keys;
+    size_t nslots;
+} FlDsCtr;
+FlStatus fl_ds_ctr_layout(const FlDsCtr *d, FlDsLayout *out, FlErr *e) FL_WARN_UNUSED;
+/* The instances of the files, in the list's order; a line not in the format is an error naming
+ * FILE:LINE, the slot (or field) and what is wrong, a missing file an error naming it. */
+FlStatus fl_ds_ctr_load(const FlDsCtr *d, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
+
 /* The cache folder of module `name` (malloc'd): $FLUIDC_DATA_HOME/name, else
  * $HOME/.cache/paddle/dataset/name (conll05's: conll05st, as Paddle names it). */
 char *fl_ds_dir(const char *name);

@@ -3,6 +3,8 @@
 #ifndef FL_DATASET_IMPL_H
 #define FL_DATASET_IMPL_H
 
+#include <zlib.h>
+
 #include "dataset/dataset.h"
 
 /* Reads file `file` of module `name` whole (gunzipped when it is gzip); a missing file is an
@@ -10,9 +12,30 @@
  * `file` is looked for under that name too (a name another Paddle version downloads it as). */
 FlStatus fl_ds_read(const char *name, const char *file, const char *alt, char **out,
                     size_t *len, FlErr *e) FL_WARN_UNUSED;
+/* Reads the rest of an open zlib file whole (NUL-terminated, *len bytes before the NUL) and
+ * closes it; a read error is an error naming `shown` (the file as a message names it). */
+FlStatus fl_ds_gz_read_all(gzFile f, const char *shown, char **out, size_t *len, FlErr *e) FL_WARN_UNUSED;
 /* A table of `rows` rows: the data of each plain field allocated (zeros), and the offsets of each
  * sequence field, whose data (malloc'd) the loader sets. */
 FlDsTable *fl_ds_table_new(const FlDsLayout *l, size_t rows);
+
+/* The values of one field of a table over the lines read (multislot.c, ctr.c): floats or ids,
+ * and a sequence field's offsets (off starts with 0, one more entry a line). */
+typedef struct FlDsCol {
+    FL_VEC(float) f;
+    FL_VEC(int64_t) u;
+    FL_VEC(int64_t) off;
+} FlDsCol;
+/* A table of layout l (a column per field) of `rows` rows from the columns; fl_ds_cols_free
+ * frees n columns and the array (NULL: nothing). */
+FlDsTable *fl_ds_cols_table(const FlDsLayout *l, const FlDsCol *cols, size_t rows);
+void fl_ds_cols_free(FlDsCol *cols, size_t n);
+/* Calls fn on each line of text (len bytes with a NUL past them), the line NUL-terminated in
+ * place without its '\n', with its 1-based number; fn returns FL_ERROR with e set to stop. A NUL
+ * byte in a line is an error naming FILE:LINE and saying `what` (the kind of file) is text. */
+typedef FlStatus (*FlDsLineFn)(void *arg, const char *file, size_t lineno, char *line, FlErr *e);
+FlStatus fl_ds_each_line(const char *file, char *text, size_t len, const char *what, FlDsLineFn fn, void *arg,
+                         FlErr *e) FL_WARN_UNUSED;
 
 /* Calls fn for each file of a tar archive in memory, in the archive's order, with its name (a
  * leading "./" left out; not NUL-terminated) and its data; fn returns 0 to go on, 1 to stop, -1

@@ -26,13 +26,6 @@ FlStatus fl_ds_multislot_layout(const FlDsSlot *slots, size_t n, FlDsLayout *out
     return FL_OK;
 }
 
-/* The values of one used slot over every line read: floats or ids, and a sequence's offsets. */
-typedef struct Col {
-    FL_VEC(float) f;
-    FL_VEC(int64_t) u;
-    FL_VEC(int64_t) off;
-} Col;
-
 static bool blank(char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f'; }
 
 static const char *skip(const char *p) {
@@ -49,7 +42,7 @@ static int tok_len(const char *p) {
 
 /* Parses one line (NUL-terminated) into the columns. */
 static FlStatus parse_line(const char *file, size_t lineno, const char *line, const FlDsSlot *slots, size_t n,
-                           Col *cols, FlErr *e) {
+                           FlDsCol *cols, FlErr *e) {
     const char *p = line;
     size_t used = 0;
     for (size_t i = 0; i < n; i++) {
@@ -71,7 +64,7 @@ static FlStatus parse_line(const char *file, size_t lineno, const char *line, co
             return fl_err(e, "%s:%zu: dense slot '%s' (slot %zu of %zu) has %lld values; its var takes %lld a line",
                           file, lineno, s->name, i + 1, n, num, (long long)s->width);
         p = end;
-        Col *c = s->width >= 0 ? &cols[used++] : NULL;
+        FlDsCol *c = s->width >= 0 ? &cols[used++] : NULL;
         for (long long j = 0; j < num; j++) {
             p = skip(p);
             if (!*p)
@@ -106,11 +99,8 @@ static FlStatus parse_line(const char *file, size_t lineno, const char *line, co
     return FL_OK;
 }
 
-static FlStatus read_file(const char *file, const FlDsSlot *slots, size_t n, Col *cols, size_t *rows, FlErr *e) {
-    size_t len;
-    FlErr why;
-    char *text = fl_read_regular_file(file, &len, &why);
-    if (!text) return fl_err(e, "a MultiSlot file of the dataset (set_filelist): %s", why.msg);
+FlStatus fl_ds_each_line(const char *file, char *text, size_t len, const char *what, FlDsLineFn fn, void *arg,
+                         FlErr *e) {
     FlStatus st = FL_OK;
     size_t lineno = 0;
     for (char *p = text; st == FL_OK && p < text + len;) {
@@ -118,50 +108,79 @@ static FlStatus read_file(const char *file, const FlDsSlot *slots, size_t n, Col
         char *stop = nl ? nl : text + len;
         lineno++;
         if (memchr(p, '\0', (size_t)(stop - p)))
-            st = fl_err(e, "%s:%zu: a NUL byte: a MultiSlot file is text", file, lineno);
+            st = fl_err(e, "%s:%zu: a NUL byte: %s is text", file, lineno, what);
         if (st == FL_OK) {
-            char save = *stop; /* text has a NUL past its end (fl_read_regular_file) */
+            char save = *stop; /* text has a NUL past its end */
             *stop = '\0';
-            st = parse_line(file, lineno, p, slots, n, cols, e);
+            st = fn(arg, file, lineno, p, e);
             *stop = save;
         }
-        if (st == FL_OK) (*rows)++;
         p = stop + 1;
     }
+    return st;
+}
+
+typedef struct Lines {
+    const FlDsSlot *slots;
+    size_t n;
+    FlDsCol *cols;
+    size_t *rows;
+} Lines;
+
+static FlStatus line_fn(void *arg, const char *file, size_t lineno, char *line, FlErr *e) {
+    Lines *l = arg;
+    if (parse_line(file, lineno, line, l->slots, l->n, l->cols, e)) return FL_ERROR;
+    (*l->rows)++;
+    return FL_OK;
+}
+
+static FlStatus read_file(const char *file, const FlDsSlot *slots, size_t n, FlDsCol *cols, size_t *rows, FlErr *e) {
+    size_t len;
+    FlErr why;
+    char *text = fl_read_regular_file(file, &len, &why);
+    if (!text) return fl_err(e, "a MultiSlot file of the dataset (set_filelist): %s", why.msg);
+    Lines l = {slots, n, cols, rows};
+    FlStatus st = fl_ds_each_line(file, text, len, "a MultiSlot file", line_fn, &l, e);
     free(text);
     return st;
+}
+
+FlDsTable *fl_ds_cols_table(const FlDsLayout *l, const FlDsCol *cols, size_t rows) {
+    FlDsTable *t = fl_ds_table_new(l, rows);
+    for (size_t f = 0; f < l->nfields; f++) {
+        const FlDsField *fd = &l->fields[f];
+        bool flt = fd->dtype == FL_DT_FLOAT32;
+        size_t count = flt ? cols[f].f.len : cols[f].u.len;
+        void *src = flt ? (void *)cols[f].f.data : (void *)cols[f].u.data;
+        size_t esz = flt ? sizeof(float) : sizeof(int64_t);
+        if (fd->seq) {
+            memcpy(t->offsets[f], cols[f].off.data, (rows + 1) * sizeof(int64_t));
+            t->data[f] = fl_xmalloc(fl_mul_size(count ? count : 1, esz));
+        }
+        if (count) memcpy(t->data[f], src, count * esz);
+    }
+    return t;
+}
+
+void fl_ds_cols_free(FlDsCol *cols, size_t n) {
+    for (size_t f = 0; cols && f < n; f++) {
+        FL_VEC_FREE(&cols[f].f);
+        FL_VEC_FREE(&cols[f].u);
+        FL_VEC_FREE(&cols[f].off);
+    }
+    free(cols);
 }
 
 FlStatus fl_ds_multislot_load(char *const *files, size_t nfiles, const FlDsSlot *slots, size_t n, FlDsTable **out,
                               FlErr *e) {
     FlDsLayout l;
     if (fl_ds_multislot_layout(slots, n, &l, e)) return FL_ERROR;
-    Col *cols = fl_xcalloc(l.nfields, sizeof *cols);
+    FlDsCol *cols = fl_xcalloc(l.nfields, sizeof *cols);
     for (size_t f = 0; f < l.nfields; f++) FL_VEC_PUSH(&cols[f].off, 0);
     size_t rows = 0;
     FlStatus st = FL_OK;
     for (size_t k = 0; st == FL_OK && k < nfiles; k++) st = read_file(files[k], slots, n, cols, &rows, e);
-    if (st == FL_OK) {
-        FlDsTable *t = fl_ds_table_new(&l, rows);
-        for (size_t f = 0; f < l.nfields; f++) {
-            const FlDsField *fd = &l.fields[f];
-            bool flt = fd->dtype == FL_DT_FLOAT32;
-            size_t count = flt ? cols[f].f.len : cols[f].u.len;
-            void *src = flt ? (void *)cols[f].f.data : (void *)cols[f].u.data;
-            size_t esz = flt ? sizeof(float) : sizeof(int64_t);
-            if (fd->seq) {
-                memcpy(t->offsets[f], cols[f].off.data, (rows + 1) * sizeof(int64_t));
-                t->data[f] = fl_xmalloc(fl_mul_size(count ? count : 1, esz));
-            }
-            if (count) memcpy(t->data[f], src, count * esz);
-        }
-        *out = t;
-    }
-    for (size_t f = 0; f < l.nfields; f++) {
-        FL_VEC_FREE(&cols[f].f);
-        FL_VEC_FREE(&cols[f].u);
-        FL_VEC_FREE(&cols[f].off);
-    }
-    free(cols);
+    if (st == FL_OK) *out = fl_ds_cols_table(&l, cols, rows);
+    fl_ds_cols_free(cols, l.nfields);
     return st;
 }

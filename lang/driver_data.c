@@ -392,6 +392,11 @@ static int32_t emit(Ctx *c, FlValue *r) {
         FL_VEC_PUSH(&d->slot_types, fl_xstrdup(mst->list.items[i]->str.s));
         FL_VEC_PUSH(&d->slot_widths, msw->list.items[i]->i);
     }
+    /* a ctr_reader's slot keys, line format and file type (driver_dataset.c checked them) */
+    FlValue *ck2 = get(r, "_slot_keys"), *lf = get(r, "_line_format"), *gz = get(r, "_gzip");
+    for (size_t i = 0; ck2 && i < ck2->list.len; i++) FL_VEC_PUSH(&d->slot_keys, ck2->list.items[i]->i);
+    d->line_format = dup_str(lf);
+    d->gzip = gz && gz->kind == VK_BOOL && gz->b;
     FL_VEC_PUSH(&c->bundle->readers, d);
     int32_t idx = (int32_t)(c->bundle->readers.len - 1);
     fl_v_rec_set(c, r, "_index", fl_v_int(c, idx));

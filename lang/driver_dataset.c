@@ -7,6 +7,9 @@
  *                 "multislot") that paddle.batch and paddle.reader.shuffle decorate and
  *                 `for data in reader():` reads, as a paddle.dataset reader; the files are read
  *                 when the driver opens it
+ *   ctr(files, names, types, widths, keys, line_format, gzip, threads)
+ *                 the reader of fluid.contrib.ctr_reader's svm or csv files (dataset/ctr.c): a
+ *                 source of Bundle.readers (kind "ctr"), read when the driver opens it
  *   feed_desc(path)
  *                 a DataFeedDesc in protobuf's text format (Fluid's data_feed.proto: name,
  *                 batch_size, pipe_command, multi_slot_desc { slots { name type is_dense is_used
@@ -63,6 +66,57 @@ static FlValue *d_multislot(Ctx *c, FlValue *self, CallArgs *a) {
         for (size_t i = 0; i < v[k]->list.len; i++) fl_v_list_push(c, copy, v[k]->list.items[i]);
         fl_v_rec_set(c, r, attrs[k], copy);
     }
+    return rv;
+}
+
+/* ctr(files, names, types, widths, keys, line_format, gzip, threads): the reader of a
+ * fluid.contrib.ctr_reader's files (dataset/ctr.c): one sample per line, one field per var of the
+ * reader (the stdlib checked the vars and made the slots); a source (kind "ctr") that
+ * paddle.batch decorates, its files read when the driver opens it, by `threads` threads. */
+static FlValue *d_ctr(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("ctr", "files names types widths keys line_format gzip threads", 8);
+    if (!str_list(c, v[0], "the file list", a->span) || !str_list(c, v[1], "the slot names", a->span) ||
+        !str_list(c, v[2], "the slot types", a->span) || !fl_ev_want_str(c, v[5], "the line format", a->span))
+        return c->error;
+    size_t n = v[1]->list.len;
+    bool lists = (v[3]->kind == VK_LIST || v[3]->kind == VK_TUPLE) && (v[4]->kind == VK_LIST || v[4]->kind == VK_TUPLE);
+    if (v[2]->list.len != n || !lists || v[3]->list.len != n || v[4]->list.len != n || v[6]->kind != VK_BOOL ||
+        v[7]->kind != VK_INT || v[7]->i < 1)
+        return fl_ev_error(c, a->span, "ctr: a name, a type, a width and a key for each slot, a bool and threads");
+    FlDsSlot *slots = fl_xcalloc(n + 1, sizeof *slots);
+    int64_t *keys = fl_xcalloc(n + 1, sizeof *keys);
+    for (size_t i = 0; i < n; i++) {
+        FlValue *w = v[3]->list.items[i], *k = v[4]->list.items[i];
+        if (w->kind != VK_INT || k->kind != VK_INT) {
+            free(slots);
+            free(keys);
+            return fl_ev_error(c, a->span, "ctr: slot '%s': width and key are ints", v[1]->list.items[i]->str.s);
+        }
+        slots[i] = (FlDsSlot){v[1]->list.items[i]->str.s, strcmp(v[2]->list.items[i]->str.s, "float") == 0, w->i};
+        keys[i] = k->i;
+    }
+    const char *fmt = v[5]->str.s;
+    FlDsCtr d = {strcmp(fmt, "csv") == 0, v[6]->b, (size_t)v[7]->i, NULL, 0, slots, keys, n};
+    FlDsLayout l;
+    FlErr e;
+    FlStatus st = strcmp(fmt, "csv") != 0 && strcmp(fmt, "svm") != 0
+                      ? fl_err(&e, "ctr: line format '%s' (\"svm\" or \"csv\")", fmt)
+                      : fl_ds_ctr_layout(&d, &l, &e);
+    free(slots);
+    free(keys);
+    if (st) return fl_ev_error(c, a->span, "%s", e.msg);
+    FlValue *rv = fl_ev_reader_source(c, "ctr", &l);
+    FlValue *r = fl_ev_reader_record(rv);
+    const char *attrs[5] = {"_files", "_slot_names", "_slot_types", "_slot_widths", "_slot_keys"};
+    for (int k = 0; k < 5; k++) { /* copies: later changes of the script's lists do not reach the reader */
+        FlValue *copy = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < v[k]->list.len; i++) fl_v_list_push(c, copy, v[k]->list.items[i]);
+        fl_v_rec_set(c, r, attrs[k], copy);
+    }
+    fl_v_rec_set(c, r, "_line_format", v[5]);
+    fl_v_rec_set(c, r, "_gzip", v[6]);
+    fl_v_rec_set(c, r, "_n", v[7]);
     return rv;
 }
 
@@ -244,6 +298,7 @@ static FlValue *d_feed_desc(Ctx *c, FlValue *self, CallArgs *a) {
 
 static const NativeFn dataset_fns[] = {
     {"multislot", d_multislot},
+    {"ctr", d_ctr},
     {"feed_desc", d_feed_desc},
 };
 

@@ -38,6 +38,7 @@ typedef struct DistState {
     FL_VEC(char *) eps;   /* owned */
     int64_t pserver;      /* whose programs pserver_program() gave, -1: none yet */
     FlProgram *ps_main, *ps_startup; /* in c->programs (or adopted by the bundle) */
+    char *load;           /* owned: load_persistables_for_increment's dirname on ps_main, else NULL */
 } DistState;
 
 static DistState *state(Ctx *c) {
@@ -52,6 +53,7 @@ void fl_ev_dist_free(Ctx *c) {
     if (!c->dist) return;
     for (size_t i = 0; i < c->dist->eps.len; i++) free(c->dist->eps.data[i]);
     FL_VEC_FREE(&c->dist->eps);
+    free(c->dist->load);
     free(c->dist);
     c->dist = NULL;
 }
@@ -61,6 +63,7 @@ void fl_script_dist_fini(FlScriptDist *d) {
     free(d->endpoints);
     free(d->pserver_main);
     free(d->pserver_startup);
+    free(d->load);
     free(d->where);
     memset(d, 0, sizeof *d);
 }
@@ -174,7 +177,26 @@ static FlValue *d_check_startup(Ctx *c, FlValue *self, CallArgs *a) {
     return c->none;
 }
 
+/* increment(dirname, program): contrib.load_persistables_for_increment on this pserver's own
+ * program (get_pserver_program's): the role loads its vars from checkpoint dirname after its
+ * startup program (Bundle.load), as flrun --load does; True. Another program: False (the
+ * stdlib loads it on the driver). */
+static FlValue *d_increment(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("increment", "dirname program", 2);
+    if (!fl_ev_want_str(c, v[0], "load_persistables_for_increment(dirname=)", a->span)) return c->error;
+    DistState *d = c->dist;
+    if (v[1]->kind != VK_PROGRAM || !d || !d->ps_main || v[1]->prog != d->ps_main) return c->vfalse;
+    if (d->load && strcmp(d->load, v[0]->str.s) != 0)
+        return fl_ev_error(c, a->span, "load_persistables_for_increment: the pserver loads '%s' already; a pserver "
+                           "loads one checkpoint", d->load);
+    free(d->load);
+    d->load = fl_xstrdup(v[0]->str.s);
+    return c->vtrue;
+}
+
 static const NativeFn dist_fns[] = {
+    {"increment", d_increment},
     {"transpile", d_transpile},
     {"trainer_program", d_trainer_program},
     {"pserver_program", d_pserver_program},
@@ -211,6 +233,7 @@ void fl_ev_dist_finish(Ctx *c) {
     o->pserver = d->pserver;
     o->pserver_main = bundle_name_of(c->bundle, d->ps_main);
     o->pserver_startup = bundle_name_of(c->bundle, d->ps_startup);
+    o->load = d->load ? fl_xstrdup(d->load) : NULL;
     FlLoc l = fl_ev_loc(c, d->at);
     const char *src = l.file >= 0 && (size_t)l.file < c->bundle->source_paths.len ? c->bundle->source_paths.data[l.file]
                                                                                    : NULL;
@@ -357,6 +380,7 @@ static int compile_role(const char *path, const FlCompileOptions *opt, const FlS
         if (fl_transpile(b, &to, &plan, &e) == FL_OK) {
             *out = plan->roles.data[r];
             plan->roles.data[r] = NULL;
+            if (server && sd.load) (*out)->load = fl_xstrdup(sd.load); /* load_persistables_for_increment */
         }
     }
     if (!nerr && e.msg[0]) nerr = 1;

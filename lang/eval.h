@@ -29,6 +29,7 @@ typedef struct FlScriptDist {
     int64_t pserver;             /* the pserver whose programs the script asked for, else -1 */
     char *pserver_main, *pserver_startup; /* their names in Bundle.programs when the driver runs them */
     char *where;                 /* "file:line:col: " of the transpile() call */
+    char *load;                  /* the checkpoint a pserver's load_persistables_for_increment names */
 } FlScriptDist;
 void fl_script_dist_fini(FlScriptDist *d);
 

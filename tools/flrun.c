@@ -996,17 +996,18 @@ static FlStatus save_shards(Run *r, FlErr *e) {
     return FL_OK; /* an error is trainer 0's to report (it removes the new checkpoint) */
 }
 
-/* A pserver of a plan's job with --load: its vars cut from the saved local vars, as its
- * startup program cuts them from their initial values: the rows of its blocks read from the
- * saved whole var or from the shards that overlap them, whatever P wrote them. */
-static FlStatus load_server(Run *r, FlErr *e) {
+/* A pserver of a plan's job with --load DIR (or the load_persistables_for_increment(DIR, ...)
+ * of its script: Bundle.load): its vars cut from the saved local vars, as its startup program
+ * cuts them from their initial values: the rows of its blocks read from the saved whole var or
+ * from the shards that overlap them, whatever P wrote them. */
+static FlStatus load_server(Run *r, const char *dir, FlErr *e) {
     FlPlanVar *pv;
     size_t n = fl_transpile_pserver_vars(r->bundle, &pv);
     FlTensor *got = fl_xcalloc(n + 1, sizeof *got);
     FlStatus st = FL_OK;
     for (size_t i = 0; i < n; i++) got[i] = (FlTensor)FL_TENSOR_INIT;
     for (size_t i = 0; i < n && st == FL_OK; i++)
-        st = fl_params_read_rows(r->o->load, pv[i].full, pv[i].row0, pv[i].rows, &got[i], e);
+        st = fl_params_read_rows(dir, pv[i].full, pv[i].row0, pv[i].rows, &got[i], e);
     for (size_t i = 0; i < n; i++) { /* every var read: set them all */
         if (st == FL_OK) fl_scope_set_tensor(r->scope, pv[i].var, &got[i]);
         fl_tensor_fini(&got[i]);
@@ -1391,7 +1392,14 @@ static int run_program(Opts *o) {
         goto fail;
     }
     if (fl_executor_run_startup(r.ex, r.scope, &e) != FL_OK) goto fail;
-    if (o->load && (server && plan ? load_server(&r, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)
+    const char *inc = server && plan ? r.bundle->load : NULL; /* its script's load_persistables_for_increment */
+    if (inc && o->load && strcmp(inc, o->load) != 0) {
+        snprintf(e.msg, sizeof e.msg, "%s: --load '%s', but the pserver's script loads '%s' "
+                 "(load_persistables_for_increment): give one checkpoint", fl_mpi_who(mpi), o->load, inc);
+        goto fail;
+    }
+    if (inc && !o->load && load_server(&r, inc, &e) != FL_OK) goto fail;
+    if (o->load && (server && plan ? load_server(&r, o->load, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)
         goto fail;
     const FlRunSpec *rs = &r.bundle->run;
     if (server) { /* startup, then listen_and_serv until every trainer is done */

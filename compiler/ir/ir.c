@@ -666,6 +666,7 @@ void fl_ir_bundle_free(FlBundle *b) {
     for (size_t i = 0; i < b->readers.len; i++) fl_ir_reader_desc_free(b->readers.data[i]);
     FL_VEC_FREE(&b->readers);
     fl_ir_inference_free(b->inference);
+    free(b->load);
     free(b);
 }
 
@@ -689,6 +690,8 @@ void fl_ir_reader_desc_free(FlReaderDesc *r) {
     free_strvec(r->slot_names.data, r->slot_names.len);
     free_strvec(r->slot_types.data, r->slot_types.len);
     FL_VEC_FREE(&r->slot_widths);
+    FL_VEC_FREE(&r->slot_keys);
+    free(r->line_format);
     free(r);
 }
 
@@ -716,6 +719,10 @@ static FlReaderDesc *reader_desc_clone(const FlReaderDesc *r) {
     c->slot_widths.data = NULL;
     c->slot_widths.len = c->slot_widths.cap = 0;
     for (size_t i = 0; i < r->slot_widths.len; i++) FL_VEC_PUSH(&c->slot_widths, r->slot_widths.data[i]);
+    c->slot_keys.data = NULL;
+    c->slot_keys.len = c->slot_keys.cap = 0;
+    for (size_t i = 0; i < r->slot_keys.len; i++) FL_VEC_PUSH(&c->slot_keys, r->slot_keys.data[i]);
+    c->line_format = dup_or_null(r->line_format);
     return c;
 }
 
@@ -753,6 +760,7 @@ FlBundle *fl_ir_bundle_clone(const FlBundle *b) {
     STRVEC_COPY(&c->source_paths, &b->source_paths);
     c->role = dup_or_null(b->role);
     c->role_index = b->role_index;
+    c->load = dup_or_null(b->load);
     for (size_t i = 0; i < b->readers.len; i++) FL_VEC_PUSH(&c->readers, reader_desc_clone(b->readers.data[i]));
     if (b->inference) {
         c->inference = fl_xcalloc(1, sizeof *c->inference);
@@ -1005,7 +1013,7 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
         int64_t min_n; /* -1: n unused */
     } kinds[] = {{"dataset", 0, 0, -1}, {"shuffle", 1, 1, 1}, {"batch", 1, 1, 1}, {"firstn", 1, 1, 0},
                  {"chain", 1, SIZE_MAX, -1}, {"compose", 1, SIZE_MAX, -1}, {"buffered", 1, 1, 1},
-                 {"multislot", 0, 0, -1}};
+                 {"multislot", 0, 0, -1}, {"ctr", 0, 0, 1}};
     size_t k = 0;
     while (k < FL_ARRAY_LEN(kinds) && (!r->kind || strcmp(r->kind, kinds[k].kind) != 0)) k++;
     if (k == FL_ARRAY_LEN(kinds)) return fl_err(e, "reader %zu: unknown kind '%s'", i, r->kind ? r->kind : "");
@@ -1025,18 +1033,25 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
     if (r->data_type < 0 || r->data_type > 2 || (k != 0 && r->data_type))
         return fl_err(e, "reader %zu (%s): data_type %lld", i, r->kind, (long long)r->data_type);
     if (k != 0 && (r->n2 || r->lang)) return fl_err(e, "reader %zu (%s): a dataset's arguments on a decorator", i, r->kind);
-    bool ms = strcmp(r->kind, "multislot") == 0;
+    bool ctr = strcmp(r->kind, "ctr") == 0, ms = ctr || strcmp(r->kind, "multislot") == 0;
     if (!ms && (r->files.len || r->slot_names.len || r->slot_types.len || r->slot_widths.len))
         return fl_err(e, "reader %zu (%s): MultiSlot files or slots on another kind of reader", i, r->kind);
+    if (!ctr && (r->slot_keys.len || r->line_format || r->gzip))
+        return fl_err(e, "reader %zu (%s): ctr_reader's slot keys or line format on another kind of reader", i,
+                      r->kind);
     if (ms && (!r->slot_names.len || r->slot_types.len != r->slot_names.len ||
-               r->slot_widths.len != r->slot_names.len))
-        return fl_err(e, "reader %zu (multislot): %zu slot names, %zu types, %zu widths", i, r->slot_names.len,
-                      r->slot_types.len, r->slot_widths.len);
+               r->slot_widths.len != r->slot_names.len || (ctr && r->slot_keys.len != r->slot_names.len)))
+        return fl_err(e, "reader %zu (%s): %zu slot names, %zu types, %zu widths, %zu keys", i, r->kind,
+                      r->slot_names.len, r->slot_types.len, r->slot_widths.len, r->slot_keys.len);
     for (size_t j = 0; ms && j < r->slot_names.len; j++)
         if ((strcmp(r->slot_types.data[j], "uint64") != 0 && strcmp(r->slot_types.data[j], "float") != 0) ||
-            r->slot_widths.data[j] < -1)
-            return fl_err(e, "reader %zu (multislot): slot '%s' of type '%s' and width %lld", i,
+            r->slot_widths.data[j] < (ctr ? 0 : -1))
+            return fl_err(e, "reader %zu (%s): slot '%s' of type '%s' and width %lld", i, r->kind,
                           r->slot_names.data[j], r->slot_types.data[j], (long long)r->slot_widths.data[j]);
+    if (ctr && (!r->line_format || (strcmp(r->line_format, "svm") != 0 && strcmp(r->line_format, "csv") != 0)))
+        return fl_err(e, "reader %zu (ctr): line format '%s' (\"svm\" or \"csv\")", i,
+                      r->line_format ? r->line_format : "");
+    if (ctr && !r->files.len) return fl_err(e, "reader %zu (ctr): no files", i);
     return FL_OK;
 }
 
@@ -1107,6 +1122,9 @@ FlStatus fl_ir_validate_bundle(const FlBundle *b, FlErr *e) {
     if (pf->present && pf->path && !*pf->path) return fl_err(e, "run spec: an empty profile path");
     for (size_t i = 0; i < b->readers.len; i++)
         if (check_reader_desc(b->readers.data[i], i, e)) return FL_ERROR;
+    if (b->load && (!b->load[0] || !b->role || strcmp(b->role, "pserver") != 0))
+        return fl_err(e, "a bundle loads checkpoint '%s' after its startup program, but only a pserver role does",
+                      b->load);
     return check_inference(b, e);
 }
 

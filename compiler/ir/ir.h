@@ -270,7 +270,7 @@ FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r);
  * paddle.dataset source or a decorator of earlier nodes, which reader_open opens by index. */
 typedef struct FlReaderDesc {
     char *kind;                /* "dataset", "shuffle", "batch", "firstn", "chain", "compose",
-                                  "buffered"; owned */
+                                  "buffered", "multislot", "ctr"; owned */
     FL_VEC(int32_t) inputs;    /* the nodes it decorates: indices of earlier readers */
     char *dataset, *part;      /* kind "dataset": the module and its reader; owned, else NULL */
     int64_t n;                 /* shuffle buf_size, batch batch_size, firstn n, buffered size;
@@ -288,6 +288,12 @@ typedef struct FlReaderDesc {
     FL_VEC(char *) slot_names;
     FL_VEC(char *) slot_types;
     FL_VEC(int64_t) slot_widths;
+    /* ctr: Fluid's contrib.ctr_reader files (files and slots as multislot's, n the read threads):
+       per slot its key (csv: its field of a line, the label 0; svm: its slot id, the label -1),
+       the line format ("svm", "csv"; owned) and whether the files are gzip */
+    FL_VEC(int64_t) slot_keys;
+    char *line_format;
+    bool gzip;
 } FlReaderDesc;
 
 void fl_ir_reader_desc_free(FlReaderDesc *r);
@@ -321,6 +327,8 @@ typedef struct FlBundle {
     FL_VEC(FlNamedProgram) programs; /* the other programs the driver runs (Program(), clones) */
     FlInferenceSpec *inference; /* owned; NULL, or: an inference model (save_inference_model's
                                    __model__), main its program, its parameters in the file's directory */
+    char *load;                 /* owned; NULL, or (a pserver role) the checkpoint it loads its vars from
+                                   after its startup program, as flrun --load (load_persistables_for_increment) */
 } FlBundle;
 
 FlBundle *fl_ir_bundle_new(void); /* empty startup and main programs */

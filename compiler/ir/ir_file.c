@@ -238,6 +238,10 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->slot_types = enc_strs(a, r->slot_types.data, r->slot_types.len);
     m->n_slot_widths = r->slot_widths.len;
     m->slot_widths = r->slot_widths.data;
+    m->n_slot_keys = r->slot_keys.len;
+    m->slot_keys = r->slot_keys.data;
+    m->line_format = r->line_format;
+    m->has_gzip = m->gzip = r->gzip;
     return m;
 }
 
@@ -290,6 +294,7 @@ static Fluidc__Bundle *enc_bundle(FlArena *a, const FlBundle *b, const char *dir
         im->n_targets = b->inference->targets.len;
         im->targets = enc_strs(a, b->inference->targets.data, b->inference->targets.len);
     }
+    m->load = b->load;
     m->role = b->role;
     m->has_role_index = 1;
     m->role_index = b->role_index;
@@ -342,10 +347,10 @@ uint8_t *fl_ir_encode_bundle_version(const FlBundle *b, uint32_t version, size_t
 }
 
 uint32_t fl_ir_format_version(const FlBundle *b, const FlPlan *p) {
-    bool driver = b && (b->driver || b->readers.len || b->programs.len || b->inference);
+    bool driver = b && (b->driver || b->readers.len || b->programs.len || b->inference || b->load);
     for (size_t i = 0; p && i < p->roles.len; i++)
         driver = driver || p->roles.data[i]->driver || p->roles.data[i]->readers.len || p->roles.data[i]->programs.len ||
-                 p->roles.data[i]->inference;
+                 p->roles.data[i]->inference || p->roles.data[i]->load;
     return driver ? FL_IR_FORMAT_VERSION : FL_IR_FORMAT_BASE;
 }
 
@@ -615,12 +620,17 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         DEC_STRVEC(&r->slot_types, rm->slot_types, rm->n_slot_types);
         FL_VEC_RESERVE(&r->slot_widths, rm->n_slot_widths);
         for (size_t j = 0; j < rm->n_slot_widths; j++) r->slot_widths.data[r->slot_widths.len++] = rm->slot_widths[j];
+        FL_VEC_RESERVE(&r->slot_keys, rm->n_slot_keys);
+        for (size_t j = 0; j < rm->n_slot_keys; j++) r->slot_keys.data[r->slot_keys.len++] = rm->slot_keys[j];
+        r->line_format = rm->line_format ? dec_str(rm->line_format) : NULL;
+        r->gzip = rm->gzip;
     }
     if (m->inference) {
         b->inference = fl_xcalloc(1, sizeof *b->inference);
         DEC_STRVEC(&b->inference->feeds, m->inference->feeds, m->inference->n_feeds);
         DEC_STRVEC(&b->inference->targets, m->inference->targets, m->inference->n_targets);
     }
+    b->load = m->load ? dec_str(m->load) : NULL;
     b->role = dec_str(m->role);
     b->role_index = m->role_index;
     const Fluidc__RunSpec *rm = m->run;

@@ -304,6 +304,9 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
             fl_buf_printf(out, "%s%s:%s:%lld", j ? " " : " slots ", r->slot_names.data[j],
                           j < r->slot_types.len ? r->slot_types.data[j] : "?",
                           j < r->slot_widths.len ? (long long)r->slot_widths.data[j] : 0LL);
+        for (size_t j = 0; j < r->slot_keys.len; j++) /* ctr: each slot's field (csv) or slot id (svm) */
+            fl_buf_printf(out, "%s%lld", j ? " " : " keys ", (long long)r->slot_keys.data[j]);
+        if (r->line_format) fl_buf_printf(out, " %s%s", r->line_format, r->gzip ? " gzip" : " plain");
         for (size_t j = 0; j < r->files.len; j++) fl_buf_printf(out, "%s%s", j ? " " : " files ", r->files.data[j]);
         fl_buf_putc(out, '\n');
     }
@@ -312,6 +315,7 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
 void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
     fl_buf_printf(out, "bundle: role %s, index %lld\n", b->role ? b->role : "",
                   (long long)b->role_index);
+    if (b->load) fl_buf_printf(out, "load: %s (after the startup program)\n", b->load);
     fl_buf_puts(out, "sources:");
     for (size_t i = 0; i < b->source_paths.len; i++)
         fl_buf_printf(out, "%s [%zu] %s", i ? "," : "", i,

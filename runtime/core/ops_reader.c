@@ -73,19 +73,39 @@ static void epoch_release(void *p) {
 
 /* ---------------------------------------------------------------- reader_open */
 
-/* Whether node d is a source: a paddle.dataset reader or a MultiSlot dataset, a table of samples. */
+/* Whether node d is a source: a paddle.dataset reader, a MultiSlot dataset or a ctr_reader's
+ * files, a table of samples. */
 static bool is_source(const FlReaderDesc *d) {
-    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0;
+    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0 || strcmp(d->kind, "ctr") == 0;
 }
 
 /* A MultiSlot dataset's table (Fluid's Dataset API, docs/data.md): its files read now. */
-static FlStatus load_multislot(const FlReaderDesc *d, FlDsTable **out, FlErr *e) {
+/* The slots of a MultiSlot or ctr reader (malloc'd; the names borrowed from d). */
+static FlDsSlot *slots_of(const FlReaderDesc *d) {
     size_t n = d->slot_names.len;
     FlDsSlot *slots = fl_xcalloc(n + 1, sizeof *slots);
-    for (size_t k = 0; k < n; k++) /* flc verify checked the three lists have n entries */
+    for (size_t k = 0; k < n; k++) /* flc verify checked the lists have n entries */
         slots[k] = (FlDsSlot){d->slot_names.data[k], strcmp(d->slot_types.data[k], "float") == 0,
                               d->slot_widths.data[k]};
+    return slots;
+}
+
+static FlStatus load_multislot(const FlReaderDesc *d, FlDsTable **out, FlErr *e) {
+    size_t n = d->slot_names.len;
+    FlDsSlot *slots = slots_of(d);
     FlStatus st = fl_ds_multislot_load(d->files.data, d->files.len, slots, n, out, e);
+    free(slots);
+    return st;
+}
+
+/* A ctr_reader's table (fluid.contrib.ctr_reader, docs/data.md): its files read now, by its
+ * read threads. */
+static FlStatus load_ctr(const FlReaderDesc *d, FlDsTable **out, FlErr *e) {
+    size_t n = d->slot_names.len;
+    FlDsSlot *slots = slots_of(d);
+    FlDsCtr c = {strcmp(d->line_format, "csv") == 0, d->gzip, (size_t)d->n, d->files.data, d->files.len, slots,
+                 d->slot_keys.data, n};
+    FlStatus st = fl_ds_ctr_load(&c, out, e);
     free(slots);
     return st;
 }
@@ -94,6 +114,7 @@ static FlStatus load_multislot(const FlReaderDesc *d, FlDsTable **out, FlErr *e)
 static FlStatus load(Reader *r, size_t i, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
     if (strcmp(d->kind, "multislot") == 0) return r->tables[i] ? FL_OK : load_multislot(d, &r->tables[i], e);
+    if (strcmp(d->kind, "ctr") == 0) return r->tables[i] ? FL_OK : load_ctr(d, &r->tables[i], e);
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
         FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,

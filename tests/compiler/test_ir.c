@@ -819,6 +819,89 @@ static void test_reader_multislot(void) {
     fl_ir_bundle_free(b);
 }
 
+/* A ctr_reader's files, slots, keys, line format and file type (fluid.contrib.ctr_reader) are
+ * written, read back, shown and cloned; a format but "svm" and "csv", keys not one per slot, no
+ * read thread, or a line format on another kind of reader are refused. */
+static void test_reader_ctr(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    FlReaderDesc *src = reader_desc("ctr", -1, 2);
+    FL_VEC_PUSH(&src->files, fl_xstrdup("a.csv.gz"));
+    const char *names[3] = {"label", "dense", "ids"}, *types[3] = {"uint64", "float", "uint64"};
+    int64_t widths[3] = {1, 3, 0}, keys[3] = {0, 1, 2};
+    for (int i = 0; i < 3; i++) {
+        FL_VEC_PUSH(&src->slot_names, fl_xstrdup(names[i]));
+        FL_VEC_PUSH(&src->slot_types, fl_xstrdup(types[i]));
+        FL_VEC_PUSH(&src->slot_widths, widths[i]);
+        FL_VEC_PUSH(&src->slot_keys, keys[i]);
+    }
+    src->line_format = fl_xstrdup("csv");
+    src->gzip = true;
+    FL_VEC_PUSH(&b->readers, src);
+    const char *path = tmp_path("ctr.flp");
+    FlBundle *r = written_and_read(b, path);
+    const FlReaderDesc *d = r->readers.data[0];
+    CU_ASSERT_EQUAL_FATAL(d->slot_keys.len, 3);
+    CU_ASSERT_EQUAL(d->slot_keys.data[2], 2);
+    CU_ASSERT_STRING_EQUAL(d->line_format, "csv");
+    CU_ASSERT_TRUE(d->gzip);
+    CU_ASSERT_EQUAL(d->n, 2);
+    shown_same(b, r, "reader 0: ctr() 2 slots label:uint64:1 dense:float:3 ids:uint64:0 keys 0 1 2 csv gzip files "
+                     "a.csv.gz\n");
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_NOT_EQUAL(cl->readers.data[0]->line_format, d->line_format);
+    CU_ASSERT_STRING_EQUAL(cl->readers.data[0]->line_format, "csv");
+    CU_ASSERT_EQUAL(cl->readers.data[0]->slot_keys.data[1], 1);
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    free(src->line_format);
+    src->line_format = fl_xstrdup("pw");
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 0 (ctr): line format 'pw'"));
+    free(src->line_format);
+    src->line_format = fl_xstrdup("svm");
+    src->slot_keys.len = 2;
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 0 (ctr): 3 slot names, 3 types, 3 widths, 2 keys"));
+    src->slot_keys.len = 3;
+    src->n = 0;
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 0 (ctr): size 0 below 1"));
+    src->n = 1;
+    FL_VEC_PUSH(&b->readers, reader_desc("batch", 0, 32));
+    b->readers.data[1]->line_format = fl_xstrdup("csv");
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "reader 1 (batch): ctr_reader's slot keys or line format on another kind"));
+    fl_ir_bundle_free(b);
+}
+
+/* A pserver's checkpoint to load after its startup program (load_persistables_for_increment) is
+ * written (as format 3), read back, shown and cloned; on another role it is refused. */
+static void test_bundle_load(void) {
+    FlBundle *b = make_bundle();
+    FlErr e = {{0}};
+    free(b->role);
+    b->role = fl_xstrdup("pserver");
+    b->load = fl_xstrdup("ck");
+    CU_ASSERT_EQUAL(fl_ir_format_version(b, NULL), 3);
+    const char *path = tmp_path("load.flp");
+    FlBundle *r = written_and_read(b, path);
+    CU_ASSERT_STRING_EQUAL(r->load, "ck");
+    FlBuf out = {0};
+    fl_ir_show_bundle(r, &out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&out), "load: ck (after the startup program)\n"));
+    fl_buf_free(&out);
+    FlBundle *cl = fl_ir_bundle_clone(r);
+    CU_ASSERT_STRING_EQUAL(cl->load, "ck");
+    fl_ir_bundle_free(cl);
+    fl_ir_bundle_free(r);
+    free(b->role);
+    b->role = fl_xstrdup("trainer");
+    CU_ASSERT_EQUAL(fl_ir_bundle_write(b, path, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "a bundle loads checkpoint 'ck' after its startup program, but only a pserver"));
+    fl_ir_bundle_free(b);
+}
+
 /* A driver program (docs/driver.md) is kept, shown and checked; a bundle with one is written as
  * format 3, a bundle without one as format 2, byte for byte as before the field existed. */
 static void test_driver_round_trip(void) {
@@ -1691,6 +1774,8 @@ int main(void) {
     CU_add_test(s, "reader word dict", test_reader_word_dict);
     CU_add_test(s, "reader wmt16 args", test_reader_wmt16_args);
     CU_add_test(s, "reader multislot", test_reader_multislot);
+    CU_add_test(s, "reader ctr", test_reader_ctr);
+    CU_add_test(s, "bundle load", test_bundle_load);
     CU_add_test(s, "named programs", test_named_programs);
     CU_add_test(s, "plan round trip", test_plan_round_trip);
     CU_add_test(s, "protoc --decode", test_protoc_decode);

@@ -7,6 +7,9 @@
 # be the shards' rows (read here from the shard files, docs/running.md's format), and fc_0.w_0
 # the trainer's file. Also: the copy's lookups are local while the program keeps its own,
 # convert of a program with no distributed table is None (Fluid's), and the errors are located.
+# Then a script that transpiles itself runs as P=1 T=1, its pserver loading that checkpoint with
+# load_persistables_for_increment: the rows its trainer looks up at the first step are the
+# shards' within 1e-6.
 set -u
 FLC=$1 FLRUN=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -14,6 +17,15 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 
+# a tensor file's floats (docs/running.md's format), for the checks below
+cat > ckfile.py <<'PY'
+import struct
+def tensor(path):
+    b = open(path, "rb").read()
+    ver, dt, nd, _ = struct.unpack("<4I", b[8:24])
+    off = 24 + 8 * nd + (16 if ver == 2 else 0)
+    return list(struct.unpack("<%df" % ((len(b) - off) // 4), b[off:]))
+PY
 python3 - <<'PY'
 import random
 random.seed(1)
@@ -66,12 +78,8 @@ grep -qx 'copy \[False\]' out.txt || fail "the copy's lookup is still distribute
 grep -qx 'main \[True\]' out.txt || fail "the program itself changed: $(cat out.txt)"
 grep -qx 'again None' out.txt || fail "convert of a local program is not None: $(cat out.txt)"
 python3 - <<'PY' || fail "the loaded values are not the checkpoint's"
-import re, struct
-def tensor(path):
-    b = open(path, "rb").read()
-    ver, dt, nd, _ = struct.unpack("<4I", b[8:24])
-    off = 24 + 8 * nd + (16 if ver == 2 else 0)
-    return list(struct.unpack("<%df" % ((len(b) - off) // 4), b[off:]))
+import re
+from ckfile import tensor
 def printed(name):
     text = open("out.txt").read()
     m = re.search(r"^" + name + r" \[([^\]]*)\]", text, re.M | re.S)
@@ -94,10 +102,53 @@ check_err() { # NAME TEXT: flrun NAME.fl fails, its stderr names NAME.fl's last 
   echo 'fluid.contrib.load_persistables_for_inference("ck", exe, fluid.default_main_program(), "tabel")'; } > e1.fl
 check_err e1 "the program has no var 'tabel' (the lookup table)"
 { cat net.fl; echo 'exe = fluid.Executor(fluid.CPUPlace())'
-  echo 'fluid.contrib.load_persistables_for_increment("ck", exe, fluid.default_main_program(), "table", "ck/table")'; } > e2.fl
-check_err e2 "load_persistables_for_increment() is not compiled: a pserver of fluidc's plans runs"
+  echo 'fluid.contrib.load_persistables_for_increment("ck", exe, fluid.default_main_program(), "table", "t.bin")'; } > e2.fl
+check_err e2 "fluidc's checkpoints hold the table's rows in the checkpoint directory itself"
 { cat net.fl; echo 'exe = fluid.Executor(fluid.CPUPlace())'
   echo 'fluid.contrib.load_persistables_for_inference("nowhere", exe, fluid.default_main_program(), "table")'; } > e3.fl
 "$FLRUN" e3.fl > /dev/null 2> e3.err && fail "e3.fl ran"
 grep -q "nowhere" e3.err || fail "e3: the missing checkpoint is not named: $(cat e3.err)"
+
+# load_persistables_for_increment: a script that transpiles itself as P=1 T=1, whose pserver
+# loads the checkpoint of the P=2 job above for increment (its one server reads its rows from
+# both shards); the trainer's first step looks every row up from the pserver, before any
+# update: the rows must be the shards' within 1e-6.
+{ cat net.fl; cat <<'FL'
+import os
+click = layers.data(name="click", shape=[1], dtype="int64")
+loss = layers.mean(layers.cross_entropy(input=predict, label=click))
+fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+t = fluid.DistributeTranspiler()
+t.transpile(int(os.getenv("PADDLE_TRAINER_ID", "0")), pservers=os.getenv("PADDLE_PSERVER_ENDPOINTS", ""),
+            trainers=int(os.getenv("PADDLE_TRAINERS_NUM", "1")))
+exe = fluid.Executor(fluid.CPUPlace())
+if os.getenv("PADDLE_TRAINING_ROLE", "TRAINER") == "PSERVER":
+    ep = os.getenv("PADDLE_CURRENT_ENDPOINT")
+    pserver_prog = t.get_pserver_program(ep)
+    exe.run(t.get_startup_program(ep, pserver_prog))
+    fluid.contrib.load_persistables_for_increment("ck", exe, pserver_prog, "table", "ck/table")
+    exe.run(pserver_prog)
+else:
+    exe.run(fluid.default_startup_program())
+    rows, = exe.run(t.get_trainer_program(), feed={"ids": [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]],
+                    "click": [[0], [1], [0], [1], [0]]}, fetch_list=[emb])
+    print("rows", rows.reshape([40]))
+FL
+} > inc.fl
+PADDLE_PSERVER_ENDPOINTS=127.0.0.1:6170 PADDLE_TRAINERS_NUM=1 "$FLC" build inc.fl -o inc.plan > inc.build 2>&1 ||
+    fail "flc build inc.fl: $(cat inc.build)"
+"$FLC" show inc.plan | grep -q '^load: ck (after the startup program)' ||
+    fail "the plan's pserver does not load ck: $("$FLC" show inc.plan | grep -i load)"
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$FLRUN" inc.plan > out.txt 2> err.txt ||
+    fail "the increment job: $(cat err.txt)"
+python3 - <<'PY' || fail "the rows the pserver serves after the increment load are not the checkpoint's"
+import re
+from ckfile import tensor
+m = re.search(r"^rows \[([^\]]*)\]", open("out.txt").read(), re.M | re.S)
+got = [float(t) for t in m.group(1).split()]
+want = tensor("ck/table%shard-0-5") + tensor("ck/table%shard-5-10")
+assert len(got) == len(want) == 40, (len(got), len(want))
+bad = [(i, g, e) for i, (g, e) in enumerate(zip(got, want)) if abs(g - e) > 1e-6 * max(1.0, abs(e))]
+assert not bad, bad[:3]
+PY
 echo "ok"
