@@ -1,5 +1,5 @@
 """fluid_files.py: writers of Fluid's tensor files, built from the formats' definitions, for the
-tests that read them (tensor_load.sh, the RecordIO tests, tests/fuzz/lodstream_seeds.py).
+tests that read them (tensor_load.sh, tests/fuzz/lodstream_seeds.py and recordio_seeds.py).
 
 lod_tensor(): one LoDTensor in the stream format of Fluid's save op: uint32 LoD version 0, uint64
 number of levels, each level's byte size (uint64) and offsets (uint64), uint32 tensor version 0,
@@ -40,3 +40,25 @@ def lod_tensor(dtype, dims, values, lod=(), packed=False):
     if not isinstance(values, bytes):
         values = struct.pack("<%d%s" % (len(values), PACK[dtype]), *values)
     return out + struct.pack("<Ii", 0, len(d)) + d + values
+
+
+def recordio(records, max_num_records=1000, compressor=0):
+    """A RecordIO file of Fluid's writer: chunks of at most max_num_records records, each chunk a
+    header of five uint32 (magic 0x01020304, records, zlib's CRC-32 of the payload, compressor,
+    payload size) then the payload, each record its uint32 length and its bytes."""
+    import zlib
+    out = b""
+    for i in range(0, len(records), max_num_records):
+        payload = b"".join(struct.pack("<I", len(r)) + r for r in records[i:i + max_num_records])
+        out += struct.pack("<5I", 0x01020304, len(records[i:i + max_num_records]), zlib.crc32(payload) & 0xFFFFFFFF,
+                           compressor, len(payload)) + payload
+    return out
+
+
+def write_files(d, files):
+    """Writes each {name: bytes} of files into the directory d (made when missing)."""
+    import os
+    os.makedirs(d, exist_ok=True)
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)

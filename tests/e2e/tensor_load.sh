@@ -14,7 +14,7 @@ cd "$T" || exit 1
 python3 - "$ROOT/tests/e2e" <<'PY' || { echo "FAIL: the Python writer"; exit 1; }
 import sys
 sys.path.insert(0, sys.argv[1])
-from fluid_files import lod_tensor
+from fluid_files import lod_tensor, write_files
 files = {
     "w.bin": lod_tensor("float32", [2, 3], [1.5, -2.25, 1024.0, 0.0078125, -0.0, 65504.0]),
     "d.bin": lod_tensor("float64", [3], [0.5, -1e300, 2.0 ** -10]),
@@ -26,9 +26,7 @@ files = {
     "garbage.bin": b"not a tensor file at all\n",
 }
 files["cut.bin"] = files["w.bin"][:-5]
-for name, data in files.items():
-    with open(name, "wb") as f:
-        f.write(data)
+write_files(".", files)
 PY
 fail=0
 # run NAME WANT_EXIT: runs NAME.fl (from stdin) and keeps its output

@@ -8,7 +8,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from fluid_files import lod_tensor  # noqa: E402
+from fluid_files import lod_tensor, write_files  # noqa: E402
 
 SEEDS = {
     "fp32_2x3": lod_tensor("float32", [2, 3], [1, 2, 3, 4, 5, 6]),
@@ -22,8 +22,4 @@ SEEDS = {
 }
 
 if __name__ == "__main__":
-    d = sys.argv[1]
-    os.makedirs(d, exist_ok=True)
-    for name, data in SEEDS.items():
-        with open(os.path.join(d, name), "wb") as f:
-            f.write(data)
+    write_files(sys.argv[1], SEEDS)
