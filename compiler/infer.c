@@ -322,6 +322,8 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_similarity_focus: return fl_infer_similarity_focus(&c);
     /* infer_tree.c */
     case FL_OPID_tree_conv: return fl_infer_tree_conv(&c);
+    /* infer_lodfile.c */
+    case FL_OPID_load: return fl_infer_load(&c);
     /* infer_array.c */
     case FL_OPID_write_to_array: return fl_infer_write_to_array(&c);
     case FL_OPID_read_from_array: return fl_infer_read_from_array(&c);

@@ -439,6 +439,8 @@ FlStatus fl_infer_random_crop(Ctx *c);
 FlStatus fl_infer_similarity_focus(Ctx *c);
 /* infer_tree.c */
 FlStatus fl_infer_tree_conv(Ctx *c);
+/* infer_lodfile.c */
+FlStatus fl_infer_load(Ctx *c);
 
 /* infer_array.c */
 FlStatus fl_infer_write_to_array(Ctx *c);

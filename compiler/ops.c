@@ -609,6 +609,8 @@ void fl_ops_markdown(FlBuf *out) {
                 "| seqedit | `seqedit.def` | `infer_seqedit.c` | `ops_seqedit.c` | `seqedit.c` | `_seqedit.fl` |\n"
                 "| imgsel | `imgsel.def` | `infer_imgsel.c` | `ops_imgsel.c` | `imgsel.c` | `_imgsel.fl` |\n"
                 "| tree | `tree.def` | `infer_tree.c` | `ops_tree.c` | `tree.c` | `_tree.fl` |\n"
+                "| lodfile | `lodfile.def` | `infer_lodfile.c` | `ops_lodfile.c` (over `runtime/lodstream.c`) | — | "
+                "`io.fl` |\n"
                 "\n"
                 "A new op needs: its line at the end of its family's section (a new family: a section in\n"
                 "`compiler/ops/layers_more.def` or a file of its own, included from `compiler/ops.def`), which\n"

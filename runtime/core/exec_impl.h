@@ -208,6 +208,12 @@ FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) FL_WARN_UNUSED;
  * declaring block's scope when absent; shared vars in the caller's scope). */
 FlVar *fl_exec_var_read(FlScope *s, const ArgRef *a);
 FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a);
+/* The declaration of the var an argument names (NULL for a name no block declares). */
+static inline const FlVarDesc *fl_exec_arg_desc(const ExecOp *op, const ArgRef *a) {
+    const PBlock *pb = op->block;
+    for (int i = 0; i < a->up && pb; i++) pb = pb->parent;
+    return pb && a->idx >= 0 && (size_t)a->idx < pb->slots.len ? pb->slots.data[a->idx].desc : NULL;
+}
 /* The scope holding args declared `up` blocks out. */
 FlScope *fl_exec_scope_up(FlScope *s, int up);
 /* Sets rc->e to "runtime error in op 'T' (file:line:col): <fmt...>" and returns FL_ERROR. */

@@ -70,17 +70,11 @@ static FlStatus get_chan(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRef 
     return FL_OK;
 }
 
-static const FlVarDesc *arg_desc(const ExecOp *op, const ArgRef *a) {
-    const PBlock *pb = op->block;
-    for (int i = 0; i < a->up && pb; i++) pb = pb->parent;
-    return pb && a->idx >= 0 && (size_t)a->idx < pb->slots.len ? pb->slots.data[a->idx].desc : NULL;
-}
-
 /* The value ch (the channel var's declaration: its element dtype, and its element shape when it
  * has one, -1 dims matching any size) may carry. */
 static FlStatus check_elem(RunCtx *rc, const ExecOp *op, const ArgRef *ch, const ArgRef *a,
                            const FlTensor *t) {
-    const FlVarDesc *d = arg_desc(op, ch);
+    const FlVarDesc *d = fl_exec_arg_desc(op, ch);
     if (!d || d->kind != FL_VAR_CHANNEL) return FL_OK;
     bool ok = t->dtype == d->dtype && (d->ndim == 0 || t->ndim == d->ndim);
     for (int i = 0; ok && d->ndim > 0 && i < d->ndim; i++) ok = d->shape[i] < 0 || d->shape[i] == t->ne[i];
@@ -92,7 +86,7 @@ static FlStatus check_elem(RunCtx *rc, const ExecOp *op, const ArgRef *ch, const
 
 /* Whether the channel var ch names carries channels (its declaration's elem_chans). */
 static bool carries_chans(const ExecOp *op, const ArgRef *ch) {
-    const FlVarDesc *d = arg_desc(op, ch);
+    const FlVarDesc *d = fl_exec_arg_desc(op, ch);
     return d && d->kind == FL_VAR_CHANNEL && d->elem_chans > 0;
 }
 
@@ -123,7 +117,7 @@ static FlStatus store_item(RunCtx *rc, const ExecOp *op, FlScope *s, const ArgRe
         return FL_OK;
     }
     FlVar *v = fl_exec_var_write(s, a);
-    const FlVarDesc *d = arg_desc(op, a);
+    const FlVarDesc *d = fl_exec_arg_desc(op, a);
     if (it->chan || (d && d->kind == FL_VAR_CHANNEL)) { /* a channel, or a channel's zero value: nil */
         fl_var_set_object(v, ok ? it->chan : NULL, chan_release_cb);
         if (ok) it->chan = NULL; /* moved */

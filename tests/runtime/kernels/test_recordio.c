@@ -1,0 +1,235 @@
+/* test_recordio.c: Fluid's RecordIO files (runtime/recordio.c): a chunk built here byte by byte
+ * from the format's definition is what the writer writes and what the scanner reads; chunks close
+ * every max_records records; a record of tensor streams (as fluid.recordio_writer writes a
+ * batch) reads back as its tensors; a file the Python writer of tests/e2e/fluid_files.py made
+ * (tests/fuzz/corpus/recordio/chunks_of_2) reads as the values it wrote; every prefix of a file is its whole chunks or an error; and
+ * each corruption (magic, checksum, compressor, sizes, record counts) is an error naming it. */
+#include "runtime/recordio.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "runtime/lodstream.h"
+#include "tests/cunit.h"
+
+static void u32(FlBuf *b, uint32_t v) { fl_buf_append(b, (const char *)&v, 4); }
+
+/* One chunk of the records "ab", "" and "xyz": payload 02000000 'a' 'b' 00000000 03000000 'x' 'y'
+ * 'z' (17 bytes), its CRC-32 from zlib. */
+static void hand_chunk(FlBuf *b) {
+    FlBuf pl = {0};
+    u32(&pl, 2);
+    fl_buf_append(&pl, "ab", 2);
+    u32(&pl, 0);
+    u32(&pl, 3);
+    fl_buf_append(&pl, "xyz", 3);
+    u32(b, 0x01020304);
+    u32(b, 3);
+    u32(b, (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)pl.data, (uInt)pl.len));
+    u32(b, 0);
+    u32(b, (uint32_t)pl.len);
+    fl_buf_append(b, pl.data, pl.len);
+    fl_buf_free(&pl);
+}
+
+/* The records of data[0, len) joined as "rec|rec|..." into out; the status of the scan. */
+static FlStatus scan(const void *data, size_t len, char *out, size_t cap, FlErr *e) {
+    FlRecordioScanner s;
+    fl_recordio_scanner_init(&s, data, len);
+    out[0] = 0;
+    for (;;) {
+        const unsigned char *r;
+        size_t n, at;
+        bool ok;
+        if (fl_recordio_next(e, &s, &r, &n, &at, &ok)) return FL_ERROR;
+        if (!ok) return FL_OK;
+        size_t l = strlen(out);
+        if (l + n + 2 < cap) {
+            memcpy(out + l, r, n);
+            out[l + n] = '|';
+            out[l + n + 1] = 0;
+        }
+    }
+}
+
+static void test_hand_chunk_read_and_written(void) {
+    FlBuf want = {0};
+    hand_chunk(&want);
+    CU_ASSERT_EQUAL(want.len, 37);
+    char got[64];
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(scan(want.data, want.len, got, sizeof got, &e), FL_OK);
+    CHECK_STR(got, "ab||xyz|");
+    FlRecordioWriter w;
+    fl_recordio_writer_init(&w, 1000);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, "ab", 2), FL_OK);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, NULL, 0), FL_OK);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, "xyz", 3), FL_OK);
+    fl_recordio_writer_flush(&w);
+    fl_recordio_writer_flush(&w); /* nothing open: no empty chunk */
+    CU_ASSERT(w.out.len == want.len && memcmp(w.out.data, want.data, want.len) == 0);
+    fl_recordio_writer_fini(&w);
+    fl_buf_free(&want);
+}
+
+/* max_records 2: five records make chunks of 2, 2 and 1; every prefix of the file is either its
+ * first whole chunks (their records) or an error naming where it ends. */
+static void test_chunks_and_prefixes(void) {
+    FlRecordioWriter w;
+    fl_recordio_writer_init(&w, 2);
+    FlErr e = {{0}};
+    const char *recs[] = {"one", "two", "three", "four", "five"};
+    for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, recs[i], strlen(recs[i])), FL_OK);
+    fl_recordio_writer_flush(&w);
+    size_t c1 = 20 + 7 + 7, c2 = c1 + 20 + 9 + 8;
+    CU_ASSERT_EQUAL(w.out.len, c2 + 20 + 8);
+    char got[128];
+    CU_ASSERT_EQUAL(scan(w.out.data, w.out.len, got, sizeof got, &e), FL_OK);
+    CHECK_STR(got, "one|two|three|four|five|");
+    for (size_t n = 0; n < w.out.len; n++) {
+        FlStatus st = scan(w.out.data, n, got, sizeof got, &e);
+        if (n == 0 || n == c1 || n == c2) {
+            CU_ASSERT_EQUAL(st, FL_OK);
+            CHECK_STR(got, n == 0 ? "" : n == c1 ? "one|two|" : "one|two|three|four|");
+        } else {
+            CU_ASSERT_EQUAL(st, FL_ERROR);
+            CU_ASSERT(strstr(e.msg, "the file ends inside the header of the chunk at byte") != NULL ||
+                      strstr(e.msg, "bytes of records, but the file has") != NULL);
+        }
+    }
+    fl_recordio_writer_fini(&w);
+}
+
+/* A record as fluid.recordio_writer writes a batch: the stream of each feed var, one after the
+ * other; the scanner's record reads back as those tensors, byte for byte. */
+static void test_record_of_tensors(void) {
+    FlErr e = {{0}};
+    FlTensor x = FL_TENSOR_INIT, y = FL_TENSOR_INIT;
+    int64_t nx[2] = {2, 3}, ny[2] = {2, 1};
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &x, FL_DT_FLOAT32, 2, nx), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_alloc(&e, &y, FL_DT_INT64, 2, ny), FL_OK);
+    for (int i = 0; i < 6; i++) fl_tensor_set(&x, i, 0.25 * i - 1);
+    fl_tensor_set(&y, 0, 7), fl_tensor_set(&y, 1, -3);
+    FlBuf rec = {0};
+    CU_ASSERT_EQUAL_FATAL(fl_lodstream_write(&e, &rec, &x, 0, NULL), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_lodstream_write(&e, &rec, &y, 0, NULL), FL_OK);
+    FlRecordioWriter w;
+    fl_recordio_writer_init(&w, 1000);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, rec.data, rec.len), FL_OK);
+    fl_recordio_writer_flush(&w);
+    FlRecordioScanner s;
+    fl_recordio_scanner_init(&s, w.out.data, w.out.len);
+    const unsigned char *r;
+    size_t n, at, used;
+    bool ok;
+    CU_ASSERT_EQUAL_FATAL(fl_recordio_next(&e, &s, &r, &n, &at, &ok), FL_OK);
+    CU_ASSERT_FATAL(ok && n == rec.len && at == 20);
+    FlLodTensor a, b;
+    fl_lodtensor_init(&a);
+    fl_lodtensor_init(&b);
+    CU_ASSERT_EQUAL_FATAL(fl_lodstream_read(&e, r, n, at + 4, &used, &a), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_lodstream_read(&e, r + used, n - used, at + 4 + used, &used, &b), FL_OK);
+    CU_ASSERT(a.t.dtype == FL_DT_FLOAT32 && fl_tensor_same_shape(&a.t, &x));
+    CU_ASSERT(memcmp(fl_tensor_data(&a.t), fl_tensor_data(&x), fl_tensor_nbytes(&x)) == 0);
+    CU_ASSERT(b.t.dtype == FL_DT_INT64 && memcmp(fl_tensor_data(&b.t), fl_tensor_data(&y), 16) == 0);
+    CU_ASSERT_EQUAL(fl_recordio_next(&e, &s, &r, &n, &at, &ok), FL_OK);
+    CU_ASSERT(!ok);
+    fl_lodtensor_fini(&a);
+    fl_lodtensor_fini(&b);
+    fl_recordio_writer_fini(&w);
+    fl_buf_free(&rec);
+    fl_tensor_fini(&x);
+    fl_tensor_fini(&y);
+}
+
+/* recordio_seeds.py's chunks_of_2: 5 records in chunks of 2, 2 and 1, record i the streams of a
+ * float32 [2, 3] {i, 1, 2, 3, 4, 5}, an int64 [2, 1] {i, -i} and an int64 [3, 1] {1, 2, 3} with
+ * LoD {0, 1, 3}. */
+static void test_python_written_file(void) {
+    FlErr e = {{0}};
+    size_t flen = 0;
+    char *file = fl_read_file(FL_SOURCE_DIR "/tests/fuzz/corpus/recordio/chunks_of_2", &flen, &e);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(file);
+    FlRecordioScanner s;
+    fl_recordio_scanner_init(&s, file, flen);
+    int nrec = 0;
+    for (;;) {
+        const unsigned char *r;
+        size_t n, at, used, off = 0;
+        bool ok;
+        CU_ASSERT_EQUAL_FATAL(fl_recordio_next(&e, &s, &r, &n, &at, &ok), FL_OK);
+        if (!ok) break;
+        FlLodTensor t[3];
+        for (int k = 0; k < 3; k++) {
+            fl_lodtensor_init(&t[k]);
+            CU_ASSERT_EQUAL_FATAL(fl_lodstream_read(&e, r + off, n - off, at + 4 + off, &used, &t[k]), FL_OK);
+            off += used;
+        }
+        CU_ASSERT_EQUAL(off, n);
+        const float *x = fl_tensor_data(&t[0].t);
+        const int64_t *y = fl_tensor_data(&t[1].t), *z = fl_tensor_data(&t[2].t), *o = fl_tensor_data(&t[2].lod[0]);
+        CU_ASSERT(t[0].t.dtype == FL_DT_FLOAT32 && t[0].t.ne[0] == 2 && t[0].t.ne[1] == 3);
+        CU_ASSERT(x[0] == (float)nrec && x[1] == 1 && x[5] == 5);
+        CU_ASSERT(t[1].t.dtype == FL_DT_INT64 && y[0] == nrec && y[1] == -nrec);
+        CU_ASSERT(t[2].nlevels == 1 && z[2] == 3 && o[0] == 0 && o[1] == 1 && o[2] == 3);
+        for (int k = 0; k < 3; k++) fl_lodtensor_fini(&t[k]);
+        nrec++;
+    }
+    CU_ASSERT_EQUAL(nrec, 5);
+    free(file);
+}
+
+static void test_corrupt_chunks(void) {
+    struct {
+        size_t at;
+        uint32_t v;
+        const char *want;
+    } cases[] = {
+        {0, 0x04030201, "the chunk at byte 0 starts with 0x04030201, not RecordIO's magic number 0x01020304"},
+        {4, 2, "the chunk at byte 0 holds 7 bytes after its 2 records"},
+        {4, 4, "record 3 of the chunk at byte 0 (byte 37) runs past the chunk's end (it says 4 records)"},
+        {8, 12345, "the chunk at byte 0 has checksum 0x00003039, but its 17 bytes sum to"},
+        {12, 1, "the chunk at byte 0 is Snappy-compressed, and fluidc reads chunks without compression: write the "
+                "file with compressor=Compressor.NoCompress"},
+        {12, 2, "is Gzip-compressed, which Fluid's own writer does not implement"},
+        {12, 9, "has compressor 9, which is none of RecordIO's (0 none, 1 Snappy, 2 Gzip)"},
+        {16, 18, "the chunk at byte 0 says 18 bytes of records, but the file has 17 after its header"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        FlBuf b = {0};
+        hand_chunk(&b);
+        memcpy(b.data + cases[k].at, &cases[k].v, 4);
+        char got[64];
+        FlErr e = {{0}};
+        CU_ASSERT_EQUAL(scan(b.data, b.len, got, sizeof got, &e), FL_ERROR);
+        if (!strstr(e.msg, cases[k].want)) fprintf(stderr, "\nmessage '%s' lacks '%s'\n", e.msg, cases[k].want);
+        CU_ASSERT(strstr(e.msg, cases[k].want) != NULL);
+        fl_buf_free(&b);
+    }
+    /* a record length past the chunk: the checksum is made to match, so the length is what is
+     * wrong */
+    FlBuf b = {0};
+    hand_chunk(&b);
+    uint32_t big = 100;
+    memcpy(b.data + 20 + 10, &big, 4);
+    uint32_t sum = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)b.data + 20, 17);
+    memcpy(b.data + 8, &sum, 4);
+    char got[64];
+    FlErr e = {{0}};
+    CU_ASSERT_EQUAL(scan(b.data, b.len, got, sizeof got, &e), FL_ERROR);
+    CU_ASSERT(strstr(e.msg, "record 2 of the chunk at byte 0 (byte 30) is 100 bytes long, past the chunk's end (3 "
+                            "bytes left)") != NULL);
+    fl_buf_free(&b);
+}
+
+int main(void) {
+    static const FlTestCase cases[] = {
+        {"hand_chunk_read_and_written", test_hand_chunk_read_and_written},
+        {"chunks_and_prefixes", test_chunks_and_prefixes},
+        {"record_of_tensors", test_record_of_tensors},
+        {"python_written_file", test_python_written_file},
+        {"corrupt_chunks", test_corrupt_chunks},
+    };
+    return fl_test_run("recordio", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
+}
