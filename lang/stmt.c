@@ -288,6 +288,7 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
         fl_ev_error(c, s->loop.iter->span, "cannot iterate over a tensor Var; iterate over a channel, a list or range(n)");
         return FLOW_ERROR;
     }
+    if (fl_ev_is_rt_list(it)) return fl_ev_lower_for_list(c, e, s, it); /* its elements, when the driver runs */
     FlValue *seq = fl_ev_as_list(c, it, s->loop.iter->span);
     if (seq->kind == VK_ERROR) return FLOW_ERROR;
     int loop_rt_depth = c->loop_rt_depth;
