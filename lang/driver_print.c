@@ -145,7 +145,9 @@ FlValue *fl_ev_format_arg(Ctx *c, FlValue *x, bool repr, FlSpan sp) {
     switch (x->kind) {
     case VK_RECORD: case VK_LIST: case VK_TUPLE: case VK_SET: case VK_DICT:
         return needs_walk(c, x, 0) ? str_of(c, x, repr, 0, sp) : x;
-    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_VAR: case VK_FUNC:
+    case VK_VAR: /* '%r' of a fetched value: numpy's repr */
+        return repr && fl_ev_is_driver_var(c, x) ? str_of(c, x, true, 0, sp) : x;
+    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_FUNC:
     case VK_BUILTIN: case VK_MODULE: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_CLASS:
     case VK_ERROR: case VK_COUNT: break;
     }

@@ -408,9 +408,9 @@ static FlValue *as_element(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
     if (l->list.rt_kind == RT_TENSOR_ARRAY && fl_ev_is_lod_tensor(x)) {
         FlValue *lens = fl_v_rec_get(x, "_lens");
         if (lens && fl_v_is_seq(lens) && lens->list.len)
-            return fl_ev_error(c, sp, "LoDTensorArray.append(): a tensor with sequence lengths (%zu levels): the "
+            return fl_ev_error(c, sp, "LoDTensorArray.append(): a tensor with sequence lengths (%zu level%s): the "
                                "elements of a LoDTensorArray here hold no LoD; append the sequences' data "
-                               "(numpy.array(t)) or keep them in a list", lens->list.len);
+                               "(numpy.array(t)) or keep them in a list", lens->list.len, lens->list.len == 1 ? "" : "s");
         FlValue *data = fl_v_rec_get(x, "_data");
         if (!data || data->kind == VK_NONE)
             return fl_ev_error(c, sp, "LoDTensorArray.append(): the LoDTensor holds no data yet (t.set(array, place))");
