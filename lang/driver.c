@@ -463,8 +463,12 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     }
     for (size_t i = 0; i < nfetch; i++) {
         if (!(tnames[i] = var_name_of(c, fetch->list.items[i], "a fetch", sp))) return c->error;
-        if (!fl_ir_var_find(g, tnames[i]))
-            return fl_ev_error(c, sp, "fetch '%s' is not a var of the %s program's global block", tnames[i], pname);
+        const FlVarDesc *td = fl_ir_var_find(g, tnames[i]);
+        if (!td) return fl_ev_error(c, sp, "fetch '%s' is not a var of the %s program's global block", tnames[i], pname);
+        if (td->kind == FL_VAR_TENSOR_ARRAY && td->lod_level > 0) /* Fluid's as_numpy raises on LoD elements */
+            return fl_ev_error(c, sp, "fetch '%s' is a tensor array of sequences (lod_level %d): a fetched array's "
+                               "elements hold no LoD here; fetch each element with its offsets "
+                               "(fluid.layers.array_read(array, i))", tnames[i], td->lod_level);
     }
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
