@@ -55,12 +55,22 @@ FlStatus fl_infer_array_scalar(Ctx *c, FlDType t) {
 }
 
 /* tensor_array_to_tensor: Out is the elements' shape with an unknown size along axis (the
- * number of elements is known when it runs). */
+ * number of elements is known when it runs), a new dim there with use_stack. */
 FlStatus fl_infer_tensor_array_to_tensor(Ctx *c) {
     FlVarDesc *a;
     if (need_array(c, "input", "X", &a)) return FL_ERROR;
     Shape s = shape_of(a), idx = shape1(-1);
-    if (s.nd > 0) {
+    if (iattr(c, "use_stack")) {
+        int64_t axis = iattr(c, "axis");
+        if (s.nd >= FL_IR_MAX_DIMS) return fl_err(c->e, "%s: elements of %d dims cannot be stacked", c->t, s.nd);
+        if (axis < 0) axis += s.nd + 1;
+        if (axis < 0 || axis > s.nd)
+            return fl_err(c->e, "%s: axis %lld is out of range for stacking elements of %d dims", c->t,
+                          (long long)iattr(c, "axis"), s.nd);
+        for (int k = s.nd; k > axis; k--) s.d[k] = s.d[k - 1];
+        s.d[axis] = -1;
+        s.nd++;
+    } else if (s.nd > 0) {
         int axis = 0;
         if (norm_axis(c, iattr(c, "axis"), s.nd, &s, &axis)) return FL_ERROR;
         s.d[axis] = -1;

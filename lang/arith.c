@@ -263,7 +263,8 @@ static FlValue *format_percent(Ctx *c, FlValue *l, FlValue *r, FlSpan sp) {
             return x;
         }
         if (fl_ev_is_runtime(c, x)) { /* the conversion as written, applied when the driver prints */
-            if (!strchr("dioxXeEfFgGs", cv.conv) || (fl_ev_is_rtstr(x) && (cv.conv != 's' || i != start + 1))) {
+            bool plain = (cv.conv == 's' || cv.conv == 'r') && i == start + 1; /* %r: fl_ev_format_arg's repr */
+            if (!strchr("dioxXeEfFgGsr", cv.conv) || (fl_ev_is_rtstr(x) && !plain) || (!fl_ev_is_rtstr(x) && cv.conv == 'r')) {
                 fl_buf_free(&b);
                 return fl_ev_error(c, sp, "the conversion '%.*s' of a run-time value is not one print can apply "
                                           "(%%d, %%i, %%o, %%x, %%e, %%f, %%g, %%s with flags, width and precision)",

@@ -58,7 +58,7 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     switch (o->kind) {
     case VK_STR: return fl_v_int(c, (int64_t)o->str.n);
     case VK_LIST:
-        if (fl_ev_is_rt_list(o)) return fl_ev_driver_list_len(c, o, a->span);
+        if (fl_ev_is_rt_list(o) || fl_ev_is_tensor_array(o)) return fl_ev_driver_list_len(c, o, a->span);
         return fl_v_int(c, (int64_t)o->list.len);
     case VK_SET:
     case VK_TUPLE: return fl_v_int(c, (int64_t)o->list.len);
@@ -108,7 +108,7 @@ static FlValue *b_range(Ctx *c, FlValue *self, CallArgs *a) {
 FlValue *fl_ev_as_list(Ctx *c, FlValue *o, FlSpan sp) {
     if (fl_ev_is_rt_list(o))
         return fl_ev_error(c, sp, "a list filled at run time has no elements when the script compiles: use len(l), "
-                                  "l[i], sum(l), numpy.array(l) or numpy.mean(l)");
+                                  "l[i], a for loop over it, sum(l), numpy.array(l) or numpy.mean(l)");
     if (fl_v_is_seq(o)) return o;
     FlValue *l = fl_v_list(c, VK_LIST);
     if (o->kind == VK_SET) { /* its elements, in insertion order */
@@ -369,7 +369,8 @@ static FlValue *b_getattr(Ctx *c, FlValue *self, CallArgs *a) {
 
 static FlValue *m_append(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("append", "x", 1);
-    if (fl_ev_is_rt_list(self) || (fl_ev_in_driver(c) && self->list.rt_depth < c->rt_depth)) /* at run time */
+    if (fl_ev_is_rt_list(self) || fl_ev_is_tensor_array(self) ||
+        (fl_ev_in_driver(c) && self->list.rt_depth < c->rt_depth)) /* at run time */
         return fl_ev_driver_list_append(c, self, v[0], a->span);
     fl_v_list_push(c, self, v[0]);
     return c->none;
@@ -778,6 +779,13 @@ bool fl_ev_has_value_method(const FlValue *obj, const char *name) {
 FlValue *fl_ev_value_method(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     if (obj->kind == VK_PROGRAM) return fl_ev_program_method(c, obj, name, sp);
     if (obj->kind == VK_SET) return fl_ev_set_method(c, obj, name, sp);
+    if ((fl_ev_is_rt_list(obj) || fl_ev_is_tensor_array(obj)) && strcmp(name, "append") != 0)
+        return fl_ev_error(c, sp, fl_ev_is_tensor_array(obj)
+                                      ? "'LoDTensorArray' object has no attribute '%s' here (it has append(t), len(a), "
+                                        "a[i] and iteration)"
+                                      : "%s() of a list filled at run time: its elements are known only when the driver "
+                                        "runs (it has append(x), len(l), l[i] and iteration)",
+                           name);
     for (size_t i = 0; i < FL_ARRAY_LEN(methods); i++)
         if (methods[i].k == obj->kind && strcmp(methods[i].name, name) == 0)
             return fl_v_builtin(c, methods[i].name, methods[i].fn, obj);

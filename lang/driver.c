@@ -434,7 +434,19 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         feed = feed->list.items[0]; /* one place's feed (the batch of an iterable PyReader) */
     if (feed && feed->kind != VK_DICT)
         return fl_ev_error(c, sp, "feed must be a dict of var names to values, found %s", fl_v_type_name(feed));
+    for (size_t i = 0; feed && i < feed->dict.len; i++) {
+        FlValue *x = feed->dict.vals[i];
+        if (x->kind != VK_LIST || !(fl_ev_is_tensor_array(x) || (fl_ev_is_rt_list(x) && x->list.rt_kind == RT_FETCHED)))
+            continue;
+        const char *name = var_name_of(c, feed->dict.keys[i], "a feed key", sp);
+        if (!name) return c->error;
+        return fl_ev_error(c, sp, "feed '%s': a %s is not a value exe.run feeds (Fluid 1.5 feeds each var a LoDTensor "
+                           "or a numpy array); feed its elements to data vars (a[i]) and fill an array in the "
+                           "program (fluid.layers.array_write)", name,
+                           fl_ev_is_tensor_array(x) ? "LoDTensorArray" : "fetched tensor array's list");
+    }
     if (feed && (feed = fl_ev_lod_feeds(c, feed, g, sp))->kind == VK_ERROR) return feed; /* LoDTensors */
+    bool numpy_false = v[6] && v[6]->kind == VK_BOOL && !v[6]->b; /* return_numpy=False: LoDTensors */
     FlValue *fetch = v[2] && v[2]->kind != VK_NONE ? v[2] : NULL;
     if (fetch && fetch->kind == VK_SET) fetch = fl_ev_as_list(c, fetch, sp); /* fetch_list={g_img} */
     if (fetch && fetch->kind == VK_VAR) return fl_ev_error(c, sp, "fetch_list must be a list of Variables or var names, found a Variable: write [%s]", fetch->var.name);
@@ -451,12 +463,12 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
     }
     for (size_t i = 0; i < nfetch; i++) {
         if (!(tnames[i] = var_name_of(c, fetch->list.items[i], "a fetch", sp))) return c->error;
-        if (!fl_ir_var_find(g, tnames[i]))
-            return fl_ev_error(c, sp, "fetch '%s' is not a var of the %s program's global block", tnames[i], pname);
-        if (fl_ir_var_find(g, tnames[i])->kind == FL_VAR_TENSOR_ARRAY)
-            return fl_ev_error(c, sp, "fetch '%s' is a tensor array: a fetched LoDTensorArray is not built; fetch its "
-                                      "elements (fluid.layers.array_read(array, i)) or a tensor_array_to_tensor of it",
-                               tnames[i]);
+        const FlVarDesc *td = fl_ir_var_find(g, tnames[i]);
+        if (!td) return fl_ev_error(c, sp, "fetch '%s' is not a var of the %s program's global block", tnames[i], pname);
+        if (td->kind == FL_VAR_TENSOR_ARRAY && td->lod_level > 0) /* Fluid's as_numpy raises on LoD elements */
+            return fl_ev_error(c, sp, "fetch '%s' is a tensor array of sequences (lod_level %d): a fetched array's "
+                               "elements hold no LoD here; fetch each element with its offsets "
+                               "(fluid.layers.array_read(array, i))", tnames[i], td->lod_level);
     }
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
@@ -511,12 +523,23 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
         if (guard && !fl_ev_pyreader_fetch_init(c, d, sp)) result = c->error;
         fl_ir_op_add_output(op, "Fetch", name);
         fl_v_list_push(c, result, fl_v_var(c, name));
-        if (v[6] && v[6]->kind == VK_BOOL && !v[6]->b) fl_map_put_str(&c->tensor_fetches, name, (void *)name);
+        if (d->kind == FL_VAR_TENSOR_ARRAY && guard) {
+            fl_ev_error(c, sp, "fetch '%s' is a tensor array, of a run a py_reader feeds: fetch its elements "
+                        "(fluid.layers.array_read(array, i))", tnames[i]);
+            result = c->error;
+        }
+        if (numpy_false && d->kind != FL_VAR_TENSOR_ARRAY) fl_map_put_str(&c->tensor_fetches, name, (void *)name);
     }
     if (nfeed) fl_ir_op_set_strings(op, "feed_names", fnames, nfeed);
     if (nfetch) fl_ir_op_set_strings(op, "fetch_names", tnames, nfetch);
     if (!fl_ev_infer(c, c->b.block, op, sp)) result = c->error;
     if (guard && !fl_ev_pyreader_guard_end(c, outer, guard, sp)) result = c->error;
+    for (size_t i = 0; i < nfetch && result->kind != VK_ERROR; i++) { /* a tensor array's: a list of them */
+        FlValue *x = result->list.items[i];
+        if (fl_ev_var_desc(c, x)->kind != FL_VAR_TENSOR_ARRAY) continue;
+        result->list.items[i] = fl_ev_driver_fetched_array(c, x, !numpy_false, sp);
+        if (result->list.items[i]->kind == VK_ERROR) result = c->error;
+    }
 done:
     fl_ev_driver_leave(c, &s);
     return result;

@@ -4,7 +4,11 @@
  *
  *   an object of a class with __str__ (str) or __repr__ (str and repr): the method's result
  *   a tuple, list, set or dict: Python's brackets and commas around its items' repr()s
- *   a fetched value: as numpy prints it when the driver runs (a number: as Python's int/float)
+ *   a fetched value: as numpy prints it when the driver runs (a number: as Python's int/float),
+ *     inside a container as numpy's repr (array([1., 2.], dtype=float32))
+ *   numpy.array(...) of numbers made when the script compiles: the same, a constant of the driver
+ *   a list filled at run time (a fetched tensor array's list of numpy arrays included): Python's
+ *     list of its elements' reprs, when the driver runs (a LoDTensorArray: a located error)
  *   anything else: the language's repr (value.c)
  *
  * The result is a str, or a run-time string (driver.c) once a part is known only when the driver
@@ -22,9 +26,9 @@ static bool needs_walk(Ctx *c, FlValue *v, int depth) {
     if (depth > FL_MAX_NESTING) return false;
     if (fl_ev_is_runtime(c, v)) return true;
     switch (v->kind) {
-    case VK_RECORD: return fl_ev_is_lod_lengths(v) || str_method(v, false) != NULL;
+    case VK_RECORD: return fl_ev_is_lod_lengths(v) || fl_v_is_rec(v, "ndarray") || str_method(v, false) != NULL;
     case VK_LIST: case VK_TUPLE: case VK_SET:
-        if (fl_ev_is_rt_list(v)) return false; /* value.c reports it */
+        if (fl_ev_is_rt_list(v) || fl_ev_is_tensor_array(v)) return true; /* fl_ev_driver_list_str */
         for (size_t i = 0; i < v->list.len; i++)
             if (needs_walk(c, v->list.items[i], depth + 1)) return true;
         return false;
@@ -89,9 +93,38 @@ static FlValue *container_str(Ctx *c, FlValue *v, int depth, FlSpan sp) {
     return fl_ev_rtstr_settle(c, rt);
 }
 
+/* numpy.array(...) of numbers made when the script compiles, as numpy prints it: a constant of
+ * the driver (of its dtype) printed when the driver gets there; NULL when it holds no numbers. */
+static FlValue *ndarray_str(Ctx *c, FlValue *v, bool repr, FlSpan sp) {
+    FlValue *x = fl_v_rec_get(v, "_value"), *dt = fl_v_rec_get(v, "_dtype");
+    if (!x || !(fl_v_is_num(x) || fl_v_is_seq(x))) return NULL;
+    FlValue *var = fl_ev_driver_const(c, x, sp);
+    if (var->kind == VK_ERROR) return var;
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    FlVarDesc *d = fl_ev_var_desc(c, var);
+    fl_ev_driver_leave(c, &sw);
+    if (dt && dt->kind == VK_INT && d && d->dtype != (FlDType)dt->i) {
+        const char *names[3] = {"X", "in_dtype", "out_dtype"};
+        FlValue *vals[3] = {var, fl_v_int(c, d->dtype), dt};
+        if ((var = fl_ev_driver_kwop(c, "cast", names, vals, 3, sp))->kind == VK_ERROR) return var;
+    }
+    FlValue *rt = fl_ev_rtstr_new(c);
+    fl_ev_rtstr_value(c, rt, var, repr ? "repr" : "");
+    return rt;
+}
+
 static FlValue *str_of(Ctx *c, FlValue *v, bool repr, int depth, FlSpan sp) {
     if (fl_ev_is_rtstr(v)) return v;
+    FlValue *nd = fl_v_is_rec(v, "ndarray") ? ndarray_str(c, v, repr, sp) : NULL;
+    if (nd) return nd;
+    if (fl_ev_is_driver_var(c, v) && repr) { /* an item of a container: numpy's repr, array([1., 2.]) */
+        FlValue *rt = fl_ev_rtstr_new(c);
+        fl_ev_rtstr_value(c, rt, v, "repr");
+        return rt;
+    }
     if (fl_ev_is_driver_var(c, v)) return fl_ev_rtstr_of(c, v);
+    if (fl_ev_is_rt_list(v) || fl_ev_is_tensor_array(v)) return fl_ev_driver_list_str(c, v, sp);
     if (fl_ev_is_lod_lengths(v)) return fl_ev_lod_lengths_str(c, v); /* a fetched sequence's lengths */
     const char *m = str_method(v, repr);
     if (m) return method_str(c, v, m, sp);
@@ -112,7 +145,9 @@ FlValue *fl_ev_format_arg(Ctx *c, FlValue *x, bool repr, FlSpan sp) {
     switch (x->kind) {
     case VK_RECORD: case VK_LIST: case VK_TUPLE: case VK_SET: case VK_DICT:
         return needs_walk(c, x, 0) ? str_of(c, x, repr, 0, sp) : x;
-    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_VAR: case VK_FUNC:
+    case VK_VAR: /* '%r' of a fetched value: numpy's repr */
+        return repr && fl_ev_is_driver_var(c, x) ? str_of(c, x, true, 0, sp) : x;
+    case VK_NONE: case VK_BOOL: case VK_INT: case VK_FLOAT: case VK_STR: case VK_FUNC:
     case VK_BUILTIN: case VK_MODULE: case VK_GUARD: case VK_PROGRAM: case VK_READER: case VK_CLASS:
     case VK_ERROR: case VK_COUNT: break;
     }

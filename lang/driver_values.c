@@ -401,9 +401,28 @@ bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp) {
 
 /* ------------------------------------------------------------------ runtime lists */
 
-/* x as the element an array of the runtime list holds: [1, ...x's dims] (numpy.array(l) is the
- * elements stacked: the array's elements concatenated along their first dim). */
-static FlValue *as_element(Ctx *c, FlValue *x, FlSpan sp) {
+/* x as the element an array of the runtime list l holds: an RT_LIST's [1, ...x's dims]
+ * (numpy.array(l) is the elements stacked: the array's elements concatenated along their first
+ * dim), a fetched array's x as it is; a LoDTensorArray's a LoDTensor or a fetched value. */
+static FlValue *as_element(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
+    if (l->list.rt_kind == RT_TENSOR_ARRAY && fl_ev_is_lod_tensor(x)) {
+        FlValue *lens = fl_v_rec_get(x, "_lens");
+        if (lens && fl_v_is_seq(lens) && lens->list.len)
+            return fl_ev_error(c, sp, "LoDTensorArray.append(): a tensor with sequence lengths (%zu level%s): the "
+                               "elements of a LoDTensorArray here hold no LoD; append the sequences' data "
+                               "(numpy.array(t)) or keep them in a list", lens->list.len, lens->list.len == 1 ? "" : "s");
+        FlValue *data = fl_v_rec_get(x, "_data");
+        if (!data || data->kind == VK_NONE)
+            return fl_ev_error(c, sp, "LoDTensorArray.append(): the LoDTensor holds no data yet (t.set(array, place))");
+        FlValue *dt = fl_v_is_rec(data, "ndarray") ? fl_v_rec_get(data, "_dtype") : NULL; /* numpy's astype */
+        if (fl_v_is_rec(data, "ndarray")) data = fl_v_rec_get(data, "_value");
+        x = fl_ev_is_driver_var(c, data) ? data : fl_ev_driver_const(c, data, sp);
+        if (x->kind == VK_ERROR) return x;
+        if (dt && dt->kind == VK_INT) x = cast_to(c, x, (FlDType)dt->i, sp);
+    }
+    if (l->list.rt_kind == RT_TENSOR_ARRAY && !fl_ev_is_driver_var(c, x))
+        return fl_ev_error(c, sp, "LoDTensorArray.append() takes a LoDTensor (fluid.LoDTensor(), a fetched value), "
+                           "found %s", fl_v_type_name(x));
     if (!fl_ev_is_driver_var(c, x)) {
         if (!fl_v_is_num(x))
             return fl_ev_error(c, sp, "a list filled at run time holds fetched values and numbers, found %s",
@@ -411,6 +430,7 @@ static FlValue *as_element(Ctx *c, FlValue *x, FlSpan sp) {
         x = fl_ev_driver_const(c, x, sp);
         if (x->kind == VK_ERROR) return x;
     }
+    if (l->list.rt_kind != RT_LIST) return x;
     int64_t zero = 0;
     const char *names[2] = {"X", "axes"};
     FlValue *vals[2] = {x, ints(c, &zero, 1)};
@@ -423,9 +443,12 @@ static FlValue *as_element(Ctx *c, FlValue *x, FlSpan sp) {
 static FlValue *rt_arr(FlValue *l) { return l->list.rt_array->list.items[0]; }
 static FlValue *rt_count(FlValue *l) { return l->list.rt_array->list.items[1]; }
 
-/* arr[count] = x, then count += 1, in the current block. */
-static bool array_push(Ctx *c, FlValue *arr, FlValue *count, FlValue *x, FlSpan sp) {
-    FlValue *el = as_element(c, x, sp);
+FlValue *fl_ev_driver_list_array(FlValue *l) { return rt_arr(l); }
+FlValue *fl_ev_driver_list_count(FlValue *l) { return rt_count(l); }
+
+/* arr[count] = x, then count += 1, in the current block (l: the list they hold). */
+static bool array_push(Ctx *c, FlValue *l, FlValue *arr, FlValue *count, FlValue *x, FlSpan sp) {
+    FlValue *el = as_element(c, l, x, sp);
     if (el->kind == VK_ERROR) return false;
     const char *names[3] = {"X", "I", "Out"};
     FlValue *vals[3] = {el, count, arr};
@@ -436,8 +459,38 @@ static bool array_push(Ctx *c, FlValue *arr, FlValue *count, FlValue *x, FlSpan 
 }
 
 bool fl_ev_is_rt_list(const FlValue *v) { return v->kind == VK_LIST && v->list.rt_array; }
+bool fl_ev_is_tensor_array(const FlValue *v) { return v->kind == VK_LIST && v->list.rt_kind == RT_TENSOR_ARRAY; }
+
+/* A list filled at run time over the driver's array arr, its length computed now (a fetch's). */
+static FlValue *rt_list_of(Ctx *c, FlValue *arr, RtKind kind, FlSpan sp) {
+    const char *names[1] = {"X"};
+    FlValue *vals[1] = {arr};
+    FlValue *count = dop(c, "lod_array_length", names, vals, 1, sp);
+    if (count->kind == VK_ERROR) return count;
+    FlValue *l = fl_v_list(c, VK_LIST), *t = fl_v_list(c, VK_TUPLE);
+    fl_v_list_push(c, t, arr);
+    fl_v_list_push(c, t, count);
+    l->list.rt_array = t;
+    l->list.rt_kind = (int)kind;
+    return l;
+}
+
+FlValue *fl_ev_driver_fetched_array(Ctx *c, FlValue *arr, bool numpy, FlSpan sp) {
+    return rt_list_of(c, arr, numpy ? RT_FETCHED : RT_TENSOR_ARRAY, sp);
+}
+
+/* fluid.LoDTensorArray(): empty until its first append makes its array (of that tensor's dtype
+ * and shape) where it was made, as a list filled at run time; compile-time appends go to the
+ * array too. */
+FlValue *fl_ev_driver_tensor_array(Ctx *c, FlSpan sp) {
+    (void)sp;
+    FlValue *l = fl_v_list(c, VK_LIST);
+    l->list.rt_kind = RT_TENSOR_ARRAY;
+    return l;
+}
 
 FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
+    if (l->list.rt_kind == RT_TENSOR_ARRAY && (x = as_element(c, l, x, sp))->kind == VK_ERROR) return x;
     if (!l->list.rt_array) { /* it becomes one: an array of the driver where the list was made (in a
                                 runtime block, a new one each time the driver runs the block) */
         if (l->list.rt_depth != 0 && !l->list.rt_block)
@@ -455,6 +508,7 @@ FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
         FlVarDesc *d = fl_ev_new_var(c, c->b.block, name, sp);
         d->kind = FL_VAR_TENSOR_ARRAY;
         d->dtype = dt;
+        if (xd && l->list.rt_kind != RT_LIST) fl_ir_var_set_shape(d, xd->ndim, xd->shape); /* its elements' */
         d->stop_gradient = true;
         FlValue *arr = fl_v_var(c, name);
         int64_t one = 1;
@@ -462,7 +516,7 @@ FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
         FlValue *fv[3] = {ints(c, &one, 1), fl_v_int(c, 0), fl_v_int(c, FL_DT_INT64)};
         FlValue *count = dop(c, "fill_constant", fn, fv, 3, sp);
         bool ok = count->kind != VK_ERROR;
-        for (size_t i = 0; i < l->list.len && ok; i++) ok = array_push(c, arr, count, l->list.items[i], sp);
+        for (size_t i = 0; i < l->list.len && ok; i++) ok = array_push(c, l, arr, count, l->list.items[i], sp);
         c->b.block = here;
         fl_ev_driver_leave(c, &s);
         if (!ok) return c->error;
@@ -472,39 +526,73 @@ FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp) {
         l->list.rt_array = t;
         l->list.len = 0;
     }
-    return array_push(c, rt_arr(l), rt_count(l), x, sp) ? c->none : c->error;
+    return array_push(c, l, rt_arr(l), rt_count(l), x, sp) ? c->none : c->error;
 }
 
-/* The elements of runtime list l stacked (numpy.array(l)). */
+/* The elements of runtime list l stacked (numpy.array(l)): an RT_LIST's concatenated along their
+ * leading dim of 1, a fetched array's stacked (all of one shape, else a run-time error). */
 static FlValue *list_stack(Ctx *c, FlValue *l, FlSpan sp) {
-    const char *names[2] = {"X", "axis"};
-    FlValue *vals[2] = {rt_arr(l), fl_v_int(c, 0)};
-    FlValue *r = dop(c, "tensor_array_to_tensor", names, vals, 2, sp);
+    const char *names[3] = {"X", "axis", "use_stack"};
+    FlValue *vals[3] = {rt_arr(l), fl_v_int(c, 0), fl_v_bool(c, l->list.rt_kind != RT_LIST)};
+    FlValue *r = dop(c, "tensor_array_to_tensor", names, vals, 3, sp);
     return r->kind == VK_TUPLE ? r->list.items[0] : r;
 }
 
-FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp) { return fl_ev_driver_item(c, rt_count(l), FL_DT_INT64, sp); }
+/* len(l): a number of the driver (a LoDTensorArray nothing was appended to: 0, of the driver too,
+ * so that printing it comes in the driver's order). */
+FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp) {
+    if (!l->list.rt_array) return fl_ev_driver_item(c, fl_ev_driver_const(c, fl_v_int(c, 0), sp), FL_DT_INT64, sp);
+    return fl_ev_driver_item(c, rt_count(l), FL_DT_INT64, sp);
+}
 
-/* l[i]: element i (from the start; one never appended is a run-time error). */
+/* l[i]: element i (one never written is a run-time error); from the end when negative, for a
+ * fetched array's list (Python's); a LoDTensorArray's index is a size_t, as Fluid's. */
 FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp) {
     int64_t i, one = 1;
+    if (!l->list.rt_array) /* a LoDTensorArray before its first append */
+        return fl_ev_error(c, sp, "LoDTensorArray index out of range: nothing was appended to it");
     if (!int_index(c, idx, &i, sp)) return c->error;
-    if (i < 0)
+    if (i < 0 && l->list.rt_kind == RT_TENSOR_ARRAY)
+        return fl_ev_error(c, sp, "a LoDTensorArray's index is from its start (Fluid's takes an unsigned int), found %lld: "
+                           "write a[len(a) - %lld]", (long long)i, (long long)-i);
+    if (i < 0 && l->list.rt_kind == RT_LIST)
         return fl_ev_error(c, sp, "a list filled at run time is indexed from its start here (l[0], l[i]), found %lld",
                            (long long)i);
     const char *fn[3] = {"shape", "value", "dtype"};
     FlValue *fv[3] = {ints(c, &one, 1), fl_v_int(c, i), fl_v_int(c, FL_DT_INT64)};
     FlValue *at = dop(c, "fill_constant", fn, fv, 3, sp);
     if (at->kind == VK_ERROR) return at;
+    if (i < 0) { /* len(l) + i, when the driver gets here */
+        const char *an[2] = {"X", "Y"};
+        FlValue *av[2] = {rt_count(l), at};
+        if ((at = dop(c, "elementwise_add", an, av, 2, sp))->kind == VK_ERROR) return at;
+    }
     const char *names[2] = {"X", "I"};
     FlValue *vals[2] = {rt_arr(l), at};
     FlValue *el = dop(c, "read_from_array", names, vals, 2, sp);
-    return el->kind == VK_ERROR ? el : fl_ev_driver_index(c, el, fl_v_int(c, 0), sp);
+    if (el->kind == VK_ERROR) return el;
+    if (l->list.rt_kind == RT_TENSOR_ARRAY) /* a LoDTensor: shape(), _dtype(), lod() */
+        fl_map_put_str(&c->tensor_fetches, el->var.name, (void *)el->var.name);
+    return l->list.rt_kind == RT_LIST ? fl_ev_driver_index(c, el, fl_v_int(c, 0), sp) : el;
 }
 
+FlValue *fl_ev_driver_list_str(Ctx *c, FlValue *l, FlSpan sp) {
+    if (l->list.rt_kind == RT_TENSOR_ARRAY)
+        return fl_ev_error(c, sp, "str() of a LoDTensorArray: Fluid's names the object and its address; print its "
+                           "length (len(a)) or its elements (a[i], numpy.array(a[i]))");
+    FlValue *rt = fl_ev_rtstr_new(c);
+    /* print_line's "arrays": the elements as they are; "items": an RT_LIST's, each without the
+     * leading dim of 1 its array gives it */
+    fl_ev_rtstr_value(c, rt, rt_arr(l), l->list.rt_kind == RT_LIST ? "items" : "arrays");
+    return rt;
+}
+
+/* sum(l): Python's, element by element: a number when they are numbers, else an array. */
 FlValue *fl_ev_driver_list_sum(Ctx *c, FlValue *l, FlSpan sp) {
     FlValue *stacked = list_stack(c, l, sp);
-    return stacked->kind == VK_ERROR ? stacked : reduce(c, "sum", stacked, NULL, sp);
+    if (stacked->kind == VK_ERROR) return stacked;
+    FlVarDesc *d = desc(c, stacked);
+    return reduce(c, "sum", stacked, d && d->ndim >= 2 ? fl_v_int(c, 0) : NULL, sp);
 }
 
 /* ------------------------------------------------------------------ the module _values */
@@ -776,7 +864,15 @@ static FlValue *n_parse_program(Ctx *c, FlValue *self, CallArgs *a) {
     return p;
 }
 
+/* tensor_array(): fluid.LoDTensorArray() */
+static FlValue *n_tensor_array(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    if (a->npos || a->nkw) return fl_ev_error(c, a->span, "LoDTensorArray() takes no arguments");
+    return fl_ev_driver_tensor_array(c, a->span);
+}
+
 static const NativeFn values_fns[] = {
+    {"tensor_array", n_tensor_array},
     {"getenv", n_getenv}, {"exists", n_exists},
     {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
     {"is_runtime", n_is_runtime}, {"exit", n_exit}, {"filled", n_filled},

@@ -46,8 +46,9 @@ struct FlValue {
         struct { const char *s; size_t n; } str;
         /* LIST, TUPLE, SET; rt_depth: the runtime blocks around the code that made it; rt_block:
          * the driver's block it was made in (NULL: made outside the driver); rt_array: a list
-         * filled at run time, the driver's tensor array that holds it (driver_values.c) */
-        struct { FlValue **items; size_t len, cap; int rt_depth; FlBlock *rt_block; FlValue *rt_array; } list;
+         * filled at run time, the driver's tensor array that holds it (driver_values.c), and
+         * rt_kind what it stands for (RtKind: how its elements are held, what it allows) */
+        struct { FlValue **items; size_t len, cap; int rt_depth; FlBlock *rt_block; FlValue *rt_array; int rt_kind; } list;
         /* keys and vals in insertion order; the index (NULL while the dict is small): each str
          * key's text (by_str) or other key's bytes (by_bytes) -> its place + 1 (value.c) */
         struct { FlValue **keys, **vals; size_t len, cap; FlMap *by_str, *by_bytes; } dict;
@@ -718,8 +719,27 @@ void fl_ev_driver_raise(Ctx *c, const char *msg, FlSpan sp); /* a raise under a 
 /* scope.find_var(name) of the Scope whose driver var is scope_var (None: the root scope). */
 FlValue *fl_ev_scope_find_var(Ctx *c, FlValue *scope_var, const char *name, FlSpan sp);
 /* Lists filled at run time (docs/driver.md): l.append(x) in a runtime block of the driver makes
- * l a tensor array of the driver (list.rt_array); len(l), l[i], sum(l) of one. */
+ * l a tensor array of the driver (list.rt_array); len(l), l[i], sum(l) of one. A fetched tensor
+ * array is one too: a list of numpy arrays (return_numpy) or a LoDTensorArray, whose elements the
+ * array holds as they are (RT_LIST's each with a leading dim of 1, which numpy.array(l) stacks). */
+typedef enum RtKind {
+    RT_LIST,         /* a Python list appended to at run time */
+    RT_FETCHED,      /* exe.run's list of numpy arrays for a fetched tensor array */
+    RT_TENSOR_ARRAY, /* a LoDTensorArray: fetched with return_numpy=False, or fluid.LoDTensorArray() */
+    RT_KIND_COUNT
+} RtKind;
 bool fl_ev_is_rt_list(const FlValue *v);
+bool fl_ev_is_tensor_array(const FlValue *v); /* a LoDTensorArray (RT_TENSOR_ARRAY), perhaps not yet written */
+/* exe.run's value for a fetch of tensor array var arr (a var of the driver): a list of numpy
+ * arrays (numpy) or a LoDTensorArray. */
+FlValue *fl_ev_driver_fetched_array(Ctx *c, FlValue *arr, bool numpy, FlSpan sp);
+FlValue *fl_ev_driver_tensor_array(Ctx *c, FlSpan sp); /* fluid.LoDTensorArray() */
+/* str() of a list filled at run time (driver_print.c): Python's list of its elements' reprs. */
+FlValue *fl_ev_driver_list_str(Ctx *c, FlValue *l, FlSpan sp);
+/* for t in l: over a list filled at run time, a runtime loop of the driver (lower.c) */
+Flow fl_ev_lower_for_list(Ctx *c, Env *e, FlAst *s, FlValue *l);
+FlValue *fl_ev_driver_list_array(FlValue *l); /* its array var and its length var (int64 [1]) */
+FlValue *fl_ev_driver_list_count(FlValue *l);
 FlValue *fl_ev_driver_list_append(Ctx *c, FlValue *l, FlValue *x, FlSpan sp);
 FlValue *fl_ev_driver_list_len(Ctx *c, FlValue *l, FlSpan sp);
 FlValue *fl_ev_driver_list_index(Ctx *c, FlValue *l, FlValue *idx, FlSpan sp);

@@ -860,6 +860,60 @@ Flow fl_ev_lower_for_range(Ctx *c, Env *e, FlAst *s, FlValue *start, FlValue *st
     return while_op(c, e, s, &loop, range_next, &rn);
 }
 
+/* for t in l, l a list filled at run time (a fetched tensor array's list, a LoDTensorArray, a list
+ * appended to at run time): a loop of the driver over its elements, as over range(len(l)) taken
+ * when the loop starts; t is a var of the parent that each iteration sets to element i (an RT_LIST
+ * element without its leading dim of 1), holding the last one after the loop. */
+Flow fl_ev_lower_for_list(Ctx *c, Env *e, FlAst *s, FlValue *l) {
+    if (s->loop.target->kind != FL_AST_NAME) {
+        fl_ev_error(c, s->loop.target->span, "a runtime 'for' over a list filled at run time binds one name");
+        return FLOW_ERROR;
+    }
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    Flow res = FLOW_ERROR;
+    FlBlock *parent = c->b.block;
+    FlSpan tsp = s->loop.target->span;
+    FlValue *arr = fl_ev_driver_list_array(l);
+    FlValue *counter = fl_ev_const_var(c, fl_v_int(c, 0), FL_DT_INT64, s->span);
+    FlValue *stopv = counter->kind == VK_ERROR ? counter : range_bound(c, fl_ev_driver_list_count(l), s->loop.iter->span);
+    if (stopv->kind == VK_ERROR) goto done;
+    RangeNext rn = {counter->var.name, stopv->var.name, 1};
+    FlValue *cond = range_cond(c, &rn, s->span);
+    if (cond->kind == VK_ERROR) goto done;
+    FlAstList *bodies[1] = {&s->loop.body};
+    own_names(c, e, bodies, 1, s->span);
+    RtLoop loop = {.cond = cond->var.name, .body = fl_ir_block_new(c->b.main, parent->idx), .outer = parent,
+                   .has_else = s->loop.else_body.len > 0};
+    FlVarDesc *ad = fl_ev_var_desc(c, arr);
+    FlVarDesc *rd = fl_ev_driver_value_var(c, parent, "list_item", ad, tsp);
+    rd->kind = FL_VAR_DENSE;
+    if (!fl_ev_zero_init(c, parent, rd, tsp)) goto done; /* zeros before the first element, as a range's */
+    FlOpDesc *rop = fl_ev_op_raw(c, loop.body, "read_from_array", tsp);
+    fl_ir_op_add_input(rop, "X", arr->var.name);
+    fl_ir_op_add_input(rop, "I", counter->var.name);
+    fl_ir_op_add_output(rop, "Out", rd->name);
+    if (!fl_ev_infer(c, loop.body, rop, tsp)) goto done;
+    const char *item = rd->name;
+    if (l->list.rt_kind == RT_LIST && rd->ndim >= 1) { /* the element without its leading dim of 1 */
+        FlVarDesc *id = fl_ev_driver_value_var(c, parent, "list_item", rd, tsp);
+        fl_ir_var_set_shape(id, rd->ndim - 1, rd->shape + 1);
+        if (!fl_ev_zero_init(c, parent, id, tsp)) goto done;
+        FlOpDesc *ix = fl_ev_op_raw(c, loop.body, "index", tsp);
+        fl_ir_op_add_input(ix, "X", rd->name);
+        fl_ir_op_add_output(ix, "Out", id->name);
+        fl_ir_op_set_int(ix, "i", 0);
+        if (!fl_ev_infer(c, loop.body, ix, tsp)) goto done;
+        item = id->name;
+    }
+    if (l->list.rt_kind == RT_TENSOR_ARRAY) fl_map_put_str(&c->tensor_fetches, item, (void *)item); /* a LoDTensor */
+    fl_env_set(e, s->loop.target->name, fl_v_var(c, item));
+    res = while_op(c, e, s, &loop, range_next, &rn);
+done:
+    fl_ev_driver_leave(c, &sw);
+    return res;
+}
+
 /* A new var of the current block for a value received from the channel whose desc is chd. */
 static const char *recv_var(Ctx *c, FlVarDesc *chd, const char *prefix, FlSpan sp) {
     const char *vname = fl_arena_printf(&c->arena, "%s.tmp_0", fl_ev_unique(c, prefix));

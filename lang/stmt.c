@@ -146,6 +146,12 @@ bool fl_ev_assign(Ctx *c, Env *e, FlAst *t, FlValue *v) {
             fl_v_dict_set(c, o, i, v);
             return true;
         }
+        if (fl_ev_is_rt_list(o) || fl_ev_is_tensor_array(o)) { /* its elements are the driver's */
+            fl_ev_error(c, t->span, "item assignment of a %s (its elements are known when the driver runs) is not "
+                        "built: append to a new one (l.append(x))",
+                        fl_ev_is_tensor_array(o) ? "LoDTensorArray" : "list filled at run time");
+            return false;
+        }
         if (o->kind == VK_LIST && o->list.rt_depth < c->rt_depth) {
             /* a compile-time change of a list from outside: it would hold also when the block
              * does not run (names are carried out, list items cannot be) */
@@ -288,6 +294,7 @@ static Flow stmt_for(Ctx *c, Env *e, FlAst *s) {
         fl_ev_error(c, s->loop.iter->span, "cannot iterate over a tensor Var; iterate over a channel, a list or range(n)");
         return FLOW_ERROR;
     }
+    if (fl_ev_is_rt_list(it)) return fl_ev_lower_for_list(c, e, s, it); /* its elements, when the driver runs */
     FlValue *seq = fl_ev_as_list(c, it, s->loop.iter->span);
     if (seq->kind == VK_ERROR) return FLOW_ERROR;
     int loop_rt_depth = c->loop_rt_depth;

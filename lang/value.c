@@ -347,7 +347,7 @@ const char *fl_v_type_name(const FlValue *v) {
     case VK_INT: return "int";
     case VK_FLOAT: return "float";
     case VK_STR: return "str";
-    case VK_LIST: return "list";
+    case VK_LIST: return v->list.rt_kind == RT_TENSOR_ARRAY ? "LoDTensorArray" : "list";
     case VK_TUPLE: return "tuple";
     case VK_DICT: return "dict";
     case VK_FUNC: return "function";

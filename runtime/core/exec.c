@@ -855,9 +855,11 @@ static bool *prune(const FlExec *ex, const char *const *names, size_t n, SizeVec
     return mask;
 }
 
-FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t nfeeds,
-                     const char *const *fetch_names, FlTensor *fetches, size_t nfetches,
-                     unsigned flags, FlErr *e) {
+/* A run (fl_exec_run); arrays: NULL, or where a fetch of a tensor array var puts its array (a
+ * reference, NULL for the empty array) instead of a tensor in fetches. */
+static FlStatus run_call(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t nfeeds,
+                         const char *const *fetch_names, FlTensor *fetches, TArray **arrays, size_t nfetches,
+                         unsigned flags, FlErr *e) {
     FL_ASSERT(scope);
     PBlock *pb = &ex->blocks[0];
     FlScope *call = fl_scope_new_layout(scope, &pb->layout);
@@ -907,6 +909,12 @@ FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t
     if (rst != FL_OK) goto done;
     for (size_t i = 0; i < nfetches; i++) {
         FlVar *v = fl_scope_find(call, fetch_names[i]);
+        long slot = arrays ? fl_scope_layout_find(&pb->layout, fetch_names[i]) : -1;
+        const FlVarDesc *vd = slot >= 0 ? pb->slots.data[slot].desc : NULL;
+        if (vd && vd->kind == FL_VAR_TENSOR_ARRAY) { /* no var: nothing was written to it */
+            arrays[i] = fl_array_retain(v);
+            continue;
+        }
         if (!v) {
             fl_err(e, "fetch '%s': no var of that name", fetch_names[i]);
             goto undo;
@@ -923,11 +931,47 @@ FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t
     st = FL_OK;
     goto done;
 undo:
-    for (size_t i = 0; i < nfetches; i++) fl_tensor_fini(&fetches[i]);
+    for (size_t i = 0; i < nfetches; i++) {
+        fl_tensor_fini(&fetches[i]);
+        if (arrays) fl_array_release(arrays[i]), arrays[i] = NULL;
+    }
 done:
     fl_tensor_fini(&t);
     fl_scope_release(call);
     free(mask);
     FL_VEC_FREE(&pneeds);
+    return st;
+}
+
+FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t nfeeds,
+                     const char *const *fetch_names, FlTensor *fetches, size_t nfetches,
+                     unsigned flags, FlErr *e) {
+    return run_call(ex, scope, feeds, nfeeds, fetch_names, fetches, NULL, nfetches, flags, e);
+}
+
+FlStatus fl_exec_run_into(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t nfeeds,
+                          const char *const *fetch_names, FlVar *const *outs, size_t nfetches,
+                          unsigned flags, FlErr *e) {
+    FlTensor *t = fl_xcalloc(nfetches + 1, sizeof *t);
+    TArray **arrays = fl_xcalloc(nfetches + 1, sizeof *arrays);
+    for (size_t i = 0; i < nfetches; i++) fl_tensor_init(&t[i]);
+    FlStatus st = run_call(ex, scope, feeds, nfeeds, fetch_names, t, arrays, nfetches, flags, e);
+    bool *is_array = fl_xcalloc(nfetches + 1, sizeof *is_array);
+    for (size_t i = 0; i < nfetches; i++) {
+        long slot = fl_scope_layout_find(&ex->blocks[0].layout, fetch_names[i]);
+        const FlVarDesc *vd = slot >= 0 ? ex->blocks[0].slots.data[slot].desc : NULL;
+        is_array[i] = vd && vd->kind == FL_VAR_TENSOR_ARRAY;
+        if (st == FL_OK && is_array[i] && !arrays[i] && !(arrays[i] = fl_array_empty()))
+            st = fl_err(e, "fetch '%s': out of memory for an empty array", fetch_names[i]);
+    }
+    for (size_t i = 0; i < nfetches; i++) { /* every out or none */
+        if (st == FL_OK && is_array[i]) fl_array_set(outs[i], arrays[i]), arrays[i] = NULL;
+        else if (st == FL_OK) fl_var_take_tensor(outs[i], &t[i]);
+        fl_array_release(arrays[i]);
+        fl_tensor_fini(&t[i]);
+    }
+    free(is_array);
+    free(t);
+    free(arrays);
     return st;
 }

@@ -81,6 +81,14 @@ FlStatus fl_exec_run(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t
                      const char *const *fetch_names, FlTensor *fetches, size_t nfetches,
                      unsigned flags, FlErr *e) FL_WARN_UNUSED;
 
+/* As fl_exec_run, each fetch set into the caller's var outs[i]: the tensor of var fetch_names[i],
+ * or, when the program declares it a tensor array, its array (the empty array when nothing was
+ * written; its elements share their buffers, as a fetched tensor does). On error no out changes.
+ * Thread-safe. */
+FlStatus fl_exec_run_into(FlExec *ex, FlScope *scope, const FlExecFeed *feeds, size_t nfeeds,
+                          const char *const *fetch_names, FlVar *const *outs, size_t nfetches,
+                          unsigned flags, FlErr *e) FL_WARN_UNUSED;
+
 /* The runs of ex so far (each run's dropout masks come from its op's seed and this count), and
  * its restore (a run resumed from a checkpoint draws the masks the uninterrupted one would).
  * Thread-safe. */

@@ -206,6 +206,17 @@ static inline FlSelectedRows *fl_call_out_rows(const OpCall *c, int s) {
 FlStatus fl_exec_block(RunCtx *rc, const PBlock *pb, FlScope *s) FL_WARN_UNUSED;
 /* The var an argument names, for reading (NULL when none exists) or writing (created in the
  * declaring block's scope when absent; shared vars in the caller's scope). */
+/* ops_array.c: a tensor array as a value that leaves a run (a driver's fetch, print_line). The
+ * array var v holds, retained (NULL: the empty array; release it with fl_array_release, NULL a
+ * no-op); its length and element i (NULL: never written); a new empty array (NULL: out of
+ * memory); v set to hold array a (its reference taken). */
+typedef struct TArray TArray;
+TArray *fl_array_retain(FlVar *v);
+void fl_array_release(TArray *a);
+int64_t fl_array_len(const TArray *a);
+const FlTensor *fl_array_at(const TArray *a, int64_t i);
+TArray *fl_array_empty(void);
+void fl_array_set(FlVar *v, TArray *a);
 FlVar *fl_exec_var_read(FlScope *s, const ArgRef *a);
 FlVar *fl_exec_var_write(FlScope *s, const ArgRef *a);
 /* The declaration of the var an argument names (NULL for a name no block declares). */

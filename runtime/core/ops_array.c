@@ -28,6 +28,19 @@ static void tarray_release(void *p) {
     free(a);
 }
 
+TArray *fl_array_retain(FlVar *v) { return v ? fl_var_retain_object(v, tarray_retain) : NULL; }
+void fl_array_release(TArray *a) { tarray_release(a); }
+int64_t fl_array_len(const TArray *a) { return a ? a->n : 0; }
+const FlTensor *fl_array_at(const TArray *a, int64_t i) { return a && i >= 0 && i < a->n && a->set[i] ? &a->items[i] : NULL; }
+
+TArray *fl_array_empty(void) {
+    TArray *a = calloc(1, sizeof *a);
+    if (a) atomic_init(&a->refs, 1);
+    return a;
+}
+
+void fl_array_set(FlVar *v, TArray *a) { fl_var_set_object(v, a, tarray_release); }
+
 /* The array the arg's var holds (a reference: release it), NULL for the empty array. */
 static TArray *array_get(FlScope *s, const ArgRef *a) {
     FlVar *v = fl_exec_var_read(s, a);
@@ -239,12 +252,38 @@ static FlStatus array_elems(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, 
     return FL_OK;
 }
 
+/* use_stack: views[k] = element k with a dim of 1 inserted at axis (of the result's rank, negative
+ * from its end), xs[k] pointed at it; the elements must be of one shape. */
+static FlStatus stack_views(RunCtx *rc, const ExecOp *op, const TArray *a, const FlTensor **xs, FlTensor *views,
+                            int *axis) {
+    const FlTensor *x0 = xs[0];
+    int ax = *axis < 0 ? *axis + x0->ndim + 1 : *axis;
+    if (ax < 0 || ax > x0->ndim || x0->ndim >= FL_MAX_DIMS)
+        return fl_exec_op_error(rc, op, "axis %d is out of range for stacking elements of %d dims", *axis, x0->ndim);
+    for (int64_t k = 0; k < a->n; k++) {
+        if (!fl_tensor_same_shape(xs[k], x0))
+            return fl_exec_op_error(rc, op, "use_stack: element %lld is %s, element 0 %s (stacked elements are of one "
+                                    "shape)", (long long)k, fl_tensor_shape(xs[k]).s, fl_tensor_shape(x0).s);
+        int64_t ne[FL_MAX_DIMS];
+        for (int d = 0, j = 0; d <= x0->ndim; d++) ne[d] = d == ax ? 1 : xs[k]->ne[j++];
+        if (fl_tensor_view(rc->e, &views[k], xs[k], 0, x0->ndim + 1, ne)) return FL_ERROR;
+        xs[k] = &views[k];
+    }
+    *axis = ax;
+    return FL_OK;
+}
+
 static FlStatus run_array_to_tensor(RunCtx *rc, const ExecOp *op, FlScope *s) {
     TArray *a;
     const FlTensor **xs;
-    FlTensor out = FL_TENSOR_INIT, index = FL_TENSOR_INIT;
+    FlTensor out = FL_TENSOR_INIT, index = FL_TENSOR_INIT, *views = NULL;
     int axis = (int)op->a.i[0];
     FlStatus st = array_elems(rc, op, s, FL_IN_tensor_array_to_tensor_X, &a, &xs);
+    if (st == FL_OK && op->a.b[0]) {
+        views = fl_xcalloc((size_t)a->n, sizeof *views);
+        for (int64_t k = 0; k < a->n; k++) fl_tensor_init(&views[k]);
+        st = stack_views(rc, op, a, xs, views, &axis);
+    }
     if (st == FL_OK) st = fl_kernel_concat(rc->e, xs, (int)a->n, axis, &out);
     if (st == FL_OK) st = fl_tensor_alloc(rc->e, &index, FL_DT_INT32, 1, &a->n);
     if (st == FL_OK) {
@@ -254,13 +293,22 @@ static FlStatus run_array_to_tensor(RunCtx *rc, const ExecOp *op, FlScope *s) {
         const ArgRef *ia = grad_out(op, FL_OUT_tensor_array_to_tensor_OutIndex);
         if (ia) fl_var_take_tensor(fl_exec_var_write(s, ia), &index);
     }
+    for (int64_t k = 0; views && k < a->n; k++) fl_tensor_fini(&views[k]);
+    free(views);
     free(xs);
     tarray_release(a);
     fl_tensor_fini(&out);
     fl_tensor_fini(&index);
     return st;
 }
-FL_CONTROL_ADAPTER(tensor_array_to_tensor, fl_exec_prep_axis, run_array_to_tensor);
+
+static FlStatus prep_array_to_tensor(ExecOp *op, FlErr *e) {
+    (void)e;
+    op->a.i[0] = fl_exec_attr_int(op, "axis");
+    op->a.b[0] = fl_exec_attr_bool(op, "use_stack");
+    return FL_OK;
+}
+FL_CONTROL_ADAPTER(tensor_array_to_tensor, prep_array_to_tensor, run_array_to_tensor);
 
 /* tensor_array_to_tensor_grad: X Out OutIndex Out@GRAD -> X@GRAD, the slice of Out@GRAD that came
  * from each element added into that element's gradient */
@@ -269,17 +317,32 @@ static FlStatus run_array_to_tensor_grad(RunCtx *rc, const ExecOp *op, FlScope *
     if (!ga) return FL_OK;
     TArray *a;
     const FlTensor **xs;
-    FlTensor g = FL_TENSOR_INIT, *parts = NULL, **pp = NULL;
+    FlTensor g = FL_TENSOR_INIT, *parts = NULL, **pp = NULL, *views = NULL;
+    int axis = (int)op->a.i[0];
     FlStatus st = array_elems(rc, op, s, FL_IN_tensor_array_to_tensor_grad_X, &a, &xs);
+    if (st == FL_OK && op->a.b[0]) {
+        views = fl_xcalloc((size_t)a->n, sizeof *views);
+        for (int64_t k = 0; k < a->n; k++) fl_tensor_init(&views[k]);
+        st = stack_views(rc, op, a, xs, views, &axis);
+    }
     if (st == FL_OK) st = in_tensor(rc, op, s, fl_exec_in_args(op, FL_IN_tensor_array_to_tensor_grad_Out_GRAD), &g);
     if (st == FL_OK) {
         parts = fl_xcalloc((size_t)a->n, sizeof *parts);
         pp = fl_xcalloc((size_t)a->n, sizeof *pp);
         for (int64_t k = 0; k < a->n; k++) fl_tensor_init(&parts[k]), pp[k] = &parts[k];
-        st = fl_kernel_concat_grad(rc->e, xs, (int)a->n, &g, (int)op->a.i[0], pp);
-        for (int64_t k = 0; k < a->n && st == FL_OK; k++) st = grad_add(rc, op, s, ga, k, &parts[k]);
+        st = fl_kernel_concat_grad(rc->e, xs, (int)a->n, &g, axis, pp);
+        for (int64_t k = 0; k < a->n && st == FL_OK; k++) {
+            FlTensor el = FL_TENSOR_INIT; /* stacked: the element's own shape back */
+            const FlTensor *x = &a->items[k];
+            if (views && fl_tensor_view(rc->e, &el, &parts[k], 0, x->ndim, x->ne)) st = FL_ERROR;
+            if (views && st == FL_OK) fl_tensor_fini(&parts[k]), parts[k] = el, fl_tensor_init(&el);
+            fl_tensor_fini(&el);
+            if (st == FL_OK) st = grad_add(rc, op, s, ga, k, &parts[k]);
+        }
         for (int64_t k = 0; k < a->n; k++) fl_tensor_fini(&parts[k]);
     }
+    for (int64_t k = 0; views && k < a->n; k++) fl_tensor_fini(&views[k]);
+    free(views);
     free(parts);
     free(pp);
     free(xs);
@@ -287,7 +350,7 @@ static FlStatus run_array_to_tensor_grad(RunCtx *rc, const ExecOp *op, FlScope *
     tarray_release(a);
     return st;
 }
-FL_CONTROL_ADAPTER(tensor_array_to_tensor_grad, fl_exec_prep_axis, run_array_to_tensor_grad);
+FL_CONTROL_ADAPTER(tensor_array_to_tensor_grad, prep_array_to_tensor, run_array_to_tensor_grad);
 
 /* ---- beam_search ---- */
 static FlStatus prep_beam(ExecOp *op, FlErr *e) {

@@ -2,7 +2,8 @@
  * docs/driver.md), on the driver host of driver.h.
  *
  *   run_program  Feed*, Scope? -> Fetch*: fl_exec_run of the bundle's program it names on
- *                the Scope's scope (else the root) with the feeds, fetches set from its vars;
+ *                the Scope's scope (else the root) with the feeds, fetches set from its vars (a
+ *                tensor array var's fetch: its array);
  *                reentrant, as fl_exec_run is: goroutines of the driver run programs at once;
  *                in a trainer of a plan (a transport on the scope), a run of main is a step of
  *                the job (FlDist.step_begin / step_end around it, with Step, Rows and
@@ -142,10 +143,12 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlScope *sc;
     if (fl_driver_arg_scope(rc, op, s, has_scope ? fl_exec_in_args(op, FL_IN_run_program_Scope) : NULL, h->root, &sc))
         return FL_ERROR;
-    FlTensor *ft = fl_xcalloc(nfeed + nfetch + 1, sizeof *ft);
+    FlTensor *ft = fl_xcalloc(nfeed + 1, sizeof *ft);
     FlExecFeed *f = fl_xcalloc(nfeed + 1, sizeof *f);
+    FlVar **outs = fl_xcalloc(nfetch + 1, sizeof *outs);
     FlStatus st = FL_OK;
-    for (size_t i = 0; i < nfeed + nfetch; i++) fl_tensor_init(&ft[i]);
+    for (size_t i = 0; i < nfeed; i++) fl_tensor_init(&ft[i]);
+    for (size_t i = 0; i < nfetch; i++) outs[i] = fl_exec_var_write(s, &fetches[i]);
     for (size_t i = 0; i < nfeed && st == FL_OK; i++) {
         FlVar *v = fl_exec_var_read(s, &feeds[i]);
         if (!v || !fl_var_get_tensor(v, &ft[i]))
@@ -168,17 +171,16 @@ static FlStatus run_run_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
     if (st == FL_OK) {
         FlErr e;
         if (d) d->step_begin(d, step, rows, global);
-        if (fl_exec_run(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), ft + nfeed, nfetch,
-                        predict ? FL_EXEC_PREDICT : 0, &e) ||
+        if (fl_exec_run_into(ex, sc, f, nfeed, (const char *const *)(tn ? tn->strs : NULL), outs, nfetch,
+                             predict ? FL_EXEC_PREDICT : 0, &e) ||
             (d && d->step_end(d, &e)))
             st = fl_exec_op_error(rc, op, "the %s program: %s", pn, e.msg);
         else if (ex == h->startup && startup_done(s, sc, &e))
             st = fl_exec_op_error(rc, op, "%s", e.msg);
     }
-    for (size_t i = 0; i < nfetch && st == FL_OK; i++)
-        fl_var_take_tensor(fl_exec_var_write(s, &fetches[i]), &ft[nfeed + i]);
-    for (size_t i = 0; i < nfeed + nfetch; i++) fl_tensor_fini(&ft[i]);
+    for (size_t i = 0; i < nfeed; i++) fl_tensor_fini(&ft[i]);
     free(ft);
+    free(outs);
     free(f);
     fl_scope_release(sc);
     return st;
@@ -336,7 +338,9 @@ static void python_float(double x, FlDType dt, FlBuf *out) {
     fl_buf_puts(out, b);
 }
 
-static void array_text(const FlTensor *t, FlBuf *out) {
+/* numpy's str of t (repr false) or its repr: "array(" and the dtype around the elements, a comma
+ * after each, rows indented under the first (rank 0: the number, as a numpy scalar's repr). */
+static void array_text(const FlTensor *t, bool repr, FlBuf *out) {
     int64_t n = fl_tensor_numel(t);
     if (t->ndim == 0 && n == 1 && is_float_dt(t->dtype)) {
         python_float(fl_tensor_get(t, 0), t->dtype, out);
@@ -368,13 +372,17 @@ static void array_text(const FlTensor *t, FlBuf *out) {
         }
     }
     FlBuf *cells = fl_xcalloc((size_t)(n ? n : 1), sizeof *cells);
-    size_t width = 0;
+    size_t width = t->dtype == FL_DT_BOOL ? 5 : 0; /* numpy pads True as it pads False */
+    int indent = repr && t->ndim > 0 ? 6 : 0;     /* under "array(" */
+    if (indent) fl_buf_puts(out, "array(");
     for (int64_t i = 0; i < n; i++) {
         elem_text(t, i, &f, &cells[i]);
         if (cells[i].len > width) width = cells[i].len;
     }
     if (t->ndim == 0) {
         fl_buf_puts(out, n ? fl_buf_str(&cells[0]) : "");
+    } else if (n == 0) {
+        fl_buf_puts(out, "[]");
     } else {
         int64_t idx[FL_MAX_DIMS] = {0};
         for (int d = 0; d < t->ndim; d++) fl_buf_putc(out, '[');
@@ -387,9 +395,10 @@ static void array_text(const FlTensor *t, FlBuf *out) {
                     closed++;
                 }
                 for (int k = 0; k < closed; k++) fl_buf_putc(out, ']');
+                if (repr) fl_buf_putc(out, ',');
                 if (closed) {
                     for (int k = 0; k < closed; k++) fl_buf_putc(out, '\n');
-                    for (int k = 0; k < t->ndim - closed; k++) fl_buf_putc(out, ' ');
+                    for (int k = 0; k < t->ndim - closed + indent; k++) fl_buf_putc(out, ' ');
                     for (int k = 0; k < closed; k++) fl_buf_putc(out, '[');
                 } else {
                     fl_buf_putc(out, ' ');
@@ -399,6 +408,17 @@ static void array_text(const FlTensor *t, FlBuf *out) {
             fl_buf_append(out, fl_buf_str(&cells[i]), cells[i].len);
         }
         for (int d = 0; d < t->ndim; d++) fl_buf_putc(out, ']');
+    }
+    if (indent) { /* numpy names the dtype unless it is float64, int64 or bool, and always for an
+                   * empty array (with its shape unless that is (0,)) */
+        if (n == 0 && t->ndim != 1) {
+            fl_buf_puts(out, ", shape=(");
+            for (int d = 0; d < t->ndim; d++) fl_buf_printf(out, "%s%lld", d ? ", " : "", (long long)t->ne[d]);
+            fl_buf_puts(out, t->ndim == 1 ? ",)" : ")");
+        }
+        if (n == 0 || (t->dtype != FL_DT_FLOAT64 && t->dtype != FL_DT_INT64 && t->dtype != FL_DT_BOOL))
+            fl_buf_printf(out, ", dtype=%s", fl_dtype_name(t->dtype));
+        fl_buf_putc(out, ')');
     }
     for (int64_t i = 0; i < n; i++) fl_buf_free(&cells[i]);
     free(cells);
@@ -415,8 +435,10 @@ static void printf_checked(FlBuf *out, const char *spec, ...) {
 }
 #pragma GCC diagnostic pop
 
-/* One value through spec: "" as numpy's str; "list" a vector of ints as Python's list; a printf
- * conversion of one element ("%s": str). */
+/* One value through spec: "" as numpy's str; "repr" as numpy's repr (an array inside a Python
+ * list, tuple or dict); "list" a vector of ints as Python's list; a printf conversion of one
+ * element ("%s": str). ("arrays", a tensor array as Python's list of its elements' reprs, is
+ * print_line's own.) */
 static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, const FlTensor *t, const char *spec,
                              FlBuf *out) {
     size_t n = strlen(spec);
@@ -431,9 +453,13 @@ static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, con
         fl_buf_putc(out, ']');
         return FL_OK;
     }
+    if (strcmp(spec, "repr") == 0) {
+        array_text(t, true, out);
+        return FL_OK;
+    }
     if (!n || conv == 's') {
         FlBuf s = {0};
-        array_text(t, &s);
+        array_text(t, false, &s);
         size_t k = 1, width = 0;
         bool zero = false, left = false;
         for (; k < n && strchr("-+ #0", spec[k]); k++) zero |= spec[k] == '0', left |= spec[k] == '-';
@@ -468,7 +494,34 @@ static FlStatus format_value(RunCtx *rc, const ExecOp *op, const char *name, con
     return FL_OK;
 }
 
-/* A spec is "", "list", or '%', flags, width and precision, then one of d i o x X e E f F g G s. */
+/* A tensor array as Fluid's fetch gives it with return_numpy (executor.py's as_numpy): a list of
+ * its elements, each as numpy's repr, None where one was never written (an uninitialised
+ * tensor); items: each element is a list's item with a leading dim of 1, which goes (a number
+ * appended prints as Python's). a releases. */
+static FlStatus array_list(RunCtx *rc, const ExecOp *op, TArray *a, bool items, FlBuf *out) {
+    FlStatus st = FL_OK;
+    fl_buf_putc(out, '[');
+    for (int64_t i = 0; i < fl_array_len(a) && st == FL_OK; i++) {
+        if (i) fl_buf_puts(out, ", ");
+        const FlTensor *t = fl_array_at(a, i);
+        FlTensor row = FL_TENSOR_INIT;
+        FlErr e;
+        bool drop = t && items && t->ndim >= 1 && t->ne[0] == 1;
+        if (drop && fl_tensor_view(&e, &row, t, 0, t->ndim - 1, t->ne + 1))
+            st = fl_exec_op_error(rc, op, "%s", e.msg);
+        else if (t)
+            array_text(drop ? &row : t, true, out);
+        else
+            fl_buf_puts(out, "None");
+        fl_tensor_fini(&row);
+    }
+    fl_buf_putc(out, ']');
+    fl_array_release(a);
+    return st;
+}
+
+/* A spec is "", "list", "repr", "arrays", "items", or '%', flags, width and precision, then one of
+ * d i o x X e E f F g G s. */
 static FlStatus prep_print_line(ExecOp *op, FlErr *e) {
     const FlAttr *texts = strs_attr(op, "texts"), *specs = strs_attr(op, "specs");
     int n = fl_exec_nin(op, FL_IN_print_line_X);
@@ -478,7 +531,9 @@ static FlStatus prep_print_line(ExecOp *op, FlErr *e) {
     for (size_t i = 0; specs && i < specs->n; i++) {
         const char *s = specs->strs[i];
         size_t len = strlen(s);
-        if (!len || strcmp(s, "list") == 0) continue;
+        if (!len || strcmp(s, "list") == 0 || strcmp(s, "repr") == 0 || strcmp(s, "arrays") == 0 ||
+            strcmp(s, "items") == 0)
+            continue;
         size_t k = 1;
         while (k < len && strchr("-+ #0", s[k])) k++;
         while (k < len && s[k] >= '0' && s[k] <= '9') k++;
@@ -504,8 +559,11 @@ static FlStatus run_print_line(RunCtx *rc, const ExecOp *op, FlScope *s) {
     for (int i = 0; i < n && st == FL_OK; i++) {
         FlTensor t = FL_TENSOR_INIT;
         FlVar *v = fl_exec_var_read(s, &x[i]);
-        if (!v || !fl_var_get_tensor(v, &t)) st = fl_exec_op_error(rc, op, "'%s' holds no tensor", x[i].name);
-        else st = format_value(rc, op, x[i].name, &t, specs && specs->n ? specs->strs[i] : "", &line);
+        const char *spec = specs && specs->n ? specs->strs[i] : "";
+        if (strcmp(spec, "arrays") == 0 || strcmp(spec, "items") == 0) /* a tensor array: Python's list */
+            st = array_list(rc, op, fl_array_retain(v), spec[0] == 'i', &line);
+        else if (!v || !fl_var_get_tensor(v, &t)) st = fl_exec_op_error(rc, op, "'%s' holds no tensor", x[i].name);
+        else st = format_value(rc, op, x[i].name, &t, spec, &line);
         fl_tensor_fini(&t);
         fl_buf_puts(&line, texts->strs[i + 1]);
     }
