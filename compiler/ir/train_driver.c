@@ -1,5 +1,5 @@
 /* train_driver.c: fluid.train's driver program (train_driver.h), built from the bundle's run spec
- * and main program, and flrun --watch's transform of it.
+ * and main program, and the transform that adds watched vars to it (FlTrainOptions.watch).
  *
  * How: block 0 holds the options, the report and the epoch counter; block 1 (an epoch) the
  * feeds and the step's rows, which its report_next writes before block 2 (a step) reads them;
@@ -291,7 +291,7 @@ FlStatus fl_ir_train_driver_watch(FlProgram *drv, const FlBundle *b, const char 
     FlAttr *names = run ? fl_ir_op_attr(run, "fetch_names") : NULL;
     if (!fetch || !names || names->type != FL_ATTR_STRINGS || names->n != fetch->nargs || !rep ||
         !fl_ir_op_input(rep, "Figures"))
-        return fl_err(e, "--watch: the bundle's driver is not fluid.train's loop (no step fetching figures)");
+        return fl_err(e, "watching vars: the bundle's driver is not fluid.train's loop (no step fetching figures)");
     Names fetches = {0}, figures = {0};
     /* copies: setting the attribute below frees its strings */
     size_t nold = names->n;

@@ -53,11 +53,13 @@ bool fl_ir_bundle_trains(const FlBundle *b);
  * fl_ir_train_driver_build (b is left as it was). */
 FlStatus fl_ir_bundle_add_train_driver(FlBundle *b, FlLoc at, FlErr *e) FL_WARN_UNUSED;
 
-/* `flrun --watch VAR...`: drv (fluid.train's driver, a copy the caller owns) fetches main's vars
- * watch[0..n) at each step after the run spec's fetches: they are appended to the step's
- * run_program fetches (its fetch_names and Fetch vars, figure_K declared beside the other
- * figures in the step's block) and to report_step's figures; nothing else changes. The report host tells them from the run spec's figures by their count. Errors: a watched name
- * that is not a var of main's global block; drv is not fluid.train's driver (no step). */
+/* Watched vars (runtime/train/train.h, FlTrainOptions.watch: flrun --tensorboard's learning
+ * rate): drv (fluid.train's driver, a copy the caller owns) fetches main's vars watch[0..n) at
+ * each step after the run spec's fetches: they are appended to the step's run_program fetches
+ * (its fetch_names and Fetch vars, figure_K declared beside the other figures in the step's
+ * block) and to report_step's figures; nothing else changes. The report host tells them from
+ * the run spec's figures by their count. Errors: a watched name that is not a var of main's
+ * global block; drv is not fluid.train's driver (no step). */
 FlStatus fl_ir_train_driver_watch(FlProgram *drv, const FlBundle *b, const char *const *watch, size_t n,
                                   FlErr *e) FL_WARN_UNUSED;
 

@@ -6,8 +6,8 @@
  * driver (fluid.train's: compiler/ir/train_driver.h), whose report ops call the report host
  * below: each step's report_next fills one tensor per feed from the epoch (data.h) and the
  * driver runs the main program; a sequence feed fills its values [T, 1] and one tensor per LoD
- * level, fed to the data var's offset vars (VarDesc.lod). In an MPI job each trainer records (rows, figures...) per step
- * and trainer 0 merges everyone's records at the epoch's end.
+ * level, fed to the data var's offset vars (VarDesc.lod). In an MPI job each trainer records
+ * (rows, figures...) per step and trainer 0 merges everyone's records at the epoch's end.
  * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
  * job of T trainers with batch b reports what a local run with batch T*b reports.
  */
@@ -20,10 +20,10 @@
 #include <time.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/report_host.h"
-#include "compiler/ir/train_driver.h"
 
 typedef struct Data {
     FlDataSource *src; /* when train and test come from one split */
@@ -743,7 +743,7 @@ static FlStatus dr_epoch(void *ctx, int64_t epoch, FlErr *e) {
     return FL_OK;
 }
 
-/* A run: the bundle's driver (fluid.train's, compiler/ir/train_driver.h; with --watch a copy
+/* A run: the bundle's driver (fluid.train's, compiler/ir/train_driver.h; with watched vars a copy
  * fetching the watched vars too) on the report host above. The errors are the
  * loop's own (a callback's, or the main program's as fl_executor_run gives it), not the driver
  * op's around them. */
@@ -757,7 +757,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     if (!bd)
         return fl_err(e, "the bundle holds no driver for its run spec (fl_program_load builds the driver of a file "
                          "written before format 3; an in-memory bundle: fl_ir_bundle_add_train_driver)");
-    FlProgram *watched = NULL; /* --watch: the bundle's driver fetching the watched vars too */
+    FlProgram *watched = NULL; /* opt->watch: the bundle's driver fetching those vars too */
     if (nw) {
         watched = fl_ir_program_clone(bd);
         if (fl_ir_train_driver_watch(watched, tr->bundle, opt->watch, nw, e) != FL_OK) {

@@ -295,7 +295,7 @@ static void test_run_spec_driver(void) {
             CU_ASSERT_STRING_EQUAL(b->driver->blocks.data[k]->ops.data[i]->type, drv->blocks.data[k]->ops.data[i]->type);
     }
     fl_buf_free(&kept);
-    /* --watch: the step fetches the watched var after the run spec's and reports it as a figure;
+    /* watched vars (FlTrainOptions.watch): the step fetches the watched var after the run spec's and reports it as a figure;
      * the evaluation is left as it was */
     FlProgram *w = fl_ir_program_clone(b->driver);
     static const char *const lr[] = {"learning_rate_0"};
