@@ -604,7 +604,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "`detection.fl`, `_perspective.fl` |\n"
                 "| masks | `masks.def` | `infer_masks.c` | `ops_masks.c` | `masks.c` | `detection.fl`, `_masks.fl` |\n"
                 "| report | `report.def` | `infer_report.c` | `ops_report.c` (host: `report_host.h`, given by "
-                "`runtime/train/train.c`) | — | the driver of a run spec (`runtime/train/train_driver.c`) |\n"
+                "`runtime/train/train.c`) | — | the driver of a run spec (`compiler/ir/train_driver.c`) |\n"
                 "| ctr | `ctr.def` | `infer_ctr.c` | `ops_ctr.c` | `ctr.c` | `_ctr.fl` |\n"
                 "| seqedit | `seqedit.def` | `infer_seqedit.c` | `ops_seqedit.c` | `seqedit.c` | `_seqedit.fl` |\n"
                 "| imgsel | `imgsel.def` | `infer_imgsel.c` | `ops_imgsel.c` | `imgsel.c` | `_imgsel.fl` |\n"

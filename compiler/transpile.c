@@ -25,6 +25,7 @@
 
 #include "compiler/infer.h"
 #include "compiler/ir/rules.h"
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "compiler/verify.h"
 
@@ -1769,6 +1770,13 @@ FlStatus fl_transpile(const FlBundle *local, const FlTranspileOptions *opt, FlPl
     }
     for (int64_t r = 0; r < tp.T + tp.P; r++) FL_VEC_PUSH(&plan->rank_role, r);
     FlErr sub;
+    /* a trainer of fluid.train carries its loop's driver: the local bundle's (cloned above), or
+     * for a bundle written before the driver was kept (format 2) the one built from its run spec */
+    for (int64_t t = 0; t < tp.T; t++)
+        if (fl_ir_bundle_add_train_driver(plan->roles.data[t], FL_LOC_NONE, &sub) != FL_OK) {
+            fl_err(e, "trainer %lld: fluid.train's driver: %s", (long long)t, sub.msg);
+            goto fail;
+        }
     if (fl_ir_validate_plan(plan, &sub) != FL_OK) {
         fl_err(e, "internal error: the plan does not validate: %s", sub.msg);
         goto fail;

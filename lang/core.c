@@ -1377,6 +1377,7 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
                 c->programs.data[i] = NULL; /* adopted by the bundle */
     }
     rs->present = true;
+    c->train_at = fl_ev_loc(c, a->span);
     rs->batch_size = 32;
     rs->epochs = 1;
     for (int k = 0; k < 2; k++) {

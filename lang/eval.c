@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "compiler/verify.h"
 
@@ -114,7 +115,13 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     if (!c->aborted) fl_ev_dist_finish(c);
     if (c->diag.nerrors == 0 && c->bundle->driver && c->bundle->run.present) /* docs/driver.md, "Status" */
         fl_diag_error_plain(&c->diag, "the program both calls fluid.train(...) and runs programs itself (exe.run): "
-                                      "fluid.train over the driver is not built yet; use one or the other");
+                                      "a bundle holds one driver, fluid.train's loop or the script's own; use one or "
+                                      "the other");
+    if (c->diag.nerrors == 0) { /* fluid.train's loop: its driver, kept in the bundle (docs/driver.md) */
+        FlErr e;
+        if (fl_ir_bundle_add_train_driver(c->bundle, c->train_at, &e) != FL_OK)
+            fl_diag_error_plain(&c->diag, "fluid.train: %s", e.msg);
+    }
     if (c->diag.nerrors == 0) {
         FlVerifyIssues vi = {0};
         if (fl_verify_program(c->bundle->main, c->bundle->startup, &vi) > 0) report_verify(c, &vi);

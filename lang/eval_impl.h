@@ -282,6 +282,7 @@ struct Ctx {
     } prof;
     bool *define_read;      /* opt->defines[i] was read by a fluid.flag */
     StrVec flags_asked;     /* the names fluid.flag asked for, each once, in order */
+    FlLoc train_at;         /* the user's fluid.train(...) call: its driver's ops carry it */
     FlValue *none, *vtrue, *vfalse, *error;
 };
 

@@ -84,7 +84,8 @@ typedef struct FlBundle FlBundle;               /* compiler/ir/ir.h, for tools *
  * (its __model__), or the model file itself (save_inference_model(model_filename=...)), whose
  * parameters are then read from the checkpoint beside it and checked against the program, and
  * set by fl_executor_run_startup. Its feeds and targets: fl_program_bundle(p)->inference
- * (docs/driver.md, "Saving and serving"). Errors: I/O, not a .flp (or a .plan: run those with
+ * (docs/driver.md, "Saving and serving"). A fluid.train bundle written before format 3 (a run
+ * spec and no driver) gets fluid.train's driver now, as flc build keeps it. Errors: I/O, not a .flp (or a .plan: run those with
  * flrun under mpirun), a newer format version, a corrupt or structurally invalid program; a
  * directory without a __model__ or whose __model__ is not an inference model; a parameter the
  * checkpoint lacks or holds in another dtype or shape (naming it). */

@@ -27,6 +27,7 @@
 
 #include "compiler/ir/ir.h"
 #include "compiler/ir/rules.h"
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "compiler/plan_verify.h"
 #include "compiler/verify.h"
@@ -385,31 +386,48 @@ out0:
     return rc;
 }
 
+/* The issues of b's driver on stderr, each with its location ("driver" or "trainer 0's driver":
+ * who); their count. */
+static int driver_issues(const Args *a, const char *who, const FlBundle *b) {
+    FlVerifyIssues vi = {0};
+    int n = fl_verify_driver(b, &vi);
+    for (int i = 0; i < n && i < FL_PLAN_VERIFY_SHOWN; i++) {
+        FlLoc l = vi.items.data[i].loc;
+        const char *src = l.file >= 0 && (size_t)l.file < b->source_paths.len ? b->source_paths.data[l.file] : NULL;
+        if (src)
+            fprintf(stderr, "flc: error: %s: %s (%s:%d:%d): %s\n", a->file, who, src, l.line, l.col, vi.items.data[i].msg);
+        else fprintf(stderr, "flc: error: %s: %s: %s\n", a->file, who, vi.items.data[i].msg);
+    }
+    if (n > FL_PLAN_VERIFY_SHOWN) fprintf(stderr, "flc: error: %s: %d more issues\n", a->file, n - FL_PLAN_VERIFY_SHOWN);
+    fl_verify_issues_fini(&vi);
+    return n;
+}
+
+static size_t driver_ops(const FlProgram *d) {
+    size_t ops = 0;
+    for (size_t i = 0; i < d->blocks.len; i++) ops += d->blocks.data[i]->ops.len;
+    return ops;
+}
+
 /* flc verify FILE.flp: every issue of the bundle's driver on stderr, or one line saying what was
- * checked. */
+ * checked: fluid.train's loop (a run spec beside the driver) or the script's own. */
 static int verify_driver(const Args *a, const FlBundle *b) {
     if (!b->driver && b->inference) { /* checked as a bundle when it was read (its feeds and targets too) */
         printf("%s: ok: an inference model (flrun FILE --predict DATA prints its targets)\n", a->file);
+        return 0;
+    }
+    if (!b->driver && fl_ir_bundle_trains(b)) {
+        printf("%s: ok: fluid.train's run spec without its driver (a file written before format 3): flrun builds "
+               "the driver when it loads the file; flc build keeps it in the file\n", a->file);
         return 0;
     }
     if (!b->driver) {
         printf("%s: ok: no driver (flrun runs the startup program, then the main program)\n", a->file);
         return 0;
     }
-    FlVerifyIssues vi = {0};
-    int n = fl_verify_driver(b, &vi);
-    for (int i = 0; i < n && i < FL_PLAN_VERIFY_SHOWN; i++) {
-        FlLoc l = vi.items.data[i].loc;
-        const char *src = l.file >= 0 && (size_t)l.file < b->source_paths.len ? b->source_paths.data[l.file] : NULL;
-        if (src) fprintf(stderr, "flc: error: %s: driver (%s:%d:%d): %s\n", a->file, src, l.line, l.col, vi.items.data[i].msg);
-        else fprintf(stderr, "flc: error: %s: driver: %s\n", a->file, vi.items.data[i].msg);
-    }
-    if (n > FL_PLAN_VERIFY_SHOWN) fprintf(stderr, "flc: error: %s: %d more issues\n", a->file, n - FL_PLAN_VERIFY_SHOWN);
-    fl_verify_issues_fini(&vi);
-    if (n) return 1;
-    size_t ops = 0;
-    for (size_t i = 0; i < b->driver->blocks.len; i++) ops += b->driver->blocks.data[i]->ops.len;
-    printf("%s: ok: a driver of %zu ops in %zu blocks", a->file, ops, b->driver->blocks.len);
+    if (driver_issues(a, "driver", b)) return 1;
+    printf("%s: ok: %sa driver of %zu ops in %zu blocks", a->file, fl_ir_bundle_trains(b) ? "fluid.train's loop, " : "",
+           driver_ops(b->driver), b->driver->blocks.len);
     if (b->programs.len) printf(", running %zu named program%s", b->programs.len, b->programs.len == 1 ? "" : "s");
     putchar('\n');
     return 0;
@@ -417,6 +435,14 @@ static int verify_driver(const Args *a, const FlBundle *b) {
 
 /* flc verify: every issue of the plan on stderr, or one line saying it is consistent. */
 static int verify(const Args *a, const FlPlan *plan) {
+    int bad = 0; /* each role's driver, as flc verify FILE.flp checks a bundle's */
+    for (size_t r = 0; r < plan->roles.len; r++) {
+        const FlBundle *b = plan->roles.data[r];
+        char who[64];
+        snprintf(who, sizeof who, "%s %lld's driver", b->role, (long long)b->role_index);
+        if (b->driver) bad += driver_issues(a, who, b);
+    }
+    if (bad) return 1;
     FlPlanIssues vi = {0};
     int n = fl_plan_verify(plan, &vi);
     for (int i = 0; i < n && i < FL_PLAN_VERIFY_SHOWN; i++)

@@ -50,9 +50,11 @@
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "compiler/plan_verify.h"
 #include "compiler/transpile.h"
+#include "compiler/verify.h"
 #include "lang/eval.h"
 #include "runtime/api.h"
 #include "runtime/core/conc.h"
@@ -603,6 +605,28 @@ static bool has_op_flag(const FlProgram *p, unsigned flag) {
     return false;
 }
 
+/* Whether b's driver is the script's own loop (exe.run), not fluid.train's (train_driver.h). */
+static bool own_loop(const FlBundle *b) { return b->driver && !fl_ir_bundle_trains(b); }
+
+/* Whether b's driver (if any) passes flc verify's checks; else its first issue on stderr, located
+ * in the script (who: "driver", "trainer 0's driver"). */
+static bool driver_clean(const Opts *o, const FlBundle *b, const char *who) {
+    if (!b->driver) return true;
+    FlVerifyIssues vi = {0};
+    int n = fl_verify_driver(b, &vi);
+    if (n) {
+        FlLoc l = vi.items.data[0].loc;
+        const char *src = l.file >= 0 && (size_t)l.file < b->source_paths.len ? b->source_paths.data[l.file] : NULL;
+        if (src)
+            fprintf(stderr, "flrun: error: '%s': %s (%s:%d:%d): %s%s\n", o->file, who, src, l.line, l.col,
+                    vi.items.data[0].msg, n > 1 ? " (flc verify lists every issue)" : "");
+        else fprintf(stderr, "flrun: error: '%s': %s: %s%s\n", o->file, who, vi.items.data[0].msg,
+                     n > 1 ? " (flc verify lists every issue)" : "");
+    }
+    fl_verify_issues_fini(&vi);
+    return n == 0;
+}
+
 /* Loads FILE (compiling a .fl): a bundle, or a plan. Returns the exit code on failure, else -1. */
 static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
     FlErr e = {{0}};
@@ -622,6 +646,26 @@ static int load(Opts *o, FlBundle **bundle, FlPlan **plan) {
     if (o->defines.len) return usage_error("-D is for .fl files; '%s' is compiled already", o->file);
     if (fl_ir_read(o->file, bundle, plan, &e) != FL_OK) {
         fprintf(stderr, "flrun: error: %s\n", e.msg);
+        return 1;
+    }
+    /* a file written before the driver was kept in it (format 2): fluid.train's driver, built now;
+     * a driver the file holds is checked as flc verify checks it */
+    FlStatus st = *bundle ? fl_ir_bundle_add_train_driver(*bundle, FL_LOC_NONE, &e) : FL_OK;
+    for (size_t i = 0; st == FL_OK && *plan && i < (*plan)->roles.len; i++)
+        st = fl_ir_bundle_add_train_driver((*plan)->roles.data[i], FL_LOC_NONE, &e);
+    if (st != FL_OK) fprintf(stderr, "flrun: error: '%s': fluid.train's driver: %s\n", o->file, e.msg);
+    if (st == FL_OK && *bundle && !driver_clean(o, *bundle, "driver")) st = FL_ERROR;
+    for (size_t i = 0; st == FL_OK && *plan && i < (*plan)->roles.len; i++) {
+        const FlBundle *r = (*plan)->roles.data[i];
+        char who[64];
+        snprintf(who, sizeof who, "%s %lld's driver", r->role, (long long)r->role_index);
+        if (!driver_clean(o, r, who)) st = FL_ERROR;
+    }
+    if (st != FL_OK) {
+        fl_ir_bundle_free(*bundle);
+        fl_ir_plan_free(*plan);
+        *bundle = NULL;
+        *plan = NULL;
         return 1;
     }
     return -1;
@@ -1280,10 +1324,12 @@ static int run_program(Opts *o) {
         fl_ir_plan_free(plan);
         return code;
     }
-    if (bundle && bundle->driver) return run_driver(o, bundle);
+    /* a driver of the script's own loop; fluid.train's (a run spec beside it) runs below, hosted by
+     * the training (train.h) */
+    if (bundle && own_loop(bundle)) return run_driver(o, bundle);
     Opts in_job = *o; /* the options that apply to a job's trainers running their own loop */
     in_job.stats = false;
-    if (plan && plan->trainers > 0 && plan->roles.data[0]->driver && driver_refused(&in_job)) {
+    if (plan && plan->trainers > 0 && own_loop(plan->roles.data[0]) && driver_refused(&in_job)) {
         const char *flag = driver_refused(&in_job);
         fprintf(stderr, "flrun: %s: the trainers of '%s' run their own loop (exe.run in the script: docs/driver.md); "
                 "%s does not apply to them\nTry 'flrun --help'.\n", flag, o->file, flag);
@@ -1380,7 +1426,7 @@ static int run_program(Opts *o) {
         if (!(sched = fl_sched_new(&sc, &e))) goto fail;
         fl_conc_attach(r.scope, sched);
     }
-    if (r.bundle->driver) { /* a trainer whose script runs its own loop: its driver runs startup and main */
+    if (own_loop(r.bundle)) { /* a trainer whose script runs its own loop: its driver runs startup and main */
         int status = 0;
         if (fl_executor_run_driver_exit(r.ex, r.scope, &status, &e) != FL_OK) goto fail;
         if (status) {

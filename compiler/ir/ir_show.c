@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/train_driver.h"
 
 /* ---- show ---- */
 
@@ -329,7 +330,9 @@ void fl_ir_show_bundle(const FlBundle *b, FlBuf *out) {
         fl_ir_show_program(b->programs.data[i].program, fl_buf_str(&t), b, out);
         fl_buf_free(&t);
     }
-    if (b->driver) fl_ir_show_program(b->driver, "driver program", b, out);
+    if (b->driver) /* beside a run spec: fluid.train's (compiler/ir/train_driver.h) */
+        fl_ir_show_program(b->driver, fl_ir_bundle_trains(b) ? "driver program (fluid.train's loop)" : "driver program",
+                           b, out);
     show_readers(out, b);
     show_run(out, &b->run);
     if (b->inference) { /* "inference model: feeds x; targets fc_0.tmp_1" */

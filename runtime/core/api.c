@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/train_driver.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/exec.h"
 #include "runtime/core/scope.h"
@@ -61,6 +62,10 @@ FlStatus fl_program_load(const char *path, FlLoadedProgram **out, FlErr *err) {
     FlStatus st = fl_ir_read(fl_buf_str(&file), &b, &plan, err);
     if (st == FL_OK && plan)
         st = fl_err(err, "%s: a distributed plan, not a program: run it with flrun under mpirun", path);
+    /* a file written before the driver was kept in it (format 2): fluid.train's driver, built now */
+    FlErr de;
+    if (st == FL_OK && fl_ir_bundle_add_train_driver(b, FL_LOC_NONE, &de) != FL_OK)
+        st = fl_err(err, "%s: fluid.train's driver: %s", path, de.msg);
     else if (st == FL_OK && dir && !b->inference)
         st = fl_err(err, "%s: its __model__ is a compiled program but not an inference model (it names no feeds "
                     "and targets)", path);

@@ -2,12 +2,12 @@
  * batches (or trainer shares) fed to the executor, figures weighted by rows, evaluation and
  * prediction.
  *
- * How: a trainer keeps the readers' datasets and one fetch list; fl_train_run runs the run
- * spec's driver (train_driver.h), whose report ops call the report host below: each step's
- * report_next fills one tensor per feed from the epoch (data.h) and the driver runs the main
- * program; a sequence feed fills its values [T, 1] and one tensor per LoD level, fed to the data
- * var's offset vars (VarDesc.lod). In an MPI job each trainer records (rows, figures...) per step
- * and trainer 0 merges everyone's records at the epoch's end.
+ * How: a trainer keeps the readers' datasets and one fetch list; fl_train_run runs the bundle's
+ * driver (fluid.train's: compiler/ir/train_driver.h), whose report ops call the report host
+ * below: each step's report_next fills one tensor per feed from the epoch (data.h) and the
+ * driver runs the main program; a sequence feed fills its values [T, 1] and one tensor per LoD
+ * level, fed to the data var's offset vars (VarDesc.lod). In an MPI job each trainer records
+ * (rows, figures...) per step and trainer 0 merges everyone's records at the epoch's end.
  * Invariants: the trainer never changes the program; figures are always weighted by rows, so a
  * job of T trainers with batch b reports what a local run with batch T*b reports.
  */
@@ -20,10 +20,10 @@
 #include <time.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/report_host.h"
-#include "runtime/train/train_driver.h"
 
 typedef struct Data {
     FlDataSource *src; /* when train and test come from one split */
@@ -743,7 +743,8 @@ static FlStatus dr_epoch(void *ctx, int64_t epoch, FlErr *e) {
     return FL_OK;
 }
 
-/* A run: the run spec's driver (train_driver.h) on the report host above. The errors are the
+/* A run: the bundle's driver (fluid.train's, compiler/ir/train_driver.h; with watched vars a copy
+ * fetching the watched vars too) on the report host above. The errors are the
  * loop's own (a callback's, or the main program's as fl_executor_run gives it), not the driver
  * op's around them. */
 FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHooks *hooks, FlErr *e) {
@@ -752,8 +753,19 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     tr->stopped = false;
     if (!tr->d.train) return fl_err(e, "the run spec has no reader: nothing to train on");
     size_t nw = opt ? opt->nwatch : 0;
-    FlProgram *drv;
-    if (fl_train_driver_build(tr->bundle, opt ? opt->watch : NULL, nw, &drv, e) != FL_OK) return FL_ERROR;
+    const FlProgram *bd = tr->bundle->driver;
+    if (!bd)
+        return fl_err(e, "the bundle holds no driver for its run spec (fl_program_load builds the driver of a file "
+                         "written before format 3; an in-memory bundle: fl_ir_bundle_add_train_driver)");
+    FlProgram *watched = NULL; /* opt->watch: the bundle's driver fetching those vars too */
+    if (nw) {
+        watched = fl_ir_program_clone(bd);
+        if (fl_ir_train_driver_watch(watched, tr->bundle, opt->watch, nw, e) != FL_OK) {
+            fl_ir_program_free(watched);
+            return FL_ERROR;
+        }
+    }
+    const FlProgram *drv = watched ? watched : bd;
     size_t n = tr->nfetch;
     DriverRun d = {.L = {.tr = tr, .h = h, .lead = tr->t == 0, .n = n, .w = 1 + n}, .opt = opt, .nw = nw,
                    .every = opt && opt->checkpoint_every > 0 ? opt->checkpoint_every : 0,
@@ -789,7 +801,7 @@ FlStatus fl_train_run(FlTrainer *tr, const FlTrainOptions *opt, const FlTrainHoo
     free(d.te);
     free(d.te_sum);
     free(d.watched);
-    fl_ir_program_free(drv);
+    fl_ir_program_free(watched);
     return st;
 }
 

@@ -21,7 +21,7 @@
  *     fl_train_predict_input_free(in);
  *     fl_train_free(tr);
  *
- * The loop. fl_train_run runs the run spec's driver program (train_driver.h: option,
+ * The loop. fl_train_run runs the bundle's driver program (compiler/ir/train_driver.h: option,
  * report_open, report_next, run_program, report_step, report_train_end, the test set's
  * run_program predictions and report_test, report_epoch; docs/driver.md, "fluid.train over the
  * driver") with this module as the report host of its report ops (runtime/core/report_host.h),

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
+#include "compiler/ir/train_driver.h"
 #include "lang/eval.h"
 #include "runtime/core/driver.h"
 #include "runtime/train/train.h"
-#include "runtime/train/train_driver.h"
 #include "tests/cunit.h"
 
 static const char *flrun;
@@ -278,9 +278,46 @@ static void test_run_spec_driver(void) {
     fl_buf_free(&diag);
     FlErr e = {{0}};
     FlProgram *drv;
-    CU_ASSERT_EQUAL_FATAL(fl_train_driver_build(b, NULL, 0, &drv, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_ir_train_driver_build(b, FL_LOC_NONE, &drv, &e), FL_OK);
     FlBuf text = {0};
     fl_ir_show_program(drv, "driver", b, &text);
+    /* the compiled bundle keeps that driver, its ops at the fluid.train call (line 17) */
+    CU_ASSERT_TRUE(fl_ir_bundle_trains(b));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b->driver);
+    FlBuf kept = {0};
+    fl_ir_show_program(b->driver, "driver", b, &kept);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&kept), "op report_open  Epochs=[epochs] BatchSize=[batch_size] "
+                                                     "Seed=[seed] -> Out=[report]  @ fit_a_line.fl:17:1\n"));
+    CU_ASSERT_EQUAL(b->driver->blocks.len, drv->blocks.len);
+    for (size_t k = 0; k < drv->blocks.len && k < b->driver->blocks.len; k++) {
+        CU_ASSERT_EQUAL(b->driver->blocks.data[k]->ops.len, drv->blocks.data[k]->ops.len);
+        for (size_t i = 0; i < drv->blocks.data[k]->ops.len && i < b->driver->blocks.data[k]->ops.len; i++)
+            CU_ASSERT_STRING_EQUAL(b->driver->blocks.data[k]->ops.data[i]->type, drv->blocks.data[k]->ops.data[i]->type);
+    }
+    fl_buf_free(&kept);
+    /* watched vars (FlTrainOptions.watch): the step fetches the watched var after the run spec's and reports it as a figure;
+     * the evaluation is left as it was */
+    FlProgram *w = fl_ir_program_clone(b->driver);
+    static const char *const lr[] = {"learning_rate_0"};
+    CU_ASSERT_EQUAL_FATAL(fl_ir_train_driver_watch(w, b, lr, 1, &e), FL_OK);
+    FlBuf wt = {0};
+    fl_ir_show_program(w, "driver", b, &wt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&wt), "-> Fetch=[figure_0, figure_1]  {feed_names=[\"x\", \"y\"], "
+                                                   "fetch_names=[\"mean_0.tmp_0\", \"learning_rate_0\"], program=\"main\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&wt), "op report_step  Report=[report] Figures=[figure_0, figure_1] "
+                                                   "Rows=[rows]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&wt), "var figure_1 : float32[1]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(fl_buf_str(&wt), "Fetch=[test_figure_0]  {feed_names=[\"x\", \"y\"], "
+                                                   "fetch_names=[\"mean_0.tmp_0\"], predict=true"));
+    fl_buf_free(&wt);
+    static const char *const none_such[] = {"no_such_var"};
+    CU_ASSERT_EQUAL(fl_ir_train_driver_watch(w, b, none_such, 1, &e), FL_ERROR);
+    CU_ASSERT_STRING_EQUAL(e.msg, "the fetch 'no_such_var' is not a var of the main program's global block");
+    fl_ir_program_free(w);
+    FlProgram *other = fl_ir_program_new(); /* a driver with no step (a script's own, empty) */
+    CU_ASSERT_EQUAL(fl_ir_train_driver_watch(other, b, lr, 1, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "is not fluid.train's loop"));
+    fl_ir_program_free(other);
     static const char *const ops[] = {"op option", "op report_open", "op while", "op report_next", "op run_program",
                                       "op report_step", "op report_train_end", "op report_test", "op report_epoch",
                                       "op increment", "predict=true", "test=true", "GlobalRows=[global_rows]"};
@@ -300,7 +337,7 @@ static void test_run_spec_driver(void) {
     fl_ir_program_free(drv);
     /* a bundle without a run spec has no such driver */
     FlBundle *none = fl_ir_bundle_new();
-    CU_ASSERT_EQUAL(fl_train_driver_build(none, NULL, 0, &drv, &e), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_ir_train_driver_build(none, FL_LOC_NONE, &drv, &e), FL_ERROR);
     CU_ASSERT_STRING_EQUAL(e.msg, "the run spec has no reader: nothing to train on");
     fl_ir_bundle_free(none);
     fl_scope_free(scope);

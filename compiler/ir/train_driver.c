@@ -1,12 +1,14 @@
-/* train_driver.c: the driver program of a run spec's training (train_driver.h), built from the
- * bundle's run spec and main program.
+/* train_driver.c: fluid.train's driver program (train_driver.h), built from the bundle's run spec
+ * and main program, and the transform that adds watched vars to it (FlTrainOptions.watch).
  *
  * How: block 0 holds the options, the report and the epoch counter; block 1 (an epoch) the
- * feeds, the figures and the step's rows, which its report_next writes before block 2 (a step)
- * reads them, and the same for block 3 (a batch of the evaluation, with a test reader); each
- * while op's X and Out are found as the compiler finds them (fl_ir_block_io).
+ * feeds and the step's rows, which its report_next writes before block 2 (a step) reads them;
+ * block 2 its figures, which its run_program writes before report_step reads them (so every var
+ * is written before it is read, as flc verify checks); block 3 the same for a batch of the
+ * evaluation, with a test reader. Each while op's X and Out are found as the compiler finds them
+ * (fl_ir_block_io).
  */
-#include "runtime/train/train_driver.h"
+#include "compiler/ir/train_driver.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,15 +104,16 @@ static FlStatus reader_feeds(const FlBlock *m0, FlBlock *eb, const FlReaderSpec 
     return FL_OK;
 }
 
-/* The figure vars of eb (named prefix_i) fetched from main's vars names[0..n). */
-static FlStatus figure_vars(const FlBlock *m0, FlBlock *eb, const char *prefix, const char *const *names, size_t n,
-                            Names *fetches, Names *figures, FlErr *e) {
+/* The figure vars of sb (named prefix_K, K from first on) fetched from main's vars names[0..n). */
+static FlStatus figure_vars(const FlBlock *m0, FlBlock *sb, const char *prefix, size_t first, const char *const *names,
+                            size_t n, Names *fetches, Names *figures, FlErr *e) {
     for (size_t i = 0; i < n; i++) {
         const FlVarDesc *vd = fl_ir_var_find(m0, names[i]);
         if (!vd) return fl_err(e, "the fetch '%s' is not a var of the main program's global block", names[i]);
         char fig[48];
-        snprintf(fig, sizeof fig, "%s_%zu", prefix, i);
-        FlVarDesc *v = var_like(eb, fig, vd);
+        snprintf(fig, sizeof fig, "%s_%zu", prefix, first + i);
+        if (fl_ir_var_find(sb, fig)) return fl_err(e, "the driver declares '%s' already", fig);
+        FlVarDesc *v = var_like(sb, fig, vd);
         fl_ir_var_set_lod(v, 0, NULL);
         FL_VEC_PUSH(fetches, names[i]);
         FL_VEC_PUSH(figures, v->name);
@@ -160,8 +163,7 @@ static void vars_next(FlBlock *eb, bool test) {
     var_one(eb, test ? "test_ok" : "ok", FL_DT_BOOL);
 }
 
-FlStatus fl_train_driver_build(const FlBundle *b, const char *const *watch, size_t nwatch, FlProgram **out,
-                               FlErr *e) {
+FlStatus fl_ir_train_driver_build(const FlBundle *b, FlLoc at, FlProgram **out, FlErr *e) {
     *out = NULL;
     const FlRunSpec *rs = &b->run;
     if (!rs->present || !rs->reader) return fl_err(e, "the run spec has no reader: nothing to train on");
@@ -171,17 +173,14 @@ FlStatus fl_train_driver_build(const FlBundle *b, const char *const *watch, size
     FlBlock *eb = fl_ir_block_new(p, 0);       /* an epoch */
     FlBlock *sb = fl_ir_block_new(p, eb->idx); /* a step */
     FlBlock *tb = rs->test_reader ? fl_ir_block_new(p, eb->idx) : NULL; /* a batch of the evaluation */
-    Names feeds = {0}, fetches = {0}, figures = {0}, tfeeds = {0}, tfetches = {0}, tfigures = {0}, names = {0};
-    /* the figures: the run spec's fetches, then the watched vars (a step's); the fetches alone
-     * (the evaluation's) */
-    for (size_t i = 0; i < rs->fetch_vars.len; i++) FL_VEC_PUSH(&names, rs->fetch_vars.data[i]);
-    for (size_t i = 0; i < nwatch; i++) FL_VEC_PUSH(&names, watch[i]);
+    Names feeds = {0}, fetches = {0}, figures = {0}, tfeeds = {0}, tfetches = {0}, tfigures = {0};
+    /* the figures of a step and of the evaluation: the run spec's fetches */
+    const char *const *names = (const char *const *)rs->fetch_vars.data;
     FlStatus st = reader_feeds(m0, eb, rs->reader, &feeds, e);
-    if (st == FL_OK) st = figure_vars(m0, eb, "figure", (const char *const *)names.data, names.len, &fetches, &figures, e);
+    if (st == FL_OK) st = figure_vars(m0, sb, "figure", 0, names, rs->fetch_vars.len, &fetches, &figures, e);
     if (st == FL_OK && tb) st = reader_feeds(m0, eb, rs->test_reader, &tfeeds, e);
     if (st == FL_OK && tb)
-        st = figure_vars(m0, eb, "test_figure", (const char *const *)names.data, rs->fetch_vars.len, &tfetches,
-                         &tfigures, e);
+        st = figure_vars(m0, tb, "test_figure", 0, names, rs->fetch_vars.len, &tfetches, &tfigures, e);
     if (st == FL_OK) {
         var_one(b0, "epochs", FL_DT_INT64);
         var_one(b0, "batch_size", FL_DT_INT64);
@@ -240,11 +239,75 @@ FlStatus fl_train_driver_build(const FlBundle *b, const char *const *watch, size
     FL_VEC_FREE(&tfeeds);
     FL_VEC_FREE(&tfetches);
     FL_VEC_FREE(&tfigures);
-    FL_VEC_FREE(&names);
     if (st != FL_OK) {
         fl_ir_program_free(p);
         return FL_ERROR;
     }
+    for (size_t k = 0; k < p->blocks.len; k++) {
+        FlBlock *bl = p->blocks.data[k];
+        for (size_t i = 0; i < bl->vars.len; i++) bl->vars.data[i]->loc = at;
+        for (size_t i = 0; i < bl->ops.len; i++) bl->ops.data[i]->loc = at;
+    }
     *out = p;
     return FL_OK;
+}
+
+bool fl_ir_bundle_trains(const FlBundle *b) { return b->run.present && b->run.reader; }
+
+FlStatus fl_ir_bundle_add_train_driver(FlBundle *b, FlLoc at, FlErr *e) {
+    if (b->driver || !fl_ir_bundle_trains(b)) return FL_OK;
+    return fl_ir_train_driver_build(b, at, &b->driver, e);
+}
+
+/* The step of fluid.train's driver: its run_program of main with a Step (the evaluation's has
+ * predict instead), and the block holding it. */
+static FlOpDesc *step_run(FlProgram *drv, FlBlock **sb) {
+    for (size_t k = 1; k < drv->blocks.len; k++) {
+        FlBlock *b = drv->blocks.data[k];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            FlOpDesc *op = b->ops.data[i];
+            if (!strcmp(op->type, "run_program") && fl_ir_op_input(op, "Step") &&
+                !strcmp(fl_ir_op_get_string(op, "program", ""), "main")) {
+                *sb = b;
+                return op;
+            }
+        }
+    }
+    return NULL;
+}
+
+static FlOpDesc *op_in(FlBlock *b, const char *type) {
+    for (size_t i = 0; i < b->ops.len; i++)
+        if (!strcmp(b->ops.data[i]->type, type)) return b->ops.data[i];
+    return NULL;
+}
+
+FlStatus fl_ir_train_driver_watch(FlProgram *drv, const FlBundle *b, const char *const *watch, size_t n, FlErr *e) {
+    if (!n) return FL_OK;
+    FlBlock *sb = NULL;
+    FlOpDesc *run = step_run(drv, &sb);
+    FlOpDesc *rep = sb ? op_in(sb, "report_step") : NULL;
+    FlSlot *fetch = run ? fl_ir_op_output(run, "Fetch") : NULL;
+    FlAttr *names = run ? fl_ir_op_attr(run, "fetch_names") : NULL;
+    if (!fetch || !names || names->type != FL_ATTR_STRINGS || names->n != fetch->nargs || !rep ||
+        !fl_ir_op_input(rep, "Figures"))
+        return fl_err(e, "watching vars: the bundle's driver is not fluid.train's loop (no step fetching figures)");
+    Names fetches = {0}, figures = {0};
+    /* copies: setting the attribute below frees its strings */
+    size_t nold = names->n;
+    for (size_t i = 0; i < nold; i++) FL_VEC_PUSH(&fetches, fl_xstrdup(names->strs[i]));
+    size_t first = fetch->nargs;
+    FlStatus st = figure_vars(fl_ir_block(b->main, 0), sb, "figure", first, watch, n, &fetches, &figures, e);
+    if (st == FL_OK) {
+        fl_ir_op_set_strings(run, "fetch_names", (const char *const *)fetches.data, fetches.len);
+        for (size_t i = 0; i < figures.len; i++) {
+            fl_ir_var_find(sb, figures.data[i])->loc = run->loc;
+            fl_ir_op_add_output(run, "Fetch", figures.data[i]);
+            fl_ir_op_add_input(rep, "Figures", figures.data[i]);
+        }
+    }
+    for (size_t i = 0; i < nold; i++) free((char *)fetches.data[i]);
+    FL_VEC_FREE(&fetches);
+    FL_VEC_FREE(&figures);
+    return st;
 }
