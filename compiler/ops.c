@@ -651,7 +651,7 @@ void fl_ops_markdown(FlBuf *out) {
             if (o->flags & FL_OPF_DIST) fl_buf_puts(out, " distributed;");
             if (o->flags & FL_OPF_LONG) fl_buf_puts(out, " long-running (runs in a scheduler blocking region);");
             if (o->flags & FL_OPF_CHAN) fl_buf_puts(out, " concurrency (goroutines, channels);");
-            out->data[--out->len] = '\n';
+            out->data[out->len - 1] = '\n'; /* the last ";" */
         }
     }
     fl_buf_puts(out, "\n## Gradient ops\n\nEach has the attributes of its forward op. `S@GRAD` "
