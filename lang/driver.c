@@ -695,6 +695,13 @@ static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp) {
     return r;
 }
 
+FlValue *fl_ev_ndarray_numbers(FlValue *v, int *dtype) {
+    if (!is_rec(v, NDARRAY_TYPE)) return NULL;
+    FlValue *dt = rec_get(v, "_dtype");
+    *dtype = dt && dt->kind == VK_INT ? (int)dt->i : -1;
+    return rec_get(v, "_value");
+}
+
 /* array(obj, dtype=None): obj's numbers kept for a feed; dtype a numpy dtype name. */
 static FlValue *d_array(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("array", "object dtype=", 2);

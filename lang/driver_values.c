@@ -58,7 +58,9 @@ static FlVarDesc *desc(Ctx *c, FlValue *v) {
     return d;
 }
 
-FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp) {
+FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp) { return fl_ev_driver_const_as(c, v, -1, sp); }
+
+FlValue *fl_ev_driver_const_as(Ctx *c, FlValue *v, int dtype, FlSpan sp) {
     int64_t shape[FL_IR_MAX_DIMS];
     int ndim = -1;
     FlValue *nums = fl_v_list(c, VK_LIST);
@@ -77,7 +79,7 @@ FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp) {
     FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "assign_value", sp);
     fl_ir_op_add_output(op, "Out", name);
     fl_ir_op_set_ints(op, "shape", shape, (size_t)(ndim > 0 ? ndim : 0));
-    fl_ir_op_set_int(op, "dtype", all_int ? FL_DT_INT64 : FL_DT_FLOAT64);
+    fl_ir_op_set_int(op, "dtype", dtype >= 0 ? dtype : all_int ? FL_DT_INT64 : FL_DT_FLOAT64);
     fl_ir_op_set_floats(op, "values", fv, nums->list.len);
     fl_ev_set_int_twin(c, op, "values", nums);
     free(fv);

@@ -712,6 +712,11 @@ FlValue *fl_ev_driver_attr(Ctx *c, FlValue *v, const char *name, FlSpan sp);
 bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp); /* numpy's dtype names */
 FlValue *fl_ev_driver_math(Ctx *c, const char *fn, FlValue *x, FlSpan sp); /* math.fn(v) */
 FlValue *fl_ev_driver_const(Ctx *c, FlValue *v, FlSpan sp); /* numbers as a constant of the driver */
+/* the same in dtype (-1: float64 unless they are all ints, as numpy's arrays) */
+FlValue *fl_ev_driver_const_as(Ctx *c, FlValue *v, int dtype, FlSpan sp);
+/* The numbers of a numpy array the script made (numpy.array(...)) and its dtype (-1: none given);
+ * NULL when v is not one. */
+FlValue *fl_ev_ndarray_numbers(FlValue *v, int *dtype);
 /* driver_tensorfile.c: a scope tensor's set(array, place), numpy.fromfile(...) */
 FlValue *fl_ev_driver_m_set(Ctx *c, FlValue *self, CallArgs *a);
 FlValue *fl_ev_driver_fromfile(Ctx *c, FlValue *self, CallArgs *a);

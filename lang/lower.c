@@ -166,11 +166,16 @@ static void own_names(Ctx *c, Env *e, FlAstList **bodies, size_t n, FlSpan sp) {
     for (size_t i = 0; i < n; i++) assigned_names(bodies[i], &names);
     for (size_t i = 0; i < names.len; i++) {
         FlValue *v = fl_map_find_str(&e->map, names.data[i]);
-        if (v && v->kind == VK_INT && fl_ev_in_driver(c)) {
-            /* an int of the script that a runtime body of the driver rebinds (a step counter
-             * `batch_id += 1`) counts at run time: an int64 [1] var of the driver from here on */
-            FlValue *cv = fl_ev_const_var(c, v, FL_DT_INT64, sp);
-            if (cv->kind == VK_VAR) cv = fl_ev_driver_item(c, cv, FL_DT_INT64, sp); /* a number: rank 0 */
+        int dt = -1;
+        FlValue *nums = v && fl_ev_in_driver(c) ? fl_ev_ndarray_numbers(v, &dt) : NULL;
+        if (v && (v->kind == VK_INT || v->kind == VK_FLOAT || v->kind == VK_BOOL || nums) && fl_ev_in_driver(c)) {
+            /* a number or numpy array of the script that a runtime body of the driver rebinds (a
+             * step counter `batch_id += 1`, a sum `total += float(loss)`, a value fed back
+             * `w = exe.run(feed={'x': w}, ...)[0]`) changes at run time: from here on a var of
+             * the driver holding it (a number: rank 0; int64, float64 or bool as Python's), which
+             * the body reads on every run and its carry-out writes */
+            if (!nums) dt = v->kind == VK_INT ? FL_DT_INT64 : v->kind == VK_FLOAT ? FL_DT_FLOAT64 : FL_DT_BOOL;
+            FlValue *cv = fl_ev_driver_const_as(c, nums ? nums : v, dt, sp);
             if (cv->kind == VK_VAR) fl_env_set(e, names.data[i], cv);
             continue;
         }
@@ -275,6 +280,41 @@ static bool same_number(const FlValue *a, const FlValue *b) {
     return a->kind == b->kind && x == y;
 }
 
+/* v (what a body rebound `name` to) as a constant Var of the current block like bd (the Var the
+ * name held before) when v is a number, or a numpy array of the driver, and bd holds one
+ * element, or the array's elements; v itself when it is neither (a list, a string: not carried);
+ * NULL after reporting one that bd cannot hold. */
+static FlValue *number_as(Ctx *c, const char *name, FlValue *v, const FlVarDesc *bd, FlSpan sp) {
+    int dt = -1;
+    FlValue *nums = fl_ev_in_driver(c) ? fl_ev_ndarray_numbers(v, &dt) : NULL;
+    if (!bd || (!is_number(v) && !nums)) return v;
+    int64_t numel = 1;
+    for (int k = 0; k < bd->ndim; k++) numel *= bd->shape[k];
+    FlValue *r = NULL;
+    if (nums && numel >= 0) {
+        r = fl_ev_driver_const_as(c, nums, bd->dtype, sp);
+    } else if (numel == 1 && fl_ev_in_driver(c)) {
+        for (int k = 0; k < bd->ndim; k++) { /* [[v]]: the var's rank */
+            FlValue *l = fl_v_list(c, VK_LIST);
+            fl_v_list_push(c, l, v);
+            v = l;
+        }
+        r = fl_ev_driver_const_as(c, v, bd->dtype, sp);
+    } else if (numel == 1 && bd->ndim == 1) {
+        r = fl_ev_const_var(c, v, bd->dtype, sp);
+    }
+    if (r && r->kind == VK_VAR) return r;
+    if (!r) {
+        FlBuf a = {0};
+        fl_ir_shape_str(bd->ndim, bd->shape, &a);
+        fl_ev_error(c, sp, "'%s' is a Var of %s %s that this runtime block rebinds to a number: it must keep its "
+                    "dtype and shape (a Var of one element takes a number)", name, fl_dtype_name(bd->dtype),
+                    fl_buf_str(&a));
+        fl_buf_free(&a);
+    }
+    return NULL;
+}
+
 /* Carries names rebound to Vars in the sub-block out to the parent (see the file comment): every
  * name whose Var changed, whether the body made the new Var (`x = x + 1`) or bound the name to a
  * Var from outside (`x = y`, the value received by a select case or a `for v in ch`): a plain
@@ -310,6 +350,14 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, const StrVec *written, FlBloc
             fl_buf_free(&a);
             fl_buf_free(&b);
             break;
+        }
+        if (now != before && before && before->kind == VK_VAR && now->kind != VK_VAR) {
+            /* a Var the body rebinds to a number (`k = 5`, `done = True`): the number, as a
+             * constant of the sub-block, is what the carry-out writes */
+            c->b.block = sub;
+            now = number_as(c, name, now, fl_ir_var_lookup(c->b.main, parent, before->var.name), sp);
+            if (!now) break;
+            if (now->kind != VK_VAR) continue;
         }
         if (now == before || now->kind != VK_VAR) continue;
         if (before && before->kind == VK_VAR && before->var.name == now->var.name) {
