@@ -1,10 +1,11 @@
 #!/bin/sh
 # Runs the numeric tests again under each GEMM kernel a user's machine may give them, so that a
 # result only one kernel's rounding gives fails on any machine (docs/kernels.md, "Same results on
-# every CPU"): OpenBLAS's Haswell (AVX2), SkylakeX (AVX-512) and Prescott (SSE3) kernels
-# (FL_GEMM=openblas OPENBLAS_CORETYPE=...), oneDNN's sgemm (FL_GEMM=onednn) and oneDNN off
-# altogether (FL_DNNL=0: OpenBLAS's own kernel, the plain loops for conv2d's and pool2d's fast
-# paths).
+# every CPU"), in four runs: OpenBLAS's Haswell (AVX2) and SkylakeX (AVX-512) kernels
+# (FL_GEMM=openblas OPENBLAS_CORETYPE=...), its Prescott (SSE3) kernel with oneDNN off altogether
+# (FL_DNNL=0: the plain loops for conv2d's and pool2d's fast paths too; the kernel furthest from
+# the others, and the convolutions' other path, in one run) and oneDNN's sgemm (FL_GEMM=onednn).
+# The whole suite before it ran the machine's defaults (its own OpenBLAS kernel, oneDNN by shape).
 #   scripts/test_kernels.sh            the labels e2e, mpi, concurrency, runtime and python (the
 #                                      cluster jobs left out), in the normal build (build/), but
 #                                      for the tests that compute no figure a GEMM kernel could
@@ -33,14 +34,14 @@ if [ -z "$args" ] && [ -z "${FL_SANITIZE:-}${FL_BUILD_TYPE:-}${CC:-}" ] && [ -f 
 fi
 # FL_GEMM=openblas with OPENBLAS_CORETYPE: the kernel is the test's choice, so flrun runs it
 # without its warning about a kernel narrower than the CPU
-for v in Haswell SkylakeX Prescott onednn dnnl-off; do
+for v in Haswell SkylakeX Prescott onednn; do
     case $v in
     Haswell) has avx2 || { echo "== $v: skipped (this CPU has no AVX2)"; continue; } ;;
     SkylakeX) has avx512f || { echo "== $v: skipped (this CPU has no AVX-512)"; continue; } ;;
     esac
     case $v in
     onednn) set -- FL_GEMM=onednn ;;
-    dnnl-off) set -- FL_DNNL=0 ;;
+    Prescott) set -- FL_DNNL=0 FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     *) set -- FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     esac
     echo "== $*"
