@@ -19,8 +19,9 @@
  * columns of one width, floats in fixed point with the fewest digits that give each element back
  * (its dtype's shortest form) and one number of fraction digits for all, trailing zeros as spaces,
  * or, when numpy would switch to scientific notation (a magnitude of 1e8 or more, below 1e-4, or
- * a ratio of the largest to the smallest above 1e3), C's %e form with the shortest digits. numpy's
- * line wrapping at 75 characters is not done. A number (rank 0: time.time(), float(v), v[0] of a
+ * a ratio of the largest to the smallest above 1e3), C's %e form with the shortest digits; lines
+ * wrapped at 75 characters and arrays of more than 1000 elements summarized, as numpy's print
+ * options do by default. A number (rank 0: time.time(), float(v), v[0] of a
  * vector) prints as Python prints a float or an int ("4.0", "0.00073", "1e+16", "3").
  */
 #include <math.h>
@@ -338,20 +339,121 @@ static void python_float(double x, FlDType dt, FlBuf *out) {
     fl_buf_puts(out, b);
 }
 
+/* numpy's print options: lines of at most 75 characters, and an array of more than 1000
+ * elements summarized: 3 items at each end of every axis longer than 6, "..." between. */
+enum { NUMPY_LINEWIDTH = 75, NUMPY_THRESHOLD = 1000, NUMPY_EDGEITEMS = 3 };
+
+/* Whether flat element i of t is printed (summary: every index within the edge items of an axis
+ * longer than twice their count). */
+static bool elem_shown(const FlTensor *t, int64_t i, bool summary) {
+    if (!summary) return true;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t k = i % t->ne[d];
+        i /= t->ne[d];
+        if (t->ne[d] > 2 * NUMPY_EDGEITEMS && k >= NUMPY_EDGEITEMS && k < t->ne[d] - NUMPY_EDGEITEMS) return false;
+    }
+    return true;
+}
+
+typedef struct ArrayFmt {
+    const FlTensor *t;
+    const FlBuf *cells; /* each printed element's text, by flat index */
+    size_t width;       /* every element is padded on the left to this */
+    bool summary;
+    const char *sep; /* " " (str) or ", " (repr) */
+} ArrayFmt;
+
+static void spaces(FlBuf *b, size_t n) {
+    for (size_t k = 0; k < n; k++) fl_buf_putc(b, ' ');
+}
+
+/* Appends word to line, first moving line to s and starting a new one at the hanging indent when
+ * the word would pass width (never on a line holding only the indent: it would not help). */
+static void line_extend(FlBuf *s, FlBuf *line, const FlBuf *word, size_t width, size_t hang) {
+    if (line->len + word->len > width && line->len > hang) {
+        while (line->len && line->data[line->len - 1] == ' ') line->len--;
+        fl_buf_append(s, line->data, line->len);
+        fl_buf_putc(s, '\n');
+        line->len = 0;
+        spaces(line, hang);
+    }
+    fl_buf_append(line, word->data, word->len);
+}
+
+/* numpy's layout of an array: the sub-array from axis on at flat offset off, its lines after the
+ * first indented by hang, as wide as width; the last axis's items fill lines, the others' are
+ * one per line with a blank line per axis below. */
+static void array_rows(const ArrayFmt *F, int axis, int64_t off, size_t hang, size_t width, FlBuf *out) {
+    const FlTensor *t = F->t;
+    if (axis == t->ndim) {
+        spaces(out, F->width - F->cells[off].len);
+        fl_buf_append(out, F->cells[off].data, F->cells[off].len);
+        return;
+    }
+    int64_t len = t->ne[axis], stride = 1;
+    for (int d = axis + 1; d < t->ndim; d++) stride *= t->ne[d];
+    bool summary = F->summary && len > 2 * NUMPY_EDGEITEMS;
+    int64_t lead = summary ? NUMPY_EDGEITEMS : 0, shown = summary ? 2 * NUMPY_EDGEITEMS : len;
+    FlBuf s = {0}, line = {0}, word = {0}; /* s starts with the hanging indent, dropped below */
+    if (axis == t->ndim - 1) {
+        FlBuf dots = {0};
+        fl_buf_puts(&dots, "...");
+        spaces(&line, hang);
+        for (int64_t j = 0; j < shown; j++) {
+            if (summary && j == lead) {
+                line_extend(&s, &line, &dots, width - 1, hang);
+                fl_buf_puts(&line, F->sep);
+            }
+            int64_t k = j < lead ? j : len - shown + j;
+            word.len = 0;
+            array_rows(F, axis + 1, off + k * stride, hang + 1, width - 1, &word);
+            line_extend(&s, &line, &word, width - 1, hang);
+            if (j + 1 < shown) fl_buf_puts(&line, F->sep);
+        }
+        fl_buf_append(&s, line.data, line.len);
+        fl_buf_free(&dots);
+    } else {
+        FlBuf line_sep = {0}; /* the separator without its blanks, a newline per axis left */
+        fl_buf_puts(&line_sep, F->sep);
+        while (line_sep.len && line_sep.data[line_sep.len - 1] == ' ') line_sep.len--;
+        for (int d = axis + 1; d < t->ndim; d++) fl_buf_putc(&line_sep, '\n');
+        for (int64_t j = 0; j < shown; j++) {
+            spaces(&s, hang);
+            if (summary && j == lead) {
+                fl_buf_puts(&s, "...");
+                fl_buf_append(&s, line_sep.data, line_sep.len);
+                spaces(&s, hang);
+            }
+            int64_t k = j < lead ? j : len - shown + j;
+            array_rows(F, axis + 1, off + k * stride, hang + 1, width - 1, &s);
+            if (j + 1 < shown) fl_buf_append(&s, line_sep.data, line_sep.len);
+        }
+        fl_buf_free(&line_sep);
+    }
+    fl_buf_putc(out, '[');
+    fl_buf_append(out, s.data + hang, s.len - hang);
+    fl_buf_putc(out, ']');
+    fl_buf_free(&s);
+    fl_buf_free(&line);
+    fl_buf_free(&word);
+}
+
 /* numpy's str of t (repr false) or its repr: "array(" and the dtype around the elements, a comma
- * after each, rows indented under the first (rank 0: the number, as a numpy scalar's repr). */
+ * after each, lines indented under the first (rank 0: the number, as a numpy scalar's repr);
+ * numpy's line width and summary of large arrays. */
 static void array_text(const FlTensor *t, bool repr, FlBuf *out) {
     int64_t n = fl_tensor_numel(t);
     if (t->ndim == 0 && n == 1 && is_float_dt(t->dtype)) {
         python_float(fl_tensor_get(t, 0), t->dtype, out);
         return;
     }
+    bool summary = n > NUMPY_THRESHOLD;
     ElemFmt f = {0};
-    if (is_float_dt(t->dtype)) {
+    if (is_float_dt(t->dtype)) { /* the format of the elements printed */
         double lo = INFINITY, hi = 0;
         for (int64_t i = 0; i < n; i++) {
             double a = fabs(fl_tensor_get(t, i));
-            if (!isfinite(a)) continue;
+            if (!isfinite(a) || !elem_shown(t, i, summary)) continue;
             if (a > hi) hi = a;
             if (a > 0 && a < lo) lo = a;
         }
@@ -360,7 +462,7 @@ static void array_text(const FlTensor *t, bool repr, FlBuf *out) {
         f.exp_width = 2;
         for (int64_t i = 0; i < n; i++) {
             double x = fl_tensor_get(t, i);
-            if (!isfinite(x)) continue;
+            if (!isfinite(x) || !elem_shown(t, i, summary)) continue;
             int d = f.sci ? sci_digits(x, t->dtype) : frac_digits(x, t->dtype);
             if (d > f.frac) f.frac = d;
             if (f.sci) { /* the exponent's digits as printed, rounding included */
@@ -373,51 +475,39 @@ static void array_text(const FlTensor *t, bool repr, FlBuf *out) {
     }
     FlBuf *cells = fl_xcalloc((size_t)(n ? n : 1), sizeof *cells);
     size_t width = t->dtype == FL_DT_BOOL ? 5 : 0; /* numpy pads True as it pads False */
-    int indent = repr && t->ndim > 0 ? 6 : 0;     /* under "array(" */
-    if (indent) fl_buf_puts(out, "array(");
     for (int64_t i = 0; i < n; i++) {
+        if (!elem_shown(t, i, summary)) continue;
         elem_text(t, i, &f, &cells[i]);
         if (cells[i].len > width) width = cells[i].len;
     }
+    size_t start = out->len;
+    if (repr && t->ndim > 0) fl_buf_puts(out, "array(");
     if (t->ndim == 0) {
         fl_buf_puts(out, n ? fl_buf_str(&cells[0]) : "");
     } else if (n == 0) {
         fl_buf_puts(out, "[]");
-    } else {
-        int64_t idx[FL_MAX_DIMS] = {0};
-        for (int d = 0; d < t->ndim; d++) fl_buf_putc(out, '[');
-        for (int64_t i = 0; i < n; i++) {
-            if (i > 0) { /* close the dims that wrapped, open them again */
-                int closed = 0;
-                for (int d = t->ndim - 1; d >= 0; d--) {
-                    if (++idx[d] < t->ne[d]) break;
-                    idx[d] = 0;
-                    closed++;
-                }
-                for (int k = 0; k < closed; k++) fl_buf_putc(out, ']');
-                if (repr) fl_buf_putc(out, ',');
-                if (closed) {
-                    for (int k = 0; k < closed; k++) fl_buf_putc(out, '\n');
-                    for (int k = 0; k < t->ndim - closed + indent; k++) fl_buf_putc(out, ' ');
-                    for (int k = 0; k < closed; k++) fl_buf_putc(out, '[');
-                } else {
-                    fl_buf_putc(out, ' ');
-                }
-            }
-            for (size_t k = cells[i].len; k < width; k++) fl_buf_putc(out, ' ');
-            fl_buf_append(out, fl_buf_str(&cells[i]), cells[i].len);
-        }
-        for (int d = 0; d < t->ndim; d++) fl_buf_putc(out, ']');
+    } else { /* str: lines of 75 after a "[" of hanging indent; repr: under "array(", with room
+              * for the "," or ")" after it */
+        ArrayFmt F = {t, cells, width, summary, repr ? ", " : " "};
+        array_rows(&F, 0, 0, repr ? 7 : 1, repr ? NUMPY_LINEWIDTH - 1 : NUMPY_LINEWIDTH, out);
     }
-    if (indent) { /* numpy names the dtype unless it is float64, int64 or bool, and always for an
-                   * empty array (with its shape unless that is (0,)) */
+    if (repr && t->ndim > 0) { /* numpy names the dtype unless it is float64, int64 or bool, and
+                                * always for an empty array (with its shape unless that is (0,)) */
         if (n == 0 && t->ndim != 1) {
             fl_buf_puts(out, ", shape=(");
             for (int d = 0; d < t->ndim; d++) fl_buf_printf(out, "%s%lld", d ? ", " : "", (long long)t->ne[d]);
             fl_buf_puts(out, t->ndim == 1 ? ",)" : ")");
         }
-        if (n == 0 || (t->dtype != FL_DT_FLOAT64 && t->dtype != FL_DT_INT64 && t->dtype != FL_DT_BOOL))
-            fl_buf_printf(out, ", dtype=%s", fl_dtype_name(t->dtype));
+        if (n == 0 || (t->dtype != FL_DT_FLOAT64 && t->dtype != FL_DT_INT64 && t->dtype != FL_DT_BOOL)) {
+            /* on a line of its own when it would pass the line width */
+            fl_buf_putc(out, ',');
+            size_t line = out->len;
+            while (line > start && out->data[line - 1] != '\n') line--;
+            size_t last = out->len - line;
+            size_t dlen = strlen("dtype=)") + strlen(fl_dtype_name(t->dtype));
+            fl_buf_puts(out, last + dlen + 1 > NUMPY_LINEWIDTH ? "\n      " : " ");
+            fl_buf_printf(out, "dtype=%s", fl_dtype_name(t->dtype));
+        }
         fl_buf_putc(out, ')');
     }
     for (int64_t i = 0; i < n; i++) fl_buf_free(&cells[i]);
