@@ -207,6 +207,12 @@ static FlValue *b_str(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_ev_str_of(c, v[0], false, a->span);
 }
 
+/* repr(obj): Python's (a str quoted, a fetched value as numpy's repr, an object's __repr__). */
+static FlValue *b_repr(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("repr", "obj", 1);
+    return fl_ev_str_of(c, v[0], true, a->span);
+}
+
 static FlValue *b_int(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("int", "x=", 1);
     if (!v[0]) return fl_v_int(c, 0);
@@ -565,6 +571,8 @@ static bool format_spec(Ctx *c, FlBuf *b, FlValue *x, const char *spec, size_t n
         i++;
     } else if (spec[i] == '>') {
         i++;
+    } else if (x->kind == VK_STR) {
+        fl_buf_putc(&f, '-'); /* Python aligns a str to the left, a number to the right */
     }
     for (; i < n && strchr("0123456789.+ -", spec[i]); i++) fl_buf_putc(&f, spec[i]);
     char type = i < n ? spec[i++] : x->kind == VK_STR ? 's' : x->kind == VK_FLOAT ? 'g' : x->kind == VK_INT ? 'd' : 's';
@@ -592,7 +600,8 @@ static bool format_spec(Ctx *c, FlBuf *b, FlValue *x, const char *spec, size_t n
 }
 
 /* str.format: {} (the next argument), {0} (by position), {name} (by keyword), each with an
- * optional :spec; {{ and }} stand for braces. */
+ * optional conversion (!r: repr, !a: the same for ASCII text, !s: str) and :spec; {{ and }}
+ * stand for braces. */
 static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
     FlBuf b = {0};
     FlValue *rt = NULL; /* a run-time string once a field is a run-time value (driver.c) */
@@ -614,8 +623,18 @@ static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, a->span, "format(): a '{' without its '}'");
         }
         size_t fe = (size_t)(close - s), colon = i + 1;
-        while (colon < fe && s[colon] != ':') colon++;
+        while (colon < fe && s[colon] != ':' && s[colon] != '!') colon++;
         size_t fl = colon - i - 1; /* the field name's length */
+        char conv = 0;
+        if (colon < fe && s[colon] == '!') { /* !r, !a or !s, then the spec */
+            conv = colon + 1 < fe ? s[colon + 1] : 0;
+            if (!conv || !strchr("ras", conv) || (colon + 2 < fe && s[colon + 2] != ':')) {
+                fl_buf_free(&b);
+                return fl_ev_error(c, a->span, "format(): the conversion of '{%.*s}' is not !r, !a or !s",
+                                   (int)(fe - i - 1), s + i + 1);
+            }
+            colon += 2;
+        }
         FlValue *x = NULL;
         if (fl == 0) {
             x = k < a->npos ? a->pos[k++] : NULL;
@@ -631,7 +650,8 @@ static FlValue *m_format(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, a->span, "format(): no argument for the field '{%.*s}'", (int)(fe - i - 1), s + i + 1);
         }
         const char *spec = colon < fe ? s + colon + 1 : "";
-        x = fl_ev_format_arg(c, x, false, a->span); /* an object's __str__, a container's items */
+        if (conv == 'r' || conv == 'a') x = fl_ev_str_of(c, x, true, a->span); /* repr(x), formatted as a str */
+        x = x->kind == VK_ERROR ? x : fl_ev_format_arg(c, x, false, a->span); /* an object's __str__, a container's items */
         if (x->kind == VK_ERROR) {
             fl_buf_free(&b);
             return x;
@@ -959,7 +979,7 @@ static FlValue *b_cap(Ctx *c, FlValue *self, CallArgs *a) {
 /* ------------------------------------------------------------------ the builtins table */
 static const NativeFn py_builtins[] = {
     {"len", b_len},     {"range", b_range}, {"zip", b_zip},     {"enumerate", b_enumerate},
-    {"print", b_print}, {"str", b_str},     {"int", b_int},     {"float", b_float},
+    {"print", b_print}, {"str", b_str},     {"repr", b_repr},     {"int", b_int},     {"float", b_float},
     {"bool", b_bool},   {"list", b_list},   {"tuple", b_tuple}, {"dict", b_dict},
     {"min", b_min},     {"max", b_max},     {"abs", b_abs},     {"sum", b_sum},
     {"reversed", b_reversed}, {"getattr", b_getattr}, {"cap", b_cap},
