@@ -1,11 +1,12 @@
 #!/bin/sh
 # Runs the numeric tests again under each GEMM kernel a user's machine may give them, so that a
 # result only one kernel's rounding gives fails on any machine (docs/kernels.md, "Same results on
-# every CPU"), in four runs: OpenBLAS's Haswell (AVX2) and SkylakeX (AVX-512) kernels
-# (FL_GEMM=openblas OPENBLAS_CORETYPE=...), its Prescott (SSE3) kernel with oneDNN off altogether
-# (FL_DNNL=0: the plain loops for conv2d's and pool2d's fast paths too; the kernel furthest from
-# the others, and the convolutions' other path, in one run) and oneDNN's sgemm (FL_GEMM=onednn).
-# The whole suite before it ran the machine's defaults (its own OpenBLAS kernel, oneDNN by shape).
+# every CPU"), in four runs: OpenBLAS's Haswell (AVX2) kernel with oneDNN off altogether
+# (FL_DNNL=0: the plain loops for conv2d's and pool2d's fast paths too, in the run of the fastest
+# kernel, as the slow loops and the slow SSE3 kernel together would pass the tests' time limits),
+# its SkylakeX (AVX-512) and Prescott (SSE3) kernels (FL_GEMM=openblas OPENBLAS_CORETYPE=...)
+# and oneDNN's sgemm (FL_GEMM=onednn). The whole suite before it ran the machine's defaults (its
+# own OpenBLAS kernel, oneDNN by shape).
 #   scripts/test_kernels.sh            the labels e2e, mpi, concurrency, runtime and python (the
 #                                      cluster jobs left out), in the normal build (build/), but
 #                                      for the tests that compute no figure a GEMM kernel could
@@ -41,7 +42,7 @@ for v in Haswell SkylakeX Prescott onednn; do
     esac
     case $v in
     onednn) set -- FL_GEMM=onednn ;;
-    Prescott) set -- FL_DNNL=0 FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
+    Haswell) set -- FL_DNNL=0 FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     *) set -- FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     esac
     echo "== $*"
