@@ -36,6 +36,29 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 
+/* A list of var names (borrowed: the names of vars declared in a block, or the run spec's). */
+typedef FL_VEC(const char *) FlTrainNames;
+
+/* The vars of the loop, declared in block blk of a driver as both builders declare them: the
+ * loop written in stdlib/fluid/_train.fl (through lang's _core primitives, each call one of
+ * these) and fl_ir_train_driver_build below, whose output the two must give alike
+ * (tests/e2e/train_driver_bundle.sh compares them).
+ *   fl_ir_train_var: an int64 or bool [1] var (a counter, a flag, an option), stop_gradient.
+ *   fl_ir_train_report_var: the report handle (a raw var).
+ *   fl_ir_train_feeds: the feeds of the run spec's reader (test: its test reader), main's data
+ *     vars declared alike (not persistable, stop_gradient, not fed) with a sequence feed's offset
+ *     vars after it, outermost first; those blk declares already are kept. *feeds lists them in
+ *     the order report_next writes them (the caller frees the vector, not the names).
+ *   fl_ir_train_figures: the figure vars prefix_0, prefix_1, ... of the run spec's fetches, each
+ *     declared as main declares the fetched var, without offsets, listed in *figures.
+ * Errors: a feed or fetch that is not a var of main's global block; a figure name blk declares
+ * already; no such reader. */
+FlVarDesc *fl_ir_train_var(FlBlock *blk, const char *name, FlDType dt);
+FlVarDesc *fl_ir_train_report_var(FlBlock *blk, const char *name);
+FlStatus fl_ir_train_feeds(const FlBundle *b, FlBlock *blk, bool test, FlTrainNames *feeds, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ir_train_figures(const FlBundle *b, FlBlock *blk, const char *prefix, FlTrainNames *figures,
+                             FlErr *e) FL_WARN_UNUSED;
+
 /* The driver of b's run spec into *out (the caller's: fl_ir_program_free); each of its ops and
  * vars carries the location at (the fluid.train call; FL_LOC_NONE when unknown), so what
  * flc verify and the runtime say of them points there. Errors: b has no run spec or no reader; a
