@@ -1374,13 +1374,22 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
         for (size_t i = 0; i < c->bundle->programs.len; i++)
             if (c->bundle->programs.data[i].program == v[6]->prog || (v[7] && c->bundle->programs.data[i].program == v[7]->prog))
                 return fl_ev_error(c, a->span, "train(): the program is run by exe.run already; use one or the other");
+        /* the programs given replace the bundle's; what the compile builds into goes with them
+         * (the driver made below may reuse a freed program's address) */
         if (v[6]->prog != c->bundle->main) {
-            fl_ir_program_free(c->bundle->main);
+            FlProgram *old = c->bundle->main;
             c->bundle->main = v[6]->prog;
+            if (c->b.main == old) {
+                c->b.main = c->bundle->main;
+                c->b.block = c->home = fl_ir_block(c->b.main, 0);
+            }
+            fl_ir_program_free(old);
         }
         if (v[7] && v[7]->prog != c->bundle->startup) {
-            fl_ir_program_free(c->bundle->startup);
+            FlProgram *old = c->bundle->startup;
             c->bundle->startup = v[7]->prog;
+            if (c->b.startup == old) c->b.startup = c->bundle->startup;
+            fl_ir_program_free(old);
         }
         for (size_t i = 0; i < c->programs.len; i++)
             if (c->programs.data[i] == v[6]->prog || (v[7] && c->programs.data[i] == v[7]->prog))
