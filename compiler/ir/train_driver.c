@@ -1,5 +1,7 @@
 /* train_driver.c: fluid.train's driver program (train_driver.h), built from the bundle's run spec
- * and main program, and the transform that adds watched vars to it (FlTrainOptions.watch).
+ * and main program for a bundle of format 2 (the compiler's bundles hold the one their .fl loop,
+ * stdlib/fluid/_train.fl, wrote with the same var declarations and ops), and the transform that
+ * adds watched vars to it (FlTrainOptions.watch).
  *
  * How: block 0 holds the options, the report and the epoch counter; block 1 (an epoch) the
  * feeds and the step's rows, which its report_next writes before block 2 (a step) reads them;

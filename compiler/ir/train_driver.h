@@ -1,7 +1,10 @@
 /* train_driver.h: fluid.train's loop as a driver program (docs/driver.md, "fluid.train over the
- * driver"), built from a bundle's run spec and main program when the bundle is built (flc build,
- * each trainer role of flc transpile) and kept in Bundle.driver beside the run spec: a bundle
- * with a run spec and a driver runs fluid.train's loop, which fl_train_run (runtime/train) hosts.
+ * driver"), kept in Bundle.driver beside the run spec: a bundle with a run spec and a driver runs
+ * fluid.train's loop, which fl_train_run (runtime/train) hosts. A script's fluid.train call
+ * writes it in .fl (stdlib/fluid/_train.fl, declaring its vars with the functions below); a
+ * bundle written before the driver was kept (format 2: a run spec alone) gets it here, built in
+ * C from the run spec and main program when flrun, fl_program_load or flc transpile loads it.
+ * The two are the same loop, op for op and var for var:
  *
  *   epochs = option(epochs, run spec's); batch = option(batch_size, ...); seed = option(seed, ...)
  *   report = report_open(epochs, batch, seed)
@@ -69,10 +72,10 @@ FlStatus fl_ir_train_driver_build(const FlBundle *b, FlLoc at, FlProgram **out, 
  * loop's). A bundle with a driver and no such run spec runs the script's own loop (exe.run). */
 bool fl_ir_bundle_trains(const FlBundle *b);
 
-/* Builds and keeps b's driver when b trains (fl_ir_bundle_trains) and has none yet: a bundle
- * as the compiler leaves it, a trainer role of a plan, or a file written before the driver was
- * kept in it (format 2, which kept the run spec alone; at: FL_LOC_NONE). Nothing to do
- * otherwise. Errors: those of
+/* Builds and keeps b's driver when b trains (fl_ir_bundle_trains) and has none yet: a file
+ * written before the driver was kept in it (format 2, which kept the run spec alone; at:
+ * FL_LOC_NONE), or a trainer role of its plan. Nothing to do otherwise (the compiler's bundles
+ * hold the driver their fluid.train call wrote). Errors: those of
  * fl_ir_train_driver_build (b is left as it was). */
 FlStatus fl_ir_bundle_add_train_driver(FlBundle *b, FlLoc at, FlErr *e) FL_WARN_UNUSED;
 
