@@ -583,6 +583,48 @@ fail:
     return c->error;
 }
 
+FlValue *fl_ev_op_exact(Ctx *c, const char *type, CallArgs *a, FlSpan sp) {
+    const FlOpInfo *info = fl_ops_find(type);
+    if (!info || info->is_grad) return fl_ev_error(c, sp, "unknown op '%s'", type);
+    if (a->npos) return fl_ev_error(c, sp, "op '%s' takes keyword arguments only", type);
+    FlBlock *b = c->b.block;
+    FlOpDesc *op = fl_ev_op_raw(c, b, type, sp);
+    size_t pos = b->ops.len - 1;
+    bool given[FL_OPS_MAX_SLOTS] = {0};
+    FlErr e;
+    for (size_t k = 0; k < a->nkw; k++) {
+        const char *kn = a->kwnames[k];
+        FlValue *v = a->kwvals[k];
+        const FlSlotInfo *si;
+        const FlAttrInfo *ai;
+        if (v->kind == VK_ERROR) goto fail;
+        if ((si = fl_ops_in_slot(info, kn))) {
+            if (!add_slot_vars(c, op, true, si, v, FL_DT_FLOAT32, sp)) goto fail;
+        } else if ((si = fl_ops_out_slot(info, kn))) {
+            if (!add_slot_vars(c, op, false, si, v, FL_DT_FLOAT32, sp)) goto fail;
+            given[si - info->outs] = true;
+        } else if ((ai = fl_ops_attr(info, kn))) {
+            if (v->kind != VK_NONE && !set_attr(c, op, ai, v, sp)) goto fail;
+        } else {
+            fl_ev_error(c, sp, "op '%s' has no input, output or attribute '%s'", type, kn);
+            goto fail;
+        }
+    }
+    for (int s = 0; s < info->nouts; s++)
+        if (!given[s] && !info->outs[s].optional) {
+            fl_ev_error(c, sp, "%s: output '%s' must be given", type, info->outs[s].name);
+            goto fail;
+        }
+    if (fl_ops_check(op, &e) != FL_OK) {
+        fl_ev_error(c, sp, "%s", e.msg);
+        goto fail;
+    }
+    return c->none;
+fail:
+    fl_ir_op_remove(b, pos);
+    return c->error;
+}
+
 FlValue *fl_ev_op2(Ctx *c, const char *type, FlValue *x, FlValue *y, FlSpan sp) {
     const char *names[2] = {"X", "Y"};
     FlValue *vals[2] = {x, y};

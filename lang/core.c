@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "compiler/ir/rules.h"
+#include "compiler/ir/train_driver.h"
 #include "compiler/ops.h"
 #include "lang/eval_impl.h"
 
@@ -1354,30 +1355,47 @@ static bool check_reader(Ctx *c, FlReaderSpec *r, FlSpan sp) {
     return true;
 }
 
+/* train(reader=, ...): fluid.train's arguments (stdlib/fluid/_train.fl), checked and recorded as
+ * the bundle's run spec (its readers, epochs, batch size, seed and fetches, which flrun's options
+ * and the report read); returns the spec's record (trains: whether it has a reader, and so a
+ * loop; epochs, batch_size, seed; fetch: the fetched vars' names; test: whether it has a test
+ * reader; driver: the driver Program the loop is written into, made here). */
 static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("train", "reader= test_reader= batch_size= epochs= fetch= seed= main_program= startup_program=", 8);
     FlRunSpec *rs = &c->bundle->run;
     if (rs->present) return fl_ev_error(c, a->span, "train() was already called; a program has one run spec");
+    if (c->bundle->driver) /* docs/driver.md, "Status" */
+        return fl_ev_error(c, a->span, "the program both calls fluid.train(...) and runs programs itself (exe.run): a "
+                                       "bundle holds one driver, fluid.train's loop or the script's own; use one or "
+                                       "the other");
     if (v[6] || v[7]) {
         if (!v[6] || v[6]->kind != VK_PROGRAM || (v[7] && v[7]->kind != VK_PROGRAM))
             return fl_ev_error(c, a->span, "main_program and startup_program must be Programs");
         for (size_t i = 0; i < c->bundle->programs.len; i++)
             if (c->bundle->programs.data[i].program == v[6]->prog || (v[7] && c->bundle->programs.data[i].program == v[7]->prog))
                 return fl_ev_error(c, a->span, "train(): the program is run by exe.run already; use one or the other");
+        /* the programs given replace the bundle's; what the compile builds into goes with them
+         * (the driver made below may reuse a freed program's address) */
         if (v[6]->prog != c->bundle->main) {
-            fl_ir_program_free(c->bundle->main);
+            FlProgram *old = c->bundle->main;
             c->bundle->main = v[6]->prog;
+            if (c->b.main == old) {
+                c->b.main = c->bundle->main;
+                c->b.block = c->home = fl_ir_block(c->b.main, 0);
+            }
+            fl_ir_program_free(old);
         }
         if (v[7] && v[7]->prog != c->bundle->startup) {
-            fl_ir_program_free(c->bundle->startup);
+            FlProgram *old = c->bundle->startup;
             c->bundle->startup = v[7]->prog;
+            if (c->b.startup == old) c->b.startup = c->bundle->startup;
+            fl_ir_program_free(old);
         }
         for (size_t i = 0; i < c->programs.len; i++)
             if (c->programs.data[i] == v[6]->prog || (v[7] && c->programs.data[i] == v[7]->prog))
                 c->programs.data[i] = NULL; /* adopted by the bundle */
     }
     rs->present = true;
-    c->train_at = fl_ev_loc(c, a->span);
     rs->batch_size = 32;
     rs->epochs = 1;
     for (int k = 0; k < 2; k++) {
@@ -1405,7 +1423,105 @@ static FlValue *c_train(Ctx *c, FlValue *self, CallArgs *a) {
             FL_VEC_PUSH(&rs->fetch_vars, fl_xstrdup(x->var.name));
         }
     }
-    return c->none;
+    FlValue *spec = fl_v_record(c, "train_spec");
+    fl_v_rec_set(c, spec, "trains", fl_v_bool(c, fl_ir_bundle_trains(c->bundle)));
+    fl_v_rec_set(c, spec, "epochs", fl_v_int(c, rs->epochs));
+    fl_v_rec_set(c, spec, "batch_size", fl_v_int(c, rs->batch_size));
+    fl_v_rec_set(c, spec, "seed", fl_v_int(c, rs->seed));
+    FlValue *fetches = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < rs->fetch_vars.len; i++) fl_v_list_push(c, fetches, fl_v_cstr(c, rs->fetch_vars.data[i]));
+    fl_v_rec_set(c, spec, "fetch", fetches);
+    fl_v_rec_set(c, spec, "test", fl_v_bool(c, rs->test_reader != NULL));
+    if (!fl_ir_bundle_trains(c->bundle)) {
+        fl_v_rec_set(c, spec, "driver", c->none);
+        return spec;
+    }
+    FlValue *drv = fl_v_new(c, VK_PROGRAM);
+    drv->prog = fl_ev_driver(c);
+    fl_v_rec_set(c, spec, "driver", drv);
+    c->train_driver = c->bundle->driver;
+    return spec;
+}
+
+/* The driver's primitives that fluid.train's loop (stdlib/fluid/_train.fl) is written with, inside
+ * `with program_guard(spec.driver)`: each declares vars in, or appends an op to, the current block
+ * of the driver as compiler/ir/train_driver.c's builder does (docs/driver.md, "fluid.train over the
+ * driver"). Internal, as the rest of _core. */
+static bool want_train_driver(Ctx *c, const char *fname, FlSpan sp) {
+    if (c->train_driver && c->b.main == c->train_driver && c->bundle->driver == c->train_driver) return true;
+    fl_ev_error(c, sp, "%s() builds fluid.train's loop: call it inside `with program_guard(spec.driver):` after "
+                       "_core.train(...)", fname);
+    return false;
+}
+
+static FlValue *names_to_vars(Ctx *c, const FlTrainNames *names) {
+    FlValue *l = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < names->len; i++) fl_v_list_push(c, l, fl_v_var(c, names->data[i]));
+    return l;
+}
+
+/* driver_var(name, kind): an int64 or bool [1] var of the driver ('int64', 'bool') or the report
+ * handle ('report'), declared in the current block. */
+static FlValue *c_driver_var(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("driver_var", "name kind", 2);
+    if (!want_train_driver(c, "driver_var", a->span)) return c->error;
+    if (!fl_ev_want_str(c, v[0], "name", a->span) || !fl_ev_want_str(c, v[1], "kind", a->span)) return c->error;
+    if (fl_ir_var_lookup(c->b.main, c->b.block, v[0]->str.s))
+        return fl_ev_error(c, a->span, "driver_var(): the driver declares '%s' already", v[0]->str.s);
+    FlVarDesc *d;
+    if (strcmp(v[1]->str.s, "int64") == 0) d = fl_ir_train_var(c->b.block, v[0]->str.s, FL_DT_INT64);
+    else if (strcmp(v[1]->str.s, "bool") == 0) d = fl_ir_train_var(c->b.block, v[0]->str.s, FL_DT_BOOL);
+    else if (strcmp(v[1]->str.s, "report") == 0) d = fl_ir_train_report_var(c->b.block, v[0]->str.s);
+    else return fl_ev_error(c, a->span, "driver_var() kind must be 'int64', 'bool' or 'report', found '%s'", v[1]->str.s);
+    d->loc = fl_ev_loc(c, a->span);
+    return fl_v_var(c, d->name);
+}
+
+/* Marks the vars block b declared from index `from` on with the call's location. */
+static void locate_vars(Ctx *c, FlBlock *b, size_t from, FlSpan sp) {
+    FlLoc at = fl_ev_loc(c, sp);
+    for (size_t i = from; i < b->vars.len; i++) b->vars.data[i]->loc = at;
+}
+
+/* train_feeds(test): the feeds of the run spec's reader (test=True: its test reader), declared in
+ * the current block when not yet (fl_ir_train_feeds); a list of Vars, offset vars included. */
+static FlValue *c_train_feeds(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("train_feeds", "test", 1);
+    if (!want_train_driver(c, "train_feeds", a->span)) return c->error;
+    if (v[0]->kind != VK_BOOL) return fl_ev_error(c, a->span, "train_feeds() test must be a bool, found %s", fl_v_type_name(v[0]));
+    FlTrainNames names = {0};
+    FlErr e;
+    size_t from = c->b.block->vars.len;
+    FlStatus st = fl_ir_train_feeds(c->bundle, c->b.block, v[0]->b, &names, &e);
+    locate_vars(c, c->b.block, from, a->span);
+    FlValue *r = st == FL_OK ? names_to_vars(c, &names) : fl_ev_error(c, a->span, "fluid.train: %s", e.msg);
+    FL_VEC_FREE(&names);
+    return r;
+}
+
+/* train_figures(prefix): the figure vars prefix_0, ... of the run spec's fetches, declared in the
+ * current block (fl_ir_train_figures); a list of Vars. */
+static FlValue *c_train_figures(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("train_figures", "prefix", 1);
+    if (!want_train_driver(c, "train_figures", a->span)) return c->error;
+    if (!fl_ev_want_str(c, v[0], "prefix", a->span)) return c->error;
+    FlTrainNames names = {0};
+    FlErr e;
+    size_t from = c->b.block->vars.len;
+    FlStatus st = fl_ir_train_figures(c->bundle, c->b.block, v[0]->str.s, &names, &e);
+    locate_vars(c, c->b.block, from, a->span);
+    FlValue *r = st == FL_OK ? names_to_vars(c, &names) : fl_ev_error(c, a->span, "fluid.train: %s", e.msg);
+    FL_VEC_FREE(&names);
+    return r;
+}
+
+/* driver_op(type, **slots_and_attrs): appends the op as spelled (fl_ev_op_exact). */
+static FlValue *c_driver_op(Ctx *c, FlValue *self, CallArgs *a) {
+    if (a->npos != 1 || a->pos[0]->kind != VK_STR) return fl_ev_error(c, a->span, "driver_op() takes the op type, then keyword arguments");
+    if (!want_train_driver(c, "driver_op", a->span)) return c->error;
+    CallArgs oa = *a;
+    oa.npos = 0;
+    return fl_ev_op_exact(c, a->pos[0]->str.s, &oa, a->span);
 }
 
 /* ------------------------------------------------------------------ _core: the profiler */
@@ -1606,6 +1722,10 @@ static const NativeFn core_fns[] = {
     {"io_split", c_io_split},
     {"io_sequence", c_io_sequence},
     {"train", c_train},
+    {"driver_var", c_driver_var},
+    {"train_feeds", c_train_feeds},
+    {"train_figures", c_train_figures},
+    {"driver_op", c_driver_op},
     {"profile_args", c_profile_args},
     {"profile_start", c_profile_start},
     {"profile_stop", c_profile_stop},

@@ -38,6 +38,7 @@
 
 FlProgram *fl_ev_driver(Ctx *c) {
     if (!c->bundle->driver) c->bundle->driver = fl_ir_program_new();
+    else if (c->train_driver) c->driver_after_train = true; /* the script's own use, after fluid.train's loop */
     return c->bundle->driver;
 }
 

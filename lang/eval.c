@@ -113,15 +113,15 @@ static int compile(const char *path, char *text, size_t len, const FlCompileOpti
     (void)m;
     if (!c->aborted) fl_ev_profile_end(c);
     if (!c->aborted) fl_ev_dist_finish(c);
-    if (c->diag.nerrors == 0 && c->bundle->driver && c->bundle->run.present) /* docs/driver.md, "Status" */
+    /* fluid.train's loop is the driver its stdlib function wrote (stdlib/fluid/_train.fl); a script
+     * that also runs programs itself would add its own to it (docs/driver.md, "Status") */
+    if (c->diag.nerrors == 0 && c->bundle->driver && c->bundle->run.present &&
+        (c->driver_after_train || c->bundle->driver != c->train_driver))
         fl_diag_error_plain(&c->diag, "the program both calls fluid.train(...) and runs programs itself (exe.run): "
                                       "a bundle holds one driver, fluid.train's loop or the script's own; use one or "
                                       "the other");
-    if (c->diag.nerrors == 0) { /* fluid.train's loop: its driver, kept in the bundle (docs/driver.md) */
-        FlErr e;
-        if (fl_ir_bundle_add_train_driver(c->bundle, c->train_at, &e) != FL_OK)
-            fl_diag_error_plain(&c->diag, "fluid.train: %s", e.msg);
-    }
+    if (c->diag.nerrors == 0 && fl_ir_bundle_trains(c->bundle) && !c->bundle->driver)
+        fl_diag_error_plain(&c->diag, "internal: fluid.train's run spec has no driver: its loop was not written");
     if (c->diag.nerrors == 0) {
         FlVerifyIssues vi = {0};
         if (fl_verify_program(c->bundle->main, c->bundle->startup, &vi) > 0) report_verify(c, &vi);

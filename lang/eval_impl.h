@@ -282,7 +282,8 @@ struct Ctx {
     } prof;
     bool *define_read;      /* opt->defines[i] was read by a fluid.flag */
     StrVec flags_asked;     /* the names fluid.flag asked for, each once, in order */
-    FlLoc train_at;         /* the user's fluid.train(...) call: its driver's ops carry it */
+    FlProgram *train_driver; /* the driver fluid.train's loop is written into (the bundle's), once called */
+    bool driver_after_train; /* the script's code reached that driver (exe.run after fluid.train) */
     FlValue *none, *vtrue, *vfalse, *error;
 };
 
@@ -368,6 +369,12 @@ FlVarDesc *fl_ev_new_var(Ctx *c, FlBlock *b, const char *name, FlSpan sp);
  * from the rest; creates missing outputs; runs shape inference, reporting its errors at the
  * user's span. Returns the single output Var, a tuple of them, or ERROR. */
 FlValue *fl_ev_op(Ctx *c, const char *type, CallArgs *a, FlSpan sp);
+/* Appends op `type` to the current block as a's keywords spell it, in their order: input and
+ * output slots (a Var or a list of Vars, every output given), attributes typed by the op table
+ * (None: left out). Nothing else: no default attributes, no shape inference, no fresh vars; the
+ * driver of fluid.train (stdlib/fluid/_train.fl) is built so, to be the op for op equal of
+ * compiler/ir/train_driver.c's, which flc verify checks as a whole. Returns None or the error. */
+FlValue *fl_ev_op_exact(Ctx *c, const char *type, CallArgs *a, FlSpan sp);
 /* fl_ev_op with inputs X = x and, unless y is NULL, Y = y. */
 FlValue *fl_ev_op2(Ctx *c, const char *type, FlValue *x, FlValue *y, FlSpan sp);
 /* A scale op: x * scale + bias. */

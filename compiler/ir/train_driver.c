@@ -1,5 +1,7 @@
 /* train_driver.c: fluid.train's driver program (train_driver.h), built from the bundle's run spec
- * and main program, and the transform that adds watched vars to it (FlTrainOptions.watch).
+ * and main program for a bundle of format 2 (the compiler's bundles hold the one their .fl loop,
+ * stdlib/fluid/_train.fl, wrote with the same var declarations and ops), and the transform that
+ * adds watched vars to it (FlTrainOptions.watch).
  *
  * How: block 0 holds the options, the report and the epoch counter; block 1 (an epoch) the
  * feeds and the step's rows, which its report_next writes before block 2 (a step) reads them;
@@ -14,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef FL_VEC(const char *) Names;
+typedef FlTrainNames Names;
 
 /* A var of block 0: a copy of src's declaration (no offsets of its own), or an int64/bool [1]. */
 static FlVarDesc *var_like(FlBlock *b0, const char *name, const FlVarDesc *src) {
@@ -163,6 +165,29 @@ static void vars_next(FlBlock *eb, bool test) {
     var_one(eb, test ? "test_ok" : "ok", FL_DT_BOOL);
 }
 
+FlVarDesc *fl_ir_train_var(FlBlock *b, const char *name, FlDType dt) { return var_one(b, name, dt); }
+
+FlVarDesc *fl_ir_train_report_var(FlBlock *b, const char *name) {
+    FlVarDesc *v = fl_ir_var_add(b, name);
+    v->kind = FL_VAR_RAW;
+    v->stop_gradient = true;
+    return v;
+}
+
+FlStatus fl_ir_train_feeds(const FlBundle *b, FlBlock *blk, bool test, FlTrainNames *feeds, FlErr *e) {
+    const FlReaderSpec *r = test ? b->run.test_reader : b->run.reader;
+    if (!r) return fl_err(e, "the run spec has no %s reader", test ? "test" : "training");
+    return reader_feeds(fl_ir_block(b->main, 0), blk, r, feeds, e);
+}
+
+FlStatus fl_ir_train_figures(const FlBundle *b, FlBlock *blk, const char *prefix, FlTrainNames *figures, FlErr *e) {
+    Names fetches = {0};
+    FlStatus st = figure_vars(fl_ir_block(b->main, 0), blk, prefix, 0, (const char *const *)b->run.fetch_vars.data,
+                              b->run.fetch_vars.len, &fetches, figures, e);
+    FL_VEC_FREE(&fetches);
+    return st;
+}
+
 FlStatus fl_ir_train_driver_build(const FlBundle *b, FlLoc at, FlProgram **out, FlErr *e) {
     *out = NULL;
     const FlRunSpec *rs = &b->run;
@@ -189,9 +214,7 @@ FlStatus fl_ir_train_driver_build(const FlBundle *b, FlLoc at, FlProgram **out, 
         var_one(b0, "more", FL_DT_BOOL);
         vars_next(eb, false);
         if (tb) vars_next(eb, true);
-        FlVarDesc *rep = fl_ir_var_add(b0, "report");
-        rep->kind = FL_VAR_RAW;
-        rep->stop_gradient = true;
+        fl_ir_train_report_var(b0, "report");
 
         op_option(b0, "epochs", rs->epochs, "epochs");
         op_option(b0, "batch_size", rs->batch_size, "batch_size");

@@ -1,7 +1,10 @@
 /* train_driver.h: fluid.train's loop as a driver program (docs/driver.md, "fluid.train over the
- * driver"), built from a bundle's run spec and main program when the bundle is built (flc build,
- * each trainer role of flc transpile) and kept in Bundle.driver beside the run spec: a bundle
- * with a run spec and a driver runs fluid.train's loop, which fl_train_run (runtime/train) hosts.
+ * driver"), kept in Bundle.driver beside the run spec: a bundle with a run spec and a driver runs
+ * fluid.train's loop, which fl_train_run (runtime/train) hosts. A script's fluid.train call
+ * writes it in .fl (stdlib/fluid/_train.fl, declaring its vars with the functions below); a
+ * bundle written before the driver was kept (format 2: a run spec alone) gets it here, built in
+ * C from the run spec and main program when flrun, fl_program_load or flc transpile loads it.
+ * The two are the same loop, op for op and var for var:
  *
  *   epochs = option(epochs, run spec's); batch = option(batch_size, ...); seed = option(seed, ...)
  *   report = report_open(epochs, batch, seed)
@@ -36,6 +39,29 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 
+/* A list of var names (borrowed: the names of vars declared in a block, or the run spec's). */
+typedef FL_VEC(const char *) FlTrainNames;
+
+/* The vars of the loop, declared in block blk of a driver as both builders declare them: the
+ * loop written in stdlib/fluid/_train.fl (through lang's _core primitives, each call one of
+ * these) and fl_ir_train_driver_build below, whose output the two must give alike
+ * (tests/e2e/train_driver_bundle.sh compares them).
+ *   fl_ir_train_var: an int64 or bool [1] var (a counter, a flag, an option), stop_gradient.
+ *   fl_ir_train_report_var: the report handle (a raw var).
+ *   fl_ir_train_feeds: the feeds of the run spec's reader (test: its test reader), main's data
+ *     vars declared alike (not persistable, stop_gradient, not fed) with a sequence feed's offset
+ *     vars after it, outermost first; those blk declares already are kept. *feeds lists them in
+ *     the order report_next writes them (the caller frees the vector, not the names).
+ *   fl_ir_train_figures: the figure vars prefix_0, prefix_1, ... of the run spec's fetches, each
+ *     declared as main declares the fetched var, without offsets, listed in *figures.
+ * Errors: a feed or fetch that is not a var of main's global block; a figure name blk declares
+ * already; no such reader. */
+FlVarDesc *fl_ir_train_var(FlBlock *blk, const char *name, FlDType dt);
+FlVarDesc *fl_ir_train_report_var(FlBlock *blk, const char *name);
+FlStatus fl_ir_train_feeds(const FlBundle *b, FlBlock *blk, bool test, FlTrainNames *feeds, FlErr *e) FL_WARN_UNUSED;
+FlStatus fl_ir_train_figures(const FlBundle *b, FlBlock *blk, const char *prefix, FlTrainNames *figures,
+                             FlErr *e) FL_WARN_UNUSED;
+
 /* The driver of b's run spec into *out (the caller's: fl_ir_program_free); each of its ops and
  * vars carries the location at (the fluid.train call; FL_LOC_NONE when unknown), so what
  * flc verify and the runtime say of them points there. Errors: b has no run spec or no reader; a
@@ -46,10 +72,10 @@ FlStatus fl_ir_train_driver_build(const FlBundle *b, FlLoc at, FlProgram **out, 
  * loop's). A bundle with a driver and no such run spec runs the script's own loop (exe.run). */
 bool fl_ir_bundle_trains(const FlBundle *b);
 
-/* Builds and keeps b's driver when b trains (fl_ir_bundle_trains) and has none yet: a bundle
- * as the compiler leaves it, a trainer role of a plan, or a file written before the driver was
- * kept in it (format 2, which kept the run spec alone; at: FL_LOC_NONE). Nothing to do
- * otherwise. Errors: those of
+/* Builds and keeps b's driver when b trains (fl_ir_bundle_trains) and has none yet: a file
+ * written before the driver was kept in it (format 2, which kept the run spec alone; at:
+ * FL_LOC_NONE), or a trainer role of its plan. Nothing to do otherwise (the compiler's bundles
+ * hold the driver their fluid.train call wrote). Errors: those of
  * fl_ir_train_driver_build (b is left as it was). */
 FlStatus fl_ir_bundle_add_train_driver(FlBundle *b, FlLoc at, FlErr *e) FL_WARN_UNUSED;
 

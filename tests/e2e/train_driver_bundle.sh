@@ -9,7 +9,9 @@
 #    plan's drivers;
 # 4. the bundle written as before (format 2: the run spec, no driver; made with protoc) still
 #    reads: flc verify says its driver is built at load, flrun trains it to the losses the
-#    bundled driver gives, and flc transpile gives its trainers the driver.
+#    bundled driver gives, and flc transpile gives its trainers the driver;
+# 5. that driver (compiler/ir/train_driver.c's, for format 2) equals the one fluid.train's .fl
+#    loop wrote (stdlib/fluid/_train.fl), locations aside.
 # Usage: train_driver_bundle.sh FLC FLRUN REPO_ROOT
 set -u
 FLC=$1 FLRUN=$2 ROOT=$3
@@ -65,4 +67,14 @@ cmp -s "$T/new.txt" "$T/old.txt" || { diff "$T/new.txt" "$T/old.txt"; fail "the 
 "$FLC" transpile "$T/old.flp" --pservers 1 --trainers 2 -o "$T/old.plan" > /dev/null || fail "flc transpile (format 2)"
 [ "$("$FLC" show "$T/old.plan" | grep -c "^== driver program (fluid.train's loop) ==$")" = 2 ] ||
     fail "the old bundle's trainers carry no driver"
+
+# 5. one loop, two builders: the driver stdlib/fluid/_train.fl wrote (the plan of the new bundle)
+#    and the one compiler/ir/train_driver.c built for the format-2 bundle are equal, op for op and
+#    var for var (the .fl's carry the fluid.train call's location, the other none)
+drivers() { "$FLC" show "$1" | awk '/^== driver program/ { on = 1; print; next } /^== / { on = 0 } on' |
+    sed "s/  $AT\$//"; }
+drivers "$T/p.plan" > "$T/fl_drivers.txt" && drivers "$T/old.plan" > "$T/c_drivers.txt" || fail "flc show"
+[ "$(grep -c '^  op ' "$T/fl_drivers.txt")" = $((2 * ops)) ] || fail "want the plan's 2 drivers of $ops ops"
+cmp -s "$T/fl_drivers.txt" "$T/c_drivers.txt" ||
+    { diff "$T/fl_drivers.txt" "$T/c_drivers.txt"; fail "the .fl loop's driver and train_driver.c's differ"; }
 echo "PASS: train_driver_bundle"

@@ -719,6 +719,10 @@ static void test_run_spec_errors(void) {
         {"r = fluid.io.csv('a.csv', {'x': [0, 1]}, scale={'y': 2.0})\nfluid.train(reader=r)\n",
          "snippet.fl:5:1: error: scale names 'y', which is not one of the reader's feeds"},
         {"fluid.train(fetch={'': x})\n", "snippet.fl:4:1: error: fetch keys must be names, found ''"},
+        /* the primitives fluid.train's loop is written with build that loop only */
+        {"import _core\n_core.driver_var('epoch', 'int64')\n",
+         "snippet.fl:5:1: error: driver_var() builds fluid.train's loop: call it inside `with program_guard(spec.driver):`"},
+        {"import _core\n_core.driver_op('increment', X=x, Out=x)\n", "snippet.fl:5:1: error: driver_op() builds fluid.train's loop"},
     };
     check_errors("x = layers.data(name='x', shape=[2])\n", errs, FL_ARRAY_LEN(errs));
 }
