@@ -397,6 +397,13 @@ static int32_t emit(Ctx *c, FlValue *r) {
     for (size_t i = 0; ck2 && i < ck2->list.len; i++) FL_VEC_PUSH(&d->slot_keys, ck2->list.items[i]->i);
     d->line_format = dup_str(lf);
     d->gzip = gz && gz->kind == VK_BOOL && gz->b;
+    /* open_files' shapes, LoD levels and passes (driver_dataset.c's recordio) */
+    FlValue *sc = get(r, "_shape_concat"), *rk = get(r, "_ranks"), *ll = get(r, "_lod_levels");
+    for (size_t i = 0; sc && i < sc->list.len; i++) FL_VEC_PUSH(&d->shape_concat, sc->list.items[i]->i);
+    for (size_t i = 0; rk && i < rk->list.len; i++) FL_VEC_PUSH(&d->ranks, rk->list.items[i]->i);
+    for (size_t i = 0; ll && i < ll->list.len; i++) FL_VEC_PUSH(&d->lod_levels, ll->list.items[i]->i);
+    FlValue *pn = get(r, "_pass_num");
+    d->pass_num = pn && pn->kind == VK_INT ? pn->i : 0;
     FL_VEC_PUSH(&c->bundle->readers, d);
     int32_t idx = (int32_t)(c->bundle->readers.len - 1);
     fl_v_rec_set(c, r, "_index", fl_v_int(c, idx));

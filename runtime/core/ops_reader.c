@@ -1,8 +1,9 @@
 /* ops_reader.c: the adapters of the driver's reader ops (compiler/ops/reader.def; docs/driver.md,
  * "Data") over dataset/, on the driver host of driver.h (the bundle's readers, the run's seed).
  *
- *   reader_open   Out = a Reader: the tables of the paddle.dataset sources under reader `reader`
- *                 of Bundle.readers, read once
+ *   reader_open   Out = a Reader: the tables of the sources under reader `reader` of
+ *                 Bundle.readers (paddle.dataset modules, MultiSlot, ctr_reader and open_files'
+ *                 RecordIO files: reader_files.c), read once
  *   reader_epoch  Out = an Epoch: the samples the reader's nodes give, in order (a sample is one
  *                 row of each source a compose joins), and its batch size
  *   reader_next   the next batch: one tensor [rows, width] per field (a sequence field: its steps
@@ -14,7 +15,9 @@
  * batches, after a batch), chain concatenates, compose zips (check_alignment: the inputs must end
  * together), buffered changes nothing but when samples are read, batch cuts the list. The
  * shuffles draw from one generator seeded with the run's seed and the reader's count of epochs,
- * nodes in the order of Bundle.readers.
+ * nodes in the order of Bundle.readers. An open_files source gives its records pass_num times
+ * over; a record is a batch of its own, so a batch of records is their rows one after the other
+ * (next_records), as Fluid's batch reader concatenates them.
  *
  * A Reader is shared by the epochs made from it (a reference count): a later reader_open of the
  * same var replaces it while an epoch still reads it.
@@ -25,6 +28,7 @@
 #include "dataset/dataset.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/exec_impl.h"
+#include "runtime/core/reader_files.h"
 #include "runtime/rng.h"
 
 /* A sample's row of one source. */
@@ -76,7 +80,8 @@ static void epoch_release(void *p) {
 /* Whether node d is a source: a paddle.dataset reader, a MultiSlot dataset or a ctr_reader's
  * files, a table of samples. */
 static bool is_source(const FlReaderDesc *d) {
-    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0 || strcmp(d->kind, "ctr") == 0;
+    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0 || strcmp(d->kind, "ctr") == 0 ||
+           strcmp(d->kind, "recordio") == 0;
 }
 
 /* A MultiSlot dataset's table (Fluid's Dataset API, docs/data.md): its files read now. */
@@ -115,6 +120,7 @@ static FlStatus load(Reader *r, size_t i, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
     if (strcmp(d->kind, "multislot") == 0) return r->tables[i] ? FL_OK : load_multislot(d, &r->tables[i], e);
     if (strcmp(d->kind, "ctr") == 0) return r->tables[i] ? FL_OK : load_ctr(d, &r->tables[i], e);
+    if (strcmp(d->kind, "recordio") == 0) return r->tables[i] ? FL_OK : fl_reader_files_load(d, &r->tables[i], e);
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
         FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,
@@ -209,8 +215,11 @@ static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e)
     *out = (Samples){0};
     if (is_source(d)) {
         const FlDsTable *t = r->tables[i];
-        *out = (Samples){.refs = fl_xcalloc(t->rows + 1, sizeof(Ref)), .n = t->rows, .w = 1};
-        for (size_t k = 0; k < t->rows; k++) out->refs[k] = (Ref){t, k};
+        size_t passes = d->pass_num > 1 ? (size_t)d->pass_num : 1; /* open_files: its passes, one after the other */
+        if (t->rows && passes > SIZE_MAX / 2 / sizeof(Ref) / t->rows)
+            return fl_err(e, "open_files: %lld passes of %zu records are too many", (long long)d->pass_num, t->rows);
+        *out = (Samples){.refs = fl_xcalloc(t->rows * passes + 1, sizeof(Ref)), .n = t->rows * passes, .w = 1};
+        for (size_t k = 0; k < t->rows * passes; k++) out->refs[k] = (Ref){t, k % t->rows};
         return FL_OK;
     }
     if (strcmp(d->kind, "chain") == 0 || strcmp(d->kind, "compose") == 0) return join(r, d, rng, out, e);
@@ -284,12 +293,52 @@ static FlStatus set_scalar(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, F
     return FL_OK;
 }
 
+/* Record field f of source k (open_files') of the batch's n records from `from`: their rows one
+ * after the other into out[0] ([rows, width]) and, of a field of sequences, their sequences'
+ * offsets into out[1] (Fluid's batch reader concatenates the records' LoD so). */
+static FlStatus next_records(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch *ep, size_t from, size_t n,
+                             size_t k, size_t f, const ArgRef *out) {
+    const FlDsField *fd = &ep->s.refs[from * ep->s.w + k].t->layout.fields[f];
+    size_t rowbytes = fd->width * fl_dtype_size(fd->dtype), rows = 0, seqs = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+        rows += (size_t)(ref->t->offsets[f][ref->row + 1] - ref->t->offsets[f][ref->row]);
+        if (fd->seq) seqs += (size_t)(ref->t->seq_at[f][ref->row + 1] - ref->t->seq_at[f][ref->row]);
+    }
+    FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
+    FlErr e;
+    int64_t ne[2] = {(int64_t)rows, (int64_t)fd->width}, nl = (int64_t)seqs + 1;
+    if (fl_tensor_alloc_uninit(&e, &t, fd->dtype, 2, ne) ||
+        (fd->seq && fl_tensor_alloc_uninit(&e, &lod, FL_DT_INT64, 1, &nl))) {
+        fl_tensor_fini(&t);
+        return fl_exec_op_error(rc, op, "%s", e.msg);
+    }
+    char *dst = fl_tensor_data(&t);
+    int64_t *offs = fd->seq ? fl_tensor_data(&lod) : NULL, at = 0;
+    size_t o = 0;
+    if (offs) offs[o++] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+        const int64_t *ro = ref->t->offsets[f];
+        int64_t first = ro[ref->row], cnt = ro[ref->row + 1] - first;
+        if (cnt) memcpy(dst + (size_t)at * rowbytes, (const char *)ref->t->data[f] + (size_t)first * rowbytes,
+                        (size_t)cnt * rowbytes);
+        for (int64_t q = offs ? ref->t->seq_at[f][ref->row] : 0; offs && q < ref->t->seq_at[f][ref->row + 1]; q++)
+            offs[o++] = at + ref->t->seq_end[f][q] - first;
+        at += cnt;
+    }
+    fl_var_take_tensor(fl_exec_var_write(s, &out[0]), &t);
+    if (fd->seq) fl_var_take_tensor(fl_exec_var_write(s, &out[1]), &lod);
+    return FL_OK;
+}
+
 /* Field f of source k of the batch's n samples from `from` into out[0] ([rows, width]); a sequence
  * field's steps one after the other ([steps, width]) and their offsets into out[1] ([n + 1]). */
 static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch *ep, size_t from, size_t n,
                            size_t k, size_t f, const ArgRef *out) {
     const Ref *first = &ep->s.refs[from * ep->s.w + k];
     const FlDsField *fd = &first->t->layout.fields[f];
+    if (first->t->records) return next_records(rc, op, s, ep, from, n, k, f, out);
     size_t rowbytes = fd->width * fl_dtype_size(fd->dtype), steps = n;
     FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
     FlErr e;
