@@ -57,7 +57,7 @@ static void col_fini(Col *c) {
 static FlStatus check_field(const Decl *dc, size_t f, const FlLodTensor *lt, FlErr *e) {
     const FlTensor *t = &lt->t;
     if (t->dtype != dc->dtype[f])
-        return fl_err(e, "field %zu is a %s tensor, but open_files(dtypes=...) declares %s", f, fl_dtype_name(t->dtype),
+        return fl_err(e, "field %zu holds %s values, but open_files(dtypes=...) declares %s", f, fl_dtype_name(t->dtype),
                       fl_dtype_name(dc->dtype[f]));
     bool fits = t->ndim == dc->rank[f];
     for (int k = 0; fits && k < t->ndim; k++) fits = dc->dims[f][k] < 0 || dc->dims[f][k] == t->ne[k];
