@@ -104,15 +104,9 @@ static FlStatus add_record(const Decl *dc, Part *p, const unsigned char *rec, si
     return FL_OK;
 }
 
-static void read_part(const Decl *dc, const char *path, Part *p) {
-    for (size_t f = 0; f < dc->n; f++) col_init(&p->cols[f], dc->lod[f]);
-    size_t len = 0;
+/* File `path`'s part from its bytes. */
+static void parse_part(const Decl *dc, const char *path, const void *bytes, size_t len, Part *p) {
     FlErr why;
-    char *bytes = fl_read_regular_file(path, &len, &why);
-    if (!bytes) {
-        p->st = fl_err(&p->e, "a file of open_files: %s", why.msg);
-        return;
-    }
     FlRecordioScanner s;
     fl_recordio_scanner_init(&s, bytes, len);
     for (;;) {
@@ -131,6 +125,18 @@ static void read_part(const Decl *dc, const char *path, Part *p) {
         }
         p->records++;
     }
+}
+
+static void read_part(const Decl *dc, const char *path, Part *p) {
+    for (size_t f = 0; f < dc->n; f++) col_init(&p->cols[f], dc->lod[f]);
+    size_t len = 0;
+    FlErr why;
+    char *bytes = fl_read_regular_file(path, &len, &why);
+    if (!bytes) {
+        p->st = fl_err(&p->e, "a file of open_files: %s", why.msg);
+        return;
+    }
+    parse_part(dc, path, bytes, len, p);
     free(bytes);
 }
 
@@ -169,26 +175,21 @@ static void *take_vec(I64Vec *v) {
     return p;
 }
 
-FlStatus fl_reader_files_load(const FlReaderDesc *d, FlDsTable **out, FlErr *e) {
-    *out = NULL;
-    Decl dc = {0};
-    FlDsLayout lay = {0};
-    if (declare(d, &dc, &lay, e)) return FL_ERROR;
-    size_t nfiles = d->files.len, want = d->n > 0 ? (size_t)d->n : 1;
-    Job j = {d, &dc, fl_xcalloc(nfiles + 1, sizeof(Part))};
-    fl_ds_read_files(nfiles, want, read_file_k, &j);
+/* The table of the parts of nfiles files (freed here), or the first part's error in file order. */
+static FlStatus join_parts(const Decl *dc, const FlDsLayout *lay, Part *parts, size_t nfiles, FlDsTable **out,
+                           FlErr *e) {
     FlStatus st = FL_OK;
     for (size_t k = 0; k < nfiles && st == FL_OK; k++)
-        if (j.parts[k].st) st = fl_err(e, "%s", j.parts[k].e.msg);
+        if (parts[k].st) st = fl_err(e, "%s", parts[k].e.msg);
     if (st == FL_OK) {
         FlDsTable *t = fl_xcalloc(1, sizeof *t);
-        t->layout = lay;
+        t->layout = *lay;
         t->records = true;
-        for (size_t f = 0; f < dc.n; f++) {
+        for (size_t f = 0; f < dc->n; f++) {
             Col all = {0};
-            col_init(&all, dc.lod[f]);
+            col_init(&all, dc->lod[f]);
             for (size_t k = 0; k < nfiles; k++) {
-                Col *c = &j.parts[k].cols[f];
+                Col *c = &parts[k].cols[f];
                 int64_t rows = all.off.data[all.off.len - 1], seqs = (int64_t)all.seq_end.len;
                 fl_buf_append(&all.bytes, c->bytes.data, c->bytes.len);
                 join_vec(&all.off, &c->off, rows, true);
@@ -198,17 +199,39 @@ FlStatus fl_reader_files_load(const FlReaderDesc *d, FlDsTable **out, FlErr *e) 
             t->data[f] = all.bytes.data ? all.bytes.data : fl_xcalloc(1, 1);
             all.bytes.data = NULL;
             t->offsets[f] = take_vec(&all.off);
-            if (dc.lod[f]) {
+            if (dc->lod[f]) {
                 t->seq_at[f] = take_vec(&all.seq_at);
                 t->seq_end[f] = all.seq_end.data ? take_vec(&all.seq_end) : fl_xcalloc(1, sizeof(int64_t));
             }
             col_fini(&all);
         }
-        for (size_t k = 0; k < nfiles; k++) t->rows += j.parts[k].records;
+        for (size_t k = 0; k < nfiles; k++) t->rows += parts[k].records;
         *out = t;
     }
     for (size_t k = 0; k < nfiles; k++)
-        for (size_t f = 0; f < dc.n; f++) col_fini(&j.parts[k].cols[f]);
-    free(j.parts);
+        for (size_t f = 0; f < dc->n; f++) col_fini(&parts[k].cols[f]);
+    free(parts);
     return st;
+}
+
+FlStatus fl_reader_files_load(const FlReaderDesc *d, FlDsTable **out, FlErr *e) {
+    *out = NULL;
+    Decl dc = {0};
+    FlDsLayout lay = {0};
+    if (declare(d, &dc, &lay, e)) return FL_ERROR;
+    size_t want = d->n > 0 ? (size_t)d->n : 1;
+    Job j = {d, &dc, fl_xcalloc(d->files.len + 1, sizeof(Part))};
+    fl_ds_read_files(d->files.len, want, read_file_k, &j);
+    return join_parts(&dc, &lay, j.parts, d->files.len, out, e);
+}
+
+FlStatus fl_reader_files_parse(const FlReaderDesc *d, const void *bytes, size_t len, FlDsTable **out, FlErr *e) {
+    *out = NULL;
+    Decl dc = {0};
+    FlDsLayout lay = {0};
+    if (declare(d, &dc, &lay, e)) return FL_ERROR;
+    Part *p = fl_xcalloc(1, sizeof(Part));
+    for (size_t f = 0; f < dc.n; f++) col_init(&p->cols[f], dc.lod[f]);
+    parse_part(&dc, d->files.len ? d->files.data[0] : "", bytes, len, p);
+    return join_parts(&dc, &lay, p, 1, out, e);
 }

@@ -22,4 +22,9 @@
 /* The table of recordio node d into *out (the caller's: fl_ds_free); *out is NULL on error. */
 FlStatus fl_reader_files_load(const FlReaderDesc *d, FlDsTable **out, FlErr *e) FL_WARN_UNUSED;
 
+/* The same of one file given as its bytes (borrowed), named d->files.data[0] in messages; d's
+ * other files are not read. For the fuzz target of the parse (tests/fuzz/fuzz_recordio.c). */
+FlStatus fl_reader_files_parse(const FlReaderDesc *d, const void *bytes, size_t len, FlDsTable **out, FlErr *e)
+    FL_WARN_UNUSED;
+
 #endif
