@@ -8,6 +8,8 @@
  *                 row of each source a compose joins), and its batch size
  *   reader_next   the next batch: one tensor [rows, width] per field (a sequence field: its steps
  *                 [steps, width] and their offsets [rows + 1]), Rows, Ok
+ *   recordio_write the batches left in an Epoch written to a RecordIO file, a record each
+ *                 (fluid.recordio_writer), each field cast and shaped as declared
  *
  * An epoch is computed whole when it starts (a list of row references, no copy of the data), so
  * Paddle's decorators are list operations: shuffle(buf) shuffles each run of buf samples (Paddle's
