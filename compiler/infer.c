@@ -393,6 +393,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_reader_epoch: return fl_infer_reader_epoch(&c);
     case FL_OPID_reader_next: return fl_infer_reader_next(&c);
     case FL_OPID_reader_end: return fl_infer_reader_end(&c);
+    case FL_OPID_recordio_write: return fl_infer_recordio_write(&c);
     case FL_OPID_save_vars:
     case FL_OPID_load_vars: return fl_infer_save_load_vars(&c);
     case FL_OPID_save_program: return fl_infer_save_program(&c);

@@ -525,6 +525,7 @@ FlStatus fl_infer_reader_open(Ctx *c);
 FlStatus fl_infer_reader_epoch(Ctx *c);
 FlStatus fl_infer_reader_next(Ctx *c);
 FlStatus fl_infer_reader_end(Ctx *c);
+FlStatus fl_infer_recordio_write(Ctx *c);
 
 /* infer_report.c */
 FlStatus fl_infer_option(Ctx *c);

@@ -43,6 +43,29 @@ FlStatus fl_infer_reader_end(Ctx *c) {
     return FL_OK;
 }
 
+FlStatus fl_infer_recordio_write(Ctx *c) {
+    if (raw_in(c, "recordio_write", "Epoch")) return FL_ERROR;
+    size_t nd = 0, nr = 0, ns = 0, at = 0;
+    const FlAttr *p = fl_ir_op_attr(c->op, "file_path"), *d = fl_ir_op_attr(c->op, "dtypes"),
+                 *r = fl_ir_op_attr(c->op, "ranks"), *s = fl_ir_op_attr(c->op, "shape_concat");
+    if (d) nd = d->n;
+    if (r) nr = r->n;
+    if (s) ns = s->n;
+    if (!p || !p->s || !p->s[0]) return fl_err(c->e, "recordio_write: no file_path");
+    if (nd != nr || !nd) return fl_err(c->e, "recordio_write: %zu dtypes and %zu ranks", nd, nr);
+    for (size_t i = 0; i < nr; i++) {
+        FlDType dt;
+        if (!fl_dtype_from_name(d->strs[i], &dt)) return fl_err(c->e, "recordio_write: dtype '%s'", d->strs[i]);
+        if (r->ints[i] < 1 || r->ints[i] > FL_IR_MAX_DIMS || (size_t)r->ints[i] > ns - at)
+            return fl_err(c->e, "recordio_write: field %zu of rank %lld", i, (long long)r->ints[i]);
+        at += (size_t)r->ints[i];
+    }
+    if (at != ns) return fl_err(c->e, "recordio_write: %zu dims for ranks of %zu", ns, at);
+    if (fl_ir_op_get_int(c->op, "max_num_records", 1000) < 1) return fl_err(c->e, "recordio_write: max_num_records below 1");
+    Shape one = {.nd = 1, .d = {1}};
+    return set_out(c, "Out", FL_DT_INT64, &one);
+}
+
 FlStatus fl_infer_reader_next(Ctx *c) {
     if (raw_in(c, "reader_next", "Epoch")) return FL_ERROR;
     Shape one = {.nd = 1, .d = {1}};

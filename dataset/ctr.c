@@ -13,7 +13,6 @@
  * order, whichever thread read them, and the first error in that order is the one reported. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,7 +58,6 @@ typedef struct Part {
 typedef struct Job {
     const FlDsCtr *d;
     Part *parts;
-    size_t next; /* the next file to read (atomic) */
 } Job;
 
 /* The token at p (for a message): at most 24 bytes of it. */
@@ -254,13 +252,9 @@ static void read_part(const FlDsCtr *d, const char *file, Part *p) {
     free(text);
 }
 
-static void *worker(void *arg) {
+static void read_file_k(void *arg, size_t k) {
     Job *j = arg;
-    for (;;) {
-        size_t k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-        if (k >= j->d->nfiles) return NULL;
-        read_part(j->d, j->d->files[k], &j->parts[k]);
-    }
+    read_part(j->d, j->d->files[k], &j->parts[k]);
 }
 
 /* Appends column b of `rows` lines to a. */
@@ -276,15 +270,8 @@ FlStatus fl_ds_ctr_load(const FlDsCtr *d, FlDsTable **out, FlErr *e) {
     if (fl_ds_ctr_layout(d, &lay, e)) return FL_ERROR;
     if (!d->nfiles) return fl_err(e, "a ctr_reader without files (file_list)");
     if (d->threads < 1) return fl_err(e, "a ctr_reader of %zu read threads", d->threads);
-    Job j = {d, fl_xcalloc(d->nfiles, sizeof(Part)), 0};
-    size_t nth = d->threads < d->nfiles ? d->threads : d->nfiles;
-    pthread_t *th = fl_xcalloc(nth, sizeof *th);
-    size_t started = 0;
-    for (size_t t = 1; t < nth; t++) /* this thread is the first reader */
-        if (pthread_create(&th[started], NULL, worker, &j) == 0) started++;
-    worker(&j);
-    for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
-    free(th);
+    Job j = {d, fl_xcalloc(d->nfiles, sizeof(Part))};
+    fl_ds_read_files(d->nfiles, d->threads, read_file_k, &j);
     FlStatus st = FL_OK;
     for (size_t k = 0; k < d->nfiles && st == FL_OK; k++)
         if (j.parts[k].st) st = fl_err(e, "%s", j.parts[k].e.msg);

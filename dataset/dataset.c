@@ -4,6 +4,7 @@
  * through zlib (gzopen reads plain files too), then parsed from memory. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -136,8 +137,37 @@ void fl_ds_free(FlDsTable *t) {
     for (size_t f = 0; f < t->layout.nfields; f++) {
         free(t->data[f]);
         free(t->offsets[f]);
+        free(t->seq_at[f]);
+        free(t->seq_end[f]);
     }
     free(t);
+}
+
+typedef struct Files {
+    size_t n, next; /* next: the next file to read (atomic) */
+    void (*read)(void *arg, size_t k);
+    void *arg;
+} Files;
+
+static void *files_worker(void *p) {
+    Files *f = p;
+    for (;;) {
+        size_t k = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
+        if (k >= f->n) return NULL;
+        f->read(f->arg, k);
+    }
+}
+
+void fl_ds_read_files(size_t nfiles, size_t threads, void (*read)(void *arg, size_t k), void *arg) {
+    Files f = {nfiles, 0, read, arg};
+    size_t nth = threads < nfiles ? threads : nfiles;
+    pthread_t *th = fl_xcalloc(nth + 1, sizeof *th);
+    size_t started = 0;
+    for (size_t t = 1; t < nth; t++) /* this thread is the first reader */
+        if (pthread_create(&th[started], NULL, files_worker, &f) == 0) started++;
+    files_worker(&f);
+    for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+    free(th);
 }
 
 /* ---------------------------------------------------------------- uci_housing */

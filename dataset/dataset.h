@@ -100,11 +100,21 @@ typedef struct FlDsLayout {
 typedef struct FlDsTable {
     FlDsLayout layout;
     size_t rows;
+    bool records; /* the records of a file reader (open_files): each row holds a batch of rows of
+                     its own in every field (offsets gives them), and a sequence field (seq) a
+                     batch of sequences (seq_at and seq_end give them); batches of such rows are
+                     their rows and sequences one after the other */
     void *data[FL_DS_MAX_FIELDS]; /* field f: rows * width elements of its dtype, row-major; a
                                      sequence field: offsets[f][rows] * width, the rows' steps one
                                      after the other */
     int64_t *offsets[FL_DS_MAX_FIELDS]; /* a sequence field: row r is steps offsets[f][r] to
-                                           offsets[f][r + 1] (rows + 1 of them), else NULL */
+                                           offsets[f][r + 1] (rows + 1 of them), else NULL; of
+                                           records: row r's rows */
+    int64_t *seq_at[FL_DS_MAX_FIELDS];  /* records, a field of sequences: row r's sequences end at
+                                           seq_end[f][seq_at[f][r] .. seq_at[f][r + 1]) (rows + 1 of
+                                           them), else NULL */
+    int64_t *seq_end[FL_DS_MAX_FIELDS]; /* the steps (counted from the field's first) at which its
+                                           sequences end, in order */
 } FlDsTable;
 
 /* The arguments of a reader, as the module's function takes them: uci_housing and mnist take none
@@ -129,6 +139,11 @@ FlStatus fl_ds_layout(const char *name, const char *part, const FlDsArgs *args, 
 FlStatus fl_ds_load(const char *name, const char *part, const FlDsArgs *args, FlDsTable **out,
                     FlErr *e) FL_WARN_UNUSED;
 void fl_ds_free(FlDsTable *t);
+
+/* Calls read(arg, k) once for each file k < nfiles, on up to `threads` threads (this one among
+ * them; fewer when threads cannot start), each taking the next file in turn; returns when every
+ * call has. For readers of several files (ctr_reader, open_files): read keeps file k's part. */
+void fl_ds_read_files(size_t nfiles, size_t threads, void (*read)(void *arg, size_t k), void *arg);
 /* paddle.dataset.NAME.fetch(): reads each reader of the module that takes no arguments once, so
  * that a missing or damaged file is an error now. */
 FlStatus fl_ds_fetch(const char *name, FlErr *e) FL_WARN_UNUSED;

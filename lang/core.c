@@ -52,12 +52,7 @@ static bool want_shape(Ctx *c, FlValue *v, const char *what, FlSpan sp, int *nd,
     return true;
 }
 static bool want_dtype(Ctx *c, FlValue *v, FlSpan sp, FlDType *dt) {
-    if (v && v->kind == VK_STR)
-        for (int t = 0; t < FL_DT_COUNT; t++)
-            if (strcmp(v->str.s, fl_dtype_name((FlDType)t)) == 0) {
-                *dt = (FlDType)t;
-                return true;
-            }
+    if (v && v->kind == VK_STR && fl_dtype_from_name(v->str.s, dt)) return true;
     if (v && v->kind == VK_STR && strcmp(v->str.s, "float") == 0) {
         *dt = FL_DT_FLOAT32;
         return true;

@@ -397,6 +397,13 @@ static int32_t emit(Ctx *c, FlValue *r) {
     for (size_t i = 0; ck2 && i < ck2->list.len; i++) FL_VEC_PUSH(&d->slot_keys, ck2->list.items[i]->i);
     d->line_format = dup_str(lf);
     d->gzip = gz && gz->kind == VK_BOOL && gz->b;
+    /* open_files' shapes, LoD levels and passes (driver_dataset.c's recordio) */
+    FlValue *sc = get(r, "_shape_concat"), *rk = get(r, "_ranks"), *ll = get(r, "_lod_levels");
+    for (size_t i = 0; sc && i < sc->list.len; i++) FL_VEC_PUSH(&d->shape_concat, sc->list.items[i]->i);
+    for (size_t i = 0; rk && i < rk->list.len; i++) FL_VEC_PUSH(&d->ranks, rk->list.items[i]->i);
+    for (size_t i = 0; ll && i < ll->list.len; i++) FL_VEC_PUSH(&d->lod_levels, ll->list.items[i]->i);
+    FlValue *pn = get(r, "_pass_num");
+    d->pass_num = pn && pn->kind == VK_INT ? pn->i : 0;
     FL_VEC_PUSH(&c->bundle->readers, d);
     int32_t idx = (int32_t)(c->bundle->readers.len - 1);
     fl_v_rec_set(c, r, "_index", fl_v_int(c, idx));
@@ -612,6 +619,74 @@ static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
     return r;
 }
 
+/* recordio_write(filename, reader, vars, max_num_records): fluid.recordio_writer's conversion (the
+ * stdlib checked its arguments): a reader_epoch of the batched reader and a recordio_write of it
+ * in the driver, each batch a record of the vars' tensors (each field cast and shaped as its var,
+ * as DataFeeder.feed does); the number of records (an int64 [1] driver var). */
+static FlValue *d_recordio_write(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("recordio_write", "filename reader vars max_num_records", 4);
+    const char *what = "fluid.recordio_writer.convert_reader_to_recordio_file";
+    FlValue *r = reader_of(v[1]), *vars = v[2];
+    if (!r || !get(r, "_batched")->b)
+        return fl_ev_error(c, a->span, "%s takes a reader of batches (paddle.batch(paddle.dataset.NAME.train(), "
+                           "batch_size)), found %s", what, r ? "a reader of samples" : fl_v_type_name(v[1]));
+    if (mapped_by(r))
+        return fl_ev_error(c, a->span, "%s of a reader map_readers gives is not compiled: write the readers' "
+                           "samples as they are", what);
+    FlValue *fields = get(r, "_fields");
+    if (fields->list.len != vars->list.len)
+        return fl_ev_error(c, a->span, "%s: the reader's samples have %zu fields but the feeder's feed_order names %zu "
+                           "vars", what, fields->list.len, vars->list.len);
+    FlValue *dtypes = fl_v_list(c, VK_LIST), *ranks = fl_v_list(c, VK_LIST), *dims = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < vars->list.len; i++) {
+        FlVarDesc *d = vars->list.items[i]->kind == VK_VAR ? fl_ev_var_desc(c, vars->list.items[i]) : NULL;
+        if (!d || d->ndim < 1) return fl_ev_error(c, a->span, "%s: feed var %zu is no data var", what, i);
+        FlValue **t = fields->list.items[i]->list.items;
+        int64_t w = 1;
+        for (int k = 1; k < d->ndim; k++) {
+            if (d->shape[k] < 1)
+                return fl_ev_error(c, a->span, "%s: var '%s' has an unknown dim %d: a record's row width is declared",
+                                   what, d->name, k);
+            w *= d->shape[k];
+        }
+        if (w != t[1]->i)
+            return fl_ev_error(c, a->span, "%s: field %zu of the reader's samples holds %lld values but var '%s' "
+                               "takes %lld a row", what, i, (long long)t[1]->i, d->name, (long long)w);
+        if (t[3]->b != (d->lod_level == 1))
+            return fl_ev_error(c, a->span, "%s: field %zu of the reader's samples %s a sequence but var '%s' has "
+                               "lod_level %d", what, i, t[3]->b ? "is" : "is not", d->name, d->lod_level);
+        fl_v_list_push(c, dtypes, fl_v_cstr(c, fl_dtype_name(d->dtype)));
+        fl_v_list_push(c, ranks, fl_v_int(c, d->ndim));
+        for (int k = 0; k < d->ndim; k++) fl_v_list_push(c, dims, fl_v_int(c, d->shape[k]));
+    }
+    DriverSwap sw;
+    fl_ev_driver_enter(c, &sw);
+    FlValue *out = c->error;
+    const char *ep = epoch(c, r, a->span);
+    if (ep) {
+        int64_t one = 1;
+        const char *n = new_var(c, "recordio_records", FL_DT_INT64, 1, &one, a->span);
+        FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "recordio_write", a->span);
+        fl_ir_op_add_input(op, "Epoch", ep);
+        fl_ir_op_add_output(op, "Out", n);
+        fl_ir_op_set_string(op, "file_path", v[0]->str.s);
+        const char **ds = fl_arena_alloc(&c->arena, (dtypes->list.len + 1) * sizeof *ds);
+        int64_t *rs = fl_arena_alloc(&c->arena, (ranks->list.len + 1) * sizeof *rs);
+        int64_t *sc = fl_arena_alloc(&c->arena, (dims->list.len + 1) * sizeof *sc);
+        for (size_t i = 0; i < dtypes->list.len; i++) ds[i] = dtypes->list.items[i]->str.s;
+        for (size_t i = 0; i < ranks->list.len; i++) rs[i] = ranks->list.items[i]->i;
+        for (size_t i = 0; i < dims->list.len; i++) sc[i] = dims->list.items[i]->i;
+        fl_ir_op_set_strings(op, "dtypes", ds, dtypes->list.len);
+        fl_ir_op_set_ints(op, "ranks", rs, ranks->list.len);
+        fl_ir_op_set_ints(op, "shape_concat", sc, dims->list.len);
+        fl_ir_op_set_int(op, "max_num_records", v[3]->i);
+        if (fl_ev_infer(c, c->b.block, op, a->span)) out = fl_v_var(c, n);
+    }
+    fl_ev_driver_leave(c, &sw);
+    return out;
+}
+
 /* ------------------------------------------------------------------ for the py_reader family (driver_pyreader.c) */
 
 FlValue *fl_ev_reader_record(FlValue *v) { return reader_of(v); }
@@ -700,6 +775,7 @@ static const NativeFn reader_fns[] = {
     {"fields", d_fields},
     {"lods", d_lods},
     {"word_dict", d_word_dict},
+    {"recordio_write", d_recordio_write},
 };
 
 void fl_ev_driver_data_install(Ctx *c) {

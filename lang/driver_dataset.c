@@ -10,6 +10,11 @@
  *   ctr(files, names, types, widths, keys, line_format, gzip, threads)
  *                 the reader of fluid.contrib.ctr_reader's svm or csv files (dataset/ctr.c): a
  *                 source of Bundle.readers (kind "ctr"), read when the driver opens it
+ *   recordio(files, names, dtypes, widths, shape_concat, ranks, lod_levels, threads, pass_num)
+ *                 the reader of fluid.layers.open_files' RecordIO files (runtime/core/
+ *                 reader_files.c): one sample per record (a batch of its own), one field per
+ *                 declared shape; a source of Bundle.readers (kind "recordio"), read when the
+ *                 driver opens it, by `threads` threads
  *   feed_desc(path)
  *                 a DataFeedDesc in protobuf's text format (Fluid's data_feed.proto: name,
  *                 batch_size, pipe_command, multi_slot_desc { slots { name type is_dense is_used
@@ -117,6 +122,49 @@ static FlValue *d_ctr(Ctx *c, FlValue *self, CallArgs *a) {
     fl_v_rec_set(c, r, "_line_format", v[5]);
     fl_v_rec_set(c, r, "_gzip", v[6]);
     fl_v_rec_set(c, r, "_n", v[7]);
+    return rv;
+}
+
+static bool int_list(const FlValue *v) {
+    if (v->kind != VK_LIST && v->kind != VK_TUPLE) return false;
+    for (size_t i = 0; i < v->list.len; i++)
+        if (v->list.items[i]->kind != VK_INT) return false;
+    return true;
+}
+
+/* recordio(files, names, dtypes, widths, shape_concat, ranks, lod_levels, threads, pass_num):
+ * open_files' source (the stdlib checked the arguments and made the widths and ranks). */
+static FlValue *d_recordio(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("recordio", "files names dtypes widths shape_concat ranks lod_levels threads pass_num", 9);
+    if (!str_list(c, v[0], "the file list", a->span) || !str_list(c, v[1], "the field names", a->span) ||
+        !str_list(c, v[2], "the dtypes", a->span))
+        return c->error;
+    size_t n = v[1]->list.len;
+    if (!n || n > FL_DS_MAX_FIELDS || v[2]->list.len != n || !int_list(v[3]) || v[3]->list.len != n ||
+        !int_list(v[4]) || !int_list(v[5]) || v[5]->list.len != n || !int_list(v[6]) || v[6]->list.len != n ||
+        v[7]->kind != VK_INT || v[7]->i < 1 || v[8]->kind != VK_INT || v[8]->i < 1)
+        return fl_ev_error(c, a->span, "recordio: 1 to %d fields, each a name, a dtype, a width, a rank and a LoD "
+                           "level; threads and passes at least 1", FL_DS_MAX_FIELDS);
+    FlDsLayout l = {.nfields = n};
+    for (size_t i = 0; i < n; i++) {
+        FlDType dt;
+        if (!fl_dtype_from_name(v[2]->list.items[i]->str.s, &dt))
+            return fl_ev_error(c, a->span, "recordio: dtype '%s'", v[2]->list.items[i]->str.s);
+        l.fields[i] = (FlDsField){v[1]->list.items[i]->str.s, dt, (size_t)v[3]->list.items[i]->i,
+                                  v[6]->list.items[i]->i == 1};
+    }
+    FlValue *rv = fl_ev_reader_source(c, "recordio", &l);
+    FlValue *r = fl_ev_reader_record(rv);
+    const char *attrs[7] = {"_files", "_slot_names", "_slot_types", "_slot_widths", "_shape_concat", "_ranks",
+                            "_lod_levels"};
+    for (int k = 0; k < 7; k++) { /* copies: later changes of the script's lists do not reach the reader */
+        FlValue *copy = fl_v_list(c, VK_LIST);
+        for (size_t i = 0; i < v[k]->list.len; i++) fl_v_list_push(c, copy, v[k]->list.items[i]);
+        fl_v_rec_set(c, r, attrs[k], copy);
+    }
+    fl_v_rec_set(c, r, "_n", v[7]);
+    fl_v_rec_set(c, r, "_pass_num", v[8]);
     return rv;
 }
 
@@ -299,6 +347,7 @@ static FlValue *d_feed_desc(Ctx *c, FlValue *self, CallArgs *a) {
 static const NativeFn dataset_fns[] = {
     {"multislot", d_multislot},
     {"ctr", d_ctr},
+    {"recordio", d_recordio},
     {"feed_desc", d_feed_desc},
 };
 

@@ -5,7 +5,12 @@
  *                             decorated with (decorate) and the driver var of its epoch
  *   set_vars(h, vars)         the data vars it fills (read_file's, or a feed_list)
  *   decorate(h, reader, what, places)  the batched paddle reader it reads
- *   start(h), reset(h)        reader_epoch into its epoch var; reader_end of it
+ *   files(h, reader)          the reader of fluid.layers.open_files (and layers.batch and shuffle over
+ *                             it) that h reads: a file reader, which reads from the start (its
+ *                             epoch begins in the driver's global block) and whose reset() begins
+ *                             a new epoch, as Fluid's file readers restart on reset
+ *   start(h), reset(h)        reader_epoch into its epoch var; reader_end of it (a file reader's
+ *                             reset: reader_epoch)
  *   iter(h)                   `for data in reader():` of an iterable PyReader
  *   EOFException              the class fluid.core.EOFException
  *
@@ -54,6 +59,11 @@ static Env *globals(Ctx *c) {
 static FlValue *eof_class(Ctx *c) { return fl_env_find(globals(c), fl_intern_str(&c->in, "EOFException")); }
 
 static const char *rname(FlValue *h) { return get(h, "_name")->str.s; }
+
+static bool is_file_reader(FlValue *h) {
+    FlValue *f = get(h, "_file");
+    return f && f->kind == VK_BOOL && f->b;
+}
 
 /* ------------------------------------------------------------------ the native functions */
 
@@ -164,6 +174,17 @@ static FlValue *p_decorate(Ctx *c, FlValue *self, CallArgs *a) {
 
 static bool end_epoch(Ctx *c, FlBlock *b, const char *ep, FlSpan sp);
 
+/* files(h, reader): h reads open_files' reader (a reader of samples that are batches). */
+static FlValue *p_files(Ctx *c, FlValue *self, CallArgs *a) {
+    (void)self;
+    ARGS("files", "h reader", 2);
+    FlValue *r = fl_ev_reader_record(v[1]);
+    if (!r) return fl_ev_error(c, a->span, "files: a reader, found %s", fl_v_type_name(v[1]));
+    fl_v_rec_set(c, v[0], "_reader", r);
+    fl_v_rec_set(c, v[0], "_file", c->vtrue);
+    return c->none;
+}
+
 /* The driver var of h's epoch (a raw var of the driver's global block), made the first time,
  * empty (a reader_end there: what runs later, in loops, finds it written). */
 static const char *epoch_var(Ctx *c, FlValue *h, FlSpan sp) {
@@ -174,7 +195,14 @@ static const char *epoch_var(Ctx *c, FlValue *h, FlSpan sp) {
     FlVarDesc *d = fl_ev_new_var(c, g, name, sp);
     d->kind = FL_VAR_RAW;
     d->stop_gradient = true;
-    end_epoch(c, g, name, sp);
+    if (is_file_reader(h)) { /* reading from the start */
+        FlBlock *here = c->b.block;
+        c->b.block = g;
+        fl_ev_reader_epoch_into(c, get(h, "_reader"), name, sp);
+        c->b.block = here;
+    } else {
+        end_epoch(c, g, name, sp);
+    }
     fl_v_rec_set(c, h, "_epoch", fl_v_var(c, name));
     return name;
 }
@@ -213,7 +241,9 @@ static FlValue *p_reset(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("reset", "h", 1);
     DriverSwap sw;
     fl_ev_driver_enter(c, &sw);
-    bool ok = end_epoch(c, c->b.block, epoch_var(c, v[0], a->span), a->span);
+    const char *ep = epoch_var(c, v[0], a->span);
+    bool ok = is_file_reader(v[0]) ? fl_ev_reader_epoch_into(c, get(v[0], "_reader"), ep, a->span) != NULL
+                                   : end_epoch(c, c->b.block, ep, a->span);
     fl_ev_driver_leave(c, &sw);
     return ok ? c->none : c->error;
 }
@@ -309,9 +339,9 @@ static bool raise_eof(Ctx *c, FlValue *h, const char *cond, FlSpan sp) {
             if (c->rtloops.data[j]) c->rtloops.data[j]->ends_run = true;
         FlValue *msg = fl_v_list(c, VK_LIST);
         fl_v_list_push(c, msg, fl_v_cstr(c, fl_arena_printf(&c->arena, "fluid.core.EOFException: there is no next "
-                                                           "data (py_reader '%s' gave its last batch; catch it with "
+                                                           "data (%s '%s' gave its last batch; catch it with "
                                                            "try: ... except fluid.core.EOFException: reader.reset())",
-                                                           rname(h))));
+                                                           is_file_reader(h) ? "reader" : "py_reader", rname(h))));
         ok = fl_ev_driver_print_stream(c, msg, NULL, NULL, "stderr", sp)->kind != VK_ERROR;
         FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "exit", sp);
         fl_ir_op_set_int(op, "code", 1);
@@ -516,7 +546,7 @@ done:
 
 static const NativeFn pyreader_fns[] = {
     {"new", p_new},     {"set_vars", p_set_vars}, {"decorate", p_decorate},
-    {"start", p_start}, {"reset", p_reset},       {"iter", p_iter},
+    {"start", p_start}, {"reset", p_reset},       {"iter", p_iter},     {"files", p_files},
 };
 
 void fl_ev_driver_pyreader_install(Ctx *c) {

@@ -3,7 +3,9 @@
 #ifndef FL_DTYPE_H
 #define FL_DTYPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef enum FlDType {
     FL_DT_FLOAT32 = 0,
@@ -36,6 +38,16 @@ static inline const char *fl_dtype_name(FlDType t) {
     case FL_DT_COUNT: break;
     }
     return "?";
+}
+
+/* The dtype named `name` (fl_dtype_name's names) into *out; false for any other name. */
+static inline bool fl_dtype_from_name(const char *name, FlDType *out) {
+    for (int t = 0; t < FL_DT_COUNT; t++)
+        if (strcmp(name, fl_dtype_name((FlDType)t)) == 0) {
+            *out = (FlDType)t;
+            return true;
+        }
+    return false;
 }
 
 #endif

@@ -593,6 +593,14 @@ void fl_ir_reader_free(FlReaderSpec *r) {
             FL_VEC_PUSH((dst), fl_xstrdup((src)->data[i_]));                              \
     } while (0)
 
+/* A copy of an int64 vector into dst (whose storage is not src's). */
+#define INTVEC_COPY(dst, src)                                                             \
+    do {                                                                                  \
+        (dst)->data = NULL;                                                               \
+        (dst)->len = (dst)->cap = 0;                                                      \
+        for (size_t i_ = 0; i_ < (src)->len; i_++) FL_VEC_PUSH((dst), (src)->data[i_]);   \
+    } while (0)
+
 static char *dup_or_null(const char *s) {
     return s ? fl_xstrdup(s) : NULL;
 }
@@ -692,6 +700,9 @@ void fl_ir_reader_desc_free(FlReaderDesc *r) {
     FL_VEC_FREE(&r->slot_widths);
     FL_VEC_FREE(&r->slot_keys);
     free(r->line_format);
+    FL_VEC_FREE(&r->shape_concat);
+    FL_VEC_FREE(&r->ranks);
+    FL_VEC_FREE(&r->lod_levels);
     free(r);
 }
 
@@ -723,6 +734,9 @@ static FlReaderDesc *reader_desc_clone(const FlReaderDesc *r) {
     c->slot_keys.len = c->slot_keys.cap = 0;
     for (size_t i = 0; i < r->slot_keys.len; i++) FL_VEC_PUSH(&c->slot_keys, r->slot_keys.data[i]);
     c->line_format = dup_or_null(r->line_format);
+    INTVEC_COPY(&c->shape_concat, &r->shape_concat);
+    INTVEC_COPY(&c->ranks, &r->ranks);
+    INTVEC_COPY(&c->lod_levels, &r->lod_levels);
     return c;
 }
 
@@ -1004,6 +1018,39 @@ static FlStatus check_reader(const FlReaderSpec *r, const char *which, FlErr *e)
     return FL_OK;
 }
 
+/* A recordio reader (open_files): files, and per slot a dtype of the project, a width, a shape
+ * whose dims after the first make the width and a LoD level of 0 or 1. */
+static FlStatus check_recordio(const FlReaderDesc *r, size_t i, FlErr *e) {
+    size_t n = r->slot_names.len, at = 0;
+    if (!r->files.len || !n || r->slot_types.len != n || r->slot_widths.len != n || r->ranks.len != n ||
+        r->lod_levels.len != n || r->slot_keys.len || r->line_format || r->gzip || r->pass_num < 1)
+        return fl_err(e, "reader %zu (recordio): %zu files, %zu slot names, %zu types, %zu widths, %zu ranks, %zu LoD "
+                      "levels, %lld passes", i, r->files.len, n, r->slot_types.len, r->slot_widths.len, r->ranks.len,
+                      r->lod_levels.len, (long long)r->pass_num);
+    for (size_t j = 0; j < n; j++) {
+        FlDType dt;
+        int64_t rank = r->ranks.data[j], w = 1;
+        if (!fl_dtype_from_name(r->slot_types.data[j], &dt) || rank < 1 || rank > FL_IR_MAX_DIMS ||
+            (size_t)rank > r->shape_concat.len - at || r->lod_levels.data[j] < 0 || r->lod_levels.data[j] > 1)
+            return fl_err(e, "reader %zu (recordio): slot '%s' of type '%s', rank %lld, LoD level %lld", i,
+                          r->slot_names.data[j], r->slot_types.data[j], (long long)rank,
+                          (long long)r->lod_levels.data[j]);
+        for (int64_t k = 1; k < rank; k++) {
+            int64_t d = r->shape_concat.data[at + (size_t)k];
+            if (d < 1 || w > INT64_MAX / d)
+                return fl_err(e, "reader %zu (recordio): slot '%s': dim %lld is %lld", i, r->slot_names.data[j],
+                              (long long)k, (long long)d);
+            w *= d;
+        }
+        if (w != r->slot_widths.data[j])
+            return fl_err(e, "reader %zu (recordio): slot '%s' of width %lld, its shape's %lld", i,
+                          r->slot_names.data[j], (long long)r->slot_widths.data[j], (long long)w);
+        at += (size_t)rank;
+    }
+    if (at != r->shape_concat.len) return fl_err(e, "reader %zu (recordio): %zu dims left over", i, r->shape_concat.len - at);
+    return FL_OK;
+}
+
 /* Reader i of Bundle.readers: a known kind with its number of inputs, each an earlier reader, and
  * its arguments in range (the runtime relies on it). */
 static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
@@ -1013,7 +1060,7 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
         int64_t min_n; /* -1: n unused */
     } kinds[] = {{"dataset", 0, 0, -1}, {"shuffle", 1, 1, 1}, {"batch", 1, 1, 1}, {"firstn", 1, 1, 0},
                  {"chain", 1, SIZE_MAX, -1}, {"compose", 1, SIZE_MAX, -1}, {"buffered", 1, 1, 1},
-                 {"multislot", 0, 0, -1}, {"ctr", 0, 0, 1}};
+                 {"multislot", 0, 0, -1}, {"ctr", 0, 0, 1}, {"recordio", 0, 0, 1}};
     size_t k = 0;
     while (k < FL_ARRAY_LEN(kinds) && (!r->kind || strcmp(r->kind, kinds[k].kind) != 0)) k++;
     if (k == FL_ARRAY_LEN(kinds)) return fl_err(e, "reader %zu: unknown kind '%s'", i, r->kind ? r->kind : "");
@@ -1033,7 +1080,12 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
     if (r->data_type < 0 || r->data_type > 2 || (k != 0 && r->data_type))
         return fl_err(e, "reader %zu (%s): data_type %lld", i, r->kind, (long long)r->data_type);
     if (k != 0 && (r->n2 || r->lang)) return fl_err(e, "reader %zu (%s): a dataset's arguments on a decorator", i, r->kind);
-    bool ctr = strcmp(r->kind, "ctr") == 0, ms = ctr || strcmp(r->kind, "multislot") == 0;
+    bool ctr = strcmp(r->kind, "ctr") == 0, rio = strcmp(r->kind, "recordio") == 0,
+         ms = ctr || rio || strcmp(r->kind, "multislot") == 0;
+    if (rio) return check_recordio(r, i, e);
+    if (r->shape_concat.len || r->ranks.len || r->lod_levels.len || r->pass_num)
+        return fl_err(e, "reader %zu (%s): open_files' shapes, LoD levels or passes on another kind of reader", i,
+                      r->kind);
     if (!ms && (r->files.len || r->slot_names.len || r->slot_types.len || r->slot_widths.len))
         return fl_err(e, "reader %zu (%s): MultiSlot files or slots on another kind of reader", i, r->kind);
     if (!ctr && (r->slot_keys.len || r->line_format || r->gzip))

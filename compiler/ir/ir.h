@@ -270,7 +270,7 @@ FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r);
  * paddle.dataset source or a decorator of earlier nodes, which reader_open opens by index. */
 typedef struct FlReaderDesc {
     char *kind;                /* "dataset", "shuffle", "batch", "firstn", "chain", "compose",
-                                  "buffered", "multislot", "ctr"; owned */
+                                  "buffered", "multislot", "ctr", "recordio"; owned */
     FL_VEC(int32_t) inputs;    /* the nodes it decorates: indices of earlier readers */
     char *dataset, *part;      /* kind "dataset": the module and its reader; owned, else NULL */
     int64_t n;                 /* shuffle buf_size, batch batch_size, firstn n, buffered size;
@@ -294,6 +294,13 @@ typedef struct FlReaderDesc {
     FL_VEC(int64_t) slot_keys;
     char *line_format;
     bool gzip;
+    /* recordio: Fluid's open_files (files and slots as multislot's, slot types dtype names, n the
+       read threads): per slot its declared shape (ranks[i] dims of shape_concat; -1 any) and LoD
+       levels (0 or 1), and the passes over the files an epoch reads (at least 1) */
+    FL_VEC(int64_t) shape_concat;
+    FL_VEC(int64_t) ranks;
+    FL_VEC(int64_t) lod_levels;
+    int64_t pass_num;
 } FlReaderDesc;
 
 void fl_ir_reader_desc_free(FlReaderDesc *r);

@@ -242,6 +242,14 @@ static Fluidc__ReaderDesc *enc_reader_desc(FlArena *a, const FlReaderDesc *r) {
     m->slot_keys = r->slot_keys.data;
     m->line_format = r->line_format;
     m->has_gzip = m->gzip = r->gzip;
+    m->n_shape_concat = r->shape_concat.len;
+    m->shape_concat = r->shape_concat.data;
+    m->n_ranks = r->ranks.len;
+    m->ranks = r->ranks.data;
+    m->n_lod_levels = r->lod_levels.len;
+    m->lod_levels = r->lod_levels.data;
+    m->has_pass_num = r->pass_num != 0;
+    m->pass_num = r->pass_num;
     return m;
 }
 
@@ -413,6 +421,12 @@ static char **dec_strs(char *const *v, size_t n) {
     do {                                                                                  \
         FL_VEC_RESERVE((vec), (vec)->len + (n));                                          \
         for (size_t i_ = 0; i_ < (n); i_++) (vec)->data[(vec)->len++] = dec_str((v)[i_]); \
+    } while (0)
+
+#define DEC_INTVEC(vec, v, n)                                                             \
+    do {                                                                                  \
+        FL_VEC_RESERVE((vec), (vec)->len + (n));                                          \
+        for (size_t i_ = 0; i_ < (n); i_++) (vec)->data[(vec)->len++] = (v)[i_];          \
     } while (0)
 
 static int64_t *dec_ints(const int64_t *v, size_t n) {
@@ -624,6 +638,10 @@ static FlBundle *dec_bundle(const Fluidc__Bundle *m, FlErr *e) {
         for (size_t j = 0; j < rm->n_slot_keys; j++) r->slot_keys.data[r->slot_keys.len++] = rm->slot_keys[j];
         r->line_format = rm->line_format ? dec_str(rm->line_format) : NULL;
         r->gzip = rm->gzip;
+        DEC_INTVEC(&r->shape_concat, rm->shape_concat, rm->n_shape_concat);
+        DEC_INTVEC(&r->ranks, rm->ranks, rm->n_ranks);
+        DEC_INTVEC(&r->lod_levels, rm->lod_levels, rm->n_lod_levels);
+        r->pass_num = rm->pass_num;
     }
     if (m->inference) {
         b->inference = fl_xcalloc(1, sizeof *b->inference);

@@ -308,6 +308,15 @@ static void show_readers(FlBuf *out, const FlBundle *b) {
         for (size_t j = 0; j < r->slot_keys.len; j++) /* ctr: each slot's field (csv) or slot id (svm) */
             fl_buf_printf(out, "%s%lld", j ? " " : " keys ", (long long)r->slot_keys.data[j]);
         if (r->line_format) fl_buf_printf(out, " %s%s", r->line_format, r->gzip ? " gzip" : " plain");
+        for (size_t j = 0, at = 0; j < r->ranks.len; at += (size_t)r->ranks.data[j++]) { /* recordio: shapes */
+            fl_buf_puts(out, j ? " [" : " shapes [");
+            for (int64_t k = 0; k < r->ranks.data[j] && at + (size_t)k < r->shape_concat.len; k++)
+                fl_buf_printf(out, "%s%lld", k ? "," : "", (long long)r->shape_concat.data[at + (size_t)k]);
+            fl_buf_putc(out, ']');
+        }
+        for (size_t j = 0; j < r->lod_levels.len; j++)
+            fl_buf_printf(out, "%s%lld", j ? " " : " lod_levels ", (long long)r->lod_levels.data[j]);
+        if (r->pass_num) fl_buf_printf(out, " pass_num %lld", (long long)r->pass_num);
         for (size_t j = 0; j < r->files.len; j++) fl_buf_printf(out, "%s%s", j ? " " : " files ", r->files.data[j]);
         fl_buf_putc(out, '\n');
     }

@@ -1,12 +1,15 @@
 /* ops_reader.c: the adapters of the driver's reader ops (compiler/ops/reader.def; docs/driver.md,
  * "Data") over dataset/, on the driver host of driver.h (the bundle's readers, the run's seed).
  *
- *   reader_open   Out = a Reader: the tables of the paddle.dataset sources under reader `reader`
- *                 of Bundle.readers, read once
+ *   reader_open   Out = a Reader: the tables of the sources under reader `reader` of
+ *                 Bundle.readers (paddle.dataset modules, MultiSlot, ctr_reader and open_files'
+ *                 RecordIO files: reader_files.c), read once
  *   reader_epoch  Out = an Epoch: the samples the reader's nodes give, in order (a sample is one
  *                 row of each source a compose joins), and its batch size
  *   reader_next   the next batch: one tensor [rows, width] per field (a sequence field: its steps
  *                 [steps, width] and their offsets [rows + 1]), Rows, Ok
+ *   recordio_write the batches left in an Epoch written to a RecordIO file, a record each
+ *                 (fluid.recordio_writer), each field cast and shaped as declared
  *
  * An epoch is computed whole when it starts (a list of row references, no copy of the data), so
  * Paddle's decorators are list operations: shuffle(buf) shuffles each run of buf samples (Paddle's
@@ -14,7 +17,9 @@
  * batches, after a batch), chain concatenates, compose zips (check_alignment: the inputs must end
  * together), buffered changes nothing but when samples are read, batch cuts the list. The
  * shuffles draw from one generator seeded with the run's seed and the reader's count of epochs,
- * nodes in the order of Bundle.readers.
+ * nodes in the order of Bundle.readers. An open_files source gives its records pass_num times
+ * over; a record is a batch of its own, so a batch of records is their rows one after the other
+ * (next_records), as Fluid's batch reader concatenates them.
  *
  * A Reader is shared by the epochs made from it (a reference count): a later reader_open of the
  * same var replaces it while an epoch still reads it.
@@ -25,6 +30,9 @@
 #include "dataset/dataset.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/exec_impl.h"
+#include "runtime/core/reader_files.h"
+#include "runtime/lodstream.h"
+#include "runtime/recordio.h"
 #include "runtime/rng.h"
 
 /* A sample's row of one source. */
@@ -76,7 +84,8 @@ static void epoch_release(void *p) {
 /* Whether node d is a source: a paddle.dataset reader, a MultiSlot dataset or a ctr_reader's
  * files, a table of samples. */
 static bool is_source(const FlReaderDesc *d) {
-    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0 || strcmp(d->kind, "ctr") == 0;
+    return strcmp(d->kind, "dataset") == 0 || strcmp(d->kind, "multislot") == 0 || strcmp(d->kind, "ctr") == 0 ||
+           strcmp(d->kind, "recordio") == 0;
 }
 
 /* A MultiSlot dataset's table (Fluid's Dataset API, docs/data.md): its files read now. */
@@ -115,6 +124,7 @@ static FlStatus load(Reader *r, size_t i, FlErr *e) {
     const FlReaderDesc *d = r->b->readers.data[i];
     if (strcmp(d->kind, "multislot") == 0) return r->tables[i] ? FL_OK : load_multislot(d, &r->tables[i], e);
     if (strcmp(d->kind, "ctr") == 0) return r->tables[i] ? FL_OK : load_ctr(d, &r->tables[i], e);
+    if (strcmp(d->kind, "recordio") == 0) return r->tables[i] ? FL_OK : fl_reader_files_load(d, &r->tables[i], e);
     if (strcmp(d->kind, "dataset") == 0) {
         if (r->tables[i]) return FL_OK;
         FlDsArgs a = {.has_dict = d->words.len > 0, .nwords = d->words.len, .words = d->words.data,
@@ -209,8 +219,11 @@ static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e)
     *out = (Samples){0};
     if (is_source(d)) {
         const FlDsTable *t = r->tables[i];
-        *out = (Samples){.refs = fl_xcalloc(t->rows + 1, sizeof(Ref)), .n = t->rows, .w = 1};
-        for (size_t k = 0; k < t->rows; k++) out->refs[k] = (Ref){t, k};
+        size_t passes = d->pass_num > 1 ? (size_t)d->pass_num : 1; /* open_files: its passes, one after the other */
+        if (t->rows && passes > SIZE_MAX / 2 / sizeof(Ref) / t->rows)
+            return fl_err(e, "open_files: %lld passes of %zu records are too many", (long long)d->pass_num, t->rows);
+        *out = (Samples){.refs = fl_xcalloc(t->rows * passes + 1, sizeof(Ref)), .n = t->rows * passes, .w = 1};
+        for (size_t k = 0; k < t->rows * passes; k++) out->refs[k] = (Ref){t, k % t->rows};
         return FL_OK;
     }
     if (strcmp(d->kind, "chain") == 0 || strcmp(d->kind, "compose") == 0) return join(r, d, rng, out, e);
@@ -284,20 +297,52 @@ static FlStatus set_scalar(RunCtx *rc, const ExecOp *op, FlScope *s, int slot, F
     return FL_OK;
 }
 
-/* Field f of source k of the batch's n samples from `from` into out[0] ([rows, width]); a sequence
- * field's steps one after the other ([steps, width]) and their offsets into out[1] ([n + 1]). */
-static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch *ep, size_t from, size_t n,
-                           size_t k, size_t f, const ArgRef *out) {
+/* Record field f of source k (open_files') of the batch's n records from `from`: their rows one
+ * after the other into t ([rows, width]) and, of a field of sequences, their sequences' offsets
+ * into lod (Fluid's batch reader concatenates the records' LoD so). */
+static FlStatus batch_records(const Epoch *ep, size_t from, size_t n, size_t k, size_t f, FlTensor *t, FlTensor *lod,
+                              FlErr *e) {
+    const FlDsField *fd = &ep->s.refs[from * ep->s.w + k].t->layout.fields[f];
+    size_t rowbytes = fd->width * fl_dtype_size(fd->dtype), rows = 0, seqs = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+        rows += (size_t)(ref->t->offsets[f][ref->row + 1] - ref->t->offsets[f][ref->row]);
+        if (fd->seq) seqs += (size_t)(ref->t->seq_at[f][ref->row + 1] - ref->t->seq_at[f][ref->row]);
+    }
+    int64_t ne[2] = {(int64_t)rows, (int64_t)fd->width}, nl = (int64_t)seqs + 1;
+    if (fl_tensor_alloc_uninit(e, t, fd->dtype, 2, ne) || (fd->seq && fl_tensor_alloc_uninit(e, lod, FL_DT_INT64, 1, &nl)))
+        return FL_ERROR;
+    char *dst = fl_tensor_data(t);
+    int64_t *offs = fd->seq ? fl_tensor_data(lod) : NULL, at = 0;
+    size_t o = 0;
+    if (offs) offs[o++] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
+        const int64_t *ro = ref->t->offsets[f];
+        int64_t first = ro[ref->row], cnt = ro[ref->row + 1] - first;
+        if (cnt) memcpy(dst + (size_t)at * rowbytes, (const char *)ref->t->data[f] + (size_t)first * rowbytes,
+                        (size_t)cnt * rowbytes);
+        for (int64_t q = offs ? ref->t->seq_at[f][ref->row] : 0; offs && q < ref->t->seq_at[f][ref->row + 1]; q++)
+            offs[o++] = at + ref->t->seq_end[f][q] - first;
+        at += cnt;
+    }
+    return FL_OK;
+}
+
+/* Field f of source k of the batch's n samples from `from` into t ([rows, width]); a sequence
+ * field's steps one after the other ([steps, width]) and their offsets into lod ([n + 1]). On
+ * error t and lod are left for the caller to release. */
+static FlStatus batch_field(const Epoch *ep, size_t from, size_t n, size_t k, size_t f, FlTensor *t, FlTensor *lod,
+                            FlErr *e) {
     const Ref *first = &ep->s.refs[from * ep->s.w + k];
+    if (first->t->records) return batch_records(ep, from, n, k, f, t, lod, e);
     const FlDsField *fd = &first->t->layout.fields[f];
     size_t rowbytes = fd->width * fl_dtype_size(fd->dtype), steps = n;
-    FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
-    FlErr e;
     int64_t *offs = NULL;
     if (fd->seq) {
         int64_t nl = (int64_t)n + 1;
-        if (fl_tensor_alloc_uninit(&e, &lod, FL_DT_INT64, 1, &nl)) return fl_exec_op_error(rc, op, "%s", e.msg);
-        offs = fl_tensor_data(&lod);
+        if (fl_tensor_alloc_uninit(e, lod, FL_DT_INT64, 1, &nl)) return FL_ERROR;
+        offs = fl_tensor_data(lod);
         offs[0] = 0;
         for (size_t i = 0; i < n; i++) {
             const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
@@ -306,11 +351,8 @@ static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch
         steps = (size_t)offs[n];
     }
     int64_t ne[2] = {(int64_t)steps, (int64_t)fd->width};
-    if (fl_tensor_alloc_uninit(&e, &t, fd->dtype, 2, ne)) {
-        fl_tensor_fini(&lod);
-        return fl_exec_op_error(rc, op, "%s", e.msg);
-    }
-    char *dst = fl_tensor_data(&t);
+    if (fl_tensor_alloc_uninit(e, t, fd->dtype, 2, ne)) return FL_ERROR;
+    char *dst = fl_tensor_data(t);
     for (size_t i = 0; i < n; i++) {
         const Ref *ref = &ep->s.refs[(from + i) * ep->s.w + k];
         const char *src = ref->t->data[f];
@@ -322,8 +364,22 @@ static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch
         memcpy(dst + (size_t)offs[i] * rowbytes, src + (size_t)ro[ref->row] * rowbytes,
                (size_t)(ro[ref->row + 1] - ro[ref->row]) * rowbytes);
     }
+    return FL_OK;
+}
+
+/* batch_field into out[0] (and a sequence field's offsets into out[1]). */
+static FlStatus next_field(RunCtx *rc, const ExecOp *op, FlScope *s, const Epoch *ep, size_t from, size_t n,
+                           size_t k, size_t f, const ArgRef *out) {
+    FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
+    FlErr e;
+    if (batch_field(ep, from, n, k, f, &t, &lod, &e)) {
+        fl_tensor_fini(&t);
+        fl_tensor_fini(&lod);
+        return fl_exec_op_error(rc, op, "%s", e.msg);
+    }
+    bool seq = ep->s.refs[from * ep->s.w + k].t->layout.fields[f].seq;
     fl_var_take_tensor(fl_exec_var_write(s, &out[0]), &t);
-    if (fd->seq) fl_var_take_tensor(fl_exec_var_write(s, &out[1]), &lod);
+    if (seq) fl_var_take_tensor(fl_exec_var_write(s, &out[1]), &lod);
     return FL_OK;
 }
 
@@ -407,3 +463,119 @@ static FlStatus run_reader_end(RunCtx *rc, const ExecOp *op, FlScope *s) {
     return FL_OK;
 }
 FL_CONTROL_ADAPTER(reader_end, NULL, run_reader_end);
+
+/* ---------------------------------------------------------------- recordio_write */
+
+/* t ([rows, width] of its reader's dtype) as a field declared dt of shape dims[0..rank) is: cast
+ * and shaped [rows, dims[1..rank)]. */
+static FlStatus as_declared(FlTensor *t, FlDType dt, int rank, const int64_t *dims, size_t i, FlErr *e) {
+    int64_t w = 1;
+    for (int k = 1; k < rank && w <= t->ne[1]; k++) w *= dims[k]; /* dims <= INT32_MAX: no overflow */
+    if (w != t->ne[1])
+        return fl_err(e, "field %zu of the reader holds %lld values a row, and its var %lld", i, (long long)t->ne[1],
+                      (long long)w);
+    if (t->dtype != dt) {
+        FlTensor c = FL_TENSOR_INIT;
+        if (fl_tensor_alloc_uninit(e, &c, dt, t->ndim, t->ne)) return FL_ERROR;
+        int64_t n = fl_tensor_numel(t);
+        for (int64_t q = 0; q < n; q++) fl_tensor_set(&c, q, fl_tensor_get(t, q));
+        fl_tensor_fini(t);
+        *t = c;
+    }
+    t->ndim = rank; /* contiguous: a reshape is new dims */
+    for (int k = 1; k < rank; k++) t->ne[k] = dims[k];
+    return FL_OK;
+}
+
+/* Whether path is a file one of the bundle's readers reads (the same file, when both exist). */
+static bool is_input(const FlBundle *b, const char *path) {
+    char *want = realpath(path, NULL);
+    bool hit = false;
+    for (size_t i = 0; want && !hit && i < b->readers.len; i++)
+        for (size_t k = 0; !hit && k < b->readers.data[i]->files.len; k++) {
+            char *have = realpath(b->readers.data[i]->files.data[k], NULL);
+            hit = have && strcmp(have, want) == 0;
+            free(have);
+        }
+    free(want);
+    return hit;
+}
+
+/* The records of the batches left in ep, each the streams of its fields as declared, into w. */
+static FlStatus write_batches(const ExecOp *op, Epoch *ep, FlRecordioWriter *w, int64_t *records, FlErr *e) {
+    size_t nr = 0, ns = 0;
+    const int64_t *ranks = fl_exec_attr_ints(op, "ranks", &nr), *dims = fl_exec_attr_ints(op, "shape_concat", &ns);
+    const FlAttr *da = fl_ir_op_attr(op->desc, "dtypes"); /* flc verify checked the lists agree */
+    size_t nd = da ? da->n : 0;
+    FlBuf rec = {0};
+    FlStatus st = FL_OK;
+    while (st == FL_OK && ep->next < ep->batches) {
+        size_t b = ep->s.batch ? ep->s.batch : 1, from = ep->next++ * b;
+        size_t n = ep->s.n - from < b ? ep->s.n - from : b, i = 0, at = 0;
+        rec.len = 0;
+        const Ref *first = &ep->s.refs[from * ep->s.w];
+        for (size_t k = 0; st == FL_OK && k < ep->s.w; k++)
+            for (size_t f = 0; st == FL_OK && f < first[k].t->layout.nfields; f++, i++) {
+                FlTensor t = FL_TENSOR_INIT, lod = FL_TENSOR_INIT;
+                FlDType dt = FL_DT_FLOAT32;
+                bool seq = first[k].t->layout.fields[f].seq;
+                if (i >= nd || i >= nr || !fl_dtype_from_name(da->strs[i], &dt))
+                    st = fl_err(e, "the reader's samples have more fields than the %zu it writes", nd);
+                if (st == FL_OK) st = batch_field(ep, from, n, k, f, &t, &lod, e);
+                if (st == FL_OK) st = as_declared(&t, dt, (int)ranks[i], dims + at, i, e);
+                if (st == FL_OK) st = fl_lodstream_write(e, &rec, &t, seq ? 1 : 0, seq ? &lod : NULL);
+                if (i < nr) at += (size_t)ranks[i];
+                fl_tensor_fini(&t);
+                fl_tensor_fini(&lod);
+            }
+        if (st == FL_OK && i != nd) st = fl_err(e, "the reader's samples have %zu fields, and it writes %zu", i, nd);
+        if (st == FL_OK) st = fl_recordio_writer_add(e, w, rec.data, rec.len);
+        if (st == FL_OK) (*records)++;
+    }
+    fl_buf_free(&rec);
+    return st;
+}
+
+/* The declaration of the fields: a dtype and a rank each, the ranks' dims in shape_concat, each
+ * after a field's first positive. */
+static FlStatus prep_recordio_write(ExecOp *op, FlErr *e) {
+    size_t nr = 0, ns = 0, at = 0;
+    const int64_t *ranks = fl_exec_attr_ints(op, "ranks", &nr), *dims = fl_exec_attr_ints(op, "shape_concat", &ns);
+    const FlAttr *da = fl_ir_op_attr(op->desc, "dtypes");
+    if (!da || da->n != nr || !nr) return fl_err(e, "%zu dtypes and %zu ranks", da ? da->n : 0, nr);
+    for (size_t i = 0; i < nr; i++) {
+        FlDType dt;
+        if (!fl_dtype_from_name(da->strs[i], &dt)) return fl_err(e, "field %zu of dtype '%s'", i, da->strs[i]);
+        if (ranks[i] < 1 || ranks[i] > FL_MAX_DIMS || (size_t)ranks[i] > ns - at)
+            return fl_err(e, "field %zu of rank %lld (%zu dims)", i, (long long)ranks[i], ns);
+        for (int64_t k = 1; k < ranks[i]; k++)
+            if (dims[at + (size_t)k] < 1 || dims[at + (size_t)k] > INT32_MAX)
+                return fl_err(e, "field %zu: dim %lld is %lld", i, (long long)k, (long long)dims[at + (size_t)k]);
+        at += (size_t)ranks[i];
+    }
+    if (at != ns) return fl_err(e, "%zu dims for ranks of %zu", ns, at);
+    return FL_OK;
+}
+
+static FlStatus run_recordio_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
+    FlVar *v = fl_exec_var_read(s, fl_exec_in_args(op, FL_IN_recordio_write_Epoch));
+    Epoch *ep = v ? fl_var_get_object(v) : NULL;
+    if (!ep) return fl_exec_op_error(rc, op, "Epoch holds no epoch (reader_epoch has not run)");
+    const char *path = fl_exec_attr_string(op, "file_path");
+    if (is_input(ep->r->b, path))
+        return fl_exec_op_error(rc, op, "'%s' is a file a reader of the program reads: write the RecordIO file to "
+                                "another path", path);
+    int64_t max = fl_exec_attr_int(op, "max_num_records"), records = 0;
+    FlRecordioWriter w;
+    fl_recordio_writer_init(&w, max > 0 && max <= UINT32_MAX ? (uint32_t)max : 1000);
+    FlErr e;
+    FlStatus st = write_batches(op, ep, &w, &records, &e);
+    if (st == FL_OK) {
+        fl_recordio_writer_flush(&w);
+        st = fl_write_file(path, w.out.data ? w.out.data : "", w.out.len, &e);
+    }
+    fl_recordio_writer_fini(&w);
+    if (st) return fl_exec_op_error(rc, op, "writing '%s': %s", path, e.msg);
+    return set_scalar(rc, op, s, FL_OUT_recordio_write_Out, FL_DT_INT64, (double)records);
+}
+FL_CONTROL_ADAPTER(recordio_write, prep_recordio_write, run_recordio_write);

@@ -1,5 +1,6 @@
 """fluid_files.py: writers of Fluid's tensor files, built from the formats' definitions, for the
-tests that read them (tensor_load.sh, tests/fuzz/lodstream_seeds.py and recordio_seeds.py).
+tests that read them (tensor_load.sh, recordio_files.sh, tests/fuzz/lodstream_seeds.py and
+recordio_seeds.py).
 
 lod_tensor(): one LoDTensor in the stream format of Fluid's save op: uint32 LoD version 0, uint64
 number of levels, each level's byte size (uint64) and offsets (uint64), uint32 tensor version 0,
