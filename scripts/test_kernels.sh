@@ -1,12 +1,13 @@
 #!/bin/sh
 # Runs the numeric tests again under each GEMM kernel a user's machine may give them, so that a
 # result only one kernel's rounding gives fails on any machine (docs/kernels.md, "Same results on
-# every CPU"), in four runs: OpenBLAS's Haswell (AVX2) kernel with oneDNN off altogether
+# every CPU"), in three runs: OpenBLAS's Haswell (AVX2) kernel with oneDNN off altogether
 # (FL_DNNL=0: the plain loops for conv2d's and pool2d's fast paths too, in the run of the fastest
 # kernel, as the slow loops and the slow SSE3 kernel together would pass the tests' time limits),
-# its SkylakeX (AVX-512) and Prescott (SSE3) kernels (FL_GEMM=openblas OPENBLAS_CORETYPE=...)
-# and oneDNN's sgemm (FL_GEMM=onednn). The whole suite before it ran the machine's defaults (its
-# own OpenBLAS kernel, oneDNN by shape).
+# and its SkylakeX (AVX-512) and Prescott (SSE3) kernels (FL_GEMM=openblas OPENBLAS_CORETYPE=...).
+# The whole suite before it ran the machine's defaults: its own OpenBLAS kernel, and oneDNN's
+# sgemm for the large products (FL_GEMM=auto); FL_GEMM=onednn, oneDNN for every product, is a
+# user's choice this script leaves out (FL_GEMM=onednn sh scripts/test.sh runs the suite on it).
 #   scripts/test_kernels.sh            the labels e2e, mpi, concurrency, runtime and python (the
 #                                      cluster jobs left out), in the normal build (build/), but
 #                                      for the tests that compute no figure a GEMM kernel could
@@ -35,13 +36,12 @@ if [ -z "$args" ] && [ -z "${FL_SANITIZE:-}${FL_BUILD_TYPE:-}${CC:-}" ] && [ -f 
 fi
 # FL_GEMM=openblas with OPENBLAS_CORETYPE: the kernel is the test's choice, so flrun runs it
 # without its warning about a kernel narrower than the CPU
-for v in Haswell SkylakeX Prescott onednn; do
+for v in Haswell SkylakeX Prescott; do
     case $v in
     Haswell) has avx2 || { echo "== $v: skipped (this CPU has no AVX2)"; continue; } ;;
     SkylakeX) has avx512f || { echo "== $v: skipped (this CPU has no AVX-512)"; continue; } ;;
     esac
     case $v in
-    onednn) set -- FL_GEMM=onednn ;;
     Haswell) set -- FL_DNNL=0 FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     *) set -- FL_GEMM=openblas OPENBLAS_CORETYPE=$v ;;
     esac
