@@ -12,14 +12,19 @@
 #   @refuse                 the probe is refused by design: it must fail with a located error at
 #                           a line of its own program (file:line:col: error: WHY), and WHY is
 #                           the row's note
+#   @fluid-ignores          (after @refuse) what the probe passes has no meaning in Fluid 1.5
+#                           itself: its code ignores the argument or stops on it. fluidc refuses
+#                           it rather than accept it and do nothing; the refusal leaves the row
+#                           done, with the note "ASPECT refused (no meaning in Fluid 1.5): WHY"
 #   @note TEXT              a note for the row (what differs from Fluid), joined with "; "
 #   @file NAME ... @end     the lines between are a file NAME in the directory the probes run
 #                           in (a file a name reads when the script compiles)
 # A probe without @refuse must compile (`flc check`); a probe with @refuse must not. Either
 # failing is a test failure, as is a probe of a name the TSV does not list.
 #
-# The status of a row: done (every probe compiles), refused (every probe is refused: the note
-# says why), partial (some are: "ASPECT refused: WHY"), absent (no probe: the TSV's note kept).
+# The status of a row: done (every probe compiles, or is refused with @fluid-ignores), refused
+# (every probe is refused: the note says why), partial (some are: "ASPECT refused: WHY"), absent
+# (no probe: the TSV's note kept).
 # Prints one line per failure and the counts; exits 0 when every probe behaves and the TSV is
 # up to date.
 set -u
@@ -46,7 +51,11 @@ awk -v dir="$tmp" '
     /^@end[ \t]*$/ && file != "" { close(file); file = ""; next }
     file != "" { print > file; next }
     /^@file [^ \/]+[ \t]*$/ { file = dir "/" $2; printf "" > file; next }
-    /^@refuse[ \t]*$/ && f != "" { print "refuse\t1" >> (f ".hdr"); next }
+    /^@refuse[ \t]*$/ && f != "" { print "refuse\t1" >> (f ".hdr"); refuse[f] = 1; next }
+    /^@fluid-ignores[ \t]*$/ && f != "" {
+        if (!(f in refuse)) { print "PROBES:" NR ": @fluid-ignores without @refuse before it" > "/dev/stderr"; exit 2 }
+        print "ignores\t1" >> (f ".hdr"); next
+    }
     /^@note / && f != "" { print "note\t" substr($0, 7) >> (f ".hdr"); next }
     /^@/ { print "PROBES:" NR ": unknown directive: " $0 > "/dev/stderr"; exit 2 }
     inpre { pre = pre $0 "\n"; npre++; next }
@@ -56,7 +65,8 @@ awk -v dir="$tmp" '
 npre=$(cat "$tmp/prelude_lines")
 
 # 2. run each probe; DIR/results gets "module<TAB>name<TAB>aspect<TAB>verdict<TAB>text" with
-# verdict done, refused (text: why) or bad (text: what went wrong)
+# verdict done, refused (text: why), ignored (refused, of no meaning in Fluid 1.5: text: why) or
+# bad (text: what went wrong)
 fail=0
 : >"$tmp/results"
 for hdr in "$tmp"/[0-9]*.hdr; do
@@ -64,6 +74,8 @@ for hdr in "$tmp"/[0-9]*.hdr; do
     base=${hdr%.hdr}
     field() { awk -F '\t' -v k="$1" '$1 == k { print $2 }' "$hdr"; }
     module=$(field module) name=$(field name) aspect=$(field aspect) refuse=$(field refuse)
+    verdict=refused
+    [ -n "$(field ignores)" ] && verdict=ignored
     note=$(field note | awk 'NR > 1 { printf "; " } { printf "%s", $0 }')
     cp "$base.fl" "$tmp/probe.fl"
     (cd "$tmp" && "$FLC" check probe.fl) >"$base.out" 2>"$base.err"
@@ -79,7 +91,7 @@ for hdr in "$tmp"/[0-9]*.hdr; do
         sed 's/^/    /' "$base.err" | head -5
         fail=$((fail + 1))
     elif [ "$rc" = 1 ] && [ -n "$line" ] && [ "$line" -gt "$npre" ]; then
-        printf '%s\t%s\t%s\trefused\t%s\n' "$module" "$name" "$aspect" "$why${note:+; $note}" >>"$tmp/results"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$module" "$name" "$aspect" "$verdict" "$why${note:+; $note}" >>"$tmp/results"
     elif [ "$rc" = 0 ]; then
         echo "FAIL $label: @refuse, but the probe compiles"
         fail=$((fail + 1))
@@ -96,6 +108,7 @@ awk -F '\t' -v OFS='\t' -v res="$tmp/results" '
             split(l, r, "\t"); k = r[1] SUBSEP r[2]
             n[k]++
             if (r[4] == "done") { done[k]++; if (r[5] != "") dnote[k] = dnote[k] (dnote[k] == "" ? "" : "; ") r[5] }
+            else if (r[4] == "ignored") { done[k]++; dnote[k] = dnote[k] (dnote[k] == "" ? "" : "; ") r[3] " refused (no meaning in Fluid 1.5): " r[5] }
             else { ref[k]++; rnote[k] = rnote[k] (rnote[k] == "" ? "" : "; ") (r[3] == "" ? "" : r[3] " refused: ") r[5] }
             seen[k] = r[1] "." r[2]
         }
