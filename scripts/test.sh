@@ -18,6 +18,12 @@ case "${CC:-}" in *clang*) dir=$dir-clang ;; esac
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DFL_SANITIZE="$san" -DFL_WERROR="${FL_WERROR:-OFF}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir"
+# A new build directory has no timings of ctest's own: the long tests' seconds from
+# tests/ctest_costs.txt let ctest start them first, so that no long test runs alone at the end.
+if [ ! -f Testing/Temporary/CTestCostData.txt ]; then
+    mkdir -p Testing/Temporary
+    { grep -v '^#' ../tests/ctest_costs.txt; echo ---; } >Testing/Temporary/CTestCostData.txt
+fi
 # OPENBLAS_CORETYPE in the environment names the OpenBLAS kernel to test (flrun honours it); with
 # FL_GEMM=openblas it is the only library, as in scripts/test_kernels.sh, and flrun's warning about
 # a kernel narrower than the CPU (docs/kernels.md) stays out of the outputs the tests compare.
@@ -28,7 +34,7 @@ fi
 if [ "$san" = thread ]; then
     # The concurrency tests; MPI jobs are left out: Debian's OpenMPI is not built with TSan, so
     # TSan cannot see the synchronisation inside MPI calls and reports races that are not there.
-    exec ctest --output-on-failure -L concurrency -LE mpi "$@"
+    exec ctest --output-on-failure -j"$(nproc)" -L concurrency -LE mpi "$@"
 fi
 # The tests that run a GEMM or oneDNN kernel mark themselves in kernel-marks/ (FL_KERNEL_MARKS);
 # a whole run with oneDNN on (whichever GEMM kernel: the marks say whether a test runs one, not

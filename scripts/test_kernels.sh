@@ -19,6 +19,8 @@
 #                                      GEMM or oneDNN kernel in it (build/kernel-marks/NAME): a
 #                                      test that runs none computes the same bits under every one
 #   FL_SANITIZE, FL_BUILD_TYPE, CC     as for scripts/test.sh (then every test of the labels)
+#   FL_KERNELS="Haswell SkylakeX"      the runs to make (default all three; .ci/run leaves Prescott
+#                                      to its ASan+UBSan run of the whole suite, which runs it)
 # Extra arguments go to ctest (e.g. -R e2e_fluid_examples). A kernel whose instructions this CPU
 # lacks (SkylakeX without AVX-512, Haswell without AVX2) is skipped with a line saying so.
 set -eu
@@ -36,7 +38,11 @@ if [ -z "$args" ] && [ -z "${FL_SANITIZE:-}${FL_BUILD_TYPE:-}${CC:-}" ] && [ -f 
 fi
 # FL_GEMM=openblas with OPENBLAS_CORETYPE: the kernel is the test's choice, so flrun runs it
 # without its warning about a kernel narrower than the CPU
-for v in Haswell SkylakeX Prescott; do
+for v in ${FL_KERNELS:-Haswell SkylakeX Prescott}; do
+    case $v in
+    Haswell|SkylakeX|Prescott) ;;
+    *) echo "scripts/test_kernels.sh: FL_KERNELS: unknown kernel '$v' (Haswell, SkylakeX, Prescott)"; exit 2 ;;
+    esac
     case $v in
     Haswell) has avx2 || { echo "== $v: skipped (this CPU has no AVX2)"; continue; } ;;
     SkylakeX) has avx512f || { echo "== $v: skipped (this CPU has no AVX-512)"; continue; } ;;
