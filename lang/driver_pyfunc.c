@@ -39,8 +39,8 @@ static const char *arg_var(Ctx *c, FlBlock *b, const char *base, size_t i, const
 }
 
 /* A result of the function as a var of its block (the driver swap still on): a Var of the block
- * as it is, a Var from outside it assigned to one, numbers a constant of dtype dt; NULL
- * (reported) for anything else. */
+ * as it is, a Var from outside it assigned to one, numbers (or numpy.array(...) of them) a
+ * constant of dtype dt, the out var's; NULL (reported) for anything else. */
 static FlValue *result_var(Ctx *c, FlValue *r, const char *what, size_t k, int dt, FlSpan sp) {
     if (fl_ev_is_lod_tensor(r)) {
         FlValue *data = fl_v_rec_get(r, "_data");
@@ -54,6 +54,9 @@ static FlValue *result_var(Ctx *c, FlValue *r, const char *what, size_t k, int d
         FlValue *v = fl_ev_op(c, "assign", &a, sp);
         return v->kind == VK_VAR ? v : NULL;
     }
+    int ndt;
+    FlValue *nums = fl_ev_ndarray_numbers(r, &ndt); /* numpy.array(...) of numbers */
+    if (nums) r = nums;
     if (fl_v_is_num(r) || (fl_v_is_seq(r) && r->list.len > 0)) {
         FlValue *v = fl_ev_driver_const_as(c, r, dt, sp);
         return v->kind == VK_VAR ? v : NULL;
@@ -133,11 +136,14 @@ static bool trace(Ctx *c, FlValue *fn, const char *what, const char *base, const
     c->home = home;
     c->bundle->driver = driver;
     c->driver_after_train = after_train;
-    if (!ok)
+    if (!ok) {
+        /* the note belongs to this call even when the trace's last error repeated an earlier one */
+        c->diag.dropping = c->diag.max_errors > 0 && c->diag.nshown >= c->diag.max_errors;
         fl_diag_note(&c->diag, fl_ev_user_span(c, sp),
                      "py_func compiles %s into the program: it runs once, when the script compiles, on arguments "
                      "that stand for the tensors of every run, and its operations on them (numpy's, as on a "
                      "fetched value: docs/driver.md) become the ops that run", what);
+    }
     return ok;
 }
 
