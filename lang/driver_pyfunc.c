@@ -185,10 +185,15 @@ static bool fits(int nd, const int64_t *ne, int dnd, const int64_t *dne) {
     return true;
 }
 
-static bool check_result(Ctx *c, const char *what, size_t k, FlBlock *b, FlValue *r, const FlVarDesc *to, FlSpan sp) {
+static bool check_result(Ctx *c, const char *what, size_t k, FlBlock *b, FlValue *r, FlVarDesc *to, FlSpan sp) {
     const FlVarDesc *d = fl_ir_var_find(b, r->var.name);
     if (!d) return true; /* from outside the block: assigned, so declared; never here */
     if (d->dtype == to->dtype && fits(d->ndim, d->shape, to->ndim, to->shape)) return true;
+    if (d->dtype == to->dtype && to->ndim == 0 && !to->persistable) {
+        /* a var made without a shape (fluid.layers.create_tensor): it takes the result's */
+        fl_ir_var_set_shape(to, d->ndim, d->shape);
+        return true;
+    }
     FlBuf got = {0}, want = {0};
     fl_ir_shape_str(d->ndim, d->shape, &got);
     fl_ir_shape_str(to->ndim, to->shape, &want);
@@ -218,7 +223,7 @@ static FlValue *p_build(Ctx *c, FlValue *self, CallArgs *a) {
     if (xs->list.len == 0 && outs->list.len == 0)
         return fl_ev_error(c, sp, "py_func: x and out are both empty: the function would take and give nothing");
     size_t nx = xs->list.len, nout = outs->list.len;
-    const FlVarDesc **xd = fl_arena_alloc(&c->arena, (nx + 2 * nout + 1) * sizeof *xd);
+    FlVarDesc **xd = fl_arena_alloc(&c->arena, (nx + 2 * nout + 1) * sizeof *xd);
     int *dts = fl_arena_alloc(&c->arena, (nx + nout + 1) * sizeof *dts);
     for (size_t i = 0; i < nx; i++) xd[i] = fl_ev_var_desc(c, xs->list.items[i]);
     for (size_t j = 0; j < nout; j++) {
@@ -229,7 +234,7 @@ static FlValue *p_build(Ctx *c, FlValue *self, CallArgs *a) {
     FlBlock *parent = c->b.block;
     Traced fw = {0}, bw = {0};
     FlValue *result = c->error;
-    if (!trace(c, fn, "func", base, xd, nx, dts, nout, false, &fw, sp)) goto done;
+    if (!trace(c, fn, "func", base, (const FlVarDesc *const *)xd, nx, dts, nout, false, &fw, sp)) goto done;
     for (size_t j = 0; j < nout; j++)
         if (!check_result(c, "func", j, fw.block, fw.results.data[j], xd[nx + j], sp)) goto done;
     FlOpDesc *op = fl_ev_op_raw(c, parent, "py_func", sp);
