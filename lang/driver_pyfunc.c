@@ -261,7 +261,9 @@ static FlValue *p_build(Ctx *c, FlValue *self, CallArgs *a) {
             goto done;
         for (size_t i = 0; i < nx; i++) {
             FlValue *r = bw.results.data[i];
-            if (r->kind == VK_VAR && !check_result(c, "backward_func", i, bw.block, r, xd[i], sp)) goto done;
+            bool fp = xd[i]->dtype == FL_DT_FLOAT32 || xd[i]->dtype == FL_DT_FLOAT64;
+            if (!fp) bw.results.data[i] = c->none; /* no gradient of an int input is ever taken (Fluid ignores it) */
+            else if (r->kind == VK_VAR && !check_result(c, "backward_func", i, bw.block, r, xd[i], sp)) goto done;
         }
         const char **bx = fl_arena_alloc(&c->arena, (2 * nx + 2 * nout + 1) * sizeof *bx);
         size_t used = 0;
