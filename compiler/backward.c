@@ -3,7 +3,7 @@
  * Three linear passes over block 0 up to the last op that writes the loss:
  *   1. forward: a var "needs" a gradient if it is a chosen parameter, a data var whose
  *      stop_gradient the program cleared, or an output of an op with an input that needs one
- *      (FL_GRAD_STOP ops and stop_gradient vars break the chain);
+ *      (FL_GRAD_STOP ops, a py_func without backward_func and stop_gradient vars break the chain);
  *   2. backward from the loss: an op is "relevant" if an input needs a gradient and an output
  *      reaches the loss; its inputs that need a gradient then reach the loss too. A relevant
  *      FL_GRAD_NONE op is the user's error, found before anything is appended;
@@ -417,6 +417,10 @@ static FlStatus emit_grad_op(Bw *w, const FlOpDesc *op, const FlOpInfo *gi) {
     for (size_t i = 0; i < op->attrs.len; i++) copy_attr(gop, &op->attrs.data[i]);
     if (fl_ops_is(op, FL_OPID_dynamic_rnn) && rnn_grad_block(w, op, gop)) return FL_ERROR;
     if (fl_ops_is(op, FL_OPID_while) && while_grad_block(w, (FlOpDesc *)op, gop)) return FL_ERROR;
+    if (fl_ops_is(op, FL_OPID_py_func)) { /* py_func_grad runs the block compiled from backward_func */
+        fl_ir_op_set_block(gop, "sub_block", (int)fl_ir_op_get_int(op, "backward_block", -1));
+        fl_ir_op_set_int(gop, "backward_block", -1);
+    }
     if (infer(w, gop)) return FL_ERROR;
     return sum_finished(w, gop, op->loc);
 }
@@ -508,6 +512,13 @@ static FlStatus check_carried(Bw *w, size_t end, const size_t *rel, size_t nrel)
     return FL_OK;
 }
 
+/* The op passes no gradient back and that is no error: FL_GRAD_STOP ops, and a py_func without
+ * a backward_func (Fluid's: no gradient flows through it). */
+static bool stops(const FlOpDesc *op, const FlOpInfo *info) {
+    if (info && info->grad == FL_GRAD_STOP) return true;
+    return fl_ops_is(op, FL_OPID_py_func) && fl_ir_op_get_int(op, "backward_block", -1) < 0;
+}
+
 static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
     FlBlock *fb = w->fwd;
     /* 1. forward: what depends on a var that needs a gradient */
@@ -518,7 +529,7 @@ static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
         const FlOpDesc *op = fb->ops.data[i];
         const FlOpInfo *info = fl_ops_of(op);
         need_in[i] = any_arg(w, op->ins.data, op->ins.len, false);
-        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
+        if (!need_in[i] || stops(op, info)) continue;
         for (size_t s = 0; s < op->outs.len; s++)
             for (size_t k = 0; k < op->outs.data[s].nargs; k++) {
                 VarState *vs = state(w, op->outs.data[s].args[k]);
@@ -533,7 +544,7 @@ static FlStatus diff(Bw *w, size_t end, SeedFn seed, void *ctx) {
             FL_VEC_PUSH(&rel, i);
             continue;
         }
-        if (!need_in[i] || (info && info->grad == FL_GRAD_STOP)) continue;
+        if (!need_in[i] || stops(op, info)) continue;
         if (!any_arg(w, op->outs.data, op->outs.len, true)) continue;
         if (!info || info->grad == FL_GRAD_NONE) {
             if (w->where) *w->where = op->loc;

@@ -350,6 +350,7 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_dynamic_rnn: return fl_infer_dynamic_rnn(&c);
     case FL_OPID_while: return fl_infer_while(&c);
     case FL_OPID_conditional_block:
+    case FL_OPID_py_func: /* Out: declared by the program (checked against the block's results by lang) */
     case FL_OPID_parallel_for: return FL_OK; /* their blocks are inferred on their own */
     /* infer_chan.c: what a channel carries and what may be sent on it */
     case FL_OPID_channel_recv: return fl_infer_channel_recv(&c);

@@ -64,7 +64,16 @@ static void each_sub(Vf *v, const FlBlock *b, const FlOpDesc *op, SubFn fn, void
         else if (a->type == FL_ATTR_INT && fl_ops_is(op, FL_OPID_listen_and_serv) &&
                  strcmp(a->name, "lr_block") == 0 && a->i >= 0)
             fn(v, b, op, a->name, a->i, ctx);
+        else if (a->type == FL_ATTR_INT && fl_ops_is(op, FL_OPID_py_func) && strcmp(a->name, "backward_block") == 0 &&
+                 a->i >= 0)
+            fn(v, b, op, a->name, a->i, ctx);
     }
+}
+
+/* A py_func op or its gradient op. */
+static bool is_py_func(const FlOpDesc *op) {
+    const FlOpInfo *oi = fl_ops_of(op);
+    return oi && oi->id == FL_OPID_py_func;
 }
 
 static void check_ref(Vf *v, const FlBlock *b, const FlOpDesc *op, const char *attr,
@@ -80,6 +89,8 @@ static void check_ref(Vf *v, const FlBlock *b, const FlOpDesc *op, const char *a
               "the op's block %d", op->type, attr, (long long)idx, sub->parent, b->idx);
         return;
     }
+    /* a py_func's backward_block is also its gradient op's sub_block */
+    if (v->user[idx] && is_py_func(v->user[idx]) && is_py_func(op) && v->user[idx] != op) return;
     if (v->user[idx] && v->user[idx] != op) {
         issue(v, op->loc, "%s: block %lld is already the sub-block of another op ('%s')",
               op->type, (long long)idx, v->user[idx]->type);
@@ -148,6 +159,14 @@ static void walk_block(Vf *v, int idx, bool dist) {
             for (size_t g = 0; g < FL_ARRAY_LEN(given); g++) {
                 const FlAttr *a = fl_ir_op_attr(op, given[g]);
                 for (size_t k = 0; a && a->type == FL_ATTR_STRINGS && k < a->n; k++) define(v, a->strs[k]);
+            }
+        }
+        if (is_py_func(op)) { /* and its gradient: the function's arguments */
+            static const char *const given[] = {"in_vars", "bw_x", "bw_out", "bw_dout"};
+            for (size_t g = 0; g < FL_ARRAY_LEN(given); g++) {
+                const FlAttr *a = fl_ir_op_attr(op, given[g]);
+                for (size_t k = 0; a && a->type == FL_ATTR_STRINGS && k < a->n; k++)
+                    if (a->strs[k][0]) define(v, a->strs[k]);
             }
         }
         if (fl_ops_is(op, FL_OPID_parallel_for)) {

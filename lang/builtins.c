@@ -994,6 +994,7 @@ void fl_builtins_install(Ctx *c) {
     fl_ev_driver_install(c);
     fl_ev_driver_data_install(c);
     fl_ev_driver_random_install(c);
+    fl_ev_driver_pyfunc_install(c);
     fl_ev_dist_install(c);
     fl_ev_driver_io_install(c);
     fl_ev_driver_metrics_install(c);

@@ -470,7 +470,7 @@ static FlValue *c_global_var(Ctx *c, FlValue *self, CallArgs *a) {
  * Fluid's Block.create_var gives), else a new one named from prefix; persistable=True makes it a
  * var of the main program's block 0 that keeps its value across runs and is saved as the
  * parameters are (Fluid's create_tensor(persistable=True)). */
-static FlValue *c_create_var(Ctx *c, FlValue *self, CallArgs *a) {
+FlValue *fl_ev_core_create_var(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("create_var", "prefix= shape= dtype= name= persistable=", 5);
     const char *prefix = v[0] && v[0]->kind == VK_STR ? v[0]->str.s : "tmp";
     if (v[4] && v[4]->kind != VK_BOOL)
@@ -1668,7 +1668,7 @@ static const NativeFn core_fns[] = {
     {"data", c_data},
     {"create_parameter", c_create_parameter},
     {"global_var", c_global_var},
-    {"create_var", c_create_var},
+    {"create_var", fl_ev_core_create_var},
     {"Variable", c_variable},
     {"create_array", c_create_array},
     {"array_lod", c_array_lod},

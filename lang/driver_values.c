@@ -866,6 +866,27 @@ static FlValue *n_parse_program(Ctx *c, FlValue *self, CallArgs *a) {
     return p;
 }
 
+/* unary(fn, x): numpy's elementwise fn (exp, log, sqrt, square, abs, tanh, sin, cos) of a
+ * driver value, element by element (an int value is taken as float64 first, as numpy does,
+ * except by square and abs, which keep its dtype). */
+static FlValue *n_unary(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("unary", "fn x", 2);
+    (void)self;
+    static const char *const ok[] = {"exp", "log", "sqrt", "square", "abs", "tanh", "sin", "cos"};
+    const char *fn = v[0]->kind == VK_STR ? v[0]->str.s : "";
+    size_t k = 0;
+    while (k < FL_ARRAY_LEN(ok) && strcmp(ok[k], fn) != 0) k++;
+    if (k == FL_ARRAY_LEN(ok)) return fl_ev_error(c, a->span, "numpy.%s of a run-time value is not compiled", fn);
+    FlValue *x = need(c, v[1], fl_arena_printf(&c->arena, "numpy.%s()", fn), a->span);
+    if (x->kind == VK_ERROR) return x;
+    FlVarDesc *d = desc(c, x);
+    bool keeps = strcmp(fn, "square") == 0 || strcmp(fn, "abs") == 0;
+    if (d && d->dtype != FL_DT_FLOAT32 && d->dtype != FL_DT_FLOAT64 && !keeps) x = cast_to(c, x, FL_DT_FLOAT64, a->span);
+    const char *names[1] = {"X"};
+    FlValue *vals[1] = {x};
+    return x->kind == VK_ERROR ? x : dop(c, fn, names, vals, 1, a->span);
+}
+
 /* tensor_array(): fluid.LoDTensorArray() */
 static FlValue *n_tensor_array(Ctx *c, FlValue *self, CallArgs *a) {
     (void)self;
@@ -876,7 +897,7 @@ static FlValue *n_tensor_array(Ctx *c, FlValue *self, CallArgs *a) {
 static const NativeFn values_fns[] = {
     {"tensor_array", n_tensor_array},
     {"getenv", n_getenv}, {"exists", n_exists},
-    {"reduce", n_reduce}, {"sort", n_sort},   {"concatenate", n_concatenate}, {"array", n_array},
+    {"reduce", n_reduce}, {"sort", n_sort},   {"unary", n_unary},   {"concatenate", n_concatenate}, {"array", n_array},
     {"is_runtime", n_is_runtime}, {"exit", n_exit}, {"filled", n_filled},
     {"fromfile", fl_ev_driver_fromfile}, {"parse_program", n_parse_program},
 };

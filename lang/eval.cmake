@@ -9,6 +9,7 @@ add_library(fl_lang STATIC
   ${FL_LANG_DIR}/driver_values.c ${FL_LANG_DIR}/pyset.c
   ${FL_LANG_DIR}/driver_loop.c ${FL_LANG_DIR}/program.c ${FL_LANG_DIR}/driver_io.c
   ${FL_LANG_DIR}/driver_random.c
+  ${FL_LANG_DIR}/driver_pyfunc.c
   ${FL_LANG_DIR}/driver_pyreader.c
   ${FL_LANG_DIR}/driver_metrics.c
   ${FL_LANG_DIR}/driver_dist.c ${FL_LANG_DIR}/driver_batch.c

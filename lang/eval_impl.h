@@ -624,6 +624,9 @@ void fl_ev_dist_free(Ctx *c);
  * is none; the error value when its size is unknown), and the fields of a list of samples. */
 FlValue *fl_ev_batch_samples(Ctx *c, FlValue *b, FlSpan sp);
 FlValue *fl_ev_samples_fields(Ctx *c, FlValue *samples, FlSpan sp);
+/* _core.create_var(prefix=, shape=, dtype=, name=, persistable=) (core.c): a var of the current
+ * block (the global block when persistable); Block.create_var is it too (program.c). */
+FlValue *fl_ev_core_create_var(Ctx *c, FlValue *self, CallArgs *a);
 /* driver_values.c: type(names[i]=vals[i]...) as an op of the driver (its current block). */
 FlValue *fl_ev_driver_kwop(Ctx *c, const char *type, const char **names, FlValue **vals, size_t n, FlSpan sp);
 /* Fluid's Variable.is_data: a var layers.data made (fed), not its offsets. */
@@ -632,6 +635,7 @@ bool fl_ev_var_is_data(Ctx *c, FlValue *var, const FlVarDesc *d);
  * `for data in reader():` and enumerate(reader()). */
 void fl_ev_driver_data_install(Ctx *c);
 void fl_ev_driver_random_install(Ctx *c); /* driver_random.c: numpy.random */
+void fl_ev_driver_pyfunc_install(Ctx *c); /* driver_pyfunc.c: fluid.layers.py_func (the native module _pyfunc) */
 bool fl_ev_is_reader_iter(const FlValue *v);
 bool fl_ev_is_reader_batch(const FlValue *v);
 FlValue *fl_ev_batch_comp(Ctx *c, Env *scope, FlAst *n, FlValue *batch);

@@ -3,7 +3,7 @@
  *
  *   Program: global_block(), block(i), current_block(), num_blocks, list_vars(),
  *            to_string(throw_on_error, with_details=False), clone(for_test) (core.c), random_seed
- *   Block:   idx, parent_idx, program, var(name), has_var(name), vars (a dict), all_parameters(),
+ *   Block:   idx, parent_idx, program, var(name), has_var(name), create_var(...), vars (a dict), all_parameters(),
  *            ops (a list of Operators: type, input(slot), output(slot), attr(name), ...)
  *   Var.block: the global block of the var's program (so minimize appends to loss.block.program)
  *
@@ -46,6 +46,46 @@ static FlValue *b_has_var(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("has_var", "name", 1);
     if (!fl_ev_want_str(c, v[0], "name", a->span)) return c->error;
     return fl_v_bool(c, fl_ir_var_find(block_of(self), v[0]->str.s) != NULL);
+}
+
+/* Block.create_var(name=None, shape=None, dtype=None, persistable=False, lod_level=0,
+ * stop_gradient=False): a var of this block, which must be where layers go now (the current
+ * block of the program being built; its global block for a persistable var), as
+ * fluid.layers.create_tensor makes one; a name the block has gives its var. */
+static FlValue *b_create_var(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("create_var", "name= shape= dtype= persistable= lod_level= stop_gradient=", 6);
+    FlValue *prog = block_attr(self, "program");
+    int64_t idx = block_attr(self, "idx")->i;
+    bool keep = v[3] && v[3]->kind == VK_BOOL && v[3]->b;
+    if (prog->prog != c->b.main || (idx != c->b.block->idx && !(keep && idx == 0)))
+        return fl_ev_error(c, a->span, "Block.create_var makes a var of the block layers go to now (%s); this is "
+                           "block %lld of %s", "program.current_block()", (long long)idx,
+                           prog->prog == c->b.main ? "that program" : "another program");
+    int64_t lod = 0;
+    if (v[4] && !fl_ev_want_int(c, v[4], "lod_level", a->span, &lod)) return c->error;
+    if (lod != 0)
+        return fl_ev_error(c, a->span, "Block.create_var(lod_level=%lld): a var of sequences gets its offsets from "
+                           "the op that writes it; make it with fluid.layers.data(lod_level=...) or a sequence "
+                           "layer", (long long)lod);
+    if (v[5] && v[5]->kind != VK_BOOL)
+        return fl_ev_error(c, a->span, "stop_gradient must be True or False, found %s", fl_v_type_name(v[5]));
+    const char *names[5] = {"prefix", "name", "shape", "dtype", "persistable"};
+    FlValue *vals[5] = {fl_v_cstr(c, "_generated_var"), v[0], v[1], v[2], v[3]};
+    const char *kn[5];
+    FlValue *kv[5];
+    size_t n = 0;
+    for (size_t i = 0; i < 5; i++)
+        if (vals[i] && vals[i]->kind != VK_NONE) {
+            kn[n] = names[i];
+            kv[n++] = vals[i];
+        }
+    CallArgs ca = {.kwnames = kn, .kwvals = kv, .nkw = n, .span = a->span};
+    FlValue *r = fl_ev_core_create_var(c, NULL, &ca);
+    if (r->kind == VK_VAR && v[5]) {
+        FlVarDesc *d = fl_ev_var_desc(c, r);
+        if (d) d->stop_gradient = v[5]->b;
+    }
+    return r;
 }
 
 /* Whether var d of program p is a parameter (made by create_parameter: a layer's weights). */
@@ -170,6 +210,7 @@ FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx) {
     fl_v_rec_set(c, r, "parent_idx", fl_v_int(c, b->parent));
     fl_v_rec_set(c, r, "var", fl_v_builtin(c, "var", b_var, r));
     fl_v_rec_set(c, r, "has_var", fl_v_builtin(c, "has_var", b_has_var, r));
+    fl_v_rec_set(c, r, "create_var", fl_v_builtin(c, "create_var", b_create_var, r));
     fl_v_rec_set(c, r, "all_parameters", fl_v_builtin(c, "all_parameters", b_all_parameters, r));
     FlValue *vars = fl_v_dict(c);
     for (size_t i = 0; i < b->vars.len; i++)
