@@ -66,7 +66,7 @@ FlStatus fl_kernel_fake_quantize_range_abs_max(FlErr *e, const FlTensor *x, cons
                                                const FlTensor *iter, const FlTensor *in_scales, const FlQuantAttrs *a,
                                                FlTensor *out, FlTensor *out_scale, FlTensor *out_scales) {
     const char *op = "fake_quantize_range_abs_max";
-    double last;
+    double last = 0;
     if (kneed_float(e, op, "X", x) || check_bits(e, op, a) || one(e, op, "InScale", x, in_scale, &last))
         return FL_ERROR;
     FlTensor r[3] = {FL_TENSOR_INIT, FL_TENSOR_INIT, FL_TENSOR_INIT};
@@ -110,7 +110,7 @@ FlStatus fl_kernel_fake_quantize_moving_average_abs_max(FlErr *e, const FlTensor
                                                         const FlQuantAttrs *a, FlTensor *out, FlTensor *out_scale,
                                                         FlTensor *out_state, FlTensor *out_accum) {
     const char *op = "fake_quantize_moving_average_abs_max";
-    double s, accum = 0, state = 0;
+    double s = 0, accum = 0, state = 0;
     if (kneed_float(e, op, "X", x) || check_bits(e, op, a) || one(e, op, "InScale", x, in_scale, &s)) return FL_ERROR;
     if (!a->is_test) {
         if (one(e, op, "InAccum", x, in_accum, &accum) || one(e, op, "InState", x, in_state, &state)) return FL_ERROR;
@@ -138,7 +138,7 @@ FlStatus fl_kernel_fake_quantize_moving_average_abs_max(FlErr *e, const FlTensor
 FlStatus fl_kernel_fake_dequantize_max_abs(FlErr *e, const FlTensor *x, const FlTensor *scale, double max_range,
                                            FlTensor *out) {
     const char *op = "fake_dequantize_max_abs";
-    double s;
+    double s = 0;
     if (kneed_float(e, op, "X", x) || one(e, op, "Scale", x, scale, &s)) return FL_ERROR;
     if (!(max_range > 0)) return fl_err(e, "%s: max_range must be > 0, found %g", op, max_range);
     FlTensor o = FL_TENSOR_INIT;
