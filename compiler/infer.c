@@ -279,6 +279,11 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     case FL_OPID_psroi_pool: return fl_infer_psroi_pool(&c);
     /* infer_perspective.c */
     case FL_OPID_roi_perspective_transform: return fl_infer_roi_perspective_transform(&c);
+    /* infer_quant.c */
+    case FL_OPID_fake_quantize_abs_max: return fl_infer_fake_quantize_abs_max(&c);
+    case FL_OPID_fake_quantize_range_abs_max: return fl_infer_fake_quantize_range_abs_max(&c);
+    case FL_OPID_fake_quantize_moving_average_abs_max: return fl_infer_fake_quantize_moving_average_abs_max(&c);
+    case FL_OPID_fake_dequantize_max_abs: return fl_infer_fake_dequantize_max_abs(&c);
     /* infer_masks.c */
     case FL_OPID_generate_mask_labels: return fl_infer_generate_mask_labels(&c);
     /* infer_ctc.c */

@@ -492,6 +492,11 @@ FlStatus fl_infer_psroi_pool(Ctx *c);
 
 /* infer_perspective.c */
 FlStatus fl_infer_roi_perspective_transform(Ctx *c);
+/* infer_quant.c */
+FlStatus fl_infer_fake_quantize_abs_max(Ctx *c);
+FlStatus fl_infer_fake_quantize_range_abs_max(Ctx *c);
+FlStatus fl_infer_fake_quantize_moving_average_abs_max(Ctx *c);
+FlStatus fl_infer_fake_dequantize_max_abs(Ctx *c);
 
 /* infer_masks.c */
 FlStatus fl_infer_generate_mask_labels(Ctx *c);

@@ -367,10 +367,11 @@ static bool add_slot_vars(Ctx *c, FlOpDesc *op, bool input, const FlSlotInfo *si
 
 /* An output naming a var that is also an input of the same op. The kernels allow it (an output
  * is replaced whole after the computation), but the gradient of a differentiable op needs its
- * input as it was, so only ops without a gradient (optimizers, increment, channel ops) and the
- * state pairs named "<slot>Out" (batch_norm's MeanOut = Mean) may update a var in place. */
+ * input as it was, so only ops without a gradient (optimizers, increment, channel ops, the
+ * quantize ops that stop it) and the state pairs named "<slot>Out" (batch_norm's MeanOut = Mean)
+ * may update a var in place. */
 static bool check_in_place(Ctx *c, const FlOpInfo *info, const FlOpDesc *op, FlSpan sp) {
-    if (info->grad == FL_GRAD_NONE) return true;
+    if (info->grad == FL_GRAD_NONE || info->grad == FL_GRAD_STOP) return true;
     for (size_t s = 0; s < op->outs.len; s++)
         for (size_t i = 0; i < op->outs.data[s].nargs; i++)
             for (size_t t = 0; t < op->ins.len; t++) {
