@@ -147,6 +147,14 @@ static const GradCase cases[] = {
     {"relu.fl", "P = param(\"P\", [3, 4])\nout = layers.relu(P)\n", "[3, 4]"},
     {"sigmoid.fl", "P = param(\"P\", [3, 4])\nout = layers.sigmoid(P)\n", "[3, 4]"},
     {"tanh.fl", "P = param(\"P\", [3, 4])\nout = layers.tanh(P)\n", "[3, 4]"},
+    /* py_func with backward_func (y's gradient dy * (1 - y^2) from the function's own numpy) */
+    {"py_func.fl",
+     "import fluid\nimport numpy as np\nP = param(\"P\", [3, 4])\n"
+     "def f(x):\n    return np.tanh(x)\n"
+     "def g(x, y, dy):\n    return np.array(dy) * (1 - np.square(np.array(y)))\n"
+     "o = fluid.default_main_program().current_block().create_var(name=\"o\", dtype=\"float32\", shape=[3, 4])\n"
+     "out = layers.py_func(func=f, x=P, out=o, backward_func=g)\n",
+     "[3, 4]"},
     {"log_sqrt.fl",
      "P = param(\"P\", [3, 4])\nu = layers.scale(layers.square(P), bias=1.0)\nout = layers.elementwise_add(layers.log(u), layers.sqrt(u))\n",
      "[3, 4]"},
