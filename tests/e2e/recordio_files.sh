@@ -467,5 +467,50 @@ rand_refused rand_dim "fluid.layers.random_data_generator(0.0, 1.0, [[-1, 3]], [
 rand_refused rand_rank "fluid.layers.read_file(fluid.layers.random_data_generator(0.0, 1.0, [[3]], [0]))" \
     "fluid.layers.read_file of random_data_generator_0: shape [3] of random_data_generator has rank 1"
 
+# Preprocessor: its block's ops run on each record open_files gives before read_file of p() gives
+# it (x * 2 + 1, the sequences passed on with their LoD), over both passes, then EOF; reset() of
+# p()'s reader starts the files over
+run pre 0 <<FL
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=$FILES, $DECL, pass_num=2)
+p = fluid.layers.io.Preprocessor(reader=reader, name="pre")
+with p.block():
+    x, ids, w = p.inputs()
+    p.outputs(x * 2.0 + 1.0, ids)
+r = fluid.layers.double_buffer(p())
+x2, ids2 = fluid.layers.read_file(r)
+seqs = fluid.layers.sequence_pool(fluid.layers.cast(ids2, "float32"), "sum")
+exe = fluid.Executor(fluid.CPUPlace())
+try:
+    while True:
+        a, s = exe.run(fetch_list=[x2, seqs])
+        print(a[:, 0], s.reshape([-1]))
+except fluid.core.EOFException:
+    print("eof")
+    r.reset()
+a, = exe.run(fetch_list=[x2])
+print(a[:, 0])
+FL
+{ for k in 1 2; do printf '[1.5 7.5] [0. 1.]\n[21.5 27.5] [100. 203.]\n[41.5 47.5] [200. 606.]\n'; done
+  printf 'eof\n[1.5 7.5]\n'; } >pre.want
+expect_out pre
+pre_refused() { # NAME LINE BODY MESSAGE
+    run "$1" 1 <<FL
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=$FILES, $DECL)
+p = fluid.layers.io.Preprocessor(reader=reader)
+$3
+FL
+    expect_err "$1" "$1.fl:$2: error: $4"
+}
+pre_refused pre_inputs 4:5 "x = p.inputs()" "Preprocessor.inputs() can only be called inside its block (with p.block(): ...)"
+pre_refused pre_early 4:5 "r = p()" "Preprocessor 'create_custom_reader_0': its reader can only be taken after its block"
+pre_refused pre_open 4:6 "with p.block():
+    x = p.inputs()" "the definition of Preprocessor 'create_custom_reader_0' is incomplete: its block calls inputs() and outputs(...)"
+pre_refused pre_batch 7:1 "with p.block():
+    x, ids, w = p.inputs()
+    p.outputs(x)
+fluid.layers.batch(p(), 2)" "fluid.layers.batch() of Preprocessor 'create_custom_reader_0' is not compiled: its block's ops run on the batches read_file gives"
+
 [ "$fail" = 0 ] && echo "recordio_files: ok"
 exit "$fail"
