@@ -7,7 +7,7 @@
 # How: the public headers are the #include "..." closure of FL_PUBLIC_HEADERS, computed here, so
 # a header that api.h starts to include is installed without a list to update. libfluidc.a holds
 # the objects of every static fl_* library that FL_PUBLIC_LIBS link, transitively; what they
-# link from outside (OpenBLAS, protobuf-c, MPI, zlib, threads, m) becomes the link interface of
+# link from outside (OpenBLAS, protobuf-c, MPI, zlib, Snappy, threads, m) becomes the link interface of
 # fluidc::fluidc and the Libs of fluidc.pc, as the build found it. The build's own link options
 # (the sanitizers of FL_SANITIZE / FL_FUZZ) go with them: instrumented objects need their runtime.
 # Invariant: nothing installed names the build or source tree or an absolute install prefix.

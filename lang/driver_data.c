@@ -619,14 +619,16 @@ static FlValue *b_next(Ctx *c, FlValue *self, CallArgs *a) {
     return r;
 }
 
-/* recordio_write(filename, reader, vars, max_num_records): fluid.recordio_writer's conversion (the
- * stdlib checked its arguments): a reader_epoch of the batched reader and a recordio_write of it
- * in the driver, each batch a record of the vars' tensors (each field cast and shaped as its var,
- * as DataFeeder.feed does); the number of records (an int64 [1] driver var). */
+/* recordio_write(filename, reader, vars, max_num_records, compressor, batch_per_file):
+ * fluid.recordio_writer's conversions (the stdlib checked their arguments): a reader_epoch of the
+ * batched reader and a recordio_write of it in the driver, each batch a record of the vars'
+ * tensors (each field cast and shaped as its var, as DataFeeder.feed does), into one file or
+ * (batch_per_file > 0) Fluid's numbered files; the number of records (an int64 [1] driver var). */
 static FlValue *d_recordio_write(Ctx *c, FlValue *self, CallArgs *a) {
     (void)self;
-    ARGS("recordio_write", "filename reader vars max_num_records", 4);
-    const char *what = "fluid.recordio_writer.convert_reader_to_recordio_file";
+    ARGS("recordio_write", "filename reader vars max_num_records compressor batch_per_file", 6);
+    const char *what = v[5]->i > 0 ? "fluid.recordio_writer.convert_reader_to_recordio_files"
+                                   : "fluid.recordio_writer.convert_reader_to_recordio_file";
     FlValue *r = reader_of(v[1]), *vars = v[2];
     if (!r || !get(r, "_batched")->b)
         return fl_ev_error(c, a->span, "%s takes a reader of batches (paddle.batch(paddle.dataset.NAME.train(), "
@@ -681,6 +683,8 @@ static FlValue *d_recordio_write(Ctx *c, FlValue *self, CallArgs *a) {
         fl_ir_op_set_ints(op, "ranks", rs, ranks->list.len);
         fl_ir_op_set_ints(op, "shape_concat", sc, dims->list.len);
         fl_ir_op_set_int(op, "max_num_records", v[3]->i);
+        fl_ir_op_set_int(op, "compressor", v[4]->i);
+        fl_ir_op_set_int(op, "batch_per_file", v[5]->i);
         if (fl_ev_infer(c, c->b.block, op, a->span)) out = fl_v_var(c, n);
     }
     fl_ev_driver_leave(c, &sw);

@@ -2,7 +2,7 @@
 # Installs the Debian packages fluidc needs (skips apt-get when everything is already there).
 set -eu
 PKGS="build-essential cmake pkg-config flex bison protobuf-c-compiler libprotobuf-c-dev \
-libopenmpi-dev openmpi-bin libopenblas-dev libcunit1-dev libdnnl-dev zlib1g-dev graphviz time protobuf-compiler \
+libopenmpi-dev openmpi-bin libopenblas-dev libcunit1-dev libdnnl-dev zlib1g-dev libsnappy-dev graphviz time protobuf-compiler \
 python3-numpy iproute2 procps bc chromium dataset-fashion-mnist zip unzip"
 missing=""
 for p in $PKGS; do

@@ -501,15 +501,17 @@ static bool is_input(const FlBundle *b, const char *path) {
     return hit;
 }
 
-/* The records of the batches left in ep, each the streams of its fields as declared, into w. */
-static FlStatus write_batches(const ExecOp *op, Epoch *ep, FlRecordioWriter *w, int64_t *records, FlErr *e) {
+/* The records of the next `limit` batches of ep (or those left), each the streams of its fields as
+ * declared, into w. */
+static FlStatus write_batches(const ExecOp *op, Epoch *ep, size_t limit, FlRecordioWriter *w, int64_t *records,
+                              FlErr *e) {
     size_t nr = 0, ns = 0;
     const int64_t *ranks = fl_exec_attr_ints(op, "ranks", &nr), *dims = fl_exec_attr_ints(op, "shape_concat", &ns);
     const FlAttr *da = fl_ir_op_attr(op->desc, "dtypes"); /* flc verify checked the lists agree */
     size_t nd = da ? da->n : 0;
     FlBuf rec = {0};
     FlStatus st = FL_OK;
-    while (st == FL_OK && ep->next < ep->batches) {
+    for (size_t done = 0; st == FL_OK && ep->next < ep->batches && done < limit; done++) {
         size_t b = ep->s.batch ? ep->s.batch : 1, from = ep->next++ * b;
         size_t n = ep->s.n - from < b ? ep->s.n - from : b, i = 0, at = 0;
         rec.len = 0;
@@ -554,7 +556,30 @@ static FlStatus prep_recordio_write(ExecOp *op, FlErr *e) {
         at += (size_t)ranks[i];
     }
     if (at != ns) return fl_err(e, "%zu dims for ranks of %zu", ns, at);
+    int64_t comp = fl_exec_attr_int(op, "compressor"), bpf = fl_exec_attr_int(op, "batch_per_file");
+    if (comp != FL_RECORDIO_NO_COMPRESS && comp != FL_RECORDIO_SNAPPY)
+        return fl_err(e, "compressor %lld (0 none, 1 Snappy)", (long long)comp);
+    const char *path = fl_exec_attr_string(op, "file_path");
+    size_t pl = strlen(path), xl = strlen(".recordio");
+    if (bpf < 0 || (bpf > 0 && (pl <= xl || strcmp(path + pl - xl, ".recordio") != 0)))
+        return fl_err(e, "batch_per_file %lld of file_path '%s' (files are cut from a STEM.recordio)", (long long)bpf,
+                      path);
     return FL_OK;
+}
+
+/* One RecordIO file at path of the next `limit` batches of ep (or those left), in chunks of max
+ * records compressed by comp; records counts the records written. */
+static FlStatus write_one(const ExecOp *op, Epoch *ep, const char *path, size_t limit, uint32_t max,
+                          FlRecordioCompressor comp, int64_t *records, FlErr *e) {
+    FlRecordioWriter w;
+    fl_recordio_writer_init(&w, max, comp);
+    FlStatus st = write_batches(op, ep, limit, &w, records, e);
+    if (st == FL_OK) {
+        fl_recordio_writer_flush(&w);
+        st = fl_write_file(path, w.out.data ? w.out.data : "", w.out.len, e);
+    }
+    fl_recordio_writer_fini(&w);
+    return st;
 }
 
 static FlStatus run_recordio_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
@@ -562,20 +587,34 @@ static FlStatus run_recordio_write(RunCtx *rc, const ExecOp *op, FlScope *s) {
     Epoch *ep = v ? fl_var_get_object(v) : NULL;
     if (!ep) return fl_exec_op_error(rc, op, "Epoch holds no epoch (reader_epoch has not run)");
     const char *path = fl_exec_attr_string(op, "file_path");
-    if (is_input(ep->r->b, path))
-        return fl_exec_op_error(rc, op, "'%s' is a file a reader of the program reads: write the RecordIO file to "
-                                "another path", path);
-    int64_t max = fl_exec_attr_int(op, "max_num_records"), records = 0;
-    FlRecordioWriter w;
-    fl_recordio_writer_init(&w, max > 0 && max <= UINT32_MAX ? (uint32_t)max : 1000);
+    int64_t max = fl_exec_attr_int(op, "max_num_records"), records = 0, bpf = fl_exec_attr_int(op, "batch_per_file");
+    uint32_t m = max > 0 && max <= UINT32_MAX ? (uint32_t)max : 1000;
+    FlRecordioCompressor comp = (FlRecordioCompressor)fl_exec_attr_int(op, "compressor"); /* prep checked it */
     FlErr e;
-    FlStatus st = write_batches(op, ep, &w, &records, &e);
-    if (st == FL_OK) {
-        fl_recordio_writer_flush(&w);
-        st = fl_write_file(path, w.out.data ? w.out.data : "", w.out.len, &e);
+    if (bpf == 0) {
+        if (is_input(ep->r->b, path))
+            return fl_exec_op_error(rc, op, "'%s' is a file a reader of the program reads: write the RecordIO file to "
+                                    "another path", path);
+        if (write_one(op, ep, path, SIZE_MAX, m, comp, &records, &e))
+            return fl_exec_op_error(rc, op, "writing '%s': %s", path, e.msg);
+        return set_scalar(rc, op, s, FL_OUT_recordio_write_Out, FL_DT_INT64, (double)records);
     }
-    fl_recordio_writer_fini(&w);
-    if (st) return fl_exec_op_error(rc, op, "writing '%s': %s", path, e.msg);
+    /* Fluid's cut: a file is written when its last batch is read, the first after batch_per_file + 1 */
+    size_t stem = strlen(path) - strlen(".recordio"), per = (size_t)bpf;
+    FlBuf name = {0};
+    FlStatus st = FL_OK;
+    for (int k = 0; st == FL_OK && ep->batches - ep->next >= (k == 0 ? per + 1 : per); k++) {
+        name.len = 0;
+        fl_buf_printf(&name, "%.*s-%05d.recordio", (int)stem, path, k);
+        if (is_input(ep->r->b, name.data))
+            st = fl_exec_op_error(rc, op, "'%s' is a file a reader of the program reads: write the RecordIO files to "
+                                  "another path", name.data);
+        else if (write_one(op, ep, name.data, k == 0 ? per + 1 : per, m, comp, &records, &e))
+            st = fl_exec_op_error(rc, op, "writing '%s': %s", name.data, e.msg);
+    }
+    fl_buf_free(&name);
+    ep->next = ep->batches; /* the batches after the last full file are read and not written, as Fluid's are */
+    if (st) return st;
     return set_scalar(rc, op, s, FL_OUT_recordio_write_Out, FL_DT_INT64, (double)records);
 }
 FL_CONTROL_ADAPTER(recordio_write, prep_recordio_write, run_recordio_write);

@@ -125,6 +125,7 @@ static void parse_part(const Decl *dc, const char *path, const void *bytes, size
         }
         p->records++;
     }
+    fl_recordio_scanner_fini(&s);
 }
 
 static void read_part(const Decl *dc, const char *path, Part *p) {

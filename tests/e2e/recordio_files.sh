@@ -5,7 +5,8 @@
 # as fluid.recordio_writer writes it. Checks: the values read are the written ones exactly (three
 # dtypes, a field of sequences and its LoD), one record per exe.run in file order over pass_num
 # passes, then fluid.core.EOFException, and reset() starts over; thread_num threads give the same
-# records; layers.batch concatenates records and their LoD and drops a last short batch; a
+# records; Snappy chunks (stored and compressed blocks) read as the same records, and a damaged
+# block is an error naming it; layers.batch concatenates records and their LoD and drops a last short batch; a
 # shuffle is a seeded permutation of the records; each bad file and each record that is not the
 # declared fields is a runtime error naming the file and the record; each bad argument a located
 # compile error; and a linear model trains from RecordIO files to a loss far below its start.
@@ -34,7 +35,20 @@ files = {"a.recordio": recordio(recs[:2], max_num_records=1), "b.recordio": reco
 a = files["a.recordio"]
 files["cut.recordio"] = a[:-5]
 files["crc.recordio"] = a[:30] + bytes([a[30] ^ 1]) + a[31:]
-files["snappy.recordio"] = recordio(recs[:1], compressor=1)
+files["a_snappy.recordio"] = recordio(recs[:2], max_num_records=1, compressor=1)
+files["b_snappy.recordio"] = recordio(recs[2:], compressor=1)
+# 4000 rows of 3 float32 that repeat: a payload of 3 blocks, each Snappy-compressed (flag 1)
+big = lod_tensor("float32", [4000, 3], [float(i % 7) for i in range(12000)])
+files["big_snappy.recordio"] = recordio([big], compressor=1)
+assert files["big_snappy.recordio"][27] == 1, "the Python writer compresses the repeats"
+with open("big.want", "w") as f:
+    f.write("%.1f\n" % sum(float(i % 7) for i in range(12000)))
+d = bytearray(files["a_snappy.recordio"])  # a byte of its first block flipped, the chunk's CRC-32 made to match
+d[20 + 7 + 7 + 5] ^= 1
+import zlib
+size = struct.unpack("<I", bytes(d[16:20]))[0]
+d[8:12] = struct.pack("<I", zlib.crc32(bytes(d[20:20 + size])) & 0xFFFFFFFF)
+files["damaged_snappy.recordio"] = bytes(d)
 files["garbage.recordio"] = b"not a recordio file at all\n"
 files["extra.recordio"] = recordio([recs[0] + b"\0\0"])
 # a linear model's data: y = x . (1, -2, 0.5, 3) + 0.5, 8 records of 8 rows in two files
@@ -111,10 +125,25 @@ OUT
 }
 { one_pass; one_pass; printf 'eof\n[[0.25 1.25 2.25]\n [3.25 4.25 5.25]]\n'; } >reads.want
 cp reads.want reads_threads.want
+cp reads.want reads_snappy.want
 reads reads 1
 reads reads_threads 2
 expect_out reads
 expect_out reads_threads
+FILES='["a_snappy.recordio", "b_snappy.recordio"]'
+reads reads_snappy 2
+FILES='["a.recordio", "b.recordio"]'
+expect_out reads_snappy
+run big 0 <<'FL'
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=["big_snappy.recordio"], shapes=[(-1, 3)], lod_levels=[0],
+                                 dtypes=["float32"])
+x = fluid.layers.read_file(reader)
+exe = fluid.Executor(fluid.CPUPlace())
+v, = exe.run(fetch_list=[fluid.layers.reduce_sum(x)])
+print("%.1f" % v[0])
+FL
+expect_out big
 
 # layers.batch: two records a batch, their rows and sequences one after the other; of 3 records a
 # pass the third is left over and dropped (Fluid's discard_leftover), so 2 passes give 3 batches
@@ -186,7 +215,7 @@ bad missing nope.recordio "$DECL" "a file of open_files: cannot open 'nope.recor
 bad directory . "$DECL" "a file of open_files: '.' is not a regular file (a directory)"
 bad cut cut.recordio "$DECL" "'cut.recordio', a file of open_files, after record 1: the chunk at byte"
 bad crc crc.recordio "$DECL" "'crc.recordio', a file of open_files, after record 0: the chunk at byte 0 has checksum"
-bad snappy snappy.recordio "$DECL" "'snappy.recordio', a file of open_files, after record 0: the chunk at byte 0 is Snappy-compressed, and fluidc reads chunks without compression: write the file with compressor=Compressor.NoCompress"
+bad snappy damaged_snappy.recordio "$DECL" "'damaged_snappy.recordio', a file of open_files, after record 0: the block at byte 27 of the Snappy chunk at byte 0 "
 bad garbage garbage.recordio "$DECL" "'garbage.recordio', a file of open_files, after record 0: the chunk at byte 0 starts with"
 bad extra extra.recordio "$DECL" "'extra.recordio', a file of open_files, record 0 (at byte 20): it holds 2 bytes after its 3 tensors (open_files declares 3 fields)"
 bad dtype b.recordio 'shapes=[(-1, 3), (-1, 1), (-1, 2, 2)], lod_levels=[0, 1, 0], dtypes=["float32", "int32", "float64"]' \
@@ -318,12 +347,55 @@ awk '{ s[$1] += $2; n[$1]++ } END { exit !(NR == 630 && n[0] == 21 && n[29] == 2
                                           s[29] / n[29] < 0.25 * s[0] / n[0]) }' train.out ||
     { echo "FAIL: the model did not learn from the written file:"; head -3 train.out; tail -3 train.out; fail=1; }
 
-# the writer's refusals: Snappy (Fluid's default), Gzip, a reader of samples, a file a reader reads
-run snappy_w 1 <<FL
+# Snappy, Fluid's default: the file's chunks are Snappy chunks of Fluid's framing (read by the
+# Python reader, every CRC checked) holding the same records as the file without compression,
+# and open_files reads back the same batches
+run snappy_w 0 <<FL
 $HOUSING
-fluid.recordio_writer.convert_reader_to_recordio_file("./h.recordio", reader, feeder)
+print(fluid.recordio_writer.convert_reader_to_recordio_file("./h.recordio", reader, feeder, max_num_records=7))
 FL
-expect_err snappy_w "snappy_w.fl:7:1: error: fluid.recordio_writer.convert_reader_to_recordio_file(compressor=Compressor.Snappy) is not compiled: fluidc links no Snappy library"
+python3 - "$ROOT/tests/e2e" <<'PY' || { echo "FAIL: the Snappy file is not the uncompressed one's records"; fail=1; }
+import sys
+sys.path.insert(0, sys.argv[1])
+from fluid_files import read_recordio
+plain, pc = read_recordio(open("housing.recordio", "rb").read())
+snap, sc = read_recordio(open("h.recordio", "rb").read())
+assert len(plain) == 21 and plain == snap and pc == [0, 0, 0] and sc == [1, 1, 1], (len(plain), pc, sc)
+assert open("h.recordio", "rb").read()[27] == 1, "the first block is compressed"
+PY
+sed 's/housing.recordio/h.recordio/' read_back.fl | run read_snappy 0
+cp write.out read_snappy.want
+expect_out read_snappy
+
+# convert_reader_to_recordio_files: 21 batches, 6 a file: Fluid's cut gives housing-00000 (batches
+# 0-6), -00001 (7-12), -00002 (13-18), and batches 19 and 20 are not written; it returns 19
+run files_w 0 <<FL
+$HOUSING
+print(fluid.recordio_writer.convert_reader_to_recordio_files("./housing.recordio", 6, reader, feeder))
+FL
+[ "$(cat files_w.out)" = "[19]" ] && [ -f housing-00002.recordio ] && [ ! -e housing-00003.recordio ] ||
+    { echo "FAIL: convert_reader_to_recordio_files printed $(cat files_w.out):"; ls; fail=1; }
+python3 - "$ROOT/tests/e2e" <<'PY' || { echo "FAIL: the files are not Fluid's cut of the batches"; fail=1; }
+import sys
+sys.path.insert(0, sys.argv[1])
+from fluid_files import read_recordio
+plain, _ = read_recordio(open("housing.recordio", "rb").read())
+got = [read_recordio(open("housing-%05d.recordio" % k, "rb").read()) for k in range(3)]
+assert [len(r) for r, _ in got] == [7, 6, 6], [len(r) for r, _ in got]
+assert sum((r for r, _ in got), []) == plain[:19] and all(set(c) == {1} for _, c in got)
+PY
+run files_bad 1 <<FL
+$HOUSING
+fluid.recordio_writer.convert_reader_to_recordio_files("./housing.rio", 6, reader, feeder)
+FL
+expect_err files_bad "files_bad.fl:7:1: error: fluid.recordio_writer.convert_reader_to_recordio_files(filename='./housing.rio'): the name ends in '.recordio'"
+run files_bpf 1 <<FL
+$HOUSING
+fluid.recordio_writer.convert_reader_to_recordio_files("./housing.recordio", 0, reader, feeder)
+FL
+expect_err files_bpf "files_bpf.fl:7:1: error: fluid.recordio_writer.convert_reader_to_recordio_files(batch_per_file=...) must be an int of at least 1, found 0"
+
+# the writer's refusals: Gzip, a reader of samples, a file a reader reads
 run gzip_w 1 <<FL
 $HOUSING
 fluid.recordio_writer.convert_reader_to_recordio_file("./h.recordio", reader, feeder, compressor=2)
@@ -352,5 +424,93 @@ exe.run(fetch_list=[hx])
 FL
 expect_err input_w "runtime error in op 'recordio_write' (input_w.fl:9:1): 'input.recordio' is a file a reader of the program reads: write the RecordIO file to another path"
 cmp -s housing.recordio input.recordio || { echo "FAIL: input.recordio was written over"; fail=1; }
+# random_data_generator: float32 records uniform in [low, high) of the given shapes, a new one each
+# exe.run without end (no EOF after 20 runs), batch concatenating 2 records (rows [2, 3] -> [4, 3]);
+# the runs of one seed alike, of two seeds apart; 20 records of 1000 x 4 values in [0, 1) have a
+# mean within 0.02 of 1/2 (its standard deviation is 0.0014) and every value in range
+run rand1 0 --seed 1 <<'FL'
+import paddle.fluid as fluid
+reader = fluid.layers.random_data_generator(low=-2.0, high=3.0, shapes=[[2, 3], [1000, 4]], lod_levels=[0, 0])
+reader = fluid.layers.double_buffer(fluid.layers.batch(fluid.layers.shuffle(reader, buffer_size=8), batch_size=2))
+x, u = fluid.layers.read_file(reader)
+v = (u + 2.0) / 5.0
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())
+s = 0.0
+for i in range(20):
+    a, b = exe.run(fetch_list=[x, v])
+    s += b.mean()
+    print(a.shape, b.shape, a.min() >= -2.0, a.max() < 3.0, b.min() >= 0.0, b.max() < 1.0)
+    print(a.reshape([-1]))
+m = s / 20 - 0.5
+print(m < 0.02 and m > -0.02)
+FL
+"$FLRUN" rand1.fl --seed 1 >rand1b.out 2>&1
+"$FLRUN" rand1.fl --seed 2 >rand2.out 2>&1
+[ "$(grep -c '^(4, 3) (2000, 4) True True True True$' rand1.out)" = 20 ] && [ "$(tail -1 rand1.out)" = True ] &&
+    [ "$(grep '^\[' rand1.out | sort -u | wc -l)" = 20 ] || { echo "FAIL: random_data_generator gave:"; head -4 rand1.out; tail -1 rand1.out; fail=1; }
+cmp -s rand1.out rand1b.out || { echo "FAIL: random_data_generator: seed 1 twice differs"; fail=1; }
+cmp -s rand1.out rand2.out && { echo "FAIL: random_data_generator: seeds 1 and 2 alike"; fail=1; }
+rand_refused() { # NAME CALL MESSAGE
+    run "$1" 1 <<FL
+import paddle.fluid as fluid
+r = $2
+FL
+    expect_err "$1" "$1.fl:2:5: error: $3"
+}
+rand_refused rand_lod "fluid.layers.random_data_generator(0.0, 1.0, [[2, 3]], [1])" \
+    "fluid.layers.random_data_generator(lod_levels=[1]): each lod_level is 0: Fluid's generator gives tensors without LoD"
+rand_refused rand_range "fluid.layers.random_data_generator(1.0, 0.0, [[2, 3]], [0])" \
+    "fluid.layers.random_data_generator(low=1.0, high=0.0): low is above high"
+rand_refused rand_dim "fluid.layers.random_data_generator(0.0, 1.0, [[-1, 3]], [0])" \
+    "fluid.layers.random_data_generator(shapes=...): shape [-1, 3]: each dim is a positive count"
+rand_refused rand_rank "fluid.layers.read_file(fluid.layers.random_data_generator(0.0, 1.0, [[3]], [0]))" \
+    "fluid.layers.read_file of random_data_generator_0: shape [3] of random_data_generator has rank 1"
+
+# Preprocessor: its block's ops run on each record open_files gives before read_file of p() gives
+# it (x * 2 + 1, the sequences passed on with their LoD), over both passes, then EOF; reset() of
+# p()'s reader starts the files over
+run pre 0 <<FL
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=$FILES, $DECL, pass_num=2)
+p = fluid.layers.io.Preprocessor(reader=reader, name="pre")
+with p.block():
+    x, ids, w = p.inputs()
+    p.outputs(x * 2.0 + 1.0, ids)
+r = fluid.layers.double_buffer(p())
+x2, ids2 = fluid.layers.read_file(r)
+seqs = fluid.layers.sequence_pool(fluid.layers.cast(ids2, "float32"), "sum")
+exe = fluid.Executor(fluid.CPUPlace())
+try:
+    while True:
+        a, s = exe.run(fetch_list=[x2, seqs])
+        print(a[:, 0], s.reshape([-1]))
+except fluid.core.EOFException:
+    print("eof")
+    r.reset()
+a, = exe.run(fetch_list=[x2])
+print(a[:, 0])
+FL
+{ for k in 1 2; do printf '[1.5 7.5] [0. 1.]\n[21.5 27.5] [100. 203.]\n[41.5 47.5] [200. 606.]\n'; done
+  printf 'eof\n[1.5 7.5]\n'; } >pre.want
+expect_out pre
+pre_refused() { # NAME LINE BODY MESSAGE
+    run "$1" 1 <<FL
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=$FILES, $DECL)
+p = fluid.layers.io.Preprocessor(reader=reader)
+$3
+FL
+    expect_err "$1" "$1.fl:$2: error: $4"
+}
+pre_refused pre_inputs 4:5 "x = p.inputs()" "Preprocessor.inputs() can only be called inside its block (with p.block(): ...)"
+pre_refused pre_early 4:5 "r = p()" "Preprocessor 'create_custom_reader_0': its reader can only be taken after its block"
+pre_refused pre_open 4:6 "with p.block():
+    x = p.inputs()" "the definition of Preprocessor 'create_custom_reader_0' is incomplete: its block calls inputs() and outputs(...)"
+pre_refused pre_batch 7:1 "with p.block():
+    x, ids, w = p.inputs()
+    p.outputs(x)
+fluid.layers.batch(p(), 2)" "fluid.layers.batch() of Preprocessor 'create_custom_reader_0' is not compiled: its block's ops run on the batches read_file gives"
+
 [ "$fail" = 0 ] && echo "recordio_files: ok"
 exit "$fail"

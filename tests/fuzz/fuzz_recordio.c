@@ -45,9 +45,15 @@ static void scan(const uint8_t *data, size_t size) {
             break;
         }
         if (!ok) break;
-        check(n <= size / 4, "no more records than 4-byte lengths fit", "count");
-        check(at >= FL_RECORDIO_HEADER && r == copy + at + 4 && at + 4 + len <= size, "a record inside the file",
-              "bounds");
+        if (s.snappy) { /* its bytes in the scanner's uncompressed payload */
+            const unsigned char *pb = (const unsigned char *)s.plain.data;
+            check(at + FL_RECORDIO_HEADER <= size && r >= pb + 4 && r + len <= pb + s.plain.len,
+                  "a record inside its chunk's uncompressed payload", "bounds");
+        } else {
+            check(n <= size / 4, "no more records than 4-byte lengths fit", "count");
+            check(at >= FL_RECORDIO_HEADER && r == copy + at + 4 && at + 4 + len <= size, "a record inside the file",
+                  "bounds");
+        }
         size_t off = 0, used;
         for (int k = 0; k < 4 && off < len; k++, off += used) {
             FlLodTensor lt;
@@ -57,6 +63,7 @@ static void scan(const uint8_t *data, size_t size) {
             if (st) break;
         }
     }
+    fl_recordio_scanner_fini(&s);
     free(copy);
 }
 

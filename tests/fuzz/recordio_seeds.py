@@ -2,7 +2,7 @@
 """recordio_seeds.py DIR: writes the seed corpus of fuzz_recordio (tests/fuzz/fuzz_recordio.c)
 into DIR: RecordIO files as fluid.recordio_writer writes them (each record a batch: the tensor
 streams of its feed vars), built by tests/e2e/fluid_files.py from the format's definition, in
-one and several chunks, with an empty record, and a Snappy chunk (which the scanner refuses)."""
+one and several chunks, with an empty record, and Snappy chunks (stored and compressed blocks)."""
 import os
 import sys
 
@@ -20,6 +20,7 @@ SEEDS = {
     "chunks_of_2": recordio([batch(i) for i in range(5)], max_num_records=2),
     "empty_record": recordio([b"", b"ab"]),
     "snappy": recordio([batch(0)], compressor=1),
+    "snappy_compressed": recordio([batch(i % 2) for i in range(40)], max_num_records=20, compressor=1),
 }
 
 if __name__ == "__main__":

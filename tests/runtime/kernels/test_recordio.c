@@ -3,7 +3,11 @@
  * every max_records records; a record of tensor streams (as fluid.recordio_writer writes a
  * batch) reads back as its tensors; a file the Python writer of tests/e2e/fluid_files.py made
  * (tests/fuzz/corpus/recordio/chunks_of_2) reads as the values it wrote; every prefix of a file is its whole chunks or an error; and
- * each corruption (magic, checksum, compressor, sizes, record counts) is an error naming it. */
+ * each corruption (magic, checksum, compressor, sizes, record counts) is an error naming it. Snappy
+ * chunks: a small one built here byte by byte in the snappystream framing Fluid writes (its CRC-32C
+ * by a bitwise loop checked on the standard's check value) is what the writer writes; payloads of
+ * several 32 KiB blocks, compressible and not, read back as written, each block compressed only
+ * when that saves an eighth; a damaged block is an error naming its CRC-32C. */
 #include "runtime/recordio.h"
 
 #include <stdlib.h>
@@ -42,8 +46,11 @@ static FlStatus scan(const void *data, size_t len, char *out, size_t cap, FlErr 
         const unsigned char *r;
         size_t n, at;
         bool ok;
-        if (fl_recordio_next(e, &s, &r, &n, &at, &ok)) return FL_ERROR;
-        if (!ok) return FL_OK;
+        FlStatus st = fl_recordio_next(e, &s, &r, &n, &at, &ok);
+        if (st || !ok) {
+            fl_recordio_scanner_fini(&s);
+            return st;
+        }
         size_t l = strlen(out);
         if (l + n + 2 < cap) {
             memcpy(out + l, r, n);
@@ -62,7 +69,7 @@ static void test_hand_chunk_read_and_written(void) {
     CU_ASSERT_EQUAL(scan(want.data, want.len, got, sizeof got, &e), FL_OK);
     CHECK_STR(got, "ab||xyz|");
     FlRecordioWriter w;
-    fl_recordio_writer_init(&w, 1000);
+    fl_recordio_writer_init(&w, 1000, FL_RECORDIO_NO_COMPRESS);
     CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, "ab", 2), FL_OK);
     CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, NULL, 0), FL_OK);
     CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, "xyz", 3), FL_OK);
@@ -77,7 +84,7 @@ static void test_hand_chunk_read_and_written(void) {
  * first whole chunks (their records) or an error naming where it ends. */
 static void test_chunks_and_prefixes(void) {
     FlRecordioWriter w;
-    fl_recordio_writer_init(&w, 2);
+    fl_recordio_writer_init(&w, 2, FL_RECORDIO_NO_COMPRESS);
     FlErr e = {{0}};
     const char *recs[] = {"one", "two", "three", "four", "five"};
     for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, recs[i], strlen(recs[i])), FL_OK);
@@ -115,7 +122,7 @@ static void test_record_of_tensors(void) {
     CU_ASSERT_EQUAL_FATAL(fl_lodstream_write(&e, &rec, &x, 0, NULL), FL_OK);
     CU_ASSERT_EQUAL_FATAL(fl_lodstream_write(&e, &rec, &y, 0, NULL), FL_OK);
     FlRecordioWriter w;
-    fl_recordio_writer_init(&w, 1000);
+    fl_recordio_writer_init(&w, 1000, FL_RECORDIO_NO_COMPRESS);
     CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, rec.data, rec.len), FL_OK);
     fl_recordio_writer_flush(&w);
     FlRecordioScanner s;
@@ -190,8 +197,7 @@ static void test_corrupt_chunks(void) {
         {4, 2, "the chunk at byte 0 holds 7 bytes after its 2 records"},
         {4, 4, "record 3 of the chunk at byte 0 (byte 37) runs past the chunk's end (it says 4 records)"},
         {8, 12345, "the chunk at byte 0 has checksum 0x00003039, but its 17 bytes sum to"},
-        {12, 1, "the chunk at byte 0 is Snappy-compressed, and fluidc reads chunks without compression: write the "
-                "file with compressor=Compressor.NoCompress"},
+        {12, 1, "the Snappy chunk at byte 0 does not start with the framing's \"snappy\\0\""},
         {12, 2, "is Gzip-compressed, which Fluid's own writer does not implement"},
         {12, 9, "has compressor 9, which is none of RecordIO's (0 none, 1 Snappy, 2 Gzip)"},
         {16, 18, "the chunk at byte 0 says 18 bytes of records, but the file has 17 after its header"},
@@ -223,6 +229,121 @@ static void test_corrupt_chunks(void) {
     fl_buf_free(&b);
 }
 
+/* CRC-32C bit by bit (the writer's is by table), masked as the framing stores it. */
+static uint32_t crc32c_bits(const void *data, size_t n) {
+    const unsigned char *p = data;
+    uint32_t v = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        v ^= p[i];
+        for (int k = 0; k < 8; k++) v = (v >> 1) ^ (0x82f63b78u & (0u - (v & 1)));
+    }
+    return ~v;
+}
+
+static uint32_t masked(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
+
+static void be(FlBuf *b, uint32_t v, int bytes) {
+    for (int k = bytes - 1; k >= 0; k--) fl_buf_putc(b, (char)(v >> (8 * k)));
+}
+
+/* hand_chunk's records in a Snappy chunk: the framing's magic, one stored block (17 bytes do not
+ * compress by an eighth) with its masked CRC-32C. */
+static void test_snappy_hand_chunk(void) {
+    CU_ASSERT_EQUAL(crc32c_bits("123456789", 9), 0xe3069283u); /* the standard's check value */
+    FlBuf plain = {0}, fr = {0}, want = {0};
+    hand_chunk(&plain);
+    const char *pl = plain.data + 20;
+    fl_buf_append(&fr, "snappy", 7); /* and its zero byte */
+    fl_buf_putc(&fr, 0);
+    be(&fr, 17, 2);
+    be(&fr, masked(crc32c_bits(pl, 17)), 4);
+    fl_buf_append(&fr, pl, 17);
+    u32(&want, 0x01020304);
+    u32(&want, 3);
+    u32(&want, (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)fr.data, (uInt)fr.len));
+    u32(&want, 1);
+    u32(&want, (uint32_t)fr.len);
+    fl_buf_append(&want, fr.data, fr.len);
+    FlErr e = {{0}};
+    FlRecordioWriter w;
+    fl_recordio_writer_init(&w, 1000, FL_RECORDIO_SNAPPY);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, "ab", 2), FL_OK);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, NULL, 0), FL_OK);
+    CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, "xyz", 3), FL_OK);
+    fl_recordio_writer_flush(&w);
+    CU_ASSERT_EQUAL_FATAL(w.out.len, want.len);
+    CU_ASSERT(memcmp(w.out.data, want.data, want.len) == 0);
+    char got[64];
+    CU_ASSERT_EQUAL(scan(want.data, want.len, got, sizeof got, &e), FL_OK);
+    CU_ASSERT_STRING_EQUAL(got, "ab||xyz|");
+    fl_recordio_writer_fini(&w);
+    fl_buf_free(&plain);
+    fl_buf_free(&fr);
+    fl_buf_free(&want);
+}
+
+/* Records of `big` bytes each, compressible (a repeated phrase) or not (an LCG's bytes). */
+static void fill(char *p, size_t n, bool compressible, uint32_t seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = compressible ? "the same few words again "[i % 25] : (char)(seed >> 24);
+    }
+}
+
+static void test_snappy_blocks(void) {
+    for (int compressible = 0; compressible < 2; compressible++) {
+        enum { NREC = 3, BIG = 30000 }; /* a payload of 90012 bytes: blocks of 32768, 32768, 24476 */
+        char *recs = malloc(NREC * BIG);
+        fill(recs, NREC * BIG, compressible, 7);
+        FlErr e = {{0}};
+        FlRecordioWriter w;
+        fl_recordio_writer_init(&w, 1000, FL_RECORDIO_SNAPPY);
+        for (int k = 0; k < NREC; k++) CU_ASSERT_EQUAL(fl_recordio_writer_add(&e, &w, recs + k * BIG, BIG), FL_OK);
+        fl_recordio_writer_flush(&w);
+        /* the blocks: each flag says compressed exactly when the data is */
+        const unsigned char *o = (const unsigned char *)w.out.data;
+        size_t q = 20 + 7, blocks = 0;
+        while (q < w.out.len) {
+            unsigned len = (unsigned)o[q + 1] << 8 | o[q + 2];
+            CU_ASSERT_EQUAL(o[q], compressible ? 1 : 0);
+            if (!compressible) CU_ASSERT_EQUAL(len, blocks < 2 ? 32768u : 90012u - 65536u);
+            if (compressible) CU_ASSERT(len < 32768 / 4);
+            q += 7 + len;
+            blocks++;
+        }
+        CU_ASSERT_EQUAL(q, w.out.len);
+        CU_ASSERT_EQUAL(blocks, 3);
+        /* read back as written */
+        FlRecordioScanner s;
+        fl_recordio_scanner_init(&s, w.out.data, w.out.len);
+        for (int k = 0; k <= NREC; k++) {
+            const unsigned char *r;
+            size_t n, at;
+            bool ok;
+            CU_ASSERT_EQUAL_FATAL(fl_recordio_next(&e, &s, &r, &n, &at, &ok), FL_OK);
+            CU_ASSERT_EQUAL(ok, k < NREC);
+            if (ok) CU_ASSERT(n == BIG && memcmp(r, recs + k * BIG, BIG) == 0 && at == 0);
+        }
+        fl_recordio_scanner_fini(&s);
+        /* a byte of the second block's data flipped, the chunk's CRC-32 made to match: the block's
+         * CRC-32C (or Snappy's own checks) finds it */
+        unsigned first = (unsigned)o[28] << 8 | o[29];
+        size_t b2 = 27 + 7 + first;
+        w.out.data[b2 + 7 + 100] ^= 0x10;
+        uint32_t sum = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)w.out.data + 20, (uInt)(w.out.len - 20));
+        memcpy(w.out.data + 8, &sum, 4);
+        char got[8];
+        CU_ASSERT_EQUAL(scan(w.out.data, w.out.len, got, sizeof got, &e), FL_ERROR);
+        char want[96];
+        snprintf(want, sizeof want, "the block at byte %zu of the Snappy chunk at byte 0 ", b2);
+        if (!strstr(e.msg, want)) fprintf(stderr, "\nmessage '%s' lacks '%s'\n", e.msg, want);
+        CU_ASSERT(strstr(e.msg, want) != NULL);
+        if (!compressible) CU_ASSERT(strstr(e.msg, "has CRC-32C") != NULL);
+        fl_recordio_writer_fini(&w);
+        free(recs);
+    }
+}
+
 int main(void) {
     static const FlTestCase cases[] = {
         {"hand_chunk_read_and_written", test_hand_chunk_read_and_written},
@@ -230,6 +351,8 @@ int main(void) {
         {"record_of_tensors", test_record_of_tensors},
         {"python_written_file", test_python_written_file},
         {"corrupt_chunks", test_corrupt_chunks},
+        {"snappy_hand_chunk", test_snappy_hand_chunk},
+        {"snappy_blocks", test_snappy_blocks},
     };
     return fl_test_run("recordio", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }
