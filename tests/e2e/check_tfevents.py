@@ -24,23 +24,12 @@ import struct
 import subprocess
 import sys
 
+from crc32c import crc32c, masked
+
 
 def fail(msg):
     print("check_tfevents: FAIL: " + msg)
     sys.exit(1)
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked(crc):
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def records(path):

@@ -10,6 +10,8 @@ int32 size of the TensorDesc protobuf message (field 1 data_type varint, field 2
 the message, then the raw values."""
 import struct
 
+from crc32c import crc32c, masked
+
 # Fluid's VarType.Type numbers (framework.proto)
 VARTYPE = {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float16": 4, "float32": 5, "float64": 6,
            "uint8": 20, "int8": 21}
@@ -46,14 +48,8 @@ def lod_tensor(dtype, dims, values, lod=(), packed=False):
 
 
 def crc32c_masked(data):
-    """CRC-32C (Castagnoli), masked as Snappy's framing stores it."""
-    v = 0xFFFFFFFF
-    for byte in data:
-        v ^= byte
-        for _ in range(8):
-            v = (v >> 1) ^ (0x82F63B78 if v & 1 else 0)
-    v ^= 0xFFFFFFFF
-    return (((v >> 15) | (v << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    """CRC-32C, masked as Snappy's framing stores it."""
+    return masked(crc32c(data))
 
 
 def snappy_raw(data):
