@@ -189,14 +189,14 @@ static bool same_fields(const FlValue *a, const FlValue *b) {
 }
 
 /* The map_readers node a reader's samples come through (itself, or below shuffle, buffered,
- * firstn and batch, which keep the fields), else NULL. */
+ * firstn, batch and the decorators of batches, which keep the fields), else NULL. */
 static FlValue *mapped_by(FlValue *r) {
     for (int depth = 0; r && depth < 64; depth++) {
         FlValue *k = get(r, "_kind"), *ins = get(r, "_inputs");
         if (!k || k->kind != VK_STR) return NULL;
         if (!strcmp(k->str.s, "map")) return r;
         if (strcmp(k->str.s, "shuffle") && strcmp(k->str.s, "buffered") && strcmp(k->str.s, "firstn") &&
-            strcmp(k->str.s, "batch"))
+            strcmp(k->str.s, "batch") && strcmp(k->str.s, "shuffle_batches") && strcmp(k->str.s, "concat_batches"))
             return NULL;
         r = ins && ins->list.len ? ins->list.items[0] : NULL;
     }
@@ -300,7 +300,10 @@ static FlValue *d_decorate(Ctx *c, FlValue *self, CallArgs *a) {
         if ((!strcmp(kind, "chain") || !strcmp(kind, "compose")) && mapped_by(r))
             return fl_ev_error(c, a->span, "paddle.reader.%s of a reader map_readers gives: the runtime maps the "
                                "samples where they are batched; %s the readers first, then map_readers", kind, kind);
-        if (b && strcmp(kind, "firstn") != 0 && strcmp(kind, "buffered") != 0)
+        bool of_batches = !strcmp(kind, "shuffle_batches") || !strcmp(kind, "concat_batches");
+        if (of_batches && !b) /* layers.shuffle and layers.batch of a py_reader: io.fl gives them its batches */
+            return fl_ev_error(c, a->span, "%s takes a reader of batches", kind);
+        if (b && !of_batches && strcmp(kind, "firstn") != 0 && strcmp(kind, "buffered") != 0)
             return fl_ev_error(c, a->span, "%s of a batched reader: apply paddle.batch last (after %s)",
                                strcmp(kind, "batch") == 0 ? "paddle.batch" : kind, kind);
         batched = batched || b;

@@ -1060,6 +1060,7 @@ static FlStatus check_reader_desc(const FlReaderDesc *r, size_t i, FlErr *e) {
         int64_t min_n; /* -1: n unused */
     } kinds[] = {{"dataset", 0, 0, -1}, {"shuffle", 1, 1, 1}, {"batch", 1, 1, 1}, {"firstn", 1, 1, 0},
                  {"chain", 1, SIZE_MAX, -1}, {"compose", 1, SIZE_MAX, -1}, {"buffered", 1, 1, 1},
+                 {"shuffle_batches", 1, 1, 1}, {"concat_batches", 1, 1, 1},
                  {"multislot", 0, 0, -1}, {"ctr", 0, 0, 1}, {"recordio", 0, 0, 1}};
     size_t k = 0;
     while (k < FL_ARRAY_LEN(kinds) && (!r->kind || strcmp(r->kind, kinds[k].kind) != 0)) k++;

@@ -270,7 +270,8 @@ FlReaderSpec *fl_ir_reader_clone(const FlReaderSpec *r);
  * paddle.dataset source or a decorator of earlier nodes, which reader_open opens by index. */
 typedef struct FlReaderDesc {
     char *kind;                /* "dataset", "shuffle", "batch", "firstn", "chain", "compose",
-                                  "buffered", "multislot", "ctr", "recordio"; owned */
+                                  "buffered", "multislot", "ctr", "recordio", and of a reader of
+                                  batches "shuffle_batches", "concat_batches"; owned */
     FL_VEC(int32_t) inputs;    /* the nodes it decorates: indices of earlier readers */
     char *dataset, *part;      /* kind "dataset": the module and its reader; owned, else NULL */
     int64_t n;                 /* shuffle buf_size, batch batch_size, firstn n, buffered size;

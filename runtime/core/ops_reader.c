@@ -15,7 +15,10 @@
  * Paddle's decorators are list operations: shuffle(buf) shuffles each run of buf samples (Paddle's
  * buffer fills with buf samples, is shuffled and emptied), firstn keeps the first n samples (or
  * batches, after a batch), chain concatenates, compose zips (check_alignment: the inputs must end
- * together), buffered changes nothing but when samples are read, batch cuts the list. The
+ * together), buffered changes nothing but when samples are read, batch cuts the list. Over a
+ * reader of batches (layers.shuffle and layers.batch of a py_reader, or of layers.batch), Fluid's
+ * decorators take a batch as their item: shuffle_batches shuffles each run of n batches,
+ * concat_batches joins each n batches into one (a last run of fewer dropped). The
  * shuffles draw from one generator seeded with the run's seed and the reader's count of epochs,
  * nodes in the order of Bundle.readers. An open_files source gives its records pass_num times
  * over; a record is a batch of its own, so a batch of records is their rows one after the other
@@ -49,12 +52,22 @@ typedef struct Reader {
     uint64_t seed, epochs;
 } Reader;
 
-/* The samples of a node in one epoch: n samples of w refs each; batch > 0 once batched. */
+/* The samples of a node in one epoch: n samples of w refs each; batch > 0 once batched. The batches
+ * are the cuts of `batch` samples (a last short one dropped when drop_last) until a decorator of
+ * batches (concat_batches, shuffle_batches) makes them explicit: then batch i is the samples
+ * [starts[i], starts[i + 1]) of nbatches, and n is starts[nbatches]. */
 typedef struct Samples {
     Ref *refs;
     size_t n, w, batch, max_batches;
     bool drop_last, limited; /* limited: a firstn after the batch keeps max_batches batches */
+    size_t *starts, nbatches;
 } Samples;
+
+static void samples_free(Samples *s) {
+    free(s->refs);
+    free(s->starts);
+    *s = (Samples){0};
+}
 
 typedef struct Epoch {
     Reader *r;
@@ -75,7 +88,7 @@ static void reader_retain(void *p) { __atomic_add_fetch(&((Reader *)p)->refs, 1,
 static void epoch_release(void *p) {
     Epoch *ep = p;
     reader_release(ep->r);
-    free(ep->s.refs);
+    samples_free(&ep->s);
     free(ep);
 }
 
@@ -208,9 +221,59 @@ static FlStatus join(Reader *r, const FlReaderDesc *d, FlRng *rng, Samples *out,
         for (size_t j = 0, o = 0; j < k; o += in[j].n, j++)
             memcpy(&out->refs[o * w], in[j].refs, in[j].n * w * sizeof(Ref));
     }
-    for (size_t j = 0; j < k; j++) free(in[j].refs);
+    for (size_t j = 0; j < k; j++) samples_free(&in[j]);
     free(in);
     return st;
+}
+
+/* Makes s's batches explicit (starts): the cuts of its batch size, a last short one kept unless
+ * drop_last, at most max_batches when limited; the samples after the last batch are left out. */
+static void explicit_batches(Samples *s) {
+    if (s->starts) return;
+    size_t b = s->batch, nb = s->drop_last ? s->n / b : (s->n + b - 1) / b;
+    if (s->limited && nb > s->max_batches) nb = s->max_batches;
+    s->starts = fl_xcalloc(nb + 1, sizeof *s->starts);
+    for (size_t i = 0; i < nb; i++) s->starts[i + 1] = s->starts[i] + (s->n - i * b < b ? s->n - i * b : b);
+    s->nbatches = nb;
+    s->n = s->starts[nb];
+    s->drop_last = s->limited = false;
+}
+
+/* Fluid's shuffle reader over a reader of batches: each run of n batches in a random order. */
+static void shuffle_batches(Samples *s, size_t n, FlRng *rng) {
+    explicit_batches(s);
+    size_t nb = s->nbatches, *order = fl_xcalloc(nb + 1, sizeof *order);
+    for (size_t i = 0; i < nb; i++) order[i] = i;
+    for (size_t from = 0; from < nb; from += n) {
+        size_t m = nb - from < n ? nb - from : n, *base = order + from;
+        for (size_t k = m; k > 1; k--) { /* Fisher-Yates, as the shuffle of samples */
+            size_t j = (size_t)(fl_rng_uniform(rng) * (double)k), t = base[k - 1];
+            base[k - 1] = base[j];
+            base[j] = t;
+        }
+    }
+    Ref *refs = fl_xcalloc(s->n * s->w + 1, sizeof(Ref));
+    size_t *starts = fl_xcalloc(nb + 1, sizeof *starts);
+    for (size_t i = 0; i < nb; i++) {
+        size_t from = s->starts[order[i]], len = s->starts[order[i] + 1] - from;
+        memcpy(&refs[starts[i] * s->w], &s->refs[from * s->w], len * s->w * sizeof(Ref));
+        starts[i + 1] = starts[i] + len;
+    }
+    free(order);
+    free(s->refs);
+    free(s->starts);
+    s->refs = refs;
+    s->starts = starts;
+}
+
+/* Fluid's batch reader over a reader of batches: each n batches one after the other make a batch,
+ * and a last run of fewer than n is dropped (its discard_leftover). */
+static void concat_batches(Samples *s, size_t n) {
+    explicit_batches(s);
+    size_t ng = s->nbatches / n;
+    for (size_t g = 0; g <= ng; g++) s->starts[g] = s->starts[g * n];
+    s->nbatches = ng;
+    s->n = s->starts[ng];
 }
 
 /* The samples node i gives in this epoch. */
@@ -229,12 +292,13 @@ static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e)
     if (strcmp(d->kind, "chain") == 0 || strcmp(d->kind, "compose") == 0) return join(r, d, rng, out, e);
     if (samples(r, (size_t)d->inputs.data[0], rng, out, e)) return FL_ERROR;
     size_t n = (size_t)d->n;
+    bool of_batches = strcmp(d->kind, "shuffle_batches") == 0 || strcmp(d->kind, "concat_batches") == 0;
+    bool of_samples = strcmp(d->kind, "shuffle") == 0 || strcmp(d->kind, "batch") == 0;
+    if ((of_batches && !out->batch) || (of_samples && out->batch)) {
+        samples_free(out);
+        return fl_err(e, "%s of reader %d: it is %sbatched", d->kind, (int)d->inputs.data[0], of_batches ? "not " : "");
+    }
     if (strcmp(d->kind, "shuffle") == 0) {
-        if (out->batch) {
-            free(out->refs);
-            return fl_err(e, "shuffle of reader %d: it is batched (shuffle the samples, then batch them)",
-                          (int)d->inputs.data[0]);
-        }
         Ref *tmp = fl_xcalloc(out->w + 1, sizeof(Ref));
         for (size_t from = 0; from < out->n; from += n) {
             size_t m = out->n - from < n ? out->n - from : n;
@@ -248,14 +312,17 @@ static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e)
         }
         free(tmp);
     } else if (strcmp(d->kind, "batch") == 0) {
-        if (out->batch) {
-            free(out->refs);
-            return fl_err(e, "batch of reader %d: it is batched already", (int)d->inputs.data[0]);
-        }
         out->batch = n;
         out->drop_last = d->drop_last;
+    } else if (strcmp(d->kind, "shuffle_batches") == 0) {
+        shuffle_batches(out, n, rng);
+    } else if (strcmp(d->kind, "concat_batches") == 0) {
+        concat_batches(out, n);
     } else if (strcmp(d->kind, "firstn") == 0) {
-        if (out->batch) {
+        if (out->starts) {
+            if (out->nbatches > n) out->nbatches = n;
+            out->n = out->starts[out->nbatches];
+        } else if (out->batch) {
             out->max_batches = out->limited && out->max_batches < n ? out->max_batches : n;
             out->limited = true;
         } else {
@@ -263,6 +330,18 @@ static FlStatus samples(Reader *r, size_t i, FlRng *rng, Samples *out, FlErr *e)
         }
     }
     return FL_OK; /* buffered: the same samples */
+}
+
+/* Batch i of an epoch: its first sample and its count. */
+static void batch_at(const Epoch *ep, size_t i, size_t *from, size_t *n) {
+    if (ep->s.starts) {
+        *from = ep->s.starts[i];
+        *n = ep->s.starts[i + 1] - *from;
+        return;
+    }
+    size_t b = ep->s.batch ? ep->s.batch : 1;
+    *from = i * b;
+    *n = ep->s.n - *from < b ? ep->s.n - *from : b;
 }
 
 static FlStatus run_reader_epoch(RunCtx *rc, const ExecOp *op, FlScope *s) {
@@ -281,6 +360,7 @@ static FlStatus run_reader_epoch(RunCtx *rc, const ExecOp *op, FlScope *s) {
     size_t b = ep->s.batch ? ep->s.batch : 1;
     ep->batches = ep->s.drop_last ? ep->s.n / b : (ep->s.n + b - 1) / b;
     if (ep->s.limited && ep->batches > ep->s.max_batches) ep->batches = ep->s.max_batches;
+    if (ep->s.starts) ep->batches = ep->s.nbatches;
     fl_var_set_object(fl_exec_var_write(s, fl_exec_out_args(op, FL_OUT_reader_epoch_Out)), ep, epoch_release);
     return FL_OK;
 }
@@ -426,8 +506,8 @@ static FlStatus run_reader_next(RunCtx *rc, const ExecOp *op, FlScope *s) {
     bool ok = ep->next < ep->batches;
     int64_t rows = 0;
     if (ok) {
-        size_t b = ep->s.batch ? ep->s.batch : 1, from = ep->next++ * b;
-        size_t n = ep->s.n - from < b ? ep->s.n - from : b;
+        size_t from, n;
+        batch_at(ep, ep->next++, &from, &n);
         rows = (int64_t)n;
         const ArgRef *outs = fl_exec_out_args(op, FL_OUT_reader_next_Out);
         int nout = fl_exec_nout(op, FL_OUT_reader_next_Out), o = 0;
@@ -512,8 +592,8 @@ static FlStatus write_batches(const ExecOp *op, Epoch *ep, size_t limit, FlRecor
     FlBuf rec = {0};
     FlStatus st = FL_OK;
     for (size_t done = 0; st == FL_OK && ep->next < ep->batches && done < limit; done++) {
-        size_t b = ep->s.batch ? ep->s.batch : 1, from = ep->next++ * b;
-        size_t n = ep->s.n - from < b ? ep->s.n - from : b, i = 0, at = 0;
+        size_t from, n, i = 0, at = 0;
+        batch_at(ep, ep->next++, &from, &n);
         rec.len = 0;
         const Ref *first = &ep->s.refs[from * ep->s.w];
         for (size_t k = 0; st == FL_OK && k < ep->s.w; k++)

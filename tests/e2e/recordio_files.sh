@@ -6,8 +6,9 @@
 # dtypes, a field of sequences and its LoD), one record per exe.run in file order over pass_num
 # passes, then fluid.core.EOFException, and reset() starts over; thread_num threads give the same
 # records; Snappy chunks (stored and compressed blocks) read as the same records, and a damaged
-# block is an error naming it; layers.batch concatenates records and their LoD and drops a last short batch; a
-# shuffle is a seeded permutation of the records; each bad file and each record that is not the
+# block is an error naming it; layers.batch concatenates records and their LoD and drops a last short batch,
+# and of layers.batch joins its batches; a shuffle is a seeded permutation of the records (of
+# layers.batch, of the batches whole); each bad file and each record that is not the
 # declared fields is a runtime error naming the file and the record; each bad argument a located
 # compile error; and a linear model trains from RecordIO files to a loss far below its start.
 set -u
@@ -169,6 +170,48 @@ eof
 OUT
 expect_out batches
 
+# read_all NAME PASSES READER [FLRUN ARGS]: prints the first column of each batch READER (an
+# expression of `reader`, open_files' reader of PASSES passes) gives, then eof
+read_all() {
+    n=$1 p=$2 r=$3
+    shift 3
+    run "$n" 0 "$@" <<FL
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=$FILES, $DECL, pass_num=$p)
+x, ids, w = fluid.layers.read_file($r)
+exe = fluid.Executor(fluid.CPUPlace())
+try:
+    while True:
+        a, = exe.run(fetch_list=[x])
+        print(a[:, 0])
+except fluid.core.EOFException:
+    print("eof")
+FL
+}
+
+# layers.batch of layers.batch: two batches of two records a batch (Fluid's batch reader takes the
+# batches as its items); of 9 records (3 passes) the last is left over by the first batch, and the
+# two batches of the second take the four of the first
+read_all batch_twice 3 "fluid.layers.batch(fluid.layers.batch(reader, batch_size=2), batch_size=2)"
+cat >batch_twice.want <<'OUT'
+[ 0.25  3.25 10.25 13.25 20.25 23.25  0.25  3.25]
+[10.25 13.25 20.25 23.25  0.25  3.25 10.25 13.25]
+eof
+OUT
+expect_out batch_twice
+
+# layers.shuffle of layers.batch: the batches (each two records) in a random order, each whole:
+# every batch once an epoch
+read_all shuffle_batches 4 "fluid.layers.shuffle(fluid.layers.batch(reader, batch_size=2), buffer_size=6)" --seed 3
+sort shuffle_batches.out >shuffle_batches.sorted
+printf '%s\n' '[ 0.25  3.25 10.25 13.25]' '[ 0.25  3.25 10.25 13.25]' '[10.25 13.25 20.25 23.25]' \
+    '[10.25 13.25 20.25 23.25]' '[20.25 23.25  0.25  3.25]' '[20.25 23.25  0.25  3.25]' eof >shuffle_batches.want
+cmp -s shuffle_batches.sorted shuffle_batches.want || { echo "FAIL: shuffle_batches is no shuffle of the batches:"; cat shuffle_batches.out; fail=1; }
+[ "$(tail -1 shuffle_batches.out)" = eof ] || { echo "FAIL: shuffle_batches: eof not last"; fail=1; }
+printf '%s\n' '[ 0.25  3.25 10.25 13.25]' '[20.25 23.25  0.25  3.25]' '[10.25 13.25 20.25 23.25]' \
+    '[ 0.25  3.25 10.25 13.25]' '[20.25 23.25  0.25  3.25]' '[10.25 13.25 20.25 23.25]' >batch_order.want
+head -6 shuffle_batches.out | cmp -s - batch_order.want && { echo "FAIL: shuffle_batches kept the batches' order"; fail=1; }
+
 # layers.shuffle: each buffer of 3 records in an order drawn from the run's seed: every record
 # once a pass, and two seeds two orders
 shuffled() { # NAME SEED
@@ -250,11 +293,9 @@ refused is_test "fluid.layers.open_files(['a.recordio'], [(-1, 3)], [0], ['float
     "fluid.layers.open_files(is_test=...) must be True, False or None, found yes"
 refused no_files "fluid.layers.open_files([], [(-1, 3)], [0], ['float32'])" \
     "fluid.layers.open_files(filenames=...) takes a list of RecordIO file paths, found []"
-refused batch_twice "fluid.layers.batch(fluid.layers.batch(reader, 2), 2)" \
-    "fluid.layers.batch() of a reader of layers.batch is not compiled"
 refused batch_size "fluid.layers.batch(reader, 0)" "fluid.layers.batch(batch_size=...) must be an int of at least 1, found 0"
-refused shuffle_py "fluid.layers.shuffle(fluid.layers.py_reader(capacity=4, shapes=[(-1, 3)], dtypes=['float32']), 8)" \
-    "fluid.layers.shuffle() takes a reader of fluid.layers.open_files (or of layers.shuffle and layers.batch over it), found PyReaderVar"
+refused shuffle_list "fluid.layers.shuffle([reader], 8)" \
+    "fluid.layers.shuffle() takes a reader of fluid.layers.open_files, py_reader, create_py_reader_by_data, random_data_generator (or of layers.shuffle and layers.batch over them), found list"
 run after_read 1 <<FL
 import paddle.fluid as fluid
 reader = fluid.layers.open_files(filenames=$FILES, $DECL)
