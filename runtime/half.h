@@ -32,7 +32,16 @@ static inline double fl_half_to_double(uint16_t h) {
     return d;
 }
 
-static inline float fl_half_to_float(uint16_t h) { return (float)fl_half_to_double(h); }
+/* A NaN goes bit by bit: the hardware's float <-> double conversions would set its quiet bit. */
+static inline float fl_half_to_float(uint16_t h) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+        uint32_t bits = ((uint32_t)(h & 0x8000) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ff) << 13);
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    return (float)fl_half_to_double(h);
+}
 
 static inline uint16_t fl_half_from_double(double d) {
     uint64_t bits;
@@ -67,6 +76,14 @@ static inline uint16_t fl_half_from_double(double d) {
     return h;
 }
 
-static inline uint16_t fl_half_from_float(float f) { return fl_half_from_double((double)f); }
+static inline uint16_t fl_half_from_float(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu)) {
+        uint16_t frac = (uint16_t)((bits & 0x7fffffu) >> 13);
+        return (uint16_t)(((bits >> 16) & 0x8000) | 0x7c00 | (frac ? frac : 0x200));
+    }
+    return fl_half_from_double((double)f);
+}
 
 #endif
