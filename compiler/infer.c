@@ -474,6 +474,23 @@ static FlStatus infer_block(FlProgram *p, int idx, bool *done, FlErr *e, FlLoc *
     return FL_OK;
 }
 
+FlStatus fl_infer_check_storage(const FlProgram *p, FlErr *e, FlLoc *where) {
+    for (size_t bi = 0; bi < p->blocks.len; bi++) {
+        FlBlock *b = p->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            /* read only: the Ctx of the rules is not const */
+            Ctx c = {.p = (FlProgram *)p, .b = b, .op = b->ops.data[i], .e = e, .t = b->ops.data[i]->type};
+            c.info = fl_ops_of(c.op);
+            if (!c.info) continue;
+            if (refuse_storage(&c, false) || refuse_storage(&c, true)) {
+                if (where) *where = c.op->loc;
+                return FL_ERROR;
+            }
+        }
+    }
+    return FL_OK;
+}
+
 FlStatus fl_infer_program(FlProgram *p, FlErr *e, FlLoc *where) {
     bool *done = fl_xcalloc(p->blocks.len + 1, sizeof(bool));
     FlStatus st = FL_OK;
