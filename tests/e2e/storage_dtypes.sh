@@ -1,5 +1,5 @@
 #!/bin/sh
-# storage_dtypes.sh FLRUN: the storage dtypes float16, int8 and uint8 (docs/language.md, "Storage
+# storage_dtypes.sh FLRUN REPO_ROOT: the storage dtypes float16, int8 and uint8 (docs/language.md, "Storage
 # dtypes"). A program feeds uint8, int8 and float16 arrays, moves them (assign, reshape, concat,
 # cast) and fetches them: the values and dtypes printed are numpy's. QuantizeTranspiler: a small
 # quantized MLP trained a few steps, frozen, saved, converted to int8 and saved again: each
@@ -7,20 +7,11 @@
 # integers of the 8-bit grid), the inference model holds the int8 weights and no float ones. And
 # the refusals, at their lines at compile time: a mul on an int8 var, exe.run of the int8 program.
 set -u
-FLRUN=$1
+FLRUN=$1 ROOT=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-fail=0
-run() { # NAME WANT_EXIT < program
-    cat >"$1.fl"
-    "$FLRUN" "$1.fl" >"$1.out" 2>"$1.err"
-    rc=$?
-    [ "$rc" = "$2" ] || { echo "FAIL: $1 exited $rc, expected $2"; cat "$1.err"; fail=1; }
-}
-expect_err() {
-    grep -qF -- "$2" "$1.err" || { echo "FAIL: $1: stderr lacks '$2'"; cat "$1.err"; fail=1; }
-}
+. "$ROOT/tests/e2e/run_fl_common.sh"
 
 run feed_fetch 0 <<'FL'
 import paddle.fluid as fluid

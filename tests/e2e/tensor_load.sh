@@ -37,17 +37,7 @@ files = {
 files["cut.bin"] = files["w.bin"][:-5]
 write_files(".", files)
 PY
-fail=0
-# run NAME WANT_EXIT: runs NAME.fl (from stdin) and keeps its output
-run() {
-    cat >"$1.fl"
-    "$FLRUN" "$1.fl" >"$1.out" 2>"$1.err"
-    rc=$?
-    [ "$rc" = "$2" ] || { echo "FAIL: $1 exited $rc, expected $2"; cat "$1.err"; fail=1; }
-}
-expect_err() {
-    grep -qF -- "$2" "$1.err" || { echo "FAIL: $1: stderr lacks '$2'"; cat "$1.err"; fail=1; }
-}
+. "$ROOT/tests/e2e/run_fl_common.sh"
 
 run loads 0 <<'FL'
 import numpy as np
