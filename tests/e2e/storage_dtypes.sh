@@ -46,6 +46,35 @@ array([ 1.00e-01,  6.55e+04, -2.50e+00], dtype=float16)
 OUT
 cmp -s feed_fetch.out feed_fetch.want || { echo "FAIL: fed and fetched values:"; cat feed_fetch.out; echo "--- expected:"; cat feed_fetch.want; fail=1; }
 
+# the other data movement ops on an int8 tensor
+run moves 0 <<'FL'
+import paddle.fluid as fluid
+import numpy as np
+i = fluid.layers.data(name='i', shape=[2, 3], dtype='int8', append_batch_size=False)
+a = fluid.layers.transpose(i, [1, 0])
+b = fluid.layers.slice(i, axes=[1], starts=[1], ends=[3])
+c = fluid.layers.split(i, num_or_sections=3, dim=1)
+d = fluid.layers.flatten(fluid.layers.unsqueeze(i, [0]), axis=1)
+e = fluid.layers.squeeze(fluid.layers.unsqueeze(i, [0]), [0])
+exe = fluid.Executor(fluid.CPUPlace())
+r = exe.run(feed={'i': np.array([[1, -2, 3], [-4, 5, 127]], dtype='int8')}, fetch_list=[a, b, c[2], d, e])
+for x in r:
+    print(repr(x))
+FL
+cat >moves.want <<'OUT'
+array([[  1,  -4],
+       [ -2,   5],
+       [  3, 127]], dtype=int8)
+array([[ -2,   3],
+       [  5, 127]], dtype=int8)
+array([[  3],
+       [127]], dtype=int8)
+array([[  1,  -2,   3,  -4,   5, 127]], dtype=int8)
+array([[  1,  -2,   3],
+       [ -4,   5, 127]], dtype=int8)
+OUT
+cmp -s moves.out moves.want || { echo "FAIL: moved int8 values:"; cat moves.out; echo "--- expected:"; cat moves.want; fail=1; }
+
 # quantize, freeze, save; convert to int8, save again
 cat >quant.head <<'FL'
 import paddle.fluid as fluid
