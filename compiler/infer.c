@@ -62,10 +62,40 @@ static FlStatus infer_grad(Ctx *c) {
     return FL_OK;
 }
 
+/* The storage dtypes (float16, int8, uint8) reach only the ops that move tensors (FL_OPF_STORAGE):
+ * any other op with such an input, or inferred to make such an output, is refused here, so no
+ * kernel's dtype switch is ever reached with them. */
+static FlStatus refuse_storage(Ctx *c, bool outputs) {
+    if (c->info->flags & FL_OPF_STORAGE) return FL_OK;
+    size_t n = outputs ? c->op->outs.len : c->op->ins.len;
+    for (size_t i = 0; i < n; i++) {
+        const FlSlot *sl = outputs ? &c->op->outs.data[i] : &c->op->ins.data[i];
+        for (size_t k = 0; k < sl->nargs; k++) {
+            if (skip_arg(sl->args[k])) continue;
+            const FlVarDesc *v = fl_ir_var_lookup(c->p, c->b, sl->args[k]);
+            if (!v || v->kind == FL_VAR_CHANNEL || !fl_dtype_is_storage(v->dtype)) continue;
+            const char *dt = fl_dtype_name(v->dtype);
+            return fl_err(c->e,
+                          "%s: %s %s '%s' is %s, a dtype fluidc stores, moves and casts but computes nothing "
+                          "on: %s has no %s kernel; cast it to float32 first (fluid.layers.cast(x, 'float32'))",
+                          c->t, outputs ? "output" : "input", sl->name, sl->args[k], dt, c->t, dt);
+        }
+    }
+    return FL_OK;
+}
+
+static FlStatus infer_op(Ctx *c);
+
 FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) {
     Ctx c = {.p = p, .b = b, .op = op, .e = e, .t = op->type};
     c.info = fl_ops_of(op);
     if (!c.info) return fl_err(e, "unknown op '%s'", op->type);
+    if (refuse_storage(&c, false) || infer_op(&c)) return FL_ERROR;
+    return refuse_storage(&c, true);
+}
+
+static FlStatus infer_op(Ctx *c0) {
+    Ctx c = *c0;
     if (c.info->is_grad) return infer_grad(&c);
     switch (c.info->id) {
     /* infer_math.c (and the unary activations and scale: X's shape) */
@@ -439,6 +469,23 @@ static FlStatus infer_block(FlProgram *p, int idx, bool *done, FlErr *e, FlLoc *
         if (fl_infer_op(p, b, op, e)) {
             if (where) *where = op->loc;
             return FL_ERROR;
+        }
+    }
+    return FL_OK;
+}
+
+FlStatus fl_infer_check_storage(const FlProgram *p, FlErr *e, FlLoc *where) {
+    for (size_t bi = 0; bi < p->blocks.len; bi++) {
+        FlBlock *b = p->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) {
+            /* read only: the Ctx of the rules is not const */
+            Ctx c = {.p = (FlProgram *)p, .b = b, .op = b->ops.data[i], .e = e, .t = b->ops.data[i]->type};
+            c.info = fl_ops_of(c.op);
+            if (!c.info) continue;
+            if (refuse_storage(&c, false) || refuse_storage(&c, true)) {
+                if (where) *where = c.op->loc;
+                return FL_ERROR;
+            }
         }
     }
     return FL_OK;

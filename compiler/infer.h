@@ -32,4 +32,10 @@ FlStatus fl_infer_op(FlProgram *p, FlBlock *b, FlOpDesc *op, FlErr *e) FL_WARN_U
  * op's loc. */
 FlStatus fl_infer_program(FlProgram *p, FlErr *e, FlLoc *where) FL_WARN_UNUSED;
 
+/* Whether every op of p takes and makes the storage dtypes (float16, int8, uint8) only where the
+ * op table allows (FL_OPF_STORAGE), as fl_infer_op checks each op when it is made; for programs
+ * rewritten afterwards (QuantizeTranspiler.convert_to_int8's), checked before a run. On the first
+ * op that does not, sets e (the op, the var and its dtype) and *where (if not NULL) to its loc. */
+FlStatus fl_infer_check_storage(const FlProgram *p, FlErr *e, FlLoc *where) FL_WARN_UNUSED;
+
 #endif

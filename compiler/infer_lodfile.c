@@ -11,6 +11,9 @@ FlStatus fl_infer_load(Ctx *c) {
     FlVarDesc *out;
     if (lookup(c, "output", "Out", name, &out)) return FL_ERROR;
     if (out->kind != FL_VAR_DENSE) return fl_err(c->e, "load: Out '%s' is not a tensor", out->name);
+    if (iattr(c, "load_as_fp16") && out->dtype != FL_DT_FLOAT16)
+        return fl_err(c->e, "load: load_as_fp16 makes Out float16, but '%s' is declared %s: declare it float16 "
+                      "(fluid.layers.create_tensor(dtype='float16'))", out->name, fl_dtype_name(out->dtype));
     FlSlot *sl = fl_ir_op_output(c->op, "Lod");
     size_t nlod = sl ? sl->nargs : 0;
     if (nlod != (size_t)out->lod_level)

@@ -225,7 +225,7 @@ static void derive_grad(const FlOpInfo *fwd) {
     g->id = fwd->id;
     g->is_grad = true;
     g->grad = FL_GRAD_NONE;
-    g->flags = fwd->flags & FL_OPF_LONG;
+    g->flags = fwd->flags & (FL_OPF_LONG | FL_OPF_STORAGE);
     memcpy(g->attrs, fwd->attrs, sizeof g->attrs);
     g->nattrs = fwd->nattrs;
     if (fwd->grad == FL_GRAD_DEFAULT) {
@@ -653,6 +653,7 @@ void fl_ops_markdown(FlBuf *out) {
             if (o->flags & FL_OPF_DIST) fl_buf_puts(out, " distributed;");
             if (o->flags & FL_OPF_LONG) fl_buf_puts(out, " long-running (runs in a scheduler blocking region);");
             if (o->flags & FL_OPF_CHAN) fl_buf_puts(out, " concurrency (goroutines, channels);");
+            if (o->flags & FL_OPF_STORAGE) fl_buf_puts(out, " storage dtypes (takes float16, int8 and uint8 tensors);");
             out->data[out->len - 1] = '\n'; /* the last ";" */
         }
     }

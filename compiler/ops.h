@@ -29,6 +29,10 @@ enum {
     FL_OPF_LOD_SAME = 1 << 8,    /* with FL_OPF_LOD_ANY: it combines its LoD inputs row by row (a
                                     CRF's emission and label), so they must be cut into the same
                                     sequences, as a FL_OPF_LOD_KEEP op's (fl_ops_lod_pairs) */
+    FL_OPF_STORAGE = 1 << 9,     /* moves tensors of the storage dtypes (float16, int8, uint8:
+                                    fl_dtype_is_storage) without computing on them; an op without
+                                    it refuses them at compile time (fl_infer_op). Gradient ops
+                                    inherit it */
 };
 
 typedef enum FlOpId {

@@ -793,7 +793,7 @@ static FlValue *binop_var_here(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp
 
 /* The span of a location an op or var carries (fl_ev_loc's inverse), for a note; false when it
  * has none or its file is not one of the compilation's sources. */
-static bool loc_span(Ctx *c, FlLoc loc, FlSpan *out) {
+bool fl_ev_loc_span(Ctx *c, FlLoc loc, FlSpan *out) {
     if (loc.file < 0 || loc.line < 1 || loc.col < 1) return false;
     for (size_t i = 0; i < c->src_map.len; i++) {
         if (c->src_map.data[i] != loc.file) continue;
@@ -870,7 +870,7 @@ FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpa
         fl_backward_result_fini(&r);
         fl_ev_error(c, sp, "%s", err.msg);
         FlSpan at;
-        if (loc_span(c, where, &at)) fl_diag_note(&c->diag, at, "it is made here");
+        if (fl_ev_loc_span(c, where, &at)) fl_diag_note(&c->diag, at, "it is made here");
         return c->error;
     }
     FlValue *ps = fl_v_list(c, VK_LIST), *gs = fl_v_list(c, VK_LIST);

@@ -63,7 +63,7 @@ static bool want_dtype(Ctx *c, FlValue *v, FlSpan sp, FlDType *dt) {
     }
     FlBuf b = {0};
     if (v) fl_v_repr(c, v, &b);
-    fl_ev_error(c, sp, "unknown dtype '%s' (expected float32, float64, int32, int64 or bool)", fl_buf_str(&b));
+    fl_ev_error(c, sp, "unknown dtype '%s' (expected float32, float64, int32, int64, bool, float16, int8 or uint8)", fl_buf_str(&b));
     fl_buf_free(&b);
     return false;
 }

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/infer.h"
 #include "lang/eval_impl.h"
 
 #define RTSTR_TYPE "RuntimeStr"
@@ -470,6 +471,14 @@ static FlValue *d_run(Ctx *c, FlValue *self, CallArgs *a) {
             return fl_ev_error(c, sp, "fetch '%s' is a tensor array of sequences (lod_level %d): a fetched array's "
                                "elements hold no LoD here; fetch each element with its offsets "
                                "(fluid.layers.array_read(array, i))", tnames[i], td->lod_level);
+    }
+    FlErr serr;
+    FlLoc where = FL_LOC_NONE;
+    if (fl_infer_check_storage(prog, &serr, &where)) { /* a program rewritten to store int8 weights */
+        fl_ev_error(c, sp, "exe.run of the %s program: %s", pname, serr.msg);
+        FlSpan at;
+        if (fl_ev_loc_span(c, where, &at)) fl_diag_note(&c->diag, at, "the op is made here");
+        return c->error;
     }
     DriverSwap s;
     fl_ev_driver_enter(c, &s);

@@ -27,7 +27,8 @@
  *   remove_unused_vars(program)      drops the vars no op of the program names (neither a data
  *                                    var fed by name nor the LoD of a var that stays)
  *   driver_runs(program)             whether the driver already runs the program (an exe.run
- *                                    before this point of the script)
+ *                                    before this point of the script) or saves or loads its vars
+ *                                    (fluid.io's save_* and load_*: they read its declarations)
  *   replace_with_copy(program)       the Program value becomes a copy of its program, which the
  *                                    bundle adopts when the driver first runs it; the runs before
  *                                    keep the program as it was
@@ -226,7 +227,9 @@ static bool driver_runs(Ctx *c, const FlProgram *p) {
         const FlBlock *b = d->blocks.data[bi];
         for (size_t i = 0; i < b->ops.len; i++) {
             const FlOpDesc *op = b->ops.data[i];
-            if (strcmp(op->type, "run_program") != 0) continue;
+            if (!fl_ops_is(op, FL_OPID_run_program) && !fl_ops_is(op, FL_OPID_save_vars) &&
+                !fl_ops_is(op, FL_OPID_load_vars))
+                continue;
             const FlAttr *at = fl_ir_op_attr(op, "program");
             if (at && at->type == FL_ATTR_STRING && strcmp(at->s, name) == 0) return true;
         }

@@ -389,15 +389,16 @@ bool fl_ev_driver_dtype(Ctx *c, FlValue *v, FlDType *out, FlSpan sp) {
         FlDType dt;
     } names[] = {{"float32", FL_DT_FLOAT32}, {"float64", FL_DT_FLOAT64}, {"int32", FL_DT_INT32},
                  {"int64", FL_DT_INT64},     {"bool", FL_DT_BOOL},       {"float", FL_DT_FLOAT64},
-                 {"int", FL_DT_INT64}};
+                 {"int", FL_DT_INT64},       {"float16", FL_DT_FLOAT16}, {"int8", FL_DT_INT8},
+                 {"uint8", FL_DT_UINT8}};
     const char *n = v && v->kind == VK_STR ? v->str.s : NULL;
     for (size_t i = 0; n && i < FL_ARRAY_LEN(names); i++)
         if (strcmp(names[i].name, n) == 0) {
             *out = names[i].dt;
             return true;
         }
-    fl_ev_error(c, sp, "a dtype here is numpy.float32, float64, int32, int64, bool, np.int, np.float or one of "
-                "their names, found %s", n ? n : fl_v_type_name(v));
+    fl_ev_error(c, sp, "a dtype here is numpy.float32, float64, int32, int64, bool, float16, int8, uint8, np.int, "
+                "np.float or one of their names, found %s", n ? n : fl_v_type_name(v));
     return false;
 }
 

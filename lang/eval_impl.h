@@ -382,6 +382,8 @@ FlValue *fl_ev_scale(Ctx *c, FlValue *x, double scale, double bias, FlSpan sp);
 /* Appends a bare op (slots and attrs set by the caller) located at the user's span. */
 FlOpDesc *fl_ev_op_raw(Ctx *c, FlBlock *b, const char *type, FlSpan sp);
 bool fl_ev_infer(Ctx *c, FlBlock *b, FlOpDesc *op, FlSpan sp);
+/* The span of an IR loc in the compilation's sources; false when it has none there. */
+bool fl_ev_loc_span(Ctx *c, FlLoc loc, FlSpan *out);
 /* An arithmetic operation (an FlBinOp) or, for op >= 100, a comparison (FlCmpOp op - 100)
  * where at least one side is a Var. */
 FlValue *fl_ev_binop_var(Ctx *c, int op, FlValue *l, FlValue *r, FlSpan sp);

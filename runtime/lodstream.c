@@ -30,6 +30,9 @@ int fl_lodstream_vartype(FlDType dt) {
     case FL_DT_INT32: return VT_INT32;
     case FL_DT_INT64: return VT_INT64;
     case FL_DT_BOOL: return VT_BOOL;
+    case FL_DT_FLOAT16: return VT_FP16;
+    case FL_DT_INT8: return VT_INT8;
+    case FL_DT_UINT8: return VT_UINT8;
     case FL_DT_COUNT: break;
     }
     FL_ASSERT(0);
@@ -39,10 +42,7 @@ int fl_lodstream_vartype(FlDType dt) {
 static const char *vartype_name(uint64_t vt) {
     switch (vt) {
     case VT_INT16: return "INT16";
-    case VT_FP16: return "FP16 (float16)";
     case VT_SIZE_T: return "SIZE_T";
-    case VT_UINT8: return "UINT8";
-    case VT_INT8: return "INT8";
     default: return NULL;
     }
 }
@@ -54,6 +54,9 @@ static bool dtype_of(uint64_t vt, FlDType *dt) {
     case VT_INT64: *dt = FL_DT_INT64; return true;
     case VT_FP32: *dt = FL_DT_FLOAT32; return true;
     case VT_FP64: *dt = FL_DT_FLOAT64; return true;
+    case VT_FP16: *dt = FL_DT_FLOAT16; return true;
+    case VT_UINT8: *dt = FL_DT_UINT8; return true;
+    case VT_INT8: *dt = FL_DT_INT8; return true;
     default: return false;
     }
 }
@@ -241,7 +244,7 @@ FlStatus fl_lodstream_read(FlErr *e, const void *data, size_t len, size_t base, 
         const char *nm = vartype_name(d.vt);
         if (nm)
             fl_err(e, "the tensor at byte %zu holds %s values (Fluid's dtype %llu), which fluidc has no tensors of: "
-                      "it reads float32, float64, int32, int64 and bool", dat, nm, (unsigned long long)d.vt);
+                      "it reads float32, float64, float16, int32, int64, int8, uint8 and bool", dat, nm, (unsigned long long)d.vt);
         else
             fl_err(e, "the TensorDesc at byte %zu has data_type %llu, which is no dtype of a tensor", dat,
                    (unsigned long long)d.vt);

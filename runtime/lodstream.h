@@ -17,9 +17,10 @@
  * level's last offset the tensor's number of rows (dims[0]). The reader checks all of it, so
  * what it returns is a LoD tensor the executor can use.
  *
- * Dtypes: Fluid's BOOL, INT32, INT64, FP32 and FP64 map to the project's bool, int32, int64,
- * float32 and float64; INT16, FP16, SIZE_T, UINT8 and INT8 have no tensors here and are an error
- * naming the dtype. A bool holds the bytes 0 and 1 only.
+ * Dtypes: Fluid's BOOL, INT32, INT64, FP32, FP64, FP16, UINT8 and INT8 map to the project's
+ * bool, int32, int64, float32, float64, float16, uint8 and int8 (the values' bytes as they are:
+ * a float16 is its binary16 bits); INT16 and SIZE_T have no tensors here and are an error naming
+ * the dtype. A bool holds the bytes 0 and 1 only.
  *
  * Errors: a message in e that says what is wrong and at which byte (never an abort): a stream
  * that ends early, a version other than 0, a malformed TensorDesc, an unknown dtype, a shape of

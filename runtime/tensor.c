@@ -27,6 +27,7 @@
  *
  * Invariant: a non-empty tensor's [offset, offset + nbytes) lies inside its buffer. */
 #include "runtime/tensor.h"
+#include "runtime/half.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -458,6 +459,9 @@ double fl_tensor_get(const FlTensor *t, int64_t i) {
     case FL_DT_INT32: return ((const int32_t *)p)[i];
     case FL_DT_INT64: return (double)((const int64_t *)p)[i];
     case FL_DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case FL_DT_FLOAT16: return fl_half_to_double(((const uint16_t *)p)[i]);
+    case FL_DT_INT8: return ((const int8_t *)p)[i];
+    case FL_DT_UINT8: return ((const uint8_t *)p)[i];
     case FL_DT_COUNT: break;
     }
     FL_UNREACHABLE();
@@ -472,6 +476,9 @@ int64_t fl_tensor_get_int(const FlTensor *t, int64_t i) {
     case FL_DT_INT32: return ((const int32_t *)p)[i];
     case FL_DT_INT64: return ((const int64_t *)p)[i];
     case FL_DT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case FL_DT_FLOAT16: return fl_sat_i64(fl_half_to_double(((const uint16_t *)p)[i]));
+    case FL_DT_INT8: return ((const int8_t *)p)[i];
+    case FL_DT_UINT8: return ((const uint8_t *)p)[i];
     case FL_DT_COUNT: break;
     }
     FL_UNREACHABLE();
@@ -486,6 +493,9 @@ void fl_tensor_set(FlTensor *t, int64_t i, double v) {
     case FL_DT_INT32: ((int32_t *)p)[i] = fl_sat_i32(v); return;
     case FL_DT_INT64: ((int64_t *)p)[i] = fl_sat_i64(v); return;
     case FL_DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+    case FL_DT_FLOAT16: ((uint16_t *)p)[i] = fl_half_from_double(v); return;
+    case FL_DT_INT8: ((int8_t *)p)[i] = fl_sat_i8(v); return;
+    case FL_DT_UINT8: ((uint8_t *)p)[i] = fl_sat_u8(v); return;
     case FL_DT_COUNT: break;
     }
     FL_UNREACHABLE();

@@ -191,5 +191,19 @@ static inline int32_t fl_sat_i32(double v) {
     if (v <= -2147483649.0) return INT32_MIN;
     return (int32_t)v;
 }
+/* The same rule for int8 and uint8 (cast, fill_constant): truncated, saturated at [-128, 127]
+ * and [0, 255], NaN -> 0. */
+static inline int8_t fl_sat_i8(double v) {
+    if (v != v) return 0;
+    if (v >= 127.0) return 127;
+    if (v <= -128.0) return -128;
+    return (int8_t)v;
+}
+static inline uint8_t fl_sat_u8(double v) {
+    if (v != v) return 0;
+    if (v >= 255.0) return 255;
+    if (v <= 0.0) return 0;
+    return (uint8_t)v;
+}
 
 #endif

@@ -36,6 +36,9 @@ _DTYPES = {
     2: np.dtype(np.int32),
     3: np.dtype(np.int64),
     4: np.dtype(np.bool_),
+    5: np.dtype(np.float16),
+    6: np.dtype(np.int8),
+    7: np.dtype(np.uint8),
 }
 _CODES = {dt: code for code, dt in _DTYPES.items()}
 _MAX_DIMS = 8
@@ -144,7 +147,7 @@ def _as_feed(name, value, keep):
     code = _CODES.get(arr.dtype)
     if code is None:
         raise Error("feed '%s': numpy dtype %s is not one of float32, float64, int32, int64, "
-                    "bool" % (bname.decode("utf-8", "replace"), arr.dtype))
+                    "bool, float16, int8, uint8" % (bname.decode("utf-8", "replace"), arr.dtype))
     if arr.ndim > _MAX_DIMS:
         raise Error("feed '%s': %d dimensions (at most %d)"
                     % (bname.decode("utf-8", "replace"), arr.ndim, _MAX_DIMS))

@@ -34,6 +34,7 @@
 #include "runtime/core/dist.h"
 #include "runtime/core/driver.h"
 #include "runtime/core/exec_impl.h"
+#include "runtime/half.h"
 
 /* ---------------------------------------------------------------- the host */
 
@@ -216,16 +217,22 @@ FL_CONTROL_ADAPTER(time_now, NULL, run_time_now);
 
 /* ---------------------------------------------------------------- print_line */
 
-static bool is_float_dt(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64; }
+static bool is_float_dt(FlDType t) { return t == FL_DT_FLOAT32 || t == FL_DT_FLOAT64 || t == FL_DT_FLOAT16; }
+
+/* y and x are the same value of dt (a float dtype). */
+static bool same_in(double y, double x, FlDType dt) {
+    if (dt == FL_DT_FLOAT16) return fl_half_from_double(y) == fl_half_from_double(x);
+    return dt == FL_DT_FLOAT32 ? (float)y == (float)x : y == x;
+}
 
 /* The fewest significant digits (%.*g) that give x back in its dtype. */
 static int shortest_digits(double x, FlDType dt) {
     char b[64];
-    int max = dt == FL_DT_FLOAT32 ? 9 : 17;
+    int max = dt == FL_DT_FLOAT16 ? 5 : dt == FL_DT_FLOAT32 ? 9 : 17;
     for (int p = 1; p < max; p++) {
         snprintf(b, sizeof b, "%.*g", p, x);
         double y = strtod(b, NULL);
-        if (dt == FL_DT_FLOAT32 ? (float)y == (float)x : y == x) return p;
+        if (same_in(y, x, dt)) return p;
     }
     return max;
 }

@@ -1,7 +1,8 @@
 /* ops_lodfile.c: the adapter of compiler/ops/lodfile.def:
  *
  *   load  -> Out, Lod*: the LoDTensor of a file in the stream format of Fluid's save op
- *         (runtime/lodstream.c), checked against Out's declaration, and its LoD levels
+ *         (runtime/lodstream.c), checked against Out's declaration, and its LoD levels; with
+ *         load_as_fp16 the tensor is first cast to float16 (whatever its dtype, as Fluid's)
  *
  * The file is read whole and parsed in memory; nothing is written to Out or its offsets unless
  * the whole file is a tensor Out can hold.
@@ -36,6 +37,9 @@ static FlStatus run_load(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlStatus st = FL_OK;
     if (fl_lodstream_read(&fe, bytes, len, 0, &used, &lt))
         st = fl_exec_op_error(rc, op, "'%s' is not a tensor file of Fluid's save op: %s", path, fe.msg);
+    else if (fl_exec_attr_bool(op, "load_as_fp16") && lt.t.dtype != FL_DT_FLOAT16 &&
+             fl_kernel_cast(&fe, &lt.t, FL_DT_FLOAT16, &lt.t)) /* cast's out may be its x */
+        st = fl_exec_op_error(rc, op, "load of '%s' as float16: %s", path, fe.msg);
     else if (used != len)
         st = fl_exec_op_error(rc, op, "'%s' holds %zu bytes after its tensor (a tensor file holds one tensor; a file of "
                               "several vars is read by fluid.io.load_vars)", path, len - used);

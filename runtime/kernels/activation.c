@@ -144,6 +144,9 @@ FlStatus fl_kernel_scale(FlErr *e, const FlTensor *x, double scale, double bias,
     case FL_DT_FLOAT64: SCALE_LOOP(double, (double)); break;
     case FL_DT_INT32: SCALE_LOOP(int32_t, fl_sat_i32); break;
     case FL_DT_INT64: SCALE_LOOP(int64_t, fl_sat_i64); break;
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

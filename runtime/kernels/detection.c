@@ -255,6 +255,9 @@ FlStatus fl_kernel_iou_similarity(FlErr *e, const FlTensor *x, const FlTensor *y
             break;
         case FL_DT_INT32:
         case FL_DT_INT64:
+        case FL_DT_FLOAT16:
+        case FL_DT_INT8:
+        case FL_DT_UINT8:
         case FL_DT_BOOL:
         case FL_DT_COUNT: FL_UNREACHABLE();
         }

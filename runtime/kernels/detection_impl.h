@@ -36,8 +36,15 @@ static inline FlStatus dload(FlErr *e, const char *op, const FlTensor *t, double
     case FL_DT_INT64:
         for (int64_t i = 0; i < n; i++) (*out)[i] = (double)((const int64_t *)p)[i];
         break;
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
         for (int64_t i = 0; i < n; i++) (*out)[i] = ((const uint8_t *)p)[i];
+        break;
+    case FL_DT_INT8:
+        for (int64_t i = 0; i < n; i++) (*out)[i] = ((const int8_t *)p)[i];
+        break;
+    case FL_DT_FLOAT16:
+        for (int64_t i = 0; i < n; i++) (*out)[i] = fl_half_to_double(((const uint16_t *)p)[i]);
         break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
@@ -65,6 +72,15 @@ static inline void dstore(FlTensor *t, const double *d, int64_t n) {
         break;
     case FL_DT_BOOL:
         for (int64_t i = 0; i < n; i++) ((uint8_t *)p)[i] = d[i] != 0;
+        break;
+    case FL_DT_FLOAT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i] = fl_half_from_double(d[i]);
+        break;
+    case FL_DT_INT8:
+        for (int64_t i = 0; i < n; i++) ((int8_t *)p)[i] = fl_sat_i8(d[i]);
+        break;
+    case FL_DT_UINT8:
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)p)[i] = fl_sat_u8(d[i]);
         break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

@@ -235,6 +235,9 @@ static int type_index(FlDType t) {
     case FL_DT_FLOAT64: return 1;
     case FL_DT_INT32: return 2;
     case FL_DT_INT64: return 3;
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: break;
     }

@@ -3,6 +3,7 @@
  * of the whole tensor depends only on the seed and i (never on threads, timing or the elements
  * before it), which lets a parameter server make its rows of a table without the rest. */
 #include "runtime/kernels/kernels_impl.h"
+#include "runtime/half.h"
 #include "runtime/rng.h"
 
 FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, double value, const int64_t *exact,
@@ -27,6 +28,13 @@ FlStatus fl_kernel_fill_constant(FlErr *e, int ndim, const int64_t *shape, doubl
         break;
     }
     case FL_DT_BOOL: memset(p, exact ? *exact != 0 : value != 0, (size_t)n); break;
+    case FL_DT_FLOAT16: {
+        uint16_t v = fl_half_from_double(value);
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i] = v;
+        break;
+    }
+    case FL_DT_INT8: memset(p, (uint8_t)(exact ? fl_sat_i8((double)fl_sat_i32_of(*exact)) : fl_sat_i8(value)), (size_t)n); break;
+    case FL_DT_UINT8: memset(p, exact ? fl_sat_u8((double)fl_sat_i32_of(*exact)) : fl_sat_u8(value), (size_t)n); break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
     kout(out, &r);
@@ -51,6 +59,9 @@ FlStatus fl_kernel_assign_value(FlErr *e, int ndim, const int64_t *shape, const 
         case FL_DT_INT32: ((int32_t *)p)[i] = ints ? fl_sat_i32_of(ints[i]) : fl_sat_i32(values[i]); break;
         case FL_DT_INT64: ((int64_t *)p)[i] = ints ? ints[i] : fl_sat_i64(values[i]); break;
         case FL_DT_BOOL: ((unsigned char *)p)[i] = ints ? ints[i] != 0 : values[i] != 0; break;
+        case FL_DT_FLOAT16: ((uint16_t *)p)[i] = fl_half_from_double(values[i]); break;
+        case FL_DT_INT8: ((int8_t *)p)[i] = fl_sat_i8(ints ? (double)fl_sat_i32_of(ints[i]) : values[i]); break;
+        case FL_DT_UINT8: ((uint8_t *)p)[i] = fl_sat_u8(ints ? (double)fl_sat_i32_of(ints[i]) : values[i]); break;
         case FL_DT_COUNT: FL_UNREACHABLE();
         }
     }
@@ -128,23 +139,32 @@ FlStatus fl_kernel_assign(FlErr *e, const FlTensor *x, FlTensor *out) {
     return FL_OK;
 }
 
-/* conv converts ints and bools, fconv floats (to an int: saturating, see fl_sat_i64). */
+/* conv converts ints and bools, fconv floats (to an int: saturating, see fl_sat_i64). A float16
+ * source is read as the double it holds and goes through fconv. */
 #define CAST_LOOP(TO, conv, fconv)                                                          \
     do {                                                                                    \
         TO *o = fl_tensor_data(&r);                                                         \
         switch (x->dtype) {                                                                 \
         case FL_DT_FLOAT32: { const float *s = p; for (int64_t i = 0; i < n; i++) o[i] = fconv(s[i]); } break; \
         case FL_DT_FLOAT64: { const double *s = p; for (int64_t i = 0; i < n; i++) o[i] = fconv(s[i]); } break; \
+        case FL_DT_FLOAT16: { const uint16_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = fconv(fl_half_to_double(s[i])); } break; \
         case FL_DT_INT32: { const int32_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
         case FL_DT_INT64: { const int64_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_INT8: { const int8_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
+        case FL_DT_UINT8:                                                                   \
         case FL_DT_BOOL: { const uint8_t *s = p; for (int64_t i = 0; i < n; i++) o[i] = conv(s[i]); } break; \
         case FL_DT_COUNT: FL_UNREACHABLE();                                                 \
         }                                                                                   \
     } while (0)
+/* Between ints: C's conversion, as Fluid's static_cast (to a narrower int: the value modulo
+ * 2^bits, two's complement, which gcc and clang define); from a float: fl_sat_*. */
 #define CONV_F32(v) ((float)(v))
 #define CONV_F64(v) ((double)(v))
+#define CONV_F16(v) fl_half_from_double((double)(v))
 #define CONV_I32(v) ((int32_t)(v))
 #define CONV_I64(v) ((int64_t)(v))
+#define CONV_I8(v) ((int8_t)(v))
+#define CONV_U8(v) ((uint8_t)(v))
 #define CONV_BOOL(v) ((uint8_t)((v) != 0))
 
 FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype, FlTensor *out) {
@@ -160,6 +180,9 @@ FlStatus fl_kernel_cast(FlErr *e, const FlTensor *x, FlDType out_dtype, FlTensor
     case FL_DT_INT32: CAST_LOOP(int32_t, CONV_I32, fl_sat_i32); break;
     case FL_DT_INT64: CAST_LOOP(int64_t, CONV_I64, fl_sat_i64); break;
     case FL_DT_BOOL: CAST_LOOP(uint8_t, CONV_BOOL, CONV_BOOL); break;
+    case FL_DT_FLOAT16: CAST_LOOP(uint16_t, CONV_F16, CONV_F16); break;
+    case FL_DT_INT8: CAST_LOOP(int8_t, CONV_I8, fl_sat_i8); break;
+    case FL_DT_UINT8: CAST_LOOP(uint8_t, CONV_U8, fl_sat_u8); break;
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
     kout(out, &r);

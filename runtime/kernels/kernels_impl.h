@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "runtime/half.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/tensor.h"
 

@@ -267,6 +267,9 @@ static void racc(void *c, int64_t xo, int64_t yo, int64_t oo, int64_t n, int64_t
         for (int64_t i = 0; i < n; i++) a[i * sy] += x[i * sx]; } break;
     case FL_DT_INT64: { const int64_t *x = (const int64_t *)k->x + xo; int64_t *a = (int64_t *)k->acc + yo;
         for (int64_t i = 0; i < n; i++) a[i * sy] += x[i * sx]; } break;
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
@@ -407,6 +410,9 @@ FlStatus fl_kernel_sum(FlErr *e, const FlTensor *const *xs, int n, FlTensor *out
     case FL_DT_FLOAT64: SUM_LOOP(double, SUM_FADD); break;
     case FL_DT_INT32: SUM_LOOP(int32_t, kadd_i); break; /* wraps */
     case FL_DT_INT64: SUM_LOOP(int64_t, kadd_i); break;
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

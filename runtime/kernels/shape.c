@@ -13,7 +13,10 @@ static double rd(const void *p, FlDType dt, int64_t i) {
     case FL_DT_FLOAT64: return ((const double *)p)[i];
     case FL_DT_INT32: return ((const int32_t *)p)[i];
     case FL_DT_INT64: return (double)((const int64_t *)p)[i];
+    case FL_DT_UINT8:
     case FL_DT_BOOL: return ((const uint8_t *)p)[i];
+    case FL_DT_INT8: return ((const int8_t *)p)[i];
+    case FL_DT_FLOAT16: return fl_half_to_double(((const uint16_t *)p)[i]);
     case FL_DT_COUNT: break;
     }
     FL_UNREACHABLE();
@@ -506,6 +509,9 @@ FlStatus fl_kernel_increment(FlErr *e, const FlTensor *x, double step, FlTensor 
     case FL_DT_FLOAT64: *(double *)p = *(const double *)s + step; break;
     case FL_DT_INT32: *(int32_t *)p = (int32_t)kadd_i(*(const int32_t *)s, fl_sat_i32(step)); break;
     case FL_DT_INT64: *(int64_t *)p = kadd_i(*(const int64_t *)s, fl_sat_i64(step)); break;
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }

@@ -36,6 +36,9 @@ static int ncmp(const void *p, FlDType dt, int64_t i, int64_t j) {
         if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
         return (a > b) - (a < b);
     }
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: break;
     }
@@ -85,6 +88,9 @@ FlStatus fl_kernel_cumsum(FlErr *e, const FlTensor *x, int axis, bool exclusive,
     case FL_DT_FLOAT64: CUMSUM_LOOP(double, double, FADD); break;
     case FL_DT_INT32: CUMSUM_LOOP(int32_t, int64_t, IADD); break;
     case FL_DT_INT64: CUMSUM_LOOP(int64_t, int64_t, IADD); break;
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE();
     }
@@ -622,6 +628,9 @@ FlStatus fl_kernel_range(FlErr *e, const FlTensor *start, const FlTensor *end, c
         for (int64_t i = 0; i < n; i++, v += by) ((int64_t *)o)[i] = v;
         break;
     }
+    case FL_DT_FLOAT16:
+    case FL_DT_INT8:
+    case FL_DT_UINT8:
     case FL_DT_BOOL:
     case FL_DT_COUNT: FL_UNREACHABLE(); /* refused by kneed_num */
     }

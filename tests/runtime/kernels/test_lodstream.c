@@ -81,7 +81,8 @@ static void test_write_matches(void) {
 
 /* Every dtype round-trips through the writer and the reader, two levels too. */
 static void test_round_trip_dtypes(void) {
-    const FlDType dts[] = {FL_DT_FLOAT32, FL_DT_FLOAT64, FL_DT_INT32, FL_DT_INT64, FL_DT_BOOL};
+    const FlDType dts[] = {FL_DT_FLOAT32, FL_DT_FLOAT64, FL_DT_INT32, FL_DT_INT64, FL_DT_BOOL,
+                           FL_DT_FLOAT16, FL_DT_INT8, FL_DT_UINT8};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
         FlErr e = {{0}};
         FlTensor t = FL_TENSOR_INIT, lod[2] = {FL_TENSOR_INIT, FL_TENSOR_INIT};
@@ -107,6 +108,42 @@ static void test_round_trip_dtypes(void) {
         fl_tensor_fini(&t);
         fl_tensor_fini(&lod[0]);
         fl_tensor_fini(&lod[1]);
+        fl_buf_free(&b);
+    }
+}
+
+/* Fluid's codes FP16 (4), UINT8 (20) and INT8 (21), in streams written byte by byte: the values'
+ * bytes as they are (a float16 is its binary16 bits: 0x3c00 = 1, 0xc000 = -2, 0x7bff = 65504). */
+static void test_storage_dtypes_hand_written(void) {
+    const struct {
+        unsigned code;
+        FlDType dt;
+        unsigned char bytes[6];
+        double want[3];
+    } cases[] = {
+        {4, FL_DT_FLOAT16, {0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b}, {1, -2, 65504}},
+        {20, FL_DT_UINT8, {0, 200, 255}, {0, 200, 255}},
+        {21, FL_DT_INT8, {0x80, 0xff, 0x7f}, {-128, -1, 127}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        FlBuf b = {0};
+        u32(&b, 0), u64(&b, 0), u32(&b, 0), u32(&b, 4);
+        byte(&b, 0x08), byte(&b, cases[k].code), byte(&b, 0x10), byte(&b, 0x03);
+        fl_buf_append(&b, (const char *)cases[k].bytes, 3 * fl_dtype_size(cases[k].dt));
+        FlLodTensor lt;
+        fl_lodtensor_init(&lt);
+        FlErr e = {{0}};
+        size_t used = 0;
+        CU_ASSERT_EQUAL_FATAL(fl_lodstream_read(&e, b.data, b.len, 0, &used, &lt), FL_OK);
+        CU_ASSERT_EQUAL(used, b.len);
+        CU_ASSERT(lt.t.dtype == cases[k].dt && lt.t.ndim == 1 && lt.t.ne[0] == 3);
+        for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(fl_tensor_get(&lt.t, i), cases[k].want[i]);
+        CU_ASSERT_EQUAL(fl_lodstream_vartype(cases[k].dt), (int)cases[k].code);
+        FlBuf w = {0}; /* the writer gives the same bytes back */
+        CU_ASSERT_EQUAL_FATAL(fl_lodstream_write(&e, &w, &lt.t, 0, NULL), FL_OK);
+        CU_ASSERT(w.len == b.len && memcmp(w.data, b.data, b.len) == 0);
+        fl_buf_free(&w);
+        fl_lodtensor_fini(&lt);
         fl_buf_free(&b);
     }
 }
@@ -177,8 +214,8 @@ static void test_corrupt_streams(void) {
         {36, {2}, 1, "LoD level 0 at byte 112 ends at 2, but the tensor has 3 rows"},
         {44, {3}, 1, "the tensor version at byte 144 is 3"},
         {48, {0, 0, 0, 0x80}, 4, "the size of the TensorDesc at byte 148 is -2147483648, negative"},
-        {53, {4}, 1, "holds FP16 (float16) values (Fluid's dtype 4), which fluidc has no tensors of"},
-        {53, {21}, 1, "holds INT8 values"},
+        {53, {1}, 1, "holds INT16 values (Fluid's dtype 1), which fluidc has no tensors of"},
+        {53, {19}, 1, "holds SIZE_T values"},
         {53, {40}, 1, "has data_type 40, which is no dtype of a tensor"},
         {52, {0x10}, 1, "has no data_type"},
         {52, {0x0b}, 1, "is not a valid protobuf message"},
@@ -217,6 +254,7 @@ int main(void) {
         {"read_hand_written", test_read_hand_written},
         {"write_matches", test_write_matches},
         {"round_trip_dtypes", test_round_trip_dtypes},
+        {"storage_dtypes_hand_written", test_storage_dtypes_hand_written},
         {"packed_dims_and_unknown_fields", test_packed_dims_and_unknown_fields},
         {"every_prefix_fails", test_every_prefix_fails},
         {"corrupt_streams", test_corrupt_streams},
