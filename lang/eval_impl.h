@@ -768,6 +768,10 @@ FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx);
 FlValue *fl_ev_var_block(Ctx *c, FlValue *var);
 FlValue *fl_ev_program_attr(Ctx *c, FlValue *prog, const char *name);
 bool fl_ev_program_for_test(Ctx *c, FlProgram *p, FlSpan sp);
+/* A copy of program p that the script holds (in c->programs), whose parameters are parameters of
+ * the copy too (all_parameters() lists them), as Fluid's Program.clone copies their Parameter info:
+ * clone(), a frozen or converted copy. */
+FlProgram *fl_ev_program_copy(Ctx *c, const FlProgram *p);
 /* The name a run_program gives program p ("main", "startup", program_N: the bundle adopts a
  * Program() or a clone the first time); NULL when the script did not make p. */
 const char *fl_ev_program_name(Ctx *c, const FlProgram *p);
