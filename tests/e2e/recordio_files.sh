@@ -511,6 +511,9 @@ pre_refused pre_batch 7:1 "with p.block():
     x, ids, w = p.inputs()
     p.outputs(x)
 fluid.layers.batch(p(), 2)" "fluid.layers.batch() of Preprocessor 'create_custom_reader_0' is not compiled: its block's ops run on the batches read_file gives"
+pre_refused pre_params 4:6 "with p.block():
+    x, ids, w = p.inputs()
+    p.outputs(fluid.layers.fc(x, size=2), ids)" "the block of Preprocessor 'create_custom_reader_0' makes parameters (fc_0.w_0, fc_0.b_0): Fluid runs it on each batch in a scope of its own, where they are neither initialised nor trained; apply layers with weights to read_file(p())'s outputs, after the block"
 
 [ "$fail" = 0 ] && echo "recordio_files: ok"
 exit "$fail"
