@@ -302,6 +302,11 @@ static FlValue *b_abs(Ctx *c, FlValue *self, CallArgs *a) {
     }
     if (v[0]->kind == VK_BOOL) return fl_v_int(c, v[0]->b);
     if (v[0]->kind == VK_FLOAT) return fl_v_float(c, fabs(v[0]->f));
+    /* a fetched value: numpy's abs, elementwise (a number of the driver is one element) */
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_unary(c, "abs", v[0], "abs()", a->span);
+    if (v[0]->kind == VK_VAR)
+        return fl_ev_error(c, a->span, "abs() of a Var of the program being built (Fluid's Variable has no "
+                           "__abs__): use fluid.layers.abs(x)");
     return fl_ev_error(c, a->span, "abs() of a %s", fl_v_type_name(v[0]));
 }
 

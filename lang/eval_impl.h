@@ -707,6 +707,10 @@ bool fl_ev_body_runs_programs(Ctx *c, Env *e, FlAstList *body);
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
+/* numpy's elementwise fn (exp, log, sqrt, square, abs, tanh, sin, cos) of driver value x, element
+ * by element (an int value is taken as float64 first, as numpy does, except by square and abs,
+ * which keep its dtype); `what` names the call in errors (driver_values.c). */
+FlValue *fl_ev_driver_unary(Ctx *c, const char *fn, FlValue *x, const char *what, FlSpan sp);
 /* print(...) to stream ("stdout", "stderr"); the shape and numbers of a nested list (driver.c). */
 FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, const char *stream, FlSpan sp);
 bool fl_ev_driver_flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *ndim, FlValue *out, FlSpan sp);
