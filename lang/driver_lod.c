@@ -431,11 +431,11 @@ static FlOpDesc *control_of(const FlProgram *d, const FlBlock *b, size_t *pos) {
     return NULL;
 }
 
-/* A fetch var `name` declared in block home that a run in block `in` (home or a block within it:
- * a run a py_reader feeds is in a conditional block of its own) writes: each control op made
+/* The fetch var nv, declared in block home, that a run in block `in` writes (home or a block
+ * within it: a run a reader feeds is in a conditional block of its own): each control op made
  * between them names it among its outputs, so the write reaches home; and, as the run's other
  * fetches there, it is written empty before the outermost of them (what it holds when no batch
- * came). */
+ * came). false: reported. */
 static bool fetch_reaches(Ctx *c, FlBlock *in, FlBlock *home, FlVarDesc *nv, FlSpan sp) {
     if (in == home) return true;
     FlProgram *d = c->bundle->driver;
