@@ -302,6 +302,11 @@ static FlValue *b_abs(Ctx *c, FlValue *self, CallArgs *a) {
     }
     if (v[0]->kind == VK_BOOL) return fl_v_int(c, v[0]->b);
     if (v[0]->kind == VK_FLOAT) return fl_v_float(c, fabs(v[0]->f));
+    /* a fetched value: numpy's abs, elementwise (a number of the driver is one element) */
+    if (fl_ev_is_driver_var(c, v[0])) return fl_ev_driver_unary(c, "abs", v[0], "abs()", a->span);
+    if (v[0]->kind == VK_VAR)
+        return fl_ev_error(c, a->span, "abs() of a Var of the program being built (Fluid's Variable has no "
+                           "__abs__): use fluid.layers.abs(x)");
     return fl_ev_error(c, a->span, "abs() of a %s", fl_v_type_name(v[0]));
 }
 
@@ -559,44 +564,238 @@ static FlValue *m_endswith(Ctx *c, FlValue *self, CallArgs *a) {
     return fl_v_bool(c, self->str.n >= v[0]->str.n &&
                             memcmp(self->str.s + self->str.n - v[0]->str.n, v[0]->str.s, v[0]->str.n) == 0);
 }
-/* One replacement field's value x formatted by spec (Python's [<|>][0][width][.precision][type]),
- * through the % formatter. */
+/* ------------------------------------------------------------------ str.format's specs */
+
+/* A replacement field's spec, Python's [[fill]align][sign][#][0][width][grouping][.precision][type]. */
+typedef struct Spec {
+    const char *fill; /* one character, UTF-8 */
+    size_t fill_n;
+    char align, sign, group, type; /* 0: not given */
+    bool alt, zero, fill_given;
+    int64_t width, prec; /* -1: not given */
+} Spec;
+
+#define SPEC_MAX 100000 /* a wider field or a longer precision is a mistake, not a layout */
+
+static size_t utf8_count(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return k;
+}
+
+static bool spec_int(const char *s, size_t n, size_t *i, int64_t *out) {
+    if (*i >= n || s[*i] < '0' || s[*i] > '9') return false;
+    int64_t v = 0;
+    for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; (*i)++) v = v > SPEC_MAX ? v : v * 10 + (s[*i] - '0');
+    *out = v;
+    return true;
+}
+
+static bool parse_spec(const char *s, size_t n, Spec *p) {
+    *p = (Spec){.fill = " ", .fill_n = 1, .width = -1, .prec = -1};
+    size_t i = 0, f = n ? 1 : 0;
+    while (f < n && ((unsigned char)s[f] & 0xc0) == 0x80) f++; /* the first character's bytes */
+    if (f < n && s[f] && strchr("<>=^", s[f])) {
+        p->fill = s;
+        p->fill_n = f;
+        p->fill_given = true;
+        p->align = s[f];
+        i = f + 1;
+    } else if (n && s[0] && strchr("<>=^", s[0])) {
+        p->align = s[i++];
+    }
+    if (i < n && s[i] && strchr("+- ", s[i])) p->sign = s[i++];
+    if (i < n && s[i] == '#') p->alt = true, i++;
+    if (i < n && s[i] == '0') p->zero = true, i++;
+    spec_int(s, n, &i, &p->width);
+    if (i < n && (s[i] == ',' || s[i] == '_')) p->group = s[i++];
+    if (i < n && s[i] == '.') {
+        i++;
+        if (!spec_int(s, n, &i, &p->prec)) return false;
+    }
+    if (i < n) p->type = s[i++];
+    return i == n && p->width <= SPEC_MAX && p->prec <= SPEC_MAX;
+}
+
+/* A number's text without its sign: `pre` bytes of base prefix ("0x" of '#x'), `nd` digits before
+ * the point (which grouping separates), then the rest (".25", "e+08", "%"). */
+typedef struct NumText {
+    FlBuf s;
+    size_t pre, nd;
+    bool neg;
+} NumText;
+
+/* g's digits with one after the point at least, in exponent form from exponent prec - 1 on:
+ * Python's float format without a type code. */
+static void float_plain(FlBuf *t, double m, int prec, bool alt) {
+    char buf[512];
+    int pg = prec ? prec : 1;
+    snprintf(buf, sizeof buf, "%.*e", pg - 1, m);
+    const char *ep = strchr(buf, 'e');
+    int e = ep ? atoi(ep + 1) : 0;
+    if (ep && (e < -4 || e >= pg - 1)) {
+        size_t keep = (size_t)(ep - buf);
+        if (!alt && memchr(buf, '.', keep)) {
+            while (buf[keep - 1] == '0') keep--;
+            if (buf[keep - 1] == '.') keep--;
+        }
+        fl_buf_append(t, buf, keep);
+        fl_buf_puts(t, ep);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%.*f", ep ? pg - 1 - e : 0, m);
+    size_t len = strlen(buf);
+    if (ep && strchr(buf, '.') && !alt) {
+        while (buf[len - 1] == '0') len--;
+        if (buf[len - 1] == '.') len++; /* one digit after the point stays: "12.0" */
+    }
+    fl_buf_append(t, buf, len);
+    if (ep && !strchr(buf, '.')) fl_buf_puts(t, ".0");
+}
+
+/* number x by spec p into *nt; false (reported) for a spec Python refuses for x's type. */
+static bool number_text(Ctx *c, const Spec *p, FlValue *x, NumText *nt, FlSpan sp) {
+    char type = p->type;
+    const char *tn = fl_v_type_name(x);
+    if (x->kind != VK_FLOAT && (!type || strchr("bcdoxXn", type))) {
+        if (p->prec >= 0) return fl_ev_error(c, sp, "format(): precision not allowed in integer format specifier"), false;
+        int64_t v = x->kind == VK_BOOL ? x->b : x->i;
+        uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+        nt->neg = v < 0;
+        if (type == 'c') {
+            if (p->sign || p->alt) return fl_ev_error(c, sp, "format(): sign and '#' not allowed with format code 'c'"), false;
+            if (v < 0 || v > 0x10ffff) return fl_ev_error(c, sp, "format(): %%c arg not in range(0x110000)"), false;
+            char u[4];
+            size_t un = v < 0x80 ? 1 : v < 0x800 ? 2 : v < 0x10000 ? 3 : 4;
+            for (size_t k = un - 1; k > 0; k--, m >>= 6) u[k] = (char)(0x80 | (m & 0x3f));
+            u[0] = (char)(un == 1 ? m : (un == 2 ? 0xc0 : un == 3 ? 0xe0 : 0xf0) | m);
+            fl_buf_append(&nt->s, u, un);
+            return true;
+        }
+        unsigned base = type == 'b' ? 2 : type == 'o' ? 8 : type == 'x' || type == 'X' ? 16 : 10;
+        if (p->alt && base != 10) {
+            fl_buf_append(&nt->s, type == 'b' ? "0b" : type == 'o' ? "0o" : type == 'x' ? "0x" : "0X", 2);
+            nt->pre = 2;
+        }
+        char d[72];
+        size_t k = sizeof d;
+        do {
+            d[--k] = (type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef")[m % base];
+            m /= base;
+        } while (m);
+        fl_buf_append(&nt->s, d + k, sizeof d - k);
+        nt->nd = sizeof d - k;
+        return true;
+    }
+    if (type && !strchr("eEfFgGn%", type))
+        return fl_ev_error(c, sp, "format(): unknown format code '%c' for object of type '%s'", type, tn), false;
+    double f = fl_v_num(x), m = fabs(f);
+    nt->neg = signbit(f) && !isnan(f);
+    int prec = p->prec < 0 ? 6 : (int)p->prec;
+    if (type == '%') m *= 100;
+    if (!type && p->prec < 0) { /* repr's digits */
+        if (!fl_v_repr_at(c, fl_v_float(c, m), &nt->s, sp)) return false;
+    } else if (!type) {
+        float_plain(&nt->s, m, prec, p->alt);
+    } else {
+        char fmt[8], conv = type == 'n' ? 'g' : type == '%' ? 'f' : type;
+        snprintf(fmt, sizeof fmt, "%%%s.*%c", p->alt ? "#" : "", conv);
+        int len = snprintf(NULL, 0, fmt, prec, m);
+        char *buf = fl_xmalloc((size_t)len + 1);
+        snprintf(buf, (size_t)len + 1, fmt, prec, m);
+        fl_buf_append(&nt->s, buf, (size_t)len);
+        free(buf);
+        if (type == '%') fl_buf_putc(&nt->s, '%');
+    }
+    while (nt->nd < nt->s.len && nt->s.data[nt->nd] >= '0' && nt->s.data[nt->nd] <= '9') nt->nd++;
+    return true;
+}
+
+/* Appends digits[0, n) to b with `sep` between groups of `every` from the right (none: sep 0). */
+static void put_grouped(FlBuf *b, const char *digits, size_t n, char sep, size_t every) {
+    for (size_t i = 0; i < n; i++) {
+        if (sep && i && (n - i) % every == 0) fl_buf_putc(b, sep);
+        fl_buf_putc(b, digits[i]);
+    }
+}
+
+/* false, after the error reported (err). */
+static bool refused(FlValue *err) {
+    (void)err;
+    return false;
+}
+
+/* One replacement field's value x formatted by spec[0, n) as Python's format(x, spec) does: fill,
+ * alignment (a str to the left, a number to the right; '=' pads after the sign), sign, '#', '0'
+ * (zeros after the sign of a number, as fill of a str), width, ',' or '_' grouping, precision
+ * (a str's first characters) and the type codes of str, int and float. */
 static bool format_spec(Ctx *c, FlBuf *b, FlValue *x, const char *spec, size_t n, FlSpan sp) {
     if (!n) return fl_v_repr_at(c, x, b, sp);
-    FlBuf f = {0};
-    fl_buf_putc(&f, '%');
-    size_t i = 0;
-    if (spec[i] == '<') {
-        fl_buf_putc(&f, '-');
-        i++;
-    } else if (spec[i] == '>') {
-        i++;
-    } else if (x->kind == VK_STR) {
-        fl_buf_putc(&f, '-'); /* Python aligns a str to the left, a number to the right */
-    }
-    for (; i < n && strchr("0123456789.+ -", spec[i]); i++) fl_buf_putc(&f, spec[i]);
-    char type = i < n ? spec[i++] : x->kind == VK_STR ? 's' : x->kind == VK_FLOAT ? 'g' : x->kind == VK_INT ? 'd' : 's';
-    bool ok = i == n && strchr("sdfFeEgGxXo%", type);
-    FlValue *r = c->error;
-    if (!ok) {
-        fl_ev_error(c, sp, "format(): unsupported format spec '%.*s'", (int)n, spec);
-    } else if (type == '%') { /* a percentage: 100 * x, fixed point, then '%' */
-        fl_buf_putc(&f, 'f');
-        FlValue *hx = fl_v_is_num(x) ? fl_v_float(c, 100 * fl_v_num(x)) : x;
-        r = fl_ev_binop(c, FL_OP_MOD, fl_v_str(c, fl_buf_str(&f), f.len), hx, sp);
-        if (r->kind == VK_STR) fl_buf_append(b, r->str.s, r->str.n), fl_buf_putc(b, '%');
-    } else {
-        fl_buf_putc(&f, type);
-        if (type == 's' && x->kind != VK_STR) {
-            FlBuf t = {0};
-            x = fl_v_repr_at(c, x, &t, sp) ? fl_v_str(c, fl_buf_str(&t), t.len) : c->error;
-            fl_buf_free(&t);
+    Spec p;
+    if (!parse_spec(spec, n, &p)) return fl_ev_error(c, sp, "format(): unsupported format spec '%.*s'", (int)n, spec), false;
+    bool number = x->kind == VK_INT || x->kind == VK_FLOAT || x->kind == VK_BOOL, ok = true;
+    if (p.zero && !p.fill_given) p.fill = "0", p.fill_n = 1; /* '0': the fill, unless one is given */
+    FlBuf body = {0};
+    size_t at = 0; /* where '=' pads: after the sign and base prefix */
+    if (!number) { /* a str, or another value's repr */
+        if (p.type && p.type != 's')
+            ok = refused(fl_ev_error(c, sp, "format(): unknown format code '%c' for object of type '%s'", p.type, fl_v_type_name(x)));
+        else if (p.sign || p.alt || p.group || p.align == '=')
+            ok = refused(fl_ev_error(c, sp, "format(): %s not allowed in string format specifier",
+                             p.sign ? "sign" : p.alt ? "alternate form (#)" : p.group ? "grouping" : "'=' alignment"));
+        else if (x->kind == VK_STR) fl_buf_append(&body, x->str.s, x->str.n);
+        else ok = fl_v_repr_at(c, x, &body, sp);
+        if (ok && p.prec >= 0) { /* the first prec characters */
+            size_t k = 0, seen = 0;
+            for (; k < body.len; k++)
+                if (((unsigned char)body.data[k] & 0xc0) != 0x80 && seen++ == (size_t)p.prec) break;
+            body.len = k;
         }
-        r = x->kind == VK_ERROR ? x : fl_ev_binop(c, FL_OP_MOD, fl_v_str(c, fl_buf_str(&f), f.len), x, sp);
-        if (r->kind == VK_STR) fl_buf_append(b, r->str.s, r->str.n);
+        if (!p.align) p.align = '<';
+    } else if (p.type == 's') {
+        ok = refused(fl_ev_error(c, sp, "format(): unknown format code 's' for object of type '%s'", fl_v_type_name(x)));
+    } else if (p.group == ',' && p.type && !strchr("deEfFgG%", p.type)) {
+        ok = refused(fl_ev_error(c, sp, "format(): cannot specify ',' with '%c'", p.type));
+    } else if (p.group == '_' && p.type && !strchr("dbxXoeEfFgG%", p.type)) {
+        ok = refused(fl_ev_error(c, sp, "format(): cannot specify '_' with '%c'", p.type));
+    } else {
+        NumText nt = {0};
+        ok = number_text(c, &p, x, &nt, sp);
+        const char *sign = nt.neg ? "-" : p.sign == '+' ? "+" : p.sign == ' ' ? " " : "";
+        size_t every = p.type && strchr("boxX", p.type) ? 4 : 3, zeros = 0, rest = nt.s.len - nt.pre - nt.nd;
+        if (!p.align) p.align = p.zero ? '=' : '>';
+        if (ok && p.align == '=' && p.fill_n == 1 && p.fill[0] == '0') { /* zeros grouped as the digits are */
+            for (;;) {
+                size_t d = nt.nd + zeros, len = strlen(sign) + nt.pre + d + (p.group && d ? (d - 1) / every : 0) + rest;
+                if (!p.group || (int64_t)len >= p.width) break;
+                zeros++;
+            }
+        }
+        if (ok) {
+            fl_buf_puts(&body, sign);
+            fl_buf_append(&body, nt.s.data, nt.pre);
+            at = body.len;
+            char *digits = fl_xmalloc(zeros + nt.nd + 1);
+            memset(digits, '0', zeros);
+            memcpy(digits + zeros, nt.s.data + nt.pre, nt.nd);
+            put_grouped(&body, digits, zeros + nt.nd, p.group, every);
+            free(digits);
+            fl_buf_append(&body, nt.s.data + nt.pre + nt.nd, rest);
+        }
+        fl_buf_free(&nt.s);
     }
-    fl_buf_free(&f);
-    return r->kind == VK_STR;
+    if (ok) {
+        size_t len = utf8_count(body.data, body.len), w = p.width > 0 ? (size_t)p.width : 0;
+        size_t fill = w > len ? w - len : 0;
+        size_t left = p.align == '>' || p.align == '=' ? fill : p.align == '^' ? fill / 2 : 0;
+        if (p.align != '=') at = 0;
+        fl_buf_append(b, body.data, at);
+        for (size_t k = 0; k < left; k++) fl_buf_append(b, p.fill, p.fill_n);
+        fl_buf_append(b, body.data + at, body.len - at);
+        for (size_t k = left; k < fill; k++) fl_buf_append(b, p.fill, p.fill_n);
+    }
+    fl_buf_free(&body);
+    return ok;
 }
 
 /* str.format: {} (the next argument), {0} (by position), {name} (by keyword), each with an

@@ -710,8 +710,7 @@ static FlValue *prog_clone(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("clone", "for_test=", 1);
     if (v[0] && v[0]->kind != VK_BOOL) return fl_ev_error(c, a->span, "for_test must be True or False, found %s", fl_v_type_name(v[0]));
     FlValue *p = fl_v_new(c, VK_PROGRAM);
-    p->prog = fl_ir_program_clone(self->prog);
-    FL_VEC_PUSH(&c->programs, p->prog);
+    p->prog = fl_ev_program_copy(c, self->prog);
     if (v[0] && v[0]->b && !fl_ev_program_for_test(c, p->prog, a->span)) return c->error;
     return p;
 }

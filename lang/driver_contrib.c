@@ -74,23 +74,21 @@ static FlValue *ct_local_lookups(Ctx *c, FlValue *self, CallArgs *a) {
     (void)self;
     ARGS("local_lookups", "program", 1);
     if (want_program(c, v[0], "convert_dist_to_sparse_program", a->span) == c->error) return c->error;
-    FlProgram *q = fl_ir_program_clone(v[0]->prog);
     size_t changed = 0;
+    const FlProgram *p = v[0]->prog;
+    for (size_t bi = 0; bi < p->blocks.len; bi++) {
+        const FlBlock *b = p->blocks.data[bi];
+        for (size_t i = 0; i < b->ops.len; i++) changed += is_dist_lookup(b->ops.data[i]);
+    }
+    if (!changed) return c->none;
+    FlProgram *q = fl_ev_program_copy(c, p);
     for (size_t bi = 0; bi < q->blocks.len; bi++) {
         FlBlock *b = q->blocks.data[bi];
         for (size_t i = 0; i < b->ops.len; i++)
-            if (is_dist_lookup(b->ops.data[i])) {
-                fl_ir_op_set_bool(b->ops.data[i], "is_distributed", false);
-                changed++;
-            }
-    }
-    if (!changed) {
-        fl_ir_program_free(q);
-        return c->none;
+            if (is_dist_lookup(b->ops.data[i])) fl_ir_op_set_bool(b->ops.data[i], "is_distributed", false);
     }
     FlValue *r = fl_v_new(c, VK_PROGRAM);
     r->prog = q;
-    FL_VEC_PUSH(&c->programs, q);
     return r;
 }
 
@@ -253,9 +251,7 @@ static FlValue *ct_replace_with_copy(Ctx *c, FlValue *self, CallArgs *a) {
                            "which is not replaced by its frozen copy: freeze a test program "
                            "(program.clone(for_test=True)), as Fluid's examples do",
                            v[0]->prog == c->bundle->main ? "main" : "startup");
-    FlProgram *q = fl_ir_program_clone(v[0]->prog);
-    v[0]->prog = q;
-    FL_VEC_PUSH(&c->programs, q);
+    v[0]->prog = fl_ev_program_copy(c, v[0]->prog);
     return c->none;
 }
 

@@ -398,7 +398,7 @@ FlValue *fl_ev_lod_feeds(Ctx *c, FlValue *feed, const FlBlock *g, FlSpan sp) {
 
 /* The run_program op of the driver whose Fetch gives the driver var `name` (its index there in
  * *j), else NULL. */
-static FlOpDesc *fetch_op(Ctx *c, const char *name, size_t *j) {
+static FlOpDesc *fetch_op(Ctx *c, const char *name, size_t *j, FlBlock **in) {
     FlProgram *d = c->bundle->driver;
     for (size_t b = 0; d && b < d->blocks.len; b++) {
         FlBlock *blk = d->blocks.data[b];
@@ -408,17 +408,62 @@ static FlOpDesc *fetch_op(Ctx *c, const char *name, size_t *j) {
             FlSlot *f = fl_ir_op_output(op, "Fetch");
             FlAttr *fn = fl_ir_op_attr(op, "fetch_names");
             for (*j = 0; f && fn && *j < f->nargs && *j < fn->n; (*j)++)
-                if (strcmp(f->args[*j], name) == 0) return op;
+                if (strcmp(f->args[*j], name) == 0) {
+                    if (in) *in = blk;
+                    return op;
+                }
         }
     }
     return NULL;
+}
+
+/* The control op of block b's parent whose sub_block is b (NULL: none, or not made yet), and its
+ * place in the parent at *pos. */
+static FlOpDesc *control_of(const FlProgram *d, const FlBlock *b, size_t *pos) {
+    const FlBlock *p = b->parent >= 0 ? fl_ir_block(d, b->parent) : NULL;
+    for (size_t i = 0; p && i < p->ops.len; i++) {
+        FlAttr *at = fl_ir_op_attr(p->ops.data[i], "sub_block");
+        if (at && at->type == FL_ATTR_BLOCK && at->i == b->idx) {
+            *pos = i;
+            return p->ops.data[i];
+        }
+    }
+    return NULL;
+}
+
+/* The fetch var nv, declared in block home, that a run in block `in` writes (home or a block
+ * within it: a run a reader feeds is in a conditional block of its own): each control op made
+ * between them names it among its outputs, so the write reaches home; and, as the run's other
+ * fetches there, it is written empty before the outermost of them (what it holds when no batch
+ * came). false: reported. */
+static bool fetch_reaches(Ctx *c, FlBlock *in, FlBlock *home, FlVarDesc *nv, FlSpan sp) {
+    if (in == home) return true;
+    FlProgram *d = c->bundle->driver;
+    size_t pos = home->ops.len, at;
+    for (FlBlock *b = in; b != home; b = fl_ir_block(d, b->parent)) {
+        FlOpDesc *ctl = control_of(d, b, &at);
+        if (!ctl) break; /* a loop still being built: its op takes its outputs when made, after home's ops */
+        fl_ir_op_add_output(ctl, "Out", nv->name);
+        if (b->parent == home->idx) pos = at;
+    }
+    size_t before = home->ops.len;
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    bool ok = fl_ev_zero_init(c, home, nv, sp);
+    fl_ev_driver_leave(c, &s);
+    if (!ok) return false;
+    FL_ASSERT(home->ops.len == before + 1);
+    FlOpDesc *init = home->ops.data[before];
+    memmove(&home->ops.data[pos + 1], &home->ops.data[pos], (before - pos) * sizeof *home->ops.data);
+    home->ops.data[pos] = init;
+    return true;
 }
 
 /* The program var a fetched value was fetched from: the run_program of the driver whose Fetch
  * gives it, and the name at that place of its fetch_names. */
 static const FlVarDesc *fetched_from(Ctx *c, const char *name) {
     size_t j;
-    FlOpDesc *op = fetch_op(c, name, &j);
+    FlOpDesc *op = fetch_op(c, name, &j, NULL);
     if (!op) return NULL;
     const FlProgram *p = fl_ir_bundle_program(c->bundle, fl_ir_op_get_string(op, "program", "main"));
     return p ? fl_ir_var_find(fl_ir_block(p, 0), fl_ir_op_attr(op, "fetch_names")->strs[j]) : NULL;
@@ -429,7 +474,8 @@ static const FlVarDesc *fetched_from(Ctx *c, const char *name) {
  * (so that a fetched sequence's offsets come with it, from the same run). */
 static FlValue *fetch_also(Ctx *c, const char *fetched, const char *pvar, FlSpan sp) {
     size_t j;
-    FlOpDesc *op = fetch_op(c, fetched, &j);
+    FlBlock *in = NULL;
+    FlOpDesc *op = fetch_op(c, fetched, &j, &in);
     FlAttr *fn = op ? fl_ir_op_attr(op, "fetch_names") : NULL;
     FlSlot *f = op ? fl_ir_op_output(op, "Fetch") : NULL;
     if (!op || !fn || !f) return fl_ev_error(c, sp, "'%s' is not a value a run fetched", fetched);
@@ -449,6 +495,7 @@ static FlValue *fetch_also(Ctx *c, const char *fetched, const char *pvar, FlSpan
     size_t n = fn->n + 1;
     fl_ir_op_add_output(op, "Fetch", nv->name);
     fl_ir_op_set_strings(op, "fetch_names", names, n);
+    if (!fetch_reaches(c, in, home, nv, sp)) return c->error;
     return fl_v_var(c, nv->name);
 }
 

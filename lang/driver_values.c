@@ -867,25 +867,38 @@ static FlValue *n_parse_program(Ctx *c, FlValue *self, CallArgs *a) {
     return p;
 }
 
-/* unary(fn, x): numpy's elementwise fn (exp, log, sqrt, square, abs, tanh, sin, cos) of a
- * driver value, element by element (an int value is taken as float64 first, as numpy does,
- * except by square and abs, which keep its dtype). */
-static FlValue *n_unary(Ctx *c, FlValue *self, CallArgs *a) {
-    ARGS("unary", "fn x", 2);
-    (void)self;
+FlValue *fl_ev_driver_unary(Ctx *c, const char *fn, FlValue *x, const char *what, FlSpan sp) {
     static const char *const ok[] = {"exp", "log", "sqrt", "square", "abs", "tanh", "sin", "cos"};
-    const char *fn = v[0]->kind == VK_STR ? v[0]->str.s : "";
     size_t k = 0;
     while (k < FL_ARRAY_LEN(ok) && strcmp(ok[k], fn) != 0) k++;
-    if (k == FL_ARRAY_LEN(ok)) return fl_ev_error(c, a->span, "numpy.%s of a run-time value is not compiled", fn);
-    FlValue *x = need(c, v[1], fl_arena_printf(&c->arena, "numpy.%s()", fn), a->span);
+    if (k == FL_ARRAY_LEN(ok)) return fl_ev_error(c, sp, "numpy.%s of a run-time value is not compiled", fn);
+    x = need(c, x, what, sp);
     if (x->kind == VK_ERROR) return x;
     FlVarDesc *d = desc(c, x);
     bool keeps = strcmp(fn, "square") == 0 || strcmp(fn, "abs") == 0;
-    if (d && d->dtype != FL_DT_FLOAT32 && d->dtype != FL_DT_FLOAT64 && !keeps) x = cast_to(c, x, FL_DT_FLOAT64, a->span);
+    bool is_float = d && (d->dtype == FL_DT_FLOAT32 || d->dtype == FL_DT_FLOAT64);
+    if (d && d->dtype == FL_DT_BOOL && strcmp(fn, "abs") == 0) return x; /* numpy's: the bools */
+    if (d && !is_float && strcmp(fn, "abs") == 0) {
+        /* the abs op is float's (as Fluid's): of ints, max(x, -x), which keeps the dtype */
+        const char *sn[2] = {"X", "scale"}, *mn[2] = {"X", "Y"};
+        FlValue *sv[2] = {x, fl_v_float(c, -1.0)};
+        FlValue *neg = dop(c, "scale", sn, sv, 2, sp);
+        if (neg->kind == VK_ERROR) return neg;
+        FlValue *mv[2] = {x, neg};
+        return dop(c, "elementwise_max", mn, mv, 2, sp);
+    }
+    if (d && !is_float && !keeps) x = cast_to(c, x, FL_DT_FLOAT64, sp);
     const char *names[1] = {"X"};
     FlValue *vals[1] = {x};
-    return x->kind == VK_ERROR ? x : dop(c, fn, names, vals, 1, a->span);
+    return x->kind == VK_ERROR ? x : dop(c, fn, names, vals, 1, sp);
+}
+
+/* unary(fn, x): numpy.fn(x) of a driver value (fl_ev_driver_unary). */
+static FlValue *n_unary(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("unary", "fn x", 2);
+    (void)self;
+    const char *fn = v[0]->kind == VK_STR ? v[0]->str.s : "";
+    return fl_ev_driver_unary(c, fn, v[1], fl_arena_printf(&c->arena, "numpy.%s()", fn), a->span);
 }
 
 /* tensor_array(): fluid.LoDTensorArray() */

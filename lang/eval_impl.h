@@ -709,6 +709,10 @@ bool fl_ev_body_runs_programs(Ctx *c, Env *e, FlAstList *body);
 /* v[idx] and float(v) / int(v) (dt float64 / int64) of a driver var: ops of the driver. */
 FlValue *fl_ev_driver_index(Ctx *c, FlValue *v, FlValue *idx, FlSpan sp);
 FlValue *fl_ev_driver_item(Ctx *c, FlValue *v, FlDType dt, FlSpan sp);
+/* numpy's elementwise fn (exp, log, sqrt, square, abs, tanh, sin, cos) of driver value x, element
+ * by element (an int value is taken as float64 first, as numpy does, except by square and abs,
+ * which keep its dtype); `what` names the call in errors (driver_values.c). */
+FlValue *fl_ev_driver_unary(Ctx *c, const char *fn, FlValue *x, const char *what, FlSpan sp);
 /* print(...) to stream ("stdout", "stderr"); the shape and numbers of a nested list (driver.c). */
 FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, const char *stream, FlSpan sp);
 bool fl_ev_driver_flatten(Ctx *c, FlValue *v, int depth, int64_t *shape, int *ndim, FlValue *out, FlSpan sp);
@@ -770,6 +774,10 @@ FlValue *fl_ev_block_record(Ctx *c, FlValue *prog, int idx);
 FlValue *fl_ev_var_block(Ctx *c, FlValue *var);
 FlValue *fl_ev_program_attr(Ctx *c, FlValue *prog, const char *name);
 bool fl_ev_program_for_test(Ctx *c, FlProgram *p, FlSpan sp);
+/* A copy of program p that the script holds (in c->programs), whose parameters are parameters of
+ * the copy too (all_parameters() lists them), as Fluid's Program.clone copies their Parameter info:
+ * clone(), a frozen or converted copy. */
+FlProgram *fl_ev_program_copy(Ctx *c, const FlProgram *p);
 /* The name a run_program gives program p ("main", "startup", program_N: the bundle adopts a
  * Program() or a clone the first time); NULL when the script did not make p. */
 const char *fl_ev_program_name(Ctx *c, const FlProgram *p);

@@ -179,7 +179,8 @@ static void own_names(Ctx *c, Env *e, FlAstList **bodies, size_t n, FlSpan sp) {
             if (cv->kind == VK_VAR) fl_env_set(e, names.data[i], cv);
             continue;
         }
-        if (!v || v->kind != VK_VAR) continue;
+        /* a Var of another program (a handle the driver passes to exe.run) is no var of this one */
+        if (!v || v->kind != VK_VAR || v->var.prog != c->b.main) continue;
         bool seen = false;
         for (size_t k = 0; k < i && !seen; k++) seen = names.data[k] == names.data[i];
         if (!seen) fl_env_set(e, names.data[i], copy_var(c, v, sp));
@@ -359,7 +360,7 @@ static void carry_out(Ctx *c, Env *e, Snapshot *s, const StrVec *written, FlBloc
             if (!now) break;
             if (now->kind != VK_VAR) continue;
         }
-        if (now == before || now->kind != VK_VAR) continue;
+        if (now == before || now->kind != VK_VAR || now->var.prog != c->b.main) continue;
         if (before && before->kind == VK_VAR && before->var.name == now->var.name) {
             fl_env_set(e, name, before);
             continue;

@@ -94,6 +94,19 @@ static bool is_param(Ctx *c, const FlProgram *p, const FlVarDesc *d) {
     return d->persistable && fl_map_find_str(&c->params, key) != NULL;
 }
 
+FlProgram *fl_ev_program_copy(Ctx *c, const FlProgram *p) {
+    FlProgram *q = fl_ir_program_clone(p);
+    FL_VEC_PUSH(&c->programs, q);
+    const FlBlock *g = fl_ir_block(p, 0);
+    for (size_t i = 0; i < g->vars.len; i++) {
+        const FlVarDesc *d = g->vars.data[i];
+        const char *key = fl_arena_printf(&c->arena, "%p/%s", (const void *)p, d->name);
+        FlSpan *first = fl_map_find_str(&c->params, key);
+        if (first) fl_map_put_str(&c->params, fl_arena_printf(&c->arena, "%p/%s", (void *)q, d->name), first);
+    }
+    return q;
+}
+
 static FlValue *b_all_parameters(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("all_parameters", "", 0);
     (void)v;

@@ -106,22 +106,26 @@ static FlStatus snappy_unframe(FlErr *e, const unsigned char *p, size_t n, size_
             return fl_err(e, "the block at byte %zu of the Snappy chunk at byte %zu says %u bytes (1 to %d, and %zu "
                              "are left)", b, at, len, FL_RECORDIO_SNAPPY_BLOCK, n - q - 7);
         const char *d = (const char *)p + q + 7;
-        size_t start = out->len, plain = len;
+        size_t plain = len;
+        /* the block's plain bytes: its own data when stored, else a buffer of their own (never
+         * empty, so that the CRC below reads a real pointer also for a block of no bytes) */
+        char *tmp = NULL;
         if (flag == 1) {
             if (snappy_uncompressed_length(d, len, &plain) != SNAPPY_OK ||
                 snappy_validate_compressed_buffer(d, len) != SNAPPY_OK)
                 return fl_err(e, "the block at byte %zu of the Snappy chunk at byte %zu is no Snappy data", b, at);
             /* a valid block's length is real: a 32 KiB block gives at most about 1 MiB */
-            char *tmp = fl_xmalloc(plain ? plain : 1);
+            tmp = fl_xmalloc(plain ? plain : 1);
             size_t got = plain;
-            bool ok = snappy_uncompress(d, len, tmp, &got) == SNAPPY_OK && got == plain;
-            if (ok) fl_buf_append(out, tmp, plain);
-            free(tmp);
-            if (!ok) return fl_err(e, "the block at byte %zu of the Snappy chunk at byte %zu is no Snappy data", b, at);
-        } else {
-            fl_buf_append(out, d, len);
+            if (snappy_uncompress(d, len, tmp, &got) != SNAPPY_OK || got != plain) {
+                free(tmp);
+                return fl_err(e, "the block at byte %zu of the Snappy chunk at byte %zu is no Snappy data", b, at);
+            }
         }
-        uint32_t got = crc32c_masked(&c, (const unsigned char *)out->data + start, plain);
+        const unsigned char *bytes = (const unsigned char *)(tmp ? tmp : d);
+        uint32_t got = crc32c_masked(&c, bytes, plain);
+        if (got == sum) fl_buf_append(out, (const char *)bytes, plain);
+        free(tmp);
         if (got != sum)
             return fl_err(e, "the block at byte %zu of the Snappy chunk at byte %zu has CRC-32C 0x%08x, but its %zu "
                              "bytes give 0x%08x (the file is damaged)", b, at, sum, plain, got);

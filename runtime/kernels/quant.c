@@ -1,6 +1,7 @@
 /* quant.c: simulated quantization and dequantization (kernels_quant.h). The scale rules follow
  * Fluid's fake_quantize_op.cc; every kernel checks its inputs before it allocates, and writes its
- * outputs only when all are computed, so a weight quantized in place is never half-written. */
+ * outputs only when all are computed, so a weight quantized in place is never half-written. The
+ * element loops run over the tensors' float or double data, computing in double. */
 #include "runtime/kernels/kernels_quant.h"
 
 #include <math.h>
@@ -15,9 +16,26 @@ static FlStatus check_bits(FlErr *e, const char *op, const FlQuantAttrs *a) {
     return FL_OK;
 }
 
+/* max |x| over n elements of T data at p into m (a NaN is passed over, as fmax does). */
+#define ABS_MAX_LOOP(T, p, n, m)                                                             \
+    do {                                                                                     \
+        const T *xp = (p);                                                                   \
+        for (int64_t i = 0; i < (n); i++) {                                                  \
+            T a = xp[i] < 0 ? -xp[i] : xp[i];                                                \
+            (m) = a > (m) ? a : (m);                                                         \
+        }                                                                                    \
+    } while (0)
+
+/* max |x| of a float tensor, by a loop over its data. */
 static double abs_max(const FlTensor *x) {
+    int64_t n = fl_tensor_numel(x);
+    if (x->dtype == FL_DT_FLOAT32) {
+        float m = 0;
+        ABS_MAX_LOOP(float, fl_tensor_data(x), n, m);
+        return m;
+    }
     double m = 0;
-    for (int64_t i = 0, n = fl_tensor_numel(x); i < n; i++) m = fmax(m, fabs(fl_tensor_get(x, i)));
+    ABS_MAX_LOOP(double, fl_tensor_data(x), n, m);
     return m;
 }
 
@@ -29,15 +47,28 @@ static FlStatus one(FlErr *e, const char *op, const char *slot, const FlTensor *
     return FL_OK;
 }
 
+/* q = round(clip(x, -s, s) * bin / s) in double, for each element of T data (the clip sends a
+ * NaN to -s, as fmin(fmax(v, -s), s) does). */
+#define QUANTIZE_LOOP(T)                                                                     \
+    do {                                                                                     \
+        const T *xp = fl_tensor_data(x);                                                     \
+        T *qp = fl_tensor_data(q);                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            double v = xp[i];                                                                \
+            v = v > -s ? v : -s;                                                             \
+            v = v < s ? v : s;                                                               \
+            qp[i] = (T)round(v * bin / s);                                                   \
+        }                                                                                    \
+    } while (0)
+
 /* q = round(clip(x, -s, s) * bin / s) into a new tensor like x; s <= 0 (an all-zero x): 0. */
 static FlStatus quantize(FlErr *e, const char *op, const FlTensor *x, double s, double bin, FlTensor *q) {
     if (!isfinite(s) || s < 0) return fl_err(e, "%s: the scale is %g; a finite value >= 0 expected", op, s);
-    if (kalloc_like(e, op, q, x)) return FL_ERROR;
-    if (s == 0) return FL_OK; /* zero-filled */
-    for (int64_t i = 0, n = fl_tensor_numel(x); i < n; i++) {
-        double v = fmin(fmax(fl_tensor_get(x, i), -s), s);
-        fl_tensor_set(q, i, round(v * bin / s));
-    }
+    if (s == 0) return kalloc_like(e, op, q, x); /* zero-filled */
+    if (kalloc_raw_like(e, op, q, x)) return FL_ERROR; /* the loop writes every element */
+    int64_t n = fl_tensor_numel(x);
+    if (x->dtype == FL_DT_FLOAT32) QUANTIZE_LOOP(float);
+    else QUANTIZE_LOOP(double);
     return FL_OK;
 }
 
@@ -143,7 +174,16 @@ FlStatus fl_kernel_fake_dequantize_max_abs(FlErr *e, const FlTensor *x, const Fl
     if (!(max_range > 0)) return fl_err(e, "%s: max_range must be > 0, found %g", op, max_range);
     FlTensor o = FL_TENSOR_INIT;
     if (kalloc_raw_like(e, op, &o, x)) return FL_ERROR;
-    for (int64_t i = 0, n = fl_tensor_numel(x); i < n; i++) fl_tensor_set(&o, i, fl_tensor_get(x, i) * s / max_range);
+    int64_t n = fl_tensor_numel(x);
+    if (x->dtype == FL_DT_FLOAT32) {
+        const float *xp = fl_tensor_data(x);
+        float *o32 = fl_tensor_data(&o);
+        for (int64_t i = 0; i < n; i++) o32[i] = (float)(xp[i] * s / max_range);
+    } else {
+        const double *xp = fl_tensor_data(x);
+        double *o64 = fl_tensor_data(&o);
+        for (int64_t i = 0; i < n; i++) o64[i] = xp[i] * s / max_range;
+    }
     kout(out, &o);
     return FL_OK;
 }

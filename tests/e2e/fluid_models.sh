@@ -74,19 +74,22 @@ train skip_gram 0.2 --epochs 4
 train skip_gram 1.5 --epochs 4 -D loss=hsigmoid
 
 # 2. DCGAN on MNIST (Fashion-MNIST from Debian's dataset-fashion-mnist through
-# scripts/make_dataset_cache.sh): D and G alternate in the script's own loop, G twice a batch. At a
-# small size (8 and 16 filters, fc 64 and 32, batches of 32), 41 batches: G's loss (D's answer to
-# G's images, to be called real) falls from 0.5433 to 0.5022-0.5028 (a fall of 0.041 under every
-# kernel): at least 0.02. D's last layer is a sigmoid whose output the loss reads as a logit, as
-# the model writes it, so the losses stay within (0.31, 0.70) per term.
+# scripts/make_dataset_cache.sh): D and G alternate in the script's own loop, G twice a batch; G's
+# minimize takes parameter_list from the clone of G's program, so it trains G's parameters alone
+# and D learns to tell the real images from G's. At a small size (8 and 16 filters, fc 64 and 32,
+# batches of 32), 81 batches: D's loss (real called real, G's images called fake) falls from
+# 1.4199 to 1.380-1.383 (a fall of 0.036-0.042 under every kernel): at least 0.015; G's loss
+# meanwhile rises a little as D wins the first rounds. D's last layer is a sigmoid whose output
+# the loss reads as a logit, as the model writes it, so the losses stay within (0.31, 0.70) per
+# term.
 "$FLC" check "$M/dcgan.fl" || bad "dcgan does not compile"
 if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     sh "$ROOT/scripts/make_dataset_cache.sh" "$T/cache" >/dev/null || bad "make_dataset_cache.sh"
     if FLUIDC_DATA_HOME=$T/cache "$FLRUN" "$M/dcgan.fl" -D gf_dim=8 -D df_dim=8 -D gfc_dim=64 -D dfc_dim=32 \
-        -D batch_size=32 -D epoch=1 -D max_batches=41 >"$T/gan.txt" 2>&1; then
-        awk -F'DG-Loss=' '/^Epoch ID=/ { n++; v = $2 + 0; if (n == 1) a = v; b = v }
-            END { ok = n == 5 && b <= a - 0.02
-                  printf "%s: dcgan: %d reports, G loss %g -> %g (fall %g, margin 0.02)\n", ok ? "ok" : "FAIL", n, a, b, a - b
+        -D batch_size=32 -D epoch=1 -D max_batches=81 >"$T/gan.txt" 2>&1; then
+        awk '/^Epoch ID=/ { n++; split($0, f, "D-Loss="); v = f[2] + 0; if (n == 1) a = v; b = v }
+            END { ok = n == 9 && b <= a - 0.015
+                  printf "%s: dcgan: %d reports, D loss %g -> %g (fall %g, margin 0.015)\n", ok ? "ok" : "FAIL", n, a, b, a - b
                   exit !ok }' "$T/gan.txt" || { cat "$T/gan.txt"; fail=1; }
     else
         cat "$T/gan.txt"

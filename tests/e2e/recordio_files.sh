@@ -3,8 +3,8 @@
 # layers.batch, double_buffer; docs/data.md, "RecordIO files") over RecordIO files a Python writer
 # made from the formats' definitions (tests/e2e/fluid_files.py), each record a batch of LoDTensors
 # as fluid.recordio_writer writes it. Checks: the values read are the written ones exactly (three
-# dtypes, a field of sequences and its LoD), one record per exe.run in file order over pass_num
-# passes, then fluid.core.EOFException, and reset() starts over; thread_num threads give the same
+# dtypes, a field of sequences and its LoD, which lod() of the fetched value gives), one record
+# per exe.run in file order over pass_num passes, then fluid.core.EOFException, and reset() starts over; thread_num threads give the same
 # records; Snappy chunks (stored and compressed blocks) read as the same records, and a damaged
 # block is an error naming it; layers.batch concatenates records and their LoD and drops a last short batch,
 # and of layers.batch joins its batches; a shuffle is a seeded permutation of the records (of
@@ -535,6 +535,22 @@ FL
 { for k in 1 2; do printf '[1.5 7.5] [0. 1.]\n[21.5 27.5] [100. 203.]\n[41.5 47.5] [200. 606.]\n'; done
   printf 'eof\n[1.5 7.5]\n'; } >pre.want
 expect_out pre
+# the LoD of a fetched sequence read_file gives: lod() and recursive_sequence_lengths() of each
+# record's ids (two sequences of 1 and r + 1 rows), in a loop until EOF, and of the last record after it
+run fetched_lod 0 <<FL
+import paddle.fluid as fluid
+reader = fluid.layers.open_files(filenames=$FILES, $DECL)
+x, ids, w = fluid.layers.read_file(reader)
+exe = fluid.Executor(fluid.CPUPlace())
+try:
+    while True:
+        a, = exe.run(fetch_list=[ids], return_numpy=False)
+        print(a.lod(), a.recursive_sequence_lengths())
+except fluid.core.EOFException:
+    print("eof", a.lod())
+FL
+printf '[[0, 1, 2]] [[1, 1]]\n[[0, 1, 3]] [[1, 2]]\n[[0, 1, 4]] [[1, 3]]\neof [[0, 1, 4]]\n' >fetched_lod.want
+expect_out fetched_lod
 pre_refused() { # NAME LINE BODY MESSAGE
     run "$1" 1 <<FL
 import paddle.fluid as fluid
@@ -552,6 +568,9 @@ pre_refused pre_batch 7:1 "with p.block():
     x, ids, w = p.inputs()
     p.outputs(x)
 fluid.layers.batch(p(), 2)" "fluid.layers.batch() of Preprocessor 'create_custom_reader_0' is not compiled: its block's ops run on the batches read_file gives"
+pre_refused pre_params 4:6 "with p.block():
+    x, ids, w = p.inputs()
+    p.outputs(fluid.layers.fc(x, size=2), ids)" "the block of Preprocessor 'create_custom_reader_0' makes parameters (fc_0.w_0, fc_0.b_0): Fluid runs it on each batch in a scope of its own, where they are neither initialised nor trained; apply layers with weights to read_file(p())'s outputs, after the block"
 
 [ "$fail" = 0 ] && echo "recordio_files: ok"
 exit "$fail"

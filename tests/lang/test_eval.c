@@ -1551,8 +1551,48 @@ static void test_python_library(void) {
         {"from functools import reduce\nreduce(lambda a, b: a, [])\n", "error: reduce() of an empty sequence with no initial value"},
         {"{}.pop('k')\n", "error: pop(): key 'k' not in dict"},
         {"'{}'.format()\n", "error: format(): no argument for the field '{}'"},
-        {"'{:q}'.format(1)\n", "error: format(): unsupported format spec 'q'"},
+        {"'{:q}'.format(1)\n", "error: format(): unknown format code 'q' for object of type 'int'"},
         {"min([])\n", "error: min() of an empty sequence"},
+    };
+    check_errors("", errs, FL_ARRAY_LEN(errs));
+}
+
+/* str.format's specs as Python's format(x, spec) reads them: fill and alignment (a str to the
+ * left, a number to the right, '=' after the sign), '0' (zeros after a number's sign, a str's
+ * fill), sign, '#', width, ',' and '_' grouping, precision and type codes; each expected value is
+ * what python3 gives, and the errors are Python's for a spec that does not fit the value's type. */
+static void test_str_format_spec(void) {
+    check_asserts(
+                  "assert '{:05}'.format('ab') == 'ab000' and '{:5}'.format(True) == '    1'\n"
+                  "assert '{:.3}'.format(1.0) == '1.0' and '{:10}'.format(1e20) == '     1e+20'\n"
+                  "assert '{:>05}'.format('ab') == '000ab' and '{:0=+10,}'.format(1234) == '+0,001,234'\n"
+                  "assert '{:=+8.2f}'.format(3.14159) == '+   3.14' and '{:*^9}'.format('ab') == '***ab****'\n"
+                  "assert '{:#x}'.format(255) == '0xff' and '{:#010b}'.format(5) == '0b00000101'\n"
+                  "assert '{:,}'.format(1234567) == '1,234,567' and '{:_.2f}'.format(1234567.891) == '1_234_567.89'\n"
+                  "assert '{:c}'.format(65) == 'A' and '{:e}'.format(12345.678) == '1.234568e+04'\n"
+                  "assert '{:%}'.format(0.25) == '25.000000%' and '{:>6.1%}'.format(0.25) == ' 25.0%'\n"
+                  "assert '{:010}'.format(-3.5) == '-0000003.5' and '{:^6}'.format(7) == '  7   '\n"
+                  "assert '{:x<4}'.format(7) == '7xxx' and '{:.2}'.format('abc') == 'ab'\n"
+                  "assert '{:5.1}'.format('xyz') == 'x    ' and '{: d}'.format(5) == ' 5'\n"
+                  "assert '{:+}'.format(0.5) == '+0.5' and '{:0=5}'.format(-7) == '-0007'\n"
+                  "assert '{:010,}'.format(1234) == '00,001,234' and '{:_x}'.format(0xdeadbeef) == 'dead_beef'\n"
+                  "assert '{:#.0f}'.format(2.0) == '2.' and '{:#g}'.format(2.0) == '2.00000'\n"
+                  "assert '{:<05}'.format(3) == '30000' and '{:^05}'.format(3) == '00300'\n"
+                  "assert '{:.3}'.format(100.0) == '1e+02' and '{:.5}'.format(12.0) == '12.0'\n"
+                  "assert '{:,.2f}'.format(-1234567.891) == '-1,234,567.89' and '{:8}'.format(float('inf')) == '     inf'\n"
+                  "assert '{:#X}'.format(255) == '0XFF' and '{:→^5}'.format('é') == '→→é→→'\n"
+                  "assert '{:>4}|{:<4}|{:^4}'.format('a', 'b', 'c') == '   a|b   | c  ' and '{:g}'.format(1e-5) == '1e-05'\n"
+                  "assert '{:n}'.format(1234) == '1234' and '{:.0f}'.format(2.5) == '2'\n"
+                  "assert '{:-^11,}'.format(-1234) == '---1,234---'\n");
+    static const ErrCase errs[] = {
+        {"s = '{:s}'.format(5)\n", "error: format(): unknown format code 's' for object of type 'int'"},
+        {"s = '{:d}'.format(2.5)\n", "error: format(): unknown format code 'd' for object of type 'float'"},
+        {"s = '{:.2}'.format(5)\n", "error: format(): precision not allowed in integer format specifier"},
+        {"s = '{:=5}'.format('ab')\n", "error: format(): '=' alignment not allowed in string format specifier"},
+        {"s = '{:+}'.format('ab')\n", "error: format(): sign not allowed in string format specifier"},
+        {"s = '{:,x}'.format(5)\n", "error: format(): cannot specify ',' with 'x'"},
+        {"s = '{:5q}'.format(1.5)\n", "error: format(): unknown format code 'q' for object of type 'float'"},
+        {"s = '{:5.}'.format(1.5)\n", "error: format(): unsupported format spec '5.'"},
     };
     check_errors("", errs, FL_ARRAY_LEN(errs));
 }
@@ -1666,6 +1706,7 @@ int main(void) {
         {"embedding_padding_idx", test_embedding_padding_idx},
         {"int64_exact", test_int64_exact},
         {"format", test_format},
+        {"str_format_spec", test_str_format_spec},
         {"comprehensions", test_comprehensions},
         {"chained_assignment", test_chained_assignment},
         {"import_star", test_import_star},

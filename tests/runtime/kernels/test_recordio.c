@@ -7,7 +7,8 @@
  * chunks: a small one built here byte by byte in the snappystream framing Fluid writes (its CRC-32C
  * by a bitwise loop checked on the standard's check value) is what the writer writes; payloads of
  * several 32 KiB blocks, compressible and not, read back as written, each block compressed only
- * when that saves an eighth; a damaged block is an error naming its CRC-32C. */
+ * when that saves an eighth; a compressed block of no bytes adds nothing; a damaged block is an error
+ * naming its CRC-32C. */
 #include "runtime/recordio.h"
 
 #include <stdlib.h>
@@ -282,6 +283,41 @@ static void test_snappy_hand_chunk(void) {
     fl_buf_free(&want);
 }
 
+/* A Snappy chunk whose first block is compressed and holds no bytes (Snappy's one-byte empty
+ * stream, the CRC-32C of nothing), then hand_chunk's payload as a stored block: the empty block
+ * adds nothing and the records read as written; a wrong CRC-32C on the empty block is an error. */
+static void test_snappy_empty_block(void) {
+    for (int bad = 0; bad < 2; bad++) {
+        FlBuf plain = {0}, fr = {0}, chunk = {0};
+        hand_chunk(&plain);
+        const char *pl = plain.data + 20;
+        fl_buf_append(&fr, "snappy", 7); /* and its zero byte */
+        fl_buf_putc(&fr, 1); /* compressed, 1 byte: the uncompressed length 0 */
+        be(&fr, 1, 2);
+        be(&fr, masked(crc32c_bits("", 0)) ^ (uint32_t)bad, 4);
+        fl_buf_putc(&fr, 0);
+        fl_buf_putc(&fr, 0); /* stored, 17 bytes */
+        be(&fr, 17, 2);
+        be(&fr, masked(crc32c_bits(pl, 17)), 4);
+        fl_buf_append(&fr, pl, 17);
+        u32(&chunk, 0x01020304);
+        u32(&chunk, 3);
+        u32(&chunk, (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)fr.data, (uInt)fr.len));
+        u32(&chunk, 1);
+        u32(&chunk, (uint32_t)fr.len);
+        fl_buf_append(&chunk, fr.data, fr.len);
+        FlErr e = {{0}};
+        char got[64];
+        FlStatus st = scan(chunk.data, chunk.len, got, sizeof got, &e);
+        CU_ASSERT_EQUAL(st, bad ? FL_ERROR : FL_OK);
+        if (!bad) CU_ASSERT_STRING_EQUAL(got, "ab||xyz|");
+        if (bad) CU_ASSERT(strstr(e.msg, "the block at byte 27 of the Snappy chunk at byte 0 has CRC-32C") != NULL);
+        fl_buf_free(&plain);
+        fl_buf_free(&fr);
+        fl_buf_free(&chunk);
+    }
+}
+
 /* Records of `big` bytes each, compressible (a repeated phrase) or not (an LCG's bytes). */
 static void fill(char *p, size_t n, bool compressible, uint32_t seed) {
     for (size_t i = 0; i < n; i++) {
@@ -353,6 +389,7 @@ int main(void) {
         {"corrupt_chunks", test_corrupt_chunks},
         {"snappy_hand_chunk", test_snappy_hand_chunk},
         {"snappy_blocks", test_snappy_blocks},
+        {"snappy_empty_block", test_snappy_empty_block},
     };
     return fl_test_run("recordio", NULL, NULL, cases, sizeof cases / sizeof cases[0]);
 }
