@@ -849,6 +849,9 @@ FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpa
     FlVarDesc *ld = fl_ev_var_desc(c, loss);
     if (!ld) return fl_ev_error(c, sp, "var '%s' is not visible here", loss->var.name);
     FL_VEC(const char *) params = {0};
+    /* an empty parameter_list names no parameter (Fluid's append_backward: the gradient ops are
+     * appended, and no (param, grad) pair is given, so minimize updates nothing) */
+    bool none = param_list && fl_v_is_seq(param_list) && param_list->list.len == 0;
     if (param_list) {
         if (!fl_v_is_seq(param_list)) return fl_ev_error(c, sp, "parameter_list must be a list of Vars or names");
         for (size_t i = 0; i < param_list->list.len; i++) {
@@ -874,7 +877,7 @@ FlValue *fl_ev_append_backward(Ctx *c, FlValue *loss, FlValue *param_list, FlSpa
         return c->error;
     }
     FlValue *ps = fl_v_list(c, VK_LIST), *gs = fl_v_list(c, VK_LIST);
-    for (size_t i = 0; i < r.pairs.len; i++) {
+    for (size_t i = 0; !none && i < r.pairs.len; i++) {
         fl_v_list_push(c, ps, fl_v_var(c, r.pairs.data[i].param));
         fl_v_list_push(c, gs, fl_v_var(c, r.pairs.data[i].grad));
     }
