@@ -36,7 +36,10 @@ raises(lambda: exe.run(feed={"x": np.ones((4, 3)), "y": y}),
        "feed 'x': expected dtype float32, found float64")
 ok()
 raises(lambda: exe.run(feed={"x": np.ones((4, 3), np.uint8), "y": y}),
-       "feed 'x': numpy dtype uint8 is not one of")
+       "feed 'x': expected dtype float32, found uint8")
+ok()
+raises(lambda: exe.run(feed={"x": np.ones((4, 3), np.int16), "y": y}),
+       "feed 'x': numpy dtype int16 is not one of float32, float64, int32, int64, bool, float16, int8, uint8")
 raises(lambda: exe.run(feed={"nope": x, "x": x, "y": y}),
        "feed 'nope': the program has no var of that name")
 raises(lambda: exe.run(feed=[x]), "feed must be a dict")
