@@ -170,7 +170,9 @@ static FlValue *b_enumerate(Ctx *c, FlValue *self, CallArgs *a) {
 
 /* print(*values, sep=' ', end='\n', flush=False, file=None): at compile time, to standard output
  * (file=sys.stderr: standard error); when a value is known only at run time (a fetched value, a
- * string made of one), the driver prints the line when it runs (docs/driver.md). */
+ * string made of one), the driver prints the line when it runs (docs/driver.md). Once the driver
+ * has an op (an exe.run, a loop of them), every line prints when the driver gets there, so the
+ * lines of the script come out in its order. */
 static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("print", "*values sep= end= flush= file=", 5);
     if ((v[1] && !fl_ev_want_str(c, v[1], "print() sep", a->span)) ||
@@ -180,7 +182,8 @@ static FlValue *b_print(Ctx *c, FlValue *self, CallArgs *a) {
     if (v[4] && v[4]->kind != VK_NONE && (!stream || stream->kind != VK_STR))
         return fl_ev_error(c, a->span, "print(file=...) takes sys.stdout or sys.stderr, found %s", fl_v_type_name(v[4]));
     bool to_err = stream && strcmp(stream->str.s, "stderr") == 0;
-    bool rt = fl_ev_in_driver(c); /* in a runtime if, loop or thread of the driver: when it runs */
+    /* in a runtime if, loop or thread of the driver, or after the driver's first op: when it runs */
+    bool rt = fl_ev_in_driver(c) || fl_ev_driver_started(c);
     FlValue *texts = fl_v_list(c, VK_LIST); /* str() of each value (driver_print.c) */
     for (size_t i = 0; i < v[0]->list.len; i++) {
         FlValue *t = fl_ev_str_of(c, v[0]->list.items[i], false, a->span);

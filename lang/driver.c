@@ -45,6 +45,10 @@ FlProgram *fl_ev_driver(Ctx *c) {
 
 bool fl_ev_in_driver(const Ctx *c) { return c->bundle->driver && c->b.main == c->bundle->driver; }
 
+bool fl_ev_driver_started(const Ctx *c) {
+    return c->bundle->driver && fl_ir_block(c->bundle->driver, 0)->ops.len > 0;
+}
+
 bool fl_ev_is_driver_var(const Ctx *c, const FlValue *v) {
     return v && v->kind == VK_VAR && c->bundle->driver && v->var.prog == c->bundle->driver;
 }
@@ -186,8 +190,7 @@ FlValue *fl_ev_driver_print(Ctx *c, FlValue *values, FlValue *sep, FlValue *end,
 FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValue *end, const char *stream, FlSpan sp) {
     const char *endt = end ? end->str.s : "\n";
     size_t el = strlen(endt);
-    if (el == 0 || endt[el - 1] != '\n')
-        return fl_ev_error(c, sp, "print() of a run-time value ends its line: end= must end with '\\n'");
+    bool newline = el > 0 && endt[el - 1] == '\n'; /* else print_line writes end and no newline */
     FlValue *rt = fl_ev_rtstr_new(c);
     for (size_t i = 0; i < values->list.len; i++) {
         FlValue *v = values->list.items[i];
@@ -202,7 +205,7 @@ FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValu
             if (!ok) return c->error;
         }
     }
-    fl_ev_rtstr_text(c, rt, endt, el - 1);
+    fl_ev_rtstr_text(c, rt, endt, newline ? el - 1 : el);
     FlValue *texts = rec_get(rt, "_texts"), *vars = rec_get(rt, "_vars"), *specs = rec_get(rt, "_specs");
     DriverSwap s;
     fl_ev_driver_enter(c, &s);
@@ -219,6 +222,7 @@ FlValue *fl_ev_driver_print_stream(Ctx *c, FlValue *values, FlValue *sep, FlValu
     fl_ir_op_set_strings(op, "texts", tx, texts->list.len);
     if (any_spec) fl_ir_op_set_strings(op, "specs", sx, specs->list.len);
     fl_ir_op_set_string(op, "stream", stream);
+    if (!newline) fl_ir_op_set_bool(op, "newline", false);
     free(tx);
     free(sx);
     bool ok = fl_ev_infer(c, c->b.block, op, sp);

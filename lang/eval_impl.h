@@ -592,6 +592,7 @@ void fl_ev_profile_end(Ctx *c);
 /* ---- the driver program (driver.c; docs/driver.md) ---- */
 FlProgram *fl_ev_driver(Ctx *c);                 /* the bundle's driver, made on first use */
 bool fl_ev_in_driver(const Ctx *c);             /* ops go to the driver now (a thread's body) */
+bool fl_ev_driver_started(const Ctx *c);        /* the driver has an op: what prints now prints at run time */
 bool fl_ev_is_driver_var(const Ctx *c, const FlValue *v);
 /* Makes the driver's global block current unless the driver is current already; leave undoes it. */
 void fl_ev_driver_enter(Ctx *c, DriverSwap *s);

@@ -643,6 +643,7 @@ static FlStatus prep_print_line(ExecOp *op, FlErr *e) {
     if (strcmp(st, "stdout") != 0 && strcmp(st, "stderr") != 0)
         return fl_err(e, "stream '%s' (stdout or stderr)", st);
     op->a.b[0] = strcmp(st, "stderr") == 0;
+    op->a.b[1] = fl_exec_attr_bool(op, "newline");
     return FL_OK;
 }
 
@@ -665,7 +666,7 @@ static FlStatus run_print_line(RunCtx *rc, const ExecOp *op, FlScope *s) {
         fl_buf_puts(&line, texts->strs[i + 1]);
     }
     if (st == FL_OK) {
-        fl_buf_putc(&line, '\n');
+        if (op->a.b[1]) fl_buf_putc(&line, '\n');
         FILE *f = op->a.b[0] ? stderr : stdout;
         flockfile(f);
         fwrite(fl_buf_str(&line), 1, line.len, f);
