@@ -64,6 +64,10 @@ static FlValue *b_len(Ctx *c, FlValue *self, CallArgs *a) {
     case VK_TUPLE: return fl_v_int(c, (int64_t)o->list.len);
     case VK_DICT: return fl_v_int(c, (int64_t)o->dict.len);
     case VK_RECORD: {
+        int dt;
+        FlValue *nums = fl_ev_ndarray_numbers(o, &dt); /* numpy's len: the first dim */
+        if (nums && fl_v_is_seq(nums)) return fl_v_int(c, (int64_t)nums->list.len);
+        if (nums) return fl_ev_error(c, a->span, "len() of unsized object (a numpy array of rank 0)");
         FlValue *l = fl_map_find_str(&o->rec.attrs->map, "__len__");
         /* a batch's rows (int64 [1]) as Python's len gives them: a number */
         if (l && fl_ev_is_driver_var(c, l)) return fl_ev_driver_item(c, l, FL_DT_INT64, a->span);

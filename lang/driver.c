@@ -709,6 +709,12 @@ static FlValue *ndarray_new(Ctx *c, FlValue *value, FlValue *dtype, FlSpan sp) {
     return r;
 }
 
+FlValue *fl_ev_ndarray_of(Ctx *c, FlValue *value, int dtype, FlSpan sp) {
+    FlValue *r = ndarray_new(c, value, NULL, sp);
+    if (r->kind != VK_ERROR && dtype >= 0) fl_v_rec_set(c, r, "_dtype", fl_v_int(c, dtype));
+    return r;
+}
+
 FlValue *fl_ev_ndarray_numbers(FlValue *v, int *dtype) {
     if (!is_rec(v, NDARRAY_TYPE)) return NULL;
     FlValue *dt = rec_get(v, "_dtype");

@@ -176,6 +176,74 @@ static FlValue *slice_value(Ctx *c, FlValue *obj, FlValue *lo, FlValue *hi, FlVa
     return v;
 }
 
+/* numpy's basic indexing of a compile-time array's nested lists: item k of idx (an int, or a
+ * slice given by its three parts) picks in dim k; the dims after the last item stay whole. */
+static FlValue *nd_pick(Ctx *c, FlValue *v, FlValue **idx, FlValue *(*sl)[3], size_t k, size_t n, FlSpan sp) {
+    if (k == n) return v;
+    if (!fl_v_is_seq(v))
+        return fl_ev_error(c, sp, "too many indices for array: the array has %zu dimension%s, %zu were indexed", k,
+                           k == 1 ? "" : "s", n);
+    if (idx[k]) {
+        if (idx[k]->kind != VK_INT && idx[k]->kind != VK_BOOL)
+            return fl_ev_error(c, sp, "a numpy array is indexed by ints and slices here, found %s",
+                               fl_v_type_name(idx[k]));
+        int64_t len = (int64_t)v->list.len, i = idx[k]->kind == VK_INT ? idx[k]->i : idx[k]->b;
+        if (i < -len || i >= len)
+            return fl_ev_error(c, sp, "index %lld is out of bounds for axis %zu with size %lld", (long long)i, k,
+                               (long long)len);
+        return nd_pick(c, v->list.items[i < 0 ? i + len : i], idx, sl, k + 1, n, sp);
+    }
+    FlValue *part = slice_value(c, v, sl[k][0], sl[k][1], sl[k][2], sp);
+    if (part->kind == VK_ERROR) return part;
+    FlValue *out = fl_v_list(c, VK_LIST);
+    for (size_t i = 0; i < part->list.len; i++) {
+        FlValue *x = nd_pick(c, part->list.items[i], idx, sl, k + 1, n, sp);
+        if (x->kind == VK_ERROR) return x;
+        fl_v_list_push(c, out, x);
+    }
+    return out;
+}
+
+/* a[...] of a compile-time numpy array (numpy.array of numbers): ints and slices of compile-time
+ * ints pick its numbers when the script compiles (an array, or a number when every dim is
+ * indexed); a[i] with i an int of the driver (a runtime loop's counter) makes the array a constant
+ * of the driver and indexes that when the driver runs. */
+static FlValue *ndarray_subscript(Ctx *c, Env *e, FlValue *o, FlAst *ix, FlSpan sp) {
+    int dt;
+    FlValue *nums = fl_ev_ndarray_numbers(o, &dt);
+    FlAst *one[1] = {ix};
+    FlAst **items = ix->kind == FL_AST_TUPLE ? ix->list.items.items : one;
+    size_t n = ix->kind == FL_AST_TUPLE ? ix->list.items.len : 1;
+    if (n > FL_IR_MAX_DIMS) return fl_ev_error(c, sp, "too many indices for array (%zu)", n);
+    FlValue *idx[FL_IR_MAX_DIMS] = {0}, *sl[FL_IR_MAX_DIMS][3] = {{0}};
+    bool driver = false;
+    for (size_t k = 0; k < n; k++) {
+        FlAst *it = items[k];
+        if (it->kind == FL_AST_SLICE) {
+            FlAst *parts[3] = {it->slice.lo, it->slice.hi, it->slice.step};
+            for (int p = 0; p < 3; p++) {
+                sl[k][p] = parts[p] ? fl_ev_expr(c, e, parts[p]) : NULL;
+                if (sl[k][p] && sl[k][p]->kind == VK_ERROR) return c->error;
+                driver = driver || fl_ev_is_driver_var(c, sl[k][p]);
+            }
+        } else {
+            idx[k] = fl_ev_expr(c, e, it);
+            if (idx[k]->kind == VK_ERROR) return c->error;
+            driver = driver || fl_ev_is_driver_var(c, idx[k]);
+        }
+    }
+    if (driver) {
+        if (n != 1 || !idx[0])
+            return fl_ev_error(c, sp, "a numpy array is sliced here by a value known only when the driver runs (a "
+                               "runtime loop's counter): that is not compiled; index it by one such int (a[i]), or "
+                               "slice it by compile-time ints, or read the data with a reader (paddle.batch)");
+        FlValue *k = fl_ev_driver_const_as(c, nums, dt, sp);
+        return k->kind == VK_ERROR ? k : fl_ev_driver_index(c, k, idx[0], sp);
+    }
+    FlValue *r = nd_pick(c, nums, idx, sl, 0, n, sp);
+    return r->kind == VK_ERROR || !fl_v_is_seq(r) ? r : fl_ev_ndarray_of(c, r, dt, sp);
+}
+
 FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {
     switch (obj->kind) {
     case VK_MODULE: {
@@ -388,8 +456,11 @@ FlValue *fl_ev_expr(Ctx *c, Env *e, FlAst *n) {
     case FL_AST_INDEX: {
         FlValue *o = fl_ev_expr(c, e, n->index.obj);
         FlAst *ix = n->index.index;
+        int ndt;
         if (fl_ev_is_driver_var(c, o)) { /* a fetched value: numpy's indexing (driver_values.c) */
             res = fl_ev_driver_subscript(c, e, o, ix, n->span);
+        } else if (fl_ev_ndarray_numbers(o, &ndt)) { /* numpy.array(...) of compile-time numbers */
+            res = ndarray_subscript(c, e, o, ix, n->span);
         } else if (ix->kind == FL_AST_SLICE) {
             FlValue *lo = ix->slice.lo ? fl_ev_expr(c, e, ix->slice.lo) : NULL;
             FlValue *hi = ix->slice.hi ? fl_ev_expr(c, e, ix->slice.hi) : NULL;
