@@ -418,6 +418,7 @@ static FlStatus infer_op(Ctx *c0) {
     case FL_OPID_time_now: return fl_infer_time_now(&c);
     case FL_OPID_scope_new: return fl_infer_scope_new(&c);
     case FL_OPID_index: return fl_infer_index(&c);
+    case FL_OPID_slice_rows: return fl_infer_slice_rows(&c);
     case FL_OPID_item: return fl_infer_item(&c);
     case FL_OPID_exit: return fl_infer_exit(&c);
     case FL_OPID_scope_var: return fl_infer_scope_var(&c);

@@ -68,6 +68,25 @@ FlStatus fl_infer_index(Ctx *c) {
     return set_out(c, "Out", xv->dtype, &out);
 }
 
+/* Out = X's shape with rows not known until the bounds are; Start and End one integer each. */
+FlStatus fl_infer_slice_rows(Ctx *c) {
+    FlVarDesc *xv, *b[2];
+    const char *slot[2] = {"Start", "End"};
+    if (in1(c, "X", &xv)) return FL_ERROR;
+    Shape x = shape_of(xv);
+    if (x.nd < 1) return fl_err(c->e, "slice_rows: X '%s' is a number (rank 0): it has no rows", xv->name);
+    for (int k = 0; k < 2; k++) {
+        if (in1(c, slot[k], &b[k])) return FL_ERROR;
+        Shape s = shape_of(b[k]);
+        bool one = s.nd == 0 || (s.nd == 1 && s.d[0] == 1);
+        if ((b[k]->dtype != FL_DT_INT64 && b[k]->dtype != FL_DT_INT32) || !one)
+            return fl_err(c->e, "slice_rows: %s '%s' must be one integer, found %s %s", slot[k], b[k]->name,
+                          fl_dtype_name(b[k]->dtype), sstr(c, &s));
+    }
+    x.d[0] = -1;
+    return set_out(c, "Out", xv->dtype, &x);
+}
+
 /* Out: a number of dtype; X must be able to hold one element (a known size other than 1 is an
  * error). */
 FlStatus fl_infer_item(Ctx *c) {

@@ -514,6 +514,7 @@ FlStatus fl_infer_scope_new(Ctx *c);
 FlStatus fl_infer_save_load_vars(Ctx *c);
 FlStatus fl_infer_save_program(Ctx *c);
 FlStatus fl_infer_index(Ctx *c);
+FlStatus fl_infer_slice_rows(Ctx *c);
 FlStatus fl_infer_item(Ctx *c);
 FlStatus fl_infer_exit(Ctx *c);
 FlStatus fl_infer_scope_var(Ctx *c);

@@ -233,15 +233,50 @@ static FlValue *ndarray_subscript(Ctx *c, Env *e, FlValue *o, FlAst *ix, FlSpan 
         }
     }
     if (driver) {
-        if (n != 1 || !idx[0])
-            return fl_ev_error(c, sp, "a numpy array is sliced here by a value known only when the driver runs (a "
-                               "runtime loop's counter): that is not compiled; index it by one such int (a[i]), or "
-                               "slice it by compile-time ints, or read the data with a reader (paddle.batch)");
+        bool rows = n == 1 && !idx[0] && (!sl[0][2] || sl[0][2]->kind == VK_NONE ||
+                                          (sl[0][2]->kind == VK_INT && sl[0][2]->i == 1));
+        if (n != 1 || (!idx[0] && !rows))
+            return fl_ev_error(c, sp, "a numpy array is indexed here by a value known only when the driver runs (a "
+                               "runtime loop's counter) in a way that is not compiled: a[i] and a[i:j] (step 1) "
+                               "are; index by compile-time ints otherwise");
         FlValue *k = fl_ev_driver_const_as(c, nums, dt, sp);
-        return k->kind == VK_ERROR ? k : fl_ev_driver_index(c, k, idx[0], sp);
+        if (k->kind == VK_ERROR) return k;
+        if (idx[0]) return fl_ev_driver_index(c, k, idx[0], sp);
+        /* a[i:j]: slice_rows, the missing bounds 0 and the end (clamped) */
+        FlValue *bound[2];
+        for (int p = 0; p < 2; p++) {
+            FlValue *x = sl[0][p] && sl[0][p]->kind != VK_NONE ? sl[0][p] : fl_v_int(c, p ? INT64_MAX : 0);
+            if (!fl_ev_is_driver_var(c, x) && x->kind != VK_INT)
+                return fl_ev_error(c, sp, "slice indices must be integers, found %s", fl_v_type_name(x));
+            bound[p] = fl_ev_is_driver_var(c, x) ? x : fl_ev_driver_const(c, x, sp);
+            if (bound[p]->kind == VK_ERROR) return bound[p];
+        }
+        const char *names[3] = {"X", "Start", "End"};
+        FlValue *vals[3] = {k, bound[0], bound[1]};
+        CallArgs a = {.kwnames = names, .kwvals = vals, .nkw = 3, .span = sp};
+        return fl_ev_op(c, "slice_rows", &a, sp);
     }
     FlValue *r = nd_pick(c, nums, idx, sl, 0, n, sp);
-    return r->kind == VK_ERROR || !fl_v_is_seq(r) ? r : fl_ev_ndarray_of(c, r, dt, sp);
+    if (r->kind == VK_ERROR || !fl_v_is_seq(r)) return r;
+    r = fl_ev_ndarray_of(c, r, dt, sp);
+    /* the shape from the array's (an empty pick keeps the dims after it: numpy's (0, 2)) */
+    FlValue *shape = fl_map_find_str(&o->rec.attrs->map, "shape");
+    if (r->kind == VK_ERROR || !shape || !fl_v_is_seq(shape)) return r;
+    FlValue *out = fl_v_list(c, VK_TUPLE);
+    for (size_t k = 0; k < shape->list.len; k++) {
+        if (k < n && idx[k]) continue;
+        int64_t dim = shape->list.items[k]->i;
+        if (k < n) {
+            FlValue *all = fl_v_list(c, VK_LIST);
+            for (int64_t i = 0; i < dim; i++) fl_v_list_push(c, all, c->none);
+            FlValue *part = slice_value(c, all, sl[k][0], sl[k][1], sl[k][2], sp);
+            if (part->kind == VK_ERROR) return part;
+            dim = (int64_t)part->list.len;
+        }
+        fl_v_list_push(c, out, fl_v_int(c, dim));
+    }
+    fl_v_rec_set(c, r, "shape", out);
+    return r;
 }
 
 FlValue *fl_ev_find_attr(Ctx *c, FlValue *obj, const char *name, FlSpan sp) {

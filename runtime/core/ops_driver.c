@@ -698,6 +698,31 @@ static FlStatus prep_index(ExecOp *op, FlErr *e) {
 }
 FL_ADAPTER(index, prep_index, run_index);
 
+/* slice_rows: Out = a view of X's rows [start, end) after numpy's normalisation. */
+static FlStatus run_slice_rows(OpCall *c) {
+    const FlTensor *x = fl_call_in(c, FL_IN_slice_rows_X);
+    int64_t n = x->ne[0], r[2];
+    const FlTensor *b[2] = {fl_call_in(c, FL_IN_slice_rows_Start), fl_call_in(c, FL_IN_slice_rows_End)};
+    for (int k = 0; k < 2; k++) {
+        if (fl_tensor_numel(b[k]) != 1)
+            return fl_err(c->e, "%s holds %lld values: a slice bound is one integer", k ? "End" : "Start",
+                          (long long)fl_tensor_numel(b[k]));
+        int64_t v = fl_tensor_get_int(b[k], 0);
+        if (v < 0) v = v < -n ? 0 : v + n;
+        r[k] = v > n ? n : v;
+    }
+    if (r[1] < r[0]) r[1] = r[0];
+    int64_t inner = n ? fl_tensor_numel(x) / n : 0, ne[FL_MAX_DIMS];
+    memcpy(ne, x->ne, (size_t)x->ndim * sizeof *ne);
+    ne[0] = r[1] - r[0];
+    return fl_tensor_view(c->e, fl_call_out(c, FL_OUT_slice_rows_Out), x, r[0] * inner, x->ndim, ne);
+}
+static FlStatus prep_slice_rows(ExecOp *op, FlErr *e) {
+    (void)op, (void)e;
+    return FL_OK;
+}
+FL_ADAPTER(slice_rows, prep_slice_rows, run_slice_rows);
+
 /* item: Out = X's one element, converted to dtype (the int dtypes exactly). */
 static FlStatus run_item(OpCall *c) {
     const FlTensor *x = fl_call_in(c, FL_IN_item_X);
