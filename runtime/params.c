@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
+#include "runtime/lodstream.h"
 
 #define MAGIC "FLTENSOR"
 
@@ -778,9 +779,168 @@ done:
     return st;
 }
 
-FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) {
+/* ---------------------------------------------------------------- Fluid's layouts
+ *
+ * Paddle's save op writes a var to the file named after it, its save_combine op the vars of a
+ * call to one file, sorted by name; each tensor in the stream format of runtime/lodstream.h.
+ * Which a file is, is decided by its first bytes: fluidc's tensor files start with FLTENSOR,
+ * Fluid's stream with its LoD version, a uint32 0. */
+
+/* Whether the file at path starts as Fluid's stream does (4 zero bytes). A file that cannot be
+ * opened or is shorter: no (the reader that follows says why). */
+static bool fluid_stream_file(const char *path) {
+    FlErr e;
+    FILE *f = fl_open_regular(path, &e);
+    unsigned char b[4] = {1, 1, 1, 1};
+    bool ok = f && fread(b, 1, 4, f) == 4 && !b[0] && !b[1] && !b[2] && !b[3];
+    if (f) fclose(f);
+    return ok;
+}
+
+/* Whether the file `file` of dir is a regular file starting with fluidc's FLTENSOR. */
+static bool fluidc_tensor_file(const char *dir, const char *file) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/%s", dir, file);
+    FlErr e;
+    FILE *f = fl_open_regular(fl_buf_str(&path), &e);
+    char m[8] = {0};
+    bool ok = f && fread(m, 1, 8, f) == 8 && !memcmp(m, MAGIC, 8);
+    if (f) fclose(f);
+    fl_buf_free(&path);
+    return ok;
+}
+
+/* Whether lt (read from `file` of dir) is what v holds: its dtype, its shape (a -1 dim of v
+ * takes any size when `any` is set) and as many LoD levels as v's lod_level. */
+static FlStatus check_fluid(const char *dir, const char *file, const FlVarDesc *v, const FlLodTensor *lt, bool any,
+                            FlErr *err) {
+    const FlTensor *t = &lt->t;
+    bool same = t->dtype == v->dtype && t->ndim == v->ndim;
+    for (int k = 0; same && k < v->ndim; k++) same = t->ne[k] == v->shape[k] || (any && v->shape[k] < 0);
+    if (!same) {
+        FlShapeStr got = fl_tensor_shape(t), want = fl_shape_str(v->ndim, v->shape);
+        return fl_err(err, "--load %s: '%s' is %s %s in the file '%s' but %s %s in the program", dir, v->name,
+                      fl_dtype_name(t->dtype), got.s, file, fl_dtype_name(v->dtype), want.s);
+    }
+    if (lt->nlevels != v->lod_level)
+        return fl_err(err, "--load %s: '%s' has %d LoD level%s in the file '%s' but lod_level %d in the program", dir,
+                      v->name, lt->nlevels, lt->nlevels == 1 ? "" : "s", file, v->lod_level);
+    return FL_OK;
+}
+
+/* Rows [row0, row0 + rows) of lt's tensor into *out (released first; rows < 0: all of it, a
+ * new reference). */
+static FlStatus take_rows(const FlLodTensor *lt, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+    FlTensor t = FL_TENSOR_INIT;
+    if (rows < 0 || !lt->t.ndim) fl_tensor_ref(&t, &lt->t);
+    else {
+        int64_t ne[FL_MAX_DIMS];
+        for (int k = 0; k < lt->t.ndim; k++) ne[k] = lt->t.ne[k];
+        ne[0] = rows;
+        if (fl_tensor_alloc_uninit(err, &t, lt->t.dtype, lt->t.ndim, ne) != FL_OK) return FL_ERROR;
+        size_t rb = fl_tensor_nbytes(&lt->t) / (lt->t.ne[0] ? (size_t)lt->t.ne[0] : 1);
+        if (rows) memcpy(fl_tensor_data(&t), (const char *)fl_tensor_data(&lt->t) + (size_t)row0 * rb, (size_t)rows * rb);
+    }
+    fl_tensor_fini(out);
+    *out = t;
+    return FL_OK;
+}
+
+/* v's file `file` (at path) of dir, in Fluid's stream format: one tensor, nothing after it,
+ * checked against v (any: a -1 dim of v takes any size), into *out (filled on success). */
+static FlStatus read_fluid_file(const char *dir, const char *path, const char *file, const FlVarDesc *v, bool any,
+                                FlLodTensor *out, FlErr *err) {
+    size_t len = 0, used = 0;
+    FlErr e2;
+    char *bytes = fl_read_regular_file(path, &len, &e2);
+    if (!bytes) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    FlStatus st = FL_ERROR;
+    if (fl_lodstream_read(&e2, bytes, len, 0, &used, out) != FL_OK)
+        fl_err(err, "--load %s: the file '%s' of '%s' is not a tensor of Fluid's format: %s", dir, file, v->name,
+               e2.msg);
+    else if (used != len)
+        fl_err(err, "--load %s: the file '%s' of '%s' holds %zu bytes after its tensor (Fluid's save writes one "
+               "tensor to a var's file)", dir, file, v->name, len - used);
+    else
+        st = check_fluid(dir, file, v, out, any, err);
+    if (st != FL_OK) fl_lodtensor_fini(out);
+    free(bytes);
+    return st;
+}
+
+static int cmp_var_name(const void *a, const void *b) {
+    return strcmp((*(const FlVarDesc *const *)a)->name, (*(const FlVarDesc *const *)b)->name);
+}
+
+FlStatus fl_params_read_fluid_combined(const char *dir, const char *file, const FlVarDesc *const *vars, size_t n,
+                                       FlLodTensor *out, FlErr *err) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/%s", dir, file);
+    size_t len = 0, pos = 0;
+    FlErr e2;
+    char *bytes = fl_read_regular_file(fl_buf_str(&path), &len, &e2);
+    fl_buf_free(&path);
+    if (!bytes) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    const FlVarDesc **sorted = fl_xcalloc(n + 1, sizeof *sorted);
+    if (n) memcpy(sorted, vars, n * sizeof *sorted);
+    if (n) qsort(sorted, n, sizeof *sorted, cmp_var_name);
+    FlLodTensor *got = fl_xcalloc(n + 1, sizeof *got);
+    for (size_t i = 0; i < n; i++) fl_lodtensor_init(&got[i]);
+    FlStatus st = FL_OK;
+    size_t k = 0; /* the tensors read: the distinct names */
+    for (size_t i = 0; i < n && st == FL_OK; i++) {
+        if (i && !strcmp(sorted[i]->name, sorted[i - 1]->name)) continue; /* a var asked twice: stored once */
+        size_t used = 0;
+        if (fl_lodstream_read(&e2, bytes + pos, len - pos, pos, &used, &got[i]) != FL_OK)
+            st = fl_err(err, "--load %s: the combined file '%s' does not hold '%s', tensor %zu of the vars asked "
+                        "(sorted by name, as Fluid's save_combine writes them): %s", dir, file, sorted[i]->name, k + 1,
+                        e2.msg);
+        else
+            st = check_fluid(dir, file, sorted[i], &got[i], true, err);
+        pos += used;
+        k++;
+    }
+    if (st == FL_OK && pos != len)
+        st = fl_err(err, "--load %s: the combined file '%s' holds %zu bytes after the %zu tensors of the vars asked "
+                    "(Fluid's load_combine reads a file whole: load the vars it was saved with)", dir, file, len - pos, k);
+    for (size_t i = 0; i < n; i++) { /* in the caller's order */
+        const FlLodTensor *src = NULL;
+        for (size_t j = 0; st == FL_OK && j < n && !src; j++)
+            if (!strcmp(sorted[j]->name, vars[i]->name) && fl_tensor_has_data(&got[j].t)) src = &got[j];
+        fl_lodtensor_init(&out[i]);
+        if (!src) continue;
+        fl_tensor_ref(&out[i].t, &src->t);
+        out[i].nlevels = src->nlevels;
+        for (int l = 0; l < src->nlevels; l++) fl_tensor_ref(&out[i].lod[l], &src->lod[l]);
+    }
+    if (st != FL_OK)
+        for (size_t i = 0; i < n; i++) fl_lodtensor_fini(&out[i]);
+    for (size_t i = 0; i < n; i++) fl_lodtensor_fini(&got[i]);
+    free(got);
+    free(sorted);
+    free(bytes);
+    return st;
+}
+
+FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid, FlErr *err) {
     int version;
+    *fluid = false;
     if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
+    if (version == 1) { /* no FORMAT: Fluid's combined file, if its bytes say so */
+        FlBuf path = {0};
+        fl_buf_printf(&path, "%s/%s", dir, file);
+        struct stat sb;
+        bool there = lstat(fl_buf_str(&path), &sb) == 0;
+        *fluid = there && fluid_stream_file(fl_buf_str(&path));
+        fl_buf_free(&path);
+        if (*fluid) return FL_OK;
+        if (!there)
+            return fl_err(err, "--load %s: it has no file '%s' (Fluid's save_*(filename='%s') writes one) and no FORMAT "
+                          "(a fluidc checkpoint's)", dir, file, file);
+        if (!fluidc_tensor_file(dir, file))
+            return fl_err(err, "--load %s: '%s' is not a combined file of Fluid's save_* (whose first tensor starts "
+                          "with 4 zero bytes, its LoD version) nor a fluidc checkpoint's", dir, file);
+    }
     if (version != FORMAT_COMBINED)
         return fl_err(err, "--load %s: it holds a file per var, not one combined file '%s' (load it without a file "
                       "name)", dir, file);
@@ -799,8 +959,12 @@ FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err)
     return st;
 }
 
-FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+/* fl_params_read_rows; levels (NULL: not asked) receives the LoD levels of a Fluid file (none
+ * for fluidc's files, which hold none). */
+static FlStatus read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out,
+                          FlLodTensor *levels, FlErr *err) {
     int64_t height = var_rows(v);
+    bool all = rows < 0;
     if (rows < 0) row0 = 0, rows = height;
     FL_ASSERT(row0 >= 0 && row0 + rows <= height && (v->ndim || (row0 == 0 && rows == 1)));
     int version;
@@ -818,12 +982,25 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
     bool whole = (v2 || safe_name(v->name)) && stat(fl_buf_str(&path), &sb) == 0;
     FlStatus st = FL_ERROR;
     FlTensor t = FL_TENSOR_INIT;
+    if (whole && fluid_stream_file(fl_buf_str(&path))) { /* Fluid's save op's file */
+        FlLodTensor lt;
+        fl_lodtensor_init(&lt);
+        st = read_fluid_file(dir, fl_buf_str(&path), fl_buf_str(&esc), v, all, &lt, err);
+        if (st == FL_OK) st = take_rows(&lt, row0, all ? -1 : rows, out, err);
+        if (st == FL_OK && levels) {
+            levels->nlevels = lt.nlevels;
+            for (int l = 0; l < lt.nlevels; l++) fl_tensor_ref(&levels->lod[l], &lt.lod[l]);
+        }
+        fl_lodtensor_fini(&lt);
+        goto done;
+    }
     if (!whole && v2 && find_shards(dir, fl_buf_str(&esc), &shards, err) != FL_OK) goto done;
     int64_t ne[FL_MAX_DIMS];
     for (int k = 0; k < v->ndim; k++) ne[k] = v->shape[k];
     if (v->ndim) ne[0] = rows;
     if (!whole && !shards.len) {
-        fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+        if (v2 || !safe_name(v->name)) fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+        else fl_err(err, "--load %s: no saved value for '%s' (no file '%s' in it)", dir, v->name, v->name);
         goto done;
     }
     if (!whole && !v->ndim) {
@@ -900,30 +1077,56 @@ done:
     return st;
 }
 
+FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+    return read_rows(dir, v, row0, rows, out, NULL, err);
+}
+
+FlStatus fl_params_read_lod(const char *dir, const FlVarDesc *v, FlLodTensor *out, FlErr *err) {
+    fl_lodtensor_fini(out);
+    FlStatus st = read_rows(dir, v, 0, -1, &out->t, out, err);
+    if (st != FL_OK) fl_lodtensor_fini(out);
+    return st;
+}
+
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) {
     return fl_params_read_rows(dir, v, 0, -1, out, err);
+}
+
+void fl_params_set_value(FlScope *scope, const FlVarDesc *v, const FlLodTensor *lt) {
+    fl_scope_set_tensor(scope, v->name, &lt->t);
+    for (int l = 0; l < lt->nlevels && l < v->lod_level; l++) fl_scope_set_tensor(scope, v->lod[l], &lt->lod[l]);
 }
 
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
     VarList vars = {0};
     persistables(p, &vars);
-    FlTensor *loaded = fl_xcalloc(vars.len + 1, sizeof *loaded);
+    FlLodTensor *loaded = fl_xcalloc(vars.len + 1, sizeof *loaded);
+    for (size_t i = 0; i < vars.len; i++) fl_lodtensor_init(&loaded[i]);
     FlStatus st = FL_ERROR;
-    size_t n = 0;
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) { /* Fluid's combined file of the persistables */
+        char *d = fl_path_dir(dir);
+        const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        if (!fluid_stream_file(dir))
+            fl_err(err, "--load %s: a file, but not Fluid's combined file of the program's persistables (whose first "
+                   "tensor starts with 4 zero bytes, its LoD version); a fluidc checkpoint is loaded by its directory",
+                   dir);
+        else
+            st = fl_params_read_fluid_combined(d, base, (const FlVarDesc *const *)vars.data, vars.len, loaded, err);
+        free(d);
+        if (st != FL_OK) goto fail;
+    } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         fl_err(err, "--load: '%s' is not a directory of saved parameters", dir);
         goto fail;
-    }
-    for (; n < vars.len; n++) {
-        loaded[n] = (FlTensor)FL_TENSOR_INIT;
-        if (fl_params_read(dir, vars.data[n], &loaded[n], err) != FL_OK) goto fail;
+    } else {
+        for (size_t n = 0; n < vars.len; n++)
+            if (fl_params_read_lod(dir, vars.data[n], &loaded[n], err) != FL_OK) goto fail;
     }
     /* every var checked: now set them all */
-    for (size_t i = 0; i < vars.len; i++) fl_scope_set_tensor(scope, vars.data[i]->name, &loaded[i]);
+    for (size_t i = 0; i < vars.len; i++) fl_params_set_value(scope, vars.data[i], &loaded[i]);
     st = FL_OK;
 fail:
-    for (size_t i = 0; i < n && i < vars.len; i++) fl_tensor_fini(&loaded[i]);
+    for (size_t i = 0; i < vars.len; i++) fl_lodtensor_fini(&loaded[i]);
     free(loaded);
     FL_VEC_FREE(&vars);
     return st;

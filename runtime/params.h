@@ -54,6 +54,7 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 #include "runtime/api.h"
+#include "runtime/lodstream.h"
 
 FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
 /* Checks, without writing anything, that a save to dir would be accepted (the rules above) and
@@ -81,8 +82,23 @@ FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNam
 /* The message m of this module without the flrun option and directory it starts with ("--save: ",
  * "--load DIR: "), for callers that name them their own way. */
 const char *fl_params_msg(const char *m);
-/* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not). */
-FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) FL_WARN_UNUSED;
+/* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not):
+ * fluidc's (format 3; *fluid false) or, in a directory without FORMAT, Fluid's combined file
+ * (*fluid true: read it with fl_params_read_fluid_combined). */
+FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid, FlErr *err) FL_WARN_UNUSED;
+/* Fluid's combined file `file` of dir (its save_combine's: the tensors of the vars of one call,
+ * sorted by name, in the stream format, nothing after them): the values of vars[0, n) (any
+ * order; a var named twice is read once) into out[0, n) (each initialised here; on error all
+ * left empty), each checked against its var: dtype, shape (a -1 dim takes any size), as many
+ * LoD levels as its lod_level. Errors name the var and the file: a tensor that is not there or
+ * malformed, a mismatch, bytes after the last tensor. */
+FlStatus fl_params_read_fluid_combined(const char *dir, const char *file, const FlVarDesc *const *vars, size_t n,
+                                       FlLodTensor *out, FlErr *err) FL_WARN_UNUSED;
+/* fl_params_read of the whole var with its LoD levels (a Fluid file's; fluidc's files hold
+ * none) into *out (released first; left empty on error). */
+FlStatus fl_params_read_lod(const char *dir, const FlVarDesc *v, FlLodTensor *out, FlErr *err) FL_WARN_UNUSED;
+/* Sets v's value lt in scope: its tensor, and its LoD levels as the values of v's offset vars. */
+void fl_params_set_value(FlScope *scope, const FlVarDesc *v, const FlLodTensor *lt);
 /* One var's saved value into *out (released first), checked against v's dtype and shape; from
  * its file or assembled from its shards. */
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;

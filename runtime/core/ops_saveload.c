@@ -129,27 +129,32 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
         return fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle", pname);
     }
     const FlBlock *g = fl_ir_block(ex->prog, 0);
-    FlTensor *t = fl_xcalloc(n + 1, sizeof *t);
+    FlLodTensor *t = fl_xcalloc(n + 1, sizeof *t);
+    const FlVarDesc **d = fl_xcalloc(n + 1, sizeof *d);
+    for (size_t i = 0; i < n; i++) fl_lodtensor_init(&t[i]);
     FlStatus st = FL_OK;
     FlErr e;
     struct stat sb;
+    bool fluid = false; /* Fluid's combined file */
     if (stat(a.dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         st = fl_exec_op_error(rc, op, "loading '%s': it is not a directory of saved vars", a.dir);
-    else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &e) != FL_OK)
+    else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &fluid, &e) != FL_OK)
         st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
-    size_t got = 0;
-    for (; st == FL_OK && got < n; got++) {
-        t[got] = (FlTensor)FL_TENSOR_INIT;
-        const FlVarDesc *d = fl_ir_var_find(g, a.names->strs[got]);
-        if (!d)
-            st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[got],
+    for (size_t i = 0; st == FL_OK && i < n; i++)
+        if (!(d[i] = fl_ir_var_find(g, a.names->strs[i])))
+            st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[i],
                                   pname);
-        else if (fl_params_read(a.dir, d, &t[got], &e) != FL_OK)
+    if (st == FL_OK && fluid) {
+        if (fl_params_read_fluid_combined(a.dir, a.file, d, n, t, &e) != FL_OK)
             st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
-    }
-    for (size_t i = 0; st == FL_OK && i < n; i++) fl_scope_set_tensor(a.scope, a.names->strs[i], &t[i]); /* all checked */
-    for (size_t i = 0; i < got; i++) fl_tensor_fini(&t[i]);
+    } else
+        for (size_t i = 0; st == FL_OK && i < n; i++)
+            if (fl_params_read_lod(a.dir, d[i], &t[i], &e) != FL_OK)
+                st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
+    for (size_t i = 0; st == FL_OK && i < n; i++) fl_params_set_value(a.scope, d[i], &t[i]); /* all checked */
+    for (size_t i = 0; i < n; i++) fl_lodtensor_fini(&t[i]);
     free(t);
+    free(d);
     fl_scope_release(a.scope);
     return st;
 }

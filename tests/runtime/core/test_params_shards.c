@@ -350,12 +350,14 @@ static void test_combined(void) {
     CU_ASSERT_TRUE(rows_are(&t, 2, 5));
     CU_ASSERT_EQUAL(fl_params_read(dir, s, &t, &e), FL_OK);
     CU_ASSERT_TRUE(t.ndim == 0 && fl_tensor_get(&t, 0) == 7);
-    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &e), FL_OK);
-    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "other", &e), FL_ERROR);
+    bool fluid = true;
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &fluid, &e), FL_OK);
+    CU_ASSERT_FALSE(fluid);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "other", &fluid, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "its combined file is 'all', not 'other'"));
     /* replaced by a checkpoint of a file per var, which check_combined tells apart */
     CU_ASSERT_EQUAL_FATAL(fl_params_write(dir, &vars, &e), FL_OK);
-    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &e), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &fluid, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "it holds a file per var, not one combined file 'all'"));
     /* and back; then the file cut inside T */
     CU_ASSERT_EQUAL_FATAL(fl_params_write_combined(dir, "all", &vars, &e), FL_OK);
