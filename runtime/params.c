@@ -797,19 +797,6 @@ static bool fluid_stream_file(const char *path) {
     return ok;
 }
 
-/* Whether the file `file` of dir is a regular file starting with fluidc's FLTENSOR. */
-static bool fluidc_tensor_file(const char *dir, const char *file) {
-    FlBuf path = {0};
-    fl_buf_printf(&path, "%s/%s", dir, file);
-    FlErr e;
-    FILE *f = fl_open_regular(fl_buf_str(&path), &e);
-    char m[8] = {0};
-    bool ok = f && fread(m, 1, 8, f) == 8 && !memcmp(m, MAGIC, 8);
-    if (f) fclose(f);
-    fl_buf_free(&path);
-    return ok;
-}
-
 /* Whether lt (read from `file` of dir) is what v holds: its dtype, its shape (a -1 dim of v
  * takes any size when `any` is set) and as many LoD levels as v's lod_level. */
 static FlStatus check_fluid(const char *dir, const char *file, const FlVarDesc *v, const FlLodTensor *lt, bool any,
@@ -856,11 +843,11 @@ static FlStatus read_fluid_file(const char *dir, const char *path, const char *f
     if (!bytes) return fl_err(err, "--load %s: %s", dir, e2.msg);
     FlStatus st = FL_ERROR;
     if (fl_lodstream_read(&e2, bytes, len, 0, &used, out) != FL_OK)
-        fl_err(err, "--load %s: the file '%s' of '%s' is not a tensor of Fluid's format: %s", dir, file, v->name,
+        fl_err(err, "--load %s: '%s': its file '%s' is not a tensor of Fluid's format: %s", dir, v->name, file,
                e2.msg);
     else if (used != len)
-        fl_err(err, "--load %s: the file '%s' of '%s' holds %zu bytes after its tensor (Fluid's save writes one "
-               "tensor to a var's file)", dir, file, v->name, len - used);
+        fl_err(err, "--load %s: '%s': its file '%s' holds %zu byte%s after its tensor (Fluid's save writes one "
+               "tensor to a var's file)", dir, v->name, file, len - used, len - used == 1 ? "" : "s");
     else
         st = check_fluid(dir, file, v, out, any, err);
     if (st != FL_OK) fl_lodtensor_fini(out);
@@ -901,8 +888,9 @@ FlStatus fl_params_read_fluid_combined(const char *dir, const char *file, const 
         k++;
     }
     if (st == FL_OK && pos != len)
-        st = fl_err(err, "--load %s: the combined file '%s' holds %zu bytes after the %zu tensors of the vars asked "
-                    "(Fluid's load_combine reads a file whole: load the vars it was saved with)", dir, file, len - pos, k);
+        st = fl_err(err, "--load %s: the combined file '%s' holds %zu byte%s after the %zu tensor%s of the vars asked "
+                    "(Fluid's load_combine reads a file whole: load the vars it was saved with)", dir, file, len - pos,
+                    len - pos == 1 ? "" : "s", k, k == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++) { /* in the caller's order */
         const FlLodTensor *src = NULL;
         for (size_t j = 0; st == FL_OK && j < n && !src; j++)
@@ -930,14 +918,22 @@ FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid
         FlBuf path = {0};
         fl_buf_printf(&path, "%s/%s", dir, file);
         struct stat sb;
+        FlErr e3;
         bool there = lstat(fl_buf_str(&path), &sb) == 0;
-        *fluid = there && fluid_stream_file(fl_buf_str(&path));
+        FILE *f = there ? fl_open_regular(fl_buf_str(&path), &e3) : NULL;
+        char head[8] = {0};
+        size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f) fclose(f);
         fl_buf_free(&path);
-        if (*fluid) return FL_OK;
         if (!there)
             return fl_err(err, "--load %s: it has no file '%s' (Fluid's save_*(filename='%s') writes one) and no FORMAT "
                           "(a fluidc checkpoint's)", dir, file, file);
-        if (!fluidc_tensor_file(dir, file))
+        if (!f) return fl_err(err, "--load %s: %s", dir, e3.msg);
+        if (got >= 4 && !memcmp(head, "\0\0\0\0", 4)) {
+            *fluid = true;
+            return FL_OK;
+        }
+        if (got < 8 || memcmp(head, MAGIC, 8) != 0)
             return fl_err(err, "--load %s: '%s' is not a combined file of Fluid's save_* (whose first tensor starts "
                           "with 4 zero bytes, its LoD version) nor a fluidc checkpoint's", dir, file);
     }

@@ -1445,6 +1445,12 @@ static int run_program(Opts *o) {
         goto fail;
     }
     if (inc && !o->load && load_server(&r, inc, &e) != FL_OK) goto fail;
+    struct stat lsb;
+    if (o->load && plan && stat(o->load, &lsb) == 0 && S_ISREG(lsb.st_mode)) {
+        snprintf(e.msg, sizeof e.msg, "--load %s: a file (Fluid's combined parameters) is loaded whole by a local run; "
+                 "the ranks of a job read a directory of a file per var (load it locally and --save it)", o->load);
+        goto fail;
+    }
     if (o->load && (server && plan ? load_server(&r, o->load, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)
         goto fail;
     const FlRunSpec *rs = &r.bundle->run;
