@@ -30,7 +30,9 @@ static void persistables(const FlLoadedProgram *p, VarList *out) {
 #define FORMAT_WORDS "fluidc checkpoint "
 #define FORMAT_SPLIT 2    /* a file per var (and shards) */
 #define FORMAT_COMBINED 3 /* every var in one file that MANIFEST names: fl_params_write_combined */
-#define FORMAT_VERSION FORMAT_COMBINED /* the newest this code reads */
+#define FORMAT_FLUID 4    /* format 2 with the whole vars in Fluid's stream format */
+#define FORMAT_FLUID_COMBINED 5 /* format 3 in Fluid's stream format, the file's vars sorted by name */
+#define FORMAT_VERSION FORMAT_FLUID_COMBINED /* the newest this code reads */
 /* A shard's file name: the escaped var name, this, "FIRST-END". An escaped name never holds it
  * (its '%' are followed by two hex digits), so no var's file is another's shard. */
 #define SHARD_MARK "%shard-"
@@ -145,7 +147,7 @@ static bool is_checkpoint(const char *dir, FlBuf *why) {
         bool regular = stat(fl_buf_str(&path), &sb) == 0 && S_ISREG(sb.st_mode);
         if (!listed && regular && is_model_file(fl_buf_str(&path))) continue; /* an inference model's */
         FILE *f = listed && regular ? fl_open_regular(fl_buf_str(&path), &e2) : NULL;
-        bool tensor = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, MAGIC, 8);
+        bool tensor = f && fread(magic, 1, 8, f) == 8 && (!memcmp(magic, MAGIC, 8) || !memcmp(magic, "\0\0\0\0", 4));
         if (f) fclose(f);
         if (!tensor) {
             fl_buf_printf(why, "it holds '%s', which is not %s", n,
@@ -291,7 +293,27 @@ struct FlParamsSaving {
     FlBuf tmp;     /* DIR.tmp.PID, being filled */
     FlBuf manifest; /* the whole vars' files, in var order (combined: the file, then the vars) */
     bool combined;
+    bool fluid; /* format 4: the whole vars in Fluid's stream format, a combined file sorted by name */
 };
+
+/* A var's value in Fluid's stream format (format 4), with its LoD levels. */
+static FlStatus put_fluid(FILE *f, const char *path, const FlNamedTensor *nt, FlErr *err) {
+    FlBuf head = {0};
+    FlErr e2;
+    if (fl_lodstream_write_head(&e2, &head, &nt->t, nt->nlevels, nt->lod) != FL_OK) {
+        fl_buf_free(&head);
+        return fl_err(err, "--save: '%s': %s", nt->name, e2.msg);
+    }
+    bool ok = fwrite(head.data, 1, head.len, f) == head.len &&
+              fwrite(fl_tensor_data(&nt->t), 1, fl_tensor_nbytes(&nt->t), f) == fl_tensor_nbytes(&nt->t);
+    fl_buf_free(&head);
+    if (!ok) return fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno));
+    return FL_OK;
+}
+
+static int cmp_named(const void *a, const void *b) {
+    return strcmp((*(const FlNamedTensor *const *)a)->name, (*(const FlNamedTensor *const *)b)->name);
+}
 
 /* Checks that `file` can name a combined checkpoint's file: a plain name of the directory that
  * is none of the checkpoint's own files. */
@@ -306,14 +328,19 @@ static FlStatus check_combined_name(const char *file, FlErr *err) {
 }
 
 /* fl_params_write_begin, or with `combined` (a file name) every var into that one file. */
-static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char *combined, FlParamsSaving **out,
-                            FlErr *err) {
+static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char *combined, bool fluid,
+                            FlParamsSaving **out, FlErr *err) {
     *out = NULL;
     FlBuf path = {0}, fname = {0};
     char *target = save_path(dir, err);
     if (!target) return FL_ERROR;
     FlParamsSaving *s = fl_xcalloc(1, sizeof *s);
     s->target = target;
+    s->fluid = fluid;
+    /* the order of the files' vars: v's, or (Fluid's combined file) sorted by name */
+    const FlNamedTensor **order = fl_xcalloc(v->len + 1, sizeof *order);
+    for (size_t i = 0; i < v->len; i++) order[i] = &v->data[i];
+    if (fluid && combined && v->len) qsort(order, v->len, sizeof *order, cmp_named);
     fl_buf_printf(&s->tmp, "%s.tmp.%d", target, (int)getpid());
     fl_params_remove(fl_buf_str(&s->tmp));
     FlStatus st = FL_ERROR;
@@ -332,21 +359,35 @@ static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char
         }
     }
     for (size_t i = 0; i < v->len; i++) {
-        const char *name = v->data[i].name;
-        if (!name[0]) {
+        const FlNamedTensor *nt = order[i];
+        if (!nt->name[0]) {
             fl_err(err, "--save: a var has an empty name");
             goto fail;
         }
+        if (fluid && i && combined && !strcmp(nt->name, order[i - 1]->name)) continue; /* Fluid's: once */
         fname.len = 0;
-        escape_name(name, &fname);
+        escape_name(nt->name, &fname);
         fl_buf_printf(&s->manifest, "%s\n", fl_buf_str(&fname));
         if (cf) {
-            if (put_tensor(cf, fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
+            if ((fluid ? put_fluid(cf, fl_buf_str(&path), nt, err) : put_tensor(cf, fl_buf_str(&path), &nt->t, -1, 0, err)) !=
+                FL_OK)
+                goto fail;
             continue;
         }
         path.len = 0;
         fl_buf_printf(&path, "%s/%s", fl_buf_str(&s->tmp), fl_buf_str(&fname));
-        if (write_tensor(fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
+        if (!fluid) {
+            if (write_tensor(fl_buf_str(&path), &nt->t, -1, 0, err) != FL_OK) goto fail;
+            continue;
+        }
+        FILE *f = fopen(fl_buf_str(&path), "wb");
+        if (!f) {
+            fl_err(err, "--save: cannot write '%s': %s", fl_buf_str(&path), strerror(errno));
+            goto fail;
+        }
+        FlStatus ws = put_fluid(f, fl_buf_str(&path), nt, err);
+        if (fclose(f) != 0 && ws == FL_OK) ws = fl_err(err, "--save: cannot write '%s': %s", fl_buf_str(&path), strerror(errno));
+        if (ws != FL_OK) goto fail;
     }
     if (cf) {
         int bad = fclose(cf);
@@ -361,20 +402,28 @@ static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char
 fail:
     if (cf) fclose(cf);
     if (st != FL_OK) fl_params_write_abandon(s);
+    free(order);
     fl_buf_free(&path);
     fl_buf_free(&fname);
     return st;
 }
 
 FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) {
-    return write_begin(dir, v, NULL, out, err);
+    return write_begin(dir, v, NULL, false, out, err);
 }
 
 FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
                                         FlErr *err) {
     *out = NULL;
     if (file && check_combined_name(file, err) != FL_OK) return FL_ERROR;
-    return write_begin(dir, v, file, out, err);
+    return write_begin(dir, v, file, false, out, err);
+}
+
+FlStatus fl_params_write_begin_fluid(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
+                                     FlErr *err) {
+    *out = NULL;
+    if (file && check_combined_name(file, err) != FL_OK) return FL_ERROR;
+    return write_begin(dir, v, file, true, out, err);
 }
 
 FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNamedTensors *v, FlErr *err) {
@@ -418,7 +467,9 @@ FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) {
     for (size_t i = 0; i < shards.len; i++) fl_buf_printf(&s->manifest, "%s\n", shards.data[i]);
     fl_buf_printf(&path, "%s/FORMAT", fl_buf_str(&s->tmp));
     char line[64];
-    int ln = snprintf(line, sizeof line, "%s%d\n", FORMAT_WORDS, s->combined ? FORMAT_COMBINED : FORMAT_SPLIT);
+    int ln = snprintf(line, sizeof line, "%s%d\n", FORMAT_WORDS,
+                      s->fluid ? (s->combined ? FORMAT_FLUID_COMBINED : FORMAT_FLUID)
+                               : s->combined ? FORMAT_COMBINED : FORMAT_SPLIT);
     if (fl_write_file(fl_buf_str(&path), line, (size_t)ln, err) != FL_OK) goto fail;
     path.len = 0;
     fl_buf_printf(&path, "%s/MANIFEST", fl_buf_str(&s->tmp));
@@ -460,7 +511,7 @@ FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTens
     persistables(p, &vars);
     FlStatus st = FL_OK;
     for (size_t i = 0; i < vars.len && st == FL_OK; i++) {
-        FlNamedTensor nt = {vars.data[i]->name, FL_TENSOR_INIT};
+        FlNamedTensor nt = {.name = vars.data[i]->name, .t = FL_TENSOR_INIT};
         st = fl_scope_get_tensor(scope, nt.name, &nt.t, err);
         FL_VEC_PUSH(out, nt);
     }
@@ -469,7 +520,10 @@ FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTens
 }
 
 void fl_params_free(FlNamedTensors *v) {
-    for (size_t i = 0; i < v->len; i++) fl_tensor_fini(&v->data[i].t);
+    for (size_t i = 0; i < v->len; i++) {
+        fl_tensor_fini(&v->data[i].t);
+        for (int l = 0; l < v->data[i].nlevels; l++) fl_tensor_fini(&v->data[i].lod[l]);
+    }
     FL_VEC_FREE(v);
 }
 
@@ -700,11 +754,47 @@ static FlStatus find_shards(const char *dir, const char *esc, Shards *out, FlErr
     return FL_OK;
 }
 
+static FlStatus check_fluid(const char *dir, const char *file, const FlVarDesc *v, const FlLodTensor *lt, bool any,
+                            FlErr *err);
+static FlStatus take_rows(const FlLodTensor *lt, int64_t row0, int64_t rows, FlTensor *out, FlErr *err);
+
+/* v's value (rows [row0, row0 + rows); row0 < 0: all of it) from the `size` bytes of f at `base`
+ * (of the file `file` of dir), one tensor of Fluid's stream format, into *out and its LoD levels
+ * into *levels (NULL: not asked). */
+static FlStatus read_fluid_at(const char *dir, FILE *f, const char *file, const FlVarDesc *v, int64_t base,
+                              uint64_t size, int64_t row0, int64_t rows, FlTensor *out, FlLodTensor *levels, FlErr *err) {
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size < (uint64_t)base || size > (uint64_t)sb.st_size - (uint64_t)base)
+        return fl_err(err, "--load %s: the combined file '%s' ends inside '%s' (it needs %llu bytes at byte %lld)", dir,
+                      file, v->name, (unsigned long long)size, (long long)base);
+    char *bytes = fl_xmalloc(size ? (size_t)size : 1);
+    FlStatus st = FL_ERROR;
+    FlLodTensor lt;
+    fl_lodtensor_init(&lt);
+    size_t used = 0;
+    FlErr e2;
+    if (fseeko(f, (off_t)base, SEEK_SET) != 0 || fread(bytes, 1, (size_t)size, f) != (size_t)size)
+        fl_err(err, "--load %s: cannot read '%s': %s", dir, file, ferror(f) ? strerror(errno) : "it is shorter than it was");
+    else if (fl_lodstream_read(&e2, bytes, (size_t)size, (size_t)base, &used, &lt) != FL_OK || used != size)
+        fl_err(err, "--load %s: the combined file '%s' does not hold '%s' in Fluid's format: %s", dir, file, v->name,
+               used != size ? "its tensor is not the size its header says" : e2.msg);
+    else if (check_fluid(dir, file, v, &lt, row0 < 0, err) == FL_OK && take_rows(&lt, row0, row0 < 0 ? -1 : rows, out, err) == FL_OK) {
+        if (levels) {
+            levels->nlevels = lt.nlevels;
+            for (int l = 0; l < lt.nlevels; l++) fl_tensor_ref(&levels->lod[l], &lt.lod[l]);
+        }
+        st = FL_OK;
+    }
+    fl_lodtensor_fini(&lt);
+    free(bytes);
+    return st;
+}
+
 /* Format 3, a combined checkpoint: MANIFEST's first line names the file, its other lines the
  * vars (escaped) in the file's order; the file is their tensor files, version 1, one after the
  * other. Rows [row0, row0 + rows) of v into *out (released first). */
-static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out,
-                              FlErr *err) {
+static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, bool fluid, FlTensor *out,
+                              FlLodTensor *levels, FlErr *err) {
     FlBuf path = {0}, esc = {0};
     fl_buf_printf(&path, "%s/MANIFEST", dir);
     size_t len = 0;
@@ -743,6 +833,18 @@ static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0,
         goto done;
     }
     int64_t base = 0; /* where the tensors before v's end */
+    for (int64_t i = 0; fluid && i <= index; i++) { /* format 5: Fluid's tensors, v's read whole */
+        uint64_t size;
+        if (fseeko(f, (off_t)base, SEEK_SET) != 0 || fl_lodstream_size(&e2, f, (size_t)base, &size) != FL_OK) {
+            fl_err(err, "--load %s: '%s' is not a combined checkpoint's file: %s", dir, file, e2.msg);
+            goto done;
+        }
+        if (i == index) {
+            st = read_fluid_at(dir, f, file, v, base, size, rows == var_rows(v) ? -1 : row0, rows, out, levels, err);
+            goto done;
+        }
+        base += (int64_t)size;
+    }
     for (int64_t i = 0; i < index; i++) {
         FileHead h;
         size_t n = 1, size;
@@ -802,16 +904,19 @@ static bool fluid_stream_file(const char *path) {
 static FlStatus check_fluid(const char *dir, const char *file, const FlVarDesc *v, const FlLodTensor *lt, bool any,
                             FlErr *err) {
     const FlTensor *t = &lt->t;
+    bool named = !strcmp(file, v->name); /* the var's own file: "the file" names it */
     bool same = t->dtype == v->dtype && t->ndim == v->ndim;
     for (int k = 0; same && k < v->ndim; k++) same = t->ne[k] == v->shape[k] || (any && v->shape[k] < 0);
     if (!same) {
         FlShapeStr got = fl_tensor_shape(t), want = fl_shape_str(v->ndim, v->shape);
-        return fl_err(err, "--load %s: '%s' is %s %s in the file '%s' but %s %s in the program", dir, v->name,
-                      fl_dtype_name(t->dtype), got.s, file, fl_dtype_name(v->dtype), want.s);
+        return fl_err(err, "--load %s: '%s' is %s %s in the file%s%s%s but %s %s in the program", dir, v->name,
+                      fl_dtype_name(t->dtype), got.s, named ? "" : " '", named ? "" : file, named ? "" : "'",
+                      fl_dtype_name(v->dtype), want.s);
     }
     if (lt->nlevels != v->lod_level)
-        return fl_err(err, "--load %s: '%s' has %d LoD level%s in the file '%s' but lod_level %d in the program", dir,
-                      v->name, lt->nlevels, lt->nlevels == 1 ? "" : "s", file, v->lod_level);
+        return fl_err(err, "--load %s: '%s' has %d LoD level%s in the file%s%s%s but lod_level %d in the program", dir,
+                      v->name, lt->nlevels, lt->nlevels == 1 ? "" : "s", named ? "" : " '", named ? "" : file,
+                      named ? "" : "'", v->lod_level);
     return FL_OK;
 }
 
@@ -937,7 +1042,7 @@ FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid
             return fl_err(err, "--load %s: '%s' is not a combined file of Fluid's save_* (whose first tensor starts "
                           "with 4 zero bytes, its LoD version) nor a fluidc checkpoint's", dir, file);
     }
-    if (version != FORMAT_COMBINED)
+    if (version != FORMAT_COMBINED && version != FORMAT_FLUID_COMBINED)
         return fl_err(err, "--load %s: it holds a file per var, not one combined file '%s' (load it without a file "
                       "name)", dir, file);
     FlBuf path = {0};
@@ -965,8 +1070,9 @@ static FlStatus read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int
     FL_ASSERT(row0 >= 0 && row0 + rows <= height && (v->ndim || (row0 == 0 && rows == 1)));
     int version;
     if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
-    if (version == FORMAT_COMBINED) return read_combined(dir, v, row0, rows, out, err);
-    bool v2 = version == FORMAT_SPLIT;
+    if (version == FORMAT_COMBINED || version == FORMAT_FLUID_COMBINED)
+        return read_combined(dir, v, row0, rows, version == FORMAT_FLUID_COMBINED, out, levels, err);
+    bool v2 = version == FORMAT_SPLIT || version == FORMAT_FLUID; /* escaped names, a MANIFEST */
     FlBuf path = {0};
     FlBuf esc = {0};
     if (v2) escape_name(v->name, &esc);

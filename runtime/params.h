@@ -66,6 +66,9 @@ FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *di
 typedef struct FlNamedTensor {
     const char *name; /* borrowed */
     FlTensor t;       /* owned by the list */
+    int nlevels;      /* its LoD levels (owned; int64 offsets, outermost first), which only a
+                         checkpoint in Fluid's layout (format 4) keeps */
+    FlTensor lod[FL_LODSTREAM_MAX_LEVELS];
 } FlNamedTensor;
 typedef FL_VEC(FlNamedTensor) FlNamedTensors;
 /* Appends the program's persistable vars (names borrowed from p) with their tensors in scope.
@@ -118,6 +121,12 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
 /* fl_params_write_begin with every var in the one file `file` of dir (NULL: a file per var). */
 FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
                                         FlErr *err) FL_WARN_UNUSED;
+/* fl_params_write_begin_combined in Fluid's layout (format 4): each whole var's file one tensor
+ * of Fluid's stream format (with its LoD levels), named as in format 2; with `file`, that file
+ * holds the vars' tensors sorted by name, each once (Fluid's save_combine). Paddle's load_vars
+ * reads it (the vars whose names need no escaping). */
+FlStatus fl_params_write_begin_fluid(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
+                                     FlErr *err) FL_WARN_UNUSED;
 const char *fl_params_saving_dir(const FlParamsSaving *s);
 FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) FL_WARN_UNUSED;
 void fl_params_write_abandon(FlParamsSaving *s);

@@ -911,7 +911,7 @@ static FlStatus collect_plan(Run *r, FlNamedTensors *out, bool *asked, FlErr *e)
             FlNamedTensor *c = ckpt_find(&v, pv[i].full->name);
             if (shard[i] || (c && (c < v.data + own || pv[i].rows < 0))) continue;
             if (!c) {
-                FlNamedTensor nc = {pv[i].full->name, FL_TENSOR_INIT};
+                FlNamedTensor nc = {.name = pv[i].full->name, .t = FL_TENSOR_INIT};
                 st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
                 FL_VEC_PUSH(&v, nc);
             }

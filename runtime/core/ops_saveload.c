@@ -98,14 +98,27 @@ static FlStatus run_save_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlNamedTensors v = {0};
     FlStatus st = FL_OK;
     FlErr e;
+    const char *pname = fl_exec_attr_string(op, "program");
+    FlExec *ex = fl_driver_program(a.h, pname);
+    const FlBlock *g = ex ? fl_ir_block(ex->prog, 0) : NULL;
     for (size_t i = 0; a.names && i < a.names->n && st == FL_OK; i++) {
-        FlNamedTensor nt = {a.names->strs[i], FL_TENSOR_INIT};
+        FlNamedTensor nt = {.name = a.names->strs[i], .t = FL_TENSOR_INIT};
         if (fl_scope_get_tensor(a.scope, nt.name, &nt.t, &e) != FL_OK)
             st = fl_exec_op_error(rc, op, "saving '%s': %s (run the startup program before saving)", a.dir, e.msg);
+        /* a LoD var's offsets, which Fluid's file keeps with it (when the scope has them all) */
+        const FlVarDesc *d = g ? fl_ir_var_find(g, nt.name) : NULL;
+        for (int l = 0; st == FL_OK && d && l < d->lod_level && l < FL_LODSTREAM_MAX_LEVELS; l++) {
+            if (fl_scope_get_tensor(a.scope, d->lod[l], &nt.lod[l], &e) != FL_OK) {
+                for (int k = 0; k < l; k++) fl_tensor_fini(&nt.lod[k]);
+                nt.nlevels = 0;
+                break;
+            }
+            nt.nlevels = l + 1;
+        }
         FL_VEC_PUSH(&v, nt);
     }
     FlParamsSaving *sv = NULL;
-    if (st == FL_OK && fl_params_write_begin_combined(a.dir, a.file[0] ? a.file : NULL, &v, &sv, &e) != FL_OK)
+    if (st == FL_OK && fl_params_write_begin_fluid(a.dir, a.file[0] ? a.file : NULL, &v, &sv, &e) != FL_OK)
         st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, fl_params_msg(e.msg));
     else if (st == FL_OK && write_model(a.h, op, sv, &e) != FL_OK) {
         fl_params_write_abandon(sv);

@@ -11,7 +11,9 @@
 # file's exactly (each a float numpy prints as written), the fc output computed from them exact
 # in float32 (small integers and halves). Then a missing var's file, a wrong dtype, a wrong shape,
 # LoD levels the var has not, a truncated file and bytes after a tensor or at the end of a
-# combined file: each an error naming the var and the file, at the call's line.
+# combined file: each an error naming the var and the file, at the call's line. What the
+# script's fluid.io.save_* write (checkpoint formats 4 and 5) is read back by the Python reader
+# as Paddle's load and load_combine read it, values and LoD equal, and by flrun --load.
 set -u
 FLRUN=$1 ROOT=$2
 T=$(mktemp -d)
@@ -86,6 +88,9 @@ fluid.io.load_vars(exe, 'pd', vars=[ids])
 r = exe.run(fluid.default_main_program(), feed=feed, fetch_list=['fc_0.w_0', ids], return_numpy=False)
 print(np.array(r[0]))
 print(np.array(r[1]).reshape(-1), r[1].lod())
+fluid.io.save_params(exe, 'out_split')
+fluid.io.save_persistables(exe, 'out_comb', filename='all')
+fluid.io.save_vars(exe, 'out_ids', vars=[ids])
 FL
 cat >loads.want <<'OUT'
 load_params [-4.25  4.25] [ 0.25 -0.5 ] [0.]
@@ -100,16 +105,44 @@ if_exist [-4.25  4.25] [ 0.25 -0.5 ] [7.]
 OUT
 cmp -s loads.out loads.want || { echo "FAIL: the loaded values:"; cat loads.out; echo "--- expected:"; cat loads.want; fail=1; }
 
+# what the script saved, read as Paddle's load and load_combine read it (the Python reader of the
+# format's definition): a var's file is one tensor, named after it; the combined file the
+# persistables' tensors sorted by name, nothing after them; the LoD var keeps its offsets
+python3 - "$ROOT/tests/e2e" <<'PY' || { echo "FAIL: the saved files, read by the Python reader"; fail=1; }
+import sys
+sys.path.insert(0, sys.argv[1])
+from fluid_files import read_lod_tensor
+want = {"fc_0.w_0": ("float32", [3, 2], [0.5, -1.25, 2.0, 0.75, -3.0, 1.5], []),
+        "fc_0.b_0": ("float32", [2], [0.25, -0.5], []), "gstep": ("float32", [1], [7.0], []),
+        "ids": ("int64", [3, 1], [4, 5, 6], [[0, 1, 3]])}
+def check(path, data, pos, name):
+    dt, dims, values, lod, end = read_lod_tensor(data, pos)
+    if (dt, dims, values, lod) != want[name]:
+        sys.exit("%s: %s holds %s, not %s" % (path, name, (dt, dims, values, lod), want[name]))
+    return end
+for d, names in (("out_split", ["fc_0.w_0", "fc_0.b_0"]), ("out_ids", ["ids"])):
+    for n in names:
+        b = open(d + "/" + n, "rb").read()
+        if check(d + "/" + n, b, 0, n) != len(b):
+            sys.exit("%s/%s: bytes after its tensor" % (d, n))
+b = open("out_comb/all", "rb").read()
+pos = 0
+for n in sorted(["fc_0.w_0", "fc_0.b_0", "gstep"]):
+    pos = check("out_comb/all", b, pos, n)
+if pos != len(b):
+    sys.exit("out_comb/all: %d bytes after its tensors" % (len(b) - pos))
+PY
+
 # flrun --load: a directory of a file per var, and a combined file of the persistables
 cat >show.fl <<FL
 $NET
 r = exe.run(fluid.default_main_program(), feed=feed, fetch_list=[y, 'fc_0.b_0', g])
 print(r[0][0], r[1], r[2])
 FL
-for ck in pd cb/all; do
+for ck in pd cb/all out_comb; do
     "$FLRUN" show.fl --load "$ck" >flrun.out 2>flrun.err || { echo "FAIL: --load $ck:"; cat flrun.err; fail=1; }
     want="[-4.25  4.25] [ 0.25 -0.5 ] [7.]"
-    [ "$ck" = cb/all ] && want="[-8.5  8.5] [ 0.5 -1. ] [9.]"
+    [ "$ck" = cb/all ] && want="[-8.5  8.5] [ 0.5 -1. ] [9.]"  # out_comb: what loads.fl saved of pd's
     [ "$(cat flrun.out)" = "$want" ] || { echo "FAIL: --load $ck printed '$(cat flrun.out)', not '$want'"; fail=1; }
 done
 # a combined file of the parameters only: the persistables are more (the file ends early)
@@ -152,11 +185,11 @@ FL
 }
 bad missing "fluid.io.load_params(exe, 'bad_miss')" "loading 'bad_miss': no saved value for 'fc_0.b_0' (no file 'fc_0.b_0' in it)"
 bad dtype "fluid.io.load_params(exe, 'bad_dtype')" \
-    "loading 'bad_dtype': 'fc_0.w_0' is float64 [3, 2] in the file 'fc_0.w_0' but float32 [3, 2] in the program"
+    "loading 'bad_dtype': 'fc_0.w_0' is float64 [3, 2] in the file but float32 [3, 2] in the program"
 bad shape "fluid.io.load_params(exe, 'bad_shape')" \
-    "loading 'bad_shape': 'fc_0.w_0' is float32 [2, 3] in the file 'fc_0.w_0' but float32 [3, 2] in the program"
+    "loading 'bad_shape': 'fc_0.w_0' is float32 [2, 3] in the file but float32 [3, 2] in the program"
 bad lod "fluid.io.load_params(exe, 'bad_lod')" \
-    "loading 'bad_lod': 'fc_0.w_0' has 1 LoD level in the file 'fc_0.w_0' but lod_level 0 in the program"
+    "loading 'bad_lod': 'fc_0.w_0' has 1 LoD level in the file but lod_level 0 in the program"
 bad cut "fluid.io.load_params(exe, 'bad_cut')" \
     "loading 'bad_cut': 'fc_0.w_0': its file 'fc_0.w_0' is not a tensor of Fluid's format: the stream ends inside the values of the float32 [3, 2] tensor: it needs 24 bytes at byte 26, and 23 are left"
 bad tail "fluid.io.load_params(exe, 'bad_tail')" \

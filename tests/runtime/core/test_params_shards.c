@@ -101,7 +101,7 @@ static void test_shards(void) {
     /* rows out of a whole var's file */
     FlBuf path = {0};
     FlNamedTensors whole = {0};
-    FlNamedTensor nt = {"T", FL_TENSOR_INIT};
+    FlNamedTensor nt = {.name = "T", .t = FL_TENSOR_INIT};
     rows_of(0, H, &nt.t);
     FL_VEC_PUSH(&whole, nt);
     path.len = 0;
@@ -135,7 +135,7 @@ static FlVarDesc *var_t(FlProgram **p) {
 static void save_whole(const char *name, char *out, size_t n) {
     FlErr e = {{0}};
     FlNamedTensors whole = {0};
-    FlNamedTensor nt = {"T", FL_TENSOR_INIT};
+    FlNamedTensor nt = {.name = "T", .t = FL_TENSOR_INIT};
     rows_of(0, H, &nt.t);
     FL_VEC_PUSH(&whole, nt);
     snprintf(out, n, "%s/%s", root, name);
@@ -291,8 +291,10 @@ static void test_format(void) {
     } cases[] = {
         {"fluidc checkpoint 2\n", NULL},
         {"fluidc checkpoint 2", NULL},
-        {"fluidc checkpoint 4\n", "the checkpoint was written by a newer fluidc (checkpoint format 4; this one reads up to 3)"},
+        {"fluidc checkpoint 6\n", "the checkpoint was written by a newer fluidc (checkpoint format 6; this one reads up to 5)"},
         {"fluidc checkpoint 3\n", "no saved value for 'T'"}, /* combined: MANIFEST's first line names the file */
+        {"fluidc checkpoint 4\n", NULL}, /* format 2 in Fluid's stream: each file read as its bytes say */
+        {"fluidc checkpoint 5\n", "no saved value for 'T'"}, /* combined, as format 3 */
         {"fluidc checkpoint 1\n", "its FORMAT names checkpoint format 1, which this fluidc does not know"},
         {"", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
         {"\n", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
@@ -330,7 +332,7 @@ static void test_combined(void) {
     fl_ir_var_set_shape(s, 0, NULL);
     FlErr e = {{0}};
     FlNamedTensors vars = {0};
-    FlNamedTensor a = {"s%/x", FL_TENSOR_INIT}, b = {"T", FL_TENSOR_INIT};
+    FlNamedTensor a = {.name = "s%/x", .t = FL_TENSOR_INIT}, b = {.name = "T", .t = FL_TENSOR_INIT};
     double seven = 7;
     CU_ASSERT_EQUAL_FATAL(fl_tensor_from(&e, &a.t, FL_DT_FLOAT32, 0, NULL, &seven), FL_OK);
     rows_of(0, H, &b.t);
