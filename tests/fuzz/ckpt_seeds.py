@@ -6,7 +6,7 @@ of the directory (u8 name length, name, u8 kind: 0 file, 1 FIFO, 2 directory, 3 
 length, bytes). Whole vars, shards (read whole and as a pserver's block), version 1, escaped
 names, and a few hostile ones (a FIFO, a newer FORMAT, a link to a device). Paddle's layouts:
 a file per var and the combined file "__params__" (with fuzz_ckpt's second var "b", float32 [2])
-in Fluid's stream format, made by tests/e2e/fluid_files.py."""
+in Fluid's stream format, made by tests/e2e/fluid_files.py, and fluidc's formats 4 and 5 of it."""
 import os
 import struct
 import sys
@@ -113,6 +113,10 @@ def main():
         "fluid_combined": head("T", 0, [4, 3]) + rec("__params__", fluid(0, [4, 3]) + fluid(0, [2])),
         "fluid_combined_tail": head("T", 2, [2]) + rec("__params__", fluid(2, [2]) + fluid(0, [2]) + b"\0\0"),
         "fluid_combined_fifo": head("T", 0, [2]) + rec("__params__", kind=1),
+        "fluid_format4": head("T", 0, [4, 3]) + rec("FORMAT", b"fluidc checkpoint 4\n") + rec("MANIFEST", b"T\n") +
+                         rec("T", fluid(0, [4, 3])),
+        "fluid_format5": head("fc_0.w_0", 3, [6, 2], block=(1, 4)) + rec("FORMAT", b"fluidc checkpoint 5\n") +
+                         rec("MANIFEST", b"all\nT\nfc_0.w_0\n") + rec("all", fluid(1, [2, 2], lod=[[0, 2]]) + fluid(3, [6, 2])),
     }
     for name, data in seeds.items():
         with open(os.path.join(d, name), "wb") as f:
