@@ -44,6 +44,16 @@
  * file of DIR that MANIFEST's first line names; MANIFEST's other lines are the vars' escaped
  * names, in the file's order, and the file is their tensor files (version 1) one after the
  * other. Loading reads it as it reads the other formats (fl_params_read, fl_params_load).
+ * Fluid's layout (formats 4 and 5, fl_params_write_begin_fluid: what a script's fluid.io.save_*
+ * writes): formats 2 and 3 with each whole var's tensor in Fluid's stream format instead
+ * (runtime/lodstream.h; with its LoD levels), and a combined file's vars sorted by name, each
+ * once, as Paddle's save_combine writes them, so Paddle's load_* read them. Shards stay version 2
+ * tensor files (flrun --save and checkpoints write format 2).
+ * Paddle's own saves (no FORMAT): a var's file named after it may be one tensor of Fluid's
+ * stream format, nothing after it; which a file is, its first bytes say (FLTENSOR or a uint32 0,
+ * the stream's LoD version). A directory without FORMAT may hold Paddle's combined file
+ * (fl_params_check_combined, fl_params_read_fluid_combined), and fl_params_load of a regular
+ * file reads it as the combined file of the program's persistables.
  * Loading checks every persistable var of the program before it sets any: a missing file, a
  * different dtype or shape is an error naming the var, and the scope is left untouched.
  * Not thread-safe for one DIR: one save or load of a directory at a time.

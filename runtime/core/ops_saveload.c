@@ -3,13 +3,16 @@
  * on the checkpoint format and the rules of runtime/params.h (a save goes to a new path or
  * replaces an earlier checkpoint, atomically; a load checks every var before it sets any).
  *
- *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` (a file
- *              per var, or with `file` all of them in that one file: a combined checkpoint);
+ *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` in Fluid's
+ *              layout (fl_params_write_begin_fluid: a file per var, or with `file` all of them
+ *              in that one file, sorted by name: a combined checkpoint), a LoD var's offsets
+ *              (the program's lod vars, when the scope holds them) with it;
  *              with `model`, the program `program` too, as an inference model (feeds, targets)
  *              in that file of dir: fluid.io.save_inference_model
  *   load_vars  Scope? : the vars `names` of the program `program` (a program of the bundle) read from
- *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
- *              against its declaration, then all set in the scope
+ *              `dir` (with `file`: which must be a combined checkpoint in that file, fluidc's or
+ *              Paddle's), each checked against its declaration, then all set in the scope with
+ *              their LoD
  *   save_program the program `program` as a bundle of its own at `path` (Fluid's
  *              open(path, 'wb').write(program.desc.serialize_to_string()))
  *
