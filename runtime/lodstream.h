@@ -68,7 +68,8 @@ FlStatus fl_lodstream_write_head(FlErr *e, FlBuf *out, const FlTensor *t, int nl
 /* The size in bytes of the LoDTensor that starts at f's position (`base` bytes into the file, for
  * messages), from its header alone (its offsets and values are skipped, not read or checked: a
  * reader of them uses fl_lodstream_read); f is left past its header. Errors: a header that ends
- * early or is malformed (as fl_lodstream_read says), a size beyond int64. */
+ * early or is malformed (as fl_lodstream_read says), a TensorDesc over 4096 bytes (fluidc's are a
+ * few bytes), a size beyond int64. */
 FlStatus fl_lodstream_size(FlErr *e, FILE *f, size_t base, uint64_t *size) FL_WARN_UNUSED;
 
 /* Fluid's VarType.Type number of a dtype (FP32 = 5, ...), as the TensorDesc holds it. */

@@ -775,9 +775,12 @@ static FlStatus read_fluid_at(const char *dir, FILE *f, const char *file, const 
     FlErr e2;
     if (fseeko(f, (off_t)base, SEEK_SET) != 0 || fread(bytes, 1, (size_t)size, f) != (size_t)size)
         fl_err(err, "--load %s: cannot read '%s': %s", dir, file, ferror(f) ? strerror(errno) : "it is shorter than it was");
-    else if (fl_lodstream_read(&e2, bytes, (size_t)size, (size_t)base, &used, &lt) != FL_OK || used != size)
+    else if (fl_lodstream_read(&e2, bytes, (size_t)size, (size_t)base, &used, &lt) != FL_OK)
         fl_err(err, "--load %s: the combined file '%s' does not hold '%s' in Fluid's format: %s", dir, file, v->name,
-               used != size ? "its tensor is not the size its header says" : e2.msg);
+               e2.msg);
+    else if (used != size)
+        fl_err(err, "--load %s: the combined file '%s' does not hold '%s' in Fluid's format: its tensor is not the "
+               "size its header says", dir, file, v->name);
     else if (check_fluid(dir, file, v, &lt, row0 < 0, err) == FL_OK && take_rows(&lt, row0, row0 < 0 ? -1 : rows, out, err) == FL_OK) {
         if (levels) {
             levels->nlevels = lt.nlevels;
