@@ -293,10 +293,10 @@ struct FlParamsSaving {
     FlBuf tmp;     /* DIR.tmp.PID, being filled */
     FlBuf manifest; /* the whole vars' files, in var order (combined: the file, then the vars) */
     bool combined;
-    bool fluid; /* format 4: the whole vars in Fluid's stream format, a combined file sorted by name */
+    bool fluid; /* formats 4 and 5: the whole vars in Fluid's stream format, a combined file sorted by name */
 };
 
-/* A var's value in Fluid's stream format (format 4), with its LoD levels. */
+/* A var's value in Fluid's stream format (formats 4 and 5), with its LoD levels. */
 static FlStatus put_fluid(FILE *f, const char *path, const FlNamedTensor *nt, FlErr *err) {
     FlBuf head = {0};
     FlErr e2;

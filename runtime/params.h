@@ -77,7 +77,7 @@ typedef struct FlNamedTensor {
     const char *name; /* borrowed */
     FlTensor t;       /* owned by the list */
     int nlevels;      /* its LoD levels (owned; int64 offsets, outermost first), which only a
-                         checkpoint in Fluid's layout (format 4) keeps */
+                         checkpoint in Fluid's layout (formats 4 and 5) keeps */
     FlTensor lod[FL_LODSTREAM_MAX_LEVELS];
 } FlNamedTensor;
 typedef FL_VEC(FlNamedTensor) FlNamedTensors;
@@ -96,7 +96,7 @@ FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNam
  * "--load DIR: "), for callers that name them their own way. */
 const char *fl_params_msg(const char *m);
 /* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not):
- * fluidc's (format 3; *fluid false) or, in a directory without FORMAT, Fluid's combined file
+ * fluidc's (formats 3 and 5; *fluid false) or, in a directory without FORMAT, Paddle's combined file
  * (*fluid true: read it with fl_params_read_fluid_combined). */
 FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid, FlErr *err) FL_WARN_UNUSED;
 /* Fluid's combined file `file` of dir (its save_combine's: the tensors of the vars of one call,
@@ -131,7 +131,7 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
 /* fl_params_write_begin with every var in the one file `file` of dir (NULL: a file per var). */
 FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
                                         FlErr *err) FL_WARN_UNUSED;
-/* fl_params_write_begin_combined in Fluid's layout (format 4): each whole var's file one tensor
+/* fl_params_write_begin_combined in Fluid's layout (formats 4 and 5): each whole var's file one tensor
  * of Fluid's stream format (with its LoD levels), named as in format 2; with `file`, that file
  * holds the vars' tensors sorted by name, each once (Fluid's save_combine). Paddle's load_vars
  * reads it (the vars whose names need no escaping). */
