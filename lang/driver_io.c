@@ -22,7 +22,8 @@
  * layers', trainable or not, Fluid's is_parameter) or "persistables" (its persistable tensor
  * vars: parameters, optimizer state, learning rates; Fluid's is_persistable, which leaves out
  * feed, fetch and raw vars). A save_vars op or a load_vars op of the driver does the rest when
- * it runs (runtime/core/ops_saveload.c), on the checkpoint format of docs/running.md.
+ * it runs (runtime/core/ops_saveload.c), on the checkpoint formats of docs/running.md (a save:
+ * Fluid's layout, formats 4 and 5; a load: those, the older ones and Paddle's own saves).
  */
 #include <stdlib.h>
 #include <string.h>

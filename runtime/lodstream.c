@@ -5,8 +5,10 @@
  * the TensorDesc message is decoded by hand (two fields; unknown fields are skipped as protobuf
  * says). The writer appends to a growable buffer.
  */
+#define _GNU_SOURCE
 #include "runtime/lodstream.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Fluid's VarType.Type numbers (framework.proto). */
@@ -291,6 +293,59 @@ fail:
     return FL_ERROR;
 }
 
+/* The bytes of `n` of f at its position, into p (at byte `at` of the stream, for messages). */
+static FlStatus fread_all(Cur *c, FILE *f, void *p, size_t n, size_t at, const char *what) {
+    if (fread(p, 1, n, f) == n) return FL_OK;
+    return fl_err(c->e, "the stream ends inside %s at byte %zu", what, at);
+}
+
+FlStatus fl_lodstream_size(FlErr *e, FILE *f, size_t base, uint64_t *size) {
+    Cur c = {.e = e, .base = base};
+    unsigned char h[12];
+    uint32_t ver;
+    uint64_t nlev, at = base;
+    if (fread_all(&c, f, h, 12, at, "the LoD header")) return FL_ERROR;
+    memcpy(&ver, h, 4);
+    memcpy(&nlev, h + 4, 8);
+    if (ver != 0) return fl_err(e, "the LoD version at byte %zu is %u: Fluid writes 0, and no other is known", base, ver);
+    if (nlev > FL_LODSTREAM_MAX_LEVELS)
+        return fl_err(e, "the stream at byte %zu says %llu LoD levels (at most %d are read)", base + 4,
+                      (unsigned long long)nlev, FL_LODSTREAM_MAX_LEVELS);
+    at += 12;
+    for (uint64_t l = 0; l < nlev; l++) {
+        uint64_t bytes;
+        if (fread_all(&c, f, &bytes, 8, (size_t)at, "the size of a LoD level")) return FL_ERROR;
+        if (bytes % 8 != 0 || bytes > (uint64_t)INT64_MAX - at - 8 || fseeko(f, (off_t)bytes, SEEK_CUR) != 0)
+            return fl_err(e, "LoD level %d at byte %zu has %llu bytes, not a whole number of 8-byte offsets in the "
+                          "file", (int)l, (size_t)at, (unsigned long long)bytes);
+        at += 8 + bytes;
+    }
+    uint32_t td[2];
+    if (fread_all(&c, f, td, 8, (size_t)at, "the tensor header")) return FL_ERROR;
+    if (td[0] != 0)
+        return fl_err(e, "the tensor version at byte %zu is %u: Fluid writes 0, and no other is known", (size_t)at, td[0]);
+    if ((int32_t)td[1] < 0 || td[1] > 4096)
+        return fl_err(e, "the size of the TensorDesc at byte %zu is %d, not that of a TensorDesc", (size_t)at + 4,
+                      (int32_t)td[1]);
+    at += 8;
+    unsigned char desc[4096];
+    if (fread_all(&c, f, desc, td[1], (size_t)at, "the TensorDesc")) return FL_ERROR;
+    Desc d = {0};
+    if (parse_desc(&c, desc, td[1], (size_t)at, &d)) return FL_ERROR;
+    FlDType dt;
+    if (!dtype_of(d.vt, &dt))
+        return fl_err(e, "the TensorDesc at byte %zu has data_type %llu, which is no dtype fluidc reads", (size_t)at,
+                      (unsigned long long)d.vt);
+    int64_t numel;
+    if (fl_shape_numel(e, d.ndim, d.ne, &numel)) return FL_ERROR;
+    at += td[1];
+    uint64_t nb;
+    if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)fl_dtype_size(dt), &nb) || nb > (uint64_t)INT64_MAX - at)
+        return fl_err(e, "the tensor at byte %zu claims more bytes than a file holds", (size_t)at);
+    *size = at + nb - base;
+    return FL_OK;
+}
+
 /* ---------------------------------------------------------------- writing */
 
 static void put_varint(FlBuf *b, uint64_t v) {
@@ -304,6 +359,12 @@ static void put_varint(FlBuf *b, uint64_t v) {
 static void put_bytes(FlBuf *b, const void *p, size_t n) { fl_buf_append(b, p, n); }
 
 FlStatus fl_lodstream_write(FlErr *e, FlBuf *out, const FlTensor *t, int nlevels, const FlTensor *lod) {
+    if (fl_lodstream_write_head(e, out, t, nlevels, lod)) return FL_ERROR;
+    put_bytes(out, fl_tensor_data(t), fl_tensor_nbytes(t));
+    return FL_OK;
+}
+
+FlStatus fl_lodstream_write_head(FlErr *e, FlBuf *out, const FlTensor *t, int nlevels, const FlTensor *lod) {
     if (!fl_tensor_has_data(t)) return fl_err(e, "the tensor to write holds no data");
     if (nlevels < 0 || nlevels > FL_LODSTREAM_MAX_LEVELS)
         return fl_err(e, "%d LoD levels (at most %d are written)", nlevels, FL_LODSTREAM_MAX_LEVELS);
@@ -331,7 +392,6 @@ FlStatus fl_lodstream_write(FlErr *e, FlBuf *out, const FlTensor *t, int nlevels
     put_bytes(out, &ver, 4);
     put_bytes(out, &dsz, 4);
     put_bytes(out, desc.data, desc.len);
-    put_bytes(out, fl_tensor_data(t), fl_tensor_nbytes(t));
     fl_buf_free(&desc);
     return FL_OK;
 }

@@ -31,6 +31,7 @@
 #define FL_LODSTREAM_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "base/base.h"
@@ -60,6 +61,16 @@ FlStatus fl_lodstream_read(FlErr *e, const void *data, size_t len, size_t base, 
  * 0) to out, as Fluid's save op writes it. Errors: an empty tensor, nlevels above
  * FL_LODSTREAM_MAX_LEVELS or offsets that are not int64 vectors. */
 FlStatus fl_lodstream_write(FlErr *e, FlBuf *out, const FlTensor *t, int nlevels, const FlTensor *lod) FL_WARN_UNUSED;
+
+/* fl_lodstream_write without the values (t's bytes, which the caller writes after it). */
+FlStatus fl_lodstream_write_head(FlErr *e, FlBuf *out, const FlTensor *t, int nlevels, const FlTensor *lod) FL_WARN_UNUSED;
+
+/* The size in bytes of the LoDTensor that starts at f's position (`base` bytes into the file, for
+ * messages), from its header alone (its offsets and values are skipped, not read or checked: a
+ * reader of them uses fl_lodstream_read); f is left past its header. Errors: a header that ends
+ * early or is malformed (as fl_lodstream_read says), a TensorDesc over 4096 bytes (fluidc's are a
+ * few bytes), a size beyond int64. */
+FlStatus fl_lodstream_size(FlErr *e, FILE *f, size_t base, uint64_t *size) FL_WARN_UNUSED;
 
 /* Fluid's VarType.Type number of a dtype (FP32 = 5, ...), as the TensorDesc holds it. */
 int fl_lodstream_vartype(FlDType dt);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compiler/ir/ir.h"
+#include "runtime/lodstream.h"
 
 #define MAGIC "FLTENSOR"
 
@@ -29,7 +30,9 @@ static void persistables(const FlLoadedProgram *p, VarList *out) {
 #define FORMAT_WORDS "fluidc checkpoint "
 #define FORMAT_SPLIT 2    /* a file per var (and shards) */
 #define FORMAT_COMBINED 3 /* every var in one file that MANIFEST names: fl_params_write_combined */
-#define FORMAT_VERSION FORMAT_COMBINED /* the newest this code reads */
+#define FORMAT_FLUID 4    /* format 2 with the whole vars in Fluid's stream format */
+#define FORMAT_FLUID_COMBINED 5 /* format 3 in Fluid's stream format, the file's vars sorted by name */
+#define FORMAT_VERSION FORMAT_FLUID_COMBINED /* the newest this code reads */
 /* A shard's file name: the escaped var name, this, "FIRST-END". An escaped name never holds it
  * (its '%' are followed by two hex digits), so no var's file is another's shard. */
 #define SHARD_MARK "%shard-"
@@ -144,7 +147,7 @@ static bool is_checkpoint(const char *dir, FlBuf *why) {
         bool regular = stat(fl_buf_str(&path), &sb) == 0 && S_ISREG(sb.st_mode);
         if (!listed && regular && is_model_file(fl_buf_str(&path))) continue; /* an inference model's */
         FILE *f = listed && regular ? fl_open_regular(fl_buf_str(&path), &e2) : NULL;
-        bool tensor = f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, MAGIC, 8);
+        bool tensor = f && fread(magic, 1, 8, f) == 8 && (!memcmp(magic, MAGIC, 8) || !memcmp(magic, "\0\0\0\0", 4));
         if (f) fclose(f);
         if (!tensor) {
             fl_buf_printf(why, "it holds '%s', which is not %s", n,
@@ -290,7 +293,27 @@ struct FlParamsSaving {
     FlBuf tmp;     /* DIR.tmp.PID, being filled */
     FlBuf manifest; /* the whole vars' files, in var order (combined: the file, then the vars) */
     bool combined;
+    bool fluid; /* formats 4 and 5: the whole vars in Fluid's stream format, a combined file sorted by name */
 };
+
+/* A var's value in Fluid's stream format (formats 4 and 5), with its LoD levels. */
+static FlStatus put_fluid(FILE *f, const char *path, const FlNamedTensor *nt, FlErr *err) {
+    FlBuf head = {0};
+    FlErr e2;
+    if (fl_lodstream_write_head(&e2, &head, &nt->t, nt->nlevels, nt->lod) != FL_OK) {
+        fl_buf_free(&head);
+        return fl_err(err, "--save: '%s': %s", nt->name, e2.msg);
+    }
+    bool ok = fwrite(head.data, 1, head.len, f) == head.len &&
+              fwrite(fl_tensor_data(&nt->t), 1, fl_tensor_nbytes(&nt->t), f) == fl_tensor_nbytes(&nt->t);
+    fl_buf_free(&head);
+    if (!ok) return fl_err(err, "--save: cannot write '%s': %s", path, strerror(errno));
+    return FL_OK;
+}
+
+static int cmp_named(const void *a, const void *b) {
+    return strcmp((*(const FlNamedTensor *const *)a)->name, (*(const FlNamedTensor *const *)b)->name);
+}
 
 /* Checks that `file` can name a combined checkpoint's file: a plain name of the directory that
  * is none of the checkpoint's own files. */
@@ -305,14 +328,19 @@ static FlStatus check_combined_name(const char *file, FlErr *err) {
 }
 
 /* fl_params_write_begin, or with `combined` (a file name) every var into that one file. */
-static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char *combined, FlParamsSaving **out,
-                            FlErr *err) {
+static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char *combined, bool fluid,
+                            FlParamsSaving **out, FlErr *err) {
     *out = NULL;
     FlBuf path = {0}, fname = {0};
     char *target = save_path(dir, err);
     if (!target) return FL_ERROR;
     FlParamsSaving *s = fl_xcalloc(1, sizeof *s);
     s->target = target;
+    s->fluid = fluid;
+    /* the order of the files' vars: v's, or (Fluid's combined file) sorted by name */
+    const FlNamedTensor **order = fl_xcalloc(v->len + 1, sizeof *order);
+    for (size_t i = 0; i < v->len; i++) order[i] = &v->data[i];
+    if (fluid && combined && v->len) qsort(order, v->len, sizeof *order, cmp_named);
     fl_buf_printf(&s->tmp, "%s.tmp.%d", target, (int)getpid());
     fl_params_remove(fl_buf_str(&s->tmp));
     FlStatus st = FL_ERROR;
@@ -331,21 +359,35 @@ static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char
         }
     }
     for (size_t i = 0; i < v->len; i++) {
-        const char *name = v->data[i].name;
-        if (!name[0]) {
+        const FlNamedTensor *nt = order[i];
+        if (!nt->name[0]) {
             fl_err(err, "--save: a var has an empty name");
             goto fail;
         }
+        if (fluid && i && combined && !strcmp(nt->name, order[i - 1]->name)) continue; /* Fluid's: once */
         fname.len = 0;
-        escape_name(name, &fname);
+        escape_name(nt->name, &fname);
         fl_buf_printf(&s->manifest, "%s\n", fl_buf_str(&fname));
         if (cf) {
-            if (put_tensor(cf, fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
+            if ((fluid ? put_fluid(cf, fl_buf_str(&path), nt, err) : put_tensor(cf, fl_buf_str(&path), &nt->t, -1, 0, err)) !=
+                FL_OK)
+                goto fail;
             continue;
         }
         path.len = 0;
         fl_buf_printf(&path, "%s/%s", fl_buf_str(&s->tmp), fl_buf_str(&fname));
-        if (write_tensor(fl_buf_str(&path), &v->data[i].t, -1, 0, err) != FL_OK) goto fail;
+        if (!fluid) {
+            if (write_tensor(fl_buf_str(&path), &nt->t, -1, 0, err) != FL_OK) goto fail;
+            continue;
+        }
+        FILE *f = fopen(fl_buf_str(&path), "wb");
+        if (!f) {
+            fl_err(err, "--save: cannot write '%s': %s", fl_buf_str(&path), strerror(errno));
+            goto fail;
+        }
+        FlStatus ws = put_fluid(f, fl_buf_str(&path), nt, err);
+        if (fclose(f) != 0 && ws == FL_OK) ws = fl_err(err, "--save: cannot write '%s': %s", fl_buf_str(&path), strerror(errno));
+        if (ws != FL_OK) goto fail;
     }
     if (cf) {
         int bad = fclose(cf);
@@ -360,20 +402,28 @@ static FlStatus write_begin(const char *dir, const FlNamedTensors *v, const char
 fail:
     if (cf) fclose(cf);
     if (st != FL_OK) fl_params_write_abandon(s);
+    free(order);
     fl_buf_free(&path);
     fl_buf_free(&fname);
     return st;
 }
 
 FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParamsSaving **out, FlErr *err) {
-    return write_begin(dir, v, NULL, out, err);
+    return write_begin(dir, v, NULL, false, out, err);
 }
 
 FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
                                         FlErr *err) {
     *out = NULL;
     if (file && check_combined_name(file, err) != FL_OK) return FL_ERROR;
-    return write_begin(dir, v, file, out, err);
+    return write_begin(dir, v, file, false, out, err);
+}
+
+FlStatus fl_params_write_begin_fluid(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
+                                     FlErr *err) {
+    *out = NULL;
+    if (file && check_combined_name(file, err) != FL_OK) return FL_ERROR;
+    return write_begin(dir, v, file, true, out, err);
 }
 
 FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNamedTensors *v, FlErr *err) {
@@ -417,7 +467,9 @@ FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) {
     for (size_t i = 0; i < shards.len; i++) fl_buf_printf(&s->manifest, "%s\n", shards.data[i]);
     fl_buf_printf(&path, "%s/FORMAT", fl_buf_str(&s->tmp));
     char line[64];
-    int ln = snprintf(line, sizeof line, "%s%d\n", FORMAT_WORDS, s->combined ? FORMAT_COMBINED : FORMAT_SPLIT);
+    int ln = snprintf(line, sizeof line, "%s%d\n", FORMAT_WORDS,
+                      s->fluid ? (s->combined ? FORMAT_FLUID_COMBINED : FORMAT_FLUID)
+                               : s->combined ? FORMAT_COMBINED : FORMAT_SPLIT);
     if (fl_write_file(fl_buf_str(&path), line, (size_t)ln, err) != FL_OK) goto fail;
     path.len = 0;
     fl_buf_printf(&path, "%s/MANIFEST", fl_buf_str(&s->tmp));
@@ -459,7 +511,7 @@ FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTens
     persistables(p, &vars);
     FlStatus st = FL_OK;
     for (size_t i = 0; i < vars.len && st == FL_OK; i++) {
-        FlNamedTensor nt = {vars.data[i]->name, FL_TENSOR_INIT};
+        FlNamedTensor nt = {.name = vars.data[i]->name, .t = FL_TENSOR_INIT};
         st = fl_scope_get_tensor(scope, nt.name, &nt.t, err);
         FL_VEC_PUSH(out, nt);
     }
@@ -468,7 +520,10 @@ FlStatus fl_params_collect(const FlLoadedProgram *p, FlScope *scope, FlNamedTens
 }
 
 void fl_params_free(FlNamedTensors *v) {
-    for (size_t i = 0; i < v->len; i++) fl_tensor_fini(&v->data[i].t);
+    for (size_t i = 0; i < v->len; i++) {
+        fl_tensor_fini(&v->data[i].t);
+        for (int l = 0; l < v->data[i].nlevels; l++) fl_tensor_fini(&v->data[i].lod[l]);
+    }
     FL_VEC_FREE(v);
 }
 
@@ -699,11 +754,50 @@ static FlStatus find_shards(const char *dir, const char *esc, Shards *out, FlErr
     return FL_OK;
 }
 
+static FlStatus check_fluid(const char *dir, const char *file, const FlVarDesc *v, const FlLodTensor *lt, bool any,
+                            FlErr *err);
+static FlStatus take_rows(const FlLodTensor *lt, int64_t row0, int64_t rows, FlTensor *out, FlErr *err);
+
+/* v's value (rows [row0, row0 + rows); row0 < 0: all of it) from the `size` bytes of f at `base`
+ * (of the file `file` of dir), one tensor of Fluid's stream format, into *out and its LoD levels
+ * into *levels (NULL: not asked). */
+static FlStatus read_fluid_at(const char *dir, FILE *f, const char *file, const FlVarDesc *v, int64_t base,
+                              uint64_t size, int64_t row0, int64_t rows, FlTensor *out, FlLodTensor *levels, FlErr *err) {
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size < (uint64_t)base || size > (uint64_t)sb.st_size - (uint64_t)base)
+        return fl_err(err, "--load %s: the combined file '%s' ends inside '%s' (it needs %llu bytes at byte %lld)", dir,
+                      file, v->name, (unsigned long long)size, (long long)base);
+    char *bytes = fl_xmalloc(size ? (size_t)size : 1);
+    FlStatus st = FL_ERROR;
+    FlLodTensor lt;
+    fl_lodtensor_init(&lt);
+    size_t used = 0;
+    FlErr e2;
+    if (fseeko(f, (off_t)base, SEEK_SET) != 0 || fread(bytes, 1, (size_t)size, f) != (size_t)size)
+        fl_err(err, "--load %s: cannot read '%s': %s", dir, file, ferror(f) ? strerror(errno) : "it is shorter than it was");
+    else if (fl_lodstream_read(&e2, bytes, (size_t)size, (size_t)base, &used, &lt) != FL_OK)
+        fl_err(err, "--load %s: the combined file '%s' does not hold '%s' in Fluid's format: %s", dir, file, v->name,
+               e2.msg);
+    else if (used != size)
+        fl_err(err, "--load %s: the combined file '%s' does not hold '%s' in Fluid's format: its tensor is not the "
+               "size its header says", dir, file, v->name);
+    else if (check_fluid(dir, file, v, &lt, row0 < 0, err) == FL_OK && take_rows(&lt, row0, row0 < 0 ? -1 : rows, out, err) == FL_OK) {
+        if (levels) {
+            levels->nlevels = lt.nlevels;
+            for (int l = 0; l < lt.nlevels; l++) fl_tensor_ref(&levels->lod[l], &lt.lod[l]);
+        }
+        st = FL_OK;
+    }
+    fl_lodtensor_fini(&lt);
+    free(bytes);
+    return st;
+}
+
 /* Format 3, a combined checkpoint: MANIFEST's first line names the file, its other lines the
  * vars (escaped) in the file's order; the file is their tensor files, version 1, one after the
  * other. Rows [row0, row0 + rows) of v into *out (released first). */
-static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out,
-                              FlErr *err) {
+static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, bool fluid, FlTensor *out,
+                              FlLodTensor *levels, FlErr *err) {
     FlBuf path = {0}, esc = {0};
     fl_buf_printf(&path, "%s/MANIFEST", dir);
     size_t len = 0;
@@ -742,6 +836,18 @@ static FlStatus read_combined(const char *dir, const FlVarDesc *v, int64_t row0,
         goto done;
     }
     int64_t base = 0; /* where the tensors before v's end */
+    for (int64_t i = 0; fluid && i <= index; i++) { /* format 5: Fluid's tensors, v's read whole */
+        uint64_t size;
+        if (fseeko(f, (off_t)base, SEEK_SET) != 0 || fl_lodstream_size(&e2, f, (size_t)base, &size) != FL_OK) {
+            fl_err(err, "--load %s: '%s' is not a combined checkpoint's file: %s", dir, file, e2.msg);
+            goto done;
+        }
+        if (i == index) {
+            st = read_fluid_at(dir, f, file, v, base, size, rows == var_rows(v) ? -1 : row0, rows, out, levels, err);
+            goto done;
+        }
+        base += (int64_t)size;
+    }
     for (int64_t i = 0; i < index; i++) {
         FileHead h;
         size_t n = 1, size;
@@ -778,10 +884,168 @@ done:
     return st;
 }
 
-FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) {
+/* ---------------------------------------------------------------- Fluid's layouts
+ *
+ * Paddle's save op writes a var to the file named after it, its save_combine op the vars of a
+ * call to one file, sorted by name; each tensor in the stream format of runtime/lodstream.h.
+ * Which a file is, is decided by its first bytes: fluidc's tensor files start with FLTENSOR,
+ * Fluid's stream with its LoD version, a uint32 0. */
+
+/* Whether the file at path starts as Fluid's stream does (4 zero bytes). A file that cannot be
+ * opened or is shorter: no (the reader that follows says why). */
+static bool fluid_stream_file(const char *path) {
+    FlErr e;
+    FILE *f = fl_open_regular(path, &e);
+    unsigned char b[4] = {1, 1, 1, 1};
+    bool ok = f && fread(b, 1, 4, f) == 4 && !b[0] && !b[1] && !b[2] && !b[3];
+    if (f) fclose(f);
+    return ok;
+}
+
+/* Whether lt (read from `file` of dir) is what v holds: its dtype, its shape (a -1 dim of v
+ * takes any size when `any` is set) and as many LoD levels as v's lod_level. */
+static FlStatus check_fluid(const char *dir, const char *file, const FlVarDesc *v, const FlLodTensor *lt, bool any,
+                            FlErr *err) {
+    const FlTensor *t = &lt->t;
+    bool named = !strcmp(file, v->name); /* the var's own file: "the file" names it */
+    bool same = t->dtype == v->dtype && t->ndim == v->ndim;
+    for (int k = 0; same && k < v->ndim; k++) same = t->ne[k] == v->shape[k] || (any && v->shape[k] < 0);
+    if (!same) {
+        FlShapeStr got = fl_tensor_shape(t), want = fl_shape_str(v->ndim, v->shape);
+        return fl_err(err, "--load %s: '%s' is %s %s in the file%s%s%s but %s %s in the program", dir, v->name,
+                      fl_dtype_name(t->dtype), got.s, named ? "" : " '", named ? "" : file, named ? "" : "'",
+                      fl_dtype_name(v->dtype), want.s);
+    }
+    if (lt->nlevels != v->lod_level)
+        return fl_err(err, "--load %s: '%s' has %d LoD level%s in the file%s%s%s but lod_level %d in the program", dir,
+                      v->name, lt->nlevels, lt->nlevels == 1 ? "" : "s", named ? "" : " '", named ? "" : file,
+                      named ? "" : "'", v->lod_level);
+    return FL_OK;
+}
+
+/* Rows [row0, row0 + rows) of lt's tensor into *out (released first; rows < 0: all of it, a
+ * new reference). */
+static FlStatus take_rows(const FlLodTensor *lt, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+    FlTensor t = FL_TENSOR_INIT;
+    if (rows < 0 || !lt->t.ndim) fl_tensor_ref(&t, &lt->t);
+    else {
+        int64_t ne[FL_MAX_DIMS];
+        for (int k = 0; k < lt->t.ndim; k++) ne[k] = lt->t.ne[k];
+        ne[0] = rows;
+        if (fl_tensor_alloc_uninit(err, &t, lt->t.dtype, lt->t.ndim, ne) != FL_OK) return FL_ERROR;
+        size_t rb = fl_tensor_nbytes(&lt->t) / (lt->t.ne[0] ? (size_t)lt->t.ne[0] : 1);
+        if (rows) memcpy(fl_tensor_data(&t), (const char *)fl_tensor_data(&lt->t) + (size_t)row0 * rb, (size_t)rows * rb);
+    }
+    fl_tensor_fini(out);
+    *out = t;
+    return FL_OK;
+}
+
+/* v's file `file` (at path) of dir, in Fluid's stream format: one tensor, nothing after it,
+ * checked against v (any: a -1 dim of v takes any size), into *out (filled on success). */
+static FlStatus read_fluid_file(const char *dir, const char *path, const char *file, const FlVarDesc *v, bool any,
+                                FlLodTensor *out, FlErr *err) {
+    size_t len = 0, used = 0;
+    FlErr e2;
+    char *bytes = fl_read_regular_file(path, &len, &e2);
+    if (!bytes) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    FlStatus st = FL_ERROR;
+    if (fl_lodstream_read(&e2, bytes, len, 0, &used, out) != FL_OK)
+        fl_err(err, "--load %s: '%s': its file '%s' is not a tensor of Fluid's format: %s", dir, v->name, file,
+               e2.msg);
+    else if (used != len)
+        fl_err(err, "--load %s: '%s': its file '%s' holds %zu byte%s after its tensor (Fluid's save writes one "
+               "tensor to a var's file)", dir, v->name, file, len - used, len - used == 1 ? "" : "s");
+    else
+        st = check_fluid(dir, file, v, out, any, err);
+    if (st != FL_OK) fl_lodtensor_fini(out);
+    free(bytes);
+    return st;
+}
+
+static int cmp_var_name(const void *a, const void *b) {
+    return strcmp((*(const FlVarDesc *const *)a)->name, (*(const FlVarDesc *const *)b)->name);
+}
+
+FlStatus fl_params_read_fluid_combined(const char *dir, const char *file, const FlVarDesc *const *vars, size_t n,
+                                       FlLodTensor *out, FlErr *err) {
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/%s", dir, file);
+    size_t len = 0, pos = 0;
+    FlErr e2;
+    char *bytes = fl_read_regular_file(fl_buf_str(&path), &len, &e2);
+    fl_buf_free(&path);
+    if (!bytes) return fl_err(err, "--load %s: %s", dir, e2.msg);
+    const FlVarDesc **sorted = fl_xcalloc(n + 1, sizeof *sorted);
+    if (n) memcpy(sorted, vars, n * sizeof *sorted);
+    if (n) qsort(sorted, n, sizeof *sorted, cmp_var_name);
+    FlLodTensor *got = fl_xcalloc(n + 1, sizeof *got);
+    for (size_t i = 0; i < n; i++) fl_lodtensor_init(&got[i]);
+    FlStatus st = FL_OK;
+    size_t k = 0; /* the tensors read: the distinct names */
+    for (size_t i = 0; i < n && st == FL_OK; i++) {
+        if (i && !strcmp(sorted[i]->name, sorted[i - 1]->name)) continue; /* a var asked twice: stored once */
+        size_t used = 0;
+        if (fl_lodstream_read(&e2, bytes + pos, len - pos, pos, &used, &got[i]) != FL_OK)
+            st = fl_err(err, "--load %s: the combined file '%s' does not hold '%s', tensor %zu of the vars asked "
+                        "(sorted by name, as Fluid's save_combine writes them): %s", dir, file, sorted[i]->name, k + 1,
+                        e2.msg);
+        else
+            st = check_fluid(dir, file, sorted[i], &got[i], true, err);
+        pos += used;
+        k++;
+    }
+    if (st == FL_OK && pos != len)
+        st = fl_err(err, "--load %s: the combined file '%s' holds %zu byte%s after the %zu tensor%s of the vars asked "
+                    "(Fluid's load_combine reads a file whole: load the vars it was saved with)", dir, file, len - pos,
+                    len - pos == 1 ? "" : "s", k, k == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++) { /* in the caller's order */
+        const FlLodTensor *src = NULL;
+        for (size_t j = 0; st == FL_OK && j < n && !src; j++)
+            if (!strcmp(sorted[j]->name, vars[i]->name) && fl_tensor_has_data(&got[j].t)) src = &got[j];
+        fl_lodtensor_init(&out[i]);
+        if (!src) continue;
+        fl_tensor_ref(&out[i].t, &src->t);
+        out[i].nlevels = src->nlevels;
+        for (int l = 0; l < src->nlevels; l++) fl_tensor_ref(&out[i].lod[l], &src->lod[l]);
+    }
+    if (st != FL_OK)
+        for (size_t i = 0; i < n; i++) fl_lodtensor_fini(&out[i]);
+    for (size_t i = 0; i < n; i++) fl_lodtensor_fini(&got[i]);
+    free(got);
+    free(sorted);
+    free(bytes);
+    return st;
+}
+
+FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid, FlErr *err) {
     int version;
+    *fluid = false;
     if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
-    if (version != FORMAT_COMBINED)
+    if (version == 1) { /* no FORMAT: Fluid's combined file, if its bytes say so */
+        FlBuf path = {0};
+        fl_buf_printf(&path, "%s/%s", dir, file);
+        struct stat sb;
+        FlErr e3;
+        bool there = lstat(fl_buf_str(&path), &sb) == 0;
+        FILE *f = there ? fl_open_regular(fl_buf_str(&path), &e3) : NULL;
+        char head[8] = {0};
+        size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f) fclose(f);
+        fl_buf_free(&path);
+        if (!there)
+            return fl_err(err, "--load %s: it has no file '%s' (Fluid's save_*(filename='%s') writes one) and no FORMAT "
+                          "(a fluidc checkpoint's)", dir, file, file);
+        if (!f) return fl_err(err, "--load %s: %s", dir, e3.msg);
+        if (got >= 4 && !memcmp(head, "\0\0\0\0", 4)) {
+            *fluid = true;
+            return FL_OK;
+        }
+        if (got < 8 || memcmp(head, MAGIC, 8) != 0)
+            return fl_err(err, "--load %s: '%s' is not a combined file of Fluid's save_* (whose first tensor starts "
+                          "with 4 zero bytes, its LoD version) nor a fluidc checkpoint's", dir, file);
+    }
+    if (version != FORMAT_COMBINED && version != FORMAT_FLUID_COMBINED)
         return fl_err(err, "--load %s: it holds a file per var, not one combined file '%s' (load it without a file "
                       "name)", dir, file);
     FlBuf path = {0};
@@ -799,14 +1063,19 @@ FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err)
     return st;
 }
 
-FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+/* fl_params_read_rows; levels (NULL: not asked) receives the LoD levels of a Fluid file (none
+ * for fluidc's files, which hold none). */
+static FlStatus read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out,
+                          FlLodTensor *levels, FlErr *err) {
     int64_t height = var_rows(v);
+    bool all = rows < 0;
     if (rows < 0) row0 = 0, rows = height;
     FL_ASSERT(row0 >= 0 && row0 + rows <= height && (v->ndim || (row0 == 0 && rows == 1)));
     int version;
     if (read_format(dir, &version, err) != FL_OK) return FL_ERROR;
-    if (version == FORMAT_COMBINED) return read_combined(dir, v, row0, rows, out, err);
-    bool v2 = version == FORMAT_SPLIT;
+    if (version == FORMAT_COMBINED || version == FORMAT_FLUID_COMBINED)
+        return read_combined(dir, v, row0, rows, version == FORMAT_FLUID_COMBINED, out, levels, err);
+    bool v2 = version == FORMAT_SPLIT || version == FORMAT_FLUID; /* escaped names, a MANIFEST */
     FlBuf path = {0};
     FlBuf esc = {0};
     if (v2) escape_name(v->name, &esc);
@@ -818,12 +1087,25 @@ FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, 
     bool whole = (v2 || safe_name(v->name)) && stat(fl_buf_str(&path), &sb) == 0;
     FlStatus st = FL_ERROR;
     FlTensor t = FL_TENSOR_INIT;
+    if (whole && fluid_stream_file(fl_buf_str(&path))) { /* Fluid's save op's file */
+        FlLodTensor lt;
+        fl_lodtensor_init(&lt);
+        st = read_fluid_file(dir, fl_buf_str(&path), fl_buf_str(&esc), v, all, &lt, err);
+        if (st == FL_OK) st = take_rows(&lt, row0, all ? -1 : rows, out, err);
+        if (st == FL_OK && levels) {
+            levels->nlevels = lt.nlevels;
+            for (int l = 0; l < lt.nlevels; l++) fl_tensor_ref(&levels->lod[l], &lt.lod[l]);
+        }
+        fl_lodtensor_fini(&lt);
+        goto done;
+    }
     if (!whole && v2 && find_shards(dir, fl_buf_str(&esc), &shards, err) != FL_OK) goto done;
     int64_t ne[FL_MAX_DIMS];
     for (int k = 0; k < v->ndim; k++) ne[k] = v->shape[k];
     if (v->ndim) ne[0] = rows;
     if (!whole && !shards.len) {
-        fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+        if (v2 || !safe_name(v->name)) fl_err(err, "--load %s: no saved value for '%s'", dir, v->name);
+        else fl_err(err, "--load %s: no saved value for '%s' (no file '%s' in it)", dir, v->name, v->name);
         goto done;
     }
     if (!whole && !v->ndim) {
@@ -900,30 +1182,56 @@ done:
     return st;
 }
 
+FlStatus fl_params_read_rows(const char *dir, const FlVarDesc *v, int64_t row0, int64_t rows, FlTensor *out, FlErr *err) {
+    return read_rows(dir, v, row0, rows, out, NULL, err);
+}
+
+FlStatus fl_params_read_lod(const char *dir, const FlVarDesc *v, FlLodTensor *out, FlErr *err) {
+    fl_lodtensor_fini(out);
+    FlStatus st = read_rows(dir, v, 0, -1, &out->t, out, err);
+    if (st != FL_OK) fl_lodtensor_fini(out);
+    return st;
+}
+
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) {
     return fl_params_read_rows(dir, v, 0, -1, out, err);
+}
+
+void fl_params_set_value(FlScope *scope, const FlVarDesc *v, const FlLodTensor *lt) {
+    fl_scope_set_tensor(scope, v->name, &lt->t);
+    for (int l = 0; l < lt->nlevels && l < v->lod_level; l++) fl_scope_set_tensor(scope, v->lod[l], &lt->lod[l]);
 }
 
 FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) {
     VarList vars = {0};
     persistables(p, &vars);
-    FlTensor *loaded = fl_xcalloc(vars.len + 1, sizeof *loaded);
+    FlLodTensor *loaded = fl_xcalloc(vars.len + 1, sizeof *loaded);
+    for (size_t i = 0; i < vars.len; i++) fl_lodtensor_init(&loaded[i]);
     FlStatus st = FL_ERROR;
-    size_t n = 0;
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode)) { /* Fluid's combined file of the persistables */
+        char *d = fl_path_dir(dir);
+        const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        if (!fluid_stream_file(dir))
+            fl_err(err, "--load %s: a file, but not Fluid's combined file of the program's persistables (whose first "
+                   "tensor starts with 4 zero bytes, its LoD version); a fluidc checkpoint is loaded by its directory",
+                   dir);
+        else
+            st = fl_params_read_fluid_combined(d, base, (const FlVarDesc *const *)vars.data, vars.len, loaded, err);
+        free(d);
+        if (st != FL_OK) goto fail;
+    } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         fl_err(err, "--load: '%s' is not a directory of saved parameters", dir);
         goto fail;
-    }
-    for (; n < vars.len; n++) {
-        loaded[n] = (FlTensor)FL_TENSOR_INIT;
-        if (fl_params_read(dir, vars.data[n], &loaded[n], err) != FL_OK) goto fail;
+    } else {
+        for (size_t n = 0; n < vars.len; n++)
+            if (fl_params_read_lod(dir, vars.data[n], &loaded[n], err) != FL_OK) goto fail;
     }
     /* every var checked: now set them all */
-    for (size_t i = 0; i < vars.len; i++) fl_scope_set_tensor(scope, vars.data[i]->name, &loaded[i]);
+    for (size_t i = 0; i < vars.len; i++) fl_params_set_value(scope, vars.data[i], &loaded[i]);
     st = FL_OK;
 fail:
-    for (size_t i = 0; i < n && i < vars.len; i++) fl_tensor_fini(&loaded[i]);
+    for (size_t i = 0; i < vars.len; i++) fl_lodtensor_fini(&loaded[i]);
     free(loaded);
     FL_VEC_FREE(&vars);
     return st;

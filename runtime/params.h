@@ -44,6 +44,16 @@
  * file of DIR that MANIFEST's first line names; MANIFEST's other lines are the vars' escaped
  * names, in the file's order, and the file is their tensor files (version 1) one after the
  * other. Loading reads it as it reads the other formats (fl_params_read, fl_params_load).
+ * Fluid's layout (formats 4 and 5, fl_params_write_begin_fluid: what a script's fluid.io.save_*
+ * writes): formats 2 and 3 with each whole var's tensor in Fluid's stream format instead
+ * (runtime/lodstream.h; with its LoD levels), and a combined file's vars sorted by name, each
+ * once, as Paddle's save_combine writes them, so Paddle's load_* read them. Shards stay version 2
+ * tensor files (flrun --save and checkpoints write format 2).
+ * Paddle's own saves (no FORMAT): a var's file named after it may be one tensor of Fluid's
+ * stream format, nothing after it; which a file is, its first bytes say (FLTENSOR or a uint32 0,
+ * the stream's LoD version). A directory without FORMAT may hold Paddle's combined file
+ * (fl_params_check_combined, fl_params_read_fluid_combined), and fl_params_load of a regular
+ * file reads it as the combined file of the program's persistables.
  * Loading checks every persistable var of the program before it sets any: a missing file, a
  * different dtype or shape is an error naming the var, and the scope is left untouched.
  * Not thread-safe for one DIR: one save or load of a directory at a time.
@@ -54,6 +64,7 @@
 #include "base/base.h"
 #include "compiler/ir/ir.h"
 #include "runtime/api.h"
+#include "runtime/lodstream.h"
 
 FlStatus fl_params_save(const FlLoadedProgram *p, FlScope *scope, const char *dir, FlErr *err) FL_WARN_UNUSED;
 /* Checks, without writing anything, that a save to dir would be accepted (the rules above) and
@@ -65,6 +76,9 @@ FlStatus fl_params_load(const FlLoadedProgram *p, FlScope *scope, const char *di
 typedef struct FlNamedTensor {
     const char *name; /* borrowed */
     FlTensor t;       /* owned by the list */
+    int nlevels;      /* its LoD levels (owned; int64 offsets, outermost first), which only a
+                         checkpoint in Fluid's layout (formats 4 and 5) keeps */
+    FlTensor lod[FL_LODSTREAM_MAX_LEVELS];
 } FlNamedTensor;
 typedef FL_VEC(FlNamedTensor) FlNamedTensors;
 /* Appends the program's persistable vars (names borrowed from p) with their tensors in scope.
@@ -81,8 +95,23 @@ FlStatus fl_params_write_combined(const char *dir, const char *file, const FlNam
 /* The message m of this module without the flrun option and directory it starts with ("--save: ",
  * "--load DIR: "), for callers that name them their own way. */
 const char *fl_params_msg(const char *m);
-/* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not). */
-FlStatus fl_params_check_combined(const char *dir, const char *file, FlErr *err) FL_WARN_UNUSED;
+/* Whether dir is a combined checkpoint whose file is `file` (an error saying what it is if not):
+ * fluidc's (formats 3 and 5; *fluid false) or, in a directory without FORMAT, Paddle's combined file
+ * (*fluid true: read it with fl_params_read_fluid_combined). */
+FlStatus fl_params_check_combined(const char *dir, const char *file, bool *fluid, FlErr *err) FL_WARN_UNUSED;
+/* Fluid's combined file `file` of dir (its save_combine's: the tensors of the vars of one call,
+ * sorted by name, in the stream format, nothing after them): the values of vars[0, n) (any
+ * order; a var named twice is read once) into out[0, n) (each initialised here; on error all
+ * left empty), each checked against its var: dtype, shape (a -1 dim takes any size), as many
+ * LoD levels as its lod_level. Errors name the var and the file: a tensor that is not there or
+ * malformed, a mismatch, bytes after the last tensor. */
+FlStatus fl_params_read_fluid_combined(const char *dir, const char *file, const FlVarDesc *const *vars, size_t n,
+                                       FlLodTensor *out, FlErr *err) FL_WARN_UNUSED;
+/* fl_params_read of the whole var with its LoD levels (a Fluid file's; fluidc's files hold
+ * none) into *out (released first; left empty on error). */
+FlStatus fl_params_read_lod(const char *dir, const FlVarDesc *v, FlLodTensor *out, FlErr *err) FL_WARN_UNUSED;
+/* Sets v's value lt in scope: its tensor, and its LoD levels as the values of v's offset vars. */
+void fl_params_set_value(FlScope *scope, const FlVarDesc *v, const FlLodTensor *lt);
 /* One var's saved value into *out (released first), checked against v's dtype and shape; from
  * its file or assembled from its shards. */
 FlStatus fl_params_read(const char *dir, const FlVarDesc *v, FlTensor *out, FlErr *err) FL_WARN_UNUSED;
@@ -102,6 +131,12 @@ FlStatus fl_params_write_begin(const char *dir, const FlNamedTensors *v, FlParam
 /* fl_params_write_begin with every var in the one file `file` of dir (NULL: a file per var). */
 FlStatus fl_params_write_begin_combined(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
                                         FlErr *err) FL_WARN_UNUSED;
+/* fl_params_write_begin_combined in Fluid's layout (formats 4 and 5): each whole var's file one tensor
+ * of Fluid's stream format (with its LoD levels), named as in format 2; with `file`, that file
+ * holds the vars' tensors sorted by name, each once (Fluid's save_combine). Paddle's load_vars
+ * reads it (the vars whose names need no escaping). */
+FlStatus fl_params_write_begin_fluid(const char *dir, const char *file, const FlNamedTensors *v, FlParamsSaving **out,
+                                     FlErr *err) FL_WARN_UNUSED;
 const char *fl_params_saving_dir(const FlParamsSaving *s);
 FlStatus fl_params_write_end(FlParamsSaving *s, FlErr *err) FL_WARN_UNUSED;
 void fl_params_write_abandon(FlParamsSaving *s);

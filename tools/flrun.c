@@ -88,7 +88,8 @@ static const char *usage_text =
     "  --log FILE.csv      write one row per training step and per evaluation:\n"
     "                      phase,rank,epoch,step,loss,<each other fetch>\n"
     "  --save DIR          save the persistable vars (parameters, optimizer state) after training\n"
-    "  --load DIR          load them after the startup program (MPI jobs: every rank its part)\n"
+    "  --load DIR          load them after the startup program (MPI jobs: every rank its part);\n"
+    "                      DIR may be Paddle's save, or DIR/FILE its combined file\n"
     "  --checkpoint DIR    where checkpoints during training go: DIR/step-N after N steps, the\n"
     "                      vars, the reader's position, the epoch's figures, the random state and\n"
     "                      the log so far, each written whole before it appears (the last 2 kept)\n"
@@ -911,7 +912,7 @@ static FlStatus collect_plan(Run *r, FlNamedTensors *out, bool *asked, FlErr *e)
             FlNamedTensor *c = ckpt_find(&v, pv[i].full->name);
             if (shard[i] || (c && (c < v.data + own || pv[i].rows < 0))) continue;
             if (!c) {
-                FlNamedTensor nc = {pv[i].full->name, FL_TENSOR_INIT};
+                FlNamedTensor nc = {.name = pv[i].full->name, .t = FL_TENSOR_INIT};
                 st = fl_tensor_alloc(e, &nc.t, pv[i].full->dtype, pv[i].full->ndim, pv[i].full->shape);
                 FL_VEC_PUSH(&v, nc);
             }
@@ -1445,6 +1446,12 @@ static int run_program(Opts *o) {
         goto fail;
     }
     if (inc && !o->load && load_server(&r, inc, &e) != FL_OK) goto fail;
+    struct stat lsb;
+    if (o->load && plan && stat(o->load, &lsb) == 0 && S_ISREG(lsb.st_mode)) {
+        snprintf(e.msg, sizeof e.msg, "--load %s: a file (Fluid's combined parameters) is loaded whole by a local run; "
+                 "the ranks of a job read a directory of a file per var (load it locally and --save it)", o->load);
+        goto fail;
+    }
     if (o->load && (server && plan ? load_server(&r, o->load, &e) : fl_params_load(r.prog, r.scope, o->load, &e)) != FL_OK)
         goto fail;
     const FlRunSpec *rs = &r.bundle->run;

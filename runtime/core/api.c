@@ -38,7 +38,7 @@ static FlStatus read_model_params(FlLoadedProgram *p, const char *dir, const cha
     for (size_t i = 0; i < g->vars.len; i++) {
         const FlVarDesc *d = g->vars.data[i];
         if (!d->persistable || d->kind != FL_VAR_DENSE) continue;
-        FlNamedTensor nt = {d->name, FL_TENSOR_INIT};
+        FlNamedTensor nt = {.name = d->name, .t = FL_TENSOR_INIT};
         FlStatus st = fl_params_read(dir, d, &nt.t, &e);
         FL_VEC_PUSH(&p->model_params, nt);
         if (st != FL_OK) return fl_err(err, "inference model '%s': %s", path, fl_params_msg(e.msg));

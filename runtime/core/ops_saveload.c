@@ -3,13 +3,16 @@
  * on the checkpoint format and the rules of runtime/params.h (a save goes to a new path or
  * replaces an earlier checkpoint, atomically; a load checks every var before it sets any).
  *
- *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` (a file
- *              per var, or with `file` all of them in that one file: a combined checkpoint);
+ *   save_vars  Scope? : the vars `names` of the scope (else the root) written to `dir` in Fluid's
+ *              layout (fl_params_write_begin_fluid: a file per var, or with `file` all of them
+ *              in that one file, sorted by name: a combined checkpoint), a LoD var's offsets
+ *              (the program's lod vars, when the scope holds them) with it;
  *              with `model`, the program `program` too, as an inference model (feeds, targets)
  *              in that file of dir: fluid.io.save_inference_model
  *   load_vars  Scope? : the vars `names` of the program `program` (a program of the bundle) read from
- *              `dir` (with `file`: which must be a combined checkpoint in that file), each checked
- *              against its declaration, then all set in the scope
+ *              `dir` (with `file`: which must be a combined checkpoint in that file, fluidc's or
+ *              Paddle's), each checked against its declaration, then all set in the scope with
+ *              their LoD
  *   save_program the program `program` as a bundle of its own at `path` (Fluid's
  *              open(path, 'wb').write(program.desc.serialize_to_string()))
  *
@@ -98,14 +101,27 @@ static FlStatus run_save_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
     FlNamedTensors v = {0};
     FlStatus st = FL_OK;
     FlErr e;
+    const char *pname = fl_exec_attr_string(op, "program");
+    FlExec *ex = fl_driver_program(a.h, pname);
+    const FlBlock *g = ex ? fl_ir_block(ex->prog, 0) : NULL;
     for (size_t i = 0; a.names && i < a.names->n && st == FL_OK; i++) {
-        FlNamedTensor nt = {a.names->strs[i], FL_TENSOR_INIT};
+        FlNamedTensor nt = {.name = a.names->strs[i], .t = FL_TENSOR_INIT};
         if (fl_scope_get_tensor(a.scope, nt.name, &nt.t, &e) != FL_OK)
             st = fl_exec_op_error(rc, op, "saving '%s': %s (run the startup program before saving)", a.dir, e.msg);
+        /* a LoD var's offsets, which Fluid's file keeps with it (when the scope has them all) */
+        const FlVarDesc *d = g ? fl_ir_var_find(g, nt.name) : NULL;
+        for (int l = 0; st == FL_OK && d && l < d->lod_level && l < FL_LODSTREAM_MAX_LEVELS; l++) {
+            if (fl_scope_get_tensor(a.scope, d->lod[l], &nt.lod[l], &e) != FL_OK) {
+                for (int k = 0; k < l; k++) fl_tensor_fini(&nt.lod[k]);
+                nt.nlevels = 0;
+                break;
+            }
+            nt.nlevels = l + 1;
+        }
         FL_VEC_PUSH(&v, nt);
     }
     FlParamsSaving *sv = NULL;
-    if (st == FL_OK && fl_params_write_begin_combined(a.dir, a.file[0] ? a.file : NULL, &v, &sv, &e) != FL_OK)
+    if (st == FL_OK && fl_params_write_begin_fluid(a.dir, a.file[0] ? a.file : NULL, &v, &sv, &e) != FL_OK)
         st = fl_exec_op_error(rc, op, "saving '%s': %s", a.dir, fl_params_msg(e.msg));
     else if (st == FL_OK && write_model(a.h, op, sv, &e) != FL_OK) {
         fl_params_write_abandon(sv);
@@ -129,27 +145,32 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
         return fl_exec_op_error(rc, op, "program '%s' is not a program of the bundle", pname);
     }
     const FlBlock *g = fl_ir_block(ex->prog, 0);
-    FlTensor *t = fl_xcalloc(n + 1, sizeof *t);
+    FlLodTensor *t = fl_xcalloc(n + 1, sizeof *t);
+    const FlVarDesc **d = fl_xcalloc(n + 1, sizeof *d);
+    for (size_t i = 0; i < n; i++) fl_lodtensor_init(&t[i]);
     FlStatus st = FL_OK;
     FlErr e;
     struct stat sb;
+    bool fluid = false; /* Fluid's combined file */
     if (stat(a.dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         st = fl_exec_op_error(rc, op, "loading '%s': it is not a directory of saved vars", a.dir);
-    else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &e) != FL_OK)
+    else if (a.file[0] && fl_params_check_combined(a.dir, a.file, &fluid, &e) != FL_OK)
         st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
-    size_t got = 0;
-    for (; st == FL_OK && got < n; got++) {
-        t[got] = (FlTensor)FL_TENSOR_INIT;
-        const FlVarDesc *d = fl_ir_var_find(g, a.names->strs[got]);
-        if (!d)
-            st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[got],
+    for (size_t i = 0; st == FL_OK && i < n; i++)
+        if (!(d[i] = fl_ir_var_find(g, a.names->strs[i])))
+            st = fl_exec_op_error(rc, op, "loading '%s': '%s' is not a var of the %s program", a.dir, a.names->strs[i],
                                   pname);
-        else if (fl_params_read(a.dir, d, &t[got], &e) != FL_OK)
+    if (st == FL_OK && fluid) {
+        if (fl_params_read_fluid_combined(a.dir, a.file, d, n, t, &e) != FL_OK)
             st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
-    }
-    for (size_t i = 0; st == FL_OK && i < n; i++) fl_scope_set_tensor(a.scope, a.names->strs[i], &t[i]); /* all checked */
-    for (size_t i = 0; i < got; i++) fl_tensor_fini(&t[i]);
+    } else
+        for (size_t i = 0; st == FL_OK && i < n; i++)
+            if (fl_params_read_lod(a.dir, d[i], &t[i], &e) != FL_OK)
+                st = fl_exec_op_error(rc, op, "loading '%s': %s", a.dir, fl_params_msg(e.msg));
+    for (size_t i = 0; st == FL_OK && i < n; i++) fl_params_set_value(a.scope, d[i], &t[i]); /* all checked */
+    for (size_t i = 0; i < n; i++) fl_lodtensor_fini(&t[i]);
     free(t);
+    free(d);
     fl_scope_release(a.scope);
     return st;
 }

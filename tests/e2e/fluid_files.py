@@ -1,6 +1,7 @@
 """fluid_files.py: writers of Fluid's tensor files, built from the formats' definitions, for the
 tests that read them (tensor_load.sh, recordio_files.sh, tests/fuzz/lodstream_seeds.py and
-recordio_seeds.py), and a reader of RecordIO files for the tests of fluidc's writer. Snappy is
+recordio_seeds.py), and readers of tensors (read_lod_tensor) and RecordIO files for the tests of
+fluidc's writers. Snappy is
 written and read here by Python's own code (a greedy matcher, the raw format's decoder, the
 framing of Fluid's snappystream library), with no module from outside the standard library.
 
@@ -45,6 +46,55 @@ def lod_tensor(dtype, dims, values, lod=(), packed=False):
     if not isinstance(values, bytes):
         values = struct.pack("<%d%s" % (len(values), PACK[dtype]), *values)
     return out + struct.pack("<Ii", 0, len(d)) + d + values
+
+
+def read_lod_tensor(data, pos=0):
+    """The LoDTensor of the stream format at data[pos:] (Fluid's load op's reading, from the format's
+    definition): (dtype name, dims, values as a list, LoD levels as lists, the byte after it)."""
+    ver, nlev = struct.unpack_from("<IQ", data, pos)
+    assert ver == 0, "LoD version %d" % ver
+    pos += 12
+    lod = []
+    for _ in range(nlev):
+        nbytes, = struct.unpack_from("<Q", data, pos)
+        lod.append(list(struct.unpack_from("<%dQ" % (nbytes // 8), data, pos + 8)))
+        pos += 8 + nbytes
+    ver, dsz = struct.unpack_from("<Ii", data, pos)
+    assert ver == 0, "tensor version %d" % ver
+    pos += 8
+    end, dtype, dims = pos + dsz, None, []
+    while pos < end:  # TensorDesc: field 1 data_type, field 2 dims (varints, or packed)
+        key, pos = read_varint(data, pos)
+        if key == 0x08:
+            code, pos = read_varint(data, pos)
+            dtype = [k for k, v in VARTYPE.items() if v == code][0]
+        elif key == 0x10:
+            d, pos = read_varint(data, pos)
+            dims.append(d)
+        elif key == 0x12:
+            n, pos = read_varint(data, pos)
+            stop = pos + n
+            while pos < stop:
+                d, pos = read_varint(data, pos)
+                dims.append(d)
+        else:
+            raise ValueError("TensorDesc field key %d" % key)
+    n = 1
+    for d in dims:
+        n *= d
+    values = list(struct.unpack_from("<%d%s" % (n, PACK[dtype]), data, pos))
+    return dtype, dims, values, lod, pos + n * struct.calcsize(PACK[dtype])
+
+
+def read_varint(data, pos):
+    v, shift = 0, 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, pos
 
 
 def crc32c_masked(data):

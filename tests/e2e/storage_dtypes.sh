@@ -109,27 +109,23 @@ cat >quant.want <<'OUT'
 [['fc_0.w_0.int8'], ['fc_1.w_0.int8']]
 OUT
 cmp -s quant.out quant.want || { echo "FAIL: the int8 program:"; cat quant.out; echo "--- expected:"; cat quant.want; fail=1; }
-python3 - <<'PY' || fail=1
+python3 - "$ROOT/tests/e2e" <<'PY' || fail=1
 import os, struct, sys
-def read(path):  # runtime/params.h: "FLTENSOR", u32 version, dtype, ndim, reserved, i64 dims, values
+sys.path.insert(0, sys.argv[1])
+from fluid_files import read_lod_tensor
+def read(path):  # a saved var's file: one tensor of Fluid's stream format (docs/running.md)
     b = open(path, "rb").read()
-    assert b[:8] == b"FLTENSOR", path
-    ver, dt, nd, _ = struct.unpack_from("<4I", b, 8)
-    dims = struct.unpack_from("<%dq" % nd, b, 24)
-    n = 1
-    for d in dims:
-        n *= d
-    code = {0: "f", 6: "b"}[dt]
-    off = 24 + 8 * nd
-    assert len(b) == off + n * struct.calcsize(code), (path, len(b))
-    return dt, dims, list(struct.unpack_from("<%d%s" % (n, code), b, off)), len(b) - off
+    dt, dims, values, lod, end = read_lod_tensor(b)
+    assert end == len(b) and not lod, path
+    size = struct.calcsize({"float32": "f", "int8": "b"}[dt])
+    return dt, dims, values, len(b) - (end - len(values) * size)  # the bytes after the header
 bad = 0
 for w, numel in [("fc_0.w_0", 12), ("fc_1.w_0", 8)]:
     fdt, fdims, fv, fbytes = read("frozen/" + w)
     for d in ("int8", "model"):
         idt, idims, iv, ibytes = read(d + "/" + w + ".int8")
-        if idt != 6 or idims != fdims or ibytes != numel or fbytes != 4 * numel:
-            print("FAIL: %s/%s.int8: dtype %d dims %s, %d bytes of values (float32 file: %d)" % (d, w, idt, idims, ibytes, fbytes))
+        if idt != "int8" or idims != fdims or ibytes != numel or fbytes != 4 * numel:
+            print("FAIL: %s/%s.int8: dtype %s dims %s, %d bytes of values (float32 file: %d)" % (d, w, idt, idims, ibytes, fbytes))
             bad = 1
         if [float(v) for v in iv] != fv or max(abs(v) for v in iv) != 127:
             print("FAIL: %s/%s.int8 holds %s, the frozen weights %s" % (d, w, iv, fv))

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_saveload.sh FLRUN: fluid.io's save_params / save_persistables and load_params /
-# load_persistables between runs (docs/driver.md, "Saving and serving"). A script trains a few
+# load_persistables between runs (docs/driver.md, "Saving and serving"), in Fluid's layout
+# (checkpoint formats 4 and 5). A script trains a few
 # steps and saves; a second run loads what it saved and computes the same loss (within 1e-6,
 # relative: the same float32 ops on the same values); flrun --load reads the same checkpoint in
 # a program without a driver; a program whose var has another shape is refused, naming it.
@@ -50,11 +51,12 @@ script notcombined 1 'fluid.io.load_params(exe, "params", filename="__params__")
 "$FLRUN" train.fl >train.out 2>&1 || bad "train.fl: $(cat train.out)"
 [ "$(cat params/MANIFEST)" = "$(printf 'fc_0.w_0\nfc_0.b_0')" ] || bad "params/MANIFEST: $(cat params/MANIFEST)"
 [ "$(cat pers/MANIFEST)" = "$(printf 'fc_0.w_0\nfc_0.b_0\nlearning_rate_0')" ] || bad "pers/MANIFEST: $(cat pers/MANIFEST)"
-[ "$(cat cparams/FORMAT)" = "fluidc checkpoint 3" ] || bad "cparams/FORMAT: $(cat cparams/FORMAT)"
+[ "$(cat params/FORMAT)" = "fluidc checkpoint 4" ] || bad "params/FORMAT: $(cat params/FORMAT)"
+[ "$(cat cparams/FORMAT)" = "fluidc checkpoint 5" ] || bad "cparams/FORMAT: $(cat cparams/FORMAT)"
 [ "$(ls cparams | tr '\n' ' ')" = "FORMAT MANIFEST __params__ " ] || bad "cparams holds $(ls cparams)"
-[ "$(cat cparams/MANIFEST)" = "$(printf '__params__\nfc_0.w_0\nfc_0.b_0')" ] || bad "cparams/MANIFEST: $(cat cparams/MANIFEST)"
-# the combined file is the tensor files one after the other
-[ "$(cat params/fc_0.w_0 params/fc_0.b_0 | cksum)" = "$(cksum <cparams/__params__)" ] || bad "cparams/__params__ is not params' files joined"
+[ "$(cat cparams/MANIFEST)" = "$(printf '__params__\nfc_0.b_0\nfc_0.w_0')" ] || bad "cparams/MANIFEST: $(cat cparams/MANIFEST)"
+# the combined file is the var files (Fluid's tensors) one after the other, sorted by name
+[ "$(cat params/fc_0.b_0 params/fc_0.w_0 | cksum)" = "$(cksum <cparams/__params__)" ] || bad "cparams/__params__ is not params' files joined"
 for f in params pers cparams cpers; do
     "$FLRUN" $f.fl >$f.out 2>&1 || bad "$f.fl: $(cat $f.out)"
     awk 'NR == FNR { a = $2; next } { b = $2 }

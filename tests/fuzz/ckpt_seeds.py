@@ -4,10 +4,15 @@ checkpoints as flrun --save writes them (docs/running.md, "Saving, loading, pred
 target's input form: 8 bytes that choose the var and the rows to read, then one record per entry
 of the directory (u8 name length, name, u8 kind: 0 file, 1 FIFO, 2 directory, 3 link; u16
 length, bytes). Whole vars, shards (read whole and as a pserver's block), version 1, escaped
-names, and a few hostile ones (a FIFO, a newer FORMAT, a link to a device)."""
+names, and a few hostile ones (a FIFO, a newer FORMAT, a link to a device). Paddle's layouts:
+a file per var and the combined file "__params__" (with fuzz_ckpt's second var "b", float32 [2])
+in Fluid's stream format, made by tests/e2e/fluid_files.py, and fluidc's formats 4 and 5 of it."""
 import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from fluid_files import lod_tensor  # noqa: E402
 
 NAMES = ["T", "fc_0.w_0", "MANIFEST", "a/b@c.d", ".hidden", "x%shard-0-1", "format"]
 SIZES = [4, 8, 4, 8, 1]  # float32, float64, int32, int64, bool (FlDType codes 0-4)
@@ -44,6 +49,17 @@ def tensor(dtype, dims, rows=None):
         out += struct.pack("<2q", *rows)
         n = n // dims[0] * rows[1]
     return out + bytes((7 * i + 3) % 251 for i in range(n * SIZES[dtype]))
+
+
+FLUID_DTYPES = ["float32", "float64", "int32", "int64", "bool"]
+
+
+def fluid(dtype, dims, lod=()):
+    """A tensor of Fluid's stream format, of the dtype code and dims (values like tensor()'s)."""
+    n = 1
+    for x in dims:
+        n *= x
+    return lod_tensor(FLUID_DTYPES[dtype], dims, [i % 2 for i in range(n)], lod=lod)
 
 
 def rec(name, body=b"", kind=0):
@@ -90,6 +106,17 @@ def main():
                      rec("T", b"/dev/zero", kind=3),
         "link_entry": head("T", 0, [4, 3]) + rec("FORMAT", FORMAT) + rec("MANIFEST", b"T\n") +
                       rec("U", tensor(0, [4, 3])) + rec("T", b"U", kind=3),
+        "fluid_var": head("T", 0, [4, 3]) + rec("T", fluid(0, [4, 3])) + rec("other", b"x"),
+        "fluid_block": head("fc_0.w_0", 3, [6, 2], block=(2, 3)) + rec("fc_0.w_0", fluid(3, [6, 2])),
+        "fluid_lod": head("T", 1, [3, 1]) + rec("T", fluid(1, [3, 1], lod=[[0, 1, 3]])),
+        "fluid_tail": head("T", 0, [4]) + rec("T", fluid(0, [4]) + b"\0"),
+        "fluid_combined": head("T", 0, [4, 3]) + rec("__params__", fluid(0, [4, 3]) + fluid(0, [2])),
+        "fluid_combined_tail": head("T", 2, [2]) + rec("__params__", fluid(2, [2]) + fluid(0, [2]) + b"\0\0"),
+        "fluid_combined_fifo": head("T", 0, [2]) + rec("__params__", kind=1),
+        "fluid_format4": head("T", 0, [4, 3]) + rec("FORMAT", b"fluidc checkpoint 4\n") + rec("MANIFEST", b"T\n") +
+                         rec("T", fluid(0, [4, 3])),
+        "fluid_format5": head("fc_0.w_0", 3, [6, 2], block=(1, 4)) + rec("FORMAT", b"fluidc checkpoint 5\n") +
+                         rec("MANIFEST", b"all\nT\nfc_0.w_0\n") + rec("all", fluid(1, [2, 2], lod=[[0, 2]]) + fluid(3, [6, 2])),
     }
     for name, data in seeds.items():
         with open(os.path.join(d, name), "wb") as f:

@@ -12,7 +12,9 @@
  * sanitizer report, a hang (a FIFO that blocks) or a broken promise: a load either gives a
  * tensor of the var's dtype and of the rows asked, or an error that starts with "--load DIR:";
  * a target check's error starts with "--save:". tests/fuzz/ckpt_seeds.py writes the seed corpus
- * (real checkpoints in this form: whole vars, shards, version 1).
+ * (real checkpoints in this form: whole vars, shards, version 1, Paddle's layouts). The var is
+ * also read with its LoD (fl_params_read_lod), and, when the directory holds Fluid's combined
+ * file "__params__", from it with a second var "b" (float32 [2]): fl_params_read_fluid_combined.
  *
  * fuzz_ckpt_corpus (an ordinary test, label runtime) replays tests/fuzz/corpus/ckpt and the
  * kept crashers; with -DFL_FUZZ=ON the libFuzzer binary fuzz_ckpt explores further:
@@ -136,6 +138,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check(!strncmp(e.msg, want, strlen(want)), "a load's error names the checkpoint", e.msg);
     }
     fl_tensor_fini(&t);
+    /* the same var with its LoD, and with a float32 [2] var "b" from a combined file of Fluid's */
+    FlLodTensor lt, two[2];
+    fl_lodtensor_init(&lt);
+    st = fl_params_read_lod(dir, v, &lt, &e);
+    if (st == FL_OK) check(lt.t.dtype == v->dtype && lt.t.ndim == v->ndim && lt.nlevels == 0, "a var's value as declared", e.msg);
+    else check(!strncmp(e.msg, want, strlen(want)), "a load's error names the checkpoint", e.msg);
+    fl_lodtensor_fini(&lt);
+    FlVarDesc *b = fl_ir_var_add(fl_ir_block(prog, 0), "b");
+    b->dtype = FL_DT_FLOAT32;
+    fl_ir_var_set_shape(b, 1, (int64_t[]){2});
+    bool fluid = false;
+    st = fl_params_check_combined(dir, "__params__", &fluid, &e);
+    if (getenv("FL_FUZZ_VERBOSE")) fprintf(stderr, "  combined: %s\n", st == FL_OK ? (fluid ? "Fluid's" : "ours") : e.msg);
+    if (st == FL_OK && fluid) {
+        const FlVarDesc *vs[2] = {v, b};
+        st = fl_params_read_fluid_combined(dir, "__params__", vs, 2, two, &e);
+        if (getenv("FL_FUZZ_VERBOSE")) fprintf(stderr, "  read: %s\n", st == FL_OK ? "ok" : e.msg);
+        for (int k = 0; st == FL_OK && k < 2; k++)
+            check(two[k].t.dtype == vs[k]->dtype && two[k].t.ndim == vs[k]->ndim, "a combined load gives each var",
+                  e.msg);
+        if (st != FL_OK) check(!strncmp(e.msg, want, strlen(want)), "a combined load's error names the checkpoint", e.msg);
+        for (int k = 0; k < 2; k++) fl_lodtensor_fini(&two[k]);
+    } else if (st != FL_OK) {
+        check(!strncmp(e.msg, want, strlen(want)), "a combined check's error names the checkpoint", e.msg);
+    }
     e.msg[0] = 0;
     st = fl_params_check_target(dir, &e);
     if (getenv("FL_FUZZ_VERBOSE")) fprintf(stderr, "  target: %s\n", st == FL_OK ? "ok" : e.msg);

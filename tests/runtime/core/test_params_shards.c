@@ -5,7 +5,8 @@
  * file. And hostile checkpoints: a FIFO (or any file that is not regular) in place of any of a
  * checkpoint's files is refused without blocking, by a load and by a save's target check; shard
  * ranges near INT64_MAX, in a shard's header or its name, are errors, not overflows; a FORMAT
- * of a newer, unknown or garbled format is refused. */
+ * of a newer, unknown or garbled format is refused. Fluid's layout (formats 4 and 5) as written
+ * and read. */
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,7 +102,7 @@ static void test_shards(void) {
     /* rows out of a whole var's file */
     FlBuf path = {0};
     FlNamedTensors whole = {0};
-    FlNamedTensor nt = {"T", FL_TENSOR_INIT};
+    FlNamedTensor nt = {.name = "T", .t = FL_TENSOR_INIT};
     rows_of(0, H, &nt.t);
     FL_VEC_PUSH(&whole, nt);
     path.len = 0;
@@ -135,7 +136,7 @@ static FlVarDesc *var_t(FlProgram **p) {
 static void save_whole(const char *name, char *out, size_t n) {
     FlErr e = {{0}};
     FlNamedTensors whole = {0};
-    FlNamedTensor nt = {"T", FL_TENSOR_INIT};
+    FlNamedTensor nt = {.name = "T", .t = FL_TENSOR_INIT};
     rows_of(0, H, &nt.t);
     FL_VEC_PUSH(&whole, nt);
     snprintf(out, n, "%s/%s", root, name);
@@ -291,8 +292,10 @@ static void test_format(void) {
     } cases[] = {
         {"fluidc checkpoint 2\n", NULL},
         {"fluidc checkpoint 2", NULL},
-        {"fluidc checkpoint 4\n", "the checkpoint was written by a newer fluidc (checkpoint format 4; this one reads up to 3)"},
+        {"fluidc checkpoint 6\n", "the checkpoint was written by a newer fluidc (checkpoint format 6; this one reads up to 5)"},
         {"fluidc checkpoint 3\n", "no saved value for 'T'"}, /* combined: MANIFEST's first line names the file */
+        {"fluidc checkpoint 4\n", NULL}, /* format 2 in Fluid's stream: each file read as its bytes say */
+        {"fluidc checkpoint 5\n", "no saved value for 'T'"}, /* combined, as format 3 */
         {"fluidc checkpoint 1\n", "its FORMAT names checkpoint format 1, which this fluidc does not know"},
         {"", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
         {"\n", "its FORMAT is empty (expected 'fluidc checkpoint 2')"},
@@ -330,7 +333,7 @@ static void test_combined(void) {
     fl_ir_var_set_shape(s, 0, NULL);
     FlErr e = {{0}};
     FlNamedTensors vars = {0};
-    FlNamedTensor a = {"s%/x", FL_TENSOR_INIT}, b = {"T", FL_TENSOR_INIT};
+    FlNamedTensor a = {.name = "s%/x", .t = FL_TENSOR_INIT}, b = {.name = "T", .t = FL_TENSOR_INIT};
     double seven = 7;
     CU_ASSERT_EQUAL_FATAL(fl_tensor_from(&e, &a.t, FL_DT_FLOAT32, 0, NULL, &seven), FL_OK);
     rows_of(0, H, &b.t);
@@ -350,12 +353,14 @@ static void test_combined(void) {
     CU_ASSERT_TRUE(rows_are(&t, 2, 5));
     CU_ASSERT_EQUAL(fl_params_read(dir, s, &t, &e), FL_OK);
     CU_ASSERT_TRUE(t.ndim == 0 && fl_tensor_get(&t, 0) == 7);
-    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &e), FL_OK);
-    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "other", &e), FL_ERROR);
+    bool fluid = true;
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &fluid, &e), FL_OK);
+    CU_ASSERT_FALSE(fluid);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "other", &fluid, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "its combined file is 'all', not 'other'"));
     /* replaced by a checkpoint of a file per var, which check_combined tells apart */
     CU_ASSERT_EQUAL_FATAL(fl_params_write(dir, &vars, &e), FL_OK);
-    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &e), FL_ERROR);
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &fluid, &e), FL_ERROR);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "it holds a file per var, not one combined file 'all'"));
     /* and back; then the file cut inside T */
     CU_ASSERT_EQUAL_FATAL(fl_params_write_combined(dir, "all", &vars, &e), FL_OK);
@@ -377,11 +382,86 @@ static void test_combined(void) {
     fl_ir_program_free(p);
 }
 
+/* Fluid's layout (formats 4 and 5, fl_params_write_begin_fluid): the combined file's vars sorted
+ * by name and each once, read whole and by rows (past the tensor before it); a file per var with
+ * a LoD var's offsets, read back with them; the combined file cut short. */
+static void test_fluid_layout(void) {
+    FlProgram *p;
+    FlVarDesc *v = var_t(&p);
+    FlVarDesc *s = fl_ir_var_add(fl_ir_block(p, 0), "s%/x"); /* a scalar, escaped in MANIFEST */
+    fl_ir_var_set_shape(s, 0, NULL);
+    FlVarDesc *q = fl_ir_var_add(fl_ir_block(p, 0), "Q"); /* a LoD var: 3 sequences of T's rows */
+    fl_ir_var_set_shape(q, 2, (int64_t[]){H, W});
+    const char *lod_name = "Q@lod";
+    fl_ir_var_set_lod(q, 1, &lod_name);
+    FlErr e = {{0}};
+    FlNamedTensors vars = {0};
+    FlNamedTensor a = {.name = "s%/x", .t = FL_TENSOR_INIT}, b = {.name = "T", .t = FL_TENSOR_INIT};
+    double seven = 7;
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_from(&e, &a.t, FL_DT_FLOAT32, 0, NULL, &seven), FL_OK);
+    rows_of(0, H, &b.t);
+    FL_VEC_PUSH(&vars, a);
+    FL_VEC_PUSH(&vars, b);
+    FlNamedTensor twice = {.name = "T", .t = FL_TENSOR_INIT};
+    fl_tensor_ref(&twice.t, &b.t);
+    FL_VEC_PUSH(&vars, twice);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/fluid_combined", root);
+    FlParamsSaving *sv;
+    CU_ASSERT_EQUAL_FATAL(fl_params_write_begin_fluid(dir, "all", &vars, &sv, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_params_write_end(sv, &e), FL_OK);
+    manifest_is(dir, "all\nT\ns%25%2Fx\n"); /* "T" < "s%/x": sorted by name; T once */
+    FlTensor t = FL_TENSOR_INIT;
+    CU_ASSERT_EQUAL(fl_params_read(dir, v, &t, &e), FL_OK);
+    CU_ASSERT_TRUE(rows_are(&t, 0, H));
+    CU_ASSERT_EQUAL(fl_params_read_rows(dir, v, 2, 5, &t, &e), FL_OK);
+    CU_ASSERT_TRUE(rows_are(&t, 2, 5));
+    CU_ASSERT_EQUAL(fl_params_read(dir, s, &t, &e), FL_OK); /* after T's tensor */
+    CU_ASSERT_TRUE(t.ndim == 0 && fl_tensor_get(&t, 0) == 7);
+    bool fluid = true;
+    CU_ASSERT_EQUAL(fl_params_check_combined(dir, "all", &fluid, &e), FL_OK);
+    CU_ASSERT_FALSE(fluid); /* fluidc's: read through MANIFEST */
+    FlBuf path = {0};
+    fl_buf_printf(&path, "%s/all", dir);
+    struct stat sb;
+    CU_ASSERT_EQUAL_FATAL(stat(fl_buf_str(&path), &sb), 0);
+    CU_ASSERT_EQUAL(truncate(fl_buf_str(&path), sb.st_size - 2), 0);
+    CU_ASSERT_EQUAL(fl_params_read(dir, v, &t, &e), FL_OK); /* the var before the cut still loads */
+    CU_ASSERT_EQUAL(fl_params_read(dir, s, &t, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "the combined file 'all' ends inside 's%/x'"));
+    /* a file per var, Q with its offsets */
+    fl_params_free(&vars);
+    FlNamedTensor c = {.name = "Q", .t = FL_TENSOR_INIT, .nlevels = 1};
+    rows_of(0, H, &c.t);
+    CU_ASSERT_EQUAL_FATAL(fl_tensor_from(&e, &c.lod[0], FL_DT_INT64, 1, (int64_t[]){4}, (double[]){0, 2, 7, H}), FL_OK);
+    FL_VEC_PUSH(&vars, c);
+    snprintf(dir, sizeof dir, "%s/fluid_split", root);
+    CU_ASSERT_EQUAL_FATAL(fl_params_write_begin_fluid(dir, NULL, &vars, &sv, &e), FL_OK);
+    CU_ASSERT_EQUAL_FATAL(fl_params_write_end(sv, &e), FL_OK);
+    manifest_is(dir, "Q\n");
+    FlLodTensor lt;
+    fl_lodtensor_init(&lt);
+    CU_ASSERT_EQUAL(fl_params_read_lod(dir, q, &lt, &e), FL_OK);
+    CU_ASSERT_TRUE(rows_are(&lt.t, 0, H));
+    CU_ASSERT_EQUAL_FATAL(lt.nlevels, 1);
+    CU_ASSERT_TRUE(lt.lod[0].ne[0] == 4 && fl_tensor_get(&lt.lod[0], 2) == 7 && fl_tensor_get(&lt.lod[0], 3) == H);
+    q->lod_level = 0; /* a var without LoD: the file's level is an error naming it */
+    CU_ASSERT_EQUAL(fl_params_read_lod(dir, q, &lt, &e), FL_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.msg, "'Q' has 1 LoD level in the file but lod_level 0 in the program"));
+    q->lod_level = 1;
+    fl_lodtensor_fini(&lt);
+    fl_tensor_fini(&t);
+    fl_buf_free(&path);
+    fl_params_free(&vars);
+    fl_ir_program_free(p);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "/tmp/fl_params_shards.XXXXXX");
     if (!mkdtemp(root)) return 1;
     static const CtCase cases[] = {CT_TEST(test_shards), CT_TEST(test_not_regular), CT_TEST(test_shard_ranges),
-                                   CT_TEST(test_format), CT_TEST(test_combined)};
+                                   CT_TEST(test_format), CT_TEST(test_combined),
+                                   CT_TEST(test_fluid_layout)};
     int rc = ct_run("params_shards", cases, (int)(sizeof cases / sizeof cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
