@@ -314,6 +314,12 @@ static FlStatus infer_op(Ctx *c0) {
     case FL_OPID_fake_quantize_range_abs_max: return fl_infer_fake_quantize_range_abs_max(&c);
     case FL_OPID_fake_quantize_moving_average_abs_max: return fl_infer_fake_quantize_moving_average_abs_max(&c);
     case FL_OPID_fake_dequantize_max_abs: return fl_infer_fake_dequantize_max_abs(&c);
+    case FL_OPID_quantize: return fl_infer_quantize(&c);
+    case FL_OPID_dequantize: return fl_infer_dequantize(&c);
+    case FL_OPID_requantize: return fl_infer_requantize(&c);
+    case FL_OPID_conv2d_int8: return fl_infer_conv2d_int8(&c);
+    case FL_OPID_calib_sample: return fl_infer_calib_sample(&c);
+    case FL_OPID_calib_scale: return fl_infer_calib_scale(&c);
     /* infer_masks.c */
     case FL_OPID_generate_mask_labels: return fl_infer_generate_mask_labels(&c);
     /* infer_ctc.c */

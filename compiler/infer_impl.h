@@ -291,6 +291,7 @@ FlStatus fl_infer_softmax(Ctx *c);
 FlStatus fl_infer_cross_entropy(Ctx *c);
 FlStatus fl_infer_reduce(Ctx *c);
 FlStatus fl_infer_conv2d(Ctx *c);
+FlStatus fl_infer_conv2d_shape(Ctx *c, const FlVarDesc *iv, const FlVarDesc *fv, Shape *out);
 FlStatus fl_infer_pool2d(Ctx *c);
 FlStatus fl_infer_batch_norm(Ctx *c);
 FlStatus fl_infer_mean(Ctx *c);
@@ -497,6 +498,12 @@ FlStatus fl_infer_fake_quantize_abs_max(Ctx *c);
 FlStatus fl_infer_fake_quantize_range_abs_max(Ctx *c);
 FlStatus fl_infer_fake_quantize_moving_average_abs_max(Ctx *c);
 FlStatus fl_infer_fake_dequantize_max_abs(Ctx *c);
+FlStatus fl_infer_quantize(Ctx *c);
+FlStatus fl_infer_dequantize(Ctx *c);
+FlStatus fl_infer_requantize(Ctx *c);
+FlStatus fl_infer_conv2d_int8(Ctx *c);
+FlStatus fl_infer_calib_sample(Ctx *c);
+FlStatus fl_infer_calib_scale(Ctx *c);
 
 /* infer_masks.c */
 FlStatus fl_infer_generate_mask_labels(Ctx *c);

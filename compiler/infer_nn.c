@@ -171,18 +171,15 @@ FlStatus fl_infer_reduce(Ctx *c) {
 
 
 
-FlStatus fl_infer_conv2d(Ctx *c) {
-    FlVarDesc *iv, *fv;
-    if (in1(c, "Input", &iv) || in1(c, "Filter", &fv)) return FL_ERROR;
+/* conv2d's output shape from Input iv and Filter fv and the attributes strides, paddings,
+ * dilations and groups (conv2d and conv2d_int8). */
+FlStatus fl_infer_conv2d_shape(Ctx *c, const FlVarDesc *iv, const FlVarDesc *fv, Shape *outp) {
     Shape in = shape_of(iv), f = shape_of(fv);
     if (in.nd != 4)
         return fl_err(c->e, "%s: the input must be 4-D (N, C, H, W), found %s", c->t, sstr(c, &in));
     if (f.nd != 4)
         return fl_err(c->e, "%s: the filter must be 4-D (M, C/groups, kh, kw), found %s", c->t,
                       sstr(c, &f));
-    if (iv->dtype != fv->dtype)
-        return fl_err(c->e, "%s: the input is %s but the filter is %s", c->t, dt(iv->dtype),
-                      dt(fv->dtype));
     int64_t st[2], pd[2], dl[2], g = iattr(c, "groups");
     if (pair_attr(c, "strides", st) || pair_attr(c, "paddings", pd) ||
         pair_attr(c, "dilations", dl))
@@ -208,6 +205,18 @@ FlStatus fl_infer_conv2d(Ctx *c) {
                           "padding %lld, dilation %lld", c->t, sstr(c, &in), sstr(c, &f),
                           (long long)st[i], (long long)pd[i], (long long)dl[i]);
     }
+    *outp = out;
+    return FL_OK;
+}
+
+FlStatus fl_infer_conv2d(Ctx *c) {
+    FlVarDesc *iv, *fv;
+    if (in1(c, "Input", &iv) || in1(c, "Filter", &fv)) return FL_ERROR;
+    if (iv->dtype != fv->dtype)
+        return fl_err(c->e, "%s: the input is %s but the filter is %s", c->t, dt(iv->dtype),
+                      dt(fv->dtype));
+    Shape out;
+    if (fl_infer_conv2d_shape(c, iv, fv, &out)) return FL_ERROR;
     return set_out(c, "Output", iv->dtype, &out);
 }
 
@@ -220,6 +229,10 @@ FlStatus fl_infer_pool2d(Ctx *c) {
     const char *type = sattr(c, "pooling_type");
     if (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0)
         return fl_err(c->e, "%s: pooling_type must be 'max' or 'avg', found '%s'", c->t, type);
+    /* of the storage dtypes, int8 and uint8 pool (int8 inference), with fixed windows only */
+    if (xv->dtype == FL_DT_FLOAT16 || (fl_dtype_is_storage(xv->dtype) && iattr(c, "adaptive")))
+        return fl_err(c->e, "%s: X is %s, which pool2d takes only as int8 or uint8 and not adaptive: cast it to "
+                      "float32 first (fluid.layers.cast(x, 'float32'))", c->t, dt(xv->dtype));
     Shape out = x;
     if (iattr(c, "global_pooling")) {
         out.d[2] = out.d[3] = 1;

@@ -602,7 +602,7 @@ void fl_ops_markdown(FlBuf *out) {
                 "`paddle/reader.fl`, `paddle/dataset/*.fl`, `fluid/data_feeder.fl` (and `lang/driver_data.c`) |\n"
                 "| perspective | `perspective.def` | `infer_perspective.c` | `ops_perspective.c` | `perspective.c` | "
                 "`detection.fl`, `_perspective.fl` |\n"
-                "| quant | `quant.def` | `infer_quant.c` | `ops_quant.c` | `quant.c` | `contrib/quantize.fl` |\n"
+                "| quant | `quant.def`, `quant_int8.def` | `infer_quant.c` | `ops_quant.c` | `quant.c`, `quant_int8.c` (int8 pool2d: `conv.c`) | `contrib/quantize.fl`, `contrib/calibrator.fl` |\n"
                 "| masks | `masks.def` | `infer_masks.c` | `ops_masks.c` | `masks.c` | `detection.fl`, `_masks.fl` |\n"
                 "| report | `report.def` | `infer_report.c` | `ops_report.c` (host: `report_host.h`, given by "
                 "`runtime/train/train.c`) | — | `fluid/_train.fl` (`fluid.train`'s loop; for a format-2 bundle "

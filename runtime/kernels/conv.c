@@ -6,23 +6,6 @@
 
 #include <stdlib.h>
 
-/* The window of output cell (oh, ow), clipped to the image: rows [h0, h1), cols [w0, w1). */
-static void pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1,
-                        int64_t *w0, int64_t *w1) {
-    int64_t hs = oh * p->sh - p->ph, ws = ow * p->sw - p->pw;
-    int64_t he = hs + p->kh, we = ws + p->kw;
-    *h0 = hs < 0 ? 0 : hs;
-    *w0 = ws < 0 ? 0 : ws;
-    *h1 = he > p->H ? p->H : he;
-    *w1 = we > p->W ? p->W : we;
-}
-
-static double pool_count(const PoolDims *p, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-    if (!p->exclusive) return (double)(p->kh * p->kw);
-    int64_t n = (h1 - h0) * (w1 - w0);
-    return n > 0 ? (double)n : 1;
-}
-
 #define FL_TMPL "conv_t.inc"
 #include "runtime/kernels/tmpl.h"
 
@@ -189,9 +172,11 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, bool ceil_m
     return (ceil_mode ? (span + s - 1) / s : span / s) + 1;
 }
 
+/* ints: X may also be int8 or uint8 (the forward pass, int8 inference) */
 static FlStatus pool_dims(FlErr *e, const char *op, const FlTensor *x, const FlPool2dAttrs *a,
-                          PoolDims *p) {
-    if (kneed_float(e, op, "X", x)) return FL_ERROR;
+                          PoolDims *p, bool ints) {
+    if (!(ints && x && x->buf && (x->dtype == FL_DT_INT8 || x->dtype == FL_DT_UINT8)) && kneed_float(e, op, "X", x))
+        return FL_ERROR;
     if (x->ndim != 4) return fl_err(e, "%s: X %s must be [N, C, H, W]", op, fl_tensor_shape(x).s);
     if (a->type != FL_POOL_MAX && a->type != FL_POOL_AVG)
         return fl_err(e, "%s: unknown pooling type %d", op, (int)a->type);
@@ -219,11 +204,13 @@ static FlStatus pool_dims(FlErr *e, const char *op, const FlTensor *x, const FlP
 static FlStatus pool(FlErr *e, const FlTensor *x, const FlPool2dAttrs *a, FlTensor *out,
                      bool fast) {
     PoolDims p;
-    if (pool_dims(e, "pool2d", x, a, &p)) return FL_ERROR;
+    if (pool_dims(e, "pool2d", x, a, &p, true)) return FL_ERROR;
     int64_t ne[4] = {x->ne[0], x->ne[1], p.Ho, p.Wo};
     FlTensor r = FL_TENSOR_INIT; /* every cell is written */
     if (kalloc_raw(e, "pool2d", &r, x->dtype, 4, ne)) return FL_ERROR;
-    if (x->dtype == FL_DT_FLOAT32) {
+    if (x->dtype == FL_DT_INT8 || x->dtype == FL_DT_UINT8) {
+        kpool_int8(&p, x->dtype, fl_tensor_data(x), fl_tensor_data(&r));
+    } else if (x->dtype == FL_DT_FLOAT32) {
         if (!fast || !kdnnl_pool(&p, x->ne[0], fl_tensor_data(x), fl_tensor_data(&r)))
             pool_f32(fl_tensor_data(x), fl_tensor_data(&r), &p);
     } else pool_f64(fl_tensor_data(x), fl_tensor_data(&r), &p);
@@ -236,7 +223,7 @@ static FlStatus pool_grad(FlErr *e, const FlTensor *x, const FlTensor *out,
     const char *op = "pool2d_grad";
     (void)out; /* the max cell is found again in X: the same cell the forward pass chose */
     PoolDims p;
-    if (pool_dims(e, op, x, a, &p) || ksame_dtype(e, op, "X", x, "Out@GRAD", dout)) return FL_ERROR;
+    if (pool_dims(e, op, x, a, &p, false) || ksame_dtype(e, op, "X", x, "Out@GRAD", dout)) return FL_ERROR;
     int64_t ne[4] = {x->ne[0], x->ne[1], p.Ho, p.Wo};
     if (dout->ndim != 4 || memcmp(dout->ne, ne, sizeof ne))
         return fl_err(e, "%s: Out@GRAD %s differs from the output shape %s", op,

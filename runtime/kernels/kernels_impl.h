@@ -160,6 +160,28 @@ typedef struct PoolDims {
     bool exclusive;
 } PoolDims;
 
+/* The window of output cell (oh, ow), clipped to the image: rows [h0, h1), cols [w0, w1). */
+static inline void pool_window(const PoolDims *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1,
+                               int64_t *w0, int64_t *w1) {
+    int64_t hs = oh * p->sh - p->ph, ws = ow * p->sw - p->pw;
+    int64_t he = hs + p->kh, we = ws + p->kw;
+    *h0 = hs < 0 ? 0 : hs;
+    *w0 = ws < 0 ? 0 : ws;
+    *h1 = he > p->H ? p->H : he;
+    *w1 = we > p->W ? p->W : we;
+}
+
+/* The divisor of an average window: its non-padding cells (exclusive) or kh * kw. */
+static inline double pool_count(const PoolDims *p, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+    if (!p->exclusive) return (double)(p->kh * p->kw);
+    int64_t n = (h1 - h0) * (w1 - w0);
+    return n > 0 ? (double)n : 1;
+}
+
+/* pool2d's loops on int8 (t FL_DT_INT8) or uint8 data (quant_int8.c): max, or the average
+ * rounded to nearest with ties to even; x and o hold p's NC images. */
+void kpool_int8(const PoolDims *p, FlDType t, const void *x, void *o);
+
 /* ---- 2-D and 3-D convolution and pooling shapes (conv3.c), shared with dnnl.c ----
  * ConvNd: Input [N, C, in...], Filter [M, Cg, k...] in `groups` groups, Output [N, M, out...]
  * over nsp spatial dims (2 or 3, the outermost first), with strides s, paddings p (both sides)
