@@ -784,6 +784,7 @@ static const NativeFn driver_fns[] = {
     {"cuda_note", d_cuda_note},
     {"thread_start", d_thread_start},
     {"thread_join", d_thread_join},
+    {"write_dot", fl_ev_driver_write_dot}, /* driver_file.c */
 };
 
 void fl_ev_driver_install(Ctx *c) {

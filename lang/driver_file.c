@@ -91,6 +91,29 @@ static FlValue *f_write(Ctx *c, FlValue *self, CallArgs *a) {
     return ok ? c->none : c->error;
 }
 
+/* _driver.write_dot(program, path): the driver's save_program op in format dot, which writes the
+ * program's Graphviz DOT (flc dot's) to path when the driver gets there. */
+FlValue *fl_ev_driver_write_dot(Ctx *c, FlValue *self, CallArgs *a) {
+    ARGS("write_dot", "program path", 2);
+    (void)self;
+    FlSpan sp = a->span;
+    if (v[0]->kind != VK_PROGRAM) return fl_ev_error(c, sp, "write_dot() takes a Program, found %s", fl_v_type_name(v[0]));
+    if (v[1]->kind != VK_STR || !v[1]->str.n)
+        return fl_ev_error(c, sp, "write_dot() takes a file name, found %s", fl_v_type_name(v[1]));
+    const char *pname = fl_ev_program_name(c, v[0]->prog);
+    if (!pname || v[0]->prog == c->bundle->driver)
+        return fl_ev_error(c, sp, "write_dot(): the program is not one this script made");
+    DriverSwap s;
+    fl_ev_driver_enter(c, &s);
+    FlOpDesc *op = fl_ev_op_raw(c, c->b.block, "save_program", sp);
+    fl_ir_op_set_string(op, "program", pname);
+    fl_ir_op_set_string(op, "path", v[1]->str.s);
+    fl_ir_op_set_string(op, "format", "dot");
+    bool ok = fl_ev_infer(c, c->b.block, op, sp);
+    fl_ev_driver_leave(c, &s);
+    return ok ? c->none : c->error;
+}
+
 static FlValue *f_close(Ctx *c, FlValue *self, CallArgs *a) {
     ARGS("close", "", 0);
     (void)v;

@@ -735,6 +735,7 @@ FlValue *fl_ev_driver_const_as(Ctx *c, FlValue *v, int dtype, FlSpan sp);
 /* The numbers of a numpy array the script made (numpy.array(...)) and its dtype (-1: none given);
  * NULL when v is not one. */
 FlValue *fl_ev_ndarray_numbers(FlValue *v, int *dtype);
+FlValue *fl_ev_driver_write_dot(Ctx *c, FlValue *self, CallArgs *a); /* _driver.write_dot (driver_file.c) */
 FlValue *fl_ev_ndarray_of(Ctx *c, FlValue *value, int dtype, FlSpan sp); /* numbers as a numpy array (dtype -1: none) */
 /* driver_tensorfile.c: a scope tensor's set(array, place), numpy.fromfile(...) */
 FlValue *fl_ev_driver_m_set(Ctx *c, FlValue *self, CallArgs *a);

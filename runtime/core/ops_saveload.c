@@ -176,11 +176,14 @@ static FlStatus run_load_vars(RunCtx *rc, const ExecOp *op, FlScope *s) {
 }
 FL_CONTROL_ADAPTER(load_vars, prep_save_load, run_load_vars);
 
-/* save_program: the program as a bundle of its own at path, written atomically (a directory or
+/* save_program: the program as a bundle of its own at path (format dot: its Graphviz DOT), written atomically (a directory or
  * another non-regular file there is left as it is, and the op fails). */
 static FlStatus prep_save_program(ExecOp *op, FlErr *e) {
     if (!fl_exec_attr_string(op, "program")[0]) return fl_err(e, "program is empty");
     if (!fl_exec_attr_string(op, "path")[0]) return fl_err(e, "path is empty");
+    const char *fmt = fl_exec_attr_string(op, "format");
+    if (strcmp(fmt, "flp") != 0 && strcmp(fmt, "dot") != 0) return fl_err(e, "format '%s' (flp or dot)", fmt);
+    op->a.b[0] = strcmp(fmt, "dot") == 0;
     return FL_OK;
 }
 
@@ -196,7 +199,15 @@ static FlStatus run_save_program(RunCtx *rc, const ExecOp *op, FlScope *s) {
                                 pname, path);
     FlBundle *b = program_bundle(h, ex);
     FlErr e;
-    FlStatus st = fl_ir_bundle_write(b, path, &e);
+    FlStatus st;
+    if (op->a.b[0]) { /* Graphviz DOT, as flc dot draws it */
+        FlBuf dot = {0};
+        fl_ir_dot_bundle(b, &dot);
+        st = fl_write_file(path, dot.data ? dot.data : "", dot.len, &e);
+        fl_buf_free(&dot);
+    } else {
+        st = fl_ir_bundle_write(b, path, &e);
+    }
     fl_ir_bundle_free(b);
     return st == FL_OK ? FL_OK : fl_exec_op_error(rc, op, "writing the %s program to '%s': %s", pname, path, e.msg);
 }
